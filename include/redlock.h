@@ -1,0 +1,206 @@
+/* redlock.h: the public API of redlock-c, a Redlock client for C.
+ *
+ * Redlock takes a lock on N independent Redis masters: a lock is held when a
+ * majority (N/2 + 1) of them accepted `SET key value NX PX ttl` and time is left
+ * on it.  This header is the whole contract; it has no libuv or hiredis types.
+ * redlock_uv.h adds the calls that attach a client to a caller's libuv loop.
+ *
+ * Conventions (as in libuv and c-ares):
+ *  - Handles are opaque.  Every call that can fail returns int: 0 (REDLOCK_OK)
+ *    or a negative REDLOCK_E* code; constructors return NULL on failure.
+ *  - A call that returns an error never runs its callback.  A call that
+ *    returns 0 runs its callback exactly once, on the client's loop thread.
+ *  - Blocking calls are safe from any number of threads at once, but not from
+ *    the client's own loop thread (they return REDLOCK_EWOULDBLOCK there).
+ *  - Strings passed in are copied; strings returned are owned by the library.
+ *
+ * ABI policy: see docs/api.md.  Within a major version (the SONAME) functions
+ * are only added, never changed or removed; error codes keep their values.
+ */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(REDLOCK_STATIC)
+#define REDLOCK_EXPORT
+#elif defined(_WIN32)
+#ifdef REDLOCK_BUILDING
+#define REDLOCK_EXPORT __declspec(dllexport)
+#else
+#define REDLOCK_EXPORT __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define REDLOCK_EXPORT __attribute__((visibility("default")))
+#else
+#define REDLOCK_EXPORT
+#endif
+
+#define REDLOCK_VERSION_MAJOR 0
+#define REDLOCK_VERSION_MINOR 1
+#define REDLOCK_VERSION_PATCH 0
+#define REDLOCK_VERSION_STRING "0.1.0"
+
+/* Limits on input; longer or out-of-range input is refused with REDLOCK_EINVAL. */
+#define REDLOCK_MAX_NODES 64          /* masters per client */
+#define REDLOCK_MAX_RESOURCE_LEN 1024 /* bytes in a resource name, at least 1 */
+#define REDLOCK_MAX_PREFIX_LEN 256    /* bytes in the key prefix */
+#define REDLOCK_MAX_MANY 64           /* resources in one redlock_lock_many() */
+
+/* Error codes.  XX(name, value, message).  The values are part of the ABI. */
+#define REDLOCK_ERRNO_MAP(XX)                                                                  \
+  XX(EINVAL, -1, "invalid argument")                                                         \
+  XX(ENOMEM, -2, "out of memory")                                                            \
+  XX(ELOCKED, -3, "resource is locked by another holder on a quorum of masters")            \
+  XX(ENOQUORUM, -4, "too few Redis masters answered (down, timed out or errors)")           \
+  XX(EEXPIRED, -5, "quorum won but no validity left (the round took too long)")             \
+  XX(ELOST, -6, "lock is no longer held on a quorum of masters")                            \
+  XX(ETIMEDOUT, -7, "wait budget spent before the lock could be taken")                      \
+  XX(ECANCELED, -8, "operation canceled")                                                    \
+  XX(ECLOSED, -9, "client is closing or closed")                                             \
+  XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                          \
+  XX(EIO, -11, "I/O or system error")
+
+typedef enum {
+  REDLOCK_OK = 0,
+#define REDLOCK__ERR_ENUM(name, value, msg) REDLOCK_##name = (value),
+  REDLOCK_ERRNO_MAP(REDLOCK__ERR_ENUM)
+#undef REDLOCK__ERR_ENUM
+} redlock_errno_t;
+
+/* Log levels for redlock_options_set_log(). */
+#define REDLOCK_LOG_DEBUG 0
+#define REDLOCK_LOG_INFO 1
+#define REDLOCK_LOG_WARN 2
+#define REDLOCK_LOG_ERROR 3
+
+/* Reasons passed to a redlock_watch() lost callback. */
+#define REDLOCK_LOST_EXPIRED REDLOCK_ELOST /* validity ran out before an extension */
+
+typedef struct redlock_options redlock_options_t;
+typedef struct redlock redlock_t;           /* a client: N masters, connections, loop */
+typedef struct redlock_lock redlock_lock_t; /* one held lock */
+
+/* ---- Options -------------------------------------------------------------
+ * An options object is filled by setters and read by redlock_open(), which
+ * takes a snapshot: the options may be changed or freed afterwards.  Setters
+ * return REDLOCK_EINVAL for NULL or out-of-range values and leave the option
+ * unchanged.  Not thread-safe: use one options object from one thread.
+ *
+ * Defaults: retry 3 times, 200 ms + up to 200 ms jitter; connect 1000 ms;
+ * request 100 ms; drift factor 0.01; max TTL 60 s; quarantine on; fencing off;
+ * key prefix "".  A program that starts its own masters must wait out the
+ * restart quarantine, shorten it with set_max_ttl(), or turn it off. */
+REDLOCK_EXPORT redlock_options_t *redlock_options_new(void);
+REDLOCK_EXPORT void redlock_options_free(redlock_options_t *opts);
+
+/* redis://[[user]:password@]host[:port][/db]   (host may be [IPv6]; %XX escapes
+ * are decoded in user and password), unix:///path/to/sock.  rediss:// (TLS)
+ * needs a hiredis with TLS and is refused with REDLOCK_EINVAL by this build. */
+REDLOCK_EXPORT int redlock_options_add_node(redlock_options_t *opts, const char *uri);
+
+/* retry_count: extra attempts after the first (-1 = unbounded, 0 = one try).
+ * Each retry waits delay_ms plus a random 0..jitter_ms. */
+REDLOCK_EXPORT int redlock_options_set_retry(redlock_options_t *opts, int retry_count,
+                                             uint32_t delay_ms, uint32_t jitter_ms);
+/* 0 <= factor < 0.5: drift = ttl * factor + 2 ms is taken off every validity. */
+REDLOCK_EXPORT int redlock_options_set_drift_factor(redlock_options_t *opts, double factor);
+/* Both > 0.  connect_ms bounds connect + handshake; request_ms bounds each round. */
+REDLOCK_EXPORT int redlock_options_set_timeouts(redlock_options_t *opts, uint32_t connect_ms,
+                                                uint32_t request_ms);
+/* Largest TTL a lock may have (> 0); also the restart quarantine length. */
+REDLOCK_EXPORT int redlock_options_set_max_ttl(redlock_options_t *opts, uint32_t max_ttl_ms);
+REDLOCK_EXPORT int redlock_options_set_quarantine(redlock_options_t *opts, int enabled);
+REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enabled);
+/* Key in Redis = prefix + resource.  At most REDLOCK_MAX_PREFIX_LEN bytes. */
+REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix);
+/* cb runs on the client's loop thread with a NUL-terminated message; it must
+ * not call blocking redlock functions.  cb == NULL turns logging off. */
+REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_level,
+                                           void (*cb)(int level, const char *msg, void *arg),
+                                           void *arg);
+
+/* ---- Client ---------------------------------------------------------------
+ * redlock_open() starts the client's own I/O thread and connects to every
+ * master; it returns within the connect timeout even when masters are down
+ * (they are retried in the background and vote "no" meanwhile).
+ * redlock_close() cancels pending calls (ECANCELED; calls made after close
+ * began get ECLOSED), releases every lock still held (best effort, bounded by
+ * the request timeout), frees their handles and joins the I/O thread.  Called
+ * from one of the client's own callbacks it returns at once and the client is
+ * freed when the loop thread finishes. */
+REDLOCK_EXPORT int redlock_open(redlock_t **out, const redlock_options_t *opts);
+REDLOCK_EXPORT void redlock_close(redlock_t *client);
+
+/* ---- Blocking calls: safe from any thread at once -------------------------
+ * ttl_ms: 1..max TTL.  On success *out is a handle the caller owns until
+ * redlock_unlock() (or redlock_close()) frees it.
+ * redlock_lock:      retries by the options' retry policy.
+ * redlock_trylock:   one attempt.
+ * redlock_lock_wait: retries until wait_ms is spent (then REDLOCK_ETIMEDOUT).
+ * redlock_lock_many: all resources or none.
+ * A lost attempt returns REDLOCK_ELOCKED when a quorum answered and
+ * REDLOCK_ENOQUORUM when fewer did. */
+REDLOCK_EXPORT int redlock_lock(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                                redlock_lock_t **out);
+REDLOCK_EXPORT int redlock_trylock(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                                   redlock_lock_t **out);
+REDLOCK_EXPORT int redlock_lock_wait(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                                     uint32_t wait_ms, redlock_lock_t **out);
+REDLOCK_EXPORT int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
+                                     uint32_t ttl_ms, redlock_lock_t **out);
+/* Sets the lock's TTL to ttl_ms from now on a quorum.  A lock whose local
+ * validity has run out is not extended: REDLOCK_ELOST. */
+REDLOCK_EXPORT int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms);
+/* Releases on all masters and always frees the handle (even on error).  A
+ * handle that is not live in this client (already unlocked) gets EINVAL. */
+REDLOCK_EXPORT int redlock_unlock(redlock_t *client, redlock_lock_t *lock);
+/* Keeps extending the lock (by its last TTL) until it is unlocked; when it
+ * cannot be extended before its validity ends, marks it lost and calls
+ * lost_cb(lock, reason, arg) once on the loop thread.  lost_cb may be NULL. */
+REDLOCK_EXPORT int redlock_watch(redlock_t *client, redlock_lock_t *lock,
+                                 void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg),
+                                 void *arg);
+
+/* ---- Lock accessors: any thread, for a live handle ------------------------ */
+REDLOCK_EXPORT int64_t redlock_lock_validity_ms(const redlock_lock_t *lock); /* <= 0 expired */
+REDLOCK_EXPORT uint64_t redlock_lock_fence(const redlock_lock_t *lock); /* 0 without fencing */
+REDLOCK_EXPORT const char *redlock_lock_resource(const redlock_lock_t *lock);
+REDLOCK_EXPORT const char *redlock_lock_value(const redlock_lock_t *lock);
+REDLOCK_EXPORT int redlock_lock_is_lost(const redlock_lock_t *lock);
+
+/* ---- Callback forms ---------------------------------------------------------
+ * Callable from any thread; the callback runs exactly once, on the client's
+ * loop thread, unless the call itself returns an error.
+ * redlock_lock_async: wait_ms == 0 retries by the options' retry policy (as
+ * redlock_lock); wait_ms > 0 waits up to wait_ms (as redlock_lock_wait).
+ * redlock_unlock_async frees the handle after its callback returns. */
+typedef void (*redlock_lock_cb)(int status, redlock_lock_t *lock, void *arg);
+typedef void (*redlock_done_cb)(int status, void *arg);
+REDLOCK_EXPORT int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                                      uint32_t wait_ms, redlock_lock_cb cb, void *arg);
+REDLOCK_EXPORT int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
+                                        redlock_done_cb cb, void *arg);
+REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
+                                        redlock_done_cb cb, void *arg);
+
+/* ---- Diagnostics ------------------------------------------------------------
+ * Writes a one-line summary of the most recently decided round of this client
+ * (one entry per master: "host:port=OK|nil|timeout|down|ERR ..."), always
+ * NUL-terminated.  Returns the length it needed (like snprintf), or < 0. */
+REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
+
+/* ---- Errors and version ------------------------------------------------------ */
+REDLOCK_EXPORT const char *redlock_strerror(int err); /* static string, never NULL */
+REDLOCK_EXPORT const char *redlock_err_name(int err); /* "REDLOCK_ELOCKED" */
+REDLOCK_EXPORT const char *redlock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REDLOCK_H */

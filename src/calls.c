@@ -1,0 +1,312 @@
+/* calls.c: the public lock calls.  Validates arguments on the caller's
+ * thread (a call that returns an error never runs its callback), builds an
+ * op, queues it for the loop, and for the blocking forms waits on a
+ * semaphore until the loop has run the op's callback. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "clock.h"
+
+/* ---- lock accessors ------------------------------------------------------------ */
+
+int64_t redlock_lock_validity_ms(const redlock_lock_t *lock) {
+  if (lock == NULL)
+    return 0;
+  int64_t left = atomic_load(&lock->expires_ns) - (int64_t)clock_now_ns();
+  /* Round toward zero so that a positive result is never an overstatement. */
+  return left / 1000000;
+}
+
+uint64_t redlock_lock_fence(const redlock_lock_t *lock) { return lock != NULL ? lock->fence : 0; }
+
+const char *redlock_lock_resource(const redlock_lock_t *lock) {
+  return lock != NULL ? lock->resource : NULL;
+}
+
+const char *redlock_lock_value(const redlock_lock_t *lock) {
+  return lock != NULL ? lock->value : NULL;
+}
+
+int redlock_lock_is_lost(const redlock_lock_t *lock) {
+  if (lock == NULL)
+    return 1;
+  return atomic_load(&lock->lost) || redlock_lock_validity_ms(lock) <= 0;
+}
+
+/* ---- op construction ---------------------------------------------------------- */
+
+static int check_resource(const char *resource) {
+  if (resource == NULL)
+    return REDLOCK_EINVAL;
+  size_t len = strnlen(resource, REDLOCK_MAX_RESOURCE_LEN + 1);
+  return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
+}
+
+static int check_ttl(const redlock_t *client, uint32_t ttl_ms) {
+  return ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ? REDLOCK_EINVAL : 0;
+}
+
+/* One allocation holds the key pointers, their lengths and the key bytes
+ * (prefix + resource, NUL-terminated); the lock handle inherits it. */
+static int op_set_keys(op_t *op, const redlock_t *client, const char *const *resources,
+                       size_t n) {
+  size_t prefix_len = client->opts.key_prefix_len;
+  size_t bytes = n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < n; i++)
+    bytes += prefix_len + strlen(resources[i]) + 1;
+  char *block = malloc(bytes);
+  if (block == NULL)
+    return REDLOCK_ENOMEM;
+  op->keys = (char **)(void *)block;
+  op->key_lens = (size_t *)(void *)(block + n * sizeof(char *));
+  char *w = block + n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(resources[i]);
+    op->keys[i] = w;
+    op->key_lens[i] = prefix_len + len;
+    memcpy(w, client->opts.key_prefix, prefix_len);
+    memcpy(w + prefix_len, resources[i], len + 1);
+    w += prefix_len + len + 1;
+  }
+  op->n_keys = n;
+  op->prefix_len = prefix_len;
+  return 0;
+}
+
+static int lock_op_new(redlock_t *client, const char *const *resources, size_t n,
+                       uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, op_t **out) {
+  *out = NULL;
+  if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
+    return REDLOCK_EINVAL;
+  for (size_t i = 0; i < n; i++) {
+    if (check_resource(resources[i]) != 0)
+      return REDLOCK_EINVAL;
+    for (size_t j = 0; j < i; j++)
+      if (strcmp(resources[i], resources[j]) == 0)
+        return REDLOCK_EINVAL; /* a key twice would never be all-or-nothing */
+  }
+  if (check_ttl(client, ttl_ms) != 0)
+    return REDLOCK_EINVAL;
+  op_t *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return REDLOCK_ENOMEM;
+  int rc = op_set_keys(op, client, resources, n);
+  if (rc != 0) {
+    free(op);
+    return rc;
+  }
+  op->kind = OP_LOCK;
+  op->client = client;
+  op->mode = mode;
+  op->ttl_ms = ttl_ms;
+  op->wait_ms = wait_ms;
+  *out = op;
+  return 0;
+}
+
+/* Queues an op that targets a live lock.  Unlock claims the handle (it leaves
+ * the registry at once, so a second unlock gets EINVAL); the others take a
+ * reference so the handle outlives the call. */
+static int submit_lock_op(redlock_t *client, op_t *op) {
+  int rc = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else if (!ptrset_contains(&client->live_locks, op->lock))
+    rc = REDLOCK_EINVAL;
+  else if (op->kind == OP_UNLOCK)
+    ptrset_remove(&client->live_locks, op->lock);
+  else
+    op->lock->refs++;
+  if (rc == 0) {
+    int was_empty = list_empty(&client->submit_queue);
+    list_insert_tail(&client->submit_queue, &op->link);
+    uv_mutex_unlock(&client->mutex);
+    if (was_empty)
+      uv_async_send(&client->wakeup);
+    return 0;
+  }
+  uv_mutex_unlock(&client->mutex);
+  return rc;
+}
+
+static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
+  if (client == NULL || lock == NULL)
+    return REDLOCK_EINVAL;
+  if (kind == OP_EXTEND && check_ttl(client, ttl_ms) != 0)
+    return REDLOCK_EINVAL;
+  op_t *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return REDLOCK_ENOMEM;
+  op->kind = kind;
+  op->client = client;
+  op->lock = lock;
+  op->ttl_ms = ttl_ms;
+  op->done_cb = cb;
+  op->arg = arg;
+  int rc = submit_lock_op(client, op);
+  if (rc != 0)
+    free(op);
+  return rc;
+}
+
+/* ---- async forms ------------------------------------------------------------------ */
+
+static int lock_async_many(redlock_t *client, const char *const *resources, size_t n,
+                           uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb,
+                           void *arg) {
+  if (cb == NULL)
+    return REDLOCK_EINVAL;
+  op_t *op;
+  int rc = lock_op_new(client, resources, n, ttl_ms, mode, wait_ms, &op);
+  if (rc != 0)
+    return rc;
+  op->lock_cb = cb;
+  op->arg = arg;
+  rc = client_submit(client, op);
+  if (rc != 0)
+    op_free(op);
+  return rc;
+}
+
+int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                       uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+  const char *resources[1] = {resource};
+  return lock_async_many(client, resources, 1, ttl_ms,
+                         wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_RETRY, wait_ms, cb, arg);
+}
+
+int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
+                         redlock_done_cb cb, void *arg) {
+  return lock_target_op(client, lock, OP_EXTEND, ttl_ms, cb, arg);
+}
+
+int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_cb cb,
+                         void *arg) {
+  return lock_target_op(client, lock, OP_UNLOCK, 0, cb, arg);
+}
+
+int redlock_watch(redlock_t *client, redlock_lock_t *lock,
+                  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg), void *arg) {
+  if (client == NULL || lock == NULL)
+    return REDLOCK_EINVAL;
+  op_t *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return REDLOCK_ENOMEM;
+  op->kind = OP_WATCH;
+  op->client = client;
+  op->lock = lock;
+  op->lost_cb = lost_cb;
+  op->arg = arg;
+  int rc = submit_lock_op(client, op);
+  if (rc != 0)
+    free(op);
+  return rc;
+}
+
+/* ---- blocking forms ------------------------------------------------------------- */
+
+typedef struct {
+  uv_sem_t done;
+  int status;
+  redlock_lock_t *lock;
+} sync_call_t;
+
+static void sync_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  sync_call_t *call = arg;
+  call->status = status;
+  call->lock = lock;
+  uv_sem_post(&call->done);
+}
+
+static void sync_done_cb(int status, void *arg) {
+  sync_call_t *call = arg;
+  call->status = status;
+  uv_sem_post(&call->done);
+}
+
+static int check_blocking(const redlock_t *client) {
+  if (client == NULL)
+    return REDLOCK_EINVAL;
+  if (!client->own_thread || client_on_loop_thread(client))
+    return REDLOCK_EWOULDBLOCK;
+  return 0;
+}
+
+static int lock_blocking(redlock_t *client, const char *const *resources, size_t n,
+                         uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms,
+                         redlock_lock_t **out) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
+  int rc = check_blocking(client);
+  if (rc != 0)
+    return rc;
+  sync_call_t call;
+  if (uv_sem_init(&call.done, 0) != 0)
+    return REDLOCK_EIO;
+  call.lock = NULL;
+  rc = lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb, &call);
+  if (rc == 0) {
+    uv_sem_wait(&call.done);
+    rc = call.status;
+    *out = call.lock;
+  }
+  uv_sem_destroy(&call.done);
+  return rc;
+}
+
+int redlock_lock(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                 redlock_lock_t **out) {
+  const char *resources[1] = {resource};
+  return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_RETRY, 0, out);
+}
+
+int redlock_trylock(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                    redlock_lock_t **out) {
+  const char *resources[1] = {resource};
+  return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_TRY, 0, out);
+}
+
+int redlock_lock_wait(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                      uint32_t wait_ms, redlock_lock_t **out) {
+  const char *resources[1] = {resource};
+  return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_WAIT, wait_ms, out);
+}
+
+int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
+                      uint32_t ttl_ms, redlock_lock_t **out) {
+  return lock_blocking(client, resources, n, ttl_ms, LOCK_MODE_RETRY, 0, out);
+}
+
+static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+                           uint32_t ttl_ms) {
+  int rc = check_blocking(client);
+  if (rc != 0) {
+    /* Unlock always lets go of the handle: on the loop thread it still
+     * releases, just without waiting for the masters. */
+    if (rc == REDLOCK_EWOULDBLOCK && kind == OP_UNLOCK && lock != NULL)
+      lock_target_op(client, lock, OP_UNLOCK, 0, NULL, NULL);
+    return rc;
+  }
+  sync_call_t call;
+  if (uv_sem_init(&call.done, 0) != 0)
+    return REDLOCK_EIO;
+  rc = lock_target_op(client, lock, kind, ttl_ms, sync_done_cb, &call);
+  if (rc == 0) {
+    uv_sem_wait(&call.done);
+    rc = call.status;
+  }
+  uv_sem_destroy(&call.done);
+  return rc;
+}
+
+int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms) {
+  return target_blocking(client, lock, OP_EXTEND, ttl_ms);
+}
+
+int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
+  return target_blocking(client, lock, OP_UNLOCK, 0);
+}

@@ -1,0 +1,374 @@
+/* client.c: redlock_t.  Owns the options snapshot, the masters, the loop (its
+ * own on an I/O thread, or the caller's), the cross-thread submit queue woken
+ * by a uv_async_t, the round deadline timer, and the orderly close. */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "clock.h"
+#include "redlock_uv.h"
+
+/* ---- logging and small services ------------------------------------------------ */
+
+void client_log(redlock_t *client, int level, const char *fmt, ...) {
+  if (!client_log_enabled(client, level))
+    return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  client->opts.log_cb(level, msg, client->opts.log_arg);
+}
+
+uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
+
+int client_on_loop_thread(const redlock_t *client) {
+  if (!client->own_thread)
+    return 0;
+  uv_thread_t self = uv_thread_self();
+  return uv_thread_equal(&self, &client->loop_thread_id);
+}
+
+void client_record_votes(redlock_t *client, const round_t *round) {
+  uv_mutex_lock(&client->mutex);
+  for (unsigned i = 0; i < round->n_votes; i++)
+    client->last_votes[i] = round->votes[i].why;
+  client->last_outcome = (int)round->outcome;
+  uv_mutex_unlock(&client->mutex);
+}
+
+int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
+  static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
+  if (client == NULL || (buf == NULL && size > 0))
+    return REDLOCK_EINVAL;
+  uv_mutex_lock(&client->mutex);
+  int total = snprintf(buf, size, "%s:", outcomes[client->last_outcome]);
+  for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
+    size_t used = (size_t)total < size ? (size_t)total : size;
+    int n = snprintf(buf ? buf + used : NULL, size - used, " %s=%s",
+                     client->nodes[i].addr.label,
+                     client->last_outcome ? round_why_name(client->last_votes[i]) : "-");
+    total = n < 0 ? n : total + n;
+  }
+  uv_mutex_unlock(&client->mutex);
+  return total;
+}
+
+/* ---- deadlines ---------------------------------------------------------------------- */
+
+static void deadline_timer_cb(uv_timer_t *timer) {
+  redlock_t *client = timer->data;
+  client->deadline_armed_ns = 0;
+  round_deadlines_fire(client);
+}
+
+void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
+  /* Deadlines are created in order: an armed timer already fires no later. */
+  if (client->deadline_armed_ns != 0 && client->deadline_armed_ns <= deadline_ns)
+    return;
+  uint64_t now = clock_now_ns();
+  uint64_t delay_ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
+  client->deadline_armed_ns = deadline_ns;
+  uv_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms, 0);
+}
+
+/* ---- submit queue ------------------------------------------------------------------ */
+
+int client_submit(redlock_t *client, op_t *op) {
+  uv_mutex_lock(&client->mutex);
+  if (client->state != CLIENT_OPEN) {
+    uv_mutex_unlock(&client->mutex);
+    return REDLOCK_ECLOSED;
+  }
+  int was_empty = list_empty(&client->submit_queue);
+  list_insert_tail(&client->submit_queue, &op->link);
+  uv_mutex_unlock(&client->mutex);
+  /* One wake-up per batch: the loop drains the whole queue each time. */
+  if (was_empty)
+    uv_async_send(&client->wakeup);
+  return 0;
+}
+
+static void client_begin_close(redlock_t *client);
+static void client_teardown(redlock_t *client);
+
+static void run_or_park(redlock_t *client, op_t *op) {
+  if (client->startup_left > 0 && op->kind == OP_LOCK) {
+    list_insert_tail(&client->parked_ops, &op->link);
+    return;
+  }
+  op_dispatch(op);
+}
+
+static void wakeup_cb(uv_async_t *async) {
+  redlock_t *client = async->data;
+  list_node_t batch;
+  uv_mutex_lock(&client->mutex);
+  list_move_all(&client->submit_queue, &batch);
+  uv_mutex_unlock(&client->mutex);
+  while (!list_empty(&batch)) {
+    op_t *op = list_entry(batch.next, op_t, link);
+    list_remove(&op->link);
+    if (op->kind == OP_CLOSE) {
+      client_begin_close(client);
+    } else if (client->close_started && op->kind == OP_LOCK) {
+      op_fail(op, REDLOCK_ECANCELED);
+    } else {
+      run_or_park(client, op);
+    }
+  }
+  if (client->close_started == 2)
+    client_teardown(client);
+}
+
+void client_node_started(redlock_t *client) {
+  if (client->startup_left == 0 || --client->startup_left > 0)
+    return;
+  if (client->own_thread)
+    uv_sem_post(&client->startup_sem);
+  while (!list_empty(&client->parked_ops)) {
+    op_t *op = list_entry(client->parked_ops.next, op_t, link);
+    list_remove(&op->link);
+    op_dispatch(op);
+  }
+}
+
+/* ---- close ----------------------------------------------------------------------------- */
+
+static void client_free(redlock_t *client) {
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_free(&client->nodes[i]);
+  free(client->nodes);
+  free(client->last_votes);
+  ptrset_free(&client->live_locks);
+  options_clear(&client->opts);
+  uv_mutex_destroy(&client->mutex);
+  if (client->own_thread)
+    uv_sem_destroy(&client->startup_sem);
+  free(client);
+}
+
+static void client_begin_close(redlock_t *client) {
+  if (client->close_started)
+    return;
+  client->close_started = 1;
+  client_log(client, REDLOCK_LOG_DEBUG, "closing");
+  while (!list_empty(&client->parked_ops)) {
+    op_t *op = list_entry(client->parked_ops.next, op_t, link);
+    list_remove(&op->link);
+    list_insert_tail(&client->ops_in_flight, &op->link);
+    op_fail(op, REDLOCK_ECANCELED);
+  }
+  lock_cancel_all(client);
+  client_maybe_finish_close(client);
+}
+
+void client_maybe_finish_close(redlock_t *client) {
+  if (client->close_started != 1 || !list_empty(&client->ops_in_flight) ||
+      !list_empty(&client->rounds_pending) || !list_empty(&client->parked_ops))
+    return;
+  /* Tear down from the wake-up callback, never from inside a hiredis one. */
+  client->close_started = 2;
+  uv_async_send(&client->wakeup);
+}
+
+static void client_handle_closed_cb(uv_handle_t *handle) { client_handle_closed(handle->data); }
+
+void client_handle_closed(redlock_t *client) {
+  if (--client->handles_open > 0)
+    return;
+  uv_mutex_lock(&client->mutex);
+  client->state = CLIENT_CLOSED;
+  uv_mutex_unlock(&client->mutex);
+  if (!client->own_thread) {
+    void (*closed)(void *) = client->closed_cb;
+    void *arg = client->closed_arg;
+    client_free(client);
+    if (closed != NULL)
+      closed(arg);
+  }
+}
+
+static void client_teardown(redlock_t *client) {
+  client->close_started = 3;
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_shutdown(&client->nodes[i]);
+  uv_timer_stop(&client->deadline_timer);
+  uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
+}
+
+/* ---- open ----------------------------------------------------------------------------- */
+
+static int client_new(redlock_t **out, const redlock_options_t *opts) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
+  if (opts == NULL || opts->n_nodes == 0)
+    return REDLOCK_EINVAL;
+  redlock_t *client = calloc(1, sizeof *client);
+  if (client == NULL)
+    return REDLOCK_ENOMEM;
+  if (options_copy(&client->opts, opts) != 0) {
+    free(client);
+    return REDLOCK_ENOMEM;
+  }
+  client->n_nodes = (unsigned)opts->n_nodes;
+  client->quorum = quorum_size(client->n_nodes);
+  client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
+  client->last_votes = calloc(client->n_nodes, 1);
+  uv_mutex_init(&client->mutex);
+  ptrset_init(&client->live_locks);
+  list_init(&client->submit_queue);
+  list_init(&client->ops_in_flight);
+  list_init(&client->rounds_pending);
+  list_init(&client->held_locks);
+  list_init(&client->parked_ops);
+  int rc = client->nodes != NULL && client->last_votes != NULL ? 0 : REDLOCK_ENOMEM;
+  for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
+    rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);
+  uint64_t seed = 0;
+  if (rc == 0)
+    rc = random_bytes(&seed, sizeof seed);
+  if (rc != 0) {
+    client_free(client);
+    return rc;
+  }
+  jitter_rng_seed(&client->rng, seed);
+  client->startup_left = client->n_nodes;
+  *out = client;
+  return 0;
+}
+
+/* The client's own uv handles on `loop` (any thread, before the loop runs
+ * them). */
+static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
+  client->loop = loop;
+  if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
+    return REDLOCK_EIO;
+  client->wakeup.data = client;
+  uv_timer_init(loop, &client->deadline_timer);
+  client->deadline_timer.data = client;
+  client->handles_open = 2;
+  return 0;
+}
+
+static void client_start_nodes(redlock_t *client) {
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_start(&client->nodes[i]);
+}
+
+static void loop_thread_main(void *arg) {
+  redlock_t *client = arg;
+  client->loop_thread_id = uv_thread_self();
+  client_start_nodes(client);
+  uv_run(&client->own_loop, UV_RUN_DEFAULT);
+  /* Every handle is closed: the loop has nothing left. */
+  uv_loop_close(&client->own_loop);
+  if (client->free_on_exit) {
+    uv_thread_t self = uv_thread_self();
+    client_free(client);
+    pthread_detach(self);
+  }
+}
+
+int redlock_open(redlock_t **out, const redlock_options_t *opts) {
+  redlock_t *client;
+  int rc = client_new(&client, opts);
+  if (rc != 0)
+    return rc;
+  client->own_thread = 1;
+  if (uv_sem_init(&client->startup_sem, 0) != 0) {
+    client->own_thread = 0;
+    client_free(client);
+    return REDLOCK_EIO;
+  }
+  if (uv_loop_init(&client->own_loop) != 0) {
+    client_free(client);
+    return REDLOCK_EIO;
+  }
+  if (client_init_handles(client, &client->own_loop) != 0) {
+    uv_loop_close(&client->own_loop);
+    client_free(client);
+    return REDLOCK_EIO;
+  }
+  if (uv_thread_create(&client->thread, loop_thread_main, client) != 0) {
+    uv_close((uv_handle_t *)&client->wakeup, NULL);
+    uv_close((uv_handle_t *)&client->deadline_timer, NULL);
+    uv_run(&client->own_loop, UV_RUN_DEFAULT);
+    uv_loop_close(&client->own_loop);
+    client_free(client);
+    return REDLOCK_EIO;
+  }
+  /* Bounded by the connect timeout: every node's first attempt has a timer. */
+  uv_sem_wait(&client->startup_sem);
+  *out = client;
+  return 0;
+}
+
+int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop) {
+  if (loop == NULL) {
+    if (out != NULL)
+      *out = NULL;
+    return REDLOCK_EINVAL;
+  }
+  redlock_t *client;
+  int rc = client_new(&client, opts);
+  if (rc != 0)
+    return rc;
+  rc = client_init_handles(client, loop);
+  if (rc != 0) {
+    client_free(client);
+    return rc;
+  }
+  client_start_nodes(client);
+  *out = client;
+  return 0;
+}
+
+/* Marks the client closing and queues the close for the loop. */
+static int client_request_close(redlock_t *client) {
+  op_t *op = &client->close_op;
+  uv_mutex_lock(&client->mutex);
+  if (client->state != CLIENT_OPEN) {
+    uv_mutex_unlock(&client->mutex);
+    return -1;
+  }
+  client->state = CLIENT_CLOSING;
+  op->kind = OP_CLOSE;
+  op->client = client;
+  list_insert_tail(&client->submit_queue, &op->link);
+  uv_mutex_unlock(&client->mutex);
+  uv_async_send(&client->wakeup);
+  return 0;
+}
+
+void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
+  if (client == NULL || client->own_thread)
+    return;
+  client->closed_cb = closed;
+  client->closed_arg = arg;
+  client_request_close(client);
+}
+
+void redlock_close(redlock_t *client) {
+  if (client == NULL)
+    return;
+  if (!client->own_thread) {
+    redlock_close_uv(client, NULL, NULL);
+    return;
+  }
+  if (client_on_loop_thread(client)) {
+    /* From one of our callbacks: the loop thread frees the client on exit. */
+    client->free_on_exit = 1;
+    client_request_close(client);
+    return;
+  }
+  client_request_close(client);
+  uv_thread_join(&client->thread);
+  client_free(client);
+}

@@ -1,0 +1,148 @@
+/* client.h: the insides of redlock_t, of a queued call (op_t) and of a lock
+ * handle, shared by client.c (loop, thread, queue, close), calls.c (public
+ * entry points), lock.c (the lock/extend/unlock state machines) and node.c /
+ * round.c (I/O).
+ *
+ * Threads: everything marked "loop" is touched only on the loop thread.
+ * `mutex` guards the submit queue, the client state, the live-lock registry
+ * and every lock's refcount. */
+#ifndef REDLOCK_CLIENT_H
+#define REDLOCK_CLIENT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "list.h"
+#include "node.h"
+#include "options.h"
+#include "ptrset.h"
+#include "random.h"
+#include "redlock.h"
+#include "round.h"
+
+typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
+
+typedef enum { OP_LOCK = 1, OP_EXTEND, OP_UNLOCK, OP_WATCH, OP_CLOSE } op_kind_t;
+
+typedef enum {
+  LOCK_MODE_TRY = 1, /* one attempt */
+  LOCK_MODE_RETRY,   /* the options' retry policy */
+  LOCK_MODE_WAIT,    /* until the wait budget is spent */
+} lock_mode_t;
+
+struct redlock_lock {
+  struct redlock *client;
+  list_node_t held_link; /* loop: client's held locks, for close and watch */
+  size_t n_keys;
+  char **keys; /* prefix + resource, NUL-terminated */
+  size_t *key_lens;
+  const char *resource; /* first resource, without the prefix (points into keys[0]) */
+  char value[RANDOM_VALUE_LEN + 1];
+  uint32_t ttl_ms;
+  _Atomic int64_t expires_ns; /* monotonic end of validity */
+  _Atomic int lost;
+  uint64_t fence;
+  unsigned refs; /* mutex: 1 while live (registered) + 1 per call in flight */
+  /* watch (loop) */
+  int watched;
+  uv_timer_t *watch_timer;
+  int watch_extending;
+  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
+  void *lost_arg;
+};
+
+typedef struct op {
+  list_node_t link; /* submit queue, then the client's in-flight list */
+  op_kind_t kind;
+  struct redlock *client;
+  lock_mode_t mode;
+  uint32_t ttl_ms;
+  uint32_t wait_ms;
+  size_t n_keys;
+  char **keys; /* OP_LOCK: owned until handed to the lock */
+  size_t *key_lens;
+  size_t prefix_len;
+  redlock_lock_t *lock; /* extend / unlock / watch target */
+  redlock_lock_cb lock_cb;
+  redlock_done_cb done_cb;
+  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
+  void *arg;
+  /* loop-side state of a lock acquisition */
+  unsigned attempts;
+  uint64_t wait_deadline_ns;
+  char value[RANDOM_VALUE_LEN + 1];
+  uv_timer_t *retry_timer; /* allocated on the first retry */
+  int in_round;
+  int canceled;
+} op_t;
+
+struct redlock {
+  struct redlock_options opts; /* snapshot */
+  unsigned n_nodes;
+  unsigned quorum;
+  node_t *nodes;
+
+  uv_loop_t *loop;
+  uv_loop_t own_loop;
+  int own_thread; /* redlock_open: 1; redlock_open_uv: 0 */
+  uv_thread_t thread;
+  uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
+  uv_async_t wakeup;
+  uv_timer_t deadline_timer;
+
+  uv_mutex_t mutex;
+  list_node_t submit_queue; /* mutex */
+  client_state_t state;     /* mutex */
+  ptrset_t live_locks;      /* mutex: handles the caller may still use */
+  uint8_t *last_votes;      /* mutex: vote_why_t per master of the last decided round */
+  int last_outcome;         /* mutex: quorum_outcome_t of that round, 0 = none yet */
+
+  /* loop */
+  list_node_t ops_in_flight;
+  list_node_t rounds_pending; /* deadline FIFO */
+  list_node_t held_locks;
+  list_node_t parked_ops; /* waiting for the first connection attempts */
+  unsigned startup_left;  /* nodes whose first attempt has not finished */
+  jitter_rng_t rng;
+  uint64_t deadline_armed_ns;
+  int close_started;
+  unsigned handles_open; /* uv handles still to be closed at shutdown */
+  uv_sem_t startup_sem;  /* own thread: redlock_open waits on it */
+  int free_on_exit;      /* own thread: close called from a callback */
+  void (*closed_cb)(void *arg);
+  void *closed_arg;
+  op_t close_op; /* preallocated: closing never fails for want of memory */
+};
+
+/* ---- client.c ---- */
+int client_on_loop_thread(const redlock_t *client);
+/* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
+int client_submit(redlock_t *client, op_t *op);
+void client_log(redlock_t *client, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define client_log_enabled(client, level)                                                     \
+  ((client)->opts.log_cb != NULL && (level) >= (client)->opts.log_level)
+uint32_t client_random(redlock_t *client);
+/* A node finished its first connection attempt (either way). */
+void client_node_started(redlock_t *client);
+/* Arms the deadline timer for the round at the head of the FIFO. */
+void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
+/* An op or round finished: during close, see whether shutdown can proceed. */
+void client_maybe_finish_close(redlock_t *client);
+/* A uv handle owned by the client finished closing. */
+void client_handle_closed(redlock_t *client);
+void client_record_votes(redlock_t *client, const round_t *round);
+
+/* ---- lock.c: loop side ---- */
+void op_dispatch(op_t *op);
+/* Ends an op that never started (close, parked): status to its callback. */
+void op_fail(op_t *op, int status);
+void op_free(op_t *op);
+/* Close: cancel acquisitions, release every held lock. */
+void lock_cancel_all(redlock_t *client);
+/* Drops one reference (loop); frees the handle at zero. */
+void lock_unref(redlock_lock_t *lock);
+void lock_free(redlock_lock_t *lock);
+
+#endif

@@ -1,0 +1,45 @@
+/* info.c: INFO server parsing (see info.h).  Reads untrusted bytes: bounded
+ * by len, never by a NUL. */
+#include "info.h"
+
+#include <string.h>
+
+static int line_is(const char *line, size_t len, const char *key, const char **value,
+                   size_t *value_len) {
+  size_t key_len = strlen(key);
+  if (len <= key_len || memcmp(line, key, key_len) != 0 || line[key_len] != ':')
+    return 0;
+  *value = line + key_len + 1;
+  *value_len = len - key_len - 1;
+  return 1;
+}
+
+int info_parse_server(const char *text, size_t len, info_server_t *out) {
+  const char *p = text, *end = text + len;
+  out->run_id[0] = '\0';
+  out->uptime_s = -1;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = nl != NULL ? nl : end;
+    size_t line_len = (size_t)(line_end - p);
+    if (line_len > 0 && p[line_len - 1] == '\r')
+      line_len--;
+    const char *value;
+    size_t value_len;
+    if (line_is(p, line_len, "run_id", &value, &value_len)) {
+      if (value_len == INFO_RUN_ID_LEN) {
+        memcpy(out->run_id, value, INFO_RUN_ID_LEN);
+        out->run_id[INFO_RUN_ID_LEN] = '\0';
+      }
+    } else if (line_is(p, line_len, "uptime_in_seconds", &value, &value_len)) {
+      int64_t v = 0;
+      size_t i = 0;
+      for (; i < value_len && i < 18 && value[i] >= '0' && value[i] <= '9'; i++)
+        v = v * 10 + (value[i] - '0');
+      if (i == value_len && i > 0)
+        out->uptime_s = v;
+    }
+    p = line_end + 1;
+  }
+  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
+}

@@ -1,0 +1,518 @@
+/* lock.c: lock handles and the loop-side state machines of lock, extend,
+ * unlock and watch, built on rounds (round.h).  Everything here runs on the
+ * client's loop thread. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "clock.h"
+#include "quorum.h"
+#include "scripts.h"
+
+/* ---- argv building ---------------------------------------------------------
+ * Each round's argv is built on the stack and formatted once by round_new. */
+
+#define ARGV_MAX (REDLOCK_MAX_MANY + 6)
+
+typedef struct {
+  const char *argv[ARGV_MAX];
+  size_t len[ARGV_MAX];
+  int argc;
+  char n_keys_str[24];
+  char ttl_str[24];
+} argv_t;
+
+static void argv_push(argv_t *a, const char *s, size_t len) {
+  a->argv[a->argc] = s;
+  a->len[a->argc] = len;
+  a->argc++;
+}
+
+/* EVALSHA <sha> <n> keys... value [ttl] */
+static void argv_script(argv_t *a, const script_t *script, char *const *keys,
+                        const size_t *key_lens, size_t n_keys, const char *value, int with_ttl,
+                        uint32_t ttl_ms) {
+  a->argc = 0;
+  argv_push(a, "EVALSHA", 7);
+  argv_push(a, script->sha1, 40);
+  int n = snprintf(a->n_keys_str, sizeof a->n_keys_str, "%zu", n_keys);
+  argv_push(a, a->n_keys_str, (size_t)n);
+  for (size_t i = 0; i < n_keys; i++)
+    argv_push(a, keys[i], key_lens[i]);
+  argv_push(a, value, RANDOM_VALUE_LEN);
+  if (with_ttl) {
+    n = snprintf(a->ttl_str, sizeof a->ttl_str, "%u", ttl_ms);
+    argv_push(a, a->ttl_str, (size_t)n);
+  }
+}
+
+static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) {
+  argv_t a;
+  if (op->n_keys == 1) {
+    /* SET key value NX PX ttl: the same command every Redlock client sends. */
+    a.argc = 0;
+    int n = snprintf(a.ttl_str, sizeof a.ttl_str, "%u", op->ttl_ms);
+    argv_push(&a, "SET", 3);
+    argv_push(&a, op->keys[0], op->key_lens[0]);
+    argv_push(&a, op->value, RANDOM_VALUE_LEN);
+    argv_push(&a, "NX", 2);
+    argv_push(&a, "PX", 2);
+    argv_push(&a, a.ttl_str, (size_t)n);
+    return round_new(client, a.argc, a.argv, a.len, NULL, 0, 1, cb, op);
+  }
+  const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
+  argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
+  return round_new(client, a.argc, a.argv, a.len, script, (int64_t)op->n_keys, 1, cb, op);
+}
+
+/* Compare-and-delete on every master, without waiting for the outcome. */
+static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
+                               size_t n_keys, const char *value) {
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_RELEASE);
+  argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
+  round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)n_keys, 0, NULL, NULL);
+  if (round == NULL) {
+    client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", keys[0]);
+    return;
+  }
+  round_send(round);
+}
+
+/* ---- lock handles ----------------------------------------------------------- */
+
+static void watch_timer_closed(uv_handle_t *handle) { free(handle); }
+
+void lock_free(redlock_lock_t *lock) {
+  if (lock->watch_timer != NULL)
+    uv_close((uv_handle_t *)lock->watch_timer, watch_timer_closed);
+  free(lock->keys);
+  free(lock);
+}
+
+void lock_unref(redlock_lock_t *lock) {
+  redlock_t *client = lock->client;
+  uv_mutex_lock(&client->mutex);
+  unsigned left = --lock->refs;
+  uv_mutex_unlock(&client->mutex);
+  if (left == 0)
+    lock_free(lock);
+}
+
+static void lock_set_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
+  int64_t end = (int64_t)started_ns + (int64_t)ttl_ms * 1000000 -
+                quorum_drift_ns(ttl_ms, lock->client->opts.drift_factor);
+  atomic_store(&lock->expires_ns, end);
+}
+
+static int64_t lock_validity_ns(const redlock_lock_t *lock) {
+  return atomic_load(&lock->expires_ns) - (int64_t)clock_now_ns();
+}
+
+/* Makes the handle for a won acquisition and registers it as live. */
+static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
+  redlock_t *client = op->client;
+  redlock_lock_t *lock = calloc(1, sizeof *lock);
+  if (lock == NULL)
+    return NULL;
+  lock->client = client;
+  lock->n_keys = op->n_keys;
+  lock->keys = op->keys;
+  lock->key_lens = op->key_lens;
+  lock->resource = op->keys[0] + op->prefix_len;
+  memcpy(lock->value, op->value, sizeof lock->value);
+  lock->ttl_ms = op->ttl_ms;
+  lock->refs = 1;
+  atomic_init(&lock->lost, 0);
+  lock_set_expiry(lock, started_ns, op->ttl_ms);
+  uv_mutex_lock(&client->mutex);
+  int rc = ptrset_add(&client->live_locks, lock);
+  uv_mutex_unlock(&client->mutex);
+  if (rc != 0) {
+    free(lock);
+    return NULL;
+  }
+  op->keys = NULL; /* the lock owns them now */
+  op->key_lens = NULL;
+  list_insert_tail(&client->held_locks, &lock->held_link);
+  return lock;
+}
+
+static void lock_mark_lost(redlock_lock_t *lock, int reason) {
+  if (atomic_exchange(&lock->lost, 1))
+    return;
+  client_log(lock->client, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
+             redlock_err_name(reason));
+  if (lock->watched) {
+    lock->watched = 0;
+    if (lock->watch_timer != NULL)
+      uv_timer_stop(lock->watch_timer);
+    if (lock->lost_cb != NULL)
+      lock->lost_cb(lock, reason, lock->lost_arg);
+  }
+}
+
+/* ---- op life cycle ------------------------------------------------------------ */
+
+static void op_timer_closed(uv_handle_t *handle) {
+  op_t *op = handle->data;
+  free(handle);
+  free(op->keys);
+  free(op);
+}
+
+void op_free(op_t *op) {
+  if (op->retry_timer != NULL) {
+    uv_close((uv_handle_t *)op->retry_timer, op_timer_closed);
+    return;
+  }
+  free(op->keys);
+  free(op);
+}
+
+/* Takes the op out of the in-flight list, runs its callback once, frees it. */
+static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
+  redlock_t *client = op->client;
+  if (list_linked(&op->link))
+    list_remove(&op->link);
+  if (op->kind == OP_LOCK) {
+    if (op->lock_cb != NULL)
+      op->lock_cb(status, lock, op->arg);
+  } else if (op->done_cb != NULL) {
+    op->done_cb(status, op->arg);
+  }
+  if (op->kind != OP_LOCK && op->lock != NULL)
+    lock_unref(op->lock); /* the call's reference (unlock: the live one) */
+  op_free(op);
+  client_maybe_finish_close(client);
+}
+
+void op_fail(op_t *op, int status) {
+  if (op->kind == OP_UNLOCK && op->lock != NULL) {
+    /* The caller asked for a release: still make it, without waiting. */
+    redlock_lock_t *lock = op->lock;
+    if (list_linked(&lock->held_link))
+      list_remove(&lock->held_link);
+    release_everywhere(op->client, lock->keys, lock->key_lens, lock->n_keys, lock->value);
+  }
+  op_finish(op, status, NULL);
+}
+
+/* ---- lock ------------------------------------------------------------------------ */
+
+static void lock_attempt(op_t *op);
+
+static void retry_timer_cb(uv_timer_t *timer) { lock_attempt(timer->data); }
+
+static void lock_retry_or_finish(op_t *op, int status) {
+  redlock_t *client = op->client;
+  if (op->canceled) {
+    op_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
+  uint64_t delay = quorum_retry_delay_ms(client->opts.retry_delay_ms, client->opts.retry_jitter_ms,
+                                         client_random(client));
+  switch (op->mode) {
+  case LOCK_MODE_TRY:
+    op_finish(op, status, NULL);
+    return;
+  case LOCK_MODE_RETRY:
+    if (client->opts.retry_count >= 0 && op->attempts > (unsigned)client->opts.retry_count) {
+      op_finish(op, status, NULL);
+      return;
+    }
+    break;
+  case LOCK_MODE_WAIT: {
+    uint64_t now = clock_now_ns();
+    if (now >= op->wait_deadline_ns) {
+      op_finish(op, REDLOCK_ETIMEDOUT, NULL);
+      return;
+    }
+    uint64_t left_ms = (op->wait_deadline_ns - now + 999999) / 1000000;
+    if (delay > left_ms)
+      delay = left_ms; /* one last attempt at the end of the budget */
+    break;
+  }
+  }
+  if (op->retry_timer == NULL) {
+    op->retry_timer = malloc(sizeof *op->retry_timer);
+    if (op->retry_timer == NULL) {
+      op_finish(op, REDLOCK_ENOMEM, NULL);
+      return;
+    }
+    uv_timer_init(client->loop, op->retry_timer);
+    op->retry_timer->data = op;
+  }
+  uv_timer_start(op->retry_timer, retry_timer_cb, delay, 0);
+}
+
+static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
+  op_t *op = ctx;
+  redlock_t *client = op->client;
+  int status;
+  op->in_round = 0;
+  if (outcome == QUORUM_WON) {
+    int64_t validity = quorum_validity_ns(op->ttl_ms, round->decided_ns - round->started_ns,
+                                          client->opts.drift_factor);
+    if (validity > 0 && !op->canceled) {
+      redlock_lock_t *lock = lock_create(op, round->started_ns);
+      if (lock != NULL) {
+        op_finish(op, REDLOCK_OK, lock);
+        return;
+      }
+      status = REDLOCK_ENOMEM;
+    } else {
+      status = op->canceled ? REDLOCK_ECANCELED : REDLOCK_EEXPIRED;
+      if (!op->canceled)
+        client_log(client, REDLOCK_LOG_WARN,
+                   "lock %s: quorum won but the round took %llu us of a %u ms ttl", op->keys[0],
+                   (unsigned long long)((round->decided_ns - round->started_ns) / 1000),
+                   op->ttl_ms);
+    }
+  } else {
+    status = outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : REDLOCK_ENOQUORUM;
+  }
+  /* A master whose reply was lost may still have applied the SET. */
+  if (round_may_have_set(round))
+    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value);
+  if (client_log_enabled(client, REDLOCK_LOG_DEBUG))
+    client_log(client, REDLOCK_LOG_DEBUG, "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)",
+               op->keys[0], op->attempts, redlock_err_name(status), round->yes, round->no,
+               round->failed);
+  lock_retry_or_finish(op, status);
+}
+
+static void lock_attempt(op_t *op) {
+  if (op->canceled) {
+    op_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
+  op->attempts++;
+  int rc = random_lock_value(op->value);
+  if (rc != 0) {
+    op_finish(op, rc, NULL);
+    return;
+  }
+  round_t *round = acquire_round(op->client, op, on_acquire_decided);
+  if (round == NULL) {
+    op_finish(op, REDLOCK_ENOMEM, NULL);
+    return;
+  }
+  op->in_round = 1;
+  round_send(round);
+}
+
+/* ---- extend ------------------------------------------------------------------------ */
+
+static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
+                             round_decided_fn cb, void *ctx) {
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_EXTEND);
+  argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
+  return round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0, cb, ctx);
+}
+
+/* Applies an extension round's outcome to the lock; returns the status. */
+static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
+                          uint32_t ttl_ms) {
+  if (outcome == QUORUM_WON) {
+    int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
+                                          lock->client->opts.drift_factor);
+    if (validity <= 0)
+      return REDLOCK_EEXPIRED;
+    lock->ttl_ms = ttl_ms;
+    lock_set_expiry(lock, round->started_ns, ttl_ms);
+    return REDLOCK_OK;
+  }
+  if (outcome == QUORUM_LOST_HELD) {
+    /* A quorum answered that our value is gone: someone else may hold it. */
+    lock_mark_lost(lock, REDLOCK_ELOST);
+    return REDLOCK_ELOST;
+  }
+  return REDLOCK_ENOQUORUM;
+}
+
+static void on_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
+  op_t *op = ctx;
+  op_finish(op, extend_outcome(op->lock, round, outcome, op->ttl_ms), NULL);
+}
+
+static void extend_start(op_t *op) {
+  redlock_lock_t *lock = op->lock;
+  if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
+    /* Possibly held by another by now: extending could overlap its hold. */
+    lock_mark_lost(lock, REDLOCK_ELOST);
+    op_finish(op, REDLOCK_ELOST, NULL);
+    return;
+  }
+  round_t *round = extend_round(op->client, lock, op->ttl_ms, on_extend_decided, op);
+  if (round == NULL) {
+    op_finish(op, REDLOCK_ENOMEM, NULL);
+    return;
+  }
+  round_send(round);
+}
+
+/* ---- unlock ------------------------------------------------------------------------ */
+
+static void lock_stop_watch(redlock_lock_t *lock) {
+  lock->watched = 0;
+  if (lock->watch_timer != NULL)
+    uv_timer_stop(lock->watch_timer);
+}
+
+static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
+  (void)round;
+  op_t *op = ctx;
+  int status = outcome == QUORUM_WON         ? REDLOCK_OK
+               : outcome == QUORUM_LOST_HELD ? REDLOCK_ELOST
+                                             : REDLOCK_ENOQUORUM;
+  op_finish(op, status, NULL);
+}
+
+static void unlock_start(op_t *op) {
+  redlock_lock_t *lock = op->lock;
+  redlock_t *client = op->client;
+  if (list_linked(&lock->held_link))
+    list_remove(&lock->held_link);
+  lock_stop_watch(lock);
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_RELEASE);
+  argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 0, 0);
+  round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0,
+                             on_release_decided, op);
+  if (round == NULL) {
+    op_finish(op, REDLOCK_ENOMEM, NULL);
+    return;
+  }
+  round_send(round);
+}
+
+/* ---- watch (automatic extension) -------------------------------------------------- */
+
+static void watch_schedule(redlock_lock_t *lock);
+
+static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
+  redlock_lock_t *lock = ctx;
+  lock->watch_extending = 0;
+  if (lock->watched) {
+    int status = extend_outcome(lock, round, outcome, lock->ttl_ms);
+    if (status != REDLOCK_OK && status != REDLOCK_ELOST)
+      client_log(lock->client, REDLOCK_LOG_WARN, "watch %s: extension failed (%s); will retry",
+                 lock->resource, redlock_err_name(status));
+    if (lock->watched)
+      watch_schedule(lock);
+  }
+  lock_unref(lock); /* the extension's reference */
+}
+
+static void watch_timer_cb(uv_timer_t *timer) {
+  redlock_lock_t *lock = timer->data;
+  redlock_t *client = lock->client;
+  if (!lock->watched || lock->watch_extending)
+    return;
+  if (lock_validity_ns(lock) <= 0) {
+    lock_mark_lost(lock, REDLOCK_ELOST);
+    return;
+  }
+  round_t *round = extend_round(client, lock, lock->ttl_ms, on_watch_extend_decided, lock);
+  if (round == NULL) {
+    watch_schedule(lock);
+    return;
+  }
+  uv_mutex_lock(&client->mutex);
+  lock->refs++;
+  uv_mutex_unlock(&client->mutex);
+  lock->watch_extending = 1;
+  round_send(round);
+}
+
+/* Next extension when a third of the ttl is left; after a failure, retry
+ * soon but never later than the end of validity (where it is declared lost). */
+static void watch_schedule(redlock_lock_t *lock) {
+  int64_t validity_ms = lock_validity_ns(lock) / 1000000;
+  int64_t delay = validity_ms - (int64_t)lock->ttl_ms / 3;
+  if (delay <= 0) {
+    int64_t retry = (int64_t)lock->client->opts.request_timeout_ms;
+    delay = validity_ms > 0 && retry < validity_ms ? retry : (validity_ms > 0 ? validity_ms : 0);
+  }
+  uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)delay, 0);
+}
+
+static void watch_start(op_t *op) {
+  redlock_lock_t *lock = op->lock;
+  redlock_t *client = op->client;
+  int status = REDLOCK_OK;
+  if (lock->watch_timer == NULL) {
+    lock->watch_timer = malloc(sizeof *lock->watch_timer);
+    if (lock->watch_timer == NULL)
+      status = REDLOCK_ENOMEM;
+    else {
+      uv_timer_init(client->loop, lock->watch_timer);
+      lock->watch_timer->data = lock;
+    }
+  }
+  if (status == REDLOCK_OK) {
+    lock->lost_cb = op->lost_cb;
+    lock->lost_arg = op->arg;
+    lock->watched = 1;
+    if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
+      atomic_store(&lock->lost, 0);
+      lock_mark_lost(lock, REDLOCK_ELOST);
+    } else {
+      watch_schedule(lock);
+    }
+  }
+  op->done_cb = NULL;
+  op_finish(op, status, NULL);
+}
+
+/* ---- dispatch and close -------------------------------------------------------- */
+
+void op_dispatch(op_t *op) {
+  redlock_t *client = op->client;
+  list_insert_tail(&client->ops_in_flight, &op->link);
+  switch (op->kind) {
+  case OP_LOCK:
+    if (op->mode == LOCK_MODE_WAIT)
+      op->wait_deadline_ns = clock_now_ns() + (uint64_t)op->wait_ms * 1000000u;
+    lock_attempt(op);
+    break;
+  case OP_EXTEND:
+    extend_start(op);
+    break;
+  case OP_UNLOCK:
+    unlock_start(op);
+    break;
+  case OP_WATCH:
+    watch_start(op);
+    break;
+  case OP_CLOSE:
+    break;
+  }
+}
+
+void lock_cancel_all(redlock_t *client) {
+  list_node_t *it = client->ops_in_flight.next;
+  while (it != &client->ops_in_flight) {
+    op_t *op = list_entry(it, op_t, link);
+    it = it->next;
+    if (op->kind != OP_LOCK)
+      continue;
+    op->canceled = 1;
+    if (!op->in_round) /* waiting for a retry: end it now */
+      op_finish(op, REDLOCK_ECANCELED, NULL);
+  }
+  while (!list_empty(&client->held_locks)) {
+    redlock_lock_t *lock = list_entry(client->held_locks.next, redlock_lock_t, held_link);
+    list_remove(&lock->held_link);
+    lock_stop_watch(lock);
+    uv_mutex_lock(&client->mutex);
+    int was_live = ptrset_remove(&client->live_locks, lock);
+    uv_mutex_unlock(&client->mutex);
+    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value);
+    if (was_live)
+      lock_unref(lock);
+  }
+}

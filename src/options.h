@@ -1,0 +1,48 @@
+/* options.h: the options object behind redlock_options_t.  The client keeps
+ * its own deep copy (options_copy), so the caller's may change or go. */
+#ifndef REDLOCK_OPTIONS_H
+#define REDLOCK_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "redlock.h"
+#include "uri.h"
+
+#define OPTIONS_DEFAULT_RETRY_COUNT 3
+#define OPTIONS_DEFAULT_RETRY_DELAY_MS 200
+#define OPTIONS_DEFAULT_RETRY_JITTER_MS 200
+#define OPTIONS_DEFAULT_DRIFT_FACTOR 0.01
+#define OPTIONS_DEFAULT_CONNECT_MS 1000
+#define OPTIONS_DEFAULT_REQUEST_MS 100
+#define OPTIONS_DEFAULT_MAX_TTL_MS 60000
+#define OPTIONS_MAX_TIMEOUT_MS 3600000u /* 1 h: anything longer is a mistake */
+#define OPTIONS_MAX_TTL_LIMIT_MS 0x7fffffffu
+
+typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
+
+struct redlock_options {
+  node_addr_t *nodes;
+  size_t n_nodes;
+  int retry_count; /* -1 = unbounded */
+  uint32_t retry_delay_ms;
+  uint32_t retry_jitter_ms;
+  double drift_factor;
+  uint32_t connect_timeout_ms;
+  uint32_t request_timeout_ms;
+  uint32_t max_ttl_ms;
+  int quarantine;
+  int fencing;
+  char *key_prefix; /* never NULL */
+  size_t key_prefix_len;
+  int log_level;
+  redlock_log_fn log_cb;
+  void *log_arg;
+};
+
+void options_set_defaults(struct redlock_options *opts);
+/* Deep copy; 0 or REDLOCK_ENOMEM. */
+int options_copy(struct redlock_options *dst, const struct redlock_options *src);
+void options_clear(struct redlock_options *opts);
+
+#endif

@@ -1,0 +1,44 @@
+/* quorum.h: the pure arithmetic of Redlock: quorum size, deciding a round from
+ * its vote counts, validity and drift, retry jitter and reconnect backoff.
+ * No I/O, no clocks, no allocation: every function here is unit-tested. */
+#ifndef REDLOCK_QUORUM_H
+#define REDLOCK_QUORUM_H
+
+#include <stdint.h>
+
+/* How a round stands after a vote.  LOST_HELD: a quorum answered but too few
+ * said yes (someone else holds the key, or our value is gone).  LOST_NOQUORUM:
+ * fewer than a quorum answered and the missing masters cannot change that. */
+typedef enum {
+  QUORUM_PENDING = 0,
+  QUORUM_WON,
+  QUORUM_LOST_HELD,
+  QUORUM_LOST_NOQUORUM,
+} quorum_outcome_t;
+
+unsigned quorum_size(unsigned n_nodes);
+
+/* yes: masters that did what we asked; no: masters that answered but refused
+ * (key held, value absent); failed: down, timed out, error replies and
+ * quarantined masters.  The rest are still pending.  A round is WON as soon as
+ * a quorum said yes.  It is lost when the pending masters can no longer make
+ * a quorum of yes; the kind of loss is settled as soon as it is certain:
+ * HELD once a quorum answered, NOQUORUM once a quorum can no longer answer. */
+quorum_outcome_t quorum_decide(unsigned n_nodes, unsigned yes, unsigned no, unsigned failed);
+
+/* drift = ttl * factor + 2 ms, in nanoseconds. */
+int64_t quorum_drift_ns(uint32_t ttl_ms, double drift_factor);
+
+/* validity = ttl - elapsed - drift, in nanoseconds (may be <= 0). */
+int64_t quorum_validity_ns(uint32_t ttl_ms, uint64_t elapsed_ns, double drift_factor);
+
+/* Retry delay: delay_ms + (random32 % (jitter_ms + 1)). */
+uint64_t quorum_retry_delay_ms(uint32_t delay_ms, uint32_t jitter_ms, uint32_t random32);
+
+/* Reconnect delay after `failures` consecutive failed attempts (0 = first
+ * retry): min(cap, base * 2^failures), then "equal jitter": half of it fixed,
+ * half random, so that clients restarting together spread out. */
+uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms,
+                           uint32_t random32);
+
+#endif

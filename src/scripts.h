@@ -1,0 +1,32 @@
+/* scripts.h: the Lua scripts we run on the masters (the .lua files in src/lua, embedded
+ * at build time with their SHA1s), and the EVALSHA -> EVAL rewrite used when a
+ * master answers NOSCRIPT (its script cache was flushed or it restarted). */
+#ifndef REDLOCK_SCRIPTS_H
+#define REDLOCK_SCRIPTS_H
+
+#include <stddef.h>
+
+typedef enum {
+  SCRIPT_RELEASE = 0,
+  SCRIPT_EXTEND,
+  SCRIPT_ACQUIRE_MANY,
+  SCRIPT_COUNT
+} script_id_t;
+
+typedef struct {
+  const char *name;
+  const char *body;
+  size_t body_len;
+  const char *sha1; /* 40 lowercase hex digits */
+} script_t;
+
+const script_t *script_get(script_id_t id);
+
+/* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
+ * writes the same command as EVAL with the script body into a new malloc'ed
+ * buffer (*out, *out_len; free with free()).  Returns 0, or -1 when cmd is not
+ * an EVALSHA of that form or on no memory. */
+int script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
+                           size_t *out_len);
+
+#endif

@@ -1,0 +1,34 @@
+/* strutil.c: small string helpers. */
+#include "strutil.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *str_ndup(const char *s, size_t len) {
+  char *out = malloc(len + 1);
+  if (out != NULL) {
+    memcpy(out, s, len);
+    out[len] = '\0';
+  }
+  return out;
+}
+
+char *str_dup(const char *s) { return str_ndup(s, strlen(s)); }
+
+char *str_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int need = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (need < 0)
+    return NULL;
+  char *out = malloc((size_t)need + 1);
+  if (out == NULL)
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(out, (size_t)need + 1, fmt, ap);
+  va_end(ap);
+  return out;
+}
