@@ -1,0 +1,61 @@
+/* redis_harness.h: starts and stops real redis-server processes on free
+ * loopback ports for the integration tests and the demo, and injects faults
+ * into them.  Every server is a child of this process, stopped by PID (never
+ * by name); children get PR_SET_PDEATHSIG so a crashed test leaks none.
+ * Loopback (127.0.0.1) only. */
+#ifndef REDIS_HARNESS_H
+#define REDIS_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct rh_server rh_server_t;
+
+typedef struct {
+  const char *password;     /* requirepass, or NULL */
+  const char *acl_user;     /* with acl_password: "user NAME on >PASS ~* &* +@all" */
+  const char *acl_password;
+  int enable_debug;         /* --enable-debug-command local */
+  const char *unix_socket;  /* also listen on this unix socket path, or NULL */
+} rh_options_t;
+
+/* Picks a free loopback port, spawns redis-server (no persistence), waits
+ * (up to 5 s) until it answers PING.  opts may be NULL.  0 or -1. */
+int rh_server_start(rh_server_t **out, const rh_options_t *opts);
+/* Starts n servers; on failure stops the ones already started. */
+int rh_cluster_start(rh_server_t **servers, size_t n, const rh_options_t *opts);
+void rh_cluster_free(rh_server_t **servers, size_t n);
+
+int rh_server_port(const rh_server_t *server);
+pid_t rh_server_pid(const rh_server_t *server); /* 0 while down */
+/* "redis://127.0.0.1:PORT" (with credentials when the server has them). */
+const char *rh_server_uri(const rh_server_t *server);
+
+/* SIGKILL + reap: the server is down, its port kept for a restart. */
+int rh_server_kill(rh_server_t *server);
+/* Starts it again on the same port, empty (waits for PING). */
+int rh_server_restart(rh_server_t *server);
+/* SIGSTOP / SIGCONT. */
+int rh_server_pause(rh_server_t *server);
+int rh_server_resume(rh_server_t *server);
+
+/* Runs one command synchronously on its own short-lived connection
+ * (hiredis, 2 s timeout) and writes the reply as text into buf: status and
+ * bulk strings as they are, integers in decimal, nil as "(nil)", errors as
+ * "ERR ...".  Returns 0, or -1 when the server could not be reached.
+ * Example: rh_server_command(s, buf, sizeof buf, "GET %s", key). */
+int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...);
+
+/* Stops (SIGTERM, then SIGKILL after 2 s) and frees.  NULL is fine. */
+void rh_server_free(rh_server_t *server);
+
+/* Polls pred(arg) every millisecond until it returns nonzero or timeout_ms
+ * passes: returns 1 when it came true, 0 on timeout.  For waiting on an event
+ * with a deadline instead of sleeping. */
+int rh_wait_until(int (*pred)(void *arg), void *arg, int timeout_ms);
+
+/* Monotonic milliseconds. */
+uint64_t rh_now_ms(void);
+
+#endif
