@@ -119,14 +119,8 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
     ptrset_remove(&client->live_locks, op->lock);
   else
     op->lock->refs++;
-  if (rc == 0) {
-    int was_empty = list_empty(&client->submit_queue);
-    list_insert_tail(&client->submit_queue, &op->link);
-    uv_mutex_unlock(&client->mutex);
-    if (was_empty)
-      uv_async_send(&client->wakeup);
-    return 0;
-  }
+  if (rc == 0)
+    client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
   return rc;
 }

@@ -2,6 +2,7 @@
  * own on an I/O thread, or the caller's), the cross-thread submit queue woken
  * by a uv_async_t, the round deadline timer, and the orderly close. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,13 +85,18 @@ int client_submit(redlock_t *client, op_t *op) {
     uv_mutex_unlock(&client->mutex);
     return REDLOCK_ECLOSED;
   }
+  client_enqueue_locked(client, op);
+  uv_mutex_unlock(&client->mutex);
+  return 0;
+}
+
+void client_enqueue_locked(redlock_t *client, op_t *op) {
   int was_empty = list_empty(&client->submit_queue);
   list_insert_tail(&client->submit_queue, &op->link);
-  uv_mutex_unlock(&client->mutex);
-  /* One wake-up per batch: the loop drains the whole queue each time. */
+  /* One wake-up per batch: the loop drains the whole queue each time.  Sent
+   * under the mutex so that a close cannot free the handle in between. */
   if (was_empty)
     uv_async_send(&client->wakeup);
-  return 0;
 }
 
 static void client_begin_close(redlock_t *client);
@@ -195,6 +201,10 @@ void client_handle_closed(redlock_t *client) {
 
 static void client_teardown(redlock_t *client) {
   client->close_started = 3;
+  /* Submitters send their wake-up under the mutex while the state is OPEN;
+   * it is CLOSING now, so none can touch `wakeup` once we hold the mutex. */
+  uv_mutex_lock(&client->mutex);
+  uv_mutex_unlock(&client->mutex);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_shutdown(&client->nodes[i]);
   uv_timer_stop(&client->deadline_timer);
@@ -296,7 +306,15 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     client_free(client);
     return REDLOCK_EIO;
   }
-  if (uv_thread_create(&client->thread, loop_thread_main, client) != 0) {
+  /* The I/O thread takes no asynchronous signals: they belong to the
+   * application's threads, and a write to a master that just died must give
+   * EPIPE, not a process-killing SIGPIPE.  The new thread inherits the mask. */
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
+  rc = uv_thread_create(&client->thread, loop_thread_main, client);
+  pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  if (rc != 0) {
     uv_close((uv_handle_t *)&client->wakeup, NULL);
     uv_close((uv_handle_t *)&client->deadline_timer, NULL);
     uv_run(&client->own_loop, UV_RUN_DEFAULT);
@@ -341,9 +359,8 @@ static int client_request_close(redlock_t *client) {
   client->state = CLIENT_CLOSING;
   op->kind = OP_CLOSE;
   op->client = client;
-  list_insert_tail(&client->submit_queue, &op->link);
+  client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
-  uv_async_send(&client->wakeup);
   return 0;
 }
 

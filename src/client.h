@@ -63,6 +63,10 @@ typedef struct op {
   char **keys; /* OP_LOCK: owned until handed to the lock */
   size_t *key_lens;
   size_t prefix_len;
+  char **fence_keys; /* fencing: counter keys, same layout as keys */
+  size_t *fence_key_lens;
+  uint64_t fence;              /* fencing: the token of the current attempt */
+  uint64_t attempt_started_ns; /* t1 of the current attempt */
   redlock_lock_t *lock; /* extend / unlock / watch target */
   redlock_lock_cb lock_cb;
   redlock_done_cb done_cb;
@@ -119,6 +123,9 @@ struct redlock {
 int client_on_loop_thread(const redlock_t *client);
 /* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
 int client_submit(redlock_t *client, op_t *op);
+/* Appends to the submit queue and wakes the loop; caller holds the mutex and
+ * has checked that the client is open. */
+void client_enqueue_locked(redlock_t *client, op_t *op);
 void client_log(redlock_t *client, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define client_log_enabled(client, level)                                                     \

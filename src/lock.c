@@ -13,7 +13,10 @@
 /* ---- argv building ---------------------------------------------------------
  * Each round's argv is built on the stack and formatted once by round_new. */
 
-#define ARGV_MAX (REDLOCK_MAX_MANY + 6)
+#define ARGV_MAX (2 * REDLOCK_MAX_MANY + 6)
+
+/* Fence counters live beside the lock keys under a reserved prefix. */
+#define FENCE_KEY_PREFIX "__redlock_fence__:"
 
 typedef struct {
   const char *argv[ARGV_MAX];
@@ -47,8 +50,52 @@ static void argv_script(argv_t *a, const script_t *script, char *const *keys,
   }
 }
 
+/* EVALSHA <sha> <2n> keys... fence_keys... value arg */
+static void argv_fenced(argv_t *a, const script_t *script, const op_t *op, const char *arg,
+                        size_t arg_len) {
+  a->argc = 0;
+  argv_push(a, "EVALSHA", 7);
+  argv_push(a, script->sha1, 40);
+  int n = snprintf(a->n_keys_str, sizeof a->n_keys_str, "%zu", 2 * op->n_keys);
+  argv_push(a, a->n_keys_str, (size_t)n);
+  for (size_t i = 0; i < op->n_keys; i++)
+    argv_push(a, op->keys[i], op->key_lens[i]);
+  for (size_t i = 0; i < op->n_keys; i++)
+    argv_push(a, op->fence_keys[i], op->fence_key_lens[i]);
+  argv_push(a, op->value, RANDOM_VALUE_LEN);
+  argv_push(a, arg, arg_len);
+}
+
+/* The counter keys of a fenced acquisition, built once per call. */
+static int op_make_fence_keys(op_t *op) {
+  size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
+  size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < op->n_keys; i++)
+    bytes += prefix_len + op->key_lens[i] + 1;
+  char *block = malloc(bytes);
+  if (block == NULL)
+    return REDLOCK_ENOMEM;
+  op->fence_keys = (char **)(void *)block;
+  op->fence_key_lens = (size_t *)(void *)(block + op->n_keys * sizeof(char *));
+  char *w = block + op->n_keys * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < op->n_keys; i++) {
+    op->fence_keys[i] = w;
+    op->fence_key_lens[i] = prefix_len + op->key_lens[i];
+    memcpy(w, FENCE_KEY_PREFIX, prefix_len);
+    memcpy(w + prefix_len, op->keys[i], op->key_lens[i] + 1);
+    w += prefix_len + op->key_lens[i] + 1;
+  }
+  return 0;
+}
+
 static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) {
   argv_t a;
+  if (client->opts.fencing) {
+    const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
+    int n = snprintf(a.ttl_str, sizeof a.ttl_str, "%u", op->ttl_ms);
+    argv_fenced(&a, script, op, a.ttl_str, (size_t)n);
+    return round_new(client, a.argc, a.argv, a.len, script, ROUND_EXPECT_POSITIVE, 1, cb, op);
+  }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
     a.argc = 0;
@@ -59,7 +106,7 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, (size_t)n);
-    return round_new(client, a.argc, a.argv, a.len, NULL, 0, 1, cb, op);
+    return round_new(client, a.argc, a.argv, a.len, NULL, ROUND_EXPECT_OK, 1, cb, op);
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
   argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
@@ -123,6 +170,7 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   lock->resource = op->keys[0] + op->prefix_len;
   memcpy(lock->value, op->value, sizeof lock->value);
   lock->ttl_ms = op->ttl_ms;
+  lock->fence = op->fence;
   lock->refs = 1;
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
@@ -155,20 +203,23 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
 
 /* ---- op life cycle ------------------------------------------------------------ */
 
-static void op_timer_closed(uv_handle_t *handle) {
-  op_t *op = handle->data;
-  free(handle);
+static void op_release_memory(op_t *op) {
   free(op->keys);
+  free(op->fence_keys);
   free(op);
 }
 
+static void op_timer_closed(uv_handle_t *handle) {
+  op_t *op = handle->data;
+  free(handle);
+  op_release_memory(op);
+}
+
 void op_free(op_t *op) {
-  if (op->retry_timer != NULL) {
+  if (op->retry_timer != NULL)
     uv_close((uv_handle_t *)op->retry_timer, op_timer_closed);
-    return;
-  }
-  free(op->keys);
-  free(op);
+  else
+    op_release_memory(op);
 }
 
 /* Takes the op out of the in-flight list, runs its callback once, frees it. */
@@ -247,40 +298,88 @@ static void lock_retry_or_finish(op_t *op, int status) {
   uv_timer_start(op->retry_timer, retry_timer_cb, delay, 0);
 }
 
+/* A won round (the acquisition, or with fencing its write-back): grant the
+ * lock if validity is left, measured from the start of the acquisition.
+ * Returns 0 when granted, else the status of the failed attempt. */
+static int lock_grant(op_t *op, uint64_t decided_ns) {
+  redlock_t *client = op->client;
+  if (op->canceled)
+    return REDLOCK_ECANCELED;
+  uint64_t elapsed = decided_ns - op->attempt_started_ns;
+  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) <= 0) {
+    client_log(client, REDLOCK_LOG_WARN,
+               "lock %s: quorum won but it took %llu us of a %u ms ttl: no validity left",
+               op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
+    return REDLOCK_EEXPIRED;
+  }
+  redlock_lock_t *lock = lock_create(op, op->attempt_started_ns);
+  if (lock == NULL)
+    return REDLOCK_ENOMEM;
+  op_finish(op, REDLOCK_OK, lock);
+  return 0;
+}
+
+/* The attempt failed: release wherever our value may be, then retry or end. */
+static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
+  redlock_t *client = op->client;
+  op->in_round = 0;
+  /* A master whose reply was lost may still have applied the SET. */
+  if (round == NULL || round_may_have_set(round))
+    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value);
+  if (round != NULL && client_log_enabled(client, REDLOCK_LOG_DEBUG))
+    client_log(client, REDLOCK_LOG_DEBUG,
+               "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
+               op->attempts, redlock_err_name(status), round->yes, round->no, round->failed);
+  lock_retry_or_finish(op, status);
+}
+
+static int lost_status(quorum_outcome_t outcome) {
+  return outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : REDLOCK_ENOQUORUM;
+}
+
+static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
+  op_t *op = ctx;
+  int status = lost_status(outcome);
+  if (outcome == QUORUM_WON && (status = lock_grant(op, round->decided_ns)) == 0)
+    return;
+  /* The write-back round touched no lock key; the acquisition did. */
+  lock_attempt_failed(op, NULL, status);
+}
+
+/* Fencing: write the token back to every master before granting, so that
+ * every later grant, on any quorum, sees a counter at least this high. */
+static int fence_commit(op_t *op, const round_t *acquired) {
+  uint64_t token = 0;
+  for (unsigned i = 0; i < acquired->n_votes; i++)
+    if (acquired->votes[i].state == VOTE_YES && (uint64_t)acquired->votes[i].integer > token)
+      token = (uint64_t)acquired->votes[i].integer;
+  op->fence = token;
+  argv_t a;
+  char token_str[24];
+  int n = snprintf(token_str, sizeof token_str, "%llu", (unsigned long long)token);
+  const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
+  argv_fenced(&a, script, op, token_str, (size_t)n);
+  round_t *round =
+      round_new(op->client, a.argc, a.argv, a.len, script, 1, 0, on_fence_commit_decided, op);
+  if (round == NULL)
+    return REDLOCK_ENOMEM;
+  round_send(round);
+  return 0;
+}
+
 static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_t *op = ctx;
-  redlock_t *client = op->client;
-  int status;
-  op->in_round = 0;
+  int status = lost_status(outcome);
   if (outcome == QUORUM_WON) {
-    int64_t validity = quorum_validity_ns(op->ttl_ms, round->decided_ns - round->started_ns,
-                                          client->opts.drift_factor);
-    if (validity > 0 && !op->canceled) {
-      redlock_lock_t *lock = lock_create(op, round->started_ns);
-      if (lock != NULL) {
-        op_finish(op, REDLOCK_OK, lock);
+    if (op->client->opts.fencing && !op->canceled) {
+      status = fence_commit(op, round);
+      if (status == 0)
         return;
-      }
-      status = REDLOCK_ENOMEM;
-    } else {
-      status = op->canceled ? REDLOCK_ECANCELED : REDLOCK_EEXPIRED;
-      if (!op->canceled)
-        client_log(client, REDLOCK_LOG_WARN,
-                   "lock %s: quorum won but the round took %llu us of a %u ms ttl", op->keys[0],
-                   (unsigned long long)((round->decided_ns - round->started_ns) / 1000),
-                   op->ttl_ms);
+    } else if ((status = lock_grant(op, round->decided_ns)) == 0) {
+      return;
     }
-  } else {
-    status = outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : REDLOCK_ENOQUORUM;
   }
-  /* A master whose reply was lost may still have applied the SET. */
-  if (round_may_have_set(round))
-    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value);
-  if (client_log_enabled(client, REDLOCK_LOG_DEBUG))
-    client_log(client, REDLOCK_LOG_DEBUG, "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)",
-               op->keys[0], op->attempts, redlock_err_name(status), round->yes, round->no,
-               round->failed);
-  lock_retry_or_finish(op, status);
+  lock_attempt_failed(op, round, status);
 }
 
 static void lock_attempt(op_t *op) {
@@ -290,6 +389,8 @@ static void lock_attempt(op_t *op) {
   }
   op->attempts++;
   int rc = random_lock_value(op->value);
+  if (rc == 0 && op->client->opts.fencing && op->fence_keys == NULL)
+    rc = op_make_fence_keys(op);
   if (rc != 0) {
     op_finish(op, rc, NULL);
     return;
@@ -300,6 +401,7 @@ static void lock_attempt(op_t *op) {
     return;
   }
   op->in_round = 1;
+  op->attempt_started_ns = clock_now_ns();
   round_send(round);
 }
 

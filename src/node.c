@@ -40,7 +40,7 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
 
 void node_warn(node_t *node, const char *what, const char *detail) {
   redlock_t *client = node->client;
-  if (!client_log_enabled(client, REDLOCK_LOG_DEBUG))
+  if (client->opts.log_cb == NULL)
     return;
   uint64_t now = clock_now_ns();
   if (now - node->last_warn_ns >= 1000000000u || node->last_warn_ns == 0) {

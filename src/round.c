@@ -103,8 +103,12 @@ static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
     return;
   }
   int yes, refused;
-  if (round->expect_integer == 0) {
+  if (round->expect_integer == ROUND_EXPECT_OK) {
     yes = reply->type == REDIS_REPLY_STATUS && reply->len == 2 && memcmp(reply->str, "OK", 2) == 0;
+    refused = reply->type == REDIS_REPLY_NIL;
+  } else if (round->expect_integer == ROUND_EXPECT_POSITIVE) {
+    vote->integer = reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : 0;
+    yes = reply->type == REDIS_REPLY_INTEGER && reply->integer > 0;
     refused = reply->type == REDIS_REPLY_NIL;
   } else {
     vote->integer = reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : 0;

@@ -62,7 +62,7 @@ typedef struct round {
   const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
   char *eval_cmd;         /* built on the first NOSCRIPT */
   size_t eval_cmd_len;
-  int64_t expect_integer; /* yes = integer reply equal to this; 0: yes = +OK */
+  int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_OK; ROUND_EXPECT_POSITIVE */
   int is_acquire;         /* quarantined masters' votes do not count */
   unsigned refs;          /* replies outstanding + 1 until decided */
   unsigned votes_pending;
@@ -74,6 +74,9 @@ typedef struct round {
   unsigned n_votes;
   vote_t votes[];
 } round_t;
+
+#define ROUND_EXPECT_OK 0        /* yes = +OK, refused = nil (SET NX) */
+#define ROUND_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
 
 /* Formats argv once into a new round.  A script round is EVALSHA (argv[1] is
  * the SHA).  NULL when out of memory. */

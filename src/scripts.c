@@ -14,6 +14,11 @@ static const script_t scripts[SCRIPT_COUNT] = {
                        SCRIPT_EXTEND_SHA1},
     [SCRIPT_ACQUIRE_MANY] = {"acquire_many", SCRIPT_ACQUIRE_MANY_BODY,
                              sizeof(SCRIPT_ACQUIRE_MANY_BODY) - 1, SCRIPT_ACQUIRE_MANY_SHA1},
+    [SCRIPT_ACQUIRE_FENCED] = {"acquire_fenced", SCRIPT_ACQUIRE_FENCED_BODY,
+                               sizeof(SCRIPT_ACQUIRE_FENCED_BODY) - 1,
+                               SCRIPT_ACQUIRE_FENCED_SHA1},
+    [SCRIPT_FENCE_COMMIT] = {"fence_commit", SCRIPT_FENCE_COMMIT_BODY,
+                             sizeof(SCRIPT_FENCE_COMMIT_BODY) - 1, SCRIPT_FENCE_COMMIT_SHA1},
 };
 
 const script_t *script_get(script_id_t id) {
