@@ -146,6 +146,7 @@ void client_node_started(redlock_t *client) {
 /* ---- close ----------------------------------------------------------------------------- */
 
 static void client_free(redlock_t *client) {
+  notify_free(client);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
   free(client->nodes);
@@ -207,6 +208,7 @@ static void client_teardown(redlock_t *client) {
   uv_mutex_unlock(&client->mutex);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_shutdown(&client->nodes[i]);
+  notify_shutdown(client);
   uv_timer_stop(&client->deadline_timer);
   uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
@@ -238,6 +240,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->rounds_pending);
   list_init(&client->held_locks);
   list_init(&client->parked_ops);
+  list_init(&client->channels);
   int rc = client->nodes != NULL && client->last_votes != NULL ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);

@@ -15,6 +15,7 @@
 
 #include "list.h"
 #include "node.h"
+#include "notify.h"
 #include "options.h"
 #include "ptrset.h"
 #include "random.h"
@@ -52,8 +53,13 @@ struct redlock_lock {
   void *lost_arg;
 };
 
+typedef struct notify_subscriber notify_subscriber_t;
+
 typedef struct op {
   list_node_t link; /* submit queue, then the client's in-flight list */
+  list_node_t wait_link;     /* a notify channel's waiters */
+  notify_channel_t *channel; /* registered for release notifications */
+  int woken;                 /* a release was announced during an attempt */
   op_kind_t kind;
   struct redlock *client;
   lock_mode_t mode;
@@ -107,6 +113,8 @@ struct redlock {
   list_node_t rounds_pending; /* deadline FIFO */
   list_node_t held_locks;
   list_node_t parked_ops; /* waiting for the first connection attempts */
+  list_node_t channels;   /* notify channels with waiters or live subscriptions */
+  notify_subscriber_t *subscribers; /* per master, created by the first waiter */
   unsigned startup_left;  /* nodes whose first attempt has not finished */
   jitter_rng_t rng;
   uint64_t deadline_armed_ns;
@@ -148,6 +156,8 @@ void op_fail(op_t *op, int status);
 void op_free(op_t *op);
 /* Close: cancel acquisitions, release every held lock. */
 void lock_cancel_all(redlock_t *client);
+/* A release was announced for the key a WAIT op waits on: retry now. */
+void lock_wake(op_t *op);
 /* Drops one reference (loop); frees the handle at zero. */
 void lock_unref(redlock_lock_t *lock);
 void lock_free(redlock_lock_t *lock);

@@ -227,6 +227,7 @@ static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
   redlock_t *client = op->client;
   if (list_linked(&op->link))
     list_remove(&op->link);
+  notify_unwait(op);
   if (op->kind == OP_LOCK) {
     if (op->lock_cb != NULL)
       op->lock_cb(status, lock, op->arg);
@@ -256,6 +257,16 @@ static void lock_attempt(op_t *op);
 
 static void retry_timer_cb(uv_timer_t *timer) { lock_attempt(timer->data); }
 
+void lock_wake(op_t *op) {
+  if (op->in_round) {
+    op->woken = 1;
+    return;
+  }
+  if (op->retry_timer != NULL)
+    uv_timer_stop(op->retry_timer);
+  lock_attempt(op);
+}
+
 static void lock_retry_or_finish(op_t *op, int status) {
   redlock_t *client = op->client;
   if (op->canceled) {
@@ -279,6 +290,14 @@ static void lock_retry_or_finish(op_t *op, int status) {
     if (now >= op->wait_deadline_ns) {
       op_finish(op, REDLOCK_ETIMEDOUT, NULL);
       return;
+    }
+    /* Held by someone: be woken by its release rather than poll for it.
+     * The timer stays as the fallback for expiry and foreign releases. */
+    if (status == REDLOCK_ELOCKED && op->channel == NULL)
+      notify_wait(op);
+    if (op->woken) {
+      op->woken = 0;
+      delay = 0; /* a release was announced while this attempt was out */
     }
     uint64_t left_ms = (op->wait_deadline_ns - now + 999999) / 1000000;
     if (delay > left_ms)

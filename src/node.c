@@ -7,17 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#endif
-#include <hiredis/adapters/libuv.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
-
 #include "client.h"
+#include "conn.h"
 #include "clock.h"
 #include "quorum.h"
 #include "scripts.h"
@@ -79,10 +70,7 @@ static void backoff_timer_cb(uv_timer_t *timer) {
 static void node_release_context(node_t *node) {
   redisAsyncContext *ac = node->ac;
   node->ac = NULL;
-  if (ac != NULL) {
-    ac->data = NULL; /* our disconnect callback ignores it from now on */
-    redisAsyncFree(ac);
-  }
+  conn_close(ac);
 }
 
 static void node_schedule_reconnect(node_t *node) {
@@ -245,28 +233,13 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 
 static void node_connect(node_t *node) {
   redlock_t *client = node->client;
-  redisAsyncContext *ac = node->addr.kind == NODE_ADDR_UNIX
-                              ? redisAsyncConnectUnix(node->addr.path)
-                              : redisAsyncConnect(node->addr.host, node->addr.port);
+  char err[128];
+  redisAsyncContext *ac =
+      conn_open(&node->addr, client->loop, node, on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
-    node_fail(node, REDLOCK_LOG_ERROR, "cannot connect", "out of memory");
+    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
   }
-  if (ac->err) {
-    char detail[128];
-    snprintf(detail, sizeof detail, "%s", ac->errstr);
-    redisAsyncFree(ac);
-    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
-    return;
-  }
-  if (redisLibuvAttach(ac, client->loop) != REDIS_OK) {
-    redisAsyncFree(ac);
-    node_fail(node, REDLOCK_LOG_ERROR, "cannot connect", "libuv attach failed");
-    return;
-  }
-  ac->data = node;
-  redisAsyncSetConnectCallback(ac, on_connect);
-  redisAsyncSetDisconnectCallback(ac, on_disconnect);
   node->ac = ac;
   node->state = NODE_CONNECTING;
   node->handshake_left = 0;
@@ -274,14 +247,9 @@ static void node_connect(node_t *node) {
   /* The handshake is pipelined behind the TCP connect: one round trip. */
   const node_addr_t *addr = &node->addr;
   int ok = 1;
-  if (addr->password != NULL) {
-    if (addr->user != NULL)
-      ok &= redisAsyncCommand(ac, auth_reply_cb, node, "AUTH %s %s", addr->user,
-                              addr->password) == REDIS_OK;
-    else
-      ok &= redisAsyncCommand(ac, auth_reply_cb, node, "AUTH %s", addr->password) == REDIS_OK;
-    node->handshake_left++;
-  }
+  int auth = conn_queue_auth(ac, addr, auth_reply_cb, node);
+  ok &= auth >= 0;
+  node->handshake_left += auth > 0 ? (unsigned)auth : 0;
   if (addr->db != 0) {
     ok &= redisAsyncCommand(ac, select_reply_cb, node, "SELECT %d", addr->db) == REDIS_OK;
     node->handshake_left++;
