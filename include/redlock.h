@@ -117,6 +117,13 @@ REDLOCK_EXPORT int redlock_options_set_timeouts(redlock_options_t *opts, uint32_
 REDLOCK_EXPORT int redlock_options_set_max_ttl(redlock_options_t *opts, uint32_t max_ttl_ms);
 REDLOCK_EXPORT int redlock_options_set_quarantine(redlock_options_t *opts, int enabled);
 REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enabled);
+/* Reentrancy (off by default): a thread that already holds a resource through
+ * this client and locks it again (redlock_lock, trylock, lock_wait,
+ * lock_async) gets at once, without asking the masters, a new handle sharing
+ * the held lock: validity, value, fence and extension are shared, and the
+ * lock is released in Redis when the last of its handles is unlocked.  Only
+ * for a lock that is still valid and not lost; not for redlock_lock_many. */
+REDLOCK_EXPORT int redlock_options_set_reentrant(redlock_options_t *opts, int enabled);
 /* Key in Redis = prefix + resource.  At most REDLOCK_MAX_PREFIX_LEN bytes. */
 REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix);
 /* cb runs on the client's loop thread with a NUL-terminated message; it must

@@ -13,25 +13,27 @@
 int64_t redlock_lock_validity_ms(const redlock_lock_t *lock) {
   if (lock == NULL)
     return 0;
-  int64_t left = atomic_load(&lock->expires_ns) - (int64_t)clock_now_ns();
+  int64_t left = atomic_load(&lock->lease->expires_ns) - (int64_t)clock_now_ns();
   /* Round toward zero so that a positive result is never an overstatement. */
   return left / 1000000;
 }
 
-uint64_t redlock_lock_fence(const redlock_lock_t *lock) { return lock != NULL ? lock->fence : 0; }
+uint64_t redlock_lock_fence(const redlock_lock_t *lock) {
+  return lock != NULL ? lock->lease->fence : 0;
+}
 
 const char *redlock_lock_resource(const redlock_lock_t *lock) {
-  return lock != NULL ? lock->resource : NULL;
+  return lock != NULL ? lock->lease->resource : NULL;
 }
 
 const char *redlock_lock_value(const redlock_lock_t *lock) {
-  return lock != NULL ? lock->value : NULL;
+  return lock != NULL ? lock->lease->value : NULL;
 }
 
 int redlock_lock_is_lost(const redlock_lock_t *lock) {
   if (lock == NULL)
     return 1;
-  return atomic_load(&lock->lost) || redlock_lock_validity_ms(lock) <= 0;
+  return atomic_load(&lock->lease->lost) || redlock_lock_validity_ms(lock) <= 0;
 }
 
 /* ---- op construction ---------------------------------------------------------- */
@@ -105,6 +107,39 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   return 0;
 }
 
+/* Reentrancy: a new hold on a lease this thread acquired for the same
+ * resource, if it is still valid.  NULL when there is none (or no memory:
+ * the call then simply acquires as usual). */
+static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
+  size_t prefix_len = client->opts.key_prefix_len;
+  size_t len = strlen(resource);
+  uv_thread_t self = uv_thread_self();
+  redlock_lock_t *hold = NULL;
+  uv_mutex_lock(&client->mutex);
+  for (list_node_t *it = client->reentrant_leases.next; it != &client->reentrant_leases;
+       it = it->next) {
+    redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
+    if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
+        memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
+        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 ||
+        redlock_lock_is_lost(lease))
+      continue;
+    hold = calloc(1, sizeof *hold);
+    if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
+      free(hold);
+      hold = NULL;
+      break;
+    }
+    hold->client = client;
+    hold->lease = lease;
+    lease->holds++;
+    list_insert_tail(&lease->holds_list, &hold->hold_link);
+    break;
+  }
+  uv_mutex_unlock(&client->mutex);
+  return hold;
+}
+
 /* Queues an op that targets a live lock.  Unlock claims the handle (it leaves
  * the registry at once, so a second unlock gets EINVAL); the others take a
  * reference so the handle outlives the call. */
@@ -117,8 +152,10 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
     rc = REDLOCK_EINVAL;
   else if (op->kind == OP_UNLOCK)
     ptrset_remove(&client->live_locks, op->lock);
-  else
+  else {
+    op->lock = op->lock->lease; /* a hold extends and watches its lease */
     op->lock->refs++;
+  }
   if (rc == 0)
     client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
@@ -159,6 +196,9 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
     return rc;
   op->lock_cb = cb;
   op->arg = arg;
+  op->caller = uv_thread_self();
+  if (client->opts.reentrant && n == 1 && (op->lock = reentrant_hold(client, resources[0])))
+    op->mode = LOCK_MODE_REENTER;
   rc = client_submit(client, op);
   if (rc != 0)
     op_free(op);

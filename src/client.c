@@ -241,6 +241,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->held_locks);
   list_init(&client->parked_ops);
   list_init(&client->channels);
+  list_init(&client->reentrant_leases);
   int rc = client->nodes != NULL && client->last_votes != NULL ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);

@@ -30,11 +30,21 @@ typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */
   LOCK_MODE_RETRY,   /* the options' retry policy */
   LOCK_MODE_WAIT,    /* until the wait budget is spent */
+  LOCK_MODE_REENTER, /* already granted as a reentrant hold (op->lock) */
 } lock_mode_t;
 
+/* A handle is either a lease (the lock in Redis) or, with reentrancy, a
+ * hold: a handle of its own that shares a lease.  Accessors and extend/watch
+ * act on the lease; the lease is released when its last handle is unlocked. */
 struct redlock_lock {
   struct redlock *client;
-  list_node_t held_link; /* loop: client's held locks, for close and watch */
+  redlock_lock_t *lease;     /* itself, or the lease a hold shares */
+  unsigned holds;            /* lease, mutex: its handles not yet unlocked */
+  list_node_t holds_list;    /* lease, mutex: its reentrant holds */
+  list_node_t hold_link;     /* hold, mutex: in its lease's holds_list */
+  list_node_t reentrant_link; /* lease, mutex: client->reentrant_leases */
+  uv_thread_t owner;         /* lease: thread whose call acquired it */
+  list_node_t held_link; /* loop: client's held leases, for close and watch */
   size_t n_keys;
   char **keys; /* prefix + resource, NUL-terminated */
   size_t *key_lens;
@@ -73,7 +83,8 @@ typedef struct op {
   size_t *fence_key_lens;
   uint64_t fence;              /* fencing: the token of the current attempt */
   uint64_t attempt_started_ns; /* t1 of the current attempt */
-  redlock_lock_t *lock; /* extend / unlock / watch target */
+  redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
+  uv_thread_t caller;   /* thread that made the call (reentrancy owner) */
   redlock_lock_cb lock_cb;
   redlock_done_cb done_cb;
   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
@@ -105,6 +116,7 @@ struct redlock {
   list_node_t submit_queue; /* mutex */
   client_state_t state;     /* mutex */
   ptrset_t live_locks;      /* mutex: handles the caller may still use */
+  list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
   uint8_t *last_votes;      /* mutex: vote_why_t per master of the last decided round */
   int last_outcome;         /* mutex: quorum_outcome_t of that round, 0 = none yet */
 

@@ -172,10 +172,17 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   lock->ttl_ms = op->ttl_ms;
   lock->fence = op->fence;
   lock->refs = 1;
+  lock->lease = lock;
+  lock->holds = 1;
+  lock->owner = op->caller;
+  list_init(&lock->holds_list);
+  list_init(&lock->reentrant_link);
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(&client->mutex);
   int rc = ptrset_add(&client->live_locks, lock);
+  if (rc == 0 && client->opts.reentrant && lock->n_keys == 1)
+    list_insert_tail(&client->reentrant_leases, &lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
   if (rc != 0) {
     free(lock);
@@ -240,16 +247,7 @@ static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
   client_maybe_finish_close(client);
 }
 
-void op_fail(op_t *op, int status) {
-  if (op->kind == OP_UNLOCK && op->lock != NULL) {
-    /* The caller asked for a release: still make it, without waiting. */
-    redlock_lock_t *lock = op->lock;
-    if (list_linked(&lock->held_link))
-      list_remove(&lock->held_link);
-    release_everywhere(op->client, lock->keys, lock->key_lens, lock->n_keys, lock->value);
-  }
-  op_finish(op, status, NULL);
-}
+void op_fail(op_t *op, int status) { op_finish(op, status, NULL); }
 
 /* ---- lock ------------------------------------------------------------------------ */
 
@@ -277,6 +275,7 @@ static void lock_retry_or_finish(op_t *op, int status) {
                                          client_random(client));
   switch (op->mode) {
   case LOCK_MODE_TRY:
+  case LOCK_MODE_REENTER:
     op_finish(op, status, NULL);
     return;
   case LOCK_MODE_RETRY:
@@ -492,9 +491,32 @@ static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *c
   op_finish(op, status, NULL);
 }
 
+/* Lets go of one handle; returns how many handles its lease still has. */
+static unsigned lock_drop_handle(redlock_lock_t *handle) {
+  redlock_t *client = handle->client;
+  redlock_lock_t *lease = handle->lease;
+  uv_mutex_lock(&client->mutex);
+  unsigned remaining = --lease->holds;
+  if (handle != lease)
+    list_remove(&handle->hold_link);
+  if (remaining == 0 && list_linked(&lease->reentrant_link))
+    list_remove(&lease->reentrant_link);
+  uv_mutex_unlock(&client->mutex);
+  if (handle != lease)
+    free(handle);
+  return remaining;
+}
+
 static void unlock_start(op_t *op) {
-  redlock_lock_t *lock = op->lock;
   redlock_t *client = op->client;
+  redlock_lock_t *lock = op->lock->lease;
+  if (lock_drop_handle(op->lock) > 0) {
+    /* Other handles still share the lock: it stays held. */
+    op->lock = NULL;
+    op_finish(op, REDLOCK_OK, NULL);
+    return;
+  }
+  op->lock = lock; /* the release ends with the lease's last reference */
   if (list_linked(&lock->held_link))
     list_remove(&lock->held_link);
   lock_stop_watch(lock);
@@ -596,6 +618,12 @@ void op_dispatch(op_t *op) {
   list_insert_tail(&client->ops_in_flight, &op->link);
   switch (op->kind) {
   case OP_LOCK:
+    if (op->mode == LOCK_MODE_REENTER) {
+      redlock_lock_t *hold = op->lock;
+      op->lock = NULL;
+      op_finish(op, REDLOCK_OK, hold);
+      break;
+    }
     if (op->mode == LOCK_MODE_WAIT)
       op->wait_deadline_ns = clock_now_ns() + (uint64_t)op->wait_ms * 1000000u;
     lock_attempt(op);
@@ -629,11 +657,20 @@ void lock_cancel_all(redlock_t *client) {
     redlock_lock_t *lock = list_entry(client->held_locks.next, redlock_lock_t, held_link);
     list_remove(&lock->held_link);
     lock_stop_watch(lock);
+    /* Every handle of the lease goes: the lease itself and its holds. */
     uv_mutex_lock(&client->mutex);
-    int was_live = ptrset_remove(&client->live_locks, lock);
+    ptrset_remove(&client->live_locks, lock);
+    while (!list_empty(&lock->holds_list)) {
+      redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
+      list_remove(&hold->hold_link);
+      ptrset_remove(&client->live_locks, hold);
+      free(hold);
+    }
+    lock->holds = 0;
+    if (list_linked(&lock->reentrant_link))
+      list_remove(&lock->reentrant_link);
     uv_mutex_unlock(&client->mutex);
     release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value);
-    if (was_live)
-      lock_unref(lock);
+    lock_unref(lock); /* its live reference */
   }
 }

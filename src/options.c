@@ -153,6 +153,13 @@ int redlock_options_set_fencing(redlock_options_t *opts, int enabled) {
   return 0;
 }
 
+int redlock_options_set_reentrant(redlock_options_t *opts, int enabled) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  opts->reentrant = enabled != 0;
+  return 0;
+}
+
 int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix) {
   if (opts == NULL || prefix == NULL)
     return REDLOCK_EINVAL;

@@ -33,6 +33,7 @@ struct redlock_options {
   uint32_t max_ttl_ms;
   int quarantine;
   int fencing;
+  int reentrant;
   char *key_prefix; /* never NULL */
   size_t key_prefix_len;
   int log_level;
