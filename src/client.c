@@ -291,6 +291,9 @@ static void loop_thread_main(void *arg) {
 }
 
 int redlock_open(redlock_t **out, const redlock_options_t *opts) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
   redlock_t *client;
   int rc = client_new(&client, opts);
   if (rc != 0)
@@ -333,11 +336,11 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
 }
 
 int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop) {
-  if (loop == NULL) {
-    if (out != NULL)
-      *out = NULL;
+  if (out == NULL)
     return REDLOCK_EINVAL;
-  }
+  *out = NULL;
+  if (loop == NULL)
+    return REDLOCK_EINVAL;
   redlock_t *client;
   int rc = client_new(&client, opts);
   if (rc != 0)

@@ -14,6 +14,15 @@ static int line_is(const char *line, size_t len, const char *key, const char **v
   return 1;
 }
 
+static int is_hex(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+      return 0;
+  }
+  return 1;
+}
+
 int info_parse_server(const char *text, size_t len, info_server_t *out) {
   const char *p = text, *end = text + len;
   out->run_id[0] = '\0';
@@ -27,7 +36,7 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
     const char *value;
     size_t value_len;
     if (line_is(p, line_len, "run_id", &value, &value_len)) {
-      if (value_len == INFO_RUN_ID_LEN) {
+      if (value_len == INFO_RUN_ID_LEN && is_hex(value, value_len)) {
         memcpy(out->run_id, value, INFO_RUN_ID_LEN);
         out->run_id[INFO_RUN_ID_LEN] = '\0';
       }

@@ -58,6 +58,8 @@ int ptrset_contains(const ptrset_t *set, const void *p) {
 }
 
 int ptrset_add(ptrset_t *set, const void *p) {
+  if (p == NULL)
+    return -1;
   if (ptrset_contains(set, p))
     return 0;
   if ((set->filled + 1) * 4 >= set->cap * 3) {

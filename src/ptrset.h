@@ -15,7 +15,7 @@ typedef struct {
 
 void ptrset_init(ptrset_t *set);
 void ptrset_free(ptrset_t *set);
-/* 0, or -1 when out of memory.  Adding a present pointer is a no-op. */
+/* 0, or -1 when out of memory or p is NULL.  Adding a present pointer is a no-op. */
 int ptrset_add(ptrset_t *set, const void *p);
 int ptrset_contains(const ptrset_t *set, const void *p);
 /* 1 when p was present and is now removed, 0 when absent. */

@@ -1,0 +1,487 @@
+/* test_options.c: unit tests for the public redlock_options_* setters
+ * (src/options.c) against the struct in src/options.h.
+ *  - redlock_options_new() has the defaults of DESIGN.md §2: retry 3 times,
+ *    200 ms + 200 ms jitter, connect 1000 ms, request 100 ms, drift 0.01,
+ *    max TTL 60000 ms, quarantine on, fencing off, prefix "", no nodes;
+ *  - every setter refuses a NULL options object and out-of-range values with
+ *    REDLOCK_EINVAL and leaves the option as it was; accepts the edges;
+ *  - add_node parses (and stores) valid URIs, refuses malformed ones and the
+ *    (REDLOCK_MAX_NODES + 1)th node; the log callback hears why a URI was
+ *    refused, at ERROR level, without the password in the message;
+ *  - key prefix up to REDLOCK_MAX_PREFIX_LEN bytes, refused above;
+ *  - set_log refuses bad levels; cb may be NULL;
+ *  - options_copy is a deep copy that outlives the original;
+ *  - redlock_options_free(NULL) is harmless. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+#include "redlock.h"
+
+static int setup(void **state) {
+  redlock_options_t *opts = redlock_options_new();
+  if (opts == NULL)
+    return -1;
+  *state = opts;
+  return 0;
+}
+
+static int teardown(void **state) {
+  redlock_options_free(*state);
+  return 0;
+}
+
+/* A snapshot of every scalar option, to check that a refused call changed
+ * nothing. */
+typedef struct {
+  int retry_count;
+  uint32_t delay, jitter, connect, request, max_ttl;
+  double drift;
+  int quarantine, fencing, log_level;
+  redlock_log_fn log_cb;
+  void *log_arg;
+  size_t n_nodes, prefix_len;
+  char prefix[REDLOCK_MAX_PREFIX_LEN + 1];
+} snap_t;
+
+static snap_t snap(const redlock_options_t *o) {
+  snap_t s;
+  memset(&s, 0, sizeof s);
+  s.retry_count = o->retry_count;
+  s.delay = o->retry_delay_ms;
+  s.jitter = o->retry_jitter_ms;
+  s.connect = o->connect_timeout_ms;
+  s.request = o->request_timeout_ms;
+  s.max_ttl = o->max_ttl_ms;
+  s.drift = o->drift_factor;
+  s.quarantine = o->quarantine;
+  s.fencing = o->fencing;
+  s.log_level = o->log_level;
+  s.log_cb = o->log_cb;
+  s.log_arg = o->log_arg;
+  s.n_nodes = o->n_nodes;
+  s.prefix_len = o->key_prefix_len;
+  memcpy(s.prefix, o->key_prefix, o->key_prefix_len + 1);
+  return s;
+}
+
+static void assert_unchanged(const snap_t *before, const redlock_options_t *o) {
+  snap_t now = snap(o);
+  assert_int_equal(now.retry_count, before->retry_count);
+  assert_int_equal(now.delay, before->delay);
+  assert_int_equal(now.jitter, before->jitter);
+  assert_int_equal(now.connect, before->connect);
+  assert_int_equal(now.request, before->request);
+  assert_int_equal(now.max_ttl, before->max_ttl);
+  assert_true(now.drift == before->drift);
+  assert_int_equal(now.quarantine, before->quarantine);
+  assert_int_equal(now.fencing, before->fencing);
+  assert_int_equal(now.log_level, before->log_level);
+  assert_ptr_equal(now.log_cb, before->log_cb);
+  assert_ptr_equal(now.log_arg, before->log_arg);
+  assert_int_equal(now.n_nodes, before->n_nodes);
+  assert_int_equal(now.prefix_len, before->prefix_len);
+  assert_string_equal(now.prefix, before->prefix);
+}
+
+/* Expects rc == REDLOCK_EINVAL and nothing changed. */
+#define REFUSED(opts, call)                                                                        \
+  do {                                                                                             \
+    snap_t before_ = snap(opts);                                                                   \
+    assert_int_equal((call), REDLOCK_EINVAL);                                                      \
+    assert_unchanged(&before_, (opts));                                                            \
+  } while (0)
+
+/* ---- defaults ---------------------------------------------------------------- */
+
+static void test_defaults(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(o->retry_count, 3);
+  assert_int_equal(o->retry_delay_ms, 200);
+  assert_int_equal(o->retry_jitter_ms, 200);
+  assert_int_equal(o->connect_timeout_ms, 1000);
+  assert_int_equal(o->request_timeout_ms, 100);
+  assert_float_equal(o->drift_factor, 0.01, 1e-12);
+  assert_int_equal(o->max_ttl_ms, 60000);
+  assert_int_equal(o->quarantine, 1);
+  assert_int_equal(o->fencing, 0);
+  assert_non_null(o->key_prefix);
+  assert_string_equal(o->key_prefix, "");
+  assert_int_equal(o->key_prefix_len, 0);
+  assert_int_equal(o->n_nodes, 0);
+  assert_null(o->log_cb);
+  /* options_set_defaults agrees with redlock_options_new. */
+  struct redlock_options d;
+  options_set_defaults(&d);
+  assert_int_equal(d.retry_count, o->retry_count);
+  assert_int_equal(d.max_ttl_ms, o->max_ttl_ms);
+  assert_int_equal(d.quarantine, o->quarantine);
+}
+
+/* ---- NULL options object ---------------------------------------------------------- */
+
+static void test_null_options(void **state) {
+  (void)state;
+  assert_int_equal(redlock_options_add_node(NULL, "redis://h"), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_retry(NULL, 1, 1, 1), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_drift_factor(NULL, 0.01), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_timeouts(NULL, 10, 10), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_max_ttl(NULL, 1000), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_quarantine(NULL, 0), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_fencing(NULL, 1), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_key_prefix(NULL, "p:"), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_log(NULL, REDLOCK_LOG_INFO, NULL, NULL), REDLOCK_EINVAL);
+  redlock_options_free(NULL);
+}
+
+/* ---- retry ---------------------------------------------------------------------- */
+
+static void test_retry(void **state) {
+  redlock_options_t *o = *state;
+  REFUSED(o, redlock_options_set_retry(o, -2, 100, 100));
+  REFUSED(o, redlock_options_set_retry(o, -1000, 100, 100));
+  REFUSED(o, redlock_options_set_retry(o, 5, OPTIONS_MAX_TIMEOUT_MS + 1, 100));
+  REFUSED(o, redlock_options_set_retry(o, 5, 100, OPTIONS_MAX_TIMEOUT_MS + 1));
+  REFUSED(o, redlock_options_set_retry(o, 5, UINT32_MAX, 0));
+  REFUSED(o, redlock_options_set_retry(o, 5, 0, UINT32_MAX));
+
+  assert_int_equal(redlock_options_set_retry(o, -1, 0, 0), 0); /* unbounded, no wait */
+  assert_int_equal(o->retry_count, -1);
+  assert_int_equal(o->retry_delay_ms, 0);
+  assert_int_equal(o->retry_jitter_ms, 0);
+  assert_int_equal(redlock_options_set_retry(o, 0, 50, 10), 0); /* one try */
+  assert_int_equal(o->retry_count, 0);
+  assert_int_equal(o->retry_delay_ms, 50);
+  assert_int_equal(o->retry_jitter_ms, 10);
+  assert_int_equal(
+      redlock_options_set_retry(o, 1000000, OPTIONS_MAX_TIMEOUT_MS, OPTIONS_MAX_TIMEOUT_MS), 0);
+  assert_int_equal(o->retry_count, 1000000);
+  assert_int_equal(o->retry_delay_ms, OPTIONS_MAX_TIMEOUT_MS);
+  /* A refusal after a success keeps the success. */
+  REFUSED(o, redlock_options_set_retry(o, -7, 1, 1));
+  assert_int_equal(o->retry_count, 1000000);
+}
+
+/* ---- drift ---------------------------------------------------------------------- */
+
+static void test_drift(void **state) {
+  redlock_options_t *o = *state;
+  REFUSED(o, redlock_options_set_drift_factor(o, -0.001));
+  REFUSED(o, redlock_options_set_drift_factor(o, -1.0));
+  REFUSED(o, redlock_options_set_drift_factor(o, 0.5));
+  REFUSED(o, redlock_options_set_drift_factor(o, 1.0));
+  REFUSED(o, redlock_options_set_drift_factor(o, NAN));
+  REFUSED(o, redlock_options_set_drift_factor(o, INFINITY));
+  REFUSED(o, redlock_options_set_drift_factor(o, -INFINITY));
+  assert_int_equal(redlock_options_set_drift_factor(o, 0.0), 0);
+  assert_true(o->drift_factor == 0.0);
+  assert_int_equal(redlock_options_set_drift_factor(o, 0.49), 0);
+  assert_true(o->drift_factor == 0.49);
+  assert_int_equal(redlock_options_set_drift_factor(o, nextafter(0.5, 0.0)), 0);
+  REFUSED(o, redlock_options_set_drift_factor(o, 0.5));
+}
+
+/* ---- timeouts ---------------------------------------------------------------------- */
+
+static void test_timeouts(void **state) {
+  redlock_options_t *o = *state;
+  REFUSED(o, redlock_options_set_timeouts(o, 0, 100));
+  REFUSED(o, redlock_options_set_timeouts(o, 100, 0));
+  REFUSED(o, redlock_options_set_timeouts(o, 0, 0));
+  REFUSED(o, redlock_options_set_timeouts(o, OPTIONS_MAX_TIMEOUT_MS + 1, 100));
+  REFUSED(o, redlock_options_set_timeouts(o, 100, OPTIONS_MAX_TIMEOUT_MS + 1));
+  REFUSED(o, redlock_options_set_timeouts(o, UINT32_MAX, UINT32_MAX));
+  assert_int_equal(redlock_options_set_timeouts(o, 1, 1), 0);
+  assert_int_equal(o->connect_timeout_ms, 1);
+  assert_int_equal(o->request_timeout_ms, 1);
+  assert_int_equal(redlock_options_set_timeouts(o, 250, 30), 0);
+  assert_int_equal(o->connect_timeout_ms, 250);
+  assert_int_equal(o->request_timeout_ms, 30);
+  /* One bad half refuses the whole call: the good half is not applied. */
+  REFUSED(o, redlock_options_set_timeouts(o, 500, 0));
+  assert_int_equal(o->connect_timeout_ms, 250);
+  assert_int_equal(redlock_options_set_timeouts(o, OPTIONS_MAX_TIMEOUT_MS, OPTIONS_MAX_TIMEOUT_MS),
+                   0);
+}
+
+/* ---- max TTL ---------------------------------------------------------------------- */
+
+static void test_max_ttl(void **state) {
+  redlock_options_t *o = *state;
+  REFUSED(o, redlock_options_set_max_ttl(o, 0));
+  REFUSED(o, redlock_options_set_max_ttl(o, OPTIONS_MAX_TTL_LIMIT_MS + 1u));
+  REFUSED(o, redlock_options_set_max_ttl(o, UINT32_MAX));
+  assert_int_equal(redlock_options_set_max_ttl(o, 1), 0);
+  assert_int_equal(o->max_ttl_ms, 1);
+  assert_int_equal(redlock_options_set_max_ttl(o, OPTIONS_MAX_TTL_LIMIT_MS), 0);
+  assert_int_equal(o->max_ttl_ms, OPTIONS_MAX_TTL_LIMIT_MS);
+  assert_int_equal(redlock_options_set_max_ttl(o, 5000), 0);
+  assert_int_equal(o->max_ttl_ms, 5000);
+}
+
+/* ---- flags ---------------------------------------------------------------------- */
+
+static void test_flags(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(redlock_options_set_quarantine(o, 0), 0);
+  assert_int_equal(o->quarantine, 0);
+  assert_int_equal(redlock_options_set_quarantine(o, 7), 0);
+  assert_int_equal(o->quarantine, 1);
+  assert_int_equal(redlock_options_set_quarantine(o, -1), 0);
+  assert_int_equal(o->quarantine, 1);
+  assert_int_equal(redlock_options_set_fencing(o, 1), 0);
+  assert_int_equal(o->fencing, 1);
+  assert_int_equal(redlock_options_set_fencing(o, 0), 0);
+  assert_int_equal(o->fencing, 0);
+  assert_int_equal(redlock_options_set_fencing(o, 42), 0);
+  assert_int_equal(o->fencing, 1);
+  /* The two are independent. */
+  assert_int_equal(redlock_options_set_quarantine(o, 0), 0);
+  assert_int_equal(o->fencing, 1);
+}
+
+/* ---- key prefix ---------------------------------------------------------------------- */
+
+static void test_key_prefix(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(redlock_options_set_key_prefix(o, "app:locks:"), 0);
+  assert_string_equal(o->key_prefix, "app:locks:");
+  assert_int_equal(o->key_prefix_len, 10);
+
+  REFUSED(o, redlock_options_set_key_prefix(o, NULL));
+  char longest[REDLOCK_MAX_PREFIX_LEN + 2];
+  memset(longest, 'p', REDLOCK_MAX_PREFIX_LEN + 1);
+  longest[REDLOCK_MAX_PREFIX_LEN + 1] = '\0';
+  REFUSED(o, redlock_options_set_key_prefix(o, longest)); /* 257 bytes */
+  assert_string_equal(o->key_prefix, "app:locks:");
+
+  longest[REDLOCK_MAX_PREFIX_LEN] = '\0'; /* exactly 256 */
+  assert_int_equal(redlock_options_set_key_prefix(o, longest), 0);
+  assert_int_equal(o->key_prefix_len, REDLOCK_MAX_PREFIX_LEN);
+  assert_string_equal(o->key_prefix, longest);
+  assert_ptr_not_equal(o->key_prefix, longest); /* copied */
+
+  /* Much longer than the limit, too. */
+  char *huge = malloc(100000);
+  assert_non_null(huge);
+  memset(huge, 'x', 99999);
+  huge[99999] = '\0';
+  REFUSED(o, redlock_options_set_key_prefix(o, huge));
+  free(huge);
+
+  assert_int_equal(redlock_options_set_key_prefix(o, ""), 0);
+  assert_string_equal(o->key_prefix, "");
+  assert_int_equal(o->key_prefix_len, 0);
+}
+
+/* ---- log ---------------------------------------------------------------------- */
+
+typedef struct {
+  int calls;
+  int level;
+  char msg[512];
+} log_seen_t;
+
+static void log_cb(int level, const char *msg, void *arg) {
+  log_seen_t *seen = arg;
+  seen->calls++;
+  seen->level = level;
+  snprintf(seen->msg, sizeof seen->msg, "%s", msg != NULL ? msg : "(null)");
+}
+
+static void test_set_log(void **state) {
+  redlock_options_t *o = *state;
+  log_seen_t seen = {0};
+  REFUSED(o, redlock_options_set_log(o, -1, log_cb, &seen));
+  REFUSED(o, redlock_options_set_log(o, REDLOCK_LOG_ERROR + 1, log_cb, &seen));
+  REFUSED(o, redlock_options_set_log(o, 1000, log_cb, &seen));
+  assert_null(o->log_cb);
+  for (int level = REDLOCK_LOG_DEBUG; level <= REDLOCK_LOG_ERROR; level++) {
+    assert_int_equal(redlock_options_set_log(o, level, log_cb, &seen), 0);
+    assert_int_equal(o->log_level, level);
+    assert_ptr_equal(o->log_cb, log_cb);
+    assert_ptr_equal(o->log_arg, &seen);
+  }
+  /* cb == NULL turns logging off. */
+  assert_int_equal(redlock_options_set_log(o, REDLOCK_LOG_INFO, NULL, NULL), 0);
+  assert_null(o->log_cb);
+  assert_int_equal(seen.calls, 0);
+}
+
+/* ---- add_node ---------------------------------------------------------------------- */
+
+static void test_add_node(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(redlock_options_add_node(o, "redis://127.0.0.1:7001"), 0);
+  assert_int_equal(redlock_options_add_node(o, "redis://:pw@[::1]:7002/3"), 0);
+  assert_int_equal(redlock_options_add_node(o, "unix:///tmp/r.sock"), 0);
+  assert_int_equal(o->n_nodes, 3);
+  assert_string_equal(o->nodes[0].host, "127.0.0.1");
+  assert_int_equal(o->nodes[0].port, 7001);
+  assert_string_equal(o->nodes[1].host, "::1");
+  assert_string_equal(o->nodes[1].password, "pw");
+  assert_int_equal(o->nodes[1].db, 3);
+  assert_int_equal(o->nodes[2].kind, NODE_ADDR_UNIX);
+  assert_string_equal(o->nodes[2].path, "/tmp/r.sock");
+
+  /* The URI string is copied, not kept. */
+  char uri[] = "redis://copied-host:7003";
+  assert_int_equal(redlock_options_add_node(o, uri), 0);
+  memset(uri, 'Z', sizeof uri - 1);
+  assert_string_equal(o->nodes[3].host, "copied-host");
+
+  REFUSED(o, redlock_options_add_node(o, NULL));
+  REFUSED(o, redlock_options_add_node(o, ""));
+  REFUSED(o, redlock_options_add_node(o, "localhost:6379"));
+  REFUSED(o, redlock_options_add_node(o, "redis://h:0"));
+  REFUSED(o, redlock_options_add_node(o, "redis://h:65536"));
+  REFUSED(o, redlock_options_add_node(o, "redis://user@h"));
+  REFUSED(o, redlock_options_add_node(o, "rediss://h"));
+  REFUSED(o, redlock_options_add_node(o, "unix://relative.sock"));
+  assert_int_equal(o->n_nodes, 4);
+  assert_string_equal(o->nodes[3].host, "copied-host");
+}
+
+static void test_add_node_limit(void **state) {
+  redlock_options_t *o = *state;
+  for (int i = 0; i < REDLOCK_MAX_NODES; i++) {
+    char uri[64];
+    snprintf(uri, sizeof uri, "redis://10.0.0.1:%d", 7000 + i);
+    assert_int_equal(redlock_options_add_node(o, uri), 0);
+  }
+  assert_int_equal(o->n_nodes, REDLOCK_MAX_NODES);
+  REFUSED(o, redlock_options_add_node(o, "redis://10.0.0.2:6379"));
+  REFUSED(o, redlock_options_add_node(o, "redis://10.0.0.2:6380"));
+  assert_int_equal(o->n_nodes, REDLOCK_MAX_NODES);
+  for (int i = 0; i < REDLOCK_MAX_NODES; i++)
+    assert_int_equal(o->nodes[i].port, 7000 + i);
+}
+
+static void test_add_node_logs_refusal(void **state) {
+  redlock_options_t *o = *state;
+  log_seen_t seen = {0};
+  /* Without a callback a refusal is silent (and must not crash). */
+  REFUSED(o, redlock_options_add_node(o, "redis://h:99999"));
+  assert_int_equal(redlock_options_set_log(o, REDLOCK_LOG_DEBUG, log_cb, &seen), 0);
+
+  REFUSED(o, redlock_options_add_node(o, "redis://:VerySecret42@h:99999"));
+  assert_int_equal(seen.calls, 1);
+  assert_int_equal(seen.level, REDLOCK_LOG_ERROR);
+  assert_true(strlen(seen.msg) > 0);
+  assert_non_null(strstr(seen.msg, "port")); /* says why */
+  assert_null(strstr(seen.msg, "VerySecret42"));
+
+  REFUSED(o, redlock_options_add_node(o, "http://h"));
+  assert_int_equal(seen.calls, 2);
+  assert_true(strlen(seen.msg) > 0);
+
+  /* Logged at ERROR whatever the minimum level. */
+  assert_int_equal(redlock_options_set_log(o, REDLOCK_LOG_ERROR, log_cb, &seen), 0);
+  REFUSED(o, redlock_options_add_node(o, "redis://"));
+  assert_int_equal(seen.calls, 3);
+
+  /* A good URI logs nothing. */
+  assert_int_equal(redlock_options_add_node(o, "redis://h"), 0);
+  assert_int_equal(seen.calls, 3);
+}
+
+/* ---- options_copy ---------------------------------------------------------------------- */
+
+static void test_copy_deep(void **state) {
+  (void)state;
+  redlock_options_t *src = redlock_options_new();
+  assert_non_null(src);
+  log_seen_t seen = {0};
+  assert_int_equal(redlock_options_add_node(src, "redis://alice:pw@h1:7001/2"), 0);
+  assert_int_equal(redlock_options_add_node(src, "unix:///tmp/a.sock"), 0);
+  assert_int_equal(redlock_options_set_key_prefix(src, "pre:"), 0);
+  assert_int_equal(redlock_options_set_retry(src, 9, 11, 13), 0);
+  assert_int_equal(redlock_options_set_drift_factor(src, 0.2), 0);
+  assert_int_equal(redlock_options_set_timeouts(src, 17, 19), 0);
+  assert_int_equal(redlock_options_set_max_ttl(src, 23), 0);
+  assert_int_equal(redlock_options_set_quarantine(src, 0), 0);
+  assert_int_equal(redlock_options_set_fencing(src, 1), 0);
+  assert_int_equal(redlock_options_set_log(src, REDLOCK_LOG_INFO, log_cb, &seen), 0);
+
+  struct redlock_options dst;
+  assert_int_equal(options_copy(&dst, src), 0);
+  /* Separate storage. */
+  assert_ptr_not_equal(dst.nodes, src->nodes);
+  assert_ptr_not_equal(dst.key_prefix, src->key_prefix);
+  assert_ptr_not_equal(dst.nodes[0].host, src->nodes[0].host);
+  assert_ptr_not_equal(dst.nodes[0].password, src->nodes[0].password);
+  assert_ptr_not_equal(dst.nodes[1].path, src->nodes[1].path);
+
+  /* The original goes away (or changes); the copy keeps everything. */
+  assert_int_equal(redlock_options_set_key_prefix(src, "changed:"), 0);
+  assert_int_equal(redlock_options_add_node(src, "redis://h3"), 0);
+  redlock_options_free(src);
+
+  assert_int_equal(dst.n_nodes, 2);
+  assert_string_equal(dst.nodes[0].host, "h1");
+  assert_int_equal(dst.nodes[0].port, 7001);
+  assert_int_equal(dst.nodes[0].db, 2);
+  assert_string_equal(dst.nodes[0].user, "alice");
+  assert_string_equal(dst.nodes[0].password, "pw");
+  assert_string_equal(dst.nodes[0].label, "h1:7001");
+  assert_int_equal(dst.nodes[1].kind, NODE_ADDR_UNIX);
+  assert_string_equal(dst.nodes[1].path, "/tmp/a.sock");
+  assert_string_equal(dst.key_prefix, "pre:");
+  assert_int_equal(dst.key_prefix_len, 4);
+  assert_int_equal(dst.retry_count, 9);
+  assert_int_equal(dst.retry_delay_ms, 11);
+  assert_int_equal(dst.retry_jitter_ms, 13);
+  assert_true(dst.drift_factor == 0.2);
+  assert_int_equal(dst.connect_timeout_ms, 17);
+  assert_int_equal(dst.request_timeout_ms, 19);
+  assert_int_equal(dst.max_ttl_ms, 23);
+  assert_int_equal(dst.quarantine, 0);
+  assert_int_equal(dst.fencing, 1);
+  assert_int_equal(dst.log_level, REDLOCK_LOG_INFO);
+  assert_ptr_equal(dst.log_cb, log_cb);
+  assert_ptr_equal(dst.log_arg, &seen);
+  options_clear(&dst);
+  assert_null(dst.nodes);
+  assert_null(dst.key_prefix);
+  assert_int_equal(dst.n_nodes, 0);
+}
+
+static void test_copy_no_nodes(void **state) {
+  redlock_options_t *o = *state;
+  struct redlock_options dst;
+  assert_int_equal(options_copy(&dst, o), 0);
+  assert_int_equal(dst.n_nodes, 0);
+  assert_non_null(dst.key_prefix);
+  assert_string_equal(dst.key_prefix, "");
+  options_clear(&dst);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_defaults),
+      cmocka_unit_test(test_null_options),
+      T(test_retry),
+      T(test_drift),
+      T(test_timeouts),
+      T(test_max_ttl),
+      T(test_flags),
+      T(test_key_prefix),
+      T(test_set_log),
+      T(test_add_node),
+      T(test_add_node_limit),
+      T(test_add_node_logs_refusal),
+      cmocka_unit_test(test_copy_deep),
+      T(test_copy_no_nodes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
