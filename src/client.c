@@ -185,6 +185,11 @@ void client_maybe_finish_close(redlock_t *client) {
 
 static void client_handle_closed_cb(uv_handle_t *handle) { client_handle_closed(handle->data); }
 
+static void flusher_closed_cb(uv_handle_t *handle) {
+  conn_flusher_t *flusher = handle->data;
+  client_handle_closed(container_of(flusher, redlock_t, flusher));
+}
+
 void client_handle_closed(redlock_t *client) {
   if (--client->handles_open > 0)
     return;
@@ -212,6 +217,7 @@ static void client_teardown(redlock_t *client) {
   uv_timer_stop(&client->deadline_timer);
   uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
+  conn_flusher_close(&client->flusher, flusher_closed_cb);
 }
 
 /* ---- open ----------------------------------------------------------------------------- */
@@ -267,7 +273,8 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->wakeup.data = client;
   uv_timer_init(loop, &client->deadline_timer);
   client->deadline_timer.data = client;
-  client->handles_open = 2;
+  conn_flusher_init(&client->flusher, loop);
+  client->handles_open = 3;
   return 0;
 }
 
@@ -324,6 +331,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
   if (rc != 0) {
     uv_close((uv_handle_t *)&client->wakeup, NULL);
     uv_close((uv_handle_t *)&client->deadline_timer, NULL);
+    uv_close((uv_handle_t *)&client->flusher.prepare, NULL);
     uv_run(&client->own_loop, UV_RUN_DEFAULT);
     uv_loop_close(&client->own_loop);
     client_free(client);

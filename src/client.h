@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "conn.h"
 #include "list.h"
 #include "node.h"
 #include "notify.h"
@@ -111,6 +112,7 @@ struct redlock {
   uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
   uv_async_t wakeup;
   uv_timer_t deadline_timer;
+  conn_flusher_t flusher; /* one write per master per loop turn */
 
   uv_mutex_t mutex;
   list_node_t submit_queue; /* mutex */

@@ -3,19 +3,124 @@
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#endif
-#include <hiredis/adapters/libuv.h>
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
+/* Event state of one hiredis context. */
+typedef struct conn_events {
+  redisAsyncContext *ac; /* NULL once hiredis has let go of it */
+  conn_flusher_t *flusher;
+  uv_poll_t poll;
+  int events;       /* UV_READABLE | UV_WRITABLE being polled for */
+  int want_write;   /* hiredis has unsent output */
+  list_node_t dirty_link;
+} conn_events_t;
 
-redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, void *data,
-                             redisConnectCallback *on_connect,
+static int connected(const conn_events_t *ev) {
+  return ev->ac != NULL && (ev->ac->c.flags & REDIS_CONNECTED) != 0;
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events);
+static void flush_dirty(uv_prepare_t *prepare);
+
+static void poll_set(conn_events_t *ev, int events) {
+  if (events == ev->events)
+    return;
+  ev->events = events;
+  if (events != 0)
+    uv_poll_start(&ev->poll, events, on_poll);
+  else
+    uv_poll_stop(&ev->poll);
+}
+
+static void on_poll(uv_poll_t *handle, int status, int events) {
+  conn_events_t *ev = handle->data;
+  if (ev->ac == NULL)
+    return;
+  if (status < 0) {
+    /* libuv stopped polling this socket: let hiredis find the error, in the
+     * connect check while connecting, else in a read. */
+    ev->events = 0;
+    if (!connected(ev))
+      redisAsyncHandleWrite(ev->ac);
+    else
+      redisAsyncHandleRead(ev->ac);
+    return;
+  }
+  if (events & UV_READABLE)
+    redisAsyncHandleRead(ev->ac);
+  if (ev->ac != NULL && (events & UV_WRITABLE))
+    redisAsyncHandleWrite(ev->ac);
+}
+
+static void hook_add_read(void *privdata) {
+  conn_events_t *ev = privdata;
+  poll_set(ev, ev->events | UV_READABLE);
+}
+
+static void hook_del_read(void *privdata) {
+  conn_events_t *ev = privdata;
+  poll_set(ev, ev->events & ~UV_READABLE);
+}
+
+static void hook_add_write(void *privdata) {
+  conn_events_t *ev = privdata;
+  if (!connected(ev) || ev->want_write) {
+    /* Connecting (writability is how a connect completes), or a flush left
+     * output behind (the socket buffer is full): wait for writability. */
+    poll_set(ev, ev->events | UV_WRITABLE);
+    return;
+  }
+  if (!list_linked(&ev->dirty_link)) {
+    if (list_empty(&ev->flusher->dirty))
+      uv_prepare_start(&ev->flusher->prepare, flush_dirty);
+    list_insert_tail(&ev->flusher->dirty, &ev->dirty_link);
+  }
+}
+
+static void hook_del_write(void *privdata) {
+  conn_events_t *ev = privdata;
+  ev->want_write = 0;
+  if (list_linked(&ev->dirty_link))
+    list_remove(&ev->dirty_link);
+  poll_set(ev, ev->events & ~UV_WRITABLE);
+}
+
+static void poll_closed(uv_handle_t *handle) { free(handle->data); }
+
+static void hook_cleanup(void *privdata) {
+  conn_events_t *ev = privdata;
+  ev->ac = NULL;
+  if (list_linked(&ev->dirty_link))
+    list_remove(&ev->dirty_link);
+  uv_close((uv_handle_t *)&ev->poll, poll_closed);
+}
+
+static void flush_dirty(uv_prepare_t *prepare) {
+  conn_flusher_t *flusher = prepare->data;
+  while (!list_empty(&flusher->dirty)) {
+    conn_events_t *ev = list_entry(flusher->dirty.next, conn_events_t, dirty_link);
+    list_remove(&ev->dirty_link);
+    /* While flushing, a request to write more means the socket took only
+     * part: from then on hook_add_write polls for writability. */
+    ev->want_write = 1;
+    redisAsyncHandleWrite(ev->ac);
+  }
+  uv_prepare_stop(prepare);
+}
+
+void conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop) {
+  uv_prepare_init(loop, &flusher->prepare);
+  flusher->prepare.data = flusher;
+  list_init(&flusher->dirty);
+}
+
+void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
+  uv_prepare_stop(&flusher->prepare);
+  uv_close((uv_handle_t *)&flusher->prepare, closed);
+}
+
+redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flusher_t *flusher,
+                             void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len) {
   redisAsyncContext *ac = addr->kind == NODE_ADDR_UNIX ? redisAsyncConnectUnix(addr->path)
                                                        : redisAsyncConnect(addr->host, addr->port);
@@ -28,11 +133,23 @@ redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, void *dat
     redisAsyncFree(ac);
     return NULL;
   }
-  if (redisLibuvAttach(ac, loop) != REDIS_OK) {
-    snprintf(err, err_len, "cannot attach to the libuv loop");
+  conn_events_t *ev = calloc(1, sizeof *ev);
+  if (ev == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
+    snprintf(err, err_len, "cannot watch the socket");
+    free(ev);
     redisAsyncFree(ac);
     return NULL;
   }
+  ev->ac = ac;
+  ev->flusher = flusher;
+  ev->poll.data = ev;
+  list_init(&ev->dirty_link);
+  ac->ev.data = ev;
+  ac->ev.addRead = hook_add_read;
+  ac->ev.delRead = hook_del_read;
+  ac->ev.addWrite = hook_add_write;
+  ac->ev.delWrite = hook_del_write;
+  ac->ev.cleanup = hook_cleanup;
   ac->data = data;
   redisAsyncSetConnectCallback(ac, on_connect);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -47,6 +164,12 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
                ? redisAsyncCommand(ac, cb, privdata, "AUTH %s %s", addr->user, addr->password)
                : redisAsyncCommand(ac, cb, privdata, "AUTH %s", addr->password);
   return rc == REDIS_OK ? 1 : -1;
+}
+
+void conn_read_now(redisAsyncContext *ac) {
+  conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
+  if (ev != NULL && connected(ev))
+    redisAsyncHandleRead(ac);
 }
 
 void conn_close(redisAsyncContext *ac) {

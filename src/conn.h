@@ -1,6 +1,13 @@
-/* conn.h: opening a hiredis async connection to a master on a libuv loop,
- * shared by the command connection (node.c) and the release-notification
- * subscriber (notify.c). */
+/* conn.h: hiredis async connections on a libuv loop, shared by the command
+ * connection (node.c) and the release-notification subscriber (notify.c).
+ *
+ * The event hooks are our own rather than hiredis's adapters/libuv.h, for two
+ * reasons.  Writes are coalesced: a command queued on a connected context
+ * does not ask the poller for writability; the context joins a dirty list
+ * that one uv_prepare handle flushes right before the loop blocks, so all
+ * commands of a loop turn go out in one write() per master.  And socket
+ * errors are not dropped: hiredis 0.14's adapter ignores a poll error, so a
+ * refused connect or a reset connection would only be noticed at a timeout. */
 #ifndef REDLOCK_CONN_H
 #define REDLOCK_CONN_H
 
@@ -8,18 +15,34 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "list.h"
 #include "uri.h"
 
-/* Starts a non-blocking connect, attaches it to loop and sets the callbacks;
- * ac->data = data.  NULL on failure, with the reason in err. */
-redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, void *data,
-                             redisConnectCallback *on_connect,
+/* One per client: flushes the connections written to during a loop turn. */
+typedef struct conn_flusher {
+  uv_prepare_t prepare;
+  list_node_t dirty;
+} conn_flusher_t;
+
+void conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop);
+/* Closes the prepare handle; `closed` runs when it is closed. */
+void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
+
+/* Starts a non-blocking connect, hooks it to the loop and sets the
+ * callbacks; ac->data = data.  NULL on failure, with the reason in err. */
+redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flusher_t *flusher,
+                             void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len);
 
 /* Queues AUTH when the address has credentials.  Returns the number of
  * commands queued (0 or 1), or -1. */
 int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,
                     void *privdata);
+
+/* Reads whatever replies already wait on the socket, without blocking (their
+ * callbacks run now).  Used before declaring requests timed out, so that a
+ * loop that was itself late does not blame the master. */
+void conn_read_now(redisAsyncContext *ac);
 
 /* Detaches `data` and frees the context (deferred by hiredis when called
  * from one of its callbacks); pending callbacks get NULL replies. */

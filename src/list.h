@@ -9,7 +9,8 @@ typedef struct list_node {
   struct list_node *prev, *next;
 } list_node_t;
 
-#define list_entry(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define list_entry(ptr, type, member) container_of(ptr, type, member)
 
 static inline void list_init(list_node_t *head) { head->prev = head->next = head; }
 static inline int list_empty(const list_node_t *head) { return head->next == head; }

@@ -77,7 +77,6 @@ static void node_schedule_reconnect(node_t *node) {
   redlock_t *client = node->client;
   node->state = NODE_DOWN;
   node->handshake_left = 0;
-  node->timeout_strikes = 0;
   uint64_t delay = quorum_backoff_ms(node->failures, NODE_BACKOFF_BASE_MS, NODE_BACKOFF_CAP_MS,
                                      client_random(client));
   if (node->failures < 32)
@@ -115,7 +114,6 @@ static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
   node->failures = 0;
-  node->timeout_strikes = 0;
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
 }
@@ -235,7 +233,8 @@ static void node_connect(node_t *node) {
   redlock_t *client = node->client;
   char err[128];
   redisAsyncContext *ac =
-      conn_open(&node->addr, client->loop, node, on_connect, on_disconnect, err, sizeof err);
+      conn_open(&node->addr, client->loop, &client->flusher, node, on_connect, on_disconnect, err,
+                sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
@@ -284,28 +283,31 @@ int node_send(node_t *node, const char *cmd, size_t len, node_reply_fn fn, void 
     return NODE_SEND_BUSY;
   if (redisAsyncFormattedCommand(node->ac, fn, privdata, cmd, len) != REDIS_OK)
     return NODE_SEND_DOWN;
-  node->inflight++;
+  if (node->inflight++ == 0)
+    node->progress_ns = clock_now_ns(); /* idle until now: the wait starts here */
   return 0;
 }
 
 void node_request_done(node_t *node, int got_reply) {
   if (node->inflight > 0)
     node->inflight--;
-  if (got_reply)
-    node->timeout_strikes = 0;
+  if (got_reply && node->inflight > 0)
+    node->progress_ns = clock_now_ns();
 }
 
-void node_request_timed_out(node_t *node) {
-  if (node->timeout_strikes < NODE_TIMEOUT_STRIKES * 4)
-    node->timeout_strikes++;
+void node_read_pending(node_t *node) {
+  if (node->state == NODE_READY && node->inflight > 0)
+    conn_read_now(node->ac);
 }
 
-void node_drop_if_hung(node_t *node) {
-  if (node->state != NODE_READY || node->timeout_strikes < NODE_TIMEOUT_STRIKES)
+void node_drop_if_hung(node_t *node, uint64_t now_ns) {
+  uint64_t limit_ns =
+      (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+  if (node->state != NODE_READY || node->inflight == 0 || now_ns - node->progress_ns < limit_ns)
     return;
   char detail[96];
-  snprintf(detail, sizeof detail, "%u requests in a row got no reply within %u ms",
-           node->timeout_strikes, node->client->opts.request_timeout_ms);
+  snprintf(detail, sizeof detail, "no reply for %llu ms with %u requests waiting",
+           (unsigned long long)((now_ns - node->progress_ns) / 1000000u), node->inflight);
   node->failures = 0;
   node_fail(node, REDLOCK_LOG_WARN, "master not answering; reconnecting", detail);
 }

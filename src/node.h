@@ -23,7 +23,7 @@ typedef enum {
 } node_state_t;
 
 #define NODE_MAX_INFLIGHT 8192     /* requests in flight on one connection */
-#define NODE_TIMEOUT_STRIKES 3     /* consecutive timeouts before we reconnect */
+#define NODE_HUNG_REQUEST_TIMEOUTS 3 /* no reply for this many request timeouts: reconnect */
 #define NODE_BACKOFF_BASE_MS 25
 #define NODE_BACKOFF_CAP_MS 1000
 
@@ -38,8 +38,8 @@ typedef struct node {
   uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
   unsigned handshake_left;
   unsigned failures;        /* consecutive failed connection attempts */
-  unsigned timeout_strikes; /* consecutive request timeouts */
   unsigned inflight;
+  uint64_t progress_ns;     /* last reply, or the first send after being idle */
   int first_attempt_done;   /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
   char run_id[INFO_RUN_ID_LEN + 1];
@@ -59,11 +59,15 @@ int node_send(node_t *node, const char *cmd, size_t len, node_reply_fn fn, void 
 /* Every callback of a request sent by node_send must report here once;
  * got_reply is 0 for the NULL reply of a torn-down connection. */
 void node_request_done(node_t *node, int got_reply);
-/* A request's deadline passed without a reply (a strike). */
-void node_request_timed_out(node_t *node);
-/* Drops the connection of a node with NODE_TIMEOUT_STRIKES strikes (a hung
- * master) and reconnects it.  Call outside of hiredis callbacks. */
-void node_drop_if_hung(node_t *node);
+/* Reads replies that already wait on the socket (before deadlines are
+ * judged: the loop itself may have been late). */
+void node_read_pending(node_t *node);
+/* Drops and reconnects a master that has had requests waiting but sent no
+ * reply for NODE_HUNG_REQUEST_TIMEOUTS request timeouts (hung or paused).
+ * Judged by time, not by a count of timeouts, so that pipelined rounds
+ * timing out together after one stall of the client do not drop a live
+ * master.  Call outside of hiredis callbacks. */
+void node_drop_if_hung(node_t *node, uint64_t now_ns);
 int node_is_quarantined(const node_t *node, uint64_t now_ns);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);

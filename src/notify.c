@@ -221,7 +221,8 @@ static void subscriber_connect(notify_subscriber_t *sub) {
   const node_addr_t *addr = &client->nodes[sub->index].addr;
   char err[128];
   redisAsyncContext *ac =
-      conn_open(addr, client->loop, sub, on_connect, on_disconnect, err, sizeof err);
+      conn_open(addr, client->loop, &client->flusher, sub, on_connect, on_disconnect, err,
+                sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

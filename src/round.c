@@ -206,6 +206,10 @@ int round_may_have_set(const round_t *round) {
 }
 
 void round_deadlines_fire(struct redlock *client) {
+  /* Timers run before the loop reads sockets: replies that arrived in time
+   * may be waiting unread, above all when this thread was slow to run. */
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_read_pending(&client->nodes[i]);
   uint64_t now = clock_now_ns();
   while (!list_empty(&client->rounds_pending)) {
     round_t *round = list_entry(client->rounds_pending.next, round_t, pending_link);
@@ -218,7 +222,6 @@ void round_deadlines_fire(struct redlock *client) {
       if (vote->state != VOTE_PENDING)
         continue;
       node_t *node = &client->nodes[i];
-      node_request_timed_out(node);
       node_warn(node, "no reply within the request timeout", NULL);
       vote_settle(vote, VOTE_FAILED, WHY_TIMEOUT);
     }
@@ -228,7 +231,7 @@ void round_deadlines_fire(struct redlock *client) {
   /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
    * callbacks of their requests, which may free rounds. */
   for (unsigned i = 0; i < client->n_nodes; i++)
-    node_drop_if_hung(&client->nodes[i]);
+    node_drop_if_hung(&client->nodes[i], now);
   if (!list_empty(&client->rounds_pending)) {
     round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
     client_arm_deadline(client, head->deadline_ns);
