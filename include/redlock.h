@@ -197,9 +197,13 @@ REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
                                         redlock_done_cb cb, void *arg);
 
 /* ---- Diagnostics ------------------------------------------------------------
- * Writes a one-line summary of the most recently decided round of this client
- * (one entry per master: "host:port=OK|nil|timeout|down|ERR ..."), always
- * NUL-terminated.  Returns the length it needed (like snprintf), or < 0. */
+ * Writes a one-line summary of the most recently decided round of this client,
+ * always NUL-terminated: the outcome ("won:", "lost (held):", "lost (no
+ * quorum):", or "none:" before any round) and one "host:port=WHY" per master,
+ * WHY being OK, refused (nil/0: held elsewhere or value gone), down, busy,
+ * timeout, disconnected, error, quarantined, bad-reply or pending (still out
+ * when the round was decided).  Returns the length it needed (like snprintf),
+ * or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
 
 /* ---- Errors and version ------------------------------------------------------ */

@@ -9,11 +9,9 @@ redlock_need_packages() {
   command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
-  command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
   [ -f /usr/include/hiredis/async.h ] || missing+=(libhiredis-dev)
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
-  command -v python3 >/dev/null 2>&1 || missing+=(python3)
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi

@@ -321,8 +321,11 @@ static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t ki
   if (rc != 0) {
     /* Unlock always lets go of the handle: on the loop thread it still
      * releases, just without waiting for the masters. */
-    if (rc == REDLOCK_EWOULDBLOCK && kind == OP_UNLOCK && lock != NULL)
-      lock_target_op(client, lock, OP_UNLOCK, 0, NULL, NULL);
+    if (rc == REDLOCK_EWOULDBLOCK && kind == OP_UNLOCK) {
+      int queued = lock_target_op(client, lock, OP_UNLOCK, 0, NULL, NULL);
+      if (queued != 0)
+        return queued; /* e.g. a stale handle: EINVAL, as anywhere else */
+    }
     return rc;
   }
   sync_call_t call;
