@@ -153,6 +153,7 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
   else if (op->kind == OP_UNLOCK)
     ptrset_remove(&client->live_locks, op->lock);
   else {
+    op->handle = op->lock;
     op->lock = op->lock->lease; /* a hold extends and watches its lease */
     op->lock->refs++;
   }

@@ -62,6 +62,7 @@ struct redlock_lock {
   int watch_extending;
   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
   void *lost_arg;
+  redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
 };
 
 typedef struct notify_subscriber notify_subscriber_t;
@@ -85,6 +86,7 @@ typedef struct op {
   uint64_t fence;              /* fencing: the token of the current attempt */
   uint64_t attempt_started_ns; /* t1 of the current attempt */
   redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
+  redlock_lock_t *handle; /* the handle the caller passed (a hold, or the lease) */
   uv_thread_t caller;   /* thread that made the call (reentrancy owner) */
   redlock_lock_cb lock_cb;
   redlock_done_cb done_cb;

@@ -204,7 +204,7 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
     if (lock->watch_timer != NULL)
       uv_timer_stop(lock->watch_timer);
     if (lock->lost_cb != NULL)
-      lock->lost_cb(lock, reason, lock->lost_arg);
+      lock->lost_cb(lock->watch_handle, reason, lock->lost_arg);
   }
 }
 
@@ -510,6 +510,8 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
 static void unlock_start(op_t *op) {
   redlock_t *client = op->client;
   redlock_lock_t *lock = op->lock->lease;
+  if (lock->watch_handle == op->lock)
+    lock_stop_watch(lock); /* unlocking the watched handle ends the watch */
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
     op->lock = NULL;
@@ -599,6 +601,7 @@ static void watch_start(op_t *op) {
   if (status == REDLOCK_OK) {
     lock->lost_cb = op->lost_cb;
     lock->lost_arg = op->arg;
+    lock->watch_handle = op->handle;
     lock->watched = 1;
     if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
       atomic_store(&lock->lost, 0);
