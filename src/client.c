@@ -46,12 +46,16 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
   if (client == NULL || (buf == NULL && size > 0))
     return REDLOCK_EINVAL;
+  char scratch[1];
+  if (size == 0) {
+    buf = scratch; /* measure only */
+    size = sizeof scratch;
+  }
   uv_mutex_lock(&client->mutex);
   int total = snprintf(buf, size, "%s:", outcomes[client->last_outcome]);
   for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
-    size_t used = (size_t)total < size ? (size_t)total : size;
-    int n = snprintf(buf ? buf + used : NULL, size - used, " %s=%s",
-                     client->nodes[i].addr.label,
+    size_t used = (size_t)total < size ? (size_t)total : size - 1;
+    int n = snprintf(buf + used, size - used, " %s=%s", client->nodes[i].addr.label,
                      client->last_outcome ? round_why_name(client->last_votes[i]) : "-");
     total = n < 0 ? n : total + n;
   }

@@ -124,6 +124,7 @@ static void release_everywhere(redlock_t *client, char *const *keys, const size_
     client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", keys[0]);
     return;
   }
+  round->is_release = 1;
   round_send(round);
 }
 
@@ -531,6 +532,7 @@ static void unlock_start(op_t *op) {
     op_finish(op, REDLOCK_ENOMEM, NULL);
     return;
   }
+  round->is_release = 1;
   round_send(round);
 }
 

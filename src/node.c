@@ -20,10 +20,18 @@ int node_init(node_t *node, struct redlock *client, unsigned index, const node_a
   node->client = client;
   node->index = index;
   node->state = NODE_DOWN;
+  list_init(&node->missed_releases);
   return node_addr_copy(&node->addr, addr);
 }
 
-void node_free(node_t *node) { node_addr_clear(&node->addr); }
+void node_free(node_t *node) {
+  while (!list_empty(&node->missed_releases)) {
+    missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
+    list_remove(&missed->link);
+    free(missed);
+  }
+  node_addr_clear(&node->addr);
+}
 
 int node_is_quarantined(const node_t *node, uint64_t now_ns) {
   return node->quarantine_until_ns != 0 && now_ns < node->quarantine_until_ns;
@@ -110,10 +118,53 @@ static void connect_timer_cb(uv_timer_t *timer) {
   node_fail(node, REDLOCK_LOG_WARN, "connect timed out", detail);
 }
 
+static void replay_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  (void)ac;
+  node_request_done(privdata, reply != NULL);
+}
+
+/* Releases this master missed while it was unreachable go out now: a SET
+ * that was still in its socket buffer (or applied after we gave up on it)
+ * would otherwise hold the key for a whole TTL.  Compare-and-delete is safe
+ * to repeat at any time: it only deletes our own value. */
+static void node_replay_releases(node_t *node) {
+  unsigned sent = 0;
+  while (!list_empty(&node->missed_releases)) {
+    missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
+    list_remove(&missed->link);
+    if (node_send(node, missed->cmd, missed->len, replay_reply_cb, node) == 0)
+      sent++;
+    free(missed);
+  }
+  node->n_missed_releases = 0;
+  if (sent > 0)
+    client_log(node->client, REDLOCK_LOG_INFO, "master %s: replayed %u release(s) it missed",
+               node->addr.label, sent);
+}
+
+void node_defer_release(node_t *node, const char *cmd, size_t len) {
+  if (node->state == NODE_CLOSED)
+    return;
+  if (node->n_missed_releases >= NODE_MAX_MISSED_RELEASES) {
+    missed_release_t *oldest = list_entry(node->missed_releases.next, missed_release_t, link);
+    list_remove(&oldest->link);
+    free(oldest);
+    node->n_missed_releases--;
+  }
+  missed_release_t *missed = malloc(sizeof *missed + len);
+  if (missed == NULL)
+    return; /* best effort: the key expires at its TTL anyway */
+  missed->len = len;
+  memcpy(missed->cmd, cmd, len);
+  list_insert_tail(&node->missed_releases, &missed->link);
+  node->n_missed_releases++;
+}
+
 static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
   node->failures = 0;
+  node_replay_releases(node);
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
 }
@@ -300,10 +351,12 @@ void node_read_pending(node_t *node) {
     conn_read_now(node->ac);
 }
 
-void node_drop_if_hung(node_t *node, uint64_t now_ns) {
+void node_drop_if_hung(node_t *node) {
   uint64_t limit_ns =
       (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
-  if (node->state != NODE_READY || node->inflight == 0 || now_ns - node->progress_ns < limit_ns)
+  uint64_t now_ns = clock_now_ns(); /* progress_ns may have been set moments ago */
+  if (node->state != NODE_READY || node->inflight == 0 || now_ns < node->progress_ns ||
+      now_ns - node->progress_ns < limit_ns)
     return;
   char detail[96];
   snprintf(detail, sizeof detail, "no reply for %llu ms with %u requests waiting",

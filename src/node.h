@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "info.h"
+#include "list.h"
 #include "uri.h"
 
 struct redisAsyncContext;
@@ -27,7 +28,16 @@ typedef enum {
 #define NODE_BACKOFF_BASE_MS 25
 #define NODE_BACKOFF_CAP_MS 1000
 
+#define NODE_MAX_MISSED_RELEASES 16384 /* kept per unreachable master, oldest dropped */
+
 typedef void (*node_reply_fn)(struct redisAsyncContext *ac, void *reply, void *privdata);
+
+/* A release a master did not get (down, busy, timed out), to replay. */
+typedef struct missed_release {
+  list_node_t link;
+  size_t len;
+  char cmd[]; /* the formatted command */
+} missed_release_t;
 
 typedef struct node {
   struct redlock *client;
@@ -43,6 +53,8 @@ typedef struct node {
   int first_attempt_done;   /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
   char run_id[INFO_RUN_ID_LEN + 1];
+  list_node_t missed_releases; /* replayed when the master is ready again */
+  unsigned n_missed_releases;
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
 } node_t;
@@ -67,7 +79,10 @@ void node_read_pending(node_t *node);
  * Judged by time, not by a count of timeouts, so that pipelined rounds
  * timing out together after one stall of the client do not drop a live
  * master.  Call outside of hiredis callbacks. */
-void node_drop_if_hung(node_t *node, uint64_t now_ns);
+void node_drop_if_hung(node_t *node);
+/* Keeps a release (a formatted compare-and-delete) that may not have reached
+ * this master, to send again once it is READY. */
+void node_defer_release(node_t *node, const char *cmd, size_t len);
 int node_is_quarantined(const node_t *node, uint64_t now_ns);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);

@@ -84,6 +84,13 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   round_t *round = vote->round;
   vote->state = (uint8_t)state;
   vote->why = (uint8_t)why;
+  if (round->is_release && (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT ||
+                            why == WHY_DISCONNECTED)) {
+    /* The release may not have reached this master: send it again later. */
+    node_defer_release(&round->client->nodes[vote - round->votes],
+                       round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
+                       round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
+  }
   if (state == VOTE_YES)
     round->yes++;
   else if (state == VOTE_NO)
@@ -231,7 +238,7 @@ void round_deadlines_fire(struct redlock *client) {
   /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
    * callbacks of their requests, which may free rounds. */
   for (unsigned i = 0; i < client->n_nodes; i++)
-    node_drop_if_hung(&client->nodes[i], now);
+    node_drop_if_hung(&client->nodes[i]);
   if (!list_empty(&client->rounds_pending)) {
     round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
     client_arm_deadline(client, head->deadline_ns);

@@ -64,6 +64,7 @@ typedef struct round {
   size_t eval_cmd_len;
   int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_OK; ROUND_EXPECT_POSITIVE */
   int is_acquire;         /* quarantined masters' votes do not count */
+  int is_release;         /* masters that may have missed it get it again later */
   unsigned refs;          /* replies outstanding + 1 until decided */
   unsigned votes_pending;
   unsigned yes, no, failed;
