@@ -167,6 +167,7 @@ static void client_begin_close(redlock_t *client) {
   if (client->close_started)
     return;
   client->close_started = 1;
+  client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
@@ -175,11 +176,13 @@ static void client_begin_close(redlock_t *client) {
     op_fail(op, REDLOCK_ECANCELED);
   }
   lock_cancel_all(client);
+  client->close_preparing = 0;
   client_maybe_finish_close(client);
 }
 
 void client_maybe_finish_close(redlock_t *client) {
-  if (client->close_started != 1 || !list_empty(&client->ops_in_flight) ||
+  if (client->close_started != 1 || client->close_preparing ||
+      !list_empty(&client->ops_in_flight) ||
       !list_empty(&client->rounds_pending) || !list_empty(&client->parked_ops))
     return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */

@@ -134,7 +134,8 @@ struct redlock {
   unsigned startup_left;  /* nodes whose first attempt has not finished */
   jitter_rng_t rng;
   uint64_t deadline_armed_ns;
-  int close_started;
+  int close_started;   /* 1: draining, 2: teardown queued, 3: tearing down */
+  int close_preparing; /* inside client_begin_close */
   unsigned handles_open; /* uv handles still to be closed at shutdown */
   uv_sem_t startup_sem;  /* own thread: redlock_open waits on it */
   int free_on_exit;      /* own thread: close called from a callback */
