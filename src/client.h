@@ -60,6 +60,7 @@ struct redlock_lock {
   int watched;
   uv_timer_t *watch_timer;
   int watch_extending;
+  unsigned watch_failures; /* extensions failed in a row */
   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
   void *lost_arg;
   redlock_lock_t *watch_handle; /* the handle redlock_watch was given */

@@ -545,9 +545,13 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   lock->watch_extending = 0;
   if (lock->watched) {
     int status = extend_outcome(lock, round, outcome, lock->ttl_ms);
-    if (status != REDLOCK_OK && status != REDLOCK_ELOST)
-      client_log(lock->client, REDLOCK_LOG_WARN, "watch %s: extension failed (%s); will retry",
-                 lock->resource, redlock_err_name(status));
+    if (status == REDLOCK_OK)
+      lock->watch_failures = 0;
+    else if (status != REDLOCK_ELOST)
+      client_log(lock->client, lock->watch_failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
+                 "watch %s: extension failed (%s); retrying while %lld ms of validity remain",
+                 lock->resource, redlock_err_name(status),
+                 (long long)(lock_validity_ns(lock) / 1000000));
     if (lock->watched)
       watch_schedule(lock);
   }
@@ -578,13 +582,17 @@ static void watch_timer_cb(uv_timer_t *timer) {
 /* Next extension when a third of the ttl is left; after a failure, retry
  * soon but never later than the end of validity (where it is declared lost). */
 static void watch_schedule(redlock_lock_t *lock) {
-  int64_t validity_ms = lock_validity_ns(lock) / 1000000;
-  int64_t delay = validity_ms - (int64_t)lock->ttl_ms / 3;
+  int64_t validity_ns = lock_validity_ns(lock);
+  int64_t delay = validity_ns / 1000000 - (int64_t)lock->ttl_ms / 3;
   if (delay <= 0) {
-    int64_t retry = (int64_t)lock->client->opts.request_timeout_ms;
-    delay = validity_ms > 0 && retry < validity_ms ? retry : (validity_ms > 0 ? validity_ms : 0);
+    /* Retrying: once per request timeout, and last at the end of validity,
+     * where the timer finds it spent and declares the lock lost. */
+    int64_t until_end = validity_ns > 0 ? (validity_ns + 999999) / 1000000 : 0;
+    delay = (int64_t)lock->client->opts.request_timeout_ms;
+    if (delay > until_end)
+      delay = until_end;
   }
-  uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)delay, 0);
+  uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1), 0);
 }
 
 static void watch_start(op_t *op) {
