@@ -238,9 +238,11 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   node->quarantine_until_ns = 0;
   if (client->opts.quarantine) {
     uint64_t max_ttl_ns = (uint64_t)client->opts.max_ttl_ms * 1000000u;
-    uint64_t up_ns = (uint64_t)info.uptime_s * 1000000000u;
+    /* Redis reports uptime as a difference of whole wall-clock seconds, so a
+     * master 0.2 s old can say 1: take the age to be one second less than
+     * reported, so that the quarantine can only come out longer. */
+    uint64_t up_ns = info.uptime_s > 0 ? (uint64_t)(info.uptime_s - 1) * 1000000000u : 0;
     if (up_ns < max_ttl_ns) {
-      /* uptime is rounded down, so start = now - uptime is never early. */
       node->quarantine_until_ns = now + (max_ttl_ns - up_ns);
       client_log(client, REDLOCK_LOG_WARN,
                  "master %s started %lld s ago: its votes do not count for another %llu ms "
