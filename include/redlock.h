@@ -186,7 +186,9 @@ REDLOCK_EXPORT int redlock_lock_is_lost(const redlock_lock_t *lock);
  * loop thread, unless the call itself returns an error.
  * redlock_lock_async: wait_ms == 0 retries by the options' retry policy (as
  * redlock_lock); wait_ms > 0 waits up to wait_ms (as redlock_lock_wait).
- * redlock_unlock_async frees the handle after its callback returns. */
+ * redlock_unlock_async frees the handle after its callback returns.
+ * cb must not be NULL for redlock_lock_async (the handle would be lost); it
+ * may be NULL for extend/unlock, which then run without telling anyone. */
 typedef void (*redlock_lock_cb)(int status, redlock_lock_t *lock, void *arg);
 typedef void (*redlock_done_cb)(int status, void *arg);
 REDLOCK_EXPORT int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms,
