@@ -1,0 +1,359 @@
+/* test_wait_wake.c: redlock_lock_wait woken by release notifications
+ * (src/notify.c: the release script PUBLISHes on "__redlock_release__:<key>"
+ * and waiters subscribe on every master), against real redis-server
+ * processes, N = 3:
+ *  - with the retry (fallback poll) delay at 10 s, a waiter in
+ *    redlock_lock_wait(wait 15 s) acquires within 2 s after the holder
+ *    unlocks from another thread, once the waiter is waiting (its
+ *    subscription is visible on every master): the holder in another
+ *    client, and in the waiter's own client;
+ *  - a holder that lets the lock expire publishes nothing: the waiter still
+ *    acquires through the fallback retry (delay 100 ms, ttl 300 ms), for a
+ *    foreign holder (a plain SET PX) and for a redlock holder, whose later
+ *    unlock then reports ELOST and leaves the new holder's key alone;
+ *  - 4 waiter threads over 2 clients (fallback 10 s), 3 acquisitions each,
+ *    all acquire one after another with no overlap (each checks, inside,
+ *    that its value is on a quorum of masters), long before any fallback.
+ * Waits are timed events and rh_wait_until deadlines, never sleeps; the
+ * bounds are generous deadlines, not speed measurements. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "sf_common.h"
+
+#define CHANNEL_PREFIX "__redlock_release__:"
+#define FALLBACK_MS 10000u
+#define WAIT_MS 15000u
+#define WAKE_BOUND_MS 2000u
+
+/* Masters holding value at key. */
+static size_t held_on(sf_fixture_t *fx, const char *key, const char *value) {
+  size_t on = 0;
+  for (size_t i = 0; i < fx->n; i++)
+    on += (size_t)sf_key_is(fx->servers[i], key, value);
+  return on;
+}
+
+static redlock_options_t *slow_fallback_options(sf_fixture_t *fx, int slot, uint32_t delay_ms) {
+  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
+  return opts;
+}
+
+/* Subscribers to a release channel on a server (PUBSUB NUMSUB). */
+static long numsub(rh_server_t *s, const char *channel) {
+  char buf[256];
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "PUBSUB NUMSUB %s", channel), 0);
+  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
+  return nl != NULL ? strtol(nl + 1, NULL, 10) : -1;
+}
+
+typedef struct {
+  sf_fixture_t *fx;
+  char channel[128];
+  long at_least;
+} numsub_wait_t;
+
+static int subscribed_everywhere(void *arg) {
+  numsub_wait_t *w = arg;
+  for (size_t i = 0; i < w->fx->n; i++)
+    if (numsub(w->fx->servers[i], w->channel) < w->at_least)
+      return 0;
+  return 1;
+}
+
+static void wait_subscribed(sf_fixture_t *fx, const char *key, long at_least) {
+  numsub_wait_t w = {fx, "", at_least};
+  snprintf(w.channel, sizeof w.channel, CHANNEL_PREFIX "%s", key);
+  if (!rh_wait_until(subscribed_everywhere, &w, 5000))
+    fail_msg("fewer than %ld subscribers to %s on some master", at_least, w.channel);
+}
+
+/* ---- one waiter in a thread ------------------------------------------------------------ */
+
+typedef struct {
+  redlock_t *client;
+  const char *res;
+  uint32_t ttl;
+  uint32_t wait_ms;
+  sf_event_t started, done;
+  uint64_t t_start, t_done;
+  int rc;
+  redlock_lock_t *lock;
+} waiter_t;
+
+static void *waiter_main(void *arg) {
+  waiter_t *w = arg;
+  w->t_start = rh_now_ms();
+  sf_event_post(&w->started);
+  w->rc = redlock_lock_wait(w->client, w->res, w->ttl, w->wait_ms, &w->lock);
+  w->t_done = rh_now_ms();
+  sf_event_post(&w->done);
+  return NULL;
+}
+
+static void waiter_start(waiter_t *w, pthread_t *thread, redlock_t *c, const char *res) {
+  memset(w, 0, sizeof *w);
+  w->client = c;
+  w->res = res;
+  w->ttl = 5000;
+  w->wait_ms = WAIT_MS;
+  sf_event_init(&w->started);
+  sf_event_init(&w->done);
+  assert_int_equal(pthread_create(thread, NULL, waiter_main, w), 0);
+  assert_true(sf_event_wait(&w->started, 5000));
+}
+
+/* Joins the waiter (it ends by its wait budget at the latest). */
+static void waiter_join(waiter_t *w, pthread_t thread) {
+  pthread_join(thread, NULL);
+  sf_event_destroy(&w->started);
+  sf_event_destroy(&w->done);
+}
+
+/* Holder `h` holds res; a waiter on client `wc` (retry delay 10 s) waits;
+ * once its subscription is on every master, the main thread unlocks. */
+static void woken_by_unlock(sf_fixture_t *fx, redlock_t *h, redlock_t *wc, const char *res) {
+  redlock_lock_t *held = NULL;
+  waiter_t w;
+  pthread_t thread;
+
+  assert_int_equal(sf_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
+  waiter_start(&w, &thread, wc, res);
+  wait_subscribed(fx, res, 1);
+  /* Still waiting: nothing was released yet. */
+  int early = sf_event_wait(&w.done, 0);
+
+  uint64_t t_unlock = rh_now_ms();
+  int unlock_rc = redlock_unlock(h, held);
+  int woke = sf_event_wait(&w.done, (int)FALLBACK_MS + 5000);
+  if (!woke)
+    sf_event_wait(&w.done, (int)WAIT_MS); /* let the thread end before failing */
+  waiter_join(&w, thread);
+
+  assert_false(early);
+  assert_int_equal(unlock_rc, REDLOCK_OK);
+  assert_true(woke);
+  assert_int_equal(w.rc, REDLOCK_OK);
+  assert_non_null(w.lock);
+  uint64_t after_unlock = w.t_done - t_unlock;
+  if (after_unlock >= WAKE_BOUND_MS)
+    fail_msg("the waiter acquired %llu ms after the unlock (bound %u ms; fallback retry "
+             "%u ms): it was not woken by the release",
+             (unsigned long long)after_unlock, WAKE_BOUND_MS, FALLBACK_MS);
+  assert_true(w.t_done - w.t_start < FALLBACK_MS);
+  if (getenv("SF_VERBOSE") != NULL)
+    print_message("woken %llu ms after the unlock\n", (unsigned long long)after_unlock);
+  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
+}
+
+static void test_wait_woken_other_client(void **state) {
+  sf_fixture_t *fx = *state;
+  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *wc = sf_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
+  woken_by_unlock(fx, h, wc, "sf:wait:other");
+  /* Twice: the second wait reuses the client's subscriber connections. */
+  woken_by_unlock(fx, h, wc, "sf:wait:other");
+}
+
+static void test_wait_woken_same_client(void **state) {
+  sf_fixture_t *fx = *state;
+  redlock_t *c = sf_open(fx, 0, slow_fallback_options(fx, 0, FALLBACK_MS));
+  woken_by_unlock(fx, c, c, "sf:wait:same");
+}
+
+/* ---- expiry: no publication, the fallback retry ------------------------------------------ */
+
+static void test_wait_fallback_after_foreign_expiry(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *res = "sf:wait:foreign-expiry";
+  redlock_t *c = sf_open(fx, 0, slow_fallback_options(fx, 0, 100));
+  redlock_lock_t *lock = NULL;
+  char buf[64];
+
+  /* A holder that crashes: its keys expire, nobody publishes. */
+  for (size_t i = 0; i < fx->n; i++)
+    assert_int_equal(
+        rh_server_command(fx->servers[i], buf, sizeof buf, "SET %s crashed-holder PX 300", res), 0);
+  uint64_t t0 = rh_now_ms();
+  assert_int_equal(redlock_trylock(c, res, 1000, &lock), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_lock_wait(c, res, 1000, 5000, &lock), REDLOCK_OK);
+  uint64_t elapsed = rh_now_ms() - t0;
+  assert_true(elapsed < 3000);
+  /* A quorum (the foreign keys expired a little apart: the last master may
+   * still have refused). */
+  assert_true(held_on(fx, res, redlock_lock_value(lock)) >= fx->n / 2 + 1);
+  assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
+}
+
+static void test_wait_fallback_after_holder_expiry(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *res = "sf:wait:holder-expiry";
+  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = sf_open(fx, 1, slow_fallback_options(fx, 1, 100));
+  redlock_lock_t *held = NULL, *lock = NULL;
+
+  assert_int_equal(sf_trylock_until(h, res, 300, 5000, &held), REDLOCK_OK);
+  uint64_t t0 = rh_now_ms();
+  assert_int_equal(redlock_lock_wait(c, res, 5000, 5000, &lock), REDLOCK_OK);
+  assert_true(rh_now_ms() - t0 < 3000);
+  assert_true(redlock_lock_is_lost(held));
+  size_t on = held_on(fx, res, redlock_lock_value(lock));
+  assert_true(on >= fx->n / 2 + 1);
+  /* The old holder's late unlock finds nothing of its own and leaves the
+   * new holder's keys in place. */
+  assert_int_equal(redlock_unlock(h, held), REDLOCK_ELOST);
+  assert_int_equal(held_on(fx, res, redlock_lock_value(lock)), on);
+  assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
+}
+
+/* ---- many waiters ------------------------------------------------------------------------------
+ */
+
+#define N_WAITERS 4
+#define ROUNDS_EACH 3
+
+typedef struct {
+  sf_fixture_t *fx;
+  const char *res;
+  pthread_mutex_t mu;
+  int inside;
+  int overlaps;
+  int failures;
+  int first_error;
+  int not_on_quorum;
+  unsigned acquisitions;
+  int order[N_WAITERS * ROUNDS_EACH];
+  sf_event_t done;
+} crowd_t;
+
+typedef struct {
+  crowd_t *crowd;
+  redlock_t *client;
+  int id;
+} crowd_member_t;
+
+static void crowd_error(crowd_t *crowd, int rc) {
+  pthread_mutex_lock(&crowd->mu);
+  if (crowd->failures++ == 0)
+    crowd->first_error = rc;
+  pthread_mutex_unlock(&crowd->mu);
+}
+
+static void *crowd_main(void *arg) {
+  crowd_member_t *me = arg;
+  crowd_t *crowd = me->crowd;
+  for (int round = 0; round < ROUNDS_EACH; round++) {
+    redlock_lock_t *lock = NULL;
+    int rc = redlock_lock_wait(me->client, crowd->res, 5000, WAIT_MS, &lock);
+    if (rc != REDLOCK_OK) {
+      crowd_error(crowd, rc);
+      continue;
+    }
+    pthread_mutex_lock(&crowd->mu);
+    if (crowd->inside++ != 0)
+      crowd->overlaps++;
+    crowd->order[crowd->acquisitions++] = me->id;
+    pthread_mutex_unlock(&crowd->mu);
+
+    /* Inside: our value is on a quorum of masters (no cmocka asserts off
+     * the main thread: record, check later). */
+    size_t on = 0;
+    for (size_t i = 0; i < crowd->fx->n; i++) {
+      char buf[128];
+      if (rh_server_command(crowd->fx->servers[i], buf, sizeof buf, "GET %s", crowd->res) == 0 &&
+          strcmp(buf, redlock_lock_value(lock)) == 0)
+        on++;
+    }
+    pthread_mutex_lock(&crowd->mu);
+    if (on < crowd->fx->n / 2 + 1)
+      crowd->not_on_quorum++;
+    crowd->inside--;
+    pthread_mutex_unlock(&crowd->mu);
+    rc = redlock_unlock(me->client, lock);
+    if (rc != REDLOCK_OK)
+      crowd_error(crowd, rc);
+  }
+  sf_event_post(&crowd->done);
+  return NULL;
+}
+
+static void test_wait_many_waiters(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *res = "sf:wait:crowd";
+  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *w1 = sf_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
+  redlock_t *w2 = sf_open(fx, 2, slow_fallback_options(fx, 2, FALLBACK_MS));
+  redlock_lock_t *held = NULL;
+  crowd_t crowd;
+  memset(&crowd, 0, sizeof crowd);
+  crowd.fx = fx;
+  crowd.res = res;
+  pthread_mutex_init(&crowd.mu, NULL);
+  sf_event_init(&crowd.done);
+  crowd_member_t members[N_WAITERS];
+  pthread_t threads[N_WAITERS];
+
+  assert_int_equal(sf_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
+  for (int i = 0; i < N_WAITERS; i++) {
+    members[i].crowd = &crowd;
+    members[i].client = i % 2 ? w2 : w1;
+    members[i].id = i;
+    assert_int_equal(pthread_create(&threads[i], NULL, crowd_main, &members[i]), 0);
+  }
+  /* Both clients wait (one subscriber connection per client and master). */
+  wait_subscribed(fx, res, 2);
+  uint64_t t_unlock = rh_now_ms();
+  assert_int_equal(redlock_unlock(h, held), REDLOCK_OK);
+
+  /* All done well before a single fallback retry would have fired. */
+  const uint64_t bound = FALLBACK_MS - 1000;
+  int finished = 0;
+  for (; finished < N_WAITERS; finished++) {
+    uint64_t spent = rh_now_ms() - t_unlock;
+    if (spent >= bound || !sf_event_wait(&crowd.done, (int)(bound - spent)))
+      break;
+  }
+  uint64_t elapsed = rh_now_ms() - t_unlock;
+  for (int i = 0; i < N_WAITERS; i++)
+    pthread_join(threads[i], NULL); /* bounded by the wait budget */
+  sf_event_destroy(&crowd.done);
+  pthread_mutex_destroy(&crowd.mu);
+
+  if (getenv("SF_VERBOSE") != NULL)
+    print_message("crowd: all done %llu ms after the unlock\n", (unsigned long long)elapsed);
+  if (crowd.failures != 0)
+    fail_msg("%d calls failed, the first with %s", crowd.failures,
+             redlock_err_name(crowd.first_error));
+  assert_int_equal(crowd.overlaps, 0);
+  assert_int_equal(crowd.not_on_quorum, 0);
+  assert_int_equal(crowd.acquisitions, N_WAITERS * ROUNDS_EACH);
+  if (finished < N_WAITERS) {
+    print_message("client 1 log:\n%s", sf_log_text(fx, 1));
+    print_message("client 2 log:\n%s", sf_log_text(fx, 2));
+    fail_msg("only %d of %d waiters were done %llu ms after the unlock: a release did not "
+             "wake a waiter (the fallback retry is %u ms)",
+             finished, N_WAITERS, (unsigned long long)elapsed, FALLBACK_MS);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_wait_woken_other_client, sf_setup_3, sf_teardown),
+      cmocka_unit_test_setup_teardown(test_wait_woken_same_client, sf_setup_3, sf_teardown),
+      cmocka_unit_test_setup_teardown(test_wait_fallback_after_foreign_expiry, sf_setup_3,
+                                      sf_teardown),
+      cmocka_unit_test_setup_teardown(test_wait_fallback_after_holder_expiry, sf_setup_3,
+                                      sf_teardown),
+      cmocka_unit_test_setup_teardown(test_wait_many_waiters, sf_setup_3, sf_teardown),
+  };
+  return cmocka_run_group_tests_name("safety: waits woken by releases", tests, NULL, NULL);
+}
