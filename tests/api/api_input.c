@@ -1,0 +1,385 @@
+/* api_input.c: argument checking of the public API on a live client (N = 3
+ * real redis-server masters).
+ *
+ * Asserts, per include/redlock.h:
+ *  - redlock_open / open_uv with NULL out, NULL options, no masters or a
+ *    NULL loop give EINVAL (*out NULL); closing NULL is harmless;
+ *  - NULL client / resource / out / lock / resources array give REDLOCK_EINVAL
+ *    (and *out is NULL afterwards when out is given);
+ *  - resource "" and REDLOCK_MAX_RESOURCE_LEN + 1 bytes give EINVAL, exactly
+ *    REDLOCK_MAX_RESOURCE_LEN bytes works (the key is set in Redis);
+ *  - ttl 0 and ttl > max TTL give EINVAL (lock, extend, async forms), ttl ==
+ *    max TTL works;
+ *  - lock_many with n = 0, n > REDLOCK_MAX_MANY, duplicate resources or a NULL
+ *    entry gives EINVAL; n == REDLOCK_MAX_MANY works;
+ *  - redlock_lock_async with a NULL callback gives EINVAL (and takes
+ *    nothing); extend_async / unlock_async accept a NULL callback and still
+ *    act (PTTL extended on every master, then the key deleted);
+ *  - a second unlock of the same handle gives EINVAL (no use-after-free under
+ *    ASan), extend / extend_async / unlock_async / watch after unlock give
+ *    EINVAL, and a handle of another client gives EINVAL;
+ *  - a call that returns an error never runs its callback: callback counters
+ *    are still 0 after api_close_client() (which joins the loop thread, so every
+ *    callback that will ever run has run).
+ */
+#include "api_common.h"
+#include "redlock_uv.h"
+
+#define TTL 10000u
+#define MAX_TTL 30000u
+
+static api_cluster_t cluster;
+
+static int group_setup(void **state) {
+  (void)state;
+  return api_cluster_start(&cluster, 3);
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  api_cluster_stop(&cluster);
+  return 0;
+}
+
+static redlock_t *open_client(void) {
+  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  assert_int_equal(redlock_options_set_max_ttl(opts, MAX_TTL), REDLOCK_OK);
+  redlock_t *client = NULL;
+  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
+  api_track(client);
+  redlock_options_free(opts);
+  return client;
+}
+
+/* A non-NULL value that must be overwritten with NULL by a failing call. */
+#define JUNK ((redlock_lock_t *)(uintptr_t)0x1)
+
+static void test_null_arguments(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  char res[128];
+  api_name(res, sizeof res, "null");
+  redlock_lock_t *lock = JUNK;
+  cb_rec_t rec;
+  cb_rec_init(&rec);
+
+  /* NULL client */
+  assert_int_equal(redlock_lock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_trylock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_lock_wait(NULL, res, TTL, 100, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  const char *one[1] = {res};
+  lock = JUNK;
+  assert_int_equal(redlock_lock_many(NULL, one, 1, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_lock_async(NULL, res, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+
+  /* NULL resource / resources */
+  lock = JUNK;
+  assert_int_equal(redlock_lock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_trylock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_lock_wait(client, NULL, TTL, 100, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_lock_many(client, NULL, 1, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  const char *with_null[2] = {res, NULL};
+  lock = JUNK;
+  assert_int_equal(redlock_lock_many(client, with_null, 2, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_lock_async(client, NULL, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+
+  /* NULL out */
+  assert_int_equal(redlock_lock(client, res, TTL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_trylock(client, res, TTL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_wait(client, res, TTL, 100, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_many(client, one, 1, TTL, NULL), REDLOCK_EINVAL);
+  /* ... and none of them took the lock behind our back. */
+  assert_nil_everywhere(&cluster, res);
+
+  /* NULL lock */
+  assert_int_equal(redlock_extend(client, NULL, TTL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock(client, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(client, NULL, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, NULL, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(client, NULL, rec_done_cb, &rec), REDLOCK_EINVAL);
+
+  /* NULL client with a live lock: refused, and the lock stays usable. */
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_non_null(lock);
+  assert_int_equal(redlock_extend(NULL, lock, TTL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(NULL, lock, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(NULL, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(NULL, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock(NULL, lock), REDLOCK_EINVAL);
+  assert_true(redlock_lock_validity_ms(lock) > 0);
+  assert_string_equal(redlock_lock_resource(lock), res);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+
+  /* Accessors and diagnostics on NULL: no crash, "not held". */
+  assert_true(redlock_lock_validity_ms(NULL) <= 0);
+  assert_true(redlock_lock_is_lost(NULL) != 0);
+  assert_int_equal(redlock_lock_fence(NULL), 0);
+  char buf[16];
+  assert_true(redlock_last_votes(NULL, buf, sizeof buf) < 0);
+
+  api_close_client(client);
+  /* Every call above returned an error: the callback never ran. */
+  assert_int_equal(atomic_load(&rec.calls), 0);
+}
+
+static void test_open_close_arguments(void **state) {
+  (void)state;
+  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  redlock_t *client = (redlock_t *)1;
+  assert_int_equal(redlock_open(NULL, opts), REDLOCK_EINVAL);
+  assert_int_equal(redlock_open(&client, NULL), REDLOCK_EINVAL);
+  assert_null(client);
+  client = (redlock_t *)1;
+  assert_int_equal(redlock_open_uv(&client, opts, NULL), REDLOCK_EINVAL);
+  assert_null(client);
+  redlock_options_t *empty = redlock_options_new();
+  assert_non_null(empty);
+  client = (redlock_t *)1;
+  assert_int_equal(redlock_open(&client, empty), REDLOCK_EINVAL); /* no masters */
+  assert_null(client);
+  redlock_options_free(empty);
+  redlock_options_free(opts);
+  /* Closing nothing is harmless. */
+  redlock_close(NULL);
+  redlock_close_uv(NULL, NULL, NULL);
+  redlock_options_free(NULL);
+}
+
+static void test_resource_length(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  cb_rec_t rec;
+  cb_rec_init(&rec);
+  redlock_lock_t *lock = JUNK;
+
+  /* Empty resource. */
+  assert_int_equal(redlock_lock(client, "", TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_trylock(client, "", TTL, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_wait(client, "", TTL, 100, &lock), REDLOCK_EINVAL);
+  const char *empty[1] = {""};
+  assert_int_equal(redlock_lock_many(client, empty, 1, TTL, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, "", TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+
+  /* One byte too long. */
+  char *big = malloc(REDLOCK_MAX_RESOURCE_LEN + 2);
+  assert_non_null(big);
+  memset(big, 'r', REDLOCK_MAX_RESOURCE_LEN + 1);
+  memcpy(big, "api:len:", 8);
+  big[REDLOCK_MAX_RESOURCE_LEN + 1] = '\0';
+  assert_int_equal(strlen(big), REDLOCK_MAX_RESOURCE_LEN + 1);
+  lock = JUNK;
+  assert_int_equal(redlock_trylock(client, big, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_lock(client, big, TTL, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_wait(client, big, TTL, 100, &lock), REDLOCK_EINVAL);
+  const char *bigs[1] = {big};
+  assert_int_equal(redlock_lock_many(client, bigs, 1, TTL, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, big, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+  assert_nil_everywhere(&cluster, big);
+
+  /* Exactly the limit: accepted, and the whole name is the key. */
+  big[REDLOCK_MAX_RESOURCE_LEN] = '\0';
+  assert_int_equal(redlock_trylock(client, big, TTL, &lock), REDLOCK_OK);
+  assert_non_null(lock);
+  assert_string_equal(redlock_lock_resource(lock), big);
+  assert_value_everywhere(&cluster, big, redlock_lock_value(lock));
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, big);
+
+  api_close_client(client);
+  free(big);
+  assert_int_equal(atomic_load(&rec.calls), 0);
+}
+
+static void test_ttl_limits(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  cb_rec_t rec;
+  cb_rec_init(&rec);
+  char res[128];
+  api_name(res, sizeof res, "ttl");
+  redlock_lock_t *lock = JUNK;
+  const char *one[1] = {res};
+
+  assert_int_equal(redlock_lock(client, res, 0, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_trylock(client, res, 0, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_wait(client, res, 0, 100, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_many(client, one, 1, 0, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, res, 0, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+
+  assert_int_equal(redlock_lock(client, res, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  assert_int_equal(redlock_trylock(client, res, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_wait(client, res, MAX_TTL + 1, 100, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_many(client, one, 1, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, res, MAX_TTL + 1, 0, rec_lock_cb, &rec),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, res, UINT32_MAX, 0, rec_lock_cb, &rec),
+                   REDLOCK_EINVAL);
+  assert_nil_everywhere(&cluster, res);
+
+  /* ttl == max TTL is fine; so is extending to it. */
+  assert_int_equal(redlock_trylock(client, res, MAX_TTL, &lock), REDLOCK_OK);
+  assert_non_null(lock);
+  assert_int_equal(redlock_extend(client, lock, 0), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend(client, lock, MAX_TTL + 1), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, lock, 0, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, lock, MAX_TTL + 1, rec_done_cb, &rec),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend(client, lock, MAX_TTL), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+
+  api_close_client(client);
+  assert_int_equal(atomic_load(&rec.calls), 0);
+}
+
+static void test_lock_many_limits(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  enum { N = REDLOCK_MAX_MANY + 1 };
+  static char names[N][64];
+  const char *res[N];
+  for (int i = 0; i < N; i++) {
+    api_name(names[i], sizeof names[i], "many");
+    res[i] = names[i];
+  }
+  redlock_lock_t *lock = JUNK;
+  assert_int_equal(redlock_lock_many(client, res, 0, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  lock = JUNK;
+  assert_int_equal(redlock_lock_many(client, res, N, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  const char *dup[3] = {res[0], res[1], res[0]};
+  lock = JUNK;
+  assert_int_equal(redlock_lock_many(client, dup, 3, TTL, &lock), REDLOCK_EINVAL);
+  assert_null(lock);
+  /* A duplicate by content, not by pointer. */
+  char copy[64];
+  strcpy(copy, res[1]);
+  const char *dup2[2] = {res[1], copy};
+  assert_int_equal(redlock_lock_many(client, dup2, 2, TTL, &lock), REDLOCK_EINVAL);
+  for (int i = 0; i < N; i++)
+    assert_nil_everywhere(&cluster, res[i]);
+
+  /* Exactly REDLOCK_MAX_MANY is accepted and sets every key. */
+  assert_int_equal(redlock_lock_many(client, res, REDLOCK_MAX_MANY, TTL, &lock), REDLOCK_OK);
+  assert_non_null(lock);
+  for (int i = 0; i < REDLOCK_MAX_MANY; i++)
+    assert_value_everywhere(&cluster, res[i], redlock_lock_value(lock));
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  for (int i = 0; i < REDLOCK_MAX_MANY; i++)
+    assert_nil_everywhere(&cluster, res[i]);
+  api_close_client(client);
+}
+
+static void test_async_null_callback(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  char res[128];
+  api_name(res, sizeof res, "nullcb");
+  assert_int_equal(redlock_lock_async(client, res, TTL, 0, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, res, TTL, 100, NULL, NULL), REDLOCK_EINVAL);
+  assert_nil_everywhere(&cluster, res);
+
+  /* extend/unlock may go without a callback (redlock.h): they still act. */
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, 2000, &lock), REDLOCK_OK);
+  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_int_equal(redlock_extend_async(client, lock, 30000, NULL, NULL), REDLOCK_OK);
+  assert_pttl_above_everywhere(&cluster, res, 20000);
+  assert_int_equal(redlock_unlock_async(client, lock, NULL, NULL), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+  /* The handle is gone with the unlock. */
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
+  api_close_client(client);
+}
+
+static void test_double_unlock(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  cb_rec_t rec;
+  cb_rec_init(&rec);
+  char res[128];
+  api_name(res, sizeof res, "double");
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+
+  /* The handle is freed: every call with it is refused without touching it. */
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend(client, lock, TTL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(client, lock, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
+
+  /* Same after an async unlock (the handle goes when its callback returns). */
+  cb_rec_t unlocked;
+  cb_rec_init(&unlocked);
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &unlocked), REDLOCK_OK);
+  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_true(cb_rec_wait(&unlocked, 5000));
+  assert_int_equal(atomic_load(&unlocked.status), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend(client, lock, TTL), REDLOCK_EINVAL);
+
+  api_close_client(client);
+  assert_int_equal(atomic_load(&rec.calls), 0);
+  assert_int_equal(atomic_load(&unlocked.calls), 1);
+}
+
+static void test_foreign_handle(void **state) {
+  (void)state;
+  redlock_t *a = open_client();
+  redlock_t *b = open_client();
+  cb_rec_t rec;
+  cb_rec_init(&rec);
+  char res[128];
+  api_name(res, sizeof res, "foreign");
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(a, res, TTL, &lock), REDLOCK_OK);
+  /* A handle of client a is not live in client b. */
+  assert_int_equal(redlock_extend(b, lock, TTL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(b, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(b, lock, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(b, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock(b, lock), REDLOCK_EINVAL);
+  /* ... and it is untouched: still held, still ours to release. */
+  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_true(redlock_lock_validity_ms(lock) > 0);
+  assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+  api_close_client(b);
+  api_close_client(a);
+  assert_int_equal(atomic_load(&rec.calls), 0);
+}
+
+int main(void) {
+  api_watchdog(120);
+  const struct CMUnitTest tests[] = {
+      api_test(test_null_arguments),   api_test(test_open_close_arguments),
+      api_test(test_resource_length),  api_test(test_ttl_limits),
+      api_test(test_lock_many_limits), api_test(test_async_null_callback),
+      api_test(test_double_unlock),    api_test(test_foreign_handle),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,240 @@
+/* api_watch.c: redlock_watch (automatic extension) against N = 3 real masters.
+ *
+ * Asserts:
+ *  - a watched lock with ttl 300 ms stays valid for 4 x ttl: polled every
+ *    millisecond (rh_wait_until), redlock_lock_validity_ms() stays > 0, the
+ *    handle is not lost, and a quorum of masters holds the key with our value
+ *    and PTTL > 0 at every poll; the lost callback does not run;
+ *  - when every master is killed, the lost callback runs exactly once, with
+ *    REDLOCK_ELOST and the lock's handle, within ttl + margin; the handle then
+ *    reports lost; unlock still frees it (ENOQUORUM: nobody answers);
+ *  - unlock stops the watch: once unlocked, no more EVALSHA (extension)
+ *    reaches the masters over 3 x ttl, the key stays gone and the lost
+ *    callback never runs.
+ */
+#include "api_common.h"
+
+#define TTL 300u
+
+static api_cluster_t cluster;
+
+/* The library's warnings (failed extensions, ...) with a timestamp, so that a
+ * failure here can be told apart from a starved machine. */
+static void log_cb(int level, const char *msg, void *arg) {
+  (void)arg;
+  fprintf(stderr, "  [%llu ms] redlock %d: %s\n", (unsigned long long)rh_now_ms(), level, msg);
+}
+
+static redlock_t *open_watch_client(void) {
+  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_WARN, log_cb, NULL), REDLOCK_OK);
+  redlock_t *client = NULL;
+  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
+  api_track(client);
+  redlock_options_free(opts);
+  return client;
+}
+
+static int group_setup(void **state) {
+  (void)state;
+  return api_cluster_start(&cluster, 3);
+}
+
+static int group_teardown(void **state) {
+  (void)state;
+  api_cluster_stop(&cluster);
+  return 0;
+}
+
+typedef struct {
+  atomic_int calls;
+  atomic_int reason;
+  redlock_lock_t *_Atomic lock;
+} lost_rec_t;
+
+static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
+  lost_rec_t *r = arg;
+  atomic_store(&r->reason, reason);
+  atomic_store(&r->lock, lock);
+  atomic_fetch_add(&r->calls, 1);
+}
+
+static int pred_lost(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
+
+/* Polled by rh_wait_until: true once `duration_ms` passed; meanwhile counts
+ * every poll where the lock looked invalid locally (validity <= 0 or lost) or
+ * was not held on a quorum of masters (key with our value and PTTL > 0).  A
+ * quorum, not every master: the lock is only ever promised on a quorum, and
+ * on a loaded machine one master may miss an extension. */
+typedef struct {
+  redlock_lock_t *lock;
+  const char *key;
+  uint64_t start_ms, duration_ms;
+  unsigned polls, bad_validity, bad_quorum;
+  int64_t min_validity;
+  size_t min_holding;
+} keepalive_t;
+
+static int pred_kept_alive(void *arg) {
+  keepalive_t *k = arg;
+  unsigned bad = k->bad_validity + k->bad_quorum;
+  int64_t v = redlock_lock_validity_ms(k->lock);
+  if (v < k->min_validity)
+    k->min_validity = v;
+  if (v <= 0 || redlock_lock_is_lost(k->lock))
+    k->bad_validity++;
+  size_t holding = 0;
+  long long pttl[API_MAX_SERVERS];
+  for (size_t i = 0; i < cluster.n; i++) {
+    char buf[128];
+    pttl[i] = api_pttl(cluster.s[i], k->key);
+    if (pttl[i] > 0 && api_get(cluster.s[i], k->key, buf, sizeof buf) == 0 &&
+        strcmp(buf, redlock_lock_value(k->lock)) == 0)
+      holding++;
+  }
+  if (holding < k->min_holding)
+    k->min_holding = holding;
+  if (holding < cluster.n / 2 + 1)
+    k->bad_quorum++;
+  if (bad == 0 && k->bad_validity + k->bad_quorum > 0)
+    fprintf(
+        stderr,
+        "  first bad poll at +%llu ms: validity %lld, lost %d, held on %zu (pttl %lld %lld %lld)\n",
+        (unsigned long long)(rh_now_ms() - k->start_ms), (long long)v,
+        redlock_lock_is_lost(k->lock), holding, pttl[0], pttl[1], pttl[2]);
+  k->polls++;
+  return rh_now_ms() - k->start_ms >= k->duration_ms;
+}
+
+static void keep_alive_for(redlock_lock_t *lock, const char *key, uint64_t duration_ms) {
+  keepalive_t k = {lock, key, rh_now_ms(), duration_ms, 0, 0, 0, INT64_MAX, SIZE_MAX};
+  assert_true(rh_wait_until(pred_kept_alive, &k, (int)duration_ms + 5000));
+  printf("  %u polls over %llu ms, min validity %lld ms, min masters holding %zu\n", k.polls,
+         (unsigned long long)duration_ms, (long long)k.min_validity, k.min_holding);
+  assert_true(k.polls > 0);
+  assert_int_equal(k.bad_validity, 0);
+  assert_int_equal(k.bad_quorum, 0);
+}
+
+static void test_watch_keeps_lock(void **state) {
+  (void)state;
+  redlock_t *client = open_watch_client();
+  char res[128];
+  api_name(res, sizeof res, "watch-keep");
+  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
+  atomic_init(&lost.calls, 0);
+  atomic_init(&lost.reason, 0);
+  atomic_init(&lost.lock, NULL);
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  keep_alive_for(lock, res, 4 * TTL);
+  assert_int_equal(atomic_load(&lost.calls), 0);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+  api_close_client(client);
+  assert_int_equal(atomic_load(&lost.calls), 0);
+}
+
+static void test_watch_lost_when_masters_die(void **state) {
+  (void)state;
+  redlock_t *client = open_watch_client();
+  char res[128];
+  api_name(res, sizeof res, "watch-lost");
+  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
+  atomic_init(&lost.calls, 0);
+  atomic_init(&lost.reason, 0);
+  atomic_init(&lost.lock, NULL);
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  keep_alive_for(lock, res, TTL + TTL / 2); /* at least one extension went through */
+
+  printf("  killing every master\n");
+  for (size_t i = 0; i < cluster.n; i++)
+    assert_int_equal(rh_server_kill(cluster.s[i]), 0);
+  uint64_t t0 = rh_now_ms();
+  /* Validity is at most ttl now: lost by then, plus a margin. */
+  assert_true(rh_wait_until(pred_lost, &lost, (int)TTL + 1500));
+  uint64_t took = rh_now_ms() - t0;
+  printf("  lost callback %llu ms after the masters were killed\n", (unsigned long long)took);
+  assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
+  assert_ptr_equal(atomic_load(&lost.lock), lock);
+  assert_true(redlock_lock_is_lost(lock));
+  assert_true(redlock_lock_validity_ms(lock) <= (int64_t)TTL);
+  /* Nobody answers the release, but the handle is freed all the same. */
+  printf("  unlocking with every master down\n");
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_ENOQUORUM);
+  printf("  closing\n");
+  api_close_client(client);
+  assert_int_equal(atomic_load(&lost.calls), 1);
+
+  printf("  restarting the masters\n");
+  for (size_t i = 0; i < cluster.n; i++)
+    assert_int_equal(rh_server_restart(cluster.s[i]), 0);
+}
+
+/* EVALSHA calls a master has served so far (INFO commandstats). */
+static long long evalsha_calls(rh_server_t *s) {
+  char buf[8192];
+  if (rh_server_command(s, buf, sizeof buf, "INFO commandstats") != 0)
+    return -1;
+  const char *p = strstr(buf, "cmdstat_evalsha:calls=");
+  return p != NULL ? strtoll(p + strlen("cmdstat_evalsha:calls="), NULL, 10) : 0;
+}
+
+typedef struct {
+  long long base[API_MAX_SERVERS];
+  const char *key;
+  lost_rec_t *lost;
+} quiet_t;
+
+/* True as soon as anything happens that should not: an EVALSHA reaches a
+ * master, the key reappears, or the lost callback runs. */
+static int pred_watch_still_active(void *arg) {
+  quiet_t *q = arg;
+  for (size_t i = 0; i < cluster.n; i++)
+    if (evalsha_calls(cluster.s[i]) != q->base[i])
+      return 1;
+  return api_count_nil(&cluster, q->key) != cluster.n || atomic_load(&q->lost->calls) != 0;
+}
+
+static void test_unlock_stops_watch(void **state) {
+  (void)state;
+  redlock_t *client = open_watch_client();
+  char res[128];
+  api_name(res, sizeof res, "watch-stop");
+  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
+  atomic_init(&lost.calls, 0);
+  atomic_init(&lost.reason, 0);
+  atomic_init(&lost.lock, NULL);
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  long long before = evalsha_calls(cluster.s[0]);
+  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  keep_alive_for(lock, res, TTL + TTL / 2);
+  /* The watch did extend (EVALSHA of the extend script). */
+  assert_true(evalsha_calls(cluster.s[0]) > before);
+
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+  quiet_t q;
+  q.key = res;
+  q.lost = &lost;
+  for (size_t i = 0; i < cluster.n; i++)
+    q.base[i] = evalsha_calls(cluster.s[i]);
+  /* Observation window of 3 x ttl: no extension, no key, no lost callback. */
+  assert_false(rh_wait_until(pred_watch_still_active, &q, 3 * (int)TTL));
+  api_close_client(client);
+  assert_int_equal(atomic_load(&lost.calls), 0);
+}
+
+int main(void) {
+  api_watchdog(120);
+  const struct CMUnitTest tests[] = {
+      api_test(test_watch_keeps_lock),
+      api_test(test_unlock_stops_watch),
+      api_test(test_watch_lost_when_masters_die),
+  };
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
