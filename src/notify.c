@@ -14,6 +14,7 @@
 #include "client.h"
 #include "conn.h"
 #include "quorum.h"
+#include "reply.h"
 
 typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
 typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
@@ -185,21 +186,21 @@ static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   notify_subscriber_t *sub = privdata;
   redisReply *reply = r;
-  if (reply == NULL || sub->ac != ac || reply->type != REDIS_REPLY_ARRAY ||
-      reply->elements < 3 || reply->element[0]->type != REDIS_REPLY_STRING ||
-      reply->element[1]->type != REDIS_REPLY_STRING)
+  const char *name;
+  size_t name_len;
+  pubsub_kind_t kind;
+  if (reply == NULL || sub->ac != ac ||
+      (kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
     return;
   redlock_t *client = sub->client;
   subscriber_ready(sub);
-  const char *kind = reply->element[0]->str;
-  notify_channel_t *channel = channel_find(client, reply->element[1]->str,
-                                           reply->element[1]->len);
+  notify_channel_t *channel = channel_find(client, name, name_len);
   if (channel == NULL)
     return;
   unsigned i = sub->index;
-  if (strcmp(kind, "message") == 0) {
+  if (kind == PUBSUB_MESSAGE) {
     channel_wake(client, channel);
-  } else if (strcmp(kind, "subscribe") == 0) {
+  } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
       channel_sync(client, channel, i);
@@ -209,7 +210,7 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
       channel->confirmed = 1;
       channel_wake(client, channel);
     }
-  } else if (strcmp(kind, "unsubscribe") == 0) {
+  } else if (kind == PUBSUB_UNSUBSCRIBE) {
     channel->state[i] = SUB_NONE;
     channel_sync(client, channel, i);
     channel_maybe_free(client, channel);

@@ -9,6 +9,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "reply.h"
 
 static const char *const why_names[] = {
     [WHY_NONE] = "pending",   [WHY_OK] = "OK",           [WHY_REFUSED] = "refused",
@@ -101,41 +102,34 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
     list_remove(&round->pending_link);
 }
 
-/* Classifies a reply: yes, a refusal, or a failure. */
+/* Counts a reply as a vote. */
 static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
   round_t *round = vote->round;
-  if (reply->type == REDIS_REPLY_ERROR) {
-    node_warn(node, "error reply", reply->str);
-    vote_settle(vote, VOTE_FAILED, WHY_ERROR);
-    return;
-  }
-  int yes, refused;
-  if (round->expect_integer == ROUND_EXPECT_OK) {
-    yes = reply->type == REDIS_REPLY_STATUS && reply->len == 2 && memcmp(reply->str, "OK", 2) == 0;
-    refused = reply->type == REDIS_REPLY_NIL;
-  } else if (round->expect_integer == ROUND_EXPECT_POSITIVE) {
-    vote->integer = reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : 0;
-    yes = reply->type == REDIS_REPLY_INTEGER && reply->integer > 0;
-    refused = reply->type == REDIS_REPLY_NIL;
-  } else {
-    vote->integer = reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : 0;
-    yes = reply->type == REDIS_REPLY_INTEGER && reply->integer == round->expect_integer;
-    refused = reply->type == REDIS_REPLY_NIL ||
-              (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0 &&
-               reply->integer < round->expect_integer);
-  }
-  if (yes || refused) {
+  reply_verdict_t verdict = reply_classify(reply, round->expect_integer, &vote->integer);
+  switch (verdict) {
+  case REPLY_YES:
+  case REPLY_REFUSED:
     /* A master in restart quarantine may have forgotten keys: none of its
      * answers to an acquisition count, not even as an answer. */
-    if (round->is_acquire && node_is_quarantined(node, clock_now_ns())) {
+    if (round->is_acquire && node->quarantine_until_ns != 0 &&
+        node_is_quarantined(node, clock_now_ns())) {
       vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
       return;
     }
-    vote_settle(vote, yes ? VOTE_YES : VOTE_NO, yes ? WHY_OK : WHY_REFUSED);
+    if (verdict == REPLY_YES)
+      vote_settle(vote, VOTE_YES, WHY_OK);
+    else
+      vote_settle(vote, VOTE_NO, WHY_REFUSED);
+    return;
+  case REPLY_ERROR:
+    node_warn(node, "error reply", reply->str);
+    vote_settle(vote, VOTE_FAILED, WHY_ERROR);
+    return;
+  case REPLY_UNEXPECTED:
+    node_warn(node, "unexpected reply type", NULL);
+    vote_settle(vote, VOTE_FAILED, WHY_BADREPLY);
     return;
   }
-  node_warn(node, "unexpected reply type", NULL);
-  vote_settle(vote, VOTE_FAILED, WHY_BADREPLY);
 }
 
 static void vote_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
@@ -171,8 +165,7 @@ static void vote_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   if (vote->state == VOTE_PENDING) {
     if (reply == NULL) {
       vote_settle(vote, VOTE_FAILED, WHY_DISCONNECTED);
-    } else if (reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
-               memcmp(reply->str, "NOSCRIPT", 8) == 0 && vote_resend_as_eval(vote, node)) {
+    } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote, node)) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
     } else {

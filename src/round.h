@@ -13,6 +13,7 @@
 
 #include "list.h"
 #include "quorum.h"
+#include "reply.h"
 #include "scripts.h"
 
 struct redlock;
@@ -76,8 +77,8 @@ typedef struct round {
   vote_t votes[];
 } round_t;
 
-#define ROUND_EXPECT_OK 0        /* yes = +OK, refused = nil (SET NX) */
-#define ROUND_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
+#define ROUND_EXPECT_OK REPLY_EXPECT_OK             /* yes = +OK (SET NX) */
+#define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
 
 /* Formats argv once into a new round.  A script round is EVALSHA (argv[1] is
  * the SHA).  NULL when out of memory. */

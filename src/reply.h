@@ -1,0 +1,40 @@
+/* reply.h: reading Redis replies.  Pure functions over hiredis reply objects
+ * (no I/O, no state), so that every byte a master sends back is interpreted
+ * in one place that unit tests and fuzzers can reach. */
+#ifndef REDLOCK_REPLY_H
+#define REDLOCK_REPLY_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REPLY_EXPECT_OK 0        /* yes = +OK, refused = nil (SET NX) */
+#define REPLY_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
+
+typedef enum {
+  REPLY_YES = 1,    /* the master did what we asked */
+  REPLY_REFUSED,    /* it answered no: key held elsewhere, or our value absent */
+  REPLY_ERROR,      /* an error reply (-READONLY, -OOM, -NOSCRIPT, ...) */
+  REPLY_UNEXPECTED, /* a reply of a type the command cannot give */
+} reply_verdict_t;
+
+/* expect: REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, or k > 0 (yes = integer k,
+ * refused = nil or an integer in [0, k)).  *integer gets an integer reply's
+ * value (0 otherwise). */
+reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t *integer);
+
+/* An error reply saying the master does not have the script (NOSCRIPT). */
+int reply_is_noscript(const redisReply *reply);
+
+typedef enum {
+  PUBSUB_OTHER = 0,
+  PUBSUB_MESSAGE,
+  PUBSUB_SUBSCRIBE,
+  PUBSUB_UNSUBSCRIBE,
+} pubsub_kind_t;
+
+/* A pub/sub push: ["message"|"subscribe"|"unsubscribe", channel, ...].
+ * Sets *channel / *channel_len for the three kinds it knows. */
+pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len);
+
+#endif
