@@ -8,6 +8,7 @@
 #include "client.h"
 #include "clock.h"
 #include "quorum.h"
+#include "resp.h"
 #include "scripts.h"
 
 /* ---- argv building ---------------------------------------------------------
@@ -39,14 +40,14 @@ static void argv_script(argv_t *a, const script_t *script, char *const *keys,
   a->argc = 0;
   argv_push(a, "EVALSHA", 7);
   argv_push(a, script->sha1, 40);
-  int n = snprintf(a->n_keys_str, sizeof a->n_keys_str, "%zu", n_keys);
-  argv_push(a, a->n_keys_str, (size_t)n);
+  size_t n = resp_u64_to_dec(n_keys, a->n_keys_str);
+  argv_push(a, a->n_keys_str, n);
   for (size_t i = 0; i < n_keys; i++)
     argv_push(a, keys[i], key_lens[i]);
   argv_push(a, value, RANDOM_VALUE_LEN);
   if (with_ttl) {
-    n = snprintf(a->ttl_str, sizeof a->ttl_str, "%u", ttl_ms);
-    argv_push(a, a->ttl_str, (size_t)n);
+    n = resp_u64_to_dec(ttl_ms, a->ttl_str);
+    argv_push(a, a->ttl_str, n);
   }
 }
 
@@ -56,8 +57,8 @@ static void argv_fenced(argv_t *a, const script_t *script, const op_t *op, const
   a->argc = 0;
   argv_push(a, "EVALSHA", 7);
   argv_push(a, script->sha1, 40);
-  int n = snprintf(a->n_keys_str, sizeof a->n_keys_str, "%zu", 2 * op->n_keys);
-  argv_push(a, a->n_keys_str, (size_t)n);
+  size_t n = resp_u64_to_dec(2 * op->n_keys, a->n_keys_str);
+  argv_push(a, a->n_keys_str, n);
   for (size_t i = 0; i < op->n_keys; i++)
     argv_push(a, op->keys[i], op->key_lens[i]);
   for (size_t i = 0; i < op->n_keys; i++)
@@ -92,20 +93,20 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
   argv_t a;
   if (client->opts.fencing) {
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
-    int n = snprintf(a.ttl_str, sizeof a.ttl_str, "%u", op->ttl_ms);
-    argv_fenced(&a, script, op, a.ttl_str, (size_t)n);
+    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
+    argv_fenced(&a, script, op, a.ttl_str, n);
     return round_new(client, a.argc, a.argv, a.len, script, ROUND_EXPECT_POSITIVE, 1, cb, op);
   }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
     a.argc = 0;
-    int n = snprintf(a.ttl_str, sizeof a.ttl_str, "%u", op->ttl_ms);
+    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_push(&a, "SET", 3);
     argv_push(&a, op->keys[0], op->key_lens[0]);
     argv_push(&a, op->value, RANDOM_VALUE_LEN);
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
-    argv_push(&a, a.ttl_str, (size_t)n);
+    argv_push(&a, a.ttl_str, n);
     return round_new(client, a.argc, a.argv, a.len, NULL, ROUND_EXPECT_OK, 1, cb, op);
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
@@ -375,9 +376,9 @@ static int fence_commit(op_t *op, const round_t *acquired) {
   op->fence = token;
   argv_t a;
   char token_str[24];
-  int n = snprintf(token_str, sizeof token_str, "%llu", (unsigned long long)token);
+  size_t n = resp_u64_to_dec(token, token_str);
   const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
-  argv_fenced(&a, script, op, token_str, (size_t)n);
+  argv_fenced(&a, script, op, token_str, n);
   round_t *round =
       round_new(op->client, a.argc, a.argv, a.len, script, 1, 0, on_fence_commit_decided, op);
   if (round == NULL)

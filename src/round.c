@@ -10,6 +10,7 @@
 #include "client.h"
 #include "clock.h"
 #include "reply.h"
+#include "resp.h"
 
 static const char *const why_names[] = {
     [WHY_NONE] = "pending",   [WHY_OK] = "OK",           [WHY_REFUSED] = "refused",
@@ -22,17 +23,17 @@ round_t *round_new(struct redlock *client, int argc, const char **argv, const si
                    const script_t *script, int64_t expect_integer, int is_acquire,
                    round_decided_fn on_decided, void *ctx) {
   unsigned n = client->n_nodes;
-  round_t *round = malloc(sizeof *round + n * sizeof(vote_t));
+  /* One allocation: the round, its votes, and the command's bytes. */
+  size_t cmd_len = resp_command_len(argc, argv_len);
+  size_t votes_size = n * sizeof(vote_t);
+  round_t *round = malloc(sizeof *round + votes_size + cmd_len);
   if (round == NULL)
     return NULL;
   memset(round, 0, sizeof *round);
-  long long len = redisFormatCommandArgv(&round->cmd, argc, argv, argv_len);
-  if (len < 0 || round->cmd == NULL) {
-    free(round);
-    return NULL;
-  }
+  round->cmd = (char *)round->votes + votes_size;
+  resp_write_command(round->cmd, argc, argv, argv_len);
   round->client = client;
-  round->cmd_len = (size_t)len;
+  round->cmd_len = cmd_len;
   round->script = script;
   round->expect_integer = expect_integer;
   round->is_acquire = is_acquire;
@@ -54,7 +55,6 @@ round_t *round_new(struct redlock *client, int argc, const char **argv, const si
 static void round_free(round_t *round) {
   if (list_linked(&round->pending_link))
     list_remove(&round->pending_link);
-  redisFreeCommand(round->cmd);
   free(round->eval_cmd);
   redlock_t *client = round->client;
   free(round);

@@ -58,7 +58,7 @@ typedef struct round {
   uint64_t started_ns;
   uint64_t deadline_ns;
   uint64_t decided_ns;
-  char *cmd; /* formatted once; the same bytes go to every master */
+  char *cmd; /* formatted once, in the round's allocation; the same bytes go to every master */
   size_t cmd_len;
   const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
   char *eval_cmd;         /* built on the first NOSCRIPT */
