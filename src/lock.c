@@ -343,6 +343,7 @@ static int lock_grant(op_t *op, uint64_t decided_ns) {
 static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
   redlock_t *client = op->client;
   op->in_round = 0;
+  notify_attempt_done(op);
   /* A master whose reply was lost may still have applied the SET. */
   if (round == NULL || round_may_have_set(round))
     release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value);

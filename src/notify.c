@@ -24,6 +24,7 @@ struct notify_channel {
   list_node_t waiters;
   unsigned n_waiters;
   unsigned busy;  /* > 0 while waking: do not free */
+  struct op *waking; /* the waiter woken by a release, until its attempt ends */
   int confirmed;  /* some master confirmed the subscription */
   char *name;
   size_t name_len;
@@ -85,6 +86,25 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
                           channel->name_len) == REDIS_OK)
       channel->state[index] = SUB_UNSUBSCRIBING;
   }
+}
+
+/* A release: one waiter can win it, so only the longest-waiting one is
+ * woken, and goes to the back of the line (a herd of attempts would cost a
+ * round each and win nothing more).  If its attempt loses, the lock is held
+ * again and the others have nothing to try for; if it fails otherwise, the
+ * fallback timers still run. */
+static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
+  /* Every master announces the same release: one wake-up per attempt. */
+  if (list_empty(&channel->waiters) || channel->waking != NULL)
+    return;
+  op_t *op = list_entry(channel->waiters.next, op_t, wait_link);
+  list_remove(&op->wait_link);
+  list_insert_tail(&channel->waiters, &op->wait_link);
+  channel->busy++;
+  channel->waking = op;
+  lock_wake(op);
+  channel->busy--;
+  channel_maybe_free(client, channel);
 }
 
 static void channel_wake(redlock_t *client, notify_channel_t *channel) {
@@ -199,7 +219,7 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     return;
   unsigned i = sub->index;
   if (kind == PUBSUB_MESSAGE) {
-    channel_wake(client, channel);
+    channel_wake_one(client, channel);
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
@@ -298,10 +318,16 @@ int notify_wait(op_t *op) {
   return 0;
 }
 
+void notify_attempt_done(op_t *op) {
+  if (op->channel != NULL && op->channel->waking == op)
+    op->channel->waking = NULL;
+}
+
 void notify_unwait(op_t *op) {
   notify_channel_t *channel = op->channel;
   if (channel == NULL)
     return;
+  notify_attempt_done(op);
   redlock_t *client = op->client;
   list_remove(&op->wait_link);
   channel->n_waiters--;

@@ -22,6 +22,8 @@ typedef struct notify_channel notify_channel_t;
 /* Registers a waiting lock op for releases of its first key; the op is woken
  * with lock_wake().  0, or REDLOCK_ENOMEM (the op then just polls). */
 int notify_wait(struct op *op);
+/* The op's attempt ended (lost): the channel may wake a waiter again. */
+void notify_attempt_done(struct op *op);
 /* Unregisters (no-op when not registered). */
 void notify_unwait(struct op *op);
 /* Closes the subscriber connections and frees the channels (teardown). */
