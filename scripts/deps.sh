@@ -12,6 +12,7 @@ redlock_need_packages() {
   [ -f /usr/include/hiredis/async.h ] || missing+=(libhiredis-dev)
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
+  command -v python3 >/dev/null 2>&1 || missing+=(python3) # the Python binding's tests
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi

@@ -1,0 +1,955 @@
+"""redlock: Python binding (ctypes, standard library only) for redlock-c.
+
+Redlock takes a lock on N independent Redis masters: the lock is held when a
+majority of them accepted it and time is left on it.  This package wraps the C
+library's public ABI (include/redlock.h) with ctypes; no compiler is needed.
+
+The shared library is found through, in order: the environment variable
+REDLOCK_LIBRARY (a path; if set, nothing else is tried), ctypes.util.find_library
+("redlock"), then common install paths (libredlock.so.0 in /usr/local/lib,
+/usr/lib, ...).  Call load_library(path) before anything else to choose it
+explicitly.
+
+    import redlock
+    with redlock.Client(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
+                         "redis://127.0.0.1:7003"]) as client:
+        with client.lock("orders:42", ttl_ms=10000) as lk:
+            ...  # work that must stop before lk.validity_ms reaches 0
+
+Threads.  A Client may be used from any number of threads at once.  Blocking
+calls release the GIL while they wait.  The log callback, the watch's on_lost
+callback and the completion of lock() run on the library's I/O thread: keep
+them short; blocking calls made there raise WouldBlockError (Lock.unlock() is
+the exception: there it starts the release without waiting).
+
+Lifetime rules (see README.md):
+  * Lock.unlock() twice is a no-op: the Lock remembers it was released.
+  * A Lock garbage-collected while still held is released in the background
+    (redlock_unlock_async, no waiting) if its client is still open, with a
+    ResourceWarning; if the client is closed, its close already released it.
+  * Client.close() releases every lock still held, invalidates all Lock
+    objects of the client (they never touch freed C memory afterwards), and
+    cancels lock() calls still waiting (CanceledError).  trylock(), lock_many(),
+    extend() and unlock() calls already running are allowed to finish first
+    (each is bounded by the retry policy / request timeout).  An unclosed
+    Client is closed when it is garbage-collected and at interpreter exit.
+"""
+
+import atexit
+import ctypes
+import ctypes.util
+import itertools
+import operator
+import os
+import threading
+import warnings
+import weakref
+
+__all__ = [
+    "Client", "Lock", "version", "strerror", "err_name", "load_library",
+    "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
+    "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
+    "WouldBlockError", "RedlockIOError",
+    "LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR",
+    "OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST", "ETIMEDOUT",
+    "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO",
+    "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY",
+]
+
+# ---- constants from redlock.h (part of the ABI) ---------------------------------
+
+LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR = 0, 1, 2, 3
+
+OK = 0
+EINVAL = -1
+ENOMEM = -2
+ELOCKED = -3
+ENOQUORUM = -4
+EEXPIRED = -5
+ELOST = -6
+ETIMEDOUT = -7
+ECANCELED = -8
+ECLOSED = -9
+EWOULDBLOCK = -10
+EIO = -11
+
+MAX_NODES = 64
+MAX_RESOURCE_LEN = 1024
+MAX_PREFIX_LEN = 256
+MAX_MANY = 64
+
+_ABI_MAJOR = "0"  # the SONAME major this binding was written for
+_U32_MAX = 0xFFFFFFFF
+
+# Library defaults (redlock.h), used to fill the partner values of a setter
+# that takes several (set_retry, set_timeouts) when only some are given.
+_DEFAULT_RETRY = (3, 200, 200)
+_DEFAULT_TIMEOUTS = (1000, 100)
+
+
+# ---- exceptions -------------------------------------------------------------------
+
+class RedlockError(Exception):
+    """An error code from the library: .code (negative int), .name
+    ("REDLOCK_ELOCKED"), .message (the library's text) and .detail (extra
+    context from the binding, or None)."""
+
+    code = None
+
+    def __init__(self, code, name=None, message=None, detail=None):
+        if name is None:
+            name = err_name(code)
+        if message is None:
+            message = strerror(code)
+        super().__init__(code, name, message)
+        self.args = (code, name, message)  # OSError subclasses rewrite args
+        self.code = code
+        self.name = name
+        self.message = message
+        self.detail = detail
+        if isinstance(self, OSError):
+            self.errno, self.strerror, self.filename = None, message, None
+
+    def __str__(self):
+        text = "%s: %s" % (self.name, self.message)
+        return text if not self.detail else "%s (%s)" % (text, self.detail)
+
+    def __reduce__(self):
+        return (_make_error, (self.code, self.name, self.message, self.detail))
+
+
+class InvalidArgument(RedlockError, ValueError):
+    """REDLOCK_EINVAL: bad argument, TTL above max, a released lock, ..."""
+    code = EINVAL
+
+
+class NoMemoryError(RedlockError, MemoryError):
+    """REDLOCK_ENOMEM."""
+    code = ENOMEM
+
+
+class LockedError(RedlockError):
+    """REDLOCK_ELOCKED: a quorum answered; someone else holds the resource."""
+    code = ELOCKED
+
+
+class NoQuorumError(RedlockError):
+    """REDLOCK_ENOQUORUM: too few masters answered (down, timed out, errors)."""
+    code = ENOQUORUM
+
+
+class ExpiredError(RedlockError):
+    """REDLOCK_EEXPIRED: quorum won but no validity left."""
+    code = EEXPIRED
+
+
+class LostError(RedlockError):
+    """REDLOCK_ELOST: the lock is no longer held on a quorum."""
+    code = ELOST
+
+
+class WaitTimeout(RedlockError, TimeoutError):
+    """REDLOCK_ETIMEDOUT: lock(wait_ms=...) spent its wait budget."""
+    code = ETIMEDOUT
+
+
+class CanceledError(RedlockError):
+    """REDLOCK_ECANCELED: the client was closed during the call."""
+    code = ECANCELED
+
+
+class ClosedError(RedlockError):
+    """REDLOCK_ECLOSED: the client is closing or closed."""
+    code = ECLOSED
+
+
+class WouldBlockError(RedlockError):
+    """REDLOCK_EWOULDBLOCK: blocking call on the client's I/O thread (from a
+    log / on_lost callback)."""
+    code = EWOULDBLOCK
+
+
+class RedlockIOError(RedlockError):
+    """REDLOCK_EIO: loop, thread, semaphore or getrandom failure."""
+    code = EIO
+
+
+_ERROR_CLASSES = {cls.code: cls for cls in (
+    InvalidArgument, NoMemoryError, LockedError, NoQuorumError, ExpiredError, LostError,
+    WaitTimeout, CanceledError, ClosedError, WouldBlockError, RedlockIOError)}
+
+# Used only when the library cannot be loaded (so that errors can still print).
+_FALLBACK_NAMES = {
+    EINVAL: ("REDLOCK_EINVAL", "invalid argument"),
+    ENOMEM: ("REDLOCK_ENOMEM", "out of memory"),
+    ELOCKED: ("REDLOCK_ELOCKED", "resource is locked by another holder on a quorum of masters"),
+    ENOQUORUM: ("REDLOCK_ENOQUORUM",
+                "too few Redis masters answered (down, timed out or errors)"),
+    EEXPIRED: ("REDLOCK_EEXPIRED", "quorum won but no validity left (the round took too long)"),
+    ELOST: ("REDLOCK_ELOST", "lock is no longer held on a quorum of masters"),
+    ETIMEDOUT: ("REDLOCK_ETIMEDOUT", "wait budget spent before the lock could be taken"),
+    ECANCELED: ("REDLOCK_ECANCELED", "operation canceled"),
+    ECLOSED: ("REDLOCK_ECLOSED", "client is closing or closed"),
+    EWOULDBLOCK: ("REDLOCK_EWOULDBLOCK", "blocking call on the client's loop thread"),
+    EIO: ("REDLOCK_EIO", "I/O or system error"),
+}
+
+
+def _make_error(code, name=None, message=None, detail=None):
+    """The exception for a library error code (RedlockError for unknown codes)."""
+    return _ERROR_CLASSES.get(code, RedlockError)(code, name, message, detail)
+
+
+def _check(rc, detail=None):
+    if rc != 0:
+        raise _make_error(rc, detail=detail)
+
+
+# ---- loading the library ------------------------------------------------------------
+
+_LOG_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+_LOCK_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+_DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _candidates():
+    env = os.environ.get("REDLOCK_LIBRARY")
+    if env:
+        return [env]
+    names = []
+    found = ctypes.util.find_library("redlock")
+    if found:
+        names.append(found)
+    for d in ("/usr/local/lib", "/usr/local/lib64", "/usr/lib", "/usr/lib64",
+              "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/opt/homebrew/lib"):
+        for f in ("libredlock.so.0", "libredlock.so", "libredlock.0.dylib", "libredlock.dylib"):
+            names.append(os.path.join(d, f))
+    names += ["libredlock.so.0", "libredlock.so"]
+    return names
+
+
+def _declare(lib):
+    c_int, c_u32, c_vp, c_cp = ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_char_p
+    pp = ctypes.POINTER(ctypes.c_void_p)
+    sigs = {
+        "redlock_options_new": (c_vp, []),
+        "redlock_options_free": (None, [c_vp]),
+        "redlock_options_add_node": (c_int, [c_vp, c_cp]),
+        "redlock_options_set_retry": (c_int, [c_vp, c_int, c_u32, c_u32]),
+        "redlock_options_set_drift_factor": (c_int, [c_vp, ctypes.c_double]),
+        "redlock_options_set_timeouts": (c_int, [c_vp, c_u32, c_u32]),
+        "redlock_options_set_max_ttl": (c_int, [c_vp, c_u32]),
+        "redlock_options_set_quarantine": (c_int, [c_vp, c_int]),
+        "redlock_options_set_fencing": (c_int, [c_vp, c_int]),
+        "redlock_options_set_reentrant": (c_int, [c_vp, c_int]),
+        "redlock_options_set_key_prefix": (c_int, [c_vp, c_cp]),
+        "redlock_options_set_log": (c_int, [c_vp, c_int, _LOG_CB, c_vp]),
+        "redlock_open": (c_int, [pp, c_vp]),
+        "redlock_close": (None, [c_vp]),
+        "redlock_trylock": (c_int, [c_vp, c_cp, c_u32, pp]),
+        "redlock_lock_many": (c_int, [c_vp, ctypes.POINTER(c_cp), ctypes.c_size_t, c_u32, pp]),
+        "redlock_extend": (c_int, [c_vp, c_vp, c_u32]),
+        "redlock_unlock": (c_int, [c_vp, c_vp]),
+        "redlock_watch": (c_int, [c_vp, c_vp, _LOST_CB, c_vp]),
+        "redlock_lock_validity_ms": (ctypes.c_int64, [c_vp]),
+        "redlock_lock_fence": (ctypes.c_uint64, [c_vp]),
+        "redlock_lock_resource": (c_cp, [c_vp]),
+        "redlock_lock_value": (c_cp, [c_vp]),
+        "redlock_lock_is_lost": (c_int, [c_vp]),
+        "redlock_lock_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
+        "redlock_unlock_async": (c_int, [c_vp, c_vp, _DONE_CB, c_vp]),
+        "redlock_last_votes": (c_int, [c_vp, c_cp, ctypes.c_size_t]),
+        "redlock_strerror": (c_cp, [c_int]),
+        "redlock_err_name": (c_cp, [c_int]),
+        "redlock_version": (c_cp, []),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def load_library(path=None):
+    """Loads (once) and returns the ctypes handle of libredlock.  path, if given,
+    is used instead of the search; a second call with another path raises."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            if path is not None and path != _lib._name:
+                raise RuntimeError("libredlock is already loaded from %r" % _lib._name)
+            return _lib
+        errors = []
+        for cand in ([path] if path is not None else _candidates()):
+            try:
+                lib = ctypes.CDLL(cand)
+            except OSError as exc:
+                errors.append("%s: %s" % (cand, exc))
+                continue
+            try:
+                _declare(lib)
+            except AttributeError as exc:
+                errors.append("%s: missing symbol (%s)" % (cand, exc))
+                continue
+            ver = lib.redlock_version().decode("ascii", "replace")
+            if ver.split(".")[0] != _ABI_MAJOR:
+                errors.append("%s: version %s, this binding needs %s.x" % (cand, ver, _ABI_MAJOR))
+                continue
+            _lib = lib
+            return lib
+        tried = "; ".join(errors[:4]) + ("; ..." if len(errors) > 4 else "")
+        raise OSError("cannot load libredlock (set REDLOCK_LIBRARY to its path): " + tried)
+
+
+def version():
+    """The library's version string at run time ("0.1.0")."""
+    return load_library().redlock_version().decode("ascii", "replace")
+
+
+def strerror(code):
+    """The library's message for an error code (never fails)."""
+    try:
+        return load_library().redlock_strerror(int(code)).decode("utf-8", "replace")
+    except OSError:
+        return _FALLBACK_NAMES.get(code, ("REDLOCK_UNKNOWN", "unknown error"))[1]
+
+
+def err_name(code):
+    """The library's name for an error code ("REDLOCK_ELOCKED")."""
+    try:
+        return load_library().redlock_err_name(int(code)).decode("utf-8", "replace")
+    except OSError:
+        return _FALLBACK_NAMES.get(code, ("REDLOCK_UNKNOWN", "unknown error"))[0]
+
+
+# ---- argument helpers ------------------------------------------------------------------
+
+def _u32(value, what, minimum=0):
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("%s must be an int, not %s" % (what, type(value).__name__)) from None
+    if v < minimum or v > _U32_MAX:
+        raise InvalidArgument(EINVAL, detail="%s out of range: %r" % (what, value))
+    return v
+
+
+def _bytes_arg(value, what):
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+    elif isinstance(value, (bytes, bytearray)):
+        data = bytes(value)
+    else:
+        raise TypeError("%s must be str or bytes, not %s" % (what, type(value).__name__))
+    if b"\0" in data:
+        raise InvalidArgument(EINVAL, detail="%s contains a NUL byte" % what)
+    return data
+
+
+def _node_uri(node):
+    if isinstance(node, tuple) and len(node) == 2:
+        host, port = node
+        host = str(host)
+        if ":" in host and not host.startswith("["):
+            host = "[%s]" % host
+        return "redis://%s:%d" % (host, operator.index(port))
+    if isinstance(node, (str, bytes)):
+        return node
+    raise TypeError("a node is a URI string or a (host, port) tuple, not %r" % (node,))
+
+
+def _decode(raw):
+    return None if raw is None else raw.decode("utf-8", "surrogateescape")
+
+
+# ---- the shared state of one client ---------------------------------------------------
+
+_OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
+
+
+class _Pending:
+    """One lock() waiting for its redlock_lock_async callback."""
+    __slots__ = ("event", "mutex", "status", "handle", "done", "abandoned")
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.mutex = threading.Lock()
+        self.status = None
+        self.handle = None
+        self.done = False
+        self.abandoned = False
+
+
+class _Core:
+    """What a Client's C callbacks need: the C pointer, the ctypes callback
+    objects (alive until the I/O thread has been joined), pending lock calls,
+    watched locks, and the bookkeeping that makes close() safe:
+
+    * mutex guards state, the Lock objects' handles, and non-blocking C calls
+      that use a handle (accessors, watch, unlock_async);
+    * active counts blocking C calls in progress (and about to start); close()
+      first refuses new calls, then waits for active to drain before
+      redlock_close(), so no thread can enter C with a freed pointer."""
+
+    def __init__(self, lib):
+        self.lib = lib
+        self.ptr = None
+        self.mutex = threading.RLock()
+        self.cond = threading.Condition(self.mutex)
+        self.state = _OPEN
+        self.active = 0
+        self.locks = weakref.WeakSet()
+        self.pending = {}
+        self.watched = {}
+        self.keys = itertools.count(1)
+        self.loop_ident = None
+        self.opened = False
+        self.log_fn = None
+        self.log_cb = None
+        self.lock_cb = _LOCK_CB(self._on_lock_done)
+        self.lost_cb = _LOST_CB(self._on_lost)
+
+    # -- threads
+    def on_loop_thread(self):
+        return self.loop_ident is not None and threading.get_ident() == self.loop_ident
+
+    def _mark_loop(self):
+        if self.loop_ident is None:
+            self.loop_ident = threading.get_ident()
+
+    # -- callbacks (the library's I/O thread)
+    def _on_log(self, level, msg, _arg):
+        if self.opened:  # add_node() reports bad URIs on the caller's thread
+            self._mark_loop()
+        fn = self.log_fn
+        if fn is not None:
+            fn(level, _decode(msg) or "")
+
+    def _on_lock_done(self, status, handle, key):
+        self._mark_loop()
+        op = self.pending.pop(key, None)
+        if op is not None:
+            with op.mutex:
+                if not op.abandoned:
+                    op.status, op.handle, op.done = status, handle, True
+                    op.event.set()
+                    return
+        if status == 0 and handle:
+            # Nobody waits for it any more (KeyboardInterrupt): let it go.  The
+            # client cannot be freed while its loop thread runs this.
+            self.lib.redlock_unlock_async(self.ptr, handle, _DONE_CB(), None)
+
+    def _on_lost(self, _handle, _reason, key):
+        self._mark_loop()
+        ref = self.watched.pop(key, None)
+        lk = ref() if ref is not None else None
+        if lk is None:
+            return
+        lk._lost = True
+        cb = lk._on_lost
+        if cb is not None:
+            cb(lk)
+
+    # -- calls
+    def enter(self):
+        """Counts a C call that uses the client pointer; raises if closed."""
+        with self.mutex:
+            if self.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            self.active += 1
+
+    def leave(self):
+        with self.cond:
+            self.active -= 1
+            if self.active == 0:
+                self.cond.notify_all()
+
+    def close(self, warn_stack=None):
+        with self.cond:
+            if self.state == _CLOSED:
+                return
+            if self.state == _CLOSING:
+                if not self.on_loop_thread():
+                    while self.state != _CLOSED:
+                        self.cond.wait()
+                return
+            self.state = _CLOSING
+            for lk in list(self.locks):
+                lk._invalidate()
+            self.locks = weakref.WeakSet()
+        _OPEN_CORES.discard(self)
+        if self.on_loop_thread():
+            # From one of our callbacks: the blocking part cannot run on the
+            # loop it would wait for.  A helper thread finishes the close.
+            threading.Thread(target=self._finish_close, name="redlock-close").start()
+        else:
+            self._finish_close()
+
+    def _finish_close(self):
+        with self.cond:
+            while self.active:
+                self.cond.wait()
+        ptr = self.ptr
+        if ptr:
+            # Cancels the lock() calls still waiting (their callbacks run
+            # before this returns), releases and frees every handle, joins the
+            # I/O thread: no callback runs after this.
+            self.lib.redlock_close(ptr)
+        with self.cond:
+            self.ptr = None
+            self.state = _CLOSED
+            self.watched.clear()
+            self.cond.notify_all()
+
+
+_OPEN_CORES = set()
+
+
+@atexit.register
+def _close_all_at_exit():
+    # An open client's I/O thread must not call into a finalizing interpreter.
+    for core in list(_OPEN_CORES):
+        try:
+            core.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            pass
+
+
+# ---- Client -----------------------------------------------------------------------------------
+
+class Client:
+    """A Redlock client over N Redis masters (redlock_open).
+
+    nodes: URIs ("redis://[[user]:password@]host[:port][/db]",
+    "unix:///path") or (host, port) tuples.  Every other option left at None
+    keeps the library default (retry 3 times, 200 ms + up to 200 ms jitter;
+    connect 1000 ms, request 100 ms; drift 0.01; max TTL 60 s; quarantine on;
+    fencing off; prefix ""; reentrant off).  log: callable(level, message),
+    called on the library's I/O thread for messages at log_level and above.
+
+    Opening blocks up to the connect timeout; masters that are down are
+    retried in the background.  Use as a context manager or call close()."""
+
+    def __init__(self, nodes, *, retry_count=None, retry_delay_ms=None, retry_jitter_ms=None,
+                 drift_factor=None, connect_timeout_ms=None, request_timeout_ms=None,
+                 max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
+                 reentrant=None, log=None, log_level=LOG_WARN):
+        self._core = None
+        lib = load_library()
+        if isinstance(nodes, (str, bytes)):
+            raise TypeError("nodes must be a list of URIs, not a single string")
+        uris = [_node_uri(n) for n in nodes]
+        if not uris:
+            raise InvalidArgument(EINVAL, detail="at least one node is needed")
+        if log is not None and not callable(log):
+            raise TypeError("log must be callable(level, message)")
+        core = _Core(lib)
+        opts = lib.redlock_options_new()
+        if not opts:
+            raise NoMemoryError(ENOMEM)
+        try:
+            if log is not None:
+                core.log_fn = log
+                core.log_cb = _LOG_CB(core._on_log)
+                _check(lib.redlock_options_set_log(opts, operator.index(log_level), core.log_cb,
+                                                   None), "log_level %r" % (log_level,))
+            for uri in uris:
+                _check(lib.redlock_options_add_node(opts, _bytes_arg(uri, "node URI")),
+                       "node %r" % (uri,))
+            if (retry_count, retry_delay_ms, retry_jitter_ms) != (None, None, None):
+                count = _DEFAULT_RETRY[0] if retry_count is None else operator.index(retry_count)
+                if not -1 <= count <= 0x7FFFFFFF:
+                    raise InvalidArgument(EINVAL, detail="retry_count out of range: %r" % count)
+                delay = _DEFAULT_RETRY[1] if retry_delay_ms is None else retry_delay_ms
+                jitter = _DEFAULT_RETRY[2] if retry_jitter_ms is None else retry_jitter_ms
+                _check(lib.redlock_options_set_retry(
+                    opts, count, _u32(delay, "retry_delay_ms"), _u32(jitter, "retry_jitter_ms")),
+                    "retry options")
+            if drift_factor is not None:
+                _check(lib.redlock_options_set_drift_factor(opts, float(drift_factor)),
+                       "drift_factor %r" % (drift_factor,))
+            if (connect_timeout_ms, request_timeout_ms) != (None, None):
+                conn = _DEFAULT_TIMEOUTS[0] if connect_timeout_ms is None else connect_timeout_ms
+                req = _DEFAULT_TIMEOUTS[1] if request_timeout_ms is None else request_timeout_ms
+                _check(lib.redlock_options_set_timeouts(
+                    opts, _u32(conn, "connect_timeout_ms"), _u32(req, "request_timeout_ms")),
+                    "timeouts")
+            if max_ttl_ms is not None:
+                _check(lib.redlock_options_set_max_ttl(opts, _u32(max_ttl_ms, "max_ttl_ms")),
+                       "max_ttl_ms %r" % (max_ttl_ms,))
+            if quarantine is not None:
+                _check(lib.redlock_options_set_quarantine(opts, 1 if quarantine else 0))
+            if fencing is not None:
+                _check(lib.redlock_options_set_fencing(opts, 1 if fencing else 0))
+            if reentrant is not None:
+                _check(lib.redlock_options_set_reentrant(opts, 1 if reentrant else 0))
+            if key_prefix is not None:
+                _check(lib.redlock_options_set_key_prefix(opts, _bytes_arg(key_prefix,
+                                                                           "key_prefix")),
+                       "key_prefix")
+            core.opened = True  # from now on the log callback runs on the I/O thread
+            out = ctypes.c_void_p()
+            _check(lib.redlock_open(ctypes.byref(out), opts))
+        finally:
+            lib.redlock_options_free(opts)
+        core.ptr = out.value
+        self._core = core
+        _OPEN_CORES.add(core)
+
+    # -- life cycle
+    def close(self):
+        """Releases every lock still held (best effort, bounded by the request
+        timeout), invalidates this client's Lock objects, cancels waiting
+        lock() calls and stops the I/O thread.  Idempotent.  From a callback
+        (I/O thread) it returns at once and finishes on a helper thread."""
+        if self._core is not None:
+            self._core.close()
+
+    @property
+    def closed(self):
+        return self._core is None or self._core.state != _OPEN
+
+    def __enter__(self):
+        if self.closed:
+            raise ClosedError(ECLOSED)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        core = getattr(self, "_core", None)
+        if core is not None and core.state == _OPEN:
+            try:
+                warnings.warn("redlock.Client was not closed", ResourceWarning, source=self)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
+            core.close()
+
+    def __repr__(self):
+        return "<redlock.Client %s>" % ("closed" if self.closed else "open")
+
+    # -- locking
+    def lock(self, resource, ttl_ms, wait_ms=None, watch=False, on_lost=None):
+        """Acquires resource for ttl_ms.  wait_ms None (or 0): retry by the
+        client's retry policy (redlock_lock); wait_ms > 0: keep trying until
+        wait_ms is spent, woken early by releases (redlock_lock_wait; then
+        WaitTimeout).  watch=True keeps extending the lock until it is unlocked
+        (see Lock.watch).  Returns a Lock; raises LockedError, NoQuorumError,
+        ExpiredError, WaitTimeout, CanceledError (client closed meanwhile), ..."""
+        core = self._core
+        res = _bytes_arg(resource, "resource")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        wait = 0 if wait_ms is None else _u32(wait_ms, "wait_ms")
+        if core.on_loop_thread():
+            raise WouldBlockError(EWOULDBLOCK, detail="lock() from a redlock callback")
+        op = _Pending()
+        key = next(core.keys)
+        core.enter()
+        try:
+            core.pending[key] = op
+            rc = core.lib.redlock_lock_async(core.ptr, res, ttl, wait, core.lock_cb, key)
+            if rc != 0:
+                core.pending.pop(key, None)
+                raise _make_error(rc)
+        finally:
+            core.leave()
+        try:
+            op.event.wait()
+        except BaseException:
+            with op.mutex:
+                if not op.done:
+                    op.abandoned = True  # the callback releases what it gets
+                    raise
+            if op.status == 0 and op.handle:
+                self._release_orphan(op.handle)
+            raise
+        if op.status != 0:
+            raise _make_error(op.status)
+        lk = self._adopt(op.handle, (resource,))
+        return self._maybe_watch(lk, watch, on_lost)
+
+    def trylock(self, resource, ttl_ms, watch=False, on_lost=None):
+        """One attempt (redlock_trylock).  Raises LockedError when held."""
+        core = self._core
+        res = _bytes_arg(resource, "resource")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        out = ctypes.c_void_p()
+        core.enter()
+        try:
+            rc = core.lib.redlock_trylock(core.ptr, res, ttl, ctypes.byref(out))
+        finally:
+            core.leave()
+        _check(rc)
+        lk = self._adopt(out.value, (resource,))
+        return self._maybe_watch(lk, watch, on_lost)
+
+    def lock_many(self, resources, ttl_ms, watch=False, on_lost=None):
+        """All of resources (1..MAX_MANY, no duplicates) or none, as one Lock
+        (redlock_lock_many), retrying by the client's retry policy."""
+        core = self._core
+        if isinstance(resources, (str, bytes)):
+            raise TypeError("resources must be a list, not a single string")
+        resources = tuple(resources)
+        encoded = [_bytes_arg(r, "resource") for r in resources]
+        ttl = _u32(ttl_ms, "ttl_ms")
+        arr = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
+        out = ctypes.c_void_p()
+        core.enter()
+        try:
+            rc = core.lib.redlock_lock_many(core.ptr, arr, len(encoded), ttl, ctypes.byref(out))
+        finally:
+            core.leave()
+        _check(rc)
+        lk = self._adopt(out.value, resources)
+        return self._maybe_watch(lk, watch, on_lost)
+
+    def last_votes(self):
+        """One-line summary of the client's most recently decided round
+        (redlock_last_votes); for diagnostics only: do not parse it."""
+        core = self._core
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            need = core.lib.redlock_last_votes(core.ptr, None, 0)
+            _check(min(need, 0))
+            buf = ctypes.create_string_buffer(need + 1)
+            core.lib.redlock_last_votes(core.ptr, buf, need + 1)
+        return _decode(buf.value)
+
+    # -- internals
+    def _adopt(self, handle, resources):
+        core = self._core
+        with core.mutex:
+            if core.state != _OPEN or not handle:
+                # The close in progress (or done) releases and frees the handle.
+                raise CanceledError(ECANCELED, detail="client closed while locking")
+            lk = Lock(self, handle, resources)
+            core.locks.add(lk)
+            return lk
+
+    def _maybe_watch(self, lk, watch, on_lost):
+        if watch or on_lost is not None:
+            try:
+                lk.watch(on_lost)
+            except BaseException:
+                try:
+                    lk.unlock()
+                except RedlockError:
+                    pass
+                raise
+        return lk
+
+    def _release_orphan(self, handle):
+        core = self._core
+        with core.mutex:
+            if core.state == _OPEN:
+                core.lib.redlock_unlock_async(core.ptr, handle, _DONE_CB(), None)
+
+
+# ---- Lock ------------------------------------------------------------------------------------
+
+class Lock:
+    """One held lock (redlock_lock_t).  Made by Client.lock/trylock/lock_many.
+
+    As a context manager, leaving the block unlocks it (acquisition already
+    happened in the call that returned it).  If the block raised, an error
+    from the unlock is suppressed so that the block's exception propagates;
+    otherwise it is raised (LostError: the lock was lost meanwhile).
+
+    After unlock(), or after the client is closed, the Lock is released:
+    unlock() is a no-op, extend()/watch() raise (InvalidArgument, or
+    ClosedError if the client was closed), validity_ms is 0, and resource,
+    resources, value and fence keep their values."""
+
+    def __init__(self, client, handle, resources):
+        self._core = None
+        lib = client._core.lib
+        self._client = client
+        self._handle = handle
+        self._resources = tuple(r if isinstance(r, str) else _decode(bytes(r))
+                                for r in resources)
+        self._value = _decode(lib.redlock_lock_value(handle))
+        self._fence = int(lib.redlock_lock_fence(handle))
+        self._lost = False
+        self._closed = False
+        self._on_lost = None
+        self._watch_key = None
+        self._core = client._core
+
+    # -- properties
+    @property
+    def resource(self):
+        """The resource (the first one for lock_many), without the key prefix."""
+        return self._resources[0]
+
+    @property
+    def resources(self):
+        """All resources of the lock (a tuple)."""
+        return self._resources
+
+    @property
+    def value(self):
+        """The random value stored in Redis (32 hex characters)."""
+        return self._value
+
+    @property
+    def fence(self):
+        """The fencing token (0 unless the client has fencing=True)."""
+        return self._fence
+
+    @property
+    def validity_ms(self):
+        """Milliseconds of validity left (local estimate); <= 0 once expired,
+        0 after release."""
+        core = self._core
+        with core.mutex:
+            if self._handle is None:
+                return 0
+            return int(core.lib.redlock_lock_validity_ms(self._handle))
+
+    @property
+    def lost(self):
+        """True once the lock was reported lost (watch, failed extension) or
+        its validity ran out."""
+        core = self._core
+        with core.mutex:
+            if self._handle is None:
+                return self._lost
+            return self._lost or bool(core.lib.redlock_lock_is_lost(self._handle))
+
+    @property
+    def released(self):
+        """True after unlock() or after the client was closed."""
+        return self._handle is None
+
+    @property
+    def client(self):
+        return self._client
+
+    # -- operations
+    def _gone(self):
+        if self._closed:
+            return ClosedError(ECLOSED, detail="the client of this lock is closed")
+        return InvalidArgument(EINVAL, detail="lock already released")
+
+    def extend(self, ttl_ms):
+        """Sets the lock's TTL to ttl_ms from now on a quorum (redlock_extend).
+        LostError if it was lost (or its validity had run out); NoQuorumError
+        leaves it unchanged (may be retried)."""
+        core = self._core
+        ttl = _u32(ttl_ms, "ttl_ms")
+        with core.mutex:
+            handle = self._handle
+            if handle is None:
+                raise self._gone()
+            core.enter()
+        try:
+            rc = core.lib.redlock_extend(core.ptr, handle, ttl)
+        finally:
+            core.leave()
+        if rc == ELOST:
+            self._lost = True
+        _check(rc)
+
+    def unlock(self):
+        """Releases the lock on all masters (redlock_unlock).  A second call
+        (or a call after the client was closed) is a no-op.  The Lock is
+        released even when this raises LostError (a quorum no longer had our
+        value) or NoQuorumError.  From a callback on the I/O thread it starts
+        the release without waiting and returns."""
+        core = self._core
+        with core.mutex:
+            handle = self._handle
+            if handle is None:
+                return
+            core.enter()
+            self._handle = None
+        rc = ENOMEM
+        try:
+            rc = core.lib.redlock_unlock(core.ptr, handle)
+            if rc in (ENOMEM, EIO):
+                with core.mutex:  # not queued: the handle stays live
+                    if core.state == _OPEN:
+                        self._handle = handle
+        finally:
+            core.leave()
+        if self._handle is None:
+            self._forget_watch()
+        if rc == ELOST:
+            self._lost = True
+        if rc == EWOULDBLOCK:
+            return  # on the loop thread: release started, handle freed
+        _check(rc)
+
+    def watch(self, on_lost=None):
+        """Keeps extending the lock (by its last TTL) until unlock
+        (redlock_watch).  If it cannot be extended before its validity ends,
+        .lost becomes True and on_lost(lock) is called once, on the library's
+        I/O thread (it may call lock.unlock(), which does not block there).
+        A second watch replaces on_lost."""
+        if on_lost is not None and not callable(on_lost):
+            raise TypeError("on_lost must be callable(lock)")
+        core = self._core
+        with core.mutex:
+            if self._handle is None:
+                raise self._gone()
+            if self._watch_key is None:
+                self._watch_key = next(core.keys)
+            self._on_lost = on_lost
+            core.watched[self._watch_key] = weakref.ref(self)
+            rc = core.lib.redlock_watch(core.ptr, self._handle, core.lost_cb, self._watch_key)
+            if rc != 0:
+                core.watched.pop(self._watch_key, None)
+        _check(rc)
+
+    # -- internals
+    def _forget_watch(self):
+        key = self._watch_key
+        if key is not None:
+            self._core.watched.pop(key, None)
+
+    def _invalidate(self):
+        """Called by close() under the core mutex: the C handle is the close's."""
+        if self._handle is not None:
+            self._handle = None
+            self._closed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.unlock()
+        else:
+            try:
+                self.unlock()
+            except RedlockError:
+                pass
+        return False
+
+    def __del__(self):
+        core = getattr(self, "_core", None)
+        if core is None or self._handle is None:
+            return
+        with core.mutex:
+            handle = self._handle
+            if handle is None or core.state != _OPEN:
+                return
+            self._handle = None
+            # Not blocking: fine from any thread, the I/O thread included.
+            core.lib.redlock_unlock_async(core.ptr, handle, _DONE_CB(), None)
+        try:
+            self._forget_watch()
+            warnings.warn("redlock.Lock on %r garbage-collected while held; released"
+                          % (self._resources[0],), ResourceWarning)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+    def __repr__(self):
+        state = "released" if self._handle is None else ("lost" if self._lost else "held")
+        return "<redlock.Lock %r %s fence=%d>" % (self._resources[0], state, self._fence)

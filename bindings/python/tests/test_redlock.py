@@ -1,0 +1,891 @@
+"""Tests of the redlock Python binding against real redis-server processes.
+
+Each test class starts its own redis-server processes on free loopback ports
+(`redis-server --port P --bind 127.0.0.1 --save '' --appendonly no`), waits
+until they answer PING (raw socket, with a deadline) and stops them by PID.
+Clients use quarantine=False because the servers are fresh.  Checks that
+could crash the interpreter (garbage collection of held locks, use after
+close, close racing other threads, exit with open clients) run in a
+subprocess.  Needs libredlock (REDLOCK_LIBRARY) and redis-server on PATH.
+
+Run: REDLOCK_LIBRARY=/path/libredlock.so PYTHONPATH=bindings/python \
+     python3 -m unittest discover -s bindings/python/tests -v
+"""
+
+import gc
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PKG_ROOT = os.path.dirname(HERE)
+if PKG_ROOT not in sys.path:
+    sys.path.insert(0, PKG_ROOT)
+
+import redlock  # noqa: E402
+
+REDIS_SERVER = shutil.which("redis-server")
+START_DEADLINE = 30.0  # the machine may be loaded: generous
+SUBPROCESS_TIMEOUT = 180
+
+
+# ---- redis-server harness ----------------------------------------------------------------
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _read_reply(f):
+    line = f.readline()
+    if not line:
+        raise ConnectionError("connection closed")
+    kind, rest = line[:1], line[1:-2]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        return RuntimeError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        data = f.read(n + 2)
+        return data[:-2].decode("utf-8", "replace")
+    if kind == b"*":
+        n = int(rest)
+        return None if n < 0 else [_read_reply(f) for _ in range(n)]
+    raise ValueError("bad reply %r" % line)
+
+
+def redis_cmd(port, *args, timeout=10.0):
+    """One command over a fresh raw connection; returns the parsed reply."""
+    parts = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(b"".join(parts))
+        with s.makefile("rb") as f:
+            return _read_reply(f)
+
+
+class RedisServer:
+    """One redis-server process on a free loopback port."""
+
+    def __init__(self):
+        self.proc = None
+        self.port = None
+
+    def start(self):
+        last = None
+        for _ in range(5):  # a free port can be taken before redis binds it
+            port = free_port()
+            proc = subprocess.Popen(
+                [REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                 "--appendonly", "no"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if self._wait_ping(proc, port):
+                self.proc, self.port = proc, port
+                return self
+            last = port
+            self._stop(proc)
+        raise RuntimeError("redis-server did not start (last port %s)" % last)
+
+    @staticmethod
+    def _wait_ping(proc, port):
+        deadline = time.monotonic() + START_DEADLINE
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
+                    s.sendall(b"PING\r\n")
+                    s.settimeout(2.0)
+                    if s.recv(64).startswith(b"+PONG"):
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.02)  # poll interval
+        return False
+
+    @staticmethod
+    def _stop(proc):
+        if proc.poll() is None:
+            proc.terminate()  # by PID (Popen), never by name
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+
+    def stop(self):
+        if self.proc is not None:
+            self._stop(self.proc)
+            self.proc = None
+
+    @property
+    def uri(self):
+        return "redis://127.0.0.1:%d" % self.port
+
+
+def start_servers(n):
+    servers = []
+    try:
+        for _ in range(n):
+            servers.append(RedisServer().start())
+    except BaseException:
+        for s in servers:
+            s.stop()
+        raise
+    return servers
+
+
+def wait_until(pred, timeout=20.0, interval=0.01, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        if pred():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(interval)
+
+
+def unique(name):
+    return "%s-%s" % (name, uuid.uuid4().hex[:12])
+
+
+def client_kwargs(**extra):
+    kw = dict(quarantine=False, retry_count=2, retry_delay_ms=50, retry_jitter_ms=50,
+              connect_timeout_ms=3000, request_timeout_ms=1000)
+    kw.update(extra)
+    return kw
+
+
+def subprocess_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"]
+                                    if env.get("PYTHONPATH") else "")
+    if redlock._lib is not None:
+        env["REDLOCK_LIBRARY"] = redlock._lib._name
+    return env
+
+
+def run_script(test, body, *args):
+    """Runs body in a fresh interpreter; it must print OK and exit 0."""
+    script = textwrap.dedent(body)
+    proc = subprocess.run([sys.executable, "-X", "dev", "-c", script] + [str(a) for a in args],
+                          env=subprocess_env(), capture_output=True, text=True,
+                          timeout=SUBPROCESS_TIMEOUT)
+    msg = "exit %d\nstdout:\n%s\nstderr:\n%s" % (proc.returncode, proc.stdout, proc.stderr)
+    test.assertEqual(proc.returncode, 0, msg)
+    test.assertIn("OK", proc.stdout, msg)
+    return proc
+
+
+# ---- tests that need no server ----------------------------------------------------------------
+
+class TestModule(unittest.TestCase):
+    def test_version(self):
+        v = redlock.version()
+        self.assertRegex(v, r"^0\.\d+\.\d+")
+
+    def test_error_names(self):
+        self.assertEqual(redlock.err_name(redlock.ELOCKED), "REDLOCK_ELOCKED")
+        self.assertEqual(redlock.err_name(-1000), "REDLOCK_UNKNOWN")
+        self.assertIn("invalid", redlock.strerror(redlock.EINVAL))
+
+    def test_error_mapping(self):
+        cases = {
+            redlock.EINVAL: redlock.InvalidArgument, redlock.ENOMEM: redlock.NoMemoryError,
+            redlock.ELOCKED: redlock.LockedError, redlock.ENOQUORUM: redlock.NoQuorumError,
+            redlock.EEXPIRED: redlock.ExpiredError, redlock.ELOST: redlock.LostError,
+            redlock.ETIMEDOUT: redlock.WaitTimeout, redlock.ECANCELED: redlock.CanceledError,
+            redlock.ECLOSED: redlock.ClosedError, redlock.EWOULDBLOCK: redlock.WouldBlockError,
+            redlock.EIO: redlock.RedlockIOError,
+        }
+        for code, cls in cases.items():
+            err = redlock._make_error(code)
+            self.assertIs(type(err), cls)
+            self.assertIsInstance(err, redlock.RedlockError)
+            self.assertEqual(err.code, code)
+            self.assertEqual(err.name, redlock.err_name(code))
+            self.assertEqual(err.message, redlock.strerror(code))
+            self.assertEqual(err.args, (code, err.name, err.message))
+            self.assertIn(err.name, str(err))
+        self.assertIs(type(redlock._make_error(-99)), redlock.RedlockError)
+        self.assertIsInstance(redlock.InvalidArgument(redlock.EINVAL), ValueError)
+        self.assertIsInstance(redlock.WaitTimeout(redlock.ETIMEDOUT), TimeoutError)
+
+    def test_bad_client_arguments(self):
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client([])
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["http://127.0.0.1:1"])
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["rediss://127.0.0.1:1"])
+        with self.assertRaises(TypeError):
+            redlock.Client("redis://127.0.0.1:1")
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["redis://127.0.0.1:1"], drift_factor=0.6)
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["redis://127.0.0.1:1"], request_timeout_ms=0)
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["redis://127.0.0.1:1"], retry_count=-2)
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["redis://127.0.0.1:1"], key_prefix="x" * 300)
+        with self.assertRaises(ValueError):  # InvalidArgument is a ValueError
+            redlock.Client(["redis://127.0.0.1:1"], max_ttl_ms=-5)
+
+    def test_bad_uri_reported_to_log(self):
+        seen = []
+        with self.assertRaises(redlock.InvalidArgument):
+            redlock.Client(["redis://127.0.0.1:99999"], log=lambda lvl, msg: seen.append(msg))
+        self.assertTrue(seen, "the reason for a refused URI goes to the log callback")
+
+
+class TestNoQuorum(unittest.TestCase):
+    """Masters that are down: ENOQUORUM, and the diagnostics say why."""
+
+    def test_all_masters_down(self):
+        ports = [free_port() for _ in range(3)]  # nothing listens there
+        with redlock.Client(["redis://127.0.0.1:%d" % p for p in ports],
+                            **client_kwargs(connect_timeout_ms=500, retry_count=0)) as c:
+            with self.assertRaises(redlock.NoQuorumError) as cm:
+                c.trylock(unique("down"), 1000)
+            self.assertEqual(cm.exception.code, redlock.ENOQUORUM)
+            self.assertEqual(cm.exception.name, "REDLOCK_ENOQUORUM")
+            self.assertIn("no quorum", c.last_votes())
+            with self.assertRaises(redlock.NoQuorumError):
+                c.lock(unique("down"), 1000)
+            with self.assertRaises(redlock.NoQuorumError):
+                c.lock_many([unique("a"), unique("b")], 1000)
+
+
+# ---- tests against a shared set of three masters -------------------------------------------
+
+class ServerTestCase(unittest.TestCase):
+    N = 3
+
+    @classmethod
+    def setUpClass(cls):
+        if REDIS_SERVER is None:
+            raise unittest.SkipTest("redis-server not found on PATH")
+        cls.servers = start_servers(cls.N)
+        cls.uris = [s.uri for s in cls.servers]
+
+    @classmethod
+    def tearDownClass(cls):
+        for s in cls.servers:
+            s.stop()
+
+    def client(self, **extra):
+        c = redlock.Client(self.uris, **client_kwargs(**extra))
+        self.addCleanup(c.close)
+        return c
+
+    def on_all(self, *cmd):
+        return [redis_cmd(s.port, *cmd) for s in self.servers]
+
+
+class TestLocking(ServerTestCase):
+    def test_lock_unlock(self):
+        c = self.client()
+        res = unique("basic")
+        lk = c.lock(res, 10000)
+        self.assertIsInstance(lk, redlock.Lock)
+        self.assertEqual(lk.resource, res)
+        self.assertEqual(lk.resources, (res,))
+        self.assertRegex(lk.value, r"^[0-9a-f]{32}$")
+        self.assertEqual(lk.fence, 0)
+        self.assertFalse(lk.lost)
+        self.assertFalse(lk.released)
+        self.assertGreater(lk.validity_ms, 0)
+        self.assertLessEqual(lk.validity_ms, 10000)
+        # The value is in Redis under the plain resource name (interoperable).
+        self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+        self.assertIn("won", c.last_votes())
+        lk.unlock()
+        self.assertTrue(lk.released)
+        self.assertEqual(lk.validity_ms, 0)
+        self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+        lk2 = c.trylock(res, 1000)  # free again
+        lk2.unlock()
+
+    def test_context_manager(self):
+        res = unique("ctx")
+        with self.client() as c:
+            with c.lock(res, 10000) as lk:
+                self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+            self.assertTrue(lk.released)
+            self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+            # The block's exception wins; the lock is still released.
+            with self.assertRaises(KeyError):
+                with c.lock(res, 10000):
+                    raise KeyError("boom")
+            self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+        self.assertTrue(c.closed)
+        with self.assertRaises(redlock.ClosedError):
+            with c:
+                pass
+
+    def test_contention_raises_locked(self):
+        a, b = self.client(), self.client(retry_count=1)
+        res = unique("contended")
+        with a.lock(res, 10000):
+            with self.assertRaises(redlock.LockedError) as cm:
+                b.trylock(res, 1000)
+            self.assertEqual(cm.exception.code, redlock.ELOCKED)
+            self.assertIn("held", b.last_votes())
+            with self.assertRaises(redlock.LockedError):
+                b.lock(res, 1000)  # retries by the policy, then gives up
+            with self.assertRaises(redlock.LockedError):
+                a.trylock(res, 1000)  # not reentrant by default
+        b.trylock(res, 1000).unlock()
+
+    def test_extend_and_validity(self):
+        c = self.client()
+        res = unique("extend")
+        lk = c.lock(res, 2000)
+        self.assertLessEqual(lk.validity_ms, 2000)
+        lk.extend(30000)
+        self.assertGreater(lk.validity_ms, 2000)
+        self.assertLessEqual(lk.validity_ms, 30000)
+        pttls = self.on_all("PTTL", res)
+        self.assertTrue(all(2000 < p <= 30000 for p in pttls), pttls)
+        lk.unlock()
+        with self.assertRaises(redlock.InvalidArgument):
+            lk.extend(1000)  # released
+
+    def test_extend_lost_after_takeover(self):
+        c = self.client()
+        res = unique("takeover")
+        lk = c.lock(res, 10000)
+        self.on_all("DEL", res)  # the value is gone on every master
+        with self.assertRaises(redlock.LostError):
+            lk.extend(10000)
+        self.assertTrue(lk.lost)
+        with self.assertRaises(redlock.LostError):
+            lk.unlock()
+        self.assertTrue(lk.released)
+        lk.unlock()  # no-op
+
+    def test_fencing_tokens_increase(self):
+        a, b = self.client(fencing=True), self.client(fencing=True)
+        res = unique("fence")
+        last = 0
+        for client in (a, b, a, b):
+            with client.lock(res, 5000) as lk:
+                self.assertGreater(lk.fence, last)
+                last = lk.fence
+        self.assertEqual(lk.fence, last)  # kept after release
+        many = a.lock_many([res, unique("fence2")], 5000)
+        self.assertGreater(many.fence, last)
+        many.unlock()
+
+    def test_lock_many_all_or_nothing(self):
+        a, b = self.client(), self.client(retry_count=0)
+        r1, r2, r3 = unique("m1"), unique("m2"), unique("m3")
+        held = a.lock(r2, 10000)
+        with self.assertRaises(redlock.LockedError):
+            b.lock_many([r1, r2, r3], 5000)
+        # Nothing of the failed attempt stays behind.
+        wait_until(lambda: self.on_all("EXISTS", r1) == [0, 0, 0] and
+                   self.on_all("EXISTS", r3) == [0, 0, 0], what="cleanup of r1/r3")
+        held.unlock()
+        lk = b.lock_many([r1, r2, r3], 5000)
+        self.assertEqual(lk.resource, r1)
+        self.assertEqual(lk.resources, (r1, r2, r3))
+        for r in (r1, r2, r3):
+            self.assertEqual(self.on_all("GET", r), [lk.value] * 3)
+            with self.assertRaises(redlock.LockedError):
+                a.trylock(r, 1000)
+        lk.unlock()
+        for r in (r1, r2, r3):
+            self.assertEqual(self.on_all("EXISTS", r), [0, 0, 0])
+
+    def test_wait_for_release_from_another_thread(self):
+        a, b = self.client(), self.client()
+        res = unique("wait")
+        held = a.lock(res, 20000)
+        result = {}
+        started = threading.Event()
+
+        def waiter():
+            started.set()
+            t0 = time.monotonic()
+            try:
+                result["lock"] = b.lock(res, 5000, wait_ms=60000)
+            except BaseException as exc:  # reported below
+                result["error"] = exc
+            result["elapsed"] = time.monotonic() - t0
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        self.assertTrue(started.wait(30))
+        # While the lock is held, the waiter stays blocked.
+        hold_until = time.monotonic() + 0.5
+        while time.monotonic() < hold_until:
+            self.assertNotIn("lock", result)
+            self.assertNotIn("error", result)
+            time.sleep(0.02)
+        released_at = time.monotonic()
+        held.unlock()
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertNotIn("error", result)
+        lk = result["lock"]
+        self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+        self.assertLess(time.monotonic() - released_at, 30)
+        lk.unlock()
+
+    def test_wait_timeout(self):
+        a, b = self.client(), self.client()
+        res = unique("wait-timeout")
+        with a.lock(res, 20000):
+            t0 = time.monotonic()
+            with self.assertRaises(redlock.WaitTimeout) as cm:
+                b.lock(res, 1000, wait_ms=300)
+            self.assertGreaterEqual(time.monotonic() - t0, 0.25)
+            self.assertIsInstance(cm.exception, TimeoutError)
+
+    def test_mutual_exclusion_between_threads(self):
+        c = self.client()
+        res = unique("mutex")
+        inside = [0]
+        overlaps = []
+        errors = []
+        guard = threading.Lock()
+
+        def worker():
+            try:
+                for _ in range(5):
+                    with c.lock(res, 10000, wait_ms=60000):
+                        with guard:
+                            inside[0] += 1
+                            if inside[0] != 1:
+                                overlaps.append(inside[0])
+                        with guard:
+                            inside[0] -= 1
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        self.assertFalse(any(t.is_alive() for t in threads))
+        self.assertEqual(errors, [])
+        self.assertEqual(overlaps, [])
+
+    def test_watch_keeps_lock_alive(self):
+        c = self.client(request_timeout_ms=300)
+        res = unique("watch")
+        lost = threading.Event()
+        lk = c.lock(res, 1500, watch=True, on_lost=lambda l: lost.set())
+        end = time.monotonic() + 4.5  # three times the TTL
+        while time.monotonic() < end:
+            self.assertFalse(lk.lost)
+            self.assertGreater(lk.validity_ms, 0)
+            time.sleep(0.05)
+        self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+        self.assertFalse(lost.is_set())
+        lk.unlock()
+        self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+
+    def test_watch_lost_callback_on_io_thread(self):
+        c = self.client(request_timeout_ms=300)
+        res = unique("watch-lost")
+        seen = {}
+        done = threading.Event()
+
+        def on_lost(lock):
+            seen["thread"] = threading.get_ident()
+            seen["lost"] = lock.lost
+            try:  # blocking calls are refused on the I/O thread...
+                c.lock(unique("x"), 1000)
+            except redlock.WouldBlockError as exc:
+                seen["lock"] = exc
+            try:
+                c.trylock(unique("x"), 1000)
+            except redlock.WouldBlockError as exc:
+                seen["trylock"] = exc
+            lock.unlock()  # ...but unlock starts the release and returns
+            seen["released"] = lock.released
+            done.set()
+
+        lk = c.lock(res, 1000, watch=True, on_lost=on_lost)
+        self.on_all("DEL", res)  # the next extension finds the value gone
+        self.assertTrue(done.wait(30), "on_lost was not called")
+        self.assertNotEqual(seen["thread"], threading.get_ident())
+        self.assertTrue(seen["lost"])
+        self.assertIsInstance(seen["lock"], redlock.WouldBlockError)
+        self.assertIsInstance(seen["trylock"], redlock.WouldBlockError)
+        self.assertTrue(seen["released"])
+        self.assertTrue(lk.lost)
+        lk.unlock()  # no-op
+
+    def test_double_unlock_is_noop(self):
+        c = self.client()
+        lk = c.lock(unique("double"), 5000)
+        self.assertIsNone(lk.unlock())
+        self.assertIsNone(lk.unlock())
+        with lk:
+            pass  # exiting a released lock is fine too
+        with self.assertRaises(redlock.InvalidArgument):
+            lk.watch()
+
+    def test_bad_lock_arguments(self):
+        c = self.client(max_ttl_ms=30000)
+        for bad in (0, 30001, -1, 2 ** 32):
+            with self.assertRaises(redlock.InvalidArgument, msg=repr(bad)):
+                c.lock(unique("bad"), bad)
+            with self.assertRaises(redlock.InvalidArgument, msg=repr(bad)):
+                c.trylock(unique("bad"), bad)
+        for res in ("", "x" * (redlock.MAX_RESOURCE_LEN + 1), "a\0b"):
+            with self.assertRaises(redlock.InvalidArgument):
+                c.lock(res, 1000)
+            with self.assertRaises(redlock.InvalidArgument):
+                c.trylock(res, 1000)
+        with self.assertRaises(TypeError):
+            c.lock(123, 1000)
+        with self.assertRaises(TypeError):
+            c.lock("r", "1000")
+        with self.assertRaises(redlock.InvalidArgument):
+            c.lock("r", 1000, wait_ms=-1)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.lock_many([], 1000)
+        r = unique("dup")
+        with self.assertRaises(redlock.InvalidArgument):
+            c.lock_many([r, r], 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.lock_many([unique("m%d" % i) for i in range(redlock.MAX_MANY + 1)], 1000)
+        with self.assertRaises(TypeError):
+            c.lock_many("abc", 1000)
+        lk = c.lock(unique("ok"), 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            lk.extend(0)
+        with self.assertRaises(TypeError):
+            lk.watch(on_lost=42)
+        lk.unlock()
+        # The largest TTL is accepted, bytes resources too.
+        c.trylock(unique("max").encode(), 30000).unlock()
+
+    def test_key_prefix(self):
+        p1, p1b = self.client(key_prefix="app1:"), self.client(key_prefix="app1:")
+        p2 = self.client(key_prefix="app2:")
+        plain = self.client()
+        res = unique("pref")
+        lk = p1.lock(res, 10000)
+        self.assertEqual(lk.resource, res)  # without the prefix
+        self.assertEqual(self.on_all("GET", "app1:" + res), [lk.value] * 3)
+        self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+        with self.assertRaises(redlock.LockedError):
+            p1b.trylock(res, 1000)
+        p2.trylock(res, 1000).unlock()
+        plain.trylock(res, 1000).unlock()
+        lk.unlock()
+        self.assertEqual(self.on_all("EXISTS", "app1:" + res), [0, 0, 0])
+
+    def test_reentrant(self):
+        c = self.client(reentrant=True)
+        res = unique("reent")
+        outer = c.lock(res, 10000)
+        inner = c.trylock(res, 10000)
+        self.assertEqual(inner.value, outer.value)
+        inner.unlock()
+        self.assertEqual(self.on_all("GET", res), [outer.value] * 3)  # still held
+        outer.unlock()
+        self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
+
+    def test_log_callback(self):
+        msgs = []
+        guard = threading.Lock()
+
+        def log(level, message):
+            with guard:
+                msgs.append((level, message, threading.get_ident()))
+
+        c = self.client(log=log, log_level=redlock.LOG_DEBUG)
+        wait_until(lambda: len([m for m in msgs if "connected" in m[1]]) >= 3,
+                   what="3 connected messages")
+        with guard:
+            snapshot = list(msgs)
+        for level, message, ident in snapshot:
+            self.assertIn(level, (redlock.LOG_DEBUG, redlock.LOG_INFO, redlock.LOG_WARN,
+                                  redlock.LOG_ERROR))
+            self.assertIsInstance(message, str)
+            self.assertNotEqual(ident, threading.get_ident())  # the I/O thread
+        res = unique("logged")
+        with c.lock(res, 5000):
+            with self.assertRaises(redlock.LockedError):
+                c.trylock(res, 1000)
+        wait_until(lambda: any("failed" in m[1] or res in m[1] for m in msgs),
+                   what="a message about the failed attempt")
+        c.close()
+        n = len(msgs)
+        time.sleep(0.05)
+        self.assertEqual(len(msgs), n, "no log callback after close()")
+
+    def test_use_after_close(self):
+        c = self.client()
+        res = unique("closed")
+        lk = c.lock(res, 30000)
+        c.close()
+        c.close()  # idempotent
+        self.assertTrue(c.closed)
+        self.assertTrue(lk.released)
+        self.assertEqual(lk.validity_ms, 0)
+        self.assertFalse(lk.lost)
+        self.assertEqual(lk.resource, res)
+        lk.unlock()  # no-op: the close released it
+        with self.assertRaises(redlock.ClosedError):
+            lk.extend(1000)
+        with self.assertRaises(redlock.ClosedError):
+            lk.watch()
+        for call in (lambda: c.lock(res, 1000), lambda: c.trylock(res, 1000),
+                     lambda: c.lock_many([res], 1000), c.last_votes):
+            with self.assertRaises(redlock.ClosedError):
+                call()
+        # close() released the lock in Redis.
+        wait_until(lambda: self.on_all("EXISTS", res) == [0, 0, 0], what="release on close")
+
+    def test_close_cancels_waiting_lock(self):
+        a, b = self.client(), self.client()
+        res = unique("cancel")
+        held = a.lock(res, 30000)
+        result = {}
+        started = threading.Event()
+
+        def waiter():
+            started.set()
+            try:
+                result["lock"] = b.lock(res, 5000, wait_ms=120000)
+            except BaseException as exc:
+                result["error"] = exc
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        self.assertTrue(started.wait(30))
+        wait_until(lambda: b._core.pending, what="the waiter's pending call")
+        b.close()
+        t.join(60)
+        self.assertFalse(t.is_alive())
+        self.assertIsInstance(result.get("error"), (redlock.CanceledError, redlock.ClosedError),
+                              result)
+        held.unlock()
+
+    def test_gc_of_held_lock_releases_it(self):
+        c = self.client()
+        res = unique("gc")
+        lk = c.lock(res, 30000)
+        value = lk.value
+        self.assertEqual(self.on_all("GET", res), [value] * 3)
+        with self.assertWarns(ResourceWarning):
+            del lk
+            gc.collect()
+        wait_until(lambda: self.on_all("EXISTS", res) == [0, 0, 0], what="async release")
+        c.trylock(res, 1000).unlock()
+
+
+class TestSubprocess(ServerTestCase):
+    """Lifetime checks that would crash the interpreter if wrong."""
+
+    def test_gc_and_use_after_close(self):
+        run_script(self, """
+            import gc, sys, warnings, redlock
+            warnings.simplefilter("ignore", ResourceWarning)
+            uris = sys.argv[1:]
+            kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000)
+            c = redlock.Client(uris, **kw)
+            # A held lock collected while the client is open: released in the background.
+            lk = c.lock("sp-gc", 30000)
+            del lk; gc.collect()
+            # Held locks, a watched one, then close; the Lock objects outlive it.
+            locks = [c.lock("sp-%d" % i, 30000) for i in range(5)]
+            w = c.lock("sp-w", 2000, watch=True, on_lost=lambda l: None)
+            c.close()
+            for l in locks + [w]:
+                assert l.released and l.validity_ms == 0
+                l.unlock()
+                try:
+                    l.extend(1000)
+                except redlock.ClosedError:
+                    pass
+                else:
+                    raise AssertionError("extend after close")
+            del locks, w; gc.collect()
+            # Client collected without close (closes itself), with a lock held.
+            c2 = redlock.Client(uris, **kw)
+            l2 = c2.lock("sp-c2", 30000)
+            del c2; gc.collect()      # l2 keeps the client alive
+            del l2; gc.collect()      # now both go: unlock_async, then close
+            # Open clients with held, watched locks and a log callback at exit.
+            c3 = redlock.Client(uris, log=lambda lvl, m: None, log_level=0, **kw)
+            keep = [c3.lock("sp-exit", 30000, watch=True, on_lost=lambda l: None)]
+            c4 = redlock.Client(uris, **kw)
+            print("OK")
+        """, *self.uris)
+
+    def test_close_races_other_threads(self):
+        run_script(self, """
+            import sys, threading, redlock
+            uris = sys.argv[1:]
+            kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000,
+                      retry_count=1, retry_delay_ms=5, retry_jitter_ms=5)
+            for round_no in range(5):
+                c = redlock.Client(uris, **kw)
+                shared = c.lock("race-shared-%d" % round_no, 30000)
+                stop = threading.Event()
+                bad = []
+                def worker(i):
+                    n = 0
+                    while not stop.is_set():
+                        n += 1
+                        try:
+                            lk = c.trylock("race-%d-%d" % (i, n % 3), 5000)
+                            lk.validity_ms; lk.lost
+                            lk.extend(5000)
+                            shared.validity_ms; shared.lost
+                            lk.unlock()
+                        except (redlock.ClosedError, redlock.CanceledError,
+                                redlock.LockedError):
+                            if c.closed:
+                                return
+                        except redlock.InvalidArgument:
+                            pass  # extend of a lock the close took
+                        except BaseException as exc:
+                            bad.append(exc); return
+                def waiter():
+                    try:
+                        c.lock("race-shared-%d" % round_no, 1000, wait_ms=60000)
+                    except (redlock.CanceledError, redlock.ClosedError):
+                        pass
+                    except BaseException as exc:
+                        bad.append(exc)
+                threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+                threads.append(threading.Thread(target=waiter))
+                for t in threads: t.start()
+                # let them run until some work happened
+                import time
+                end = time.monotonic() + 0.3
+                while time.monotonic() < end: time.sleep(0.01)
+                c.close()
+                stop.set()
+                for t in threads: t.join(60)
+                assert not any(t.is_alive() for t in threads), "thread stuck"
+                assert not bad, bad
+                assert shared.released
+            print("OK")
+        """, *self.uris)
+
+    def test_interrupted_lock_releases_late_grant(self):
+        # Ctrl-C while lock() waits: the call is abandoned, and the lock it is
+        # granted later (when the holder releases) is let go, not leaked.
+        run_script(self, """
+            import os, signal, sys, threading, time, redlock
+            uris = sys.argv[1:]
+            kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000)
+            holder = redlock.Client(uris, **kw)
+            c = redlock.Client(uris, **kw)
+            held = holder.lock("sigint-r", 30000)
+            def interrupt():
+                deadline = time.monotonic() + 30
+                while not c._core.pending and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                os.kill(os.getpid(), signal.SIGINT)
+            threading.Thread(target=interrupt).start()
+            try:
+                c.lock("sigint-r", 5000, wait_ms=120000)
+            except KeyboardInterrupt:
+                pass
+            else:
+                raise AssertionError("not interrupted")
+            held.unlock()
+            # The abandoned call may still win the lock; it is released at once.
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    holder.trylock("sigint-r", 1000).unlock()
+                    break
+                except redlock.LockedError:
+                    assert time.monotonic() < deadline, "abandoned lock leaked"
+                    time.sleep(0.02)
+            c.close(); holder.close()
+            print("OK")
+        """, *self.uris)
+
+    def test_close_from_callback(self):
+        run_script(self, """
+            import sys, threading, redlock
+            uris = sys.argv[1:]
+            port_cmd = None
+            c = redlock.Client(uris, quarantine=False, request_timeout_ms=300)
+            called = threading.Event()
+            def on_lost(lock):
+                c.close()          # returns at once on the I/O thread
+                called.set()
+            lk = c.lock("cb-close", 1000, watch=True, on_lost=on_lost)
+            import socket
+            for u in uris:         # delete the key everywhere: the watch loses it
+                host, port = u[len("redis://"):].split(":")
+                s = socket.create_connection((host, int(port)), timeout=10)
+                s.sendall(b"*2\\r\\n$3\\r\\nDEL\\r\\n$8\\r\\ncb-close\\r\\n"); s.recv(64); s.close()
+            assert called.wait(60), "on_lost not called"
+            c.close()              # waits for the close finished by the helper thread
+            assert c.closed and lk.released
+            print("OK")
+        """, *self.uris)
+
+
+class TestMastersDying(unittest.TestCase):
+    """Own servers: killed during the test."""
+
+    def setUp(self):
+        if REDIS_SERVER is None:
+            self.skipTest("redis-server not found on PATH")
+        self.servers = start_servers(3)
+        for s in self.servers:
+            self.addCleanup(s.stop)
+
+    def test_watch_reports_lost_when_masters_die(self):
+        msgs = []
+        c = redlock.Client([s.uri for s in self.servers],
+                           **client_kwargs(request_timeout_ms=300,
+                                           log=lambda lvl, m: msgs.append(m)))
+        self.addCleanup(c.close)
+        lost = threading.Event()
+        got = []
+
+        def on_lost(lock):
+            got.append(lock)
+            lost.set()
+
+        lk = c.lock(unique("dying"), 1500, watch=True, on_lost=on_lost)
+        self.servers[0].stop()
+        self.servers[1].stop()
+        self.assertTrue(lost.wait(30), "on_lost not called after a quorum died")
+        self.assertIs(got[0], lk)
+        self.assertTrue(lk.lost)
+        self.assertLessEqual(lk.validity_ms, 1500)
+        with self.assertRaises(redlock.NoQuorumError):
+            c.trylock(unique("after"), 1000)
+        self.assertIn("no quorum", c.last_votes())
+        with self.assertRaises((redlock.NoQuorumError, redlock.LostError)):
+            lk.unlock()
+        self.assertTrue(lk.released)
+        wait_until(lambda: msgs, what="a warning in the log")
+
+
+if __name__ == "__main__":
+    unittest.main()
