@@ -1,6 +1,7 @@
 /* conn.c: hiredis async connections on a libuv loop (see conn.h). */
 #include "conn.h"
 
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,10 @@ redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flus
     redisAsyncFree(ac);
     return NULL;
   }
+  /* A program that forks and execs must not hand our sockets to the child. */
+  int flags = fcntl(ac->c.fd, F_GETFD);
+  if (flags >= 0)
+    fcntl(ac->c.fd, F_SETFD, flags | FD_CLOEXEC);
   conn_events_t *ev = calloc(1, sizeof *ev);
   if (ev == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
     snprintf(err, err_len, "cannot watch the socket");

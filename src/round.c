@@ -75,7 +75,10 @@ static void round_check_decision(round_t *round) {
   round->decided = 1;
   round->outcome = outcome;
   round->decided_ns = clock_now_ns();
-  client_record_votes(round->client, round);
+  /* Diagnostics describe the rounds a caller waits on, not the background
+   * releases that follow a lost attempt. */
+  if (round->on_decided != NULL)
+    client_record_votes(round->client, round);
   if (round->on_decided != NULL)
     round->on_decided(round, outcome, round->ctx);
   round_unref(round); /* the decision's reference */

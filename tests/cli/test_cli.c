@@ -1,0 +1,1060 @@
+/* test_cli.c: black-box tests of the `redlock` command (tools/redlock.c)
+ * against real redis-server processes started by the harness.
+ *
+ *   test_cli PATH-TO-redlock CASE      runs one case (ctest: one test each)
+ *   test_cli --helper MODE ...         the COMMAND the tests hand to redlock
+ *
+ * The driver runs the built `redlock` binary with fork + exec, its stdin and
+ * stdout on pipes and its stderr in a file, and the command it runs is this
+ * same program in helper mode: it reports its environment (fence token,
+ * resource, value) and the signals it gets on stdout, and holds the lock until
+ * the driver closes its stdin.  Nothing waits by sleeping: every wait polls an
+ * observable condition (output, exit, keys on the masters) with a deadline
+ * (rh_wait_until, poll()).  Deadlines are generous: other tests load the
+ * machine.  Every redlock run uses --no-quarantine, because the masters are
+ * fresh (no lock can have been held on them before).
+ *
+ * Exit statuses checked (docs/cli.md): COMMAND's own, 128+N, 64 usage,
+ * 69 no quorum, 71 lost, 75 busy (or -E), 126, 127.  A redlock built with
+ * sanitizers fails a case if it reports anything on stderr (leaks included). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "redis_harness.h"
+
+#define N_MASTERS 3
+#define DEADLINE_MS 30000 /* for things that should take well under a second */
+#define MAX_PROCS 128
+#define MAX_ARGS 48
+
+/* Options every run gets: fresh masters (no quarantine), and timeouts that
+ * tolerate a loaded machine. */
+#define RUN "run", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
+
+static const char *g_redlock;  /* the binary under test */
+static char g_self[PATH_MAX];  /* this program, as COMMAND */
+static const char *g_case = "?";
+static rh_server_t *g_servers[N_MASTERS];
+static int g_have_servers;
+static char g_nodes[N_MASTERS * 600]; /* REDLOCK_NODES for the masters */
+static char g_tmpdir[PATH_MAX];
+
+/* ================================================================================
+ * helper mode: the COMMAND run under the lock
+ * ================================================================================ */
+
+static int g_stubborn;
+
+static void put_str(const char *s) {
+  size_t len = strlen(s);
+  while (len > 0) {
+    ssize_t n = write(1, s, len);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return;
+    }
+    s += n;
+    len -= (size_t)n;
+  }
+}
+
+static void on_signal(int sig) {
+  /* async-signal-safe: write(2) only */
+  char buf[32] = "signal ";
+  int i = 7;
+  if (sig >= 10)
+    buf[i++] = (char)('0' + sig / 10);
+  buf[i++] = (char)('0' + sig % 10);
+  buf[i++] = '\n';
+  buf[i] = '\0';
+  put_str(buf);
+  if (!g_stubborn) {
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+}
+
+static void print_env(const char *tag, const char *fence_var) {
+  const char *fence = getenv(fence_var);
+  const char *value = getenv("REDLOCK_VALUE");
+  const char *resource = getenv("REDLOCK_RESOURCE");
+  char line[2048];
+  snprintf(line, sizeof line, "%s fence=%s value=%s resource=%s\n", tag,
+           fence ? fence : "(unset)", value ? value : "(unset)", resource ? resource : "(unset)");
+  put_str(line);
+}
+
+/* Number of open descriptors >= 3 that are sockets. */
+static int count_sockets(void) {
+  int n = 0;
+  for (int fd = 3; fd < 1024; fd++) {
+    char path[64], target[256];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t len = readlink(path, target, sizeof target - 1);
+    if (len <= 0)
+      continue;
+    target[len] = '\0';
+    n += strncmp(target, "socket:", 7) == 0;
+  }
+  return n;
+}
+
+/* --helper print [VAR] | exit N | killself N | hold [stubborn] | sockets */
+static int helper_main(int argc, char **argv) {
+  if (argc < 3)
+    return 100;
+  const char *mode = argv[2];
+  if (strcmp(mode, "sockets") == 0) {
+    char line[64];
+    snprintf(line, sizeof line, "sockets=%d\n", count_sockets());
+    put_str(line);
+    return 0;
+  }
+  if (strcmp(mode, "print") == 0) {
+    print_env("env", argc > 3 ? argv[3] : "REDLOCK_FENCE");
+    return 0;
+  }
+  if (strcmp(mode, "exit") == 0 && argc > 3)
+    return atoi(argv[3]);
+  if (strcmp(mode, "killself") == 0 && argc > 3) {
+    int sig = atoi(argv[3]);
+    signal(sig, SIG_DFL);
+    raise(sig);
+    return 101;
+  }
+  if (strcmp(mode, "hold") == 0) {
+    g_stubborn = argc > 3 && strcmp(argv[3], "stubborn") == 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    print_env("ready", "REDLOCK_FENCE");
+    char buf[256];
+    for (;;) {
+      ssize_t n = read(0, buf, sizeof buf);
+      if (n > 0 || (n < 0 && errno == EINTR))
+        continue;
+      break; /* EOF: the driver released us (or died) */
+    }
+    put_str("eof\n");
+    return 0;
+  }
+  return 100;
+}
+
+/* ================================================================================
+ * processes
+ * ================================================================================ */
+
+typedef struct {
+  pid_t pid;
+  int in_fd;  /* its stdin (write end), or -1 */
+  int out_fd; /* its stdout (read end, non-blocking) */
+  char out[16384];
+  size_t out_len;
+  int out_eof;
+  char err_path[PATH_MAX + 32];
+  int exited;
+  int wstatus;
+  uint64_t started_ms, exited_ms;
+} proc_t;
+
+static proc_t *g_procs[MAX_PROCS];
+
+static void cleanup(void) {
+  for (int i = 0; i < MAX_PROCS; i++) {
+    proc_t *p = g_procs[i];
+    if (p == NULL)
+      continue;
+    if (!p->exited && p->pid > 0) {
+      kill(p->pid, SIGKILL);
+      waitpid(p->pid, NULL, 0);
+    }
+    if (p->in_fd >= 0)
+      close(p->in_fd);
+    if (p->out_fd >= 0)
+      close(p->out_fd);
+    unlink(p->err_path);
+    free(p);
+    g_procs[i] = NULL;
+  }
+  if (g_have_servers) {
+    for (int i = 0; i < N_MASTERS; i++)
+      if (g_servers[i] != NULL && rh_server_pid(g_servers[i]) != 0)
+        rh_server_resume(g_servers[i]); /* always: never leave a master stopped */
+    rh_cluster_free(g_servers, N_MASTERS);
+    g_have_servers = 0;
+  }
+  if (g_tmpdir[0] != '\0') {
+    rmdir(g_tmpdir);
+    g_tmpdir[0] = '\0';
+  }
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return NULL;
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (buf == NULL) {
+    fclose(f);
+    return NULL;
+  }
+  size_t n;
+  while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += n;
+    if (cap - len < 2) {
+      char *p = realloc(buf, cap * 2);
+      if (p == NULL)
+        break;
+      buf = p;
+      cap *= 2;
+    }
+  }
+  buf[len] = '\0';
+  fclose(f);
+  return buf;
+}
+
+static void dump_proc(const proc_t *p) {
+  char *err = read_file(p->err_path);
+  fprintf(stderr, "  --- pid %ld: stdout ---\n%.*s\n  --- stderr ---\n%s\n  ---\n", (long)p->pid,
+          (int)p->out_len, p->out, err ? err : "(none)");
+  free(err);
+}
+
+static proc_t *g_last; /* dumped on failure */
+
+__attribute__((noreturn, format(printf, 4, 5))) static void
+fail_at(const char *file, int line, const char *cond, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FAIL [%s] %s:%d: check failed: %s -- ", g_case, file, line, cond);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  if (g_last != NULL)
+    dump_proc(g_last);
+  cleanup();
+  exit(1);
+}
+
+#define CHECK(cond, ...)                                                                       \
+  do {                                                                                         \
+    if (!(cond))                                                                               \
+      fail_at(__FILE__, __LINE__, #cond, __VA_ARGS__);                                         \
+  } while (0)
+
+/* Starts `redlock ARGS...`.  nodes: REDLOCK_NODES for it (NULL: unset).
+ * keep_stdin: keep a pipe to its stdin (the hold helper waits for EOF). */
+static proc_t *start_argv(const char *nodes, int keep_stdin, const char *const *args) {
+  proc_t *p = calloc(1, sizeof *p);
+  CHECK(p != NULL, "out of memory");
+  int slot = -1;
+  for (int i = 0; i < MAX_PROCS; i++)
+    if (g_procs[i] == NULL) {
+      slot = i;
+      break;
+    }
+  CHECK(slot >= 0, "too many processes");
+  g_procs[slot] = p;
+  p->in_fd = p->out_fd = -1;
+  snprintf(p->err_path, sizeof p->err_path, "%s/stderr-%d", g_tmpdir, slot);
+
+  const char *argv[MAX_ARGS + 2];
+  int argc = 0;
+  argv[argc++] = g_redlock;
+  for (int i = 0; args[i] != NULL && argc < MAX_ARGS; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
+
+  int in_pipe[2], out_pipe[2];
+  /* O_CLOEXEC: no other child may hold these, or EOF would never come. */
+  CHECK(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, "pipe: %s",
+        strerror(errno));
+  int err_fd = open(p->err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  CHECK(err_fd >= 0, "open %s: %s", p->err_path, strerror(errno));
+  fflush(NULL);
+  p->started_ms = rh_now_ms();
+  pid_t pid = fork();
+  CHECK(pid >= 0, "fork: %s", strerror(errno));
+  if (pid == 0) {
+    /* A crashed driver leaks no redlock (its COMMAND then reads EOF). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    dup2(in_pipe[0], 0);
+    dup2(out_pipe[1], 1);
+    dup2(err_fd, 2);
+    if (nodes != NULL)
+      setenv("REDLOCK_NODES", nodes, 1);
+    else
+      unsetenv("REDLOCK_NODES");
+    unsetenv("REDLOCK_FENCE");
+    /* Whatever the driver inherited (a background job ignores SIGINT),
+     * redlock starts with the default dispositions. */
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    execv(g_redlock, (char *const *)argv);
+    _exit(99);
+  }
+  p->pid = pid;
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_fd);
+  p->out_fd = out_pipe[0];
+  fcntl(p->out_fd, F_SETFL, fcntl(p->out_fd, F_GETFL) | O_NONBLOCK);
+  if (keep_stdin) {
+    p->in_fd = in_pipe[1];
+  } else {
+    close(in_pipe[1]);
+  }
+  g_last = p;
+  return p;
+}
+
+#define START(nodes, keep, ...) start_argv((nodes), (keep), (const char *const[]){__VA_ARGS__, NULL})
+
+static void pump(proc_t *p) {
+  while (!p->out_eof && p->out_len < sizeof p->out - 1) {
+    ssize_t n = read(p->out_fd, p->out + p->out_len, sizeof p->out - 1 - p->out_len);
+    if (n > 0) {
+      p->out_len += (size_t)n;
+      p->out[p->out_len] = '\0';
+    } else if (n == 0) {
+      p->out_eof = 1;
+    } else {
+      break; /* EAGAIN */
+    }
+  }
+}
+
+static int pred_exited(void *arg) {
+  proc_t *p = arg;
+  pump(p);
+  if (p->exited)
+    return 1;
+  pid_t r = waitpid(p->pid, &p->wstatus, WNOHANG);
+  if (r == p->pid) {
+    p->exited = 1;
+    p->exited_ms = rh_now_ms();
+    pump(p);
+    return 1;
+  }
+  return 0;
+}
+
+static void check_no_sanitizer_report(proc_t *p) {
+  char *err = read_file(p->err_path);
+  if (err != NULL) {
+    g_last = p;
+    CHECK(strstr(err, "Sanitizer") == NULL && strstr(err, "runtime error") == NULL,
+          "sanitizer report from redlock");
+  }
+  free(err);
+}
+
+/* Waits for the exit and returns the exit status (128+N for signal N). */
+static int wait_exit(proc_t *p, int timeout_ms) {
+  g_last = p;
+  CHECK(rh_wait_until(pred_exited, p, timeout_ms), "redlock (pid %ld) still running after %d ms",
+        (long)p->pid, timeout_ms);
+  check_no_sanitizer_report(p);
+  if (WIFEXITED(p->wstatus))
+    return WEXITSTATUS(p->wstatus);
+  if (WIFSIGNALED(p->wstatus))
+    return 128 + WTERMSIG(p->wstatus);
+  return -1;
+}
+
+/* Runs redlock to completion; returns its exit status. */
+#define RUN_TO_END(p) wait_exit((p), DEADLINE_MS)
+
+typedef struct {
+  proc_t *p;
+  const char *needle;
+} wait_out_t;
+
+static int pred_output(void *arg) {
+  wait_out_t *w = arg;
+  pump(w->p);
+  return strstr(w->p->out, w->needle) != NULL || (w->p->out_eof && w->p->exited);
+}
+
+/* Waits until its stdout contains needle. */
+static void wait_output(proc_t *p, const char *needle, int timeout_ms) {
+  wait_out_t w = {p, needle};
+  g_last = p;
+  int ok = rh_wait_until(pred_output, &w, timeout_ms);
+  CHECK(ok && strstr(p->out, needle) != NULL, "no '%s' on stdout after %d ms", needle,
+        timeout_ms);
+}
+
+static int pred_eof(void *arg) {
+  proc_t *p = arg;
+  pump(p);
+  return p->out_eof;
+}
+
+/* Waits until nothing holds its stdout any more (it and its COMMAND are gone). */
+static void wait_eof(proc_t *p, int timeout_ms) {
+  g_last = p;
+  CHECK(rh_wait_until(pred_eof, p, timeout_ms), "stdout still open after %d ms", timeout_ms);
+}
+
+typedef struct {
+  proc_t *p;
+  const char *needle;
+} wait_err_t;
+
+static int pred_stderr(void *arg) {
+  wait_err_t *w = arg;
+  char *err = read_file(w->p->err_path);
+  int found = err != NULL && strstr(err, w->needle) != NULL;
+  free(err);
+  return found;
+}
+
+static void wait_stderr(proc_t *p, const char *needle, int timeout_ms) {
+  wait_err_t w = {p, needle};
+  g_last = p;
+  CHECK(rh_wait_until(pred_stderr, &w, timeout_ms), "no '%s' on stderr after %d ms", needle,
+        timeout_ms);
+}
+
+static int stderr_contains(proc_t *p, const char *needle) {
+  wait_err_t w = {p, needle};
+  return pred_stderr(&w);
+}
+
+static void close_stdin(proc_t *p) {
+  if (p->in_fd >= 0) {
+    close(p->in_fd);
+    p->in_fd = -1;
+  }
+}
+
+/* "key=VALUE" from a helper line "TAG fence=.. value=.. resource=.." that
+ * starts with tag.  out gets "" when absent. */
+static void field(const proc_t *p, const char *tag, const char *key, char *out, size_t size) {
+  out[0] = '\0';
+  const char *line = p->out;
+  size_t tlen = strlen(tag);
+  while (line != NULL && *line) {
+    if (strncmp(line, tag, tlen) == 0 && line[tlen] == ' ') {
+      char pat[64];
+      snprintf(pat, sizeof pat, " %s=", key);
+      const char *end = strchr(line, '\n');
+      const char *f = strstr(line, pat);
+      if (f != NULL && (end == NULL || f < end)) {
+        f += strlen(pat);
+        size_t n = strcspn(f, " \n");
+        if (n >= size)
+          n = size - 1;
+        memcpy(out, f, n);
+        out[n] = '\0';
+      }
+      return;
+    }
+    line = strchr(line, '\n');
+    if (line != NULL)
+      line++;
+  }
+}
+
+static uint64_t field_u64(const proc_t *p, const char *tag, const char *key) {
+  char buf[64];
+  field(p, tag, key, buf, sizeof buf);
+  if (!isdigit((unsigned char)buf[0]))
+    return 0;
+  return strtoull(buf, NULL, 10);
+}
+
+/* ================================================================================
+ * masters
+ * ================================================================================ */
+
+static void start_masters_with(const rh_options_t *opts) {
+  CHECK(rh_cluster_start(g_servers, N_MASTERS, opts) == 0, "cannot start %d redis-servers",
+        N_MASTERS);
+  g_have_servers = 1;
+  g_nodes[0] = '\0';
+  for (int i = 0; i < N_MASTERS; i++) {
+    if (i > 0)
+      strcat(g_nodes, ",");
+    strcat(g_nodes, rh_server_uri(g_servers[i]));
+  }
+}
+
+static void start_masters(void) { start_masters_with(NULL); }
+
+/* How many masters hold key with this value ("(nil)" for none). */
+static int count_value(const char *key, const char *value) {
+  int n = 0;
+  for (int i = 0; i < N_MASTERS; i++) {
+    char buf[256];
+    if (rh_server_pid(g_servers[i]) == 0)
+      continue;
+    if (rh_server_command(g_servers[i], buf, sizeof buf, "GET %s", key) == 0 &&
+        strcmp(buf, value) == 0)
+      n++;
+  }
+  return n;
+}
+
+typedef struct {
+  const char *key;
+} key_arg_t;
+
+static int pred_key_gone(void *arg) {
+  const key_arg_t *k = arg;
+  return count_value(k->key, "(nil)") == N_MASTERS;
+}
+
+static void wait_key_gone(const char *key) {
+  key_arg_t k = {key};
+  CHECK(rh_wait_until(pred_key_gone, &k, DEADLINE_MS), "key '%s' still present on a master",
+        key);
+}
+
+/* Starts `redlock run RESOURCE -- helper hold` and waits until it holds. */
+static proc_t *start_holder(const char *const *extra, const char *resource, int stubborn) {
+  const char *args[MAX_ARGS];
+  int n = 0;
+  const char *base[] = {RUN};
+  for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+    args[n++] = base[i];
+  for (int i = 0; extra != NULL && extra[i] != NULL; i++)
+    args[n++] = extra[i];
+  args[n++] = resource;
+  args[n++] = "--";
+  args[n++] = g_self;
+  args[n++] = "--helper";
+  args[n++] = "hold";
+  if (stubborn)
+    args[n++] = "stubborn";
+  args[n] = NULL;
+  proc_t *p = start_argv(g_nodes, 1, args);
+  wait_output(p, "ready ", DEADLINE_MS);
+  return p;
+}
+
+/* ================================================================================
+ * cases
+ * ================================================================================ */
+
+/* run returns COMMAND's exit status; 128+N for a signal; 126/127. */
+static void case_exit_status(void) {
+  start_masters();
+  static const char *const codes[] = {"0", "3", "42", "255"};
+  for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+    proc_t *p = START(g_nodes, 0, RUN, "exit-res", "--", g_self, "--helper", "exit", codes[i]);
+    CHECK(RUN_TO_END(p) == atoi(codes[i]), "exit %s", codes[i]);
+    wait_key_gone("exit-res");
+  }
+  char sig[16];
+  snprintf(sig, sizeof sig, "%d", SIGUSR1);
+  proc_t *p = START(g_nodes, 0, RUN, "exit-res", "--", g_self, "--helper", "killself", sig);
+  CHECK(RUN_TO_END(p) == 128 + SIGUSR1, "killed by SIGUSR1 -> 128+%d", SIGUSR1);
+  wait_key_gone("exit-res");
+
+  p = START(g_nodes, 0, RUN, "exit-res", "--", "redlock-test-no-such-command-xyz");
+  CHECK(RUN_TO_END(p) == 127, "command not found -> 127");
+  CHECK(stderr_contains(p, "cannot run"), "message");
+  wait_key_gone("exit-res");
+
+  /* Found but not executable (a directory). */
+  p = START(g_nodes, 0, RUN, "exit-res", "--", g_tmpdir);
+  CHECK(RUN_TO_END(p) == 126, "not executable -> 126");
+  wait_key_gone("exit-res");
+
+  /* redlock's own connections to the masters are not passed on. */
+  p = START(g_nodes, 0, RUN, "exit-res", "--", g_self, "--helper", "sockets");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "sockets=0\n") != NULL,
+        "no socket descriptors in COMMAND: %s", p->out);
+
+  /* Without --: COMMAND right after RESOURCE. */
+  p = START(g_nodes, 0, RUN, "exit-res", g_self, "--helper", "exit", "5");
+  CHECK(RUN_TO_END(p) == 5, "without --");
+}
+
+/* The fence token is in the environment and grows from one run to the next. */
+static void case_fence(void) {
+  start_masters();
+  proc_t *a = START(g_nodes, 0, RUN, "fence-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(a) == 0, "first run");
+  uint64_t f1 = field_u64(a, "env", "fence");
+  char value[128], resource[128];
+  field(a, "env", "value", value, sizeof value);
+  field(a, "env", "resource", resource, sizeof resource);
+  CHECK(f1 > 0, "REDLOCK_FENCE set");
+  CHECK(strlen(value) == 32 && strspn(value, "0123456789abcdef") == 32,
+        "REDLOCK_VALUE is 32 hex characters: '%s'", value);
+  CHECK(strcmp(resource, "fence-res") == 0, "REDLOCK_RESOURCE: '%s'", resource);
+
+  proc_t *b = START(g_nodes, 0, RUN, "fence-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 0, "second run");
+  uint64_t f2 = field_u64(b, "env", "fence");
+  char value2[128];
+  field(b, "env", "value", value2, sizeof value2);
+  CHECK(f2 > f1, "fence grows: %" PRIu64 " then %" PRIu64, f1, f2);
+  CHECK(strcmp(value, value2) != 0, "a new value per acquisition");
+
+  /* The counter on the masters is at least the token (the write-back). */
+  int at_least = 0;
+  for (int i = 0; i < N_MASTERS; i++) {
+    char buf[64];
+    if (rh_server_command(g_servers[i], buf, sizeof buf, "GET __redlock_fence__:fence-res") == 0 &&
+        strtoull(buf, NULL, 10) >= f2)
+      at_least++;
+  }
+  CHECK(at_least >= N_MASTERS / 2 + 1, "fence counter >= token on a quorum (%d)", at_least);
+
+  /* --fence-env NAME. */
+  proc_t *c = START(g_nodes, 0, RUN, "--fence-env", "MY_TOKEN", "fence-res", "--", g_self,
+                    "--helper", "print", "MY_TOKEN");
+  CHECK(RUN_TO_END(c) == 0, "--fence-env run");
+  uint64_t f3 = field_u64(c, "env", "fence");
+  CHECK(f3 > f2, "MY_TOKEN set and larger: %" PRIu64, f3);
+}
+
+/* Held while COMMAND runs (others get the busy status), released after. */
+static void case_busy(void) {
+  start_masters();
+  proc_t *h = start_holder(NULL, "busy-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  CHECK(count_value("busy-res", value) >= N_MASTERS / 2 + 1, "key holds our value on a quorum");
+
+  proc_t *b = START(g_nodes, 0, RUN, "--wait", "0", "busy-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 75, "busy -> 75");
+  CHECK(b->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(b, "locked by another holder"), "message says why");
+
+  proc_t *e = START(g_nodes, 0, RUN, "-E", "9", "busy-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(e) == 9, "--conflict-exit-code 9");
+  CHECK(e->out_len == 0, "COMMAND did not run");
+
+  proc_t *q = START(g_nodes, 0, RUN, "--quiet", "busy-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(q) == 75, "quiet busy -> 75");
+  char *err = read_file(q->err_path);
+  CHECK(err != NULL && err[0] == '\0', "--quiet prints nothing: '%s'", err ? err : "");
+  free(err);
+
+  /* Still held, then released when COMMAND exits. */
+  CHECK(count_value("busy-res", value) >= N_MASTERS / 2 + 1, "still held");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder exits with COMMAND's status");
+  CHECK(strstr(h->out, "eof") != NULL, "COMMAND ran to its end");
+  wait_key_gone("busy-res");
+
+  proc_t *again = START(g_nodes, 0, RUN, "busy-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(again) == 0, "free again");
+}
+
+/* --wait waits for the holder's release; a wait that runs out is "busy". */
+static void case_wait(void) {
+  start_masters();
+  proc_t *h = start_holder(NULL, "wait-res", 0);
+  uint64_t f_holder = field_u64(h, "ready", "fence");
+  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "60000", "wait-res", "--", g_self, "--helper",
+                    "print");
+  wait_stderr(w, "waiting up to 60000 ms", DEADLINE_MS);
+  CHECK(!pred_exited(w) && w->out_len == 0, "the waiter waits");
+  uint64_t released = rh_now_ms();
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  CHECK(RUN_TO_END(w) == 0, "waiter got the lock after the release");
+  CHECK(w->exited_ms >= released, "not before the release");
+  uint64_t f_waiter = field_u64(w, "env", "fence");
+  CHECK(f_waiter > f_holder, "waiter's fence %" PRIu64 " > holder's %" PRIu64, f_waiter, f_holder);
+
+  /* A wait that runs out. */
+  proc_t *h2 = start_holder(NULL, "wait-res", 0);
+  proc_t *t = START(g_nodes, 0, RUN, "--wait", "700", "wait-res", "--", g_self, "--helper",
+                    "print");
+  CHECK(RUN_TO_END(t) == 75, "wait ran out -> 75");
+  CHECK(t->exited_ms - t->started_ms >= 700, "waited the whole budget (%" PRIu64 " ms)",
+        t->exited_ms - t->started_ms);
+  CHECK(t->out_len == 0, "COMMAND did not run");
+  close_stdin(h2);
+  CHECK(RUN_TO_END(h2) == 0, "second holder done");
+  wait_key_gone("wait-res");
+}
+
+/* Masters down: no quorum. */
+static void case_noquorum(void) {
+  start_masters();
+  CHECK(rh_server_kill(g_servers[0]) == 0 && rh_server_kill(g_servers[1]) == 0, "kill 2 masters");
+  proc_t *p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "2 of 3 down -> 69");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(p, "too few Redis masters"), "message says why");
+  CHECK(stderr_contains(p, ": down ("), "per-master diagnosis");
+
+  p = START(g_nodes, 0, RUN, "--wait", "600", "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "2 of 3 down, with --wait -> 69 (not busy)");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+
+  CHECK(rh_server_kill(g_servers[2]) == 0, "kill the last master");
+  p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "all down -> 69");
+
+  /* Fresh masters with the quarantine on (the default): no quorum either. */
+  for (int i = 0; i < N_MASTERS; i++)
+    CHECK(rh_server_restart(g_servers[i]) == 0, "restart");
+  p = START(g_nodes, 0, "run", "--request-timeout", "500", "nq-res", "--", g_self, "--helper",
+            "print");
+  CHECK(RUN_TO_END(p) == 69, "quarantined masters -> 69");
+  CHECK(stderr_contains(p, "restart quarantine") && stderr_contains(p, "--no-quarantine"),
+        "hint at the quarantine");
+  p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0, "--no-quarantine -> 0");
+}
+
+/* Bad command lines: 64, and COMMAND never runs. */
+static void case_usage(void) {
+  const char *nodes = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
+  char many[64 * 40] = "";
+  for (int i = 0; i < 65; i++) {
+    char one[40];
+    snprintf(one, sizeof one, "%sredis://127.0.0.1:%d", i ? "," : "", 1000 + i);
+    strcat(many, one);
+  }
+  struct {
+    const char *env;
+    const char *args[12];
+  } bad[] = {
+      {nodes, {NULL}},
+      {nodes, {"frobnicate"}},
+      {nodes, {"run"}},
+      {nodes, {"run", "r"}},
+      {nodes, {"run", "r", "--"}},
+      {nodes, {"run", "--ttl", "abc", "r", "--", g_self}},
+      {nodes, {"run", "--ttl", "0", "r", "--", g_self}},
+      {nodes, {"run", "--ttl", "70000", "r", "--", g_self}},
+      {nodes, {"run", "--ttl", "2m", "--max-ttl", "90s", "r", "--", g_self}},
+      {nodes, {"run", "--wait", "-1", "r", "--", g_self}},
+      {nodes, {"run", "--wait", "5x", "r", "--", g_self}},
+      {nodes, {"run", "--frobnicate", "r", "--", g_self}},
+      {nodes, {"run", "-Z", "r", "--", g_self}},
+      {nodes, {"run", "--ttl"}},
+      {nodes, {"run", "-E", "256", "r", "--", g_self}},
+      {nodes, {"run", "--fence-env", "A=B", "r", "--", g_self}},
+      {nodes, {"run", "--fence-env", "", "r", "--", g_self}},
+      {nodes, {"run", "--fence-env", "REDLOCK_VALUE", "r", "--", g_self}},
+      {nodes, {"run", "r", "--ttl", "5", g_self}},
+      {nodes, {"run", "", "--", g_self}},
+      {NULL, {"run", "r", "--", g_self}},
+      {"", {"run", "r", "--", g_self}},
+      {"http://127.0.0.1:1", {"run", "r", "--", g_self}},
+      {many, {"run", "r", "--", g_self}},
+      {NULL, {"run", "--node", "redis://127.0.0.1:1", "--node", "redis://127.0.0.1:1", "r",
+              "--", g_self}},
+      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "r", "--", g_self}},
+      {nodes, {"status"}},
+      {nodes, {"status", "a", "b"}},
+      {nodes, {"status", "--timeout", "0", "a"}},
+      {NULL, {"status", "a"}},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    proc_t *p = start_argv(bad[i].env, 0, bad[i].args);
+    int rc = RUN_TO_END(p);
+    CHECK(rc == 64, "bad command line #%zu (%s %s ...) -> 64, got %d", i,
+          bad[i].args[0] ? bad[i].args[0] : "", bad[i].args[0] && bad[i].args[1] ? bad[i].args[1] : "",
+          rc);
+    CHECK(p->out_len == 0, "nothing on stdout, COMMAND did not run (#%zu)", i);
+    CHECK(stderr_contains(p, "--help"), "points at --help (#%zu)", i);
+  }
+  /* The password never appears in a message about a bad URI. */
+  proc_t *p = START("redis://user:s3cr3tpw@127.0.0.1:99999", 0, "run", "r", "--", g_self);
+  CHECK(RUN_TO_END(p) == 64, "bad port");
+  CHECK(!stderr_contains(p, "s3cr3tpw"), "no password in messages");
+
+  p = START(NULL, 0, "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock run") != NULL, "--help");
+  p = START(NULL, 0, "run", "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--wait") != NULL, "run --help");
+  p = START(NULL, 0, "--version");
+  CHECK(RUN_TO_END(p) == 0 && strncmp(p->out, "redlock 0.", 10) == 0, "--version: '%s'", p->out);
+}
+
+/* Lost lock: COMMAND gets SIGTERM (then SIGKILL), redlock exits 71. */
+static void pause_all(void) {
+  for (int i = 0; i < N_MASTERS; i++)
+    CHECK(rh_server_pause(g_servers[i]) == 0, "pause");
+}
+
+static void resume_all(void) {
+  for (int i = 0; i < N_MASTERS; i++)
+    CHECK(rh_server_resume(g_servers[i]) == 0, "resume");
+}
+
+static void case_lost(void) {
+  start_masters();
+  char term[32];
+  snprintf(term, sizeof term, "signal %d\n", SIGTERM);
+
+  /* COMMAND that stops on SIGTERM. */
+  const char *const opts[] = {"--ttl", "1500", "--grace", "20000", NULL};
+  proc_t *p = start_holder(opts, "lost-res", 0);
+  pause_all();
+  int rc = wait_exit(p, 60000);
+  resume_all();
+  CHECK(rc == 71, "lost -> 71, got %d", rc);
+  CHECK(strstr(p->out, term) != NULL, "COMMAND got SIGTERM");
+  CHECK(strstr(p->out, "eof") == NULL, "COMMAND did not run to its end");
+  CHECK(stderr_contains(p, "lost"), "message says the lock was lost");
+
+  /* COMMAND that ignores SIGTERM: SIGKILL after --grace. */
+  const char *const opts2[] = {"--ttl", "1500", "--grace", "300", NULL};
+  p = start_holder(opts2, "lost-res2", 1);
+  pause_all();
+  rc = wait_exit(p, 60000);
+  resume_all();
+  CHECK(rc == 71, "lost (stubborn COMMAND) -> 71, got %d", rc);
+  CHECK(strstr(p->out, term) != NULL, "COMMAND got SIGTERM");
+  CHECK(stderr_contains(p, "SIGKILL"), "then SIGKILL");
+  wait_eof(p, DEADLINE_MS); /* COMMAND is dead: nothing holds its stdout any more */
+
+  /* --process-group: a COMMAND's children get the signal too. */
+  char script[PATH_MAX + 64];
+  snprintf(script, sizeof script, "\"$0\" --helper hold; echo after");
+  p = START(g_nodes, 1, RUN, "--process-group", "--ttl", "1500", "lost-res3", "--", "/bin/sh", "-c",
+            script, g_self);
+  wait_output(p, "ready ", DEADLINE_MS);
+  pause_all();
+  rc = wait_exit(p, 60000);
+  resume_all();
+  CHECK(rc == 71, "lost (process group) -> 71, got %d", rc);
+  CHECK(strstr(p->out, term) != NULL, "the grandchild got SIGTERM");
+  CHECK(strstr(p->out, "after") == NULL, "the shell was stopped too");
+}
+
+/* SIGTERM/SIGINT/SIGHUP sent to redlock reach COMMAND; the lock is released. */
+static void case_signals(void) {
+  start_masters();
+  const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    proc_t *p = start_holder(NULL, "sig-res", 0);
+    CHECK(kill(p->pid, sigs[i]) == 0, "kill");
+    char line[32];
+    snprintf(line, sizeof line, "signal %d\n", sigs[i]);
+    wait_output(p, line, DEADLINE_MS);
+    int rc = RUN_TO_END(p);
+    CHECK(rc == 128 + sigs[i], "redlock exits with COMMAND's 128+%d, got %d", sigs[i], rc);
+    wait_key_gone("sig-res");
+  }
+
+  /* A signal while waiting for the lock: give up at once, COMMAND never runs. */
+  proc_t *h = start_holder(NULL, "sig-res", 0);
+  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "120000", "sig-res", "--", g_self,
+                    "--helper", "print");
+  wait_stderr(w, "waiting up to", DEADLINE_MS);
+  CHECK(kill(w->pid, SIGTERM) == 0, "kill waiter");
+  CHECK(RUN_TO_END(w) == 128 + SIGTERM, "waiter exits 128+SIGTERM");
+  CHECK(w->out_len == 0, "COMMAND did not run");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_key_gone("sig-res");
+}
+
+/* status: the holder's value, PTTL and fence; down masters; no quorum. */
+static void case_status(void) {
+  start_masters();
+  const char *const opts[] = {"--key-prefix", "app:", "--ttl", "20000", NULL};
+  proc_t *h = start_holder(opts, "st-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  uint64_t fence = field_u64(h, "ready", "fence");
+
+  proc_t *s = START(g_nodes, 0, "status", "--key-prefix", "app:", "st-res");
+  CHECK(RUN_TO_END(s) == 0, "status -> 0");
+  CHECK(strstr(s->out, "key app:st-res") != NULL, "names the key");
+  CHECK(strstr(s->out, "locked: held by ") != NULL && strstr(s->out, value) != NULL,
+        "shows the holder");
+  /* Each master line holding our value: PTTL in (0, ttl], fence >= token. */
+  int lines = 0;
+  for (const char *l = s->out; (l = strstr(l, value)) != NULL; l += strlen(value)) {
+    const char *eol = strchr(l, '\n');
+    if (eol == NULL || strncmp(l - strlen("held by "), "held by ", 8) == 0)
+      continue;
+    long long pttl = 0;
+    unsigned long long f = 0;
+    CHECK(sscanf(l + strlen(value), " %lld %llu", &pttl, &f) == 2, "parse '%.*s'",
+          (int)(eol - l), l);
+    CHECK(pttl > 0 && pttl <= 20000, "PTTL %lld", pttl);
+    CHECK(f >= fence, "fence counter %llu >= token %" PRIu64, f, fence);
+    lines++;
+  }
+  CHECK(lines >= N_MASTERS / 2 + 1, "value on a quorum of lines (%d)", lines);
+
+  /* Without the prefix: another key, free. */
+  s = START(g_nodes, 0, "status", "st-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "free:") != NULL, "other key is free");
+
+  /* --node instead of REDLOCK_NODES. */
+  s = START(NULL, 0, "status", "--node", rh_server_uri(g_servers[0]), "--node",
+            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "-p", "app:",
+            "st-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, value) != NULL, "--node");
+
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_key_gone("app:st-res");
+  s = START(g_nodes, 0, "status", "-p", "app:", "st-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "free:") != NULL, "free after release");
+  CHECK(strstr(s->out, value) == NULL, "value gone");
+
+  /* Masters down. */
+  CHECK(rh_server_kill(g_servers[0]) == 0, "kill");
+  s = START(g_nodes, 0, "status", "--timeout", "2000", "st-res");
+  CHECK(RUN_TO_END(s) == 0, "one down: still a quorum -> 0");
+  char label[64];
+  snprintf(label, sizeof label, "127.0.0.1:%d", rh_server_port(g_servers[0]));
+  const char *line = strstr(s->out, label);
+  CHECK(line != NULL && strncmp(strchr(line, ' ') + strspn(strchr(line, ' '), " "), "down", 4) == 0,
+        "the dead master is shown down");
+  CHECK(rh_server_kill(g_servers[1]) == 0, "kill");
+  s = START(g_nodes, 0, "status", "--timeout", "2000", "st-res");
+  CHECK(RUN_TO_END(s) == 69, "two down -> 69");
+}
+
+/* Masters from --node and REDLOCK_NODES. */
+static void case_nodes(void) {
+  start_masters();
+  proc_t *p = START(NULL, 0, RUN, "--node", rh_server_uri(g_servers[0]), "-n",
+                    rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "nodes-res",
+                    "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "--node x3");
+  /* --node wins over REDLOCK_NODES (which points nowhere here). */
+  p = START("redis://127.0.0.1:1", 0, RUN, "--node", rh_server_uri(g_servers[0]), "--node",
+            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "nodes-res", "--",
+            g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "--node overrides REDLOCK_NODES");
+  /* Spaces and empty items in REDLOCK_NODES. */
+  char env[sizeof g_nodes + 64];
+  snprintf(env, sizeof env, " %s , %s,,%s, ", rh_server_uri(g_servers[0]),
+           rh_server_uri(g_servers[1]), rh_server_uri(g_servers[2]));
+  p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "REDLOCK_NODES with spaces");
+  /* A small --max-ttl caps the default TTL (30 s) instead of refusing it. */
+  p = START(g_nodes, 0, RUN, "--max-ttl", "5s", "nodes-res", "--", g_self, "--helper", "exit",
+            "0");
+  CHECK(RUN_TO_END(p) == 0, "--max-ttl 5s without --ttl");
+  /* One master down of three: still a quorum. */
+  CHECK(rh_server_kill(g_servers[2]) == 0, "kill");
+  p = START(g_nodes, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "2 of 3 up");
+}
+
+/* Masters with a password: right and wrong credentials; no secret in output. */
+static void case_auth(void) {
+  rh_options_t opts = {.password = "pw-0123456789"};
+  start_masters_with(&opts);
+  CHECK(strstr(g_nodes, "pw-0123456789") != NULL, "URIs carry the password: %s", g_nodes);
+  proc_t *p = START(g_nodes, 0, RUN, "auth-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "right password");
+  CHECK(!stderr_contains(p, "pw-0123456789"), "no password on stderr");
+
+  proc_t *h = start_holder(NULL, "auth-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  proc_t *s = START(g_nodes, 0, "status", "auth-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, value) != NULL, "status with the password");
+  CHECK(strstr(s->out, "pw-0123456789") == NULL, "no password in status");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+
+  /* The same masters with a wrong password. */
+  char wrong[sizeof g_nodes];
+  snprintf(wrong, sizeof wrong, "%s", g_nodes);
+  for (char *w = wrong; (w = strstr(w, "pw-0123456789")) != NULL; w++)
+    memcpy(w, "xx", 2);
+  p = START(wrong, 0, RUN, "auth-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "wrong password -> no quorum");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(p, "AUTH"), "the reason is shown");
+  CHECK(!stderr_contains(p, "xx-0123456789"), "no password on stderr");
+  s = START(wrong, 0, "status", "auth-res");
+  CHECK(RUN_TO_END(s) == 69, "status with a wrong password -> 69");
+  CHECK(strstr(s->out, "error (AUTH") != NULL, "status says AUTH failed");
+  CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
+}
+
+/* ================================================================================ */
+
+static const struct {
+  const char *name;
+  void (*fn)(void);
+} CASES[] = {
+    {"exit_status", case_exit_status},
+    {"fence", case_fence},
+    {"busy", case_busy},
+    {"wait", case_wait},
+    {"noquorum", case_noquorum},
+    {"usage", case_usage},
+    {"lost", case_lost},
+    {"signals", case_signals},
+    {"status", case_status},
+    {"nodes", case_nodes},
+    {"auth", case_auth},
+};
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "--helper") == 0)
+    return helper_main(argc, argv);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
+    return 2;
+  }
+  g_redlock = argv[1];
+  g_case = argv[2];
+  ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+  if (n <= 0) {
+    fprintf(stderr, "readlink /proc/self/exe: %s\n", strerror(errno));
+    return 2;
+  }
+  g_self[n] = '\0';
+  signal(SIGPIPE, SIG_IGN);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/redlock-cli-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(g_tmpdir) == NULL) {
+    fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    if (strcmp(CASES[i].name, g_case) == 0) {
+      uint64_t t0 = rh_now_ms();
+      CASES[i].fn();
+      printf("ok [%s] %" PRIu64 " ms\n", g_case, rh_now_ms() - t0);
+      cleanup();
+      return 0;
+    }
+  }
+  fprintf(stderr, "unknown case '%s'\n", g_case);
+  cleanup();
+  return 2;
+}
