@@ -199,7 +199,8 @@ REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
                                         redlock_done_cb cb, void *arg);
 
 /* ---- Diagnostics ------------------------------------------------------------
- * Writes a one-line summary of the most recently decided round of this client,
+ * Writes a one-line summary of the most recently decided round of this client
+ * that a call waited on (not the background release after a lost attempt),
  * always NUL-terminated: the outcome ("won:", "lost (held):", "lost (no
  * quorum):", or "none:" before any round) and one "host:port=WHY" per master,
  * WHY being OK, refused (nil/0: held elsewhere or value gone), down, busy,
