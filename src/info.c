@@ -48,7 +48,9 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
       if (i == value_len && i > 0)
         out->uptime_s = v;
     }
-    p = line_end + 1;
+    if (nl == NULL)
+      break;
+    p = nl + 1;
   }
   return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
 }
