@@ -163,8 +163,10 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
   return rc;
 }
 
-static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
-                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
+/* Builds and queues an extend, unlock or watch op for `lock`. */
+static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+                               uint32_t ttl_ms, redlock_done_cb cb,
+                               void (*lost_cb)(redlock_lock_t *, int, void *), void *arg) {
   if (client == NULL || lock == NULL)
     return REDLOCK_EINVAL;
   if (kind == OP_EXTEND && check_ttl(client, ttl_ms) != 0)
@@ -177,11 +179,17 @@ static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kin
   op->lock = lock;
   op->ttl_ms = ttl_ms;
   op->done_cb = cb;
+  op->lost_cb = lost_cb;
   op->arg = arg;
   int rc = submit_lock_op(client, op);
   if (rc != 0)
     free(op);
   return rc;
+}
+
+static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
+  return lock_target_op_full(client, lock, kind, ttl_ms, cb, NULL, arg);
 }
 
 /* ---- async forms ------------------------------------------------------------------ */
@@ -225,20 +233,7 @@ int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_c
 
 int redlock_watch(redlock_t *client, redlock_lock_t *lock,
                   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg), void *arg) {
-  if (client == NULL || lock == NULL)
-    return REDLOCK_EINVAL;
-  op_t *op = calloc(1, sizeof *op);
-  if (op == NULL)
-    return REDLOCK_ENOMEM;
-  op->kind = OP_WATCH;
-  op->client = client;
-  op->lock = lock;
-  op->lost_cb = lost_cb;
-  op->arg = arg;
-  int rc = submit_lock_op(client, op);
-  if (rc != 0)
-    free(op);
-  return rc;
+  return lock_target_op_full(client, lock, OP_WATCH, 0, NULL, lost_cb, arg);
 }
 
 /* ---- blocking forms ------------------------------------------------------------- */
