@@ -101,8 +101,12 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
     round->no++;
   else
     round->failed++;
-  if (--round->votes_pending == 0 && list_linked(&round->pending_link))
+  if (--round->votes_pending == 0 && list_linked(&round->pending_link)) {
     list_remove(&round->pending_link);
+    /* Close waits for every round to be settled, not freed: replies that
+     * never come (a black-holed master) must not hold it up. */
+    client_maybe_finish_close(round->client);
+  }
 }
 
 /* Counts a reply as a vote. */
@@ -239,6 +243,7 @@ void round_deadlines_fire(struct redlock *client) {
     round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
     client_arm_deadline(client, head->deadline_ns);
   }
+  client_maybe_finish_close(client);
 }
 
 const char *round_why_name(unsigned why) {
