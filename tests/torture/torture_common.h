@@ -1,0 +1,126 @@
+/* torture_common.h: what the torture driver (torture.c) and its worker
+ * processes (torture_worker.c) agree on: the history record format, the call
+ * kinds, the client configuration's defaults, and the documented deadline of
+ * each blocking call, derived from the options.
+ *
+ * History records: every worker appends one text line per event to its own
+ * file with a single write(2) on an O_APPEND descriptor, so a record is on
+ * disk (in the page cache) the moment it is written, whatever happens to the
+ * process afterwards.  Times are CLOCK_MONOTONIC nanoseconds, a clock that all
+ * processes of the machine share.  Lines:
+ *
+ *   C <kind> <wid> <tid> <start_ns> <end_ns> <rc> <bound_ms>
+ *       one blocking call: when it started and returned, its return code and
+ *       the deadline the documentation promises for it (torture_bound_ms).
+ *   G <wid> <tid> <seq> <resource> <fence> <call_start_ns> <grant_ns> <ve_ns>
+ *       a grant: grant_ns is read right after the lock call returned OK,
+ *       ve_ns = grant_ns + redlock_lock_validity_ms() read after it (the
+ *       library's expiry rounded toward zero, so ve_ns never overstates it).
+ *   E <wid> <tid> <seq> <ve_ns>
+ *       a successful redlock_extend of grant <seq>: its new validity end,
+ *       computed the same way.
+ *   U <wid> <tid> <seq> <unlock_start_ns> <rc>
+ *       the holder stopped using grant <seq> at unlock_start_ns (read just
+ *       before redlock_unlock was called) and the unlock returned rc.
+ *   S <wid> <rss_warm_kb> <rss_end_kb> <stall_max_ms> <calls> <grants>
+ *     <heap_warm_kb> <heap_late_kb> <heap_max_kb> <replayed>
+ *       the worker finished (cleanly unless it wrote F lines): max RSS after
+ *       warm-up and at the end, its worst scheduling stall, its totals, its
+ *       heap in use after warm-up, near the end and at most, and how many
+ *       missed releases its client replayed (from the client's log).
+ *   F <wid> <text>
+ *       the worker itself saw something wrong (unexpected return code, a
+ *       grant without a token, memory over its limit, a call that hung).
+ *
+ * A holder's hold window is [grant_ns, min(unlock_start_ns, ve_ns)] (ve_ns of
+ * its last successful extension, if any). */
+#ifndef TORTURE_COMMON_H
+#define TORTURE_COMMON_H
+
+#include <stdint.h>
+#include <time.h>
+
+/* Call kinds, as written in C records. */
+#define TK_OPEN "open"
+#define TK_LOCK "lock"       /* redlock_lock: the retry policy */
+#define TK_TRYLOCK "trylock" /* redlock_trylock: one attempt */
+#define TK_WAIT "wait"       /* redlock_lock_wait */
+#define TK_EXTEND "extend"
+#define TK_UNLOCK "unlock"
+#define TK_CLOSE "close"
+
+/* Client configuration defaults (the driver passes them on explicitly). */
+#define TORTURE_MAX_TTL_MS 1500u /* also the restart quarantine */
+#define TORTURE_TTL_MS 1000u     /* <= max TTL */
+#define TORTURE_REQUEST_MS 100u
+#define TORTURE_CONNECT_MS 1000u
+#define TORTURE_RETRY 3
+#define TORTURE_RETRY_DELAY_MS 30u
+#define TORTURE_RETRY_JITTER_MS 30u
+#define TORTURE_WAIT_MS 400u
+#define TORTURE_HOLD_MAX_MS 40u /* a hold is random in [0, min(this, validity/4)] */
+#define TORTURE_KEY_PREFIX "torture:"
+
+typedef struct {
+  unsigned request_ms, connect_ms;
+  int retry;
+  unsigned retry_delay_ms, retry_jitter_ms;
+  unsigned wait_ms;
+} torture_timing_t;
+
+/* The documented upper bound of one call's duration (docs/api.md,
+ * docs/algorithm.md §2-§5, §9), in ms:
+ *  - a round ends by its deadline, request_ms after it started; a fenced
+ *    attempt is two rounds (acquire, write-back);
+ *  - redlock_lock: 1 + retry attempts and retry waits of at most
+ *    delay + jitter each;
+ *  - redlock_trylock: one attempt;
+ *  - redlock_lock_wait: attempts start only while the wait budget lasts (the
+ *    last one at its end), so the budget plus one attempt;
+ *  - redlock_extend, redlock_unlock: one round;
+ *  - redlock_open: returns once every master's first connection attempt has
+ *    finished, bounded by the connect timeout;
+ *  - redlock_close: the releases of held locks are bounded by the request
+ *    timeout (the workers hold none when they close).
+ * Returns 0 for an unknown kind. */
+static inline uint64_t torture_bound_ms(const char *kind, const torture_timing_t *t) {
+  uint64_t attempt = 2u * (uint64_t)t->request_ms;
+  switch (kind[0]) {
+  case 'o':
+    return t->connect_ms;
+  case 'l':
+    return (uint64_t)(1 + t->retry) * attempt +
+           (uint64_t)t->retry * (t->retry_delay_ms + t->retry_jitter_ms);
+  case 't':
+    return attempt;
+  case 'w':
+    return (uint64_t)t->wait_ms + attempt;
+  case 'e':
+  case 'u':
+  case 'c':
+    return t->request_ms;
+  default:
+    return 0;
+  }
+}
+
+static inline uint64_t torture_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* splitmix64: the seeded generator of the fault schedule and the workers. */
+static inline uint64_t torture_rand(uint64_t *state) {
+  uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Uniform in [lo, hi]. */
+static inline uint64_t torture_range(uint64_t *state, uint64_t lo, uint64_t hi) {
+  return hi <= lo ? lo : lo + torture_rand(state) % (hi - lo + 1);
+}
+
+#endif
