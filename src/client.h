@@ -55,6 +55,7 @@ struct redlock_lock {
   _Atomic int64_t expires_ns; /* monotonic end of validity */
   _Atomic int lost;
   uint64_t fence;
+  uint64_t set_mask; /* masters the acquisition may have set the key on */
   unsigned refs; /* mutex: 1 while live (registered) + 1 per call in flight */
   /* watch (loop) */
   int watched;
@@ -86,6 +87,7 @@ typedef struct op {
   size_t *fence_key_lens;
   uint64_t fence;              /* fencing: the token of the current attempt */
   uint64_t attempt_started_ns; /* t1 of the current attempt */
+  uint64_t set_mask;           /* masters the current attempt may have set the key on */
   redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
   redlock_lock_t *handle; /* the handle the caller passed (a hold, or the lease) */
   uv_thread_t caller;   /* thread that made the call (reentrancy owner) */

@@ -116,7 +116,7 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
 
 /* Compare-and-delete on every master, without waiting for the outcome. */
 static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
-                               size_t n_keys, const char *value) {
+                               size_t n_keys, const char *value, uint64_t set_mask) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
@@ -126,6 +126,7 @@ static void release_everywhere(redlock_t *client, char *const *keys, const size_
     return;
   }
   round->is_release = 1;
+  round->replay_mask = set_mask;
   round_send(round);
 }
 
@@ -173,6 +174,7 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   memcpy(lock->value, op->value, sizeof lock->value);
   lock->ttl_ms = op->ttl_ms;
   lock->fence = op->fence;
+  lock->set_mask = op->set_mask;
   lock->refs = 1;
   lock->lease = lock;
   lock->holds = 1;
@@ -345,8 +347,8 @@ static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
   op->in_round = 0;
   notify_attempt_done(op);
   /* A master whose reply was lost may still have applied the SET. */
-  if (round == NULL || round_may_have_set(round))
-    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value);
+  if (op->set_mask != 0)
+    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask);
   if (round != NULL && client_log_enabled(client, REDLOCK_LOG_DEBUG))
     client_log(client, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
@@ -391,6 +393,7 @@ static int fence_commit(op_t *op, const round_t *acquired) {
 static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_t *op = ctx;
   int status = lost_status(outcome);
+  op->set_mask = round_set_mask(round);
   if (outcome == QUORUM_WON) {
     if (op->client->opts.fencing && !op->canceled) {
       status = fence_commit(op, round);
@@ -535,6 +538,7 @@ static void unlock_start(op_t *op) {
     return;
   }
   round->is_release = 1;
+  round->replay_mask = lock->set_mask;
   round_send(round);
 }
 
@@ -685,7 +689,8 @@ void lock_cancel_all(redlock_t *client) {
     if (list_linked(&lock->reentrant_link))
       list_remove(&lock->reentrant_link);
     uv_mutex_unlock(&client->mutex);
-    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value);
+    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+                       lock->set_mask);
     lock_unref(lock); /* its live reference */
   }
 }

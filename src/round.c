@@ -41,6 +41,7 @@ round_t *round_new(struct redlock *client, int argc, const char **argv, const si
   round->ctx = ctx;
   round->n_votes = n;
   round->refs = 1;
+  round->replay_mask = ~(uint64_t)0;
   list_init(&round->pending_link);
   for (unsigned i = 0; i < n; i++) {
     round->votes[i].round = round;
@@ -88,10 +89,11 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   round_t *round = vote->round;
   vote->state = (uint8_t)state;
   vote->why = (uint8_t)why;
-  if (round->is_release && (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT ||
-                            why == WHY_DISCONNECTED)) {
+  unsigned index = (unsigned)(vote - round->votes);
+  if (round->is_release && (round->replay_mask >> index & 1) &&
+      (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT || why == WHY_DISCONNECTED)) {
     /* The release may not have reached this master: send it again later. */
-    node_defer_release(&round->client->nodes[vote - round->votes],
+    node_defer_release(&round->client->nodes[index],
                        round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
                        round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
   }
@@ -203,13 +205,14 @@ void round_send(round_t *round) {
   round_unref(round);
 }
 
-int round_may_have_set(const round_t *round) {
+uint64_t round_set_mask(const round_t *round) {
+  uint64_t mask = 0;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
     if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY)
-      return 1;
+      mask |= (uint64_t)1 << i;
   }
-  return 0;
+  return mask;
 }
 
 void round_deadlines_fire(struct redlock *client) {

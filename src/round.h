@@ -66,6 +66,7 @@ typedef struct round {
   int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_OK; ROUND_EXPECT_POSITIVE */
   int is_acquire;         /* quarantined masters' votes do not count */
   int is_release;         /* masters that may have missed it get it again later */
+  uint64_t replay_mask;   /* release: only masters that may hold the key need that */
   unsigned refs;          /* replies outstanding + 1 until decided */
   unsigned votes_pending;
   unsigned yes, no, failed;
@@ -89,9 +90,9 @@ round_t *round_new(struct redlock *client, int argc, const char **argv, const si
  * on_decided) before it returns, e.g. when masters are down.  The caller must
  * not touch the round after this returns. */
 void round_send(round_t *round);
-/* True when some master may hold the key after an acquire round: any vote
- * other than an explicit refusal. */
-int round_may_have_set(const round_t *round);
+/* The masters (bit i = master i) that may hold the key after an acquire
+ * round: every vote but an explicit refusal or a command never sent. */
+uint64_t round_set_mask(const round_t *round);
 
 /* Client-wide deadline FIFO (all rounds share the request timeout, so
  * deadlines are in creation order and one timer serves them all). */
