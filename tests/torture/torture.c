@@ -8,7 +8,7 @@
  *   torture [--duration S] [--seed N] [--workers K] [--threads T]
  *           [--resources R] [--request-ms MS] [--slack-ms MS]
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
- *           [--verbose]
+ *           [--verbose] [--mutate-overhold-ms MS]
  *   torture --selftest
  *
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
@@ -36,7 +36,9 @@
  *               otherwise; every rule carries the comment
  *               "redlock-torture-<pid>" and is removed at exit, on a signal, by
  *               the watchdog, and, if a previous run was SIGKILLed, by the
- *               next run, which removes the rules of owners no longer alive)
+ *               next run, which removes the rules of owners no longer alive;
+ *               the comment is really "redlock-torture-<pid>-<start time>",
+ *               so that a reused PID is not mistaken for the owner)
  *   client-pause  CLIENT PAUSE <ms>
  *   debug-sleep   DEBUG SLEEP 0.1 .. 0.6 (sent without waiting for the reply)
  *   proxy-delay / proxy-stall / proxy-blackhole / proxy-refuse (the proxy)
@@ -122,6 +124,7 @@ static struct {
   unsigned slack_ms;
   const char *worker_path;
   int no_iptables, keep, verbose, selftest, no_end_faults;
+  unsigned mutate_overhold_ms;
 } opt;
 
 static void usage(void) {
@@ -129,7 +132,7 @@ static void usage(void) {
           "usage: torture [--duration S] [--seed N] [--workers K] [--threads T]\n"
           "               [--resources R] [--request-ms MS] [--slack-ms MS]\n"
           "               [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]\n"
-          "               [--verbose]\n"
+          "               [--verbose] [--mutate-overhold-ms MS]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -191,6 +194,8 @@ static int parse_args(int argc, char **argv) {
       opt.slack_ms = (unsigned)strtoul(v, NULL, 10);
     else if (strcmp(a, "--worker") == 0)
       opt.worker_path = v;
+    else if (strcmp(a, "--mutate-overhold-ms") == 0)
+      opt.mutate_overhold_ms = (unsigned)strtoul(v, NULL, 10);
     else {
       usage();
       return -1;
@@ -300,10 +305,36 @@ static int find_iptables(void) {
   return -1;
 }
 
+/* The start time of a process (field 22 of /proc/<pid>/stat, clock ticks
+ * since boot), 0 when it does not exist or is a zombie.  With the PID it
+ * names a process for good: a PID can be reused, the pair cannot. */
+static unsigned long long proc_start_time(long pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+  if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+    return 0;
+  p += 2; /* field 3, the state */
+  for (int field = 3; field < 22 && p != NULL; field++) {
+    p = strchr(p, ' ');
+    if (p != NULL)
+      p++;
+  }
+  return p != NULL ? strtoull(p, NULL, 10) : 0;
+}
+
 /* Removes the rules a previous torture run left behind when it was killed
- * (SIGKILL cannot be caught): they carry "redlock-torture-<pid>" with a PID
- * that no longer exists.  Rules of live runs, and any other rule, are left
- * alone. */
+ * (SIGKILL cannot be caught).  Every rule carries the comment
+ * "redlock-torture-<pid>-<start time>" of the run that added it; a rule
+ * whose run no longer exists (no such process, a zombie, or a different
+ * process that reuses the PID) is deleted.  Rules of live runs, and any
+ * other rule, are left alone. */
 static void ipt_sweep_stale(void) {
   char cmd[300];
   snprintf(cmd, sizeof cmd, "%s -w 5 -S INPUT 2>/dev/null", ipt_path);
@@ -317,9 +348,14 @@ static void ipt_sweep_stale(void) {
     const char *c = strstr(line, "redlock-torture-");
     if (c == NULL || strncmp(line, "-A INPUT ", 9) != 0)
       continue;
-    long owner = strtol(c + strlen("redlock-torture-"), NULL, 10);
-    if (owner <= 0 || (kill((pid_t)owner, 0) == 0 || errno != ESRCH))
+    char *end;
+    long owner = strtol(c + strlen("redlock-torture-"), &end, 10);
+    unsigned long long started = *end == '-' ? strtoull(end + 1, NULL, 10) : 0;
+    if (owner <= 0)
       continue;
+    unsigned long long now_started = proc_start_time(owner);
+    if (now_started != 0 && (started == 0 || started == now_started))
+      continue; /* its run is alive */
     snprintf(stale[n_stale++], sizeof stale[0], "%s", line);
   }
   pclose(p);
@@ -335,7 +371,7 @@ static void ipt_sweep_stale(void) {
       argv[argc++] = strcmp(tok, "-A") == 0 ? "-D" : tok;
     argv[argc] = NULL;
     int rc = run_argv(argv, 1);
-    printf("torture: removed a stale iptables rule of a dead run (%s)\n",
+    printf("torture: removed an iptables rule left by a run that no longer exists (%s)\n",
            rc == 0 ? "ok" : "failed");
   }
 }
@@ -825,7 +861,7 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(w->log, sizeof w->log, "%s/worker-%d.log", run_dir, id);
   /* Everything is built before fork: the child only execs. */
   char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16],
-      s_req[16], s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16];
+      s_req[16], s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16];
   snprintf(s_id, sizeof s_id, "%d", id);
   snprintf(s_until, sizeof s_until, "%" PRIu64, until_ns);
   snprintf(s_threads, sizeof s_threads, "%d", opt.threads);
@@ -839,6 +875,7 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(s_delay, sizeof s_delay, "%u", opt.timing.retry_delay_ms);
   snprintf(s_jitter, sizeof s_jitter, "%u", opt.timing.retry_jitter_ms);
   snprintf(s_wait, sizeof s_wait, "%u", opt.timing.wait_ms);
+  snprintf(s_mutate, sizeof s_mutate, "%u", opt.mutate_overhold_ms);
   char uris[N_MASTERS][64];
   const char *argv[80];
   int argc = 0;
@@ -863,6 +900,8 @@ static int spawn_worker(int id, uint64_t until_ns) {
   ARG("--retry-delay", s_delay);
   ARG("--retry-jitter", s_jitter);
   ARG("--wait-ms", s_wait);
+  if (opt.mutate_overhold_ms > 0)
+    ARG("--mutate-overhold-ms", s_mutate);
   for (int m = 0; m < N_MASTERS; m++) {
     snprintf(uris[m], sizeof uris[m], "redis://127.0.0.1:%d", fault_proxy_port(proxies[m]));
     ARG("--node", uris[m]);
@@ -1529,7 +1568,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "torture: worker binary %s: %s\n", opt.worker_path, strerror(errno));
     return 2;
   }
-  snprintf(ipt_comment, sizeof ipt_comment, "redlock-torture-%d", (int)getpid());
+  snprintf(ipt_comment, sizeof ipt_comment, "redlock-torture-%d-%llu", (int)getpid(),
+           proc_start_time((long)getpid()));
   install_handlers();
   /* The whole run's budget: the run, the drain (each worker's last calls end
    * within their bounds, or its own hang watchdog aborts it) and the check.

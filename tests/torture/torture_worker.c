@@ -29,7 +29,11 @@
  *                  [--ttl MS] [--max-ttl MS] [--request-ms MS] [--connect-ms MS]
  *                  [--retry N] [--retry-delay MS] [--retry-jitter MS]
  *                  [--wait-ms MS] [--rss-limit-kb KB] [--rss-growth-kb KB]
- *                  [--heap-growth-kb KB] [--hang-ms MS] */
+ *                  [--heap-growth-kb KB] [--hang-ms MS] [--mutate-overhold-ms MS]
+ *
+ * --mutate-overhold-ms (a test of the test, never in ctest): every holder
+ * keeps the lock MS past its validity and records it as still valid, as a
+ * broken application would; the checker must then report overlaps. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +86,7 @@ static struct {
   torture_timing_t timing;
   long rss_limit_kb, rss_growth_kb, heap_growth_kb;
   unsigned hang_ms;
+  unsigned mutate_overhold_ms;
 } cfg;
 
 static redlock_t *client;
@@ -262,6 +267,15 @@ static void one_round(thread_state_t *st, unsigned seq) {
   if (fence == 0)
     fail("thread %d: grant %u of %s has no fencing token", st->tid, seq, res);
 
+  if (cfg.mutate_overhold_ms > 0) {
+    /* Test of the test (--mutate-overhold-ms): a broken holder that keeps
+     * using the lock past its validity and records it as valid.  The
+     * checker must report overlaps. */
+    uint64_t now = torture_now_ns();
+    sleep_ms((ve > now ? (ve - now) / 1000000u : 0) + cfg.mutate_overhold_ms);
+    ve = torture_now_ns() + 1000000u;
+    record("E %d %d %u %" PRIu64, cfg.id, st->tid, seq, ve);
+  }
   sleep_ms(hold_time_ms(st, ve));
   if (torture_range(&st->rng, 0, 99) < 15) {
     uint64_t es = torture_now_ns();
@@ -422,6 +436,8 @@ static int parse_args(int argc, char **argv) {
       cfg.rss_growth_kb = atol(v);
     else if (strcmp(a, "--heap-growth-kb") == 0)
       cfg.heap_growth_kb = atol(v);
+    else if (strcmp(a, "--mutate-overhold-ms") == 0)
+      cfg.mutate_overhold_ms = (unsigned)atoi(v);
     else if (strcmp(a, "--hang-ms") == 0)
       cfg.hang_ms = (unsigned)atoi(v);
     else {
