@@ -115,11 +115,19 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
 }
 
 /* Compare-and-delete on every master, without waiting for the outcome. */
+/* The release script's argv; announce: PUBLISH to waiters (a held lock). */
+static void argv_release(argv_t *a, char *const *keys, const size_t *key_lens, size_t n_keys,
+                         const char *value, int announce) {
+  argv_script(a, script_get(SCRIPT_RELEASE), keys, key_lens, n_keys, value, 0, 0);
+  argv_push(a, announce ? "1" : "0", 1);
+}
+
 static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
-                               size_t n_keys, const char *value, uint64_t set_mask) {
+                               size_t n_keys, const char *value, uint64_t set_mask,
+                               int announce) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
-  argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
+  argv_release(&a, keys, key_lens, n_keys, value, announce);
   round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)n_keys, 0, NULL, NULL);
   if (round == NULL) {
     client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", keys[0]);
@@ -348,7 +356,7 @@ static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
   notify_attempt_done(op);
   /* A master whose reply was lost may still have applied the SET. */
   if (op->set_mask != 0)
-    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask);
+    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
   if (round != NULL && client_log_enabled(client, REDLOCK_LOG_DEBUG))
     client_log(client, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
@@ -530,7 +538,7 @@ static void unlock_start(op_t *op) {
   lock_stop_watch(lock);
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
-  argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 0, 0);
+  argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
   round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0,
                              on_release_decided, op);
   if (round == NULL) {
@@ -690,7 +698,7 @@ void lock_cancel_all(redlock_t *client) {
       list_remove(&lock->reentrant_link);
     uv_mutex_unlock(&client->mutex);
     release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                       lock->set_mask);
+                       lock->set_mask, 1);
     lock_unref(lock); /* its live reference */
   }
 }

@@ -1,11 +1,16 @@
--- Compare-and-delete: delete each key that still holds our value, and
--- announce the release to waiters subscribed to the key's release channel.
--- KEYS: the lock's keys; ARGV[1]: our value.  Returns how many were deleted.
+-- Compare-and-delete: delete each key that still holds our value, and, for
+-- the release of a held lock, announce it to waiters subscribed to the key's
+-- release channel (not for the clean-up after a failed attempt: that lock was
+-- never held, and waking waiters for it would only make them retry at once).
+-- KEYS: the lock's keys; ARGV[1]: our value; ARGV[2]: "1" to announce.
+-- Returns how many were deleted.
 local deleted = 0
 for _, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     redis.call("del", key)
-    redis.call("publish", "__redlock_release__:" .. key, "")
+    if ARGV[2] == "1" then
+      redis.call("publish", "__redlock_release__:" .. key, "")
+    end
     deleted = deleted + 1
   end
 end
