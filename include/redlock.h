@@ -64,7 +64,9 @@ extern "C" {
   XX(ECANCELED, -8, "operation canceled")                                                    \
   XX(ECLOSED, -9, "client is closing or closed")                                             \
   XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                          \
-  XX(EIO, -11, "I/O or system error")
+  XX(EIO, -11, "I/O or system error")                                                       \
+  XX(ENOTSUP, -12, "not supported by this build (e.g. rediss:// without TLS support)")       \
+  XX(EFORKED, -13, "client used in a forked child: open a new client in the child")
 
 typedef enum {
   REDLOCK_OK = 0,

@@ -48,7 +48,9 @@ static void test_fixed_values(void **state) {
   assert_int_equal(REDLOCK_ECLOSED, -9);
   assert_int_equal(REDLOCK_EWOULDBLOCK, -10);
   assert_int_equal(REDLOCK_EIO, -11);
-  assert_int_equal(N_CODES, 11);
+  assert_int_equal(REDLOCK_ENOTSUP, -12);
+  assert_int_equal(REDLOCK_EFORKED, -13);
+  assert_int_equal(N_CODES, 13);
   /* The map lists them in order, each value once. */
   for (size_t i = 0; i < N_CODES; i++)
     assert_int_equal(codes[i].code, -(int)(i + 1));

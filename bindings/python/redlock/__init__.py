@@ -49,10 +49,10 @@ __all__ = [
     "Client", "Lock", "version", "strerror", "err_name", "load_library",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
-    "WouldBlockError", "RedlockIOError",
+    "WouldBlockError", "RedlockIOError", "NotSupportedError", "ForkedError",
     "LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR",
     "OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST", "ETIMEDOUT",
-    "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO",
+    "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP", "EFORKED",
     "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY",
 ]
 
@@ -72,6 +72,8 @@ ECANCELED = -8
 ECLOSED = -9
 EWOULDBLOCK = -10
 EIO = -11
+ENOTSUP = -12
+EFORKED = -13
 
 MAX_NODES = 64
 MAX_RESOURCE_LEN = 1024
@@ -174,9 +176,20 @@ class RedlockIOError(RedlockError):
     code = EIO
 
 
+class NotSupportedError(RedlockError):
+    """REDLOCK_ENOTSUP: not supported by this build (rediss:// without TLS)."""
+    code = ENOTSUP
+
+
+class ForkedError(RedlockError):
+    """REDLOCK_EFORKED: a client opened before fork() used in the child."""
+    code = EFORKED
+
+
 _ERROR_CLASSES = {cls.code: cls for cls in (
     InvalidArgument, NoMemoryError, LockedError, NoQuorumError, ExpiredError, LostError,
-    WaitTimeout, CanceledError, ClosedError, WouldBlockError, RedlockIOError)}
+    WaitTimeout, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
+    NotSupportedError, ForkedError)}
 
 # Used only when the library cannot be loaded (so that errors can still print).
 _FALLBACK_NAMES = {
@@ -192,6 +205,9 @@ _FALLBACK_NAMES = {
     ECLOSED: ("REDLOCK_ECLOSED", "client is closing or closed"),
     EWOULDBLOCK: ("REDLOCK_EWOULDBLOCK", "blocking call on the client's loop thread"),
     EIO: ("REDLOCK_EIO", "I/O or system error"),
+    ENOTSUP: ("REDLOCK_ENOTSUP",
+              "not supported by this build (e.g. rediss:// without TLS support)"),
+    EFORKED: ("REDLOCK_EFORKED", "client used in a forked child: open a new client in the child"),
 }
 
 

@@ -211,7 +211,8 @@ class TestModule(unittest.TestCase):
             redlock.EEXPIRED: redlock.ExpiredError, redlock.ELOST: redlock.LostError,
             redlock.ETIMEDOUT: redlock.WaitTimeout, redlock.ECANCELED: redlock.CanceledError,
             redlock.ECLOSED: redlock.ClosedError, redlock.EWOULDBLOCK: redlock.WouldBlockError,
-            redlock.EIO: redlock.RedlockIOError,
+            redlock.EIO: redlock.RedlockIOError, redlock.ENOTSUP: redlock.NotSupportedError,
+            redlock.EFORKED: redlock.ForkedError,
         }
         for code, cls in cases.items():
             err = redlock._make_error(code)
