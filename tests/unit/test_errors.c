@@ -102,7 +102,7 @@ static void test_ok(void **state) {
 
 static void test_unknown(void **state) {
   (void)state;
-  static const int unknown[] = {1, 2, 100, -12, -100, INT_MIN, INT_MAX, -(int)N_CODES - 1};
+  static const int unknown[] = {1, 2, 100, -14, -100, INT_MIN, INT_MAX, -(int)N_CODES - 1};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
     const char *s = redlock_strerror(unknown[i]);
     const char *n = redlock_err_name(unknown[i]);
