@@ -185,6 +185,10 @@ void client_maybe_finish_close(redlock_t *client) {
       !list_empty(&client->ops_in_flight) ||
       !list_empty(&client->rounds_pending) || !list_empty(&client->parked_ops))
     return;
+  /* Releases replayed to a master that came back are owed too. */
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    if (node_owes_releases(&client->nodes[i]))
+      return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */
   client->close_started = 2;
   uv_async_send(&client->wakeup);

@@ -14,7 +14,88 @@ typedef struct conn_events {
   int events;       /* UV_READABLE | UV_WRITABLE being polled for */
   int want_write;   /* hiredis has unsent output */
   list_node_t dirty_link;
+  /* The reader's own object functions, which ours wrap (reader->privdata
+   * points back here, and hiredis hands it to every read task). */
+  redisReplyObjectFunctions *reply_fns;
+  const char *violation; /* the cap a reply broke, for conn_error() */
 } conn_events_t;
+
+/* ---- reply caps ------------------------------------------------------------------
+ * Our object functions check each aggregate's size and depth before hiredis
+ * allocates it, then build it with the reader's defaults.  Returning NULL
+ * makes the reader fail, and hiredis drops the connection. */
+
+#if HIREDIS_MAJOR >= 1
+typedef size_t conn_elements_t;
+#else
+typedef int conn_elements_t;
+#endif
+
+static conn_events_t *task_events(const redisReadTask *task) { return task->privdata; }
+
+static void *reply_create_array(const redisReadTask *task, conn_elements_t elements) {
+  conn_events_t *ev = task_events(task);
+  unsigned depth = 0;
+  for (const redisReadTask *t = task->parent; t != NULL; t = t->parent)
+    depth++;
+  if ((size_t)elements > CONN_MAX_REPLY_ELEMENTS) {
+    ev->violation = "protocol error: reply has too many elements";
+    return NULL;
+  }
+  if (depth >= CONN_MAX_REPLY_DEPTH) {
+    ev->violation = "protocol error: reply nested too deeply";
+    return NULL;
+  }
+  return ev->reply_fns->createArray(task, elements);
+}
+
+static void *reply_create_string(const redisReadTask *task, char *str, size_t len) {
+  return task_events(task)->reply_fns->createString(task, str, len);
+}
+
+static void *reply_create_integer(const redisReadTask *task, long long value) {
+  return task_events(task)->reply_fns->createInteger(task, value);
+}
+
+static void *reply_create_nil(const redisReadTask *task) {
+  return task_events(task)->reply_fns->createNil(task);
+}
+
+#if HIREDIS_MAJOR >= 1
+static void *reply_create_double(const redisReadTask *task, double value, char *str,
+                                 size_t len) {
+  return task_events(task)->reply_fns->createDouble(task, value, str, len);
+}
+
+static void *reply_create_bool(const redisReadTask *task, int value) {
+  return task_events(task)->reply_fns->createBool(task, value);
+}
+#endif
+
+/* The objects are hiredis' own, so hiredis' free function frees them.
+ * Constant: hiredis only reads the table (its field is not const-qualified). */
+static const redisReplyObjectFunctions capped_reply_fns = {
+    .createString = reply_create_string,
+    .createArray = reply_create_array,
+    .createInteger = reply_create_integer,
+#if HIREDIS_MAJOR >= 1
+    .createDouble = reply_create_double,
+    .createBool = reply_create_bool,
+#endif
+    .createNil = reply_create_nil,
+    .freeObject = freeReplyObject,
+};
+
+/* A bulk is buffered until its last byte arrives, so its size is checked on
+ * what is buffered: hiredis reads at most 16 KiB per call and parses every
+ * complete reply, so what is left is the one unfinished reply. */
+static int reply_too_long(conn_events_t *ev) {
+  const redisReader *r = ev->ac->c.reader;
+  if (r == NULL || r->len - r->pos <= CONN_MAX_REPLY_BYTES)
+    return 0;
+  ev->violation = "protocol error: reply longer than 1 MiB";
+  return 1;
+}
 
 static int connected(const conn_events_t *ev) {
   return ev->ac != NULL && (ev->ac->c.flags & REDIS_CONNECTED) != 0;
@@ -47,8 +128,14 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
       redisAsyncHandleRead(ev->ac);
     return;
   }
-  if (events & UV_READABLE)
+  if (events & UV_READABLE) {
     redisAsyncHandleRead(ev->ac);
+    if (ev->ac != NULL && reply_too_long(ev)) {
+      /* The owner's disconnect callback runs, with conn_error() saying why. */
+      redisAsyncFree(ev->ac);
+      return;
+    }
+  }
   if (ev->ac != NULL && (events & UV_WRITABLE))
     redisAsyncHandleWrite(ev->ac);
 }
@@ -155,6 +242,9 @@ redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flus
   ac->ev.addWrite = hook_add_write;
   ac->ev.delWrite = hook_del_write;
   ac->ev.cleanup = hook_cleanup;
+  ev->reply_fns = ac->c.reader->fn;
+  ac->c.reader->fn = (redisReplyObjectFunctions *)&capped_reply_fns;
+  ac->c.reader->privdata = ev;
   ac->data = data;
   redisAsyncSetConnectCallback(ac, on_connect);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -175,6 +265,13 @@ void conn_read_now(redisAsyncContext *ac) {
   conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
   if (ev != NULL && connected(ev))
     redisAsyncHandleRead(ac);
+}
+
+const char *conn_error(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac->ev.data;
+  if (ev != NULL && ev->violation != NULL)
+    return ev->violation;
+  return ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server";
 }
 
 void conn_close(redisAsyncContext *ac) {

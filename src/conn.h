@@ -18,6 +18,18 @@
 #include "list.h"
 #include "uri.h"
 
+/* What one reply may be.  Our replies are small (the largest is INFO server,
+ * a few KiB; the widest a 3-element pub/sub push), so anything far larger is
+ * a broken or hostile master.  Without these caps hiredis allocates an
+ * aggregate's element table from its header alone (`*2147483647` makes a
+ * 16 GiB table that freeing then walks, freezing the loop) and buffers a bulk
+ * of any announced length.  A reply over a cap is a protocol error: the
+ * connection is dropped (and reconnected with backoff), the other masters
+ * are not affected. */
+#define CONN_MAX_REPLY_ELEMENTS 1024       /* elements of one aggregate */
+#define CONN_MAX_REPLY_DEPTH 8             /* nesting of aggregates */
+#define CONN_MAX_REPLY_BYTES (1024 * 1024) /* bytes buffered for one unfinished reply */
+
 /* One per client: flushes the connections written to during a loop turn. */
 typedef struct conn_flusher {
   uv_prepare_t prepare;
@@ -43,6 +55,11 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
  * callbacks run now).  Used before declaring requests timed out, so that a
  * loop that was itself late does not blame the master. */
 void conn_read_now(redisAsyncContext *ac);
+
+/* Why the connection failed: the cap a reply broke, else hiredis' errstr,
+ * else "connection closed by the server"; never NULL.  Valid inside the
+ * connect and disconnect callbacks. */
+const char *conn_error(const redisAsyncContext *ac);
 
 /* Detaches `data` and frees the context (deferred by hiredis when called
  * from one of its callbacks); pending callbacks get NULL replies. */

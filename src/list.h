@@ -25,6 +25,10 @@ static inline void list_insert_tail(list_node_t *head, list_node_t *node) {
   head->prev = node;
 }
 
+static inline void list_insert_head(list_node_t *head, list_node_t *node) {
+  list_insert_tail(head->next, node);
+}
+
 static inline void list_remove(list_node_t *node) {
   node->prev->next = node->next;
   node->next->prev = node->prev;

@@ -14,6 +14,8 @@
 #include "scripts.h"
 
 static void node_connect(node_t *node);
+static void node_fail_backlog(node_t *node);
+static void node_drain_backlog(node_t *node);
 
 int node_init(node_t *node, struct redlock *client, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
@@ -21,6 +23,7 @@ int node_init(node_t *node, struct redlock *client, unsigned index, const node_a
   node->index = index;
   node->state = NODE_DOWN;
   list_init(&node->missed_releases);
+  list_init(&node->backlog);
   return node_addr_copy(&node->addr, addr);
 }
 
@@ -99,6 +102,9 @@ static void node_schedule_reconnect(node_t *node) {
 static void node_fail(node_t *node, int level, const char *what, const char *detail) {
   if (node->state == NODE_CLOSED)
     return;
+  if (node->state == NODE_READY &&
+      clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
+    node->failures = 0; /* it was up long enough: not part of a flapping streak */
   if (node->failures == 0 || level >= REDLOCK_LOG_ERROR)
     client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what,
                detail ? ": " : "", detail ? detail : "");
@@ -107,6 +113,10 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
                node->addr.label, what, detail ? ": " : "", detail ? detail : "", node->failures);
   node_release_context(node);
   node_schedule_reconnect(node);
+  /* Order matters: the node is DOWN before anything below can run a
+   * callback that sends (failed requests decide rounds; the first attempt
+   * finishing starts parked calls), so nothing new is queued here. */
+  node_fail_backlog(node);
   node_attempt_finished(node);
 }
 
@@ -118,9 +128,17 @@ static void connect_timer_cb(uv_timer_t *timer) {
   node_fail(node, REDLOCK_LOG_WARN, "connect timed out", detail);
 }
 
-static void replay_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
-  (void)ac;
-  node_request_done(privdata, reply != NULL);
+/* A replayed release came back.  Without a reply it is kept again for the
+ * next connection (node_defer_release ignores it once the client closes). */
+static void replay_done(node_req_t *req, const redisReply *reply) {
+  missed_release_t *missed = container_of(req, missed_release_t, req);
+  node_t *node = req->node;
+  node->replays_out--;
+  if (reply == NULL)
+    node_defer_release(node, missed->cmd, missed->len);
+  free(missed);
+  if (node->replays_out == 0)
+    client_maybe_finish_close(node->client);
 }
 
 /* Releases this master missed while it was unreachable go out now: a SET
@@ -128,17 +146,24 @@ static void replay_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) 
  * would otherwise hold the key for a whole TTL.  Compare-and-delete is safe
  * to repeat at any time: it only deletes our own value. */
 static void node_replay_releases(node_t *node) {
-  unsigned sent = 0;
-  while (!list_empty(&node->missed_releases)) {
-    missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
-    list_remove(&missed->link);
-    if (node_send(node, missed->cmd, missed->len, replay_reply_cb, node) == 0)
-      sent++;
-    free(missed);
-  }
+  list_node_t batch;
+  list_move_all(&node->missed_releases, &batch);
+  unsigned sent = node->n_missed_releases;
   node->n_missed_releases = 0;
+  while (!list_empty(&batch)) {
+    missed_release_t *missed = list_entry(batch.next, missed_release_t, link);
+    list_remove(&missed->link);
+    missed->req.cmd = missed->cmd;
+    missed->req.len = missed->len;
+    missed->req.fn = replay_done;
+    missed->req.keep = 1;
+    if (node_send(node, &missed->req) == 0)
+      node->replays_out++;
+    else
+      free(missed); /* down again: lost with the connection (cannot happen while READY) */
+  }
   if (sent > 0)
-    client_log(node->client, REDLOCK_LOG_INFO, "master %s: replayed %u release(s) it missed",
+    client_log(node->client, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
                node->addr.label, sent);
 }
 
@@ -151,7 +176,7 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
     free(oldest);
     node->n_missed_releases--;
   }
-  missed_release_t *missed = malloc(sizeof *missed + len);
+  missed_release_t *missed = calloc(1, sizeof *missed + len);
   if (missed == NULL)
     return; /* best effort: the key expires at its TTL anyway */
   missed->len = len;
@@ -163,7 +188,7 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
 static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
-  node->failures = 0;
+  node->ready_ns = clock_now_ns();
   node_replay_releases(node);
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
@@ -261,7 +286,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
   if (status != REDIS_OK) {
     /* hiredis frees the context after this callback returns. */
     char detail[128];
-    snprintf(detail, sizeof detail, "%s", ac->errstr[0] ? ac->errstr : "connection failed");
+    snprintf(detail, sizeof detail, "%s", conn_error(ac));
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
@@ -275,7 +300,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     return;
   /* hiredis frees the context after this callback returns. */
   char detail[128];
-  snprintf(detail, sizeof detail, "%s", ac->errstr[0] ? ac->errstr : "closed by the server");
+  snprintf(detail, sizeof detail, "%s", conn_error(ac));
   node->ac = NULL;
   node_fail(node, REDLOCK_LOG_WARN,
             node->state == NODE_READY ? "connection lost" : "connection closed during handshake",
@@ -329,23 +354,88 @@ void node_start(node_t *node) {
   node_connect(node);
 }
 
-int node_send(node_t *node, const char *cmd, size_t len, node_reply_fn fn, void *privdata) {
-  if (node->state != NODE_READY || node->ac == NULL)
-    return NODE_SEND_DOWN;
-  if (node->inflight >= NODE_MAX_INFLIGHT)
-    return NODE_SEND_BUSY;
-  if (redisAsyncFormattedCommand(node->ac, fn, privdata, cmd, len) != REDIS_OK)
-    return NODE_SEND_DOWN;
-  if (node->inflight++ == 0)
-    node->progress_ns = clock_now_ns(); /* idle until now: the wait starts here */
-  return 0;
-}
-
-void node_request_done(node_t *node, int got_reply) {
+static void node_request_done(node_t *node, int got_reply) {
   if (node->inflight > 0)
     node->inflight--;
   if (got_reply && node->inflight > 0)
     node->progress_ns = clock_now_ns();
+}
+
+/* hiredis' callback for every request node_send wrote. */
+static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  (void)ac;
+  node_req_t *req = privdata;
+  node_t *node = req->node;
+  node_request_done(node, reply != NULL);
+  req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
+  node_drain_backlog(node);
+}
+
+static int node_write(node_t *node, node_req_t *req) {
+  if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
+    return NODE_SEND_DOWN;
+  req->sent_ns = clock_now_ns();
+  if (node->inflight++ == 0)
+    node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
+  return 0;
+}
+
+static int node_can_write(const node_t *node) {
+  return node->state == NODE_READY && node->ac != NULL;
+}
+
+static void node_drain_backlog(node_t *node) {
+  while (!list_empty(&node->backlog) && node->inflight < NODE_MAX_INFLIGHT &&
+         node_can_write(node)) {
+    node_req_t *req = list_entry(node->backlog.next, node_req_t, link);
+    list_remove(&req->link);
+    node->backlog_len--;
+    if (node_write(node, req) != 0) {
+      /* hiredis is tearing the connection down: node_fail will fail it. */
+      list_insert_head(&node->backlog, &req->link);
+      node->backlog_len++;
+      return;
+    }
+  }
+}
+
+/* The connection is gone: queued requests will never be written. */
+static void node_fail_backlog(node_t *node) {
+  while (!list_empty(&node->backlog)) {
+    node_req_t *req = list_entry(node->backlog.next, node_req_t, link);
+    list_remove(&req->link);
+    node->backlog_len--;
+    req->fn(req, NULL);
+  }
+}
+
+int node_send(node_t *node, node_req_t *req) {
+  if (!node_can_write(node))
+    return NODE_SEND_DOWN;
+  req->node = node;
+  req->sent_ns = 0;
+  list_init(&req->link);
+  if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog))
+    return node_write(node, req);
+  /* The pipe is full: wait in order behind it.  A release is never refused
+   * (a dropped one would hold its key for a whole TTL); the rest are, past
+   * a bound, and count as a "busy" vote: back-pressure the caller sees. */
+  if (node->backlog_len >= NODE_MAX_BACKLOG && !req->keep)
+    return NODE_SEND_BUSY;
+  list_insert_tail(&node->backlog, &req->link);
+  node->backlog_len++;
+  return 0;
+}
+
+int node_req_queued(const node_req_t *req) { return req->sent_ns == 0 && list_linked(&req->link); }
+
+void node_cancel(node_req_t *req) {
+  list_remove(&req->link);
+  req->node->backlog_len--;
+}
+
+int node_owes_releases(const node_t *node) {
+  return node_can_write(node) && node->replays_out > 0;
 }
 
 void node_read_pending(node_t *node) {
@@ -363,7 +453,6 @@ void node_drop_if_hung(node_t *node) {
   char detail[96];
   snprintf(detail, sizeof detail, "no reply for %llu ms with %u requests waiting",
            (unsigned long long)((now_ns - node->progress_ns) / 1000000u), node->inflight);
-  node->failures = 0;
   node_fail(node, REDLOCK_LOG_WARN, "master not answering; reconnecting", detail);
 }
 
@@ -377,6 +466,7 @@ void node_shutdown(node_t *node) {
     return;
   node->state = NODE_CLOSED;
   node_release_context(node);
+  node_fail_backlog(node);
   uv_timer_stop(&node->timer);
   uv_close((uv_handle_t *)&node->timer, node_timer_closed);
 }

@@ -14,6 +14,7 @@
 #include "uri.h"
 
 struct redisAsyncContext;
+struct redisReply;
 struct redlock;
 
 typedef enum {
@@ -23,18 +24,42 @@ typedef enum {
   NODE_CLOSED,     /* client closing: never reconnects */
 } node_state_t;
 
-#define NODE_MAX_INFLIGHT 8192     /* requests in flight on one connection */
+#define NODE_MAX_INFLIGHT 8192     /* requests handed to hiredis on one connection */
+#define NODE_MAX_BACKLOG 65536     /* further requests queued; releases are never refused */
 #define NODE_HUNG_REQUEST_TIMEOUTS 3 /* no reply for this many request timeouts: reconnect */
 #define NODE_BACKOFF_BASE_MS 25
 #define NODE_BACKOFF_CAP_MS 1000
+/* A connection that stayed up this long resets the backoff when it drops;
+ * one that dropped sooner (say, closed right after the handshake) counts as
+ * one more failure, so a flapping master is retried ever more slowly. */
+#define NODE_STABLE_MS NODE_BACKOFF_CAP_MS
 
 #define NODE_MAX_MISSED_RELEASES 16384 /* kept per unreachable master, oldest dropped */
 
-typedef void (*node_reply_fn)(struct redisAsyncContext *ac, void *reply, void *privdata);
+struct node;
+struct node_req;
 
-/* A release a master did not get (down, busy, timed out), to replay. */
+/* The outcome of a request: reply is NULL when none came (connection lost,
+ * or the request was dropped before it was written: req->sent_ns == 0). */
+typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *reply);
+
+/* One request to one master, embedded by its owner (a vote, a replayed
+ * release): no allocation per request.  The owner fills cmd, len, fn and
+ * keep; node.c owns the rest while the request is out. */
+typedef struct node_req {
+  list_node_t link; /* node.c: the backlog while queued */
+  struct node *node;
+  const char *cmd; /* formatted command; must live until fn has run */
+  size_t len;
+  node_reply_fn fn;
+  uint64_t sent_ns; /* node.c: when written to hiredis; 0 while queued */
+  int keep;         /* a release: queued however long the backlog */
+} node_req_t;
+
+/* A release a master did not get (down, timed out), to replay. */
 typedef struct missed_release {
   list_node_t link;
+  node_req_t req; /* while being replayed */
   size_t len;
   char cmd[]; /* the formatted command */
 } missed_release_t;
@@ -48,7 +73,11 @@ typedef struct node {
   uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
   unsigned handshake_left;
   unsigned failures;        /* consecutive failed connection attempts */
-  unsigned inflight;
+  uint64_t ready_ns;        /* when the current connection became READY */
+  unsigned inflight;        /* requests handed to hiredis, awaiting replies */
+  list_node_t backlog;      /* node_req_t queued while NODE_MAX_INFLIGHT are out */
+  unsigned backlog_len;
+  unsigned replays_out;     /* replayed releases not yet answered (close waits) */
   uint64_t progress_ns;     /* last reply, or the first send after being idle */
   int first_attempt_done;   /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
@@ -64,13 +93,17 @@ int node_init(node_t *node, struct redlock *client, unsigned index, const node_a
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
 #define NODE_SEND_DOWN 1 /* not connected (or handshake not done) */
-#define NODE_SEND_BUSY 2 /* NODE_MAX_INFLIGHT requests already in flight */
-/* Sends a preformatted command: 0 when queued, else NODE_SEND_DOWN or
- * NODE_SEND_BUSY (the caller counts a failed vote; fn will not run). */
-int node_send(node_t *node, const char *cmd, size_t len, node_reply_fn fn, void *privdata);
-/* Every callback of a request sent by node_send must report here once;
- * got_reply is 0 for the NULL reply of a torn-down connection. */
-void node_request_done(node_t *node, int got_reply);
+#define NODE_SEND_BUSY 2 /* the backlog is full (never for a release) */
+/* Sends req (cmd, len, fn and keep filled in): written at once while fewer
+ * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
+ * so that a burst is never dropped: it waits for the pipe.  Returns 0 (then
+ * req->fn runs exactly once), or NODE_SEND_DOWN / NODE_SEND_BUSY (it never
+ * runs).  A master that goes down runs fn with NULL for every request. */
+int node_send(node_t *node, node_req_t *req);
+/* 1 while req is queued, not yet written. */
+int node_req_queued(const node_req_t *req);
+/* Takes a queued request back (its fn will not run).  Only while queued. */
+void node_cancel(node_req_t *req);
 /* Reads replies that already wait on the socket (before deadlines are
  * judged: the loop itself may have been late). */
 void node_read_pending(node_t *node);
@@ -83,6 +116,9 @@ void node_drop_if_hung(node_t *node);
 /* Keeps a release (a formatted compare-and-delete) that may not have reached
  * this master, to send again once it is READY. */
 void node_defer_release(node_t *node, const char *cmd, size_t len);
+/* Releases this master still owes an answer to (queued, in flight, or
+ * replayed); close waits for them while the master is up. */
+int node_owes_releases(const node_t *node);
 int node_is_quarantined(const node_t *node, uint64_t now_ns);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);

@@ -179,7 +179,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     return;
   ((redisAsyncContext *)ac)->data = NULL; /* hiredis frees it after this callback */
   sub->ac = NULL;
-  subscriber_fail(sub, ac->errstr);
+  subscriber_fail(sub, conn_error(ac));
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {

@@ -44,11 +44,11 @@ round_t *round_new(struct redlock *client, int argc, const char **argv, const si
   round->replay_mask = ~(uint64_t)0;
   list_init(&round->pending_link);
   for (unsigned i = 0; i < n; i++) {
-    round->votes[i].round = round;
-    round->votes[i].state = VOTE_PENDING;
-    round->votes[i].why = WHY_NONE;
-    round->votes[i].resent = 0;
-    round->votes[i].integer = 0;
+    vote_t *vote = &round->votes[i];
+    memset(vote, 0, sizeof *vote);
+    vote->round = round;
+    vote->state = VOTE_PENDING;
+    vote->why = WHY_NONE;
   }
   return round;
 }
@@ -67,6 +67,28 @@ static void round_unref(round_t *round) {
     round_free(round);
 }
 
+static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why);
+
+/* Takes a vote's request back from its master's backlog, unsent: the vote
+ * fails as "busy" (it never reached the master) and drops its reference. */
+static void vote_withdraw(vote_t *vote) {
+  node_cancel(&vote->req);
+  vote_settle(vote, VOTE_FAILED, WHY_BUSY);
+  vote->round->refs--; /* the request's reference; the caller holds another */
+}
+
+/* Once a round is decided, what still waits unsent in a backlog is of no
+ * use, except a release, which must reach every master that may hold it. */
+static void round_withdraw_queued(round_t *round) {
+  if (round->is_release)
+    return;
+  for (unsigned i = 0; i < round->n_votes; i++) {
+    vote_t *vote = &round->votes[i];
+    if (vote->state == VOTE_PENDING && node_req_queued(&vote->req))
+      vote_withdraw(vote);
+  }
+}
+
 static void round_check_decision(round_t *round) {
   if (round->decided)
     return;
@@ -82,6 +104,7 @@ static void round_check_decision(round_t *round) {
     client_record_votes(round->client, round);
   if (round->on_decided != NULL)
     round->on_decided(round, outcome, round->ctx);
+  round_withdraw_queued(round);
   round_unref(round); /* the decision's reference */
 }
 
@@ -141,7 +164,16 @@ static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
   }
 }
 
-static void vote_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
+static void vote_reply(node_req_t *req, const redisReply *reply);
+
+/* Points the vote's request at cmd and sends it; 0 or NODE_SEND_*. */
+static int vote_send(vote_t *vote, node_t *node, const char *cmd, size_t len) {
+  vote->req.cmd = cmd;
+  vote->req.len = len;
+  vote->req.fn = vote_reply;
+  vote->req.keep = vote->round->is_release;
+  return node_send(node, &vote->req);
+}
 
 /* The master lost its script cache: send the same call as EVAL, which also
  * caches the script again.  Returns 1 when resent. */
@@ -154,7 +186,7 @@ static int vote_resend_as_eval(vote_t *vote, node_t *node) {
                              &round->eval_cmd_len) != 0)
     return 0;
   vote->resent = 1;
-  if (node_send(node, round->eval_cmd, round->eval_cmd_len, vote_reply_cb, vote) != 0)
+  if (vote_send(vote, node, round->eval_cmd, round->eval_cmd_len) != 0)
     return 0;
   client_log(round->client, REDLOCK_LOG_INFO,
              "master %s: script cache was flushed; sent the %s script with EVAL",
@@ -163,17 +195,15 @@ static int vote_resend_as_eval(vote_t *vote, node_t *node) {
   return 1;
 }
 
-static void vote_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  (void)ac;
-  vote_t *vote = privdata;
+static void vote_reply(node_req_t *req, const redisReply *reply) {
+  vote_t *vote = container_of(req, vote_t, req);
   round_t *round = vote->round;
-  const redisReply *reply = r;
-  node_t *node = &round->client->nodes[vote - round->votes];
+  node_t *node = req->node;
 
-  node_request_done(node, reply != NULL);
   if (vote->state == VOTE_PENDING) {
     if (reply == NULL) {
-      vote_settle(vote, VOTE_FAILED, WHY_DISCONNECTED);
+      /* Unsent (queued when the master went down) or lost on the way. */
+      vote_settle(vote, VOTE_FAILED, req->sent_ns == 0 ? WHY_DOWN : WHY_DISCONNECTED);
     } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote, node)) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
@@ -195,7 +225,7 @@ void round_send(round_t *round) {
   client_arm_deadline(client, round->deadline_ns);
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    int rc = node_send(&client->nodes[i], round->cmd, round->cmd_len, vote_reply_cb, vote);
+    int rc = vote_send(vote, &client->nodes[i], round->cmd, round->cmd_len);
     if (rc == 0)
       round->refs++;
     else
@@ -215,33 +245,74 @@ uint64_t round_set_mask(const round_t *round) {
   return mask;
 }
 
+/* Deadlines are judged per vote: a master has the request timeout from when
+ * its request was written, not from when it waited in our own backlog behind
+ * a full pipe.  A release waits as long as its master keeps answering (it is
+ * our queue, not the master, that is slow), so that it is neither lost nor
+ * misreported; any other request still unsent at the round's deadline is
+ * dropped, so a lock call's latency stays bounded by the request timeout
+ * under overload.  Timers fire on millisecond ticks, hence the slack. */
+#define DEADLINE_SLACK_NS 1000000u
+
+static uint64_t vote_due_ns(const vote_t *vote, const round_t *round, uint64_t now,
+                            uint64_t timeout_ns) {
+  if (node_req_queued(&vote->req))
+    return round->is_release ? now + timeout_ns : round->deadline_ns;
+  uint64_t due_ns = vote->req.sent_ns + timeout_ns;
+  if (round->is_release) {
+    /* Pipelined behind thousands of others, a release waits its turn at the
+     * master: it is late only once the master stops answering altogether. */
+    uint64_t progress_due_ns = vote->req.node->progress_ns + timeout_ns;
+    if (progress_due_ns > due_ns)
+      due_ns = progress_due_ns;
+  }
+  return due_ns > round->deadline_ns ? due_ns : round->deadline_ns;
+}
+
 void round_deadlines_fire(struct redlock *client) {
   /* Timers run before the loop reads sockets: replies that arrived in time
    * may be waiting unread, above all when this thread was slow to run. */
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_read_pending(&client->nodes[i]);
   uint64_t now = clock_now_ns();
+  uint64_t timeout_ns = (uint64_t)client->opts.request_timeout_ms * 1000000u;
   while (!list_empty(&client->rounds_pending)) {
     round_t *round = list_entry(client->rounds_pending.next, round_t, pending_link);
     if (round->deadline_ns > now)
       break;
     list_remove(&round->pending_link);
     round->refs++;
+    int keep = 0;
     for (unsigned i = 0; i < round->n_votes; i++) {
       vote_t *vote = &round->votes[i];
       if (vote->state != VOTE_PENDING)
         continue;
-      node_t *node = &client->nodes[i];
-      node_warn(node, "no reply within the request timeout", NULL);
-      vote_settle(vote, VOTE_FAILED, WHY_TIMEOUT);
+      if (vote_due_ns(vote, round, now, timeout_ns) > now + DEADLINE_SLACK_NS) {
+        keep = 1;
+      } else if (node_req_queued(&vote->req)) {
+        vote_withdraw(vote);
+      } else {
+        node_warn(&client->nodes[i], "no reply within the request timeout", NULL);
+        vote_settle(vote, VOTE_FAILED, WHY_TIMEOUT);
+      }
+    }
+    if (keep && round->votes_pending > 0) {
+      /* Judged again one request timeout from now: no other deadline in the
+       * FIFO is later, so it goes to the tail and the FIFO stays in order
+       * (a late vote is noticed at most one timeout after it was due). */
+      round->deadline_ns = now + timeout_ns;
+      list_insert_tail(&client->rounds_pending, &round->pending_link);
     }
     round_check_decision(round);
     round_unref(round);
   }
   /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
-   * callbacks of their requests, which may free rounds. */
-  for (unsigned i = 0; i < client->n_nodes; i++)
+   * callbacks of their requests, which may free rounds.  Replies that came
+   * in during a long walk are read first, so that only a master is blamed. */
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    node_read_pending(&client->nodes[i]);
     node_drop_if_hung(&client->nodes[i]);
+  }
   if (!list_empty(&client->rounds_pending)) {
     round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
     client_arm_deadline(client, head->deadline_ns);

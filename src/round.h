@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "list.h"
+#include "node.h"
 #include "quorum.h"
 #include "reply.h"
 #include "scripts.h"
@@ -41,6 +42,7 @@ typedef enum {
 } vote_why_t;
 
 typedef struct vote {
+  node_req_t req; /* this vote's request to its master */
   struct round *round;
   uint8_t state;  /* vote_state_t */
   uint8_t why;    /* vote_why_t */
