@@ -81,6 +81,8 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   *out = NULL;
   if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
     return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
   for (size_t i = 0; i < n; i++) {
     if (check_resource(resources[i]) != 0)
       return REDLOCK_EINVAL;
@@ -169,6 +171,8 @@ static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_
                                void (*lost_cb)(redlock_lock_t *, int, void *), void *arg) {
   if (client == NULL || lock == NULL)
     return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
   if (kind == OP_EXTEND && check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
   op_t *op = calloc(1, sizeof *op);
@@ -260,6 +264,8 @@ static void sync_done_cb(int status, void *arg) {
 static int check_blocking(const redlock_t *client) {
   if (client == NULL)
     return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
   if (!client->own_thread || client_on_loop_thread(client))
     return REDLOCK_EWOULDBLOCK;
   return 0;

@@ -3,6 +3,7 @@
  * by a uv_async_t, the round deadline timer, and the orderly close. */
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@ void client_log(redlock_t *client, int level, const char *fmt, ...) {
 
 uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
 
+int client_check_fork(const redlock_t *client) {
+  return getpid() == client->pid ? 0 : REDLOCK_EFORKED;
+}
+
 int client_on_loop_thread(const redlock_t *client) {
   if (!client->own_thread)
     return 0;
@@ -46,6 +51,8 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
   if (client == NULL || (buf == NULL && size > 0))
     return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
   char scratch[1];
   if (size == 0) {
     buf = scratch; /* measure only */
@@ -246,6 +253,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     free(client);
     return REDLOCK_ENOMEM;
   }
+  client->pid = getpid();
   client->n_nodes = (unsigned)opts->n_nodes;
   client->quorum = quorum_size(client->n_nodes);
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
@@ -391,7 +399,7 @@ static int client_request_close(redlock_t *client) {
 }
 
 void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
-  if (client == NULL || client->own_thread)
+  if (client == NULL || client->own_thread || client_check_fork(client) != 0)
     return;
   client->closed_cb = closed;
   client->closed_arg = arg;
@@ -399,7 +407,9 @@ void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
 }
 
 void redlock_close(redlock_t *client) {
-  if (client == NULL)
+  /* In a forked child the parent's client is left alone: its thread does not
+   * exist here, and freeing it could touch a mutex held at the fork. */
+  if (client == NULL || client_check_fork(client) != 0)
     return;
   if (!client->own_thread) {
     redlock_close_uv(client, NULL, NULL);

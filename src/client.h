@@ -11,6 +11,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <uv.h>
 
 #include "conn.h"
@@ -106,6 +107,7 @@ typedef struct op {
 
 struct redlock {
   struct redlock_options opts; /* snapshot */
+  pid_t pid; /* the process that opened it: a forked child must not use it */
   unsigned n_nodes;
   unsigned quorum;
   node_t *nodes;
@@ -149,6 +151,10 @@ struct redlock {
 
 /* ---- client.c ---- */
 int client_on_loop_thread(const redlock_t *client);
+/* REDLOCK_EFORKED in a child forked after the client was opened (its I/O
+ * thread, sockets and locks belong to the parent), else 0.  Checked before
+ * anything that could take the mutex a parent thread may have held. */
+int client_check_fork(const redlock_t *client);
 /* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
 int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and

@@ -336,7 +336,8 @@ static int lock_grant(op_t *op, uint64_t decided_ns) {
   if (op->canceled)
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
-  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) <= 0) {
+  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) <
+      QUORUM_MIN_VALIDITY_NS) {
     client_log(client, REDLOCK_LOG_WARN,
                "lock %s: quorum won but it took %llu us of a %u ms ttl: no validity left",
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
@@ -453,7 +454,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
   if (outcome == QUORUM_WON) {
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
                                           lock->client->opts.drift_factor);
-    if (validity <= 0)
+    if (validity < QUORUM_MIN_VALIDITY_NS)
       return REDLOCK_EEXPIRED;
     lock->ttl_ms = ttl_ms;
     lock_set_expiry(lock, round->started_ns, ttl_ms);

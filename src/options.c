@@ -94,6 +94,19 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
     }
     return rc;
   }
+  for (size_t i = 0; i < opts->n_nodes; i++) {
+    if (node_addr_same_master(&opts->nodes[i], &addr)) {
+      /* Two votes from one master would let it alone decide a quorum. */
+      if (opts->log_cb != NULL) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "redlock_options_add_node: master %s is already listed",
+                 addr.label);
+        opts->log_cb(REDLOCK_LOG_ERROR, msg, opts->log_arg);
+      }
+      node_addr_clear(&addr);
+      return REDLOCK_EINVAL;
+    }
+  }
   node_addr_t *grown = realloc(opts->nodes, (opts->n_nodes + 1) * sizeof *grown);
   if (grown == NULL) {
     node_addr_clear(&addr);

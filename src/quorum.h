@@ -29,6 +29,10 @@ quorum_outcome_t quorum_decide(unsigned n_nodes, unsigned yes, unsigned no, unsi
 /* drift = ttl * factor + 2 ms, in nanoseconds. */
 int64_t quorum_drift_ns(uint32_t ttl_ms, double drift_factor);
 
+/* Validity is reported in whole milliseconds (redlock_lock_validity_ms), so
+ * less than one left is none: such a grant would read 0, i.e. expired. */
+#define QUORUM_MIN_VALIDITY_NS 1000000
+
 /* validity = ttl - elapsed - drift, in nanoseconds (may be <= 0). */
 int64_t quorum_validity_ns(uint32_t ttl_ms, uint64_t elapsed_ns, double drift_factor);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "redlock.h"
 #include "strutil.h"
@@ -233,4 +234,12 @@ void node_addr_clear(node_addr_t *addr) {
   }
   free(addr->label);
   memset(addr, 0, sizeof *addr);
+}
+
+int node_addr_same_master(const node_addr_t *a, const node_addr_t *b) {
+  if (a->kind != b->kind)
+    return 0;
+  if (a->kind == NODE_ADDR_UNIX)
+    return strcmp(a->path, b->path) == 0;
+  return a->port == b->port && strcasecmp(a->host, b->host) == 0;
 }

@@ -30,6 +30,11 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len);
 /* Deep copy; 0 or REDLOCK_ENOMEM. */
 int node_addr_copy(node_addr_t *dst, const node_addr_t *src);
 
+/* 1 when a and b name the same server: the same unix socket path, or the
+ * same host (letter case aside) and port, whatever the credentials or db.
+ * Different names for one address (localhost vs 127.0.0.1) are not seen. */
+int node_addr_same_master(const node_addr_t *a, const node_addr_t *b);
+
 /* Frees the strings and zeroes the struct. */
 void node_addr_clear(node_addr_t *addr);
 

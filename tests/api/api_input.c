@@ -18,10 +18,19 @@
  *  - a second unlock of the same handle gives EINVAL (no use-after-free under
  *    ASan), extend / extend_async / unlock_async / watch after unlock give
  *    EINVAL, and a handle of another client gives EINVAL;
+ *  - the same master listed twice (same host and port, whatever the
+ *    credentials, db or letter case; the same unix socket path) gives EINVAL;
+ *  - a ttl that leaves less than 1 ms of validity (ttl 1..3 ms: the drift
+ *    alone is 2 ms) gives EEXPIRED, never OK with validity_ms() == 0;
+ *  - in a child forked after open, every call on the parent's client gives
+ *    REDLOCK_EFORKED at once (no hang) and redlock_close returns; the parent
+ *    keeps using the client and its lock;
  *  - a call that returns an error never runs its callback: callback counters
  *    are still 0 after api_close_client() (which joins the loop thread, so every
  *    callback that will ever run has run).
  */
+#include <sys/wait.h>
+
 #include "api_common.h"
 #include "redlock_uv.h"
 
@@ -373,6 +382,106 @@ static void test_foreign_handle(void **state) {
   assert_int_equal(atomic_load(&rec.calls), 0);
 }
 
+static void test_duplicate_master(void **state) {
+  (void)state;
+  int port = rh_server_port(cluster.s[0]);
+  char uri[128], same[128];
+  redlock_options_t *opts = redlock_options_new();
+  snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", port);
+  assert_int_equal(redlock_options_add_node(opts, uri), REDLOCK_OK);
+  assert_int_equal(redlock_options_add_node(opts, uri), REDLOCK_EINVAL);
+  snprintf(same, sizeof same, "redis://user:pw@127.0.0.1:%d/3", port);
+  assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_EINVAL);
+  snprintf(same, sizeof same, "redis://LocalHost:%d", port);
+  assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_OK);
+  snprintf(same, sizeof same, "redis://localhost:%d", port);
+  assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_EINVAL);
+  snprintf(same, sizeof same, "redis://127.0.0.1:%d", rh_server_port(cluster.s[1]));
+  assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_OK);
+  assert_int_equal(redlock_options_add_node(opts, "unix:///tmp/redlock-dup.sock"), REDLOCK_OK);
+  assert_int_equal(redlock_options_add_node(opts, "unix:///tmp/redlock-dup.sock"), REDLOCK_EINVAL);
+  redlock_options_free(opts);
+}
+
+static void test_validity_below_1ms(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  for (uint32_t ttl = 1; ttl <= 3; ttl++) {
+    for (int i = 0; i < 20; i++) {
+      char res[128];
+      api_name(res, sizeof res, "tiny");
+      redlock_lock_t *lock = JUNK;
+      int rc = redlock_trylock(client, res, ttl, &lock);
+      if (rc == REDLOCK_OK)
+        fail_msg("ttl %u: granted with %lld ms of validity", ttl,
+                 (long long)redlock_lock_validity_ms(lock));
+      assert_int_equal(rc, REDLOCK_EEXPIRED);
+      assert_null(lock);
+    }
+  }
+  api_close_client(client);
+}
+
+/* What the child checks; its exit status is the number of failed checks. */
+static int child_checks(redlock_t *client, redlock_lock_t *lock) {
+  int failed = 0;
+  redlock_lock_t *out = JUNK;
+  char buf[64];
+  failed += redlock_lock(client, "forked", TTL, &out) != REDLOCK_EFORKED;
+  failed += redlock_trylock(client, "forked", TTL, &out) != REDLOCK_EFORKED;
+  failed += out != NULL;
+  failed += redlock_lock_wait(client, "forked", TTL, 100, &out) != REDLOCK_EFORKED;
+  failed += redlock_lock_async(client, "forked", TTL, 0, rec_lock_cb, NULL) != REDLOCK_EFORKED;
+  failed += redlock_extend(client, lock, TTL) != REDLOCK_EFORKED;
+  failed += redlock_extend_async(client, lock, TTL, NULL, NULL) != REDLOCK_EFORKED;
+  failed += redlock_watch(client, lock, NULL, NULL) != REDLOCK_EFORKED;
+  failed += redlock_unlock_async(client, lock, NULL, NULL) != REDLOCK_EFORKED;
+  failed += redlock_unlock(client, lock) != REDLOCK_EFORKED;
+  failed += redlock_last_votes(client, buf, sizeof buf) != REDLOCK_EFORKED;
+  redlock_close(client); /* returns: the parent's thread is not ours to join */
+  return failed;
+}
+
+typedef struct {
+  pid_t pid;
+  int status;
+} child_t;
+
+static int child_exited(void *arg) {
+  child_t *child = arg;
+  return waitpid(child->pid, &child->status, WNOHANG) == child->pid;
+}
+
+static void test_fork_child(void **state) {
+  (void)state;
+  redlock_t *client = open_client();
+  char res[128];
+  api_name(res, sizeof res, "fork");
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(10); /* a hang fails by signal instead of blocking the test */
+    _exit(child_checks(client, lock));
+  }
+  child_t child = {.pid = pid};
+  if (!rh_wait_until(child_exited, &child, 15000)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &child.status, 0);
+    fail_msg("the forked child hung");
+  }
+  int status = child.status;
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  /* The parent's client and lock are untouched. */
+  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_nil_everywhere(&cluster, res);
+  api_close_client(client);
+}
+
 int main(void) {
   api_watchdog(120);
   const struct CMUnitTest tests[] = {
@@ -380,6 +489,8 @@ int main(void) {
       api_test(test_resource_length),  api_test(test_ttl_limits),
       api_test(test_lock_many_limits), api_test(test_async_null_callback),
       api_test(test_double_unlock),    api_test(test_foreign_handle),
+      api_test(test_duplicate_master), api_test(test_validity_below_1ms),
+      api_test(test_fork_child),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

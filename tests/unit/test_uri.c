@@ -522,6 +522,33 @@ static void test_copy_clear_round_trip(void **state) {
   node_addr_clear(&b);
 }
 
+static void test_same_master(void **state) {
+  (void)state;
+  static const struct {
+    const char *a, *b;
+    int same;
+  } cases[] = {
+      {"redis://h:1", "redis://h:1", 1},
+      {"redis://h:1", "redis://u:p@H:1/4", 1},
+      {"redis://h", "redis://h:6379", 1},
+      {"redis://h:1", "redis://h:2", 0},
+      {"redis://h:1", "redis://g:1", 0},
+      {"redis://[::1]:1", "redis://[::1]:1", 1},
+      {"unix:///a/s", "unix:///a/s", 1},
+      {"unix:///a/s", "unix:///a/t", 0},
+      {"unix:///a/s", "redis://a:1", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    node_addr_t a, b;
+    assert_int_equal(uri_parse(cases[i].a, &a, NULL, 0), 0);
+    assert_int_equal(uri_parse(cases[i].b, &b, NULL, 0), 0);
+    assert_int_equal(node_addr_same_master(&a, &b), cases[i].same);
+    assert_int_equal(node_addr_same_master(&b, &a), cases[i].same);
+    node_addr_clear(&a);
+    node_addr_clear(&b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plain_host),
@@ -549,6 +576,7 @@ int main(void) {
       cmocka_unit_test(test_reject_after_bracket),
       cmocka_unit_test(test_reject_clears_partial),
       cmocka_unit_test(test_copy_clear_round_trip),
+      cmocka_unit_test(test_same_master),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
