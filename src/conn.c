@@ -207,11 +207,11 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
   uv_close((uv_handle_t *)&flusher->prepare, closed);
 }
 
-redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flusher_t *flusher,
-                             void *data, redisConnectCallback *on_connect,
+redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t *loop,
+                             conn_flusher_t *flusher, void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len) {
   redisAsyncContext *ac = addr->kind == NODE_ADDR_UNIX ? redisAsyncConnectUnix(addr->path)
-                                                       : redisAsyncConnect(addr->host, addr->port);
+                                                       : redisAsyncConnect(ip, addr->port);
   if (ac == NULL) {
     snprintf(err, err_len, "out of memory");
     return NULL;

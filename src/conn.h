@@ -41,8 +41,11 @@ void conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop);
 void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
 
 /* Starts a non-blocking connect, hooks it to the loop and sets the
- * callbacks; ac->data = data.  NULL on failure, with the reason in err. */
-redisAsyncContext *conn_open(const node_addr_t *addr, uv_loop_t *loop, conn_flusher_t *flusher,
+ * callbacks; ac->data = data.  A TCP address is connected to at ip, a
+ * numeric address (resolve.h: hiredis would block on a name).  NULL on
+ * failure, with the reason in err. */
+redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t *loop,
+                             conn_flusher_t *flusher,
                              void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len);
 

@@ -76,9 +76,14 @@ static void backoff_timer_cb(uv_timer_t *timer) {
     node_connect(node);
 }
 
-/* Detaches and frees the hiredis context (its pending callbacks get NULL
- * replies now, or after the running callback when called from one). */
+/* Abandons a name lookup under way, detaches and frees the hiredis context
+ * (its pending callbacks get NULL replies now, or after the running callback
+ * when called from one). */
 static void node_release_context(node_t *node) {
+  if (node->resolving != NULL) {
+    resolve_abandon(node->resolving);
+    node->resolving = NULL;
+  }
   redisAsyncContext *ac = node->ac;
   node->ac = NULL;
   conn_close(ac);
@@ -307,19 +312,17 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
             detail);
 }
 
-static void node_connect(node_t *node) {
+/* Looked up (or numeric from the start): connect, queue the handshake. */
+static void node_open(node_t *node) {
   redlock_t *client = node->client;
   char err[128];
-  redisAsyncContext *ac =
-      conn_open(&node->addr, client->loop, &client->flusher, node, on_connect, on_disconnect, err,
-                sizeof err);
+  redisAsyncContext *ac = conn_open(&node->addr, node->ip, client->loop, &client->flusher, node,
+                                    on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
   }
   node->ac = ac;
-  node->state = NODE_CONNECTING;
-  node->handshake_left = 0;
 
   /* The handshake is pipelined behind the TCP connect: one round trip. */
   const node_addr_t *addr = &node->addr;
@@ -339,13 +342,43 @@ static void node_connect(node_t *node) {
   }
   ok &= redisAsyncCommand(ac, info_reply_cb, node, "INFO server") == REDIS_OK;
   node->handshake_left++;
-  if (!ok) {
+  if (!ok)
     node_fail(node, REDLOCK_LOG_ERROR, "cannot connect", "cannot queue the handshake");
+}
+
+static void on_resolved(void *arg, int status, const char *ip) {
+  node_t *node = arg;
+  node->resolving = NULL;
+  if (status != 0) {
+    node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", uv_strerror(status));
     return;
   }
+  snprintf(node->ip, sizeof node->ip, "%s", ip);
+  node_open(node);
+}
+
+/* One connection attempt: name lookup (every time: a master may come back
+ * at a new address), connect and handshake, all within the connect timeout. */
+static void node_connect(node_t *node) {
+  redlock_t *client = node->client;
+  const node_addr_t *addr = &node->addr;
+  node->state = NODE_CONNECTING;
+  node->handshake_left = 0;
   uv_timer_stop(&node->timer);
   uv_timer_start(&node->timer, connect_timer_cb, client->opts.connect_timeout_ms, 0);
+  if (addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host)) {
+    int err;
+    node->resolving = resolve_start(client->loop, addr->host, on_resolved, node, &err);
+    if (node->resolving == NULL)
+      node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", uv_strerror(err));
+    return;
+  }
+  if (addr->kind == NODE_ADDR_TCP)
+    snprintf(node->ip, sizeof node->ip, "%s", addr->host);
+  node_open(node);
 }
+
+const char *node_ip(const node_t *node) { return node->ip; }
 
 void node_start(node_t *node) {
   uv_timer_init(node->client->loop, &node->timer);

@@ -11,6 +11,7 @@
 
 #include "info.h"
 #include "list.h"
+#include "resolve.h"
 #include "uri.h"
 
 struct redisAsyncContext;
@@ -19,7 +20,7 @@ struct redlock;
 
 typedef enum {
   NODE_DOWN = 0,   /* no connection; a reconnect timer may be running */
-  NODE_CONNECTING, /* TCP/handshake under way, bounded by the connect timeout */
+  NODE_CONNECTING, /* name lookup, TCP, handshake: bounded by the connect timeout */
   NODE_READY,      /* handshake done: rounds are sent here */
   NODE_CLOSED,     /* client closing: never reconnects */
 } node_state_t;
@@ -70,6 +71,8 @@ typedef struct node {
   node_addr_t addr;
   node_state_t state;
   struct redisAsyncContext *ac;
+  resolve_req_t *resolving;           /* the host name's lookup, while CONNECTING */
+  char ip[RESOLVE_ADDR_LEN];          /* TCP: the numeric address last connected to */
   uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
   unsigned handshake_left;
   unsigned failures;        /* consecutive failed connection attempts */
@@ -94,6 +97,9 @@ int node_init(node_t *node, struct redlock *client, unsigned index, const node_a
 void node_start(node_t *node);
 #define NODE_SEND_DOWN 1 /* not connected (or handshake not done) */
 #define NODE_SEND_BUSY 2 /* the backlog is full (never for a release) */
+/* TCP: the numeric address of the master's last lookup ("" before the
+ * first); the subscriber connection connects there too. */
+const char *node_ip(const node_t *node);
 /* Sends req (cmd, len, fn and keep filled in): written at once while fewer
  * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
  * so that a burst is never dropped: it waits for the pipe.  Returns 0 (then

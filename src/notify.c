@@ -239,11 +239,15 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
 
 static void subscriber_connect(notify_subscriber_t *sub) {
   redlock_t *client = sub->client;
-  const node_addr_t *addr = &client->nodes[sub->index].addr;
+  const node_t *node = &client->nodes[sub->index];
+  const node_addr_t *addr = &node->addr;
+  if (addr->kind == NODE_ADDR_TCP && node_ip(node)[0] == '\0') {
+    subscriber_fail(sub, "the master's host name is not resolved yet");
+    return;
+  }
   char err[128];
-  redisAsyncContext *ac =
-      conn_open(addr, client->loop, &client->flusher, sub, on_connect, on_disconnect, err,
-                sizeof err);
+  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->loop, &client->flusher, sub,
+                                    on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

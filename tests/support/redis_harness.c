@@ -66,6 +66,7 @@ struct rh_server {
   char *acl_user;
   char *acl_password;
   char *unix_socket;
+  char *bind_also;
   int enable_debug;
   char dir[256]; /* private directory: --dir and the log */
   char log_path[320];
@@ -359,6 +360,8 @@ static int spawn(rh_server_t *s) {
   argv[argc++] = port_str;
   argv[argc++] = "--bind";
   argv[argc++] = RH_HOST;
+  if (s->bind_also != NULL)
+    argv[argc++] = s->bind_also; /* --bind takes several addresses */
   argv[argc++] = "--save";
   argv[argc++] = "";
   argv[argc++] = "--appendonly";
@@ -550,6 +553,7 @@ static void server_destroy(rh_server_t *s) {
   free(s->acl_user);
   free(s->acl_password);
   free(s->unix_socket);
+  free(s->bind_also);
   free(s);
 }
 
@@ -569,9 +573,11 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
     s->acl_user = dup_or_null(opts->acl_user);
     s->acl_password = dup_or_null(opts->acl_password);
     s->unix_socket = dup_or_null(opts->unix_socket);
+    s->bind_also = dup_or_null(opts->bind_also);
     s->enable_debug = opts->enable_debug;
     if ((opts->password && !s->password) || (opts->acl_user && !s->acl_user) ||
-        (opts->acl_password && !s->acl_password) || (opts->unix_socket && !s->unix_socket)) {
+        (opts->acl_password && !s->acl_password) || (opts->unix_socket && !s->unix_socket) ||
+        (opts->bind_also && !s->bind_also)) {
       server_destroy(s);
       return -1;
     }

@@ -18,6 +18,7 @@ typedef struct {
   const char *acl_password;
   int enable_debug;         /* --enable-debug-command local */
   const char *unix_socket;  /* also listen on this unix socket path, or NULL */
+  const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
 } rh_options_t;
 
 /* Picks a free loopback port, spawns redis-server (no persistence), waits

@@ -1,0 +1,218 @@
+/* test_resolve.c: master host names are looked up off the loop thread.
+ *
+ * Runs under the getaddrinfo() shim tests/support/slowdns.c: the test
+ * re-executes itself with LD_PRELOAD pointing at it (argv[1]), then maps the
+ * names it uses (*.redlock.test) to loopback addresses, with delays, or to
+ * "no such name"; no DNS query ever leaves the machine.
+ *
+ * Asserts:
+ *  - a master whose name takes 5 s to resolve does not stall the client:
+ *    redlock_open returns within its connect timeout (plus slack), lock +
+ *    unlock cycles on the two healthy masters each finish well within a
+ *    second while lookups hang, and a watched lock on them is not lost;
+ *  - an unresolvable name marks that master down with the reason in the log
+ *    ("cannot resolve"), the other masters carry on, and it is retried;
+ *  - the name is looked up again on every reconnect: a name that first
+ *    points at an address where nothing listens is found again once it
+ *    points at the live master;
+ *  - IPv6: a literal redis://[::1]:P and a name that resolves to ::1 work.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "it_common.h"
+
+#define SLOW_MS 5000
+#define CONNECT_MS 800u
+
+typedef int (*map_fn)(const char *name, const char *ip, int delay_ms);
+typedef int (*lookups_fn)(const char *name);
+static map_fn dns_map;
+static lookups_fn dns_lookups;
+
+static char uri_buf[4][128];
+
+static const char *uri_for(int i, const char *host, int port) {
+  snprintf(uri_buf[i], sizeof uri_buf[i], "redis://%s:%d", host, port);
+  return uri_buf[i];
+}
+
+static redlock_t *open_with(it_fixture_t *fx, const char *const *uris, size_t n) {
+  redlock_options_t *opts = it_options_uris(fx, uris, n, REDLOCK_LOG_DEBUG);
+  assert_int_equal(redlock_options_set_timeouts(opts, CONNECT_MS, 200), REDLOCK_OK);
+  uint64_t t0 = rh_now_ms();
+  redlock_t *client = it_open(fx, 0, opts);
+  uint64_t took = rh_now_ms() - t0;
+  /* Bounded by the connect timeout, not by the 5 s lookup. */
+  if (took > CONNECT_MS + 1500)
+    fail_msg("redlock_open took %llu ms", (unsigned long long)took);
+  return client;
+}
+
+/* n lock + unlock cycles, each within max_ms (a stalled loop takes seconds). */
+static void cycles(redlock_t *client, int n, uint64_t max_ms) {
+  for (int i = 0; i < n; i++) {
+    char res[64];
+    snprintf(res, sizeof res, "resolve-%d-%d", (int)getpid(), i);
+    redlock_lock_t *lock = NULL;
+    uint64_t t0 = rh_now_ms();
+    assert_int_equal(redlock_lock(client, res, 5000, &lock), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+    uint64_t took = rh_now_ms() - t0;
+    if (took > max_ms)
+      fail_msg("cycle %d took %llu ms", i, (unsigned long long)took);
+  }
+}
+
+static void on_lost(redlock_lock_t *lock, int reason, void *arg) {
+  (void)lock;
+  (void)reason;
+  *(int *)arg = 1;
+}
+
+static void test_slow_lookup_no_stall(void **state) {
+  it_fixture_t *fx = *state;
+  dns_map("slow.redlock.test", "127.0.0.1", SLOW_MS);
+  const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]),
+                         uri_for(0, "slow.redlock.test", rh_server_port(fx->servers[2]))};
+  redlock_t *client = open_with(fx, uris, 3);
+  /* A watched lock (ttl 600 ms: renewed every 200 ms) lives through lookups. */
+  int lost = 0;
+  redlock_lock_t *watched = NULL;
+  assert_int_equal(redlock_lock(client, "resolve-watched", 600, &watched), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, watched, on_lost, &lost), REDLOCK_OK);
+  uint64_t t0 = rh_now_ms();
+  cycles(client, 40, 500);
+  /* Keep going until the first 5 s lookup has surely been under way. */
+  while (rh_now_ms() - t0 < SLOW_MS / 2)
+    cycles(client, 5, 500);
+  assert_true(dns_lookups("slow.redlock.test") >= 1);
+  assert_int_equal(lost, 0);
+  assert_false(redlock_lock_is_lost(watched));
+  assert_int_equal(redlock_unlock(client, watched), REDLOCK_OK);
+  it_close(fx, 0);
+}
+
+static int log_has_cannot_resolve(void *arg) {
+  return it_log_contains(arg, "nowhere.redlock.test") && it_log_contains(arg, "cannot resolve");
+}
+
+static int lookups_at_least_2(void *arg) { return dns_lookups(arg) >= 2; }
+
+static void test_unresolvable(void **state) {
+  it_fixture_t *fx = *state;
+  dns_map("nowhere.redlock.test", NULL, 0);
+  const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]),
+                         uri_for(0, "nowhere.redlock.test", rh_server_port(fx->servers[2]))};
+  redlock_t *client = open_with(fx, uris, 3);
+  assert_true(rh_wait_until(log_has_cannot_resolve, fx, 5000));
+  cycles(client, 10, 1000);
+  char votes[512];
+  assert_true(redlock_last_votes(client, votes, sizeof votes) > 0);
+  assert_non_null(strstr(votes, "nowhere.redlock.test"));
+  /* Retried with backoff: looked up again. */
+  assert_true(rh_wait_until(lookups_at_least_2, "nowhere.redlock.test", 5000));
+  it_close(fx, 0);
+}
+
+typedef struct {
+  redlock_t *client;
+  const char *res;
+} try_arg_t;
+
+/* A trylock: with 2 masters it needs both. */
+static int can_lock(void *arg) {
+  try_arg_t *t = arg;
+  redlock_lock_t *lock = NULL;
+  if (redlock_trylock(t->client, t->res, 5000, &lock) != REDLOCK_OK)
+    return 0;
+  redlock_unlock(t->client, lock);
+  return 1;
+}
+
+static void test_lookup_again_on_reconnect(void **state) {
+  it_fixture_t *fx = *state;
+  /* Nothing listens on 127.0.0.2 at that port: the master is "gone". */
+  dns_map("moving.redlock.test", "127.0.0.2", 0);
+  const char *uris[2] = {rh_server_uri(fx->servers[0]),
+                         uri_for(0, "moving.redlock.test", rh_server_port(fx->servers[1]))};
+  redlock_t *client = open_with(fx, uris, 2); /* quorum: both */
+  try_arg_t t = {client, "resolve-moving"};
+  assert_false(can_lock(&t));
+  /* It comes back behind the same name at another address. */
+  dns_map("moving.redlock.test", "127.0.0.1", 0);
+  assert_true(rh_wait_until(can_lock, &t, 5000));
+  assert_true(dns_lookups("moving.redlock.test") >= 2);
+  it_close(fx, 0);
+}
+
+static void test_ipv6(void **state) {
+  it_fixture_t *fx = *state;
+  rh_options_t ro = {.bind_also = "::1"};
+  rh_server_t *v6 = NULL;
+  if (rh_server_start(&v6, &ro) != 0) {
+    fprintf(stderr, "SKIP: cannot start a redis-server on ::1\n");
+    skip();
+  }
+  dns_map("v6.redlock.test", "::1", 0);
+  char literal[128];
+  snprintf(literal, sizeof literal, "redis://[::1]:%d", rh_server_port(v6));
+  const char *uris[2] = {literal, uri_for(0, "v6.redlock.test", rh_server_port(v6))};
+  /* One client per spelling of the master, with two v4 masters beside it. */
+  for (int i = 0; i < 2; i++) {
+    const char *set[3] = {uris[i], rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1])};
+    redlock_options_t *opts = it_options_uris(fx, set, 3, REDLOCK_LOG_DEBUG);
+    redlock_t *client = it_open(fx, 0, opts);
+    redlock_lock_t *lock = NULL;
+    assert_int_equal(redlock_lock(client, "resolve-v6", 5000, &lock), REDLOCK_OK);
+    char value[128];
+    assert_int_equal(rh_server_command(v6, value, sizeof value, "GET %s", "resolve-v6"), 0);
+    assert_string_equal(value, redlock_lock_value(lock));
+    assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+    it_close(fx, 0);
+  }
+  rh_server_free(v6);
+}
+
+int main(int argc, char **argv) {
+  if (getenv("REDLOCK_SLOWDNS_ACTIVE") == NULL) {
+    if (argc < 2) {
+      fprintf(stderr, "usage: %s PATH/slowdns.so\n", argv[0]);
+      return 2;
+    }
+    /* Again, under the shim.  ASan wants to be first in the preload list;
+     * the shim is not instrumented, so that check is turned off. */
+    setenv("LD_PRELOAD", argv[1], 1);
+    setenv("REDLOCK_SLOWDNS_ACTIVE", "1", 1);
+    char asan[1024];
+    const char *old = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "%s%sverify_asan_link_order=0", old ? old : "", old ? ":" : "");
+    setenv("ASAN_OPTIONS", asan, 1);
+    execv("/proc/self/exe", argv);
+    perror("execv");
+    return 2;
+  }
+  dns_map = (map_fn)dlsym(RTLD_DEFAULT, "slowdns_map");
+  dns_lookups = (lookups_fn)dlsym(RTLD_DEFAULT, "slowdns_lookups");
+  if (dns_map == NULL || dns_lookups == NULL) {
+    fprintf(stderr, "the slowdns shim is not loaded\n");
+    return 2;
+  }
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_slow_lookup_no_stall, it_setup_3, it_teardown),
+      cmocka_unit_test_setup_teardown(test_unresolvable, it_setup_3, it_teardown),
+      cmocka_unit_test_setup_teardown(test_lookup_again_on_reconnect, it_setup_3, it_teardown),
+      cmocka_unit_test_setup_teardown(test_ipv6, it_setup_3, it_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
