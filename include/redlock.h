@@ -200,6 +200,50 @@ REDLOCK_EXPORT int redlock_extend_async(redlock_t *client, redlock_lock_t *lock,
 REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
                                         redlock_done_cb cb, void *arg);
 
+/* ---- Leader election ---------------------------------------------------------
+ * redlock_elect campaigns for leadership of `name` until redlock_resign (or
+ * redlock_close).  The leader holds a lease on the key prefix + name (a lock:
+ * a lock and an election on the same name exclude each other), always with a
+ * fencing token, whatever redlock_options_set_fencing says.  While leader the
+ * lease is watched (extended automatically).  Callbacks run on the loop
+ * thread, at most one at a time per client:
+ *   on_elected(e, term, arg): this client is leader.  term is the lease's
+ *     fencing token: larger than every earlier term of `name` (docs/safety.md
+ *     says under which assumptions).  Pass it to every resource the leader
+ *     writes, which must reject terms smaller than the largest it has seen.
+ *   on_lost(e, reason, arg): leadership of that term ended by itself; reason
+ *     is REDLOCK_ELOST (the lease could not be extended before its validity
+ *     ran out, or a quorum answered that it is gone).  The election then
+ *     campaigns again after a back-off.
+ * Per term, on_elected runs once, then on_lost at most once (never after a
+ * resign or close).  ttl_ms: 1..max TTL, long enough to leave validity after
+ * the drift (> 3 ms with the default drift factor).  name: as a resource.
+ * Errors (no callback ever runs then): EINVAL (NULL client, name, callback or
+ * out; bad name or ttl), ENOMEM, ECLOSED, EFORKED.  Callable from any thread;
+ * *out is set before any callback can run. */
+typedef struct redlock_election redlock_election_t;
+REDLOCK_EXPORT int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                 void (*on_elected)(redlock_election_t *e, uint64_t term,
+                                                    void *arg),
+                                 void (*on_lost)(redlock_election_t *e, int reason, void *arg),
+                                 void *arg, redlock_election_t **out);
+/* Stops campaigning, releases the lease if leader (the release wakes the next
+ * campaigner at once) and frees the handle.  No callback of the election runs
+ * after this returns.  From any thread: off the loop thread it waits until
+ * the loop has taken the resignation (not for the release's replies); on the
+ * loop thread (inside on_elected / on_lost or any other callback of this
+ * client) it never blocks, and the handle is freed after the running
+ * callback returns.  On a redlock_open_uv client, call it on the loop's
+ * thread.  0, EINVAL (NULL, or not a live election of this client: already
+ * resigned), ECLOSED (the client is closing: the close releases and frees
+ * it), EFORKED, EIO. */
+REDLOCK_EXPORT int redlock_resign(redlock_t *client, redlock_election_t *e);
+/* Milliseconds of leadership left in the current term (the lease's validity,
+ * as redlock_lock_validity_ms); <= 0 when not leader (in on_lost: how long
+ * ago the term's validity ended).  Any thread, for a live handle.  Work that
+ * needs leadership should stop before this reaches 0. */
+REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e);
+
 /* ---- Diagnostics ------------------------------------------------------------
  * Writes a one-line summary of the most recently decided round of this client
  * that a call waited on (not the background release after a lost attempt),

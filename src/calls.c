@@ -102,6 +102,7 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   }
   op->kind = OP_LOCK;
   op->client = client;
+  op->fenced = client->opts.fencing;
   op->mode = mode;
   op->ttl_ms = ttl_ms;
   op->wait_ms = wait_ms;

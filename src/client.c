@@ -132,6 +132,8 @@ static void wakeup_cb(uv_async_t *async) {
     list_remove(&op->link);
     if (op->kind == OP_CLOSE) {
       client_begin_close(client);
+    } else if (op->kind == OP_ELECT || op->kind == OP_RESIGN) {
+      election_dispatch(op);
     } else if (client->close_started && op->kind == OP_LOCK) {
       op_fail(op, REDLOCK_ECANCELED);
     } else {
@@ -163,6 +165,7 @@ static void client_free(redlock_t *client) {
   free(client->nodes);
   free(client->last_votes);
   ptrset_free(&client->live_locks);
+  ptrset_free(&client->live_elections);
   options_clear(&client->opts);
   uv_mutex_destroy(&client->mutex);
   if (client->own_thread)
@@ -176,6 +179,9 @@ static void client_begin_close(redlock_t *client) {
   client->close_started = 1;
   client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
+  /* Elections first: their campaigns are cancelled without a callback and
+   * their leases released before the generic clean-up below sees them. */
+  election_close_all(client);
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
@@ -267,6 +273,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->parked_ops);
   list_init(&client->channels);
   list_init(&client->reentrant_leases);
+  list_init(&client->elections);
+  ptrset_init(&client->live_elections);
   int rc = client->nodes != NULL && client->last_votes != NULL ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);

@@ -26,7 +26,15 @@
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
 
-typedef enum { OP_LOCK = 1, OP_EXTEND, OP_UNLOCK, OP_WATCH, OP_CLOSE } op_kind_t;
+typedef enum {
+  OP_LOCK = 1,
+  OP_EXTEND,
+  OP_UNLOCK,
+  OP_WATCH,
+  OP_CLOSE,
+  OP_ELECT,  /* election.c: a new election handle for the loop */
+  OP_RESIGN, /* election.c: its resignation */
+} op_kind_t;
 
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */
@@ -103,6 +111,7 @@ typedef struct op {
   uv_timer_t *retry_timer; /* allocated on the first retry */
   int in_round;
   int canceled;
+  int fenced; /* fencing for this acquisition: the client's option, or forced (election) */
 } op_t;
 
 struct redlock {
@@ -147,6 +156,9 @@ struct redlock {
   void (*closed_cb)(void *arg);
   void *closed_arg;
   op_t close_op; /* preallocated: closing never fails for want of memory */
+  /* elections (election.c) */
+  list_node_t elections;    /* loop: handles the loop has taken and not yet let go */
+  ptrset_t live_elections;  /* mutex: handles the caller may still resign */
 };
 
 /* ---- client.c ---- */
@@ -187,5 +199,21 @@ void lock_wake(op_t *op);
 /* Drops one reference (loop); frees the handle at zero. */
 void lock_unref(redlock_lock_t *lock);
 void lock_free(redlock_lock_t *lock);
+/* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
+ * lease is lost, possibly before this returns (already expired).  0 or
+ * REDLOCK_ENOMEM. */
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
+                     void (*lost_cb)(redlock_lock_t *, int, void *), void *arg);
+/* Lets go of a lease nobody waits on (close; an election's resignation or
+ * loss): stops its watch, frees its handles, sends the release (announced, so
+ * waiters are woken) to every master that may hold it, drops the live
+ * reference. */
+void lock_release_lease(redlock_lock_t *lock);
+
+/* ---- election.c: loop side ---- */
+/* Takes an OP_ELECT or OP_RESIGN op from the submit queue. */
+void election_dispatch(op_t *op);
+/* Close: every election stops (no callback runs any more), leaders release. */
+void election_close_all(redlock_t *client);
 
 #endif
