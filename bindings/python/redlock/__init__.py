@@ -42,11 +42,12 @@ import itertools
 import operator
 import os
 import threading
+import time
 import warnings
 import weakref
 
 __all__ = [
-    "Client", "Lock", "version", "strerror", "err_name", "load_library",
+    "Client", "Lock", "Election", "version", "strerror", "err_name", "load_library",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
     "WouldBlockError", "RedlockIOError", "NotSupportedError", "ForkedError",
@@ -227,6 +228,9 @@ _LOG_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 _LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 _LOCK_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 _DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
+# Leader election: on_elected(election, term, arg), on_lost(election, reason, arg).
+_ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p)
+_ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 
 _lib = None
 _lib_lock = threading.Lock()
@@ -279,6 +283,10 @@ def _declare(lib):
         "redlock_lock_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
         "redlock_unlock_async": (c_int, [c_vp, c_vp, _DONE_CB, c_vp]),
         "redlock_last_votes": (c_int, [c_vp, c_cp, ctypes.c_size_t]),
+        # leader election
+        "redlock_elect": (c_int, [c_vp, c_cp, c_u32, _ELECTED_CB, _ELECTION_LOST_CB, c_vp, pp]),
+        "redlock_resign": (c_int, [c_vp, c_vp]),
+        "redlock_election_validity_ms": (ctypes.c_int64, [c_vp]),
         "redlock_strerror": (c_cp, [c_int]),
         "redlock_err_name": (c_cp, [c_int]),
         "redlock_version": (c_cp, []),
@@ -427,6 +435,11 @@ class _Core:
         self.log_cb = None
         self.lock_cb = _LOCK_CB(self._on_lock_done)
         self.lost_cb = _LOST_CB(self._on_lost)
+        # Elections: key -> Election, held (strongly) until resigned or closed:
+        # a campaign goes on whether or not the program keeps the object.
+        self.elections = {}
+        self.elected_cb = _ELECTED_CB(self._on_elected)
+        self.election_lost_cb = _ELECTION_LOST_CB(self._on_election_lost)
 
     # -- threads
     def on_loop_thread(self):
@@ -469,6 +482,18 @@ class _Core:
         if cb is not None:
             cb(lk)
 
+    def _on_elected(self, _handle, term, key):
+        self._mark_loop()
+        election = self.elections.get(key)
+        if election is not None:
+            election._elected(int(term))
+
+    def _on_election_lost(self, _handle, reason, key):
+        self._mark_loop()
+        election = self.elections.get(key)
+        if election is not None:
+            election._lost(int(reason))
+
     # -- calls
     def enter(self):
         """Counts a C call that uses the client pointer; raises if closed."""
@@ -496,6 +521,8 @@ class _Core:
             for lk in list(self.locks):
                 lk._invalidate()
             self.locks = weakref.WeakSet()
+            for election in list(self.elections.values()):
+                election._invalidate()
         _OPEN_CORES.discard(self)
         if self.on_loop_thread():
             # From one of our callbacks: the blocking part cannot run on the
@@ -518,6 +545,7 @@ class _Core:
             self.ptr = None
             self.state = _CLOSED
             self.watched.clear()
+            self.elections.clear()
             self.cond.notify_all()
 
 
@@ -724,6 +752,38 @@ class Client:
         lk = self._adopt(out.value, resources)
         return self._maybe_watch(lk, watch, on_lost)
 
+    def elect(self, name, ttl_ms, on_elected=None, on_lost=None):
+        """Campaigns for leadership of name (redlock_elect) until resign() or
+        close(); returns an Election at once.  The lease (ttl_ms, watched while
+        leader) is always fenced: the term is its fencing token, larger than
+        every earlier term of name.  on_elected(election, term) and
+        on_lost(election, reason) run on the library's I/O thread, once per
+        term each (on_lost only if the term ends by itself, never after
+        resign() or close()); keep them short.  Raises InvalidArgument (bad
+        name or ttl), ClosedError, ..."""
+        for fn, what in ((on_elected, "on_elected"), (on_lost, "on_lost")):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable" % what)
+        core = self._core
+        raw = _bytes_arg(name, "name")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        election = Election(self, name, on_elected, on_lost)
+        out = ctypes.c_void_p()
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            key = next(core.keys)
+            # Registered before the call: on_elected may run before it returns.
+            core.elections[key] = election
+            rc = core.lib.redlock_elect(core.ptr, raw, ttl, core.elected_cb,
+                                        core.election_lost_cb, key, ctypes.byref(out))
+            if rc != 0:
+                core.elections.pop(key, None)
+            else:
+                election._handle, election._key = out.value, key
+        _check(rc)
+        return election
+
     def last_votes(self):
         """One-line summary of the client's most recently decided round
         (redlock_last_votes); for diagnostics only: do not parse it."""
@@ -765,6 +825,147 @@ class Client:
         with core.mutex:
             if core.state == _OPEN:
                 core.lib.redlock_unlock_async(core.ptr, handle, _DONE_CB(), None)
+
+
+# ---- Election --------------------------------------------------------------------------------
+
+class Election:
+    """One campaign for leadership (redlock_election_t), made by Client.elect.
+
+    .leader is True between on_elected and on_lost (or resign); .term is the
+    current (or last) term, 0 before the first; .validity_ms is the time left
+    in the current term (<= 0 when not leader): check it before acting, as
+    on_lost comes after the fact.  wait_elected(timeout) waits for a term.
+    resign() stops the campaign, hands over at once if leader and frees the C
+    handle; no callback runs after it returns (from a callback it returns at
+    once).  As a context manager, leaving the block resigns."""
+
+    def __init__(self, client, name, on_elected, on_lost):
+        self._client = client
+        self._core = client._core
+        self._name = name if isinstance(name, str) else _decode(bytes(name))
+        self._on_elected = on_elected
+        self._on_lost = on_lost
+        self._handle = None
+        self._key = None
+        self._closed = False
+        self._state = threading.Condition()
+        self._term = 0
+        self._terms = 0
+        self._leader = False
+
+    # -- callbacks (I/O thread)
+    def _elected(self, term):
+        with self._state:
+            self._term = term
+            self._terms += 1
+            self._leader = True
+            self._state.notify_all()
+        if self._on_elected is not None:
+            self._on_elected(self, term)
+
+    def _lost(self, reason):
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+        if self._on_lost is not None:
+            self._on_lost(self, reason)
+
+    # -- properties
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def term(self):
+        """The current or last term (0 before the first election)."""
+        return self._term
+
+    @property
+    def leader(self):
+        """True between on_elected and on_lost; False once resigned or closed."""
+        return self._leader and self._handle is not None
+
+    @property
+    def validity_ms(self):
+        """Milliseconds left in the current term; <= 0 when not leader."""
+        core = self._core
+        with core.mutex:
+            if self._handle is None:
+                return 0
+            return int(core.lib.redlock_election_validity_ms(self._handle))
+
+    @property
+    def resigned(self):
+        """True after resign() or after the client was closed."""
+        return self._handle is None
+
+    @property
+    def client(self):
+        return self._client
+
+    # -- operations
+    def wait_elected(self, timeout=None, after_term=0):
+        """Waits until this campaign holds a term larger than after_term;
+        returns that term, or None on timeout or once resigned."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._state:
+            while not (self._leader and self._term > after_term):
+                if self._handle is None and self._key is not None:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._state.wait(left)
+            return self._term
+
+    def resign(self):
+        """Stops campaigning, releases the leadership if held (the next
+        campaigner is woken at once) and frees the handle (redlock_resign).
+        Idempotent; a no-op after the client was closed."""
+        core = self._core
+        with core.mutex:
+            handle = self._handle
+            if handle is None:
+                return
+            core.enter()
+            self._handle = None
+        try:
+            # Not under core.mutex: off the I/O thread this waits for the loop,
+            # whose callbacks may need the mutex.
+            rc = core.lib.redlock_resign(core.ptr, handle)
+        finally:
+            core.leave()
+        with core.mutex:
+            core.elections.pop(self._key, None)
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+        if rc == ECLOSED:
+            return  # the close in progress resigns it
+        _check(rc)
+
+    # -- internals
+    def _invalidate(self):
+        """Called by close() under the core mutex: the handle is the close's."""
+        if self._handle is not None:
+            self._handle = None
+            self._closed = True
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.resign()
+        return False
+
+    def __repr__(self):
+        state = ("resigned" if self._handle is None
+                 else "leader" if self._leader else "campaigning")
+        return "<redlock.Election %r %s term=%d>" % (self._name, state, self._term)
 
 
 # ---- Lock ------------------------------------------------------------------------------------

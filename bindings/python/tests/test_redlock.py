@@ -849,6 +849,112 @@ class TestSubprocess(ServerTestCase):
         """, *self.uris)
 
 
+class TestElection(ServerTestCase):
+    """Leader election (Client.elect / Election.resign)."""
+
+    def test_one_leader_then_handover(self):
+        name = unique("elect")
+        clients = [self.client() for _ in range(3)]
+        elections = [c.elect(name, 5000) for c in clients]
+        wait_until(lambda: any(e.leader for e in elections), what="a leader")
+        leaders = [e for e in elections if e.leader]
+        self.assertEqual(len(leaders), 1)
+        first = leaders[0]
+        self.assertGreater(first.term, 0)
+        self.assertGreater(first.validity_ms, 0)
+        # The lease is a fenced lock on the name: its counter is the term.
+        counters = self.on_all("GET", "__redlock_fence__:" + name)
+        self.assertGreaterEqual(sum(int(v or 0) == first.term for v in counters), 2)
+        first.resign()
+        self.assertTrue(first.resigned)
+        self.assertFalse(first.leader)
+        self.assertEqual(first.validity_ms, 0)
+        first.resign()  # idempotent
+        rest = [e for e in elections if e is not first]
+        wait_until(lambda: any(e.leader for e in rest), what="the next leader")
+        nxt = [e for e in rest if e.leader][0]
+        self.assertGreater(nxt.term, first.term)
+        for e in rest:
+            e.resign()
+        wait_until(lambda: all(v is None for v in self.on_all("GET", name)),
+                   what="the key released")
+
+    def test_callbacks_on_io_thread_once_per_term(self):
+        name = unique("elect-cb")
+        c = self.client()
+        events = []
+        elected = threading.Event()
+
+        def on_elected(election, term):
+            events.append(("elected", term, threading.get_ident()))
+            elected.set()
+
+        def on_lost(election, reason):
+            events.append(("lost", reason, threading.get_ident()))
+
+        with c.elect(name, 3000, on_elected, on_lost) as e:
+            self.assertTrue(elected.wait(30))
+            self.assertEqual(e.wait_elected(30), e.term)
+            self.assertTrue(e.leader)
+        self.assertTrue(e.resigned)
+        self.assertEqual(len(events), 1)
+        kind, term, ident = events[0]
+        self.assertEqual((kind, term), ("elected", e.term))
+        self.assertNotEqual(ident, threading.get_ident())
+        self.assertIn("resigned", repr(e))
+
+    def test_resign_inside_on_elected(self):
+        name = unique("elect-inside")
+        c = self.client()
+        took = []
+
+        def on_elected(election, term):
+            t0 = time.monotonic()
+            election.resign()  # on the I/O thread: does not block
+            took.append(time.monotonic() - t0)
+
+        e = c.elect(name, 3000, on_elected)
+        wait_until(lambda: took, what="on_elected")
+        self.assertLess(took[0], 1.0)
+        self.assertTrue(e.resigned)
+        wait_until(lambda: all(v is None for v in self.on_all("GET", name)),
+                   what="the key released")
+        other = self.client().elect(name, 3000)
+        self.assertIsNotNone(other.wait_elected(30))
+        self.assertGreater(other.term, e.term)
+        other.resign()
+
+    def test_close_with_live_elections(self):
+        name = unique("elect-close")
+        c1 = redlock.Client(self.uris, **client_kwargs())
+        e1 = c1.elect(name, 5000)
+        self.assertIsNotNone(e1.wait_elected(30))
+        e2 = self.client().elect(name, 5000)
+        c1.close()  # releases the leadership, frees the handle
+        self.assertTrue(e1.resigned)
+        self.assertFalse(e1.leader)
+        e1.resign()  # a no-op after close
+        self.assertIsNotNone(e2.wait_elected(30))
+        self.assertGreater(e2.term, e1.term)
+        with self.assertRaises(redlock.ClosedError):
+            c1.elect(name, 5000)
+        e2.resign()
+
+    def test_bad_election_arguments(self):
+        c = self.client()
+        with self.assertRaises(redlock.InvalidArgument):
+            c.elect("", 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.elect("x" * (redlock.MAX_RESOURCE_LEN + 1), 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.elect("n", 0)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.elect("n", 10 ** 9)
+        with self.assertRaises(TypeError):
+            c.elect("n", 1000, on_elected=42)
+        self.assertEqual(c._core.elections, {})
+
+
 class TestMastersDying(unittest.TestCase):
     """Own servers: killed during the test."""
 
