@@ -29,7 +29,7 @@
 #define NODES 3
 #define NAME "example:leader"
 #define TTL_MS 3000u
-#define TERM_MS 1000 /* a leader steps down after this long */
+#define TERM_MS 1000  /* a leader steps down after this long */
 #define REJOIN_MS 200 /* and campaigns again this long after */
 
 /* The protected resource: accepts a write only with the newest term. */
@@ -86,8 +86,7 @@ static void on_lost(redlock_election_t *e, int reason, void *arg) {
   pthread_mutex_lock(&node->mu);
   node->leader = 0;
   pthread_mutex_unlock(&node->mu);
-  printf("node %d: leadership lost (%s); campaigning again\n", node->id,
-         redlock_err_name(reason));
+  printf("node %d: leadership lost (%s); campaigning again\n", node->id, redlock_err_name(reason));
   fflush(stdout);
 }
 

@@ -157,8 +157,8 @@ struct redlock {
   void *closed_arg;
   op_t close_op; /* preallocated: closing never fails for want of memory */
   /* elections (election.c) */
-  list_node_t elections;    /* loop: handles the loop has taken and not yet let go */
-  ptrset_t live_elections;  /* mutex: handles the caller may still resign */
+  list_node_t elections;   /* loop: handles the loop has taken and not yet let go */
+  ptrset_t live_elections; /* mutex: handles the caller may still resign */
 };
 
 /* ---- client.c ---- */

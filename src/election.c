@@ -50,8 +50,8 @@ typedef enum {
 
 struct redlock_election {
   redlock_t *client;
-  op_t start_op;  /* OP_ELECT (queued by redlock_elect) */
-  op_t resign_op; /* OP_RESIGN (queued by redlock_resign) */
+  op_t start_op;    /* OP_ELECT (queued by redlock_elect) */
+  op_t resign_op;   /* OP_RESIGN (queued by redlock_resign) */
   list_node_t link; /* loop: client->elections, from OP_ELECT until done */
   char *name;       /* as given, for log messages */
   size_t name_len;
@@ -61,9 +61,9 @@ struct redlock_election {
   void *arg;
   /* loop */
   election_state_t state;
-  int resigned;  /* no callback may run any more */
-  int lost_early; /* lost while the watch was starting: never announced */
-  op_t *campaign; /* the acquisition in flight */
+  int resigned;      /* no callback may run any more */
+  int lost_early;    /* lost while the watch was starting: never announced */
+  op_t *campaign;    /* the acquisition in flight */
   uv_timer_t *timer; /* back-off and the deferred release after a loss */
   int timer_ready;   /* initialised on the loop */
   unsigned losses;   /* terms lost in a row (back-off exponent) */
@@ -185,8 +185,8 @@ static void campaign_timer_cb(uv_timer_t *timer) { election_campaign(timer->data
 
 static void election_backoff(redlock_election_t *e, uint64_t delay_ms) {
   e->state = ELECTION_BACKOFF;
-  client_log(e->client, REDLOCK_LOG_DEBUG, "election %s: campaigning again in %llu ms",
-             e->name, (unsigned long long)delay_ms);
+  client_log(e->client, REDLOCK_LOG_DEBUG, "election %s: campaigning again in %llu ms", e->name,
+             (unsigned long long)delay_ms);
   uv_timer_start(e->timer, campaign_timer_cb, delay_ms, 0);
 }
 
@@ -269,8 +269,8 @@ static void election_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
   uint64_t held_ns = clock_now_ns() - e->elected_ns;
   if (held_ns >= (uint64_t)e->ttl_ms * 1000000u * STABLE_TERM_TTLS)
     e->losses = 0;
-  client_log(e->client, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)",
-             e->name, (unsigned long long)e->term, redlock_err_name(reason));
+  client_log(e->client, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)", e->name,
+             (unsigned long long)e->term, redlock_err_name(reason));
   if (!election_silent(e))
     e->on_lost(e, reason, e->arg);
   /* A resign from inside on_lost has taken over (its op is queued). */

@@ -705,7 +705,7 @@ void lock_release_lease(redlock_lock_t *lock) {
   if (list_linked(&lock->reentrant_link))
     list_remove(&lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
-  release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                     lock->set_mask, 1);
+  release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value, lock->set_mask,
+                     1);
   lock_unref(lock); /* its live reference */
 }

@@ -1518,8 +1518,8 @@ static int cmd_elect(int argc, char **argv) {
     status = EXIT_INTERNAL;
     goto out;
   }
-  rc = redlock_elect(client, o.resource, (uint32_t)o.ttl_ms, elect_elected_cb, elect_lost_cb,
-                     NULL, &election);
+  rc = redlock_elect(client, o.resource, (uint32_t)o.ttl_ms, elect_elected_cb, elect_lost_cb, NULL,
+                     &election);
   if (rc != 0) {
     err_msg("cannot campaign for '%s': %s", o.resource, redlock_strerror(rc));
     status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;

@@ -1118,8 +1118,8 @@ static void case_elect_lost(void) {
     const char *res = stubborn ? "el-lost2" : "el-lost";
     proc_t *p = stubborn ? START(g_nodes, 1, ELECT, "--ttl", "1500", "--grace", "300", res, "--",
                                  g_self, "--helper", "hold", "stubborn")
-                         : START(g_nodes, 1, ELECT, "--ttl", "1500", "--grace", "20000", res,
-                                 "--", g_self, "--helper", "hold");
+                         : START(g_nodes, 1, ELECT, "--ttl", "1500", "--grace", "20000", res, "--",
+                                 g_self, "--helper", "hold");
     wait_nth_line(p, "ready", 1, DEADLINE_MS);
     uint64_t t1 = nth_field_u64(p, "ready", "term", 0);
     pause_all();

@@ -545,7 +545,7 @@ static void test_resign_hands_over_via_wake(void **state) {
   history_free(h);
 }
 
-/* ---- all masters stopped ---------------------------------------------------------------------- */
+/* ---- all masters stopped --------------------------------------------------------------------- */
 
 static void test_leader_loss_sigstop(void **state) {
   sf_fixture_t *fx = *state;
@@ -585,7 +585,7 @@ static void test_leader_loss_sigstop(void **state) {
   history_free(h);
 }
 
-/* ---- the leader alone partitioned ------------------------------------------------------------- */
+/* ---- the leader alone partitioned ------------------------------------------------------------ */
 
 static void test_leader_partitioned(void **state) {
   sf_fixture_t *fx = *state;
@@ -632,7 +632,7 @@ static void test_leader_partitioned(void **state) {
   history_free(h);
 }
 
-/* ---- resign from inside the callbacks ------------------------------------------------------------ */
+/* ---- resign from inside the callbacks -------------------------------------------------------- */
 
 static void test_resign_inside_callbacks(void **state) {
   sf_fixture_t *fx = *state;
@@ -719,7 +719,7 @@ static void test_close_with_live_elections(void **state) {
   history_free(h2);
 }
 
-/* ---- bad input, and a client on the caller's loop ------------------------------------------------- */
+/* ---- bad input, and a client on the caller's loop -------------------------------------------- */
 
 static void test_bad_input(void **state) {
   sf_fixture_t *fx = *state;
@@ -736,9 +736,9 @@ static void test_bad_input(void **state) {
     uint32_t ttl;
     int with_elected, with_lost;
   } cases[] = {
-      {NULL, "n", 1000, 1, 1},   {c, NULL, 1000, 1, 1},        {c, "", 1000, 1, 1},
-      {c, long_name, 1000, 1, 1}, {c, "n", 0, 1, 1},           {c, "n", 60001, 1, 1},
-      {c, "n", 3, 1, 1},         {c, "n", 1000, 0, 1},        {c, "n", 1000, 1, 0},
+      {NULL, "n", 1000, 1, 1},    {c, NULL, 1000, 1, 1}, {c, "", 1000, 1, 1},
+      {c, long_name, 1000, 1, 1}, {c, "n", 0, 1, 1},     {c, "n", 60001, 1, 1},
+      {c, "n", 3, 1, 1},          {c, "n", 1000, 0, 1},  {c, "n", 1000, 1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     e = (redlock_election_t *)(void *)&bad;
