@@ -482,9 +482,14 @@ class _Core:
         if cb is not None:
             cb(lk)
 
-    def _on_elected(self, _handle, term, key):
+    def _on_elected(self, handle, term, key):
         self._mark_loop()
-        election = self.elections.get(key)
+        with self.mutex:
+            election = self.elections.get(key)
+            if election is not None and election._handle is None and not election._done:
+                # elect() has not returned yet: the handle is known here first,
+                # and a resign() from this callback must find it.
+                election._handle = handle
         if election is not None:
             election._elected(int(term))
 
@@ -773,14 +778,15 @@ class Client:
             if core.state != _OPEN:
                 raise ClosedError(ECLOSED)
             key = next(core.keys)
+            election._key = key
             # Registered before the call: on_elected may run before it returns.
             core.elections[key] = election
             rc = core.lib.redlock_elect(core.ptr, raw, ttl, core.elected_cb,
                                         core.election_lost_cb, key, ctypes.byref(out))
             if rc != 0:
                 core.elections.pop(key, None)
-            else:
-                election._handle, election._key = out.value, key
+            elif not election._done:
+                election._handle = out.value
         _check(rc)
         return election
 
@@ -848,6 +854,7 @@ class Election:
         self._on_lost = on_lost
         self._handle = None
         self._key = None
+        self._done = False  # resigned, or its client closed
         self._closed = False
         self._state = threading.Condition()
         self._term = 0
@@ -884,7 +891,7 @@ class Election:
     @property
     def leader(self):
         """True between on_elected and on_lost; False once resigned or closed."""
-        return self._leader and self._handle is not None
+        return self._leader and not self._done
 
     @property
     def validity_ms(self):
@@ -898,7 +905,7 @@ class Election:
     @property
     def resigned(self):
         """True after resign() or after the client was closed."""
-        return self._handle is None
+        return self._done
 
     @property
     def client(self):
@@ -911,7 +918,7 @@ class Election:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._state:
             while not (self._leader and self._term > after_term):
-                if self._handle is None and self._key is not None:
+                if self._done:
                     return None
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -926,10 +933,11 @@ class Election:
         core = self._core
         with core.mutex:
             handle = self._handle
-            if handle is None:
-                return
+            if handle is None or self._done or core.state != _OPEN:
+                return  # resigned already, or the close resigns it
             core.enter()
             self._handle = None
+            self._done = True
         try:
             # Not under core.mutex: off the I/O thread this waits for the loop,
             # whose callbacks may need the mutex.
@@ -948,6 +956,7 @@ class Election:
     # -- internals
     def _invalidate(self):
         """Called by close() under the core mutex: the handle is the close's."""
+        self._done = True
         if self._handle is not None:
             self._handle = None
             self._closed = True
@@ -963,7 +972,7 @@ class Election:
         return False
 
     def __repr__(self):
-        state = ("resigned" if self._handle is None
+        state = ("resigned" if self._done
                  else "leader" if self._leader else "campaigning")
         return "<redlock.Election %r %s term=%d>" % (self._name, state, self._term)
 
