@@ -21,6 +21,8 @@
  *                         attribute, a boolean, a big number, a verbatim
  *                         string, a set, a push (where a status is expected)
  *   close-after-handshake closes every connection right after answering INFO
+ *   silent                never answers a lock command (a master that hangs
+ *                         after the handshake, without closing)
  *
  * Output (stdout, each line flushed as it is written), so that a
  * test reading the pipe can measure reconnect rates:
@@ -66,6 +68,7 @@ typedef enum {
   MODE_CLOSE_MID_REPLY,
   MODE_WRONG_TYPES,
   MODE_CLOSE_AFTER_HANDSHAKE,
+  MODE_SILENT,
 } hostile_mode_t;
 
 static const char *const mode_names[] = {
@@ -78,6 +81,7 @@ static const char *const mode_names[] = {
     [MODE_CLOSE_MID_REPLY] = "close-mid-reply",
     [MODE_WRONG_TYPES] = "wrong-types",
     [MODE_CLOSE_AFTER_HANDSHAKE] = "close-after-handshake",
+    [MODE_SILENT] = "silent",
 };
 #define MODE_COUNT (sizeof mode_names / sizeof mode_names[0])
 
@@ -331,17 +335,25 @@ static void reply_lock_command(conn_t *c, int argc, char **argv, size_t *lens) {
     c->stream_left = 104857600u;
     c->next_trickle_ms = 0;
     break;
-  case MODE_DEEP_NESTING:
-    for (int i = 0; i < 100000; i++)
-      out_str(c, "*1\r\n");
-    out_str(c, ":1\r\n");
+  case MODE_DEEP_NESTING: {
+    /* Built once: replayed releases can ask for hundreds of these. */
+    static char nest[100000 * 4 + 4];
+    if (nest[0] == '\0') {
+      for (int i = 0; i < 100000; i++)
+        memcpy(nest + 4 * i, "*1\r\n", 4);
+      memcpy(nest + 400000, ":1\r\n", 4);
+    }
+    out_append(c, nest, sizeof nest);
     break;
+  }
   case MODE_CLOSE_MID_REPLY:
     out_str(c, "$32\r\n0123456789abcdef");
     c->close_after_flush = 1;
     break;
   case MODE_WRONG_TYPES:
     out_str(c, wrong[c->lock_commands % (sizeof wrong / sizeof wrong[0])]);
+    break;
+  case MODE_SILENT:
     break;
   }
   (void)lens;
