@@ -373,6 +373,12 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
     waiter_destroy(&w);
     granted++;
 
+    /* Checked as it goes, not only at the end: a client that buffers a
+     * 2 GB reply must fail the test before it hurts the machine. */
+    if (rss_max - rss0 >= MAX_RSS_GROWTH)
+      fail_msg("mode %s: RSS grew by %zu MB after %u locks; the bound is %u MB", spec->mode,
+               (rss_max - rss0) >> 20, granted, MAX_RSS_GROWTH >> 20);
+
     hs_read(hs, 0);
     int shown;
     if (spec->hostile_votes_ok) {
