@@ -19,7 +19,9 @@
  *  - for the modes that make the client drop the connection, the fake master
  *    saw at least three connections: two episodes were survived.
  * The storm test counts the fake master's accepted connections over 4.5 s and
- * checks that they are few and ever further apart.
+ * checks that they are few and ever further apart.  The last test checks that
+ * redlock_close returns although releases are owed to a master that answers
+ * its handshake and then nothing (a bug this file found).
  *
  * Nothing here sleeps to wait: every wait is for an event (a callback, a line
  * from the fake master) with a deadline. */
