@@ -1,6 +1,6 @@
 'use strict';
 // Interop contender (Node): see bindings/interop/README.md for the protocol.
-//   node contender.js try  RESOURCE TTL_MS HOLD_MS
+//   node contender.js try  RESOURCE TTL_MS HOLD_MS   (HOLD_MS "stdin": until a line or EOF)
 //   node contender.js wait RESOURCE TTL_MS HOLD_MS WAIT_MS
 // Masters from REDLOCK_NODES (comma-separated); fencing on, quarantine off.
 const redlock = require('../node');
@@ -16,7 +16,13 @@ async function main() {
       ? await client.lockWait(resource, { ...opts, waitMs: Number(wait) })
       : await client.tryLock(resource, opts);
     console.log(`ACQUIRED ${lk.fence} ${Date.now()}`);
-    await new Promise((r) => setTimeout(r, Number(hold)));
+    if (hold === 'stdin') {
+      // Hold until a line (or EOF) arrives on standard input.
+      await new Promise((r) => { process.stdin.once('data', r); process.stdin.once('end', r); });
+      process.stdin.pause();
+    } else {
+      await new Promise((r) => setTimeout(r, Number(hold)));
+    }
     console.log(`RELEASING ${Date.now()}`);
     await lk.unlock();
   } catch (e) {

@@ -1,5 +1,5 @@
 """Interop contender (Python): see bindings/interop/README.md for the protocol.
-    python3 contender.py try  RESOURCE TTL_MS HOLD_MS
+    python3 contender.py try  RESOURCE TTL_MS HOLD_MS   (HOLD_MS "stdin": until a line or EOF)
     python3 contender.py wait RESOURCE TTL_MS HOLD_MS WAIT_MS
 Masters from REDLOCK_NODES; fencing on, quarantine off."""
 import os
@@ -25,7 +25,10 @@ def main():
             print("ERROR", exc.name, flush=True)
             return 1
         print("ACQUIRED %d %d" % (lk.fence, int(time.time() * 1000)), flush=True)
-        time.sleep(int(hold) / 1000)
+        if hold == "stdin":
+            sys.stdin.readline()  # hold until a line or EOF
+        else:
+            time.sleep(int(hold) / 1000)
         print("RELEASING %d" % int(time.time() * 1000), flush=True)
         lk.unlock()
     return 0

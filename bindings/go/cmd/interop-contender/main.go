@@ -1,6 +1,6 @@
 // Command interop-contender is the Go side of bindings/interop/run.sh:
 //
-//	interop-contender try  RESOURCE TTL_MS HOLD_MS
+//	interop-contender try  RESOURCE TTL_MS HOLD_MS   (HOLD_MS "stdin": until a line or EOF)
 //	interop-contender wait RESOURCE TTL_MS HOLD_MS WAIT_MS
 //
 // Masters from REDLOCK_NODES (comma-separated); fencing on, quarantine off.
@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: interop-contender try|wait RESOURCE TTL_MS HOLD_MS [WAIT_MS]")
 		os.Exit(2)
 	}
-	mode, resource, ttl, hold := os.Args[1], os.Args[2], msArg(os.Args[3]), msArg(os.Args[4])
+	mode, resource, ttl := os.Args[1], os.Args[2], msArg(os.Args[3])
 	var nodes []string
 	for _, n := range strings.Split(os.Getenv("REDLOCK_NODES"), ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -65,7 +66,11 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("ACQUIRED %d %d\n", l.Fence, time.Now().UnixMilli())
-	time.Sleep(hold)
+	if os.Args[4] == "stdin" {
+		bufio.NewReader(os.Stdin).ReadString('\n') // hold until a line or EOF
+	} else {
+		time.Sleep(msArg(os.Args[4]))
+	}
 	fmt.Printf("RELEASING %d\n", time.Now().UnixMilli())
 	l.Unlock()
 }

@@ -1,5 +1,5 @@
 //! The Rust side of bindings/interop/run.sh:
-//!     interop_contender try  RESOURCE TTL_MS HOLD_MS
+//!     interop_contender try  RESOURCE TTL_MS HOLD_MS   (HOLD_MS "stdin": until a line or EOF)
 //!     interop_contender wait RESOURCE TTL_MS HOLD_MS WAIT_MS
 //! Masters from REDLOCK_NODES (comma-separated); fencing on, quarantine off.
 //! Prints "ACQUIRED <fence> <unix ms>", "RELEASING <unix ms>"; or "LOCKED"
@@ -11,7 +11,10 @@ fn ms(s: &str) -> Duration {
 }
 
 fn now_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
 }
 
 fn main() {
@@ -26,14 +29,19 @@ fn main() {
         .map(|s| s.trim().to_string())
         .filter(|s| !s.is_empty())
         .collect();
-    let client = match redlock::Client::builder().nodes(nodes).fencing(true).quarantine(false).open() {
+    let client = match redlock::Client::builder()
+        .nodes(nodes)
+        .fencing(true)
+        .quarantine(false)
+        .open()
+    {
         Ok(c) => c,
         Err(e) => {
             println!("ERROR {}", e.name());
             std::process::exit(1);
         }
     };
-    let (resource, ttl, hold) = (&args[2], ms(&args[3]), ms(&args[4]));
+    let (resource, ttl) = (&args[2], ms(&args[3]));
     let res = if args[1] == "wait" {
         client.lock_wait(resource, ttl, ms(&args[5]))
     } else {
@@ -42,7 +50,12 @@ fn main() {
     let code = match res {
         Ok(lock) => {
             println!("ACQUIRED {} {}", lock.fence(), now_ms());
-            std::thread::sleep(hold);
+            if args[4] == "stdin" {
+                let mut line = String::new();
+                let _ = std::io::stdin().read_line(&mut line); // hold until a line or EOF
+            } else {
+                std::thread::sleep(ms(&args[4]));
+            }
             println!("RELEASING {}", now_ms());
             let _ = lock.unlock();
             0
