@@ -407,6 +407,7 @@ class Client {
     this._closed = false;
     this._closing = null;
     this._locks = new Set();
+    this._inflight = new Set(); // blocking calls running on the thread pool
     // Keeps the event loop alive while the client is open (see the header).
     this._keepAlive = setInterval(() => {}, 0x7fffffff);
   }
@@ -522,8 +523,16 @@ class Client {
 
   async _blockingLock(fn, args, resources, watch, onLost) {
     const out = [null];
-    // On the thread pool: the call waits for the I/O thread.
-    const rc = await callAsync(fn, ...args, out);
+    // On the thread pool: the call waits for the I/O thread.  close() waits
+    // for it, so the C client is never used after redlock_close.
+    const call = callAsync(fn, ...args, out);
+    this._inflight.add(call);
+    let rc;
+    try {
+      rc = await call;
+    } finally {
+      this._inflight.delete(call);
+    }
     if (rc !== 0) throw makeError(rc, `lock ${resources.join(',')}`);
     if (this._closed) throw makeError(CODES.ECLOSED, 'client closed during the call');
     const lk = new Lock(this, out[0], resources);
@@ -552,13 +561,17 @@ class Client {
   /**
    * Closes the client: pending lock() calls reject with CanceledError, every
    * lock still held is released (best effort) and its Lock object invalidated.
-   * Idempotent; resolves when the library's thread has stopped.
+   * tryLock()/lockMany() calls already running finish first (they reject with
+   * ClosedError).  Idempotent; resolves when the library's thread has stopped.
    */
   close() {
     if (this._closing) return this._closing;
     this._closed = true;
     for (const lk of this._locks) lk._detach();
     this._closing = (async () => {
+      // tryLock/lockMany calls already on the thread pool finish first (each
+      // bounded by the retry policy): none may start after redlock_close.
+      await Promise.allSettled([...this._inflight]);
       // Blocking, and it runs callbacks (ECANCELED) that koffi queues to this
       // thread: so it must run on the thread pool.
       await callAsync(F.redlock_close, this._ptr);

@@ -216,6 +216,15 @@ describe('redlock-c Node binding', () => {
     await holder.unlock();
   });
 
+  it('close waits for tryLock calls running on the thread pool', async () => {
+    const c = await Client.open(srv.uris, base);
+    const names = Array.from({ length: 8 }, (_, i) => `n:inflight:${i}`); // > 4 pool threads
+    const calls = names.map((n) => c.tryLock(n, { ttlMs: 5000 }).then(() => 'granted', (e) => e.code));
+    await c.close();
+    assert.deepEqual(await Promise.all(calls), Array(8).fill('REDLOCK_ECLOSED'));
+    assert.deepEqual(await srv.all('EXISTS', ...names), [0, 0, 0]); // released by the close
+  });
+
   it('log callback gets the library messages on the JS thread', async () => {
     const msgs = [];
     const c = await Client.open(srv.uris, { ...base, log: (lvl, m) => msgs.push([lvl, m]), logLevel: redlock.LOG_WARN });
