@@ -361,7 +361,7 @@ func TestExtend(t *testing.T) {
 
 func TestWatchLostByDel(t *testing.T) {
 	c := open(t)
-	l, err := c.Lock(bg, "go:watch", 600*time.Millisecond)
+	l, err := c.Lock(bg, "go:watch", 1000*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestWatchLostByDel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1300 * time.Millisecond) // two TTLs: extended by the watch
+	time.Sleep(2200 * time.Millisecond) // two TTLs: extended by the watch
 	if l.Lost() {
 		t.Fatal("lost while watched")
 	}

@@ -116,11 +116,11 @@ describe('redlock-c Node binding', () => {
   });
 
   it('watch keeps a lock alive and reports its loss', async () => {
-    const lk = await a.lock('n:watch', { ttlMs: 600 });
+    const lk = await a.lock('n:watch', { ttlMs: 1000 });
     let lostErr = null;
     let lostCalls = 0;
     lk.watch((err) => { lostErr = err; lostCalls++; });
-    await sleep(1300); // two TTLs: the watch has extended it
+    await sleep(2200); // two TTLs: the watch has extended it
     assert.equal(lk.lost, false);
     assert.deepEqual(await srv.all('GET', 'n:watch'), [lk.value, lk.value, lk.value]);
     await srv.all('DEL', 'n:watch'); // make it lost on every master

@@ -254,10 +254,10 @@ fn extend_and_lost_extension() {
 fn watch_reports_loss_on_channel_del() {
     let m = Masters::start(3);
     let c = m.client().open().unwrap();
-    let l = c.lock("rs:watch", Duration::from_millis(600)).unwrap();
+    let l = c.lock("rs:watch", Duration::from_millis(1000)).unwrap();
     let lost = l.watch().unwrap();
     assert_eq!(l.watch().unwrap_err(), Error::InvalidArgument); // once
-    thread::sleep(Duration::from_millis(1300)); // two TTLs: extended
+    thread::sleep(Duration::from_millis(2200)); // two TTLs: extended
     assert!(!l.is_lost());
     assert_eq!(m.all(&["GET", "rs:watch"]), vec![l.value().to_string(); 3]);
     m.all(&["DEL", "rs:watch"]);
