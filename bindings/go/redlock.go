@@ -478,9 +478,10 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 		rc := C.redlock_lock_many(cl.c, &arr[0], C.size_t(len(res)), t, &h)
 		if rc == 0 {
 			select {
-			case <-abandon:
+			case <-abandon: // the caller is gone: give the lock back at once
 				C.redlock_unlock_async(cl.c, h, nil, nil)
 				cl.mu.RUnlock()
+				done <- result{nil, context.Canceled}
 				return
 			default:
 			}
@@ -498,7 +499,7 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 		return r.l, r.err
 	case <-ctx.Done():
 		close(abandon)
-		go func() { // a result that raced with the cancellation
+		go func() { // the worker always sends once; a lock that raced with the cancellation goes back
 			if r := <-done; r.l != nil {
 				r.l.Unlock()
 			}

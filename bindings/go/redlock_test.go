@@ -610,3 +610,33 @@ func TestConcurrentMutualExclusion(t *testing.T) {
 		t.Fatalf("max holders %d, total %d", max, total)
 	}
 }
+
+func TestLockManyContextCanceled(t *testing.T) {
+	a := open(t)
+	b := open(t, WithRetry(-1, 50*time.Millisecond, 10*time.Millisecond))
+	held, err := a.Lock(bg, "go:manyctx:b", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	_, err = b.LockMany(ctx, []string{"go:manyctx:a", "go:manyctx:b"}, 5*time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	// The C call retries without end; once the holder releases, it wins and
+	// the binding gives the lock back.
+	held.Unlock()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		l, err := a.TryLock("go:manyctx:a", time.Second)
+		if err == nil {
+			l.Unlock()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned LockMany kept its lock: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
