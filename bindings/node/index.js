@@ -498,7 +498,7 @@ class Client {
   }
 
   /** Alias of lock(resource, { ttlMs, waitMs, ... }) with waitMs required. */
-  lockWait(resource, { waitMs, ...rest } = {}) {
+  async lockWait(resource, { waitMs, ...rest } = {}) {
     u32('waitMs', waitMs, { min: 1 });
     return this.lock(resource, { waitMs, ...rest });
   }
