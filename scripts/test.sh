@@ -5,6 +5,8 @@
 # (scripts/fetch-extra.sh), then runs, each build with -Werror:
 #   1. build/          against the system's hiredis (0.14.1 on Debian 12) and
 #                      redis-server: the whole suite;
+#  1b. bindings/run-all.sh: the Node.js, Go and Rust bindings' tests and the
+#      cross-language interop test, against build/ (a missing toolchain fails);
 #   2. build-hiredis1/ against hiredis 1.2.0: the whole suite;
 #   3. build/ again with REDLOCK_TEST_SERVER=valkey-server 8: every test that
 #      starts a server (ctest -L 'integration|torture': integration, API,
@@ -77,6 +79,11 @@ configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 echo "    libredlock.so loads $(loaded_hiredis build/libredlock.so)"
 run_ctest build
 took "1. system hiredis, Redis (whole suite)"
+
+# ---- 1b. the Go, Node.js and Rust bindings and the cross-language interop -------
+begin "pass 1b: bindings (Node.js, Go, Rust) and interop, against build/"
+REDLOCK_REQUIRE_TOOLCHAINS=1 REDLOCK_LIB_DIR="$root/build" bindings/run-all.sh
+took "1b. bindings + interop"
 
 if [ $quick = 1 ]; then
   printf '%s\n' "${timings[@]}"
