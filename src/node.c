@@ -170,6 +170,10 @@ static void node_replay_releases(node_t *node) {
   if (sent > 0)
     client_log(node->client, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
                node->addr.label, sent);
+  /* Close waits for these replies: a master that never sends them must
+   * still be dropped, even when no round is running to fire a deadline. */
+  if (node->replays_out > 0)
+    client_arm_deadline(node->client, node_replays_due_ns(node));
 }
 
 void node_defer_release(node_t *node, const char *cmd, size_t len) {
@@ -476,9 +480,16 @@ void node_read_pending(node_t *node) {
     conn_read_now(node->ac);
 }
 
+static uint64_t node_hung_limit_ns(const node_t *node) {
+  return (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+}
+
+uint64_t node_replays_due_ns(const node_t *node) {
+  return node_owes_releases(node) ? node->progress_ns + node_hung_limit_ns(node) : 0;
+}
+
 void node_drop_if_hung(node_t *node) {
-  uint64_t limit_ns =
-      (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+  uint64_t limit_ns = node_hung_limit_ns(node);
   uint64_t now_ns = clock_now_ns(); /* progress_ns may have been set moments ago */
   if (node->state != NODE_READY || node->inflight == 0 || now_ns < node->progress_ns ||
       now_ns - node->progress_ns < limit_ns)

@@ -119,6 +119,10 @@ void node_read_pending(node_t *node);
  * timing out together after one stall of the client do not drop a live
  * master.  Call outside of hiredis callbacks. */
 void node_drop_if_hung(node_t *node);
+/* When node_drop_if_hung would drop this master if no reply comes meanwhile,
+ * while it owes replies to replayed releases; 0 otherwise.  Replays belong to
+ * no round, so no round deadline would otherwise judge them. */
+uint64_t node_replays_due_ns(const node_t *node);
 /* Keeps a release (a formatted compare-and-delete) that may not have reached
  * this master, to send again once it is READY. */
 void node_defer_release(node_t *node, const char *cmd, size_t len);

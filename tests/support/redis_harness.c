@@ -15,6 +15,10 @@
  *    before redis-server binds, so a start that fails is retried on a new
  *    port (a restart keeps its port and retries until its deadline).
  *
+ * The server program is REDLOCK_TEST_SERVER when set (a name looked up on
+ * PATH, or a path), redis-server otherwise: the same tests run against Redis
+ * and Valkey (valkey-server takes the same options).
+ *
  * Replies of rh_server_command() are rendered as text: status and bulk
  * strings verbatim, integers in decimal, nil as "(nil)", errors as the
  * server sent them ("ERR ...", "WRONGPASS ...", "OOM ..."), arrays as their
@@ -35,6 +39,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -57,6 +62,7 @@
 #define RH_PROBE_TIMEOUT_MS 200 /* one readiness probe; the loop has the deadline */
 #define RH_START_ATTEMPTS 5     /* fresh ports tried by rh_server_start */
 #define RH_MAX_ARGS 40
+#define RH_DEFAULT_SERVER "redis-server"
 
 struct rh_server {
   int port;
@@ -154,17 +160,34 @@ static int pick_free_port(void) {
   return port;
 }
 
-static const char *find_redis_server(void) {
-  static char found[512];
+const char *rh_server_executable(void) {
+  static char found[PATH_MAX];
+  const char *name = getenv("REDLOCK_TEST_SERVER");
+  if (name == NULL || name[0] == '\0')
+    name = RH_DEFAULT_SERVER;
+  if (strchr(name, '/') != NULL) {
+    /* A path: made absolute, so that it still works from any directory, but
+     * symbolic links are kept: valkey-server is a link to valkey-check-rdb
+     * and chooses what to be by the name it was run as. */
+    char cwd[PATH_MAX];
+    if (name[0] == '/')
+      snprintf(found, sizeof found, "%s", name);
+    else if (getcwd(cwd, sizeof cwd) == NULL ||
+             snprintf(found, sizeof found, "%s/%s", cwd, name) >= (int)sizeof found)
+      return NULL;
+    return access(found, X_OK) == 0 ? found : NULL;
+  }
+  size_t name_len = strlen(name);
   const char *path = getenv("PATH");
   if (path != NULL) {
     const char *p = path;
     while (*p != '\0') {
       const char *colon = strchr(p, ':');
       size_t len = colon != NULL ? (size_t)(colon - p) : strlen(p);
-      if (len > 0 && len + sizeof "/redis-server" < sizeof found) {
+      if (len > 0 && len + 1 + name_len < sizeof found) {
         memcpy(found, p, len);
-        memcpy(found + len, "/redis-server", sizeof "/redis-server");
+        found[len] = '/';
+        memcpy(found + len + 1, name, name_len + 1);
         if (access(found, X_OK) == 0)
           return found;
       }
@@ -173,9 +196,17 @@ static const char *find_redis_server(void) {
       p = colon + 1;
     }
   }
-  if (access("/usr/bin/redis-server", X_OK) == 0)
-    return "/usr/bin/redis-server";
+  if (sizeof "/usr/bin/" + name_len <= sizeof found) {
+    snprintf(found, sizeof found, "/usr/bin/%s", name);
+    if (access(found, X_OK) == 0)
+      return found;
+  }
   return NULL;
+}
+
+const char *rh_server_name(void) {
+  const char *name = getenv("REDLOCK_TEST_SERVER");
+  return name != NULL && name[0] != '\0' ? name : RH_DEFAULT_SERVER;
 }
 
 /* Prints the end of the server's log: why a start failed is written there. */
@@ -340,9 +371,9 @@ static void close_inherited_fds(long max_fd) {
  * built before fork: after fork only async-signal-safe calls are allowed
  * (the test process has other threads, e.g. redlock clients' loops). */
 static int spawn(rh_server_t *s) {
-  const char *exe = find_redis_server();
+  const char *exe = rh_server_executable();
   if (exe == NULL) {
-    fprintf(stderr, "redis_harness: redis-server not found on PATH\n");
+    fprintf(stderr, "redis_harness: %s not found (REDLOCK_TEST_SERVER, PATH)\n", rh_server_name());
     return -1;
   }
   char port_str[16];
@@ -608,7 +639,7 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
               rc);
   }
   if (rc != READY_OK) {
-    fprintf(stderr, "redis_harness: could not start redis-server\n");
+    fprintf(stderr, "redis_harness: could not start %s\n", rh_server_name());
     dump_log_tail(s);
     server_destroy(s);
     return -1;

@@ -2,7 +2,12 @@
  * loopback ports for the integration tests and the demo, and injects faults
  * into them.  Every server is a child of this process, stopped by PID (never
  * by name); children get PR_SET_PDEATHSIG so a crashed test leaks none.
- * Loopback (127.0.0.1) only. */
+ * Loopback (127.0.0.1) only.
+ *
+ * The server program is taken from the environment variable
+ * REDLOCK_TEST_SERVER (a name looked up on PATH, or a path to the binary,
+ * e.g. build-extra/valkey/usr/bin/valkey-server), redis-server by default.
+ * Everything in tests/ that starts a server honours it. */
 #ifndef REDIS_HARNESS_H
 #define REDIS_HARNESS_H
 
@@ -20,6 +25,13 @@ typedef struct {
   const char *unix_socket;  /* also listen on this unix socket path, or NULL */
   const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
 } rh_options_t;
+
+/* The server program the harness runs (REDLOCK_TEST_SERVER, or
+ * redis-server), as an absolute path, or NULL when it cannot be found.  For
+ * tests that start a server of their own (e.g. under LD_PRELOAD). */
+const char *rh_server_executable(void);
+/* What REDLOCK_TEST_SERVER names (or "redis-server"), for messages. */
+const char *rh_server_name(void);
 
 /* Picks a free loopback port, spawns redis-server (no persistence), waits
  * (up to 5 s) until it answers PING.  opts may be NULL.  0 or -1. */

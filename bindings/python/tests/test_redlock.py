@@ -6,7 +6,9 @@ until they answer PING (raw socket, with a deadline) and stops them by PID.
 Clients use quarantine=False because the servers are fresh.  Checks that
 could crash the interpreter (garbage collection of held locks, use after
 close, close racing other threads, exit with open clients) run in a
-subprocess.  Needs libredlock (REDLOCK_LIBRARY) and redis-server on PATH.
+subprocess.  Needs libredlock (REDLOCK_LIBRARY) and redis-server on PATH, or
+the server program named by REDLOCK_TEST_SERVER (a name on PATH or a path,
+e.g. valkey-server), as the C tests' harness does.
 
 Run: REDLOCK_LIBRARY=/path/libredlock.so PYTHONPATH=bindings/python \
      python3 -m unittest discover -s bindings/python/tests -v
@@ -31,7 +33,19 @@ if PKG_ROOT not in sys.path:
 
 import redlock  # noqa: E402
 
-REDIS_SERVER = shutil.which("redis-server")
+def _server_program():
+    """REDLOCK_TEST_SERVER (a name on PATH or a path), else redis-server.
+    A server asked for by name that is missing is an error, not a skip."""
+    name = os.environ.get("REDLOCK_TEST_SERVER")
+    if not name:
+        return shutil.which("redis-server")
+    path = os.path.abspath(name) if os.sep in name else shutil.which(name)
+    if path is None or not os.access(path, os.X_OK):
+        raise RuntimeError("REDLOCK_TEST_SERVER=%s: not found or not executable" % name)
+    return path
+
+
+REDIS_SERVER = _server_program()
 START_DEADLINE = 30.0  # the machine may be loaded: generous
 SUBPROCESS_TIMEOUT = 180
 
@@ -280,7 +294,7 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if REDIS_SERVER is None:
-            raise unittest.SkipTest("redis-server not found on PATH")
+            raise unittest.SkipTest("redis-server not found on PATH (or REDLOCK_TEST_SERVER)")
         cls.servers = start_servers(cls.N)
         cls.uris = [s.uri for s in cls.servers]
 
@@ -960,7 +974,7 @@ class TestMastersDying(unittest.TestCase):
 
     def setUp(self):
         if REDIS_SERVER is None:
-            self.skipTest("redis-server not found on PATH")
+            self.skipTest("redis-server not found on PATH (or REDLOCK_TEST_SERVER)")
         self.servers = start_servers(3)
         for s in self.servers:
             self.addCleanup(s.stop)
