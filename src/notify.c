@@ -188,7 +188,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   if (sub == NULL || sub->ac != ac)
     return;
   sub->ac = NULL; /* hiredis frees it after this callback */
-  subscriber_fail(sub, "connection lost");
+  subscriber_fail(sub, conn_error(ac));
 }
 
 static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
@@ -245,9 +245,10 @@ static void subscriber_connect(notify_subscriber_t *sub) {
     subscriber_fail(sub, "the master's host name is not resolved yet");
     return;
   }
-  char err[128];
-  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->loop, &client->flusher, sub,
-                                    on_connect, on_disconnect, err, sizeof err);
+  char err[256];
+  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->tls, client->loop,
+                                    &client->flusher, sub, on_connect, on_disconnect, err,
+                                    sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

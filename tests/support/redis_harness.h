@@ -19,6 +19,14 @@ typedef struct {
   int enable_debug;         /* --enable-debug-command local */
   const char *unix_socket;  /* also listen on this unix socket path, or NULL */
   const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
+  /* TLS: with tls_cert_file set the server speaks TLS only (--port 0
+   * --tls-port PORT), rh_server_uri() is "rediss://...", and the harness's
+   * own connections (readiness, rh_server_command) go through a private
+   * plain unix socket (or unix_socket when set), so it needs no TLS itself. */
+  const char *tls_cert_file;    /* --tls-cert-file */
+  const char *tls_key_file;     /* --tls-key-file */
+  const char *tls_ca_cert_file; /* --tls-ca-cert-file (required by redis with TLS) */
+  int tls_auth_clients;         /* --tls-auth-clients yes (1) or no (0) */
 } rh_options_t;
 
 /* Picks a free loopback port, spawns redis-server (no persistence), waits
