@@ -121,8 +121,14 @@ static int ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir, const
     return REDLOCK_EINVAL;
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-    snprintf(why, why_len, "cannot load the key file %s: %s", key_file,
-             ssl_reason(reason, sizeof reason, "no key"));
+    /* OpenSSL checks the key against the certificate as it loads it. */
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+      snprintf(why, why_len, "the key in %s does not match the certificate in %s", key_file,
+               cert_file);
+    else
+      snprintf(why, why_len, "cannot load the key file %s: %s", key_file,
+               ssl_reason(reason, sizeof reason, "no key"));
+    ERR_clear_error();
     return REDLOCK_EINVAL;
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
@@ -262,7 +268,7 @@ int tls_explain(void *ssl_ptr, char *why, size_t why_len) {
   }
   if (ERR_peek_last_error() != 0) {
     snprintf(why, why_len, "TLS %s failed: %s",
-             SSL_is_init_finished(ssl) ? "session" : "handshake",
+             SSL_is_init_finished(ssl) ? "connection" : "handshake",
              ssl_reason(reason, sizeof reason, "unknown error"));
     return 1;
   }
