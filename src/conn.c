@@ -19,6 +19,7 @@ typedef struct conn_events {
   redisReplyObjectFunctions *reply_fns;
   const char *violation; /* the cap a reply broke, for conn_error() */
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
+  int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
   char tls_why[256];     /* conn_error()'s TLS explanation */
 } conn_events_t;
 
@@ -33,7 +34,14 @@ typedef size_t conn_elements_t;
 typedef int conn_elements_t;
 #endif
 
-static conn_events_t *task_events(const redisReadTask *task) { return task->privdata; }
+/* Every object the reader makes comes through here: note that the
+ * connection carried a reply (conn_error tells a TLS set-up failure by its
+ * absence). */
+static conn_events_t *task_events(const redisReadTask *task) {
+  conn_events_t *ev = task->privdata;
+  ev->got_reply = 1;
+  return ev;
+}
 
 static void *reply_create_array(const redisReadTask *task, conn_elements_t elements) {
   conn_events_t *ev = task_events(task);
@@ -297,9 +305,8 @@ const char *conn_error(const redisAsyncContext *ac) {
     return ev->violation;
   /* hiredis reports a failed TLS read or write as strerror(errno), which
    * says nothing (often "Success"); OpenSSL knows what went wrong. */
-  /* Only once the TCP connect succeeded: a refused connect is not TLS's. */
-  if (ev != NULL && ev->ssl != NULL && (ac->c.flags & REDIS_CONNECTED) &&
-      tls_explain(ev->ssl, ev->tls_why, sizeof ev->tls_why))
+  if (ev != NULL && ev->ssl != NULL &&
+      tls_explain(ev->ssl, !ev->got_reply, ac->errstr, ev->tls_why, sizeof ev->tls_why))
     return ev->tls_why;
   return ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server";
 }

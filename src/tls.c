@@ -242,7 +242,10 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
   /* The connect is still under way: hiredis starts the handshake, which
    * completes through the context's reads and writes on our loop. */
   if (redisInitiateSSL(c, ssl) != REDIS_OK) {
-    snprintf(why, why_len, "cannot start TLS: %s", c->errstr[0] ? c->errstr : "unknown error");
+    /* A blocking context (the CLI's) did the whole handshake here: say what
+     * failed in it, hiredis' errstr being vaguer. */
+    if (!tls_explain(ssl, 1, c->errstr, why, why_len))
+      snprintf(why, why_len, "cannot start TLS: %s", c->errstr[0] ? c->errstr : "unknown error");
     /* On failure hiredis did not take the SSL. */
     SSL_free(ssl);
     return NULL;
@@ -250,11 +253,12 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
   return ssl;
 }
 
-int tls_explain(void *ssl_ptr, char *why, size_t why_len) {
+int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why,
+                size_t why_len) {
   SSL *ssl = ssl_ptr;
   char reason[200];
-  if (ssl == NULL)
-    return 0;
+  if (ssl == NULL || SSL_in_before(ssl))
+    return 0; /* no TLS byte went out: the TCP connect itself failed */
   long verify = SSL_get_verify_result(ssl);
   if (verify != X509_V_OK) {
     const char *name = verify == X509_V_ERR_HOSTNAME_MISMATCH
@@ -267,13 +271,17 @@ int tls_explain(void *ssl_ptr, char *why, size_t why_len) {
     return 1;
   }
   if (ERR_peek_last_error() != 0) {
-    snprintf(why, why_len, "TLS %s failed: %s",
-             SSL_is_init_finished(ssl) ? "connection" : "handshake",
-             ssl_reason(reason, sizeof reason, "unknown error"));
+    snprintf(why, why_len, "TLS error: %s", ssl_reason(reason, sizeof reason, "unknown error"));
     return 1;
   }
-  if (!SSL_is_init_finished(ssl)) {
-    snprintf(why, why_len, "TLS handshake failed: the connection closed during it");
+  if (setting_up) {
+    /* A master that requires a client certificate (TLS 1.3) rejects a
+     * missing or untrusted one after our side of the handshake is done; its
+     * alert is lost when the reset that follows arrives first. */
+    snprintf(why, why_len,
+             "%s while setting up TLS (a master that requires client certificates drops "
+             "clients that send none or one it does not trust)",
+             io_error != NULL && io_error[0] != '\0' ? io_error : "connection closed");
     return 1;
   }
   return 0;
@@ -319,8 +327,10 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
 
 void tls_clear_errors(void) {}
 
-int tls_explain(void *ssl, char *why, size_t why_len) {
+int tls_explain(void *ssl, int setting_up, const char *io_error, char *why, size_t why_len) {
   (void)ssl;
+  (void)setting_up;
+  (void)io_error;
   (void)why;
   (void)why_len;
   return 0;

@@ -37,7 +37,8 @@ void tls_client_free(tls_client_t *tls);
 
 /* Starts TLS on a connecting (non-blocking) context for a master whose URI
  * host is `host`: SNI and the name checked are the server-name option or
- * host.  Returns the SSL (owned by hiredis from now on, freed with the
+ * host.  On a blocking context (the CLI's status) the whole handshake runs
+ * here.  Returns the SSL (owned by hiredis from now on, freed with the
  * context) for tls_explain, or NULL with the reason in why. */
 void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, char *why,
                  size_t why_len);
@@ -47,9 +48,12 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
 void tls_clear_errors(void);
 
 /* After a connection with this SSL failed: writes why, when TLS was the
- * cause ("certificate verify failed: hostname mismatch", "TLS handshake
- * failed: tlsv13 alert certificate required", ...), and returns 1; returns 0
- * when TLS has nothing to say (plain I/O error after a finished handshake). */
-int tls_explain(void *ssl, char *why, size_t why_len);
+ * cause ("certificate verify failed: hostname mismatch", "TLS error: tlsv13
+ * alert certificate required", ...), and returns 1; returns 0 when TLS has
+ * nothing to say (the TCP connect failed, or a plain I/O error on a
+ * connection that worked).  setting_up: no reply came over the connection
+ * yet; io_error: hiredis' description of the failure, used in the hint for
+ * a connection that the master dropped while TLS was being set up. */
+int tls_explain(void *ssl, int setting_up, const char *io_error, char *why, size_t why_len);
 
 #endif

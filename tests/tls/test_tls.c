@@ -13,7 +13,7 @@
  *    mismatch" for a server name the certificate lacks;
  *  - verify off: a certificate from an untrusted CA for another name works;
  *  - mutual TLS (--tls-auth-clients yes): refused without a client
- *    certificate ("certificate required"), works with one;
+ *    certificate (the reason names certificates), works with one;
  *  - plain and TLS masters mixed in one client;
  *  - AUTH over TLS (requirepass and an ACL user in rediss:// URIs); a wrong
  *    password marks only that master down, with the reason;
@@ -216,7 +216,14 @@ static void test_mutual_tls(void **state) {
   it_fixture_t *fx = *state;
   start_tls(fx, 0, 3, "server", 1, NULL);
   redlock_t *anon = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
-  refused_with(fx, anon, "tls:mtls-anon", "certificate required");
+  /* The server's alert ("tlsv13 alert certificate required") races with
+   * its reset of the connection; either way the reason names certificates. */
+  redlock_lock_t *lock = NULL;
+  IT_ASSERT_RC(fx, anon, redlock_trylock(anon, "tls:mtls-anon", TTL, &lock), REDLOCK_ENOQUORUM);
+  char votes[2048];
+  votes_of(anon, votes, sizeof votes);
+  if (strstr(votes, "certificate required") == NULL && strstr(votes, "client certificate") == NULL)
+    fail_msg("the votes do not say why: %s", votes);
 
   redlock_options_t *opts = it_options(fx, 3, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"),
