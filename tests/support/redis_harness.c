@@ -679,6 +679,12 @@ pid_t rh_server_pid(const rh_server_t *server) { return server != NULL ? server-
 
 const char *rh_server_uri(const rh_server_t *server) { return server != NULL ? server->uri : NULL; }
 
+const char *rh_server_unix_path(const rh_server_t *server) {
+  if (server == NULL || (server->unix_socket == NULL && server->tls_cert_file == NULL))
+    return NULL;
+  return server->ctl_socket;
+}
+
 int rh_server_kill(rh_server_t *server) {
   if (server == NULL || server->pid == 0)
     return -1;

@@ -40,6 +40,9 @@ int rh_server_port(const rh_server_t *server);
 pid_t rh_server_pid(const rh_server_t *server); /* 0 while down */
 /* "redis://127.0.0.1:PORT" (with credentials when the server has them). */
 const char *rh_server_uri(const rh_server_t *server);
+/* The plain unix socket the server also listens on (unix_socket, or a TLS
+ * server's private one), or NULL: for plain connections to a TLS server. */
+const char *rh_server_unix_path(const rh_server_t *server);
 
 /* SIGKILL + reap: the server is down, its port kept for a restart. */
 int rh_server_kill(rh_server_t *server);
