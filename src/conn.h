@@ -50,8 +50,8 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
  * reads and writes, so it is over when the first reply arrives.  NULL on
  * failure, with the reason in err. */
 redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
-                             uv_loop_t *loop, conn_flusher_t *flusher,
-                             void *data, redisConnectCallback *on_connect,
+                             uv_loop_t *loop, conn_flusher_t *flusher, void *data,
+                             redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len);
 
 /* Queues AUTH when the address has credentials.  Returns the number of

@@ -323,9 +323,9 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 static void node_open(node_t *node) {
   redlock_t *client = node->client;
   char err[256];
-  redisAsyncContext *ac = conn_open(&node->addr, node->ip, client->tls, client->loop,
-                                    &client->flusher, node, on_connect, on_disconnect, err,
-                                    sizeof err);
+  redisAsyncContext *ac =
+      conn_open(&node->addr, node->ip, client->tls, client->loop, &client->flusher, node,
+                on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;

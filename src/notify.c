@@ -246,9 +246,9 @@ static void subscriber_connect(notify_subscriber_t *sub) {
     return;
   }
   char err[256];
-  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->tls, client->loop,
-                                    &client->flusher, sub, on_connect, on_disconnect, err,
-                                    sizeof err);
+  redisAsyncContext *ac =
+      conn_open(addr, node_ip(node), client->tls, client->loop, &client->flusher, sub, on_connect,
+                on_disconnect, err, sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

@@ -16,8 +16,7 @@
 /* Files must be readable regular files and the directory a readable
  * directory; checked in any build, so that a mistyped path is named even
  * where TLS itself is missing. */
-static int check_path(const char *what, const char *path, int want_dir, char *why,
-                      size_t why_len) {
+static int check_path(const char *what, const char *path, int want_dir, char *why, size_t why_len) {
   struct stat st;
   if (path == NULL)
     return 0;
@@ -253,8 +252,7 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
   return ssl;
 }
 
-int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why,
-                size_t why_len) {
+int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, size_t why_len) {
   SSL *ssl = ssl_ptr;
   char reason[200];
   if (ssl == NULL || SSL_in_before(ssl))

@@ -206,8 +206,7 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) 
   } else if (strncmp(uri, "rediss://", 9) == 0) {
     rc = parse_tcp(uri + 9, out, err_msg, err_len);
     out->tls = rc == 0;
-  }
-  else
+  } else
     rc = fail(err_msg, err_len, "URI must start with redis://, rediss:// or unix://");
   if (rc != 0)
     node_addr_clear(out);

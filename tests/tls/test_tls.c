@@ -62,8 +62,8 @@ static const char *cert(const char *name) {
 
 /* Starts servers [first, first + n) of the fixture with TLS only, leaf
  * certificate `leaf` (server, other, rogue), and the given extras. */
-static void start_tls(it_fixture_t *fx, size_t first, size_t n, const char *leaf,
-                      int auth_clients, const char *password) {
+static void start_tls(it_fixture_t *fx, size_t first, size_t n, const char *leaf, int auth_clients,
+                      const char *password) {
   char crt[64], key[64];
   snprintf(crt, sizeof crt, "%s.crt", leaf);
   snprintf(key, sizeof key, "%s.key", leaf);
@@ -226,9 +226,9 @@ static void test_mutual_tls(void **state) {
     fail_msg("the votes do not say why: %s", votes);
 
   redlock_options_t *opts = it_options(fx, 3, REDLOCK_LOG_INFO);
-  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"),
-                                           cert("client.key")),
-                   0);
+  assert_int_equal(
+      redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"), cert("client.key")),
+      0);
   redlock_t *c = it_open(fx, 1, opts);
   lock_roundtrip(fx, c, "tls:mtls", 3);
 }
@@ -349,8 +349,7 @@ static int subscribed_everywhere(void *arg) {
   numsub_wait_t *w = arg;
   for (size_t i = 0; i < w->fx->n; i++) {
     char buf[256];
-    if (rh_server_command(w->fx->servers[i], buf, sizeof buf, "PUBSUB NUMSUB %s", w->channel) !=
-        0)
+    if (rh_server_command(w->fx->servers[i], buf, sizeof buf, "PUBSUB NUMSUB %s", w->channel) != 0)
       return 0;
     const char *nl = strchr(buf, '\n');
     if (nl == NULL || strtol(nl + 1, NULL, 10) != 1)
@@ -445,23 +444,22 @@ static void test_option_files(void **state) {
   it_fixture_t *fx = *state;
   start_tls(fx, 0, 1, "server", 0, NULL);
   redlock_options_t *opts = it_options(fx, 1, REDLOCK_LOG_INFO);
-  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"),
-                                           cert("mismatch.key")),
-                   REDLOCK_EINVAL);
+  assert_int_equal(
+      redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"), cert("mismatch.key")),
+      REDLOCK_EINVAL);
   assert_true(it_log_contains(fx, "does not match the certificate"));
-  assert_int_equal(redlock_options_set_tls(opts, cert("ca.key"), NULL, NULL, NULL),
-                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls(opts, cert("ca.key"), NULL, NULL, NULL), REDLOCK_EINVAL);
   assert_true(it_log_contains(fx, "cannot load the CA file"));
-  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.key"),
-                                           cert("client.key")),
-                   REDLOCK_EINVAL);
+  assert_int_equal(
+      redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.key"), cert("client.key")),
+      REDLOCK_EINVAL);
   assert_true(it_log_contains(fx, "cannot load the certificate file"));
   assert_int_equal(redlock_options_set_tls(opts, cert("nothere.crt"), NULL, NULL, NULL),
                    REDLOCK_EINVAL);
   assert_true(it_log_contains(fx, "No such file or directory"));
-  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), g_dir, cert("client.crt"),
-                                           cert("client.key")),
-                   0);
+  assert_int_equal(
+      redlock_options_set_tls(opts, cert("ca.crt"), g_dir, cert("client.crt"), cert("client.key")),
+      0);
   redlock_t *c = it_open(fx, 0, opts);
   lock_roundtrip(fx, c, "tls:files", 1);
 }
@@ -488,10 +486,18 @@ int main(int argc, char **argv) {
     return 2;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_supported), TC(test_good_handshake), TC(test_wrong_ca),
-      TC(test_name_mismatch),           TC(test_verify_off),     TC(test_mutual_tls),
-      TC(test_mixed_plain_tls),         TC(test_auth_over_tls),  TC(test_restart_reconnect),
-      TC(test_woken_wait),              TC(test_handshake_timeout), TC(test_option_files),
+      cmocka_unit_test(test_supported),
+      TC(test_good_handshake),
+      TC(test_wrong_ca),
+      TC(test_name_mismatch),
+      TC(test_verify_off),
+      TC(test_mutual_tls),
+      TC(test_mixed_plain_tls),
+      TC(test_auth_over_tls),
+      TC(test_restart_reconnect),
+      TC(test_woken_wait),
+      TC(test_handshake_timeout),
+      TC(test_option_files),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
