@@ -148,7 +148,7 @@ REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_leve
  * and only matter for rediss:// masters.  In a build without TLS the three
  * setters return REDLOCK_ENOTSUP. */
 
-/* 1 when this build can connect to rediss:// masters, else 0. */
+/* 1 when this build can connect to rediss:// masters, else 0.  Any thread. */
 REDLOCK_EXPORT int redlock_tls_supported(void);
 /* Trust and identity.  Any argument may be NULL.  ca_file (PEM bundle) and/or
  * ca_dir (OpenSSL hashed directory) are the certificate authorities trusted
