@@ -252,6 +252,18 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
   return ssl;
 }
 
+/* 1 when the master sent its certificate: the TCP connection was up and the
+ * handshake under way. */
+static int peer_answered(const SSL *ssl) {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  return SSL_get0_peer_certificate(ssl) != NULL;
+#else
+  X509 *cert = SSL_get_peer_certificate(ssl);
+  X509_free(cert);
+  return cert != NULL;
+#endif
+}
+
 int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, size_t why_len) {
   SSL *ssl = ssl_ptr;
   char reason[200];
@@ -272,10 +284,12 @@ int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, 
     snprintf(why, why_len, "TLS error: %s", ssl_reason(reason, sizeof reason, "unknown error"));
     return 1;
   }
-  if (setting_up) {
+  if (setting_up && peer_answered(ssl)) {
     /* A master that requires a client certificate (TLS 1.3) rejects a
      * missing or untrusted one after our side of the handshake is done; its
-     * alert is lost when the reset that follows arrives first. */
+     * alert is lost when the reset that follows arrives first.  Only when
+     * the master did answer the handshake: a connect refused or reset
+     * before that is not a TLS matter. */
     snprintf(why, why_len,
              "%s while setting up TLS (a master that requires client certificates drops "
              "clients that send none or one it does not trust)",
