@@ -387,8 +387,12 @@ static void test_woken_wait(void **state) {
   if (w.done_ms - t0 > WAKE_BOUND_MS)
     fail_msg("woken after %llu ms (fallback %u ms)", (unsigned long long)(w.done_ms - t0),
              FALLBACK_MS);
+  /* On a quorum: a master the release had not reached yet when the woken
+   * attempt got there refused it, legitimately. */
+  int held = 0;
   for (size_t i = 0; i < 3; i++)
-    assert_true(it_key_is(fx->servers[i], "tls:wake", redlock_lock_value(w.lock)));
+    held += it_key_is(fx->servers[i], "tls:wake", redlock_lock_value(w.lock));
+  assert_true(held >= 2);
   IT_ASSERT_RC(fx, waiting, redlock_unlock(waiting, w.lock), REDLOCK_OK);
 }
 

@@ -586,7 +586,10 @@ class TestLocking(ServerTestCase):
         self.assertFalse(t.is_alive())
         self.assertNotIn("error", result)
         lk = result["lock"]
-        self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+        # Granted on a quorum: a master the release had not reached yet when
+        # the woken attempt got there refused it, legitimately.
+        values = self.on_all("GET", res)
+        self.assertGreaterEqual(values.count(lk.value), 2, values)
         self.assertLess(time.monotonic() - released_at, 30)
         lk.unlock()
 
