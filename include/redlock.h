@@ -102,8 +102,10 @@ REDLOCK_EXPORT redlock_options_t *redlock_options_new(void);
 REDLOCK_EXPORT void redlock_options_free(redlock_options_t *opts);
 
 /* redis://[[user]:password@]host[:port][/db]   (host may be [IPv6]; %XX escapes
- * are decoded in user and password), unix:///path/to/sock.  rediss:// (TLS)
- * needs a hiredis with TLS and is refused with REDLOCK_EINVAL by this build. */
+ * are decoded in user and password), unix:///path/to/sock, and
+ * rediss://... (the same, over TLS; see the TLS block below).  A build
+ * without TLS refuses rediss:// with REDLOCK_ENOTSUP and logs why through the
+ * options' log callback, when one is set. */
 REDLOCK_EXPORT int redlock_options_add_node(redlock_options_t *opts, const char *uri);
 
 /* retry_count: extra attempts after the first (-1 = unbounded, 0 = one try).
@@ -133,6 +135,43 @@ REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const
 REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_level,
                                            void (*cb)(int level, const char *msg, void *arg),
                                            void *arg);
+
+/* ---- TLS (rediss:// masters) ------------------------------------------------
+ * Built in when hiredis >= 1.0 with hiredis_ssl and OpenSSL were found (CMake
+ * option REDLOCK_TLS=AUTO|ON|OFF).  Every client makes one OpenSSL context
+ * (SSL_CTX) from these options at redlock_open() and one TLS session per
+ * connection, command and subscriber connections alike; the handshake counts
+ * against the connect timeout.  A master whose handshake fails is down, with
+ * the reason ("certificate verify failed: hostname mismatch", ...) in the log
+ * and in redlock_last_votes().  These setters follow the options rules above
+ * (one thread; strings copied; a refused call leaves the option unchanged)
+ * and only matter for rediss:// masters.  In a build without TLS the three
+ * setters return REDLOCK_ENOTSUP. */
+
+/* 1 when this build can connect to rediss:// masters, else 0.  Any thread. */
+REDLOCK_EXPORT int redlock_tls_supported(void);
+/* Trust and identity.  Any argument may be NULL.  ca_file (PEM bundle) and/or
+ * ca_dir (OpenSSL hashed directory) are the certificate authorities trusted
+ * for masters' certificates; both NULL = the system's default trust store.
+ * cert_file + key_file (PEM, both or neither) are this client's certificate
+ * (its chain may follow it in the file) and private key, for masters that
+ * require one (mutual TLS).  Checked now: REDLOCK_EINVAL, with the reason
+ * logged through the options' log callback, when a file or directory cannot
+ * be read, a file holds no usable certificate or key, or the key does not
+ * match the certificate.  A later call replaces all four. */
+REDLOCK_EXPORT int redlock_options_set_tls(redlock_options_t *opts, const char *ca_file,
+                                           const char *ca_dir, const char *cert_file,
+                                           const char *key_file);
+/* The name sent as SNI and that masters' certificates must carry, instead of
+ * each URI's host (e.g. masters listed by IP address whose certificates name
+ * a DNS name).  NULL restores the default.  At most 255 bytes; may be an IP
+ * address, which is then checked against the certificates' IP entries. */
+REDLOCK_EXPORT int redlock_options_set_tls_server_name(redlock_options_t *opts,
+                                                       const char *name);
+/* verify != 0 (default): the chain must lead to a trusted authority AND the
+ * certificate must be for the host name (or IP address).  0: neither is
+ * checked (traffic is encrypted but anyone can pose as a master: for tests). */
+REDLOCK_EXPORT int redlock_options_set_tls_verify(redlock_options_t *opts, int verify);
 
 /* ---- Client ---------------------------------------------------------------
  * redlock_open() starts the client's own I/O thread and connects to every

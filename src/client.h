@@ -136,6 +136,8 @@ struct redlock {
   ptrset_t live_locks;      /* mutex: handles the caller may still use */
   list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
   uint8_t *last_votes;      /* mutex: vote_why_t per master of the last decided round */
+  char (*last_down_why)[NODE_DOWN_WHY_LEN]; /* mutex: for its down votes, why (or "") */
+  tls_client_t *tls;        /* rediss:// masters: the client's SSL_CTX, else NULL */
   int last_outcome;         /* mutex: quorum_outcome_t of that round, 0 = none yet */
 
   /* loop */

@@ -110,6 +110,10 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
   if (node->state == NODE_READY &&
       clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
     node->failures = 0; /* it was up long enough: not part of a flapping streak */
+  uv_mutex_lock(&node->client->mutex);
+  snprintf(node->down_why, sizeof node->down_why, "%s%s%s", what, detail ? ": " : "",
+           detail ? detail : "");
+  uv_mutex_unlock(&node->client->mutex);
   if (node->failures == 0 || level >= REDLOCK_LOG_ERROR)
     client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what,
                detail ? ": " : "", detail ? detail : "");
@@ -198,6 +202,9 @@ static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
   node->ready_ns = clock_now_ns();
+  uv_mutex_lock(&node->client->mutex);
+  node->down_why[0] = '\0';
+  uv_mutex_unlock(&node->client->mutex);
   node_replay_releases(node);
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
@@ -294,7 +301,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     return;
   if (status != REDIS_OK) {
     /* hiredis frees the context after this callback returns. */
-    char detail[128];
+    char detail[256];
     snprintf(detail, sizeof detail, "%s", conn_error(ac));
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
@@ -308,7 +315,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   if (node == NULL || node->ac != ac)
     return;
   /* hiredis frees the context after this callback returns. */
-  char detail[128];
+  char detail[256];
   snprintf(detail, sizeof detail, "%s", conn_error(ac));
   node->ac = NULL;
   node_fail(node, REDLOCK_LOG_WARN,
@@ -319,9 +326,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 /* Looked up (or numeric from the start): connect, queue the handshake. */
 static void node_open(node_t *node) {
   redlock_t *client = node->client;
-  char err[128];
-  redisAsyncContext *ac = conn_open(&node->addr, node->ip, client->loop, &client->flusher, node,
-                                    on_connect, on_disconnect, err, sizeof err);
+  char err[256];
+  redisAsyncContext *ac =
+      conn_open(&node->addr, node->ip, client->tls, client->loop, &client->flusher, node,
+                on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;

@@ -94,9 +94,18 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
  * again and the others have nothing to try for; if it fails otherwise, the
  * fallback timers still run. */
 static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
-  /* Every master announces the same release: one wake-up per attempt. */
-  if (list_empty(&channel->waiters) || channel->waking != NULL)
+  if (list_empty(&channel->waiters))
     return;
+  if (channel->waking != NULL) {
+    /* Every master announces the same release, each as the release reaches
+     * it: one wake-up per attempt.  But the woken attempt may have raced
+     * ahead of the release on the masters announcing it now, and lost
+     * there; it then tries once more as soon as it ends (lock_wake only
+     * marks an attempt in flight), instead of sleeping until its fallback
+     * timer with the lock free. */
+    lock_wake(channel->waking);
+    return;
+  }
   op_t *op = list_entry(channel->waiters.next, op_t, wait_link);
   list_remove(&op->wait_link);
   list_insert_tail(&channel->waiters, &op->wait_link);
@@ -188,7 +197,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   if (sub == NULL || sub->ac != ac)
     return;
   sub->ac = NULL; /* hiredis frees it after this callback */
-  subscriber_fail(sub, "connection lost");
+  subscriber_fail(sub, conn_error(ac));
 }
 
 static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
@@ -245,9 +254,10 @@ static void subscriber_connect(notify_subscriber_t *sub) {
     subscriber_fail(sub, "the master's host name is not resolved yet");
     return;
   }
-  char err[128];
-  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->loop, &client->flusher, sub,
-                                    on_connect, on_disconnect, err, sizeof err);
+  char err[256];
+  redisAsyncContext *ac =
+      conn_open(addr, node_ip(node), client->tls, client->loop, &client->flusher, sub, on_connect,
+                on_disconnect, err, sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

@@ -40,13 +40,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h" /* struct redlock_options, for tls_client_new */
 #include "redlock.h"
+#include "tls.h" /* status's TLS connections, from the redlock_internal target */
 #include "uri.h" /* uri_parse, from the redlock_internal target */
 
 extern char **environ;
@@ -145,10 +148,24 @@ static const char HELP[] =
     "\n"
     "Options (all commands):\n"
     "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
-    "                           redis://[[user]:password@]host[:port][/db] or\n"
-    "                           unix:///path/to/socket.  Without --node, the\n"
+    "                           redis://[[user]:password@]host[:port][/db],\n"
+    "                           rediss://... (TLS) or unix:///path/to/socket.\n"
+    "                           Without --node, the\n"
     "                           comma-separated list in REDLOCK_NODES is used\n"
     "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
+    "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
+    "                           trusted for rediss:// masters (default: the\n"
+    "                           system's store)\n"
+    "      --tls-cert FILE      client certificate (PEM), for masters that require\n"
+    "                           one; with --tls-key\n"
+    "      --tls-key FILE       the client certificate's private key (PEM)\n"
+    "      --tls-server-name NAME  name the masters' certificates must carry (and\n"
+    "                           SNI), instead of each URI's host\n"
+    "      --tls-insecure       check neither the certificate chain nor the name\n"
+    "                           (encrypted, not authenticated: for tests only)\n"
+    "                           Environment: REDLOCK_TLS_CA, REDLOCK_TLS_CERT,\n"
+    "                           REDLOCK_TLS_KEY, REDLOCK_TLS_SERVER_NAME,\n"
+    "                           REDLOCK_TLS_INSECURE=1 (options take precedence)\n"
     "  -q, --quiet              no messages on stderr (usage errors excepted)\n"
     "  -v, --verbose            progress and the library's log; twice for debug\n"
     "  -h, --help               this help\n"
@@ -339,6 +356,83 @@ static int check_resource(const char *resource, const char *prefix) {
   return 0;
 }
 
+/* ---- TLS options (both commands) -------------------------------------------------- */
+
+/* --tls-* options; each falls back to its REDLOCK_TLS_* variable. */
+typedef struct {
+  const char *ca, *cert, *key, *server_name;
+  int insecure; /* -1: not given */
+} tls_opts_t;
+
+enum { OPT_TLS_CA = 300, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE };
+
+#define TLS_LONG_OPTIONS                                                                       \
+  {"tls-ca", required_argument, NULL, OPT_TLS_CA},                                             \
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},                                     \
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},                                       \
+      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},                       \
+      {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE}
+
+/* 1 when opt was a --tls-* option (stored), else 0. */
+static int tls_opt(tls_opts_t *t, int opt, const char *arg) {
+  switch (opt) {
+  case OPT_TLS_CA: t->ca = arg; return 1;
+  case OPT_TLS_CERT: t->cert = arg; return 1;
+  case OPT_TLS_KEY: t->key = arg; return 1;
+  case OPT_TLS_SERVER_NAME: t->server_name = arg; return 1;
+  case OPT_TLS_INSECURE: t->insecure = 1; return 1;
+  default: return 0;
+  }
+}
+
+static const char *env_or(const char *given, const char *name) {
+  if (given != NULL)
+    return given;
+  const char *v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Fills in the environment's values and applies them to opts.  0 or an
+ * exit status (with the reason on stderr). */
+static int tls_apply(tls_opts_t *t, redlock_options_t *opts) {
+  t->ca = env_or(t->ca, "REDLOCK_TLS_CA");
+  t->cert = env_or(t->cert, "REDLOCK_TLS_CERT");
+  t->key = env_or(t->key, "REDLOCK_TLS_KEY");
+  t->server_name = env_or(t->server_name, "REDLOCK_TLS_SERVER_NAME");
+  if (t->insecure < 0) {
+    const char *v = env_or(NULL, "REDLOCK_TLS_INSECURE");
+    if (v != NULL && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return usage_error("REDLOCK_TLS_INSECURE must be 0 or 1, got '%s'", v);
+    t->insecure = v != NULL && strcmp(v, "1") == 0;
+  }
+  int any = t->ca || t->cert || t->key || t->server_name || t->insecure;
+  if (!any)
+    return 0;
+  if (!redlock_tls_supported())
+    return usage_error("--tls-* options: this redlock was built without TLS");
+  if ((t->cert == NULL) != (t->key == NULL))
+    return usage_error("--tls-cert and --tls-key go together");
+  /* --tls-ca names a file or a directory of hashed certificates. */
+  struct stat st;
+  int ca_is_dir = t->ca != NULL && stat(t->ca, &st) == 0 && S_ISDIR(st.st_mode);
+  int rc = redlock_options_set_tls(opts, ca_is_dir ? NULL : t->ca, ca_is_dir ? t->ca : NULL,
+                                   t->cert, t->key);
+  if (rc == 0 && t->server_name != NULL)
+    rc = redlock_options_set_tls_server_name(opts, t->server_name);
+  if (rc == 0 && t->insecure)
+    rc = redlock_options_set_tls_verify(opts, 0);
+  if (rc != 0)
+    return usage_error("invalid TLS settings (%s): see the message above", redlock_strerror(rc));
+  return 0;
+}
+
+/* The log callback the TLS setters report through before any client exists. */
+static void setter_log_cb(int level, const char *msg, void *arg) {
+  (void)level;
+  (void)arg;
+  err_msg("%s", msg);
+}
+
 static const char *describe_opt(int opt, char **argv) {
   static char buf[8];
   if (opt != 0 && isprint(opt) && opt != '?') {
@@ -351,7 +445,7 @@ static const char *describe_opt(int opt, char **argv) {
 /* ---- one master, synchronously (status, and diagnosis of a failed lock) ------------- */
 
 typedef struct {
-  char state[160]; /* "up", or why not */
+  char state[320]; /* "up", or why not */
   int up;
   char *value; /* NULL: no key */
   long long pttl;
@@ -390,6 +484,25 @@ static int reply_error(redisReply *r, char *why, size_t size, const char *what) 
   return 0;
 }
 
+/* The SSL_CTX of status's (and run's diagnostic) connections to rediss://
+ * masters; NULL when none is listed.  A process-wide program global, not
+ * library state. */
+static tls_client_t *g_tls;
+
+static int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
+  int any = 0;
+  for (size_t i = 0; i < nodes->n; i++)
+    any |= nodes->addrs[i].tls;
+  if (!any || g_tls != NULL)
+    return 0;
+  char why[384];
+  if (tls_client_new(&g_tls, opts, why, sizeof why) != 0) {
+    err_msg("TLS: %s", why);
+    return EXIT_USAGE;
+  }
+  return 0;
+}
+
 static void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
                          uint64_t timeout_ms, master_report_t *rep) {
   memset(rep, 0, sizeof *rep);
@@ -410,25 +523,48 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   }
   redisSetTimeout(c, tv);
   redisReply *r = NULL;
-  char why[128];
+  char why[256], io_why[256];
+  void *ssl = NULL;
+  int got_reply = 0;
+/* Why the connection failed: TLS's reason when it has one, else hiredis'. */
+#define IO_WHY()                                                                               \
+  (ssl != NULL && tls_explain(ssl, !got_reply, c->errstr, io_why, sizeof io_why) ? io_why      \
+                                                                                  : c->errstr)
+  if (addr->tls) {
+    /* The same checks as the library's connections (tls.c), done here
+     * synchronously within the timeout set above. */
+    if (g_tls == NULL) {
+      snprintf(rep->state, sizeof rep->state, "down (TLS is not set up)");
+      redisFree(c);
+      return;
+    }
+    if ((ssl = tls_attach(g_tls, c, addr->host, why, sizeof why)) == NULL) {
+      snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+      redisFree(c);
+      return;
+    }
+  }
   if (addr->password != NULL) {
     if (addr->user != NULL)
       r = redisCommand(c, "AUTH %s %s", addr->user, addr->password);
     else
       r = redisCommand(c, "AUTH %s", addr->password);
     if (reply_error(r, why, sizeof why, "AUTH") != 0) {
-      snprintf(rep->state, sizeof rep->state, "error (%s)", r ? why : c->errstr);
+      snprintf(rep->state, sizeof rep->state, "%s (%s)", r ? "error" : "down", r ? why : IO_WHY());
       goto done;
     }
+    got_reply = 1;
     freeReplyObject(r);
     r = NULL;
   }
   if (addr->db != 0) {
     r = redisCommand(c, "SELECT %d", addr->db);
     if (reply_error(r, why, sizeof why, "SELECT") != 0) {
-      snprintf(rep->state, sizeof rep->state, "error (%s)", r ? why : c->errstr);
+      snprintf(rep->state, sizeof rep->state, "%s (%s)", r ? "error" : "down",
+               r ? why : IO_WHY());
       goto done;
     }
+    got_reply = 1;
     freeReplyObject(r);
     r = NULL;
   }
@@ -441,7 +577,7 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   for (int i = 0; i < 4; i++) {
     void *p = NULL;
     if (redisGetReply(c, &p) != REDIS_OK) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", c->errstr);
+      snprintf(rep->state, sizeof rep->state, "down (%s)", IO_WHY());
       for (int j = 0; j < i; j++)
         freeReplyObject(replies[j]);
       goto done;
@@ -475,6 +611,7 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   for (int i = 0; i < 4; i++)
     freeReplyObject(replies[i]);
 done:
+#undef IO_WHY
   if (r != NULL)
     freeReplyObject(r);
   redisFree(c);
@@ -730,6 +867,7 @@ typedef struct {
   const char *fence_env;
   const char *resource;
   char **command;
+  tls_opts_t tls;
 } run_opts_t;
 
 enum {
@@ -754,6 +892,7 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
       {"process-group", no_argument, NULL, 'G'},
       {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
       {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+      TLS_LONG_OPTIONS,
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -827,7 +966,10 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
     case 'h': fputs(HELP, stdout); return -1;
     case 'V': printf("redlock %s\n", redlock_version()); return -1;
     case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-    default: return usage_error("unknown option %s", describe_opt(optopt, argv));
+    default:
+      if (tls_opt(&o->tls, opt, optarg))
+        break;
+      return usage_error("unknown option %s", describe_opt(optopt, argv));
     }
   }
   if (optind >= argc)
@@ -1120,6 +1262,7 @@ static int cmd_run(int argc, char **argv) {
   o.quarantine = 1;
   o.conflict_exit = EXIT_BUSY;
   o.fence_env = DEFAULT_FENCE_ENV;
+  o.tls.insecure = -1;
   fdset_t inherited = {0};
   redlock_options_t *opts = NULL;
   redlock_t *client = NULL;
@@ -1164,6 +1307,8 @@ static int cmd_run(int argc, char **argv) {
     status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
     goto out;
   }
+  if ((status = tls_apply(&o.tls, opts)) != 0 || (status = tls_for_probes(opts, &o.nodes)) != 0)
+    goto out;
   rc = redlock_open(&client, opts);
   if (rc != 0) {
     err_msg("cannot start the client: %s", redlock_strerror(rc));
@@ -1178,6 +1323,8 @@ static int cmd_run(int argc, char **argv) {
 out:
   redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
   redlock_options_free(opts);
+  tls_client_free(g_tls);
+  g_tls = NULL;
   nodes_free(&o.nodes);
   free(inherited.fds);
   return status;
@@ -1544,6 +1691,7 @@ static int cmd_status(int argc, char **argv) {
   static const struct option longs[] = {{"node", required_argument, NULL, 'n'},
                                         {"key-prefix", required_argument, NULL, 'p'},
                                         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                        TLS_LONG_OPTIONS,
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"verbose", no_argument, NULL, 'v'},
                                         {"help", no_argument, NULL, 'h'},
@@ -1553,6 +1701,8 @@ static int cmd_status(int argc, char **argv) {
   memset(&nodes, 0, sizeof nodes);
   const char *prefix = "";
   uint64_t timeout_ms = DEFAULT_STATUS_TIMEOUT_MS;
+  tls_opts_t tls = {NULL, NULL, NULL, NULL, -1};
+  redlock_options_t *tls_settings = NULL;
   int status = 0;
   int opt;
   optind = 1;
@@ -1579,7 +1729,11 @@ static int cmd_status(int argc, char **argv) {
     case ':':
       status = usage_error("option %s needs a value", argv[optind - 1]);
       goto out;
-    default: status = usage_error("unknown option %s", describe_opt(optopt, argv)); goto out;
+    default:
+      if (tls_opt(&tls, opt, optarg))
+        break;
+      status = usage_error("unknown option %s", describe_opt(optopt, argv));
+      goto out;
     }
   }
   if (optind >= argc) {
@@ -1592,6 +1746,19 @@ static int cmd_status(int argc, char **argv) {
   }
   const char *resource = argv[optind];
   if ((status = check_resource(resource, prefix)) != 0 || (status = nodes_finish(&nodes)) != 0)
+    goto out;
+  /* status speaks to the masters itself; the TLS settings go through an
+   * options object only to be checked and turned into its SSL_CTX. */
+  tls_settings = redlock_options_new();
+  if (tls_settings == NULL) {
+    err_msg("out of memory");
+    status = EXIT_INTERNAL;
+    goto out;
+  }
+  if (g_verbosity >= 0)
+    redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
+  if ((status = tls_apply(&tls, tls_settings)) != 0 ||
+      (status = tls_for_probes(tls_settings, &nodes)) != 0)
     goto out;
 
   size_t klen = strlen(prefix) + strlen(resource) + 1;
@@ -1680,6 +1847,9 @@ static int cmd_status(int argc, char **argv) {
   free(key);
   free(fence_key);
 out:
+  redlock_options_free(tls_settings);
+  tls_client_free(g_tls);
+  g_tls = NULL;
   nodes_free(&nodes);
   return status;
 }

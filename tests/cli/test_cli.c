@@ -775,7 +775,9 @@ static void case_usage(void) {
       {many, {"run", "r", "--", g_self}},
       {NULL, {"run", "--node", "redis://127.0.0.1:1", "--node", "redis://127.0.0.1:1", "r",
               "--", g_self}},
-      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "r", "--", g_self}},
+      /* Without TLS the URI is refused; with it, a certificate without a key. */
+      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "--tls-cert", "/nonexistent", "r", "--",
+              g_self}},
       {nodes, {"status"}},
       {nodes, {"status", "a", "b"}},
       {nodes, {"status", "--timeout", "0", "a"}},
@@ -1006,7 +1008,8 @@ static void case_auth(void) {
   CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
 }
 
-/* ================================================================================
+/* =========================================================================}
+
  * elect: leadership, hand-over, loss and re-election, signals, usage
  * ================================================================================ */
 
@@ -1193,6 +1196,89 @@ static void case_elect_usage(void) {
   }
   proc_t *p = START(NULL, 0, "elect", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "redlock elect") != NULL, "elect --help");
+=======
+/* rediss:// masters requiring client certificates (built with TLS only:
+ * CMake registers this case then, with REDLOCK_TEST_MAKE_CERTS set to
+ * tests/tls/make_certs.sh).  The --tls-* options and their REDLOCK_TLS_*
+ * variables, for run and status; failures say why. */
+static void case_tls(void) {
+  const char *script = getenv("REDLOCK_TEST_MAKE_CERTS");
+  CHECK(script != NULL, "REDLOCK_TEST_MAKE_CERTS is not set");
+  char dir[PATH_MAX + 16], cmd[3 * PATH_MAX], ca[PATH_MAX + 32], crt[PATH_MAX + 32],
+      key[PATH_MAX + 32], wrongca[PATH_MAX + 32], srv_crt[PATH_MAX + 32], srv_key[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/certs", g_tmpdir);
+  CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+  snprintf(cmd, sizeof cmd, "sh '%s' '%s'", script, dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+  snprintf(wrongca, sizeof wrongca, "%s/wrongca.crt", dir);
+  snprintf(crt, sizeof crt, "%s/client.crt", dir);
+  snprintf(key, sizeof key, "%s/client.key", dir);
+  snprintf(srv_crt, sizeof srv_crt, "%s/server.crt", dir);
+  snprintf(srv_key, sizeof srv_key, "%s/server.key", dir);
+  rh_options_t opts = {.tls_cert_file = srv_crt, .tls_key_file = srv_key,
+                       .tls_ca_cert_file = ca, .tls_auth_clients = 1};
+  start_masters_with(&opts);
+  CHECK(strncmp(g_nodes, "rediss://", 9) == 0, "TLS URIs: %s", g_nodes);
+
+  proc_t *p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
+                    "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0, "run over TLS with a client certificate");
+  CHECK(field_u64(p, "env", "fence") > 0, "COMMAND ran with a fencing token");
+
+  /* The masters require a client certificate. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "no client certificate -> no quorum");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(p, "certificate required") || stderr_contains(p, "client certificate"),
+        "the reason is shown");
+
+  /* A name the certificates lack; an untrusted CA, then --tls-insecure. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
+            "--tls-server-name", "wrong.example", "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "wrong server name -> no quorum");
+  CHECK(stderr_contains(p, "hostname mismatch"), "the mismatch is shown");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-cert", crt, "--tls-key", key,
+            "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "untrusted CA -> no quorum");
+  CHECK(stderr_contains(p, "certificate verify failed"), "the failed check is shown");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-insecure", "--tls-cert", crt,
+            "--tls-key", key, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "--tls-insecure connects anyway");
+
+  /* The same from the environment. */
+  setenv("REDLOCK_TLS_CA", ca, 1);
+  setenv("REDLOCK_TLS_CERT", crt, 1);
+  setenv("REDLOCK_TLS_KEY", key, 1);
+  p = START(g_nodes, 0, RUN, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "REDLOCK_TLS_* variables");
+  setenv("REDLOCK_TLS_SERVER_NAME", "wrong.example", 1);
+  p = START(g_nodes, 0, RUN, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 69, "REDLOCK_TLS_SERVER_NAME is used");
+  p = START(g_nodes, 0, RUN, "--tls-server-name", "localhost", "tls-res", "--", g_self,
+            "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "an option wins over its variable");
+  unsetenv("REDLOCK_TLS_SERVER_NAME");
+
+  /* status over TLS, holder's value shown. */
+  proc_t *h = start_holder(NULL, "tls-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  proc_t *st = START(g_nodes, 0, "status", "tls-res");
+  CHECK(RUN_TO_END(st) == 0 && strstr(st->out, value) != NULL, "status over TLS: %s", st->out);
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  unsetenv("REDLOCK_TLS_CERT");
+  unsetenv("REDLOCK_TLS_KEY");
+  st = START(g_nodes, 0, "status", "tls-res");
+  CHECK(RUN_TO_END(st) == 69, "status without a client certificate -> 69");
+  unsetenv("REDLOCK_TLS_CA");
+
+  /* A key that is not the certificate's: a usage error, said at once. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", srv_key, "tls-res",
+            "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 64, "mismatched key -> 64");
+  CHECK(stderr_contains(p, "does not match"), "the mismatch is named");
 }
 
 /* ================================================================================ */
@@ -1216,6 +1302,7 @@ static const struct {
     {"elect_lost", case_elect_lost},
     {"elect_signals", case_elect_signals},
     {"elect_usage", case_elect_usage},
+    {"tls", case_tls},
 };
 
 int main(int argc, char **argv) {

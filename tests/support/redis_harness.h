@@ -24,6 +24,14 @@ typedef struct {
   int enable_debug;         /* --enable-debug-command local */
   const char *unix_socket;  /* also listen on this unix socket path, or NULL */
   const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
+  /* TLS: with tls_cert_file set the server speaks TLS only (--port 0
+   * --tls-port PORT), rh_server_uri() is "rediss://...", and the harness's
+   * own connections (readiness, rh_server_command) go through a private
+   * plain unix socket (or unix_socket when set), so it needs no TLS itself. */
+  const char *tls_cert_file;    /* --tls-cert-file */
+  const char *tls_key_file;     /* --tls-key-file */
+  const char *tls_ca_cert_file; /* --tls-ca-cert-file (required by redis with TLS) */
+  int tls_auth_clients;         /* --tls-auth-clients yes (1) or no (0) */
 } rh_options_t;
 
 /* The server program the harness runs (REDLOCK_TEST_SERVER, or
@@ -44,6 +52,9 @@ int rh_server_port(const rh_server_t *server);
 pid_t rh_server_pid(const rh_server_t *server); /* 0 while down */
 /* "redis://127.0.0.1:PORT" (with credentials when the server has them). */
 const char *rh_server_uri(const rh_server_t *server);
+/* The plain unix socket the server also listens on (unix_socket, or a TLS
+ * server's private one), or NULL: for plain connections to a TLS server. */
+const char *rh_server_unix_path(const rh_server_t *server);
 
 /* SIGKILL + reap: the server is down, its port kept for a restart. */
 int rh_server_kill(rh_server_t *server);

@@ -48,6 +48,7 @@ import weakref
 
 __all__ = [
     "Client", "Lock", "Election", "version", "strerror", "err_name", "load_library",
+    "tls_supported",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
     "WouldBlockError", "RedlockIOError", "NotSupportedError", "ForkedError",
@@ -178,7 +179,8 @@ class RedlockIOError(RedlockError):
 
 
 class NotSupportedError(RedlockError):
-    """REDLOCK_ENOTSUP: not supported by this build (rediss:// without TLS)."""
+    """REDLOCK_ENOTSUP: not supported by this build (rediss:// or tls_* options
+    without TLS: see tls_supported())."""
     code = ENOTSUP
 
 
@@ -290,6 +292,10 @@ def _declare(lib):
         "redlock_strerror": (c_cp, [c_int]),
         "redlock_err_name": (c_cp, [c_int]),
         "redlock_version": (c_cp, []),
+        "redlock_tls_supported": (c_int, []),
+        "redlock_options_set_tls": (c_int, [c_vp, c_cp, c_cp, c_cp, c_cp]),
+        "redlock_options_set_tls_server_name": (c_int, [c_vp, c_cp]),
+        "redlock_options_set_tls_verify": (c_int, [c_vp, c_int]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -326,6 +332,63 @@ def load_library(path=None):
             return lib
         tried = "; ".join(errors[:4]) + ("; ..." if len(errors) > 4 else "")
         raise OSError("cannot load libredlock (set REDLOCK_LIBRARY to its path): " + tried)
+
+
+def tls_supported():
+    """True when the loaded library can connect to rediss:// masters (built
+    with TLS); otherwise rediss:// and the tls_* options raise
+    NotSupportedError."""
+    return bool(load_library().redlock_tls_supported())
+
+
+def _path_arg(value, what):
+    """A file-system path (str, bytes or os.PathLike) as bytes, or None."""
+    if value is None:
+        return None
+    try:
+        data = os.fsencode(value)
+    except TypeError:
+        raise TypeError("%s must be a path (str, bytes or os.PathLike), not %s"
+                        % (what, type(value).__name__)) from None
+    if b"\0" in data:
+        raise InvalidArgument(EINVAL, detail="%s contains a NUL byte" % what)
+    return data
+
+
+def _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify):
+    """Applies the tls_* arguments to opts.  The library says why it refuses
+    a setting only through the options' log callback, so one that captures
+    the reason is installed for these calls (Client sets the real one after)."""
+    if (tls_ca, tls_cert, tls_key, tls_server_name, tls_verify) == (None,) * 5:
+        return
+    reasons = []
+
+    def capture(level, msg, arg):  # runs on this thread, during the setters below
+        reasons.append(msg.decode("utf-8", "replace"))
+
+    cb = _LOG_CB(capture)
+    lib.redlock_options_set_log(opts, LOG_DEBUG, cb, None)
+    try:
+        def check(rc, what):
+            if rc != 0:
+                raise _make_error(rc, detail="%s: %s" % (what, "; ".join(reasons) or
+                                                         "refused"))
+
+        if (tls_ca, tls_cert, tls_key) != (None, None, None):
+            ca = _path_arg(tls_ca, "tls_ca")
+            # tls_ca names a PEM bundle or an OpenSSL hashed directory.
+            ca_dir = ca if ca is not None and os.path.isdir(ca) else None
+            check(lib.redlock_options_set_tls(opts, None if ca_dir else ca, ca_dir,
+                                              _path_arg(tls_cert, "tls_cert"),
+                                              _path_arg(tls_key, "tls_key")), "tls options")
+        if tls_server_name is not None:
+            check(lib.redlock_options_set_tls_server_name(
+                opts, _bytes_arg(tls_server_name, "tls_server_name")), "tls_server_name")
+        if tls_verify is not None:
+            check(lib.redlock_options_set_tls_verify(opts, 1 if tls_verify else 0),
+                  "tls_verify")
+    finally:
+        lib.redlock_options_set_log(opts, LOG_WARN, _LOG_CB(), None)
 
 
 def version():
@@ -572,12 +635,21 @@ def _close_all_at_exit():
 class Client:
     """A Redlock client over N Redis masters (redlock_open).
 
-    nodes: URIs ("redis://[[user]:password@]host[:port][/db]",
-    "unix:///path") or (host, port) tuples.  Every other option left at None
+    nodes: URIs ("redis://[[user]:password@]host[:port][/db]", the same with
+    "rediss://" for TLS, "unix:///path") or (host, port) tuples.  Every other option left at None
     keeps the library default (retry 3 times, 200 ms + up to 200 ms jitter;
     connect 1000 ms, request 100 ms; drift 0.01; max TTL 60 s; quarantine on;
     fencing off; prefix ""; reentrant off).  log: callable(level, message),
     called on the library's I/O thread for messages at log_level and above.
+
+    TLS (rediss:// masters; NotSupportedError when tls_supported() is False):
+    tls_ca: CA certificates trusted for the masters' certificates, a PEM file
+    or an OpenSSL hashed directory (default: the system's store); tls_cert +
+    tls_key: this client's certificate and key (PEM), for masters that
+    require one; tls_server_name: the name the certificates must carry (and
+    SNI) instead of each URI's host; tls_verify=False: check neither chain nor
+    name (encrypted but not authenticated: tests only).  Bad files raise
+    InvalidArgument with the reason.
 
     Opening blocks up to the connect timeout; masters that are down are
     retried in the background.  Use as a context manager or call close()."""
@@ -585,7 +657,8 @@ class Client:
     def __init__(self, nodes, *, retry_count=None, retry_delay_ms=None, retry_jitter_ms=None,
                  drift_factor=None, connect_timeout_ms=None, request_timeout_ms=None,
                  max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
-                 reentrant=None, log=None, log_level=LOG_WARN):
+                 reentrant=None, log=None, log_level=LOG_WARN, tls_ca=None, tls_cert=None,
+                 tls_key=None, tls_server_name=None, tls_verify=None):
         self._core = None
         lib = load_library()
         if isinstance(nodes, (str, bytes)):
@@ -600,6 +673,7 @@ class Client:
         if not opts:
             raise NoMemoryError(ENOMEM)
         try:
+            _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify)
             if log is not None:
                 core.log_fn = log
                 core.log_cb = _LOG_CB(core._on_log)
