@@ -1008,8 +1008,7 @@ static void case_auth(void) {
   CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
 }
 
-/* =========================================================================}
-
+/* ================================================================================
  * elect: leadership, hand-over, loss and re-election, signals, usage
  * ================================================================================ */
 
@@ -1196,7 +1195,8 @@ static void case_elect_usage(void) {
   }
   proc_t *p = START(NULL, 0, "elect", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "redlock elect") != NULL, "elect --help");
-=======
+}
+
 /* rediss:// masters requiring client certificates (built with TLS only:
  * CMake registers this case then, with REDLOCK_TEST_MAKE_CERTS set to
  * tests/tls/make_certs.sh).  The --tls-* options and their REDLOCK_TLS_*
