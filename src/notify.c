@@ -92,11 +92,24 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
  * woken, and goes to the back of the line (a herd of attempts would cost a
  * round each and win nothing more).  If its attempt loses, the lock is held
  * again and the others have nothing to try for; if it fails otherwise, the
- * fallback timers still run. */
+ * fallback timers still run.
+ *
+ * Every master announces the same release, each once it has applied it, so
+ * the first announcement can arrive while the others still hold the key: the
+ * woken attempt may reach them first and lose.  An announcement during that
+ * attempt therefore marks the same waiter woken again (lock_wake on an op in
+ * its round), and it tries once more as soon as the attempt ends instead of
+ * waiting for its fallback timer: still one waiter, one attempt at a time. */
 static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
-  /* Every master announces the same release: one wake-up per attempt. */
-  if (list_empty(&channel->waiters) || channel->waking != NULL)
+  if (list_empty(&channel->waiters))
     return;
+  if (channel->waking != NULL) {
+    channel->busy++;
+    lock_wake(channel->waking);
+    channel->busy--;
+    channel_maybe_free(client, channel);
+    return;
+  }
   op_t *op = list_entry(channel->waiters.next, op_t, wait_link);
   list_remove(&op->wait_link);
   list_insert_tail(&channel->waiters, &op->wait_link);
