@@ -986,9 +986,9 @@ static void report(bench_t *b) {
   printf("redlock-bench %s: mode %s (%s API), N=%d (quorum %d)\n", redlock_version(),
          mode_names[c->mode], api, b->n_nodes, quorum);
   if (c->start_n > 0)
-    printf("masters: %d redis-server started by this program; quarantine DISABLED "
+    printf("masters: %d %s started by this program; quarantine DISABLED "
            "(every master has just started)\n",
-           c->start_n);
+           c->start_n, rh_server_name());
   else
     printf("masters: given with --node; quarantine %s\n", b->quarantine ? "on" : "off");
   if (b->tls)
@@ -1163,7 +1163,7 @@ int main(int argc, char **argv) {
   }
   if (cfg.start_n > 0) {
     if (rh_cluster_start(servers, (size_t)cfg.start_n, cfg.tls ? &tls_server : NULL) != 0) {
-      fprintf(stderr, "redlock-bench: could not start %d redis-server\n", cfg.start_n);
+      fprintf(stderr, "redlock-bench: could not start %d %s\n", cfg.start_n, rh_server_name());
       return 1;
     }
     for (int i = 0; i < cfg.start_n; i++) {

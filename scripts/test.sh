@@ -16,7 +16,7 @@
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh).
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
-#   ./scripts/test.sh            everything above (about 15 min on 2 cores)
+#   ./scripts/test.sh            everything above (18 min on a busy 2-core machine)
 #   ./scripts/test.sh --quick    pass 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +43,7 @@ begin() {
 }
 took() { # LABEL: records how long the pass took
   local t=$((SECONDS - step_start))
-  timings+=("$(printf '%-44s %3d:%02d' "$1" $((t / 60)) $((t % 60)))")
+  timings+=("$(printf '%-50s %3d:%02d' "$1" $((t / 60)) $((t % 60)))")
 }
 
 configure_build() { # DIR ARGS...: configure (-Werror) and build
@@ -51,7 +51,10 @@ configure_build() { # DIR ARGS...: configure (-Werror) and build
   shift
   echo "==> configure $dir ($*)"
   local log
-  log=$(cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" 2>&1) || { printf '%s\n' "$log" >&2; return 1; }
+  if ! log=$(cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" 2>&1); then
+    printf '%s\n' "$log" >&2
+    return 1
+  fi
   printf '%s\n' "$log" | sed -n 's/^-- redlock: /    /p' # which hiredis
   echo "==> build $dir"
   cmake --build "$dir" -j"$jobs" >/dev/null
@@ -65,14 +68,20 @@ run_ctest() { # DIR CTEST-ARGS...
 }
 
 # The hiredis a binary loads at run time: "SONAME => PATH".
-loaded_hiredis() { ldd "$1" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => \([^ ]*\).*/\1 => \2/p'; }
+loaded_hiredis() {
+  ldd "$1" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => \([^ ]*\).*/\1 => \2/p'
+}
 
 # Which hiredis version a build directory was configured with.
-configured_hiredis() { sed -n 's/^HIREDIS_VERSION:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null || true; }
+configured_hiredis() {
+  sed -n 's/^HIREDIS_VERSION:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null || true
+}
 
 # ---- 1. system hiredis, redis-server -----------------------------------------------
-begin "pass 1: system hiredis $(pkg-config --modversion hiredis), $(redis-server --version | sed -n 's/.*\(v=[^ ]*\).*/redis-server \1/p')"
-if [ -f build/CMakeCache.txt ] && [ "$(configured_hiredis build)" != "$(pkg-config --modversion hiredis)" ]; then
+system_hiredis=$(pkg-config --modversion hiredis)
+begin "pass 1: system hiredis $system_hiredis," \
+  "$(redis-server --version | sed -n 's/.*\(v=[^ ]*\).*/redis-server \1/p')"
+if [ -f build/CMakeCache.txt ] && [ "$(configured_hiredis build)" != "$system_hiredis" ]; then
   rm -rf build/CMakeCache.txt build/CMakeFiles # configured against another hiredis
 fi
 configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -96,7 +105,8 @@ pass_hiredis1() {
   local pc="$extra/hiredis/lib/pkgconfig" want loaded bin
   want=$(PKG_CONFIG_PATH=$pc pkg-config --modversion hiredis)
   begin "pass 2: hiredis $want (build-extra/hiredis), redis-server"
-  if [ -f build-hiredis1/CMakeCache.txt ] && [ "$(configured_hiredis build-hiredis1)" != "$want" ]; then
+  if [ -f build-hiredis1/CMakeCache.txt ] &&
+    [ "$(configured_hiredis build-hiredis1)" != "$want" ]; then
     rm -rf build-hiredis1/CMakeCache.txt build-hiredis1/CMakeFiles
   fi
   PKG_CONFIG_PATH=$pc configure_build build-hiredis1 -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -119,7 +129,8 @@ pass_valkey() {
   # A symbolic link to valkey-check-rdb, which picks its role by the name it
   # is run as: never resolved.
   local valkey="$root/build-extra/valkey/usr/bin/valkey-server"
-  begin "pass 3: $("$valkey" --version | sed -n 's/^\(Valkey server v=[^ ]*\).*/\1/p') (build-extra/valkey), system hiredis"
+  begin "pass 3: $("$valkey" --version | sed -n 's/^\(Valkey server v=[^ ]*\).*/\1/p')" \
+    "(build-extra/valkey), system hiredis"
   REDLOCK_TEST_SERVER=$valkey run_ctest build -L 'integration|torture'
   took "3. system hiredis, Valkey (integration|torture)"
 }
@@ -158,7 +169,7 @@ took "5. fuzz smoke run"
 echo "==> times"
 printf '    %s\n' "${timings[@]}"
 t=$((SECONDS - started))
-printf '    %-44s %3d:%02d\n' "total" $((t / 60)) $((t % 60))
+printf '    %-50s %3d:%02d\n' "total" $((t / 60)) $((t % 60))
 if [ -n "$skipped" ]; then
   echo "==> all tests passed, but $skipped"
 else

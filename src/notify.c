@@ -92,18 +92,22 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
  * woken, and goes to the back of the line (a herd of attempts would cost a
  * round each and win nothing more).  If its attempt loses, the lock is held
  * again and the others have nothing to try for; if it fails otherwise, the
- * fallback timers still run. */
+ * fallback timers still run.
+ *
+ * Every master announces the same release, each once it has applied it, so
+ * the first announcement can arrive while the others still hold the key: the
+ * woken attempt may reach them first and lose.  An announcement during that
+ * attempt therefore marks the same waiter woken again (lock_wake on an op in
+ * its round), and it tries once more as soon as the attempt ends instead of
+ * waiting for its fallback timer: still one waiter, one attempt at a time. */
 static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
   if (list_empty(&channel->waiters))
     return;
   if (channel->waking != NULL) {
-    /* Every master announces the same release, each as the release reaches
-     * it: one wake-up per attempt.  But the woken attempt may have raced
-     * ahead of the release on the masters announcing it now, and lost
-     * there; it then tries once more as soon as it ends (lock_wake only
-     * marks an attempt in flight), instead of sleeping until its fallback
-     * timer with the lock free. */
+    channel->busy++;
     lock_wake(channel->waking);
+    channel->busy--;
+    channel_maybe_free(client, channel);
     return;
   }
   op_t *op = list_entry(channel->waiters.next, op_t, wait_link);

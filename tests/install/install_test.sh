@@ -32,8 +32,9 @@
 # (colon-separated directories of dependencies outside the system's library
 # paths, e.g. hiredis 1.2.0 from scripts/fetch-extra.sh: the installed
 # programs are run with them on LD_LIBRARY_PATH; CMake sets it, together with
-# PKG_CONFIG_PATH, when the build found such a hiredis).  Everything lives in one temporary directory,
-# removed on exit together with the redis-server started here (by its PID).
+# PKG_CONFIG_PATH, when the build found such a hiredis).  Everything lives in
+# one temporary directory, removed on exit together with the redis-server
+# started here (by its PID).
 set -eu
 
 if [ $# -lt 2 ]; then
@@ -101,8 +102,8 @@ redis_info_field() { # FIELD: a field of INFO server from our server, or nothing
     sed -n "s/^$1://p"
 }
 
-# Starts a redis-server ($server) on a free loopback port; retries on another port if
-# the one picked is taken (other tests start servers concurrently).  The
+# Starts a redis-server ($server) on a free loopback port; retries on another
+# port if the one picked is taken (other tests start servers concurrently).  The
 # server runs in the background of this script (not daemonized, so it stays
 # in the test's process group), and the server answering on the port must
 # report its PID, so it is never someone else's.
@@ -288,7 +289,11 @@ fi
 # loads one hiredis, the one the library was built with.
 run_path="$libdir${dep_libdirs:+:$dep_libdirs}"
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
-lib_hiredis=$(LD_LIBRARY_PATH="$run_path" ldd "$so.$version" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => .*/\1/p')
+hiredis_of() { # the libhiredis SONAME(s) a program loads
+  LD_LIBRARY_PATH="$run_path" ldd "$1" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => .*/\1/p' |
+    sort -u
+}
+lib_hiredis=$(hiredis_of "$so.$version")
 [ -n "$lib_hiredis" ] || fail "the installed libredlock.so does not load a libhiredis"
 for b in "$pcout/basic" "$pcout/async_uv" "$cbuild/consumer-basic" "$cbuild/consumer-async-uv"; do
   needed "$b" | grep -qx "libredlock.so.$major" || fail "$b does not need libredlock.so.$major"
@@ -297,8 +302,9 @@ for b in "$pcout/basic" "$pcout/async_uv" "$cbuild/consumer-basic" "$cbuild/cons
 done
 for b in "$pcout/basic" "$pcout/async_uv" "$pcout/basic-static" "$pcout/async_uv-static" \
          "$cbuild/consumer-basic" "$cbuild/consumer-async-uv" "$cbuild/consumer-basic-static"; do
-  loaded=$(LD_LIBRARY_PATH="$run_path" ldd "$b" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => .*/\1/p' | sort -u)
-  [ "$loaded" = "$lib_hiredis" ] || fail "$b loads hiredis '$(echo $loaded)', the library was built with $lib_hiredis"
+  loaded=$(hiredis_of "$b")
+  [ "$loaded" = "$lib_hiredis" ] ||
+    fail "$b loads hiredis '$(echo $loaded)', the library was built with $lib_hiredis"
 done
 echo "every program loads $lib_hiredis"
 for b in "$pcout/basic-static" "$pcout/async_uv-static" "$cbuild/consumer-basic-static"; do

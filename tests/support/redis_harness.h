@@ -6,7 +6,9 @@
  *
  * The server program is taken from the environment variable
  * REDLOCK_TEST_SERVER (a name looked up on PATH, or a path to the binary,
- * e.g. build-extra/valkey/usr/bin/valkey-server), redis-server by default.
+ * best absolute: ctest runs each test in its own directory, and a relative
+ * path is taken from there; e.g. $PWD/build-extra/valkey/usr/bin/valkey-server),
+ * redis-server by default.
  * Everything in tests/ that starts a server honours it. */
 #ifndef REDIS_HARNESS_H
 #define REDIS_HARNESS_H
