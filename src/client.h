@@ -88,6 +88,7 @@ typedef struct op {
   size_t *fence_key_lens;
   uint64_t fence;              /* fencing: the token of the current attempt */
   uint64_t attempt_started_ns; /* t1 of the current attempt */
+  uint64_t started_ns;         /* t1 of the first attempt (stats: duration) */
   uint64_t set_mask;           /* masters the current attempt may have set the key on */
   redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
   redlock_lock_t *handle; /* the handle the caller passed (a hold, or the lease) */
@@ -147,6 +148,8 @@ struct redlock {
   void (*closed_cb)(void *arg);
   void *closed_arg;
   op_t close_op; /* preallocated: closing never fails for want of memory */
+  struct stats *stats;           /* stats.c: counters and events; NULL when both are off */
+  const round_t *deciding_round; /* loop: the round whose on_decided is running */
 };
 
 /* ---- client.c ---- */

@@ -39,6 +39,10 @@ struct redlock_options {
   int log_level;
   redlock_log_fn log_cb;
   void *log_arg;
+  /* Observability (stats.c).  Zero by default: stats on, no event callback. */
+  int stats_off;
+  void (*event_cb)(const redlock_event_t *ev, void *arg);
+  void *event_arg;
 };
 
 void options_set_defaults(struct redlock_options *opts);

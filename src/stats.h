@@ -1,0 +1,154 @@
+/* stats.h: per-client observability: counters, gauges and latency
+ * histograms rendered by redlock_stats() (Prometheus text or JSON), and the
+ * per-operation event hook (redlock_options_set_event_cb).
+ *
+ * Threads and cost.  Every update runs on the client's loop thread, the only
+ * writer of these figures, so a counter is bumped with a relaxed atomic load
+ * and a relaxed atomic store: a plain load, add and store on x86-64 and
+ * arm64, with no lock prefix and no fence (a read-modify-write would be
+ * needed only with a second writer).  redlock_stats() reads them with relaxed
+ * loads from any thread, without taking the client's mutex or waking its
+ * loop, so it also works from a callback on the loop thread and while the
+ * loop is busy.  A rendering is not one atomic snapshot: one counter may be a
+ * request ahead of another; a histogram's count is the sum of its buckets,
+ * so each histogram is self-consistent.  With stats and events both off the
+ * client has no stats object and every hook below is one NULL test.
+ *
+ * The hooks are called by lock.c, round.c, node.c and client.c at the points
+ * named in their comments; everything else about the figures lives in
+ * stats.c, including the one table of metric names both formats print. */
+#ifndef REDLOCK_STATS_H
+#define REDLOCK_STATS_H
+
+#include <stdint.h>
+
+#include "client.h"
+
+/* Operation kinds, as the `op` label.  Add new kinds (semaphore, rwlock,
+ * election, ...) at the end: the table sizes follow. */
+#define STATS_OP_MAP(XX)                                                                           \
+  XX(ACQUIRE, "acquire")                                                                           \
+  XX(WAIT, "wait")                                                                                 \
+  XX(EXTEND, "extend")                                                                             \
+  XX(RENEW, "renew")                                                                               \
+  XX(RELEASE, "release")
+
+typedef enum {
+#define STATS__OP_ENUM(name, label) STATS_OP_##name,
+  STATS_OP_MAP(STATS__OP_ENUM)
+#undef STATS__OP_ENUM
+      STATS_OP_COUNT
+} stats_op_t;
+
+/* Outcomes, as the `outcome` label; see stats_outcome() for the mapping. */
+#define STATS_OUTCOME_MAP(XX)                                                                      \
+  XX(OK, "ok")                                                                                     \
+  XX(LOCKED, "locked")                                                                             \
+  XX(NOQUORUM, "noquorum")                                                                         \
+  XX(EXPIRED, "expired")                                                                           \
+  XX(LOST, "lost")                                                                                 \
+  XX(TIMEOUT, "timeout")                                                                           \
+  XX(CANCELED, "canceled")                                                                         \
+  XX(OTHER, "other")
+
+typedef enum {
+#define STATS__OUTCOME_ENUM(name, label) STATS_OUTCOME_##name,
+  STATS_OUTCOME_MAP(STATS__OUTCOME_ENUM)
+#undef STATS__OUTCOME_ENUM
+      STATS_OUTCOME_COUNT
+} stats_outcome_t;
+
+/* Client-wide gauges. */
+typedef enum {
+  STATS_GAUGE_HELD = 0, /* leases held (acquired, not yet released) */
+  STATS_GAUGE_WATCHED,  /* of which kept alive by redlock_watch */
+  STATS_GAUGE_WAITERS,  /* lock_wait calls in progress */
+  STATS_GAUGE_ROUNDS,   /* rounds sent and not yet decided */
+  STATS_GAUGE_COUNT
+} stats_gauge_t;
+
+struct stats;
+
+/* Allocates client->stats unless stats and events are both off (then it
+ * stays NULL).  After the nodes are initialised; 0 or REDLOCK_ENOMEM. */
+int stats_new(redlock_t *client);
+void stats_free(redlock_t *client);
+stats_outcome_t stats_outcome(int status);
+
+/* ---- out-of-line parts of the hooks (stats.c) ---- */
+void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock);
+void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status);
+void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason);
+void stats_gauge_add_(struct stats *stats, stats_gauge_t gauge, int64_t delta);
+void stats_vote_(struct stats *stats, unsigned master, unsigned why);
+void stats_node_connecting_(node_t *node);
+void stats_node_up_(node_t *node);
+void stats_node_down_(node_t *node, const char *what, const char *detail);
+void stats_node_quarantine_end_(node_t *node);
+void stats_node_sent_(node_t *node);
+void stats_node_done_(node_t *node, node_req_t *req, int got_reply, uint64_t now_ns);
+void stats_node_tls_failure_(node_t *node);
+
+/* ---- hooks: one NULL test when off ---- */
+
+/* lock.c, op_finish: an acquire/wait/extend/release op ends (counts it,
+ * times it, emits its event).  Other op kinds are ignored. */
+static inline void stats_op_finished(op_t *op, int status, redlock_lock_t *lock) {
+  if (op->client->stats != NULL)
+    stats_op_finished_(op->client, op, status, lock);
+}
+/* lock.c: a watch's automatic extension was decided (status as extend's). */
+static inline void stats_renewed(redlock_lock_t *lock, const round_t *round, int status) {
+  if (lock->client->stats != NULL)
+    stats_renewed_(lock->client, lock, round, status);
+}
+/* lock.c, lock_mark_lost: a held lock is lost (once per lock). */
+static inline void stats_lock_lost(redlock_lock_t *lock, int reason) {
+  if (lock->client->stats != NULL)
+    stats_lock_lost_(lock->client, lock, reason);
+}
+static inline void stats_gauge(redlock_t *client, stats_gauge_t gauge, int64_t delta) {
+  if (client->stats != NULL)
+    stats_gauge_add_(client->stats, gauge, delta);
+}
+/* round.c, vote_settle: master `master` voted (every vote, also late ones). */
+static inline void stats_vote(redlock_t *client, unsigned master, unsigned why) {
+  if (client->stats != NULL)
+    stats_vote_(client->stats, master, why);
+}
+/* node.c: connection attempts and state changes. */
+static inline void stats_node_connecting(node_t *node) {
+  if (node->client->stats != NULL)
+    stats_node_connecting_(node);
+}
+static inline void stats_node_up(node_t *node) {
+  if (node->client->stats != NULL)
+    stats_node_up_(node);
+}
+/* Before node_fail changes the state: `what`/`detail` as in its log line. */
+static inline void stats_node_down(node_t *node, const char *what, const char *detail) {
+  if (node->client->stats != NULL)
+    stats_node_down_(node, what, detail);
+}
+static inline void stats_node_quarantine_end(node_t *node) {
+  if (node->client->stats != NULL)
+    stats_node_quarantine_end_(node);
+}
+/* node.c: a request was written; a written request came back (reply or not). */
+static inline void stats_node_sent(node_t *node) {
+  if (node->client->stats != NULL)
+    stats_node_sent_(node);
+}
+/* 1 when node_request_done must read the clock for us. */
+static inline int stats_wants_reply_time(const node_t *node) { return node->client->stats != NULL; }
+static inline void stats_node_done(node_t *node, node_req_t *req, int got_reply, uint64_t now_ns) {
+  if (node->client->stats != NULL)
+    stats_node_done_(node, req, got_reply, now_ns);
+}
+/* For the TLS transport: a TLS handshake with this master failed. */
+static inline void stats_node_tls_failure(node_t *node) {
+  if (node->client->stats != NULL)
+    stats_node_tls_failure_(node);
+}
+
+#endif
