@@ -13,6 +13,10 @@ redlock_need_packages() {
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3) # the Python binding's tests
+  # promtool checks the Prometheus text of redlock_stats (tests/api/api_stats.c,
+  # examples/metrics_http.c's test); Debian ships it in `prometheus` (the
+  # server's service is not started by our tests).
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi
