@@ -81,6 +81,7 @@ typedef struct {
   uint32_t request_timeout_ms, connect_timeout_ms; /* 0 = library default */
   int quarantine;          /* -1 = default for the setup */
   int fencing;
+  int no_stats;            /* --no-stats: redlock_options_set_stats(opts, 0) */
   int json;
   const char *hist_path;
   size_t max_samples;      /* 0 = from the duration */
@@ -111,6 +112,7 @@ static void usage(FILE *f) {
           "  --retry-delay MS      retry delay (library default 200)\n"
           "  --retry-jitter MS     retry jitter (library default 200)\n"
           "  --fencing             acquire with fencing tokens\n"
+          "  --no-stats            turn the client's stats off (to measure what they cost)\n"
           "  --max-samples N       latency samples kept per series (default from duration)\n"
           "  --json                print one JSON object instead of text\n"
           "  --latency-hist FILE   write the acquire-latency histogram (ms, count)\n"
@@ -196,6 +198,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->verbose = 1, used = 0;
     } else if (strcmp(a, "--fencing") == 0) {
       c->fencing = 1, used = 0;
+    } else if (strcmp(a, "--no-stats") == 0) {
+      c->no_stats = 1, used = 0;
     } else if (strcmp(a, "--no-quarantine") == 0) {
       c->quarantine = 0, used = 0;
     } else if (v == NULL) {
@@ -888,9 +892,9 @@ static void report(bench_t *b) {
   if (c->json) {
     printf("{\"mode\":\"%s\",\"api\":\"%s\",\"N\":%d,\"quorum\":%d,\"C\":%d,", mode_names[c->mode],
            api, b->n_nodes, quorum, conc);
-    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,",
+    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"stats\":%s,",
            c->start_n > 0 ? "true" : "false", b->quarantine ? "true" : "false",
-           c->fencing ? "true" : "false");
+           c->fencing ? "true" : "false", c->no_stats ? "false" : "true");
     printf("\"duration\":%.3f,\"warmup\":%.3f,\"ttl_ms\":%u,", window, c->warmup_s, c->ttl_ms);
     printf("\"request_timeout_ms\":%u,\"retry\":", c->request_timeout_ms ? c->request_timeout_ms : 100);
     if (c->retry_set)
@@ -1151,6 +1155,8 @@ int main(int argc, char **argv) {
     redlock_options_set_quarantine(opts, 0);
   if (cfg.fencing)
     redlock_options_set_fencing(opts, 1);
+  if (cfg.no_stats)
+    redlock_options_set_stats(opts, 0);
   if (cfg.retry_set &&
       redlock_options_set_retry(opts, cfg.retry_count, cfg.retry_delay_ms, cfg.retry_jitter_ms)) {
     fprintf(stderr, "redlock-bench: retry settings refused\n");

@@ -17,6 +17,7 @@ redlock_need_packages() {
   # examples/metrics_http.c's test); Debian ships it in `prometheus` (the
   # server's service is not started by our tests).
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  command -v curl >/dev/null 2>&1 || missing+=(curl) # scrapes examples/metrics_http
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi
