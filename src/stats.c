@@ -13,72 +13,28 @@
 
 #include "clock.h"
 
-/* ---- histograms ------------------------------------------------------------------
- * Fixed buckets, 1-2.5-5 per decade from 25 us to 60 s: wide enough for a
- * loopback round trip and for a long lock_wait.  Counts are kept per bucket
- * and made cumulative when rendered. */
-#define N_BOUNDS 20
-static const uint64_t bound_ns[N_BOUNDS] = {
+/* Histogram bucket bounds (copied into each client's stats) and their text. */
+static const uint64_t bound_ns[STATS_N_BOUNDS] = {
     25000u,      50000u,      100000u,     250000u,      500000u,      1000000u,    2500000u,
     5000000u,    10000000u,   25000000u,   50000000u,    100000000u,   250000000u,  500000000u,
     1000000000u, 2500000000u, 5000000000u, 10000000000u, 30000000000u, 60000000000u};
-static const char *const bound_text[N_BOUNDS] = {
+static const char *const bound_text[STATS_N_BOUNDS] = {
     "0.000025", "0.00005", "0.0001", "0.00025", "0.0005", "0.001", "0.0025",
     "0.005",    "0.01",    "0.025",  "0.05",    "0.1",    "0.25",  "0.5",
     "1",        "2.5",     "5",      "10",      "30",     "60"};
-
-typedef struct {
-  _Atomic uint64_t bucket[N_BOUNDS + 1]; /* the last one is +Inf */
-  _Atomic uint64_t sum_ns;
-} hist_t;
-
-/* Why codes counted per master: vote_why_t values 1 .. WHY_BADREPLY. */
-#define N_WHY (WHY_BADREPLY + 1)
+#define N_BOUNDS STATS_N_BOUNDS
+#define N_WHY STATS_N_WHY
 
 typedef enum { MSTATE_CONNECTING = 0, MSTATE_UP, MSTATE_QUARANTINED, MSTATE_DOWN } mstate_t;
 static const char *const mstate_names[] = {"connecting", "up", "quarantined", "down"};
 #define N_MSTATES 4
 
-typedef struct {
-  _Atomic int state; /* mstate_t, never MSTATE_QUARANTINED (derived when read) */
-  _Atomic uint64_t quarantine_until_ns;
-  _Atomic uint64_t votes[N_WHY];
-  hist_t latency;
-  _Atomic uint64_t sent, done;
-  _Atomic uint64_t reconnects, connect_failures, disconnects, tls_failures;
-  /* loop only */
-  uint64_t since_ns; /* last state change (up or down), for event durations */
-  int ever_up;
-  int reported; /* 0 none yet, else the mstate_t of the last event */
-} master_stats_t;
-
-struct stats {
-  _Atomic uint64_t ops[STATS_OP_COUNT][STATS_OUTCOME_COUNT];
-  hist_t op_latency[STATS_OP_COUNT];
-  _Atomic int64_t gauges[STATS_GAUGE_COUNT];
-  _Atomic uint64_t locks_lost;
-  uint8_t first_bucket[65]; /* by bit length of a duration in ns: where to start looking */
-  unsigned n_masters;
-  master_stats_t masters[];
-};
-
-/* The loop thread is the only writer: load + store, no read-modify-write. */
-static inline void bump(_Atomic uint64_t *c, uint64_t by) {
-  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
-                        memory_order_relaxed);
-}
+typedef stats_master_t master_stats_t;
+typedef stats_hist_t hist_t;
+#define bump stats_bump
 
 static inline uint64_t get(const _Atomic uint64_t *c) {
   return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
-}
-
-static void hist_observe(const struct stats *stats, hist_t *h, uint64_t ns) {
-  unsigned bits = ns == 0 ? 0 : 64u - (unsigned)__builtin_clzll(ns);
-  unsigned i = stats->first_bucket[bits];
-  while (i < N_BOUNDS && ns > bound_ns[i])
-    i++;
-  bump(&h->bucket[i], 1);
-  bump(&h->sum_ns, ns);
 }
 
 int stats_new(redlock_t *client) {
@@ -90,6 +46,7 @@ int stats_new(redlock_t *client) {
     return REDLOCK_ENOMEM;
   /* A duration of bit length b is at least 2^(b-1) ns: no bucket below the
    * first whose bound reaches that can hold it. */
+  memcpy(stats->bound_ns, bound_ns, sizeof bound_ns);
   for (unsigned b = 0; b <= 64; b++) {
     uint64_t low = b == 0 ? 0 : (uint64_t)1 << (b - 1);
     unsigned i = 0;
@@ -263,7 +220,7 @@ int redlock_options_set_event_cb(redlock_options_t *opts,
 
 static void count_op(struct stats *stats, stats_op_t kind, int status, uint64_t ns) {
   bump(&stats->ops[kind][stats_outcome(status)], 1);
-  hist_observe(stats, &stats->op_latency[kind], ns);
+  stats_hist_observe(stats, &stats->op_latency[kind], ns);
 }
 
 void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock) {
@@ -274,7 +231,7 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
   case OP_LOCK:
     kind = op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
     if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
-      stats_gauge_add_(stats, STATS_GAUGE_WAITERS, -1);
+      stats_gauge(client, STATS_GAUGE_WAITERS, -1);
     if (lock != NULL)
       resource = lock->lease->resource;
     else if (op->keys != NULL)
@@ -336,17 +293,6 @@ void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {
   event_init(&ev, client, REDLOCK_EVENT_LOST, reason);
   ev.resource = lock->resource;
   event_emit(client, &ev);
-}
-
-void stats_gauge_add_(struct stats *stats, stats_gauge_t gauge, int64_t delta) {
-  _Atomic int64_t *g = &stats->gauges[gauge];
-  atomic_store_explicit(g, atomic_load_explicit(g, memory_order_relaxed) + delta,
-                        memory_order_relaxed);
-}
-
-void stats_vote_(struct stats *stats, unsigned master, unsigned why) {
-  if (master < stats->n_masters && why < N_WHY)
-    bump(&stats->masters[master].votes[why], 1);
 }
 
 static master_stats_t *master_of(node_t *node) {
@@ -422,18 +368,6 @@ void stats_node_quarantine_end_(node_t *node) {
     return;
   node_event(node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up", clock_now_ns() - node->ready_ns,
              "restart quarantine over");
-}
-
-void stats_node_sent_(node_t *node) { bump(&master_of(node)->sent, 1); }
-
-void stats_node_done_(node_t *node, node_req_t *req, int got_reply, uint64_t now_ns) {
-  struct stats *stats = node->client->stats;
-  master_stats_t *m = &stats->masters[node->index];
-  bump(&m->done, 1);
-  if (got_reply && req->sent_ns != 0 && now_ns >= req->sent_ns) {
-    req->replied_ns = now_ns;
-    hist_observe(stats, &m->latency, now_ns - req->sent_ns);
-  }
 }
 
 void stats_node_tls_failure_(node_t *node) { bump(&master_of(node)->tls_failures, 1); }

@@ -20,6 +20,7 @@
 #ifndef REDLOCK_STATS_H
 #define REDLOCK_STATS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "client.h"
@@ -67,7 +68,61 @@ typedef enum {
   STATS_GAUGE_COUNT
 } stats_gauge_t;
 
-struct stats;
+/* ---- the figures ----------------------------------------------------------------------
+ * Defined here so that the hooks on the hot path (a request written, a reply,
+ * a vote, a gauge) inline to a load, an add and a store. */
+
+/* Latency histograms: fixed buckets, 1-2.5-5 per decade from 25 us to 60 s
+ * (the bounds are in stats.c), counted per bucket and made cumulative when
+ * rendered. */
+#define STATS_N_BOUNDS 20
+typedef struct {
+  _Atomic uint64_t bucket[STATS_N_BOUNDS + 1]; /* the last one is +Inf */
+  _Atomic uint64_t sum_ns;
+} stats_hist_t;
+
+/* Votes are counted by vote_why_t, 1 .. WHY_BADREPLY. */
+#define STATS_N_WHY (WHY_BADREPLY + 1)
+
+typedef struct {
+  _Atomic int state; /* stats.c's mstate_t; "quarantined" is derived when read */
+  _Atomic uint64_t quarantine_until_ns;
+  _Atomic uint64_t votes[STATS_N_WHY];
+  stats_hist_t latency;
+  _Atomic uint64_t sent, done; /* requests written / come back: in flight = the difference */
+  _Atomic uint64_t reconnects, connect_failures, disconnects, tls_failures;
+  /* loop only */
+  uint64_t since_ns; /* last state change (up or down), for event durations */
+  int ever_up;
+  int reported; /* 0 none yet, else the state of the last event */
+} stats_master_t;
+
+struct stats {
+  _Atomic uint64_t ops[STATS_OP_COUNT][STATS_OUTCOME_COUNT];
+  stats_hist_t op_latency[STATS_OP_COUNT];
+  _Atomic int64_t gauges[STATS_GAUGE_COUNT];
+  _Atomic uint64_t locks_lost;
+  uint64_t bound_ns[STATS_N_BOUNDS]; /* a copy of the bounds, beside the counts */
+  uint8_t first_bucket[65];          /* by bit length of a duration in ns: where to start looking */
+  unsigned n_masters;
+  stats_master_t masters[];
+};
+
+/* The loop thread is the only writer: a relaxed load and store, no
+ * read-modify-write (no lock prefix). */
+static inline void stats_bump(_Atomic uint64_t *c, uint64_t by) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
+                        memory_order_relaxed);
+}
+
+static inline void stats_hist_observe(const struct stats *stats, stats_hist_t *h, uint64_t ns) {
+  unsigned bits = ns == 0 ? 0 : 64u - (unsigned)__builtin_clzll(ns);
+  unsigned i = stats->first_bucket[bits];
+  while (i < STATS_N_BOUNDS && ns > stats->bound_ns[i])
+    i++;
+  stats_bump(&h->bucket[i], 1);
+  stats_bump(&h->sum_ns, ns);
+}
 
 /* Allocates client->stats unless stats and events are both off (then it
  * stays NULL).  After the nodes are initialised; 0 or REDLOCK_ENOMEM. */
@@ -79,14 +134,10 @@ stats_outcome_t stats_outcome(int status);
 void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock);
 void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status);
 void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason);
-void stats_gauge_add_(struct stats *stats, stats_gauge_t gauge, int64_t delta);
-void stats_vote_(struct stats *stats, unsigned master, unsigned why);
 void stats_node_connecting_(node_t *node);
 void stats_node_up_(node_t *node);
 void stats_node_down_(node_t *node, const char *what, const char *detail);
 void stats_node_quarantine_end_(node_t *node);
-void stats_node_sent_(node_t *node);
-void stats_node_done_(node_t *node, node_req_t *req, int got_reply, uint64_t now_ns);
 void stats_node_tls_failure_(node_t *node);
 
 /* ---- hooks: one NULL test when off ---- */
@@ -108,13 +159,16 @@ static inline void stats_lock_lost(redlock_lock_t *lock, int reason) {
     stats_lock_lost_(lock->client, lock, reason);
 }
 static inline void stats_gauge(redlock_t *client, stats_gauge_t gauge, int64_t delta) {
-  if (client->stats != NULL)
-    stats_gauge_add_(client->stats, gauge, delta);
+  if (client->stats != NULL) {
+    _Atomic int64_t *g = &client->stats->gauges[gauge];
+    atomic_store_explicit(g, atomic_load_explicit(g, memory_order_relaxed) + delta,
+                          memory_order_relaxed);
+  }
 }
 /* round.c, vote_settle: master `master` voted (every vote, also late ones). */
 static inline void stats_vote(redlock_t *client, unsigned master, unsigned why) {
-  if (client->stats != NULL)
-    stats_vote_(client->stats, master, why);
+  if (client->stats != NULL && why < STATS_N_WHY)
+    stats_bump(&client->stats->masters[master].votes[why], 1);
 }
 /* node.c: connection attempts and state changes. */
 static inline void stats_node_connecting(node_t *node) {
@@ -137,13 +191,20 @@ static inline void stats_node_quarantine_end(node_t *node) {
 /* node.c: a request was written; a written request came back (reply or not). */
 static inline void stats_node_sent(node_t *node) {
   if (node->client->stats != NULL)
-    stats_node_sent_(node);
+    stats_bump(&node->client->stats->masters[node->index].sent, 1);
 }
 /* 1 when node_request_done must read the clock for us. */
 static inline int stats_wants_reply_time(const node_t *node) { return node->client->stats != NULL; }
 static inline void stats_node_done(node_t *node, node_req_t *req, int got_reply, uint64_t now_ns) {
-  if (node->client->stats != NULL)
-    stats_node_done_(node, req, got_reply, now_ns);
+  struct stats *stats = node->client->stats;
+  if (stats == NULL)
+    return;
+  stats_master_t *m = &stats->masters[node->index];
+  stats_bump(&m->done, 1);
+  if (got_reply && req->sent_ns != 0 && now_ns >= req->sent_ns) {
+    req->replied_ns = now_ns; /* for the event of the round it belongs to */
+    stats_hist_observe(stats, &m->latency, now_ns - req->sent_ns);
+  }
 }
 /* For the TLS transport: a TLS handshake with this master failed. */
 static inline void stats_node_tls_failure(node_t *node) {
