@@ -224,7 +224,6 @@ static void count_op(struct stats *stats, stats_op_t kind, int status, uint64_t 
 }
 
 void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock) {
-  struct stats *stats = client->stats;
   stats_op_t kind;
   const char *resource = NULL;
   switch (op->kind) {
@@ -259,30 +258,27 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
                       : round != NULL     ? round->started_ns
                                           : end_ns;
   uint64_t ns = end_ns > start_ns ? end_ns - start_ns : 0;
-  count_op(stats, kind, status, ns);
+  stats_op_done_(client, kind, status, ns, resource, round,
+                 op->kind == OP_LOCK ? (int)op->attempts : round != NULL);
+}
+
+void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
+                    const char *resource, const round_t *round, int attempts) {
+  count_op(client->stats, kind, status, ns);
   if (client->opts.event_cb == NULL)
     return;
   redlock_event_t ev;
   event_init(&ev, client, op_event_kind[kind], status);
   ev.resource = resource;
   ev.duration_us = (int64_t)(ns / 1000u);
-  ev.attempts = op->kind == OP_LOCK ? (int)op->attempts : round != NULL;
+  ev.attempts = attempts;
   ev.round = round;
   event_emit(client, &ev);
 }
 
 void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status) {
-  uint64_t ns = round->decided_ns - round->started_ns;
-  count_op(client->stats, STATS_OP_RENEW, status, ns);
-  if (client->opts.event_cb == NULL)
-    return;
-  redlock_event_t ev;
-  event_init(&ev, client, REDLOCK_EVENT_RENEW, status);
-  ev.resource = lock->resource;
-  ev.duration_us = (int64_t)(ns / 1000u);
-  ev.attempts = 1;
-  ev.round = round;
-  event_emit(client, &ev);
+  stats_op_done_(client, STATS_OP_RENEW, status, round->decided_ns - round->started_ns,
+                 lock->resource, round, 1);
 }
 
 void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {

@@ -25,8 +25,11 @@
 
 #include "client.h"
 
-/* Operation kinds, as the `op` label.  Add new kinds (semaphore, rwlock,
- * election, ...) at the end: the table sizes follow. */
+/* Operation kinds, as the `op` label.  A new kind (semaphore, rwlock,
+ * election, ...) is added at the end here, with a REDLOCK_EVENT_* kind in
+ * redlock.h and a line in op_event_kind (stats.c); its ops are mapped in
+ * stats_op_finished_() (or it calls stats_op_done() with its own numbers);
+ * the tables, both renderings and the event names follow. */
 #define STATS_OP_MAP(XX)                                                                           \
   XX(ACQUIRE, "acquire")                                                                           \
   XX(WAIT, "wait")                                                                                 \
@@ -133,6 +136,8 @@ stats_outcome_t stats_outcome(int status);
 /* ---- out-of-line parts of the hooks (stats.c) ---- */
 void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock);
 void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status);
+void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
+                    const char *resource, const round_t *round, int attempts);
 void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason);
 void stats_node_connecting_(node_t *node);
 void stats_node_up_(node_t *node);
@@ -147,6 +152,14 @@ void stats_node_tls_failure_(node_t *node);
 static inline void stats_op_finished(op_t *op, int status, redlock_lock_t *lock) {
   if (op->client->stats != NULL)
     stats_op_finished_(op->client, op, status, lock);
+}
+/* Any operation that does not end through op_finish (an election's
+ * campaign round, say): counts it and emits its event.  ns: its duration;
+ * round: the last round it waited on (NULL: none), valid during the call. */
+static inline void stats_op_done(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
+                                 const char *resource, const round_t *round, int attempts) {
+  if (client->stats != NULL)
+    stats_op_done_(client, kind, status, ns, resource, round, attempts);
 }
 /* lock.c: a watch's automatic extension was decided (status as extend's). */
 static inline void stats_renewed(redlock_lock_t *lock, const round_t *round, int status) {
