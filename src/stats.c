@@ -47,6 +47,7 @@ int stats_new(redlock_t *client) {
   /* A duration of bit length b is at least 2^(b-1) ns: no bucket below the
    * first whose bound reaches that can hold it. */
   memcpy(stats->bound_ns, bound_ns, sizeof bound_ns);
+  stats->bound_ns[N_BOUNDS] = UINT64_MAX; /* +Inf: the bucket search needs no index check */
   for (unsigned b = 0; b <= 64; b++) {
     uint64_t low = b == 0 ? 0 : (uint64_t)1 << (b - 1);
     unsigned i = 0;
@@ -218,31 +219,38 @@ int redlock_options_set_event_cb(redlock_options_t *opts,
 
 /* ---- hooks ------------------------------------------------------------------------ */
 
-static void count_op(struct stats *stats, stats_op_t kind, int status, uint64_t ns) {
-  bump(&stats->ops[kind][stats_outcome(status)], 1);
+/* Counts one finished operation; the event, when there is a callback. */
+static inline void op_record(redlock_t *client, stats_op_t kind, int status, uint64_t ns) {
+  struct stats *stats = client->stats;
+  stats_outcome_t outcome = status == REDLOCK_OK ? STATS_OUTCOME_OK : stats_outcome(status);
+  bump(&stats->ops[kind][outcome], 1);
   stats_hist_observe(stats, &stats->op_latency[kind], ns);
+}
+
+static void op_event(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
+                     const char *resource, const round_t *round, int attempts) {
+  redlock_event_t ev;
+  event_init(&ev, client, op_event_kind[kind], status);
+  ev.resource = resource;
+  ev.duration_us = (int64_t)(ns / 1000u);
+  ev.attempts = attempts;
+  ev.round = round;
+  event_emit(client, &ev);
 }
 
 void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock) {
   stats_op_t kind;
-  const char *resource = NULL;
   switch (op->kind) {
   case OP_LOCK:
     kind = op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
     if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
       stats_gauge(client, STATS_GAUGE_WAITERS, -1);
-    if (lock != NULL)
-      resource = lock->lease->resource;
-    else if (op->keys != NULL)
-      resource = op->keys[0] + op->prefix_len;
     break;
   case OP_EXTEND:
     kind = STATS_OP_EXTEND;
-    resource = op->lock != NULL ? op->lock->resource : NULL;
     break;
   case OP_UNLOCK:
     kind = STATS_OP_RELEASE;
-    resource = op->lock != NULL ? op->lock->resource : NULL;
     break;
   default:
     return;
@@ -258,22 +266,25 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
                       : round != NULL     ? round->started_ns
                                           : end_ns;
   uint64_t ns = end_ns > start_ns ? end_ns - start_ns : 0;
-  stats_op_done_(client, kind, status, ns, resource, round,
-                 op->kind == OP_LOCK ? (int)op->attempts : round != NULL);
+  op_record(client, kind, status, ns);
+  if (client->opts.event_cb == NULL)
+    return;
+  const char *resource = NULL;
+  if (op->kind != OP_LOCK)
+    resource = op->lock != NULL ? op->lock->resource : NULL;
+  else if (lock != NULL)
+    resource = lock->lease->resource;
+  else if (op->keys != NULL)
+    resource = op->keys[0] + op->prefix_len;
+  op_event(client, kind, status, ns, resource, round,
+           op->kind == OP_LOCK ? (int)op->attempts : round != NULL);
 }
 
 void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
                     const char *resource, const round_t *round, int attempts) {
-  count_op(client->stats, kind, status, ns);
-  if (client->opts.event_cb == NULL)
-    return;
-  redlock_event_t ev;
-  event_init(&ev, client, op_event_kind[kind], status);
-  ev.resource = resource;
-  ev.duration_us = (int64_t)(ns / 1000u);
-  ev.attempts = attempts;
-  ev.round = round;
-  event_emit(client, &ev);
+  op_record(client, kind, status, ns);
+  if (client->opts.event_cb != NULL)
+    op_event(client, kind, status, ns, resource, round, attempts);
 }
 
 void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status) {

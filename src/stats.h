@@ -105,8 +105,8 @@ struct stats {
   stats_hist_t op_latency[STATS_OP_COUNT];
   _Atomic int64_t gauges[STATS_GAUGE_COUNT];
   _Atomic uint64_t locks_lost;
-  uint64_t bound_ns[STATS_N_BOUNDS]; /* a copy of the bounds, beside the counts */
-  uint8_t first_bucket[65];          /* by bit length of a duration in ns: where to start looking */
+  uint64_t bound_ns[STATS_N_BOUNDS + 1]; /* a copy of the bounds, then UINT64_MAX */
+  uint8_t first_bucket[65]; /* by bit length of a duration in ns: where to start looking */
   unsigned n_masters;
   stats_master_t masters[];
 };
@@ -121,7 +121,7 @@ static inline void stats_bump(_Atomic uint64_t *c, uint64_t by) {
 static inline void stats_hist_observe(const struct stats *stats, stats_hist_t *h, uint64_t ns) {
   unsigned bits = ns == 0 ? 0 : 64u - (unsigned)__builtin_clzll(ns);
   unsigned i = stats->first_bucket[bits];
-  while (i < STATS_N_BOUNDS && ns > stats->bound_ns[i])
+  while (ns > stats->bound_ns[i]) /* stops at the +Inf sentinel */
     i++;
   stats_bump(&h->bucket[i], 1);
   stats_bump(&h->sum_ns, ns);
