@@ -745,8 +745,7 @@ static int run_ab(bench_t *b, redlock_t *off) {
       sleep_ms(1);
     if (atomic_load(&b->active) > 0) {
       b->hung = atomic_load(&b->active);
-      fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after a segment\n",
-              b->hung);
+      fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after a segment\n", b->hung);
       return 0;
     }
     if (w < 0)

@@ -1266,8 +1266,7 @@ static void json_str(const char *s) {
 
 /* status --json: the same report as the table, as one JSON object.  The exit
  * status is the table's. */
-static int print_status_json(const nodes_t *nodes, const char *key,
-                             const master_report_t *reps) {
+static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {
   size_t quorum = nodes->n / 2 + 1, reachable = 0, held = 0, best_n = 0;
   const char *best = NULL;
   for (size_t i = 0; i < nodes->n; i++) {
@@ -1291,8 +1290,8 @@ static int print_status_json(const nodes_t *nodes, const char *key,
   printf("{\"key\":");
   json_str(esc_key ? esc_key : key);
   free(esc_key);
-  printf(",\"masters_total\":%zu,\"quorum\":%zu,\"answered\":%zu,\"status\":\"%s\",",
-         nodes->n, quorum, reachable, verdict);
+  printf(",\"masters_total\":%zu,\"quorum\":%zu,\"answered\":%zu,\"status\":\"%s\",", nodes->n,
+         quorum, reachable, verdict);
   printf("\"holder\":");
   if (best != NULL)
     json_str(best);

@@ -328,14 +328,14 @@ static void test_ok_counters_and_gauges(void **state) {
   assert_int_equal(op_hist_count(c, "release"), 1);
   assert_int_equal(metric(c, "redlock_held_locks"), 0);
   assert_int_equal(metric(c, "redlock_watched_locks"), 0);
-  assert_int_equal(metric(c, "redlock_operation_duration_seconds_bucket{op=\"acquire\",le=\"+Inf\"}"),
-                   1);
+  assert_int_equal(
+      metric(c, "redlock_operation_duration_seconds_bucket{op=\"acquire\",le=\"+Inf\"}"), 1);
   /* Every master answered all three rounds (some after the decision). */
   for (size_t i = 0; i < N_MASTERS; i++) {
     char series[256];
     int port = rh_server_port(cluster.s[i]);
-    snprintf(series, sizeof series, "redlock_master_votes_total{master=\"127.0.0.1:%d\",verdict=\"OK\"}",
-             port);
+    snprintf(series, sizeof series,
+             "redlock_master_votes_total{master=\"127.0.0.1:%d\",verdict=\"OK\"}", port);
     assert_metric_soon(c, series, 3, 3);
     snprintf(series, sizeof series,
              "redlock_master_request_duration_seconds_count{master=\"127.0.0.1:%d\"}", port);
@@ -535,9 +535,8 @@ static void test_watch_renew_and_lost(void **state) {
   /* Someone else's value everywhere: the next renewal finds ours gone. */
   char buf[64];
   for (size_t i = 0; i < N_MASTERS; i++)
-    assert_int_equal(rh_server_command(cluster.s[i], buf, sizeof buf, "SET %s intruder PX 5000",
-                                       res),
-                     0);
+    assert_int_equal(
+        rh_server_command(cluster.s[i], buf, sizeof buf, "SET %s intruder PX 5000", res), 0);
   assert_true(rh_wait_until(pred_lost, &lost, 5000));
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
   assert_int_equal(op_count(c, "renew", "lost"), 1);
@@ -753,8 +752,7 @@ static void test_formats(void **state) {
 
   char *prom = stats_text(c, REDLOCK_STATS_PROMETHEUS);
   assert_non_null(strstr(prom, "# TYPE redlock_operations_total counter\n"));
-  assert_non_null(
-      strstr(prom, "# TYPE redlock_operation_duration_seconds histogram\n"));
+  assert_non_null(strstr(prom, "# TYPE redlock_operation_duration_seconds histogram\n"));
   assert_non_null(strstr(prom, "redlock_build_info{version=\""));
   assert_int_equal(sample(prom, "redlock_operations_total{op=\"acquire\",outcome=\"expired\"}"), 1);
   if (have_program("promtool"))

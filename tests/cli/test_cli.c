@@ -1055,8 +1055,8 @@ static void case_metrics(void) {
   proc_t *s = START(g_nodes, 0, "status", "--json", "met-res");
   CHECK(RUN_TO_END(s) == 0, "status --json -> 0");
   FILE *f = fopen(out, "w");
-  CHECK(f != NULL && fwrite(s->out, 1, s->out_len, f) == s->out_len && fclose(f) == 0,
-        "write %s", out);
+  CHECK(f != NULL && fwrite(s->out, 1, s->out_len, f) == s->out_len && fclose(f) == 0, "write %s",
+        out);
   if (shell_ok("command -v python3 >/dev/null 2>&1", ""))
     CHECK(shell_ok("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
                    "assert d[\"status\"] == \"locked\" and d[\"quorum\"] == 2 and "
