@@ -91,6 +91,8 @@ typedef struct {
   uint32_t request_timeout_ms, connect_timeout_ms; /* 0 = library default */
   int quarantine;          /* -1 = default for the setup */
   int fencing;
+  int no_stats;            /* --no-stats: redlock_options_set_stats(opts, 0) */
+  int ab_stats;            /* --ab-stats: stats on vs off, interleaved in one run */
   int json;
   const char *hist_path;
   size_t max_samples;      /* 0 = from the duration */
@@ -125,6 +127,9 @@ static void usage(FILE *f) {
           "  --retry-delay MS      retry delay (library default 200)\n"
           "  --retry-jitter MS     retry jitter (library default 200)\n"
           "  --fencing             acquire with fencing tokens\n"
+          "  --no-stats            turn the client's stats off (to measure what they cost)\n"
+          "  --ab-stats            throughput: two clients, stats on and off, measured in\n"
+          "                        alternating 0.5 s segments (ABBA) for --duration each\n"
           "  --max-samples N       latency samples kept per series (default from duration)\n"
           "  --json                print one JSON object instead of text\n"
           "  --latency-hist FILE   write the acquire-latency histogram (ms, count)\n"
@@ -218,6 +223,10 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->verbose = 1, used = 0;
     } else if (strcmp(a, "--fencing") == 0) {
       c->fencing = 1, used = 0;
+    } else if (strcmp(a, "--no-stats") == 0) {
+      c->no_stats = 1, used = 0;
+    } else if (strcmp(a, "--ab-stats") == 0) {
+      c->ab_stats = 1, used = 0;
     } else if (strcmp(a, "--no-quarantine") == 0) {
       c->quarantine = 0, used = 0;
     } else if (v == NULL) {
@@ -715,6 +724,119 @@ static int run_async(bench_t *b) {
   return 0;
 }
 
+/* ---- --ab-stats: what the stats cost, in one run ------------------------------------
+ * Two clients on the same masters, one with stats (A) and one without (B),
+ * take turns driving the async engine in short segments ordered ABBA ABBA...,
+ * so that a shared machine whose load drifts weighs on both alike: a ratio
+ * from one run is worth more than the medians of separate runs here.  Each
+ * segment ramps up for 0.1 s, is measured for AB_SEGMENT_S, then drains. */
+#define AB_SEGMENT_S 0.5
+#define AB_RAMP_S 0.1
+#define AB_MAX_SEGMENTS 512
+
+typedef struct {
+  unsigned long cycles;
+  uint64_t ns, cpu_us;
+} ab_acc_t;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int run_ab(bench_t *b, redlock_t *off) {
+  config_t *c = b->cfg;
+  redlock_t *clients[2] = {b->client, off};
+  int n = c->concurrency;
+  slot_t *slots = calloc((size_t)n, sizeof *slots);
+  if (slots == NULL)
+    return -1;
+  b->slots = slots;
+  for (int i = 0; i < n; i++) {
+    slots[i].b = b;
+    snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
+  }
+  int per_side = (int)(c->duration_s / AB_SEGMENT_S + 0.999);
+  if (per_side < 2)
+    per_side = 2;
+  if (per_side > AB_MAX_SEGMENTS / 2)
+    per_side = AB_MAX_SEGMENTS / 2;
+  int segments = 2 * per_side;
+  ab_acc_t acc[2];
+  memset(acc, 0, sizeof acc);
+  double seg_rate[AB_MAX_SEGMENTS];
+  int seg_side[AB_MAX_SEGMENTS];
+  /* Warm-up: each client once. */
+  for (int w = -2; w < segments && !atomic_load(&interrupted); w++) {
+    int side = w < 0 ? w + 2 : ((w % 4 == 0 || w % 4 == 3) ? 0 : 1); /* ABBA */
+    b->client = clients[side];
+    atomic_store(&b->phase, PHASE_WARMUP);
+    atomic_store(&b->active, n);
+    for (int i = 0; i < n; i++)
+      cycle_start(&slots[i]);
+    sleep_s(w < 0 ? c->warmup_s / 2 : AB_RAMP_S);
+    unsigned long cycles0 = atomic_load(&b->cycles);
+    uint64_t cpu0 = self_cpu_us(), t0 = now_ns();
+    atomic_store(&b->phase, w < 0 ? PHASE_WARMUP : PHASE_MEASURE);
+    sleep_s(w < 0 ? 0 : AB_SEGMENT_S);
+    atomic_store(&b->phase, PHASE_STOP);
+    uint64_t t1 = now_ns(), cpu1 = self_cpu_us();
+    unsigned long cycles1 = atomic_load(&b->cycles);
+    uint64_t limit = now_ns() + 30ull * 1000000000u;
+    while (atomic_load(&b->active) > 0 && now_ns() < limit)
+      sleep_ms(1);
+    if (atomic_load(&b->active) > 0) {
+      b->hung = atomic_load(&b->active);
+      fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after a segment\n", b->hung);
+      return 0;
+    }
+    if (w < 0)
+      continue;
+    acc[side].cycles += cycles1 - cycles0;
+    acc[side].ns += t1 - t0;
+    acc[side].cpu_us += cpu1 - cpu0;
+    seg_rate[w] = (double)(cycles1 - cycles0) / ((double)(t1 - t0) / 1e9);
+    seg_side[w] = side;
+  }
+  b->client = clients[0];
+  /* Per pair of neighbouring segments (one of each side): off / on. */
+  double ratios[AB_MAX_SEGMENTS / 2];
+  int n_ratios = 0;
+  for (int k = 0; k + 1 < segments; k += 2) {
+    double on = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
+    double offr = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
+    if (on > 0)
+      ratios[n_ratios++] = offr / on;
+  }
+  qsort(ratios, (size_t)n_ratios, sizeof ratios[0], cmp_double);
+  double pair_median = n_ratios > 0 ? ratios[(n_ratios - 1) / 2] : 0;
+  double rate[2], cpu[2];
+  for (int k = 0; k < 2; k++) {
+    rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
+    cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
+  }
+  unsigned long errors = errors_total(&b->lock_errors) + errors_total(&b->unlock_errors);
+  if (c->json) {
+    printf("{\"mode\":\"ab-stats\",\"N\":%d,\"C\":%d,\"segment_s\":%.2f,"
+           "\"segments_per_side\":%d,",
+           b->n_nodes, n, AB_SEGMENT_S, per_side);
+    printf("\"on\":{\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f},", rate[0], cpu[0]);
+    printf("\"off\":{\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f},", rate[1], cpu[1]);
+    printf("\"throughput_cost_pct\":%.2f,\"pair_median_cost_pct\":%.2f,"
+           "\"cpu_cost_pct\":%.2f,\"errors\":%lu}\n",
+           rate[0] > 0 ? (rate[1] / rate[0] - 1) * 100 : 0, (pair_median - 1) * 100,
+           cpu[1] > 0 ? (cpu[0] / cpu[1] - 1) * 100 : 0, errors);
+  } else {
+    printf("stats on   %10.0f cycles/s  %7.2f us client CPU/cycle\n", rate[0], cpu[0]);
+    printf("stats off  %10.0f cycles/s  %7.2f us client CPU/cycle\n", rate[1], cpu[1]);
+    printf("cost       %9.2f%% throughput (pair median %.2f%%), %.2f%% client CPU per cycle;"
+           " %d x %.1f s per side, ABBA; %lu errors\n",
+           rate[0] > 0 ? (rate[1] / rate[0] - 1) * 100 : 0, (pair_median - 1) * 100,
+           cpu[1] > 0 ? (cpu[0] / cpu[1] - 1) * 100 : 0, per_side, AB_SEGMENT_S, errors);
+  }
+  return 0;
+}
+
 /* ---- latency mode: blocking calls ----------------------------------------------------- */
 
 static int run_blocking(bench_t *b) {
@@ -930,9 +1052,9 @@ static void report(bench_t *b) {
   if (c->json) {
     printf("{\"mode\":\"%s\",\"api\":\"%s\",\"N\":%d,\"quorum\":%d,\"C\":%d,", mode_names[c->mode],
            api, b->n_nodes, quorum, conc);
-    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,",
+    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,\"stats\":%s,",
            c->start_n > 0 ? "true" : "false", b->quarantine ? "true" : "false",
-           c->fencing ? "true" : "false", b->tls ? "true" : "false");
+           c->fencing ? "true" : "false", b->tls ? "true" : "false", c->no_stats ? "false" : "true");
     printf("\"duration\":%.3f,\"warmup\":%.3f,\"ttl_ms\":%u,", window, c->warmup_s, c->ttl_ms);
     printf("\"request_timeout_ms\":%u,\"retry\":", c->request_timeout_ms ? c->request_timeout_ms : 100);
     if (c->retry_set)
@@ -1210,6 +1332,8 @@ int main(int argc, char **argv) {
     redlock_options_set_quarantine(opts, 0);
   if (cfg.fencing)
     redlock_options_set_fencing(opts, 1);
+  if (cfg.no_stats)
+    redlock_options_set_stats(opts, 0);
   if (cfg.retry_set &&
       redlock_options_set_retry(opts, cfg.retry_count, cfg.retry_delay_ms, cfg.retry_jitter_ms)) {
     fprintf(stderr, "redlock-bench: retry settings refused\n");
@@ -1251,10 +1375,22 @@ int main(int argc, char **argv) {
     goto out;
   }
 
+  redlock_t *client_off = NULL; /* --ab-stats: the same options, stats off */
+  if (cfg.ab_stats) {
+    redlock_options_set_stats(opts, 0);
+    rc = cfg.mode == MODE_THROUGHPUT ? redlock_open(&client_off, opts) : REDLOCK_EINVAL;
+    if (rc != 0) {
+      fprintf(stderr, "redlock-bench: --ab-stats (throughput mode only): %s\n",
+              redlock_strerror(rc));
+      redlock_close(b->client);
+      b->client = NULL;
+      goto out;
+    }
+  }
   switch (cfg.mode) {
   case MODE_THROUGHPUT:
   case MODE_SLOW_NODE:
-    rc = run_async(b);
+    rc = cfg.ab_stats ? run_ab(b, client_off) : run_async(b);
     break;
   case MODE_LATENCY:
     rc = cfg.api_async ? run_async(b) : run_blocking(b);
@@ -1264,6 +1400,7 @@ int main(int argc, char **argv) {
     break;
   }
   uint64_t close_start = now_ns();
+  redlock_close(client_off);
   redlock_close(b->client);
   double close_ms = (double)(now_ns() - close_start) / 1e6;
   if (close_ms > 1000)
@@ -1271,7 +1408,9 @@ int main(int argc, char **argv) {
   b->client = NULL;
   free(b->slots); /* no callback can reach them after close */
   b->slots = NULL;
-  if (rc == 0) {
+  if (rc == 0 && cfg.ab_stats) {
+    status = b->hung > 0 ? 1 : 0; /* run_ab printed its own report */
+  } else if (rc == 0) {
     report(b);
     if (cfg.hist_path != NULL) {
       char title[128];

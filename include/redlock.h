@@ -294,6 +294,85 @@ REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e)
  * or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
 
+/* ---- Observability: stats and events (docs/observability.md) ------------------
+ * Every client counts its operations by kind and outcome, times them in
+ * latency histograms, keeps gauges (held locks, watches, waiters, rounds in
+ * flight) and per-master figures (state, votes by verdict, request latency,
+ * reconnects, requests in flight).  Stats are on by default; the counting
+ * runs on the loop thread and costs a few relaxed atomic stores per request.
+ *
+ * redlock_stats() renders them as Prometheus text exposition (format 0.0.4)
+ * or as one JSON object, from any thread (also from callbacks), into buf:
+ * like snprintf it returns the length of the whole text (excluding the NUL),
+ * writes at most size bytes including a terminating NUL, and with size 0
+ * (buf may then be NULL) only measures.  REDLOCK_EINVAL for a NULL client, a
+ * NULL buf with size > 0 or an unknown format; REDLOCK_ENOTSUP when stats
+ * were turned off with redlock_options_set_stats(opts, 0). */
+#define REDLOCK_STATS_PROMETHEUS 1
+#define REDLOCK_STATS_JSON 2
+REDLOCK_EXPORT int redlock_stats(redlock_t *client, int format, char *buf, size_t size);
+/* enabled = 0 turns the counting off (for the last percent of throughput);
+ * events, if set, still work.  Default 1. */
+REDLOCK_EXPORT int redlock_options_set_stats(redlock_options_t *opts, int enabled);
+
+/* One event per finished operation (acquire, wait, extend, watch renewal,
+ * release), per lock lost, and per master state change (up, down, end of the
+ * restart quarantine).  cb runs on the client's loop thread, before the
+ * operation's own callback; the event and every string read from it are
+ * valid only during the call.  cb must be short and must not block: it may
+ * call the async functions, redlock_stats() and the accessors below, but no
+ * blocking call on the same client (they return REDLOCK_EWOULDBLOCK there)
+ * and nothing that waits for this client's loop.  cb == NULL turns events
+ * off. */
+typedef struct redlock_event redlock_event_t;
+typedef enum {
+  REDLOCK_EVENT_ACQUIRE = 1,       /* lock, trylock, lock_many, lock_async (wait 0) */
+  REDLOCK_EVENT_WAIT = 2,          /* lock_wait, lock_async with wait_ms > 0 */
+  REDLOCK_EVENT_EXTEND = 3,        /* extend, extend_async */
+  REDLOCK_EVENT_RENEW = 4,         /* an automatic extension by redlock_watch */
+  REDLOCK_EVENT_RELEASE = 5,       /* unlock, unlock_async */
+  REDLOCK_EVENT_LOST = 6,          /* a held lock was found lost (status = reason) */
+  REDLOCK_EVENT_NODE_UP = 7,       /* a master connected (and finished the handshake) */
+  REDLOCK_EVENT_NODE_DOWN = 8,     /* a master went down (or its first attempt failed) */
+  REDLOCK_EVENT_QUARANTINE_END = 9 /* a restarted master's votes count again */
+} redlock_event_kind_t;
+REDLOCK_EXPORT int redlock_options_set_event_cb(redlock_options_t *opts,
+                                                void (*cb)(const redlock_event_t *ev, void *arg),
+                                                void *arg);
+/* Accessors; valid only inside the callback. */
+REDLOCK_EXPORT int redlock_event_kind(const redlock_event_t *ev); /* REDLOCK_EVENT_* */
+/* "acquire", "wait", "extend", "renew", "release", "lost", "node_up",
+ * "node_down", "quarantine_end"; "unknown" otherwise.  Static strings. */
+REDLOCK_EXPORT const char *redlock_event_kind_name(int kind);
+/* The operation's status: REDLOCK_OK or a REDLOCK_E* code (LOST: the reason;
+ * NODE_DOWN: REDLOCK_EIO; NODE_UP, QUARANTINE_END: REDLOCK_OK). */
+REDLOCK_EXPORT int redlock_event_status(const redlock_event_t *ev);
+/* The resource (without the key prefix); NULL for master events. */
+REDLOCK_EXPORT const char *redlock_event_resource(const redlock_event_t *ev);
+/* Operations: from the first attempt to the decision, in microseconds.
+ * NODE_UP: how long the master was down; NODE_DOWN: how long it was up;
+ * QUARANTINE_END: how long it was quarantined; LOST: 0. */
+REDLOCK_EXPORT int64_t redlock_event_duration_us(const redlock_event_t *ev);
+/* Acquisition attempts (rounds) the operation made; 1 for the others, 0 when
+ * no master was asked (a reentrant hold, a canceled call). */
+REDLOCK_EXPORT int redlock_event_attempts(const redlock_event_t *ev);
+/* Masters the event describes: for an operation, every master of the last
+ * round it waited on (0 when it asked none); for a master event, 1. */
+REDLOCK_EXPORT int redlock_event_node_count(const redlock_event_t *ev);
+/* Master i's "host:port" (or socket path); NULL when i is out of range. */
+REDLOCK_EXPORT const char *redlock_event_node_addr(const redlock_event_t *ev, int i);
+/* Operations: master i's vote, as in redlock_last_votes ("OK", "refused",
+ * "down", "busy", "timeout", "disconnected", "error", "quarantined",
+ * "bad-reply", "pending" = not in when the round was decided).  Master
+ * events: its new state ("up", "quarantined", "down").  NULL out of range. */
+REDLOCK_EXPORT const char *redlock_event_node_verdict(const redlock_event_t *ev, int i);
+/* Master i's reply time in the round, microseconds; -1 when it did not reply
+ * before the decision (and for master events). */
+REDLOCK_EXPORT int64_t redlock_event_node_latency_us(const redlock_event_t *ev, int i);
+/* Master events: what happened ("connection lost: ...", "restart
+ * quarantine over"); NULL otherwise. */
+REDLOCK_EXPORT const char *redlock_event_detail(const redlock_event_t *ev);
+
 /* ---- Errors and version ------------------------------------------------------ */
 REDLOCK_EXPORT const char *redlock_strerror(int err); /* static string, never NULL */
 REDLOCK_EXPORT const char *redlock_err_name(int err); /* "REDLOCK_ELOCKED" */

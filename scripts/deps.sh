@@ -21,6 +21,11 @@ redlock_need_packages() {
   command -v node >/dev/null 2>&1 || missing+=(nodejs)
   command -v npm >/dev/null 2>&1 || missing+=(npm)
   command -v cargo >/dev/null 2>&1 || [ -x "${HOME:-/root}/.cargo/bin/cargo" ] || missing+=(cargo)
+  # promtool checks the Prometheus text of redlock_stats (tests/api/api_stats.c,
+  # examples/metrics_http.c's test); Debian ships it in `prometheus` (the
+  # server's service is not started by our tests).
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  command -v curl >/dev/null 2>&1 || missing+=(curl) # scrapes examples/metrics_http
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi

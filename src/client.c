@@ -12,6 +12,7 @@
 #include "client.h"
 #include "clock.h"
 #include "redlock_uv.h"
+#include "stats.h"
 
 /* ---- logging and small services ------------------------------------------------ */
 
@@ -169,6 +170,7 @@ void client_node_started(redlock_t *client) {
 
 static void client_free(redlock_t *client) {
   notify_free(client);
+  stats_free(client);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
   free(client->nodes);
@@ -303,6 +305,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   }
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);
+  if (rc == 0)
+    rc = stats_new(client);
   uint64_t seed = 0;
   if (rc == 0)
     rc = random_bytes(&seed, sizeof seed);

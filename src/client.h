@@ -96,6 +96,7 @@ typedef struct op {
   size_t *fence_key_lens;
   uint64_t fence;              /* fencing: the token of the current attempt */
   uint64_t attempt_started_ns; /* t1 of the current attempt */
+  uint64_t started_ns;         /* t1 of the first attempt (stats: duration) */
   uint64_t set_mask;           /* masters the current attempt may have set the key on */
   redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
   redlock_lock_t *handle; /* the handle the caller passed (a hold, or the lease) */
@@ -161,6 +162,8 @@ struct redlock {
   /* elections (election.c) */
   list_node_t elections;   /* loop: handles the loop has taken and not yet let go */
   ptrset_t live_elections; /* mutex: handles the caller may still resign */
+  struct stats *stats;           /* stats.c: counters and events; NULL when both are off */
+  const round_t *deciding_round; /* loop: the round whose on_decided is running */
 };
 
 /* ---- client.c ---- */

@@ -311,6 +311,11 @@ const char *conn_error(const redisAsyncContext *ac) {
   return ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server";
 }
 
+int conn_tls_unfinished(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac->ev.data;
+  return ev != NULL && ev->ssl != NULL && !ev->got_reply;
+}
+
 void conn_close(redisAsyncContext *ac) {
   if (ac == NULL)
     return;

@@ -69,6 +69,9 @@ void conn_read_now(redisAsyncContext *ac);
  * "connection closed by the server"; never NULL.  Valid inside the connect
  * and disconnect callbacks, until the next call for this context. */
 const char *conn_error(const redisAsyncContext *ac);
+/* 1 when ac is a TLS connection that failed before any reply came through it:
+ * the TLS set-up (handshake, certificate checks) is what failed. */
+int conn_tls_unfinished(const redisAsyncContext *ac);
 
 /* Detaches `data` and frees the context (deferred by hiredis when called
  * from one of its callbacks); pending callbacks get NULL replies. */

@@ -10,6 +10,7 @@
 #include "quorum.h"
 #include "resp.h"
 #include "scripts.h"
+#include "stats.h"
 
 /* ---- argv building ---------------------------------------------------------
  * Each round's argv is built on the stack and formatted once by round_new. */
@@ -203,6 +204,7 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   op->keys = NULL; /* the lock owns them now */
   op->key_lens = NULL;
   list_insert_tail(&client->held_locks, &lock->held_link);
+  stats_gauge(client, STATS_GAUGE_HELD, +1);
   return lock;
 }
 
@@ -211,7 +213,9 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
     return;
   client_log(lock->client, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
              redlock_err_name(reason));
+  stats_lock_lost(lock, reason);
   if (lock->watched) {
+    stats_gauge(lock->client, STATS_GAUGE_WATCHED, -1);
     lock->watched = 0;
     if (lock->watch_timer != NULL)
       uv_timer_stop(lock->watch_timer);
@@ -247,6 +251,7 @@ static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
   if (list_linked(&op->link))
     list_remove(&op->link);
   notify_unwait(op);
+  stats_op_finished(op, status, lock); /* before the callback: the event may name the lock */
   if (op->kind == OP_LOCK) {
     if (op->lock_cb != NULL)
       op->lock_cb(status, lock, op->arg);
@@ -435,6 +440,8 @@ static void lock_attempt(op_t *op) {
   }
   op->in_round = 1;
   op->attempt_started_ns = clock_now_ns();
+  if (op->attempts == 1)
+    op->started_ns = op->attempt_started_ns;
   round_send(round);
 }
 
@@ -492,6 +499,8 @@ static void extend_start(op_t *op) {
 /* ---- unlock ------------------------------------------------------------------------ */
 
 static void lock_stop_watch(redlock_lock_t *lock) {
+  if (lock->watched)
+    stats_gauge(lock->client, STATS_GAUGE_WATCHED, -1);
   lock->watched = 0;
   if (lock->watch_timer != NULL)
     uv_timer_stop(lock->watch_timer);
@@ -534,8 +543,10 @@ static void unlock_start(op_t *op) {
     return;
   }
   op->lock = lock; /* the release ends with the lease's last reference */
-  if (list_linked(&lock->held_link))
+  if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
+    stats_gauge(client, STATS_GAUGE_HELD, -1);
+  }
   lock_stop_watch(lock);
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
@@ -560,6 +571,7 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   lock->watch_extending = 0;
   if (lock->watched) {
     int status = extend_outcome(lock, round, outcome, lock->ttl_ms);
+    stats_renewed(lock, round, status);
     if (status == REDLOCK_OK)
       lock->watch_failures = 0;
     else if (status != REDLOCK_ELOST)
@@ -623,6 +635,8 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
   lock->lost_cb = lost_cb;
   lock->lost_arg = arg;
   lock->watch_handle = handle;
+  if (!lock->watched)
+    stats_gauge(client, STATS_GAUGE_WATCHED, +1);
   lock->watched = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
@@ -652,8 +666,10 @@ void op_dispatch(op_t *op) {
       op_finish(op, REDLOCK_OK, hold);
       break;
     }
-    if (op->mode == LOCK_MODE_WAIT)
+    if (op->mode == LOCK_MODE_WAIT) {
       op->wait_deadline_ns = clock_now_ns() + (uint64_t)op->wait_ms * 1000000u;
+      stats_gauge(client, STATS_GAUGE_WAITERS, +1); /* until op_finish */
+    }
     lock_attempt(op);
     break;
   case OP_EXTEND:
@@ -689,8 +705,10 @@ void lock_cancel_all(redlock_t *client) {
 
 void lock_release_lease(redlock_lock_t *lock) {
   redlock_t *client = lock->client;
-  if (list_linked(&lock->held_link))
+  if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
+    stats_gauge(client, STATS_GAUGE_HELD, -1);
+  }
   lock_stop_watch(lock);
   /* Every handle of the lease goes: the lease itself and its holds. */
   uv_mutex_lock(&client->mutex);

@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "quorum.h"
 #include "scripts.h"
+#include "stats.h"
 
 static void node_connect(node_t *node);
 static void node_fail_backlog(node_t *node);
@@ -107,6 +108,7 @@ static void node_schedule_reconnect(node_t *node) {
 static void node_fail(node_t *node, int level, const char *what, const char *detail) {
   if (node->state == NODE_CLOSED)
     return;
+  stats_node_down(node, what, detail);
   if (node->state == NODE_READY &&
       clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
     node->failures = 0; /* it was up long enough: not part of a flapping streak */
@@ -198,6 +200,23 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
   node->n_missed_releases++;
 }
 
+/* The node timer is idle while READY: it marks the end of a restart
+ * quarantine, for the log and the QUARANTINE_END event. */
+static void quarantine_timer_cb(uv_timer_t *timer) {
+  node_t *node = timer->data;
+  if (node->state != NODE_READY)
+    return;
+  uint64_t now = clock_now_ns();
+  if (node_is_quarantined(node, now)) { /* the loop's clock runs in whole ms */
+    uv_timer_start(&node->timer, quarantine_timer_cb,
+                   (node->quarantine_until_ns - now + 999999u) / 1000000u, 0);
+    return;
+  }
+  client_log(node->client, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
+             node->addr.label);
+  stats_node_quarantine_end(node);
+}
+
 static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
@@ -205,6 +224,10 @@ static void node_ready(node_t *node) {
   uv_mutex_lock(&node->client->mutex);
   node->down_why[0] = '\0';
   uv_mutex_unlock(&node->client->mutex);
+  if (node_is_quarantined(node, node->ready_ns))
+    uv_timer_start(&node->timer, quarantine_timer_cb,
+                   (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u, 0);
+  stats_node_up(node);
   node_replay_releases(node);
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
@@ -303,6 +326,8 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     /* hiredis frees the context after this callback returns. */
     char detail[256];
     snprintf(detail, sizeof detail, "%s", conn_error(ac));
+    if (conn_tls_unfinished(ac))
+      stats_node_tls_failure(node);
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
@@ -317,6 +342,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   /* hiredis frees the context after this callback returns. */
   char detail[256];
   snprintf(detail, sizeof detail, "%s", conn_error(ac));
+  if (node->state != NODE_READY && conn_tls_unfinished(ac))
+    stats_node_tls_failure(node);
   node->ac = NULL;
   node_fail(node, REDLOCK_LOG_WARN,
             node->state == NODE_READY ? "connection lost" : "connection closed during handshake",
@@ -376,6 +403,7 @@ static void node_connect(node_t *node) {
   const node_addr_t *addr = &node->addr;
   node->state = NODE_CONNECTING;
   node->handshake_left = 0;
+  stats_node_connecting(node);
   uv_timer_stop(&node->timer);
   uv_timer_start(&node->timer, connect_timer_cb, client->opts.connect_timeout_ms, 0);
   if (addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host)) {
@@ -399,11 +427,16 @@ void node_start(node_t *node) {
   node_connect(node);
 }
 
-static void node_request_done(node_t *node, int got_reply) {
+static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   if (node->inflight > 0)
     node->inflight--;
+  /* One clock read serves both the hung-master watch and the stats. */
+  uint64_t now = 0;
+  if (got_reply && (node->inflight > 0 || stats_wants_reply_time(node)))
+    now = clock_now_ns();
   if (got_reply && node->inflight > 0)
-    node->progress_ns = clock_now_ns();
+    node->progress_ns = now;
+  stats_node_done(node, req, got_reply, now);
 }
 
 /* hiredis' callback for every request node_send wrote. */
@@ -411,7 +444,7 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   (void)ac;
   node_req_t *req = privdata;
   node_t *node = req->node;
-  node_request_done(node, reply != NULL);
+  node_request_done(node, req, reply != NULL);
   req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
   node_drain_backlog(node);
 }
@@ -420,6 +453,7 @@ static int node_write(node_t *node, node_req_t *req) {
   if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
     return NODE_SEND_DOWN;
   req->sent_ns = clock_now_ns();
+  stats_node_sent(node);
   if (node->inflight++ == 0)
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
   return 0;
@@ -459,6 +493,7 @@ int node_send(node_t *node, node_req_t *req) {
     return NODE_SEND_DOWN;
   req->node = node;
   req->sent_ns = 0;
+  req->replied_ns = 0;
   list_init(&req->link);
   if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog))
     return node_write(node, req);

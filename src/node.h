@@ -56,6 +56,7 @@ typedef struct node_req {
   size_t len;
   node_reply_fn fn;
   uint64_t sent_ns; /* node.c: when written to hiredis; 0 while queued */
+  uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
   int keep;         /* a release: queued however long the backlog */
 } node_req_t;
 

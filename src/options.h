@@ -47,6 +47,10 @@ struct redlock_options {
   char *tls_key_file;
   char *tls_server_name; /* NULL: each URI's host */
   int tls_verify;        /* default 1 */
+  /* Observability (stats.c).  Zero by default: stats on, no event callback. */
+  int stats_off;
+  void (*event_cb)(const redlock_event_t *ev, void *arg);
+  void *event_arg;
 };
 
 void options_set_defaults(struct redlock_options *opts);

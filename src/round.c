@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "reply.h"
 #include "resp.h"
+#include "stats.h"
 
 static const char *const why_names[] = {
     [WHY_NONE] = "pending",   [WHY_OK] = "OK",           [WHY_REFUSED] = "refused",
@@ -98,12 +99,20 @@ static void round_check_decision(round_t *round) {
   round->decided = 1;
   round->outcome = outcome;
   round->decided_ns = clock_now_ns();
+  stats_gauge(round->client, STATS_GAUGE_ROUNDS, -1);
   /* Diagnostics describe the rounds a caller waits on, not the background
    * releases that follow a lost attempt. */
   if (round->on_decided != NULL)
     client_record_votes(round->client, round);
-  if (round->on_decided != NULL)
+  if (round->on_decided != NULL) {
+    /* Stats and events name the round an op ends in (decisions can nest:
+     * a round sent from a callback may be decided before it returns). */
+    redlock_t *client = round->client;
+    const round_t *outer = client->deciding_round;
+    client->deciding_round = round;
     round->on_decided(round, outcome, round->ctx);
+    client->deciding_round = outer;
+  }
   round_withdraw_queued(round);
   round_unref(round); /* the decision's reference */
 }
@@ -113,6 +122,7 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   vote->state = (uint8_t)state;
   vote->why = (uint8_t)why;
   unsigned index = (unsigned)(vote - round->votes);
+  stats_vote(round->client, index, why);
   if (round->is_release && (round->replay_mask >> index & 1) &&
       (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT || why == WHY_DISCONNECTED)) {
     /* The release may not have reached this master: send it again later. */
@@ -223,6 +233,7 @@ void round_send(round_t *round) {
   round->votes_pending = round->n_votes;
   list_insert_tail(&client->rounds_pending, &round->pending_link);
   client_arm_deadline(client, round->deadline_ns);
+  stats_gauge(client, STATS_GAUGE_ROUNDS, +1);
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
     int rc = vote_send(vote, &client->nodes[i], round->cmd, round->cmd_len);

@@ -189,9 +189,14 @@ static const char HELP[] =
     "                           whole group (COMMAND then cannot read the terminal)\n"
     "      --connect-timeout MS connect + handshake bound per master (default 1s)\n"
     "      --request-timeout MS bound on each round of requests (default 100ms)\n"
+    "      --metrics-file PATH  when COMMAND exits (or the lock was not taken),\n"
+    "                           write the client's stats to PATH (replaced\n"
+    "                           atomically; see docs/observability.md)\n"
+    "      --metrics-format F   prometheus (default) or json\n"
     "\n"
     "Options of status:\n"
     "      --timeout MS         connect and reply timeout per master (default 1s)\n"
+    "      --json               one JSON object instead of the table\n"
     "\n"
     "Restart quarantine: a master without persistence that restarts has forgotten\n"
     "the locks it held, so by default a master whose uptime is below the max TTL\n"
@@ -868,6 +873,8 @@ typedef struct {
   const char *resource;
   char **command;
   tls_opts_t tls;
+  const char *metrics_file; /* --metrics-file: stats written at the end */
+  int metrics_format;       /* REDLOCK_STATS_PROMETHEUS or REDLOCK_STATS_JSON */
 } run_opts_t;
 
 enum {
@@ -875,7 +882,10 @@ enum {
   OPT_MAX_TTL,
   OPT_CONNECT_TIMEOUT,
   OPT_REQUEST_TIMEOUT,
-  OPT_TIMEOUT
+  OPT_TIMEOUT,
+  OPT_METRICS_FILE,
+  OPT_METRICS_FORMAT,
+  OPT_JSON
 };
 
 static int parse_run(int argc, char **argv, run_opts_t *o) {
@@ -893,6 +903,8 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
       {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
       {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
       TLS_LONG_OPTIONS,
+      {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
+      {"metrics-format", required_argument, NULL, OPT_METRICS_FORMAT},
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -957,6 +969,19 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
       if (parse_ms(optarg, 1, 3600000, &o->request_ms) != 0)
         return usage_error("--request-timeout: expected 1 to 3600000 milliseconds, got '%s'",
                            optarg);
+      break;
+    case OPT_METRICS_FILE:
+      if (optarg[0] == '\0')
+        return usage_error("--metrics-file: expected a path");
+      o->metrics_file = optarg;
+      break;
+    case OPT_METRICS_FORMAT:
+      if (strcmp(optarg, "prometheus") == 0)
+        o->metrics_format = REDLOCK_STATS_PROMETHEUS;
+      else if (strcmp(optarg, "json") == 0)
+        o->metrics_format = REDLOCK_STATS_JSON;
+      else
+        return usage_error("--metrics-format: expected prometheus or json, got '%s'", optarg);
       break;
     case 'q': g_verbosity = -1; break;
     case 'v':
@@ -1254,6 +1279,58 @@ static int run_locked(redlock_t *client, const run_opts_t *o, redlock_lock_t *lo
   return status;
 }
 
+/* --metrics-file: the client's stats, written to PATH.tmp.PID and renamed
+ * over PATH, so that a reader (node_exporter's textfile collector, say)
+ * never sees half a file.  A failure is reported and does not change the
+ * exit status: COMMAND's own matters more. */
+static void write_metrics(redlock_t *client, const run_opts_t *o) {
+  int format = o->metrics_format ? o->metrics_format : REDLOCK_STATS_PROMETHEUS;
+  char *text = NULL;
+  int len = redlock_stats(client, format, NULL, 0);
+  while (len >= 0) {
+    size_t size = (size_t)len + 4096; /* counters may grow while we render */
+    free(text);
+    text = malloc(size);
+    if (text == NULL) {
+      len = REDLOCK_ENOMEM;
+      break;
+    }
+    int got = redlock_stats(client, format, text, size);
+    if (got >= 0 && (size_t)got < size) {
+      len = got;
+      break;
+    }
+    len = got;
+  }
+  if (len < 0) {
+    err_msg("cannot write the metrics: %s", redlock_strerror(len));
+    free(text);
+    return;
+  }
+  size_t plen = strlen(o->metrics_file) + 32;
+  char *tmp = malloc(plen);
+  if (tmp == NULL) {
+    err_msg("cannot write the metrics: out of memory");
+    free(text);
+    return;
+  }
+  snprintf(tmp, plen, "%s.tmp.%ld", o->metrics_file, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  int ok = f != NULL && fwrite(text, 1, (size_t)len, f) == (size_t)len;
+  if (f != NULL && fclose(f) != 0)
+    ok = 0;
+  if (ok && rename(tmp, o->metrics_file) != 0)
+    ok = 0;
+  if (!ok) {
+    err_msg("cannot write the metrics to '%s': %s", o->metrics_file, strerror(errno));
+    unlink(tmp);
+  } else {
+    info_msg("metrics written to '%s'", o->metrics_file);
+  }
+  free(tmp);
+  free(text);
+}
+
 static int cmd_run(int argc, char **argv) {
   run_opts_t o;
   memset(&o, 0, sizeof o);
@@ -1319,6 +1396,8 @@ static int cmd_run(int argc, char **argv) {
   status = acquire(client, &o, &lock);
   if (status == 0)
     status = run_locked(client, &o, lock, &inherited);
+  if (o.metrics_file != NULL)
+    write_metrics(client, &o);
 
 out:
   redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
@@ -1687,11 +1766,89 @@ out:
 
 /* ---- status ----------------------------------------------------------------------------- */
 
+/* A JSON string literal of s (already printable: escape_value). */
+static void json_str(const char *s) {
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+/* status --json: the same report as the table, as one JSON object.  The exit
+ * status is the table's. */
+static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {
+  size_t quorum = nodes->n / 2 + 1, reachable = 0, held = 0, best_n = 0;
+  const char *best = NULL;
+  for (size_t i = 0; i < nodes->n; i++) {
+    reachable += reps[i].up;
+    if (reps[i].value == NULL)
+      continue;
+    held++;
+    size_t n = 0;
+    for (size_t j = 0; j < nodes->n; j++)
+      n += reps[j].value != NULL && strcmp(reps[j].value, reps[i].value) == 0;
+    if (n > best_n) {
+      best_n = n;
+      best = reps[i].value;
+    }
+  }
+  const char *verdict = best != NULL && best_n >= quorum ? "locked"
+                        : best != NULL                   ? "not_locked_on_quorum"
+                        : reachable == 0                 ? "unknown"
+                                                         : "free";
+  char *esc_key = escape_value(key, strlen(key));
+  printf("{\"key\":");
+  json_str(esc_key ? esc_key : key);
+  free(esc_key);
+  printf(",\"masters_total\":%zu,\"quorum\":%zu,\"answered\":%zu,\"status\":\"%s\",", nodes->n,
+         quorum, reachable, verdict);
+  printf("\"holder\":");
+  if (best != NULL)
+    json_str(best);
+  else
+    printf("null");
+  printf(",\"held_on\":%zu,\"set_on\":%zu,\"masters\":[", best_n, held);
+  for (size_t i = 0; i < nodes->n; i++) {
+    const master_report_t *m = &reps[i];
+    printf("%s{\"master\":", i ? "," : "");
+    json_str(nodes->addrs[i].label);
+    printf(",\"up\":%s,\"state\":", m->up ? "true" : "false");
+    json_str(m->state);
+    printf(",\"value\":");
+    if (m->value != NULL)
+      json_str(m->value);
+    else
+      printf("null");
+    if (m->value != NULL && m->pttl >= 0)
+      printf(",\"pttl_ms\":%lld", m->pttl);
+    else
+      printf(",\"pttl_ms\":null");
+    printf(",\"fence\":");
+    if (m->fence[0])
+      json_str(m->fence);
+    else
+      printf("null");
+    if (m->uptime_s >= 0)
+      printf(",\"uptime_s\":%lld}", m->uptime_s);
+    else
+      printf(",\"uptime_s\":null}");
+  }
+  printf("]}\n");
+  return reachable < quorum ? EXIT_NOQUORUM : 0;
+}
+
 static int cmd_status(int argc, char **argv) {
   static const struct option longs[] = {{"node", required_argument, NULL, 'n'},
                                         {"key-prefix", required_argument, NULL, 'p'},
                                         {"timeout", required_argument, NULL, OPT_TIMEOUT},
                                         TLS_LONG_OPTIONS,
+                                        {"json", no_argument, NULL, OPT_JSON},
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"verbose", no_argument, NULL, 'v'},
                                         {"help", no_argument, NULL, 'h'},
@@ -1703,6 +1860,7 @@ static int cmd_status(int argc, char **argv) {
   uint64_t timeout_ms = DEFAULT_STATUS_TIMEOUT_MS;
   tls_opts_t tls = {NULL, NULL, NULL, NULL, -1};
   redlock_options_t *tls_settings = NULL;
+  int json = 0;
   int status = 0;
   int opt;
   optind = 1;
@@ -1722,6 +1880,7 @@ static int cmd_status(int argc, char **argv) {
         goto out;
       }
       break;
+    case OPT_JSON: json = 1; break;
     case 'q': g_verbosity = -1; break;
     case 'v': break;
     case 'h': fputs(HELP, stdout); goto out;
@@ -1777,6 +1936,10 @@ static int cmd_status(int argc, char **argv) {
   snprintf(fence_key, klen + strlen(FENCE_KEY_PREFIX), "%s%s", FENCE_KEY_PREFIX, key);
   for (size_t i = 0; i < nodes.n; i++)
     probe_master(&nodes.addrs[i], key, fence_key, timeout_ms, &reps[i]);
+  if (json) {
+    status = print_status_json(&nodes, key, reps);
+    goto free_reports;
+  }
 
   size_t quorum = nodes.n / 2 + 1;
   int wlabel = (int)strlen("MASTER"), wvalue = (int)strlen("VALUE");
@@ -1841,6 +2004,7 @@ static int cmd_status(int argc, char **argv) {
     printf("only %zu of %zu masters answered (quorum %zu)\n", reachable, nodes.n, quorum);
     status = EXIT_NOQUORUM;
   }
+free_reports:
   for (size_t i = 0; i < nodes.n; i++)
     free(reps[i].value);
   free(reps);

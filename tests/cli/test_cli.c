@@ -1281,6 +1281,82 @@ static void case_tls(void) {
   CHECK(stderr_contains(p, "does not match"), "the mismatch is named");
 }
 
+/* --metrics-file writes the client's stats when COMMAND exits (Prometheus
+ * text that promtool accepts, or JSON), also when the lock was busy; status
+ * --json is one JSON object with the table's facts. */
+static int file_has(const char *path, const char *needle) {
+  char *text = read_file(path);
+  int found = text != NULL && strstr(text, needle) != NULL;
+  free(text);
+  return found;
+}
+
+static int shell_ok(const char *fmt, const char *arg) {
+  char cmd[PATH_MAX * 2 + 512];
+  snprintf(cmd, sizeof cmd, fmt, arg);
+  int st = system(cmd);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void case_metrics(void) {
+  start_masters();
+  char prom[PATH_MAX + 32], json[PATH_MAX + 32], out[PATH_MAX + 32];
+  snprintf(prom, sizeof prom, "%s/metrics.prom", g_tmpdir);
+  snprintf(json, sizeof json, "%s/metrics.json", g_tmpdir);
+  snprintf(out, sizeof out, "%s/status.json", g_tmpdir);
+
+  proc_t *p = START(g_nodes, 0, RUN, "--metrics-file", prom, "met-res", "--", g_self, "--helper",
+                    "exit", "3");
+  CHECK(RUN_TO_END(p) == 3, "COMMAND's status is kept");
+  CHECK(file_has(prom, "\nredlock_operations_total{op=\"acquire\",outcome=\"ok\"} 1\n"),
+        "acquire ok counted");
+  CHECK(file_has(prom, "\nredlock_operations_total{op=\"release\",outcome=\"ok\"} 1\n"),
+        "release ok counted");
+  if (shell_ok("command -v promtool >/dev/null 2>&1", ""))
+    CHECK(shell_ok("promtool check metrics < '%s'", prom), "promtool accepts %s", prom);
+  else
+    printf("SKIP: promtool not installed: --metrics-file output not linted\n");
+
+  /* Busy: COMMAND does not run, the stats still say why. */
+  proc_t *h = start_holder(NULL, "met-res", 0);
+  p = START(g_nodes, 0, RUN, "--metrics-format", "json", "--metrics-file", json, "met-res", "--",
+            g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75, "busy -> 75");
+  CHECK(file_has(json, "\"acquire\":{\"ok\":0,\"locked\":1,"), "acquire locked counted");
+  if (shell_ok("command -v python3 >/dev/null 2>&1", ""))
+    CHECK(shell_ok("python3 -m json.tool '%s' >/dev/null", json), "valid JSON");
+
+  /* status --json while held. */
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  proc_t *s = START(g_nodes, 0, "status", "--json", "met-res");
+  CHECK(RUN_TO_END(s) == 0, "status --json -> 0");
+  FILE *f = fopen(out, "w");
+  CHECK(f != NULL && fwrite(s->out, 1, s->out_len, f) == s->out_len && fclose(f) == 0, "write %s",
+        out);
+  if (shell_ok("command -v python3 >/dev/null 2>&1", ""))
+    CHECK(shell_ok("python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+                   "assert d[\"status\"] == \"locked\" and d[\"quorum\"] == 2 and "
+                   "d[\"answered\"] == 3 and d[\"held_on\"] >= 2 and "
+                   "len(d[\"masters\"]) == 3 and d[\"masters\"][0][\"up\"]' '%s'",
+                   out),
+          "status JSON: %s", s->out);
+  CHECK(strstr(s->out, "\"status\":\"locked\"") != NULL && strstr(s->out, value) != NULL,
+        "holder in the JSON");
+
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_key_gone("met-res");
+  CHECK(rh_server_kill(g_servers[0]) == 0 && rh_server_kill(g_servers[1]) == 0, "kill");
+  s = START(g_nodes, 0, "status", "--json", "--timeout", "2000", "met-res");
+  CHECK(RUN_TO_END(s) == 69, "two down -> 69");
+  CHECK(strstr(s->out, "\"up\":false") != NULL && strstr(s->out, "\"answered\":1,") != NULL,
+        "the dead masters are shown down: %s", s->out);
+
+  p = START(g_nodes, 0, RUN, "--metrics-format", "xml", "met-res", "--", g_self);
+  CHECK(RUN_TO_END(p) == 64, "bad --metrics-format -> 64");
+}
+
 /* ================================================================================ */
 
 static const struct {
@@ -1303,6 +1379,7 @@ static const struct {
     {"elect_signals", case_elect_signals},
     {"elect_usage", case_elect_usage},
     {"tls", case_tls},
+    {"metrics", case_metrics},
 };
 
 int main(int argc, char **argv) {

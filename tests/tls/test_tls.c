@@ -163,6 +163,19 @@ static void test_wrong_ca(void **state) {
   /* Nothing was written through a connection that failed verification. */
   for (size_t i = 0; i < 3; i++)
     assert_true(it_key_absent(fx->servers[i], "tls:wrongca"));
+  /* Each master's failed handshakes are counted (stats). */
+  char stats[65536];
+  int n = redlock_stats(c, REDLOCK_STATS_PROMETHEUS, stats, sizeof stats);
+  assert_true(n > 0 && (size_t)n < sizeof stats);
+  for (size_t i = 0; i < 3; i++) {
+    const char *uri = rh_server_uri(fx->servers[i]);
+    char want[256];
+    snprintf(want, sizeof want, "redlock_master_tls_handshake_failures_total{master=\"%s\"} ",
+             uri + strlen("rediss://"));
+    const char *at = strstr(stats, want);
+    assert_non_null(at);
+    assert_true(strtol(at + strlen(want), NULL, 10) >= 1);
+  }
 
   /* A server whose certificate comes from a CA we do not trust. */
   it_close(fx, 0);

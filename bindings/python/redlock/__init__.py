@@ -37,6 +37,7 @@ Lifetime rules (see README.md):
 
 import atexit
 import ctypes
+import json
 import ctypes.util
 import itertools
 import operator
@@ -47,8 +48,8 @@ import warnings
 import weakref
 
 __all__ = [
-    "Client", "Lock", "Election", "version", "strerror", "err_name", "load_library",
-    "tls_supported",
+    "Client", "Lock", "Election", "Event", "version", "strerror", "err_name",
+    "load_library", "tls_supported",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
     "WouldBlockError", "RedlockIOError", "NotSupportedError", "ForkedError",
@@ -233,6 +234,10 @@ _DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
 # Leader election: on_elected(election, term, arg), on_lost(election, reason, arg).
 _ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p)
 _ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+_EVENT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+
+# redlock_stats formats (redlock.h).
+_STATS_PROMETHEUS, _STATS_JSON = 1, 2
 
 _lib = None
 _lib_lock = threading.Lock()
@@ -289,6 +294,21 @@ def _declare(lib):
         "redlock_elect": (c_int, [c_vp, c_cp, c_u32, _ELECTED_CB, _ELECTION_LOST_CB, c_vp, pp]),
         "redlock_resign": (c_int, [c_vp, c_vp]),
         "redlock_election_validity_ms": (ctypes.c_int64, [c_vp]),
+        # observability (docs/observability.md)
+        "redlock_stats": (c_int, [c_vp, c_int, c_cp, ctypes.c_size_t]),
+        "redlock_options_set_stats": (c_int, [c_vp, c_int]),
+        "redlock_options_set_event_cb": (c_int, [c_vp, _EVENT_CB, c_vp]),
+        "redlock_event_kind": (c_int, [c_vp]),
+        "redlock_event_kind_name": (c_cp, [c_int]),
+        "redlock_event_status": (c_int, [c_vp]),
+        "redlock_event_resource": (c_cp, [c_vp]),
+        "redlock_event_duration_us": (ctypes.c_int64, [c_vp]),
+        "redlock_event_attempts": (c_int, [c_vp]),
+        "redlock_event_node_count": (c_int, [c_vp]),
+        "redlock_event_node_addr": (c_cp, [c_vp, c_int]),
+        "redlock_event_node_verdict": (c_cp, [c_vp, c_int]),
+        "redlock_event_node_latency_us": (ctypes.c_int64, [c_vp, c_int]),
+        "redlock_event_detail": (c_cp, [c_vp]),
         "redlock_strerror": (c_cp, [c_int]),
         "redlock_err_name": (c_cp, [c_int]),
         "redlock_version": (c_cp, []),
@@ -470,6 +490,44 @@ class _Pending:
         self.abandoned = False
 
 
+class Event:
+    """One event of a client (redlock_options_set_event_cb), copied out of the
+    C event while the callback runs, so it may be kept:
+
+    kind         "acquire", "wait", "extend", "renew", "release", "lost",
+                 "node_up", "node_down" or "quarantine_end"
+    status       0 or a negative error code; error: its name ("REDLOCK_ELOCKED")
+    resource     the resource, or None (master events)
+    duration_us  the operation's duration (see docs/observability.md)
+    attempts     acquisition attempts (1 for other rounds, 0 without a round)
+    nodes        list of (address, verdict, latency_us or None) per master
+    detail       what happened to a master (master events), else None"""
+
+    __slots__ = ("kind", "status", "error", "resource", "duration_us", "attempts", "nodes",
+                 "detail")
+
+    def __init__(self, lib, ev):
+        self.kind = _decode(lib.redlock_event_kind_name(lib.redlock_event_kind(ev)))
+        self.status = lib.redlock_event_status(ev)
+        self.error = None if self.status == 0 else err_name(self.status)
+        self.resource = _decode(lib.redlock_event_resource(ev))
+        self.duration_us = lib.redlock_event_duration_us(ev)
+        self.attempts = lib.redlock_event_attempts(ev)
+        nodes = []
+        for i in range(lib.redlock_event_node_count(ev)):
+            latency = lib.redlock_event_node_latency_us(ev, i)
+            nodes.append((_decode(lib.redlock_event_node_addr(ev, i)),
+                          _decode(lib.redlock_event_node_verdict(ev, i)),
+                          None if latency < 0 else latency))
+        self.nodes = nodes
+        self.detail = _decode(lib.redlock_event_detail(ev))
+
+    def __repr__(self):
+        return "<redlock.Event %s %s%s %d us>" % (
+            self.kind, self.error or "OK", " " + self.resource if self.resource else "",
+            self.duration_us)
+
+
 class _Core:
     """What a Client's C callbacks need: the C pointer, the ctypes callback
     objects (alive until the I/O thread has been joined), pending lock calls,
@@ -503,6 +561,8 @@ class _Core:
         self.elections = {}
         self.elected_cb = _ELECTED_CB(self._on_elected)
         self.election_lost_cb = _ELECTION_LOST_CB(self._on_election_lost)
+        self.event_fn = None
+        self.event_cb = None
 
     # -- threads
     def on_loop_thread(self):
@@ -519,6 +579,12 @@ class _Core:
         fn = self.log_fn
         if fn is not None:
             fn(level, _decode(msg) or "")
+
+    def _on_event(self, ev, _arg):
+        self._mark_loop()
+        fn = self.event_fn
+        if fn is not None:
+            fn(Event(self.lib, ev))
 
     def _on_lock_done(self, status, handle, key):
         self._mark_loop()
@@ -639,8 +705,12 @@ class Client:
     "rediss://" for TLS, "unix:///path") or (host, port) tuples.  Every other option left at None
     keeps the library default (retry 3 times, 200 ms + up to 200 ms jitter;
     connect 1000 ms, request 100 ms; drift 0.01; max TTL 60 s; quarantine on;
-    fencing off; prefix ""; reentrant off).  log: callable(level, message),
-    called on the library's I/O thread for messages at log_level and above.
+    fencing off; prefix ""; reentrant off; stats on).  log: callable(level,
+    message), called on the library's I/O thread for messages at log_level
+    and above.  on_event: callable(Event), called on the I/O thread once per
+    finished operation and per master state change (keep it short; blocking
+    calls there raise WouldBlockError).  stats=False turns the counting
+    behind stats() off.
 
     TLS (rediss:// masters; NotSupportedError when tls_supported() is False):
     tls_ca: CA certificates trusted for the masters' certificates, a PEM file
@@ -658,7 +728,7 @@ class Client:
                  drift_factor=None, connect_timeout_ms=None, request_timeout_ms=None,
                  max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
                  reentrant=None, log=None, log_level=LOG_WARN, tls_ca=None, tls_cert=None,
-                 tls_key=None, tls_server_name=None, tls_verify=None):
+                 tls_key=None, tls_server_name=None, tls_verify=None, stats=None, on_event=None):
         self._core = None
         lib = load_library()
         if isinstance(nodes, (str, bytes)):
@@ -668,6 +738,8 @@ class Client:
             raise InvalidArgument(EINVAL, detail="at least one node is needed")
         if log is not None and not callable(log):
             raise TypeError("log must be callable(level, message)")
+        if on_event is not None and not callable(on_event):
+            raise TypeError("on_event must be callable(event)")
         core = _Core(lib)
         opts = lib.redlock_options_new()
         if not opts:
@@ -709,6 +781,12 @@ class Client:
                 _check(lib.redlock_options_set_fencing(opts, 1 if fencing else 0))
             if reentrant is not None:
                 _check(lib.redlock_options_set_reentrant(opts, 1 if reentrant else 0))
+            if stats is not None:
+                _check(lib.redlock_options_set_stats(opts, 1 if stats else 0))
+            if on_event is not None:
+                core.event_fn = on_event
+                core.event_cb = _EVENT_CB(core._on_event)
+                _check(lib.redlock_options_set_event_cb(opts, core.event_cb, None))
             if key_prefix is not None:
                 _check(lib.redlock_options_set_key_prefix(opts, _bytes_arg(key_prefix,
                                                                            "key_prefix")),
@@ -876,6 +954,32 @@ class Client:
             buf = ctypes.create_string_buffer(need + 1)
             core.lib.redlock_last_votes(core.ptr, buf, need + 1)
         return _decode(buf.value)
+
+    def stats(self, format=None):
+        """The client's counters, gauges and latency histograms
+        (redlock_stats): a dict (the JSON rendering, parsed) by default, or
+        the text itself with format="prometheus" or "json".  Any thread, also
+        from callbacks.  NotSupportedError when the client has stats=False."""
+        fmt = {None: _STATS_JSON, "dict": _STATS_JSON, "json": _STATS_JSON,
+               "prometheus": _STATS_PROMETHEUS}.get(format)
+        if fmt is None:
+            raise InvalidArgument(EINVAL, detail="format must be None, 'json' or 'prometheus'")
+        core = self._core
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            need = core.lib.redlock_stats(core.ptr, fmt, None, 0)
+            while True:
+                _check(min(need, 0))
+                size = need + 4096  # counters may grow in between
+                buf = ctypes.create_string_buffer(size)
+                got = core.lib.redlock_stats(core.ptr, fmt, buf, size)
+                _check(min(got, 0))
+                if got < size:
+                    break
+                need = got
+        text = buf.value.decode("utf-8")
+        return json.loads(text) if format in (None, "dict") else text
 
     # -- internals
     def _adopt(self, handle, resources):

@@ -857,6 +857,73 @@ class TestLocking(ServerTestCase):
         c.trylock(res, 1000).unlock()
 
 
+class TestStats(ServerTestCase):
+    def test_stats_dict_and_prometheus(self):
+        c = self.client()
+        res = unique("stats")
+        with c.lock(res, 5000):
+            with self.assertRaises(redlock.LockedError):
+                c.trylock(res, 1000)
+        d = c.stats()
+        self.assertEqual(d["operations_total"]["acquire"]["ok"], 1)
+        self.assertEqual(d["operations_total"]["acquire"]["locked"], 1)
+        self.assertEqual(d["operations_total"]["release"]["ok"], 1)
+        self.assertEqual(d["operation_duration_seconds"]["acquire"]["count"], 2)
+        self.assertEqual(d["quorum"], 2)
+        self.assertEqual(d["masters_usable"], 3)
+        self.assertEqual(d["held_locks"], 0)
+        self.assertEqual(len(d["masters"]), 3)
+        for m, s in zip(d["masters"], self.servers):
+            self.assertEqual(m["master"], "127.0.0.1:%d" % s.port)
+            self.assertEqual(m["state"], "up")
+        text = c.stats("prometheus")
+        self.assertIn("# TYPE redlock_operations_total counter\n", text)
+        self.assertIn('redlock_operations_total{op="acquire",outcome="ok"} 1\n', text)
+        self.assertTrue(c.stats("json").startswith("{"))
+        with self.assertRaises(redlock.InvalidArgument):
+            c.stats("xml")
+        c.close()
+        with self.assertRaises(redlock.ClosedError):
+            c.stats()
+
+    def test_stats_off(self):
+        c = self.client(stats=False)
+        with self.assertRaises(redlock.NotSupportedError):
+            c.stats()
+
+    def test_on_event(self):
+        events = []
+        guard = threading.Lock()
+
+        def on_event(ev):
+            with guard:
+                events.append((ev, threading.get_ident()))
+
+        c = self.client(on_event=on_event)
+        wait_until(lambda: len([e for e, _ in events if e.kind == "node_up"]) >= 3,
+                   what="3 node_up events")
+        res = unique("events")
+        lk = c.lock(res, 5000)
+        lk.extend(5000)
+        lk.unlock()
+        with guard:
+            mine = [(e, t) for e, t in events if e.resource == res]
+        self.assertEqual([e.kind for e, _ in mine], ["acquire", "extend", "release"])
+        for e, ident in mine:
+            self.assertEqual(e.status, 0)
+            self.assertIsNone(e.error)
+            self.assertEqual(e.attempts, 1)
+            self.assertGreaterEqual(e.duration_us, 0)
+            self.assertEqual(len(e.nodes), 3)
+            self.assertGreaterEqual(sum(1 for _, v, _ in e.nodes if v == "OK"), 2)
+            for addr, verdict, latency in e.nodes:
+                self.assertRegex(addr, r"^127\.0\.0\.1:\d+$")
+                if verdict == "OK":
+                    self.assertGreaterEqual(latency, 0)
+            self.assertNotEqual(ident, threading.get_ident())  # the I/O thread
+        self.assertIn("acquire", repr(mine[0][0]))
+
+
 class TestSubprocess(ServerTestCase):
     """Lifetime checks that would crash the interpreter if wrong."""
 
