@@ -2,7 +2,7 @@
 # implementation stays plain Python so it runs unchanged on 3.8+; the types
 # live here.  Keep in step with __init__.py.
 from types import TracebackType
-from typing import Callable, Iterable, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 _Node = Union[str, Tuple[str, int]]
 
@@ -55,6 +55,17 @@ def load_library(path: Optional[str] = ...) -> object: ...
 def version() -> str: ...
 def strerror(code: int) -> str: ...
 def err_name(code: int) -> str: ...
+def tls_supported() -> bool: ...
+
+class Event:
+    kind: str
+    status: int
+    error: Optional[str]
+    resource: Optional[str]
+    duration_us: int
+    attempts: int
+    nodes: List[Tuple[str, str, Optional[int]]]
+    detail: Optional[str]
 
 class Client:
     def __init__(self, nodes: Iterable[_Node], *, retry_count: Optional[int] = ...,
@@ -64,7 +75,10 @@ class Client:
                  quarantine: Optional[bool] = ..., fencing: Optional[bool] = ...,
                  key_prefix: Optional[Union[str, bytes]] = ..., reentrant: Optional[bool] = ...,
                  log: Optional[Callable[[int, str], None]] = ..., log_level: int = ...,
-                 **more: object) -> None: ...
+                 tls_ca: Optional[str] = ..., tls_cert: Optional[str] = ...,
+                 tls_key: Optional[str] = ..., tls_server_name: Optional[str] = ...,
+                 tls_verify: Optional[bool] = ..., stats: Optional[bool] = ...,
+                 on_event: Optional[Callable[[Event], None]] = ...) -> None: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -81,7 +95,7 @@ class Client:
     def elect(self, name: Union[str, bytes], ttl_ms: int,
               on_elected: Optional[Callable[["Election", int], None]] = ...,
               on_lost: Optional[Callable[["Election", int], None]] = ...) -> "Election": ...
-    def __getattr__(self, name: str) -> object: ...  # primitives added as they land
+    def stats(self, format: Optional[str] = ...) -> Union[Dict[str, Any], str]: ...
 
 class Lock:
     @property
