@@ -18,7 +18,7 @@ if HERE not in sys.path:
 import redlock  # noqa: E402
 import redlock.aio  # noqa: E402
 from test_redlock import (REDIS_SERVER, client_kwargs, redis_cmd, start_servers,  # noqa: E402
-                          unique)
+                          unique, wait_until)
 
 DEADLINE = 30.0
 
@@ -41,6 +41,12 @@ class TestAsyncClient(unittest.TestCase):
     def keys_on_masters(self, resource):
         return sum(redis_cmd(s.port, "EXISTS", resource) for s in self.servers)
 
+    def wait_keys_gone(self, resource):
+        """An unlock returns once a quorum released; the last master's
+        release may still be on its way."""
+        wait_until(lambda: self.keys_on_masters(resource) == 0, timeout=DEADLINE,
+                   what="%s released on every master" % resource)
+
     def test_lock_extend_unlock(self):
         res = unique("aio")
 
@@ -59,7 +65,7 @@ class TestAsyncClient(unittest.TestCase):
                 await lk.unlock()
                 self.assertTrue(lk.released)
                 await lk.unlock()  # a second unlock is a no-op
-                self.assertEqual(self.keys_on_masters(res), 0)
+                self.wait_keys_gone(res)
                 with self.assertRaises(redlock.InvalidArgument):
                     await lk.extend(1000)
 
@@ -116,7 +122,7 @@ class TestAsyncClient(unittest.TestCase):
                 # once: a fresh waiter gets the lock long before that TTL.
                 lk = await client.lock(res, 5000, wait_ms=10000)
                 await lk.unlock()
-                self.assertEqual(self.keys_on_masters(res), 0)
+                self.wait_keys_gone(res)
 
         self.run_async(main())
 
