@@ -12,6 +12,8 @@ redlock_need_packages() {
   [ -f /usr/include/hiredis/async.h ] || missing+=(libhiredis-dev)
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
+  # OpenSSL for TLS in the build against hiredis 1.2.0 (scripts/test.sh, pass 2).
+  [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3) # the Python binding's tests
   # The Python package test: pip install --no-build-isolation into a venv.
   /usr/bin/python3 -c 'import setuptools, wheel, ensurepip' >/dev/null 2>&1 ||

@@ -7,7 +7,7 @@
 #                      redis-server: the whole suite;
 #  1b. bindings/run-all.sh: the Node.js, Go and Rust bindings' tests and the
 #      cross-language interop test, against build/ (a missing toolchain fails);
-#   2. build-hiredis1/ against hiredis 1.2.0: the whole suite;
+#   2. build-hiredis1/ against hiredis 1.2.0, with TLS: the whole suite;
 #   3. build/ again with REDLOCK_TEST_SERVER=valkey-server 8: every test that
 #      starts a server (ctest -L 'integration|torture': integration, API,
 #      safety, CLI, proxy, Python, the short torture run, the clock jump);
@@ -109,7 +109,11 @@ pass_hiredis1() {
     [ "$(configured_hiredis build-hiredis1)" != "$want" ]; then
     rm -rf build-hiredis1/CMakeCache.txt build-hiredis1/CMakeFiles
   fi
-  PKG_CONFIG_PATH=$pc configure_build build-hiredis1 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  # TLS needs hiredis 1.x: this is the build that tests it, so it must not be
+  # left out quietly (REDLOCK_TLS=ON fails the configure without hiredis_ssl
+  # or OpenSSL; docs/compatibility.md).
+  PKG_CONFIG_PATH=$pc configure_build build-hiredis1 -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DREDLOCK_TLS=ON
   # The shared library, the tool and a test (static library + hiredis) really
   # load it: the build tree's RUNPATH points at build-extra.
   for bin in libredlock.so tools/redlock tests/integration/test_lock_basic; do
