@@ -26,6 +26,7 @@ struct notify_channel {
   unsigned busy;  /* > 0 while waking: do not free */
   struct op *waking; /* the waiter woken by a release, until its attempt ends */
   int confirmed;  /* some master confirmed the subscription */
+  int wake_all;   /* a read-write lock's: a release may admit every waiter */
   char *name;
   size_t name_len;
   uint8_t state[]; /* sub_state_t per master */
@@ -219,7 +220,10 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     return;
   unsigned i = sub->index;
   if (kind == PUBSUB_MESSAGE) {
-    channel_wake_one(client, channel);
+    if (channel->wake_all)
+      channel_wake(client, channel);
+    else
+      channel_wake_one(client, channel);
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
@@ -291,13 +295,22 @@ int notify_wait(op_t *op) {
     return 0;
   if (subscribers_init(client) != 0)
     return REDLOCK_ENOMEM;
-  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
-  size_t len = prefix_len + op->key_lens[0];
+  /* A lock's channel is named after its key; a permit's or a read-write
+   * hold's was named when its op was made (prims.h). */
+  const char *prefix = NOTIFY_CHANNEL_PREFIX, *key = op->keys[0];
+  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1, key_len = op->key_lens[0];
+  if (op->prim.channel != NULL) {
+    prefix_len = 0;
+    key = op->prim.channel;
+    key_len = op->prim.channel_len;
+  }
+  size_t len = prefix_len + key_len;
   char *name = malloc(len + 1);
   if (name == NULL)
     return REDLOCK_ENOMEM;
-  memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
-  memcpy(name + prefix_len, op->keys[0], op->key_lens[0] + 1);
+  memcpy(name, prefix, prefix_len);
+  memcpy(name + prefix_len, key, key_len);
+  name[len] = '\0';
   notify_channel_t *channel = channel_find(client, name, len);
   if (channel == NULL) {
     channel = calloc(1, sizeof *channel + client->n_nodes);
@@ -307,6 +320,7 @@ int notify_wait(op_t *op) {
     }
     channel->name = name;
     channel->name_len = len;
+    channel->wake_all = prim_wake_all(op);
     list_init(&channel->waiters);
     list_insert_tail(&client->channels, &channel->link);
   } else {

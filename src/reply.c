@@ -22,6 +22,8 @@ reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t 
   case REDIS_REPLY_INTEGER:
     if (expect == REPLY_EXPECT_POSITIVE)
       return reply->integer > 0 ? REPLY_YES : REPLY_UNEXPECTED;
+    if (expect == REPLY_EXPECT_CODE)
+      return reply->integer > 0 ? REPLY_YES : REPLY_REFUSED;
     if (expect > 0 && reply->integer == expect)
       return REPLY_YES;
     if (expect > 0 && reply->integer >= 0 && reply->integer < expect)
