@@ -96,6 +96,82 @@ int prim_wait_subscribed_at_most(sf_fixture_t *fx, size_t n, const char *channel
   return rh_wait_until(subscribed_pred, &w, timeout_ms);
 }
 
+/* ---- holding intervals ----------------------------------------------------------------- */
+
+uint64_t prim_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+void prim_history_init(prim_history_t *h) {
+  pthread_mutex_init(&h->mu, NULL);
+  h->n = 0;
+}
+
+void prim_history_destroy(prim_history_t *h) { pthread_mutex_destroy(&h->mu); }
+
+void prim_history_add(prim_history_t *h, uint64_t start_us, int64_t validity_ms, uint64_t end_us,
+                      int exclusive) {
+  uint64_t valid_end = start_us + (validity_ms > 0 ? (uint64_t)validity_ms * 1000u : 0);
+  if (end_us > valid_end)
+    end_us = valid_end;
+  if (end_us <= start_us)
+    return;
+  pthread_mutex_lock(&h->mu);
+  if (h->n < PRIM_MAX_INTERVALS)
+    h->iv[h->n++] = (prim_interval_t){start_us, end_us, exclusive};
+  pthread_mutex_unlock(&h->mu);
+}
+
+static int overlap(const prim_interval_t *a, const prim_interval_t *b) {
+  return a->start_us < b->end_us && b->start_us < a->end_us;
+}
+
+int prim_history_max_depth(const prim_history_t *h) {
+  int worst = 0;
+  /* The deepest instant is some interval's start. */
+  for (size_t i = 0; i < h->n; i++) {
+    int depth = 0;
+    for (size_t j = 0; j < h->n; j++)
+      if (h->iv[j].start_us <= h->iv[i].start_us && h->iv[i].start_us < h->iv[j].end_us)
+        depth++;
+    if (depth > worst)
+      worst = depth;
+  }
+  return worst;
+}
+
+size_t prim_history_exclusive_overlaps(const prim_history_t *h) {
+  size_t bad = 0;
+  for (size_t i = 0; i < h->n; i++)
+    for (size_t j = i + 1; j < h->n; j++)
+      if ((h->iv[i].exclusive || h->iv[j].exclusive) && overlap(&h->iv[i], &h->iv[j]))
+        bad++;
+  return bad;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void prim_pause_chaos(sf_fixture_t *fx, unsigned duration_ms, unsigned seed) {
+  assert_int_equal(fx->n, 5);
+  uint64_t end = rh_now_ms() + duration_ms;
+  while (rh_now_ms() < end) {
+    unsigned a = (unsigned)rand_r(&seed) % 5;
+    unsigned b = (a + 1 + (unsigned)rand_r(&seed) % 4) % 5;
+    assert_int_equal(rh_server_pause(fx->servers[a]), 0);
+    assert_int_equal(rh_server_pause(fx->servers[b]), 0);
+    sleep_ms(100 + (unsigned)rand_r(&seed) % 500); /* the fault lasts this long */
+    assert_int_equal(rh_server_resume(fx->servers[a]), 0);
+    assert_int_equal(rh_server_resume(fx->servers[b]), 0);
+    sleep_ms(50 + (unsigned)rand_r(&seed) % 200);
+  }
+}
+
 /* ---- holders in child processes ------------------------------------------------------ */
 
 #define MAX_CHILDREN 8

@@ -7,6 +7,7 @@
 #ifndef PRIM_COMMON_H
 #define PRIM_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,6 +52,39 @@ pid_t prim_child_start(sf_fixture_t *fx, size_t n, prim_child_kind_t kind, const
 int prim_child_status(pid_t pid, int timeout_ms);
 /* SIGKILL + reap. */
 void prim_child_kill(pid_t pid);
+
+/* ---- holding intervals, for the chaos tests ----------------------------------------
+ * A holder records [grant, min(unlock, end of validity)] on the monotonic
+ * clock (all clients are in this process); the checks look for overlaps. */
+#define PRIM_MAX_INTERVALS 8192
+
+typedef struct {
+  uint64_t start_us, end_us;
+  int exclusive; /* a write hold: overlaps nothing */
+} prim_interval_t;
+
+typedef struct {
+  pthread_mutex_t mu;
+  size_t n;
+  prim_interval_t iv[PRIM_MAX_INTERVALS];
+} prim_history_t;
+
+uint64_t prim_now_us(void);
+void prim_history_init(prim_history_t *h);
+void prim_history_destroy(prim_history_t *h);
+/* Records a hold granted at start_us (read after the grant) whose validity
+ * was validity_ms then, released (or about to be) at end_us. */
+void prim_history_add(prim_history_t *h, uint64_t start_us, int64_t validity_ms, uint64_t end_us,
+                      int exclusive);
+/* Most intervals that contain one instant. */
+int prim_history_max_depth(const prim_history_t *h);
+/* Pairs of overlapping intervals of which one is exclusive. */
+size_t prim_history_exclusive_overlaps(const prim_history_t *h);
+
+/* For duration_ms: again and again, SIGSTOPs two random masters of the
+ * fixture's five (a majority keeps running) for 100..600 ms, then resumes
+ * them for 50..250 ms. */
+void prim_pause_chaos(sf_fixture_t *fx, unsigned duration_ms, unsigned seed);
 
 /* cmocka teardown: kills children left running, then sf_teardown. */
 int prim_teardown(void **state);

@@ -482,126 +482,73 @@ static void test_sem_partition_schedule(void **state) {
 #define CHAOS_LIMIT 2
 #define CHAOS_WORKERS 3
 #define CHAOS_MS 8000u
-#define MAX_INTERVALS 4096
 
 typedef struct {
-  uint64_t start, end;
-} interval_t;
-
-typedef struct {
-  pthread_mutex_t mu;
-  interval_t iv[MAX_INTERVALS];
-  size_t n;
-  atomic_int stop;
-  atomic_int errors; /* unexpected statuses */
-  int first_error;
-} chaos_t;
-
-typedef struct {
-  chaos_t *chaos;
+  prim_history_t *history;
+  atomic_int *stop;
   redlock_t *client;
   unsigned seed;
   unsigned grants;
+  int errors; /* unexpected statuses */
+  int first_error;
 } worker_t;
-
-static uint64_t now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void *chaos_worker(void *arg) {
   worker_t *w = arg;
-  chaos_t *chaos = w->chaos;
-  while (!atomic_load(&chaos->stop)) {
+  while (!atomic_load(w->stop)) {
     redlock_lock_t *p = NULL;
     int rc = redlock_semaphore_acquire(w->client, "sf:sem:chaos", CHAOS_LIMIT, 1500, 1000, &p);
     if (rc != REDLOCK_OK) {
       if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && atomic_fetch_add(&chaos->errors, 1) == 0)
-        chaos->first_error = rc;
+          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
+        w->first_error = rc;
       continue;
     }
-    /* The permit counts from now (after the grant) to the earlier of its
-     * unlock and the end of its validity. */
-    uint64_t start = now_us();
+    uint64_t start = prim_now_us();
     int64_t validity = redlock_lock_validity_ms(p);
-    uint64_t valid_end = start + (validity > 0 ? (uint64_t)validity * 1000u : 0);
-    unsigned hold_us = (unsigned)(rand_r(&w->seed) % 100000u);
-    struct timespec ts = {0, (long)hold_us * 1000L};
+    struct timespec ts = {0, (long)(rand_r(&w->seed) % 100000u) * 1000L};
     nanosleep(&ts, NULL); /* the work done under the permit */
-    uint64_t end = now_us();
-    if (end > valid_end)
-      end = valid_end;
+    prim_history_add(w->history, start, validity, prim_now_us(), 0);
     redlock_unlock(w->client, p);
     w->grants++;
-    pthread_mutex_lock(&chaos->mu);
-    if (chaos->n < MAX_INTERVALS && end > start)
-      chaos->iv[chaos->n++] = (interval_t){start, end};
-    pthread_mutex_unlock(&chaos->mu);
   }
   return NULL;
 }
 
-static int max_overlap(const interval_t *iv, size_t n) {
-  int worst = 0;
-  for (size_t i = 0; i < n; i++) {
-    /* Depth at iv[i].start: the intervals that contain that instant. */
-    int depth = 0;
-    for (size_t j = 0; j < n; j++)
-      if (iv[j].start <= iv[i].start && iv[i].start < iv[j].end)
-        depth++;
-    if (depth > worst)
-      worst = depth;
-  }
-  return worst;
-}
-
 static void test_sem_chaos(void **state) {
   sf_fixture_t *fx = *state;
-  static chaos_t chaos;
-  memset(&chaos, 0, sizeof chaos);
-  pthread_mutex_init(&chaos.mu, NULL);
+  static prim_history_t history;
+  prim_history_init(&history);
+  atomic_int stop;
+  atomic_init(&stop, 0);
   worker_t workers[CHAOS_WORKERS];
   pthread_t threads[CHAOS_WORKERS];
   for (int i = 0; i < CHAOS_WORKERS; i++) {
     redlock_options_t *opts = sf_options(fx, i, fx->n, REDLOCK_LOG_ERROR);
     assert_int_equal(redlock_options_set_retry(opts, -1, 30, 30), 0);
-    workers[i] = (worker_t){&chaos, sf_open(fx, i, opts), 1234u + (unsigned)i, 0};
+    workers[i] = (worker_t){&history, &stop, sf_open(fx, i, opts), 1234u + (unsigned)i, 0, 0, 0};
   }
   for (int i = 0; i < CHAOS_WORKERS; i++)
     assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
-
-  unsigned seed = 42;
-  uint64_t end = rh_now_ms() + CHAOS_MS;
-  while (rh_now_ms() < end) {
-    /* Two masters stop (a majority still runs), for 100..600 ms. */
-    unsigned a = (unsigned)rand_r(&seed) % 5, b = (a + 1 + (unsigned)rand_r(&seed) % 4) % 5;
-    unsigned mask = 1u << a | 1u << b;
-    pause_set(fx, mask, 1);
-    struct timespec ts = {0, (100 + rand_r(&seed) % 500) * 1000000L};
-    nanosleep(&ts, NULL);
-    pause_set(fx, mask, 0);
-    ts.tv_nsec = (50 + rand_r(&seed) % 200) * 1000000L;
-    nanosleep(&ts, NULL);
-  }
-  atomic_store(&chaos.stop, 1);
+  prim_pause_chaos(fx, CHAOS_MS, 42);
+  atomic_store(&stop, 1);
   for (int i = 0; i < CHAOS_WORKERS; i++)
     pthread_join(threads[i], NULL);
 
   unsigned grants = 0;
-  for (int i = 0; i < CHAOS_WORKERS; i++)
+  for (int i = 0; i < CHAOS_WORKERS; i++) {
     grants += workers[i].grants;
-  int worst = max_overlap(chaos.iv, chaos.n);
+    if (workers[i].errors != 0)
+      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
+               redlock_err_name(workers[i].first_error));
+  }
+  int worst = prim_history_max_depth(&history);
   if (getenv("SF_VERBOSE") != NULL)
     print_message("chaos: %u grants, deepest overlap %d\n", grants, worst);
-  if (atomic_load(&chaos.errors) != 0)
-    fail_msg("%d unexpected statuses, first %s", atomic_load(&chaos.errors),
-             redlock_err_name(chaos.first_error));
   assert_true(grants > 0);
   if (worst > CHAOS_LIMIT)
     fail_msg("%d permits held at once (limit %d)", worst, CHAOS_LIMIT);
-  pthread_mutex_destroy(&chaos.mu);
+  prim_history_destroy(&history);
 }
 
 int main(void) {
