@@ -16,8 +16,8 @@
  *  - extend / watch / unlock of both kinds: extension raises the readers
  *    set's and the writer key's TTL, watched holds outlive 4 ttls, unlock of
  *    an expired hold says ELOST and extend refuses it; close releases.
- *  - fencing: a write hold's token is above every earlier hold's; read holds
- *    carry the write epoch (concurrent readers share it).
+ *  - fencing: a write hold's token is above every earlier hold's; a read
+ *    hold's is at least the last write hold's (the write epoch).
  *  - restart quarantine: a read hold kept on exactly {0,1,2} of 5 masters;
  *    master 0 restarts empty.  A writer with quarantine off is then granted
  *    beside the valid reader (the danger is real); a writer with quarantine
@@ -285,7 +285,15 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   assert_int_equal(redlock_unlock(c2, reader.hold), REDLOCK_OK);
 }
 
-/* Readers keep coming, always overlapping; a writer still gets in. */
+/* Readers keep coming, always overlapping: STREAMS threads, started
+ * STREAM_HOLD_MS / STREAMS apart, each holding STREAM_HOLD_MS and asking
+ * again at once, so that at every instant at least STREAMS - 1 read holds
+ * exist.  Without the writer's intent there is never a moment without
+ * readers, and a writer waits in vain (checked: with the intent disabled in
+ * rw_write.lua's caller, this test fails). */
+#define STREAMS 3
+#define STREAM_HOLD_MS 300
+
 typedef struct {
   redlock_t *client;
   const char *name;
@@ -300,7 +308,7 @@ static void *reader_stream(void *arg) {
     if (redlock_rwlock_read(s->client, s->name, 3000, 2000, &r) != REDLOCK_OK)
       continue;
     s->holds++;
-    struct timespec ts = {0, 150 * 1000000L};
+    struct timespec ts = {0, STREAM_HOLD_MS * 1000000L};
     nanosleep(&ts, NULL);
     redlock_unlock(s->client, r);
   }
@@ -310,19 +318,19 @@ static void *reader_stream(void *arg) {
 static void test_rw_writer_not_starved(void **state) {
   sf_fixture_t *fx = *state;
   const char *name = "sf:rw:stream";
+  rw_keys_t k = keys_of(name);
   atomic_int stop;
   atomic_init(&stop, 0);
-  stream_t streams[2];
-  pthread_t threads[2];
-  for (int i = 0; i < 2; i++) {
-    redlock_options_t *opts = retry_options(fx, i, 20);
-    streams[i] = (stream_t){sf_open(fx, i, opts), name, &stop, 0};
-  }
-  for (int i = 0; i < 2; i++)
+  stream_t streams[STREAMS];
+  pthread_t threads[STREAMS];
+  for (int i = 0; i < STREAMS; i++)
+    streams[i] = (stream_t){sf_open(fx, i, retry_options(fx, i, 20)), name, &stop, 0};
+  redlock_t *wc = sf_open(fx, STREAMS, retry_options(fx, STREAMS, 50));
+  for (int i = 0; i < STREAMS; i++) {
     assert_int_equal(pthread_create(&threads[i], NULL, reader_stream, &streams[i]), 0);
-  /* Wait until the stream is flowing. */
-  redlock_t *wc = sf_open(fx, 2, retry_options(fx, 2, 50));
-  rw_keys_t k = keys_of(name);
+    struct timespec ts = {0, STREAM_HOLD_MS / STREAMS * 1000000L};
+    nanosleep(&ts, NULL); /* staggered: the holds overlap */
+  }
   int flowing = prim_wait_exists_on(fx, fx->n, k.read, fx->n, 5000);
   redlock_lock_t *w = NULL;
   uint64_t t0 = rh_now_ms();
@@ -331,15 +339,19 @@ static void test_rw_writer_not_starved(void **state) {
   if (rc == REDLOCK_OK)
     assert_int_equal(redlock_unlock(wc, w), REDLOCK_OK);
   atomic_store(&stop, 1);
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < STREAMS; i++)
     pthread_join(threads[i], NULL);
   assert_true(flowing);
-  assert_true(streams[0].holds + streams[1].holds > 2);
+  unsigned holds = 0;
+  for (int i = 0; i < STREAMS; i++)
+    holds += streams[i].holds;
+  assert_true(holds > STREAMS);
   if (rc != REDLOCK_OK)
     fail_msg("the writer was starved by the readers: %s after %llu ms", redlock_err_name(rc),
              (unsigned long long)took);
   if (getenv("SF_VERBOSE") != NULL)
-    print_message("writer admitted after %llu ms of readers\n", (unsigned long long)took);
+    print_message("writer admitted after %llu ms of readers (%u read holds)\n",
+                  (unsigned long long)took, holds);
 }
 
 /* ---- a writer that dies while waiting ------------------------------------------------ */
@@ -481,12 +493,14 @@ static void test_rw_fencing(void **state) {
 
     assert_int_equal(redlock_rwlock_read(c[0], name, 5000, 0, &r1), REDLOCK_OK);
     assert_int_equal(redlock_rwlock_read(c[1], name, 5000, 0, &r2), REDLOCK_OK);
-    /* Readers carry the write epoch: at least the last writer's token, and
-     * the same for readers of one epoch. */
+    /* Readers carry the write epoch: at least the last writer's token (not
+     * always equal among readers: a master that answered the writer late
+     * may hold a larger counter) ... */
     assert_true(redlock_lock_fence(r1) >= tw);
-    assert_int_equal(redlock_lock_fence(r1), redlock_lock_fence(r2));
+    assert_true(redlock_lock_fence(r2) >= tw);
     /* ... and the next writer's token is above theirs. */
-    last_write = redlock_lock_fence(r1);
+    last_write = redlock_lock_fence(r1) > redlock_lock_fence(r2) ? redlock_lock_fence(r1)
+                                                                 : redlock_lock_fence(r2);
     assert_int_equal(redlock_unlock(c[0], r1), REDLOCK_OK);
     assert_int_equal(redlock_unlock(c[1], r2), REDLOCK_OK);
   }
@@ -532,6 +546,8 @@ static void test_rw_quarantine(void **state) {
   snprintf(needle, sizeof needle, "master %s restarted", label);
   if (!sf_wait_log(fx, 1, needle, 5000))
     fail_msg("B did not see the restart; log:\n%s", sf_log_text(fx, 1));
+  if (!sf_wait_log(fx, 2, needle, 5000))
+    fail_msg("C did not see the restart; log:\n%s", sf_log_text(fx, 2));
 
   /* B (quarantine on) must not get the write lock while A's read is valid. */
   int b_rc = redlock_rwlock_write(b, name, 1000, 0, &w);
