@@ -17,16 +17,30 @@
 #include "reply.h"
 
 typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
+
+/* A semaphore's release is announced by every master, each message carrying
+ * the permit's value: the last RECENT_RELEASES values seen tell a new release
+ * from another master's copy of one already seen.  (A copy that arrives after
+ * that many other releases only costs a spurious wake-up.) */
+#define RECENT_RELEASES 32
+#define RECENT_PAYLOAD_MAX 64
+
+typedef struct {
+  unsigned next;
+  uint8_t len[RECENT_RELEASES];
+  char data[RECENT_RELEASES][RECENT_PAYLOAD_MAX];
+} recent_t;
 typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
 
 struct notify_channel {
   list_node_t link; /* client->channels */
   list_node_t waiters;
   unsigned n_waiters;
-  unsigned busy;  /* > 0 while waking: do not free */
+  unsigned busy;     /* > 0 while waking: do not free */
   struct op *waking; /* the waiter woken by a release, until its attempt ends */
-  int confirmed;  /* some master confirmed the subscription */
-  int wake_all;   /* a read-write lock's: a release may admit every waiter */
+  int confirmed;     /* some master confirmed the subscription */
+  int wake_mode;     /* NOTIFY_WAKE_* */
+  recent_t *recent;  /* NOTIFY_WAKE_EACH: the last releases seen */
   char *name;
   size_t name_len;
   uint8_t state[]; /* sub_state_t per master */
@@ -63,6 +77,7 @@ static void channel_maybe_free(redlock_t *client, notify_channel_t *channel) {
     if (channel->state[i] != SUB_NONE)
       return;
   list_remove(&channel->link);
+  free(channel->recent);
   free(channel->name);
   free(channel);
 }
@@ -104,6 +119,46 @@ static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
   channel->busy++;
   channel->waking = op;
   lock_wake(op);
+  channel->busy--;
+  channel_maybe_free(client, channel);
+}
+
+/* A semaphore's release (payload: the permit's value): 1 when it is one
+ * already seen from another master. */
+static int channel_seen(notify_channel_t *channel, const char *payload, size_t len) {
+  recent_t *recent = channel->recent;
+  if (recent == NULL || len == 0 || len > RECENT_PAYLOAD_MAX)
+    return 0;
+  for (unsigned i = 0; i < RECENT_RELEASES; i++)
+    if (recent->len[i] == len && memcmp(recent->data[i], payload, len) == 0)
+      return 1;
+  unsigned slot = recent->next++ % RECENT_RELEASES;
+  memcpy(recent->data[slot], payload, len);
+  recent->len[slot] = (uint8_t)len;
+  return 0;
+}
+
+/* A semaphore's release frees one slot, and several may be freed at once:
+ * each release wakes one waiter of its own (the longest-waiting idle one, or
+ * else one whose attempt is out and that is not yet due to retry), so that a
+ * burst of releases does not leave waiters to their fallback timers. */
+static void channel_wake_each(redlock_t *client, notify_channel_t *channel) {
+  op_t *chosen = NULL;
+  for (list_node_t *it = channel->waiters.next; it != &channel->waiters; it = it->next) {
+    op_t *op = list_entry(it, op_t, wait_link);
+    if (!op->in_round) {
+      chosen = op;
+      break;
+    }
+    if (chosen == NULL && !op->woken)
+      chosen = op;
+  }
+  if (chosen == NULL)
+    return; /* every waiter will retry anyway */
+  list_remove(&chosen->wait_link);
+  list_insert_tail(&channel->waiters, &chosen->wait_link);
+  channel->busy++;
+  lock_wake(chosen);
   channel->busy--;
   channel_maybe_free(client, channel);
 }
@@ -220,10 +275,21 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     return;
   unsigned i = sub->index;
   if (kind == PUBSUB_MESSAGE) {
-    if (channel->wake_all)
+    const char *payload = NULL;
+    size_t payload_len = 0;
+    switch (channel->wake_mode) {
+    case NOTIFY_WAKE_ALL:
       channel_wake(client, channel);
-    else
+      break;
+    case NOTIFY_WAKE_EACH:
+      if (!reply_pubsub_payload(reply, &payload, &payload_len) ||
+          !channel_seen(channel, payload, payload_len))
+        channel_wake_each(client, channel);
+      break;
+    default:
       channel_wake_one(client, channel);
+      break;
+    }
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
@@ -313,14 +379,19 @@ int notify_wait(op_t *op) {
   name[len] = '\0';
   notify_channel_t *channel = channel_find(client, name, len);
   if (channel == NULL) {
+    int mode = prim_wake_mode(op);
     channel = calloc(1, sizeof *channel + client->n_nodes);
-    if (channel == NULL) {
+    recent_t *recent = mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
+    if (channel == NULL || (mode == NOTIFY_WAKE_EACH && recent == NULL)) {
+      free(channel);
+      free(recent);
       free(name);
       return REDLOCK_ENOMEM;
     }
+    channel->wake_mode = mode;
+    channel->recent = recent;
     channel->name = name;
     channel->name_len = len;
-    channel->wake_all = prim_wake_all(op);
     list_init(&channel->waiters);
     list_insert_tail(&client->channels, &channel->link);
   } else {
@@ -381,6 +452,7 @@ void notify_free(redlock_t *client) {
   while (!list_empty(&client->channels)) {
     notify_channel_t *channel = list_entry(client->channels.next, notify_channel_t, link);
     list_remove(&channel->link);
+    free(channel->recent);
     free(channel->name);
     free(channel);
   }

@@ -402,6 +402,15 @@ uint64_t prim_retry_delay_ms(const op_t *op, uint64_t delay_ms) {
   return delay_ms;
 }
 
-int prim_wake_all(const op_t *op) {
-  return op->prim.kind == LOCK_KIND_RW_READ || op->prim.kind == LOCK_KIND_RW_WRITE;
+int prim_wake_mode(const op_t *op) {
+  switch ((lock_kind_t)op->prim.kind) {
+  case LOCK_KIND_SEM:
+    return NOTIFY_WAKE_EACH;
+  case LOCK_KIND_RW_READ:
+  case LOCK_KIND_RW_WRITE:
+    return NOTIFY_WAKE_ALL;
+  case LOCK_KIND_MUTEX:
+  default:
+    return NOTIFY_WAKE_ONE;
+  }
 }

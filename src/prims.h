@@ -107,8 +107,10 @@ round_t *prim_attempt_release_round(struct op *op);
 void prim_op_end(struct op *op, int status);
 /* Retry delay: a waiting writer's attempts also refresh its intent. */
 uint64_t prim_retry_delay_ms(const struct op *op, uint64_t delay_ms);
-/* Waiters of a read-write lock are all woken by a release (a writer's
- * release may admit every reader); a semaphore's release frees one slot. */
-int prim_wake_all(const struct op *op);
+/* Whom a release wakes (NOTIFY_WAKE_*): a read-write lock's, all its waiters
+ * (a writer's release may admit every reader); a semaphore's, one waiter per
+ * release (it frees one slot, and several may be freed at once); a lock's,
+ * one. */
+int prim_wake_mode(const struct op *op);
 
 #endif

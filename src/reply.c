@@ -39,6 +39,19 @@ int reply_is_noscript(const redisReply *reply) {
          memcmp(reply->str, "NOSCRIPT", 8) == 0;
 }
 
+int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len) {
+  const char *name;
+  size_t name_len;
+  if (reply_pubsub(reply, &name, &name_len) != PUBSUB_MESSAGE)
+    return 0;
+  const redisReply *payload = reply->element[2];
+  if (payload == NULL || payload->type != REDIS_REPLY_STRING)
+    return 0;
+  *data = payload->str;
+  *len = payload->len;
+  return 1;
+}
+
 pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len) {
   if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 3)
     return PUBSUB_OTHER;

@@ -40,5 +40,8 @@ typedef enum {
 /* A pub/sub push: ["message"|"subscribe"|"unsubscribe", channel, ...].
  * Sets *channel / *channel_len for the three kinds it knows. */
 pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len);
+/* The payload of a "message" push (its third element, a string): 1 and
+ * *data / *len set, or 0 for anything else. */
+int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len);
 
 #endif

@@ -12,6 +12,8 @@
  *    (EXPECT_CODE: i <= 0, and every integer is YES or REFUSED), *integer is the
  *    integer of an integer reply and 0 for the others;
  *  - reply_is_noscript: only error replies starting with "NOSCRIPT";
+ *  - reply_pubsub_payload: only for a "message" push with a string third
+ *    element, which it returns;
  *  - reply_pubsub: the kind is one of four; for a known kind the reply is an
  *    array of >= 3 whose first element names the kind and *channel, *len are
  *    exactly the second element's bytes (inside the reply);
@@ -105,6 +107,17 @@ static void check_reply(const redisReply *r) {
     FUZZ_CHECK(k->type == REDIS_REPLY_STRING && bytes_are(k->str, k->len, names[kind]));
     FUZZ_CHECK(name->type == REDIS_REPLY_STRING);
     FUZZ_CHECK(channel == name->str && channel_len == name->len);
+  }
+  const char *payload = NULL;
+  size_t payload_len = (size_t)-1;
+  int has_payload = reply_pubsub_payload(r, &payload, &payload_len);
+  FUZZ_CHECK(has_payload == 0 || has_payload == 1);
+  if (has_payload) {
+    FUZZ_CHECK(kind == PUBSUB_MESSAGE && r->element[2] != NULL &&
+               r->element[2]->type == REDIS_REPLY_STRING);
+    FUZZ_CHECK(payload == r->element[2]->str && payload_len == r->element[2]->len);
+  } else {
+    FUZZ_CHECK(payload == NULL && payload_len == (size_t)-1);
   }
 
   if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||

@@ -8,6 +8,8 @@
  *  - woken: a waiter (fallback retry 10 s) on a full semaphore acquires
  *    within 2 s of a holder's unlock, once its subscription to the
  *    semaphore's channel is on every master: woken by the release PUBLISH.
+ *  - burst: three permits released at once wake three waiters (one each),
+ *    within 2 s, none left to the 10 s fallback.
  *  - dead holder: a child process takes the only permit and is SIGKILLed: the
  *    permit is not leaked, a waiter gets it once its ttl has run out.
  *  - limit mismatch: another limit for a held semaphore is EINVAL at once
@@ -210,6 +212,66 @@ static void test_sem_release_wakes_waiter(void **state) {
   assert_int_equal(redlock_unlock(h, p[1]), REDLOCK_OK);
   /* The waiter left the channel on every master. */
   assert_true(prim_wait_subscribed_at_most(fx, fx->n, channel, 0, 5000));
+}
+
+/* Several permits released together: each release wakes its own waiter (a
+ * burst must not leave waiters to the fallback timer). */
+#define BURST 3
+
+static void test_sem_burst_wakes_each_waiter(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *name = "sf:sem:burst";
+  char channel[128];
+  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
+  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *wc = sf_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
+  redlock_lock_t *p[BURST] = {NULL};
+  for (int i = 0; i < BURST; i++)
+    assert_int_equal(redlock_semaphore_acquire(h, name, BURST, 20000, 0, &p[i]), REDLOCK_OK);
+
+  waiter_t w[BURST];
+  pthread_t threads[BURST];
+  for (int i = 0; i < BURST; i++) {
+    memset(&w[i], 0, sizeof w[i]);
+    w[i].client = wc;
+    w[i].name = name;
+    w[i].limit = BURST;
+    sf_event_init(&w[i].done);
+    assert_int_equal(pthread_create(&threads[i], NULL, waiter_main, &w[i]), 0);
+  }
+  int subscribed = prim_wait_subscribed(fx, fx->n, channel, 1, 5000);
+  /* Every waiter has failed its first pass (and waits) once the
+   * subscription is up; give the last ones a moment to get there too. */
+  struct timespec ts = {0, 300 * 1000000L};
+  nanosleep(&ts, NULL);
+  uint64_t t_unlock = rh_now_ms();
+  for (int i = 0; i < BURST; i++)
+    assert_int_equal(redlock_unlock_async(h, p[i], NULL, NULL), REDLOCK_OK);
+  int all = 1;
+  uint64_t worst = 0;
+  for (int i = 0; i < BURST; i++) {
+    int done = sf_event_wait(&w[i].done, (int)FALLBACK_MS + 5000);
+    if (!done)
+      sf_event_wait(&w[i].done, (int)FALLBACK_MS + 10000);
+    all = all && done && w[i].rc == REDLOCK_OK;
+    if (w[i].t_done - t_unlock > worst)
+      worst = w[i].t_done - t_unlock;
+  }
+  for (int i = 0; i < BURST; i++) {
+    pthread_join(threads[i], NULL);
+    sf_event_destroy(&w[i].done);
+  }
+  assert_true(subscribed);
+  assert_true(all);
+  if (getenv("SF_VERBOSE") != NULL)
+    print_message("last of %d waiters got its permit %llu ms after the burst\n", BURST,
+                  (unsigned long long)worst);
+  if (worst >= WAKE_BOUND_MS)
+    fail_msg("a waiter got its permit %llu ms after a burst of %d releases (fallback %u ms): "
+             "not every release woke a waiter",
+             (unsigned long long)worst, BURST, FALLBACK_MS);
+  for (int i = 0; i < BURST; i++)
+    assert_int_equal(redlock_unlock(wc, w[i].permit), REDLOCK_OK);
 }
 
 /* ---- a dead holder's permit expires ----------------------------------------------------- */
@@ -555,6 +617,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_sem_admits_limit, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_release_wakes_waiter, sf_setup_3, prim_teardown),
+      cmocka_unit_test_setup_teardown(test_sem_burst_wakes_each_waiter, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_dead_holder_expires, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_limit_mismatch, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_keys_bounded, sf_setup_3, prim_teardown),

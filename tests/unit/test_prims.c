@@ -335,7 +335,7 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_string_equal(d.argv[5], "0"); /* a failed attempt is not announced */
     free(round);
 
-    assert_false(prim_wake_all(op));
+    assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_EACH);
     fake_op_free(op);
     free(f);
   }
@@ -358,7 +358,7 @@ static void test_rw_keys_and_rounds(void **state) {
       if (fencing)
         assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "cfg:rw:write");
       assert_int_equal(strlen(op->prim.intent), write ? RANDOM_VALUE_LEN : 0);
-      assert_true(prim_wake_all(op));
+      assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_ALL);
 
       round_t *round = prim_acquire_round(op, NULL);
       decoded_t d = decode(round);
