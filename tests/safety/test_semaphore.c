@@ -20,6 +20,9 @@
  *    only the counters once ttl has passed; tokens of a slot only increase.
  *  - extend / watch / close: extend raises the slot's and the limit key's
  *    TTL; a watched permit outlives 4 ttls; close releases a client's permits.
+ *  - the callback forms (semaphore, read, write): the callback runs once on
+ *    the loop thread with the status and handle; wait 0 is one try; a
+ *    blocking call made inside it is EWOULDBLOCK.
  *  - the partition schedule of issue 11 (N = 5, limit 2), driven with
  *    SIGSTOP: A is admitted on masters {0,1,2}, B on {2,3,4}; C, which sees
  *    {0,1,3}, must be refused (a per-master counter would admit it: no master
@@ -462,6 +465,71 @@ static void test_sem_extend_watch_close(void **state) {
     assert_true(sf_wait_key_absent(fx->servers[i], key, 3000));
 }
 
+/* ---- the callback forms ------------------------------------------------------------------ */
+
+typedef struct {
+  redlock_t *client;
+  sf_event_t done;
+  atomic_int calls;
+  int status;
+  redlock_lock_t *lock;
+  pthread_t thread;
+  int nested_rc; /* a blocking call made inside the callback */
+} async_rec_t;
+
+static void async_cb(int status, redlock_lock_t *lock, void *arg) {
+  async_rec_t *r = arg;
+  r->status = status;
+  r->lock = lock;
+  r->thread = pthread_self();
+  redlock_lock_t *nested = NULL;
+  /* On the loop thread a blocking call would wait for itself. */
+  r->nested_rc = redlock_semaphore_acquire(r->client, "sf:sem:async:nested", 1, 1000, 0, &nested);
+  atomic_fetch_add(&r->calls, 1);
+  sf_event_post(&r->done);
+}
+
+static void test_async_forms(void **state) {
+  sf_fixture_t *fx = *state;
+  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  async_rec_t r[4];
+  for (int i = 0; i < 4; i++) {
+    memset(&r[i], 0, sizeof r[i]);
+    r[i].client = c;
+    r[i].status = 1;
+    sf_event_init(&r[i].done);
+  }
+  assert_int_equal(redlock_semaphore_acquire_async(c, "sf:sem:async", 1, 5000, 0, async_cb, &r[0]),
+                   REDLOCK_OK);
+  assert_true(sf_event_wait(&r[0].done, 10000));
+  /* Full now: one try (wait 0) is refused through the callback. */
+  assert_int_equal(redlock_semaphore_acquire_async(c, "sf:sem:async", 1, 5000, 0, async_cb, &r[1]),
+                   REDLOCK_OK);
+  assert_true(sf_event_wait(&r[1].done, 10000));
+  assert_int_equal(redlock_rwlock_read_async(c, "sf:rw:async", 5000, 0, async_cb, &r[2]),
+                   REDLOCK_OK);
+  assert_true(sf_event_wait(&r[2].done, 10000));
+  assert_int_equal(redlock_rwlock_write_async(c, "sf:rw:async", 5000, 300, async_cb, &r[3]),
+                   REDLOCK_OK);
+  assert_true(sf_event_wait(&r[3].done, 10000));
+
+  pthread_t self = pthread_self();
+  int expect[4] = {REDLOCK_OK, REDLOCK_ELOCKED, REDLOCK_OK, REDLOCK_ETIMEDOUT};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(atomic_load(&r[i].calls), 1);
+    assert_int_equal(r[i].status, expect[i]);
+    assert_true(expect[i] == REDLOCK_OK ? r[i].lock != NULL : r[i].lock == NULL);
+    assert_false(pthread_equal(r[i].thread, self)); /* the client's loop thread */
+    assert_int_equal(r[i].nested_rc, REDLOCK_EWOULDBLOCK);
+  }
+  assert_string_equal(redlock_lock_resource(r[0].lock), "sf:sem:async:sem:0");
+  assert_string_equal(redlock_lock_resource(r[2].lock), "sf:rw:async");
+  assert_int_equal(redlock_unlock(c, r[0].lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(c, r[2].lock), REDLOCK_OK);
+  for (int i = 0; i < 4; i++)
+    sf_event_destroy(&r[i].done);
+}
+
 /* ---- the partition schedule of issue 11 ---------------------------------------------------- */
 
 /* Valid permits among the handles (a NULL handle is none). */
@@ -622,6 +690,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sem_limit_mismatch, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_keys_bounded, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_extend_watch_close, sf_setup_3, prim_teardown),
+      cmocka_unit_test_setup_teardown(test_async_forms, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_partition_schedule, sf_setup_5, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_chaos, sf_setup_5, prim_teardown),
   };
