@@ -155,7 +155,7 @@ int prim_op_init(op_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
 
 /* Points the op's slot key (and fence key) at slot i. */
 static void sem_set_slot(op_t *op, uint32_t slot) {
-  char digits[SLOT_DIGITS_MAX + 1];
+  char digits[24]; /* resp_u64_to_dec wants 21 bytes; a slot number has at most 10 digits */
   size_t n = resp_u64_to_dec(slot, digits);
   memcpy(op->prim.slot_digits, digits, n);
   op->prim.slot_digits[n] = '\0';
