@@ -508,7 +508,9 @@ static void test_rw_fencing(void **state) {
 
 /* ---- restart quarantine ------------------------------------------------------------- */
 
-#define Q_MAX_TTL 5000u
+/* Also the reader's ttl: long enough to outlast a restart and both clients'
+ * reconnections on a loaded machine. */
+#define Q_MAX_TTL 8000u
 
 static redlock_options_t *quarantine_options(sf_fixture_t *fx, int slot, int on) {
   redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_INFO);
