@@ -20,6 +20,9 @@
  *    only the counters once ttl has passed; tokens of a slot only increase.
  *  - extend / watch / close: extend raises the slot's and the limit key's
  *    TTL; a watched permit outlives 4 ttls; close releases a client's permits.
+ *  - reentrancy (set_reentrant) does not apply: one thread's second permit
+ *    is another slot, a plain lock of a slot's name is refused, two reads
+ *    are two holds.
  *  - the callback forms (semaphore, read, write): the callback runs once on
  *    the loop thread with the status and handle; wait 0 is one try; a
  *    blocking call made inside it is EWOULDBLOCK.
@@ -465,6 +468,35 @@ static void test_sem_extend_watch_close(void **state) {
     assert_true(sf_wait_key_absent(fx->servers[i], key, 3000));
 }
 
+/* ---- reentrancy does not apply ------------------------------------------------------------ */
+
+static void test_sem_not_reentrant(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *name = "sf:sem:reent";
+  redlock_options_t *opts = sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
+  redlock_t *c = sf_open(fx, 0, opts);
+  redlock_lock_t *p[3] = {NULL}, *x = NULL;
+  /* One thread, one client, reentrancy on: two permits are two slots. */
+  assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[0]), REDLOCK_OK);
+  assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[1]), REDLOCK_OK);
+  assert_string_not_equal(redlock_lock_resource(p[0]), redlock_lock_resource(p[1]));
+  assert_string_not_equal(redlock_lock_value(p[0]), redlock_lock_value(p[1]));
+  assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[2]), REDLOCK_ELOCKED);
+  /* A plain lock named like a slot is not a reentrant hold on the permit. */
+  assert_int_equal(redlock_trylock(c, redlock_lock_resource(p[0]), 1000, &x), REDLOCK_ELOCKED);
+  /* Nor are read-write holds shared: two reads are two members. */
+  redlock_lock_t *r[2] = {NULL};
+  assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[0]), REDLOCK_OK);
+  assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[1]), REDLOCK_OK);
+  assert_string_not_equal(redlock_lock_value(r[0]), redlock_lock_value(r[1]));
+  assert_int_equal(prim_zcard(fx->servers[0], "sf:rw:reent:rw:read"), 2);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(redlock_unlock(c, p[i]), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(c, r[i]), REDLOCK_OK);
+  }
+}
+
 /* ---- the callback forms ------------------------------------------------------------------ */
 
 typedef struct {
@@ -690,6 +722,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_sem_limit_mismatch, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_keys_bounded, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_extend_watch_close, sf_setup_3, prim_teardown),
+      cmocka_unit_test_setup_teardown(test_sem_not_reentrant, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_async_forms, sf_setup_3, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_partition_schedule, sf_setup_5, prim_teardown),
       cmocka_unit_test_setup_teardown(test_sem_chaos, sf_setup_5, prim_teardown),
