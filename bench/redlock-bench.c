@@ -1,13 +1,22 @@
 /* redlock-bench: throughput, latency and contention figures for redlock-c.
  *
  *   redlock-bench [--mode throughput|latency|contention|slow-node]
- *                 [--start N | --node URI ... [--server-pids PID,PID,...]] [options]
+ *                 [--start N | --node URI ... [--server-pids PID,PID,...]]
+ *                 [--tls --tls-certs DIR | --tls-ca PATH ...] [options]
  *
  * By default it starts N redis-server processes itself (tests/support
  * harness, loopback, stopped by PID at the end) and turns the client's
  * restart quarantine off, since every master it talks to has just started.
  * With --node it benchmarks the given masters instead (quarantine stays on
  * unless --no-quarantine).
+ *
+ * TLS: --tls starts the masters TLS-only (--port 0 --tls-port P) with the
+ * server certificate of --tls-certs DIR (the layout tests/tls/make_certs.sh
+ * writes: ca.crt, server.crt, server.key) and connects with rediss://,
+ * trusting DIR/ca.crt.  --tls-ca/--tls-cert/--tls-key/--tls-server-name/
+ * --tls-insecure set the client's TLS options (for rediss:// --node masters,
+ * or to override those defaults).  bench/tls-vs-plain.sh runs plain and TLS
+ * side by side.
  *
  * Modes:
  *   throughput  --concurrency C cycles in flight on the async API: each slot
@@ -40,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -97,6 +107,10 @@ typedef struct {
   size_t max_samples;      /* 0 = from the duration */
   int verbose;
   int log_level;
+  int tls;                 /* start the masters TLS-only */
+  const char *tls_certs;   /* --tls-certs DIR: ca.crt, server.crt, server.key */
+  const char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
+  int tls_insecure;
 } config_t;
 
 static void usage(FILE *f) {
@@ -129,7 +143,15 @@ static void usage(FILE *f) {
           "  --json                print one JSON object instead of text\n"
           "  --latency-hist FILE   write the acquire-latency histogram (ms, count)\n"
           "  --verbose             print every library warning\n"
-          "  --log-level L         debug | info | warn (default; warnings are counted)\n");
+          "  --log-level L         debug | info | warn (default; warnings are counted)\n"
+          "  --tls                 with --start: masters speak TLS only (rediss://)\n"
+          "  --tls-certs DIR       --tls: ca.crt, server.crt, server.key (as made by\n"
+          "                        tests/tls/make_certs.sh); the client trusts DIR/ca.crt\n"
+          "  --tls-ca PATH         CA file or directory the client trusts\n"
+          "  --tls-cert FILE       client certificate (with --tls-key)\n"
+          "  --tls-key FILE        client key\n"
+          "  --tls-server-name N   name the masters' certificates must carry\n"
+          "  --tls-insecure        verify neither chain nor name\n");
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -284,6 +306,20 @@ static int parse_args(int argc, char **argv, config_t *c) {
       bad = c->log_level < 0;
     } else if (strcmp(a, "--latency-hist") == 0) {
       c->hist_path = v;
+    } else if (strcmp(a, "--tls") == 0) {
+      c->tls = 1, used = 0;
+    } else if (strcmp(a, "--tls-insecure") == 0) {
+      c->tls_insecure = 1, used = 0;
+    } else if (strcmp(a, "--tls-certs") == 0) {
+      c->tls_certs = v;
+    } else if (strcmp(a, "--tls-ca") == 0) {
+      c->tls_ca = v;
+    } else if (strcmp(a, "--tls-cert") == 0) {
+      c->tls_cert = v;
+    } else if (strcmp(a, "--tls-key") == 0) {
+      c->tls_key = v;
+    } else if (strcmp(a, "--tls-server-name") == 0) {
+      c->tls_server_name = v;
     } else {
       fprintf(stderr, "redlock-bench: unknown option %s\n", a);
       return -1;
@@ -293,6 +329,11 @@ static int parse_args(int argc, char **argv, config_t *c) {
       return -1;
     }
     i += used;
+  }
+  if (c->tls && (c->n_nodes > 0 || c->tls_certs == NULL)) {
+    fprintf(stderr, "redlock-bench: --tls starts TLS masters: it needs --tls-certs DIR and no "
+                    "--node (give rediss:// URIs for masters of your own)\n");
+    return -1;
   }
   if (c->n_nodes > 0 && c->start_n > 0) {
     fprintf(stderr, "redlock-bench: --start and --node exclude each other\n");
@@ -594,6 +635,7 @@ struct bench {
   int hung;
   int n_nodes;
   int quarantine;
+  int tls; /* some master is rediss:// */
   slot_t *slots; /* async engine; freed after redlock_close */
 };
 
@@ -939,9 +981,9 @@ static void report(bench_t *b) {
     printf("\"primitive\":\"%s\",", primitive_names[c->primitive]);
     if (c->primitive == PRIMITIVE_SEMAPHORE)
       printf("\"limit\":%u,", c->sem_limit);
-    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,",
+    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,",
            c->start_n > 0 ? "true" : "false", b->quarantine ? "true" : "false",
-           c->fencing ? "true" : "false");
+           c->fencing ? "true" : "false", b->tls ? "true" : "false");
     printf("\"duration\":%.3f,\"warmup\":%.3f,\"ttl_ms\":%u,", window, c->warmup_s, c->ttl_ms);
     printf("\"request_timeout_ms\":%u,\"retry\":", c->request_timeout_ms ? c->request_timeout_ms : 100);
     if (c->retry_set)
@@ -995,11 +1037,13 @@ static void report(bench_t *b) {
   printf("redlock-bench %s: mode %s (%s API), N=%d (quorum %d)\n", redlock_version(),
          mode_names[c->mode], api, b->n_nodes, quorum);
   if (c->start_n > 0)
-    printf("masters: %d redis-server started by this program; quarantine DISABLED "
+    printf("masters: %d %s started by this program; quarantine DISABLED "
            "(every master has just started)\n",
-           c->start_n);
+           c->start_n, rh_server_name());
   else
     printf("masters: given with --node; quarantine %s\n", b->quarantine ? "on" : "off");
+  if (b->tls)
+    printf("TLS: rediss:// masters\n");
   if (c->mode == MODE_SLOW_NODE)
     printf("slow master: #0 through the fault proxy, +%u ms each way; acquire latency should "
            "be set by the fastest %d of %d masters%s\n",
@@ -1072,7 +1116,7 @@ static void report(bench_t *b) {
 /* The port of "redis://[cred@]host[:port][/db]". */
 static int uri_port(const char *uri, int *port) {
   const char *p = strstr(uri, "://");
-  if (p == NULL || strncmp(uri, "redis://", 8) != 0)
+  if (p == NULL || (strncmp(uri, "redis://", 8) != 0 && strncmp(uri, "rediss://", 9) != 0))
     return -1;
   p += 3;
   const char *slash = strchr(p, '/');
@@ -1099,7 +1143,9 @@ static int uri_with_port(const char *uri, int port, char *out, size_t size) {
     if (*q == '@')
       at = q;
   size_t cred_len = at != NULL ? (size_t)(at + 1 - p) : 0;
-  int n = snprintf(out, size, "redis://%.*s127.0.0.1:%d%s", (int)cred_len, p, port,
+  /* The proxy relays bytes: a TLS master stays rediss:// behind it. */
+  int n = snprintf(out, size, "%s://%.*s127.0.0.1:%d%s",
+                   strncmp(uri, "rediss://", 9) == 0 ? "rediss" : "redis", (int)cred_len, p, port,
                    slash != NULL ? slash : "");
   return n > 0 && (size_t)n < size ? 0 : -1;
 }
@@ -1158,9 +1204,22 @@ int main(int argc, char **argv) {
 #endif
   redlock_options_t *opts = NULL;
 
+  rh_options_t tls_server;
+  memset(&tls_server, 0, sizeof tls_server);
+  char tls_files[3][PATH_MAX];
+  if (cfg.tls) {
+    snprintf(tls_files[0], sizeof tls_files[0], "%s/server.crt", cfg.tls_certs);
+    snprintf(tls_files[1], sizeof tls_files[1], "%s/server.key", cfg.tls_certs);
+    snprintf(tls_files[2], sizeof tls_files[2], "%s/ca.crt", cfg.tls_certs);
+    tls_server.tls_cert_file = tls_files[0];
+    tls_server.tls_key_file = tls_files[1];
+    tls_server.tls_ca_cert_file = tls_files[2];
+    if (cfg.tls_ca == NULL)
+      cfg.tls_ca = tls_files[2];
+  }
   if (cfg.start_n > 0) {
-    if (rh_cluster_start(servers, (size_t)cfg.start_n, NULL) != 0) {
-      fprintf(stderr, "redlock-bench: could not start %d redis-server\n", cfg.start_n);
+    if (rh_cluster_start(servers, (size_t)cfg.start_n, cfg.tls ? &tls_server : NULL) != 0) {
+      fprintf(stderr, "redlock-bench: could not start %d %s\n", cfg.start_n, rh_server_name());
       return 1;
     }
     for (int i = 0; i < cfg.start_n; i++) {
@@ -1177,7 +1236,7 @@ int main(int argc, char **argv) {
 #ifdef REDLOCK_BENCH_FAULT_PROXY
     int port;
     if (uri_port(uris[0], &port) != 0) {
-      fprintf(stderr, "redlock-bench: slow-node needs a redis:// URI for master 0\n");
+      fprintf(stderr, "redlock-bench: slow-node needs a redis:// or rediss:// URI for master 0\n");
       goto out;
     }
     if (fault_proxy_start(&proxy, "127.0.0.1", port) != 0) {
@@ -1224,6 +1283,23 @@ int main(int argc, char **argv) {
     goto out;
   log_epoch_ns = now_ns();
   redlock_options_set_log(opts, cfg.log_level, on_log, NULL);
+  for (int i = 0; i < n_nodes; i++)
+    b->tls |= strncmp(uris[i], "rediss://", 9) == 0;
+  if (cfg.tls_ca || cfg.tls_cert || cfg.tls_key || cfg.tls_server_name || cfg.tls_insecure) {
+    /* The CA option names a file or a hashed directory. */
+    struct stat st;
+    int ca_dir = cfg.tls_ca != NULL && stat(cfg.tls_ca, &st) == 0 && S_ISDIR(st.st_mode);
+    int trc = redlock_options_set_tls(opts, ca_dir ? NULL : cfg.tls_ca, ca_dir ? cfg.tls_ca : NULL,
+                                      cfg.tls_cert, cfg.tls_key);
+    if (trc == 0 && cfg.tls_server_name != NULL)
+      trc = redlock_options_set_tls_server_name(opts, cfg.tls_server_name);
+    if (trc == 0 && cfg.tls_insecure)
+      trc = redlock_options_set_tls_verify(opts, 0);
+    if (trc != 0) {
+      fprintf(stderr, "redlock-bench: TLS settings refused: %s\n", redlock_strerror(trc));
+      goto out;
+    }
+  }
 
   int rc = redlock_open(&b->client, opts);
   if (rc != 0) {

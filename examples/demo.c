@@ -314,13 +314,14 @@ int main(void) {
 
   say("redlock-c %s demo: a lock over %d independent Redis masters (quorum %d)\n\n",
       redlock_version(), N_MASTERS, N_MASTERS / 2 + 1);
-  say("Starting %d local masters (redis-server on free 127.0.0.1 ports, no persistence)...\n",
-      N_MASTERS);
+  /* The server is redis-server, or the one REDLOCK_TEST_SERVER names (as in the tests). */
+  say("Starting %d local masters (%s on free 127.0.0.1 ports, no persistence)...\n", N_MASTERS,
+      rh_server_name());
   if (rh_cluster_start(masters, N_MASTERS, NULL) != 0) {
     fprintf(stderr,
-            "demo: could not start %d redis-server processes (is redis-server "
-            "installed? ./scripts/demo.sh installs it)\n",
-            N_MASTERS);
+            "demo: could not start %d %s processes (is it installed? ./scripts/demo.sh "
+            "installs redis-server)\n",
+            N_MASTERS, rh_server_name());
     return 3;
   }
   for (int i = 0; i < N_MASTERS; i++)

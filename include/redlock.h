@@ -102,8 +102,10 @@ REDLOCK_EXPORT redlock_options_t *redlock_options_new(void);
 REDLOCK_EXPORT void redlock_options_free(redlock_options_t *opts);
 
 /* redis://[[user]:password@]host[:port][/db]   (host may be [IPv6]; %XX escapes
- * are decoded in user and password), unix:///path/to/sock.  rediss:// (TLS)
- * needs a hiredis with TLS and is refused with REDLOCK_EINVAL by this build. */
+ * are decoded in user and password), unix:///path/to/sock, and
+ * rediss://... (the same, over TLS; see the TLS block below).  A build
+ * without TLS refuses rediss:// with REDLOCK_ENOTSUP and logs why through the
+ * options' log callback, when one is set. */
 REDLOCK_EXPORT int redlock_options_add_node(redlock_options_t *opts, const char *uri);
 
 /* retry_count: extra attempts after the first (-1 = unbounded, 0 = one try).
@@ -133,6 +135,43 @@ REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const
 REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_level,
                                            void (*cb)(int level, const char *msg, void *arg),
                                            void *arg);
+
+/* ---- TLS (rediss:// masters) ------------------------------------------------
+ * Built in when hiredis >= 1.0 with hiredis_ssl and OpenSSL were found (CMake
+ * option REDLOCK_TLS=AUTO|ON|OFF).  Every client makes one OpenSSL context
+ * (SSL_CTX) from these options at redlock_open() and one TLS session per
+ * connection, command and subscriber connections alike; the handshake counts
+ * against the connect timeout.  A master whose handshake fails is down, with
+ * the reason ("certificate verify failed: hostname mismatch", ...) in the log
+ * and in redlock_last_votes().  These setters follow the options rules above
+ * (one thread; strings copied; a refused call leaves the option unchanged)
+ * and only matter for rediss:// masters.  In a build without TLS the three
+ * setters return REDLOCK_ENOTSUP. */
+
+/* 1 when this build can connect to rediss:// masters, else 0.  Any thread. */
+REDLOCK_EXPORT int redlock_tls_supported(void);
+/* Trust and identity.  Any argument may be NULL.  ca_file (PEM bundle) and/or
+ * ca_dir (OpenSSL hashed directory) are the certificate authorities trusted
+ * for masters' certificates; both NULL = the system's default trust store.
+ * cert_file + key_file (PEM, both or neither) are this client's certificate
+ * (its chain may follow it in the file) and private key, for masters that
+ * require one (mutual TLS).  Checked now: REDLOCK_EINVAL, with the reason
+ * logged through the options' log callback, when a file or directory cannot
+ * be read, a file holds no usable certificate or key, or the key does not
+ * match the certificate.  A later call replaces all four. */
+REDLOCK_EXPORT int redlock_options_set_tls(redlock_options_t *opts, const char *ca_file,
+                                           const char *ca_dir, const char *cert_file,
+                                           const char *key_file);
+/* The name sent as SNI and that masters' certificates must carry, instead of
+ * each URI's host (e.g. masters listed by IP address whose certificates name
+ * a DNS name).  NULL restores the default.  At most 255 bytes; may be an IP
+ * address, which is then checked against the certificates' IP entries. */
+REDLOCK_EXPORT int redlock_options_set_tls_server_name(redlock_options_t *opts,
+                                                       const char *name);
+/* verify != 0 (default): the chain must lead to a trusted authority AND the
+ * certificate must be for the host name (or IP address).  0: neither is
+ * checked (traffic is encrypted but anyone can pose as a master: for tests). */
+REDLOCK_EXPORT int redlock_options_set_tls_verify(redlock_options_t *opts, int verify);
 
 /* ---- Client ---------------------------------------------------------------
  * redlock_open() starts the client's own I/O thread and connects to every
@@ -200,6 +239,49 @@ REDLOCK_EXPORT int redlock_extend_async(redlock_t *client, redlock_lock_t *lock,
 REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
                                         redlock_done_cb cb, void *arg);
 
+/* ---- Leader election ---------------------------------------------------------
+ * redlock_elect campaigns for leadership of `name` until redlock_resign (or
+ * redlock_close).  The leader holds a lease on the key prefix + name (a lock:
+ * a lock and an election on the same name exclude each other), always with a
+ * fencing token, whatever redlock_options_set_fencing says.  While leader the
+ * lease is watched (extended automatically).  Callbacks run on the loop
+ * thread, at most one at a time per client:
+ *   on_elected(e, term, arg): this client is leader.  term is the lease's
+ *     fencing token: larger than every earlier term of `name` (docs/safety.md
+ *     says under which assumptions).  Pass it to every resource the leader
+ *     writes, which must reject terms smaller than the largest it has seen.
+ *   on_lost(e, reason, arg): leadership of that term ended by itself; reason
+ *     is REDLOCK_ELOST (the lease could not be extended before its validity
+ *     ran out, or a quorum answered that it is gone).  The election then
+ *     campaigns again after a back-off.
+ * Per term, on_elected runs once, then on_lost at most once (never after a
+ * resign or close).  ttl_ms: 1..max TTL, long enough to leave validity after
+ * the drift (> 3 ms with the default drift factor).  name: as a resource.
+ * Errors (no callback ever runs then): EINVAL (NULL client, name, callback or
+ * out; bad name or ttl), ENOMEM, ECLOSED, EFORKED.  Callable from any thread;
+ * *out is set before any callback can run. */
+typedef struct redlock_election redlock_election_t;
+REDLOCK_EXPORT int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                 void (*on_elected)(redlock_election_t *e, uint64_t term,
+                                                    void *arg),
+                                 void (*on_lost)(redlock_election_t *e, int reason, void *arg),
+                                 void *arg, redlock_election_t **out);
+/* Stops campaigning, releases the lease if leader (the release wakes the next
+ * campaigner at once) and frees the handle.  No callback of the election runs
+ * after this returns.  From any thread: off the loop thread it waits until
+ * the loop has taken the resignation (not for the release's replies); on the
+ * loop thread (inside on_elected / on_lost or any other callback of this
+ * client) it never blocks, and the handle is freed after the running
+ * callback returns.  On a redlock_open_uv client, call it on the loop's
+ * thread.  0, EINVAL (NULL, or not a live election of this client: already
+ * resigned), ECLOSED (the client is closing: the close releases and frees
+ * it), EFORKED, EIO. */
+REDLOCK_EXPORT int redlock_resign(redlock_t *client, redlock_election_t *e);
+/* Milliseconds of leadership left in the current term (the lease's validity,
+ * as redlock_lock_validity_ms); <= 0 when not leader (in on_lost: how long
+ * ago the term's validity ended).  Any thread, for a live handle.  Work that
+ * needs leadership should stop before this reaches 0. */
+REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e);
 /* ---- Coordination primitives: counting semaphore, read-write lock ------------
  * (docs/api.md "Semaphores and read-write locks"; proofs in docs/safety.md.)
  * A permit or a hold is a redlock_lock_t like any lock: redlock_unlock()

@@ -13,6 +13,14 @@ redlock_need_packages() {
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3) # the Python binding's tests
+  # The Python package test: pip install --no-build-isolation into a venv.
+  /usr/bin/python3 -c 'import setuptools, wheel, ensurepip' >/dev/null 2>&1 ||
+    missing+=(python3-setuptools python3-wheel python3-venv)
+  # The Go, Node.js and Rust bindings' tests (bindings/run-all.sh).
+  command -v go >/dev/null 2>&1 || missing+=(golang-go)
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+  command -v cargo >/dev/null 2>&1 || [ -x "${HOME:-/root}/.cargo/bin/cargo" ] || missing+=(cargo)
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi

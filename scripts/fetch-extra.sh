@@ -6,7 +6,8 @@
 # Each package is fetched with `apt-get download` through a private sources
 # list and state directory (the system's apt configuration is not touched) and
 # unpacked with `dpkg -x` under the prefix given (default build-extra/).  The
-# mirror is the one the system's own sources already use.
+# mirror is the one the system's own sources already use (exit status 3 when
+# they name no Debian mirror: not a Debian system).
 #
 #   scripts/fetch-extra.sh [PREFIX]
 # Prints nothing but progress; afterwards:
@@ -21,13 +22,19 @@ mkdir -p "$prefix"
 # The Debian mirror the system already uses (deb822 or one-line format).
 mirror=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
   grep -E '/debian/?( |$)' | sed -E 's/^URIs: *//; s/^deb (\[[^]]*\] )?//; s/ .*//' | head -n1 || true)
-mirror=${mirror:-http://deb.debian.org/debian}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # fetch SUITE DEST PACKAGE...: download into DEST/debs and unpack into DEST/root.
 fetch() {
   local suite=$1 dest=$2
   shift 2
+  # Not a Debian system (e.g. Ubuntu): nothing to fetch from.  Exit status 3
+  # tells scripts/test.sh to skip the passes that need these packages.
+  if [ -z "$mirror" ] || [ ! -f "$keyring" ]; then
+    echo "fetch-extra: no Debian mirror in the system's apt sources, or no $keyring:" \
+      "$* cannot be fetched on this system" >&2
+    exit 3
+  fi
   local apt="$dest/apt"
   mkdir -p "$apt/lists/partial" "$apt/archives/partial" "$dest/debs" "$dest/root"
   echo "deb [signed-by=$keyring] $mirror $suite main" >"$apt/sources.list"

@@ -1,33 +1,177 @@
 #!/usr/bin/env bash
-# scripts/test.sh: the README's second command, and what CI runs.  Installs
-# what is missing, then builds and runs the whole test suite twice: a normal
-# build (-Werror) and an AddressSanitizer + UndefinedBehaviorSanitizer build
-# that must be clean, leaks included, then a short libFuzzer smoke run.  Tests
-# start their own redis-server processes on free loopback ports and stop them
-# by PID.
-#   ./scripts/test.sh            both builds and the fuzz smoke run
-#   ./scripts/test.sh --quick    the normal build only
+# scripts/test.sh: the README's second command, and what CI runs (.ci/run).
+# Installs what is missing (scripts/deps.sh), fetches hiredis 1.2.0 and
+# valkey-server 8 into build-extra/ without installing them
+# (scripts/fetch-extra.sh), then runs, each build with -Werror:
+#   1. build/          against the system's hiredis (0.14.1 on Debian 12) and
+#                      redis-server: the whole suite;
+#  1b. bindings/run-all.sh: the Node.js, Go and Rust bindings' tests and the
+#      cross-language interop test, against build/ (a missing toolchain fails);
+#   2. build-hiredis1/ against hiredis 1.2.0: the whole suite;
+#   3. build/ again with REDLOCK_TEST_SERVER=valkey-server 8: every test that
+#      starts a server (ctest -L 'integration|torture': integration, API,
+#      safety, CLI, proxy, Python, the short torture run, the clock jump);
+#   4. build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer, leaks
+#                      included: the whole suite;
+#   5. a short libFuzzer smoke run (tests/fuzz/run.sh).
+# docs/compatibility.md says what this covers.  Tests start their own servers
+# on free loopback ports and stop them by PID.  Prints the time of each pass.
+#   ./scripts/test.sh            everything above (18 min on a busy 2-core machine)
+#   ./scripts/test.sh --quick    pass 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
 source scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
+# Each build chooses its hiredis explicitly (pass 2 sets its own path); a
+# REDLOCK_TEST_SERVER from the caller's shell would run passes 1 and 2
+# against another server.
+unset PKG_CONFIG_PATH REDLOCK_TEST_SERVER
 
-run_suite() {
-  local dir=$1; shift
-  echo "==> configure $dir ($*)"
-  cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" >/dev/null
-  echo "==> build $dir"
-  cmake --build "$dir" -j"$jobs" >/dev/null
-  echo "==> test $dir"
-  (cd "$dir" && ctest --output-on-failure --timeout 300 -j"$jobs")
+timings=()
+started=$SECONDS
+step_start=0
+begin() {
+  step_start=$SECONDS
+  echo "==> $*"
+}
+took() { # LABEL: records how long the pass took
+  local t=$((SECONDS - step_start))
+  timings+=("$(printf '%-50s %3d:%02d' "$1" $((t / 60)) $((t % 60)))")
 }
 
-run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
-if [ "${1:-}" != "--quick" ]; then
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON
-  echo "==> fuzz smoke run (libFuzzer, clang)"
-  tests/fuzz/run.sh 40
+configure_build() { # DIR ARGS...: configure (-Werror) and build
+  local dir=$1
+  shift
+  echo "==> configure $dir ($*)"
+  local log
+  if ! log=$(cmake -S . -B "$dir" -DREDLOCK_WERROR=ON "$@" 2>&1); then
+    printf '%s\n' "$log" >&2
+    return 1
+  fi
+  printf '%s\n' "$log" | sed -n 's/^-- redlock: /    /p' # which hiredis
+  echo "==> build $dir"
+  cmake --build "$dir" -j"$jobs" >/dev/null
+}
+
+run_ctest() { # DIR CTEST-ARGS...
+  local dir=$1
+  shift
+  echo "==> test $dir ${REDLOCK_TEST_SERVER:+(server $REDLOCK_TEST_SERVER) }$*"
+  (cd "$dir" && ctest --output-on-failure --timeout 300 -j"$jobs" "$@")
+}
+
+# The hiredis a binary loads at run time: "SONAME => PATH".
+loaded_hiredis() {
+  ldd "$1" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => \([^ ]*\).*/\1 => \2/p'
+}
+
+# Which hiredis version a build directory was configured with.
+configured_hiredis() {
+  sed -n 's/^HIREDIS_VERSION:INTERNAL=//p' "$1/CMakeCache.txt" 2>/dev/null || true
+}
+
+# ---- 1. system hiredis, redis-server -----------------------------------------------
+system_hiredis=$(pkg-config --modversion hiredis)
+begin "pass 1: system hiredis $system_hiredis," \
+  "$(redis-server --version | sed -n 's/.*\(v=[^ ]*\).*/redis-server \1/p')"
+if [ -f build/CMakeCache.txt ] && [ "$(configured_hiredis build)" != "$system_hiredis" ]; then
+  rm -rf build/CMakeCache.txt build/CMakeFiles # configured against another hiredis
 fi
-echo "==> all tests passed"
+configure_build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "    libredlock.so loads $(loaded_hiredis build/libredlock.so)"
+run_ctest build
+took "1. system hiredis, Redis (whole suite)"
+
+# ---- 1b. the Go, Node.js and Rust bindings and the cross-language interop -------
+begin "pass 1b: bindings (Node.js, Go, Rust) and interop, against build/"
+REDLOCK_REQUIRE_TOOLCHAINS=1 REDLOCK_LIB_DIR="$root/build" bindings/run-all.sh
+took "1b. bindings + interop"
+
+if [ $quick = 1 ]; then
+  printf '%s\n' "${timings[@]}"
+  echo "==> all tests passed (--quick: the normal build only)"
+  exit 0
+fi
+
+# ---- 2. hiredis 1.2.0, redis-server ------------------------------------------------
+pass_hiredis1() {
+  local pc="$extra/hiredis/lib/pkgconfig" want loaded bin
+  want=$(PKG_CONFIG_PATH=$pc pkg-config --modversion hiredis)
+  begin "pass 2: hiredis $want (build-extra/hiredis), redis-server"
+  if [ -f build-hiredis1/CMakeCache.txt ] &&
+    [ "$(configured_hiredis build-hiredis1)" != "$want" ]; then
+    rm -rf build-hiredis1/CMakeCache.txt build-hiredis1/CMakeFiles
+  fi
+  PKG_CONFIG_PATH=$pc configure_build build-hiredis1 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  # The shared library, the tool and a test (static library + hiredis) really
+  # load it: the build tree's RUNPATH points at build-extra.
+  for bin in libredlock.so tools/redlock tests/integration/test_lock_basic; do
+    loaded=$(loaded_hiredis "build-hiredis1/$bin")
+    echo "    $bin loads $loaded"
+    case "$loaded" in
+      "libhiredis.so.1.1.0 => $extra/hiredis/"*) ;;
+      *) echo "build-hiredis1/$bin does not load build-extra's libhiredis.so.1.1.0" >&2; exit 1 ;;
+    esac
+  done
+  run_ctest build-hiredis1
+  took "2. hiredis $want, Redis (whole suite)"
+}
+
+# ---- 3. valkey-server 8 ------------------------------------------------------------
+pass_valkey() {
+  # A symbolic link to valkey-check-rdb, which picks its role by the name it
+  # is run as: never resolved.
+  local valkey="$root/build-extra/valkey/usr/bin/valkey-server"
+  begin "pass 3: $("$valkey" --version | sed -n 's/^\(Valkey server v=[^ ]*\).*/\1/p')" \
+    "(build-extra/valkey), system hiredis"
+  REDLOCK_TEST_SERVER=$valkey run_ctest build -L 'integration|torture'
+  took "3. system hiredis, Valkey (integration|torture)"
+}
+
+begin "fetching hiredis 1.2.0 and valkey-server 8 into build-extra/"
+extra_rc=0
+scripts/fetch-extra.sh build-extra || extra_rc=$?
+took "fetch (build-extra/)"
+skipped=""
+if [ $extra_rc -eq 3 ]; then
+  # Not a Debian system: the packages cannot be fetched (CI is Debian 12).
+  skipped="passes 2 and 3 (hiredis 1.2.0, Valkey 8): SKIPPED, not a Debian system"
+  echo "==> $skipped"
+elif [ $extra_rc -ne 0 ]; then
+  exit $extra_rc
+else
+  extra=$(cd build-extra && pwd -P)
+  pass_hiredis1
+  pass_valkey
+fi
+
+# ---- 4. sanitizers -----------------------------------------------------------------
+begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON
+run_ctest build-asan
+took "4. ASan + UBSan, system hiredis, Redis"
+unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# ---- 5. fuzzing --------------------------------------------------------------------
+begin "pass 5: fuzz smoke run (libFuzzer, clang)"
+tests/fuzz/run.sh 40
+took "5. fuzz smoke run"
+
+echo "==> times"
+printf '    %s\n' "${timings[@]}"
+t=$((SECONDS - started))
+printf '    %-50s %3d:%02d\n' "total" $((t / 60)) $((t % 60))
+if [ -n "$skipped" ]; then
+  echo "==> all tests passed, but $skipped"
+else
+  echo "==> all tests passed"
+fi

@@ -102,6 +102,7 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   }
   op->kind = OP_LOCK;
   op->client = client;
+  op->fenced = client->opts.fencing;
   op->mode = mode;
   op->ttl_ms = ttl_ms;
   op->wait_ms = wait_ms;
@@ -367,6 +368,7 @@ static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uin
     return REDLOCK_ENOMEM;
   op->kind = OP_LOCK;
   op->client = client;
+  op->fenced = client->opts.fencing;
   /* No reentrancy and no retry policy: one try (a semaphore: one pass over
    * its slots), or waiting woken by releases. */
   op->mode = wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY;

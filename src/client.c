@@ -41,8 +41,15 @@ int client_on_loop_thread(const redlock_t *client) {
 
 void client_record_votes(redlock_t *client, const round_t *round) {
   uv_mutex_lock(&client->mutex);
-  for (unsigned i = 0; i < round->n_votes; i++)
+  for (unsigned i = 0; i < round->n_votes; i++) {
     client->last_votes[i] = round->votes[i].why;
+    /* A down master's vote carries why it is down (TLS and AUTH failures
+     * are otherwise only in the log). */
+    if (round->votes[i].why == WHY_DOWN)
+      memcpy(client->last_down_why[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
+    else
+      client->last_down_why[i][0] = '\0';
+  }
   client->last_outcome = (int)round->outcome;
   uv_mutex_unlock(&client->mutex);
 }
@@ -62,8 +69,10 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   int total = snprintf(buf, size, "%s:", outcomes[client->last_outcome]);
   for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
-    int n = snprintf(buf + used, size - used, " %s=%s", client->nodes[i].addr.label,
-                     client->last_outcome ? round_why_name(client->last_votes[i]) : "-");
+    const char *down_why = client->last_outcome ? client->last_down_why[i] : "";
+    int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", client->nodes[i].addr.label,
+                     client->last_outcome ? round_why_name(client->last_votes[i]) : "-",
+                     down_why[0] ? " (" : "", down_why, down_why[0] ? ")" : "");
     total = n < 0 ? n : total + n;
   }
   uv_mutex_unlock(&client->mutex);
@@ -132,6 +141,8 @@ static void wakeup_cb(uv_async_t *async) {
     list_remove(&op->link);
     if (op->kind == OP_CLOSE) {
       client_begin_close(client);
+    } else if (op->kind == OP_ELECT || op->kind == OP_RESIGN) {
+      election_dispatch(op);
     } else if (client->close_started && op->kind == OP_LOCK) {
       op_fail(op, REDLOCK_ECANCELED);
     } else {
@@ -162,7 +173,10 @@ static void client_free(redlock_t *client) {
     node_free(&client->nodes[i]);
   free(client->nodes);
   free(client->last_votes);
+  free(client->last_down_why);
+  tls_client_free(client->tls);
   ptrset_free(&client->live_locks);
+  ptrset_free(&client->live_elections);
   options_clear(&client->opts);
   uv_mutex_destroy(&client->mutex);
   if (client->own_thread)
@@ -176,6 +190,9 @@ static void client_begin_close(redlock_t *client) {
   client->close_started = 1;
   client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
+  /* Elections first: their campaigns are cancelled without a callback and
+   * their leases released before the generic clean-up below sees them. */
+  election_close_all(client);
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
@@ -258,6 +275,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   client->quorum = quorum_size(client->n_nodes);
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
   client->last_votes = calloc(client->n_nodes, 1);
+  client->last_down_why = calloc(client->n_nodes, sizeof *client->last_down_why);
   uv_mutex_init(&client->mutex);
   ptrset_init(&client->live_locks);
   list_init(&client->submit_queue);
@@ -267,7 +285,22 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->parked_ops);
   list_init(&client->channels);
   list_init(&client->reentrant_leases);
-  int rc = client->nodes != NULL && client->last_votes != NULL ? 0 : REDLOCK_ENOMEM;
+  list_init(&client->elections);
+  ptrset_init(&client->live_elections);
+  int rc = client->nodes != NULL && client->last_votes != NULL && client->last_down_why != NULL
+               ? 0
+               : REDLOCK_ENOMEM;
+  for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
+    if (client->opts.nodes[i].tls) {
+      /* One SSL_CTX for the client: trust store and client key loaded once,
+       * shared by every TLS connection (all on the loop thread). */
+      char why[384];
+      rc = tls_client_new(&client->tls, &client->opts, why, sizeof why);
+      if (rc != 0)
+        client_log(client, REDLOCK_LOG_ERROR, "redlock_open: TLS: %s", why);
+      break;
+    }
+  }
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);
   uint64_t seed = 0;

@@ -27,7 +27,15 @@
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
 
-typedef enum { OP_LOCK = 1, OP_EXTEND, OP_UNLOCK, OP_WATCH, OP_CLOSE } op_kind_t;
+typedef enum {
+  OP_LOCK = 1,
+  OP_EXTEND,
+  OP_UNLOCK,
+  OP_WATCH,
+  OP_CLOSE,
+  OP_ELECT,  /* election.c: a new election handle for the loop */
+  OP_RESIGN, /* election.c: its resignation */
+} op_kind_t;
 
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */
@@ -105,6 +113,7 @@ typedef struct op {
   uv_timer_t *retry_timer; /* allocated on the first retry */
   int in_round;
   int canceled;
+  int fenced; /* fencing for this acquisition: the client's option, or forced (election) */
   prim_t prim; /* OP_LOCK: the kind acquired and its state (prims.h) */
 } op_t;
 
@@ -130,6 +139,8 @@ struct redlock {
   ptrset_t live_locks;      /* mutex: handles the caller may still use */
   list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
   uint8_t *last_votes;      /* mutex: vote_why_t per master of the last decided round */
+  char (*last_down_why)[NODE_DOWN_WHY_LEN]; /* mutex: for its down votes, why (or "") */
+  tls_client_t *tls;        /* rediss:// masters: the client's SSL_CTX, else NULL */
   int last_outcome;         /* mutex: quorum_outcome_t of that round, 0 = none yet */
 
   /* loop */
@@ -150,6 +161,9 @@ struct redlock {
   void (*closed_cb)(void *arg);
   void *closed_arg;
   op_t close_op; /* preallocated: closing never fails for want of memory */
+  /* elections (election.c) */
+  list_node_t elections;   /* loop: handles the loop has taken and not yet let go */
+  ptrset_t live_elections; /* mutex: handles the caller may still resign */
 };
 
 /* ---- client.c ---- */
@@ -190,5 +204,21 @@ void lock_wake(op_t *op);
 /* Drops one reference (loop); frees the handle at zero. */
 void lock_unref(redlock_lock_t *lock);
 void lock_free(redlock_lock_t *lock);
+/* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
+ * lease is lost, possibly before this returns (already expired).  0 or
+ * REDLOCK_ENOMEM. */
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
+                     void (*lost_cb)(redlock_lock_t *, int, void *), void *arg);
+/* Lets go of a lease nobody waits on (close; an election's resignation or
+ * loss): stops its watch, frees its handles, sends the release (announced, so
+ * waiters are woken) to every master that may hold it, drops the live
+ * reference. */
+void lock_release_lease(redlock_lock_t *lock);
+
+/* ---- election.c: loop side ---- */
+/* Takes an OP_ELECT or OP_RESIGN op from the submit queue. */
+void election_dispatch(op_t *op);
+/* Close: every election stops (no callback runs any more), leaders release. */
+void election_close_all(redlock_t *client);
 
 #endif

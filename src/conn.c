@@ -18,6 +18,9 @@ typedef struct conn_events {
    * points back here, and hiredis hands it to every read task). */
   redisReplyObjectFunctions *reply_fns;
   const char *violation; /* the cap a reply broke, for conn_error() */
+  void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
+  int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
+  char tls_why[256];     /* conn_error()'s TLS explanation */
 } conn_events_t;
 
 /* ---- reply caps ------------------------------------------------------------------
@@ -31,7 +34,14 @@ typedef size_t conn_elements_t;
 typedef int conn_elements_t;
 #endif
 
-static conn_events_t *task_events(const redisReadTask *task) { return task->privdata; }
+/* Every object the reader makes comes through here: note that the
+ * connection carried a reply (conn_error tells a TLS set-up failure by its
+ * absence). */
+static conn_events_t *task_events(const redisReadTask *task) {
+  conn_events_t *ev = task->privdata;
+  ev->got_reply = 1;
+  return ev;
+}
 
 static void *reply_create_array(const redisReadTask *task, conn_elements_t elements) {
   conn_events_t *ev = task_events(task);
@@ -118,6 +128,8 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   conn_events_t *ev = handle->data;
   if (ev->ac == NULL)
     return;
+  if (ev->ssl != NULL)
+    tls_clear_errors(); /* what OpenSSL queues next is this connection's */
   if (status < 0) {
     /* libuv stopped polling this socket: let hiredis find the error, in the
      * connect check while connecting, else in a read. */
@@ -191,6 +203,8 @@ static void flush_dirty(uv_prepare_t *prepare) {
     /* While flushing, a request to write more means the socket took only
      * part: from then on hook_add_write polls for writability. */
     ev->want_write = 1;
+    if (ev->ssl != NULL)
+      tls_clear_errors();
     redisAsyncHandleWrite(ev->ac);
   }
   uv_prepare_stop(prepare);
@@ -207,8 +221,9 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
   uv_close((uv_handle_t *)&flusher->prepare, closed);
 }
 
-redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t *loop,
-                             conn_flusher_t *flusher, void *data, redisConnectCallback *on_connect,
+redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
+                             uv_loop_t *loop, conn_flusher_t *flusher, void *data,
+                             redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len) {
   redisAsyncContext *ac = addr->kind == NODE_ADDR_UNIX ? redisAsyncConnectUnix(addr->path)
                                                        : redisAsyncConnect(ip, addr->port);
@@ -225,6 +240,19 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t 
   int flags = fcntl(ac->c.fd, F_GETFD);
   if (flags >= 0)
     fcntl(ac->c.fd, F_SETFD, flags | FD_CLOEXEC);
+  void *ssl = NULL;
+  if (addr->tls) {
+    if (tls == NULL) {
+      snprintf(err, err_len, "TLS is not set up for this client");
+      redisAsyncFree(ac);
+      return NULL;
+    }
+    ssl = tls_attach(tls, &ac->c, addr->host, err, err_len);
+    if (ssl == NULL) {
+      redisAsyncFree(ac);
+      return NULL;
+    }
+  }
   conn_events_t *ev = calloc(1, sizeof *ev);
   if (ev == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
     snprintf(err, err_len, "cannot watch the socket");
@@ -232,6 +260,7 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t 
     redisAsyncFree(ac);
     return NULL;
   }
+  ev->ssl = ssl;
   ev->ac = ac;
   ev->flusher = flusher;
   ev->poll.data = ev;
@@ -263,14 +292,22 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
 
 void conn_read_now(redisAsyncContext *ac) {
   conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
-  if (ev != NULL && connected(ev))
+  if (ev != NULL && connected(ev)) {
+    if (ev->ssl != NULL)
+      tls_clear_errors();
     redisAsyncHandleRead(ac);
+  }
 }
 
 const char *conn_error(const redisAsyncContext *ac) {
-  const conn_events_t *ev = ac->ev.data;
+  conn_events_t *ev = ac->ev.data;
   if (ev != NULL && ev->violation != NULL)
     return ev->violation;
+  /* hiredis reports a failed TLS read or write as strerror(errno), which
+   * says nothing (often "Success"); OpenSSL knows what went wrong. */
+  if (ev != NULL && ev->ssl != NULL &&
+      tls_explain(ev->ssl, !ev->got_reply, ac->errstr, ev->tls_why, sizeof ev->tls_why))
+    return ev->tls_why;
   return ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server";
 }
 

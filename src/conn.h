@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "list.h"
+#include "tls.h"
 #include "uri.h"
 
 /* What one reply may be.  Our replies are small (the largest is INFO server,
@@ -42,11 +43,15 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
 
 /* Starts a non-blocking connect, hooks it to the loop and sets the
  * callbacks; ac->data = data.  A TCP address is connected to at ip, a
- * numeric address (resolve.h: hiredis would block on a name).  NULL on
+ * numeric address (resolve.h: hiredis would block on a name).  A rediss://
+ * address starts TLS with tls (the client's; may be NULL otherwise), its
+ * certificate checked against the URI host, not ip.  The connect callback
+ * reports the TCP connect only: the TLS handshake goes on with the first
+ * reads and writes, so it is over when the first reply arrives.  NULL on
  * failure, with the reason in err. */
-redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, uv_loop_t *loop,
-                             conn_flusher_t *flusher,
-                             void *data, redisConnectCallback *on_connect,
+redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
+                             uv_loop_t *loop, conn_flusher_t *flusher, void *data,
+                             redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len);
 
 /* Queues AUTH when the address has credentials.  Returns the number of
@@ -59,9 +64,10 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
  * loop that was itself late does not blame the master. */
 void conn_read_now(redisAsyncContext *ac);
 
-/* Why the connection failed: the cap a reply broke, else hiredis' errstr,
- * else "connection closed by the server"; never NULL.  Valid inside the
- * connect and disconnect callbacks. */
+/* Why the connection failed: the cap a reply broke, else for TLS what the
+ * handshake or certificate check said, else hiredis' errstr, else
+ * "connection closed by the server"; never NULL.  Valid inside the connect
+ * and disconnect callbacks, until the next call for this context. */
 const char *conn_error(const redisAsyncContext *ac);
 
 /* Detaches `data` and frees the context (deferred by hiredis when called

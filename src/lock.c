@@ -93,7 +93,7 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
   if (op->prim.kind != LOCK_KIND_MUTEX)
     return prim_acquire_round(op, cb); /* a permit or read-write hold */
   argv_t a;
-  if (client->opts.fencing) {
+  if (op->fenced) {
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_fenced(&a, script, op, a.ttl_str, n);
@@ -443,7 +443,7 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
     return;
   }
   if (outcome == QUORUM_WON) {
-    if (op->client->opts.fencing && !op->canceled) {
+    if (op->fenced && !op->canceled) {
       status = fence_commit(op, round);
       if (status == 0)
         return;
@@ -461,7 +461,7 @@ static void lock_attempt(op_t *op) {
   }
   op->attempts++;
   int rc = random_lock_value(op->value);
-  if (rc == 0 && op->client->opts.fencing && op->fence_keys == NULL)
+  if (rc == 0 && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != 0) {
     op_finish(op, rc, NULL);
@@ -656,31 +656,31 @@ static void watch_schedule(redlock_lock_t *lock) {
   uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1), 0);
 }
 
-static void watch_start(op_t *op) {
-  redlock_lock_t *lock = op->lock;
-  redlock_t *client = op->client;
-  int status = REDLOCK_OK;
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
+                     void (*lost_cb)(redlock_lock_t *, int, void *), void *arg) {
+  redlock_t *client = lock->client;
   if (lock->watch_timer == NULL) {
     lock->watch_timer = malloc(sizeof *lock->watch_timer);
     if (lock->watch_timer == NULL)
-      status = REDLOCK_ENOMEM;
-    else {
-      uv_timer_init(client->loop, lock->watch_timer);
-      lock->watch_timer->data = lock;
-    }
+      return REDLOCK_ENOMEM;
+    uv_timer_init(client->loop, lock->watch_timer);
+    lock->watch_timer->data = lock;
   }
-  if (status == REDLOCK_OK) {
-    lock->lost_cb = op->lost_cb;
-    lock->lost_arg = op->arg;
-    lock->watch_handle = op->handle;
-    lock->watched = 1;
-    if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
-      atomic_store(&lock->lost, 0);
-      lock_mark_lost(lock, REDLOCK_ELOST);
-    } else {
-      watch_schedule(lock);
-    }
+  lock->lost_cb = lost_cb;
+  lock->lost_arg = arg;
+  lock->watch_handle = handle;
+  lock->watched = 1;
+  if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
+    atomic_store(&lock->lost, 0);
+    lock_mark_lost(lock, REDLOCK_ELOST);
+  } else {
+    watch_schedule(lock);
   }
+  return REDLOCK_OK;
+}
+
+static void watch_start(op_t *op) {
+  int status = lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg);
   op->done_cb = NULL;
   op_finish(op, status, NULL);
 }
@@ -712,7 +712,9 @@ void op_dispatch(op_t *op) {
     watch_start(op);
     break;
   case OP_CLOSE:
-    break;
+  case OP_ELECT:
+  case OP_RESIGN:
+    break; /* taken by the wake-up callback, never dispatched */
   }
 }
 
@@ -727,29 +729,33 @@ void lock_cancel_all(redlock_t *client) {
     if (!op->in_round) /* waiting for a retry: end it now */
       op_finish(op, REDLOCK_ECANCELED, NULL);
   }
-  while (!list_empty(&client->held_locks)) {
-    redlock_lock_t *lock = list_entry(client->held_locks.next, redlock_lock_t, held_link);
+  while (!list_empty(&client->held_locks))
+    lock_release_lease(list_entry(client->held_locks.next, redlock_lock_t, held_link));
+}
+
+void lock_release_lease(redlock_lock_t *lock) {
+  redlock_t *client = lock->client;
+  if (list_linked(&lock->held_link))
     list_remove(&lock->held_link);
-    lock_stop_watch(lock);
-    /* Every handle of the lease goes: the lease itself and its holds. */
-    uv_mutex_lock(&client->mutex);
-    ptrset_remove(&client->live_locks, lock);
-    while (!list_empty(&lock->holds_list)) {
-      redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
-      list_remove(&hold->hold_link);
-      ptrset_remove(&client->live_locks, hold);
-      free(hold);
-    }
-    lock->holds = 0;
-    if (list_linked(&lock->reentrant_link))
-      list_remove(&lock->reentrant_link);
-    uv_mutex_unlock(&client->mutex);
-    if (lock->prim.kind != LOCK_KIND_MUTEX)
-      release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource,
-                   lock->set_mask);
-    else
-      release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                         lock->set_mask, 1);
-    lock_unref(lock); /* its live reference */
+  lock_stop_watch(lock);
+  /* Every handle of the lease goes: the lease itself and its holds. */
+  uv_mutex_lock(&client->mutex);
+  ptrset_remove(&client->live_locks, lock);
+  while (!list_empty(&lock->holds_list)) {
+    redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
+    list_remove(&hold->hold_link);
+    ptrset_remove(&client->live_locks, hold);
+    free(hold);
   }
+  lock->holds = 0;
+  if (list_linked(&lock->reentrant_link))
+    list_remove(&lock->reentrant_link);
+  uv_mutex_unlock(&client->mutex);
+  if (lock->prim.kind != LOCK_KIND_MUTEX)
+    release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource,
+                 lock->set_mask);
+  else
+    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+                       lock->set_mask, 1);
+  lock_unref(lock); /* its live reference */
 }

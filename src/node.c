@@ -110,6 +110,10 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
   if (node->state == NODE_READY &&
       clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
     node->failures = 0; /* it was up long enough: not part of a flapping streak */
+  uv_mutex_lock(&node->client->mutex);
+  snprintf(node->down_why, sizeof node->down_why, "%s%s%s", what, detail ? ": " : "",
+           detail ? detail : "");
+  uv_mutex_unlock(&node->client->mutex);
   if (node->failures == 0 || level >= REDLOCK_LOG_ERROR)
     client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what,
                detail ? ": " : "", detail ? detail : "");
@@ -170,6 +174,10 @@ static void node_replay_releases(node_t *node) {
   if (sent > 0)
     client_log(node->client, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
                node->addr.label, sent);
+  /* Close waits for these replies: a master that never sends them must
+   * still be dropped, even when no round is running to fire a deadline. */
+  if (node->replays_out > 0)
+    client_arm_deadline(node->client, node_replays_due_ns(node));
 }
 
 void node_defer_release(node_t *node, const char *cmd, size_t len) {
@@ -194,6 +202,9 @@ static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
   node->ready_ns = clock_now_ns();
+  uv_mutex_lock(&node->client->mutex);
+  node->down_why[0] = '\0';
+  uv_mutex_unlock(&node->client->mutex);
   node_replay_releases(node);
   client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
@@ -290,7 +301,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     return;
   if (status != REDIS_OK) {
     /* hiredis frees the context after this callback returns. */
-    char detail[128];
+    char detail[256];
     snprintf(detail, sizeof detail, "%s", conn_error(ac));
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
@@ -304,7 +315,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   if (node == NULL || node->ac != ac)
     return;
   /* hiredis frees the context after this callback returns. */
-  char detail[128];
+  char detail[256];
   snprintf(detail, sizeof detail, "%s", conn_error(ac));
   node->ac = NULL;
   node_fail(node, REDLOCK_LOG_WARN,
@@ -315,9 +326,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 /* Looked up (or numeric from the start): connect, queue the handshake. */
 static void node_open(node_t *node) {
   redlock_t *client = node->client;
-  char err[128];
-  redisAsyncContext *ac = conn_open(&node->addr, node->ip, client->loop, &client->flusher, node,
-                                    on_connect, on_disconnect, err, sizeof err);
+  char err[256];
+  redisAsyncContext *ac =
+      conn_open(&node->addr, node->ip, client->tls, client->loop, &client->flusher, node,
+                on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
@@ -476,9 +488,16 @@ void node_read_pending(node_t *node) {
     conn_read_now(node->ac);
 }
 
+static uint64_t node_hung_limit_ns(const node_t *node) {
+  return (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+}
+
+uint64_t node_replays_due_ns(const node_t *node) {
+  return node_owes_releases(node) ? node->progress_ns + node_hung_limit_ns(node) : 0;
+}
+
 void node_drop_if_hung(node_t *node) {
-  uint64_t limit_ns =
-      (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+  uint64_t limit_ns = node_hung_limit_ns(node);
   uint64_t now_ns = clock_now_ns(); /* progress_ns may have been set moments ago */
   if (node->state != NODE_READY || node->inflight == 0 || now_ns < node->progress_ns ||
       now_ns - node->progress_ns < limit_ns)

@@ -35,6 +35,8 @@ typedef enum {
  * one more failure, so a flapping master is retried ever more slowly. */
 #define NODE_STABLE_MS NODE_BACKOFF_CAP_MS
 
+#define NODE_DOWN_WHY_LEN 160 /* bytes kept of why a master is down */
+
 #define NODE_MAX_MISSED_RELEASES 16384 /* kept per unreachable master, oldest dropped */
 
 struct node;
@@ -87,6 +89,10 @@ typedef struct node {
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
+  /* Why the master is down (the last failed attempt: "cannot connect:
+   * certificate verify failed: ..."), "" while up; client->mutex, since
+   * redlock_last_votes() reads it from any thread. */
+  char down_why[NODE_DOWN_WHY_LEN];
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
 } node_t;
@@ -119,6 +125,10 @@ void node_read_pending(node_t *node);
  * timing out together after one stall of the client do not drop a live
  * master.  Call outside of hiredis callbacks. */
 void node_drop_if_hung(node_t *node);
+/* When node_drop_if_hung would drop this master if no reply comes meanwhile,
+ * while it owes replies to replayed releases; 0 otherwise.  Replays belong to
+ * no round, so no round deadline would otherwise judge them. */
+uint64_t node_replays_due_ns(const node_t *node);
 /* Keeps a release (a formatted compare-and-delete) that may not have reached
  * this master, to send again once it is READY. */
 void node_defer_release(node_t *node, const char *cmd, size_t len);

@@ -108,11 +108,24 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
  * woken, and goes to the back of the line (a herd of attempts would cost a
  * round each and win nothing more).  If its attempt loses, the lock is held
  * again and the others have nothing to try for; if it fails otherwise, the
- * fallback timers still run. */
+ * fallback timers still run.
+ *
+ * Every master announces the same release, each once it has applied it, so
+ * the first announcement can arrive while the others still hold the key: the
+ * woken attempt may reach them first and lose.  An announcement during that
+ * attempt therefore marks the same waiter woken again (lock_wake on an op in
+ * its round), and it tries once more as soon as the attempt ends instead of
+ * waiting for its fallback timer: still one waiter, one attempt at a time. */
 static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
-  /* Every master announces the same release: one wake-up per attempt. */
-  if (list_empty(&channel->waiters) || channel->waking != NULL)
+  if (list_empty(&channel->waiters))
     return;
+  if (channel->waking != NULL) {
+    channel->busy++;
+    lock_wake(channel->waking);
+    channel->busy--;
+    channel_maybe_free(client, channel);
+    return;
+  }
   op_t *op = list_entry(channel->waiters.next, op_t, wait_link);
   list_remove(&op->wait_link);
   list_insert_tail(&channel->waiters, &op->wait_link);
@@ -244,7 +257,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   if (sub == NULL || sub->ac != ac)
     return;
   sub->ac = NULL; /* hiredis frees it after this callback */
-  subscriber_fail(sub, "connection lost");
+  subscriber_fail(sub, conn_error(ac));
 }
 
 static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
@@ -315,9 +328,10 @@ static void subscriber_connect(notify_subscriber_t *sub) {
     subscriber_fail(sub, "the master's host name is not resolved yet");
     return;
   }
-  char err[128];
-  redisAsyncContext *ac = conn_open(addr, node_ip(node), client->loop, &client->flusher, sub,
-                                    on_connect, on_disconnect, err, sizeof err);
+  char err[256];
+  redisAsyncContext *ac =
+      conn_open(addr, node_ip(node), client->tls, client->loop, &client->flusher, sub, on_connect,
+                on_disconnect, err, sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;

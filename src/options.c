@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "strutil.h"
+#include "tls.h"
 
 void options_set_defaults(struct redlock_options *opts) {
   memset(opts, 0, sizeof *opts);
@@ -20,6 +21,7 @@ void options_set_defaults(struct redlock_options *opts) {
   opts->quarantine = 1;
   opts->fencing = 0;
   opts->log_level = REDLOCK_LOG_WARN;
+  opts->tls_verify = 1;
 }
 
 redlock_options_t *redlock_options_new(void) {
@@ -40,9 +42,25 @@ void options_clear(struct redlock_options *opts) {
     node_addr_clear(&opts->nodes[i]);
   free(opts->nodes);
   free(opts->key_prefix);
+  free(opts->tls_ca_file);
+  free(opts->tls_ca_dir);
+  free(opts->tls_cert_file);
+  free(opts->tls_key_file);
+  free(opts->tls_server_name);
   opts->nodes = NULL;
   opts->n_nodes = 0;
   opts->key_prefix = NULL;
+  opts->tls_ca_file = opts->tls_ca_dir = opts->tls_cert_file = opts->tls_key_file = NULL;
+  opts->tls_server_name = NULL;
+}
+
+/* *dst = a copy of src (NULL stays NULL); 0 or -1 when out of memory. */
+static int dup_opt(char **dst, const char *src) {
+  *dst = NULL;
+  if (src == NULL)
+    return 0;
+  *dst = str_dup(src);
+  return *dst != NULL ? 0 : -1;
 }
 
 void redlock_options_free(redlock_options_t *opts) {
@@ -56,9 +74,17 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
   *dst = *src;
   dst->nodes = NULL;
   dst->n_nodes = 0;
+  dst->tls_ca_file = dst->tls_ca_dir = dst->tls_cert_file = dst->tls_key_file = NULL;
+  dst->tls_server_name = NULL;
   dst->key_prefix = str_ndup(src->key_prefix, src->key_prefix_len);
-  if (dst->key_prefix == NULL)
+  if (dst->key_prefix == NULL || dup_opt(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
+      dup_opt(&dst->tls_ca_dir, src->tls_ca_dir) != 0 ||
+      dup_opt(&dst->tls_cert_file, src->tls_cert_file) != 0 ||
+      dup_opt(&dst->tls_key_file, src->tls_key_file) != 0 ||
+      dup_opt(&dst->tls_server_name, src->tls_server_name) != 0) {
+    options_clear(dst);
     return REDLOCK_ENOMEM;
+  }
   if (src->n_nodes > 0) {
     dst->nodes = calloc(src->n_nodes, sizeof *dst->nodes);
     if (dst->nodes == NULL) {
@@ -87,7 +113,7 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
   if (rc != 0) {
     /* No client exists yet to log through; the options' log callback, when
      * already set, hears why the URI was refused. */
-    if (opts->log_cb != NULL && rc == REDLOCK_EINVAL) {
+    if (opts->log_cb != NULL && (rc == REDLOCK_EINVAL || rc == REDLOCK_ENOTSUP)) {
       char msg[256];
       snprintf(msg, sizeof msg, "redlock_options_add_node: %s", why);
       opts->log_cb(REDLOCK_LOG_ERROR, msg, opts->log_arg);
@@ -195,5 +221,87 @@ int redlock_options_set_log(redlock_options_t *opts, int min_level,
   opts->log_level = min_level;
   opts->log_cb = cb;
   opts->log_arg = arg;
+  return 0;
+}
+
+/* ---- TLS ------------------------------------------------------------------------------ */
+
+/* Set-time refusals say why through the log callback, as add_node does: no
+ * client exists yet whose log could carry it. */
+static void options_log(const redlock_options_t *opts, const char *fn, const char *why) {
+  if (opts->log_cb != NULL) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s: %s", fn, why);
+    opts->log_cb(REDLOCK_LOG_ERROR, msg, opts->log_arg);
+  }
+}
+
+int redlock_tls_supported(void) { return tls_unsupported_reason() == NULL; }
+
+int redlock_options_set_tls(redlock_options_t *opts, const char *ca_file, const char *ca_dir,
+                            const char *cert_file, const char *key_file) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  char why[384];
+  int rc = tls_check_files(ca_file, ca_dir, cert_file, key_file, why, sizeof why);
+  if (rc != 0) {
+    options_log(opts, "redlock_options_set_tls", why);
+    return rc;
+  }
+  char *copies[4];
+  const char *const src[4] = {ca_file, ca_dir, cert_file, key_file};
+  for (int i = 0; i < 4; i++) {
+    if (dup_opt(&copies[i], src[i]) != 0) {
+      for (int j = 0; j < i; j++)
+        free(copies[j]);
+      return REDLOCK_ENOMEM;
+    }
+  }
+  free(opts->tls_ca_file);
+  free(opts->tls_ca_dir);
+  free(opts->tls_cert_file);
+  free(opts->tls_key_file);
+  opts->tls_ca_file = copies[0];
+  opts->tls_ca_dir = copies[1];
+  opts->tls_cert_file = copies[2];
+  opts->tls_key_file = copies[3];
+  return 0;
+}
+
+int redlock_options_set_tls_server_name(redlock_options_t *opts, const char *name) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (tls_unsupported_reason() != NULL) {
+    options_log(opts, "redlock_options_set_tls_server_name", tls_unsupported_reason());
+    return REDLOCK_ENOTSUP;
+  }
+  char *copy = NULL;
+  if (name != NULL) {
+    size_t len = strnlen(name, OPTIONS_MAX_TLS_SERVER_NAME + 1);
+    int bad = len == 0 || len > OPTIONS_MAX_TLS_SERVER_NAME;
+    for (size_t i = 0; i < len && !bad; i++)
+      bad = (unsigned char)name[i] <= ' ' || (unsigned char)name[i] >= 0x7f;
+    if (bad) {
+      options_log(opts, "redlock_options_set_tls_server_name",
+                  "the name must be 1 to 255 printable characters without spaces");
+      return REDLOCK_EINVAL;
+    }
+    copy = str_ndup(name, len);
+    if (copy == NULL)
+      return REDLOCK_ENOMEM;
+  }
+  free(opts->tls_server_name);
+  opts->tls_server_name = copy;
+  return 0;
+}
+
+int redlock_options_set_tls_verify(redlock_options_t *opts, int verify) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (tls_unsupported_reason() != NULL) {
+    options_log(opts, "redlock_options_set_tls_verify", tls_unsupported_reason());
+    return REDLOCK_ENOTSUP;
+  }
+  opts->tls_verify = verify != 0;
   return 0;
 }

@@ -18,6 +18,7 @@
 #define OPTIONS_DEFAULT_MAX_TTL_MS 60000
 #define OPTIONS_MAX_TIMEOUT_MS 3600000u /* 1 h: anything longer is a mistake */
 #define OPTIONS_MAX_TTL_LIMIT_MS 0x7fffffffu
+#define OPTIONS_MAX_TLS_SERVER_NAME 255 /* a DNS name's limit */
 
 typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
 
@@ -39,6 +40,13 @@ struct redlock_options {
   int log_level;
   redlock_log_fn log_cb;
   void *log_arg;
+  /* TLS (rediss:// masters); NULL strings: not set. */
+  char *tls_ca_file;
+  char *tls_ca_dir;
+  char *tls_cert_file;
+  char *tls_key_file;
+  char *tls_server_name; /* NULL: each URI's host */
+  int tls_verify;        /* default 1 */
 };
 
 void options_set_defaults(struct redlock_options *opts);

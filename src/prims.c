@@ -82,7 +82,7 @@ static int sem_keys(op_t *op, const char *prefix, size_t prefix_len, const char 
   op->prim.name = put(&w, name, name_len);
   op->n_keys = 2;
 
-  if (op->client->opts.fencing) {
+  if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + slot_len;
     char *f = key_block(1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
@@ -127,7 +127,7 @@ static int rw_keys(op_t *op, const char *prefix, size_t prefix_len, const char *
   op->prim.resource = op->prim.name;
   op->n_keys = 3;
 
-  if (op->client->opts.fencing) {
+  if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + op->key_lens[0];
     char *f = key_block(1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
@@ -222,7 +222,7 @@ static uint32_t intent_ttl_ms(const redlock_t *client) {
 
 round_t *prim_acquire_round(op_t *op, round_decided_fn cb) {
   redlock_t *client = op->client;
-  int fenced = op->fence_keys != NULL;
+  int fenced = op->fenced;
   cmd_t c;
   switch ((lock_kind_t)op->prim.kind) {
   case LOCK_KIND_SEM:

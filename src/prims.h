@@ -3,8 +3,8 @@
  * another kind.  This module owns, per kind, the key names, the scripts and
  * their arguments, and what their votes mean; lock.c runs the same state
  * machines (acquire, fence write-back, extend, watch, release, close) for
- * every kind and asks this module for the rounds.  docs/algorithm.md §13
- * describes the design, docs/safety.md §10 proves it.
+ * every kind and asks this module for the rounds.  docs/algorithm.md §14
+ * describes the design, docs/safety.md §11 proves it.
  *
  * Semaphore "name" with limit L: L slots, each an ordinary Redlock mutex
  * (key prefix + name + ":sem:" + i).  A permit is one slot won by a quorum,
@@ -79,7 +79,7 @@ typedef struct prim {
 } prim_t;
 
 /* ---- calls.c ---------------------------------------------------------------------- */
-/* Fills op->keys (and, with fencing, op->fence_keys) and op->prim for a
+/* Fills op->keys (and, when op->fenced, op->fence_keys) and op->prim for a
  * primitive of `kind` named `name` (already checked).  0 or REDLOCK_ENOMEM. */
 int prim_op_init(struct op *op, lock_kind_t kind, const char *name, uint32_t limit);
 

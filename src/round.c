@@ -317,6 +317,13 @@ void round_deadlines_fire(struct redlock *client) {
     round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
     client_arm_deadline(client, head->deadline_ns);
   }
+  /* Replayed releases are in no round: judge their master again when it
+   * would be hung, or close could wait forever for a silent one. */
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    uint64_t due_ns = node_replays_due_ns(&client->nodes[i]);
+    if (due_ns != 0)
+      client_arm_deadline(client, due_ns);
+  }
   client_maybe_finish_close(client);
 }
 

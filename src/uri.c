@@ -10,6 +10,7 @@
 
 #include "redlock.h"
 #include "strutil.h"
+#include "tls.h"
 
 static int fail(char *err_msg, size_t err_len, const char *fmt, ...) {
   if (err_msg != NULL && err_len > 0) {
@@ -199,10 +200,14 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) 
     rc = parse_tcp(uri + 8, out, err_msg, err_len);
   else if (strncmp(uri, "unix://", 7) == 0)
     rc = parse_unix(uri + 7, out, err_msg, err_len);
-  else if (strncmp(uri, "rediss://", 9) == 0)
-    rc = fail(err_msg, err_len, "rediss:// (TLS) is not supported by this build");
-  else
-    rc = fail(err_msg, err_len, "URI must start with redis:// or unix://");
+  else if (strncmp(uri, "rediss://", 9) == 0 && tls_unsupported_reason() != NULL) {
+    fail(err_msg, err_len, "rediss:// (TLS) is not supported: %s", tls_unsupported_reason());
+    rc = REDLOCK_ENOTSUP;
+  } else if (strncmp(uri, "rediss://", 9) == 0) {
+    rc = parse_tcp(uri + 9, out, err_msg, err_len);
+    out->tls = rc == 0;
+  } else
+    rc = fail(err_msg, err_len, "URI must start with redis://, rediss:// or unix://");
   if (rc != 0)
     node_addr_clear(out);
   return rc;
@@ -213,6 +218,7 @@ int node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
   dst->kind = src->kind;
   dst->port = src->port;
   dst->db = src->db;
+  dst->tls = src->tls;
   if ((src->host && !(dst->host = str_dup(src->host))) ||
       (src->path && !(dst->path = str_dup(src->path))) ||
       (src->user && !(dst->user = str_dup(src->user))) ||

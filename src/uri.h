@@ -1,7 +1,9 @@
 /* uri.h: parsing of master addresses.
  *   redis://[[user]:password@]host[:port][/db]   host: name, IPv4 or [IPv6]
+ *   rediss://...                                 the same over TLS (default port 6379
+ *                                                too, as redis-cli and hiredis use)
  *   unix:///absolute/path/to/socket
- * rediss:// is recognised and refused (this build has no TLS). */
+ * A build without TLS refuses rediss:// with REDLOCK_ENOTSUP. */
 #ifndef REDLOCK_URI_H
 #define REDLOCK_URI_H
 
@@ -17,6 +19,7 @@ typedef struct {
   char *user;     /* NULL: no ACL user */
   char *password; /* NULL: no AUTH */
   int db;         /* 0: no SELECT */
+  int tls;        /* rediss:// */
   char *label;    /* "host:port" or the path, for logs; never has secrets */
 } node_addr_t;
 
@@ -24,7 +27,8 @@ typedef struct {
 #define URI_MAX_DB 1000000
 
 /* Parses uri into *out (fields are heap strings).  Returns 0, REDLOCK_EINVAL
- * (with a reason in err_msg when given), or REDLOCK_ENOMEM. */
+ * (with a reason in err_msg when given), REDLOCK_ENOTSUP (rediss:// in a
+ * build without TLS, with the reason), or REDLOCK_ENOMEM. */
 int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len);
 
 /* Deep copy; 0 or REDLOCK_ENOMEM. */

@@ -1,6 +1,7 @@
 /* redlock.c: the `redlock` command, "flock(1) across machines".
  *
  *   redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]
+ *   redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]
  *   redlock status [OPTIONS] RESOURCE
  *
  * `run` takes a Redlock lock (fencing on), runs COMMAND with the fencing token
@@ -9,7 +10,9 @@
  * lock is lost, COMMAND gets SIGTERM (SIGKILL after a grace period) and
  * redlock exits with its own "lost" status.  `status` shows, per master,
  * whether it answers, who holds the key, its PTTL and the fence counter, over
- * plain synchronous hiredis connections.  docs/cli.md and docs/redlock.1
+ * plain synchronous hiredis connections.  `elect` campaigns for leadership
+ * (redlock_elect) and runs COMMAND while leader (see its section below).
+ * docs/cli.md and docs/redlock.1
  * document the options and the exit statuses (the EXIT_* values below).
  *
  * Threads and signals: the main thread blocks SIGCHLD and the signals it
@@ -37,13 +40,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h" /* struct redlock_options, for tls_client_new */
 #include "redlock.h"
+#include "tls.h" /* status's TLS connections, from the redlock_internal target */
 #include "uri.h" /* uri_parse, from the redlock_internal target */
 
 extern char **environ;
@@ -115,6 +121,7 @@ static void log_cb(int level, const char *msg, void *arg) {
 
 static const char HELP[] =
     "Usage: redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]\n"
+    "       redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       redlock status [OPTIONS] RESOURCE\n"
     "       redlock --help | --version\n"
     "\n"
@@ -128,21 +135,43 @@ static const char HELP[] =
     "exits with 71.  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to\n"
     "redlock are passed on to COMMAND.\n"
     "\n"
+    "elect: campaign for leadership of NAME and run COMMAND while leader, with the\n"
+    "term (a fencing token, larger than every earlier leader's) in REDLOCK_TERM and\n"
+    "REDLOCK_FENCE.  If leadership is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
+    "--grace, and redlock campaigns again, running COMMAND anew when re-elected.\n"
+    "When COMMAND exits by itself, redlock resigns (the next campaigner takes over at\n"
+    "once) and exits with COMMAND's status.  Options as for run, except --wait and\n"
+    "-E; --ttl defaults to 10s.\n"
+    "\n"
     "status: show, per master, whether it answers, the value holding the key, its\n"
     "PTTL, the fence counter and the master's uptime.\n"
     "\n"
-    "Options (both commands):\n"
+    "Options (all commands):\n"
     "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
-    "                           redis://[[user]:password@]host[:port][/db] or\n"
-    "                           unix:///path/to/socket.  Without --node, the\n"
+    "                           redis://[[user]:password@]host[:port][/db],\n"
+    "                           rediss://... (TLS) or unix:///path/to/socket.\n"
+    "                           Without --node, the\n"
     "                           comma-separated list in REDLOCK_NODES is used\n"
     "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
+    "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
+    "                           trusted for rediss:// masters (default: the\n"
+    "                           system's store)\n"
+    "      --tls-cert FILE      client certificate (PEM), for masters that require\n"
+    "                           one; with --tls-key\n"
+    "      --tls-key FILE       the client certificate's private key (PEM)\n"
+    "      --tls-server-name NAME  name the masters' certificates must carry (and\n"
+    "                           SNI), instead of each URI's host\n"
+    "      --tls-insecure       check neither the certificate chain nor the name\n"
+    "                           (encrypted, not authenticated: for tests only)\n"
+    "                           Environment: REDLOCK_TLS_CA, REDLOCK_TLS_CERT,\n"
+    "                           REDLOCK_TLS_KEY, REDLOCK_TLS_SERVER_NAME,\n"
+    "                           REDLOCK_TLS_INSECURE=1 (options take precedence)\n"
     "  -q, --quiet              no messages on stderr (usage errors excepted)\n"
     "  -v, --verbose            progress and the library's log; twice for debug\n"
     "  -h, --help               this help\n"
     "  -V, --version            the library's version\n"
     "\n"
-    "Options of run (MS: milliseconds, or with a suffix: 500ms, 30s, 2m):\n"
+    "Options of run and elect (MS: milliseconds, or with a suffix: 500ms, 30s, 2m):\n"
     "  -t, --ttl MS             lock TTL, renewed while COMMAND runs (default 30s,\n"
     "                           or the max TTL if smaller)\n"
     "  -w, --wait MS            wait up to MS for the lock; 0 = one try (default 0)\n"
@@ -175,6 +204,8 @@ static const char HELP[] =
     "a number larger than any earlier holder's; REDLOCK_RESOURCE = RESOURCE;\n"
     "REDLOCK_VALUE = the lock's value in Redis.\n"
     "\n"
+    "Exit status of elect: COMMAND's status, or 64, 70, 126, 127 as for run, or\n"
+    "128+N when signal N arrived while campaigning.\n"
     "Exit status of run: COMMAND's status (0..255; 128+N if killed by signal N),\n"
     "or 64 usage error, 69 no quorum (too few masters answered), 70 internal\n"
     "error, 71 lock lost while COMMAND ran, 75 lock busy or --wait ran out (see\n"
@@ -325,6 +356,83 @@ static int check_resource(const char *resource, const char *prefix) {
   return 0;
 }
 
+/* ---- TLS options (both commands) -------------------------------------------------- */
+
+/* --tls-* options; each falls back to its REDLOCK_TLS_* variable. */
+typedef struct {
+  const char *ca, *cert, *key, *server_name;
+  int insecure; /* -1: not given */
+} tls_opts_t;
+
+enum { OPT_TLS_CA = 300, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_SERVER_NAME, OPT_TLS_INSECURE };
+
+#define TLS_LONG_OPTIONS                                                                       \
+  {"tls-ca", required_argument, NULL, OPT_TLS_CA},                                             \
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},                                     \
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},                                       \
+      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},                       \
+      {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE}
+
+/* 1 when opt was a --tls-* option (stored), else 0. */
+static int tls_opt(tls_opts_t *t, int opt, const char *arg) {
+  switch (opt) {
+  case OPT_TLS_CA: t->ca = arg; return 1;
+  case OPT_TLS_CERT: t->cert = arg; return 1;
+  case OPT_TLS_KEY: t->key = arg; return 1;
+  case OPT_TLS_SERVER_NAME: t->server_name = arg; return 1;
+  case OPT_TLS_INSECURE: t->insecure = 1; return 1;
+  default: return 0;
+  }
+}
+
+static const char *env_or(const char *given, const char *name) {
+  if (given != NULL)
+    return given;
+  const char *v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+/* Fills in the environment's values and applies them to opts.  0 or an
+ * exit status (with the reason on stderr). */
+static int tls_apply(tls_opts_t *t, redlock_options_t *opts) {
+  t->ca = env_or(t->ca, "REDLOCK_TLS_CA");
+  t->cert = env_or(t->cert, "REDLOCK_TLS_CERT");
+  t->key = env_or(t->key, "REDLOCK_TLS_KEY");
+  t->server_name = env_or(t->server_name, "REDLOCK_TLS_SERVER_NAME");
+  if (t->insecure < 0) {
+    const char *v = env_or(NULL, "REDLOCK_TLS_INSECURE");
+    if (v != NULL && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return usage_error("REDLOCK_TLS_INSECURE must be 0 or 1, got '%s'", v);
+    t->insecure = v != NULL && strcmp(v, "1") == 0;
+  }
+  int any = t->ca || t->cert || t->key || t->server_name || t->insecure;
+  if (!any)
+    return 0;
+  if (!redlock_tls_supported())
+    return usage_error("--tls-* options: this redlock was built without TLS");
+  if ((t->cert == NULL) != (t->key == NULL))
+    return usage_error("--tls-cert and --tls-key go together");
+  /* --tls-ca names a file or a directory of hashed certificates. */
+  struct stat st;
+  int ca_is_dir = t->ca != NULL && stat(t->ca, &st) == 0 && S_ISDIR(st.st_mode);
+  int rc = redlock_options_set_tls(opts, ca_is_dir ? NULL : t->ca, ca_is_dir ? t->ca : NULL,
+                                   t->cert, t->key);
+  if (rc == 0 && t->server_name != NULL)
+    rc = redlock_options_set_tls_server_name(opts, t->server_name);
+  if (rc == 0 && t->insecure)
+    rc = redlock_options_set_tls_verify(opts, 0);
+  if (rc != 0)
+    return usage_error("invalid TLS settings (%s): see the message above", redlock_strerror(rc));
+  return 0;
+}
+
+/* The log callback the TLS setters report through before any client exists. */
+static void setter_log_cb(int level, const char *msg, void *arg) {
+  (void)level;
+  (void)arg;
+  err_msg("%s", msg);
+}
+
 static const char *describe_opt(int opt, char **argv) {
   static char buf[8];
   if (opt != 0 && isprint(opt) && opt != '?') {
@@ -337,7 +445,7 @@ static const char *describe_opt(int opt, char **argv) {
 /* ---- one master, synchronously (status, and diagnosis of a failed lock) ------------- */
 
 typedef struct {
-  char state[160]; /* "up", or why not */
+  char state[320]; /* "up", or why not */
   int up;
   char *value; /* NULL: no key */
   long long pttl;
@@ -376,6 +484,25 @@ static int reply_error(redisReply *r, char *why, size_t size, const char *what) 
   return 0;
 }
 
+/* The SSL_CTX of status's (and run's diagnostic) connections to rediss://
+ * masters; NULL when none is listed.  A process-wide program global, not
+ * library state. */
+static tls_client_t *g_tls;
+
+static int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
+  int any = 0;
+  for (size_t i = 0; i < nodes->n; i++)
+    any |= nodes->addrs[i].tls;
+  if (!any || g_tls != NULL)
+    return 0;
+  char why[384];
+  if (tls_client_new(&g_tls, opts, why, sizeof why) != 0) {
+    err_msg("TLS: %s", why);
+    return EXIT_USAGE;
+  }
+  return 0;
+}
+
 static void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
                          uint64_t timeout_ms, master_report_t *rep) {
   memset(rep, 0, sizeof *rep);
@@ -396,25 +523,48 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   }
   redisSetTimeout(c, tv);
   redisReply *r = NULL;
-  char why[128];
+  char why[256], io_why[256];
+  void *ssl = NULL;
+  int got_reply = 0;
+/* Why the connection failed: TLS's reason when it has one, else hiredis'. */
+#define IO_WHY()                                                                               \
+  (ssl != NULL && tls_explain(ssl, !got_reply, c->errstr, io_why, sizeof io_why) ? io_why      \
+                                                                                  : c->errstr)
+  if (addr->tls) {
+    /* The same checks as the library's connections (tls.c), done here
+     * synchronously within the timeout set above. */
+    if (g_tls == NULL) {
+      snprintf(rep->state, sizeof rep->state, "down (TLS is not set up)");
+      redisFree(c);
+      return;
+    }
+    if ((ssl = tls_attach(g_tls, c, addr->host, why, sizeof why)) == NULL) {
+      snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+      redisFree(c);
+      return;
+    }
+  }
   if (addr->password != NULL) {
     if (addr->user != NULL)
       r = redisCommand(c, "AUTH %s %s", addr->user, addr->password);
     else
       r = redisCommand(c, "AUTH %s", addr->password);
     if (reply_error(r, why, sizeof why, "AUTH") != 0) {
-      snprintf(rep->state, sizeof rep->state, "error (%s)", r ? why : c->errstr);
+      snprintf(rep->state, sizeof rep->state, "%s (%s)", r ? "error" : "down", r ? why : IO_WHY());
       goto done;
     }
+    got_reply = 1;
     freeReplyObject(r);
     r = NULL;
   }
   if (addr->db != 0) {
     r = redisCommand(c, "SELECT %d", addr->db);
     if (reply_error(r, why, sizeof why, "SELECT") != 0) {
-      snprintf(rep->state, sizeof rep->state, "error (%s)", r ? why : c->errstr);
+      snprintf(rep->state, sizeof rep->state, "%s (%s)", r ? "error" : "down",
+               r ? why : IO_WHY());
       goto done;
     }
+    got_reply = 1;
     freeReplyObject(r);
     r = NULL;
   }
@@ -427,7 +577,7 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   for (int i = 0; i < 4; i++) {
     void *p = NULL;
     if (redisGetReply(c, &p) != REDIS_OK) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", c->errstr);
+      snprintf(rep->state, sizeof rep->state, "down (%s)", IO_WHY());
       for (int j = 0; j < i; j++)
         freeReplyObject(replies[j]);
       goto done;
@@ -461,6 +611,7 @@ static void probe_master(const node_addr_t *addr, const char *key, const char *f
   for (int i = 0; i < 4; i++)
     freeReplyObject(replies[i]);
 done:
+#undef IO_WHY
   if (r != NULL)
     freeReplyObject(r);
   redisFree(c);
@@ -716,6 +867,7 @@ typedef struct {
   const char *fence_env;
   const char *resource;
   char **command;
+  tls_opts_t tls;
 } run_opts_t;
 
 enum {
@@ -740,6 +892,7 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
       {"process-group", no_argument, NULL, 'G'},
       {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
       {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+      TLS_LONG_OPTIONS,
       {"quiet", no_argument, NULL, 'q'},
       {"verbose", no_argument, NULL, 'v'},
       {"help", no_argument, NULL, 'h'},
@@ -813,7 +966,10 @@ static int parse_run(int argc, char **argv, run_opts_t *o) {
     case 'h': fputs(HELP, stdout); return -1;
     case 'V': printf("redlock %s\n", redlock_version()); return -1;
     case ':': return usage_error("option %s needs a value", argv[optind - 1]);
-    default: return usage_error("unknown option %s", describe_opt(optopt, argv));
+    default:
+      if (tls_opt(&o->tls, opt, optarg))
+        break;
+      return usage_error("unknown option %s", describe_opt(optopt, argv));
     }
   }
   if (optind >= argc)
@@ -1106,6 +1262,7 @@ static int cmd_run(int argc, char **argv) {
   o.quarantine = 1;
   o.conflict_exit = EXIT_BUSY;
   o.fence_env = DEFAULT_FENCE_ENV;
+  o.tls.insecure = -1;
   fdset_t inherited = {0};
   redlock_options_t *opts = NULL;
   redlock_t *client = NULL;
@@ -1150,6 +1307,8 @@ static int cmd_run(int argc, char **argv) {
     status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
     goto out;
   }
+  if ((status = tls_apply(&o.tls, opts)) != 0 || (status = tls_for_probes(opts, &o.nodes)) != 0)
+    goto out;
   rc = redlock_open(&client, opts);
   if (rc != 0) {
     err_msg("cannot start the client: %s", redlock_strerror(rc));
@@ -1164,6 +1323,363 @@ static int cmd_run(int argc, char **argv) {
 out:
   redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
   redlock_options_free(opts);
+  tls_client_free(g_tls);
+  g_tls = NULL;
+  nodes_free(&o.nodes);
+  free(inherited.fds);
+  return status;
+}
+
+/* ---- elect ---------------------------------------------------------------------------
+ * `redlock elect NAME -- COMMAND`: campaigns for leadership of NAME
+ * (redlock_elect) and runs COMMAND while leader, with the term (a fencing
+ * token) in REDLOCK_TERM and in the fence variable.  On a lost term COMMAND
+ * gets SIGTERM, then SIGKILL after --grace, and once it is gone redlock
+ * waits to be elected again (the library campaigns by itself) and runs
+ * COMMAND anew.  When COMMAND exits by itself, redlock resigns (handing over
+ * at once) and exits with COMMAND's status: a supervisor decides whether to
+ * run it again.  Signals, descriptors and spawning are run's. */
+
+#define DEFAULT_ELECT_TTL_MS 10000u
+
+/* Set on the library's loop thread, read by the main thread.  on_elected
+ * and on_lost strictly alternate, so "leader" is elected > lost. */
+static pthread_mutex_t g_elect_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_elect_elected, g_elect_lost;
+static uint64_t g_elect_term;
+
+static void elect_elected_cb(redlock_election_t *e, uint64_t term, void *arg) {
+  (void)e;
+  (void)arg;
+  pthread_mutex_lock(&g_elect_mu);
+  g_elect_elected++;
+  g_elect_term = term;
+  pthread_mutex_unlock(&g_elect_mu);
+  wake_main();
+}
+
+static void elect_lost_cb(redlock_election_t *e, int reason, void *arg) {
+  (void)e;
+  (void)reason;
+  (void)arg;
+  pthread_mutex_lock(&g_elect_mu);
+  g_elect_lost++;
+  pthread_mutex_unlock(&g_elect_mu);
+  wake_main();
+}
+
+static int parse_elect(int argc, char **argv, run_opts_t *o) {
+  static const struct option longs[] = {
+      {"node", required_argument, NULL, 'n'},
+      {"key-prefix", required_argument, NULL, 'p'},
+      {"ttl", required_argument, NULL, 't'},
+      {"fence-env", required_argument, NULL, 'f'},
+      {"no-quarantine", no_argument, NULL, OPT_NO_QUARANTINE},
+      {"max-ttl", required_argument, NULL, OPT_MAX_TTL},
+      {"grace", required_argument, NULL, 'g'},
+      {"process-group", no_argument, NULL, 'G'},
+      {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+      {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+      {"quiet", no_argument, NULL, 'q'},
+      {"verbose", no_argument, NULL, 'v'},
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0}};
+  int opt;
+  int ttl_given = 0;
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "+:n:p:t:f:g:GqvhV", longs, NULL)) != -1) {
+    switch (opt) {
+    case 'n': {
+      o->nodes.from_cli = 1;
+      int rc = nodes_add(&o->nodes, optarg, "--node");
+      if (rc != 0)
+        return rc;
+      break;
+    }
+    case 'p': o->prefix = optarg; break;
+    case 't':
+      if (parse_ms(optarg, 1, INT32_MAX, &o->ttl_ms) != 0)
+        return usage_error("--ttl: expected 1 to %d milliseconds, got '%s'", INT32_MAX, optarg);
+      ttl_given = 1;
+      break;
+    case 'f':
+      if (!valid_env_name(optarg))
+        return usage_error("--fence-env: '%s' is not a valid environment variable name",
+                           optarg);
+      if (strcmp(optarg, "REDLOCK_RESOURCE") == 0 || strcmp(optarg, "REDLOCK_TERM") == 0)
+        return usage_error("--fence-env: %s is already set to something else", optarg);
+      o->fence_env = optarg;
+      break;
+    case OPT_NO_QUARANTINE: o->quarantine = 0; break;
+    case OPT_MAX_TTL:
+      if (parse_ms(optarg, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+        return usage_error("--max-ttl: expected 1 to %d milliseconds, got '%s'", INT32_MAX,
+                           optarg);
+      break;
+    case 'g':
+      if (parse_ms(optarg, 0, UINT32_MAX, &o->grace_ms) != 0)
+        return usage_error("--grace: expected 0 to %u milliseconds, got '%s'", UINT32_MAX,
+                           optarg);
+      break;
+    case 'G': o->process_group = 1; break;
+    case OPT_CONNECT_TIMEOUT:
+      if (parse_ms(optarg, 1, 3600000, &o->connect_ms) != 0)
+        return usage_error("--connect-timeout: expected 1 to 3600000 milliseconds, got '%s'",
+                           optarg);
+      break;
+    case OPT_REQUEST_TIMEOUT:
+      if (parse_ms(optarg, 1, 3600000, &o->request_ms) != 0)
+        return usage_error("--request-timeout: expected 1 to 3600000 milliseconds, got '%s'",
+                           optarg);
+      break;
+    case 'q': g_verbosity = -1; break;
+    case 'v':
+      if (g_verbosity >= 0 && g_verbosity < 2)
+        g_verbosity++;
+      break;
+    case 'h': fputs(HELP, stdout); return -1;
+    case 'V': printf("redlock %s\n", redlock_version()); return -1;
+    case ':': return usage_error("option %s needs a value", argv[optind - 1]);
+    default: return usage_error("unknown option %s", describe_opt(optopt, argv));
+    }
+  }
+  if (optind >= argc)
+    return usage_error("elect: missing NAME");
+  o->resource = argv[optind++];
+  if (optind < argc && strcmp(argv[optind], "--") == 0)
+    optind++;
+  else if (optind < argc && argv[optind][0] == '-')
+    return usage_error("elect: options go before NAME ('%s' after it); put -- before a "
+                       "COMMAND that starts with '-'",
+                       argv[optind]);
+  if (optind >= argc)
+    return usage_error("elect: missing COMMAND");
+  o->command = argv + optind;
+  int rc = check_resource(o->resource, o->prefix);
+  if (rc != 0)
+    return rc;
+  uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
+  if (!ttl_given && o->ttl_ms > max_ttl)
+    o->ttl_ms = max_ttl;
+  if (o->ttl_ms > max_ttl)
+    return usage_error("--ttl %" PRIu64 " ms is above the max TTL (%" PRIu64
+                       " ms): raise --max-ttl (it is also the restart quarantine)",
+                       o->ttl_ms, max_ttl);
+  if (o->ttl_ms < 10)
+    return usage_error("--ttl %" PRIu64 " ms is too short for a leader's lease (at least 10 ms)",
+                       o->ttl_ms);
+  return nodes_finish(&o->nodes);
+}
+
+/* environ without REDLOCK_TERM, the fence variable, REDLOCK_RESOURCE and
+ * REDLOCK_VALUE (an outer `redlock run`'s), then the first three.  *owned
+ * gets the malloc'ed entries.  NULL when out of memory. */
+static char **build_elect_env(const char *fence_name, uint64_t term, const char *name,
+                              char *owned[3]) {
+  size_t n = 0;
+  for (char **e = environ; *e != NULL; e++)
+    n++;
+  char **env = calloc(n + 4, sizeof *env);
+  if (env == NULL)
+    return NULL;
+  size_t k = 0;
+  for (char **e = environ; *e != NULL; e++) {
+    if (env_has_name(*e, "REDLOCK_TERM") || env_has_name(*e, fence_name) ||
+        env_has_name(*e, "REDLOCK_RESOURCE") || env_has_name(*e, "REDLOCK_VALUE"))
+      continue;
+    env[k++] = *e;
+  }
+  char term_text[32];
+  snprintf(term_text, sizeof term_text, "%" PRIu64, term);
+  owned[0] = env_entry("REDLOCK_TERM", term_text);
+  owned[1] = env_entry(fence_name, term_text);
+  owned[2] = env_entry("REDLOCK_RESOURCE", name);
+  if (owned[0] == NULL || owned[1] == NULL || owned[2] == NULL) {
+    for (int i = 0; i < 3; i++) {
+      free(owned[i]);
+      owned[i] = NULL;
+    }
+    free(env);
+    return NULL;
+  }
+  for (int i = 0; i < 3; i++)
+    env[k++] = owned[i];
+  env[k] = NULL;
+  return env;
+}
+
+static int exit_status_of(int wstatus) {
+  if (WIFEXITED(wstatus))
+    return WEXITSTATUS(wstatus);
+  if (WIFSIGNALED(wstatus))
+    return 128 + WTERMSIG(wstatus);
+  return EXIT_INTERNAL;
+}
+
+/* Starts COMMAND for `term`.  0, or an exit status when it cannot run. */
+static int elect_spawn(const run_opts_t *o, uint64_t term, const fdset_t *inherited, pid_t *pid) {
+  char *owned[3] = {NULL, NULL, NULL};
+  char **env = build_elect_env(o->fence_env, term, o->resource, owned);
+  if (env == NULL) {
+    err_msg("out of memory");
+    return EXIT_INTERNAL;
+  }
+  cloexec_new_fds(inherited); /* reconnects may have opened new sockets */
+  int rc = spawn_command(o, env, pid);
+  for (int i = 0; i < 3; i++)
+    free(owned[i]);
+  free(env);
+  if (rc != 0) {
+    err_msg("cannot run '%s': %s", o->command[0], strerror(rc));
+    return rc == ENOENT || rc == ENOTDIR ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+  }
+  return 0;
+}
+
+/* The main loop: returns the exit status. */
+static int elect_loop(const run_opts_t *o, const fdset_t *inherited) {
+  pid_t pid = 0;
+  unsigned spawned_for = 0; /* the election (count) COMMAND runs for */
+  int term_sent = 0, kill_sent = 0, stopping = 0;
+  uint64_t kill_at = 0;
+  for (;;) {
+    pthread_mutex_lock(&g_elect_mu);
+    unsigned elected = g_elect_elected, lost = g_elect_lost;
+    uint64_t term = g_elect_term;
+    pthread_mutex_unlock(&g_elect_mu);
+    if (pid != 0) {
+      int wstatus;
+      pid_t r = waitpid(pid, &wstatus, WNOHANG);
+      if (r < 0 && errno != EINTR) {
+        err_msg("waitpid: %s", strerror(errno));
+        return EXIT_INTERNAL;
+      }
+      if (r == pid) {
+        pid = 0;
+        int status = exit_status_of(wstatus);
+        if (!term_sent || stopping) {
+          info_msg("'%s' exited with status %d; resigning '%s'", o->command[0], status,
+                   o->resource);
+          return status;
+        }
+        info_msg("'%s' stopped (status %d) after the loss; campaigning again for '%s'",
+                 o->command[0], status, o->resource);
+        term_sent = kill_sent = 0;
+        continue; /* perhaps elected again meanwhile */
+      }
+      if (lost >= spawned_for && !term_sent) {
+        err_msg("leadership of '%s' lost; sending SIGTERM to '%s' (pid %ld)", o->resource,
+                o->command[0], (long)pid);
+        signal_command(o, pid, SIGTERM);
+        term_sent = 1;
+        kill_at = now_ms() + o->grace_ms;
+      }
+      if (term_sent && !kill_sent && now_ms() >= kill_at) {
+        err_msg("'%s' (pid %ld) still running %" PRIu64 " ms after SIGTERM; sending SIGKILL",
+                o->command[0], (long)pid, o->grace_ms);
+        signal_command(o, pid, SIGKILL);
+        kill_sent = 1;
+      }
+    } else if (elected > lost && elected != spawned_for) {
+      info_msg("elected leader of '%s' (term %" PRIu64 "); running '%s'", o->resource, term,
+               o->command[0]);
+      int rc = elect_spawn(o, term, inherited, &pid);
+      if (rc != 0)
+        return rc;
+      spawned_for = elected;
+      continue; /* the loss may already be known */
+    }
+    int64_t timeout = -1;
+    if (pid != 0 && term_sent && !kill_sent) {
+      uint64_t now = now_ms();
+      timeout = kill_at > now ? (int64_t)(kill_at - now) : 0;
+    }
+    siginfo_t info;
+    int sig = wait_signal(timeout, &info);
+    if (sig > 0 && is_forwarded(sig)) {
+      if (pid == 0) {
+        err_msg("got %s while campaigning for '%s'; giving up", sig_name(sig), o->resource);
+        return 128 + sig;
+      }
+      stopping = 1; /* COMMAND's exit now ends redlock, even after a loss */
+      if (should_forward(o, &info)) {
+        info_msg("passing %s on to '%s'", sig_name(sig), o->command[0]);
+        signal_command(o, pid, sig);
+      }
+    }
+  }
+}
+
+static int cmd_elect(int argc, char **argv) {
+  run_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.ttl_ms = DEFAULT_ELECT_TTL_MS;
+  o.grace_ms = DEFAULT_GRACE_MS;
+  o.quarantine = 1;
+  o.fence_env = DEFAULT_FENCE_ENV;
+  fdset_t inherited = {0};
+  redlock_options_t *opts = NULL;
+  redlock_t *client = NULL;
+  redlock_election_t *election = NULL;
+  int status = parse_elect(argc, argv, &o);
+  if (status != 0)
+    goto out;
+  if (list_open_fds(&inherited) != 0 || setup_signals() != 0) {
+    err_msg("cannot set up: %s", strerror(errno));
+    status = EXIT_INTERNAL;
+    goto out;
+  }
+  opts = redlock_options_new();
+  if (opts == NULL) {
+    err_msg("out of memory");
+    status = EXIT_INTERNAL;
+    goto out;
+  }
+  int rc = 0;
+  if (g_verbosity >= 0)
+    rc = redlock_options_set_log(opts, g_verbosity >= 2   ? REDLOCK_LOG_DEBUG
+                                       : g_verbosity == 1 ? REDLOCK_LOG_INFO
+                                                          : REDLOCK_LOG_ERROR,
+                                 log_cb, NULL);
+  for (size_t i = 0; rc == 0 && i < o.nodes.n; i++)
+    rc = redlock_options_add_node(opts, o.nodes.uris[i]);
+  if (rc == 0)
+    rc = redlock_options_set_quarantine(opts, o.quarantine);
+  if (rc == 0 && o.max_ttl_ms)
+    rc = redlock_options_set_max_ttl(opts, (uint32_t)o.max_ttl_ms);
+  if (rc == 0 && o.prefix != NULL)
+    rc = redlock_options_set_key_prefix(opts, o.prefix);
+  if (rc == 0 && (o.connect_ms || o.request_ms))
+    rc = redlock_options_set_timeouts(opts, o.connect_ms ? (uint32_t)o.connect_ms : 1000,
+                                      o.request_ms ? (uint32_t)o.request_ms : 100);
+  if (rc != 0) {
+    err_msg("invalid settings: %s", redlock_strerror(rc));
+    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+    goto out;
+  }
+  rc = redlock_open(&client, opts);
+  if (rc != 0) {
+    err_msg("cannot start the client: %s", redlock_strerror(rc));
+    status = EXIT_INTERNAL;
+    goto out;
+  }
+  rc = redlock_elect(client, o.resource, (uint32_t)o.ttl_ms, elect_elected_cb, elect_lost_cb, NULL,
+                     &election);
+  if (rc != 0) {
+    err_msg("cannot campaign for '%s': %s", o.resource, redlock_strerror(rc));
+    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+    goto out;
+  }
+  info_msg("campaigning for '%s'", o.resource);
+  status = elect_loop(&o, &inherited);
+
+out:
+  if (election != NULL)
+    redlock_resign(client, election); /* hands over at once (close would too, later) */
+  redlock_close(client);
+  redlock_options_free(opts);
   nodes_free(&o.nodes);
   free(inherited.fds);
   return status;
@@ -1175,6 +1691,7 @@ static int cmd_status(int argc, char **argv) {
   static const struct option longs[] = {{"node", required_argument, NULL, 'n'},
                                         {"key-prefix", required_argument, NULL, 'p'},
                                         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                        TLS_LONG_OPTIONS,
                                         {"quiet", no_argument, NULL, 'q'},
                                         {"verbose", no_argument, NULL, 'v'},
                                         {"help", no_argument, NULL, 'h'},
@@ -1184,6 +1701,8 @@ static int cmd_status(int argc, char **argv) {
   memset(&nodes, 0, sizeof nodes);
   const char *prefix = "";
   uint64_t timeout_ms = DEFAULT_STATUS_TIMEOUT_MS;
+  tls_opts_t tls = {NULL, NULL, NULL, NULL, -1};
+  redlock_options_t *tls_settings = NULL;
   int status = 0;
   int opt;
   optind = 1;
@@ -1210,7 +1729,11 @@ static int cmd_status(int argc, char **argv) {
     case ':':
       status = usage_error("option %s needs a value", argv[optind - 1]);
       goto out;
-    default: status = usage_error("unknown option %s", describe_opt(optopt, argv)); goto out;
+    default:
+      if (tls_opt(&tls, opt, optarg))
+        break;
+      status = usage_error("unknown option %s", describe_opt(optopt, argv));
+      goto out;
     }
   }
   if (optind >= argc) {
@@ -1223,6 +1746,19 @@ static int cmd_status(int argc, char **argv) {
   }
   const char *resource = argv[optind];
   if ((status = check_resource(resource, prefix)) != 0 || (status = nodes_finish(&nodes)) != 0)
+    goto out;
+  /* status speaks to the masters itself; the TLS settings go through an
+   * options object only to be checked and turned into its SSL_CTX. */
+  tls_settings = redlock_options_new();
+  if (tls_settings == NULL) {
+    err_msg("out of memory");
+    status = EXIT_INTERNAL;
+    goto out;
+  }
+  if (g_verbosity >= 0)
+    redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
+  if ((status = tls_apply(&tls, tls_settings)) != 0 ||
+      (status = tls_for_probes(tls_settings, &nodes)) != 0)
     goto out;
 
   size_t klen = strlen(prefix) + strlen(resource) + 1;
@@ -1311,6 +1847,9 @@ static int cmd_status(int argc, char **argv) {
   free(key);
   free(fence_key);
 out:
+  redlock_options_free(tls_settings);
+  tls_client_free(g_tls);
+  g_tls = NULL;
   nodes_free(&nodes);
   return status;
 }
@@ -1319,7 +1858,7 @@ out:
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return usage_error("missing command: run or status");
+    return usage_error("missing command: run, elect or status");
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
     fputs(HELP, stdout);
@@ -1332,10 +1871,12 @@ int main(int argc, char **argv) {
   int status;
   if (strcmp(cmd, "run") == 0)
     status = cmd_run(argc - 1, argv + 1);
+  else if (strcmp(cmd, "elect") == 0)
+    status = cmd_elect(argc - 1, argv + 1);
   else if (strcmp(cmd, "status") == 0)
     status = cmd_status(argc - 1, argv + 1);
   else
-    return usage_error("unknown command '%s' (expected run or status)", cmd);
+    return usage_error("unknown command '%s' (expected run, elect or status)", cmd);
   if (fflush(stdout) != 0 && status == 0)
     status = EXIT_INTERNAL;
   return status < 0 ? 0 : status; /* -1: --help / --version from parse_run */

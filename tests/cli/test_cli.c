@@ -95,9 +95,11 @@ static void print_env(const char *tag, const char *fence_var) {
   const char *fence = getenv(fence_var);
   const char *value = getenv("REDLOCK_VALUE");
   const char *resource = getenv("REDLOCK_RESOURCE");
+  const char *term = getenv("REDLOCK_TERM"); /* redlock elect */
   char line[2048];
-  snprintf(line, sizeof line, "%s fence=%s value=%s resource=%s\n", tag,
-           fence ? fence : "(unset)", value ? value : "(unset)", resource ? resource : "(unset)");
+  snprintf(line, sizeof line, "%s fence=%s value=%s resource=%s%s%s\n", tag,
+           fence ? fence : "(unset)", value ? value : "(unset)", resource ? resource : "(unset)",
+           term ? " term=" : "", term ? term : "");
   put_str(line);
 }
 
@@ -773,7 +775,9 @@ static void case_usage(void) {
       {many, {"run", "r", "--", g_self}},
       {NULL, {"run", "--node", "redis://127.0.0.1:1", "--node", "redis://127.0.0.1:1", "r",
               "--", g_self}},
-      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "r", "--", g_self}},
+      /* Without TLS the URI is refused; with it, a certificate without a key. */
+      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "--tls-cert", "/nonexistent", "r", "--",
+              g_self}},
       {nodes, {"status"}},
       {nodes, {"status", "a", "b"}},
       {nodes, {"status", "--timeout", "0", "a"}},
@@ -1004,6 +1008,279 @@ static void case_auth(void) {
   CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
 }
 
+/* ================================================================================
+ * elect: leadership, hand-over, loss and re-election, signals, usage
+ * ================================================================================ */
+
+#define ELECT "elect", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
+
+/* key=VALUE of the n-th (0-based) helper line that starts with tag; 0 when
+ * there is none (yet). */
+static uint64_t nth_field_u64(const proc_t *p, const char *tag, const char *key, int n) {
+  size_t tlen = strlen(tag);
+  for (const char *line = p->out; line != NULL && *line;) {
+    const char *end = strchr(line, '\n');
+    if (end == NULL)
+      break; /* a line still being written */
+    if (strncmp(line, tag, tlen) == 0 && line[tlen] == ' ' && n-- == 0) {
+      char pat[64];
+      snprintf(pat, sizeof pat, " %s=", key);
+      const char *f = strstr(line, pat);
+      if (f == NULL || f > end)
+        return 0;
+      return strtoull(f + strlen(pat), NULL, 10);
+    }
+    line = end + 1;
+  }
+  return 0;
+}
+
+typedef struct {
+  proc_t *p;
+  const char *tag;
+  int n;
+} nth_wait_t;
+
+static int pred_nth_line(void *arg) {
+  nth_wait_t *w = arg;
+  pump(w->p);
+  return nth_field_u64(w->p, w->tag, "term", w->n - 1) != 0;
+}
+
+/* Waits until the n-th (1-based) "tag ..." line with a term has come. */
+static void wait_nth_line(proc_t *p, const char *tag, int n, int timeout_ms) {
+  nth_wait_t w = {p, tag, n};
+  g_last = p;
+  CHECK(rh_wait_until(pred_nth_line, &w, timeout_ms), "no '%s' line #%d after %d ms", tag, n,
+        timeout_ms);
+}
+
+/* Campaigners waiting for releases of key, on the master that has fewest. */
+static long campaigners(const char *key) {
+  long fewest = -1;
+  for (int i = 0; i < N_MASTERS; i++) {
+    char buf[256];
+    if (rh_server_command(g_servers[i], buf, sizeof buf, "PUBSUB NUMSUB __redlock_release__:%s",
+                          key) != 0)
+      return 0;
+    const char *nl = strchr(buf, '\n');
+    long n = nl != NULL ? strtol(nl + 1, NULL, 10) : 0;
+    if (fewest < 0 || n < fewest)
+      fewest = n;
+  }
+  return fewest;
+}
+
+static int pred_campaigning(void *arg) { return campaigners(arg) >= 1; }
+
+/* One leader runs COMMAND; its exit hands over to the next campaigner, whose
+ * term is larger; COMMAND's status is redlock's. */
+static void case_elect(void) {
+  start_masters();
+  proc_t *a = START(g_nodes, 1, ELECT, "-v", "el-res", "--", g_self, "--helper", "hold");
+  wait_nth_line(a, "ready", 1, DEADLINE_MS);
+  uint64_t term_a = nth_field_u64(a, "ready", "term", 0);
+  CHECK(term_a > 0, "REDLOCK_TERM set");
+  CHECK(nth_field_u64(a, "ready", "fence", 0) == term_a, "REDLOCK_FENCE = REDLOCK_TERM");
+  char resource[64];
+  field(a, "ready", "resource", resource, sizeof resource);
+  CHECK(strcmp(resource, "el-res") == 0, "REDLOCK_RESOURCE = NAME, got '%s'", resource);
+  CHECK(stderr_contains(a, "elected leader of 'el-res'"), "says it was elected");
+
+  proc_t *b = START(g_nodes, 1, ELECT, "el-res", "--", g_self, "--helper", "hold");
+  CHECK(rh_wait_until(pred_campaigning, (void *)"el-res", DEADLINE_MS), "b campaigns");
+  pump(b);
+  CHECK(b->out_len == 0, "one leader at a time: b's COMMAND does not run");
+
+  close_stdin(a); /* a's COMMAND exits by itself: a resigns and exits with its status */
+  CHECK(RUN_TO_END(a) == 0, "a exits with COMMAND's status");
+  wait_nth_line(b, "ready", 1, DEADLINE_MS);
+  uint64_t term_b = nth_field_u64(b, "ready", "term", 0);
+  CHECK(term_b > term_a, "term %" PRIu64 " after %" PRIu64, term_b, term_a);
+
+  proc_t *c = START(g_nodes, 0, ELECT, "el-res2", "--", g_self, "--helper", "exit", "42");
+  CHECK(RUN_TO_END(c) == 42, "COMMAND's exit status");
+  c = START(g_nodes, 0, ELECT, "el-res2", "--", "redlock-test-no-such-command-xyz");
+  CHECK(RUN_TO_END(c) == 127, "COMMAND not found -> 127");
+  wait_key_gone("el-res2"); /* resigned */
+
+  close_stdin(b);
+  CHECK(RUN_TO_END(b) == 0, "b exits with COMMAND's status");
+  wait_key_gone("el-res");
+}
+
+/* Lost leadership (masters stopped): COMMAND gets SIGTERM (SIGKILL after
+ * --grace), redlock campaigns again and, re-elected, runs COMMAND anew with a
+ * larger term. */
+static void case_elect_lost(void) {
+  start_masters();
+  char term_line[32];
+  snprintf(term_line, sizeof term_line, "signal %d\n", SIGTERM);
+  for (int stubborn = 0; stubborn <= 1; stubborn++) {
+    const char *res = stubborn ? "el-lost2" : "el-lost";
+    proc_t *p = stubborn ? START(g_nodes, 1, ELECT, "--ttl", "1500", "--grace", "300", res, "--",
+                                 g_self, "--helper", "hold", "stubborn")
+                         : START(g_nodes, 1, ELECT, "--ttl", "1500", "--grace", "20000", res, "--",
+                                 g_self, "--helper", "hold");
+    wait_nth_line(p, "ready", 1, DEADLINE_MS);
+    uint64_t t1 = nth_field_u64(p, "ready", "term", 0);
+    pause_all();
+    wait_output(p, term_line, 60000);
+    if (stubborn)
+      wait_stderr(p, "SIGKILL", 60000);
+    resume_all();
+    wait_nth_line(p, "ready", 2, 60000);
+    uint64_t t2 = nth_field_u64(p, "ready", "term", 1);
+    CHECK(t2 > t1, "re-elected with a larger term (%" PRIu64 " after %" PRIu64 ")", t2, t1);
+    CHECK(stderr_contains(p, "leadership of '"), "says leadership was lost");
+    CHECK(!p->exited, "redlock stayed, campaigning");
+    close_stdin(p); /* the second COMMAND exits by itself */
+    CHECK(RUN_TO_END(p) == 0, "exit with the second COMMAND's status");
+    wait_key_gone(res);
+  }
+}
+
+/* Signals: passed on to a running COMMAND (redlock exits with its status);
+ * while campaigning, redlock gives up with 128+N and COMMAND never runs. */
+static void case_elect_signals(void) {
+  start_masters();
+  proc_t *p = START(g_nodes, 1, ELECT, "el-sig", "--", g_self, "--helper", "hold");
+  wait_nth_line(p, "ready", 1, DEADLINE_MS);
+  CHECK(kill(p->pid, SIGTERM) == 0, "kill");
+  char line[32];
+  snprintf(line, sizeof line, "signal %d\n", SIGTERM);
+  wait_output(p, line, DEADLINE_MS);
+  CHECK(RUN_TO_END(p) == 128 + SIGTERM, "COMMAND's 128+SIGTERM");
+  wait_key_gone("el-sig");
+
+  proc_t *h = START(g_nodes, 1, ELECT, "el-sig", "--", g_self, "--helper", "hold");
+  wait_nth_line(h, "ready", 1, DEADLINE_MS);
+  proc_t *w = START(g_nodes, 0, ELECT, "-v", "el-sig", "--", g_self, "--helper", "print");
+  wait_stderr(w, "campaigning for", DEADLINE_MS);
+  CHECK(kill(w->pid, SIGINT) == 0, "kill campaigner");
+  CHECK(RUN_TO_END(w) == 128 + SIGINT, "campaigner exits 128+SIGINT");
+  CHECK(w->out_len == 0, "COMMAND did not run");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "leader done");
+  wait_key_gone("el-sig");
+}
+
+/* Bad command lines: 64, and COMMAND never runs. */
+static void case_elect_usage(void) {
+  const char *nodes = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
+  struct {
+    const char *env;
+    const char *args[12];
+  } bad[] = {
+      {nodes, {"elect"}},
+      {nodes, {"elect", "n"}},
+      {nodes, {"elect", "n", "--"}},
+      {nodes, {"elect", "", "--", g_self}},
+      {nodes, {"elect", "--ttl", "0", "n", "--", g_self}},
+      {nodes, {"elect", "--ttl", "5", "n", "--", g_self}},
+      {nodes, {"elect", "--ttl", "70000", "n", "--", g_self}},
+      {nodes, {"elect", "--wait", "5", "n", "--", g_self}},
+      {nodes, {"elect", "-E", "3", "n", "--", g_self}},
+      {nodes, {"elect", "--fence-env", "REDLOCK_TERM", "n", "--", g_self}},
+      {nodes, {"elect", "--grace", "x", "n", "--", g_self}},
+      {nodes, {"elect", "n", "--ttl", "5", g_self}},
+      {NULL, {"elect", "n", "--", g_self}},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    proc_t *p = start_argv(bad[i].env, 0, bad[i].args);
+    int rc = RUN_TO_END(p);
+    CHECK(rc == 64, "bad command line #%zu -> 64, got %d", i, rc);
+    CHECK(p->out_len == 0, "nothing on stdout, COMMAND did not run (#%zu)", i);
+    CHECK(stderr_contains(p, "--help"), "points at --help (#%zu)", i);
+  }
+  proc_t *p = START(NULL, 0, "elect", "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "redlock elect") != NULL, "elect --help");
+}
+
+/* rediss:// masters requiring client certificates (built with TLS only:
+ * CMake registers this case then, with REDLOCK_TEST_MAKE_CERTS set to
+ * tests/tls/make_certs.sh).  The --tls-* options and their REDLOCK_TLS_*
+ * variables, for run and status; failures say why. */
+static void case_tls(void) {
+  const char *script = getenv("REDLOCK_TEST_MAKE_CERTS");
+  CHECK(script != NULL, "REDLOCK_TEST_MAKE_CERTS is not set");
+  char dir[PATH_MAX + 16], cmd[3 * PATH_MAX], ca[PATH_MAX + 32], crt[PATH_MAX + 32],
+      key[PATH_MAX + 32], wrongca[PATH_MAX + 32], srv_crt[PATH_MAX + 32], srv_key[PATH_MAX + 32];
+  snprintf(dir, sizeof dir, "%s/certs", g_tmpdir);
+  CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+  snprintf(cmd, sizeof cmd, "sh '%s' '%s'", script, dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+  snprintf(wrongca, sizeof wrongca, "%s/wrongca.crt", dir);
+  snprintf(crt, sizeof crt, "%s/client.crt", dir);
+  snprintf(key, sizeof key, "%s/client.key", dir);
+  snprintf(srv_crt, sizeof srv_crt, "%s/server.crt", dir);
+  snprintf(srv_key, sizeof srv_key, "%s/server.key", dir);
+  rh_options_t opts = {.tls_cert_file = srv_crt, .tls_key_file = srv_key,
+                       .tls_ca_cert_file = ca, .tls_auth_clients = 1};
+  start_masters_with(&opts);
+  CHECK(strncmp(g_nodes, "rediss://", 9) == 0, "TLS URIs: %s", g_nodes);
+
+  proc_t *p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
+                    "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0, "run over TLS with a client certificate");
+  CHECK(field_u64(p, "env", "fence") > 0, "COMMAND ran with a fencing token");
+
+  /* The masters require a client certificate. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "no client certificate -> no quorum");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(p, "certificate required") || stderr_contains(p, "client certificate"),
+        "the reason is shown");
+
+  /* A name the certificates lack; an untrusted CA, then --tls-insecure. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
+            "--tls-server-name", "wrong.example", "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "wrong server name -> no quorum");
+  CHECK(stderr_contains(p, "hostname mismatch"), "the mismatch is shown");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-cert", crt, "--tls-key", key,
+            "tls-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "untrusted CA -> no quorum");
+  CHECK(stderr_contains(p, "certificate verify failed"), "the failed check is shown");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-insecure", "--tls-cert", crt,
+            "--tls-key", key, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "--tls-insecure connects anyway");
+
+  /* The same from the environment. */
+  setenv("REDLOCK_TLS_CA", ca, 1);
+  setenv("REDLOCK_TLS_CERT", crt, 1);
+  setenv("REDLOCK_TLS_KEY", key, 1);
+  p = START(g_nodes, 0, RUN, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "REDLOCK_TLS_* variables");
+  setenv("REDLOCK_TLS_SERVER_NAME", "wrong.example", 1);
+  p = START(g_nodes, 0, RUN, "tls-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 69, "REDLOCK_TLS_SERVER_NAME is used");
+  p = START(g_nodes, 0, RUN, "--tls-server-name", "localhost", "tls-res", "--", g_self,
+            "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "an option wins over its variable");
+  unsetenv("REDLOCK_TLS_SERVER_NAME");
+
+  /* status over TLS, holder's value shown. */
+  proc_t *h = start_holder(NULL, "tls-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  proc_t *st = START(g_nodes, 0, "status", "tls-res");
+  CHECK(RUN_TO_END(st) == 0 && strstr(st->out, value) != NULL, "status over TLS: %s", st->out);
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  unsetenv("REDLOCK_TLS_CERT");
+  unsetenv("REDLOCK_TLS_KEY");
+  st = START(g_nodes, 0, "status", "tls-res");
+  CHECK(RUN_TO_END(st) == 69, "status without a client certificate -> 69");
+  unsetenv("REDLOCK_TLS_CA");
+
+  /* A key that is not the certificate's: a usage error, said at once. */
+  p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", srv_key, "tls-res",
+            "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 64, "mismatched key -> 64");
+  CHECK(stderr_contains(p, "does not match"), "the mismatch is named");
+}
+
 /* ================================================================================ */
 
 static const struct {
@@ -1021,6 +1298,11 @@ static const struct {
     {"status", case_status},
     {"nodes", case_nodes},
     {"auth", case_auth},
+    {"elect", case_elect},
+    {"elect_lost", case_elect_lost},
+    {"elect_signals", case_elect_signals},
+    {"elect_usage", case_elect_usage},
+    {"tls", case_tls},
 };
 
 int main(int argc, char **argv) {

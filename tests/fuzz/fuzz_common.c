@@ -3,11 +3,19 @@
 
 #include "fuzz_targets.h"
 
-static redisReplyObjectFunctions capped_fn;
-static void *(*default_create_array)(const redisReadTask *, int);
+/* The reader's array constructor takes the element count as an int in
+ * hiredis 0.14 and as a size_t from 1.0 on (as in src/conn.c). */
+#if HIREDIS_MAJOR >= 1
+typedef size_t fuzz_elements_t;
+#else
+typedef int fuzz_elements_t;
+#endif
 
-static void *capped_create_array(const redisReadTask *task, int elements) {
-  if (elements > FUZZ_MAX_ELEMENTS)
+static redisReplyObjectFunctions capped_fn;
+static void *(*default_create_array)(const redisReadTask *, fuzz_elements_t);
+
+static void *capped_create_array(const redisReadTask *task, fuzz_elements_t elements) {
+  if ((size_t)elements > FUZZ_MAX_ELEMENTS)
     return NULL; /* the reader then fails with "Out of memory" */
   return default_create_array(task, elements);
 }

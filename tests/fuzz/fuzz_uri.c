@@ -4,11 +4,12 @@
  * The input bytes, copied and NUL-terminated, are parsed four times: with a
  * 256-byte error buffer, with none, with a 1-byte one and with a buffer of
  * length 0 (which must stay untouched); all must agree.  Invariants checked:
- *  - the result is 0, REDLOCK_EINVAL or REDLOCK_ENOMEM;
+ *  - the result is 0, REDLOCK_EINVAL, REDLOCK_ENOMEM, or REDLOCK_ENOTSUP for
+ *    rediss:// in a build without TLS;
  *  - on failure *out is all zero bytes (it is pre-filled with garbage) and an
- *    EINVAL comes with a non-empty, NUL-terminated reason;
+ *    EINVAL or ENOTSUP comes with a non-empty, NUL-terminated reason;
  *  - on success the error buffer is empty and
- *    TCP:  "redis://" prefix, host non-empty without blanks, controls, @ [ ]
+ *    TCP:  "redis://" (tls 0) or "rediss://" (tls 1) prefix, host non-empty without blanks, controls, @ [ ]
  *          / ? # or bytes >= 0x7f, port 1..65535, db 0..URI_MAX_DB, no path,
  *          label exactly "host:port" (or "[host]:port" for an IPv6 host), so
  *          it never holds the user name or password; credentials only when
@@ -43,7 +44,8 @@ static int str_eq(const char *a, const char *b) {
 }
 
 static int addr_eq(const node_addr_t *a, const node_addr_t *b) {
-  return a->kind == b->kind && a->port == b->port && a->db == b->db && str_eq(a->host, b->host) &&
+  return a->kind == b->kind && a->port == b->port && a->db == b->db && a->tls == b->tls &&
+         str_eq(a->host, b->host) &&
          str_eq(a->path, b->path) && str_eq(a->user, b->user) &&
          str_eq(a->password, b->password) && str_eq(a->label, b->label);
 }
@@ -78,8 +80,7 @@ static void check_roundtrip(const node_addr_t *a) {
     memcpy(uri + o, a->path, strlen(a->path));
     o += strlen(a->path);
   } else {
-    memcpy(uri, "redis://", 8);
-    o = 8;
+    o = (size_t)snprintf(uri, cap, "%s", a->tls ? "rediss://" : "redis://");
     if (a->password != NULL) {
       if (a->user != NULL)
         append_encoded(uri, &o, a->user);
@@ -109,7 +110,8 @@ static void check_roundtrip(const node_addr_t *a) {
 }
 
 static void check_tcp(const char *uri, const node_addr_t *a) {
-  FUZZ_CHECK(strncmp(uri, "redis://", 8) == 0);
+  size_t scheme_len = a->tls ? 9 : 8;
+  FUZZ_CHECK(strncmp(uri, a->tls ? "rediss://" : "redis://", scheme_len) == 0);
   FUZZ_CHECK(a->host != NULL && a->host[0] != '\0');
   for (const char *p = a->host; *p != '\0'; p++) {
     unsigned char c = (unsigned char)*p;
@@ -127,7 +129,7 @@ static void check_tcp(const char *uri, const node_addr_t *a) {
   FUZZ_CHECK(strchr(a->label, '@') == NULL);
 
   /* Credentials come from before the last '@' of the authority, the host from after it. */
-  const char *rest = uri + 8;
+  const char *rest = uri + scheme_len;
   const char *slash = strchr(rest, '/');
   const char *authority_end = slash != NULL ? slash : rest + strlen(rest);
   const char *at = NULL;
@@ -150,7 +152,7 @@ static void check_unix(const char *uri, const node_addr_t *a) {
   FUZZ_CHECK(strcmp(a->path, uri + 7) == 0);
   FUZZ_CHECK(a->label != NULL && strcmp(a->label, a->path) == 0);
   FUZZ_CHECK(a->host == NULL && a->user == NULL && a->password == NULL);
-  FUZZ_CHECK(a->port == 0 && a->db == 0);
+  FUZZ_CHECK(a->port == 0 && a->db == 0 && a->tls == 0);
 }
 
 int fuzz_one_uri(const uint8_t *data, size_t size) {
@@ -171,7 +173,8 @@ int fuzz_one_uri(const uint8_t *data, size_t size) {
   int rc_tiny = uri_parse(uri, &c, err1, sizeof err1);
   int rc_zero = uri_parse(uri, &d, err0, 0);
 
-  FUZZ_CHECK(rc == 0 || rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM);
+  FUZZ_CHECK(rc == 0 || rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM ||
+             (rc == REDLOCK_ENOTSUP && strncmp(uri, "rediss://", 9) == 0));
   FUZZ_CHECK(rc_nobuf == rc && rc_tiny == rc && rc_zero == rc);
   FUZZ_CHECK(memchr(err, '\0', sizeof err) != NULL);
   FUZZ_CHECK(err1[0] == '\0');
@@ -180,7 +183,7 @@ int fuzz_one_uri(const uint8_t *data, size_t size) {
   if (rc != 0) {
     FUZZ_CHECK(is_zero(&a, sizeof a) && is_zero(&b, sizeof b) && is_zero(&c, sizeof c) &&
                is_zero(&d, sizeof d));
-    if (rc == REDLOCK_EINVAL)
+    if (rc == REDLOCK_EINVAL || rc == REDLOCK_ENOTSUP)
       FUZZ_CHECK(err[0] != '\0');
     free(uri);
     return 0;

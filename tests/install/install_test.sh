@@ -26,9 +26,15 @@
 # libraries are built with ASan + UBSan, so the programs are compiled and
 # linked with the same -fsanitize flags (also switched on when the installed
 # libredlock.so references the ASan runtime) and run under the sanitizers.
-# Environment: CC (the compiler the library was built with; default cc) and
-# CMAKE_COMMAND (default cmake).  Everything lives in one temporary directory,
-# removed on exit together with the redis-server started here (by its PID).
+# Environment: CC (the compiler the library was built with; default cc),
+# CMAKE_COMMAND (default cmake), REDLOCK_TEST_SERVER (the server program, a
+# name on PATH or a path; default redis-server), and REDLOCK_DEP_LIBDIRS
+# (colon-separated directories of dependencies outside the system's library
+# paths, e.g. hiredis 1.2.0 from scripts/fetch-extra.sh: the installed
+# programs are run with them on LD_LIBRARY_PATH; CMake sets it, together with
+# PKG_CONFIG_PATH, when the build found such a hiredis).  Everything lives in
+# one temporary directory, removed on exit together with the redis-server
+# started here (by its PID).
 set -eu
 
 if [ $# -lt 2 ]; then
@@ -40,6 +46,16 @@ src=$(cd "$2" && pwd)
 sanitize="${3:-0}"
 cc="${CC:-cc}"
 cmake="${CMAKE_COMMAND:-cmake}"
+server="${REDLOCK_TEST_SERVER:-redis-server}"
+# Absolute, but not through symbolic links: valkey-server is a link to
+# valkey-check-rdb, which chooses what to be by the name it is run as.
+case "$server" in /*) ;; */*) server="$(pwd)/$server" ;; esac
+dep_libdirs="${REDLOCK_DEP_LIBDIRS:-}"
+if [ -n "$dep_libdirs" ]; then
+  # The linker looks for libredlock.so's own dependencies there too.
+  LD_LIBRARY_PATH="$dep_libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-install.XXXXXX")
 prefix="$tmp/prefix"
@@ -86,19 +102,19 @@ redis_info_field() { # FIELD: a field of INFO server from our server, or nothing
     sed -n "s/^$1://p"
 }
 
-# Starts a redis-server on a free loopback port; retries on another port if
-# the one picked is taken (other tests start servers concurrently).  The
+# Starts a redis-server ($server) on a free loopback port; retries on another
+# port if the one picked is taken (other tests start servers concurrently).  The
 # server runs in the background of this script (not daemonized, so it stays
 # in the test's process group), and the server answering on the port must
 # report its PID, so it is never someone else's.
 start_redis() {
-  command -v redis-server >/dev/null || fail "redis-server not found"
+  command -v "$server" >/dev/null || fail "$server not found"
   command -v redis-cli >/dev/null || fail "redis-cli not found"
   attempt=0
   while [ $attempt -lt 20 ]; do
     attempt=$((attempt + 1))
     port=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 25000 + 30000 ))
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    "$server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
                  --daemonize no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
     redis_pid=$!
     i=0
@@ -187,9 +203,15 @@ if grep -q 'redlock\.1' "$build/cmake_install.cmake" || [ -e "$prefix/bin/redloc
   if readelf -d "$prefix/bin/redlock" | grep -E '\((RPATH|RUNPATH)\)' | grep -qF -e "$build" -e "$src"; then
     fail "installed bin/redlock keeps an RPATH into the build tree"
   fi
-  # As installed, without LD_LIBRARY_PATH: it must find its library by itself.
-  cli_version=$(env -u LD_LIBRARY_PATH "$prefix/bin/redlock" --version 2>&1) ||
-    fail "bin/redlock --version: $cli_version"
+  # As installed, without LD_LIBRARY_PATH: it must find its library by itself
+  # (dependencies outside the system's paths aside: REDLOCK_DEP_LIBDIRS).
+  if [ -n "$dep_libdirs" ]; then
+    cli_version=$(env LD_LIBRARY_PATH="$dep_libdirs" "$prefix/bin/redlock" --version 2>&1) ||
+      fail "bin/redlock --version: $cli_version"
+  else
+    cli_version=$(env -u LD_LIBRARY_PATH "$prefix/bin/redlock" --version 2>&1) ||
+      fail "bin/redlock --version: $cli_version"
+  fi
   case "$cli_version" in
     *"$version"*) ;;
     *) fail "bin/redlock --version says '$cli_version', expected $version" ;;
@@ -263,13 +285,28 @@ if ! "$cmake" --build "$cbuild" -j2 >"$tmp/consumer-build.log" 2>&1; then
   fail "building examples/consumer"
 fi
 
-# Shared builds need libredlock.so.N, static ones must not.
+# Shared builds need libredlock.so.N, static ones must not; every program
+# loads one hiredis, the one the library was built with.
+run_path="$libdir${dep_libdirs:+:$dep_libdirs}"
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+hiredis_of() { # the libhiredis SONAME(s) a program loads
+  LD_LIBRARY_PATH="$run_path" ldd "$1" | sed -n 's/^[[:space:]]*\(libhiredis\.so[^ ]*\) => .*/\1/p' |
+    sort -u
+}
+lib_hiredis=$(hiredis_of "$so.$version")
+[ -n "$lib_hiredis" ] || fail "the installed libredlock.so does not load a libhiredis"
 for b in "$pcout/basic" "$pcout/async_uv" "$cbuild/consumer-basic" "$cbuild/consumer-async-uv"; do
   needed "$b" | grep -qx "libredlock.so.$major" || fail "$b does not need libredlock.so.$major"
-  LD_LIBRARY_PATH="$libdir" ldd "$b" | grep -qF "libredlock.so.$major => $libdir/" ||
+  LD_LIBRARY_PATH="$run_path" ldd "$b" | grep -qF "libredlock.so.$major => $libdir/" ||
     fail "$b does not load libredlock.so.$major from $libdir"
 done
+for b in "$pcout/basic" "$pcout/async_uv" "$pcout/basic-static" "$pcout/async_uv-static" \
+         "$cbuild/consumer-basic" "$cbuild/consumer-async-uv" "$cbuild/consumer-basic-static"; do
+  loaded=$(hiredis_of "$b")
+  [ "$loaded" = "$lib_hiredis" ] ||
+    fail "$b loads hiredis '$(echo $loaded)', the library was built with $lib_hiredis"
+done
+echo "every program loads $lib_hiredis"
 for b in "$pcout/basic-static" "$pcout/async_uv-static" "$cbuild/consumer-basic-static"; do
   if needed "$b" | grep -q '^libredlock'; then
     fail "$b is meant to be linked statically but needs $(needed "$b" | grep '^libredlock')"
@@ -294,7 +331,7 @@ echo "redis-server up ${up} s (waited ${waited} s for the restart quarantine)"
 for b in "$pcout/basic" "$pcout/async_uv" "$pcout/basic-static" "$pcout/async_uv-static" \
          "$cbuild/consumer-basic" "$cbuild/consumer-async-uv" "$cbuild/consumer-basic-static"; do
   log="$tmp/run.log"
-  if LD_LIBRARY_PATH="$libdir" timeout 60 "$b" "redis://127.0.0.1:$port" >"$log" 2>&1; then
+  if LD_LIBRARY_PATH="$run_path" timeout 60 "$b" "redis://127.0.0.1:$port" >"$log" 2>&1; then
     rc=0
   else
     rc=$?

@@ -96,6 +96,7 @@ static int setup_n(void **state, size_t n) {
 
 int it_setup_0(void **state) { return setup_n(state, 0); }
 int it_setup_1(void **state) { return setup_n(state, 1); }
+int it_setup_2(void **state) { return setup_n(state, 2); }
 int it_setup_3(void **state) { return setup_n(state, 3); }
 int it_setup_5(void **state) { return setup_n(state, 5); }
 

@@ -31,6 +31,7 @@ typedef struct {
 
 /* cmocka group/test fixtures: n fresh servers per test (no options). */
 int it_setup_1(void **state);
+int it_setup_2(void **state);
 int it_setup_3(void **state);
 int it_setup_5(void **state);
 /* A fixture with no servers: the test starts its own (passwords, ACLs). */

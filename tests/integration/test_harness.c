@@ -2,7 +2,8 @@
  * so that a failing integration test can be trusted to be about the library:
  * start/stop by PID, free ports, reply rendering, kill/restart on the same
  * port, pause/resume, credentials in the URI, unix socket, DEBUG command,
- * and rh_wait_until's deadline. */
+ * rh_wait_until's deadline, and that the server run is the program
+ * REDLOCK_TEST_SERVER names (redis-server by default). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -37,6 +38,44 @@ static char process_state(pid_t pid) {
 }
 
 static int is_stopped(void *arg) { return process_state(*(pid_t *)arg) == 'T'; }
+
+/* The value of "field:" in INFO text, copied into out ("" when absent). */
+static void info_field(const char *info, const char *field, char *out, size_t size) {
+  out[0] = '\0';
+  size_t flen = strlen(field);
+  for (const char *p = info; p != NULL && *p != '\0';) {
+    if (strncmp(p, field, flen) == 0 && p[flen] == ':') {
+      const char *v = p + flen + 1;
+      size_t n = strcspn(v, "\r\n");
+      snprintf(out, size, "%.*s", (int)n, v);
+      return;
+    }
+    p = strchr(p, '\n');
+    if (p != NULL)
+      p++;
+  }
+}
+
+/* The harness runs REDLOCK_TEST_SERVER (or redis-server): the server's own
+ * INFO names the same executable. */
+static void test_server_program(void **state) {
+  (void)state;
+  const char *exe = rh_server_executable();
+  assert_non_null(exe);
+  assert_true(exe[0] == '/');
+  rh_server_t *s = NULL;
+  assert_int_equal(rh_server_start(&s, NULL), 0);
+  static char info[8192];
+  char executable[4096], name[64], version[64];
+  assert_int_equal(rh_server_command(s, info, sizeof info, "INFO server"), 0);
+  info_field(info, "executable", executable, sizeof executable);
+  info_field(info, "server_name", name, sizeof name); /* Valkey only */
+  info_field(info, strcmp(name, "valkey") == 0 ? "valkey_version" : "redis_version", version,
+             sizeof version);
+  printf("harness: %s (%s %s)\n", exe, name[0] != '\0' ? name : "redis", version);
+  assert_string_equal(executable, exe);
+  rh_server_free(s);
+}
 
 static void test_start_command_free(void **state) {
   (void)state;
@@ -215,6 +254,7 @@ static void test_wait_until(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_server_program),
       cmocka_unit_test(test_start_command_free),
       cmocka_unit_test(test_kill_restart),
       cmocka_unit_test(test_pause_resume),

@@ -11,6 +11,11 @@
  *    acquires through the fallback retry (delay 100 ms, ttl 300 ms), for a
  *    foreign holder (a plain SET PX) and for a redlock holder, whose later
  *    unlock then reports ELOST and leaves the new holder's key alone;
+ *  - masters that apply a release one after another: the first one's
+ *    announcement wakes the waiter, whose attempt then loses on a master that
+ *    still held the key; that master's own announcement, arriving during the
+ *    attempt, makes the waiter try again at once (not after the 10 s
+ *    fallback);
  *  - 4 waiter threads over 2 clients (fallback 10 s), 3 acquisitions each,
  *    all acquire one after another with no overlap (each checks, inside,
  *    that its value is on a quorum of masters), long before any fallback.
@@ -168,6 +173,100 @@ static void test_wait_woken_same_client(void **state) {
   sf_fixture_t *fx = *state;
   redlock_t *c = sf_open(fx, 0, slow_fallback_options(fx, 0, FALLBACK_MS));
   woken_by_unlock(fx, c, c, "sf:wait:same");
+}
+
+/* ---- a release applied by the masters one after another ---------------------------------- */
+
+/* What the release script does on one master: delete, then announce. */
+static void release_on(rh_server_t *s, const char *key) {
+  char buf[64], channel[128];
+  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s", key);
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "EVAL %s 1 %s %s",
+                                     "redis.call('del', KEYS[1]) "
+                                     "return redis.call('publish', ARGV[1], '')",
+                                     key, channel),
+                   0);
+}
+
+/* Calls of SET a master has executed (INFO commandstats). */
+static long set_calls(rh_server_t *s) {
+  static char buf[16384];
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "INFO commandstats"), 0);
+  const char *p = strstr(buf, "cmdstat_set:calls=");
+  return p != NULL ? strtol(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
+}
+
+typedef struct {
+  rh_server_t *server;
+  const char *key;
+  long after; /* set_calls above this */
+} staggered_probe_t;
+
+static int attempt_set_on_m0(void *arg) { /* M0 holds some value other than "foreign" */
+  staggered_probe_t *p = arg;
+  char buf[64];
+  return rh_server_command(p->server, buf, sizeof buf, "GET %s", p->key) == 0 &&
+         strcmp(buf, "(nil)") != 0 && strcmp(buf, "foreign") != 0;
+}
+
+static int attempt_reached_m1(void *arg) {
+  staggered_probe_t *p = arg;
+  return set_calls(p->server) > p->after;
+}
+
+static void test_wait_rewoken_by_later_release(void **state) {
+  sf_fixture_t *fx = *state;
+  const char *res = "sf:wait:staggered";
+  char buf[64];
+  enum { PAUSE_MS = 1500, BOUND_MS = 5000 };
+  /* M2 is paused for writes during the attempt: the request timeout must
+   * outlast the pause, so that M2's vote is a late "no", not a failure. */
+  redlock_options_t *opts = slow_fallback_options(fx, 0, FALLBACK_MS);
+  assert_int_equal(redlock_options_set_timeouts(opts, SF_CONNECT_MS, 3 * PAUSE_MS), 0);
+  redlock_t *c = sf_open(fx, 0, opts);
+
+  /* A foreign holder on every master. */
+  for (size_t i = 0; i < fx->n; i++)
+    assert_int_equal(
+        rh_server_command(fx->servers[i], buf, sizeof buf, "SET %s foreign PX 60000", res), 0);
+  waiter_t w;
+  pthread_t thread;
+  waiter_start(&w, &thread, c, res);
+  wait_subscribed(fx, res, 1);
+  long m1_sets = set_calls(fx->servers[1]);
+
+  /* M2 holds its writes back; M0 applies the release and announces it: the
+   * waiter wakes, its attempt wins M0, loses M1 (still held) and waits for
+   * M2. */
+  assert_int_equal(
+      rh_server_command(fx->servers[2], buf, sizeof buf, "CLIENT PAUSE %d WRITE", PAUSE_MS), 0);
+  assert_string_equal(buf, "OK");
+  release_on(fx->servers[0], res);
+  staggered_probe_t m0 = {fx->servers[0], res, 0}, m1 = {fx->servers[1], res, m1_sets};
+  int attempt_out = rh_wait_until(attempt_set_on_m0, &m0, PAUSE_MS) &&
+                    rh_wait_until(attempt_reached_m1, &m1, PAUSE_MS);
+  /* M1 applies the release while that attempt is still undecided. */
+  uint64_t t_release = rh_now_ms();
+  release_on(fx->servers[1], res);
+  int woke = sf_event_wait(&w.done, FALLBACK_MS + 5000);
+  if (!woke)
+    sf_event_wait(&w.done, (int)WAIT_MS);
+  waiter_join(&w, thread);
+
+  if (!attempt_out)
+    print_message("note: the woken attempt was not seen on M0 and M1 in time; "
+                  "the scenario may not have been reproduced\n");
+  assert_true(woke);
+  assert_int_equal(w.rc, REDLOCK_OK);
+  uint64_t after_release = w.t_done - t_release;
+  if (after_release >= BOUND_MS)
+    fail_msg("the waiter acquired %llu ms after the second master's release (bound %d ms, "
+             "fallback retry %u ms): its announcement during the attempt was lost",
+             (unsigned long long)after_release, BOUND_MS, FALLBACK_MS);
+  if (getenv("SF_VERBOSE") != NULL)
+    print_message("acquired %llu ms after the second release\n", (unsigned long long)after_release);
+  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  assert_int_equal(redlock_unlock(c, w.lock), REDLOCK_OK);
 }
 
 /* ---- expiry: no publication, the fallback retry ------------------------------------------ */
@@ -349,6 +448,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_wait_woken_other_client, sf_setup_3, sf_teardown),
       cmocka_unit_test_setup_teardown(test_wait_woken_same_client, sf_setup_3, sf_teardown),
+      cmocka_unit_test_setup_teardown(test_wait_rewoken_by_later_release, sf_setup_3, sf_teardown),
       cmocka_unit_test_setup_teardown(test_wait_fallback_after_foreign_expiry, sf_setup_3,
                                       sf_teardown),
       cmocka_unit_test_setup_teardown(test_wait_fallback_after_holder_expiry, sf_setup_3,

@@ -15,6 +15,10 @@
  *    before redis-server binds, so a start that fails is retried on a new
  *    port (a restart keeps its port and retries until its deadline).
  *
+ * The server program is REDLOCK_TEST_SERVER when set (a name looked up on
+ * PATH, or a path), redis-server otherwise: the same tests run against Redis
+ * and Valkey (valkey-server takes the same options).
+ *
  * Replies of rh_server_command() are rendered as text: status and bulk
  * strings verbatim, integers in decimal, nil as "(nil)", errors as the
  * server sent them ("ERR ...", "WRONGPASS ...", "OOM ..."), arrays as their
@@ -36,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -56,7 +61,8 @@
 #define RH_COMMAND_TIMEOUT_MS 2000
 #define RH_PROBE_TIMEOUT_MS 200 /* one readiness probe; the loop has the deadline */
 #define RH_START_ATTEMPTS 5     /* fresh ports tried by rh_server_start */
-#define RH_MAX_ARGS 40
+#define RH_MAX_ARGS 56
+#define RH_DEFAULT_SERVER "redis-server"
 
 struct rh_server {
   int port;
@@ -68,6 +74,11 @@ struct rh_server {
   char *unix_socket;
   char *bind_also;
   int enable_debug;
+  char *tls_cert_file; /* NULL: plain TCP */
+  char *tls_key_file;
+  char *tls_ca_cert_file;
+  int tls_auth_clients;
+  char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
   char dir[256]; /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
@@ -123,15 +134,16 @@ static void uri_escape(char *out, size_t size, const char *s) {
 
 static void build_uri(rh_server_t *s) {
   char user[128] = "", pass[128] = "";
+  const char *scheme = s->tls_cert_file != NULL ? "rediss" : "redis";
   if (s->acl_user != NULL) {
     uri_escape(user, sizeof user, s->acl_user);
     uri_escape(pass, sizeof pass, s->acl_password);
-    snprintf(s->uri, sizeof s->uri, "redis://%s:%s@" RH_HOST ":%d", user, pass, s->port);
+    snprintf(s->uri, sizeof s->uri, "%s://%s:%s@" RH_HOST ":%d", scheme, user, pass, s->port);
   } else if (s->password != NULL) {
     uri_escape(pass, sizeof pass, s->password);
-    snprintf(s->uri, sizeof s->uri, "redis://:%s@" RH_HOST ":%d", pass, s->port);
+    snprintf(s->uri, sizeof s->uri, "%s://:%s@" RH_HOST ":%d", scheme, pass, s->port);
   } else {
-    snprintf(s->uri, sizeof s->uri, "redis://" RH_HOST ":%d", s->port);
+    snprintf(s->uri, sizeof s->uri, "%s://" RH_HOST ":%d", scheme, s->port);
   }
 }
 
@@ -154,17 +166,34 @@ static int pick_free_port(void) {
   return port;
 }
 
-static const char *find_redis_server(void) {
-  static char found[512];
+const char *rh_server_executable(void) {
+  static char found[PATH_MAX];
+  const char *name = getenv("REDLOCK_TEST_SERVER");
+  if (name == NULL || name[0] == '\0')
+    name = RH_DEFAULT_SERVER;
+  if (strchr(name, '/') != NULL) {
+    /* A path: made absolute, so that it still works from any directory, but
+     * symbolic links are kept: valkey-server is a link to valkey-check-rdb
+     * and chooses what to be by the name it was run as. */
+    char cwd[PATH_MAX];
+    if (name[0] == '/')
+      snprintf(found, sizeof found, "%s", name);
+    else if (getcwd(cwd, sizeof cwd) == NULL ||
+             snprintf(found, sizeof found, "%s/%s", cwd, name) >= (int)sizeof found)
+      return NULL;
+    return access(found, X_OK) == 0 ? found : NULL;
+  }
+  size_t name_len = strlen(name);
   const char *path = getenv("PATH");
   if (path != NULL) {
     const char *p = path;
     while (*p != '\0') {
       const char *colon = strchr(p, ':');
       size_t len = colon != NULL ? (size_t)(colon - p) : strlen(p);
-      if (len > 0 && len + sizeof "/redis-server" < sizeof found) {
+      if (len > 0 && len + 1 + name_len < sizeof found) {
         memcpy(found, p, len);
-        memcpy(found + len, "/redis-server", sizeof "/redis-server");
+        found[len] = '/';
+        memcpy(found + len + 1, name, name_len + 1);
         if (access(found, X_OK) == 0)
           return found;
       }
@@ -173,9 +202,17 @@ static const char *find_redis_server(void) {
       p = colon + 1;
     }
   }
-  if (access("/usr/bin/redis-server", X_OK) == 0)
-    return "/usr/bin/redis-server";
+  if (sizeof "/usr/bin/" + name_len <= sizeof found) {
+    snprintf(found, sizeof found, "/usr/bin/%s", name);
+    if (access(found, X_OK) == 0)
+      return found;
+  }
   return NULL;
+}
+
+const char *rh_server_name(void) {
+  const char *name = getenv("REDLOCK_TEST_SERVER");
+  return name != NULL && name[0] != '\0' ? name : RH_DEFAULT_SERVER;
 }
 
 /* Prints the end of the server's log: why a start failed is written there. */
@@ -203,7 +240,8 @@ static void dump_log_tail(const rh_server_t *s) {
  * refuses our credentials. */
 static redisContext *connect_sync(const rh_server_t *s, int timeout_ms) {
   struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-  redisContext *c = redisConnectWithTimeout(RH_HOST, s->port, tv);
+  redisContext *c = s->tls_cert_file != NULL ? redisConnectUnixWithTimeout(s->ctl_socket, tv)
+                                             : redisConnectWithTimeout(RH_HOST, s->port, tv);
   if (c == NULL)
     return NULL;
   if (c->err || redisSetTimeout(c, tv) != REDIS_OK) {
@@ -340,9 +378,9 @@ static void close_inherited_fds(long max_fd) {
  * built before fork: after fork only async-signal-safe calls are allowed
  * (the test process has other threads, e.g. redlock clients' loops). */
 static int spawn(rh_server_t *s) {
-  const char *exe = find_redis_server();
+  const char *exe = rh_server_executable();
   if (exe == NULL) {
-    fprintf(stderr, "redis_harness: redis-server not found on PATH\n");
+    fprintf(stderr, "redis_harness: %s not found (REDLOCK_TEST_SERVER, PATH)\n", rh_server_name());
     return -1;
   }
   char port_str[16];
@@ -357,7 +395,19 @@ static int spawn(rh_server_t *s) {
   int argc = 0;
   argv[argc++] = exe;
   argv[argc++] = "--port";
-  argv[argc++] = port_str;
+  argv[argc++] = s->tls_cert_file != NULL ? "0" : port_str;
+  if (s->tls_cert_file != NULL) {
+    argv[argc++] = "--tls-port";
+    argv[argc++] = port_str;
+    argv[argc++] = "--tls-cert-file";
+    argv[argc++] = s->tls_cert_file;
+    argv[argc++] = "--tls-key-file";
+    argv[argc++] = s->tls_key_file;
+    argv[argc++] = "--tls-ca-cert-file";
+    argv[argc++] = s->tls_ca_cert_file;
+    argv[argc++] = "--tls-auth-clients";
+    argv[argc++] = s->tls_auth_clients ? "yes" : "no";
+  }
   argv[argc++] = "--bind";
   argv[argc++] = RH_HOST;
   if (s->bind_also != NULL)
@@ -391,9 +441,9 @@ static int spawn(rh_server_t *s) {
     argv[argc++] = "--enable-debug-command";
     argv[argc++] = "local";
   }
-  if (s->unix_socket != NULL) {
+  if (s->unix_socket != NULL || s->tls_cert_file != NULL) {
     argv[argc++] = "--unixsocket";
-    argv[argc++] = s->unix_socket;
+    argv[argc++] = s->unix_socket != NULL ? s->unix_socket : s->ctl_socket;
     argv[argc++] = "--unixsocketperm";
     argv[argc++] = "700";
   }
@@ -554,6 +604,9 @@ static void server_destroy(rh_server_t *s) {
   free(s->acl_password);
   free(s->unix_socket);
   free(s->bind_also);
+  free(s->tls_cert_file);
+  free(s->tls_key_file);
+  free(s->tls_ca_cert_file);
   free(s);
 }
 
@@ -581,6 +634,17 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
       server_destroy(s);
       return -1;
     }
+    if (opts->tls_cert_file != NULL) {
+      s->tls_cert_file = strdup(opts->tls_cert_file);
+      s->tls_key_file = dup_or_null(opts->tls_key_file);
+      s->tls_ca_cert_file = dup_or_null(opts->tls_ca_cert_file);
+      s->tls_auth_clients = opts->tls_auth_clients;
+      if (!s->tls_cert_file || !s->tls_key_file || !s->tls_ca_cert_file) {
+        fprintf(stderr, "redis_harness: TLS needs cert, key and CA files\n");
+        server_destroy(s);
+        return -1;
+      }
+    }
   }
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == '\0')
@@ -593,6 +657,10 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
     server_destroy(s);
     return -1;
   }
+  snprintf(s->ctl_socket, sizeof s->ctl_socket, "%s",
+           s->unix_socket != NULL ? s->unix_socket : s->dir);
+  if (s->unix_socket == NULL)
+    strncat(s->ctl_socket, "/ctl.sock", sizeof s->ctl_socket - strlen(s->ctl_socket) - 1);
 
   uint64_t deadline = rh_now_ms() + RH_START_TIMEOUT_MS;
   int rc = READY_DIED;
@@ -608,7 +676,7 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
               rc);
   }
   if (rc != READY_OK) {
-    fprintf(stderr, "redis_harness: could not start redis-server\n");
+    fprintf(stderr, "redis_harness: could not start %s\n", rh_server_name());
     dump_log_tail(s);
     server_destroy(s);
     return -1;
@@ -641,6 +709,12 @@ int rh_server_port(const rh_server_t *server) { return server != NULL ? server->
 pid_t rh_server_pid(const rh_server_t *server) { return server != NULL ? server->pid : 0; }
 
 const char *rh_server_uri(const rh_server_t *server) { return server != NULL ? server->uri : NULL; }
+
+const char *rh_server_unix_path(const rh_server_t *server) {
+  if (server == NULL || (server->unix_socket == NULL && server->tls_cert_file == NULL))
+    return NULL;
+  return server->ctl_socket;
+}
 
 int rh_server_kill(rh_server_t *server) {
   if (server == NULL || server->pid == 0)

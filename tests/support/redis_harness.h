@@ -2,7 +2,14 @@
  * loopback ports for the integration tests and the demo, and injects faults
  * into them.  Every server is a child of this process, stopped by PID (never
  * by name); children get PR_SET_PDEATHSIG so a crashed test leaks none.
- * Loopback (127.0.0.1) only. */
+ * Loopback (127.0.0.1) only.
+ *
+ * The server program is taken from the environment variable
+ * REDLOCK_TEST_SERVER (a name looked up on PATH, or a path to the binary,
+ * best absolute: ctest runs each test in its own directory, and a relative
+ * path is taken from there; e.g. $PWD/build-extra/valkey/usr/bin/valkey-server),
+ * redis-server by default.
+ * Everything in tests/ that starts a server honours it. */
 #ifndef REDIS_HARNESS_H
 #define REDIS_HARNESS_H
 
@@ -19,7 +26,22 @@ typedef struct {
   int enable_debug;         /* --enable-debug-command local */
   const char *unix_socket;  /* also listen on this unix socket path, or NULL */
   const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
+  /* TLS: with tls_cert_file set the server speaks TLS only (--port 0
+   * --tls-port PORT), rh_server_uri() is "rediss://...", and the harness's
+   * own connections (readiness, rh_server_command) go through a private
+   * plain unix socket (or unix_socket when set), so it needs no TLS itself. */
+  const char *tls_cert_file;    /* --tls-cert-file */
+  const char *tls_key_file;     /* --tls-key-file */
+  const char *tls_ca_cert_file; /* --tls-ca-cert-file (required by redis with TLS) */
+  int tls_auth_clients;         /* --tls-auth-clients yes (1) or no (0) */
 } rh_options_t;
+
+/* The server program the harness runs (REDLOCK_TEST_SERVER, or
+ * redis-server), as an absolute path, or NULL when it cannot be found.  For
+ * tests that start a server of their own (e.g. under LD_PRELOAD). */
+const char *rh_server_executable(void);
+/* What REDLOCK_TEST_SERVER names (or "redis-server"), for messages. */
+const char *rh_server_name(void);
 
 /* Picks a free loopback port, spawns redis-server (no persistence), waits
  * (up to 5 s) until it answers PING.  opts may be NULL.  0 or -1. */
@@ -32,6 +54,9 @@ int rh_server_port(const rh_server_t *server);
 pid_t rh_server_pid(const rh_server_t *server); /* 0 while down */
 /* "redis://127.0.0.1:PORT" (with credentials when the server has them). */
 const char *rh_server_uri(const rh_server_t *server);
+/* The plain unix socket the server also listens on (unix_socket, or a TLS
+ * server's private one), or NULL: for plain connections to a TLS server. */
+const char *rh_server_unix_path(const rh_server_t *server);
 
 /* SIGKILL + reap: the server is down, its port kept for a restart. */
 int rh_server_kill(rh_server_t *server);

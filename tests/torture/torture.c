@@ -8,8 +8,13 @@
  *   torture [--duration S] [--seed N] [--workers K] [--threads T]
  *           [--resources R] [--request-ms MS] [--slack-ms MS]
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
- *           [--verbose] [--mutate-overhold-ms MS]
+ *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *   torture --selftest
+ *
+ * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
+ * writes them): the masters speak TLS only and the workers use rediss://
+ * through the proxies (which relay bytes); the driver's own commands go over
+ * each master's private unix socket.
  *
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
  * timeout 100 ms, deadline slack 2000 ms (5000 ms under ASan).  The fault
@@ -125,6 +130,7 @@ static struct {
   const char *worker_path;
   int no_iptables, keep, verbose, selftest, no_end_faults;
   unsigned mutate_overhold_ms;
+  const char *tls_certs; /* TLS masters: ca.crt, server.crt, server.key */
 } opt;
 
 static void usage(void) {
@@ -132,7 +138,7 @@ static void usage(void) {
           "usage: torture [--duration S] [--seed N] [--workers K] [--threads T]\n"
           "               [--resources R] [--request-ms MS] [--slack-ms MS]\n"
           "               [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]\n"
-          "               [--verbose] [--mutate-overhold-ms MS]\n"
+          "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -196,6 +202,8 @@ static int parse_args(int argc, char **argv) {
       opt.worker_path = v;
     else if (strcmp(a, "--mutate-overhold-ms") == 0)
       opt.mutate_overhold_ms = (unsigned)strtoul(v, NULL, 10);
+    else if (strcmp(a, "--tls-certs") == 0)
+      opt.tls_certs = v;
     else {
       usage();
       return -1;
@@ -461,7 +469,10 @@ static void flog(const char *fmt, ...) {
  * server; the driver must not). */
 static redisContext *send_no_wait(rh_server_t *s, const char *cmd) {
   struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
+  /* A TLS master's port speaks TLS only: use its plain unix socket. */
+  const char *unix_path = opt.tls_certs != NULL ? rh_server_unix_path(s) : NULL;
+  redisContext *c = unix_path != NULL ? redisConnectUnixWithTimeout(unix_path, tv)
+                                      : redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
   if (c == NULL)
     return NULL;
   if (c->err || redisSetTimeout(c, tv) != REDIS_OK || redisAppendCommand(c, cmd) != REDIS_OK) {
@@ -877,6 +888,7 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(s_wait, sizeof s_wait, "%u", opt.timing.wait_ms);
   snprintf(s_mutate, sizeof s_mutate, "%u", opt.mutate_overhold_ms);
   char uris[N_MASTERS][64];
+  char tls_ca[600];
   const char *argv[80];
   int argc = 0;
   argv[argc++] = opt.worker_path;
@@ -903,8 +915,13 @@ static int spawn_worker(int id, uint64_t until_ns) {
   if (opt.mutate_overhold_ms > 0)
     ARG("--mutate-overhold-ms", s_mutate);
   for (int m = 0; m < N_MASTERS; m++) {
-    snprintf(uris[m], sizeof uris[m], "redis://127.0.0.1:%d", fault_proxy_port(proxies[m]));
+    snprintf(uris[m], sizeof uris[m], "%s://127.0.0.1:%d", opt.tls_certs ? "rediss" : "redis",
+             fault_proxy_port(proxies[m]));
     ARG("--node", uris[m]);
+  }
+  if (opt.tls_certs != NULL) {
+    snprintf(tls_ca, sizeof tls_ca, "%s/ca.crt", opt.tls_certs);
+    ARG("--tls-ca", tls_ca);
   }
 #undef ARG
   argv[argc] = NULL;
@@ -1595,6 +1612,15 @@ int main(int argc, char **argv) {
   fault_log = fopen(path, "w");
 
   rh_options_t ropts = {.enable_debug = 1};
+  char tls_files[3][600];
+  if (opt.tls_certs != NULL) {
+    snprintf(tls_files[0], sizeof tls_files[0], "%s/server.crt", opt.tls_certs);
+    snprintf(tls_files[1], sizeof tls_files[1], "%s/server.key", opt.tls_certs);
+    snprintf(tls_files[2], sizeof tls_files[2], "%s/ca.crt", opt.tls_certs);
+    ropts.tls_cert_file = tls_files[0];
+    ropts.tls_key_file = tls_files[1];
+    ropts.tls_ca_cert_file = tls_files[2];
+  }
   if (rh_cluster_start(masters, N_MASTERS, &ropts) != 0) {
     fprintf(stderr, "torture: set-up error: could not start %d redis-server\n", N_MASTERS);
     return 2;

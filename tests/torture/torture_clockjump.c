@@ -6,7 +6,8 @@
  *   torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS]
  *
  * Three masters, all fresh; client A and client B (two redlock_t, as two
- * processes would have), fencing on.  M0 is a redis-server started here with
+ * processes would have), fencing on.  M0 is a server (the harness' program:
+ * REDLOCK_TEST_SERVER, or redis-server) started here with
  * LD_PRELOAD=clockshift.so (tests/support/clockshift.c), whose wall clock the
  * test moves by writing an offset into a file; M1 and M2 come from the
  * harness.  The restart quarantine is off, explicitly: every master is fresh
@@ -119,20 +120,6 @@ static int pick_free_port(void) {
   return port;
 }
 
-static int find_redis_server(char *out, size_t size) {
-  const char *path = getenv("PATH");
-  char copy[4096];
-  snprintf(copy, sizeof copy, "%s", path != NULL ? path : "");
-  char *save = NULL;
-  for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
-    snprintf(out, size, "%s/redis-server", d);
-    if (access(out, X_OK) == 0)
-      return 0;
-  }
-  snprintf(out, size, "/usr/bin/redis-server");
-  return access(out, X_OK) == 0 ? 0 : -1;
-}
-
 static int set_offset_ms(int64_t ms) {
   int64_t ns = ms * 1000000LL;
   return pwrite(m0.offset_fd, &ns, sizeof ns, 0) == (ssize_t)sizeof ns ? 0 : -1;
@@ -209,9 +196,10 @@ static void m0_stop(void) {
 /* fork + execve of redis-server with the shim preloaded.  Everything the
  * child needs is built before fork. */
 static int m0_start(const char *shim) {
-  char exe[PATH_MAX];
-  if (find_redis_server(exe, sizeof exe) != 0) {
-    fprintf(stderr, "clockjump: redis-server not found\n");
+  /* The harness' server program (REDLOCK_TEST_SERVER, or redis-server). */
+  const char *exe = rh_server_executable();
+  if (exe == NULL) {
+    fprintf(stderr, "clockjump: %s not found\n", rh_server_name());
     return -1;
   }
   const char *tmp = getenv("TMPDIR");

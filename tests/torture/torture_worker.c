@@ -24,7 +24,7 @@
  * i.e. how long this process could not run: the checker prints it next to
  * any late call, so a loaded machine is told apart from a slow library.
  *
- *   torture_worker --id W --out FILE --log FILE --until-ns T --node URI
+ *   torture_worker --id W --out FILE --log FILE --until-ns T --node URI [--tls-ca FILE]
  *                  [--node URI ...] [--threads N] [--resources R] [--seed S]
  *                  [--ttl MS] [--max-ttl MS] [--request-ms MS] [--connect-ms MS]
  *                  [--retry N] [--retry-delay MS] [--retry-jitter MS]
@@ -87,6 +87,7 @@ static struct {
   long rss_limit_kb, rss_growth_kb, heap_growth_kb;
   unsigned hang_ms;
   unsigned mutate_overhold_ms;
+  const char *tls_ca; /* rediss:// masters: the CA to trust */
 } cfg;
 
 static redlock_t *client;
@@ -440,6 +441,8 @@ static int parse_args(int argc, char **argv) {
       cfg.mutate_overhold_ms = (unsigned)atoi(v);
     else if (strcmp(a, "--hang-ms") == 0)
       cfg.hang_ms = (unsigned)atoi(v);
+    else if (strcmp(a, "--tls-ca") == 0)
+      cfg.tls_ca = v;
     else {
       fprintf(stderr, "torture_worker: unknown option %s\n", a);
       return -1;
@@ -463,6 +466,8 @@ static redlock_options_t *make_options(void) {
     rc = redlock_options_add_node(o, cfg.nodes[i]);
   if (rc == 0)
     rc = redlock_options_set_fencing(o, 1);
+  if (rc == 0 && cfg.tls_ca != NULL)
+    rc = redlock_options_set_tls(o, cfg.tls_ca, NULL, NULL, NULL);
   if (rc == 0) /* on by default; said explicitly: the test depends on it */
     rc = redlock_options_set_quarantine(o, 1);
   if (rc == 0)

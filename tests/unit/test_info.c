@@ -1,6 +1,8 @@
 /* test_info.c: unit tests for src/info.c, reading run_id and
  * uptime_in_seconds out of an `INFO server` reply.
- *  - a realistic reply (CRLF lines, '# Server' header, many other fields);
+ *  - a realistic reply (CRLF lines, '# Server' header, many other fields),
+ *    from Redis 7.0 and from Valkey 8.0 (which adds server_name and
+ *    valkey_version and keeps redis_version for compatibility);
  *  - LF-only lines, any field order, no trailing newline;
  *  - missing fields → -1 with run_id "" / uptime -1;
  *  - malformed uptime (sign, spaces, letters, empty, too many digits) and a
@@ -50,6 +52,36 @@ static const char realistic[] = "# Server\r\n"
                                 "config_file:\r\n"
                                 "io_threads_active:0\r\n";
 
+/* Valkey 8.0.1's reply (Debian bookworm-backports), as it sends it. */
+static const char valkey8[] = "# Server\r\n"
+                              "redis_version:7.2.4\r\n"
+                              "server_name:valkey\r\n"
+                              "valkey_version:8.0.1\r\n"
+                              "redis_git_sha1:00000000\r\n"
+                              "redis_git_dirty:0\r\n"
+                              "redis_build_id:39f7c371e0a96e3d\r\n"
+                              "server_mode:standalone\r\n"
+                              "os:Linux 6.1.0-18-amd64 x86_64\r\n"
+                              "arch_bits:64\r\n"
+                              "monotonic_clock:POSIX clock_gettime\r\n"
+                              "multiplexing_api:epoll\r\n"
+                              "gcc_version:12.2.0\r\n"
+                              "process_id:13190\r\n"
+                              "process_supervised:no\r\n"
+                              "run_id:" RUN_ID2 "\r\n"
+                              "tcp_port:26399\r\n"
+                              "server_time_usec:1700000000557253\r\n"
+                              "uptime_in_seconds:7\r\n"
+                              "uptime_in_days:0\r\n"
+                              "hz:10\r\n"
+                              "configured_hz:10\r\n"
+                              "lru_clock:268304\r\n"
+                              "executable:/usr/bin/valkey-server\r\n"
+                              "config_file:\r\n"
+                              "io_threads_active:0\r\n"
+                              "availability_zone:\r\n"
+                              "listener0:name=tcp,bind=127.0.0.1,port=26399\r\n";
+
 static int parse(const char *text, info_server_t *out) {
   return info_parse_server(text, strlen(text), out);
 }
@@ -60,6 +92,14 @@ static void test_realistic(void **state) {
   assert_int_equal(info_parse_server(realistic, sizeof realistic - 1, &info), 0);
   assert_string_equal(info.run_id, RUN_ID);
   assert_int_equal(info.uptime_s, 86461);
+}
+
+static void test_valkey8(void **state) {
+  (void)state;
+  info_server_t info;
+  assert_int_equal(info_parse_server(valkey8, sizeof valkey8 - 1, &info), 0);
+  assert_string_equal(info.run_id, RUN_ID2);
+  assert_int_equal(info.uptime_s, 7);
 }
 
 static void test_lf_only_any_order_no_trailing_newline(void **state) {
@@ -248,6 +288,7 @@ static void test_zero_length(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_realistic),
+      cmocka_unit_test(test_valkey8),
       cmocka_unit_test(test_lf_only_any_order_no_trailing_newline),
       cmocka_unit_test(test_missing_fields),
       cmocka_unit_test(test_malformed_uptime),

@@ -344,7 +344,11 @@ static void test_add_node(void **state) {
   REFUSED(o, redlock_options_add_node(o, "redis://h:0"));
   REFUSED(o, redlock_options_add_node(o, "redis://h:65536"));
   REFUSED(o, redlock_options_add_node(o, "redis://user@h"));
-  REFUSED(o, redlock_options_add_node(o, "rediss://h"));
+  if (!redlock_tls_supported()) {
+    snap_t before = snap(o);
+    assert_int_equal(redlock_options_add_node(o, "rediss://h"), REDLOCK_ENOTSUP);
+    assert_unchanged(&before, o);
+  }
   REFUSED(o, redlock_options_add_node(o, "unix://relative.sock"));
   assert_int_equal(o->n_nodes, 4);
   assert_string_equal(o->nodes[3].host, "copied-host");
@@ -464,6 +468,67 @@ static void test_copy_no_nodes(void **state) {
   options_clear(&dst);
 }
 
+/* TLS setters, in either build.  Without TLS they refuse with ENOTSUP (a bad
+ * path still gets EINVAL: it is named even there).  With TLS, paths and
+ * names are checked when set and a refusal leaves the options unchanged;
+ * tests/tls covers real certificates. */
+static void test_tls_setters(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(redlock_options_set_tls(NULL, NULL, NULL, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls_server_name(NULL, "x"), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls_verify(NULL, 1), REDLOCK_EINVAL);
+  assert_int_equal(o->tls_verify, 1);
+  assert_null(o->tls_server_name);
+  assert_int_equal(redlock_options_set_tls(o, "/nonexistent/ca.pem", NULL, NULL, NULL),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls(o, NULL, NULL, "/etc/hostname", NULL), REDLOCK_EINVAL);
+  if (!redlock_tls_supported()) {
+    assert_int_equal(redlock_options_set_tls(o, NULL, NULL, NULL, NULL), REDLOCK_ENOTSUP);
+    assert_int_equal(redlock_options_set_tls_server_name(o, "x"), REDLOCK_ENOTSUP);
+    assert_int_equal(redlock_options_set_tls_verify(o, 0), REDLOCK_ENOTSUP);
+    assert_int_equal(o->tls_verify, 1);
+    return;
+  }
+  assert_int_equal(redlock_options_set_tls(o, NULL, NULL, NULL, NULL), 0);
+  /* Not a regular file, not a directory, no certificate in it. */
+  assert_int_equal(redlock_options_set_tls(o, "/", NULL, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls(o, NULL, "/etc/hostname", NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls(o, "/etc/hostname", NULL, NULL, NULL), REDLOCK_EINVAL);
+  assert_null(o->tls_ca_file);
+  assert_int_equal(redlock_options_set_tls(o, NULL, "/", NULL, NULL), 0);
+  assert_string_equal(o->tls_ca_dir, "/");
+  /* A refused call keeps what was set. */
+  assert_int_equal(redlock_options_set_tls(o, "/nonexistent", NULL, NULL, NULL), REDLOCK_EINVAL);
+  assert_string_equal(o->tls_ca_dir, "/");
+
+  char long_name[OPTIONS_MAX_TLS_SERVER_NAME + 2];
+  memset(long_name, 'a', sizeof long_name - 1);
+  long_name[sizeof long_name - 1] = '\0';
+  assert_int_equal(redlock_options_set_tls_server_name(o, long_name), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls_server_name(o, ""), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_tls_server_name(o, "a b"), REDLOCK_EINVAL);
+  assert_null(o->tls_server_name);
+  long_name[OPTIONS_MAX_TLS_SERVER_NAME] = '\0';
+  assert_int_equal(redlock_options_set_tls_server_name(o, long_name), 0);
+  assert_int_equal(redlock_options_set_tls_server_name(o, "redis.internal"), 0);
+  assert_string_equal(o->tls_server_name, "redis.internal");
+  assert_int_equal(redlock_options_set_tls_verify(o, 0), 0);
+  assert_int_equal(o->tls_verify, 0);
+  assert_int_equal(redlock_options_set_tls_verify(o, 7), 0);
+  assert_int_equal(o->tls_verify, 1);
+
+  /* The client's snapshot owns copies. */
+  struct redlock_options dst;
+  assert_int_equal(options_copy(&dst, o), 0);
+  assert_true(dst.tls_server_name != o->tls_server_name && dst.tls_ca_dir != o->tls_ca_dir);
+  assert_string_equal(dst.tls_server_name, "redis.internal");
+  assert_string_equal(dst.tls_ca_dir, "/");
+  assert_null(dst.tls_ca_file);
+  options_clear(&dst);
+  assert_int_equal(redlock_options_set_tls_server_name(o, NULL), 0);
+  assert_null(o->tls_server_name);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void) {
@@ -482,6 +547,7 @@ int main(void) {
       T(test_add_node_logs_refusal),
       cmocka_unit_test(test_copy_deep),
       T(test_copy_no_nodes),
+      T(test_tls_setters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

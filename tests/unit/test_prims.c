@@ -180,6 +180,7 @@ static op_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t lim
   op->mode = LOCK_MODE_WAIT;
   op->wait_deadline_ns = UINT64_MAX; /* waiting, with budget left */
   op->ttl_ms = 5000;
+  op->fenced = f->client.opts.fencing;
   memset(op->value, 'v', RANDOM_VALUE_LEN);
   assert_int_equal(prim_op_init(op, kind, name, limit), 0);
   return op;

@@ -270,12 +270,14 @@ static void test_err_msg_never_has_password(void **state) {
   static const char *const uris[] = {
       "redis://:SECRETPW@h:0", "redis://:SECRETPW@h:99999", "redis://:SECRETPW@h/x",
       "redis://:SECRETPW@",    "redis://u:SECRETPW%zz@h",   "redis://:SECRETPW@[::1]x",
-      "redis://:SECRETPW@h o", "rediss://:SECRETPW@h",
+      "redis://:SECRETPW@h o", "rediss://:SECRETPW@h:0",
   };
   for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
     node_addr_t a;
     char why[256];
-    assert_int_equal(uri_parse(uris[i], &a, why, sizeof why), REDLOCK_EINVAL);
+    int rc = uri_parse(uris[i], &a, why, sizeof why);
+    /* rediss:// in a build without TLS: ENOTSUP, before the port is read. */
+    assert_true(rc == REDLOCK_EINVAL || (rc == REDLOCK_ENOTSUP && !redlock_tls_supported()));
     assert_true(why[0] != '\0');
     assert_null(strstr(why, "SECRETPW"));
     assert_addr_zero(&a);
@@ -303,9 +305,52 @@ static void test_reject_scheme(void **state) {
   assert_rejected("redis//localhost");
   assert_rejected("tcp://localhost");
   assert_rejected("unix:/tmp/x.sock");
-  /* TLS is recognised and refused by this build. */
-  assert_rejected("rediss://localhost");
-  assert_rejected("rediss://:pw@localhost:6380/1");
+  assert_rejected("redisss://localhost");
+  assert_rejected("rediss:/localhost");
+}
+
+/* rediss:// parses like redis:// (same defaults) with tls set; a build
+ * without TLS refuses it with ENOTSUP and says why, never with the password. */
+static void test_rediss(void **state) {
+  (void)state;
+  node_addr_t a;
+  char why[256];
+  int rc = uri_parse("rediss://u:SECRETPW@h.example", &a, why, sizeof why);
+  if (!redlock_tls_supported()) {
+    assert_int_equal(rc, REDLOCK_ENOTSUP);
+    assert_non_null(strstr(why, "TLS"));
+    assert_null(strstr(why, "SECRETPW"));
+    assert_addr_zero(&a);
+    return;
+  }
+  assert_int_equal(rc, 0);
+  assert_int_equal(a.kind, NODE_ADDR_TCP);
+  assert_int_equal(a.tls, 1);
+  assert_string_equal(a.host, "h.example");
+  assert_int_equal(a.port, 6379);
+  assert_string_equal(a.user, "u");
+  assert_string_equal(a.password, "SECRETPW");
+  assert_string_equal(a.label, "h.example:6379");
+  node_addr_t copy;
+  assert_int_equal(node_addr_copy(&copy, &a), 0);
+  assert_int_equal(copy.tls, 1);
+  node_addr_clear(&copy);
+  node_addr_clear(&a);
+  assert_int_equal(uri_parse("rediss://[::1]:6380/2", &a, why, sizeof why), 0);
+  assert_int_equal(a.tls, 1);
+  assert_int_equal(a.port, 6380);
+  assert_int_equal(a.db, 2);
+  node_addr_clear(&a);
+  assert_int_equal(uri_parse("redis://h", &a, why, sizeof why), 0);
+  assert_int_equal(a.tls, 0);
+  node_addr_clear(&a);
+  /* Same host and port over TLS and plain: one master. */
+  node_addr_t b;
+  assert_int_equal(uri_parse("rediss://h:1", &a, why, sizeof why), 0);
+  assert_int_equal(uri_parse("redis://h:1", &b, why, sizeof why), 0);
+  assert_true(node_addr_same_master(&a, &b));
+  node_addr_clear(&a);
+  node_addr_clear(&b);
 }
 
 static void test_reject_missing_host(void **state) {
@@ -573,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_reject_bad_host_chars),
       cmocka_unit_test(test_reject_unix),
       cmocka_unit_test(test_reject_overlong),
+      cmocka_unit_test(test_rediss),
       cmocka_unit_test(test_reject_after_bracket),
       cmocka_unit_test(test_reject_clears_partial),
       cmocka_unit_test(test_copy_clear_round_trip),

@@ -46,11 +46,13 @@ import itertools
 import operator
 import os
 import threading
+import time
 import warnings
 import weakref
 
 __all__ = [
-    "Client", "Lock", "version", "strerror", "err_name", "load_library",
+    "Client", "Lock", "Election", "version", "strerror", "err_name", "load_library",
+    "tls_supported",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
     "WouldBlockError", "RedlockIOError", "NotSupportedError", "ForkedError",
@@ -182,7 +184,8 @@ class RedlockIOError(RedlockError):
 
 
 class NotSupportedError(RedlockError):
-    """REDLOCK_ENOTSUP: not supported by this build (rediss:// without TLS)."""
+    """REDLOCK_ENOTSUP: not supported by this build (rediss:// or tls_* options
+    without TLS: see tls_supported())."""
     code = ENOTSUP
 
 
@@ -232,6 +235,9 @@ _LOG_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
 _LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 _LOCK_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 _DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
+# Leader election: on_elected(election, term, arg), on_lost(election, reason, arg).
+_ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p)
+_ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 
 _lib = None
 _lib_lock = threading.Lock()
@@ -284,9 +290,17 @@ def _declare(lib):
         "redlock_lock_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
         "redlock_unlock_async": (c_int, [c_vp, c_vp, _DONE_CB, c_vp]),
         "redlock_last_votes": (c_int, [c_vp, c_cp, ctypes.c_size_t]),
+        # leader election
+        "redlock_elect": (c_int, [c_vp, c_cp, c_u32, _ELECTED_CB, _ELECTION_LOST_CB, c_vp, pp]),
+        "redlock_resign": (c_int, [c_vp, c_vp]),
+        "redlock_election_validity_ms": (ctypes.c_int64, [c_vp]),
         "redlock_strerror": (c_cp, [c_int]),
         "redlock_err_name": (c_cp, [c_int]),
         "redlock_version": (c_cp, []),
+        "redlock_tls_supported": (c_int, []),
+        "redlock_options_set_tls": (c_int, [c_vp, c_cp, c_cp, c_cp, c_cp]),
+        "redlock_options_set_tls_server_name": (c_int, [c_vp, c_cp]),
+        "redlock_options_set_tls_verify": (c_int, [c_vp, c_int]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
@@ -337,6 +351,63 @@ def load_library(path=None):
             return lib
         tried = "; ".join(errors[:4]) + ("; ..." if len(errors) > 4 else "")
         raise OSError("cannot load libredlock (set REDLOCK_LIBRARY to its path): " + tried)
+
+
+def tls_supported():
+    """True when the loaded library can connect to rediss:// masters (built
+    with TLS); otherwise rediss:// and the tls_* options raise
+    NotSupportedError."""
+    return bool(load_library().redlock_tls_supported())
+
+
+def _path_arg(value, what):
+    """A file-system path (str, bytes or os.PathLike) as bytes, or None."""
+    if value is None:
+        return None
+    try:
+        data = os.fsencode(value)
+    except TypeError:
+        raise TypeError("%s must be a path (str, bytes or os.PathLike), not %s"
+                        % (what, type(value).__name__)) from None
+    if b"\0" in data:
+        raise InvalidArgument(EINVAL, detail="%s contains a NUL byte" % what)
+    return data
+
+
+def _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify):
+    """Applies the tls_* arguments to opts.  The library says why it refuses
+    a setting only through the options' log callback, so one that captures
+    the reason is installed for these calls (Client sets the real one after)."""
+    if (tls_ca, tls_cert, tls_key, tls_server_name, tls_verify) == (None,) * 5:
+        return
+    reasons = []
+
+    def capture(level, msg, arg):  # runs on this thread, during the setters below
+        reasons.append(msg.decode("utf-8", "replace"))
+
+    cb = _LOG_CB(capture)
+    lib.redlock_options_set_log(opts, LOG_DEBUG, cb, None)
+    try:
+        def check(rc, what):
+            if rc != 0:
+                raise _make_error(rc, detail="%s: %s" % (what, "; ".join(reasons) or
+                                                         "refused"))
+
+        if (tls_ca, tls_cert, tls_key) != (None, None, None):
+            ca = _path_arg(tls_ca, "tls_ca")
+            # tls_ca names a PEM bundle or an OpenSSL hashed directory.
+            ca_dir = ca if ca is not None and os.path.isdir(ca) else None
+            check(lib.redlock_options_set_tls(opts, None if ca_dir else ca, ca_dir,
+                                              _path_arg(tls_cert, "tls_cert"),
+                                              _path_arg(tls_key, "tls_key")), "tls options")
+        if tls_server_name is not None:
+            check(lib.redlock_options_set_tls_server_name(
+                opts, _bytes_arg(tls_server_name, "tls_server_name")), "tls_server_name")
+        if tls_verify is not None:
+            check(lib.redlock_options_set_tls_verify(opts, 1 if tls_verify else 0),
+                  "tls_verify")
+    finally:
+        lib.redlock_options_set_log(opts, LOG_WARN, _LOG_CB(), None)
 
 
 def version():
@@ -446,6 +517,11 @@ class _Core:
         self.log_cb = None
         self.lock_cb = _LOCK_CB(self._on_lock_done)
         self.lost_cb = _LOST_CB(self._on_lost)
+        # Elections: key -> Election, held (strongly) until resigned or closed:
+        # a campaign goes on whether or not the program keeps the object.
+        self.elections = {}
+        self.elected_cb = _ELECTED_CB(self._on_elected)
+        self.election_lost_cb = _ELECTION_LOST_CB(self._on_election_lost)
 
     # -- threads
     def on_loop_thread(self):
@@ -488,6 +564,23 @@ class _Core:
         if cb is not None:
             cb(lk)
 
+    def _on_elected(self, handle, term, key):
+        self._mark_loop()
+        with self.mutex:
+            election = self.elections.get(key)
+            if election is not None and election._handle is None and not election._done:
+                # elect() has not returned yet: the handle is known here first,
+                # and a resign() from this callback must find it.
+                election._handle = handle
+        if election is not None:
+            election._elected(int(term))
+
+    def _on_election_lost(self, _handle, reason, key):
+        self._mark_loop()
+        election = self.elections.get(key)
+        if election is not None:
+            election._lost(int(reason))
+
     # -- calls
     def enter(self):
         """Counts a C call that uses the client pointer; raises if closed."""
@@ -515,6 +608,8 @@ class _Core:
             for lk in list(self.locks):
                 lk._invalidate()
             self.locks = weakref.WeakSet()
+            for election in list(self.elections.values()):
+                election._invalidate()
         _OPEN_CORES.discard(self)
         if self.on_loop_thread():
             # From one of our callbacks: the blocking part cannot run on the
@@ -537,6 +632,7 @@ class _Core:
             self.ptr = None
             self.state = _CLOSED
             self.watched.clear()
+            self.elections.clear()
             self.cond.notify_all()
 
 
@@ -558,12 +654,21 @@ def _close_all_at_exit():
 class Client:
     """A Redlock client over N Redis masters (redlock_open).
 
-    nodes: URIs ("redis://[[user]:password@]host[:port][/db]",
-    "unix:///path") or (host, port) tuples.  Every other option left at None
+    nodes: URIs ("redis://[[user]:password@]host[:port][/db]", the same with
+    "rediss://" for TLS, "unix:///path") or (host, port) tuples.  Every other option left at None
     keeps the library default (retry 3 times, 200 ms + up to 200 ms jitter;
     connect 1000 ms, request 100 ms; drift 0.01; max TTL 60 s; quarantine on;
     fencing off; prefix ""; reentrant off).  log: callable(level, message),
     called on the library's I/O thread for messages at log_level and above.
+
+    TLS (rediss:// masters; NotSupportedError when tls_supported() is False):
+    tls_ca: CA certificates trusted for the masters' certificates, a PEM file
+    or an OpenSSL hashed directory (default: the system's store); tls_cert +
+    tls_key: this client's certificate and key (PEM), for masters that
+    require one; tls_server_name: the name the certificates must carry (and
+    SNI) instead of each URI's host; tls_verify=False: check neither chain nor
+    name (encrypted but not authenticated: tests only).  Bad files raise
+    InvalidArgument with the reason.
 
     Opening blocks up to the connect timeout; masters that are down are
     retried in the background.  Use as a context manager or call close()."""
@@ -571,7 +676,8 @@ class Client:
     def __init__(self, nodes, *, retry_count=None, retry_delay_ms=None, retry_jitter_ms=None,
                  drift_factor=None, connect_timeout_ms=None, request_timeout_ms=None,
                  max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
-                 reentrant=None, log=None, log_level=LOG_WARN):
+                 reentrant=None, log=None, log_level=LOG_WARN, tls_ca=None, tls_cert=None,
+                 tls_key=None, tls_server_name=None, tls_verify=None):
         self._core = None
         lib = load_library()
         if isinstance(nodes, (str, bytes)):
@@ -586,6 +692,7 @@ class Client:
         if not opts:
             raise NoMemoryError(ENOMEM)
         try:
+            _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify)
             if log is not None:
                 core.log_fn = log
                 core.log_cb = _LOG_CB(core._on_log)
@@ -799,6 +906,39 @@ class Client:
         lk = self._adopt(out.value, resources)
         return self._maybe_watch(lk, watch, on_lost)
 
+    def elect(self, name, ttl_ms, on_elected=None, on_lost=None):
+        """Campaigns for leadership of name (redlock_elect) until resign() or
+        close(); returns an Election at once.  The lease (ttl_ms, watched while
+        leader) is always fenced: the term is its fencing token, larger than
+        every earlier term of name.  on_elected(election, term) and
+        on_lost(election, reason) run on the library's I/O thread, once per
+        term each (on_lost only if the term ends by itself, never after
+        resign() or close()); keep them short.  Raises InvalidArgument (bad
+        name or ttl), ClosedError, ..."""
+        for fn, what in ((on_elected, "on_elected"), (on_lost, "on_lost")):
+            if fn is not None and not callable(fn):
+                raise TypeError("%s must be callable" % what)
+        core = self._core
+        raw = _bytes_arg(name, "name")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        election = Election(self, name, on_elected, on_lost)
+        out = ctypes.c_void_p()
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            key = next(core.keys)
+            election._key = key
+            # Registered before the call: on_elected may run before it returns.
+            core.elections[key] = election
+            rc = core.lib.redlock_elect(core.ptr, raw, ttl, core.elected_cb,
+                                        core.election_lost_cb, key, ctypes.byref(out))
+            if rc != 0:
+                core.elections.pop(key, None)
+            elif not election._done:
+                election._handle = out.value
+        _check(rc)
+        return election
+
     def last_votes(self):
         """One-line summary of the client's most recently decided round
         (redlock_last_votes); for diagnostics only: do not parse it."""
@@ -842,6 +982,150 @@ class Client:
         with core.mutex:
             if core.state == _OPEN:
                 core.lib.redlock_unlock_async(core.ptr, handle, _DONE_CB(), None)
+
+
+# ---- Election --------------------------------------------------------------------------------
+
+class Election:
+    """One campaign for leadership (redlock_election_t), made by Client.elect.
+
+    .leader is True between on_elected and on_lost (or resign); .term is the
+    current (or last) term, 0 before the first; .validity_ms is the time left
+    in the current term (<= 0 when not leader): check it before acting, as
+    on_lost comes after the fact.  wait_elected(timeout) waits for a term.
+    resign() stops the campaign, hands over at once if leader and frees the C
+    handle; no callback runs after it returns (from a callback it returns at
+    once).  As a context manager, leaving the block resigns."""
+
+    def __init__(self, client, name, on_elected, on_lost):
+        self._client = client
+        self._core = client._core
+        self._name = name if isinstance(name, str) else _decode(bytes(name))
+        self._on_elected = on_elected
+        self._on_lost = on_lost
+        self._handle = None
+        self._key = None
+        self._done = False  # resigned, or its client closed
+        self._closed = False
+        self._state = threading.Condition()
+        self._term = 0
+        self._terms = 0
+        self._leader = False
+
+    # -- callbacks (I/O thread)
+    def _elected(self, term):
+        with self._state:
+            self._term = term
+            self._terms += 1
+            self._leader = True
+            self._state.notify_all()
+        if self._on_elected is not None:
+            self._on_elected(self, term)
+
+    def _lost(self, reason):
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+        if self._on_lost is not None:
+            self._on_lost(self, reason)
+
+    # -- properties
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def term(self):
+        """The current or last term (0 before the first election)."""
+        return self._term
+
+    @property
+    def leader(self):
+        """True between on_elected and on_lost; False once resigned or closed."""
+        return self._leader and not self._done
+
+    @property
+    def validity_ms(self):
+        """Milliseconds left in the current term; <= 0 when not leader."""
+        core = self._core
+        with core.mutex:
+            if self._handle is None:
+                return 0
+            return int(core.lib.redlock_election_validity_ms(self._handle))
+
+    @property
+    def resigned(self):
+        """True after resign() or after the client was closed."""
+        return self._done
+
+    @property
+    def client(self):
+        return self._client
+
+    # -- operations
+    def wait_elected(self, timeout=None, after_term=0):
+        """Waits until this campaign holds a term larger than after_term;
+        returns that term, or None on timeout or once resigned."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._state:
+            while not (self._leader and self._term > after_term):
+                if self._done:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._state.wait(left)
+            return self._term
+
+    def resign(self):
+        """Stops campaigning, releases the leadership if held (the next
+        campaigner is woken at once) and frees the handle (redlock_resign).
+        Idempotent; a no-op after the client was closed."""
+        core = self._core
+        with core.mutex:
+            handle = self._handle
+            if handle is None or self._done or core.state != _OPEN:
+                return  # resigned already, or the close resigns it
+            core.enter()
+            self._handle = None
+            self._done = True
+        try:
+            # Not under core.mutex: off the I/O thread this waits for the loop,
+            # whose callbacks may need the mutex.
+            rc = core.lib.redlock_resign(core.ptr, handle)
+        finally:
+            core.leave()
+        with core.mutex:
+            core.elections.pop(self._key, None)
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+        if rc == ECLOSED:
+            return  # the close in progress resigns it
+        _check(rc)
+
+    # -- internals
+    def _invalidate(self):
+        """Called by close() under the core mutex: the handle is the close's."""
+        self._done = True
+        if self._handle is not None:
+            self._handle = None
+            self._closed = True
+        with self._state:
+            self._leader = False
+            self._state.notify_all()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.resign()
+        return False
+
+    def __repr__(self):
+        state = ("resigned" if self._done
+                 else "leader" if self._leader else "campaigning")
+        return "<redlock.Election %r %s term=%d>" % (self._name, state, self._term)
 
 
 # ---- Lock ------------------------------------------------------------------------------------

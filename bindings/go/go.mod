@@ -1,0 +1,3 @@
+module redlock-c/redlock
+
+go 1.19

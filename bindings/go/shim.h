@@ -1,0 +1,17 @@
+/* shim.h: C glue between the Go package and libredlock.  The library's
+ * callbacks take a `void *arg`; the Go side passes a registry id (uintptr_t)
+ * through it, never a Go pointer (cgo's pointer rules), and these
+ * trampolines turn it back into an integer before calling the exported Go
+ * functions.  Defined in shim.c (a file with //export may only declare). */
+#ifndef REDLOCK_GO_SHIM_H
+#define REDLOCK_GO_SHIM_H
+#include <stdint.h>
+#include <stdlib.h>
+#include <redlock.h>
+
+int rlgo_lock_async(redlock_t *c, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                    uintptr_t id);
+int rlgo_unlock_async_quiet(redlock_t *c, redlock_lock_t *lock);
+int rlgo_watch(redlock_t *c, redlock_lock_t *lock, uintptr_t id);
+int rlgo_set_log(redlock_options_t *o, int min_level, uintptr_t id);
+#endif

@@ -1,0 +1,137 @@
+// Type definitions for redlock-c (Node.js binding of the redlock-c C library).
+
+/** Options of Client.open(); every option left out keeps the library default. */
+export interface ClientOptions {
+  /** Extra attempts after the first (-1 = unbounded, 0 = one try). Default 3. */
+  retryCount?: number;
+  /** Delay between attempts, ms. Default 200. */
+  retryDelayMs?: number;
+  /** Random extra delay, 0..retryJitterMs ms. Default 200. */
+  retryJitterMs?: number;
+  /** 0 <= f < 0.5; drift = ttl * f + 2 ms. Default 0.01. */
+  driftFactor?: number;
+  /** Bound on connecting to a master and its handshake, ms. Default 1000. */
+  connectTimeoutMs?: number;
+  /** Bound on each round of requests, ms. Default 100. */
+  requestTimeoutMs?: number;
+  /** Largest TTL, and the restart quarantine length, ms. Default 60000. */
+  maxTtlMs?: number;
+  /** Restart quarantine. Default true: pass false against freshly started masters. */
+  quarantine?: boolean;
+  /** Fencing tokens (Lock.fence). Default false. */
+  fencing?: boolean;
+  /** Key in Redis = keyPrefix + resource. Default "". */
+  keyPrefix?: string;
+  /** Library log messages, on the JS thread. */
+  log?: (level: number, message: string) => void;
+  /** Lowest level passed to `log`. Default LOG_WARN. */
+  logLevel?: number;
+}
+
+export interface LockOptions {
+  /** Time to live, 1..maxTtlMs ms. */
+  ttlMs: number;
+  /** Watch the lock (auto-extension) right after it is granted. */
+  watch?: boolean;
+  /** Called once if a watched lock is lost (implies watch). */
+  onLost?: (err: LostError) => void;
+}
+
+export interface WaitLockOptions extends LockOptions {
+  /** 0 (default): retry by the retry policy; > 0: wait up to waitMs for a release. */
+  waitMs?: number;
+  /** Abandons the call: the promise rejects with an AbortError, a late grant is released. */
+  signal?: AbortSignal;
+}
+
+export declare class Lock {
+  /** The client that took it. */
+  readonly client: Client;
+  /** The (first) resource, without the key prefix. */
+  readonly resource: string;
+  /** All resources of the lock (lockMany). */
+  readonly resources: string[];
+  /** The random value stored in Redis (32 hex digits). */
+  readonly value: string;
+  /** Fencing token; 0n without fencing. */
+  readonly fence: bigint;
+  /** Local estimate of the validity left, ms (<= 0 once expired, 0 once released). */
+  readonly validityMs: number;
+  /** True once lost (watch, failed extension) or expired. */
+  readonly lost: boolean;
+  /** True after unlock() or the client's close. */
+  readonly released: boolean;
+  /** Resolves with a LostError when a watched lock is lost (never otherwise). */
+  readonly lostPromise: Promise<LostError>;
+  /** Sets the TTL to ttlMs from now on a quorum. */
+  extend(ttlMs: number): Promise<void>;
+  /** Keeps the lock extended until unlock(); onLost is called once if it is lost. */
+  watch(onLost?: (err: LostError) => void): this;
+  /** Releases on all masters; the Lock is released even if this rejects. Idempotent. */
+  unlock(): Promise<void>;
+}
+
+export declare class Client {
+  private constructor();
+  /** Opens a client on the masters (redis://host:port, unix:///path). */
+  static open(nodes: string[], options?: ClientOptions): Promise<Client>;
+  readonly closed: boolean;
+  /** Retry policy (waitMs 0) or a wait of up to waitMs for a release. */
+  lock(resource: string, options: WaitLockOptions): Promise<Lock>;
+  /** lock() with a wait (waitMs > 0 required). */
+  lockWait(resource: string, options: WaitLockOptions & { waitMs: number }): Promise<Lock>;
+  /** One attempt. */
+  tryLock(resource: string, options: LockOptions): Promise<Lock>;
+  /** All resources (1..64, distinct) or none. */
+  lockMany(resources: string[], options: LockOptions): Promise<Lock>;
+  /** Runs fn under the lock and unlocks afterwards. */
+  using<T>(resource: string, options: WaitLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  /** One-line summary of the latest round (diagnostics; do not parse). */
+  lastVotes(): string;
+  /** Cancels pending calls, releases every lock still held. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Every library error: `errno` is the C code (< 0), `code` its name ("REDLOCK_ELOCKED"). */
+export declare class RedlockError extends Error {
+  readonly errno: number;
+  readonly code: string;
+  readonly detail?: string;
+}
+export declare class InvalidArgumentError extends RedlockError {}
+export declare class NoMemoryError extends RedlockError {}
+/** A quorum answered: someone else holds the resource. */
+export declare class LockedError extends RedlockError {}
+/** Too few masters answered. */
+export declare class NoQuorumError extends RedlockError {}
+export declare class ExpiredError extends RedlockError {}
+export declare class LostError extends RedlockError {}
+/** lockWait's budget ran out. */
+export declare class WaitTimeoutError extends RedlockError {}
+/** The client was closed during the call. */
+export declare class CanceledError extends RedlockError {}
+export declare class ClosedError extends RedlockError {}
+export declare class WouldBlockError extends RedlockError {}
+export declare class RedlockIOError extends RedlockError {}
+export declare class NotSupportedError extends RedlockError {}
+export declare class ForkedError extends RedlockError {}
+
+export declare const codes: Readonly<{
+  EINVAL: -1; ENOMEM: -2; ELOCKED: -3; ENOQUORUM: -4; EEXPIRED: -5; ELOST: -6; ETIMEDOUT: -7;
+  ECANCELED: -8; ECLOSED: -9; EWOULDBLOCK: -10; EIO: -11; ENOTSUP: -12; EFORKED: -13;
+}>;
+
+export declare const LOG_DEBUG: 0;
+export declare const LOG_INFO: 1;
+export declare const LOG_WARN: 2;
+export declare const LOG_ERROR: 3;
+export declare const MAX_NODES: 64;
+export declare const MAX_RESOURCE_LEN: 1024;
+export declare const MAX_PREFIX_LEN: 256;
+export declare const MAX_MANY: 64;
+
+/** Loads libredlock from `file` (else REDLOCK_LIBRARY, the loader, install dirs, ../../build). */
+export declare function loadLibrary(file?: string): unknown;
+export declare function version(): string;
+export declare function strerror(code: number): string;
+export declare function errName(code: number): string;

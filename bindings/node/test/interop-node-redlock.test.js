@@ -1,0 +1,82 @@
+'use strict';
+// Interop with node-redlock 5 (npm `redlock`, over ioredis): both build the
+// Redis key from the resource name alone (our key prefix is "" by default),
+// so they contend on the same keys.  Mutual exclusion is checked both ways,
+// with fencing on and off on our side, and for multi-resource locks.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { startMasters } = require('./masters');
+const redlock = require('..');
+
+let NodeRedlock;
+let Redis;
+try {
+  NodeRedlock = require('redlock').default;
+  Redis = require('ioredis');
+} catch {
+  NodeRedlock = null;
+}
+
+describe('interop with node-redlock 5', { skip: NodeRedlock ? false : 'npm redlock/ioredis not installed (npm ci)' }, () => {
+  let srv;
+  let ours;
+  let oursFenced;
+  let redises;
+  let theirs;
+
+  before(async () => {
+    srv = await startMasters(3);
+    const base = { quarantine: false, retryCount: 0 };
+    ours = await redlock.Client.open(srv.uris, base);
+    oursFenced = await redlock.Client.open(srv.uris, { ...base, fencing: true });
+    redises = srv.masters.map((m) => new Redis({ host: '127.0.0.1', port: m.port, lazyConnect: false }));
+    theirs = new NodeRedlock(redises, { retryCount: 0, driftFactor: 0.01 });
+    theirs.on('error', () => {}); // ResourceLockedError is expected
+  });
+  after(async () => {
+    if (ours) await ours.close();
+    if (oursFenced) await oursFenced.close();
+    if (redises) await Promise.all(redises.map((r) => r.quit().catch(() => {})));
+    if (srv) await srv.stop();
+  });
+
+  it('node-redlock holds: we are refused, then get it after its release', async () => {
+    const theirLock = await theirs.acquire(['i:a'], 5000);
+    assert.deepEqual(await srv.all('GET', 'i:a'), Array(3).fill(theirLock.value));
+    await assert.rejects(ours.tryLock('i:a', { ttlMs: 5000 }), redlock.LockedError);
+    await assert.rejects(oursFenced.tryLock('i:a', { ttlMs: 5000 }), redlock.LockedError);
+    await theirLock.release();
+    const lk = await ours.tryLock('i:a', { ttlMs: 5000 });
+    await lk.unlock();
+  });
+
+  it('we hold: node-redlock is refused, then gets it after our release', async () => {
+    for (const client of [ours, oursFenced]) {
+      const lk = await client.tryLock('i:b', { ttlMs: 5000 });
+      await assert.rejects(theirs.acquire(['i:b'], 5000), (err) => err.name === 'ExecutionError');
+      await lk.unlock();
+      const theirLock = await theirs.acquire(['i:b'], 5000);
+      await theirLock.release();
+    }
+  });
+
+  it('multi-resource locks exclude each other both ways', async () => {
+    const theirLock = await theirs.acquire(['i:m2'], 5000);
+    await assert.rejects(ours.lockMany(['i:m1', 'i:m2'], { ttlMs: 5000 }), redlock.LockedError);
+    await theirLock.release();
+    const lk = await ours.lockMany(['i:m1', 'i:m2'], { ttlMs: 5000 });
+    await assert.rejects(theirs.acquire(['i:m1'], 5000), (err) => err.name === 'ExecutionError');
+    await assert.rejects(theirs.acquire(['i:m0', 'i:m2'], 5000), (err) => err.name === 'ExecutionError');
+    await lk.unlock();
+    await (await theirs.acquire(['i:m1', 'i:m2'], 5000)).release();
+  });
+
+  it('a waiting lock of ours is granted when node-redlock releases', async () => {
+    const theirLock = await theirs.acquire(['i:w'], 10000);
+    setTimeout(() => theirLock.release(), 300);
+    const t0 = Date.now();
+    const lk = await ours.lockWait('i:w', { ttlMs: 5000, waitMs: 5000 });
+    assert.ok(Date.now() - t0 >= 250);
+    await lk.unlock();
+  });
+});

@@ -1,0 +1,237 @@
+'use strict';
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { setTimeout: sleep } = require('node:timers/promises');
+const redlock = require('..');
+const { startMasters } = require('./masters');
+
+const { Client } = redlock;
+const base = { quarantine: false, retryCount: 2, retryDelayMs: 20, retryJitterMs: 20 };
+
+describe('redlock-c Node binding', () => {
+  let srv;
+  let a;
+  let b;
+
+  before(async () => {
+    srv = await startMasters(3);
+    a = await Client.open(srv.uris, { ...base, fencing: true });
+    b = await Client.open(srv.uris, { ...base, fencing: true });
+  });
+  after(async () => {
+    await Promise.all([a && a.close(), b && b.close()]);
+    if (srv) await srv.stop();
+  });
+
+  it('lock, read the lock, unlock', async () => {
+    const lk = await a.lock('n:basic', { ttlMs: 5000 });
+    assert.equal(lk.resource, 'n:basic');
+    assert.match(lk.value, /^[0-9a-f]{32}$/);
+    assert.ok(lk.validityMs > 4000 && lk.validityMs <= 5000, `validity ${lk.validityMs}`);
+    assert.equal(typeof lk.fence, 'bigint');
+    assert.equal(lk.lost, false);
+    assert.deepEqual(await srv.all('GET', 'n:basic'), [lk.value, lk.value, lk.value]);
+    await lk.unlock();
+    assert.equal(lk.released, true);
+    assert.equal(lk.validityMs, 0);
+    await lk.unlock(); // a second unlock is a no-op
+    assert.deepEqual(await srv.all('EXISTS', 'n:basic'), [0, 0, 0]);
+  });
+
+  it('tryLock is refused while another client holds the resource', async () => {
+    const lk = await a.tryLock('n:try', { ttlMs: 5000 });
+    await assert.rejects(b.tryLock('n:try', { ttlMs: 5000 }), (err) => {
+      assert.ok(err instanceof redlock.LockedError);
+      assert.ok(err instanceof redlock.RedlockError);
+      assert.equal(err.code, 'REDLOCK_ELOCKED');
+      assert.equal(err.errno, redlock.codes.ELOCKED);
+      assert.equal(err.name, 'LockedError');
+      return true;
+    });
+    await assert.rejects(b.lock('n:try', { ttlMs: 5000 }), redlock.LockedError); // after retries
+    assert.match(b.lastVotes(), /^lost \(held\):/);
+    await lk.unlock();
+    const lk2 = await b.tryLock('n:try', { ttlMs: 5000 });
+    await lk2.unlock();
+  });
+
+  it('lockWait is woken by the release, or times out', async () => {
+    const lk = await a.lock('n:wait', { ttlMs: 10000 });
+    const t0 = Date.now();
+    setTimeout(() => lk.unlock(), 300);
+    const lk2 = await b.lockWait('n:wait', { ttlMs: 5000, waitMs: 5000 });
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 250 && waited < 3000, `waited ${waited} ms`);
+    await assert.rejects(a.lock('n:wait', { ttlMs: 5000, waitMs: 300 }), (err) => {
+      assert.ok(err instanceof redlock.WaitTimeoutError);
+      assert.equal(err.code, 'REDLOCK_ETIMEDOUT');
+      return true;
+    });
+    await lk2.unlock();
+  });
+
+  it('an AbortSignal abandons a wait; a late grant is released', async () => {
+    const lk = await a.lock('n:abort', { ttlMs: 10000 });
+    const ac = new AbortController();
+    const t0 = Date.now();
+    const p = b.lock('n:abort', { ttlMs: 5000, waitMs: 3000, signal: ac.signal });
+    setTimeout(() => ac.abort(), 200);
+    await assert.rejects(p, (err) => err.name === 'AbortError' && err.code === 'ABORT_ERR');
+    assert.ok(Date.now() - t0 < 1500);
+    // The C wait is still going on: the release below grants it the lock,
+    // which the binding must give back at once.
+    await lk.unlock();
+    await sleep(300);
+    const lk3 = await a.tryLock('n:abort', { ttlMs: 2000 });
+    await lk3.unlock();
+    // Already aborted: rejects without asking the masters.
+    await assert.rejects(b.lock('n:abort', { ttlMs: 1000, signal: AbortSignal.abort() }),
+      { name: 'AbortError' });
+  });
+
+  it('lockMany takes all resources or none', async () => {
+    const held = await a.lock('n:many:b', { ttlMs: 5000 });
+    await assert.rejects(b.lockMany(['n:many:a', 'n:many:b'], { ttlMs: 5000 }), redlock.LockedError);
+    assert.deepEqual(await srv.all('EXISTS', 'n:many:a'), [0, 0, 0]);
+    await held.unlock();
+    const lk = await b.lockMany(['n:many:a', 'n:many:b'], { ttlMs: 5000 });
+    assert.deepEqual(lk.resources, ['n:many:a', 'n:many:b']);
+    assert.deepEqual(await srv.all('EXISTS', 'n:many:a', 'n:many:b'), [2, 2, 2]);
+    await lk.unlock();
+    assert.deepEqual(await srv.all('EXISTS', 'n:many:a', 'n:many:b'), [0, 0, 0]);
+  });
+
+  it('extend raises the TTL; a lock whose key is gone cannot be extended', async () => {
+    const lk = await a.lock('n:extend', { ttlMs: 1000 });
+    await sleep(300);
+    await lk.extend(5000);
+    assert.ok(lk.validityMs > 4000, `validity ${lk.validityMs}`);
+    const pttl = await srv.all('PTTL', 'n:extend');
+    assert.ok(pttl.every((t) => t > 4000), `pttl ${pttl}`);
+    await srv.all('DEL', 'n:extend');
+    await assert.rejects(lk.extend(5000), (err) => err instanceof redlock.RedlockError
+      && ['REDLOCK_ELOST', 'REDLOCK_ELOCKED'].includes(err.code));
+    await lk.unlock().catch(() => {});
+    assert.equal(lk.released, true);
+  });
+
+  it('watch keeps a lock alive and reports its loss', async () => {
+    const lk = await a.lock('n:watch', { ttlMs: 1000 });
+    let lostErr = null;
+    let lostCalls = 0;
+    lk.watch((err) => { lostErr = err; lostCalls++; });
+    await sleep(2200); // two TTLs: the watch has extended it
+    assert.equal(lk.lost, false);
+    assert.deepEqual(await srv.all('GET', 'n:watch'), [lk.value, lk.value, lk.value]);
+    await srv.all('DEL', 'n:watch'); // make it lost on every master
+    const err = await Promise.race([lk.lostPromise, sleep(3000, 'timeout')]);
+    assert.ok(err instanceof redlock.LostError, `got ${err}`);
+    assert.equal(err.code, 'REDLOCK_ELOST');
+    assert.equal(lostCalls, 1);
+    assert.equal(lostErr, err);
+    assert.equal(lk.lost, true);
+    await lk.unlock().catch(() => {});
+  });
+
+  it('watch reports a loss when the masters stop answering (SIGSTOP)', async () => {
+    const c = await Client.open(srv.uris, { ...base, requestTimeoutMs: 50 });
+    try {
+      const lk = await c.lock('n:watch:stop', { ttlMs: 500, watch: true });
+      srv.pause(0); srv.pause(1);
+      let err;
+      try {
+        err = await Promise.race([lk.lostPromise, sleep(3000, 'timeout')]);
+      } finally {
+        srv.resume(0); srv.resume(1);
+      }
+      assert.ok(err instanceof redlock.LostError, `got ${err}`);
+      await lk.unlock().catch(() => {});
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('fencing tokens increase strictly across clients', async () => {
+    let last = 0n;
+    for (let i = 0; i < 6; i++) {
+      const lk = await (i % 2 ? a : b).lock('n:fence', { ttlMs: 5000 });
+      assert.ok(lk.fence > last, `fence ${lk.fence} after ${last}`);
+      last = lk.fence;
+      await lk.unlock();
+    }
+    const nf = await Client.open(srv.uris, base); // fencing off
+    const lk = await nf.lock('n:nofence', { ttlMs: 1000 });
+    assert.equal(lk.fence, 0n);
+    await nf.close();
+  });
+
+  it('keyPrefix is prepended to the Redis key', async () => {
+    const c = await Client.open(srv.uris, { ...base, keyPrefix: 'pfx:' });
+    const lk = await c.lock('n:prefixed', { ttlMs: 5000 });
+    assert.deepEqual(await srv.all('GET', 'pfx:n:prefixed'), [lk.value, lk.value, lk.value]);
+    assert.equal(lk.resource, 'n:prefixed');
+    await c.close();
+    assert.equal(lk.released, true); // close released it
+    assert.deepEqual(await srv.all('EXISTS', 'pfx:n:prefixed'), [0, 0, 0]);
+  });
+
+  it('maps argument and state errors', async () => {
+    await assert.rejects(a.lock('n:bad', { ttlMs: 0 }), redlock.InvalidArgumentError);
+    await assert.rejects(a.lock('n:bad', { ttlMs: 10 ** 7 }), redlock.InvalidArgumentError); // > max TTL
+    await assert.rejects(a.lock('', { ttlMs: 100 }), redlock.InvalidArgumentError);
+    await assert.rejects(a.lock(42, { ttlMs: 100 }), TypeError);
+    await assert.rejects(a.lockMany(['x', 'x'], { ttlMs: 100 }), redlock.InvalidArgumentError);
+    await assert.rejects(Client.open(['http://nope'], base), redlock.InvalidArgumentError);
+    await assert.rejects(Client.open(srv.uris, { bogus: 1 }), TypeError);
+    await assert.rejects(Client.open(['rediss://127.0.0.1:1'], base), (e) => e instanceof redlock.RedlockError);
+    const c = await Client.open(srv.uris, base);
+    const lk = await c.lock('n:closed', { ttlMs: 5000 });
+    await c.close();
+    await c.close(); // idempotent
+    await assert.rejects(c.lock('n:closed', { ttlMs: 100 }), redlock.ClosedError);
+    await assert.rejects(lk.extend(100), redlock.ClosedError);
+    assert.equal(redlock.errName(-4), 'REDLOCK_ENOQUORUM');
+    assert.match(redlock.strerror(-3), /locked/);
+    assert.match(redlock.version(), /^0\./);
+  });
+
+  it('reports no quorum when the masters are down, and close cancels a wait', async () => {
+    const c = await Client.open(srv.uris, { ...base, requestTimeoutMs: 50 });
+    srv.pause(0); srv.pause(1);
+    try {
+      await assert.rejects(c.tryLock('n:noquorum', { ttlMs: 1000 }), (err) => {
+        assert.ok(err instanceof redlock.NoQuorumError);
+        assert.equal(err.errno, -4);
+        return true;
+      });
+    } finally {
+      srv.resume(0); srv.resume(1);
+    }
+    const holder = await a.lock('n:cancel', { ttlMs: 10000 });
+    const p = c.lock('n:cancel', { ttlMs: 1000, waitMs: 10000 });
+    const rejected = assert.rejects(p, redlock.CanceledError);
+    await sleep(200);
+    await c.close();
+    await rejected;
+    await holder.unlock();
+  });
+
+  it('close waits for tryLock calls running on the thread pool', async () => {
+    const c = await Client.open(srv.uris, base);
+    const names = Array.from({ length: 8 }, (_, i) => `n:inflight:${i}`); // > 4 pool threads
+    const calls = names.map((n) => c.tryLock(n, { ttlMs: 5000 }).then(() => 'granted', (e) => e.code));
+    await c.close();
+    assert.deepEqual(await Promise.all(calls), Array(8).fill('REDLOCK_ECLOSED'));
+    assert.deepEqual(await srv.all('EXISTS', ...names), [0, 0, 0]); // released by the close
+  });
+
+  it('log callback gets the library messages on the JS thread', async () => {
+    const msgs = [];
+    const c = await Client.open(srv.uris, { ...base, log: (lvl, m) => msgs.push([lvl, m]), logLevel: redlock.LOG_WARN });
+    const lk = await c.lock('n:log', { ttlMs: 400, watch: true });
+    await srv.all('DEL', 'n:log');
+    await lk.lostPromise;
+    await c.close();
+    assert.ok(msgs.some(([lvl, m]) => lvl >= redlock.LOG_WARN && /lost/.test(m)), JSON.stringify(msgs));
+  });
+});

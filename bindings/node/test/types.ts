@@ -1,0 +1,27 @@
+// Type-checked by test.sh (tsc --noEmit --strict) against index.d.ts; never run.
+import * as redlock from '..';
+import { Client, Lock, LockedError, RedlockError } from '..';
+
+async function example(nodes: string[]): Promise<bigint> {
+  const client: Client = await Client.open(nodes, { fencing: true, quarantine: false, retryCount: 1 });
+  const ac = new AbortController();
+  const lock: Lock = await client.lock('orders:42', { ttlMs: 10_000, waitMs: 5_000, signal: ac.signal });
+  lock.watch((err) => console.log(err.code, err.errno));
+  await lock.extend(5_000);
+  const fence: bigint = lock.fence;
+  const left: number = lock.validityMs;
+  await lock.unlock();
+  try {
+    await client.tryLock('x', { ttlMs: 100 });
+    await client.lockMany(['a', 'b'], { ttlMs: 100, watch: true });
+    await client.lockWait('x', { ttlMs: 100, waitMs: 100 });
+  } catch (e) {
+    if (e instanceof LockedError) console.log(e.code === 'REDLOCK_ELOCKED', e.errno === redlock.codes.ELOCKED);
+    if (e instanceof RedlockError) console.log(e.detail);
+  }
+  const n: number = await client.using('r', { ttlMs: 100 }, async (l) => l.validityMs + left);
+  console.log(n, client.lastVotes(), redlock.version(), redlock.LOG_WARN);
+  await client.close();
+  return fence;
+}
+void example;

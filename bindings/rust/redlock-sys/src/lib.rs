@@ -1,0 +1,193 @@
+//! Raw declarations of redlock-c's public ABI (`include/redlock.h`), written
+//! by hand (no bindgen): opaque handle types, constants and `extern "C"`
+//! functions.  Everything here is `unsafe` to call; the `redlock` crate is the
+//! safe layer.  Keep in sync with `include/redlock.h` (the ABI only grows
+//! within a major version: SONAME `libredlock.so.0`).
+#![allow(non_camel_case_types)]
+#![no_std]
+
+use core::ffi::{c_char, c_double, c_int, c_void};
+
+/// Settings for `redlock_open` (opaque).
+#[repr(C)]
+pub struct redlock_options_t {
+    _private: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// A client: N masters, their connections, a loop (opaque).
+#[repr(C)]
+pub struct redlock_t {
+    _private: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+/// One held lock (opaque).
+#[repr(C)]
+pub struct redlock_lock_t {
+    _private: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+pub const REDLOCK_VERSION_MAJOR: c_int = 0;
+pub const REDLOCK_MAX_NODES: usize = 64;
+pub const REDLOCK_MAX_RESOURCE_LEN: usize = 1024;
+pub const REDLOCK_MAX_PREFIX_LEN: usize = 256;
+pub const REDLOCK_MAX_MANY: usize = 64;
+
+pub const REDLOCK_OK: c_int = 0;
+pub const REDLOCK_EINVAL: c_int = -1;
+pub const REDLOCK_ENOMEM: c_int = -2;
+pub const REDLOCK_ELOCKED: c_int = -3;
+pub const REDLOCK_ENOQUORUM: c_int = -4;
+pub const REDLOCK_EEXPIRED: c_int = -5;
+pub const REDLOCK_ELOST: c_int = -6;
+pub const REDLOCK_ETIMEDOUT: c_int = -7;
+pub const REDLOCK_ECANCELED: c_int = -8;
+pub const REDLOCK_ECLOSED: c_int = -9;
+pub const REDLOCK_EWOULDBLOCK: c_int = -10;
+pub const REDLOCK_EIO: c_int = -11;
+pub const REDLOCK_ENOTSUP: c_int = -12;
+pub const REDLOCK_EFORKED: c_int = -13;
+
+pub const REDLOCK_LOG_DEBUG: c_int = 0;
+pub const REDLOCK_LOG_INFO: c_int = 1;
+pub const REDLOCK_LOG_WARN: c_int = 2;
+pub const REDLOCK_LOG_ERROR: c_int = 3;
+
+pub const REDLOCK_LOST_EXPIRED: c_int = REDLOCK_ELOST;
+
+pub type redlock_log_cb =
+    Option<unsafe extern "C" fn(level: c_int, msg: *const c_char, arg: *mut c_void)>;
+pub type redlock_lost_cb =
+    Option<unsafe extern "C" fn(lock: *mut redlock_lock_t, reason: c_int, arg: *mut c_void)>;
+pub type redlock_lock_cb =
+    Option<unsafe extern "C" fn(status: c_int, lock: *mut redlock_lock_t, arg: *mut c_void)>;
+pub type redlock_done_cb = Option<unsafe extern "C" fn(status: c_int, arg: *mut c_void)>;
+
+extern "C" {
+    // Options
+    pub fn redlock_options_new() -> *mut redlock_options_t;
+    pub fn redlock_options_free(opts: *mut redlock_options_t);
+    pub fn redlock_options_add_node(opts: *mut redlock_options_t, uri: *const c_char) -> c_int;
+    pub fn redlock_options_set_retry(
+        opts: *mut redlock_options_t,
+        retry_count: c_int,
+        delay_ms: u32,
+        jitter_ms: u32,
+    ) -> c_int;
+    pub fn redlock_options_set_drift_factor(
+        opts: *mut redlock_options_t,
+        factor: c_double,
+    ) -> c_int;
+    pub fn redlock_options_set_timeouts(
+        opts: *mut redlock_options_t,
+        connect_ms: u32,
+        request_ms: u32,
+    ) -> c_int;
+    pub fn redlock_options_set_max_ttl(opts: *mut redlock_options_t, max_ttl_ms: u32) -> c_int;
+    pub fn redlock_options_set_quarantine(opts: *mut redlock_options_t, enabled: c_int) -> c_int;
+    pub fn redlock_options_set_fencing(opts: *mut redlock_options_t, enabled: c_int) -> c_int;
+    pub fn redlock_options_set_reentrant(opts: *mut redlock_options_t, enabled: c_int) -> c_int;
+    pub fn redlock_options_set_key_prefix(
+        opts: *mut redlock_options_t,
+        prefix: *const c_char,
+    ) -> c_int;
+    pub fn redlock_options_set_log(
+        opts: *mut redlock_options_t,
+        min_level: c_int,
+        cb: redlock_log_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+
+    // Client
+    pub fn redlock_open(out: *mut *mut redlock_t, opts: *const redlock_options_t) -> c_int;
+    pub fn redlock_close(client: *mut redlock_t);
+
+    // Blocking calls
+    pub fn redlock_lock(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        ttl_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_trylock(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        ttl_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_lock_wait(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_lock_many(
+        client: *mut redlock_t,
+        resources: *const *const c_char,
+        n: usize,
+        ttl_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_extend(client: *mut redlock_t, lock: *mut redlock_lock_t, ttl_ms: u32) -> c_int;
+    pub fn redlock_unlock(client: *mut redlock_t, lock: *mut redlock_lock_t) -> c_int;
+    pub fn redlock_watch(
+        client: *mut redlock_t,
+        lock: *mut redlock_lock_t,
+        lost_cb: redlock_lost_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+
+    // Lock accessors
+    pub fn redlock_lock_validity_ms(lock: *const redlock_lock_t) -> i64;
+    pub fn redlock_lock_fence(lock: *const redlock_lock_t) -> u64;
+    pub fn redlock_lock_resource(lock: *const redlock_lock_t) -> *const c_char;
+    pub fn redlock_lock_value(lock: *const redlock_lock_t) -> *const c_char;
+    pub fn redlock_lock_is_lost(lock: *const redlock_lock_t) -> c_int;
+
+    // Callback forms
+    pub fn redlock_lock_async(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_extend_async(
+        client: *mut redlock_t,
+        lock: *mut redlock_lock_t,
+        ttl_ms: u32,
+        cb: redlock_done_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_unlock_async(
+        client: *mut redlock_t,
+        lock: *mut redlock_lock_t,
+        cb: redlock_done_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+
+    // Diagnostics, errors, version
+    pub fn redlock_last_votes(client: *mut redlock_t, buf: *mut c_char, size: usize) -> c_int;
+    pub fn redlock_strerror(err: c_int) -> *const c_char;
+    pub fn redlock_err_name(err: c_int) -> *const c_char;
+    pub fn redlock_version() -> *const c_char;
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn links_and_reports_version() {
+        let v = unsafe { CStr::from_ptr(redlock_version()) }
+            .to_str()
+            .unwrap();
+        assert!(v.starts_with("0."), "{v}");
+        let name = unsafe { CStr::from_ptr(redlock_err_name(REDLOCK_ELOCKED)) };
+        assert_eq!(name.to_str().unwrap(), "REDLOCK_ELOCKED");
+    }
+}

@@ -1,0 +1,674 @@
+//! Safe Rust binding of redlock-c: Redlock, a distributed lock over N
+//! independent Redis masters.  A lock is held when a majority (N/2 + 1) of
+//! the masters accepted it and time is left on it.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! let client = redlock::Client::builder()
+//!     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+//!     .open()?;
+//! let lock = client.lock("orders:42", Duration::from_secs(10))?; // unlocked on drop
+//! println!("fence {} valid for {} ms", lock.fence(), lock.validity_ms());
+//! # Ok::<(), redlock::Error>(())
+//! ```
+//!
+//! Threads: [`Client`] and [`Lock`] are `Send + Sync`; every call blocks the
+//! calling thread only.  The C library runs its network I/O and callbacks on
+//! its own thread; this crate's callbacks there never run user code, except
+//! the optional logger.
+use redlock_sys as sys;
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::os::raw::{c_char, c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+// ---- errors ---------------------------------------------------------------------
+
+/// A failure reported by the library (`REDLOCK_E*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Error {
+    /// `REDLOCK_EINVAL`: invalid argument (also: a NUL byte in a string).
+    InvalidArgument,
+    /// `REDLOCK_ENOMEM`.
+    NoMemory,
+    /// `REDLOCK_ELOCKED`: a quorum answered; someone else holds the resource.
+    Locked,
+    /// `REDLOCK_ENOQUORUM`: too few masters answered.
+    NoQuorum,
+    /// `REDLOCK_EEXPIRED`: quorum won but no validity left.
+    Expired,
+    /// `REDLOCK_ELOST`: the lock is no longer held on a quorum.
+    Lost,
+    /// `REDLOCK_ETIMEDOUT`: the wait budget of `lock_wait` ran out.
+    TimedOut,
+    /// `REDLOCK_ECANCELED`.
+    Canceled,
+    /// `REDLOCK_ECLOSED`.
+    Closed,
+    /// `REDLOCK_EWOULDBLOCK`: a blocking call on the library's I/O thread (from the logger).
+    WouldBlock,
+    /// `REDLOCK_EIO`.
+    Io,
+    /// `REDLOCK_ENOTSUP` (e.g. `rediss://` without TLS support).
+    NotSupported,
+    /// `REDLOCK_EFORKED`: the client was opened by the parent process.
+    Forked,
+    /// A code this version of the crate does not know.
+    Other(i32),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Maps a negative library code (0 is not an error).
+    pub fn from_code(code: i32) -> Error {
+        match code {
+            sys::REDLOCK_EINVAL => Error::InvalidArgument,
+            sys::REDLOCK_ENOMEM => Error::NoMemory,
+            sys::REDLOCK_ELOCKED => Error::Locked,
+            sys::REDLOCK_ENOQUORUM => Error::NoQuorum,
+            sys::REDLOCK_EEXPIRED => Error::Expired,
+            sys::REDLOCK_ELOST => Error::Lost,
+            sys::REDLOCK_ETIMEDOUT => Error::TimedOut,
+            sys::REDLOCK_ECANCELED => Error::Canceled,
+            sys::REDLOCK_ECLOSED => Error::Closed,
+            sys::REDLOCK_EWOULDBLOCK => Error::WouldBlock,
+            sys::REDLOCK_EIO => Error::Io,
+            sys::REDLOCK_ENOTSUP => Error::NotSupported,
+            sys::REDLOCK_EFORKED => Error::Forked,
+            other => Error::Other(other),
+        }
+    }
+
+    /// The library's code (`REDLOCK_ELOCKED` = -3, ...).
+    pub fn code(&self) -> i32 {
+        match *self {
+            Error::InvalidArgument => sys::REDLOCK_EINVAL,
+            Error::NoMemory => sys::REDLOCK_ENOMEM,
+            Error::Locked => sys::REDLOCK_ELOCKED,
+            Error::NoQuorum => sys::REDLOCK_ENOQUORUM,
+            Error::Expired => sys::REDLOCK_EEXPIRED,
+            Error::Lost => sys::REDLOCK_ELOST,
+            Error::TimedOut => sys::REDLOCK_ETIMEDOUT,
+            Error::Canceled => sys::REDLOCK_ECANCELED,
+            Error::Closed => sys::REDLOCK_ECLOSED,
+            Error::WouldBlock => sys::REDLOCK_EWOULDBLOCK,
+            Error::Io => sys::REDLOCK_EIO,
+            Error::NotSupported => sys::REDLOCK_ENOTSUP,
+            Error::Forked => sys::REDLOCK_EFORKED,
+            Error::Other(c) => c,
+        }
+    }
+
+    /// The code's name, e.g. `"REDLOCK_ELOCKED"`.
+    pub fn name(&self) -> &'static str {
+        // SAFETY: redlock_err_name returns a static NUL-terminated string, never NULL.
+        unsafe { static_str(sys::redlock_err_name(self.code())) }
+    }
+
+    /// True when trying again later may succeed (held, no quorum, wait ran out, expired).
+    pub fn is_temporary(&self) -> bool {
+        matches!(
+            self,
+            Error::Locked | Error::NoQuorum | Error::TimedOut | Error::Expired
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: redlock_strerror returns a static string, never NULL.
+        let msg = unsafe { static_str(sys::redlock_strerror(self.code())) };
+        write!(f, "{} ({})", msg, self.name())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<Error> for std::io::Error {
+    fn from(e: Error) -> std::io::Error {
+        use std::io::ErrorKind as K;
+        let kind = match e {
+            Error::InvalidArgument => K::InvalidInput,
+            Error::NoMemory => K::OutOfMemory,
+            Error::TimedOut => K::TimedOut,
+            Error::Locked => K::WouldBlock,
+            Error::NotSupported => K::Unsupported,
+            _ => K::Other,
+        };
+        std::io::Error::new(kind, e)
+    }
+}
+
+unsafe fn static_str(p: *const c_char) -> &'static str {
+    if p.is_null() {
+        return "";
+    }
+    CStr::from_ptr(p).to_str().unwrap_or("")
+}
+
+fn check(rc: c_int) -> Result<()> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::from_code(rc))
+    }
+}
+
+fn cstring(s: &str) -> Result<CString> {
+    CString::new(s).map_err(|_| Error::InvalidArgument)
+}
+
+fn millis(d: Duration) -> Result<u32> {
+    u32::try_from(d.as_millis()).map_err(|_| Error::InvalidArgument)
+}
+
+/// The C library's version string ("0.1.0").
+pub fn version() -> &'static str {
+    // SAFETY: static string.
+    unsafe { static_str(sys::redlock_version()) }
+}
+
+/// Log levels for [`Builder::logger`].
+pub mod log_level {
+    pub const DEBUG: i32 = 0;
+    pub const INFO: i32 = 1;
+    pub const WARN: i32 = 2;
+    pub const ERROR: i32 = 3;
+}
+
+// ---- builder ----------------------------------------------------------------------
+
+type LogFn = Box<dyn Fn(i32, &str) + Send + Sync + 'static>;
+
+/// Settings for [`Client`]; anything not set keeps the library default (retry
+/// 3 times, 200 ms + up to 200 ms jitter; connect 1 s, request 100 ms; drift
+/// 0.01; max TTL 60 s; quarantine on; fencing off; key prefix "").
+#[derive(Default)]
+pub struct Builder {
+    nodes: Vec<String>,
+    retry: Option<(i32, Duration, Duration)>,
+    timeouts: Option<(Duration, Duration)>,
+    drift: Option<f64>,
+    max_ttl: Option<Duration>,
+    quarantine: Option<bool>,
+    fencing: Option<bool>,
+    key_prefix: Option<String>,
+    logger: Option<(i32, LogFn)>,
+}
+
+impl Builder {
+    /// One master: `redis://[[user]:password@]host[:port][/db]` or `unix:///path`.
+    pub fn node(mut self, uri: impl Into<String>) -> Self {
+        self.nodes.push(uri.into());
+        self
+    }
+    /// Several masters.
+    pub fn nodes<I, S>(mut self, uris: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.nodes.extend(uris.into_iter().map(Into::into));
+        self
+    }
+    /// `count` extra attempts after the first (-1 unbounded, 0 one try), each
+    /// after `delay` plus a random 0..`jitter`.
+    pub fn retry(mut self, count: i32, delay: Duration, jitter: Duration) -> Self {
+        self.retry = Some((count, delay, jitter));
+        self
+    }
+    /// Bounds on connecting to a master, and on each round of requests.
+    pub fn timeouts(mut self, connect: Duration, request: Duration) -> Self {
+        self.timeouts = Some((connect, request));
+        self
+    }
+    /// 0 <= factor < 0.5.
+    pub fn drift_factor(mut self, factor: f64) -> Self {
+        self.drift = Some(factor);
+        self
+    }
+    /// Largest TTL, and the length of the restart quarantine.
+    pub fn max_ttl(mut self, ttl: Duration) -> Self {
+        self.max_ttl = Some(ttl);
+        self
+    }
+    /// Restart quarantine (on by default): pass `false` against freshly started masters.
+    pub fn quarantine(mut self, on: bool) -> Self {
+        self.quarantine = Some(on);
+        self
+    }
+    /// Fencing tokens ([`Lock::fence`]).
+    pub fn fencing(mut self, on: bool) -> Self {
+        self.fencing = Some(on);
+        self
+    }
+    /// The Redis key is `prefix + resource`.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = Some(prefix.into());
+        self
+    }
+    /// Receives the library's log messages at `min_level` and above, on the
+    /// library's I/O thread: keep it short; blocking calls made from it fail
+    /// with [`Error::WouldBlock`].  A panic in it is caught and ignored.
+    pub fn logger<F>(mut self, min_level: i32, f: F) -> Self
+    where
+        F: Fn(i32, &str) + Send + Sync + 'static,
+    {
+        self.logger = Some((min_level, Box::new(f)));
+        self
+    }
+
+    /// Opens the client: starts its I/O thread and connects to every master,
+    /// returning within the connect timeout even when masters are down (they
+    /// are retried in the background and vote "no" meanwhile).
+    pub fn open(self) -> Result<Client> {
+        if self.nodes.is_empty() {
+            return Err(Error::InvalidArgument);
+        }
+        struct Opts(*mut sys::redlock_options_t);
+        impl Drop for Opts {
+            fn drop(&mut self) {
+                // SAFETY: created by redlock_options_new, freed once.
+                unsafe { sys::redlock_options_free(self.0) }
+            }
+        }
+        // SAFETY: plain constructor.
+        let raw = unsafe { sys::redlock_options_new() };
+        if raw.is_null() {
+            return Err(Error::NoMemory);
+        }
+        let o = Opts(raw);
+        // SAFETY (all setters below): o.0 is a live options object used by
+        // this thread only; strings are NUL-terminated and copied by the library.
+        for n in &self.nodes {
+            let c = cstring(n)?;
+            check(unsafe { sys::redlock_options_add_node(o.0, c.as_ptr()) })?;
+        }
+        if let Some((count, delay, jitter)) = self.retry {
+            check(unsafe {
+                sys::redlock_options_set_retry(o.0, count, millis(delay)?, millis(jitter)?)
+            })?;
+        }
+        if let Some((c, r)) = self.timeouts {
+            check(unsafe { sys::redlock_options_set_timeouts(o.0, millis(c)?, millis(r)?) })?;
+        }
+        if let Some(f) = self.drift {
+            check(unsafe { sys::redlock_options_set_drift_factor(o.0, f) })?;
+        }
+        if let Some(t) = self.max_ttl {
+            check(unsafe { sys::redlock_options_set_max_ttl(o.0, millis(t)?) })?;
+        }
+        if let Some(q) = self.quarantine {
+            check(unsafe { sys::redlock_options_set_quarantine(o.0, q as c_int) })?;
+        }
+        if let Some(f) = self.fencing {
+            check(unsafe { sys::redlock_options_set_fencing(o.0, f as c_int) })?;
+        }
+        if let Some(p) = &self.key_prefix {
+            let c = cstring(p)?;
+            check(unsafe { sys::redlock_options_set_key_prefix(o.0, c.as_ptr()) })?;
+        }
+        let mut log: Option<Box<LogFn>> = None;
+        if let Some((level, f)) = self.logger {
+            let boxed: Box<LogFn> = Box::new(f);
+            let arg = &*boxed as *const LogFn as *mut c_void;
+            check(unsafe { sys::redlock_options_set_log(o.0, level, Some(log_trampoline), arg) })?;
+            log = Some(boxed);
+        }
+        let mut client = ptr::null_mut();
+        // SAFETY: o.0 is valid; the library snapshots it (the log closure,
+        // whose address it keeps, lives in Inner until after redlock_close).
+        check(unsafe { sys::redlock_open(&mut client, o.0) })?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                ptr: client,
+                _log: log,
+            }),
+        })
+    }
+}
+
+unsafe extern "C" fn log_trampoline(level: c_int, msg: *const c_char, arg: *mut c_void) {
+    // SAFETY: arg is the Box<LogFn> kept alive by Inner until redlock_close returned.
+    let f = &*(arg as *const LogFn);
+    let text = CStr::from_ptr(msg).to_string_lossy();
+    let _ = catch_unwind(AssertUnwindSafe(|| f(level, &text)));
+}
+
+// ---- client ---------------------------------------------------------------------
+
+struct Inner {
+    ptr: *mut sys::redlock_t,
+    _log: Option<Box<LogFn>>,
+}
+
+// SAFETY: the C client is made for concurrent use: every blocking call is safe
+// from any number of threads at once, the callback forms from any thread, and
+// redlock_close may run on any thread once no other call is in flight — which
+// Arc guarantees, as Inner is dropped only after the last Client and Lock.
+// The logger it may call is Send + Sync.
+unsafe impl Send for Inner {}
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: last reference: no call is in flight and no Lock is left
+        // (each Lock holds a Client).  Runs the close, joins the I/O thread;
+        // after it no callback runs, so the logger box may go.
+        unsafe { sys::redlock_close(self.ptr) }
+    }
+}
+
+/// A Redlock client on N masters, with its own I/O thread.  Cloning is cheap
+/// (a reference count); the C client is closed when the last `Client` clone
+/// and the last [`Lock`] taken through it are dropped.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Settings for a new client.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    fn raw(&self) -> *mut sys::redlock_t {
+        self.inner.ptr
+    }
+
+    /// Acquires `resource`, retrying by the retry policy.
+    pub fn lock(&self, resource: &str, ttl: Duration) -> Result<Lock> {
+        let r = cstring(resource)?;
+        let ttl = millis(ttl)?;
+        let mut out = ptr::null_mut();
+        // SAFETY: live client, NUL-terminated resource, out is written on success.
+        check(unsafe { sys::redlock_lock(self.raw(), r.as_ptr(), ttl, &mut out) })?;
+        Ok(self.adopt(out, vec![resource.to_owned()]))
+    }
+
+    /// One attempt ([`Error::Locked`] when held elsewhere).
+    pub fn try_lock(&self, resource: &str, ttl: Duration) -> Result<Lock> {
+        let r = cstring(resource)?;
+        let ttl = millis(ttl)?;
+        let mut out = ptr::null_mut();
+        // SAFETY: as in lock().
+        check(unsafe { sys::redlock_trylock(self.raw(), r.as_ptr(), ttl, &mut out) })?;
+        Ok(self.adopt(out, vec![resource.to_owned()]))
+    }
+
+    /// Waits up to `wait` for the holder to release (woken by the release);
+    /// [`Error::TimedOut`] when `wait` runs out.
+    pub fn lock_wait(&self, resource: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
+        let r = cstring(resource)?;
+        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let mut out = ptr::null_mut();
+        // SAFETY: as in lock().
+        check(unsafe { sys::redlock_lock_wait(self.raw(), r.as_ptr(), ttl, wait, &mut out) })?;
+        Ok(self.adopt(out, vec![resource.to_owned()]))
+    }
+
+    /// All resources (1..64, distinct) or none, as one lock.
+    pub fn lock_many<I, S>(&self, resources: I, ttl: Duration) -> Result<Lock>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let names: Vec<String> = resources
+            .into_iter()
+            .map(|s| s.as_ref().to_owned())
+            .collect();
+        let cs = names
+            .iter()
+            .map(|s| cstring(s))
+            .collect::<Result<Vec<_>>>()?;
+        let ptrs: Vec<*const c_char> = cs.iter().map(|c| c.as_ptr()).collect();
+        let ttl = millis(ttl)?;
+        let mut out = ptr::null_mut();
+        // SAFETY: ptrs holds ptrs.len() NUL-terminated strings alive for the call.
+        check(unsafe {
+            sys::redlock_lock_many(self.raw(), ptrs.as_ptr(), ptrs.len(), ttl, &mut out)
+        })?;
+        Ok(self.adopt(out, names))
+    }
+
+    fn adopt(&self, h: *mut sys::redlock_lock_t, resources: Vec<String>) -> Lock {
+        let h = NonNull::new(h).expect("redlock: success without a lock handle");
+        // SAFETY: a live handle; the strings are owned by it, copied here.
+        let (resource, value, fence) = unsafe {
+            (
+                CStr::from_ptr(sys::redlock_lock_resource(h.as_ptr()))
+                    .to_string_lossy()
+                    .into_owned(),
+                CStr::from_ptr(sys::redlock_lock_value(h.as_ptr()))
+                    .to_string_lossy()
+                    .into_owned(),
+                sys::redlock_lock_fence(h.as_ptr()),
+            )
+        };
+        Lock {
+            client: self.clone(),
+            handle: Some(h),
+            resource,
+            resources,
+            value,
+            fence,
+            watch: Mutex::new(None),
+        }
+    }
+
+    /// One-line summary of the latest round (diagnostics; do not parse).
+    pub fn last_votes(&self) -> String {
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: buf is writable for its length; the result is NUL-terminated.
+        let n = unsafe {
+            sys::redlock_last_votes(self.raw(), buf.as_mut_ptr() as *mut c_char, buf.len())
+        };
+        if n < 0 {
+            return String::new();
+        }
+        buf.truncate((n as usize).min(buf.len() - 1));
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+// ---- lock -----------------------------------------------------------------------
+
+/// State shared with the watch's lost callback.  Boxed, its address passed
+/// as the callback's `arg`; freed only once no callback can come any more.
+struct WatchState {
+    tx: Mutex<Option<mpsc::Sender<Error>>>,
+    lost: AtomicBool,
+}
+
+unsafe extern "C" fn lost_trampoline(
+    _lock: *mut sys::redlock_lock_t,
+    reason: c_int,
+    arg: *mut c_void,
+) {
+    // SAFETY: arg is a live WatchState (see Lock::release).
+    let st = &*(arg as *const WatchState);
+    st.lost.store(true, Ordering::SeqCst);
+    let tx = st.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(tx) = tx {
+        let code = if reason == 0 {
+            sys::REDLOCK_ELOST
+        } else {
+            reason
+        };
+        let _ = tx.send(Error::from_code(code)); // never blocks; then dropped: disconnects
+    }
+}
+
+struct WatchPtr(*mut WatchState);
+// SAFETY: WatchState is Sync (Mutex + AtomicBool); the pointer is only
+// dereferenced by the lost callback and freed by the lock's release.
+unsafe impl Send for WatchPtr {}
+
+/// A held lock: a guard released on all masters when dropped (or by
+/// [`Lock::unlock`], which reports the outcome).
+///
+/// `Send + Sync`: the C library allows every accessor, `extend` and `watch`
+/// on a live handle from any thread at once; the only call that invalidates
+/// the handle (unlock) needs `self` by value or `Drop`, which the borrow
+/// checker makes exclusive.  The handle stays valid while the Lock lives
+/// because the Lock keeps its Client (and so the C client) alive.
+pub struct Lock {
+    client: Client,
+    handle: Option<NonNull<sys::redlock_lock_t>>,
+    resource: String,
+    resources: Vec<String>,
+    value: String,
+    fence: u64,
+    watch: Mutex<Option<WatchPtr>>,
+}
+
+// SAFETY: see the type's documentation.
+unsafe impl Send for Lock {}
+unsafe impl Sync for Lock {}
+
+impl fmt::Debug for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock")
+            .field("resource", &self.resource)
+            .field("fence", &self.fence)
+            .field("validity_ms", &self.validity_ms())
+            .finish()
+    }
+}
+
+impl Lock {
+    fn h(&self) -> *mut sys::redlock_lock_t {
+        self.handle
+            .expect("redlock: lock used after release")
+            .as_ptr()
+    }
+
+    /// The (first) resource, without the key prefix.
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+    /// Every resource of the lock (`lock_many`).
+    pub fn resources(&self) -> &[String] {
+        &self.resources
+    }
+    /// The random value stored in Redis (32 hex digits).
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+    /// Fencing token; 0 without [`Builder::fencing`].
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+    /// Local estimate of the validity left, in ms (<= 0 once expired).
+    pub fn validity_ms(&self) -> i64 {
+        // SAFETY: live handle (see the type's documentation).
+        unsafe { sys::redlock_lock_validity_ms(self.h()) }
+    }
+    /// True once the lock is known lost (watch, failed extension) or expired.
+    pub fn is_lost(&self) -> bool {
+        let watched_lost = self
+            .watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            // SAFETY: the state lives until release, which needs &mut self.
+            .is_some_and(|w| unsafe { (*w.0).lost.load(Ordering::SeqCst) });
+        // SAFETY: live handle.
+        watched_lost || unsafe { sys::redlock_lock_is_lost(self.h()) != 0 }
+    }
+
+    /// Sets the TTL to `ttl` from now on a quorum ([`Error::Lost`] if lost or expired).
+    pub fn extend(&self, ttl: Duration) -> Result<()> {
+        let ttl = millis(ttl)?;
+        // SAFETY: live client and handle.
+        check(unsafe { sys::redlock_extend(self.client.raw(), self.h(), ttl) })
+    }
+
+    /// Keeps the lock extended (by its last TTL) until it is released.  The
+    /// receiver gets one [`Error::Lost`] if the lock is lost, and is
+    /// disconnected after that or when the lock is released.  A lock can be
+    /// watched once ([`Error::InvalidArgument`] the second time).
+    pub fn watch(&self) -> Result<mpsc::Receiver<Error>> {
+        let mut slot = self.watch.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_some() {
+            return Err(Error::InvalidArgument);
+        }
+        let (tx, rx) = mpsc::channel();
+        let st = Box::into_raw(Box::new(WatchState {
+            tx: Mutex::new(Some(tx)),
+            lost: AtomicBool::new(false),
+        }));
+        // SAFETY: live client and handle; st stays allocated until release.
+        let rc = unsafe {
+            sys::redlock_watch(
+                self.client.raw(),
+                self.h(),
+                Some(lost_trampoline),
+                st as *mut c_void,
+            )
+        };
+        if rc != 0 {
+            // SAFETY: the library refused it, so it never calls back with st.
+            drop(unsafe { Box::from_raw(st) });
+            return Err(Error::from_code(rc));
+        }
+        *slot = Some(WatchPtr(st));
+        Ok(rx)
+    }
+
+    /// Releases the lock on every master and reports the outcome
+    /// ([`Error::Lost`] or [`Error::NoQuorum`] when it was no longer held);
+    /// the lock is released in any case.  Dropping a Lock does the same and
+    /// ignores the outcome.
+    pub fn unlock(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let h = match self.handle.take() {
+            Some(h) => h,
+            None => return Ok(()),
+        };
+        let watch = self
+            .watch
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let wp = watch.map_or(ptr::null_mut(), |w| w.0);
+        // SAFETY: live client and handle; the unlock frees the handle.
+        let rc = unsafe { sys::redlock_unlock(self.client.raw(), h.as_ptr()) };
+        if rc == sys::REDLOCK_EWOULDBLOCK {
+            // Dropped on the library's I/O thread (from the logger): the
+            // library has queued the release without waiting.  A lost
+            // callback may still come before it is processed, and nothing
+            // tells us when it was, so the (small) watch state is leaked.
+            return Ok(());
+        }
+        if !wp.is_null() {
+            // SAFETY: redlock_unlock returned: the lock is gone from the loop,
+            // so no lost callback can use wp any more.
+            drop(unsafe { Box::from_raw(wp) });
+        }
+        check(rc)
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}

@@ -1,0 +1,431 @@
+//! Tests against real redis-server masters: each test starts its own three on
+//! free loopback ports and stops them (by PID) when its guard drops.
+use redlock::{Client, Error};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+const SIGSTOP: i32 = 19;
+const SIGCONT: i32 = 18;
+
+struct Masters {
+    children: Vec<Child>,
+    ports: Vec<u16>,
+    dir: std::path::PathBuf,
+}
+
+impl Masters {
+    fn start(n: usize) -> Masters {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "redlock-rust-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut m = Masters {
+            children: vec![],
+            ports: vec![],
+            dir,
+        };
+        for _ in 0..n {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let child = Command::new("redis-server")
+                .args([
+                    "--port",
+                    &port.to_string(),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                ])
+                .arg("--dir")
+                .arg(&m.dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server");
+            m.children.push(child);
+            m.ports.push(port);
+        }
+        for &p in &m.ports {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while cmd(p, &["PING"]).as_deref() != Ok("PONG") {
+                assert!(
+                    Instant::now() < deadline,
+                    "redis-server on {p} did not start"
+                );
+                thread::sleep(Duration::from_millis(50));
+            }
+        }
+        m
+    }
+
+    fn uris(&self) -> Vec<String> {
+        self.ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect()
+    }
+
+    fn all(&self, args: &[&str]) -> Vec<String> {
+        self.ports.iter().map(|&p| cmd(p, args).unwrap()).collect()
+    }
+
+    fn signal(&self, i: usize, sig: i32) {
+        // SAFETY: kill(2) on the PID of a child we started and have not reaped.
+        unsafe { kill(self.children[i].id() as i32, sig) };
+    }
+
+    fn client(&self) -> redlock::Builder {
+        Client::builder()
+            .nodes(self.uris())
+            .quarantine(false)
+            .retry(2, Duration::from_millis(20), Duration::from_millis(20))
+    }
+}
+
+impl Drop for Masters {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            // SAFETY: as in signal().
+            unsafe { kill(c.id() as i32, SIGCONT) };
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One command in RESP; the reply as text ("(nil)" for a nil bulk string).
+fn cmd(port: u16, args: &[&str]) -> Result<String, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    let mut out = format!("*{}\r\n", args.len());
+    for a in args {
+        out += &format!("${}\r\n{}\r\n", a.len(), a);
+    }
+    s.write_all(out.as_bytes()).map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).map_err(|e| e.to_string())?;
+    let line = line.trim_end().to_string();
+    match line.as_bytes().first() {
+        Some(b'+') | Some(b':') => Ok(line[1..].to_string()),
+        Some(b'-') => Err(line[1..].to_string()),
+        Some(b'$') => {
+            let n: i64 = line[1..].parse().unwrap();
+            if n < 0 {
+                return Ok("(nil)".into());
+            }
+            let mut buf = vec![0u8; n as usize + 2];
+            r.read_exact(&mut buf).map_err(|e| e.to_string())?;
+            Ok(String::from_utf8_lossy(&buf[..n as usize]).into_owned())
+        }
+        _ => Ok(line),
+    }
+}
+
+const S5: Duration = Duration::from_secs(5);
+
+#[test]
+fn lock_guard_and_unlock() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    {
+        let l = c.lock("rs:basic", S5).unwrap();
+        assert_eq!(l.resource(), "rs:basic");
+        assert_eq!(l.value().len(), 32);
+        assert!(l.validity_ms() > 4000 && l.validity_ms() <= 5000);
+        assert_eq!(m.all(&["GET", "rs:basic"]), vec![l.value().to_string(); 3]);
+        assert!(!l.is_lost());
+    } // dropped: released
+    assert_eq!(m.all(&["EXISTS", "rs:basic"]), vec!["0"; 3]);
+    let l = c.lock("rs:basic", S5).unwrap();
+    l.unlock().unwrap();
+    assert_eq!(m.all(&["EXISTS", "rs:basic"]), vec!["0"; 3]);
+}
+
+#[test]
+fn try_lock_contention_and_error_mapping() {
+    let m = Masters::start(3);
+    let a = m.client().open().unwrap();
+    let b = m.client().open().unwrap();
+    let held = a.try_lock("rs:try", S5).unwrap();
+    let err = b.try_lock("rs:try", S5).unwrap_err();
+    assert_eq!(err, Error::Locked);
+    assert_eq!(err.code(), -3);
+    assert_eq!(err.name(), "REDLOCK_ELOCKED");
+    assert!(err.is_temporary());
+    assert!(err.to_string().contains("locked"), "{err}");
+    assert_eq!(b.lock("rs:try", S5).unwrap_err(), Error::Locked);
+    assert!(
+        b.last_votes().starts_with("lost (held):"),
+        "{}",
+        b.last_votes()
+    );
+    let io: std::io::Error = err.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::WouldBlock);
+    drop(held);
+    b.try_lock("rs:try", S5).unwrap();
+}
+
+#[test]
+fn lock_wait_woken_or_timed_out() {
+    let m = Masters::start(3);
+    let a = m.client().open().unwrap();
+    let b = m.client().open().unwrap();
+    let held = a.lock("rs:wait", Duration::from_secs(10)).unwrap();
+    let t0 = Instant::now();
+    let releaser = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(300));
+        held.unlock().unwrap(); // a Lock is Send
+    });
+    let l = b.lock_wait("rs:wait", S5, S5).unwrap();
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    releaser.join().unwrap();
+    let err = a
+        .lock_wait("rs:wait", S5, Duration::from_millis(300))
+        .unwrap_err();
+    assert_eq!(err, Error::TimedOut);
+    let io: std::io::Error = err.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+    drop(l);
+}
+
+#[test]
+fn lock_many_all_or_none() {
+    let m = Masters::start(3);
+    let a = m.client().open().unwrap();
+    let b = m.client().open().unwrap();
+    let held = a.lock("rs:many:b", S5).unwrap();
+    assert_eq!(
+        b.lock_many(["rs:many:a", "rs:many:b"], S5).unwrap_err(),
+        Error::Locked
+    );
+    assert_eq!(m.all(&["EXISTS", "rs:many:a"]), vec!["0"; 3]);
+    drop(held);
+    let l = b.lock_many(["rs:many:a", "rs:many:b"], S5).unwrap();
+    assert_eq!(l.resources(), ["rs:many:a", "rs:many:b"]);
+    assert_eq!(m.all(&["EXISTS", "rs:many:a", "rs:many:b"]), vec!["2"; 3]);
+    drop(l);
+    assert_eq!(m.all(&["EXISTS", "rs:many:a", "rs:many:b"]), vec!["0"; 3]);
+    assert_eq!(
+        b.lock_many(["x", "x"], S5).unwrap_err(),
+        Error::InvalidArgument
+    );
+}
+
+#[test]
+fn extend_and_lost_extension() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    let l = c.lock("rs:extend", Duration::from_secs(1)).unwrap();
+    thread::sleep(Duration::from_millis(300));
+    l.extend(S5).unwrap();
+    assert!(l.validity_ms() > 4000);
+    for p in m.all(&["PTTL", "rs:extend"]) {
+        assert!(p.parse::<i64>().unwrap() > 4000, "{p}");
+    }
+    m.all(&["DEL", "rs:extend"]);
+    let err = l.extend(S5).unwrap_err();
+    assert!(matches!(err, Error::Lost | Error::Locked), "{err:?}");
+    let _ = l.unlock(); // lost: an error, but released either way
+}
+
+#[test]
+fn watch_reports_loss_on_channel_del() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    let l = c.lock("rs:watch", Duration::from_millis(1000)).unwrap();
+    let lost = l.watch().unwrap();
+    assert_eq!(l.watch().unwrap_err(), Error::InvalidArgument); // once
+    thread::sleep(Duration::from_millis(2200)); // two TTLs: extended
+    assert!(!l.is_lost());
+    assert_eq!(m.all(&["GET", "rs:watch"]), vec![l.value().to_string(); 3]);
+    m.all(&["DEL", "rs:watch"]);
+    let err = lost
+        .recv_timeout(Duration::from_secs(3))
+        .expect("lost notification");
+    assert_eq!(err, Error::Lost);
+    assert!(lost.recv_timeout(Duration::from_millis(100)).is_err()); // then disconnected
+    assert!(l.is_lost());
+}
+
+#[test]
+fn watch_reports_loss_on_sigstop() {
+    let m = Masters::start(3);
+    let c = m
+        .client()
+        .timeouts(Duration::from_secs(1), Duration::from_millis(50))
+        .open()
+        .unwrap();
+    let l = c.lock("rs:watch:stop", Duration::from_millis(500)).unwrap();
+    let lost = l.watch().unwrap();
+    m.signal(0, SIGSTOP);
+    m.signal(1, SIGSTOP);
+    let got = lost.recv_timeout(Duration::from_secs(3));
+    m.signal(0, SIGCONT);
+    m.signal(1, SIGCONT);
+    assert_eq!(got.expect("lost notification"), Error::Lost);
+}
+
+#[test]
+fn watch_channel_disconnects_on_unlock() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    let l = c.lock("rs:watch:unlock", S5).unwrap();
+    let lost = l.watch().unwrap();
+    l.unlock().unwrap();
+    assert_eq!(
+        lost.recv_timeout(Duration::from_secs(1)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    );
+}
+
+#[test]
+fn fencing_tokens_increase() {
+    let m = Masters::start(3);
+    let a = m.client().fencing(true).open().unwrap();
+    let b = m.client().fencing(true).open().unwrap();
+    let mut last = 0;
+    for i in 0..6 {
+        let l = if i % 2 == 0 { &a } else { &b }
+            .lock("rs:fence", S5)
+            .unwrap();
+        assert!(l.fence() > last, "{} after {}", l.fence(), last);
+        last = l.fence();
+    }
+    let nf = m.client().open().unwrap();
+    assert_eq!(nf.lock("rs:nofence", S5).unwrap().fence(), 0);
+}
+
+#[test]
+fn key_prefix_and_client_lifetime() {
+    let m = Masters::start(3);
+    let c = m.client().key_prefix("pfx:").open().unwrap();
+    let l = c.lock("rs:prefixed", S5).unwrap();
+    assert_eq!(
+        m.all(&["GET", "pfx:rs:prefixed"]),
+        vec![l.value().to_string(); 3]
+    );
+    drop(c); // the Lock keeps the C client open
+    assert!(l.validity_ms() > 0);
+    l.extend(S5).unwrap();
+    drop(l); // releases, then closes the client
+    assert_eq!(m.all(&["EXISTS", "pfx:rs:prefixed"]), vec!["0"; 3]);
+}
+
+#[test]
+fn argument_errors_and_no_quorum() {
+    let m = Masters::start(3);
+    let c = m
+        .client()
+        .timeouts(Duration::from_secs(1), Duration::from_millis(50))
+        .open()
+        .unwrap();
+    assert_eq!(
+        c.lock("rs:bad", Duration::ZERO).unwrap_err(),
+        Error::InvalidArgument
+    );
+    assert_eq!(
+        c.lock("rs:bad", Duration::from_secs(3600)).unwrap_err(),
+        Error::InvalidArgument
+    );
+    assert_eq!(c.lock("", S5).unwrap_err(), Error::InvalidArgument);
+    assert_eq!(c.lock("a\0b", S5).unwrap_err(), Error::InvalidArgument);
+    assert_eq!(
+        Client::builder().node("http://x").open().unwrap_err(),
+        Error::InvalidArgument
+    );
+    assert_eq!(
+        Client::builder().open().unwrap_err(),
+        Error::InvalidArgument
+    );
+    assert!(redlock::version().starts_with("0."));
+    m.signal(0, SIGSTOP);
+    m.signal(1, SIGSTOP);
+    let err = c.try_lock("rs:nq", S5).unwrap_err();
+    m.signal(0, SIGCONT);
+    m.signal(1, SIGCONT);
+    assert_eq!(err, Error::NoQuorum);
+}
+
+#[test]
+fn logger_gets_messages() {
+    let m = Masters::start(3);
+    let msgs = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = msgs.clone();
+    let c = m
+        .client()
+        .logger(redlock::log_level::WARN, move |_lvl, msg| {
+            sink.lock().unwrap().push(msg.to_string())
+        })
+        .open()
+        .unwrap();
+    let l = c.lock("rs:log", Duration::from_millis(400)).unwrap();
+    let lost = l.watch().unwrap();
+    m.all(&["DEL", "rs:log"]);
+    lost.recv_timeout(Duration::from_secs(3)).unwrap();
+    drop(l);
+    drop(c);
+    assert!(
+        msgs.lock().unwrap().iter().any(|m| m.contains("lost")),
+        "{:?}",
+        msgs.lock().unwrap()
+    );
+}
+
+#[test]
+fn threads_share_a_client_mutual_exclusion() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max = Arc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let (c, inside, max) = (c.clone(), inside.clone(), max.clone());
+            thread::spawn(move || {
+                for _ in 0..5 {
+                    let _l = c
+                        .lock_wait("rs:mutex", Duration::from_secs(2), Duration::from_secs(10))
+                        .unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    max.fetch_max(now, Ordering::SeqCst);
+                    thread::sleep(Duration::from_millis(5));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert_eq!(max.load(Ordering::SeqCst), 1);
+}
+
+// Compile-time checks of the documented auto traits.
+#[allow(dead_code)]
+fn assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Client>();
+    is::<redlock::Lock>();
+    is::<Error>();
+}

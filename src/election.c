@@ -1,0 +1,480 @@
+/* election.c: leader election (redlock_elect / redlock_resign) on top of the
+ * lock machinery of lock.c.
+ *
+ * An election is a handle that lives on the client's loop thread and cycles
+ * through: CAMPAIGNING (one fenced acquisition in LOCK_MODE_WAIT, woken by
+ * release notifications, with the retry timer as the fallback poll) ->
+ * LEADER (the lease, watched; on_elected ran with the fencing token as the
+ * term) -> on loss, on_lost, release of what is left of the lease, BACKOFF
+ * (timer with jitter) -> CAMPAIGNING again.  A resign or the client's close
+ * ends the cycle from any state, without a callback.
+ *
+ * Threads.  The caller's thread only validates, allocates the handle and
+ * queues it (OP_ELECT); a resignation is queued too (OP_RESIGN), so all
+ * state changes happen on the loop thread, in the wake-up callback's clean
+ * stack frame rather than inside a hiredis reply or a user callback.  Both
+ * ops are preallocated inside the handle: resigning never fails for want of
+ * memory.  A resign off the loop thread waits on a semaphore until the loop
+ * has taken it, which is what makes "no callback after redlock_resign
+ * returns" true; on the loop thread it cannot wait (the loop is us), so it
+ * sets `resigned` at once, which silences every later callback, and the
+ * handle is freed when the queued op is taken, i.e. after the running
+ * callback has returned (hiredis defers freeing a context from its own
+ * callback the same way).
+ *
+ * Every election takes one fenced acquisition per campaign, whatever the
+ * client's fencing option: the term must be a fencing token (op->fenced). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "clock.h"
+#include "quorum.h"
+
+typedef enum {
+  ELECTION_QUEUED = 0,  /* OP_ELECT not taken by the loop yet */
+  ELECTION_CAMPAIGNING, /* e->campaign is out */
+  ELECTION_STARTING,    /* won: the watch is being started */
+  ELECTION_LEADER,      /* e->lease held and watched */
+  ELECTION_LOSING,      /* on_lost ran; the lease is released on the next turn */
+  ELECTION_BACKOFF,     /* waiting on e->timer before campaigning again */
+  ELECTION_DONE,        /* resigned or closed */
+} election_state_t;
+
+/* A term that lasted this many ttls resets the back-off after losses. */
+#define STABLE_TERM_TTLS 1
+/* Back-off after consecutive losses: base * 2^losses, equal jitter, capped by
+ * the ttl (a leader that keeps losing its lease retries about once a ttl). */
+#define BACKOFF_MIN_BASE_MS 10u
+#define BACKOFF_MAX_SHIFT 16u
+
+struct redlock_election {
+  redlock_t *client;
+  op_t start_op;    /* OP_ELECT (queued by redlock_elect) */
+  op_t resign_op;   /* OP_RESIGN (queued by redlock_resign) */
+  list_node_t link; /* loop: client->elections, from OP_ELECT until done */
+  char *name;       /* as given, for log messages */
+  size_t name_len;
+  uint32_t ttl_ms;
+  void (*on_elected)(redlock_election_t *e, uint64_t term, void *arg);
+  void (*on_lost)(redlock_election_t *e, int reason, void *arg);
+  void *arg;
+  /* loop */
+  election_state_t state;
+  int resigned;      /* no callback may run any more */
+  int lost_early;    /* lost while the watch was starting: never announced */
+  op_t *campaign;    /* the acquisition in flight */
+  uv_timer_t *timer; /* back-off and the deferred release after a loss */
+  int timer_ready;   /* initialised on the loop */
+  unsigned losses;   /* terms lost in a row (back-off exponent) */
+  uint64_t term;
+  uint64_t elected_ns;
+  /* mutex: read by redlock_election_validity_ms from any thread */
+  redlock_lock_t *lease;
+  int64_t ended_ns; /* monotonic end of the last term's validity, 0 = none */
+};
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+static int check_name(const char *name) {
+  if (name == NULL)
+    return REDLOCK_EINVAL;
+  size_t len = strnlen(name, REDLOCK_MAX_RESOURCE_LEN + 1);
+  return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
+}
+
+/* The loop thread of this client, as far as it can be told: a
+ * redlock_open_uv client's loop runs on the caller's thread, which the
+ * contract says resign is called from. */
+static int on_loop(const redlock_t *client) {
+  return !client->own_thread || client_on_loop_thread(client);
+}
+
+/* Callbacks stop at resign and as soon as a close is requested. */
+static int election_silent(redlock_election_t *e) {
+  if (e->resigned || e->state == ELECTION_DONE)
+    return 1;
+  redlock_t *client = e->client;
+  uv_mutex_lock(&client->mutex);
+  int open = client->state == CLIENT_OPEN;
+  uv_mutex_unlock(&client->mutex);
+  return !open;
+}
+
+static void timer_closed(uv_handle_t *handle) { free(handle); }
+
+static void election_free(redlock_election_t *e) {
+  if (e->timer != NULL) {
+    if (e->timer_ready)
+      uv_close((uv_handle_t *)e->timer, timer_closed);
+    else
+      free(e->timer);
+  }
+  free(e->name);
+  free(e);
+}
+
+/* Sets or clears the lease, for the accessor on other threads. */
+static void election_set_lease(redlock_election_t *e, redlock_lock_t *lease) {
+  redlock_t *client = e->client;
+  uv_mutex_lock(&client->mutex);
+  if (lease == NULL && e->lease != NULL) {
+    int64_t end = atomic_load(&e->lease->expires_ns);
+    int64_t now = (int64_t)clock_now_ns();
+    /* A lease lost before its validity ran out (a quorum said it is gone)
+     * ended now, not at its validity. */
+    e->ended_ns = end < now ? end : now;
+  }
+  e->lease = lease;
+  uv_mutex_unlock(&client->mutex);
+}
+
+/* Lets go of the lease (if any): released and announced, so the next
+ * campaigner of any client is woken at once. */
+static void election_drop_lease(redlock_election_t *e) {
+  redlock_lock_t *lease = e->lease;
+  if (lease == NULL)
+    return;
+  election_set_lease(e, NULL);
+  lock_release_lease(lease);
+}
+
+static void orphan_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  (void)status;
+  (void)arg;
+  if (lock != NULL) /* cannot happen: a cancelled attempt is never granted */
+    lock_release_lease(lock);
+}
+
+/* Cancels the campaign without telling the election: its attempt ends on its
+ * own (a round in flight is waited for, then released where it may have set
+ * the key) and reports to nobody. */
+static void election_drop_campaign(redlock_election_t *e) {
+  op_t *op = e->campaign;
+  if (op == NULL)
+    return;
+  e->campaign = NULL;
+  op->lock_cb = orphan_lock_cb;
+  op->arg = NULL;
+  op->canceled = 1;
+  if (!op->in_round) /* parked, or waiting for a retry: end it now */
+    op_fail(op, REDLOCK_ECANCELED);
+}
+
+static void election_stop_timer(redlock_election_t *e) {
+  if (e->timer_ready)
+    uv_timer_stop(e->timer);
+}
+
+/* Stops everything; the handle is then only memory. */
+static void election_stop(redlock_election_t *e) {
+  election_stop_timer(e);
+  election_drop_campaign(e);
+  election_drop_lease(e);
+  if (list_linked(&e->link))
+    list_remove(&e->link);
+  e->state = ELECTION_DONE;
+}
+
+/* ---- campaign ------------------------------------------------------------------------ */
+
+static void election_campaign(redlock_election_t *e);
+static void election_lock_cb(int status, redlock_lock_t *lock, void *arg);
+
+static void campaign_timer_cb(uv_timer_t *timer) { election_campaign(timer->data); }
+
+static void election_backoff(redlock_election_t *e, uint64_t delay_ms) {
+  e->state = ELECTION_BACKOFF;
+  client_log(e->client, REDLOCK_LOG_DEBUG, "election %s: campaigning again in %llu ms", e->name,
+             (unsigned long long)delay_ms);
+  uv_timer_start(e->timer, campaign_timer_cb, delay_ms, 0);
+}
+
+/* The delay before campaigning again after a lost term (or a failure). */
+static uint64_t election_backoff_ms(redlock_election_t *e) {
+  redlock_t *client = e->client;
+  uint32_t base = client->opts.retry_delay_ms;
+  if (base < BACKOFF_MIN_BASE_MS)
+    base = BACKOFF_MIN_BASE_MS;
+  uint32_t cap = e->ttl_ms > base ? e->ttl_ms : base;
+  unsigned shift = e->losses < BACKOFF_MAX_SHIFT ? e->losses : BACKOFF_MAX_SHIFT;
+  if (e->losses < UINT32_MAX)
+    e->losses++;
+  return quorum_backoff_ms(shift, base, cap, client_random(client));
+}
+
+/* One acquisition with an unbounded wait (re-made if its budget ever runs
+ * out): same layout of keys as calls.c, so that the lease inherits them. */
+static void election_campaign(redlock_election_t *e) {
+  redlock_t *client = e->client;
+  size_t prefix_len = client->opts.key_prefix_len;
+  size_t key_len = prefix_len + e->name_len;
+  op_t *op = calloc(1, sizeof *op);
+  char *block = malloc(sizeof(char *) + sizeof(size_t) + key_len + 1);
+  if (op == NULL || block == NULL) {
+    free(op);
+    free(block);
+    client_log(client, REDLOCK_LOG_ERROR, "election %s: out of memory", e->name);
+    election_backoff(e, election_backoff_ms(e));
+    return;
+  }
+  op->keys = (char **)(void *)block;
+  op->key_lens = (size_t *)(void *)(block + sizeof(char *));
+  op->keys[0] = block + sizeof(char *) + sizeof(size_t);
+  op->key_lens[0] = key_len;
+  memcpy(op->keys[0], client->opts.key_prefix, prefix_len);
+  memcpy(op->keys[0] + prefix_len, e->name, e->name_len + 1);
+  op->n_keys = 1;
+  op->prefix_len = prefix_len;
+  op->kind = OP_LOCK;
+  op->client = client;
+  op->fenced = 1; /* a term is a fencing token */
+  op->mode = LOCK_MODE_WAIT;
+  op->ttl_ms = e->ttl_ms;
+  op->wait_ms = UINT32_MAX; /* ~49 days; then campaign_done starts another */
+  op->lock_cb = election_lock_cb;
+  op->arg = e;
+  /* op->caller stays zero: no thread owns the lease, so a reentrant lock
+   * call can never share it. */
+  e->campaign = op;
+  e->state = ELECTION_CAMPAIGNING;
+  /* As client.c run_or_park: acquisitions wait for the first connection
+   * attempts, or they would fail against masters not yet connected. */
+  if (client->startup_left > 0)
+    list_insert_tail(&client->parked_ops, &op->link);
+  else
+    op_dispatch(op);
+}
+
+/* ---- leadership -------------------------------------------------------------------- */
+
+static void release_timer_cb(uv_timer_t *timer) {
+  redlock_election_t *e = timer->data;
+  /* What is left of the lost lease (our value, wherever it survives) goes,
+   * from a clean stack frame rather than from inside the watch. */
+  election_drop_lease(e);
+  election_backoff(e, election_backoff_ms(e));
+}
+
+static void election_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
+  (void)lock;
+  redlock_election_t *e = arg;
+  if (e->state == ELECTION_STARTING) {
+    e->lost_early = 1; /* never announced: election_lock_cb tidies up */
+    return;
+  }
+  if (e->state != ELECTION_LEADER)
+    return;
+  e->state = ELECTION_LOSING;
+  uint64_t held_ns = clock_now_ns() - e->elected_ns;
+  if (held_ns >= (uint64_t)e->ttl_ms * 1000000u * STABLE_TERM_TTLS)
+    e->losses = 0;
+  client_log(e->client, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)", e->name,
+             (unsigned long long)e->term, redlock_err_name(reason));
+  if (!election_silent(e))
+    e->on_lost(e, reason, e->arg);
+  /* A resign from inside on_lost has taken over (its op is queued). */
+  if (e->resigned || e->state != ELECTION_LOSING)
+    return;
+  uv_timer_start(e->timer, release_timer_cb, 0, 0);
+}
+
+static void election_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  redlock_election_t *e = arg;
+  redlock_t *client = e->client;
+  e->campaign = NULL;
+  if (status != REDLOCK_OK) {
+    if (status == REDLOCK_ETIMEDOUT) {
+      election_campaign(e); /* the wait budget of one campaign ran out */
+      return;
+    }
+    client_log(client, REDLOCK_LOG_WARN, "election %s: campaign failed (%s)", e->name,
+               redlock_err_name(status));
+    election_backoff(e, election_backoff_ms(e));
+    return;
+  }
+  e->state = ELECTION_STARTING;
+  e->lost_early = 0;
+  election_set_lease(e, lock);
+  int rc = lock_watch_begin(lock, lock, election_lost_cb, e);
+  if (rc != 0 || e->lost_early) {
+    client_log(client, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
+               e->name, (unsigned long long)lock->fence,
+               rc != 0 ? "cannot watch it (out of memory)" : "it expired at once");
+    election_drop_lease(e);
+    election_backoff(e, election_backoff_ms(e));
+    return;
+  }
+  e->state = ELECTION_LEADER;
+  e->term = lock->fence;
+  e->elected_ns = clock_now_ns();
+  client_log(client, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
+             (unsigned long long)e->term);
+  if (!election_silent(e))
+    e->on_elected(e, e->term, e->arg);
+  /* A resign from inside on_elected is queued: the lease goes with it. */
+}
+
+/* ---- loop side of the calls ------------------------------------------------------------ */
+
+void election_dispatch(op_t *op) {
+  redlock_t *client = op->client;
+  if (op->kind == OP_ELECT) {
+    redlock_election_t *e = container_of(op, redlock_election_t, start_op);
+    if (e->resigned) {
+      /* Resigned from the loop thread before the loop took it: its
+       * OP_RESIGN, queued behind this op, frees it. */
+      e->state = ELECTION_DONE;
+      return;
+    }
+    if (client->close_started) { /* cannot happen: ops queued before the close come first */
+      election_free(e);
+      return;
+    }
+    uv_timer_init(client->loop, e->timer);
+    e->timer->data = e;
+    e->timer_ready = 1;
+    list_insert_tail(&client->elections, &e->link);
+    election_campaign(e);
+    return;
+  }
+  /* OP_RESIGN.  FIFO: the OP_ELECT was taken before, the close comes after. */
+  redlock_election_t *e = container_of(op, redlock_election_t, resign_op);
+  redlock_done_cb done = op->done_cb;
+  void *done_arg = op->arg;
+  e->resigned = 1;
+  if (e->state == ELECTION_LEADER || e->state == ELECTION_LOSING)
+    client_log(client, REDLOCK_LOG_INFO, "election %s: resigned term %llu", e->name,
+               (unsigned long long)e->term);
+  election_stop(e);
+  election_free(e);
+  if (done != NULL)
+    done(REDLOCK_OK, done_arg);
+}
+
+void election_close_all(redlock_t *client) {
+  uv_mutex_lock(&client->mutex);
+  ptrset_free(&client->live_elections); /* resign now gets ECLOSED */
+  ptrset_init(&client->live_elections);
+  uv_mutex_unlock(&client->mutex);
+  while (!list_empty(&client->elections)) {
+    redlock_election_t *e = list_entry(client->elections.next, redlock_election_t, link);
+    e->resigned = 1;
+    election_stop(e);
+    election_free(e);
+  }
+}
+
+/* ---- public calls ---------------------------------------------------------------------- */
+
+int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                  void (*on_elected)(redlock_election_t *, uint64_t, void *),
+                  void (*on_lost)(redlock_election_t *, int, void *), void *arg,
+                  redlock_election_t **out) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
+  if (client == NULL || on_elected == NULL || on_lost == NULL || check_name(name) != 0)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  /* Also refused: a ttl whose drift alone leaves no validity, which could
+   * never be won (it would campaign forever). */
+  if (ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ||
+      quorum_validity_ns(ttl_ms, 0, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS)
+    return REDLOCK_EINVAL;
+  redlock_election_t *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return REDLOCK_ENOMEM;
+  e->name_len = strlen(name);
+  e->name = malloc(e->name_len + 1);
+  e->timer = malloc(sizeof *e->timer);
+  if (e->name == NULL || e->timer == NULL) {
+    election_free(e);
+    return REDLOCK_ENOMEM;
+  }
+  memcpy(e->name, name, e->name_len + 1);
+  e->client = client;
+  e->ttl_ms = ttl_ms;
+  e->on_elected = on_elected;
+  e->on_lost = on_lost;
+  e->arg = arg;
+  e->start_op.kind = OP_ELECT;
+  e->start_op.client = client;
+  e->resign_op.kind = OP_RESIGN;
+  e->resign_op.client = client;
+  list_init(&e->link);
+  int rc = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else if (ptrset_add(&client->live_elections, e) != 0)
+    rc = REDLOCK_ENOMEM;
+  if (rc == 0) {
+    /* Before the loop can see it: on_elected may run before we return. */
+    *out = e;
+    client_enqueue_locked(client, &e->start_op);
+  }
+  uv_mutex_unlock(&client->mutex);
+  if (rc != 0)
+    election_free(e);
+  return rc;
+}
+
+static void resign_done_cb(int status, void *arg) {
+  (void)status;
+  uv_sem_post(arg);
+}
+
+int redlock_resign(redlock_t *client, redlock_election_t *e) {
+  if (client == NULL || e == NULL)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  int wait = !on_loop(client);
+  uv_sem_t done;
+  if (wait && uv_sem_init(&done, 0) != 0)
+    return REDLOCK_EIO;
+  int rc = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else if (!ptrset_remove(&client->live_elections, e))
+    rc = REDLOCK_EINVAL; /* resigned already, or not this client's */
+  if (rc == 0) {
+    if (wait) {
+      e->resign_op.done_cb = resign_done_cb;
+      e->resign_op.arg = &done;
+    } else {
+      /* We are the loop: no callback of this election runs from now on. */
+      e->resigned = 1;
+    }
+    client_enqueue_locked(client, &e->resign_op);
+  }
+  uv_mutex_unlock(&client->mutex);
+  if (wait) {
+    if (rc == 0)
+      uv_sem_wait(&done);
+    uv_sem_destroy(&done);
+  }
+  return rc;
+}
+
+int64_t redlock_election_validity_ms(const redlock_election_t *e) {
+  if (e == NULL)
+    return 0;
+  redlock_t *client = e->client;
+  uv_mutex_lock(&client->mutex);
+  int64_t end = e->ended_ns;
+  if (e->lease != NULL) {
+    end = atomic_load(&e->lease->expires_ns);
+    if (atomic_load(&e->lease->lost)) {
+      int64_t now = (int64_t)clock_now_ns();
+      end = end < now ? end : now; /* a lease lost early ended when it was lost */
+    }
+  }
+  uv_mutex_unlock(&client->mutex);
+  if (end == 0)
+    return 0; /* never leader */
+  return (end - (int64_t)clock_now_ns()) / 1000000;
+}
