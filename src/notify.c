@@ -20,8 +20,9 @@ typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING 
 
 /* A semaphore's release is announced by every master, each message carrying
  * the permit's value: the last RECENT_RELEASES values seen tell a new release
- * from another master's copy of one already seen.  (A copy that arrives after
- * that many other releases only costs a spurious wake-up.) */
+ * from another master's copy of one already seen, and which waiter that
+ * release woke.  (A copy that arrives after that many other releases only
+ * costs a spurious wake-up.) */
 #define RECENT_RELEASES 32
 #define RECENT_PAYLOAD_MAX 64
 
@@ -29,7 +30,9 @@ typedef struct {
   unsigned next;
   uint8_t len[RECENT_RELEASES];
   char data[RECENT_RELEASES][RECENT_PAYLOAD_MAX];
+  const struct op *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
 } recent_t;
+
 typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
 
 struct notify_channel {
@@ -136,26 +139,37 @@ static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
   channel_maybe_free(client, channel);
 }
 
-/* A semaphore's release (payload: the permit's value): 1 when it is one
- * already seen from another master. */
-static int channel_seen(notify_channel_t *channel, const char *payload, size_t len) {
+/* A semaphore's release (payload: the permit's value): the index of its
+ * entry when another master's copy was already seen, else -1 after
+ * recording it in *slot (-1 too when it cannot be told apart: no payload). */
+static int channel_seen(notify_channel_t *channel, const char *payload, size_t len, int *slot) {
   recent_t *recent = channel->recent;
+  *slot = -1;
   if (recent == NULL || len == 0 || len > RECENT_PAYLOAD_MAX)
-    return 0;
-  for (unsigned i = 0; i < RECENT_RELEASES; i++)
+    return -1;
+  for (int i = 0; i < RECENT_RELEASES; i++)
     if (recent->len[i] == len && memcmp(recent->data[i], payload, len) == 0)
-      return 1;
-  unsigned slot = recent->next++ % RECENT_RELEASES;
-  memcpy(recent->data[slot], payload, len);
-  recent->len[slot] = (uint8_t)len;
-  return 0;
+      return i;
+  *slot = (int)(recent->next++ % RECENT_RELEASES);
+  memcpy(recent->data[*slot], payload, len);
+  recent->len[*slot] = (uint8_t)len;
+  recent->woke[*slot] = NULL;
+  return -1;
+}
+
+static void channel_wake_op(redlock_t *client, notify_channel_t *channel, op_t *op) {
+  channel->busy++;
+  lock_wake(op);
+  channel->busy--;
+  channel_maybe_free(client, channel);
 }
 
 /* A semaphore's release frees one slot, and several may be freed at once:
  * each release wakes one waiter of its own (the longest-waiting idle one, or
  * else one whose attempt is out and that is not yet due to retry), so that a
- * burst of releases does not leave waiters to their fallback timers. */
-static void channel_wake_each(redlock_t *client, notify_channel_t *channel) {
+ * burst of releases does not leave waiters to their fallback timers.  slot:
+ * the release's entry in channel->recent (or -1), to remember whom it woke. */
+static void channel_wake_each(redlock_t *client, notify_channel_t *channel, int slot) {
   op_t *chosen = NULL;
   for (list_node_t *it = channel->waiters.next; it != &channel->waiters; it = it->next) {
     op_t *op = list_entry(it, op_t, wait_link);
@@ -168,12 +182,28 @@ static void channel_wake_each(redlock_t *client, notify_channel_t *channel) {
   }
   if (chosen == NULL)
     return; /* every waiter will retry anyway */
+  if (slot >= 0)
+    channel->recent->woke[slot] = chosen;
   list_remove(&chosen->wait_link);
   list_insert_tail(&channel->waiters, &chosen->wait_link);
-  channel->busy++;
-  lock_wake(chosen);
-  channel->busy--;
-  channel_maybe_free(client, channel);
+  channel_wake_op(client, channel, chosen);
+}
+
+/* Another master's copy of a release already seen.  Each master announces
+ * once it has applied the release, so the waiter woken by the first copy may
+ * have tried that slot where the release had not landed yet, and lost: as
+ * for a lock (channel_wake_one), the copy wakes that same waiter again (it
+ * retries once its pass ends, or at once if it is idle), if it still waits. */
+static void channel_rewake(redlock_t *client, notify_channel_t *channel, int seen) {
+  const op_t *woke = channel->recent->woke[seen];
+  for (list_node_t *it = channel->waiters.next; woke != NULL && it != &channel->waiters;
+       it = it->next) {
+    op_t *op = list_entry(it, op_t, wait_link);
+    if (op == woke) {
+      channel_wake_op(client, channel, op);
+      return;
+    }
+  }
 }
 
 static void channel_wake(redlock_t *client, notify_channel_t *channel) {
@@ -294,11 +324,16 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     case NOTIFY_WAKE_ALL:
       channel_wake(client, channel);
       break;
-    case NOTIFY_WAKE_EACH:
-      if (!reply_pubsub_payload(reply, &payload, &payload_len) ||
-          !channel_seen(channel, payload, payload_len))
-        channel_wake_each(client, channel);
+    case NOTIFY_WAKE_EACH: {
+      int slot = -1, seen = -1;
+      if (reply_pubsub_payload(reply, &payload, &payload_len))
+        seen = channel_seen(channel, payload, payload_len, &slot);
+      if (seen >= 0)
+        channel_rewake(client, channel, seen);
+      else
+        channel_wake_each(client, channel, slot);
       break;
+    }
     default:
       channel_wake_one(client, channel);
       break;
