@@ -28,6 +28,9 @@
  *               redlock_lock_wait -> hold --hold-ms -> redlock_unlock.
  *   slow-node   as latency (or --concurrency C) with master 0 reached through
  *               the fault proxy, which delays it by --delay-ms.
+ * --primitive semaphore|read|write makes the async engine's cycles acquire a
+ * semaphore permit (--limit L) or a read / write hold instead of a lock, one
+ * semaphore or read-write lock per slot (uncontended, like the locks).
  *
  * Figures are taken over --duration seconds after --warmup seconds: cycles/s,
  * acquire and full-cycle latency percentiles (CLOCK_MONOTONIC, samples in
@@ -69,6 +72,12 @@ typedef enum { MODE_THROUGHPUT, MODE_LATENCY, MODE_CONTENTION, MODE_SLOW_NODE } 
 
 static const char *const mode_names[] = {"throughput", "latency", "contention", "slow-node"};
 
+/* What the async engine's cycles acquire (coordination primitives: one
+ * semaphore or read-write lock per slot, so a cycle is uncontended as for
+ * locks, and the figures compare the scripts' cost). */
+typedef enum { PRIMITIVE_LOCK, PRIMITIVE_SEMAPHORE, PRIMITIVE_READ, PRIMITIVE_WRITE } primitive_t;
+static const char *const primitive_names[] = {"lock", "semaphore", "read", "write"};
+
 typedef struct {
   mode_t_ mode;
   int start_n;             /* servers to start (0 with --node) */
@@ -93,6 +102,8 @@ typedef struct {
   int fencing;
   int no_stats;            /* --no-stats: redlock_options_set_stats(opts, 0) */
   int ab_stats;            /* --ab-stats: stats on vs off, interleaved in one run */
+  primitive_t primitive;
+  uint32_t sem_limit;
   int json;
   const char *hist_path;
   size_t max_samples;      /* 0 = from the duration */
@@ -130,6 +141,9 @@ static void usage(FILE *f) {
           "  --no-stats            turn the client's stats off (to measure what they cost)\n"
           "  --ab-stats            throughput: two clients, stats on and off, measured in\n"
           "                        alternating 0.5 s segments (ABBA) for --duration each\n"
+          "  --primitive P         async engine: lock (default) | semaphore | read | write\n"
+          "                        (one semaphore / read-write lock per slot)\n"
+          "  --limit L             semaphore: its limit (default 4)\n"
           "  --max-samples N       latency samples kept per series (default from duration)\n"
           "  --json                print one JSON object instead of text\n"
           "  --latency-hist FILE   write the acquire-latency histogram (ms, count)\n"
@@ -196,6 +210,7 @@ static int parse_pids(const char *s, config_t *c) {
 static int parse_args(int argc, char **argv, config_t *c) {
   memset(c, 0, sizeof *c);
   c->mode = MODE_THROUGHPUT;
+  c->sem_limit = 4;
   c->start_n = -1;
   c->concurrency = -1;
   c->duration_s = 5;
@@ -238,6 +253,15 @@ static int parse_args(int argc, char **argv, config_t *c) {
         if (strcmp(v, mode_names[m]) == 0)
           c->mode = (mode_t_)m, found = 1;
       bad = !found;
+    } else if (strcmp(a, "--primitive") == 0) {
+      int found = 0;
+      for (int p = 0; p < 4; p++)
+        if (strcmp(v, primitive_names[p]) == 0)
+          c->primitive = (primitive_t)p, found = 1;
+      bad = !found;
+    } else if (strcmp(a, "--limit") == 0) {
+      bad = parse_u32(v, &c->sem_limit) || c->sem_limit == 0 ||
+            c->sem_limit > REDLOCK_MAX_SEM_LIMIT;
     } else if (strcmp(a, "--start") == 0) {
       bad = parse_int(v, 1, MAX_NODES, &c->start_n);
     } else if (strcmp(a, "--node") == 0) {
@@ -336,6 +360,12 @@ static int parse_args(int argc, char **argv, config_t *c) {
     c->concurrency = c->mode == MODE_THROUGHPUT ? 128 : 1;
   if (c->mode == MODE_LATENCY && c->concurrency != 1) {
     fprintf(stderr, "redlock-bench: latency mode runs one cycle at a time (C = 1)\n");
+    return -1;
+  }
+  if (c->primitive != PRIMITIVE_LOCK &&
+      (c->mode == MODE_CONTENTION || (c->mode == MODE_LATENCY && !c->api_async))) {
+    fprintf(stderr, "redlock-bench: --primitive needs the async engine (throughput, slow-node, "
+                    "latency --api async)\n");
     return -1;
   }
   if (c->mode == MODE_CONTENTION && c->ttl_ms <= c->hold_ms) {
@@ -683,11 +713,29 @@ static void on_locked(int status, redlock_lock_t *lock, void *arg) {
 
 static void cycle_start(slot_t *s) {
   bench_t *b = s->b;
+  const config_t *c = b->cfg;
   s->t_start = now_ns();
-  int rc = redlock_lock_async(b->client, s->resource, b->cfg->ttl_ms, 0, on_locked, s);
+  int rc;
+  switch (c->primitive) {
+  case PRIMITIVE_SEMAPHORE:
+    rc = redlock_semaphore_acquire_async(b->client, s->resource, c->sem_limit, c->ttl_ms, 0,
+                                         on_locked, s);
+    break;
+  case PRIMITIVE_READ:
+    rc = redlock_rwlock_read_async(b->client, s->resource, c->ttl_ms, 0, on_locked, s);
+    break;
+  case PRIMITIVE_WRITE:
+    rc = redlock_rwlock_write_async(b->client, s->resource, c->ttl_ms, 0, on_locked, s);
+    break;
+  case PRIMITIVE_LOCK:
+  default:
+    rc = redlock_lock_async(b->client, s->resource, c->ttl_ms, 0, on_locked, s);
+    break;
+  }
   if (rc != REDLOCK_OK) {
     errors_add(&b->lock_errors, rc);
-    fprintf(stderr, "redlock-bench: redlock_lock_async: %s\n", redlock_err_name(rc));
+    fprintf(stderr, "redlock-bench: acquire (%s): %s\n", primitive_names[c->primitive],
+            redlock_err_name(rc));
     slot_retire(s);
   }
 }
@@ -1053,6 +1101,10 @@ static void report(bench_t *b) {
     printf("{\"mode\":\"%s\",\"api\":\"%s\",\"N\":%d,\"quorum\":%d,\"C\":%d,", mode_names[c->mode],
            api, b->n_nodes, quorum, conc);
     printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,\"stats\":%s,",
+    printf("\"primitive\":\"%s\",", primitive_names[c->primitive]);
+    if (c->primitive == PRIMITIVE_SEMAPHORE)
+      printf("\"limit\":%u,", c->sem_limit);
+    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,\"stats\":%s,",
            c->start_n > 0 ? "true" : "false", b->quarantine ? "true" : "false",
            c->fencing ? "true" : "false", b->tls ? "true" : "false", c->no_stats ? "false" : "true");
     printf("\"duration\":%.3f,\"warmup\":%.3f,\"ttl_ms\":%u,", window, c->warmup_s, c->ttl_ms);
@@ -1129,6 +1181,11 @@ static void report(bench_t *b) {
     printf("default (3 x (200 + 0..200 ms))");
   printf(", warm-up %.1f s, measured %.2f s%s\n", c->warmup_s, window,
          c->fencing ? ", fencing" : "");
+  if (c->primitive == PRIMITIVE_SEMAPHORE)
+    printf("primitive: semaphore (limit %u), one per slot\n", c->sem_limit);
+  else if (c->primitive != PRIMITIVE_LOCK)
+    printf("primitive: read-write lock, %s holds, one per slot\n",
+           primitive_names[c->primitive]);
   if (c->mode == MODE_CONTENTION) {
     printf("acquisitions       %lu  (%.1f /s), hold %u ms, wait budget %u ms\n", cycles, per_s,
            c->hold_ms, c->wait_ms);

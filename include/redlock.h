@@ -282,6 +282,54 @@ REDLOCK_EXPORT int redlock_resign(redlock_t *client, redlock_election_t *e);
  * ago the term's validity ended).  Any thread, for a live handle.  Work that
  * needs leadership should stop before this reaches 0. */
 REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e);
+/* ---- Coordination primitives: counting semaphore, read-write lock ------------
+ * (docs/api.md "Semaphores and read-write locks"; proofs in docs/safety.md.)
+ * A permit or a hold is a redlock_lock_t like any lock: redlock_unlock()
+ * releases it (and wakes waiters), redlock_extend() / redlock_watch() extend
+ * it, the accessors work on it (validity, value, fence when fencing is on),
+ * redlock_close() releases it.  Reentrancy (set_reentrant) does not apply.
+ * name: 1..REDLOCK_MAX_RESOURCE_LEN bytes; ttl_ms: 1..max TTL.
+ * wait_ms: 0 = one try (a semaphore tries each slot once), REDLOCK_ELOCKED
+ * when refused; > 0 = retry, woken by releases, until wait_ms is spent, then
+ * REDLOCK_ETIMEDOUT.  REDLOCK_ENOQUORUM when too few masters answered.
+ * Keys used, under the key prefix: NAME:sem:0 .. NAME:sem:<limit-1>,
+ * NAME:sem:limit; NAME:rw:write, NAME:rw:read, NAME:rw:intent. */
+
+/* Most permits a semaphore may have. */
+#define REDLOCK_MAX_SEM_LIMIT 1024
+
+/* Counting semaphore: at most `limit` (1..REDLOCK_MAX_SEM_LIMIT) permits of
+ * `name` are held at once, across every client of the same masters.  Each
+ * permit is one of `limit` slots won like a lock, with its own value, lease
+ * and fence (the slot's); redlock_lock_resource() names the slot
+ * ("NAME:sem:3").  Every client must pass the same limit for a name: a
+ * master that holds another limit for it makes the call fail with
+ * REDLOCK_EINVAL (and log why), until the old limit's permits are gone. */
+REDLOCK_EXPORT int redlock_semaphore_acquire(redlock_t *client, const char *name, uint32_t limit,
+                                             uint32_t ttl_ms, uint32_t wait_ms,
+                                             redlock_lock_t **out);
+
+/* Read-write lock: any number of read holds, or one write hold, never both.
+ * A writer that waits (wait_ms > 0) leaves an intent that refuses new
+ * readers, so a stream of readers cannot starve it; the intent has its own
+ * short lease, so a writer that dies while waiting blocks readers only
+ * briefly.  No upgrade from read to write: release the read hold first.
+ * With fencing, a write hold's fence is larger than every earlier hold's; a
+ * read hold's is the write epoch (docs/safety.md). */
+REDLOCK_EXPORT int redlock_rwlock_read(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                       uint32_t wait_ms, redlock_lock_t **out);
+REDLOCK_EXPORT int redlock_rwlock_write(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                        uint32_t wait_ms, redlock_lock_t **out);
+
+/* Callback forms (as redlock_lock_async; cb must not be NULL).  Here wait_ms
+ * == 0 means one try, as in the blocking forms. */
+REDLOCK_EXPORT int redlock_semaphore_acquire_async(redlock_t *client, const char *name,
+                                                   uint32_t limit, uint32_t ttl_ms,
+                                                   uint32_t wait_ms, redlock_lock_cb cb, void *arg);
+REDLOCK_EXPORT int redlock_rwlock_read_async(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                             uint32_t wait_ms, redlock_lock_cb cb, void *arg);
+REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                              uint32_t wait_ms, redlock_lock_cb cb, void *arg);
 
 /* ---- Diagnostics ------------------------------------------------------------
  * Writes a one-line summary of the most recently decided round of this client

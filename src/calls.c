@@ -350,3 +350,90 @@ int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms) {
 int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
   return target_blocking(client, lock, OP_UNLOCK, 0);
 }
+
+/* ---- coordination primitives: semaphore, read-write lock (prims.h) ---------------- */
+
+static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uint32_t limit,
+                      uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+  if (client == NULL || cb == NULL)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  if (check_resource(name) != 0 || check_ttl(client, ttl_ms) != 0)
+    return REDLOCK_EINVAL;
+  if (kind == LOCK_KIND_SEM && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
+    return REDLOCK_EINVAL;
+  op_t *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return REDLOCK_ENOMEM;
+  op->kind = OP_LOCK;
+  op->client = client;
+  op->fenced = client->opts.fencing;
+  /* No reentrancy and no retry policy: one try (a semaphore: one pass over
+   * its slots), or waiting woken by releases. */
+  op->mode = wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY;
+  op->ttl_ms = ttl_ms;
+  op->wait_ms = wait_ms;
+  op->lock_cb = cb;
+  op->arg = arg;
+  op->caller = uv_thread_self();
+  int rc = prim_op_init(op, kind, name, limit);
+  if (rc == 0)
+    rc = client_submit(client, op);
+  if (rc != 0)
+    op_free(op);
+  return rc;
+}
+
+static int prim_blocking(redlock_t *client, lock_kind_t kind, const char *name, uint32_t limit,
+                         uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_t **out) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
+  int rc = check_blocking(client);
+  if (rc != 0)
+    return rc;
+  sync_call_t call;
+  if (uv_sem_init(&call.done, 0) != 0)
+    return REDLOCK_EIO;
+  call.lock = NULL;
+  rc = prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call);
+  if (rc == 0) {
+    uv_sem_wait(&call.done);
+    rc = call.status;
+    *out = call.lock;
+  }
+  uv_sem_destroy(&call.done);
+  return rc;
+}
+
+int redlock_semaphore_acquire(redlock_t *client, const char *name, uint32_t limit, uint32_t ttl_ms,
+                              uint32_t wait_ms, redlock_lock_t **out) {
+  return prim_blocking(client, LOCK_KIND_SEM, name, limit, ttl_ms, wait_ms, out);
+}
+
+int redlock_rwlock_read(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                        redlock_lock_t **out) {
+  return prim_blocking(client, LOCK_KIND_RW_READ, name, 0, ttl_ms, wait_ms, out);
+}
+
+int redlock_rwlock_write(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                         redlock_lock_t **out) {
+  return prim_blocking(client, LOCK_KIND_RW_WRITE, name, 0, ttl_ms, wait_ms, out);
+}
+
+int redlock_semaphore_acquire_async(redlock_t *client, const char *name, uint32_t limit,
+                                    uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
+                                    void *arg) {
+  return prim_async(client, LOCK_KIND_SEM, name, limit, ttl_ms, wait_ms, cb, arg);
+}
+
+int redlock_rwlock_read_async(redlock_t *client, const char *name, uint32_t ttl_ms,
+                              uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+  return prim_async(client, LOCK_KIND_RW_READ, name, 0, ttl_ms, wait_ms, cb, arg);
+}
+
+int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
+                               uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+  return prim_async(client, LOCK_KIND_RW_WRITE, name, 0, ttl_ms, wait_ms, cb, arg);
+}

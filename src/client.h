@@ -19,6 +19,7 @@
 #include "node.h"
 #include "notify.h"
 #include "options.h"
+#include "prims.h"
 #include "ptrset.h"
 #include "random.h"
 #include "redlock.h"
@@ -74,6 +75,7 @@ struct redlock_lock {
   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
   void *lost_arg;
   redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
+  prim_t prim;                  /* its kind (plain lock, permit, read or write hold): prims.h */
 };
 
 typedef struct notify_subscriber notify_subscriber_t;
@@ -113,6 +115,7 @@ typedef struct op {
   int in_round;
   int canceled;
   int fenced; /* fencing for this acquisition: the client's option, or forced (election) */
+  prim_t prim; /* OP_LOCK: the kind acquired and its state (prims.h) */
 } op_t;
 
 struct redlock {

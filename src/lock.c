@@ -17,8 +17,8 @@
 
 #define ARGV_MAX (2 * REDLOCK_MAX_MANY + 6)
 
-/* Fence counters live beside the lock keys under a reserved prefix. */
-#define FENCE_KEY_PREFIX "__redlock_fence__:"
+/* Fence counters live beside the lock keys under a reserved prefix,
+ * FENCE_KEY_PREFIX (prims.h, with the other key names). */
 
 typedef struct {
   const char *argv[ARGV_MAX];
@@ -91,6 +91,8 @@ static int op_make_fence_keys(op_t *op) {
 }
 
 static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) {
+  if (op->prim.kind != LOCK_KIND_MUTEX)
+    return prim_acquire_round(op, cb); /* a permit or read-write hold */
   argv_t a;
   if (op->fenced) {
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
@@ -123,6 +125,17 @@ static void argv_release(argv_t *a, char *const *keys, const size_t *key_lens, s
   argv_push(a, announce ? "1" : "0", 1);
 }
 
+/* Sends a release round (replayed to masters in set_mask that miss it). */
+static void release_send(redlock_t *client, round_t *round, const char *what, uint64_t set_mask) {
+  if (round == NULL) {
+    client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", what);
+    return;
+  }
+  round->is_release = 1;
+  round->replay_mask = set_mask;
+  round_send(round);
+}
+
 static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
                                size_t n_keys, const char *value, uint64_t set_mask,
                                int announce) {
@@ -130,13 +143,7 @@ static void release_everywhere(redlock_t *client, char *const *keys, const size_
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_release(&a, keys, key_lens, n_keys, value, announce);
   round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)n_keys, 0, NULL, NULL);
-  if (round == NULL) {
-    client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", keys[0]);
-    return;
-  }
-  round->is_release = 1;
-  round->replay_mask = set_mask;
-  round_send(round);
+  release_send(client, round, keys[0], set_mask);
 }
 
 /* ---- lock handles ----------------------------------------------------------- */
@@ -179,7 +186,8 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   lock->n_keys = op->n_keys;
   lock->keys = op->keys;
   lock->key_lens = op->key_lens;
-  lock->resource = op->keys[0] + op->prefix_len;
+  lock->resource = op->prim.resource != NULL ? op->prim.resource : op->keys[0] + op->prefix_len;
+  lock->prim = op->prim;
   memcpy(lock->value, op->value, sizeof lock->value);
   lock->ttl_ms = op->ttl_ms;
   lock->fence = op->fence;
@@ -194,7 +202,9 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(&client->mutex);
   int rc = ptrset_add(&client->live_locks, lock);
-  if (rc == 0 && client->opts.reentrant && lock->n_keys == 1)
+  /* Permits and read-write holds are never shared reentrantly: a thread
+   * asking for a second permit must get another slot. */
+  if (rc == 0 && client->opts.reentrant && lock->n_keys == 1 && lock->prim.kind == LOCK_KIND_MUTEX)
     list_insert_tail(&client->reentrant_leases, &lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
   if (rc != 0) {
@@ -248,6 +258,8 @@ void op_free(op_t *op) {
 /* Takes the op out of the in-flight list, runs its callback once, frees it. */
 static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
   redlock_t *client = op->client;
+  if (op->kind == OP_LOCK && op->prim.kind != LOCK_KIND_MUTEX)
+    prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
   if (list_linked(&op->link))
     list_remove(&op->link);
   notify_unwait(op);
@@ -290,6 +302,8 @@ static void lock_retry_or_finish(op_t *op, int status) {
   }
   uint64_t delay = quorum_retry_delay_ms(client->opts.retry_delay_ms, client->opts.retry_jitter_ms,
                                          client_random(client));
+  if (op->prim.kind != LOCK_KIND_MUTEX)
+    delay = prim_retry_delay_ms(op, delay);
   switch (op->mode) {
   case LOCK_MODE_TRY:
   case LOCK_MODE_REENTER:
@@ -361,12 +375,27 @@ static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
   op->in_round = 0;
   notify_attempt_done(op);
   /* A master whose reply was lost may still have applied the SET. */
-  if (op->set_mask != 0)
-    release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
+  if (op->set_mask != 0) {
+    if (op->prim.kind != LOCK_KIND_MUTEX)
+      release_send(client, prim_attempt_release_round(op), op->keys[0], op->set_mask);
+    else
+      release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
+  }
   if (round != NULL && client_log_enabled(client, REDLOCK_LOG_DEBUG))
     client_log(client, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
                op->attempts, redlock_err_name(status), round->yes, round->no, round->failed);
+  if (status == REDLOCK_EINVAL) {
+    op_finish(op, status, NULL); /* e.g. a semaphore's limit disagreement: never retried */
+    return;
+  }
+  /* A semaphore tries its slots one after another within a pass.  (Never a
+   * deep recursion: "held" needs a quorum of replies, which come from the
+   * network, so the next slot's round is decided in a later callback.) */
+  if (op->prim.kind != LOCK_KIND_MUTEX && prim_next_slot(op, status)) {
+    lock_attempt(op);
+    return;
+  }
   lock_retry_or_finish(op, status);
 }
 
@@ -394,10 +423,14 @@ static int fence_commit(op_t *op, const round_t *acquired) {
   argv_t a;
   char token_str[24];
   size_t n = resp_u64_to_dec(token, token_str);
-  const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
-  argv_fenced(&a, script, op, token_str, n);
-  round_t *round =
-      round_new(op->client, a.argc, a.argv, a.len, script, 1, 0, on_fence_commit_decided, op);
+  round_t *round;
+  if (op->prim.kind != LOCK_KIND_MUTEX) {
+    round = prim_fence_round(op, token_str, n, on_fence_commit_decided);
+  } else {
+    const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
+    argv_fenced(&a, script, op, token_str, n);
+    round = round_new(op->client, a.argc, a.argv, a.len, script, 1, 0, on_fence_commit_decided, op);
+  }
   if (round == NULL)
     return REDLOCK_ENOMEM;
   round_send(round);
@@ -408,6 +441,12 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   op_t *op = ctx;
   int status = lost_status(outcome);
   op->set_mask = round_set_mask(round);
+  /* A permit's or a hold's script may refuse with a reason (prims.h). */
+  int verdict = op->prim.kind != LOCK_KIND_MUTEX ? prim_acquire_verdict(op, round) : 0;
+  if (verdict != 0) {
+    lock_attempt_failed(op, round, verdict);
+    return;
+  }
   if (outcome == QUORUM_WON) {
     if (op->fenced && !op->canceled) {
       status = fence_commit(op, round);
@@ -449,6 +488,8 @@ static void lock_attempt(op_t *op) {
 
 static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
                              round_decided_fn cb, void *ctx) {
+  if (lock->prim.kind != LOCK_KIND_MUTEX)
+    return prim_extend_round(client, lock, ttl_ms, cb, ctx);
   argv_t a;
   const script_t *script = script_get(SCRIPT_EXTEND);
   argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
@@ -548,11 +589,16 @@ static void unlock_start(op_t *op) {
     stats_gauge(client, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
-  argv_t a;
-  const script_t *script = script_get(SCRIPT_RELEASE);
-  argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
-  round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0,
-                             on_release_decided, op);
+  round_t *round;
+  if (lock->prim.kind != LOCK_KIND_MUTEX) {
+    round = prim_release_round(client, lock, on_release_decided, op);
+  } else {
+    argv_t a;
+    const script_t *script = script_get(SCRIPT_RELEASE);
+    argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
+    round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0,
+                      on_release_decided, op);
+  }
   if (round == NULL) {
     op_finish(op, REDLOCK_ENOMEM, NULL);
     return;
@@ -723,7 +769,11 @@ void lock_release_lease(redlock_lock_t *lock) {
   if (list_linked(&lock->reentrant_link))
     list_remove(&lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
-  release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value, lock->set_mask,
-                     1);
+  if (lock->prim.kind != LOCK_KIND_MUTEX)
+    release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource,
+                 lock->set_mask);
+  else
+    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+                       lock->set_mask, 1);
   lock_unref(lock); /* its live reference */
 }

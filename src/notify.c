@@ -17,15 +17,33 @@
 #include "reply.h"
 
 typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
+
+/* A semaphore's release is announced by every master, each message carrying
+ * the permit's value: the last RECENT_RELEASES values seen tell a new release
+ * from another master's copy of one already seen, and which waiter that
+ * release woke.  (A copy that arrives after that many other releases only
+ * costs a spurious wake-up.) */
+#define RECENT_RELEASES 32
+#define RECENT_PAYLOAD_MAX 64
+
+typedef struct {
+  unsigned next;
+  uint8_t len[RECENT_RELEASES];
+  char data[RECENT_RELEASES][RECENT_PAYLOAD_MAX];
+  const struct op *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
+} recent_t;
+
 typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
 
 struct notify_channel {
   list_node_t link; /* client->channels */
   list_node_t waiters;
   unsigned n_waiters;
-  unsigned busy;  /* > 0 while waking: do not free */
+  unsigned busy;     /* > 0 while waking: do not free */
   struct op *waking; /* the waiter woken by a release, until its attempt ends */
-  int confirmed;  /* some master confirmed the subscription */
+  int confirmed;     /* some master confirmed the subscription */
+  int wake_mode;     /* NOTIFY_WAKE_* */
+  recent_t *recent;  /* NOTIFY_WAKE_EACH: the last releases seen */
   char *name;
   size_t name_len;
   uint8_t state[]; /* sub_state_t per master */
@@ -62,6 +80,7 @@ static void channel_maybe_free(redlock_t *client, notify_channel_t *channel) {
     if (channel->state[i] != SUB_NONE)
       return;
   list_remove(&channel->link);
+  free(channel->recent);
   free(channel->name);
   free(channel);
 }
@@ -118,6 +137,73 @@ static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
   lock_wake(op);
   channel->busy--;
   channel_maybe_free(client, channel);
+}
+
+/* A semaphore's release (payload: the permit's value): the index of its
+ * entry when another master's copy was already seen, else -1 after
+ * recording it in *slot (-1 too when it cannot be told apart: no payload). */
+static int channel_seen(notify_channel_t *channel, const char *payload, size_t len, int *slot) {
+  recent_t *recent = channel->recent;
+  *slot = -1;
+  if (recent == NULL || len == 0 || len > RECENT_PAYLOAD_MAX)
+    return -1;
+  for (int i = 0; i < RECENT_RELEASES; i++)
+    if (recent->len[i] == len && memcmp(recent->data[i], payload, len) == 0)
+      return i;
+  *slot = (int)(recent->next++ % RECENT_RELEASES);
+  memcpy(recent->data[*slot], payload, len);
+  recent->len[*slot] = (uint8_t)len;
+  recent->woke[*slot] = NULL;
+  return -1;
+}
+
+static void channel_wake_op(redlock_t *client, notify_channel_t *channel, op_t *op) {
+  channel->busy++;
+  lock_wake(op);
+  channel->busy--;
+  channel_maybe_free(client, channel);
+}
+
+/* A semaphore's release frees one slot, and several may be freed at once:
+ * each release wakes one waiter of its own (the longest-waiting idle one, or
+ * else one whose attempt is out and that is not yet due to retry), so that a
+ * burst of releases does not leave waiters to their fallback timers.  slot:
+ * the release's entry in channel->recent (or -1), to remember whom it woke. */
+static void channel_wake_each(redlock_t *client, notify_channel_t *channel, int slot) {
+  op_t *chosen = NULL;
+  for (list_node_t *it = channel->waiters.next; it != &channel->waiters; it = it->next) {
+    op_t *op = list_entry(it, op_t, wait_link);
+    if (!op->in_round) {
+      chosen = op;
+      break;
+    }
+    if (chosen == NULL && !op->woken)
+      chosen = op;
+  }
+  if (chosen == NULL)
+    return; /* every waiter will retry anyway */
+  if (slot >= 0)
+    channel->recent->woke[slot] = chosen;
+  list_remove(&chosen->wait_link);
+  list_insert_tail(&channel->waiters, &chosen->wait_link);
+  channel_wake_op(client, channel, chosen);
+}
+
+/* Another master's copy of a release already seen.  Each master announces
+ * once it has applied the release, so the waiter woken by the first copy may
+ * have tried that slot where the release had not landed yet, and lost: as
+ * for a lock (channel_wake_one), the copy wakes that same waiter again (it
+ * retries once its pass ends, or at once if it is idle), if it still waits. */
+static void channel_rewake(redlock_t *client, notify_channel_t *channel, int seen) {
+  const op_t *woke = channel->recent->woke[seen];
+  for (list_node_t *it = channel->waiters.next; woke != NULL && it != &channel->waiters;
+       it = it->next) {
+    op_t *op = list_entry(it, op_t, wait_link);
+    if (op == woke) {
+      channel_wake_op(client, channel, op);
+      return;
+    }
+  }
 }
 
 static void channel_wake(redlock_t *client, notify_channel_t *channel) {
@@ -232,7 +318,26 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     return;
   unsigned i = sub->index;
   if (kind == PUBSUB_MESSAGE) {
-    channel_wake_one(client, channel);
+    const char *payload = NULL;
+    size_t payload_len = 0;
+    switch (channel->wake_mode) {
+    case NOTIFY_WAKE_ALL:
+      channel_wake(client, channel);
+      break;
+    case NOTIFY_WAKE_EACH: {
+      int slot = -1, seen = -1;
+      if (reply_pubsub_payload(reply, &payload, &payload_len))
+        seen = channel_seen(channel, payload, payload_len, &slot);
+      if (seen >= 0)
+        channel_rewake(client, channel, seen);
+      else
+        channel_wake_each(client, channel, slot);
+      break;
+    }
+    default:
+      channel_wake_one(client, channel);
+      break;
+    }
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
@@ -305,20 +410,35 @@ int notify_wait(op_t *op) {
     return 0;
   if (subscribers_init(client) != 0)
     return REDLOCK_ENOMEM;
-  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
-  size_t len = prefix_len + op->key_lens[0];
+  /* A lock's channel is named after its key; a permit's or a read-write
+   * hold's was named when its op was made (prims.h). */
+  const char *prefix = NOTIFY_CHANNEL_PREFIX, *key = op->keys[0];
+  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1, key_len = op->key_lens[0];
+  if (op->prim.channel != NULL) {
+    prefix_len = 0;
+    key = op->prim.channel;
+    key_len = op->prim.channel_len;
+  }
+  size_t len = prefix_len + key_len;
   char *name = malloc(len + 1);
   if (name == NULL)
     return REDLOCK_ENOMEM;
-  memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
-  memcpy(name + prefix_len, op->keys[0], op->key_lens[0] + 1);
+  memcpy(name, prefix, prefix_len);
+  memcpy(name + prefix_len, key, key_len);
+  name[len] = '\0';
   notify_channel_t *channel = channel_find(client, name, len);
   if (channel == NULL) {
+    int mode = prim_wake_mode(op);
     channel = calloc(1, sizeof *channel + client->n_nodes);
-    if (channel == NULL) {
+    recent_t *recent = mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
+    if (channel == NULL || (mode == NOTIFY_WAKE_EACH && recent == NULL)) {
+      free(channel);
+      free(recent);
       free(name);
       return REDLOCK_ENOMEM;
     }
+    channel->wake_mode = mode;
+    channel->recent = recent;
     channel->name = name;
     channel->name_len = len;
     list_init(&channel->waiters);
@@ -381,6 +501,7 @@ void notify_free(redlock_t *client) {
   while (!list_empty(&client->channels)) {
     notify_channel_t *channel = list_entry(client->channels.next, notify_channel_t, link);
     list_remove(&channel->link);
+    free(channel->recent);
     free(channel->name);
     free(channel);
   }

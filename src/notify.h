@@ -17,6 +17,11 @@ struct op;
 
 #define NOTIFY_CHANNEL_PREFIX "__redlock_release__:"
 
+/* Whom a release announced on a channel wakes (the first waiter decides). */
+#define NOTIFY_WAKE_ONE 0  /* a lock: the longest waiter (one can win it) */
+#define NOTIFY_WAKE_ALL 1  /* a read-write lock: every waiter (a writer's release may admit all) */
+#define NOTIFY_WAKE_EACH 2 /* a semaphore: one waiter per distinct release (message) */
+
 typedef struct notify_channel notify_channel_t;
 
 /* Registers a waiting lock op for releases of its first key; the op is woken

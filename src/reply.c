@@ -22,6 +22,8 @@ reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t 
   case REDIS_REPLY_INTEGER:
     if (expect == REPLY_EXPECT_POSITIVE)
       return reply->integer > 0 ? REPLY_YES : REPLY_UNEXPECTED;
+    if (expect == REPLY_EXPECT_CODE)
+      return reply->integer > 0 ? REPLY_YES : REPLY_REFUSED;
     if (expect > 0 && reply->integer == expect)
       return REPLY_YES;
     if (expect > 0 && reply->integer >= 0 && reply->integer < expect)
@@ -35,6 +37,19 @@ reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t 
 int reply_is_noscript(const redisReply *reply) {
   return reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
          memcmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len) {
+  const char *name;
+  size_t name_len;
+  if (reply_pubsub(reply, &name, &name_len) != PUBSUB_MESSAGE)
+    return 0;
+  const redisReply *payload = reply->element[2];
+  if (payload == NULL || payload->type != REDIS_REPLY_STRING)
+    return 0;
+  *data = payload->str;
+  *len = payload->len;
+  return 1;
 }
 
 pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len) {

@@ -10,6 +10,10 @@
 
 #define REPLY_EXPECT_OK 0        /* yes = +OK, refused = nil (SET NX) */
 #define REPLY_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
+/* yes = any integer > 0 (1 or a fencing token); refused = nil or an integer
+ * <= 0, which says why (a script's reason code, kept in *integer): the
+ * scripts of the coordination primitives (src/prims.c). */
+#define REPLY_EXPECT_CODE -2
 
 typedef enum {
   REPLY_YES = 1,    /* the master did what we asked */
@@ -18,7 +22,7 @@ typedef enum {
   REPLY_UNEXPECTED, /* a reply of a type the command cannot give */
 } reply_verdict_t;
 
-/* expect: REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, or k > 0 (yes = integer k,
+/* expect: REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, REPLY_EXPECT_CODE, or k > 0 (yes = integer k,
  * refused = nil or an integer in [0, k)).  *integer gets an integer reply's
  * value (0 otherwise). */
 reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t *integer);
@@ -36,5 +40,8 @@ typedef enum {
 /* A pub/sub push: ["message"|"subscribe"|"unsubscribe", channel, ...].
  * Sets *channel / *channel_len for the three kinds it knows. */
 pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len);
+/* The payload of a "message" push (its third element, a string): 1 and
+ * *data / *len set, or 0 for anything else. */
+int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len);
 
 #endif

@@ -65,7 +65,7 @@ typedef struct round {
   const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
   char *eval_cmd;         /* built on the first NOSCRIPT */
   size_t eval_cmd_len;
-  int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_OK; ROUND_EXPECT_POSITIVE */
+  int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_* */
   int is_acquire;         /* quarantined masters' votes do not count */
   int is_release;         /* masters that may have missed it get it again later */
   uint64_t replay_mask;   /* release: only masters that may hold the key need that */
@@ -82,6 +82,7 @@ typedef struct round {
 
 #define ROUND_EXPECT_OK REPLY_EXPECT_OK             /* yes = +OK (SET NX) */
 #define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
+#define ROUND_EXPECT_CODE REPLY_EXPECT_CODE         /* yes > 0; no = nil or a reason <= 0 */
 
 /* Formats argv once into a new round.  A script round is EVALSHA (argv[1] is
  * the SHA).  NULL when out of memory. */

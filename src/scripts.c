@@ -15,10 +15,21 @@ static const script_t scripts[SCRIPT_COUNT] = {
     [SCRIPT_ACQUIRE_MANY] = {"acquire_many", SCRIPT_ACQUIRE_MANY_BODY,
                              sizeof(SCRIPT_ACQUIRE_MANY_BODY) - 1, SCRIPT_ACQUIRE_MANY_SHA1},
     [SCRIPT_ACQUIRE_FENCED] = {"acquire_fenced", SCRIPT_ACQUIRE_FENCED_BODY,
-                               sizeof(SCRIPT_ACQUIRE_FENCED_BODY) - 1,
-                               SCRIPT_ACQUIRE_FENCED_SHA1},
+                               sizeof(SCRIPT_ACQUIRE_FENCED_BODY) - 1, SCRIPT_ACQUIRE_FENCED_SHA1},
     [SCRIPT_FENCE_COMMIT] = {"fence_commit", SCRIPT_FENCE_COMMIT_BODY,
                              sizeof(SCRIPT_FENCE_COMMIT_BODY) - 1, SCRIPT_FENCE_COMMIT_SHA1},
+/* coordination primitives (src/prims.c) */
+#define PRIM_SCRIPT(id, name)                                                                      \
+  [SCRIPT_##id] = {name, SCRIPT_##id##_BODY, sizeof(SCRIPT_##id##_BODY) - 1, SCRIPT_##id##_SHA1}
+    PRIM_SCRIPT(SEM_ACQUIRE, "sem_acquire"),
+    PRIM_SCRIPT(SEM_EXTEND, "sem_extend"),
+    PRIM_SCRIPT(SEM_RELEASE, "sem_release"),
+    PRIM_SCRIPT(RW_READ, "rw_read"),
+    PRIM_SCRIPT(RW_WRITE, "rw_write"),
+    PRIM_SCRIPT(RW_EXTEND, "rw_extend"),
+    PRIM_SCRIPT(RW_RELEASE, "rw_release"),
+    PRIM_SCRIPT(RW_FENCE_COMMIT, "rw_fence_commit"),
+#undef PRIM_SCRIPT
 };
 
 const script_t *script_get(script_id_t id) {

@@ -5,12 +5,15 @@
  * The input is fed to hiredis's own RESP reader (the one the library's
  * connections use), and each reply it yields, and each element of an array
  * reply, is given to:
- *  - reply_classify with expect = REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, 1
- *    and 3: the verdict is one of the four, errors are REPLY_ERROR and nils
- *    REPLY_REFUSED for every expect, REPLY_YES means +OK / an integer > 0 /
- *    exactly k, REPLY_REFUSED on an integer means 0 <= i < k, *integer is the
+ *  - reply_classify with expect = REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE,
+ *    REPLY_EXPECT_CODE, 1 and 3: the verdict is one of the four, errors are
+ *    REPLY_ERROR and nils REPLY_REFUSED for every expect, REPLY_YES means +OK /
+ *    an integer > 0 / exactly k, REPLY_REFUSED on an integer means 0 <= i < k
+ *    (EXPECT_CODE: i <= 0, and every integer is YES or REFUSED), *integer is the
  *    integer of an integer reply and 0 for the others;
  *  - reply_is_noscript: only error replies starting with "NOSCRIPT";
+ *  - reply_pubsub_payload: only for a "message" push with a string third
+ *    element, which it returns;
  *  - reply_pubsub: the kind is one of four; for a known kind the reply is an
  *    array of >= 3 whose first element names the kind and *channel, *len are
  *    exactly the second element's bytes (inside the reply);
@@ -48,13 +51,16 @@ static void check_classify(const redisReply *r, int64_t expect) {
   if (v == REPLY_YES) {
     if (expect == REPLY_EXPECT_OK)
       FUZZ_CHECK(r->type == REDIS_REPLY_STATUS && bytes_are(r->str, r->len, "OK"));
-    else if (expect == REPLY_EXPECT_POSITIVE)
+    else if (expect == REPLY_EXPECT_POSITIVE || expect == REPLY_EXPECT_CODE)
       FUZZ_CHECK(r->type == REDIS_REPLY_INTEGER && r->integer > 0);
     else
       FUZZ_CHECK(r->type == REDIS_REPLY_INTEGER && r->integer == expect);
   }
   if (v == REPLY_REFUSED && r->type == REDIS_REPLY_INTEGER)
-    FUZZ_CHECK(expect > 0 && r->integer >= 0 && r->integer < expect);
+    FUZZ_CHECK((expect > 0 && r->integer >= 0 && r->integer < expect) ||
+               (expect == REPLY_EXPECT_CODE && r->integer <= 0));
+  if (r->type == REDIS_REPLY_INTEGER && expect == REPLY_EXPECT_CODE)
+    FUZZ_CHECK(v == (r->integer > 0 ? REPLY_YES : REPLY_REFUSED));
   if (r->type == REDIS_REPLY_STATUS && expect == REPLY_EXPECT_OK &&
       bytes_are(r->str, r->len, "OK"))
     FUZZ_CHECK(v == REPLY_YES);
@@ -78,6 +84,7 @@ static void check_reply(const redisReply *r) {
   FUZZ_CHECK(r != NULL);
   check_classify(r, REPLY_EXPECT_OK);
   check_classify(r, REPLY_EXPECT_POSITIVE);
+  check_classify(r, REPLY_EXPECT_CODE);
   check_classify(r, 1);
   check_classify(r, 3);
 
@@ -100,6 +107,17 @@ static void check_reply(const redisReply *r) {
     FUZZ_CHECK(k->type == REDIS_REPLY_STRING && bytes_are(k->str, k->len, names[kind]));
     FUZZ_CHECK(name->type == REDIS_REPLY_STRING);
     FUZZ_CHECK(channel == name->str && channel_len == name->len);
+  }
+  const char *payload = NULL;
+  size_t payload_len = (size_t)-1;
+  int has_payload = reply_pubsub_payload(r, &payload, &payload_len);
+  FUZZ_CHECK(has_payload == 0 || has_payload == 1);
+  if (has_payload) {
+    FUZZ_CHECK(kind == PUBSUB_MESSAGE && r->element[2] != NULL &&
+               r->element[2]->type == REDIS_REPLY_STRING);
+    FUZZ_CHECK(payload == r->element[2]->str && payload_len == r->element[2]->len);
+  } else {
+    FUZZ_CHECK(payload == NULL && payload_len == (size_t)-1);
   }
 
   if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||

@@ -15,6 +15,10 @@ explicitly.
                          "redis://127.0.0.1:7003"]) as client:
         with client.lock("orders:42", ttl_ms=10000) as lk:
             ...  # work that must stop before lk.validity_ms reaches 0
+        with client.semaphore_acquire("licences", limit=3, ttl_ms=10000, wait_ms=5000):
+            ...  # at most 3 of these at once, across every client
+        with client.rwlock_read("config", ttl_ms=10000, wait_ms=5000):
+            ...  # shared with other readers, never with a writer
 
 Threads.  A Client may be used from any number of threads at once.  Blocking
 calls release the GIL while they wait.  The log callback, the watch's on_lost
@@ -56,7 +60,7 @@ __all__ = [
     "LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR",
     "OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST", "ETIMEDOUT",
     "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP", "EFORKED",
-    "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY",
+    "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT",
 ]
 
 # ---- constants from redlock.h (part of the ABI) ---------------------------------
@@ -82,6 +86,7 @@ MAX_NODES = 64
 MAX_RESOURCE_LEN = 1024
 MAX_PREFIX_LEN = 256
 MAX_MANY = 64
+MAX_SEM_LIMIT = 1024
 
 _ABI_MAJOR = "0"  # the SONAME major this binding was written for
 _U32_MAX = 0xFFFFFFFF
@@ -321,6 +326,20 @@ def _declare(lib):
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    # Added later to the ABI (coordination primitives): optional, so that this
+    # binding still loads an older library (the methods then raise
+    # NotSupportedError).
+    optional = {
+        "redlock_semaphore_acquire_async": (c_int, [c_vp, c_cp, c_u32, c_u32, c_u32, _LOCK_CB,
+                                                    c_vp]),
+        "redlock_rwlock_read_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
+        "redlock_rwlock_write_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
+    }
+    for name, (restype, argtypes) in optional.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
 
 
 def load_library(path=None):
@@ -842,18 +861,75 @@ class Client:
         WaitTimeout).  watch=True keeps extending the lock until it is unlocked
         (see Lock.watch).  Returns a Lock; raises LockedError, NoQuorumError,
         ExpiredError, WaitTimeout, CanceledError (client closed meanwhile), ..."""
-        core = self._core
         res = _bytes_arg(resource, "resource")
         ttl = _u32(ttl_ms, "ttl_ms")
         wait = 0 if wait_ms is None else _u32(wait_ms, "wait_ms")
+        handle = self._acquire_async(
+            "lock()", lambda lib, ptr, cb, key: lib.redlock_lock_async(ptr, res, ttl, wait, cb, key))
+        lk = self._adopt(handle, (resource,))
+        return self._maybe_watch(lk, watch, on_lost)
+
+    # -- coordination primitives
+    def semaphore_acquire(self, name, limit, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A permit of the counting semaphore `name`: at most `limit`
+        (1..MAX_SEM_LIMIT) permits are held at once across every client
+        (redlock_semaphore_acquire).  Every client must pass the same limit
+        (InvalidArgument otherwise, with the reason in the log).  wait_ms 0:
+        one try (LockedError when all are taken); > 0: wait, woken by
+        releases (WaitTimeout).  Returns a Lock: unlock, extend and watch it
+        like a lock; its .resource names its slot ("NAME:sem:3")."""
+        res = _bytes_arg(name, "name")
+        lim = _u32(limit, "limit")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        wait = _u32(wait_ms or 0, "wait_ms")
+        fn = self._optional("redlock_semaphore_acquire_async")
+        handle = self._acquire_async(
+            "semaphore_acquire()", lambda lib, ptr, cb, key: fn(ptr, res, lim, ttl, wait, cb, key))
+        return self._maybe_watch(self._adopt(handle, None), watch, on_lost)
+
+    def rwlock_read(self, name, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A read hold of the read-write lock `name` (redlock_rwlock_read):
+        shared with other readers, never with a writer; refused while a
+        writer waits.  wait_ms as in semaphore_acquire.  Returns a Lock."""
+        return self._rwlock("redlock_rwlock_read_async", "rwlock_read()", name, ttl_ms, wait_ms,
+                            watch, on_lost)
+
+    def rwlock_write(self, name, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A write hold of the read-write lock `name` (redlock_rwlock_write):
+        excludes readers and writers.  While it waits (wait_ms > 0) new
+        readers are refused.  There is no upgrade from a read hold: release
+        it first.  Returns a Lock."""
+        return self._rwlock("redlock_rwlock_write_async", "rwlock_write()", name, ttl_ms, wait_ms,
+                            watch, on_lost)
+
+    def _rwlock(self, symbol, what, name, ttl_ms, wait_ms, watch, on_lost):
+        res = _bytes_arg(name, "name")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        wait = _u32(wait_ms or 0, "wait_ms")
+        fn = self._optional(symbol)
+        handle = self._acquire_async(what, lambda lib, ptr, cb, key: fn(ptr, res, ttl, wait, cb,
+                                                                         key))
+        return self._maybe_watch(self._adopt(handle, (name,)), watch, on_lost)
+
+    def _optional(self, symbol):
+        fn = getattr(self._core.lib, symbol, None)
+        if fn is None or fn.argtypes is None:
+            raise NotSupportedError(ENOTSUP, detail="%s is not in this libredlock" % symbol)
+        return fn
+
+    def _acquire_async(self, what, start):
+        """Runs an acquisition through its callback form and waits for it
+        (interruptible: a grant nobody waits for any more is released).
+        start(lib, ptr, cb, key) makes the C call.  Returns the handle."""
+        core = self._core
         if core.on_loop_thread():
-            raise WouldBlockError(EWOULDBLOCK, detail="lock() from a redlock callback")
+            raise WouldBlockError(EWOULDBLOCK, detail="%s from a redlock callback" % what)
         op = _Pending()
         key = next(core.keys)
         core.enter()
         try:
             core.pending[key] = op
-            rc = core.lib.redlock_lock_async(core.ptr, res, ttl, wait, core.lock_cb, key)
+            rc = start(core.lib, core.ptr, core.lock_cb, key)
             if rc != 0:
                 core.pending.pop(key, None)
                 raise _make_error(rc)
@@ -871,8 +947,7 @@ class Client:
             raise
         if op.status != 0:
             raise _make_error(op.status)
-        lk = self._adopt(op.handle, (resource,))
-        return self._maybe_watch(lk, watch, on_lost)
+        return op.handle
 
     def trylock(self, resource, ttl_ms, watch=False, on_lost=None):
         """One attempt (redlock_trylock).  Raises LockedError when held."""
@@ -988,6 +1063,8 @@ class Client:
             if core.state != _OPEN or not handle:
                 # The close in progress (or done) releases and frees the handle.
                 raise CanceledError(ECANCELED, detail="client closed while locking")
+            if resources is None:  # a permit: named by its slot
+                resources = (_decode(core.lib.redlock_lock_resource(handle)),)
             lk = Lock(self, handle, resources)
             core.locks.add(lk)
             return lk
@@ -1158,7 +1235,9 @@ class Election:
 # ---- Lock ------------------------------------------------------------------------------------
 
 class Lock:
-    """One held lock (redlock_lock_t).  Made by Client.lock/trylock/lock_many.
+    """One held lock (redlock_lock_t).  Made by Client.lock/trylock/lock_many,
+    and, for a semaphore permit or a read-write hold, by
+    Client.semaphore_acquire/rwlock_read/rwlock_write.
 
     As a context manager, leaving the block unlocks it (acquisition already
     happened in the call that returned it).  If the block raised, an error

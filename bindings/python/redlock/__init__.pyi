@@ -28,6 +28,7 @@ MAX_NODES: int
 MAX_RESOURCE_LEN: int
 MAX_PREFIX_LEN: int
 MAX_MANY: int
+MAX_SEM_LIMIT: int
 
 class RedlockError(Exception):
     code: int
@@ -91,6 +92,15 @@ class Client:
                 on_lost: Optional[Callable[["Lock"], None]] = ...) -> "Lock": ...
     def lock_many(self, resources: Sequence[Union[str, bytes]], ttl_ms: int, watch: bool = ...,
                   on_lost: Optional[Callable[["Lock"], None]] = ...) -> "Lock": ...
+    def semaphore_acquire(self, name: Union[str, bytes], limit: int, ttl_ms: int,
+                          wait_ms: Optional[int] = ..., watch: bool = ...,
+                          on_lost: Optional[Callable[["Lock"], None]] = ...) -> "Lock": ...
+    def rwlock_read(self, name: Union[str, bytes], ttl_ms: int, wait_ms: Optional[int] = ...,
+                    watch: bool = ...,
+                    on_lost: Optional[Callable[["Lock"], None]] = ...) -> "Lock": ...
+    def rwlock_write(self, name: Union[str, bytes], ttl_ms: int, wait_ms: Optional[int] = ...,
+                     watch: bool = ...,
+                     on_lost: Optional[Callable[["Lock"], None]] = ...) -> "Lock": ...
     def last_votes(self) -> str: ...
     def elect(self, name: Union[str, bytes], ttl_ms: int,
               on_elected: Optional[Callable[["Election", int], None]] = ...,

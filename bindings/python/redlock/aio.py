@@ -130,10 +130,46 @@ class AsyncClient:
         """Acquires resource (redlock_lock_async): wait_ms None/0 retries by
         the retry policy, wait_ms > 0 waits up to wait_ms, woken by releases.
         Returns an AsyncLock; raises as Client.lock."""
-        core = self._client._core
         res = _bytes_arg(resource, "resource")
         ttl = _u32(ttl_ms, "ttl_ms")
         wait = 0 if wait_ms is None else _u32(wait_ms, "wait_ms")
+        return await self._acquire(
+            lambda lib, ptr, cb, key: lib.redlock_lock_async(ptr, res, ttl, wait, cb, key),
+            (resource,), watch, on_lost)
+
+    async def semaphore_acquire(self, name, limit, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A semaphore permit (redlock_semaphore_acquire_async), as
+        Client.semaphore_acquire.  Returns an AsyncLock."""
+        res = _bytes_arg(name, "name")
+        lim = _u32(limit, "limit")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        wait = _u32(wait_ms or 0, "wait_ms")
+        fn = self._client._optional("redlock_semaphore_acquire_async")
+        return await self._acquire(
+            lambda lib, ptr, cb, key: fn(ptr, res, lim, ttl, wait, cb, key), None, watch, on_lost)
+
+    async def rwlock_read(self, name, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A read hold (redlock_rwlock_read_async), as Client.rwlock_read."""
+        return await self._rwlock("redlock_rwlock_read_async", name, ttl_ms, wait_ms, watch,
+                                  on_lost)
+
+    async def rwlock_write(self, name, ttl_ms, wait_ms=0, watch=False, on_lost=None):
+        """A write hold (redlock_rwlock_write_async), as Client.rwlock_write."""
+        return await self._rwlock("redlock_rwlock_write_async", name, ttl_ms, wait_ms, watch,
+                                  on_lost)
+
+    async def _rwlock(self, symbol, name, ttl_ms, wait_ms, watch, on_lost):
+        res = _bytes_arg(name, "name")
+        ttl = _u32(ttl_ms, "ttl_ms")
+        wait = _u32(wait_ms or 0, "wait_ms")
+        fn = self._client._optional(symbol)
+        return await self._acquire(lambda lib, ptr, cb, key: fn(ptr, res, ttl, wait, cb, key),
+                                   (name,), watch, on_lost)
+
+    async def _acquire(self, start, resources, watch, on_lost):
+        """Runs an acquisition through its callback form; start(lib, ptr, cb,
+        key) makes the C call.  resources None: a permit, named by its slot."""
+        core = self._client._core
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         op = _AsyncPending(loop, fut, self._client._release_orphan)
@@ -141,7 +177,7 @@ class AsyncClient:
         core.enter()
         try:
             core.pending[key] = op
-            rc = core.lib.redlock_lock_async(core.ptr, res, ttl, wait, core.lock_cb, key)
+            rc = start(core.lib, core.ptr, core.lock_cb, key)
             if rc != 0:
                 core.pending.pop(key, None)
                 raise _make_error(rc)
@@ -157,7 +193,7 @@ class AsyncClient:
             if op.status == 0 and op.handle:
                 self._client._release_orphan(op.handle)
             raise
-        lk = self._client._adopt(handle, (resource,))
+        lk = self._client._adopt(handle, resources)
         return await self._wrap(lk, watch, on_lost, loop)
 
     async def trylock(self, resource, ttl_ms, watch=False, on_lost=None):

@@ -71,6 +71,40 @@ class TestAsyncClient(unittest.TestCase):
 
         self.run_async(main())
 
+    def test_semaphore_and_rwlock(self):
+        name = unique("aio-prims")
+
+        async def main():
+            async with await redlock.aio.AsyncClient.open(self.nodes,
+                                                          **client_kwargs()) as client:
+                permits = [await client.semaphore_acquire(name, 2, 10000) for _ in range(2)]
+                self.assertNotEqual(permits[0].resource, permits[1].resource)
+                self.assertTrue(permits[0].resource.startswith(name + ":sem:"))
+                with self.assertRaises(redlock.LockedError):
+                    await client.semaphore_acquire(name, 2, 10000)
+                # A waiter gets the permit another task releases.
+                waiter = asyncio.ensure_future(
+                    client.semaphore_acquire(name, 2, 10000, wait_ms=20000))
+                await asyncio.sleep(0)  # the task starts its call
+                self.assertFalse(waiter.done())  # full: it can only wait
+                await permits[0].unlock()
+                third = await asyncio.wait_for(waiter, 15)
+                await third.unlock()
+                await permits[1].unlock()
+
+                readers = [await client.rwlock_read(name, 10000) for _ in range(2)]
+                self.assertEqual(readers[0].resource, name)
+                with self.assertRaises(redlock.LockedError):
+                    await client.rwlock_write(name, 10000)
+                for r in readers:
+                    await r.unlock()
+                w = await client.rwlock_write(name, 10000, wait_ms=1000)
+                with self.assertRaises(redlock.WaitTimeout):
+                    await client.rwlock_read(name, 10000, wait_ms=200)
+                await w.unlock()
+
+        self.run_async(main())
+
     def test_concurrent_waits_on_one_thread(self):
         """Many acquisitions wait at once with no thread per call: the event
         loop's thread count stays small while 50 waits are outstanding."""

@@ -924,6 +924,114 @@ class TestStats(ServerTestCase):
         self.assertIn("acquire", repr(mine[0][0]))
 
 
+class TestPrimitives(ServerTestCase):
+    """Counting semaphore and read-write lock (Client.semaphore_acquire,
+    rwlock_read, rwlock_write): permits and holds are Locks."""
+
+    def test_semaphore_admits_limit(self):
+        a, b = self.client(), self.client()
+        name = unique("sem")
+        p1 = a.semaphore_acquire(name, 2, 10000)
+        p2 = b.semaphore_acquire(name, 2, 10000, wait_ms=1000)
+        for p in (p1, p2):
+            self.assertIsInstance(p, redlock.Lock)
+            self.assertRegex(p.resource, "^%s:sem:[01]$" % name)
+            self.assertGreater(p.validity_ms, 0)
+            self.assertEqual(self.on_all("GET", p.resource), [p.value] * 3)
+        self.assertNotEqual(p1.resource, p2.resource)
+        self.assertEqual(self.on_all("GET", name + ":sem:limit"), ["2"] * 3)
+        with self.assertRaises(redlock.LockedError):
+            a.semaphore_acquire(name, 2, 10000)
+        with self.assertRaises(redlock.WaitTimeout):
+            b.semaphore_acquire(name, 2, 10000, wait_ms=200)
+        freed = p1.resource
+        p1.extend(20000)
+        p1.unlock()
+        with b.semaphore_acquire(name, 2, 10000) as p3:
+            self.assertEqual(p3.resource, freed)
+        self.assertEqual(self.on_all("EXISTS", freed), [0, 0, 0])
+        p2.unlock()
+
+    def test_semaphore_waiter_woken_by_release(self):
+        holder = self.client()
+        waiter_client = self.client(retry_delay_ms=10000, retry_jitter_ms=0)
+        name = unique("sem-wait")
+        held = holder.semaphore_acquire(name, 1, 20000)
+        result = {}
+
+        def waiter():
+            try:
+                result["permit"] = waiter_client.semaphore_acquire(name, 1, 5000, wait_ms=30000)
+            except BaseException as exc:  # reported below
+                result["error"] = exc
+            result["at"] = time.monotonic()
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        channel = "__redlock_release__:%s:sem" % name
+        wait_until(lambda: all(r[1] >= 1 for r in self.on_all("PUBSUB", "NUMSUB", channel)),
+                   what="the waiter's subscription")
+        released_at = time.monotonic()
+        held.unlock()
+        t.join(60)
+        self.assertNotIn("error", result)
+        # Woken by the release, well before its 10 s fallback retry.
+        self.assertLess(result["at"] - released_at, 5.0)
+        result["permit"].unlock()
+
+    def test_semaphore_bad_arguments_and_mismatch(self):
+        c = self.client()
+        name = unique("sem-args")
+        for limit in (0, redlock.MAX_SEM_LIMIT + 1):
+            with self.assertRaises(redlock.InvalidArgument):
+                c.semaphore_acquire(name, limit, 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.semaphore_acquire("", 2, 1000)
+        with self.assertRaises(redlock.InvalidArgument):
+            c.semaphore_acquire(name, 2, 0)
+        with self.assertRaises(TypeError):
+            c.semaphore_acquire(name, "2", 1000)
+        with c.semaphore_acquire(name, 3, 5000):
+            with self.assertRaises(redlock.InvalidArgument):  # another limit
+                c.semaphore_acquire(name, 2, 5000, wait_ms=1000)
+
+    def test_rwlock(self):
+        a, b = self.client(), self.client()
+        name = unique("rw")
+        r1 = a.rwlock_read(name, 10000)
+        r2 = b.rwlock_read(name, 10000, wait_ms=1000)
+        self.assertEqual(r1.resource, name)
+        self.assertEqual(self.on_all("ZCARD", name + ":rw:read"), [2] * 3)
+        with self.assertRaises(redlock.LockedError):
+            b.rwlock_write(name, 10000)
+        with self.assertRaises(redlock.WaitTimeout):
+            b.rwlock_write(name, 10000, wait_ms=300)
+        r1.extend(15000)
+        r1.watch()
+        r1.unlock()
+        r2.unlock()
+        with a.rwlock_write(name, 10000) as w:
+            self.assertEqual(self.on_all("GET", name + ":rw:write"), [w.value] * 3)
+            with self.assertRaises(redlock.LockedError):
+                b.rwlock_read(name, 10000)
+            with self.assertRaises(redlock.LockedError):
+                b.rwlock_write(name, 10000)
+        self.assertEqual(self.on_all("EXISTS", name + ":rw:write"), [0, 0, 0])
+        b.rwlock_read(name, 1000).unlock()
+
+    def test_rwlock_fencing(self):
+        c = self.client(fencing=True)
+        name = unique("rw-fence")
+        with c.rwlock_write(name, 5000) as w:
+            token = w.fence
+        self.assertGreater(token, 0)
+        with c.rwlock_read(name, 5000) as r:
+            self.assertGreaterEqual(r.fence, token)
+            token = r.fence
+        with c.rwlock_write(name, 5000) as w:
+            self.assertGreater(w.fence, token)
+
+
 class TestSubprocess(ServerTestCase):
     """Lifetime checks that would crash the interpreter if wrong."""
 

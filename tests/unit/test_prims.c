@@ -1,0 +1,513 @@
+/* test_prims.c: unit tests for src/prims.c (semaphore permits and read-write
+ * lock holds as lock kinds) and their public entry points, with no Redis
+ * server anywhere.
+ *  - argument checks of redlock_semaphore_acquire, redlock_rwlock_read /
+ *    _write and their _async forms: NULL client / name / out / callback,
+ *    empty or too long names, limit 0 or above REDLOCK_MAX_SEM_LIMIT, ttl 0
+ *    or above max TTL are REDLOCK_EINVAL before anything is sent, and *out is
+ *    NULL after a refusal (a client whose only master is a unix socket that
+ *    does not exist);
+ *  - the keys and commands: over a stand-in client (no loop, no thread), the
+ *    op's keys, channel, fence key and the EVALSHA argv of every round of
+ *    each kind, with and without fencing and a key prefix (decoded back from
+ *    the formatted RESP bytes);
+ *  - a semaphore pass: from a random slot, every slot exactly once, then a
+ *    new pass; it goes on only after "held" (not after ENOQUORUM, a spent
+ *    wait budget or a cancellation);
+ *  - votes: a negative integer from any master is a limit disagreement
+ *    (EINVAL, logged with both limits); a writer refused by readers while
+ *    waiting has its intent noted, and retries within the refresh period. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client.h"
+#include "prims.h"
+#include "redlock.h"
+#include "scripts.h"
+
+#define BOGUS_LOCK ((redlock_lock_t *)(uintptr_t)0x1000) /* never dereferenced */
+
+static void lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  (void)status;
+  (void)lock;
+  (*(int *)arg)++;
+}
+
+/* ---- argument checks ------------------------------------------------------------------- */
+
+static redlock_t *nowhere_client(void) {
+  redlock_options_t *opts = redlock_options_new();
+  assert_non_null(opts);
+  char uri[128];
+  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/redis.sock", (long)getpid());
+  assert_int_equal(redlock_options_add_node(opts, uri), 0);
+  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
+  assert_int_equal(redlock_options_set_max_ttl(opts, 10000), 0);
+  redlock_t *c = NULL;
+  assert_int_equal(redlock_open(&c, opts), 0);
+  redlock_options_free(opts);
+  return c;
+}
+
+typedef int (*blocking_fn)(redlock_t *, const char *, uint32_t, uint32_t, redlock_lock_t **);
+
+static int sem3(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait_ms,
+                redlock_lock_t **out) {
+  return redlock_semaphore_acquire(c, name, 3, ttl, wait_ms, out);
+}
+
+static void check_refused(blocking_fn fn, redlock_t *c, const char *name, uint32_t ttl) {
+  redlock_lock_t *out = BOGUS_LOCK;
+  assert_int_equal(fn(c, name, ttl, 0, &out), REDLOCK_EINVAL);
+  assert_null(out);
+  out = BOGUS_LOCK;
+  assert_int_equal(fn(c, name, ttl, 100, &out), REDLOCK_EINVAL);
+  assert_null(out);
+}
+
+static void test_bad_arguments(void **state) {
+  (void)state;
+  char too_long[REDLOCK_MAX_RESOURCE_LEN + 2];
+  memset(too_long, 'x', sizeof too_long - 1);
+  too_long[sizeof too_long - 1] = '\0';
+  blocking_fn fns[] = {sem3, redlock_rwlock_read, redlock_rwlock_write};
+
+  /* No client at all. */
+  for (size_t i = 0; i < 3; i++) {
+    check_refused(fns[i], NULL, "r", 1000);
+    assert_int_equal(fns[i](NULL, "r", 1000, 0, NULL), REDLOCK_EINVAL);
+  }
+
+  redlock_t *c = nowhere_client();
+  for (size_t i = 0; i < 3; i++) {
+    check_refused(fns[i], c, NULL, 1000);
+    check_refused(fns[i], c, "", 1000);
+    check_refused(fns[i], c, too_long, 1000);
+    check_refused(fns[i], c, "r", 0);
+    check_refused(fns[i], c, "r", 10001); /* above max TTL */
+    assert_int_equal(fns[i](c, "r", 1000, 0, NULL), REDLOCK_EINVAL);
+  }
+  redlock_lock_t *out = BOGUS_LOCK;
+  assert_int_equal(redlock_semaphore_acquire(c, "r", 0, 1000, 0, &out), REDLOCK_EINVAL);
+  assert_null(out);
+  out = BOGUS_LOCK;
+  assert_int_equal(redlock_semaphore_acquire(c, "r", REDLOCK_MAX_SEM_LIMIT + 1, 1000, 0, &out),
+                   REDLOCK_EINVAL);
+  assert_null(out);
+  out = BOGUS_LOCK;
+  assert_int_equal(redlock_semaphore_acquire(c, "r", UINT32_MAX, 1000, 0, &out), REDLOCK_EINVAL);
+  assert_null(out);
+
+  /* The callback forms: the same checks, and a callback is required. */
+  int calls = 0;
+  assert_int_equal(redlock_semaphore_acquire_async(c, "r", 3, 1000, 0, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_rwlock_read_async(c, "r", 1000, 0, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_rwlock_write_async(c, "r", 1000, 0, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_semaphore_acquire_async(NULL, "r", 3, 1000, 0, lock_cb, &calls),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_semaphore_acquire_async(c, "r", 0, 1000, 0, lock_cb, &calls),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_semaphore_acquire_async(c, "", 3, 1000, 0, lock_cb, &calls),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_rwlock_read_async(c, too_long, 1000, 0, lock_cb, &calls),
+                   REDLOCK_EINVAL);
+  assert_int_equal(redlock_rwlock_write_async(c, "r", 0, 0, lock_cb, &calls), REDLOCK_EINVAL);
+  assert_int_equal(redlock_rwlock_write_async(NULL, "r", 1000, 0, lock_cb, &calls), REDLOCK_EINVAL);
+  assert_int_equal(calls, 0);
+
+  /* A valid call against a master that is not there: no quorum, no crash,
+   * no leak (the limit and every argument were fine). */
+  out = BOGUS_LOCK;
+  assert_int_equal(redlock_semaphore_acquire(c, "r", REDLOCK_MAX_SEM_LIMIT, 1000, 0, &out),
+                   REDLOCK_ENOQUORUM);
+  assert_null(out);
+  assert_int_equal(redlock_rwlock_write(c, "r", 1000, 0, &out), REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_rwlock_read(c, "r", 1000, 50, &out), REDLOCK_ETIMEDOUT);
+  redlock_close(c);
+}
+
+/* ---- a stand-in client: keys and commands ------------------------------------------------ */
+
+#define N_NODES 3
+
+typedef struct {
+  redlock_t client;
+  node_t nodes[N_NODES];
+  char labels[N_NODES][32];
+  char log[1024];
+} fake_t;
+
+static void capture_log(int level, const char *msg, void *arg) {
+  (void)level;
+  fake_t *f = arg;
+  snprintf(f->log, sizeof f->log, "%s", msg);
+}
+
+static fake_t *fake_new(const char *prefix, int fencing) {
+  fake_t *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  options_set_defaults(&f->client.opts);
+  f->client.opts.key_prefix = (char *)prefix;
+  f->client.opts.key_prefix_len = strlen(prefix);
+  f->client.opts.fencing = fencing;
+  f->client.opts.log_cb = capture_log;
+  f->client.opts.log_arg = f;
+  f->client.opts.log_level = REDLOCK_LOG_DEBUG;
+  f->client.n_nodes = N_NODES;
+  f->client.quorum = 2;
+  f->client.nodes = f->nodes;
+  for (int i = 0; i < N_NODES; i++) {
+    snprintf(f->labels[i], sizeof f->labels[i], "m%d:6379", i);
+    f->nodes[i].addr.label = f->labels[i];
+  }
+  jitter_rng_seed(&f->client.rng, 12345);
+  return f;
+}
+
+static op_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
+  op_t *op = calloc(1, sizeof *op);
+  assert_non_null(op);
+  op->kind = OP_LOCK;
+  op->client = &f->client;
+  op->mode = LOCK_MODE_WAIT;
+  op->wait_deadline_ns = UINT64_MAX; /* waiting, with budget left */
+  op->ttl_ms = 5000;
+  op->fenced = f->client.opts.fencing;
+  memset(op->value, 'v', RANDOM_VALUE_LEN);
+  assert_int_equal(prim_op_init(op, kind, name, limit), 0);
+  return op;
+}
+
+static void fake_op_free(op_t *op) {
+  free(op->keys);
+  free(op->fence_keys);
+  free(op);
+}
+
+/* The argv of a formatted command, each NUL-terminated (test strings only). */
+typedef struct {
+  int argc;
+  char argv[16][256];
+} decoded_t;
+
+static decoded_t decode(const round_t *round) {
+  decoded_t d;
+  memset(&d, 0, sizeof d);
+  const char *p = round->cmd;
+  assert_int_equal(*p, '*');
+  d.argc = atoi(p + 1);
+  assert_true(d.argc > 0 && d.argc <= 16);
+  p = strchr(p, '\n') + 1;
+  for (int i = 0; i < d.argc; i++) {
+    assert_int_equal(*p, '$');
+    int len = atoi(p + 1);
+    p = strchr(p, '\n') + 1;
+    assert_true(len < 256);
+    memcpy(d.argv[i], p, (size_t)len);
+    p += len + 2;
+  }
+  assert_ptr_equal(p, round->cmd + round->cmd_len);
+  return d;
+}
+
+static void assert_script(const decoded_t *d, script_id_t id, int n_keys) {
+  assert_string_equal(d->argv[0], "EVALSHA");
+  assert_string_equal(d->argv[1], script_get(id)->sha1);
+  assert_int_equal(atoi(d->argv[2]), n_keys);
+}
+
+static void test_sem_keys_and_rounds(void **state) {
+  (void)state;
+  for (int fencing = 0; fencing <= 1; fencing++) {
+    fake_t *f = fake_new("p:", fencing);
+    op_t *op = fake_op(f, LOCK_KIND_SEM, "jobs", 12);
+    assert_int_equal(op->n_keys, 2);
+    assert_string_equal(op->keys[1], "p:jobs:sem:limit");
+    assert_int_equal(op->key_lens[1], strlen("p:jobs:sem:limit"));
+    assert_string_equal(op->prim.channel, "__redlock_release__:p:jobs:sem");
+    assert_int_equal(op->prim.channel_len, strlen(op->prim.channel));
+    assert_string_equal(op->prim.name, "jobs");
+    assert_null(op->prim.resource); /* the slot names it */
+    assert_int_equal(op->fence_keys != NULL, fencing);
+
+    /* One pass: 12 rounds, every slot once, consecutive from a random one. */
+    int seen[12] = {0};
+    unsigned first = 0;
+    for (int i = 0; i < 12; i++) {
+      round_t *round = prim_acquire_round(op, NULL);
+      assert_non_null(round);
+      assert_int_equal(round->expect_integer, ROUND_EXPECT_CODE);
+      assert_true(round->is_acquire);
+      decoded_t d = decode(round);
+      unsigned slot = (unsigned)atoi(op->keys[0] + strlen("p:jobs:sem:"));
+      char want[64];
+      snprintf(want, sizeof want, "p:jobs:sem:%u", slot);
+      assert_string_equal(op->keys[0], want);
+      assert_int_equal(op->key_lens[0], strlen(want));
+      if (i == 0)
+        first = slot;
+      assert_int_equal(slot, (first + (unsigned)i) % 12);
+      seen[slot]++;
+      assert_script(&d, SCRIPT_SEM_ACQUIRE, fencing ? 3 : 2);
+      assert_string_equal(d.argv[3], want);
+      assert_string_equal(d.argv[4], "p:jobs:sem:limit");
+      int a = 5;
+      if (fencing) {
+        char fence[96];
+        snprintf(fence, sizeof fence, "%s%s", FENCE_KEY_PREFIX, want);
+        assert_string_equal(d.argv[a++], fence);
+        assert_string_equal(op->fence_keys[0], fence);
+        assert_int_equal(op->fence_key_lens[0], strlen(fence));
+      }
+      assert_int_equal(strlen(d.argv[a]), RANDOM_VALUE_LEN); /* value */
+      assert_string_equal(d.argv[a + 1], "5000");            /* ttl */
+      assert_string_equal(d.argv[a + 2], "12");              /* limit */
+      assert_int_equal(d.argc, a + 3);
+      free(round);
+      /* "held" goes on to the next slot while the pass has slots left. */
+      assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), i < 11);
+    }
+    for (int s = 0; s < 12; s++)
+      assert_int_equal(seen[s], 1);
+    assert_int_equal(op->prim.slots_left, 0);
+
+    /* A new pass; no quorum ends it at once. */
+    round_t *round = prim_acquire_round(op, NULL);
+    free(round);
+    assert_int_equal(op->prim.slots_left, 11);
+    assert_int_equal(prim_next_slot(op, REDLOCK_ENOQUORUM), 0);
+    assert_int_equal(op->prim.slots_left, 0);
+    /* Nor does a spent wait budget or a cancellation go on. */
+    round = prim_acquire_round(op, NULL);
+    free(round);
+    op->wait_deadline_ns = 1;
+    assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+    op->wait_deadline_ns = UINT64_MAX;
+    round = prim_acquire_round(op, NULL);
+    free(round);
+    op->canceled = 1;
+    assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+
+    /* Fence write-back: the plain lock's script over the slot. */
+    if (fencing) {
+      round = prim_fence_round(op, "777", 3, NULL);
+      decoded_t d = decode(round);
+      assert_script(&d, SCRIPT_FENCE_COMMIT, 2);
+      assert_string_equal(d.argv[3], op->keys[0]);
+      assert_string_equal(d.argv[4], op->fence_keys[0]);
+      assert_string_equal(d.argv[6], "777");
+      free(round);
+    }
+
+    /* As a held permit: extend carries the limit, release the channel. */
+    redlock_lock_t lock;
+    memset(&lock, 0, sizeof lock);
+    lock.keys = op->keys;
+    lock.key_lens = op->key_lens;
+    lock.n_keys = op->n_keys;
+    memcpy(lock.value, op->value, sizeof lock.value);
+    lock.prim = op->prim;
+    round = prim_extend_round(&f->client, &lock, 9000, NULL, NULL);
+    decoded_t d = decode(round);
+    assert_script(&d, SCRIPT_SEM_EXTEND, 2);
+    assert_string_equal(d.argv[3], op->keys[0]);
+    assert_string_equal(d.argv[4], "p:jobs:sem:limit");
+    assert_string_equal(d.argv[6], "9000");
+    assert_string_equal(d.argv[7], "12");
+    assert_int_equal(round->expect_integer, 1);
+    free(round);
+    round = prim_release_round(&f->client, &lock, NULL, NULL);
+    d = decode(round);
+    assert_script(&d, SCRIPT_SEM_RELEASE, 1);
+    assert_string_equal(d.argv[3], op->keys[0]);
+    assert_string_equal(d.argv[5], "1");
+    assert_string_equal(d.argv[6], "__redlock_release__:p:jobs:sem");
+    free(round);
+    round = prim_attempt_release_round(op);
+    d = decode(round);
+    assert_string_equal(d.argv[5], "0"); /* a failed attempt is not announced */
+    free(round);
+
+    assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_EACH);
+    fake_op_free(op);
+    free(f);
+  }
+}
+
+static void test_rw_keys_and_rounds(void **state) {
+  (void)state;
+  for (int fencing = 0; fencing <= 1; fencing++) {
+    for (int write = 0; write <= 1; write++) {
+      fake_t *f = fake_new("", fencing);
+      op_t *op = fake_op(f, write ? LOCK_KIND_RW_WRITE : LOCK_KIND_RW_READ, "cfg", 0);
+      assert_int_equal(op->n_keys, 3);
+      assert_string_equal(op->keys[0], "cfg:rw:write");
+      assert_string_equal(op->keys[1], "cfg:rw:read");
+      assert_string_equal(op->keys[2], "cfg:rw:intent");
+      for (int i = 0; i < 3; i++)
+        assert_int_equal(op->key_lens[i], strlen(op->keys[i]));
+      assert_string_equal(op->prim.channel, "__redlock_release__:cfg:rw");
+      assert_string_equal(op->prim.resource, "cfg");
+      if (fencing)
+        assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "cfg:rw:write");
+      assert_int_equal(strlen(op->prim.intent), write ? RANDOM_VALUE_LEN : 0);
+      assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_ALL);
+
+      round_t *round = prim_acquire_round(op, NULL);
+      decoded_t d = decode(round);
+      assert_script(&d, write ? SCRIPT_RW_WRITE : SCRIPT_RW_READ, fencing ? 4 : 3);
+      assert_string_equal(d.argv[3], "cfg:rw:write");
+      assert_string_equal(d.argv[4], "cfg:rw:read");
+      assert_string_equal(d.argv[5], "cfg:rw:intent");
+      int a = fencing ? 7 : 6;
+      assert_string_equal(d.argv[a + 1], "5000");
+      if (write) {
+        assert_string_equal(d.argv[a + 2], op->prim.intent);
+        /* A waiting writer's intent lease: 2 s + two request timeouts. */
+        char lease[16];
+        snprintf(lease, sizeof lease, "%u",
+                 PRIM_RW_INTENT_TTL_MS + 2 * f->client.opts.request_timeout_ms);
+        assert_string_equal(d.argv[a + 3], lease);
+        assert_int_equal(d.argc, a + 4);
+      } else {
+        assert_int_equal(d.argc, a + 2);
+      }
+      free(round);
+      if (write) {
+        /* A one-shot writer sets no intent. */
+        op->mode = LOCK_MODE_TRY;
+        round = prim_acquire_round(op, NULL);
+        d = decode(round);
+        assert_string_equal(d.argv[d.argc - 1], "0");
+        free(round);
+        op->mode = LOCK_MODE_WAIT;
+      }
+      assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+
+      redlock_lock_t lock;
+      memset(&lock, 0, sizeof lock);
+      lock.keys = op->keys;
+      lock.key_lens = op->key_lens;
+      memcpy(lock.value, op->value, sizeof lock.value);
+      lock.prim = op->prim;
+      round = prim_release_round(&f->client, &lock, NULL, NULL);
+      d = decode(round);
+      assert_script(&d, SCRIPT_RW_RELEASE, 3);
+      /* A write hold's release also drops its intent. */
+      assert_string_equal(d.argv[7], write ? op->prim.intent : "");
+      assert_string_equal(d.argv[8], "1");
+      assert_string_equal(d.argv[9], "__redlock_release__:cfg:rw");
+      free(round);
+      round = prim_extend_round(&f->client, &lock, 700, NULL, NULL);
+      d = decode(round);
+      assert_script(&d, SCRIPT_RW_EXTEND, 2);
+      assert_string_equal(d.argv[6], "700");
+      free(round);
+      if (fencing) {
+        round = prim_fence_round(op, "42", 2, NULL);
+        d = decode(round);
+        assert_script(&d, SCRIPT_RW_FENCE_COMMIT, 3);
+        assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
+        assert_string_equal(d.argv[7], "42");
+        free(round);
+      }
+      fake_op_free(op);
+      free(f);
+    }
+  }
+}
+
+/* ---- votes ----------------------------------------------------------------------------- */
+
+static round_t *voted_round(fake_t *f, op_t *op, const int64_t *integers,
+                            const vote_state_t *states) {
+  round_t *round = prim_acquire_round(op, NULL);
+  assert_non_null(round);
+  (void)f;
+  for (unsigned i = 0; i < round->n_votes; i++) {
+    round->votes[i].state = (uint8_t)states[i];
+    round->votes[i].integer = integers[i];
+  }
+  return round;
+}
+
+static void test_votes(void **state) {
+  (void)state;
+  fake_t *f = fake_new("", 0);
+  op_t *op = fake_op(f, LOCK_KIND_SEM, "s", 2);
+  /* Held here, yes there: nothing to say. */
+  int64_t ints[N_NODES] = {0, 1, 1};
+  vote_state_t states[N_NODES] = {VOTE_NO, VOTE_YES, VOTE_YES};
+  round_t *round = voted_round(f, op, ints, states);
+  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  free(round);
+  /* One master holds limit 5 for it: EINVAL, whatever the others said. */
+  ints[2] = -5;
+  states[2] = VOTE_NO;
+  round = voted_round(f, op, ints, states);
+  f->log[0] = '\0';
+  assert_int_equal(prim_acquire_verdict(op, round), REDLOCK_EINVAL);
+  assert_non_null(strstr(f->log, "limit 2"));
+  assert_non_null(strstr(f->log, "limit 5"));
+  assert_non_null(strstr(f->log, "m2:6379"));
+  free(round);
+  /* A quarantined master's word counts too (its answer was still read). */
+  states[2] = VOTE_FAILED;
+  round = voted_round(f, op, ints, states);
+  assert_int_equal(prim_acquire_verdict(op, round), REDLOCK_EINVAL);
+  free(round);
+  /* A vote still pending says nothing. */
+  states[2] = VOTE_PENDING;
+  ints[2] = 0;
+  round = voted_round(f, op, ints, states);
+  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  free(round);
+  fake_op_free(op);
+
+  /* A writer refused by readers while it waits: its intent is out there,
+   * its retries refresh it, and its end withdraws it. */
+  op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
+  int64_t w_ints[N_NODES] = {PRIM_RW_READERS, 0, 1};
+  vote_state_t w_states[N_NODES] = {VOTE_NO, VOTE_NO, VOTE_YES};
+  assert_int_equal(prim_retry_delay_ms(op, 5000), 5000);
+  round = voted_round(f, op, w_ints, w_states);
+  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  free(round);
+  assert_int_equal(op->prim.intent_set, 1);
+  assert_int_equal(prim_retry_delay_ms(op, 5000), PRIM_RW_INTENT_REFRESH_MS);
+  assert_int_equal(prim_retry_delay_ms(op, 10), 10);
+  fake_op_free(op);
+  /* ... but not a one-shot writer (it set none). */
+  op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
+  op->mode = LOCK_MODE_TRY;
+  round = voted_round(f, op, w_ints, w_states);
+  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  free(round);
+  assert_int_equal(op->prim.intent_set, 0);
+  fake_op_free(op);
+  /* A reader's -1 (a writer waits) is just a refusal. */
+  op = fake_op(f, LOCK_KIND_RW_READ, "w", 0);
+  round = voted_round(f, op, w_ints, w_states);
+  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  free(round);
+  fake_op_free(op);
+  free(f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_arguments),
+      cmocka_unit_test(test_sem_keys_and_rounds),
+      cmocka_unit_test(test_rw_keys_and_rounds),
+      cmocka_unit_test(test_votes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
