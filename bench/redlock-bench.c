@@ -1100,7 +1100,6 @@ static void report(bench_t *b) {
   if (c->json) {
     printf("{\"mode\":\"%s\",\"api\":\"%s\",\"N\":%d,\"quorum\":%d,\"C\":%d,", mode_names[c->mode],
            api, b->n_nodes, quorum, conc);
-    printf("\"started_servers\":%s,\"quarantine\":%s,\"fencing\":%s,\"tls\":%s,\"stats\":%s,",
     printf("\"primitive\":\"%s\",", primitive_names[c->primitive]);
     if (c->primitive == PRIMITIVE_SEMAPHORE)
       printf("\"limit\":%u,", c->sem_limit);
