@@ -382,7 +382,11 @@ typedef enum {
   REDLOCK_EVENT_LOST = 6,          /* a held lock was found lost (status = reason) */
   REDLOCK_EVENT_NODE_UP = 7,       /* a master connected (and finished the handshake) */
   REDLOCK_EVENT_NODE_DOWN = 8,     /* a master went down (or its first attempt failed) */
-  REDLOCK_EVENT_QUARANTINE_END = 9 /* a restarted master's votes count again */
+  REDLOCK_EVENT_QUARANTINE_END = 9, /* a restarted master's votes count again */
+  REDLOCK_EVENT_SEMAPHORE = 10,     /* redlock_semaphore_acquire (and its _async form) */
+  REDLOCK_EVENT_RWLOCK_READ = 11,   /* redlock_rwlock_read */
+  REDLOCK_EVENT_RWLOCK_WRITE = 12,  /* redlock_rwlock_write */
+  REDLOCK_EVENT_ELECTED = 13        /* an election won a term (duration: its campaign) */
 } redlock_event_kind_t;
 REDLOCK_EXPORT int redlock_options_set_event_cb(redlock_options_t *opts,
                                                 void (*cb)(const redlock_event_t *ev, void *arg),

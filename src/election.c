@@ -30,6 +30,7 @@
 #include "client.h"
 #include "clock.h"
 #include "quorum.h"
+#include "stats.h"
 
 typedef enum {
   ELECTION_QUEUED = 0,  /* OP_ELECT not taken by the loop yet */
@@ -69,6 +70,7 @@ struct redlock_election {
   unsigned losses;   /* terms lost in a row (back-off exponent) */
   uint64_t term;
   uint64_t elected_ns;
+  uint64_t campaign_ns; /* monotonic start of the campaign under way, 0 = none */
   /* mutex: read by redlock_election_validity_ms from any thread */
   redlock_lock_t *lease;
   int64_t ended_ns; /* monotonic end of the last term's validity, 0 = none */
@@ -207,6 +209,8 @@ static uint64_t election_backoff_ms(redlock_election_t *e) {
  * out): same layout of keys as calls.c, so that the lease inherits them. */
 static void election_campaign(redlock_election_t *e) {
   redlock_t *client = e->client;
+  if (e->campaign_ns == 0)
+    e->campaign_ns = clock_now_ns(); /* a wait budget renewed is the same campaign */
   size_t prefix_len = client->opts.key_prefix_len;
   size_t key_len = prefix_len + e->name_len;
   op_t *op = calloc(1, sizeof *op);
@@ -308,6 +312,9 @@ static void election_lock_cb(int status, redlock_lock_t *lock, void *arg) {
   e->state = ELECTION_LEADER;
   e->term = lock->fence;
   e->elected_ns = clock_now_ns();
+  stats_op_done(client, STATS_OP_ELECTION, REDLOCK_OK, e->elected_ns - e->campaign_ns, e->name,
+                NULL, 0);
+  e->campaign_ns = 0;
   client_log(client, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
              (unsigned long long)e->term);
   if (!election_silent(e))

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "prims.h"
 
 /* Histogram bucket bounds (copied into each client's stats) and their text. */
 static const uint64_t bound_ns[STATS_N_BOUNDS] = {
@@ -117,13 +118,20 @@ static const char *const event_kind_names[] = {
     [REDLOCK_EVENT_NODE_UP] = "node_up",
     [REDLOCK_EVENT_NODE_DOWN] = "node_down",
     [REDLOCK_EVENT_QUARANTINE_END] = "quarantine_end",
+    [REDLOCK_EVENT_SEMAPHORE] = "semaphore",
+    [REDLOCK_EVENT_RWLOCK_READ] = "rwlock_read",
+    [REDLOCK_EVENT_RWLOCK_WRITE] = "rwlock_write",
+    [REDLOCK_EVENT_ELECTED] = "election",
 };
 
 /* The event kind of each operation kind (the names agree with the op label). */
 static const int op_event_kind[STATS_OP_COUNT] = {
     [STATS_OP_ACQUIRE] = REDLOCK_EVENT_ACQUIRE, [STATS_OP_WAIT] = REDLOCK_EVENT_WAIT,
     [STATS_OP_EXTEND] = REDLOCK_EVENT_EXTEND,   [STATS_OP_RENEW] = REDLOCK_EVENT_RENEW,
-    [STATS_OP_RELEASE] = REDLOCK_EVENT_RELEASE,
+    [STATS_OP_RELEASE] = REDLOCK_EVENT_RELEASE, [STATS_OP_SEMAPHORE] = REDLOCK_EVENT_SEMAPHORE,
+    [STATS_OP_RWLOCK_READ] = REDLOCK_EVENT_RWLOCK_READ,
+    [STATS_OP_RWLOCK_WRITE] = REDLOCK_EVENT_RWLOCK_WRITE,
+    [STATS_OP_ELECTION] = REDLOCK_EVENT_ELECTED,
 };
 
 static void event_init(redlock_event_t *ev, const redlock_t *client, int kind, int status) {
@@ -242,7 +250,22 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
   stats_op_t kind;
   switch (op->kind) {
   case OP_LOCK:
-    kind = op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
+    /* Permits and read-write holds are counted apart from locks (waits
+     * included: their wait budget is part of the call). */
+    switch ((lock_kind_t)op->prim.kind) {
+    case LOCK_KIND_SEM:
+      kind = STATS_OP_SEMAPHORE;
+      break;
+    case LOCK_KIND_RW_READ:
+      kind = STATS_OP_RWLOCK_READ;
+      break;
+    case LOCK_KIND_RW_WRITE:
+      kind = STATS_OP_RWLOCK_WRITE;
+      break;
+    default:
+      kind = op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
+      break;
+    }
     if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
       stats_gauge(client, STATS_GAUGE_WAITERS, -1);
     break;

@@ -35,7 +35,11 @@
   XX(WAIT, "wait")                                                                                 \
   XX(EXTEND, "extend")                                                                             \
   XX(RENEW, "renew")                                                                               \
-  XX(RELEASE, "release")
+  XX(RELEASE, "release")                                                                           \
+  XX(SEMAPHORE, "semaphore")                                                                       \
+  XX(RWLOCK_READ, "rwlock_read")                                                                   \
+  XX(RWLOCK_WRITE, "rwlock_write")                                                                 \
+  XX(ELECTION, "election")
 
 typedef enum {
 #define STATS__OP_ENUM(name, label) STATS_OP_##name,

@@ -835,6 +835,69 @@ static void test_stats_off(void **state) {
   api_close_client(c);
 }
 
+
+/* Permits, read-write holds and won terms are counted under their own op
+ * label (and event kind), not as plain acquisitions. */
+typedef struct {
+  _Atomic int terms;
+} elect_rec_t;
+
+static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
+  (void)e;
+  (void)term;
+  atomic_fetch_add(&((elect_rec_t *)arg)->terms, 1);
+}
+
+static void on_lost_term(redlock_election_t *e, int reason, void *arg) {
+  (void)e;
+  (void)reason;
+  (void)arg;
+}
+
+static int pred_elected(void *arg) { return atomic_load(&((elect_rec_t *)arg)->terms) > 0; }
+
+static void test_primitives(void **state) {
+  (void)state;
+  ev_reset();
+  redlock_t *c = open_opts(options_with_events(0));
+  char res[64];
+  api_name(res, sizeof res, "prim");
+  redlock_lock_t *p1 = NULL, *p2 = NULL;
+  assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p1), REDLOCK_OK);
+  assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p2), REDLOCK_ELOCKED);
+  assert_int_equal(op_count(c, "semaphore", "ok"), 1);
+  assert_int_equal(op_count(c, "semaphore", "locked"), 1);
+  assert_int_equal(op_hist_count(c, "semaphore"), 2);
+  assert_int_equal(op_count(c, "acquire", "ok"), 0); /* not counted as a lock */
+  assert_true(ev_find(REDLOCK_EVENT_SEMAPHORE, NULL, 0) >= 0);
+  assert_int_equal(redlock_unlock(c, p1), REDLOCK_OK);
+  assert_int_equal(op_count(c, "release", "ok"), 1);
+
+  char rw[64];
+  api_name(rw, sizeof rw, "prim-rw");
+  redlock_lock_t *r = NULL, *w = NULL;
+  assert_int_equal(redlock_rwlock_read(c, rw, 10000, 0, &r), REDLOCK_OK);
+  assert_int_equal(redlock_rwlock_write(c, rw, 10000, 0, &w), REDLOCK_ELOCKED);
+  assert_int_equal(op_count(c, "rwlock_read", "ok"), 1);
+  assert_int_equal(op_count(c, "rwlock_write", "locked"), 1);
+  assert_true(ev_find(REDLOCK_EVENT_RWLOCK_READ, NULL, 0) >= 0);
+  assert_true(ev_find(REDLOCK_EVENT_RWLOCK_WRITE, NULL, 0) >= 0);
+  assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
+
+  char el[64];
+  api_name(el, sizeof el, "prim-el");
+  elect_rec_t rec = {0};
+  redlock_election_t *e = NULL;
+  assert_int_equal(redlock_elect(c, el, 5000, on_elected, on_lost_term, &rec, &e), REDLOCK_OK);
+  assert_true(rh_wait_until(pred_elected, &rec, 20000));
+  assert_int_equal(op_count(c, "election", "ok"), 1);
+  assert_int_equal(op_hist_count(c, "election"), 1);
+  assert_true(ev_find(REDLOCK_EVENT_ELECTED, el, 0) >= 0);
+  assert_string_equal(redlock_event_kind_name(REDLOCK_EVENT_ELECTED), "election");
+  assert_int_equal(redlock_resign(c, e), REDLOCK_OK);
+  api_close_client(c);
+}
+
 int main(void) {
   api_watchdog(240);
   const struct CMUnitTest tests[] = {
@@ -848,6 +911,7 @@ int main(void) {
       stats_test(test_quarantine),
       stats_test(test_formats),
       stats_test(test_stats_off),
+      stats_test(test_primitives),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -513,8 +513,9 @@ class Event:
     """One event of a client (redlock_options_set_event_cb), copied out of the
     C event while the callback runs, so it may be kept:
 
-    kind         "acquire", "wait", "extend", "renew", "release", "lost",
-                 "node_up", "node_down" or "quarantine_end"
+    kind         "acquire", "wait", "extend", "renew", "release", "semaphore",
+                 "rwlock_read", "rwlock_write", "election", "lost", "node_up",
+                 "node_down" or "quarantine_end"
     status       0 or a negative error code; error: its name ("REDLOCK_ELOCKED")
     resource     the resource, or None (master events)
     duration_us  the operation's duration (see docs/observability.md)
