@@ -52,6 +52,14 @@ extern "C" {
 #define REDLOCK_MAX_PREFIX_LEN 256    /* bytes in the key prefix */
 #define REDLOCK_MAX_MANY 64           /* resources in one redlock_lock_many() */
 
+/* Names the library uses on the masters besides the lock keys (a wire
+ * contract: other clients that share the keys use the same names).  A
+ * release PUBLISHes on REDLOCK_RELEASE_CHANNEL_PREFIX + key (the key with the
+ * client's prefix), which is what wakes redlock_lock_wait; with fencing, a
+ * key's fencing counter is the key REDLOCK_FENCE_KEY_PREFIX + key. */
+#define REDLOCK_RELEASE_CHANNEL_PREFIX "__redlock_release__:"
+#define REDLOCK_FENCE_KEY_PREFIX "__redlock_fence__:"
+
 /* Error codes.  XX(name, value, message).  The values are part of the ABI. */
 #define REDLOCK_ERRNO_MAP(XX)                                                                  \
   XX(EINVAL, -1, "invalid argument")                                                         \

@@ -15,7 +15,7 @@
 struct redlock;
 struct op;
 
-#define NOTIFY_CHANNEL_PREFIX "__redlock_release__:"
+#include "names.h" /* NOTIFY_CHANNEL_PREFIX */
 
 /* Whom a release announced on a channel wakes (the first waiter decides). */
 #define NOTIFY_WAKE_ONE 0  /* a lock: the longest waiter (one can win it) */

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "names.h" /* FENCE_KEY_PREFIX, NOTIFY_CHANNEL_PREFIX */
 #include "random.h"
 #include "round.h"
 
@@ -38,7 +39,6 @@ typedef enum {
  * ":intent".  Release channel of either: NOTIFY_CHANNEL_PREFIX + base.
  * Fence counters: FENCE_KEY_PREFIX + the lock key (a permit: its slot; a
  * read-write lock: its writer key, shared by readers and writers). */
-#define FENCE_KEY_PREFIX "__redlock_fence__:"
 #define PRIM_SEM_TAG ":sem"
 #define PRIM_SEM_SLOT_SEP ":"
 #define PRIM_SEM_LIMIT_SUFFIX ":limit"

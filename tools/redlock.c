@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "names.h"   /* FENCE_KEY_PREFIX */
 #include "options.h" /* struct redlock_options, for tls_client_new */
 #include "redlock.h"
 #include "tls.h" /* status's TLS connections, from the redlock_internal target */
@@ -69,7 +70,6 @@ enum {
 #define DEFAULT_GRACE_MS 5000u
 #define DEFAULT_STATUS_TIMEOUT_MS 1000u
 #define LIBRARY_DEFAULT_MAX_TTL_MS 60000u /* redlock.h: max TTL 60 s */
-#define FENCE_KEY_PREFIX "__redlock_fence__:"
 #define DEFAULT_FENCE_ENV "REDLOCK_FENCE"
 
 static const char *g_prog = "redlock";

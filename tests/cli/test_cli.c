@@ -1060,7 +1060,7 @@ static long campaigners(const char *key) {
   long fewest = -1;
   for (int i = 0; i < N_MASTERS; i++) {
     char buf[256];
-    if (rh_server_command(g_servers[i], buf, sizeof buf, "PUBSUB NUMSUB __redlock_release__:%s",
+    if (rh_server_command(g_servers[i], buf, sizeof buf, "PUBSUB NUMSUB " REDLOCK_RELEASE_CHANNEL_PREFIX "%s",
                           key) != 0)
       return 0;
     const char *nl = strchr(buf, '\n');

@@ -51,8 +51,8 @@
 #include "redlock_uv.h"
 #include "sf_common.h"
 
-#define CHANNEL_PREFIX "__redlock_release__:"
-#define FENCE_PREFIX "__redlock_fence__:"
+#define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
+#define FENCE_PREFIX REDLOCK_FENCE_KEY_PREFIX
 #define MAX_CANDS 32
 #define MAX_EVENTS 512
 #define WAKE_BOUND_MS 2000

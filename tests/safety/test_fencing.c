@@ -30,7 +30,7 @@
 
 #include "sf_common.h"
 
-#define FENCE_PREFIX "__redlock_fence__:"
+#define FENCE_PREFIX REDLOCK_FENCE_KEY_PREFIX
 #define TTL 5000u
 
 /* The fixture's servers that are up, as a bit mask. */

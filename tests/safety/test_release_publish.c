@@ -21,7 +21,7 @@
 
 #include "sf_common.h"
 
-#define CHANNEL_PREFIX "__redlock_release__:"
+#define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define READ_DEADLINE_MS 3000
 
 /* A subscriber connection on one server, subscribed to `n` channels. */

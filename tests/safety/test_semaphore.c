@@ -51,7 +51,7 @@
 #include "prim_common.h"
 #include "sf_common.h"
 
-#define CHANNEL_PREFIX "__redlock_release__:"
+#define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define FALLBACK_MS 10000u
 #define WAKE_BOUND_MS 2000u
 

@@ -390,7 +390,7 @@ static void test_woken_wait(void **state) {
   waiter_t w = {fx, waiting, -100, NULL, 0};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
-  numsub_wait_t ns = {fx, "__redlock_release__:tls:wake"};
+  numsub_wait_t ns = {fx, REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake"};
   if (!rh_wait_until(subscribed_everywhere, &ns, 5000))
     fail_msg("the waiter's TLS subscriber connections did not subscribe:\n%s", it_log_text(fx));
   uint64_t t0 = rh_now_ms();

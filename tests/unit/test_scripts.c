@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
+#include "names.h"
 #include "scripts.h"
 
 #ifndef REDLOCK_LUA_DIR
@@ -176,6 +177,26 @@ static void test_script_body_matches_lua_file(void **state) {
     }
     free(file);
   }
+}
+
+/* The scripts spell the names of names.h themselves (a script cannot
+ * include C): wherever a script uses the release channel or a fence key, it
+ * is exactly the prefix names.h gives, and no other spelling appears. */
+static void test_scripts_use_names_h(void **state) {
+  (void)state;
+  int channel_users = 0;
+  for (int id = 0; id < SCRIPT_COUNT; id++) {
+    const char *body = script_get((script_id_t)id)->body;
+    for (const char *p = strstr(body, "__redlock_"); p != NULL; p = strstr(p + 1, "__redlock_")) {
+      int ok = strncmp(p, NOTIFY_CHANNEL_PREFIX, strlen(NOTIFY_CHANNEL_PREFIX)) == 0 ||
+               strncmp(p, FENCE_KEY_PREFIX, strlen(FENCE_KEY_PREFIX)) == 0;
+      if (!ok)
+        fail_msg("script %s spells a name names.h does not give: %.32s",
+                 script_get((script_id_t)id)->name, p);
+    }
+    channel_users += strstr(body, NOTIFY_CHANNEL_PREFIX) != NULL;
+  }
+  assert_true(channel_users >= 1); /* release.lua publishes */
 }
 
 static void test_script_get_out_of_range(void **state) {
@@ -361,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_sha1_self_check),
       cmocka_unit_test(test_script_get_all),
       cmocka_unit_test(test_script_body_matches_lua_file),
+      cmocka_unit_test(test_scripts_use_names_h),
       cmocka_unit_test(test_script_get_out_of_range),
       cmocka_unit_test(test_rewrite_equals_eval),
       cmocka_unit_test(test_rewrite_rejects),
