@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
+#include "redlock.h" /* REDLOCK_RELEASE_CHANNEL_PREFIX: the names the CLI uses on the masters */
 
 #define N_MASTERS 3
 #define DEADLINE_MS 30000 /* for things that should take well under a second */
