@@ -486,7 +486,10 @@ static void one_campaign(election_ctx_t *c) {
 static void *thread_main(void *arg) {
   thread_state_t *st = arg;
   unsigned seq = 0;
-  if (cfg.primitive == PRIM_ELECTION || (cfg.primitive == PRIM_MIXED && st->tid == 0)) {
+  /* Mixed: one campaigner per worker, when there is another thread left for
+   * the rest (the driver's checker expects the same). */
+  if (cfg.primitive == PRIM_ELECTION ||
+      (cfg.primitive == PRIM_MIXED && st->tid == 0 && cfg.threads >= 2)) {
     election_ctx_t c = {.st = st};
     pthread_mutex_init(&c.mu, NULL);
     while (torture_now_ns() < cfg.until_ns && !atomic_load(&failed))
