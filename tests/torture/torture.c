@@ -9,6 +9,8 @@
  *           [--resources R] [--request-ms MS] [--slack-ms MS]
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
+ *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
+ *           [--mutate-sem-refused]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -75,6 +77,25 @@
  *  4. Every worker exited with status 0 after writing its summary (it checks
  *     return codes, tokens, its max RSS and hangs itself), within a deadline.
  *  5. Progress: every resource was granted at least once.
+ *
+ * --primitive (default lock) chooses what the workers take (torture_worker.c;
+ * record format in torture_common.h); each group of names is checked apart:
+ *  - semaphore s<i> (--sem-limit L, default 2): never more than L permit
+ *    windows [grant, min(unlock start, validity end)] at one instant
+ *    (safety.md §11.1); a permit's token is its slot's, so no order check;
+ *  - read-write lock rw<i>: no write window overlaps any other window, read
+ *    or write (§11.2), and write tokens rise in grant order (§11.3);
+ *  - election e<i>: a term's window runs from on_elected to min(on_lost or
+ *    the resign, its last sampled validity end); no two overlap (§10.1), and
+ *    terms rise in election order and above every term seen before the
+ *    campaign round (§10.2): checks 1 and 2 with "term" for "token";
+ *  - mixed: thread 0 of each worker campaigns on e0, the others take locks,
+ *    permits and holds at random.
+ * Progress then means every name of every group in use was granted.
+ * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
+ * holder (and a leader, after on_lost or its resign) act MS past its
+ * validity; --mutate-sem-refused makes a semaphore caller take a refused
+ * permit as granted.  Each must make the matching check fail.
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, workers' memory, seed) and exits 1 on any violation, printing the
  * offending records; 2 on a set-up error; 4 from its own watchdog.  The run
@@ -1617,9 +1638,10 @@ static int check_and_report(const schedule_t *sched) {
            s->rss_warm, s->rss_end, s->heap_warm, s->heap_late, s->heap_max, s->stall_ms, s->calls,
            s->grants, s->replayed);
   }
-  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "\n",
+  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "%s%s\n",
          violations == 0 ? "PASS" : "FAIL", violations, violations == 1 ? "" : "s",
-         opt.duration_s, opt.seed);
+         opt.duration_s, opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
 
 out:
   for (size_t i = 0; i < n_grants; i++) {
@@ -1851,9 +1873,10 @@ int main(int argc, char **argv) {
   alarm(opt.duration_s + 150);
 
   printf("torture: seed %" PRIu64 ", duration %u s, %d workers x %d threads, %d resources; "
-         "replay with: torture --duration %u --seed %" PRIu64 "\n",
+         "replay with: torture --duration %u --seed %" PRIu64 "%s%s\n",
          opt.seed, opt.duration_s, opt.workers, opt.threads, opt.resources, opt.duration_s,
-         opt.seed);
+         opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
 
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == '\0')
