@@ -1585,6 +1585,14 @@ static int check_and_report(const schedule_t *sched) {
           w += grants[i].grp == GRP_RW && grants[i].res == r && grants[i].write;
         printf(" (%u write, %u read)", w, grants_per_res[grp][r] - w);
       }
+      if (grp == GRP_ELECT) {
+        /* How many terms a fault ended (on_lost) rather than a resign. */
+        unsigned lost = 0;
+        for (size_t i = 0; i < n_grants; i++)
+          lost += grants[i].grp == GRP_ELECT && grants[i].res == r && grants[i].has_unlock &&
+                  grants[i].unlock_rc != 0;
+        printf(", %u ended by on_lost", lost);
+      }
       printf("\n");
     }
   printf("calls (return codes):\n");
