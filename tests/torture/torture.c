@@ -242,8 +242,7 @@ static int parse_args(int argc, char **argv) {
       for (int p = 0; p < PRIM_N; p++)
         if (strcmp(v, torture_prim_names[p]) == 0)
           opt.primitive = p;
-    }
-    else {
+    } else {
       usage();
       return -1;
     }
@@ -912,8 +911,8 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(w->hist, sizeof w->hist, "%s/worker-%d.hist", run_dir, id);
   snprintf(w->log, sizeof w->log, "%s/worker-%d.log", run_dir, id);
   /* Everything is built before fork: the child only execs. */
-  char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16],
-      s_req[16], s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16], s_sem[16];
+  char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16], s_req[16],
+      s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16], s_sem[16];
   snprintf(s_id, sizeof s_id, "%d", id);
   snprintf(s_until, sizeof s_until, "%" PRIu64, until_ns);
   snprintf(s_threads, sizeof s_threads, "%d", opt.threads);
@@ -1020,8 +1019,8 @@ static int poll_workers(void) {
  * names of different groups are independent. */
 enum { GRP_LOCK, GRP_SEM, GRP_RW, GRP_ELECT, GRP_N };
 static const char *const grp_prefix[GRP_N] = {"r", "s", "rw", "e"};
-static const char *const grp_title[GRP_N] = {"locks", "semaphore permits",
-                                             "read-write holds", "election terms"};
+static const char *const grp_title[GRP_N] = {"locks", "semaphore permits", "read-write holds",
+                                             "election terms"};
 
 typedef struct {
   int wid, tid;
@@ -1049,9 +1048,9 @@ typedef struct {
   uint64_t replayed;
 } summary_t;
 
-static const char *const call_kinds[] = {TK_OPEN,  TK_LOCK,  TK_TRYLOCK, TK_WAIT,
+static const char *const call_kinds[] = {TK_OPEN,   TK_LOCK,   TK_TRYLOCK, TK_WAIT,
                                          TK_EXTEND, TK_UNLOCK, TK_CLOSE,   TK_SEM,
-                                         TK_READ,  TK_WRITE, TK_ELECT,   TK_RESIGN};
+                                         TK_READ,   TK_WRITE,  TK_ELECT,   TK_RESIGN};
 #define N_CALL_KINDS 12
 #define N_RC 13 /* 0 .. -12 */
 
@@ -1326,8 +1325,8 @@ static void check_rwlock(int r, grant_t **by_grant, size_t n) {
       const grant_t *h = by_grant[j];
       if (h->end <= h->grant || !(g->write || h->write))
         continue;
-      violation("rw%d: a write hold overlaps %s hold for %.3f ms (read-write exclusion broken)",
-                r, g->write && h->write ? "another write" : "a read",
+      violation("rw%d: a write hold overlaps %s hold for %.3f ms (read-write exclusion broken)", r,
+                g->write && h->write ? "another write" : "a read",
                 (double)((g->end < h->end ? g->end : h->end) - h->grant) / 1e6);
       if (reported++ < 5) {
         print_grant("earlier", g);
@@ -1647,8 +1646,8 @@ static int check_and_report(const schedule_t *sched) {
            s->grants, s->replayed);
   }
   printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "%s%s\n",
-         violations == 0 ? "PASS" : "FAIL", violations, violations == 1 ? "" : "s",
-         opt.duration_s, opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+         violations == 0 ? "PASS" : "FAIL", violations, violations == 1 ? "" : "s", opt.duration_s,
+         opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
          opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
 
 out:
@@ -1768,9 +1767,9 @@ static int selftest(void) {
   bad |= selftest_case("caught: no grant at all (no progress)", SUMMARY, 1);
   /* The primitives: permits of s0 (limit 2), holds of rw0, terms of e0.
    * Three windows: [1000, 2000], [1500, 2500], [1800, 3000]. */
-#define G3(a, b, c)                                                                           \
-  "G 0 0 0 " a "0 5 0 1000 900000\nU 0 0 0 2000 0\n"                                          \
-  "G 0 1 0 " b "0 6 0 1500 900000\nU 0 1 0 2500 0\n"                                          \
+#define G3(a, b, c)                                                                                \
+  "G 0 0 0 " a "0 5 0 1000 900000\nU 0 0 0 2000 0\n"                                               \
+  "G 0 1 0 " b "0 6 0 1500 900000\nU 0 1 0 2500 0\n"                                               \
   "G 0 2 0 " c "0 7 0 1800 900000\nU 0 2 0 3000 0\n"
   bad |= selftest_case_prim(PRIM_SEMAPHORE, "clean: two permits at once, limit 2",
                             "G 0 0 0 s0 5 0 1000 900000\nU 0 0 0 2000 0\n"
@@ -1784,10 +1783,11 @@ static int selftest(void) {
                             "G 0 1 0 s0 5 0 1500 900000\nU 0 1 0 2500 0\n"
                             "G 0 2 0 s0 3 0 1800 900000\nU 0 2 0 3000 0\n" SUMMARY,
                             1);
-  bad |= selftest_case_prim(PRIM_RWLOCK, "clean: readers share, a writer after them",
-                            G3("R", "R", "R") "G 0 3 0 W0 9 0 3000 900000\nU 0 3 0 3500 0\n"
-                                              "G 0 3 1 R0 9 0 3500 900000\nU 0 3 1 3600 0\n" SUMMARY,
-                            0);
+  bad |=
+      selftest_case_prim(PRIM_RWLOCK, "clean: readers share, a writer after them",
+                         G3("R", "R", "R") "G 0 3 0 W0 9 0 3000 900000\nU 0 3 0 3500 0\n"
+                                           "G 0 3 1 R0 9 0 3500 900000\nU 0 3 1 3600 0\n" SUMMARY,
+                         0);
   bad |= selftest_case_prim(PRIM_RWLOCK, "caught: a writer overlapping a reader",
                             G3("R", "W", "R") SUMMARY, 1);
   bad |= selftest_case_prim(PRIM_RWLOCK, "caught: two writers overlapping",
