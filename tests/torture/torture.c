@@ -9,6 +9,8 @@
  *           [--resources R] [--request-ms MS] [--slack-ms MS]
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
+ *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
+ *           [--mutate-sem-refused]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -75,6 +77,25 @@
  *  4. Every worker exited with status 0 after writing its summary (it checks
  *     return codes, tokens, its max RSS and hangs itself), within a deadline.
  *  5. Progress: every resource was granted at least once.
+ *
+ * --primitive (default lock) chooses what the workers take (torture_worker.c;
+ * record format in torture_common.h); each group of names is checked apart:
+ *  - semaphore s<i> (--sem-limit L, default 2): never more than L permit
+ *    windows [grant, min(unlock start, validity end)] at one instant
+ *    (safety.md §11.1); a permit's token is its slot's, so no order check;
+ *  - read-write lock rw<i>: no write window overlaps any other window, read
+ *    or write (§11.2), and write tokens rise in grant order (§11.3);
+ *  - election e<i>: a term's window runs from on_elected to min(on_lost or
+ *    the resign, its last sampled validity end); no two overlap (§10.1), and
+ *    terms rise in election order and above every term seen before the
+ *    campaign round (§10.2): checks 1 and 2 with "term" for "token";
+ *  - mixed: thread 0 of each worker campaigns on e0, the others take locks,
+ *    permits and holds at random.
+ * Progress then means every name of every group in use was granted.
+ * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
+ * holder (and a leader, after on_lost or its resign) act MS past its
+ * validity; --mutate-sem-refused makes a semaphore caller take a refused
+ * permit as granted.  Each must make the matching check fail.
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, workers' memory, seed) and exits 1 on any violation, printing the
  * offending records; 2 on a set-up error; 4 from its own watchdog.  The run
@@ -130,6 +151,9 @@ static struct {
   const char *worker_path;
   int no_iptables, keep, verbose, selftest, no_end_faults;
   unsigned mutate_overhold_ms;
+  int mutate_sem_refused;
+  int primitive; /* PRIM_*: what the workers take */
+  unsigned sem_limit;
   const char *tls_certs; /* TLS masters: ca.crt, server.crt, server.key */
 } opt;
 
@@ -139,6 +163,8 @@ static void usage(void) {
           "               [--resources R] [--request-ms MS] [--slack-ms MS]\n"
           "               [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]\n"
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
+          "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
+          "               [--mutate-sem-refused]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -156,6 +182,7 @@ static int parse_args(int argc, char **argv) {
   opt.timing.retry_delay_ms = TORTURE_RETRY_DELAY_MS;
   opt.timing.retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
   opt.timing.wait_ms = TORTURE_WAIT_MS;
+  opt.sem_limit = TORTURE_SEM_LIMIT;
   opt.slack_ms = TORTURE_ASAN ? 5000 : 2000;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -173,6 +200,10 @@ static int parse_args(int argc, char **argv) {
     }
     if (strcmp(a, "--no-end-faults") == 0) {
       opt.no_end_faults = 1;
+      continue;
+    }
+    if (strcmp(a, "--mutate-sem-refused") == 0) {
+      opt.mutate_sem_refused = 1;
       continue;
     }
     if (strcmp(a, "--selftest") == 0) {
@@ -204,16 +235,25 @@ static int parse_args(int argc, char **argv) {
       opt.mutate_overhold_ms = (unsigned)strtoul(v, NULL, 10);
     else if (strcmp(a, "--tls-certs") == 0)
       opt.tls_certs = v;
-    else {
+    else if (strcmp(a, "--sem-limit") == 0)
+      opt.sem_limit = (unsigned)strtoul(v, NULL, 10);
+    else if (strcmp(a, "--primitive") == 0) {
+      opt.primitive = -1;
+      for (int p = 0; p < PRIM_N; p++)
+        if (strcmp(v, torture_prim_names[p]) == 0)
+          opt.primitive = p;
+    } else {
       usage();
       return -1;
     }
   }
   if (opt.duration_s < 5 || opt.workers < 1 || opt.workers > MAX_WORKERS || opt.threads < 1 ||
-      opt.threads > 32 || opt.resources < 1 || opt.resources > 64 || opt.timing.request_ms < 1) {
+      opt.threads > 32 || opt.resources < 1 || opt.resources > 64 || opt.timing.request_ms < 1 ||
+      opt.primitive < 0 || opt.sem_limit < 1 || opt.sem_limit > REDLOCK_MAX_SEM_LIMIT) {
     usage();
     return -1;
   }
+  opt.timing.sem_limit = opt.sem_limit;
   return 0;
 }
 
@@ -871,8 +911,8 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(w->hist, sizeof w->hist, "%s/worker-%d.hist", run_dir, id);
   snprintf(w->log, sizeof w->log, "%s/worker-%d.log", run_dir, id);
   /* Everything is built before fork: the child only execs. */
-  char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16],
-      s_req[16], s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16];
+  char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16], s_req[16],
+      s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16], s_sem[16];
   snprintf(s_id, sizeof s_id, "%d", id);
   snprintf(s_until, sizeof s_until, "%" PRIu64, until_ns);
   snprintf(s_threads, sizeof s_threads, "%d", opt.threads);
@@ -887,6 +927,7 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(s_jitter, sizeof s_jitter, "%u", opt.timing.retry_jitter_ms);
   snprintf(s_wait, sizeof s_wait, "%u", opt.timing.wait_ms);
   snprintf(s_mutate, sizeof s_mutate, "%u", opt.mutate_overhold_ms);
+  snprintf(s_sem, sizeof s_sem, "%u", opt.sem_limit);
   char uris[N_MASTERS][64];
   char tls_ca[600];
   const char *argv[80];
@@ -914,6 +955,10 @@ static int spawn_worker(int id, uint64_t until_ns) {
   ARG("--wait-ms", s_wait);
   if (opt.mutate_overhold_ms > 0)
     ARG("--mutate-overhold-ms", s_mutate);
+  ARG("--primitive", torture_prim_names[opt.primitive]);
+  ARG("--sem-limit", s_sem);
+  if (opt.mutate_sem_refused)
+    ARG("--mutate-sem-refused", "1");
   for (int m = 0; m < N_MASTERS; m++) {
     snprintf(uris[m], sizeof uris[m], "%s://127.0.0.1:%d", opt.tls_certs ? "rediss" : "redis",
              fault_proxy_port(proxies[m]));
@@ -970,10 +1015,18 @@ static int poll_workers(void) {
 
 /* ---- the checker ---------------------------------------------------------------------- */
 
+/* What a grant is of (the first letter of its resource, torture_common.h):
+ * names of different groups are independent. */
+enum { GRP_LOCK, GRP_SEM, GRP_RW, GRP_ELECT, GRP_N };
+static const char *const grp_prefix[GRP_N] = {"r", "s", "rw", "e"};
+static const char *const grp_title[GRP_N] = {"locks", "semaphore permits", "read-write holds",
+                                             "election terms"};
+
 typedef struct {
   int wid, tid;
   unsigned seq;
-  int res;
+  int grp, res;
+  int write; /* GRP_RW: a write hold */
   uint64_t fence, call_start, grant, ve, unlock_start, end;
   int has_unlock, unlock_rc, extended;
   char *g_line, *u_line;
@@ -995,9 +1048,10 @@ typedef struct {
   uint64_t replayed;
 } summary_t;
 
-static const char *const call_kinds[] = {TK_OPEN, TK_LOCK,   TK_TRYLOCK, TK_WAIT,
-                                         TK_EXTEND, TK_UNLOCK, TK_CLOSE};
-#define N_CALL_KINDS 7
+static const char *const call_kinds[] = {TK_OPEN,   TK_LOCK,   TK_TRYLOCK, TK_WAIT,
+                                         TK_EXTEND, TK_UNLOCK, TK_CLOSE,   TK_SEM,
+                                         TK_READ,   TK_WRITE,  TK_ELECT,   TK_RESIGN};
+#define N_CALL_KINDS 12
 #define N_RC 13 /* 0 .. -12 */
 
 static grant_t *grants;
@@ -1088,10 +1142,15 @@ static void read_history(int id, pending_t **pend, size_t *n_pend, size_t *cap_p
       char res[32];
       if (sscanf(line, "G %d %d %u %31s %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &g.wid,
                  &g.tid, &g.seq, res, &g.fence, &g.call_start, &g.grant, &g.ve) != 8 ||
-          res[0] != 'r') {
+          strchr("rsRWe", res[0]) == NULL || res[0] == '\0') {
         violation("worker %d: unreadable record: %s", id, line);
         break;
       }
+      g.grp = res[0] == 'r'   ? GRP_LOCK
+              : res[0] == 's' ? GRP_SEM
+              : res[0] == 'e' ? GRP_ELECT
+                              : GRP_RW;
+      g.write = res[0] == 'W';
       g.res = atoi(res + 1);
       if (g.res < 0 || g.res >= opt.resources) {
         violation("worker %d: unknown resource: %s", id, line);
@@ -1174,10 +1233,12 @@ static void apply_pending(pending_t *pend, size_t n_pend) {
 static void print_grant(const char *label, const grant_t *g) {
   if (checker_quiet)
     return;
-  printf("    %s: worker %d thread %d seq %u, r%d, fence %" PRIu64
+  printf("    %s: worker %d thread %d seq %u, %s%d%s, %s %" PRIu64
          ", call start %+.6f s, grant %+.6f s, validity end %+.6f s%s, %s %+.6f s -> window "
          "[%+.6f, %+.6f] s\n",
-         label, g->wid, g->tid, g->seq, g->res, g->fence, rel_s(g->call_start), rel_s(g->grant),
+         label, g->wid, g->tid, g->seq, grp_prefix[g->grp], g->res,
+         g->grp == GRP_RW ? (g->write ? " write" : " read") : "",
+         g->grp == GRP_ELECT ? "term" : "fence", g->fence, rel_s(g->call_start), rel_s(g->grant),
          rel_s(g->ve), g->extended ? " (extended)" : "",
          g->has_unlock ? "unlock start" : "no unlock record", rel_s(g->unlock_start),
          rel_s(g->grant), rel_s(g->end));
@@ -1201,17 +1262,100 @@ static int by_res_call_start(const void *a, const void *b) {
 }
 
 static unsigned nonempty_total, extended_total;
-static unsigned grants_per_res[64], nonempty_per_res[64];
+static unsigned grants_per_res[GRP_N][64], nonempty_per_res[GRP_N][64];
+static unsigned sem_peak[64]; /* most permits of a semaphore held at one instant */
 
-/* Checks 1 and 2 for one resource. */
-static void check_resource(int r) {
+static int by_end(const void *a, const void *b) {
+  const grant_t *const *x = a, *const *y = b;
+  if ((*x)->end != (*y)->end)
+    return (*x)->end < (*y)->end ? -1 : 1;
+  return 0;
+}
+
+/* Semaphore: never more than `limit` permit windows at one instant.  A
+ * sweep over the non-empty windows in grant order; `ends` holds the windows
+ * still open (half-open: one ending at t does not meet one starting at t). */
+static void check_semaphore(int r, grant_t **by_grant, size_t n) {
+  grant_t **open_w = malloc((n ? n : 1) * sizeof *open_w);
+  if (open_w == NULL) {
+    fprintf(stderr, "torture: out of memory\n");
+    exit(2);
+  }
+  size_t n_open = 0;
+  unsigned reported = 0;
+  for (size_t i = 0; i < n; i++) {
+    grant_t *g = by_grant[i];
+    if (g->end <= g->grant)
+      continue;
+    size_t k = 0; /* drop the windows that ended by this grant */
+    for (size_t j = 0; j < n_open; j++)
+      if (open_w[j]->end > g->grant)
+        open_w[k++] = open_w[j];
+    n_open = k;
+    open_w[n_open++] = g;
+    if (n_open > sem_peak[r])
+      sem_peak[r] = (unsigned)n_open;
+    if (n_open > opt.sem_limit) {
+      violation("s%d: %zu permit holders at once, limit %u (semaphore limit broken)", r, n_open,
+                opt.sem_limit);
+      if (reported++ < 3) {
+        qsort(open_w, n_open, sizeof *open_w, by_end);
+        for (size_t j = 0; j < n_open; j++)
+          print_grant("holder", open_w[j]);
+      } else if (reported == 4 && !checker_quiet) {
+        printf("    (further holders of s%d not printed)\n", r);
+      }
+    }
+  }
+  free(open_w);
+}
+
+/* Read-write lock: no write window overlaps any other window (read or
+ * write) of the same name; and the tokens of the write holds rise in grant
+ * order (a write hold's token is above every earlier hold's, safety.md
+ * §11.3; read holds carry the write epoch, which may repeat). */
+static void check_rwlock(int r, grant_t **by_grant, size_t n) {
+  unsigned reported = 0;
+  const grant_t *prev_w = NULL;
+  for (size_t i = 0; i < n; i++) {
+    const grant_t *g = by_grant[i];
+    if (g->end <= g->grant)
+      continue;
+    for (size_t j = i + 1; j < n && by_grant[j]->grant < g->end; j++) {
+      const grant_t *h = by_grant[j];
+      if (h->end <= h->grant || !(g->write || h->write))
+        continue;
+      violation("rw%d: a write hold overlaps %s hold for %.3f ms (read-write exclusion broken)", r,
+                g->write && h->write ? "another write" : "a read",
+                (double)((g->end < h->end ? g->end : h->end) - h->grant) / 1e6);
+      if (reported++ < 5) {
+        print_grant("earlier", g);
+        print_grant("later  ", h);
+      }
+    }
+    if (g->write) {
+      if (prev_w != NULL && g->fence <= prev_w->fence) {
+        violation("rw%d: fencing token %" PRIu64 " of a later write hold is not above %" PRIu64
+                  " of the write hold before it",
+                  r, g->fence, prev_w->fence);
+        print_grant("earlier", prev_w);
+        print_grant("later  ", g);
+      }
+      prev_w = g;
+    }
+  }
+}
+
+/* Checks 1 and 2 for one name of one group. */
+static void check_resource(int grp, int r) {
   size_t n = 0;
   for (size_t i = 0; i < n_grants; i++)
-    if (grants[i].res == r)
+    if (grants[i].grp == grp && grants[i].res == r)
       n++;
-  grants_per_res[r] = (unsigned)n;
+  grants_per_res[grp][r] = (unsigned)n;
   if (n == 0) {
-    violation("resource r%d was never granted: no progress, the run proves nothing", r);
+    violation("%s%d (%s) was never granted: no progress, the run proves nothing", grp_prefix[grp],
+              r, grp_title[grp]);
     return;
   }
   grant_t **by_grant = malloc(n * sizeof *by_grant);
@@ -1222,32 +1366,56 @@ static void check_resource(int r) {
   }
   size_t k = 0;
   for (size_t i = 0; i < n_grants; i++)
-    if (grants[i].res == r) {
+    if (grants[i].grp == grp && grants[i].res == r) {
       by_grant[k] = &grants[i];
       by_start[k] = &grants[i];
+      if (grants[i].end > grants[i].grant)
+        nonempty_per_res[grp][r]++;
       k++;
     }
   qsort(by_grant, n, sizeof *by_grant, by_res_grant);
   qsort(by_start, n, sizeof *by_start, by_res_call_start);
 
-  /* 1. Mutual exclusion and 2a. token order, over the non-empty windows in
-   * grant order.  `reach` is the window (so far) that ends last. */
+  if (grp == GRP_SEM) {
+    /* A permit's token is its slot's, not the name's: no order across
+     * permits to check. */
+    check_semaphore(r, by_grant, n);
+    goto done;
+  }
+  if (grp == GRP_RW) {
+    check_rwlock(r, by_grant, n);
+    goto done;
+  }
+
+  /* Locks and elections (a term is a lease on one key, its token the term):
+   * 1. Mutual exclusion / one leader at a time and 2a. token (term) order,
+   * over the non-empty windows in grant order.  `reach` is the window (so
+   * far) that ends last. */
+  const int el = grp == GRP_ELECT;
   const grant_t *reach = NULL, *prev = NULL;
   for (size_t i = 0; i < n; i++) {
     const grant_t *g = by_grant[i];
     if (g->end <= g->grant)
       continue; /* empty window */
-    nonempty_per_res[r]++;
     if (reach != NULL && g->grant < reach->end) {
-      violation("r%d: two holders overlap for %.3f ms (mutual exclusion broken)", r,
-                (double)((g->end < reach->end ? g->end : reach->end) - g->grant) / 1e6);
+      if (el)
+        violation("e%d: two leaders at once for %.3f ms (election broken)", r,
+                  (double)((g->end < reach->end ? g->end : reach->end) - g->grant) / 1e6);
+      else
+        violation("r%d: two holders overlap for %.3f ms (mutual exclusion broken)", r,
+                  (double)((g->end < reach->end ? g->end : reach->end) - g->grant) / 1e6);
       print_grant("earlier", reach);
       print_grant("later  ", g);
     }
     if (prev != NULL && g->fence <= prev->fence) {
-      violation("r%d: fencing token %" PRIu64 " of a later hold is not above %" PRIu64
-                " of the hold before it",
-                r, g->fence, prev->fence);
+      if (el)
+        violation("e%d: term %" PRIu64 " of a later leader is not above term %" PRIu64
+                  " of the leader before it (terms not strictly increasing)",
+                  r, g->fence, prev->fence);
+      else
+        violation("r%d: fencing token %" PRIu64 " of a later hold is not above %" PRIu64
+                  " of the hold before it",
+                  r, g->fence, prev->fence);
       print_grant("earlier", prev);
       print_grant("later  ", g);
     }
@@ -1257,8 +1425,9 @@ static void check_resource(int r) {
   }
 
   /* 2b. A grant whose call started after another grant was seen has a
-   * larger token (docs/safety.md §6.2, theorem): sweep the grants in
-   * call-start order, folding in the grants seen before each start. */
+   * larger token (docs/safety.md §6.2, theorem; for terms §10.2): sweep the
+   * grants in call-start order, folding in the grants seen before each
+   * start. */
   const grant_t *max_seen = NULL;
   size_t j = 0;
   for (size_t i = 0; i < n; i++) {
@@ -1269,15 +1438,38 @@ static void check_resource(int r) {
       j++;
     }
     if (max_seen != NULL && g2->fence <= max_seen->fence) {
-      violation("r%d: a lock call that started after a grant with token %" PRIu64
-                " was granted the token %" PRIu64 ", not a larger one",
-                r, max_seen->fence, g2->fence);
+      if (el)
+        violation("e%d: a campaign that started after a term %" PRIu64
+                  " was seen won the term %" PRIu64 " (terms not strictly increasing)",
+                  r, max_seen->fence, g2->fence);
+      else
+        violation("r%d: a lock call that started after a grant with token %" PRIu64
+                  " was granted the token %" PRIu64 ", not a larger one",
+                  r, max_seen->fence, g2->fence);
       print_grant("granted first     ", max_seen);
       print_grant("called after it   ", g2);
     }
   }
+done:
   free(by_grant);
   free(by_start);
+}
+
+/* The groups the workers' --primitive uses, and how many names of each. */
+static int group_names(int grp) {
+  int p = opt.primitive;
+  switch (grp) {
+  case GRP_LOCK:
+    return p == PRIM_LOCK || p == PRIM_MIXED ? opt.resources : 0;
+  case GRP_SEM:
+    return p == PRIM_SEMAPHORE || p == PRIM_MIXED ? opt.resources : 0;
+  case GRP_RW:
+    return p == PRIM_RWLOCK || p == PRIM_MIXED ? opt.resources : 0;
+  default:
+    return p == PRIM_ELECTION || (p == PRIM_MIXED && opt.threads >= 2)
+               ? torture_election_names(p, opt.resources)
+               : 0;
+  }
 }
 
 static int rc_index(int rc) { return rc <= 0 && rc > -N_RC ? -rc : N_RC - 1; }
@@ -1309,8 +1501,14 @@ static int check_and_report(const schedule_t *sched) {
     if (g->fence == 0)
       violation("grant without a fencing token: %s", g->g_line);
   }
-  for (int r = 0; r < opt.resources; r++)
-    check_resource(r);
+  for (int grp = 0; grp < GRP_N; grp++)
+    for (int r = 0; r < opt.resources; r++) {
+      int any = 0; /* names outside the mode are checked too, should any appear */
+      for (size_t i = 0; i < n_grants && !any; i++)
+        any = grants[i].grp == grp && grants[i].res == r;
+      if (any || r < group_names(grp))
+        check_resource(grp, r);
+    }
 
   /* 3. Deadlines. */
   unsigned rc_counts[N_CALL_KINDS][N_RC];
@@ -1367,11 +1565,35 @@ static int check_and_report(const schedule_t *sched) {
          opt.workers, opt.threads, opt.resources, opt.ttl_ms, opt.max_ttl_ms,
          opt.timing.request_ms, opt.timing.retry, opt.timing.retry_delay_ms,
          opt.timing.retry_jitter_ms, opt.timing.wait_ms);
+  printf("primitive: %s\n", torture_prim_names[opt.primitive]);
+  if (group_names(GRP_SEM) > 0)
+    printf("semaphore limit: %u\n", opt.sem_limit);
   printf("grants: %zu (%u with a non-empty hold window, %u extended)\n", n_grants,
          nonempty_total, extended_total);
-  for (int r = 0; r < opt.resources; r++)
-    printf("  r%d: %u grants, %u non-empty windows\n", r, grants_per_res[r],
-           nonempty_per_res[r]);
+  for (int grp = 0; grp < GRP_N; grp++)
+    for (int r = 0; r < opt.resources; r++) {
+      if (grants_per_res[grp][r] == 0)
+        continue;
+      printf("  %s%d: %u %s, %u non-empty windows", grp_prefix[grp], r, grants_per_res[grp][r],
+             grp_title[grp], nonempty_per_res[grp][r]);
+      if (grp == GRP_SEM)
+        printf(", at most %u held at once", sem_peak[r]);
+      if (grp == GRP_RW) {
+        unsigned w = 0;
+        for (size_t i = 0; i < n_grants; i++)
+          w += grants[i].grp == GRP_RW && grants[i].res == r && grants[i].write;
+        printf(" (%u write, %u read)", w, grants_per_res[grp][r] - w);
+      }
+      if (grp == GRP_ELECT) {
+        /* How many terms a fault ended (on_lost) rather than a resign. */
+        unsigned lost = 0;
+        for (size_t i = 0; i < n_grants; i++)
+          lost += grants[i].grp == GRP_ELECT && grants[i].res == r && grants[i].has_unlock &&
+                  grants[i].unlock_rc != 0;
+        printf(", %u ended by on_lost", lost);
+      }
+      printf("\n");
+    }
   printf("calls (return codes):\n");
   for (int k = 0; k < N_CALL_KINDS; k++) {
     unsigned total = 0;
@@ -1423,9 +1645,10 @@ static int check_and_report(const schedule_t *sched) {
            s->rss_warm, s->rss_end, s->heap_warm, s->heap_late, s->heap_max, s->stall_ms, s->calls,
            s->grants, s->replayed);
   }
-  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "\n",
-         violations == 0 ? "PASS" : "FAIL", violations, violations == 1 ? "" : "s",
-         opt.duration_s, opt.seed);
+  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "%s%s\n",
+         violations == 0 ? "PASS" : "FAIL", violations, violations == 1 ? "" : "s", opt.duration_s,
+         opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
 
 out:
   for (size_t i = 0; i < n_grants; i++) {
@@ -1452,16 +1675,20 @@ static void reset_checker(void) {
   nonempty_total = extended_total = 0;
   memset(grants_per_res, 0, sizeof grants_per_res);
   memset(nonempty_per_res, 0, sizeof nonempty_per_res);
+  memset(sem_peak, 0, sizeof sem_peak);
   memset(summaries, 0, sizeof summaries);
 }
 
 /* Writes `text` as worker 0's history (worker 1 gets a clean one-liner),
  * runs the checker and compares: expect_fail = 1 when it must find a
  * violation. */
-static int selftest_case(const char *name, const char *text, int expect_fail) {
+static int selftest_case_prim(int prim, const char *name, const char *text, int expect_fail) {
   reset_checker();
   opt.workers = 2;
   opt.resources = 1;
+  opt.threads = 2;
+  opt.primitive = prim;
+  opt.sem_limit = 2;
   for (int i = 0; i < 2; i++) {
     snprintf(workers[i].hist, sizeof workers[i].hist, "%s/worker-%d.hist", run_dir, i);
     workers[i].pid = 0;
@@ -1480,6 +1707,10 @@ static int selftest_case(const char *name, const char *text, int expect_fail) {
   printf("  %-58s %s (%u violation%s)\n", name, ok ? "ok" : "WRONG", violations,
          violations == 1 ? "" : "s");
   return ok ? 0 : -1;
+}
+
+static int selftest_case(const char *name, const char *text, int expect_fail) {
+  return selftest_case_prim(PRIM_LOCK, name, text, expect_fail);
 }
 
 static int selftest(void) {
@@ -1534,6 +1765,61 @@ static int selftest(void) {
                        "G 0 0 0 r0 10 0 1000 900000\nU 0 0 0 2000 0\nF 0 unexpected rc\n" SUMMARY,
                        1);
   bad |= selftest_case("caught: no grant at all (no progress)", SUMMARY, 1);
+  /* The primitives: permits of s0 (limit 2), holds of rw0, terms of e0.
+   * Three windows: [1000, 2000], [1500, 2500], [1800, 3000]. */
+#define G3(a, b, c)                                                                                \
+  "G 0 0 0 " a "0 5 0 1000 900000\nU 0 0 0 2000 0\n"                                               \
+  "G 0 1 0 " b "0 6 0 1500 900000\nU 0 1 0 2500 0\n"                                               \
+  "G 0 2 0 " c "0 7 0 1800 900000\nU 0 2 0 3000 0\n"
+  bad |= selftest_case_prim(PRIM_SEMAPHORE, "clean: two permits at once, limit 2",
+                            "G 0 0 0 s0 5 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 s0 5 0 1500 900000\nU 0 1 0 2500 0\n"
+                            "G 0 2 0 s0 3 0 2000 900000\nU 0 2 0 3000 0\n" SUMMARY,
+                            0);
+  bad |= selftest_case_prim(PRIM_SEMAPHORE, "caught: three permits at once, limit 2",
+                            G3("s", "s", "s") SUMMARY, 1);
+  bad |= selftest_case_prim(PRIM_SEMAPHORE, "caught: three permits through an extension",
+                            "G 0 0 0 s0 5 0 1000 1400\nE 0 0 0 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 s0 5 0 1500 900000\nU 0 1 0 2500 0\n"
+                            "G 0 2 0 s0 3 0 1800 900000\nU 0 2 0 3000 0\n" SUMMARY,
+                            1);
+  bad |=
+      selftest_case_prim(PRIM_RWLOCK, "clean: readers share, a writer after them",
+                         G3("R", "R", "R") "G 0 3 0 W0 9 0 3000 900000\nU 0 3 0 3500 0\n"
+                                           "G 0 3 1 R0 9 0 3500 900000\nU 0 3 1 3600 0\n" SUMMARY,
+                         0);
+  bad |= selftest_case_prim(PRIM_RWLOCK, "caught: a writer overlapping a reader",
+                            G3("R", "W", "R") SUMMARY, 1);
+  bad |= selftest_case_prim(PRIM_RWLOCK, "caught: two writers overlapping",
+                            "G 0 0 0 W0 5 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 W0 6 0 1500 900000\nU 0 1 0 2500 0\n"
+                            "G 0 2 0 R0 6 0 2600 900000\nU 0 2 0 2700 0\n" SUMMARY,
+                            1);
+  bad |= selftest_case_prim(PRIM_RWLOCK, "caught: write tokens not rising",
+                            "G 0 0 0 W0 6 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 W0 6 0 2500 900000\nU 0 1 0 3000 0\n"
+                            "G 0 2 0 R0 6 0 3600 900000\nU 0 2 0 3700 0\n" SUMMARY,
+                            1);
+  bad |= selftest_case_prim(PRIM_ELECTION, "clean: terms in turn, rising",
+                            "G 0 0 0 e0 5 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 e0 6 0 2000 2900\nE 0 1 0 3100\nU 0 1 0 3500 -6\n"
+                            "G 0 0 1 e0 7 3500 4000 900000\nU 0 0 1 4500 0\n" SUMMARY,
+                            0);
+  bad |= selftest_case_prim(PRIM_ELECTION, "caught: two leaders at once",
+                            "G 0 0 0 e0 5 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 e0 6 0 1500 900000\nU 0 1 0 2500 0\n" SUMMARY,
+                            1);
+  bad |= selftest_case_prim(PRIM_ELECTION, "caught: two leaders through a sampled validity",
+                            "G 0 0 0 e0 5 0 1000 1200\nE 0 0 0 1800\nU 0 0 0 2500 -6\n"
+                            "G 0 1 0 e0 6 1300 1500 900000\nU 0 1 0 2500 0\n" SUMMARY,
+                            1);
+  bad |= selftest_case_prim(PRIM_ELECTION, "caught: a term not above the previous one",
+                            "G 0 0 0 e0 6 0 1000 900000\nU 0 0 0 2000 0\n"
+                            "G 0 1 0 e0 6 0 2500 900000\nU 0 1 0 3000 0\n" SUMMARY,
+                            1);
+  bad |= selftest_case_prim(PRIM_ELECTION, "caught: no term at all (no progress)",
+                            "G 0 0 0 r0 5 0 1000 900000\nU 0 0 0 2000 0\n" SUMMARY, 1);
+#undef G3
 #undef CALLS
 #undef SUMMARY
   printf("torture --selftest: %s\n", bad ? "FAIL" : "PASS");
@@ -1595,9 +1881,10 @@ int main(int argc, char **argv) {
   alarm(opt.duration_s + 150);
 
   printf("torture: seed %" PRIu64 ", duration %u s, %d workers x %d threads, %d resources; "
-         "replay with: torture --duration %u --seed %" PRIu64 "\n",
+         "replay with: torture --duration %u --seed %" PRIu64 "%s%s\n",
          opt.seed, opt.duration_s, opt.workers, opt.threads, opt.resources, opt.duration_s,
-         opt.seed);
+         opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
 
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == '\0')

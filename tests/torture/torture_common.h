@@ -16,12 +16,21 @@
  *       a grant: grant_ns is read right after the lock call returned OK,
  *       ve_ns = grant_ns + redlock_lock_validity_ms() read after it (the
  *       library's expiry rounded toward zero, so ve_ns never overstates it).
+ *       The resource's first letter says what was granted (--primitive):
+ *       r<i> a lock, s<i> a permit of semaphore s<i> (fence: its slot's),
+ *       R<i> / W<i> a read / write hold of read-write lock rw<i>, e<i> a term
+ *       of election e<i> (fence: the term; grant_ns: when on_elected ran;
+ *       call_start_ns: a time before the winning campaign round started,
+ *       i.e. the redlock_elect call or the previous term's on_lost).
  *   E <wid> <tid> <seq> <ve_ns>
  *       a successful redlock_extend of grant <seq>: its new validity end,
  *       computed the same way.
  *   U <wid> <tid> <seq> <unlock_start_ns> <rc>
  *       the holder stopped using grant <seq> at unlock_start_ns (read just
- *       before redlock_unlock was called) and the unlock returned rc.
+ *       before redlock_unlock was called) and the unlock returned rc.  For a
+ *       term: just before redlock_resign (rc 0), or when on_lost ran (rc the
+ *       reason).  Terms are extended by the library's watch: the worker
+ *       samples redlock_election_validity_ms() and writes E lines.
  *   S <wid> <rss_warm_kb> <rss_end_kb> <stall_max_ms> <calls> <grants>
  *     <heap_warm_kb> <heap_late_kb> <heap_max_kb> <replayed>
  *       the worker finished (cleanly unless it wrote F lines): max RSS after
@@ -38,6 +47,7 @@
 #define TORTURE_COMMON_H
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 /* Call kinds, as written in C records. */
@@ -48,6 +58,26 @@
 #define TK_EXTEND "extend"
 #define TK_UNLOCK "unlock"
 #define TK_CLOSE "close"
+#define TK_SEM "sem"       /* redlock_semaphore_acquire */
+#define TK_READ "read"     /* redlock_rwlock_read */
+#define TK_WRITE "write"   /* redlock_rwlock_write */
+#define TK_ELECT "elect"   /* redlock_elect: queues the campaign, returns */
+#define TK_RESIGN "resign" /* redlock_resign */
+
+/* What the worker threads exercise (--primitive).  Mixed: thread 0 of each
+ * worker campaigns in elections, the others pick a lock, a permit or a
+ * read/write hold at random for each round. */
+enum { PRIM_LOCK, PRIM_SEMAPHORE, PRIM_RWLOCK, PRIM_ELECTION, PRIM_MIXED, PRIM_N };
+static const char *const torture_prim_names[PRIM_N] = {"lock", "semaphore", "rwlock", "election",
+                                                       "mixed"};
+#define TORTURE_SEM_LIMIT 2u
+
+/* How many election names are used: in mixed mode one per run (one
+ * campaigner per worker: several of them on one name make contention), else
+ * one per resource. */
+static inline int torture_election_names(int prim, int resources) {
+  return prim == PRIM_MIXED ? 1 : resources;
+}
 
 /* Client configuration defaults (the driver passes them on explicitly). */
 #define TORTURE_MAX_TTL_MS 1500u /* also the restart quarantine */
@@ -66,6 +96,7 @@ typedef struct {
   int retry;
   unsigned retry_delay_ms, retry_jitter_ms;
   unsigned wait_ms;
+  unsigned sem_limit;
 } torture_timing_t;
 
 /* The documented upper bound of one call's duration (docs/api.md,
@@ -81,10 +112,24 @@ typedef struct {
  *  - redlock_open: returns once every master's first connection attempt has
  *    finished, bounded by the connect timeout;
  *  - redlock_close: the releases of held locks are bounded by the request
- *    timeout (the workers hold none when they close).
+ *    timeout (the workers hold none when they close);
+ *  - redlock_semaphore_acquire: with a wait, slot attempts start only while
+ *    the budget lasts; without, each of the limit slots is tried once, so
+ *    at most the budget plus limit attempts;
+ *  - redlock_rwlock_read / _write: as redlock_lock_wait (the workers pass
+ *    wait_ms or 0);
+ *  - redlock_elect only queues the campaign and redlock_resign waits until
+ *    the loop has taken the resignation: a request timeout is generous.
  * Returns 0 for an unknown kind. */
 static inline uint64_t torture_bound_ms(const char *kind, const torture_timing_t *t) {
   uint64_t attempt = 2u * (uint64_t)t->request_ms;
+  /* The newer kinds first: their first letters collide with older ones. */
+  if (strcmp(kind, TK_SEM) == 0)
+    return (uint64_t)t->wait_ms + (uint64_t)(t->sem_limit ? t->sem_limit : 1) * attempt;
+  if (strcmp(kind, TK_READ) == 0 || strcmp(kind, TK_WRITE) == 0)
+    return (uint64_t)t->wait_ms + attempt;
+  if (strcmp(kind, TK_ELECT) == 0 || strcmp(kind, TK_RESIGN) == 0)
+    return t->request_ms;
   switch (kind[0]) {
   case 'o':
     return t->connect_ms;

@@ -30,10 +30,23 @@
  *                  [--retry N] [--retry-delay MS] [--retry-jitter MS]
  *                  [--wait-ms MS] [--rss-limit-kb KB] [--rss-growth-kb KB]
  *                  [--heap-growth-kb KB] [--hang-ms MS] [--mutate-overhold-ms MS]
+ *                  [--primitive lock|semaphore|rwlock|election|mixed]
+ *                  [--sem-limit L] [--mutate-sem-refused 1]
  *
- * --mutate-overhold-ms (a test of the test, never in ctest): every holder
- * keeps the lock MS past its validity and records it as still valid, as a
- * broken application would; the checker must then report overlaps. */
+ * --primitive (default lock): what the threads take.  semaphore: permits of
+ * semaphores s0..s<R-1> with limit L (default 2); rwlock: read and write
+ * holds of rw0..rw<R-1>; election: every thread campaigns (redlock_elect) on
+ * one of e0..e<R-1> for a random while and resigns, again and again,
+ * recording each term from on_elected to on_lost / the resign, extended by
+ * samples of redlock_election_validity_ms(); mixed: thread 0 campaigns on e0,
+ * the others take a lock, a permit or a hold at random each round.
+ *
+ * --mutate-overhold-ms (a test of the test): every holder keeps the lock,
+ * permit or hold MS past its validity and records it as still valid, and a
+ * leader goes on acting MS after its on_lost or resign, as a broken
+ * application would; the checker must then report overlaps, too many
+ * permits, writers overlapping, two leaders.  --mutate-sem-refused: a
+ * semaphore caller takes a refused permit (ELOCKED) as granted. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -87,6 +100,9 @@ static struct {
   long rss_limit_kb, rss_growth_kb, heap_growth_kb;
   unsigned hang_ms;
   unsigned mutate_overhold_ms;
+  int mutate_sem_refused;
+  int primitive; /* PRIM_* */
+  unsigned sem_limit;
   const char *tls_ca; /* rediss:// masters: the CA to trust */
 } cfg;
 
@@ -196,6 +212,11 @@ static int allowed(const char *kind, int rc) {
     return 1;
   if (strcmp(kind, TK_WAIT) == 0)
     return rc == REDLOCK_ETIMEDOUT;
+  if (strcmp(kind, TK_SEM) == 0 || strcmp(kind, TK_READ) == 0 || strcmp(kind, TK_WRITE) == 0)
+    return rc == REDLOCK_ELOCKED || rc == REDLOCK_ETIMEDOUT || rc == REDLOCK_ENOQUORUM ||
+           rc == REDLOCK_EEXPIRED;
+  if (strcmp(kind, TK_ELECT) == 0 || strcmp(kind, TK_RESIGN) == 0)
+    return 0;
   if (strcmp(kind, TK_LOCK) == 0 || strcmp(kind, TK_TRYLOCK) == 0)
     return rc == REDLOCK_ELOCKED || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED;
   if (strcmp(kind, TK_EXTEND) == 0)
@@ -235,28 +256,75 @@ static uint64_t hold_time_ms(thread_state_t *st, uint64_t ve) {
   return torture_range(&st->rng, 0, cap);
 }
 
+/* One acquisition of the thread's primitive for this round (a lock, a
+ * semaphore permit, a read or a write hold), then a short hold, sometimes
+ * an extension, and the release. */
 static void one_round(thread_state_t *st, unsigned seq) {
-  char res[32];
-  snprintf(res, sizeof res, "r%u", (unsigned)torture_range(&st->rng, 0, (uint64_t)cfg.resources - 1));
+  int prim = cfg.primitive;
+  if (prim == PRIM_MIXED) /* thread 0 campaigns instead (election_main) */
+    prim = (int)torture_range(&st->rng, PRIM_LOCK, PRIM_RWLOCK);
+  unsigned idx = (unsigned)torture_range(&st->rng, 0, (uint64_t)cfg.resources - 1);
   unsigned pick = (unsigned)torture_range(&st->rng, 0, 99);
-  int mode = pick < 45 ? 0 : pick < 85 ? 1 : 2; /* lock, lock_wait, trylock */
-  const char *kind = mode == 0 ? TK_LOCK : mode == 1 ? TK_WAIT : TK_TRYLOCK;
+  char res[32], name[32];
+  const char *kind;
+  int mode = 0; /* lock: 0 lock, 1 lock_wait, 2 trylock; others: 1 wait, 2 one try */
+  int write = 0;
+  if (prim == PRIM_LOCK) {
+    snprintf(res, sizeof res, "r%u", idx);
+    mode = pick < 45 ? 0 : pick < 85 ? 1 : 2;
+    kind = mode == 0 ? TK_LOCK : mode == 1 ? TK_WAIT : TK_TRYLOCK;
+  } else if (prim == PRIM_SEMAPHORE) {
+    snprintf(name, sizeof name, "s%u", idx);
+    snprintf(res, sizeof res, "s%u", idx);
+    mode = pick < 70 ? 1 : 2;
+    kind = TK_SEM;
+  } else {
+    /* Writers and readers about evenly: enough writers to contend with the
+     * readers, enough readers to share. */
+    write = torture_range(&st->rng, 0, 99) < 45;
+    snprintf(name, sizeof name, "rw%u", idx);
+    snprintf(res, sizeof res, "%c%u", write ? 'W' : 'R', idx);
+    mode = pick < 70 ? 1 : 2;
+    kind = write ? TK_WRITE : TK_READ;
+  }
+  uint32_t wait = mode == 1 ? cfg.timing.wait_ms : 0;
   redlock_lock_t *lock = NULL;
 
   uint64_t start = torture_now_ns();
   call_begin(st, kind, start);
   int rc;
-  if (mode == 0)
-    rc = redlock_lock(client, res, cfg.ttl_ms, &lock);
-  else if (mode == 1)
-    rc = redlock_lock_wait(client, res, cfg.ttl_ms, cfg.timing.wait_ms, &lock);
-  else
-    rc = redlock_trylock(client, res, cfg.ttl_ms, &lock);
+  if (prim == PRIM_LOCK) {
+    if (mode == 0)
+      rc = redlock_lock(client, res, cfg.ttl_ms, &lock);
+    else if (mode == 1)
+      rc = redlock_lock_wait(client, res, cfg.ttl_ms, cfg.timing.wait_ms, &lock);
+    else
+      rc = redlock_trylock(client, res, cfg.ttl_ms, &lock);
+  } else if (prim == PRIM_SEMAPHORE) {
+    rc = redlock_semaphore_acquire(client, name, cfg.sem_limit, cfg.ttl_ms, wait, &lock);
+  } else if (write) {
+    rc = redlock_rwlock_write(client, name, cfg.ttl_ms, wait, &lock);
+  } else {
+    rc = redlock_rwlock_read(client, name, cfg.ttl_ms, wait, &lock);
+  }
   uint64_t grant = 0;
   uint64_t ve = rc == REDLOCK_OK ? validity_end(lock, &grant) : 0;
   call_end(st, kind, start, rc == REDLOCK_OK ? grant : torture_now_ns(), rc);
   check_rc(kind, st->tid, rc);
   if (rc != REDLOCK_OK) {
+    if (cfg.mutate_sem_refused && prim == PRIM_SEMAPHORE && rc == REDLOCK_ELOCKED) {
+      /* Test of the test (--mutate-sem-refused): a broken application that
+       * takes a refused permit as granted and uses it for a while.  With
+       * every slot held, the checker must see more than `limit` holders. */
+      uint64_t now = torture_now_ns();
+      uint64_t pve = now + (uint64_t)cfg.ttl_ms / 2 * 1000000u;
+      atomic_fetch_add(&total_grants, 1);
+      record("G %d %d %u %s %d %" PRIu64 " %" PRIu64 " %" PRIu64, cfg.id, st->tid, seq, res, 1,
+             start, now, pve);
+      sleep_ms(cfg.ttl_ms / 2);
+      record("U %d %d %u %" PRIu64 " %d", cfg.id, st->tid, seq, torture_now_ns(), 0);
+      return;
+    }
     if (rc != REDLOCK_ETIMEDOUT)
       sleep_ms(torture_range(&st->rng, 0, 10));
     return;
@@ -302,9 +370,133 @@ static void one_round(thread_state_t *st, unsigned seq) {
   check_rc(TK_UNLOCK, st->tid, urc);
 }
 
+/* ---- elections -------------------------------------------------------------------
+ * A campaigning thread: redlock_elect on a name, stay in the race for a
+ * random while (sampling the validity of the current term, which the
+ * library's watch extends), then redlock_resign; again until the end.  The
+ * callbacks run on the client's loop thread; `mu` orders them against the
+ * sampling, so that an E line is never written for a term that has ended
+ * (the sample and the term it belongs to are read under the same lock). */
+typedef struct {
+  thread_state_t *st;
+  redlock_election_t *e;
+  char res[32];
+  pthread_mutex_t mu;
+  int leader;             /* a term is running: `seq` is its grant */
+  unsigned seq, next_seq; /* grant numbers of this thread */
+  uint64_t campaign_ns;   /* before the next winning round can start */
+} election_ctx_t;
+
+static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
+  election_ctx_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  uint64_t now = torture_now_ns();
+  int64_t v = redlock_election_validity_ms(e);
+  uint64_t ve = v > 0 ? now + (uint64_t)v * 1000000u : now;
+  c->seq = c->next_seq++;
+  c->leader = 1;
+  atomic_fetch_add(&total_grants, 1);
+  record("G %d %d %u %s %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, cfg.id, c->st->tid, c->seq,
+         c->res, term, c->campaign_ns, now, ve);
+  if (term == 0)
+    fail("thread %d: term %u of %s is 0 (not a fencing token)", c->st->tid, c->seq, c->res);
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void on_lost(redlock_election_t *e, int reason, void *arg) {
+  (void)e;
+  election_ctx_t *c = arg;
+  pthread_mutex_lock(&c->mu);
+  uint64_t now = torture_now_ns();
+  if (!c->leader) {
+    fail("thread %d: on_lost of %s without a term", c->st->tid, c->res);
+  } else {
+    uint64_t end = now;
+    if (cfg.mutate_overhold_ms > 0) {
+      /* Test of the test: a leader that goes on acting MS after the loss. */
+      end = now + (uint64_t)cfg.mutate_overhold_ms * 1000000u;
+      record("E %d %d %u %" PRIu64, cfg.id, c->st->tid, c->seq, end);
+    }
+    record("U %d %d %u %" PRIu64 " %d", cfg.id, c->st->tid, c->seq, end, reason);
+  }
+  c->leader = 0;
+  c->campaign_ns = now; /* the next campaign starts after this callback */
+  pthread_mutex_unlock(&c->mu);
+}
+
+static void one_campaign(election_ctx_t *c) {
+  thread_state_t *st = c->st;
+  int names = torture_election_names(cfg.primitive, cfg.resources);
+  snprintf(c->res, sizeof c->res, "e%u", (unsigned)torture_range(&st->rng, 0, (uint64_t)names - 1));
+  uint64_t start = torture_now_ns();
+  pthread_mutex_lock(&c->mu);
+  c->campaign_ns = start;
+  c->leader = 0;
+  pthread_mutex_unlock(&c->mu);
+  call_begin(st, TK_ELECT, start);
+  int rc = redlock_elect(client, c->res, cfg.ttl_ms, on_elected, on_lost, c, &c->e);
+  call_end(st, TK_ELECT, start, torture_now_ns(), rc);
+  check_rc(TK_ELECT, st->tid, rc);
+  if (rc != REDLOCK_OK) {
+    sleep_ms(10);
+    return;
+  }
+  /* Stay in the race long enough to win, be extended a few times by the
+   * watch and sometimes lose to a fault. */
+  uint64_t stay_until = start + torture_range(&st->rng, 200, 2500) * 1000000u;
+  if (stay_until > cfg.until_ns)
+    stay_until = cfg.until_ns;
+  while (torture_now_ns() < stay_until && !atomic_load(&failed)) {
+    sleep_ms(torture_range(&st->rng, 5, 40));
+    pthread_mutex_lock(&c->mu);
+    if (c->leader) {
+      uint64_t now = torture_now_ns();
+      int64_t v = redlock_election_validity_ms(c->e);
+      if (v > 0)
+        record("E %d %d %u %" PRIu64, cfg.id, st->tid, c->seq, now + (uint64_t)v * 1000000u);
+    }
+    pthread_mutex_unlock(&c->mu);
+  }
+  /* Not under `mu`: resign waits for the loop, whose callbacks take it. */
+  uint64_t rs = torture_now_ns();
+  call_begin(st, TK_RESIGN, rs);
+  rc = redlock_resign(client, c->e);
+  call_end(st, TK_RESIGN, rs, torture_now_ns(), rc);
+  check_rc(TK_RESIGN, st->tid, rc);
+  /* No callback runs any more.  A term still running ended at the resign
+   * (rs: a term elected between rs and the resign gets an empty window,
+   * which is the conservative reading). */
+  pthread_mutex_lock(&c->mu);
+  if (c->leader) {
+    uint64_t end = rs;
+    if (cfg.mutate_overhold_ms > 0) {
+      /* Test of the test: a leader that goes on acting MS after resigning,
+       * while the next campaigner (woken by the release) takes over. */
+      end = rs + (uint64_t)cfg.mutate_overhold_ms * 1000000u;
+      record("E %d %d %u %" PRIu64, cfg.id, st->tid, c->seq, end);
+    }
+    record("U %d %d %u %" PRIu64 " %d", cfg.id, st->tid, c->seq, end, 0);
+    c->leader = 0;
+  }
+  pthread_mutex_unlock(&c->mu);
+  c->e = NULL;
+  sleep_ms(torture_range(&st->rng, 0, 50));
+}
+
 static void *thread_main(void *arg) {
   thread_state_t *st = arg;
   unsigned seq = 0;
+  /* Mixed: one campaigner per worker, when there is another thread left for
+   * the rest (the driver's checker expects the same). */
+  if (cfg.primitive == PRIM_ELECTION ||
+      (cfg.primitive == PRIM_MIXED && st->tid == 0 && cfg.threads >= 2)) {
+    election_ctx_t c = {.st = st};
+    pthread_mutex_init(&c.mu, NULL);
+    while (torture_now_ns() < cfg.until_ns && !atomic_load(&failed))
+      one_campaign(&c);
+    pthread_mutex_destroy(&c.mu);
+    return NULL;
+  }
   while (torture_now_ns() < cfg.until_ns && !atomic_load(&failed))
     one_round(st, seq++);
   return NULL;
@@ -387,6 +579,7 @@ static int parse_args(int argc, char **argv) {
   cfg.timing.retry_delay_ms = TORTURE_RETRY_DELAY_MS;
   cfg.timing.retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
   cfg.timing.wait_ms = TORTURE_WAIT_MS;
+  cfg.sem_limit = TORTURE_SEM_LIMIT;
   cfg.rss_limit_kb = WORKER_ASAN ? 1024 * 1024 : 64 * 1024;
   cfg.rss_growth_kb = WORKER_ASAN ? 512 * 1024 : 16 * 1024;
   cfg.heap_growth_kb = 8 * 1024;
@@ -439,7 +632,16 @@ static int parse_args(int argc, char **argv) {
       cfg.heap_growth_kb = atol(v);
     else if (strcmp(a, "--mutate-overhold-ms") == 0)
       cfg.mutate_overhold_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--hang-ms") == 0)
+    else if (strcmp(a, "--mutate-sem-refused") == 0)
+      cfg.mutate_sem_refused = atoi(v);
+    else if (strcmp(a, "--sem-limit") == 0)
+      cfg.sem_limit = (unsigned)atoi(v);
+    else if (strcmp(a, "--primitive") == 0) {
+      cfg.primitive = -1;
+      for (int p = 0; p < PRIM_N; p++)
+        if (strcmp(v, torture_prim_names[p]) == 0)
+          cfg.primitive = p;
+    } else if (strcmp(a, "--hang-ms") == 0)
       cfg.hang_ms = (unsigned)atoi(v);
     else if (strcmp(a, "--tls-ca") == 0)
       cfg.tls_ca = v;
@@ -450,10 +652,12 @@ static int parse_args(int argc, char **argv) {
   }
   if (cfg.out_path == NULL || cfg.n_nodes == 0 || cfg.until_ns == 0 || cfg.threads < 1 ||
       cfg.threads > MAX_THREADS || cfg.resources < 1 || cfg.resources > MAX_RESOURCES ||
-      cfg.timing.retry < 0) {
+      cfg.timing.retry < 0 || cfg.primitive < 0 || cfg.sem_limit < 1 ||
+      cfg.sem_limit > REDLOCK_MAX_SEM_LIMIT) {
     fprintf(stderr, "torture_worker: missing or bad options (see the header of torture_worker.c)\n");
     return -1;
   }
+  cfg.timing.sem_limit = cfg.sem_limit; /* the semaphore's call bound depends on it */
   return 0;
 }
 
