@@ -299,8 +299,8 @@ static int run_watch(rh_server_t **servers, const config_t *cfg) {
       printf("%s%u", s ? "," : "", atomic_load(&run->renew_ok[s]));
     printf("]}\n");
   } else {
-    printf("watch: N=%u, %zu of %zu locks watched (ttl %u ms), acquired over %.2f s\n",
-           cfg->nodes, held, cfg->watches, cfg->watch_ttl_ms, acquire_s);
+    printf("watch: N=%u, %zu of %zu locks watched (ttl %u ms), acquired over %.2f s\n", cfg->nodes,
+           held, cfg->watches, cfg->watch_ttl_ms, acquire_s);
     printf("  client CPU %.3f s over %.1f s wall = %.3f%% of a core (%.2f us per renewal)\n", cpu,
            wall, share * 100, renewals > 0 ? cpu * 1e6 / (double)renewals : 0);
     printf("  renewals %zu (%u failed, %zu lost): mean %.1f/s (evenly spread: %.1f/s), "
@@ -320,20 +320,19 @@ static int run_watch(rh_server_t **servers, const config_t *cfg) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: redlock-scale [options]\n"
-          "  --mode hold|watch|both  (both)\n"
-          "  --nodes N               masters started on loopback (3)\n"
-          "  --locks K               hold: locks held at once (100000)\n"
-          "  --ttl MS                hold: lock ttl (60000)\n"
-          "  --watches W             watch: locks watched (10000)\n"
-          "  --watch-ttl MS          watch: lock ttl (30000)\n"
-          "  --duration S            watch: measured seconds (60)\n"
-          "  --spread S              watch: spread acquisitions over S seconds (0)\n"
-          "  --concurrency C         acquisitions in flight (256)\n"
-          "  --request-timeout MS    per-round timeout (library default when 0)\n"
-          "  --hist                  watch: print renewals per second\n"
-          "  --json                  one JSON object per mode per line\n");
+  fprintf(f, "usage: redlock-scale [options]\n"
+             "  --mode hold|watch|both  (both)\n"
+             "  --nodes N               masters started on loopback (3)\n"
+             "  --locks K               hold: locks held at once (100000)\n"
+             "  --ttl MS                hold: lock ttl (60000)\n"
+             "  --watches W             watch: locks watched (10000)\n"
+             "  --watch-ttl MS          watch: lock ttl (30000)\n"
+             "  --duration S            watch: measured seconds (60)\n"
+             "  --spread S              watch: spread acquisitions over S seconds (0)\n"
+             "  --concurrency C         acquisitions in flight (256)\n"
+             "  --request-timeout MS    per-round timeout (library default when 0)\n"
+             "  --hist                  watch: print renewals per second\n"
+             "  --json                  one JSON object per mode per line\n");
 }
 
 static int parse(config_t *c, int argc, char **argv) {
