@@ -40,6 +40,10 @@ function serverCpuS() {
   }
   return t;
 }
+function pkgVersion(name) {
+  const p = require("path").join(__dirname, "node_modules", name, "package.json");
+  return JSON.parse(fs.readFileSync(p, "utf8")).version;
+}
 function pct(sorted, p) {
   if (sorted.length === 0) return null;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -97,8 +101,7 @@ async function main() {
   acq.sort((a, b) => a - b);
   cyc.sort((a, b) => a - b);
   const out = {
-    mode: args.mode, impl: "node-redlock", redlock: require("redlock/package.json").version,
-    ioredis: require("ioredis/package.json").version, node: process.version, N: args.node.length,
+    mode: args.mode, impl: "node-redlock", redlock: pkgVersion("redlock"), ioredis: pkgVersion("ioredis"), node: process.version, N: args.node.length,
     C: args.concurrency, duration: Number(wall.toFixed(3)), cycles,
     cycles_per_s: Number((cycles / wall).toFixed(1)),
     acquire: { p50: pct(acq, 50), p99: pct(acq, 99), p999: pct(acq, 99.9) },
