@@ -36,7 +36,7 @@ for t in $HOLD_TIMEOUTS; do
   i=1
   while [ "$i" -le "$RUNS" ]; do
     echo "scale.sh: hold request-timeout $t run $i/$RUNS" >&2
-    $hold --request-timeout "$t" >>"$OUT/hold-$t.jsonl"
+    $hold --request-timeout "$t" >>"$OUT/hold-$t.jsonl" || echo "scale.sh: run $i incomplete (see its JSON)" >&2
     i=$((i + 1))
   done
 done ;;
@@ -48,7 +48,8 @@ for s in $SPREADS; do
   while [ "$i" -le "$RUNS" ]; do
     echo "scale.sh: watch spread $s run $i/$RUNS" >&2
     $bin --mode watch --nodes "$NODES" --watches "$WATCHES" --watch-ttl "$WATCH_TTL" \
-      --duration "$DURATION" --spread "$s" --json >>"$OUT/watch-$s.jsonl"
+      --duration "$DURATION" --spread "$s" --json >>"$OUT/watch-$s.jsonl" ||
+      echo "scale.sh: run $i incomplete (see its JSON)" >&2
     i=$((i + 1))
   done
 done ;;
