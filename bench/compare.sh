@@ -18,7 +18,8 @@
 #   latency     C=1:   redlock-bench --mode latency (blocking API, and the
 #                      async API) vs node
 # Environment: RUNS (3), N (5), DURATION (5 s measured), WARMUP (1 s),
-# NODE_DIR, OUT (raw JSON directory; default a new temp dir).
+# NODE_DIR, OUT (raw JSON directory; default a new temp dir), REPORT_ONLY=1
+# (no runs: the tables again from the JSON already in OUT).
 # It starts N redis-server processes on 127.0.0.1 itself (no persistence) and
 # stops exactly those, by PID, on exit.
 set -euo pipefail
@@ -37,6 +38,7 @@ NODE_DIR=${NODE_DIR:-$here/../build-extra/compare-node}
 OUT=${OUT:-$(mktemp -d /tmp/redlock-compare.XXXXXX)}
 mkdir -p "$OUT" "$NODE_DIR"
 
+if [ "${REPORT_ONLY:-0}" != 1 ]; then
 # ---- node-redlock, installed under the build tree
 if [ ! -d "$NODE_DIR/node_modules/redlock" ] || [ ! -d "$NODE_DIR/node_modules/ioredis" ] ||
    ! cmp -s "$here/compare/package.json" "$NODE_DIR/package.json"; then
@@ -95,6 +97,7 @@ for i in $(seq 1 "$RUNS"); do
     ${!f} >>"$OUT/$f.jsonl" 2>>"$OUT/stderr.log" || echo "compare.sh: $f run $i failed (see $OUT/stderr.log)" >&2
   done
 done
+fi
 
 med() { # file jq-expr -> median (raw number)
   jq -s "[.[] | $2 | select(. != null)] | sort | if length == 0 then null else .[(length - 1) / 2 | floor] end" "$1"
@@ -103,6 +106,14 @@ fmt() { if [ "$2" = null ]; then echo "-"; else printf "$1" "$2"; fi; }
 ratio() { if [ "$1" = null ] || [ "$2" = null ]; then echo "-"; else jq -n "$1 / $2" | xargs printf '%.2f'; fi; }
 row() { # label file
   echo "| $1 | $(fmt %.0f "$(med "$2" .cycles_per_s)") | $(fmt %.3f "$(med "$2" .acquire.p50)") | $(fmt %.3f "$(med "$2" .cycle.p50)") | $(fmt %.3f "$(med "$2" .cycle.p99)") | $(fmt %.1f "$(med "$2" .client_cpu_us_per_cycle)") | $(fmt %.1f "$(med "$2" .server_cpu_us_per_cycle)") | $(fmt %d "$(med "$2" .errors)") |"
+}
+prratio() { # ours node jq-field -> median over runs i of ours[i] / node[i]
+  jq -n --slurpfile a "$1" --slurpfile b "$2" \
+    "[range(0; [(\$a | length), (\$b | length)] | min) | select(\$a[.]$3 != null and \$b[.]$3 != null) | \$a[.]$3 / \$b[.]$3] | sort | if length == 0 then null else .[(length - 1) / 2 | floor] end" |
+    { read -r v; fmt %.2f "$v"; }
+}
+prratios() { # label ours node
+  echo "| $1 | $(prratio "$2" "$3" .cycles_per_s) | $(prratio "$2" "$3" .cycle.p50) | $(prratio "$2" "$3" .cycle.p99) | $(prratio "$2" "$3" .client_cpu_us_per_cycle) | $(prratio "$2" "$3" .server_cpu_us_per_cycle) |"
 }
 ratios() { # label ours node
   echo "| $1 | $(ratio "$(med "$2" .cycles_per_s)" "$(med "$3" .cycles_per_s)") | $(ratio "$(med "$2" .cycle.p50)" "$(med "$3" .cycle.p50)") | $(ratio "$(med "$2" .cycle.p99)" "$(med "$3" .cycle.p99)") | $(ratio "$(med "$2" .client_cpu_us_per_cycle)" "$(med "$3" .client_cpu_us_per_cycle)") | $(ratio "$(med "$2" .server_cpu_us_per_cycle)" "$(med "$3" .server_cpu_us_per_cycle)") |"
@@ -132,6 +143,15 @@ ratios "C=128: async / node" "$OUT/ours_thr.jsonl" "$OUT/node_thr.jsonl"
 ratios "C=1: blocking / node" "$OUT/ours_lat.jsonl" "$OUT/node_lat.jsonl"
 ratios "C=1: async / node" "$OUT/ours_lat_async.jsonl" "$OUT/node_lat.jsonl"
 echo
+echo "Ratios within each run (run i of ours / run i of node-redlock, the two measured back to back), median over the $RUNS runs:"
+echo
+echo "| pair | cycles/s | cycle p50 | cycle p99 | client CPU | server CPU |"
+echo "|---|---|---|---|---|---|"
+prratios "C=128: async / node" "$OUT/ours_thr.jsonl" "$OUT/node_thr.jsonl"
+prratios "C=1: blocking / node" "$OUT/ours_lat.jsonl" "$OUT/node_lat.jsonl"
+prratios "C=1: async / node" "$OUT/ours_lat_async.jsonl" "$OUT/node_lat.jsonl"
+echo
+[ "${REPORT_ONLY:-0}" = 1 ] && exit 0
 echo "Commands (PORTS and PIDS: the masters this script started):"
 echo
 echo '```'
