@@ -75,3 +75,17 @@ func goLogCallback(level C.int, msg *C.char, id C.uintptr_t) {
 		fn(int(level), C.GoString(msg))
 	}
 }
+
+//export goElectedCallback
+func goElectedCallback(term C.uint64_t, id C.uintptr_t) {
+	if e, ok := registry.get(uintptr(id)).(*Election); ok {
+		e.onElected(uint64(term))
+	}
+}
+
+//export goElectionLostCallback
+func goElectionLostCallback(reason C.int, id C.uintptr_t) {
+	if e, ok := registry.get(uintptr(id)).(*Election); ok {
+		e.onLost(int(reason))
+	}
+}

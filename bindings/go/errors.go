@@ -63,7 +63,7 @@ func (e Errno) Temporary() bool {
 
 // Error is a failed call: the operation, the resource and the library code.
 type Error struct {
-	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "open", "option"
+	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "semaphore", "rwlock_read", "rwlock_write", "elect", "resign", "stats", "open", "option"
 	Resource string // empty when not about one resource
 	Errno    Errno
 }

@@ -24,7 +24,10 @@ import "C"
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -44,6 +47,7 @@ const (
 	MaxResourceLen = 1024
 	MaxPrefixLen   = 256
 	MaxMany        = 64
+	MaxSemLimit    = 1024
 )
 
 // Version returns the C library's version ("0.1.0").
@@ -69,6 +73,95 @@ type config struct {
 	prefix          *string
 	logger          func(level int, msg string)
 	logLevel        int
+	tls             bool
+	tlsCA, tlsCert  string
+	tlsKey          string
+	tlsServerName   *string
+	tlsVerify       *bool
+}
+
+// WithTLS sets the TLS trust and identity for rediss:// masters: ca is a PEM
+// bundle or an OpenSSL hashed directory of trusted authorities ("" = the
+// system's store); cert and key (PEM, both or neither) are this client's
+// certificate and key, for masters that require one.  Open fails with
+// ErrNotSup in a build without TLS (see TLSSupported), ErrInvalid (with the
+// reason) when a file is unusable.
+func WithTLS(ca, cert, key string) Option {
+	return func(c *config) { c.tls, c.tlsCA, c.tlsCert, c.tlsKey = true, ca, cert, key }
+}
+
+// WithTLSServerName: the name the masters' certificates must carry (and the
+// SNI), instead of each URI's host.
+func WithTLSServerName(name string) Option { return func(c *config) { c.tlsServerName = &name } }
+
+// WithTLSVerify(false) turns off certificate and host name checks (tests only).
+func WithTLSVerify(on bool) Option { return func(c *config) { c.tlsVerify = &on } }
+
+// TLSSupported reports whether the linked libredlock can connect to rediss://
+// masters.
+func TLSSupported() bool { return C.redlock_tls_supported() != 0 }
+
+func cstrOrNil(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	return C.CString(s)
+}
+
+// setTLS applies the TLS options.  The library gives the reason for a
+// refusal only through the options' log callback: one that captures it is
+// set around these calls (Open sets the real one afterwards).
+func setTLS(o *C.redlock_options_t, cfg *config) error {
+	if !cfg.tls && cfg.tlsServerName == nil && cfg.tlsVerify == nil {
+		return nil
+	}
+	var reasons []string
+	capID := registry.add(func(_ int, msg string) { reasons = append(reasons, msg) })
+	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
+	defer func() {
+		C.redlock_options_set_log(o, LogWarn, nil, nil)
+		registry.remove(capID)
+	}()
+	fail := func(what string, rc C.int) error {
+		if rc == 0 {
+			return nil
+		}
+		why := "refused"
+		if len(reasons) > 0 {
+			why = strings.Join(reasons, "; ")
+		}
+		return &Error{Op: "option", Resource: what + ": " + why, Errno: Errno(rc)}
+	}
+	if cfg.tls {
+		var caFile, caDir string
+		if st, err := os.Stat(cfg.tlsCA); err == nil && st.IsDir() {
+			caDir = cfg.tlsCA
+		} else {
+			caFile = cfg.tlsCA
+		}
+		a, b, c, d := cstrOrNil(caFile), cstrOrNil(caDir), cstrOrNil(cfg.tlsCert), cstrOrNil(cfg.tlsKey)
+		rc := C.redlock_options_set_tls(o, a, b, c, d)
+		for _, p := range []*C.char{a, b, c, d} {
+			C.free(unsafe.Pointer(p))
+		}
+		if err := fail("tls", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.tlsServerName != nil {
+		cs := C.CString(*cfg.tlsServerName)
+		rc := C.redlock_options_set_tls_server_name(o, cs)
+		C.free(unsafe.Pointer(cs))
+		if err := fail("tls server name", rc); err != nil {
+			return err
+		}
+	}
+	if cfg.tlsVerify != nil {
+		if err := fail("tls verify", C.redlock_options_set_tls_verify(o, cbool(*cfg.tlsVerify))); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WithRetry: count extra attempts after the first (-1 unbounded, 0 one try),
@@ -125,6 +218,8 @@ type Client struct {
 	lmu     sync.Mutex         // guards locks and closing
 	closing bool
 	logID   uintptr
+
+	elections map[*Election]struct{} // live elections, closed by Close (under lmu)
 }
 
 // Open connects to the masters (redis://[[user]:password@]host[:port][/db] or
@@ -200,7 +295,10 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
-	cl := &Client{locks: make(map[*Lock]struct{})}
+	if err := setTLS(o, &cfg); err != nil {
+		return nil, err
+	}
+	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
 	if cfg.logger != nil {
 		cl.logID = registry.add(cfg.logger)
 		if err := set("log", C.rlgo_set_log(o, C.int(cfg.logLevel), C.uintptr_t(cl.logID))); err != nil {
@@ -259,7 +357,14 @@ func (cl *Client) Close() error {
 	cl.lmu.Lock()
 	locks := cl.locks
 	cl.locks = nil
+	elections := cl.elections
+	cl.elections = nil
 	cl.lmu.Unlock()
+	for e := range elections {
+		e.mu.Lock()
+		e.h = nil // redlock_close releases and frees it
+		e.mu.Unlock()
+	}
 	for l := range locks {
 		l.mu.Lock()
 		l.h = nil // redlock_close frees the handle
@@ -270,6 +375,9 @@ func (cl *Client) Close() error {
 	cl.c = nil
 	for l := range locks {
 		l.stopWatch()
+	}
+	for e := range elections {
+		e.finish() // no callback runs after redlock_close
 	}
 	if cl.logID != 0 {
 		registry.remove(cl.logID)
@@ -321,7 +429,7 @@ func ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
 // the call: Lock then returns ctx.Err() at once, and a lock granted afterwards
 // is released in the background.
 func (cl *Client) Lock(ctx context.Context, resource string, ttl time.Duration) (*Lock, error) {
-	return cl.lockAsync(ctx, "lock", resource, ttl, 0)
+	return cl.lockAsync(ctx, "lock", resource, ttl, 0, nil)
 }
 
 // LockWait acquires resource, waiting up to wait for the holder to release it
@@ -331,7 +439,7 @@ func (cl *Client) LockWait(ctx context.Context, resource string, ttl, wait time.
 	if !ok || w == 0 {
 		return nil, &Error{Op: "lock_wait", Resource: resource, Errno: EINVAL}
 	}
-	return cl.lockAsync(ctx, "lock_wait", resource, ttl, w)
+	return cl.lockAsync(ctx, "lock_wait", resource, ttl, w, nil)
 }
 
 type lockResult struct {
@@ -347,7 +455,16 @@ type pendingLock struct {
 	client    *C.redlock_t
 }
 
-func (cl *Client) lockAsync(ctx context.Context, op, resource string, ttl time.Duration, wait C.uint32_t) (*Lock, error) {
+// asyncStart starts one callback-form acquisition (the C call), its
+// completion reported to registry id.
+type asyncStart func(c *C.redlock_t, name *C.char, ttl, wait C.uint32_t, id C.uintptr_t) C.int
+
+func (cl *Client) lockAsync(ctx context.Context, op, resource string, ttl time.Duration, wait C.uint32_t, start asyncStart) (*Lock, error) {
+	if start == nil {
+		start = func(c *C.redlock_t, name *C.char, ttl, wait C.uint32_t, id C.uintptr_t) C.int {
+			return C.rlgo_lock_async(c, name, ttl, wait, id)
+		}
+	}
 	if err := checkResource(op, resource); err != nil {
 		return nil, err
 	}
@@ -369,7 +486,7 @@ func (cl *Client) lockAsync(ctx context.Context, op, resource string, ttl time.D
 	}
 	p.client = cl.c
 	id := registry.add(p)
-	rc := C.rlgo_lock_async(cl.c, cs, t, wait, C.uintptr_t(id))
+	rc := start(cl.c, cs, t, wait, C.uintptr_t(id))
 	cl.mu.RUnlock()
 	if rc != 0 {
 		registry.remove(id)
@@ -691,4 +808,260 @@ func (l *Lock) stopWatch() {
 // String describes the lock for logs.
 func (l *Lock) String() string {
 	return fmt.Sprintf("redlock.Lock{%q fence=%d}", l.Resource, l.Fence)
+}
+
+// ---- DESIGN §2b primitives: counting semaphore, read-write lock ------------------
+
+func waitArg(op, name string, wait time.Duration) (C.uint32_t, error) {
+	w, ok := ms(wait)
+	if !ok {
+		return 0, &Error{Op: op, Resource: name, Errno: EINVAL}
+	}
+	return w, nil
+}
+
+// Semaphore acquires one of limit (1..MaxSemLimit, the same for every
+// client) permits of the counting semaphore name.  wait 0: one try
+// (ErrLocked when every permit is taken); > 0: wait for a release, up to
+// wait (ErrTimeout).  The permit is a *Lock (Unlock, Extend, Watch); its
+// Resource names the slot ("NAME:sem:3").  ctx cancels as in Lock.
+func (cl *Client) Semaphore(ctx context.Context, name string, limit int, ttl, wait time.Duration) (*Lock, error) {
+	w, err := waitArg("semaphore", name, wait)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxSemLimit {
+		return nil, &Error{Op: "semaphore", Resource: name, Errno: EINVAL}
+	}
+	return cl.lockAsync(ctx, "semaphore", name, ttl, w,
+		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
+			return C.rlgo_semaphore_acquire_async(c, cs, C.uint32_t(limit), t, w, id)
+		})
+}
+
+// RWLockRead takes a read hold of the read-write lock name: shared with
+// other readers, excluded by a writer (and by a waiting writer's intent).
+// wait as in Semaphore.
+func (cl *Client) RWLockRead(ctx context.Context, name string, ttl, wait time.Duration) (*Lock, error) {
+	w, err := waitArg("rwlock_read", name, wait)
+	if err != nil {
+		return nil, err
+	}
+	return cl.lockAsync(ctx, "rwlock_read", name, ttl, w,
+		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
+			return C.rlgo_rwlock_read_async(c, cs, t, w, id)
+		})
+}
+
+// RWLockWrite takes the write hold of the read-write lock name: it excludes
+// readers and other writers.  wait as in Semaphore.
+func (cl *Client) RWLockWrite(ctx context.Context, name string, ttl, wait time.Duration) (*Lock, error) {
+	w, err := waitArg("rwlock_write", name, wait)
+	if err != nil {
+		return nil, err
+	}
+	return cl.lockAsync(ctx, "rwlock_write", name, ttl, w,
+		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
+			return C.rlgo_rwlock_write_async(c, cs, t, w, id)
+		})
+}
+
+// ---- leader election ------------------------------------------------------------
+
+// Election is a campaign for leadership of a name (Client.Elect).
+//
+// Elected receives each term won (the lease's fencing token, larger than
+// every earlier term of the name); Lost receives an error wrapping ErrLost
+// when a term ended by itself (the election then campaigns again).  Both
+// are buffered and filled by the library's I/O thread without blocking: if
+// a reader falls more than 16 events behind, the newest events are dropped
+// (Term and Leader always tell the current state).  Both channels are closed
+// after Resign or the client's Close.
+type Election struct {
+	Name    string
+	Elected <-chan uint64
+	Lost    <-chan error
+
+	cl      *Client
+	id      uintptr
+	elected chan uint64
+	lost    chan error
+
+	mu     sync.RWMutex // RLock for calls that use h; Lock to drop it
+	h      *C.redlock_election_t
+	smu    sync.Mutex // guards the fields below and the channels' closing
+	term   uint64
+	leader bool
+	done   bool
+}
+
+// Elect campaigns for leadership of name with a lease of ttl (watched while
+// leader) until Resign or Close.
+func (cl *Client) Elect(name string, ttl time.Duration) (*Election, error) {
+	if err := checkResource("elect", name); err != nil {
+		return nil, err
+	}
+	t, err := ttlArg("elect", name, ttl)
+	if err != nil {
+		return nil, err
+	}
+	e := &Election{Name: name, cl: cl, elected: make(chan uint64, 16), lost: make(chan error, 16)}
+	e.Elected, e.Lost = e.elected, e.lost
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if cl.closed {
+		return nil, &Error{Op: "elect", Resource: name, Errno: ECLOSED}
+	}
+	e.mu.Lock() // callbacks do not need it; Resign does, after h is set
+	defer e.mu.Unlock()
+	e.id = registry.add(e)
+	if rc := C.rlgo_elect(cl.c, cs, t, C.uintptr_t(e.id), &e.h); rc != 0 {
+		registry.remove(e.id)
+		return nil, mkerr("elect", name, rc)
+	}
+	cl.lmu.Lock()
+	if cl.closing { // Close is waiting for cl.mu: it frees the handle
+		cl.lmu.Unlock()
+		e.h = nil
+		registry.remove(e.id)
+		return nil, &Error{Op: "elect", Resource: name, Errno: ECLOSED}
+	}
+	cl.elections[e] = struct{}{}
+	cl.lmu.Unlock()
+	return e, nil
+}
+
+// onElected and onLost run on the library's I/O thread: they never block.
+func (e *Election) onElected(term uint64) {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	if e.done {
+		return
+	}
+	e.term, e.leader = term, true
+	select {
+	case e.elected <- term:
+	default:
+	}
+}
+
+func (e *Election) onLost(reason int) {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	if e.done {
+		return
+	}
+	e.leader = false
+	if reason == 0 {
+		reason = int(ELOST)
+	}
+	select {
+	case e.lost <- &Error{Op: "elect", Resource: e.Name, Errno: Errno(reason)}:
+	default:
+	}
+}
+
+// finish closes the channels; no callback runs afterwards.
+func (e *Election) finish() {
+	registry.remove(e.id)
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	if !e.done {
+		e.done, e.leader = true, false
+		close(e.elected)
+		close(e.lost)
+	}
+}
+
+// Term is the latest term won (0 before any).
+func (e *Election) Term() uint64 {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	return e.term
+}
+
+// Leader reports whether this client currently holds leadership.
+func (e *Election) Leader() bool {
+	e.smu.Lock()
+	defer e.smu.Unlock()
+	return e.leader
+}
+
+// Validity is the leadership left in the current term (<= 0 when not leader).
+func (e *Election) Validity() time.Duration {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if e.h == nil {
+		return 0
+	}
+	return time.Duration(C.redlock_election_validity_ms(e.h)) * time.Millisecond
+}
+
+// Resign stops campaigning and releases the lease if leader (the next
+// campaigner is woken at once), then closes Elected and Lost.  Idempotent.
+// Do not call it from a WithLogger function (the I/O thread).
+func (e *Election) Resign() error {
+	e.cl.mu.RLock()
+	defer e.cl.mu.RUnlock()
+	e.mu.Lock()
+	h := e.h
+	e.h = nil
+	e.mu.Unlock()
+	if h == nil {
+		return nil
+	}
+	e.cl.lmu.Lock()
+	delete(e.cl.elections, e)
+	e.cl.lmu.Unlock()
+	rc := C.redlock_resign(e.cl.c, h)
+	e.finish() // no callback runs after redlock_resign returned
+	return mkerr("resign", e.Name, rc)
+}
+
+// ---- stats --------------------------------------------------------------------
+
+// Stats formats for StatsText.
+const (
+	StatsPrometheus = 1
+	StatsJSON       = 2
+)
+
+// StatsText renders the client's counters, gauges and latency histograms
+// (redlock_stats) as Prometheus text (StatsPrometheus) or one JSON object
+// (StatsJSON).  ErrNotSup when stats are off.
+func (cl *Client) StatsText(format int) (string, error) {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if cl.closed {
+		return "", &Error{Op: "stats", Errno: ECLOSED}
+	}
+	n := C.redlock_stats(cl.c, C.int(format), nil, 0)
+	for {
+		if n < 0 {
+			return "", mkerr("stats", "", n)
+		}
+		size := int(n) + 4096 // counters may grow in between
+		buf := make([]byte, size)
+		n = C.redlock_stats(cl.c, C.int(format), (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(size))
+		if n >= 0 && int(n) < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// Stats returns the JSON rendering decoded into a map (counters by label are
+// nested maps: s["operations_total"].(map[string]any)["acquire"]...; numbers
+// are float64).
+func (cl *Client) Stats() (map[string]any, error) {
+	text, err := cl.StatsText(StatsJSON)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(text), &m); err != nil {
+		return nil, fmt.Errorf("redlock: stats: %w", err)
+	}
+	return m, nil
 }

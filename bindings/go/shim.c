@@ -15,6 +15,36 @@ static void log_tramp(int level, const char *msg, void *arg) {
   goLogCallback(level, (char *)msg, (uintptr_t)arg);
 }
 
+static void elected_tramp(redlock_election_t *e, uint64_t term, void *arg) {
+  (void)e;
+  goElectedCallback(term, (uintptr_t)arg);
+}
+
+static void election_lost_tramp(redlock_election_t *e, int reason, void *arg) {
+  (void)e;
+  goElectionLostCallback(reason, (uintptr_t)arg);
+}
+
+int rlgo_semaphore_acquire_async(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl_ms,
+                                 uint32_t wait_ms, uintptr_t id) {
+  return redlock_semaphore_acquire_async(c, name, limit, ttl_ms, wait_ms, lock_tramp, (void *)id);
+}
+
+int rlgo_rwlock_read_async(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                           uintptr_t id) {
+  return redlock_rwlock_read_async(c, name, ttl_ms, wait_ms, lock_tramp, (void *)id);
+}
+
+int rlgo_rwlock_write_async(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                            uintptr_t id) {
+  return redlock_rwlock_write_async(c, name, ttl_ms, wait_ms, lock_tramp, (void *)id);
+}
+
+int rlgo_elect(redlock_t *c, const char *name, uint32_t ttl_ms, uintptr_t id,
+               redlock_election_t **out) {
+  return redlock_elect(c, name, ttl_ms, elected_tramp, election_lost_tramp, (void *)id, out);
+}
+
 int rlgo_lock_async(redlock_t *c, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                     uintptr_t id) {
   return redlock_lock_async(c, resource, ttl_ms, wait_ms, lock_tramp, (void *)id);

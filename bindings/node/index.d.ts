@@ -26,6 +26,51 @@ export interface ClientOptions {
   log?: (level: number, message: string) => void;
   /** Lowest level passed to `log`. Default LOG_WARN. */
   logLevel?: number;
+  /** TLS (rediss://): CA bundle (PEM file) or OpenSSL hashed directory; default the system store. */
+  tlsCa?: string;
+  /** TLS client certificate (PEM), with tlsKey, for masters that require one. */
+  tlsCert?: string;
+  /** TLS client private key (PEM). */
+  tlsKey?: string;
+  /** Name the masters' certificates must carry (and SNI), instead of each URI's host. */
+  tlsServerName?: string | null;
+  /** Verify chain and host name (default true); false only for tests. */
+  tlsVerify?: boolean;
+}
+
+export interface SemaphoreOptions extends WaitLockOptions {
+  /** Most permits held at once, 1..1024; every client must pass the same limit. */
+  limit: number;
+}
+
+export interface ElectOptions {
+  /** Lease TTL, ms (watched while leader). */
+  ttlMs: number;
+  /** Same as election.on('elected', fn). */
+  onElected?: (term: bigint) => void;
+  /** Same as election.on('lost', fn). */
+  onLost?: (err: LostError) => void;
+}
+
+/** A campaign for leadership (Client.elect). Events run on the JS thread. */
+export declare class Election {
+  readonly client: Client;
+  readonly name: string;
+  /** Latest term won (fencing token), 0n before any. */
+  readonly term: bigint;
+  readonly leader: boolean;
+  readonly resigned: boolean;
+  /** Leadership left in the current term, ms; <= 0 when not leader. */
+  readonly validityMs: number;
+  on(event: 'elected', listener: (term: bigint) => void): this;
+  on(event: 'lost', listener: (err: LostError) => void): this;
+  once(event: 'elected', listener: (term: bigint) => void): this;
+  once(event: 'lost', listener: (err: LostError) => void): this;
+  off(event: 'elected' | 'lost', listener: (...args: any[]) => void): this;
+  /** Resolves with the term once leader (a term > afterTerm). */
+  elected(options?: { afterTerm?: bigint | number; signal?: AbortSignal }): Promise<bigint>;
+  /** Stops campaigning, releases the lease if leader. Idempotent. */
+  resign(): Promise<void>;
 }
 
 export interface LockOptions {
@@ -86,6 +131,17 @@ export declare class Client {
   lockMany(resources: string[], options: LockOptions): Promise<Lock>;
   /** Runs fn under the lock and unlocks afterwards. */
   using<T>(resource: string, options: WaitLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  /** A permit of a counting semaphore (waitMs 0: one try). */
+  semaphoreAcquire(name: string, options: SemaphoreOptions): Promise<Lock>;
+  /** A read hold of a read-write lock (waitMs 0: one try). */
+  rwlockRead(name: string, options: WaitLockOptions): Promise<Lock>;
+  /** The write hold of a read-write lock (waitMs 0: one try). */
+  rwlockWrite(name: string, options: WaitLockOptions): Promise<Lock>;
+  /** Campaigns for leadership of name. */
+  elect(name: string, options: ElectOptions): Election;
+  /** Counters, gauges, histograms: parsed JSON, or the text ('json', 'prometheus'). */
+  stats(): Record<string, any>;
+  stats(format: 'json' | 'prometheus'): string;
   /** One-line summary of the latest round (diagnostics; do not parse). */
   lastVotes(): string;
   /** Cancels pending calls, releases every lock still held. Idempotent. */
@@ -129,6 +185,9 @@ export declare const MAX_NODES: 64;
 export declare const MAX_RESOURCE_LEN: 1024;
 export declare const MAX_PREFIX_LEN: 256;
 export declare const MAX_MANY: 64;
+export declare const MAX_SEM_LIMIT: 1024;
+/** True when the loaded libredlock can connect to rediss:// masters. */
+export declare function tlsSupported(): boolean;
 
 /** Loads libredlock from `file` (else REDLOCK_LIBRARY, the loader, install dirs, ../../build). */
 export declare function loadLibrary(file?: string): unknown;

@@ -101,15 +101,18 @@ function declare(lib) {
   koffi.opaque('redlock_options_t');
   koffi.opaque('redlock_t');
   koffi.opaque('redlock_lock_t');
+  koffi.opaque('redlock_election_t');
   // `void *arg` is declared as intptr_t: the binding passes small integer ids,
   // never JS objects, through the C library.  Same registers on every ABI.
   const LockCb = koffi.proto('void redlock_node_lock_cb(int status, redlock_lock_t *lock, intptr_t arg)');
   const DoneCb = koffi.proto('void redlock_node_done_cb(int status, intptr_t arg)');
   const LostCb = koffi.proto('void redlock_node_lost_cb(redlock_lock_t *lock, int reason, intptr_t arg)');
   const LogCb = koffi.proto('void redlock_node_log_cb(int level, const char *msg, intptr_t arg)');
+  const ElectedCb = koffi.proto('void redlock_node_elected_cb(redlock_election_t *e, uint64_t term, intptr_t arg)');
+  const ElectionLostCb = koffi.proto('void redlock_node_election_lost_cb(redlock_election_t *e, int reason, intptr_t arg)');
   const f = (sig) => lib.func(sig);
   return {
-    LockCb, DoneCb, LostCb, LogCb,
+    LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb,
     redlock_version: f('const char *redlock_version(void)'),
     redlock_strerror: f('const char *redlock_strerror(int err)'),
     redlock_err_name: f('const char *redlock_err_name(int err)'),
@@ -138,6 +141,18 @@ function declare(lib) {
     redlock_lock_value: f('const char *redlock_lock_value(const redlock_lock_t *l)'),
     redlock_lock_is_lost: f('int redlock_lock_is_lost(const redlock_lock_t *l)'),
     redlock_last_votes: f('int redlock_last_votes(redlock_t *c, void *buf, size_t size)'),
+    // DESIGN §2b primitives, leader election, stats, TLS.
+    redlock_semaphore_acquire_async: f('int redlock_semaphore_acquire_async(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
+    redlock_rwlock_read_async: f('int redlock_rwlock_read_async(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
+    redlock_rwlock_write_async: f('int redlock_rwlock_write_async(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
+    redlock_elect: f('int redlock_elect(redlock_t *c, const char *name, uint32_t ttl, redlock_node_elected_cb *on_elected, redlock_node_election_lost_cb *on_lost, intptr_t arg, _Out_ redlock_election_t **out)'),
+    redlock_resign: f('int redlock_resign(redlock_t *c, redlock_election_t *e)'),
+    redlock_election_validity_ms: f('int64_t redlock_election_validity_ms(const redlock_election_t *e)'),
+    redlock_stats: f('int redlock_stats(redlock_t *c, int format, void *buf, size_t size)'),
+    redlock_tls_supported: f('int redlock_tls_supported(void)'),
+    redlock_options_set_tls: f('int redlock_options_set_tls(redlock_options_t *o, const char *ca_file, const char *ca_dir, const char *cert, const char *key)'),
+    redlock_options_set_tls_server_name: f('int redlock_options_set_tls_server_name(redlock_options_t *o, const char *name)'),
+    redlock_options_set_tls_verify: f('int redlock_options_set_tls_verify(redlock_options_t *o, int verify)'),
   };
 }
 
@@ -171,6 +186,7 @@ let nextId = 1;
 const pending = new Map(); // id -> function(status, lockPtr) run on the JS thread
 const watchers = new Map(); // id -> function(reason)
 const loggers = new Map(); // id -> function(level, msg)
+const elections = new Map(); // id -> { elected(term), lost(reason) }
 const T = {};
 
 function registerTrampolines() {
@@ -195,6 +211,16 @@ function registerTrampolines() {
       try { fn(level, msg); } catch (e) { process.nextTick(() => { throw e; }); }
     }
   }, koffi.pointer(F.LogCb));
+  // Election callbacks: the I/O thread waits while these run on the JS
+  // thread, so they only record and emit (listeners should be short).
+  T.elected = koffi.register((_e, term, id) => {
+    const el = elections.get(id);
+    if (el) el._onElected(BigInt(term));
+  }, koffi.pointer(F.ElectedCb));
+  T.electionLost = koffi.register((_e, reason, id) => {
+    const el = elections.get(id);
+    if (el) el._onLost(reason);
+  }, koffi.pointer(F.ElectionLostCb));
 }
 
 function newId() {
@@ -360,7 +386,7 @@ if (!Symbol.asyncDispose) delete Lock.prototype[Symbol.asyncDispose];
 
 const OPTION_KEYS = new Set(['retryCount', 'retryDelayMs', 'retryJitterMs', 'driftFactor',
   'connectTimeoutMs', 'requestTimeoutMs', 'maxTtlMs', 'quarantine', 'fencing', 'keyPrefix',
-  'log', 'logLevel']);
+  'log', 'logLevel', 'tlsCa', 'tlsCert', 'tlsKey', 'tlsServerName', 'tlsVerify']);
 
 function buildOptions(nodes, o) {
   for (const k of Object.keys(o)) {
@@ -392,12 +418,148 @@ function buildOptions(nodes, o) {
       if (typeof o.keyPrefix !== 'string') throw new TypeError('keyPrefix must be a string');
       check(F.redlock_options_set_key_prefix(opts, o.keyPrefix), 'keyPrefix');
     }
+    setTls(opts, o);
     return opts;
   } catch (e) {
     F.redlock_options_free(opts);
     throw e;
   }
 }
+
+/**
+ * TLS options (rediss:// masters).  The library gives the reason for a
+ * refusal only through the options' log callback, so a capturing one is set
+ * around these calls (Client.open sets the real one afterwards).  Builds
+ * without TLS refuse them with NotSupportedError.
+ */
+function setTls(opts, o) {
+  const { tlsCa, tlsCert, tlsKey, tlsServerName, tlsVerify } = o;
+  if ([tlsCa, tlsCert, tlsKey, tlsServerName, tlsVerify].every((v) => v === undefined)) return;
+  for (const [k, v] of Object.entries({ tlsCa, tlsCert, tlsKey, tlsServerName })) {
+    if (v !== undefined && v !== null && typeof v !== 'string') throw new TypeError(`${k} must be a string`);
+  }
+  const reasons = [];
+  const logId = newId();
+  loggers.set(logId, (_lvl, msg) => reasons.push(msg));
+  // The setters run on this thread: koffi calls the callback synchronously.
+  F.redlock_options_set_log(opts, LOG_DEBUG, T.log, logId);
+  const ok = (rc, what) => check(rc, `${what}: ${reasons.join('; ') || 'refused'}`);
+  try {
+    if (tlsCa != null || tlsCert != null || tlsKey != null) {
+      // tlsCa names a PEM bundle or an OpenSSL hashed directory.
+      let isDir = false;
+      try { isDir = tlsCa != null && fs.statSync(tlsCa).isDirectory(); } catch { /* the library says why */ }
+      ok(F.redlock_options_set_tls(opts, isDir ? null : (tlsCa ?? null), isDir ? tlsCa : null,
+        tlsCert ?? null, tlsKey ?? null), 'tls options');
+    }
+    if (tlsServerName !== undefined) ok(F.redlock_options_set_tls_server_name(opts, tlsServerName), 'tlsServerName');
+    if (tlsVerify !== undefined) ok(F.redlock_options_set_tls_verify(opts, tlsVerify ? 1 : 0), 'tlsVerify');
+  } finally {
+    F.redlock_options_set_log(opts, LOG_WARN, null, 0);
+    loggers.delete(logId);
+  }
+}
+
+// ---- Election -----------------------------------------------------------------
+
+const EventEmitter = require('events');
+
+/**
+ * A campaign for leadership of `name` (Client.elect).  Events, on the JS
+ * thread: 'elected' (term: bigint, larger than every earlier term of the
+ * name) and 'lost' (err: LostError; the election campaigns again).
+ * `elected()` resolves with the next term won (or the current one).
+ */
+class Election extends EventEmitter {
+  constructor(client, name) {
+    super();
+    this.client = client;
+    this.name = name;
+    this._ptr = null;
+    this._id = 0;
+    this.term = 0n;          // latest term won, 0n before any
+    this.leader = false;
+    this.resigned = false;
+    this._waiters = [];
+  }
+
+  _onElected(term) {
+    this.term = term;
+    this.leader = true;
+    const ws = this._waiters;
+    this._waiters = ws.filter((w) => term <= w.after);
+    for (const w of ws) if (term > w.after) w.resolve(term);
+    this.emit('elected', term);
+  }
+
+  _onLost(reason) {
+    this.leader = false;
+    const err = makeError(reason || CODES.ELOST, `leadership of ${this.name} lost`);
+    if (this.listenerCount('lost') > 0) this.emit('lost', err);
+  }
+
+  /** Milliseconds of leadership left in the current term; <= 0 when not leader. */
+  get validityMs() {
+    return this._ptr === null || !this.leader ? 0 : Number(F.redlock_election_validity_ms(this._ptr));
+  }
+
+  /**
+   * Resolves with the term once this client is leader (at once if it is).
+   * `afterTerm`: wait for a term larger than it.  Rejects with ClosedError or
+   * CanceledError after resign()/close(), or AbortError on `signal`.
+   */
+  elected({ afterTerm = 0n, signal } = {}) {
+    const after = BigInt(afterTerm);
+    if (this.leader && this.term > after) return Promise.resolve(this.term);
+    if (this.resigned) return Promise.reject(makeError(CODES.ECANCELED, `election ${this.name} resigned`));
+    return new Promise((resolve, reject) => {
+      if (signal && signal.aborted) { reject(abortError(signal)); return; }
+      const onAbort = () => { this._waiters = this._waiters.filter((x) => x !== w); reject(abortError(signal)); };
+      const done = () => { if (signal) signal.removeEventListener('abort', onAbort); };
+      const w = {
+        after,
+        resolve: (t) => { done(); resolve(t); },
+        reject: (e) => { done(); reject(e); },
+      };
+      if (signal) signal.addEventListener('abort', onAbort, { once: true });
+      this._waiters.push(w);
+    });
+  }
+
+  /**
+   * Stops campaigning and releases the lease if leader (the next campaigner
+   * is woken at once).  No event is emitted afterwards.  Idempotent.  Runs
+   * on the thread pool: redlock_resign waits for the I/O thread, which may
+   * be waiting for this thread to run a callback.
+   */
+  resign() {
+    if (this._resigning) return this._resigning;
+    this._resigning = (async () => {
+      const ptr = this._ptr;
+      this._detach(makeError(CODES.ECANCELED, `election ${this.name} resigned`));
+      if (ptr === null || this.client._closed) return;
+      const call = callAsync(F.redlock_resign, this.client._ptr, ptr);
+      this.client._inflight.add(call);
+      let rc;
+      try { rc = await call; } finally { this.client._inflight.delete(call); }
+      if (rc !== 0 && rc !== CODES.ECLOSED) throw makeError(rc, `resign ${this.name}`);
+    })();
+    return this._resigning;
+  }
+
+  _detach(err) {
+    this.resigned = true;
+    this.leader = false;
+    this._ptr = null;
+    if (this._id) { elections.delete(this._id); this._id = 0; }
+    this.client._elections.delete(this);
+    const ws = this._waiters; this._waiters = [];
+    for (const w of ws) w.reject(err);
+  }
+
+  async [Symbol.asyncDispose]() { await this.resign(); }
+}
+if (!Symbol.asyncDispose) delete Election.prototype[Symbol.asyncDispose];
 
 class Client {
   /** Use `await Client.open(nodes, options)`. */
@@ -407,6 +569,7 @@ class Client {
     this._closed = false;
     this._closing = null;
     this._locks = new Set();
+    this._elections = new Set();
     this._inflight = new Set(); // blocking calls running on the thread pool
     // Keeps the event loop alive while the client is open (see the header).
     this._keepAlive = setInterval(() => {}, 0x7fffffff);
@@ -455,13 +618,111 @@ class Client {
    * released.  `watch: true` (or `onLost`) watches the lock (see Lock.watch).
    */
   lock(resource, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
-    return new Promise((resolve, reject) => {
-      this._checkOpen();
+    return this._asyncLock('lock', (id) => {
       resourceArg(resource);
       u32('ttlMs', ttlMs, { min: 1 });
       u32('waitMs', waitMs);
-      if (signal && signal.aborted) { reject(abortError(signal)); return; }
+      return () => F.redlock_lock_async(this._ptr, resource, ttlMs, waitMs, T.lock, id);
+    }, resource, { signal, watch, onLost });
+  }
+
+  /**
+   * A permit of the counting semaphore `name`: at most `limit` (1..1024,
+   * the same for every client) held at once.  waitMs 0 (default): one try
+   * (LockedError when all permits are taken); > 0: wait for a release
+   * (WaitTimeoutError).  Resolves with a Lock (unlock/extend/watch; its
+   * resource names the slot, "NAME:sem:3").
+   */
+  semaphoreAcquire(name, { limit, ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
+    return this._asyncLock('semaphore', (id) => {
+      resourceArg(name);
+      u32('limit', limit, { min: 1 });
+      u32('ttlMs', ttlMs, { min: 1 });
+      u32('waitMs', waitMs);
+      return () => F.redlock_semaphore_acquire_async(this._ptr, name, limit, ttlMs, waitMs, T.lock, id);
+    }, name, { signal, watch, onLost });
+  }
+
+  /** A read hold of the read-write lock `name` (shared with other readers). */
+  rwlockRead(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
+    return this._asyncLock('rwlock read', (id) => {
+      resourceArg(name);
+      u32('ttlMs', ttlMs, { min: 1 });
+      u32('waitMs', waitMs);
+      return () => F.redlock_rwlock_read_async(this._ptr, name, ttlMs, waitMs, T.lock, id);
+    }, name, { signal, watch, onLost });
+  }
+
+  /** The write hold of the read-write lock `name` (excludes readers and writers). */
+  rwlockWrite(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
+    return this._asyncLock('rwlock write', (id) => {
+      resourceArg(name);
+      u32('ttlMs', ttlMs, { min: 1 });
+      u32('waitMs', waitMs);
+      return () => F.redlock_rwlock_write_async(this._ptr, name, ttlMs, waitMs, T.lock, id);
+    }, name, { signal, watch, onLost });
+  }
+
+  /**
+   * Campaigns for leadership of `name` (a lease of ttlMs, watched while
+   * leader).  Returns an Election (EventEmitter: 'elected', 'lost';
+   * `await election.elected()`; `await election.resign()`).
+   */
+  elect(name, { ttlMs, onElected, onLost } = {}) {
+    this._checkOpen();
+    resourceArg(name);
+    u32('ttlMs', ttlMs, { min: 1 });
+    const el = new Election(this, name);
+    if (onElected) el.on('elected', onElected);
+    if (onLost) el.on('lost', onLost);
+    const id = newId();
+    elections.set(id, el);
+    const out = [null];
+    // Returns at once; *out is set before any callback can run, and the
+    // callbacks are queued to this thread, so they run after this returns.
+    const rc = F.redlock_elect(this._ptr, name, ttlMs, T.elected, T.electionLost, id, out);
+    if (rc !== 0) {
+      elections.delete(id);
+      throw makeError(rc, `elect ${name}`);
+    }
+    el._ptr = out[0];
+    el._id = id;
+    this._elections.add(el);
+    return el;
+  }
+
+  /**
+   * The client's counters, gauges and latency histograms (redlock_stats):
+   * an object (the JSON rendering, parsed), or the text with
+   * format 'json' or 'prometheus'.  NotSupportedError with stats off.
+   */
+  stats(format) {
+    const fmt = { undefined: 2, object: 2, json: 2, prometheus: 1 }[format];
+    if (fmt === undefined) throw makeError(CODES.EINVAL, "format must be undefined, 'json' or 'prometheus'");
+    this._checkOpen();
+    let size = 0;
+    let n = F.redlock_stats(this._ptr, fmt, null, 0);
+    for (;;) {
+      if (n < 0) throw makeError(n, 'stats');
+      size = n + 4096; // counters may grow in between
+      const buf = Buffer.alloc(size);
+      n = F.redlock_stats(this._ptr, fmt, buf, size);
+      if (n < 0) throw makeError(n, 'stats');
+      if (n < size) {
+        const text = buf.subarray(0, n).toString('utf8');
+        return fmt === 2 && format !== 'json' ? JSON.parse(text) : text;
+      }
+    }
+  }
+
+  // A callback-form acquisition: setup(id) checks the arguments and returns
+  // the C call; the lock callback settles the promise on the JS thread.
+  _asyncLock(what, setup, resource, { signal, watch, onLost }) {
+    return new Promise((resolve, reject) => {
+      this._checkOpen();
       const id = newId();
+      const start = setup(id);
+      if (signal && signal.aborted) { reject(abortError(signal)); return; }
       let abandoned = false;
       const onAbort = () => {
         abandoned = true;
@@ -475,10 +736,10 @@ class Client {
           if (status === 0 && ptr && !this._closed) F.redlock_unlock_async(this._ptr, ptr, null, 0);
           return;
         }
-        if (status !== 0) { reject(makeError(status, `lock ${resource}`)); return; }
+        if (status !== 0) { reject(makeError(status, `${what} ${resource}`)); return; }
         if (this._closed) {
           // Granted while close() was starting: the close frees the handle.
-          reject(makeError(CODES.ECANCELED, `lock ${resource}: client closed`));
+          reject(makeError(CODES.ECANCELED, `${what} ${resource}: client closed`));
           return;
         }
         const lk = new Lock(this, ptr, [resource]);
@@ -487,10 +748,10 @@ class Client {
         } catch (e) { /* only fails if the client closes meanwhile */ }
         resolve(lk);
       });
-      const rc = F.redlock_lock_async(this._ptr, resource, ttlMs, waitMs, T.lock, id);
+      const rc = start();
       if (rc !== 0) {
         pending.delete(id);
-        reject(makeError(rc, `lock ${resource}`));
+        reject(makeError(rc, `${what} ${resource}`));
         return;
       }
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
@@ -568,6 +829,7 @@ class Client {
     if (this._closing) return this._closing;
     this._closed = true;
     for (const lk of this._locks) lk._detach();
+    for (const el of [...this._elections]) el._detach(makeError(CODES.ECLOSED, `election ${el.name}: client closed`));
     this._closing = (async () => {
       // tryLock/lockMany calls already on the thread pool finish first (each
       // bounded by the retry policy): none may start after redlock_close.
@@ -588,8 +850,10 @@ if (!Symbol.asyncDispose) delete Client.prototype[Symbol.asyncDispose];
 const LOG_DEBUG = 0; const LOG_INFO = 1; const LOG_WARN = 2; const LOG_ERROR = 3;
 
 module.exports = {
-  Client, Lock, loadLibrary,
+  Client, Lock, Election, loadLibrary,
   version: () => load().redlock_version(),
+  /** True when this build of libredlock can connect to rediss:// masters. */
+  tlsSupported: () => load().redlock_tls_supported() !== 0,
   strerror: (code) => load().redlock_strerror(code),
   errName: (code) => load().redlock_err_name(code),
   RedlockError, InvalidArgumentError, NoMemoryError, LockedError, NoQuorumError, ExpiredError,
@@ -597,5 +861,5 @@ module.exports = {
   NotSupportedError, ForkedError,
   codes: Object.freeze({ ...CODES }),
   LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
-  MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64,
+  MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024,
 };

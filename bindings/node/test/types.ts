@@ -21,6 +21,18 @@ async function example(nodes: string[]): Promise<bigint> {
   }
   const n: number = await client.using('r', { ttlMs: 100 }, async (l) => l.validityMs + left);
   console.log(n, client.lastVotes(), redlock.version(), redlock.LOG_WARN);
+  const permit: Lock = await client.semaphoreAcquire('pool', { limit: 3, ttlMs: 1000, waitMs: 100 });
+  const r: Lock = await client.rwlockRead('doc', { ttlMs: 1000 });
+  const w: Lock = await client.rwlockWrite('doc', { ttlMs: 1000, waitMs: 100 });
+  await Promise.all([permit.unlock(), r.unlock(), w.unlock()]);
+  const el: redlock.Election = client.elect('leader', { ttlMs: 2000 });
+  el.on('elected', (term: bigint) => console.log(term)).on('lost', (err) => console.log(err.code));
+  const term: bigint = await el.elected();
+  await el.resign();
+  const st: Record<string, any> = client.stats();
+  const prom: string = client.stats('prometheus');
+  console.log(term, st, prom, redlock.tlsSupported());
+  await Client.open(nodes, { tlsCa: '/ca.pem', tlsCert: '/c.pem', tlsKey: '/k.pem', tlsServerName: 'h', tlsVerify: true });
   await client.close();
   return fence;
 }

@@ -27,7 +27,17 @@ pub struct redlock_lock_t {
     _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
+/// A campaign for leadership (opaque).
+#[repr(C)]
+pub struct redlock_election_t {
+    _private: [u8; 0],
+    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
 pub const REDLOCK_VERSION_MAJOR: c_int = 0;
+pub const REDLOCK_MAX_SEM_LIMIT: u32 = 1024;
+pub const REDLOCK_STATS_PROMETHEUS: c_int = 1;
+pub const REDLOCK_STATS_JSON: c_int = 2;
 pub const REDLOCK_MAX_NODES: usize = 64;
 pub const REDLOCK_MAX_RESOURCE_LEN: usize = 1024;
 pub const REDLOCK_MAX_PREFIX_LEN: usize = 256;
@@ -62,6 +72,10 @@ pub type redlock_lost_cb =
 pub type redlock_lock_cb =
     Option<unsafe extern "C" fn(status: c_int, lock: *mut redlock_lock_t, arg: *mut c_void)>;
 pub type redlock_done_cb = Option<unsafe extern "C" fn(status: c_int, arg: *mut c_void)>;
+pub type redlock_elected_cb =
+    Option<unsafe extern "C" fn(e: *mut redlock_election_t, term: u64, arg: *mut c_void)>;
+pub type redlock_election_lost_cb =
+    Option<unsafe extern "C" fn(e: *mut redlock_election_t, reason: c_int, arg: *mut c_void)>;
 
 extern "C" {
     // Options
@@ -167,6 +181,90 @@ extern "C" {
         cb: redlock_done_cb,
         arg: *mut c_void,
     ) -> c_int;
+
+    // TLS
+    pub fn redlock_tls_supported() -> c_int;
+    pub fn redlock_options_set_tls(
+        opts: *mut redlock_options_t,
+        ca_file: *const c_char,
+        ca_dir: *const c_char,
+        cert_file: *const c_char,
+        key_file: *const c_char,
+    ) -> c_int;
+    pub fn redlock_options_set_tls_server_name(
+        opts: *mut redlock_options_t,
+        name: *const c_char,
+    ) -> c_int;
+    pub fn redlock_options_set_tls_verify(opts: *mut redlock_options_t, verify: c_int) -> c_int;
+
+    // DESIGN §2b: counting semaphore, read-write lock, leader election
+    pub fn redlock_semaphore_acquire(
+        client: *mut redlock_t,
+        name: *const c_char,
+        limit: u32,
+        ttl_ms: u32,
+        wait_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_rwlock_read(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_rwlock_write(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        out: *mut *mut redlock_lock_t,
+    ) -> c_int;
+    pub fn redlock_semaphore_acquire_async(
+        client: *mut redlock_t,
+        name: *const c_char,
+        limit: u32,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_rwlock_read_async(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_rwlock_write_async(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_elect(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        on_elected: redlock_elected_cb,
+        on_lost: redlock_election_lost_cb,
+        arg: *mut c_void,
+        out: *mut *mut redlock_election_t,
+    ) -> c_int;
+    pub fn redlock_resign(client: *mut redlock_t, e: *mut redlock_election_t) -> c_int;
+    pub fn redlock_election_validity_ms(e: *const redlock_election_t) -> i64;
+
+    // Observability
+    pub fn redlock_stats(
+        client: *mut redlock_t,
+        format: c_int,
+        buf: *mut c_char,
+        size: usize,
+    ) -> c_int;
+    pub fn redlock_options_set_stats(opts: *mut redlock_options_t, enabled: c_int) -> c_int;
 
     // Diagnostics, errors, version
     pub fn redlock_last_votes(client: *mut redlock_t, buf: *mut c_char, size: usize) -> c_int;

@@ -22,7 +22,7 @@ use std::fmt;
 use std::os::raw::{c_char, c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
@@ -175,6 +175,12 @@ pub fn version() -> &'static str {
     unsafe { static_str(sys::redlock_version()) }
 }
 
+/// True when the linked libredlock can connect to `rediss://` masters.
+pub fn tls_supported() -> bool {
+    // SAFETY: no arguments, any thread.
+    unsafe { sys::redlock_tls_supported() != 0 }
+}
+
 /// Log levels for [`Builder::logger`].
 pub mod log_level {
     pub const DEBUG: i32 = 0;
@@ -201,6 +207,9 @@ pub struct Builder {
     fencing: Option<bool>,
     key_prefix: Option<String>,
     logger: Option<(i32, LogFn)>,
+    tls: Option<(Option<String>, Option<(String, String)>)>,
+    tls_server_name: Option<String>,
+    tls_verify: Option<bool>,
 }
 
 impl Builder {
@@ -265,6 +274,34 @@ impl Builder {
         self
     }
 
+    /// TLS trust for `rediss://` masters: `ca` is a PEM bundle or an OpenSSL
+    /// hashed directory of trusted authorities (`None`: the system's store).
+    /// [`Builder::open`] fails with [`Error::NotSupported`] in a build without
+    /// TLS ([`tls_supported`]), [`Error::InvalidArgument`] when a file is unusable.
+    pub fn tls_ca(mut self, ca: impl Into<String>) -> Self {
+        let cur = self.tls.take().unwrap_or((None, None));
+        self.tls = Some((Some(ca.into()), cur.1));
+        self
+    }
+    /// This client's certificate and private key (PEM files), for masters
+    /// that require one (mutual TLS).
+    pub fn tls_cert(mut self, cert: impl Into<String>, key: impl Into<String>) -> Self {
+        let cur = self.tls.take().unwrap_or((None, None));
+        self.tls = Some((cur.0, Some((cert.into(), key.into()))));
+        self
+    }
+    /// The name the masters' certificates must carry (and the SNI), instead
+    /// of each URI's host.
+    pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
+        self.tls_server_name = Some(name.into());
+        self
+    }
+    /// `false` turns off the certificate and host name checks (tests only).
+    pub fn tls_verify(mut self, on: bool) -> Self {
+        self.tls_verify = Some(on);
+        self
+    }
+
     /// Opens the client: starts its I/O thread and connects to every master,
     /// returning within the connect timeout even when masters are down (they
     /// are retried in the background and vote "no" meanwhile).
@@ -314,6 +351,28 @@ impl Builder {
         if let Some(p) = &self.key_prefix {
             let c = cstring(p)?;
             check(unsafe { sys::redlock_options_set_key_prefix(o.0, c.as_ptr()) })?;
+        }
+        if let Some((ca, cert)) = &self.tls {
+            let (ca_file, ca_dir) = match ca {
+                Some(p) if std::path::Path::new(p).is_dir() => (None, Some(cstring(p)?)),
+                Some(p) => (Some(cstring(p)?), None),
+                None => (None, None),
+            };
+            let (cf, kf) = match cert {
+                Some((c, k)) => (Some(cstring(c)?), Some(cstring(k)?)),
+                None => (None, None),
+            };
+            let p = |c: &Option<CString>| c.as_ref().map_or(ptr::null(), |c| c.as_ptr());
+            check(unsafe {
+                sys::redlock_options_set_tls(o.0, p(&ca_file), p(&ca_dir), p(&cf), p(&kf))
+            })?;
+        }
+        if let Some(n) = &self.tls_server_name {
+            let c = cstring(n)?;
+            check(unsafe { sys::redlock_options_set_tls_server_name(o.0, c.as_ptr()) })?;
+        }
+        if let Some(v) = self.tls_verify {
+            check(unsafe { sys::redlock_options_set_tls_verify(o.0, v as c_int) })?;
         }
         let mut log: Option<Box<LogFn>> = None;
         if let Some((level, f)) = self.logger {
@@ -443,6 +502,125 @@ impl Client {
             sys::redlock_lock_many(self.raw(), ptrs.as_ptr(), ptrs.len(), ttl, &mut out)
         })?;
         Ok(self.adopt(out, names))
+    }
+
+    /// A permit of the counting semaphore `name`: at most `limit`
+    /// (1..=1024, the same for every client) held at once.  `wait` zero: one
+    /// try ([`Error::Locked`] when every permit is taken); otherwise wait for
+    /// a release up to `wait` ([`Error::TimedOut`]).  The permit is a [`Lock`]
+    /// (released on drop; `extend`, `watch`); its `resource()` names the
+    /// slot (`"NAME:sem:3"`).
+    pub fn semaphore(&self, name: &str, limit: u32, ttl: Duration, wait: Duration) -> Result<Lock> {
+        let n = cstring(name)?;
+        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let mut out = ptr::null_mut();
+        // SAFETY: as in lock().
+        check(unsafe {
+            sys::redlock_semaphore_acquire(self.raw(), n.as_ptr(), limit, ttl, wait, &mut out)
+        })?;
+        Ok(self.adopt(out, vec![name.to_owned()]))
+    }
+
+    /// A read hold of the read-write lock `name` (shared with readers,
+    /// excluded by a writer).  `wait` as in [`Client::semaphore`].
+    pub fn rwlock_read(&self, name: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
+        let n = cstring(name)?;
+        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let mut out = ptr::null_mut();
+        // SAFETY: as in lock().
+        check(unsafe { sys::redlock_rwlock_read(self.raw(), n.as_ptr(), ttl, wait, &mut out) })?;
+        Ok(self.adopt(out, vec![name.to_owned()]))
+    }
+
+    /// The write hold of the read-write lock `name` (excludes readers and
+    /// writers).  `wait` as in [`Client::semaphore`].
+    pub fn rwlock_write(&self, name: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
+        let n = cstring(name)?;
+        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let mut out = ptr::null_mut();
+        // SAFETY: as in lock().
+        check(unsafe { sys::redlock_rwlock_write(self.raw(), n.as_ptr(), ttl, wait, &mut out) })?;
+        Ok(self.adopt(out, vec![name.to_owned()]))
+    }
+
+    /// Campaigns for leadership of `name` with a lease of `ttl` (extended
+    /// automatically while leader), until [`Election::resign`] or the
+    /// Election is dropped.  The receiver gets an [`ElectionEvent`] per term
+    /// won and per term lost; it disconnects after the resignation.
+    pub fn elect(
+        &self,
+        name: &str,
+        ttl: Duration,
+    ) -> Result<(Election, mpsc::Receiver<ElectionEvent>)> {
+        let n = cstring(name)?;
+        let ttl = millis(ttl)?;
+        let (tx, rx) = mpsc::channel();
+        let st = Box::into_raw(Box::new(ElectionState {
+            tx: Mutex::new(tx),
+            term: AtomicU64::new(0),
+            leader: AtomicBool::new(false),
+        }));
+        let mut out = ptr::null_mut();
+        // SAFETY: live client; st stays allocated until the resignation
+        // returned (no callback after it) or, on failure, is freed here.
+        let rc = unsafe {
+            sys::redlock_elect(
+                self.raw(),
+                n.as_ptr(),
+                ttl,
+                Some(elected_trampoline),
+                Some(election_lost_trampoline),
+                st as *mut c_void,
+                &mut out,
+            )
+        };
+        if rc != 0 {
+            // SAFETY: refused: no callback ever runs with st.
+            drop(unsafe { Box::from_raw(st) });
+            return Err(Error::from_code(rc));
+        }
+        let h = NonNull::new(out).expect("redlock: elect succeeded without a handle");
+        Ok((
+            Election {
+                client: self.clone(),
+                handle: Some(h),
+                state: st,
+                name: name.to_owned(),
+            },
+            rx,
+        ))
+    }
+
+    /// The client's counters, gauges and latency histograms
+    /// (`redlock_stats`) as one JSON object (text: parse it with the JSON
+    /// library of your choice).  [`Error::NotSupported`] with stats off.
+    pub fn stats(&self) -> Result<String> {
+        self.stats_format(sys::REDLOCK_STATS_JSON)
+    }
+
+    /// The same figures as Prometheus text exposition (format 0.0.4).
+    pub fn stats_prometheus(&self) -> Result<String> {
+        self.stats_format(sys::REDLOCK_STATS_PROMETHEUS)
+    }
+
+    fn stats_format(&self, format: c_int) -> Result<String> {
+        // SAFETY: size 0 with a NULL buffer only measures.
+        let mut n = unsafe { sys::redlock_stats(self.raw(), format, ptr::null_mut(), 0) };
+        loop {
+            if n < 0 {
+                return Err(Error::from_code(n));
+            }
+            let size = n as usize + 4096; // counters may grow in between
+            let mut buf = vec![0u8; size];
+            // SAFETY: buf is writable for size bytes.
+            n = unsafe {
+                sys::redlock_stats(self.raw(), format, buf.as_mut_ptr() as *mut c_char, size)
+            };
+            if n >= 0 && (n as usize) < size {
+                buf.truncate(n as usize);
+                return Ok(String::from_utf8_lossy(&buf).into_owned());
+            }
+        }
     }
 
     fn adopt(&self, h: *mut sys::redlock_lock_t, resources: Vec<String>) -> Lock {
@@ -668,6 +846,136 @@ impl Lock {
 }
 
 impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
+// ---- leader election -------------------------------------------------------------
+
+/// What happened to an [`Election`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElectionEvent {
+    /// This client is leader for this term: the lease's fencing token,
+    /// larger than every earlier term of the name.  Pass it to the resources
+    /// the leader writes.
+    Elected(u64),
+    /// The term ended by itself ([`Error::Lost`]); the election campaigns again.
+    Lost(Error),
+}
+
+/// State shared with the election's callbacks (the library's I/O thread).
+struct ElectionState {
+    tx: Mutex<mpsc::Sender<ElectionEvent>>,
+    term: AtomicU64,
+    leader: AtomicBool,
+}
+
+unsafe extern "C" fn elected_trampoline(
+    _e: *mut sys::redlock_election_t,
+    term: u64,
+    arg: *mut c_void,
+) {
+    // SAFETY: arg is a live ElectionState (freed only after the resignation).
+    let st = &*(arg as *const ElectionState);
+    st.term.store(term, Ordering::SeqCst);
+    st.leader.store(true, Ordering::SeqCst);
+    let tx = st.tx.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = tx.send(ElectionEvent::Elected(term)); // unbounded: never blocks
+}
+
+unsafe extern "C" fn election_lost_trampoline(
+    _e: *mut sys::redlock_election_t,
+    reason: c_int,
+    arg: *mut c_void,
+) {
+    // SAFETY: as in elected_trampoline.
+    let st = &*(arg as *const ElectionState);
+    st.leader.store(false, Ordering::SeqCst);
+    let code = if reason == 0 {
+        sys::REDLOCK_ELOST
+    } else {
+        reason
+    };
+    let tx = st.tx.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = tx.send(ElectionEvent::Lost(Error::from_code(code)));
+}
+
+/// A campaign for leadership ([`Client::elect`]).  Resigns when dropped.
+///
+/// `Send + Sync`: the accessors are safe from any thread on a live handle;
+/// the resignation (which frees it) takes `self` by value or runs in `Drop`.
+pub struct Election {
+    client: Client,
+    handle: Option<NonNull<sys::redlock_election_t>>,
+    state: *mut ElectionState,
+    name: String,
+}
+
+// SAFETY: see the type's documentation; ElectionState is Sync (Mutex + atomics).
+unsafe impl Send for Election {}
+unsafe impl Sync for Election {}
+
+impl fmt::Debug for Election {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Election")
+            .field("name", &self.name)
+            .field("term", &self.term())
+            .field("leader", &self.is_leader())
+            .finish()
+    }
+}
+
+impl Election {
+    /// The name campaigned for.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The latest term won (0 before any).
+    pub fn term(&self) -> u64 {
+        // SAFETY: state lives as long as self.
+        unsafe { (*self.state).term.load(Ordering::SeqCst) }
+    }
+    /// True while this client is leader.
+    pub fn is_leader(&self) -> bool {
+        // SAFETY: as in term().
+        unsafe { (*self.state).leader.load(Ordering::SeqCst) }
+    }
+    /// Milliseconds of leadership left in the current term (<= 0 when not leader).
+    pub fn validity_ms(&self) -> i64 {
+        match self.handle {
+            // SAFETY: live handle.
+            Some(h) => unsafe { sys::redlock_election_validity_ms(h.as_ptr()) },
+            None => 0,
+        }
+    }
+
+    /// Stops campaigning and releases the lease if leader (the next
+    /// campaigner is woken at once).  The event receiver disconnects.
+    pub fn resign(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let h = match self.handle.take() {
+            Some(h) => h,
+            None => return Ok(()),
+        };
+        // SAFETY: live client and handle; the resignation frees the handle,
+        // and no callback of the election runs after it returned (also on
+        // the I/O thread, where it does not block).
+        let rc = unsafe { sys::redlock_resign(self.client.raw(), h.as_ptr()) };
+        if rc == 0 {
+            // SAFETY: no callback can use the state any more.
+            drop(unsafe { Box::from_raw(self.state) });
+            self.state = ptr::null_mut();
+        }
+        // Otherwise (EIO) a callback might still come: the small state is leaked.
+        check(rc)
+    }
+}
+
+impl Drop for Election {
     fn drop(&mut self) {
         let _ = self.release();
     }

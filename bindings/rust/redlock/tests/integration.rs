@@ -1,6 +1,6 @@
 //! Tests against real redis-server masters: each test starts its own three on
 //! free loopback ports and stops them (by PID) when its guard drops.
-use redlock::{Client, Error};
+use redlock::{Client, ElectionEvent, Error};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -424,8 +424,153 @@ fn threads_share_a_client_mutual_exclusion() {
 // Compile-time checks of the documented auto traits.
 #[allow(dead_code)]
 fn assert_send_sync() {
+    fn election<T: Send + Sync>() {}
+    election::<redlock::Election>();
     fn is<T: Send + Sync>() {}
     is::<Client>();
     is::<redlock::Lock>();
     is::<Error>();
+}
+
+// ---- DESIGN §2b primitives, election, stats, TLS ------------------------------------
+
+const Z: Duration = Duration::ZERO;
+
+#[test]
+fn semaphore_admits_limit_and_refuses_next() {
+    let m = Masters::start(3);
+    let a = m.client().open().unwrap();
+    let b = m.client().open().unwrap();
+    let p1 = a.semaphore("rs:sem", 2, S5, Z).unwrap();
+    let p2 = b.semaphore("rs:sem", 2, S5, Z).unwrap();
+    assert!(
+        p1.resource().starts_with("rs:sem:sem:"),
+        "{}",
+        p1.resource()
+    );
+    assert_ne!(p1.resource(), p2.resource());
+    assert_eq!(a.semaphore("rs:sem", 2, S5, Z).unwrap_err(), Error::Locked);
+    p1.extend(Duration::from_secs(6)).unwrap();
+    let _rx = p2.watch().unwrap();
+    let b2 = b.clone();
+    let waiter = thread::spawn(move || b2.semaphore("rs:sem", 2, S5, S5).map(|l| l.unlock()));
+    thread::sleep(Duration::from_millis(50));
+    p1.unlock().unwrap();
+    waiter.join().unwrap().unwrap().unwrap();
+    drop(p2);
+    assert_eq!(
+        a.semaphore("rs:sem", 0, S5, Z).unwrap_err(),
+        Error::InvalidArgument
+    );
+}
+
+#[test]
+fn rwlock_writer_excludes_readers() {
+    let m = Masters::start(3);
+    let a = m.client().fencing(true).open().unwrap();
+    let b = m.client().fencing(true).open().unwrap();
+    let r1 = a.rwlock_read("rs:rw", S5, Z).unwrap();
+    let r2 = b.rwlock_read("rs:rw", S5, Z).unwrap();
+    assert_eq!(a.rwlock_write("rs:rw", S5, Z).unwrap_err(), Error::Locked);
+    drop((r1, r2));
+    let w = a.rwlock_write("rs:rw", S5, Z).unwrap();
+    assert!(w.fence() > 0);
+    assert_eq!(b.rwlock_read("rs:rw", S5, Z).unwrap_err(), Error::Locked);
+    assert_eq!(b.rwlock_write("rs:rw", S5, Z).unwrap_err(), Error::Locked);
+    w.unlock().unwrap();
+    b.rwlock_read("rs:rw", S5, Z).unwrap().unlock().unwrap();
+}
+
+#[test]
+fn election_one_leader_and_handover_on_resign() {
+    let m = Masters::start(3);
+    let a = m.client().open().unwrap();
+    let b = m.client().open().unwrap();
+    let (ea, rxa) = a.elect("rs:leader", Duration::from_secs(2)).unwrap();
+    let (eb, rxb) = b.elect("rs:leader", Duration::from_secs(2)).unwrap();
+    let deadline = Instant::now() + S5;
+    let (first, other, rx_other, t1) = loop {
+        if let Ok(ElectionEvent::Elected(t)) = rxa.try_recv() {
+            break (ea, eb, rxb, t);
+        }
+        if let Ok(ElectionEvent::Elected(t)) = rxb.try_recv() {
+            break (eb, ea, rxa, t);
+        }
+        assert!(Instant::now() < deadline, "no leader elected");
+        thread::sleep(Duration::from_millis(10));
+    };
+    thread::sleep(Duration::from_millis(300));
+    assert!(first.is_leader());
+    assert!(!other.is_leader());
+    assert_eq!(first.term(), t1);
+    assert!(t1 > 0 && first.validity_ms() > 0);
+    assert!(rx_other.try_recv().is_err());
+    first.resign().unwrap();
+    match rx_other.recv_timeout(S5).unwrap() {
+        ElectionEvent::Elected(t2) => assert!(t2 > t1, "{t2} > {t1}"),
+        ev => panic!("{ev:?}"),
+    }
+    assert!(other.is_leader());
+    other.resign().unwrap();
+    // The receiver disconnects after the resignation.
+    assert!(matches!(
+        rx_other.recv_timeout(Duration::from_millis(100)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    ));
+}
+
+#[test]
+fn stats_json_has_acquire_ok() {
+    let m = Masters::start(3);
+    let c = m.client().open().unwrap();
+    c.lock("rs:stats", S5).unwrap().unlock().unwrap();
+    let json = c.stats().unwrap();
+    assert!(json.starts_with('{'), "{json}");
+    // "operations_total": {"acquire": {"ok": N, ...
+    let i = json.find("\"operations_total\"").expect("operations_total");
+    let acq = i + json[i..].find("\"acquire\"").expect("acquire");
+    let ok = acq + json[acq..].find("\"ok\":").expect("acquire ok");
+    let n: String = json[ok + 5..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    assert!(n.parse::<u64>().unwrap() >= 1, "{}", &json[acq..acq + 80]);
+    assert!(c
+        .stats_prometheus()
+        .unwrap()
+        .contains("redlock_operations_total"));
+}
+
+#[test]
+fn tls_options_map_not_supported() {
+    let m = Masters::start(1);
+    if !redlock::tls_supported() {
+        let e = Client::builder()
+            .node("rediss://127.0.0.1:1")
+            .open()
+            .unwrap_err();
+        assert_eq!(e, Error::NotSupported);
+        assert_eq!(
+            m.client().tls_verify(false).open().unwrap_err(),
+            Error::NotSupported
+        );
+        assert_eq!(
+            m.client().tls_server_name("x").open().unwrap_err(),
+            Error::NotSupported
+        );
+        return;
+    }
+    assert_eq!(
+        m.client().tls_ca("/nonexistent/ca.pem").open().unwrap_err(),
+        Error::InvalidArgument
+    );
+    let c = m
+        .client()
+        .tls_verify(false)
+        .tls_server_name("localhost")
+        .open()
+        .unwrap();
+    drop(c);
+    println!("SKIP: rust: TLS round trip against rediss:// masters not run here (covered by the C and Python tests)");
 }
