@@ -61,19 +61,19 @@ extern "C" {
 #define REDLOCK_FENCE_KEY_PREFIX "__redlock_fence__:"
 
 /* Error codes.  XX(name, value, message).  The values are part of the ABI. */
-#define REDLOCK_ERRNO_MAP(XX)                                                                  \
-  XX(EINVAL, -1, "invalid argument")                                                         \
-  XX(ENOMEM, -2, "out of memory")                                                            \
-  XX(ELOCKED, -3, "resource is locked by another holder on a quorum of masters")            \
-  XX(ENOQUORUM, -4, "too few Redis masters answered (down, timed out or errors)")           \
-  XX(EEXPIRED, -5, "quorum won but no validity left (the round took too long)")             \
-  XX(ELOST, -6, "lock is no longer held on a quorum of masters")                            \
-  XX(ETIMEDOUT, -7, "wait budget spent before the lock could be taken")                      \
-  XX(ECANCELED, -8, "operation canceled")                                                    \
-  XX(ECLOSED, -9, "client is closing or closed")                                             \
-  XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                          \
-  XX(EIO, -11, "I/O or system error")                                                       \
-  XX(ENOTSUP, -12, "not supported by this build (e.g. rediss:// without TLS support)")       \
+#define REDLOCK_ERRNO_MAP(XX)                                                                      \
+  XX(EINVAL, -1, "invalid argument")                                                               \
+  XX(ENOMEM, -2, "out of memory")                                                                  \
+  XX(ELOCKED, -3, "resource is locked by another holder on a quorum of masters")                   \
+  XX(ENOQUORUM, -4, "too few Redis masters answered (down, timed out or errors)")                  \
+  XX(EEXPIRED, -5, "quorum won but no validity left (the round took too long)")                    \
+  XX(ELOST, -6, "lock is no longer held on a quorum of masters")                                   \
+  XX(ETIMEDOUT, -7, "wait budget spent before the lock could be taken")                            \
+  XX(ECANCELED, -8, "operation canceled")                                                          \
+  XX(ECLOSED, -9, "client is closing or closed")                                                   \
+  XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                                \
+  XX(EIO, -11, "I/O or system error")                                                              \
+  XX(ENOTSUP, -12, "not supported by this build (e.g. rediss:// without TLS support)")             \
   XX(EFORKED, -13, "client used in a forked child: open a new client in the child")
 
 typedef enum {
@@ -174,8 +174,7 @@ REDLOCK_EXPORT int redlock_options_set_tls(redlock_options_t *opts, const char *
  * each URI's host (e.g. masters listed by IP address whose certificates name
  * a DNS name).  NULL restores the default.  At most 255 bytes; may be an IP
  * address, which is then checked against the certificates' IP entries. */
-REDLOCK_EXPORT int redlock_options_set_tls_server_name(redlock_options_t *opts,
-                                                       const char *name);
+REDLOCK_EXPORT int redlock_options_set_tls_server_name(redlock_options_t *opts, const char *name);
 /* verify != 0 (default): the chain must lead to a trusted authority AND the
  * certificate must be for the host name (or IP address).  0: neither is
  * checked (traffic is encrypted but anyone can pose as a master: for tests). */
@@ -225,7 +224,7 @@ REDLOCK_EXPORT int redlock_watch(redlock_t *client, redlock_lock_t *lock,
 
 /* ---- Lock accessors: any thread, for a live handle ------------------------ */
 REDLOCK_EXPORT int64_t redlock_lock_validity_ms(const redlock_lock_t *lock); /* <= 0 expired */
-REDLOCK_EXPORT uint64_t redlock_lock_fence(const redlock_lock_t *lock); /* 0 without fencing */
+REDLOCK_EXPORT uint64_t redlock_lock_fence(const redlock_lock_t *lock);      /* 0 without fencing */
 REDLOCK_EXPORT const char *redlock_lock_resource(const redlock_lock_t *lock);
 REDLOCK_EXPORT const char *redlock_lock_value(const redlock_lock_t *lock);
 REDLOCK_EXPORT int redlock_lock_is_lost(const redlock_lock_t *lock);
@@ -244,8 +243,8 @@ REDLOCK_EXPORT int redlock_lock_async(redlock_t *client, const char *resource, u
                                       uint32_t wait_ms, redlock_lock_cb cb, void *arg);
 REDLOCK_EXPORT int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
                                         redlock_done_cb cb, void *arg);
-REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
-                                        redlock_done_cb cb, void *arg);
+REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_cb cb,
+                                        void *arg);
 
 /* ---- Leader election ---------------------------------------------------------
  * redlock_elect campaigns for leadership of `name` until redlock_resign (or
@@ -382,14 +381,14 @@ REDLOCK_EXPORT int redlock_options_set_stats(redlock_options_t *opts, int enable
  * off. */
 typedef struct redlock_event redlock_event_t;
 typedef enum {
-  REDLOCK_EVENT_ACQUIRE = 1,       /* lock, trylock, lock_many, lock_async (wait 0) */
-  REDLOCK_EVENT_WAIT = 2,          /* lock_wait, lock_async with wait_ms > 0 */
-  REDLOCK_EVENT_EXTEND = 3,        /* extend, extend_async */
-  REDLOCK_EVENT_RENEW = 4,         /* an automatic extension by redlock_watch */
-  REDLOCK_EVENT_RELEASE = 5,       /* unlock, unlock_async */
-  REDLOCK_EVENT_LOST = 6,          /* a held lock was found lost (status = reason) */
-  REDLOCK_EVENT_NODE_UP = 7,       /* a master connected (and finished the handshake) */
-  REDLOCK_EVENT_NODE_DOWN = 8,     /* a master went down (or its first attempt failed) */
+  REDLOCK_EVENT_ACQUIRE = 1,        /* lock, trylock, lock_many, lock_async (wait 0) */
+  REDLOCK_EVENT_WAIT = 2,           /* lock_wait, lock_async with wait_ms > 0 */
+  REDLOCK_EVENT_EXTEND = 3,         /* extend, extend_async */
+  REDLOCK_EVENT_RENEW = 4,          /* an automatic extension by redlock_watch */
+  REDLOCK_EVENT_RELEASE = 5,        /* unlock, unlock_async */
+  REDLOCK_EVENT_LOST = 6,           /* a held lock was found lost (status = reason) */
+  REDLOCK_EVENT_NODE_UP = 7,        /* a master connected (and finished the handshake) */
+  REDLOCK_EVENT_NODE_DOWN = 8,      /* a master went down (or its first attempt failed) */
   REDLOCK_EVENT_QUARANTINE_END = 9, /* a restarted master's votes count again */
   REDLOCK_EVENT_SEMAPHORE = 10,     /* redlock_semaphore_acquire (and its _async form) */
   REDLOCK_EVENT_RWLOCK_READ = 11,   /* redlock_rwlock_read */

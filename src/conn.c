@@ -11,8 +11,8 @@ typedef struct conn_events {
   redisAsyncContext *ac; /* NULL once hiredis has let go of it */
   conn_flusher_t *flusher;
   uv_poll_t poll;
-  int events;       /* UV_READABLE | UV_WRITABLE being polled for */
-  int want_write;   /* hiredis has unsent output */
+  int events;     /* UV_READABLE | UV_WRITABLE being polled for */
+  int want_write; /* hiredis has unsent output */
   list_node_t dirty_link;
   /* The reader's own object functions, which ours wrap (reader->privdata
    * points back here, and hiredis hands it to every read task). */
@@ -72,8 +72,7 @@ static void *reply_create_nil(const redisReadTask *task) {
 }
 
 #if HIREDIS_MAJOR >= 1
-static void *reply_create_double(const redisReadTask *task, double value, char *str,
-                                 size_t len) {
+static void *reply_create_double(const redisReadTask *task, double value, char *str, size_t len) {
   return task_events(task)->reply_fns->createDouble(task, value, str, len);
 }
 

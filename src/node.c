@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "client.h"
-#include "conn.h"
 #include "clock.h"
+#include "conn.h"
 #include "quorum.h"
 #include "scripts.h"
 #include "stats.h"
@@ -117,11 +117,11 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
            detail ? detail : "");
   uv_mutex_unlock(&node->client->mutex);
   if (node->failures == 0 || level >= REDLOCK_LOG_ERROR)
-    client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what,
-               detail ? ": " : "", detail ? detail : "");
+    client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what, detail ? ": " : "",
+               detail ? detail : "");
   else
-    client_log(node->client, REDLOCK_LOG_DEBUG, "master %s: %s%s%s (failure %u)",
-               node->addr.label, what, detail ? ": " : "", detail ? detail : "", node->failures);
+    client_log(node->client, REDLOCK_LOG_DEBUG, "master %s: %s%s%s (failure %u)", node->addr.label,
+               what, detail ? ": " : "", detail ? detail : "", node->failures);
   node_release_context(node);
   node_schedule_reconnect(node);
   /* Order matters: the node is DOWN before anything below can run a
@@ -134,8 +134,7 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
 static void connect_timer_cb(uv_timer_t *timer) {
   node_t *node = timer->data;
   char detail[64];
-  snprintf(detail, sizeof detail, "no answer within %u ms",
-           node->client->opts.connect_timeout_ms);
+  snprintf(detail, sizeof detail, "no answer within %u ms", node->client->opts.connect_timeout_ms);
   node_fail(node, REDLOCK_LOG_WARN, "connect timed out", detail);
 }
 
@@ -289,8 +288,7 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   info_server_t info;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
       info_parse_server(reply->str, reply->len, &info) != 0) {
-    node_fail(node, REDLOCK_LOG_ERROR, "INFO server reply lacks run_id or uptime_in_seconds",
-              NULL);
+    node_fail(node, REDLOCK_LOG_ERROR, "INFO server reply lacks run_id or uptime_in_seconds", NULL);
     return;
   }
   uint64_t now = clock_now_ns();
@@ -514,9 +512,7 @@ void node_cancel(node_req_t *req) {
   req->node->backlog_len--;
 }
 
-int node_owes_releases(const node_t *node) {
-  return node_can_write(node) && node->replays_out > 0;
-}
+int node_owes_releases(const node_t *node) { return node_can_write(node) && node->replays_out > 0; }
 
 void node_read_pending(node_t *node) {
   if (node->state == NODE_READY && node->inflight > 0)

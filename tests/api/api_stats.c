@@ -835,7 +835,6 @@ static void test_stats_off(void **state) {
   api_close_client(c);
 }
 
-
 /* Permits, read-write holds and won terms are counted under their own op
  * label (and event kind), not as plain acquisitions. */
 typedef struct {

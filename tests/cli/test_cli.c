@@ -48,8 +48,8 @@
  * tolerate a loaded machine. */
 #define RUN "run", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
 
-static const char *g_redlock;  /* the binary under test */
-static char g_self[PATH_MAX];  /* this program, as COMMAND */
+static const char *g_redlock; /* the binary under test */
+static char g_self[PATH_MAX]; /* this program, as COMMAND */
 static const char *g_case = "?";
 static rh_server_t *g_servers[N_MASTERS];
 static int g_have_servers;
@@ -263,10 +263,10 @@ fail_at(const char *file, int line, const char *cond, const char *fmt, ...) {
   exit(1);
 }
 
-#define CHECK(cond, ...)                                                                       \
-  do {                                                                                         \
-    if (!(cond))                                                                               \
-      fail_at(__FILE__, __LINE__, #cond, __VA_ARGS__);                                         \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      fail_at(__FILE__, __LINE__, #cond, __VA_ARGS__);                                             \
   } while (0)
 
 /* Starts `redlock ARGS...`.  nodes: REDLOCK_NODES for it (NULL: unset).
@@ -338,7 +338,8 @@ static proc_t *start_argv(const char *nodes, int keep_stdin, const char *const *
   return p;
 }
 
-#define START(nodes, keep, ...) start_argv((nodes), (keep), (const char *const[]){__VA_ARGS__, NULL})
+#define START(nodes, keep, ...)                                                                    \
+  start_argv((nodes), (keep), (const char *const[]){__VA_ARGS__, NULL})
 
 static void pump(proc_t *p) {
   while (!p->out_eof && p->out_len < sizeof p->out - 1) {
@@ -411,8 +412,7 @@ static void wait_output(proc_t *p, const char *needle, int timeout_ms) {
   wait_out_t w = {p, needle};
   g_last = p;
   int ok = rh_wait_until(pred_output, &w, timeout_ms);
-  CHECK(ok && strstr(p->out, needle) != NULL, "no '%s' on stdout after %d ms", needle,
-        timeout_ms);
+  CHECK(ok && strstr(p->out, needle) != NULL, "no '%s' on stdout after %d ms", needle, timeout_ms);
 }
 
 static int pred_eof(void *arg) {
@@ -538,8 +538,7 @@ static int pred_key_gone(void *arg) {
 
 static void wait_key_gone(const char *key) {
   key_arg_t k = {key};
-  CHECK(rh_wait_until(pred_key_gone, &k, DEADLINE_MS), "key '%s' still present on a master",
-        key);
+  CHECK(rh_wait_until(pred_key_gone, &k, DEADLINE_MS), "key '%s' still present on a master", key);
 }
 
 /* Starts `redlock run RESOURCE -- helper hold` and waits until it holds. */
@@ -696,8 +695,8 @@ static void case_wait(void) {
 
   /* A wait that runs out. */
   proc_t *h2 = start_holder(NULL, "wait-res", 0);
-  proc_t *t = START(g_nodes, 0, RUN, "--wait", "700", "wait-res", "--", g_self, "--helper",
-                    "print");
+  proc_t *t =
+      START(g_nodes, 0, RUN, "--wait", "700", "wait-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(t) == 75, "wait ran out -> 75");
   CHECK(t->exited_ms - t->started_ms >= 700, "waited the whole budget (%" PRIu64 " ms)",
         t->exited_ms - t->started_ms);
@@ -774,11 +773,12 @@ static void case_usage(void) {
       {"", {"run", "r", "--", g_self}},
       {"http://127.0.0.1:1", {"run", "r", "--", g_self}},
       {many, {"run", "r", "--", g_self}},
-      {NULL, {"run", "--node", "redis://127.0.0.1:1", "--node", "redis://127.0.0.1:1", "r",
-              "--", g_self}},
+      {NULL,
+       {"run", "--node", "redis://127.0.0.1:1", "--node", "redis://127.0.0.1:1", "r", "--",
+        g_self}},
       /* Without TLS the URI is refused; with it, a certificate without a key. */
-      {NULL, {"run", "--node", "rediss://127.0.0.1:1", "--tls-cert", "/nonexistent", "r", "--",
-              g_self}},
+      {NULL,
+       {"run", "--node", "rediss://127.0.0.1:1", "--tls-cert", "/nonexistent", "r", "--", g_self}},
       {nodes, {"status"}},
       {nodes, {"status", "a", "b"}},
       {nodes, {"status", "--timeout", "0", "a"}},
@@ -788,8 +788,8 @@ static void case_usage(void) {
     proc_t *p = start_argv(bad[i].env, 0, bad[i].args);
     int rc = RUN_TO_END(p);
     CHECK(rc == 64, "bad command line #%zu (%s %s ...) -> 64, got %d", i,
-          bad[i].args[0] ? bad[i].args[0] : "", bad[i].args[0] && bad[i].args[1] ? bad[i].args[1] : "",
-          rc);
+          bad[i].args[0] ? bad[i].args[0] : "",
+          bad[i].args[0] && bad[i].args[1] ? bad[i].args[1] : "", rc);
     CHECK(p->out_len == 0, "nothing on stdout, COMMAND did not run (#%zu)", i);
     CHECK(stderr_contains(p, "--help"), "points at --help (#%zu)", i);
   }
@@ -875,8 +875,8 @@ static void case_signals(void) {
 
   /* A signal while waiting for the lock: give up at once, COMMAND never runs. */
   proc_t *h = start_holder(NULL, "sig-res", 0);
-  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "120000", "sig-res", "--", g_self,
-                    "--helper", "print");
+  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "120000", "sig-res", "--", g_self, "--helper",
+                    "print");
   wait_stderr(w, "waiting up to", DEADLINE_MS);
   CHECK(kill(w->pid, SIGTERM) == 0, "kill waiter");
   CHECK(RUN_TO_END(w) == 128 + SIGTERM, "waiter exits 128+SIGTERM");
@@ -908,8 +908,8 @@ static void case_status(void) {
       continue;
     long long pttl = 0;
     unsigned long long f = 0;
-    CHECK(sscanf(l + strlen(value), " %lld %llu", &pttl, &f) == 2, "parse '%.*s'",
-          (int)(eol - l), l);
+    CHECK(sscanf(l + strlen(value), " %lld %llu", &pttl, &f) == 2, "parse '%.*s'", (int)(eol - l),
+          l);
     CHECK(pttl > 0 && pttl <= 20000, "PTTL %lld", pttl);
     CHECK(f >= fence, "fence counter %llu >= token %" PRIu64, f, fence);
     lines++;
@@ -922,8 +922,8 @@ static void case_status(void) {
 
   /* --node instead of REDLOCK_NODES. */
   s = START(NULL, 0, "status", "--node", rh_server_uri(g_servers[0]), "--node",
-            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "-p", "app:",
-            "st-res");
+            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "-p",
+            "app:", "st-res");
   CHECK(RUN_TO_END(s) == 0 && strstr(s->out, value) != NULL, "--node");
 
   close_stdin(h);
@@ -966,8 +966,7 @@ static void case_nodes(void) {
   p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "REDLOCK_NODES with spaces");
   /* A small --max-ttl caps the default TTL (30 s) instead of refusing it. */
-  p = START(g_nodes, 0, RUN, "--max-ttl", "5s", "nodes-res", "--", g_self, "--helper", "exit",
-            "0");
+  p = START(g_nodes, 0, RUN, "--max-ttl", "5s", "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--max-ttl 5s without --ttl");
   /* One master down of three: still a quorum. */
   CHECK(rh_server_kill(g_servers[2]) == 0, "kill");
@@ -1061,8 +1060,8 @@ static long campaigners(const char *key) {
   long fewest = -1;
   for (int i = 0; i < N_MASTERS; i++) {
     char buf[256];
-    if (rh_server_command(g_servers[i], buf, sizeof buf, "PUBSUB NUMSUB " REDLOCK_RELEASE_CHANNEL_PREFIX "%s",
-                          key) != 0)
+    if (rh_server_command(g_servers[i], buf, sizeof buf,
+                          "PUBSUB NUMSUB " REDLOCK_RELEASE_CHANNEL_PREFIX "%s", key) != 0)
       return 0;
     const char *nl = strchr(buf, '\n');
     long n = nl != NULL ? strtol(nl + 1, NULL, 10) : 0;
@@ -1217,13 +1216,15 @@ static void case_tls(void) {
   snprintf(key, sizeof key, "%s/client.key", dir);
   snprintf(srv_crt, sizeof srv_crt, "%s/server.crt", dir);
   snprintf(srv_key, sizeof srv_key, "%s/server.key", dir);
-  rh_options_t opts = {.tls_cert_file = srv_crt, .tls_key_file = srv_key,
-                       .tls_ca_cert_file = ca, .tls_auth_clients = 1};
+  rh_options_t opts = {.tls_cert_file = srv_crt,
+                       .tls_key_file = srv_key,
+                       .tls_ca_cert_file = ca,
+                       .tls_auth_clients = 1};
   start_masters_with(&opts);
   CHECK(strncmp(g_nodes, "rediss://", 9) == 0, "TLS URIs: %s", g_nodes);
 
-  proc_t *p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
-                    "tls-res", "--", g_self, "--helper", "print");
+  proc_t *p = START(g_nodes, 0, RUN, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key, "tls-res",
+                    "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 0, "run over TLS with a client certificate");
   CHECK(field_u64(p, "env", "fence") > 0, "COMMAND ran with a fencing token");
 
@@ -1239,12 +1240,12 @@ static void case_tls(void) {
             "--tls-server-name", "wrong.example", "tls-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "wrong server name -> no quorum");
   CHECK(stderr_contains(p, "hostname mismatch"), "the mismatch is shown");
-  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-cert", crt, "--tls-key", key,
-            "tls-res", "--", g_self, "--helper", "print");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-cert", crt, "--tls-key", key, "tls-res",
+            "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "untrusted CA -> no quorum");
   CHECK(stderr_contains(p, "certificate verify failed"), "the failed check is shown");
-  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-insecure", "--tls-cert", crt,
-            "--tls-key", key, "tls-res", "--", g_self, "--helper", "exit", "0");
+  p = START(g_nodes, 0, RUN, "--tls-ca", wrongca, "--tls-insecure", "--tls-cert", crt, "--tls-key",
+            key, "tls-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--tls-insecure connects anyway");
 
   /* The same from the environment. */
@@ -1256,8 +1257,8 @@ static void case_tls(void) {
   setenv("REDLOCK_TLS_SERVER_NAME", "wrong.example", 1);
   p = START(g_nodes, 0, RUN, "tls-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 69, "REDLOCK_TLS_SERVER_NAME is used");
-  p = START(g_nodes, 0, RUN, "--tls-server-name", "localhost", "tls-res", "--", g_self,
-            "--helper", "exit", "0");
+  p = START(g_nodes, 0, RUN, "--tls-server-name", "localhost", "tls-res", "--", g_self, "--helper",
+            "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "an option wins over its variable");
   unsetenv("REDLOCK_TLS_SERVER_NAME");
 

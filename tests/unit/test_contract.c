@@ -83,21 +83,28 @@ static void test_signatures(void **state) {
   int (*set_event_cb)(redlock_options_t *, event_cb_t, void *) = redlock_options_set_event_cb;
 
   const void *all[] = {
-      (const void *)options_new, (const void *)options_free,   (const void *)add_node,
-      (const void *)set_retry,   (const void *)set_drift,      (const void *)set_timeouts,
-      (const void *)set_max_ttl, (const void *)set_quarantine, (const void *)set_fencing,
-      (const void *)set_prefix,  (const void *)set_log,        (const void *)open,
-      (const void *)close,       (const void *)lock,           (const void *)trylock,
-      (const void *)lock_wait,   (const void *)lock_many,      (const void *)extend,
-      (const void *)unlock,      (const void *)watch,          (const void *)validity,
-      (const void *)fence,       (const void *)resource,       (const void *)value,
-      (const void *)is_lost,     (const void *)lock_async,     (const void *)extend_async,
-      (const void *)unlock_async, (const void *)strerror_,     (const void *)err_name,
-      (const void *)version,     (const void *)open_uv,        (const void *)close_uv,
-      (const void *)tls_supported, (const void *)set_tls,      (const void *)set_tls_name,
-      (const void *)set_tls_verify, (const void *)sem,         (const void *)rw_read,
-      (const void *)rw_write,    (const void *)elect,          (const void *)resign,
-      (const void *)stats,       (const void *)set_event_cb,
+      (const void *)options_new,    (const void *)options_free,
+      (const void *)add_node,       (const void *)set_retry,
+      (const void *)set_drift,      (const void *)set_timeouts,
+      (const void *)set_max_ttl,    (const void *)set_quarantine,
+      (const void *)set_fencing,    (const void *)set_prefix,
+      (const void *)set_log,        (const void *)open,
+      (const void *)close,          (const void *)lock,
+      (const void *)trylock,        (const void *)lock_wait,
+      (const void *)lock_many,      (const void *)extend,
+      (const void *)unlock,         (const void *)watch,
+      (const void *)validity,       (const void *)fence,
+      (const void *)resource,       (const void *)value,
+      (const void *)is_lost,        (const void *)lock_async,
+      (const void *)extend_async,   (const void *)unlock_async,
+      (const void *)strerror_,      (const void *)err_name,
+      (const void *)version,        (const void *)open_uv,
+      (const void *)close_uv,       (const void *)tls_supported,
+      (const void *)set_tls,        (const void *)set_tls_name,
+      (const void *)set_tls_verify, (const void *)sem,
+      (const void *)rw_read,        (const void *)rw_write,
+      (const void *)elect,          (const void *)resign,
+      (const void *)stats,          (const void *)set_event_cb,
   };
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     assert_non_null(all[i]);
@@ -110,12 +117,18 @@ static void test_constants(void **state) {
     int code;
     const char *name;
   } codes[] = {
-      {REDLOCK_EINVAL, "REDLOCK_EINVAL"},       {REDLOCK_ENOMEM, "REDLOCK_ENOMEM"},
-      {REDLOCK_ELOCKED, "REDLOCK_ELOCKED"},     {REDLOCK_ENOQUORUM, "REDLOCK_ENOQUORUM"},
-      {REDLOCK_EEXPIRED, "REDLOCK_EEXPIRED"},   {REDLOCK_ELOST, "REDLOCK_ELOST"},
-      {REDLOCK_ETIMEDOUT, "REDLOCK_ETIMEDOUT"}, {REDLOCK_ECANCELED, "REDLOCK_ECANCELED"},
-      {REDLOCK_ECLOSED, "REDLOCK_ECLOSED"},     {REDLOCK_EWOULDBLOCK, "REDLOCK_EWOULDBLOCK"},
-      {REDLOCK_EIO, "REDLOCK_EIO"},             {REDLOCK_ENOTSUP, "REDLOCK_ENOTSUP"},
+      {REDLOCK_EINVAL, "REDLOCK_EINVAL"},
+      {REDLOCK_ENOMEM, "REDLOCK_ENOMEM"},
+      {REDLOCK_ELOCKED, "REDLOCK_ELOCKED"},
+      {REDLOCK_ENOQUORUM, "REDLOCK_ENOQUORUM"},
+      {REDLOCK_EEXPIRED, "REDLOCK_EEXPIRED"},
+      {REDLOCK_ELOST, "REDLOCK_ELOST"},
+      {REDLOCK_ETIMEDOUT, "REDLOCK_ETIMEDOUT"},
+      {REDLOCK_ECANCELED, "REDLOCK_ECANCELED"},
+      {REDLOCK_ECLOSED, "REDLOCK_ECLOSED"},
+      {REDLOCK_EWOULDBLOCK, "REDLOCK_EWOULDBLOCK"},
+      {REDLOCK_EIO, "REDLOCK_EIO"},
+      {REDLOCK_ENOTSUP, "REDLOCK_ENOTSUP"},
   };
   assert_int_equal(REDLOCK_OK, 0);
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
