@@ -42,7 +42,10 @@ describe('interop with node-redlock 5', { skip: NodeRedlock ? false : 'npm redlo
 
   it('node-redlock holds: we are refused, then get it after its release', async () => {
     const theirLock = await theirs.acquire(['i:a'], 5000);
-    assert.deepEqual(await srv.all('GET', 'i:a'), Array(3).fill(theirLock.value));
+    // node-redlock needs a quorum (2 of 3): a master whose ioredis connection
+    // was not ready yet under load may miss the key.
+    const vals = await srv.all('GET', 'i:a');
+    assert.ok(vals.filter((v) => v === theirLock.value).length >= 2, JSON.stringify(vals));
     await assert.rejects(ours.tryLock('i:a', { ttlMs: 5000 }), redlock.LockedError);
     await assert.rejects(oursFenced.tryLock('i:a', { ttlMs: 5000 }), redlock.LockedError);
     await theirLock.release();

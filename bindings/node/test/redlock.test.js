@@ -183,7 +183,10 @@ describe('redlock-c Node binding', () => {
     await assert.rejects(a.lockMany(['x', 'x'], { ttlMs: 100 }), redlock.InvalidArgumentError);
     await assert.rejects(Client.open(['http://nope'], base), redlock.InvalidArgumentError);
     await assert.rejects(Client.open(srv.uris, { bogus: 1 }), TypeError);
-    await assert.rejects(Client.open(['rediss://127.0.0.1:1'], base), (e) => e instanceof redlock.RedlockError);
+    if (!redlock.tlsSupported()) {
+      // A TLS build opens (the master is retried in the background): see the TLS test.
+      await assert.rejects(Client.open(['rediss://127.0.0.1:1'], base), (e) => e instanceof redlock.RedlockError);
+    }
     const c = await Client.open(srv.uris, base);
     const lk = await c.lock('n:closed', { ttlMs: 5000 });
     await c.close();
