@@ -19,8 +19,9 @@ import (
 // ---- masters: redis-server on free loopback ports, stopped by PID ------------
 
 type master struct {
-	port int
-	cmd  *exec.Cmd
+	port   int
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returned
 }
 
 var masters []*master
@@ -115,37 +116,66 @@ func startMasters(n int) error {
 		return err
 	}
 	for i := 0; i < n; i++ {
-		port, err := freePort()
+		m, err := startMaster(dir)
 		if err != nil {
 			return err
+		}
+		masters = append(masters, m)
+	}
+	return nil
+}
+
+// startMaster runs redis-server on a fresh free port and waits until the
+// server answering there is ours (INFO's process_id is our child's PID). A
+// free port can be taken by another process before redis-server binds it: the
+// child then exits, and another port is tried.
+func startMaster(dir string) (*master, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		inUse := false
+		for _, m := range masters {
+			inUse = inUse || m.port == port
+		}
+		if inUse {
+			continue
 		}
 		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir)
 		if err := cmd.Start(); err != nil {
-			return err
+			return nil, err
 		}
-		masters = append(masters, &master{port, cmd})
-	}
-	for _, m := range masters {
-		deadline := time.Now().Add(5 * time.Second)
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		want := fmt.Sprintf("process_id:%d", cmd.Process.Pid)
+		deadline := time.Now().Add(10 * time.Second)
 		for {
-			if v, err := redisCmd(m.port, "PING"); err == nil && v == "PONG" {
-				break
+			if info, err := redisCmd(port, "INFO", "server"); err == nil && strings.Contains(info, want+"\r\n") {
+				return &master{port, cmd, exited}, nil
 			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("redis-server on port %d did not start", m.port)
+			select {
+			case <-exited:
+			default:
+				if time.Now().Before(deadline) {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				cmd.Process.Kill()
+				<-exited
 			}
-			time.Sleep(50 * time.Millisecond)
+			break
 		}
 	}
-	return nil
+	return nil, errors.New("could not start redis-server on a free port (5 attempts)")
 }
 
 func stopMasters() {
 	for _, m := range masters {
 		m.cmd.Process.Signal(syscall.SIGCONT)
 		m.cmd.Process.Kill() // by PID: the process we started
-		m.cmd.Wait()
+		<-m.exited
 	}
 }
 

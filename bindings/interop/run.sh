@@ -42,29 +42,42 @@ trap cleanup EXIT
 # ---- masters ------------------------------------------------------------------------
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-redis_ping() {
-  local reply=""
+# Succeeds once the server on port $1 is process $2: INFO's process_id, so a
+# foreign server that took the port first is never mistaken for ours.
+redis_is() {
+  local line="" found=1
   exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-  printf 'PING\r\n' >&3
-  read -r -t 1 reply <&3 || true
+  printf 'INFO server\r\n' >&3
+  while read -r -t 1 line <&3; do
+    [ "${line%$'\r'}" = "process_id:$2" ] && { found=0; break; }
+    [ "${line%$'\r'}" = "" ] && break
+  done
   exec 3>&-
-  [ "${reply%$'\r'}" = "+PONG" ]
+  return $found
 }
 
 nodes=()
 for i in 1 2 3; do
-  for _ in $(seq 50); do
-    port=$((20000 + RANDOM % 30000))
-    port_in_use "$port" || break
+  started=""
+  for _attempt in 1 2 3 4 5; do # the port can be taken before redis binds it
+    for _ in $(seq 50); do
+      port=$((20000 + RANDOM % 30000))
+      port_in_use "$port" || break
+    done
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
+      >"$tmp/redis-$i.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 200); do
+      redis_is "$port" "$pid" 2>/dev/null && { started=1; break; }
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.05
+    done
+    [ -n "$started" ] && break
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
-    >"$tmp/redis-$i.log" 2>&1 &
-  pids+=($!)
-  for _ in $(seq 100); do
-    redis_ping "$port" 2>/dev/null && break
-    sleep 0.05
-  done
-  redis_ping "$port" 2>/dev/null || { echo "FAIL: redis-server on port $port did not start"; cat "$tmp/redis-$i.log"; exit 1; }
+  [ -n "$started" ] || { echo "FAIL: redis-server did not start (last port $port)"; cat "$tmp/redis-$i.log"; exit 1; }
+  pids+=($pid)
   nodes+=("redis://127.0.0.1:$port")
 done
 REDLOCK_NODES=$(IFS=,; echo "${nodes[*]}")

@@ -70,22 +70,39 @@ function parse(buf, off) {
   }
 }
 
+// Runs redis-server on a fresh free port and resolves once the server answering
+// there is ours (INFO's process_id is our child's PID).  A free port can be
+// taken by another process before redis-server binds it: the child then exits,
+// and another port is tried.
+async function startMaster(dir, taken) {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const port = await freePort();
+    if (taken.includes(port)) continue;
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
+      '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    let gone = false;
+    exited.then(() => { gone = true; });
+    const deadline = Date.now() + 10000;
+    while (!gone && Date.now() < deadline) {
+      try {
+        const info = await command(port, 'INFO', 'server');
+        if (info.includes(`process_id:${child.pid}\r\n`)) {
+          return { port, child, uri: `redis://127.0.0.1:${port}` };
+        }
+      } catch { /* not listening yet */ }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    if (!gone) { child.kill('SIGKILL'); await exited; }
+  }
+  throw new Error('could not start redis-server on a free port (5 attempts)');
+}
+
 async function startMasters(n) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlock-node-'));
   const masters = [];
   for (let i = 0; i < n; i++) {
-    const port = await freePort();
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
-      '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'], { stdio: 'ignore' });
-    masters.push({ port, child, uri: `redis://127.0.0.1:${port}` });
-  }
-  for (const m of masters) {
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      try { if ((await command(m.port, 'PING')) === 'PONG') break; } catch { /* not yet */ }
-      if (Date.now() > deadline) throw new Error(`redis-server on ${m.port} did not start`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    masters.push(await startMaster(dir, masters.map((m) => m.port)));
   }
   return {
     masters,

@@ -122,12 +122,11 @@ class RedisServer:
             if proc.poll() is not None:
                 return False
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1.0) as s:
-                    s.sendall(b"PING\r\n")
-                    s.settimeout(2.0)
-                    if s.recv(64).startswith(b"+PONG"):
-                        return True
-            except OSError:
+                # ours, not a foreign server that took the port first
+                info = redis_cmd(port, "INFO", "server", timeout=2.0)
+                if isinstance(info, str) and ("process_id:%d\r\n" % proc.pid) in info:
+                    return True
+            except (OSError, ValueError):
                 pass
             time.sleep(0.02)  # poll interval
         return False

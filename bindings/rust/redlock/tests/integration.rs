@@ -36,12 +36,28 @@ impl Masters {
             dir,
         };
         for _ in 0..n {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let child = Command::new("redis-server")
+            m.start_one();
+        }
+        m
+    }
+
+    /// Starts one redis-server on a fresh free port and waits until the
+    /// server answering there is ours (INFO's process_id is our child's PID).
+    /// A free port can be taken by someone else (a parallel test) before
+    /// redis-server binds it: the child then exits, and we try another port.
+    fn start_one(&mut self) {
+        for _attempt in 0..5 {
+            let port = loop {
+                let p = TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                if !self.ports.contains(&p) {
+                    break p;
+                }
+            };
+            let mut child = Command::new("redis-server")
                 .args([
                     "--port",
                     &port.to_string(),
@@ -53,25 +69,31 @@ impl Masters {
                     "no",
                 ])
                 .arg("--dir")
-                .arg(&m.dir)
+                .arg(&self.dir)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
                 .expect("redis-server");
-            m.children.push(child);
-            m.ports.push(port);
-        }
-        for &p in &m.ports {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while cmd(p, &["PING"]).as_deref() != Ok("PONG") {
-                assert!(
-                    Instant::now() < deadline,
-                    "redis-server on {p} did not start"
-                );
-                thread::sleep(Duration::from_millis(50));
+            let pid_line = format!("process_id:{}", child.id());
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let ready = loop {
+                if cmd(port, &["INFO", "server"]).is_ok_and(|s| s.lines().any(|l| l == pid_line)) {
+                    break true;
+                }
+                if child.try_wait().ok().flatten().is_some() || Instant::now() >= deadline {
+                    break false;
+                }
+                thread::sleep(Duration::from_millis(20));
+            };
+            if ready {
+                self.children.push(child);
+                self.ports.push(port);
+                return;
             }
+            let _ = child.kill();
+            let _ = child.wait();
         }
-        m
+        panic!("could not start redis-server on a free port (5 attempts)");
     }
 
     fn uris(&self) -> Vec<String> {
