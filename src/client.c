@@ -3,29 +3,22 @@
  * by a uv_async_t, the round deadline timer, and the orderly close. */
 #include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "clock.h"
 #include "redlock_uv.h"
 #include "stats.h"
+#include "transport.h"
 
-/* ---- logging and small services ------------------------------------------------ */
+static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
+static void client_module_closed(redlock_t *client);
 
-void client_log(redlock_t *client, int level, const char *fmt, ...) {
-  if (!client_log_enabled(client, level))
-    return;
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  client->opts.log_cb(level, msg, client->opts.log_arg);
-}
+/* ---- small services ----------------------------------------------------------------- */
 
 uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
 
@@ -40,7 +33,9 @@ int client_on_loop_thread(const redlock_t *client) {
   return uv_thread_equal(&self, &client->loop_thread_id);
 }
 
-void client_record_votes(redlock_t *client, const round_t *round) {
+/* round_env_t.decided: a caller's round was decided (redlock_last_votes). */
+static void client_record_votes(void *arg, const round_t *round) {
+  redlock_t *client = arg;
   uv_mutex_lock(&client->mutex);
   for (unsigned i = 0; i < round->n_votes; i++) {
     client->last_votes[i] = round->votes[i].why;
@@ -72,7 +67,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
     const char *down_why = client->last_outcome ? client->last_down_why[i] : "";
     int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", client->nodes[i].addr.label,
-                     client->last_outcome ? round_why_name(client->last_votes[i]) : "-",
+                     client->last_outcome ? why_name(client->last_votes[i]) : "-",
                      down_why[0] ? " (" : "", down_why, down_why[0] ? ")" : "");
     total = n < 0 ? n : total + n;
   }
@@ -85,10 +80,29 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
 static void deadline_timer_cb(uv_timer_t *timer) {
   redlock_t *client = timer->data;
   client->deadline_armed_ns = 0;
-  round_deadlines_fire(client);
+  /* Timers run before the loop reads sockets: replies that arrived in time
+   * may be waiting unread, above all when this thread was slow to run. */
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_read_pending(&client->nodes[i]);
+  round_deadlines_fire(&client->rounds);
+  /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
+   * callbacks of their requests, which may free rounds.  Replies that came
+   * in during a long walk are read first, so that only a master is blamed. */
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    node_read_pending(&client->nodes[i]);
+    node_drop_if_hung(&client->nodes[i]);
+  }
+  /* Replayed releases are in no round: judge their master again when it
+   * would be hung, or close could wait forever for a silent one. */
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    uint64_t due_ns = node_replays_due_ns(&client->nodes[i]);
+    if (due_ns != 0)
+      client_arm_deadline(client, due_ns);
+  }
+  client_maybe_finish_close(client);
 }
 
-void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
+static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   /* Deadlines are created in order: an armed timer already fires no later. */
   if (client->deadline_armed_ns != 0 && client->deadline_armed_ns <= deadline_ns)
     return;
@@ -144,17 +158,19 @@ static void wakeup_cb(uv_async_t *async) {
       client_begin_close(client);
     } else if (op->kind == OP_ELECT || op->kind == OP_RESIGN) {
       election_dispatch(op);
-    } else if (client->close_started && op->kind == OP_LOCK) {
+    } else if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK) {
       op_fail(op, REDLOCK_ECANCELED);
     } else {
       run_or_park(client, op);
     }
   }
-  if (client->close_started == 2)
+  if (client->close_phase == CLOSE_QUEUED)
     client_teardown(client);
 }
 
-void client_node_started(redlock_t *client) {
+/* A node's first connection attempt is over: redlock_open returns, and
+ * parked calls start, once every node's is. */
+static void client_node_started(redlock_t *client) {
   if (client->startup_left == 0 || --client->startup_left > 0)
     return;
   if (client->own_thread)
@@ -169,7 +185,7 @@ void client_node_started(redlock_t *client) {
 /* ---- close ----------------------------------------------------------------------------- */
 
 static void client_free(redlock_t *client) {
-  notify_free(client);
+  notify_free(&client->notify);
   stats_free(client);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
@@ -187,9 +203,10 @@ static void client_free(redlock_t *client) {
 }
 
 static void client_begin_close(redlock_t *client) {
-  if (client->close_started)
+  if (client->close_phase != CLOSE_NONE)
     return;
-  client->close_started = 1;
+  client->close_phase = CLOSE_DRAINING;
+  client->notify.closing = 1;  /* no more reconnects of subscribers */
   client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
   /* Elections first: their campaigns are cancelled without a callback and
@@ -207,28 +224,32 @@ static void client_begin_close(redlock_t *client) {
 }
 
 void client_maybe_finish_close(redlock_t *client) {
-  if (client->close_started != 1 || client->close_preparing ||
-      !list_empty(&client->ops_in_flight) ||
-      !list_empty(&client->rounds_pending) || !list_empty(&client->parked_ops))
+  if (client->close_phase != CLOSE_DRAINING || client->close_preparing ||
+      !list_empty(&client->ops_in_flight) || !round_env_idle(&client->rounds) ||
+      !list_empty(&client->parked_ops))
     return;
   /* Releases replayed to a master that came back are owed too. */
   for (unsigned i = 0; i < client->n_nodes; i++)
     if (node_owes_releases(&client->nodes[i]))
       return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */
-  client->close_started = 2;
+  client->close_phase = CLOSE_QUEUED;
   uv_async_send(&client->wakeup);
 }
 
-static void client_handle_closed_cb(uv_handle_t *handle) { client_handle_closed(handle->data); }
+static void client_handle_closed_cb(uv_handle_t *handle) { client_module_closed(handle->data); }
 
 static void flusher_closed_cb(uv_handle_t *handle) {
   conn_flusher_t *flusher = handle->data;
-  client_handle_closed(container_of(flusher, redlock_t, flusher));
+  client_module_closed(container_of(flusher, redlock_t, flusher));
 }
 
-void client_handle_closed(redlock_t *client) {
-  if (--client->handles_open > 0)
+static void notify_closed_cb(void *arg) { client_module_closed(arg); }
+
+/* One module (a node, the notifier, one of the client's own handles) is
+ * closed; the last one frees the client (or lets its thread end). */
+static void client_module_closed(redlock_t *client) {
+  if (--client->modules_open > 0)
     return;
   uv_mutex_lock(&client->mutex);
   client->state = CLIENT_CLOSED;
@@ -242,15 +263,19 @@ void client_handle_closed(redlock_t *client) {
   }
 }
 
+/* The client's own handles: deadline timer, wake-up, write flusher. */
+#define CLIENT_OWN_HANDLES 3
+
 static void client_teardown(redlock_t *client) {
-  client->close_started = 3;
+  client->close_phase = CLOSE_TEARING_DOWN;
+  client->modules_open = client->n_nodes + 1 /* notifier */ + CLIENT_OWN_HANDLES;
   /* Submitters send their wake-up under the mutex while the state is OPEN;
    * it is CLOSING now, so none can touch `wakeup` once we hold the mutex. */
   uv_mutex_lock(&client->mutex);
   uv_mutex_unlock(&client->mutex);
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_shutdown(&client->nodes[i]);
-  notify_shutdown(client);
+  notify_shutdown(&client->notify, notify_closed_cb);
   uv_timer_stop(&client->deadline_timer);
   uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
@@ -258,6 +283,94 @@ static void client_teardown(redlock_t *client) {
 }
 
 /* ---- open ----------------------------------------------------------------------------- */
+
+/* ---- composition: what the modules below get from the client ------------------------ */
+
+/* node_env_t.report: a node's news. */
+static void client_on_node(void *arg, node_t *node, node_event_t ev, const char *what,
+                           const char *detail) {
+  redlock_t *client = arg;
+  struct stats *stats = client->stats;
+  switch (ev) {
+  case NODE_EV_CONNECTING:
+    if (stats != NULL)
+      stats_node_connecting_(client, node);
+    break;
+  case NODE_EV_UP:
+    if (stats != NULL)
+      stats_node_up_(client, node);
+    break;
+  case NODE_EV_DOWN:
+    if (stats != NULL)
+      stats_node_down_(client, node, what, detail);
+    break;
+  case NODE_EV_TLS_FAILURE:
+    if (stats != NULL)
+      stats_node_tls_failure_(client, node);
+    break;
+  case NODE_EV_QUARANTINE_END:
+    if (stats != NULL)
+      stats_node_quarantine_end_(client, node);
+    break;
+  case NODE_EV_STARTED:
+    client_node_started(client);
+    break;
+  case NODE_EV_REPLAYS_DUE:
+    client_arm_deadline(client, node_replays_due_ns(node));
+    break;
+  case NODE_EV_SETTLED:
+    client_maybe_finish_close(client);
+    break;
+  case NODE_EV_CLOSED:
+    client_module_closed(client);
+    break;
+  }
+}
+
+static void rounds_arm_deadline(void *arg, uint64_t deadline_ns) {
+  client_arm_deadline(arg, deadline_ns);
+}
+
+static void rounds_settled(void *arg) { client_maybe_finish_close(arg); }
+
+/* notify_t.wake: a release was announced for what a waiting call waits on. */
+static void client_wake_waiter(void *arg, notify_waiter_t *w) {
+  (void)arg;
+  lock_wake(container_of(w, op_t, waiter));
+}
+
+/* Fills in what the modules get from the client (the loop comes with
+ * client_init_handles, the stats after stats_new). */
+static void client_compose(redlock_t *client) {
+  const redlock_options_t *opts = &client->opts;
+  client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
+  client->node_env = (node_env_t){
+      .flusher = &client->flusher,
+      .tls = client->tls,
+      .log = &client->log,
+      .rng = &client->rng,
+      .mutex = &client->mutex,
+      .connect_timeout_ms = opts->connect_timeout_ms,
+      .request_timeout_ms = opts->request_timeout_ms,
+      .max_ttl_ms = opts->max_ttl_ms,
+      .quarantine = opts->quarantine,
+      .report = client_on_node,
+      .arg = client,
+  };
+  round_env_init(&client->rounds);
+  client->rounds.n_masters = client->n_nodes;
+  client->rounds.request_timeout_ns = (uint64_t)opts->request_timeout_ms * 1000000u;
+  client->rounds.transport = &transport_nodes;
+  client->rounds.transport_arg = client->nodes;
+  client->rounds.log = &client->log;
+  client->rounds.now_ns = clock_now_ns;
+  client->rounds.arm_deadline = rounds_arm_deadline;
+  client->rounds.settled = rounds_settled;
+  client->rounds.decided = client_record_votes;
+  client->rounds.owner_arg = client;
+  notify_init(&client->notify, &client->node_env, client->nodes, client->n_nodes,
+              client_wake_waiter, client);
+}
 
 static int client_new(redlock_t **out, const redlock_options_t *opts) {
   if (out == NULL)
@@ -272,6 +385,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     free(client);
     return REDLOCK_ENOMEM;
   }
+  client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   client->pid = getpid();
   client->n_nodes = (unsigned)opts->n_nodes;
   client->quorum = quorum_size(client->n_nodes);
@@ -282,10 +396,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   ptrset_init(&client->live_locks);
   list_init(&client->submit_queue);
   list_init(&client->ops_in_flight);
-  list_init(&client->rounds_pending);
   list_init(&client->held_locks);
   list_init(&client->parked_ops);
-  list_init(&client->channels);
   list_init(&client->reentrant_leases);
   list_init(&client->elections);
   ptrset_init(&client->live_elections);
@@ -303,10 +415,18 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
       break;
     }
   }
+  client_compose(client);
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
-    rc = node_init(&client->nodes[i], client, i, &client->opts.nodes[i]);
+    rc = node_init(&client->nodes[i], &client->node_env, i, &client->opts.nodes[i]);
   if (rc == 0)
     rc = stats_new(client);
+  if (rc == 0 && client->stats != NULL) {
+    client->rounds.stats = client->stats;
+    for (unsigned i = 0; i < client->n_nodes; i++) {
+      client->nodes[i].stats = &client->stats->masters[i];
+      client->nodes[i].all_stats = client->stats;
+    }
+  }
   uint64_t seed = 0;
   if (rc == 0)
     rc = random_bytes(&seed, sizeof seed);
@@ -324,13 +444,13 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
  * them). */
 static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->loop = loop;
+  client->node_env.loop = loop;
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
   client->wakeup.data = client;
   uv_timer_init(loop, &client->deadline_timer);
   client->deadline_timer.data = client;
   conn_flusher_init(&client->flusher, loop);
-  client->handles_open = 3;
   return 0;
 }
 

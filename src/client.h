@@ -16,6 +16,7 @@
 
 #include "conn.h"
 #include "list.h"
+#include "log.h"
 #include "node.h"
 #include "notify.h"
 #include "options.h"
@@ -26,6 +27,14 @@
 #include "round.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
+
+/* The loop side of a close, in order. */
+typedef enum {
+  CLOSE_NONE = 0,     /* open */
+  CLOSE_DRAINING,     /* calls canceled, leases released: waiting for their rounds */
+  CLOSE_QUEUED,       /* drained: the teardown runs from the next wake-up callback */
+  CLOSE_TEARING_DOWN, /* the modules are closing; client_module_closed counts them */
+} close_phase_t;
 
 typedef enum {
   OP_LOCK = 1,
@@ -49,13 +58,13 @@ typedef enum {
  * act on the lease; the lease is released when its last handle is unlocked. */
 struct redlock_lock {
   struct redlock *client;
-  redlock_lock_t *lease;     /* itself, or the lease a hold shares */
-  unsigned holds;            /* lease, mutex: its handles not yet unlocked */
-  list_node_t holds_list;    /* lease, mutex: its reentrant holds */
-  list_node_t hold_link;     /* hold, mutex: in its lease's holds_list */
+  redlock_lock_t *lease;      /* itself, or the lease a hold shares */
+  unsigned holds;             /* lease, mutex: its handles not yet unlocked */
+  list_node_t holds_list;     /* lease, mutex: its reentrant holds */
+  list_node_t hold_link;      /* hold, mutex: in its lease's holds_list */
   list_node_t reentrant_link; /* lease, mutex: client->reentrant_leases */
-  uv_thread_t owner;         /* lease: thread whose call acquired it */
-  list_node_t held_link; /* loop: client's held leases, for close and watch */
+  uv_thread_t owner;          /* lease: thread whose call acquired it */
+  list_node_t held_link;      /* loop: client's held leases, for close and watch */
   size_t n_keys;
   char **keys; /* prefix + resource, NUL-terminated */
   size_t *key_lens;
@@ -66,7 +75,7 @@ struct redlock_lock {
   _Atomic int lost;
   uint64_t fence;
   uint64_t set_mask; /* masters the acquisition may have set the key on */
-  unsigned refs; /* mutex: 1 while live (registered) + 1 per call in flight */
+  unsigned refs;     /* mutex: 1 while live (registered) + 1 per call in flight */
   /* watch (loop) */
   int watched;
   uv_timer_t *watch_timer;
@@ -78,13 +87,9 @@ struct redlock_lock {
   prim_t prim;                  /* its kind (plain lock, permit, read or write hold): prims.h */
 };
 
-typedef struct notify_subscriber notify_subscriber_t;
-
 typedef struct op {
-  list_node_t link; /* submit queue, then the client's in-flight list */
-  list_node_t wait_link;     /* a notify channel's waiters */
-  notify_channel_t *channel; /* registered for release notifications */
-  int woken;                 /* a release was announced during an attempt */
+  list_node_t link;       /* submit queue, then the client's in-flight list */
+  notify_waiter_t waiter; /* a waiting acquisition: release notifications (notify.h) */
   op_kind_t kind;
   struct redlock *client;
   lock_mode_t mode;
@@ -100,9 +105,9 @@ typedef struct op {
   uint64_t attempt_started_ns; /* t1 of the current attempt */
   uint64_t started_ns;         /* t1 of the first attempt (stats: duration) */
   uint64_t set_mask;           /* masters the current attempt may have set the key on */
-  redlock_lock_t *lock; /* extend / unlock / watch target; REENTER: the hold */
-  redlock_lock_t *handle; /* the handle the caller passed (a hold, or the lease) */
-  uv_thread_t caller;   /* thread that made the call (reentrancy owner) */
+  redlock_lock_t *lock;        /* extend / unlock / watch target; REENTER: the hold */
+  redlock_lock_t *handle;      /* the handle the caller passed (a hold, or the lease) */
+  uv_thread_t caller;          /* thread that made the call (reentrancy owner) */
   redlock_lock_cb lock_cb;
   redlock_done_cb done_cb;
   void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
@@ -112,15 +117,20 @@ typedef struct op {
   uint64_t wait_deadline_ns;
   char value[RANDOM_VALUE_LEN + 1];
   uv_timer_t *retry_timer; /* allocated on the first retry */
-  int in_round;
   int canceled;
-  int fenced; /* fencing for this acquisition: the client's option, or forced (election) */
+  int fenced;  /* fencing for this acquisition: the client's option, or forced (election) */
   prim_t prim; /* OP_LOCK: the kind acquired and its state (prims.h) */
 } op_t;
 
 struct redlock {
   struct redlock_options opts; /* snapshot */
-  pid_t pid; /* the process that opened it: a forked child must not use it */
+  log_sink_t log;              /* from opts: what every module logs through */
+  /* The modules below, composed here: what they need comes down in these, what
+   * they report comes up through the callbacks client.c puts in them. */
+  node_env_t node_env; /* shared by the nodes and the notifier */
+  round_env_t rounds;  /* the rounds' transport (the nodes), hooks and deadline FIFO */
+  notify_t notify;     /* release notifications for waiting calls */
+  pid_t pid;           /* the process that opened it: a forked child must not use it */
   unsigned n_nodes;
   unsigned quorum;
   node_t *nodes;
@@ -135,28 +145,25 @@ struct redlock {
   conn_flusher_t flusher; /* one write per master per loop turn */
 
   uv_mutex_t mutex;
-  list_node_t submit_queue; /* mutex */
-  client_state_t state;     /* mutex */
-  ptrset_t live_locks;      /* mutex: handles the caller may still use */
+  list_node_t submit_queue;     /* mutex */
+  client_state_t state;         /* mutex */
+  ptrset_t live_locks;          /* mutex: handles the caller may still use */
   list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
-  uint8_t *last_votes;      /* mutex: vote_why_t per master of the last decided round */
+  uint8_t *last_votes;          /* mutex: vote_why_t per master of the last decided round */
   char (*last_down_why)[NODE_DOWN_WHY_LEN]; /* mutex: for its down votes, why (or "") */
-  tls_client_t *tls;        /* rediss:// masters: the client's SSL_CTX, else NULL */
-  int last_outcome;         /* mutex: quorum_outcome_t of that round, 0 = none yet */
+  tls_client_t *tls;                        /* rediss:// masters: the client's SSL_CTX, else NULL */
+  int last_outcome; /* mutex: quorum_outcome_t of that round, 0 = none yet */
 
   /* loop */
   list_node_t ops_in_flight;
-  list_node_t rounds_pending; /* deadline FIFO */
   list_node_t held_locks;
   list_node_t parked_ops; /* waiting for the first connection attempts */
-  list_node_t channels;   /* notify channels with waiters or live subscriptions */
-  notify_subscriber_t *subscribers; /* per master, created by the first waiter */
   unsigned startup_left;  /* nodes whose first attempt has not finished */
   jitter_rng_t rng;
   uint64_t deadline_armed_ns;
-  int close_started;   /* 1: draining, 2: teardown queued, 3: tearing down */
-  int close_preparing; /* inside client_begin_close */
-  unsigned handles_open; /* uv handles still to be closed at shutdown */
+  close_phase_t close_phase;
+  int close_preparing;   /* inside client_begin_close */
+  unsigned modules_open; /* closing: modules (nodes, notifier, own handles) not yet closed */
   uv_sem_t startup_sem;  /* own thread: redlock_open waits on it */
   int free_on_exit;      /* own thread: close called from a callback */
   void (*closed_cb)(void *arg);
@@ -165,8 +172,7 @@ struct redlock {
   /* elections (election.c) */
   list_node_t elections;   /* loop: handles the loop has taken and not yet let go */
   ptrset_t live_elections; /* mutex: handles the caller may still resign */
-  struct stats *stats;           /* stats.c: counters and events; NULL when both are off */
-  const round_t *deciding_round; /* loop: the round whose on_decided is running */
+  struct stats *stats;     /* stats.c: counters and events; NULL when both are off */
 };
 
 /* ---- client.c ---- */
@@ -180,20 +186,11 @@ int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and
  * has checked that the client is open. */
 void client_enqueue_locked(redlock_t *client, op_t *op);
-void client_log(redlock_t *client, int level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-#define client_log_enabled(client, level)                                                     \
-  ((client)->opts.log_cb != NULL && (level) >= (client)->opts.log_level)
+#define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
+#define client_log_enabled(client, level) log_enabled(&(client)->log, level)
 uint32_t client_random(redlock_t *client);
-/* A node finished its first connection attempt (either way). */
-void client_node_started(redlock_t *client);
-/* Arms the deadline timer for the round at the head of the FIFO. */
-void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
-/* An op or round finished: during close, see whether shutdown can proceed. */
+/* An op finished: during close, see whether shutdown can proceed. */
 void client_maybe_finish_close(redlock_t *client);
-/* A uv handle owned by the client finished closing. */
-void client_handle_closed(redlock_t *client);
-void client_record_votes(redlock_t *client, const round_t *round);
 
 /* ---- lock.c: loop side ---- */
 void op_dispatch(op_t *op);

@@ -159,7 +159,7 @@ static void election_drop_campaign(redlock_election_t *e) {
   op->lock_cb = orphan_lock_cb;
   op->arg = NULL;
   op->canceled = 1;
-  if (!op->in_round) /* parked, or waiting for a retry: end it now */
+  if (!op->waiter.in_attempt) /* parked, or waiting for a retry: end it now */
     op_fail(op, REDLOCK_ECANCELED);
 }
 
@@ -334,7 +334,7 @@ void election_dispatch(op_t *op) {
       e->state = ELECTION_DONE;
       return;
     }
-    if (client->close_started) { /* cannot happen: ops queued before the close come first */
+    if (client->close_phase != CLOSE_NONE) { /* cannot happen: ops queued before the close come first */
       election_free(e);
       return;
     }

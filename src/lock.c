@@ -98,7 +98,14 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_fenced(&a, script, op, a.ttl_str, n);
-    return round_new(client, a.argc, a.argv, a.len, script, ROUND_EXPECT_POSITIVE, 1, cb, op);
+    return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                        .argv = a.argv,
+                                                        .argv_len = a.len,
+                                                        .script = script,
+                                                        .expect_integer = ROUND_EXPECT_POSITIVE,
+                                                        .kind = ROUND_ACQUIRE,
+                                                        .on_decided = cb,
+                                                        .ctx = op});
   }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
@@ -110,11 +117,25 @@ static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) 
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, n);
-    return round_new(client, a.argc, a.argv, a.len, NULL, ROUND_EXPECT_OK, 1, cb, op);
+    return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                        .argv = a.argv,
+                                                        .argv_len = a.len,
+                                                        .script = NULL,
+                                                        .expect_integer = ROUND_EXPECT_OK,
+                                                        .kind = ROUND_ACQUIRE,
+                                                        .on_decided = cb,
+                                                        .ctx = op});
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
   argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
-  return round_new(client, a.argc, a.argv, a.len, script, (int64_t)op->n_keys, 1, cb, op);
+  return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                      .argv = a.argv,
+                                                      .argv_len = a.len,
+                                                      .script = script,
+                                                      .expect_integer = (int64_t)op->n_keys,
+                                                      .kind = ROUND_ACQUIRE,
+                                                      .on_decided = cb,
+                                                      .ctx = op});
 }
 
 /* Compare-and-delete on every master, without waiting for the outcome. */
@@ -125,25 +146,30 @@ static void argv_release(argv_t *a, char *const *keys, const size_t *key_lens, s
   argv_push(a, announce ? "1" : "0", 1);
 }
 
-/* Sends a release round (replayed to masters in set_mask that miss it). */
-static void release_send(redlock_t *client, round_t *round, const char *what, uint64_t set_mask) {
+/* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it). */
+static void release_send(redlock_t *client, round_t *round, const char *what) {
   if (round == NULL) {
     client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", what);
     return;
   }
-  round->is_release = 1;
-  round->replay_mask = set_mask;
   round_send(round);
 }
 
 static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
-                               size_t n_keys, const char *value, uint64_t set_mask,
-                               int announce) {
+                               size_t n_keys, const char *value, uint64_t set_mask, int announce) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_release(&a, keys, key_lens, n_keys, value, announce);
-  round_t *round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)n_keys, 0, NULL, NULL);
-  release_send(client, round, keys[0], set_mask);
+  round_t *round = round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                                .argv = a.argv,
+                                                                .argv_len = a.len,
+                                                                .script = script,
+                                                                .expect_integer = (int64_t)n_keys,
+                                                                .kind = ROUND_RELEASE,
+                                                                .replay_mask = set_mask,
+                                                                .on_decided = NULL,
+                                                                .ctx = NULL});
+  release_send(client, round, keys[0]);
 }
 
 /* ---- lock handles ----------------------------------------------------------- */
@@ -214,7 +240,7 @@ static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
   op->keys = NULL; /* the lock owns them now */
   op->key_lens = NULL;
   list_insert_tail(&client->held_locks, &lock->held_link);
-  stats_gauge(client, STATS_GAUGE_HELD, +1);
+  stats_gauge(client->stats, STATS_GAUGE_HELD, +1);
   return lock;
 }
 
@@ -225,7 +251,7 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
              redlock_err_name(reason));
   stats_lock_lost(lock, reason);
   if (lock->watched) {
-    stats_gauge(lock->client, STATS_GAUGE_WATCHED, -1);
+    stats_gauge(lock->client->stats, STATS_GAUGE_WATCHED, -1);
     lock->watched = 0;
     if (lock->watch_timer != NULL)
       uv_timer_stop(lock->watch_timer);
@@ -262,7 +288,7 @@ static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
     prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
   if (list_linked(&op->link))
     list_remove(&op->link);
-  notify_unwait(op);
+  notify_unwait(&op->client->notify, &op->waiter);
   stats_op_finished(op, status, lock); /* before the callback: the event may name the lock */
   if (op->kind == OP_LOCK) {
     if (op->lock_cb != NULL)
@@ -285,13 +311,38 @@ static void lock_attempt(op_t *op);
 static void retry_timer_cb(uv_timer_t *timer) { lock_attempt(timer->data); }
 
 void lock_wake(op_t *op) {
-  if (op->in_round) {
-    op->woken = 1;
+  if (op->waiter.in_attempt) {
+    op->waiter.woken = 1;
     return;
   }
   if (op->retry_timer != NULL)
     uv_timer_stop(op->retry_timer);
   lock_attempt(op);
+}
+
+/* Registers a waiting op for the release announcements of what it waits on:
+ * a lock's channel is named after its first key, a permit's or a read-write
+ * hold's was named when its op was made (prims.h).  Out of memory, the op
+ * just polls on its fallback timer. */
+static void lock_wait_for_release(op_t *op) {
+  const char *key = op->keys[0];
+  size_t key_len = op->key_lens[0];
+  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
+  if (op->prim.channel != NULL) {
+    notify_wait(&op->client->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
+                prim_wake_mode(op));
+    return;
+  }
+  char stack[256];
+  size_t len = prefix_len + key_len;
+  char *name = len <= sizeof stack ? stack : malloc(len);
+  if (name == NULL)
+    return;
+  memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
+  memcpy(name + prefix_len, key, key_len);
+  notify_wait(&op->client->notify, &op->waiter, name, len, prim_wake_mode(op));
+  if (name != stack)
+    free(name);
 }
 
 static void lock_retry_or_finish(op_t *op, int status) {
@@ -323,10 +374,10 @@ static void lock_retry_or_finish(op_t *op, int status) {
     }
     /* Held by someone: be woken by its release rather than poll for it.
      * The timer stays as the fallback for expiry and foreign releases. */
-    if (status == REDLOCK_ELOCKED && op->channel == NULL)
-      notify_wait(op);
-    if (op->woken) {
-      op->woken = 0;
+    if (status == REDLOCK_ELOCKED && op->waiter.channel == NULL)
+      lock_wait_for_release(op);
+    if (op->waiter.woken) {
+      op->waiter.woken = 0;
       delay = 0; /* a release was announced while this attempt was out */
     }
     uint64_t left_ms = (op->wait_deadline_ns - now + 999999) / 1000000;
@@ -355,8 +406,7 @@ static int lock_grant(op_t *op, uint64_t decided_ns) {
   if (op->canceled)
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
-  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) <
-      QUORUM_MIN_VALIDITY_NS) {
+  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS) {
     client_log(client, REDLOCK_LOG_WARN,
                "lock %s: quorum won but it took %llu us of a %u ms ttl: no validity left",
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
@@ -372,12 +422,12 @@ static int lock_grant(op_t *op, uint64_t decided_ns) {
 /* The attempt failed: release wherever our value may be, then retry or end. */
 static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
   redlock_t *client = op->client;
-  op->in_round = 0;
-  notify_attempt_done(op);
+  op->waiter.in_attempt = 0;
+  notify_attempt_done(&op->waiter);
   /* A master whose reply was lost may still have applied the SET. */
   if (op->set_mask != 0) {
     if (op->prim.kind != LOCK_KIND_MUTEX)
-      release_send(client, prim_attempt_release_round(op), op->keys[0], op->set_mask);
+      release_send(client, prim_attempt_release_round(op), op->keys[0]);
     else
       release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
   }
@@ -429,7 +479,14 @@ static int fence_commit(op_t *op, const round_t *acquired) {
   } else {
     const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
     argv_fenced(&a, script, op, token_str, n);
-    round = round_new(op->client, a.argc, a.argv, a.len, script, 1, 0, on_fence_commit_decided, op);
+    round = round_new(&op->client->rounds, &(round_params_t){.argc = a.argc,
+                                                             .argv = a.argv,
+                                                             .argv_len = a.len,
+                                                             .script = script,
+                                                             .expect_integer = 1,
+                                                             .kind = ROUND_PLAIN,
+                                                             .on_decided = on_fence_commit_decided,
+                                                             .ctx = op});
   }
   if (round == NULL)
     return REDLOCK_ENOMEM;
@@ -477,7 +534,7 @@ static void lock_attempt(op_t *op) {
     op_finish(op, REDLOCK_ENOMEM, NULL);
     return;
   }
-  op->in_round = 1;
+  op->waiter.in_attempt = 1;
   op->attempt_started_ns = clock_now_ns();
   if (op->attempts == 1)
     op->started_ns = op->attempt_started_ns;
@@ -493,7 +550,14 @@ static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t t
   argv_t a;
   const script_t *script = script_get(SCRIPT_EXTEND);
   argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
-  return round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0, cb, ctx);
+  return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                      .argv = a.argv,
+                                                      .argv_len = a.len,
+                                                      .script = script,
+                                                      .expect_integer = (int64_t)lock->n_keys,
+                                                      .kind = ROUND_PLAIN,
+                                                      .on_decided = cb,
+                                                      .ctx = ctx});
 }
 
 /* Applies an extension round's outcome to the lock; returns the status. */
@@ -541,7 +605,7 @@ static void extend_start(op_t *op) {
 
 static void lock_stop_watch(redlock_lock_t *lock) {
   if (lock->watched)
-    stats_gauge(lock->client, STATS_GAUGE_WATCHED, -1);
+    stats_gauge(lock->client->stats, STATS_GAUGE_WATCHED, -1);
   lock->watched = 0;
   if (lock->watch_timer != NULL)
     uv_timer_stop(lock->watch_timer);
@@ -586,7 +650,7 @@ static void unlock_start(op_t *op) {
   op->lock = lock; /* the release ends with the lease's last reference */
   if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
-    stats_gauge(client, STATS_GAUGE_HELD, -1);
+    stats_gauge(client->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
   round_t *round;
@@ -596,15 +660,20 @@ static void unlock_start(op_t *op) {
     argv_t a;
     const script_t *script = script_get(SCRIPT_RELEASE);
     argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
-    round = round_new(client, a.argc, a.argv, a.len, script, (int64_t)lock->n_keys, 0,
-                      on_release_decided, op);
+    round = round_new(&client->rounds, &(round_params_t){.argc = a.argc,
+                                                         .argv = a.argv,
+                                                         .argv_len = a.len,
+                                                         .script = script,
+                                                         .expect_integer = (int64_t)lock->n_keys,
+                                                         .kind = ROUND_RELEASE,
+                                                         .replay_mask = lock->set_mask,
+                                                         .on_decided = on_release_decided,
+                                                         .ctx = op});
   }
   if (round == NULL) {
     op_finish(op, REDLOCK_ENOMEM, NULL);
     return;
   }
-  round->is_release = 1;
-  round->replay_mask = lock->set_mask;
   round_send(round);
 }
 
@@ -682,7 +751,7 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
   lock->lost_arg = arg;
   lock->watch_handle = handle;
   if (!lock->watched)
-    stats_gauge(client, STATS_GAUGE_WATCHED, +1);
+    stats_gauge(client->stats, STATS_GAUGE_WATCHED, +1);
   lock->watched = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
@@ -714,7 +783,7 @@ void op_dispatch(op_t *op) {
     }
     if (op->mode == LOCK_MODE_WAIT) {
       op->wait_deadline_ns = clock_now_ns() + (uint64_t)op->wait_ms * 1000000u;
-      stats_gauge(client, STATS_GAUGE_WAITERS, +1); /* until op_finish */
+      stats_gauge(client->stats, STATS_GAUGE_WAITERS, +1); /* until op_finish */
     }
     lock_attempt(op);
     break;
@@ -742,7 +811,7 @@ void lock_cancel_all(redlock_t *client) {
     if (op->kind != OP_LOCK)
       continue;
     op->canceled = 1;
-    if (!op->in_round) /* waiting for a retry: end it now */
+    if (!op->waiter.in_attempt) /* waiting for a retry: end it now */
       op_finish(op, REDLOCK_ECANCELED, NULL);
   }
   while (!list_empty(&client->held_locks))
@@ -753,7 +822,7 @@ void lock_release_lease(redlock_lock_t *lock) {
   redlock_t *client = lock->client;
   if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
-    stats_gauge(client, STATS_GAUGE_HELD, -1);
+    stats_gauge(client->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
   /* Every handle of the lease goes: the lease itself and its holds. */
@@ -770,8 +839,7 @@ void lock_release_lease(redlock_lock_t *lock) {
     list_remove(&lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
   if (lock->prim.kind != LOCK_KIND_MUTEX)
-    release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource,
-                 lock->set_mask);
+    release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource);
   else
     release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
                        lock->set_mask, 1);

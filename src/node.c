@@ -7,25 +7,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "clock.h"
 #include "conn.h"
 #include "quorum.h"
+#include "redlock.h"
 #include "scripts.h"
-#include "stats.h"
 
 static void node_connect(node_t *node);
 static void node_fail_backlog(node_t *node);
 static void node_drain_backlog(node_t *node);
 
-int node_init(node_t *node, struct redlock *client, unsigned index, const node_addr_t *addr) {
+int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
-  node->client = client;
+  node->env = env;
   node->index = index;
   node->state = NODE_DOWN;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
   return node_addr_copy(&node->addr, addr);
+}
+
+static void node_report(node_t *node, node_event_t ev, const char *what, const char *detail) {
+  node->env->report(node->env->arg, node, ev, what, detail);
 }
 
 void node_free(node_t *node) {
@@ -42,24 +45,24 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
 }
 
 void node_warn(node_t *node, const char *what, const char *detail) {
-  redlock_t *client = node->client;
-  if (client->opts.log_cb == NULL)
+  const log_sink_t *log = node->env->log;
+  if (log->cb == NULL)
     return;
   uint64_t now = clock_now_ns();
   if (now - node->last_warn_ns >= 1000000000u || node->last_warn_ns == 0) {
     if (node->suppressed_warnings > 0)
-      client_log(client, REDLOCK_LOG_WARN, "master %s: %s%s%s (%u similar messages suppressed)",
-                 node->addr.label, what, detail ? ": " : "", detail ? detail : "",
-                 node->suppressed_warnings);
+      log_write(log, REDLOCK_LOG_WARN, "master %s: %s%s%s (%u similar messages suppressed)",
+                node->addr.label, what, detail ? ": " : "", detail ? detail : "",
+                node->suppressed_warnings);
     else
-      client_log(client, REDLOCK_LOG_WARN, "master %s: %s%s%s", node->addr.label, what,
-                 detail ? ": " : "", detail ? detail : "");
+      log_write(log, REDLOCK_LOG_WARN, "master %s: %s%s%s", node->addr.label, what,
+                detail ? ": " : "", detail ? detail : "");
     node->last_warn_ns = now;
     node->suppressed_warnings = 0;
   } else {
     node->suppressed_warnings++;
-    client_log(client, REDLOCK_LOG_DEBUG, "master %s: %s%s%s", node->addr.label, what,
-               detail ? ": " : "", detail ? detail : "");
+    log_write(log, REDLOCK_LOG_DEBUG, "master %s: %s%s%s", node->addr.label, what,
+              detail ? ": " : "", detail ? detail : "");
   }
 }
 
@@ -67,7 +70,7 @@ void node_warn(node_t *node, const char *what, const char *detail) {
 static void node_attempt_finished(node_t *node) {
   if (!node->first_attempt_done) {
     node->first_attempt_done = 1;
-    client_node_started(node->client);
+    node_report(node, NODE_EV_STARTED, NULL, NULL);
   }
 }
 
@@ -91,37 +94,36 @@ static void node_release_context(node_t *node) {
 }
 
 static void node_schedule_reconnect(node_t *node) {
-  redlock_t *client = node->client;
   node->state = NODE_DOWN;
   node->handshake_left = 0;
   uint64_t delay = quorum_backoff_ms(node->failures, NODE_BACKOFF_BASE_MS, NODE_BACKOFF_CAP_MS,
-                                     client_random(client));
+                                     jitter_rng_next(node->env->rng));
   if (node->failures < 32)
     node->failures++;
   uv_timer_stop(&node->timer);
   uv_timer_start(&node->timer, backoff_timer_cb, delay, 0);
-  client_log(client, REDLOCK_LOG_DEBUG, "master %s: reconnecting in %llu ms", node->addr.label,
-             (unsigned long long)delay);
+  log_write(node->env->log, REDLOCK_LOG_DEBUG, "master %s: reconnecting in %llu ms",
+            node->addr.label, (unsigned long long)delay);
 }
 
 /* A connection attempt or a live connection failed: drop it, try again later. */
 static void node_fail(node_t *node, int level, const char *what, const char *detail) {
   if (node->state == NODE_CLOSED)
     return;
-  stats_node_down(node, what, detail);
+  node_report(node, NODE_EV_DOWN, what, detail);
   if (node->state == NODE_READY &&
       clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
     node->failures = 0; /* it was up long enough: not part of a flapping streak */
-  uv_mutex_lock(&node->client->mutex);
+  uv_mutex_lock(node->env->mutex);
   snprintf(node->down_why, sizeof node->down_why, "%s%s%s", what, detail ? ": " : "",
            detail ? detail : "");
-  uv_mutex_unlock(&node->client->mutex);
+  uv_mutex_unlock(node->env->mutex);
   if (node->failures == 0 || level >= REDLOCK_LOG_ERROR)
-    client_log(node->client, level, "master %s: %s%s%s", node->addr.label, what, detail ? ": " : "",
-               detail ? detail : "");
+    log_write(node->env->log, level, "master %s: %s%s%s", node->addr.label, what,
+              detail ? ": " : "", detail ? detail : "");
   else
-    client_log(node->client, REDLOCK_LOG_DEBUG, "master %s: %s%s%s (failure %u)", node->addr.label,
-               what, detail ? ": " : "", detail ? detail : "", node->failures);
+    log_write(node->env->log, REDLOCK_LOG_DEBUG, "master %s: %s%s%s (failure %u)", node->addr.label,
+              what, detail ? ": " : "", detail ? detail : "", node->failures);
   node_release_context(node);
   node_schedule_reconnect(node);
   /* Order matters: the node is DOWN before anything below can run a
@@ -134,7 +136,7 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
 static void connect_timer_cb(uv_timer_t *timer) {
   node_t *node = timer->data;
   char detail[64];
-  snprintf(detail, sizeof detail, "no answer within %u ms", node->client->opts.connect_timeout_ms);
+  snprintf(detail, sizeof detail, "no answer within %u ms", node->env->connect_timeout_ms);
   node_fail(node, REDLOCK_LOG_WARN, "connect timed out", detail);
 }
 
@@ -148,7 +150,7 @@ static void replay_done(node_req_t *req, const redisReply *reply) {
     node_defer_release(node, missed->cmd, missed->len);
   free(missed);
   if (node->replays_out == 0)
-    client_maybe_finish_close(node->client);
+    node_report(node, NODE_EV_SETTLED, NULL, NULL);
 }
 
 /* Releases this master missed while it was unreachable go out now: a SET
@@ -173,12 +175,12 @@ static void node_replay_releases(node_t *node) {
       free(missed); /* down again: lost with the connection (cannot happen while READY) */
   }
   if (sent > 0)
-    client_log(node->client, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
-               node->addr.label, sent);
+    log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
+              node->addr.label, sent);
   /* Close waits for these replies: a master that never sends them must
    * still be dropped, even when no round is running to fire a deadline. */
   if (node->replays_out > 0)
-    client_arm_deadline(node->client, node_replays_due_ns(node));
+    node_report(node, NODE_EV_REPLAYS_DUE, NULL, NULL);
 }
 
 void node_defer_release(node_t *node, const char *cmd, size_t len) {
@@ -211,24 +213,24 @@ static void quarantine_timer_cb(uv_timer_t *timer) {
                    (node->quarantine_until_ns - now + 999999u) / 1000000u, 0);
     return;
   }
-  client_log(node->client, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
-             node->addr.label);
-  stats_node_quarantine_end(node);
+  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
+            node->addr.label);
+  node_report(node, NODE_EV_QUARANTINE_END, NULL, NULL);
 }
 
 static void node_ready(node_t *node) {
   uv_timer_stop(&node->timer);
   node->state = NODE_READY;
   node->ready_ns = clock_now_ns();
-  uv_mutex_lock(&node->client->mutex);
+  uv_mutex_lock(node->env->mutex);
   node->down_why[0] = '\0';
-  uv_mutex_unlock(&node->client->mutex);
+  uv_mutex_unlock(node->env->mutex);
   if (node_is_quarantined(node, node->ready_ns))
     uv_timer_start(&node->timer, quarantine_timer_cb,
                    (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u, 0);
-  stats_node_up(node);
+  node_report(node, NODE_EV_UP, NULL, NULL);
   node_replay_releases(node);
-  client_log(node->client, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
+  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
 }
 
@@ -284,7 +286,7 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   redisReply *reply = r;
   if (!handshake_reply_ok(ac, reply, node, "INFO server"))
     return;
-  redlock_t *client = node->client;
+  const node_env_t *env = node->env;
   info_server_t info;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
       info_parse_server(reply->str, reply->len, &info) != 0) {
@@ -294,23 +296,23 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   uint64_t now = clock_now_ns();
   int restarted = node->run_id[0] != '\0' && strcmp(node->run_id, info.run_id) != 0;
   if (restarted)
-    client_log(client, REDLOCK_LOG_WARN, "master %s restarted (run_id changed; up %lld s)",
-               node->addr.label, (long long)info.uptime_s);
+    log_write(env->log, REDLOCK_LOG_WARN, "master %s restarted (run_id changed; up %lld s)",
+              node->addr.label, (long long)info.uptime_s);
   memcpy(node->run_id, info.run_id, sizeof node->run_id);
   node->quarantine_until_ns = 0;
-  if (client->opts.quarantine) {
-    uint64_t max_ttl_ns = (uint64_t)client->opts.max_ttl_ms * 1000000u;
+  if (env->quarantine) {
+    uint64_t max_ttl_ns = (uint64_t)env->max_ttl_ms * 1000000u;
     /* Redis reports uptime as a difference of whole wall-clock seconds, so a
      * master 0.2 s old can say 1: take the age to be one second less than
      * reported, so that the quarantine can only come out longer. */
     uint64_t up_ns = info.uptime_s > 0 ? (uint64_t)(info.uptime_s - 1) * 1000000000u : 0;
     if (up_ns < max_ttl_ns) {
       node->quarantine_until_ns = now + (max_ttl_ns - up_ns);
-      client_log(client, REDLOCK_LOG_WARN,
-                 "master %s started %lld s ago: its votes do not count for another %llu ms "
-                 "(restart quarantine = max TTL %u ms)",
-                 node->addr.label, (long long)info.uptime_s,
-                 (unsigned long long)((max_ttl_ns - up_ns) / 1000000u), client->opts.max_ttl_ms);
+      log_write(env->log, REDLOCK_LOG_WARN,
+                "master %s started %lld s ago: its votes do not count for another %llu ms "
+                "(restart quarantine = max TTL %u ms)",
+                node->addr.label, (long long)info.uptime_s,
+                (unsigned long long)((max_ttl_ns - up_ns) / 1000000u), env->max_ttl_ms);
     }
   }
   handshake_step_done(node);
@@ -325,7 +327,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     char detail[256];
     snprintf(detail, sizeof detail, "%s", conn_error(ac));
     if (conn_tls_unfinished(ac))
-      stats_node_tls_failure(node);
+      node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
@@ -341,7 +343,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   char detail[256];
   snprintf(detail, sizeof detail, "%s", conn_error(ac));
   if (node->state != NODE_READY && conn_tls_unfinished(ac))
-    stats_node_tls_failure(node);
+    node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
   node->ac = NULL;
   node_fail(node, REDLOCK_LOG_WARN,
             node->state == NODE_READY ? "connection lost" : "connection closed during handshake",
@@ -350,11 +352,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 
 /* Looked up (or numeric from the start): connect, queue the handshake. */
 static void node_open(node_t *node) {
-  redlock_t *client = node->client;
+  const node_env_t *env = node->env;
   char err[256];
-  redisAsyncContext *ac =
-      conn_open(&node->addr, node->ip, client->tls, client->loop, &client->flusher, node,
-                on_connect, on_disconnect, err, sizeof err);
+  redisAsyncContext *ac = conn_open(&node->addr, node->ip, env->tls, env->loop, env->flusher, node,
+                                    on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
@@ -397,16 +398,16 @@ static void on_resolved(void *arg, int status, const char *ip) {
 /* One connection attempt: name lookup (every time: a master may come back
  * at a new address), connect and handshake, all within the connect timeout. */
 static void node_connect(node_t *node) {
-  redlock_t *client = node->client;
+  const node_env_t *env = node->env;
   const node_addr_t *addr = &node->addr;
   node->state = NODE_CONNECTING;
   node->handshake_left = 0;
-  stats_node_connecting(node);
+  node_report(node, NODE_EV_CONNECTING, NULL, NULL);
   uv_timer_stop(&node->timer);
-  uv_timer_start(&node->timer, connect_timer_cb, client->opts.connect_timeout_ms, 0);
+  uv_timer_start(&node->timer, connect_timer_cb, env->connect_timeout_ms, 0);
   if (addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host)) {
     int err;
-    node->resolving = resolve_start(client->loop, addr->host, on_resolved, node, &err);
+    node->resolving = resolve_start(env->loop, addr->host, on_resolved, node, &err);
     if (node->resolving == NULL)
       node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", uv_strerror(err));
     return;
@@ -419,9 +420,8 @@ static void node_connect(node_t *node) {
 const char *node_ip(const node_t *node) { return node->ip; }
 
 void node_start(node_t *node) {
-  uv_timer_init(node->client->loop, &node->timer);
+  uv_timer_init(node->env->loop, &node->timer);
   node->timer.data = node;
-  node->client->handles_open++;
   node_connect(node);
 }
 
@@ -430,11 +430,15 @@ static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
     node->inflight--;
   /* One clock read serves both the hung-master watch and the stats. */
   uint64_t now = 0;
-  if (got_reply && (node->inflight > 0 || stats_wants_reply_time(node)))
+  if (got_reply && (node->inflight > 0 || node->stats != NULL))
     now = clock_now_ns();
   if (got_reply && node->inflight > 0)
     node->progress_ns = now;
-  stats_node_done(node, req, got_reply, now);
+  if (node->stats != NULL) {
+    if (got_reply)
+      req->replied_ns = now; /* for the event of the round it belongs to */
+    stats_master_done(node->all_stats, node->stats, req->sent_ns, got_reply, now);
+  }
 }
 
 /* hiredis' callback for every request node_send wrote. */
@@ -451,7 +455,7 @@ static int node_write(node_t *node, node_req_t *req) {
   if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
     return NODE_SEND_DOWN;
   req->sent_ns = clock_now_ns();
-  stats_node_sent(node);
+  stats_master_sent(node->stats);
   if (node->inflight++ == 0)
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
   return 0;
@@ -520,7 +524,7 @@ void node_read_pending(node_t *node) {
 }
 
 static uint64_t node_hung_limit_ns(const node_t *node) {
-  return (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->client->opts.request_timeout_ms * 1000000u;
+  return (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->env->request_timeout_ms * 1000000u;
 }
 
 uint64_t node_replays_due_ns(const node_t *node) {
@@ -540,8 +544,7 @@ void node_drop_if_hung(node_t *node) {
 }
 
 static void node_timer_closed(uv_handle_t *handle) {
-  node_t *node = handle->data;
-  client_handle_closed(node->client);
+  node_report(handle->data, NODE_EV_CLOSED, NULL, NULL);
 }
 
 void node_shutdown(node_t *node) {

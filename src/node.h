@@ -2,21 +2,29 @@
  * loop, bounds connect + handshake (AUTH, SELECT, SCRIPT LOAD, INFO server)
  * with a libuv timer, reconnects with exponential backoff and jitter, keeps
  * the restart quarantine, caps requests in flight, and drops a connection
- * whose requests keep timing out (a hung or paused master). */
+ * whose requests keep timing out (a hung or paused master).
+ *
+ * A node knows nothing above it: what it needs (loop, write flusher, TLS,
+ * log, random numbers, options) comes down in a node_env_t shared by the
+ * client's nodes, and what it has to say (started, up, down, closed, ...)
+ * goes up through env->report. */
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
 #include <stdint.h>
 #include <uv.h>
 
+#include "conn.h"
 #include "info.h"
 #include "list.h"
+#include "log.h"
+#include "random.h"
 #include "resolve.h"
+#include "stats_core.h"
 #include "uri.h"
 
 struct redisAsyncContext;
 struct redisReply;
-struct redlock;
 
 typedef enum {
   NODE_DOWN = 0,   /* no connection; a reconnect timer may be running */
@@ -25,8 +33,8 @@ typedef enum {
   NODE_CLOSED,     /* client closing: never reconnects */
 } node_state_t;
 
-#define NODE_MAX_INFLIGHT 8192     /* requests handed to hiredis on one connection */
-#define NODE_MAX_BACKLOG 65536     /* further requests queued; releases are never refused */
+#define NODE_MAX_INFLIGHT 8192       /* requests handed to hiredis on one connection */
+#define NODE_MAX_BACKLOG 65536       /* further requests queued; releases are never refused */
 #define NODE_HUNG_REQUEST_TIMEOUTS 3 /* no reply for this many request timeouts: reconnect */
 #define NODE_BACKOFF_BASE_MS 25
 #define NODE_BACKOFF_CAP_MS 1000
@@ -42,6 +50,40 @@ typedef enum {
 struct node;
 struct node_req;
 
+/* What a node reports to its owner (node_env_t.report), on the loop thread,
+ * never from inside a hiredis callback's critical part: the owner may send
+ * from there (the node is already in its new state). */
+typedef enum {
+  NODE_EV_CONNECTING = 1, /* a connection attempt starts */
+  NODE_EV_UP,             /* handshake done: READY */
+  NODE_EV_DOWN,           /* an attempt or a live connection failed (what, detail: why);
+                           * reported before the state changes */
+  NODE_EV_TLS_FAILURE,    /* the TLS set-up of an attempt failed */
+  NODE_EV_QUARANTINE_END, /* its restart quarantine is over */
+  NODE_EV_STARTED,        /* its first connection attempt is over, either way */
+  NODE_EV_REPLAYS_DUE,    /* replays are out: call node_drop_if_hung at node_replays_due_ns */
+  NODE_EV_SETTLED,        /* its last replayed release came back: close may go on */
+  NODE_EV_CLOSED,         /* after node_shutdown: its handles are closed, it may be freed */
+} node_event_t;
+
+/* Handed down by the owner (client.c), shared by all its nodes, read-only to
+ * them; it outlives them. */
+typedef struct node_env {
+  uv_loop_t *loop;
+  conn_flusher_t *flusher; /* one write per master per loop turn */
+  tls_client_t *tls;       /* rediss:// masters: the client's SSL_CTX, else NULL */
+  const log_sink_t *log;
+  jitter_rng_t *rng; /* backoff jitter (loop thread) */
+  uv_mutex_t *mutex; /* guards down_why, which other threads read */
+  uint32_t connect_timeout_ms;
+  uint32_t request_timeout_ms;
+  uint32_t max_ttl_ms; /* the restart quarantine's length */
+  int quarantine;      /* restart quarantine on */
+  void (*report)(void *arg, struct node *node, node_event_t ev, const char *what,
+                 const char *detail);
+  void *arg;
+} node_env_t;
+
 /* The outcome of a request: reply is NULL when none came (connection lost,
  * or the request was dropped before it was written: req->sent_ns == 0). */
 typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *reply);
@@ -55,9 +97,9 @@ typedef struct node_req {
   const char *cmd; /* formatted command; must live until fn has run */
   size_t len;
   node_reply_fn fn;
-  uint64_t sent_ns; /* node.c: when written to hiredis; 0 while queued */
+  uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
   uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
-  int keep;         /* a release: queued however long the backlog */
+  int keep;            /* a release: queued however long the backlog */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -69,23 +111,25 @@ typedef struct missed_release {
 } missed_release_t;
 
 typedef struct node {
-  struct redlock *client;
+  const node_env_t *env;
+  stats_master_t *stats;         /* its figures (stats_core.h), NULL when off; set by the owner */
+  const struct stats *all_stats; /* the histogram bounds stats_master_done needs */
   unsigned index;
   node_addr_t addr;
   node_state_t state;
   struct redisAsyncContext *ac;
-  resolve_req_t *resolving;           /* the host name's lookup, while CONNECTING */
-  char ip[RESOLVE_ADDR_LEN];          /* TCP: the numeric address last connected to */
-  uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
+  resolve_req_t *resolving;  /* the host name's lookup, while CONNECTING */
+  char ip[RESOLVE_ADDR_LEN]; /* TCP: the numeric address last connected to */
+  uv_timer_t timer;          /* connect deadline while CONNECTING, backoff while DOWN */
   unsigned handshake_left;
-  unsigned failures;        /* consecutive failed connection attempts */
-  uint64_t ready_ns;        /* when the current connection became READY */
-  unsigned inflight;        /* requests handed to hiredis, awaiting replies */
-  list_node_t backlog;      /* node_req_t queued while NODE_MAX_INFLIGHT are out */
+  unsigned failures;   /* consecutive failed connection attempts */
+  uint64_t ready_ns;   /* when the current connection became READY */
+  unsigned inflight;   /* requests handed to hiredis, awaiting replies */
+  list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
-  unsigned replays_out;     /* replayed releases not yet answered (close waits) */
-  uint64_t progress_ns;     /* last reply, or the first send after being idle */
-  int first_attempt_done;   /* the client's startup waits for every node's first try */
+  unsigned replays_out;   /* replayed releases not yet answered (close waits) */
+  uint64_t progress_ns;   /* last reply, or the first send after being idle */
+  int first_attempt_done; /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
@@ -98,8 +142,9 @@ typedef struct node {
   unsigned suppressed_warnings;
 } node_t;
 
-/* Copies addr; 0 or REDLOCK_ENOMEM.  The timer is initialised on the loop. */
-int node_init(node_t *node, struct redlock *client, unsigned index, const node_addr_t *addr);
+/* Copies addr; 0 or REDLOCK_ENOMEM.  The timer is initialised on the loop.
+ * env must outlive the node. */
+int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
 #define NODE_SEND_DOWN 1 /* not connected (or handshake not done) */
@@ -140,7 +185,7 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
 /* Closes the connection for good; pending requests get NULL replies now.
- * The timer handle is closed; `closed` counts down in the client. */
+ * NODE_EV_CLOSED is reported once its timer handle is closed. */
 void node_shutdown(node_t *node);
 /* Frees what node_init allocated (after the timer handle closed). */
 void node_free(node_t *node);

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "conn.h"
 #include "quorum.h"
+#include "redlock.h"
 #include "reply.h"
 
 typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
@@ -30,27 +30,27 @@ typedef struct {
   unsigned next;
   uint8_t len[RECENT_RELEASES];
   char data[RECENT_RELEASES][RECENT_PAYLOAD_MAX];
-  const struct op *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
+  const notify_waiter_t *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
 } recent_t;
 
 typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
 
 struct notify_channel {
-  list_node_t link; /* client->channels */
+  list_node_t link; /* n->channels */
   list_node_t waiters;
   unsigned n_waiters;
-  unsigned busy;     /* > 0 while waking: do not free */
-  struct op *waking; /* the waiter woken by a release, until its attempt ends */
-  int confirmed;     /* some master confirmed the subscription */
-  int wake_mode;     /* NOTIFY_WAKE_* */
-  recent_t *recent;  /* NOTIFY_WAKE_EACH: the last releases seen */
+  unsigned busy;           /* > 0 while waking: do not free */
+  notify_waiter_t *waking; /* the waiter woken by a release, until its attempt ends */
+  int confirmed;           /* some master confirmed the subscription */
+  int wake_mode;           /* NOTIFY_WAKE_* */
+  recent_t *recent;        /* NOTIFY_WAKE_EACH: the last releases seen */
   char *name;
   size_t name_len;
   uint8_t state[]; /* sub_state_t per master */
 };
 
 struct notify_subscriber {
-  redlock_t *client;
+  notify_t *n;
   unsigned index;
   subscriber_state_t state;
   redisAsyncContext *ac;
@@ -60,12 +60,12 @@ struct notify_subscriber {
 
 static void subscriber_connect(notify_subscriber_t *sub);
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
-static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned index);
+static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index);
 
 /* ---- channels ------------------------------------------------------------------ */
 
-static notify_channel_t *channel_find(redlock_t *client, const char *name, size_t len) {
-  for (list_node_t *it = client->channels.next; it != &client->channels; it = it->next) {
+static notify_channel_t *channel_find(notify_t *n, const char *name, size_t len) {
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next) {
     notify_channel_t *channel = list_entry(it, notify_channel_t, link);
     if (channel->name_len == len && memcmp(channel->name, name, len) == 0)
       return channel;
@@ -73,10 +73,10 @@ static notify_channel_t *channel_find(redlock_t *client, const char *name, size_
   return NULL;
 }
 
-static void channel_maybe_free(redlock_t *client, notify_channel_t *channel) {
+static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
   if (channel->n_waiters > 0 || channel->busy > 0)
     return;
-  for (unsigned i = 0; i < client->n_nodes; i++)
+  for (unsigned i = 0; i < n->n_nodes; i++)
     if (channel->state[i] != SUB_NONE)
       return;
   list_remove(&channel->link);
@@ -86,8 +86,8 @@ static void channel_maybe_free(redlock_t *client, notify_channel_t *channel) {
 }
 
 /* Brings one master's subscription in line with whether anyone waits. */
-static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned index) {
-  notify_subscriber_t *sub = &client->subscribers[index];
+static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
+  notify_subscriber_t *sub = &n->subscribers[index];
   int wanted = channel->n_waiters > 0;
   if (sub->state == SUBSCRIBER_DOWN) {
     if (wanted && !uv_is_active((uv_handle_t *)&sub->timer))
@@ -119,24 +119,24 @@ static void channel_sync(redlock_t *client, notify_channel_t *channel, unsigned 
  * attempt therefore marks the same waiter woken again (lock_wake on an op in
  * its round), and it tries once more as soon as the attempt ends instead of
  * waiting for its fallback timer: still one waiter, one attempt at a time. */
-static void channel_wake_one(redlock_t *client, notify_channel_t *channel) {
+static void channel_wake_one(notify_t *n, notify_channel_t *channel) {
   if (list_empty(&channel->waiters))
     return;
   if (channel->waking != NULL) {
     channel->busy++;
-    lock_wake(channel->waking);
+    n->wake(n->arg, channel->waking);
     channel->busy--;
-    channel_maybe_free(client, channel);
+    channel_maybe_free(n, channel);
     return;
   }
-  op_t *op = list_entry(channel->waiters.next, op_t, wait_link);
-  list_remove(&op->wait_link);
-  list_insert_tail(&channel->waiters, &op->wait_link);
+  notify_waiter_t *op = list_entry(channel->waiters.next, notify_waiter_t, link);
+  list_remove(&op->link);
+  list_insert_tail(&channel->waiters, &op->link);
   channel->busy++;
   channel->waking = op;
-  lock_wake(op);
+  n->wake(n->arg, op);
   channel->busy--;
-  channel_maybe_free(client, channel);
+  channel_maybe_free(n, channel);
 }
 
 /* A semaphore's release (payload: the permit's value): the index of its
@@ -157,11 +157,11 @@ static int channel_seen(notify_channel_t *channel, const char *payload, size_t l
   return -1;
 }
 
-static void channel_wake_op(redlock_t *client, notify_channel_t *channel, op_t *op) {
+static void channel_wake_op(notify_t *n, notify_channel_t *channel, notify_waiter_t *op) {
   channel->busy++;
-  lock_wake(op);
+  n->wake(n->arg, op);
   channel->busy--;
-  channel_maybe_free(client, channel);
+  channel_maybe_free(n, channel);
 }
 
 /* A semaphore's release frees one slot, and several may be freed at once:
@@ -169,11 +169,11 @@ static void channel_wake_op(redlock_t *client, notify_channel_t *channel, op_t *
  * else one whose attempt is out and that is not yet due to retry), so that a
  * burst of releases does not leave waiters to their fallback timers.  slot:
  * the release's entry in channel->recent (or -1), to remember whom it woke. */
-static void channel_wake_each(redlock_t *client, notify_channel_t *channel, int slot) {
-  op_t *chosen = NULL;
+static void channel_wake_each(notify_t *n, notify_channel_t *channel, int slot) {
+  notify_waiter_t *chosen = NULL;
   for (list_node_t *it = channel->waiters.next; it != &channel->waiters; it = it->next) {
-    op_t *op = list_entry(it, op_t, wait_link);
-    if (!op->in_round) {
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
+    if (!op->in_attempt) {
       chosen = op;
       break;
     }
@@ -184,9 +184,9 @@ static void channel_wake_each(redlock_t *client, notify_channel_t *channel, int 
     return; /* every waiter will retry anyway */
   if (slot >= 0)
     channel->recent->woke[slot] = chosen;
-  list_remove(&chosen->wait_link);
-  list_insert_tail(&channel->waiters, &chosen->wait_link);
-  channel_wake_op(client, channel, chosen);
+  list_remove(&chosen->link);
+  list_insert_tail(&channel->waiters, &chosen->link);
+  channel_wake_op(n, channel, chosen);
 }
 
 /* Another master's copy of a release already seen.  Each master announces
@@ -194,44 +194,44 @@ static void channel_wake_each(redlock_t *client, notify_channel_t *channel, int 
  * have tried that slot where the release had not landed yet, and lost: as
  * for a lock (channel_wake_one), the copy wakes that same waiter again (it
  * retries once its pass ends, or at once if it is idle), if it still waits. */
-static void channel_rewake(redlock_t *client, notify_channel_t *channel, int seen) {
-  const op_t *woke = channel->recent->woke[seen];
+static void channel_rewake(notify_t *n, notify_channel_t *channel, int seen) {
+  const notify_waiter_t *woke = channel->recent->woke[seen];
   for (list_node_t *it = channel->waiters.next; woke != NULL && it != &channel->waiters;
        it = it->next) {
-    op_t *op = list_entry(it, op_t, wait_link);
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
     if (op == woke) {
-      channel_wake_op(client, channel, op);
+      channel_wake_op(n, channel, op);
       return;
     }
   }
 }
 
-static void channel_wake(redlock_t *client, notify_channel_t *channel) {
+static void channel_wake(notify_t *n, notify_channel_t *channel) {
   channel->busy++;
   list_node_t *it = channel->waiters.next;
   while (it != &channel->waiters) {
-    op_t *op = list_entry(it, op_t, wait_link);
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
     it = it->next; /* waking may finish (and unregister) this op */
-    lock_wake(op);
+    n->wake(n->arg, op);
   }
   channel->busy--;
-  channel_maybe_free(client, channel);
+  channel_maybe_free(n, channel);
 }
 
 /* ---- subscriber connections ------------------------------------------------------ */
 
 static void subscriber_reset(notify_subscriber_t *sub) {
-  redlock_t *client = sub->client;
-  for (list_node_t *it = client->channels.next; it != &client->channels;) {
+  notify_t *n = sub->n;
+  for (list_node_t *it = n->channels.next; it != &n->channels;) {
     notify_channel_t *channel = list_entry(it, notify_channel_t, link);
     it = it->next;
     channel->state[sub->index] = SUB_NONE;
-    channel_maybe_free(client, channel);
+    channel_maybe_free(n, channel);
   }
 }
 
-static int any_waiters(redlock_t *client) {
-  for (list_node_t *it = client->channels.next; it != &client->channels; it = it->next)
+static int any_waiters(notify_t *n) {
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
     if (list_entry(it, notify_channel_t, link)->n_waiters > 0)
       return 1;
   return 0;
@@ -239,26 +239,26 @@ static int any_waiters(redlock_t *client) {
 
 static void backoff_cb(uv_timer_t *timer) {
   notify_subscriber_t *sub = timer->data;
-  if (sub->state == SUBSCRIBER_DOWN && any_waiters(sub->client))
+  if (sub->state == SUBSCRIBER_DOWN && any_waiters(sub->n))
     subscriber_connect(sub);
 }
 
 static void subscriber_fail(notify_subscriber_t *sub, const char *why) {
-  redlock_t *client = sub->client;
+  notify_t *n = sub->n;
   redisAsyncContext *ac = sub->ac;
   sub->ac = NULL;
   sub->state = SUBSCRIBER_DOWN;
   conn_close(ac);
   subscriber_reset(sub);
-  client_log(client, sub->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
-             "master %s: release notifications unavailable (%s); waiters poll meanwhile",
-             client->nodes[sub->index].addr.label, why);
+  log_write(n->env->log, sub->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
+            "master %s: release notifications unavailable (%s); waiters poll meanwhile",
+            n->nodes[sub->index].addr.label, why);
   uint64_t delay = quorum_backoff_ms(sub->failures, NODE_BACKOFF_BASE_MS, NODE_BACKOFF_CAP_MS,
-                                     client_random(client));
+                                     jitter_rng_next(n->env->rng));
   if (sub->failures < 32)
     sub->failures++;
   uv_timer_stop(&sub->timer);
-  if (!client->close_started)
+  if (!n->closing)
     uv_timer_start(&sub->timer, backoff_cb, delay, 0);
 }
 
@@ -311,9 +311,9 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   if (reply == NULL || sub->ac != ac ||
       (kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
     return;
-  redlock_t *client = sub->client;
+  notify_t *n = sub->n;
   subscriber_ready(sub);
-  notify_channel_t *channel = channel_find(client, name, name_len);
+  notify_channel_t *channel = channel_find(n, name, name_len);
   if (channel == NULL)
     return;
   unsigned i = sub->index;
@@ -322,51 +322,50 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     size_t payload_len = 0;
     switch (channel->wake_mode) {
     case NOTIFY_WAKE_ALL:
-      channel_wake(client, channel);
+      channel_wake(n, channel);
       break;
     case NOTIFY_WAKE_EACH: {
       int slot = -1, seen = -1;
       if (reply_pubsub_payload(reply, &payload, &payload_len))
         seen = channel_seen(channel, payload, payload_len, &slot);
       if (seen >= 0)
-        channel_rewake(client, channel, seen);
+        channel_rewake(n, channel, seen);
       else
-        channel_wake_each(client, channel, slot);
+        channel_wake_each(n, channel, slot);
       break;
     }
     default:
-      channel_wake_one(client, channel);
+      channel_wake_one(n, channel);
       break;
     }
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {
-      channel_sync(client, channel, i);
+      channel_sync(n, channel, i);
     } else if (!channel->confirmed) {
       /* A release between a waiter's failed attempt and this subscription
        * was missed: the waiters try once more now. */
       channel->confirmed = 1;
-      channel_wake(client, channel);
+      channel_wake(n, channel);
     }
   } else if (kind == PUBSUB_UNSUBSCRIBE) {
     channel->state[i] = SUB_NONE;
-    channel_sync(client, channel, i);
-    channel_maybe_free(client, channel);
+    channel_sync(n, channel, i);
+    channel_maybe_free(n, channel);
   }
 }
 
 static void subscriber_connect(notify_subscriber_t *sub) {
-  redlock_t *client = sub->client;
-  const node_t *node = &client->nodes[sub->index];
+  notify_t *n = sub->n;
+  const node_t *node = &n->nodes[sub->index];
   const node_addr_t *addr = &node->addr;
   if (addr->kind == NODE_ADDR_TCP && node_ip(node)[0] == '\0') {
     subscriber_fail(sub, "the master's host name is not resolved yet");
     return;
   }
   char err[256];
-  redisAsyncContext *ac =
-      conn_open(addr, node_ip(node), client->tls, client->loop, &client->flusher, sub, on_connect,
-                on_disconnect, err, sizeof err);
+  redisAsyncContext *ac = conn_open(addr, node_ip(node), n->env->tls, n->env->loop, n->env->flusher,
+                                    sub, on_connect, on_disconnect, err, sizeof err);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;
@@ -380,114 +379,113 @@ static void subscriber_connect(notify_subscriber_t *sub) {
   }
   /* The subscription callback is registered once; hiredis routes every
    * channel's confirmations and messages to it by channel name. */
-  for (list_node_t *it = client->channels.next; it != &client->channels; it = it->next)
-    channel_sync(client, list_entry(it, notify_channel_t, link), sub->index);
-  uv_timer_start(&sub->timer, connect_timeout_cb, client->opts.connect_timeout_ms, 0);
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
+    channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
+  uv_timer_start(&sub->timer, connect_timeout_cb, n->env->connect_timeout_ms, 0);
 }
 
 /* ---- waiters ----------------------------------------------------------------------- */
 
-static int subscribers_init(redlock_t *client) {
-  if (client->subscribers != NULL)
+static int subscribers_init(notify_t *n) {
+  if (n->subscribers != NULL)
     return 0;
-  client->subscribers = calloc(client->n_nodes, sizeof *client->subscribers);
-  if (client->subscribers == NULL)
+  n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
+  if (n->subscribers == NULL)
     return REDLOCK_ENOMEM;
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    notify_subscriber_t *sub = &client->subscribers[i];
-    sub->client = client;
+  for (unsigned i = 0; i < n->n_nodes; i++) {
+    notify_subscriber_t *sub = &n->subscribers[i];
+    sub->n = n;
     sub->index = i;
-    uv_timer_init(client->loop, &sub->timer);
+    uv_timer_init(n->env->loop, &sub->timer);
     sub->timer.data = sub;
-    client->handles_open++;
   }
   return 0;
 }
 
-int notify_wait(op_t *op) {
-  redlock_t *client = op->client;
-  if (op->channel != NULL)
+void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
+                 void (*wake)(void *arg, notify_waiter_t *w), void *arg) {
+  memset(n, 0, sizeof *n);
+  n->env = env;
+  n->nodes = nodes;
+  n->n_nodes = n_nodes;
+  n->wake = wake;
+  n->arg = arg;
+  list_init(&n->channels);
+}
+
+int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len, int wake_mode) {
+  if (w->channel != NULL)
     return 0;
-  if (subscribers_init(client) != 0)
+  if (subscribers_init(n) != 0)
     return REDLOCK_ENOMEM;
-  /* A lock's channel is named after its key; a permit's or a read-write
-   * hold's was named when its op was made (prims.h). */
-  const char *prefix = NOTIFY_CHANNEL_PREFIX, *key = op->keys[0];
-  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1, key_len = op->key_lens[0];
-  if (op->prim.channel != NULL) {
-    prefix_len = 0;
-    key = op->prim.channel;
-    key_len = op->prim.channel_len;
-  }
-  size_t len = prefix_len + key_len;
-  char *name = malloc(len + 1);
-  if (name == NULL)
-    return REDLOCK_ENOMEM;
-  memcpy(name, prefix, prefix_len);
-  memcpy(name + prefix_len, key, key_len);
-  name[len] = '\0';
-  notify_channel_t *channel = channel_find(client, name, len);
+  notify_channel_t *channel = channel_find(n, name_in, len);
   if (channel == NULL) {
-    int mode = prim_wake_mode(op);
-    channel = calloc(1, sizeof *channel + client->n_nodes);
-    recent_t *recent = mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
-    if (channel == NULL || (mode == NOTIFY_WAKE_EACH && recent == NULL)) {
+    char *name = malloc(len + 1);
+    channel = calloc(1, sizeof *channel + n->n_nodes);
+    recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
+    if (name == NULL || channel == NULL || (wake_mode == NOTIFY_WAKE_EACH && recent == NULL)) {
       free(channel);
       free(recent);
       free(name);
       return REDLOCK_ENOMEM;
     }
-    channel->wake_mode = mode;
+    memcpy(name, name_in, len);
+    name[len] = '\0';
+    channel->wake_mode = wake_mode;
     channel->recent = recent;
     channel->name = name;
     channel->name_len = len;
     list_init(&channel->waiters);
-    list_insert_tail(&client->channels, &channel->link);
-  } else {
-    free(name);
+    list_insert_tail(&n->channels, &channel->link);
   }
-  list_insert_tail(&channel->waiters, &op->wait_link);
+  list_insert_tail(&channel->waiters, &w->link);
   channel->n_waiters++;
-  op->channel = channel;
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    channel_sync(client, channel, i);
+  w->channel = channel;
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    channel_sync(n, channel, i);
   /* Already subscribed somewhere: the subscription predates this waiter's
    * failed attempt, so no release can have slipped between the two. */
   return 0;
 }
 
-void notify_attempt_done(op_t *op) {
-  if (op->channel != NULL && op->channel->waking == op)
-    op->channel->waking = NULL;
+void notify_attempt_done(notify_waiter_t *w) {
+  if (w->channel != NULL && w->channel->waking == w)
+    w->channel->waking = NULL;
 }
 
-void notify_unwait(op_t *op) {
-  notify_channel_t *channel = op->channel;
+void notify_unwait(notify_t *n, notify_waiter_t *w) {
+  notify_channel_t *channel = w->channel;
   if (channel == NULL)
     return;
-  notify_attempt_done(op);
-  redlock_t *client = op->client;
-  list_remove(&op->wait_link);
+  notify_attempt_done(w);
+  list_remove(&w->link);
   channel->n_waiters--;
-  op->channel = NULL;
+  w->channel = NULL;
   if (channel->n_waiters == 0) {
     channel->confirmed = 0;
-    for (unsigned i = 0; i < client->n_nodes; i++)
-      channel_sync(client, channel, i);
+    for (unsigned i = 0; i < n->n_nodes; i++)
+      channel_sync(n, channel, i);
   }
-  channel_maybe_free(client, channel);
+  channel_maybe_free(n, channel);
 }
 
 static void subscriber_timer_closed(uv_handle_t *handle) {
   notify_subscriber_t *sub = handle->data;
-  client_handle_closed(sub->client);
+  notify_t *n = sub->n;
+  if (--n->timers_open == 0)
+    n->closed(n->arg);
 }
 
-void notify_shutdown(redlock_t *client) {
-  if (client->subscribers == NULL)
+void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {
+  n->closing = 1;
+  n->closed = closed;
+  if (n->subscribers == NULL) {
+    closed(n->arg);
     return;
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    notify_subscriber_t *sub = &client->subscribers[i];
+  }
+  n->timers_open = n->n_nodes;
+  for (unsigned i = 0; i < n->n_nodes; i++) {
+    notify_subscriber_t *sub = &n->subscribers[i];
     redisAsyncContext *ac = sub->ac;
     sub->ac = NULL;
     sub->state = SUBSCRIBER_DOWN;
@@ -497,14 +495,14 @@ void notify_shutdown(redlock_t *client) {
   }
 }
 
-void notify_free(redlock_t *client) {
-  while (!list_empty(&client->channels)) {
-    notify_channel_t *channel = list_entry(client->channels.next, notify_channel_t, link);
+void notify_free(notify_t *n) {
+  while (!list_empty(&n->channels)) {
+    notify_channel_t *channel = list_entry(n->channels.next, notify_channel_t, link);
     list_remove(&channel->link);
     free(channel->recent);
     free(channel->name);
     free(channel);
   }
-  free(client->subscribers);
-  client->subscribers = NULL;
+  free(n->subscribers);
+  n->subscribers = NULL;
 }

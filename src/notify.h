@@ -11,11 +11,8 @@
 #include <stddef.h>
 
 #include "list.h"
-
-struct redlock;
-struct op;
-
 #include "names.h" /* NOTIFY_CHANNEL_PREFIX */
+#include "node.h"
 
 /* Whom a release announced on a channel wakes (the first waiter decides). */
 #define NOTIFY_WAKE_ONE 0  /* a lock: the longest waiter (one can win it) */
@@ -23,16 +20,47 @@ struct op;
 #define NOTIFY_WAKE_EACH 2 /* a semaphore: one waiter per distinct release (message) */
 
 typedef struct notify_channel notify_channel_t;
+typedef struct notify_subscriber notify_subscriber_t;
 
-/* Registers a waiting lock op for releases of its first key; the op is woken
- * with lock_wake().  0, or REDLOCK_ENOMEM (the op then just polls). */
-int notify_wait(struct op *op);
-/* The op's attempt ended (lost): the channel may wake a waiter again. */
-void notify_attempt_done(struct op *op);
+/* One waiter, embedded by its owner (a waiting lock call). */
+typedef struct notify_waiter {
+  list_node_t link;          /* notify.c: its channel's waiters */
+  notify_channel_t *channel; /* notify.c: NULL while not registered */
+  int in_attempt;            /* owner: an attempt is out; a release then only marks it woken */
+  int woken;                 /* owner: a release was announced during the attempt */
+} notify_waiter_t;
+
+/* The notifier of one client: its channels and one subscriber connection per
+ * master (made by the first waiter).  Everything runs on the loop thread. */
+typedef struct notify {
+  const node_env_t *env; /* loop, flusher, TLS, log, random, connect timeout */
+  const node_t *nodes;   /* the masters: address, and the IP their lookup found */
+  unsigned n_nodes;
+  /* A release was announced for w's channel: the owner retries now (or,
+   * with w->in_attempt, marks it woken).  May unregister w. */
+  void (*wake)(void *arg, notify_waiter_t *w);
+  void *arg;
+  int closing;                      /* owner: no reconnects any more */
+  list_node_t channels;             /* with waiters or live subscriptions */
+  notify_subscriber_t *subscribers; /* per master, made by the first waiter */
+  unsigned timers_open;             /* subscriber timers not yet closed after shutdown */
+  void (*closed)(void *arg);        /* notify_shutdown's done callback */
+} notify_t;
+
+void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
+                 void (*wake)(void *arg, notify_waiter_t *w), void *arg);
+/* Registers w for the channel `name` (len bytes: NOTIFY_CHANNEL_PREFIX + key
+ * for a lock), woken as wake_mode says.  0, or REDLOCK_ENOMEM (the waiter
+ * then just polls).  A registered waiter is left as it is. */
+int notify_wait(notify_t *n, notify_waiter_t *w, const char *name, size_t len, int wake_mode);
+/* The waiter's attempt ended (lost): the channel may wake a waiter again. */
+void notify_attempt_done(notify_waiter_t *w);
 /* Unregisters (no-op when not registered). */
-void notify_unwait(struct op *op);
-/* Closes the subscriber connections and frees the channels (teardown). */
-void notify_shutdown(struct redlock *client);
-void notify_free(struct redlock *client);
+void notify_unwait(notify_t *n, notify_waiter_t *w);
+/* Closes the subscriber connections; closed(arg) runs once their handles are
+ * closed (at once, from inside this call, when there were none). */
+void notify_shutdown(notify_t *n, void (*closed)(void *arg));
+/* Frees the channels and subscribers (after closed ran). */
+void notify_free(notify_t *n);
 
 #endif

@@ -202,10 +202,18 @@ static void cmd_script(cmd_t *c, script_id_t id, size_t n_keys) {
   cmd_push_u64(c, n_keys);
 }
 
-static round_t *cmd_round(redlock_t *client, cmd_t *c, int64_t expect, int is_acquire,
-                          round_decided_fn cb, void *ctx) {
-  return round_new(client, c->argc, c->argv, c->len, script_get(c->script), expect, is_acquire, cb,
-                   ctx);
+/* replay_mask: a release's masters that may hold its keys (else unused). */
+static round_t *cmd_round(redlock_t *client, cmd_t *c, int64_t expect, round_kind_t kind,
+                          uint64_t replay_mask, round_decided_fn cb, void *ctx) {
+  return round_new(&client->rounds, &(round_params_t){.argc = c->argc,
+                                                      .argv = c->argv,
+                                                      .argv_len = c->len,
+                                                      .script = script_get(c->script),
+                                                      .expect_integer = expect,
+                                                      .kind = kind,
+                                                      .replay_mask = replay_mask,
+                                                      .on_decided = cb,
+                                                      .ctx = ctx});
 }
 
 /* The keys of a read-write lock's scripts: writer, readers (and intent). */
@@ -265,7 +273,7 @@ round_t *prim_acquire_round(op_t *op, round_decided_fn cb) {
   default:
     return NULL;
   }
-  return cmd_round(client, &c, ROUND_EXPECT_CODE, 1, cb, op);
+  return cmd_round(client, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
 }
 
 int prim_acquire_verdict(op_t *op, const round_t *round) {
@@ -317,7 +325,7 @@ round_t *prim_fence_round(op_t *op, const char *token, size_t token_len, round_d
   cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
   cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   cmd_push(&c, token, token_len);
-  return cmd_round(op->client, &c, 1, 0, cb, op);
+  return cmd_round(op->client, &c, 1, ROUND_PLAIN, 0, cb, op);
 }
 
 /* ---- extension and release ------------------------------------------------------ */
@@ -338,14 +346,14 @@ round_t *prim_extend_round(redlock_t *client, const redlock_lock_t *lock, uint32
     cmd_push(&c, lock->value, RANDOM_VALUE_LEN);
     cmd_push_u64(&c, ttl_ms);
   }
-  return cmd_round(client, &c, 1, 0, cb, ctx);
+  return cmd_round(client, &c, 1, ROUND_PLAIN, 0, cb, ctx);
 }
 
 /* The release script of a kind over keys/value; intent: a writer's intent
  * value to drop too, or NULL. */
 static round_t *release_round(redlock_t *client, const prim_t *prim, char *const *keys,
                               const size_t *key_lens, const char *value, const char *intent,
-                              int announce, round_decided_fn cb, void *ctx) {
+                              int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
   cmd_t c;
   if (prim->kind == LOCK_KIND_SEM) {
     cmd_script(&c, SCRIPT_SEM_RELEASE, 1);
@@ -362,7 +370,7 @@ static round_t *release_round(redlock_t *client, const prim_t *prim, char *const
   }
   cmd_push(&c, announce ? "1" : "0", 1);
   cmd_push(&c, prim->channel, prim->channel_len);
-  return cmd_round(client, &c, 1, 0, cb, ctx);
+  return cmd_round(client, &c, 1, ROUND_RELEASE, set_mask, cb, ctx);
 }
 
 round_t *prim_release_round(redlock_t *client, const redlock_lock_t *lock, round_decided_fn cb,
@@ -370,13 +378,13 @@ round_t *prim_release_round(redlock_t *client, const redlock_lock_t *lock, round
   /* A writer may have left its intent on masters that refused it in the
    * round it won (readers were still there): the release drops it. */
   const char *intent = lock->prim.kind == LOCK_KIND_RW_WRITE ? lock->prim.intent : NULL;
-  return release_round(client, &lock->prim, lock->keys, lock->key_lens, lock->value, intent, 1, cb,
-                       ctx);
+  return release_round(client, &lock->prim, lock->keys, lock->key_lens, lock->value, intent, 1,
+                       lock->set_mask, cb, ctx);
 }
 
 round_t *prim_attempt_release_round(op_t *op) {
-  return release_round(op->client, &op->prim, op->keys, op->key_lens, op->value, NULL, 0, NULL,
-                       NULL);
+  return release_round(op->client, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
+                       op->set_mask, NULL, NULL);
 }
 
 void prim_op_end(op_t *op, int status) {
@@ -386,7 +394,7 @@ void prim_op_end(op_t *op, int status) {
    * readers it held back. */
   op->prim.intent_set = 0;
   round_t *round = release_round(op->client, &op->prim, op->keys, op->key_lens, op->value,
-                                 op->prim.intent, 1, NULL, NULL);
+                                 op->prim.intent, 1, 0 /* not replayed: it expires */, NULL, NULL);
   if (round == NULL) {
     client_log(op->client, REDLOCK_LOG_WARN,
                "out of memory: the intent on %s stays until it expires", op->keys[0]);

@@ -7,42 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "clock.h"
+#include "redlock.h"
 #include "reply.h"
 #include "resp.h"
-#include "stats.h"
 
-static const char *const why_names[] = {
-    [WHY_NONE] = "pending",   [WHY_OK] = "OK",           [WHY_REFUSED] = "refused",
-    [WHY_DOWN] = "down",      [WHY_BUSY] = "busy",       [WHY_TIMEOUT] = "timeout",
-    [WHY_DISCONNECTED] = "disconnected",                 [WHY_ERROR] = "error",
-    [WHY_QUARANTINED] = "quarantined",                   [WHY_BADREPLY] = "bad-reply",
-};
+void round_env_init(round_env_t *env) {
+  list_init(&env->pending);
+  env->deciding = NULL;
+}
 
-round_t *round_new(struct redlock *client, int argc, const char **argv, const size_t *argv_len,
-                   const script_t *script, int64_t expect_integer, int is_acquire,
-                   round_decided_fn on_decided, void *ctx) {
-  unsigned n = client->n_nodes;
+int round_env_idle(const round_env_t *env) { return list_empty(&env->pending); }
+
+round_t *round_new(round_env_t *env, const round_params_t *p) {
+  unsigned n = env->n_masters;
   /* One allocation: the round, its votes, and the command's bytes. */
-  size_t cmd_len = resp_command_len(argc, argv_len);
+  size_t cmd_len = resp_command_len(p->argc, p->argv_len);
   size_t votes_size = n * sizeof(vote_t);
   round_t *round = malloc(sizeof *round + votes_size + cmd_len);
   if (round == NULL)
     return NULL;
   memset(round, 0, sizeof *round);
   round->cmd = (char *)round->votes + votes_size;
-  resp_write_command(round->cmd, argc, argv, argv_len);
-  round->client = client;
+  resp_write_command(round->cmd, p->argc, p->argv, p->argv_len);
+  round->env = env;
   round->cmd_len = cmd_len;
-  round->script = script;
-  round->expect_integer = expect_integer;
-  round->is_acquire = is_acquire;
-  round->on_decided = on_decided;
-  round->ctx = ctx;
+  round->script = p->script;
+  round->expect_integer = p->expect_integer;
+  round->kind = p->kind;
+  round->replay_mask = p->kind == ROUND_RELEASE ? p->replay_mask : 0;
+  round->on_decided = p->on_decided;
+  round->ctx = p->ctx;
   round->n_votes = n;
   round->refs = 1;
-  round->replay_mask = ~(uint64_t)0;
   list_init(&round->pending_link);
   for (unsigned i = 0; i < n; i++) {
     vote_t *vote = &round->votes[i];
@@ -58,9 +54,9 @@ static void round_free(round_t *round) {
   if (list_linked(&round->pending_link))
     list_remove(&round->pending_link);
   free(round->eval_cmd);
-  redlock_t *client = round->client;
+  round_env_t *env = round->env;
   free(round);
-  client_maybe_finish_close(client);
+  env->settled(env->owner_arg);
 }
 
 static void round_unref(round_t *round) {
@@ -73,7 +69,8 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why);
 /* Takes a vote's request back from its master's backlog, unsent: the vote
  * fails as "busy" (it never reached the master) and drops its reference. */
 static void vote_withdraw(vote_t *vote) {
-  node_cancel(&vote->req);
+  round_env_t *env = vote->round->env;
+  env->transport->cancel(env->transport_arg, &vote->req);
   vote_settle(vote, VOTE_FAILED, WHY_BUSY);
   vote->round->refs--; /* the request's reference; the caller holds another */
 }
@@ -81,11 +78,12 @@ static void vote_withdraw(vote_t *vote) {
 /* Once a round is decided, what still waits unsent in a backlog is of no
  * use, except a release, which must reach every master that may hold it. */
 static void round_withdraw_queued(round_t *round) {
-  if (round->is_release)
+  if (round->kind == ROUND_RELEASE)
     return;
+  round_env_t *env = round->env;
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    if (vote->state == VOTE_PENDING && node_req_queued(&vote->req))
+    if (vote->state == VOTE_PENDING && env->transport->queued(env->transport_arg, &vote->req))
       vote_withdraw(vote);
   }
 }
@@ -96,22 +94,21 @@ static void round_check_decision(round_t *round) {
   quorum_outcome_t outcome = quorum_decide(round->n_votes, round->yes, round->no, round->failed);
   if (outcome == QUORUM_PENDING)
     return;
+  round_env_t *env = round->env;
   round->decided = 1;
   round->outcome = outcome;
-  round->decided_ns = clock_now_ns();
-  stats_gauge(round->client, STATS_GAUGE_ROUNDS, -1);
-  /* Diagnostics describe the rounds a caller waits on, not the background
-   * releases that follow a lost attempt. */
-  if (round->on_decided != NULL)
-    client_record_votes(round->client, round);
+  round->decided_ns = env->now_ns();
+  stats_gauge(env->stats, STATS_GAUGE_ROUNDS, -1);
   if (round->on_decided != NULL) {
+    /* Diagnostics describe the rounds a caller waits on, not the background
+     * releases that follow a lost attempt. */
+    env->decided(env->owner_arg, round);
     /* Stats and events name the round an op ends in (decisions can nest:
      * a round sent from a callback may be decided before it returns). */
-    redlock_t *client = round->client;
-    const round_t *outer = client->deciding_round;
-    client->deciding_round = round;
+    const round_t *outer = env->deciding;
+    env->deciding = round;
     round->on_decided(round, outcome, round->ctx);
-    client->deciding_round = outer;
+    env->deciding = outer;
   }
   round_withdraw_queued(round);
   round_unref(round); /* the decision's reference */
@@ -119,16 +116,17 @@ static void round_check_decision(round_t *round) {
 
 static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   round_t *round = vote->round;
+  round_env_t *env = round->env;
   vote->state = (uint8_t)state;
   vote->why = (uint8_t)why;
   unsigned index = (unsigned)(vote - round->votes);
-  stats_vote(round->client, index, why);
-  if (round->is_release && (round->replay_mask >> index & 1) &&
+  stats_vote(env->stats, index, why);
+  if (round->kind == ROUND_RELEASE && (round->replay_mask >> index & 1) &&
       (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT || why == WHY_DISCONNECTED)) {
     /* The release may not have reached this master: send it again later. */
-    node_defer_release(&round->client->nodes[index],
-                       round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
-                       round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
+    env->transport->defer_release(env->transport_arg, index,
+                                  round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
+                                  round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
   }
   if (state == VOTE_YES)
     round->yes++;
@@ -140,21 +138,23 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
     list_remove(&round->pending_link);
     /* Close waits for every round to be settled, not freed: replies that
      * never come (a black-holed master) must not hold it up. */
-    client_maybe_finish_close(round->client);
+    env->settled(env->owner_arg);
   }
 }
 
 /* Counts a reply as a vote. */
-static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
+static void vote_classify(vote_t *vote, const redisReply *reply) {
   round_t *round = vote->round;
+  round_env_t *env = round->env;
+  unsigned index = (unsigned)(vote - round->votes);
   reply_verdict_t verdict = reply_classify(reply, round->expect_integer, &vote->integer);
   switch (verdict) {
   case REPLY_YES:
   case REPLY_REFUSED:
     /* A master in restart quarantine may have forgotten keys: none of its
      * answers to an acquisition count, not even as an answer. */
-    if (round->is_acquire && node->quarantine_until_ns != 0 &&
-        node_is_quarantined(node, clock_now_ns())) {
+    if (round->kind == ROUND_ACQUIRE &&
+        env->transport->quarantined(env->transport_arg, index, env->now_ns())) {
       vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
       return;
     }
@@ -164,11 +164,11 @@ static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
       vote_settle(vote, VOTE_NO, WHY_REFUSED);
     return;
   case REPLY_ERROR:
-    node_warn(node, "error reply", reply->str);
+    env->transport->warn(env->transport_arg, index, "error reply", reply->str);
     vote_settle(vote, VOTE_FAILED, WHY_ERROR);
     return;
   case REPLY_UNEXPECTED:
-    node_warn(node, "unexpected reply type", NULL);
+    env->transport->warn(env->transport_arg, index, "unexpected reply type", NULL);
     vote_settle(vote, VOTE_FAILED, WHY_BADREPLY);
     return;
   }
@@ -177,17 +177,19 @@ static void vote_classify(vote_t *vote, node_t *node, const redisReply *reply) {
 static void vote_reply(node_req_t *req, const redisReply *reply);
 
 /* Points the vote's request at cmd and sends it; 0 or NODE_SEND_*. */
-static int vote_send(vote_t *vote, node_t *node, const char *cmd, size_t len) {
+static int vote_send(vote_t *vote, const char *cmd, size_t len) {
+  round_t *round = vote->round;
+  round_env_t *env = round->env;
   vote->req.cmd = cmd;
   vote->req.len = len;
   vote->req.fn = vote_reply;
-  vote->req.keep = vote->round->is_release;
-  return node_send(node, &vote->req);
+  vote->req.keep = round->kind == ROUND_RELEASE;
+  return env->transport->send(env->transport_arg, (unsigned)(vote - round->votes), &vote->req);
 }
 
 /* The master lost its script cache: send the same call as EVAL, which also
  * caches the script again.  Returns 1 when resent. */
-static int vote_resend_as_eval(vote_t *vote, node_t *node) {
+static int vote_resend_as_eval(vote_t *vote) {
   round_t *round = vote->round;
   if (round->script == NULL || vote->resent)
     return 0;
@@ -196,11 +198,13 @@ static int vote_resend_as_eval(vote_t *vote, node_t *node) {
                              &round->eval_cmd_len) != 0)
     return 0;
   vote->resent = 1;
-  if (vote_send(vote, node, round->eval_cmd, round->eval_cmd_len) != 0)
+  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len) != 0)
     return 0;
-  client_log(round->client, REDLOCK_LOG_INFO,
-             "master %s: script cache was flushed; sent the %s script with EVAL",
-             node->addr.label, round->script->name);
+  round_env_t *env = round->env;
+  log_write(env->log, REDLOCK_LOG_INFO,
+            "master %s: script cache was flushed; sent the %s script with EVAL",
+            env->transport->label(env->transport_arg, (unsigned)(vote - round->votes)),
+            round->script->name);
   round->refs++;
   return 1;
 }
@@ -208,17 +212,16 @@ static int vote_resend_as_eval(vote_t *vote, node_t *node) {
 static void vote_reply(node_req_t *req, const redisReply *reply) {
   vote_t *vote = container_of(req, vote_t, req);
   round_t *round = vote->round;
-  node_t *node = req->node;
 
   if (vote->state == VOTE_PENDING) {
     if (reply == NULL) {
       /* Unsent (queued when the master went down) or lost on the way. */
       vote_settle(vote, VOTE_FAILED, req->sent_ns == 0 ? WHY_DOWN : WHY_DISCONNECTED);
-    } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote, node)) {
+    } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote)) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
     } else {
-      vote_classify(vote, node, reply);
+      vote_classify(vote, reply);
     }
     round_check_decision(round);
   }
@@ -226,17 +229,17 @@ static void vote_reply(node_req_t *req, const redisReply *reply) {
 }
 
 void round_send(round_t *round) {
-  redlock_t *client = round->client;
+  round_env_t *env = round->env;
   round->refs++; /* hold the round while sending: it may be decided midway */
-  round->started_ns = clock_now_ns();
-  round->deadline_ns = round->started_ns + (uint64_t)client->opts.request_timeout_ms * 1000000u;
+  round->started_ns = env->now_ns();
+  round->deadline_ns = round->started_ns + env->request_timeout_ns;
   round->votes_pending = round->n_votes;
-  list_insert_tail(&client->rounds_pending, &round->pending_link);
-  client_arm_deadline(client, round->deadline_ns);
-  stats_gauge(client, STATS_GAUGE_ROUNDS, +1);
+  list_insert_tail(&env->pending, &round->pending_link);
+  env->arm_deadline(env->owner_arg, round->deadline_ns);
+  stats_gauge(env->stats, STATS_GAUGE_ROUNDS, +1);
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    int rc = vote_send(vote, &client->nodes[i], round->cmd, round->cmd_len);
+    int rc = vote_send(vote, round->cmd, round->cmd_len);
     if (rc == 0)
       round->refs++;
     else
@@ -267,28 +270,27 @@ uint64_t round_set_mask(const round_t *round) {
 
 static uint64_t vote_due_ns(const vote_t *vote, const round_t *round, uint64_t now,
                             uint64_t timeout_ns) {
-  if (node_req_queued(&vote->req))
-    return round->is_release ? now + timeout_ns : round->deadline_ns;
+  const round_env_t *env = round->env;
+  int is_release = round->kind == ROUND_RELEASE;
+  if (env->transport->queued(env->transport_arg, &vote->req))
+    return is_release ? now + timeout_ns : round->deadline_ns;
   uint64_t due_ns = vote->req.sent_ns + timeout_ns;
-  if (round->is_release) {
+  if (is_release) {
     /* Pipelined behind thousands of others, a release waits its turn at the
      * master: it is late only once the master stops answering altogether. */
-    uint64_t progress_due_ns = vote->req.node->progress_ns + timeout_ns;
+    unsigned index = (unsigned)(vote - round->votes);
+    uint64_t progress_due_ns = env->transport->progress_ns(env->transport_arg, index) + timeout_ns;
     if (progress_due_ns > due_ns)
       due_ns = progress_due_ns;
   }
   return due_ns > round->deadline_ns ? due_ns : round->deadline_ns;
 }
 
-void round_deadlines_fire(struct redlock *client) {
-  /* Timers run before the loop reads sockets: replies that arrived in time
-   * may be waiting unread, above all when this thread was slow to run. */
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    node_read_pending(&client->nodes[i]);
-  uint64_t now = clock_now_ns();
-  uint64_t timeout_ns = (uint64_t)client->opts.request_timeout_ms * 1000000u;
-  while (!list_empty(&client->rounds_pending)) {
-    round_t *round = list_entry(client->rounds_pending.next, round_t, pending_link);
+void round_deadlines_fire(round_env_t *env) {
+  uint64_t now = env->now_ns();
+  uint64_t timeout_ns = env->request_timeout_ns;
+  while (!list_empty(&env->pending)) {
+    round_t *round = list_entry(env->pending.next, round_t, pending_link);
     if (round->deadline_ns > now)
       break;
     list_remove(&round->pending_link);
@@ -300,10 +302,10 @@ void round_deadlines_fire(struct redlock *client) {
         continue;
       if (vote_due_ns(vote, round, now, timeout_ns) > now + DEADLINE_SLACK_NS) {
         keep = 1;
-      } else if (node_req_queued(&vote->req)) {
+      } else if (env->transport->queued(env->transport_arg, &vote->req)) {
         vote_withdraw(vote);
       } else {
-        node_warn(&client->nodes[i], "no reply within the request timeout", NULL);
+        env->transport->warn(env->transport_arg, i, "no reply within the request timeout", NULL);
         vote_settle(vote, VOTE_FAILED, WHY_TIMEOUT);
       }
     }
@@ -312,32 +314,14 @@ void round_deadlines_fire(struct redlock *client) {
        * FIFO is later, so it goes to the tail and the FIFO stays in order
        * (a late vote is noticed at most one timeout after it was due). */
       round->deadline_ns = now + timeout_ns;
-      list_insert_tail(&client->rounds_pending, &round->pending_link);
+      list_insert_tail(&env->pending, &round->pending_link);
     }
     round_check_decision(round);
     round_unref(round);
   }
-  /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
-   * callbacks of their requests, which may free rounds.  Replies that came
-   * in during a long walk are read first, so that only a master is blamed. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    node_read_pending(&client->nodes[i]);
-    node_drop_if_hung(&client->nodes[i]);
+  if (!list_empty(&env->pending)) {
+    round_t *head = list_entry(env->pending.next, round_t, pending_link);
+    env->arm_deadline(env->owner_arg, head->deadline_ns);
   }
-  if (!list_empty(&client->rounds_pending)) {
-    round_t *head = list_entry(client->rounds_pending.next, round_t, pending_link);
-    client_arm_deadline(client, head->deadline_ns);
-  }
-  /* Replayed releases are in no round: judge their master again when it
-   * would be hung, or close could wait forever for a silent one. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    uint64_t due_ns = node_replays_due_ns(&client->nodes[i]);
-    if (due_ns != 0)
-      client_arm_deadline(client, due_ns);
-  }
-  client_maybe_finish_close(client);
-}
-
-const char *round_why_name(unsigned why) {
-  return why < sizeof why_names / sizeof why_names[0] ? why_names[why] : "?";
+  env->settled(env->owner_arg);
 }

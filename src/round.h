@@ -4,7 +4,13 @@
  * master never delays a decision the others already made.  Votes that have
  * not arrived by the request deadline count as failed.  The round lives on,
  * refcounted, until every reply or NULL (teardown) has come back, so late
- * replies are harmless. */
+ * replies are harmless.
+ *
+ * A round knows nothing above it and names no master: the masters are reached
+ * through a transport (round_transport_t: node.c's in the library, a fake in
+ * the unit tests), and what the owner wants to hear (arm the deadline timer,
+ * a round settled, a caller's round decided) goes up through callbacks.  Both
+ * are handed down once, in the round_env_t the owner keeps. */
 #ifndef REDLOCK_ROUND_H
 #define REDLOCK_ROUND_H
 
@@ -12,13 +18,63 @@
 #include <stdint.h>
 
 #include "list.h"
+#include "log.h"
 #include "node.h"
 #include "quorum.h"
 #include "reply.h"
 #include "scripts.h"
+#include "stats_core.h"
+#include "why.h"
 
-struct redlock;
 struct round;
+
+/* The masters, as a round sees them: master i is the i-th of the env. */
+typedef struct round_transport {
+  /* Sends req (cmd, len, fn, keep filled in) to master i: 0, and req->fn then
+   * runs exactly once (NULL reply when none came; req->sent_ns == 0 when it
+   * was never written), or NODE_SEND_DOWN / NODE_SEND_BUSY and it never runs. */
+  int (*send)(void *arg, unsigned master, node_req_t *req);
+  /* 1 while req waits unsent behind a full pipe. */
+  int (*queued)(void *arg, const node_req_t *req);
+  /* Takes back a queued request: its fn will not run. */
+  void (*cancel)(void *arg, node_req_t *req);
+  /* When master i last showed progress (a reply, or the first send after
+   * being idle): a release waits while its master keeps answering. */
+  uint64_t (*progress_ns)(void *arg, unsigned master);
+  /* 1 while master i is in restart quarantine. */
+  int (*quarantined)(void *arg, unsigned master, uint64_t now_ns);
+  /* Keeps a release master i may have missed, to send again once it is up. */
+  void (*defer_release)(void *arg, unsigned master, const char *cmd, size_t len);
+  /* A per-request problem with master i, for the (rate-limited) log. */
+  void (*warn)(void *arg, unsigned master, const char *what, const char *detail);
+  /* Master i's label ("host:port"), for log lines. */
+  const char *(*label)(void *arg, unsigned master);
+} round_transport_t;
+
+/* One per client: the rounds' surroundings and their deadline FIFO. */
+typedef struct round_env {
+  unsigned n_masters;
+  uint64_t request_timeout_ns;
+  const round_transport_t *transport;
+  void *transport_arg;
+  const log_sink_t *log;
+  struct stats *stats;      /* NULL when stats and events are off */
+  uint64_t (*now_ns)(void); /* clock_now_ns; the unit tests step their own clock */
+  /* Reported up (owner_arg is their first argument): */
+  void (*arm_deadline)(void *owner_arg, uint64_t deadline_ns); /* the FIFO's head is due then */
+  void (*settled)(
+      void *owner_arg); /* a round's votes are all in, or it was freed: close may go on */
+  void (*decided)(void *owner_arg, const struct round *round); /* a caller's round was decided */
+  void *owner_arg;
+  /* round.c's own */
+  list_node_t pending;          /* deadline FIFO of rounds with votes pending */
+  const struct round *deciding; /* the round whose on_decided is running, else NULL */
+} round_env_t;
+
+/* Fills in what round.c owns; the caller sets the rest (all of it). */
+void round_env_init(round_env_t *env);
+/* No round has a vote pending: close may go on. */
+int round_env_idle(const round_env_t *env);
 
 typedef enum {
   VOTE_PENDING = 0,
@@ -27,35 +83,28 @@ typedef enum {
   VOTE_FAILED,
 } vote_state_t;
 
-/* Why a vote came out as it did, for logs and redlock_last_votes(). */
-typedef enum {
-  WHY_NONE = 0,
-  WHY_OK,
-  WHY_REFUSED, /* nil / 0: key held by another, or our value absent */
-  WHY_DOWN,    /* not connected */
-  WHY_BUSY,    /* too many requests in flight */
-  WHY_TIMEOUT,
-  WHY_DISCONNECTED, /* connection lost before the reply */
-  WHY_ERROR,        /* error reply (-READONLY, -OOM, ...) */
-  WHY_QUARANTINED,
-  WHY_BADREPLY,
-} vote_why_t;
-
 typedef struct vote {
   node_req_t req; /* this vote's request to its master */
   struct round *round;
-  uint8_t state;  /* vote_state_t */
-  uint8_t why;    /* vote_why_t */
-  uint8_t resent; /* NOSCRIPT -> EVAL already tried */
+  uint8_t state;   /* vote_state_t */
+  uint8_t why;     /* vote_why_t */
+  uint8_t resent;  /* NOSCRIPT -> EVAL already tried */
   int64_t integer; /* integer reply, when there was one */
 } vote_t;
+
+/* What a round is for. */
+typedef enum {
+  ROUND_PLAIN = 0, /* extend, fence commit, ...: every answer counts */
+  ROUND_ACQUIRE,   /* quarantined masters' votes do not count */
+  ROUND_RELEASE,   /* masters that may have missed it get it again later */
+} round_kind_t;
 
 /* Called once, when the round is decided.  The round stays valid during the
  * call; do not keep it afterwards. */
 typedef void (*round_decided_fn)(struct round *round, quorum_outcome_t outcome, void *ctx);
 
 typedef struct round {
-  struct redlock *client;
+  round_env_t *env;
   list_node_t pending_link; /* client's deadline FIFO, while votes are pending */
   uint64_t started_ns;
   uint64_t deadline_ns;
@@ -66,10 +115,9 @@ typedef struct round {
   char *eval_cmd;         /* built on the first NOSCRIPT */
   size_t eval_cmd_len;
   int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_* */
-  int is_acquire;         /* quarantined masters' votes do not count */
-  int is_release;         /* masters that may have missed it get it again later */
-  uint64_t replay_mask;   /* release: only masters that may hold the key need that */
-  unsigned refs;          /* replies outstanding + 1 until decided */
+  round_kind_t kind;
+  uint64_t replay_mask; /* release: only masters that may hold the key need that */
+  unsigned refs;        /* replies outstanding + 1 until decided */
   unsigned votes_pending;
   unsigned yes, no, failed;
   quorum_outcome_t outcome;
@@ -84,11 +132,21 @@ typedef struct round {
 #define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
 #define ROUND_EXPECT_CODE REPLY_EXPECT_CODE         /* yes > 0; no = nil or a reason <= 0 */
 
-/* Formats argv once into a new round.  A script round is EVALSHA (argv[1] is
- * the SHA).  NULL when out of memory. */
-round_t *round_new(struct redlock *client, int argc, const char **argv, const size_t *argv_len,
-                   const script_t *script, int64_t expect_integer, int is_acquire,
-                   round_decided_fn on_decided, void *ctx);
+typedef struct round_params {
+  int argc;
+  const char **argv;
+  const size_t *argv_len;
+  const script_t
+      *script; /* EVALSHA (argv[1] is its SHA), for the NOSCRIPT -> EVAL retry; or NULL */
+  int64_t expect_integer; /* > 0: yes = this integer; or ROUND_EXPECT_* */
+  round_kind_t kind;
+  uint64_t replay_mask;        /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
+  void *ctx;
+} round_params_t;
+
+/* Formats argv once into a new round.  NULL when out of memory. */
+round_t *round_new(round_env_t *env, const round_params_t *params);
 /* Sends to every master and arms the deadline.  May decide (and call
  * on_decided) before it returns, e.g. when masters are down.  The caller must
  * not touch the round after this returns. */
@@ -97,11 +155,11 @@ void round_send(round_t *round);
  * round: every vote but an explicit refusal or a command never sent. */
 uint64_t round_set_mask(const round_t *round);
 
-/* Client-wide deadline FIFO (all rounds share the request timeout, so
- * deadlines are in creation order and one timer serves them all). */
-void round_deadlines_fire(struct redlock *client);
-
-/* The name of a vote_why_t ("OK", "timeout", ...). */
-const char *round_why_name(unsigned why);
+/* The owner's deadline timer fired: votes past their deadline fail as
+ * timed out (a release's waits while its master answers).  Deadlines are in
+ * creation order (all rounds share the request timeout), so one timer serves
+ * the FIFO; arm_deadline is called for the new head.  The owner reads replies
+ * already waiting on the sockets first, and judges hung masters after. */
+void round_deadlines_fire(round_env_t *env);
 
 #endif

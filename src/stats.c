@@ -195,7 +195,7 @@ const char *redlock_event_node_addr(const redlock_event_t *ev, int i) {
 const char *redlock_event_node_verdict(const redlock_event_t *ev, int i) {
   if (event_master(ev, i) < 0)
     return NULL;
-  return ev->round != NULL ? round_why_name(ev->round->votes[i].why) : ev->master_state;
+  return ev->round != NULL ? why_name(ev->round->votes[i].why) : ev->master_state;
 }
 
 int64_t redlock_event_node_latency_us(const redlock_event_t *ev, int i) {
@@ -270,7 +270,7 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
       break;
     }
     if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
-      stats_gauge(client, STATS_GAUGE_WAITERS, -1);
+      stats_gauge(client->stats, STATS_GAUGE_WAITERS, -1);
     break;
   case OP_EXTEND:
     kind = STATS_OP_EXTEND;
@@ -284,7 +284,7 @@ void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t 
   /* The round being decided is this op's when the op ends inside its
    * callback (the usual case); ops that end elsewhere (canceled, timed out
    * between attempts, refused before any round) have none. */
-  const round_t *round = client->deciding_round;
+  const round_t *round = client->rounds.deciding;
   if (round != NULL && round->ctx != op)
     round = NULL;
   uint64_t end_ns = round != NULL ? round->decided_ns : clock_now_ns();
@@ -328,8 +328,8 @@ void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {
   event_emit(client, &ev);
 }
 
-static master_stats_t *master_of(node_t *node) {
-  return &node->client->stats->masters[node->index];
+static master_stats_t *master_of(redlock_t *client, node_t *node) {
+  return &client->stats->masters[node->index];
 }
 
 static void set_state(master_stats_t *m, mstate_t state) {
@@ -337,9 +337,8 @@ static void set_state(master_stats_t *m, mstate_t state) {
 }
 
 /* A master event: one entry, the master, in its new state. */
-static void node_event(node_t *node, int kind, int status, const char *state, uint64_t ns,
-                       const char *detail) {
-  redlock_t *client = node->client;
+static void node_event(redlock_t *client, node_t *node, int kind, int status, const char *state,
+                       uint64_t ns, const char *detail) {
   redlock_event_t ev;
   event_init(&ev, client, kind, status);
   ev.master = (int)node->index;
@@ -349,10 +348,12 @@ static void node_event(node_t *node, int kind, int status, const char *state, ui
   event_emit(client, &ev);
 }
 
-void stats_node_connecting_(node_t *node) { set_state(master_of(node), MSTATE_CONNECTING); }
+void stats_node_connecting_(redlock_t *client, node_t *node) {
+  set_state(master_of(client, node), MSTATE_CONNECTING);
+}
 
-void stats_node_up_(node_t *node) {
-  master_stats_t *m = master_of(node);
+void stats_node_up_(redlock_t *client, node_t *node) {
+  master_stats_t *m = master_of(client, node);
   uint64_t now = node->ready_ns != 0 ? node->ready_ns : clock_now_ns();
   atomic_store_explicit(&m->quarantine_until_ns, node->quarantine_until_ns, memory_order_relaxed);
   set_state(m, MSTATE_UP);
@@ -362,7 +363,7 @@ void stats_node_up_(node_t *node) {
   uint64_t down_ns = now - m->since_ns;
   m->since_ns = now;
   m->reported = MSTATE_UP;
-  if (node->client->opts.event_cb == NULL)
+  if (client->opts.event_cb == NULL)
     return;
   int quarantined = node_is_quarantined(node, now);
   char detail[96];
@@ -371,12 +372,12 @@ void stats_node_up_(node_t *node) {
              (unsigned long long)((node->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");
-  node_event(node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK, quarantined ? "quarantined" : "up", down_ns,
-             detail);
+  node_event(client, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK, quarantined ? "quarantined" : "up",
+             down_ns, detail);
 }
 
-void stats_node_down_(node_t *node, const char *what, const char *detail) {
-  master_stats_t *m = master_of(node);
+void stats_node_down_(redlock_t *client, node_t *node, const char *what, const char *detail) {
+  master_stats_t *m = master_of(client, node);
   uint64_t now = clock_now_ns();
   if (node->state == NODE_READY)
     bump(&m->disconnects, 1);
@@ -389,21 +390,23 @@ void stats_node_down_(node_t *node, const char *what, const char *detail) {
   uint64_t up_ns = was_up ? now - m->since_ns : 0;
   m->since_ns = now;
   m->reported = MSTATE_DOWN;
-  if (node->client->opts.event_cb == NULL)
+  if (client->opts.event_cb == NULL)
     return;
   char text[192];
   snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
-  node_event(node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
+  node_event(client, node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
 }
 
-void stats_node_quarantine_end_(node_t *node) {
-  if (node->client->opts.event_cb == NULL)
+void stats_node_quarantine_end_(redlock_t *client, node_t *node) {
+  if (client->opts.event_cb == NULL)
     return;
-  node_event(node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up", clock_now_ns() - node->ready_ns,
-             "restart quarantine over");
+  node_event(client, node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
+             clock_now_ns() - node->ready_ns, "restart quarantine over");
 }
 
-void stats_node_tls_failure_(node_t *node) { bump(&master_of(node)->tls_failures, 1); }
+void stats_node_tls_failure_(redlock_t *client, node_t *node) {
+  bump(&master_of(client, node)->tls_failures, 1);
+}
 
 /* ---- the metric table ---------------------------------------------------------------
  * One row per metric family.  The JSON key is the name without "redlock_"
@@ -754,7 +757,7 @@ static void prom_metric(out_t *o, const redlock_t *client, const metric_t *m, ui
     }
     case SH_M_VERDICT:
       for (unsigned w = WHY_NONE + 1; w < N_WHY; w++) {
-        prom_series(o, m->name, "", client, master, "verdict", round_why_name(w), NULL, NULL);
+        prom_series(o, m->name, "", client, master, "verdict", why_name(w), NULL, NULL);
         out_printf(o, "%llu\n", (unsigned long long)get(&stats->masters[i].votes[w]));
       }
       break;
@@ -829,7 +832,7 @@ static void json_metric(out_t *o, const redlock_t *client, const metric_t *m, un
   case SH_M_VERDICT:
     out_write(o, "{", 1);
     for (unsigned w = WHY_NONE + 1; w < N_WHY; w++)
-      out_printf(o, "%s\"%s\":%llu", w > WHY_NONE + 1 ? "," : "", round_why_name(w),
+      out_printf(o, "%s\"%s\":%llu", w > WHY_NONE + 1 ? "," : "", why_name(w),
                  (unsigned long long)get(&stats->masters[i].votes[w]));
     out_write(o, "}", 1);
     break;

@@ -161,6 +161,9 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   f->client.opts.log_cb = capture_log;
   f->client.opts.log_arg = f;
   f->client.opts.log_level = REDLOCK_LOG_DEBUG;
+  f->client.log = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
+  round_env_init(&f->client.rounds);
+  f->client.rounds.n_masters = N_NODES;
   f->client.n_nodes = N_NODES;
   f->client.quorum = 2;
   f->client.nodes = f->nodes;
@@ -245,7 +248,7 @@ static void test_sem_keys_and_rounds(void **state) {
       round_t *round = prim_acquire_round(op, NULL);
       assert_non_null(round);
       assert_int_equal(round->expect_integer, ROUND_EXPECT_CODE);
-      assert_true(round->is_acquire);
+      assert_int_equal(round->kind, ROUND_ACQUIRE);
       decoded_t d = decode(round);
       unsigned slot = (unsigned)atoi(op->keys[0] + strlen("p:jobs:sem:"));
       char want[64];
