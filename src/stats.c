@@ -219,8 +219,7 @@ int redlock_options_set_stats(redlock_options_t *opts, int enabled) {
   return 0;
 }
 
-int redlock_options_set_event_cb(redlock_options_t *opts,
-                                 void (*cb)(const redlock_event_t *ev, void *arg), void *arg) {
+int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb, void *arg) {
   if (opts == NULL)
     return REDLOCK_EINVAL;
   opts->event_cb = cb;
