@@ -241,6 +241,35 @@ static void test_option_getters_null(void **state) {
   assert_string_equal(s, "untouched");
 }
 
+/* Event kind names: operations are named by their stats label (written
+ * once, in STATS_OP_MAP), the others by stats.c's own table. */
+static void test_event_kind_names(void **state) {
+  (void)state;
+  static const struct {
+    int kind;
+    const char *name;
+  } want[] = {
+      {REDLOCK_EVENT_ACQUIRE, "acquire"},
+      {REDLOCK_EVENT_WAIT, "wait"},
+      {REDLOCK_EVENT_EXTEND, "extend"},
+      {REDLOCK_EVENT_RENEW, "renew"},
+      {REDLOCK_EVENT_RELEASE, "release"},
+      {REDLOCK_EVENT_LOST, "lost"},
+      {REDLOCK_EVENT_NODE_UP, "node_up"},
+      {REDLOCK_EVENT_NODE_DOWN, "node_down"},
+      {REDLOCK_EVENT_QUARANTINE_END, "quarantine_end"},
+      {REDLOCK_EVENT_SEMAPHORE, "semaphore"},
+      {REDLOCK_EVENT_RWLOCK_READ, "rwlock_read"},
+      {REDLOCK_EVENT_RWLOCK_WRITE, "rwlock_write"},
+      {REDLOCK_EVENT_ELECTED, "election"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    assert_string_equal(redlock_event_kind_name(want[i].kind), want[i].name);
+  const int unknown[] = {0, -1, REDLOCK_EVENT_ELECTED + 1, INT_MAX, INT_MIN};
+  for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
+    assert_string_equal(redlock_event_kind_name(unknown[i]), "unknown");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_err_table),
@@ -250,6 +279,7 @@ int main(void) {
       cmocka_unit_test(test_option_defaults),
       cmocka_unit_test(test_option_getters_follow_setters),
       cmocka_unit_test(test_option_getters_null),
+      cmocka_unit_test(test_event_kind_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
