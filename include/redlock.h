@@ -96,6 +96,12 @@ typedef struct redlock_options redlock_options_t;
 typedef struct redlock redlock_t;           /* a client: N masters, connections, loop */
 typedef struct redlock_lock redlock_lock_t; /* one held lock */
 
+/* Callback types of redlock_options_set_log() and redlock_watch().  Named so
+ * that callers and bindings can spell them once; the functions' types are
+ * exactly those of DESIGN §2 (a typedef is not a new type). */
+typedef void (*redlock_log_cb)(int level, const char *msg, void *arg);
+typedef void (*redlock_lost_cb)(redlock_lock_t *lock, int reason, void *arg);
+
 /* ---- Options -------------------------------------------------------------
  * An options object is filled by setters and read by redlock_open(), which
  * takes a snapshot: the options may be changed or freed afterwards.  Setters
@@ -104,8 +110,9 @@ typedef struct redlock_lock redlock_lock_t; /* one held lock */
  *
  * Defaults: retry 3 times, 200 ms + up to 200 ms jitter; connect 1000 ms;
  * request 100 ms; drift factor 0.01; max TTL 60 s; quarantine on; fencing off;
- * key prefix "".  A program that starts its own masters must wait out the
- * restart quarantine, shorten it with set_max_ttl(), or turn it off. */
+ * key prefix "" (redlock_options_get_* below read them from a fresh object).
+ * A program that starts its own masters must wait out the restart
+ * quarantine, shorten it with set_max_ttl(), or turn it off. */
 REDLOCK_EXPORT redlock_options_t *redlock_options_new(void);
 REDLOCK_EXPORT void redlock_options_free(redlock_options_t *opts);
 
@@ -141,8 +148,28 @@ REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const
 /* cb runs on the client's loop thread with a NUL-terminated message; it must
  * not call blocking redlock functions.  cb == NULL turns logging off. */
 REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_level,
-                                           void (*cb)(int level, const char *msg, void *arg),
-                                           void *arg);
+                                           redlock_log_cb cb, void *arg);
+
+/* Reading options back.  On a fresh object (redlock_options_new) they give
+ * the library's defaults: bindings and programs that must fill in a partner
+ * value of a setter (set_retry's delay when only the count is given, ...)
+ * read it here instead of copying the default.  Each returns 0, or
+ * REDLOCK_EINVAL for a NULL opts; a NULL out-pointer is skipped.  Same thread
+ * rule as the setters (one thread per options object). */
+REDLOCK_EXPORT int redlock_options_get_retry(const redlock_options_t *opts, int *retry_count,
+                                             uint32_t *delay_ms, uint32_t *jitter_ms);
+REDLOCK_EXPORT int redlock_options_get_drift_factor(const redlock_options_t *opts, double *factor);
+REDLOCK_EXPORT int redlock_options_get_timeouts(const redlock_options_t *opts, uint32_t *connect_ms,
+                                                uint32_t *request_ms);
+REDLOCK_EXPORT int redlock_options_get_max_ttl(const redlock_options_t *opts, uint32_t *max_ttl_ms);
+/* The three switches: *enabled = 1 or 0. */
+REDLOCK_EXPORT int redlock_options_get_quarantine(const redlock_options_t *opts, int *enabled);
+REDLOCK_EXPORT int redlock_options_get_fencing(const redlock_options_t *opts, int *enabled);
+REDLOCK_EXPORT int redlock_options_get_reentrant(const redlock_options_t *opts, int *enabled);
+/* *prefix points into opts (NUL-terminated, owned by opts): valid until the
+ * next redlock_options_set_key_prefix() or redlock_options_free(). */
+REDLOCK_EXPORT int redlock_options_get_key_prefix(const redlock_options_t *opts,
+                                                  const char **prefix);
 
 /* ---- TLS (rediss:// masters) ------------------------------------------------
  * Built in when hiredis >= 1.0 with hiredis_ssl and OpenSSL were found (CMake
@@ -218,8 +245,7 @@ REDLOCK_EXPORT int redlock_unlock(redlock_t *client, redlock_lock_t *lock);
 /* Keeps extending the lock (by its last TTL) until it is unlocked; when it
  * cannot be extended before its validity ends, marks it lost and calls
  * lost_cb(lock, reason, arg) once on the loop thread.  lost_cb may be NULL. */
-REDLOCK_EXPORT int redlock_watch(redlock_t *client, redlock_lock_t *lock,
-                                 void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg),
+REDLOCK_EXPORT int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_cb,
                                  void *arg);
 
 /* ---- Lock accessors: any thread, for a live handle ------------------------ */
@@ -268,10 +294,10 @@ REDLOCK_EXPORT int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock,
  * out; bad name or ttl), ENOMEM, ECLOSED, EFORKED.  Callable from any thread;
  * *out is set before any callback can run. */
 typedef struct redlock_election redlock_election_t;
+typedef void (*redlock_elected_cb)(redlock_election_t *e, uint64_t term, void *arg);
+typedef void (*redlock_election_lost_cb)(redlock_election_t *e, int reason, void *arg);
 REDLOCK_EXPORT int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
-                                 void (*on_elected)(redlock_election_t *e, uint64_t term,
-                                                    void *arg),
-                                 void (*on_lost)(redlock_election_t *e, int reason, void *arg),
+                                 redlock_elected_cb on_elected, redlock_election_lost_cb on_lost,
                                  void *arg, redlock_election_t **out);
 /* Stops campaigning, releases the lease if leader (the release wakes the next
  * campaigner at once) and frees the handle.  No callback of the election runs
@@ -395,8 +421,8 @@ typedef enum {
   REDLOCK_EVENT_RWLOCK_WRITE = 12,  /* redlock_rwlock_write */
   REDLOCK_EVENT_ELECTED = 13        /* an election won a term (duration: its campaign) */
 } redlock_event_kind_t;
-REDLOCK_EXPORT int redlock_options_set_event_cb(redlock_options_t *opts,
-                                                void (*cb)(const redlock_event_t *ev, void *arg),
+typedef void (*redlock_event_cb)(const redlock_event_t *ev, void *arg);
+REDLOCK_EXPORT int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb,
                                                 void *arg);
 /* Accessors; valid only inside the callback. */
 REDLOCK_EXPORT int redlock_event_kind(const redlock_event_t *ev); /* REDLOCK_EVENT_* */
@@ -436,6 +462,31 @@ REDLOCK_EXPORT const char *redlock_event_detail(const redlock_event_t *ev);
 REDLOCK_EXPORT const char *redlock_strerror(int err); /* static string, never NULL */
 REDLOCK_EXPORT const char *redlock_err_name(int err); /* "REDLOCK_ELOCKED" */
 REDLOCK_EXPORT const char *redlock_version(void);
+
+/* The error table at run time, for bindings that build theirs from the
+ * library instead of copying REDLOCK_ERRNO_MAP: redlock_err_code(i), for i in
+ * 0 .. redlock_err_count() - 1, is the i-th code of the map (REDLOCK_OK is not
+ * in it); redlock_err_name and redlock_strerror give its name and message.
+ * redlock_err_code returns 0 (REDLOCK_OK) for an index out of range.  A later
+ * minor release may append codes: iterate up to the count of the library
+ * loaded, and treat codes a binding does not know as generic errors.  Static
+ * data: any thread, any time (no client or init needed). */
+REDLOCK_EXPORT int redlock_err_count(void);
+REDLOCK_EXPORT int redlock_err_code(int index);
+
+/* The value of one of this header's constants by its macro or enumerator
+ * name, for bindings that cannot read the header: the limits
+ * (REDLOCK_MAX_NODES, _RESOURCE_LEN, _PREFIX_LEN, _MANY, _SEM_LIMIT), the
+ * error codes (REDLOCK_OK, REDLOCK_EINVAL, ...), REDLOCK_LOG_*,
+ * REDLOCK_LOST_EXPIRED, REDLOCK_STATS_*, REDLOCK_EVENT_* and
+ * REDLOCK_VERSION_MAJOR/_MINOR/_PATCH, as compiled into the library (list:
+ * docs/api.md "Constants").  Returns 0 and sets *value, or REDLOCK_EINVAL for
+ * a NULL argument or a name the library does not know.  Any thread. */
+REDLOCK_EXPORT int redlock_constant(const char *name, int64_t *value);
+/* The same for string constants: REDLOCK_RELEASE_CHANNEL_PREFIX,
+ * REDLOCK_FENCE_KEY_PREFIX, REDLOCK_VERSION_STRING.  A static string owned by
+ * the library, or NULL for NULL or an unknown name.  Any thread. */
+REDLOCK_EXPORT const char *redlock_constant_string(const char *name);
 
 #ifdef __cplusplus
 }

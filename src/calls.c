@@ -51,8 +51,7 @@ static int check_ttl(const redlock_t *client, uint32_t ttl_ms) {
 
 /* One allocation holds the key pointers, their lengths and the key bytes
  * (prefix + resource, NUL-terminated); the lock handle inherits it. */
-static int op_set_keys(op_t *op, const redlock_t *client, const char *const *resources,
-                       size_t n) {
+static int op_set_keys(op_t *op, const redlock_t *client, const char *const *resources, size_t n) {
   size_t prefix_len = client->opts.key_prefix_len;
   size_t bytes = n * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < n; i++)
@@ -76,8 +75,8 @@ static int op_set_keys(op_t *op, const redlock_t *client, const char *const *res
   return 0;
 }
 
-static int lock_op_new(redlock_t *client, const char *const *resources, size_t n,
-                       uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, op_t **out) {
+static int lock_op_new(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
+                       lock_mode_t mode, uint32_t wait_ms, op_t **out) {
   *out = NULL;
   if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
     return REDLOCK_EINVAL;
@@ -124,8 +123,7 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
     redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
     if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
         memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
-        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 ||
-        redlock_lock_is_lost(lease))
+        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
       continue;
     hold = calloc(1, sizeof *hold);
     if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
@@ -168,8 +166,8 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
 
 /* Builds and queues an extend, unlock or watch op for `lock`. */
 static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
-                               uint32_t ttl_ms, redlock_done_cb cb,
-                               void (*lost_cb)(redlock_lock_t *, int, void *), void *arg) {
+                               uint32_t ttl_ms, redlock_done_cb cb, redlock_lost_cb lost_cb,
+                               void *arg) {
   if (client == NULL || lock == NULL)
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
@@ -192,8 +190,8 @@ static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_
   return rc;
 }
 
-static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
-                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
+static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind, uint32_t ttl_ms,
+                          redlock_done_cb cb, void *arg) {
   return lock_target_op_full(client, lock, kind, ttl_ms, cb, NULL, arg);
 }
 
@@ -219,8 +217,8 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
   return rc;
 }
 
-int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms,
-                       uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                       redlock_lock_cb cb, void *arg) {
   const char *resources[1] = {resource};
   return lock_async_many(client, resources, 1, ttl_ms,
                          wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_RETRY, wait_ms, cb, arg);
@@ -231,13 +229,11 @@ int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_m
   return lock_target_op(client, lock, OP_EXTEND, ttl_ms, cb, arg);
 }
 
-int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_cb cb,
-                         void *arg) {
+int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_cb cb, void *arg) {
   return lock_target_op(client, lock, OP_UNLOCK, 0, cb, arg);
 }
 
-int redlock_watch(redlock_t *client, redlock_lock_t *lock,
-                  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg), void *arg) {
+int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_cb, void *arg) {
   return lock_target_op_full(client, lock, OP_WATCH, 0, NULL, lost_cb, arg);
 }
 
@@ -272,9 +268,8 @@ static int check_blocking(const redlock_t *client) {
   return 0;
 }
 
-static int lock_blocking(redlock_t *client, const char *const *resources, size_t n,
-                         uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms,
-                         redlock_lock_t **out) {
+static int lock_blocking(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
+                         lock_mode_t mode, uint32_t wait_ms, redlock_lock_t **out) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
@@ -295,8 +290,7 @@ static int lock_blocking(redlock_t *client, const char *const *resources, size_t
   return rc;
 }
 
-int redlock_lock(redlock_t *client, const char *resource, uint32_t ttl_ms,
-                 redlock_lock_t **out) {
+int redlock_lock(redlock_t *client, const char *resource, uint32_t ttl_ms, redlock_lock_t **out) {
   const char *resources[1] = {resource};
   return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_RETRY, 0, out);
 }
@@ -307,14 +301,14 @@ int redlock_trylock(redlock_t *client, const char *resource, uint32_t ttl_ms,
   return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_TRY, 0, out);
 }
 
-int redlock_lock_wait(redlock_t *client, const char *resource, uint32_t ttl_ms,
-                      uint32_t wait_ms, redlock_lock_t **out) {
+int redlock_lock_wait(redlock_t *client, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                      redlock_lock_t **out) {
   const char *resources[1] = {resource};
   return lock_blocking(client, resources, 1, ttl_ms, LOCK_MODE_WAIT, wait_ms, out);
 }
 
-int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
-                      uint32_t ttl_ms, redlock_lock_t **out) {
+int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
+                      redlock_lock_t **out) {
   return lock_blocking(client, resources, n, ttl_ms, LOCK_MODE_RETRY, 0, out);
 }
 

@@ -57,8 +57,8 @@ struct redlock_election {
   char *name;       /* as given, for log messages */
   size_t name_len;
   uint32_t ttl_ms;
-  void (*on_elected)(redlock_election_t *e, uint64_t term, void *arg);
-  void (*on_lost)(redlock_election_t *e, int reason, void *arg);
+  redlock_elected_cb on_elected;
+  redlock_election_lost_cb on_lost;
   void *arg;
   /* loop */
   election_state_t state;
@@ -375,8 +375,7 @@ void election_close_all(redlock_t *client) {
 /* ---- public calls ---------------------------------------------------------------------- */
 
 int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
-                  void (*on_elected)(redlock_election_t *, uint64_t, void *),
-                  void (*on_lost)(redlock_election_t *, int, void *), void *arg,
+                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
                   redlock_election_t **out) {
   if (out == NULL)
     return REDLOCK_EINVAL;

@@ -214,13 +214,83 @@ int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix) 
   return 0;
 }
 
-int redlock_options_set_log(redlock_options_t *opts, int min_level,
-                            void (*cb)(int level, const char *msg, void *arg), void *arg) {
+int redlock_options_set_log(redlock_options_t *opts, int min_level, redlock_log_cb cb, void *arg) {
   if (opts == NULL || min_level < REDLOCK_LOG_DEBUG || min_level > REDLOCK_LOG_ERROR)
     return REDLOCK_EINVAL;
   opts->log_level = min_level;
   opts->log_cb = cb;
   opts->log_arg = arg;
+  return 0;
+}
+
+/* ---- getters: the defaults' one source for bindings (redlock.h) ----------------------- */
+
+int redlock_options_get_retry(const redlock_options_t *opts, int *retry_count, uint32_t *delay_ms,
+                              uint32_t *jitter_ms) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (retry_count != NULL)
+    *retry_count = opts->retry_count;
+  if (delay_ms != NULL)
+    *delay_ms = opts->retry_delay_ms;
+  if (jitter_ms != NULL)
+    *jitter_ms = opts->retry_jitter_ms;
+  return 0;
+}
+
+int redlock_options_get_drift_factor(const redlock_options_t *opts, double *factor) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (factor != NULL)
+    *factor = opts->drift_factor;
+  return 0;
+}
+
+int redlock_options_get_timeouts(const redlock_options_t *opts, uint32_t *connect_ms,
+                                 uint32_t *request_ms) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (connect_ms != NULL)
+    *connect_ms = opts->connect_timeout_ms;
+  if (request_ms != NULL)
+    *request_ms = opts->request_timeout_ms;
+  return 0;
+}
+
+int redlock_options_get_max_ttl(const redlock_options_t *opts, uint32_t *max_ttl_ms) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (max_ttl_ms != NULL)
+    *max_ttl_ms = opts->max_ttl_ms;
+  return 0;
+}
+
+/* The setters store any int; the getters say 1 or 0, as documented. */
+static int get_switch(const redlock_options_t *opts, int value, int *enabled) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (enabled != NULL)
+    *enabled = value != 0;
+  return 0;
+}
+
+int redlock_options_get_quarantine(const redlock_options_t *opts, int *enabled) {
+  return get_switch(opts, opts != NULL && opts->quarantine, enabled);
+}
+
+int redlock_options_get_fencing(const redlock_options_t *opts, int *enabled) {
+  return get_switch(opts, opts != NULL && opts->fencing, enabled);
+}
+
+int redlock_options_get_reentrant(const redlock_options_t *opts, int *enabled) {
+  return get_switch(opts, opts != NULL && opts->reentrant, enabled);
+}
+
+int redlock_options_get_key_prefix(const redlock_options_t *opts, const char **prefix) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (prefix != NULL)
+    *prefix = opts->key_prefix;
   return 0;
 }
 

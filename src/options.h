@@ -20,8 +20,6 @@
 #define OPTIONS_MAX_TTL_LIMIT_MS 0x7fffffffu
 #define OPTIONS_MAX_TLS_SERVER_NAME 255 /* a DNS name's limit */
 
-typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
-
 struct redlock_options {
   node_addr_t *nodes;
   size_t n_nodes;
@@ -38,7 +36,7 @@ struct redlock_options {
   char *key_prefix; /* never NULL */
   size_t key_prefix_len;
   int log_level;
-  redlock_log_fn log_cb;
+  redlock_log_cb log_cb;
   void *log_arg;
   /* TLS (rediss:// masters); NULL strings: not set. */
   char *tls_ca_file;
@@ -49,7 +47,7 @@ struct redlock_options {
   int tls_verify;        /* default 1 */
   /* Observability (stats.c).  Zero by default: stats on, no event callback. */
   int stats_off;
-  void (*event_cb)(const redlock_event_t *ev, void *arg);
+  redlock_event_cb event_cb;
   void *event_arg;
 };
 

@@ -108,20 +108,19 @@ struct redlock_event {
   const char *detail;
 };
 
+/* The names of the event kinds that are not operations; an operation's
+ * event is named by its op label (STATS_OP_MAP), written once there. */
 static const char *const event_kind_names[] = {
-    [REDLOCK_EVENT_ACQUIRE] = "acquire",
-    [REDLOCK_EVENT_WAIT] = "wait",
-    [REDLOCK_EVENT_EXTEND] = "extend",
-    [REDLOCK_EVENT_RENEW] = "renew",
-    [REDLOCK_EVENT_RELEASE] = "release",
     [REDLOCK_EVENT_LOST] = "lost",
     [REDLOCK_EVENT_NODE_UP] = "node_up",
     [REDLOCK_EVENT_NODE_DOWN] = "node_down",
     [REDLOCK_EVENT_QUARANTINE_END] = "quarantine_end",
-    [REDLOCK_EVENT_SEMAPHORE] = "semaphore",
-    [REDLOCK_EVENT_RWLOCK_READ] = "rwlock_read",
-    [REDLOCK_EVENT_RWLOCK_WRITE] = "rwlock_write",
-    [REDLOCK_EVENT_ELECTED] = "election",
+};
+
+static const char *const op_names[STATS_OP_COUNT] = {
+#define STATS__OP_NAME(name, label) label,
+    STATS_OP_MAP(STATS__OP_NAME)
+#undef STATS__OP_NAME
 };
 
 /* The event kind of each operation kind (the names agree with the op label). */
@@ -152,6 +151,10 @@ static void event_emit(redlock_t *client, const redlock_event_t *ev) {
 int redlock_event_kind(const redlock_event_t *ev) { return ev != NULL ? ev->kind : 0; }
 
 const char *redlock_event_kind_name(int kind) {
+  for (int op = 0; op < STATS_OP_COUNT; op++) {
+    if (op_event_kind[op] == kind)
+      return op_names[op];
+  }
   if (kind <= 0 || (size_t)kind >= sizeof event_kind_names / sizeof event_kind_names[0] ||
       event_kind_names[kind] == NULL)
     return "unknown";
@@ -219,8 +222,7 @@ int redlock_options_set_stats(redlock_options_t *opts, int enabled) {
   return 0;
 }
 
-int redlock_options_set_event_cb(redlock_options_t *opts,
-                                 void (*cb)(const redlock_event_t *ev, void *arg), void *arg) {
+int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb, void *arg) {
   if (opts == NULL)
     return REDLOCK_EINVAL;
   opts->event_cb = cb;
@@ -499,12 +501,6 @@ static const metric_t metrics[] = {
      "Time until the master's restart quarantine ends (0 when not quarantined)."},
 };
 #define N_METRICS (sizeof metrics / sizeof metrics[0])
-
-static const char *const op_names[STATS_OP_COUNT] = {
-#define STATS__OP_NAME(name, label) label,
-    STATS_OP_MAP(STATS__OP_NAME)
-#undef STATS__OP_NAME
-};
 
 static const char *const outcome_names[STATS_OUTCOME_COUNT] = {
 #define STATS__OUTCOME_NAME(name, label) label,

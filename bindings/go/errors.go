@@ -1,9 +1,13 @@
 package redlock
 
+// #include <stdlib.h>
 // #include <redlock.h>
 import "C"
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // Errno is an error code of the C library (REDLOCK_E*, always negative).
 // Like syscall.Errno, it is comparable and works with errors.Is:
@@ -11,22 +15,67 @@ import "fmt"
 //	if errors.Is(err, redlock.ErrLocked) { ... }
 type Errno int
 
-// The library's error codes (include/redlock.h; the values are part of its ABI).
+// The library's error codes (include/redlock.h; the values, -1 .. -13, are
+// part of its ABI).  Taken from the header at compile time, so they cannot
+// drift from it; TestConstantsMatchLibrary checks them against the library
+// loaded at run time.
 const (
-	EINVAL      Errno = -1  // invalid argument
-	ENOMEM      Errno = -2  // out of memory
-	ELOCKED     Errno = -3  // held by another holder on a quorum of masters
-	ENOQUORUM   Errno = -4  // too few masters answered
-	EEXPIRED    Errno = -5  // quorum won but no validity left
-	ELOST       Errno = -6  // the lock is no longer held on a quorum
-	ETIMEDOUT   Errno = -7  // wait budget spent
-	ECANCELED   Errno = -8  // canceled (the client was closed during the call)
-	ECLOSED     Errno = -9  // client is closing or closed
-	EWOULDBLOCK Errno = -10 // blocking call on the client's loop thread
-	EIO         Errno = -11 // I/O or system error
-	ENOTSUP     Errno = -12 // not supported by this build
-	EFORKED     Errno = -13 // client used in a forked child
+	EINVAL      Errno = C.REDLOCK_EINVAL      // invalid argument
+	ENOMEM      Errno = C.REDLOCK_ENOMEM      // out of memory
+	ELOCKED     Errno = C.REDLOCK_ELOCKED     // held by another holder on a quorum of masters
+	ENOQUORUM   Errno = C.REDLOCK_ENOQUORUM   // too few masters answered
+	EEXPIRED    Errno = C.REDLOCK_EEXPIRED    // quorum won but no validity left
+	ELOST       Errno = C.REDLOCK_ELOST       // the lock is no longer held on a quorum
+	ETIMEDOUT   Errno = C.REDLOCK_ETIMEDOUT   // wait budget spent
+	ECANCELED   Errno = C.REDLOCK_ECANCELED   // canceled (the client was closed during the call)
+	ECLOSED     Errno = C.REDLOCK_ECLOSED     // client is closing or closed
+	EWOULDBLOCK Errno = C.REDLOCK_EWOULDBLOCK // blocking call on the client's loop thread
+	EIO         Errno = C.REDLOCK_EIO         // I/O or system error
+	ENOTSUP     Errno = C.REDLOCK_ENOTSUP     // not supported by this build
+	EFORKED     Errno = C.REDLOCK_EFORKED     // client used in a forked child
 )
+
+// ErrorInfo is one entry of the library's error table.
+type ErrorInfo struct {
+	Code    Errno
+	Name    string // "REDLOCK_ELOCKED"
+	Message string
+}
+
+// ErrorTable returns the error table of the library loaded at run time
+// (redlock_err_count / redlock_err_code), in its order.  A newer library may
+// have codes this package has no constant for; they still work as Errno.
+func ErrorTable() []ErrorInfo {
+	n := int(C.redlock_err_count())
+	table := make([]ErrorInfo, 0, n)
+	for i := 0; i < n; i++ {
+		e := Errno(C.redlock_err_code(C.int(i)))
+		table = append(table, ErrorInfo{Code: e, Name: e.Name(), Message: e.Error()})
+	}
+	return table
+}
+
+// libConstant is a redlock.h integer constant as the loaded library has it.
+func libConstant(name string) (int64, bool) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var v C.int64_t
+	if C.redlock_constant(cs, &v) != 0 {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// libConstantString is a redlock.h string constant as the loaded library has it.
+func libConstantString(name string) (string, bool) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	p := C.redlock_constant_string(cs)
+	if p == nil {
+		return "", false
+	}
+	return C.GoString(p), true
+}
 
 // Sentinel errors for errors.Is.  Every error the package returns for a
 // library failure is an *Error wrapping one of these.

@@ -35,19 +35,20 @@ import (
 
 // Log levels for WithLogger.
 const (
-	LogDebug = 0
-	LogInfo  = 1
-	LogWarn  = 2
-	LogError = 3
+	LogDebug = C.REDLOCK_LOG_DEBUG
+	LogInfo  = C.REDLOCK_LOG_INFO
+	LogWarn  = C.REDLOCK_LOG_WARN
+	LogError = C.REDLOCK_LOG_ERROR
 )
 
-// Limits of the C library.
+// Limits of the C library (include/redlock.h, at compile time): MaxNodes 64,
+// MaxResourceLen 1024, MaxPrefixLen 256, MaxMany 64, MaxSemLimit 1024.
 const (
-	MaxNodes       = 64
-	MaxResourceLen = 1024
-	MaxPrefixLen   = 256
-	MaxMany        = 64
-	MaxSemLimit    = 1024
+	MaxNodes       = C.REDLOCK_MAX_NODES
+	MaxResourceLen = C.REDLOCK_MAX_RESOURCE_LEN
+	MaxPrefixLen   = C.REDLOCK_MAX_PREFIX_LEN
+	MaxMany        = C.REDLOCK_MAX_MANY
+	MaxSemLimit    = C.REDLOCK_MAX_SEM_LIMIT
 )
 
 // Version returns the C library's version ("0.1.0").
@@ -1024,8 +1025,8 @@ func (e *Election) Resign() error {
 
 // Stats formats for StatsText.
 const (
-	StatsPrometheus = 1
-	StatsJSON       = 2
+	StatsPrometheus = C.REDLOCK_STATS_PROMETHEUS
+	StatsJSON       = C.REDLOCK_STATS_JSON
 )
 
 // StatsText renders the client's counters, gauges and latency histograms

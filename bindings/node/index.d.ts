@@ -194,3 +194,7 @@ export declare function loadLibrary(file?: string): unknown;
 export declare function version(): string;
 export declare function strerror(code: number): string;
 export declare function errName(code: number): string;
+/** The library's error table (redlock_err_count / redlock_err_code), in its order. */
+export declare function errorTable(): Array<{ code: number; name: string; message: string }>;
+/** A string constant of redlock.h by its macro name ('REDLOCK_FENCE_KEY_PREFIX'); null if unknown. */
+export declare function constantString(name: string): string | null;

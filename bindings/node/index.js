@@ -25,17 +25,27 @@ const path = require('path');
 
 const ABI_MAJOR = '0';
 
-// ---- errors -------------------------------------------------------------------
+// ---- constants of redlock.h ----------------------------------------------------
+// Exported at require() time, before the library is loaded (and typed as
+// literals in index.d.ts), so the values are written here once; loadLibrary()
+// compares each with the library's (redlock_constant) and refuses a library
+// that disagrees.  Names and messages of errors, defaults and the stats
+// format codes are never copied: they are asked of the library.
 
 const CODES = {
   EINVAL: -1, ENOMEM: -2, ELOCKED: -3, ENOQUORUM: -4, EEXPIRED: -5, ELOST: -6,
   ETIMEDOUT: -7, ECANCELED: -8, ECLOSED: -9, EWOULDBLOCK: -10, EIO: -11, ENOTSUP: -12,
   EFORKED: -13,
 };
+const LOGS = { LOG_DEBUG: 0, LOG_INFO: 1, LOG_WARN: 2, LOG_ERROR: 3 };
+const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024 };
+
+// ---- errors -------------------------------------------------------------------
 
 class RedlockError extends Error {
   constructor(errno, message, detail) {
-    const name = NAMES[errno] || 'REDLOCK_E' + errno;
+    let name;
+    try { name = load().redlock_err_name(errno); } catch { name = 'REDLOCK_E' + errno; }
     super(detail ? `${message} (${detail})` : message);
     this.errno = errno;            // negative C code, e.g. -3
     this.code = name;              // 'REDLOCK_ELOCKED'
@@ -58,13 +68,13 @@ class NotSupportedError extends RedlockError {}
 class ForkedError extends RedlockError {}
 
 const CLASSES = {
-  [-1]: InvalidArgumentError, [-2]: NoMemoryError, [-3]: LockedError, [-4]: NoQuorumError,
-  [-5]: ExpiredError, [-6]: LostError, [-7]: WaitTimeoutError, [-8]: CanceledError,
-  [-9]: ClosedError, [-10]: WouldBlockError, [-11]: RedlockIOError, [-12]: NotSupportedError,
-  [-13]: ForkedError,
+  [CODES.EINVAL]: InvalidArgumentError, [CODES.ENOMEM]: NoMemoryError,
+  [CODES.ELOCKED]: LockedError, [CODES.ENOQUORUM]: NoQuorumError,
+  [CODES.EEXPIRED]: ExpiredError, [CODES.ELOST]: LostError, [CODES.ETIMEDOUT]: WaitTimeoutError,
+  [CODES.ECANCELED]: CanceledError, [CODES.ECLOSED]: ClosedError,
+  [CODES.EWOULDBLOCK]: WouldBlockError, [CODES.EIO]: RedlockIOError,
+  [CODES.ENOTSUP]: NotSupportedError, [CODES.EFORKED]: ForkedError,
 };
-const NAMES = {};
-for (const [k, v] of Object.entries(CODES)) NAMES[v] = 'REDLOCK_' + k;
 
 function makeError(errno, detail) {
   const Cls = CLASSES[errno] || RedlockError;
@@ -116,6 +126,12 @@ function declare(lib) {
     redlock_version: f('const char *redlock_version(void)'),
     redlock_strerror: f('const char *redlock_strerror(int err)'),
     redlock_err_name: f('const char *redlock_err_name(int err)'),
+    redlock_err_count: f('int redlock_err_count(void)'),
+    redlock_err_code: f('int redlock_err_code(int index)'),
+    redlock_constant: f('int redlock_constant(const char *name, _Out_ int64_t *value)'),
+    redlock_constant_string: f('const char *redlock_constant_string(const char *name)'),
+    redlock_options_get_retry: f('int redlock_options_get_retry(const redlock_options_t *o, _Out_ int *n, _Out_ uint32_t *delay, _Out_ uint32_t *jitter)'),
+    redlock_options_get_timeouts: f('int redlock_options_get_timeouts(const redlock_options_t *o, _Out_ uint32_t *c, _Out_ uint32_t *r)'),
     redlock_options_new: f('redlock_options_t *redlock_options_new(void)'),
     redlock_options_free: f('void redlock_options_free(redlock_options_t *o)'),
     redlock_options_add_node: f('int redlock_options_add_node(redlock_options_t *o, const char *uri)'),
@@ -172,6 +188,8 @@ function loadLibrary(file) {
     try { fns = declare(lib); } catch (e) { errors.push(`${cand}: ${e.message}`); continue; }
     const ver = fns.redlock_version();
     if (ver.split('.')[0] !== ABI_MAJOR) { errors.push(`${cand}: version ${ver}, need ${ABI_MAJOR}.x`); continue; }
+    const drift = constantDrift(fns);
+    if (drift.length) { errors.push(`${cand}: constants differ from this binding's: ${drift.join('; ')}`); continue; }
     F = fns;
     registerTrampolines();
     return F;
@@ -179,6 +197,33 @@ function loadLibrary(file) {
   throw new Error('cannot load libredlock (set REDLOCK_LIBRARY to its path): ' + errors.join('; '));
 }
 const load = () => F || loadLibrary();
+
+/** A redlock.h integer constant as the library has it (undefined if unknown). */
+function libConstant(fns, cname) {
+  const out = [0];
+  return fns.redlock_constant(cname, out) === 0 ? Number(out[0]) : undefined;
+}
+
+/** This binding's constants that differ from the library's: descriptions. */
+function constantDrift(fns) {
+  const bad = [];
+  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS })) {
+    const lib = libConstant(fns, 'REDLOCK_' + k);
+    if (lib !== v) bad.push(`${k} is ${v} here, ${lib} in the library`);
+  }
+  return bad;
+}
+
+/** The library's error table: [{ code, name, message }], in its order. */
+function errorTable() {
+  const f = load();
+  const table = [];
+  for (let i = 0; i < f.redlock_err_count(); i++) {
+    const code = f.redlock_err_code(i);
+    table.push({ code, name: f.redlock_err_name(code), message: f.redlock_strerror(code) });
+  }
+  return table;
+}
 
 // ---- callbacks: one registered trampoline per type, ids through `arg` -----------
 
@@ -244,8 +289,8 @@ function u32(name, v, { min = 0 } = {}) {
 }
 function resourceArg(r) {
   if (typeof r !== 'string') throw new TypeError('resource must be a string');
-  if (r.length === 0 || r.includes('\0') || Buffer.byteLength(r) > 1024) {
-    throw makeError(CODES.EINVAL, 'resource must be 1..1024 bytes without NUL');
+  if (r.length === 0 || r.includes('\0') || Buffer.byteLength(r) > LIMITS.MAX_RESOURCE_LEN) {
+    throw makeError(CODES.EINVAL, `resource must be 1..${LIMITS.MAX_RESOURCE_LEN} bytes without NUL`);
   }
   return r;
 }
@@ -401,15 +446,20 @@ function buildOptions(nodes, o) {
       check(F.redlock_options_add_node(opts, uri), `node ${uri.replace(/\/\/[^@/]*@/, '//***@')}`);
     }
     if (o.retryCount !== undefined || o.retryDelayMs !== undefined || o.retryJitterMs !== undefined) {
-      const n = o.retryCount ?? 3;
+      // Values not given keep the library's defaults, read from the fresh options.
+      const dn = [0]; const dd = [0]; const dj = [0];
+      check(F.redlock_options_get_retry(opts, dn, dd, dj), 'retry');
+      const n = o.retryCount ?? dn[0];
       if (!Number.isInteger(n) || n < -1 || n > 0x7fffffff) throw makeError(CODES.EINVAL, 'retryCount');
-      check(F.redlock_options_set_retry(opts, n, u32('retryDelayMs', o.retryDelayMs ?? 200),
-        u32('retryJitterMs', o.retryJitterMs ?? 200)), 'retry');
+      check(F.redlock_options_set_retry(opts, n, u32('retryDelayMs', o.retryDelayMs ?? dd[0]),
+        u32('retryJitterMs', o.retryJitterMs ?? dj[0])), 'retry');
     }
     if (o.driftFactor !== undefined) check(F.redlock_options_set_drift_factor(opts, Number(o.driftFactor)), 'driftFactor');
     if (o.connectTimeoutMs !== undefined || o.requestTimeoutMs !== undefined) {
-      check(F.redlock_options_set_timeouts(opts, u32('connectTimeoutMs', o.connectTimeoutMs ?? 1000),
-        u32('requestTimeoutMs', o.requestTimeoutMs ?? 100)), 'timeouts');
+      const dc = [0]; const dr = [0];
+      check(F.redlock_options_get_timeouts(opts, dc, dr), 'timeouts');
+      check(F.redlock_options_set_timeouts(opts, u32('connectTimeoutMs', o.connectTimeoutMs ?? dc[0]),
+        u32('requestTimeoutMs', o.requestTimeoutMs ?? dr[0])), 'timeouts');
     }
     if (o.maxTtlMs !== undefined) check(F.redlock_options_set_max_ttl(opts, u32('maxTtlMs', o.maxTtlMs)), 'maxTtlMs');
     if (o.quarantine !== undefined) check(F.redlock_options_set_quarantine(opts, o.quarantine ? 1 : 0));
@@ -442,7 +492,7 @@ function setTls(opts, o) {
   const logId = newId();
   loggers.set(logId, (_lvl, msg) => reasons.push(msg));
   // The setters run on this thread: koffi calls the callback synchronously.
-  F.redlock_options_set_log(opts, LOG_DEBUG, T.log, logId);
+  F.redlock_options_set_log(opts, LOGS.LOG_DEBUG, T.log, logId);
   const ok = (rc, what) => check(rc, `${what}: ${reasons.join('; ') || 'refused'}`);
   try {
     if (tlsCa != null || tlsCert != null || tlsKey != null) {
@@ -455,7 +505,7 @@ function setTls(opts, o) {
     if (tlsServerName !== undefined) ok(F.redlock_options_set_tls_server_name(opts, tlsServerName), 'tlsServerName');
     if (tlsVerify !== undefined) ok(F.redlock_options_set_tls_verify(opts, tlsVerify ? 1 : 0), 'tlsVerify');
   } finally {
-    F.redlock_options_set_log(opts, LOG_WARN, null, 0);
+    F.redlock_options_set_log(opts, LOGS.LOG_WARN, null, 0);
     loggers.delete(logId);
   }
 }
@@ -589,7 +639,7 @@ class Client {
         if (typeof options.log !== 'function') throw new TypeError('log must be a function');
         logId = newId();
         loggers.set(logId, options.log);
-        check(F.redlock_options_set_log(opts, options.logLevel ?? LOG_WARN, T.log, logId), 'logLevel');
+        check(F.redlock_options_set_log(opts, options.logLevel ?? LOGS.LOG_WARN, T.log, logId), 'logLevel');
       }
       const out = [null];
       // Blocking (up to the connect timeout), and it may log: on the thread pool.
@@ -697,9 +747,10 @@ class Client {
    * format 'json' or 'prometheus'.  NotSupportedError with stats off.
    */
   stats(format) {
-    const fmt = { undefined: 2, object: 2, json: 2, prometheus: 1 }[format];
-    if (fmt === undefined) throw makeError(CODES.EINVAL, "format must be undefined, 'json' or 'prometheus'");
+    const macro = { undefined: 'JSON', object: 'JSON', json: 'JSON', prometheus: 'PROMETHEUS' }[format];
+    if (macro === undefined) throw makeError(CODES.EINVAL, "format must be undefined, 'json' or 'prometheus'");
     this._checkOpen();
+    const fmt = libConstant(F, 'REDLOCK_STATS_' + macro); // the format codes are the library's
     let size = 0;
     let n = F.redlock_stats(this._ptr, fmt, null, 0);
     for (;;) {
@@ -710,7 +761,7 @@ class Client {
       if (n < 0) throw makeError(n, 'stats');
       if (n < size) {
         const text = buf.subarray(0, n).toString('utf8');
-        return fmt === 2 && format !== 'json' ? JSON.parse(text) : text;
+        return macro === 'JSON' && format !== 'json' ? JSON.parse(text) : text;
       }
     }
   }
@@ -847,8 +898,6 @@ class Client {
 }
 if (!Symbol.asyncDispose) delete Client.prototype[Symbol.asyncDispose];
 
-const LOG_DEBUG = 0; const LOG_INFO = 1; const LOG_WARN = 2; const LOG_ERROR = 3;
-
 module.exports = {
   Client, Lock, Election, loadLibrary,
   version: () => load().redlock_version(),
@@ -860,6 +909,10 @@ module.exports = {
   LostError, WaitTimeoutError, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
   NotSupportedError, ForkedError,
   codes: Object.freeze({ ...CODES }),
-  LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
-  MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024,
+  /** The library's error table, [{ code, name, message }] (redlock_err_code). */
+  errorTable,
+  /** A string constant of redlock.h, e.g. 'REDLOCK_FENCE_KEY_PREFIX' (null if unknown). */
+  constantString: (name) => load().redlock_constant_string(name),
+  ...LOGS,
+  ...LIMITS,
 };

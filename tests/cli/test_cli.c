@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "redis_harness.h"
-#include "redlock.h" /* REDLOCK_RELEASE_CHANNEL_PREFIX: the names the CLI uses on the masters */
+#include "redlock.h" /* REDLOCK_*_PREFIX: the names the CLI uses on the masters */
 
 #define N_MASTERS 3
 #define DEADLINE_MS 30000 /* for things that should take well under a second */
@@ -628,7 +628,8 @@ static void case_fence(void) {
   int at_least = 0;
   for (int i = 0; i < N_MASTERS; i++) {
     char buf[64];
-    if (rh_server_command(g_servers[i], buf, sizeof buf, "GET __redlock_fence__:fence-res") == 0 &&
+    if (rh_server_command(g_servers[i], buf, sizeof buf,
+                          "GET " REDLOCK_FENCE_KEY_PREFIX "fence-res") == 0 &&
         strtoull(buf, NULL, 10) >= f2)
       at_least++;
   }

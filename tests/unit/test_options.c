@@ -46,7 +46,7 @@ typedef struct {
   uint32_t delay, jitter, connect, request, max_ttl;
   double drift;
   int quarantine, fencing, log_level;
-  redlock_log_fn log_cb;
+  redlock_log_cb log_cb;
   void *log_arg;
   size_t n_nodes, prefix_len;
   char prefix[REDLOCK_MAX_PREFIX_LEN + 1];

@@ -235,7 +235,7 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_int_equal(op->n_keys, 2);
     assert_string_equal(op->keys[1], "p:jobs:sem:limit");
     assert_int_equal(op->key_lens[1], strlen("p:jobs:sem:limit"));
-    assert_string_equal(op->prim.channel, "__redlock_release__:p:jobs:sem");
+    assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
     assert_int_equal(op->prim.channel_len, strlen(op->prim.channel));
     assert_string_equal(op->prim.name, "jobs");
     assert_null(op->prim.resource); /* the slot names it */
@@ -332,7 +332,7 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
     assert_string_equal(d.argv[5], "1");
-    assert_string_equal(d.argv[6], "__redlock_release__:p:jobs:sem");
+    assert_string_equal(d.argv[6], REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
     free(round);
     round = prim_attempt_release_round(op);
     d = decode(round);
@@ -357,7 +357,7 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_string_equal(op->keys[2], "cfg:rw:intent");
       for (int i = 0; i < 3; i++)
         assert_int_equal(op->key_lens[i], strlen(op->keys[i]));
-      assert_string_equal(op->prim.channel, "__redlock_release__:cfg:rw");
+      assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
       assert_string_equal(op->prim.resource, "cfg");
       if (fencing)
         assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "cfg:rw:write");
@@ -407,7 +407,7 @@ static void test_rw_keys_and_rounds(void **state) {
       /* A write hold's release also drops its intent. */
       assert_string_equal(d.argv[7], write ? op->prim.intent : "");
       assert_string_equal(d.argv[8], "1");
-      assert_string_equal(d.argv[9], "__redlock_release__:cfg:rw");
+      assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
       free(round);
       round = prim_extend_round(&f->client, &lock, 700, NULL, NULL);
       d = decode(round);

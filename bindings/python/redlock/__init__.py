@@ -64,6 +64,11 @@ __all__ = [
 ]
 
 # ---- constants from redlock.h (part of the ABI) ---------------------------------
+# Python needs these at import time, before the library is loaded (class
+# attributes below, argument defaults), so they are written here; the
+# library's own table is checked against them when it is loaded
+# (_check_constants), so a drift fails at load time and in the tests.
+# Names and messages are never copied: they come from the library.
 
 LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR = 0, 1, 2, 3
 
@@ -91,10 +96,13 @@ MAX_SEM_LIMIT = 1024
 _ABI_MAJOR = "0"  # the SONAME major this binding was written for
 _U32_MAX = 0xFFFFFFFF
 
-# Library defaults (redlock.h), used to fill the partner values of a setter
-# that takes several (set_retry, set_timeouts) when only some are given.
-_DEFAULT_RETRY = (3, 200, 200)
-_DEFAULT_TIMEOUTS = (1000, 100)
+# The module constants that mirror redlock.h, by their C names (for
+# _check_constants and the tests).
+_ERROR_CONSTANTS = ("OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST",
+                    "ETIMEDOUT", "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP",
+                    "EFORKED")
+_OTHER_CONSTANTS = ("LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR", "MAX_NODES",
+                    "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT")
 
 
 # ---- exceptions -------------------------------------------------------------------
@@ -200,24 +208,9 @@ _ERROR_CLASSES = {cls.code: cls for cls in (
     WaitTimeout, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
     NotSupportedError, ForkedError)}
 
-# Used only when the library cannot be loaded (so that errors can still print).
-_FALLBACK_NAMES = {
-    EINVAL: ("REDLOCK_EINVAL", "invalid argument"),
-    ENOMEM: ("REDLOCK_ENOMEM", "out of memory"),
-    ELOCKED: ("REDLOCK_ELOCKED", "resource is locked by another holder on a quorum of masters"),
-    ENOQUORUM: ("REDLOCK_ENOQUORUM",
-                "too few Redis masters answered (down, timed out or errors)"),
-    EEXPIRED: ("REDLOCK_EEXPIRED", "quorum won but no validity left (the round took too long)"),
-    ELOST: ("REDLOCK_ELOST", "lock is no longer held on a quorum of masters"),
-    ETIMEDOUT: ("REDLOCK_ETIMEDOUT", "wait budget spent before the lock could be taken"),
-    ECANCELED: ("REDLOCK_ECANCELED", "operation canceled"),
-    ECLOSED: ("REDLOCK_ECLOSED", "client is closing or closed"),
-    EWOULDBLOCK: ("REDLOCK_EWOULDBLOCK", "blocking call on the client's loop thread"),
-    EIO: ("REDLOCK_EIO", "I/O or system error"),
-    ENOTSUP: ("REDLOCK_ENOTSUP",
-              "not supported by this build (e.g. rediss:// without TLS support)"),
-    EFORKED: ("REDLOCK_EFORKED", "client used in a forked child: open a new client in the child"),
-}
+# Names for the codes when the library cannot be loaded (so that errors can
+# still print), derived from the constants above; messages only the library has.
+_FALLBACK_NAMES = {globals()[k]: "REDLOCK_" + k for k in _ERROR_CONSTANTS}
 
 
 def _make_error(code, name=None, message=None, detail=None):
@@ -240,9 +233,6 @@ _DONE_CB = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)
 _ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p)
 _ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 _EVENT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
-# redlock_stats formats (redlock.h).
-_STATS_PROMETHEUS, _STATS_JSON = 1, 2
 
 _lib = None
 _lib_lock = threading.Lock()
@@ -318,6 +308,15 @@ def _declare(lib):
         "redlock_err_name": (c_cp, [c_int]),
         "redlock_version": (c_cp, []),
         "redlock_tls_supported": (c_int, []),
+        # the library's own tables and defaults (one source of truth)
+        "redlock_err_count": (c_int, []),
+        "redlock_err_code": (c_int, [c_int]),
+        "redlock_constant": (c_int, [c_cp, ctypes.POINTER(ctypes.c_int64)]),
+        "redlock_constant_string": (c_cp, [c_cp]),
+        "redlock_options_get_retry": (c_int, [c_vp, ctypes.POINTER(c_int),
+                                              ctypes.POINTER(c_u32), ctypes.POINTER(c_u32)]),
+        "redlock_options_get_timeouts": (c_int, [c_vp, ctypes.POINTER(c_u32),
+                                                 ctypes.POINTER(c_u32)]),
         "redlock_options_set_tls": (c_int, [c_vp, c_cp, c_cp, c_cp, c_cp]),
         "redlock_options_set_tls_server_name": (c_int, [c_vp, c_cp]),
         "redlock_options_set_tls_verify": (c_int, [c_vp, c_int]),
@@ -367,10 +366,42 @@ def load_library(path=None):
             if ver.split(".")[0] != _ABI_MAJOR:
                 errors.append("%s: version %s, this binding needs %s.x" % (cand, ver, _ABI_MAJOR))
                 continue
+            drift = _check_constants(lib)
+            if drift:
+                errors.append("%s: constants differ from this binding's: %s" % (cand, drift))
+                continue
             _lib = lib
             return lib
         tried = "; ".join(errors[:4]) + ("; ..." if len(errors) > 4 else "")
         raise OSError("cannot load libredlock (set REDLOCK_LIBRARY to its path): " + tried)
+
+
+def _lib_constant(lib, cname):
+    """A redlock.h integer constant as the library has it, or None."""
+    v = ctypes.c_int64()
+    return v.value if lib.redlock_constant(cname.encode("ascii"), ctypes.byref(v)) == 0 else None
+
+
+def _check_constants(lib):
+    """The module constants that the library also knows, compared with it:
+    a description of the differences ("" when none)."""
+    bad = []
+    for k in _ERROR_CONSTANTS + _OTHER_CONSTANTS:
+        have = _lib_constant(lib, "REDLOCK_" + k)
+        if have != globals()[k]:
+            bad.append("%s is %r here, %r in the library" % (k, globals()[k], have))
+    return "; ".join(bad)
+
+
+def _error_table(lib=None):
+    """The library's error table: [(code, name, message)] in its order."""
+    lib = lib or load_library()
+    table = []
+    for i in range(lib.redlock_err_count()):
+        code = lib.redlock_err_code(i)
+        table.append((code, lib.redlock_err_name(code).decode("utf-8", "replace"),
+                      lib.redlock_strerror(code).decode("utf-8", "replace")))
+    return table
 
 
 def tls_supported():
@@ -440,7 +471,7 @@ def strerror(code):
     try:
         return load_library().redlock_strerror(int(code)).decode("utf-8", "replace")
     except OSError:
-        return _FALLBACK_NAMES.get(code, ("REDLOCK_UNKNOWN", "unknown error"))[1]
+        return "unknown error (libredlock could not be loaded to say)"
 
 
 def err_name(code):
@@ -448,7 +479,7 @@ def err_name(code):
     try:
         return load_library().redlock_err_name(int(code)).decode("utf-8", "replace")
     except OSError:
-        return _FALLBACK_NAMES.get(code, ("REDLOCK_UNKNOWN", "unknown error"))[0]
+        return _FALLBACK_NAMES.get(code, "REDLOCK_UNKNOWN")
 
 
 # ---- argument helpers ------------------------------------------------------------------
@@ -775,11 +806,16 @@ class Client:
                 _check(lib.redlock_options_add_node(opts, _bytes_arg(uri, "node URI")),
                        "node %r" % (uri,))
             if (retry_count, retry_delay_ms, retry_jitter_ms) != (None, None, None):
-                count = _DEFAULT_RETRY[0] if retry_count is None else operator.index(retry_count)
+                # The values not given keep the library's defaults, read
+                # from the fresh options object.
+                dc, dd, dj = ctypes.c_int(), ctypes.c_uint32(), ctypes.c_uint32()
+                _check(lib.redlock_options_get_retry(opts, ctypes.byref(dc), ctypes.byref(dd),
+                                                     ctypes.byref(dj)))
+                count = dc.value if retry_count is None else operator.index(retry_count)
                 if not -1 <= count <= 0x7FFFFFFF:
                     raise InvalidArgument(EINVAL, detail="retry_count out of range: %r" % count)
-                delay = _DEFAULT_RETRY[1] if retry_delay_ms is None else retry_delay_ms
-                jitter = _DEFAULT_RETRY[2] if retry_jitter_ms is None else retry_jitter_ms
+                delay = dd.value if retry_delay_ms is None else retry_delay_ms
+                jitter = dj.value if retry_jitter_ms is None else retry_jitter_ms
                 _check(lib.redlock_options_set_retry(
                     opts, count, _u32(delay, "retry_delay_ms"), _u32(jitter, "retry_jitter_ms")),
                     "retry options")
@@ -787,8 +823,10 @@ class Client:
                 _check(lib.redlock_options_set_drift_factor(opts, float(drift_factor)),
                        "drift_factor %r" % (drift_factor,))
             if (connect_timeout_ms, request_timeout_ms) != (None, None):
-                conn = _DEFAULT_TIMEOUTS[0] if connect_timeout_ms is None else connect_timeout_ms
-                req = _DEFAULT_TIMEOUTS[1] if request_timeout_ms is None else request_timeout_ms
+                dc, dr = ctypes.c_uint32(), ctypes.c_uint32()
+                _check(lib.redlock_options_get_timeouts(opts, ctypes.byref(dc), ctypes.byref(dr)))
+                conn = dc.value if connect_timeout_ms is None else connect_timeout_ms
+                req = dr.value if request_timeout_ms is None else request_timeout_ms
                 _check(lib.redlock_options_set_timeouts(
                     opts, _u32(conn, "connect_timeout_ms"), _u32(req, "request_timeout_ms")),
                     "timeouts")
@@ -1036,11 +1074,12 @@ class Client:
         (redlock_stats): a dict (the JSON rendering, parsed) by default, or
         the text itself with format="prometheus" or "json".  Any thread, also
         from callbacks.  NotSupportedError when the client has stats=False."""
-        fmt = {None: _STATS_JSON, "dict": _STATS_JSON, "json": _STATS_JSON,
-               "prometheus": _STATS_PROMETHEUS}.get(format)
-        if fmt is None:
+        macro = {None: "REDLOCK_STATS_JSON", "dict": "REDLOCK_STATS_JSON",
+                 "json": "REDLOCK_STATS_JSON", "prometheus": "REDLOCK_STATS_PROMETHEUS"}.get(format)
+        if macro is None:
             raise InvalidArgument(EINVAL, detail="format must be None, 'json' or 'prometheus'")
         core = self._core
+        fmt = _lib_constant(core.lib, macro)  # the format codes are the library's
         with core.mutex:
             if core.state != _OPEN:
                 raise ClosedError(ECLOSED)

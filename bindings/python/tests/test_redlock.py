@@ -14,6 +14,7 @@ Run: REDLOCK_LIBRARY=/path/libredlock.so PYTHONPATH=bindings/python \
      python3 -m unittest discover -s bindings/python/tests -v
 """
 
+import ctypes
 import gc
 import os
 import shutil
@@ -32,6 +33,12 @@ if PKG_ROOT not in sys.path:
     sys.path.insert(0, PKG_ROOT)
 
 import redlock  # noqa: E402
+
+# The library's names on the masters (redlock.h), asked of the library.
+RELEASE_CHANNEL_PREFIX = redlock.load_library().redlock_constant_string(
+    b"REDLOCK_RELEASE_CHANNEL_PREFIX").decode()
+FENCE_KEY_PREFIX = redlock.load_library().redlock_constant_string(
+    b"REDLOCK_FENCE_KEY_PREFIX").decode()
 
 def _server_program():
     """REDLOCK_TEST_SERVER (a name on PATH or a path), else redis-server.
@@ -239,6 +246,56 @@ class TestModule(unittest.TestCase):
         self.assertIs(type(redlock._make_error(-99)), redlock.RedlockError)
         self.assertIsInstance(redlock.InvalidArgument(redlock.EINVAL), ValueError)
         self.assertIsInstance(redlock.WaitTimeout(redlock.ETIMEDOUT), TimeoutError)
+
+    def test_constants_match_library(self):
+        # The module's constants are written in Python (needed at import);
+        # the library's table is the source they must agree with.
+        lib = redlock.load_library()
+        self.assertEqual(redlock._check_constants(lib), "")
+        for k in redlock._ERROR_CONSTANTS + redlock._OTHER_CONSTANTS:
+            self.assertIn(k, redlock.__all__)
+            self.assertEqual(getattr(redlock, k), redlock._lib_constant(lib, "REDLOCK_" + k), k)
+
+    def test_error_table_from_library(self):
+        # Every code the library has is a module constant with its own
+        # exception class, and name/message are the library's.
+        table = redlock._error_table()
+        self.assertEqual(len(table), redlock.load_library().redlock_err_count())
+        error_constants = {getattr(redlock, k): k for k in redlock._ERROR_CONSTANTS if k != "OK"}
+        self.assertEqual(sorted(code for code, _, _ in table), sorted(error_constants))
+        classes = set()
+        for code, name, message in table:
+            self.assertEqual(name, "REDLOCK_" + error_constants[code])
+            err = redlock._make_error(code)
+            self.assertIsNot(type(err), redlock.RedlockError, name)
+            self.assertEqual(type(err).code, code)
+            classes.add(type(err))
+            self.assertEqual((err.name, err.message), (name, message))
+            self.assertEqual(redlock.strerror(code), message)
+        self.assertEqual(len(classes), len(table))
+
+    def test_defaults_from_library(self):
+        # A setter's partner values left out keep the library's defaults:
+        # the binding reads them from a fresh options object.
+        lib = redlock.load_library()
+        opts = lib.redlock_options_new()
+        try:
+            c, d, j = ctypes.c_int(-5), ctypes.c_uint32(), ctypes.c_uint32()
+            self.assertEqual(lib.redlock_options_get_retry(opts, ctypes.byref(c), ctypes.byref(d),
+                                                           ctypes.byref(j)), 0)
+            self.assertGreaterEqual(c.value, 0)
+            self.assertGreater(d.value, 0)
+            ct, rt = ctypes.c_uint32(), ctypes.c_uint32()
+            self.assertEqual(lib.redlock_options_get_timeouts(opts, ctypes.byref(ct),
+                                                              ctypes.byref(rt)), 0)
+            self.assertGreater(ct.value, 0)
+            self.assertGreater(rt.value, 0)
+        finally:
+            lib.redlock_options_free(opts)
+        for kwargs in ({"retry_count": 0}, {"retry_delay_ms": 5}, {"connect_timeout_ms": 50},
+                       {"request_timeout_ms": 50}):
+            with redlock.Client(["redis://127.0.0.1:1"], quarantine=False, **kwargs) as client:
+                self.assertFalse(client.closed)
 
     def test_bad_client_arguments(self):
         with self.assertRaises(redlock.InvalidArgument):
@@ -967,7 +1024,7 @@ class TestPrimitives(ServerTestCase):
 
         t = threading.Thread(target=waiter)
         t.start()
-        channel = "__redlock_release__:%s:sem" % name
+        channel = RELEASE_CHANNEL_PREFIX + "%s:sem" % name
         wait_until(lambda: all(r[1] >= 1 for r in self.on_all("PUBSUB", "NUMSUB", channel)),
                    what="the waiter's subscription")
         released_at = time.monotonic()
@@ -1195,7 +1252,7 @@ class TestElection(ServerTestCase):
         self.assertGreater(first.term, 0)
         self.assertGreater(first.validity_ms, 0)
         # The lease is a fenced lock on the name: its counter is the term.
-        counters = self.on_all("GET", "__redlock_fence__:" + name)
+        counters = self.on_all("GET", FENCE_KEY_PREFIX + name)
         self.assertGreaterEqual(sum(int(v or 0) == first.term for v in counters), 2)
         first.resign()
         self.assertTrue(first.resigned)

@@ -77,6 +77,10 @@ pub type redlock_elected_cb =
 pub type redlock_election_lost_cb =
     Option<unsafe extern "C" fn(e: *mut redlock_election_t, reason: c_int, arg: *mut c_void)>;
 
+// The constants above are written by hand (Rust needs them at compile time);
+// the tests below compare every one with the library's own table
+// (redlock_constant, redlock_err_code), so a drift fails `cargo test`.
+
 extern "C" {
     // Options
     pub fn redlock_options_new() -> *mut redlock_options_t;
@@ -271,6 +275,47 @@ extern "C" {
     pub fn redlock_strerror(err: c_int) -> *const c_char;
     pub fn redlock_err_name(err: c_int) -> *const c_char;
     pub fn redlock_version() -> *const c_char;
+
+    // The library's tables, read at run time (one source of truth)
+    pub fn redlock_err_count() -> c_int;
+    pub fn redlock_err_code(index: c_int) -> c_int;
+    pub fn redlock_constant(name: *const c_char, value: *mut i64) -> c_int;
+    pub fn redlock_constant_string(name: *const c_char) -> *const c_char;
+    pub fn redlock_options_get_retry(
+        opts: *const redlock_options_t,
+        retry_count: *mut c_int,
+        delay_ms: *mut u32,
+        jitter_ms: *mut u32,
+    ) -> c_int;
+    pub fn redlock_options_get_drift_factor(
+        opts: *const redlock_options_t,
+        factor: *mut c_double,
+    ) -> c_int;
+    pub fn redlock_options_get_timeouts(
+        opts: *const redlock_options_t,
+        connect_ms: *mut u32,
+        request_ms: *mut u32,
+    ) -> c_int;
+    pub fn redlock_options_get_max_ttl(
+        opts: *const redlock_options_t,
+        max_ttl_ms: *mut u32,
+    ) -> c_int;
+    pub fn redlock_options_get_quarantine(
+        opts: *const redlock_options_t,
+        enabled: *mut c_int,
+    ) -> c_int;
+    pub fn redlock_options_get_fencing(
+        opts: *const redlock_options_t,
+        enabled: *mut c_int,
+    ) -> c_int;
+    pub fn redlock_options_get_reentrant(
+        opts: *const redlock_options_t,
+        enabled: *mut c_int,
+    ) -> c_int;
+    pub fn redlock_options_get_key_prefix(
+        opts: *const redlock_options_t,
+        prefix: *mut *const c_char,
+    ) -> c_int;
 }
 
 #[cfg(test)]
@@ -287,5 +332,71 @@ mod tests {
         assert!(v.starts_with("0."), "{v}");
         let name = unsafe { CStr::from_ptr(redlock_err_name(REDLOCK_ELOCKED)) };
         assert_eq!(name.to_str().unwrap(), "REDLOCK_ELOCKED");
+    }
+
+    fn lib_constant(name: &CStr) -> Option<i64> {
+        let mut v = 0i64;
+        // SAFETY: NUL-terminated name, valid out-pointer.
+        (unsafe { redlock_constant(name.as_ptr(), &mut v) } == 0).then_some(v)
+    }
+
+    /// Every hand-written constant of this crate, by its C name.
+    fn written_here() -> std::vec::Vec<(&'static CStr, i64)> {
+        std::vec![
+            (c"REDLOCK_VERSION_MAJOR", REDLOCK_VERSION_MAJOR as i64),
+            (c"REDLOCK_MAX_SEM_LIMIT", REDLOCK_MAX_SEM_LIMIT as i64),
+            (c"REDLOCK_STATS_PROMETHEUS", REDLOCK_STATS_PROMETHEUS as i64),
+            (c"REDLOCK_STATS_JSON", REDLOCK_STATS_JSON as i64),
+            (c"REDLOCK_MAX_NODES", REDLOCK_MAX_NODES as i64),
+            (c"REDLOCK_MAX_RESOURCE_LEN", REDLOCK_MAX_RESOURCE_LEN as i64),
+            (c"REDLOCK_MAX_PREFIX_LEN", REDLOCK_MAX_PREFIX_LEN as i64),
+            (c"REDLOCK_MAX_MANY", REDLOCK_MAX_MANY as i64),
+            (c"REDLOCK_OK", REDLOCK_OK as i64),
+            (c"REDLOCK_EINVAL", REDLOCK_EINVAL as i64),
+            (c"REDLOCK_ENOMEM", REDLOCK_ENOMEM as i64),
+            (c"REDLOCK_ELOCKED", REDLOCK_ELOCKED as i64),
+            (c"REDLOCK_ENOQUORUM", REDLOCK_ENOQUORUM as i64),
+            (c"REDLOCK_EEXPIRED", REDLOCK_EEXPIRED as i64),
+            (c"REDLOCK_ELOST", REDLOCK_ELOST as i64),
+            (c"REDLOCK_ETIMEDOUT", REDLOCK_ETIMEDOUT as i64),
+            (c"REDLOCK_ECANCELED", REDLOCK_ECANCELED as i64),
+            (c"REDLOCK_ECLOSED", REDLOCK_ECLOSED as i64),
+            (c"REDLOCK_EWOULDBLOCK", REDLOCK_EWOULDBLOCK as i64),
+            (c"REDLOCK_EIO", REDLOCK_EIO as i64),
+            (c"REDLOCK_ENOTSUP", REDLOCK_ENOTSUP as i64),
+            (c"REDLOCK_EFORKED", REDLOCK_EFORKED as i64),
+            (c"REDLOCK_LOG_DEBUG", REDLOCK_LOG_DEBUG as i64),
+            (c"REDLOCK_LOG_INFO", REDLOCK_LOG_INFO as i64),
+            (c"REDLOCK_LOG_WARN", REDLOCK_LOG_WARN as i64),
+            (c"REDLOCK_LOG_ERROR", REDLOCK_LOG_ERROR as i64),
+            (c"REDLOCK_LOST_EXPIRED", REDLOCK_LOST_EXPIRED as i64),
+        ]
+    }
+
+    #[test]
+    fn constants_match_the_library() {
+        for (name, here) in written_here() {
+            assert_eq!(lib_constant(name), Some(here), "{name:?}");
+        }
+        assert_eq!(lib_constant(c"REDLOCK_NO_SUCH"), None);
+    }
+
+    #[test]
+    fn every_library_error_code_has_a_constant() {
+        // SAFETY: plain queries of static data.
+        let n = unsafe { redlock_err_count() };
+        let consts: std::vec::Vec<i64> = written_here()
+            .into_iter()
+            .filter(|(name, v)| *v < 0 && name.to_bytes().starts_with(b"REDLOCK_E"))
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(n as usize, consts.len(), "library codes vs constants here");
+        for i in 0..n {
+            let code = unsafe { redlock_err_code(i) };
+            assert!(consts.contains(&(code as i64)), "library code {code}");
+            let name = unsafe { CStr::from_ptr(redlock_err_name(code)) };
+            assert_eq!(lib_constant(name), Some(code as i64));
+        }
+        assert_eq!(unsafe { redlock_err_code(n) }, REDLOCK_OK);
     }
 }

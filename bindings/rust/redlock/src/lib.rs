@@ -980,3 +980,49 @@ impl Drop for Election {
         let _ = self.release();
     }
 }
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The enum is written by hand (Rust needs its variants at compile time);
+    /// the library's error table is the source it must agree with: every
+    /// code the library has maps to a variant of its own (not `Other`) and
+    /// back, with the library's name.
+    #[test]
+    fn error_enum_covers_the_library_table() {
+        // SAFETY: plain queries of static data.
+        let n = unsafe { sys::redlock_err_count() };
+        assert!(n > 0);
+        let mut seen = Vec::new();
+        for i in 0..n {
+            let code = unsafe { sys::redlock_err_code(i) };
+            let e = Error::from_code(code);
+            assert!(
+                !matches!(e, Error::Other(_)),
+                "library code {code} has no variant"
+            );
+            assert_eq!(e.code(), code);
+            assert!(!seen.contains(&e), "two codes map to {e:?}");
+            seen.push(e);
+            let name = unsafe { static_str(sys::redlock_err_name(code)) };
+            assert_eq!(e.name(), name);
+            let mut v = 0i64;
+            let cname = CString::new(name).unwrap();
+            assert_eq!(unsafe { sys::redlock_constant(cname.as_ptr(), &mut v) }, 0);
+            assert_eq!(v, code as i64);
+        }
+    }
+
+    #[test]
+    fn names_on_the_masters_come_from_the_library() {
+        for name in [
+            c"REDLOCK_RELEASE_CHANNEL_PREFIX",
+            c"REDLOCK_FENCE_KEY_PREFIX",
+        ] {
+            // SAFETY: NUL-terminated name; the result is static or NULL.
+            let s = unsafe { static_str(sys::redlock_constant_string(name.as_ptr())) };
+            assert!(s.starts_with("__redlock_"), "{name:?} = {s:?}");
+        }
+    }
+}
