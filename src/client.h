@@ -81,7 +81,7 @@ struct redlock_lock {
   uv_timer_t *watch_timer;
   int watch_extending;
   unsigned watch_failures; /* extensions failed in a row */
-  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
+  redlock_lost_cb lost_cb;
   void *lost_arg;
   redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
   prim_t prim;                  /* its kind (plain lock, permit, read or write hold): prims.h */
@@ -110,7 +110,7 @@ typedef struct op {
   uv_thread_t caller;          /* thread that made the call (reentrancy owner) */
   redlock_lock_cb lock_cb;
   redlock_done_cb done_cb;
-  void (*lost_cb)(redlock_lock_t *lock, int reason, void *arg);
+  redlock_lost_cb lost_cb;
   void *arg;
   /* loop-side state of a lock acquisition */
   unsigned attempts;
@@ -207,8 +207,8 @@ void lock_free(redlock_lock_t *lock);
 /* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
  * lease is lost, possibly before this returns (already expired).  0 or
  * REDLOCK_ENOMEM. */
-int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
-                     void (*lost_cb)(redlock_lock_t *, int, void *), void *arg);
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
+                     void *arg);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live

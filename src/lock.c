@@ -737,8 +737,8 @@ static void watch_schedule(redlock_lock_t *lock) {
   uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1), 0);
 }
 
-int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle,
-                     void (*lost_cb)(redlock_lock_t *, int, void *), void *arg) {
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
+                     void *arg) {
   redlock_t *client = lock->client;
   if (lock->watch_timer == NULL) {
     lock->watch_timer = malloc(sizeof *lock->watch_timer);
