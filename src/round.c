@@ -153,8 +153,7 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
   case REPLY_REFUSED:
     /* A master in restart quarantine may have forgotten keys: none of its
      * answers to an acquisition count, not even as an answer. */
-    if (round->kind == ROUND_ACQUIRE &&
-        env->transport->quarantined(env->transport_arg, index, env->now_ns())) {
+    if (round->kind == ROUND_ACQUIRE && env->transport->quarantined(env->transport_arg, index)) {
       vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
       return;
     }

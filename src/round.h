@@ -41,8 +41,9 @@ typedef struct round_transport {
   /* When master i last showed progress (a reply, or the first send after
    * being idle): a release waits while its master keeps answering. */
   uint64_t (*progress_ns)(void *arg, unsigned master);
-  /* 1 while master i is in restart quarantine. */
-  int (*quarantined)(void *arg, unsigned master, uint64_t now_ns);
+  /* 1 while master i is in restart quarantine (asked for each yes or no to
+   * an acquisition: cheap when it has none). */
+  int (*quarantined)(void *arg, unsigned master);
   /* Keeps a release master i may have missed, to send again once it is up. */
   void (*defer_release)(void *arg, unsigned master, const char *cmd, size_t len);
   /* A per-request problem with master i, for the (rate-limited) log. */

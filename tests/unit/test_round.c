@@ -86,10 +86,7 @@ static void t_cancel(void *arg, node_req_t *req) {
 
 static uint64_t t_progress(void *arg, unsigned i) { return ((fake_t *)arg)->progress[i]; }
 
-static int t_quarantined(void *arg, unsigned i, uint64_t now) {
-  (void)now;
-  return ((fake_t *)arg)->quarantined[i];
-}
+static int t_quarantined(void *arg, unsigned i) { return ((fake_t *)arg)->quarantined[i]; }
 
 static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
   fake_t *f = arg;
