@@ -6,6 +6,7 @@
  * decided).  Replies are hand-built hiredis replies. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef enum { SEND_OK = 0, SEND_QUEUED, SEND_DOWN, SEND_BUSY } send_mode_t;
 /* The fake: what each master would do, and what the round asked of it. */
 typedef struct {
   round_env_t env;
+  struct stats *stats; /* votes by verdict per master: outlive the rounds */
   uint64_t now;
   send_mode_t mode[N];
   int quarantined[N];
@@ -41,6 +43,7 @@ typedef struct {
   unsigned decisions;
   quorum_outcome_t outcome;
   const round_t *deciding_seen; /* env->deciding during on_decided */
+  uint64_t set_mask;            /* round_set_mask at the decision */
 } fake_t;
 
 static fake_t *g; /* now_ns has no argument: the running test's fake */
@@ -141,6 +144,10 @@ static int setup(void **state) {
   f->env.transport = &fake_transport;
   f->env.transport_arg = f;
   f->env.log = &no_log;
+  f->stats = calloc(1, sizeof *f->stats + N * sizeof f->stats->masters[0]);
+  assert_non_null(f->stats);
+  f->stats->n_masters = N;
+  f->env.stats = f->stats;
   f->env.now_ns = fake_now;
   f->env.arm_deadline = on_arm;
   f->env.settled = on_settled;
@@ -154,6 +161,9 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fake_t *f = *state;
   assert_true(round_env_idle(&f->env));
+  /* every round sent was decided */
+  assert_int_equal(atomic_load(&f->stats->gauges[STATS_GAUGE_ROUNDS]), 0);
+  free(f->stats);
   free(f);
   return 0;
 }
@@ -163,6 +173,7 @@ static void on_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   f->decisions++;
   f->outcome = outcome;
   f->deciding_seen = f->env.deciding;
+  f->set_mask = round_set_mask(round);
   assert_ptr_equal(round->ctx, f);
 }
 
@@ -235,6 +246,11 @@ static void reply_none(fake_t *f, unsigned i) { /* connection lost, or dropped u
 }
 
 static unsigned why(const round_t *round, unsigned i) { return round->votes[i].why; }
+
+/* Votes master i cast with verdict w, over the test (counted by stats_vote). */
+static uint64_t votes(const fake_t *f, unsigned i, unsigned w) {
+  return atomic_load(&f->stats->masters[i].votes[w]);
+}
 
 /* ---- tests ---- */
 
@@ -329,10 +345,10 @@ static void test_down_and_busy_whys(void **state) {
   reply_status(f, 2, "OK");
   reply_status(f, 3, "OK");
   assert_int_equal(f->decisions, 0);
-  reply_status(f, 4, "OK");
+  reply_status(f, 4, "OK"); /* decided, and freed: no reply is owed */
   assert_int_equal(f->outcome, QUORUM_WON);
   /* neither a down master nor a busy one may hold the key */
-  assert_int_equal(round_set_mask(round), (1u << 2) | (1u << 3) | (1u << 4));
+  assert_int_equal(f->set_mask, (1u << 2) | (1u << 3) | (1u << 4));
 }
 
 /* A reply that never comes: at the deadline the vote fails as timed out,
@@ -399,10 +415,10 @@ static void test_noscript_resent_as_eval(void **state) {
   reply_error(f, 2, "NOSCRIPT No matching script.");
   assert_int_equal(f->sends[2], 2);
   reply_int(f, 2, 1);
-  reply_int(f, 3, 1);
-  assert_int_equal(f->outcome, QUORUM_WON);
   reply_int(f, 4, 0);
   assert_int_equal(why(round, 4), WHY_REFUSED);
+  reply_int(f, 3, 1); /* the last reply: decided, and the round freed */
+  assert_int_equal(f->outcome, QUORUM_WON);
 }
 
 /* A plain command (no script) answering NOSCRIPT is just an error. */
@@ -508,8 +524,9 @@ static void test_queued_votes_withdrawn_after_decision(void **state) {
   assert_int_equal(f->outcome, QUORUM_WON);
   assert_int_equal(f->cancels[3], 1);
   assert_int_equal(f->cancels[4], 1);
-  assert_int_equal(why(round, 3), WHY_BUSY);
-  assert_true(round_env_idle(&f->env)); /* freed: no request is out */
+  assert_int_equal(votes(f, 3, WHY_BUSY), 1); /* the round is freed: no request is out */
+  assert_int_equal(votes(f, 4, WHY_BUSY), 1);
+  assert_true(round_env_idle(&f->env));
 
   f->decisions = 0;
   round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, 0x1f, 1);
