@@ -79,6 +79,9 @@ static inline int torture_election_names(int prim, int resources) {
   return prim == PRIM_MIXED ? 1 : resources;
 }
 
+/* The masters of a run (each behind its fault proxy). */
+#define TORTURE_MASTERS 5
+
 /* Client configuration defaults (the driver passes them on explicitly). */
 #define TORTURE_MAX_TTL_MS 1500u /* also the restart quarantine */
 #define TORTURE_TTL_MS 1000u     /* <= max TTL */

@@ -1,0 +1,155 @@
+/* bench.h: what the parts of redlock-bench share: the configuration from
+ * the command line, the state of a run, the clock and CPU helpers, the
+ * workload modes (bench_modes.c) and the report (bench_report.c).
+ * redlock-bench.c has the options, the set-up and main. */
+#ifndef REDLOCK_BENCH_H
+#define REDLOCK_BENCH_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench_stats.h"
+#include "redlock.h"
+
+#define MAX_NODES 16
+#define MAX_PIDS 64
+#define MAX_CONCURRENCY 65536
+#define MAX_WORKERS 1024
+
+/* ---- configuration ---------------------------------------------------------------- */
+
+typedef enum { MODE_THROUGHPUT, MODE_LATENCY, MODE_CONTENTION, MODE_SLOW_NODE } mode_t_;
+
+extern const char *const mode_names[];
+
+/* What the async engine's cycles acquire (coordination primitives: one
+ * semaphore or read-write lock per slot, so a cycle is uncontended as for
+ * locks, and the figures compare the scripts' cost). */
+typedef enum { PRIMITIVE_LOCK, PRIMITIVE_SEMAPHORE, PRIMITIVE_READ, PRIMITIVE_WRITE } primitive_t;
+extern const char *const primitive_names[];
+
+typedef struct {
+  mode_t_ mode;
+  int start_n; /* servers to start (0 with --node) */
+  const char *nodes[MAX_NODES];
+  int n_nodes;
+  pid_t pids[MAX_PIDS];
+  int n_pids;
+  int concurrency; /* -1 = mode default */
+  double duration_s;
+  double warmup_s;
+  uint32_t ttl_ms;
+  int workers;
+  uint32_t hold_ms;
+  uint32_t wait_ms;
+  uint32_t delay_ms;
+  int api_async; /* latency mode: async chain instead of blocking calls */
+  int retry_set;
+  int retry_count;
+  uint32_t retry_delay_ms, retry_jitter_ms;
+  uint32_t request_timeout_ms, connect_timeout_ms; /* 0 = library default */
+  int quarantine;                                  /* -1 = default for the setup */
+  int fencing;
+  int no_stats; /* --no-stats: redlock_options_set_stats(opts, 0) */
+  int ab_stats; /* --ab-stats: stats on vs off, interleaved in one run */
+  primitive_t primitive;
+  uint32_t sem_limit;
+  int json;
+  const char *hist_path;
+  size_t max_samples; /* 0 = from the duration */
+  int verbose;
+  int log_level;
+  int tls;               /* start the masters TLS-only */
+  const char *tls_certs; /* --tls-certs DIR: ca.crt, server.crt, server.key */
+  const char *tls_ca, *tls_cert, *tls_key, *tls_server_name;
+  int tls_insecure;
+} config_t;
+
+/* ---- run state ------------------------------------------------------------------------ */
+
+enum { PHASE_WARMUP = 0, PHASE_MEASURE, PHASE_STOP };
+
+typedef struct bench bench_t;
+
+typedef struct {
+  bench_t *b;
+  char resource[64];
+  uint64_t t_start;
+  uint64_t t_acquired;
+} slot_t;
+
+struct bench {
+  config_t *cfg;
+  redlock_t *client;
+  char run_id[32];
+  atomic_int phase;
+  atomic_int active;   /* async slots still cycling */
+  atomic_ulong cycles; /* completed in the measured window */
+  samples_t acquire, cycle;
+  errors_t lock_errors, unlock_errors;
+  /* window */
+  uint64_t t0, t1;
+  uint64_t cpu0, cpu1;
+  int64_t srv0, srv1;
+  /* contention */
+  samples_t handoff, handoff_start;
+  unsigned long handoff_negative;
+  unsigned long giveups;
+  unsigned long per_worker_min, per_worker_max;
+  /* outcome */
+  int hung;
+  int n_nodes;
+  int quarantine;
+  int tls;       /* some master is rediss:// */
+  slot_t *slots; /* async engine; freed after redlock_close */
+};
+
+/* ---- time, CPU, interruption (bench_modes.c) ------------------------------------------ */
+
+/* Set by SIGINT / SIGTERM: the modes stop early. */
+extern atomic_int interrupted;
+
+uint64_t now_ns(void); /* CLOCK_MONOTONIC */
+/* Sleeps up to `seconds`, returning early on SIGINT / SIGTERM. */
+void sleep_s(double seconds);
+void sleep_ms(uint32_t ms);
+
+/* ---- the library's log (redlock-bench.c) ----------------------------------------------- */
+
+/* Warnings the library logged (counted; the first few printed). */
+extern atomic_ulong log_warnings;
+/* The log's time origin. */
+extern uint64_t log_epoch_ns;
+
+/* ---- the workload modes (bench_modes.c) ------------------------------------------------ */
+
+/* Each runs its warm-up and measured window on b->client.  0, or -1 when
+ * out of memory. */
+int run_async(bench_t *b);      /* throughput, slow-node, latency --api async */
+int run_blocking(bench_t *b);   /* latency: blocking calls */
+int run_contention(bench_t *b); /* K threads on one resource */
+/* --ab-stats: b->client (stats on) and off (stats off) in turns; prints
+ * its own report. */
+int run_ab(bench_t *b, redlock_t *off);
+
+/* ---- output (bench_report.c) ---------------------------------------------------------- */
+
+/* The figures of a finished run (sorts its samples). */
+void report(bench_t *b);
+
+/* What --ab-stats measured, per side (0: stats on, 1: off). */
+typedef struct {
+  int per_side;           /* segments per side */
+  double segment_s;       /* measured seconds of a segment */
+  double rate[2], cpu[2]; /* cycles/s, client CPU us per cycle */
+  double pair_median;     /* median over neighbouring segments of off / on */
+  unsigned long errors;
+} ab_result_t;
+void report_ab(const bench_t *b, const ab_result_t *r);
+
+/* Writes the acquire-latency histogram of s (sorted by samples_stats). */
+int write_hist(const char *path, samples_t *s, const char *title);
+
+#endif

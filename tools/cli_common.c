@@ -1,0 +1,402 @@
+/* cli_common.c: what the subcommands of the `redlock` tool share (see
+ * cli_common.h): messages, the --help text, option-value parsers, the list
+ * of masters and the --tls-* options.  Kept apart from the subcommands so
+ * that run, elect and status parse and report alike. */
+#define _GNU_SOURCE /* getopt_long's optind, strtok_r */
+
+#include "cli_common.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+static const char *g_prog = "redlock";
+
+int g_verbosity;
+
+static void vmsg(const char *fmt, va_list ap) {
+  char buf[2048];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  fprintf(stderr, "%s: %s\n", g_prog, buf); /* one call: lines do not interleave */
+}
+
+void err_msg(const char *fmt, ...) {
+  if (g_verbosity < 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+}
+
+void info_msg(const char *fmt, ...) {
+  if (g_verbosity < 1)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+}
+
+int usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vmsg(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Try '%s --help' for more information.\n", g_prog);
+  return EXIT_USAGE;
+}
+
+void log_cb(int level, const char *msg, void *arg) {
+  (void)arg;
+  static const char *const names[] = {"debug", "info", "warn", "error"};
+  const char *name = level >= 0 && level <= 3 ? names[level] : "log";
+  fprintf(stderr, "%s: [%s] %s\n", g_prog, name, msg);
+}
+
+static const char HELP[] =
+    "Usage: redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]\n"
+    "       redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
+    "       redlock status [OPTIONS] RESOURCE\n"
+    "       redlock --help | --version\n"
+    "\n"
+    "Like flock(1) across machines: a Redlock lock over N independent Redis masters\n"
+    "(held when a majority, N/2 + 1, accepted it).\n"
+    "\n"
+    "run: take the lock on RESOURCE, run COMMAND with the fencing token in its\n"
+    "environment, keep the lock alive while COMMAND runs, release it when COMMAND\n"
+    "exits, and exit with COMMAND's status (128+N if a signal N killed it).  If the\n"
+    "lock is lost, COMMAND gets SIGTERM, then SIGKILL after --grace, and redlock\n"
+    "exits with 71.  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to\n"
+    "redlock are passed on to COMMAND.\n"
+    "\n"
+    "elect: campaign for leadership of NAME and run COMMAND while leader, with the\n"
+    "term (a fencing token, larger than every earlier leader's) in REDLOCK_TERM and\n"
+    "REDLOCK_FENCE.  If leadership is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
+    "--grace, and redlock campaigns again, running COMMAND anew when re-elected.\n"
+    "When COMMAND exits by itself, redlock resigns (the next campaigner takes over at\n"
+    "once) and exits with COMMAND's status.  Options as for run, except --wait and\n"
+    "-E; --ttl defaults to 10s.\n"
+    "\n"
+    "status: show, per master, whether it answers, the value holding the key, its\n"
+    "PTTL, the fence counter and the master's uptime.\n"
+    "\n"
+    "Options (all commands):\n"
+    "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
+    "                           redis://[[user]:password@]host[:port][/db],\n"
+    "                           rediss://... (TLS) or unix:///path/to/socket.\n"
+    "                           Without --node, the\n"
+    "                           comma-separated list in REDLOCK_NODES is used\n"
+    "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
+    "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
+    "                           trusted for rediss:// masters (default: the\n"
+    "                           system's store)\n"
+    "      --tls-cert FILE      client certificate (PEM), for masters that require\n"
+    "                           one; with --tls-key\n"
+    "      --tls-key FILE       the client certificate's private key (PEM)\n"
+    "      --tls-server-name NAME  name the masters' certificates must carry (and\n"
+    "                           SNI), instead of each URI's host\n"
+    "      --tls-insecure       check neither the certificate chain nor the name\n"
+    "                           (encrypted, not authenticated: for tests only)\n"
+    "                           Environment: REDLOCK_TLS_CA, REDLOCK_TLS_CERT,\n"
+    "                           REDLOCK_TLS_KEY, REDLOCK_TLS_SERVER_NAME,\n"
+    "                           REDLOCK_TLS_INSECURE=1 (options take precedence)\n"
+    "  -q, --quiet              no messages on stderr (usage errors excepted)\n"
+    "  -v, --verbose            progress and the library's log; twice for debug\n"
+    "  -h, --help               this help\n"
+    "  -V, --version            the library's version\n"
+    "\n"
+    "Options of run and elect (MS: milliseconds, or with a suffix: 500ms, 30s, 2m):\n"
+    "  -t, --ttl MS             lock TTL, renewed while COMMAND runs (default 30s,\n"
+    "                           or the max TTL if smaller)\n"
+    "  -w, --wait MS            wait up to MS for the lock; 0 = one try (default 0)\n"
+    "  -E, --conflict-exit-code N  exit status when the lock is busy or the wait\n"
+    "                           ran out (default 75)\n"
+    "  -f, --fence-env NAME     environment variable for the fencing token\n"
+    "                           (default REDLOCK_FENCE)\n"
+    "      --no-quarantine      count the votes of freshly (re)started masters at\n"
+    "                           once (see Restart quarantine below)\n"
+    "      --max-ttl MS         largest allowed TTL, also the quarantine length\n"
+    "                           (default 60s)\n"
+    "  -g, --grace MS           after a lost lock, SIGKILL COMMAND this long after\n"
+    "                           SIGTERM (default 5s)\n"
+    "  -G, --process-group      run COMMAND in its own process group and signal the\n"
+    "                           whole group (COMMAND then cannot read the terminal)\n"
+    "      --connect-timeout MS connect + handshake bound per master (default 1s)\n"
+    "      --request-timeout MS bound on each round of requests (default 100ms)\n"
+    "      --metrics-file PATH  when COMMAND exits (or the lock was not taken),\n"
+    "                           write the client's stats to PATH (replaced\n"
+    "                           atomically; see docs/observability.md)\n"
+    "      --metrics-format F   prometheus (default) or json\n"
+    "\n"
+    "Options of status:\n"
+    "      --timeout MS         connect and reply timeout per master (default 1s)\n"
+    "      --json               one JSON object instead of the table\n"
+    "\n"
+    "Restart quarantine: a master without persistence that restarts has forgotten\n"
+    "the locks it held, so by default a master whose uptime is below the max TTL\n"
+    "does not count towards a quorum until it is that old.  Masters you have just\n"
+    "started therefore give \"no quorum\" for up to a minute: use --no-quarantine\n"
+    "(only if no lock can have been held on them before, e.g. a test setup or\n"
+    "masters with persistence), or a smaller --max-ttl (and --ttl).\n"
+    "\n"
+    "COMMAND's environment: REDLOCK_FENCE (or --fence-env NAME) = the fencing token,\n"
+    "a number larger than any earlier holder's; REDLOCK_RESOURCE = RESOURCE;\n"
+    "REDLOCK_VALUE = the lock's value in Redis.\n"
+    "\n"
+    "Exit status of elect: COMMAND's status, or 64, 70, 126, 127 as for run, or\n"
+    "128+N when signal N arrived while campaigning.\n"
+    "Exit status of run: COMMAND's status (0..255; 128+N if killed by signal N),\n"
+    "or 64 usage error, 69 no quorum (too few masters answered), 70 internal\n"
+    "error, 71 lock lost while COMMAND ran, 75 lock busy or --wait ran out (see\n"
+    "-E), 126 COMMAND not executable, 127 COMMAND not found, 128+N redlock got\n"
+    "signal N while waiting for the lock.  These can collide with COMMAND's own\n"
+    "statuses.  status: 0 when a quorum of masters answered, 69 otherwise, 64.\n"
+    "\n"
+    "See redlock(1) and docs/cli.md.\n";
+
+void print_help(void) { fputs(HELP, stdout); }
+
+void print_version(void) { printf("redlock %s\n", redlock_version()); }
+
+/* ---- argument parsing helpers ------------------------------------------------------- */
+
+int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+  if (s == NULL || !isdigit((unsigned char)s[0]))
+    return -1;
+  uint64_t v = 0;
+  const char *p = s;
+  while (isdigit((unsigned char)*p)) {
+    v = v * 10 + (uint64_t)(*p - '0');
+    if (v > UINT32_MAX)
+      return -1;
+    p++;
+  }
+  uint64_t mult = 1;
+  if (*p == '\0' || strcmp(p, "ms") == 0)
+    mult = 1;
+  else if (strcmp(p, "s") == 0)
+    mult = 1000;
+  else if (strcmp(p, "m") == 0)
+    mult = 60000;
+  else
+    return -1;
+  v *= mult;
+  if (v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int parse_int_range(const char *s, long min, long max, long *out) {
+  if (s == NULL || !isdigit((unsigned char)s[0]))
+    return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max)
+    return -1;
+  *out = v;
+  return 0;
+}
+
+int valid_env_name(const char *s) {
+  if (s == NULL || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return 0;
+  for (const char *p = s; *p; p++)
+    if (!(isalnum((unsigned char)*p) || *p == '_'))
+      return 0;
+  return 1;
+}
+
+/* ---- the masters: --node, else REDLOCK_NODES ----------------------------------------- */
+
+void nodes_free(nodes_t *nodes) {
+  for (size_t i = 0; i < nodes->n; i++) {
+    free(nodes->uris[i]);
+    node_addr_clear(&nodes->addrs[i]);
+  }
+  nodes->n = 0;
+}
+
+int nodes_add(nodes_t *nodes, const char *uri, const char *source) {
+  if (nodes->n >= REDLOCK_MAX_NODES)
+    return usage_error("too many masters (at most %d)", REDLOCK_MAX_NODES);
+  char why[256];
+  node_addr_t addr;
+  /* Never echo the URI itself: it may hold a password. */
+  if (uri_parse(uri, &addr, why, sizeof why) != 0)
+    return usage_error("invalid master URI (%s #%zu): %s", source, nodes->n + 1,
+                       why[0] ? why : "out of memory");
+  for (size_t i = 0; i < nodes->n; i++) {
+    if (strcmp(nodes->addrs[i].label, addr.label) == 0) {
+      int rc = usage_error("master %s given twice: it would be counted twice towards "
+                           "the quorum",
+                           addr.label);
+      node_addr_clear(&addr);
+      return rc;
+    }
+  }
+  nodes->uris[nodes->n] = strdup(uri);
+  if (nodes->uris[nodes->n] == NULL) {
+    node_addr_clear(&addr);
+    err_msg("out of memory");
+    return EXIT_INTERNAL;
+  }
+  nodes->addrs[nodes->n++] = addr;
+  return 0;
+}
+
+int nodes_finish(nodes_t *nodes) {
+  if (nodes->n == 0) {
+    const char *env = getenv("REDLOCK_NODES");
+    if (env != NULL) {
+      char *copy = strdup(env);
+      if (copy == NULL) {
+        err_msg("out of memory");
+        return EXIT_INTERNAL;
+      }
+      char *save = NULL;
+      for (char *tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*tok))
+          tok++;
+        size_t len = strlen(tok);
+        while (len > 0 && isspace((unsigned char)tok[len - 1]))
+          tok[--len] = '\0';
+        if (len == 0)
+          continue;
+        int rc = nodes_add(nodes, tok, "REDLOCK_NODES");
+        if (rc != 0) {
+          free(copy);
+          return rc;
+        }
+      }
+      free(copy);
+    }
+  }
+  if (nodes->n == 0)
+    return usage_error("no Redis masters: give --node URI (one per master) or set "
+                       "REDLOCK_NODES");
+  return 0;
+}
+
+int check_resource(const char *resource, const char *prefix) {
+  size_t len = strlen(resource);
+  if (len == 0 || len > REDLOCK_MAX_RESOURCE_LEN)
+    return usage_error("RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
+  if (prefix != NULL && strlen(prefix) > REDLOCK_MAX_PREFIX_LEN)
+    return usage_error("--key-prefix must be at most %d bytes", REDLOCK_MAX_PREFIX_LEN);
+  return 0;
+}
+
+/* ---- TLS options (run and status) -------------------------------------------------- */
+
+int tls_opt(tls_opts_t *t, int opt, const char *arg) {
+  switch (opt) {
+  case OPT_TLS_CA:
+    t->ca = arg;
+    return 1;
+  case OPT_TLS_CERT:
+    t->cert = arg;
+    return 1;
+  case OPT_TLS_KEY:
+    t->key = arg;
+    return 1;
+  case OPT_TLS_SERVER_NAME:
+    t->server_name = arg;
+    return 1;
+  case OPT_TLS_INSECURE:
+    t->insecure = 1;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static const char *env_or(const char *given, const char *name) {
+  if (given != NULL)
+    return given;
+  const char *v = getenv(name);
+  return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int tls_apply(tls_opts_t *t, redlock_options_t *opts) {
+  t->ca = env_or(t->ca, "REDLOCK_TLS_CA");
+  t->cert = env_or(t->cert, "REDLOCK_TLS_CERT");
+  t->key = env_or(t->key, "REDLOCK_TLS_KEY");
+  t->server_name = env_or(t->server_name, "REDLOCK_TLS_SERVER_NAME");
+  if (t->insecure < 0) {
+    const char *v = env_or(NULL, "REDLOCK_TLS_INSECURE");
+    if (v != NULL && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+      return usage_error("REDLOCK_TLS_INSECURE must be 0 or 1, got '%s'", v);
+    t->insecure = v != NULL && strcmp(v, "1") == 0;
+  }
+  int any = t->ca || t->cert || t->key || t->server_name || t->insecure;
+  if (!any)
+    return 0;
+  if (!redlock_tls_supported())
+    return usage_error("--tls-* options: this redlock was built without TLS");
+  if ((t->cert == NULL) != (t->key == NULL))
+    return usage_error("--tls-cert and --tls-key go together");
+  /* --tls-ca names a file or a directory of hashed certificates. */
+  struct stat st;
+  int ca_is_dir = t->ca != NULL && stat(t->ca, &st) == 0 && S_ISDIR(st.st_mode);
+  int rc = redlock_options_set_tls(opts, ca_is_dir ? NULL : t->ca, ca_is_dir ? t->ca : NULL,
+                                   t->cert, t->key);
+  if (rc == 0 && t->server_name != NULL)
+    rc = redlock_options_set_tls_server_name(opts, t->server_name);
+  if (rc == 0 && t->insecure)
+    rc = redlock_options_set_tls_verify(opts, 0);
+  if (rc != 0)
+    return usage_error("invalid TLS settings (%s): see the message above", redlock_strerror(rc));
+  return 0;
+}
+
+void setter_log_cb(int level, const char *msg, void *arg) {
+  (void)level;
+  (void)arg;
+  err_msg("%s", msg);
+}
+
+/* ---- options every subcommand has ---------------------------------------------- */
+
+static const char *describe_opt(int opt, char **argv) {
+  static char buf[8];
+  if (opt != 0 && isprint(opt) && opt != '?') {
+    snprintf(buf, sizeof buf, "-%c", opt);
+    return buf;
+  }
+  return argv[optind - 1];
+}
+
+int common_option(int opt, char **argv, tls_opts_t *tls, int count_verbose) {
+  switch (opt) {
+  case 'q':
+    g_verbosity = -1;
+    return 0;
+  case 'v':
+    if (count_verbose && g_verbosity >= 0 && g_verbosity < 2)
+      g_verbosity++;
+    return 0;
+  case 'h':
+    print_help();
+    return -1;
+  case 'V':
+    print_version();
+    return -1;
+  case ':':
+    return usage_error("option %s needs a value", argv[optind - 1]);
+  default:
+    if (tls_opt(tls, opt, optarg))
+      return 0;
+    return usage_error("unknown option %s", describe_opt(optopt, argv));
+  }
+}

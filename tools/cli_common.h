@@ -1,0 +1,135 @@
+/* cli_common.h: what every subcommand of the `redlock` tool (run, elect,
+ * status) shares: the exit statuses, messages on stderr, the --help text,
+ * the parsers of option values, the list of masters (--node or
+ * REDLOCK_NODES) and the --tls-* options.
+ *
+ * The tool is split by job: main.c dispatches; cli_run.c, cli_elect.c and
+ * cli_status.c are the subcommands; cli_hold.c parses the options run and
+ * elect share and opens their client; cli_child.c starts and watches
+ * COMMAND (signals, descriptors, environment); cli_probe.c talks to one
+ * master synchronously (status, and run's diagnosis of "no quorum"). */
+#ifndef REDLOCK_CLI_COMMON_H
+#define REDLOCK_CLI_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "redlock.h"
+#include "uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
+
+/* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
+enum {
+  EXIT_USAGE = 64,        /* EX_USAGE: bad command line */
+  EXIT_NOQUORUM = 69,     /* EX_UNAVAILABLE: too few masters answered */
+  EXIT_INTERNAL = 70,     /* EX_SOFTWARE: library or system error */
+  EXIT_LOST = 71,         /* the lock was lost while COMMAND ran */
+  EXIT_BUSY = 75,         /* EX_TEMPFAIL: held by someone else / --wait ran out */
+  EXIT_CANNOT_EXEC = 126, /* COMMAND found but could not be executed */
+  EXIT_NOT_FOUND = 127    /* COMMAND not found */
+};
+
+#define DEFAULT_TTL_MS 30000u
+#define DEFAULT_ELECT_TTL_MS 10000u
+#define DEFAULT_GRACE_MS 5000u
+#define DEFAULT_STATUS_TIMEOUT_MS 1000u
+#define LIBRARY_DEFAULT_MAX_TTL_MS 60000u /* redlock.h: max TTL 60 s */
+#define DEFAULT_FENCE_ENV "REDLOCK_FENCE"
+
+/* getopt_long codes of the options without a short form. */
+enum {
+  OPT_NO_QUARANTINE = 256,
+  OPT_MAX_TTL,
+  OPT_CONNECT_TIMEOUT,
+  OPT_REQUEST_TIMEOUT,
+  OPT_TIMEOUT,
+  OPT_METRICS_FILE,
+  OPT_METRICS_FORMAT,
+  OPT_JSON,
+  OPT_TLS_CA = 300,
+  OPT_TLS_CERT,
+  OPT_TLS_KEY,
+  OPT_TLS_SERVER_NAME,
+  OPT_TLS_INSECURE
+};
+
+/* ---- the subcommands (main.c dispatches to them) -------------------------------------- */
+
+/* Each takes argv from the subcommand's name on and returns the exit
+ * status, or -1 after --help / --version (exit 0). */
+int cmd_run(int argc, char **argv);
+int cmd_elect(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+
+/* ---- messages ----------------------------------------------------------------------------- */
+
+extern int g_verbosity; /* -1 quiet, 0 default, 1 -v, 2 -vv */
+
+__attribute__((format(printf, 1, 2))) void err_msg(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void info_msg(const char *fmt, ...);
+/* Usage errors are printed even with --quiet.  Returns EXIT_USAGE. */
+__attribute__((format(printf, 1, 2))) int usage_error(const char *fmt, ...);
+
+/* The library's log (redlock_options_set_log), on stderr. */
+void log_cb(int level, const char *msg, void *arg);
+/* The log callback the TLS setters report through before any client exists. */
+void setter_log_cb(int level, const char *msg, void *arg);
+
+/* --help and --version, on stdout. */
+void print_help(void);
+void print_version(void);
+
+/* ---- argument parsing helpers --------------------------------------------------------- */
+
+/* "1500", "1500ms", "30s", "2m" -> milliseconds in [min, max].  0 or -1. */
+int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int parse_int_range(const char *s, long min, long max, long *out);
+int valid_env_name(const char *s);
+/* RESOURCE and --key-prefix within the library's limits.  0 or EXIT_USAGE. */
+int check_resource(const char *resource, const char *prefix);
+
+/* ---- the masters: --node, else REDLOCK_NODES ---------------------------------------------- */
+
+typedef struct {
+  char *uris[REDLOCK_MAX_NODES];
+  node_addr_t addrs[REDLOCK_MAX_NODES];
+  size_t n;
+  int from_cli; /* at least one --node */
+} nodes_t;
+
+void nodes_free(nodes_t *nodes);
+/* Parses and adds one URI (source names it in messages).  0 or an exit status. */
+int nodes_add(nodes_t *nodes, const char *uri, const char *source);
+/* Without --node: the comma-separated REDLOCK_NODES.  0 or an exit status. */
+int nodes_finish(nodes_t *nodes);
+
+/* ---- TLS options (run and status) -------------------------------------------------------- */
+
+/* --tls-* options; each falls back to its REDLOCK_TLS_* variable. */
+typedef struct {
+  const char *ca, *cert, *key, *server_name;
+  int insecure; /* -1: not given */
+} tls_opts_t;
+
+#define TLS_LONG_OPTIONS                                                                           \
+  {"tls-ca", required_argument, NULL, OPT_TLS_CA},                                                 \
+      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},                                         \
+      {"tls-key", required_argument, NULL, OPT_TLS_KEY},                                           \
+      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME}, {                         \
+    "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE                                            \
+  }
+
+/* 1 when opt was a --tls-* option (stored), else 0. */
+int tls_opt(tls_opts_t *t, int opt, const char *arg);
+/* Fills in the environment's values and applies them to opts.  0 or an
+ * exit status (with the reason on stderr). */
+int tls_apply(tls_opts_t *t, redlock_options_t *opts);
+
+/* ---- options every subcommand has ------------------------------------------------ */
+
+/* After getopt_long: -q, -v (counted when count_verbose), -h, -V, the
+ * --tls-* options (the subcommands that have them list them), and
+ * getopt_long's complaints (a missing value, an unknown option).  0 when
+ * taken, -1 after --help / --version, or an exit status. */
+int common_option(int opt, char **argv, tls_opts_t *tls, int count_verbose);
+
+#endif

@@ -1,0 +1,43 @@
+/* cli_probe.h: what one master says about a key, asked over a plain
+ * synchronous hiredis connection (rediss:// masters get the library's own
+ * certificate checks, tls.c): whether it answers, the key's value and PTTL,
+ * the fence counter and the master's uptime.  Used by `status`, and by `run`
+ * to explain a "no quorum". */
+#ifndef REDLOCK_CLI_PROBE_H
+#define REDLOCK_CLI_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_common.h"
+
+typedef struct {
+  char state[320]; /* "up", or why not */
+  int up;
+  char *value; /* NULL: no key (escape_value'd: printable) */
+  long long pttl;
+  char fence[32];     /* "" when no counter */
+  char uptime[32];    /* "" when unknown */
+  long long uptime_s; /* -1 when unknown */
+} master_report_t;
+
+/* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
+ * when out of memory. */
+char *escape_value(const char *s, size_t len);
+
+/* Sets up the TLS context of the probes when a master is rediss:// (once
+ * per process; opts carries the --tls-* settings).  0 or EXIT_USAGE. */
+int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes);
+void tls_for_probes_free(void);
+
+/* The key (prefix + resource) and its fence counter's key
+ * (REDLOCK_FENCE_KEY_PREFIX + key), malloc'ed.  0, or -1 when out of memory
+ * (both NULL). */
+int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key);
+
+/* Asks one master about key and fence_key, each step bounded by timeout_ms.
+ * rep->value is malloc'ed (or NULL). */
+void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
+                  uint64_t timeout_ms, master_report_t *rep);
+
+#endif

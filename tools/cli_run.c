@@ -1,0 +1,300 @@
+/* cli_run.c: `redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]`.
+ *
+ * Takes a Redlock lock (fencing on), runs COMMAND with the fencing token in
+ * its environment, keeps the lock alive with redlock_watch() while COMMAND
+ * runs, releases it when COMMAND exits and exits with COMMAND's status.  If
+ * the lock is lost, COMMAND gets SIGTERM (SIGKILL after a grace period) and
+ * redlock exits with its own "lost" status (EXIT_LOST).  docs/cli.md and
+ * docs/redlock.1 document the options and the exit statuses. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_child.h"
+#include "cli_common.h"
+#include "cli_hold.h"
+#include "cli_probe.h"
+
+/* Set on the library's loop thread, read by the main thread. */
+static atomic_int g_lock_done;
+static atomic_int g_lock_status;
+static _Atomic(redlock_lock_t *) g_lock_result;
+static atomic_int g_lost;
+
+static void lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  (void)arg;
+  atomic_store(&g_lock_result, lock);
+  atomic_store(&g_lock_status, status);
+  atomic_store(&g_lock_done, 1);
+  wake_main();
+}
+
+static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
+  (void)lock;
+  (void)reason;
+  (void)arg;
+  atomic_store(&g_lost, 1);
+  wake_main();
+}
+
+/* After "no quorum": what each master looks like now, over a plain
+ * connection (redlock_last_votes describes the client's latest round, which
+ * after a failed attempt may be the release that followed it). */
+static void diagnose_masters(const hold_opts_t *o) {
+  char *key, *fence_key;
+  if (probe_keys(o->prefix, o->resource, &key, &fence_key) != 0)
+    return;
+  uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
+  uint64_t timeout = o->connect_ms ? o->connect_ms : 1000;
+  int quarantined = 0;
+  for (size_t i = 0; i < o->nodes.n; i++) {
+    master_report_t rep;
+    probe_master(&o->nodes.addrs[i], key, fence_key, timeout, &rep);
+    const char *label = o->nodes.addrs[i].label;
+    if (!rep.up) {
+      err_msg("  %s: %s", label, rep.state);
+    } else if (o->quarantine && rep.uptime_s >= 0 &&
+               (uint64_t)rep.uptime_s * 1000 < max_ttl + 1000) {
+      /* The library's rule: quarantined until max TTL - (uptime - 1 s). */
+      err_msg("  %s: up %llds, below the max TTL (%" PRIu64 " ms): in restart quarantine", label,
+              rep.uptime_s, max_ttl);
+      quarantined++;
+    } else {
+      err_msg("  %s: %s (answers now)", label, rep.state);
+    }
+    free(rep.value);
+  }
+  if (quarantined > 0)
+    err_msg("masters that (re)started less than the max TTL ago do not count yet: wait, or "
+            "see --no-quarantine and --max-ttl in redlock --help");
+  free(key);
+  free(fence_key);
+}
+
+/* The lock attempt's failure -> exit status, with a message. */
+static int lock_failure(redlock_t *client, const hold_opts_t *o, int status) {
+  char votes[1024];
+  votes[0] = '\0';
+  redlock_last_votes(client, votes, sizeof votes);
+  switch (status) {
+  case REDLOCK_ELOCKED:
+  case REDLOCK_ETIMEDOUT:
+    if (status == REDLOCK_ETIMEDOUT)
+      err_msg("cannot lock '%s': waited %" PRIu64 " ms; it is held by another holder", o->resource,
+              o->wait_ms);
+    else
+      err_msg("cannot lock '%s': %s", o->resource, redlock_strerror(status));
+    info_msg("last round: %s", votes);
+    return o->conflict_exit;
+  case REDLOCK_ENOQUORUM:
+  case REDLOCK_EEXPIRED:
+    err_msg("cannot lock '%s': %s", o->resource, redlock_strerror(status));
+    info_msg("last round: %s", votes);
+    if (status == REDLOCK_ENOQUORUM && g_verbosity >= 0)
+      diagnose_masters(o);
+    return EXIT_NOQUORUM;
+  default:
+    err_msg("cannot lock '%s': %s (%s)", o->resource, redlock_strerror(status),
+            redlock_err_name(status));
+    return EXIT_INTERNAL;
+  }
+}
+
+/* Waits for the lock.  Returns 0 with *out set, an exit status, or 128+N
+ * when signal N arrived first. */
+static int acquire(redlock_t *client, const hold_opts_t *o, redlock_lock_t **out) {
+  *out = NULL;
+  int rc = redlock_lock_async(client, o->resource, (uint32_t)o->ttl_ms, (uint32_t)o->wait_ms,
+                              lock_cb, NULL);
+  if (rc != 0) {
+    err_msg("cannot lock '%s': %s", o->resource, redlock_strerror(rc));
+    return rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+  }
+  if (o->wait_ms > 0)
+    info_msg("waiting up to %" PRIu64 " ms for '%s'", o->wait_ms, o->resource);
+  while (!atomic_load(&g_lock_done)) {
+    siginfo_t info;
+    int sig = wait_signal(-1, &info);
+    if (sig > 0 && is_forwarded(sig)) {
+      /* Even if the lock was granted meanwhile: the caller's redlock_close
+       * cancels the call or releases the lock. */
+      err_msg("got %s while waiting for '%s'; giving up", sig_name(sig), o->resource);
+      return 128 + sig;
+    }
+  }
+  int status = atomic_load(&g_lock_status);
+  if (status == REDLOCK_OK) {
+    *out = atomic_load(&g_lock_result);
+    return 0;
+  }
+  if (status == REDLOCK_ETIMEDOUT) {
+    /* lock_wait reports only that the budget ran out: one more attempt tells
+     * a held lock from masters that do not answer (and may still win). */
+    redlock_lock_t *lock = NULL;
+    int again = redlock_trylock(client, o->resource, (uint32_t)o->ttl_ms, &lock);
+    if (again == REDLOCK_OK) {
+      *out = lock;
+      return 0;
+    }
+    if (again != REDLOCK_ELOCKED)
+      status = again;
+  }
+  return lock_failure(client, o, status);
+}
+
+/* Runs COMMAND under the held lock; returns the exit status. */
+static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *lock,
+                      const fdset_t *inherited) {
+  uint64_t fence = redlock_lock_fence(lock);
+  info_msg("locked '%s' (fence %" PRIu64 ", valid for %" PRId64 " ms)", o->resource, fence,
+           redlock_lock_validity_ms(lock));
+  int rc = redlock_watch(client, lock, lost_cb, NULL);
+  if (rc != 0) {
+    err_msg("cannot keep '%s' alive: %s", o->resource, redlock_strerror(rc));
+    redlock_unlock(client, lock);
+    return EXIT_INTERNAL;
+  }
+  char fence_text[32];
+  snprintf(fence_text, sizeof fence_text, "%" PRIu64, fence);
+  const char *const names[] = {o->fence_env, "REDLOCK_RESOURCE", "REDLOCK_VALUE"};
+  const char *const values[] = {fence_text, o->resource, redlock_lock_value(lock)};
+  pid_t pid;
+  rc = command_start(o, names, values, 3, inherited, &pid);
+  if (rc != 0) {
+    redlock_unlock(client, lock);
+    return rc;
+  }
+  info_msg("running '%s' (pid %ld)", o->command[0], (long)pid);
+
+  int wstatus = 0;
+  stopper_t stop = {0};
+  for (;;) {
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid)
+      break;
+    if (r < 0 && errno != EINTR) {
+      err_msg("waitpid: %s", strerror(errno));
+      wstatus = -1;
+      break;
+    }
+    if (atomic_load(&g_lost) && !stop.term_sent) {
+      err_msg("lock on '%s' lost; sending SIGTERM to '%s' (pid %ld)", o->resource, o->command[0],
+              (long)pid);
+      stopper_term(&stop, o, pid);
+    }
+    int64_t timeout = stopper_tick(&stop, o, pid);
+    siginfo_t info;
+    int sig = wait_signal(timeout, &info);
+    if (sig > 0 && sig != SIGCHLD)
+      command_forward(o, pid, sig, &info);
+  }
+
+  int status = wstatus == -1 ? EXIT_INTERNAL : exit_status_of(wstatus);
+  int lost = atomic_load(&g_lost) || redlock_lock_is_lost(lock);
+  rc = redlock_unlock(client, lock); /* frees the handle */
+  if (lost) {
+    err_msg("the lock on '%s' was lost while '%s' ran (its exit status: %d)", o->resource,
+            o->command[0], status);
+    return EXIT_LOST;
+  }
+  if (rc == REDLOCK_ELOST) {
+    err_msg("the lock on '%s' was no longer held on a quorum when '%s' finished (its exit "
+            "status: %d)",
+            o->resource, o->command[0], status);
+    return EXIT_LOST;
+  }
+  if (rc != REDLOCK_OK)
+    err_msg("release of '%s' not confirmed (%s); it expires within %" PRIu64 " ms", o->resource,
+            redlock_strerror(rc), o->ttl_ms);
+  else
+    info_msg("released '%s'; '%s' exited with status %d", o->resource, o->command[0], status);
+  return status;
+}
+
+/* --metrics-file: the client's stats, written to PATH.tmp.PID and renamed
+ * over PATH, so that a reader (node_exporter's textfile collector, say)
+ * never sees half a file.  A failure is reported and does not change the
+ * exit status: COMMAND's own matters more. */
+static void write_metrics(redlock_t *client, const hold_opts_t *o) {
+  int format = o->metrics_format ? o->metrics_format : REDLOCK_STATS_PROMETHEUS;
+  char *text = NULL;
+  int len = redlock_stats(client, format, NULL, 0);
+  while (len >= 0) {
+    size_t size = (size_t)len + 4096; /* counters may grow while we render */
+    free(text);
+    text = malloc(size);
+    if (text == NULL) {
+      len = REDLOCK_ENOMEM;
+      break;
+    }
+    int got = redlock_stats(client, format, text, size);
+    if (got >= 0 && (size_t)got < size) {
+      len = got;
+      break;
+    }
+    len = got;
+  }
+  if (len < 0) {
+    err_msg("cannot write the metrics: %s", redlock_strerror(len));
+    free(text);
+    return;
+  }
+  size_t plen = strlen(o->metrics_file) + 32;
+  char *tmp = malloc(plen);
+  if (tmp == NULL) {
+    err_msg("cannot write the metrics: out of memory");
+    free(text);
+    return;
+  }
+  snprintf(tmp, plen, "%s.tmp.%ld", o->metrics_file, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  int ok = f != NULL && fwrite(text, 1, (size_t)len, f) == (size_t)len;
+  if (f != NULL && fclose(f) != 0)
+    ok = 0;
+  if (ok && rename(tmp, o->metrics_file) != 0)
+    ok = 0;
+  if (!ok) {
+    err_msg("cannot write the metrics to '%s': %s", o->metrics_file, strerror(errno));
+    unlink(tmp);
+  } else {
+    info_msg("metrics written to '%s'", o->metrics_file);
+  }
+  free(tmp);
+  free(text);
+}
+
+int cmd_run(int argc, char **argv) {
+  hold_opts_t o;
+  fdset_t inherited = {0};
+  redlock_options_t *opts = NULL;
+  redlock_t *client = NULL;
+  int status = hold_prepare(&HOLD_RUN, argc, argv, &o, &inherited, &opts);
+  if (status == 0)
+    status = tls_apply(&o.tls, opts);
+  if (status == 0)
+    status = tls_for_probes(opts, &o.nodes);
+  if (status == 0)
+    status = hold_open(&client, opts);
+  if (status == 0) {
+    redlock_lock_t *lock = NULL;
+    status = acquire(client, &o, &lock);
+    if (status == 0)
+      status = run_locked(client, &o, lock, &inherited);
+    if (o.metrics_file != NULL)
+      write_metrics(client, &o);
+  }
+  redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
+  redlock_options_free(opts);
+  tls_for_probes_free();
+  nodes_free(&o.nodes);
+  free(inherited.fds);
+  return status;
+}

@@ -1,0 +1,263 @@
+/* cli_status.c: `redlock status [OPTIONS] RESOURCE`: per master, whether
+ * it answers, the value holding the key, its PTTL, the fence counter and the
+ * master's uptime (cli_probe.c), then a verdict (locked on a quorum, set on
+ * too few masters, free, unknown), as a table or as one JSON object.  The
+ * exit status says whether a quorum of masters answered. */
+#define _GNU_SOURCE /* getopt_long */
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "cli_probe.h"
+
+/* What the reports add up to; the table and the JSON say the same. */
+typedef struct {
+  size_t quorum, reachable;
+  size_t held;      /* masters where the key is set */
+  const char *best; /* the value held on the most masters, NULL when none */
+  size_t best_n;    /* on how many */
+} verdict_t;
+
+static verdict_t tally(const nodes_t *nodes, const master_report_t *reps) {
+  verdict_t v = {.quorum = nodes->n / 2 + 1};
+  for (size_t i = 0; i < nodes->n; i++) {
+    v.reachable += reps[i].up;
+    if (reps[i].value == NULL)
+      continue;
+    v.held++;
+    size_t n = 0;
+    for (size_t j = 0; j < nodes->n; j++)
+      n += reps[j].value != NULL && strcmp(reps[j].value, reps[i].value) == 0;
+    if (n > v.best_n) {
+      v.best_n = n;
+      v.best = reps[i].value;
+    }
+  }
+  return v;
+}
+
+/* A JSON string literal of s (already printable: escape_value). */
+static void json_str(const char *s) {
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
+}
+
+/* status --json: the same report as the table, as one JSON object.  The exit
+ * status is the table's. */
+static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {
+  verdict_t v = tally(nodes, reps);
+  const char *verdict = v.best != NULL && v.best_n >= v.quorum ? "locked"
+                        : v.best != NULL                       ? "not_locked_on_quorum"
+                        : v.reachable == 0                     ? "unknown"
+                                                               : "free";
+  char *esc_key = escape_value(key, strlen(key));
+  printf("{\"key\":");
+  json_str(esc_key ? esc_key : key);
+  free(esc_key);
+  printf(",\"masters_total\":%zu,\"quorum\":%zu,\"answered\":%zu,\"status\":\"%s\",", nodes->n,
+         v.quorum, v.reachable, verdict);
+  printf("\"holder\":");
+  if (v.best != NULL)
+    json_str(v.best);
+  else
+    printf("null");
+  printf(",\"held_on\":%zu,\"set_on\":%zu,\"masters\":[", v.best_n, v.held);
+  for (size_t i = 0; i < nodes->n; i++) {
+    const master_report_t *m = &reps[i];
+    printf("%s{\"master\":", i ? "," : "");
+    json_str(nodes->addrs[i].label);
+    printf(",\"up\":%s,\"state\":", m->up ? "true" : "false");
+    json_str(m->state);
+    printf(",\"value\":");
+    if (m->value != NULL)
+      json_str(m->value);
+    else
+      printf("null");
+    if (m->value != NULL && m->pttl >= 0)
+      printf(",\"pttl_ms\":%lld", m->pttl);
+    else
+      printf(",\"pttl_ms\":null");
+    printf(",\"fence\":");
+    if (m->fence[0])
+      json_str(m->fence);
+    else
+      printf("null");
+    if (m->uptime_s >= 0)
+      printf(",\"uptime_s\":%lld}", m->uptime_s);
+    else
+      printf(",\"uptime_s\":null}");
+  }
+  printf("]}\n");
+  return v.reachable < v.quorum ? EXIT_NOQUORUM : 0;
+}
+
+/* The table: one line per master, then the verdict. */
+static int print_status_table(const nodes_t *nodes, const char *key, const master_report_t *reps) {
+  verdict_t v = tally(nodes, reps);
+  int wlabel = (int)strlen("MASTER"), wvalue = (int)strlen("VALUE");
+  for (size_t i = 0; i < nodes->n; i++) {
+    int l = (int)strlen(nodes->addrs[i].label);
+    if (l > wlabel)
+      wlabel = l;
+    if (reps[i].value != NULL && (int)strlen(reps[i].value) > wvalue)
+      wvalue = (int)strlen(reps[i].value);
+  }
+  char *esc_key = escape_value(key, strlen(key));
+  printf("key %s, %zu masters, quorum %zu\n", esc_key ? esc_key : key, nodes->n, v.quorum);
+  free(esc_key);
+  printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel, "MASTER", "STATE", wvalue, "VALUE",
+         "PTTL_MS", "FENCE", "UPTIME");
+  for (size_t i = 0; i < nodes->n; i++) {
+    const master_report_t *m = &reps[i];
+    if (!m->up) {
+      printf("%-*s  %s\n", wlabel, nodes->addrs[i].label, m->state);
+      continue;
+    }
+    char pttl[32];
+    if (m->value == NULL || m->pttl == -2)
+      snprintf(pttl, sizeof pttl, "-");
+    else if (m->pttl == -1)
+      snprintf(pttl, sizeof pttl, "none");
+    else
+      snprintf(pttl, sizeof pttl, "%lld", m->pttl);
+    printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel, nodes->addrs[i].label, m->state, wvalue,
+           m->value ? m->value : "-", pttl, m->fence[0] ? m->fence : "-",
+           m->uptime[0] ? m->uptime : "-");
+  }
+  if (v.best != NULL && v.best_n >= v.quorum)
+    printf("locked: held by %s on %zu of %zu masters (quorum %zu)\n", v.best, v.best_n, nodes->n,
+           v.quorum);
+  else if (v.best != NULL)
+    printf("not locked on a quorum: the key is set on %zu of %zu masters (%s on %zu; quorum "
+           "%zu)\n",
+           v.held, nodes->n, v.best, v.best_n, v.quorum);
+  else if (v.reachable == 0)
+    printf("unknown: no master answered\n");
+  else
+    printf("free: none of the %zu masters that answered has the key\n", v.reachable);
+  if (v.reachable < v.quorum) {
+    printf("only %zu of %zu masters answered (quorum %zu)\n", v.reachable, nodes->n, v.quorum);
+    return EXIT_NOQUORUM;
+  }
+  return 0;
+}
+
+typedef struct {
+  nodes_t nodes;
+  const char *prefix;
+  const char *resource;
+  uint64_t timeout_ms;
+  tls_opts_t tls;
+  int json;
+} status_opts_t;
+
+/* 0, an exit status, or -1 after --help / --version. */
+static int parse_status(int argc, char **argv, status_opts_t *o) {
+  static const struct option longs[] = {{"node", required_argument, NULL, 'n'},
+                                        {"key-prefix", required_argument, NULL, 'p'},
+                                        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                        TLS_LONG_OPTIONS,
+                                        {"json", no_argument, NULL, OPT_JSON},
+                                        {"quiet", no_argument, NULL, 'q'},
+                                        {"verbose", no_argument, NULL, 'v'},
+                                        {"help", no_argument, NULL, 'h'},
+                                        {"version", no_argument, NULL, 'V'},
+                                        {NULL, 0, NULL, 0}};
+  int opt;
+  optind = 1;
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "+:n:p:qvhV", longs, NULL)) != -1) {
+    int rc;
+    switch (opt) {
+    case 'n':
+      o->nodes.from_cli = 1;
+      if ((rc = nodes_add(&o->nodes, optarg, "--node")) != 0)
+        return rc;
+      break;
+    case 'p':
+      o->prefix = optarg;
+      break;
+    case OPT_TIMEOUT:
+      if (parse_ms(optarg, 1, 3600000, &o->timeout_ms) != 0)
+        return usage_error("--timeout: expected 1 to 3600000 milliseconds, got '%s'", optarg);
+      break;
+    case OPT_JSON:
+      o->json = 1;
+      break;
+    default:
+      if ((rc = common_option(opt, argv, &o->tls, 0)) != 0)
+        return rc; /* status has no progress to tell: -v is not counted */
+    }
+  }
+  if (optind >= argc)
+    return usage_error("status: missing RESOURCE");
+  if (optind + 1 < argc)
+    return usage_error("status: unexpected argument '%s'", argv[optind + 1]);
+  o->resource = argv[optind];
+  int rc = check_resource(o->resource, o->prefix);
+  return rc != 0 ? rc : nodes_finish(&o->nodes);
+}
+
+/* Probes every master and prints the report.  The exit status. */
+static int report(const status_opts_t *o) {
+  char *key, *fence_key;
+  master_report_t *reps = calloc(o->nodes.n, sizeof *reps);
+  if (reps == NULL || probe_keys(o->prefix, o->resource, &key, &fence_key) != 0) {
+    free(reps);
+    err_msg("out of memory");
+    return EXIT_INTERNAL;
+  }
+  for (size_t i = 0; i < o->nodes.n; i++)
+    probe_master(&o->nodes.addrs[i], key, fence_key, o->timeout_ms, &reps[i]);
+  int status =
+      o->json ? print_status_json(&o->nodes, key, reps) : print_status_table(&o->nodes, key, reps);
+  for (size_t i = 0; i < o->nodes.n; i++)
+    free(reps[i].value);
+  free(reps);
+  free(key);
+  free(fence_key);
+  return status;
+}
+
+int cmd_status(int argc, char **argv) {
+  status_opts_t o = {.prefix = "", .timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .tls.insecure = -1};
+  redlock_options_t *tls_settings = NULL;
+  int status = parse_status(argc, argv, &o);
+  if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
+    nodes_free(&o.nodes);
+    return 0;
+  }
+  if (status == 0) {
+    /* status speaks to the masters itself; the TLS settings go through an
+     * options object only to be checked and turned into its SSL_CTX. */
+    tls_settings = redlock_options_new();
+    if (tls_settings == NULL) {
+      err_msg("out of memory");
+      status = EXIT_INTERNAL;
+    }
+  }
+  if (status == 0) {
+    if (g_verbosity >= 0)
+      redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
+    status = tls_apply(&o.tls, tls_settings);
+  }
+  if (status == 0)
+    status = tls_for_probes(tls_settings, &o.nodes);
+  if (status == 0)
+    status = report(&o);
+  redlock_options_free(tls_settings);
+  tls_for_probes_free();
+  nodes_free(&o.nodes);
+  return status;
+}
