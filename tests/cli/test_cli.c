@@ -1,4 +1,4 @@
-/* test_cli.c: black-box tests of the `redlock` command (tools/redlock.c)
+/* test_cli.c: black-box tests of the `redlock` command (tools/main.c and tools/cli_*.c)
  * against real redis-server processes started by the harness.
  *
  *   test_cli PATH-TO-redlock CASE      runs one case (ctest: one test each)
