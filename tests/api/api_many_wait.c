@@ -14,30 +14,17 @@
  *  - lock_wait returns REDLOCK_ETIMEDOUT (and no handle) when the budget runs
  *    out, no earlier than the budget and not long after it.
  */
-#include "api_common.h"
+#include "fixture.h"
 
 #define TTL 10000u
 
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
-
 static void test_lock_many_all_or_nothing(void **state) {
   (void)state;
-  redlock_t *other = api_open(&cluster, 0, 10, 10);
-  redlock_t *client = api_open(&cluster, 1, 10, 10);
+  redlock_t *other = fx_client(fx_group, 0, 10, 10);
+  redlock_t *client = fx_client(fx_group, 1, 10, 10);
   char m[4][128];
   for (int i = 0; i < 4; i++)
-    api_name(m[i], sizeof m[i], "many");
+    fx_name(m[i], sizeof m[i], "many");
   const char *res[4] = {m[0], m[1], m[2], m[3]};
 
   /* Another client holds the third resource. */
@@ -45,24 +32,24 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_int_equal(redlock_trylock(other, res[2], TTL, &held), REDLOCK_OK);
   /* Settled on every master before anyone contends (the call returned on a
    * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res[2], redlock_lock_value(held));
+  assert_value_everywhere(fx_group, res[2], redlock_lock_value(held));
   redlock_lock_t *lock = (redlock_lock_t *)1;
   assert_int_equal(redlock_lock_many(client, res, 4, TTL, &lock), REDLOCK_ELOCKED);
   assert_null(lock);
   for (int i = 0; i < 4; i++) {
     if (i == 2)
-      assert_value_everywhere(&cluster, res[i], redlock_lock_value(held));
+      assert_value_everywhere(fx_group, res[i], redlock_lock_value(held));
     else
-      assert_nil_everywhere(&cluster, res[i]);
+      assert_nil_everywhere(fx_group, res[i]);
   }
   /* Also when the held one comes first. */
   const char *first_held[2] = {res[2], res[0]};
   assert_int_equal(redlock_lock_many(client, first_held, 2, TTL, &lock), REDLOCK_ELOCKED);
-  assert_nil_everywhere(&cluster, res[0]);
+  assert_nil_everywhere(fx_group, res[0]);
   assert_int_equal(redlock_unlock(other, held), REDLOCK_OK);
   /* unlock returned once a quorum released; wait for the last master too, so
    * that the next lock_many can set every key everywhere. */
-  assert_nil_everywhere(&cluster, res[2]);
+  assert_nil_everywhere(fx_group, res[2]);
 
   /* Free now: all of them, with one value. */
   assert_int_equal(redlock_lock_many(client, res, 4, TTL, &lock), REDLOCK_OK);
@@ -71,7 +58,7 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_true(redlock_lock_validity_ms(lock) > 0);
   const char *value = redlock_lock_value(lock);
   for (int i = 0; i < 4; i++) {
-    assert_value_everywhere(&cluster, res[i], value);
+    assert_value_everywhere(fx_group, res[i], value);
     redlock_lock_t *x = (redlock_lock_t *)1;
     assert_int_equal(redlock_trylock(other, res[i], TTL, &x), REDLOCK_ELOCKED);
     assert_null(x);
@@ -81,14 +68,14 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_int_equal(redlock_extend(client, lock, 40000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(lock) > (int64_t)TTL);
   for (int i = 0; i < 4; i++)
-    assert_pttl_above_everywhere(&cluster, res[i], (long long)TTL);
+    assert_pttl_above_everywhere(fx_group, res[i], (long long)TTL);
 
   /* unlock releases every key. */
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
-    assert_nil_everywhere(&cluster, res[i]);
-  api_close_client(client);
-  api_close_client(other);
+    assert_nil_everywhere(fx_group, res[i]);
+  fx_close_client(fx_group, client);
+  fx_close_client(fx_group, other);
 }
 
 typedef struct {
@@ -120,15 +107,15 @@ static int pred_refused_once(void *arg) {
 
 static void test_lock_wait_succeeds_after_release(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *wclient = api_open(&cluster, 0, 20, 20);
+  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
+  redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
   char res[128];
-  api_name(res, sizeof res, "wait-ok");
+  fx_name(res, sizeof res, "wait-ok");
   redlock_lock_t *held = NULL;
   assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
   /* Settled on every master before anyone contends (the call returned on a
    * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
 
   waiter_t w = {wclient, res, 8000, -100, NULL, 0, 0};
   atomic_init(&w.done, 0);
@@ -146,24 +133,24 @@ static void test_lock_wait_succeeds_after_release(void **state) {
   assert_true(w.elapsed_ms < 8000);
   /* On a quorum at least: a master that got our SET before the holder's
    * release refused it, and rightly so. */
-  assert_true(api_count_value(&cluster, res, redlock_lock_value(w.lock)) >= 2);
+  assert_true(fx_count_value(fx_group, fx_group->n, res, redlock_lock_value(w.lock)) >= 2);
   assert_int_equal(redlock_unlock(wclient, w.lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
-  api_close_client(wclient);
-  api_close_client(holder);
+  assert_nil_everywhere(fx_group, res);
+  fx_close_client(fx_group, wclient);
+  fx_close_client(fx_group, holder);
 }
 
 static void test_lock_wait_times_out(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *wclient = api_open(&cluster, 0, 20, 20);
+  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
+  redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
   char res[128];
-  api_name(res, sizeof res, "wait-timeout");
+  fx_name(res, sizeof res, "wait-timeout");
   redlock_lock_t *held = NULL;
   assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
   /* Settled on every master before anyone contends (the call returned on a
    * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
 
   const uint32_t budget = 300;
   waiter_t w = {wclient, res, budget, -100, (redlock_lock_t *)1, 0, 0};
@@ -176,18 +163,19 @@ static void test_lock_wait_times_out(void **state) {
   assert_null(w.lock);
   assert_true(w.elapsed_ms + 2 >= budget);
   assert_true(w.elapsed_ms <= budget + 3000);
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  api_close_client(wclient);
-  api_close_client(holder);
+  fx_close_client(fx_group, wclient);
+  fx_close_client(fx_group, holder);
 }
 
 int main(void) {
-  api_watchdog(120);
+  fx_use_profile(&fx_profile_api);
+  fx_watchdog(120);
   const struct CMUnitTest tests[] = {
-      api_test(test_lock_many_all_or_nothing),
-      api_test(test_lock_wait_succeeds_after_release),
-      api_test(test_lock_wait_times_out),
+      fx_group_test(test_lock_many_all_or_nothing),
+      fx_group_test(test_lock_wait_succeeds_after_release),
+      fx_group_test(test_lock_wait_times_out),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
 }

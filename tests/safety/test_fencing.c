@@ -28,13 +28,13 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define FENCE_PREFIX REDLOCK_FENCE_KEY_PREFIX
 #define TTL 5000u
 
 /* The fixture's servers that are up, as a bit mask. */
-static unsigned alive_mask(sf_fixture_t *fx) {
+static unsigned alive_mask(fx_t *fx) {
   unsigned mask = 0;
   for (size_t i = 0; i < fx->n; i++)
     if (rh_server_pid(fx->servers[i]) != 0)
@@ -43,13 +43,13 @@ static unsigned alive_mask(sf_fixture_t *fx) {
 }
 
 /* Live masters whose counter for res is at least token. */
-static size_t counters_at_least(sf_fixture_t *fx, const char *res, uint64_t token) {
+static size_t counters_at_least(fx_t *fx, const char *res, uint64_t token) {
   char key[256];
   snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
   unsigned alive = alive_mask(fx);
   size_t count = 0;
   for (size_t i = 0; i < fx->n; i++)
-    if ((alive & (1u << i)) && sf_get_u64(fx->servers[i], key) >= token)
+    if ((alive & (1u << i)) && fx_get_u64(fx->servers[i], key) >= token)
       count++;
   return count;
 }
@@ -57,13 +57,13 @@ static size_t counters_at_least(sf_fixture_t *fx, const char *res, uint64_t toke
 /* One grant (trylock until it wins, within deadline_ms): its token must be
  * above *prev, and a quorum must already hold the written-back counter.
  * Releases the lock and updates *prev. */
-static void grant_and_check(sf_fixture_t *fx, redlock_t *c, int slot, const char *res, uint32_t ttl,
+static void grant_and_check(fx_t *fx, redlock_t *c, int slot, const char *res, uint32_t ttl,
                             int deadline_ms, uint64_t *prev, const char *what) {
   redlock_lock_t *lock = NULL;
-  int rc = sf_trylock_until(c, res, ttl, deadline_ms, &lock);
+  int rc = fx_trylock_until(c, res, ttl, deadline_ms, &lock);
   if (rc != REDLOCK_OK)
     fail_msg("%s: no grant within %d ms (%s); log:\n%s", what, deadline_ms, redlock_err_name(rc),
-             sf_log_text(fx, slot));
+             fx_log_text(fx, slot));
   uint64_t token = redlock_lock_fence(lock);
   if (token <= *prev)
     fail_msg("%s: token %llu is not above the previous %llu", what, (unsigned long long)token,
@@ -77,8 +77,8 @@ static void grant_and_check(sf_fixture_t *fx, redlock_t *c, int slot, const char
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
-static redlock_options_t *fenced_options(sf_fixture_t *fx, int slot) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+static redlock_options_t *fenced_options(fx_t *fx, int slot) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
   return opts;
 }
@@ -86,22 +86,22 @@ static redlock_options_t *fenced_options(sf_fixture_t *fx, int slot) {
 /* ---- (a) one client ------------------------------------------------------------------ */
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   const char *key;
 } absent_everywhere_t;
 
 static int absent_everywhere(void *arg) {
   absent_everywhere_t *w = arg;
   for (size_t i = 0; i < w->fx->n; i++)
-    if (!sf_key_absent(w->fx->servers[i], w->key))
+    if (!fx_key_absent(w->fx->servers[i], w->key))
       return 0;
   return 1;
 }
 
 static void test_fence_one_client(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:one";
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
   uint64_t prev = 0;
   char what[64];
 
@@ -125,10 +125,10 @@ static void test_fence_one_client(void **state) {
 /* ---- (b) several clients -------------------------------------------------------------------- */
 
 static void test_fence_two_clients_alternating(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:two";
-  redlock_t *a = sf_open(fx, 0, fenced_options(fx, 0));
-  redlock_t *b = sf_open(fx, 1, fenced_options(fx, 1));
+  redlock_t *a = fx_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *b = fx_open(fx, 1, fenced_options(fx, 1));
   uint64_t prev = 0;
   char what[64];
 
@@ -192,7 +192,7 @@ static void *contender_main(void *arg) {
 }
 
 static void test_fence_contended_threads(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   contention_t sh;
   memset(&sh, 0, sizeof sh);
   pthread_mutex_init(&sh.mu, NULL);
@@ -200,7 +200,7 @@ static void test_fence_contended_threads(void **state) {
   pthread_t threads[CONTENDERS];
   for (int i = 0; i < CONTENDERS; i++) {
     me[i].shared = &sh;
-    me[i].client = sf_open(fx, i, fenced_options(fx, i));
+    me[i].client = fx_open(fx, i, fenced_options(fx, i));
     me[i].id = i;
   }
   for (int i = 0; i < CONTENDERS; i++)
@@ -223,18 +223,16 @@ static void test_fence_contended_threads(void **state) {
 
 /* ---- (c) different quorums ------------------------------------------------------------------ */
 
-static void kill_server(sf_fixture_t *fx, size_t i) {
-  assert_int_equal(rh_server_kill(fx->servers[i]), 0);
-}
+static void kill_server(fx_t *fx, size_t i) { assert_int_equal(rh_server_kill(fx->servers[i]), 0); }
 
-static void restart_server(sf_fixture_t *fx, size_t i) {
+static void restart_server(fx_t *fx, size_t i) {
   assert_int_equal(rh_server_restart(fx->servers[i]), 0);
 }
 
 static void test_fence_across_quorums(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:quorums";
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
   uint64_t prev = 0;
   char what[96];
 
@@ -271,7 +269,7 @@ static void test_fence_across_quorums(void **state) {
   char key[128];
   snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
   for (size_t i = 0; i < 3; i++)
-    assert_int_equal(sf_get_u64(fx->servers[i], key), 0);
+    assert_int_equal(fx_get_u64(fx->servers[i], key), 0);
   for (int i = 0; i < 3; i++) {
     snprintf(what, sizeof what, "quorum of masters that lost their counters, grant %d", i);
     grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
@@ -283,7 +281,7 @@ static void test_fence_across_quorums(void **state) {
 #define QMAX_TTL 1000u
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   int slot;
   char needle[96];
   unsigned count;
@@ -291,28 +289,28 @@ typedef struct {
 
 static int log_count_reached(void *arg) {
   log_count_wait_t *w = arg;
-  return sf_log_count(w->fx, w->slot, w->needle) >= w->count;
+  return fx_log_count(w->fx, w->slot, w->needle) >= w->count;
 }
 
 /* Waits until client `slot` has reconnected to the restarted server and seen
  * the new run_id for the `restarts`-th time (its votes are then quarantined). */
-static void wait_saw_restart(sf_fixture_t *fx, int slot, size_t server, unsigned restarts) {
+static void wait_saw_restart(fx_t *fx, int slot, size_t server, unsigned restarts) {
   char label[64];
   log_count_wait_t w = {fx, slot, "", restarts};
-  sf_label(fx->servers[server], label, sizeof label);
+  fx_label(fx->servers[server], label, sizeof label);
   snprintf(w.needle, sizeof w.needle, "master %s restarted", label);
   if (!rh_wait_until(log_count_reached, &w, 5000))
     fail_msg("client %d did not see restart %u of %s; log:\n%s", slot, restarts, label,
-             sf_log_text(fx, slot));
+             fx_log_text(fx, slot));
 }
 
 static void test_fence_quarantine_restarts(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:quarantine";
   redlock_options_t *opts = fenced_options(fx, 0);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, QMAX_TTL), 0);
-  redlock_t *c = sf_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   redlock_lock_t *lock = NULL;
   uint64_t prev = 0;
   /* Quarantine (1 s) + reconnect backoff (capped at 1 s) + slack. */
@@ -354,7 +352,7 @@ static void test_fence_quarantine_restarts(void **state) {
  */
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   const char *const *res;
   size_t n;
   uint64_t token;
@@ -370,14 +368,14 @@ static int counters_at_least_everywhere(void *arg) {
     for (size_t k = 0; k < w->n; k++) {
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", w->res[k]);
-      if (sf_get_u64(w->fx->servers[i], key) < w->token)
+      if (fx_get_u64(w->fx->servers[i], key) < w->token)
         return 0;
     }
   return 1;
 }
 
-static void check_counters_everywhere(sf_fixture_t *fx, const char *const *res, size_t n,
-                                      uint64_t token, const char *what) {
+static void check_counters_everywhere(fx_t *fx, const char *const *res, size_t n, uint64_t token,
+                                      const char *what) {
   counters_wait_t w = {fx, res, n, token};
   if (rh_wait_until(counters_at_least_everywhere, &w, 3000))
     return;
@@ -388,17 +386,17 @@ static void check_counters_everywhere(sf_fixture_t *fx, const char *const *res, 
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
       used += (size_t)snprintf(msg + used, sizeof msg - used, "\n  master %zu %s = %llu", i, key,
-                               (unsigned long long)sf_get_u64(fx->servers[i], key));
+                               (unsigned long long)fx_get_u64(fx->servers[i], key));
     }
   fail_msg("%s: token %llu, but not every counter is at least that:%s", what,
            (unsigned long long)token, msg);
 }
 
 static void test_fence_lock_many(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *const res[] = {"sf:many:a", "sf:many:b", "sf:many:c"};
   const char *const pair[] = {"sf:many:c", "sf:many:a"};
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
   redlock_lock_t *lock = NULL;
 
   assert_int_equal(redlock_lock_many(c, res, 3, TTL, &lock), REDLOCK_OK);
@@ -435,9 +433,9 @@ static void test_fence_lock_many(void **state) {
  */
 
 static void test_fence_off_returns_zero(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *const res[] = {"sf:nofence:a", "sf:nofence:b"};
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *lock = NULL;
 
   assert_int_equal(redlock_lock(c, res[0], TTL, &lock), REDLOCK_OK);
@@ -455,19 +453,16 @@ static void test_fence_off_returns_zero(void **state) {
     for (size_t k = 0; k < 2; k++) {
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
-      assert_true(sf_key_absent(fx->servers[i], key));
+      assert_true(fx_key_absent(fx->servers[i], key));
     }
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_fence_one_client, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_two_clients_alternating, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_contended_threads, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_across_quorums, sf_setup_5, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_quarantine_restarts, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_lock_many, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_off_returns_zero, sf_setup_3, sf_teardown),
+      FX_TEST(test_fence_one_client, 3),          FX_TEST(test_fence_two_clients_alternating, 3),
+      FX_TEST(test_fence_contended_threads, 3),   FX_TEST(test_fence_across_quorums, 5),
+      FX_TEST(test_fence_quarantine_restarts, 3), FX_TEST(test_fence_lock_many, 3),
+      FX_TEST(test_fence_off_returns_zero, 3),
   };
   return cmocka_run_group_tests_name("safety: fencing tokens", tests, NULL, NULL);
 }

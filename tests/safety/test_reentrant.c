@@ -15,21 +15,21 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define TTL 10000u
 
-static redlock_t *open_client(sf_fixture_t *fx, int slot, int reentrant, int fencing) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+static redlock_t *open_client(fx_t *fx, int slot, int reentrant, int fencing) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_reentrant(opts, reentrant), REDLOCK_OK);
   assert_int_equal(redlock_options_set_fencing(opts, fencing), REDLOCK_OK);
-  return sf_open(fx, slot, opts);
+  return fx_open(fx, slot, opts);
 }
 
-static void assert_key_on_quorum(sf_fixture_t *fx, const char *key, const char *value) {
+static void assert_key_on_quorum(fx_t *fx, const char *key, const char *value) {
   size_t held = 0;
   for (size_t i = 0; i < fx->n; i++)
-    held += (size_t)sf_key_is(fx->servers[i], key, value);
+    held += (size_t)fx_key_is(fx->servers[i], key, value);
   assert_true(held >= fx->n / 2 + 1);
 }
 
@@ -49,7 +49,7 @@ static void *other_thread_trylock(void *arg) {
 }
 
 static void test_reentrant_holds_share_the_lock(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 1);
   redlock_t *other = open_client(fx, 1, 0, 1);
   const char *res = "reentrant:shared";
@@ -81,8 +81,8 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   /* Extending through a hold extends the shared lock. */
   assert_int_equal(redlock_extend(c, second, 2 * TTL), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(first) > (int64_t)TTL);
-  assert_true(sf_pttl(fx->servers[0], res) > (long long)TTL ||
-              sf_pttl(fx->servers[1], res) > (long long)TTL);
+  assert_true(fx_pttl(fx->servers[0], res) > (long long)TTL ||
+              fx_pttl(fx->servers[1], res) > (long long)TTL);
 
   /* Unlocking the first handle leaves the lock held by the others. */
   assert_int_equal(redlock_unlock(c, first), REDLOCK_OK);
@@ -99,7 +99,7 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   assert_int_equal(redlock_unlock(c, second), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, second), REDLOCK_EINVAL);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
   assert_int_equal(redlock_trylock(other, res, TTL, &foreign), REDLOCK_OK);
   assert_int_equal(redlock_unlock(other, foreign), REDLOCK_OK);
 
@@ -110,7 +110,7 @@ static void test_reentrant_holds_share_the_lock(void **state) {
 }
 
 static void test_close_releases_every_hold(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 0);
   const char *res = "reentrant:close";
   redlock_lock_t *a = NULL, *b = NULL;
@@ -118,13 +118,13 @@ static void test_close_releases_every_hold(void **state) {
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, a), REDLOCK_OK); /* b still holds it */
   assert_key_on_quorum(fx, res, redlock_lock_value(b));
-  sf_close(fx, 0); /* frees b too (ASan would see a leak otherwise) */
+  fx_close(fx, 0); /* frees b too (ASan would see a leak otherwise) */
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
 }
 
 static void test_off_by_default(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 0, 0);
   const char *res = "reentrant:off";
   redlock_lock_t *a = NULL, *b = NULL;
@@ -135,13 +135,13 @@ static void test_off_by_default(void **state) {
 }
 
 static void test_expired_lock_is_not_reentered(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 0);
   const char *res = "reentrant:expired";
   redlock_lock_t *a = NULL, *b = NULL;
   assert_int_equal(redlock_lock(c, res, 300, &a), REDLOCK_OK);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
   assert_true(redlock_lock_is_lost(a));
   /* A lock past its validity is not shared: this is a new acquisition. */
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
@@ -153,12 +153,10 @@ static void test_expired_lock_is_not_reentered(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_reentrant_holds_share_the_lock, sf_setup_3,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_close_releases_every_hold, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_off_by_default, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_expired_lock_is_not_reentered, sf_setup_3,
-                                      sf_teardown),
+      FX_TEST(test_reentrant_holds_share_the_lock, 3),
+      FX_TEST(test_close_releases_every_hold, 3),
+      FX_TEST(test_off_by_default, 3),
+      FX_TEST(test_expired_lock_is_not_reentered, 3),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
