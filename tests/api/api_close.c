@@ -369,17 +369,9 @@ static void test_close_uv_before_connected(void **state) {
   assert_int_equal(fx_count_value(fx_group, fx_group->n, res, "(nil)"), fx_group->n);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_close_releases_held_locks),
-      fx_group_test(test_close_cancels_pending),
-      fx_group_test(test_close_with_pending_and_held),
-      fx_group_test(test_calls_after_close_started),
-      fx_group_test(test_close_from_callback),
-      fx_group_test(test_close_uv_from_callback),
-      fx_group_test(test_close_uv_before_connected),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_close_releases_held_locks),
+              fx_group_test(test_close_cancels_pending),
+              fx_group_test(test_close_with_pending_and_held),
+              fx_group_test(test_calls_after_close_started),
+              fx_group_test(test_close_from_callback), fx_group_test(test_close_uv_from_callback),
+              fx_group_test(test_close_uv_before_connected))

@@ -140,13 +140,5 @@ static void test_extend_when_taken_over(void **state) {
     assert_int_equal(rh_server_command(fx_group->servers[i], buf, sizeof buf, "DEL %s", res), 0);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_extend_sets_ttl_from_now),
-      fx_group_test(test_extend_after_expiry),
-      fx_group_test(test_extend_when_taken_over),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_extend_sets_ttl_from_now),
+              fx_group_test(test_extend_after_expiry), fx_group_test(test_extend_when_taken_over))

@@ -469,16 +469,9 @@ static void test_fork_child(void **state) {
   fx_close_client(fx_group, client);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_null_arguments),   fx_group_test(test_open_close_arguments),
-      fx_group_test(test_resource_length),  fx_group_test(test_ttl_limits),
-      fx_group_test(test_lock_many_limits), fx_group_test(test_async_null_callback),
-      fx_group_test(test_double_unlock),    fx_group_test(test_foreign_handle),
-      fx_group_test(test_duplicate_master), fx_group_test(test_validity_below_1ms),
-      fx_group_test(test_fork_child),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_null_arguments), fx_group_test(test_open_close_arguments),
+              fx_group_test(test_resource_length), fx_group_test(test_ttl_limits),
+              fx_group_test(test_lock_many_limits), fx_group_test(test_async_null_callback),
+              fx_group_test(test_double_unlock), fx_group_test(test_foreign_handle),
+              fx_group_test(test_duplicate_master), fx_group_test(test_validity_below_1ms),
+              fx_group_test(test_fork_child))

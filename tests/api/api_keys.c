@@ -151,14 +151,5 @@ static void test_error_strings(void **state) {
   assert_string_equal(redlock_version(), REDLOCK_VERSION_STRING);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_key_prefix),
-      fx_group_test(test_external_holder),
-      fx_group_test(test_value_shape),
-      fx_group_test(test_error_strings),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_key_prefix), fx_group_test(test_external_holder),
+              fx_group_test(test_value_shape), fx_group_test(test_error_strings))

@@ -395,13 +395,6 @@ static void test_open_uv_lifecycle(void **state) {
     assert_int_equal(atomic_load(&all[i]->calls), 1);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_blocking_call_in_callback), fx_group_test(test_async_callbacks),
-      fx_group_test(test_lock_async_wait_times_out), fx_group_test(test_open_uv_blocking_calls),
-      fx_group_test(test_open_uv_lifecycle),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_blocking_call_in_callback),
+              fx_group_test(test_async_callbacks), fx_group_test(test_lock_async_wait_times_out),
+              fx_group_test(test_open_uv_blocking_calls), fx_group_test(test_open_uv_lifecycle))

@@ -169,13 +169,6 @@ static void test_lock_wait_times_out(void **state) {
   fx_close_client(fx_group, holder);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_lock_many_all_or_nothing),
-      fx_group_test(test_lock_wait_succeeds_after_release),
-      fx_group_test(test_lock_wait_times_out),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_lock_many_all_or_nothing),
+              fx_group_test(test_lock_wait_succeeds_after_release),
+              fx_group_test(test_lock_wait_times_out))

@@ -885,21 +885,8 @@ static void test_primitives(void **state) {
   fx_close_client(fx_group, c);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(240);
-  const struct CMUnitTest tests[] = {
-      stats_test(test_ok_counters_and_gauges),
-      stats_test(test_locked_and_wait),
-      stats_test(test_expired),
-      stats_test(test_noquorum_kill_restart),
-      stats_test(test_noquorum_sigstop),
-      stats_test(test_watch_renew_and_lost),
-      stats_test(test_events),
-      stats_test(test_quarantine),
-      stats_test(test_formats),
-      stats_test(test_stats_off),
-      stats_test(test_primitives),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(240, stats_test(test_ok_counters_and_gauges), stats_test(test_locked_and_wait),
+              stats_test(test_expired), stats_test(test_noquorum_kill_restart),
+              stats_test(test_noquorum_sigstop), stats_test(test_watch_renew_and_lost),
+              stats_test(test_events), stats_test(test_quarantine), stats_test(test_formats),
+              stats_test(test_stats_off), stats_test(test_primitives))

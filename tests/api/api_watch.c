@@ -218,13 +218,5 @@ static void test_unlock_stops_watch(void **state) {
   assert_int_equal(atomic_load(&lost.calls), 0);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_api);
-  fx_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      fx_group_test(test_watch_keeps_lock),
-      fx_group_test(test_unlock_stops_watch),
-      fx_group_test(test_watch_lost_when_masters_die),
-  };
-  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_watch_keeps_lock), fx_group_test(test_unlock_stops_watch),
+              fx_group_test(test_watch_lost_when_masters_die))

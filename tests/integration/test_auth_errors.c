@@ -341,19 +341,9 @@ static void test_quarantine_uptime_rounding_n1(void **state) {
   skip();
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_password_ok, 0),
-      FX_TEST(test_password_wrong_n1, 0),
-      FX_TEST(test_password_missing_n1, 0),
-      FX_TEST(test_acl_user_ok, 0),
-      FX_TEST(test_acl_user_wrong_password_n1, 0),
-      FX_TEST(test_oom_master_minority_n3, 3),
-      FX_TEST(test_oom_master_logged_at_warn_n3, 3),
-      FX_TEST(test_oom_master_majority_n3, 3),
-      FX_TEST(test_quarantine_n1, 0),
-      FX_TEST(test_quarantine_uptime_rounding_n1, 0),
-  };
-  return cmocka_run_group_tests_name("integration: auth and error replies", tests, NULL, NULL);
-}
+FX_MAIN("integration: auth and error replies", &fx_profile_integration,
+        FX_TEST(test_password_ok, 0), FX_TEST(test_password_wrong_n1, 0),
+        FX_TEST(test_password_missing_n1, 0), FX_TEST(test_acl_user_ok, 0),
+        FX_TEST(test_acl_user_wrong_password_n1, 0), FX_TEST(test_oom_master_minority_n3, 3),
+        FX_TEST(test_oom_master_logged_at_warn_n3, 3), FX_TEST(test_oom_master_majority_n3, 3),
+        FX_TEST(test_quarantine_n1, 0), FX_TEST(test_quarantine_uptime_rounding_n1, 0))

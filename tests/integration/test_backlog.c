@@ -226,12 +226,5 @@ static void test_many_waiting(void **state) {
   batch_destroy(&held);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_unlock_burst, 3),
-      FX_TEST(test_close_with_held, 3),
-      FX_TEST(test_many_waiting, 3),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_integration, FX_TEST(test_unlock_burst, 3),
+        FX_TEST(test_close_with_held, 3), FX_TEST(test_many_waiting, 3))

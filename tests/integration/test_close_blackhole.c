@@ -43,10 +43,4 @@ static void test_close_with_blackholed_master(void **state) {
   fault_proxy_stop(proxy);
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_close_with_blackholed_master, 3),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_integration, FX_TEST(test_close_with_blackholed_master, 3))

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "redis_harness.h"
+#include "fixture.h"
 
 /* 1 while the process exists (zombies count: they are not reaped yet). */
 static int process_exists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
@@ -252,15 +252,7 @@ static void test_wait_until(void **state) {
   assert_true(elapsed >= 50 && elapsed < 1000);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_server_program),
-      cmocka_unit_test(test_start_command_free),
-      cmocka_unit_test(test_kill_restart),
-      cmocka_unit_test(test_pause_resume),
-      cmocka_unit_test(test_credentials_unix_debug),
-      cmocka_unit_test(test_cluster),
-      cmocka_unit_test(test_wait_until),
-  };
-  return cmocka_run_group_tests_name("redis harness", tests, NULL, NULL);
-}
+FX_MAIN("redis harness", &fx_profile_safety, cmocka_unit_test(test_server_program),
+        cmocka_unit_test(test_start_command_free), cmocka_unit_test(test_kill_restart),
+        cmocka_unit_test(test_pause_resume), cmocka_unit_test(test_credentials_unix_debug),
+        cmocka_unit_test(test_cluster), cmocka_unit_test(test_wait_until))

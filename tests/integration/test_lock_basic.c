@@ -376,14 +376,8 @@ static void test_db_selection_n1(void **state) {
   assert_string_equal(buf, "(nil)");
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_cycle_n1, 1),        FX_TEST(test_cycle_n3, 3),
-      FX_TEST(test_cycle_n5, 5),        FX_TEST(test_contention_n3, 3),
-      FX_TEST(test_expiry_n3, 3),       FX_TEST(test_extend_sets_pttl_n3, 3),
-      FX_TEST(test_script_flush_n3, 3), FX_TEST(test_lock_many_n3, 3),
-      FX_TEST(test_db_selection_n1, 1),
-  };
-  return cmocka_run_group_tests_name("integration: lock basics", tests, NULL, NULL);
-}
+FX_MAIN("integration: lock basics", &fx_profile_integration, FX_TEST(test_cycle_n1, 1),
+        FX_TEST(test_cycle_n3, 3), FX_TEST(test_cycle_n5, 5), FX_TEST(test_contention_n3, 3),
+        FX_TEST(test_expiry_n3, 3), FX_TEST(test_extend_sets_pttl_n3, 3),
+        FX_TEST(test_script_flush_n3, 3), FX_TEST(test_lock_many_n3, 3),
+        FX_TEST(test_db_selection_n1, 1))

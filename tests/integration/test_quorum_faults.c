@@ -247,12 +247,7 @@ static void paused_minority(fx_t *fx, size_t n_paused) {
 static void test_paused_master_n3(void **state) { paused_minority(*state, 1); }
 static void test_paused_masters_n5(void **state) { paused_minority(*state, 2); }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_kill2_of_5_still_locks, 5), FX_TEST(test_kill3_of_5_noquorum_bounded, 5),
-      FX_TEST(test_restart_reconnects_n1, 1),  FX_TEST(test_restart_reconnects_n3, 3),
-      FX_TEST(test_paused_master_n3, 3),       FX_TEST(test_paused_masters_n5, 5),
-  };
-  return cmocka_run_group_tests_name("integration: quorum under faults", tests, NULL, NULL);
-}
+FX_MAIN("integration: quorum under faults", &fx_profile_integration,
+        FX_TEST(test_kill2_of_5_still_locks, 5), FX_TEST(test_kill3_of_5_noquorum_bounded, 5),
+        FX_TEST(test_restart_reconnects_n1, 1), FX_TEST(test_restart_reconnects_n3, 3),
+        FX_TEST(test_paused_master_n3, 3), FX_TEST(test_paused_masters_n5, 5))

@@ -372,56 +372,9 @@ static void check_history(history_t *h) {
 /* ---- fixture helpers ------------------------------------------------------------------ */
 
 static redlock_t *open_client(fx_t *fx, int slot, uint32_t retry_delay_ms) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_INFO);
-  assert_int_equal(redlock_options_set_retry(opts, -1, retry_delay_ms, retry_delay_ms / 2), 0);
-  return fx_open(fx, slot, opts);
-}
-
-/* Subscribers to a release channel on a server (PUBSUB NUMSUB). */
-static long numsub(rh_server_t *s, const char *channel) {
-  char buf[256];
-  assert_int_equal(rh_server_command(s, buf, sizeof buf, "PUBSUB NUMSUB %s", channel), 0);
-  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
-  return nl != NULL ? strtol(nl + 1, NULL, 10) : -1;
-}
-
-typedef struct {
-  fx_t *fx;
-  char channel[128];
-  long at_least;
-} numsub_wait_t;
-
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (numsub(w->fx->servers[i], w->channel) < w->at_least)
-      return 0;
-  return 1;
-}
-
-/* Waits until at_least campaigners wait for releases of key on every master. */
-static void wait_subscribed(fx_t *fx, const char *key, long at_least) {
-  numsub_wait_t w = {fx, "", at_least};
-  snprintf(w.channel, sizeof w.channel, CHANNEL_PREFIX "%s", key);
-  if (!rh_wait_until(subscribed_everywhere, &w, 10000))
-    fail_msg("fewer than %ld subscribers to %s on some master", at_least, w.channel);
-}
-
-static void pause_all(fx_t *fx) {
-  for (size_t i = 0; i < fx->n; i++)
-    assert_int_equal(rh_server_pause(fx->servers[i]), 0);
-}
-
-static void resume_all(fx_t *fx) {
-  for (size_t i = 0; i < fx->n; i++)
-    assert_int_equal(rh_server_resume(fx->servers[i]), 0);
-}
-
-static size_t masters_with_key(fx_t *fx, const char *key) {
-  size_t on = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    on += !fx_key_absent(fx->servers[i], key);
-  return on;
+  return fx_open(
+      fx, slot,
+      fx_options_retry(fx, slot, REDLOCK_LOG_INFO, -1, retry_delay_ms, retry_delay_ms / 2));
 }
 
 /* ---- one leader among 3 ------------------------------------------------------------------ */
@@ -479,7 +432,7 @@ static void test_one_leader_among_3(void **state) {
     for (size_t i = 0; i < fx->n; i++)
       equal += fx_get_u64(fx->servers[i], fence_key) == term;
     assert_true(equal >= 2);
-    assert_true(masters_with_key(fx, name) >= 2);
+    assert_true(fx_masters_with_key(fx, fx->n, name) >= 2);
   }
   for (int i = 0; i < 3; i++)
     if (c[i] != leader)
@@ -532,7 +485,7 @@ static void test_resign_hands_over_via_wake(void **state) {
   cand_t *a = cand_elect(h, open_client(fx, 0, SLOW_FALLBACK_MS), 0, name, ttl);
   assert_true(fx_event_wait(&a->elected_ev, 10000));
   cand_t *b = cand_elect(h, open_client(fx, 1, SLOW_FALLBACK_MS), 1, name, ttl);
-  wait_subscribed(fx, name, 1); /* b campaigns, waiting for a release */
+  fx_assert_subscribed(fx, name, 1, 10000); /* b campaigns, waiting for a release */
   uint64_t t0 = rh_now_ms();
   cand_resign(a);
   if (!fx_event_wait(&b->elected_ev, WAKE_BOUND_MS))
@@ -558,15 +511,15 @@ static void test_leader_loss_sigstop(void **state) {
   cand_t *old = wait_nth_elected(h, 0, 10000);
   uint64_t old_term = atomic_load(&old->term);
 
-  pause_all(fx);
+  fx_pause_all(fx);
   if (!fx_event_wait(&old->lost_ev, (int)ttl + 10000)) {
-    resume_all(fx);
+    fx_resume_all(fx);
     fail_msg("the leader did not report the loss");
   }
   /* Still stopped: nobody can be elected. */
   assert_int_equal(n_elected(h), 1);
   assert_int_equal(atomic_load(&old->reason), REDLOCK_ELOST);
-  resume_all(fx);
+  fx_resume_all(fx);
 
   cand_t *next = wait_nth_elected(h, 1, 15000);
   assert_true(atomic_load(&next->term) > old_term);
@@ -619,7 +572,7 @@ static void test_leader_partitioned(void **state) {
   uint64_t b_term = atomic_load(&b->term);
 
   /* a campaigns again; b's resign hands over to it. */
-  wait_subscribed(fx, name, 1);
+  fx_assert_subscribed(fx, name, 1, 10000);
   cand_resign(b);
   assert_true(fx_event_wait(&a->elected_ev, 10000));
   assert_true(atomic_load(&a->term) > b_term);
@@ -659,9 +612,9 @@ static void test_resign_inside_callbacks(void **state) {
 
   /* From on_lost: the masters stop, b resigns inside on_lost. */
   cand_t *d = cand_elect(h, c0, 0, name, ttl);
-  pause_all(fx);
+  fx_pause_all(fx);
   int lost = fx_event_wait(&b->lost_ev, (int)ttl + 10000);
-  resume_all(fx);
+  fx_resume_all(fx);
   assert_true(lost);
   assert_int_equal(atomic_load(&b->cb_resign_rc), REDLOCK_OK);
   assert_true(atomic_load(&b->cb_resign_ms) < 1000);
@@ -690,8 +643,8 @@ static void test_close_with_live_elections(void **state) {
   assert_true(fx_event_wait(&b2->elected_ev, 10000));
   cand_t *b1 = cand_elect(h, c1, 1, "sf:elect:close", ttl);
   cand_t *a2 = cand_elect(h2, c0, 0, "sf:elect:close2", ttl);
-  wait_subscribed(fx, "sf:elect:close", 1);
-  wait_subscribed(fx, "sf:elect:close2", 1);
+  fx_assert_subscribed(fx, "sf:elect:close", 1, 10000);
+  fx_assert_subscribed(fx, "sf:elect:close2", 1, 10000);
 
   /* No callback of c0's elections from now on. */
   atomic_store(&a1->silenced, 1);
@@ -710,7 +663,7 @@ static void test_close_with_live_elections(void **state) {
   assert_true(atomic_load(&b1->term) > atomic_load(&a1->term));
   assert_int_equal(atomic_load(&b2->lost), 0); /* close2 still b2's */
   assert_int_equal(atomic_load(&a2->elected), 0);
-  assert_true(masters_with_key(fx, "sf:elect:close2") >= 2);
+  assert_true(fx_masters_with_key(fx, fx->n, "sf:elect:close2") >= 2);
   cand_resign(b1);
   cand_resign(b2);
   check_history(h);
@@ -832,17 +785,8 @@ static void test_uv_client(void **state) {
   history_free(h);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_bad_input, 1),
-      FX_TEST(test_uv_client, 3),
-      FX_TEST(test_one_leader_among_3, 3),
-      FX_TEST(test_terms_increase, 3),
-      FX_TEST(test_resign_hands_over_via_wake, 3),
-      FX_TEST(test_resign_inside_callbacks, 3),
-      FX_TEST(test_close_with_live_elections, 3),
-      FX_TEST(test_leader_loss_sigstop, 3),
-      FX_TEST(test_leader_partitioned, 3),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_bad_input, 1), FX_TEST(test_uv_client, 3),
+        FX_TEST(test_one_leader_among_3, 3), FX_TEST(test_terms_increase, 3),
+        FX_TEST(test_resign_hands_over_via_wake, 3), FX_TEST(test_resign_inside_callbacks, 3),
+        FX_TEST(test_close_with_live_elections, 3), FX_TEST(test_leader_loss_sigstop, 3),
+        FX_TEST(test_leader_partitioned, 3))

@@ -457,12 +457,7 @@ static void test_fence_off_returns_zero(void **state) {
     }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_fence_one_client, 3),          FX_TEST(test_fence_two_clients_alternating, 3),
-      FX_TEST(test_fence_contended_threads, 3),   FX_TEST(test_fence_across_quorums, 5),
-      FX_TEST(test_fence_quarantine_restarts, 3), FX_TEST(test_fence_lock_many, 3),
-      FX_TEST(test_fence_off_returns_zero, 3),
-  };
-  return cmocka_run_group_tests_name("safety: fencing tokens", tests, NULL, NULL);
-}
+FX_MAIN("safety: fencing tokens", &fx_profile_safety, FX_TEST(test_fence_one_client, 3),
+        FX_TEST(test_fence_two_clients_alternating, 3), FX_TEST(test_fence_contended_threads, 3),
+        FX_TEST(test_fence_across_quorums, 5), FX_TEST(test_fence_quarantine_restarts, 3),
+        FX_TEST(test_fence_lock_many, 3), FX_TEST(test_fence_off_returns_zero, 3))

@@ -263,10 +263,6 @@ static void test_quarantine_lasts_max_ttl_since_start(void **state) {
              (unsigned long long)real_ms, fx_log_text(fx, 0));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_quarantine_blocks_forgetful_master, 5),
-      FX_TEST(test_quarantine_lasts_max_ttl_since_start, 1),
-  };
-  return cmocka_run_group_tests_name("safety: restart quarantine", tests, NULL, NULL);
-}
+FX_MAIN("safety: restart quarantine", &fx_profile_safety,
+        FX_TEST(test_quarantine_blocks_forgetful_master, 5),
+        FX_TEST(test_quarantine_lasts_max_ttl_since_start, 1))

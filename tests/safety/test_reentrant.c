@@ -151,12 +151,6 @@ static void test_expired_lock_is_not_reentered(void **state) {
   assert_int_equal(redlock_unlock(c, b), REDLOCK_OK);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_reentrant_holds_share_the_lock, 3),
-      FX_TEST(test_close_releases_every_hold, 3),
-      FX_TEST(test_off_by_default, 3),
-      FX_TEST(test_expired_lock_is_not_reentered, 3),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_reentrant_holds_share_the_lock, 3),
+        FX_TEST(test_close_releases_every_hold, 3), FX_TEST(test_off_by_default, 3),
+        FX_TEST(test_expired_lock_is_not_reentered, 3))

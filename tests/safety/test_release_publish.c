@@ -138,12 +138,8 @@ static void test_release_of_foreign_key_is_silent(void **state) {
   redisFree(sub);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_unlock_publishes_on_every_master, 3),
-      FX_TEST(test_unlock_publishes_prefixed_key, 3),
-      FX_TEST(test_unlock_many_publishes_each_key, 3),
-      FX_TEST(test_release_of_foreign_key_is_silent, 1),
-  };
-  return cmocka_run_group_tests_name("safety: release notifications", tests, NULL, NULL);
-}
+FX_MAIN("safety: release notifications", &fx_profile_safety,
+        FX_TEST(test_unlock_publishes_on_every_master, 3),
+        FX_TEST(test_unlock_publishes_prefixed_key, 3),
+        FX_TEST(test_unlock_many_publishes_each_key, 3),
+        FX_TEST(test_release_of_foreign_key_is_silent, 1))

@@ -81,36 +81,9 @@ static void assert_hold(fx_t *fx, const char *name, redlock_lock_t *h, int write
     fail_msg("%s hold on %s is not on a quorum", write ? "write" : "read", name);
 }
 
-typedef struct {
-  fx_t *fx;
-  const char *key;
-  long want;
-} zcard_wait_t;
-
-static int zcard_pred(void *arg) {
-  zcard_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (fx_zcard(w->fx->servers[i], w->key) != w->want)
-      return 0;
-  return 1;
-}
-
 static void assert_zcard_everywhere(fx_t *fx, const char *key, long want) {
-  zcard_wait_t w = {fx, key, want};
-  if (!rh_wait_until(zcard_pred, &w, 5000))
+  if (!fx_wait_every_master(fx, fx_zcard, key, want, 5000))
     fail_msg("%s does not have %ld members on every master", key, want);
-}
-
-static void assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms) {
-  for (size_t i = 0; i < fx->n; i++)
-    if (!fx_wait_key_absent(fx->servers[i], key, timeout_ms))
-      fail_msg("%s still on master %zu after %d ms", key, i, timeout_ms);
-}
-
-static redlock_options_t *retry_options(fx_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
 }
 
 /* ---- a call in a thread ------------------------------------------------------------ */
@@ -186,14 +159,14 @@ static void test_rw_readers_share(void **state) {
   /* A waiting one times out, and withdraws its intent at once. */
   assert_int_equal(redlock_rwlock_write(c1, name, 10000, 400, &w), REDLOCK_ETIMEDOUT);
   uint64_t t_gave_up = rh_now_ms();
-  assert_absent_everywhere(fx, k.intent, 5000);
+  fx_assert_absent_everywhere(fx, k.intent, 5000);
   if (rh_now_ms() - t_gave_up >= INTENT_LEASE_MS - 500)
     fail_msg("the intent went only when its lease ended: not withdrawn");
   /* So readers are welcome again. */
   assert_int_equal(redlock_rwlock_read(c1, name, 10000, 0, &r[3]), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
     assert_int_equal(redlock_unlock(i < 2 ? c0 : c1, r[i]), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
 }
 
 static void test_rw_writer_excludes(void **state) {
@@ -218,7 +191,7 @@ static void test_rw_writer_excludes(void **state) {
   assert_int_equal(redlock_unlock(c1, x), REDLOCK_OK);
 
   assert_int_equal(redlock_unlock(c0, w), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.write, 3000);
+  fx_assert_absent_everywhere(fx, k.write, 3000);
   assert_int_equal(redlock_rwlock_read(c1, name, 10000, 0, &x), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, x), REDLOCK_OK);
 }
@@ -230,8 +203,8 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   const char *name = "sf:rw:intent";
   rw_keys_t k = keys_of(name);
   redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = fx_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
-  redlock_t *c2 = fx_open(fx, 2, retry_options(fx, 2, FALLBACK_MS));
+  redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
+  redlock_t *c2 = fx_open(fx, 2, fx_options_retry(fx, 2, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *r = NULL, *x = NULL;
 
   assert_int_equal(redlock_rwlock_read(c0, name, 20000, 0, &r), REDLOCK_OK);
@@ -260,7 +233,7 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
    * intent), and is woken by the reader's release. */
   assert_true(writer.t_done - t_unlock < WAKE_BOUND_MS);
   assert_hold(fx, name, writer.hold, 1);
-  assert_absent_everywhere(fx, k.intent, 3000); /* dropped by the grant */
+  fx_assert_absent_everywhere(fx, k.intent, 3000); /* dropped by the grant */
 
   /* A reader waiting on the writer is woken by its release. */
   call_t reader;
@@ -323,8 +296,9 @@ static void test_rw_writer_not_starved(void **state) {
   stream_t streams[STREAMS];
   pthread_t threads[STREAMS];
   for (int i = 0; i < STREAMS; i++)
-    streams[i] = (stream_t){fx_open(fx, i, retry_options(fx, i, 20)), name, &stop, 0};
-  redlock_t *wc = fx_open(fx, STREAMS, retry_options(fx, STREAMS, 50));
+    streams[i] = (stream_t){fx_open(fx, i, fx_options_retry(fx, i, REDLOCK_LOG_WARN, -1, 20, 0)),
+                            name, &stop, 0};
+  redlock_t *wc = fx_open(fx, STREAMS, fx_options_retry(fx, STREAMS, REDLOCK_LOG_WARN, -1, 50, 0));
   for (int i = 0; i < STREAMS; i++) {
     assert_int_equal(pthread_create(&threads[i], NULL, reader_stream, &streams[i]), 0);
     struct timespec ts = {0, STREAM_HOLD_MS / STREAMS * 1000000L};
@@ -368,7 +342,7 @@ static void test_rw_crashed_writer_intent_expires(void **state) {
   fx_child_kill(writer); /* dies waiting: nobody withdraws its intent */
   uint64_t t_dead = rh_now_ms();
 
-  redlock_t *c = fx_open(fx, 0, retry_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *r = NULL;
   if (rh_now_ms() - t_dead < 1000) /* the intent is certainly still there */
     assert_int_equal(redlock_rwlock_read(c, name, 10000, 0, &r), REDLOCK_ELOCKED);
@@ -405,20 +379,6 @@ static int survive_poll(void *arg) {
   return s->broken || rh_now_ms() >= s->until;
 }
 
-typedef struct {
-  fx_t *fx;
-  const char *key;
-  long long above;
-} pttl_wait_t;
-
-static int pttl_above_pred(void *arg) {
-  pttl_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (fx_pttl(w->fx->servers[i], w->key) <= w->above)
-      return 0;
-  return 1;
-}
-
 static void test_rw_extend_watch_unlock(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:rw:ext";
@@ -433,9 +393,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_int_equal(redlock_extend(c, r, 8000), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, w, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(r) > 5000 && redlock_lock_validity_ms(w) > 5000);
-  pttl_wait_t pr = {fx, k.read, 5000}, pw = {fx, kw.write, 5000};
-  assert_true(rh_wait_until(pttl_above_pred, &pr, 3000));
-  assert_true(rh_wait_until(pttl_above_pred, &pw, 3000));
+  assert_true(fx_wait_pttl_above(fx, k.read, 5000, 3000));
+  assert_true(fx_wait_pttl_above(fx, kw.write, 5000, 3000));
 
   /* Watched with a short ttl: both outlive it several times over. */
   assert_int_equal(redlock_extend(c, r, 400), REDLOCK_OK);
@@ -447,8 +406,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_false(s.broken);
   assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, w), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.read, 3000);
-  assert_absent_everywhere(fx, kw.write, 3000);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, kw.write, 3000);
 
   /* Expired holds: extend refuses them, unlock reports they were gone. */
   assert_int_equal(redlock_rwlock_read(c, name, 200, 0, &r), REDLOCK_OK);
@@ -466,8 +425,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_int_equal(redlock_rwlock_read(d, name, 20000, 0, &x), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_write(d, wname, 20000, 0, &x), REDLOCK_OK);
   fx_close(fx, 1);
-  assert_absent_everywhere(fx, k.read, 3000);
-  assert_absent_everywhere(fx, kw.write, 3000);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, kw.write, 3000);
 }
 
 /* ---- fencing ------------------------------------------------------------------------- */
@@ -560,7 +519,7 @@ static void test_rw_quarantine(void **state) {
    * quarantined master executes commands; only its vote does not count) and
    * its clean-up is on its way on B's connections: let it land, or C's
    * attempt may find B's leftovers. */
-  assert_absent_everywhere(fx, k.write, 5000);
+  fx_assert_absent_everywhere(fx, k.write, 5000);
   /* C (quarantine off) is: the danger the quarantine exists for. */
   int c_rc = redlock_rwlock_write(c, name, 1000, 0, &w);
   a_validity = redlock_lock_validity_ms(r);
@@ -577,71 +536,21 @@ static void test_rw_quarantine(void **state) {
 #define CHAOS_WORKERS 3
 #define CHAOS_MS 8000u
 
-typedef struct {
-  fx_history_t *history;
-  atomic_int *stop;
-  redlock_t *client;
-  unsigned seed;
-  unsigned reads, writes;
-  int errors;
-  int first_error;
-} worker_t;
-
-static void *chaos_worker(void *arg) {
-  worker_t *w = arg;
-  while (!atomic_load(w->stop)) {
-    int write = rand_r(&w->seed) % 3 == 0;
-    redlock_lock_t *h = NULL;
-    int rc = write ? redlock_rwlock_write(w->client, "sf:rw:chaos", 1500, 1000, &h)
-                   : redlock_rwlock_read(w->client, "sf:rw:chaos", 1500, 1000, &h);
-    if (rc != REDLOCK_OK) {
-      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
-        w->first_error = rc;
-      continue;
-    }
-    uint64_t start = fx_now_us();
-    int64_t validity = redlock_lock_validity_ms(h);
-    struct timespec ts = {0, (long)(rand_r(&w->seed) % 80000u) * 1000L};
-    nanosleep(&ts, NULL);
-    fx_history_add(w->history, start, validity, fx_now_us(), write);
-    redlock_unlock(w->client, h);
-    if (write)
-      w->writes++;
-    else
-      w->reads++;
-  }
-  return NULL;
+/* A write one time in three. */
+static int rw_acquire(redlock_t *client, unsigned *seed, redlock_lock_t **hold, int *exclusive) {
+  *exclusive = rand_r(seed) % 3 == 0;
+  return *exclusive ? redlock_rwlock_write(client, "sf:rw:chaos", 1500, 1000, hold)
+                    : redlock_rwlock_read(client, "sf:rw:chaos", 1500, 1000, hold);
 }
 
 static void test_rw_chaos(void **state) {
   fx_t *fx = *state;
   static fx_history_t history;
   fx_history_init(&history);
-  atomic_int stop;
-  atomic_init(&stop, 0);
-  worker_t workers[CHAOS_WORKERS];
-  pthread_t threads[CHAOS_WORKERS];
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    redlock_options_t *opts = fx_options(fx, i, fx->n, REDLOCK_LOG_ERROR);
-    assert_int_equal(redlock_options_set_retry(opts, -1, 30, 30), 0);
-    workers[i] = (worker_t){&history, &stop, fx_open(fx, i, opts), 99u + (unsigned)i, 0, 0, 0, 0};
-  }
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
-  fx_pause_chaos(fx, CHAOS_MS, 7);
-  atomic_store(&stop, 1);
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    pthread_join(threads[i], NULL);
-
-  unsigned reads = 0, writes = 0;
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    reads += workers[i].reads;
-    writes += workers[i].writes;
-    if (workers[i].errors != 0)
-      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
-               redlock_err_name(workers[i].first_error));
-  }
+  const fx_chaos_t chaos = {CHAOS_WORKERS, rw_acquire, 80000u, 99u, 7, CHAOS_MS};
+  unsigned writes = 0;
+  unsigned reads = fx_chaos_run(fx, &chaos, &history, &writes);
+  reads -= writes;
   size_t bad = fx_history_exclusive_overlaps(&history);
   if (fx_verbose())
     print_message("chaos: %u reads, %u writes, deepest overlap %d\n", reads, writes,
@@ -652,17 +561,8 @@ static void test_rw_chaos(void **state) {
   fx_history_destroy(&history);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_rw_readers_share, 3),
-      FX_TEST(test_rw_writer_excludes, 3),
-      FX_TEST(test_rw_waiting_writer_blocks_readers, 3),
-      FX_TEST(test_rw_writer_not_starved, 3),
-      FX_TEST(test_rw_crashed_writer_intent_expires, 3),
-      FX_TEST(test_rw_extend_watch_unlock, 3),
-      FX_TEST(test_rw_fencing, 3),
-      FX_TEST(test_rw_quarantine, 5),
-      FX_TEST(test_rw_chaos, 5),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_rw_readers_share, 3),
+        FX_TEST(test_rw_writer_excludes, 3), FX_TEST(test_rw_waiting_writer_blocks_readers, 3),
+        FX_TEST(test_rw_writer_not_starved, 3), FX_TEST(test_rw_crashed_writer_intent_expires, 3),
+        FX_TEST(test_rw_extend_watch_unlock, 3), FX_TEST(test_rw_fencing, 3),
+        FX_TEST(test_rw_quarantine, 5), FX_TEST(test_rw_chaos, 5))

@@ -58,17 +58,9 @@ static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
   snprintf(buf, size, "%s:sem:%u", name, slot);
 }
 
-/* Masters (of the first n) holding value at key. */
-static size_t held_on(fx_t *fx, size_t n, const char *key, const char *value) {
-  size_t on = 0;
-  for (size_t i = 0; i < n; i++)
-    on += (size_t)fx_key_is(fx->servers[i], key, value);
-  return on;
-}
-
 /* The permit's slot key holds its value on at least a quorum of n. */
 static void assert_permit_held(fx_t *fx, size_t n, redlock_lock_t *p) {
-  if (held_on(fx, n, redlock_lock_resource(p), redlock_lock_value(p)) < n / 2 + 1)
+  if (fx_holding(fx, n, redlock_lock_resource(p), redlock_lock_value(p)) < n / 2 + 1)
     fail_msg("permit %s is not on a quorum", redlock_lock_resource(p));
 }
 
@@ -82,12 +74,6 @@ static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) 
   unsigned long slot = strtoul(res + strlen(prefix), &end, 10);
   assert_true(end != res + strlen(prefix) && *end == '\0');
   assert_true(slot < limit);
-}
-
-static redlock_options_t *retry_options(fx_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
 }
 
 /* ---- limit holders admitted, the next refused -------------------------------------- */
@@ -177,7 +163,7 @@ static void test_sem_release_wakes_waiter(void **state) {
   char channel[128];
   snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = fx_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[2] = {NULL};
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[0]), REDLOCK_OK);
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[1]), REDLOCK_OK);
@@ -229,7 +215,7 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   char channel[128];
   snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = fx_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[BURST] = {NULL};
   for (int i = 0; i < BURST; i++)
     assert_int_equal(redlock_semaphore_acquire(h, name, BURST, 20000, 0, &p[i]), REDLOCK_OK);
@@ -290,7 +276,7 @@ static void test_sem_dead_holder_expires(void **state) {
   fx_child_kill(child); /* dies holding the only permit */
   uint64_t t_dead = rh_now_ms();
 
-  redlock_t *c = fx_open(fx, 0, retry_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *p = NULL;
   char key[128];
   slot_key(key, sizeof key, name, 0);
@@ -311,7 +297,7 @@ static void test_sem_limit_mismatch(void **state) {
   char limit_key[128];
   snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
   redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = fx_open(fx, 1, retry_options(fx, 1, 50));
+  redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 50, 0));
   redlock_lock_t *p = NULL, *q = NULL;
 
   assert_int_equal(redlock_semaphore_acquire(c0, name, 3, 1000, 0, &p), REDLOCK_OK);
@@ -412,27 +398,10 @@ typedef struct {
  * quorum or locally expired meanwhile. */
 static int survive_poll(void *arg) {
   survive_t *s = arg;
-  if (redlock_lock_is_lost(s->p) || held_on(s->fx, s->fx->n, redlock_lock_resource(s->p),
-                                            redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
+  if (redlock_lock_is_lost(s->p) || fx_holding(s->fx, s->fx->n, redlock_lock_resource(s->p),
+                                               redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
     s->broken = 1;
   return s->broken || rh_now_ms() >= s->until;
-}
-
-typedef struct {
-  fx_t *fx;
-  const char *key1, *key2;
-  long long above;
-} pttl_wait_t;
-
-/* Both keys' PTTL above `above` on every master (the last master's reply
- * may still be on its way when the call returns). */
-static int pttl_above_pred(void *arg) {
-  pttl_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (fx_pttl(w->fx->servers[i], w->key1) <= w->above ||
-        fx_pttl(w->fx->servers[i], w->key2) <= w->above)
-      return 0;
-  return 1;
 }
 
 static void test_sem_extend_watch_close(void **state) {
@@ -446,8 +415,9 @@ static void test_sem_extend_watch_close(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c, name, 2, 1000, 0, &p), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, p, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(p) > 5000);
-  pttl_wait_t pw = {fx, redlock_lock_resource(p), limit_key, 5000};
-  assert_true(rh_wait_until(pttl_above_pred, &pw, 3000));
+  /* On every master (the last one's reply may still be on its way). */
+  assert_true(fx_wait_pttl_above(fx, redlock_lock_resource(p), 5000, 3000));
+  assert_true(fx_wait_pttl_above(fx, limit_key, 5000, 3000));
   assert_int_equal(redlock_extend(c, p, 400), REDLOCK_OK);
 
   /* Watched: alive well past its ttl. */
@@ -644,65 +614,18 @@ static void test_sem_partition_schedule(void **state) {
 #define CHAOS_WORKERS 3
 #define CHAOS_MS 8000u
 
-typedef struct {
-  fx_history_t *history;
-  atomic_int *stop;
-  redlock_t *client;
-  unsigned seed;
-  unsigned grants;
-  int errors; /* unexpected statuses */
-  int first_error;
-} worker_t;
-
-static void *chaos_worker(void *arg) {
-  worker_t *w = arg;
-  while (!atomic_load(w->stop)) {
-    redlock_lock_t *p = NULL;
-    int rc = redlock_semaphore_acquire(w->client, "sf:sem:chaos", CHAOS_LIMIT, 1500, 1000, &p);
-    if (rc != REDLOCK_OK) {
-      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
-        w->first_error = rc;
-      continue;
-    }
-    uint64_t start = fx_now_us();
-    int64_t validity = redlock_lock_validity_ms(p);
-    struct timespec ts = {0, (long)(rand_r(&w->seed) % 100000u) * 1000L};
-    nanosleep(&ts, NULL); /* the work done under the permit */
-    fx_history_add(w->history, start, validity, fx_now_us(), 0);
-    redlock_unlock(w->client, p);
-    w->grants++;
-  }
-  return NULL;
+static int sem_acquire(redlock_t *client, unsigned *seed, redlock_lock_t **hold, int *exclusive) {
+  (void)seed;
+  *exclusive = 0;
+  return redlock_semaphore_acquire(client, "sf:sem:chaos", CHAOS_LIMIT, 1500, 1000, hold);
 }
 
 static void test_sem_chaos(void **state) {
   fx_t *fx = *state;
   static fx_history_t history;
   fx_history_init(&history);
-  atomic_int stop;
-  atomic_init(&stop, 0);
-  worker_t workers[CHAOS_WORKERS];
-  pthread_t threads[CHAOS_WORKERS];
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    redlock_options_t *opts = fx_options(fx, i, fx->n, REDLOCK_LOG_ERROR);
-    assert_int_equal(redlock_options_set_retry(opts, -1, 30, 30), 0);
-    workers[i] = (worker_t){&history, &stop, fx_open(fx, i, opts), 1234u + (unsigned)i, 0, 0, 0};
-  }
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
-  fx_pause_chaos(fx, CHAOS_MS, 42);
-  atomic_store(&stop, 1);
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    pthread_join(threads[i], NULL);
-
-  unsigned grants = 0;
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    grants += workers[i].grants;
-    if (workers[i].errors != 0)
-      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
-               redlock_err_name(workers[i].first_error));
-  }
+  const fx_chaos_t chaos = {CHAOS_WORKERS, sem_acquire, 100000u, 1234u, 42, CHAOS_MS};
+  unsigned grants = fx_chaos_run(fx, &chaos, &history, NULL);
   int worst = fx_history_max_depth(&history);
   if (fx_verbose())
     print_message("chaos: %u grants, deepest overlap %d\n", grants, worst);
@@ -712,19 +635,9 @@ static void test_sem_chaos(void **state) {
   fx_history_destroy(&history);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_sem_admits_limit, 3),
-      FX_TEST(test_sem_release_wakes_waiter, 3),
-      FX_TEST(test_sem_burst_wakes_each_waiter, 3),
-      FX_TEST(test_sem_dead_holder_expires, 3),
-      FX_TEST(test_sem_limit_mismatch, 3),
-      FX_TEST(test_sem_keys_bounded, 3),
-      FX_TEST(test_sem_extend_watch_close, 3),
-      FX_TEST(test_sem_not_reentrant, 3),
-      FX_TEST(test_async_forms, 3),
-      FX_TEST(test_sem_partition_schedule, 5),
-      FX_TEST(test_sem_chaos, 5),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_sem_admits_limit, 3),
+        FX_TEST(test_sem_release_wakes_waiter, 3), FX_TEST(test_sem_burst_wakes_each_waiter, 3),
+        FX_TEST(test_sem_dead_holder_expires, 3), FX_TEST(test_sem_limit_mismatch, 3),
+        FX_TEST(test_sem_keys_bounded, 3), FX_TEST(test_sem_extend_watch_close, 3),
+        FX_TEST(test_sem_not_reentrant, 3), FX_TEST(test_async_forms, 3),
+        FX_TEST(test_sem_partition_schedule, 5), FX_TEST(test_sem_chaos, 5))

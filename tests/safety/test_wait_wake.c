@@ -38,49 +38,6 @@
 #define WAIT_MS 15000u
 #define WAKE_BOUND_MS 2000u
 
-/* Masters holding value at key. */
-static size_t held_on(fx_t *fx, const char *key, const char *value) {
-  size_t on = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    on += (size_t)fx_key_is(fx->servers[i], key, value);
-  return on;
-}
-
-static redlock_options_t *slow_fallback_options(fx_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
-}
-
-/* Subscribers to a release channel on a server (PUBSUB NUMSUB). */
-static long numsub(rh_server_t *s, const char *channel) {
-  char buf[256];
-  assert_int_equal(rh_server_command(s, buf, sizeof buf, "PUBSUB NUMSUB %s", channel), 0);
-  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
-  return nl != NULL ? strtol(nl + 1, NULL, 10) : -1;
-}
-
-typedef struct {
-  fx_t *fx;
-  char channel[128];
-  long at_least;
-} numsub_wait_t;
-
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (numsub(w->fx->servers[i], w->channel) < w->at_least)
-      return 0;
-  return 1;
-}
-
-static void wait_subscribed(fx_t *fx, const char *key, long at_least) {
-  numsub_wait_t w = {fx, "", at_least};
-  snprintf(w.channel, sizeof w.channel, CHANNEL_PREFIX "%s", key);
-  if (!rh_wait_until(subscribed_everywhere, &w, 5000))
-    fail_msg("fewer than %ld subscribers to %s on some master", at_least, w.channel);
-}
-
 /* ---- one waiter in a thread ------------------------------------------------------------ */
 
 typedef struct {
@@ -132,7 +89,7 @@ static void woken_by_unlock(fx_t *fx, redlock_t *h, redlock_t *wc, const char *r
 
   assert_int_equal(fx_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
   waiter_start(&w, &thread, wc, res);
-  wait_subscribed(fx, res, 1);
+  fx_assert_subscribed(fx, res, 1, 5000);
   /* Still waiting: nothing was released yet. */
   int early = fx_event_wait(&w.done, 0);
 
@@ -156,14 +113,14 @@ static void woken_by_unlock(fx_t *fx, redlock_t *h, redlock_t *wc, const char *r
   assert_true(w.t_done - w.t_start < FALLBACK_MS);
   if (fx_verbose())
     print_message("woken %llu ms after the unlock\n", (unsigned long long)after_unlock);
-  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
 }
 
 static void test_wait_woken_other_client(void **state) {
   fx_t *fx = *state;
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = fx_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   woken_by_unlock(fx, h, wc, "sf:wait:other");
   /* Twice: the second wait reuses the client's subscriber connections. */
   woken_by_unlock(fx, h, wc, "sf:wait:other");
@@ -171,7 +128,7 @@ static void test_wait_woken_other_client(void **state) {
 
 static void test_wait_woken_same_client(void **state) {
   fx_t *fx = *state;
-  redlock_t *c = fx_open(fx, 0, slow_fallback_options(fx, 0, FALLBACK_MS));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   woken_by_unlock(fx, c, c, "sf:wait:same");
 }
 
@@ -221,7 +178,7 @@ static void test_wait_rewoken_by_later_release(void **state) {
   enum { PAUSE_MS = 1500, BOUND_MS = 5000 };
   /* M2 is paused for writes during the attempt: the request timeout must
    * outlast the pause, so that M2's vote is a late "no", not a failure. */
-  redlock_options_t *opts = slow_fallback_options(fx, 0, FALLBACK_MS);
+  redlock_options_t *opts = fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0);
   assert_int_equal(redlock_options_set_timeouts(opts, FX_SF_CONNECT_MS, 3 * PAUSE_MS), 0);
   redlock_t *c = fx_open(fx, 0, opts);
 
@@ -232,7 +189,7 @@ static void test_wait_rewoken_by_later_release(void **state) {
   waiter_t w;
   pthread_t thread;
   waiter_start(&w, &thread, c, res);
-  wait_subscribed(fx, res, 1);
+  fx_assert_subscribed(fx, res, 1, 5000);
   long m1_sets = set_calls(fx->servers[1]);
 
   /* M2 holds its writes back; M0 applies the release and announces it: the
@@ -265,7 +222,7 @@ static void test_wait_rewoken_by_later_release(void **state) {
              (unsigned long long)after_release, BOUND_MS, FALLBACK_MS);
   if (fx_verbose())
     print_message("acquired %llu ms after the second release\n", (unsigned long long)after_release);
-  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(c, w.lock), REDLOCK_OK);
 }
 
@@ -274,7 +231,7 @@ static void test_wait_rewoken_by_later_release(void **state) {
 static void test_wait_fallback_after_foreign_expiry(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:wait:foreign-expiry";
-  redlock_t *c = fx_open(fx, 0, slow_fallback_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *lock = NULL;
   char buf[64];
 
@@ -289,7 +246,7 @@ static void test_wait_fallback_after_foreign_expiry(void **state) {
   assert_true(elapsed < 3000);
   /* A quorum (the foreign keys expired a little apart: the last master may
    * still have refused). */
-  assert_true(held_on(fx, res, redlock_lock_value(lock)) >= fx->n / 2 + 1);
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
@@ -297,7 +254,7 @@ static void test_wait_fallback_after_holder_expiry(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:wait:holder-expiry";
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c = fx_open(fx, 1, slow_fallback_options(fx, 1, 100));
+  redlock_t *c = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *held = NULL, *lock = NULL;
 
   assert_int_equal(fx_trylock_until(h, res, 300, 5000, &held), REDLOCK_OK);
@@ -305,12 +262,12 @@ static void test_wait_fallback_after_holder_expiry(void **state) {
   assert_int_equal(redlock_lock_wait(c, res, 5000, 5000, &lock), REDLOCK_OK);
   assert_true(rh_now_ms() - t0 < 3000);
   assert_true(redlock_lock_is_lost(held));
-  size_t on = held_on(fx, res, redlock_lock_value(lock));
+  size_t on = fx_holding(fx, fx->n, res, redlock_lock_value(lock));
   assert_true(on >= fx->n / 2 + 1);
   /* The old holder's late unlock finds nothing of its own and leaves the
    * new holder's keys in place. */
   assert_int_equal(redlock_unlock(h, held), REDLOCK_ELOST);
-  assert_int_equal(held_on(fx, res, redlock_lock_value(lock)), on);
+  assert_int_equal(fx_holding(fx, fx->n, res, redlock_lock_value(lock)), on);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
@@ -389,8 +346,8 @@ static void test_wait_many_waiters(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:wait:crowd";
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *w1 = fx_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
-  redlock_t *w2 = fx_open(fx, 2, slow_fallback_options(fx, 2, FALLBACK_MS));
+  redlock_t *w1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
+  redlock_t *w2 = fx_open(fx, 2, fx_options_retry(fx, 2, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *held = NULL;
   crowd_t crowd;
   memset(&crowd, 0, sizeof crowd);
@@ -409,7 +366,7 @@ static void test_wait_many_waiters(void **state) {
     assert_int_equal(pthread_create(&threads[i], NULL, crowd_main, &members[i]), 0);
   }
   /* Both clients wait (one subscriber connection per client and master). */
-  wait_subscribed(fx, res, 2);
+  fx_assert_subscribed(fx, res, 2, 5000);
   uint64_t t_unlock = rh_now_ms();
   assert_int_equal(redlock_unlock(h, held), REDLOCK_OK);
 
@@ -444,14 +401,8 @@ static void test_wait_many_waiters(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_wait_woken_other_client, 3),
-      FX_TEST(test_wait_woken_same_client, 3),
-      FX_TEST(test_wait_rewoken_by_later_release, 3),
-      FX_TEST(test_wait_fallback_after_foreign_expiry, 3),
-      FX_TEST(test_wait_fallback_after_holder_expiry, 3),
-      FX_TEST(test_wait_many_waiters, 3),
-  };
-  return cmocka_run_group_tests_name("safety: waits woken by releases", tests, NULL, NULL);
-}
+FX_MAIN("safety: waits woken by releases", &fx_profile_safety,
+        FX_TEST(test_wait_woken_other_client, 3), FX_TEST(test_wait_woken_same_client, 3),
+        FX_TEST(test_wait_rewoken_by_later_release, 3),
+        FX_TEST(test_wait_fallback_after_foreign_expiry, 3),
+        FX_TEST(test_wait_fallback_after_holder_expiry, 3), FX_TEST(test_wait_many_waiters, 3))

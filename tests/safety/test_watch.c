@@ -326,11 +326,5 @@ static void watched_lock_lost(fx_t *fx, fault_t fault) {
 static void test_watch_lost_all_paused(void **state) { watched_lock_lost(*state, FAULT_PAUSE); }
 static void test_watch_lost_all_killed(void **state) { watched_lock_lost(*state, FAULT_KILL); }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      FX_TEST(test_watch_survives_many_ttls, 3),
-      FX_TEST(test_watch_lost_all_paused, 3),
-      FX_TEST(test_watch_lost_all_killed, 3),
-  };
-  return cmocka_run_group_tests_name("safety: watch", tests, NULL, NULL);
-}
+FX_MAIN("safety: watch", &fx_profile_safety, FX_TEST(test_watch_survives_many_ttls, 3),
+        FX_TEST(test_watch_lost_all_paused, 3), FX_TEST(test_watch_lost_all_killed, 3))

@@ -148,6 +148,9 @@ long fx_zcard(rh_server_t *s, const char *key);
 /* Masters among the first n holding key = value / on which key exists. */
 size_t fx_holding(fx_t *fx, size_t n, const char *key, const char *value);
 size_t fx_masters_with_key(fx_t *fx, size_t n, const char *key);
+/* Waits until read(master, key) == want on every master (e.g. fx_zcard). */
+int fx_wait_every_master(fx_t *fx, long (*read)(rh_server_t *s, const char *key), const char *key,
+                         long want, int timeout_ms);
 /* Fails the test unless key is gone from every master within timeout_ms. */
 void fx_assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms);
 /* Fails the test unless key holds value on at least a quorum of the masters. */
@@ -210,6 +213,15 @@ int fx_teardown(void **state);
 /* A cmocka test on a fresh fixture of n masters (n: 0, 1, 2, 3 or 5). */
 #define FX_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, fx_teardown)
 
+/* main() of a file of FX_TEST tests: the profile, then the tests (a group
+ * named `name`). */
+#define FX_MAIN(name, profile, ...)                                                                \
+  int main(void) {                                                                                 \
+    fx_use_profile(profile);                                                                       \
+    const struct CMUnitTest tests[] = {__VA_ARGS__};                                               \
+    return cmocka_run_group_tests_name(name, tests, NULL, NULL);                                   \
+  }
+
 /* Options over the first n masters (the fixture's profile: quarantine off,
  * timeouts, retry), logging at log_min_level into slot's capture
  * (FX_NO_LOG: no log callback). */
@@ -245,6 +257,15 @@ int fx_group_setup_3(void **state);
 int fx_group_teardown(void **state);
 int fx_close_clients(void **state);
 #define fx_group_test(f) cmocka_unit_test_teardown(f, fx_close_clients)
+/* main() of a file of group tests (tests/api): the api profile, a watchdog
+ * of watchdog_s seconds, the tests on the group fixture of three masters. */
+#define FX_GROUP_MAIN(watchdog_s, ...)                                                             \
+  int main(void) {                                                                                 \
+    fx_use_profile(&fx_profile_api);                                                               \
+    fx_watchdog(watchdog_s);                                                                       \
+    const struct CMUnitTest tests[] = {__VA_ARGS__};                                               \
+    return cmocka_run_group_tests_name("tests", tests, fx_group_setup_3, fx_group_teardown);       \
+  }
 
 /* Asserts that a redlock call returned `want`; on failure prints both error
  * names, the client's last votes and the captured logs. */
@@ -387,5 +408,28 @@ size_t fx_history_exclusive_overlaps(const fx_history_t *h);
  * fixture's five (a majority keeps running) for 100..600 ms, then resumes
  * them for 50..250 ms. */
 void fx_pause_chaos(fx_t *fx, unsigned duration_ms, unsigned seed);
+
+/* One acquisition of a chaos worker (fx_chaos_run), on its own client and
+ * random stream: the call's status; on REDLOCK_OK *hold is the grant and
+ * *exclusive whether it must overlap no other hold. */
+typedef int (*fx_chaos_acquire_fn)(redlock_t *client, unsigned *seed, redlock_lock_t **hold,
+                                   int *exclusive);
+
+typedef struct {
+  int workers; /* clients (slots 0..workers-1), each in a thread */
+  fx_chaos_acquire_fn acquire;
+  unsigned hold_max_us; /* each grant is held for a random time below this */
+  unsigned worker_seed; /* worker i's random stream starts at worker_seed + i */
+  unsigned chaos_seed;  /* of fx_pause_chaos */
+  unsigned duration_ms; /* of fx_pause_chaos */
+} fx_chaos_t;
+
+/* Runs the workers (retry forever every 30 + up to 30 ms; errors logged)
+ * against fx_pause_chaos on the fixture's five masters, recording every
+ * grant's holding interval into history.  Fails the test when a worker saw
+ * a status other than OK, ETIMEDOUT, ENOQUORUM, ELOCKED or EEXPIRED.
+ * Returns the grants; *exclusive (may be NULL) gets the exclusive ones. */
+unsigned fx_chaos_run(fx_t *fx, const fx_chaos_t *chaos, fx_history_t *history,
+                      unsigned *exclusive);
 
 #endif

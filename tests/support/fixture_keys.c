@@ -130,6 +130,27 @@ int fx_wait_pttl_in(rh_server_t *s, const char *key, long long lo_ms, long long 
   return rh_wait_until(pttl_in_pred, &w, timeout_ms);
 }
 
+typedef struct {
+  fx_t *fx;
+  long (*read)(rh_server_t *s, const char *key);
+  const char *key;
+  long want;
+} every_wait_t;
+
+static int every_master_pred(void *arg) {
+  every_wait_t *w = arg;
+  for (size_t i = 0; i < w->fx->n; i++)
+    if (w->read(w->fx->servers[i], w->key) != w->want)
+      return 0;
+  return 1;
+}
+
+int fx_wait_every_master(fx_t *fx, long (*read)(rh_server_t *s, const char *key), const char *key,
+                         long want, int timeout_ms) {
+  every_wait_t w = {fx, read, key, want};
+  return rh_wait_until(every_master_pred, &w, timeout_ms);
+}
+
 void fx_assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms) {
   for (size_t i = 0; i < fx->n; i++)
     if (!fx_wait_key_absent(fx->servers[i], key, timeout_ms))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -80,6 +81,78 @@ void fx_pause_chaos(fx_t *fx, unsigned duration_ms, unsigned seed) {
     assert_int_equal(rh_server_resume(fx->servers[b]), 0);
     fx_sleep_ms(50 + (unsigned)rand_r(&seed) % 200);
   }
+}
+
+/* ---- chaos workers ------------------------------------------------------------------ */
+
+typedef struct {
+  const fx_chaos_t *chaos;
+  fx_history_t *history;
+  atomic_int *stop;
+  redlock_t *client;
+  unsigned seed;
+  unsigned grants, exclusive;
+  int errors; /* unexpected statuses */
+  int first_error;
+} chaos_worker_t;
+
+static void *chaos_worker(void *arg) {
+  chaos_worker_t *w = arg;
+  while (!atomic_load(w->stop)) {
+    redlock_lock_t *hold = NULL;
+    int exclusive = 0;
+    int rc = w->chaos->acquire(w->client, &w->seed, &hold, &exclusive);
+    if (rc != REDLOCK_OK) {
+      /* What chaos may legitimately cause; anything else is a finding. */
+      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
+          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
+        w->first_error = rc;
+      continue;
+    }
+    uint64_t start = fx_now_us();
+    int64_t validity = redlock_lock_validity_ms(hold);
+    /* The work done under the grant. */
+    struct timespec ts = {0, (long)(rand_r(&w->seed) % w->chaos->hold_max_us) * 1000L};
+    nanosleep(&ts, NULL);
+    fx_history_add(w->history, start, validity, fx_now_us(), exclusive);
+    redlock_unlock(w->client, hold);
+    w->grants++;
+    w->exclusive += (unsigned)exclusive;
+  }
+  return NULL;
+}
+
+unsigned fx_chaos_run(fx_t *fx, const fx_chaos_t *chaos, fx_history_t *history,
+                      unsigned *exclusive) {
+  enum { MAX_WORKERS = 8 };
+  assert_true(chaos->workers > 0 && chaos->workers <= MAX_WORKERS);
+  atomic_int stop;
+  atomic_init(&stop, 0);
+  chaos_worker_t workers[MAX_WORKERS];
+  pthread_t threads[MAX_WORKERS];
+  for (int i = 0; i < chaos->workers; i++) {
+    redlock_t *client = fx_open(fx, i, fx_options_retry(fx, i, REDLOCK_LOG_ERROR, -1, 30, 30));
+    workers[i] = (chaos_worker_t){chaos, history, &stop, client, chaos->worker_seed + (unsigned)i,
+                                  0,     0,       0,     0};
+  }
+  for (int i = 0; i < chaos->workers; i++)
+    assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
+  fx_pause_chaos(fx, chaos->duration_ms, chaos->chaos_seed);
+  atomic_store(&stop, 1);
+  for (int i = 0; i < chaos->workers; i++)
+    pthread_join(threads[i], NULL);
+
+  unsigned grants = 0, excl = 0;
+  for (int i = 0; i < chaos->workers; i++) {
+    grants += workers[i].grants;
+    excl += workers[i].exclusive;
+    if (workers[i].errors != 0)
+      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
+               redlock_err_name(workers[i].first_error));
+  }
+  if (exclusive != NULL)
+    *exclusive = excl;
+  return grants;
 }
 
 /* ---- holders in child processes ------------------------------------------------------ */

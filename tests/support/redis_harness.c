@@ -79,7 +79,7 @@ struct rh_server {
   char *tls_ca_cert_file;
   int tls_auth_clients;
   char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
-  char dir[256]; /* private directory: --dir and the log */
+  char dir[256];        /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
 };
