@@ -41,16 +41,6 @@ static void lock_check_unlock(fx_t *fx, redlock_t *c, rh_server_t *s, const char
   (void)fx;
 }
 
-typedef struct {
-  fx_t *fx;
-  const char *needle;
-} log_wait_t;
-
-static int log_has(void *arg) {
-  log_wait_t *w = arg;
-  return fx_log_contains(w->fx, FX_ALL, w->needle);
-}
-
 /* The node must stay unusable: after another failed handshake (the log
  * shows it again) a lock still finds no quorum. */
 static void assert_never_usable(fx_t *fx, redlock_t *c, const char *needle) {
@@ -58,9 +48,8 @@ static void assert_never_usable(fx_t *fx, redlock_t *c, const char *needle) {
   FX_ASSERT_RC(fx, c, redlock_trylock(c, "it:auth", TTL, &lock), REDLOCK_ENOQUORUM);
   assert_null(lock);
   fx_log_clear(fx, FX_ALL);
-  log_wait_t w = {fx, needle};
   /* Reconnect backoff is capped at 1 s (node.h). */
-  if (!rh_wait_until(log_has, &w, 5000))
+  if (!fx_wait_log(fx, FX_ALL, needle, 5000))
     fail_msg("no second '%s' in the log:\n%s", needle, fx_log_text(fx, FX_ALL));
   FX_ASSERT_RC(fx, c, redlock_lock(c, "it:auth", TTL, &lock), REDLOCK_ENOQUORUM);
   assert_null(lock);
@@ -169,8 +158,7 @@ static void oom_minority(fx_t *fx, int log_level) {
   assert_true(redlock_last_votes(c, votes, sizeof votes) > 0);
   assert_true(strstr(votes, "error") != NULL || strstr(votes, "pending") != NULL);
   /* Logged when its reply arrives, which may be after the call returned. */
-  log_wait_t w = {fx, "OOM"};
-  if (!rh_wait_until(log_has, &w, 2000))
+  if (!fx_wait_log(fx, FX_ALL, "OOM", 2000))
     fail_msg("the -OOM reply is not in the log (min level %d):\n%s", log_level,
              fx_log_text(fx, FX_ALL));
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);

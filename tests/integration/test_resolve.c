@@ -126,21 +126,6 @@ static void test_unresolvable(void **state) {
   fx_close(fx, 0);
 }
 
-typedef struct {
-  redlock_t *client;
-  const char *res;
-} try_arg_t;
-
-/* A trylock: with 2 masters it needs both. */
-static int can_lock(void *arg) {
-  try_arg_t *t = arg;
-  redlock_lock_t *lock = NULL;
-  if (redlock_trylock(t->client, t->res, 5000, &lock) != REDLOCK_OK)
-    return 0;
-  redlock_unlock(t->client, lock);
-  return 1;
-}
-
 static void test_lookup_again_on_reconnect(void **state) {
   fx_t *fx = *state;
   /* Nothing listens on 127.0.0.2 at that port: the master is "gone". */
@@ -148,11 +133,13 @@ static void test_lookup_again_on_reconnect(void **state) {
   const char *uris[2] = {rh_server_uri(fx->servers[0]),
                          uri_for(0, "moving.redlock.test", rh_server_port(fx->servers[1]))};
   redlock_t *client = open_with(fx, uris, 2); /* quorum: both */
-  try_arg_t t = {client, "resolve-moving"};
-  assert_false(can_lock(&t));
+  /* A trylock: with 2 masters it needs both. */
+  redlock_lock_t *lock = NULL;
+  assert_int_not_equal(fx_trylock_until(client, "resolve-moving", 5000, 0, &lock), REDLOCK_OK);
   /* It comes back behind the same name at another address. */
   dns_map("moving.redlock.test", "127.0.0.1", 0);
-  assert_true(rh_wait_until(can_lock, &t, 5000));
+  assert_int_equal(fx_trylock_until(client, "resolve-moving", 5000, 5000, &lock), REDLOCK_OK);
+  redlock_unlock(client, lock);
   assert_true(dns_lookups("moving.redlock.test") >= 2);
   fx_close(fx, 0);
 }

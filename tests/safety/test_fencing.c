@@ -77,31 +77,12 @@ static void grant_and_check(fx_t *fx, redlock_t *c, int slot, const char *res, u
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
-static redlock_options_t *fenced_options(fx_t *fx, int slot) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return opts;
-}
-
 /* ---- (a) one client ------------------------------------------------------------------ */
-
-typedef struct {
-  fx_t *fx;
-  const char *key;
-} absent_everywhere_t;
-
-static int absent_everywhere(void *arg) {
-  absent_everywhere_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (!fx_key_absent(w->fx->servers[i], w->key))
-      return 0;
-  return 1;
-}
 
 static void test_fence_one_client(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:fence:one";
-  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
   char what[64];
 
@@ -115,8 +96,7 @@ static void test_fence_one_client(void **state) {
   assert_int_equal(redlock_lock(c, res, 250, &lock), REDLOCK_OK);
   assert_true(redlock_lock_fence(lock) > prev);
   prev = redlock_lock_fence(lock);
-  absent_everywhere_t w = {fx, res};
-  assert_true(rh_wait_until(absent_everywhere, &w, 3000));
+  assert_true(fx_wait_every_master(fx, fx_exists, res, 0, 3000));
   grant_and_check(fx, c, 0, res, TTL, 2000, &prev, "grant after an expiry");
   /* The expired handle is still ours to free: the release finds nothing. */
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_ELOST);
@@ -127,8 +107,8 @@ static void test_fence_one_client(void **state) {
 static void test_fence_two_clients_alternating(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:fence:two";
-  redlock_t *a = fx_open(fx, 0, fenced_options(fx, 0));
-  redlock_t *b = fx_open(fx, 1, fenced_options(fx, 1));
+  redlock_t *a = fx_open(fx, 0, fx_options_fenced(fx, 0));
+  redlock_t *b = fx_open(fx, 1, fx_options_fenced(fx, 1));
   uint64_t prev = 0;
   char what[64];
 
@@ -200,7 +180,7 @@ static void test_fence_contended_threads(void **state) {
   pthread_t threads[CONTENDERS];
   for (int i = 0; i < CONTENDERS; i++) {
     me[i].shared = &sh;
-    me[i].client = fx_open(fx, i, fenced_options(fx, i));
+    me[i].client = fx_open(fx, i, fx_options_fenced(fx, i));
     me[i].id = i;
   }
   for (int i = 0; i < CONTENDERS; i++)
@@ -232,7 +212,7 @@ static void restart_server(fx_t *fx, size_t i) {
 static void test_fence_across_quorums(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:fence:quorums";
-  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
   char what[96];
 
@@ -307,7 +287,7 @@ static void wait_saw_restart(fx_t *fx, int slot, size_t server, unsigned restart
 static void test_fence_quarantine_restarts(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:fence:quarantine";
-  redlock_options_t *opts = fenced_options(fx, 0);
+  redlock_options_t *opts = fx_options_fenced(fx, 0);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, QMAX_TTL), 0);
   redlock_t *c = fx_open(fx, 0, opts);
@@ -396,7 +376,7 @@ static void test_fence_lock_many(void **state) {
   fx_t *fx = *state;
   const char *const res[] = {"sf:many:a", "sf:many:b", "sf:many:c"};
   const char *const pair[] = {"sf:many:c", "sf:many:a"};
-  redlock_t *c = fx_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   redlock_lock_t *lock = NULL;
 
   assert_int_equal(redlock_lock_many(c, res, 3, TTL, &lock), REDLOCK_OK);

@@ -332,18 +332,12 @@ static void test_sem_limit_mismatch(void **state) {
 #define BOUNDED_LIMIT 3u
 #define BOUNDED_CYCLES 40
 
-static redlock_options_t *fenced_options(fx_t *fx, int slot) {
-  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return opts;
-}
-
 static void test_sem_keys_bounded(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:bounded";
   redlock_t *c[2];
-  c[0] = fx_open(fx, 0, fenced_options(fx, 0));
-  c[1] = fx_open(fx, 1, fenced_options(fx, 1));
+  c[0] = fx_open(fx, 0, fx_options_fenced(fx, 0));
+  c[1] = fx_open(fx, 1, fx_options_fenced(fx, 1));
   uint64_t last_token[BOUNDED_LIMIT] = {0};
 
   for (int cycle = 0; cycle < BOUNDED_CYCLES; cycle++) {

@@ -133,6 +133,8 @@ int fx_wait_subscribed_at_most(const fx_t *fx, size_t n, const char *channel, lo
 
 int fx_key_is(rh_server_t *s, const char *key, const char *value);
 int fx_key_absent(rh_server_t *s, const char *key);
+/* EXISTS key: 1 or 0. */
+long fx_exists(rh_server_t *s, const char *key);
 int fx_wait_key_absent(rh_server_t *s, const char *key, int timeout_ms);
 int fx_wait_key_is(rh_server_t *s, const char *key, const char *value, int timeout_ms);
 /* Waits until lo_ms < PTTL of the key <= hi_ms. */
@@ -229,6 +231,8 @@ redlock_options_t *fx_options(fx_t *fx, int slot, size_t n, int log_min_level);
 /* Same over every master, with another retry policy. */
 redlock_options_t *fx_options_retry(fx_t *fx, int slot, int log_min_level, int retry_count,
                                     uint32_t delay_ms, uint32_t jitter_ms);
+/* Over every master, logging at WARN, with fencing tokens on. */
+redlock_options_t *fx_options_fenced(fx_t *fx, int slot);
 /* Same, for explicit URIs. */
 redlock_options_t *fx_options_uris(fx_t *fx, int slot, const char *const *uris, size_t n,
                                    int log_min_level);

@@ -136,6 +136,12 @@ redlock_options_t *fx_options_retry(fx_t *fx, int slot, int log_min_level, int r
   return opts;
 }
 
+redlock_options_t *fx_options_fenced(fx_t *fx, int slot) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
+  return opts;
+}
+
 redlock_t *fx_open(fx_t *fx, int slot, redlock_options_t *opts) {
   assert_true(slot >= 0 && slot < FX_MAX_CLIENTS);
   assert_null(fx->clients[slot]);

@@ -24,6 +24,8 @@ int fx_key_absent(rh_server_t *s, const char *key) {
   return strcmp(buf, "0") == 0;
 }
 
+long fx_exists(rh_server_t *s, const char *key) { return !fx_key_absent(s, key); }
+
 long long fx_pttl(rh_server_t *s, const char *key) {
   char buf[64];
   assert_int_equal(rh_server_command(s, buf, sizeof buf, "PTTL %s", key), 0);

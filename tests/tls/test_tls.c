@@ -299,16 +299,6 @@ static void test_auth_over_tls(void **state) {
   FX_ASSERT_RC(fx, w, redlock_unlock(w, lock), REDLOCK_OK);
 }
 
-typedef struct {
-  fx_t *fx;
-  char needle[96];
-} log_wait_t;
-
-static int log_has(void *arg) {
-  log_wait_t *w = arg;
-  return fx_log_contains(w->fx, FX_ALL, w->needle);
-}
-
 static void test_restart_reconnect(void **state) {
   fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
@@ -328,10 +318,9 @@ static void test_restart_reconnect(void **state) {
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 
   assert_int_equal(rh_server_restart(fx->servers[0]), 0);
-  log_wait_t w = {fx, ""};
-  snprintf(w.needle, sizeof w.needle, "master 127.0.0.1:%d: connected",
-           rh_server_port(fx->servers[0]));
-  if (!rh_wait_until(log_has, &w, 5000))
+  char needle[96];
+  snprintf(needle, sizeof needle, "master 127.0.0.1:%d: connected", rh_server_port(fx->servers[0]));
+  if (!fx_wait_log(fx, FX_ALL, needle, 5000))
     fail_msg("no TLS reconnect to the restarted master:\n%s", fx_log_text(fx, FX_ALL));
   /* The new connection carries locks (TLS session and handshake redone). */
   lock_roundtrip(fx, c, "tls:restart-after", 3);
@@ -358,25 +347,6 @@ static void *waiter_main(void *arg) {
   return NULL;
 }
 
-typedef struct {
-  fx_t *fx;
-  const char *channel;
-} numsub_wait_t;
-
-/* Every master has one subscriber to the channel: the waiter's, over TLS. */
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++) {
-    char buf[256];
-    if (rh_server_command(w->fx->servers[i], buf, sizeof buf, "PUBSUB NUMSUB %s", w->channel) != 0)
-      return 0;
-    const char *nl = strchr(buf, '\n');
-    if (nl == NULL || strtol(nl + 1, NULL, 10) != 1)
-      return 0;
-  }
-  return 1;
-}
-
 static void test_woken_wait(void **state) {
   fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
@@ -390,8 +360,10 @@ static void test_woken_wait(void **state) {
   waiter_t w = {fx, waiting, -100, NULL, 0};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
-  numsub_wait_t ns = {fx, REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake"};
-  if (!rh_wait_until(subscribed_everywhere, &ns, 5000))
+  /* Every master has one subscriber to the channel: the waiter's, over TLS. */
+  const char *channel = REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake";
+  if (!fx_wait_subscribed(fx, fx->n, channel, 1, 5000) ||
+      !fx_wait_subscribed_at_most(fx, fx->n, channel, 1, 0))
     fail_msg("the waiter's TLS subscriber connections did not subscribe:\n%s",
              fx_log_text(fx, FX_ALL));
   uint64_t t0 = rh_now_ms();
