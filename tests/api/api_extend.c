@@ -81,20 +81,6 @@ static void test_extend_after_expiry(void **state) {
   fx_close_client(fx_group, a);
 }
 
-typedef struct {
-  atomic_int calls;
-  atomic_int reason;
-} lost_rec_t;
-
-static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
-  (void)lock;
-  lost_rec_t *r = arg;
-  atomic_store(&r->reason, reason);
-  atomic_fetch_add(&r->calls, 1);
-}
-
-static int pred_lost_called(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
-
 static void test_extend_when_taken_over(void **state) {
   (void)state;
   redlock_t *client = fx_client(fx_group, 0, 10, 10);
@@ -119,12 +105,12 @@ static void test_extend_when_taken_over(void **state) {
     assert_true(fx_pttl_try(fx_group->servers[i], res) <= 10000);
 
   /* Watching a lost handle: told at once, one way or the other. */
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
+  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
   atomic_store(&lost.calls, 0);
   atomic_store(&lost.reason, 0);
-  int rc = redlock_watch(client, lock, lost_cb, &lost);
+  int rc = redlock_watch(client, lock, fx_lost_cb, &lost);
   if (rc == REDLOCK_OK) {
-    assert_true(rh_wait_until(pred_lost_called, &lost, 2000));
+    assert_true(fx_lost_wait(&lost, 1, 2000));
     assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
   } else {
     assert_int_equal(rc, REDLOCK_ELOST);

@@ -484,20 +484,6 @@ static void test_noquorum_sigstop(void **state) {
   fx_close_client(fx_group, c);
 }
 
-typedef struct {
-  atomic_int calls;
-  atomic_int reason;
-} lost_rec_t;
-
-static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
-  (void)lock;
-  lost_rec_t *r = arg;
-  atomic_store(&r->reason, reason);
-  atomic_fetch_add(&r->calls, 1);
-}
-
-static int pred_lost(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
-
 /* A watched lock whose key is overwritten: the renewal is refused by every
  * master, the lock is lost; renew ok before, renew lost, locks lost, events. */
 static void test_watch_renew_and_lost(void **state) {
@@ -508,10 +494,9 @@ static void test_watch_renew_and_lost(void **state) {
   fx_name(res, sizeof res, "lost");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 600, &lock), REDLOCK_OK);
-  lost_rec_t lost;
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  assert_int_equal(redlock_watch(c, lock, lost_cb, &lost), REDLOCK_OK);
+  fx_lost_t lost;
+  fx_lost_init(&lost);
+  assert_int_equal(redlock_watch(c, lock, fx_lost_cb, &lost), REDLOCK_OK);
   /* One renewal goes through (at a third of the ttl left: ~400 ms). */
   assert_metric_soon(c, "redlock_operations_total{op=\"renew\",outcome=\"ok\"}", 1, 1e9);
   ev_want_t w = {REDLOCK_EVENT_RENEW, res};
@@ -525,7 +510,7 @@ static void test_watch_renew_and_lost(void **state) {
     assert_int_equal(
         rh_server_command(fx_group->servers[i], buf, sizeof buf, "SET %s intruder PX 5000", res),
         0);
-  assert_true(rh_wait_until(pred_lost, &lost, 5000));
+  assert_true(fx_lost_wait(&lost, 1, 5000));
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
   assert_int_equal(op_count(c, "renew", "lost"), 1);
   assert_int_equal(metric(c, "redlock_locks_lost_total"), 1);

@@ -33,21 +33,6 @@ static redlock_t *open_watch_client(void) {
   return client;
 }
 
-typedef struct {
-  atomic_int calls;
-  atomic_int reason;
-  redlock_lock_t *_Atomic lock;
-} lost_rec_t;
-
-static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
-  lost_rec_t *r = arg;
-  atomic_store(&r->reason, reason);
-  atomic_store(&r->lock, lock);
-  atomic_fetch_add(&r->calls, 1);
-}
-
-static int pred_lost(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
-
 /* Polled by rh_wait_until: true once `duration_ms` passed; meanwhile counts
  * every poll where the lock looked invalid locally (validity <= 0 or lost) or
  * was not held on a quorum of masters (key with our value and PTTL > 0).  A
@@ -109,13 +94,11 @@ static void test_watch_keeps_lock(void **state) {
   redlock_t *client = open_watch_client();
   char res[128];
   fx_name(res, sizeof res, "watch-keep");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
+  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
+  fx_lost_init(&lost);
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
   keep_alive_for(lock, res, 4 * TTL);
   assert_int_equal(atomic_load(&lost.calls), 0);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
@@ -129,13 +112,11 @@ static void test_watch_lost_when_masters_die(void **state) {
   redlock_t *client = open_watch_client();
   char res[128];
   fx_name(res, sizeof res, "watch-lost");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
+  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
+  fx_lost_init(&lost);
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
   keep_alive_for(lock, res, TTL + TTL / 2); /* at least one extension went through */
 
   printf("  killing every master\n");
@@ -143,7 +124,7 @@ static void test_watch_lost_when_masters_die(void **state) {
     assert_int_equal(rh_server_kill(fx_group->servers[i]), 0);
   uint64_t t0 = rh_now_ms();
   /* Validity is at most ttl now: lost by then, plus a margin. */
-  assert_true(rh_wait_until(pred_lost, &lost, (int)TTL + 1500));
+  assert_true(fx_lost_wait(&lost, 1, (int)TTL + 1500));
   uint64_t took = rh_now_ms() - t0;
   printf("  lost callback %llu ms after the masters were killed\n", (unsigned long long)took);
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
@@ -174,7 +155,7 @@ static long long evalsha_calls(rh_server_t *s) {
 typedef struct {
   long long base[FX_MAX_SERVERS];
   const char *key;
-  lost_rec_t *lost;
+  fx_lost_t *lost;
 } quiet_t;
 
 /* True as soon as anything happens that should not: an EVALSHA reaches a
@@ -193,14 +174,12 @@ static void test_unlock_stops_watch(void **state) {
   redlock_t *client = open_watch_client();
   char res[128];
   fx_name(res, sizeof res, "watch-stop");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
+  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
+  fx_lost_init(&lost);
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   long long before = evalsha_calls(fx_group->servers[0]);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
   keep_alive_for(lock, res, TTL + TTL / 2);
   /* The watch did extend (EVALSHA of the extend script). */
   assert_true(evalsha_calls(fx_group->servers[0]) > before);

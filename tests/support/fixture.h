@@ -319,6 +319,7 @@ typedef struct {
   atomic_int calls;
   atomic_int reason;
   redlock_lock_t *_Atomic lock;
+  int awaited; /* fx_lost_wait's count (test thread only) */
 } fx_lost_t;
 void fx_lost_init(fx_lost_t *r);
 void fx_lost_cb(redlock_lock_t *lock, int reason, void *arg); /* arg: fx_lost_t */

@@ -306,17 +306,13 @@ void fx_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
   atomic_fetch_add(&r->calls, 1);
 }
 
-typedef struct {
-  fx_lost_t *r;
-  int calls;
-} lost_wait_t;
-
-static int lost_called(void *arg) {
-  lost_wait_t *w = arg;
-  return atomic_load(&w->r->calls) >= w->calls;
+/* The recorder's calls reached the count fx_lost_wait awaits. */
+static int lost_enough(void *arg) {
+  fx_lost_t *r = arg;
+  return atomic_load(&r->calls) >= r->awaited;
 }
 
 int fx_lost_wait(fx_lost_t *r, int calls, int timeout_ms) {
-  lost_wait_t w = {r, calls};
-  return rh_wait_until(lost_called, &w, timeout_ms);
+  r->awaited = calls;
+  return rh_wait_until(lost_enough, r, timeout_ms);
 }

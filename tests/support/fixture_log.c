@@ -37,63 +37,65 @@ void fx_log_cb(int level, const char *msg, void *arg) {
     fprintf(stderr, "redlock[%p][%s] %s\n", arg, name, msg);
 }
 
-/* The slots a call is about: [*first, *end). */
-static void slot_range(int slot, int *first, int *end) {
-  *first = slot == FX_ALL ? 0 : slot;
-  *end = slot == FX_ALL ? FX_MAX_CLIENTS : slot + 1;
+/* Runs fn on the log of slot (FX_ALL: of every slot that has one) with its
+ * mutex held. */
+static void each_log(fx_t *fx, int slot, void (*fn)(fx_log_t *log, void *arg), void *arg) {
+  int first = slot == FX_ALL ? 0 : slot;
+  int end = slot == FX_ALL ? FX_MAX_CLIENTS : slot + 1;
+  for (int i = first; i < end; i++) {
+    fx_log_t *log = fx->logs[i];
+    if (log == NULL)
+      continue;
+    pthread_mutex_lock(&log->mu);
+    fn(log, arg);
+    pthread_mutex_unlock(&log->mu);
+  }
+}
+
+typedef struct {
+  const char *needle;
+  unsigned count;
+} count_arg_t;
+
+static void count_in(fx_log_t *log, void *arg) {
+  count_arg_t *c = arg;
+  for (const char *p = strstr(log->buf, c->needle); p != NULL; p = strstr(p + 1, c->needle))
+    c->count++;
+}
+
+unsigned fx_log_count(fx_t *fx, int slot, const char *needle) {
+  count_arg_t c = {needle, 0};
+  each_log(fx, slot, count_in, &c);
+  return c.count;
 }
 
 int fx_log_contains(fx_t *fx, int slot, const char *needle) {
   return fx_log_count(fx, slot, needle) > 0;
 }
 
-unsigned fx_log_count(fx_t *fx, int slot, const char *needle) {
-  unsigned count = 0;
-  int first, end;
-  slot_range(slot, &first, &end);
-  for (int i = first; i < end; i++) {
-    fx_log_t *log = fx->logs[i];
-    if (log == NULL)
-      continue;
-    pthread_mutex_lock(&log->mu);
-    for (const char *p = strstr(log->buf, needle); p != NULL; p = strstr(p + 1, needle))
-      count++;
-    pthread_mutex_unlock(&log->mu);
-  }
-  return count;
+static char text_copy[FX_MAX_CLIENTS * FX_LOG_CAP];
+static size_t text_len;
+
+static void append_text(fx_log_t *log, void *arg) {
+  (void)arg;
+  memcpy(text_copy + text_len, log->buf, log->len + 1);
+  text_len += log->len;
 }
 
 const char *fx_log_text(fx_t *fx, int slot) {
-  static char copy[FX_MAX_CLIENTS * FX_LOG_CAP];
-  size_t len = 0;
-  int first, end;
-  slot_range(slot, &first, &end);
-  copy[0] = '\0';
-  for (int i = first; i < end; i++) {
-    fx_log_t *log = fx->logs[i];
-    if (log == NULL)
-      continue;
-    pthread_mutex_lock(&log->mu);
-    memcpy(copy + len, log->buf, log->len + 1);
-    len += log->len;
-    pthread_mutex_unlock(&log->mu);
-  }
-  return copy;
+  text_len = 0;
+  text_copy[0] = '\0';
+  each_log(fx, slot, append_text, NULL);
+  return text_copy;
 }
 
-void fx_log_clear(fx_t *fx, int slot) {
-  int first, end;
-  slot_range(slot, &first, &end);
-  for (int i = first; i < end; i++) {
-    fx_log_t *log = fx->logs[i];
-    if (log == NULL)
-      continue;
-    pthread_mutex_lock(&log->mu);
-    log->len = 0;
-    log->buf[0] = '\0';
-    pthread_mutex_unlock(&log->mu);
-  }
+static void clear_log(fx_log_t *log, void *arg) {
+  (void)arg;
+  log->len = 0;
+  log->buf[0] = '\0';
 }
+
+void fx_log_clear(fx_t *fx, int slot) { each_log(fx, slot, clear_log, NULL); }
 
 typedef struct {
   fx_t *fx;
