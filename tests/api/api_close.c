@@ -30,12 +30,6 @@
 
 #define TTL 10000u
 
-/* The client's last decided round was lost because the key is held. */
-static int pred_refused_once(void *arg) {
-  char buf[512];
-  return redlock_last_votes(arg, buf, sizeof buf) > 0 && strncmp(buf, "lost (held)", 11) == 0;
-}
-
 static void test_close_releases_held_locks(void **state) {
   (void)state;
   redlock_t *client = fx_client(fx_group, 0, 10, 10);
@@ -68,11 +62,7 @@ static void test_close_cancels_pending(void **state) {
   redlock_t *client = fx_client(fx_group, -1, 20, 20); /* unbounded retries */
   char res[128];
   fx_name(res, sizeof res, "cancel");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
 
   fx_rec_t waiting, retrying;
   fx_rec_init(&waiting);
@@ -80,7 +70,7 @@ static void test_close_cancels_pending(void **state) {
   assert_int_equal(redlock_lock_async(client, res, TTL, 30000, fx_rec_lock_cb, &waiting),
                    REDLOCK_OK);
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, fx_rec_lock_cb, &retrying), REDLOCK_OK);
-  assert_true(rh_wait_until(pred_refused_once, client, 5000));
+  assert_true(rh_wait_until(fx_refused_once, client, 5000));
   assert_int_equal(atomic_load(&waiting.calls), 0);
   assert_int_equal(atomic_load(&retrying.calls), 0);
 
@@ -110,16 +100,13 @@ static void test_close_with_pending_and_held(void **state) {
   char res[128], own[128];
   fx_name(res, sizeof res, "pending-held");
   fx_name(own, sizeof own, "pending-held-own");
-  redlock_lock_t *held = NULL, *mine = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
+  redlock_lock_t *mine = NULL;
   assert_int_equal(redlock_trylock(client, own, TTL, &mine), REDLOCK_OK);
   fx_rec_t pending;
   fx_rec_init(&pending);
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, fx_rec_lock_cb, &pending), REDLOCK_OK);
-  assert_true(rh_wait_until(pred_refused_once, client, 5000));
+  assert_true(rh_wait_until(fx_refused_once, client, 5000));
 
   fx_close_client(fx_group, client);
   assert_int_equal(atomic_load(&pending.calls), 1);
@@ -212,14 +199,10 @@ static void test_calls_after_close_started(void **state) {
   for (int i = 0; i < 8; i++)
     r.rc_race[i] = -100;
 
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
   assert_int_equal(redlock_trylock(client, own, TTL, &r.own), REDLOCK_OK);
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, canceled_cb, &r), REDLOCK_OK);
-  assert_true(rh_wait_until(pred_refused_once, client, 5000));
+  assert_true(rh_wait_until(fx_refused_once, client, 5000));
 
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, racer_main, &r), 0);
@@ -321,10 +304,7 @@ static void test_close_uv_from_callback(void **state) {
   (void)state;
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   char res[128];
   fx_name(res, sizeof res, "uv-self-close");
   uv_self_close_t s;
@@ -348,10 +328,7 @@ static void test_close_uv_before_connected(void **state) {
   (void)state;
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   char res[128];
   fx_name(res, sizeof res, "uv-early-close");
   fx_rec_t parked;

@@ -50,6 +50,15 @@ static redlock_t *open_client(void) {
 /* A non-NULL value that must be overwritten with NULL by a failing call. */
 #define JUNK ((redlock_lock_t *)(uintptr_t)0x1)
 
+/* A call that must fail with EINVAL and set its out-parameter `lock` (reset
+ * to JUNK first) to NULL. */
+#define EXPECT_EINVAL_NULL(call)                                                                   \
+  do {                                                                                             \
+    lock = JUNK;                                                                                   \
+    assert_int_equal((call), REDLOCK_EINVAL);                                                      \
+    assert_null(lock);                                                                             \
+  } while (0)
+
 static void test_null_arguments(void **state) {
   (void)state;
   redlock_t *client = open_client();
@@ -60,37 +69,20 @@ static void test_null_arguments(void **state) {
   fx_rec_init(&rec);
 
   /* NULL client */
-  assert_int_equal(redlock_lock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_wait(NULL, res, TTL, 100, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock(NULL, res, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_trylock(NULL, res, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_wait(NULL, res, TTL, 100, &lock));
   const char *one[1] = {res};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(NULL, one, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(NULL, one, 1, TTL, &lock));
   assert_int_equal(redlock_lock_async(NULL, res, TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   /* NULL resource / resources */
-  lock = JUNK;
-  assert_int_equal(redlock_lock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_wait(client, NULL, TTL, 100, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, NULL, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock(client, NULL, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_trylock(client, NULL, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_wait(client, NULL, TTL, 100, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, NULL, 1, TTL, &lock));
   const char *with_null[2] = {res, NULL};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, with_null, 2, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, with_null, 2, TTL, &lock));
   assert_int_equal(redlock_lock_async(client, NULL, TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   /* NULL out */
@@ -179,9 +171,7 @@ static void test_resource_length(void **state) {
   memcpy(big, "api:len:", 8);
   big[REDLOCK_MAX_RESOURCE_LEN + 1] = '\0';
   assert_int_equal(strlen(big), REDLOCK_MAX_RESOURCE_LEN + 1);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(client, big, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_trylock(client, big, TTL, &lock));
   assert_int_equal(redlock_lock(client, big, TTL, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_wait(client, big, TTL, 100, &lock), REDLOCK_EINVAL);
   const char *bigs[1] = {big};
@@ -259,13 +249,9 @@ static void test_lock_many_limits(void **state) {
   redlock_lock_t *lock = JUNK;
   assert_int_equal(redlock_lock_many(client, res, 0, TTL, &lock), REDLOCK_EINVAL);
   assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, res, N, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, res, N, TTL, &lock));
   const char *dup[3] = {res[0], res[1], res[0]};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, dup, 3, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, dup, 3, TTL, &lock));
   /* A duplicate by content, not by pointer. */
   char copy[64];
   strcpy(copy, res[1]);

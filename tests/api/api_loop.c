@@ -195,11 +195,7 @@ static void test_lock_async_wait_times_out(void **state) {
   redlock_t *waiter = fx_client(fx_group, 0, 20, 20);
   char res[128];
   fx_name(res, sizeof res, "async-wait");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
 
   const uint32_t budget = 400;
   fx_rec_t rec;
@@ -276,10 +272,7 @@ static void test_open_uv_blocking_calls(void **state) {
   (void)state;
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   char res[128];
   fx_name(res, sizeof res, "uv-block");
 
@@ -329,10 +322,7 @@ static void test_open_uv_lifecycle(void **state) {
   uv_loop_t *loop = malloc(sizeof *loop);
   assert_non_null(loop);
   assert_int_equal(uv_loop_init(loop), 0);
-  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), loop);
   pthread_t self = pthread_self();
   char res[128], res2[128];
   fx_name(res, sizeof res, "uv");

@@ -99,30 +99,20 @@ static void *waiter_main(void *arg) {
 
 static int pred_waiter_done(void *arg) { return atomic_load(&((waiter_t *)arg)->done); }
 
-/* The client's last decided round was lost because the key is held. */
-static int pred_refused_once(void *arg) {
-  char buf[512];
-  return redlock_last_votes(arg, buf, sizeof buf) > 0 && strncmp(buf, "lost (held)", 11) == 0;
-}
-
 static void test_lock_wait_succeeds_after_release(void **state) {
   (void)state;
   redlock_t *holder = fx_client(fx_group, 0, 10, 10);
   redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
   char res[128];
   fx_name(res, sizeof res, "wait-ok");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
 
   waiter_t w = {wclient, res, 8000, -100, NULL, 0, 0};
   atomic_init(&w.done, 0);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
   /* The waiter has started and been refused at least once... */
-  assert_true(rh_wait_until(pred_refused_once, wclient, 5000));
+  assert_true(rh_wait_until(fx_refused_once, wclient, 5000));
   assert_false(atomic_load(&w.done));
   /* ... now the holder lets go (from this thread, not the waiter's). */
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
@@ -146,11 +136,7 @@ static void test_lock_wait_times_out(void **state) {
   redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
   char res[128];
   fx_name(res, sizeof res, "wait-timeout");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
+  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
 
   const uint32_t budget = 300;
   waiter_t w = {wclient, res, budget, -100, (redlock_lock_t *)1, 0, 0};

@@ -89,16 +89,23 @@ static void keep_alive_for(redlock_lock_t *lock, const char *key, uint64_t durat
   assert_int_equal(k.bad_quorum, 0);
 }
 
+/* A lock on a fresh resource (named into res), watched, losses recorded. */
+static redlock_lock_t *watched_lock(redlock_t *client, char *res, size_t size, const char *what,
+                                    fx_lost_t *lost) {
+  fx_name(res, size, what);
+  fx_lost_init(lost);
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, lost), REDLOCK_OK);
+  return lock;
+}
+
 static void test_watch_keeps_lock(void **state) {
   (void)state;
   redlock_t *client = open_watch_client();
   char res[128];
-  fx_name(res, sizeof res, "watch-keep");
   static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
-  fx_lost_init(&lost);
-  redlock_lock_t *lock = NULL;
-  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
+  redlock_lock_t *lock = watched_lock(client, res, sizeof res, "watch-keep", &lost);
   keep_alive_for(lock, res, 4 * TTL);
   assert_int_equal(atomic_load(&lost.calls), 0);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
@@ -111,12 +118,8 @@ static void test_watch_lost_when_masters_die(void **state) {
   (void)state;
   redlock_t *client = open_watch_client();
   char res[128];
-  fx_name(res, sizeof res, "watch-lost");
   static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
-  fx_lost_init(&lost);
-  redlock_lock_t *lock = NULL;
-  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
+  redlock_lock_t *lock = watched_lock(client, res, sizeof res, "watch-lost", &lost);
   keep_alive_for(lock, res, TTL + TTL / 2); /* at least one extension went through */
 
   printf("  killing every master\n");

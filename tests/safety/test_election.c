@@ -742,10 +742,7 @@ static void test_uv_client(void **state) {
   history_t *h = history_new();
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_INFO);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options(fx, 0, fx->n, REDLOCK_LOG_INFO), &loop);
 
   /* Callbacks inside uv_run on this thread; resign on this thread. */
   cand_t *a = cand_elect_with(h, client, 0, "sf:elect:uv", 1000, RESIGN_IN_ELECTED);

@@ -40,6 +40,7 @@
 
 #include "redis_harness.h"
 #include "redlock.h"
+#include "redlock_uv.h"
 
 #define FX_MAX_SERVERS 5
 #define FX_MAX_CLIENTS 16
@@ -248,6 +249,15 @@ redlock_t *fx_client(fx_t *fx, int retry_count, uint32_t delay_ms, uint32_t jitt
  * at once: the client would live on, its callbacks writing into a dead
  * stack frame). */
 void fx_adopt(fx_t *fx, redlock_t *client);
+/* redlock_open_uv with opts (which it frees) on loop; asserts success.  The
+ * caller runs the loop and closes the client (fx_free does not). */
+redlock_t *fx_open_uv(redlock_options_t *opts, uv_loop_t *loop);
+/* holder takes res (trylock, asserted) and the fixture waits until the key
+ * is settled on every master, so that nobody contends with a late SET. */
+redlock_lock_t *fx_hold(fx_t *fx, redlock_t *holder, const char *res, uint32_t ttl_ms);
+/* Predicate (rh_wait_until, arg: a redlock_t): the client's last decided
+ * round was lost because the key is held. */
+int fx_refused_once(void *client);
 /* Drops a client from its slot without closing it (one that closes itself). */
 void fx_forget(fx_t *fx, redlock_t *client);
 /* redlock_close() of an fx_client / fx_adopt client. */

@@ -159,6 +159,29 @@ void fx_close(fx_t *fx, int slot) {
   }
 }
 
+redlock_t *fx_open_uv(redlock_options_t *opts, uv_loop_t *loop) {
+  redlock_t *client = NULL;
+  int rc = redlock_open_uv(&client, opts, loop);
+  redlock_options_free(opts);
+  assert_int_equal(rc, REDLOCK_OK);
+  assert_non_null(client);
+  return client;
+}
+
+redlock_lock_t *fx_hold(fx_t *fx, redlock_t *holder, const char *res, uint32_t ttl_ms) {
+  redlock_lock_t *held = NULL;
+  assert_int_equal(redlock_trylock(holder, res, ttl_ms, &held), REDLOCK_OK);
+  /* The call returned on a quorum; a late SET could lose to a contender's
+   * on the last master. */
+  assert_true(fx_wait_value_everywhere(fx, res, redlock_lock_value(held), FX_SETTLE_MS));
+  return held;
+}
+
+int fx_refused_once(void *client) {
+  char buf[512];
+  return redlock_last_votes(client, buf, sizeof buf) > 0 && strncmp(buf, "lost (held)", 11) == 0;
+}
+
 static int free_slot(fx_t *fx) {
   for (int i = 0; i < FX_MAX_CLIENTS; i++)
     if (fx->clients[i] == NULL)
