@@ -58,24 +58,22 @@ static void test_close_releases_held_locks(void **state) {
 
 static void test_close_cancels_pending(void **state) {
   (void)state;
-  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
-  redlock_t *client = fx_client(fx_group, -1, 20, 20); /* unbounded retries */
-  char res[128];
-  fx_name(res, sizeof res, "cancel");
-  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "cancel", TTL, -1, 20, 20); /* unbounded retries */
 
   fx_rec_t waiting, retrying;
   fx_rec_init(&waiting);
   fx_rec_init(&retrying);
-  assert_int_equal(redlock_lock_async(client, res, TTL, 30000, fx_rec_lock_cb, &waiting),
+  assert_int_equal(redlock_lock_async(k.contender, k.res, TTL, 30000, fx_rec_lock_cb, &waiting),
                    REDLOCK_OK);
-  assert_int_equal(redlock_lock_async(client, res, TTL, 0, fx_rec_lock_cb, &retrying), REDLOCK_OK);
-  assert_true(rh_wait_until(fx_refused_once, client, 5000));
+  assert_int_equal(redlock_lock_async(k.contender, k.res, TTL, 0, fx_rec_lock_cb, &retrying),
+                   REDLOCK_OK);
+  assert_true(rh_wait_until(fx_refused_once, k.contender, 5000));
   assert_int_equal(atomic_load(&waiting.calls), 0);
   assert_int_equal(atomic_load(&retrying.calls), 0);
 
   uint64_t t0 = rh_now_ms();
-  fx_close_client(fx_group, client);
+  fx_close_client(fx_group, k.contender);
   uint64_t took = rh_now_ms() - t0;
   /* close joined the loop thread: every callback that will run has run. */
   assert_int_equal(atomic_load(&waiting.calls), 1);
@@ -86,9 +84,8 @@ static void test_close_cancels_pending(void **state) {
   assert_null(atomic_load(&retrying.lock));
   assert_true(took < 3000);
   /* The holder was not disturbed. */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, holder);
+  assert_value_everywhere(fx_group, k.res, redlock_lock_value(k.held));
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
 }
 
 /* Close while a lock call is pending (waiting between retries) and a lock is
@@ -117,7 +114,6 @@ static void test_close_with_pending_and_held(void **state) {
             fx_group->n - nil, fx_group->n);
   assert_int_equal(nil, fx_group->n);
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, holder);
 }
 
 /* ---- calls after close started ----------------------------------------------------- */
@@ -225,7 +221,6 @@ static void test_calls_after_close_started(void **state) {
    * by this close is test_close_with_pending_and_held's business.) */
   assert_nil_everywhere(fx_group, r.other);
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, holder);
 }
 
 /* ---- close from inside a callback --------------------------------------------------- */

@@ -44,7 +44,6 @@ static void test_extend_sets_ttl_from_now(void **state) {
   assert_pttl_above_everywhere(fx_group, res, 20000);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   assert_nil_everywhere(fx_group, res);
-  fx_close_client(fx_group, client);
 }
 
 static int pred_expired(void *arg) { return redlock_lock_validity_ms(arg) <= 0; }
@@ -77,8 +76,6 @@ static void test_extend_after_expiry(void **state) {
   assert_true(redlock_lock_validity_ms(theirs) > 0);
   assert_int_equal(redlock_unlock(b, theirs), REDLOCK_OK);
   assert_nil_everywhere(fx_group, res);
-  fx_close_client(fx_group, b);
-  fx_close_client(fx_group, a);
 }
 
 static void test_extend_when_taken_over(void **state) {

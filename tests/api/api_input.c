@@ -268,7 +268,6 @@ static void test_lock_many_limits(void **state) {
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   for (int i = 0; i < REDLOCK_MAX_MANY; i++)
     assert_nil_everywhere(fx_group, res[i]);
-  fx_close_client(fx_group, client);
 }
 
 static void test_async_null_callback(void **state) {
@@ -290,7 +289,6 @@ static void test_async_null_callback(void **state) {
   assert_nil_everywhere(fx_group, res);
   /* The handle is gone with the unlock. */
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
-  fx_close_client(fx_group, client);
 }
 
 static void test_double_unlock(void **state) {
@@ -392,7 +390,6 @@ static void test_validity_below_1ms(void **state) {
       assert_null(lock);
     }
   }
-  fx_close_client(fx_group, client);
 }
 
 /* What the child checks; its exit status is the number of failed checks. */
@@ -452,7 +449,6 @@ static void test_fork_child(void **state) {
   assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   assert_nil_everywhere(fx_group, res);
-  fx_close_client(fx_group, client);
 }
 
 FX_GROUP_MAIN(120, fx_group_test(test_null_arguments), fx_group_test(test_open_close_arguments),

@@ -68,9 +68,6 @@ static void test_key_prefix(void **state) {
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   assert_nil_everywhere(fx_group, k1);
   assert_nil_everywhere(fx_group, k2);
-
-  fx_close_client(fx_group, plain);
-  fx_close_client(fx_group, client);
 }
 
 static void test_external_holder(void **state) {
@@ -104,7 +101,6 @@ static void test_external_holder(void **state) {
   assert_int_equal(fx_count_value(fx_group, fx_group->n, res, "someone-else"), 1);
   assert_int_equal(fx_count_value(fx_group, fx_group->n, res, "(nil)"), 2);
   assert_int_equal(rh_server_command(fx_group->servers[0], buf, sizeof buf, "DEL %s", res), 0);
-  fx_close_client(fx_group, client);
 }
 
 static void test_value_shape(void **state) {
@@ -132,7 +128,6 @@ static void test_value_shape(void **state) {
     assert_int_equal(redlock_lock_fence(lock), 0); /* fencing is off */
     assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   }
-  fx_close_client(fx_group, client);
 }
 
 static void test_error_strings(void **state) {

@@ -191,17 +191,15 @@ static void test_async_callbacks(void **state) {
 
 static void test_lock_async_wait_times_out(void **state) {
   (void)state;
-  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
-  redlock_t *waiter = fx_client(fx_group, 0, 20, 20);
-  char res[128];
-  fx_name(res, sizeof res, "async-wait");
-  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "async-wait", TTL, 0, 20, 20);
 
   const uint32_t budget = 400;
   fx_rec_t rec;
   fx_rec_init(&rec);
   uint64_t t0 = rh_now_ms();
-  assert_int_equal(redlock_lock_async(waiter, res, TTL, budget, fx_rec_lock_cb, &rec), REDLOCK_OK);
+  assert_int_equal(redlock_lock_async(k.contender, k.res, TTL, budget, fx_rec_lock_cb, &rec),
+                   REDLOCK_OK);
   assert_true(fx_rec_wait(&rec, (int)budget + 5000));
   uint64_t elapsed = rh_now_ms() - t0;
   assert_int_equal(atomic_load(&rec.status), REDLOCK_ETIMEDOUT);
@@ -210,10 +208,10 @@ static void test_lock_async_wait_times_out(void **state) {
   assert_true(elapsed + 2 >= budget);
   assert_true(elapsed <= budget + 3000);
   /* The holder still holds. */
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, waiter);
-  fx_close_client(fx_group, holder);
+  assert_value_everywhere(fx_group, k.res, redlock_lock_value(k.held));
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
+  fx_close_client(fx_group, k.contender);
+  fx_close_client(fx_group, k.holder);
   assert_int_equal(atomic_load(&rec.calls), 1);
 }
 

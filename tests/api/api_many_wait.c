@@ -74,8 +74,6 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
     assert_nil_everywhere(fx_group, res[i]);
-  fx_close_client(fx_group, client);
-  fx_close_client(fx_group, other);
 }
 
 typedef struct {
@@ -101,21 +99,18 @@ static int pred_waiter_done(void *arg) { return atomic_load(&((waiter_t *)arg)->
 
 static void test_lock_wait_succeeds_after_release(void **state) {
   (void)state;
-  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
-  redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
-  char res[128];
-  fx_name(res, sizeof res, "wait-ok");
-  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "wait-ok", TTL, 0, 20, 20);
 
-  waiter_t w = {wclient, res, 8000, -100, NULL, 0, 0};
+  waiter_t w = {k.contender, k.res, 8000, -100, NULL, 0, 0};
   atomic_init(&w.done, 0);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
   /* The waiter has started and been refused at least once... */
-  assert_true(rh_wait_until(fx_refused_once, wclient, 5000));
+  assert_true(rh_wait_until(fx_refused_once, k.contender, 5000));
   assert_false(atomic_load(&w.done));
   /* ... now the holder lets go (from this thread, not the waiter's). */
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
   assert_true(rh_wait_until(pred_waiter_done, &w, 8000 + 3000));
   assert_int_equal(pthread_join(th, NULL), 0);
   assert_int_equal(w.rc, REDLOCK_OK);
@@ -123,23 +118,18 @@ static void test_lock_wait_succeeds_after_release(void **state) {
   assert_true(w.elapsed_ms < 8000);
   /* On a quorum at least: a master that got our SET before the holder's
    * release refused it, and rightly so. */
-  assert_true(fx_count_value(fx_group, fx_group->n, res, redlock_lock_value(w.lock)) >= 2);
-  assert_int_equal(redlock_unlock(wclient, w.lock), REDLOCK_OK);
-  assert_nil_everywhere(fx_group, res);
-  fx_close_client(fx_group, wclient);
-  fx_close_client(fx_group, holder);
+  assert_true(fx_count_value(fx_group, fx_group->n, k.res, redlock_lock_value(w.lock)) >= 2);
+  assert_int_equal(redlock_unlock(k.contender, w.lock), REDLOCK_OK);
+  assert_nil_everywhere(fx_group, k.res);
 }
 
 static void test_lock_wait_times_out(void **state) {
   (void)state;
-  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
-  redlock_t *wclient = fx_client(fx_group, 0, 20, 20);
-  char res[128];
-  fx_name(res, sizeof res, "wait-timeout");
-  redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "wait-timeout", TTL, 0, 20, 20);
 
   const uint32_t budget = 300;
-  waiter_t w = {wclient, res, budget, -100, (redlock_lock_t *)1, 0, 0};
+  waiter_t w = {k.contender, k.res, budget, -100, (redlock_lock_t *)1, 0, 0};
   atomic_init(&w.done, 0);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -149,10 +139,8 @@ static void test_lock_wait_times_out(void **state) {
   assert_null(w.lock);
   assert_true(w.elapsed_ms + 2 >= budget);
   assert_true(w.elapsed_ms <= budget + 3000);
-  assert_value_everywhere(fx_group, res, redlock_lock_value(held));
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, wclient);
-  fx_close_client(fx_group, holder);
+  assert_value_everywhere(fx_group, k.res, redlock_lock_value(k.held));
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
 }
 
 FX_GROUP_MAIN(120, fx_group_test(test_lock_many_all_or_nothing),

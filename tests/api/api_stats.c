@@ -340,7 +340,6 @@ static void test_ok_counters_and_gauges(void **state) {
   assert_int_equal(op_count(c, "acquire", "locked"), 0);
   assert_int_equal(op_count(c, "acquire", "noquorum"), 0);
   assert_int_equal(metric(c, "redlock_locks_lost_total"), 0);
-  fx_close_client(fx_group, c);
 }
 
 typedef struct {
@@ -388,8 +387,6 @@ static void test_locked_and_wait(void **state) {
   assert_int_equal(metric(c, "redlock_waiters"), 0);
   assert_int_equal(metric(c, "redlock_held_locks"), 1);
   assert_int_equal(redlock_unlock(c, atomic_load(&rec.lock)), REDLOCK_OK);
-  fx_close_client(fx_group, c);
-  fx_close_client(fx_group, holder);
 }
 
 /* A ttl below the drift (2 ms + 1%) leaves no validity: EEXPIRED. */
@@ -402,7 +399,6 @@ static void test_expired(void **state) {
   assert_int_equal(redlock_trylock(c, res, 1, &lock), REDLOCK_EEXPIRED);
   assert_int_equal(op_count(c, "acquire", "expired"), 1);
   assert_int_equal(op_count(c, "acquire", "ok"), 0);
-  fx_close_client(fx_group, c);
 }
 
 /* Two masters killed: noquorum, states down, usable 1, events; restarted:
@@ -456,7 +452,6 @@ static void test_noquorum_kill_restart(void **state) {
   assert_true(up.duration_us > 0);          /* it had been down */
   assert_int_equal(redlock_trylock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
-  fx_close_client(fx_group, c);
 }
 
 /* Two masters paused (SIGSTOP): their votes time out, noquorum. */
@@ -481,7 +476,6 @@ static void test_noquorum_sigstop(void **state) {
   assert_int_equal(rh_server_resume(fx_group->servers[0]), 0);
   assert_int_equal(rh_server_resume(fx_group->servers[1]), 0);
   assert_metric_soon(c, "redlock_masters_usable", 3, 3);
-  fx_close_client(fx_group, c);
 }
 
 /* A watched lock whose key is overwritten: the renewal is refused by every
@@ -538,7 +532,6 @@ static void test_watch_renew_and_lost(void **state) {
   assert_int_equal(metric(c, "redlock_held_locks"), 0);
   for (size_t i = 0; i < N_MASTERS; i++)
     rh_server_command(fx_group->servers[i], buf, sizeof buf, "DEL %s", res);
-  fx_close_client(fx_group, c);
 }
 
 /* Events of ordinary operations: fields, order, stats from the callback, and
@@ -610,7 +603,6 @@ static void test_events(void **state) {
   assert_true(w >= 0);
   assert_int_equal(ev_get(w).status, REDLOCK_ECANCELED);
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  fx_close_client(fx_group, holder);
 }
 
 /* Restart quarantine: a restarted master is up but quarantined (not usable),
@@ -638,7 +630,6 @@ static void test_quarantine(void **state) {
   assert_master_state_soon(c, 0, "up");
   assert_int_equal(master_metric(c, "redlock_master_quarantine_remaining_seconds", 0, NULL, NULL),
                    0);
-  fx_close_client(fx_group, c);
 }
 
 /* ---- formats --------------------------------------------------------------------------- */
@@ -774,7 +765,6 @@ static void test_formats(void **state) {
   else
     printf("SKIP: python3 not installed: the JSON was not parsed\n");
   free(json);
-  fx_close_client(fx_group, c);
 }
 
 /* Stats off: redlock_stats is ENOTSUP; events still come. */
@@ -805,7 +795,6 @@ static void test_stats_off(void **state) {
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
-  fx_close_client(fx_group, c);
 }
 
 /* Permits, read-write holds and won terms are counted under their own op
@@ -867,7 +856,6 @@ static void test_primitives(void **state) {
   assert_true(ev_find(REDLOCK_EVENT_ELECTED, el, 0) >= 0);
   assert_string_equal(redlock_event_kind_name(REDLOCK_EVENT_ELECTED), "election");
   assert_int_equal(redlock_resign(c, e), REDLOCK_OK);
-  fx_close_client(fx_group, c);
 }
 
 FX_GROUP_MAIN(240, stats_test(test_ok_counters_and_gauges), stats_test(test_locked_and_wait),

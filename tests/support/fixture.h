@@ -255,6 +255,16 @@ redlock_t *fx_open_uv(redlock_options_t *opts, uv_loop_t *loop);
 /* holder takes res (trylock, asserted) and the fixture waits until the key
  * is settled on every master, so that nobody contends with a late SET. */
 redlock_lock_t *fx_hold(fx_t *fx, redlock_t *holder, const char *res, uint32_t ttl_ms);
+/* A contention scene: a fresh resource (fx_name(what)) that a holder client
+ * (no retry) holds on every master (fx_hold), and a contender client with
+ * its own retry policy; both in the fixture's slots. */
+typedef struct {
+  redlock_t *holder, *contender;
+  char res[128];
+  redlock_lock_t *held;
+} fx_contention_t;
+void fx_contend(fx_t *fx, fx_contention_t *c, const char *what, uint32_t ttl_ms, int retry_count,
+                uint32_t delay_ms, uint32_t jitter_ms);
 /* Predicate (rh_wait_until, arg: a redlock_t): the client's last decided
  * round was lost because the key is held. */
 int fx_refused_once(void *client);

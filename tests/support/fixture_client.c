@@ -177,6 +177,14 @@ redlock_lock_t *fx_hold(fx_t *fx, redlock_t *holder, const char *res, uint32_t t
   return held;
 }
 
+void fx_contend(fx_t *fx, fx_contention_t *c, const char *what, uint32_t ttl_ms, int retry_count,
+                uint32_t delay_ms, uint32_t jitter_ms) {
+  c->holder = fx_client(fx, 0, 10, 10);
+  c->contender = fx_client(fx, retry_count, delay_ms, jitter_ms);
+  fx_name(c->res, sizeof c->res, what);
+  c->held = fx_hold(fx, c->holder, c->res, ttl_ms);
+}
+
 int fx_refused_once(void *client) {
   char buf[512];
   return redlock_last_votes(client, buf, sizeof buf) > 0 && strncmp(buf, "lost (held)", 11) == 0;
