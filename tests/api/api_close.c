@@ -260,8 +260,7 @@ static void test_close_from_callback(void **state) {
   redlock_t *client = fx_client(fx_group, 0, 10, 10);
   fx_forget(fx_group, client);                 /* it closes itself */
   assert_true(fx_thread_count() > t.baseline); /* the client's loop thread */
-  char res[128];
-  fx_name(res, sizeof res, "self-close");
+  FX_NAME(res, "self-close");
   self_close_t s;
   memset(&s, 0, sizeof s);
   s.client = client;
@@ -300,8 +299,7 @@ static void test_close_uv_from_callback(void **state) {
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
-  char res[128];
-  fx_name(res, sizeof res, "uv-self-close");
+  FX_NAME(res, "uv-self-close");
   uv_self_close_t s;
   s.client = client;
   s.status = -100;
@@ -324,8 +322,7 @@ static void test_close_uv_before_connected(void **state) {
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
-  char res[128];
-  fx_name(res, sizeof res, "uv-early-close");
+  FX_NAME(res, "uv-early-close");
   fx_rec_t parked;
   fx_rec_init(&parked);
   atomic_int closed;

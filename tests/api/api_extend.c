@@ -19,8 +19,7 @@
 static void test_extend_sets_ttl_from_now(void **state) {
   (void)state;
   redlock_t *client = fx_client(fx_group, 0, 10, 10);
-  char res[128];
-  fx_name(res, sizeof res, "extend-ttl");
+  FX_NAME(res, "extend-ttl");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, 10000, &lock), REDLOCK_OK);
   assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
@@ -52,8 +51,7 @@ static void test_extend_after_expiry(void **state) {
   (void)state;
   redlock_t *a = fx_client(fx_group, 0, 10, 10);
   redlock_t *b = fx_client(fx_group, 0, 10, 10);
-  char res[128];
-  fx_name(res, sizeof res, "extend-expired");
+  FX_NAME(res, "extend-expired");
   redlock_lock_t *mine = NULL, *theirs = NULL;
   assert_int_equal(redlock_trylock(a, res, 100, &mine), REDLOCK_OK);
   assert_true(rh_wait_until(pred_expired, mine, 2000));

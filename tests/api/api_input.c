@@ -62,8 +62,7 @@ static redlock_t *open_client(void) {
 static void test_null_arguments(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  fx_name(res, sizeof res, "null");
+  FX_NAME(res, "null");
   redlock_lock_t *lock = JUNK;
   fx_rec_t rec;
   fx_rec_init(&rec);
@@ -198,8 +197,7 @@ static void test_ttl_limits(void **state) {
   redlock_t *client = open_client();
   fx_rec_t rec;
   fx_rec_init(&rec);
-  char res[128];
-  fx_name(res, sizeof res, "ttl");
+  FX_NAME(res, "ttl");
   redlock_lock_t *lock = JUNK;
   const char *one[1] = {res};
 
@@ -273,8 +271,7 @@ static void test_lock_many_limits(void **state) {
 static void test_async_null_callback(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  fx_name(res, sizeof res, "nullcb");
+  FX_NAME(res, "nullcb");
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, NULL, NULL), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_async(client, res, TTL, 100, NULL, NULL), REDLOCK_EINVAL);
   assert_nil_everywhere(fx_group, res);
@@ -296,8 +293,7 @@ static void test_double_unlock(void **state) {
   redlock_t *client = open_client();
   fx_rec_t rec;
   fx_rec_init(&rec);
-  char res[128];
-  fx_name(res, sizeof res, "double");
+  FX_NAME(res, "double");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
@@ -333,8 +329,7 @@ static void test_foreign_handle(void **state) {
   redlock_t *b = open_client();
   fx_rec_t rec;
   fx_rec_init(&rec);
-  char res[128];
-  fx_name(res, sizeof res, "foreign");
+  FX_NAME(res, "foreign");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(a, res, TTL, &lock), REDLOCK_OK);
   /* A handle of client a is not live in client b. */
@@ -379,8 +374,7 @@ static void test_validity_below_1ms(void **state) {
   redlock_t *client = open_client();
   for (uint32_t ttl = 1; ttl <= 3; ttl++) {
     for (int i = 0; i < 20; i++) {
-      char res[128];
-      fx_name(res, sizeof res, "tiny");
+      FX_NAME(res, "tiny");
       redlock_lock_t *lock = JUNK;
       int rc = redlock_trylock(client, res, ttl, &lock);
       if (rc == REDLOCK_OK)
@@ -425,8 +419,7 @@ static int child_exited(void *arg) {
 static void test_fork_child(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  fx_name(res, sizeof res, "fork");
+  FX_NAME(res, "fork");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   fflush(NULL);

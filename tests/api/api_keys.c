@@ -106,8 +106,7 @@ static void test_external_holder(void **state) {
 static void test_value_shape(void **state) {
   (void)state;
   redlock_t *client = fx_client(fx_group, 0, 10, 10);
-  char res[128];
-  fx_name(res, sizeof res, "value");
+  FX_NAME(res, "value");
   char seen[8][64];
   for (int n = 0; n < 8; n++) {
     redlock_lock_t *lock = NULL;

@@ -69,8 +69,7 @@ static void test_blocking_call_in_callback(void **state) {
   t.client = client;
   fx_rec_init(&t.inner);
   atomic_init(&t.done, 0);
-  char res[128];
-  fx_name(res, sizeof res, "incb");
+  FX_NAME(res, "incb");
   fx_name(t.other, sizeof t.other, "incb-other");
 
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, blocking_inside_cb, &t), REDLOCK_OK);
@@ -271,8 +270,7 @@ static void test_open_uv_blocking_calls(void **state) {
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
-  char res[128];
-  fx_name(res, sizeof res, "uv-block");
+  FX_NAME(res, "uv-block");
 
   /* From the loop's own thread, and from another thread, before any lock. */
   uv_blocking_t b = {client, NULL, {0}, pthread_self()};

@@ -167,8 +167,7 @@ static redlock_t *open_hammer_client(fx_t *c) {
 static void test_threads_one_client(void **state) {
   (void)state;
   redlock_t *client = open_hammer_client(cluster5);
-  char res[128];
-  fx_name(res, sizeof res, "mutex-one");
+  FX_NAME(res, "mutex-one");
   run_workers(&client, 1, cluster5, res);
   fx_close_client(cluster5, client);
 }
@@ -176,8 +175,7 @@ static void test_threads_one_client(void **state) {
 static void test_two_clients(void **state) {
   (void)state;
   redlock_t *clients[2] = {open_hammer_client(fx_group), open_hammer_client(fx_group)};
-  char res[128];
-  fx_name(res, sizeof res, "mutex-two");
+  FX_NAME(res, "mutex-two");
   run_workers(clients, 2, fx_group, res);
   fx_close_client(fx_group, clients[0]);
   fx_close_client(fx_group, clients[1]);

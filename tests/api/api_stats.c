@@ -291,8 +291,7 @@ static redlock_t *open_opts(redlock_options_t *opts) {
 static void test_ok_counters_and_gauges(void **state) {
   (void)state;
   redlock_t *c = fx_client(fx_group, 0, 10, 10);
-  char res[64];
-  fx_name(res, sizeof res, "ok");
+  FX_NAME(res, "ok");
   assert_int_equal(op_count(c, "acquire", "ok"), 0);
   assert_int_equal(metric(c, "redlock_quorum"), 2);
   assert_int_equal(metric(c, "redlock_masters"), 3);
@@ -352,8 +351,7 @@ static void test_locked_and_wait(void **state) {
   (void)state;
   redlock_t *holder = fx_client(fx_group, 0, 10, 10);
   redlock_t *c = fx_client(fx_group, 0, 10, 10);
-  char res[64];
-  fx_name(res, sizeof res, "locked");
+  FX_NAME(res, "locked");
   redlock_lock_t *held = NULL, *lock = NULL;
   assert_int_equal(redlock_lock(holder, res, 10000, &held), REDLOCK_OK);
 
@@ -393,8 +391,7 @@ static void test_locked_and_wait(void **state) {
 static void test_expired(void **state) {
   (void)state;
   redlock_t *c = fx_client(fx_group, 0, 10, 10);
-  char res[64];
-  fx_name(res, sizeof res, "expired");
+  FX_NAME(res, "expired");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(c, res, 1, &lock), REDLOCK_EEXPIRED);
   assert_int_equal(op_count(c, "acquire", "expired"), 1);
@@ -407,8 +404,7 @@ static void test_noquorum_kill_restart(void **state) {
   (void)state;
   ev_reset();
   redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  fx_name(res, sizeof res, "kill");
+  FX_NAME(res, "kill");
   assert_int_equal(rh_server_kill(fx_group->servers[1]), 0);
   assert_int_equal(rh_server_kill(fx_group->servers[2]), 0);
   assert_master_state_soon(c, 1, "down");
@@ -458,8 +454,7 @@ static void test_noquorum_kill_restart(void **state) {
 static void test_noquorum_sigstop(void **state) {
   (void)state;
   redlock_t *c = fx_client(fx_group, 0, 10, 10);
-  char res[64];
-  fx_name(res, sizeof res, "stop");
+  FX_NAME(res, "stop");
   assert_int_equal(rh_server_pause(fx_group->servers[0]), 0);
   assert_int_equal(rh_server_pause(fx_group->servers[1]), 0);
   redlock_lock_t *lock = NULL;
@@ -484,8 +479,7 @@ static void test_watch_renew_and_lost(void **state) {
   (void)state;
   ev_reset();
   redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  fx_name(res, sizeof res, "lost");
+  FX_NAME(res, "lost");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 600, &lock), REDLOCK_OK);
   fx_lost_t lost;
@@ -667,8 +661,7 @@ static int run_on_file(const char *cmd, const char *text) {
 static void test_formats(void **state) {
   (void)state;
   redlock_t *c = fx_client(fx_group, 0, 10, 10);
-  char res[64];
-  fx_name(res, sizeof res, "fmt");
+  FX_NAME(res, "fmt");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
@@ -779,8 +772,7 @@ static void test_stats_off(void **state) {
   char buf[64];
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_PROMETHEUS, buf, sizeof buf), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
-  char res[64];
-  fx_name(res, sizeof res, "off");
+  FX_NAME(res, "off");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
@@ -821,8 +813,7 @@ static void test_primitives(void **state) {
   (void)state;
   ev_reset();
   redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  fx_name(res, sizeof res, "prim");
+  FX_NAME(res, "prim");
   redlock_lock_t *p1 = NULL, *p2 = NULL;
   assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p1), REDLOCK_OK);
   assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p2), REDLOCK_ELOCKED);
@@ -834,8 +825,7 @@ static void test_primitives(void **state) {
   assert_int_equal(redlock_unlock(c, p1), REDLOCK_OK);
   assert_int_equal(op_count(c, "release", "ok"), 1);
 
-  char rw[64];
-  fx_name(rw, sizeof rw, "prim-rw");
+  FX_NAME(rw, "prim-rw");
   redlock_lock_t *r = NULL, *w = NULL;
   assert_int_equal(redlock_rwlock_read(c, rw, 10000, 0, &r), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_write(c, rw, 10000, 0, &w), REDLOCK_ELOCKED);
@@ -845,8 +835,7 @@ static void test_primitives(void **state) {
   assert_true(ev_find(REDLOCK_EVENT_RWLOCK_WRITE, NULL, 0) >= 0);
   assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
 
-  char el[64];
-  fx_name(el, sizeof el, "prim-el");
+  FX_NAME(el, "prim-el");
   elect_rec_t rec = {0};
   redlock_election_t *e = NULL;
   assert_int_equal(redlock_elect(c, el, 5000, on_elected, on_lost_term, &rec, &e), REDLOCK_OK);

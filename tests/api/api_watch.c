@@ -175,8 +175,7 @@ static int pred_watch_still_active(void *arg) {
 static void test_unlock_stops_watch(void **state) {
   (void)state;
   redlock_t *client = open_watch_client();
-  char res[128];
-  fx_name(res, sizeof res, "watch-stop");
+  FX_NAME(res, "watch-stop");
   static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
   fx_lost_init(&lost);
   redlock_lock_t *lock = NULL;

@@ -203,86 +203,48 @@ static void test_fence_contended_threads(void **state) {
 
 /* ---- (c) different quorums ------------------------------------------------------------------ */
 
-static void kill_server(fx_t *fx, size_t i) { assert_int_equal(rh_server_kill(fx->servers[i]), 0); }
-
-static void restart_server(fx_t *fx, size_t i) {
-  assert_int_equal(rh_server_restart(fx->servers[i]), 0);
-}
-
 static void test_fence_across_quorums(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:fence:quorums";
   redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
-  char what[96];
-
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "all five up, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 2000, &prev, what);
-  }
-
-  /* Quorum {0,1,2}. */
-  kill_server(fx, 3);
-  kill_server(fx, 4);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "masters 3,4 down, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
-  }
-
-  /* Quorum {2,3,4}: 3 and 4 came back empty (no counter); 2 remembers. */
-  restart_server(fx, 3);
-  restart_server(fx, 4);
-  kill_server(fx, 0);
-  kill_server(fx, 1);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "masters 0,1 down, 3,4 restarted empty, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
-  }
-
-  /* Quorum {0,1,2} again, but all three restarted empty: no master of the
-   * quorum remembers any counter; only the TIME floor is left. */
-  restart_server(fx, 0);
-  restart_server(fx, 1);
-  restart_server(fx, 2);
-  kill_server(fx, 3);
-  kill_server(fx, 4);
-  char key[128];
+  char what[96], key[128];
   snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
-  for (size_t i = 0; i < 3; i++)
-    assert_int_equal(fx_get_u64(fx->servers[i], key), 0);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "quorum of masters that lost their counters, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
+  /* Each phase restarts (empty), then kills, the masters of its masks and
+   * makes three grants on the quorum left. */
+  static const struct {
+    unsigned restart, kill;
+    int deadline_ms;
+    const char *phase;
+  } phases[] = {
+      {0, 0, 2000, "all five up"},
+      /* Quorum {0,1,2}. */
+      {0, 0x18, 5000, "masters 3,4 down"},
+      /* Quorum {2,3,4}: 3 and 4 came back empty (no counter); 2 remembers. */
+      {0x18, 0x03, 5000, "masters 0,1 down, 3,4 restarted empty"},
+      /* Quorum {0,1,2} again, but all three restarted empty: no master of
+       * the quorum remembers any counter; only the TIME floor is left. */
+      {0x07, 0x18, 5000, "quorum of masters that lost their counters"},
+  };
+  for (size_t p = 0; p < sizeof phases / sizeof phases[0]; p++) {
+    for (size_t i = 0; i < fx->n; i++)
+      if (phases[p].restart & (1u << i)) {
+        assert_int_equal(rh_server_restart(fx->servers[i]), 0);
+        assert_int_equal(fx_get_u64(fx->servers[i], key), 0); /* empty */
+      }
+    for (size_t i = 0; i < fx->n; i++)
+      if (phases[p].kill & (1u << i))
+        assert_int_equal(rh_server_kill(fx->servers[i]), 0);
+    for (int i = 0; i < 3; i++) {
+      snprintf(what, sizeof what, "%s, grant %d", phases[p].phase, i);
+      grant_and_check(fx, c, 0, res, TTL, phases[p].deadline_ms, &prev, what);
+    }
   }
 }
 
 /* ---- (d) quarantine on ----------------------------------------------------------------------- */
 
 #define QMAX_TTL 1000u
-
-typedef struct {
-  fx_t *fx;
-  int slot;
-  char needle[96];
-  unsigned count;
-} log_count_wait_t;
-
-static int log_count_reached(void *arg) {
-  log_count_wait_t *w = arg;
-  return fx_log_count(w->fx, w->slot, w->needle) >= w->count;
-}
-
-/* Waits until client `slot` has reconnected to the restarted server and seen
- * the new run_id for the `restarts`-th time (its votes are then quarantined). */
-static void wait_saw_restart(fx_t *fx, int slot, size_t server, unsigned restarts) {
-  char label[64];
-  log_count_wait_t w = {fx, slot, "", restarts};
-  fx_label(fx->servers[server], label, sizeof label);
-  snprintf(w.needle, sizeof w.needle, "master %s restarted", label);
-  if (!rh_wait_until(log_count_reached, &w, 5000))
-    fail_msg("client %d did not see restart %u of %s; log:\n%s", slot, restarts, label,
-             fx_log_text(fx, slot));
-}
 
 static void test_fence_quarantine_restarts(void **state) {
   fx_t *fx = *state;
@@ -304,26 +266,26 @@ static void test_fence_quarantine_restarts(void **state) {
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "second grant");
 
   /* Master 0 restarted empty: quarantined, the other two decide. */
-  restart_server(fx, 0);
-  wait_saw_restart(fx, 0, 0, 1);
+  assert_int_equal(rh_server_restart(fx->servers[0]), 0);
+  fx_assert_saw_restart(fx, 0, 0, 1);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "master 0 restarted");
 
   /* Masters 1 and 2 restarted empty: no quorum until their quarantine
    * ends; then master 0 (which remembers) or only they decide. */
-  restart_server(fx, 1);
-  restart_server(fx, 2);
-  wait_saw_restart(fx, 0, 1, 1);
-  wait_saw_restart(fx, 0, 2, 1);
+  assert_int_equal(rh_server_restart(fx->servers[1]), 0);
+  assert_int_equal(rh_server_restart(fx->servers[2]), 0);
+  fx_assert_saw_restart(fx, 0, 1, 1);
+  fx_assert_saw_restart(fx, 0, 2, 1);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "masters 1,2 restarted");
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "masters 1,2 restarted, again");
 
   /* All three restarted empty: every counter is gone; the quarantine is
    * waited out and the TIME floor keeps the tokens rising. */
   for (size_t i = 0; i < 3; i++)
-    restart_server(fx, i);
-  wait_saw_restart(fx, 0, 0, 2);
-  wait_saw_restart(fx, 0, 1, 2);
-  wait_saw_restart(fx, 0, 2, 2);
+    assert_int_equal(rh_server_restart(fx->servers[i]), 0);
+  fx_assert_saw_restart(fx, 0, 0, 2);
+  fx_assert_saw_restart(fx, 0, 1, 2);
+  fx_assert_saw_restart(fx, 0, 2, 2);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "all three restarted");
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "all three restarted, again");
 }

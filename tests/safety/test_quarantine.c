@@ -60,15 +60,6 @@ static void del_key(fx_t *fx, size_t i, const char *key) {
   assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "DEL %s", key), 0);
 }
 
-static void wait_saw_restart(fx_t *fx, int slot, size_t server) {
-  char label[64], needle[96];
-  fx_label(fx->servers[server], label, sizeof label);
-  snprintf(needle, sizeof needle, "master %s restarted", label);
-  if (!fx_wait_log(fx, slot, needle, 5000))
-    fail_msg("client %d did not reconnect to the restarted %s; log:\n%s", slot, label,
-             fx_log_text(fx, slot));
-}
-
 static void wait_absent(fx_t *fx, const size_t *servers, size_t n, const char *key) {
   for (size_t k = 0; k < n; k++)
     if (!fx_wait_key_absent(fx->servers[servers[k]], key, 3000))
@@ -117,8 +108,8 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
   uint64_t t_restart = rh_now_ms();
   assert_int_equal(rh_server_restart(fx->servers[0]), 0);
   assert_true(fx_key_absent(fx->servers[0], res));
-  wait_saw_restart(fx, SLOT_B, 0);
-  wait_saw_restart(fx, SLOT_C, 0);
+  fx_assert_saw_restart(fx, SLOT_B, 0, 1);
+  fx_assert_saw_restart(fx, SLOT_C, 0, 1);
 
   /* B (connected before the restart) may not take it: masters 3 and 4 say
    * yes, 1 and 2 no, and master 0's yes does not count. */

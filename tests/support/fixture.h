@@ -191,6 +191,10 @@ void fx_log_clear(fx_t *fx, int slot);
 int fx_wait_log(fx_t *fx, int slot, const char *needle, int timeout_ms);
 /* Waits until the log holds needle at least count times. */
 int fx_wait_log_count(fx_t *fx, int slot, const char *needle, unsigned count, int timeout_ms);
+/* Fails the test unless, within 5 s, the log of client slot reports that
+ * master `server` restarted (a new run_id after a reconnect) at least
+ * `restarts` times: from then on its votes are quarantined. */
+void fx_assert_saw_restart(fx_t *fx, int slot, size_t server, unsigned restarts);
 /* 1 when the log reports that this master missed a request deadline or lost
  * its connection.  The library promises a quorum, not every master: a
  * master it gave up on may legitimately miss a command. */
@@ -379,6 +383,10 @@ void fx_sleep_ms(unsigned ms);
 int fx_thread_count(void);
 /* A unique name per call ("api:WHAT:PID:SEQ"): tests never share resources. */
 void fx_name(char *buf, size_t size, const char *what);
+/* Declares char var[128] holding a unique name (fx_name). */
+#define FX_NAME(var, what)                                                                         \
+  char var[128];                                                                                   \
+  fx_name(var, sizeof var, what)
 /* Last resort against a hang: after `seconds` the process exits with a
  * message instead of waiting for the ctest timeout. */
 void fx_watchdog(unsigned seconds);

@@ -4,9 +4,13 @@
  * kept; what a test looks for (the first failure) is always early. */
 #include "fixture.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #define FX_LOG_CAP (64 * 1024)
 
@@ -116,6 +120,15 @@ int fx_wait_log(fx_t *fx, int slot, const char *needle, int timeout_ms) {
 int fx_wait_log_count(fx_t *fx, int slot, const char *needle, unsigned count, int timeout_ms) {
   log_wait_t w = {fx, slot, needle, count};
   return rh_wait_until(log_pred, &w, timeout_ms);
+}
+
+void fx_assert_saw_restart(fx_t *fx, int slot, size_t server, unsigned restarts) {
+  char label[64], needle[96];
+  fx_label(fx->servers[server], label, sizeof label);
+  snprintf(needle, sizeof needle, "master %s restarted", label);
+  if (!fx_wait_log_count(fx, slot, needle, restarts, 5000))
+    fail_msg("client %d did not see restart %u of %s; log:\n%s", slot, restarts, label,
+             fx_log_text(fx, slot));
 }
 
 int fx_log_master_troubled(fx_t *fx, int slot, rh_server_t *s) {
