@@ -430,57 +430,43 @@ static void run_mode(fx_t *fx, const mode_spec_t *spec) {
 
 /* ---- one test per mode ------------------------------------------------------------- */
 
-/* The control: the fake master answers like a real one, comes READY and its
- * votes count.  Without it, a fake master that never came READY would make
- * every hostile mode below pass for the wrong reason. */
-static void test_control_ok(void **state) {
-  static const mode_spec_t spec = {"ok", NULL, NULL, 0, NULL, 1};
-  run_mode(*state, &spec);
+/* Each entry is one cmocka test (named by `test`) of run_mode. */
+static const struct {
+  const char *test;
+  mode_spec_t spec;
+} modes[] = {
+    /* The control: the fake master answers like a real one, comes READY and
+     * its votes count.  Without it, a fake master that never came READY
+     * would make every hostile mode below pass for the wrong reason. */
+    {"test_control_ok", {"ok", NULL, NULL, 0, NULL, 1}},
+    {"test_huge_array", {"huge-array", "reply has too many elements", NULL, 1, NULL, 0}},
+    {"test_many_elements", {"many-elements", "reply has too many elements", NULL, 1, NULL, 0}},
+    {"test_huge_bulk", {"huge-bulk", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
+    /* 100 MB announced, trickled at 200 KB/s: dropped either as a master
+     * that sends no reply (3 request timeouts) or at the 1 MiB cap,
+     * whichever first. */
+    {"test_endless_bulk",
+     {"endless-bulk", "master not answering", "reply longer than 1 MiB", 1, NULL, 0}},
+    /* Our cap says "nested too deeply"; hiredis 0.14's own (depth 7) says
+     * "nested multi bulk replies": either way the connection is dropped. */
+    {"test_deep_nesting", {"deep-nesting", "nested", NULL, 1, NULL, 0}},
+    {"test_close_mid_reply", {"close-mid-reply", "connection lost", NULL, 1, NULL, 0}},
+    /* An integer, an array, then RESP3 types where +OK is expected: a vote
+     * that is neither yes nor no (bad-reply), or a protocol error for the
+     * types the hiredis in use does not know. */
+    {"test_wrong_types", {"wrong-types", NULL, NULL, 0, "bad-reply", 0}},
+};
+
+/* The mode of the running test: its setup gets the entry as cmocka's
+ * initial state and replaces it with the fixture. */
+static const mode_spec_t *current_mode;
+
+static int mode_setup(void **state) {
+  current_mode = *state;
+  return fx_setup_2(state);
 }
 
-static void test_huge_array(void **state) {
-  static const mode_spec_t spec = {"huge-array", "reply has too many elements", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-static void test_many_elements(void **state) {
-  static const mode_spec_t spec = {
-      "many-elements", "reply has too many elements", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-static void test_huge_bulk(void **state) {
-  static const mode_spec_t spec = {"huge-bulk", "reply longer than 1 MiB", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* 100 MB announced, trickled at 200 KB/s: dropped either as a master that
- * sends no reply (3 request timeouts) or at the 1 MiB cap, whichever first. */
-static void test_endless_bulk(void **state) {
-  static const mode_spec_t spec = {
-      "endless-bulk", "master not answering", "reply longer than 1 MiB", 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* Our cap says "nested too deeply"; hiredis 0.14's own (depth 7) says
- * "nested multi bulk replies": either way the connection is dropped. */
-static void test_deep_nesting(void **state) {
-  static const mode_spec_t spec = {"deep-nesting", "nested", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-static void test_close_mid_reply(void **state) {
-  static const mode_spec_t spec = {"close-mid-reply", "connection lost", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* An integer, an array, then RESP3 types where +OK is expected: a vote that
- * is neither yes nor no (bad-reply), or a protocol error for the types the
- * hiredis in use does not know. */
-static void test_wrong_types(void **state) {
-  static const mode_spec_t spec = {"wrong-types", NULL, NULL, 0, "bad-reply", 0};
-  run_mode(*state, &spec);
-}
+static void test_mode(void **state) { run_mode(*state, current_mode); }
 
 /* ---- reconnect storm ---------------------------------------------------------------- */
 
@@ -640,17 +626,14 @@ int main(int argc, char **argv) {
   const char *only = getenv("HOSTILE_TEST");
   if (only != NULL && only[0] != '\0')
     cmocka_set_test_filter(only);
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_control_ok, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_huge_array, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_many_elements, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_huge_bulk, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_endless_bulk, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_deep_nesting, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_close_mid_reply, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_types, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_storm_backoff, fx_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_close_silent_replay, fx_setup_2, hostile_teardown),
+  enum { N_MODES = sizeof modes / sizeof modes[0] };
+  struct CMUnitTest tests[N_MODES + 2] = {
+      [N_MODES] = cmocka_unit_test_setup_teardown(test_storm_backoff, fx_setup_2, hostile_teardown),
+      [N_MODES + 1] =
+          cmocka_unit_test_setup_teardown(test_close_silent_replay, fx_setup_2, hostile_teardown),
   };
+  for (size_t i = 0; i < N_MODES; i++)
+    tests[i] = (struct CMUnitTest){modes[i].test, test_mode, mode_setup, hostile_teardown,
+                                   (void *)&modes[i].spec};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
