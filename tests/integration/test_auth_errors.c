@@ -203,18 +203,6 @@ static void test_oom_master_majority_n3(void **state) {
 
 /* ---- restart quarantine ------------------------------------------------------------------- */
 
-typedef struct {
-  redlock_t *client;
-  redlock_lock_t *lock;
-  int last_rc;
-} trylock_wait_t;
-
-static int trylock_succeeds(void *arg) {
-  trylock_wait_t *w = arg;
-  w->last_rc = redlock_trylock(w->client, "it:quarantine", 500, &w->lock);
-  return w->last_rc == REDLOCK_OK;
-}
-
 static void test_quarantine_n1(void **state) {
   fx_t *fx = *state;
   uint64_t t_start = rh_now_ms(); /* before the server starts: its uptime is shorter */
@@ -241,24 +229,23 @@ static void test_quarantine_n1(void **state) {
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, 1000), 0);
   c = fx_open(fx, 0, opts);
-  trylock_wait_t w = {c, NULL, 0};
   /* TTLs above max TTL are refused. */
-  FX_ASSERT_RC(fx, c, redlock_trylock(c, "it:quarantine", 1001, &w.lock), REDLOCK_EINVAL);
-  int first = trylock_succeeds(&w);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, "it:quarantine", 1001, &lock), REDLOCK_EINVAL);
+  int rc = fx_trylock_until(c, "it:quarantine", 500, 0, &lock); /* one attempt */
   if (rh_now_ms() - t_start < 1000) {
     /* Decided before the server could have been up 1 s.  (Fails now and
      * then while the uptime rounding bug exists: see
      * test_quarantine_uptime_rounding_n1.) */
-    assert_false(first);
-    assert_int_equal(w.last_rc, REDLOCK_ENOQUORUM);
+    assert_int_equal(rc, REDLOCK_ENOQUORUM);
   }
-  if (!first && !rh_wait_until(trylock_succeeds, &w, 5000))
-    fail_msg("still quarantined after 5 s (last: %s)", redlock_err_name(w.last_rc));
+  if (rc != REDLOCK_OK &&
+      (rc = fx_trylock_until(c, "it:quarantine", 500, 5000, &lock)) != REDLOCK_OK)
+    fail_msg("still quarantined after 5 s (last: %s)", redlock_err_name(rc));
   /* Never earlier than max TTL after the start (small slack: Redis counts
    * uptime on its wall clock, we on the monotonic one). */
   assert_true(rh_now_ms() - t_start >= 900);
-  assert_true(fx_key_is(s, "it:quarantine", redlock_lock_value(w.lock)));
-  FX_ASSERT_RC(fx, c, redlock_unlock(c, w.lock), REDLOCK_OK);
+  assert_true(fx_key_is(s, "it:quarantine", redlock_lock_value(lock)));
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 }
 
 /* KNOWN LIBRARY BUG (this test fails until src/node.c is fixed): Redis

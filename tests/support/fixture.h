@@ -374,6 +374,12 @@ void fx_stall_monitor_stop(void);
 void fx_stall_reset(void);
 unsigned fx_stall_max_ms(void);
 
+/* Fails the test unless a waiter got through within bound_ms after `what`
+ * (the release that should have woken it): with its fallback retry of
+ * fallback_ms, a later success means the release notification was lost.
+ * Prints the delay with FX_VERBOSE. */
+void fx_assert_woken(uint64_t after_ms, unsigned bound_ms, unsigned fallback_ms, const char *what);
+
 /* Monotonic microseconds. */
 uint64_t fx_now_us(void);
 /* Sleeps ms (EINTR resumed): only to shape a fault's duration, never to wait

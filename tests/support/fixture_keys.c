@@ -192,3 +192,12 @@ redisContext *fx_redis(const rh_server_t *s, int timeout_ms) {
   assert_int_equal(redisSetTimeout(ctx, tv), REDIS_OK);
   return ctx;
 }
+
+void fx_assert_woken(uint64_t after_ms, unsigned bound_ms, unsigned fallback_ms, const char *what) {
+  if (after_ms >= bound_ms)
+    fail_msg("the waiter got through %llu ms after %s (bound %u ms, fallback retry %u ms): "
+             "not woken by it",
+             (unsigned long long)after_ms, what, bound_ms, fallback_ms);
+  if (fx_verbose())
+    print_message("woken %llu ms after %s\n", (unsigned long long)after_ms, what);
+}
