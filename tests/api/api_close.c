@@ -297,7 +297,6 @@ static void close_uv_in_cb(int status, redlock_lock_t *lock, void *arg) {
 static void test_close_uv_from_callback(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   FX_NAME(res, "uv-self-close");
   uv_self_close_t s;
@@ -320,7 +319,6 @@ static void test_close_uv_from_callback(void **state) {
 static void test_close_uv_before_connected(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   FX_NAME(res, "uv-early-close");
   fx_rec_t parked;

@@ -40,11 +40,7 @@
 static redlock_t *open_client(void) {
   redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_max_ttl(opts, MAX_TTL), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  fx_adopt(fx_group, client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(fx_group, opts);
 }
 
 /* A non-NULL value that must be overwritten with NULL by a failing call. */

@@ -26,10 +26,7 @@ static void test_key_prefix(void **state) {
   (void)state;
   redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_key_prefix(opts, "app:"), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  fx_adopt(fx_group, client);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_free(fx_group, opts);
   redlock_t *plain = fx_client(fx_group, 0, 10, 10);
 
   char res[128], key[160];

@@ -268,7 +268,6 @@ static void *uv_blocking_calls(void *arg) {
 static void test_open_uv_blocking_calls(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
   FX_NAME(res, "uv-block");
 
@@ -317,7 +316,6 @@ static void test_open_uv_lifecycle(void **state) {
   (void)state;
   uv_loop_t *loop = malloc(sizeof *loop);
   assert_non_null(loop);
-  assert_int_equal(uv_loop_init(loop), 0);
   redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), loop);
   pthread_t self = pthread_self();
   char res[128], res2[128];

@@ -157,11 +157,7 @@ static redlock_t *open_hammer_client(fx_t *c) {
    * turn slow replies into ENOQUORUM. */
   redlock_options_t *opts = fx_options_retry(c, 0, FX_NO_LOG, 100, 2, 3);
   assert_int_equal(redlock_options_set_timeouts(opts, 2000, 1000), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  fx_adopt(c, client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(c, opts);
 }
 
 static void test_threads_one_client(void **state) {

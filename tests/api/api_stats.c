@@ -277,14 +277,6 @@ static redlock_options_t *options_with_events(int retry) {
   return opts;
 }
 
-static redlock_t *open_opts(redlock_options_t *opts) {
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  fx_adopt(fx_group, client);
-  redlock_options_free(opts);
-  return client;
-}
-
 /* ---- tests ---------------------------------------------------------------------------- */
 
 /* acquire / extend / renew / release ok; gauges; per-master votes and latency. */
@@ -403,7 +395,7 @@ static void test_expired(void **state) {
 static void test_noquorum_kill_restart(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
   FX_NAME(res, "kill");
   assert_int_equal(rh_server_kill(fx_group->servers[1]), 0);
   assert_int_equal(rh_server_kill(fx_group->servers[2]), 0);
@@ -478,7 +470,7 @@ static void test_noquorum_sigstop(void **state) {
 static void test_watch_renew_and_lost(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
   FX_NAME(res, "lost");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 600, &lock), REDLOCK_OK);
@@ -534,7 +526,7 @@ static void test_events(void **state) {
   (void)state;
   ev_reset();
   redlock_t *holder = fx_client(fx_group, 0, 10, 10);
-  redlock_t *c = open_opts(options_with_events(0));
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
   atomic_store(&evlog.client, c);
   char res[64], busy[64];
   fx_name(res, sizeof res, "ev");
@@ -607,7 +599,7 @@ static void test_quarantine(void **state) {
   redlock_options_t *opts = options_with_events(0);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), REDLOCK_OK);
   assert_int_equal(redlock_options_set_max_ttl(opts, 2000), REDLOCK_OK);
-  redlock_t *c = open_opts(opts);
+  redlock_t *c = fx_open_free(fx_group, opts);
   assert_int_equal(rh_server_kill(fx_group->servers[0]), 0);
   assert_master_state_soon(c, 0, "down");
   assert_int_equal(rh_server_restart(fx_group->servers[0]), 0);
@@ -768,7 +760,7 @@ static void test_stats_off(void **state) {
   assert_int_equal(redlock_options_set_stats(opts, 0), REDLOCK_OK);
   assert_int_equal(redlock_options_set_stats(NULL, 0), REDLOCK_EINVAL);
   assert_int_equal(redlock_options_set_event_cb(NULL, event_cb, NULL), REDLOCK_EINVAL);
-  redlock_t *c = open_opts(opts);
+  redlock_t *c = fx_open_free(fx_group, opts);
   char buf[64];
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_PROMETHEUS, buf, sizeof buf), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
@@ -783,7 +775,7 @@ static void test_stats_off(void **state) {
   /* Both off: no stats object at all. */
   opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_stats(opts, 0), REDLOCK_OK);
-  c = open_opts(opts);
+  c = fx_open_free(fx_group, opts);
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
@@ -812,7 +804,7 @@ static int pred_elected(void *arg) { return atomic_load(&((elect_rec_t *)arg)->t
 static void test_primitives(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
   FX_NAME(res, "prim");
   redlock_lock_t *p1 = NULL, *p2 = NULL;
   assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p1), REDLOCK_OK);

@@ -26,11 +26,7 @@ static void log_cb(int level, const char *msg, void *arg) {
 static redlock_t *open_watch_client(void) {
   redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_WARN, log_cb, NULL), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  fx_adopt(fx_group, client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(fx_group, opts);
 }
 
 /* Polled by rh_wait_until: true once `duration_ms` passed; meanwhile counts
@@ -89,38 +85,42 @@ static void keep_alive_for(redlock_lock_t *lock, const char *key, uint64_t durat
   assert_int_equal(k.bad_quorum, 0);
 }
 
-/* A lock on a fresh resource (named into res), watched, losses recorded. */
-static redlock_lock_t *watched_lock(redlock_t *client, char *res, size_t size, const char *what,
-                                    fx_lost_t *lost) {
-  fx_name(res, size, what);
+/* A watched lock on a fresh resource, its own client, its losses recorded
+ * (into a static recorder: it outlives the frame if an assertion fails). */
+typedef struct {
+  redlock_t *client;
+  char res[128];
+  redlock_lock_t *lock;
+} watched_t;
+
+static void watch_start(watched_t *w, const char *what, fx_lost_t *lost) {
+  w->client = open_watch_client();
+  fx_name(w->res, sizeof w->res, what);
   fx_lost_init(lost);
-  redlock_lock_t *lock = NULL;
-  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, lost), REDLOCK_OK);
-  return lock;
+  w->lock = NULL;
+  assert_int_equal(redlock_trylock(w->client, w->res, TTL, &w->lock), REDLOCK_OK);
+  assert_int_equal(redlock_watch(w->client, w->lock, fx_lost_cb, lost), REDLOCK_OK);
 }
 
 static void test_watch_keeps_lock(void **state) {
   (void)state;
-  redlock_t *client = open_watch_client();
-  char res[128];
-  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
-  redlock_lock_t *lock = watched_lock(client, res, sizeof res, "watch-keep", &lost);
-  keep_alive_for(lock, res, 4 * TTL);
+  static fx_lost_t lost;
+  watched_t w;
+  watch_start(&w, "watch-keep", &lost);
+  keep_alive_for(w.lock, w.res, 4 * TTL);
   assert_int_equal(atomic_load(&lost.calls), 0);
-  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(fx_group, res);
-  fx_close_client(fx_group, client);
+  assert_int_equal(redlock_unlock(w.client, w.lock), REDLOCK_OK);
+  assert_nil_everywhere(fx_group, w.res);
+  fx_close_client(fx_group, w.client);
   assert_int_equal(atomic_load(&lost.calls), 0);
 }
 
 static void test_watch_lost_when_masters_die(void **state) {
   (void)state;
-  redlock_t *client = open_watch_client();
-  char res[128];
-  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
-  redlock_lock_t *lock = watched_lock(client, res, sizeof res, "watch-lost", &lost);
-  keep_alive_for(lock, res, TTL + TTL / 2); /* at least one extension went through */
+  static fx_lost_t lost;
+  watched_t w;
+  watch_start(&w, "watch-lost", &lost);
+  keep_alive_for(w.lock, w.res, TTL + TTL / 2); /* at least one extension went through */
 
   printf("  killing every master\n");
   for (size_t i = 0; i < fx_group->n; i++)
@@ -131,14 +131,14 @@ static void test_watch_lost_when_masters_die(void **state) {
   uint64_t took = rh_now_ms() - t0;
   printf("  lost callback %llu ms after the masters were killed\n", (unsigned long long)took);
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
-  assert_ptr_equal(atomic_load(&lost.lock), lock);
-  assert_true(redlock_lock_is_lost(lock));
-  assert_true(redlock_lock_validity_ms(lock) <= (int64_t)TTL);
+  assert_ptr_equal(atomic_load(&lost.lock), w.lock);
+  assert_true(redlock_lock_is_lost(w.lock));
+  assert_true(redlock_lock_validity_ms(w.lock) <= (int64_t)TTL);
   /* Nobody answers the release, but the handle is freed all the same. */
   printf("  unlocking with every master down\n");
-  assert_int_equal(redlock_unlock(client, lock), REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_unlock(w.client, w.lock), REDLOCK_ENOQUORUM);
   printf("  closing\n");
-  fx_close_client(fx_group, client);
+  fx_close_client(fx_group, w.client);
   assert_int_equal(atomic_load(&lost.calls), 1);
 
   printf("  restarting the masters\n");

@@ -55,6 +55,16 @@ static void assert_never_usable(fx_t *fx, redlock_t *c, const char *needle) {
   assert_null(lock);
 }
 
+/* Starts a server with o and opens a client over a URI with other
+ * credentials (creds: "" for none, ":PASS@" or "USER:PASS@"). */
+static redlock_t *open_with_creds(fx_t *fx, const rh_options_t *o, const char *creds) {
+  rh_server_t *s = start_into(fx, 0, o);
+  char uri[128];
+  snprintf(uri, sizeof uri, "redis://%s127.0.0.1:%d", creds, rh_server_port(s));
+  const char *uris[] = {uri};
+  return fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+}
+
 /* ---- requirepass ------------------------------------------------------------------- */
 
 static void test_password_ok(void **state) {
@@ -70,11 +80,7 @@ static void test_password_ok(void **state) {
 static void test_password_wrong_n1(void **state) {
   fx_t *fx = *state;
   rh_options_t o = {.password = "right"};
-  rh_server_t *s = start_into(fx, 0, &o);
-  char uri[128];
-  snprintf(uri, sizeof uri, "redis://:wrong@127.0.0.1:%d", rh_server_port(s));
-  const char *uris[] = {uri};
-  redlock_t *c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_t *c = open_with_creds(fx, &o, ":wrong@");
 
   if (!(fx_log_contains(fx, FX_ALL, "AUTH") &&
         (fx_log_contains(fx, FX_ALL, "WRONGPASS") || fx_log_contains(fx, FX_ALL, "invalid"))))
@@ -85,11 +91,7 @@ static void test_password_wrong_n1(void **state) {
 static void test_password_missing_n1(void **state) {
   fx_t *fx = *state;
   rh_options_t o = {.password = "right"};
-  rh_server_t *s = start_into(fx, 0, &o);
-  char uri[128];
-  snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", rh_server_port(s));
-  const char *uris[] = {uri};
-  redlock_t *c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_t *c = open_with_creds(fx, &o, "");
 
   /* No AUTH sent: the first handshake command is refused with -NOAUTH. */
   if (!fx_log_contains(fx, FX_ALL, "NOAUTH"))
@@ -115,11 +117,7 @@ static void test_acl_user_ok(void **state) {
 static void test_acl_user_wrong_password_n1(void **state) {
   fx_t *fx = *state;
   rh_options_t o = {.acl_user = "locker", .acl_password = "pw-1"};
-  rh_server_t *s = start_into(fx, 0, &o);
-  char uri[128];
-  snprintf(uri, sizeof uri, "redis://locker:nope@127.0.0.1:%d", rh_server_port(s));
-  const char *uris[] = {uri};
-  redlock_t *c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_t *c = open_with_creds(fx, &o, "locker:nope@");
   if (!fx_log_contains(fx, FX_ALL, "WRONGPASS"))
     fail_msg("log does not mention WRONGPASS:\n%s", fx_log_text(fx, FX_ALL));
   assert_never_usable(fx, c, "AUTH");

@@ -288,12 +288,7 @@ static void hostile_vote(redlock_t *client, const hostile_t *hs, char *why, size
   const char *p = strstr(votes, needle);
   if (p == NULL)
     return;
-  p += strlen(needle);
-  size_t n = strcspn(p, " ");
-  if (n >= size)
-    n = size - 1;
-  memcpy(why, p, n);
-  why[n] = '\0';
+  fx_copy_span(why, size, p + strlen(needle), " ");
 }
 
 static int hostile_teardown(void **state) {
@@ -468,6 +463,20 @@ static int mode_setup(void **state) {
 
 static void test_mode(void **state) { run_mode(*state, current_mode); }
 
+/* One lock_async (no retry) that must succeed in time, then an unlock. */
+static void lock_async_unlock(fx_t *fx, redlock_t *client, hostile_t *hs, const char *resource,
+                              size_t *rss_max) {
+  waiter_t w;
+  waiter_init(&w);
+  FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
+               REDLOCK_OK);
+  if (!waiter_wait(&w, LOCK_DEADLINE_MS, rss_max))
+    die_stuck(fx, client, hs, "redlock_lock_async");
+  FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
+  FX_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
+  waiter_destroy(&w);
+}
+
 /* ---- reconnect storm ---------------------------------------------------------------- */
 
 static void test_storm_backoff(void **state) {
@@ -486,15 +495,7 @@ static void test_storm_backoff(void **state) {
   while (rh_now_ms() < end) {
     char resource[64];
     snprintf(resource, sizeof resource, "storm:%u", granted);
-    waiter_t w;
-    waiter_init(&w);
-    FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
-                 REDLOCK_OK);
-    if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
-      die_stuck(fx, client, hs, "redlock_lock_async");
-    FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
-    FX_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
-    waiter_destroy(&w);
+    lock_async_unlock(fx, client, hs, resource, &rss_max);
     granted++;
     uint64_t now = rh_now_ms();
     hs_read(hs, now < end ? (int)(end - now < 100 ? end - now : 100) : 0);
@@ -582,15 +583,7 @@ static void test_close_silent_replay(void **state) {
                hs->n_accepts, fx_log_text(fx, FX_ALL));
     char resource[64];
     snprintf(resource, sizeof resource, "silent:%u", granted++);
-    waiter_t w;
-    waiter_init(&w);
-    FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
-                 REDLOCK_OK);
-    if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
-      die_stuck(fx, client, hs, "redlock_lock_async");
-    FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
-    FX_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
-    waiter_destroy(&w);
+    lock_async_unlock(fx, client, hs, resource, &rss_max);
     hs_read(hs, 20); /* also paces the loop: a line, or 20 ms */
   }
 

@@ -741,7 +741,6 @@ static void test_uv_client(void **state) {
   fx_t *fx = *state;
   history_t *h = history_new();
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
   redlock_t *client = fx_open_uv(fx_options(fx, 0, fx->n, REDLOCK_LOG_INFO), &loop);
 
   /* Callbacks inside uv_run on this thread; resign on this thread. */

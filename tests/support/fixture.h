@@ -96,6 +96,9 @@ int fx_pause(fx_t *fx, unsigned mask, int pause);
 #define FX_EVERY_MASTER (~0u)
 /* "URI,URI,..." of the masters: what REDLOCK_NODES takes. */
 void fx_node_list(const fx_t *fx, char *buf, size_t size);
+/* Copies the span of `from` that ends before the first of `stops` (or at
+ * its end) into out, truncated to size: a value out of a "k=v k=v" line. */
+void fx_copy_span(char *out, size_t size, const char *from, const char *stops);
 /* "127.0.0.1:PORT", the library's label of a master. */
 void fx_label(const rh_server_t *s, char *buf, size_t size);
 
@@ -248,13 +251,17 @@ void fx_close(fx_t *fx, int slot);
 /* Opens a client over every master with the profile and this retry policy,
  * in the first free slot (no log capture). */
 redlock_t *fx_client(fx_t *fx, int retry_count, uint32_t delay_ms, uint32_t jitter_ms);
+/* Opens a client with opts (which it frees) in the first free slot;
+ * asserts success. */
+redlock_t *fx_open_free(fx_t *fx, redlock_options_t *opts);
 /* Puts a client the test opened itself into a free slot, so that teardown
  * closes it when the test fails halfway (a failed assertion leaves the test
  * at once: the client would live on, its callbacks writing into a dead
  * stack frame). */
 void fx_adopt(fx_t *fx, redlock_t *client);
-/* redlock_open_uv with opts (which it frees) on loop; asserts success.  The
- * caller runs the loop and closes the client (fx_free does not). */
+/* Initializes loop and opens a client on it with opts (which it frees);
+ * asserts both.  The caller runs the loop, closes the client (fx_free does
+ * not) and closes the loop. */
 redlock_t *fx_open_uv(redlock_options_t *opts, uv_loop_t *loop);
 /* holder takes res (trylock, asserted) and the fixture waits until the key
  * is settled on every master, so that nobody contends with a late SET. */

@@ -160,6 +160,7 @@ void fx_close(fx_t *fx, int slot) {
 }
 
 redlock_t *fx_open_uv(redlock_options_t *opts, uv_loop_t *loop) {
+  assert_int_equal(uv_loop_init(loop), 0);
   redlock_t *client = NULL;
   int rc = redlock_open_uv(&client, opts, loop);
   redlock_options_free(opts);
@@ -198,9 +199,12 @@ static int free_slot(fx_t *fx) {
   return -1;
 }
 
+redlock_t *fx_open_free(fx_t *fx, redlock_options_t *opts) {
+  return fx_open(fx, free_slot(fx), opts);
+}
+
 redlock_t *fx_client(fx_t *fx, int retry_count, uint32_t delay_ms, uint32_t jitter_ms) {
-  int slot = free_slot(fx);
-  return fx_open(fx, slot, fx_options_retry(fx, slot, FX_NO_LOG, retry_count, delay_ms, jitter_ms));
+  return fx_open_free(fx, fx_options_retry(fx, 0, FX_NO_LOG, retry_count, delay_ms, jitter_ms));
 }
 
 void fx_adopt(fx_t *fx, redlock_t *client) {

@@ -96,29 +96,33 @@ typedef struct {
   int first_error;
 } chaos_worker_t;
 
+/* One acquisition, hold and release of a chaos worker. */
+static void chaos_round(chaos_worker_t *w) {
+  redlock_lock_t *hold = NULL;
+  int exclusive = 0;
+  int rc = w->chaos->acquire(w->client, &w->seed, &hold, &exclusive);
+  if (rc != REDLOCK_OK) {
+    /* What chaos may legitimately cause; anything else is a finding. */
+    if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
+        rc != REDLOCK_EEXPIRED && w->errors++ == 0)
+      w->first_error = rc;
+    return;
+  }
+  uint64_t start = fx_now_us();
+  int64_t validity = redlock_lock_validity_ms(hold);
+  /* The work done under the grant. */
+  struct timespec ts = {0, (long)(rand_r(&w->seed) % w->chaos->hold_max_us) * 1000L};
+  nanosleep(&ts, NULL);
+  fx_history_add(w->history, start, validity, fx_now_us(), exclusive);
+  redlock_unlock(w->client, hold);
+  w->grants++;
+  w->exclusive += (unsigned)exclusive;
+}
+
 static void *chaos_worker(void *arg) {
   chaos_worker_t *w = arg;
-  while (!atomic_load(w->stop)) {
-    redlock_lock_t *hold = NULL;
-    int exclusive = 0;
-    int rc = w->chaos->acquire(w->client, &w->seed, &hold, &exclusive);
-    if (rc != REDLOCK_OK) {
-      /* What chaos may legitimately cause; anything else is a finding. */
-      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
-        w->first_error = rc;
-      continue;
-    }
-    uint64_t start = fx_now_us();
-    int64_t validity = redlock_lock_validity_ms(hold);
-    /* The work done under the grant. */
-    struct timespec ts = {0, (long)(rand_r(&w->seed) % w->chaos->hold_max_us) * 1000L};
-    nanosleep(&ts, NULL);
-    fx_history_add(w->history, start, validity, fx_now_us(), exclusive);
-    redlock_unlock(w->client, hold);
-    w->grants++;
-    w->exclusive += (unsigned)exclusive;
-  }
+  while (!atomic_load(w->stop))
+    chaos_round(w);
   return NULL;
 }
 

@@ -45,6 +45,14 @@ void fx_node_list(const fx_t *fx, char *buf, size_t size) {
   }
 }
 
+void fx_copy_span(char *out, size_t size, const char *from, const char *stops) {
+  size_t n = strcspn(from, stops);
+  if (n >= size)
+    n = size - 1;
+  memcpy(out, from, n);
+  out[n] = '\0';
+}
+
 void fx_label(const rh_server_t *s, char *buf, size_t size) {
   snprintf(buf, size, "127.0.0.1:%d", rh_server_port(s));
 }
