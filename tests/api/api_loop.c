@@ -114,6 +114,17 @@ static void *call_lock_async(void *arg) {
   return NULL;
 }
 
+/* redlock_lock_async(client, res) from a thread of its own (joined): the
+ * caller's thread, for checking that the callback runs elsewhere. */
+static pthread_t lock_async_from_thread(redlock_t *client, const char *res, fx_rec_t *rec) {
+  caller_t caller = {client, res, rec, -100, pthread_self()};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(caller.rc, REDLOCK_OK);
+  return caller.self;
+}
+
 static void test_async_callbacks(void **state) {
   (void)state;
   redlock_t *client = fx_client(fx_group, 1, 10, 10);
@@ -164,15 +175,11 @@ static void test_async_callbacks(void **state) {
   assert_nil_everywhere(fx_group, res);
 
   /* called from another thread: the callback still runs on the loop thread */
-  caller_t caller = {client, res2, &from_thread, -100, self};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
-  assert_int_equal(pthread_join(th, NULL), 0);
-  assert_int_equal(caller.rc, REDLOCK_OK);
+  pthread_t caller = lock_async_from_thread(client, res2, &from_thread);
   assert_true(fx_rec_wait(&from_thread, 5000));
   assert_int_equal(atomic_load(&from_thread.status), REDLOCK_OK);
   assert_true(pthread_equal(from_thread.thread, loop_thread));
-  assert_false(pthread_equal(from_thread.thread, caller.self));
+  assert_false(pthread_equal(from_thread.thread, caller));
   redlock_lock_t *lock2 = atomic_load(&from_thread.lock);
   assert_int_equal(redlock_unlock_async(client, lock2, fx_rec_done_cb, &unlocked2), REDLOCK_OK);
   assert_true(fx_rec_wait(&unlocked2, 5000));
@@ -350,11 +357,7 @@ static void test_open_uv_lifecycle(void **state) {
   assert_nil_everywhere(fx_group, res);
 
   /* An async call from another thread; its callback runs on the loop (here). */
-  caller_t caller = {client, res2, &locked2, -100, self};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
-  assert_int_equal(pthread_join(th, NULL), 0);
-  assert_int_equal(caller.rc, REDLOCK_OK);
+  lock_async_from_thread(client, res2, &locked2);
   assert_true(run_until(loop, fx_rec_called, &locked2, 5000));
   assert_int_equal(atomic_load(&locked2.status), REDLOCK_OK);
   assert_true(pthread_equal(locked2.thread, self));

@@ -317,11 +317,17 @@ typedef struct {
 
 static size_t rss_first; /* the first mode's baseline: growth across modes counts too */
 
+/* Starts the fake master in `mode` and opens client 0 over master 0, the
+ * fake one and master 1 (the fake one in the middle of the list). */
+static redlock_t *open_beside(fx_t *fx, hostile_t *hs, const char *mode, int log_level) {
+  hs_start(hs, mode);
+  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
+  return fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, log_level));
+}
+
 static void run_mode(fx_t *fx, const mode_spec_t *spec) {
   hostile_t *hs = &the_hs;
-  hs_start(hs, spec->mode);
-  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *client = open_beside(fx, hs, spec->mode, REDLOCK_LOG_WARN);
   /* redlock_open returned after every master's first attempt: the fake one
    * has been dialled (and, as the control shows, came READY). */
   assert_true(hs_wait_accepts(hs, 1, 5000));
@@ -482,9 +488,7 @@ static void lock_async_unlock(fx_t *fx, redlock_t *client, hostile_t *hs, const 
 static void test_storm_backoff(void **state) {
   fx_t *fx = *state;
   hostile_t *hs = &the_hs;
-  hs_start(hs, "close-after-handshake");
-  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *client = open_beside(fx, hs, "close-after-handshake", REDLOCK_LOG_WARN);
   assert_true(hs_wait_accepts(hs, 1, 5000));
   uint64_t first = hs->accept_ms[0], end = first + STORM_WINDOW_MS;
 
@@ -564,9 +568,7 @@ static void *close_thread(void *arg) {
 static void test_close_silent_replay(void **state) {
   fx_t *fx = *state;
   hostile_t *hs = &the_hs;
-  hs_start(hs, "silent");
-  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_INFO));
+  redlock_t *client = open_beside(fx, hs, "silent", REDLOCK_LOG_INFO);
   assert_true(hs_wait_accepts(hs, 1, 5000));
   char replaying[96];
   snprintf(replaying, sizeof replaying, "master %.31s: replaying", hs->label);
