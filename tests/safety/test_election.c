@@ -403,11 +403,7 @@ static int steady_poll(void *arg) {
   return rh_now_ms() >= s->until;
 }
 
-static void test_one_leader_among_3(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:one";
-  const uint32_t ttl = 2000;
-  history_t *h = history_new();
+static void one_leader_among_3(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
   for (int i = 0; i < 3; i++)
     c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
@@ -440,17 +436,11 @@ static void test_one_leader_among_3(void **state) {
   cand_resign(leader);
   for (size_t i = 0; i < fx->n; i++)
     assert_true(fx_wait_key_absent(fx->servers[i], name, 5000));
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- terms across handovers ---------------------------------------------------------------- */
 
-static void test_terms_increase(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:terms";
-  const uint32_t ttl = 2000;
-  history_t *h = history_new();
+static void terms_increase(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   redlock_t *clients[3];
   cand_t *live[3];
   for (int i = 0; i < 3; i++) {
@@ -471,17 +461,11 @@ static void test_terms_increase(void **state) {
   wait_nth_elected(h, 6, 10000);
   for (int i = 0; i < 3; i++)
     cand_resign(live[i]);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- resign wakes the next campaigner ------------------------------------------------------- */
 
-static void test_resign_hands_over_via_wake(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:wake";
-  const uint32_t ttl = 5000;
-  history_t *h = history_new();
+static void resign_hands_over_via_wake(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *a = cand_elect(h, open_client(fx, 0, SLOW_FALLBACK_MS), 0, name, ttl);
   assert_true(fx_event_wait(&a->elected_ev, 10000));
   cand_t *b = cand_elect(h, open_client(fx, 1, SLOW_FALLBACK_MS), 1, name, ttl);
@@ -494,17 +478,11 @@ static void test_resign_hands_over_via_wake(void **state) {
   print_message("handed over in %llu ms\n", (unsigned long long)(rh_now_ms() - t0));
   assert_true(atomic_load(&b->term) > atomic_load(&a->term));
   cand_resign(b);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- all masters stopped --------------------------------------------------------------------- */
 
-static void test_leader_loss_sigstop(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:sigstop";
-  const uint32_t ttl = 1500;
-  history_t *h = history_new();
+static void leader_loss_sigstop(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
   for (int i = 0; i < 3; i++)
     c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
@@ -534,16 +512,11 @@ static void test_leader_loss_sigstop(void **state) {
   for (int i = 0; i < 3; i++)
     if (!atomic_load(&c[i]->silenced))
       cand_resign(c[i]);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- the leader alone partitioned ------------------------------------------------------------ */
 
-static void test_leader_partitioned(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:partition";
-  const uint32_t ttl = 1500;
+static void leader_partitioned(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   fault_proxy_t *proxies[FX_MAX_SERVERS] = {NULL};
   redlock_options_t *opts = fx_options(fx, 0, 0, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_retry(opts, -1, 100, 50), 0);
@@ -554,7 +527,6 @@ static void test_leader_partitioned(void **state) {
     snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", fault_proxy_port(proxies[i]));
     assert_int_equal(redlock_options_add_node(opts, uri), 0);
   }
-  history_t *h = history_new();
   cand_t *a = cand_elect(h, fx_open(fx, 0, opts), 0, name, ttl);
   assert_true(fx_event_wait(&a->elected_ev, 10000));
   cand_t *b = cand_elect(h, open_client(fx, 1, 100), 1, name, ttl);
@@ -578,20 +550,14 @@ static void test_leader_partitioned(void **state) {
   assert_true(atomic_load(&a->term) > b_term);
   assert_int_equal(atomic_load(&a->lost), 1);
   cand_resign(a);
-  check_history(h);
   fx_close(fx, 0);
   for (size_t i = 0; i < fx->n; i++)
     fault_proxy_stop(proxies[i]);
-  history_free(h);
 }
 
 /* ---- resign from inside the callbacks -------------------------------------------------------- */
 
-static void test_resign_inside_callbacks(void **state) {
-  fx_t *fx = *state;
-  const char *name = "sf:elect:inside";
-  const uint32_t ttl = 1500;
-  history_t *h = history_new();
+static void resign_inside_callbacks(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   redlock_t *c0 = open_client(fx, 0, 100);
   redlock_t *c1 = open_client(fx, 1, 100);
 
@@ -623,27 +589,23 @@ static void test_resign_inside_callbacks(void **state) {
   assert_int_equal(atomic_load(&b->elected), 1);
   assert_int_equal(redlock_resign(c1, b->e), REDLOCK_EINVAL);
   cand_resign(d);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- close with live elections -------------------------------------------------------------- */
 
-static void test_close_with_live_elections(void **state) {
-  fx_t *fx = *state;
-  const uint32_t ttl = 5000;
-  history_t *h = history_new();  /* "close" */
+static void close_with_live_elections(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  /* h: the history of name ("close") */
   history_t *h2 = history_new(); /* "close2": one history per name */
   redlock_t *c0 = open_client(fx, 0, SLOW_FALLBACK_MS);
   redlock_t *c1 = open_client(fx, 1, SLOW_FALLBACK_MS);
   /* c0 leads "close" and campaigns for "close2", led by c1. */
-  cand_t *a1 = cand_elect(h, c0, 0, "sf:elect:close", ttl);
+  cand_t *a1 = cand_elect(h, c0, 0, name, ttl);
   assert_true(fx_event_wait(&a1->elected_ev, 10000));
   cand_t *b2 = cand_elect(h2, c1, 1, "sf:elect:close2", ttl);
   assert_true(fx_event_wait(&b2->elected_ev, 10000));
-  cand_t *b1 = cand_elect(h, c1, 1, "sf:elect:close", ttl);
+  cand_t *b1 = cand_elect(h, c1, 1, name, ttl);
   cand_t *a2 = cand_elect(h2, c0, 0, "sf:elect:close2", ttl);
-  fx_assert_subscribed(fx, "sf:elect:close", 1, 10000);
+  fx_assert_subscribed(fx, name, 1, 10000);
   fx_assert_subscribed(fx, "sf:elect:close2", 1, 10000);
 
   /* No callback of c0's elections from now on. */
@@ -666,17 +628,15 @@ static void test_close_with_live_elections(void **state) {
   assert_true(fx_masters_with_key(fx, fx->n, "sf:elect:close2") >= 2);
   cand_resign(b1);
   cand_resign(b2);
-  check_history(h);
   check_history(h2);
-  history_free(h);
   history_free(h2);
 }
 
 /* ---- bad input, and a client on the caller's loop -------------------------------------------- */
 
-static void test_bad_input(void **state) {
-  fx_t *fx = *state;
-  history_t *h = history_new();
+static void bad_input(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  (void)name;
+  (void)ttl;
   redlock_t *c = open_client(fx, 0, 100);
   cand_t *bad = cand_new(h, c, 0);
   char long_name[REDLOCK_MAX_RESOURCE_LEN + 2];
@@ -720,8 +680,6 @@ static void test_bad_input(void **state) {
   assert_true(fx_event_wait(&again->elected_ev, 10000));
   cand_resign(again);
   assert_int_equal(atomic_load(&bad->elected) + atomic_load(&bad->lost), 0);
-  check_history(h);
-  history_free(h);
 }
 
 typedef struct {
@@ -737,9 +695,9 @@ static void run_until(uv_loop_t *loop, atomic_int *flag, int timeout_ms) {
     uv_run(loop, UV_RUN_ONCE);
 }
 
-static void test_uv_client(void **state) {
-  fx_t *fx = *state;
-  history_t *h = history_new();
+static void uv_client(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  (void)name;
+  (void)ttl;
   uv_loop_t loop;
   redlock_t *client = fx_open_uv(fx_options(fx, 0, fx->n, REDLOCK_LOG_INFO), &loop);
 
@@ -777,12 +735,53 @@ static void test_uv_client(void **state) {
     assert_true(fx_key_absent(fx->servers[i], "sf:elect:uv"));
     assert_true(fx_key_absent(fx->servers[i], "sf:elect:uv2"));
   }
+}
+
+/* ---- the tests: one table ------------------------------------------------------------------- */
+
+/* A test: its scenario, run on `masters` fresh masters with a history of
+ * its own (checked once the scenario ended), for the election `name` with
+ * the candidates' lease `ttl` ms. */
+typedef struct {
+  const char *test; /* cmocka's name */
+  void (*run)(fx_t *fx, history_t *h, const char *name, uint32_t ttl);
+  size_t masters;
+  const char *name;
+  uint32_t ttl;
+} el_case_t;
+
+static const el_case_t cases[] = {
+    {"test_bad_input", bad_input, 1, NULL, 0},
+    {"test_uv_client", uv_client, 3, NULL, 0},
+    {"test_one_leader_among_3", one_leader_among_3, 3, "sf:elect:one", 2000},
+    {"test_terms_increase", terms_increase, 3, "sf:elect:terms", 2000},
+    {"test_resign_hands_over_via_wake", resign_hands_over_via_wake, 3, "sf:elect:wake", 5000},
+    {"test_resign_inside_callbacks", resign_inside_callbacks, 3, "sf:elect:inside", 1500},
+    {"test_close_with_live_elections", close_with_live_elections, 3, "sf:elect:close", 5000},
+    {"test_leader_loss_sigstop", leader_loss_sigstop, 3, "sf:elect:sigstop", 1500},
+    {"test_leader_partitioned", leader_partitioned, 3, "sf:elect:partition", 1500},
+};
+
+/* The running case: its setup gets it as cmocka's initial state. */
+static const el_case_t *current;
+
+static int case_setup(void **state) {
+  current = *state;
+  return current->masters == 1 ? fx_setup_1(state) : fx_setup_3(state);
+}
+
+static void test_case(void **state) {
+  history_t *h = history_new();
+  current->run(*state, h, current->name, current->ttl);
   check_history(h);
   history_free(h);
 }
 
-FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_bad_input, 1), FX_TEST(test_uv_client, 3),
-        FX_TEST(test_one_leader_among_3, 3), FX_TEST(test_terms_increase, 3),
-        FX_TEST(test_resign_hands_over_via_wake, 3), FX_TEST(test_resign_inside_callbacks, 3),
-        FX_TEST(test_close_with_live_elections, 3), FX_TEST(test_leader_loss_sigstop, 3),
-        FX_TEST(test_leader_partitioned, 3))
+int main(void) {
+  enum { N_CASES = sizeof cases / sizeof cases[0] };
+  struct CMUnitTest tests[N_CASES];
+  for (size_t i = 0; i < N_CASES; i++)
+    tests[i] =
+        (struct CMUnitTest){cases[i].test, test_case, case_setup, fx_teardown, (void *)&cases[i]};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
