@@ -58,13 +58,19 @@ static void info_field(const char *info, const char *field, char *out, size_t si
 
 /* The harness runs REDLOCK_TEST_SERVER (or redis-server): the server's own
  * INFO names the same executable. */
+/* One server of the harness's own (no options), asserted started. */
+static rh_server_t *start_one(void) {
+  rh_server_t *s = NULL;
+  assert_int_equal(rh_server_start(&s, NULL), 0);
+  return s;
+}
+
 static void test_server_program(void **state) {
   (void)state;
   const char *exe = rh_server_executable();
   assert_non_null(exe);
   assert_true(exe[0] == '/');
-  rh_server_t *s = NULL;
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   static char info[8192];
   char executable[4096], name[64], version[64];
   assert_int_equal(rh_server_command(s, info, sizeof info, "INFO server"), 0);
@@ -79,9 +85,8 @@ static void test_server_program(void **state) {
 
 static void test_start_command_free(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[256], expect[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   int port = rh_server_port(s);
   assert_true(pid > 0);
@@ -126,9 +131,8 @@ static void test_start_command_free(void **state) {
 
 static void test_kill_restart(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[256], run_id[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   int port = rh_server_port(s);
   assert_int_equal(rh_server_command(s, buf, sizeof buf, "SET k v"), 0);
@@ -162,9 +166,8 @@ static void test_kill_restart(void **state) {
 
 static void test_pause_resume(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   assert_int_equal(rh_server_pause(s), 0);
   /* SIGSTOP is asynchronous: wait for the kernel to stop it. */

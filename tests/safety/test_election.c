@@ -157,17 +157,38 @@ static void resign_inside(cand_t *c, redlock_election_t *e, uint64_t t) {
   atomic_store(&c->silenced, 1); /* this callback is the last one */
 }
 
-static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
-  cand_t *c = arg;
+/* Checks what holds for every callback of c (the handle is c's, and c's
+ * resign or close has not returned yet) and takes h->mu; what names the
+ * callback. */
+static history_t *callback_begin(cand_t *c, redlock_election_t *e, const char *what) {
   history_t *h = c->h;
-  uint64_t now = rh_now_ms();
-  int64_t validity = redlock_election_validity_ms(e);
   pthread_mutex_lock(&h->mu);
   if (atomic_load(&c->silenced))
-    violation(h, "cand %d: on_elected (term %llu) after its resign/close returned", c->id,
-              (unsigned long long)term);
+    violation(h, "cand %d: %s after its resign/close returned", c->id, what);
   if (e != c->e)
-    violation(h, "cand %d: on_elected with another handle", c->id);
+    violation(h, "cand %d: %s with another handle", c->id, what);
+  return h;
+}
+
+/* Releases h->mu, counts the callback, posts its event (after the stores
+ * the test reads: the waiter sees them) and resigns from inside it when the
+ * test asked for that. */
+static void callback_end(cand_t *c, redlock_election_t *e, atomic_int *count, fx_event_t *ev,
+                         int resign) {
+  pthread_mutex_unlock(&c->h->mu);
+  atomic_fetch_add(count, 1);
+  fx_event_post(ev);
+  if (resign)
+    resign_inside(c, e, rh_now_ms());
+}
+
+static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
+  cand_t *c = arg;
+  uint64_t now = rh_now_ms();
+  int64_t validity = redlock_election_validity_ms(e);
+  char what[64];
+  snprintf(what, sizeof what, "on_elected (term %llu)", (unsigned long long)term);
+  history_t *h = callback_begin(c, e, what);
   if (atomic_load(&c->leader))
     violation(h, "cand %d: on_elected twice without on_lost", c->id);
   if (validity <= 0)
@@ -176,25 +197,16 @@ static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
     violation(h, "cand %d: term 0", c->id);
   push(h, EV_ELECTED, c->id, term, now, 0);
   h->n_elected++;
-  pthread_mutex_unlock(&h->mu);
   atomic_store(&c->term, term);
   atomic_store(&c->leader, 1);
-  atomic_fetch_add(&c->elected, 1);
-  fx_event_post(&c->elected_ev);
-  if (c->resign_in_elected)
-    resign_inside(c, e, rh_now_ms());
+  callback_end(c, e, &c->elected, &c->elected_ev, c->resign_in_elected);
 }
 
 static void on_lost(redlock_election_t *e, int reason, void *arg) {
   cand_t *c = arg;
-  history_t *h = c->h;
   uint64_t now = rh_now_ms();
   int64_t validity = redlock_election_validity_ms(e);
-  pthread_mutex_lock(&h->mu);
-  if (atomic_load(&c->silenced))
-    violation(h, "cand %d: on_lost after its resign/close returned", c->id);
-  if (e != c->e)
-    violation(h, "cand %d: on_lost with another handle", c->id);
+  history_t *h = callback_begin(c, e, "on_lost");
   if (!atomic_load(&c->leader))
     violation(h, "cand %d: on_lost without on_elected", c->id);
   if (reason != REDLOCK_ELOST)
@@ -203,13 +215,9 @@ static void on_lost(redlock_election_t *e, int reason, void *arg) {
     violation(h, "cand %d: on_lost while the accessor says %lld ms are left", c->id,
               (long long)validity);
   push(h, EV_LOST, c->id, atomic_load(&c->term), now, (int64_t)now + validity);
-  pthread_mutex_unlock(&h->mu);
   atomic_store(&c->reason, reason);
   atomic_store(&c->leader, 0);
-  atomic_fetch_add(&c->lost, 1);
-  fx_event_post(&c->lost_ev);
-  if (c->resign_in_lost)
-    resign_inside(c, e, rh_now_ms());
+  callback_end(c, e, &c->lost, &c->lost_ev, c->resign_in_lost);
 }
 
 /* ---- candidates ------------------------------------------------------------------------ */
@@ -377,6 +385,14 @@ static redlock_t *open_client(fx_t *fx, int slot, uint32_t retry_delay_ms) {
       fx_options_retry(fx, slot, REDLOCK_LOG_INFO, -1, retry_delay_ms, retry_delay_ms / 2));
 }
 
+/* Three clients (slots 0..2, retry every 100 ms) campaign for name;
+ * returns the first one elected. */
+static cand_t *campaign3(fx_t *fx, history_t *h, cand_t **c, const char *name, uint32_t ttl) {
+  for (int i = 0; i < 3; i++)
+    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
+  return wait_nth_elected(h, 0, 10000);
+}
+
 /* ---- one leader among 3 ------------------------------------------------------------------ */
 
 typedef struct {
@@ -405,9 +421,7 @@ static int steady_poll(void *arg) {
 
 static void one_leader_among_3(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
-  for (int i = 0; i < 3; i++)
-    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
-  cand_t *leader = wait_nth_elected(h, 0, 10000);
+  cand_t *leader = campaign3(fx, h, c, name, ttl);
   uint64_t term = atomic_load(&leader->term);
 
   /* For 1.5 ttl (at least one extension): the same leader, nobody else. */
@@ -484,9 +498,7 @@ static void resign_hands_over_via_wake(fx_t *fx, history_t *h, const char *name,
 
 static void leader_loss_sigstop(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
-  for (int i = 0; i < 3; i++)
-    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
-  cand_t *old = wait_nth_elected(h, 0, 10000);
+  cand_t *old = campaign3(fx, h, c, name, ttl);
   uint64_t old_term = atomic_load(&old->term);
 
   fx_pause_all(fx);
