@@ -3,7 +3,7 @@
  *
  * Asserts, per include/redlock.h:
  *  - close with locks still held (single and lock_many, one of them watched)
- *    deletes their keys: GET is nil on every master once fx_close_client(fx_group, )
+ *    deletes their keys: GET is nil on every master once fx_close_client()
  *    returned, and the handles are freed (no leak under ASan);
  *  - pending lock calls (lock_async with wait_ms on a held resource, and one
  *    with an unbounded retry policy) end with REDLOCK_ECANCELED exactly once,

@@ -26,7 +26,7 @@
  *    REDLOCK_EFORKED at once (no hang) and redlock_close returns; the parent
  *    keeps using the client and its lock;
  *  - a call that returns an error never runs its callback: callback counters
- *    are still 0 after fx_close_client(fx_group, ) (which joins the loop thread, so every
+ *    are still 0 after fx_close_client() (which joins the loop thread, so every
  *    callback that will ever run has run).
  */
 #include <sys/wait.h>
