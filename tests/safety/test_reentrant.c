@@ -26,13 +26,6 @@ static redlock_t *open_client(fx_t *fx, int slot, int reentrant, int fencing) {
   return fx_open(fx, slot, opts);
 }
 
-static void assert_key_on_quorum(fx_t *fx, const char *key, const char *value) {
-  size_t held = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    held += (size_t)fx_key_is(fx->servers[i], key, value);
-  assert_true(held >= fx->n / 2 + 1);
-}
-
 typedef struct {
   redlock_t *client;
   const char *resource;
@@ -65,7 +58,7 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   assert_string_equal(redlock_lock_resource(second), res);
   assert_true(redlock_lock_fence(first) > 0);
   assert_true(redlock_lock_fence(second) == redlock_lock_fence(first));
-  assert_key_on_quorum(fx, res, redlock_lock_value(first));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(first));
 
   /* Another thread of the same client is not the owner: excluded. */
   other_thread_t t = {c, res, 0};
@@ -87,10 +80,10 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   /* Unlocking the first handle leaves the lock held by the others. */
   assert_int_equal(redlock_unlock(c, first), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, first), REDLOCK_EINVAL); /* double unlock */
-  assert_key_on_quorum(fx, res, redlock_lock_value(second));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(second));
   assert_int_equal(redlock_trylock(other, res, TTL, &foreign), REDLOCK_ELOCKED);
   assert_int_equal(redlock_unlock(c, third), REDLOCK_OK);
-  assert_key_on_quorum(fx, res, redlock_lock_value(second));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(second));
   assert_false(redlock_lock_is_lost(second));
 
   /* The last unlock releases it in Redis. */
@@ -117,7 +110,7 @@ static void test_close_releases_every_hold(void **state) {
   assert_int_equal(redlock_lock(c, res, TTL, &a), REDLOCK_OK);
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, a), REDLOCK_OK); /* b still holds it */
-  assert_key_on_quorum(fx, res, redlock_lock_value(b));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(b));
   fx_close(fx, 0); /* frees b too (ASan would see a leak otherwise) */
   for (size_t i = 0; i < fx->n; i++)
     assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
@@ -147,7 +140,7 @@ static void test_expired_lock_is_not_reentered(void **state) {
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
   assert_string_not_equal(redlock_lock_value(a), redlock_lock_value(b));
   assert_int_equal(redlock_unlock(c, a), REDLOCK_ELOST);
-  assert_key_on_quorum(fx, res, redlock_lock_value(b));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(b));
   assert_int_equal(redlock_unlock(c, b), REDLOCK_OK);
 }
 

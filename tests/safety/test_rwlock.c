@@ -86,52 +86,6 @@ static void assert_zcard_everywhere(fx_t *fx, const char *key, long want) {
     fail_msg("%s does not have %ld members on every master", key, want);
 }
 
-/* ---- a call in a thread ------------------------------------------------------------ */
-
-typedef struct {
-  redlock_t *client;
-  const char *name;
-  int write;
-  uint32_t ttl, wait_ms;
-  fx_event_t done;
-  uint64_t t_done;
-  int rc;
-  redlock_lock_t *hold;
-  pthread_t thread;
-} call_t;
-
-static void *call_main(void *arg) {
-  call_t *c = arg;
-  c->rc = c->write ? redlock_rwlock_write(c->client, c->name, c->ttl, c->wait_ms, &c->hold)
-                   : redlock_rwlock_read(c->client, c->name, c->ttl, c->wait_ms, &c->hold);
-  c->t_done = rh_now_ms();
-  fx_event_post(&c->done);
-  return NULL;
-}
-
-static void call_start(call_t *c, redlock_t *client, const char *name, int write, uint32_t ttl,
-                       uint32_t wait_ms) {
-  memset(c, 0, sizeof *c);
-  c->client = client;
-  c->name = name;
-  c->write = write;
-  c->ttl = ttl;
-  c->wait_ms = wait_ms;
-  c->rc = 1;
-  fx_event_init(&c->done);
-  assert_int_equal(pthread_create(&c->thread, NULL, call_main, c), 0);
-}
-
-/* Waits for the call to end (it does by its wait budget at the latest). */
-static int call_join(call_t *c, int timeout_ms) {
-  int done = fx_event_wait(&c->done, timeout_ms);
-  if (!done)
-    fx_event_wait(&c->done, (int)c->wait_ms + 10000);
-  pthread_join(c->thread, NULL);
-  fx_event_destroy(&c->done);
-  return done;
-}
-
 /* ---- readers share, writers wait ------------------------------------------------------ */
 
 static void test_rw_readers_share(void **state) {
@@ -208,8 +162,13 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   redlock_lock_t *r = NULL, *x = NULL;
 
   assert_int_equal(redlock_rwlock_read(c0, name, 20000, 0, &r), REDLOCK_OK);
-  call_t writer;
-  call_start(&writer, c1, name, 1, 20000, 15000);
+  fx_call_t writer = {.fn = fx_call_rwlock,
+                      .client = c1,
+                      .name = name,
+                      .write = 1,
+                      .ttl_ms = 20000,
+                      .wait_ms = 15000};
+  fx_call_start(&writer);
   /* The writer waits: its intent is on every master, and new readers are
    * refused while it waits. */
   int intent_everywhere = fx_wait_exists_on(fx, fx->n, k.intent, fx->n, 5000);
@@ -219,7 +178,7 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   int early = fx_event_wait(&writer.done, 0);
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(c0, r);
-  int done = call_join(&writer, 10000);
+  int done = fx_call_join(&writer, 10000);
 
   assert_true(intent_everywhere);
   assert_int_equal(reader_rc, REDLOCK_ELOCKED);
@@ -232,17 +191,22 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   /* The waiting writer retries at least every 500 ms (refreshing its
    * intent), and is woken by the reader's release. */
   assert_true(writer.t_done - t_unlock < WAKE_BOUND_MS);
-  assert_hold(fx, name, writer.hold, 1);
+  assert_hold(fx, name, writer.lock, 1);
   fx_assert_absent_everywhere(fx, k.intent, 3000); /* dropped by the grant */
 
   /* A reader waiting on the writer is woken by its release. */
-  call_t reader;
-  call_start(&reader, c2, name, 0, 10000, 15000);
+  fx_call_t reader = {.fn = fx_call_rwlock,
+                      .client = c2,
+                      .name = name,
+                      .write = 0,
+                      .ttl_ms = 10000,
+                      .wait_ms = 15000};
+  fx_call_start(&reader);
   int subscribed = fx_wait_subscribed(fx, fx->n, k.channel, 1, 5000);
   early = fx_event_wait(&reader.done, 0);
   t_unlock = rh_now_ms();
-  unlock_rc = redlock_unlock(c1, writer.hold);
-  done = call_join(&reader, (int)FALLBACK_MS + 5000);
+  unlock_rc = redlock_unlock(c1, writer.lock);
+  done = fx_call_join(&reader, (int)FALLBACK_MS + 5000);
   assert_true(subscribed);
   assert_false(early);
   assert_int_equal(unlock_rc, REDLOCK_OK);
@@ -254,7 +218,7 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
              (unsigned long long)after, FALLBACK_MS);
   if (fx_verbose())
     print_message("reader woken %llu ms after the release\n", (unsigned long long)after);
-  assert_int_equal(redlock_unlock(c2, reader.hold), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(c2, reader.lock), REDLOCK_OK);
 }
 
 /* Readers keep coming, always overlapping: STREAMS threads, started

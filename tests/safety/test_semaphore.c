@@ -58,12 +58,6 @@ static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
   snprintf(buf, size, "%s:sem:%u", name, slot);
 }
 
-/* The permit's slot key holds its value on at least a quorum of n. */
-static void assert_permit_held(fx_t *fx, size_t n, redlock_lock_t *p) {
-  if (fx_holding(fx, n, redlock_lock_resource(p), redlock_lock_value(p)) < n / 2 + 1)
-    fail_msg("permit %s is not on a quorum", redlock_lock_resource(p));
-}
-
 static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) {
   char prefix[256];
   snprintf(prefix, sizeof prefix, "%s:sem:", name);
@@ -90,7 +84,7 @@ static void test_sem_admits_limit(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 10000, 1000, &p[2]), REDLOCK_OK);
   for (int i = 0; i < 3; i++) {
     assert_slot_of(p[i], name, 3);
-    assert_permit_held(fx, fx->n, p[i]);
+    fx_assert_on_quorum(fx, redlock_lock_resource(p[i]), redlock_lock_value(p[i]));
     assert_true(redlock_lock_validity_ms(p[i]) > 0);
     assert_false(redlock_lock_is_lost(p[i]));
     assert_int_equal(redlock_lock_fence(p[i]), 0); /* fencing off */
@@ -137,26 +131,6 @@ static void test_sem_admits_limit(void **state) {
 
 /* ---- a release wakes a waiter ------------------------------------------------------------ */
 
-typedef struct {
-  redlock_t *client;
-  const char *name;
-  uint32_t limit;
-  fx_event_t done;
-  uint64_t t_start, t_done;
-  int rc;
-  redlock_lock_t *permit;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->t_start = rh_now_ms();
-  w->rc =
-      redlock_semaphore_acquire(w->client, w->name, w->limit, 5000, FALLBACK_MS + 5000, &w->permit);
-  w->t_done = rh_now_ms();
-  fx_event_post(&w->done);
-  return NULL;
-}
-
 static void test_sem_release_wakes_waiter(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:wake";
@@ -168,23 +142,18 @@ static void test_sem_release_wakes_waiter(void **state) {
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[0]), REDLOCK_OK);
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[1]), REDLOCK_OK);
 
-  waiter_t w;
-  memset(&w, 0, sizeof w);
-  w.client = wc;
-  w.name = name;
-  w.limit = 2;
-  fx_event_init(&w.done);
-  pthread_t thread;
-  assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
+  fx_call_t w = {.fn = fx_call_semaphore,
+                 .client = wc,
+                 .name = name,
+                 .limit = 2,
+                 .ttl_ms = 5000,
+                 .wait_ms = FALLBACK_MS + 5000};
+  fx_call_start(&w);
   int subscribed = fx_wait_subscribed(fx, fx->n, channel, 1, 5000);
   int early = fx_event_wait(&w.done, 0);
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(h, p[0]);
-  int woke = fx_event_wait(&w.done, (int)FALLBACK_MS + 5000);
-  if (!woke)
-    fx_event_wait(&w.done, (int)FALLBACK_MS + 10000); /* let the thread end before failing */
-  pthread_join(thread, NULL);
-  fx_event_destroy(&w.done);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   assert_true(subscribed);
   assert_false(early);
@@ -192,8 +161,8 @@ static void test_sem_release_wakes_waiter(void **state) {
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
   fx_assert_woken(w.t_done - t_unlock, WAKE_BOUND_MS, FALLBACK_MS, "the release");
-  assert_permit_held(fx, fx->n, w.permit);
-  assert_int_equal(redlock_unlock(wc, w.permit), REDLOCK_OK);
+  fx_assert_on_quorum(fx, redlock_lock_resource(w.lock), redlock_lock_value(w.lock));
+  assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(h, p[1]), REDLOCK_OK);
   /* The waiter left the channel on every master. */
   assert_true(fx_wait_subscribed_at_most(fx, fx->n, channel, 0, 5000));
@@ -214,15 +183,15 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   for (int i = 0; i < BURST; i++)
     assert_int_equal(redlock_semaphore_acquire(h, name, BURST, 20000, 0, &p[i]), REDLOCK_OK);
 
-  waiter_t w[BURST];
-  pthread_t threads[BURST];
+  fx_call_t w[BURST];
   for (int i = 0; i < BURST; i++) {
-    memset(&w[i], 0, sizeof w[i]);
-    w[i].client = wc;
-    w[i].name = name;
-    w[i].limit = BURST;
-    fx_event_init(&w[i].done);
-    assert_int_equal(pthread_create(&threads[i], NULL, waiter_main, &w[i]), 0);
+    w[i] = (fx_call_t){.fn = fx_call_semaphore,
+                       .client = wc,
+                       .name = name,
+                       .limit = BURST,
+                       .ttl_ms = 5000,
+                       .wait_ms = FALLBACK_MS + 5000};
+    fx_call_start(&w[i]);
   }
   int subscribed = fx_wait_subscribed(fx, fx->n, channel, 1, 5000);
   /* Every waiter has failed its first pass (and waits) once the
@@ -235,16 +204,10 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   int all = 1;
   uint64_t worst = 0;
   for (int i = 0; i < BURST; i++) {
-    int done = fx_event_wait(&w[i].done, (int)FALLBACK_MS + 5000);
-    if (!done)
-      fx_event_wait(&w[i].done, (int)FALLBACK_MS + 10000);
+    int done = fx_call_join(&w[i], (int)FALLBACK_MS + 5000);
     all = all && done && w[i].rc == REDLOCK_OK;
     if (w[i].t_done - t_unlock > worst)
       worst = w[i].t_done - t_unlock;
-  }
-  for (int i = 0; i < BURST; i++) {
-    pthread_join(threads[i], NULL);
-    fx_event_destroy(&w[i].done);
   }
   assert_true(subscribed);
   assert_true(all);
@@ -256,7 +219,7 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
              "not every release woke a waiter",
              (unsigned long long)worst, BURST, FALLBACK_MS);
   for (int i = 0; i < BURST; i++)
-    assert_int_equal(redlock_unlock(wc, w[i].permit), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(wc, w[i].lock), REDLOCK_OK);
 }
 
 /* ---- a dead holder's permit expires ----------------------------------------------------- */
@@ -279,7 +242,7 @@ static void test_sem_dead_holder_expires(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 8000, &p), REDLOCK_OK);
   assert_true(rh_now_ms() - t_dead < 6000);
   assert_string_equal(redlock_lock_resource(p), key);
-  assert_permit_held(fx, fx->n, p);
+  fx_assert_on_quorum(fx, redlock_lock_resource(p), redlock_lock_value(p));
   assert_int_equal(redlock_unlock(c, p), REDLOCK_OK);
 }
 

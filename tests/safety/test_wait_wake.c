@@ -38,67 +38,21 @@
 #define WAIT_MS 15000u
 #define WAKE_BOUND_MS 2000u
 
-/* ---- one waiter in a thread ------------------------------------------------------------ */
-
-typedef struct {
-  redlock_t *client;
-  const char *res;
-  uint32_t ttl;
-  uint32_t wait_ms;
-  fx_event_t started, done;
-  uint64_t t_start, t_done;
-  int rc;
-  redlock_lock_t *lock;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->t_start = rh_now_ms();
-  fx_event_post(&w->started);
-  w->rc = redlock_lock_wait(w->client, w->res, w->ttl, w->wait_ms, &w->lock);
-  w->t_done = rh_now_ms();
-  fx_event_post(&w->done);
-  return NULL;
-}
-
-static void waiter_start(waiter_t *w, pthread_t *thread, redlock_t *c, const char *res) {
-  memset(w, 0, sizeof *w);
-  w->client = c;
-  w->res = res;
-  w->ttl = 5000;
-  w->wait_ms = WAIT_MS;
-  fx_event_init(&w->started);
-  fx_event_init(&w->done);
-  assert_int_equal(pthread_create(thread, NULL, waiter_main, w), 0);
-  assert_true(fx_event_wait(&w->started, 5000));
-}
-
-/* Joins the waiter (it ends by its wait budget at the latest). */
-static void waiter_join(waiter_t *w, pthread_t thread) {
-  pthread_join(thread, NULL);
-  fx_event_destroy(&w->started);
-  fx_event_destroy(&w->done);
-}
-
 /* Holder `h` holds res; a waiter on client `wc` (retry delay 10 s) waits;
  * once its subscription is on every master, the main thread unlocks. */
 static void woken_by_unlock(fx_t *fx, redlock_t *h, redlock_t *wc, const char *res) {
   redlock_lock_t *held = NULL;
-  waiter_t w;
-  pthread_t thread;
-
   assert_int_equal(fx_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
-  waiter_start(&w, &thread, wc, res);
+  fx_call_t w = {
+      .fn = fx_call_lock_wait, .client = wc, .name = res, .ttl_ms = 5000, .wait_ms = WAIT_MS};
+  fx_call_start(&w);
   fx_assert_subscribed(fx, res, 1, 5000);
   /* Still waiting: nothing was released yet. */
   int early = fx_event_wait(&w.done, 0);
 
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(h, held);
-  int woke = fx_event_wait(&w.done, (int)FALLBACK_MS + 5000);
-  if (!woke)
-    fx_event_wait(&w.done, (int)WAIT_MS); /* let the thread end before failing */
-  waiter_join(&w, thread);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   assert_false(early);
   assert_int_equal(unlock_rc, REDLOCK_OK);
@@ -180,9 +134,9 @@ static void test_wait_rewoken_by_later_release(void **state) {
   for (size_t i = 0; i < fx->n; i++)
     assert_int_equal(
         rh_server_command(fx->servers[i], buf, sizeof buf, "SET %s foreign PX 60000", res), 0);
-  waiter_t w;
-  pthread_t thread;
-  waiter_start(&w, &thread, c, res);
+  fx_call_t w = {
+      .fn = fx_call_lock_wait, .client = c, .name = res, .ttl_ms = 5000, .wait_ms = WAIT_MS};
+  fx_call_start(&w);
   fx_assert_subscribed(fx, res, 1, 5000);
   long m1_sets = set_calls(fx->servers[1]);
 
@@ -199,10 +153,7 @@ static void test_wait_rewoken_by_later_release(void **state) {
   /* M1 applies the release while that attempt is still undecided. */
   uint64_t t_release = rh_now_ms();
   release_on(fx->servers[1], res);
-  int woke = fx_event_wait(&w.done, FALLBACK_MS + 5000);
-  if (!woke)
-    fx_event_wait(&w.done, (int)WAIT_MS);
-  waiter_join(&w, thread);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   if (!attempt_out)
     print_message("note: the woken attempt was not seen on M0 and M1 in time; "

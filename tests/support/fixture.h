@@ -167,9 +167,6 @@ void fx_assert_subscribed(fx_t *fx, const char *key, long at_least, int timeout_
 /* SIGSTOP / SIGCONT every master, asserting each. */
 void fx_pause_all(fx_t *fx);
 void fx_resume_all(fx_t *fx);
-/* Runs a command on every one of the first n masters (asserting each
- * answered; the replies are dropped). */
-void fx_command_all(fx_t *fx, size_t n, const char *fmt, const char *arg);
 
 /* A plain synchronous hiredis connection to a master (asserts success). */
 redisContext *fx_redis(const rh_server_t *s, int timeout_ms);
@@ -252,13 +249,10 @@ void fx_close(fx_t *fx, int slot);
  * in the first free slot (no log capture). */
 redlock_t *fx_client(fx_t *fx, int retry_count, uint32_t delay_ms, uint32_t jitter_ms);
 /* Opens a client with opts (which it frees) in the first free slot;
- * asserts success. */
+ * asserts success.  Like every slot's client, teardown closes it when the
+ * test fails halfway: a failed assertion leaves the test at once, and the
+ * client would live on, its callbacks writing into a dead stack frame. */
 redlock_t *fx_open_free(fx_t *fx, redlock_options_t *opts);
-/* Puts a client the test opened itself into a free slot, so that teardown
- * closes it when the test fails halfway (a failed assertion leaves the test
- * at once: the client would live on, its callbacks writing into a dead
- * stack frame). */
-void fx_adopt(fx_t *fx, redlock_t *client);
 /* Initializes loop and opens a client on it with opts (which it frees);
  * asserts both.  The caller runs the loop, closes the client (fx_free does
  * not) and closes the loop. */
@@ -281,7 +275,7 @@ void fx_contend(fx_t *fx, fx_contention_t *c, const char *what, uint32_t ttl_ms,
 int fx_refused_once(void *client);
 /* Drops a client from its slot without closing it (one that closes itself). */
 void fx_forget(fx_t *fx, redlock_t *client);
-/* redlock_close() of an fx_client / fx_adopt client. */
+/* redlock_close() of a client in a slot (fx_client, fx_open_free). */
 void fx_close_client(fx_t *fx, redlock_t *client);
 
 /* The group fixture (tests that share masters across a file, tests/api):
@@ -403,6 +397,38 @@ void fx_name(char *buf, size_t size, const char *what);
 /* Last resort against a hang: after `seconds` the process exits with a
  * message instead of waiting for the ctest timeout. */
 void fx_watchdog(unsigned seconds);
+
+/* ==== a blocking call in a thread (fixture_call.c) ==== */
+
+typedef struct fx_call fx_call_t;
+/* The call fx_call_start makes: its status; what it was granted into c->lock. */
+typedef int (*fx_call_fn)(fx_call_t *c);
+struct fx_call {
+  /* Set by the test. */
+  fx_call_fn fn;
+  redlock_t *client;
+  const char *name;
+  uint32_t limit; /* fx_call_semaphore */
+  uint32_t ttl_ms, wait_ms;
+  int write; /* fx_call_rwlock: a write hold */
+  /* Set by the thread: rh_now_ms() around the call, its status (1 until it
+   * returned), the grant; `done` is posted when it returned. */
+  uint64_t t_start, t_done;
+  int rc;
+  redlock_lock_t *lock;
+  fx_event_t started, done;
+  pthread_t thread;
+};
+/* Runs c->fn in a thread of its own; returns once that thread runs. */
+void fx_call_start(fx_call_t *c);
+/* 1 when the call returned within timeout_ms; joins the thread either way
+ * (after waiting out the call's wait budget). */
+int fx_call_join(fx_call_t *c, int timeout_ms);
+/* Calls for fn: redlock_lock_wait, redlock_semaphore_acquire,
+ * redlock_rwlock_read / _write. */
+int fx_call_lock_wait(fx_call_t *c);
+int fx_call_semaphore(fx_call_t *c);
+int fx_call_rwlock(fx_call_t *c);
 
 /* ==== coordination primitives (fixture_prims.c) ==== */
 

@@ -207,11 +207,6 @@ redlock_t *fx_client(fx_t *fx, int retry_count, uint32_t delay_ms, uint32_t jitt
   return fx_open_free(fx, fx_options_retry(fx, 0, FX_NO_LOG, retry_count, delay_ms, jitter_ms));
 }
 
-void fx_adopt(fx_t *fx, redlock_t *client) {
-  assert_non_null(client);
-  fx->clients[free_slot(fx)] = client;
-}
-
 void fx_forget(fx_t *fx, redlock_t *client) {
   for (int i = 0; i < FX_MAX_CLIENTS; i++)
     if (fx->clients[i] == client)

@@ -84,12 +84,6 @@ void fx_resume_all(fx_t *fx) {
     assert_int_equal(rh_server_resume(fx->servers[i]), 0);
 }
 
-void fx_command_all(fx_t *fx, size_t n, const char *fmt, const char *arg) {
-  char buf[512];
-  for (size_t i = 0; i < n; i++)
-    assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, fmt, arg), 0);
-}
-
 /* ---- waits ------------------------------------------------------------------------- */
 
 typedef struct {

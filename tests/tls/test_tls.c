@@ -332,21 +332,6 @@ static void test_restart_reconnect(void **state) {
 #define WAIT_MS 15000u
 #define WAKE_BOUND_MS 2000u
 
-typedef struct {
-  fx_t *fx;
-  redlock_t *client;
-  int rc;
-  redlock_lock_t *lock;
-  uint64_t done_ms;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->rc = redlock_lock_wait(w->client, "tls:wake", TTL, WAIT_MS, &w->lock);
-  w->done_ms = rh_now_ms();
-  return NULL;
-}
-
 static void test_woken_wait(void **state) {
   fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
@@ -357,9 +342,12 @@ static void test_woken_wait(void **state) {
 
   redlock_lock_t *held = NULL;
   FX_ASSERT_RC(fx, holder, redlock_trylock(holder, "tls:wake", TTL, &held), REDLOCK_OK);
-  waiter_t w = {fx, waiting, -100, NULL, 0};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
+  fx_call_t w = {.fn = fx_call_lock_wait,
+                 .client = waiting,
+                 .name = "tls:wake",
+                 .ttl_ms = TTL,
+                 .wait_ms = WAIT_MS};
+  fx_call_start(&w);
   /* Every master has one subscriber to the channel: the waiter's, over TLS. */
   const char *channel = REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake";
   if (!fx_wait_subscribed(fx, fx->n, channel, 1, 5000) ||
@@ -368,17 +356,14 @@ static void test_woken_wait(void **state) {
              fx_log_text(fx, FX_ALL));
   uint64_t t0 = rh_now_ms();
   FX_ASSERT_RC(fx, holder, redlock_unlock(holder, held), REDLOCK_OK);
-  pthread_join(th, NULL);
+  fx_call_join(&w, (int)WAIT_MS); /* the status below tells */
   FX_ASSERT_RC(fx, waiting, w.rc, REDLOCK_OK);
-  if (w.done_ms - t0 > WAKE_BOUND_MS)
-    fail_msg("woken after %llu ms (fallback %u ms)", (unsigned long long)(w.done_ms - t0),
+  if (w.t_done - t0 > WAKE_BOUND_MS)
+    fail_msg("woken after %llu ms (fallback %u ms)", (unsigned long long)(w.t_done - t0),
              FALLBACK_MS);
   /* On a quorum: a master the release had not reached yet when the woken
    * attempt got there refused it, legitimately. */
-  int on = 0;
-  for (size_t i = 0; i < 3; i++)
-    on += fx_key_is(fx->servers[i], "tls:wake", redlock_lock_value(w.lock));
-  assert_true(on >= 2);
+  assert_true(fx_holding(fx, 3, "tls:wake", redlock_lock_value(w.lock)) >= 2);
   FX_ASSERT_RC(fx, waiting, redlock_unlock(waiting, w.lock), REDLOCK_OK);
 }
 
