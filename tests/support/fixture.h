@@ -9,15 +9,18 @@
  *  - keys (fixture_keys.c): the same inspection for cmocka tests, asserting
  *    that every master answered.
  *  - log (fixture_log.c): a thread-safe capture of each client's log, with
- *    search, counts and waits.
+ *    search, counts and waits (FX_VERBOSE=1 echoes it to stderr).
  *  - client (fixture_client.c): fx_t (masters + client slots + logs) as
  *    cmocka setup/teardown, clients opened with the usual test options
  *    (restart quarantine off: the masters are fresh), result checks,
  *    callback recorders.
  *  - wait (fixture_wait.c): counting events with a deadline, the stall
  *    monitor, a watchdog, unique names.
+ *  - call (fixture_call.c): a blocking acquisition in a thread of its own,
+ *    timed, with an event to wait on.
  *  - prims (fixture_prims.c): holders in child processes, holding-interval
- *    histories and pause chaos for the coordination-primitive tests.
+ *    histories, pause chaos and the chaos runner of the coordination
+ *    primitives.
  *
  * Nothing here waits by sleeping and looking: every wait polls a condition
  * (rh_wait_until) or takes an event, with a deadline. */
