@@ -357,8 +357,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_int_equal(redlock_extend(c, r, 8000), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, w, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(r) > 5000 && redlock_lock_validity_ms(w) > 5000);
-  assert_true(fx_wait_pttl_above(fx, k.read, 5000, 3000));
-  assert_true(fx_wait_pttl_above(fx, kw.write, 5000, 3000));
+  assert_true(fx_wait_keys_pttl_above(fx, (const char *const[]){k.read}, 1, 5000, 3000));
+  assert_true(fx_wait_keys_pttl_above(fx, (const char *const[]){kw.write}, 1, 5000, 3000));
 
   /* Watched with a short ttl: both outlive it several times over. */
   assert_int_equal(redlock_extend(c, r, 400), REDLOCK_OK);

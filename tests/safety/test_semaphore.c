@@ -367,8 +367,8 @@ static void test_sem_extend_watch_close(void **state) {
   assert_int_equal(redlock_extend(c, p, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(p) > 5000);
   /* On every master (the last one's reply may still be on its way). */
-  assert_true(fx_wait_pttl_above(fx, redlock_lock_resource(p), 5000, 3000));
-  assert_true(fx_wait_pttl_above(fx, limit_key, 5000, 3000));
+  const char *const extended[] = {redlock_lock_resource(p), limit_key};
+  assert_true(fx_wait_keys_pttl_above(fx, extended, 2, 5000, 3000));
   assert_int_equal(redlock_extend(c, p, 400), REDLOCK_OK);
 
   /* Watched: alive well past its ttl. */

@@ -160,6 +160,10 @@ size_t fx_masters_with_key(fx_t *fx, size_t n, const char *key);
 /* Waits until read(master, key) == want on every master (e.g. fx_zcard). */
 int fx_wait_every_master(fx_t *fx, long (*read)(rh_server_t *s, const char *key), const char *key,
                          long want, int timeout_ms);
+/* Waits until PTTL > min_pttl for every one of keys[0..n_keys) on every
+ * master at once (each poll asserts that the masters answered). */
+int fx_wait_keys_pttl_above(fx_t *fx, const char *const *keys, size_t n_keys, long long min_pttl,
+                            int timeout_ms);
 /* Fails the test unless key is gone from every master within timeout_ms. */
 void fx_assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms);
 /* Fails the test unless key holds value on at least a quorum of the masters. */

@@ -147,6 +147,28 @@ int fx_wait_every_master(fx_t *fx, long (*read)(rh_server_t *s, const char *key)
   return rh_wait_until(every_master_pred, &w, timeout_ms);
 }
 
+typedef struct {
+  fx_t *fx;
+  const char *const *keys;
+  size_t n_keys;
+  long long min_pttl;
+} pttls_wait_t;
+
+static int pttls_above_pred(void *arg) {
+  pttls_wait_t *w = arg;
+  for (size_t i = 0; i < w->fx->n; i++)
+    for (size_t k = 0; k < w->n_keys; k++)
+      if (fx_pttl(w->fx->servers[i], w->keys[k]) <= w->min_pttl)
+        return 0;
+  return 1;
+}
+
+int fx_wait_keys_pttl_above(fx_t *fx, const char *const *keys, size_t n_keys, long long min_pttl,
+                            int timeout_ms) {
+  pttls_wait_t w = {fx, keys, n_keys, min_pttl};
+  return rh_wait_until(pttls_above_pred, &w, timeout_ms);
+}
+
 void fx_assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms) {
   for (size_t i = 0; i < fx->n; i++)
     if (!fx_wait_key_absent(fx->servers[i], key, timeout_ms))
