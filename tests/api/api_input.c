@@ -26,85 +26,59 @@
  *    REDLOCK_EFORKED at once (no hang) and redlock_close returns; the parent
  *    keeps using the client and its lock;
  *  - a call that returns an error never runs its callback: callback counters
- *    are still 0 after api_close_client() (which joins the loop thread, so every
+ *    are still 0 after fx_close_client() (which joins the loop thread, so every
  *    callback that will ever run has run).
  */
 #include <sys/wait.h>
 
-#include "api_common.h"
+#include "fixture.h"
 #include "redlock_uv.h"
 
 #define TTL 10000u
 #define MAX_TTL 30000u
 
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
-
 static redlock_t *open_client(void) {
-  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_max_ttl(opts, MAX_TTL), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  api_track(client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(fx_group, opts);
 }
 
 /* A non-NULL value that must be overwritten with NULL by a failing call. */
 #define JUNK ((redlock_lock_t *)(uintptr_t)0x1)
 
+/* A call that must fail with EINVAL and set its out-parameter `lock` (reset
+ * to JUNK first) to NULL. */
+#define EXPECT_EINVAL_NULL(call)                                                                   \
+  do {                                                                                             \
+    lock = JUNK;                                                                                   \
+    assert_int_equal((call), REDLOCK_EINVAL);                                                      \
+    assert_null(lock);                                                                             \
+  } while (0)
+
 static void test_null_arguments(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  api_name(res, sizeof res, "null");
+  FX_NAME(res, "null");
   redlock_lock_t *lock = JUNK;
-  cb_rec_t rec;
-  cb_rec_init(&rec);
+  fx_rec_t rec;
+  fx_rec_init(&rec);
 
   /* NULL client */
-  assert_int_equal(redlock_lock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(NULL, res, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_wait(NULL, res, TTL, 100, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock(NULL, res, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_trylock(NULL, res, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_wait(NULL, res, TTL, 100, &lock));
   const char *one[1] = {res};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(NULL, one, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  assert_int_equal(redlock_lock_async(NULL, res, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+  EXPECT_EINVAL_NULL(redlock_lock_many(NULL, one, 1, TTL, &lock));
+  assert_int_equal(redlock_lock_async(NULL, res, TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   /* NULL resource / resources */
-  lock = JUNK;
-  assert_int_equal(redlock_lock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(client, NULL, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_wait(client, NULL, TTL, 100, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, NULL, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock(client, NULL, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_trylock(client, NULL, TTL, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_wait(client, NULL, TTL, 100, &lock));
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, NULL, 1, TTL, &lock));
   const char *with_null[2] = {res, NULL};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, with_null, 2, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
-  assert_int_equal(redlock_lock_async(client, NULL, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, with_null, 2, TTL, &lock));
+  assert_int_equal(redlock_lock_async(client, NULL, TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   /* NULL out */
   assert_int_equal(redlock_lock(client, res, TTL, NULL), REDLOCK_EINVAL);
@@ -112,27 +86,27 @@ static void test_null_arguments(void **state) {
   assert_int_equal(redlock_lock_wait(client, res, TTL, 100, NULL), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_many(client, one, 1, TTL, NULL), REDLOCK_EINVAL);
   /* ... and none of them took the lock behind our back. */
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* NULL lock */
   assert_int_equal(redlock_extend(client, NULL, TTL), REDLOCK_EINVAL);
   assert_int_equal(redlock_unlock(client, NULL), REDLOCK_EINVAL);
   assert_int_equal(redlock_watch(client, NULL, NULL, NULL), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(client, NULL, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
-  assert_int_equal(redlock_unlock_async(client, NULL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, NULL, TTL, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(client, NULL, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
 
   /* NULL client with a live lock: refused, and the lock stays usable. */
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   assert_non_null(lock);
   assert_int_equal(redlock_extend(NULL, lock, TTL), REDLOCK_EINVAL);
   assert_int_equal(redlock_watch(NULL, lock, NULL, NULL), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(NULL, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
-  assert_int_equal(redlock_unlock_async(NULL, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(NULL, lock, TTL, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(NULL, lock, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
   assert_int_equal(redlock_unlock(NULL, lock), REDLOCK_EINVAL);
   assert_true(redlock_lock_validity_ms(lock) > 0);
   assert_string_equal(redlock_lock_resource(lock), res);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* Accessors and diagnostics on NULL: no crash, "not held". */
   assert_true(redlock_lock_validity_ms(NULL) <= 0);
@@ -141,14 +115,14 @@ static void test_null_arguments(void **state) {
   char buf[16];
   assert_true(redlock_last_votes(NULL, buf, sizeof buf) < 0);
 
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   /* Every call above returned an error: the callback never ran. */
   assert_int_equal(atomic_load(&rec.calls), 0);
 }
 
 static void test_open_close_arguments(void **state) {
   (void)state;
-  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   redlock_t *client = (redlock_t *)1;
   assert_int_equal(redlock_open(NULL, opts), REDLOCK_EINVAL);
   assert_int_equal(redlock_open(&client, NULL), REDLOCK_EINVAL);
@@ -172,8 +146,8 @@ static void test_open_close_arguments(void **state) {
 static void test_resource_length(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  cb_rec_t rec;
-  cb_rec_init(&rec);
+  fx_rec_t rec;
+  fx_rec_init(&rec);
   redlock_lock_t *lock = JUNK;
 
   /* Empty resource. */
@@ -183,7 +157,7 @@ static void test_resource_length(void **state) {
   assert_int_equal(redlock_lock_wait(client, "", TTL, 100, &lock), REDLOCK_EINVAL);
   const char *empty[1] = {""};
   assert_int_equal(redlock_lock_many(client, empty, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_int_equal(redlock_lock_async(client, "", TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, "", TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   /* One byte too long. */
   char *big = malloc(REDLOCK_MAX_RESOURCE_LEN + 2);
@@ -192,26 +166,24 @@ static void test_resource_length(void **state) {
   memcpy(big, "api:len:", 8);
   big[REDLOCK_MAX_RESOURCE_LEN + 1] = '\0';
   assert_int_equal(strlen(big), REDLOCK_MAX_RESOURCE_LEN + 1);
-  lock = JUNK;
-  assert_int_equal(redlock_trylock(client, big, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_trylock(client, big, TTL, &lock));
   assert_int_equal(redlock_lock(client, big, TTL, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_wait(client, big, TTL, 100, &lock), REDLOCK_EINVAL);
   const char *bigs[1] = {big};
   assert_int_equal(redlock_lock_many(client, bigs, 1, TTL, &lock), REDLOCK_EINVAL);
-  assert_int_equal(redlock_lock_async(client, big, TTL, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
-  assert_nil_everywhere(&cluster, big);
+  assert_int_equal(redlock_lock_async(client, big, TTL, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
+  assert_nil_everywhere(fx_group, big);
 
   /* Exactly the limit: accepted, and the whole name is the key. */
   big[REDLOCK_MAX_RESOURCE_LEN] = '\0';
   assert_int_equal(redlock_trylock(client, big, TTL, &lock), REDLOCK_OK);
   assert_non_null(lock);
   assert_string_equal(redlock_lock_resource(lock), big);
-  assert_value_everywhere(&cluster, big, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, big, redlock_lock_value(lock));
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, big);
+  assert_nil_everywhere(fx_group, big);
 
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   free(big);
   assert_int_equal(atomic_load(&rec.calls), 0);
 }
@@ -219,10 +191,9 @@ static void test_resource_length(void **state) {
 static void test_ttl_limits(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  cb_rec_t rec;
-  cb_rec_init(&rec);
-  char res[128];
-  api_name(res, sizeof res, "ttl");
+  fx_rec_t rec;
+  fx_rec_init(&rec);
+  FX_NAME(res, "ttl");
   redlock_lock_t *lock = JUNK;
   const char *one[1] = {res};
 
@@ -231,31 +202,31 @@ static void test_ttl_limits(void **state) {
   assert_int_equal(redlock_trylock(client, res, 0, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_wait(client, res, 0, 100, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_many(client, one, 1, 0, &lock), REDLOCK_EINVAL);
-  assert_int_equal(redlock_lock_async(client, res, 0, 0, rec_lock_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(client, res, 0, 0, fx_rec_lock_cb, &rec), REDLOCK_EINVAL);
 
   assert_int_equal(redlock_lock(client, res, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
   assert_null(lock);
   assert_int_equal(redlock_trylock(client, res, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_wait(client, res, MAX_TTL + 1, 100, &lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_many(client, one, 1, MAX_TTL + 1, &lock), REDLOCK_EINVAL);
-  assert_int_equal(redlock_lock_async(client, res, MAX_TTL + 1, 0, rec_lock_cb, &rec),
+  assert_int_equal(redlock_lock_async(client, res, MAX_TTL + 1, 0, fx_rec_lock_cb, &rec),
                    REDLOCK_EINVAL);
-  assert_int_equal(redlock_lock_async(client, res, UINT32_MAX, 0, rec_lock_cb, &rec),
+  assert_int_equal(redlock_lock_async(client, res, UINT32_MAX, 0, fx_rec_lock_cb, &rec),
                    REDLOCK_EINVAL);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* ttl == max TTL is fine; so is extending to it. */
   assert_int_equal(redlock_trylock(client, res, MAX_TTL, &lock), REDLOCK_OK);
   assert_non_null(lock);
   assert_int_equal(redlock_extend(client, lock, 0), REDLOCK_EINVAL);
   assert_int_equal(redlock_extend(client, lock, MAX_TTL + 1), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(client, lock, 0, rec_done_cb, &rec), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(client, lock, MAX_TTL + 1, rec_done_cb, &rec),
+  assert_int_equal(redlock_extend_async(client, lock, 0, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, lock, MAX_TTL + 1, fx_rec_done_cb, &rec),
                    REDLOCK_EINVAL);
   assert_int_equal(redlock_extend(client, lock, MAX_TTL), REDLOCK_OK);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
 
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   assert_int_equal(atomic_load(&rec.calls), 0);
 }
 
@@ -266,92 +237,84 @@ static void test_lock_many_limits(void **state) {
   static char names[N][64];
   const char *res[N];
   for (int i = 0; i < N; i++) {
-    api_name(names[i], sizeof names[i], "many");
+    fx_name(names[i], sizeof names[i], "many");
     res[i] = names[i];
   }
   redlock_lock_t *lock = JUNK;
   assert_int_equal(redlock_lock_many(client, res, 0, TTL, &lock), REDLOCK_EINVAL);
   assert_null(lock);
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, res, N, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, res, N, TTL, &lock));
   const char *dup[3] = {res[0], res[1], res[0]};
-  lock = JUNK;
-  assert_int_equal(redlock_lock_many(client, dup, 3, TTL, &lock), REDLOCK_EINVAL);
-  assert_null(lock);
+  EXPECT_EINVAL_NULL(redlock_lock_many(client, dup, 3, TTL, &lock));
   /* A duplicate by content, not by pointer. */
   char copy[64];
   strcpy(copy, res[1]);
   const char *dup2[2] = {res[1], copy};
   assert_int_equal(redlock_lock_many(client, dup2, 2, TTL, &lock), REDLOCK_EINVAL);
   for (int i = 0; i < N; i++)
-    assert_nil_everywhere(&cluster, res[i]);
+    assert_nil_everywhere(fx_group, res[i]);
 
   /* Exactly REDLOCK_MAX_MANY is accepted and sets every key. */
   assert_int_equal(redlock_lock_many(client, res, REDLOCK_MAX_MANY, TTL, &lock), REDLOCK_OK);
   assert_non_null(lock);
   for (int i = 0; i < REDLOCK_MAX_MANY; i++)
-    assert_value_everywhere(&cluster, res[i], redlock_lock_value(lock));
+    assert_value_everywhere(fx_group, res[i], redlock_lock_value(lock));
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   for (int i = 0; i < REDLOCK_MAX_MANY; i++)
-    assert_nil_everywhere(&cluster, res[i]);
-  api_close_client(client);
+    assert_nil_everywhere(fx_group, res[i]);
 }
 
 static void test_async_null_callback(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  api_name(res, sizeof res, "nullcb");
+  FX_NAME(res, "nullcb");
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, NULL, NULL), REDLOCK_EINVAL);
   assert_int_equal(redlock_lock_async(client, res, TTL, 100, NULL, NULL), REDLOCK_EINVAL);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* extend/unlock may go without a callback (redlock.h): they still act. */
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, 2000, &lock), REDLOCK_OK);
-  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
   assert_int_equal(redlock_extend_async(client, lock, 30000, NULL, NULL), REDLOCK_OK);
-  assert_pttl_above_everywhere(&cluster, res, 20000);
+  assert_pttl_above_everywhere(fx_group, res, 20000);
   assert_int_equal(redlock_unlock_async(client, lock, NULL, NULL), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
   /* The handle is gone with the unlock. */
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
-  api_close_client(client);
 }
 
 static void test_double_unlock(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  cb_rec_t rec;
-  cb_rec_init(&rec);
-  char res[128];
-  api_name(res, sizeof res, "double");
+  fx_rec_t rec;
+  fx_rec_init(&rec);
+  FX_NAME(res, "double");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* The handle is freed: every call with it is refused without touching it. */
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
-  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(client, lock, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
   assert_int_equal(redlock_extend(client, lock, TTL), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(client, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(client, lock, TTL, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
   assert_int_equal(redlock_watch(client, lock, NULL, NULL), REDLOCK_EINVAL);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
 
   /* Same after an async unlock (the handle goes when its callback returns). */
-  cb_rec_t unlocked;
-  cb_rec_init(&unlocked);
+  fx_rec_t unlocked;
+  fx_rec_init(&unlocked);
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &unlocked), REDLOCK_OK);
-  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
-  assert_true(cb_rec_wait(&unlocked, 5000));
+  assert_int_equal(redlock_unlock_async(client, lock, fx_rec_done_cb, &unlocked), REDLOCK_OK);
+  assert_int_equal(redlock_unlock_async(client, lock, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_true(fx_rec_wait(&unlocked, 5000));
   assert_int_equal(atomic_load(&unlocked.status), REDLOCK_OK);
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_EINVAL);
   assert_int_equal(redlock_extend(client, lock, TTL), REDLOCK_EINVAL);
 
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   assert_int_equal(atomic_load(&rec.calls), 0);
   assert_int_equal(atomic_load(&unlocked.calls), 1);
 }
@@ -360,31 +323,30 @@ static void test_foreign_handle(void **state) {
   (void)state;
   redlock_t *a = open_client();
   redlock_t *b = open_client();
-  cb_rec_t rec;
-  cb_rec_init(&rec);
-  char res[128];
-  api_name(res, sizeof res, "foreign");
+  fx_rec_t rec;
+  fx_rec_init(&rec);
+  FX_NAME(res, "foreign");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(a, res, TTL, &lock), REDLOCK_OK);
   /* A handle of client a is not live in client b. */
   assert_int_equal(redlock_extend(b, lock, TTL), REDLOCK_EINVAL);
-  assert_int_equal(redlock_extend_async(b, lock, TTL, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(b, lock, TTL, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
   assert_int_equal(redlock_watch(b, lock, NULL, NULL), REDLOCK_EINVAL);
-  assert_int_equal(redlock_unlock_async(b, lock, rec_done_cb, &rec), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(b, lock, fx_rec_done_cb, &rec), REDLOCK_EINVAL);
   assert_int_equal(redlock_unlock(b, lock), REDLOCK_EINVAL);
   /* ... and it is untouched: still held, still ours to release. */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
   assert_true(redlock_lock_validity_ms(lock) > 0);
   assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
-  api_close_client(b);
-  api_close_client(a);
+  assert_nil_everywhere(fx_group, res);
+  fx_close_client(fx_group, b);
+  fx_close_client(fx_group, a);
   assert_int_equal(atomic_load(&rec.calls), 0);
 }
 
 static void test_duplicate_master(void **state) {
   (void)state;
-  int port = rh_server_port(cluster.s[0]);
+  int port = rh_server_port(fx_group->servers[0]);
   char uri[128], same[128];
   redlock_options_t *opts = redlock_options_new();
   snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", port);
@@ -396,7 +358,7 @@ static void test_duplicate_master(void **state) {
   assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_OK);
   snprintf(same, sizeof same, "redis://localhost:%d", port);
   assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_EINVAL);
-  snprintf(same, sizeof same, "redis://127.0.0.1:%d", rh_server_port(cluster.s[1]));
+  snprintf(same, sizeof same, "redis://127.0.0.1:%d", rh_server_port(fx_group->servers[1]));
   assert_int_equal(redlock_options_add_node(opts, same), REDLOCK_OK);
   assert_int_equal(redlock_options_add_node(opts, "unix:///tmp/redlock-dup.sock"), REDLOCK_OK);
   assert_int_equal(redlock_options_add_node(opts, "unix:///tmp/redlock-dup.sock"), REDLOCK_EINVAL);
@@ -408,8 +370,7 @@ static void test_validity_below_1ms(void **state) {
   redlock_t *client = open_client();
   for (uint32_t ttl = 1; ttl <= 3; ttl++) {
     for (int i = 0; i < 20; i++) {
-      char res[128];
-      api_name(res, sizeof res, "tiny");
+      FX_NAME(res, "tiny");
       redlock_lock_t *lock = JUNK;
       int rc = redlock_trylock(client, res, ttl, &lock);
       if (rc == REDLOCK_OK)
@@ -419,7 +380,6 @@ static void test_validity_below_1ms(void **state) {
       assert_null(lock);
     }
   }
-  api_close_client(client);
 }
 
 /* What the child checks; its exit status is the number of failed checks. */
@@ -431,7 +391,7 @@ static int child_checks(redlock_t *client, redlock_lock_t *lock) {
   failed += redlock_trylock(client, "forked", TTL, &out) != REDLOCK_EFORKED;
   failed += out != NULL;
   failed += redlock_lock_wait(client, "forked", TTL, 100, &out) != REDLOCK_EFORKED;
-  failed += redlock_lock_async(client, "forked", TTL, 0, rec_lock_cb, NULL) != REDLOCK_EFORKED;
+  failed += redlock_lock_async(client, "forked", TTL, 0, fx_rec_lock_cb, NULL) != REDLOCK_EFORKED;
   failed += redlock_extend(client, lock, TTL) != REDLOCK_EFORKED;
   failed += redlock_extend_async(client, lock, TTL, NULL, NULL) != REDLOCK_EFORKED;
   failed += redlock_watch(client, lock, NULL, NULL) != REDLOCK_EFORKED;
@@ -455,8 +415,7 @@ static int child_exited(void *arg) {
 static void test_fork_child(void **state) {
   (void)state;
   redlock_t *client = open_client();
-  char res[128];
-  api_name(res, sizeof res, "fork");
+  FX_NAME(res, "fork");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
   fflush(NULL);
@@ -476,21 +435,14 @@ static void test_fork_child(void **state) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
   /* The parent's client and lock are untouched. */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
-  api_close_client(client);
+  assert_nil_everywhere(fx_group, res);
 }
 
-int main(void) {
-  api_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      api_test(test_null_arguments),   api_test(test_open_close_arguments),
-      api_test(test_resource_length),  api_test(test_ttl_limits),
-      api_test(test_lock_many_limits), api_test(test_async_null_callback),
-      api_test(test_double_unlock),    api_test(test_foreign_handle),
-      api_test(test_duplicate_master), api_test(test_validity_below_1ms),
-      api_test(test_fork_child),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_null_arguments), fx_group_test(test_open_close_arguments),
+              fx_group_test(test_resource_length), fx_group_test(test_ttl_limits),
+              fx_group_test(test_lock_many_limits), fx_group_test(test_async_null_callback),
+              fx_group_test(test_double_unlock), fx_group_test(test_foreign_handle),
+              fx_group_test(test_duplicate_master), fx_group_test(test_validity_below_1ms),
+              fx_group_test(test_fork_child))

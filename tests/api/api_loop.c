@@ -20,23 +20,10 @@
  */
 #include <uv.h>
 
-#include "api_common.h"
+#include "fixture.h"
 #include "redlock_uv.h"
 
 #define TTL 10000u
-
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
 
 /* ---- blocking calls inside a callback --------------------------------------------- */
 
@@ -46,7 +33,7 @@ typedef struct {
   int rc_lock, rc_trylock, rc_wait, rc_many, rc_extend, rc_unlock, rc_async;
   int outs_null;
   int status;
-  cb_rec_t inner; /* the async lock made from inside the callback */
+  fx_rec_t inner; /* the async lock made from inside the callback */
   atomic_int done;
 } in_cb_t;
 
@@ -68,7 +55,7 @@ static void blocking_inside_cb(int status, redlock_lock_t *lock, void *arg) {
     t->rc_unlock = redlock_unlock(c, lock);
   }
   /* The callback forms are fine on the loop thread. */
-  t->rc_async = redlock_lock_async(c, t->other, TTL, 0, rec_lock_cb, &t->inner);
+  t->rc_async = redlock_lock_async(c, t->other, TTL, 0, fx_rec_lock_cb, &t->inner);
   atomic_store(&t->done, 1);
 }
 
@@ -76,15 +63,14 @@ static int pred_done(void *arg) { return atomic_load(&((in_cb_t *)arg)->done); }
 
 static void test_blocking_call_in_callback(void **state) {
   (void)state;
-  redlock_t *client = api_open(&cluster, 0, 10, 10);
+  redlock_t *client = fx_client(fx_group, 0, 10, 10);
   in_cb_t t;
   memset(&t, 0, sizeof t);
   t.client = client;
-  cb_rec_init(&t.inner);
+  fx_rec_init(&t.inner);
   atomic_init(&t.done, 0);
-  char res[128];
-  api_name(res, sizeof res, "incb");
-  api_name(t.other, sizeof t.other, "incb-other");
+  FX_NAME(res, "incb");
+  fx_name(t.other, sizeof t.other, "incb-other");
 
   assert_int_equal(redlock_lock_async(client, res, TTL, 0, blocking_inside_cb, &t), REDLOCK_OK);
   assert_true(rh_wait_until(pred_done, &t, 5000));
@@ -98,17 +84,17 @@ static void test_blocking_call_in_callback(void **state) {
   assert_int_equal(t.rc_unlock, REDLOCK_EWOULDBLOCK);
   assert_int_equal(t.rc_async, REDLOCK_OK);
   /* The EWOULDBLOCK unlock still released the lock. */
-  assert_true(api_wait_nil_everywhere(&cluster, res, 5000));
+  assert_true(fx_wait_nil_everywhere(fx_group, res, 5000));
   /* The async lock made from the callback completes. */
-  assert_true(cb_rec_wait(&t.inner, 5000));
+  assert_true(fx_rec_wait(&t.inner, 5000));
   assert_int_equal(atomic_load(&t.inner.status), REDLOCK_OK);
   redlock_lock_t *inner = atomic_load(&t.inner.lock);
   assert_non_null(inner);
-  assert_value_everywhere(&cluster, t.other, redlock_lock_value(inner));
+  assert_value_everywhere(fx_group, t.other, redlock_lock_value(inner));
   assert_int_equal(redlock_unlock(client, inner), REDLOCK_OK);
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   assert_int_equal(atomic_load(&t.inner.calls), 1);
-  assert_nil_everywhere(&cluster, t.other);
+  assert_nil_everywhere(fx_group, t.other);
 }
 
 /* ---- async forms on a client with its own thread ------------------------------------ */
@@ -116,7 +102,7 @@ static void test_blocking_call_in_callback(void **state) {
 typedef struct {
   redlock_t *client;
   const char *res;
-  cb_rec_t *rec;
+  fx_rec_t *rec;
   int rc;
   pthread_t self;
 } caller_t;
@@ -124,101 +110,103 @@ typedef struct {
 static void *call_lock_async(void *arg) {
   caller_t *c = arg;
   c->self = pthread_self();
-  c->rc = redlock_lock_async(c->client, c->res, TTL, 0, rec_lock_cb, c->rec);
+  c->rc = redlock_lock_async(c->client, c->res, TTL, 0, fx_rec_lock_cb, c->rec);
   return NULL;
+}
+
+/* redlock_lock_async(client, res) from a thread of its own (joined): the
+ * caller's thread, for checking that the callback runs elsewhere. */
+static pthread_t lock_async_from_thread(redlock_t *client, const char *res, fx_rec_t *rec) {
+  caller_t caller = {client, res, rec, -100, pthread_self()};
+  pthread_t th;
+  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
+  assert_int_equal(pthread_join(th, NULL), 0);
+  assert_int_equal(caller.rc, REDLOCK_OK);
+  return caller.self;
 }
 
 static void test_async_callbacks(void **state) {
   (void)state;
-  redlock_t *client = api_open(&cluster, 1, 10, 10);
+  redlock_t *client = fx_client(fx_group, 1, 10, 10);
   pthread_t self = pthread_self();
   char res[128], res2[128];
-  api_name(res, sizeof res, "async");
-  api_name(res2, sizeof res2, "async2");
-  cb_rec_t locked, extended, unlocked, refused, from_thread, unlocked2;
-  cb_rec_init(&locked);
-  cb_rec_init(&extended);
-  cb_rec_init(&unlocked);
-  cb_rec_init(&refused);
-  cb_rec_init(&from_thread);
-  cb_rec_init(&unlocked2);
+  fx_name(res, sizeof res, "async");
+  fx_name(res2, sizeof res2, "async2");
+  fx_rec_t locked, extended, unlocked, refused, from_thread, unlocked2;
+  fx_rec_init(&locked);
+  fx_rec_init(&extended);
+  fx_rec_init(&unlocked);
+  fx_rec_init(&refused);
+  fx_rec_init(&from_thread);
+  fx_rec_init(&unlocked2);
 
   /* lock */
-  assert_int_equal(redlock_lock_async(client, res, 5000, 0, rec_lock_cb, &locked), REDLOCK_OK);
-  assert_true(cb_rec_wait(&locked, 5000));
+  assert_int_equal(redlock_lock_async(client, res, 5000, 0, fx_rec_lock_cb, &locked), REDLOCK_OK);
+  assert_true(fx_rec_wait(&locked, 5000));
   assert_int_equal(atomic_load(&locked.status), REDLOCK_OK);
   redlock_lock_t *lock = atomic_load(&locked.lock);
   assert_non_null(lock);
   pthread_t loop_thread = locked.thread;
   assert_false(pthread_equal(loop_thread, self));
-  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
   assert_true(redlock_lock_validity_ms(lock) > 0);
 
   /* a second lock on the held resource: ELOCKED after the retries */
-  assert_int_equal(redlock_lock_async(client, res, 5000, 0, rec_lock_cb, &refused), REDLOCK_OK);
-  assert_true(cb_rec_wait(&refused, 5000));
+  assert_int_equal(redlock_lock_async(client, res, 5000, 0, fx_rec_lock_cb, &refused), REDLOCK_OK);
+  assert_true(fx_rec_wait(&refused, 5000));
   assert_int_equal(atomic_load(&refused.status), REDLOCK_ELOCKED);
   assert_null(atomic_load(&refused.lock));
   assert_true(pthread_equal(refused.thread, loop_thread));
 
   /* extend: PTTL goes past the original ttl on every master */
-  assert_int_equal(redlock_extend_async(client, lock, 30000, rec_done_cb, &extended), REDLOCK_OK);
-  assert_true(cb_rec_wait(&extended, 5000));
+  assert_int_equal(redlock_extend_async(client, lock, 30000, fx_rec_done_cb, &extended),
+                   REDLOCK_OK);
+  assert_true(fx_rec_wait(&extended, 5000));
   assert_int_equal(atomic_load(&extended.status), REDLOCK_OK);
   assert_true(pthread_equal(extended.thread, loop_thread));
-  assert_pttl_above_everywhere(&cluster, res, 5000);
+  assert_pttl_above_everywhere(fx_group, res, 5000);
   assert_true(redlock_lock_validity_ms(lock) > 5000);
 
   /* unlock */
-  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &unlocked), REDLOCK_OK);
-  assert_true(cb_rec_wait(&unlocked, 5000));
+  assert_int_equal(redlock_unlock_async(client, lock, fx_rec_done_cb, &unlocked), REDLOCK_OK);
+  assert_true(fx_rec_wait(&unlocked, 5000));
   assert_int_equal(atomic_load(&unlocked.status), REDLOCK_OK);
   assert_true(pthread_equal(unlocked.thread, loop_thread));
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* called from another thread: the callback still runs on the loop thread */
-  caller_t caller = {client, res2, &from_thread, -100, self};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
-  assert_int_equal(pthread_join(th, NULL), 0);
-  assert_int_equal(caller.rc, REDLOCK_OK);
-  assert_true(cb_rec_wait(&from_thread, 5000));
+  pthread_t caller = lock_async_from_thread(client, res2, &from_thread);
+  assert_true(fx_rec_wait(&from_thread, 5000));
   assert_int_equal(atomic_load(&from_thread.status), REDLOCK_OK);
   assert_true(pthread_equal(from_thread.thread, loop_thread));
-  assert_false(pthread_equal(from_thread.thread, caller.self));
+  assert_false(pthread_equal(from_thread.thread, caller));
   redlock_lock_t *lock2 = atomic_load(&from_thread.lock);
-  assert_int_equal(redlock_unlock_async(client, lock2, rec_done_cb, &unlocked2), REDLOCK_OK);
-  assert_true(cb_rec_wait(&unlocked2, 5000));
+  assert_int_equal(redlock_unlock_async(client, lock2, fx_rec_done_cb, &unlocked2), REDLOCK_OK);
+  assert_true(fx_rec_wait(&unlocked2, 5000));
   assert_int_equal(atomic_load(&unlocked2.status), REDLOCK_OK);
 
   /* After close no callback runs any more: each ran exactly once. */
-  api_close_client(client);
-  cb_rec_t *all[] = {&locked, &extended, &unlocked, &refused, &from_thread, &unlocked2};
+  fx_close_client(fx_group, client);
+  fx_rec_t *all[] = {&locked, &extended, &unlocked, &refused, &from_thread, &unlocked2};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     assert_int_equal(atomic_load(&all[i]->calls), 1);
     assert_int_equal(atomic_load(&all[i]->other_thread), 0);
   }
-  assert_nil_everywhere(&cluster, res2);
+  assert_nil_everywhere(fx_group, res2);
 }
 
 static void test_lock_async_wait_times_out(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *waiter = api_open(&cluster, 0, 20, 20);
-  char res[128];
-  api_name(res, sizeof res, "async-wait");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "async-wait", TTL, 0, 20, 20);
 
   const uint32_t budget = 400;
-  cb_rec_t rec;
-  cb_rec_init(&rec);
+  fx_rec_t rec;
+  fx_rec_init(&rec);
   uint64_t t0 = rh_now_ms();
-  assert_int_equal(redlock_lock_async(waiter, res, TTL, budget, rec_lock_cb, &rec), REDLOCK_OK);
-  assert_true(cb_rec_wait(&rec, (int)budget + 5000));
+  assert_int_equal(redlock_lock_async(k.contender, k.res, TTL, budget, fx_rec_lock_cb, &rec),
+                   REDLOCK_OK);
+  assert_true(fx_rec_wait(&rec, (int)budget + 5000));
   uint64_t elapsed = rh_now_ms() - t0;
   assert_int_equal(atomic_load(&rec.status), REDLOCK_ETIMEDOUT);
   assert_null(atomic_load(&rec.lock));
@@ -226,10 +214,10 @@ static void test_lock_async_wait_times_out(void **state) {
   assert_true(elapsed + 2 >= budget);
   assert_true(elapsed <= budget + 3000);
   /* The holder still holds. */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  api_close_client(waiter);
-  api_close_client(holder);
+  assert_value_everywhere(fx_group, k.res, redlock_lock_value(k.held));
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
+  fx_close_client(fx_group, k.contender);
+  fx_close_client(fx_group, k.holder);
   assert_int_equal(atomic_load(&rec.calls), 1);
 }
 
@@ -266,6 +254,11 @@ typedef struct {
 } uv_blocking_t;
 
 /* Every blocking call on an open_uv client: EWOULDBLOCK (any thread). */
+/* The key (arg) is gone from every master. */
+static int nil_everywhere(void *arg) {
+  return fx_count_value(fx_group, fx_group->n, arg, "(nil)") == fx_group->n;
+}
+
 static void *uv_blocking_calls(void *arg) {
   uv_blocking_t *b = arg;
   redlock_lock_t *out = NULL;
@@ -282,13 +275,8 @@ static void *uv_blocking_calls(void *arg) {
 static void test_open_uv_blocking_calls(void **state) {
   (void)state;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
-  char res[128];
-  api_name(res, sizeof res, "uv-block");
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), &loop);
+  FX_NAME(res, "uv-block");
 
   /* From the loop's own thread, and from another thread, before any lock. */
   uv_blocking_t b = {client, NULL, {0}, pthread_self()};
@@ -301,13 +289,13 @@ static void test_open_uv_blocking_calls(void **state) {
   assert_int_equal(pthread_join(th, NULL), 0);
   for (int i = 0; i < 6; i++)
     assert_int_equal(b.rc[i], REDLOCK_EWOULDBLOCK);
-  assert_nil_everywhere(&cluster, "api:uv-blocking");
+  assert_nil_everywhere(fx_group, "api:uv-blocking");
 
   /* With a live lock: extend and unlock would block too. */
-  cb_rec_t locked;
-  cb_rec_init(&locked);
-  assert_int_equal(redlock_lock_async(client, res, TTL, 0, rec_lock_cb, &locked), REDLOCK_OK);
-  assert_true(run_until(&loop, pred_called, &locked, 5000));
+  fx_rec_t locked;
+  fx_rec_init(&locked);
+  assert_int_equal(redlock_lock_async(client, res, TTL, 0, fx_rec_lock_cb, &locked), REDLOCK_OK);
+  assert_true(run_until(&loop, fx_rec_called, &locked, 5000));
   assert_int_equal(atomic_load(&locked.status), REDLOCK_OK);
   b.lock = atomic_load(&locked.lock);
   memset(b.rc, 0, sizeof b.rc);
@@ -318,8 +306,7 @@ static void test_open_uv_blocking_calls(void **state) {
   assert_int_equal(redlock_extend(client, b.lock, TTL), REDLOCK_EWOULDBLOCK);
   /* unlock: EWOULDBLOCK, but the lock is still released (handle freed). */
   assert_int_equal(redlock_unlock(client, b.lock), REDLOCK_EWOULDBLOCK);
-  api_key_ref_t key = {&cluster, res};
-  assert_true(run_until(&loop, api_pred_nil_everywhere, &key, 5000));
+  assert_true(run_until(&loop, nil_everywhere, res, 5000));
 
   redlock_close(client); /* on an open_uv client: starts an orderly close */
   assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
@@ -336,53 +323,46 @@ static void test_open_uv_lifecycle(void **state) {
   (void)state;
   uv_loop_t *loop = malloc(sizeof *loop);
   assert_non_null(loop);
-  assert_int_equal(uv_loop_init(loop), 0);
-  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10), loop);
   pthread_t self = pthread_self();
   char res[128], res2[128];
-  api_name(res, sizeof res, "uv");
-  api_name(res2, sizeof res2, "uv2");
-  cb_rec_t locked, extended, unlocked, locked2;
-  cb_rec_init(&locked);
-  cb_rec_init(&extended);
-  cb_rec_init(&unlocked);
-  cb_rec_init(&locked2);
+  fx_name(res, sizeof res, "uv");
+  fx_name(res2, sizeof res2, "uv2");
+  fx_rec_t locked, extended, unlocked, locked2;
+  fx_rec_init(&locked);
+  fx_rec_init(&extended);
+  fx_rec_init(&unlocked);
+  fx_rec_init(&locked2);
 
   /* Called before the loop ever ran: parked until the masters answered. */
-  assert_int_equal(redlock_lock_async(client, res, 5000, 0, rec_lock_cb, &locked), REDLOCK_OK);
-  assert_true(run_until(loop, pred_called, &locked, 5000));
+  assert_int_equal(redlock_lock_async(client, res, 5000, 0, fx_rec_lock_cb, &locked), REDLOCK_OK);
+  assert_true(run_until(loop, fx_rec_called, &locked, 5000));
   assert_int_equal(atomic_load(&locked.status), REDLOCK_OK);
   assert_true(pthread_equal(locked.thread, self));
   redlock_lock_t *lock = atomic_load(&locked.lock);
   assert_non_null(lock);
-  assert_value_everywhere(&cluster, res, redlock_lock_value(lock));
+  assert_value_everywhere(fx_group, res, redlock_lock_value(lock));
 
-  assert_int_equal(redlock_extend_async(client, lock, 30000, rec_done_cb, &extended), REDLOCK_OK);
-  assert_true(run_until(loop, pred_called, &extended, 5000));
+  assert_int_equal(redlock_extend_async(client, lock, 30000, fx_rec_done_cb, &extended),
+                   REDLOCK_OK);
+  assert_true(run_until(loop, fx_rec_called, &extended, 5000));
   assert_int_equal(atomic_load(&extended.status), REDLOCK_OK);
   assert_true(pthread_equal(extended.thread, self));
-  assert_pttl_above_everywhere(&cluster, res, 5000);
+  assert_pttl_above_everywhere(fx_group, res, 5000);
 
-  assert_int_equal(redlock_unlock_async(client, lock, rec_done_cb, &unlocked), REDLOCK_OK);
-  assert_true(run_until(loop, pred_called, &unlocked, 5000));
+  assert_int_equal(redlock_unlock_async(client, lock, fx_rec_done_cb, &unlocked), REDLOCK_OK);
+  assert_true(run_until(loop, fx_rec_called, &unlocked, 5000));
   assert_int_equal(atomic_load(&unlocked.status), REDLOCK_OK);
   assert_true(pthread_equal(unlocked.thread, self));
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
 
   /* An async call from another thread; its callback runs on the loop (here). */
-  caller_t caller = {client, res2, &locked2, -100, self};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, call_lock_async, &caller), 0);
-  assert_int_equal(pthread_join(th, NULL), 0);
-  assert_int_equal(caller.rc, REDLOCK_OK);
-  assert_true(run_until(loop, pred_called, &locked2, 5000));
+  lock_async_from_thread(client, res2, &locked2);
+  assert_true(run_until(loop, fx_rec_called, &locked2, 5000));
   assert_int_equal(atomic_load(&locked2.status), REDLOCK_OK);
   assert_true(pthread_equal(locked2.thread, self));
   redlock_lock_t *lock2 = atomic_load(&locked2.lock);
-  assert_value_everywhere(&cluster, res2, redlock_lock_value(lock2));
+  assert_value_everywhere(fx_group, res2, redlock_lock_value(lock2));
 
   /* Close with lock2 still held: released, closed callback once, loop empty. */
   atomic_int closed;
@@ -396,18 +376,12 @@ static void test_open_uv_lifecycle(void **state) {
     uv_walk(loop, print_handle, NULL);
   assert_int_equal(rc, 0);
   free(loop);
-  assert_nil_everywhere(&cluster, res2);
-  cb_rec_t *all[] = {&locked, &extended, &unlocked, &locked2};
+  assert_nil_everywhere(fx_group, res2);
+  fx_rec_t *all[] = {&locked, &extended, &unlocked, &locked2};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     assert_int_equal(atomic_load(&all[i]->calls), 1);
 }
 
-int main(void) {
-  api_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      api_test(test_blocking_call_in_callback), api_test(test_async_callbacks),
-      api_test(test_lock_async_wait_times_out), api_test(test_open_uv_blocking_calls),
-      api_test(test_open_uv_lifecycle),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_blocking_call_in_callback),
+              fx_group_test(test_async_callbacks), fx_group_test(test_lock_async_wait_times_out),
+              fx_group_test(test_open_uv_blocking_calls), fx_group_test(test_open_uv_lifecycle))

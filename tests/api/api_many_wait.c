@@ -14,30 +14,17 @@
  *  - lock_wait returns REDLOCK_ETIMEDOUT (and no handle) when the budget runs
  *    out, no earlier than the budget and not long after it.
  */
-#include "api_common.h"
+#include "fixture.h"
 
 #define TTL 10000u
 
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
-
 static void test_lock_many_all_or_nothing(void **state) {
   (void)state;
-  redlock_t *other = api_open(&cluster, 0, 10, 10);
-  redlock_t *client = api_open(&cluster, 1, 10, 10);
+  redlock_t *other = fx_client(fx_group, 0, 10, 10);
+  redlock_t *client = fx_client(fx_group, 1, 10, 10);
   char m[4][128];
   for (int i = 0; i < 4; i++)
-    api_name(m[i], sizeof m[i], "many");
+    fx_name(m[i], sizeof m[i], "many");
   const char *res[4] = {m[0], m[1], m[2], m[3]};
 
   /* Another client holds the third resource. */
@@ -45,24 +32,24 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_int_equal(redlock_trylock(other, res[2], TTL, &held), REDLOCK_OK);
   /* Settled on every master before anyone contends (the call returned on a
    * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res[2], redlock_lock_value(held));
+  assert_value_everywhere(fx_group, res[2], redlock_lock_value(held));
   redlock_lock_t *lock = (redlock_lock_t *)1;
   assert_int_equal(redlock_lock_many(client, res, 4, TTL, &lock), REDLOCK_ELOCKED);
   assert_null(lock);
   for (int i = 0; i < 4; i++) {
     if (i == 2)
-      assert_value_everywhere(&cluster, res[i], redlock_lock_value(held));
+      assert_value_everywhere(fx_group, res[i], redlock_lock_value(held));
     else
-      assert_nil_everywhere(&cluster, res[i]);
+      assert_nil_everywhere(fx_group, res[i]);
   }
   /* Also when the held one comes first. */
   const char *first_held[2] = {res[2], res[0]};
   assert_int_equal(redlock_lock_many(client, first_held, 2, TTL, &lock), REDLOCK_ELOCKED);
-  assert_nil_everywhere(&cluster, res[0]);
+  assert_nil_everywhere(fx_group, res[0]);
   assert_int_equal(redlock_unlock(other, held), REDLOCK_OK);
   /* unlock returned once a quorum released; wait for the last master too, so
    * that the next lock_many can set every key everywhere. */
-  assert_nil_everywhere(&cluster, res[2]);
+  assert_nil_everywhere(fx_group, res[2]);
 
   /* Free now: all of them, with one value. */
   assert_int_equal(redlock_lock_many(client, res, 4, TTL, &lock), REDLOCK_OK);
@@ -71,7 +58,7 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_true(redlock_lock_validity_ms(lock) > 0);
   const char *value = redlock_lock_value(lock);
   for (int i = 0; i < 4; i++) {
-    assert_value_everywhere(&cluster, res[i], value);
+    assert_value_everywhere(fx_group, res[i], value);
     redlock_lock_t *x = (redlock_lock_t *)1;
     assert_int_equal(redlock_trylock(other, res[i], TTL, &x), REDLOCK_ELOCKED);
     assert_null(x);
@@ -81,14 +68,12 @@ static void test_lock_many_all_or_nothing(void **state) {
   assert_int_equal(redlock_extend(client, lock, 40000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(lock) > (int64_t)TTL);
   for (int i = 0; i < 4; i++)
-    assert_pttl_above_everywhere(&cluster, res[i], (long long)TTL);
+    assert_pttl_above_everywhere(fx_group, res[i], (long long)TTL);
 
   /* unlock releases every key. */
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
-    assert_nil_everywhere(&cluster, res[i]);
-  api_close_client(client);
-  api_close_client(other);
+    assert_nil_everywhere(fx_group, res[i]);
 }
 
 typedef struct {
@@ -112,33 +97,20 @@ static void *waiter_main(void *arg) {
 
 static int pred_waiter_done(void *arg) { return atomic_load(&((waiter_t *)arg)->done); }
 
-/* The client's last decided round was lost because the key is held. */
-static int pred_refused_once(void *arg) {
-  char buf[512];
-  return redlock_last_votes(arg, buf, sizeof buf) > 0 && strncmp(buf, "lost (held)", 11) == 0;
-}
-
 static void test_lock_wait_succeeds_after_release(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *wclient = api_open(&cluster, 0, 20, 20);
-  char res[128];
-  api_name(res, sizeof res, "wait-ok");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "wait-ok", TTL, 0, 20, 20);
 
-  waiter_t w = {wclient, res, 8000, -100, NULL, 0, 0};
+  waiter_t w = {k.contender, k.res, 8000, -100, NULL, 0, 0};
   atomic_init(&w.done, 0);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
   /* The waiter has started and been refused at least once... */
-  assert_true(rh_wait_until(pred_refused_once, wclient, 5000));
+  assert_true(rh_wait_until(fx_refused_once, k.contender, 5000));
   assert_false(atomic_load(&w.done));
   /* ... now the holder lets go (from this thread, not the waiter's). */
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
   assert_true(rh_wait_until(pred_waiter_done, &w, 8000 + 3000));
   assert_int_equal(pthread_join(th, NULL), 0);
   assert_int_equal(w.rc, REDLOCK_OK);
@@ -146,27 +118,18 @@ static void test_lock_wait_succeeds_after_release(void **state) {
   assert_true(w.elapsed_ms < 8000);
   /* On a quorum at least: a master that got our SET before the holder's
    * release refused it, and rightly so. */
-  assert_true(api_count_value(&cluster, res, redlock_lock_value(w.lock)) >= 2);
-  assert_int_equal(redlock_unlock(wclient, w.lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
-  api_close_client(wclient);
-  api_close_client(holder);
+  assert_true(fx_count_value(fx_group, fx_group->n, k.res, redlock_lock_value(w.lock)) >= 2);
+  assert_int_equal(redlock_unlock(k.contender, w.lock), REDLOCK_OK);
+  assert_nil_everywhere(fx_group, k.res);
 }
 
 static void test_lock_wait_times_out(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *wclient = api_open(&cluster, 0, 20, 20);
-  char res[128];
-  api_name(res, sizeof res, "wait-timeout");
-  redlock_lock_t *held = NULL;
-  assert_int_equal(redlock_trylock(holder, res, TTL, &held), REDLOCK_OK);
-  /* Settled on every master before anyone contends (the call returned on a
-   * quorum; a late SET could lose to a contender's on the last master). */
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
+  fx_contention_t k;
+  fx_contend(fx_group, &k, "wait-timeout", TTL, 0, 20, 20);
 
   const uint32_t budget = 300;
-  waiter_t w = {wclient, res, budget, -100, (redlock_lock_t *)1, 0, 0};
+  waiter_t w = {k.contender, k.res, budget, -100, (redlock_lock_t *)1, 0, 0};
   atomic_init(&w.done, 0);
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
@@ -176,18 +139,10 @@ static void test_lock_wait_times_out(void **state) {
   assert_null(w.lock);
   assert_true(w.elapsed_ms + 2 >= budget);
   assert_true(w.elapsed_ms <= budget + 3000);
-  assert_value_everywhere(&cluster, res, redlock_lock_value(held));
-  assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  api_close_client(wclient);
-  api_close_client(holder);
+  assert_value_everywhere(fx_group, k.res, redlock_lock_value(k.held));
+  assert_int_equal(redlock_unlock(k.holder, k.held), REDLOCK_OK);
 }
 
-int main(void) {
-  api_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      api_test(test_lock_many_all_or_nothing),
-      api_test(test_lock_wait_succeeds_after_release),
-      api_test(test_lock_wait_times_out),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_lock_many_all_or_nothing),
+              fx_group_test(test_lock_wait_succeeds_after_release),
+              fx_group_test(test_lock_wait_times_out))

@@ -10,7 +10,7 @@
  * 0 and its leader lock must be released on every master.  promtool, curl or
  * python3 missing: that check is skipped with a SKIP line (scripts/deps.sh
  * installs all three). */
-#include "api_common.h"
+#include "fixture.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -18,18 +18,6 @@
 extern char **environ;
 
 static const char *example_path;
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
 
 static int have_program(const char *name) {
   char cmd[256];
@@ -94,9 +82,9 @@ static void test_scrape(void **state) {
   posix_spawn_file_actions_adddup2(&fa, out[1], 1);
   posix_spawn_file_actions_addclose(&fa, out[0]);
   char *argv[8] = {(char *)example_path, "--port", "0", "--no-quarantine"};
-  for (size_t i = 0; i < cluster.n; i++)
-    argv[4 + i] = (char *)rh_server_uri(cluster.s[i]);
-  argv[4 + cluster.n] = NULL;
+  for (size_t i = 0; i < fx_group->n; i++)
+    argv[4 + i] = (char *)rh_server_uri(fx_group->servers[i]);
+  argv[4 + fx_group->n] = NULL;
   pid_t pid;
   assert_int_equal(posix_spawn(&pid, example_path, &fa, NULL, argv, environ), 0);
   posix_spawn_file_actions_destroy(&fa);
@@ -149,7 +137,7 @@ static void test_scrape(void **state) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
   /* Its orderly close released the leader lock everywhere. */
-  assert_nil_everywhere(&cluster, "metrics_http:leader");
+  assert_nil_everywhere(fx_group, "metrics_http:leader");
 }
 
 int main(int argc, char **argv) {
@@ -158,9 +146,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   example_path = argv[1];
-  api_watchdog(120);
+  fx_use_profile(&fx_profile_api);
+  fx_watchdog(120);
   const struct CMUnitTest tests[] = {
-      api_test(test_scrape),
+      fx_group_test(test_scrape),
   };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
+  return cmocka_run_group_tests(tests, fx_group_setup_3, fx_group_teardown);
 }

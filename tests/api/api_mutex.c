@@ -15,31 +15,31 @@
  */
 #include <sched.h>
 
-#include "api_common.h"
+#include "fixture.h"
 
 #define THREADS 8
 #define ITERS 100
 #define TTL 10000u
 #define WAIT_MS 15000u
 
-static api_cluster_t cluster5, cluster3;
+/* Five masters besides the group's three (fx_group). */
+static fx_t *cluster5;
 
 static int group_setup(void **state) {
-  (void)state;
-  if (api_cluster_start(&cluster5, 5) != 0)
-    return -1;
-  if (api_cluster_start(&cluster3, 3) != 0) {
-    api_cluster_stop(&cluster5);
-    return -1;
-  }
-  return 0;
+  cluster5 = fx_new(5, NULL);
+  return cluster5 != NULL ? fx_group_setup_3(state) : -1;
 }
 
 static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster3);
-  api_cluster_stop(&cluster5);
-  return 0;
+  fx_free(cluster5);
+  return fx_group_teardown(state);
+}
+
+/* Closes the clients a failed test left open, on both sets of masters. */
+static int close_clients(void **state) {
+  for (int i = 0; i < FX_MAX_CLIENTS; i++)
+    fx_close(cluster5, i);
+  return fx_close_clients(state);
 }
 
 typedef struct {
@@ -102,8 +102,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static void run_workers(redlock_t **clients, size_t n_clients, const api_cluster_t *c,
-                        const char *res) {
+static void run_workers(redlock_t **clients, size_t n_clients, fx_t *c, const char *res) {
   shared_t shared;
   shared.counter = 0;
   atomic_init(&shared.holders, 0);
@@ -152,43 +151,40 @@ static void run_workers(redlock_t **clients, size_t n_clients, const api_cluster
   assert_nil_everywhere(c, res);
 }
 
-static redlock_t *open_hammer_client(const api_cluster_t *c) {
+static redlock_t *open_hammer_client(fx_t *c) {
   /* Short retries so that waiting threads pick up a released lock quickly;
    * a generous request timeout so that a loaded (sanitized) build does not
    * turn slow replies into ENOQUORUM. */
-  redlock_options_t *opts = api_options(c, 100, 2, 3);
+  redlock_options_t *opts = fx_options_retry(c, 0, FX_NO_LOG, 100, 2, 3);
   assert_int_equal(redlock_options_set_timeouts(opts, 2000, 1000), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  api_track(client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(c, opts);
 }
 
 static void test_threads_one_client(void **state) {
   (void)state;
-  redlock_t *client = open_hammer_client(&cluster5);
-  char res[128];
-  api_name(res, sizeof res, "mutex-one");
-  run_workers(&client, 1, &cluster5, res);
-  api_close_client(client);
+  redlock_t *client = open_hammer_client(cluster5);
+  FX_NAME(res, "mutex-one");
+  run_workers(&client, 1, cluster5, res);
+  fx_close_client(cluster5, client);
 }
 
 static void test_two_clients(void **state) {
   (void)state;
-  redlock_t *clients[2] = {open_hammer_client(&cluster3), open_hammer_client(&cluster3)};
-  char res[128];
-  api_name(res, sizeof res, "mutex-two");
-  run_workers(clients, 2, &cluster3, res);
-  api_close_client(clients[0]);
-  api_close_client(clients[1]);
+  redlock_t *clients[2] = {open_hammer_client(fx_group), open_hammer_client(fx_group)};
+  FX_NAME(res, "mutex-two");
+  run_workers(clients, 2, fx_group, res);
+  fx_close_client(fx_group, clients[0]);
+  fx_close_client(fx_group, clients[1]);
 }
 
+#define MUTEX_TEST(f) cmocka_unit_test_teardown(f, close_clients)
+
 int main(void) {
-  api_watchdog(120);
+  fx_use_profile(&fx_profile_api);
+  fx_watchdog(120);
   const struct CMUnitTest tests[] = {
-      api_test(test_threads_one_client),
-      api_test(test_two_clients),
+      MUTEX_TEST(test_threads_one_client),
+      MUTEX_TEST(test_two_clients),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -20,7 +20,7 @@
  *  - with redlock_options_set_stats(opts, 0) redlock_stats is ENOTSUP and
  *    events still fire.
  */
-#include "api_common.h"
+#include "fixture.h"
 
 #include <sys/wait.h>
 
@@ -30,32 +30,19 @@
 
 #define N_MASTERS 3
 
-static api_cluster_t cluster;
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, N_MASTERS);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
-
 /* Every test starts with every master up and running (a failed test may
  * have left one killed or paused). */
 static int test_setup(void **state) {
   (void)state;
-  for (size_t i = 0; i < cluster.n; i++) {
-    rh_server_resume(cluster.s[i]);
-    if (rh_server_pid(cluster.s[i]) == 0 && rh_server_restart(cluster.s[i]) != 0)
+  for (size_t i = 0; i < fx_group->n; i++) {
+    rh_server_resume(fx_group->servers[i]);
+    if (rh_server_pid(fx_group->servers[i]) == 0 && rh_server_restart(fx_group->servers[i]) != 0)
       return -1;
   }
   return 0;
 }
 
-#define stats_test(f) cmocka_unit_test_setup_teardown(f, test_setup, api_teardown)
+#define stats_test(f) cmocka_unit_test_setup_teardown(f, test_setup, fx_close_clients)
 
 /* ---- reading stats -------------------------------------------------------------------- */
 
@@ -111,7 +98,7 @@ static double op_hist_count(redlock_t *client, const char *op) {
 static double master_metric(redlock_t *client, const char *name, size_t i, const char *k,
                             const char *v) {
   char series[256];
-  int port = rh_server_port(cluster.s[i]);
+  int port = rh_server_port(fx_group->servers[i]);
   if (k != NULL)
     snprintf(series, sizeof series, "%s{master=\"127.0.0.1:%d\",%s=\"%s\"}", name, port, k, v);
   else
@@ -135,11 +122,11 @@ static int pred_metric_in(void *arg) {
   return v >= w->min && v <= w->max;
 }
 
-/* Waits up to API_SETTLE_MS for min <= series <= max (replies that come
+/* Waits up to FX_SETTLE_MS for min <= series <= max (replies that come
  * after a call returned still count, a little later). */
 static void assert_metric_soon(redlock_t *client, const char *series, double min, double max) {
   wait_metric_t w = {client, series, min, max};
-  if (!rh_wait_until(pred_metric_in, &w, API_SETTLE_MS)) {
+  if (!rh_wait_until(pred_metric_in, &w, FX_SETTLE_MS)) {
     char *text = stats_text(client, REDLOCK_STATS_PROMETHEUS);
     fprintf(stderr, "%s = %g, expected %g..%g\n%s", series, sample(text, series), min, max, text);
     free(text);
@@ -150,7 +137,7 @@ static void assert_metric_soon(redlock_t *client, const char *series, double min
 static void assert_master_state_soon(redlock_t *client, size_t i, const char *state) {
   char series[256];
   snprintf(series, sizeof series, "redlock_master_state{master=\"127.0.0.1:%d\",state=\"%s\"}",
-           rh_server_port(cluster.s[i]), state);
+           rh_server_port(fx_group->servers[i]), state);
   assert_metric_soon(client, series, 1, 1);
 }
 
@@ -278,24 +265,16 @@ static ev_rec_t wait_master_event(int kind, size_t i, int nth, int timeout_ms) {
   memset(&w, 0, sizeof w);
   w.kind = kind;
   w.nth = nth;
-  snprintf(w.addr, sizeof w.addr, "127.0.0.1:%d", rh_server_port(cluster.s[i]));
+  snprintf(w.addr, sizeof w.addr, "127.0.0.1:%d", rh_server_port(fx_group->servers[i]));
   if (!rh_wait_until(pred_master_event, &w, timeout_ms))
     fail_msg("no %s event #%d for master %s", redlock_event_kind_name(kind), nth, w.addr);
   return w.found;
 }
 
 static redlock_options_t *options_with_events(int retry) {
-  redlock_options_t *opts = api_options(&cluster, retry, 10, 10);
+  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, retry, 10, 10);
   assert_int_equal(redlock_options_set_event_cb(opts, event_cb, &evlog), REDLOCK_OK);
   return opts;
-}
-
-static redlock_t *open_opts(redlock_options_t *opts) {
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  api_track(client);
-  redlock_options_free(opts);
-  return client;
 }
 
 /* ---- tests ---------------------------------------------------------------------------- */
@@ -303,9 +282,8 @@ static redlock_t *open_opts(redlock_options_t *opts) {
 /* acquire / extend / renew / release ok; gauges; per-master votes and latency. */
 static void test_ok_counters_and_gauges(void **state) {
   (void)state;
-  redlock_t *c = api_open(&cluster, 0, 10, 10);
-  char res[64];
-  api_name(res, sizeof res, "ok");
+  redlock_t *c = fx_client(fx_group, 0, 10, 10);
+  FX_NAME(res, "ok");
   assert_int_equal(op_count(c, "acquire", "ok"), 0);
   assert_int_equal(metric(c, "redlock_quorum"), 2);
   assert_int_equal(metric(c, "redlock_masters"), 3);
@@ -333,7 +311,7 @@ static void test_ok_counters_and_gauges(void **state) {
   /* Every master answered all three rounds (some after the decision). */
   for (size_t i = 0; i < N_MASTERS; i++) {
     char series[256];
-    int port = rh_server_port(cluster.s[i]);
+    int port = rh_server_port(fx_group->servers[i]);
     snprintf(series, sizeof series,
              "redlock_master_votes_total{master=\"127.0.0.1:%d\",verdict=\"OK\"}", port);
     assert_metric_soon(c, series, 3, 3);
@@ -353,7 +331,6 @@ static void test_ok_counters_and_gauges(void **state) {
   assert_int_equal(op_count(c, "acquire", "locked"), 0);
   assert_int_equal(op_count(c, "acquire", "noquorum"), 0);
   assert_int_equal(metric(c, "redlock_locks_lost_total"), 0);
-  api_close_client(c);
 }
 
 typedef struct {
@@ -364,10 +341,9 @@ typedef struct {
 /* locked (contention), wait timeout, wait ok woken by a release, waiters gauge. */
 static void test_locked_and_wait(void **state) {
   (void)state;
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *c = api_open(&cluster, 0, 10, 10);
-  char res[64];
-  api_name(res, sizeof res, "locked");
+  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
+  redlock_t *c = fx_client(fx_group, 0, 10, 10);
+  FX_NAME(res, "locked");
   redlock_lock_t *held = NULL, *lock = NULL;
   assert_int_equal(redlock_lock(holder, res, 10000, &held), REDLOCK_OK);
 
@@ -379,43 +355,39 @@ static void test_locked_and_wait(void **state) {
   assert_true(refused >= 2);
 
   /* A wait that runs out: the waiters gauge is 1 meanwhile. */
-  cb_rec_t rec;
-  cb_rec_init(&rec);
-  assert_int_equal(redlock_lock_async(c, res, 10000, 600, rec_lock_cb, &rec), REDLOCK_OK);
+  fx_rec_t rec;
+  fx_rec_init(&rec);
+  assert_int_equal(redlock_lock_async(c, res, 10000, 600, fx_rec_lock_cb, &rec), REDLOCK_OK);
   assert_metric_soon(c, "redlock_waiters", 1, 1);
-  assert_true(cb_rec_wait(&rec, 5000));
+  assert_true(fx_rec_wait(&rec, 5000));
   assert_int_equal(atomic_load(&rec.status), REDLOCK_ETIMEDOUT);
   assert_int_equal(op_count(c, "wait", "timeout"), 1);
   assert_int_equal(metric(c, "redlock_waiters"), 0);
   assert_true(metric(c, "redlock_operation_duration_seconds_sum{op=\"wait\"}") >= 0.5);
 
   /* A wait that a release ends. */
-  cb_rec_init(&rec);
-  assert_int_equal(redlock_lock_async(c, res, 10000, 5000, rec_lock_cb, &rec), REDLOCK_OK);
+  fx_rec_init(&rec);
+  assert_int_equal(redlock_lock_async(c, res, 10000, 5000, fx_rec_lock_cb, &rec), REDLOCK_OK);
   assert_metric_soon(c, "redlock_waiters", 1, 1);
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  assert_true(cb_rec_wait(&rec, 5000));
+  assert_true(fx_rec_wait(&rec, 5000));
   assert_int_equal(atomic_load(&rec.status), REDLOCK_OK);
   assert_int_equal(op_count(c, "wait", "ok"), 1);
   assert_int_equal(op_hist_count(c, "wait"), 2);
   assert_int_equal(metric(c, "redlock_waiters"), 0);
   assert_int_equal(metric(c, "redlock_held_locks"), 1);
   assert_int_equal(redlock_unlock(c, atomic_load(&rec.lock)), REDLOCK_OK);
-  api_close_client(c);
-  api_close_client(holder);
 }
 
 /* A ttl below the drift (2 ms + 1%) leaves no validity: EEXPIRED. */
 static void test_expired(void **state) {
   (void)state;
-  redlock_t *c = api_open(&cluster, 0, 10, 10);
-  char res[64];
-  api_name(res, sizeof res, "expired");
+  redlock_t *c = fx_client(fx_group, 0, 10, 10);
+  FX_NAME(res, "expired");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(c, res, 1, &lock), REDLOCK_EEXPIRED);
   assert_int_equal(op_count(c, "acquire", "expired"), 1);
   assert_int_equal(op_count(c, "acquire", "ok"), 0);
-  api_close_client(c);
 }
 
 /* Two masters killed: noquorum, states down, usable 1, events; restarted:
@@ -423,11 +395,10 @@ static void test_expired(void **state) {
 static void test_noquorum_kill_restart(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  api_name(res, sizeof res, "kill");
-  assert_int_equal(rh_server_kill(cluster.s[1]), 0);
-  assert_int_equal(rh_server_kill(cluster.s[2]), 0);
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
+  FX_NAME(res, "kill");
+  assert_int_equal(rh_server_kill(fx_group->servers[1]), 0);
+  assert_int_equal(rh_server_kill(fx_group->servers[2]), 0);
   assert_master_state_soon(c, 1, "down");
   assert_master_state_soon(c, 2, "down");
   assert_int_equal(master_state(c, 0, "up"), 1);
@@ -456,8 +427,8 @@ static void test_noquorum_kill_restart(void **state) {
   assert_string_equal(acq.verdict[2], "down");
   assert_int_equal(acq.latency_us[1], -1);
 
-  assert_int_equal(rh_server_restart(cluster.s[1]), 0);
-  assert_int_equal(rh_server_restart(cluster.s[2]), 0);
+  assert_int_equal(rh_server_restart(fx_group->servers[1]), 0);
+  assert_int_equal(rh_server_restart(fx_group->servers[2]), 0);
   assert_master_state_soon(c, 1, "up");
   assert_master_state_soon(c, 2, "up");
   assert_metric_soon(c, "redlock_masters_usable", 3, 3);
@@ -469,17 +440,15 @@ static void test_noquorum_kill_restart(void **state) {
   assert_true(up.duration_us > 0);          /* it had been down */
   assert_int_equal(redlock_trylock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
-  api_close_client(c);
 }
 
 /* Two masters paused (SIGSTOP): their votes time out, noquorum. */
 static void test_noquorum_sigstop(void **state) {
   (void)state;
-  redlock_t *c = api_open(&cluster, 0, 10, 10);
-  char res[64];
-  api_name(res, sizeof res, "stop");
-  assert_int_equal(rh_server_pause(cluster.s[0]), 0);
-  assert_int_equal(rh_server_pause(cluster.s[1]), 0);
+  redlock_t *c = fx_client(fx_group, 0, 10, 10);
+  FX_NAME(res, "stop");
+  assert_int_equal(rh_server_pause(fx_group->servers[0]), 0);
+  assert_int_equal(rh_server_pause(fx_group->servers[1]), 0);
   redlock_lock_t *lock = NULL;
   int rc = redlock_trylock(c, res, 10000, &lock);
   assert_int_equal(rc, REDLOCK_ENOQUORUM);
@@ -491,44 +460,27 @@ static void test_noquorum_sigstop(void **state) {
   assert_int_equal(master_metric(c, "redlock_master_votes_total", 2, "verdict", "timeout"), 0);
   /* The requests stay written and unanswered while the masters sleep. */
   assert_true(master_metric(c, "redlock_master_requests_in_flight", 0, NULL, NULL) >= 1);
-  assert_int_equal(rh_server_resume(cluster.s[0]), 0);
-  assert_int_equal(rh_server_resume(cluster.s[1]), 0);
+  assert_int_equal(rh_server_resume(fx_group->servers[0]), 0);
+  assert_int_equal(rh_server_resume(fx_group->servers[1]), 0);
   assert_metric_soon(c, "redlock_masters_usable", 3, 3);
-  api_close_client(c);
 }
-
-typedef struct {
-  atomic_int calls;
-  atomic_int reason;
-} lost_rec_t;
-
-static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
-  (void)lock;
-  lost_rec_t *r = arg;
-  atomic_store(&r->reason, reason);
-  atomic_fetch_add(&r->calls, 1);
-}
-
-static int pred_lost(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
 
 /* A watched lock whose key is overwritten: the renewal is refused by every
  * master, the lock is lost; renew ok before, renew lost, locks lost, events. */
 static void test_watch_renew_and_lost(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  api_name(res, sizeof res, "lost");
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
+  FX_NAME(res, "lost");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 600, &lock), REDLOCK_OK);
-  lost_rec_t lost;
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  assert_int_equal(redlock_watch(c, lock, lost_cb, &lost), REDLOCK_OK);
+  fx_lost_t lost;
+  fx_lost_init(&lost);
+  assert_int_equal(redlock_watch(c, lock, fx_lost_cb, &lost), REDLOCK_OK);
   /* One renewal goes through (at a third of the ttl left: ~400 ms). */
   assert_metric_soon(c, "redlock_operations_total{op=\"renew\",outcome=\"ok\"}", 1, 1e9);
   ev_want_t w = {REDLOCK_EVENT_RENEW, res};
-  assert_true(rh_wait_until(pred_event, &w, API_SETTLE_MS));
+  assert_true(rh_wait_until(pred_event, &w, FX_SETTLE_MS));
   ev_rec_t renew = ev_get(ev_find(REDLOCK_EVENT_RENEW, res, 0));
   assert_int_equal(renew.status, REDLOCK_OK);
   assert_int_equal(renew.attempts, 1);
@@ -536,8 +488,9 @@ static void test_watch_renew_and_lost(void **state) {
   char buf[64];
   for (size_t i = 0; i < N_MASTERS; i++)
     assert_int_equal(
-        rh_server_command(cluster.s[i], buf, sizeof buf, "SET %s intruder PX 5000", res), 0);
-  assert_true(rh_wait_until(pred_lost, &lost, 5000));
+        rh_server_command(fx_group->servers[i], buf, sizeof buf, "SET %s intruder PX 5000", res),
+        0);
+  assert_true(fx_lost_wait(&lost, 1, 5000));
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
   assert_int_equal(op_count(c, "renew", "lost"), 1);
   assert_int_equal(metric(c, "redlock_locks_lost_total"), 1);
@@ -564,8 +517,7 @@ static void test_watch_renew_and_lost(void **state) {
   assert_int_equal(op_count(c, "release", "lost"), 1);
   assert_int_equal(metric(c, "redlock_held_locks"), 0);
   for (size_t i = 0; i < N_MASTERS; i++)
-    rh_server_command(cluster.s[i], buf, sizeof buf, "DEL %s", res);
-  api_close_client(c);
+    rh_server_command(fx_group->servers[i], buf, sizeof buf, "DEL %s", res);
 }
 
 /* Events of ordinary operations: fields, order, stats from the callback, and
@@ -573,12 +525,12 @@ static void test_watch_renew_and_lost(void **state) {
 static void test_events(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *holder = api_open(&cluster, 0, 10, 10);
-  redlock_t *c = open_opts(options_with_events(0));
+  redlock_t *holder = fx_client(fx_group, 0, 10, 10);
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
   atomic_store(&evlog.client, c);
   char res[64], busy[64];
-  api_name(res, sizeof res, "ev");
-  api_name(busy, sizeof busy, "evbusy");
+  fx_name(res, sizeof res, "ev");
+  fx_name(busy, sizeof busy, "evbusy");
   redlock_lock_t *lock = NULL, *held = NULL;
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, lock, 10000), REDLOCK_OK);
@@ -600,7 +552,7 @@ static void test_events(void **state) {
   int ok = 0;
   for (int i = 0; i < N_MASTERS; i++) {
     char want[64];
-    snprintf(want, sizeof want, "127.0.0.1:%d", rh_server_port(cluster.s[i]));
+    snprintf(want, sizeof want, "127.0.0.1:%d", rh_server_port(fx_group->servers[i]));
     assert_string_equal(acq.addr[i], want);
     if (strcmp(acq.verdict[i], "OK") == 0) {
       ok++;
@@ -626,18 +578,17 @@ static void test_events(void **state) {
   assert_string_equal(redlock_event_kind_name(0), "unknown");
 
   /* A wait in progress when the client closes ends canceled, with its event. */
-  cb_rec_t rec;
-  cb_rec_init(&rec);
-  assert_int_equal(redlock_lock_async(c, busy, 10000, 10000, rec_lock_cb, &rec), REDLOCK_OK);
+  fx_rec_t rec;
+  fx_rec_init(&rec);
+  assert_int_equal(redlock_lock_async(c, busy, 10000, 10000, fx_rec_lock_cb, &rec), REDLOCK_OK);
   assert_metric_soon(c, "redlock_waiters", 1, 1);
   atomic_store(&evlog.client, NULL);
-  api_close_client(c);
+  fx_close_client(fx_group, c);
   assert_int_equal(atomic_load(&rec.status), REDLOCK_ECANCELED);
   int w = ev_find(REDLOCK_EVENT_WAIT, busy, 0);
   assert_true(w >= 0);
   assert_int_equal(ev_get(w).status, REDLOCK_ECANCELED);
   assert_int_equal(redlock_unlock(holder, held), REDLOCK_OK);
-  api_close_client(holder);
 }
 
 /* Restart quarantine: a restarted master is up but quarantined (not usable),
@@ -648,10 +599,10 @@ static void test_quarantine(void **state) {
   redlock_options_t *opts = options_with_events(0);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), REDLOCK_OK);
   assert_int_equal(redlock_options_set_max_ttl(opts, 2000), REDLOCK_OK);
-  redlock_t *c = open_opts(opts);
-  assert_int_equal(rh_server_kill(cluster.s[0]), 0);
+  redlock_t *c = fx_open_free(fx_group, opts);
+  assert_int_equal(rh_server_kill(fx_group->servers[0]), 0);
   assert_master_state_soon(c, 0, "down");
-  assert_int_equal(rh_server_restart(cluster.s[0]), 0);
+  assert_int_equal(rh_server_restart(fx_group->servers[0]), 0);
   assert_master_state_soon(c, 0, "quarantined");
   double left = master_metric(c, "redlock_master_quarantine_remaining_seconds", 0, NULL, NULL);
   assert_true(left > 0 && left <= 2.0);
@@ -665,7 +616,6 @@ static void test_quarantine(void **state) {
   assert_master_state_soon(c, 0, "up");
   assert_int_equal(master_metric(c, "redlock_master_quarantine_remaining_seconds", 0, NULL, NULL),
                    0);
-  api_close_client(c);
 }
 
 /* ---- formats --------------------------------------------------------------------------- */
@@ -702,9 +652,8 @@ static int run_on_file(const char *cmd, const char *text) {
 
 static void test_formats(void **state) {
   (void)state;
-  redlock_t *c = api_open(&cluster, 0, 10, 10);
-  char res[64];
-  api_name(res, sizeof res, "fmt");
+  redlock_t *c = fx_client(fx_group, 0, 10, 10);
+  FX_NAME(res, "fmt");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
@@ -715,7 +664,7 @@ static void test_formats(void **state) {
   for (size_t i = 0; i < N_MASTERS; i++) {
     char series[256];
     snprintf(series, sizeof series, "redlock_master_requests_in_flight{master=\"127.0.0.1:%d\"}",
-             rh_server_port(cluster.s[i]));
+             rh_server_port(fx_group->servers[i]));
     assert_metric_soon(c, series, 0, 0);
   }
 
@@ -801,7 +750,6 @@ static void test_formats(void **state) {
   else
     printf("SKIP: python3 not installed: the JSON was not parsed\n");
   free(json);
-  api_close_client(c);
 }
 
 /* Stats off: redlock_stats is ENOTSUP; events still come. */
@@ -812,27 +760,25 @@ static void test_stats_off(void **state) {
   assert_int_equal(redlock_options_set_stats(opts, 0), REDLOCK_OK);
   assert_int_equal(redlock_options_set_stats(NULL, 0), REDLOCK_EINVAL);
   assert_int_equal(redlock_options_set_event_cb(NULL, event_cb, NULL), REDLOCK_EINVAL);
-  redlock_t *c = open_opts(opts);
+  redlock_t *c = fx_open_free(fx_group, opts);
   char buf[64];
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_PROMETHEUS, buf, sizeof buf), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
-  char res[64];
-  api_name(res, sizeof res, "off");
+  FX_NAME(res, "off");
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
   assert_true(ev_find(REDLOCK_EVENT_ACQUIRE, res, 0) >= 0);
   assert_true(ev_find(REDLOCK_EVENT_RELEASE, res, 0) >= 0);
-  api_close_client(c);
+  fx_close_client(fx_group, c);
 
   /* Both off: no stats object at all. */
-  opts = api_options(&cluster, 0, 10, 10);
+  opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_stats(opts, 0), REDLOCK_OK);
-  c = open_opts(opts);
+  c = fx_open_free(fx_group, opts);
   assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0), REDLOCK_ENOTSUP);
   assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
-  api_close_client(c);
 }
 
 /* Permits, read-write holds and won terms are counted under their own op
@@ -858,9 +804,8 @@ static int pred_elected(void *arg) { return atomic_load(&((elect_rec_t *)arg)->t
 static void test_primitives(void **state) {
   (void)state;
   ev_reset();
-  redlock_t *c = open_opts(options_with_events(0));
-  char res[64];
-  api_name(res, sizeof res, "prim");
+  redlock_t *c = fx_open_free(fx_group, options_with_events(0));
+  FX_NAME(res, "prim");
   redlock_lock_t *p1 = NULL, *p2 = NULL;
   assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p1), REDLOCK_OK);
   assert_int_equal(redlock_semaphore_acquire(c, res, 1, 10000, 0, &p2), REDLOCK_ELOCKED);
@@ -872,8 +817,7 @@ static void test_primitives(void **state) {
   assert_int_equal(redlock_unlock(c, p1), REDLOCK_OK);
   assert_int_equal(op_count(c, "release", "ok"), 1);
 
-  char rw[64];
-  api_name(rw, sizeof rw, "prim-rw");
+  FX_NAME(rw, "prim-rw");
   redlock_lock_t *r = NULL, *w = NULL;
   assert_int_equal(redlock_rwlock_read(c, rw, 10000, 0, &r), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_write(c, rw, 10000, 0, &w), REDLOCK_ELOCKED);
@@ -883,8 +827,7 @@ static void test_primitives(void **state) {
   assert_true(ev_find(REDLOCK_EVENT_RWLOCK_WRITE, NULL, 0) >= 0);
   assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
 
-  char el[64];
-  api_name(el, sizeof el, "prim-el");
+  FX_NAME(el, "prim-el");
   elect_rec_t rec = {0};
   redlock_election_t *e = NULL;
   assert_int_equal(redlock_elect(c, el, 5000, on_elected, on_lost_term, &rec, &e), REDLOCK_OK);
@@ -894,23 +837,10 @@ static void test_primitives(void **state) {
   assert_true(ev_find(REDLOCK_EVENT_ELECTED, el, 0) >= 0);
   assert_string_equal(redlock_event_kind_name(REDLOCK_EVENT_ELECTED), "election");
   assert_int_equal(redlock_resign(c, e), REDLOCK_OK);
-  api_close_client(c);
 }
 
-int main(void) {
-  api_watchdog(240);
-  const struct CMUnitTest tests[] = {
-      stats_test(test_ok_counters_and_gauges),
-      stats_test(test_locked_and_wait),
-      stats_test(test_expired),
-      stats_test(test_noquorum_kill_restart),
-      stats_test(test_noquorum_sigstop),
-      stats_test(test_watch_renew_and_lost),
-      stats_test(test_events),
-      stats_test(test_quarantine),
-      stats_test(test_formats),
-      stats_test(test_stats_off),
-      stats_test(test_primitives),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+FX_GROUP_MAIN(240, stats_test(test_ok_counters_and_gauges), stats_test(test_locked_and_wait),
+              stats_test(test_expired), stats_test(test_noquorum_kill_restart),
+              stats_test(test_noquorum_sigstop), stats_test(test_watch_renew_and_lost),
+              stats_test(test_events), stats_test(test_quarantine), stats_test(test_formats),
+              stats_test(test_stats_off), stats_test(test_primitives))

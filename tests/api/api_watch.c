@@ -12,11 +12,9 @@
  *    reaches the masters over 3 x ttl, the key stays gone and the lost
  *    callback never runs.
  */
-#include "api_common.h"
+#include "fixture.h"
 
 #define TTL 300u
-
-static api_cluster_t cluster;
 
 /* The library's warnings (failed extensions, ...) with a timestamp, so that a
  * failure here can be told apart from a starved machine. */
@@ -26,40 +24,10 @@ static void log_cb(int level, const char *msg, void *arg) {
 }
 
 static redlock_t *open_watch_client(void) {
-  redlock_options_t *opts = api_options(&cluster, 0, 10, 10);
+  redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, 10, 10);
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_WARN, log_cb, NULL), REDLOCK_OK);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
-  api_track(client);
-  redlock_options_free(opts);
-  return client;
+  return fx_open_free(fx_group, opts);
 }
-
-static int group_setup(void **state) {
-  (void)state;
-  return api_cluster_start(&cluster, 3);
-}
-
-static int group_teardown(void **state) {
-  (void)state;
-  api_cluster_stop(&cluster);
-  return 0;
-}
-
-typedef struct {
-  atomic_int calls;
-  atomic_int reason;
-  redlock_lock_t *_Atomic lock;
-} lost_rec_t;
-
-static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
-  lost_rec_t *r = arg;
-  atomic_store(&r->reason, reason);
-  atomic_store(&r->lock, lock);
-  atomic_fetch_add(&r->calls, 1);
-}
-
-static int pred_lost(void *arg) { return atomic_load(&((lost_rec_t *)arg)->calls) > 0; }
 
 /* Polled by rh_wait_until: true once `duration_ms` passed; meanwhile counts
  * every poll where the lock looked invalid locally (validity <= 0 or lost) or
@@ -84,17 +52,18 @@ static int pred_kept_alive(void *arg) {
   if (v <= 0 || redlock_lock_is_lost(k->lock))
     k->bad_validity++;
   size_t holding = 0;
-  long long pttl[API_MAX_SERVERS];
-  for (size_t i = 0; i < cluster.n; i++) {
+  long long pttl[FX_MAX_SERVERS];
+  for (size_t i = 0; i < fx_group->n; i++) {
     char buf[128];
-    pttl[i] = api_pttl(cluster.s[i], k->key);
-    if (pttl[i] > 0 && api_get(cluster.s[i], k->key, buf, sizeof buf) == 0 &&
+    pttl[i] = fx_pttl_try(fx_group->servers[i], k->key);
+    if (pttl[i] > 0 &&
+        rh_server_command(fx_group->servers[i], buf, sizeof buf, "GET %s", k->key) == 0 &&
         strcmp(buf, redlock_lock_value(k->lock)) == 0)
       holding++;
   }
   if (holding < k->min_holding)
     k->min_holding = holding;
-  if (holding < cluster.n / 2 + 1)
+  if (holding < fx_group->n / 2 + 1)
     k->bad_quorum++;
   if (bad == 0 && k->bad_validity + k->bad_quorum > 0)
     fprintf(
@@ -116,62 +85,65 @@ static void keep_alive_for(redlock_lock_t *lock, const char *key, uint64_t durat
   assert_int_equal(k.bad_quorum, 0);
 }
 
+/* A watched lock on a fresh resource, its own client, its losses recorded
+ * (into a static recorder: it outlives the frame if an assertion fails). */
+typedef struct {
+  redlock_t *client;
+  char res[128];
+  redlock_lock_t *lock;
+} watched_t;
+
+static void watch_start(watched_t *w, const char *what, fx_lost_t *lost) {
+  w->client = open_watch_client();
+  fx_name(w->res, sizeof w->res, what);
+  fx_lost_init(lost);
+  w->lock = NULL;
+  assert_int_equal(redlock_trylock(w->client, w->res, TTL, &w->lock), REDLOCK_OK);
+  assert_int_equal(redlock_watch(w->client, w->lock, fx_lost_cb, lost), REDLOCK_OK);
+}
+
 static void test_watch_keeps_lock(void **state) {
   (void)state;
-  redlock_t *client = open_watch_client();
-  char res[128];
-  api_name(res, sizeof res, "watch-keep");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
-  redlock_lock_t *lock = NULL;
-  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
-  keep_alive_for(lock, res, 4 * TTL);
+  static fx_lost_t lost;
+  watched_t w;
+  watch_start(&w, "watch-keep", &lost);
+  keep_alive_for(w.lock, w.res, 4 * TTL);
   assert_int_equal(atomic_load(&lost.calls), 0);
-  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
-  api_close_client(client);
+  assert_int_equal(redlock_unlock(w.client, w.lock), REDLOCK_OK);
+  assert_nil_everywhere(fx_group, w.res);
+  fx_close_client(fx_group, w.client);
   assert_int_equal(atomic_load(&lost.calls), 0);
 }
 
 static void test_watch_lost_when_masters_die(void **state) {
   (void)state;
-  redlock_t *client = open_watch_client();
-  char res[128];
-  api_name(res, sizeof res, "watch-lost");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
-  redlock_lock_t *lock = NULL;
-  assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
-  keep_alive_for(lock, res, TTL + TTL / 2); /* at least one extension went through */
+  static fx_lost_t lost;
+  watched_t w;
+  watch_start(&w, "watch-lost", &lost);
+  keep_alive_for(w.lock, w.res, TTL + TTL / 2); /* at least one extension went through */
 
   printf("  killing every master\n");
-  for (size_t i = 0; i < cluster.n; i++)
-    assert_int_equal(rh_server_kill(cluster.s[i]), 0);
+  for (size_t i = 0; i < fx_group->n; i++)
+    assert_int_equal(rh_server_kill(fx_group->servers[i]), 0);
   uint64_t t0 = rh_now_ms();
   /* Validity is at most ttl now: lost by then, plus a margin. */
-  assert_true(rh_wait_until(pred_lost, &lost, (int)TTL + 1500));
+  assert_true(fx_lost_wait(&lost, 1, (int)TTL + 1500));
   uint64_t took = rh_now_ms() - t0;
   printf("  lost callback %llu ms after the masters were killed\n", (unsigned long long)took);
   assert_int_equal(atomic_load(&lost.reason), REDLOCK_ELOST);
-  assert_ptr_equal(atomic_load(&lost.lock), lock);
-  assert_true(redlock_lock_is_lost(lock));
-  assert_true(redlock_lock_validity_ms(lock) <= (int64_t)TTL);
+  assert_ptr_equal(atomic_load(&lost.lock), w.lock);
+  assert_true(redlock_lock_is_lost(w.lock));
+  assert_true(redlock_lock_validity_ms(w.lock) <= (int64_t)TTL);
   /* Nobody answers the release, but the handle is freed all the same. */
   printf("  unlocking with every master down\n");
-  assert_int_equal(redlock_unlock(client, lock), REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_unlock(w.client, w.lock), REDLOCK_ENOQUORUM);
   printf("  closing\n");
-  api_close_client(client);
+  fx_close_client(fx_group, w.client);
   assert_int_equal(atomic_load(&lost.calls), 1);
 
   printf("  restarting the masters\n");
-  for (size_t i = 0; i < cluster.n; i++)
-    assert_int_equal(rh_server_restart(cluster.s[i]), 0);
+  for (size_t i = 0; i < fx_group->n; i++)
+    assert_int_equal(rh_server_restart(fx_group->servers[i]), 0);
 }
 
 /* EVALSHA calls a master has served so far (INFO commandstats). */
@@ -184,57 +156,48 @@ static long long evalsha_calls(rh_server_t *s) {
 }
 
 typedef struct {
-  long long base[API_MAX_SERVERS];
+  long long base[FX_MAX_SERVERS];
   const char *key;
-  lost_rec_t *lost;
+  fx_lost_t *lost;
 } quiet_t;
 
 /* True as soon as anything happens that should not: an EVALSHA reaches a
  * master, the key reappears, or the lost callback runs. */
 static int pred_watch_still_active(void *arg) {
   quiet_t *q = arg;
-  for (size_t i = 0; i < cluster.n; i++)
-    if (evalsha_calls(cluster.s[i]) != q->base[i])
+  for (size_t i = 0; i < fx_group->n; i++)
+    if (evalsha_calls(fx_group->servers[i]) != q->base[i])
       return 1;
-  return api_count_nil(&cluster, q->key) != cluster.n || atomic_load(&q->lost->calls) != 0;
+  return fx_count_value(fx_group, fx_group->n, q->key, "(nil)") != fx_group->n ||
+         atomic_load(&q->lost->calls) != 0;
 }
 
 static void test_unlock_stops_watch(void **state) {
   (void)state;
   redlock_t *client = open_watch_client();
-  char res[128];
-  api_name(res, sizeof res, "watch-stop");
-  static lost_rec_t lost; /* static: outlives the frame if an assertion fails */
-  atomic_init(&lost.calls, 0);
-  atomic_init(&lost.reason, 0);
-  atomic_init(&lost.lock, NULL);
+  FX_NAME(res, "watch-stop");
+  static fx_lost_t lost; /* static: outlives the frame if an assertion fails */
+  fx_lost_init(&lost);
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_trylock(client, res, TTL, &lock), REDLOCK_OK);
-  long long before = evalsha_calls(cluster.s[0]);
-  assert_int_equal(redlock_watch(client, lock, lost_cb, &lost), REDLOCK_OK);
+  long long before = evalsha_calls(fx_group->servers[0]);
+  assert_int_equal(redlock_watch(client, lock, fx_lost_cb, &lost), REDLOCK_OK);
   keep_alive_for(lock, res, TTL + TTL / 2);
   /* The watch did extend (EVALSHA of the extend script). */
-  assert_true(evalsha_calls(cluster.s[0]) > before);
+  assert_true(evalsha_calls(fx_group->servers[0]) > before);
 
   assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-  assert_nil_everywhere(&cluster, res);
+  assert_nil_everywhere(fx_group, res);
   quiet_t q;
   q.key = res;
   q.lost = &lost;
-  for (size_t i = 0; i < cluster.n; i++)
-    q.base[i] = evalsha_calls(cluster.s[i]);
+  for (size_t i = 0; i < fx_group->n; i++)
+    q.base[i] = evalsha_calls(fx_group->servers[i]);
   /* Observation window of 3 x ttl: no extension, no key, no lost callback. */
   assert_false(rh_wait_until(pred_watch_still_active, &q, 3 * (int)TTL));
-  api_close_client(client);
+  fx_close_client(fx_group, client);
   assert_int_equal(atomic_load(&lost.calls), 0);
 }
 
-int main(void) {
-  api_watchdog(120);
-  const struct CMUnitTest tests[] = {
-      api_test(test_watch_keeps_lock),
-      api_test(test_unlock_stops_watch),
-      api_test(test_watch_lost_when_masters_die),
-  };
-  return cmocka_run_group_tests(tests, group_setup, group_teardown);
-}
+FX_GROUP_MAIN(120, fx_group_test(test_watch_keeps_lock), fx_group_test(test_unlock_stops_watch),
+              fx_group_test(test_watch_lost_when_masters_die))

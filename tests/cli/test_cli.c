@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "redis_harness.h"
+#include "fixture.h"
 #include "redlock.h" /* REDLOCK_*_PREFIX: the names the CLI uses on the masters */
 
 #define N_MASTERS 3
@@ -51,8 +51,7 @@
 static const char *g_redlock; /* the binary under test */
 static char g_self[PATH_MAX]; /* this program, as COMMAND */
 static const char *g_case = "?";
-static rh_server_t *g_servers[N_MASTERS];
-static int g_have_servers;
+static fx_t g_fx;                     /* the masters (fx_servers_start) */
 static char g_nodes[N_MASTERS * 600]; /* REDLOCK_NODES for the masters */
 static char g_tmpdir[PATH_MAX];
 
@@ -201,13 +200,8 @@ static void cleanup(void) {
     free(p);
     g_procs[i] = NULL;
   }
-  if (g_have_servers) {
-    for (int i = 0; i < N_MASTERS; i++)
-      if (g_servers[i] != NULL && rh_server_pid(g_servers[i]) != 0)
-        rh_server_resume(g_servers[i]); /* always: never leave a master stopped */
-    rh_cluster_free(g_servers, N_MASTERS);
-    g_have_servers = 0;
-  }
+  if (g_fx.n > 0)
+    fx_servers_stop(&g_fx); /* resumes first: never leaves a master stopped */
   if (g_tmpdir[0] != '\0') {
     rmdir(g_tmpdir);
     g_tmpdir[0] = '\0';
@@ -472,12 +466,7 @@ static void field(const proc_t *p, const char *tag, const char *key, char *out, 
       const char *end = strchr(line, '\n');
       const char *f = strstr(line, pat);
       if (f != NULL && (end == NULL || f < end)) {
-        f += strlen(pat);
-        size_t n = strcspn(f, " \n");
-        if (n >= size)
-          n = size - 1;
-        memcpy(out, f, n);
-        out[n] = '\0';
+        fx_copy_span(out, size, f + strlen(pat), " \n");
       }
       return;
     }
@@ -500,45 +489,19 @@ static uint64_t field_u64(const proc_t *p, const char *tag, const char *key) {
  * ================================================================================ */
 
 static void start_masters_with(const rh_options_t *opts) {
-  CHECK(rh_cluster_start(g_servers, N_MASTERS, opts) == 0, "cannot start %d redis-servers",
-        N_MASTERS);
-  g_have_servers = 1;
-  g_nodes[0] = '\0';
-  for (int i = 0; i < N_MASTERS; i++) {
-    if (i > 0)
-      strcat(g_nodes, ",");
-    strcat(g_nodes, rh_server_uri(g_servers[i]));
-  }
+  CHECK(fx_servers_start(&g_fx, N_MASTERS, opts) == 0, "cannot start %d redis-servers", N_MASTERS);
+  fx_node_list(&g_fx, g_nodes, sizeof g_nodes);
 }
 
 static void start_masters(void) { start_masters_with(NULL); }
 
 /* How many masters hold key with this value ("(nil)" for none). */
 static int count_value(const char *key, const char *value) {
-  int n = 0;
-  for (int i = 0; i < N_MASTERS; i++) {
-    char buf[256];
-    if (rh_server_pid(g_servers[i]) == 0)
-      continue;
-    if (rh_server_command(g_servers[i], buf, sizeof buf, "GET %s", key) == 0 &&
-        strcmp(buf, value) == 0)
-      n++;
-  }
-  return n;
-}
-
-typedef struct {
-  const char *key;
-} key_arg_t;
-
-static int pred_key_gone(void *arg) {
-  const key_arg_t *k = arg;
-  return count_value(k->key, "(nil)") == N_MASTERS;
+  return (int)fx_count_value(&g_fx, N_MASTERS, key, value);
 }
 
 static void wait_key_gone(const char *key) {
-  key_arg_t k = {key};
-  CHECK(rh_wait_until(pred_key_gone, &k, DEADLINE_MS), "key '%s' still present on a master", key);
+  CHECK(fx_wait_nil_everywhere(&g_fx, key, DEADLINE_MS), "key '%s' still present on a master", key);
 }
 
 /* Starts `redlock run RESOURCE -- helper hold` and waits until it holds. */
@@ -628,7 +591,7 @@ static void case_fence(void) {
   int at_least = 0;
   for (int i = 0; i < N_MASTERS; i++) {
     char buf[64];
-    if (rh_server_command(g_servers[i], buf, sizeof buf,
+    if (rh_server_command(g_fx.servers[i], buf, sizeof buf,
                           "GET " REDLOCK_FENCE_KEY_PREFIX "fence-res") == 0 &&
         strtoull(buf, NULL, 10) >= f2)
       at_least++;
@@ -710,7 +673,8 @@ static void case_wait(void) {
 /* Masters down: no quorum. */
 static void case_noquorum(void) {
   start_masters();
-  CHECK(rh_server_kill(g_servers[0]) == 0 && rh_server_kill(g_servers[1]) == 0, "kill 2 masters");
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0 && rh_server_kill(g_fx.servers[1]) == 0,
+        "kill 2 masters");
   proc_t *p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "2 of 3 down -> 69");
   CHECK(p->out_len == 0, "COMMAND did not run");
@@ -721,13 +685,13 @@ static void case_noquorum(void) {
   CHECK(RUN_TO_END(p) == 69, "2 of 3 down, with --wait -> 69 (not busy)");
   CHECK(p->out_len == 0, "COMMAND did not run");
 
-  CHECK(rh_server_kill(g_servers[2]) == 0, "kill the last master");
+  CHECK(rh_server_kill(g_fx.servers[2]) == 0, "kill the last master");
   p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "all down -> 69");
 
   /* Fresh masters with the quarantine on (the default): no quorum either. */
   for (int i = 0; i < N_MASTERS; i++)
-    CHECK(rh_server_restart(g_servers[i]) == 0, "restart");
+    CHECK(rh_server_restart(g_fx.servers[i]) == 0, "restart");
   p = START(g_nodes, 0, "run", "--request-timeout", "500", "nq-res", "--", g_self, "--helper",
             "print");
   CHECK(RUN_TO_END(p) == 69, "quarantined masters -> 69");
@@ -808,15 +772,9 @@ static void case_usage(void) {
 }
 
 /* Lost lock: COMMAND gets SIGTERM (then SIGKILL), redlock exits 71. */
-static void pause_all(void) {
-  for (int i = 0; i < N_MASTERS; i++)
-    CHECK(rh_server_pause(g_servers[i]) == 0, "pause");
-}
+static void pause_all(void) { CHECK(fx_pause(&g_fx, FX_EVERY_MASTER, 1) == 0, "pause"); }
 
-static void resume_all(void) {
-  for (int i = 0; i < N_MASTERS; i++)
-    CHECK(rh_server_resume(g_servers[i]) == 0, "resume");
-}
+static void resume_all(void) { CHECK(fx_pause(&g_fx, FX_EVERY_MASTER, 0) == 0, "resume"); }
 
 static void case_lost(void) {
   start_masters();
@@ -922,8 +880,8 @@ static void case_status(void) {
   CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "free:") != NULL, "other key is free");
 
   /* --node instead of REDLOCK_NODES. */
-  s = START(NULL, 0, "status", "--node", rh_server_uri(g_servers[0]), "--node",
-            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "-p",
+  s = START(NULL, 0, "status", "--node", rh_server_uri(g_fx.servers[0]), "--node",
+            rh_server_uri(g_fx.servers[1]), "--node", rh_server_uri(g_fx.servers[2]), "-p",
             "app:", "st-res");
   CHECK(RUN_TO_END(s) == 0 && strstr(s->out, value) != NULL, "--node");
 
@@ -935,15 +893,15 @@ static void case_status(void) {
   CHECK(strstr(s->out, value) == NULL, "value gone");
 
   /* Masters down. */
-  CHECK(rh_server_kill(g_servers[0]) == 0, "kill");
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0, "kill");
   s = START(g_nodes, 0, "status", "--timeout", "2000", "st-res");
   CHECK(RUN_TO_END(s) == 0, "one down: still a quorum -> 0");
   char label[64];
-  snprintf(label, sizeof label, "127.0.0.1:%d", rh_server_port(g_servers[0]));
+  snprintf(label, sizeof label, "127.0.0.1:%d", rh_server_port(g_fx.servers[0]));
   const char *line = strstr(s->out, label);
   CHECK(line != NULL && strncmp(strchr(line, ' ') + strspn(strchr(line, ' '), " "), "down", 4) == 0,
         "the dead master is shown down");
-  CHECK(rh_server_kill(g_servers[1]) == 0, "kill");
+  CHECK(rh_server_kill(g_fx.servers[1]) == 0, "kill");
   s = START(g_nodes, 0, "status", "--timeout", "2000", "st-res");
   CHECK(RUN_TO_END(s) == 69, "two down -> 69");
 }
@@ -951,26 +909,26 @@ static void case_status(void) {
 /* Masters from --node and REDLOCK_NODES. */
 static void case_nodes(void) {
   start_masters();
-  proc_t *p = START(NULL, 0, RUN, "--node", rh_server_uri(g_servers[0]), "-n",
-                    rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "nodes-res",
-                    "--", g_self, "--helper", "exit", "0");
+  proc_t *p = START(NULL, 0, RUN, "--node", rh_server_uri(g_fx.servers[0]), "-n",
+                    rh_server_uri(g_fx.servers[1]), "--node", rh_server_uri(g_fx.servers[2]),
+                    "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--node x3");
   /* --node wins over REDLOCK_NODES (which points nowhere here). */
-  p = START("redis://127.0.0.1:1", 0, RUN, "--node", rh_server_uri(g_servers[0]), "--node",
-            rh_server_uri(g_servers[1]), "--node", rh_server_uri(g_servers[2]), "nodes-res", "--",
-            g_self, "--helper", "exit", "0");
+  p = START("redis://127.0.0.1:1", 0, RUN, "--node", rh_server_uri(g_fx.servers[0]), "--node",
+            rh_server_uri(g_fx.servers[1]), "--node", rh_server_uri(g_fx.servers[2]), "nodes-res",
+            "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--node overrides REDLOCK_NODES");
   /* Spaces and empty items in REDLOCK_NODES. */
   char env[sizeof g_nodes + 64];
-  snprintf(env, sizeof env, " %s , %s,,%s, ", rh_server_uri(g_servers[0]),
-           rh_server_uri(g_servers[1]), rh_server_uri(g_servers[2]));
+  snprintf(env, sizeof env, " %s , %s,,%s, ", rh_server_uri(g_fx.servers[0]),
+           rh_server_uri(g_fx.servers[1]), rh_server_uri(g_fx.servers[2]));
   p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "REDLOCK_NODES with spaces");
   /* A small --max-ttl caps the default TTL (30 s) instead of refusing it. */
   p = START(g_nodes, 0, RUN, "--max-ttl", "5s", "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--max-ttl 5s without --ttl");
   /* One master down of three: still a quorum. */
-  CHECK(rh_server_kill(g_servers[2]) == 0, "kill");
+  CHECK(rh_server_kill(g_fx.servers[2]) == 0, "kill");
   p = START(g_nodes, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "2 of 3 up");
 }
@@ -1058,18 +1016,9 @@ static void wait_nth_line(proc_t *p, const char *tag, int n, int timeout_ms) {
 
 /* Campaigners waiting for releases of key, on the master that has fewest. */
 static long campaigners(const char *key) {
-  long fewest = -1;
-  for (int i = 0; i < N_MASTERS; i++) {
-    char buf[256];
-    if (rh_server_command(g_servers[i], buf, sizeof buf,
-                          "PUBSUB NUMSUB " REDLOCK_RELEASE_CHANNEL_PREFIX "%s", key) != 0)
-      return 0;
-    const char *nl = strchr(buf, '\n');
-    long n = nl != NULL ? strtol(nl + 1, NULL, 10) : 0;
-    if (fewest < 0 || n < fewest)
-      fewest = n;
-  }
-  return fewest;
+  char channel[256];
+  snprintf(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX "%s", key);
+  return fx_numsub_min(&g_fx, channel);
 }
 
 static int pred_campaigning(void *arg) { return campaigners(arg) >= 1; }
@@ -1350,7 +1299,7 @@ static void case_metrics(void) {
   close_stdin(h);
   CHECK(RUN_TO_END(h) == 0, "holder done");
   wait_key_gone("met-res");
-  CHECK(rh_server_kill(g_servers[0]) == 0 && rh_server_kill(g_servers[1]) == 0, "kill");
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0 && rh_server_kill(g_fx.servers[1]) == 0, "kill");
   s = START(g_nodes, 0, "status", "--json", "--timeout", "2000", "met-res");
   CHECK(RUN_TO_END(s) == 69, "two down -> 69");
   CHECK(strstr(s->out, "\"up\":false") != NULL && strstr(s->out, "\"answered\":1,") != NULL,

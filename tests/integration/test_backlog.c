@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "it_common.h"
+#include "fixture.h"
 
 #define N_HELD 50000u
 #define N_MANY 100000u
@@ -118,20 +118,20 @@ static void batch_wait(batch_t *b, const char *what) {
 }
 
 /* Asserts that every call of the batch succeeded. */
-static void batch_assert_all_ok(it_fixture_t *fx, redlock_t *client, batch_t *b, const char *what) {
+static void batch_assert_all_ok(fx_t *fx, redlock_t *client, batch_t *b, const char *what) {
   if (b->by_code[0] == b->expected)
     return;
   char votes[512] = "";
   if (client != NULL)
     redlock_last_votes(client, votes, sizeof votes);
   fail_msg("%s: %zu calls, want all OK, got %s\nlast votes: %s\nlog:\n%s", what, b->expected,
-           batch_summary(b), votes, it_log_text(fx));
+           batch_summary(b), votes, fx_log_text(fx, FX_ALL));
 }
 
-static redlock_t *open_client(it_fixture_t *fx) {
-  redlock_options_t *opts = it_options(fx, 3, REDLOCK_LOG_WARN);
+static redlock_t *open_client(fx_t *fx) {
+  redlock_options_t *opts = fx_options(fx, 0, 3, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_timeouts(opts, CONNECT_MS, REQUEST_MS), REDLOCK_OK);
-  return it_open(fx, 0, opts);
+  return fx_open(fx, 0, opts);
 }
 
 static long long dbsize(rh_server_t *s) {
@@ -141,14 +141,14 @@ static long long dbsize(rh_server_t *s) {
 }
 
 static int all_empty(void *arg) {
-  it_fixture_t *fx = arg;
+  fx_t *fx = arg;
   for (size_t i = 0; i < fx->n; i++)
     if (dbsize(fx->servers[i]) != 0)
       return 0;
   return 1;
 }
 
-static void assert_no_keys_left(it_fixture_t *fx, const char *what) {
+static void assert_no_keys_left(fx_t *fx, const char *what) {
   if (rh_wait_until(all_empty, fx, KEYS_GONE_MS))
     return;
   fail_msg("%s: keys left after %u ms: %lld, %lld, %lld", what, KEYS_GONE_MS,
@@ -157,13 +157,13 @@ static void assert_no_keys_left(it_fixture_t *fx, const char *what) {
 
 /* Takes n locks at once (lock_async, wait budget WAIT_MS) and waits for all
  * of them: every one must be granted. */
-static void lock_all(it_fixture_t *fx, redlock_t *client, batch_t *b, const char *tag, size_t n) {
+static void lock_all(fx_t *fx, redlock_t *client, batch_t *b, const char *tag, size_t n) {
   batch_init(b, n);
   uint64_t t0 = rh_now_ms();
   for (size_t i = 0; i < n; i++) {
     char resource[64];
     snprintf(resource, sizeof resource, "backlog:%s:%zu", tag, i);
-    IT_ASSERT_RC(fx, client, redlock_lock_async(client, resource, TTL_MS, WAIT_MS, on_locked, b),
+    FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, TTL_MS, WAIT_MS, on_locked, b),
                  REDLOCK_OK);
   }
   batch_wait(b, "lock_async");
@@ -174,12 +174,12 @@ static void lock_all(it_fixture_t *fx, redlock_t *client, batch_t *b, const char
 }
 
 /* Releases every lock of the batch at once; every release must be OK. */
-static void unlock_all(it_fixture_t *fx, redlock_t *client, batch_t *held) {
+static void unlock_all(fx_t *fx, redlock_t *client, batch_t *held) {
   batch_t b;
   batch_init(&b, held->n_locks);
   uint64_t t0 = rh_now_ms();
   for (size_t i = 0; i < held->n_locks; i++)
-    IT_ASSERT_RC(fx, client, redlock_unlock_async(client, held->locks[i], on_done, &b), REDLOCK_OK);
+    FX_ASSERT_RC(fx, client, redlock_unlock_async(client, held->locks[i], on_done, &b), REDLOCK_OK);
   batch_wait(&b, "unlock_async");
   printf("  %zu unlock_async at once: %s in %llu ms\n", held->n_locks, batch_summary(&b),
          (unsigned long long)(rh_now_ms() - t0));
@@ -188,7 +188,7 @@ static void unlock_all(it_fixture_t *fx, redlock_t *client, batch_t *held) {
 }
 
 static void test_unlock_burst(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *client = open_client(fx);
   batch_t held;
   lock_all(fx, client, &held, "held", N_HELD);
@@ -198,12 +198,12 @@ static void test_unlock_burst(void **state) {
 }
 
 static void test_close_with_held(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *client = open_client(fx);
   batch_t held;
   lock_all(fx, client, &held, "close", N_HELD);
   uint64_t t0 = rh_now_ms();
-  it_close(fx, 0); /* releases all 50k, frees their handles */
+  fx_close(fx, 0); /* releases all 50k, frees their handles */
   uint64_t took = rh_now_ms() - t0;
   long long left[3] = {dbsize(fx->servers[0]), dbsize(fx->servers[1]), dbsize(fx->servers[2])};
   printf("  redlock_close with %zu held took %llu ms; keys left: %lld, %lld, %lld\n", held.n_locks,
@@ -211,12 +211,12 @@ static void test_close_with_held(void **state) {
   /* Not eventually: close returns once every release it owes was answered. */
   if (left[0] != 0 || left[1] != 0 || left[2] != 0)
     fail_msg("keys left after redlock_close returned: %lld, %lld, %lld\nlog:\n%s", left[0], left[1],
-             left[2], it_log_text(fx));
+             left[2], fx_log_text(fx, FX_ALL));
   batch_destroy(&held);
 }
 
 static void test_many_waiting(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *client = open_client(fx);
   batch_t held;
   lock_all(fx, client, &held, "many", N_MANY);
@@ -226,11 +226,5 @@ static void test_many_waiting(void **state) {
   batch_destroy(&held);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_unlock_burst, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_close_with_held, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_many_waiting, it_setup_3, it_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_integration, FX_TEST(test_unlock_burst, 3),
+        FX_TEST(test_close_with_held, 3), FX_TEST(test_many_waiting, 3))

@@ -14,17 +14,17 @@
 #include <cmocka.h>
 
 #include "fault_proxy.h"
-#include "it_common.h"
+#include "fixture.h"
 
 static void test_close_with_blackholed_master(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   fault_proxy_t *proxy = NULL;
   assert_int_equal(fault_proxy_start(&proxy, "127.0.0.1", rh_server_port(fx->servers[0])), 0);
 
   char via_proxy[64];
   snprintf(via_proxy, sizeof via_proxy, "redis://127.0.0.1:%d", fault_proxy_port(proxy));
   const char *uris[3] = {via_proxy, rh_server_uri(fx->servers[1]), rh_server_uri(fx->servers[2])};
-  redlock_t *client = it_open(fx, 0, it_options_uris(fx, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *client = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
 
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(client, "close:blackhole", 30000, &lock), REDLOCK_OK);
@@ -33,19 +33,14 @@ static void test_close_with_blackholed_master(void **state) {
   assert_int_equal(redlock_extend(client, lock, 30000), REDLOCK_OK);
 
   uint64_t start = rh_now_ms();
-  it_close(fx, 0); /* releases the held lock */
+  fx_close(fx, 0); /* releases the held lock */
   uint64_t took = rh_now_ms() - start;
   printf("  close took %llu ms (request timeout %u ms)\n", (unsigned long long)took,
-         IT_REQUEST_MS);
-  assert_true(took < IT_REQUEST_MS + 2000);
-  assert_true(it_wait_key_absent(fx->servers[1], "close:blackhole", 5000));
-  assert_true(it_wait_key_absent(fx->servers[2], "close:blackhole", 5000));
+         FX_IT_REQUEST_MS);
+  assert_true(took < FX_IT_REQUEST_MS + 2000);
+  assert_true(fx_wait_key_absent(fx->servers[1], "close:blackhole", 5000));
+  assert_true(fx_wait_key_absent(fx->servers[2], "close:blackhole", 5000));
   fault_proxy_stop(proxy);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_close_with_blackholed_master, it_setup_3, it_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_integration, FX_TEST(test_close_with_blackholed_master, 3))

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "redis_harness.h"
+#include "fixture.h"
 
 /* 1 while the process exists (zombies count: they are not reaped yet). */
 static int process_exists(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
@@ -58,13 +58,19 @@ static void info_field(const char *info, const char *field, char *out, size_t si
 
 /* The harness runs REDLOCK_TEST_SERVER (or redis-server): the server's own
  * INFO names the same executable. */
+/* One server of the harness's own (no options), asserted started. */
+static rh_server_t *start_one(void) {
+  rh_server_t *s = NULL;
+  assert_int_equal(rh_server_start(&s, NULL), 0);
+  return s;
+}
+
 static void test_server_program(void **state) {
   (void)state;
   const char *exe = rh_server_executable();
   assert_non_null(exe);
   assert_true(exe[0] == '/');
-  rh_server_t *s = NULL;
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   static char info[8192];
   char executable[4096], name[64], version[64];
   assert_int_equal(rh_server_command(s, info, sizeof info, "INFO server"), 0);
@@ -79,9 +85,8 @@ static void test_server_program(void **state) {
 
 static void test_start_command_free(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[256], expect[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   int port = rh_server_port(s);
   assert_true(pid > 0);
@@ -126,9 +131,8 @@ static void test_start_command_free(void **state) {
 
 static void test_kill_restart(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[256], run_id[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   int port = rh_server_port(s);
   assert_int_equal(rh_server_command(s, buf, sizeof buf, "SET k v"), 0);
@@ -162,9 +166,8 @@ static void test_kill_restart(void **state) {
 
 static void test_pause_resume(void **state) {
   (void)state;
-  rh_server_t *s = NULL;
   char buf[64];
-  assert_int_equal(rh_server_start(&s, NULL), 0);
+  rh_server_t *s = start_one();
   pid_t pid = rh_server_pid(s);
   assert_int_equal(rh_server_pause(s), 0);
   /* SIGSTOP is asynchronous: wait for the kernel to stop it. */
@@ -252,15 +255,7 @@ static void test_wait_until(void **state) {
   assert_true(elapsed >= 50 && elapsed < 1000);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_server_program),
-      cmocka_unit_test(test_start_command_free),
-      cmocka_unit_test(test_kill_restart),
-      cmocka_unit_test(test_pause_resume),
-      cmocka_unit_test(test_credentials_unix_debug),
-      cmocka_unit_test(test_cluster),
-      cmocka_unit_test(test_wait_until),
-  };
-  return cmocka_run_group_tests_name("redis harness", tests, NULL, NULL);
-}
+FX_MAIN("redis harness", &fx_profile_safety, cmocka_unit_test(test_server_program),
+        cmocka_unit_test(test_start_command_free), cmocka_unit_test(test_kill_restart),
+        cmocka_unit_test(test_pause_resume), cmocka_unit_test(test_credentials_unix_debug),
+        cmocka_unit_test(test_cluster), cmocka_unit_test(test_wait_until))

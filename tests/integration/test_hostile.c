@@ -45,7 +45,7 @@
 
 #include <cmocka.h>
 
-#include "it_common.h"
+#include "fixture.h"
 
 /* Under ASan, freed memory sits in a quarantine (256 MB by default) before
  * it is reused, which would count as growth here; a small one keeps RSS
@@ -60,7 +60,7 @@ const char *__asan_default_options(void) { return "quarantine_size_mb=4"; }
 #define MAX_RSS_GROWTH (64u * 1024u * 1024u)
 /* A lock call must finish within its normal bound: the request timeout, two
  * retries of up to 40 ms, plus slack for a loaded machine (or ASan). */
-#define LOCK_DEADLINE_MS (IT_REQUEST_MS * 3u + 80u + 3000u)
+#define LOCK_DEADLINE_MS (FX_IT_REQUEST_MS * 3u + 80u + 3000u)
 #define MIN_GRANTS 30         /* locks granted per mode, at least */
 #define MODE_BUDGET_MS 20000u /* a mode that has not shown what it must by then fails */
 #define STORM_WINDOW_MS 4500u
@@ -267,13 +267,13 @@ static int waiter_wait(waiter_t *w, unsigned timeout_ms, size_t *rss_max) {
 
 /* The client's loop is stuck (the defect): redlock_close would hang too, so
  * report and leave at once.  The servers die with us (PDEATHSIG). */
-static void die_stuck(it_fixture_t *fx, redlock_t *client, hostile_t *hs, const char *what) {
+static void die_stuck(fx_t *fx, redlock_t *client, hostile_t *hs, const char *what) {
   char votes[512] = "";
   redlock_last_votes(client, votes, sizeof votes);
   fprintf(stderr,
           "FAIL: %s did not complete within %u ms: the client's loop is stuck\n"
           "last votes: %s\nRSS %zu MB\nlog:\n%s\n",
-          what, LOCK_DEADLINE_MS, votes, rss_bytes() >> 20, it_log_text(fx));
+          what, LOCK_DEADLINE_MS, votes, rss_bytes() >> 20, fx_log_text(fx, FX_ALL));
   hs_stop(hs);
   _exit(1);
 }
@@ -288,17 +288,12 @@ static void hostile_vote(redlock_t *client, const hostile_t *hs, char *why, size
   const char *p = strstr(votes, needle);
   if (p == NULL)
     return;
-  p += strlen(needle);
-  size_t n = strcspn(p, " ");
-  if (n >= size)
-    n = size - 1;
-  memcpy(why, p, n);
-  why[n] = '\0';
+  fx_copy_span(why, size, p + strlen(needle), " ");
 }
 
 static int hostile_teardown(void **state) {
   hs_stop(&the_hs);
-  return it_teardown(state);
+  return fx_teardown(state);
 }
 
 static int why_is_failure(const char *why) {
@@ -322,11 +317,17 @@ typedef struct {
 
 static size_t rss_first; /* the first mode's baseline: growth across modes counts too */
 
-static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
-  hostile_t *hs = &the_hs;
-  hs_start(hs, spec->mode);
+/* Starts the fake master in `mode` and opens client 0 over master 0, the
+ * fake one and master 1 (the fake one in the middle of the list). */
+static redlock_t *open_beside(fx_t *fx, hostile_t *hs, const char *mode, int log_level) {
+  hs_start(hs, mode);
   const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = it_open(fx, 0, it_options_uris(fx, uris, 3, REDLOCK_LOG_WARN));
+  return fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, log_level));
+}
+
+static void run_mode(fx_t *fx, const mode_spec_t *spec) {
+  hostile_t *hs = &the_hs;
+  redlock_t *client = open_beside(fx, hs, spec->mode, REDLOCK_LOG_WARN);
   /* redlock_open returned after every master's first attempt: the fake one
    * has been dialled (and, as the control shows, came READY). */
   assert_true(hs_wait_accepts(hs, 1, 5000));
@@ -343,14 +344,14 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
     waiter_t w;
     waiter_init(&w);
     uint64_t t0 = rh_now_ms();
-    IT_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
+    FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
                  REDLOCK_OK);
     if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
       die_stuck(fx, client, hs, "redlock_lock_async");
     uint64_t took = rh_now_ms() - t0;
     if (took > worst_ms)
       worst_ms = took;
-    IT_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
+    FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
     char why[32];
     hostile_vote(client, hs, why, sizeof why);
     if (strcmp(why, "OK") == 0)
@@ -368,10 +369,10 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
     redlock_lock_t *lock = w.lock;
     waiter_destroy(&w);
     waiter_init(&w);
-    IT_ASSERT_RC(fx, client, redlock_unlock_async(client, lock, on_unlocked, &w), REDLOCK_OK);
+    FX_ASSERT_RC(fx, client, redlock_unlock_async(client, lock, on_unlocked, &w), REDLOCK_OK);
     if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
       die_stuck(fx, client, hs, "redlock_unlock_async");
-    IT_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
+    FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
     waiter_destroy(&w);
     granted++;
 
@@ -388,8 +389,8 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
     } else {
       shown = failures_seen > 0 && (!spec->drops_connection || hs->n_accepts >= 3) &&
               (spec->want_why == NULL || want_seen > 0) &&
-              (spec->log_reason == NULL || it_log_contains(fx, spec->log_reason) ||
-               (spec->log_reason2 != NULL && it_log_contains(fx, spec->log_reason2)));
+              (spec->log_reason == NULL || fx_log_contains(fx, FX_ALL, spec->log_reason) ||
+               (spec->log_reason2 != NULL && fx_log_contains(fx, FX_ALL, spec->log_reason2)));
     }
     if (granted >= MIN_GRANTS && shown)
       break;
@@ -399,7 +400,7 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
       fail_msg("mode %s: after %u grants in %u ms the fake master has not shown its effect "
                "(accepts %zu, failure votes %u, OK votes %u, seen:%s)\nlast votes: %s\nlog:\n%s",
                spec->mode, granted, MODE_BUDGET_MS, hs->n_accepts, failures_seen, ok_seen, seen,
-               votes, it_log_text(fx));
+               votes, fx_log_text(fx, FX_ALL));
     }
   }
   size_t rss_end = rss_bytes();
@@ -408,7 +409,7 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
   uint64_t elapsed = rh_now_ms() - start;
 
   uint64_t close_start = rh_now_ms();
-  it_close(fx, 0);
+  fx_close(fx, 0);
   uint64_t close_ms = rh_now_ms() - close_start;
   hs_read(hs, 0);
   printf("  %-16s %3u locks in %5llu ms (worst %4llu ms), fake master dialled %3zu times, "
@@ -425,71 +426,69 @@ static void run_mode(it_fixture_t *fx, const mode_spec_t *spec) {
              spec->mode, (rss_max - rss0) >> 20, (rss_max - rss_first) >> 20, MAX_RSS_GROWTH >> 20);
   /* Close is bounded too: at worst it waits out the releases owed to a
    * master that stopped answering (NODE_HUNG_REQUEST_TIMEOUTS timeouts). */
-  assert_true(close_ms < IT_REQUEST_MS * 4u + 3000u);
+  assert_true(close_ms < FX_IT_REQUEST_MS * 4u + 3000u);
 }
 
 /* ---- one test per mode ------------------------------------------------------------- */
 
-/* The control: the fake master answers like a real one, comes READY and its
- * votes count.  Without it, a fake master that never came READY would make
- * every hostile mode below pass for the wrong reason. */
-static void test_control_ok(void **state) {
-  static const mode_spec_t spec = {"ok", NULL, NULL, 0, NULL, 1};
-  run_mode(*state, &spec);
+/* Each entry is one cmocka test (named by `test`) of run_mode. */
+static const struct {
+  const char *test;
+  mode_spec_t spec;
+} modes[] = {
+    /* The control: the fake master answers like a real one, comes READY and
+     * its votes count.  Without it, a fake master that never came READY
+     * would make every hostile mode below pass for the wrong reason. */
+    {"test_control_ok", {"ok", NULL, NULL, 0, NULL, 1}},
+    {"test_huge_array", {"huge-array", "reply has too many elements", NULL, 1, NULL, 0}},
+    {"test_many_elements", {"many-elements", "reply has too many elements", NULL, 1, NULL, 0}},
+    {"test_huge_bulk", {"huge-bulk", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
+    /* 100 MB announced, trickled at 200 KB/s: dropped either as a master
+     * that sends no reply (3 request timeouts) or at the 1 MiB cap,
+     * whichever first. */
+    {"test_endless_bulk",
+     {"endless-bulk", "master not answering", "reply longer than 1 MiB", 1, NULL, 0}},
+    /* Our cap says "nested too deeply"; hiredis 0.14's own (depth 7) says
+     * "nested multi bulk replies": either way the connection is dropped. */
+    {"test_deep_nesting", {"deep-nesting", "nested", NULL, 1, NULL, 0}},
+    {"test_close_mid_reply", {"close-mid-reply", "connection lost", NULL, 1, NULL, 0}},
+    /* An integer, an array, then RESP3 types where +OK is expected: a vote
+     * that is neither yes nor no (bad-reply), or a protocol error for the
+     * types the hiredis in use does not know. */
+    {"test_wrong_types", {"wrong-types", NULL, NULL, 0, "bad-reply", 0}},
+};
+
+/* The mode of the running test: its setup gets the entry as cmocka's
+ * initial state and replaces it with the fixture. */
+static const mode_spec_t *current_mode;
+
+static int mode_setup(void **state) {
+  current_mode = *state;
+  return fx_setup_2(state);
 }
 
-static void test_huge_array(void **state) {
-  static const mode_spec_t spec = {"huge-array", "reply has too many elements", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
+static void test_mode(void **state) { run_mode(*state, current_mode); }
 
-static void test_many_elements(void **state) {
-  static const mode_spec_t spec = {
-      "many-elements", "reply has too many elements", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-static void test_huge_bulk(void **state) {
-  static const mode_spec_t spec = {"huge-bulk", "reply longer than 1 MiB", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* 100 MB announced, trickled at 200 KB/s: dropped either as a master that
- * sends no reply (3 request timeouts) or at the 1 MiB cap, whichever first. */
-static void test_endless_bulk(void **state) {
-  static const mode_spec_t spec = {
-      "endless-bulk", "master not answering", "reply longer than 1 MiB", 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* Our cap says "nested too deeply"; hiredis 0.14's own (depth 7) says
- * "nested multi bulk replies": either way the connection is dropped. */
-static void test_deep_nesting(void **state) {
-  static const mode_spec_t spec = {"deep-nesting", "nested", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-static void test_close_mid_reply(void **state) {
-  static const mode_spec_t spec = {"close-mid-reply", "connection lost", NULL, 1, NULL, 0};
-  run_mode(*state, &spec);
-}
-
-/* An integer, an array, then RESP3 types where +OK is expected: a vote that
- * is neither yes nor no (bad-reply), or a protocol error for the types the
- * hiredis in use does not know. */
-static void test_wrong_types(void **state) {
-  static const mode_spec_t spec = {"wrong-types", NULL, NULL, 0, "bad-reply", 0};
-  run_mode(*state, &spec);
+/* One lock_async (no retry) that must succeed in time, then an unlock. */
+static void lock_async_unlock(fx_t *fx, redlock_t *client, hostile_t *hs, const char *resource,
+                              size_t *rss_max) {
+  waiter_t w;
+  waiter_init(&w);
+  FX_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
+               REDLOCK_OK);
+  if (!waiter_wait(&w, LOCK_DEADLINE_MS, rss_max))
+    die_stuck(fx, client, hs, "redlock_lock_async");
+  FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
+  FX_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
+  waiter_destroy(&w);
 }
 
 /* ---- reconnect storm ---------------------------------------------------------------- */
 
 static void test_storm_backoff(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   hostile_t *hs = &the_hs;
-  hs_start(hs, "close-after-handshake");
-  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = it_open(fx, 0, it_options_uris(fx, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *client = open_beside(fx, hs, "close-after-handshake", REDLOCK_LOG_WARN);
   assert_true(hs_wait_accepts(hs, 1, 5000));
   uint64_t first = hs->accept_ms[0], end = first + STORM_WINDOW_MS;
 
@@ -500,15 +499,7 @@ static void test_storm_backoff(void **state) {
   while (rh_now_ms() < end) {
     char resource[64];
     snprintf(resource, sizeof resource, "storm:%u", granted);
-    waiter_t w;
-    waiter_init(&w);
-    IT_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
-                 REDLOCK_OK);
-    if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
-      die_stuck(fx, client, hs, "redlock_lock_async");
-    IT_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
-    IT_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
-    waiter_destroy(&w);
+    lock_async_unlock(fx, client, hs, resource, &rss_max);
     granted++;
     uint64_t now = rh_now_ms();
     hs_read(hs, now < end ? (int)(end - now < 100 ? end - now : 100) : 0);
@@ -523,13 +514,13 @@ static void test_storm_backoff(void **state) {
     used += (size_t)snprintf(gaps + used, sizeof gaps - used, " %llu",
                              (unsigned long long)(hs->accept_ms[i] - hs->accept_ms[i - 1]));
   unsigned warnings = 0;
-  const char *log = it_log_text(fx);
+  const char *log = fx_log_text(fx, FX_ALL);
   for (const char *p = log; (p = strstr(p, hs->label)) != NULL; p++)
     warnings++;
   printf("  %zu connections in %u ms (%u locks granted meanwhile), gaps (ms):%s; "
          "%u log lines about it\n",
          n, STORM_WINDOW_MS, granted, gaps, warnings);
-  it_close(fx, 0);
+  fx_close(fx, 0);
   hs_stop(hs);
 
   /* Exponential backoff from 25 ms to its 1 s cap, with jitter, gives about
@@ -555,13 +546,13 @@ static void test_storm_backoff(void **state) {
 /* ---- close with releases owed to a master that stopped answering ------------------ */
 
 typedef struct {
-  it_fixture_t *fx;
+  fx_t *fx;
   waiter_t done;
 } closer_t;
 
 static void *close_thread(void *arg) {
   closer_t *c = arg;
-  it_close(c->fx, 0);
+  fx_close(c->fx, 0);
   waiter_signal(&c->done, 0, NULL);
   return NULL;
 }
@@ -575,11 +566,9 @@ static void *close_thread(void *arg) {
  * until the 1 MiB cap dropped the trickling master, about 5 s; against a
  * silent one it never returned.) */
 static void test_close_silent_replay(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   hostile_t *hs = &the_hs;
-  hs_start(hs, "silent");
-  const char *uris[3] = {rh_server_uri(fx->servers[0]), hs->uri, rh_server_uri(fx->servers[1])};
-  redlock_t *client = it_open(fx, 0, it_options_uris(fx, uris, 3, REDLOCK_LOG_INFO));
+  redlock_t *client = open_beside(fx, hs, "silent", REDLOCK_LOG_INFO);
   assert_true(hs_wait_accepts(hs, 1, 5000));
   char replaying[96];
   snprintf(replaying, sizeof replaying, "master %.31s: replaying", hs->label);
@@ -589,22 +578,14 @@ static void test_close_silent_replay(void **state) {
   size_t rss_max = 0;
   unsigned granted = 0;
   uint64_t start = rh_now_ms();
-  while (!(hs->n_accepts >= 2 && it_log_contains(fx, replaying))) {
+  while (!(hs->n_accepts >= 2 && fx_log_contains(fx, FX_ALL, replaying))) {
     if (rh_now_ms() - start > MODE_BUDGET_MS)
       fail_msg("the silent master was not dialled again with releases to replay (accepts %zu)"
                "\nlog:\n%s",
-               hs->n_accepts, it_log_text(fx));
+               hs->n_accepts, fx_log_text(fx, FX_ALL));
     char resource[64];
     snprintf(resource, sizeof resource, "silent:%u", granted++);
-    waiter_t w;
-    waiter_init(&w);
-    IT_ASSERT_RC(fx, client, redlock_lock_async(client, resource, 10000, 0, on_locked, &w),
-                 REDLOCK_OK);
-    if (!waiter_wait(&w, LOCK_DEADLINE_MS, &rss_max))
-      die_stuck(fx, client, hs, "redlock_lock_async");
-    IT_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
-    IT_ASSERT_RC(fx, client, redlock_unlock(client, w.lock), REDLOCK_OK);
-    waiter_destroy(&w);
+    lock_async_unlock(fx, client, hs, resource, &rss_max);
     hs_read(hs, 20); /* also paces the loop: a line, or 20 ms */
   }
 
@@ -614,12 +595,12 @@ static void test_close_silent_replay(void **state) {
   pthread_t thread;
   uint64_t t0 = rh_now_ms();
   assert_int_equal(pthread_create(&thread, NULL, close_thread, &closer), 0);
-  unsigned bound = IT_REQUEST_MS * 4u + 3000u;
+  unsigned bound = FX_IT_REQUEST_MS * 4u + 3000u;
   if (!waiter_wait(&closer.done, bound, &rss_max)) {
     fprintf(stderr,
             "FAIL: redlock_close did not return within %u ms with releases owed to a master "
             "that does not answer\nlog:\n%s\n",
-            bound, it_log_text(fx));
+            bound, fx_log_text(fx, FX_ALL));
     hs_stop(hs);
     _exit(1);
   }
@@ -630,6 +611,7 @@ static void test_close_silent_replay(void **state) {
 }
 
 int main(int argc, char **argv) {
+  fx_use_profile(&fx_profile_integration);
   if (argc < 2) {
     fprintf(stderr, "usage: %s PATH/TO/hostile_server\n", argv[0]);
     return 2;
@@ -639,17 +621,14 @@ int main(int argc, char **argv) {
   const char *only = getenv("HOSTILE_TEST");
   if (only != NULL && only[0] != '\0')
     cmocka_set_test_filter(only);
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_control_ok, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_huge_array, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_many_elements, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_huge_bulk, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_endless_bulk, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_deep_nesting, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_close_mid_reply, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_wrong_types, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_storm_backoff, it_setup_2, hostile_teardown),
-      cmocka_unit_test_setup_teardown(test_close_silent_replay, it_setup_2, hostile_teardown),
+  enum { N_MODES = sizeof modes / sizeof modes[0] };
+  struct CMUnitTest tests[N_MODES + 2] = {
+      [N_MODES] = cmocka_unit_test_setup_teardown(test_storm_backoff, fx_setup_2, hostile_teardown),
+      [N_MODES + 1] =
+          cmocka_unit_test_setup_teardown(test_close_silent_replay, fx_setup_2, hostile_teardown),
   };
+  for (size_t i = 0; i < N_MODES; i++)
+    tests[i] = (struct CMUnitTest){modes[i].test, test_mode, mode_setup, hostile_teardown,
+                                   (void *)&modes[i].spec};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

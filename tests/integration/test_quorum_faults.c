@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "it_common.h"
+#include "fixture.h"
 
 #define TTL 10000u
 /* Scheduling noise allowed on top of a bound computed from the options:
@@ -31,40 +31,40 @@ static void value_of(char *dst, size_t size, const redlock_lock_t *lock) {
 /* ---- a minority down ------------------------------------------------------------------ */
 
 static void test_kill2_of_5_still_locks(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "it:minority-down";
-  redlock_t *c = it_open(fx, 0, it_options(fx, 5, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, 5, REDLOCK_LOG_WARN));
   redlock_lock_t *lock = NULL;
   char value[64];
 
   /* Held while two masters die: extend and unlock still reach a quorum. */
-  IT_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
   assert_int_equal(rh_server_kill(fx->servers[3]), 0);
   assert_int_equal(rh_server_kill(fx->servers[4]), 0);
   assert_int_equal(rh_server_pid(fx->servers[3]), 0);
-  IT_ASSERT_RC(fx, c, redlock_extend(c, lock, 20000), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_extend(c, lock, 20000), REDLOCK_OK);
   for (size_t i = 0; i < 3; i++)
-    assert_true(it_pttl(fx->servers[i], res) > (long long)TTL);
-  IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+    assert_true(fx_pttl(fx->servers[i], res) > (long long)TTL);
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 
   /* New acquisitions, more than once: the first may still find the dead
    * connections open, the later ones find the masters down. */
   for (int round = 0; round < 3; round++) {
-    IT_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
+    FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
     assert_true(redlock_lock_validity_ms(lock) > 0);
     value_of(value, sizeof value, lock);
     for (size_t i = 0; i < 3; i++)
-      assert_true(it_key_is(fx->servers[i], res, value));
-    IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+      assert_true(fx_key_is(fx->servers[i], res, value));
+    FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
     for (size_t i = 0; i < 3; i++)
-      assert_true(it_key_absent(fx->servers[i], res));
+      assert_true(fx_key_absent(fx->servers[i], res));
   }
 }
 
 /* ---- a majority down -------------------------------------------------------------------- */
 
 typedef struct {
-  it_fixture_t *fx;
+  fx_t *fx;
   redlock_t *client;
   const char *res;
   size_t probe; /* server that must hold the key */
@@ -76,19 +76,19 @@ static int lock_reaches_probe(void *arg) {
   redlock_lock_t *lock = NULL;
   if (redlock_trylock(w->client, w->res, TTL, &lock) != REDLOCK_OK)
     return 0;
-  int there = it_key_is(w->fx->servers[w->probe], w->res, redlock_lock_value(lock));
+  int there = fx_key_is(w->fx->servers[w->probe], w->res, redlock_lock_value(lock));
   assert_int_equal(redlock_unlock(w->client, lock), REDLOCK_OK);
   return there;
 }
 
 static void test_kill3_of_5_noquorum_bounded(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "it:majority-down";
   const int retries = 1;
   const uint32_t delay = 50, jitter = 50;
-  redlock_options_t *opts = it_options(fx, 5, REDLOCK_LOG_WARN);
+  redlock_options_t *opts = fx_options(fx, 0, 5, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_retry(opts, retries, delay, jitter), 0);
-  redlock_t *c = it_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   redlock_lock_t *lock = NULL;
   uint64_t elapsed;
   char votes[512];
@@ -99,14 +99,14 @@ static void test_kill3_of_5_noquorum_bounded(void **state) {
   /* Every attempt ends by its request deadline at the latest (dead
    * connections either fail at once or time out), plus the retry waits. */
   const uint64_t lock_bound =
-      (uint64_t)(retries + 1) * IT_REQUEST_MS + (uint64_t)retries * (delay + jitter) + SLACK_MS;
-  IT_TIMED(elapsed, IT_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_ENOQUORUM));
+      (uint64_t)(retries + 1) * FX_IT_REQUEST_MS + (uint64_t)retries * (delay + jitter) + SLACK_MS;
+  FX_TIMED(elapsed, FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_ENOQUORUM));
   assert_null(lock);
   if (elapsed >= lock_bound)
     fail_msg("redlock_lock took %llu ms; bound %llu ms", (unsigned long long)elapsed,
              (unsigned long long)lock_bound);
-  IT_TIMED(elapsed, IT_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM));
-  assert_true(elapsed < IT_REQUEST_MS + SLACK_MS);
+  FX_TIMED(elapsed, FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM));
+  assert_true(elapsed < FX_IT_REQUEST_MS + SLACK_MS);
 
   /* The diagnostics say why: the dead masters did not vote. */
   assert_true(redlock_last_votes(c, votes, sizeof votes) > 0);
@@ -114,14 +114,14 @@ static void test_kill3_of_5_noquorum_bounded(void **state) {
   assert_true(strstr(votes, "down") != NULL || strstr(votes, "disconnected") != NULL ||
               strstr(votes, "timeout") != NULL);
   /* The two live masters' OK votes were released. */
-  assert_true(it_wait_key_absent(fx->servers[3], res, 2000));
-  assert_true(it_wait_key_absent(fx->servers[4], res, 2000));
+  assert_true(fx_wait_key_absent(fx->servers[3], res, 2000));
+  assert_true(fx_wait_key_absent(fx->servers[4], res, 2000));
 
   /* A client opened now returns within its connect timeout even though a
    * majority is down, and finds no quorum. */
-  IT_TIMED(elapsed, c = it_open(fx, 1, it_options(fx, 5, REDLOCK_LOG_WARN)));
-  assert_true(elapsed < IT_CONNECT_MS + SLACK_MS);
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
+  FX_TIMED(elapsed, c = fx_open(fx, 1, fx_options(fx, 0, 5, REDLOCK_LOG_WARN)));
+  assert_true(elapsed < FX_IT_CONNECT_MS + SLACK_MS);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
 
   /* Masters back: the quorum is back, without reopening the client. */
   for (size_t i = 0; i < 3; i++)
@@ -132,9 +132,9 @@ static void test_kill3_of_5_noquorum_bounded(void **state) {
 
 /* ---- restart -------------------------------------------------------------------------------- */
 
-static void restart_reconnects(it_fixture_t *fx) {
+static void restart_reconnects(fx_t *fx) {
   const char *res = "it:restart";
-  redlock_t *c = it_open(fx, 0, it_options(fx, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   relock_wait_t w = {fx, c, res, 0};
   redlock_lock_t *lock = NULL;
   assert_true(lock_reaches_probe(&w));
@@ -143,10 +143,10 @@ static void restart_reconnects(it_fixture_t *fx) {
   int old_port = rh_server_port(fx->servers[0]);
   assert_int_equal(rh_server_kill(fx->servers[0]), 0);
   if (fx->n == 1) {
-    IT_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
+    FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
   } else {
-    IT_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
-    IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+    FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
+    FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
   }
 
   /* Same port, new process, empty: the client finds it by itself (backoff
@@ -155,10 +155,10 @@ static void restart_reconnects(it_fixture_t *fx) {
   assert_int_equal(rh_server_port(fx->servers[0]), old_port);
   assert_true(rh_server_pid(fx->servers[0]) != old_pid);
   if (!rh_wait_until(lock_reaches_probe, &w, 5000))
-    fail_msg("the restarted master is not used again:\n%s", it_log_text(fx));
+    fail_msg("the restarted master is not used again:\n%s", fx_log_text(fx, FX_ALL));
   /* The handshake noticed the new run_id. */
-  if (!it_log_contains(fx, "restarted"))
-    fail_msg("the log does not report the restart:\n%s", it_log_text(fx));
+  if (!fx_log_contains(fx, FX_ALL, "restarted"))
+    fail_msg("the log does not report the restart:\n%s", fx_log_text(fx, FX_ALL));
 }
 
 static void test_restart_reconnects_n1(void **state) { restart_reconnects(*state); }
@@ -175,27 +175,26 @@ static void test_restart_reconnects_n3(void **state) { restart_reconnects(*state
  * 500 ms, so that a slow machine has room). */
 #define PAUSE_REQUEST_MS 500u
 
-static void lock_extend_unlock_fast(it_fixture_t *fx, redlock_t *c, size_t n_paused,
-                                    const char *phase) {
+static void lock_extend_unlock_fast(fx_t *fx, redlock_t *c, size_t n_paused, const char *phase) {
   const char *res = "it:paused";
   redlock_lock_t *lock = NULL;
   uint64_t elapsed;
-  IT_TIMED(elapsed, IT_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK));
+  FX_TIMED(elapsed, FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK));
   if (elapsed >= PAUSE_REQUEST_MS)
     fail_msg("%s: lock took %llu ms with %zu master(s) paused", phase, (unsigned long long)elapsed,
              n_paused);
   for (size_t i = n_paused; i < fx->n; i++)
-    assert_true(it_key_is(fx->servers[i], res, redlock_lock_value(lock)));
-  IT_TIMED(elapsed, IT_ASSERT_RC(fx, c, redlock_extend(c, lock, TTL), REDLOCK_OK));
+    assert_true(fx_key_is(fx->servers[i], res, redlock_lock_value(lock)));
+  FX_TIMED(elapsed, FX_ASSERT_RC(fx, c, redlock_extend(c, lock, TTL), REDLOCK_OK));
   if (elapsed >= PAUSE_REQUEST_MS)
     fail_msg("%s: extend took %llu ms", phase, (unsigned long long)elapsed);
-  IT_TIMED(elapsed, IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK));
+  FX_TIMED(elapsed, FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK));
   if (elapsed >= PAUSE_REQUEST_MS)
     fail_msg("%s: unlock took %llu ms", phase, (unsigned long long)elapsed);
 }
 
 typedef struct {
-  it_fixture_t *fx;
+  fx_t *fx;
   redlock_t *client;
   uint64_t next_call_ms;
 } hung_wait_t;
@@ -205,22 +204,22 @@ typedef struct {
  * frozen connection dropped. */
 static int hung_master_dropped(void *arg) {
   hung_wait_t *w = arg;
-  if (it_log_contains(w->fx, "not answering"))
+  if (fx_log_contains(w->fx, FX_ALL, "not answering"))
     return 1;
   if (rh_now_ms() >= w->next_call_ms) {
     redlock_lock_t *lock = NULL;
-    IT_ASSERT_RC(w->fx, w->client, redlock_trylock(w->client, "it:paused:tick", TTL, &lock),
+    FX_ASSERT_RC(w->fx, w->client, redlock_trylock(w->client, "it:paused:tick", TTL, &lock),
                  REDLOCK_OK);
-    IT_ASSERT_RC(w->fx, w->client, redlock_unlock(w->client, lock), REDLOCK_OK);
+    FX_ASSERT_RC(w->fx, w->client, redlock_unlock(w->client, lock), REDLOCK_OK);
     w->next_call_ms = rh_now_ms() + 50;
   }
   return 0;
 }
 
-static void paused_minority(it_fixture_t *fx, size_t n_paused) {
-  redlock_options_t *opts = it_options(fx, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_timeouts(opts, IT_CONNECT_MS, PAUSE_REQUEST_MS), 0);
-  redlock_t *c = it_open(fx, 0, opts);
+static void paused_minority(fx_t *fx, size_t n_paused) {
+  redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_timeouts(opts, FX_IT_CONNECT_MS, PAUSE_REQUEST_MS), 0);
+  redlock_t *c = fx_open(fx, 0, opts);
   uint64_t elapsed;
 
   lock_extend_unlock_fast(fx, c, 0, "before pause");
@@ -236,11 +235,11 @@ static void paused_minority(it_fixture_t *fx, size_t n_paused) {
    * hangs in the handshake until the connect timeout. */
   hung_wait_t w = {fx, c, 0};
   if (!rh_wait_until(hung_master_dropped, &w, (int)(3 * PAUSE_REQUEST_MS + 3000)))
-    fail_msg("the frozen master was never dropped:\n%s", it_log_text(fx));
+    fail_msg("the frozen master was never dropped:\n%s", fx_log_text(fx, FX_ALL));
   lock_extend_unlock_fast(fx, c, n_paused, "reconnecting to the paused master");
 
   /* Close is bounded too: pending requests end at their deadline. */
-  IT_TIMED(elapsed, it_close(fx, 0));
+  FX_TIMED(elapsed, fx_close(fx, 0));
   if (elapsed >= PAUSE_REQUEST_MS + SLACK_MS)
     fail_msg("close took %llu ms", (unsigned long long)elapsed);
 }
@@ -248,14 +247,7 @@ static void paused_minority(it_fixture_t *fx, size_t n_paused) {
 static void test_paused_master_n3(void **state) { paused_minority(*state, 1); }
 static void test_paused_masters_n5(void **state) { paused_minority(*state, 2); }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_kill2_of_5_still_locks, it_setup_5, it_teardown),
-      cmocka_unit_test_setup_teardown(test_kill3_of_5_noquorum_bounded, it_setup_5, it_teardown),
-      cmocka_unit_test_setup_teardown(test_restart_reconnects_n1, it_setup_1, it_teardown),
-      cmocka_unit_test_setup_teardown(test_restart_reconnects_n3, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_paused_master_n3, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_paused_masters_n5, it_setup_5, it_teardown),
-  };
-  return cmocka_run_group_tests_name("integration: quorum under faults", tests, NULL, NULL);
-}
+FX_MAIN("integration: quorum under faults", &fx_profile_integration,
+        FX_TEST(test_kill2_of_5_still_locks, 5), FX_TEST(test_kill3_of_5_noquorum_bounded, 5),
+        FX_TEST(test_restart_reconnects_n1, 1), FX_TEST(test_restart_reconnects_n3, 3),
+        FX_TEST(test_paused_master_n3, 3), FX_TEST(test_paused_masters_n5, 5))

@@ -30,7 +30,7 @@
 
 #include <cmocka.h>
 
-#include "it_common.h"
+#include "fixture.h"
 
 #define SLOW_MS 5000
 #define CONNECT_MS 800u
@@ -47,11 +47,11 @@ static const char *uri_for(int i, const char *host, int port) {
   return uri_buf[i];
 }
 
-static redlock_t *open_with(it_fixture_t *fx, const char *const *uris, size_t n) {
-  redlock_options_t *opts = it_options_uris(fx, uris, n, REDLOCK_LOG_DEBUG);
+static redlock_t *open_with(fx_t *fx, const char *const *uris, size_t n) {
+  redlock_options_t *opts = fx_options_uris(fx, 0, uris, n, REDLOCK_LOG_DEBUG);
   assert_int_equal(redlock_options_set_timeouts(opts, CONNECT_MS, 200), REDLOCK_OK);
   uint64_t t0 = rh_now_ms();
-  redlock_t *client = it_open(fx, 0, opts);
+  redlock_t *client = fx_open(fx, 0, opts);
   uint64_t took = rh_now_ms() - t0;
   /* Bounded by the connect timeout, not by the 5 s lookup. */
   if (took > CONNECT_MS + 1500)
@@ -81,7 +81,7 @@ static void on_lost(redlock_lock_t *lock, int reason, void *arg) {
 }
 
 static void test_slow_lookup_no_stall(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   dns_map("slow.redlock.test", "127.0.0.1", SLOW_MS);
   const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]),
                          uri_for(0, "slow.redlock.test", rh_server_port(fx->servers[2]))};
@@ -100,17 +100,18 @@ static void test_slow_lookup_no_stall(void **state) {
   assert_int_equal(lost, 0);
   assert_false(redlock_lock_is_lost(watched));
   assert_int_equal(redlock_unlock(client, watched), REDLOCK_OK);
-  it_close(fx, 0);
+  fx_close(fx, 0);
 }
 
 static int log_has_cannot_resolve(void *arg) {
-  return it_log_contains(arg, "nowhere.redlock.test") && it_log_contains(arg, "cannot resolve");
+  return fx_log_contains(arg, FX_ALL, "nowhere.redlock.test") &&
+         fx_log_contains(arg, FX_ALL, "cannot resolve");
 }
 
 static int lookups_at_least_2(void *arg) { return dns_lookups(arg) >= 2; }
 
 static void test_unresolvable(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   dns_map("nowhere.redlock.test", NULL, 0);
   const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]),
                          uri_for(0, "nowhere.redlock.test", rh_server_port(fx->servers[2]))};
@@ -122,42 +123,29 @@ static void test_unresolvable(void **state) {
   assert_non_null(strstr(votes, "nowhere.redlock.test"));
   /* Retried with backoff: looked up again. */
   assert_true(rh_wait_until(lookups_at_least_2, "nowhere.redlock.test", 5000));
-  it_close(fx, 0);
-}
-
-typedef struct {
-  redlock_t *client;
-  const char *res;
-} try_arg_t;
-
-/* A trylock: with 2 masters it needs both. */
-static int can_lock(void *arg) {
-  try_arg_t *t = arg;
-  redlock_lock_t *lock = NULL;
-  if (redlock_trylock(t->client, t->res, 5000, &lock) != REDLOCK_OK)
-    return 0;
-  redlock_unlock(t->client, lock);
-  return 1;
+  fx_close(fx, 0);
 }
 
 static void test_lookup_again_on_reconnect(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   /* Nothing listens on 127.0.0.2 at that port: the master is "gone". */
   dns_map("moving.redlock.test", "127.0.0.2", 0);
   const char *uris[2] = {rh_server_uri(fx->servers[0]),
                          uri_for(0, "moving.redlock.test", rh_server_port(fx->servers[1]))};
   redlock_t *client = open_with(fx, uris, 2); /* quorum: both */
-  try_arg_t t = {client, "resolve-moving"};
-  assert_false(can_lock(&t));
+  /* A trylock: with 2 masters it needs both. */
+  redlock_lock_t *lock = NULL;
+  assert_int_not_equal(fx_trylock_until(client, "resolve-moving", 5000, 0, &lock), REDLOCK_OK);
   /* It comes back behind the same name at another address. */
   dns_map("moving.redlock.test", "127.0.0.1", 0);
-  assert_true(rh_wait_until(can_lock, &t, 5000));
+  assert_int_equal(fx_trylock_until(client, "resolve-moving", 5000, 5000, &lock), REDLOCK_OK);
+  redlock_unlock(client, lock);
   assert_true(dns_lookups("moving.redlock.test") >= 2);
-  it_close(fx, 0);
+  fx_close(fx, 0);
 }
 
 static void test_ipv6(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   rh_options_t ro = {.bind_also = "::1"};
   rh_server_t *v6 = NULL;
   if (rh_server_start(&v6, &ro) != 0) {
@@ -171,20 +159,21 @@ static void test_ipv6(void **state) {
   /* One client per spelling of the master, with two v4 masters beside it. */
   for (int i = 0; i < 2; i++) {
     const char *set[3] = {uris[i], rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1])};
-    redlock_options_t *opts = it_options_uris(fx, set, 3, REDLOCK_LOG_DEBUG);
-    redlock_t *client = it_open(fx, 0, opts);
+    redlock_options_t *opts = fx_options_uris(fx, 0, set, 3, REDLOCK_LOG_DEBUG);
+    redlock_t *client = fx_open(fx, 0, opts);
     redlock_lock_t *lock = NULL;
     assert_int_equal(redlock_lock(client, "resolve-v6", 5000, &lock), REDLOCK_OK);
     char value[128];
     assert_int_equal(rh_server_command(v6, value, sizeof value, "GET %s", "resolve-v6"), 0);
     assert_string_equal(value, redlock_lock_value(lock));
     assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
-    it_close(fx, 0);
+    fx_close(fx, 0);
   }
   rh_server_free(v6);
 }
 
 int main(int argc, char **argv) {
+  fx_use_profile(&fx_profile_integration);
   if (getenv("REDLOCK_SLOWDNS_ACTIVE") == NULL) {
     if (argc < 2) {
       fprintf(stderr, "usage: %s PATH/slowdns.so\n", argv[0]);
@@ -209,10 +198,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_slow_lookup_no_stall, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_unresolvable, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_lookup_again_on_reconnect, it_setup_3, it_teardown),
-      cmocka_unit_test_setup_teardown(test_ipv6, it_setup_3, it_teardown),
+      FX_TEST(test_slow_lookup_no_stall, 3),
+      FX_TEST(test_unresolvable, 3),
+      FX_TEST(test_lookup_again_on_reconnect, 3),
+      FX_TEST(test_ipv6, 3),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

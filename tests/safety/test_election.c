@@ -33,7 +33,7 @@
  *    another client elected within 2 s (fallback 10 s);
  *  - bad input: EINVAL and no callback ever; a redlock_open_uv client:
  *    callbacks inside uv_run, resign on the loop thread, ECLOSED during close.
- * Waits are events and deadlines (sf_event_wait, rh_wait_until), never
+ * Waits are events and deadlines (fx_event_wait, rh_wait_until), never
  * sleeps.  A liveness miss (an unexpected loss) is excused only when the
  * stall monitor saw this process stopped long enough; safety checks never. */
 #include <setjmp.h>
@@ -48,8 +48,8 @@
 #include <cmocka.h>
 
 #include "fault_proxy.h"
+#include "fixture.h"
 #include "redlock_uv.h"
-#include "sf_common.h"
 
 #define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define FENCE_PREFIX REDLOCK_FENCE_KEY_PREFIX
@@ -97,7 +97,7 @@ struct cand {
   int resign_in_elected, resign_in_lost;
   atomic_int cb_resign_rc;
   atomic_ullong cb_resign_ms; /* how long redlock_resign took inside the callback */
-  sf_event_t elected_ev, lost_ev;
+  fx_event_t elected_ev, lost_ev;
 };
 
 static void violation(history_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -128,8 +128,8 @@ static history_t *history_new(void) {
 
 static void history_free(history_t *h) {
   for (int i = 0; i < h->n_cands; i++) {
-    sf_event_destroy(&h->cands[i]->elected_ev);
-    sf_event_destroy(&h->cands[i]->lost_ev);
+    fx_event_destroy(&h->cands[i]->elected_ev);
+    fx_event_destroy(&h->cands[i]->lost_ev);
     free(h->cands[i]);
   }
   pthread_mutex_destroy(&h->mu);
@@ -157,17 +157,38 @@ static void resign_inside(cand_t *c, redlock_election_t *e, uint64_t t) {
   atomic_store(&c->silenced, 1); /* this callback is the last one */
 }
 
-static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
-  cand_t *c = arg;
+/* Checks what holds for every callback of c (the handle is c's, and c's
+ * resign or close has not returned yet) and takes h->mu; what names the
+ * callback. */
+static history_t *callback_begin(cand_t *c, redlock_election_t *e, const char *what) {
   history_t *h = c->h;
-  uint64_t now = rh_now_ms();
-  int64_t validity = redlock_election_validity_ms(e);
   pthread_mutex_lock(&h->mu);
   if (atomic_load(&c->silenced))
-    violation(h, "cand %d: on_elected (term %llu) after its resign/close returned", c->id,
-              (unsigned long long)term);
+    violation(h, "cand %d: %s after its resign/close returned", c->id, what);
   if (e != c->e)
-    violation(h, "cand %d: on_elected with another handle", c->id);
+    violation(h, "cand %d: %s with another handle", c->id, what);
+  return h;
+}
+
+/* Releases h->mu, counts the callback, posts its event (after the stores
+ * the test reads: the waiter sees them) and resigns from inside it when the
+ * test asked for that. */
+static void callback_end(cand_t *c, redlock_election_t *e, atomic_int *count, fx_event_t *ev,
+                         int resign) {
+  pthread_mutex_unlock(&c->h->mu);
+  atomic_fetch_add(count, 1);
+  fx_event_post(ev);
+  if (resign)
+    resign_inside(c, e, rh_now_ms());
+}
+
+static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
+  cand_t *c = arg;
+  uint64_t now = rh_now_ms();
+  int64_t validity = redlock_election_validity_ms(e);
+  char what[64];
+  snprintf(what, sizeof what, "on_elected (term %llu)", (unsigned long long)term);
+  history_t *h = callback_begin(c, e, what);
   if (atomic_load(&c->leader))
     violation(h, "cand %d: on_elected twice without on_lost", c->id);
   if (validity <= 0)
@@ -176,25 +197,16 @@ static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
     violation(h, "cand %d: term 0", c->id);
   push(h, EV_ELECTED, c->id, term, now, 0);
   h->n_elected++;
-  pthread_mutex_unlock(&h->mu);
   atomic_store(&c->term, term);
   atomic_store(&c->leader, 1);
-  atomic_fetch_add(&c->elected, 1);
-  sf_event_post(&c->elected_ev);
-  if (c->resign_in_elected)
-    resign_inside(c, e, rh_now_ms());
+  callback_end(c, e, &c->elected, &c->elected_ev, c->resign_in_elected);
 }
 
 static void on_lost(redlock_election_t *e, int reason, void *arg) {
   cand_t *c = arg;
-  history_t *h = c->h;
   uint64_t now = rh_now_ms();
   int64_t validity = redlock_election_validity_ms(e);
-  pthread_mutex_lock(&h->mu);
-  if (atomic_load(&c->silenced))
-    violation(h, "cand %d: on_lost after its resign/close returned", c->id);
-  if (e != c->e)
-    violation(h, "cand %d: on_lost with another handle", c->id);
+  history_t *h = callback_begin(c, e, "on_lost");
   if (!atomic_load(&c->leader))
     violation(h, "cand %d: on_lost without on_elected", c->id);
   if (reason != REDLOCK_ELOST)
@@ -203,13 +215,9 @@ static void on_lost(redlock_election_t *e, int reason, void *arg) {
     violation(h, "cand %d: on_lost while the accessor says %lld ms are left", c->id,
               (long long)validity);
   push(h, EV_LOST, c->id, atomic_load(&c->term), now, (int64_t)now + validity);
-  pthread_mutex_unlock(&h->mu);
   atomic_store(&c->reason, reason);
   atomic_store(&c->leader, 0);
-  atomic_fetch_add(&c->lost, 1);
-  sf_event_post(&c->lost_ev);
-  if (c->resign_in_lost)
-    resign_inside(c, e, rh_now_ms());
+  callback_end(c, e, &c->lost, &c->lost_ev, c->resign_in_lost);
 }
 
 /* ---- candidates ------------------------------------------------------------------------ */
@@ -222,8 +230,8 @@ static cand_t *cand_new(history_t *h, redlock_t *client, int slot) {
   c->id = h->n_cands;
   c->slot = slot;
   c->client = client;
-  sf_event_init(&c->elected_ev);
-  sf_event_init(&c->lost_ev);
+  fx_event_init(&c->elected_ev);
+  fx_event_init(&c->lost_ev);
   pthread_mutex_lock(&h->mu);
   h->cands[h->n_cands++] = c;
   pthread_mutex_unlock(&h->mu);
@@ -371,57 +379,18 @@ static void check_history(history_t *h) {
 
 /* ---- fixture helpers ------------------------------------------------------------------ */
 
-static redlock_t *open_client(sf_fixture_t *fx, int slot, uint32_t retry_delay_ms) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_INFO);
-  assert_int_equal(redlock_options_set_retry(opts, -1, retry_delay_ms, retry_delay_ms / 2), 0);
-  return sf_open(fx, slot, opts);
+static redlock_t *open_client(fx_t *fx, int slot, uint32_t retry_delay_ms) {
+  return fx_open(
+      fx, slot,
+      fx_options_retry(fx, slot, REDLOCK_LOG_INFO, -1, retry_delay_ms, retry_delay_ms / 2));
 }
 
-/* Subscribers to a release channel on a server (PUBSUB NUMSUB). */
-static long numsub(rh_server_t *s, const char *channel) {
-  char buf[256];
-  assert_int_equal(rh_server_command(s, buf, sizeof buf, "PUBSUB NUMSUB %s", channel), 0);
-  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
-  return nl != NULL ? strtol(nl + 1, NULL, 10) : -1;
-}
-
-typedef struct {
-  sf_fixture_t *fx;
-  char channel[128];
-  long at_least;
-} numsub_wait_t;
-
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (numsub(w->fx->servers[i], w->channel) < w->at_least)
-      return 0;
-  return 1;
-}
-
-/* Waits until at_least campaigners wait for releases of key on every master. */
-static void wait_subscribed(sf_fixture_t *fx, const char *key, long at_least) {
-  numsub_wait_t w = {fx, "", at_least};
-  snprintf(w.channel, sizeof w.channel, CHANNEL_PREFIX "%s", key);
-  if (!rh_wait_until(subscribed_everywhere, &w, 10000))
-    fail_msg("fewer than %ld subscribers to %s on some master", at_least, w.channel);
-}
-
-static void pause_all(sf_fixture_t *fx) {
-  for (size_t i = 0; i < fx->n; i++)
-    assert_int_equal(rh_server_pause(fx->servers[i]), 0);
-}
-
-static void resume_all(sf_fixture_t *fx) {
-  for (size_t i = 0; i < fx->n; i++)
-    assert_int_equal(rh_server_resume(fx->servers[i]), 0);
-}
-
-static size_t masters_with_key(sf_fixture_t *fx, const char *key) {
-  size_t on = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    on += !sf_key_absent(fx->servers[i], key);
-  return on;
+/* Three clients (slots 0..2, retry every 100 ms) campaign for name;
+ * returns the first one elected. */
+static cand_t *campaign3(fx_t *fx, history_t *h, cand_t **c, const char *name, uint32_t ttl) {
+  for (int i = 0; i < 3; i++)
+    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
+  return wait_nth_elected(h, 0, 10000);
 }
 
 /* ---- one leader among 3 ------------------------------------------------------------------ */
@@ -450,54 +419,42 @@ static int steady_poll(void *arg) {
   return rh_now_ms() >= s->until;
 }
 
-static void test_one_leader_among_3(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:one";
-  const uint32_t ttl = 2000;
-  history_t *h = history_new();
+static void one_leader_among_3(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
-  for (int i = 0; i < 3; i++)
-    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
-  cand_t *leader = wait_nth_elected(h, 0, 10000);
+  cand_t *leader = campaign3(fx, h, c, name, ttl);
   uint64_t term = atomic_load(&leader->term);
 
   /* For 1.5 ttl (at least one extension): the same leader, nobody else. */
-  sf_stall_monitor_start();
+  fx_stall_monitor_start();
   steady_t s = {c, 3, leader, rh_now_ms() + ttl * 3 / 2, ""};
   assert_true(rh_wait_until(steady_poll, &s, (int)ttl * 3));
-  sf_stall_monitor_stop();
+  fx_stall_monitor_stop();
   if (s.failure[0] != '\0') {
     check_history(h); /* safety first: never excused */
-    if (sf_stall_max_ms() < STALL_EXCUSE_MS)
-      fail_msg("%s (worst stall %u ms)", s.failure, sf_stall_max_ms());
-    print_message("liveness miss excused by a %u ms stall: %s\n", sf_stall_max_ms(), s.failure);
+    if (fx_stall_max_ms() < STALL_EXCUSE_MS)
+      fail_msg("%s (worst stall %u ms)", s.failure, fx_stall_max_ms());
+    print_message("liveness miss excused by a %u ms stall: %s\n", fx_stall_max_ms(), s.failure);
   } else {
     /* The lease is on every master, and its counter is the term. */
     char fence_key[128];
     snprintf(fence_key, sizeof fence_key, FENCE_PREFIX "%s", name);
     size_t equal = 0;
     for (size_t i = 0; i < fx->n; i++)
-      equal += sf_get_u64(fx->servers[i], fence_key) == term;
+      equal += fx_get_u64(fx->servers[i], fence_key) == term;
     assert_true(equal >= 2);
-    assert_true(masters_with_key(fx, name) >= 2);
+    assert_true(fx_masters_with_key(fx, fx->n, name) >= 2);
   }
   for (int i = 0; i < 3; i++)
     if (c[i] != leader)
       cand_resign(c[i]);
   cand_resign(leader);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], name, 5000));
-  check_history(h);
-  history_free(h);
+    assert_true(fx_wait_key_absent(fx->servers[i], name, 5000));
 }
 
 /* ---- terms across handovers ---------------------------------------------------------------- */
 
-static void test_terms_increase(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:terms";
-  const uint32_t ttl = 2000;
-  history_t *h = history_new();
+static void terms_increase(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   redlock_t *clients[3];
   cand_t *live[3];
   for (int i = 0; i < 3; i++) {
@@ -518,55 +475,41 @@ static void test_terms_increase(void **state) {
   wait_nth_elected(h, 6, 10000);
   for (int i = 0; i < 3; i++)
     cand_resign(live[i]);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- resign wakes the next campaigner ------------------------------------------------------- */
 
-static void test_resign_hands_over_via_wake(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:wake";
-  const uint32_t ttl = 5000;
-  history_t *h = history_new();
+static void resign_hands_over_via_wake(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *a = cand_elect(h, open_client(fx, 0, SLOW_FALLBACK_MS), 0, name, ttl);
-  assert_true(sf_event_wait(&a->elected_ev, 10000));
+  assert_true(fx_event_wait(&a->elected_ev, 10000));
   cand_t *b = cand_elect(h, open_client(fx, 1, SLOW_FALLBACK_MS), 1, name, ttl);
-  wait_subscribed(fx, name, 1); /* b campaigns, waiting for a release */
+  fx_assert_subscribed(fx, name, 1, 10000); /* b campaigns, waiting for a release */
   uint64_t t0 = rh_now_ms();
   cand_resign(a);
-  if (!sf_event_wait(&b->elected_ev, WAKE_BOUND_MS))
+  if (!fx_event_wait(&b->elected_ev, WAKE_BOUND_MS))
     fail_msg("not handed over within %d ms of the resign (fallback poll %u ms); log:\n%s",
-             WAKE_BOUND_MS, SLOW_FALLBACK_MS, sf_log_text(fx, 1));
+             WAKE_BOUND_MS, SLOW_FALLBACK_MS, fx_log_text(fx, 1));
   print_message("handed over in %llu ms\n", (unsigned long long)(rh_now_ms() - t0));
   assert_true(atomic_load(&b->term) > atomic_load(&a->term));
   cand_resign(b);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- all masters stopped --------------------------------------------------------------------- */
 
-static void test_leader_loss_sigstop(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:sigstop";
-  const uint32_t ttl = 1500;
-  history_t *h = history_new();
+static void leader_loss_sigstop(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   cand_t *c[3];
-  for (int i = 0; i < 3; i++)
-    c[i] = cand_elect(h, open_client(fx, i, 100), i, name, ttl);
-  cand_t *old = wait_nth_elected(h, 0, 10000);
+  cand_t *old = campaign3(fx, h, c, name, ttl);
   uint64_t old_term = atomic_load(&old->term);
 
-  pause_all(fx);
-  if (!sf_event_wait(&old->lost_ev, (int)ttl + 10000)) {
-    resume_all(fx);
+  fx_pause_all(fx);
+  if (!fx_event_wait(&old->lost_ev, (int)ttl + 10000)) {
+    fx_resume_all(fx);
     fail_msg("the leader did not report the loss");
   }
   /* Still stopped: nobody can be elected. */
   assert_int_equal(n_elected(h), 1);
   assert_int_equal(atomic_load(&old->reason), REDLOCK_ELOST);
-  resume_all(fx);
+  fx_resume_all(fx);
 
   cand_t *next = wait_nth_elected(h, 1, 15000);
   assert_true(atomic_load(&next->term) > old_term);
@@ -581,18 +524,13 @@ static void test_leader_loss_sigstop(void **state) {
   for (int i = 0; i < 3; i++)
     if (!atomic_load(&c[i]->silenced))
       cand_resign(c[i]);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- the leader alone partitioned ------------------------------------------------------------ */
 
-static void test_leader_partitioned(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:partition";
-  const uint32_t ttl = 1500;
-  fault_proxy_t *proxies[SF_MAX_SERVERS] = {NULL};
-  redlock_options_t *opts = sf_options(fx, 0, 0, REDLOCK_LOG_INFO);
+static void leader_partitioned(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  fault_proxy_t *proxies[FX_MAX_SERVERS] = {NULL};
+  redlock_options_t *opts = fx_options(fx, 0, 0, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_retry(opts, -1, 100, 50), 0);
   for (size_t i = 0; i < fx->n; i++) {
     assert_int_equal(fault_proxy_start(&proxies[i], "127.0.0.1", rh_server_port(fx->servers[i])),
@@ -601,15 +539,14 @@ static void test_leader_partitioned(void **state) {
     snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", fault_proxy_port(proxies[i]));
     assert_int_equal(redlock_options_add_node(opts, uri), 0);
   }
-  history_t *h = history_new();
-  cand_t *a = cand_elect(h, sf_open(fx, 0, opts), 0, name, ttl);
-  assert_true(sf_event_wait(&a->elected_ev, 10000));
+  cand_t *a = cand_elect(h, fx_open(fx, 0, opts), 0, name, ttl);
+  assert_true(fx_event_wait(&a->elected_ev, 10000));
   cand_t *b = cand_elect(h, open_client(fx, 1, 100), 1, name, ttl);
 
   for (size_t i = 0; i < fx->n; i++)
     assert_int_equal(fault_proxy_set_stall(proxies[i], 1), 0);
-  int lost = sf_event_wait(&a->lost_ev, (int)ttl + 10000);
-  int elected = lost && sf_event_wait(&b->elected_ev, (int)ttl + 10000);
+  int lost = fx_event_wait(&a->lost_ev, (int)ttl + 10000);
+  int elected = lost && fx_event_wait(&b->elected_ev, (int)ttl + 10000);
   assert_int_equal(n_elected(h), 2); /* nobody else while a is cut off */
   for (size_t i = 0; i < fx->n; i++)
     assert_int_equal(fault_proxy_set_stall(proxies[i], 0), 0);
@@ -619,79 +556,69 @@ static void test_leader_partitioned(void **state) {
   uint64_t b_term = atomic_load(&b->term);
 
   /* a campaigns again; b's resign hands over to it. */
-  wait_subscribed(fx, name, 1);
+  fx_assert_subscribed(fx, name, 1, 10000);
   cand_resign(b);
-  assert_true(sf_event_wait(&a->elected_ev, 10000));
+  assert_true(fx_event_wait(&a->elected_ev, 10000));
   assert_true(atomic_load(&a->term) > b_term);
   assert_int_equal(atomic_load(&a->lost), 1);
   cand_resign(a);
-  check_history(h);
-  sf_close(fx, 0);
+  fx_close(fx, 0);
   for (size_t i = 0; i < fx->n; i++)
     fault_proxy_stop(proxies[i]);
-  history_free(h);
 }
 
 /* ---- resign from inside the callbacks -------------------------------------------------------- */
 
-static void test_resign_inside_callbacks(void **state) {
-  sf_fixture_t *fx = *state;
-  const char *name = "sf:elect:inside";
-  const uint32_t ttl = 1500;
-  history_t *h = history_new();
+static void resign_inside_callbacks(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
   redlock_t *c0 = open_client(fx, 0, 100);
   redlock_t *c1 = open_client(fx, 1, 100);
 
   /* From on_elected: returns at once (the loop cannot wait for itself), the
    * lease is released, nothing more is heard of the handle. */
   cand_t *a = cand_elect_with(h, c0, 0, name, ttl, RESIGN_IN_ELECTED);
-  assert_true(sf_event_wait(&a->elected_ev, 10000));
+  assert_true(fx_event_wait(&a->elected_ev, 10000));
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], name, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], name, 5000));
   assert_int_equal(atomic_load(&a->cb_resign_rc), REDLOCK_OK);
   assert_true(atomic_load(&a->cb_resign_ms) < 1000);
   assert_int_equal(redlock_resign(c0, a->e), REDLOCK_EINVAL); /* freed */
 
   /* The next campaigner is elected. */
   cand_t *b = cand_elect_with(h, c1, 1, name, ttl, RESIGN_IN_LOST);
-  assert_true(sf_event_wait(&b->elected_ev, 10000));
+  assert_true(fx_event_wait(&b->elected_ev, 10000));
   assert_true(atomic_load(&b->term) > atomic_load(&a->term));
 
   /* From on_lost: the masters stop, b resigns inside on_lost. */
   cand_t *d = cand_elect(h, c0, 0, name, ttl);
-  pause_all(fx);
-  int lost = sf_event_wait(&b->lost_ev, (int)ttl + 10000);
-  resume_all(fx);
+  fx_pause_all(fx);
+  int lost = fx_event_wait(&b->lost_ev, (int)ttl + 10000);
+  fx_resume_all(fx);
   assert_true(lost);
   assert_int_equal(atomic_load(&b->cb_resign_rc), REDLOCK_OK);
   assert_true(atomic_load(&b->cb_resign_ms) < 1000);
-  assert_true(sf_event_wait(&d->elected_ev, 15000));
+  assert_true(fx_event_wait(&d->elected_ev, 15000));
   assert_true(atomic_load(&d->term) > atomic_load(&b->term));
   assert_int_equal(atomic_load(&b->elected), 1);
   assert_int_equal(redlock_resign(c1, b->e), REDLOCK_EINVAL);
   cand_resign(d);
-  check_history(h);
-  history_free(h);
 }
 
 /* ---- close with live elections -------------------------------------------------------------- */
 
-static void test_close_with_live_elections(void **state) {
-  sf_fixture_t *fx = *state;
-  const uint32_t ttl = 5000;
-  history_t *h = history_new();  /* "close" */
+static void close_with_live_elections(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  /* h: the history of name ("close") */
   history_t *h2 = history_new(); /* "close2": one history per name */
   redlock_t *c0 = open_client(fx, 0, SLOW_FALLBACK_MS);
   redlock_t *c1 = open_client(fx, 1, SLOW_FALLBACK_MS);
   /* c0 leads "close" and campaigns for "close2", led by c1. */
-  cand_t *a1 = cand_elect(h, c0, 0, "sf:elect:close", ttl);
-  assert_true(sf_event_wait(&a1->elected_ev, 10000));
+  cand_t *a1 = cand_elect(h, c0, 0, name, ttl);
+  assert_true(fx_event_wait(&a1->elected_ev, 10000));
   cand_t *b2 = cand_elect(h2, c1, 1, "sf:elect:close2", ttl);
-  assert_true(sf_event_wait(&b2->elected_ev, 10000));
-  cand_t *b1 = cand_elect(h, c1, 1, "sf:elect:close", ttl);
+  assert_true(fx_event_wait(&b2->elected_ev, 10000));
+  cand_t *b1 = cand_elect(h, c1, 1, name, ttl);
   cand_t *a2 = cand_elect(h2, c0, 0, "sf:elect:close2", ttl);
-  wait_subscribed(fx, "sf:elect:close", 1);
-  wait_subscribed(fx, "sf:elect:close2", 1);
+  fx_assert_subscribed(fx, name, 1, 10000);
+  fx_assert_subscribed(fx, "sf:elect:close2", 1, 10000);
 
   /* No callback of c0's elections from now on. */
   atomic_store(&a1->silenced, 1);
@@ -700,30 +627,28 @@ static void test_close_with_live_elections(void **state) {
   pthread_mutex_lock(&h->mu);
   push(h, EV_RESIGNED, a1->id, atomic_load(&a1->term), t0, 0);
   pthread_mutex_unlock(&h->mu);
-  sf_close(fx, 0);
+  fx_close(fx, 0);
   uint64_t closed_in = rh_now_ms() - t0;
   /* The close released the leadership: b1 is woken (fallback 10 s). */
-  if (!sf_event_wait(&b1->elected_ev, WAKE_BOUND_MS))
+  if (!fx_event_wait(&b1->elected_ev, WAKE_BOUND_MS))
     fail_msg("not handed over within %d ms of the close; log:\n%s", WAKE_BOUND_MS,
-             sf_log_text(fx, 1));
+             fx_log_text(fx, 1));
   assert_true(closed_in < 5000);
   assert_true(atomic_load(&b1->term) > atomic_load(&a1->term));
   assert_int_equal(atomic_load(&b2->lost), 0); /* close2 still b2's */
   assert_int_equal(atomic_load(&a2->elected), 0);
-  assert_true(masters_with_key(fx, "sf:elect:close2") >= 2);
+  assert_true(fx_masters_with_key(fx, fx->n, "sf:elect:close2") >= 2);
   cand_resign(b1);
   cand_resign(b2);
-  check_history(h);
   check_history(h2);
-  history_free(h);
   history_free(h2);
 }
 
 /* ---- bad input, and a client on the caller's loop -------------------------------------------- */
 
-static void test_bad_input(void **state) {
-  sf_fixture_t *fx = *state;
-  history_t *h = history_new();
+static void bad_input(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  (void)name;
+  (void)ttl;
   redlock_t *c = open_client(fx, 0, 100);
   cand_t *bad = cand_new(h, c, 0);
   char long_name[REDLOCK_MAX_RESOURCE_LEN + 2];
@@ -759,16 +684,14 @@ static void test_bad_input(void **state) {
   /* A good one runs to completion; the bad calls never call back. */
   cand_t *good = cand_elect(h, c, 0, long_name, 60000);
   assert_int_equal(redlock_resign(c, (redlock_election_t *)(void *)&bad), REDLOCK_EINVAL);
-  assert_true(sf_event_wait(&good->elected_ev, 10000));
+  assert_true(fx_event_wait(&good->elected_ev, 10000));
   assert_true(redlock_election_validity_ms(good->e) > 0);
   cand_resign(good);
   /* Another round trip through the loop after the resign. */
   cand_t *again = cand_elect(h, c, 0, long_name, 1000);
-  assert_true(sf_event_wait(&again->elected_ev, 10000));
+  assert_true(fx_event_wait(&again->elected_ev, 10000));
   cand_resign(again);
   assert_int_equal(atomic_load(&bad->elected) + atomic_load(&bad->lost), 0);
-  check_history(h);
-  history_free(h);
 }
 
 typedef struct {
@@ -784,15 +707,11 @@ static void run_until(uv_loop_t *loop, atomic_int *flag, int timeout_ms) {
     uv_run(loop, UV_RUN_ONCE);
 }
 
-static void test_uv_client(void **state) {
-  sf_fixture_t *fx = *state;
-  history_t *h = history_new();
+static void uv_client(fx_t *fx, history_t *h, const char *name, uint32_t ttl) {
+  (void)name;
+  (void)ttl;
   uv_loop_t loop;
-  assert_int_equal(uv_loop_init(&loop), 0);
-  redlock_options_t *opts = sf_options(fx, 0, fx->n, REDLOCK_LOG_INFO);
-  redlock_t *client = NULL;
-  assert_int_equal(redlock_open_uv(&client, opts, &loop), REDLOCK_OK);
-  redlock_options_free(opts);
+  redlock_t *client = fx_open_uv(fx_options(fx, 0, fx->n, REDLOCK_LOG_INFO), &loop);
 
   /* Callbacks inside uv_run on this thread; resign on this thread. */
   cand_t *a = cand_elect_with(h, client, 0, "sf:elect:uv", 1000, RESIGN_IN_ELECTED);
@@ -825,24 +744,56 @@ static void test_uv_client(void **state) {
   assert_int_equal(ctx.closed, 1);
   assert_int_equal(uv_loop_close(&loop), 0);
   for (size_t i = 0; i < fx->n; i++) {
-    assert_true(sf_key_absent(fx->servers[i], "sf:elect:uv"));
-    assert_true(sf_key_absent(fx->servers[i], "sf:elect:uv2"));
+    assert_true(fx_key_absent(fx->servers[i], "sf:elect:uv"));
+    assert_true(fx_key_absent(fx->servers[i], "sf:elect:uv2"));
   }
+}
+
+/* ---- the tests: one table ------------------------------------------------------------------- */
+
+/* A test: its scenario, run on `masters` fresh masters with a history of
+ * its own (checked once the scenario ended), for the election `name` with
+ * the candidates' lease `ttl` ms. */
+typedef struct {
+  const char *test; /* cmocka's name */
+  void (*run)(fx_t *fx, history_t *h, const char *name, uint32_t ttl);
+  size_t masters;
+  const char *name;
+  uint32_t ttl;
+} el_case_t;
+
+static const el_case_t cases[] = {
+    {"test_bad_input", bad_input, 1, NULL, 0},
+    {"test_uv_client", uv_client, 3, NULL, 0},
+    {"test_one_leader_among_3", one_leader_among_3, 3, "sf:elect:one", 2000},
+    {"test_terms_increase", terms_increase, 3, "sf:elect:terms", 2000},
+    {"test_resign_hands_over_via_wake", resign_hands_over_via_wake, 3, "sf:elect:wake", 5000},
+    {"test_resign_inside_callbacks", resign_inside_callbacks, 3, "sf:elect:inside", 1500},
+    {"test_close_with_live_elections", close_with_live_elections, 3, "sf:elect:close", 5000},
+    {"test_leader_loss_sigstop", leader_loss_sigstop, 3, "sf:elect:sigstop", 1500},
+    {"test_leader_partitioned", leader_partitioned, 3, "sf:elect:partition", 1500},
+};
+
+/* The running case: its setup gets it as cmocka's initial state. */
+static const el_case_t *current;
+
+static int case_setup(void **state) {
+  current = *state;
+  return current->masters == 1 ? fx_setup_1(state) : fx_setup_3(state);
+}
+
+static void test_case(void **state) {
+  history_t *h = history_new();
+  current->run(*state, h, current->name, current->ttl);
   check_history(h);
   history_free(h);
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_bad_input, sf_setup_1, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_uv_client, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_one_leader_among_3, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_terms_increase, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_resign_hands_over_via_wake, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_resign_inside_callbacks, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_close_with_live_elections, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_leader_loss_sigstop, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_leader_partitioned, sf_setup_3, sf_teardown),
-  };
+  enum { N_CASES = sizeof cases / sizeof cases[0] };
+  struct CMUnitTest tests[N_CASES];
+  for (size_t i = 0; i < N_CASES; i++)
+    tests[i] =
+        (struct CMUnitTest){cases[i].test, test_case, case_setup, fx_teardown, (void *)&cases[i]};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

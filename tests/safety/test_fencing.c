@@ -28,13 +28,13 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define FENCE_PREFIX REDLOCK_FENCE_KEY_PREFIX
 #define TTL 5000u
 
 /* The fixture's servers that are up, as a bit mask. */
-static unsigned alive_mask(sf_fixture_t *fx) {
+static unsigned alive_mask(fx_t *fx) {
   unsigned mask = 0;
   for (size_t i = 0; i < fx->n; i++)
     if (rh_server_pid(fx->servers[i]) != 0)
@@ -43,13 +43,13 @@ static unsigned alive_mask(sf_fixture_t *fx) {
 }
 
 /* Live masters whose counter for res is at least token. */
-static size_t counters_at_least(sf_fixture_t *fx, const char *res, uint64_t token) {
+static size_t counters_at_least(fx_t *fx, const char *res, uint64_t token) {
   char key[256];
   snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
   unsigned alive = alive_mask(fx);
   size_t count = 0;
   for (size_t i = 0; i < fx->n; i++)
-    if ((alive & (1u << i)) && sf_get_u64(fx->servers[i], key) >= token)
+    if ((alive & (1u << i)) && fx_get_u64(fx->servers[i], key) >= token)
       count++;
   return count;
 }
@@ -57,13 +57,13 @@ static size_t counters_at_least(sf_fixture_t *fx, const char *res, uint64_t toke
 /* One grant (trylock until it wins, within deadline_ms): its token must be
  * above *prev, and a quorum must already hold the written-back counter.
  * Releases the lock and updates *prev. */
-static void grant_and_check(sf_fixture_t *fx, redlock_t *c, int slot, const char *res, uint32_t ttl,
+static void grant_and_check(fx_t *fx, redlock_t *c, int slot, const char *res, uint32_t ttl,
                             int deadline_ms, uint64_t *prev, const char *what) {
   redlock_lock_t *lock = NULL;
-  int rc = sf_trylock_until(c, res, ttl, deadline_ms, &lock);
+  int rc = fx_trylock_until(c, res, ttl, deadline_ms, &lock);
   if (rc != REDLOCK_OK)
     fail_msg("%s: no grant within %d ms (%s); log:\n%s", what, deadline_ms, redlock_err_name(rc),
-             sf_log_text(fx, slot));
+             fx_log_text(fx, slot));
   uint64_t token = redlock_lock_fence(lock);
   if (token <= *prev)
     fail_msg("%s: token %llu is not above the previous %llu", what, (unsigned long long)token,
@@ -77,31 +77,12 @@ static void grant_and_check(sf_fixture_t *fx, redlock_t *c, int slot, const char
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
-static redlock_options_t *fenced_options(sf_fixture_t *fx, int slot) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return opts;
-}
-
 /* ---- (a) one client ------------------------------------------------------------------ */
 
-typedef struct {
-  sf_fixture_t *fx;
-  const char *key;
-} absent_everywhere_t;
-
-static int absent_everywhere(void *arg) {
-  absent_everywhere_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (!sf_key_absent(w->fx->servers[i], w->key))
-      return 0;
-  return 1;
-}
-
 static void test_fence_one_client(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:one";
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
   char what[64];
 
@@ -115,8 +96,7 @@ static void test_fence_one_client(void **state) {
   assert_int_equal(redlock_lock(c, res, 250, &lock), REDLOCK_OK);
   assert_true(redlock_lock_fence(lock) > prev);
   prev = redlock_lock_fence(lock);
-  absent_everywhere_t w = {fx, res};
-  assert_true(rh_wait_until(absent_everywhere, &w, 3000));
+  assert_true(fx_wait_every_master(fx, fx_exists, res, 0, 3000));
   grant_and_check(fx, c, 0, res, TTL, 2000, &prev, "grant after an expiry");
   /* The expired handle is still ours to free: the release finds nothing. */
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_ELOST);
@@ -125,10 +105,10 @@ static void test_fence_one_client(void **state) {
 /* ---- (b) several clients -------------------------------------------------------------------- */
 
 static void test_fence_two_clients_alternating(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:two";
-  redlock_t *a = sf_open(fx, 0, fenced_options(fx, 0));
-  redlock_t *b = sf_open(fx, 1, fenced_options(fx, 1));
+  redlock_t *a = fx_open(fx, 0, fx_options_fenced(fx, 0));
+  redlock_t *b = fx_open(fx, 1, fx_options_fenced(fx, 1));
   uint64_t prev = 0;
   char what[64];
 
@@ -192,7 +172,7 @@ static void *contender_main(void *arg) {
 }
 
 static void test_fence_contended_threads(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   contention_t sh;
   memset(&sh, 0, sizeof sh);
   pthread_mutex_init(&sh.mu, NULL);
@@ -200,7 +180,7 @@ static void test_fence_contended_threads(void **state) {
   pthread_t threads[CONTENDERS];
   for (int i = 0; i < CONTENDERS; i++) {
     me[i].shared = &sh;
-    me[i].client = sf_open(fx, i, fenced_options(fx, i));
+    me[i].client = fx_open(fx, i, fx_options_fenced(fx, i));
     me[i].id = i;
   }
   for (int i = 0; i < CONTENDERS; i++)
@@ -223,58 +203,42 @@ static void test_fence_contended_threads(void **state) {
 
 /* ---- (c) different quorums ------------------------------------------------------------------ */
 
-static void kill_server(sf_fixture_t *fx, size_t i) {
-  assert_int_equal(rh_server_kill(fx->servers[i]), 0);
-}
-
-static void restart_server(sf_fixture_t *fx, size_t i) {
-  assert_int_equal(rh_server_restart(fx->servers[i]), 0);
-}
-
 static void test_fence_across_quorums(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:quorums";
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
-  char what[96];
-
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "all five up, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 2000, &prev, what);
-  }
-
-  /* Quorum {0,1,2}. */
-  kill_server(fx, 3);
-  kill_server(fx, 4);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "masters 3,4 down, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
-  }
-
-  /* Quorum {2,3,4}: 3 and 4 came back empty (no counter); 2 remembers. */
-  restart_server(fx, 3);
-  restart_server(fx, 4);
-  kill_server(fx, 0);
-  kill_server(fx, 1);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "masters 0,1 down, 3,4 restarted empty, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
-  }
-
-  /* Quorum {0,1,2} again, but all three restarted empty: no master of the
-   * quorum remembers any counter; only the TIME floor is left. */
-  restart_server(fx, 0);
-  restart_server(fx, 1);
-  restart_server(fx, 2);
-  kill_server(fx, 3);
-  kill_server(fx, 4);
-  char key[128];
+  char what[96], key[128];
   snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
-  for (size_t i = 0; i < 3; i++)
-    assert_int_equal(sf_get_u64(fx->servers[i], key), 0);
-  for (int i = 0; i < 3; i++) {
-    snprintf(what, sizeof what, "quorum of masters that lost their counters, grant %d", i);
-    grant_and_check(fx, c, 0, res, TTL, 5000, &prev, what);
+  /* Each phase restarts (empty), then kills, the masters of its masks and
+   * makes three grants on the quorum left. */
+  static const struct {
+    unsigned restart, kill;
+    int deadline_ms;
+    const char *phase;
+  } phases[] = {
+      {0, 0, 2000, "all five up"},
+      /* Quorum {0,1,2}. */
+      {0, 0x18, 5000, "masters 3,4 down"},
+      /* Quorum {2,3,4}: 3 and 4 came back empty (no counter); 2 remembers. */
+      {0x18, 0x03, 5000, "masters 0,1 down, 3,4 restarted empty"},
+      /* Quorum {0,1,2} again, but all three restarted empty: no master of
+       * the quorum remembers any counter; only the TIME floor is left. */
+      {0x07, 0x18, 5000, "quorum of masters that lost their counters"},
+  };
+  for (size_t p = 0; p < sizeof phases / sizeof phases[0]; p++) {
+    for (size_t i = 0; i < fx->n; i++)
+      if (phases[p].restart & (1u << i)) {
+        assert_int_equal(rh_server_restart(fx->servers[i]), 0);
+        assert_int_equal(fx_get_u64(fx->servers[i], key), 0); /* empty */
+      }
+    for (size_t i = 0; i < fx->n; i++)
+      if (phases[p].kill & (1u << i))
+        assert_int_equal(rh_server_kill(fx->servers[i]), 0);
+    for (int i = 0; i < 3; i++) {
+      snprintf(what, sizeof what, "%s, grant %d", phases[p].phase, i);
+      grant_and_check(fx, c, 0, res, TTL, phases[p].deadline_ms, &prev, what);
+    }
   }
 }
 
@@ -282,37 +246,13 @@ static void test_fence_across_quorums(void **state) {
 
 #define QMAX_TTL 1000u
 
-typedef struct {
-  sf_fixture_t *fx;
-  int slot;
-  char needle[96];
-  unsigned count;
-} log_count_wait_t;
-
-static int log_count_reached(void *arg) {
-  log_count_wait_t *w = arg;
-  return sf_log_count(w->fx, w->slot, w->needle) >= w->count;
-}
-
-/* Waits until client `slot` has reconnected to the restarted server and seen
- * the new run_id for the `restarts`-th time (its votes are then quarantined). */
-static void wait_saw_restart(sf_fixture_t *fx, int slot, size_t server, unsigned restarts) {
-  char label[64];
-  log_count_wait_t w = {fx, slot, "", restarts};
-  sf_label(fx->servers[server], label, sizeof label);
-  snprintf(w.needle, sizeof w.needle, "master %s restarted", label);
-  if (!rh_wait_until(log_count_reached, &w, 5000))
-    fail_msg("client %d did not see restart %u of %s; log:\n%s", slot, restarts, label,
-             sf_log_text(fx, slot));
-}
-
 static void test_fence_quarantine_restarts(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:fence:quarantine";
-  redlock_options_t *opts = fenced_options(fx, 0);
+  redlock_options_t *opts = fx_options_fenced(fx, 0);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, QMAX_TTL), 0);
-  redlock_t *c = sf_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   redlock_lock_t *lock = NULL;
   uint64_t prev = 0;
   /* Quarantine (1 s) + reconnect backoff (capped at 1 s) + slack. */
@@ -326,26 +266,26 @@ static void test_fence_quarantine_restarts(void **state) {
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "second grant");
 
   /* Master 0 restarted empty: quarantined, the other two decide. */
-  restart_server(fx, 0);
-  wait_saw_restart(fx, 0, 0, 1);
+  assert_int_equal(rh_server_restart(fx->servers[0]), 0);
+  fx_assert_saw_restart(fx, 0, 0, 1);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "master 0 restarted");
 
   /* Masters 1 and 2 restarted empty: no quorum until their quarantine
    * ends; then master 0 (which remembers) or only they decide. */
-  restart_server(fx, 1);
-  restart_server(fx, 2);
-  wait_saw_restart(fx, 0, 1, 1);
-  wait_saw_restart(fx, 0, 2, 1);
+  assert_int_equal(rh_server_restart(fx->servers[1]), 0);
+  assert_int_equal(rh_server_restart(fx->servers[2]), 0);
+  fx_assert_saw_restart(fx, 0, 1, 1);
+  fx_assert_saw_restart(fx, 0, 2, 1);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "masters 1,2 restarted");
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "masters 1,2 restarted, again");
 
   /* All three restarted empty: every counter is gone; the quarantine is
    * waited out and the TIME floor keeps the tokens rising. */
   for (size_t i = 0; i < 3; i++)
-    restart_server(fx, i);
-  wait_saw_restart(fx, 0, 0, 2);
-  wait_saw_restart(fx, 0, 1, 2);
-  wait_saw_restart(fx, 0, 2, 2);
+    assert_int_equal(rh_server_restart(fx->servers[i]), 0);
+  fx_assert_saw_restart(fx, 0, 0, 2);
+  fx_assert_saw_restart(fx, 0, 1, 2);
+  fx_assert_saw_restart(fx, 0, 2, 2);
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "all three restarted");
   grant_and_check(fx, c, 0, res, QMAX_TTL, deadline, &prev, "all three restarted, again");
 }
@@ -354,7 +294,7 @@ static void test_fence_quarantine_restarts(void **state) {
  */
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   const char *const *res;
   size_t n;
   uint64_t token;
@@ -370,14 +310,14 @@ static int counters_at_least_everywhere(void *arg) {
     for (size_t k = 0; k < w->n; k++) {
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", w->res[k]);
-      if (sf_get_u64(w->fx->servers[i], key) < w->token)
+      if (fx_get_u64(w->fx->servers[i], key) < w->token)
         return 0;
     }
   return 1;
 }
 
-static void check_counters_everywhere(sf_fixture_t *fx, const char *const *res, size_t n,
-                                      uint64_t token, const char *what) {
+static void check_counters_everywhere(fx_t *fx, const char *const *res, size_t n, uint64_t token,
+                                      const char *what) {
   counters_wait_t w = {fx, res, n, token};
   if (rh_wait_until(counters_at_least_everywhere, &w, 3000))
     return;
@@ -388,17 +328,17 @@ static void check_counters_everywhere(sf_fixture_t *fx, const char *const *res, 
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
       used += (size_t)snprintf(msg + used, sizeof msg - used, "\n  master %zu %s = %llu", i, key,
-                               (unsigned long long)sf_get_u64(fx->servers[i], key));
+                               (unsigned long long)fx_get_u64(fx->servers[i], key));
     }
   fail_msg("%s: token %llu, but not every counter is at least that:%s", what,
            (unsigned long long)token, msg);
 }
 
 static void test_fence_lock_many(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *const res[] = {"sf:many:a", "sf:many:b", "sf:many:c"};
   const char *const pair[] = {"sf:many:c", "sf:many:a"};
-  redlock_t *c = sf_open(fx, 0, fenced_options(fx, 0));
+  redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   redlock_lock_t *lock = NULL;
 
   assert_int_equal(redlock_lock_many(c, res, 3, TTL, &lock), REDLOCK_OK);
@@ -435,9 +375,9 @@ static void test_fence_lock_many(void **state) {
  */
 
 static void test_fence_off_returns_zero(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *const res[] = {"sf:nofence:a", "sf:nofence:b"};
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *lock = NULL;
 
   assert_int_equal(redlock_lock(c, res[0], TTL, &lock), REDLOCK_OK);
@@ -455,19 +395,11 @@ static void test_fence_off_returns_zero(void **state) {
     for (size_t k = 0; k < 2; k++) {
       char key[128];
       snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
-      assert_true(sf_key_absent(fx->servers[i], key));
+      assert_true(fx_key_absent(fx->servers[i], key));
     }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_fence_one_client, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_two_clients_alternating, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_contended_threads, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_across_quorums, sf_setup_5, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_quarantine_restarts, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_lock_many, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_fence_off_returns_zero, sf_setup_3, sf_teardown),
-  };
-  return cmocka_run_group_tests_name("safety: fencing tokens", tests, NULL, NULL);
-}
+FX_MAIN("safety: fencing tokens", &fx_profile_safety, FX_TEST(test_fence_one_client, 3),
+        FX_TEST(test_fence_two_clients_alternating, 3), FX_TEST(test_fence_contended_threads, 3),
+        FX_TEST(test_fence_across_quorums, 5), FX_TEST(test_fence_quarantine_restarts, 3),
+        FX_TEST(test_fence_lock_many, 3), FX_TEST(test_fence_off_returns_zero, 3))

@@ -31,7 +31,7 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define MAX_TTL 5000u
 #define TTL MAX_TTL
@@ -41,47 +41,38 @@
 #define SLOT_C 2
 #define SLOT_B2 3
 
-static redlock_options_t *quarantined_options(sf_fixture_t *fx, int slot, int log_level) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, log_level);
+static redlock_options_t *quarantined_options(fx_t *fx, int slot, int log_level) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, log_level);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, MAX_TTL), 0);
   return opts;
 }
 
-static void set_foreign(sf_fixture_t *fx, size_t i, const char *key) {
+static void set_foreign(fx_t *fx, size_t i, const char *key) {
   char buf[64];
   assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "SET %s other PX 60000", key),
                    0);
   assert_string_equal(buf, "OK");
 }
 
-static void del_key(sf_fixture_t *fx, size_t i, const char *key) {
+static void del_key(fx_t *fx, size_t i, const char *key) {
   char buf[64];
   assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "DEL %s", key), 0);
 }
 
-static void wait_saw_restart(sf_fixture_t *fx, int slot, size_t server) {
-  char label[64], needle[96];
-  sf_label(fx->servers[server], label, sizeof label);
-  snprintf(needle, sizeof needle, "master %s restarted", label);
-  if (!sf_wait_log(fx, slot, needle, 5000))
-    fail_msg("client %d did not reconnect to the restarted %s; log:\n%s", slot, label,
-             sf_log_text(fx, slot));
-}
-
-static void wait_absent(sf_fixture_t *fx, const size_t *servers, size_t n, const char *key) {
+static void wait_absent(fx_t *fx, const size_t *servers, size_t n, const char *key) {
   for (size_t k = 0; k < n; k++)
-    if (!sf_wait_key_absent(fx->servers[servers[k]], key, 3000))
+    if (!fx_wait_key_absent(fx->servers[servers[k]], key, 3000))
       fail_msg("key %s still on master %zu", key, servers[k]);
 }
 
 static void test_quarantine_blocks_forgetful_master(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:quarantine";
   const char *const many[] = {"sf:quarantine:x", "sf:quarantine:y"};
-  redlock_t *a = sf_open(fx, SLOT_A, quarantined_options(fx, SLOT_A, REDLOCK_LOG_WARN));
-  redlock_t *b = sf_open(fx, SLOT_B, quarantined_options(fx, SLOT_B, REDLOCK_LOG_WARN));
-  redlock_t *c = sf_open(fx, SLOT_C, sf_options(fx, SLOT_C, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *a = fx_open(fx, SLOT_A, quarantined_options(fx, SLOT_A, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, SLOT_B, quarantined_options(fx, SLOT_B, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, SLOT_C, fx_options(fx, SLOT_C, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *lock_a = NULL, *lock_b = NULL, *lock_c = NULL;
   const size_t free_now[] = {0, 3, 4};
 
@@ -94,31 +85,31 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
 
   /* The masters are fresh: wait until B's votes count on all five (the
    * initial quarantine, max TTL), so that what B sees later is the restart. */
-  if (!sf_wait_votes_count(fx, b, fx->n, ALL5, 10000))
-    fail_msg("B's initial quarantine did not end; log:\n%s", sf_log_text(fx, SLOT_B));
-  sf_log_clear(fx, SLOT_B); /* from here on, only what the restart causes */
+  if (!fx_wait_votes_count(fx, b, fx->n, ALL5, 10000))
+    fail_msg("B's initial quarantine did not end; log:\n%s", fx_log_text(fx, SLOT_B));
+  fx_log_clear(fx, SLOT_B); /* from here on, only what the restart causes */
 
   /* A locks on exactly masters 0, 1, 2: a foreign holder has 3 and 4. */
   set_foreign(fx, 3, res);
   set_foreign(fx, 4, res);
-  int rc = sf_trylock_until(a, res, TTL, 10000, &lock_a);
+  int rc = fx_trylock_until(a, res, TTL, 10000, &lock_a);
   if (rc != REDLOCK_OK)
-    fail_msg("A could not lock (%s); log:\n%s", redlock_err_name(rc), sf_log_text(fx, SLOT_A));
+    fail_msg("A could not lock (%s); log:\n%s", redlock_err_name(rc), fx_log_text(fx, SLOT_A));
   char value_a[64];
   snprintf(value_a, sizeof value_a, "%s", redlock_lock_value(lock_a));
   for (size_t i = 0; i < 3; i++)
-    assert_true(sf_key_is(fx->servers[i], res, value_a));
-  assert_true(sf_key_is(fx->servers[3], res, "other"));
-  assert_true(sf_key_is(fx->servers[4], res, "other"));
+    assert_true(fx_key_is(fx->servers[i], res, value_a));
+  assert_true(fx_key_is(fx->servers[3], res, "other"));
+  assert_true(fx_key_is(fx->servers[4], res, "other"));
 
   /* The foreign holder lets go; master 0 restarts and forgets A's key. */
   del_key(fx, 3, res);
   del_key(fx, 4, res);
   uint64_t t_restart = rh_now_ms();
   assert_int_equal(rh_server_restart(fx->servers[0]), 0);
-  assert_true(sf_key_absent(fx->servers[0], res));
-  wait_saw_restart(fx, SLOT_B, 0);
-  wait_saw_restart(fx, SLOT_C, 0);
+  assert_true(fx_key_absent(fx->servers[0], res));
+  fx_assert_saw_restart(fx, SLOT_B, 0, 1);
+  fx_assert_saw_restart(fx, SLOT_C, 0, 1);
 
   /* B (connected before the restart) may not take it: masters 3 and 4 say
    * yes, 1 and 2 no, and master 0's yes does not count. */
@@ -126,7 +117,7 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
   if (rc == REDLOCK_OK)
     fail_msg("B got the lock while A's (validity %lld ms) lives on 2 of 5 masters: the "
              "restarted master's vote counted; log:\n%s",
-             (long long)redlock_lock_validity_ms(lock_a), sf_log_text(fx, SLOT_B));
+             (long long)redlock_lock_validity_ms(lock_a), fx_log_text(fx, SLOT_B));
   assert_int_equal(rc, REDLOCK_ELOCKED);
   assert_null(lock_b);
   /* (Which votes the round had when it was decided depends on the order the
@@ -136,15 +127,15 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
   wait_absent(fx, free_now, 3, res); /* B's failed attempt is released */
 
   /* B2, opened after the restart: master 0's uptime is below max TTL. */
-  redlock_t *b2 = sf_open(fx, SLOT_B2, quarantined_options(fx, SLOT_B2, REDLOCK_LOG_WARN));
-  if (!sf_wait_votes_count(fx, b2, fx->n, ALL5 & ~1u, 3000))
-    fail_msg("B2's votes from masters 1-4 do not count; log:\n%s", sf_log_text(fx, SLOT_B2));
+  redlock_t *b2 = fx_open(fx, SLOT_B2, quarantined_options(fx, SLOT_B2, REDLOCK_LOG_WARN));
+  if (!fx_wait_votes_count(fx, b2, fx->n, ALL5 & ~1u, 3000))
+    fail_msg("B2's votes from masters 1-4 do not count; log:\n%s", fx_log_text(fx, SLOT_B2));
   char label0[64], needle[128];
-  sf_label(fx->servers[0], label0, sizeof label0);
+  fx_label(fx->servers[0], label0, sizeof label0);
   snprintf(needle, sizeof needle, "master %s started ", label0); /* "... s ago: ..." */
-  if (!sf_log_contains(fx, SLOT_B2, needle))
+  if (!fx_log_contains(fx, SLOT_B2, needle))
     fail_msg("B2 did not put the restarted master in quarantine; log:\n%s",
-             sf_log_text(fx, SLOT_B2));
+             fx_log_text(fx, SLOT_B2));
   rc = redlock_trylock(b2, res, TTL, &lock_b);
   if (rc == REDLOCK_OK)
     fail_msg("B2 got the lock while A's (validity %lld ms) lives on 2 of 5 masters",
@@ -155,19 +146,19 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
 
   /* C, quarantine off, same situation: it gets the lock, while A's is still
    * valid.  This is the double grant the quarantine prevents. */
-  rc = sf_trylock_until(c, res, TTL, 2000, &lock_c);
+  rc = fx_trylock_until(c, res, TTL, 2000, &lock_c);
   int64_t validity_a = redlock_lock_validity_ms(lock_a);
   if (rc != REDLOCK_OK)
     fail_msg("C (quarantine off) did not get the lock (%s): the scenario is not what it should "
              "be; log:\n%s",
-             redlock_err_name(rc), sf_log_text(fx, SLOT_C));
+             redlock_err_name(rc), fx_log_text(fx, SLOT_C));
   if (validity_a <= 0)
     fail_msg("A's lock expired (%lld ms) before C's grant: the scenario took too long",
              (long long)validity_a);
   for (size_t k = 0; k < 3; k++)
-    assert_true(sf_key_is(fx->servers[free_now[k]], res, redlock_lock_value(lock_c)));
-  assert_true(sf_key_is(fx->servers[1], res, value_a));
-  assert_true(sf_key_is(fx->servers[2], res, value_a));
+    assert_true(fx_key_is(fx->servers[free_now[k]], res, redlock_lock_value(lock_c)));
+  assert_true(fx_key_is(fx->servers[1], res, value_a));
+  assert_true(fx_key_is(fx->servers[2], res, value_a));
   assert_int_equal(redlock_unlock(c, lock_c), REDLOCK_OK);
   /* A's lock is on 2 of 5: its release reaches no quorum. */
   assert_int_equal(redlock_unlock(a, lock_a), REDLOCK_ELOST);
@@ -177,13 +168,13 @@ static void test_quarantine_blocks_forgetful_master(void **state) {
    * back *before* max TTL since the restart is the next test's subject.) */
   set_foreign(fx, 3, res);
   set_foreign(fx, 4, res);
-  rc = sf_trylock_until(b, res, TTL, 10000, &lock_b);
+  rc = fx_trylock_until(b, res, TTL, 10000, &lock_b);
   uint64_t t_won = rh_now_ms();
   if (rc != REDLOCK_OK)
     fail_msg("B never got master 0's vote back (%s); log:\n%s", redlock_err_name(rc),
-             sf_log_text(fx, SLOT_B));
+             fx_log_text(fx, SLOT_B));
   assert_true(t_won > t_restart);
-  assert_true(sf_key_is(fx->servers[0], res, redlock_lock_value(lock_b)));
+  assert_true(fx_key_is(fx->servers[0], res, redlock_lock_value(lock_b)));
   assert_int_equal(redlock_unlock(b, lock_b), REDLOCK_OK);
 }
 
@@ -217,7 +208,7 @@ static int wall_second_reached(void *arg) {
  * that case happen on purpose: it restarts the master late in a wall-clock
  * second and opens the client just after the next second began. */
 static void test_quarantine_lasts_max_ttl_since_start(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:quarantine:rounding";
   uint64_t t_restart = 0;
   time_t start_second = 0;
@@ -246,12 +237,12 @@ static void test_quarantine_lasts_max_ttl_since_start(void **state) {
   uint64_t real_ms = rh_now_ms() - t_restart;
 
   /* A client over this master only: it wins iff the master's vote counts. */
-  redlock_options_t *opts = sf_options(fx, 0, 1, REDLOCK_LOG_WARN);
+  redlock_options_t *opts = fx_options(fx, 0, 1, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_quarantine(opts, 1), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, SHORT_MAX_TTL), 0);
-  redlock_t *d = sf_open(fx, 0, opts);
+  redlock_t *d = fx_open(fx, 0, opts);
   redlock_lock_t *lock = NULL;
-  int rc = sf_trylock_until(d, res, SHORT_MAX_TTL, 3 * (int)SHORT_MAX_TTL, &lock);
+  int rc = fx_trylock_until(d, res, SHORT_MAX_TTL, 3 * (int)SHORT_MAX_TTL, &lock);
   uint64_t t_won = rh_now_ms();
   assert_int_equal(rc, REDLOCK_OK);
   assert_int_equal(redlock_unlock(d, lock), REDLOCK_OK);
@@ -260,15 +251,9 @@ static void test_quarantine_lasts_max_ttl_since_start(void **state) {
              "(%u ms): INFO said uptime_in_seconds:%ld when it was at most %llu ms old, and the "
              "quarantine was cut by that much; log:\n%s",
              (unsigned long long)(t_won - t_restart), SHORT_MAX_TTL, reported,
-             (unsigned long long)real_ms, sf_log_text(fx, 0));
+             (unsigned long long)real_ms, fx_log_text(fx, 0));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_quarantine_blocks_forgetful_master, sf_setup_5,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_quarantine_lasts_max_ttl_since_start, sf_setup_1,
-                                      sf_teardown),
-  };
-  return cmocka_run_group_tests_name("safety: restart quarantine", tests, NULL, NULL);
-}
+FX_MAIN("safety: restart quarantine", &fx_profile_safety,
+        FX_TEST(test_quarantine_blocks_forgetful_master, 5),
+        FX_TEST(test_quarantine_lasts_max_ttl_since_start, 1))

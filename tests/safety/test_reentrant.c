@@ -15,22 +15,15 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define TTL 10000u
 
-static redlock_t *open_client(sf_fixture_t *fx, int slot, int reentrant, int fencing) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+static redlock_t *open_client(fx_t *fx, int slot, int reentrant, int fencing) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_reentrant(opts, reentrant), REDLOCK_OK);
   assert_int_equal(redlock_options_set_fencing(opts, fencing), REDLOCK_OK);
-  return sf_open(fx, slot, opts);
-}
-
-static void assert_key_on_quorum(sf_fixture_t *fx, const char *key, const char *value) {
-  size_t held = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    held += (size_t)sf_key_is(fx->servers[i], key, value);
-  assert_true(held >= fx->n / 2 + 1);
+  return fx_open(fx, slot, opts);
 }
 
 typedef struct {
@@ -49,7 +42,7 @@ static void *other_thread_trylock(void *arg) {
 }
 
 static void test_reentrant_holds_share_the_lock(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 1);
   redlock_t *other = open_client(fx, 1, 0, 1);
   const char *res = "reentrant:shared";
@@ -65,7 +58,7 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   assert_string_equal(redlock_lock_resource(second), res);
   assert_true(redlock_lock_fence(first) > 0);
   assert_true(redlock_lock_fence(second) == redlock_lock_fence(first));
-  assert_key_on_quorum(fx, res, redlock_lock_value(first));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(first));
 
   /* Another thread of the same client is not the owner: excluded. */
   other_thread_t t = {c, res, 0};
@@ -81,16 +74,16 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   /* Extending through a hold extends the shared lock. */
   assert_int_equal(redlock_extend(c, second, 2 * TTL), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(first) > (int64_t)TTL);
-  assert_true(sf_pttl(fx->servers[0], res) > (long long)TTL ||
-              sf_pttl(fx->servers[1], res) > (long long)TTL);
+  assert_true(fx_pttl(fx->servers[0], res) > (long long)TTL ||
+              fx_pttl(fx->servers[1], res) > (long long)TTL);
 
   /* Unlocking the first handle leaves the lock held by the others. */
   assert_int_equal(redlock_unlock(c, first), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, first), REDLOCK_EINVAL); /* double unlock */
-  assert_key_on_quorum(fx, res, redlock_lock_value(second));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(second));
   assert_int_equal(redlock_trylock(other, res, TTL, &foreign), REDLOCK_ELOCKED);
   assert_int_equal(redlock_unlock(c, third), REDLOCK_OK);
-  assert_key_on_quorum(fx, res, redlock_lock_value(second));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(second));
   assert_false(redlock_lock_is_lost(second));
 
   /* The last unlock releases it in Redis. */
@@ -99,7 +92,7 @@ static void test_reentrant_holds_share_the_lock(void **state) {
   assert_int_equal(redlock_unlock(c, second), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, second), REDLOCK_EINVAL);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
   assert_int_equal(redlock_trylock(other, res, TTL, &foreign), REDLOCK_OK);
   assert_int_equal(redlock_unlock(other, foreign), REDLOCK_OK);
 
@@ -110,21 +103,21 @@ static void test_reentrant_holds_share_the_lock(void **state) {
 }
 
 static void test_close_releases_every_hold(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 0);
   const char *res = "reentrant:close";
   redlock_lock_t *a = NULL, *b = NULL;
   assert_int_equal(redlock_lock(c, res, TTL, &a), REDLOCK_OK);
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, a), REDLOCK_OK); /* b still holds it */
-  assert_key_on_quorum(fx, res, redlock_lock_value(b));
-  sf_close(fx, 0); /* frees b too (ASan would see a leak otherwise) */
+  fx_assert_on_quorum(fx, res, redlock_lock_value(b));
+  fx_close(fx, 0); /* frees b too (ASan would see a leak otherwise) */
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
 }
 
 static void test_off_by_default(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 0, 0);
   const char *res = "reentrant:off";
   redlock_lock_t *a = NULL, *b = NULL;
@@ -135,30 +128,22 @@ static void test_off_by_default(void **state) {
 }
 
 static void test_expired_lock_is_not_reentered(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   redlock_t *c = open_client(fx, 0, 1, 0);
   const char *res = "reentrant:expired";
   redlock_lock_t *a = NULL, *b = NULL;
   assert_int_equal(redlock_lock(c, res, 300, &a), REDLOCK_OK);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 5000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 5000));
   assert_true(redlock_lock_is_lost(a));
   /* A lock past its validity is not shared: this is a new acquisition. */
   assert_int_equal(redlock_lock(c, res, TTL, &b), REDLOCK_OK);
   assert_string_not_equal(redlock_lock_value(a), redlock_lock_value(b));
   assert_int_equal(redlock_unlock(c, a), REDLOCK_ELOST);
-  assert_key_on_quorum(fx, res, redlock_lock_value(b));
+  fx_assert_on_quorum(fx, res, redlock_lock_value(b));
   assert_int_equal(redlock_unlock(c, b), REDLOCK_OK);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_reentrant_holds_share_the_lock, sf_setup_3,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_close_releases_every_hold, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_off_by_default, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_expired_lock_is_not_reentered, sf_setup_3,
-                                      sf_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_reentrant_holds_share_the_lock, 3),
+        FX_TEST(test_close_releases_every_hold, 3), FX_TEST(test_off_by_default, 3),
+        FX_TEST(test_expired_lock_is_not_reentered, 3))

@@ -19,14 +19,14 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define READ_DEADLINE_MS 3000
 
 /* A subscriber connection on one server, subscribed to `n` channels. */
 static redisContext *subscribe(rh_server_t *s, const char *const *channels, size_t n) {
-  redisContext *ctx = sf_redis(s, READ_DEADLINE_MS);
+  redisContext *ctx = fx_redis(s, READ_DEADLINE_MS);
   for (size_t k = 0; k < n; k++) {
     redisReply *r = redisCommand(ctx, "SUBSCRIBE %s", channels[k]);
     assert_non_null(r);
@@ -59,16 +59,16 @@ static void expect_message(redisContext *ctx, const char *channel, const char *p
   freeReplyObject(r);
 }
 
-static void unlock_publishes(sf_fixture_t *fx, const char *prefix) {
+static void unlock_publishes(fx_t *fx, const char *prefix) {
   const char *res = "sf:publish";
   char channel[128];
   snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s%s", prefix, res);
   const char *const channels[] = {channel};
-  redlock_options_t *opts = sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
+  redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
   if (prefix[0] != '\0')
     assert_int_equal(redlock_options_set_key_prefix(opts, prefix), 0);
-  redlock_t *c = sf_open(fx, 0, opts);
-  redisContext *subs[SF_MAX_SERVERS];
+  redlock_t *c = fx_open(fx, 0, opts);
+  redisContext *subs[FX_MAX_SERVERS];
   for (size_t i = 0; i < fx->n; i++)
     subs[i] = subscribe(fx->servers[i], channels, 1);
   redlock_lock_t *lock = NULL;
@@ -79,7 +79,7 @@ static void unlock_publishes(sf_fixture_t *fx, const char *prefix) {
   snprintf(key, sizeof key, "%s%s", prefix, res);
   size_t held = 0;
   for (size_t i = 0; i < fx->n; i++)
-    held += (size_t)sf_key_is(fx->servers[i], key, redlock_lock_value(lock));
+    held += (size_t)fx_key_is(fx->servers[i], key, redlock_lock_value(lock));
   assert_true(held >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 
@@ -94,10 +94,10 @@ static void test_unlock_publishes_on_every_master(void **state) { unlock_publish
 static void test_unlock_publishes_prefixed_key(void **state) { unlock_publishes(*state, "app:"); }
 
 static void test_unlock_many_publishes_each_key(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *const res[] = {"sf:publish:a", "sf:publish:b"};
   const char *const channels[] = {CHANNEL_PREFIX "sf:publish:a", CHANNEL_PREFIX "sf:publish:b"};
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redisContext *sub = subscribe(fx->servers[0], channels, 2);
   redlock_lock_t *lock = NULL;
 
@@ -112,10 +112,10 @@ static void test_unlock_many_publishes_each_key(void **state) {
 /* One master only, so that the unlock's answer means its release ran there:
  * a sentinel published afterwards must be the next message. */
 static void test_release_of_foreign_key_is_silent(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:publish:silent";
   const char *const channels[] = {CHANNEL_PREFIX "sf:publish:silent"};
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, 1, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, 1, REDLOCK_LOG_WARN));
   redisContext *sub = subscribe(fx->servers[0], channels, 1);
   redlock_lock_t *lock = NULL;
   char buf[64];
@@ -125,7 +125,7 @@ static void test_release_of_foreign_key_is_silent(void **state) {
   assert_int_equal(
       rh_server_command(fx->servers[0], buf, sizeof buf, "SET %s someone-else PX 60000", res), 0);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_ELOST);
-  assert_true(sf_key_is(fx->servers[0], res, "someone-else"));
+  assert_true(fx_key_is(fx->servers[0], res, "someone-else"));
   assert_int_equal(
       rh_server_command(fx->servers[0], buf, sizeof buf, "PUBLISH %s sentinel", channels[0]), 0);
   expect_message(sub, channels[0], "sentinel");
@@ -138,14 +138,8 @@ static void test_release_of_foreign_key_is_silent(void **state) {
   redisFree(sub);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_unlock_publishes_on_every_master, sf_setup_3,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_unlock_publishes_prefixed_key, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_unlock_many_publishes_each_key, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_release_of_foreign_key_is_silent, sf_setup_1,
-                                      sf_teardown),
-  };
-  return cmocka_run_group_tests_name("safety: release notifications", tests, NULL, NULL);
-}
+FX_MAIN("safety: release notifications", &fx_profile_safety,
+        FX_TEST(test_unlock_publishes_on_every_master, 3),
+        FX_TEST(test_unlock_publishes_prefixed_key, 3),
+        FX_TEST(test_unlock_many_publishes_each_key, 3),
+        FX_TEST(test_release_of_foreign_key_is_silent, 1))

@@ -38,15 +38,14 @@
 
 #include <cmocka.h>
 
-#include "prim_common.h"
-#include "sf_common.h"
+#include "fixture.h"
 
 #define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define FALLBACK_MS 10000u
 #define WAKE_BOUND_MS 2000u
 /* The intent's lease in these tests: PRIM_RW_INTENT_TTL_MS (2 s) + 2 request
- * timeouts (SF_REQUEST_MS). */
-#define INTENT_LEASE_MS (2000u + 2 * SF_REQUEST_MS)
+ * timeouts (FX_SF_REQUEST_MS). */
+#define INTENT_LEASE_MS (2000u + 2 * FX_SF_REQUEST_MS)
 
 typedef struct {
   char write[160], read[160], intent[160], channel[192];
@@ -68,106 +67,33 @@ static long zscore_present(rh_server_t *s, const char *key, const char *member) 
 }
 
 /* Masters (of the first n) on which the hold is recorded. */
-static size_t hold_on(sf_fixture_t *fx, size_t n, const char *name, redlock_lock_t *h, int write) {
+static size_t hold_on(fx_t *fx, size_t n, const char *name, redlock_lock_t *h, int write) {
   rw_keys_t k = keys_of(name);
   size_t on = 0;
   for (size_t i = 0; i < n; i++)
-    on += write ? (size_t)sf_key_is(fx->servers[i], k.write, redlock_lock_value(h))
+    on += write ? (size_t)fx_key_is(fx->servers[i], k.write, redlock_lock_value(h))
                 : (size_t)zscore_present(fx->servers[i], k.read, redlock_lock_value(h));
   return on;
 }
 
-static void assert_hold(sf_fixture_t *fx, const char *name, redlock_lock_t *h, int write) {
+static void assert_hold(fx_t *fx, const char *name, redlock_lock_t *h, int write) {
   if (hold_on(fx, fx->n, name, h, write) < fx->n / 2 + 1)
     fail_msg("%s hold on %s is not on a quorum", write ? "write" : "read", name);
 }
 
-typedef struct {
-  sf_fixture_t *fx;
-  const char *key;
-  long want;
-} zcard_wait_t;
-
-static int zcard_pred(void *arg) {
-  zcard_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (prim_zcard(w->fx->servers[i], w->key) != w->want)
-      return 0;
-  return 1;
-}
-
-static void assert_zcard_everywhere(sf_fixture_t *fx, const char *key, long want) {
-  zcard_wait_t w = {fx, key, want};
-  if (!rh_wait_until(zcard_pred, &w, 5000))
+static void assert_zcard_everywhere(fx_t *fx, const char *key, long want) {
+  if (!fx_wait_every_master(fx, fx_zcard, key, want, 5000))
     fail_msg("%s does not have %ld members on every master", key, want);
-}
-
-static void assert_absent_everywhere(sf_fixture_t *fx, const char *key, int timeout_ms) {
-  for (size_t i = 0; i < fx->n; i++)
-    if (!sf_wait_key_absent(fx->servers[i], key, timeout_ms))
-      fail_msg("%s still on master %zu after %d ms", key, i, timeout_ms);
-}
-
-static redlock_options_t *retry_options(sf_fixture_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
-}
-
-/* ---- a call in a thread ------------------------------------------------------------ */
-
-typedef struct {
-  redlock_t *client;
-  const char *name;
-  int write;
-  uint32_t ttl, wait_ms;
-  sf_event_t done;
-  uint64_t t_done;
-  int rc;
-  redlock_lock_t *hold;
-  pthread_t thread;
-} call_t;
-
-static void *call_main(void *arg) {
-  call_t *c = arg;
-  c->rc = c->write ? redlock_rwlock_write(c->client, c->name, c->ttl, c->wait_ms, &c->hold)
-                   : redlock_rwlock_read(c->client, c->name, c->ttl, c->wait_ms, &c->hold);
-  c->t_done = rh_now_ms();
-  sf_event_post(&c->done);
-  return NULL;
-}
-
-static void call_start(call_t *c, redlock_t *client, const char *name, int write, uint32_t ttl,
-                       uint32_t wait_ms) {
-  memset(c, 0, sizeof *c);
-  c->client = client;
-  c->name = name;
-  c->write = write;
-  c->ttl = ttl;
-  c->wait_ms = wait_ms;
-  c->rc = 1;
-  sf_event_init(&c->done);
-  assert_int_equal(pthread_create(&c->thread, NULL, call_main, c), 0);
-}
-
-/* Waits for the call to end (it does by its wait budget at the latest). */
-static int call_join(call_t *c, int timeout_ms) {
-  int done = sf_event_wait(&c->done, timeout_ms);
-  if (!done)
-    sf_event_wait(&c->done, (int)c->wait_ms + 10000);
-  pthread_join(c->thread, NULL);
-  sf_event_destroy(&c->done);
-  return done;
 }
 
 /* ---- readers share, writers wait ------------------------------------------------------ */
 
 static void test_rw_readers_share(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:share";
   rw_keys_t k = keys_of(name);
-  redlock_t *c0 = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c1 = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *r[4] = {NULL}, *w = NULL;
 
   assert_int_equal(redlock_rwlock_read(c0, name, 10000, 0, &r[0]), REDLOCK_OK);
@@ -183,26 +109,26 @@ static void test_rw_readers_share(void **state) {
   /* A one-shot writer is refused and leaves no intent behind. */
   assert_int_equal(redlock_rwlock_write(c1, name, 10000, 0, &w), REDLOCK_ELOCKED);
   assert_null(w);
-  assert_int_equal(prim_exists_on(fx, fx->n, k.intent), 0);
+  assert_int_equal(fx_exists_on(fx, fx->n, k.intent), 0);
   /* A waiting one times out, and withdraws its intent at once. */
   assert_int_equal(redlock_rwlock_write(c1, name, 10000, 400, &w), REDLOCK_ETIMEDOUT);
   uint64_t t_gave_up = rh_now_ms();
-  assert_absent_everywhere(fx, k.intent, 5000);
+  fx_assert_absent_everywhere(fx, k.intent, 5000);
   if (rh_now_ms() - t_gave_up >= INTENT_LEASE_MS - 500)
     fail_msg("the intent went only when its lease ended: not withdrawn");
   /* So readers are welcome again. */
   assert_int_equal(redlock_rwlock_read(c1, name, 10000, 0, &r[3]), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
     assert_int_equal(redlock_unlock(i < 2 ? c0 : c1, r[i]), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
 }
 
 static void test_rw_writer_excludes(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:excl";
   rw_keys_t k = keys_of(name);
-  redlock_t *c0 = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c1 = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *w = NULL, *x = NULL;
 
   assert_int_equal(redlock_rwlock_write(c0, name, 10000, 0, &w), REDLOCK_OK);
@@ -219,7 +145,7 @@ static void test_rw_writer_excludes(void **state) {
   assert_int_equal(redlock_unlock(c1, x), REDLOCK_OK);
 
   assert_int_equal(redlock_unlock(c0, w), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.write, 3000);
+  fx_assert_absent_everywhere(fx, k.write, 3000);
   assert_int_equal(redlock_rwlock_read(c1, name, 10000, 0, &x), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, x), REDLOCK_OK);
 }
@@ -227,27 +153,32 @@ static void test_rw_writer_excludes(void **state) {
 /* ---- a waiting writer is not starved ---------------------------------------------------- */
 
 static void test_rw_waiting_writer_blocks_readers(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:intent";
   rw_keys_t k = keys_of(name);
-  redlock_t *c0 = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = sf_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
-  redlock_t *c2 = sf_open(fx, 2, retry_options(fx, 2, FALLBACK_MS));
+  redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
+  redlock_t *c2 = fx_open(fx, 2, fx_options_retry(fx, 2, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *r = NULL, *x = NULL;
 
   assert_int_equal(redlock_rwlock_read(c0, name, 20000, 0, &r), REDLOCK_OK);
-  call_t writer;
-  call_start(&writer, c1, name, 1, 20000, 15000);
+  fx_call_t writer = {.fn = fx_call_rwlock,
+                      .client = c1,
+                      .name = name,
+                      .write = 1,
+                      .ttl_ms = 20000,
+                      .wait_ms = 15000};
+  fx_call_start(&writer);
   /* The writer waits: its intent is on every master, and new readers are
    * refused while it waits. */
-  int intent_everywhere = prim_wait_exists_on(fx, fx->n, k.intent, fx->n, 5000);
+  int intent_everywhere = fx_wait_exists_on(fx, fx->n, k.intent, fx->n, 5000);
   int reader_rc = redlock_rwlock_read(c2, name, 10000, 0, &x);
   char votes[512];
   redlock_last_votes(c2, votes, sizeof votes);
-  int early = sf_event_wait(&writer.done, 0);
+  int early = fx_event_wait(&writer.done, 0);
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(c0, r);
-  int done = call_join(&writer, 10000);
+  int done = fx_call_join(&writer, 10000);
 
   assert_true(intent_everywhere);
   assert_int_equal(reader_rc, REDLOCK_ELOCKED);
@@ -260,17 +191,22 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   /* The waiting writer retries at least every 500 ms (refreshing its
    * intent), and is woken by the reader's release. */
   assert_true(writer.t_done - t_unlock < WAKE_BOUND_MS);
-  assert_hold(fx, name, writer.hold, 1);
-  assert_absent_everywhere(fx, k.intent, 3000); /* dropped by the grant */
+  assert_hold(fx, name, writer.lock, 1);
+  fx_assert_absent_everywhere(fx, k.intent, 3000); /* dropped by the grant */
 
   /* A reader waiting on the writer is woken by its release. */
-  call_t reader;
-  call_start(&reader, c2, name, 0, 10000, 15000);
-  int subscribed = prim_wait_subscribed(fx, fx->n, k.channel, 1, 5000);
-  early = sf_event_wait(&reader.done, 0);
+  fx_call_t reader = {.fn = fx_call_rwlock,
+                      .client = c2,
+                      .name = name,
+                      .write = 0,
+                      .ttl_ms = 10000,
+                      .wait_ms = 15000};
+  fx_call_start(&reader);
+  int subscribed = fx_wait_subscribed(fx, fx->n, k.channel, 1, 5000);
+  early = fx_event_wait(&reader.done, 0);
   t_unlock = rh_now_ms();
-  unlock_rc = redlock_unlock(c1, writer.hold);
-  done = call_join(&reader, (int)FALLBACK_MS + 5000);
+  unlock_rc = redlock_unlock(c1, writer.lock);
+  done = fx_call_join(&reader, (int)FALLBACK_MS + 5000);
   assert_true(subscribed);
   assert_false(early);
   assert_int_equal(unlock_rc, REDLOCK_OK);
@@ -280,9 +216,9 @@ static void test_rw_waiting_writer_blocks_readers(void **state) {
   if (after >= WAKE_BOUND_MS)
     fail_msg("the reader got in %llu ms after the writer's release (fallback %u ms): not woken",
              (unsigned long long)after, FALLBACK_MS);
-  if (getenv("SF_VERBOSE") != NULL)
+  if (fx_verbose())
     print_message("reader woken %llu ms after the release\n", (unsigned long long)after);
-  assert_int_equal(redlock_unlock(c2, reader.hold), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(c2, reader.lock), REDLOCK_OK);
 }
 
 /* Readers keep coming, always overlapping: STREAMS threads, started
@@ -316,7 +252,7 @@ static void *reader_stream(void *arg) {
 }
 
 static void test_rw_writer_not_starved(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:stream";
   rw_keys_t k = keys_of(name);
   atomic_int stop;
@@ -324,14 +260,15 @@ static void test_rw_writer_not_starved(void **state) {
   stream_t streams[STREAMS];
   pthread_t threads[STREAMS];
   for (int i = 0; i < STREAMS; i++)
-    streams[i] = (stream_t){sf_open(fx, i, retry_options(fx, i, 20)), name, &stop, 0};
-  redlock_t *wc = sf_open(fx, STREAMS, retry_options(fx, STREAMS, 50));
+    streams[i] = (stream_t){fx_open(fx, i, fx_options_retry(fx, i, REDLOCK_LOG_WARN, -1, 20, 0)),
+                            name, &stop, 0};
+  redlock_t *wc = fx_open(fx, STREAMS, fx_options_retry(fx, STREAMS, REDLOCK_LOG_WARN, -1, 50, 0));
   for (int i = 0; i < STREAMS; i++) {
     assert_int_equal(pthread_create(&threads[i], NULL, reader_stream, &streams[i]), 0);
     struct timespec ts = {0, STREAM_HOLD_MS / STREAMS * 1000000L};
     nanosleep(&ts, NULL); /* staggered: the holds overlap */
   }
-  int flowing = prim_wait_exists_on(fx, fx->n, k.read, fx->n, 5000);
+  int flowing = fx_wait_exists_on(fx, fx->n, k.read, fx->n, 5000);
   redlock_lock_t *w = NULL;
   uint64_t t0 = rh_now_ms();
   int rc = redlock_rwlock_write(wc, name, 5000, 10000, &w);
@@ -349,7 +286,7 @@ static void test_rw_writer_not_starved(void **state) {
   if (rc != REDLOCK_OK)
     fail_msg("the writer was starved by the readers: %s after %llu ms", redlock_err_name(rc),
              (unsigned long long)took);
-  if (getenv("SF_VERBOSE") != NULL)
+  if (fx_verbose())
     print_message("writer admitted after %llu ms of readers (%u read holds)\n",
                   (unsigned long long)took, holds);
 }
@@ -357,19 +294,19 @@ static void test_rw_writer_not_starved(void **state) {
 /* ---- a writer that dies while waiting ------------------------------------------------ */
 
 static void test_rw_crashed_writer_intent_expires(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:crashed";
   rw_keys_t k = keys_of(name);
   /* Children first, before this process has client threads: a reader that
    * holds, and a writer that waits for it. */
-  pid_t reader = prim_child_start(fx, fx->n, PRIM_CHILD_READ, name, 0, 30000, 0);
-  assert_int_equal(prim_child_status(reader, 10000), REDLOCK_OK);
-  pid_t writer = prim_child_start(fx, fx->n, PRIM_CHILD_WRITE, name, 0, 30000, 60000);
-  assert_true(prim_wait_exists_on(fx, fx->n, k.intent, fx->n, 10000));
-  prim_child_kill(writer); /* dies waiting: nobody withdraws its intent */
+  pid_t reader = fx_child_start(fx, fx->n, FX_CHILD_READ, name, 0, 30000, 0);
+  assert_int_equal(fx_child_status(reader, 10000), REDLOCK_OK);
+  pid_t writer = fx_child_start(fx, fx->n, FX_CHILD_WRITE, name, 0, 30000, 60000);
+  assert_true(fx_wait_exists_on(fx, fx->n, k.intent, fx->n, 10000));
+  fx_child_kill(writer); /* dies waiting: nobody withdraws its intent */
   uint64_t t_dead = rh_now_ms();
 
-  redlock_t *c = sf_open(fx, 0, retry_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *r = NULL;
   if (rh_now_ms() - t_dead < 1000) /* the intent is certainly still there */
     assert_int_equal(redlock_rwlock_read(c, name, 10000, 0, &r), REDLOCK_ELOCKED);
@@ -379,15 +316,15 @@ static void test_rw_crashed_writer_intent_expires(void **state) {
     fail_msg("readers were blocked %llu ms by a dead writer's intent (lease %u ms)",
              (unsigned long long)took, INTENT_LEASE_MS);
   assert_hold(fx, name, r, 0);
-  assert_int_equal(prim_exists_on(fx, fx->n, k.intent), 0);
+  assert_int_equal(fx_exists_on(fx, fx->n, k.intent), 0);
   assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
-  prim_child_kill(reader);
+  fx_child_kill(reader);
 }
 
 /* ---- extend, watch, unlock, close -------------------------------------------------------- */
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   const char *name;
   redlock_lock_t *r, *w;
   uint64_t until;
@@ -406,27 +343,13 @@ static int survive_poll(void *arg) {
   return s->broken || rh_now_ms() >= s->until;
 }
 
-typedef struct {
-  sf_fixture_t *fx;
-  const char *key;
-  long long above;
-} pttl_wait_t;
-
-static int pttl_above_pred(void *arg) {
-  pttl_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (sf_pttl(w->fx->servers[i], w->key) <= w->above)
-      return 0;
-  return 1;
-}
-
 static void test_rw_extend_watch_unlock(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:ext";
   char wname[96];
   snprintf(wname, sizeof wname, "%s:w", name);
   rw_keys_t k = keys_of(name), kw = keys_of(wname);
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *r = NULL, *w = NULL, *x = NULL;
 
   assert_int_equal(redlock_rwlock_read(c, name, 1000, 0, &r), REDLOCK_OK);
@@ -434,9 +357,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_int_equal(redlock_extend(c, r, 8000), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, w, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(r) > 5000 && redlock_lock_validity_ms(w) > 5000);
-  pttl_wait_t pr = {fx, k.read, 5000}, pw = {fx, kw.write, 5000};
-  assert_true(rh_wait_until(pttl_above_pred, &pr, 3000));
-  assert_true(rh_wait_until(pttl_above_pred, &pw, 3000));
+  assert_true(fx_wait_keys_pttl_above(fx, (const char *const[]){k.read}, 1, 5000, 3000));
+  assert_true(fx_wait_keys_pttl_above(fx, (const char *const[]){kw.write}, 1, 5000, 3000));
 
   /* Watched with a short ttl: both outlive it several times over. */
   assert_int_equal(redlock_extend(c, r, 400), REDLOCK_OK);
@@ -448,8 +370,8 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_false(s.broken);
   assert_int_equal(redlock_unlock(c, r), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, w), REDLOCK_OK);
-  assert_absent_everywhere(fx, k.read, 3000);
-  assert_absent_everywhere(fx, kw.write, 3000);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, kw.write, 3000);
 
   /* Expired holds: extend refuses them, unlock reports they were gone. */
   assert_int_equal(redlock_rwlock_read(c, name, 200, 0, &r), REDLOCK_OK);
@@ -463,24 +385,24 @@ static void test_rw_extend_watch_unlock(void **state) {
   assert_int_equal(redlock_unlock(c, w), REDLOCK_ELOST);
 
   /* close releases what is held. */
-  redlock_t *d = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *d = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   assert_int_equal(redlock_rwlock_read(d, name, 20000, 0, &x), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_write(d, wname, 20000, 0, &x), REDLOCK_OK);
-  sf_close(fx, 1);
-  assert_absent_everywhere(fx, k.read, 3000);
-  assert_absent_everywhere(fx, kw.write, 3000);
+  fx_close(fx, 1);
+  fx_assert_absent_everywhere(fx, k.read, 3000);
+  fx_assert_absent_everywhere(fx, kw.write, 3000);
 }
 
 /* ---- fencing ------------------------------------------------------------------------- */
 
 static void test_rw_fencing(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:fence";
   redlock_t *c[2];
   for (int i = 0; i < 2; i++) {
-    redlock_options_t *opts = sf_options(fx, i, fx->n, REDLOCK_LOG_WARN);
+    redlock_options_t *opts = fx_options(fx, i, fx->n, REDLOCK_LOG_WARN);
     assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-    c[i] = sf_open(fx, i, opts);
+    c[i] = fx_open(fx, i, opts);
   }
   redlock_lock_t *w = NULL, *r1 = NULL, *r2 = NULL;
   uint64_t last_write = 0;
@@ -512,23 +434,23 @@ static void test_rw_fencing(void **state) {
  * reconnections on a loaded machine. */
 #define Q_MAX_TTL 8000u
 
-static redlock_options_t *quarantine_options(sf_fixture_t *fx, int slot, int on) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_INFO);
+static redlock_options_t *quarantine_options(fx_t *fx, int slot, int on) {
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_quarantine(opts, on), 0);
   assert_int_equal(redlock_options_set_max_ttl(opts, Q_MAX_TTL), 0);
   return opts;
 }
 
 static void test_rw_quarantine(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:rw:quarantine";
   rw_keys_t k = keys_of(name);
   char buf[64];
-  redlock_t *a = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *b = sf_open(fx, 1, quarantine_options(fx, 1, 1));
-  redlock_t *c = sf_open(fx, 2, quarantine_options(fx, 2, 0));
+  redlock_t *a = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, 1, quarantine_options(fx, 1, 1));
+  redlock_t *c = fx_open(fx, 2, quarantine_options(fx, 2, 0));
   /* B waits out the fresh masters' initial quarantine. */
-  assert_true(sf_wait_votes_count(fx, b, fx->n, 0x1f, 3 * (int)Q_MAX_TTL));
+  assert_true(fx_wait_votes_count(fx, b, fx->n, 0x1f, 3 * (int)Q_MAX_TTL));
 
   /* A's read hold lands on {0,1,2} only: a foreign writer holds 3 and 4. */
   for (size_t i = 3; i < 5; i++)
@@ -544,12 +466,12 @@ static void test_rw_quarantine(void **state) {
   assert_int_equal(rh_server_kill(fx->servers[0]), 0);
   assert_int_equal(rh_server_restart(fx->servers[0]), 0);
   char label[64], needle[96];
-  sf_label(fx->servers[0], label, sizeof label);
+  fx_label(fx->servers[0], label, sizeof label);
   snprintf(needle, sizeof needle, "master %s restarted", label);
-  if (!sf_wait_log(fx, 1, needle, 5000))
-    fail_msg("B did not see the restart; log:\n%s", sf_log_text(fx, 1));
-  if (!sf_wait_log(fx, 2, needle, 5000))
-    fail_msg("C did not see the restart; log:\n%s", sf_log_text(fx, 2));
+  if (!fx_wait_log(fx, 1, needle, 5000))
+    fail_msg("B did not see the restart; log:\n%s", fx_log_text(fx, 1));
+  if (!fx_wait_log(fx, 2, needle, 5000))
+    fail_msg("C did not see the restart; log:\n%s", fx_log_text(fx, 2));
 
   /* B (quarantine on) must not get the write lock while A's read is valid. */
   int b_rc = redlock_rwlock_write(b, name, 1000, 0, &w);
@@ -561,12 +483,12 @@ static void test_rw_quarantine(void **state) {
    * quarantined master executes commands; only its vote does not count) and
    * its clean-up is on its way on B's connections: let it land, or C's
    * attempt may find B's leftovers. */
-  assert_absent_everywhere(fx, k.write, 5000);
+  fx_assert_absent_everywhere(fx, k.write, 5000);
   /* C (quarantine off) is: the danger the quarantine exists for. */
   int c_rc = redlock_rwlock_write(c, name, 1000, 0, &w);
   a_validity = redlock_lock_validity_ms(r);
   assert_int_equal(c_rc, REDLOCK_OK);
-  if (getenv("SF_VERBOSE") != NULL)
+  if (fx_verbose())
     print_message("writer without quarantine admitted with the reader's validity at %lld ms\n",
                   (long long)a_validity);
   assert_int_equal(redlock_unlock(c, w), REDLOCK_OK);
@@ -578,94 +500,33 @@ static void test_rw_quarantine(void **state) {
 #define CHAOS_WORKERS 3
 #define CHAOS_MS 8000u
 
-typedef struct {
-  prim_history_t *history;
-  atomic_int *stop;
-  redlock_t *client;
-  unsigned seed;
-  unsigned reads, writes;
-  int errors;
-  int first_error;
-} worker_t;
-
-static void *chaos_worker(void *arg) {
-  worker_t *w = arg;
-  while (!atomic_load(w->stop)) {
-    int write = rand_r(&w->seed) % 3 == 0;
-    redlock_lock_t *h = NULL;
-    int rc = write ? redlock_rwlock_write(w->client, "sf:rw:chaos", 1500, 1000, &h)
-                   : redlock_rwlock_read(w->client, "sf:rw:chaos", 1500, 1000, &h);
-    if (rc != REDLOCK_OK) {
-      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
-        w->first_error = rc;
-      continue;
-    }
-    uint64_t start = prim_now_us();
-    int64_t validity = redlock_lock_validity_ms(h);
-    struct timespec ts = {0, (long)(rand_r(&w->seed) % 80000u) * 1000L};
-    nanosleep(&ts, NULL);
-    prim_history_add(w->history, start, validity, prim_now_us(), write);
-    redlock_unlock(w->client, h);
-    if (write)
-      w->writes++;
-    else
-      w->reads++;
-  }
-  return NULL;
+/* A write one time in three. */
+static int rw_acquire(redlock_t *client, unsigned *seed, redlock_lock_t **hold, int *exclusive) {
+  *exclusive = rand_r(seed) % 3 == 0;
+  return *exclusive ? redlock_rwlock_write(client, "sf:rw:chaos", 1500, 1000, hold)
+                    : redlock_rwlock_read(client, "sf:rw:chaos", 1500, 1000, hold);
 }
 
 static void test_rw_chaos(void **state) {
-  sf_fixture_t *fx = *state;
-  static prim_history_t history;
-  prim_history_init(&history);
-  atomic_int stop;
-  atomic_init(&stop, 0);
-  worker_t workers[CHAOS_WORKERS];
-  pthread_t threads[CHAOS_WORKERS];
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    redlock_options_t *opts = sf_options(fx, i, fx->n, REDLOCK_LOG_ERROR);
-    assert_int_equal(redlock_options_set_retry(opts, -1, 30, 30), 0);
-    workers[i] = (worker_t){&history, &stop, sf_open(fx, i, opts), 99u + (unsigned)i, 0, 0, 0, 0};
-  }
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
-  prim_pause_chaos(fx, CHAOS_MS, 7);
-  atomic_store(&stop, 1);
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    pthread_join(threads[i], NULL);
-
-  unsigned reads = 0, writes = 0;
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    reads += workers[i].reads;
-    writes += workers[i].writes;
-    if (workers[i].errors != 0)
-      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
-               redlock_err_name(workers[i].first_error));
-  }
-  size_t bad = prim_history_exclusive_overlaps(&history);
-  if (getenv("SF_VERBOSE") != NULL)
+  fx_t *fx = *state;
+  static fx_history_t history;
+  fx_history_init(&history);
+  const fx_chaos_t chaos = {CHAOS_WORKERS, rw_acquire, 80000u, 99u, 7, CHAOS_MS};
+  unsigned writes = 0;
+  unsigned reads = fx_chaos_run(fx, &chaos, &history, &writes);
+  reads -= writes;
+  size_t bad = fx_history_exclusive_overlaps(&history);
+  if (fx_verbose())
     print_message("chaos: %u reads, %u writes, deepest overlap %d\n", reads, writes,
-                  prim_history_max_depth(&history));
+                  fx_history_max_depth(&history));
   assert_true(reads > 0 && writes > 0);
   if (bad != 0)
     fail_msg("%zu overlaps of a write hold with another hold", bad);
-  prim_history_destroy(&history);
+  fx_history_destroy(&history);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_rw_readers_share, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_writer_excludes, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_waiting_writer_blocks_readers, sf_setup_3,
-                                      prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_writer_not_starved, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_crashed_writer_intent_expires, sf_setup_3,
-                                      prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_extend_watch_unlock, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_fencing, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_quarantine, sf_setup_5, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_rw_chaos, sf_setup_5, prim_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_rw_readers_share, 3),
+        FX_TEST(test_rw_writer_excludes, 3), FX_TEST(test_rw_waiting_writer_blocks_readers, 3),
+        FX_TEST(test_rw_writer_not_starved, 3), FX_TEST(test_rw_crashed_writer_intent_expires, 3),
+        FX_TEST(test_rw_extend_watch_unlock, 3), FX_TEST(test_rw_fencing, 3),
+        FX_TEST(test_rw_quarantine, 5), FX_TEST(test_rw_chaos, 5))

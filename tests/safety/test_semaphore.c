@@ -48,8 +48,7 @@
 
 #include <cmocka.h>
 
-#include "prim_common.h"
-#include "sf_common.h"
+#include "fixture.h"
 
 #define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define FALLBACK_MS 10000u
@@ -57,20 +56,6 @@
 
 static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
   snprintf(buf, size, "%s:sem:%u", name, slot);
-}
-
-/* Masters (of the first n) holding value at key. */
-static size_t held_on(sf_fixture_t *fx, size_t n, const char *key, const char *value) {
-  size_t on = 0;
-  for (size_t i = 0; i < n; i++)
-    on += (size_t)sf_key_is(fx->servers[i], key, value);
-  return on;
-}
-
-/* The permit's slot key holds its value on at least a quorum of n. */
-static void assert_permit_held(sf_fixture_t *fx, size_t n, redlock_lock_t *p) {
-  if (held_on(fx, n, redlock_lock_resource(p), redlock_lock_value(p)) < n / 2 + 1)
-    fail_msg("permit %s is not on a quorum", redlock_lock_resource(p));
 }
 
 static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) {
@@ -85,19 +70,13 @@ static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) 
   assert_true(slot < limit);
 }
 
-static redlock_options_t *retry_options(sf_fixture_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
-}
-
 /* ---- limit holders admitted, the next refused -------------------------------------- */
 
 static void test_sem_admits_limit(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:admit";
-  redlock_t *c0 = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c1 = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *p[4] = {NULL};
 
   assert_int_equal(redlock_semaphore_acquire(c0, name, 3, 10000, 0, &p[0]), REDLOCK_OK);
@@ -105,7 +84,7 @@ static void test_sem_admits_limit(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 10000, 1000, &p[2]), REDLOCK_OK);
   for (int i = 0; i < 3; i++) {
     assert_slot_of(p[i], name, 3);
-    assert_permit_held(fx, fx->n, p[i]);
+    fx_assert_on_quorum(fx, redlock_lock_resource(p[i]), redlock_lock_value(p[i]));
     assert_true(redlock_lock_validity_ms(p[i]) > 0);
     assert_false(redlock_lock_is_lost(p[i]));
     assert_int_equal(redlock_lock_fence(p[i]), 0); /* fencing off */
@@ -133,7 +112,7 @@ static void test_sem_admits_limit(void **state) {
   snprintf(freed, sizeof freed, "%s", redlock_lock_resource(p[1]));
   assert_int_equal(redlock_unlock(c0, p[1]), REDLOCK_OK);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], freed, 3000));
+    assert_true(fx_wait_key_absent(fx->servers[i], freed, 3000));
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 10000, 0, &p[1]), REDLOCK_OK);
   assert_string_equal(redlock_lock_resource(p[1]), freed);
   assert_true(redlock_last_votes(c1, votes, sizeof votes) > 0);
@@ -147,77 +126,46 @@ static void test_sem_admits_limit(void **state) {
   assert_int_equal(redlock_unlock(c1, p[2]), REDLOCK_OK);
   for (int k = 0; k < 3; k++)
     for (size_t i = 0; i < fx->n; i++)
-      assert_true(sf_wait_key_absent(fx->servers[i], keys[k], 3000));
+      assert_true(fx_wait_key_absent(fx->servers[i], keys[k], 3000));
 }
 
 /* ---- a release wakes a waiter ------------------------------------------------------------ */
 
-typedef struct {
-  redlock_t *client;
-  const char *name;
-  uint32_t limit;
-  sf_event_t done;
-  uint64_t t_start, t_done;
-  int rc;
-  redlock_lock_t *permit;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->t_start = rh_now_ms();
-  w->rc =
-      redlock_semaphore_acquire(w->client, w->name, w->limit, 5000, FALLBACK_MS + 5000, &w->permit);
-  w->t_done = rh_now_ms();
-  sf_event_post(&w->done);
-  return NULL;
-}
-
 static void test_sem_release_wakes_waiter(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:wake";
   char channel[128];
   snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
-  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = sf_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
+  redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[2] = {NULL};
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[0]), REDLOCK_OK);
   assert_int_equal(redlock_semaphore_acquire(h, name, 2, 20000, 0, &p[1]), REDLOCK_OK);
 
-  waiter_t w;
-  memset(&w, 0, sizeof w);
-  w.client = wc;
-  w.name = name;
-  w.limit = 2;
-  sf_event_init(&w.done);
-  pthread_t thread;
-  assert_int_equal(pthread_create(&thread, NULL, waiter_main, &w), 0);
-  int subscribed = prim_wait_subscribed(fx, fx->n, channel, 1, 5000);
-  int early = sf_event_wait(&w.done, 0);
+  fx_call_t w = {.fn = fx_call_semaphore,
+                 .client = wc,
+                 .name = name,
+                 .limit = 2,
+                 .ttl_ms = 5000,
+                 .wait_ms = FALLBACK_MS + 5000};
+  fx_call_start(&w);
+  int subscribed = fx_wait_subscribed(fx, fx->n, channel, 1, 5000);
+  int early = fx_event_wait(&w.done, 0);
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(h, p[0]);
-  int woke = sf_event_wait(&w.done, (int)FALLBACK_MS + 5000);
-  if (!woke)
-    sf_event_wait(&w.done, (int)FALLBACK_MS + 10000); /* let the thread end before failing */
-  pthread_join(thread, NULL);
-  sf_event_destroy(&w.done);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   assert_true(subscribed);
   assert_false(early);
   assert_int_equal(unlock_rc, REDLOCK_OK);
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
-  uint64_t after = w.t_done - t_unlock;
-  if (after >= WAKE_BOUND_MS)
-    fail_msg("the waiter got its permit %llu ms after the release (bound %u ms, fallback "
-             "retry %u ms): not woken by the release",
-             (unsigned long long)after, WAKE_BOUND_MS, FALLBACK_MS);
-  if (getenv("SF_VERBOSE") != NULL)
-    print_message("woken %llu ms after the release\n", (unsigned long long)after);
-  assert_permit_held(fx, fx->n, w.permit);
-  assert_int_equal(redlock_unlock(wc, w.permit), REDLOCK_OK);
+  fx_assert_woken(w.t_done - t_unlock, WAKE_BOUND_MS, FALLBACK_MS, "the release");
+  fx_assert_on_quorum(fx, redlock_lock_resource(w.lock), redlock_lock_value(w.lock));
+  assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(h, p[1]), REDLOCK_OK);
   /* The waiter left the channel on every master. */
-  assert_true(prim_wait_subscribed_at_most(fx, fx->n, channel, 0, 5000));
+  assert_true(fx_wait_subscribed_at_most(fx, fx->n, channel, 0, 5000));
 }
 
 /* Several permits released together: each release wakes its own waiter (a
@@ -225,27 +173,27 @@ static void test_sem_release_wakes_waiter(void **state) {
 #define BURST 3
 
 static void test_sem_burst_wakes_each_waiter(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:burst";
   char channel[128];
   snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
-  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = sf_open(fx, 1, retry_options(fx, 1, FALLBACK_MS));
+  redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[BURST] = {NULL};
   for (int i = 0; i < BURST; i++)
     assert_int_equal(redlock_semaphore_acquire(h, name, BURST, 20000, 0, &p[i]), REDLOCK_OK);
 
-  waiter_t w[BURST];
-  pthread_t threads[BURST];
+  fx_call_t w[BURST];
   for (int i = 0; i < BURST; i++) {
-    memset(&w[i], 0, sizeof w[i]);
-    w[i].client = wc;
-    w[i].name = name;
-    w[i].limit = BURST;
-    sf_event_init(&w[i].done);
-    assert_int_equal(pthread_create(&threads[i], NULL, waiter_main, &w[i]), 0);
+    w[i] = (fx_call_t){.fn = fx_call_semaphore,
+                       .client = wc,
+                       .name = name,
+                       .limit = BURST,
+                       .ttl_ms = 5000,
+                       .wait_ms = FALLBACK_MS + 5000};
+    fx_call_start(&w[i]);
   }
-  int subscribed = prim_wait_subscribed(fx, fx->n, channel, 1, 5000);
+  int subscribed = fx_wait_subscribed(fx, fx->n, channel, 1, 5000);
   /* Every waiter has failed its first pass (and waits) once the
    * subscription is up; give the last ones a moment to get there too. */
   struct timespec ts = {0, 300 * 1000000L};
@@ -256,20 +204,14 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   int all = 1;
   uint64_t worst = 0;
   for (int i = 0; i < BURST; i++) {
-    int done = sf_event_wait(&w[i].done, (int)FALLBACK_MS + 5000);
-    if (!done)
-      sf_event_wait(&w[i].done, (int)FALLBACK_MS + 10000);
+    int done = fx_call_join(&w[i], (int)FALLBACK_MS + 5000);
     all = all && done && w[i].rc == REDLOCK_OK;
     if (w[i].t_done - t_unlock > worst)
       worst = w[i].t_done - t_unlock;
   }
-  for (int i = 0; i < BURST; i++) {
-    pthread_join(threads[i], NULL);
-    sf_event_destroy(&w[i].done);
-  }
   assert_true(subscribed);
   assert_true(all);
-  if (getenv("SF_VERBOSE") != NULL)
+  if (fx_verbose())
     print_message("last of %d waiters got its permit %llu ms after the burst\n", BURST,
                   (unsigned long long)worst);
   if (worst >= WAKE_BOUND_MS)
@@ -277,21 +219,21 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
              "not every release woke a waiter",
              (unsigned long long)worst, BURST, FALLBACK_MS);
   for (int i = 0; i < BURST; i++)
-    assert_int_equal(redlock_unlock(wc, w[i].permit), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(wc, w[i].lock), REDLOCK_OK);
 }
 
 /* ---- a dead holder's permit expires ----------------------------------------------------- */
 
 static void test_sem_dead_holder_expires(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:dead";
   /* Forked before this process has any client thread. */
-  pid_t child = prim_child_start(fx, fx->n, PRIM_CHILD_SEM, name, 1, 2000, 0);
-  assert_int_equal(prim_child_status(child, 10000), REDLOCK_OK);
-  prim_child_kill(child); /* dies holding the only permit */
+  pid_t child = fx_child_start(fx, fx->n, FX_CHILD_SEM, name, 1, 2000, 0);
+  assert_int_equal(fx_child_status(child, 10000), REDLOCK_OK);
+  fx_child_kill(child); /* dies holding the only permit */
   uint64_t t_dead = rh_now_ms();
 
-  redlock_t *c = sf_open(fx, 0, retry_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *p = NULL;
   char key[128];
   slot_key(key, sizeof key, name, 0);
@@ -300,32 +242,32 @@ static void test_sem_dead_holder_expires(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 8000, &p), REDLOCK_OK);
   assert_true(rh_now_ms() - t_dead < 6000);
   assert_string_equal(redlock_lock_resource(p), key);
-  assert_permit_held(fx, fx->n, p);
+  fx_assert_on_quorum(fx, redlock_lock_resource(p), redlock_lock_value(p));
   assert_int_equal(redlock_unlock(c, p), REDLOCK_OK);
 }
 
 /* ---- every client must pass the same limit ------------------------------------------------ */
 
 static void test_sem_limit_mismatch(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:mismatch";
   char limit_key[128];
   snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
-  redlock_t *c0 = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c1 = sf_open(fx, 1, retry_options(fx, 1, 50));
+  redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 50, 0));
   redlock_lock_t *p = NULL, *q = NULL;
 
   assert_int_equal(redlock_semaphore_acquire(c0, name, 3, 1000, 0, &p), REDLOCK_OK);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_key_is(fx->servers[i], limit_key, "3"));
+    assert_true(fx_key_is(fx->servers[i], limit_key, "3"));
   assert_int_equal(redlock_semaphore_acquire(c1, name, 2, 1000, 0, &q), REDLOCK_EINVAL);
   assert_null(q);
   /* Not retried: a wait does not turn a configuration error into a timeout. */
   uint64_t t0 = rh_now_ms();
   assert_int_equal(redlock_semaphore_acquire(c1, name, 2, 1000, 5000, &q), REDLOCK_EINVAL);
   assert_true(rh_now_ms() - t0 < 2000);
-  if (!sf_log_contains(fx, 1, "limit 2") || !sf_log_contains(fx, 1, "limit 3"))
-    fail_msg("the refusal's log does not name both limits:\n%s", sf_log_text(fx, 1));
+  if (!fx_log_contains(fx, 1, "limit 2") || !fx_log_contains(fx, 1, "limit 3"))
+    fail_msg("the refusal's log does not name both limits:\n%s", fx_log_text(fx, 1));
   assert_int_equal(redlock_semaphore_acquire(c0, name, 4, 1000, 0, &q), REDLOCK_EINVAL);
   /* The same limit still works beside the held permit. */
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 1000, 0, &q), REDLOCK_OK);
@@ -335,10 +277,10 @@ static void test_sem_limit_mismatch(void **state) {
   /* The limit key outlives the permits by at most their ttl; then the name
    * is free for another limit. */
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], limit_key, 3000));
+    assert_true(fx_wait_key_absent(fx->servers[i], limit_key, 3000));
   assert_int_equal(redlock_semaphore_acquire(c1, name, 2, 1000, 0, &q), REDLOCK_OK);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_key_is(fx->servers[i], limit_key, "2"));
+    assert_true(fx_key_is(fx->servers[i], limit_key, "2"));
   assert_int_equal(redlock_unlock(c1, q), REDLOCK_OK);
 }
 
@@ -347,18 +289,12 @@ static void test_sem_limit_mismatch(void **state) {
 #define BOUNDED_LIMIT 3u
 #define BOUNDED_CYCLES 40
 
-static redlock_options_t *fenced_options(sf_fixture_t *fx, int slot) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return opts;
-}
-
 static void test_sem_keys_bounded(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:bounded";
   redlock_t *c[2];
-  c[0] = sf_open(fx, 0, fenced_options(fx, 0));
-  c[1] = sf_open(fx, 1, fenced_options(fx, 1));
+  c[0] = fx_open(fx, 0, fx_options_fenced(fx, 0));
+  c[1] = fx_open(fx, 1, fx_options_fenced(fx, 1));
   uint64_t last_token[BOUNDED_LIMIT] = {0};
 
   for (int cycle = 0; cycle < BOUNDED_CYCLES; cycle++) {
@@ -380,8 +316,8 @@ static void test_sem_keys_bounded(void **state) {
                        REDLOCK_ELOCKED);
     }
     for (size_t i = 0; i < fx->n; i++) {
-      long data = prim_count_keys(fx->servers[i], "sf:sem:bounded*");
-      long fences = prim_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*");
+      long data = fx_count_keys(fx->servers[i], "sf:sem:bounded*");
+      long fences = fx_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*");
       if (data > (long)BOUNDED_LIMIT + 1 || fences > (long)BOUNDED_LIMIT)
         fail_msg("cycle %d, master %zu: %ld keys, %ld fence counters (limit %u)", cycle, i, data,
                  fences, BOUNDED_LIMIT);
@@ -393,9 +329,9 @@ static void test_sem_keys_bounded(void **state) {
   for (size_t i = 0; i < fx->n; i++) {
     char limit_key[128];
     snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
-    assert_true(sf_wait_key_absent(fx->servers[i], limit_key, 3000));
-    assert_int_equal(prim_count_keys(fx->servers[i], "sf:sem:bounded*"), 0);
-    assert_true(prim_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*") <=
+    assert_true(fx_wait_key_absent(fx->servers[i], limit_key, 3000));
+    assert_int_equal(fx_count_keys(fx->servers[i], "sf:sem:bounded*"), 0);
+    assert_true(fx_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*") <=
                 (long)BOUNDED_LIMIT);
   }
 }
@@ -403,7 +339,7 @@ static void test_sem_keys_bounded(void **state) {
 /* ---- extend, watch, close -------------------------------------------------------------- */
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   redlock_lock_t *p;
   uint64_t until;
   int broken;
@@ -413,42 +349,26 @@ typedef struct {
  * quorum or locally expired meanwhile. */
 static int survive_poll(void *arg) {
   survive_t *s = arg;
-  if (redlock_lock_is_lost(s->p) || held_on(s->fx, s->fx->n, redlock_lock_resource(s->p),
-                                            redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
+  if (redlock_lock_is_lost(s->p) || fx_holding(s->fx, s->fx->n, redlock_lock_resource(s->p),
+                                               redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
     s->broken = 1;
   return s->broken || rh_now_ms() >= s->until;
 }
 
-typedef struct {
-  sf_fixture_t *fx;
-  const char *key1, *key2;
-  long long above;
-} pttl_wait_t;
-
-/* Both keys' PTTL above `above` on every master (the last master's reply
- * may still be on its way when the call returns). */
-static int pttl_above_pred(void *arg) {
-  pttl_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (sf_pttl(w->fx->servers[i], w->key1) <= w->above ||
-        sf_pttl(w->fx->servers[i], w->key2) <= w->above)
-      return 0;
-  return 1;
-}
-
 static void test_sem_extend_watch_close(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:extend";
   char limit_key[128];
   snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *p = NULL, *q = NULL;
 
   assert_int_equal(redlock_semaphore_acquire(c, name, 2, 1000, 0, &p), REDLOCK_OK);
   assert_int_equal(redlock_extend(c, p, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(p) > 5000);
-  pttl_wait_t pw = {fx, redlock_lock_resource(p), limit_key, 5000};
-  assert_true(rh_wait_until(pttl_above_pred, &pw, 3000));
+  /* On every master (the last one's reply may still be on its way). */
+  const char *const extended[] = {redlock_lock_resource(p), limit_key};
+  assert_true(fx_wait_keys_pttl_above(fx, extended, 2, 5000, 3000));
   assert_int_equal(redlock_extend(c, p, 400), REDLOCK_OK);
 
   /* Watched: alive well past its ttl. */
@@ -459,23 +379,23 @@ static void test_sem_extend_watch_close(void **state) {
   assert_int_equal(redlock_unlock(c, p), REDLOCK_OK);
 
   /* close releases the permits still held, everywhere. */
-  redlock_t *d = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *d = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   assert_int_equal(redlock_semaphore_acquire(d, name, 2, 20000, 0, &q), REDLOCK_OK);
   char key[128];
   snprintf(key, sizeof key, "%s", redlock_lock_resource(q));
-  sf_close(fx, 1);
+  fx_close(fx, 1);
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], key, 3000));
+    assert_true(fx_wait_key_absent(fx->servers[i], key, 3000));
 }
 
 /* ---- reentrancy does not apply ------------------------------------------------------------ */
 
 static void test_sem_not_reentrant(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:reent";
-  redlock_options_t *opts = sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
+  redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
-  redlock_t *c = sf_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   redlock_lock_t *p[3] = {NULL}, *x = NULL;
   /* One thread, one client, reentrancy on: two permits are two slots. */
   assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[0]), REDLOCK_OK);
@@ -490,7 +410,7 @@ static void test_sem_not_reentrant(void **state) {
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[0]), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[1]), REDLOCK_OK);
   assert_string_not_equal(redlock_lock_value(r[0]), redlock_lock_value(r[1]));
-  assert_int_equal(prim_zcard(fx->servers[0], "sf:rw:reent:rw:read"), 2);
+  assert_int_equal(fx_zcard(fx->servers[0], "sf:rw:reent:rw:read"), 2);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(redlock_unlock(c, p[i]), REDLOCK_OK);
     assert_int_equal(redlock_unlock(c, r[i]), REDLOCK_OK);
@@ -501,7 +421,7 @@ static void test_sem_not_reentrant(void **state) {
 
 typedef struct {
   redlock_t *client;
-  sf_event_t done;
+  fx_event_t done;
   atomic_int calls;
   int status;
   redlock_lock_t *lock;
@@ -518,32 +438,32 @@ static void async_cb(int status, redlock_lock_t *lock, void *arg) {
   /* On the loop thread a blocking call would wait for itself. */
   r->nested_rc = redlock_semaphore_acquire(r->client, "sf:sem:async:nested", 1, 1000, 0, &nested);
   atomic_fetch_add(&r->calls, 1);
-  sf_event_post(&r->done);
+  fx_event_post(&r->done);
 }
 
 static void test_async_forms(void **state) {
-  sf_fixture_t *fx = *state;
-  redlock_t *c = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  fx_t *fx = *state;
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   async_rec_t r[4];
   for (int i = 0; i < 4; i++) {
     memset(&r[i], 0, sizeof r[i]);
     r[i].client = c;
     r[i].status = 1;
-    sf_event_init(&r[i].done);
+    fx_event_init(&r[i].done);
   }
   assert_int_equal(redlock_semaphore_acquire_async(c, "sf:sem:async", 1, 5000, 0, async_cb, &r[0]),
                    REDLOCK_OK);
-  assert_true(sf_event_wait(&r[0].done, 10000));
+  assert_true(fx_event_wait(&r[0].done, 10000));
   /* Full now: one try (wait 0) is refused through the callback. */
   assert_int_equal(redlock_semaphore_acquire_async(c, "sf:sem:async", 1, 5000, 0, async_cb, &r[1]),
                    REDLOCK_OK);
-  assert_true(sf_event_wait(&r[1].done, 10000));
+  assert_true(fx_event_wait(&r[1].done, 10000));
   assert_int_equal(redlock_rwlock_read_async(c, "sf:rw:async", 5000, 0, async_cb, &r[2]),
                    REDLOCK_OK);
-  assert_true(sf_event_wait(&r[2].done, 10000));
+  assert_true(fx_event_wait(&r[2].done, 10000));
   assert_int_equal(redlock_rwlock_write_async(c, "sf:rw:async", 5000, 300, async_cb, &r[3]),
                    REDLOCK_OK);
-  assert_true(sf_event_wait(&r[3].done, 10000));
+  assert_true(fx_event_wait(&r[3].done, 10000));
 
   pthread_t self = pthread_self();
   int expect[4] = {REDLOCK_OK, REDLOCK_ELOCKED, REDLOCK_OK, REDLOCK_ETIMEDOUT};
@@ -559,7 +479,7 @@ static void test_async_forms(void **state) {
   assert_int_equal(redlock_unlock(c, r[0].lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, r[2].lock), REDLOCK_OK);
   for (int i = 0; i < 4; i++)
-    sf_event_destroy(&r[i].done);
+    fx_event_destroy(&r[i].done);
 }
 
 /* ---- the partition schedule of issue 11 ---------------------------------------------------- */
@@ -572,7 +492,7 @@ static int valid_count(redlock_lock_t *const *p, int n) {
   return valid;
 }
 
-static void pause_set(sf_fixture_t *fx, unsigned mask, int pause) {
+static void pause_set(fx_t *fx, unsigned mask, int pause) {
   for (size_t i = 0; i < fx->n; i++)
     if (mask >> i & 1)
       assert_int_equal(pause ? rh_server_pause(fx->servers[i]) : rh_server_resume(fx->servers[i]),
@@ -580,25 +500,25 @@ static void pause_set(sf_fixture_t *fx, unsigned mask, int pause) {
 }
 
 /* Bit i set when master i holds the permit's value (all must be running). */
-static unsigned held_mask(sf_fixture_t *fx, redlock_lock_t *p) {
+static unsigned held_mask(fx_t *fx, redlock_lock_t *p) {
   unsigned mask = 0;
   for (size_t i = 0; i < fx->n; i++)
-    if (sf_key_is(fx->servers[i], redlock_lock_resource(p), redlock_lock_value(p)))
+    if (fx_key_is(fx->servers[i], redlock_lock_resource(p), redlock_lock_value(p)))
       mask |= 1u << i;
   return mask;
 }
 
 /* A client opened while the masters in `stopped` are SIGSTOPped: it sees
  * only the others (its connections to the stopped ones time out). */
-static redlock_t *open_seeing(sf_fixture_t *fx, int slot, unsigned stopped) {
+static redlock_t *open_seeing(fx_t *fx, int slot, unsigned stopped) {
   pause_set(fx, stopped, 1);
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_timeouts(opts, 300, SF_REQUEST_MS), 0);
-  return sf_open(fx, slot, opts);
+  redlock_options_t *opts = fx_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_timeouts(opts, 300, FX_SF_REQUEST_MS), 0);
+  return fx_open(fx, slot, opts);
 }
 
 static void test_sem_partition_schedule(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *name = "sf:sem:partition";
   redlock_lock_t *p[3] = {NULL}; /* A, B, C */
   const uint32_t ttl = 30000;
@@ -645,87 +565,30 @@ static void test_sem_partition_schedule(void **state) {
 #define CHAOS_WORKERS 3
 #define CHAOS_MS 8000u
 
-typedef struct {
-  prim_history_t *history;
-  atomic_int *stop;
-  redlock_t *client;
-  unsigned seed;
-  unsigned grants;
-  int errors; /* unexpected statuses */
-  int first_error;
-} worker_t;
-
-static void *chaos_worker(void *arg) {
-  worker_t *w = arg;
-  while (!atomic_load(w->stop)) {
-    redlock_lock_t *p = NULL;
-    int rc = redlock_semaphore_acquire(w->client, "sf:sem:chaos", CHAOS_LIMIT, 1500, 1000, &p);
-    if (rc != REDLOCK_OK) {
-      if (rc != REDLOCK_ETIMEDOUT && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ELOCKED &&
-          rc != REDLOCK_EEXPIRED && w->errors++ == 0)
-        w->first_error = rc;
-      continue;
-    }
-    uint64_t start = prim_now_us();
-    int64_t validity = redlock_lock_validity_ms(p);
-    struct timespec ts = {0, (long)(rand_r(&w->seed) % 100000u) * 1000L};
-    nanosleep(&ts, NULL); /* the work done under the permit */
-    prim_history_add(w->history, start, validity, prim_now_us(), 0);
-    redlock_unlock(w->client, p);
-    w->grants++;
-  }
-  return NULL;
+static int sem_acquire(redlock_t *client, unsigned *seed, redlock_lock_t **hold, int *exclusive) {
+  (void)seed;
+  *exclusive = 0;
+  return redlock_semaphore_acquire(client, "sf:sem:chaos", CHAOS_LIMIT, 1500, 1000, hold);
 }
 
 static void test_sem_chaos(void **state) {
-  sf_fixture_t *fx = *state;
-  static prim_history_t history;
-  prim_history_init(&history);
-  atomic_int stop;
-  atomic_init(&stop, 0);
-  worker_t workers[CHAOS_WORKERS];
-  pthread_t threads[CHAOS_WORKERS];
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    redlock_options_t *opts = sf_options(fx, i, fx->n, REDLOCK_LOG_ERROR);
-    assert_int_equal(redlock_options_set_retry(opts, -1, 30, 30), 0);
-    workers[i] = (worker_t){&history, &stop, sf_open(fx, i, opts), 1234u + (unsigned)i, 0, 0, 0};
-  }
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    assert_int_equal(pthread_create(&threads[i], NULL, chaos_worker, &workers[i]), 0);
-  prim_pause_chaos(fx, CHAOS_MS, 42);
-  atomic_store(&stop, 1);
-  for (int i = 0; i < CHAOS_WORKERS; i++)
-    pthread_join(threads[i], NULL);
-
-  unsigned grants = 0;
-  for (int i = 0; i < CHAOS_WORKERS; i++) {
-    grants += workers[i].grants;
-    if (workers[i].errors != 0)
-      fail_msg("worker %d: %d unexpected statuses, first %s", i, workers[i].errors,
-               redlock_err_name(workers[i].first_error));
-  }
-  int worst = prim_history_max_depth(&history);
-  if (getenv("SF_VERBOSE") != NULL)
+  fx_t *fx = *state;
+  static fx_history_t history;
+  fx_history_init(&history);
+  const fx_chaos_t chaos = {CHAOS_WORKERS, sem_acquire, 100000u, 1234u, 42, CHAOS_MS};
+  unsigned grants = fx_chaos_run(fx, &chaos, &history, NULL);
+  int worst = fx_history_max_depth(&history);
+  if (fx_verbose())
     print_message("chaos: %u grants, deepest overlap %d\n", grants, worst);
   assert_true(grants > 0);
   if (worst > CHAOS_LIMIT)
     fail_msg("%d permits held at once (limit %d)", worst, CHAOS_LIMIT);
-  prim_history_destroy(&history);
+  fx_history_destroy(&history);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_sem_admits_limit, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_release_wakes_waiter, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_burst_wakes_each_waiter, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_dead_holder_expires, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_limit_mismatch, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_keys_bounded, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_extend_watch_close, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_not_reentrant, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_async_forms, sf_setup_3, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_partition_schedule, sf_setup_5, prim_teardown),
-      cmocka_unit_test_setup_teardown(test_sem_chaos, sf_setup_5, prim_teardown),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+FX_MAIN("tests", &fx_profile_safety, FX_TEST(test_sem_admits_limit, 3),
+        FX_TEST(test_sem_release_wakes_waiter, 3), FX_TEST(test_sem_burst_wakes_each_waiter, 3),
+        FX_TEST(test_sem_dead_holder_expires, 3), FX_TEST(test_sem_limit_mismatch, 3),
+        FX_TEST(test_sem_keys_bounded, 3), FX_TEST(test_sem_extend_watch_close, 3),
+        FX_TEST(test_sem_not_reentrant, 3), FX_TEST(test_async_forms, 3),
+        FX_TEST(test_sem_partition_schedule, 5), FX_TEST(test_sem_chaos, 5))

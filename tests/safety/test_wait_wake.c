@@ -31,147 +31,52 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define CHANNEL_PREFIX REDLOCK_RELEASE_CHANNEL_PREFIX
 #define FALLBACK_MS 10000u
 #define WAIT_MS 15000u
 #define WAKE_BOUND_MS 2000u
 
-/* Masters holding value at key. */
-static size_t held_on(sf_fixture_t *fx, const char *key, const char *value) {
-  size_t on = 0;
-  for (size_t i = 0; i < fx->n; i++)
-    on += (size_t)sf_key_is(fx->servers[i], key, value);
-  return on;
-}
-
-static redlock_options_t *slow_fallback_options(sf_fixture_t *fx, int slot, uint32_t delay_ms) {
-  redlock_options_t *opts = sf_options(fx, slot, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_retry(opts, -1, delay_ms, 0), 0);
-  return opts;
-}
-
-/* Subscribers to a release channel on a server (PUBSUB NUMSUB). */
-static long numsub(rh_server_t *s, const char *channel) {
-  char buf[256];
-  assert_int_equal(rh_server_command(s, buf, sizeof buf, "PUBSUB NUMSUB %s", channel), 0);
-  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
-  return nl != NULL ? strtol(nl + 1, NULL, 10) : -1;
-}
-
-typedef struct {
-  sf_fixture_t *fx;
-  char channel[128];
-  long at_least;
-} numsub_wait_t;
-
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++)
-    if (numsub(w->fx->servers[i], w->channel) < w->at_least)
-      return 0;
-  return 1;
-}
-
-static void wait_subscribed(sf_fixture_t *fx, const char *key, long at_least) {
-  numsub_wait_t w = {fx, "", at_least};
-  snprintf(w.channel, sizeof w.channel, CHANNEL_PREFIX "%s", key);
-  if (!rh_wait_until(subscribed_everywhere, &w, 5000))
-    fail_msg("fewer than %ld subscribers to %s on some master", at_least, w.channel);
-}
-
-/* ---- one waiter in a thread ------------------------------------------------------------ */
-
-typedef struct {
-  redlock_t *client;
-  const char *res;
-  uint32_t ttl;
-  uint32_t wait_ms;
-  sf_event_t started, done;
-  uint64_t t_start, t_done;
-  int rc;
-  redlock_lock_t *lock;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->t_start = rh_now_ms();
-  sf_event_post(&w->started);
-  w->rc = redlock_lock_wait(w->client, w->res, w->ttl, w->wait_ms, &w->lock);
-  w->t_done = rh_now_ms();
-  sf_event_post(&w->done);
-  return NULL;
-}
-
-static void waiter_start(waiter_t *w, pthread_t *thread, redlock_t *c, const char *res) {
-  memset(w, 0, sizeof *w);
-  w->client = c;
-  w->res = res;
-  w->ttl = 5000;
-  w->wait_ms = WAIT_MS;
-  sf_event_init(&w->started);
-  sf_event_init(&w->done);
-  assert_int_equal(pthread_create(thread, NULL, waiter_main, w), 0);
-  assert_true(sf_event_wait(&w->started, 5000));
-}
-
-/* Joins the waiter (it ends by its wait budget at the latest). */
-static void waiter_join(waiter_t *w, pthread_t thread) {
-  pthread_join(thread, NULL);
-  sf_event_destroy(&w->started);
-  sf_event_destroy(&w->done);
-}
-
 /* Holder `h` holds res; a waiter on client `wc` (retry delay 10 s) waits;
  * once its subscription is on every master, the main thread unlocks. */
-static void woken_by_unlock(sf_fixture_t *fx, redlock_t *h, redlock_t *wc, const char *res) {
+static void woken_by_unlock(fx_t *fx, redlock_t *h, redlock_t *wc, const char *res) {
   redlock_lock_t *held = NULL;
-  waiter_t w;
-  pthread_t thread;
-
-  assert_int_equal(sf_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
-  waiter_start(&w, &thread, wc, res);
-  wait_subscribed(fx, res, 1);
+  assert_int_equal(fx_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
+  fx_call_t w = {
+      .fn = fx_call_lock_wait, .client = wc, .name = res, .ttl_ms = 5000, .wait_ms = WAIT_MS};
+  fx_call_start(&w);
+  fx_assert_subscribed(fx, res, 1, 5000);
   /* Still waiting: nothing was released yet. */
-  int early = sf_event_wait(&w.done, 0);
+  int early = fx_event_wait(&w.done, 0);
 
   uint64_t t_unlock = rh_now_ms();
   int unlock_rc = redlock_unlock(h, held);
-  int woke = sf_event_wait(&w.done, (int)FALLBACK_MS + 5000);
-  if (!woke)
-    sf_event_wait(&w.done, (int)WAIT_MS); /* let the thread end before failing */
-  waiter_join(&w, thread);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   assert_false(early);
   assert_int_equal(unlock_rc, REDLOCK_OK);
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
   assert_non_null(w.lock);
-  uint64_t after_unlock = w.t_done - t_unlock;
-  if (after_unlock >= WAKE_BOUND_MS)
-    fail_msg("the waiter acquired %llu ms after the unlock (bound %u ms; fallback retry "
-             "%u ms): it was not woken by the release",
-             (unsigned long long)after_unlock, WAKE_BOUND_MS, FALLBACK_MS);
+  fx_assert_woken(w.t_done - t_unlock, WAKE_BOUND_MS, FALLBACK_MS, "the unlock");
   assert_true(w.t_done - w.t_start < FALLBACK_MS);
-  if (getenv("SF_VERBOSE") != NULL)
-    print_message("woken %llu ms after the unlock\n", (unsigned long long)after_unlock);
-  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
 }
 
 static void test_wait_woken_other_client(void **state) {
-  sf_fixture_t *fx = *state;
-  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *wc = sf_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
+  fx_t *fx = *state;
+  redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   woken_by_unlock(fx, h, wc, "sf:wait:other");
   /* Twice: the second wait reuses the client's subscriber connections. */
   woken_by_unlock(fx, h, wc, "sf:wait:other");
 }
 
 static void test_wait_woken_same_client(void **state) {
-  sf_fixture_t *fx = *state;
-  redlock_t *c = sf_open(fx, 0, slow_fallback_options(fx, 0, FALLBACK_MS));
+  fx_t *fx = *state;
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   woken_by_unlock(fx, c, c, "sf:wait:same");
 }
 
@@ -215,24 +120,24 @@ static int attempt_reached_m1(void *arg) {
 }
 
 static void test_wait_rewoken_by_later_release(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:wait:staggered";
   char buf[64];
   enum { PAUSE_MS = 1500, BOUND_MS = 5000 };
   /* M2 is paused for writes during the attempt: the request timeout must
    * outlast the pause, so that M2's vote is a late "no", not a failure. */
-  redlock_options_t *opts = slow_fallback_options(fx, 0, FALLBACK_MS);
-  assert_int_equal(redlock_options_set_timeouts(opts, SF_CONNECT_MS, 3 * PAUSE_MS), 0);
-  redlock_t *c = sf_open(fx, 0, opts);
+  redlock_options_t *opts = fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0);
+  assert_int_equal(redlock_options_set_timeouts(opts, FX_SF_CONNECT_MS, 3 * PAUSE_MS), 0);
+  redlock_t *c = fx_open(fx, 0, opts);
 
   /* A foreign holder on every master. */
   for (size_t i = 0; i < fx->n; i++)
     assert_int_equal(
         rh_server_command(fx->servers[i], buf, sizeof buf, "SET %s foreign PX 60000", res), 0);
-  waiter_t w;
-  pthread_t thread;
-  waiter_start(&w, &thread, c, res);
-  wait_subscribed(fx, res, 1);
+  fx_call_t w = {
+      .fn = fx_call_lock_wait, .client = c, .name = res, .ttl_ms = 5000, .wait_ms = WAIT_MS};
+  fx_call_start(&w);
+  fx_assert_subscribed(fx, res, 1, 5000);
   long m1_sets = set_calls(fx->servers[1]);
 
   /* M2 holds its writes back; M0 applies the release and announces it: the
@@ -248,33 +153,25 @@ static void test_wait_rewoken_by_later_release(void **state) {
   /* M1 applies the release while that attempt is still undecided. */
   uint64_t t_release = rh_now_ms();
   release_on(fx->servers[1], res);
-  int woke = sf_event_wait(&w.done, FALLBACK_MS + 5000);
-  if (!woke)
-    sf_event_wait(&w.done, (int)WAIT_MS);
-  waiter_join(&w, thread);
+  int woke = fx_call_join(&w, (int)FALLBACK_MS + 5000);
 
   if (!attempt_out)
     print_message("note: the woken attempt was not seen on M0 and M1 in time; "
                   "the scenario may not have been reproduced\n");
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
-  uint64_t after_release = w.t_done - t_release;
-  if (after_release >= BOUND_MS)
-    fail_msg("the waiter acquired %llu ms after the second master's release (bound %d ms, "
-             "fallback retry %u ms): its announcement during the attempt was lost",
-             (unsigned long long)after_release, BOUND_MS, FALLBACK_MS);
-  if (getenv("SF_VERBOSE") != NULL)
-    print_message("acquired %llu ms after the second release\n", (unsigned long long)after_release);
-  assert_true(held_on(fx, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
+  /* Later: its announcement during the attempt was lost. */
+  fx_assert_woken(w.t_done - t_release, BOUND_MS, FALLBACK_MS, "the second master's release");
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(w.lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(c, w.lock), REDLOCK_OK);
 }
 
 /* ---- expiry: no publication, the fallback retry ------------------------------------------ */
 
 static void test_wait_fallback_after_foreign_expiry(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:wait:foreign-expiry";
-  redlock_t *c = sf_open(fx, 0, slow_fallback_options(fx, 0, 100));
+  redlock_t *c = fx_open(fx, 0, fx_options_retry(fx, 0, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *lock = NULL;
   char buf[64];
 
@@ -289,28 +186,28 @@ static void test_wait_fallback_after_foreign_expiry(void **state) {
   assert_true(elapsed < 3000);
   /* A quorum (the foreign keys expired a little apart: the last master may
    * still have refused). */
-  assert_true(held_on(fx, res, redlock_lock_value(lock)) >= fx->n / 2 + 1);
+  assert_true(fx_holding(fx, fx->n, res, redlock_lock_value(lock)) >= fx->n / 2 + 1);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
 static void test_wait_fallback_after_holder_expiry(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:wait:holder-expiry";
-  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *c = sf_open(fx, 1, slow_fallback_options(fx, 1, 100));
+  redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *c = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 100, 0));
   redlock_lock_t *held = NULL, *lock = NULL;
 
-  assert_int_equal(sf_trylock_until(h, res, 300, 5000, &held), REDLOCK_OK);
+  assert_int_equal(fx_trylock_until(h, res, 300, 5000, &held), REDLOCK_OK);
   uint64_t t0 = rh_now_ms();
   assert_int_equal(redlock_lock_wait(c, res, 5000, 5000, &lock), REDLOCK_OK);
   assert_true(rh_now_ms() - t0 < 3000);
   assert_true(redlock_lock_is_lost(held));
-  size_t on = held_on(fx, res, redlock_lock_value(lock));
+  size_t on = fx_holding(fx, fx->n, res, redlock_lock_value(lock));
   assert_true(on >= fx->n / 2 + 1);
   /* The old holder's late unlock finds nothing of its own and leaves the
    * new holder's keys in place. */
   assert_int_equal(redlock_unlock(h, held), REDLOCK_ELOST);
-  assert_int_equal(held_on(fx, res, redlock_lock_value(lock)), on);
+  assert_int_equal(fx_holding(fx, fx->n, res, redlock_lock_value(lock)), on);
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 }
 
@@ -321,7 +218,7 @@ static void test_wait_fallback_after_holder_expiry(void **state) {
 #define ROUNDS_EACH 3
 
 typedef struct {
-  sf_fixture_t *fx;
+  fx_t *fx;
   const char *res;
   pthread_mutex_t mu;
   int inside;
@@ -331,7 +228,7 @@ typedef struct {
   int not_on_quorum;
   unsigned acquisitions;
   int order[N_WAITERS * ROUNDS_EACH];
-  sf_event_t done;
+  fx_event_t done;
 } crowd_t;
 
 typedef struct {
@@ -381,27 +278,27 @@ static void *crowd_main(void *arg) {
     if (rc != REDLOCK_OK)
       crowd_error(crowd, rc);
   }
-  sf_event_post(&crowd->done);
+  fx_event_post(&crowd->done);
   return NULL;
 }
 
 static void test_wait_many_waiters(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:wait:crowd";
-  redlock_t *h = sf_open(fx, 0, sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
-  redlock_t *w1 = sf_open(fx, 1, slow_fallback_options(fx, 1, FALLBACK_MS));
-  redlock_t *w2 = sf_open(fx, 2, slow_fallback_options(fx, 2, FALLBACK_MS));
+  redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *w1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
+  redlock_t *w2 = fx_open(fx, 2, fx_options_retry(fx, 2, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *held = NULL;
   crowd_t crowd;
   memset(&crowd, 0, sizeof crowd);
   crowd.fx = fx;
   crowd.res = res;
   pthread_mutex_init(&crowd.mu, NULL);
-  sf_event_init(&crowd.done);
+  fx_event_init(&crowd.done);
   crowd_member_t members[N_WAITERS];
   pthread_t threads[N_WAITERS];
 
-  assert_int_equal(sf_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
+  assert_int_equal(fx_trylock_until(h, res, 20000, 5000, &held), REDLOCK_OK);
   for (int i = 0; i < N_WAITERS; i++) {
     members[i].crowd = &crowd;
     members[i].client = i % 2 ? w2 : w1;
@@ -409,7 +306,7 @@ static void test_wait_many_waiters(void **state) {
     assert_int_equal(pthread_create(&threads[i], NULL, crowd_main, &members[i]), 0);
   }
   /* Both clients wait (one subscriber connection per client and master). */
-  wait_subscribed(fx, res, 2);
+  fx_assert_subscribed(fx, res, 2, 5000);
   uint64_t t_unlock = rh_now_ms();
   assert_int_equal(redlock_unlock(h, held), REDLOCK_OK);
 
@@ -418,16 +315,16 @@ static void test_wait_many_waiters(void **state) {
   int finished = 0;
   for (; finished < N_WAITERS; finished++) {
     uint64_t spent = rh_now_ms() - t_unlock;
-    if (spent >= bound || !sf_event_wait(&crowd.done, (int)(bound - spent)))
+    if (spent >= bound || !fx_event_wait(&crowd.done, (int)(bound - spent)))
       break;
   }
   uint64_t elapsed = rh_now_ms() - t_unlock;
   for (int i = 0; i < N_WAITERS; i++)
     pthread_join(threads[i], NULL); /* bounded by the wait budget */
-  sf_event_destroy(&crowd.done);
+  fx_event_destroy(&crowd.done);
   pthread_mutex_destroy(&crowd.mu);
 
-  if (getenv("SF_VERBOSE") != NULL)
+  if (fx_verbose())
     print_message("crowd: all done %llu ms after the unlock\n", (unsigned long long)elapsed);
   if (crowd.failures != 0)
     fail_msg("%d calls failed, the first with %s", crowd.failures,
@@ -436,24 +333,16 @@ static void test_wait_many_waiters(void **state) {
   assert_int_equal(crowd.not_on_quorum, 0);
   assert_int_equal(crowd.acquisitions, N_WAITERS * ROUNDS_EACH);
   if (finished < N_WAITERS) {
-    print_message("client 1 log:\n%s", sf_log_text(fx, 1));
-    print_message("client 2 log:\n%s", sf_log_text(fx, 2));
+    print_message("client 1 log:\n%s", fx_log_text(fx, 1));
+    print_message("client 2 log:\n%s", fx_log_text(fx, 2));
     fail_msg("only %d of %d waiters were done %llu ms after the unlock: a release did not "
              "wake a waiter (the fallback retry is %u ms)",
              finished, N_WAITERS, (unsigned long long)elapsed, FALLBACK_MS);
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_wait_woken_other_client, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_wait_woken_same_client, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_wait_rewoken_by_later_release, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_wait_fallback_after_foreign_expiry, sf_setup_3,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_wait_fallback_after_holder_expiry, sf_setup_3,
-                                      sf_teardown),
-      cmocka_unit_test_setup_teardown(test_wait_many_waiters, sf_setup_3, sf_teardown),
-  };
-  return cmocka_run_group_tests_name("safety: waits woken by releases", tests, NULL, NULL);
-}
+FX_MAIN("safety: waits woken by releases", &fx_profile_safety,
+        FX_TEST(test_wait_woken_other_client, 3), FX_TEST(test_wait_woken_same_client, 3),
+        FX_TEST(test_wait_rewoken_by_later_release, 3),
+        FX_TEST(test_wait_fallback_after_foreign_expiry, 3),
+        FX_TEST(test_wait_fallback_after_holder_expiry, 3), FX_TEST(test_wait_many_waiters, 3))

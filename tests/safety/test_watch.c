@@ -14,7 +14,7 @@
  * The watch has ttl/3 = 100 ms of slack: on a shared machine that stops this
  * process for longer (seen: 800 ms), the timing parts (survival, lateness)
  * can miss without any fault of the library.  A stall monitor
- * (sf_stall_monitor_*) measures such stalls; a timing miss is retried (up to
+ * (fx_stall_monitor_*) measures such stalls; a timing miss is retried (up to
  * 3 attempts) only when a stall of at least STALL_EXCUSE_MS was seen during
  * it.  Safety assertions (exactly once, never early, reason, is_lost) are
  * never excused.  Waits are event-driven with deadlines, never sleeps. */
@@ -29,7 +29,7 @@
 
 #include <cmocka.h>
 
-#include "sf_common.h"
+#include "fixture.h"
 
 #define TTL 300u
 #define REQUEST_MS 100u
@@ -65,21 +65,21 @@ static void lost_record_init(lost_record_t *rec) {
   atomic_init(&rec->t_cb, 0);
 }
 
-static redlock_t *open_watch_client(sf_fixture_t *fx) {
-  redlock_options_t *opts = sf_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
-  assert_int_equal(redlock_options_set_timeouts(opts, SF_CONNECT_MS, REQUEST_MS), 0);
-  return sf_open(fx, 0, opts);
+static redlock_t *open_watch_client(fx_t *fx) {
+  redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_timeouts(opts, FX_SF_CONNECT_MS, REQUEST_MS), 0);
+  return fx_open(fx, 0, opts);
 }
 
 /* Ends a test whose attempts all missed a timing bound: fails unless every
  * miss came with a stall (then the machine, not the library, is to blame). */
-static int timing_miss(int attempt, const char *why, sf_fixture_t *fx) {
-  unsigned stall = sf_stall_max_ms();
+static int timing_miss(int attempt, const char *why, fx_t *fx) {
+  unsigned stall = fx_stall_max_ms();
   print_message("attempt %d: %s (worst stall of this process meanwhile: %u ms)\n", attempt, why,
                 stall);
   if (stall < STALL_EXCUSE_MS)
     fail_msg("%s, without a stall of this process to explain it (worst %u ms); log:\n%s", why,
-             stall, sf_log_text(fx, 0));
+             stall, fx_log_text(fx, 0));
   if (attempt == ATTEMPTS)
     fail_msg("all %d attempts missed their timing, each during a stall of at least %u ms: the "
              "machine is too loaded for a 300 ms ttl",
@@ -90,8 +90,8 @@ static int timing_miss(int attempt, const char *why, sf_fixture_t *fx) {
 /* ---- survival ------------------------------------------------------------------------ */
 
 typedef struct {
-  sf_fixture_t *fx;
-  redisContext *conns[SF_MAX_SERVERS];
+  fx_t *fx;
+  redisContext *conns[FX_MAX_SERVERS];
   redlock_lock_t *lock;
   lost_record_t *rec;
   const char *key;
@@ -185,7 +185,7 @@ static int survive_attempt(survive_t *s, redlock_t *c, const char *res) {
 }
 
 static void test_watch_survives_many_ttls(void **state) {
-  sf_fixture_t *fx = *state;
+  fx_t *fx = *state;
   const char *res = "sf:watch:survive";
   redlock_t *c = open_watch_client(fx);
   lost_record_t rec;
@@ -195,25 +195,25 @@ static void test_watch_survives_many_ttls(void **state) {
   s.rec = &rec;
   s.key = res;
   for (size_t i = 0; i < fx->n; i++)
-    s.conns[i] = sf_redis(fx->servers[i], 2000);
+    s.conns[i] = fx_redis(fx->servers[i], 2000);
 
-  sf_stall_monitor_start();
+  fx_stall_monitor_start();
   for (int attempt = 1;; attempt++) {
-    sf_stall_reset();
+    fx_stall_reset();
     if (survive_attempt(&s, c, res))
       break;
     timing_miss(attempt, s.failure, fx);
   }
-  sf_stall_monitor_stop();
+  fx_stall_monitor_stop();
   for (size_t i = 0; i < fx->n; i++)
     redisFree(s.conns[i]);
 
   for (size_t i = 0; i < fx->n; i++)
-    assert_true(sf_wait_key_absent(fx->servers[i], res, 2000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 2000));
   /* The watch does not bring it back: someone else can take it. */
-  redlock_t *other = sf_open(fx, 1, sf_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
+  redlock_t *other = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *lock = NULL;
-  assert_int_equal(sf_trylock_until(other, res, 5000, 5000, &lock), REDLOCK_OK);
+  assert_int_equal(fx_trylock_until(other, res, 5000, 5000, &lock), REDLOCK_OK);
   assert_int_equal(atomic_load(&rec.calls), 0);
   assert_int_equal(redlock_unlock(other, lock), REDLOCK_OK);
 }
@@ -239,8 +239,8 @@ typedef enum { FAULT_PAUSE, FAULT_KILL } fault_t;
 
 /* One try.  Safety is asserted outright; a missed timing bound returns 0
  * with `why` set. */
-static int loss_attempt(sf_fixture_t *fx, redlock_t *c, fault_t fault, const char *res,
-                        lost_record_t *rec, char *why, size_t why_size) {
+static int loss_attempt(fx_t *fx, redlock_t *c, fault_t fault, const char *res, lost_record_t *rec,
+                        char *why, size_t why_size) {
   redlock_lock_t *lock = NULL;
   int timing_ok = 1;
   why[0] = '\0';
@@ -267,7 +267,7 @@ static int loss_attempt(sf_fixture_t *fx, redlock_t *c, fault_t fault, const cha
   /* Whatever extension was in flight, validity ends by t_fault + TTL. */
   if (!rh_wait_until(lost_reported, rec, (int)TTL + 5000))
     fail_msg("no lost callback %llu ms after the fault; log:\n%s",
-             (unsigned long long)(rh_now_ms() - t_fault), sf_log_text(fx, 0));
+             (unsigned long long)(rh_now_ms() - t_fault), fx_log_text(fx, 0));
   uint64_t t_cb = atomic_load(&rec->t_cb);
   long long validity_at_cb = atomic_load(&rec->validity_at_cb);
   assert_int_equal(atomic_load(&rec->reason), REDLOCK_ELOST);
@@ -296,7 +296,7 @@ static int loss_attempt(sf_fixture_t *fx, redlock_t *c, fault_t fault, const cha
       assert_int_equal(rh_server_restart(fx->servers[i]), 0);
   }
   redlock_lock_t *probe = NULL;
-  assert_int_equal(sf_trylock_until(c, "sf:watch:probe", 1000, 5000, &probe), REDLOCK_OK);
+  assert_int_equal(fx_trylock_until(c, "sf:watch:probe", 1000, 5000, &probe), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c, probe), REDLOCK_OK);
   /* A negative check needs some time: two extension periods. */
   assert_false(rh_wait_until(lost_twice, rec, (int)TTL * 2));
@@ -307,30 +307,24 @@ static int loss_attempt(sf_fixture_t *fx, redlock_t *c, fault_t fault, const cha
   return timing_ok;
 }
 
-static void watched_lock_lost(sf_fixture_t *fx, fault_t fault) {
+static void watched_lock_lost(fx_t *fx, fault_t fault) {
   const char *res = fault == FAULT_PAUSE ? "sf:watch:paused" : "sf:watch:killed";
   redlock_t *c = open_watch_client(fx);
   lost_record_t rec;
   char why[256];
 
-  sf_stall_monitor_start();
+  fx_stall_monitor_start();
   for (int attempt = 1;; attempt++) {
-    sf_stall_reset();
+    fx_stall_reset();
     if (loss_attempt(fx, c, fault, res, &rec, why, sizeof why))
       break;
     timing_miss(attempt, why, fx);
   }
-  sf_stall_monitor_stop();
+  fx_stall_monitor_stop();
 }
 
 static void test_watch_lost_all_paused(void **state) { watched_lock_lost(*state, FAULT_PAUSE); }
 static void test_watch_lost_all_killed(void **state) { watched_lock_lost(*state, FAULT_KILL); }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_watch_survives_many_ttls, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_watch_lost_all_paused, sf_setup_3, sf_teardown),
-      cmocka_unit_test_setup_teardown(test_watch_lost_all_killed, sf_setup_3, sf_teardown),
-  };
-  return cmocka_run_group_tests_name("safety: watch", tests, NULL, NULL);
-}
+FX_MAIN("safety: watch", &fx_profile_safety, FX_TEST(test_watch_survives_many_ttls, 3),
+        FX_TEST(test_watch_lost_all_paused, 3), FX_TEST(test_watch_lost_all_killed, 3))

@@ -79,7 +79,7 @@ struct rh_server {
   char *tls_ca_cert_file;
   int tls_auth_clients;
   char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
-  char dir[256]; /* private directory: --dir and the log */
+  char dir[256];        /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
 };
@@ -342,16 +342,11 @@ static int child_exited(rh_server_t *s) {
   return 0;
 }
 
+static int child_exited_pred(void *arg) { return child_exited(arg); }
+
 /* Waits up to timeout_ms for the child to exit; 1 when it did. */
 static int reap_within(rh_server_t *s, int timeout_ms) {
-  uint64_t deadline = rh_now_ms() + (uint64_t)timeout_ms;
-  for (;;) {
-    if (child_exited(s))
-      return 1;
-    if (rh_now_ms() >= deadline)
-      return 0;
-    sleep_ms(2);
-  }
+  return rh_wait_until(child_exited_pred, s, timeout_ms);
 }
 
 static void kill_and_reap(rh_server_t *s) {

@@ -44,7 +44,7 @@
 
 #include <cmocka.h>
 
-#include "it_common.h"
+#include "fixture.h"
 
 #define TTL 5000u
 #define SLACK_MS 1500u
@@ -62,7 +62,7 @@ static const char *cert(const char *name) {
 
 /* Starts servers [first, first + n) of the fixture with TLS only, leaf
  * certificate `leaf` (server, other, rogue), and the given extras. */
-static void start_tls(it_fixture_t *fx, size_t first, size_t n, const char *leaf, int auth_clients,
+static void start_tls(fx_t *fx, size_t first, size_t n, const char *leaf, int auth_clients,
                       const char *password) {
   char crt[64], key[64];
   snprintf(crt, sizeof crt, "%s.crt", leaf);
@@ -82,8 +82,8 @@ static void start_tls(it_fixture_t *fx, size_t first, size_t n, const char *leaf
 
 /* Options over the fixture's first n servers, trusting ca (NULL: the system
  * store), log at INFO (connections are logged there). */
-static redlock_options_t *tls_options(it_fixture_t *fx, size_t n, const char *ca) {
-  redlock_options_t *opts = it_options(fx, n, REDLOCK_LOG_INFO);
+static redlock_options_t *tls_options(fx_t *fx, size_t n, const char *ca) {
+  redlock_options_t *opts = fx_options(fx, 0, n, REDLOCK_LOG_INFO);
   if (ca != NULL)
     assert_int_equal(redlock_options_set_tls(opts, cert(ca), NULL, NULL, NULL), 0);
   return opts;
@@ -94,29 +94,29 @@ static void votes_of(redlock_t *c, char *buf, size_t size) {
 }
 
 /* Takes and releases a lock; checks its value on the given servers. */
-static void lock_roundtrip(it_fixture_t *fx, redlock_t *c, const char *res, size_t n_check) {
+static void lock_roundtrip(fx_t *fx, redlock_t *c, const char *res, size_t n_check) {
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_OK);
   /* A master whose reply came after the quorum was reached may still be on
    * its way: wait for it, with a deadline. */
   for (size_t i = 0; i < n_check; i++)
-    if (!it_wait_key_is(fx->servers[i], res, redlock_lock_value(lock), 2000))
+    if (!fx_wait_key_is(fx->servers[i], res, redlock_lock_value(lock), 2000))
       fail_msg("master %zu lacks the key of %s", i, res);
-  IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
   for (size_t i = 0; i < n_check; i++)
-    assert_true(it_wait_key_absent(fx->servers[i], res, 2000));
+    assert_true(fx_wait_key_absent(fx->servers[i], res, 2000));
 }
 
 /* A trylock that no master can grant; its votes must contain `why`. */
-static void refused_with(it_fixture_t *fx, redlock_t *c, const char *res, const char *why) {
+static void refused_with(fx_t *fx, redlock_t *c, const char *res, const char *why) {
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
   char votes[2048];
   votes_of(c, votes, sizeof votes);
   if (strstr(votes, why) == NULL)
-    fail_msg("last votes lack \"%s\": %s\nlog:\n%s", why, votes, it_log_text(fx));
-  if (!it_log_contains(fx, why))
-    fail_msg("log lacks \"%s\":\n%s", why, it_log_text(fx));
+    fail_msg("last votes lack \"%s\": %s\nlog:\n%s", why, votes, fx_log_text(fx, FX_ALL));
+  if (!fx_log_contains(fx, FX_ALL, why))
+    fail_msg("log lacks \"%s\":\n%s", why, fx_log_text(fx, FX_ALL));
 }
 
 /* ---- cases ------------------------------------------------------------------------ */
@@ -127,11 +127,11 @@ static void test_supported(void **state) {
 }
 
 static void test_good_handshake(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
   assert_string_equal(strstr(rh_server_uri(fx->servers[0]), "rediss://"),
                       rh_server_uri(fx->servers[0]));
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   lock_roundtrip(fx, c, "tls:good", 3);
   char votes[1024];
   votes_of(c, votes, sizeof votes);
@@ -140,19 +140,19 @@ static void test_good_handshake(void **state) {
   /* The DNS name in the certificate, checked instead of the URI's IP. */
   redlock_options_t *opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "localhost"), 0);
-  redlock_t *named = it_open(fx, 1, opts);
+  redlock_t *named = fx_open(fx, 1, opts);
   lock_roundtrip(fx, named, "tls:good-named", 3);
 
   /* No CA given: the system's store, which does not know the test CA. */
-  it_log_clear(fx);
-  redlock_t *sys = it_open(fx, 2, tls_options(fx, 3, NULL));
+  fx_log_clear(fx, FX_ALL);
+  redlock_t *sys = fx_open(fx, 2, tls_options(fx, 3, NULL));
   refused_with(fx, sys, "tls:good-sys", "certificate verify failed");
 }
 
 static void test_wrong_ca(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "wrongca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "wrongca.crt"));
   /* OpenSSL says "unable to get local issuer certificate" or, when the
    * server sends its CA along, "self-signed certificate in certificate
    * chain": the chain is what failed, not the name. */
@@ -162,7 +162,7 @@ static void test_wrong_ca(void **state) {
   assert_null(strstr(votes, "mismatch"));
   /* Nothing was written through a connection that failed verification. */
   for (size_t i = 0; i < 3; i++)
-    assert_true(it_key_absent(fx->servers[i], "tls:wrongca"));
+    assert_true(fx_key_absent(fx->servers[i], "tls:wrongca"));
   /* Each master's failed handshakes are counted (stats). */
   char stats[65536];
   int n = redlock_stats(c, REDLOCK_STATS_PROMETHEUS, stats, sizeof stats);
@@ -178,94 +178,94 @@ static void test_wrong_ca(void **state) {
   }
 
   /* A server whose certificate comes from a CA we do not trust. */
-  it_close(fx, 0);
+  fx_close(fx, 0);
   rh_cluster_free(fx->servers, 3);
   fx->n = 0;
   start_tls(fx, 0, 3, "rogue", 0, NULL);
-  it_log_clear(fx);
-  c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  fx_log_clear(fx, FX_ALL);
+  c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   refused_with(fx, c, "tls:rogue", "certificate verify failed");
 }
 
 static void test_name_mismatch(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   /* other.crt is for DNS redis.internal only; the URIs say 127.0.0.1. */
   start_tls(fx, 0, 3, "other", 0, NULL);
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   refused_with(fx, c, "tls:mismatch-ip", "certificate verify failed: IP address mismatch");
 
   /* The name the certificate carries, given as the server name. */
   redlock_options_t *opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "redis.internal"), 0);
-  redlock_t *named = it_open(fx, 1, opts);
+  redlock_t *named = fx_open(fx, 1, opts);
   lock_roundtrip(fx, named, "tls:mismatch-override", 3);
 
   /* A server name the certificate lacks: hostname mismatch, naming it. */
-  it_log_clear(fx);
+  fx_log_clear(fx, FX_ALL);
   opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "wrong.example"), 0);
-  redlock_t *wrong = it_open(fx, 2, opts);
+  redlock_t *wrong = fx_open(fx, 2, opts);
   refused_with(fx, wrong, "tls:mismatch-name", "certificate verify failed: hostname mismatch");
   refused_with(fx, wrong, "tls:mismatch-name", "wrong.example");
 }
 
 static void test_verify_off(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   /* Untrusted CA and a name that matches nothing: only verify 0 connects. */
   start_tls(fx, 0, 3, "rogue", 0, NULL);
   redlock_options_t *opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "wrong.example"), 0);
   assert_int_equal(redlock_options_set_tls_verify(opts, 0), 0);
-  redlock_t *c = it_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   lock_roundtrip(fx, c, "tls:noverify", 3);
 
   opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "wrong.example"), 0);
-  redlock_t *strict = it_open(fx, 1, opts);
+  redlock_t *strict = fx_open(fx, 1, opts);
   refused_with(fx, strict, "tls:verify", "certificate verify failed");
 }
 
 static void test_mutual_tls(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 1, NULL);
-  redlock_t *anon = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *anon = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   /* The server's alert ("tlsv13 alert certificate required") races with
    * its reset of the connection; either way the reason names certificates. */
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, anon, redlock_trylock(anon, "tls:mtls-anon", TTL, &lock), REDLOCK_ENOQUORUM);
+  FX_ASSERT_RC(fx, anon, redlock_trylock(anon, "tls:mtls-anon", TTL, &lock), REDLOCK_ENOQUORUM);
   char votes[2048];
   votes_of(anon, votes, sizeof votes);
   if (strstr(votes, "certificate required") == NULL && strstr(votes, "client certificate") == NULL)
     fail_msg("the votes do not say why: %s", votes);
 
-  redlock_options_t *opts = it_options(fx, 3, REDLOCK_LOG_INFO);
+  redlock_options_t *opts = fx_options(fx, 0, 3, REDLOCK_LOG_INFO);
   assert_int_equal(
       redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"), cert("client.key")),
       0);
-  redlock_t *c = it_open(fx, 1, opts);
+  redlock_t *c = fx_open(fx, 1, opts);
   lock_roundtrip(fx, c, "tls:mtls", 3);
 }
 
 static void test_mixed_plain_tls(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 2, "server", 0, NULL);
   assert_int_equal(rh_server_start(&fx->servers[2], NULL), 0);
   fx->n = 3;
   assert_non_null(strstr(rh_server_uri(fx->servers[2]), "redis://"));
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   /* The key reaches all three, plain and TLS (lock_roundtrip checks). */
   lock_roundtrip(fx, c, "tls:mixed", 3);
   /* Two masters are a quorum of three: the plain one with either TLS one. */
   assert_int_equal(rh_server_kill(fx->servers[1]), 0);
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, "tls:mixed-2", TTL, &lock), REDLOCK_OK);
-  assert_true(it_key_is(fx->servers[0], "tls:mixed-2", redlock_lock_value(lock)));
-  assert_true(it_key_is(fx->servers[2], "tls:mixed-2", redlock_lock_value(lock)));
-  IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, "tls:mixed-2", TTL, &lock), REDLOCK_OK);
+  assert_true(fx_key_is(fx->servers[0], "tls:mixed-2", redlock_lock_value(lock)));
+  assert_true(fx_key_is(fx->servers[2], "tls:mixed-2", redlock_lock_value(lock)));
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 }
 
 static void test_auth_over_tls(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 1, "server", 0, "tls pass@1");
   rh_options_t acl;
   memset(&acl, 0, sizeof acl);
@@ -279,60 +279,49 @@ static void test_auth_over_tls(void **state) {
   /* "rediss://:tls%20pass%401@..." and "rediss://alice:wonder%3Aland@...". */
   assert_non_null(strstr(rh_server_uri(fx->servers[0]), "rediss://:"));
   assert_non_null(strstr(rh_server_uri(fx->servers[1]), "rediss://alice:"));
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   lock_roundtrip(fx, c, "tls:auth", 3);
 
   /* A wrong password: that master alone is down, and the votes say why. */
   char bad[128];
   snprintf(bad, sizeof bad, "rediss://:wrong@127.0.0.1:%d", rh_server_port(fx->servers[0]));
   const char *uris[3] = {bad, rh_server_uri(fx->servers[1]), rh_server_uri(fx->servers[2])};
-  redlock_options_t *opts = it_options_uris(fx, uris, 3, REDLOCK_LOG_INFO);
+  redlock_options_t *opts = fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, NULL, NULL), 0);
-  redlock_t *w = it_open(fx, 1, opts);
+  redlock_t *w = fx_open(fx, 1, opts);
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, w, redlock_trylock(w, "tls:auth-bad", TTL, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, w, redlock_trylock(w, "tls:auth-bad", TTL, &lock), REDLOCK_OK);
   char votes[1024];
   votes_of(w, votes, sizeof votes);
   if (strstr(votes, "down (AUTH refused") == NULL)
     fail_msg("the wrong password is not in the votes: %s", votes);
-  assert_true(it_key_absent(fx->servers[0], "tls:auth-bad"));
-  IT_ASSERT_RC(fx, w, redlock_unlock(w, lock), REDLOCK_OK);
-}
-
-typedef struct {
-  it_fixture_t *fx;
-  char needle[96];
-} log_wait_t;
-
-static int log_has(void *arg) {
-  log_wait_t *w = arg;
-  return it_log_contains(w->fx, w->needle);
+  assert_true(fx_key_absent(fx->servers[0], "tls:auth-bad"));
+  FX_ASSERT_RC(fx, w, redlock_unlock(w, lock), REDLOCK_OK);
 }
 
 static void test_restart_reconnect(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
-  redlock_t *c = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *c = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   lock_roundtrip(fx, c, "tls:restart-before", 3);
 
   assert_int_equal(rh_server_kill(fx->servers[0]), 0);
-  it_log_clear(fx); /* before the restart: the reconnect cannot precede it */
+  fx_log_clear(fx, FX_ALL); /* before the restart: the reconnect cannot precede it */
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, "tls:restart-during", TTL, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, "tls:restart-during", TTL, &lock), REDLOCK_OK);
   /* A dead master is down for a plain reason, not blamed on certificates. */
   char votes[1024];
   votes_of(c, votes, sizeof votes);
   if ((strstr(votes, "=down") == NULL && strstr(votes, "=disconnected") == NULL) ||
       strstr(votes, "certificate") != NULL)
     fail_msg("the killed master's vote: %s", votes);
-  IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 
   assert_int_equal(rh_server_restart(fx->servers[0]), 0);
-  log_wait_t w = {fx, ""};
-  snprintf(w.needle, sizeof w.needle, "master 127.0.0.1:%d: connected",
-           rh_server_port(fx->servers[0]));
-  if (!rh_wait_until(log_has, &w, 5000))
-    fail_msg("no TLS reconnect to the restarted master:\n%s", it_log_text(fx));
+  char needle[96];
+  snprintf(needle, sizeof needle, "master 127.0.0.1:%d: connected", rh_server_port(fx->servers[0]));
+  if (!fx_wait_log(fx, FX_ALL, needle, 5000))
+    fail_msg("no TLS reconnect to the restarted master:\n%s", fx_log_text(fx, FX_ALL));
   /* The new connection carries locks (TLS session and handshake redone). */
   lock_roundtrip(fx, c, "tls:restart-after", 3);
 }
@@ -343,70 +332,39 @@ static void test_restart_reconnect(void **state) {
 #define WAIT_MS 15000u
 #define WAKE_BOUND_MS 2000u
 
-typedef struct {
-  it_fixture_t *fx;
-  redlock_t *client;
-  int rc;
-  redlock_lock_t *lock;
-  uint64_t done_ms;
-} waiter_t;
-
-static void *waiter_main(void *arg) {
-  waiter_t *w = arg;
-  w->rc = redlock_lock_wait(w->client, "tls:wake", TTL, WAIT_MS, &w->lock);
-  w->done_ms = rh_now_ms();
-  return NULL;
-}
-
-typedef struct {
-  it_fixture_t *fx;
-  const char *channel;
-} numsub_wait_t;
-
-/* Every master has one subscriber to the channel: the waiter's, over TLS. */
-static int subscribed_everywhere(void *arg) {
-  numsub_wait_t *w = arg;
-  for (size_t i = 0; i < w->fx->n; i++) {
-    char buf[256];
-    if (rh_server_command(w->fx->servers[i], buf, sizeof buf, "PUBSUB NUMSUB %s", w->channel) != 0)
-      return 0;
-    const char *nl = strchr(buf, '\n');
-    if (nl == NULL || strtol(nl + 1, NULL, 10) != 1)
-      return 0;
-  }
-  return 1;
-}
-
 static void test_woken_wait(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 3, "server", 0, NULL);
-  redlock_t *holder = it_open(fx, 0, tls_options(fx, 3, "ca.crt"));
+  redlock_t *holder = fx_open(fx, 0, tls_options(fx, 3, "ca.crt"));
   redlock_options_t *opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_retry(opts, -1, FALLBACK_MS, 0), 0);
-  redlock_t *waiting = it_open(fx, 1, opts);
+  redlock_t *waiting = fx_open(fx, 1, opts);
 
   redlock_lock_t *held = NULL;
-  IT_ASSERT_RC(fx, holder, redlock_trylock(holder, "tls:wake", TTL, &held), REDLOCK_OK);
-  waiter_t w = {fx, waiting, -100, NULL, 0};
-  pthread_t th;
-  assert_int_equal(pthread_create(&th, NULL, waiter_main, &w), 0);
-  numsub_wait_t ns = {fx, REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake"};
-  if (!rh_wait_until(subscribed_everywhere, &ns, 5000))
-    fail_msg("the waiter's TLS subscriber connections did not subscribe:\n%s", it_log_text(fx));
+  FX_ASSERT_RC(fx, holder, redlock_trylock(holder, "tls:wake", TTL, &held), REDLOCK_OK);
+  fx_call_t w = {.fn = fx_call_lock_wait,
+                 .client = waiting,
+                 .name = "tls:wake",
+                 .ttl_ms = TTL,
+                 .wait_ms = WAIT_MS};
+  fx_call_start(&w);
+  /* Every master has one subscriber to the channel: the waiter's, over TLS. */
+  const char *channel = REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake";
+  if (!fx_wait_subscribed(fx, fx->n, channel, 1, 5000) ||
+      !fx_wait_subscribed_at_most(fx, fx->n, channel, 1, 0))
+    fail_msg("the waiter's TLS subscriber connections did not subscribe:\n%s",
+             fx_log_text(fx, FX_ALL));
   uint64_t t0 = rh_now_ms();
-  IT_ASSERT_RC(fx, holder, redlock_unlock(holder, held), REDLOCK_OK);
-  pthread_join(th, NULL);
-  IT_ASSERT_RC(fx, waiting, w.rc, REDLOCK_OK);
-  if (w.done_ms - t0 > WAKE_BOUND_MS)
-    fail_msg("woken after %llu ms (fallback %u ms)", (unsigned long long)(w.done_ms - t0),
+  FX_ASSERT_RC(fx, holder, redlock_unlock(holder, held), REDLOCK_OK);
+  fx_call_join(&w, (int)WAIT_MS); /* the status below tells */
+  FX_ASSERT_RC(fx, waiting, w.rc, REDLOCK_OK);
+  if (w.t_done - t0 > WAKE_BOUND_MS)
+    fail_msg("woken after %llu ms (fallback %u ms)", (unsigned long long)(w.t_done - t0),
              FALLBACK_MS);
   /* On a quorum: a master the release had not reached yet when the woken
    * attempt got there refused it, legitimately. */
-  int on = 0;
-  for (size_t i = 0; i < 3; i++)
-    on += it_key_is(fx->servers[i], "tls:wake", redlock_lock_value(w.lock));
-  assert_true(on >= 2);
-  IT_ASSERT_RC(fx, waiting, redlock_unlock(waiting, w.lock), REDLOCK_OK);
+  assert_true(fx_holding(fx, 3, "tls:wake", redlock_lock_value(w.lock)) >= 2);
+  FX_ASSERT_RC(fx, waiting, redlock_unlock(waiting, w.lock), REDLOCK_OK);
 }
 
 /* ---- handshake within the connect timeout ----------------------------------------- */
@@ -429,69 +387,70 @@ static int silent_listener(int *port) {
 }
 
 static void test_handshake_timeout(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 2, "server", 0, NULL);
   int port;
   int fd = silent_listener(&port);
   char silent[64];
   snprintf(silent, sizeof silent, "rediss://127.0.0.1:%d", port);
   const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]), silent};
-  redlock_options_t *opts = it_options_uris(fx, uris, 3, REDLOCK_LOG_INFO);
+  redlock_options_t *opts = fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_INFO);
   assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, NULL, NULL), 0);
   uint64_t elapsed;
   redlock_t *c;
   /* redlock_open waits for every master's first attempt: the silent one's
    * ends at the connect timeout, not later. */
-  IT_TIMED(elapsed, c = it_open(fx, 0, opts));
-  if (elapsed + 50 < IT_CONNECT_MS || elapsed > IT_CONNECT_MS + SLACK_MS)
+  FX_TIMED(elapsed, c = fx_open(fx, 0, opts));
+  if (elapsed + 50 < FX_IT_CONNECT_MS || elapsed > FX_IT_CONNECT_MS + SLACK_MS)
     fail_msg("redlock_open took %llu ms (connect timeout %u ms)", (unsigned long long)elapsed,
-             IT_CONNECT_MS);
+             FX_IT_CONNECT_MS);
   char needle[96];
   snprintf(needle, sizeof needle, "master 127.0.0.1:%d: connect timed out", port);
-  if (!it_log_contains(fx, needle))
-    fail_msg("no connect timeout for the silent master:\n%s", it_log_text(fx));
+  if (!fx_log_contains(fx, FX_ALL, needle))
+    fail_msg("no connect timeout for the silent master:\n%s", fx_log_text(fx, FX_ALL));
   redlock_lock_t *lock = NULL;
-  IT_ASSERT_RC(fx, c, redlock_trylock(c, "tls:silent", TTL, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, "tls:silent", TTL, &lock), REDLOCK_OK);
   char votes[1024];
   votes_of(c, votes, sizeof votes);
   if (strstr(votes, "=down (connect timed out") == NULL)
     fail_msg("the silent master's vote: %s", votes);
-  IT_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
-  it_close(fx, 0);
+  FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
+  fx_close(fx, 0);
   close(fd);
 }
 
 /* ---- options with real files ------------------------------------------------------ */
 
 static void test_option_files(void **state) {
-  it_fixture_t *fx = *state;
+  fx_t *fx = *state;
   start_tls(fx, 0, 1, "server", 0, NULL);
-  redlock_options_t *opts = it_options(fx, 1, REDLOCK_LOG_INFO);
+  redlock_options_t *opts = fx_options(fx, 0, 1, REDLOCK_LOG_INFO);
   assert_int_equal(
       redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"), cert("mismatch.key")),
       REDLOCK_EINVAL);
-  assert_true(it_log_contains(fx, "does not match the certificate"));
+  assert_true(fx_log_contains(fx, FX_ALL, "does not match the certificate"));
   assert_int_equal(redlock_options_set_tls(opts, cert("ca.key"), NULL, NULL, NULL), REDLOCK_EINVAL);
-  assert_true(it_log_contains(fx, "cannot load the CA file"));
+  assert_true(fx_log_contains(fx, FX_ALL, "cannot load the CA file"));
   assert_int_equal(
       redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.key"), cert("client.key")),
       REDLOCK_EINVAL);
-  assert_true(it_log_contains(fx, "cannot load the certificate file"));
+  assert_true(fx_log_contains(fx, FX_ALL, "cannot load the certificate file"));
   assert_int_equal(redlock_options_set_tls(opts, cert("nothere.crt"), NULL, NULL, NULL),
                    REDLOCK_EINVAL);
-  assert_true(it_log_contains(fx, "No such file or directory"));
+  assert_true(fx_log_contains(fx, FX_ALL, "No such file or directory"));
   assert_int_equal(
       redlock_options_set_tls(opts, cert("ca.crt"), g_dir, cert("client.crt"), cert("client.key")),
       0);
-  redlock_t *c = it_open(fx, 0, opts);
+  redlock_t *c = fx_open(fx, 0, opts);
   lock_roundtrip(fx, c, "tls:files", 1);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
 
-#define TC(fn) cmocka_unit_test_setup_teardown(fn, it_setup_0, it_teardown)
+#define TC(fn) FX_TEST(fn, 0)
 
 int main(int argc, char **argv) {
+  fx_use_profile(&fx_profile_integration);
   if (argc < 2) {
     fprintf(stderr, "usage: %s MAKE_CERTS_SH\n", argv[0]);
     return 2;
