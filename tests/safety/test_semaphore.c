@@ -317,7 +317,7 @@ static void test_sem_keys_bounded(void **state) {
     }
     for (size_t i = 0; i < fx->n; i++) {
       long data = fx_count_keys(fx->servers[i], "sf:sem:bounded*");
-      long fences = fx_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*");
+      long fences = fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*");
       if (data > (long)BOUNDED_LIMIT + 1 || fences > (long)BOUNDED_LIMIT)
         fail_msg("cycle %d, master %zu: %ld keys, %ld fence counters (limit %u)", cycle, i, data,
                  fences, BOUNDED_LIMIT);
@@ -331,7 +331,7 @@ static void test_sem_keys_bounded(void **state) {
     snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
     assert_true(fx_wait_key_absent(fx->servers[i], limit_key, 3000));
     assert_int_equal(fx_count_keys(fx->servers[i], "sf:sem:bounded*"), 0);
-    assert_true(fx_count_keys(fx->servers[i], "__redlock_fence__:sf:sem:bounded*") <=
+    assert_true(fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*") <=
                 (long)BOUNDED_LIMIT);
   }
 }
