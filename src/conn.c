@@ -223,7 +223,10 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
 redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
                              uv_loop_t *loop, conn_flusher_t *flusher, void *data,
                              redisConnectCallback *on_connect,
-                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len) {
+                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
+                             int *tls_failed) {
+  if (tls_failed != NULL)
+    *tls_failed = 0;
   redisAsyncContext *ac = addr->kind == NODE_ADDR_UNIX ? redisAsyncConnectUnix(addr->path)
                                                        : redisAsyncConnect(ip, addr->port);
   if (ac == NULL) {
@@ -248,6 +251,8 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
     }
     ssl = tls_attach(tls, &ac->c, addr->host, err, err_len);
     if (ssl == NULL) {
+      if (tls_failed != NULL)
+        *tls_failed = 1;
       redisAsyncFree(ac);
       return NULL;
     }

@@ -48,11 +48,14 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
  * certificate checked against the URI host, not ip.  The connect callback
  * reports the TCP connect only: the TLS handshake goes on with the first
  * reads and writes, so it is over when the first reply arrives.  NULL on
- * failure, with the reason in err. */
+ * failure, with the reason in err; *tls_failed (when not NULL) says whether
+ * it was the TLS set-up that failed: on loopback the TCP connect can be done
+ * at once and the handshake then runs, and fails, inside this call. */
 redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
                              uv_loop_t *loop, conn_flusher_t *flusher, void *data,
                              redisConnectCallback *on_connect,
-                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len);
+                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
+                             int *tls_failed);
 
 /* Queues AUTH when the address has credentials.  Returns the number of
  * commands queued (0 or 1), or -1. */

@@ -354,9 +354,12 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
 static void node_open(node_t *node) {
   const node_env_t *env = node->env;
   char err[256];
+  int tls_failed;
   redisAsyncContext *ac = conn_open(&node->addr, node->ip, env->tls, env->loop, env->flusher, node,
-                                    on_connect, on_disconnect, err, sizeof err);
+                                    on_connect, on_disconnect, err, sizeof err, &tls_failed);
   if (ac == NULL) {
+    if (tls_failed)
+      node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
     return;
   }

@@ -365,7 +365,7 @@ static void subscriber_connect(notify_subscriber_t *sub) {
   }
   char err[256];
   redisAsyncContext *ac = conn_open(addr, node_ip(node), n->env->tls, n->env->loop, n->env->flusher,
-                                    sub, on_connect, on_disconnect, err, sizeof err);
+                                    sub, on_connect, on_disconnect, err, sizeof err, NULL);
   if (ac == NULL) {
     subscriber_fail(sub, err);
     return;
