@@ -258,6 +258,24 @@ static void sync_done_cb(int status, void *arg) {
   uv_sem_post(&call->done);
 }
 
+/* Ready for a sync_* callback; REDLOCK_EIO when no semaphore can be made. */
+static int sync_start(sync_call_t *call) {
+  call->lock = NULL;
+  return uv_sem_init(&call->done, 0) == 0 ? 0 : REDLOCK_EIO;
+}
+
+/* Waits for the call submitted with a sync_* callback; submitted is what the
+ * submission returned (a call that was refused never calls back). */
+static int sync_wait(sync_call_t *call, int submitted) {
+  int rc = submitted;
+  if (rc == 0) {
+    uv_sem_wait(&call->done);
+    rc = call->status;
+  }
+  uv_sem_destroy(&call->done);
+  return rc;
+}
+
 static int check_blocking(const redlock_t *client) {
   if (client == NULL)
     return REDLOCK_EINVAL;
@@ -277,16 +295,11 @@ static int lock_blocking(redlock_t *client, const char *const *resources, size_t
   if (rc != 0)
     return rc;
   sync_call_t call;
-  if (uv_sem_init(&call.done, 0) != 0)
-    return REDLOCK_EIO;
-  call.lock = NULL;
-  rc = lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb, &call);
-  if (rc == 0) {
-    uv_sem_wait(&call.done);
-    rc = call.status;
-    *out = call.lock;
-  }
-  uv_sem_destroy(&call.done);
+  if ((rc = sync_start(&call)) != 0)
+    return rc;
+  rc = sync_wait(&call,
+                 lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb, &call));
+  *out = call.lock;
   return rc;
 }
 
@@ -326,15 +339,9 @@ static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t ki
     return rc;
   }
   sync_call_t call;
-  if (uv_sem_init(&call.done, 0) != 0)
-    return REDLOCK_EIO;
-  rc = lock_target_op(client, lock, kind, ttl_ms, sync_done_cb, &call);
-  if (rc == 0) {
-    uv_sem_wait(&call.done);
-    rc = call.status;
-  }
-  uv_sem_destroy(&call.done);
-  return rc;
+  if ((rc = sync_start(&call)) != 0)
+    return rc;
+  return sync_wait(&call, lock_target_op(client, lock, kind, ttl_ms, sync_done_cb, &call));
 }
 
 int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms) {
@@ -388,16 +395,11 @@ static int prim_blocking(redlock_t *client, lock_kind_t kind, const char *name, 
   if (rc != 0)
     return rc;
   sync_call_t call;
-  if (uv_sem_init(&call.done, 0) != 0)
-    return REDLOCK_EIO;
-  call.lock = NULL;
-  rc = prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call);
-  if (rc == 0) {
-    uv_sem_wait(&call.done);
-    rc = call.status;
-    *out = call.lock;
-  }
-  uv_sem_destroy(&call.done);
+  if ((rc = sync_start(&call)) != 0)
+    return rc;
+  rc =
+      sync_wait(&call, prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call));
+  *out = call.lock;
   return rc;
 }
 

@@ -343,7 +343,6 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
  * client_init_handles, the stats after stats_new). */
 static void client_compose(redlock_t *client) {
   const redlock_options_t *opts = &client->opts;
-  client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   client->node_env = (node_env_t){
       .flusher = &client->flusher,
       .tls = client->tls,
@@ -422,10 +421,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     rc = stats_new(client);
   if (rc == 0 && client->stats != NULL) {
     client->rounds.stats = client->stats;
-    for (unsigned i = 0; i < client->n_nodes; i++) {
-      client->nodes[i].stats = &client->stats->masters[i];
-      client->nodes[i].all_stats = client->stats;
-    }
+    for (unsigned i = 0; i < client->n_nodes; i++)
+      client->nodes[i].stats = client->stats;
   }
   uint64_t seed = 0;
   if (rc == 0)

@@ -44,6 +44,10 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
   return node->quarantine_until_ns != 0 && now_ns < node->quarantine_until_ns;
 }
 
+int node_quarantined_now(const node_t *node) {
+  return node->quarantine_until_ns != 0 && node_is_quarantined(node, clock_now_ns());
+}
+
 void node_warn(node_t *node, const char *what, const char *detail) {
   const log_sink_t *log = node->env->log;
   if (log->cb == NULL)
@@ -440,7 +444,7 @@ static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   if (node->stats != NULL) {
     if (got_reply)
       req->replied_ns = now; /* for the event of the round it belongs to */
-    stats_master_done(node->all_stats, node->stats, req->sent_ns, got_reply, now);
+    stats_master_done(node->stats, node->index, req->sent_ns, got_reply, now);
   }
 }
 
@@ -458,7 +462,7 @@ static int node_write(node_t *node, node_req_t *req) {
   if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
     return NODE_SEND_DOWN;
   req->sent_ns = clock_now_ns();
-  stats_master_sent(node->stats);
+  stats_master_sent(node->stats, node->index);
   if (node->inflight++ == 0)
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
   return 0;

@@ -112,8 +112,8 @@ typedef struct missed_release {
 
 typedef struct node {
   const node_env_t *env;
-  stats_master_t *stats;         /* its figures (stats_core.h), NULL when off; set by the owner */
-  const struct stats *all_stats; /* the histogram bounds stats_master_done needs */
+  struct stats *stats; /* the client's figures (stats_core.h; its own: masters[index]),
+                        * NULL when off; set by the owner */
   unsigned index;
   node_addr_t addr;
   node_state_t state;
@@ -182,6 +182,9 @@ void node_defer_release(node_t *node, const char *cmd, size_t len);
  * replayed); close waits for them while the master is up. */
 int node_owes_releases(const node_t *node);
 int node_is_quarantined(const node_t *node, uint64_t now_ns);
+/* The same, now: the clock is read only for a master that has a quarantine
+ * (asked for every answer to an acquisition). */
+int node_quarantined_now(const node_t *node);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
 /* Closes the connection for good; pending requests get NULL replies now.

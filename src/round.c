@@ -322,5 +322,6 @@ void round_deadlines_fire(round_env_t *env) {
     round_t *head = list_entry(env->pending.next, round_t, pending_link);
     env->arm_deadline(env->owner_arg, head->deadline_ns);
   }
+  /* Rounds taken off the FIFO above settled their last votes unlinked. */
   env->settled(env->owner_arg);
 }

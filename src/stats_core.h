@@ -130,17 +130,18 @@ static inline void stats_gauge(struct stats *stats, stats_gauge_t gauge, int64_t
                           memory_order_relaxed);
   }
 }
-/* node.c: a request was written (m: the master's figures, or NULL). */
-static inline void stats_master_sent(stats_master_t *m) {
-  if (m != NULL)
-    stats_bump(&m->sent, 1);
+/* node.c: a request to master i was written (stats NULL: off). */
+static inline void stats_master_sent(struct stats *stats, unsigned i) {
+  if (stats != NULL)
+    stats_bump(&stats->masters[i].sent, 1);
 }
-/* node.c: a written request came back, with a reply or without; latency is
- * observed for replies (now_ns read by the caller, 0 when m is NULL). */
-static inline void stats_master_done(const struct stats *stats, stats_master_t *m, uint64_t sent_ns,
+/* node.c: a written request to master i came back, with a reply or without;
+ * latency is observed for replies (now_ns read by the caller). */
+static inline void stats_master_done(struct stats *stats, unsigned i, uint64_t sent_ns,
                                      int got_reply, uint64_t now_ns) {
-  if (m == NULL)
+  if (stats == NULL)
     return;
+  stats_master_t *m = &stats->masters[i];
   stats_bump(&m->done, 1);
   if (got_reply && sent_ns != 0 && now_ns >= sent_ns)
     stats_hist_observe(stats, &m->latency, now_ns - sent_ns);

@@ -2,8 +2,6 @@
  * entry only picks node i and calls node.c. */
 #include "transport.h"
 
-#include "clock.h"
-
 static node_t *node_at(void *arg, unsigned master) { return &((node_t *)arg)[master]; }
 
 static int t_send(void *arg, unsigned master, node_req_t *req) {
@@ -25,9 +23,7 @@ static uint64_t t_progress_ns(void *arg, unsigned master) {
 }
 
 static int t_quarantined(void *arg, unsigned master) {
-  const node_t *node = node_at(arg, master);
-  /* The clock is read only for a master that has a quarantine at all. */
-  return node->quarantine_until_ns != 0 && node_is_quarantined(node, clock_now_ns());
+  return node_quarantined_now(node_at(arg, master));
 }
 
 static void t_defer_release(void *arg, unsigned master, const char *cmd, size_t len) {
