@@ -161,6 +161,28 @@ static void test_script_get_all(void **state) {
   assert_string_equal(script_get(SCRIPT_ACQUIRE_MANY)->name, "acquire_many");
 }
 
+/* Replaces each "@NAME@" of `from` in file (len bytes, malloc'd) by `to`, as
+ * CMake does when it embeds the scripts; returns the new file. */
+static char *substitute(char *file, size_t *len, const char *from, const char *to) {
+  size_t from_len = strlen(from), to_len = strlen(to);
+  char *out = malloc(*len * (to_len > from_len ? to_len / from_len + 2 : 1) + 1);
+  assert_non_null(out);
+  size_t o = 0;
+  for (size_t i = 0; i < *len;) {
+    if (i + from_len <= *len && memcmp(file + i, from, from_len) == 0) {
+      memcpy(out + o, to, to_len);
+      o += to_len;
+      i += from_len;
+    } else {
+      out[o++] = file[i++];
+    }
+  }
+  out[o] = '\0';
+  free(file);
+  *len = o;
+  return out;
+}
+
 static void test_script_body_matches_lua_file(void **state) {
   (void)state;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
@@ -171,6 +193,9 @@ static void test_script_body_matches_lua_file(void **state) {
     char *file = read_file(path, &len);
     if (file == NULL)
       fail_msg("cannot read %s", path);
+    file =
+        substitute(file, &len, "@REDLOCK_RELEASE_CHANNEL_PREFIX@", REDLOCK_RELEASE_CHANNEL_PREFIX);
+    file = substitute(file, &len, "@REDLOCK_FENCE_KEY_PREFIX@", REDLOCK_FENCE_KEY_PREFIX);
     if (len != s->body_len || memcmp(file, s->body, len) != 0) {
       free(file);
       fail_msg("embedded body of %s differs from %s", s->name, path);
@@ -179,9 +204,10 @@ static void test_script_body_matches_lua_file(void **state) {
   }
 }
 
-/* The scripts spell the names of names.h themselves (a script cannot
- * include C): wherever a script uses the release channel or a fence key, it
- * is exactly the prefix names.h gives, and no other spelling appears. */
+/* The scripts get the names of names.h from redlock.h at build time (CMake
+ * replaces @REDLOCK_..._PREFIX@): wherever a script uses the release channel
+ * or a fence key, it is exactly the prefix names.h gives, no other spelling
+ * appears, and no placeholder is left unreplaced. */
 static void test_scripts_use_names_h(void **state) {
   (void)state;
   int channel_users = 0;
@@ -195,6 +221,8 @@ static void test_scripts_use_names_h(void **state) {
                  script_get((script_id_t)id)->name, p);
     }
     channel_users += strstr(body, NOTIFY_CHANNEL_PREFIX) != NULL;
+    if (strstr(body, "@REDLOCK_") != NULL)
+      fail_msg("script %s keeps a placeholder", script_get((script_id_t)id)->name);
   }
   assert_true(channel_users >= 1); /* release.lua publishes */
 }
