@@ -721,11 +721,15 @@ static void watch_timer_cb(uv_timer_t *timer) {
   round_send(round);
 }
 
-/* Next extension when a third of the ttl is left; after a failure, retry
- * soon but never later than the end of validity (where it is declared lost). */
+/* Next extension when a third of the ttl is left, a little earlier at random
+ * and on the client's renewal tick (quorum_watch_delay_ms says why); after a
+ * failure, retry soon but never later than the end of validity (where it is
+ * declared lost). */
 static void watch_schedule(redlock_lock_t *lock) {
   int64_t validity_ns = lock_validity_ns(lock);
-  int64_t delay = validity_ns / 1000000 - (int64_t)lock->ttl_ms / 3;
+  uint32_t early = client_random(lock->client) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
+  int64_t delay = (int64_t)quorum_watch_delay_ms(validity_ns / 1000000, lock->ttl_ms,
+                                                 uv_now(lock->client->loop), early);
   if (delay <= 0) {
     /* Retrying: once per request timeout, and last at the end of validity,
      * where the timer finds it spent and declares the lock lost. */

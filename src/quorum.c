@@ -48,3 +48,28 @@ uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms,
   uint64_t half = delay / 2;
   return delay - half + (half == 0 ? 0 : (uint64_t)random32 % (half + 1));
 }
+
+uint32_t quorum_watch_tick_ms(uint32_t ttl_ms) {
+  uint32_t tick = ttl_ms / 30;
+  if (tick > QUORUM_WATCH_TICK_MAX_MS)
+    tick = QUORUM_WATCH_TICK_MAX_MS;
+  return tick > 0 ? tick : 1;
+}
+
+uint32_t quorum_watch_spread_ms(uint32_t ttl_ms) {
+  uint32_t spread = ttl_ms / 10;
+  return spread < QUORUM_WATCH_SPREAD_MAX_MS ? spread : QUORUM_WATCH_SPREAD_MAX_MS;
+}
+
+uint64_t quorum_watch_delay_ms(int64_t validity_ms, uint32_t ttl_ms, uint64_t now_ms,
+                               uint32_t early_ms) {
+  int64_t due = validity_ms - (int64_t)(ttl_ms / 3);
+  if (due <= 0)
+    return 0;
+  uint32_t spread = quorum_watch_spread_ms(ttl_ms);
+  due -= early_ms < spread ? early_ms : spread;
+  uint64_t tick = quorum_watch_tick_ms(ttl_ms);
+  uint64_t at = now_ms + (uint64_t)(due > 0 ? due : 0);
+  at -= at % tick;
+  return at > now_ms ? at - now_ms : 1;
+}

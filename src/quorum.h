@@ -42,7 +42,27 @@ uint64_t quorum_retry_delay_ms(uint32_t delay_ms, uint32_t jitter_ms, uint32_t r
 /* Reconnect delay after `failures` consecutive failed attempts (0 = first
  * retry): min(cap, base * 2^failures), then "equal jitter": half of it fixed,
  * half random, so that clients restarting together spread out. */
-uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms,
-                           uint32_t random32);
+uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms, uint32_t random32);
+
+/* When a watch renews (lock.c).  Nominally when a third of the ttl is left;
+ * two adjustments, both earlier, never later, so safety is unchanged:
+ * - a random `early_ms`, drawn by the caller in [0, quorum_watch_spread_ms],
+ *   so locks taken in a burst do not renew in a burst for ever: each renewal
+ *   restarts its lock's period from its own (jittered) time;
+ * - the due time is rounded down to a multiple of quorum_watch_tick_ms in
+ *   loop time (`now_ms`, uv_now), so renewals due close together expire in
+ *   the same timer pass and share a loop turn and one write per master, where
+ *   otherwise each costs its own wake-up (docs/performance.md).
+ * Returns the delay from now_ms in ms, at least 1; 0 when a third of the ttl
+ * is already gone (the caller's retry schedule applies). */
+uint64_t quorum_watch_delay_ms(int64_t validity_ms, uint32_t ttl_ms, uint64_t now_ms,
+                               uint32_t early_ms);
+/* The renewal tick: ttl / 30 (a tenth of the third that is left) capped at
+ * QUORUM_WATCH_TICK_MAX_MS, at least 1. */
+uint32_t quorum_watch_tick_ms(uint32_t ttl_ms);
+/* The bound of early_ms: ttl / 10 capped at QUORUM_WATCH_SPREAD_MAX_MS. */
+uint32_t quorum_watch_spread_ms(uint32_t ttl_ms);
+#define QUORUM_WATCH_TICK_MAX_MS 100
+#define QUORUM_WATCH_SPREAD_MAX_MS 2000
 
 #endif

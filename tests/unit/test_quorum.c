@@ -305,6 +305,61 @@ static void test_backoff_jitter_range(void **state) {
   assert_int_equal(quorum_backoff_ms(5, 25, 0, UINT32_MAX), 0);
 }
 
+/* Watch renewal: a tick of ttl/30 capped at 100 ms, a spread of ttl/10 capped
+ * at 2 s. */
+static void test_watch_tick_and_spread(void **state) {
+  (void)state;
+  assert_int_equal(quorum_watch_tick_ms(30000), QUORUM_WATCH_TICK_MAX_MS);
+  assert_int_equal(quorum_watch_tick_ms(900), 30);
+  assert_int_equal(quorum_watch_tick_ms(10), 1); /* never 0 */
+  assert_int_equal(quorum_watch_spread_ms(30000), QUORUM_WATCH_SPREAD_MAX_MS);
+  assert_int_equal(quorum_watch_spread_ms(900), 90);
+  assert_int_equal(quorum_watch_spread_ms(5), 0);
+}
+
+/* Never later than a third of the ttl left, never earlier than that less the
+ * spread and a tick, and always on a tick of loop time. */
+static void test_watch_delay_bounds(void **state) {
+  (void)state;
+  static const uint32_t ttls[] = {30, 300, 900, 3000, 30000, 600000};
+  for (size_t i = 0; i < sizeof ttls / sizeof ttls[0]; i++) {
+    uint32_t ttl = ttls[i], tick = quorum_watch_tick_ms(ttl), spread = quorum_watch_spread_ms(ttl);
+    for (uint64_t now = 0; now < 3 * (uint64_t)tick + 7; now += 1 + tick / 3) {
+      for (uint32_t early = 0; early <= spread + 3; early += 1 + spread / 4) {
+        int64_t validity = ttl; /* just acquired or extended */
+        uint64_t d = quorum_watch_delay_ms(validity, ttl, now, early);
+        int64_t nominal = validity - ttl / 3; /* a third of the ttl left */
+        assert_true(d >= 1);
+        assert_true((int64_t)d <= nominal);
+        assert_true((int64_t)d > nominal - (int64_t)spread - (int64_t)tick || d == 1);
+        assert_true((now + d) % tick == 0 || d == 1);
+      }
+    }
+  }
+}
+
+/* Locks taken within one tick of each other renew together: each is
+ * scheduled when taken (validity = ttl), at loop times 1000 .. 1099, and
+ * all expire at the tick 21 000, not at 100 different times. */
+static void test_watch_delay_batches(void **state) {
+  (void)state;
+  uint32_t ttl = 30000; /* tick 100 ms; a third left after 20 000 ms */
+  for (uint64_t taken = 1000; taken < 1100; taken += 3)
+    assert_int_equal(taken + quorum_watch_delay_ms(ttl, ttl, taken, 0), 21000);
+  /* One tick later: the next batch. */
+  assert_int_equal(1100 + quorum_watch_delay_ms(ttl, ttl, 1100, 0), 21100);
+}
+
+/* A third of the ttl already gone: 0, the caller's retry schedule. */
+static void test_watch_delay_past(void **state) {
+  (void)state;
+  assert_int_equal(quorum_watch_delay_ms(10000, 30000, 5, 0), 0);
+  assert_int_equal(quorum_watch_delay_ms(0, 30000, 5, 0), 0);
+  assert_int_equal(quorum_watch_delay_ms(-5, 30000, 5, 0), 0);
+  /* Just after the third is left... but the spread pulls it to now: 1 ms. */
+  assert_int_equal(quorum_watch_delay_ms(10001, 30000, 1234, 2000), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quorum_size),
@@ -324,6 +379,10 @@ int main(void) {
       cmocka_unit_test(test_backoff_growth),
       cmocka_unit_test(test_backoff_cap),
       cmocka_unit_test(test_backoff_jitter_range),
+      cmocka_unit_test(test_watch_tick_and_spread),
+      cmocka_unit_test(test_watch_delay_bounds),
+      cmocka_unit_test(test_watch_delay_batches),
+      cmocka_unit_test(test_watch_delay_past),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
