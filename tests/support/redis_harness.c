@@ -64,6 +64,8 @@
 #define RH_MAX_ARGS 56
 #define RH_DEFAULT_SERVER "redis-server"
 
+extern char **environ;
+
 struct rh_server {
   int port;
   pid_t pid; /* 0 while down */
@@ -78,6 +80,7 @@ struct rh_server {
   char *tls_key_file;
   char *tls_ca_cert_file;
   int tls_auth_clients;
+  char *env[RH_MAX_ENV + 1]; /* rh_options_t.env, copied; NULL-terminated */
   char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
   char dir[256];        /* private directory: --dir and the log */
   char log_path[320];
@@ -369,6 +372,30 @@ static void close_inherited_fds(long max_fd) {
     close((int)fd);
 }
 
+/* The test's environment without the names s->env sets, then s->env: a
+ * malloc'ed array of borrowed strings, built before fork. */
+static char **server_environment(const rh_server_t *s) {
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **envp = calloc(n + RH_MAX_ENV + 1, sizeof *envp);
+  if (envp == NULL)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int replaced = 0;
+    for (size_t j = 0; s->env[j] != NULL && !replaced; j++) {
+      size_t name_len = strcspn(s->env[j], "=") + 1; /* "NAME=" */
+      replaced = strncmp(environ[i], s->env[j], name_len) == 0;
+    }
+    if (!replaced)
+      envp[k++] = environ[i];
+  }
+  for (size_t j = 0; s->env[j] != NULL; j++)
+    envp[k++] = s->env[j];
+  return envp;
+}
+
 /* fork + exec of redis-server on s->port.  Everything the child needs is
  * built before fork: after fork only async-signal-safe calls are allowed
  * (the test process has other threads, e.g. redlock clients' loops). */
@@ -443,10 +470,16 @@ static int spawn(rh_server_t *s) {
     argv[argc++] = "700";
   }
   argv[argc] = NULL;
+  char **envp = s->env[0] != NULL ? server_environment(s) : environ;
+  if (envp == NULL)
+    return -1;
 
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0)
+  if (devnull < 0) {
+    if (envp != environ)
+      free(envp);
     return -1;
+  }
   struct rlimit rl;
   long max_fd =
       getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536
@@ -459,6 +492,8 @@ static int spawn(rh_server_t *s) {
   pid_t pid = fork();
   if (pid < 0) {
     close(devnull);
+    if (envp != environ)
+      free(envp);
     return -1;
   }
   if (pid == 0) {
@@ -477,10 +512,12 @@ static int spawn(rh_server_t *s) {
     dup2(devnull, 1);
     dup2(devnull, 2);
     close_inherited_fds(max_fd);
-    execv(exe, (char *const *)argv);
+    execve(exe, (char *const *)argv, envp);
     _exit(127);
   }
   close(devnull);
+  if (envp != environ)
+    free(envp);
   s->pid = pid;
   s->paused = 0;
   return 0;
@@ -602,6 +639,8 @@ static void server_destroy(rh_server_t *s) {
   free(s->tls_cert_file);
   free(s->tls_key_file);
   free(s->tls_ca_cert_file);
+  for (size_t i = 0; s->env[i] != NULL; i++)
+    free(s->env[i]);
   free(s);
 }
 
@@ -628,6 +667,14 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
         (opts->bind_also && !s->bind_also)) {
       server_destroy(s);
       return -1;
+    }
+    for (size_t i = 0; opts->env != NULL && opts->env[i] != NULL; i++) {
+      if (i == RH_MAX_ENV || strchr(opts->env[i], '=') == NULL ||
+          (s->env[i] = strdup(opts->env[i])) == NULL) {
+        fprintf(stderr, "redis_harness: env: at most %d NAME=VALUE entries\n", RH_MAX_ENV);
+        server_destroy(s);
+        return -1;
+      }
     }
     if (opts->tls_cert_file != NULL) {
       s->tls_cert_file = strdup(opts->tls_cert_file);

@@ -34,7 +34,12 @@ typedef struct {
   const char *tls_key_file;     /* --tls-key-file */
   const char *tls_ca_cert_file; /* --tls-ca-cert-file (required by redis with TLS) */
   int tls_auth_clients;         /* --tls-auth-clients yes (1) or no (0) */
+  /* "NAME=VALUE" entries (NULL-terminated, up to RH_MAX_ENV) set in the
+   * server's environment, replacing the test's own NAME: e.g. an LD_PRELOAD
+   * shim (tests/support/clockshift.c).  NULL: the test's environment. */
+  const char *const *env;
 } rh_options_t;
+#define RH_MAX_ENV 8
 
 /* The server program the harness runs (REDLOCK_TEST_SERVER, or
  * redis-server), as an absolute path, or NULL when it cannot be found.  For
