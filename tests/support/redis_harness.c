@@ -81,8 +81,8 @@ struct rh_server {
   char *tls_ca_cert_file;
   int tls_auth_clients;
   char *env[RH_MAX_ENV + 1]; /* rh_options_t.env, copied; NULL-terminated */
-  char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
-  char dir[256];        /* private directory: --dir and the log */
+  char ctl_socket[300];      /* TLS servers: the harness's plain unix socket */
+  char dir[256];             /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
 };
@@ -363,6 +363,21 @@ static void kill_and_reap(rh_server_t *s) {
   s->paused = 0;
 }
 
+int rh_child_init(pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    return -1;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGALRM};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaction(sigs[i], &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  return 0;
+}
+
 static void close_inherited_fds(long max_fd) {
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, 3u, ~0u, 0) == 0)
@@ -486,9 +501,6 @@ static int spawn(rh_server_t *s) {
           ? (long)rl.rlim_cur
           : 65536;
   pid_t parent = getpid();
-  sigset_t none;
-  sigemptyset(&none);
-
   pid_t pid = fork();
   if (pid < 0) {
     close(devnull);
@@ -497,15 +509,11 @@ static int spawn(rh_server_t *s) {
     return -1;
   }
   if (pid == 0) {
-    /* Child: die with the parent, start from a clean signal state (the
-     * test may block or ignore signals), and hold none of the test's
-     * descriptors (they would keep the test's sockets alive). */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    /* Child: die with the parent, start from a clean signal state, and
+     * hold none of the test's descriptors (they would keep the test's
+     * sockets alive). */
+    if (rh_child_init(parent) != 0)
       _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     /* redis-server logs to --logfile; only config errors reach stdio, and
      * the readiness loop reports those as a failed start. */
     dup2(devnull, 0);
@@ -578,23 +586,28 @@ static int start_on_port(rh_server_t *s, uint64_t deadline) {
 
 /* ---- public: life cycle ---------------------------------------------------------------- */
 
-static void remove_dir(const char *dir) {
-  const char *keep = getenv("RH_KEEP_DIR");
-  if (keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0)
-    return;
+void rh_remove_dir(const char *dir) {
   DIR *d = opendir(dir);
   if (d != NULL) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
       if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
         continue;
-      char path[600];
+      char path[PATH_MAX];
       snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
       unlink(path);
     }
     closedir(d);
   }
   rmdir(dir);
+}
+
+/* A server's private directory, unless RH_KEEP_DIR asks to keep it. */
+static void remove_dir(const char *dir) {
+  const char *keep = getenv("RH_KEEP_DIR");
+  if (keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0)
+    return;
+  rh_remove_dir(dir);
 }
 
 /* Directories are named redis-harness-<pid>-XXXXXX.  A test process that

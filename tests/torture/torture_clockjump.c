@@ -58,14 +58,14 @@
 
 static int failures;
 
-#define CHECK(cond, ...)                                                                        \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      failures++;                                                                             \
-      printf("FAILED: %s:%d: %s: ", __FILE__, __LINE__, #cond);                               \
-      printf(__VA_ARGS__);                                                                    \
-      printf("\n");                                                                           \
-    }                                                                                         \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      printf("FAILED: %s:%d: %s: ", __FILE__, __LINE__, #cond);                                    \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
   } while (0)
 
 /* ---- the masters: M0 under the clock shim, M1 and M2 plain -------------------------- */
@@ -267,8 +267,9 @@ static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset
          jump_ms, before_ms, ahead_ms);
   if (after_m0 == 0 || after_m1 == 0 || ahead_ms < (double)*offset_ms - 1000.0 ||
       ahead_ms > (double)*offset_ms + 1000.0) {
-    fprintf(stderr, "clockjump: set-up error: the clock shim is not in effect on M0 (TIME "
-                    "difference %.0f ms, expected about %" PRId64 " ms)\n",
+    fprintf(stderr,
+            "clockjump: set-up error: the clock shim is not in effect on M0 (TIME "
+            "difference %.0f ms, expected about %" PRId64 " ms)\n",
             ahead_ms, *offset_ms);
     return -1;
   }
@@ -279,8 +280,7 @@ static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset
   int64_t vb = rc == REDLOCK_OK ? redlock_lock_validity_ms(lb) : 0;
   uint64_t veb = gb + (uint64_t)(vb > 0 ? vb : 0) * 1000000u;
   int64_t va_now = redlock_lock_validity_ms(la);
-  CHECK(rc == REDLOCK_OK, "B's second try: %s (expected a grant on M0 + M2)",
-        redlock_err_name(rc));
+  CHECK(rc == REDLOCK_OK, "B's second try: %s (expected a grant on M0 + M2)", redlock_err_name(rc));
   if (rc != REDLOCK_OK) {
     redlock_unlock(a, la);
     return 1;
@@ -305,8 +305,8 @@ static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset
   server_get(2, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_b) == 0, "M2 holds %s, not B's value", buf);
   /* The overlap: both hold windows contain [gb, min(vea, veb)]. */
-  CHECK(gb < vea && ga < veb, "no overlap: A [%.1f, %.1f] ms, B [%.1f, %.1f] ms",
-        ms_since(t0, ga), ms_since(t0, vea), ms_since(t0, gb), ms_since(t0, veb));
+  CHECK(gb < vea && ga < veb, "no overlap: A [%.1f, %.1f] ms, B [%.1f, %.1f] ms", ms_since(t0, ga),
+        ms_since(t0, vea), ms_since(t0, gb), ms_since(t0, veb));
   printf("   OVERLAP: A and B both hold %s for %.1f ms (mutual exclusion is broken by the "
          "clock jump, as docs/safety.md §4 says it can be)\n",
          res, ms_since(gb, vea < veb ? vea : veb));
@@ -320,8 +320,8 @@ static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset
   int stale = store_write(&store, ta, value_a, "stale write by A");
   CHECK(stale != 0, "A's stale write with token %" PRIu64 " was accepted after B's %" PRIu64, ta,
         tb);
-  printf("   A (still %" PRId64 " ms of validity) writes with token %" PRIu64 ": %s\n", va_now,
-         ta, stale != 0 ? "REJECTED (stale token)" : "accepted (!)");
+  printf("   A (still %" PRId64 " ms of validity) writes with token %" PRIu64 ": %s\n", va_now, ta,
+         stale != 0 ? "REJECTED (stale token)" : "accepted (!)");
   CHECK(strcmp(store.data, "written by B") == 0, "the store holds \"%s\"", store.data);
 
   /* 6. A learns it lost the lock; B releases normally. */
@@ -353,28 +353,18 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--jump-ms") == 0)
       jump_ms = strtoll(argv[i + 1], NULL, 10);
   }
-  if (shim[0] == '\0') {
-    /* Default: beside this executable. */
-    char self[PATH_MAX - 32];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-      self[n] = '\0';
-      char *slash = strrchr(self, '/');
-      if (slash != NULL)
-        *slash = '\0';
-      snprintf(shim, sizeof shim, "%s/clockshift.so", self);
-    }
-  }
+  if (shim[0] == '\0') /* default: beside this executable */
+    fx_beside_self(shim, sizeof shim, "clockshift.so");
   if (access(shim, R_OK) != 0 || jump_ms <= (int64_t)TTL_MS) {
-    fprintf(stderr, "usage: torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS > %u]\n"
-                    "(shim %s: %s)\n",
+    fprintf(stderr,
+            "usage: torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS > %u]\n"
+            "(shim %s: %s)\n",
             TTL_MS, shim, strerror(errno));
     return 2;
   }
 
   if (masters_start(shim) != 0) {
-    fprintf(stderr, "clockjump: set-up error: could not start the masters (M0 under %s)\n",
-            shim);
+    fprintf(stderr, "clockjump: set-up error: could not start the masters (M0 under %s)\n", shim);
     masters_stop();
     return 2;
   }
@@ -405,7 +395,7 @@ int main(int argc, char **argv) {
   masters_stop();
   printf("\nresult: %s\n", result == 0   ? "PASS: the clock jump let A and B overlap, and the "
                                            "fenced store rejected A's stale write"
-                          : result == 1 ? "FAIL"
-                                        : "SET-UP ERROR");
+                           : result == 1 ? "FAIL"
+                                         : "SET-UP ERROR");
   return result;
 }

@@ -51,13 +51,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -571,15 +571,8 @@ static int parse_args(int argc, char **argv) {
   cfg.threads = 3;
   cfg.resources = 3;
   cfg.seed = 1;
-  cfg.ttl_ms = TORTURE_TTL_MS;
-  cfg.max_ttl_ms = TORTURE_MAX_TTL_MS;
-  cfg.timing.request_ms = TORTURE_REQUEST_MS;
-  cfg.timing.connect_ms = TORTURE_CONNECT_MS;
-  cfg.timing.retry = TORTURE_RETRY;
-  cfg.timing.retry_delay_ms = TORTURE_RETRY_DELAY_MS;
-  cfg.timing.retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
-  cfg.timing.wait_ms = TORTURE_WAIT_MS;
-  cfg.sem_limit = TORTURE_SEM_LIMIT;
+  torture_defaults(&cfg.timing, &cfg.ttl_ms, &cfg.max_ttl_ms);
+  cfg.sem_limit = cfg.timing.sem_limit;
   cfg.rss_limit_kb = WORKER_ASAN ? 1024 * 1024 : 64 * 1024;
   cfg.rss_growth_kb = WORKER_ASAN ? 512 * 1024 : 16 * 1024;
   cfg.heap_growth_kb = 8 * 1024;
@@ -654,7 +647,8 @@ static int parse_args(int argc, char **argv) {
       cfg.threads > MAX_THREADS || cfg.resources < 1 || cfg.resources > MAX_RESOURCES ||
       cfg.timing.retry < 0 || cfg.primitive < 0 || cfg.sem_limit < 1 ||
       cfg.sem_limit > REDLOCK_MAX_SEM_LIMIT) {
-    fprintf(stderr, "torture_worker: missing or bad options (see the header of torture_worker.c)\n");
+    fprintf(stderr,
+            "torture_worker: missing or bad options (see the header of torture_worker.c)\n");
     return -1;
   }
   cfg.timing.sem_limit = cfg.sem_limit; /* the semaphore's call bound depends on it */
