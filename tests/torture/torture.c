@@ -131,6 +131,7 @@
 #include "torture_check.h"
 #include "torture_common.h"
 #include "torture_iptables.h"
+#include "torture_opts.h"
 #include "torture_schedule.h"
 
 #define N_MASTERS TORTURE_MASTERS
@@ -185,68 +186,29 @@ static int parse_args(int argc, char **argv) {
   torture_defaults(&opt.timing, &opt.ttl_ms, &opt.max_ttl_ms);
   opt.sem_limit = opt.timing.sem_limit;
   opt.slack_ms = TORTURE_ASAN ? 5000 : 2000;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--no-iptables") == 0) {
-      opt.no_iptables = 1;
-      continue;
-    }
-    if (strcmp(a, "--keep") == 0) {
-      opt.keep = 1;
-      continue;
-    }
-    if (strcmp(a, "--verbose") == 0) {
-      opt.verbose = 1;
-      continue;
-    }
-    if (strcmp(a, "--no-end-faults") == 0) {
-      opt.no_end_faults = 1;
-      continue;
-    }
-    if (strcmp(a, "--mutate-sem-refused") == 0) {
-      opt.mutate_sem_refused = 1;
-      continue;
-    }
-    if (strcmp(a, "--selftest") == 0) {
-      opt.selftest = 1;
-      continue;
-    }
-    if (strcmp(a, "--help") == 0 || i + 1 >= argc) {
-      usage();
-      return -1;
-    }
-    const char *v = argv[++i];
-    if (strcmp(a, "--duration") == 0)
-      opt.duration_s = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--seed") == 0)
-      opt.seed = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--workers") == 0)
-      opt.workers = atoi(v);
-    else if (strcmp(a, "--threads") == 0)
-      opt.threads = atoi(v);
-    else if (strcmp(a, "--resources") == 0)
-      opt.resources = atoi(v);
-    else if (strcmp(a, "--request-ms") == 0)
-      opt.timing.request_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--slack-ms") == 0)
-      opt.slack_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--worker") == 0)
-      opt.worker_path = v;
-    else if (strcmp(a, "--mutate-overhold-ms") == 0)
-      opt.mutate_overhold_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--tls-certs") == 0)
-      opt.tls_certs = v;
-    else if (strcmp(a, "--sem-limit") == 0)
-      opt.sem_limit = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--primitive") == 0) {
-      opt.primitive = -1;
-      for (int p = 0; p < PRIM_N; p++)
-        if (strcmp(v, torture_prim_names[p]) == 0)
-          opt.primitive = p;
-    } else {
-      usage();
-      return -1;
-    }
+  const torture_opt_t table[] = {
+      {"--no-iptables", TO_FLAG, &opt.no_iptables},
+      {"--keep", TO_FLAG, &opt.keep},
+      {"--verbose", TO_FLAG, &opt.verbose},
+      {"--no-end-faults", TO_FLAG, &opt.no_end_faults},
+      {"--mutate-sem-refused", TO_FLAG, &opt.mutate_sem_refused},
+      {"--selftest", TO_FLAG, &opt.selftest},
+      {"--duration", TO_UNSIGNED, &opt.duration_s},
+      {"--seed", TO_U64, &opt.seed},
+      {"--workers", TO_INT, &opt.workers},
+      {"--threads", TO_INT, &opt.threads},
+      {"--resources", TO_INT, &opt.resources},
+      {"--request-ms", TO_UNSIGNED, &opt.timing.request_ms},
+      {"--slack-ms", TO_UNSIGNED, &opt.slack_ms},
+      {"--worker", TO_STR, &opt.worker_path},
+      {"--mutate-overhold-ms", TO_UNSIGNED, &opt.mutate_overhold_ms},
+      {"--tls-certs", TO_STR, &opt.tls_certs},
+      {"--sem-limit", TO_UNSIGNED, &opt.sem_limit},
+      {"--primitive", TO_PRIM, &opt.primitive},
+  };
+  if (torture_parse_opts(argc, argv, table, sizeof table / sizeof table[0], "torture") != 0) {
+    usage();
+    return -1;
   }
   if (opt.duration_s < 5 || opt.workers < 1 || opt.workers > MAX_WORKERS || opt.threads < 1 ||
       opt.threads > 32 || opt.resources < 1 || opt.resources > 64 || opt.timing.request_ms < 1 ||

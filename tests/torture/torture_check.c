@@ -68,17 +68,22 @@ struct tc_history {
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-/* Grows *p (of *cap elements of size elem) when n == *cap.  0 or -1. */
-static int reserve(void **p, size_t n, size_t *cap, size_t elem) {
-  if (n < *cap)
-    return 0;
-  size_t cap2 = *cap ? 2 * *cap : 1024;
-  void *q = realloc(*p, cap2 * elem);
-  if (q == NULL)
-    return -1;
-  *p = q;
-  *cap = cap2;
-  return 0;
+/* Appends the record at elem (of size `size`) to the array *p of *n records
+ * (room for *cap), growing it; out of memory: sets h->oom and drops it. */
+static void append(tc_history_t *h, void **p, size_t *n, size_t *cap, const void *elem,
+                   size_t size) {
+  if (*n == *cap) {
+    size_t cap2 = *cap ? 2 * *cap : 1024;
+    void *q = realloc(*p, cap2 * size);
+    if (q == NULL) {
+      h->oom = 1;
+      return;
+    }
+    *p = q;
+    *cap = cap2;
+  }
+  memcpy((char *)*p + *n * size, elem, size);
+  (*n)++;
 }
 
 static void vout(tc_history_t *h, const char *fmt, va_list ap) {
@@ -185,12 +190,8 @@ static void add_call(tc_history_t *h, int id, const char *line) {
   for (int k = 0; k < TC_N_CALL_KINDS; k++)
     if (strcmp(kind, tc_call_kinds[k]) == 0)
       c.kind = k;
-  if (reserve((void **)&h->calls, h->n_calls, &h->cap_calls, sizeof *h->calls) != 0) {
-    h->oom = 1;
-    return;
-  }
   c.line = dup_line(h, line);
-  h->calls[h->n_calls++] = c;
+  append(h, (void **)&h->calls, &h->n_calls, &h->cap_calls, &c, sizeof c);
 }
 
 static void add_grant(tc_history_t *h, int id, const char *line) {
@@ -209,12 +210,8 @@ static void add_grant(tc_history_t *h, int id, const char *line) {
     violation(h, "worker %d: unknown resource: %s", id, line);
     return;
   }
-  if (reserve((void **)&h->grants, h->n_grants, &h->cap_grants, sizeof *h->grants) != 0) {
-    h->oom = 1;
-    return;
-  }
   g.g_line = dup_line(h, line);
-  h->grants[h->n_grants++] = g;
+  append(h, (void **)&h->grants, &h->n_grants, &h->cap_grants, &g, sizeof g);
 }
 
 static void add_summary(tc_history_t *h, int id, const char *line) {
@@ -237,13 +234,11 @@ void tc_add_record(tc_history_t *h, int id, const char *line) {
     add_grant(h, id, line);
     break;
   case 'E':
-  case 'U':
-    if (reserve((void **)&h->pend, h->n_pend, &h->cap_pend, sizeof *h->pend) != 0) {
-      h->oom = 1;
-      return;
-    }
-    h->pend[h->n_pend++] = (pending_t){dup_line(h, line), line[0]};
+  case 'U': {
+    pending_t pend = {dup_line(h, line), line[0]};
+    append(h, (void **)&h->pend, &h->n_pend, &h->cap_pend, &pend, sizeof pend);
     break;
+  }
   case 'S':
     add_summary(h, id, line);
     break;
