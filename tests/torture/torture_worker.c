@@ -62,6 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/test_io.h"
 #include "redlock.h"
 #include "torture_common.h"
 #include "torture_opts.h"
@@ -150,17 +151,7 @@ static void record(const char *fmt, ...) {
   if ((size_t)n > sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
-  const char *p = line;
-  while (n > 0) {
-    ssize_t w = write(out_fd, p, (size_t)n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return;
-    }
-    p += w;
-    n -= (int)w;
-  }
+  (void)tio_write_all(out_fd, line, (size_t)n);
 }
 
 static void fail(const char *fmt, ...) {

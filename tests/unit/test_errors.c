@@ -19,6 +19,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "redlock.h"
 
 typedef struct {
@@ -130,11 +132,6 @@ static void test_version(void **state) {
   assert_ptr_equal(redlock_version(), redlock_version());
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fixed_values), cmocka_unit_test(test_strerror_all),
-      cmocka_unit_test(test_err_name_all), cmocka_unit_test(test_ok),
-      cmocka_unit_test(test_unknown),      cmocka_unit_test(test_version),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_fixed_values), cmocka_unit_test(test_strerror_all),
+          cmocka_unit_test(test_err_name_all), cmocka_unit_test(test_ok),
+          cmocka_unit_test(test_unknown), cmocka_unit_test(test_version))

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "options.h"
 #include "redlock.h"
 
@@ -270,16 +272,8 @@ static void test_event_kind_names(void **state) {
     assert_string_equal(redlock_event_kind_name(unknown[i]), "unknown");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_err_table),
-      cmocka_unit_test(test_int_constants),
-      cmocka_unit_test(test_int_constants_refused),
-      cmocka_unit_test(test_string_constants),
-      cmocka_unit_test(test_option_defaults),
-      cmocka_unit_test(test_option_getters_follow_setters),
-      cmocka_unit_test(test_option_getters_null),
-      cmocka_unit_test(test_event_kind_names),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_err_table), cmocka_unit_test(test_int_constants),
+          cmocka_unit_test(test_int_constants_refused), cmocka_unit_test(test_string_constants),
+          cmocka_unit_test(test_option_defaults),
+          cmocka_unit_test(test_option_getters_follow_setters),
+          cmocka_unit_test(test_option_getters_null), cmocka_unit_test(test_event_kind_names))
