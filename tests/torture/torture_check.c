@@ -326,6 +326,12 @@ static void print_grant(tc_history_t *h, const char *label, const grant_t *g) {
     out(h, "      %s\n", g->u_line);
 }
 
+/* The two grants of a violation, the earlier first. */
+static void print_pair(tc_history_t *h, const grant_t *earlier, const grant_t *later) {
+  print_grant(h, "earlier", earlier);
+  print_grant(h, "later  ", later);
+}
+
 static int by_res_grant(const void *a, const void *b) {
   const grant_t *const *x = a, *const *y = b;
   if ((*x)->grant != (*y)->grant)
@@ -404,8 +410,7 @@ static void check_rwlock(tc_history_t *h, int r, grant_t **by_grant, size_t n) {
                 r, g->write && o->write ? "another write" : "a read",
                 (double)((g->end < o->end ? g->end : o->end) - o->grant) / 1e6);
       if (reported++ < 5) {
-        print_grant(h, "earlier", g);
-        print_grant(h, "later  ", o);
+        print_pair(h, g, o);
       }
     }
     if (g->write) {
@@ -414,8 +419,7 @@ static void check_rwlock(tc_history_t *h, int r, grant_t **by_grant, size_t n) {
                   "rw%d: fencing token %" PRIu64 " of a later write hold is not above %" PRIu64
                   " of the write hold before it",
                   r, g->fence, prev_w->fence);
-        print_grant(h, "earlier", prev_w);
-        print_grant(h, "later  ", g);
+        print_pair(h, prev_w, g);
       }
       prev_w = g;
     }
@@ -482,8 +486,7 @@ static void check_resource(tc_history_t *h, int grp, int r) {
       else
         violation(h, "r%d: two holders overlap for %.3f ms (mutual exclusion broken)", r,
                   (double)((g->end < reach->end ? g->end : reach->end) - g->grant) / 1e6);
-      print_grant(h, "earlier", reach);
-      print_grant(h, "later  ", g);
+      print_pair(h, reach, g);
     }
     if (prev != NULL && g->fence <= prev->fence) {
       if (el)
@@ -496,8 +499,7 @@ static void check_resource(tc_history_t *h, int grp, int r) {
                   "r%d: fencing token %" PRIu64 " of a later hold is not above %" PRIu64
                   " of the hold before it",
                   r, g->fence, prev->fence);
-      print_grant(h, "earlier", prev);
-      print_grant(h, "later  ", g);
+      print_pair(h, prev, g);
     }
     prev = g;
     if (reach == NULL || g->end > reach->end)

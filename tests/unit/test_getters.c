@@ -130,44 +130,74 @@ static void test_string_constants(void **state) {
   assert_null(redlock_constant_string("REDLOCK_MAX_NODES"));
 }
 
+/* What every options getter reads (each asserted to succeed). */
+typedef struct {
+  int count;
+  uint32_t delay, jitter, conn, req, max_ttl;
+  double drift;
+  int q, f, r;
+  const char *prefix;
+} getters_t;
+
+static getters_t read_getters(const redlock_options_t *o) {
+  getters_t g = {.count = 0, .drift = -1, .q = -1, .f = -1, .r = -1};
+  assert_int_equal(redlock_options_get_retry(o, &g.count, &g.delay, &g.jitter), 0);
+  assert_int_equal(redlock_options_get_drift_factor(o, &g.drift), 0);
+  assert_int_equal(redlock_options_get_timeouts(o, &g.conn, &g.req), 0);
+  assert_int_equal(redlock_options_get_max_ttl(o, &g.max_ttl), 0);
+  assert_int_equal(redlock_options_get_quarantine(o, &g.q), 0);
+  assert_int_equal(redlock_options_get_fencing(o, &g.f), 0);
+  assert_int_equal(redlock_options_get_reentrant(o, &g.r), 0);
+  assert_int_equal(redlock_options_get_key_prefix(o, &g.prefix), 0);
+  assert_non_null(g.prefix);
+  return g;
+}
+
+static void assert_getters(const redlock_options_t *o, const getters_t *want) {
+  getters_t g = read_getters(o);
+  assert_int_equal(g.count, want->count);
+  assert_int_equal(g.delay, want->delay);
+  assert_int_equal(g.jitter, want->jitter);
+  assert_true(g.drift == want->drift);
+  assert_int_equal(g.conn, want->conn);
+  assert_int_equal(g.req, want->req);
+  assert_int_equal(g.max_ttl, want->max_ttl);
+  assert_int_equal(g.q, want->q);
+  assert_int_equal(g.f, want->f);
+  assert_int_equal(g.r, want->r);
+  assert_string_equal(g.prefix, want->prefix);
+}
+
 static void test_option_defaults(void **state) {
   (void)state;
   redlock_options_t *o = redlock_options_new();
   assert_non_null(o);
-  int count = 0;
-  uint32_t delay = 0, jitter = 0, conn = 0, req = 0, max_ttl = 0;
-  double drift = -1;
-  int q = -1, f = -1, r = -1;
-  const char *prefix = NULL;
-  assert_int_equal(redlock_options_get_retry(o, &count, &delay, &jitter), 0);
-  assert_int_equal(count, OPTIONS_DEFAULT_RETRY_COUNT);
-  assert_int_equal(delay, OPTIONS_DEFAULT_RETRY_DELAY_MS);
-  assert_int_equal(jitter, OPTIONS_DEFAULT_RETRY_JITTER_MS);
-  assert_int_equal(redlock_options_get_drift_factor(o, &drift), 0);
-  assert_true(drift == OPTIONS_DEFAULT_DRIFT_FACTOR);
-  assert_int_equal(redlock_options_get_timeouts(o, &conn, &req), 0);
-  assert_int_equal(conn, OPTIONS_DEFAULT_CONNECT_MS);
-  assert_int_equal(req, OPTIONS_DEFAULT_REQUEST_MS);
-  assert_int_equal(redlock_options_get_max_ttl(o, &max_ttl), 0);
-  assert_int_equal(max_ttl, OPTIONS_DEFAULT_MAX_TTL_MS);
-  assert_int_equal(redlock_options_get_quarantine(o, &q), 0);
-  assert_int_equal(q, 1);
-  assert_int_equal(redlock_options_get_fencing(o, &f), 0);
-  assert_int_equal(f, 0);
-  assert_int_equal(redlock_options_get_reentrant(o, &r), 0);
-  assert_int_equal(r, 0);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  assert_non_null(prefix);
-  assert_string_equal(prefix, "");
+  const getters_t defaults = {.count = OPTIONS_DEFAULT_RETRY_COUNT,
+                              .delay = OPTIONS_DEFAULT_RETRY_DELAY_MS,
+                              .jitter = OPTIONS_DEFAULT_RETRY_JITTER_MS,
+                              .drift = OPTIONS_DEFAULT_DRIFT_FACTOR,
+                              .conn = OPTIONS_DEFAULT_CONNECT_MS,
+                              .req = OPTIONS_DEFAULT_REQUEST_MS,
+                              .max_ttl = OPTIONS_DEFAULT_MAX_TTL_MS,
+                              .q = 1,
+                              .f = 0,
+                              .r = 0,
+                              .prefix = ""};
+  assert_getters(o, &defaults);
   /* The documented defaults (redlock.h, DESIGN §2): the header's text and
    * options.h must say the same thing. */
-  assert_int_equal(count, 3);
-  assert_int_equal(delay, 200);
-  assert_int_equal(jitter, 200);
-  assert_true(drift == 0.01);
-  assert_int_equal(conn, 1000);
-  assert_int_equal(req, 100);
-  assert_int_equal(max_ttl, 60000);
+  const getters_t documented = {.count = 3,
+                                .delay = 200,
+                                .jitter = 200,
+                                .drift = 0.01,
+                                .conn = 1000,
+                                .req = 100,
+                                .max_ttl = 60000,
+                                .q = 1,
+                                .f = 0,
+                                .r = 0,
+                                .prefix = ""};
+  assert_getters(o, &documented);
   redlock_options_free(o);
 }
 
@@ -185,29 +215,19 @@ static void test_option_getters_follow_setters(void **state) {
   assert_int_equal(redlock_options_set_key_prefix(o, "app:"), 0);
   /* A refused setter changes nothing the getters see. */
   assert_int_equal(redlock_options_set_timeouts(o, 0, 13), REDLOCK_EINVAL);
-  int count = 0, q = -1, f = -1, r = -1;
-  uint32_t delay = 0, jitter = 0, conn = 0, req = 0, max_ttl = 0;
-  double drift = 0;
-  const char *prefix = NULL;
-  assert_int_equal(redlock_options_get_retry(o, &count, &delay, &jitter), 0);
-  assert_int_equal(count, -1);
-  assert_int_equal(delay, 7);
-  assert_int_equal(jitter, 9);
-  assert_int_equal(redlock_options_get_drift_factor(o, &drift), 0);
-  assert_true(drift == 0.25);
-  assert_int_equal(redlock_options_get_timeouts(o, &conn, &req), 0);
-  assert_int_equal(conn, 11);
-  assert_int_equal(req, 13);
-  assert_int_equal(redlock_options_get_max_ttl(o, &max_ttl), 0);
-  assert_int_equal(max_ttl, 17);
-  assert_int_equal(redlock_options_get_quarantine(o, &q), 0);
-  assert_int_equal(q, 0);
-  assert_int_equal(redlock_options_get_fencing(o, &f), 0);
-  assert_int_equal(f, 1);
-  assert_int_equal(redlock_options_get_reentrant(o, &r), 0);
-  assert_int_equal(r, 1);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  assert_string_equal(prefix, "app:");
+  const getters_t set = {.count = -1,
+                         .delay = 7,
+                         .jitter = 9,
+                         .drift = 0.25,
+                         .conn = 11,
+                         .req = 13,
+                         .max_ttl = 17,
+                         .q = 0,
+                         .f = 1,
+                         .r = 1,
+                         .prefix = "app:"};
+  assert_getters(o, &set);
+  uint32_t delay, req;
   /* Partial reads: a NULL out-pointer is skipped, the others still filled. */
   delay = 0;
   assert_int_equal(redlock_options_get_retry(o, NULL, &delay, NULL), 0);
