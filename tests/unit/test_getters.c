@@ -130,7 +130,9 @@ static void test_string_constants(void **state) {
   assert_null(redlock_constant_string("REDLOCK_MAX_NODES"));
 }
 
-/* What every options getter reads (each asserted to succeed). */
+/* What every options getter reads (each asserted to succeed), in this
+ * order: retry count, delay, jitter; connect and request timeouts; max TTL;
+ * drift factor; quarantine, fencing, reentrant; key prefix. */
 typedef struct {
   int count;
   uint32_t delay, jitter, conn, req, max_ttl;
@@ -172,31 +174,21 @@ static void test_option_defaults(void **state) {
   (void)state;
   redlock_options_t *o = redlock_options_new();
   assert_non_null(o);
-  const getters_t defaults = {.count = OPTIONS_DEFAULT_RETRY_COUNT,
-                              .delay = OPTIONS_DEFAULT_RETRY_DELAY_MS,
-                              .jitter = OPTIONS_DEFAULT_RETRY_JITTER_MS,
-                              .drift = OPTIONS_DEFAULT_DRIFT_FACTOR,
-                              .conn = OPTIONS_DEFAULT_CONNECT_MS,
-                              .req = OPTIONS_DEFAULT_REQUEST_MS,
-                              .max_ttl = OPTIONS_DEFAULT_MAX_TTL_MS,
-                              .q = 1,
-                              .f = 0,
-                              .r = 0,
-                              .prefix = ""};
+  const getters_t defaults = {OPTIONS_DEFAULT_RETRY_COUNT,
+                              OPTIONS_DEFAULT_RETRY_DELAY_MS,
+                              OPTIONS_DEFAULT_RETRY_JITTER_MS,
+                              OPTIONS_DEFAULT_CONNECT_MS,
+                              OPTIONS_DEFAULT_REQUEST_MS,
+                              OPTIONS_DEFAULT_MAX_TTL_MS,
+                              OPTIONS_DEFAULT_DRIFT_FACTOR,
+                              1,
+                              0,
+                              0,
+                              ""};
   assert_getters(o, &defaults);
   /* The documented defaults (redlock.h, DESIGN §2): the header's text and
    * options.h must say the same thing. */
-  const getters_t documented = {.count = 3,
-                                .delay = 200,
-                                .jitter = 200,
-                                .drift = 0.01,
-                                .conn = 1000,
-                                .req = 100,
-                                .max_ttl = 60000,
-                                .q = 1,
-                                .f = 0,
-                                .r = 0,
-                                .prefix = ""};
+  const getters_t documented = {3, 200, 200, 1000, 100, 60000, 0.01, 1, 0, 0, ""};
   assert_getters(o, &documented);
   redlock_options_free(o);
 }
@@ -215,17 +207,7 @@ static void test_option_getters_follow_setters(void **state) {
   assert_int_equal(redlock_options_set_key_prefix(o, "app:"), 0);
   /* A refused setter changes nothing the getters see. */
   assert_int_equal(redlock_options_set_timeouts(o, 0, 13), REDLOCK_EINVAL);
-  const getters_t set = {.count = -1,
-                         .delay = 7,
-                         .jitter = 9,
-                         .drift = 0.25,
-                         .conn = 11,
-                         .req = 13,
-                         .max_ttl = 17,
-                         .q = 0,
-                         .f = 1,
-                         .r = 1,
-                         .prefix = "app:"};
+  const getters_t set = {-1, 7, 9, 11, 13, 17, 0.25, 0, 1, 1, "app:"};
   assert_getters(o, &set);
   uint32_t delay, req;
   /* Partial reads: a NULL out-pointer is skipped, the others still filled. */
