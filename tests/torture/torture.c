@@ -340,6 +340,14 @@ static void inj_error(const char *what, int m) {
           rh_server_port(fx.servers[m]));
 }
 
+/* A persistent fault's start: *active when it took (rc 0), else a warning. */
+static void injected(int m, int rc, const char *what, int *active) {
+  if (rc != 0)
+    inj_error(what, m);
+  else
+    *active = 1;
+}
+
 /* The result of an rh_server_command: the command must have reached the
  * server and not been refused. */
 static void command_result(int m, const char *what, int rc, const char *reply) {
@@ -369,10 +377,7 @@ static void execute(const event_t *e) {
   switch (e->kind) {
   case F_KILL:
     if (!e->end) {
-      if (rh_server_kill(s) != 0)
-        inj_error("kill", m);
-      else
-        down[m] = 1;
+      injected(m, rh_server_kill(s), "kill", &down[m]);
     } else {
       if (rh_server_restart(s) != 0) {
         fprintf(stderr, "torture: set-up error: master %d could not be restarted\n", m);
@@ -384,10 +389,7 @@ static void execute(const event_t *e) {
     break;
   case F_SIGSTOP:
     if (!e->end) {
-      if (rh_server_pause(s) != 0)
-        inj_error("sigstop", m);
-      else
-        paused[m] = 1;
+      injected(m, rh_server_pause(s), "sigstop", &paused[m]);
     } else if (paused[m]) {
       rh_server_resume(s);
       paused[m] = 0;

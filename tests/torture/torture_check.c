@@ -280,28 +280,21 @@ static void apply_pending(tc_history_t *h) {
     int wid, tid, rc;
     unsigned seq;
     uint64_t t;
-    if (h->pend[i].type == 'E') {
-      if (sscanf(line, "E %d %d %u %" SCNu64, &wid, &tid, &seq, &t) != 4) {
-        violation(h, "unreadable record: %s", line);
-        continue;
-      }
-      grant_t *g = find_grant(h, wid, tid, seq);
-      if (g == NULL) {
-        violation(h, "extension of an unknown grant: %s", line);
-        continue;
-      }
+    const int ext = h->pend[i].type == 'E';
+    if (ext ? sscanf(line, "E %d %d %u %" SCNu64, &wid, &tid, &seq, &t) != 4
+            : sscanf(line, "U %d %d %u %" SCNu64 " %d", &wid, &tid, &seq, &t, &rc) != 5) {
+      violation(h, "unreadable record: %s", line);
+      continue;
+    }
+    grant_t *g = find_grant(h, wid, tid, seq);
+    if (g == NULL) {
+      violation(h, "%s of an unknown grant: %s", ext ? "extension" : "unlock", line);
+      continue;
+    }
+    if (ext) {
       g->ve = t; /* the extension's validity end replaces the grant's */
       g->extended = 1;
     } else {
-      if (sscanf(line, "U %d %d %u %" SCNu64 " %d", &wid, &tid, &seq, &t, &rc) != 5) {
-        violation(h, "unreadable record: %s", line);
-        continue;
-      }
-      grant_t *g = find_grant(h, wid, tid, seq);
-      if (g == NULL) {
-        violation(h, "unlock of an unknown grant: %s", line);
-        continue;
-      }
       g->unlock_start = t;
       g->has_unlock = 1;
       g->unlock_rc = rc;
