@@ -23,6 +23,8 @@
 # It starts N redis-server processes on 127.0.0.1 itself (no persistence) and
 # stops exactly those, by PID, on exit.
 set -euo pipefail
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 bench=${1:-$here/../build/bench/redlock-bench}
@@ -55,29 +57,9 @@ else
 fi
 
 # ---- the masters: N redis-server on free loopback ports, stopped by PID
-pids=()
-ports=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-port=$((20000 + $$ % 20000))
-while [ "${#ports[@]}" -lt "$N" ]; do
-  port=$((port + 1))
-  if ss -ltnH "sport = :$port" | grep -q .; then continue; fi
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-    --loglevel warning --logfile "$OUT/redis-$port.log" &
-  pids+=("$!")
-  ports+=("$port")
-done
-for p in "${ports[@]}"; do
-  i=0
-  until redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1; do
-    i=$((i + 1)); [ "$i" -lt 100 ] || { echo "compare.sh: master on $p did not start" >&2; exit 1; }
-    sleep 0.05
-  done
-done
+bench_start_masters "$N" "$OUT"
+pids=("${bench_pids[@]}")
+ports=("${bench_ports[@]}")
 pidlist=$(IFS=,; echo "${pids[*]}")
 nodes=""
 nport=""
@@ -99,9 +81,7 @@ for i in $(seq 1 "$RUNS"); do
 done
 fi
 
-med() { # file jq-expr -> median (raw number)
-  jq -s "[.[] | $2 | select(. != null)] | sort | if length == 0 then null else .[(length - 1) / 2 | floor] end" "$1"
-}
+med() { bench_median "$@"; } # file jq-expr -> median (raw number; bench/lib.sh)
 fmt() { if [ "$2" = null ]; then echo "-"; else printf "$1" "$2"; fi; }
 ratio() { if [ "$1" = null ] || [ "$2" = null ]; then echo "-"; else jq -n "$1 / $2" | xargs printf '%.2f'; fi; }
 row() { # label file
@@ -123,7 +103,7 @@ nv=$(jq -r '"node-redlock \(.redlock), ioredis \(.ioredis), node \(.node)"' "$OU
 echo
 echo "## redlock-c vs node-redlock, N=$N"
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs, redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $nv;"
+echo "$(bench_machine), $nv;"
 echo "median of $RUNS interleaved runs per cell, $DURATION s measured after $WARMUP s warm-up, the same $N masters for all; raw JSON in $OUT."
 echo "Latencies in ms; CPU in µs per lock + unlock cycle (server: all masters summed)."
 echo

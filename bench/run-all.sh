@@ -11,6 +11,8 @@
 # Every run starts its own redis-server processes (quarantine off) on
 # loopback and stops them.  Medians are taken per column, independently.
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 bench=${1:-}
 if [ -z "$bench" ]; then
@@ -55,14 +57,11 @@ for mode in $MODES; do
 done
 
 # median of a jq path over the runs of one file; "-" when absent.
-med() { # file jq-expr format
-  jq -s "[.[] | $2 | select(. != null)] | sort | if length == 0 then null else .[(length - 1) / 2 | floor] end" "$1" |
-    { read -r v; if [ "$v" = null ]; then echo "-"; else printf "$3" "$v"; fi; }
-}
+med() { bench_median_fmt "$@"; } # file jq-expr format (bench/lib.sh)
 
 echo "## redlock-bench results"
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs, redis-server $(redis-server --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p'),"
+echo "$(bench_machine),"
 echo "median of $RUNS runs per cell (each column separately), $DURATION s measured after $WARMUP s warm-up."
 echo "Masters: N redis-server processes on loopback started by the benchmark (restart quarantine off)."
 echo "Latencies in ms; CPU in µs per lock+unlock cycle (server CPU: all masters summed)."

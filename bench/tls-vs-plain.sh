@@ -12,6 +12,8 @@
 # Certificates are made fresh by tests/tls/make_certs.sh (EC P-256 keys) in
 # OUT/certs.  Every run starts and stops its own masters (by PID).
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 bench=${1:-}
 if [ -z "$bench" ] || [ ! -x "$bench" ]; then
@@ -53,14 +55,11 @@ for mode in $MODES; do
   done
 done
 
-med() { # file jq-expr format
-  jq -s "[.[] | $2 | select(. != null)] | sort | if length == 0 then null else .[(length - 1) / 2 | floor] end" "$1" |
-    { read -r v; if [ "$v" = null ]; then echo "-"; else printf "$3" "$v"; fi; }
-}
+med() { bench_median_fmt "$@"; } # file jq-expr format (bench/lib.sh)
 
 echo "## TLS vs plain"
 echo
-echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs, redis-server $(redis-server --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $(openssl version | cut -d' ' -f1-2);"
+echo "$(bench_machine), $(openssl version | cut -d' ' -f1-2);"
 echo "median of $RUNS interleaved runs per cell, $DURATION s measured after $WARMUP s warm-up."
 echo
 echo "| mode | N | transport | cycles/s | acquire p50 ms | p99 | cycle p50 ms | p99 | client CPU µs/cycle | server CPU µs/cycle | errors |"

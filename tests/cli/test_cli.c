@@ -38,6 +38,7 @@
 
 #include "fixture.h"
 #include "redlock.h" /* REDLOCK_*_PREFIX: the names the CLI uses on the masters */
+#include "test_io.h"
 
 #define N_MASTERS 3
 #define DEADLINE_MS 30000 /* for things that should take well under a second */
@@ -61,19 +62,7 @@ static char g_tmpdir[PATH_MAX];
 
 static int g_stubborn;
 
-static void put_str(const char *s) {
-  size_t len = strlen(s);
-  while (len > 0) {
-    ssize_t n = write(1, s, len);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return;
-    }
-    s += n;
-    len -= (size_t)n;
-  }
-}
+static void put_str(const char *s) { (void)tio_write_all(1, s, strlen(s)); }
 
 static void on_signal(int sig) {
   /* async-signal-safe: write(2) only */

@@ -1,5 +1,7 @@
 /* fuzz_common.c: helpers shared by the fuzz targets (see fuzz_targets.h). */
 #include <hiredis/hiredis.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "fuzz_targets.h"
 
@@ -30,4 +32,12 @@ void *fuzz_reader_create(void) {
   }
   reader->fn = &capped_fn;
   return reader;
+}
+
+char *fuzz_copy(const uint8_t *data, size_t size) {
+  char *copy = malloc(size > 0 ? size : 1);
+  FUZZ_CHECK(copy != NULL);
+  if (size > 0)
+    memcpy(copy, data, size);
+  return copy;
 }

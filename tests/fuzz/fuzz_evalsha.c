@@ -33,8 +33,8 @@ static const char evalsha_prefix[] = "$7\r\nEVALSHA\r\n$40\r\n";
 static redisReply *parse_one_array(const char *buf, size_t len) {
   redisReader *reader = fuzz_reader_create();
   void *obj = NULL;
-  if (redisReaderFeed(reader, buf, len) != REDIS_OK || redisReaderGetReply(reader, &obj) != REDIS_OK ||
-      obj == NULL) {
+  if (redisReaderFeed(reader, buf, len) != REDIS_OK ||
+      redisReaderGetReply(reader, &obj) != REDIS_OK || obj == NULL) {
     redisReaderFree(reader);
     return NULL;
   }
@@ -160,11 +160,8 @@ static void check_structured(const uint8_t *data, size_t size) {
 }
 
 int fuzz_one_evalsha(const uint8_t *data, size_t size) {
-  char *copy = malloc(size);
-  FUZZ_CHECK(copy != NULL || size == 0);
-  if (size > 0)
-    memcpy(copy, data, size);
-  const char *cmd = copy != NULL ? copy : "";
+  char *copy = fuzz_copy(data, size);
+  const char *cmd = copy;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *s = script_get((script_id_t)id);
     FUZZ_CHECK(s != NULL && s->body != NULL && s->sha1 != NULL && strlen(s->sha1) == 40);

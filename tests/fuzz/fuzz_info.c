@@ -67,14 +67,11 @@ static void check_result(const char *text, size_t len, int rc, const info_server
 }
 
 int fuzz_one_info(const uint8_t *data, size_t size) {
-  char *text = malloc(size);
-  FUZZ_CHECK(text != NULL || size == 0);
-  if (size > 0)
-    memcpy(text, data, size);
+  char *text = fuzz_copy(data, size);
 
   info_server_t info;
   memset(&info, 0xA5, sizeof info);
-  int rc = info_parse_server(text != NULL ? text : "", size, &info);
+  int rc = info_parse_server(text, size, &info);
   check_result(text, size, rc, &info);
 
   static const char tail[] = "\nrun_id:" APPENDED_ID "\r\nuptime_in_seconds:42\n";

@@ -61,8 +61,7 @@ static void check_classify(const redisReply *r, int64_t expect) {
                (expect == REPLY_EXPECT_CODE && r->integer <= 0));
   if (r->type == REDIS_REPLY_INTEGER && expect == REPLY_EXPECT_CODE)
     FUZZ_CHECK(v == (r->integer > 0 ? REPLY_YES : REPLY_REFUSED));
-  if (r->type == REDIS_REPLY_STATUS && expect == REPLY_EXPECT_OK &&
-      bytes_are(r->str, r->len, "OK"))
+  if (r->type == REDIS_REPLY_STATUS && expect == REPLY_EXPECT_OK && bytes_are(r->str, r->len, "OK"))
     FUZZ_CHECK(v == REPLY_YES);
   if (r->type == REDIS_REPLY_INTEGER && expect > 0 && r->integer == expect)
     FUZZ_CHECK(v == REPLY_YES);
@@ -90,8 +89,8 @@ static void check_reply(const redisReply *r) {
 
   int noscript = reply_is_noscript(r);
   FUZZ_CHECK(noscript == 0 || noscript == 1);
-  FUZZ_CHECK(noscript == (r->type == REDIS_REPLY_ERROR && r->len >= 8 &&
-                          memcmp(r->str, "NOSCRIPT", 8) == 0));
+  FUZZ_CHECK(noscript ==
+             (r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0));
 
   const char *channel = NULL;
   size_t channel_len = (size_t)-1;

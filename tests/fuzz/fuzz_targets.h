@@ -14,13 +14,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define FUZZ_CHECK(cond)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", __FILE__, __LINE__, #cond);       \
-      fflush(stderr);                                                                         \
-      __builtin_trap();                                                                       \
-    }                                                                                         \
+#define FUZZ_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: fuzz invariant failed: %s\n", __FILE__, __LINE__, #cond);            \
+      fflush(stderr);                                                                              \
+      __builtin_trap();                                                                            \
+    }                                                                                              \
   } while (0)
 
 int fuzz_one_uri(const uint8_t *data, size_t size);     /* fuzz_uri.c: uri_parse */
@@ -35,6 +35,10 @@ int fuzz_one_evalsha(const uint8_t *data, size_t size); /* fuzz_evalsha.c: EVALS
  * elements, 16 GiB), which libFuzzer would report as an out-of-memory crash
  * of hiredis; refused, the reader fails with "Out of memory" instead. */
 #define FUZZ_MAX_ELEMENTS (1 << 16)
+/* fuzz_common.c: a malloc'ed copy of the input (size bytes, at least 1
+ * allocated), so that a target may modify it and AddressSanitizer sees reads
+ * past its end; never NULL (an allocation failure traps). */
+char *fuzz_copy(const uint8_t *data, size_t size);
 void *fuzz_reader_create(void);
 
 /* The targets by name, as the replayer finds them under corpus/<name>/ and

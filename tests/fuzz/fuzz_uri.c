@@ -9,15 +9,13 @@
  *  - on failure *out is all zero bytes (it is pre-filled with garbage) and an
  *    EINVAL or ENOTSUP comes with a non-empty, NUL-terminated reason;
  *  - on success the error buffer is empty and
- *    TCP:  "redis://" (tls 0) or "rediss://" (tls 1) prefix, host non-empty without blanks, controls, @ [ ]
- *          / ? # or bytes >= 0x7f, port 1..65535, db 0..URI_MAX_DB, no path,
- *          label exactly "host:port" (or "[host]:port" for an IPv6 host), so
- *          it never holds the user name or password; credentials only when
- *          the authority has an '@', and the host is found after that '@';
- *    UNIX: "unix://" prefix, path absolute, shorter than 108 bytes, equal to
- *          the rest of the input and to the label; no host, port, db or
- *          credentials;
- *    user and password are NULL or non-empty, a user only with a password;
+ *    TCP:  "redis://" (tls 0) or "rediss://" (tls 1) prefix, host non-empty without blanks,
+ * controls, @ [ ] / ? # or bytes >= 0x7f, port 1..65535, db 0..URI_MAX_DB, no path, label exactly
+ * "host:port" (or "[host]:port" for an IPv6 host), so it never holds the user name or password;
+ * credentials only when the authority has an '@', and the host is found after that '@'; UNIX:
+ * "unix://" prefix, path absolute, shorter than 108 bytes, equal to the rest of the input and to
+ * the label; no host, port, db or credentials; user and password are NULL or non-empty, a user only
+ * with a password;
  *  - formatting the result back into a URI (credentials %-encoded) and parsing
  *    that gives the same fields (parse . format . parse == parse);
  *  - node_addr_copy() gives an equal deep copy, and node_addr_clear() zeroes
@@ -45,8 +43,7 @@ static int str_eq(const char *a, const char *b) {
 
 static int addr_eq(const node_addr_t *a, const node_addr_t *b) {
   return a->kind == b->kind && a->port == b->port && a->db == b->db && a->tls == b->tls &&
-         str_eq(a->host, b->host) &&
-         str_eq(a->path, b->path) && str_eq(a->user, b->user) &&
+         str_eq(a->host, b->host) && str_eq(a->path, b->path) && str_eq(a->user, b->user) &&
          str_eq(a->password, b->password) && str_eq(a->label, b->label);
 }
 

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../support/test_io.h"
 #include "fuzz_targets.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -68,28 +69,10 @@ static const fuzz_target_t *find_target(const char *name) {
 
 /* Runs one file; returns 0, or -1 when it cannot be read. */
 static int run_file(const fuzz_target_t *t, const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) {
+  size_t len;
+  char *buf = tio_read_file(path, &len);
+  if (buf == NULL) {
     fprintf(stderr, "fuzz_replay: %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  size_t cap = 4096, len = 0;
-  uint8_t *buf = malloc(cap);
-  size_t n;
-  while (buf != NULL && (n = fread(buf + len, 1, cap - len, f)) > 0) {
-    len += n;
-    if (len == cap) {
-      uint8_t *bigger = realloc(buf, cap *= 2);
-      if (bigger == NULL)
-        free(buf);
-      buf = bigger;
-    }
-  }
-  int bad = buf == NULL || ferror(f);
-  fclose(f);
-  if (bad) {
-    fprintf(stderr, "fuzz_replay: %s: read error\n", path);
-    free(buf);
     return -1;
   }
   snprintf(current, sizeof current, "%s (target %s, %zu bytes)", path, t->name, len);

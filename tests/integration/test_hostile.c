@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,7 +135,7 @@ static void hs_start(hostile_t *hs, const char *mode) {
     /* Die with the test (a failed test must leak no server); only
      * async-signal-safe calls between fork and exec: the client's loop
      * thread exists in the parent. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    if (rh_child_init(parent) != 0)
       _exit(127);
     dup2(fds[1], 1);
     execv(hostile_path, (char *const *)argv);

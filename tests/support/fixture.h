@@ -393,6 +393,9 @@ uint64_t fx_now_us(void);
 /* Sleeps ms (EINTR resumed): only to shape a fault's duration, never to wait
  * for an outcome. */
 void fx_sleep_ms(unsigned ms);
+/* "DIR/name", DIR being this executable's directory (a helper program or
+ * shim built beside the test); just name when /proc/self/exe is unreadable. */
+void fx_beside_self(char *buf, size_t size, const char *name);
 /* Threads of this process (entries of /proc/self/task). */
 int fx_thread_count(void);
 /* A unique name per call ("api:WHAT:PID:SEQ"): tests never share resources. */

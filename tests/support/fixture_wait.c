@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,18 @@ void fx_sleep_ms(unsigned ms) {
   struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+}
+
+void fx_beside_self(char *buf, size_t size, const char *name) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char *slash = n > 0 ? (self[n] = '\0', strrchr(self, '/')) : NULL;
+  if (slash == NULL) {
+    snprintf(buf, size, "%s", name);
+    return;
+  }
+  *slash = '\0';
+  snprintf(buf, size, "%s/%s", self, name);
 }
 
 int fx_thread_count(void) {

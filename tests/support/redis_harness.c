@@ -64,6 +64,8 @@
 #define RH_MAX_ARGS 56
 #define RH_DEFAULT_SERVER "redis-server"
 
+extern char **environ;
+
 struct rh_server {
   int port;
   pid_t pid; /* 0 while down */
@@ -78,8 +80,9 @@ struct rh_server {
   char *tls_key_file;
   char *tls_ca_cert_file;
   int tls_auth_clients;
-  char ctl_socket[300]; /* TLS servers: the harness's plain unix socket */
-  char dir[256];        /* private directory: --dir and the log */
+  char *env[RH_MAX_ENV + 1]; /* rh_options_t.env, copied; NULL-terminated */
+  char ctl_socket[300];      /* TLS servers: the harness's plain unix socket */
+  char dir[256];             /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
 };
@@ -360,6 +363,21 @@ static void kill_and_reap(rh_server_t *s) {
   s->paused = 0;
 }
 
+int rh_child_init(pid_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    return -1;
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  static const int sigs[] = {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGALRM};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    sigaction(sigs[i], &dfl, NULL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  return 0;
+}
+
 static void close_inherited_fds(long max_fd) {
 #ifdef SYS_close_range
   if (syscall(SYS_close_range, 3u, ~0u, 0) == 0)
@@ -367,6 +385,30 @@ static void close_inherited_fds(long max_fd) {
 #endif
   for (long fd = 3; fd < max_fd; fd++)
     close((int)fd);
+}
+
+/* The test's environment without the names s->env sets, then s->env: a
+ * malloc'ed array of borrowed strings, built before fork. */
+static char **server_environment(const rh_server_t *s) {
+  size_t n = 0;
+  while (environ[n] != NULL)
+    n++;
+  char **envp = calloc(n + RH_MAX_ENV + 1, sizeof *envp);
+  if (envp == NULL)
+    return NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int replaced = 0;
+    for (size_t j = 0; s->env[j] != NULL && !replaced; j++) {
+      size_t name_len = strcspn(s->env[j], "=") + 1; /* "NAME=" */
+      replaced = strncmp(environ[i], s->env[j], name_len) == 0;
+    }
+    if (!replaced)
+      envp[k++] = environ[i];
+  }
+  for (size_t j = 0; s->env[j] != NULL; j++)
+    envp[k++] = s->env[j];
+  return envp;
 }
 
 /* fork + exec of redis-server on s->port.  Everything the child needs is
@@ -443,44 +485,47 @@ static int spawn(rh_server_t *s) {
     argv[argc++] = "700";
   }
   argv[argc] = NULL;
+  char **envp = s->env[0] != NULL ? server_environment(s) : environ;
+  if (envp == NULL)
+    return -1;
 
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0)
+  if (devnull < 0) {
+    if (envp != environ)
+      free(envp);
     return -1;
+  }
   struct rlimit rl;
   long max_fd =
       getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 65536
           ? (long)rl.rlim_cur
           : 65536;
   pid_t parent = getpid();
-  sigset_t none;
-  sigemptyset(&none);
-
   pid_t pid = fork();
   if (pid < 0) {
     close(devnull);
+    if (envp != environ)
+      free(envp);
     return -1;
   }
   if (pid == 0) {
-    /* Child: die with the parent, start from a clean signal state (the
-     * test may block or ignore signals), and hold none of the test's
-     * descriptors (they would keep the test's sockets alive). */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    /* Child: die with the parent, start from a clean signal state, and
+     * hold none of the test's descriptors (they would keep the test's
+     * sockets alive). */
+    if (rh_child_init(parent) != 0)
       _exit(127);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     /* redis-server logs to --logfile; only config errors reach stdio, and
      * the readiness loop reports those as a failed start. */
     dup2(devnull, 0);
     dup2(devnull, 1);
     dup2(devnull, 2);
     close_inherited_fds(max_fd);
-    execv(exe, (char *const *)argv);
+    execve(exe, (char *const *)argv, envp);
     _exit(127);
   }
   close(devnull);
+  if (envp != environ)
+    free(envp);
   s->pid = pid;
   s->paused = 0;
   return 0;
@@ -541,23 +586,28 @@ static int start_on_port(rh_server_t *s, uint64_t deadline) {
 
 /* ---- public: life cycle ---------------------------------------------------------------- */
 
-static void remove_dir(const char *dir) {
-  const char *keep = getenv("RH_KEEP_DIR");
-  if (keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0)
-    return;
+void rh_remove_dir(const char *dir) {
   DIR *d = opendir(dir);
   if (d != NULL) {
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
       if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
         continue;
-      char path[600];
+      char path[PATH_MAX];
       snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
       unlink(path);
     }
     closedir(d);
   }
   rmdir(dir);
+}
+
+/* A server's private directory, unless RH_KEEP_DIR asks to keep it. */
+static void remove_dir(const char *dir) {
+  const char *keep = getenv("RH_KEEP_DIR");
+  if (keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0)
+    return;
+  rh_remove_dir(dir);
 }
 
 /* Directories are named redis-harness-<pid>-XXXXXX.  A test process that
@@ -602,6 +652,8 @@ static void server_destroy(rh_server_t *s) {
   free(s->tls_cert_file);
   free(s->tls_key_file);
   free(s->tls_ca_cert_file);
+  for (size_t i = 0; s->env[i] != NULL; i++)
+    free(s->env[i]);
   free(s);
 }
 
@@ -628,6 +680,14 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
         (opts->bind_also && !s->bind_also)) {
       server_destroy(s);
       return -1;
+    }
+    for (size_t i = 0; opts->env != NULL && opts->env[i] != NULL; i++) {
+      if (i == RH_MAX_ENV || strchr(opts->env[i], '=') == NULL ||
+          (s->env[i] = strdup(opts->env[i])) == NULL) {
+        fprintf(stderr, "redis_harness: env: at most %d NAME=VALUE entries\n", RH_MAX_ENV);
+        server_destroy(s);
+        return -1;
+      }
     }
     if (opts->tls_cert_file != NULL) {
       s->tls_cert_file = strdup(opts->tls_cert_file);

@@ -20,12 +20,12 @@
 typedef struct rh_server rh_server_t;
 
 typedef struct {
-  const char *password;     /* requirepass, or NULL */
-  const char *acl_user;     /* with acl_password: "user NAME on >PASS ~* &* +@all" */
+  const char *password; /* requirepass, or NULL */
+  const char *acl_user; /* with acl_password: "user NAME on >PASS ~* &* +@all" */
   const char *acl_password;
-  int enable_debug;         /* --enable-debug-command local */
-  const char *unix_socket;  /* also listen on this unix socket path, or NULL */
-  const char *bind_also;    /* also listen on this loopback address (e.g. "::1"), or NULL */
+  int enable_debug;        /* --enable-debug-command local */
+  const char *unix_socket; /* also listen on this unix socket path, or NULL */
+  const char *bind_also;   /* also listen on this loopback address (e.g. "::1"), or NULL */
   /* TLS: with tls_cert_file set the server speaks TLS only (--port 0
    * --tls-port PORT), rh_server_uri() is "rediss://...", and the harness's
    * own connections (readiness, rh_server_command) go through a private
@@ -34,7 +34,12 @@ typedef struct {
   const char *tls_key_file;     /* --tls-key-file */
   const char *tls_ca_cert_file; /* --tls-ca-cert-file (required by redis with TLS) */
   int tls_auth_clients;         /* --tls-auth-clients yes (1) or no (0) */
+  /* "NAME=VALUE" entries (NULL-terminated, up to RH_MAX_ENV) set in the
+   * server's environment, replacing the test's own NAME: e.g. an LD_PRELOAD
+   * shim (tests/support/clockshift.c).  NULL: the test's environment. */
+  const char *const *env;
 } rh_options_t;
+#define RH_MAX_ENV 8
 
 /* The server program the harness runs (REDLOCK_TEST_SERVER, or
  * redis-server), as an absolute path, or NULL when it cannot be found.  For
@@ -75,6 +80,15 @@ int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *f
 
 /* Stops (SIGTERM, then SIGKILL after 2 s) and frees.  NULL is fine. */
 void rh_server_free(rh_server_t *server);
+
+/* For a child of the test between fork and exec (async-signal-safe): dies
+ * with the thread that forked (PR_SET_PDEATHSIG: a crashed test leaks no
+ * process) and starts from a clean signal state (the test may block or
+ * ignore signals).  -1 when `parent` (getpid() before the fork) is already
+ * gone: the child must _exit. */
+int rh_child_init(pid_t parent);
+/* Removes a directory and the files in it (one level). */
+void rh_remove_dir(const char *dir);
 
 /* Polls pred(arg) every millisecond until it returns nonzero or timeout_ms
  * passes: returns 1 when it came true, 0 on timeout.  For waiting on an event

@@ -108,7 +108,6 @@
  * (pure: records in, violations out; unit-tested by test_torture_check.c)
  * and torture_cases.c holds the hand-made histories of --selftest. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -118,7 +117,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -127,12 +125,13 @@
 #include <hiredis/hiredis.h>
 
 #include "fault_proxy.h"
-#include "redis_harness.h"
+#include "fixture.h"
 #include "redlock.h"
 #include "torture_cases.h"
 #include "torture_check.h"
 #include "torture_common.h"
 #include "torture_iptables.h"
+#include "torture_opts.h"
 #include "torture_schedule.h"
 
 #define N_MASTERS TORTURE_MASTERS
@@ -184,78 +183,32 @@ static int parse_args(int argc, char **argv) {
   opt.workers = 4;
   opt.threads = 3;
   opt.resources = 3;
-  opt.ttl_ms = TORTURE_TTL_MS;
-  opt.max_ttl_ms = TORTURE_MAX_TTL_MS;
-  opt.timing.request_ms = TORTURE_REQUEST_MS;
-  opt.timing.connect_ms = TORTURE_CONNECT_MS;
-  opt.timing.retry = TORTURE_RETRY;
-  opt.timing.retry_delay_ms = TORTURE_RETRY_DELAY_MS;
-  opt.timing.retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
-  opt.timing.wait_ms = TORTURE_WAIT_MS;
-  opt.sem_limit = TORTURE_SEM_LIMIT;
+  torture_defaults(&opt.timing, &opt.ttl_ms, &opt.max_ttl_ms);
+  opt.sem_limit = opt.timing.sem_limit;
   opt.slack_ms = TORTURE_ASAN ? 5000 : 2000;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--no-iptables") == 0) {
-      opt.no_iptables = 1;
-      continue;
-    }
-    if (strcmp(a, "--keep") == 0) {
-      opt.keep = 1;
-      continue;
-    }
-    if (strcmp(a, "--verbose") == 0) {
-      opt.verbose = 1;
-      continue;
-    }
-    if (strcmp(a, "--no-end-faults") == 0) {
-      opt.no_end_faults = 1;
-      continue;
-    }
-    if (strcmp(a, "--mutate-sem-refused") == 0) {
-      opt.mutate_sem_refused = 1;
-      continue;
-    }
-    if (strcmp(a, "--selftest") == 0) {
-      opt.selftest = 1;
-      continue;
-    }
-    if (strcmp(a, "--help") == 0 || i + 1 >= argc) {
-      usage();
-      return -1;
-    }
-    const char *v = argv[++i];
-    if (strcmp(a, "--duration") == 0)
-      opt.duration_s = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--seed") == 0)
-      opt.seed = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--workers") == 0)
-      opt.workers = atoi(v);
-    else if (strcmp(a, "--threads") == 0)
-      opt.threads = atoi(v);
-    else if (strcmp(a, "--resources") == 0)
-      opt.resources = atoi(v);
-    else if (strcmp(a, "--request-ms") == 0)
-      opt.timing.request_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--slack-ms") == 0)
-      opt.slack_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--worker") == 0)
-      opt.worker_path = v;
-    else if (strcmp(a, "--mutate-overhold-ms") == 0)
-      opt.mutate_overhold_ms = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--tls-certs") == 0)
-      opt.tls_certs = v;
-    else if (strcmp(a, "--sem-limit") == 0)
-      opt.sem_limit = (unsigned)strtoul(v, NULL, 10);
-    else if (strcmp(a, "--primitive") == 0) {
-      opt.primitive = -1;
-      for (int p = 0; p < PRIM_N; p++)
-        if (strcmp(v, torture_prim_names[p]) == 0)
-          opt.primitive = p;
-    } else {
-      usage();
-      return -1;
-    }
+  const torture_opt_t table[] = {
+      {"--no-iptables", TO_FLAG, &opt.no_iptables},
+      {"--keep", TO_FLAG, &opt.keep},
+      {"--verbose", TO_FLAG, &opt.verbose},
+      {"--no-end-faults", TO_FLAG, &opt.no_end_faults},
+      {"--mutate-sem-refused", TO_FLAG, &opt.mutate_sem_refused},
+      {"--selftest", TO_FLAG, &opt.selftest},
+      {"--duration", TO_UNSIGNED, &opt.duration_s},
+      {"--seed", TO_U64, &opt.seed},
+      {"--workers", TO_INT, &opt.workers},
+      {"--threads", TO_INT, &opt.threads},
+      {"--resources", TO_INT, &opt.resources},
+      {"--request-ms", TO_UNSIGNED, &opt.timing.request_ms},
+      {"--slack-ms", TO_UNSIGNED, &opt.slack_ms},
+      {"--worker", TO_STR, &opt.worker_path},
+      {"--mutate-overhold-ms", TO_UNSIGNED, &opt.mutate_overhold_ms},
+      {"--tls-certs", TO_STR, &opt.tls_certs},
+      {"--sem-limit", TO_UNSIGNED, &opt.sem_limit},
+      {"--primitive", TO_PRIM, &opt.primitive},
+  };
+  if (torture_parse_opts(argc, argv, table, sizeof table / sizeof table[0], "torture") != 0) {
+    usage();
+    return -1;
   }
   if (opt.duration_s < 5 || opt.workers < 1 || opt.workers > MAX_WORKERS || opt.threads < 1 ||
       opt.threads > 32 || opt.resources < 1 || opt.resources > 64 || opt.timing.request_ms < 1 ||
@@ -270,12 +223,6 @@ static int parse_args(int argc, char **argv) {
 /* ---- small helpers ------------------------------------------------------------------- */
 
 static uint64_t t0_ns; /* start of the run: schedule offsets are from here */
-
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
 
 static double rel_s(uint64_t ns) {
   return ns >= t0_ns ? (double)(ns - t0_ns) / 1e9 : -(double)(t0_ns - ns) / 1e9;
@@ -320,7 +267,7 @@ static void install_handlers(void) {
 
 /* ---- masters, proxies ------------------------------------------------------------- */
 
-static rh_server_t *masters[N_MASTERS];
+static fx_t fx; /* the masters (fixture.h), stopped by PID */
 static fault_proxy_t *proxies[N_MASTERS];
 static redisContext *sleeping[N_MASTERS]; /* DEBUG SLEEP connections awaiting the reply */
 static FILE *fault_log;
@@ -390,7 +337,15 @@ static void inj_error(const char *what, int m) {
   fault_errors++;
   flog("WARNING: could not inject %s on master %d", what, m);
   fprintf(stderr, "torture: warning: could not inject %s on master %d (port %d)\n", what, m,
-          rh_server_port(masters[m]));
+          rh_server_port(fx.servers[m]));
+}
+
+/* A persistent fault's start: *active when it took (rc 0), else a warning. */
+static void injected(int m, int rc, const char *what, int *active) {
+  if (rc != 0)
+    inj_error(what, m);
+  else
+    *active = 1;
 }
 
 /* The result of an rh_server_command: the command must have reached the
@@ -402,7 +357,7 @@ static void command_result(int m, const char *what, int rc, const char *reply) {
 
 static void execute(const event_t *e) {
   int m = e->master;
-  rh_server_t *s = masters[m];
+  rh_server_t *s = fx.servers[m];
   fault_proxy_t *p = proxies[m];
   if (!e->end) {
     fault_count[e->kind]++;
@@ -422,10 +377,7 @@ static void execute(const event_t *e) {
   switch (e->kind) {
   case F_KILL:
     if (!e->end) {
-      if (rh_server_kill(s) != 0)
-        inj_error("kill", m);
-      else
-        down[m] = 1;
+      injected(m, rh_server_kill(s), "kill", &down[m]);
     } else {
       if (rh_server_restart(s) != 0) {
         fprintf(stderr, "torture: set-up error: master %d could not be restarted\n", m);
@@ -437,10 +389,7 @@ static void execute(const event_t *e) {
     break;
   case F_SIGSTOP:
     if (!e->end) {
-      if (rh_server_pause(s) != 0)
-        inj_error("sigstop", m);
-      else
-        paused[m] = 1;
+      injected(m, rh_server_pause(s), "sigstop", &paused[m]);
     } else if (paused[m]) {
       rh_server_resume(s);
       paused[m] = 0;
@@ -518,11 +467,11 @@ static void execute(const event_t *e) {
 static void heal_all(void) {
   for (int m = 0; m < N_MASTERS; m++) {
     if (paused[m]) {
-      rh_server_resume(masters[m]);
+      rh_server_resume(fx.servers[m]);
       paused[m] = 0;
     }
     if (down[m]) {
-      if (rh_server_restart(masters[m]) != 0)
+      if (rh_server_restart(fx.servers[m]) != 0)
         fprintf(stderr, "torture: master %d could not be restarted\n", m);
       down[m] = 0;
     }
@@ -551,20 +500,6 @@ typedef struct {
 
 static worker_t workers[MAX_WORKERS];
 static char run_dir[400];
-
-static void default_worker_path(char *buf, size_t size) {
-  char self[PATH_MAX - 32];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) {
-    snprintf(buf, size, "torture_worker");
-    return;
-  }
-  self[n] = '\0';
-  char *slash = strrchr(self, '/');
-  if (slash != NULL)
-    *slash = '\0';
-  snprintf(buf, size, "%s/torture_worker", self);
-}
 
 static int spawn_worker(int id, uint64_t until_ns) {
   worker_t *w = &workers[id];
@@ -631,20 +566,13 @@ static int spawn_worker(int id, uint64_t until_ns) {
 #undef ARG
   argv[argc] = NULL;
   pid_t parent = getpid();
-  sigset_t none;
-  sigemptyset(&none);
   pid_t pid = fork();
   if (pid < 0)
     return -1;
   if (pid == 0) {
     /* Die with the driver; start from a clean signal state. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+    if (rh_child_init(parent) != 0)
       _exit(127);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGALRM, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &none, NULL);
     execv(opt.worker_path, (char *const *)argv);
     _exit(127);
   }
@@ -831,22 +759,6 @@ static int selftest(void) {
 
 /* ---- run directory ------------------------------------------------------------------------ */
 
-static void remove_run_dir(void) {
-  DIR *d = opendir(run_dir);
-  if (d == NULL)
-    return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    char path[800];
-    snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
-    unlink(path);
-  }
-  closedir(d);
-  rmdir(run_dir);
-}
-
 /* ---- main ---------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
@@ -857,7 +769,7 @@ int main(int argc, char **argv) {
     return selftest();
   static char worker_path[PATH_MAX + 32];
   if (opt.worker_path == NULL) {
-    default_worker_path(worker_path, sizeof worker_path);
+    fx_beside_self(worker_path, sizeof worker_path, "torture_worker");
     opt.worker_path = worker_path;
   }
   if (access(opt.worker_path, X_OK) != 0) {
@@ -903,17 +815,17 @@ int main(int argc, char **argv) {
     ropts.tls_key_file = tls_files[1];
     ropts.tls_ca_cert_file = tls_files[2];
   }
-  if (rh_cluster_start(masters, N_MASTERS, &ropts) != 0) {
+  if (fx_servers_start(&fx, N_MASTERS, &ropts) != 0) {
     fprintf(stderr, "torture: set-up error: could not start %d redis-server\n", N_MASTERS);
     return 2;
   }
   for (int m = 0; m < N_MASTERS; m++) {
-    ipt_set_port(m, rh_server_port(masters[m]));
-    if (fault_proxy_start(&proxies[m], "127.0.0.1", rh_server_port(masters[m])) != 0) {
+    ipt_set_port(m, rh_server_port(fx.servers[m]));
+    if (fault_proxy_start(&proxies[m], "127.0.0.1", rh_server_port(fx.servers[m])) != 0) {
       fprintf(stderr, "torture: set-up error: could not start a fault proxy\n");
       for (int k = 0; k < m; k++)
         fault_proxy_stop(proxies[k]);
-      rh_cluster_free(masters, N_MASTERS);
+      fx_servers_stop(&fx);
       return 2;
     }
   }
@@ -923,8 +835,8 @@ int main(int argc, char **argv) {
   make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
                 !opt.no_end_faults);
   for (int m = 0; m < N_MASTERS; m++)
-    flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(masters[m]),
-         (int)rh_server_pid(masters[m]), fault_proxy_port(proxies[m]));
+    flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
+         (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));
 
   t0_ns = torture_now_ns();
   uint64_t until_ns = t0_ns + (uint64_t)opt.duration_s * 1000000000u;
@@ -946,7 +858,7 @@ int main(int argc, char **argv) {
       if (now >= at)
         break;
       uint64_t left = (at - now) / 1000000u;
-      sleep_ms(left > 20 ? 20 : (unsigned)(left > 0 ? left : 1));
+      fx_sleep_ms(left > 20 ? 20 : (unsigned)(left > 0 ? left : 1));
     }
     execute(e);
   }
@@ -974,7 +886,7 @@ int main(int argc, char **argv) {
       }
       break;
     }
-    sleep_ms(20);
+    fx_sleep_ms(20);
   }
   flog("all workers ended");
   heal_all();
@@ -982,7 +894,7 @@ int main(int argc, char **argv) {
 
   for (int m = 0; m < N_MASTERS; m++)
     fault_proxy_stop(proxies[m]);
-  rh_cluster_free(masters, N_MASTERS);
+  fx_servers_stop(&fx);
   ipt_cleanup();
 
   int rc = check_and_report(&sched);
@@ -990,7 +902,7 @@ int main(int argc, char **argv) {
   if (fault_log != NULL)
     fclose(fault_log);
   if (rc == 0 && !opt.keep) {
-    remove_run_dir();
+    rh_remove_dir(run_dir);
   } else {
     printf("run directory kept: %s (worker-N.hist: histories, worker-N.log: client logs, "
            "faults.log: the fault timeline, times relative to the start)\n",

@@ -68,17 +68,22 @@ struct tc_history {
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-/* Grows *p (of *cap elements of size elem) when n == *cap.  0 or -1. */
-static int reserve(void **p, size_t n, size_t *cap, size_t elem) {
-  if (n < *cap)
-    return 0;
-  size_t cap2 = *cap ? 2 * *cap : 1024;
-  void *q = realloc(*p, cap2 * elem);
-  if (q == NULL)
-    return -1;
-  *p = q;
-  *cap = cap2;
-  return 0;
+/* Appends the record at elem (of size `size`) to the array *p of *n records
+ * (room for *cap), growing it; out of memory: sets h->oom and drops it. */
+static void append(tc_history_t *h, void **p, size_t *n, size_t *cap, const void *elem,
+                   size_t size) {
+  if (*n == *cap) {
+    size_t cap2 = *cap ? 2 * *cap : 1024;
+    void *q = realloc(*p, cap2 * size);
+    if (q == NULL) {
+      h->oom = 1;
+      return;
+    }
+    *p = q;
+    *cap = cap2;
+  }
+  memcpy((char *)*p + *n * size, elem, size);
+  (*n)++;
 }
 
 static void vout(tc_history_t *h, const char *fmt, va_list ap) {
@@ -185,12 +190,8 @@ static void add_call(tc_history_t *h, int id, const char *line) {
   for (int k = 0; k < TC_N_CALL_KINDS; k++)
     if (strcmp(kind, tc_call_kinds[k]) == 0)
       c.kind = k;
-  if (reserve((void **)&h->calls, h->n_calls, &h->cap_calls, sizeof *h->calls) != 0) {
-    h->oom = 1;
-    return;
-  }
   c.line = dup_line(h, line);
-  h->calls[h->n_calls++] = c;
+  append(h, (void **)&h->calls, &h->n_calls, &h->cap_calls, &c, sizeof c);
 }
 
 static void add_grant(tc_history_t *h, int id, const char *line) {
@@ -209,12 +210,8 @@ static void add_grant(tc_history_t *h, int id, const char *line) {
     violation(h, "worker %d: unknown resource: %s", id, line);
     return;
   }
-  if (reserve((void **)&h->grants, h->n_grants, &h->cap_grants, sizeof *h->grants) != 0) {
-    h->oom = 1;
-    return;
-  }
   g.g_line = dup_line(h, line);
-  h->grants[h->n_grants++] = g;
+  append(h, (void **)&h->grants, &h->n_grants, &h->cap_grants, &g, sizeof g);
 }
 
 static void add_summary(tc_history_t *h, int id, const char *line) {
@@ -237,13 +234,11 @@ void tc_add_record(tc_history_t *h, int id, const char *line) {
     add_grant(h, id, line);
     break;
   case 'E':
-  case 'U':
-    if (reserve((void **)&h->pend, h->n_pend, &h->cap_pend, sizeof *h->pend) != 0) {
-      h->oom = 1;
-      return;
-    }
-    h->pend[h->n_pend++] = (pending_t){dup_line(h, line), line[0]};
+  case 'U': {
+    pending_t pend = {dup_line(h, line), line[0]};
+    append(h, (void **)&h->pend, &h->n_pend, &h->cap_pend, &pend, sizeof pend);
     break;
+  }
   case 'S':
     add_summary(h, id, line);
     break;
@@ -285,28 +280,21 @@ static void apply_pending(tc_history_t *h) {
     int wid, tid, rc;
     unsigned seq;
     uint64_t t;
-    if (h->pend[i].type == 'E') {
-      if (sscanf(line, "E %d %d %u %" SCNu64, &wid, &tid, &seq, &t) != 4) {
-        violation(h, "unreadable record: %s", line);
-        continue;
-      }
-      grant_t *g = find_grant(h, wid, tid, seq);
-      if (g == NULL) {
-        violation(h, "extension of an unknown grant: %s", line);
-        continue;
-      }
+    const int ext = h->pend[i].type == 'E';
+    if (ext ? sscanf(line, "E %d %d %u %" SCNu64, &wid, &tid, &seq, &t) != 4
+            : sscanf(line, "U %d %d %u %" SCNu64 " %d", &wid, &tid, &seq, &t, &rc) != 5) {
+      violation(h, "unreadable record: %s", line);
+      continue;
+    }
+    grant_t *g = find_grant(h, wid, tid, seq);
+    if (g == NULL) {
+      violation(h, "%s of an unknown grant: %s", ext ? "extension" : "unlock", line);
+      continue;
+    }
+    if (ext) {
       g->ve = t; /* the extension's validity end replaces the grant's */
       g->extended = 1;
     } else {
-      if (sscanf(line, "U %d %d %u %" SCNu64 " %d", &wid, &tid, &seq, &t, &rc) != 5) {
-        violation(h, "unreadable record: %s", line);
-        continue;
-      }
-      grant_t *g = find_grant(h, wid, tid, seq);
-      if (g == NULL) {
-        violation(h, "unlock of an unknown grant: %s", line);
-        continue;
-      }
       g->unlock_start = t;
       g->has_unlock = 1;
       g->unlock_rc = rc;
@@ -329,6 +317,12 @@ static void print_grant(tc_history_t *h, const char *label, const grant_t *g) {
   out(h, "      %s\n", g->g_line);
   if (g->u_line != NULL)
     out(h, "      %s\n", g->u_line);
+}
+
+/* The two grants of a violation, the earlier first. */
+static void print_pair(tc_history_t *h, const grant_t *earlier, const grant_t *later) {
+  print_grant(h, "earlier", earlier);
+  print_grant(h, "later  ", later);
 }
 
 static int by_res_grant(const void *a, const void *b) {
@@ -409,8 +403,7 @@ static void check_rwlock(tc_history_t *h, int r, grant_t **by_grant, size_t n) {
                 r, g->write && o->write ? "another write" : "a read",
                 (double)((g->end < o->end ? g->end : o->end) - o->grant) / 1e6);
       if (reported++ < 5) {
-        print_grant(h, "earlier", g);
-        print_grant(h, "later  ", o);
+        print_pair(h, g, o);
       }
     }
     if (g->write) {
@@ -419,8 +412,7 @@ static void check_rwlock(tc_history_t *h, int r, grant_t **by_grant, size_t n) {
                   "rw%d: fencing token %" PRIu64 " of a later write hold is not above %" PRIu64
                   " of the write hold before it",
                   r, g->fence, prev_w->fence);
-        print_grant(h, "earlier", prev_w);
-        print_grant(h, "later  ", g);
+        print_pair(h, prev_w, g);
       }
       prev_w = g;
     }
@@ -487,8 +479,7 @@ static void check_resource(tc_history_t *h, int grp, int r) {
       else
         violation(h, "r%d: two holders overlap for %.3f ms (mutual exclusion broken)", r,
                   (double)((g->end < reach->end ? g->end : reach->end) - g->grant) / 1e6);
-      print_grant(h, "earlier", reach);
-      print_grant(h, "later  ", g);
+      print_pair(h, reach, g);
     }
     if (prev != NULL && g->fence <= prev->fence) {
       if (el)
@@ -501,8 +492,7 @@ static void check_resource(tc_history_t *h, int grp, int r) {
                   "r%d: fencing token %" PRIu64 " of a later hold is not above %" PRIu64
                   " of the hold before it",
                   r, g->fence, prev->fence);
-      print_grant(h, "earlier", prev);
-      print_grant(h, "later  ", g);
+      print_pair(h, prev, g);
     }
     prev = g;
     if (reach == NULL || g->end > reach->end)

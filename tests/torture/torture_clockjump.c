@@ -6,11 +6,11 @@
  *   torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS]
  *
  * Three masters, all fresh; client A and client B (two redlock_t, as two
- * processes would have), fencing on.  M0 is a server (the harness' program:
- * REDLOCK_TEST_SERVER, or redis-server) started here with
- * LD_PRELOAD=clockshift.so (tests/support/clockshift.c), whose wall clock the
- * test moves by writing an offset into a file; M1 and M2 come from the
- * harness.  The restart quarantine is off, explicitly: every master is fresh
+ * processes would have), fencing on.  The masters are the fixture's
+ * (tests/support/fixture.h), started and stopped by PID; M0 runs with
+ * LD_PRELOAD=clockshift.so (tests/support/clockshift.c, through the harness'
+ * env option), whose wall clock the test moves by writing an offset into a
+ * file.  The restart quarantine is off, explicitly: every master is fresh
  * and none restarts in this scenario, so it has nothing to protect (and a
  * master whose clock jumped forward would not be quarantined anyway: its
  * uptime jumps too).
@@ -38,280 +38,98 @@
  * to show), the scenario is run again on a new resource, at most 3 times,
  * saying so. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
-#include "redis_harness.h"
+#include "fixture.h"
 #include "redlock.h"
+#include "torture_common.h"
 
 #define TTL_MS 3000u
 #define MAX_TTL_MS 10000u
 #define REQUEST_MS 500u
 #define CONNECT_MS 2000u
 
-extern char **environ;
-
 static int failures;
 
-#define CHECK(cond, ...)                                                                        \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      failures++;                                                                             \
-      printf("FAILED: %s:%d: %s: ", __FILE__, __LINE__, #cond);                               \
-      printf(__VA_ARGS__);                                                                    \
-      printf("\n");                                                                           \
-    }                                                                                         \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      printf("FAILED: %s:%d: %s: ", __FILE__, __LINE__, #cond);                                    \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
   } while (0)
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+/* ---- the masters: M0 under the clock shim, M1 and M2 plain -------------------------- */
 
-static void sleep_ms(unsigned ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-/* ---- the shifted master, started here ---------------------------------------------- */
-
+static fx_t fx; /* fx.servers[0] is M0 */
 static struct {
-  pid_t pid;
-  int port;
-  char dir[256];
-  char offset_file[320];
-  char log[320];
+  char offset_file[PATH_MAX];
   int offset_fd;
-} m0 = {.offset_fd = -1};
-
-static int pick_free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return -1;
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+} shift = {.offset_fd = -1};
 
 static int set_offset_ms(int64_t ms) {
   int64_t ns = ms * 1000000LL;
-  return pwrite(m0.offset_fd, &ns, sizeof ns, 0) == (ssize_t)sizeof ns ? 0 : -1;
+  return pwrite(shift.offset_fd, &ns, sizeof ns, 0) == (ssize_t)sizeof ns ? 0 : -1;
 }
 
-static redisContext *connect_port(int port, int timeout_ms) {
-  struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-  redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-  if (c == NULL)
-    return NULL;
-  if (c->err || redisSetTimeout(c, tv) != REDIS_OK) {
-    redisFree(c);
-    return NULL;
-  }
-  return c;
-}
-
-/* PING answered by our child (INFO process_id), within 5 s. */
-static int m0_wait_ready(void) {
-  uint64_t deadline = now_ns() + 5000000000ull;
-  while (now_ns() < deadline) {
-    int status;
-    if (waitpid(m0.pid, &status, WNOHANG) == m0.pid) {
-      m0.pid = 0;
-      return -1;
-    }
-    redisContext *c = connect_port(m0.port, 200);
-    if (c != NULL) {
-      redisReply *r = redisCommand(c, "INFO server");
-      long pid = -1;
-      if (r != NULL && r->type == REDIS_REPLY_STRING) {
-        const char *p = strstr(r->str, "process_id:");
-        if (p != NULL)
-          pid = strtol(p + strlen("process_id:"), NULL, 10);
-      }
-      if (r != NULL)
-        freeReplyObject(r);
-      redisFree(c);
-      if (pid == (long)m0.pid)
-        return 0;
-      if (pid > 0)
-        return -1; /* someone else's server on that port */
-    }
-    sleep_ms(5);
-  }
-  return -1;
-}
-
-static void m0_stop(void) {
-  if (m0.pid > 0) {
-    kill(m0.pid, SIGTERM);
-    uint64_t deadline = now_ns() + 2000000000ull;
-    int status;
-    while (waitpid(m0.pid, &status, WNOHANG) == 0) {
-      if (now_ns() >= deadline) {
-        kill(m0.pid, SIGKILL);
-        waitpid(m0.pid, &status, 0);
-        break;
-      }
-      sleep_ms(5);
-    }
-    m0.pid = 0;
-  }
-  if (m0.offset_fd >= 0)
-    close(m0.offset_fd);
-  m0.offset_fd = -1;
-  if (m0.dir[0] != '\0') {
-    unlink(m0.offset_file);
-    unlink(m0.log);
-    rmdir(m0.dir);
-  }
-}
-
-/* fork + execve of redis-server with the shim preloaded.  Everything the
- * child needs is built before fork. */
-static int m0_start(const char *shim) {
-  /* The harness' server program (REDLOCK_TEST_SERVER, or redis-server). */
-  const char *exe = rh_server_executable();
-  if (exe == NULL) {
-    fprintf(stderr, "clockjump: %s not found\n", rh_server_name());
-    return -1;
-  }
+/* The offset file (0 ms), then M0 with the shim preloaded (the harness'
+ * program, REDLOCK_TEST_SERVER or redis-server, started and later stopped by
+ * PID like any other), then M1 and M2. */
+static int masters_start(const char *shim) {
   const char *tmp = getenv("TMPDIR");
-  snprintf(m0.dir, sizeof m0.dir, "%s/redlock-clockjump-%d-XXXXXX",
+  snprintf(shift.offset_file, sizeof shift.offset_file, "%s/redlock-clockjump-%d-XXXXXX",
            tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", (int)getpid());
-  if (mkdtemp(m0.dir) == NULL) {
-    m0.dir[0] = '\0';
+  shift.offset_fd = mkstemp(shift.offset_file);
+  if (shift.offset_fd < 0) {
+    shift.offset_file[0] = '\0';
     return -1;
   }
-  snprintf(m0.offset_file, sizeof m0.offset_file, "%s/offset", m0.dir);
-  snprintf(m0.log, sizeof m0.log, "%s/redis.log", m0.dir);
-  m0.offset_fd = open(m0.offset_file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (m0.offset_fd < 0 || set_offset_ms(0) != 0)
+  if (set_offset_ms(0) != 0)
     return -1;
-
-  static char env_preload[PATH_MAX + 32], env_file[PATH_MAX + 32];
+  char env_preload[PATH_MAX + 32], env_file[PATH_MAX + 32];
   snprintf(env_preload, sizeof env_preload, "LD_PRELOAD=%s", shim);
-  snprintf(env_file, sizeof env_file, "CLOCKSHIFT_FILE=%s", m0.offset_file);
-  size_t n_env = 0;
-  while (environ[n_env] != NULL)
-    n_env++;
-  char **envp = calloc(n_env + 3, sizeof *envp);
-  if (envp == NULL)
+  snprintf(env_file, sizeof env_file, "CLOCKSHIFT_FILE=%s", shift.offset_file);
+  const char *const env[] = {env_preload, env_file, NULL};
+  const rh_options_t shifted = {.env = env};
+  if (rh_server_start(&fx.servers[0], &shifted) != 0)
     return -1;
-  size_t k = 0;
-  for (size_t i = 0; i < n_env; i++)
-    if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "ASAN_", 5) != 0 &&
-        strncmp(environ[i], "CLOCKSHIFT_FILE=", 16) != 0)
-      envp[k++] = environ[i];
-  envp[k++] = env_preload;
-  envp[k++] = env_file;
-  envp[k] = NULL;
-
-  int rc = -1;
-  for (int attempt = 0; attempt < 5 && rc != 0; attempt++) {
-    m0.port = pick_free_port();
-    char port_str[16];
-    snprintf(port_str, sizeof port_str, "%d", m0.port);
-    const char *argv[] = {exe,          "--port",       port_str, "--bind", "127.0.0.1",
-                          "--save",     "",             "--appendonly", "no", "--daemonize",
-                          "no",         "--logfile",    m0.log,   "--dir",  m0.dir,
-                          NULL};
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-      break;
-    if (pid == 0) {
-      if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
-        _exit(127);
-      int devnull = open("/dev/null", O_RDWR);
-      if (devnull >= 0) {
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-      }
-      execve(exe, (char *const *)argv, envp);
-      _exit(127);
-    }
-    m0.pid = pid;
-    rc = m0_wait_ready();
-    if (rc != 0 && m0.pid > 0) {
-      kill(m0.pid, SIGKILL);
-      int status;
-      waitpid(m0.pid, &status, 0);
-      m0.pid = 0;
-    }
-  }
-  free(envp);
-  return rc;
+  fx.n = 1;
+  if (rh_cluster_start(&fx.servers[1], 2, NULL) != 0)
+    return -1;
+  fx.n = 3;
+  return 0;
 }
 
-/* TIME on a port, in microseconds; 0 on error. */
-static uint64_t server_time_us(int port) {
-  redisContext *c = connect_port(port, 2000);
-  if (c == NULL)
+static void masters_stop(void) {
+  fx_servers_stop(&fx);
+  if (shift.offset_fd >= 0)
+    close(shift.offset_fd);
+  shift.offset_fd = -1;
+  if (shift.offset_file[0] != '\0')
+    unlink(shift.offset_file);
+}
+
+/* TIME on master m ("seconds\nmicroseconds"), in microseconds; 0 on error. */
+static uint64_t server_time_us(int m) {
+  char buf[64], *end;
+  if (rh_server_command(fx.servers[m], buf, sizeof buf, "TIME") != 0)
     return 0;
-  redisReply *r = redisCommand(c, "TIME");
-  uint64_t us = 0;
-  if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-    us = strtoull(r->element[0]->str, NULL, 10) * 1000000u +
-         strtoull(r->element[1]->str, NULL, 10);
-  if (r != NULL)
-    freeReplyObject(r);
-  redisFree(c);
-  return us;
+  uint64_t s = strtoull(buf, &end, 10);
+  return *end == '\n' ? s * 1000000u + strtoull(end + 1, NULL, 10) : 0;
 }
 
-/* GET key on a port, into buf ("(nil)" when absent). */
-static void server_get(int port, const char *key, char *buf, size_t size) {
-  snprintf(buf, size, "(error)");
-  redisContext *c = connect_port(port, 2000);
-  if (c == NULL)
-    return;
-  redisReply *r = redisCommand(c, "GET %s", key);
-  if (r != NULL && r->type == REDIS_REPLY_STRING)
-    snprintf(buf, size, "%s", r->str);
-  else if (r != NULL && r->type == REDIS_REPLY_NIL)
-    snprintf(buf, size, "(nil)");
-  if (r != NULL)
-    freeReplyObject(r);
-  redisFree(c);
-}
-
-static int server_ok(int port, const char *fmt, const char *a, const char *b) {
-  redisContext *c = connect_port(port, 2000);
-  if (c == NULL)
-    return -1;
-  redisReply *r = redisCommand(c, fmt, a, b);
-  int ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-  if (r != NULL)
-    freeReplyObject(r);
-  redisFree(c);
-  return ok ? 0 : -1;
+/* GET key on master m, into buf ("(nil)" when absent, "" unanswered). */
+static void server_get(int m, const char *key, char *buf, size_t size) {
+  rh_server_command(fx.servers[m], buf, size, "GET %s", key);
 }
 
 /* ---- the fenced store (docs/safety.md §7, as examples/fencing_store.c) ------------- */
@@ -346,16 +164,13 @@ static void log_cb(int level, const char *msg, void *arg) {
     printf("  [client %s] %s\n", (const char *)arg, msg);
 }
 
-static redlock_t *open_client(const char *name, int ports[3]) {
+static redlock_t *open_client(const char *name) {
   redlock_options_t *o = redlock_options_new();
   if (o == NULL)
     return NULL;
-  char uri[64];
   int rc = 0;
-  for (int i = 0; i < 3 && rc == 0; i++) {
-    snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", ports[i]);
-    rc = redlock_options_add_node(o, uri);
-  }
+  for (size_t i = 0; i < fx.n && rc == 0; i++)
+    rc = redlock_options_add_node(o, rh_server_uri(fx.servers[i]));
   if (rc == 0)
     rc = redlock_options_set_fencing(o, 1);
   if (rc == 0) /* fresh masters, none restarts here: see the header */
@@ -384,20 +199,22 @@ static double ms_since(uint64_t from, uint64_t t) { return ((double)t - (double)
 /* One run of the scenario on `res`.  Returns 1 when it ran to the end, 0 when
  * A's validity ran out before B's grant (a stalled machine: run again), -1
  * on a set-up error. */
-static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, int64_t *offset_ms,
+static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset_ms,
                     int64_t jump_ms) {
   char buf[128];
-  uint64_t t0 = now_ns();
+  uint64_t t0 = torture_now_ns();
   printf("\n-- scenario on resource %s --\n", res);
 
   /* 1. A can win only with M0 + M1. */
-  if (server_ok(ports[2], "SET %s %s PX 60000", res, "foreign-value") != 0) {
+  if (rh_server_command(fx.servers[2], buf, sizeof buf, "SET %s %s PX 60000", res,
+                        "foreign-value") != 0 ||
+      strcmp(buf, "OK") != 0) {
     fprintf(stderr, "clockjump: set-up error: SET on M2 failed\n");
     return -1;
   }
   redlock_lock_t *la = NULL;
   int rc = redlock_trylock(a, res, TTL_MS, &la);
-  uint64_t ga = now_ns();
+  uint64_t ga = torture_now_ns();
   int64_t va = rc == REDLOCK_OK ? redlock_lock_validity_ms(la) : 0;
   uint64_t vea = ga + (uint64_t)(va > 0 ? va : 0) * 1000000u;
   CHECK(rc == REDLOCK_OK, "A's lock: %s", redlock_err_name(rc));
@@ -407,11 +224,11 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
   const char *value_a = redlock_lock_value(la);
   printf("1. A holds %s: token %" PRIu64 ", validity %" PRId64 " ms (window [%.1f, %.1f] ms)\n",
          res, ta, va, ms_since(t0, ga), ms_since(t0, vea));
-  server_get(ports[0], res, buf, sizeof buf);
+  server_get(0, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_a) == 0, "M0 holds %s, not A's value", buf);
-  server_get(ports[1], res, buf, sizeof buf);
+  server_get(1, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_a) == 0, "M1 holds %s, not A's value", buf);
-  server_get(ports[2], res, buf, sizeof buf);
+  server_get(2, res, buf, sizeof buf);
   CHECK(strcmp(buf, "foreign-value") == 0, "M2 holds %s, not the foreign value", buf);
 
   store_t store = {0};
@@ -419,7 +236,8 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
   printf("   A writes with token %" PRIu64 ": accepted\n", ta);
 
   /* 2. While clocks behave, B is refused. */
-  if (server_ok(ports[2], "DEL %s%s", res, "") != 0) {
+  if (rh_server_command(fx.servers[2], buf, sizeof buf, "DEL %s", res) != 0 ||
+      strcmp(buf, "1") != 0) {
     fprintf(stderr, "clockjump: set-up error: DEL on M2 failed\n");
     return -1;
   }
@@ -435,13 +253,13 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
          redlock_err_name(rc));
 
   /* 3. M0's wall clock jumps forward past the ttl. */
-  uint64_t before_m0 = server_time_us(ports[0]), before_m1 = server_time_us(ports[1]);
+  uint64_t before_m0 = server_time_us(0), before_m1 = server_time_us(1);
   *offset_ms += jump_ms;
   if (set_offset_ms(*offset_ms) != 0) {
     fprintf(stderr, "clockjump: set-up error: cannot write the offset file\n");
     return -1;
   }
-  uint64_t after_m0 = server_time_us(ports[0]), after_m1 = server_time_us(ports[1]);
+  uint64_t after_m0 = server_time_us(0), after_m1 = server_time_us(1);
   double ahead_ms = ((double)after_m0 - (double)after_m1) / 1000.0;
   double before_ms = ((double)before_m0 - (double)before_m1) / 1000.0;
   printf("3. M0's wall clock jumps forward by %" PRId64 " ms: M0 - M1 was %.0f ms, is now %.0f "
@@ -449,20 +267,20 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
          jump_ms, before_ms, ahead_ms);
   if (after_m0 == 0 || after_m1 == 0 || ahead_ms < (double)*offset_ms - 1000.0 ||
       ahead_ms > (double)*offset_ms + 1000.0) {
-    fprintf(stderr, "clockjump: set-up error: the clock shim is not in effect on M0 (TIME "
-                    "difference %.0f ms, expected about %" PRId64 " ms)\n",
+    fprintf(stderr,
+            "clockjump: set-up error: the clock shim is not in effect on M0 (TIME "
+            "difference %.0f ms, expected about %" PRId64 " ms)\n",
             ahead_ms, *offset_ms);
     return -1;
   }
 
   /* 4. B wins on M0 (A's key expired there) + M2. */
   rc = redlock_trylock(b, res, TTL_MS, &lb);
-  uint64_t gb = now_ns();
+  uint64_t gb = torture_now_ns();
   int64_t vb = rc == REDLOCK_OK ? redlock_lock_validity_ms(lb) : 0;
   uint64_t veb = gb + (uint64_t)(vb > 0 ? vb : 0) * 1000000u;
   int64_t va_now = redlock_lock_validity_ms(la);
-  CHECK(rc == REDLOCK_OK, "B's second try: %s (expected a grant on M0 + M2)",
-        redlock_err_name(rc));
+  CHECK(rc == REDLOCK_OK, "B's second try: %s (expected a grant on M0 + M2)", redlock_err_name(rc));
   if (rc != REDLOCK_OK) {
     redlock_unlock(a, la);
     return 1;
@@ -480,15 +298,15 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
   printf("4. B holds %s too: token %" PRIu64 ", validity %" PRId64 " ms (window [%.1f, %.1f] "
          "ms); A still has %" PRId64 " ms of validity\n",
          res, tb, vb, ms_since(t0, gb), ms_since(t0, veb), va_now);
-  server_get(ports[0], res, buf, sizeof buf);
+  server_get(0, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_b) == 0, "M0 holds %s, not B's value", buf);
-  server_get(ports[1], res, buf, sizeof buf);
+  server_get(1, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_a) == 0, "M1 holds %s, not A's value", buf);
-  server_get(ports[2], res, buf, sizeof buf);
+  server_get(2, res, buf, sizeof buf);
   CHECK(strcmp(buf, value_b) == 0, "M2 holds %s, not B's value", buf);
   /* The overlap: both hold windows contain [gb, min(vea, veb)]. */
-  CHECK(gb < vea && ga < veb, "no overlap: A [%.1f, %.1f] ms, B [%.1f, %.1f] ms",
-        ms_since(t0, ga), ms_since(t0, vea), ms_since(t0, gb), ms_since(t0, veb));
+  CHECK(gb < vea && ga < veb, "no overlap: A [%.1f, %.1f] ms, B [%.1f, %.1f] ms", ms_since(t0, ga),
+        ms_since(t0, vea), ms_since(t0, gb), ms_since(t0, veb));
   printf("   OVERLAP: A and B both hold %s for %.1f ms (mutual exclusion is broken by the "
          "clock jump, as docs/safety.md §4 says it can be)\n",
          res, ms_since(gb, vea < veb ? vea : veb));
@@ -502,8 +320,8 @@ static int scenario(redlock_t *a, redlock_t *b, int ports[3], const char *res, i
   int stale = store_write(&store, ta, value_a, "stale write by A");
   CHECK(stale != 0, "A's stale write with token %" PRIu64 " was accepted after B's %" PRIu64, ta,
         tb);
-  printf("   A (still %" PRId64 " ms of validity) writes with token %" PRIu64 ": %s\n", va_now,
-         ta, stale != 0 ? "REJECTED (stale token)" : "accepted (!)");
+  printf("   A (still %" PRId64 " ms of validity) writes with token %" PRIu64 ": %s\n", va_now, ta,
+         stale != 0 ? "REJECTED (stale token)" : "accepted (!)");
   CHECK(strcmp(store.data, "written by B") == 0, "the store holds \"%s\"", store.data);
 
   /* 6. A learns it lost the lock; B releases normally. */
@@ -535,50 +353,35 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[i], "--jump-ms") == 0)
       jump_ms = strtoll(argv[i + 1], NULL, 10);
   }
-  if (shim[0] == '\0') {
-    /* Default: beside this executable. */
-    char self[PATH_MAX - 32];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) {
-      self[n] = '\0';
-      char *slash = strrchr(self, '/');
-      if (slash != NULL)
-        *slash = '\0';
-      snprintf(shim, sizeof shim, "%s/clockshift.so", self);
-    }
-  }
+  if (shim[0] == '\0') /* default: beside this executable */
+    fx_beside_self(shim, sizeof shim, "clockshift.so");
   if (access(shim, R_OK) != 0 || jump_ms <= (int64_t)TTL_MS) {
-    fprintf(stderr, "usage: torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS > %u]\n"
-                    "(shim %s: %s)\n",
+    fprintf(stderr,
+            "usage: torture_clockjump [--shim PATH/clockshift.so] [--jump-ms MS > %u]\n"
+            "(shim %s: %s)\n",
             TTL_MS, shim, strerror(errno));
     return 2;
   }
 
-  rh_server_t *others[2] = {NULL, NULL};
-  if (rh_cluster_start(others, 2, NULL) != 0) {
-    fprintf(stderr, "clockjump: set-up error: could not start redis-server\n");
+  if (masters_start(shim) != 0) {
+    fprintf(stderr, "clockjump: set-up error: could not start the masters (M0 under %s)\n", shim);
+    masters_stop();
     return 2;
   }
-  if (m0_start(shim) != 0) {
-    fprintf(stderr, "clockjump: set-up error: could not start the shifted redis-server\n");
-    m0_stop();
-    rh_cluster_free(others, 2);
-    return 2;
-  }
-  int ports[3] = {m0.port, rh_server_port(others[0]), rh_server_port(others[1])};
   printf("masters: M0 127.0.0.1:%d (pid %d, wall clock shifted by %s), M1 :%d, M2 :%d\n",
-         ports[0], (int)m0.pid, shim, ports[1], ports[2]);
+         rh_server_port(fx.servers[0]), (int)rh_server_pid(fx.servers[0]), shim,
+         rh_server_port(fx.servers[1]), rh_server_port(fx.servers[2]));
 
   int result = 2;
-  redlock_t *a = open_client("A", ports);
-  redlock_t *b = a != NULL ? open_client("B", ports) : NULL;
+  redlock_t *a = open_client("A");
+  redlock_t *b = a != NULL ? open_client("B") : NULL;
   if (a != NULL && b != NULL) {
     int64_t offset_ms = 0;
     int rc = 0;
     for (int attempt = 0; attempt < 3 && rc == 0; attempt++) {
       char res[64];
       snprintf(res, sizeof res, "clockjump:%d:%d", (int)getpid(), attempt);
-      rc = scenario(a, b, ports, res, &offset_ms, jump_ms);
+      rc = scenario(a, b, res, &offset_ms, jump_ms);
     }
     if (rc == 1)
       result = failures == 0 ? 0 : 1;
@@ -589,11 +392,10 @@ int main(int argc, char **argv) {
   }
   redlock_close(b);
   redlock_close(a);
-  m0_stop();
-  rh_cluster_free(others, 2);
+  masters_stop();
   printf("\nresult: %s\n", result == 0   ? "PASS: the clock jump let A and B overlap, and the "
                                            "fenced store rejected A's stale write"
-                          : result == 1 ? "FAIL"
-                                        : "SET-UP ERROR");
+                           : result == 1 ? "FAIL"
+                                         : "SET-UP ERROR");
   return result;
 }

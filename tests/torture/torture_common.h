@@ -102,6 +102,20 @@ typedef struct {
   unsigned sem_limit;
 } torture_timing_t;
 
+/* The defaults above, for the driver's options and the worker's (which the
+ * driver passes on explicitly). */
+static inline void torture_defaults(torture_timing_t *t, unsigned *ttl_ms, unsigned *max_ttl_ms) {
+  *ttl_ms = TORTURE_TTL_MS;
+  *max_ttl_ms = TORTURE_MAX_TTL_MS;
+  t->request_ms = TORTURE_REQUEST_MS;
+  t->connect_ms = TORTURE_CONNECT_MS;
+  t->retry = TORTURE_RETRY;
+  t->retry_delay_ms = TORTURE_RETRY_DELAY_MS;
+  t->retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
+  t->wait_ms = TORTURE_WAIT_MS;
+  t->sem_limit = TORTURE_SEM_LIMIT;
+}
+
 /* The documented upper bound of one call's duration (docs/api.md,
  * docs/algorithm.md §2-§5, §9), in ms:
  *  - a round ends by its deadline, request_ms after it started; a fenced

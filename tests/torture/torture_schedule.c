@@ -33,30 +33,32 @@ static int event_cmp(const void *a, const void *b) {
   return x->order < y->order ? -1 : x->order > y->order;
 }
 
-/* A persistent fault's duration (ms) and parameter. */
+/* A persistent fault's duration range (ms) and its parameter's (proxy
+ * delay: the added latency, ms; {0, 0}: none). */
+static const struct {
+  unsigned lo, hi, param_lo, param_hi;
+} fault_ranges[F_N_PERSISTENT] = {
+    [F_KILL] = {0, 800, 0, 0}, /* time down */
+    [F_SIGSTOP] = {100, 1500, 0, 0},
+    [F_IPTABLES] = {200, 1500, 0, 0},
+    [F_CLIENT_PAUSE] = {100, 1000, 0, 0},
+    [F_DEBUG_SLEEP] = {100, 600, 0, 0},
+    [F_PROXY_DELAY] = {500, 3000, 20, 250},
+    [F_PROXY_STALL] = {100, 1500, 0, 0},
+    [F_PROXY_BLACKHOLE] = {200, 1500, 0, 0},
+    [F_PROXY_REFUSE] = {200, 1000, 0, 0},
+};
+
+/* A persistent fault's duration (ms) and parameter; the parameter is drawn
+ * first (the schedule of a seed must not change). */
 static unsigned fault_duration(uint64_t *rng, int kind, unsigned *param) {
-  *param = 0;
-  switch (kind) {
-  case F_KILL:
-    return (unsigned)torture_range(rng, 0, 800); /* time down */
-  case F_SIGSTOP:
-    return (unsigned)torture_range(rng, 100, 1500);
-  case F_IPTABLES:
-    return (unsigned)torture_range(rng, 200, 1500);
-  case F_CLIENT_PAUSE:
-    return (unsigned)torture_range(rng, 100, 1000);
-  case F_DEBUG_SLEEP:
-    return (unsigned)torture_range(rng, 100, 600);
-  case F_PROXY_DELAY:
-    *param = (unsigned)torture_range(rng, 20, 250);
-    return (unsigned)torture_range(rng, 500, 3000);
-  case F_PROXY_STALL:
-    return (unsigned)torture_range(rng, 100, 1500);
-  case F_PROXY_BLACKHOLE:
-    return (unsigned)torture_range(rng, 200, 1500);
-  default: /* F_PROXY_REFUSE */
-    return (unsigned)torture_range(rng, 200, 1000);
-  }
+  if (kind < 0 || kind >= F_N_PERSISTENT)
+    kind = F_PROXY_REFUSE;
+  *param =
+      fault_ranges[kind].param_hi == 0
+          ? 0
+          : (unsigned)torture_range(rng, fault_ranges[kind].param_lo, fault_ranges[kind].param_hi);
+  return (unsigned)torture_range(rng, fault_ranges[kind].lo, fault_ranges[kind].hi);
 }
 
 void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_iptables,

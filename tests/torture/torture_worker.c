@@ -51,19 +51,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <malloc.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/test_io.h"
 #include "redlock.h"
 #include "torture_common.h"
+#include "torture_opts.h"
 
 #define MAX_THREADS 32
 #define MAX_NODES 16
@@ -149,17 +151,7 @@ static void record(const char *fmt, ...) {
   if ((size_t)n > sizeof line - 2)
     n = (int)sizeof line - 2;
   line[n++] = '\n';
-  const char *p = line;
-  while (n > 0) {
-    ssize_t w = write(out_fd, p, (size_t)n);
-    if (w < 0) {
-      if (errno == EINTR)
-        continue;
-      return;
-    }
-    p += w;
-    n -= (int)w;
-  }
+  (void)tio_write_all(out_fd, line, (size_t)n);
 }
 
 static void fail(const char *fmt, ...) {
@@ -571,90 +563,47 @@ static int parse_args(int argc, char **argv) {
   cfg.threads = 3;
   cfg.resources = 3;
   cfg.seed = 1;
-  cfg.ttl_ms = TORTURE_TTL_MS;
-  cfg.max_ttl_ms = TORTURE_MAX_TTL_MS;
-  cfg.timing.request_ms = TORTURE_REQUEST_MS;
-  cfg.timing.connect_ms = TORTURE_CONNECT_MS;
-  cfg.timing.retry = TORTURE_RETRY;
-  cfg.timing.retry_delay_ms = TORTURE_RETRY_DELAY_MS;
-  cfg.timing.retry_jitter_ms = TORTURE_RETRY_JITTER_MS;
-  cfg.timing.wait_ms = TORTURE_WAIT_MS;
-  cfg.sem_limit = TORTURE_SEM_LIMIT;
+  torture_defaults(&cfg.timing, &cfg.ttl_ms, &cfg.max_ttl_ms);
+  cfg.sem_limit = cfg.timing.sem_limit;
   cfg.rss_limit_kb = WORKER_ASAN ? 1024 * 1024 : 64 * 1024;
   cfg.rss_growth_kb = WORKER_ASAN ? 512 * 1024 : 16 * 1024;
   cfg.heap_growth_kb = 8 * 1024;
   cfg.hang_ms = 15000;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (v == NULL) {
-      fprintf(stderr, "torture_worker: %s needs a value\n", a);
-      return -1;
-    }
-    i++;
-    if (strcmp(a, "--id") == 0)
-      cfg.id = atoi(v);
-    else if (strcmp(a, "--out") == 0)
-      cfg.out_path = v;
-    else if (strcmp(a, "--log") == 0)
-      cfg.log_path = v;
-    else if (strcmp(a, "--node") == 0 && cfg.n_nodes < MAX_NODES)
-      cfg.nodes[cfg.n_nodes++] = v;
-    else if (strcmp(a, "--until-ns") == 0)
-      cfg.until_ns = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--threads") == 0)
-      cfg.threads = atoi(v);
-    else if (strcmp(a, "--resources") == 0)
-      cfg.resources = atoi(v);
-    else if (strcmp(a, "--seed") == 0)
-      cfg.seed = strtoull(v, NULL, 10);
-    else if (strcmp(a, "--ttl") == 0)
-      cfg.ttl_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--max-ttl") == 0)
-      cfg.max_ttl_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--request-ms") == 0)
-      cfg.timing.request_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--connect-ms") == 0)
-      cfg.timing.connect_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--retry") == 0)
-      cfg.timing.retry = atoi(v);
-    else if (strcmp(a, "--retry-delay") == 0)
-      cfg.timing.retry_delay_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--retry-jitter") == 0)
-      cfg.timing.retry_jitter_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--wait-ms") == 0)
-      cfg.timing.wait_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--rss-limit-kb") == 0)
-      cfg.rss_limit_kb = atol(v);
-    else if (strcmp(a, "--rss-growth-kb") == 0)
-      cfg.rss_growth_kb = atol(v);
-    else if (strcmp(a, "--heap-growth-kb") == 0)
-      cfg.heap_growth_kb = atol(v);
-    else if (strcmp(a, "--mutate-overhold-ms") == 0)
-      cfg.mutate_overhold_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--mutate-sem-refused") == 0)
-      cfg.mutate_sem_refused = atoi(v);
-    else if (strcmp(a, "--sem-limit") == 0)
-      cfg.sem_limit = (unsigned)atoi(v);
-    else if (strcmp(a, "--primitive") == 0) {
-      cfg.primitive = -1;
-      for (int p = 0; p < PRIM_N; p++)
-        if (strcmp(v, torture_prim_names[p]) == 0)
-          cfg.primitive = p;
-    } else if (strcmp(a, "--hang-ms") == 0)
-      cfg.hang_ms = (unsigned)atoi(v);
-    else if (strcmp(a, "--tls-ca") == 0)
-      cfg.tls_ca = v;
-    else {
-      fprintf(stderr, "torture_worker: unknown option %s\n", a);
-      return -1;
-    }
-  }
+  const torture_opt_t table[] = {
+      {"--id", TO_INT, &cfg.id},
+      {"--out", TO_STR, &cfg.out_path},
+      {"--log", TO_STR, &cfg.log_path},
+      {"--node", TO_STRS, cfg.nodes, &cfg.n_nodes, MAX_NODES},
+      {"--until-ns", TO_U64, &cfg.until_ns},
+      {"--threads", TO_INT, &cfg.threads},
+      {"--resources", TO_INT, &cfg.resources},
+      {"--seed", TO_U64, &cfg.seed},
+      {"--ttl", TO_UNSIGNED, &cfg.ttl_ms},
+      {"--max-ttl", TO_UNSIGNED, &cfg.max_ttl_ms},
+      {"--request-ms", TO_UNSIGNED, &cfg.timing.request_ms},
+      {"--connect-ms", TO_UNSIGNED, &cfg.timing.connect_ms},
+      {"--retry", TO_INT, &cfg.timing.retry},
+      {"--retry-delay", TO_UNSIGNED, &cfg.timing.retry_delay_ms},
+      {"--retry-jitter", TO_UNSIGNED, &cfg.timing.retry_jitter_ms},
+      {"--wait-ms", TO_UNSIGNED, &cfg.timing.wait_ms},
+      {"--rss-limit-kb", TO_LONG, &cfg.rss_limit_kb},
+      {"--rss-growth-kb", TO_LONG, &cfg.rss_growth_kb},
+      {"--heap-growth-kb", TO_LONG, &cfg.heap_growth_kb},
+      {"--mutate-overhold-ms", TO_UNSIGNED, &cfg.mutate_overhold_ms},
+      {"--mutate-sem-refused", TO_INT, &cfg.mutate_sem_refused},
+      {"--sem-limit", TO_UNSIGNED, &cfg.sem_limit},
+      {"--primitive", TO_PRIM, &cfg.primitive},
+      {"--hang-ms", TO_UNSIGNED, &cfg.hang_ms},
+      {"--tls-ca", TO_STR, &cfg.tls_ca},
+  };
+  if (torture_parse_opts(argc, argv, table, sizeof table / sizeof table[0], "torture_worker") != 0)
+    return -1;
   if (cfg.out_path == NULL || cfg.n_nodes == 0 || cfg.until_ns == 0 || cfg.threads < 1 ||
       cfg.threads > MAX_THREADS || cfg.resources < 1 || cfg.resources > MAX_RESOURCES ||
       cfg.timing.retry < 0 || cfg.primitive < 0 || cfg.sem_limit < 1 ||
       cfg.sem_limit > REDLOCK_MAX_SEM_LIMIT) {
-    fprintf(stderr, "torture_worker: missing or bad options (see the header of torture_worker.c)\n");
+    fprintf(stderr,
+            "torture_worker: missing or bad options (see the header of torture_worker.c)\n");
     return -1;
   }
   cfg.timing.sem_limit = cfg.sem_limit; /* the semaphore's call bound depends on it */

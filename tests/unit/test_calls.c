@@ -27,6 +27,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "redlock.h"
 #include "redlock_uv.h"
 
@@ -53,16 +55,6 @@ static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
 
 /* ---- open ------------------------------------------------------------------------- */
 
-static redlock_options_t *one_node_options(void) {
-  redlock_options_t *opts = redlock_options_new();
-  assert_non_null(opts);
-  char uri[128];
-  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/redis.sock", (long)getpid());
-  assert_int_equal(redlock_options_add_node(opts, uri), 0);
-  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
-  return opts;
-}
-
 static void test_open_refuses(void **state) {
   (void)state;
   redlock_options_t *opts = redlock_options_new();
@@ -75,7 +67,7 @@ static void test_open_refuses(void **state) {
   assert_null(c);
 
   /* The uv form: NULL loop, NULL options, zero nodes. */
-  redlock_options_t *one = one_node_options();
+  redlock_options_t *one = unit_nowhere_options();
   uv_loop_t loop;
   assert_int_equal(uv_loop_init(&loop), 0);
   assert_int_equal(redlock_open_uv(&c, one, NULL), REDLOCK_EINVAL);
@@ -140,13 +132,13 @@ static int run_in_child(int (*fn)(void)) {
 }
 
 static int child_open_null_out(void) {
-  redlock_options_t *opts = one_node_options();
+  redlock_options_t *opts = unit_nowhere_options();
   int rc = redlock_open(NULL, opts);
   return rc == REDLOCK_EINVAL ? 0 : 1;
 }
 
 static int child_open_uv_null_out(void) {
-  redlock_options_t *opts = one_node_options();
+  redlock_options_t *opts = unit_nowhere_options();
   uv_loop_t loop;
   if (uv_loop_init(&loop) != 0)
     return 2;
@@ -221,7 +213,7 @@ static void test_null_accessors(void **state) {
 /* ---- a client that can never connect ------------------------------------------------- */
 
 static int client_setup(void **state) {
-  redlock_options_t *opts = one_node_options();
+  redlock_options_t *opts = unit_nowhere_options();
   if (redlock_options_set_max_ttl(opts, 10000) != 0 ||
       redlock_options_set_retry(opts, 0, 0, 0) != 0) {
     redlock_options_free(opts);
@@ -365,19 +357,7 @@ static void test_last_votes_buffer(void **state) {
 
 #define TC(fn) cmocka_unit_test_setup_teardown(fn, client_setup, client_teardown)
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_open_refuses),
-      cmocka_unit_test(test_open_failure_sets_out_null),
-      cmocka_unit_test(test_open_null_out),
-      cmocka_unit_test(test_null_client),
-      cmocka_unit_test(test_null_accessors),
-      TC(test_bad_resource),
-      TC(test_null_out_and_cb),
-      TC(test_bad_ttl),
-      TC(test_bad_many),
-      TC(test_foreign_handle),
-      TC(test_last_votes_buffer),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_open_refuses), cmocka_unit_test(test_open_failure_sets_out_null),
+          cmocka_unit_test(test_open_null_out), cmocka_unit_test(test_null_client),
+          cmocka_unit_test(test_null_accessors), TC(test_bad_resource), TC(test_null_out_and_cb),
+          TC(test_bad_ttl), TC(test_bad_many), TC(test_foreign_handle), TC(test_last_votes_buffer))

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+
+#include "unit_support.h"
 #include <string.h>
 
 #include "redlock.h"
@@ -142,10 +144,4 @@ static void test_constants(void **state) {
   assert_true(redlock_tls_supported() == 0 || redlock_tls_supported() == 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_signatures),
-      cmocka_unit_test(test_constants),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_signatures), cmocka_unit_test(test_constants))

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "options.h"
 #include "redlock.h"
 
@@ -128,44 +130,66 @@ static void test_string_constants(void **state) {
   assert_null(redlock_constant_string("REDLOCK_MAX_NODES"));
 }
 
+/* What every options getter reads (each asserted to succeed), in this
+ * order: retry count, delay, jitter; connect and request timeouts; max TTL;
+ * drift factor; quarantine, fencing, reentrant; key prefix. */
+typedef struct {
+  int count;
+  uint32_t delay, jitter, conn, req, max_ttl;
+  double drift;
+  int q, f, r;
+  const char *prefix;
+} getters_t;
+
+static getters_t read_getters(const redlock_options_t *o) {
+  getters_t g = {.count = 0, .drift = -1, .q = -1, .f = -1, .r = -1};
+  assert_int_equal(redlock_options_get_retry(o, &g.count, &g.delay, &g.jitter), 0);
+  assert_int_equal(redlock_options_get_drift_factor(o, &g.drift), 0);
+  assert_int_equal(redlock_options_get_timeouts(o, &g.conn, &g.req), 0);
+  assert_int_equal(redlock_options_get_max_ttl(o, &g.max_ttl), 0);
+  assert_int_equal(redlock_options_get_quarantine(o, &g.q), 0);
+  assert_int_equal(redlock_options_get_fencing(o, &g.f), 0);
+  assert_int_equal(redlock_options_get_reentrant(o, &g.r), 0);
+  assert_int_equal(redlock_options_get_key_prefix(o, &g.prefix), 0);
+  assert_non_null(g.prefix);
+  return g;
+}
+
+static void assert_getters(const redlock_options_t *o, const getters_t *want) {
+  getters_t g = read_getters(o);
+  assert_int_equal(g.count, want->count);
+  assert_int_equal(g.delay, want->delay);
+  assert_int_equal(g.jitter, want->jitter);
+  assert_true(g.drift == want->drift);
+  assert_int_equal(g.conn, want->conn);
+  assert_int_equal(g.req, want->req);
+  assert_int_equal(g.max_ttl, want->max_ttl);
+  assert_int_equal(g.q, want->q);
+  assert_int_equal(g.f, want->f);
+  assert_int_equal(g.r, want->r);
+  assert_string_equal(g.prefix, want->prefix);
+}
+
 static void test_option_defaults(void **state) {
   (void)state;
   redlock_options_t *o = redlock_options_new();
   assert_non_null(o);
-  int count = 0;
-  uint32_t delay = 0, jitter = 0, conn = 0, req = 0, max_ttl = 0;
-  double drift = -1;
-  int q = -1, f = -1, r = -1;
-  const char *prefix = NULL;
-  assert_int_equal(redlock_options_get_retry(o, &count, &delay, &jitter), 0);
-  assert_int_equal(count, OPTIONS_DEFAULT_RETRY_COUNT);
-  assert_int_equal(delay, OPTIONS_DEFAULT_RETRY_DELAY_MS);
-  assert_int_equal(jitter, OPTIONS_DEFAULT_RETRY_JITTER_MS);
-  assert_int_equal(redlock_options_get_drift_factor(o, &drift), 0);
-  assert_true(drift == OPTIONS_DEFAULT_DRIFT_FACTOR);
-  assert_int_equal(redlock_options_get_timeouts(o, &conn, &req), 0);
-  assert_int_equal(conn, OPTIONS_DEFAULT_CONNECT_MS);
-  assert_int_equal(req, OPTIONS_DEFAULT_REQUEST_MS);
-  assert_int_equal(redlock_options_get_max_ttl(o, &max_ttl), 0);
-  assert_int_equal(max_ttl, OPTIONS_DEFAULT_MAX_TTL_MS);
-  assert_int_equal(redlock_options_get_quarantine(o, &q), 0);
-  assert_int_equal(q, 1);
-  assert_int_equal(redlock_options_get_fencing(o, &f), 0);
-  assert_int_equal(f, 0);
-  assert_int_equal(redlock_options_get_reentrant(o, &r), 0);
-  assert_int_equal(r, 0);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  assert_non_null(prefix);
-  assert_string_equal(prefix, "");
+  const getters_t defaults = {OPTIONS_DEFAULT_RETRY_COUNT,
+                              OPTIONS_DEFAULT_RETRY_DELAY_MS,
+                              OPTIONS_DEFAULT_RETRY_JITTER_MS,
+                              OPTIONS_DEFAULT_CONNECT_MS,
+                              OPTIONS_DEFAULT_REQUEST_MS,
+                              OPTIONS_DEFAULT_MAX_TTL_MS,
+                              OPTIONS_DEFAULT_DRIFT_FACTOR,
+                              1,
+                              0,
+                              0,
+                              ""};
+  assert_getters(o, &defaults);
   /* The documented defaults (redlock.h, DESIGN §2): the header's text and
    * options.h must say the same thing. */
-  assert_int_equal(count, 3);
-  assert_int_equal(delay, 200);
-  assert_int_equal(jitter, 200);
-  assert_true(drift == 0.01);
-  assert_int_equal(conn, 1000);
-  assert_int_equal(req, 100);
-  assert_int_equal(max_ttl, 60000);
+  const getters_t documented = {3, 200, 200, 1000, 100, 60000, 0.01, 1, 0, 0, ""};
+  assert_getters(o, &documented);
   redlock_options_free(o);
 }
 
@@ -183,29 +207,9 @@ static void test_option_getters_follow_setters(void **state) {
   assert_int_equal(redlock_options_set_key_prefix(o, "app:"), 0);
   /* A refused setter changes nothing the getters see. */
   assert_int_equal(redlock_options_set_timeouts(o, 0, 13), REDLOCK_EINVAL);
-  int count = 0, q = -1, f = -1, r = -1;
-  uint32_t delay = 0, jitter = 0, conn = 0, req = 0, max_ttl = 0;
-  double drift = 0;
-  const char *prefix = NULL;
-  assert_int_equal(redlock_options_get_retry(o, &count, &delay, &jitter), 0);
-  assert_int_equal(count, -1);
-  assert_int_equal(delay, 7);
-  assert_int_equal(jitter, 9);
-  assert_int_equal(redlock_options_get_drift_factor(o, &drift), 0);
-  assert_true(drift == 0.25);
-  assert_int_equal(redlock_options_get_timeouts(o, &conn, &req), 0);
-  assert_int_equal(conn, 11);
-  assert_int_equal(req, 13);
-  assert_int_equal(redlock_options_get_max_ttl(o, &max_ttl), 0);
-  assert_int_equal(max_ttl, 17);
-  assert_int_equal(redlock_options_get_quarantine(o, &q), 0);
-  assert_int_equal(q, 0);
-  assert_int_equal(redlock_options_get_fencing(o, &f), 0);
-  assert_int_equal(f, 1);
-  assert_int_equal(redlock_options_get_reentrant(o, &r), 0);
-  assert_int_equal(r, 1);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  assert_string_equal(prefix, "app:");
+  const getters_t set = {-1, 7, 9, 11, 13, 17, 0.25, 0, 1, 1, "app:"};
+  assert_getters(o, &set);
+  uint32_t delay, req;
   /* Partial reads: a NULL out-pointer is skipped, the others still filled. */
   delay = 0;
   assert_int_equal(redlock_options_get_retry(o, NULL, &delay, NULL), 0);
@@ -270,16 +274,8 @@ static void test_event_kind_names(void **state) {
     assert_string_equal(redlock_event_kind_name(unknown[i]), "unknown");
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_err_table),
-      cmocka_unit_test(test_int_constants),
-      cmocka_unit_test(test_int_constants_refused),
-      cmocka_unit_test(test_string_constants),
-      cmocka_unit_test(test_option_defaults),
-      cmocka_unit_test(test_option_getters_follow_setters),
-      cmocka_unit_test(test_option_getters_null),
-      cmocka_unit_test(test_event_kind_names),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_err_table), cmocka_unit_test(test_int_constants),
+          cmocka_unit_test(test_int_constants_refused), cmocka_unit_test(test_string_constants),
+          cmocka_unit_test(test_option_defaults),
+          cmocka_unit_test(test_option_getters_follow_setters),
+          cmocka_unit_test(test_option_getters_null), cmocka_unit_test(test_event_kind_names))

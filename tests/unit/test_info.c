@@ -21,6 +21,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "info.h"
 
 #define RUN_ID "3c5c3a6fe2d7a4e8b0e2f2f1b2f3c4d5e6f7a8b9"
@@ -285,19 +287,11 @@ static void test_zero_length(void **state) {
   assert_int_equal(info_parse_server("\r\n\r\n", 4, &info), -1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_realistic),
-      cmocka_unit_test(test_valkey8),
-      cmocka_unit_test(test_lf_only_any_order_no_trailing_newline),
-      cmocka_unit_test(test_missing_fields),
-      cmocka_unit_test(test_malformed_uptime),
-      cmocka_unit_test(test_run_id_wrong_length),
-      cmocka_unit_test(test_later_field_wins_but_bad_value_ignored),
-      cmocka_unit_test(test_embedded_nul_between_lines),
-      cmocka_unit_test(test_embedded_nul_in_values),
-      cmocka_unit_test(test_bounded_by_len),
-      cmocka_unit_test(test_zero_length),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_realistic), cmocka_unit_test(test_valkey8),
+          cmocka_unit_test(test_lf_only_any_order_no_trailing_newline),
+          cmocka_unit_test(test_missing_fields), cmocka_unit_test(test_malformed_uptime),
+          cmocka_unit_test(test_run_id_wrong_length),
+          cmocka_unit_test(test_later_field_wins_but_bad_value_ignored),
+          cmocka_unit_test(test_embedded_nul_between_lines),
+          cmocka_unit_test(test_embedded_nul_in_values), cmocka_unit_test(test_bounded_by_len),
+          cmocka_unit_test(test_zero_length))

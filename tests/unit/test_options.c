@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "options.h"
 #include "redlock.h"
 
@@ -531,23 +533,7 @@ static void test_tls_setters(void **state) {
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      T(test_defaults),
-      cmocka_unit_test(test_null_options),
-      T(test_retry),
-      T(test_drift),
-      T(test_timeouts),
-      T(test_max_ttl),
-      T(test_flags),
-      T(test_key_prefix),
-      T(test_set_log),
-      T(test_add_node),
-      T(test_add_node_limit),
-      T(test_add_node_logs_refusal),
-      cmocka_unit_test(test_copy_deep),
-      T(test_copy_no_nodes),
-      T(test_tls_setters),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(T(test_defaults), cmocka_unit_test(test_null_options), T(test_retry), T(test_drift),
+          T(test_timeouts), T(test_max_ttl), T(test_flags), T(test_key_prefix), T(test_set_log),
+          T(test_add_node), T(test_add_node_limit), T(test_add_node_logs_refusal),
+          cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes), T(test_tls_setters))

@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "client.h"
 #include "prims.h"
 #include "redlock.h"
@@ -44,12 +46,7 @@ static void lock_cb(int status, redlock_lock_t *lock, void *arg) {
 /* ---- argument checks ------------------------------------------------------------------- */
 
 static redlock_t *nowhere_client(void) {
-  redlock_options_t *opts = redlock_options_new();
-  assert_non_null(opts);
-  char uri[128];
-  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/redis.sock", (long)getpid());
-  assert_int_equal(redlock_options_add_node(opts, uri), 0);
-  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
+  redlock_options_t *opts = unit_nowhere_options();
   assert_int_equal(redlock_options_set_max_ttl(opts, 10000), 0);
   redlock_t *c = NULL;
   assert_int_equal(redlock_open(&c, opts), 0);
@@ -505,12 +502,5 @@ static void test_votes(void **state) {
   free(f);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_bad_arguments),
-      cmocka_unit_test(test_sem_keys_and_rounds),
-      cmocka_unit_test(test_rw_keys_and_rounds),
-      cmocka_unit_test(test_votes),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_sem_keys_and_rounds),
+          cmocka_unit_test(test_rw_keys_and_rounds), cmocka_unit_test(test_votes))

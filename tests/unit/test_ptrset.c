@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "ptrset.h"
 
 #define N_OBJS 20000
@@ -219,16 +221,7 @@ static void test_churn_bounded(void **state) {
   ptrset_free(&s);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_empty),
-      cmocka_unit_test(test_add_contains_remove),
-      cmocka_unit_test(test_duplicates),
-      cmocka_unit_test(test_many_grow),
-      cmocka_unit_test(test_tombstone_reuse),
-      cmocka_unit_test(test_remove_absent),
-      cmocka_unit_test(test_random_against_model),
-      cmocka_unit_test(test_churn_bounded),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_empty), cmocka_unit_test(test_add_contains_remove),
+          cmocka_unit_test(test_duplicates), cmocka_unit_test(test_many_grow),
+          cmocka_unit_test(test_tombstone_reuse), cmocka_unit_test(test_remove_absent),
+          cmocka_unit_test(test_random_against_model), cmocka_unit_test(test_churn_bounded))

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "quorum.h"
 
 #define MS ((int64_t)1000000)
@@ -360,29 +362,15 @@ static void test_watch_delay_past(void **state) {
   assert_int_equal(quorum_watch_delay_ms(10001, 30000, 1234, 2000), 1);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_quorum_size),
-      cmocka_unit_test(test_decide_nothing_yet),
-      cmocka_unit_test(test_decide_early_win),
-      cmocka_unit_test(test_decide_early_loss_held),
-      cmocka_unit_test(test_decide_early_loss_noquorum),
-      cmocka_unit_test(test_decide_pending_classification),
-      cmocka_unit_test(test_decide_single_node),
-      cmocka_unit_test(test_decide_two_nodes),
-      cmocka_unit_test(test_decide_exhaustive),
-      cmocka_unit_test(test_drift),
-      cmocka_unit_test(test_validity),
-      cmocka_unit_test(test_validity_negative),
-      cmocka_unit_test(test_validity_huge_elapsed),
-      cmocka_unit_test(test_retry_delay_bounds),
-      cmocka_unit_test(test_backoff_growth),
-      cmocka_unit_test(test_backoff_cap),
-      cmocka_unit_test(test_backoff_jitter_range),
-      cmocka_unit_test(test_watch_tick_and_spread),
-      cmocka_unit_test(test_watch_delay_bounds),
-      cmocka_unit_test(test_watch_delay_batches),
-      cmocka_unit_test(test_watch_delay_past),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_quorum_size), cmocka_unit_test(test_decide_nothing_yet),
+          cmocka_unit_test(test_decide_early_win), cmocka_unit_test(test_decide_early_loss_held),
+          cmocka_unit_test(test_decide_early_loss_noquorum),
+          cmocka_unit_test(test_decide_pending_classification),
+          cmocka_unit_test(test_decide_single_node), cmocka_unit_test(test_decide_two_nodes),
+          cmocka_unit_test(test_decide_exhaustive), cmocka_unit_test(test_drift),
+          cmocka_unit_test(test_validity), cmocka_unit_test(test_validity_negative),
+          cmocka_unit_test(test_validity_huge_elapsed), cmocka_unit_test(test_retry_delay_bounds),
+          cmocka_unit_test(test_backoff_growth), cmocka_unit_test(test_backoff_cap),
+          cmocka_unit_test(test_backoff_jitter_range), cmocka_unit_test(test_watch_tick_and_spread),
+          cmocka_unit_test(test_watch_delay_bounds), cmocka_unit_test(test_watch_delay_batches),
+          cmocka_unit_test(test_watch_delay_past))

@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "random.h"
 
 #define N_VALUES 1000
@@ -142,12 +144,7 @@ static void test_jitter_seed_zero(void **state) {
   assert_true(r.state != 0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lock_value_format), cmocka_unit_test(test_lock_value_distinct),
-      cmocka_unit_test(test_random_bytes),      cmocka_unit_test(test_jitter_deterministic),
-      cmocka_unit_test(test_jitter_varies),     cmocka_unit_test(test_jitter_seeds_differ),
-      cmocka_unit_test(test_jitter_seed_zero),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_lock_value_format), cmocka_unit_test(test_lock_value_distinct),
+          cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_jitter_deterministic),
+          cmocka_unit_test(test_jitter_varies), cmocka_unit_test(test_jitter_seeds_differ),
+          cmocka_unit_test(test_jitter_seed_zero))

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "unit_support.h"
 #include <hiredis/hiredis.h>
 
 #include "resp.h"
@@ -81,12 +83,5 @@ static void test_decimal(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lock_commands),
-      cmocka_unit_test(test_empty_binary_and_long),
-      cmocka_unit_test(test_many_arguments),
-      cmocka_unit_test(test_decimal),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_lock_commands), cmocka_unit_test(test_empty_binary_and_long),
+          cmocka_unit_test(test_many_arguments), cmocka_unit_test(test_decimal))

@@ -19,8 +19,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "unit_support.h"
 #include <hiredis/hiredis.h>
 
+#include "../support/sha1.h"
+#include "../support/test_io.h"
 #include "names.h"
 #include "scripts.h"
 
@@ -28,70 +32,7 @@
 #error "REDLOCK_LUA_DIR must name src/lua"
 #endif
 
-/* ---- a small SHA-1 (FIPS 180-4), to check the embedded digests ------------------ */
-
-static uint32_t rol(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
-
-static void sha1_block(uint32_t h[5], const unsigned char *p) {
-  uint32_t w[80];
-  for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
-           (uint32_t)p[4 * i + 3];
-  for (int i = 16; i < 80; i++)
-    w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-  for (int i = 0; i < 80; i++) {
-    uint32_t f, k;
-    if (i < 20) {
-      f = (b & c) | (~b & d);
-      k = 0x5A827999;
-    } else if (i < 40) {
-      f = b ^ c ^ d;
-      k = 0x6ED9EBA1;
-    } else if (i < 60) {
-      f = (b & c) | (b & d) | (c & d);
-      k = 0x8F1BBCDC;
-    } else {
-      f = b ^ c ^ d;
-      k = 0xCA62C1D6;
-    }
-    uint32_t t = rol(a, 5) + f + e + k + w[i];
-    e = d;
-    d = c;
-    c = rol(b, 30);
-    b = a;
-    a = t;
-  }
-  h[0] += a;
-  h[1] += b;
-  h[2] += c;
-  h[3] += d;
-  h[4] += e;
-}
-
-static void sha1_hex(const void *data, size_t len, char out[41]) {
-  uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
-  const unsigned char *p = data;
-  size_t left = len;
-  while (left >= 64) {
-    sha1_block(h, p);
-    p += 64;
-    left -= 64;
-  }
-  unsigned char tail[128];
-  memset(tail, 0, sizeof tail);
-  memcpy(tail, p, left);
-  tail[left] = 0x80;
-  size_t tail_len = left + 1 + 8 <= 64 ? 64 : 128;
-  uint64_t bits = (uint64_t)len * 8;
-  for (int i = 0; i < 8; i++)
-    tail[tail_len - 1 - i] = (unsigned char)(bits >> (8 * i));
-  sha1_block(h, tail);
-  if (tail_len == 128)
-    sha1_block(h, tail + 64);
-  for (int i = 0; i < 5; i++)
-    snprintf(out + 8 * i, 9, "%08x", (unsigned)h[i]);
-}
+/* ---- SHA-1 (tests/support/sha1.h), to check the embedded digests ---------------- */
 
 static void test_sha1_self_check(void **state) {
   (void)state;
@@ -106,28 +47,6 @@ static void test_sha1_self_check(void **state) {
 }
 
 /* ---- script_get ---------------------------------------------------------------- */
-
-static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL)
-    return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  size_t got;
-  while (buf != NULL && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-    n += got;
-    if (n == cap) {
-      char *grown = realloc(buf, cap * 2);
-      if (grown == NULL)
-        free(buf);
-      buf = grown;
-      cap *= 2;
-    }
-  }
-  fclose(f);
-  *len = n;
-  return buf;
-}
 
 static void test_script_get_all(void **state) {
   (void)state;
@@ -190,7 +109,7 @@ static void test_script_body_matches_lua_file(void **state) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.lua", REDLOCK_LUA_DIR, s->name);
     size_t len = 0;
-    char *file = read_file(path, &len);
+    char *file = tio_read_file(path, &len);
     if (file == NULL)
       fail_msg("cannot read %s", path);
     file =
@@ -405,15 +324,8 @@ static void test_rewrite_rejects(void **state) {
   assert_null(out);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sha1_self_check),
-      cmocka_unit_test(test_script_get_all),
-      cmocka_unit_test(test_script_body_matches_lua_file),
-      cmocka_unit_test(test_scripts_use_names_h),
-      cmocka_unit_test(test_script_get_out_of_range),
-      cmocka_unit_test(test_rewrite_equals_eval),
-      cmocka_unit_test(test_rewrite_rejects),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_sha1_self_check), cmocka_unit_test(test_script_get_all),
+          cmocka_unit_test(test_script_body_matches_lua_file),
+          cmocka_unit_test(test_scripts_use_names_h),
+          cmocka_unit_test(test_script_get_out_of_range),
+          cmocka_unit_test(test_rewrite_equals_eval), cmocka_unit_test(test_rewrite_rejects))

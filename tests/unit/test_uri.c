@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "unit_support.h"
+
 #include "redlock.h"
 #include "uri.h"
 
@@ -573,14 +575,10 @@ static void test_same_master(void **state) {
     const char *a, *b;
     int same;
   } cases[] = {
-      {"redis://h:1", "redis://h:1", 1},
-      {"redis://h:1", "redis://u:p@H:1/4", 1},
-      {"redis://h", "redis://h:6379", 1},
-      {"redis://h:1", "redis://h:2", 0},
-      {"redis://h:1", "redis://g:1", 0},
-      {"redis://[::1]:1", "redis://[::1]:1", 1},
-      {"unix:///a/s", "unix:///a/s", 1},
-      {"unix:///a/s", "unix:///a/t", 0},
+      {"redis://h:1", "redis://h:1", 1},  {"redis://h:1", "redis://u:p@H:1/4", 1},
+      {"redis://h", "redis://h:6379", 1}, {"redis://h:1", "redis://h:2", 0},
+      {"redis://h:1", "redis://g:1", 0},  {"redis://[::1]:1", "redis://[::1]:1", 1},
+      {"unix:///a/s", "unix:///a/s", 1},  {"unix:///a/s", "unix:///a/t", 0},
       {"unix:///a/s", "redis://a:1", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -594,35 +592,18 @@ static void test_same_master(void **state) {
   }
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_plain_host),
-      cmocka_unit_test(test_port_and_db),
-      cmocka_unit_test(test_password_only),
-      cmocka_unit_test(test_user_and_password),
-      cmocka_unit_test(test_percent_decoding),
-      cmocka_unit_test(test_ipv6),
-      cmocka_unit_test(test_unix),
-      cmocka_unit_test(test_max_length_uri),
-      cmocka_unit_test(test_label_never_has_password),
-      cmocka_unit_test(test_err_msg_optional_and_truncated),
-      cmocka_unit_test(test_err_msg_never_has_password),
-      cmocka_unit_test(test_reject_empty_null),
-      cmocka_unit_test(test_reject_scheme),
-      cmocka_unit_test(test_reject_missing_host),
-      cmocka_unit_test(test_reject_port),
-      cmocka_unit_test(test_reject_db),
-      cmocka_unit_test(test_reject_userinfo),
-      cmocka_unit_test(test_reject_percent),
-      cmocka_unit_test(test_reject_control_chars),
-      cmocka_unit_test(test_reject_bad_host_chars),
-      cmocka_unit_test(test_reject_unix),
-      cmocka_unit_test(test_reject_overlong),
-      cmocka_unit_test(test_rediss),
-      cmocka_unit_test(test_reject_after_bracket),
-      cmocka_unit_test(test_reject_clears_partial),
-      cmocka_unit_test(test_copy_clear_round_trip),
-      cmocka_unit_test(test_same_master),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
+          cmocka_unit_test(test_password_only), cmocka_unit_test(test_user_and_password),
+          cmocka_unit_test(test_percent_decoding), cmocka_unit_test(test_ipv6),
+          cmocka_unit_test(test_unix), cmocka_unit_test(test_max_length_uri),
+          cmocka_unit_test(test_label_never_has_password),
+          cmocka_unit_test(test_err_msg_optional_and_truncated),
+          cmocka_unit_test(test_err_msg_never_has_password),
+          cmocka_unit_test(test_reject_empty_null), cmocka_unit_test(test_reject_scheme),
+          cmocka_unit_test(test_reject_missing_host), cmocka_unit_test(test_reject_port),
+          cmocka_unit_test(test_reject_db), cmocka_unit_test(test_reject_userinfo),
+          cmocka_unit_test(test_reject_percent), cmocka_unit_test(test_reject_control_chars),
+          cmocka_unit_test(test_reject_bad_host_chars), cmocka_unit_test(test_reject_unix),
+          cmocka_unit_test(test_reject_overlong), cmocka_unit_test(test_rediss),
+          cmocka_unit_test(test_reject_after_bracket), cmocka_unit_test(test_reject_clears_partial),
+          cmocka_unit_test(test_copy_clear_round_trip), cmocka_unit_test(test_same_master))
