@@ -175,6 +175,106 @@ static void test_validity_too_short(void **state) {
   engine_close(e);
 }
 
+/* One yes short of the validity limit: still granted, with what is left. */
+static void test_validity_just_enough(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", 50, 0, on_lock, &r), 0);
+  fake_pump();
+  fake_advance_ns(46u * 1000000u); /* 50 - 46 - 2.5 = 1.5 ms left */
+  fake_reply_ok_all(f);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_OK);
+  assert_int_equal(redlock_lock_validity_ms(r.lock), 1);
+  engine_close(e); /* releases the lock still held */
+}
+
+/* Masters in restart quarantine: none of their answers counts, so three
+ * other yeses are needed; with three quarantined there is no quorum. */
+static void test_restart_quarantine(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  f->m[0].quarantined = f->m[1].quarantined = 1;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
+  fake_pump();
+  fake_reply_ok(f, 0);
+  fake_reply_ok(f, 1);
+  fake_reply_ok(f, 2);
+  fake_reply_ok(f, 3);
+  assert_int_equal(r.calls, 0);
+  fake_reply_ok(f, 4);
+  assert_int_equal(r.status, REDLOCK_OK);
+  engine_release(e, r.lock);
+
+  f->m[2].quarantined = 1;
+  lock_result_t r2 = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r2), 0);
+  fake_pump();
+  fake_reply_ok_all(f);
+  assert_int_equal(r2.calls, 1);
+  assert_int_equal(r2.status, REDLOCK_ENOQUORUM);
+  fake_reply_int_all(f, 1); /* the attempt's release (not an acquisition: counted) */
+  engine_close(e);
+}
+
+/* Masters down or busy at send time vote at once: no quorum without a
+ * reply; nothing is released on them (they cannot hold the key). */
+static void test_masters_down(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  f->m[0].mode = f->m[1].mode = FAKE_SEND_DOWN;
+  f->m[2].mode = FAKE_SEND_BUSY;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
+  fake_pump();
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ENOQUORUM);
+  f->m[0].mode = f->m[1].mode = f->m[2].mode = FAKE_SEND_OK;
+  fake_reply_ok(f, 3);
+  fake_reply_ok(f, 4);
+  fake_reply_int_all(f, 1); /* released on 3 and 4 */
+  assert_int_equal(fake_outstanding_all(f), 0);
+  engine_close(e);
+}
+
+/* The retry policy: a lost attempt is retried after the delay (plus a
+ * jitter), each with a fresh round, until the retries are spent. */
+static void test_retries_with_backoff(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_retry(opts, 2, 50, 10), 0);
+  engine_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
+  fake_pump();
+  for (int attempt = 1; attempt <= 3; attempt++) {
+    assert_int_equal(f->m[0].sends, (unsigned)(2 * attempt - 1)); /* acquisitions + releases */
+    for (unsigned i = 0; i < ENGINE_MASTERS; i++)
+      fake_reply_nil(f, i);
+    /* decided at the third refusal: the two votes then pending may have
+     * set the key, so the release goes out (to every master) */
+    assert_int_equal(fake_outstanding(f, 4), 1);
+    fake_reply_int_all(f, 0);
+    assert_int_equal(fake_outstanding_all(f), 0);
+    if (attempt < 3) {
+      assert_int_equal(r.calls, 0);
+      fake_advance_ms(49); /* the delay is 50 ms plus 0..10 of jitter */
+      assert_int_equal(fake_outstanding_all(f), 0);
+      fake_advance_ms(11);
+      assert_int_equal(fake_outstanding(f, 0), 1);
+    }
+  }
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ELOCKED);
+  engine_close(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_won_out_of_order_and_validity),
@@ -182,6 +282,10 @@ int main(void) {
       cmocka_unit_test(test_no_quorum_on_errors),
       cmocka_unit_test(test_per_vote_timeouts_and_release_replay),
       cmocka_unit_test(test_validity_too_short),
+      cmocka_unit_test(test_validity_just_enough),
+      cmocka_unit_test(test_restart_quarantine),
+      cmocka_unit_test(test_masters_down),
+      cmocka_unit_test(test_retries_with_backoff),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
