@@ -67,8 +67,16 @@ engine_t *engine_open_default(void) { return engine_open(engine_options()); }
 
 static void closed_cb(void *arg) { ((engine_t *)arg)->closed++; }
 
-void engine_close(engine_t *e) {
+void engine_begin_close(engine_t *e) {
+  assert_false(e->closing);
+  e->closing = 1;
   redlock_close_uv(e->client, closed_cb, e);
+  fake_pump();
+}
+
+void engine_close(engine_t *e) {
+  if (!e->closing)
+    engine_begin_close(e);
   /* Draining may wait for round deadlines: step the clock until closed. */
   for (int step = 0; step < 1000 && !e->closed; step++)
     fake_advance_ms(10);

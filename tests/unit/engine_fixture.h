@@ -28,7 +28,8 @@ typedef struct {
   uv_loop_t loop;
   fake_transport_t fake;
   redlock_t *client;
-  int closed; /* redlock_close_uv's callback ran */
+  int closing; /* redlock_close_uv was called */
+  int closed;  /* its callback ran */
   unsigned log_lines;
 } engine_t;
 
@@ -39,7 +40,10 @@ redlock_options_t *engine_options(void);
 /* Opens the client (frees opts); asserts success. */
 engine_t *engine_open(redlock_options_t *opts);
 engine_t *engine_open_default(void);
-/* Closes the client and checks what a close must leave; frees e. */
+/* Starts closing the client (redlock_close_uv) and runs the loop once. */
+void engine_begin_close(engine_t *e);
+/* Closes the client (if not begun), steps the clock until it is closed and
+ * checks what a close must leave; frees e. */
 void engine_close(engine_t *e);
 
 /* A master announces the release of resource `resource` (the notifier's
