@@ -573,10 +573,14 @@ static void test_same_master(void **state) {
     const char *a, *b;
     int same;
   } cases[] = {
-      {"redis://h:1", "redis://h:1", 1},  {"redis://h:1", "redis://u:p@H:1/4", 1},
-      {"redis://h", "redis://h:6379", 1}, {"redis://h:1", "redis://h:2", 0},
-      {"redis://h:1", "redis://g:1", 0},  {"redis://[::1]:1", "redis://[::1]:1", 1},
-      {"unix:///a/s", "unix:///a/s", 1},  {"unix:///a/s", "unix:///a/t", 0},
+      {"redis://h:1", "redis://h:1", 1},
+      {"redis://h:1", "redis://u:p@H:1/4", 1},
+      {"redis://h", "redis://h:6379", 1},
+      {"redis://h:1", "redis://h:2", 0},
+      {"redis://h:1", "redis://g:1", 0},
+      {"redis://[::1]:1", "redis://[::1]:1", 1},
+      {"unix:///a/s", "unix:///a/s", 1},
+      {"unix:///a/s", "unix:///a/t", 0},
       {"unix:///a/s", "redis://a:1", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
