@@ -215,11 +215,34 @@ static void test_close_from_callback(void **state) {
   engine_close(e);
 }
 
+/* Close with a lease that has reentrant holds: every handle goes, the lease
+ * is released once. */
+static void test_close_with_holds(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
+  engine_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  (void)engine_acquire(e, "r", TTL_MS);
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
+  fake_pump();
+  assert_int_equal(r.status, REDLOCK_OK);
+  engine_begin_close(e);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_reply_int_all(f, 1);
+  engine_close(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unlock_outcomes), cmocka_unit_test(test_bad_input_and_double_unlock),
-      cmocka_unit_test(test_reentrant_holds), cmocka_unit_test(test_close_phases),
-      cmocka_unit_test(test_close_idle),      cmocka_unit_test(test_close_from_callback),
+      cmocka_unit_test(test_unlock_outcomes),
+      cmocka_unit_test(test_bad_input_and_double_unlock),
+      cmocka_unit_test(test_reentrant_holds),
+      cmocka_unit_test(test_close_phases),
+      cmocka_unit_test(test_close_idle),
+      cmocka_unit_test(test_close_with_holds),
+      cmocka_unit_test(test_close_from_callback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
