@@ -118,10 +118,20 @@ void on_lost(redlock_lock_t *lock, int reason, void *arg) {
   r->lock = lock;
 }
 
+void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                 lock_result_t *r) {
+  assert_int_equal(redlock_lock_async(e->client, resource, ttl_ms, wait_ms, on_lock, r), 0);
+  fake_pump();
+}
+
+void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d) {
+  assert_int_equal(redlock_extend_async(e->client, lock, ttl_ms, on_done, d), 0);
+  fake_pump();
+}
+
 redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms) {
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, resource, ttl_ms, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, resource, ttl_ms, 0, &r);
   for (unsigned i = 0; i < e->fake.n; i++)
     assert_int_equal(fake_outstanding(&e->fake, i), 1);
   fake_reply_ok_all(&e->fake);

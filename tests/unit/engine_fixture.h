@@ -70,6 +70,12 @@ void on_lock(int status, redlock_lock_t *lock, void *arg); /* arg: lock_result_t
 void on_done(int status, void *arg);                       /* arg: done_result_t */
 void on_lost(redlock_lock_t *lock, int reason, void *arg); /* arg: lost_result_t */
 
+/* redlock_lock_async (asserted accepted), then the loop runs: its first
+ * round is out. */
+void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                 lock_result_t *r);
+/* redlock_extend_async (asserted accepted), then the loop runs. */
+void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d);
 /* Takes resource for ttl_ms: every master says OK at once.  Returns the
  * handle (asserts the grant). */
 redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms);

@@ -66,8 +66,7 @@ static void test_lost_held_releases_attempt(void **state) {
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   fake_reply_ok(f, 0);
   fake_reply_nil(f, 1);
   fake_reply_nil(f, 2);
@@ -95,8 +94,7 @@ static void test_no_quorum_on_errors(void **state) {
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   fake_reply_error(f, 2, "READONLY You can't write against a read only replica.");
   fake_reply_int(f, 0, 5);
   fake_reply_ok(f, 1);
@@ -122,8 +120,7 @@ static void test_per_vote_timeouts_and_release_replay(void **state) {
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   fake_reply_ok(f, 0);
   fake_reply_ok(f, 1);
   fake_advance_ms(ENGINE_REQUEST_MS - 1);
@@ -160,8 +157,7 @@ static void test_validity_too_short(void **state) {
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", 50, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", 50, 0, &r);
   fake_reply_ok(f, 0);
   fake_reply_ok(f, 1);
   fake_advance_ns(47u * 1000000u); /* 50 - 47 = 3 ms; the drift is 2.5 ms */
@@ -181,8 +177,7 @@ static void test_validity_just_enough(void **state) {
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", 50, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", 50, 0, &r);
   fake_advance_ns(46u * 1000000u); /* 50 - 46 - 2.5 = 1.5 ms left */
   fake_reply_ok_all(f);
   assert_int_equal(r.calls, 1);
@@ -199,8 +194,7 @@ static void test_restart_quarantine(void **state) {
   fake_transport_t *f = &e->fake;
   f->m[0].quarantined = f->m[1].quarantined = 1;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   fake_reply_ok(f, 0);
   fake_reply_ok(f, 1);
   fake_reply_ok(f, 2);
@@ -212,8 +206,7 @@ static void test_restart_quarantine(void **state) {
 
   f->m[2].quarantined = 1;
   lock_result_t r2 = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r2), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r2);
   fake_reply_ok_all(f);
   assert_int_equal(r2.calls, 1);
   assert_int_equal(r2.status, REDLOCK_ENOQUORUM);
@@ -230,8 +223,7 @@ static void test_masters_down(void **state) {
   f->m[0].mode = f->m[1].mode = FAKE_SEND_DOWN;
   f->m[2].mode = FAKE_SEND_BUSY;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ENOQUORUM);
   f->m[0].mode = f->m[1].mode = f->m[2].mode = FAKE_SEND_OK;
@@ -251,8 +243,7 @@ static void test_retries_with_backoff(void **state) {
   engine_t *e = engine_open(opts);
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   for (int attempt = 1; attempt <= 3; attempt++) {
     assert_int_equal(f->m[0].sends, (unsigned)(2 * attempt - 1)); /* acquisitions + releases */
     for (unsigned i = 0; i < ENGINE_MASTERS; i++)

@@ -90,8 +90,7 @@ static void test_reentrant_holds(void **state) {
   redlock_lock_t *lease = engine_acquire(e, "r", TTL_MS);
   for (int order = 0; order < 2; order++) {
     lock_result_t r = {0};
-    assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-    fake_pump();
+    engine_lock(e, "r", TTL_MS, 0, &r);
     assert_int_equal(r.calls, 1);
     assert_int_equal(r.status, REDLOCK_OK);
     assert_int_equal(fake_outstanding_all(f), 0); /* no round */
@@ -100,8 +99,7 @@ static void test_reentrant_holds(void **state) {
     assert_string_equal(redlock_lock_value(hold), redlock_lock_value(lease));
     /* a hold extends and watches its lease */
     done_result_t x = {0};
-    assert_int_equal(redlock_extend_async(e->client, hold, TTL_MS, on_done, &x), 0);
-    fake_pump();
+    engine_extend(e, hold, TTL_MS, &x);
     fake_reply_int_all(f, 1);
     assert_int_equal(x.status, REDLOCK_OK);
     lost_result_t lost = {0};
@@ -140,8 +138,7 @@ static void test_close_phases(void **state) {
   redlock_lock_t *extended = engine_acquire(e, "extended", TTL_MS);
   redlock_lock_t *unlocked = engine_acquire(e, "unlocked", TTL_MS);
   lock_result_t waiting = {0}, acquiring = {0};
-  assert_int_equal(redlock_lock_async(e->client, "waiting", TTL_MS, 0, on_lock, &waiting), 0);
-  fake_pump();
+  engine_lock(e, "waiting", TTL_MS, 0, &waiting);
   for (unsigned i = 0; i < ENGINE_MASTERS; i++)
     fake_reply_nil(f, i);
   fake_reply_int_all(f, 0); /* its attempt's release; now on its retry timer */
@@ -225,8 +222,7 @@ static void test_close_with_holds(void **state) {
   fake_transport_t *f = &e->fake;
   (void)engine_acquire(e, "r", TTL_MS);
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 0, &r);
   assert_int_equal(r.status, REDLOCK_OK);
   engine_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1);

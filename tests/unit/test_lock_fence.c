@@ -28,8 +28,7 @@ static void test_fence_written_back(void **state) {
   engine_t *e = open_fenced();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "ledger", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "ledger", TTL_MS, 0, &r);
   assert_true(fake_cmd_has(f, 0, 0, "EVALSHA"));
   assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX "ledger"));
   fake_advance_ms(3);
@@ -59,8 +58,7 @@ static void test_fence_commit_lost(void **state) {
   engine_t *e = open_fenced();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "ledger", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "ledger", TTL_MS, 0, &r);
   fake_reply_int_all(f, 9); /* won on all five */
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int(f, 0, 0);
@@ -82,8 +80,7 @@ static void test_close_during_fenced_acquisition(void **state) {
   engine_t *e = open_fenced();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "ledger", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "ledger", TTL_MS, 0, &r);
   engine_begin_close(e);
   assert_int_equal(r.calls, 0); /* its round is out: it ends when decided */
   assert_int_equal(redlock_lock_async(e->client, "x", TTL_MS, 0, on_lock, &r), REDLOCK_ECLOSED);
@@ -101,8 +98,7 @@ static void test_close_during_fence_commit(void **state) {
   engine_t *e = open_fenced();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "ledger", TTL_MS, 0, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "ledger", TTL_MS, 0, &r);
   fake_reply_int_all(f, 3);
   engine_begin_close(e);
   assert_int_equal(r.calls, 0);

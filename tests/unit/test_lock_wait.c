@@ -35,8 +35,7 @@ static void test_wait_deadline(void **state) {
   engine_t *e = open_waiting_client();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 120, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "r", TTL_MS, 120, &r);
   refuse_attempt(f); /* t = 0 */
   fake_advance_ms(50);
   refuse_attempt(f); /* t = 50 */
@@ -60,8 +59,7 @@ static void test_woken_by_release(void **state) {
   engine_t *e = open_waiting_client();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "jobs", TTL_MS, 5000, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "jobs", TTL_MS, 5000, &r);
   refuse_attempt(f);
   fake_advance_ms(10);
   assert_int_equal(fake_outstanding_all(f), 0);
@@ -87,8 +85,7 @@ static void test_woken_during_attempt(void **state) {
   engine_t *e = open_waiting_client();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "jobs", TTL_MS, 5000, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "jobs", TTL_MS, 5000, &r);
   refuse_attempt(f);
   engine_announce(e, "jobs"); /* attempt 2 goes out */
   assert_int_equal(f->m[0].sends, 3);
@@ -113,8 +110,7 @@ static void test_release_wakes_one_waiter(void **state) {
   fake_transport_t *f = &e->fake;
   lock_result_t a = {0}, b = {0};
   assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &a), 0);
-  assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &b), 0);
-  fake_pump();
+  engine_lock(e, "k", TTL_MS, 5000, &b);
   assert_int_equal(fake_outstanding(f, 0), 2);
   for (int both = 0; both < 2; both++)
     for (unsigned i = 0; i < ENGINE_MASTERS; i++)
@@ -152,8 +148,7 @@ static void test_close_cancels_waiter(void **state) {
   engine_t *e = open_waiting_client();
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &r), 0);
-  fake_pump();
+  engine_lock(e, "k", TTL_MS, 5000, &r);
   refuse_attempt(f);
   assert_int_equal(r.calls, 0);
   engine_close(e);

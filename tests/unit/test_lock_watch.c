@@ -15,6 +15,14 @@
 #define TTL_MS 3000
 #define DRIFT_MS (TTL_MS / 100 + 2) /* 32 */
 
+/* A lock taken for TTL_MS and watched. */
+static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  assert_int_equal(redlock_watch(e->client, lock, on_lost, lost), 0);
+  fake_pump();
+  return lock;
+}
+
 /* An extension sets the ttl from the start of its round. */
 static void test_extend_ok(void **state) {
   (void)state;
@@ -23,8 +31,7 @@ static void test_extend_ok(void **state) {
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(1000);
   done_result_t d = {0};
-  assert_int_equal(redlock_extend_async(e->client, lock, 6000, on_done, &d), 0);
-  fake_pump();
+  engine_extend(e, lock, 6000, &d);
   assert_true(fake_cmd_has(f, 0, 0, "EVALSHA"));
   fake_advance_ms(4);
   fake_reply_int(f, 0, 1);
@@ -48,8 +55,7 @@ static void test_extend_lost(void **state) {
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
-  assert_int_equal(redlock_extend_async(e->client, lock, TTL_MS, on_done, &d), 0);
-  fake_pump();
+  engine_extend(e, lock, TTL_MS, &d);
   fake_reply_int_all(f, 0);
   assert_int_equal(d.status, REDLOCK_ELOST);
   assert_true(redlock_lock_is_lost(lock));
@@ -69,8 +75,7 @@ static void test_extend_no_quorum(void **state) {
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
-  assert_int_equal(redlock_extend_async(e->client, lock, TTL_MS, on_done, &d), 0);
-  fake_pump();
+  engine_extend(e, lock, TTL_MS, &d);
   fake_reply_error(f, 0, "ERR boom");
   fake_reply_int(f, 1, 1);
   fake_reply_error(f, 2, "ERR boom");
@@ -91,8 +96,7 @@ static void test_extend_too_slow(void **state) {
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
-  assert_int_equal(redlock_extend_async(e->client, lock, 50, on_done, &d), 0);
-  fake_pump();
+  engine_extend(e, lock, 50, &d);
   fake_advance_ms(48);
   fake_reply_int_all(f, 1);
   assert_int_equal(d.status, REDLOCK_EEXPIRED);
@@ -109,8 +113,7 @@ static void test_extend_after_expiry(void **state) {
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS);
   done_result_t d = {0};
-  assert_int_equal(redlock_extend_async(e->client, lock, TTL_MS, on_done, &d), 0);
-  fake_pump();
+  engine_extend(e, lock, TTL_MS, &d);
   assert_int_equal(d.calls, 1);
   assert_int_equal(d.status, REDLOCK_ELOST);
   assert_int_equal(fake_outstanding_all(f), 0);
@@ -125,10 +128,8 @@ static void test_watch_renews(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  redlock_lock_t *lock = watched_lock(e, &lost);
   /* validity 2968 ms: renewed at 2968 - 1000 */
   fake_advance_ms(1967);
   assert_int_equal(fake_outstanding_all(f), 0);
@@ -154,10 +155,8 @@ static void test_watch_failures_then_lost(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  redlock_lock_t *lock = watched_lock(e, &lost);
   fake_advance_ms(1968);
   unsigned tries = 0;
   while (lost.calls == 0 && tries < 100) {
@@ -185,10 +184,8 @@ static void test_watch_lost_held(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  redlock_lock_t *lock = watched_lock(e, &lost);
   fake_advance_ms(1968);
   fake_reply_int_all(f, 0);
   assert_int_equal(lost.calls, 1);
@@ -224,10 +221,8 @@ static void test_unlock_during_renewal(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  redlock_lock_t *lock = watched_lock(e, &lost);
   fake_advance_ms(1968);
   assert_int_equal(fake_outstanding(f, 0), 1);
   done_result_t u = {0};
@@ -246,10 +241,8 @@ static void test_close_with_watched_lock(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  (void)watched_lock(e, &lost);
   engine_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1); /* the release */
   fake_reply_int_all(f, 1);
@@ -263,10 +256,8 @@ static void test_rewatch_timer_during_renewal(void **state) {
   (void)state;
   engine_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
-  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  redlock_lock_t *lock = watched_lock(e, &lost);
   fake_advance_ms(1968);
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_advance_ms(1); /* 999 ms of validity left: the timer is due at once */
