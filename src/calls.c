@@ -6,14 +6,13 @@
 #include <string.h>
 
 #include "client.h"
-#include "clock.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
 int64_t redlock_lock_validity_ms(const redlock_lock_t *lock) {
   if (lock == NULL)
     return 0;
-  int64_t left = atomic_load(&lock->lease->expires_ns) - (int64_t)clock_now_ns();
+  int64_t left = atomic_load(&lock->lease->expires_ns) - (int64_t)client_now_ns(lock->client);
   /* Round toward zero so that a positive result is never an overstatement. */
   return left / 1000000;
 }

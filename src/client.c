@@ -22,6 +22,8 @@ static void client_module_closed(redlock_t *client);
 
 uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
 
+uint64_t client_now_ns(const redlock_t *client) { return client->rounds.now_ns(); }
+
 int client_check_fork(const redlock_t *client) {
   return getpid() == client->pid ? 0 : REDLOCK_EFORKED;
 }
@@ -106,7 +108,7 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   /* Deadlines are created in order: an armed timer already fires no later. */
   if (client->deadline_armed_ns != 0 && client->deadline_armed_ns <= deadline_ns)
     return;
-  uint64_t now = clock_now_ns();
+  uint64_t now = client_now_ns(client);
   uint64_t delay_ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
   client->deadline_armed_ns = deadline_ns;
   uv_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms, 0);
@@ -533,6 +535,32 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
   }
   client_start_nodes(client);
   *out = client;
+  return 0;
+}
+
+int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                         const round_transport_t *transport, void *transport_arg,
+                         uint64_t (*now_ns)(void)) {
+  redlock_t *client;
+  int rc = client_new(out, opts);
+  if (rc != 0)
+    return rc;
+  client = *out;
+  client->rounds.transport = transport;
+  client->rounds.transport_arg = transport_arg;
+  client->rounds.now_ns = now_ns;
+  rc = client_init_handles(client, loop);
+  if (rc != 0) {
+    *out = NULL;
+    client_free(client);
+    return rc;
+  }
+  /* What node_start does short of connecting: close closes the timer. */
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    uv_timer_init(loop, &client->nodes[i].timer);
+    client->nodes[i].timer.data = &client->nodes[i];
+  }
+  client->startup_left = 0;
   return 0;
 }
 

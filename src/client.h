@@ -191,6 +191,19 @@ void client_enqueue_locked(redlock_t *client, op_t *op);
 uint32_t client_random(redlock_t *client);
 /* An op finished: during close, see whether shutdown can proceed. */
 void client_maybe_finish_close(redlock_t *client);
+/* Now, on the client's monotonic clock: clock_now_ns, or the unit tests'
+ * stepped clock.  What the engine measures (validity, wait deadlines,
+ * deadline timers) reads this one clock. */
+uint64_t client_now_ns(const redlock_t *client);
+/* Test seam (tests/unit/engine_fixture.c), not exported: a client composed as
+ * by redlock_open_uv on `loop`, but whose rounds reach the masters through
+ * `transport` (master i = the options' node i) and read time from now_ns.
+ * No master is connected (the nodes are never started, so the notifier finds
+ * no address to subscribe at either), and calls run at once: there is no
+ * first connection attempt to wait for.  Closed with redlock_close_uv. */
+int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                         const round_transport_t *transport, void *transport_arg,
+                         uint64_t (*now_ns)(void));
 
 /* ---- lock.c: loop side ---- */
 void op_dispatch(op_t *op);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "client.h"
-#include "clock.h"
 #include "quorum.h"
 #include "resp.h"
 #include "scripts.h"
@@ -199,7 +198,7 @@ static void lock_set_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t 
 }
 
 static int64_t lock_validity_ns(const redlock_lock_t *lock) {
-  return atomic_load(&lock->expires_ns) - (int64_t)clock_now_ns();
+  return atomic_load(&lock->expires_ns) - (int64_t)client_now_ns(lock->client);
 }
 
 /* Makes the handle for a won acquisition and registers it as live. */
@@ -367,7 +366,7 @@ static void lock_retry_or_finish(op_t *op, int status) {
     }
     break;
   case LOCK_MODE_WAIT: {
-    uint64_t now = clock_now_ns();
+    uint64_t now = client_now_ns(client);
     if (now >= op->wait_deadline_ns) {
       op_finish(op, REDLOCK_ETIMEDOUT, NULL);
       return;
@@ -535,7 +534,7 @@ static void lock_attempt(op_t *op) {
     return;
   }
   op->waiter.in_attempt = 1;
-  op->attempt_started_ns = clock_now_ns();
+  op->attempt_started_ns = client_now_ns(op->client);
   if (op->attempts == 1)
     op->started_ns = op->attempt_started_ns;
   round_send(round);
@@ -786,7 +785,7 @@ void op_dispatch(op_t *op) {
       break;
     }
     if (op->mode == LOCK_MODE_WAIT) {
-      op->wait_deadline_ns = clock_now_ns() + (uint64_t)op->wait_ms * 1000000u;
+      op->wait_deadline_ns = client_now_ns(client) + (uint64_t)op->wait_ms * 1000000u;
       stats_gauge(client->stats, STATS_GAUGE_WAITERS, +1); /* until op_finish */
     }
     lock_attempt(op);

@@ -301,6 +301,36 @@ static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     subscriber_ready(sub);
 }
 
+/* A master announced a release on the channel (payload: a semaphore
+ * permit's value, or none): its waiters are woken as its wake mode says. */
+static void channel_announced(notify_t *n, notify_channel_t *channel, const char *payload,
+                              size_t payload_len) {
+  switch (channel->wake_mode) {
+  case NOTIFY_WAKE_ALL:
+    channel_wake(n, channel);
+    break;
+  case NOTIFY_WAKE_EACH: {
+    int slot = -1;
+    int seen = channel_seen(channel, payload, payload_len, &slot);
+    if (seen >= 0)
+      channel_rewake(n, channel, seen);
+    else
+      channel_wake_each(n, channel, slot);
+    break;
+  }
+  default:
+    channel_wake_one(n, channel);
+    break;
+  }
+}
+
+void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
+                     size_t payload_len) {
+  notify_channel_t *channel = channel_find(n, name, len);
+  if (channel != NULL)
+    channel_announced(n, channel, payload, payload_len);
+}
+
 /* Every subscription reply and message arrives here (privdata = subscriber). */
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   notify_subscriber_t *sub = privdata;
@@ -320,24 +350,8 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   if (kind == PUBSUB_MESSAGE) {
     const char *payload = NULL;
     size_t payload_len = 0;
-    switch (channel->wake_mode) {
-    case NOTIFY_WAKE_ALL:
-      channel_wake(n, channel);
-      break;
-    case NOTIFY_WAKE_EACH: {
-      int slot = -1, seen = -1;
-      if (reply_pubsub_payload(reply, &payload, &payload_len))
-        seen = channel_seen(channel, payload, payload_len, &slot);
-      if (seen >= 0)
-        channel_rewake(n, channel, seen);
-      else
-        channel_wake_each(n, channel, slot);
-      break;
-    }
-    default:
-      channel_wake_one(n, channel);
-      break;
-    }
+    (void)reply_pubsub_payload(reply, &payload, &payload_len); /* untouched when none */
+    channel_announced(n, channel, payload, payload_len);
   } else if (kind == PUBSUB_SUBSCRIBE) {
     channel->state[i] = SUB_SUBSCRIBED;
     if (channel->n_waiters == 0) {

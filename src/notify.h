@@ -55,6 +55,11 @@ void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsign
 int notify_wait(notify_t *n, notify_waiter_t *w, const char *name, size_t len, int wake_mode);
 /* The waiter's attempt ended (lost): the channel may wake a waiter again. */
 void notify_attempt_done(notify_waiter_t *w);
+/* A release was announced on the channel `name` (what a master's message
+ * does; payload: the message's, or NULL): wakes its waiters, if any.  The
+ * engine's unit tests announce through it, having no subscriber connection. */
+void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
+                     size_t payload_len);
 /* Unregisters (no-op when not registered). */
 void notify_unwait(notify_t *n, notify_waiter_t *w);
 /* Closes the subscriber connections; closed(arg) runs once their handles are

@@ -1,0 +1,150 @@
+/* engine_fixture.c: a client over fake masters and a stepped clock (see
+ * engine_fixture.h). */
+#include "engine_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "client.h"
+#include "names.h"
+#include "node.h"
+#include "redlock_uv.h"
+
+/* The client's teardown shuts its masters down: a real master's connection
+ * then answers every request still out with NULL (hiredis does).  The link
+ * wraps node_shutdown (CMakeLists.txt) so that the fake masters do the same. */
+void __real_node_shutdown(node_t *node);
+void __wrap_node_shutdown(node_t *node);
+
+static engine_t *current; /* the open fixture: node_shutdown has no other way to it */
+
+void __wrap_node_shutdown(node_t *node) {
+  if (current != NULL && node->index < current->fake.n)
+    fake_drop(&current->fake, node->index);
+  __real_node_shutdown(node);
+}
+
+static void log_cb(int level, const char *msg, void *arg) {
+  (void)level;
+  (void)msg;
+  ((engine_t *)arg)->log_lines++;
+}
+
+redlock_options_t *engine_options(void) {
+  redlock_options_t *opts = redlock_options_new();
+  assert_non_null(opts);
+  for (int i = 0; i < ENGINE_MASTERS; i++) {
+    char uri[64];
+    snprintf(uri, sizeof uri, "redis://127.0.0.1:%d", 7001 + i);
+    assert_int_equal(redlock_options_add_node(opts, uri), 0);
+  }
+  assert_int_equal(redlock_options_set_timeouts(opts, 1000, ENGINE_REQUEST_MS), 0);
+  assert_int_equal(redlock_options_set_retry(opts, 0, 0, 0), 0);
+  return opts;
+}
+
+engine_t *engine_open(redlock_options_t *opts) {
+  engine_t *e = calloc(1, sizeof *e);
+  assert_non_null(e);
+  assert_int_equal(uv_loop_init(&e->loop), 0);
+  fake_clock_init(&e->loop, ENGINE_START_NS);
+  fake_transport_init(&e->fake, ENGINE_MASTERS, fake_now_ns);
+  assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_DEBUG, log_cb, e), 0);
+  int rc = client_open_for_test(&e->client, opts, &e->loop, &fake_transport, &e->fake, fake_now_ns);
+  redlock_options_free(opts);
+  assert_int_equal(rc, 0);
+  current = e;
+  return e;
+}
+
+engine_t *engine_open_default(void) { return engine_open(engine_options()); }
+
+static void closed_cb(void *arg) { ((engine_t *)arg)->closed++; }
+
+void engine_begin_close(engine_t *e) {
+  assert_false(e->closing);
+  e->closing = 1;
+  redlock_close_uv(e->client, closed_cb, e);
+  fake_pump();
+}
+
+void engine_close(engine_t *e) {
+  if (!e->closing)
+    engine_begin_close(e);
+  /* Draining may wait for round deadlines: step the clock until closed. */
+  for (int step = 0; step < 1000 && !e->closed; step++)
+    fake_advance_ms(10);
+  assert_int_equal(e->closed, 1);
+  assert_int_equal(fake_outstanding_all(&e->fake), 0);
+  assert_int_equal(fake_timers_pending(), 0);
+  uv_run(&e->loop, UV_RUN_NOWAIT);
+  assert_int_equal(uv_loop_close(&e->loop), 0);
+  current = NULL;
+  free(e);
+}
+
+void engine_announce(engine_t *e, const char *resource) {
+  char name[256];
+  int len = snprintf(name, sizeof name, "%s%s", NOTIFY_CHANNEL_PREFIX, resource);
+  assert_true(len > 0 && (size_t)len < sizeof name);
+  notify_announce(&e->client->notify, name, (size_t)len, NULL, 0);
+  fake_pump();
+}
+
+void on_lock(int status, redlock_lock_t *lock, void *arg) {
+  lock_result_t *r = arg;
+  r->calls++;
+  r->status = status;
+  r->lock = lock;
+  assert_true(status == REDLOCK_OK ? lock != NULL : lock == NULL);
+}
+
+void on_done(int status, void *arg) {
+  done_result_t *r = arg;
+  r->calls++;
+  r->status = status;
+}
+
+void on_lost(redlock_lock_t *lock, int reason, void *arg) {
+  lost_result_t *r = arg;
+  r->calls++;
+  r->reason = reason;
+  r->lock = lock;
+}
+
+void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                 lock_result_t *r) {
+  assert_int_equal(redlock_lock_async(e->client, resource, ttl_ms, wait_ms, on_lock, r), 0);
+  fake_pump();
+}
+
+void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d) {
+  assert_int_equal(redlock_extend_async(e->client, lock, ttl_ms, on_done, d), 0);
+  fake_pump();
+}
+
+redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms) {
+  lock_result_t r = {0};
+  engine_lock(e, resource, ttl_ms, 0, &r);
+  for (unsigned i = 0; i < e->fake.n; i++)
+    assert_int_equal(fake_outstanding(&e->fake, i), 1);
+  fake_reply_ok_all(&e->fake);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_OK);
+  return r.lock;
+}
+
+void engine_release(engine_t *e, redlock_lock_t *lock) {
+  done_result_t d = {0};
+  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &d), 0);
+  fake_pump();
+  fake_reply_int_all(&e->fake, 1);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.status, REDLOCK_OK);
+}

@@ -1,0 +1,130 @@
+/* fake_clock.c: the stepped clock and the timers it fires (see fake_clock.h). */
+#include "fake_clock.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+void __real_uv_close(uv_handle_t *handle, uv_close_cb close_cb);
+int __real_uv_is_active(const uv_handle_t *handle);
+
+#define MAX_TIMERS 256
+
+typedef struct {
+  uv_timer_t *timer;
+  uv_timer_cb cb;
+  uint64_t due_ns;
+  uint64_t seq; /* start order: libuv fires timers due together in that order */
+} fake_timer_t;
+
+static struct {
+  uv_loop_t *loop;
+  uint64_t now_ns;
+  uint64_t seq;
+  unsigned n;
+  fake_timer_t timers[MAX_TIMERS];
+} clk;
+
+void fake_clock_init(uv_loop_t *loop, uint64_t start_ns) {
+  clk.loop = loop;
+  clk.now_ns = start_ns;
+  clk.seq = 0;
+  clk.n = 0;
+}
+
+uint64_t fake_now_ns(void) { return clk.now_ns; }
+
+static int timer_index(const uv_timer_t *timer) {
+  for (unsigned i = 0; i < clk.n; i++)
+    if (clk.timers[i].timer == timer)
+      return (int)i;
+  return -1;
+}
+
+static void timer_remove(const uv_timer_t *timer) {
+  int i = timer_index(timer);
+  if (i >= 0)
+    clk.timers[i] = clk.timers[--clk.n];
+}
+
+int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, uint64_t repeat) {
+  if (repeat != 0 || cb == NULL) {
+    fprintf(stderr, "fake_clock: repeating timers are not faked\n");
+    abort();
+  }
+  timer_remove(timer);
+  if (clk.n == MAX_TIMERS) {
+    fprintf(stderr, "fake_clock: too many timers\n");
+    abort();
+  }
+  clk.timers[clk.n++] = (fake_timer_t){
+      .timer = timer, .cb = cb, .due_ns = clk.now_ns + timeout * 1000000u, .seq = clk.seq++};
+  return 0;
+}
+
+int __wrap_uv_timer_stop(uv_timer_t *timer) {
+  timer_remove(timer);
+  return 0;
+}
+
+void __wrap_uv_close(uv_handle_t *handle, uv_close_cb close_cb) {
+  if (handle->type == UV_TIMER)
+    timer_remove((uv_timer_t *)handle);
+  __real_uv_close(handle, close_cb);
+}
+
+int __wrap_uv_is_active(const uv_handle_t *handle) {
+  if (handle->type == UV_TIMER)
+    return timer_index((const uv_timer_t *)handle) >= 0;
+  return __real_uv_is_active(handle);
+}
+
+static int earliest(void) {
+  int best = -1;
+  for (unsigned i = 0; i < clk.n; i++) {
+    const fake_timer_t *t = &clk.timers[i];
+    if (best < 0 || t->due_ns < clk.timers[best].due_ns ||
+        (t->due_ns == clk.timers[best].due_ns && t->seq < clk.timers[best].seq))
+      best = (int)i;
+  }
+  return best;
+}
+
+void fake_pump(void) {
+  for (;;) {
+    /* A few non-blocking turns: a wake-up, then the closes it starts. */
+    for (int turn = 0; turn < 3; turn++)
+      uv_run(clk.loop, UV_RUN_NOWAIT);
+    int i = earliest();
+    if (i < 0 || clk.timers[i].due_ns > clk.now_ns)
+      return;
+    fake_timer_t t = clk.timers[i];
+    clk.timers[i] = clk.timers[--clk.n];
+    t.cb(t.timer);
+  }
+}
+
+void fake_advance_ns(uint64_t ns) {
+  uint64_t target = clk.now_ns + ns;
+  fake_pump();
+  for (;;) {
+    int i = earliest();
+    if (i < 0 || clk.timers[i].due_ns > target)
+      break;
+    if (clk.timers[i].due_ns > clk.now_ns)
+      clk.now_ns = clk.timers[i].due_ns;
+    fake_pump();
+  }
+  clk.now_ns = target;
+  fake_pump();
+}
+
+void fake_advance_ms(uint64_t ms) { fake_advance_ns(ms * 1000000u); }
+
+unsigned fake_timers_pending(void) { return clk.n; }
+
+uint64_t fake_next_due_in_ns(void) {
+  int i = earliest();
+  if (i < 0)
+    return UINT64_MAX;
+  return clk.timers[i].due_ns > clk.now_ns ? clk.timers[i].due_ns - clk.now_ns : 0;
+}

@@ -1,0 +1,38 @@
+/* fake_clock.h: the stepped clock and the loop timers of the engine's unit
+ * tests.  The client reads time through the clock given to
+ * client_open_for_test (fake_now_ns), and its libuv timers (round deadlines,
+ * retries, watches, the notifier's back-off) are taken over: the test's link
+ * wraps uv_timer_start, uv_timer_stop, uv_close and uv_is_active
+ * (-Wl,--wrap, see CMakeLists.txt), so a timer fires only when the test
+ * steps the clock past its due time, in due order.  Everything else of the
+ * loop is real: the client's wake-up (uv_async_t) and handle closes run when
+ * the test pumps the loop (one non-blocking turn at a time). */
+#ifndef REDLOCK_TEST_FAKE_CLOCK_H
+#define REDLOCK_TEST_FAKE_CLOCK_H
+
+#include <stdint.h>
+#include <uv.h>
+
+/* Starts the clock at start_ns on `loop` (no timer pending). */
+void fake_clock_init(uv_loop_t *loop, uint64_t start_ns);
+/* Now, in nanoseconds: the client's clock. */
+uint64_t fake_now_ns(void);
+/* Runs what is due now: loop turns (wake-ups, closes) and timers due by now,
+ * until neither has anything left. */
+void fake_pump(void);
+/* Steps the clock by ms, stopping at each timer due on the way to fire it
+ * (with the clock at its due time) and pumping the loop after it. */
+void fake_advance_ms(uint64_t ms);
+void fake_advance_ns(uint64_t ns);
+/* Timers started and not yet fired, stopped or closed. */
+unsigned fake_timers_pending(void);
+/* In how many ns the earliest pending timer is due (0: due now; UINT64_MAX: none). */
+uint64_t fake_next_due_in_ns(void);
+
+/* The wrappers (named by the linker's --wrap). */
+int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, uint64_t repeat);
+int __wrap_uv_timer_stop(uv_timer_t *timer);
+void __wrap_uv_close(uv_handle_t *handle, uv_close_cb close_cb);
+int __wrap_uv_is_active(const uv_handle_t *handle);
+
+#endif

@@ -1,0 +1,181 @@
+/* fake_transport.c: fake masters with ordered outstanding requests (see
+ * fake_transport.h). */
+#include "fake_transport.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fail(const char *what) {
+  fprintf(stderr, "fake_transport: %s\n", what);
+  abort();
+}
+
+static fake_master_t *master(void *arg, unsigned i) {
+  fake_transport_t *f = arg;
+  if (i >= f->n)
+    fail("no such master");
+  return &f->m[i];
+}
+
+static int t_send(void *arg, unsigned i, node_req_t *req) {
+  fake_transport_t *f = arg;
+  fake_master_t *m = master(arg, i);
+  m->sends++;
+  if (m->mode == FAKE_SEND_DOWN)
+    return NODE_SEND_DOWN;
+  if (m->mode == FAKE_SEND_BUSY)
+    return NODE_SEND_BUSY;
+  if (m->n_out == FAKE_OUT_MAX)
+    fail("too many requests outstanding");
+  int queued = m->mode == FAKE_SEND_QUEUED;
+  req->sent_ns = queued ? 0 : f->now_ns();
+  m->out[m->n_out++] = (fake_out_t){.req = req, .queued = queued};
+  return 0;
+}
+
+/* Where req is outstanding: its master's out[] slot, or NULL. */
+static fake_out_t *find(fake_transport_t *f, const node_req_t *req, fake_master_t **owner) {
+  for (unsigned i = 0; i < f->n; i++)
+    for (unsigned k = 0; k < f->m[i].n_out; k++)
+      if (f->m[i].out[k].req == req) {
+        *owner = &f->m[i];
+        return &f->m[i].out[k];
+      }
+  return NULL;
+}
+
+/* Takes slot k out of master m's outstanding requests, keeping their order. */
+static node_req_t *take(fake_master_t *m, unsigned k) {
+  node_req_t *req = m->out[k].req;
+  memmove(&m->out[k], &m->out[k + 1], (m->n_out - k - 1) * sizeof m->out[0]);
+  m->n_out--;
+  return req;
+}
+
+static int t_queued(void *arg, const node_req_t *req) {
+  fake_master_t *m;
+  fake_out_t *out = find(arg, req, &m);
+  return out != NULL && out->queued;
+}
+
+static void t_cancel(void *arg, node_req_t *req) {
+  fake_master_t *m;
+  fake_out_t *out = find(arg, req, &m);
+  if (out == NULL || !out->queued)
+    fail("cancel of a request that is not queued");
+  take(m, (unsigned)(out - m->out));
+  m->cancels++;
+}
+
+static uint64_t t_progress(void *arg, unsigned i) { return master(arg, i)->progress_ns; }
+
+static int t_quarantined(void *arg, unsigned i) { return master(arg, i)->quarantined; }
+
+static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
+  if (cmd == NULL || len == 0)
+    fail("empty release deferred");
+  master(arg, i)->defers++;
+}
+
+static void t_warn(void *arg, unsigned i, const char *what, const char *detail) {
+  (void)what;
+  (void)detail;
+  master(arg, i)->warns++;
+}
+
+static const char *t_label(void *arg, unsigned i) {
+  static const char *const labels[FAKE_MASTERS_MAX] = {"m0", "m1", "m2", "m3",
+                                                       "m4", "m5", "m6", "m7"};
+  (void)master(arg, i);
+  return labels[i];
+}
+
+const round_transport_t fake_transport = {
+    .send = t_send,
+    .queued = t_queued,
+    .cancel = t_cancel,
+    .progress_ns = t_progress,
+    .quarantined = t_quarantined,
+    .defer_release = t_defer,
+    .warn = t_warn,
+    .label = t_label,
+};
+
+void fake_transport_init(fake_transport_t *f, unsigned n, uint64_t (*now_ns)(void)) {
+  if (n > FAKE_MASTERS_MAX)
+    fail("too many masters");
+  memset(f, 0, sizeof *f);
+  f->n = n;
+  f->now_ns = now_ns;
+}
+
+unsigned fake_outstanding(const fake_transport_t *f, unsigned i) { return f->m[i].n_out; }
+
+unsigned fake_outstanding_all(const fake_transport_t *f) {
+  unsigned total = 0;
+  for (unsigned i = 0; i < f->n; i++)
+    total += f->m[i].n_out;
+  return total;
+}
+
+int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text) {
+  if (i >= f->n || k >= f->m[i].n_out)
+    return 0;
+  const node_req_t *req = f->m[i].out[k].req;
+  size_t n = strlen(text);
+  for (size_t at = 0; at + n <= req->len; at++)
+    if (memcmp(req->cmd + at, text, n) == 0)
+      return 1;
+  return 0;
+}
+
+static void reply(fake_transport_t *f, unsigned i, const redisReply *r) {
+  fake_master_t *m = master(f, i);
+  if (m->n_out == 0)
+    fail("reply with no request outstanding");
+  node_req_t *req = take(m, 0);
+  if (r != NULL)
+    m->progress_ns = f->now_ns();
+  req->fn(req, r);
+}
+
+void fake_reply_ok(fake_transport_t *f, unsigned i) {
+  redisReply r = {.type = REDIS_REPLY_STATUS, .str = "OK", .len = 2};
+  reply(f, i, &r);
+}
+
+void fake_reply_nil(fake_transport_t *f, unsigned i) {
+  redisReply r = {.type = REDIS_REPLY_NIL};
+  reply(f, i, &r);
+}
+
+void fake_reply_int(fake_transport_t *f, unsigned i, long long value) {
+  redisReply r = {.type = REDIS_REPLY_INTEGER, .integer = value};
+  reply(f, i, &r);
+}
+
+void fake_reply_error(fake_transport_t *f, unsigned i, const char *text) {
+  redisReply r = {.type = REDIS_REPLY_ERROR, .str = (char *)text, .len = strlen(text)};
+  reply(f, i, &r);
+}
+
+void fake_reply_none(fake_transport_t *f, unsigned i) { reply(f, i, NULL); }
+
+void fake_drop(fake_transport_t *f, unsigned i) {
+  while (f->m[i].n_out > 0)
+    fake_reply_none(f, i);
+}
+
+void fake_reply_int_all(fake_transport_t *f, long long value) {
+  for (unsigned i = 0; i < f->n; i++)
+    if (f->m[i].n_out > 0)
+      fake_reply_int(f, i, value);
+}
+
+void fake_reply_ok_all(fake_transport_t *f) {
+  for (unsigned i = 0; i < f->n; i++)
+    if (f->m[i].n_out > 0)
+      fake_reply_ok(f, i);
+}

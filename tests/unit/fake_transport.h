@@ -1,0 +1,70 @@
+/* fake_transport.h: fake masters behind a round_transport_t, for the
+ * engine's unit tests.  Each master keeps the requests sent to it in order,
+ * as a connection would, and answers only when the test says so (oldest
+ * first), with a hand-built hiredis reply or none (connection lost).  What
+ * each master does with a send (take it, queue it unsent, refuse it as down
+ * or busy), whether it is in restart quarantine, and what the rounds asked of
+ * it (sends, cancels, deferred releases, warnings) are the test's to set and
+ * read. */
+#ifndef REDLOCK_TEST_FAKE_TRANSPORT_H
+#define REDLOCK_TEST_FAKE_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "round.h"
+
+#define FAKE_MASTERS_MAX 8
+#define FAKE_OUT_MAX 64 /* requests outstanding per master */
+
+typedef enum {
+  FAKE_SEND_OK = 0, /* written: sent_ns = now */
+  FAKE_SEND_QUEUED, /* taken but waiting unsent in a backlog: sent_ns = 0 */
+  FAKE_SEND_DOWN,   /* refused: NODE_SEND_DOWN */
+  FAKE_SEND_BUSY,   /* refused: NODE_SEND_BUSY */
+} fake_send_mode_t;
+
+typedef struct {
+  node_req_t *req;
+  int queued;
+} fake_out_t;
+
+typedef struct {
+  fake_send_mode_t mode;
+  int quarantined;
+  uint64_t progress_ns;
+  fake_out_t out[FAKE_OUT_MAX]; /* outstanding, oldest first */
+  unsigned n_out;
+  unsigned sends, cancels, defers, warns;
+} fake_master_t;
+
+typedef struct {
+  unsigned n;
+  uint64_t (*now_ns)(void);
+  fake_master_t m[FAKE_MASTERS_MAX];
+} fake_transport_t;
+
+extern const round_transport_t fake_transport;
+
+void fake_transport_init(fake_transport_t *f, unsigned n, uint64_t (*now_ns)(void));
+/* Requests master i has not answered yet. */
+unsigned fake_outstanding(const fake_transport_t *f, unsigned i);
+/* Requests outstanding on every master together. */
+unsigned fake_outstanding_all(const fake_transport_t *f);
+/* 1 when master i's k-th outstanding request (0: oldest) contains `text`. */
+int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text);
+
+/* Answers master i's oldest outstanding request. */
+void fake_reply_ok(fake_transport_t *f, unsigned i); /* +OK */
+void fake_reply_nil(fake_transport_t *f, unsigned i);
+void fake_reply_int(fake_transport_t *f, unsigned i, long long value);
+void fake_reply_error(fake_transport_t *f, unsigned i, const char *text);
+void fake_reply_none(fake_transport_t *f, unsigned i); /* lost on the way (NULL) */
+/* Master i's connection drops: every outstanding request gets NULL. */
+void fake_drop(fake_transport_t *f, unsigned i);
+/* Answers the oldest outstanding request of every master that has one,
+ * master 0 first, with an integer (an EVALSHA's) or +OK. */
+void fake_reply_int_all(fake_transport_t *f, long long value);
+void fake_reply_ok_all(fake_transport_t *f);
+
+#endif

@@ -1,0 +1,244 @@
+/* test_lock_close.c: unlock, reentrancy, bad input and close (lock.c,
+ * client.c) on a client over fake masters and a stepped clock
+ * (engine_fixture.h): unlock outcomes, a handle unlocked twice, reentrant
+ * holds sharing one lease, and close in each phase (draining with calls and
+ * rounds in flight, queued, tearing down) with every callback run exactly
+ * once and nothing left behind. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "client.h"
+#include "engine_fixture.h"
+#include "redlock_uv.h"
+
+#define TTL_MS 10000
+
+/* The release's outcome: OK at a quorum of deletions, ELOST when a quorum
+ * no longer had our value, ENOQUORUM when too few answered. */
+static void test_unlock_outcomes(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  static const struct {
+    long long reply;
+    int errors;
+    int status;
+  } cases[] = {{1, 0, REDLOCK_OK}, {0, 0, REDLOCK_ELOST}, {1, 1, REDLOCK_ENOQUORUM}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+    done_result_t d = {0};
+    assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &d), 0);
+    fake_pump();
+    assert_true(fake_cmd_has(f, 0, 0, "EVALSHA"));
+    for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
+      if (cases[c].errors && i < 3)
+        fake_reply_error(f, i, "ERR boom");
+      else
+        fake_reply_int(f, i, cases[c].reply);
+    }
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, cases[c].status);
+  }
+  engine_close(e);
+}
+
+/* Bad input is refused at the call (no callback ever runs): a NULL client,
+ * handle or callback, a bad ttl or resource, a handle unlocked already. */
+static void test_bad_input_and_double_unlock(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  redlock_t *c = e->client;
+  lock_result_t r = {0};
+  done_result_t d = {0};
+  assert_int_equal(redlock_lock_async(NULL, "r", TTL_MS, 0, on_lock, &r), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(c, "r", TTL_MS, 0, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(c, "r", 0, 0, on_lock, &r), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(c, "", TTL_MS, 0, on_lock, &r), REDLOCK_EINVAL);
+  assert_int_equal(redlock_lock_async(c, NULL, TTL_MS, 0, on_lock, &r), REDLOCK_EINVAL);
+  assert_int_equal(redlock_unlock_async(c, NULL, on_done, &d), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(c, NULL, TTL_MS, on_done, &d), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(c, NULL, NULL, NULL), REDLOCK_EINVAL);
+  /* blocking calls on a client whose loop is the caller's own */
+  redlock_lock_t *out = NULL;
+  assert_int_equal(redlock_lock(c, "r", TTL_MS, &out), REDLOCK_EWOULDBLOCK);
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  assert_int_equal(redlock_extend_async(c, lock, 0, on_done, &d), REDLOCK_EINVAL);
+  engine_release(e, lock);
+  /* the handle is gone: every call on it is refused */
+  assert_int_equal(redlock_unlock_async(c, lock, on_done, &d), REDLOCK_EINVAL);
+  assert_int_equal(redlock_extend_async(c, lock, TTL_MS, on_done, &d), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch(c, lock, NULL, NULL), REDLOCK_EINVAL);
+  fake_pump();
+  assert_int_equal(r.calls + d.calls, 0);
+  assert_int_equal(fake_outstanding_all(&e->fake), 0);
+  engine_close(e);
+}
+
+/* Reentrancy: a second lock of the same resource by the same thread is a
+ * hold on the lease, granted without a round; the lease is released when
+ * its last handle is unlocked, in whichever order. */
+static void test_reentrant_holds(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
+  engine_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lease = engine_acquire(e, "r", TTL_MS);
+  for (int order = 0; order < 2; order++) {
+    lock_result_t r = {0};
+    engine_lock(e, "r", TTL_MS, 0, &r);
+    assert_int_equal(r.calls, 1);
+    assert_int_equal(r.status, REDLOCK_OK);
+    assert_int_equal(fake_outstanding_all(f), 0); /* no round */
+    redlock_lock_t *hold = r.lock;
+    assert_ptr_not_equal(hold, lease);
+    assert_string_equal(redlock_lock_value(hold), redlock_lock_value(lease));
+    /* a hold extends and watches its lease */
+    done_result_t x = {0};
+    engine_extend(e, hold, TTL_MS, &x);
+    fake_reply_int_all(f, 1);
+    assert_int_equal(x.status, REDLOCK_OK);
+    lost_result_t lost = {0};
+    assert_int_equal(redlock_watch(e->client, hold, on_lost, &lost), 0);
+    fake_pump();
+    redlock_lock_t *first = order == 0 ? hold : lease;
+    redlock_lock_t *last = order == 0 ? lease : hold;
+    done_result_t d = {0};
+    assert_int_equal(redlock_unlock_async(e->client, first, on_done, &d), 0);
+    fake_pump();
+    assert_int_equal(d.calls, 1);
+    assert_int_equal(d.status, REDLOCK_OK);
+    assert_int_equal(fake_outstanding_all(f), 0); /* still held by the other */
+    if (order == 0) {
+      lease = last; /* the next round: a hold on the same lease again */
+      continue;
+    }
+    engine_release(e, last);
+    assert_int_equal(lost.calls, 0);
+  }
+  engine_close(e);
+}
+
+/* Close while an acquisition, an extension and an unlock are in flight,
+ * with a lock held and one waiting on its retry timer: the acquisition and
+ * the waiter are canceled, the extension and the unlock end with their
+ * rounds, the held lock is released; the client drains, then tears down.
+ * Every callback runs exactly once. */
+static void test_close_phases(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_retry(opts, 5, 1000, 0), 0);
+  engine_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *held = engine_acquire(e, "held", TTL_MS);
+  redlock_lock_t *extended = engine_acquire(e, "extended", TTL_MS);
+  redlock_lock_t *unlocked = engine_acquire(e, "unlocked", TTL_MS);
+  lock_result_t waiting = {0}, acquiring = {0};
+  engine_lock(e, "waiting", TTL_MS, 0, &waiting);
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++)
+    fake_reply_nil(f, i);
+  fake_reply_int_all(f, 0); /* its attempt's release; now on its retry timer */
+  done_result_t x = {0}, u = {0};
+  assert_int_equal(redlock_lock_async(e->client, "acquiring", TTL_MS, 0, on_lock, &acquiring), 0);
+  assert_int_equal(redlock_extend_async(e->client, extended, TTL_MS, on_done, &x), 0);
+  assert_int_equal(redlock_unlock_async(e->client, unlocked, on_done, &u), 0);
+  fake_pump();
+  assert_int_equal(fake_outstanding(f, 0), 3);
+
+  engine_begin_close(e);
+  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  assert_int_equal(waiting.calls, 1);
+  assert_int_equal(waiting.status, REDLOCK_ECANCELED);
+  assert_int_equal(acquiring.calls, 0); /* its round is out */
+  /* calls after close are refused */
+  lock_result_t late = {0};
+  assert_int_equal(redlock_lock_async(e->client, "late", TTL_MS, 0, on_lock, &late),
+                   REDLOCK_ECLOSED);
+  assert_int_equal(redlock_unlock_async(e->client, held, on_done, &u), REDLOCK_ECLOSED);
+  /* acquisition won, extension and unlock answered; releases of the two
+   * held locks (held, extended) answered by some masters only */
+  fake_reply_ok_all(f);
+  assert_int_equal(acquiring.calls, 1);
+  assert_int_equal(acquiring.status, REDLOCK_ECANCELED);
+  fake_reply_int_all(f, 1); /* the extension */
+  assert_int_equal(x.calls, 1);
+  assert_int_equal(x.status, REDLOCK_OK);
+  fake_reply_int_all(f, 1); /* the unlock */
+  assert_int_equal(u.calls, 1);
+  assert_int_equal(u.status, REDLOCK_OK);
+  for (unsigned i = 0; i < 3; i++)
+    fake_drop(f, i); /* masters 0-2 answer the releases; 3 and 4 stay silent */
+  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  fake_advance_ms(ENGINE_REQUEST_MS - 1);
+  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  assert_int_equal(e->closed, 0);
+  engine_close(e); /* deadlines: queued, then torn down (requests dropped) */
+  assert_int_equal(waiting.calls + acquiring.calls + x.calls + u.calls + late.calls, 4);
+}
+
+/* Close with nothing in flight goes straight through draining. */
+static void test_close_idle(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  engine_close(e);
+}
+
+/* Close from inside a callback (the lock's): allowed, and the lock it was
+ * handed is released by the close. */
+static redlock_t *closing_client;
+static void close_in_callback(int status, redlock_lock_t *lock, void *arg) {
+  on_lock(status, lock, arg);
+  redlock_close_uv(closing_client, NULL, NULL);
+}
+
+static void test_close_from_callback(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  closing_client = e->client;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_lock_async(e->client, "r", TTL_MS, 0, close_in_callback, &r), 0);
+  fake_pump();
+  fake_reply_ok_all(f);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_OK);
+  fake_pump();
+  assert_int_equal(fake_outstanding(f, 0), 1); /* the close's release of it */
+  fake_reply_int_all(f, 1);
+  engine_close(e);
+}
+
+/* Close with a lease that has reentrant holds: every handle goes, the lease
+ * is released once. */
+static void test_close_with_holds(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
+  engine_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  (void)engine_acquire(e, "r", TTL_MS);
+  lock_result_t r = {0};
+  engine_lock(e, "r", TTL_MS, 0, &r);
+  assert_int_equal(r.status, REDLOCK_OK);
+  engine_begin_close(e);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_reply_int_all(f, 1);
+  engine_close(e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unlock_outcomes),
+      cmocka_unit_test(test_bad_input_and_double_unlock),
+      cmocka_unit_test(test_reentrant_holds),
+      cmocka_unit_test(test_close_phases),
+      cmocka_unit_test(test_close_idle),
+      cmocka_unit_test(test_close_with_holds),
+      cmocka_unit_test(test_close_from_callback),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,166 @@
+/* test_lock_wait.c: waiting acquisitions (redlock_lock_async with a wait
+ * budget: lock.c's WAIT mode) on a client over fake masters and a stepped
+ * clock (engine_fixture.h): retries until the budget is spent, one last
+ * attempt at its end, and waits woken by a release announcement (the
+ * notifier's channel for the key): a retry at once, or right after the
+ * attempt that was out when the release was announced. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "engine_fixture.h"
+
+#define TTL_MS 10000
+
+static engine_t *open_waiting_client(void) {
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_retry(opts, 0, 50, 0), 0);
+  return engine_open(opts);
+}
+
+/* Every master refuses (held by another), answers every release with 0. */
+static void refuse_attempt(fake_transport_t *f) {
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++)
+    fake_reply_nil(f, i);
+  fake_reply_int_all(f, 0); /* the attempt's release, on the two late masters */
+}
+
+/* Held all along: retried every 50 ms, and once more at the end of the
+ * budget (the last delay shortened to it), then REDLOCK_ETIMEDOUT. */
+static void test_wait_deadline(void **state) {
+  (void)state;
+  engine_t *e = open_waiting_client();
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  engine_lock(e, "r", TTL_MS, 120, &r);
+  refuse_attempt(f); /* t = 0 */
+  fake_advance_ms(50);
+  refuse_attempt(f); /* t = 50 */
+  fake_advance_ms(50);
+  refuse_attempt(f); /* t = 100: 20 ms of budget left */
+  fake_advance_ms(19);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  fake_advance_ms(1);
+  assert_int_equal(fake_outstanding(f, 0), 1); /* the last attempt, at t = 120 */
+  assert_int_equal(r.calls, 0);
+  refuse_attempt(f);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ETIMEDOUT);
+  engine_close(e);
+}
+
+/* A lost wait registers for the key's release announcements; the
+ * announcement makes it try again at once, not at its fallback timer. */
+static void test_woken_by_release(void **state) {
+  (void)state;
+  engine_t *e = open_waiting_client();
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  engine_lock(e, "jobs", TTL_MS, 5000, &r);
+  refuse_attempt(f);
+  fake_advance_ms(10);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  engine_announce(e, "other"); /* another key's release wakes nobody */
+  assert_int_equal(fake_outstanding_all(f), 0);
+  engine_announce(e, "jobs");
+  assert_int_equal(fake_outstanding(f, 0), 1); /* retried at once, at t = 10 */
+  assert_true(fake_cmd_has(f, 0, 0, "SET"));
+  fake_reply_ok_all(f);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_OK);
+  engine_announce(e, "jobs"); /* nobody waits any more */
+  assert_int_equal(fake_outstanding_all(f), 0);
+  engine_release(e, r.lock);
+  engine_close(e);
+}
+
+/* A release announced while the woken attempt is out (another master's copy
+ * of the same release) marks it woken: when that attempt loses, the next
+ * starts at once instead of after the retry delay. */
+static void test_woken_during_attempt(void **state) {
+  (void)state;
+  engine_t *e = open_waiting_client();
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  engine_lock(e, "jobs", TTL_MS, 5000, &r);
+  refuse_attempt(f);
+  engine_announce(e, "jobs"); /* attempt 2 goes out */
+  assert_int_equal(f->m[0].sends, 3);
+  engine_announce(e, "jobs"); /* during attempt 2 */
+  assert_int_equal(f->m[0].sends, 3);
+  refuse_attempt(f);
+  assert_int_equal(f->m[0].sends, 4);
+  fake_pump();                        /* the next loop turn */
+  assert_int_equal(f->m[0].sends, 5); /* attempt 3 at once, no time passed */
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_reply_ok_all(f);
+  assert_int_equal(r.status, REDLOCK_OK);
+  engine_release(e, r.lock);
+  engine_close(e);
+}
+
+/* Two waiters on one key: a release wakes one of them (the longest
+ * waiting), not both; the other keeps its fallback timer. */
+static void test_release_wakes_one_waiter(void **state) {
+  (void)state;
+  engine_t *e = open_waiting_client();
+  fake_transport_t *f = &e->fake;
+  lock_result_t a = {0}, b = {0};
+  assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &a), 0);
+  engine_lock(e, "k", TTL_MS, 5000, &b);
+  assert_int_equal(fake_outstanding(f, 0), 2);
+  for (int both = 0; both < 2; both++)
+    for (unsigned i = 0; i < ENGINE_MASTERS; i++)
+      fake_reply_nil(f, i);
+  fake_reply_int_all(f, 0); /* the two attempts' releases */
+  fake_reply_int_all(f, 0);
+  engine_announce(e, "k");
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_reply_ok_all(f);
+  assert_int_equal(a.calls + b.calls, 1);
+  lock_result_t *won = a.calls ? &a : &b;
+  lock_result_t *waiting = a.calls ? &b : &a;
+  assert_int_equal(won->status, REDLOCK_OK);
+  /* the other retries at its timer, and is refused again */
+  fake_advance_ms(50);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  refuse_attempt(f);
+  /* the winner unlocks; its release wakes the other one */
+  done_result_t d = {0};
+  assert_int_equal(redlock_unlock_async(e->client, won->lock, on_done, &d), 0);
+  fake_pump();
+  fake_reply_int_all(f, 1);
+  assert_int_equal(d.status, REDLOCK_OK);
+  engine_announce(e, "k");
+  fake_reply_ok_all(f);
+  assert_int_equal(waiting->calls, 1);
+  assert_int_equal(waiting->status, REDLOCK_OK);
+  engine_release(e, waiting->lock);
+  engine_close(e);
+}
+
+/* Closing cancels a wait that sits on its retry timer: ECANCELED at once. */
+static void test_close_cancels_waiter(void **state) {
+  (void)state;
+  engine_t *e = open_waiting_client();
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  engine_lock(e, "k", TTL_MS, 5000, &r);
+  refuse_attempt(f);
+  assert_int_equal(r.calls, 0);
+  engine_close(e);
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ECANCELED);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_wait_deadline),        cmocka_unit_test(test_woken_by_release),
+      cmocka_unit_test(test_woken_during_attempt), cmocka_unit_test(test_release_wakes_one_waiter),
+      cmocka_unit_test(test_close_cancels_waiter),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,289 @@
+/* test_lock_watch.c: extension and watching (lock.c) on a client over fake
+ * masters and a stepped clock (engine_fixture.h): an extension's new
+ * validity, its failures (held by another: lost; no quorum; too slow; the
+ * validity already spent), and the watch: renewal when a third of the ttl
+ * is left, retries after failures, and the lost callback, exactly once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "engine_fixture.h"
+
+#define TTL_MS 3000
+#define DRIFT_MS (TTL_MS / 100 + 2) /* 32 */
+
+/* A lock taken for TTL_MS and watched. */
+static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  assert_int_equal(redlock_watch(e->client, lock, on_lost, lost), 0);
+  fake_pump();
+  return lock;
+}
+
+/* An extension sets the ttl from the start of its round. */
+static void test_extend_ok(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  fake_advance_ms(1000);
+  done_result_t d = {0};
+  engine_extend(e, lock, 6000, &d);
+  assert_true(fake_cmd_has(f, 0, 0, "EVALSHA"));
+  fake_advance_ms(4);
+  fake_reply_int(f, 0, 1);
+  fake_reply_int(f, 1, 1);
+  assert_int_equal(d.calls, 0);
+  fake_reply_int(f, 2, 1);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.status, REDLOCK_OK);
+  assert_int_equal(redlock_lock_validity_ms(lock), 6000 - 4 - (6000 / 100 + 2));
+  fake_reply_int(f, 3, 1);
+  fake_reply_int(f, 4, 1);
+  engine_release(e, lock);
+  engine_close(e);
+}
+
+/* A quorum answers that our value is gone: REDLOCK_ELOST, and the lock is
+ * marked lost; unlocking it still releases (and reports it lost). */
+static void test_extend_lost(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, TTL_MS, &d);
+  fake_reply_int_all(f, 0);
+  assert_int_equal(d.status, REDLOCK_ELOST);
+  assert_true(redlock_lock_is_lost(lock));
+  done_result_t u = {0};
+  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
+  fake_pump();
+  fake_reply_int_all(f, 0);
+  assert_int_equal(u.calls, 1);
+  assert_int_equal(u.status, REDLOCK_ELOST);
+  engine_close(e);
+}
+
+/* No quorum (errors, silence): REDLOCK_ENOQUORUM, the lock is not lost. */
+static void test_extend_no_quorum(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, TTL_MS, &d);
+  fake_reply_error(f, 0, "ERR boom");
+  fake_reply_int(f, 1, 1);
+  fake_reply_error(f, 2, "ERR boom");
+  fake_advance_ms(ENGINE_REQUEST_MS);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.status, REDLOCK_ENOQUORUM);
+  assert_false(redlock_lock_is_lost(lock));
+  fake_drop(f, 3);
+  fake_drop(f, 4);
+  engine_release(e, lock);
+  engine_close(e);
+}
+
+/* Won, but too slowly to leave any validity: REDLOCK_EEXPIRED. */
+static void test_extend_too_slow(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, 50, &d);
+  fake_advance_ms(48);
+  fake_reply_int_all(f, 1);
+  assert_int_equal(d.status, REDLOCK_EEXPIRED);
+  engine_release(e, lock);
+  engine_close(e);
+}
+
+/* A lock whose validity is spent is not extended (it may be someone
+ * else's by now): REDLOCK_ELOST without a round. */
+static void test_extend_after_expiry(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  fake_advance_ms(TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, TTL_MS, &d);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.status, REDLOCK_ELOST);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  /* extend without a callback: runs all the same */
+  assert_int_equal(redlock_extend_async(e->client, lock, TTL_MS, NULL, NULL), 0);
+  fake_pump();
+  engine_close(e); /* releases it */
+}
+
+/* The watch extends when a third of the ttl is left, again and again. */
+static void test_watch_renews(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  redlock_lock_t *lock = watched_lock(e, &lost);
+  /* validity 2968 ms: renewed at 2968 - 1000 */
+  fake_advance_ms(1967);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  fake_advance_ms(1);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_reply_int_all(f, 1);
+  assert_int_equal(redlock_lock_validity_ms(lock), TTL_MS - DRIFT_MS);
+  fake_advance_ms(1968);
+  assert_int_equal(fake_outstanding(f, 0), 1); /* the second renewal */
+  fake_reply_int_all(f, 1);
+  assert_int_equal(lost.calls, 0);
+  engine_release(e, lock); /* ends the watch */
+  fake_advance_ms(10000);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  assert_int_equal(lost.calls, 0);
+  engine_close(e);
+}
+
+/* Renewals that fail for want of a quorum are retried once per request
+ * timeout while validity is left; when it runs out the lock is lost, and
+ * the lost callback runs exactly once. */
+static void test_watch_failures_then_lost(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  redlock_lock_t *lock = watched_lock(e, &lost);
+  fake_advance_ms(1968);
+  unsigned tries = 0;
+  while (lost.calls == 0 && tries < 100) {
+    if (fake_outstanding(f, 0) > 0) {
+      tries++;
+      for (unsigned i = 0; i < ENGINE_MASTERS; i++)
+        fake_reply_error(f, i, "ERR boom");
+    }
+    fake_advance_ms(7); /* answers off the timers' grid: the last try is short */
+  }
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, REDLOCK_ELOST);
+  assert_ptr_equal(lost.lock, lock);
+  assert_true(redlock_lock_is_lost(lock));
+  /* one try per request timeout over the last 1000 ms, the last at the end */
+  assert_true(tries >= 8 && tries <= 11);
+  fake_advance_ms(10000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  engine_close(e);
+}
+
+/* A renewal answered "not ours" by a quorum: lost at once, callback once. */
+static void test_watch_lost_held(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  redlock_lock_t *lock = watched_lock(e, &lost);
+  fake_advance_ms(1968);
+  fake_reply_int_all(f, 0);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(lost.reason, REDLOCK_ELOST);
+  fake_advance_ms(10000);
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  done_result_t u = {0};
+  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
+  fake_pump();
+  fake_reply_int_all(f, 0);
+  assert_int_equal(u.status, REDLOCK_ELOST);
+  engine_close(e);
+}
+
+/* Watching a lock whose validity is already spent: lost at once. */
+static void test_watch_expired(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  fake_advance_ms(TTL_MS);
+  lost_result_t lost = {0};
+  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
+  fake_pump();
+  assert_int_equal(lost.calls, 1);
+  assert_int_equal(fake_outstanding_all(&e->fake), 0);
+  engine_close(e);
+}
+
+/* Unlocked while a renewal is out: the renewal's outcome is ignored and no
+ * lost callback runs. */
+static void test_unlock_during_renewal(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  redlock_lock_t *lock = watched_lock(e, &lost);
+  fake_advance_ms(1968);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  done_result_t u = {0};
+  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
+  fake_pump();
+  fake_reply_int_all(f, 0); /* the renewal: refused */
+  fake_reply_int_all(f, 1); /* the release */
+  assert_int_equal(u.status, REDLOCK_OK);
+  assert_int_equal(lost.calls, 0);
+  engine_close(e);
+}
+
+/* Closing with a watched lock: the watch stops, the lock is released,
+ * nobody is told it was lost. */
+static void test_close_with_watched_lock(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  (void)watched_lock(e, &lost);
+  engine_begin_close(e);
+  assert_int_equal(fake_outstanding(f, 0), 1); /* the release */
+  fake_reply_int_all(f, 1);
+  engine_close(e);
+  assert_int_equal(lost.calls, 0);
+}
+
+/* Watching again with validity left, while the renewal is out: the timer
+ * that fires meanwhile sends no second renewal. */
+static void test_rewatch_timer_during_renewal(void **state) {
+  (void)state;
+  engine_t *e = engine_open_default();
+  fake_transport_t *f = &e->fake;
+  lost_result_t lost = {0};
+  redlock_lock_t *lock = watched_lock(e, &lost);
+  fake_advance_ms(1968);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_advance_ms(1); /* 999 ms of validity left: the timer is due at once */
+  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
+  fake_advance_ms(ENGINE_REQUEST_MS - 2);
+  assert_int_equal(fake_outstanding(f, 0), 1); /* still the one renewal */
+  fake_reply_int_all(f, 1);
+  assert_int_equal(lost.calls, 0);
+  engine_release(e, lock);
+  engine_close(e);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_extend_ok),
+      cmocka_unit_test(test_extend_lost),
+      cmocka_unit_test(test_extend_no_quorum),
+      cmocka_unit_test(test_extend_too_slow),
+      cmocka_unit_test(test_extend_after_expiry),
+      cmocka_unit_test(test_watch_renews),
+      cmocka_unit_test(test_watch_failures_then_lost),
+      cmocka_unit_test(test_watch_lost_held),
+      cmocka_unit_test(test_watch_expired),
+      cmocka_unit_test(test_unlock_during_renewal),
+      cmocka_unit_test(test_close_with_watched_lock),
+      cmocka_unit_test(test_rewatch_timer_during_renewal),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
