@@ -722,13 +722,17 @@ static void watch_timer_cb(uv_timer_t *timer) {
 
 /* Next extension when a third of the ttl is left, a little earlier at random
  * and on the client's renewal tick (quorum_watch_delay_ms says why); after a
- * failure, retry soon but never later than the end of validity (where it is
- * declared lost). */
+ * failure, retry once per request timeout (not on the tick: a retry drawn
+ * early could fire at once, again and again) but never later than the end of
+ * validity (where it is declared lost). */
 static void watch_schedule(redlock_lock_t *lock) {
   int64_t validity_ns = lock_validity_ns(lock);
-  uint32_t early = client_random(lock->client) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
-  int64_t delay = (int64_t)quorum_watch_delay_ms(validity_ns / 1000000, lock->ttl_ms,
-                                                 uv_now(lock->client->loop), early);
+  int64_t delay = 0;
+  if (lock->watch_failures == 0) { /* after a failure: the retry schedule below */
+    uint32_t early = client_random(lock->client) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
+    delay = (int64_t)quorum_watch_delay_ms(validity_ns / 1000000, lock->ttl_ms,
+                                           uv_now(lock->client->loop), early);
+  }
   if (delay <= 0) {
     /* Retrying: once per request timeout, and last at the end of validity,
      * where the timer finds it spent and declares the lock lost. */

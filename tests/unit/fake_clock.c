@@ -33,6 +33,13 @@ void fake_clock_init(uv_loop_t *loop, uint64_t start_ns) {
 
 uint64_t fake_now_ns(void) { return clk.now_ns; }
 
+/* The loop's time, in ms, on the same stepped clock as the timers. */
+uint64_t __wrap_uv_now(const uv_loop_t *loop);
+uint64_t __wrap_uv_now(const uv_loop_t *loop) {
+  (void)loop;
+  return clk.now_ns / 1000000u;
+}
+
 static int timer_index(const uv_timer_t *timer) {
   for (unsigned i = 0; i < clk.n; i++)
     if (clk.timers[i].timer == timer)

@@ -11,9 +11,26 @@
 #include <cmocka.h>
 
 #include "engine_fixture.h"
+#include "quorum.h"
 
 #define TTL_MS 3000
 #define DRIFT_MS (TTL_MS / 100 + 2) /* 32 */
+
+/* The watch renews when a third of the ttl is left (nominal_ms from now),
+ * or up to the spread and a tick earlier (quorum_watch_delay_ms): steps the
+ * clock 1 ms at a time until the renewal is out, asserts that it went out in
+ * that window, and returns the ms stepped. */
+static unsigned step_to_renewal(fake_transport_t *f, unsigned nominal_ms) {
+  unsigned window = quorum_watch_spread_ms(TTL_MS) + quorum_watch_tick_ms(TTL_MS);
+  unsigned t = 0;
+  while (fake_outstanding(f, 0) == 0 && t < nominal_ms) {
+    fake_advance_ms(1);
+    t++;
+  }
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  assert_true(t + window >= nominal_ms);
+  return t;
+}
 
 /* A lock taken for TTL_MS and watched. */
 static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
@@ -130,15 +147,11 @@ static void test_watch_renews(void **state) {
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
-  /* validity 2968 ms: renewed at 2968 - 1000 */
-  fake_advance_ms(1967);
-  assert_int_equal(fake_outstanding_all(f), 0);
-  fake_advance_ms(1);
-  assert_int_equal(fake_outstanding(f, 0), 1);
+  /* validity 2968 ms: renewed at 2968 - 1000, or a little earlier */
+  step_to_renewal(f, 1968);
   fake_reply_int_all(f, 1);
   assert_int_equal(redlock_lock_validity_ms(lock), TTL_MS - DRIFT_MS);
-  fake_advance_ms(1968);
-  assert_int_equal(fake_outstanding(f, 0), 1); /* the second renewal */
+  step_to_renewal(f, 1968); /* the second renewal */
   fake_reply_int_all(f, 1);
   assert_int_equal(lost.calls, 0);
   engine_release(e, lock); /* ends the watch */
@@ -157,7 +170,7 @@ static void test_watch_failures_then_lost(void **state) {
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
-  fake_advance_ms(1968);
+  unsigned first = step_to_renewal(f, 1968);
   unsigned tries = 0;
   while (lost.calls == 0 && tries < 100) {
     if (fake_outstanding(f, 0) > 0) {
@@ -171,8 +184,10 @@ static void test_watch_failures_then_lost(void **state) {
   assert_int_equal(lost.reason, REDLOCK_ELOST);
   assert_ptr_equal(lost.lock, lock);
   assert_true(redlock_lock_is_lost(lock));
-  /* one try per request timeout over the last 1000 ms, the last at the end */
-  assert_true(tries >= 8 && tries <= 11);
+  /* one try per request timeout from the first until the validity (2968 ms)
+   * runs out, the last at the end */
+  unsigned expected = (2968 - first) / ENGINE_REQUEST_MS + 1;
+  assert_true(tries + 2 >= expected && tries <= expected + 1);
   fake_advance_ms(10000);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(fake_outstanding_all(f), 0);
@@ -186,7 +201,7 @@ static void test_watch_lost_held(void **state) {
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
-  fake_advance_ms(1968);
+  step_to_renewal(f, 1968);
   fake_reply_int_all(f, 0);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(lost.reason, REDLOCK_ELOST);
@@ -223,8 +238,7 @@ static void test_unlock_during_renewal(void **state) {
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
-  fake_advance_ms(1968);
-  assert_int_equal(fake_outstanding(f, 0), 1);
+  step_to_renewal(f, 1968);
   done_result_t u = {0};
   assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
   fake_pump();
@@ -250,19 +264,20 @@ static void test_close_with_watched_lock(void **state) {
   assert_int_equal(lost.calls, 0);
 }
 
-/* Watching again with validity left, while the renewal is out: the timer
- * that fires meanwhile sends no second renewal. */
+/* Watching again while the renewal is out: the new watch's timer, which
+ * fires while that renewal is still out (a request timeout longer than the
+ * rest of the period keeps it out), sends no second renewal. */
 static void test_rewatch_timer_during_renewal(void **state) {
   (void)state;
-  engine_t *e = engine_open_default();
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_timeouts(opts, 1000, 2000), 0);
+  engine_t *e = engine_open(opts);
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
-  fake_advance_ms(1968);
-  assert_int_equal(fake_outstanding(f, 0), 1);
-  fake_advance_ms(1); /* 999 ms of validity left: the timer is due at once */
+  unsigned t = step_to_renewal(f, 1968);
   assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_advance_ms(ENGINE_REQUEST_MS - 2);
+  fake_advance_ms(1968 - t + 1);               /* past the new timer's due time */
   assert_int_equal(fake_outstanding(f, 0), 1); /* still the one renewal */
   fake_reply_int_all(f, 1);
   assert_int_equal(lost.calls, 0);
