@@ -27,6 +27,10 @@ static void on_report(void *arg, node_t *node, node_event_t ev, const char *what
   e->state = node->state;
   snprintf(e->what, sizeof e->what, "%s", what ? what : "");
   snprintf(e->detail, sizeof e->detail, "%s", detail ? detail : "");
+  e->has_context = node->ac != NULL;
+  e->timer_active = ev != NODE_EV_CLOSED && uv_is_active((uv_handle_t *)&node->timer);
+  e->failures = node->failures;
+  snprintf(e->down_why, sizeof e->down_why, "%s", node->down_why); /* loop thread: no lock */
 }
 
 static void on_log(int level, const char *msg, void *arg) {
@@ -143,6 +147,17 @@ void nf_wait_event(nf_t *f, node_event_t ev, unsigned count) {
   wait_t w = {.f = f, .ev = ev, .count = count};
   if (!mock_run_until(&f->loop, saw_event, &w, NF_WAIT_MS))
     fail_msg("event %d: seen %u times, waited for %u", (int)ev, nf_count(f, ev), count);
+}
+
+static int in_state(void *arg) {
+  wait_t *w = arg;
+  return w->f->node.state == (node_state_t)w->count;
+}
+
+void nf_wait_state(nf_t *f, node_state_t state) {
+  wait_t w = {.f = f, .count = state};
+  if (!mock_run_until(&f->loop, in_state, &w, NF_WAIT_MS))
+    fail_msg("node state %d, waited for %d", (int)f->node.state, (int)state);
 }
 
 static int saw_command(void *arg) {

@@ -22,6 +22,12 @@ typedef struct {
   node_state_t state; /* the node's state when it reported */
   char what[96];
   char detail[160];
+  /* the node as it was then (a backoff may have run by the time a wait
+   * returns on a loaded machine: tests check the moment itself) */
+  int has_context;  /* node->ac != NULL */
+  int timer_active; /* its timer runs (connect deadline or backoff) */
+  unsigned failures;
+  char down_why[NODE_DOWN_WHY_LEN];
 } nf_event_t;
 
 /* A request the test sends, with what came back. */
@@ -71,6 +77,8 @@ unsigned nf_count(const nf_t *f, node_event_t ev);
 int nf_index(const nf_t *f, node_event_t ev, unsigned nth);
 /* Runs the loop until ev has been reported `count` times in all; asserts it was. */
 void nf_wait_event(nf_t *f, node_event_t ev, unsigned count);
+/* Runs the loop until the node is in `state` (after some loop turn). */
+void nf_wait_state(nf_t *f, node_state_t state);
 /* Runs the loop until the mock has received `count` commands named `command`. */
 void nf_wait_received(nf_t *f, const char *command, unsigned count);
 /* Runs the loop until r's fn has run. */
