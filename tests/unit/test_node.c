@@ -278,14 +278,20 @@ static void test_tls_failure(void **state) {
   tls_client_free(tls);
 }
 
-/* A host name is looked up (off the loop) before each attempt. */
-static void test_host_name(void **state) {
-  nf_t *f = *state;
+/* Addresses the master by a host name (looked up off the loop before each
+ * attempt) and starts the node. */
+static void start_at_localhost(nf_t *f) {
   char uri[64], err[128];
   snprintf(uri, sizeof uri, "redis://localhost:%d", mock_master_port(f->mock));
   node_addr_clear(&f->addr);
   assert_int_equal(uri_parse(uri, &f->addr, err, sizeof err), 0);
   nf_start(f);
+}
+
+/* A host name is looked up (off the loop) before each attempt. */
+static void test_host_name(void **state) {
+  nf_t *f = *state;
+  start_at_localhost(f);
   assert_non_null(f->node.resolving);
   nf_wait_event(f, NODE_EV_STARTED, 1);
   assert_null(f->node.resolving);
@@ -302,11 +308,7 @@ static void test_host_name(void **state) {
 /* Closed while the name lookup runs: the lookup is abandoned. */
 static void test_close_while_resolving(void **state) {
   nf_t *f = *state;
-  char uri[64], err[128];
-  snprintf(uri, sizeof uri, "redis://localhost:%d", mock_master_port(f->mock));
-  node_addr_clear(&f->addr);
-  assert_int_equal(uri_parse(uri, &f->addr, err, sizeof err), 0);
-  nf_start(f);
+  start_at_localhost(f);
   assert_non_null(f->node.resolving);
   nf_shutdown(f);
   assert_null(f->node.resolving);
