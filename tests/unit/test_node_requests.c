@@ -1,0 +1,429 @@
+/* test_node_requests.c: what a READY master does with requests (node.c)
+ * against the in-process mock master: replies passed up as they come
+ * (scripted, NOSCRIPT, nil), a connection closed mid-reply, the in-flight
+ * cap and the backlog (queued, canceled, busy, failed when the master goes
+ * down), hung-master detection, the replay of missed releases (REPLAYS_DUE,
+ * SETTLED), the restart quarantine (QUARANTINE_END) and the rate-limited
+ * warnings. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+#include "node_fixture.h"
+#include "redlock.h"
+#include "resp.h"
+
+static void start_ready(nf_t *f) {
+  nf_start(f);
+  nf_wait_event(f, NODE_EV_UP, 1);
+}
+
+static void test_send_while_not_ready(void **state) {
+  nf_t *f = *state;
+  nf_req_t r;
+  mock_master_on(f->mock, "INFO", MOCK_HOLD, NULL, 0);
+  nf_start(f);
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), NODE_SEND_DOWN); /* CONNECTING */
+  assert_false(r.done);
+  assert_false(node_owes_releases(&f->node));
+  assert_int_equal(node_replays_due_ns(&f->node), 0);
+  node_read_pending(&f->node); /* nothing to read while not READY */
+  node_drop_if_hung(&f->node);
+  assert_int_equal(f->node.state, NODE_CONNECTING);
+}
+
+/* Replies come back to the request's fn as the master sent them; the mock
+ * got the exact command; the stats figures count the request. */
+static void test_request_replies(void **state) {
+  nf_t *f = *state;
+  struct stats *stats = calloc(1, sizeof *stats + sizeof stats->masters[0]);
+  assert_non_null(stats);
+  for (unsigned i = 0; i <= STATS_N_BOUNDS; i++)
+    stats->bound_ns[i] = UINT64_MAX; /* one bucket: enough to observe */
+  stats->n_masters = 1;
+  start_ready(f);
+  f->node.stats = stats;
+  mock_master_on(f->mock, "SET", MOCK_REPLY, "$-1\r\n", 1);
+  mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, "-NOSCRIPT No matching script.\r\n", 1);
+  nf_req_t ok, nil, noscript, evalsha;
+  assert_int_equal(nf_send(f, &nil, "SET k v NX PX 1000", 0), 0);
+  assert_int_equal(nf_send(f, &ok, "SET k2 v NX PX 1000", 0), 0);
+  assert_int_equal(nf_send(f, &noscript, "EVALSHA 0123 1 k v", 0), 0);
+  assert_int_equal(nf_send(f, &evalsha, "EVALSHA 0123 1 k v", 0), 0);
+  assert_int_equal(f->node.inflight, 4);
+  assert_false(node_req_queued(&ok.req));
+  assert_true(ok.req.sent_ns != 0);
+  nf_wait_req(f, &evalsha);
+  assert_true(nil.done && ok.done && noscript.done);
+  assert_int_equal(nil.reply_type, REDIS_REPLY_NIL);
+  assert_int_equal(ok.reply_type, REDIS_REPLY_STATUS);
+  assert_string_equal(ok.str, "OK");
+  assert_int_equal(noscript.reply_type, REDIS_REPLY_ERROR);
+  assert_non_null(strstr(noscript.str, "NOSCRIPT"));
+  assert_int_equal(evalsha.reply_type, REDIS_REPLY_INTEGER);
+  assert_int_equal(evalsha.integer, 1);
+  assert_true(ok.req.replied_ns >= ok.req.sent_ns);
+  assert_int_equal(f->node.inflight, 0);
+  const mock_cmd_t *set = mock_master_last(f->mock, "SET");
+  assert_int_equal(set->argc, 6);
+  assert_string_equal(set->argv[1], "k2");
+  assert_string_equal(set->argv[5], "1000");
+  assert_int_equal(stats->masters[0].sent, 4);
+  assert_int_equal(stats->masters[0].done, 4);
+  f->node.stats = NULL;
+  free(stats);
+}
+
+/* Replies that already wait on the socket are read on demand. */
+static void test_read_pending(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  nf_req_t r;
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), 0);
+  nf_wait_received(f, "SET", 1);
+  node_read_pending(&f->node); /* reads it if it is there already */
+  nf_wait_req(f, &r);
+  assert_true(r.got_reply);
+}
+
+/* The master closes the connection halfway through a reply: the request
+ * gets NULL, the node goes DOWN (reported while READY) and reconnects. */
+static void test_close_mid_reply(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  mock_master_on(f->mock, "SET", MOCK_CLOSE_MID, "$10\r\n0123456789\r\n", 1);
+  nf_req_t r;
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), 0);
+  nf_wait_req(f, &r);
+  assert_false(r.got_reply);
+  assert_int_equal(r.req.replied_ns, 0);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  const nf_event_t *down = nf_last(f, NODE_EV_DOWN);
+  assert_int_equal(down->state, NODE_READY);
+  assert_string_equal(down->what, "connection lost");
+  nf_wait_event(f, NODE_EV_UP, 2);
+}
+
+/* Past NODE_MAX_INFLIGHT requests wait in order in the backlog; a queued
+ * one can be taken back; the rest go out as replies come. */
+static void test_backlog(void **state) {
+  nf_t *f = *state;
+  enum { EXTRA = 5, TOTAL = NODE_MAX_INFLIGHT + EXTRA };
+  nf_req_t *r = calloc(TOTAL, sizeof *r);
+  assert_non_null(r);
+  start_ready(f);
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  for (unsigned i = 0; i < TOTAL; i++)
+    assert_int_equal(nf_send(f, &r[i], "SET k v", 0), 0);
+  assert_int_equal(f->node.inflight, NODE_MAX_INFLIGHT);
+  assert_int_equal(f->node.backlog_len, EXTRA);
+  assert_false(node_req_queued(&r[NODE_MAX_INFLIGHT - 1].req));
+  assert_true(node_req_queued(&r[NODE_MAX_INFLIGHT].req));
+  assert_int_equal(r[NODE_MAX_INFLIGHT].req.sent_ns, 0);
+  node_cancel(&r[NODE_MAX_INFLIGHT + 1].req); /* taken back: its fn never runs */
+  assert_int_equal(f->node.backlog_len, EXTRA - 1);
+  nf_wait_received(f, "SET", NODE_MAX_INFLIGHT);
+  assert_int_equal(mock_master_release(f->mock), NODE_MAX_INFLIGHT);
+  nf_wait_received(f, "SET", TOTAL - 1); /* the backlog went out as replies came */
+  mock_master_clear_rules(f->mock);
+  assert_int_equal(mock_master_release(f->mock), EXTRA - 1);
+  nf_wait_req(f, &r[TOTAL - 1]);
+  for (unsigned i = 0; i < TOTAL; i++)
+    if (i != NODE_MAX_INFLIGHT + 1) {
+      nf_wait_req(f, &r[i]);
+      assert_true(r[i].got_reply);
+    }
+  assert_false(r[NODE_MAX_INFLIGHT + 1].done);
+  assert_int_equal(f->node.backlog_len, 0);
+  assert_int_equal(f->node.inflight, 0);
+  free(r);
+}
+
+/* A full backlog refuses a request (BUSY) but never a release; when the
+ * master goes down every request, written or queued, gets NULL. */
+typedef struct {
+  node_req_t req;
+  unsigned *nulls;
+} small_req_t;
+
+static void small_fn(node_req_t *req, const redisReply *reply) {
+  small_req_t *r = (small_req_t *)req;
+  if (reply == NULL)
+    (*r->nulls)++;
+}
+
+static void test_backlog_busy_then_down(void **state) {
+  nf_t *f = *state;
+  enum { TOTAL = NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG + 1 };
+  static const char cmd[] = "*1\r\n$4\r\nPING\r\n";
+  small_req_t *r = calloc(TOTAL, sizeof *r);
+  assert_non_null(r);
+  unsigned nulls = 0;
+  start_ready(f);
+  mock_master_on(f->mock, "PING", MOCK_HOLD, NULL, 0);
+  for (unsigned i = 0; i < TOTAL; i++) {
+    r[i].req.cmd = cmd;
+    r[i].req.len = sizeof cmd - 1;
+    r[i].req.fn = small_fn;
+    r[i].req.keep = i == TOTAL - 1;
+    r[i].nulls = &nulls;
+    if (i == TOTAL - 1) {
+      small_req_t busy = {.req = {.cmd = cmd, .len = sizeof cmd - 1, .fn = small_fn}};
+      assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
+    }
+    assert_int_equal(node_send(&f->node, &r[i].req), 0); /* the last is a release: kept */
+  }
+  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG + 1);
+  nf_wait_received(f, "PING", 1);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  assert_int_equal(nulls, TOTAL);
+  assert_int_equal(f->node.backlog_len, 0);
+  assert_int_equal(f->node.inflight, 0);
+  free(r);
+}
+
+/* ---- hung masters -------------------------------------------------------------------- */
+
+static void hung_tick(uv_timer_t *timer) { node_drop_if_hung(timer->data); }
+
+/* Requests out and no reply for NODE_HUNG_REQUEST_TIMEOUTS request timeouts:
+ * the connection is dropped and the node reconnects. */
+static void test_hung_master(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  nf_req_t r;
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), 0);
+  nf_wait_received(f, "SET", 1);
+  node_drop_if_hung(&f->node); /* a minute per timeout: not hung */
+  assert_int_equal(f->node.state, NODE_READY);
+  /* now the request timeout is 5 ms: the watch (ticking as a round's
+   * deadline would) drops it soon */
+  f->env.request_timeout_ms = 5;
+  uv_timer_t tick;
+  uv_timer_init(&f->loop, &tick);
+  tick.data = &f->node;
+  uv_timer_start(&tick, hung_tick, 5, 5);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  uv_close((uv_handle_t *)&tick, NULL);
+  const nf_event_t *down = nf_last(f, NODE_EV_DOWN);
+  assert_string_equal(down->what, "master not answering; reconnecting");
+  assert_int_equal(down->state, NODE_READY);
+  assert_non_null(strstr(down->detail, "with 1 requests waiting"));
+  assert_true(r.done);
+  assert_false(r.got_reply);
+  mock_master_clear_rules(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+}
+
+/* Idle (nothing out): never hung, however long. */
+static void test_idle_not_hung(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  f->env.request_timeout_ms = 0;
+  node_drop_if_hung(&f->node);
+  assert_int_equal(f->node.state, NODE_READY);
+}
+
+/* ---- replayed releases --------------------------------------------------------------- */
+
+static void format_release(char *out, size_t *len, const char *key) {
+  const char *argv[] = {"EVALSHA", "0123456789", "1", key, "value"};
+  size_t lens[5];
+  for (int i = 0; i < 5; i++)
+    lens[i] = strlen(argv[i]);
+  *len = resp_command_len(5, lens);
+  resp_write_command(out, 5, argv, lens);
+}
+
+/* Releases kept while the master was unreachable go out once it is READY:
+ * REPLAYS_DUE after UP, SETTLED when the last one is answered. */
+static void test_replays(void **state) {
+  nf_t *f = *state;
+  char cmd[128];
+  size_t len;
+  mock_master_stop_listening(f->mock);
+  nf_start(f);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  format_release(cmd, &len, "k1");
+  node_defer_release(&f->node, cmd, len);
+  format_release(cmd, &len, "k2");
+  node_defer_release(&f->node, cmd, len);
+  assert_int_equal(f->node.n_missed_releases, 2);
+  mock_master_on(f->mock, "EVALSHA", MOCK_HOLD, NULL, 0);
+  assert_int_equal(mock_master_listen(f->mock), 0);
+  nf_wait_event(f, NODE_EV_REPLAYS_DUE, 1);
+  assert_true(nf_index(f, NODE_EV_UP, 1) < nf_index(f, NODE_EV_REPLAYS_DUE, 1));
+  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replays_out, 2);
+  assert_true(node_owes_releases(&f->node));
+  assert_true(node_replays_due_ns(&f->node) > f->node.progress_ns);
+  assert_true(nf_logged(f, "replaying 2 release(s)"));
+  nf_wait_received(f, "EVALSHA", 2);
+  assert_string_equal(mock_master_command(f->mock, mock_master_n_commands(f->mock) - 2)->argv[3],
+                      "k1"); /* in order */
+  assert_string_equal(mock_master_last(f->mock, "EVALSHA")->argv[3], "k2");
+  assert_int_equal(nf_count(f, NODE_EV_SETTLED), 0);
+  mock_master_release(f->mock);
+  nf_wait_event(f, NODE_EV_SETTLED, 1);
+  assert_false(node_owes_releases(&f->node));
+  assert_int_equal(node_replays_due_ns(&f->node), 0);
+}
+
+/* A replay lost with the connection is kept again, and replayed on the
+ * next connection. */
+static void test_replay_lost_then_again(void **state) {
+  nf_t *f = *state;
+  char cmd[128];
+  size_t len;
+  format_release(cmd, &len, "k");
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  node_defer_release(&f->node, cmd, len); /* before the first attempt */
+  f->started = 1;
+  node_start(&f->node);
+  mock_master_on(f->mock, "EVALSHA", MOCK_CLOSE, NULL, 1);
+  nf_wait_event(f, NODE_EV_SETTLED, 1); /* the replay came back without a reply */
+  assert_int_equal(f->node.n_missed_releases, 1);
+  nf_wait_event(f, NODE_EV_SETTLED, 2); /* replayed on the next connection, answered */
+  assert_int_equal(nf_count(f, NODE_EV_REPLAYS_DUE), 2);
+  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 2);
+}
+
+/* At most NODE_MAX_MISSED_RELEASES are kept: the oldest goes. */
+static void test_missed_releases_capped(void **state) {
+  nf_t *f = *state;
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  for (unsigned i = 0; i <= NODE_MAX_MISSED_RELEASES; i++)
+    node_defer_release(&f->node, i == 0 ? "first" : "later", 5);
+  assert_int_equal(f->node.n_missed_releases, NODE_MAX_MISSED_RELEASES);
+  missed_release_t *oldest = list_entry(f->node.missed_releases.next, missed_release_t, link);
+  assert_memory_equal(oldest->cmd, "later", 5);
+  node_free(&f->node); /* frees them (never started) */
+}
+
+/* ---- restart quarantine -------------------------------------------------------------- */
+
+/* A master that reports a small uptime is quarantined for max TTL minus its
+ * age; QUARANTINE_END when that is over. */
+static void test_quarantine_small_uptime(void **state) {
+  nf_t *f = *state;
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = 300;
+  mock_master_set_uptime(f->mock, 0);
+  start_ready(f);
+  assert_true(f->node.quarantine_until_ns != 0);
+  assert_true(node_is_quarantined(&f->node, f->node.ready_ns));
+  assert_true(nf_logged(f, "its votes do not count"));
+  nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
+  assert_true(nf_index(f, NODE_EV_UP, 1) < nf_index(f, NODE_EV_QUARANTINE_END, 1));
+  assert_false(node_quarantined_now(&f->node));
+  assert_true(nf_logged(f, "restart quarantine over"));
+}
+
+/* Up longer than the max TTL: no quarantine. */
+static void test_quarantine_long_uptime(void **state) {
+  nf_t *f = *state;
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = 30000;
+  mock_master_set_uptime(f->mock, 3600);
+  start_ready(f);
+  assert_int_equal(f->node.quarantine_until_ns, 0);
+  assert_false(node_quarantined_now(&f->node));
+  assert_false(node_is_quarantined(&f->node, clock_now_ns()));
+}
+
+/* Quarantine off: even a master just started counts at once. */
+static void test_quarantine_off(void **state) {
+  nf_t *f = *state;
+  f->env.quarantine = 0;
+  mock_master_set_uptime(f->mock, 0);
+  start_ready(f);
+  assert_int_equal(f->node.quarantine_until_ns, 0);
+}
+
+/* The master restarted while we were away (its run_id changed, it is
+ * young): logged as a restart and quarantined until it has been up max TTL. */
+static void test_restart_changed_run_id(void **state) {
+  nf_t *f = *state;
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = 200;
+  start_ready(f);
+  assert_false(node_quarantined_now(&f->node));
+  mock_master_set_run_id(f->mock, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  mock_master_set_uptime(f->mock, 1);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_string_equal(f->node.run_id, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  assert_true(nf_logged(f, "restarted (run_id changed; up 1 s)"));
+  assert_true(f->node.quarantine_until_ns != 0);
+  nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
+  assert_false(node_quarantined_now(&f->node));
+}
+
+/* A quarantined master that goes down before the end: no QUARANTINE_END
+ * (the timer is the backoff's now); it comes back and is judged anew. */
+static void test_quarantine_interrupted(void **state) {
+  nf_t *f = *state;
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = 30000;
+  mock_master_set_uptime(f->mock, 0);
+  start_ready(f);
+  assert_true(node_quarantined_now(&f->node));
+  mock_master_set_uptime(f->mock, 3600);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_false(node_quarantined_now(&f->node));
+  assert_int_equal(nf_count(f, NODE_EV_QUARANTINE_END), 0);
+}
+
+/* ---- warnings -------------------------------------------------------------------------- */
+
+static void test_warn_rate_limited(void **state) {
+  nf_t *f = *state;
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  node_warn(&f->node, "request timed out", "after 10 ms");
+  assert_true(nf_logged(f, "request timed out: after 10 ms"));
+  node_warn(&f->node, "second", NULL); /* within the second: DEBUG, counted */
+  assert_int_equal(f->node.suppressed_warnings, 1);
+  f->node.last_warn_ns -= 2000000000u; /* as if a second had passed */
+  node_warn(&f->node, "third", NULL);
+  assert_true(nf_logged(f, "third (1 similar messages suppressed)"));
+  assert_int_equal(f->node.suppressed_warnings, 0);
+  f->log.cb = NULL; /* logging off: nothing at all */
+  node_warn(&f->node, "fourth", NULL);
+  assert_false(nf_logged(f, "fourth"));
+  node_free(&f->node);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, nf_setup, nf_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_send_while_not_ready),
+      T(test_request_replies),
+      T(test_read_pending),
+      T(test_close_mid_reply),
+      T(test_backlog),
+      T(test_backlog_busy_then_down),
+      T(test_hung_master),
+      T(test_idle_not_hung),
+      T(test_replays),
+      T(test_replay_lost_then_again),
+      T(test_missed_releases_capped),
+      T(test_quarantine_small_uptime),
+      T(test_quarantine_long_uptime),
+      T(test_quarantine_off),
+      T(test_restart_changed_run_id),
+      T(test_quarantine_interrupted),
+      T(test_warn_rate_limited),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
