@@ -11,7 +11,8 @@
  * The target is zero (per-client free lists for ops, rounds, keys and
  * handles).  Until those land this pins today's figure, ALLOCS_PER_CYCLE_MAX,
  * so that no new allocation creeps into the hot path unnoticed; lower it
- * (to 0) with the free lists. */
+ * (to 0) with the free lists.  The median cycle is judged: on a loaded
+ * machine a cycle may retry or time out, which allocates another round. */
 #include "fixture.h"
 
 /* Today: acquire op, its key block, the acquisition round, the handle, the
@@ -53,12 +54,21 @@ void __wrap_free(void *p) {
   __real_free(p);
 }
 
-static void cycles(redlock_t *c, const char *res, int n) {
+/* n cycles; per_cycle (if not NULL): the allocations of each. */
+static void cycles(redlock_t *c, const char *res, int n, unsigned long *per_cycle) {
   for (int i = 0; i < n; i++) {
+    unsigned long before = atomic_load(&allocs);
     redlock_lock_t *lock = NULL;
     assert_int_equal(redlock_lock(c, res, 10000, &lock), REDLOCK_OK);
     assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
+    if (per_cycle != NULL)
+      per_cycle[i] = atomic_load(&allocs) - before;
   }
+}
+
+static int cmp_ulong(const void *a, const void *b) {
+  unsigned long x = *(const unsigned long *)a, y = *(const unsigned long *)b;
+  return (x > y) - (x < y);
 }
 
 static void test_steady_state_allocations(void **state) {
@@ -66,13 +76,17 @@ static void test_steady_state_allocations(void **state) {
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, FX_NO_LOG));
   char res[128];
   fx_name(res, sizeof res, "alloc");
-  cycles(c, res, WARMUP_CYCLES);
+  cycles(c, res, WARMUP_CYCLES, NULL);
+  static unsigned long per_cycle[COUNTED_CYCLES];
   unsigned long a0 = atomic_load(&allocs), f0 = atomic_load(&frees);
-  cycles(c, res, COUNTED_CYCLES);
+  cycles(c, res, COUNTED_CYCLES, per_cycle);
   unsigned long a = atomic_load(&allocs) - a0, f = atomic_load(&frees) - f0;
-  fprintf(stderr, "steady state: %.2f allocations, %.2f frees per lock + unlock cycle\n",
-          (double)a / COUNTED_CYCLES, (double)f / COUNTED_CYCLES);
-  assert_true(a <= (unsigned long)ALLOCS_PER_CYCLE_MAX * COUNTED_CYCLES);
+  qsort(per_cycle, COUNTED_CYCLES, sizeof per_cycle[0], cmp_ulong);
+  unsigned long median = per_cycle[COUNTED_CYCLES / 2];
+  fprintf(stderr,
+          "steady state: %.2f allocations (median %lu), %.2f frees per lock + unlock cycle\n",
+          (double)a / COUNTED_CYCLES, median, (double)f / COUNTED_CYCLES);
+  assert_true(median <= ALLOCS_PER_CYCLE_MAX);
 }
 
 int main(void) {
