@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "lock.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
@@ -48,34 +49,22 @@ static int check_ttl(const redlock_t *client, uint32_t ttl_ms) {
   return ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ? REDLOCK_EINVAL : 0;
 }
 
-/* One allocation holds the key pointers, their lengths and the key bytes
- * (prefix + resource, NUL-terminated); the lock handle inherits it. */
-static int op_set_keys(op_t *op, const redlock_t *client, const char *const *resources, size_t n) {
-  size_t prefix_len = client->opts.key_prefix_len;
-  size_t bytes = n * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < n; i++)
-    bytes += prefix_len + strlen(resources[i]) + 1;
-  char *block = malloc(bytes);
-  if (block == NULL)
-    return REDLOCK_ENOMEM;
-  op->keys = (char **)(void *)block;
-  op->key_lens = (size_t *)(void *)(block + n * sizeof(char *));
-  char *w = block + n * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(resources[i]);
-    op->keys[i] = w;
-    op->key_lens[i] = prefix_len + len;
-    memcpy(w, client->opts.key_prefix, prefix_len);
-    memcpy(w + prefix_len, resources[i], len + 1);
-    w += prefix_len + len + 1;
-  }
-  op->n_keys = n;
-  op->prefix_len = prefix_len;
-  return 0;
+/* An acquisition for the calling thread (the reentrancy owner of its
+ * lease), fenced as the client's option says.  NULL when out of memory. */
+static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint32_t ttl_ms,
+                                       uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+  return acquire_op_new(client, &(acquire_params_t){.mode = mode,
+                                                    .ttl_ms = ttl_ms,
+                                                    .wait_ms = wait_ms,
+                                                    .fenced = client->opts.fencing,
+                                                    .owned = 1,
+                                                    .cb = cb,
+                                                    .arg = arg});
 }
 
 static int lock_op_new(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
-                       lock_mode_t mode, uint32_t wait_ms, op_t **out) {
+                       lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb, void *arg,
+                       op_acquire_t **out) {
   *out = NULL;
   if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
     return REDLOCK_EINVAL;
@@ -90,73 +79,27 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   }
   if (check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
-  op_t *op = calloc(1, sizeof *op);
+  op_acquire_t *op = caller_acquire_op(client, mode, ttl_ms, wait_ms, cb, arg);
   if (op == NULL)
     return REDLOCK_ENOMEM;
-  int rc = op_set_keys(op, client, resources, n);
+  int rc = acquire_op_set_keys(op, resources, n);
   if (rc != 0) {
-    free(op);
+    op_free(&op->op);
     return rc;
   }
-  op->kind = OP_LOCK;
-  op->client = client;
-  op->fenced = client->opts.fencing;
-  op->mode = mode;
-  op->ttl_ms = ttl_ms;
-  op->wait_ms = wait_ms;
   *out = op;
   return 0;
 }
 
-/* Reentrancy: a new hold on a lease this thread acquired for the same
- * resource, if it is still valid.  NULL when there is none (or no memory:
- * the call then simply acquires as usual). */
-static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
-  size_t prefix_len = client->opts.key_prefix_len;
-  size_t len = strlen(resource);
-  uv_thread_t self = uv_thread_self();
-  redlock_lock_t *hold = NULL;
-  uv_mutex_lock(&client->mutex);
-  for (list_node_t *it = client->reentrant_leases.next; it != &client->reentrant_leases;
-       it = it->next) {
-    redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
-    if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
-        memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
-        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
-      continue;
-    hold = calloc(1, sizeof *hold);
-    if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
-      free(hold);
-      hold = NULL;
-      break;
-    }
-    hold->client = client;
-    hold->lease = lease;
-    lease->holds++;
-    list_insert_tail(&lease->holds_list, &hold->hold_link);
-    break;
-  }
-  uv_mutex_unlock(&client->mutex);
-  return hold;
-}
-
-/* Queues an op that targets a live lock.  Unlock claims the handle (it leaves
- * the registry at once, so a second unlock gets EINVAL); the others take a
- * reference so the handle outlives the call. */
+/* Queues an op that targets a live lock (lock_claim_locked says how it
+ * claims the handle). */
 static int submit_lock_op(redlock_t *client, op_t *op) {
   int rc = 0;
   uv_mutex_lock(&client->mutex);
   if (client->state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
-  else if (!ptrset_contains(&client->live_locks, op->lock))
-    rc = REDLOCK_EINVAL;
-  else if (op->kind == OP_UNLOCK)
-    ptrset_remove(&client->live_locks, op->lock);
-  else {
-    op->handle = op->lock;
-    op->lock = op->lock->lease; /* a hold extends and watches its lease */
-    op->lock->refs++;
-  }
+  else
+    rc = lock_claim_locked(op);
   if (rc == 0)
     client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
@@ -173,19 +116,12 @@ static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_
     return REDLOCK_EFORKED;
   if (kind == OP_EXTEND && check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
-  op_t *op = calloc(1, sizeof *op);
+  op_t *op = target_op_new(client, kind, lock, ttl_ms, cb, lost_cb, arg);
   if (op == NULL)
     return REDLOCK_ENOMEM;
-  op->kind = kind;
-  op->client = client;
-  op->lock = lock;
-  op->ttl_ms = ttl_ms;
-  op->done_cb = cb;
-  op->lost_cb = lost_cb;
-  op->arg = arg;
   int rc = submit_lock_op(client, op);
   if (rc != 0)
-    free(op);
+    op_free(op);
   return rc;
 }
 
@@ -201,18 +137,15 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
                            void *arg) {
   if (cb == NULL)
     return REDLOCK_EINVAL;
-  op_t *op;
-  int rc = lock_op_new(client, resources, n, ttl_ms, mode, wait_ms, &op);
+  op_acquire_t *op;
+  int rc = lock_op_new(client, resources, n, ttl_ms, mode, wait_ms, cb, arg, &op);
   if (rc != 0)
     return rc;
-  op->lock_cb = cb;
-  op->arg = arg;
-  op->caller = uv_thread_self();
-  if (client->opts.reentrant && n == 1 && (op->lock = reentrant_hold(client, resources[0])))
-    op->mode = LOCK_MODE_REENTER;
-  rc = client_submit(client, op);
+  if (client->opts.reentrant && n == 1)
+    acquire_op_reenter(op, resources[0]);
+  rc = client_submit(client, &op->op);
   if (rc != 0)
-    op_free(op);
+    op_free(&op->op);
   return rc;
 }
 
@@ -363,25 +296,17 @@ static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uin
     return REDLOCK_EINVAL;
   if (kind == LOCK_KIND_SEM && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
     return REDLOCK_EINVAL;
-  op_t *op = calloc(1, sizeof *op);
-  if (op == NULL)
-    return REDLOCK_ENOMEM;
-  op->kind = OP_LOCK;
-  op->client = client;
-  op->fenced = client->opts.fencing;
   /* No reentrancy and no retry policy: one try (a semaphore: one pass over
    * its slots), or waiting woken by releases. */
-  op->mode = wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY;
-  op->ttl_ms = ttl_ms;
-  op->wait_ms = wait_ms;
-  op->lock_cb = cb;
-  op->arg = arg;
-  op->caller = uv_thread_self();
+  op_acquire_t *op = caller_acquire_op(client, wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY, ttl_ms,
+                                       wait_ms, cb, arg);
+  if (op == NULL)
+    return REDLOCK_ENOMEM;
   int rc = prim_op_init(op, kind, name, limit);
   if (rc == 0)
-    rc = client_submit(client, op);
+    rc = client_submit(client, &op->op);
   if (rc != 0)
-    op_free(op);
+    op_free(&op->op);
   return rc;
 }
 

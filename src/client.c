@@ -9,8 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "clock.h"
+#include "lock.h"
 #include "redlock_uv.h"
 #include "stats.h"
 #include "transport.h"
@@ -139,7 +139,7 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
 static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
-static void run_or_park(redlock_t *client, op_t *op) {
+void client_run_or_park(redlock_t *client, op_t *op) {
   if (client->startup_left > 0 && op->kind == OP_LOCK) {
     list_insert_tail(&client->parked_ops, &op->link);
     return;
@@ -163,7 +163,7 @@ static void wakeup_cb(uv_async_t *async) {
     } else if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK) {
       op_fail(op, REDLOCK_ECANCELED);
     } else {
-      run_or_park(client, op);
+      client_run_or_park(client, op);
     }
   }
   if (client->close_phase == CLOSE_QUEUED)
@@ -338,7 +338,7 @@ static void rounds_settled(void *arg) { client_maybe_finish_close(arg); }
 /* notify_t.wake: a release was announced for what a waiting call waits on. */
 static void client_wake_waiter(void *arg, notify_waiter_t *w) {
   (void)arg;
-  lock_wake(container_of(w, op_t, waiter));
+  lock_wake(w);
 }
 
 /* Fills in what the modules get from the client (the loop comes with

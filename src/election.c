@@ -23,12 +23,17 @@
  * callback the same way).
  *
  * Every election takes one fenced acquisition per campaign, whatever the
- * client's fencing option: the term must be a fencing token (op->fenced). */
+ * client's fencing option: the term must be a fencing token (op->fenced).
+ *
+ * Ownership: everything here is election.c's.  The acquisition of a
+ * campaign is lock.c's (made by its constructor, given up with
+ * acquire_abandon); the lease, once won, too (election.c only reads its
+ * expiry, lost flag and fence). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "clock.h"
+#include "lock.h"
 #include "quorum.h"
 #include "stats.h"
 
@@ -49,25 +54,31 @@ typedef enum {
 #define BACKOFF_MIN_BASE_MS 10u
 #define BACKOFF_MAX_SHIFT 16u
 
+/* OP_RESIGN: resign waits on `done` when it can (off the loop thread). */
+typedef struct {
+  op_t op;
+  uv_sem_t *done; /* mutex at submission, then loop: posted when taken; NULL = nobody waits */
+} resign_op_t;
+
 struct redlock_election {
-  redlock_t *client;
-  op_t start_op;    /* OP_ELECT (queued by redlock_elect) */
-  op_t resign_op;   /* OP_RESIGN (queued by redlock_resign) */
-  list_node_t link; /* loop: client->elections, from OP_ELECT until done */
-  char *name;       /* as given, for log messages */
-  size_t name_len;
-  uint32_t ttl_ms;
-  redlock_elected_cb on_elected;
-  redlock_election_lost_cb on_lost;
-  void *arg;
+  redlock_t *client;                /* const */
+  op_t start_op;                    /* OP_ELECT (queued by redlock_elect), no fields of its own */
+  resign_op_t resign_op;            /* OP_RESIGN (queued by redlock_resign) */
+  list_node_t link;                 /* loop: client->elections, from OP_ELECT until done */
+  char *name;                       /* const: as given, for log messages and the key */
+  size_t name_len;                  /* const */
+  uint32_t ttl_ms;                  /* const */
+  redlock_elected_cb on_elected;    /* const */
+  redlock_election_lost_cb on_lost; /* const */
+  void *arg;                        /* const */
   /* loop */
   election_state_t state;
-  int resigned;      /* no callback may run any more */
-  int lost_early;    /* lost while the watch was starting: never announced */
-  op_t *campaign;    /* the acquisition in flight */
-  uv_timer_t *timer; /* back-off and the deferred release after a loss */
-  int timer_ready;   /* initialised on the loop */
-  unsigned losses;   /* terms lost in a row (back-off exponent) */
+  int resigned;           /* no callback may run any more */
+  int lost_early;         /* lost while the watch was starting: never announced */
+  op_acquire_t *campaign; /* the acquisition in flight (lock.c's) */
+  uv_timer_t *timer;      /* back-off and the deferred release after a loss */
+  int timer_ready;        /* initialised on the loop */
+  unsigned losses;        /* terms lost in a row (back-off exponent) */
   uint64_t term;
   uint64_t elected_ns;
   uint64_t campaign_ns; /* monotonic start of the campaign under way, 0 = none */
@@ -141,26 +152,15 @@ static void election_drop_lease(redlock_election_t *e) {
   lock_release_lease(lease);
 }
 
-static void orphan_lock_cb(int status, redlock_lock_t *lock, void *arg) {
-  (void)status;
-  (void)arg;
-  if (lock != NULL) /* cannot happen: a cancelled attempt is never granted */
-    lock_release_lease(lock);
-}
-
 /* Cancels the campaign without telling the election: its attempt ends on its
  * own (a round in flight is waited for, then released where it may have set
  * the key) and reports to nobody. */
 static void election_drop_campaign(redlock_election_t *e) {
-  op_t *op = e->campaign;
+  op_acquire_t *op = e->campaign;
   if (op == NULL)
     return;
   e->campaign = NULL;
-  op->lock_cb = orphan_lock_cb;
-  op->arg = NULL;
-  op->canceled = 1;
-  if (!op->waiter.in_attempt) /* parked, or waiting for a retry: end it now */
-    op_fail(op, REDLOCK_ECANCELED);
+  acquire_abandon(op);
 }
 
 static void election_stop_timer(redlock_election_t *e) {
@@ -211,43 +211,27 @@ static void election_campaign(redlock_election_t *e) {
   redlock_t *client = e->client;
   if (e->campaign_ns == 0)
     e->campaign_ns = clock_now_ns(); /* a wait budget renewed is the same campaign */
-  size_t prefix_len = client->opts.key_prefix_len;
-  size_t key_len = prefix_len + e->name_len;
-  op_t *op = calloc(1, sizeof *op);
-  char *block = malloc(sizeof(char *) + sizeof(size_t) + key_len + 1);
-  if (op == NULL || block == NULL) {
-    free(op);
-    free(block);
+  /* ~49 days of waiting; then campaign_done starts another.  Fenced: a term
+   * is a fencing token.  Not owned: no thread owns the lease, so a reentrant
+   * lock call can never share it. */
+  op_acquire_t *op = acquire_op_new(client, &(acquire_params_t){.mode = LOCK_MODE_WAIT,
+                                                                .ttl_ms = e->ttl_ms,
+                                                                .wait_ms = UINT32_MAX,
+                                                                .fenced = 1,
+                                                                .owned = 0,
+                                                                .cb = election_lock_cb,
+                                                                .arg = e});
+  const char *resources[1] = {e->name};
+  if (op == NULL || acquire_op_set_keys(op, resources, 1) != 0) {
+    if (op != NULL)
+      op_free(&op->op);
     client_log(client, REDLOCK_LOG_ERROR, "election %s: out of memory", e->name);
     election_backoff(e, election_backoff_ms(e));
     return;
   }
-  op->keys = (char **)(void *)block;
-  op->key_lens = (size_t *)(void *)(block + sizeof(char *));
-  op->keys[0] = block + sizeof(char *) + sizeof(size_t);
-  op->key_lens[0] = key_len;
-  memcpy(op->keys[0], client->opts.key_prefix, prefix_len);
-  memcpy(op->keys[0] + prefix_len, e->name, e->name_len + 1);
-  op->n_keys = 1;
-  op->prefix_len = prefix_len;
-  op->kind = OP_LOCK;
-  op->client = client;
-  op->fenced = 1; /* a term is a fencing token */
-  op->mode = LOCK_MODE_WAIT;
-  op->ttl_ms = e->ttl_ms;
-  op->wait_ms = UINT32_MAX; /* ~49 days; then campaign_done starts another */
-  op->lock_cb = election_lock_cb;
-  op->arg = e;
-  /* op->caller stays zero: no thread owns the lease, so a reentrant lock
-   * call can never share it. */
   e->campaign = op;
   e->state = ELECTION_CAMPAIGNING;
-  /* As client.c run_or_park: acquisitions wait for the first connection
-   * attempts, or they would fail against masters not yet connected. */
-  if (client->startup_left > 0)
-    list_insert_tail(&client->parked_ops, &op->link);
-  else
-    op_dispatch(op);
+  client_run_or_park(client, &op->op);
 }
 
 /* ---- leadership -------------------------------------------------------------------- */
@@ -327,14 +311,15 @@ static void election_lock_cb(int status, redlock_lock_t *lock, void *arg) {
 void election_dispatch(op_t *op) {
   redlock_t *client = op->client;
   if (op->kind == OP_ELECT) {
-    redlock_election_t *e = container_of(op, redlock_election_t, start_op);
+    redlock_election_t *e = OP_AS(redlock_election_t, op, OP_ELECT, start_op);
     if (e->resigned) {
       /* Resigned from the loop thread before the loop took it: its
        * OP_RESIGN, queued behind this op, frees it. */
       e->state = ELECTION_DONE;
       return;
     }
-    if (client->close_phase != CLOSE_NONE) { /* cannot happen: ops queued before the close come first */
+    /* Cannot happen: ops queued before the close come first. */
+    if (client->close_phase != CLOSE_NONE) {
       election_free(e);
       return;
     }
@@ -346,9 +331,8 @@ void election_dispatch(op_t *op) {
     return;
   }
   /* OP_RESIGN.  FIFO: the OP_ELECT was taken before, the close comes after. */
-  redlock_election_t *e = container_of(op, redlock_election_t, resign_op);
-  redlock_done_cb done = op->done_cb;
-  void *done_arg = op->arg;
+  redlock_election_t *e = OP_AS(redlock_election_t, op, OP_RESIGN, resign_op.op);
+  uv_sem_t *done = e->resign_op.done;
   e->resigned = 1;
   if (e->state == ELECTION_LEADER || e->state == ELECTION_LOSING)
     client_log(client, REDLOCK_LOG_INFO, "election %s: resigned term %llu", e->name,
@@ -356,7 +340,7 @@ void election_dispatch(op_t *op) {
   election_stop(e);
   election_free(e);
   if (done != NULL)
-    done(REDLOCK_OK, done_arg);
+    uv_sem_post(done);
 }
 
 void election_close_all(redlock_t *client) {
@@ -407,8 +391,8 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   e->arg = arg;
   e->start_op.kind = OP_ELECT;
   e->start_op.client = client;
-  e->resign_op.kind = OP_RESIGN;
-  e->resign_op.client = client;
+  e->resign_op.op.kind = OP_RESIGN;
+  e->resign_op.op.client = client;
   list_init(&e->link);
   int rc = 0;
   uv_mutex_lock(&client->mutex);
@@ -425,11 +409,6 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   if (rc != 0)
     election_free(e);
   return rc;
-}
-
-static void resign_done_cb(int status, void *arg) {
-  (void)status;
-  uv_sem_post(arg);
 }
 
 int redlock_resign(redlock_t *client, redlock_election_t *e) {
@@ -449,13 +428,12 @@ int redlock_resign(redlock_t *client, redlock_election_t *e) {
     rc = REDLOCK_EINVAL; /* resigned already, or not this client's */
   if (rc == 0) {
     if (wait) {
-      e->resign_op.done_cb = resign_done_cb;
-      e->resign_op.arg = &done;
+      e->resign_op.done = &done;
     } else {
       /* We are the loop: no callback of this election runs from now on. */
       e->resigned = 1;
     }
-    client_enqueue_locked(client, &e->resign_op);
+    client_enqueue_locked(client, &e->resign_op.op);
   }
   uv_mutex_unlock(&client->mutex);
   if (wait) {

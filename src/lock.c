@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "lock.h"
 #include "quorum.h"
 #include "resp.h"
 #include "scripts.h"
@@ -52,7 +52,7 @@ static void argv_script(argv_t *a, const script_t *script, char *const *keys,
 }
 
 /* EVALSHA <sha> <2n> keys... fence_keys... value arg */
-static void argv_fenced(argv_t *a, const script_t *script, const op_t *op, const char *arg,
+static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *op, const char *arg,
                         size_t arg_len) {
   a->argc = 0;
   argv_push(a, "EVALSHA", 7);
@@ -68,7 +68,7 @@ static void argv_fenced(argv_t *a, const script_t *script, const op_t *op, const
 }
 
 /* The counter keys of a fenced acquisition, built once per call. */
-static int op_make_fence_keys(op_t *op) {
+static int op_make_fence_keys(op_acquire_t *op) {
   size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < op->n_keys; i++)
@@ -89,7 +89,7 @@ static int op_make_fence_keys(op_t *op) {
   return 0;
 }
 
-static round_t *acquire_round(redlock_t *client, op_t *op, round_decided_fn cb) {
+static round_t *acquire_round(redlock_t *client, op_acquire_t *op, round_decided_fn cb) {
   if (op->prim.kind != LOCK_KIND_MUTEX)
     return prim_acquire_round(op, cb); /* a permit or read-write hold */
   argv_t a;
@@ -202,8 +202,8 @@ static int64_t lock_validity_ns(const redlock_lock_t *lock) {
 }
 
 /* Makes the handle for a won acquisition and registers it as live. */
-static redlock_lock_t *lock_create(op_t *op, uint64_t started_ns) {
-  redlock_t *client = op->client;
+static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
+  redlock_t *client = op->op.client;
   redlock_lock_t *lock = calloc(1, sizeof *lock);
   if (lock == NULL)
     return NULL;
@@ -259,57 +259,310 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
   }
 }
 
+/* ---- construction (the caller's thread; the loop's for an election) ------------ */
+
+op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params) {
+  op_acquire_t *op = calloc(1, sizeof *op);
+  if (op == NULL)
+    return NULL;
+  op->op.kind = OP_LOCK;
+  op->op.client = client;
+  op->mode = params->mode;
+  op->ttl_ms = params->ttl_ms;
+  op->wait_ms = params->wait_ms;
+  op->fenced = params->fenced;
+  /* Else zero: no thread owns the lease, so no reentrant call can share it. */
+  if (params->owned)
+    op->caller = uv_thread_self();
+  op->lock_cb = params->cb;
+  op->arg = params->arg;
+  return op;
+}
+
+int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n) {
+  const redlock_t *client = op->op.client;
+  size_t prefix_len = client->opts.key_prefix_len;
+  size_t bytes = n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < n; i++)
+    bytes += prefix_len + strlen(resources[i]) + 1;
+  char *block = malloc(bytes);
+  if (block == NULL)
+    return REDLOCK_ENOMEM;
+  op->keys = (char **)(void *)block;
+  op->key_lens = (size_t *)(void *)(block + n * sizeof(char *));
+  char *w = block + n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(resources[i]);
+    op->keys[i] = w;
+    op->key_lens[i] = prefix_len + len;
+    memcpy(w, client->opts.key_prefix, prefix_len);
+    memcpy(w + prefix_len, resources[i], len + 1);
+    w += prefix_len + len + 1;
+  }
+  op->n_keys = n;
+  op->prefix_len = prefix_len;
+  return 0;
+}
+
+/* A new hold on a lease this thread acquired for the same resource, if it
+ * is still valid.  NULL when there is none (or no memory). */
+static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
+  size_t prefix_len = client->opts.key_prefix_len;
+  size_t len = strlen(resource);
+  uv_thread_t self = uv_thread_self();
+  redlock_lock_t *hold = NULL;
+  uv_mutex_lock(&client->mutex);
+  for (list_node_t *it = client->reentrant_leases.next; it != &client->reentrant_leases;
+       it = it->next) {
+    redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
+    if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
+        memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
+        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
+      continue;
+    hold = calloc(1, sizeof *hold);
+    if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
+      free(hold);
+      hold = NULL;
+      break;
+    }
+    hold->client = client;
+    hold->lease = lease;
+    lease->holds++;
+    list_insert_tail(&lease->holds_list, &hold->hold_link);
+    break;
+  }
+  uv_mutex_unlock(&client->mutex);
+  return hold;
+}
+
+void acquire_op_reenter(op_acquire_t *op, const char *resource) {
+  redlock_lock_t *hold = reentrant_hold(op->op.client, resource);
+  if (hold == NULL)
+    return;
+  op->hold = hold;
+  op->mode = LOCK_MODE_REENTER;
+}
+
+op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
+                    redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+  op_t *op = NULL;
+  switch (kind) {
+  case OP_EXTEND: {
+    op_extend_t *ext = calloc(1, sizeof *ext);
+    if (ext != NULL) {
+      *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
+      op = &ext->op;
+    }
+    break;
+  }
+  case OP_UNLOCK: {
+    op_release_t *rel = calloc(1, sizeof *rel);
+    if (rel != NULL) {
+      *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
+      op = &rel->op;
+    }
+    break;
+  }
+  case OP_WATCH: {
+    op_watch_t *watch = calloc(1, sizeof *watch);
+    if (watch != NULL) {
+      *watch = (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg};
+      op = &watch->op;
+    }
+    break;
+  }
+  case OP_LOCK:
+  case OP_CLOSE:
+  case OP_ELECT:
+  case OP_RESIGN:
+    break;
+  }
+  if (op != NULL) {
+    op->kind = kind;
+    op->client = client;
+  }
+  return op;
+}
+
+/* The handle a target op acts on. */
+static redlock_lock_t **target_lock(op_t *op) {
+  switch (op->kind) {
+  case OP_EXTEND:
+    return &OP_AS(op_extend_t, op, OP_EXTEND, op)->lock;
+  case OP_UNLOCK:
+    return &OP_AS(op_release_t, op, OP_UNLOCK, op)->lock;
+  case OP_WATCH:
+    return &OP_AS(op_watch_t, op, OP_WATCH, op)->lock;
+  case OP_LOCK:
+  case OP_CLOSE:
+  case OP_ELECT:
+  case OP_RESIGN:
+    break;
+  }
+  abort(); /* not a call on a lock */
+}
+
+int lock_claim_locked(op_t *op) {
+  redlock_t *client = op->client;
+  redlock_lock_t **lock = target_lock(op);
+  if (!ptrset_contains(&client->live_locks, *lock))
+    return REDLOCK_EINVAL;
+  if (op->kind == OP_UNLOCK) {
+    ptrset_remove(&client->live_locks, *lock);
+  } else {
+    *lock = (*lock)->lease; /* a hold extends and watches its lease */
+    (*lock)->refs++;
+  }
+  return 0;
+}
+
 /* ---- op life cycle ------------------------------------------------------------ */
 
-static void op_release_memory(op_t *op) {
+static void acquire_release_memory(op_acquire_t *op) {
   free(op->keys);
   free(op->fence_keys);
   free(op);
 }
 
-static void op_timer_closed(uv_handle_t *handle) {
-  op_t *op = handle->data;
+static void acquire_timer_closed(uv_handle_t *handle) {
+  op_acquire_t *op = handle->data;
   free(handle);
-  op_release_memory(op);
+  acquire_release_memory(op);
 }
 
 void op_free(op_t *op) {
-  if (op->retry_timer != NULL)
-    uv_close((uv_handle_t *)op->retry_timer, op_timer_closed);
-  else
-    op_release_memory(op);
+  switch (op->kind) {
+  case OP_LOCK: {
+    op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
+    if (acq->retry_timer != NULL)
+      uv_close((uv_handle_t *)acq->retry_timer, acquire_timer_closed);
+    else
+      acquire_release_memory(acq);
+    return;
+  }
+  case OP_EXTEND:
+    free(OP_AS(op_extend_t, op, OP_EXTEND, op));
+    return;
+  case OP_UNLOCK:
+    free(OP_AS(op_release_t, op, OP_UNLOCK, op));
+    return;
+  case OP_WATCH:
+    free(OP_AS(op_watch_t, op, OP_WATCH, op));
+    return;
+  case OP_CLOSE:
+  case OP_ELECT:
+  case OP_RESIGN:
+    abort(); /* not lock.c's: never made here */
+  }
 }
 
-/* Takes the op out of the in-flight list, runs its callback once, frees it. */
-static void op_finish(op_t *op, int status, redlock_lock_t *lock) {
+/* The end every call shares, after its callback: the call's reference on
+ * its lock goes (unlock: the live one), the op is freed, and a close may go
+ * on. */
+static void op_end(op_t *op, redlock_lock_t *ref) {
   redlock_t *client = op->client;
-  if (op->kind == OP_LOCK && op->prim.kind != LOCK_KIND_MUTEX)
-    prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
-  if (list_linked(&op->link))
-    list_remove(&op->link);
-  notify_unwait(&op->client->notify, &op->waiter);
-  stats_op_finished(op, status, lock); /* before the callback: the event may name the lock */
-  if (op->kind == OP_LOCK) {
-    if (op->lock_cb != NULL)
-      op->lock_cb(status, lock, op->arg);
-  } else if (op->done_cb != NULL) {
-    op->done_cb(status, op->arg);
-  }
-  if (op->kind != OP_LOCK && op->lock != NULL)
-    lock_unref(op->lock); /* the call's reference (unlock: the live one) */
+  if (ref != NULL)
+    lock_unref(ref);
   op_free(op);
   client_maybe_finish_close(client);
 }
 
-void op_fail(op_t *op, int status) { op_finish(op, status, NULL); }
+static void op_unlink(op_t *op) {
+  if (list_linked(&op->link))
+    list_remove(&op->link);
+}
+
+static stats_op_t acquire_stats_kind(const op_acquire_t *op) {
+  /* Permits and read-write holds are counted apart from locks (waits
+   * included: their wait budget is part of the call). */
+  switch ((lock_kind_t)op->prim.kind) {
+  case LOCK_KIND_SEM:
+    return STATS_OP_SEMAPHORE;
+  case LOCK_KIND_RW_READ:
+    return STATS_OP_RWLOCK_READ;
+  case LOCK_KIND_RW_WRITE:
+    return STATS_OP_RWLOCK_WRITE;
+  case LOCK_KIND_MUTEX:
+  default:
+    return op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
+  }
+}
+
+/* Takes the acquisition out of the in-flight list, runs its callback once,
+ * frees it. */
+static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
+  redlock_t *client = op->op.client;
+  if (op->prim.kind != LOCK_KIND_MUTEX)
+    prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
+  op_unlink(&op->op);
+  notify_unwait(&client->notify, &op->waiter);
+  if (client->stats != NULL) {
+    if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
+      stats_gauge(client->stats, STATS_GAUGE_WAITERS, -1);
+    /* Before the callback: the event may name the lock. */
+    const char *resource = lock != NULL       ? lock->lease->resource
+                           : op->keys != NULL ? op->keys[0] + op->prefix_len
+                                              : NULL;
+    stats_call_finished(client, acquire_stats_kind(op), status, op, op->started_ns, resource,
+                        (int)op->attempts);
+  }
+  if (op->lock_cb != NULL)
+    op->lock_cb(status, lock, op->arg);
+  op_end(&op->op, NULL);
+}
+
+static void extend_finish(op_extend_t *op, int status) {
+  op_unlink(&op->op);
+  stats_call_finished(op->op.client, STATS_OP_EXTEND, status, op, 0,
+                      op->lock != NULL ? op->lock->resource : NULL, -1);
+  if (op->done_cb != NULL)
+    op->done_cb(status, op->arg);
+  op_end(&op->op, op->lock);
+}
+
+static void release_finish(op_release_t *op, int status) {
+  op_unlink(&op->op);
+  stats_call_finished(op->op.client, STATS_OP_RELEASE, status, op, 0,
+                      op->lock != NULL ? op->lock->resource : NULL, -1);
+  if (op->done_cb != NULL)
+    op->done_cb(status, op->arg);
+  op_end(&op->op, op->lock);
+}
+
+static void watch_finish(op_watch_t *op) {
+  op_unlink(&op->op);
+  op_end(&op->op, op->lock);
+}
+
+void op_fail(op_t *op, int status) {
+  switch (op->kind) {
+  case OP_LOCK:
+    acquire_finish(OP_AS(op_acquire_t, op, OP_LOCK, op), status, NULL);
+    return;
+  case OP_EXTEND:
+    extend_finish(OP_AS(op_extend_t, op, OP_EXTEND, op), status);
+    return;
+  case OP_UNLOCK:
+    release_finish(OP_AS(op_release_t, op, OP_UNLOCK, op), status);
+    return;
+  case OP_WATCH:
+    watch_finish(OP_AS(op_watch_t, op, OP_WATCH, op));
+    return;
+  case OP_CLOSE:
+  case OP_ELECT:
+  case OP_RESIGN:
+    abort(); /* not lock.c's */
+  }
+}
 
 /* ---- lock ------------------------------------------------------------------------ */
 
-static void lock_attempt(op_t *op);
+static void lock_attempt(op_acquire_t *op);
 
 static void retry_timer_cb(uv_timer_t *timer) { lock_attempt(timer->data); }
 
-void lock_wake(op_t *op) {
+void lock_wake(notify_waiter_t *waiter) {
+  op_acquire_t *op = container_of(waiter, op_acquire_t, waiter);
   if (op->waiter.in_attempt) {
     op->waiter.woken = 1;
     return;
@@ -323,12 +576,12 @@ void lock_wake(op_t *op) {
  * a lock's channel is named after its first key, a permit's or a read-write
  * hold's was named when its op was made (prims.h).  Out of memory, the op
  * just polls on its fallback timer. */
-static void lock_wait_for_release(op_t *op) {
+static void lock_wait_for_release(op_acquire_t *op) {
   const char *key = op->keys[0];
   size_t key_len = op->key_lens[0];
   size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
   if (op->prim.channel != NULL) {
-    notify_wait(&op->client->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
+    notify_wait(&op->op.client->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
                 prim_wake_mode(op));
     return;
   }
@@ -339,15 +592,15 @@ static void lock_wait_for_release(op_t *op) {
     return;
   memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
   memcpy(name + prefix_len, key, key_len);
-  notify_wait(&op->client->notify, &op->waiter, name, len, prim_wake_mode(op));
+  notify_wait(&op->op.client->notify, &op->waiter, name, len, prim_wake_mode(op));
   if (name != stack)
     free(name);
 }
 
-static void lock_retry_or_finish(op_t *op, int status) {
-  redlock_t *client = op->client;
+static void lock_retry_or_finish(op_acquire_t *op, int status) {
+  redlock_t *client = op->op.client;
   if (op->canceled) {
-    op_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
   uint64_t delay = quorum_retry_delay_ms(client->opts.retry_delay_ms, client->opts.retry_jitter_ms,
@@ -357,18 +610,18 @@ static void lock_retry_or_finish(op_t *op, int status) {
   switch (op->mode) {
   case LOCK_MODE_TRY:
   case LOCK_MODE_REENTER:
-    op_finish(op, status, NULL);
+    acquire_finish(op, status, NULL);
     return;
   case LOCK_MODE_RETRY:
     if (client->opts.retry_count >= 0 && op->attempts > (unsigned)client->opts.retry_count) {
-      op_finish(op, status, NULL);
+      acquire_finish(op, status, NULL);
       return;
     }
     break;
   case LOCK_MODE_WAIT: {
     uint64_t now = client_now_ns(client);
     if (now >= op->wait_deadline_ns) {
-      op_finish(op, REDLOCK_ETIMEDOUT, NULL);
+      acquire_finish(op, REDLOCK_ETIMEDOUT, NULL);
       return;
     }
     /* Held by someone: be woken by its release rather than poll for it.
@@ -388,7 +641,7 @@ static void lock_retry_or_finish(op_t *op, int status) {
   if (op->retry_timer == NULL) {
     op->retry_timer = malloc(sizeof *op->retry_timer);
     if (op->retry_timer == NULL) {
-      op_finish(op, REDLOCK_ENOMEM, NULL);
+      acquire_finish(op, REDLOCK_ENOMEM, NULL);
       return;
     }
     uv_timer_init(client->loop, op->retry_timer);
@@ -400,8 +653,8 @@ static void lock_retry_or_finish(op_t *op, int status) {
 /* A won round (the acquisition, or with fencing its write-back): grant the
  * lock if validity is left, measured from the start of the acquisition.
  * Returns 0 when granted, else the status of the failed attempt. */
-static int lock_grant(op_t *op, uint64_t decided_ns) {
-  redlock_t *client = op->client;
+static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
+  redlock_t *client = op->op.client;
   if (op->canceled)
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
@@ -414,13 +667,13 @@ static int lock_grant(op_t *op, uint64_t decided_ns) {
   redlock_lock_t *lock = lock_create(op, op->attempt_started_ns);
   if (lock == NULL)
     return REDLOCK_ENOMEM;
-  op_finish(op, REDLOCK_OK, lock);
+  acquire_finish(op, REDLOCK_OK, lock);
   return 0;
 }
 
 /* The attempt failed: release wherever our value may be, then retry or end. */
-static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
-  redlock_t *client = op->client;
+static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int status) {
+  redlock_t *client = op->op.client;
   op->waiter.in_attempt = 0;
   notify_attempt_done(&op->waiter);
   /* A master whose reply was lost may still have applied the SET. */
@@ -435,7 +688,7 @@ static void lock_attempt_failed(op_t *op, const round_t *round, int status) {
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
                op->attempts, redlock_err_name(status), round->yes, round->no, round->failed);
   if (status == REDLOCK_EINVAL) {
-    op_finish(op, status, NULL); /* e.g. a semaphore's limit disagreement: never retried */
+    acquire_finish(op, status, NULL); /* e.g. a semaphore's limit disagreement: never retried */
     return;
   }
   /* A semaphore tries its slots one after another within a pass.  (Never a
@@ -453,7 +706,7 @@ static int lost_status(quorum_outcome_t outcome) {
 }
 
 static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
-  op_t *op = ctx;
+  op_acquire_t *op = ctx;
   int status = lost_status(outcome);
   if (outcome == QUORUM_WON && (status = lock_grant(op, round->decided_ns)) == 0)
     return;
@@ -463,7 +716,7 @@ static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, vo
 
 /* Fencing: write the token back to every master before granting, so that
  * every later grant, on any quorum, sees a counter at least this high. */
-static int fence_commit(op_t *op, const round_t *acquired) {
+static int fence_commit(op_acquire_t *op, const round_t *acquired) {
   uint64_t token = 0;
   for (unsigned i = 0; i < acquired->n_votes; i++)
     if (acquired->votes[i].state == VOTE_YES && (uint64_t)acquired->votes[i].integer > token)
@@ -478,14 +731,15 @@ static int fence_commit(op_t *op, const round_t *acquired) {
   } else {
     const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
     argv_fenced(&a, script, op, token_str, n);
-    round = round_new(&op->client->rounds, &(round_params_t){.argc = a.argc,
-                                                             .argv = a.argv,
-                                                             .argv_len = a.len,
-                                                             .script = script,
-                                                             .expect_integer = 1,
-                                                             .kind = ROUND_PLAIN,
-                                                             .on_decided = on_fence_commit_decided,
-                                                             .ctx = op});
+    round =
+        round_new(&op->op.client->rounds, &(round_params_t){.argc = a.argc,
+                                                            .argv = a.argv,
+                                                            .argv_len = a.len,
+                                                            .script = script,
+                                                            .expect_integer = 1,
+                                                            .kind = ROUND_PLAIN,
+                                                            .on_decided = on_fence_commit_decided,
+                                                            .ctx = op});
   }
   if (round == NULL)
     return REDLOCK_ENOMEM;
@@ -494,7 +748,7 @@ static int fence_commit(op_t *op, const round_t *acquired) {
 }
 
 static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
-  op_t *op = ctx;
+  op_acquire_t *op = ctx;
   int status = lost_status(outcome);
   op->set_mask = round_set_mask(round);
   /* A permit's or a hold's script may refuse with a reason (prims.h). */
@@ -515,9 +769,9 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   lock_attempt_failed(op, round, status);
 }
 
-static void lock_attempt(op_t *op) {
+static void lock_attempt(op_acquire_t *op) {
   if (op->canceled) {
-    op_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
   op->attempts++;
@@ -525,16 +779,16 @@ static void lock_attempt(op_t *op) {
   if (rc == 0 && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != 0) {
-    op_finish(op, rc, NULL);
+    acquire_finish(op, rc, NULL);
     return;
   }
-  round_t *round = acquire_round(op->client, op, on_acquire_decided);
+  round_t *round = acquire_round(op->op.client, op, on_acquire_decided);
   if (round == NULL) {
-    op_finish(op, REDLOCK_ENOMEM, NULL);
+    acquire_finish(op, REDLOCK_ENOMEM, NULL);
     return;
   }
   op->waiter.in_attempt = 1;
-  op->attempt_started_ns = client_now_ns(op->client);
+  op->attempt_started_ns = client_now_ns(op->op.client);
   if (op->attempts == 1)
     op->started_ns = op->attempt_started_ns;
   round_send(round);
@@ -580,21 +834,21 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
 }
 
 static void on_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
-  op_t *op = ctx;
-  op_finish(op, extend_outcome(op->lock, round, outcome, op->ttl_ms), NULL);
+  op_extend_t *op = ctx;
+  extend_finish(op, extend_outcome(op->lock, round, outcome, op->ttl_ms));
 }
 
-static void extend_start(op_t *op) {
+static void extend_start(op_extend_t *op) {
   redlock_lock_t *lock = op->lock;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     /* Possibly held by another by now: extending could overlap its hold. */
     lock_mark_lost(lock, REDLOCK_ELOST);
-    op_finish(op, REDLOCK_ELOST, NULL);
+    extend_finish(op, REDLOCK_ELOST);
     return;
   }
-  round_t *round = extend_round(op->client, lock, op->ttl_ms, on_extend_decided, op);
+  round_t *round = extend_round(op->op.client, lock, op->ttl_ms, on_extend_decided, op);
   if (round == NULL) {
-    op_finish(op, REDLOCK_ENOMEM, NULL);
+    extend_finish(op, REDLOCK_ENOMEM);
     return;
   }
   round_send(round);
@@ -612,11 +866,11 @@ static void lock_stop_watch(redlock_lock_t *lock) {
 
 static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   (void)round;
-  op_t *op = ctx;
+  op_release_t *op = ctx;
   int status = outcome == QUORUM_WON         ? REDLOCK_OK
                : outcome == QUORUM_LOST_HELD ? REDLOCK_ELOST
                                              : REDLOCK_ENOQUORUM;
-  op_finish(op, status, NULL);
+  release_finish(op, status);
 }
 
 /* Lets go of one handle; returns how many handles its lease still has. */
@@ -635,15 +889,15 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
   return remaining;
 }
 
-static void unlock_start(op_t *op) {
-  redlock_t *client = op->client;
+static void unlock_start(op_release_t *op) {
+  redlock_t *client = op->op.client;
   redlock_lock_t *lock = op->lock->lease;
   if (lock->watch_handle == op->lock)
     lock_stop_watch(lock); /* unlocking the watched handle ends the watch */
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
     op->lock = NULL;
-    op_finish(op, REDLOCK_OK, NULL);
+    release_finish(op, REDLOCK_OK);
     return;
   }
   op->lock = lock; /* the release ends with the lease's last reference */
@@ -670,7 +924,7 @@ static void unlock_start(op_t *op) {
                                                          .ctx = op});
   }
   if (round == NULL) {
-    op_finish(op, REDLOCK_ENOMEM, NULL);
+    release_finish(op, REDLOCK_ENOMEM);
     return;
   }
   round_send(round);
@@ -769,45 +1023,63 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
   return REDLOCK_OK;
 }
 
-static void watch_start(op_t *op) {
-  int status = lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg);
-  op->done_cb = NULL;
-  op_finish(op, status, NULL);
+static void watch_start(op_watch_t *op) {
+  /* Its status is not reported: redlock_watch has no done callback. */
+  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg);
+  watch_finish(op);
 }
 
 /* ---- dispatch and close -------------------------------------------------------- */
 
+static void acquire_start(op_acquire_t *op) {
+  if (op->mode == LOCK_MODE_REENTER) {
+    redlock_lock_t *hold = op->hold;
+    op->hold = NULL;
+    acquire_finish(op, REDLOCK_OK, hold);
+    return;
+  }
+  if (op->mode == LOCK_MODE_WAIT) {
+    op->wait_deadline_ns = client_now_ns(op->op.client) + (uint64_t)op->wait_ms * 1000000u;
+    stats_gauge(op->op.client->stats, STATS_GAUGE_WAITERS, +1); /* until acquire_finish */
+  }
+  lock_attempt(op);
+}
+
 void op_dispatch(op_t *op) {
-  redlock_t *client = op->client;
-  list_insert_tail(&client->ops_in_flight, &op->link);
+  list_insert_tail(&op->client->ops_in_flight, &op->link);
   switch (op->kind) {
   case OP_LOCK:
-    if (op->mode == LOCK_MODE_REENTER) {
-      redlock_lock_t *hold = op->lock;
-      op->lock = NULL;
-      op_finish(op, REDLOCK_OK, hold);
-      break;
-    }
-    if (op->mode == LOCK_MODE_WAIT) {
-      op->wait_deadline_ns = client_now_ns(client) + (uint64_t)op->wait_ms * 1000000u;
-      stats_gauge(client->stats, STATS_GAUGE_WAITERS, +1); /* until op_finish */
-    }
-    lock_attempt(op);
+    acquire_start(OP_AS(op_acquire_t, op, OP_LOCK, op));
     break;
   case OP_EXTEND:
-    extend_start(op);
+    extend_start(OP_AS(op_extend_t, op, OP_EXTEND, op));
     break;
   case OP_UNLOCK:
-    unlock_start(op);
+    unlock_start(OP_AS(op_release_t, op, OP_UNLOCK, op));
     break;
   case OP_WATCH:
-    watch_start(op);
+    watch_start(OP_AS(op_watch_t, op, OP_WATCH, op));
     break;
   case OP_CLOSE:
   case OP_ELECT:
   case OP_RESIGN:
     break; /* taken by the wake-up callback, never dispatched */
   }
+}
+
+static void orphan_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  (void)status;
+  (void)arg;
+  if (lock != NULL) /* cannot happen: a cancelled attempt is never granted */
+    lock_release_lease(lock);
+}
+
+void acquire_abandon(op_acquire_t *op) {
+  op->lock_cb = orphan_lock_cb;
+  op->arg = NULL;
+  op->canceled = 1;
+  if (!op->waiter.in_attempt) /* parked, or waiting for a retry: end it now */
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
 }
 
 void lock_cancel_all(redlock_t *client) {
@@ -817,9 +1089,10 @@ void lock_cancel_all(redlock_t *client) {
     it = it->next;
     if (op->kind != OP_LOCK)
       continue;
-    op->canceled = 1;
-    if (!op->waiter.in_attempt) /* waiting for a retry: end it now */
-      op_finish(op, REDLOCK_ECANCELED, NULL);
+    op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
+    acq->canceled = 1;
+    if (!acq->waiter.in_attempt) /* waiting for a retry: end it now */
+      acquire_finish(acq, REDLOCK_ECANCELED, NULL);
   }
   while (!list_empty(&client->held_locks))
     lock_release_lease(list_entry(client->held_locks.next, redlock_lock_t, held_link));

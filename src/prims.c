@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
-#include "clock.h"
+#include "lock.h"
 #include "notify.h"
 #include "resp.h"
 #include "scripts.h"
@@ -42,8 +41,9 @@ static char *put3(char **w, const char *a, size_t a_len, const char *b, size_t b
 
 #define LIT(s) (s), (sizeof(s) - 1)
 
-/* One allocation, as calls.c makes for a lock: key pointers, their lengths,
- * then the strings.  `strings` = bytes of every string, NULs included. */
+/* One allocation, as acquire_op_set_keys (lock.c) makes for a lock: key
+ * pointers, their lengths, then the strings.  `strings` = bytes of every
+ * string, NULs included. */
 static char *key_block(size_t n_keys, size_t strings, char ***keys, size_t **lens) {
   char *block = malloc(n_keys * (sizeof(char *) + sizeof(size_t)) + strings);
   if (block == NULL)
@@ -56,7 +56,7 @@ static char *key_block(size_t n_keys, size_t strings, char ***keys, size_t **len
 /* Semaphore: keys[0] = slot (rewritten for every attempt), keys[1] = limit;
  * then the channel and the name.  Fencing: fence_keys[0] = the slot's
  * counter (rewritten with the slot). */
-static int sem_keys(op_t *op, const char *prefix, size_t prefix_len, const char *name,
+static int sem_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, const char *name,
                     size_t name_len) {
   size_t base_len = prefix_len + name_len + sizeof PRIM_SEM_TAG - 1;
   size_t slot_len = base_len + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
@@ -98,7 +98,7 @@ static int sem_keys(op_t *op, const char *prefix, size_t prefix_len, const char 
 
 /* Read-write lock: keys[0..2] = writer, readers, intent; then the channel
  * and the name.  Fencing: fence_keys[0] = the writer key's counter. */
-static int rw_keys(op_t *op, const char *prefix, size_t prefix_len, const char *name,
+static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, const char *name,
                    size_t name_len) {
   size_t base_len = prefix_len + name_len + sizeof PRIM_RW_TAG - 1;
   size_t strings = (base_len + sizeof PRIM_RW_WRITE_SUFFIX) +
@@ -138,8 +138,8 @@ static int rw_keys(op_t *op, const char *prefix, size_t prefix_len, const char *
   return 0;
 }
 
-int prim_op_init(op_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
-  const redlock_t *client = op->client;
+int prim_op_init(op_acquire_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
+  const redlock_t *client = op->op.client;
   const char *prefix = client->opts.key_prefix;
   size_t prefix_len = client->opts.key_prefix_len;
   size_t name_len = strlen(name);
@@ -154,7 +154,7 @@ int prim_op_init(op_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
 }
 
 /* Points the op's slot key (and fence key) at slot i. */
-static void sem_set_slot(op_t *op, uint32_t slot) {
+static void sem_set_slot(op_acquire_t *op, uint32_t slot) {
   char digits[24]; /* resp_u64_to_dec wants 21 bytes; a slot number has at most 10 digits */
   size_t n = resp_u64_to_dec(slot, digits);
   memcpy(op->prim.slot_digits, digits, n);
@@ -228,8 +228,8 @@ static uint32_t intent_ttl_ms(const redlock_t *client) {
   return PRIM_RW_INTENT_TTL_MS + 2 * client->opts.request_timeout_ms;
 }
 
-round_t *prim_acquire_round(op_t *op, round_decided_fn cb) {
-  redlock_t *client = op->client;
+round_t *prim_acquire_round(op_acquire_t *op, round_decided_fn cb) {
+  redlock_t *client = op->op.client;
   int fenced = op->fenced;
   cmd_t c;
   switch ((lock_kind_t)op->prim.kind) {
@@ -276,8 +276,8 @@ round_t *prim_acquire_round(op_t *op, round_decided_fn cb) {
   return cmd_round(client, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
 }
 
-int prim_acquire_verdict(op_t *op, const round_t *round) {
-  redlock_t *client = op->client;
+int prim_acquire_verdict(op_acquire_t *op, const round_t *round) {
+  redlock_t *client = op->op.client;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
     if (vote->state == VOTE_PENDING || vote->state == VOTE_YES)
@@ -300,19 +300,20 @@ int prim_acquire_verdict(op_t *op, const round_t *round) {
   return 0;
 }
 
-int prim_next_slot(op_t *op, int status) {
+int prim_next_slot(op_acquire_t *op, int status) {
   if (op->prim.kind != LOCK_KIND_SEM)
     return 0;
   /* Only "held" says another slot may be free; a missing quorum or a slow
    * round would fail the same way on every slot. */
   if (status == REDLOCK_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
-      (op->mode != LOCK_MODE_WAIT || clock_now_ns() < op->wait_deadline_ns))
+      (op->mode != LOCK_MODE_WAIT || client_now_ns(op->op.client) < op->wait_deadline_ns))
     return 1;
   op->prim.slots_left = 0;
   return 0;
 }
 
-round_t *prim_fence_round(op_t *op, const char *token, size_t token_len, round_decided_fn cb) {
+round_t *prim_fence_round(op_acquire_t *op, const char *token, size_t token_len,
+                          round_decided_fn cb) {
   cmd_t c;
   if (op->prim.kind == LOCK_KIND_SEM) {
     /* A slot is a plain lock key: the lock's own write-back. */
@@ -325,7 +326,7 @@ round_t *prim_fence_round(op_t *op, const char *token, size_t token_len, round_d
   cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
   cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   cmd_push(&c, token, token_len);
-  return cmd_round(op->client, &c, 1, ROUND_PLAIN, 0, cb, op);
+  return cmd_round(op->op.client, &c, 1, ROUND_PLAIN, 0, cb, op);
 }
 
 /* ---- extension and release ------------------------------------------------------ */
@@ -382,35 +383,35 @@ round_t *prim_release_round(redlock_t *client, const redlock_lock_t *lock, round
                        lock->set_mask, cb, ctx);
 }
 
-round_t *prim_attempt_release_round(op_t *op) {
-  return release_round(op->client, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
+round_t *prim_attempt_release_round(op_acquire_t *op) {
+  return release_round(op->op.client, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
                        op->set_mask, NULL, NULL);
 }
 
-void prim_op_end(op_t *op, int status) {
+void prim_op_end(op_acquire_t *op, int status) {
   if (op->prim.kind != LOCK_KIND_RW_WRITE || status == REDLOCK_OK || !op->prim.intent_set)
     return;
   /* A writer that stops waiting withdraws its intent at once, and tells the
    * readers it held back. */
   op->prim.intent_set = 0;
-  round_t *round = release_round(op->client, &op->prim, op->keys, op->key_lens, op->value,
+  round_t *round = release_round(op->op.client, &op->prim, op->keys, op->key_lens, op->value,
                                  op->prim.intent, 1, 0 /* not replayed: it expires */, NULL, NULL);
   if (round == NULL) {
-    client_log(op->client, REDLOCK_LOG_WARN,
+    client_log(op->op.client, REDLOCK_LOG_WARN,
                "out of memory: the intent on %s stays until it expires", op->keys[0]);
     return;
   }
   round_send(round);
 }
 
-uint64_t prim_retry_delay_ms(const op_t *op, uint64_t delay_ms) {
+uint64_t prim_retry_delay_ms(const op_acquire_t *op, uint64_t delay_ms) {
   if (op->prim.kind == LOCK_KIND_RW_WRITE && op->prim.intent_set &&
       delay_ms > PRIM_RW_INTENT_REFRESH_MS)
     return PRIM_RW_INTENT_REFRESH_MS;
   return delay_ms;
 }
 
-int prim_wake_mode(const op_t *op) {
+int prim_wake_mode(const op_acquire_t *op) {
   switch ((lock_kind_t)op->prim.kind) {
   case LOCK_KIND_SEM:
     return NOTIFY_WAKE_EACH;

@@ -22,7 +22,7 @@
 #include "random.h"
 #include "round.h"
 
-struct op;
+struct op_acquire;
 struct redlock;
 struct redlock_lock;
 
@@ -81,19 +81,20 @@ typedef struct prim {
 /* ---- calls.c ---------------------------------------------------------------------- */
 /* Fills op->keys (and, when op->fenced, op->fence_keys) and op->prim for a
  * primitive of `kind` named `name` (already checked).  0 or REDLOCK_ENOMEM. */
-int prim_op_init(struct op *op, lock_kind_t kind, const char *name, uint32_t limit);
+int prim_op_init(struct op_acquire *op, lock_kind_t kind, const char *name, uint32_t limit);
 
 /* ---- lock.c: the rounds of each kind --------------------------------------------- */
 /* The acquisition of the op's next attempt (a semaphore: its next slot). */
-round_t *prim_acquire_round(struct op *op, round_decided_fn cb);
+round_t *prim_acquire_round(struct op_acquire *op, round_decided_fn cb);
 /* A decided acquisition: REDLOCK_EINVAL when a master says the semaphore has
  * another limit (logged; never retried), else 0.  Notes a writer's intent. */
-int prim_acquire_verdict(struct op *op, const round_t *round);
+int prim_acquire_verdict(struct op_acquire *op, const round_t *round);
 /* After a failed attempt: 1 when the semaphore pass goes on with its next
  * slot at once, 0 when the attempt's status stands (the pass is over). */
-int prim_next_slot(struct op *op, int status);
+int prim_next_slot(struct op_acquire *op, int status);
 /* The fencing write-back of the op's attempt. */
-round_t *prim_fence_round(struct op *op, const char *token, size_t token_len, round_decided_fn cb);
+round_t *prim_fence_round(struct op_acquire *op, const char *token, size_t token_len,
+                          round_decided_fn cb);
 round_t *prim_extend_round(struct redlock *client, const struct redlock_lock *lock, uint32_t ttl_ms,
                            round_decided_fn cb, void *ctx);
 /* Release of a held lock (announce: PUBLISH to waiters; a write hold also
@@ -102,15 +103,15 @@ round_t *prim_release_round(struct redlock *client, const struct redlock_lock *l
                             round_decided_fn cb, void *ctx);
 /* Clean-up of a failed attempt of the op (no announcement; a waiting
  * writer's intent stays). */
-round_t *prim_attempt_release_round(struct op *op);
+round_t *prim_attempt_release_round(struct op_acquire *op);
 /* The op ends (any status): a writer that gives up withdraws its intent. */
-void prim_op_end(struct op *op, int status);
+void prim_op_end(struct op_acquire *op, int status);
 /* Retry delay: a waiting writer's attempts also refresh its intent. */
-uint64_t prim_retry_delay_ms(const struct op *op, uint64_t delay_ms);
+uint64_t prim_retry_delay_ms(const struct op_acquire *op, uint64_t delay_ms);
 /* Whom a release wakes (NOTIFY_WAKE_*): a read-write lock's, all its waiters
  * (a writer's release may admit every reader); a semaphore's, one waiter per
  * release (it frees one slot, and several may be freed at once); a lock's,
  * one. */
-int prim_wake_mode(const struct op *op);
+int prim_wake_mode(const struct op_acquire *op);
 
 #endif

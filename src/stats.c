@@ -251,61 +251,21 @@ static void op_event(redlock_t *client, stats_op_t kind, int status, uint64_t ns
   event_emit(client, &ev);
 }
 
-void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock) {
-  stats_op_t kind;
-  switch (op->kind) {
-  case OP_LOCK:
-    /* Permits and read-write holds are counted apart from locks (waits
-     * included: their wait budget is part of the call). */
-    switch ((lock_kind_t)op->prim.kind) {
-    case LOCK_KIND_SEM:
-      kind = STATS_OP_SEMAPHORE;
-      break;
-    case LOCK_KIND_RW_READ:
-      kind = STATS_OP_RWLOCK_READ;
-      break;
-    case LOCK_KIND_RW_WRITE:
-      kind = STATS_OP_RWLOCK_WRITE;
-      break;
-    default:
-      kind = op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
-      break;
-    }
-    if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
-      stats_gauge(client->stats, STATS_GAUGE_WAITERS, -1);
-    break;
-  case OP_EXTEND:
-    kind = STATS_OP_EXTEND;
-    break;
-  case OP_UNLOCK:
-    kind = STATS_OP_RELEASE;
-    break;
-  default:
-    return;
-  }
-  /* The round being decided is this op's when the op ends inside its
-   * callback (the usual case); ops that end elsewhere (canceled, timed out
+void stats_call_finished_(redlock_t *client, stats_op_t kind, int status, const void *ctx,
+                          uint64_t started_ns, const char *resource, int attempts) {
+  /* The round being decided is this call's when it ends inside its
+   * callback (the usual case); calls that end elsewhere (canceled, timed out
    * between attempts, refused before any round) have none. */
   const round_t *round = client->rounds.deciding;
-  if (round != NULL && round->ctx != op)
+  if (round != NULL && round->ctx != ctx)
     round = NULL;
   uint64_t end_ns = round != NULL ? round->decided_ns : clock_now_ns();
-  uint64_t start_ns = op->started_ns != 0 ? op->started_ns
-                      : round != NULL     ? round->started_ns
-                                          : end_ns;
+  uint64_t start_ns = started_ns != 0 ? started_ns : round != NULL ? round->started_ns : end_ns;
   uint64_t ns = end_ns > start_ns ? end_ns - start_ns : 0;
   op_record(client, kind, status, ns);
   if (client->opts.event_cb == NULL)
     return;
-  const char *resource = NULL;
-  if (op->kind != OP_LOCK)
-    resource = op->lock != NULL ? op->lock->resource : NULL;
-  else if (lock != NULL)
-    resource = lock->lease->resource;
-  else if (op->keys != NULL)
-    resource = op->keys[0] + op->prefix_len;
-  op_event(client, kind, status, ns, resource, round,
-           op->kind == OP_LOCK ? (int)op->attempts : round != NULL);
+  op_event(client, kind, status, ns, resource, round, attempts >= 0 ? attempts : round != NULL);
 }
 
 void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,

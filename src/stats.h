@@ -23,7 +23,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "client.h"
+#include "lock.h"
 #include "stats_core.h"
 
 /* Allocates client->stats unless stats and events are both off (then it
@@ -33,7 +33,8 @@ void stats_free(redlock_t *client);
 stats_outcome_t stats_outcome(int status);
 
 /* ---- out-of-line parts of the hooks (stats.c) ---- */
-void stats_op_finished_(redlock_t *client, op_t *op, int status, redlock_lock_t *lock);
+void stats_call_finished_(redlock_t *client, stats_op_t kind, int status, const void *ctx,
+                          uint64_t started_ns, const char *resource, int attempts);
 void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status);
 void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
                     const char *resource, const round_t *round, int attempts);
@@ -49,13 +50,18 @@ void stats_node_tls_failure_(redlock_t *client, node_t *node);
 
 /* ---- hooks: one NULL test when off ---- */
 
-/* lock.c, op_finish: an acquire/wait/extend/release op ends (counts it,
- * times it, emits its event).  Other op kinds are ignored. */
-static inline void stats_op_finished(op_t *op, int status, redlock_lock_t *lock) {
-  if (op->client->stats != NULL)
-    stats_op_finished_(op->client, op, status, lock);
+/* lock.c, when a lock, extend or unlock call ends, before its callback:
+ * counts it and emits its event.  ctx: the ctx of the call's rounds (the
+ * round being decided, if it is the call's, gives the times); started_ns:
+ * the first attempt's start (0: that round's); attempts < 0: 1 when the call
+ * ended in a round, else 0. */
+static inline void stats_call_finished(redlock_t *client, stats_op_t kind, int status,
+                                       const void *ctx, uint64_t started_ns, const char *resource,
+                                       int attempts) {
+  if (client->stats != NULL)
+    stats_call_finished_(client, kind, status, ctx, started_ns, resource, attempts);
 }
-/* Any operation that does not end through op_finish (an election's
+/* Any operation that does not end through stats_call_finished (an election's
  * campaign round, say): counts it and emits its event.  ns: its duration;
  * round: the last round it waited on (NULL: none), valid during the call. */
 static inline void stats_op_done(redlock_t *client, stats_op_t kind, int status, uint64_t ns,

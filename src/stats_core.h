@@ -15,7 +15,8 @@
 /* Operation kinds, as the `op` label.  A new kind (semaphore, rwlock,
  * election, ...) is added at the end here, with a REDLOCK_EVENT_* kind in
  * redlock.h and a line in op_event_kind (stats.c); its ops are mapped in
- * stats_op_finished_() (or it calls stats_op_done() with its own numbers);
+ * lock.c (acquire_stats_kind, or a stats_call_finished of its own; else it
+ * calls stats_op_done() with its own numbers);
  * the tables, both renderings and the event names follow. */
 #define STATS_OP_MAP(XX)                                                                           \
   XX(ACQUIRE, "acquire")                                                                           \

@@ -30,7 +30,8 @@
 
 #include "unit_support.h"
 
-#include "client.h"
+#include "clock.h"
+#include "lock.h"
 #include "prims.h"
 #include "redlock.h"
 #include "scripts.h"
@@ -160,6 +161,7 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   f->client.opts.log_level = REDLOCK_LOG_DEBUG;
   f->client.log = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
   round_env_init(&f->client.rounds);
+  f->client.rounds.now_ns = clock_now_ns; /* client_now_ns reads it */
   f->client.rounds.n_masters = N_NODES;
   f->client.n_nodes = N_NODES;
   f->client.quorum = 2;
@@ -172,11 +174,11 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   return f;
 }
 
-static op_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
-  op_t *op = calloc(1, sizeof *op);
+static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
+  op_acquire_t *op = calloc(1, sizeof *op);
   assert_non_null(op);
-  op->kind = OP_LOCK;
-  op->client = &f->client;
+  op->op.kind = OP_LOCK;
+  op->op.client = &f->client;
   op->mode = LOCK_MODE_WAIT;
   op->wait_deadline_ns = UINT64_MAX; /* waiting, with budget left */
   op->ttl_ms = 5000;
@@ -186,7 +188,7 @@ static op_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t lim
   return op;
 }
 
-static void fake_op_free(op_t *op) {
+static void fake_op_free(op_acquire_t *op) {
   free(op->keys);
   free(op->fence_keys);
   free(op);
@@ -228,7 +230,7 @@ static void test_sem_keys_and_rounds(void **state) {
   (void)state;
   for (int fencing = 0; fencing <= 1; fencing++) {
     fake_t *f = fake_new("p:", fencing);
-    op_t *op = fake_op(f, LOCK_KIND_SEM, "jobs", 12);
+    op_acquire_t *op = fake_op(f, LOCK_KIND_SEM, "jobs", 12);
     assert_int_equal(op->n_keys, 2);
     assert_string_equal(op->keys[1], "p:jobs:sem:limit");
     assert_int_equal(op->key_lens[1], strlen("p:jobs:sem:limit"));
@@ -347,7 +349,7 @@ static void test_rw_keys_and_rounds(void **state) {
   for (int fencing = 0; fencing <= 1; fencing++) {
     for (int write = 0; write <= 1; write++) {
       fake_t *f = fake_new("", fencing);
-      op_t *op = fake_op(f, write ? LOCK_KIND_RW_WRITE : LOCK_KIND_RW_READ, "cfg", 0);
+      op_acquire_t *op = fake_op(f, write ? LOCK_KIND_RW_WRITE : LOCK_KIND_RW_READ, "cfg", 0);
       assert_int_equal(op->n_keys, 3);
       assert_string_equal(op->keys[0], "cfg:rw:write");
       assert_string_equal(op->keys[1], "cfg:rw:read");
@@ -427,7 +429,7 @@ static void test_rw_keys_and_rounds(void **state) {
 
 /* ---- votes ----------------------------------------------------------------------------- */
 
-static round_t *voted_round(fake_t *f, op_t *op, const int64_t *integers,
+static round_t *voted_round(fake_t *f, op_acquire_t *op, const int64_t *integers,
                             const vote_state_t *states) {
   round_t *round = prim_acquire_round(op, NULL);
   assert_non_null(round);
@@ -442,7 +444,7 @@ static round_t *voted_round(fake_t *f, op_t *op, const int64_t *integers,
 static void test_votes(void **state) {
   (void)state;
   fake_t *f = fake_new("", 0);
-  op_t *op = fake_op(f, LOCK_KIND_SEM, "s", 2);
+  op_acquire_t *op = fake_op(f, LOCK_KIND_SEM, "s", 2);
   /* Held here, yes there: nothing to say. */
   int64_t ints[N_NODES] = {0, 1, 1};
   vote_state_t states[N_NODES] = {VOTE_NO, VOTE_YES, VOTE_YES};

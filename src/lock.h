@@ -1,0 +1,195 @@
+/* lock.h: what lock.c owns: lock handles (struct redlock_lock) and the
+ * structs of the four kinds of call it runs (acquire, extend, release,
+ * watch), their constructors and destructor, and the loop-side entry points
+ * client.c, calls.c, prims.c and election.c use.
+ *
+ * Ownership, as in client.h: every field names the module that writes it
+ * and how it is guarded ("loop", "mutex" = client->mutex, "const" = set by
+ * the constructor or at the grant, read-only after).  An op is written by
+ * its constructor on the caller's thread, then (after the submit queue's
+ * mutex hand-off) only by the loop thread. */
+#ifndef REDLOCK_LOCK_H
+#define REDLOCK_LOCK_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "client.h"
+#include "notify.h"
+#include "prims.h"
+#include "random.h"
+#include "redlock.h"
+
+typedef enum {
+  LOCK_MODE_TRY = 1, /* one attempt */
+  LOCK_MODE_RETRY,   /* the options' retry policy */
+  LOCK_MODE_WAIT,    /* until the wait budget is spent */
+  LOCK_MODE_REENTER, /* already granted as a reentrant hold (op_acquire_t.hold) */
+} lock_mode_t;
+
+/* A handle is either a lease (the lock in Redis) or, with reentrancy, a
+ * hold: a handle of its own that shares a lease.  Accessors and extend/watch
+ * act on the lease; the lease is released when its last handle is unlocked.
+ * Owner: lock.c (made by lock_create or, a hold, by acquire_op_reenter);
+ * prims.c reads the key layout of its kinds; calls.c, stats.c and election.c
+ * read the const fields and the atomics. */
+struct redlock_lock {
+  struct redlock *client;           /* const */
+  redlock_lock_t *lease;            /* const: itself, or the lease a hold shares */
+  unsigned holds;                   /* lease, mutex: its handles not yet unlocked */
+  list_node_t holds_list;           /* lease, mutex: its reentrant holds */
+  list_node_t hold_link;            /* hold, mutex: in its lease's holds_list */
+  list_node_t reentrant_link;       /* lease, mutex: client->reentrant_leases */
+  uv_thread_t owner;                /* lease, const: thread whose call acquired it */
+  list_node_t held_link;            /* lease, loop: client->held_locks, for close and watch */
+  size_t n_keys;                    /* const: from the op that won it */
+  char **keys;                      /* const: prefix + resource, NUL-terminated (the op's block) */
+  size_t *key_lens;                 /* const */
+  const char *resource;             /* const: first resource, without the prefix (into keys[0]) */
+  char value[RANDOM_VALUE_LEN + 1]; /* const */
+  uint32_t ttl_ms;                  /* loop: the last ttl granted (extend changes it) */
+  _Atomic int64_t expires_ns;       /* loop writes, any thread reads: monotonic end of validity */
+  _Atomic int lost;                 /* loop writes, any thread reads */
+  uint64_t fence;                   /* const */
+  uint64_t set_mask;                /* const: masters the acquisition may have set the key on */
+  unsigned refs;                    /* mutex: 1 while live (registered) + 1 per call in flight */
+  /* watch (loop) */
+  int watched;
+  uv_timer_t *watch_timer;
+  int watch_extending;
+  unsigned watch_failures; /* extensions failed in a row */
+  redlock_lost_cb lost_cb;
+  void *lost_arg;
+  redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
+  prim_t prim;                  /* const: its kind (plain lock, permit, read or write hold) */
+};
+
+/* ---- the calls ---------------------------------------------------------------------
+ * OP_LOCK: an acquisition (redlock_lock & co, the primitives, an election's
+ * campaign).  The constructor fills the header and the parameters; the keys
+ * come from acquire_op_set_keys (locks) or prim_op_init (primitives); the
+ * rest is the loop's, from op_dispatch until it ends. */
+typedef struct op_acquire {
+  op_t op;                 /* OP_LOCK */
+  notify_waiter_t waiter;  /* loop: a waiting acquisition: release notifications (notify.h) */
+  lock_mode_t mode;        /* const (REENTER: set by acquire_op_reenter before submission) */
+  uint32_t ttl_ms;         /* const */
+  uint32_t wait_ms;        /* const */
+  int fenced;              /* const: the client's option, or forced (election) */
+  uv_thread_t caller;      /* const: thread that made the call (reentrancy owner), or zero */
+  redlock_lock_cb lock_cb; /* const: except acquire_abandon, which silences it (loop) */
+  void *arg;
+  /* keys: lock.c (acquire_op_set_keys) or prims.c (prim_op_init); handed to
+   * the lock at the grant.  prims.c rewrites a semaphore's slot digits. */
+  size_t n_keys;
+  char **keys;
+  size_t *key_lens;
+  size_t prefix_len;
+  char **fence_keys; /* fencing: counter keys, same layout as keys (made on the loop) */
+  size_t *fence_key_lens;
+  prim_t prim;          /* prims.c: the kind acquired and its state (prims.h) */
+  redlock_lock_t *hold; /* REENTER: the hold already granted, for the callback */
+  /* loop: the state of the acquisition */
+  unsigned attempts;
+  uint64_t fence;              /* fencing: the token of the current attempt */
+  uint64_t attempt_started_ns; /* t1 of the current attempt */
+  uint64_t started_ns;         /* t1 of the first attempt (stats: duration) */
+  uint64_t set_mask;           /* masters the current attempt may have set the key on */
+  uint64_t wait_deadline_ns;   /* WAIT: end of the budget (0: not waiting) */
+  char value[RANDOM_VALUE_LEN + 1];
+  uv_timer_t *retry_timer; /* allocated on the first retry */
+  int canceled;
+} op_acquire_t;
+
+/* OP_EXTEND.  lock: the caller's handle until submission, then its lease
+ * (lock_claim_locked: the call holds a reference on it until it ends). */
+typedef struct {
+  op_t op;
+  redlock_lock_t *lock; /* mutex at submission, then loop */
+  uint32_t ttl_ms;      /* const */
+  redlock_done_cb done_cb;
+  void *arg;
+} op_extend_t;
+
+/* OP_UNLOCK.  lock: the caller's handle (claimed: out of the live registry
+ * at submission), then on the loop its lease, or NULL when other handles
+ * still share it; the call ends with the lease's last reference. */
+typedef struct {
+  op_t op;
+  redlock_lock_t *lock; /* mutex at submission, then loop */
+  redlock_done_cb done_cb;
+  void *arg;
+} op_release_t;
+
+/* OP_WATCH.  lock as for extend; handle: the one the caller passed (a hold
+ * watches its lease, and lost_cb names the hold). */
+typedef struct {
+  op_t op;
+  redlock_lock_t *lock;   /* mutex at submission, then loop */
+  redlock_lock_t *handle; /* const */
+  redlock_lost_cb lost_cb;
+  void *arg;
+} op_watch_t;
+
+/* What an acquisition is asked to do (acquire_op_new). */
+typedef struct {
+  lock_mode_t mode;
+  uint32_t ttl_ms;
+  uint32_t wait_ms;
+  int fenced;
+  int owned; /* 1: the calling thread owns the lease (reentrancy), 0: nobody */
+  redlock_lock_cb cb;
+  void *arg;
+} acquire_params_t;
+
+/* ---- constructors and destructor (any thread; the op is not queued yet) ---- */
+/* NULL when out of memory.  The keys come next (below, or prim_op_init). */
+op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params);
+/* One allocation holds the key pointers, their lengths and the key bytes
+ * (prefix + resource, NUL-terminated); the lock handle inherits it.  0 or
+ * REDLOCK_ENOMEM. */
+int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n);
+/* Reentrancy: when this thread holds a valid lease on `resource` (alone),
+ * makes a new hold on it and turns the op into its grant (REENTER).  No
+ * lease, or no memory: the op acquires as usual. */
+void acquire_op_reenter(op_acquire_t *op, const char *resource);
+/* An extend, unlock or watch of `lock` (kind says which; the arguments the
+ * kind has no use for are ignored).  NULL when out of memory. */
+op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
+                    redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
+/* Submission, under the mutex, of a target op: its handle must be live.
+ * Unlock claims the handle (it leaves the registry at once, so a second
+ * unlock gets EINVAL); the others take a reference on its lease so that it
+ * outlives the call.  0 or REDLOCK_EINVAL. */
+int lock_claim_locked(op_t *op);
+/* Frees any lock.c op (one refused at submission, or one that ended). */
+void op_free(op_t *op);
+
+/* ---- loop side ---- */
+void op_dispatch(op_t *op);
+/* Ends an op that never started (close, parked): status to its callback. */
+void op_fail(op_t *op, int status);
+/* Cancels an acquisition without telling its caller (an election that stops
+ * campaigning): its attempt ends on its own, and a lease it might still win
+ * is released. */
+void acquire_abandon(op_acquire_t *op);
+/* Close: cancel acquisitions, release every held lock. */
+void lock_cancel_all(redlock_t *client);
+/* notify_t.wake: a release was announced for what a WAIT op waits on: retry now. */
+void lock_wake(notify_waiter_t *waiter);
+/* Drops one reference (loop); frees the handle at zero. */
+void lock_unref(redlock_lock_t *lock);
+void lock_free(redlock_lock_t *lock);
+/* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
+ * lease is lost, possibly before this returns (already expired).  0 or
+ * REDLOCK_ENOMEM. */
+int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
+                     void *arg);
+/* Lets go of a lease nobody waits on (close; an election's resignation or
+ * loss): stops its watch, frees its handles, sends the release (announced, so
+ * waiters are woken) to every master that may hold it, drops the live
+ * reference. */
+void lock_release_lease(redlock_lock_t *lock);
+
+#endif
