@@ -365,9 +365,14 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
                                               uint32_t wait_ms, redlock_lock_cb cb, void *arg);
 
 /* ---- Diagnostics ------------------------------------------------------------
- * Writes a one-line summary of the most recently decided round of this client
- * that a call waited on (not the background release after a lost attempt),
- * always NUL-terminated: the outcome ("won:", "lost (held):", "lost (no
+ * Writes a one-line summary of the most recently decided round that a call of
+ * the calling thread waited on: on any application thread, that thread's own
+ * last call (a concurrent call on another thread does not overwrite it); on
+ * the client's I/O thread (inside a callback), the round of the call whose
+ * callback runs; a thread with no call on record (the client remembers 32
+ * threads) gets the client's most recent.  Not the background release after
+ * a lost attempt, nor a watch's renewals (no thread waits on those).  Always
+ * NUL-terminated: the outcome ("won:", "lost (held):", "lost (no
  * quorum):", or "none:" before any round) and one "host:port=WHY" per master,
  * WHY being OK, refused (nil/0: held elsewhere or value gone), down, busy,
  * timeout, disconnected, error, quarantined, bad-reply or pending (still out

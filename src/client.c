@@ -35,21 +35,37 @@ int client_on_loop_thread(const redlock_t *client) {
   return uv_thread_equal(&self, &client->loop_thread_id);
 }
 
-/* round_env_t.decided: a caller's round was decided (redlock_last_votes). */
+/* round_env_t.decided: a caller's round was decided (redlock_last_votes):
+ * the client's latest, and the calling thread's own. */
 static void client_record_votes(void *arg, const round_t *round) {
   redlock_t *client = arg;
+  votes_entry_t *latest = &client->votes.latest;
   uv_mutex_lock(&client->mutex);
   for (unsigned i = 0; i < round->n_votes; i++) {
-    client->last_votes[i] = round->votes[i].why;
+    latest->why[i] = round->votes[i].why;
     /* A down master's vote carries why it is down (TLS and AUTH failures
      * are otherwise only in the log). */
     if (round->votes[i].why == WHY_DOWN)
-      memcpy(client->last_down_why[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
+      memcpy(latest->down_why[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
     else
-      client->last_down_why[i][0] = '\0';
+      latest->down_why[i][0] = '\0';
   }
-  client->last_outcome = (int)round->outcome;
+  latest->outcome = (int)round->outcome;
+  if (round->has_caller)
+    votes_book_copy_latest_to(&client->votes, &round->caller);
   uv_mutex_unlock(&client->mutex);
+}
+
+/* Whose votes a thread reads: on the client's own loop thread (a callback),
+ * the latest, which is the round of the call whose callback runs; elsewhere
+ * the thread's own last call, or the latest if it has made none the book
+ * still holds. */
+static const votes_entry_t *client_votes_for_me(const redlock_t *client) {
+  if (client_on_loop_thread(client))
+    return &client->votes.latest;
+  uv_thread_t self = uv_thread_self();
+  const votes_entry_t *mine = votes_book_find(&client->votes, &self);
+  return mine != NULL ? mine : &client->votes.latest;
 }
 
 int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
@@ -64,13 +80,14 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
     size = sizeof scratch;
   }
   uv_mutex_lock(&client->mutex);
-  int total = snprintf(buf, size, "%s:", outcomes[client->last_outcome]);
+  const votes_entry_t *v = client_votes_for_me(client);
+  int total = snprintf(buf, size, "%s:", outcomes[v->outcome]);
   for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
-    const char *down_why = client->last_outcome ? client->last_down_why[i] : "";
+    const char *down_why = v->outcome ? v->down_why[i] : "";
     int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", client->nodes[i].addr.label,
-                     client->last_outcome ? why_name(client->last_votes[i]) : "-",
-                     down_why[0] ? " (" : "", down_why, down_why[0] ? ")" : "");
+                     v->outcome ? why_name(v->why[i]) : "-", down_why[0] ? " (" : "", down_why,
+                     down_why[0] ? ")" : "");
     total = n < 0 ? n : total + n;
   }
   uv_mutex_unlock(&client->mutex);
@@ -128,6 +145,8 @@ int client_submit(redlock_t *client, op_t *op) {
 }
 
 void client_enqueue_locked(redlock_t *client, op_t *op) {
+  op->thread = uv_thread_self(); /* the caller's thread: its rounds' votes are kept for it */
+  op->has_thread = 1;
   int was_empty = list_empty(&client->submit_queue);
   list_insert_tail(&client->submit_queue, &op->link);
   /* One wake-up per batch: the loop drains the whole queue each time.  Sent
@@ -192,8 +211,7 @@ static void client_free(redlock_t *client) {
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
   free(client->nodes);
-  free(client->last_votes);
-  free(client->last_down_why);
+  votes_book_free(&client->votes);
   tls_client_free(client->tls);
   ptrset_free(&client->live_locks);
   ptrset_free(&client->live_elections);
@@ -391,8 +409,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   client->n_nodes = (unsigned)opts->n_nodes;
   client->quorum = quorum_size(client->n_nodes);
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
-  client->last_votes = calloc(client->n_nodes, 1);
-  client->last_down_why = calloc(client->n_nodes, sizeof *client->last_down_why);
+  int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   uv_mutex_init(&client->mutex);
   ptrset_init(&client->live_locks);
   list_init(&client->submit_queue);
@@ -402,9 +419,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->reentrant_leases);
   list_init(&client->elections);
   ptrset_init(&client->live_elections);
-  int rc = client->nodes != NULL && client->last_votes != NULL && client->last_down_why != NULL
-               ? 0
-               : REDLOCK_ENOMEM;
+  int rc = client->nodes != NULL && votes_rc == 0 ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,

@@ -29,6 +29,7 @@
 #include "random.h"
 #include "redlock.h"
 #include "round.h"
+#include "votes.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
 
@@ -64,6 +65,9 @@ typedef struct op {
                            * list or lock.c's in-flight list */
   op_kind_t kind;         /* const: which struct embeds this header */
   struct redlock *client; /* const */
+  uv_thread_t thread;     /* with has_thread, client.c at submission: the calling thread, whose
+                           * rounds redlock_last_votes keeps (ops made on the loop: none) */
+  int has_thread;
 } op_t;
 
 /* The struct of kind `k` that embeds `op` as its member `member`: checked,
@@ -109,12 +113,9 @@ struct redlock {
 
   /* ---- client.c: under the mutex ---- */
   uv_mutex_t mutex;
-  list_node_t submit_queue;                 /* mutex: op_t.link, for the loop */
-  client_state_t state;                     /* mutex */
-  uint8_t *last_votes;                      /* mutex: vote_why_t per master of the last
-                                             * decided round */
-  char (*last_down_why)[NODE_DOWN_WHY_LEN]; /* mutex: for its down votes, why (or "") */
-  int last_outcome; /* mutex: quorum_outcome_t of that round, 0 = none yet */
+  list_node_t submit_queue; /* mutex: op_t.link, for the loop */
+  client_state_t state;     /* mutex */
+  votes_book_t votes; /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
 
   /* ---- client.c: start-up and close (loop) ---- */
   list_node_t parked_ops; /* loop: acquisitions waiting for the first connection attempts */

@@ -259,6 +259,14 @@ static void lock_mark_lost(redlock_lock_t *lock, int reason) {
   }
 }
 
+/* Sends a round made for op's call: its votes are kept for the thread that
+ * made the call (redlock_last_votes). */
+static void send_for(const op_t *op, round_t *round) {
+  if (op->has_thread)
+    round_for_caller(round, &op->thread);
+  round_send(round);
+}
+
 /* ---- construction (the caller's thread; the loop's for an election) ------------ */
 
 op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params) {
@@ -743,7 +751,7 @@ static int fence_commit(op_acquire_t *op, const round_t *acquired) {
   }
   if (round == NULL)
     return REDLOCK_ENOMEM;
-  round_send(round);
+  send_for(&op->op, round);
   return 0;
 }
 
@@ -791,7 +799,7 @@ static void lock_attempt(op_acquire_t *op) {
   op->attempt_started_ns = client_now_ns(op->op.client);
   if (op->attempts == 1)
     op->started_ns = op->attempt_started_ns;
-  round_send(round);
+  send_for(&op->op, round);
 }
 
 /* ---- extend ------------------------------------------------------------------------ */
@@ -851,7 +859,7 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, REDLOCK_ENOMEM);
     return;
   }
-  round_send(round);
+  send_for(&op->op, round);
 }
 
 /* ---- unlock ------------------------------------------------------------------------ */
@@ -927,7 +935,7 @@ static void unlock_start(op_release_t *op) {
     release_finish(op, REDLOCK_ENOMEM);
     return;
   }
-  round_send(round);
+  send_for(&op->op, round);
 }
 
 /* ---- watch (automatic extension) -------------------------------------------------- */

@@ -16,6 +16,11 @@ void round_env_init(round_env_t *env) {
   env->deciding = NULL;
 }
 
+void round_for_caller(round_t *round, const uv_thread_t *thread) {
+  round->caller = *thread;
+  round->has_caller = 1;
+}
+
 int round_env_idle(const round_env_t *env) { return list_empty(&env->pending); }
 
 round_t *round_new(round_env_t *env, const round_params_t *p) {

@@ -125,6 +125,8 @@ typedef struct round {
   int decided;
   round_decided_fn on_decided;
   void *ctx;
+  uv_thread_t caller; /* with has_caller: the thread whose call waits on it (round_for_caller) */
+  uint8_t has_caller;
   unsigned n_votes;
   vote_t votes[];
 } round_t;
@@ -148,6 +150,10 @@ typedef struct round_params {
 
 /* Formats argv once into a new round.  NULL when out of memory. */
 round_t *round_new(round_env_t *env, const round_params_t *params);
+/* The round is made for a call of application thread `thread`: the owner's
+ * `decided` hook finds it in round->caller (redlock_last_votes keeps each
+ * thread's own).  Before round_send. */
+void round_for_caller(round_t *round, const uv_thread_t *thread);
 /* Sends to every master and arms the deadline.  May decide (and call
  * on_decided) before it returns, e.g. when masters are down.  The caller must
  * not touch the round after this returns. */

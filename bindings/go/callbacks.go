@@ -59,7 +59,11 @@ func goLockCallback(status C.int, lock *C.redlock_lock_t, id C.uintptr_t) {
 		}
 		return
 	}
-	p.ch <- lockResult{rc: status, h: lock} // buffered(1), one result: never blocks
+	var votes string
+	if status != 0 {
+		votes = lastVotesOf(p.client) // here, on the I/O thread: this call's round
+	}
+	p.ch <- lockResult{rc: status, h: lock, votes: votes} // buffered(1), one result: never blocks
 }
 
 //export goLostCallback

@@ -115,6 +115,10 @@ type Error struct {
 	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "semaphore", "rwlock_read", "rwlock_write", "elect", "resign", "stats", "open", "option"
 	Resource string // empty when not about one resource
 	Errno    Errno
+	// Votes: for a failed acquisition, redlock_last_votes as it was when this
+	// call's round was decided (read in the library's callback, so a
+	// goroutine that moved to another OS thread still gets its own call's).
+	Votes string
 }
 
 func (e *Error) Error() string {

@@ -386,15 +386,23 @@ func (cl *Client) Close() error {
 	return nil
 }
 
-// LastVotes is a one-line summary of the latest round (diagnostics; do not parse).
+// LastVotes is a one-line summary of the latest round a call of this OS
+// thread waited on (diagnostics; do not parse).  Goroutines move between OS
+// threads: for a failed acquisition, Error.Votes holds that call's own.
 func (cl *Client) LastVotes() string {
 	cl.mu.RLock()
 	defer cl.mu.RUnlock()
 	if cl.closed {
 		return ""
 	}
+	return lastVotesOf(cl.c)
+}
+
+// lastVotesOf reads redlock_last_votes (on the I/O thread, inside a callback:
+// the round of the call whose callback runs).
+func lastVotesOf(c *C.redlock_t) string {
 	buf := make([]byte, 4096)
-	n := C.redlock_last_votes(cl.c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	n := C.redlock_last_votes(c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
 	if n < 0 {
 		return ""
 	}
@@ -444,8 +452,9 @@ func (cl *Client) LockWait(ctx context.Context, resource string, ttl, wait time.
 }
 
 type lockResult struct {
-	rc C.int
-	h  *C.redlock_lock_t
+	rc    C.int
+	h     *C.redlock_lock_t
+	votes string // failed: this call's votes (read in the callback)
 }
 
 // pendingLock is the registry entry of one redlock_lock_async call.
@@ -496,7 +505,7 @@ func (cl *Client) lockAsync(ctx context.Context, op, resource string, ttl time.D
 	select {
 	case r := <-p.ch:
 		if r.rc != 0 {
-			return nil, mkerr(op, resource, r.rc)
+			return nil, &Error{Op: op, Resource: resource, Errno: Errno(r.rc), Votes: r.votes}
 		}
 		return cl.adopt(op, r.h, []string{resource})
 	case <-ctx.Done():
