@@ -46,7 +46,7 @@ void sleep_ms(uint32_t ms) {
   }
 }
 
-static uint64_t self_cpu_us(void) {
+uint64_t self_cpu_us(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
@@ -97,7 +97,7 @@ static int64_t servers_cpu_us(const config_t *c) {
   }
   return c->n_pids > 0 ? sum : -1;
 }
-static void begin_window(bench_t *b) {
+void begin_window(bench_t *b) {
   b->srv0 = servers_cpu_us(b->cfg);
   b->cpu0 = self_cpu_us();
   b->t0 = now_ns();
@@ -106,7 +106,7 @@ static void begin_window(bench_t *b) {
     fprintf(stderr, "[bench   %8.3f] measuring\n", (double)(b->t0 - log_epoch_ns) / 1e9);
 }
 
-static void end_window(bench_t *b) {
+void end_window(bench_t *b) {
   atomic_store(&b->phase, PHASE_STOP);
   b->t1 = now_ns();
   b->cpu1 = self_cpu_us();
@@ -117,15 +117,13 @@ static void end_window(bench_t *b) {
 
 /* ---- async engine (throughput, latency --api async, slow-node) ------------------- */
 
-static void cycle_start(slot_t *s);
-
 static void slot_retire(slot_t *s) { atomic_fetch_sub(&s->b->active, 1); }
 
 static void cycle_next(slot_t *s) {
   if (atomic_load_explicit(&s->b->phase, memory_order_relaxed) == PHASE_STOP)
     slot_retire(s);
   else
-    cycle_start(s);
+    async_cycle_start(s);
 }
 
 static void on_unlocked(int status, void *arg) {
@@ -160,7 +158,7 @@ static void on_locked(int status, redlock_lock_t *lock, void *arg) {
   }
 }
 
-static void cycle_start(slot_t *s) {
+void async_cycle_start(slot_t *s) {
   bench_t *b = s->b;
   const config_t *c = b->cfg;
   s->t_start = now_ns();
@@ -189,6 +187,18 @@ static void cycle_start(slot_t *s) {
   }
 }
 
+void async_wait_drained(bench_t *b) {
+  /* The cycles in flight finish within their retries. */
+  uint64_t limit = now_ns() + 30ull * 1000000000u;
+  while (atomic_load(&b->active) > 0 && now_ns() < limit)
+    sleep_ms(1);
+  int left = atomic_load(&b->active);
+  if (left > 0) {
+    b->hung = left;
+    fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after the end\n", left);
+  }
+}
+
 int run_async(bench_t *b) {
   config_t *c = b->cfg;
   int n = c->concurrency;
@@ -202,20 +212,12 @@ int run_async(bench_t *b) {
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
   for (int i = 0; i < n; i++)
-    cycle_start(&slots[i]);
+    async_cycle_start(&slots[i]);
   sleep_s(c->warmup_s);
   begin_window(b);
   sleep_s(c->duration_s);
   end_window(b);
-  /* Let the cycles in flight finish (each ends within its retries). */
-  uint64_t limit = now_ns() + 30ull * 1000000000u;
-  while (atomic_load(&b->active) > 0 && now_ns() < limit)
-    sleep_ms(1);
-  int left = atomic_load(&b->active);
-  if (left > 0) {
-    b->hung = left;
-    fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after the end\n", left);
-  }
+  async_wait_drained(b);
   /* redlock_close (by the caller) cancels what is left and joins the loop
    * thread; only then are the slots unreachable. */
   return 0;
@@ -265,7 +267,7 @@ int run_ab(bench_t *b, redlock_t *off) {
     atomic_store(&b->phase, PHASE_WARMUP);
     atomic_store(&b->active, n);
     for (int i = 0; i < n; i++)
-      cycle_start(&slots[i]);
+      async_cycle_start(&slots[i]);
     sleep_s(w < 0 ? c->warmup_s / 2 : AB_RAMP_S);
     unsigned long cycles0 = atomic_load(&b->cycles);
     uint64_t cpu0 = self_cpu_us(), t0 = now_ns();
@@ -274,14 +276,9 @@ int run_ab(bench_t *b, redlock_t *off) {
     atomic_store(&b->phase, PHASE_STOP);
     uint64_t t1 = now_ns(), cpu1 = self_cpu_us();
     unsigned long cycles1 = atomic_load(&b->cycles);
-    uint64_t limit = now_ns() + 30ull * 1000000000u;
-    while (atomic_load(&b->active) > 0 && now_ns() < limit)
-      sleep_ms(1);
-    if (atomic_load(&b->active) > 0) {
-      b->hung = atomic_load(&b->active);
-      fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after a segment\n", b->hung);
+    async_wait_drained(b);
+    if (b->hung > 0)
       return 0;
-    }
     if (w < 0)
       continue;
     acc[side].cycles += cycles1 - cycles0;
