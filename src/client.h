@@ -56,6 +56,14 @@ typedef enum {
   OP_RESIGN, /* election.c: its resignation */
 } op_kind_t;
 
+/* A blocking caller's wait (calls.c): the loop posts `sem` once per call,
+ * at the end of the loop turn in which the call's callback ran (see
+ * client_defer_wake). */
+typedef struct sync_waiter {
+  list_node_t link; /* loop: client->wakes */
+  uv_sem_t sem;
+} sync_waiter_t;
+
 /* The header every queued call starts with: what the submit queue, the
  * parked list and the in-flight list need.  The kind's constructor sets
  * `kind` and `client` once; `link` belongs to whichever list holds the op. */
@@ -81,6 +89,7 @@ struct redlock {
   struct redlock_options opts; /* const: snapshot */
   log_sink_t log;              /* const: from opts: what every module logs through */
   pid_t pid;                   /* const: the process that opened it (fork check) */
+  unsigned fork_generation;    /* const: forks counted when it was opened (fork check) */
   unsigned n_nodes;            /* const */
   unsigned quorum;             /* const */
   tls_client_t *tls;           /* const: rediss:// masters: the client's SSL_CTX, else NULL */
@@ -101,6 +110,10 @@ struct redlock {
   uv_thread_t thread;         /* own thread: joined by redlock_close */
   uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
   uv_async_t wakeup;          /* any thread sends (under the mutex); loop handles */
+  uv_check_t turn_check;      /* loop, after poll: drains what was submitted during the turn */
+  uv_prepare_t turn_end;      /* loop, before poll: wakes blocked callers, may the loop sleep? */
+  uv_idle_t turn_again;       /* loop: no sleep, calls arrived while the turn was ending */
+  list_node_t wakes;          /* loop: blocked callers whose call ended this turn */
   uv_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
   conn_flusher_t flusher;     /* loop: one write per master per loop turn */
   jitter_rng_t rng;           /* loop: client_random */
@@ -109,10 +122,13 @@ struct redlock {
 
   /* ---- client.c: under the mutex ---- */
   uv_mutex_t mutex;
-  list_node_t submit_queue;                 /* mutex: op_t.link, for the loop */
-  client_state_t state;                     /* mutex */
-  uint8_t *last_votes;                      /* mutex: vote_why_t per master of the last
-                                             * decided round */
+  list_node_t submit_queue;   /* mutex: op_t.link, for the loop */
+  _Atomic int submits_queued; /* written under the mutex: the queue is not
+                               * empty (the loop's lock-free peek) */
+  int loop_polling;           /* mutex: the loop drained the queue and may sleep: wake it */
+  client_state_t state;       /* mutex */
+  uint8_t *last_votes;        /* mutex: vote_why_t per master of the last
+                               * decided round */
   char (*last_down_why)[NODE_DOWN_WHY_LEN]; /* mutex: for its down votes, why (or "") */
   int last_outcome; /* mutex: quorum_outcome_t of that round, 0 = none yet */
 
@@ -153,6 +169,10 @@ int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and
  * has checked that the client is open. */
 void client_enqueue_locked(redlock_t *client, op_t *op);
+/* Loop: a blocking caller's call has ended; `w->sem` is posted at the end of
+ * this loop turn, with the others that ended in it (the waiter must stay
+ * valid until then: the caller is blocked on it). */
+void client_defer_wake(redlock_t *client, sync_waiter_t *w);
 #define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
 #define client_log_enabled(client, level) log_enabled(&(client)->log, level)
 uint32_t client_random(redlock_t *client);
