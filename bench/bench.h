@@ -119,6 +119,12 @@ extern atomic_int interrupted;
 uint64_t now_ns(void); /* CLOCK_MONOTONIC */
 /* This process's user + system CPU, µs (getrusage(RUSAGE_SELF)). */
 uint64_t self_cpu_us(void);
+/* The same and its context switches (voluntary + involuntary, all threads):
+ * a blocked call costs one whatever the machine's load. */
+typedef struct {
+  uint64_t cpu_us, switches;
+} usage_t;
+usage_t self_usage(void);
 /* Sleeps up to `seconds`, returning early on SIGINT / SIGTERM. */
 void sleep_s(double seconds);
 void sleep_ms(uint32_t ms);
@@ -143,6 +149,21 @@ int run_contention(bench_t *b); /* K threads on one resource */
 /* --ab-stats: b->client (stats on) and off (stats off) in turns; prints
  * its own report. */
 int run_ab(bench_t *b, redlock_t *off);
+/* What the two A/B modes (--ab-stats, --ab-api) share: measured segments
+ * of AB_SEGMENT_S after AB_RAMP_S of ramp-up, ordered ABBA ABBA... */
+#define AB_SEGMENT_S 0.5
+#define AB_RAMP_S 0.1
+#define AB_MAX_SEGMENTS 512
+typedef struct {
+  unsigned long cycles;
+  uint64_t ns, cpu_us, switches;
+} ab_acc_t;
+int ab_per_side(double duration_s); /* measured segments per side */
+int ab_side(int segment);           /* 0 (A) or 1 (B) */
+/* The median over pairs of neighbouring segments of side 1 / side 0 rate. */
+double ab_pair_median(const double *seg_rate, const int *seg_side, int segments);
+/* Cycles/s and client CPU µs per cycle of each side. */
+void ab_rates(const ab_acc_t acc[2], double rate[2], double cpu[2]);
 /* The async engine's parts that --ab-api reuses: one slot's next cycle, and
  * waiting (up to 30 s; b->hung otherwise) until every slot has stopped. */
 void async_cycle_start(slot_t *s);
@@ -177,6 +198,7 @@ typedef struct {
   int per_side;
   double segment_s;
   double rate[2], cpu[2]; /* cycles/s, client CPU us per cycle */
+  double switches[2];     /* context switches per cycle */
   double pair_median;     /* median over neighbouring segments of side 1 / side 0 rate */
   stats_t acq[2];         /* latency: acquisition latency per side */
   unsigned long errors;

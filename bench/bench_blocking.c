@@ -170,19 +170,10 @@ int run_hiredis(bench_t *b) {
 
 /* ---- --ab-api: two ways of calling, in turns, in one run -------------------------------- */
 
-#define AB_SEGMENT_S 0.5
-#define AB_RAMP_S 0.1
-#define AB_MAX_SEGMENTS 512
-
-typedef struct {
-  unsigned long cycles;
-  uint64_t ns, cpu_us;
-} side_acc_t;
-
 /* Throughput: side 0 the async engine, side 1 the blocking threads.  One
  * measured segment of `side` (after its ramp-up); the cycles it counted. */
 static unsigned long segment_throughput(bench_t *b, slot_t *slots, blocker_t *w, int side,
-                                        double measure_s, side_acc_t *acc) {
+                                        double measure_s, ab_acc_t *acc) {
   const config_t *c = b->cfg;
   unsigned long cycles0 = atomic_load(&b->cycles);
   atomic_store(&b->phase, PHASE_WARMUP);
@@ -195,12 +186,14 @@ static unsigned long segment_throughput(bench_t *b, slot_t *slots, blocker_t *w,
     started = blockers_start(b, w, c->threads);
   }
   sleep_s(AB_RAMP_S);
-  uint64_t cpu0 = self_cpu_us(), t0 = now_ns();
+  usage_t u0 = self_usage();
+  uint64_t t0 = now_ns();
   cycles0 = atomic_load(&b->cycles);
   atomic_store(&b->phase, PHASE_MEASURE);
   sleep_s(measure_s);
   atomic_store(&b->phase, PHASE_STOP);
-  uint64_t t1 = now_ns(), cpu1 = self_cpu_us();
+  uint64_t t1 = now_ns();
+  usage_t u1 = self_usage();
   unsigned long n = atomic_load(&b->cycles) - cycles0;
   if (side == 0)
     async_wait_drained(b);
@@ -208,18 +201,20 @@ static unsigned long segment_throughput(bench_t *b, slot_t *slots, blocker_t *w,
     n = blockers_join(w, started);
   acc->cycles += n;
   acc->ns += t1 - t0;
-  acc->cpu_us += cpu1 - cpu0;
+  acc->cpu_us += u1.cpu_us - u0.cpu_us;
+  acc->switches += u1.switches - u0.switches;
   return n;
 }
 
 /* Latency: side 0 the hiredis loop, side 1 blocking redlock calls; samples
  * of the acquisition (SET round trip, redlock_lock) per side. */
 static unsigned long segment_latency(bench_t *b, redisContext *ctx, int side, double seconds,
-                                     samples_t *acq, side_acc_t *acc) {
+                                     samples_t *acq, ab_acc_t *acc) {
   char key[64];
   snprintf(key, sizeof key, "bench:%s:%s", b->run_id, side == 0 ? "h" : "0");
   unsigned long n = 0;
-  uint64_t cpu0 = self_cpu_us(), t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t;
+  usage_t u0 = self_usage();
+  uint64_t t0 = now_ns(), end = t0 + (uint64_t)(seconds * 1e9), t;
   while ((t = now_ns()) < end && !atomic_load(&interrupted)) {
     uint64_t ns;
     int rc;
@@ -242,7 +237,9 @@ static unsigned long segment_latency(bench_t *b, redisContext *ctx, int side, do
   }
   acc->cycles += n;
   acc->ns += now_ns() - t0;
-  acc->cpu_us += self_cpu_us() - cpu0;
+  usage_t u1 = self_usage();
+  acc->cpu_us += u1.cpu_us - u0.cpu_us;
+  acc->switches += u1.switches - u0.switches;
   return n;
 }
 
@@ -270,16 +267,15 @@ int run_ab_api(bench_t *b) {
       snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
     }
   }
-  int per_side = (int)(c->duration_s / AB_SEGMENT_S + 0.999);
-  per_side = per_side < 2 ? 2 : per_side > AB_MAX_SEGMENTS / 2 ? AB_MAX_SEGMENTS / 2 : per_side;
+  int per_side = ab_per_side(c->duration_s);
   int segments = 2 * per_side;
-  side_acc_t acc[2], scratch;
+  ab_acc_t acc[2], scratch;
   memset(acc, 0, sizeof acc);
   double seg_rate[AB_MAX_SEGMENTS];
   int seg_side[AB_MAX_SEGMENTS];
   for (int s = -2; s < segments && !atomic_load(&interrupted); s++) {
-    int side = s < 0 ? s + 2 : ((s % 4 == 0 || s % 4 == 3) ? 0 : 1); /* warm-up, then ABBA */
-    side_acc_t *into = s < 0 ? &scratch : &acc[side];
+    int side = s < 0 ? s + 2 : ab_side(s); /* warm-up: each side once */
+    ab_acc_t *into = s < 0 ? &scratch : &acc[side];
     double len = s < 0 ? c->warmup_s / 2 : AB_SEGMENT_S;
     uint64_t ns0 = into->ns;
     unsigned long n = latency ? segment_latency(b, ctx, side, len, s < 0 ? NULL : &acq[side], into)
@@ -291,21 +287,13 @@ int run_ab_api(bench_t *b) {
       seg_side[s] = side;
     }
   }
-  double ratios[AB_MAX_SEGMENTS / 2];
-  int n_ratios = 0;
-  for (int k = 0; k + 1 < segments; k += 2) {
-    double a = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
-    double bl = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
-    if (a > 0)
-      ratios[n_ratios++] = bl / a;
-  }
   ab_api_result_t r = {.per_side = per_side,
                        .segment_s = AB_SEGMENT_S,
-                       .pair_median = median_double(ratios, (size_t)n_ratios),
+                       .pair_median = ab_pair_median(seg_rate, seg_side, segments),
                        .errors = errors_total(&b->lock_errors) + errors_total(&b->unlock_errors)};
+  ab_rates(acc, r.rate, r.cpu);
   for (int k = 0; k < 2; k++) {
-    r.rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
-    r.cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
+    r.switches[k] = acc[k].cycles > 0 ? (double)acc[k].switches / (double)acc[k].cycles : 0;
     if (latency)
       r.acq[k] = samples_stats(&acq[k]);
   }

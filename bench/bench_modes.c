@@ -46,11 +46,15 @@ void sleep_ms(uint32_t ms) {
   }
 }
 
-uint64_t self_cpu_us(void) {
+uint64_t self_cpu_us(void) { return self_usage().cpu_us; }
+
+usage_t self_usage(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-         (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+  usage_t u = {(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
+                   (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec,
+               (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw};
+  return u;
 }
 
 /* utime + stime of a process in µs, from /proc/PID/stat; -1 if unreadable. */
@@ -229,14 +233,31 @@ int run_async(bench_t *b) {
  * so that a shared machine whose load drifts weighs on both alike: a ratio
  * from one run is worth more than the medians of separate runs here.  Each
  * segment ramps up for 0.1 s, is measured for AB_SEGMENT_S, then drains. */
-#define AB_SEGMENT_S 0.5
-#define AB_RAMP_S 0.1
-#define AB_MAX_SEGMENTS 512
+int ab_per_side(double duration_s) {
+  int n = (int)(duration_s / AB_SEGMENT_S + 0.999);
+  return n < 2 ? 2 : n > AB_MAX_SEGMENTS / 2 ? AB_MAX_SEGMENTS / 2 : n;
+}
 
-typedef struct {
-  unsigned long cycles;
-  uint64_t ns, cpu_us;
-} ab_acc_t;
+int ab_side(int s) { return (s % 4 == 0 || s % 4 == 3) ? 0 : 1; }
+
+double ab_pair_median(const double *seg_rate, const int *seg_side, int segments) {
+  double ratios[AB_MAX_SEGMENTS / 2];
+  int n = 0;
+  for (int k = 0; k + 1 < segments; k += 2) {
+    double a = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
+    double b = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
+    if (a > 0)
+      ratios[n++] = b / a;
+  }
+  return median_double(ratios, (size_t)n);
+}
+
+void ab_rates(const ab_acc_t acc[2], double rate[2], double cpu[2]) {
+  for (int k = 0; k < 2; k++) {
+    rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
+    cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
+  }
+}
 
 int run_ab(bench_t *b, redlock_t *off) {
   config_t *c = b->cfg;
@@ -250,11 +271,7 @@ int run_ab(bench_t *b, redlock_t *off) {
     slots[i].b = b;
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
-  int per_side = (int)(c->duration_s / AB_SEGMENT_S + 0.999);
-  if (per_side < 2)
-    per_side = 2;
-  if (per_side > AB_MAX_SEGMENTS / 2)
-    per_side = AB_MAX_SEGMENTS / 2;
+  int per_side = ab_per_side(c->duration_s);
   int segments = 2 * per_side;
   ab_acc_t acc[2];
   memset(acc, 0, sizeof acc);
@@ -262,7 +279,7 @@ int run_ab(bench_t *b, redlock_t *off) {
   int seg_side[AB_MAX_SEGMENTS];
   /* Warm-up: each client once. */
   for (int w = -2; w < segments && !atomic_load(&interrupted); w++) {
-    int side = w < 0 ? w + 2 : ((w % 4 == 0 || w % 4 == 3) ? 0 : 1); /* ABBA */
+    int side = w < 0 ? w + 2 : ab_side(w);
     b->client = clients[side];
     atomic_store(&b->phase, PHASE_WARMUP);
     atomic_store(&b->active, n);
@@ -289,22 +306,11 @@ int run_ab(bench_t *b, redlock_t *off) {
   }
   b->client = clients[0];
   /* Per pair of neighbouring segments (one of each side): off / on. */
-  double ratios[AB_MAX_SEGMENTS / 2];
-  int n_ratios = 0;
-  for (int k = 0; k + 1 < segments; k += 2) {
-    double on = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
-    double offr = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
-    if (on > 0)
-      ratios[n_ratios++] = offr / on;
-  }
   ab_result_t r = {.per_side = per_side,
                    .segment_s = AB_SEGMENT_S,
-                   .pair_median = median_double(ratios, (size_t)n_ratios),
+                   .pair_median = ab_pair_median(seg_rate, seg_side, segments),
                    .errors = errors_total(&b->lock_errors) + errors_total(&b->unlock_errors)};
-  for (int k = 0; k < 2; k++) {
-    r.rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
-    r.cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
-  }
+  ab_rates(acc, r.rate, r.cpu);
   report_ab(b, &r);
   return 0;
 }

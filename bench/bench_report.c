@@ -254,8 +254,9 @@ void report_ab_api(const bench_t *b, const ab_api_result_t *r) {
            "\"segments_per_side\":%d,",
            mode_names[c->mode], b->n_nodes, r->segment_s, r->per_side);
     for (int k = 0; k < 2; k++) {
-      printf("\"%s\":{\"C\":%d,\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f", name[k],
-             conc[k], r->rate[k], r->cpu[k]);
+      printf("\"%s\":{\"C\":%d,\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f,"
+             "\"context_switches_per_cycle\":%.3f",
+             name[k], conc[k], r->rate[k], r->cpu[k], r->switches[k]);
       if (latency) {
         printf(",");
         json_stats("acquire", &r->acq[k], 0);
@@ -269,8 +270,8 @@ void report_ab_api(const bench_t *b, const ab_api_result_t *r) {
     return;
   }
   for (int k = 0; k < 2; k++) {
-    printf("%-9s C=%-4d %10.0f cycles/s  %7.2f us client CPU/cycle", name[k], conc[k], r->rate[k],
-           r->cpu[k]);
+    printf("%-9s C=%-4d %10.0f cycles/s  %7.2f us client CPU/cycle  %5.2f switches/cycle", name[k],
+           conc[k], r->rate[k], r->cpu[k], r->switches[k]);
     if (latency)
       printf("  acquire p50 %.4f ms p99 %.4f ms", r->acq[k].p50, r->acq[k].p99);
     printf("\n");
