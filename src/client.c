@@ -534,6 +534,9 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
   client->wakeup.data = client;
+  /* Until its first turn ends the loop may be asleep on other work: the
+   * first call wakes it (a spare wake-up is harmless). */
+  client->loop_polling = 1;
   uv_check_init(loop, &client->turn_check);
   client->turn_check.data = client;
   uv_check_start(&client->turn_check, turn_check_cb);
