@@ -171,6 +171,9 @@ void async_wait_drained(bench_t *b);
 
 /* ---- the blocking API and its baselines (bench_blocking.c) ---------------------------- */
 
+/* One redlock_lock + redlock_unlock of `resource`, its latencies and errors
+ * recorded when `measuring`; the lock's status. */
+int blocking_cycle(bench_t *b, const char *resource, int measuring);
 int run_blocking_threads(bench_t *b); /* throughput --api blocking */
 int run_hiredis(bench_t *b);          /* latency --api hiredis */
 /* --ab-api: throughput: async engine (side 0) vs blocking threads (side 1);

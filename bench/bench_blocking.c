@@ -27,33 +27,38 @@ typedef struct {
   unsigned long cycles; /* measured; read after the join */
 } blocker_t;
 
+int blocking_cycle(bench_t *b, const char *resource, int measuring) {
+  redlock_lock_t *lock = NULL;
+  uint64_t t_start = now_ns();
+  int rc = redlock_lock(b->client, resource, b->cfg->ttl_ms, &lock);
+  uint64_t t_acq = now_ns();
+  if (rc != REDLOCK_OK) {
+    if (measuring)
+      errors_add(&b->lock_errors, rc);
+    return rc;
+  }
+  int unlocked = redlock_unlock(b->client, lock);
+  uint64_t t_end = now_ns();
+  if (measuring) {
+    if (unlocked != REDLOCK_OK)
+      errors_add(&b->unlock_errors, unlocked);
+    samples_add(&b->acquire, t_acq - t_start);
+    samples_add(&b->cycle, t_end - t_start);
+  }
+  return REDLOCK_OK;
+}
+
 static void *blocker_main(void *arg) {
   blocker_t *w = arg;
   bench_t *b = w->b;
-  const config_t *c = b->cfg;
   while (atomic_load_explicit(&b->phase, memory_order_relaxed) != PHASE_STOP &&
          !atomic_load(&interrupted)) {
-    redlock_lock_t *lock = NULL;
-    uint64_t t_start = now_ns();
-    int rc = redlock_lock(b->client, w->resource, c->ttl_ms, &lock);
-    uint64_t t_acq = now_ns();
     int measuring = atomic_load_explicit(&b->phase, memory_order_relaxed) == PHASE_MEASURE;
-    if (rc != REDLOCK_OK) {
-      if (measuring)
-        errors_add(&b->lock_errors, rc);
-      if (rc == REDLOCK_ECLOSED || rc == REDLOCK_EINVAL || rc == REDLOCK_EIO)
-        sleep_ms(1); /* no busy loop when the client is gone */
-      continue;
-    }
-    rc = redlock_unlock(b->client, lock);
-    uint64_t t_end = now_ns();
-    if (measuring) {
-      if (rc != REDLOCK_OK)
-        errors_add(&b->unlock_errors, rc);
-      samples_add(&b->acquire, t_acq - t_start);
-      samples_add(&b->cycle, t_end - t_start);
+    int rc = blocking_cycle(b, w->resource, measuring);
+    if (rc == REDLOCK_OK && measuring)
       w->cycles++;
-    }
+    else if (rc == REDLOCK_ECLOSED || rc == REDLOCK_EINVAL || rc == REDLOCK_EIO)
+      sleep_ms(1); /* no busy loop when the client is gone */
   }
   return NULL;
 }

@@ -333,24 +333,8 @@ int run_blocking(bench_t *b) {
     }
     if (measuring && t >= end)
       break;
-    redlock_lock_t *lock = NULL;
-    uint64_t t_start = now_ns();
-    int rc = redlock_lock(b->client, resource, c->ttl_ms, &lock);
-    uint64_t t_acq = now_ns();
-    if (rc != REDLOCK_OK) {
-      if (measuring)
-        errors_add(&b->lock_errors, rc);
-      continue;
-    }
-    rc = redlock_unlock(b->client, lock);
-    uint64_t t_end = now_ns();
-    if (measuring) {
-      if (rc != REDLOCK_OK)
-        errors_add(&b->unlock_errors, rc);
-      samples_add(&b->acquire, t_acq - t_start);
-      samples_add(&b->cycle, t_end - t_start);
+    if (blocking_cycle(b, resource, measuring) == REDLOCK_OK && measuring)
       atomic_fetch_add(&b->cycles, 1);
-    }
   }
   if (!measuring)
     begin_window(b);
