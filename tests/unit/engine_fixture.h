@@ -40,6 +40,16 @@ redlock_options_t *engine_options(void);
 /* Opens the client (frees opts); asserts success. */
 engine_t *engine_open(redlock_options_t *opts);
 engine_t *engine_open_default(void);
+/* cmocka fixtures: engine_setup opens a default client into *state,
+ * engine_setup_with one made from opts; engine_teardown closes it with
+ * engine_close's checks.  ENGINE_TEST registers a test between the two. */
+int engine_setup(void **state);
+int engine_setup_with(void **state, redlock_options_t *opts);
+int engine_setup_fenced(void **state); /* fencing on */
+int engine_teardown(void **state);
+#define ENGINE_TEST(f) cmocka_unit_test_setup_teardown(f, engine_setup, engine_teardown)
+#define ENGINE_FENCED_TEST(f)                                                                      \
+  cmocka_unit_test_setup_teardown(f, engine_setup_fenced, engine_teardown)
 /* Starts closing the client (redlock_close_uv) and runs the loop once. */
 void engine_begin_close(engine_t *e);
 /* Closes the client (if not begun), steps the clock until it is closed and
@@ -74,12 +84,20 @@ void on_lost(redlock_lock_t *lock, int reason, void *arg); /* arg: lost_result_t
  * round is out. */
 void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                  lock_result_t *r);
+/* redlock_semaphore_acquire_async (asserted accepted), then the loop runs. */
+void engine_sem(engine_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+                lock_result_t *r);
+/* redlock_watch (asserted accepted), then the loop runs. */
+void engine_watch(engine_t *e, redlock_lock_t *lock, lost_result_t *lost);
 /* redlock_extend_async (asserted accepted), then the loop runs. */
 void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d);
 /* Takes resource for ttl_ms: every master says OK at once.  Returns the
  * handle (asserts the grant). */
 redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms);
-/* Unlocks and answers the release everywhere: REDLOCK_OK expected. */
+/* Unlocks, every master answers the release with `reply` (1: deleted, 0:
+ * not ours); the callback must run once with `status`. */
+void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int status);
+/* engine_unlock answered 1 everywhere: REDLOCK_OK expected. */
 void engine_release(engine_t *e, redlock_lock_t *lock);
 
 #endif

@@ -20,8 +20,7 @@
 /* The release's outcome: OK at a quorum of deletions, ELOST when a quorum
  * no longer had our value, ENOQUORUM when too few answered. */
 static void test_unlock_outcomes(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   static const struct {
     long long reply;
@@ -43,14 +42,12 @@ static void test_unlock_outcomes(void **state) {
     assert_int_equal(d.calls, 1);
     assert_int_equal(d.status, cases[c].status);
   }
-  engine_close(e);
 }
 
 /* Bad input is refused at the call (no callback ever runs): a NULL client,
  * handle or callback, a bad ttl or resource, a handle unlocked already. */
 static void test_bad_input_and_double_unlock(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   redlock_t *c = e->client;
   lock_result_t r = {0};
   done_result_t d = {0};
@@ -75,7 +72,6 @@ static void test_bad_input_and_double_unlock(void **state) {
   fake_pump();
   assert_int_equal(r.calls + d.calls, 0);
   assert_int_equal(fake_outstanding_all(&e->fake), 0);
-  engine_close(e);
 }
 
 /* Reentrancy: a second lock of the same resource by the same thread is a
@@ -139,8 +135,7 @@ static void test_close_phases(void **state) {
   redlock_lock_t *unlocked = engine_acquire(e, "unlocked", TTL_MS);
   lock_result_t waiting = {0}, acquiring = {0};
   engine_lock(e, "waiting", TTL_MS, 0, &waiting);
-  for (unsigned i = 0; i < ENGINE_MASTERS; i++)
-    fake_reply_nil(f, i);
+  fake_reply_nil_each(f);
   fake_reply_int_all(f, 0); /* its attempt's release; now on its retry timer */
   done_result_t x = {0}, u = {0};
   assert_int_equal(redlock_lock_async(e->client, "acquiring", TTL_MS, 0, on_lock, &acquiring), 0);
@@ -182,9 +177,7 @@ static void test_close_phases(void **state) {
 
 /* Close with nothing in flight goes straight through draining. */
 static void test_close_idle(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
-  engine_close(e);
+  (void)state; /* the teardown closes it, with its checks */
 }
 
 /* Close from inside a callback (the lock's): allowed, and the lock it was
@@ -196,8 +189,7 @@ static void close_in_callback(int status, redlock_lock_t *lock, void *arg) {
 }
 
 static void test_close_from_callback(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   closing_client = e->client;
   lock_result_t r = {0};
@@ -209,7 +201,6 @@ static void test_close_from_callback(void **state) {
   fake_pump();
   assert_int_equal(fake_outstanding(f, 0), 1); /* the close's release of it */
   fake_reply_int_all(f, 1);
-  engine_close(e);
 }
 
 /* Close with a lease that has reentrant holds: every handle goes, the lease
@@ -232,13 +223,10 @@ static void test_close_with_holds(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unlock_outcomes),
-      cmocka_unit_test(test_bad_input_and_double_unlock),
-      cmocka_unit_test(test_reentrant_holds),
-      cmocka_unit_test(test_close_phases),
-      cmocka_unit_test(test_close_idle),
-      cmocka_unit_test(test_close_with_holds),
-      cmocka_unit_test(test_close_from_callback),
+      ENGINE_TEST(test_unlock_outcomes),      ENGINE_TEST(test_bad_input_and_double_unlock),
+      cmocka_unit_test(test_reentrant_holds), cmocka_unit_test(test_close_phases),
+      ENGINE_TEST(test_close_idle),           cmocka_unit_test(test_close_with_holds),
+      ENGINE_TEST(test_close_from_callback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
