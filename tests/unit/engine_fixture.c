@@ -65,17 +65,23 @@ engine_t *engine_open(redlock_options_t *opts) {
 
 engine_t *engine_open_default(void) { return engine_open(engine_options()); }
 
-int engine_setup(void **state) { return engine_setup_with(state, engine_options()); }
+engine_config_t engine_fenced = {.fencing = 1};
 
-int engine_setup_with(void **state, redlock_options_t *opts) {
+int engine_setup(void **state) {
+  const engine_config_t *cfg = *state;
+  redlock_options_t *opts = engine_options();
+  if (cfg != NULL) {
+    assert_int_equal(redlock_options_set_fencing(opts, cfg->fencing), 0);
+    assert_int_equal(redlock_options_set_reentrant(opts, cfg->reentrant), 0);
+    if (cfg->retry)
+      assert_int_equal(redlock_options_set_retry(opts, cfg->retry_count, cfg->retry_delay_ms,
+                                                 cfg->retry_jitter_ms),
+                       0);
+    if (cfg->request_ms != 0)
+      assert_int_equal(redlock_options_set_timeouts(opts, 1000, cfg->request_ms), 0);
+  }
   *state = engine_open(opts);
   return 0;
-}
-
-int engine_setup_fenced(void **state) {
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return engine_setup_with(state, opts);
 }
 
 int engine_teardown(void **state) {

@@ -40,16 +40,32 @@ redlock_options_t *engine_options(void);
 /* Opens the client (frees opts); asserts success. */
 engine_t *engine_open(redlock_options_t *opts);
 engine_t *engine_open_default(void);
-/* cmocka fixtures: engine_setup opens a default client into *state,
- * engine_setup_with one made from opts; engine_teardown closes it with
- * engine_close's checks.  ENGINE_TEST registers a test between the two. */
+/* What a test's client differs in from engine_options(): the data a
+ * cmocka fixture opens it with. */
+typedef struct {
+  int fencing;
+  int reentrant;
+  int retry; /* 1: retry_count, retry_delay_ms and retry_jitter_ms apply */
+  int retry_count;
+  uint32_t retry_delay_ms, retry_jitter_ms;
+  uint32_t request_ms; /* 0: ENGINE_REQUEST_MS */
+} engine_config_t;
+extern engine_config_t engine_fenced; /* fencing on */
+
+/* cmocka fixtures: engine_setup opens a client into *state, with the
+ * engine_config_t *state points to when it is not NULL (cmocka's prestate);
+ * engine_teardown closes it with engine_close's checks. */
 int engine_setup(void **state);
-int engine_setup_with(void **state, redlock_options_t *opts);
-int engine_setup_fenced(void **state); /* fencing on */
 int engine_teardown(void **state);
+/* A test between engine_setup (a default client) and engine_teardown. */
 #define ENGINE_TEST(f) cmocka_unit_test_setup_teardown(f, engine_setup, engine_teardown)
-#define ENGINE_FENCED_TEST(f)                                                                      \
-  cmocka_unit_test_setup_teardown(f, engine_setup_fenced, engine_teardown)
+/* The same with the client configured by *cfg (an engine_config_t). */
+#define ENGINE_TEST_WITH(f, cfg)                                                                   \
+  cmocka_unit_test_prestate_setup_teardown(f, engine_setup, engine_teardown, cfg)
+/* Opened by engine_setup, closed by the test itself (to check what the close did). */
+#define ENGINE_TEST_CLOSING(f, cfg)                                                                \
+  cmocka_unit_test_prestate_setup_teardown(f, engine_setup, NULL, cfg)
+
 /* Starts closing the client (redlock_close_uv) and runs the loop once. */
 void engine_begin_close(engine_t *e);
 /* Closes the client (if not begun), steps the clock until it is closed and

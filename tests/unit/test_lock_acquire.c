@@ -221,11 +221,10 @@ static void test_masters_down(void **state) {
 
 /* The retry policy: a lost attempt is retried after the delay (plus a
  * jitter), each with a fresh round, until the retries are spent. */
+static engine_config_t retrying = {
+    .retry = 1, .retry_count = 2, .retry_delay_ms = 50, .retry_jitter_ms = 10};
 static void test_retries_with_backoff(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 2, 50, 10), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -247,7 +246,6 @@ static void test_retries_with_backoff(void **state) {
   }
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ELOCKED);
-  engine_close(e);
 }
 
 int main(void) {
@@ -260,7 +258,7 @@ int main(void) {
       ENGINE_TEST(test_validity_just_enough),
       ENGINE_TEST(test_restart_quarantine),
       ENGINE_TEST(test_masters_down),
-      cmocka_unit_test(test_retries_with_backoff),
+      ENGINE_TEST_WITH(test_retries_with_backoff, &retrying),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,8 @@
 
 #define TTL_MS 10000
 
+static engine_config_t reentrant = {.reentrant = 1};
+
 /* The release's outcome: OK at a quorum of deletions, ELOST when a quorum
  * no longer had our value, ENOQUORUM when too few answered. */
 static void test_unlock_outcomes(void **state) {
@@ -78,10 +80,7 @@ static void test_bad_input_and_double_unlock(void **state) {
  * hold on the lease, granted without a round; the lease is released when
  * its last handle is unlocked, in whichever order. */
 static void test_reentrant_holds(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lease = engine_acquire(e, "r", TTL_MS);
   for (int order = 0; order < 2; order++) {
@@ -116,7 +115,6 @@ static void test_reentrant_holds(void **state) {
     engine_release(e, last);
     assert_int_equal(lost.calls, 0);
   }
-  engine_close(e);
 }
 
 /* Close while an acquisition, an extension and an unlock are in flight,
@@ -124,11 +122,9 @@ static void test_reentrant_holds(void **state) {
  * the waiter are canceled, the extension and the unlock end with their
  * rounds, the held lock is released; the client drains, then tears down.
  * Every callback runs exactly once. */
+static engine_config_t retrying = {.retry = 1, .retry_count = 5, .retry_delay_ms = 1000};
 static void test_close_phases(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 5, 1000, 0), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state; /* closed here: what the close did is checked after */
   fake_transport_t *f = &e->fake;
   redlock_lock_t *held = engine_acquire(e, "held", TTL_MS);
   redlock_lock_t *extended = engine_acquire(e, "extended", TTL_MS);
@@ -206,10 +202,7 @@ static void test_close_from_callback(void **state) {
 /* Close with a lease that has reentrant holds: every handle goes, the lease
  * is released once. */
 static void test_close_with_holds(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   (void)engine_acquire(e, "r", TTL_MS);
   lock_result_t r = {0};
@@ -218,14 +211,16 @@ static void test_close_with_holds(void **state) {
   engine_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int_all(f, 1);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      ENGINE_TEST(test_unlock_outcomes),      ENGINE_TEST(test_bad_input_and_double_unlock),
-      cmocka_unit_test(test_reentrant_holds), cmocka_unit_test(test_close_phases),
-      ENGINE_TEST(test_close_idle),           cmocka_unit_test(test_close_with_holds),
+      ENGINE_TEST(test_unlock_outcomes),
+      ENGINE_TEST(test_bad_input_and_double_unlock),
+      ENGINE_TEST_WITH(test_reentrant_holds, &reentrant),
+      ENGINE_TEST_CLOSING(test_close_phases, &retrying),
+      ENGINE_TEST(test_close_idle),
+      ENGINE_TEST_WITH(test_close_with_holds, &reentrant),
       ENGINE_TEST(test_close_from_callback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

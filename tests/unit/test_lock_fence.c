@@ -96,10 +96,10 @@ static void test_close_during_fence_commit(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      ENGINE_FENCED_TEST(test_fence_written_back),
-      ENGINE_FENCED_TEST(test_fence_commit_lost),
-      ENGINE_FENCED_TEST(test_close_during_fenced_acquisition),
-      ENGINE_FENCED_TEST(test_close_during_fence_commit),
+      ENGINE_TEST_WITH(test_fence_written_back, &engine_fenced),
+      ENGINE_TEST_WITH(test_fence_commit_lost, &engine_fenced),
+      ENGINE_TEST_WITH(test_close_during_fenced_acquisition, &engine_fenced),
+      ENGINE_TEST_WITH(test_close_during_fence_commit, &engine_fenced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,7 +93,7 @@ int main(void) {
       ENGINE_TEST(test_sem_next_slot_extend_release),
       ENGINE_TEST(test_sem_limit_mismatch),
       ENGINE_TEST(test_sem_wait_woken),
-      ENGINE_FENCED_TEST(test_sem_fenced),
+      ENGINE_TEST_WITH(test_sem_fenced, &engine_fenced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

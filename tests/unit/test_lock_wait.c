@@ -16,12 +16,7 @@
 #define TTL_MS 10000
 
 /* Lost attempts are retried after 50 ms while the wait budget lasts. */
-static int setup_waiting(void **state) {
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 0, 50, 0), 0);
-  return engine_setup_with(state, opts);
-}
-#define WAIT_TEST(f) cmocka_unit_test_setup_teardown(f, setup_waiting, engine_teardown)
+static engine_config_t retry_every_50ms = {.retry = 1, .retry_count = 0, .retry_delay_ms = 50};
 
 /* Every master refuses (held by another), answers every release with 0. */
 static void refuse_attempt(fake_transport_t *f) {
@@ -145,11 +140,11 @@ static void test_close_cancels_waiter(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      WAIT_TEST(test_wait_deadline),
-      WAIT_TEST(test_woken_by_release),
-      WAIT_TEST(test_woken_during_attempt),
-      WAIT_TEST(test_release_wakes_one_waiter),
-      cmocka_unit_test_setup(test_close_cancels_waiter, setup_waiting),
+      ENGINE_TEST_WITH(test_wait_deadline, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_woken_by_release, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_woken_during_attempt, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_release_wakes_one_waiter, &retry_every_50ms),
+      ENGINE_TEST_CLOSING(test_close_cancels_waiter, &retry_every_50ms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -236,11 +236,9 @@ static void test_close_with_watched_lock(void **state) {
 /* Watching again while the renewal is out: the new watch's timer, which
  * fires while that renewal is still out (a request timeout longer than the
  * rest of the period keeps it out), sends no second renewal. */
+static engine_config_t slow_requests = {.request_ms = 2000};
 static void test_rewatch_timer_during_renewal(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_timeouts(opts, 1000, 2000), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -251,7 +249,6 @@ static void test_rewatch_timer_during_renewal(void **state) {
   fake_reply_int_all(f, 1);
   assert_int_equal(lost.calls, 0);
   engine_release(e, lock);
-  engine_close(e);
 }
 
 int main(void) {
@@ -266,8 +263,8 @@ int main(void) {
       ENGINE_TEST(test_watch_lost_held),
       ENGINE_TEST(test_watch_expired),
       ENGINE_TEST(test_unlock_during_renewal),
-      cmocka_unit_test_setup(test_close_with_watched_lock, engine_setup),
-      cmocka_unit_test(test_rewatch_timer_during_renewal),
+      ENGINE_TEST_CLOSING(test_close_with_watched_lock, NULL),
+      ENGINE_TEST_WITH(test_rewatch_timer_during_renewal, &slow_requests),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
