@@ -121,6 +121,7 @@ struct redlock {
   uv_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
   conn_flusher_t flusher;     /* loop: one write per master per loop turn */
   jitter_rng_t rng;           /* loop: client_random */
+  random_pool_t value_pool;   /* loop: lock values (lock.c's attempts) */
   uint64_t deadline_armed_ns; /* loop: when deadline_timer fires, 0 = not armed */
   uv_sem_t startup_sem;       /* own thread: redlock_open waits on it */
 
