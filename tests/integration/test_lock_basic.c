@@ -16,16 +16,6 @@
 
 #define TTL_LONG 10000u
 
-/* Copies the handle's value: the handle is freed by unlock, the checks
- * after it still need the value. */
-static void copy_value(char *dst, size_t size, const redlock_lock_t *lock) {
-  const char *v = redlock_lock_value(lock);
-  assert_non_null(v);
-  /* At least 128 bits, as hex: 32 characters. */
-  assert_true(strlen(v) >= 32);
-  snprintf(dst, size, "%s", v);
-}
-
 /* Masters holding key = value right now. */
 static size_t count_holding(fx_t *fx, size_t n, const char *key, const char *value) {
   size_t holding = 0;
@@ -91,7 +81,7 @@ static void lock_cycle(fx_t *fx) {
   assert_false(redlock_lock_is_lost(lock));
   assert_string_equal(redlock_lock_resource(lock), res);
   assert_int_equal(redlock_lock_fence(lock), 0); /* fencing is off by default */
-  copy_value(value, sizeof value, lock);
+  fx_copy_value(value, sizeof value, lock);
   assert_held_everywhere(fx, fx->n, res, value, TTL_LONG);
 
   /* Held on every master: a second acquisition is refused by a quorum. */
@@ -111,7 +101,7 @@ static void lock_cycle(fx_t *fx) {
   /* Free again: a single attempt wins, with a fresh value. */
   char value2[64];
   FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL_LONG, &lock), REDLOCK_OK);
-  copy_value(value2, sizeof value2, lock);
+  fx_copy_value(value2, sizeof value2, lock);
   assert_string_not_equal(value, value2);
   assert_held_everywhere(fx, fx->n, res, value2, TTL_LONG);
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
@@ -132,8 +122,7 @@ static void test_contention_n3(void **state) {
   char value_a[64], value_b[64];
 
   redlock_lock_t *la = NULL, *lb = NULL;
-  FX_ASSERT_RC(fx, a, redlock_lock(a, res, TTL_LONG, &la), REDLOCK_OK);
-  copy_value(value_a, sizeof value_a, la);
+  la = fx_lock_ok(fx, a, res, TTL_LONG, value_a, sizeof value_a);
   /* Let A's SET reach the last master before B competes: otherwise B may
    * legitimately win that one master (Redis orders commands per connection,
    * not across connections), which is fine for Redlock but not this test. */
@@ -149,7 +138,7 @@ static void test_contention_n3(void **state) {
 
   FX_ASSERT_RC(fx, a, redlock_unlock(a, la), REDLOCK_OK);
   FX_ASSERT_RC(fx, b, redlock_trylock(b, res, TTL_LONG, &lb), REDLOCK_OK);
-  copy_value(value_b, sizeof value_b, lb);
+  fx_copy_value(value_b, sizeof value_b, lb);
   /* B raced A's release on the master that answered A last: B holds a
    * quorum, and no master keeps A's value (its release follows). */
   assert_true(count_holding(fx, 3, res, value_b) >= 2);
@@ -209,7 +198,7 @@ static void test_expiry_n3(void **state) {
 
   char value_b[64];
   FX_ASSERT_RC(fx, b, redlock_trylock(b, res, TTL_LONG, &lb), REDLOCK_OK);
-  copy_value(value_b, sizeof value_b, lb);
+  fx_copy_value(value_b, sizeof value_b, lb);
 
   /* A's late unlock is a compare-and-delete: it reports the loss and must
    * leave B's lock alone. */
@@ -225,11 +214,8 @@ static void test_extend_sets_pttl_n3(void **state) {
   fx_t *fx = *state;
   const char *res = "it:extend";
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, 3, REDLOCK_LOG_WARN));
-  redlock_lock_t *lock = NULL;
   char value[64];
-
-  FX_ASSERT_RC(fx, c, redlock_lock(c, res, 2000, &lock), REDLOCK_OK);
-  copy_value(value, sizeof value, lock);
+  redlock_lock_t *lock = fx_lock_ok(fx, c, res, 2000, value, sizeof value);
   assert_true(redlock_lock_validity_ms(lock) <= 2000);
 
   /* Longer: both the local validity and every master's PTTL move past the
@@ -272,11 +258,8 @@ static void test_script_flush_n3(void **state) {
   fx_t *fx = *state;
   const char *res = "it:flushed";
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, 3, REDLOCK_LOG_INFO));
-  redlock_lock_t *lock = NULL;
   char value[64];
-
-  FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL_LONG, &lock), REDLOCK_OK);
-  copy_value(value, sizeof value, lock);
+  redlock_lock_t *lock = fx_lock_ok(fx, c, res, TTL_LONG, value, sizeof value);
 
   /* Masters lose their script cache (SCRIPT FLUSH, or a restart the
    * connection did not notice): extend must fall back to EVAL. */
@@ -300,7 +283,7 @@ static void test_script_flush_n3(void **state) {
   flush_scripts(fx);
   const char *many[] = {"it:flushed:a", "it:flushed:b"};
   FX_ASSERT_RC(fx, c, redlock_lock_many(c, many, 2, TTL_LONG, &lock), REDLOCK_OK);
-  copy_value(value, sizeof value, lock);
+  fx_copy_value(value, sizeof value, lock);
   for (size_t k = 0; k < 2; k++)
     for (size_t i = 0; i < 3; i++)
       expect_on_master(fx, i, fx_wait_key_is(fx->servers[i], many[k], value, 2000),
@@ -323,7 +306,7 @@ static void test_lock_many_n3(void **state) {
   char value[64];
 
   FX_ASSERT_RC(fx, a, redlock_lock_many(a, many, 3, TTL_LONG, &la), REDLOCK_OK);
-  copy_value(value, sizeof value, la);
+  fx_copy_value(value, sizeof value, la);
   /* Everywhere before B competes (see test_contention_n3). */
   for (size_t k = 0; k < 3; k++)
     assert_held_everywhere(fx, 3, many[k], value, TTL_LONG);
@@ -359,8 +342,7 @@ static void test_db_selection_n1(void **state) {
   redlock_lock_t *lock = NULL;
   char value[64], buf[128];
 
-  FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL_LONG, &lock), REDLOCK_OK);
-  copy_value(value, sizeof value, lock);
+  lock = fx_lock_ok(fx, c, res, TTL_LONG, value, sizeof value);
 
   /* The harness connection is on db 0; a script can look into db 3 without
    * changing the connection's database. */

@@ -24,10 +24,6 @@
  * generous, because this checks for missing deadlines, not for speed. */
 #define SLACK_MS 1000u
 
-static void value_of(char *dst, size_t size, const redlock_lock_t *lock) {
-  snprintf(dst, size, "%s", redlock_lock_value(lock));
-}
-
 /* ---- a minority down ------------------------------------------------------------------ */
 
 static void test_kill2_of_5_still_locks(void **state) {
@@ -52,7 +48,7 @@ static void test_kill2_of_5_still_locks(void **state) {
   for (int round = 0; round < 3; round++) {
     FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
     assert_true(redlock_lock_validity_ms(lock) > 0);
-    value_of(value, sizeof value, lock);
+    fx_copy_value(value, sizeof value, lock);
     for (size_t i = 0; i < 3; i++)
       assert_true(fx_key_is(fx->servers[i], res, value));
     FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "cli_args.h"
 #include "fault_proxy.h"
 
 static void usage(FILE *f) {
@@ -43,15 +44,7 @@ int main(int argc, char **argv) {
   char host[64] = "";
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
-    if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      usage(stderr);
-      return 2;
-    }
-    const char *val = argv[++i];
+    const char *val = cli_value(argc, argv, &i, usage);
     if (strcmp(arg, "--listen") == 0) {
       listen_port = parse_long(val, 0, 65535);
     } else if (strcmp(arg, "--delay") == 0) {

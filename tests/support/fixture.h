@@ -310,6 +310,14 @@ int fx_close_clients(void **state);
 void fx_check_rc(fx_t *fx, redlock_t *client, int rc, int want, const char *what, const char *file,
                  int line);
 
+/* The lock's value (asserted: 128 bits or more, as hex), copied: the
+ * checks after an unlock still need it. */
+void fx_copy_value(char *dst, size_t size, const redlock_lock_t *lock);
+/* redlock_lock must succeed (FX_ASSERT_RC); copies the lock's value into
+ * value[size] and returns the lock. */
+redlock_lock_t *fx_lock_ok(fx_t *fx, redlock_t *client, const char *resource, uint32_t ttl_ms,
+                           char *value, size_t size);
+
 /* Elapsed time of a statement, for deadline checks. */
 #define FX_TIMED(elapsed_ms, expr)                                                                 \
   do {                                                                                             \

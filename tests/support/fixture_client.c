@@ -232,6 +232,21 @@ void fx_check_rc(fx_t *fx, redlock_t *client, int rc, int want, const char *what
 
 /* ---- locking helpers ------------------------------------------------------------------ */
 
+void fx_copy_value(char *dst, size_t size, const redlock_lock_t *lock) {
+  const char *v = redlock_lock_value(lock);
+  assert_non_null(v);
+  assert_true(strlen(v) >= 32); /* at least 128 bits, as hex */
+  snprintf(dst, size, "%s", v);
+}
+
+redlock_lock_t *fx_lock_ok(fx_t *fx, redlock_t *client, const char *resource, uint32_t ttl_ms,
+                           char *value, size_t size) {
+  redlock_lock_t *lock = NULL;
+  FX_ASSERT_RC(fx, client, redlock_lock(client, resource, ttl_ms, &lock), REDLOCK_OK);
+  fx_copy_value(value, size, lock);
+  return lock;
+}
+
 typedef struct {
   redlock_t *c;
   const char *res;

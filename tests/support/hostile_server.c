@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli_args.h"
 #include "sha1.h"
 
 #define MAX_CONNS 256
@@ -318,6 +319,24 @@ static void reply_command(conn_t *c, int argc, char **argv, size_t *lens) {
 
 /* ---- input ------------------------------------------------------------------------------- */
 
+/* Reads the header "<type><n>\r\n" at *p (0 <= n <= max) and steps past it:
+ * n, HEADER_INCOMPLETE when more bytes are needed, or -1 when it is bad. */
+#define HEADER_INCOMPLETE (-2)
+static long read_header(char **p, char *end, char type, long max) {
+  if (*p >= end)
+    return HEADER_INCOMPLETE;
+  if (**p != type)
+    return -1;
+  char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  if (nl == NULL)
+    return HEADER_INCOMPLETE;
+  long n = strtol(*p + 1, NULL, 10);
+  if (n < 0 || n > max)
+    return -1;
+  *p = nl + 1;
+  return n;
+}
+
 /* Parses one command at c->in; returns the bytes it used, 0 when incomplete,
  * -1 on a protocol error.  Arguments point into the buffer, NUL-terminated in
  * place (each is followed by \r\n, so the \r is overwritten). */
@@ -343,25 +362,13 @@ static long parse_command(char *buf, size_t buf_len, int *argc, char **argv, siz
     }
     return used;
   }
-  char *nl = memchr(p, '\n', (size_t)(end - p));
-  if (nl == NULL)
-    return 0;
-  long n = strtol(p + 1, NULL, 10);
-  if (n < 0 || n > MAX_ARGS)
-    return -1;
-  p = nl + 1;
+  long n = read_header(&p, end, '*', MAX_ARGS);
+  if (n < 0)
+    return n == HEADER_INCOMPLETE ? 0 : -1;
   for (long i = 0; i < n; i++) {
-    if (p >= end)
-      return 0;
-    if (*p != '$')
-      return -1;
-    nl = memchr(p, '\n', (size_t)(end - p));
-    if (nl == NULL)
-      return 0;
-    long len = strtol(p + 1, NULL, 10);
-    if (len < 0 || len > MAX_ARG_LEN)
-      return -1;
-    p = nl + 1;
+    long len = read_header(&p, end, '$', MAX_ARG_LEN);
+    if (len < 0)
+      return len == HEADER_INCOMPLETE ? 0 : -1;
     if (end - p < len + 2)
       return 0;
     argv[i] = p;
@@ -502,15 +509,7 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
   int port = 0, have_mode = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      usage(stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      usage(stderr);
-      return 2;
-    }
-    const char *val = argv[++i];
+    const char *val = cli_value(argc, argv, &i, usage);
     if (strcmp(argv[i - 1], "--port") == 0) {
       char *end;
       long p = strtol(val, &end, 10);

@@ -355,6 +355,14 @@ static void command_result(int m, const char *what, int rc, const char *reply) {
     inj_error(what, m);
 }
 
+/* Sends a fixed command (no % in it: it is hiredis' format, whose words are
+ * the arguments) to master m; a failure is an injection error. */
+static void master_command(int m, rh_server_t *s, const char *cmd) {
+  char buf[256];
+  int rc = rh_server_command(s, buf, sizeof buf, cmd);
+  command_result(m, cmd, rc, buf);
+}
+
 static void execute(const event_t *e) {
   int m = e->master;
   rh_server_t *s = fx.servers[m];
@@ -437,25 +445,16 @@ static void execute(const event_t *e) {
       fault_proxy_reset_all(p);
     fault_proxy_set_refuse(p, !e->end);
     break;
-  case F_SCRIPT_FLUSH: {
-    char buf[256];
-    int rc = rh_server_command(s, buf, sizeof buf, "SCRIPT FLUSH");
-    command_result(m, "SCRIPT FLUSH", rc, buf);
+  case F_SCRIPT_FLUSH:
+    master_command(m, s, "SCRIPT FLUSH");
     break;
-  }
-  case F_CLIENT_KILL: {
+  case F_CLIENT_KILL:
     /* Every normal connection but this one (SKIPME yes is the default). */
-    char buf[256];
-    int rc = rh_server_command(s, buf, sizeof buf, "CLIENT KILL TYPE normal");
-    command_result(m, "CLIENT KILL TYPE normal", rc, buf);
+    master_command(m, s, "CLIENT KILL TYPE normal");
     break;
-  }
-  case F_CLIENT_KILL_PUBSUB: {
-    char buf[256];
-    int rc = rh_server_command(s, buf, sizeof buf, "CLIENT KILL TYPE pubsub");
-    command_result(m, "CLIENT KILL TYPE pubsub", rc, buf);
+  case F_CLIENT_KILL_PUBSUB:
+    master_command(m, s, "CLIENT KILL TYPE pubsub");
     break;
-  }
   case F_PROXY_RESET:
     fault_proxy_reset_all(p);
     break;
