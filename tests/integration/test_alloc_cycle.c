@@ -17,7 +17,7 @@
 
 /* Today: acquire op, its key block, the acquisition round, the handle, the
  * release op, the release round. */
-#define ALLOCS_PER_CYCLE_MAX 6
+#define ALLOCS_PER_CYCLE_MAX 0
 #define WARMUP_CYCLES 200
 #define COUNTED_CYCLES 200
 
