@@ -24,7 +24,7 @@
 
 #include "pool.h"
 
-#define CALLMEM_HANDLES_MAX 64  /* freed handles kept at most */
+#define CALLMEM_HANDLES_MAX 256 /* freed handles kept at most */
 #define CALLMEM_HANDLES_HELD 16 /* kept back before any is reused */
 
 typedef struct callmem {
@@ -39,7 +39,7 @@ typedef struct callmem {
 int callmem_init(callmem_t *mem, size_t handle_size);
 /* Frees every kept block; nothing of it may be in use. */
 void callmem_free(callmem_t *mem);
-/* As pool_alloc / pool_calloc / pool_free, under the mutex. */
+/* pool_alloc (callmem_calloc: zeroed) and pool_free, under the mutex. */
 void *callmem_alloc(callmem_t *mem, size_t size);
 void *callmem_calloc(callmem_t *mem, size_t size);
 void callmem_release(callmem_t *mem, void *p);

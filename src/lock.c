@@ -173,11 +173,12 @@ static void release_everywhere(redlock_t *client, char *const *keys, const size_
 
 /* ---- lock handles ----------------------------------------------------------- */
 
-static void watch_timer_closed(uv_handle_t *handle) { free(handle); }
+/* A watch or retry timer, allocated apart from what it serves. */
+static void timer_closed(uv_handle_t *handle) { free(handle); }
 
 void lock_free(redlock_lock_t *lock) {
   if (lock->watch_timer != NULL)
-    uv_close((uv_handle_t *)lock->watch_timer, watch_timer_closed);
+    uv_close((uv_handle_t *)lock->watch_timer, timer_closed);
   callmem_t *mem = &lock->client->callmem;
   callmem_release(mem, lock->keys);
   callmem_handle_free(mem, lock);
@@ -434,20 +435,16 @@ static void acquire_release_memory(op_acquire_t *op) {
   callmem_release(mem, op);
 }
 
-static void acquire_timer_closed(uv_handle_t *handle) {
-  op_acquire_t *op = handle->data;
-  free(handle);
-  acquire_release_memory(op);
-}
-
 void op_free(op_t *op) {
   switch (op->kind) {
   case OP_LOCK: {
     op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
+    /* The timer is a block of its own: it closes on its own (it cannot fire
+     * any more), while the op goes back to the client's free list now, not
+     * from a close callback that may run after the client is freed. */
     if (acq->retry_timer != NULL)
-      uv_close((uv_handle_t *)acq->retry_timer, acquire_timer_closed);
-    else
-      acquire_release_memory(acq);
+      uv_close((uv_handle_t *)acq->retry_timer, timer_closed);
+    acquire_release_memory(acq);
     return;
   }
   case OP_EXTEND:

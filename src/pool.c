@@ -56,13 +56,6 @@ void *pool_alloc(pool_t *pool, size_t size) {
   return h + 1;
 }
 
-void *pool_calloc(pool_t *pool, size_t size) {
-  void *p = pool_alloc(pool, size);
-  if (p != NULL)
-    memset(p, 0, size);
-  return p;
-}
-
 void pool_free(pool_t *pool, void *p) {
   if (p == NULL)
     return;

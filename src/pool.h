@@ -2,9 +2,11 @@
  * the hot path frees is handed out again without malloc (issue 14).  Blocks
  * are sized in powers of two from 64 bytes to 8 KiB (a 16-byte header each
  * records its class); a request larger than that, or a class whose list is
- * full, goes to malloc / free as before.  Each class keeps at most
- * POOL_KEEP_MAX blocks and at most POOL_CLASS_BUDGET bytes, so a burst
- * never pins more than about POOL_CLASSES * POOL_CLASS_BUDGET bytes.
+ * full, goes to malloc / free as before.  A pool keeps no more blocks
+ * than were once in use together, and per class at most POOL_KEEP_MAX
+ * blocks and POOL_CLASS_BUDGET bytes: enough for 128 calls in flight (the
+ * throughput benchmark's), two rounds each, while a burst beyond that is
+ * given back to malloc.
  * Reuse is LIFO: the block freed last, still warm in the cache, goes first.
  *
  * A pool has no lock: its owner says which thread or mutex guards it.
@@ -33,9 +35,9 @@
 #define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define POOL_CLASSES 8                /* 64 B .. 8 KiB, header included */
-#define POOL_KEEP_MAX 256             /* blocks kept per class at most */
-#define POOL_CLASS_BUDGET (32 * 1024) /* bytes kept per class at most */
+#define POOL_CLASSES 8                 /* 64 B .. 8 KiB, header included */
+#define POOL_KEEP_MAX 256              /* blocks kept per class at most */
+#define POOL_CLASS_BUDGET (256 * 1024) /* bytes kept per class at most */
 
 typedef struct pool {
   void *head[POOL_CLASSES];     /* LIFO of free blocks (their headers) */
@@ -46,8 +48,6 @@ void pool_init(pool_t *pool);
 /* size bytes, aligned as malloc's; NULL when out of memory.  pool NULL:
  * plain malloc (with the header, so pool_free takes it). */
 void *pool_alloc(pool_t *pool, size_t size);
-/* As pool_alloc, zeroed. */
-void *pool_calloc(pool_t *pool, size_t size);
 /* Keeps p for reuse, or frees it (list full, too large, pool NULL).  p NULL:
  * nothing. */
 void pool_free(pool_t *pool, void *p);

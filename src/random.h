@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RANDOM_VALUE_BYTES 16                          /* 128 bits */
-#define RANDOM_VALUE_LEN (RANDOM_VALUE_BYTES * 2)      /* as hex */
+#define RANDOM_VALUE_BYTES 16                     /* 128 bits */
+#define RANDOM_VALUE_LEN (RANDOM_VALUE_BYTES * 2) /* as hex */
 
 /* Fills out[RANDOM_VALUE_LEN + 1] with 128 bits from getrandom() as lowercase
  * hex.  Returns 0 or a REDLOCK_E* code. */
