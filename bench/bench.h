@@ -45,7 +45,11 @@ typedef struct {
   uint32_t hold_ms;
   uint32_t wait_ms;
   uint32_t delay_ms;
-  int api_async; /* latency mode: async chain instead of blocking calls */
+  int api_async;    /* latency mode: async chain instead of blocking calls */
+  int api_blocking; /* throughput mode: --threads blocking threads (bench_blocking.c) */
+  int api_hiredis;  /* latency mode: a bare synchronous hiredis loop on master 0 */
+  int ab_api;       /* --ab-api: async vs blocking, or hiredis vs blocking, in one run */
+  int threads;      /* blocking threads (--threads; default --concurrency) */
   int retry_set;
   int retry_count;
   uint32_t retry_delay_ms, retry_jitter_ms;
@@ -102,8 +106,9 @@ struct bench {
   int hung;
   int n_nodes;
   int quarantine;
-  int tls;       /* some master is rediss:// */
-  slot_t *slots; /* async engine; freed after redlock_close */
+  int tls;          /* some master is rediss:// */
+  const char *uri0; /* master 0 (the hiredis baseline connects to it) */
+  slot_t *slots;    /* async engine; freed after redlock_close */
 };
 
 /* ---- time, CPU, interruption (bench_modes.c) ------------------------------------------ */
@@ -112,9 +117,20 @@ struct bench {
 extern atomic_int interrupted;
 
 uint64_t now_ns(void); /* CLOCK_MONOTONIC */
+/* This process's user + system CPU, µs (getrusage(RUSAGE_SELF)). */
+uint64_t self_cpu_us(void);
+/* The same and its context switches (voluntary + involuntary, all threads):
+ * a blocked call costs one whatever the machine's load. */
+typedef struct {
+  uint64_t cpu_us, switches;
+} usage_t;
+usage_t self_usage(void);
 /* Sleeps up to `seconds`, returning early on SIGINT / SIGTERM. */
 void sleep_s(double seconds);
 void sleep_ms(uint32_t ms);
+/* The measured window of a mode: CPU, servers' CPU and time at each end. */
+void begin_window(bench_t *b);
+void end_window(bench_t *b);
 
 /* ---- the library's log (redlock-bench.c) ----------------------------------------------- */
 
@@ -133,6 +149,37 @@ int run_contention(bench_t *b); /* K threads on one resource */
 /* --ab-stats: b->client (stats on) and off (stats off) in turns; prints
  * its own report. */
 int run_ab(bench_t *b, redlock_t *off);
+/* What the two A/B modes (--ab-stats, --ab-api) share: measured segments
+ * of AB_SEGMENT_S after AB_RAMP_S of ramp-up, ordered ABBA ABBA... */
+#define AB_SEGMENT_S 0.5
+#define AB_RAMP_S 0.1
+#define AB_MAX_SEGMENTS 512
+typedef struct {
+  unsigned long cycles;
+  uint64_t ns, cpu_us, switches;
+} ab_acc_t;
+int ab_per_side(double duration_s); /* measured segments per side */
+int ab_side(int segment);           /* 0 (A) or 1 (B) */
+/* The median over pairs of neighbouring segments of side 1 / side 0 rate. */
+double ab_pair_median(const double *seg_rate, const int *seg_side, int segments);
+/* Cycles/s and client CPU µs per cycle of each side. */
+void ab_rates(const ab_acc_t acc[2], double rate[2], double cpu[2]);
+/* The async engine's parts that --ab-api reuses: one slot's next cycle, and
+ * waiting (up to 30 s; b->hung otherwise) until every slot has stopped. */
+void async_cycle_start(slot_t *s);
+void async_wait_drained(bench_t *b);
+
+/* ---- the blocking API and its baselines (bench_blocking.c) ---------------------------- */
+
+/* One redlock_lock + redlock_unlock of `resource`, its latencies and errors
+ * recorded when `measuring`; the lock's status. */
+int blocking_cycle(bench_t *b, const char *resource, int measuring);
+int run_blocking_threads(bench_t *b); /* throughput --api blocking */
+int run_hiredis(bench_t *b);          /* latency --api hiredis */
+/* --ab-api: throughput: async engine (side 0) vs blocking threads (side 1);
+ * latency: bare hiredis (side 0) vs blocking calls (side 1).  Prints its own
+ * report. */
+int run_ab_api(bench_t *b);
 
 /* ---- output (bench_report.c) ---------------------------------------------------------- */
 
@@ -148,6 +195,18 @@ typedef struct {
   unsigned long errors;
 } ab_result_t;
 void report_ab(const bench_t *b, const ab_result_t *r);
+
+/* What --ab-api measured, per side (see run_ab_api). */
+typedef struct {
+  int per_side;
+  double segment_s;
+  double rate[2], cpu[2]; /* cycles/s, client CPU us per cycle */
+  double switches[2];     /* context switches per cycle */
+  double pair_median;     /* median over neighbouring segments of side 1 / side 0 rate */
+  stats_t acq[2];         /* latency: acquisition latency per side */
+  unsigned long errors;
+} ab_api_result_t;
+void report_ab_api(const bench_t *b, const ab_api_result_t *r);
 
 /* Writes the acquire-latency histogram of s (sorted by samples_stats). */
 int write_hist(const char *path, samples_t *s, const char *title);

@@ -46,11 +46,15 @@ void sleep_ms(uint32_t ms) {
   }
 }
 
-static uint64_t self_cpu_us(void) {
+uint64_t self_cpu_us(void) { return self_usage().cpu_us; }
+
+usage_t self_usage(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  return (uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-         (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+  usage_t u = {(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
+                   (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec,
+               (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw};
+  return u;
 }
 
 /* utime + stime of a process in µs, from /proc/PID/stat; -1 if unreadable. */
@@ -97,7 +101,7 @@ static int64_t servers_cpu_us(const config_t *c) {
   }
   return c->n_pids > 0 ? sum : -1;
 }
-static void begin_window(bench_t *b) {
+void begin_window(bench_t *b) {
   b->srv0 = servers_cpu_us(b->cfg);
   b->cpu0 = self_cpu_us();
   b->t0 = now_ns();
@@ -106,7 +110,7 @@ static void begin_window(bench_t *b) {
     fprintf(stderr, "[bench   %8.3f] measuring\n", (double)(b->t0 - log_epoch_ns) / 1e9);
 }
 
-static void end_window(bench_t *b) {
+void end_window(bench_t *b) {
   atomic_store(&b->phase, PHASE_STOP);
   b->t1 = now_ns();
   b->cpu1 = self_cpu_us();
@@ -117,15 +121,13 @@ static void end_window(bench_t *b) {
 
 /* ---- async engine (throughput, latency --api async, slow-node) ------------------- */
 
-static void cycle_start(slot_t *s);
-
 static void slot_retire(slot_t *s) { atomic_fetch_sub(&s->b->active, 1); }
 
 static void cycle_next(slot_t *s) {
   if (atomic_load_explicit(&s->b->phase, memory_order_relaxed) == PHASE_STOP)
     slot_retire(s);
   else
-    cycle_start(s);
+    async_cycle_start(s);
 }
 
 static void on_unlocked(int status, void *arg) {
@@ -160,7 +162,7 @@ static void on_locked(int status, redlock_lock_t *lock, void *arg) {
   }
 }
 
-static void cycle_start(slot_t *s) {
+void async_cycle_start(slot_t *s) {
   bench_t *b = s->b;
   const config_t *c = b->cfg;
   s->t_start = now_ns();
@@ -189,6 +191,18 @@ static void cycle_start(slot_t *s) {
   }
 }
 
+void async_wait_drained(bench_t *b) {
+  /* The cycles in flight finish within their retries. */
+  uint64_t limit = now_ns() + 30ull * 1000000000u;
+  while (atomic_load(&b->active) > 0 && now_ns() < limit)
+    sleep_ms(1);
+  int left = atomic_load(&b->active);
+  if (left > 0) {
+    b->hung = left;
+    fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after the end\n", left);
+  }
+}
+
 int run_async(bench_t *b) {
   config_t *c = b->cfg;
   int n = c->concurrency;
@@ -202,20 +216,12 @@ int run_async(bench_t *b) {
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
   for (int i = 0; i < n; i++)
-    cycle_start(&slots[i]);
+    async_cycle_start(&slots[i]);
   sleep_s(c->warmup_s);
   begin_window(b);
   sleep_s(c->duration_s);
   end_window(b);
-  /* Let the cycles in flight finish (each ends within its retries). */
-  uint64_t limit = now_ns() + 30ull * 1000000000u;
-  while (atomic_load(&b->active) > 0 && now_ns() < limit)
-    sleep_ms(1);
-  int left = atomic_load(&b->active);
-  if (left > 0) {
-    b->hung = left;
-    fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after the end\n", left);
-  }
+  async_wait_drained(b);
   /* redlock_close (by the caller) cancels what is left and joins the loop
    * thread; only then are the slots unreachable. */
   return 0;
@@ -227,14 +233,31 @@ int run_async(bench_t *b) {
  * so that a shared machine whose load drifts weighs on both alike: a ratio
  * from one run is worth more than the medians of separate runs here.  Each
  * segment ramps up for 0.1 s, is measured for AB_SEGMENT_S, then drains. */
-#define AB_SEGMENT_S 0.5
-#define AB_RAMP_S 0.1
-#define AB_MAX_SEGMENTS 512
+int ab_per_side(double duration_s) {
+  int n = (int)(duration_s / AB_SEGMENT_S + 0.999);
+  return n < 2 ? 2 : n > AB_MAX_SEGMENTS / 2 ? AB_MAX_SEGMENTS / 2 : n;
+}
 
-typedef struct {
-  unsigned long cycles;
-  uint64_t ns, cpu_us;
-} ab_acc_t;
+int ab_side(int s) { return (s % 4 == 0 || s % 4 == 3) ? 0 : 1; }
+
+double ab_pair_median(const double *seg_rate, const int *seg_side, int segments) {
+  double ratios[AB_MAX_SEGMENTS / 2];
+  int n = 0;
+  for (int k = 0; k + 1 < segments; k += 2) {
+    double a = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
+    double b = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
+    if (a > 0)
+      ratios[n++] = b / a;
+  }
+  return median_double(ratios, (size_t)n);
+}
+
+void ab_rates(const ab_acc_t acc[2], double rate[2], double cpu[2]) {
+  for (int k = 0; k < 2; k++) {
+    rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
+    cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
+  }
+}
 
 int run_ab(bench_t *b, redlock_t *off) {
   config_t *c = b->cfg;
@@ -248,11 +271,7 @@ int run_ab(bench_t *b, redlock_t *off) {
     slots[i].b = b;
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
-  int per_side = (int)(c->duration_s / AB_SEGMENT_S + 0.999);
-  if (per_side < 2)
-    per_side = 2;
-  if (per_side > AB_MAX_SEGMENTS / 2)
-    per_side = AB_MAX_SEGMENTS / 2;
+  int per_side = ab_per_side(c->duration_s);
   int segments = 2 * per_side;
   ab_acc_t acc[2];
   memset(acc, 0, sizeof acc);
@@ -260,12 +279,12 @@ int run_ab(bench_t *b, redlock_t *off) {
   int seg_side[AB_MAX_SEGMENTS];
   /* Warm-up: each client once. */
   for (int w = -2; w < segments && !atomic_load(&interrupted); w++) {
-    int side = w < 0 ? w + 2 : ((w % 4 == 0 || w % 4 == 3) ? 0 : 1); /* ABBA */
+    int side = w < 0 ? w + 2 : ab_side(w);
     b->client = clients[side];
     atomic_store(&b->phase, PHASE_WARMUP);
     atomic_store(&b->active, n);
     for (int i = 0; i < n; i++)
-      cycle_start(&slots[i]);
+      async_cycle_start(&slots[i]);
     sleep_s(w < 0 ? c->warmup_s / 2 : AB_RAMP_S);
     unsigned long cycles0 = atomic_load(&b->cycles);
     uint64_t cpu0 = self_cpu_us(), t0 = now_ns();
@@ -274,14 +293,9 @@ int run_ab(bench_t *b, redlock_t *off) {
     atomic_store(&b->phase, PHASE_STOP);
     uint64_t t1 = now_ns(), cpu1 = self_cpu_us();
     unsigned long cycles1 = atomic_load(&b->cycles);
-    uint64_t limit = now_ns() + 30ull * 1000000000u;
-    while (atomic_load(&b->active) > 0 && now_ns() < limit)
-      sleep_ms(1);
-    if (atomic_load(&b->active) > 0) {
-      b->hung = atomic_load(&b->active);
-      fprintf(stderr, "redlock-bench: %d cycles still unfinished 30 s after a segment\n", b->hung);
+    async_wait_drained(b);
+    if (b->hung > 0)
       return 0;
-    }
     if (w < 0)
       continue;
     acc[side].cycles += cycles1 - cycles0;
@@ -292,22 +306,11 @@ int run_ab(bench_t *b, redlock_t *off) {
   }
   b->client = clients[0];
   /* Per pair of neighbouring segments (one of each side): off / on. */
-  double ratios[AB_MAX_SEGMENTS / 2];
-  int n_ratios = 0;
-  for (int k = 0; k + 1 < segments; k += 2) {
-    double on = seg_side[k] == 0 ? seg_rate[k] : seg_rate[k + 1];
-    double offr = seg_side[k] == 0 ? seg_rate[k + 1] : seg_rate[k];
-    if (on > 0)
-      ratios[n_ratios++] = offr / on;
-  }
   ab_result_t r = {.per_side = per_side,
                    .segment_s = AB_SEGMENT_S,
-                   .pair_median = median_double(ratios, (size_t)n_ratios),
+                   .pair_median = ab_pair_median(seg_rate, seg_side, segments),
                    .errors = errors_total(&b->lock_errors) + errors_total(&b->unlock_errors)};
-  for (int k = 0; k < 2; k++) {
-    r.rate[k] = acc[k].ns > 0 ? (double)acc[k].cycles / ((double)acc[k].ns / 1e9) : 0;
-    r.cpu[k] = acc[k].cycles > 0 ? (double)acc[k].cpu_us / (double)acc[k].cycles : 0;
-  }
+  ab_rates(acc, r.rate, r.cpu);
   report_ab(b, &r);
   return 0;
 }
@@ -330,24 +333,8 @@ int run_blocking(bench_t *b) {
     }
     if (measuring && t >= end)
       break;
-    redlock_lock_t *lock = NULL;
-    uint64_t t_start = now_ns();
-    int rc = redlock_lock(b->client, resource, c->ttl_ms, &lock);
-    uint64_t t_acq = now_ns();
-    if (rc != REDLOCK_OK) {
-      if (measuring)
-        errors_add(&b->lock_errors, rc);
-      continue;
-    }
-    rc = redlock_unlock(b->client, lock);
-    uint64_t t_end = now_ns();
-    if (measuring) {
-      if (rc != REDLOCK_OK)
-        errors_add(&b->unlock_errors, rc);
-      samples_add(&b->acquire, t_acq - t_start);
-      samples_add(&b->cycle, t_end - t_start);
+    if (blocking_cycle(b, resource, measuring) == REDLOCK_OK && measuring)
       atomic_fetch_add(&b->cycles, 1);
-    }
   }
   if (!measuring)
     begin_window(b);

@@ -47,9 +47,10 @@ void report(bench_t *b) {
   int quorum = b->n_nodes / 2 + 1;
   int conc = c->mode == MODE_CONTENTION ? c->workers : c->concurrency;
   double fairness = b->per_worker_min > 0 ? (double)b->per_worker_max / b->per_worker_min : -1;
-  const char *api = c->mode == MODE_CONTENTION                 ? "blocking"
-                    : c->mode == MODE_LATENCY && !c->api_async ? "blocking"
-                                                               : "async";
+  const char *api = c->api_hiredis                                  ? "hiredis"
+                    : c->mode == MODE_CONTENTION || c->api_blocking ? "blocking"
+                    : c->mode == MODE_LATENCY && !c->api_async      ? "blocking"
+                                                                    : "async";
 
   if (c->json) {
     printf("{\"mode\":\"%s\",\"api\":\"%s\",\"N\":%d,\"quorum\":%d,\"C\":%d,", mode_names[c->mode],
@@ -239,4 +240,44 @@ void report_ab(const bench_t *b, const ab_result_t *r) {
            throughput_cost, (r->pair_median - 1) * 100, cpu_cost, r->per_side, r->segment_s,
            r->errors);
   }
+}
+
+void report_ab_api(const bench_t *b, const ab_api_result_t *r) {
+  const config_t *c = b->cfg;
+  int latency = c->mode == MODE_LATENCY;
+  const char *name[2] = {latency ? "hiredis" : "async", "blocking"};
+  int conc[2] = {latency ? 1 : c->concurrency, latency ? 1 : c->threads};
+  double ratio = r->rate[0] > 0 ? r->rate[1] / r->rate[0] : 0;
+  double p50_ratio = latency && r->acq[0].p50 > 0 ? r->acq[1].p50 / r->acq[0].p50 : 0;
+  if (c->json) {
+    printf("{\"mode\":\"ab-api\",\"bench_mode\":\"%s\",\"N\":%d,\"segment_s\":%.2f,"
+           "\"segments_per_side\":%d,",
+           mode_names[c->mode], b->n_nodes, r->segment_s, r->per_side);
+    for (int k = 0; k < 2; k++) {
+      printf("\"%s\":{\"C\":%d,\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f,"
+             "\"context_switches_per_cycle\":%.3f",
+             name[k], conc[k], r->rate[k], r->cpu[k], r->switches[k]);
+      if (latency) {
+        printf(",");
+        json_stats("acquire", &r->acq[k], 0);
+      }
+      printf("},");
+    }
+    printf("\"rate_ratio\":%.4f,\"pair_median_rate_ratio\":%.4f,", ratio, r->pair_median);
+    if (latency)
+      printf("\"acquire_p50_ratio\":%.4f,", p50_ratio);
+    printf("\"errors\":%lu}\n", r->errors);
+    return;
+  }
+  for (int k = 0; k < 2; k++) {
+    printf("%-9s C=%-4d %10.0f cycles/s  %7.2f us client CPU/cycle  %5.2f switches/cycle", name[k],
+           conc[k], r->rate[k], r->cpu[k], r->switches[k]);
+    if (latency)
+      printf("  acquire p50 %.4f ms p99 %.4f ms", r->acq[k].p50, r->acq[k].p99);
+    printf("\n");
+  }
+  printf("blocking / %s: %.3f x cycles/s (pair median %.3f)", name[0], ratio, r->pair_median);
+  if (latency)
+    printf(", %.3f x acquire p50", p50_ratio);
+  printf("; %d x %.1f s per side, ABBA; %lu errors\n", r->per_side, r->segment_s, r->errors);
 }

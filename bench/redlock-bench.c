@@ -77,7 +77,14 @@ static void usage(FILE *f) {
              "  --hold-ms MS          contention: time the lock is held (default 1)\n"
              "  --wait-ms MS          contention: lock_wait budget (default 2000)\n"
              "  --delay-ms D          slow-node: delay added to master 0 (default 20)\n"
-             "  --api blocking|async  latency: blocking calls (default) or the async chain\n"
+             "  --api blocking|async  latency: blocking calls (default) or the async chain;\n"
+             "                        throughput: async (default) or --threads blocking threads\n"
+             "  --api hiredis         latency: a bare synchronous hiredis SET + DEL on master 0\n"
+             "  --threads T           blocking threads (throughput --api blocking, --ab-api;\n"
+             "                        default: --concurrency)\n"
+             "  --ab-api              throughput: async engine vs --threads blocking threads;\n"
+             "                        latency: bare hiredis vs blocking calls; alternating\n"
+             "                        0.5 s segments (ABBA) for --duration each, one client\n"
              "  --request-timeout MS  per-round request timeout (library default 100)\n"
              "  --connect-timeout MS  connect + handshake timeout (library default 1000)\n"
              "  --retry-count N       retries after the first attempt (library default 3)\n"
@@ -186,6 +193,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
       c->fencing = 1, used = 0;
     } else if (strcmp(a, "--no-stats") == 0) {
       c->no_stats = 1, used = 0;
+    } else if (strcmp(a, "--ab-api") == 0) {
+      c->ab_api = 1, used = 0;
     } else if (strcmp(a, "--ab-stats") == 0) {
       c->ab_stats = 1, used = 0;
     } else if (strcmp(a, "--no-quarantine") == 0) {
@@ -234,8 +243,12 @@ static int parse_args(int argc, char **argv, config_t *c) {
     } else if (strcmp(a, "--delay-ms") == 0) {
       bad = parse_u32(v, &c->delay_ms);
     } else if (strcmp(a, "--api") == 0) {
-      bad = strcmp(v, "async") != 0 && strcmp(v, "blocking") != 0;
+      bad = strcmp(v, "async") != 0 && strcmp(v, "blocking") != 0 && strcmp(v, "hiredis") != 0;
       c->api_async = strcmp(v, "async") == 0;
+      c->api_blocking = strcmp(v, "blocking") == 0;
+      c->api_hiredis = strcmp(v, "hiredis") == 0;
+    } else if (strcmp(a, "--threads") == 0) {
+      bad = parse_int(v, 1, MAX_WORKERS, &c->threads);
     } else if (strcmp(a, "--request-timeout") == 0) {
       bad = parse_u32(v, &c->request_timeout_ms) || c->request_timeout_ms == 0;
     } else if (strcmp(a, "--connect-timeout") == 0) {
@@ -304,6 +317,18 @@ static int parse_args(int argc, char **argv, config_t *c) {
   }
   if (c->concurrency < 0)
     c->concurrency = c->mode == MODE_THROUGHPUT ? 128 : 1;
+  if (c->threads == 0)
+    c->threads = c->concurrency < MAX_WORKERS ? c->concurrency : MAX_WORKERS;
+  if (c->mode == MODE_THROUGHPUT && c->api_blocking)
+    c->concurrency = c->threads; /* a blocking thread has one cycle in flight */
+  if ((c->api_blocking && c->mode != MODE_THROUGHPUT && c->mode != MODE_LATENCY) ||
+      (c->api_hiredis && c->mode != MODE_LATENCY) ||
+      (c->ab_api && c->mode != MODE_THROUGHPUT && c->mode != MODE_LATENCY) ||
+      (c->ab_api && c->ab_stats)) {
+    fprintf(stderr, "redlock-bench: --api blocking / --ab-api: throughput or latency mode; "
+                    "--api hiredis: latency mode; --ab-api and --ab-stats exclude each other\n");
+    return -1;
+  }
   if (c->mode == MODE_LATENCY && c->concurrency != 1) {
     fprintf(stderr, "redlock-bench: latency mode runs one cycle at a time (C = 1)\n");
     return -1;
@@ -471,6 +496,7 @@ int main(int argc, char **argv) {
       snprintf(uris[i], sizeof uris[i], "%s", cfg.nodes[i]);
   }
   b->n_nodes = n_nodes;
+  b->uri0 = uris[0];
 
   if (cfg.mode == MODE_SLOW_NODE) {
 #ifdef REDLOCK_BENCH_FAULT_PROXY
@@ -564,10 +590,16 @@ int main(int argc, char **argv) {
   switch (cfg.mode) {
   case MODE_THROUGHPUT:
   case MODE_SLOW_NODE:
-    rc = cfg.ab_stats ? run_ab(b, client_off) : run_async(b);
+    rc = cfg.ab_stats       ? run_ab(b, client_off)
+         : cfg.ab_api       ? run_ab_api(b)
+         : cfg.api_blocking ? run_blocking_threads(b)
+                            : run_async(b);
     break;
   case MODE_LATENCY:
-    rc = cfg.api_async ? run_async(b) : run_blocking(b);
+    rc = cfg.ab_api        ? run_ab_api(b)
+         : cfg.api_async   ? run_async(b)
+         : cfg.api_hiredis ? run_hiredis(b)
+                           : run_blocking(b);
     break;
   case MODE_CONTENTION:
     rc = run_contention(b);
@@ -582,8 +614,8 @@ int main(int argc, char **argv) {
   b->client = NULL;
   free(b->slots); /* no callback can reach them after close */
   b->slots = NULL;
-  if (rc == 0 && cfg.ab_stats) {
-    status = b->hung > 0 ? 1 : 0; /* run_ab printed its own report */
+  if (rc == 0 && (cfg.ab_stats || cfg.ab_api)) {
+    status = b->hung > 0 ? 1 : 0; /* run_ab / run_ab_api printed their own report */
   } else if (rc == 0) {
     report(b);
     if (cfg.hist_path != NULL) {

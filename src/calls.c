@@ -1,7 +1,8 @@
 /* calls.c: the public lock calls.  Validates arguments on the caller's
  * thread (a call that returns an error never runs its callback), builds an
  * op, queues it for the loop, and for the blocking forms waits on a
- * semaphore until the loop has run the op's callback. */
+ * semaphore that the loop posts at the end of the turn in which it ran the
+ * op's callback (client_defer_wake). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,7 +173,8 @@ int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_
 /* ---- blocking forms ------------------------------------------------------------- */
 
 typedef struct {
-  uv_sem_t done;
+  sync_waiter_t waiter; /* posted by the loop at the end of the turn (client.c) */
+  redlock_t *client;
   int status;
   redlock_lock_t *lock;
 } sync_call_t;
@@ -181,19 +183,20 @@ static void sync_lock_cb(int status, redlock_lock_t *lock, void *arg) {
   sync_call_t *call = arg;
   call->status = status;
   call->lock = lock;
-  uv_sem_post(&call->done);
+  client_defer_wake(call->client, &call->waiter);
 }
 
 static void sync_done_cb(int status, void *arg) {
   sync_call_t *call = arg;
   call->status = status;
-  uv_sem_post(&call->done);
+  client_defer_wake(call->client, &call->waiter);
 }
 
 /* Ready for a sync_* callback; REDLOCK_EIO when no semaphore can be made. */
-static int sync_start(sync_call_t *call) {
+static int sync_start(sync_call_t *call, redlock_t *client) {
+  call->client = client;
   call->lock = NULL;
-  return uv_sem_init(&call->done, 0) == 0 ? 0 : REDLOCK_EIO;
+  return uv_sem_init(&call->waiter.sem, 0) == 0 ? 0 : REDLOCK_EIO;
 }
 
 /* Waits for the call submitted with a sync_* callback; submitted is what the
@@ -201,10 +204,10 @@ static int sync_start(sync_call_t *call) {
 static int sync_wait(sync_call_t *call, int submitted) {
   int rc = submitted;
   if (rc == 0) {
-    uv_sem_wait(&call->done);
+    uv_sem_wait(&call->waiter.sem);
     rc = call->status;
   }
-  uv_sem_destroy(&call->done);
+  uv_sem_destroy(&call->waiter.sem);
   return rc;
 }
 
@@ -227,7 +230,7 @@ static int lock_blocking(redlock_t *client, const char *const *resources, size_t
   if (rc != 0)
     return rc;
   sync_call_t call;
-  if ((rc = sync_start(&call)) != 0)
+  if ((rc = sync_start(&call, client)) != 0)
     return rc;
   rc = sync_wait(&call,
                  lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb, &call));
@@ -271,7 +274,7 @@ static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t ki
     return rc;
   }
   sync_call_t call;
-  if ((rc = sync_start(&call)) != 0)
+  if ((rc = sync_start(&call, client)) != 0)
     return rc;
   return sync_wait(&call, lock_target_op(client, lock, kind, ttl_ms, sync_done_cb, &call));
 }
@@ -319,7 +322,7 @@ static int prim_blocking(redlock_t *client, lock_kind_t kind, const char *name, 
   if (rc != 0)
     return rc;
   sync_call_t call;
-  if ((rc = sync_start(&call)) != 0)
+  if ((rc = sync_start(&call, client)) != 0)
     return rc;
   rc =
       sync_wait(&call, prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call));

@@ -25,7 +25,7 @@ uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng)
 uint64_t client_now_ns(const redlock_t *client) { return client->rounds.now_ns(); }
 
 int client_check_fork(const redlock_t *client) {
-  return getpid() == client->pid ? 0 : REDLOCK_EFORKED;
+  return fork_guard_forked(&client->fork_guard) ? REDLOCK_EFORKED : 0;
 }
 
 int client_on_loop_thread(const redlock_t *client) {
@@ -131,7 +131,15 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   uv_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms, 0);
 }
 
-/* ---- submit queue ------------------------------------------------------------------ */
+/* ---- submit queue ------------------------------------------------------------------
+ * Calls from other threads reach the loop through `submit_queue`.  The loop
+ * drains it whole: from the wake-up callback, after every poll phase
+ * (turn_check) and, when calls arrived while a turn was ending, in one more
+ * turn that does not sleep (turn_again).  A submitter writes the wake-up
+ * (uv_async_send: a system call) only when the loop said it may sleep
+ * (`loop_polling`, decided under the mutex by turn_end with the queue
+ * empty), and only for the first call of a batch: while the loop is busy,
+ * calls are picked up at no cost to the caller. */
 
 int client_submit(redlock_t *client, op_t *op) {
   uv_mutex_lock(&client->mutex);
@@ -149,10 +157,12 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
   op->has_thread = 1;
   int was_empty = list_empty(&client->submit_queue);
   list_insert_tail(&client->submit_queue, &op->link);
-  /* One wake-up per batch: the loop drains the whole queue each time.  Sent
-   * under the mutex so that a close cannot free the handle in between. */
-  if (was_empty)
+  atomic_store_explicit(&client->submits_queued, 1, memory_order_relaxed);
+  /* Sent under the mutex so that a close cannot free the handle in between. */
+  if (was_empty && client->loop_polling) {
+    client->loop_polling = 0; /* one wake-up per batch */
     uv_async_send(&client->wakeup);
+  }
 }
 
 static void client_begin_close(redlock_t *client);
@@ -166,11 +176,13 @@ void client_run_or_park(redlock_t *client, op_t *op) {
   op_dispatch(op);
 }
 
-static void wakeup_cb(uv_async_t *async) {
-  redlock_t *client = async->data;
+/* Runs what was submitted (loop). */
+static void client_drain(redlock_t *client) {
   list_node_t batch;
   uv_mutex_lock(&client->mutex);
   list_move_all(&client->submit_queue, &batch);
+  atomic_store_explicit(&client->submits_queued, 0, memory_order_relaxed);
+  client->loop_polling = 0;
   uv_mutex_unlock(&client->mutex);
   while (!list_empty(&batch)) {
     op_t *op = list_entry(batch.next, op_t, link);
@@ -187,6 +199,56 @@ static void wakeup_cb(uv_async_t *async) {
   }
   if (client->close_phase == CLOSE_QUEUED)
     client_teardown(client);
+}
+
+static void wakeup_cb(uv_async_t *async) { client_drain(async->data); }
+
+/* After the poll phase: calls submitted while the loop was busy.  The peek
+ * skips the mutex on turns with nothing queued. */
+static void turn_check_cb(uv_check_t *check) {
+  redlock_t *client = check->data;
+  if (atomic_load_explicit(&client->submits_queued, memory_order_relaxed))
+    client_drain(client);
+}
+
+static void turn_again_cb(uv_idle_t *idle) {
+  redlock_t *client = idle->data;
+  uv_idle_stop(idle);
+  client_drain(client);
+}
+
+void client_defer_wake(redlock_t *client, sync_waiter_t *w) {
+  if (client->close_phase == CLOSE_TEARING_DOWN) {
+    uv_sem_post(&w->sem); /* turn_end may not run again */
+    return;
+  }
+  list_insert_tail(&client->wakes, &w->link);
+}
+
+/* Wakes the blocked callers whose calls ended.  Done once per turn, after the
+ * turn's work and its writes (the flusher's prepare handle runs before this
+ * one): a caller woken at once from a reply callback would, on a busy
+ * machine, preempt the loop thread in the middle of its turn. */
+static void client_wake_callers(redlock_t *client) {
+  while (!list_empty(&client->wakes)) {
+    sync_waiter_t *w = list_entry(client->wakes.next, sync_waiter_t, link);
+    list_remove(&w->link);
+    uv_sem_post(&w->sem); /* the caller may return, and w vanish, at once */
+  }
+}
+
+/* Before the loop blocks in poll: wake the callers, then sleep only if
+ * nothing was submitted meanwhile (callers just woken often submit their next
+ * call at once); otherwise one more turn without sleeping picks it up. */
+static void turn_end_cb(uv_prepare_t *prepare) {
+  redlock_t *client = prepare->data;
+  client_wake_callers(client);
+  uv_mutex_lock(&client->mutex);
+  int queued = !list_empty(&client->submit_queue);
+  client->loop_polling = !queued;
+  uv_mutex_unlock(&client->mutex);
+  if (queued)
+    uv_idle_start(&client->turn_again, turn_again_cb);
 }
 
 /* A node's first connection attempt is over: redlock_open returns, and
@@ -212,6 +274,7 @@ static void client_free(redlock_t *client) {
     node_free(&client->nodes[i]);
   free(client->nodes);
   votes_book_free(&client->votes);
+  fork_guard_free(&client->fork_guard);
   tls_client_free(client->tls);
   ptrset_free(&client->live_locks);
   callmem_free(&client->callmem);
@@ -285,10 +348,12 @@ static void client_module_closed(redlock_t *client) {
   }
 }
 
-/* The client's own handles: deadline timer, wake-up, write flusher. */
-#define CLIENT_OWN_HANDLES 3
+/* The client's own handles: deadline timer, wake-up, the turn's check,
+ * prepare and idle, write flusher. */
+#define CLIENT_OWN_HANDLES 6
 
 static void client_teardown(redlock_t *client) {
+  client_wake_callers(client);
   client->close_phase = CLOSE_TEARING_DOWN;
   client->modules_open = client->n_nodes + 1 /* notifier */ + CLIENT_OWN_HANDLES;
   /* Submitters send their wake-up under the mutex while the state is OPEN;
@@ -301,6 +366,9 @@ static void client_teardown(redlock_t *client) {
   uv_timer_stop(&client->deadline_timer);
   uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->turn_check, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->turn_end, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->turn_again, client_handle_closed_cb);
   conn_flusher_close(&client->flusher, flusher_closed_cb);
 }
 
@@ -408,7 +476,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     return REDLOCK_ENOMEM;
   }
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
-  client->pid = getpid();
+  fork_guard_init(&client->fork_guard);
   client->n_nodes = (unsigned)opts->n_nodes;
   client->quorum = quorum_size(client->n_nodes);
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
@@ -421,6 +489,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->ops_in_flight);
   list_init(&client->held_locks);
   list_init(&client->parked_ops);
+  list_init(&client->wakes);
   list_init(&client->reentrant_leases);
   list_init(&client->elections);
   ptrset_init(&client->live_elections);
@@ -467,6 +536,21 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
   client->wakeup.data = client;
+  /* Until its first turn ends the loop may be asleep on other work: the
+   * first call wakes it (a spare wake-up is harmless). */
+  client->loop_polling = 1;
+  uv_check_init(loop, &client->turn_check);
+  client->turn_check.data = client;
+  uv_check_start(&client->turn_check, turn_check_cb);
+  uv_prepare_init(loop, &client->turn_end);
+  client->turn_end.data = client;
+  uv_prepare_start(&client->turn_end, turn_end_cb);
+  uv_idle_init(loop, &client->turn_again);
+  client->turn_again.data = client;
+  /* As before these three: the wake-up alone keeps a caller's loop alive. */
+  uv_unref((uv_handle_t *)&client->turn_check);
+  uv_unref((uv_handle_t *)&client->turn_end);
+  uv_unref((uv_handle_t *)&client->turn_again);
   uv_timer_init(loop, &client->deadline_timer);
   client->deadline_timer.data = client;
   conn_flusher_init(&client->flusher, loop);
@@ -525,6 +609,9 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
   pthread_sigmask(SIG_SETMASK, &saved, NULL);
   if (rc != 0) {
     uv_close((uv_handle_t *)&client->wakeup, NULL);
+    uv_close((uv_handle_t *)&client->turn_check, NULL);
+    uv_close((uv_handle_t *)&client->turn_end, NULL);
+    uv_close((uv_handle_t *)&client->turn_again, NULL);
     uv_close((uv_handle_t *)&client->deadline_timer, NULL);
     uv_close((uv_handle_t *)&client->flusher.prepare, NULL);
     uv_run(&client->own_loop, UV_RUN_DEFAULT);

@@ -21,6 +21,7 @@
 
 #include "callmem.h"
 #include "conn.h"
+#include "forkguard.h"
 #include "list.h"
 #include "log.h"
 #include "node.h"
@@ -59,6 +60,14 @@ typedef enum {
   OP_RESIGN, /* election.c: its resignation */
 } op_kind_t;
 
+/* A blocking caller's wait (calls.c): the loop posts `sem` once per call,
+ * at the end of the loop turn in which the call's callback ran (see
+ * client_defer_wake). */
+typedef struct sync_waiter {
+  list_node_t link; /* loop: client->wakes */
+  uv_sem_t sem;
+} sync_waiter_t;
+
 /* The header every queued call starts with: what the submit queue, the
  * parked list and the in-flight list need.  The kind's constructor sets
  * `kind` and `client` once; `link` belongs to whichever list holds the op. */
@@ -86,7 +95,7 @@ struct redlock {
   /* ---- client.c: set at open, read-only after (any thread) ---- */
   struct redlock_options opts; /* const: snapshot */
   log_sink_t log;              /* const: from opts: what every module logs through */
-  pid_t pid;                   /* const: the process that opened it (fork check) */
+  fork_guard_t fork_guard;     /* const: is this the process that opened it (forkguard.h) */
   unsigned n_nodes;            /* const */
   unsigned quorum;             /* const */
   tls_client_t *tls;           /* const: rediss:// masters: the client's SSL_CTX, else NULL */
@@ -108,16 +117,24 @@ struct redlock {
   uv_thread_t thread;         /* own thread: joined by redlock_close */
   uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
   uv_async_t wakeup;          /* any thread sends (under the mutex); loop handles */
+  uv_check_t turn_check;      /* loop, after poll: drains what was submitted during the turn */
+  uv_prepare_t turn_end;      /* loop, before poll: wakes blocked callers, may the loop sleep? */
+  uv_idle_t turn_again;       /* loop: no sleep, calls arrived while the turn was ending */
+  list_node_t wakes;          /* loop: blocked callers whose call ended this turn */
   uv_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
   conn_flusher_t flusher;     /* loop: one write per master per loop turn */
   jitter_rng_t rng;           /* loop: client_random */
+  random_pool_t value_pool;   /* loop: lock values (lock.c's attempts) */
   uint64_t deadline_armed_ns; /* loop: when deadline_timer fires, 0 = not armed */
   uv_sem_t startup_sem;       /* own thread: redlock_open waits on it */
 
   /* ---- client.c: under the mutex ---- */
   uv_mutex_t mutex;
-  list_node_t submit_queue; /* mutex: op_t.link, for the loop */
-  client_state_t state;     /* mutex */
+  list_node_t submit_queue;   /* mutex: op_t.link, for the loop */
+  _Atomic int submits_queued; /* written under the mutex: the queue is not
+                               * empty (the loop's lock-free peek) */
+  int loop_polling;           /* mutex: the loop drained the queue and may sleep: wake it */
+  client_state_t state;       /* mutex */
   votes_book_t votes; /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
 
   /* ---- client.c: start-up and close (loop) ---- */
@@ -159,6 +176,10 @@ int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and
  * has checked that the client is open. */
 void client_enqueue_locked(redlock_t *client, op_t *op);
+/* Loop: a blocking caller's call has ended; `w->sem` is posted at the end of
+ * this loop turn, with the others that ended in it (the waiter must stay
+ * valid until then: the caller is blocked on it). */
+void client_defer_wake(redlock_t *client, sync_waiter_t *w);
 #define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
 #define client_log_enabled(client, level) log_enabled(&(client)->log, level)
 uint32_t client_random(redlock_t *client);

@@ -782,7 +782,7 @@ static void lock_attempt(op_acquire_t *op) {
     return;
   }
   op->attempts++;
-  int rc = random_lock_value(op->value);
+  int rc = random_pool_lock_value(&op->op.client->value_pool, op->value);
   if (rc == 0 && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != 0) {

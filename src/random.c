@@ -3,6 +3,7 @@
 #include "random.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "redlock.h"
@@ -22,17 +23,35 @@ int random_bytes(void *buf, size_t len) {
   return 0;
 }
 
-int random_lock_value(char *out) {
+static void to_hex(const unsigned char raw[RANDOM_VALUE_BYTES], char *out) {
   static const char hex[] = "0123456789abcdef";
-  unsigned char raw[RANDOM_VALUE_BYTES];
-  int rc = random_bytes(raw, sizeof raw);
-  if (rc != 0)
-    return rc;
-  for (size_t i = 0; i < sizeof raw; i++) {
+  for (size_t i = 0; i < RANDOM_VALUE_BYTES; i++) {
     out[2 * i] = hex[raw[i] >> 4];
     out[2 * i + 1] = hex[raw[i] & 15];
   }
   out[RANDOM_VALUE_LEN] = '\0';
+}
+
+int random_lock_value(char *out) {
+  unsigned char raw[RANDOM_VALUE_BYTES];
+  int rc = random_bytes(raw, sizeof raw);
+  if (rc != 0)
+    return rc;
+  to_hex(raw, out);
+  return 0;
+}
+
+int random_pool_lock_value(random_pool_t *pool, char *out) {
+  if (pool->left < RANDOM_VALUE_BYTES) {
+    int rc = random_bytes(pool->bytes, sizeof pool->bytes);
+    if (rc != 0)
+      return rc;
+    pool->left = sizeof pool->bytes;
+  }
+  pool->left -= RANDOM_VALUE_BYTES;
+  unsigned char *raw = pool->bytes + pool->left;
+  to_hex(raw, out);
+  memset(raw, 0, RANDOM_VALUE_BYTES); /* used once: not kept in memory */
   return 0;
 }
 

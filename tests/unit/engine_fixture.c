@@ -65,6 +65,30 @@ engine_t *engine_open(redlock_options_t *opts) {
 
 engine_t *engine_open_default(void) { return engine_open(engine_options()); }
 
+engine_config_t engine_fenced = {.fencing = 1};
+
+int engine_setup(void **state) {
+  const engine_config_t *cfg = *state;
+  redlock_options_t *opts = engine_options();
+  if (cfg != NULL) {
+    assert_int_equal(redlock_options_set_fencing(opts, cfg->fencing), 0);
+    assert_int_equal(redlock_options_set_reentrant(opts, cfg->reentrant), 0);
+    if (cfg->retry)
+      assert_int_equal(redlock_options_set_retry(opts, cfg->retry_count, cfg->retry_delay_ms,
+                                                 cfg->retry_jitter_ms),
+                       0);
+    if (cfg->request_ms != 0)
+      assert_int_equal(redlock_options_set_timeouts(opts, 1000, cfg->request_ms), 0);
+  }
+  *state = engine_open(opts);
+  return 0;
+}
+
+int engine_teardown(void **state) {
+  engine_close(*state);
+  return 0;
+}
+
 static void closed_cb(void *arg) { ((engine_t *)arg)->closed++; }
 
 void engine_begin_close(engine_t *e) {
@@ -124,6 +148,18 @@ void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wa
   fake_pump();
 }
 
+void engine_sem(engine_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+                lock_result_t *r) {
+  assert_int_equal(
+      redlock_semaphore_acquire_async(e->client, name, limit, ttl_ms, wait_ms, on_lock, r), 0);
+  fake_pump();
+}
+
+void engine_watch(engine_t *e, redlock_lock_t *lock, lost_result_t *lost) {
+  assert_int_equal(redlock_watch(e->client, lock, on_lost, lost), 0);
+  fake_pump();
+}
+
 void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d) {
   assert_int_equal(redlock_extend_async(e->client, lock, ttl_ms, on_done, d), 0);
   fake_pump();
@@ -140,11 +176,13 @@ redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_m
   return r.lock;
 }
 
-void engine_release(engine_t *e, redlock_lock_t *lock) {
+void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int status) {
   done_result_t d = {0};
   assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &d), 0);
   fake_pump();
-  fake_reply_int_all(&e->fake, 1);
+  fake_reply_int_all(&e->fake, reply);
   assert_int_equal(d.calls, 1);
-  assert_int_equal(d.status, REDLOCK_OK);
+  assert_int_equal(d.status, status);
 }
+
+void engine_release(engine_t *e, redlock_lock_t *lock) { engine_unlock(e, lock, 1, REDLOCK_OK); }

@@ -40,6 +40,32 @@ redlock_options_t *engine_options(void);
 /* Opens the client (frees opts); asserts success. */
 engine_t *engine_open(redlock_options_t *opts);
 engine_t *engine_open_default(void);
+/* What a test's client differs in from engine_options(): the data a
+ * cmocka fixture opens it with. */
+typedef struct {
+  int fencing;
+  int reentrant;
+  int retry; /* 1: retry_count, retry_delay_ms and retry_jitter_ms apply */
+  int retry_count;
+  uint32_t retry_delay_ms, retry_jitter_ms;
+  uint32_t request_ms; /* 0: ENGINE_REQUEST_MS */
+} engine_config_t;
+extern engine_config_t engine_fenced; /* fencing on */
+
+/* cmocka fixtures: engine_setup opens a client into *state, with the
+ * engine_config_t *state points to when it is not NULL (cmocka's prestate);
+ * engine_teardown closes it with engine_close's checks. */
+int engine_setup(void **state);
+int engine_teardown(void **state);
+/* A test between engine_setup (a default client) and engine_teardown. */
+#define ENGINE_TEST(f) cmocka_unit_test_setup_teardown(f, engine_setup, engine_teardown)
+/* The same with the client configured by *cfg (an engine_config_t). */
+#define ENGINE_TEST_WITH(f, cfg)                                                                   \
+  cmocka_unit_test_prestate_setup_teardown(f, engine_setup, engine_teardown, cfg)
+/* Opened by engine_setup, closed by the test itself (to check what the close did). */
+#define ENGINE_TEST_CLOSING(f, cfg)                                                                \
+  cmocka_unit_test_prestate_setup_teardown(f, engine_setup, NULL, cfg)
+
 /* Starts closing the client (redlock_close_uv) and runs the loop once. */
 void engine_begin_close(engine_t *e);
 /* Closes the client (if not begun), steps the clock until it is closed and
@@ -74,12 +100,20 @@ void on_lost(redlock_lock_t *lock, int reason, void *arg); /* arg: lost_result_t
  * round is out. */
 void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                  lock_result_t *r);
+/* redlock_semaphore_acquire_async (asserted accepted), then the loop runs. */
+void engine_sem(engine_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+                lock_result_t *r);
+/* redlock_watch (asserted accepted), then the loop runs. */
+void engine_watch(engine_t *e, redlock_lock_t *lock, lost_result_t *lost);
 /* redlock_extend_async (asserted accepted), then the loop runs. */
 void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d);
 /* Takes resource for ttl_ms: every master says OK at once.  Returns the
  * handle (asserts the grant). */
 redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms);
-/* Unlocks and answers the release everywhere: REDLOCK_OK expected. */
+/* Unlocks, every master answers the release with `reply` (1: deleted, 0:
+ * not ours); the callback must run once with `status`. */
+void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int status);
+/* engine_unlock answered 1 everywhere: REDLOCK_OK expected. */
 void engine_release(engine_t *e, redlock_lock_t *lock);
 
 #endif

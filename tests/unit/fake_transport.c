@@ -179,3 +179,8 @@ void fake_reply_ok_all(fake_transport_t *f) {
     if (f->m[i].n_out > 0)
       fake_reply_ok(f, i);
 }
+
+void fake_reply_nil_each(fake_transport_t *f) {
+  for (unsigned i = 0; i < f->n; i++)
+    fake_reply_nil(f, i);
+}

@@ -66,5 +66,7 @@ void fake_drop(fake_transport_t *f, unsigned i);
  * master 0 first, with an integer (an EVALSHA's) or +OK. */
 void fake_reply_int_all(fake_transport_t *f, long long value);
 void fake_reply_ok_all(fake_transport_t *f);
+/* Every master refuses (nil) its oldest request; each must have one out. */
+void fake_reply_nil_each(fake_transport_t *f);
 
 #endif

@@ -21,8 +21,7 @@
 /* Won at the third yes, votes out of order; validity is measured from the
  * start of the attempt; the last votes arrive late and change nothing. */
 static void test_won_out_of_order_and_validity(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   assert_int_equal(redlock_lock_async(e->client, "orders:42", TTL_MS, 0, on_lock, &r), 0);
@@ -56,14 +55,12 @@ static void test_won_out_of_order_and_validity(void **state) {
   fake_advance_ms(TTL_MS - 7 - DRIFT_MS);
   assert_true(redlock_lock_is_lost(r.lock)); /* validity spent on the stepped clock */
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 /* Three refusals: held by another (ELOCKED); our value is released on the
  * masters that may have set it, nothing on those that refused. */
 static void test_lost_held_releases_attempt(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -85,13 +82,11 @@ static void test_lost_held_releases_attempt(void **state) {
   char votes[256];
   assert_true(redlock_last_votes(e->client, votes, sizeof votes) > 0);
   assert_non_null(strstr(votes, "lost (held)"));
-  engine_close(e);
 }
 
 /* Error replies and wrong reply types fail their votes: no quorum. */
 static void test_no_quorum_on_errors(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -108,7 +103,6 @@ static void test_no_quorum_on_errors(void **state) {
   fake_reply_none(f, 1);
   fake_reply_int_all(f, 0);
   assert_int_equal(f->m[1].defers, 1); /* kept for replay */
-  engine_close(e);
 }
 
 /* Masters that never answer: at the request timeout their votes fail, the
@@ -116,8 +110,7 @@ static void test_no_quorum_on_errors(void **state) {
  * the silent masters (they may have set the key), and late replies to the
  * timed-out votes change nothing. */
 static void test_per_vote_timeouts_and_release_replay(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -147,14 +140,12 @@ static void test_per_vote_timeouts_and_release_replay(void **state) {
   fake_drop(f, 2);
   fake_drop(f, 3);
   fake_drop(f, 4);
-  engine_close(e);
 }
 
 /* Won, but the round took longer than the ttl minus the drift: no validity
  * is left, the lock is not granted (EEXPIRED) and our value is released. */
 static void test_validity_too_short(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", 50, 0, &r);
@@ -168,13 +159,11 @@ static void test_validity_too_short(void **state) {
   fake_reply_ok(f, 4);
   fake_reply_int_all(f, 1); /* the attempt's release, on every master */
   assert_int_equal(fake_outstanding_all(f), 0);
-  engine_close(e);
 }
 
 /* One yes short of the validity limit: still granted, with what is left. */
 static void test_validity_just_enough(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", 50, 0, &r);
@@ -183,14 +172,13 @@ static void test_validity_just_enough(void **state) {
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_OK);
   assert_int_equal(redlock_lock_validity_ms(r.lock), 1);
-  engine_close(e); /* releases the lock still held */
+  /* the teardown's close releases the lock still held */
 }
 
 /* Masters in restart quarantine: none of their answers counts, so three
  * other yeses are needed; with three quarantined there is no quorum. */
 static void test_restart_quarantine(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   f->m[0].quarantined = f->m[1].quarantined = 1;
   lock_result_t r = {0};
@@ -211,14 +199,12 @@ static void test_restart_quarantine(void **state) {
   assert_int_equal(r2.calls, 1);
   assert_int_equal(r2.status, REDLOCK_ENOQUORUM);
   fake_reply_int_all(f, 1); /* the attempt's release (not an acquisition: counted) */
-  engine_close(e);
 }
 
 /* Masters down or busy at send time vote at once: no quorum without a
  * reply; nothing is released on them (they cannot hold the key). */
 static void test_masters_down(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   f->m[0].mode = f->m[1].mode = FAKE_SEND_DOWN;
   f->m[2].mode = FAKE_SEND_BUSY;
@@ -231,23 +217,20 @@ static void test_masters_down(void **state) {
   fake_reply_ok(f, 4);
   fake_reply_int_all(f, 1); /* released on 3 and 4 */
   assert_int_equal(fake_outstanding_all(f), 0);
-  engine_close(e);
 }
 
 /* The retry policy: a lost attempt is retried after the delay (plus a
  * jitter), each with a fresh round, until the retries are spent. */
+static engine_config_t retrying = {
+    .retry = 1, .retry_count = 2, .retry_delay_ms = 50, .retry_jitter_ms = 10};
 static void test_retries_with_backoff(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 2, 50, 10), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
   for (int attempt = 1; attempt <= 3; attempt++) {
     assert_int_equal(f->m[0].sends, (unsigned)(2 * attempt - 1)); /* acquisitions + releases */
-    for (unsigned i = 0; i < ENGINE_MASTERS; i++)
-      fake_reply_nil(f, i);
+    fake_reply_nil_each(f);
     /* decided at the third refusal: the two votes then pending may have
      * set the key, so the release goes out (to every master) */
     assert_int_equal(fake_outstanding(f, 4), 1);
@@ -263,20 +246,19 @@ static void test_retries_with_backoff(void **state) {
   }
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ELOCKED);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_won_out_of_order_and_validity),
-      cmocka_unit_test(test_lost_held_releases_attempt),
-      cmocka_unit_test(test_no_quorum_on_errors),
-      cmocka_unit_test(test_per_vote_timeouts_and_release_replay),
-      cmocka_unit_test(test_validity_too_short),
-      cmocka_unit_test(test_validity_just_enough),
-      cmocka_unit_test(test_restart_quarantine),
-      cmocka_unit_test(test_masters_down),
-      cmocka_unit_test(test_retries_with_backoff),
+      ENGINE_TEST(test_won_out_of_order_and_validity),
+      ENGINE_TEST(test_lost_held_releases_attempt),
+      ENGINE_TEST(test_no_quorum_on_errors),
+      ENGINE_TEST(test_per_vote_timeouts_and_release_replay),
+      ENGINE_TEST(test_validity_too_short),
+      ENGINE_TEST(test_validity_just_enough),
+      ENGINE_TEST(test_restart_quarantine),
+      ENGINE_TEST(test_masters_down),
+      ENGINE_TEST_WITH(test_retries_with_backoff, &retrying),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,11 +17,12 @@
 
 #define TTL_MS 10000
 
+static engine_config_t reentrant = {.reentrant = 1};
+
 /* The release's outcome: OK at a quorum of deletions, ELOST when a quorum
  * no longer had our value, ENOQUORUM when too few answered. */
 static void test_unlock_outcomes(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   static const struct {
     long long reply;
@@ -43,14 +44,12 @@ static void test_unlock_outcomes(void **state) {
     assert_int_equal(d.calls, 1);
     assert_int_equal(d.status, cases[c].status);
   }
-  engine_close(e);
 }
 
 /* Bad input is refused at the call (no callback ever runs): a NULL client,
  * handle or callback, a bad ttl or resource, a handle unlocked already. */
 static void test_bad_input_and_double_unlock(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   redlock_t *c = e->client;
   lock_result_t r = {0};
   done_result_t d = {0};
@@ -75,17 +74,13 @@ static void test_bad_input_and_double_unlock(void **state) {
   fake_pump();
   assert_int_equal(r.calls + d.calls, 0);
   assert_int_equal(fake_outstanding_all(&e->fake), 0);
-  engine_close(e);
 }
 
 /* Reentrancy: a second lock of the same resource by the same thread is a
  * hold on the lease, granted without a round; the lease is released when
  * its last handle is unlocked, in whichever order. */
 static void test_reentrant_holds(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lease = engine_acquire(e, "r", TTL_MS);
   for (int order = 0; order < 2; order++) {
@@ -120,7 +115,6 @@ static void test_reentrant_holds(void **state) {
     engine_release(e, last);
     assert_int_equal(lost.calls, 0);
   }
-  engine_close(e);
 }
 
 /* Close while an acquisition, an extension and an unlock are in flight,
@@ -128,19 +122,16 @@ static void test_reentrant_holds(void **state) {
  * the waiter are canceled, the extension and the unlock end with their
  * rounds, the held lock is released; the client drains, then tears down.
  * Every callback runs exactly once. */
+static engine_config_t retrying = {.retry = 1, .retry_count = 5, .retry_delay_ms = 1000};
 static void test_close_phases(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 5, 1000, 0), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state; /* closed here: what the close did is checked after */
   fake_transport_t *f = &e->fake;
   redlock_lock_t *held = engine_acquire(e, "held", TTL_MS);
   redlock_lock_t *extended = engine_acquire(e, "extended", TTL_MS);
   redlock_lock_t *unlocked = engine_acquire(e, "unlocked", TTL_MS);
   lock_result_t waiting = {0}, acquiring = {0};
   engine_lock(e, "waiting", TTL_MS, 0, &waiting);
-  for (unsigned i = 0; i < ENGINE_MASTERS; i++)
-    fake_reply_nil(f, i);
+  fake_reply_nil_each(f);
   fake_reply_int_all(f, 0); /* its attempt's release; now on its retry timer */
   done_result_t x = {0}, u = {0};
   assert_int_equal(redlock_lock_async(e->client, "acquiring", TTL_MS, 0, on_lock, &acquiring), 0);
@@ -182,9 +173,7 @@ static void test_close_phases(void **state) {
 
 /* Close with nothing in flight goes straight through draining. */
 static void test_close_idle(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
-  engine_close(e);
+  (void)state; /* the teardown closes it, with its checks */
 }
 
 /* Close from inside a callback (the lock's): allowed, and the lock it was
@@ -196,8 +185,7 @@ static void close_in_callback(int status, redlock_lock_t *lock, void *arg) {
 }
 
 static void test_close_from_callback(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   closing_client = e->client;
   lock_result_t r = {0};
@@ -209,16 +197,12 @@ static void test_close_from_callback(void **state) {
   fake_pump();
   assert_int_equal(fake_outstanding(f, 0), 1); /* the close's release of it */
   fake_reply_int_all(f, 1);
-  engine_close(e);
 }
 
 /* Close with a lease that has reentrant holds: every handle goes, the lease
  * is released once. */
 static void test_close_with_holds(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_reentrant(opts, 1), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   (void)engine_acquire(e, "r", TTL_MS);
   lock_result_t r = {0};
@@ -227,18 +211,17 @@ static void test_close_with_holds(void **state) {
   engine_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int_all(f, 1);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_unlock_outcomes),
-      cmocka_unit_test(test_bad_input_and_double_unlock),
-      cmocka_unit_test(test_reentrant_holds),
-      cmocka_unit_test(test_close_phases),
-      cmocka_unit_test(test_close_idle),
-      cmocka_unit_test(test_close_with_holds),
-      cmocka_unit_test(test_close_from_callback),
+      ENGINE_TEST(test_unlock_outcomes),
+      ENGINE_TEST(test_bad_input_and_double_unlock),
+      ENGINE_TEST_WITH(test_reentrant_holds, &reentrant),
+      ENGINE_TEST_CLOSING(test_close_phases, &retrying),
+      ENGINE_TEST(test_close_idle),
+      ENGINE_TEST_WITH(test_close_with_holds, &reentrant),
+      ENGINE_TEST(test_close_from_callback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,17 +15,10 @@
 #define TTL_MS 10000
 #define DRIFT_MS (TTL_MS / 100 + 2)
 
-static engine_t *open_fenced(void) {
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  return engine_open(opts);
-}
-
 /* Tokens 5, 7, 6 from the yeses: 7 is written back, then granted; validity
  * counts from the start of the acquisition, across both rounds. */
 static void test_fence_written_back(void **state) {
-  (void)state;
-  engine_t *e = open_fenced();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -48,14 +41,12 @@ static void test_fence_written_back(void **state) {
   assert_int_equal(redlock_lock_fence(r.lock), 7);
   assert_int_equal(redlock_lock_validity_ms(r.lock), TTL_MS - 5 - DRIFT_MS);
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 /* The write-back refused by a quorum (a higher token got there first): the
  * attempt fails as held, and the acquisition's value is released. */
 static void test_fence_commit_lost(void **state) {
-  (void)state;
-  engine_t *e = open_fenced();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -70,14 +61,12 @@ static void test_fence_commit_lost(void **state) {
   fake_reply_int(f, 4, 1);
   assert_int_equal(fake_outstanding(f, 0), 1); /* the release of our value */
   fake_reply_int_all(f, 1);
-  engine_close(e);
 }
 
 /* Close while the acquisition is out: it is won, but not granted, and not
  * fenced (no write-back): ECANCELED, our value released. */
 static void test_close_during_fenced_acquisition(void **state) {
-  (void)state;
-  engine_t *e = open_fenced();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -89,13 +78,11 @@ static void test_close_during_fenced_acquisition(void **state) {
   assert_int_equal(r.status, REDLOCK_ECANCELED);
   assert_true(fake_cmd_has(f, 0, 0, "EVALSHA")); /* the release, not a write-back */
   assert_false(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX));
-  engine_close(e);
 }
 
 /* Close while the write-back is out: ECANCELED when it is decided. */
 static void test_close_during_fence_commit(void **state) {
-  (void)state;
-  engine_t *e = open_fenced();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -105,15 +92,14 @@ static void test_close_during_fence_commit(void **state) {
   fake_reply_int_all(f, 1);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ECANCELED);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_fence_written_back),
-      cmocka_unit_test(test_fence_commit_lost),
-      cmocka_unit_test(test_close_during_fenced_acquisition),
-      cmocka_unit_test(test_close_during_fence_commit),
+      ENGINE_TEST_WITH(test_fence_written_back, &engine_fenced),
+      ENGINE_TEST_WITH(test_fence_commit_lost, &engine_fenced),
+      ENGINE_TEST_WITH(test_close_during_fenced_acquisition, &engine_fenced),
+      ENGINE_TEST_WITH(test_close_during_fence_commit, &engine_fenced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

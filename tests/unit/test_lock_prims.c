@@ -18,13 +18,10 @@
  * may have landed and the other slot is tried at once; it is won.  The
  * permit extends and releases like a lock. */
 static void test_sem_next_slot_extend_release(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_semaphore_acquire_async(e->client, "pool", 2, TTL_MS, 0, on_lock, &r),
-                   0);
-  fake_pump();
+  engine_sem(e, "pool", 2, TTL_MS, 0, &r);
   assert_true(fake_cmd_has(f, 0, 0, "pool:sem:"));
   for (unsigned i = 0; i < 3; i++)
     fake_reply_int(f, i, 0); /* its first slot is held: decided */
@@ -40,42 +37,33 @@ static void test_sem_next_slot_extend_release(void **state) {
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_OK);
   done_result_t x = {0};
-  assert_int_equal(redlock_extend_async(e->client, r.lock, TTL_MS, on_done, &x), 0);
-  fake_pump();
+  engine_extend(e, r.lock, TTL_MS, &x);
   fake_reply_int_all(f, 1);
   assert_int_equal(x.status, REDLOCK_OK);
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 /* A master says the semaphore has another limit: REDLOCK_EINVAL, not
  * retried on another slot. */
 static void test_sem_limit_mismatch(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_semaphore_acquire_async(e->client, "pool", 2, TTL_MS, 0, on_lock, &r),
-                   0);
-  fake_pump();
+  engine_sem(e, "pool", 2, TTL_MS, 0, &r);
   fake_reply_int_all(f, -3);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_EINVAL);
   fake_reply_int_all(f, 0); /* the release of the attempt, if any went out */
   assert_int_equal(fake_outstanding_all(f), 0);
-  engine_close(e);
 }
 
 /* A waiting permit: both slots held, it registers on the semaphore's
  * release channel and is woken by a release there. */
 static void test_sem_wait_woken(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_semaphore_acquire_async(e->client, "pool", 1, TTL_MS, 5000, on_lock, &r),
-                   0);
-  fake_pump();
+  engine_sem(e, "pool", 1, TTL_MS, 5000, &r);
   fake_reply_int_all(f, 0); /* slot 0 held */
   fake_reply_int_all(f, 0); /* its release */
   assert_int_equal(fake_outstanding_all(f), 0);
@@ -83,35 +71,29 @@ static void test_sem_wait_woken(void **state) {
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int_all(f, 1);
   assert_int_equal(r.status, REDLOCK_OK);
-  engine_close(e); /* releases the permit */
+  /* the teardown's close releases the permit */
 }
 
 /* Fenced permits: the slot's token is written back before the grant. */
 static void test_sem_fenced(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
-  assert_int_equal(redlock_semaphore_acquire_async(e->client, "pool", 2, TTL_MS, 0, on_lock, &r),
-                   0);
-  fake_pump();
+  engine_sem(e, "pool", 2, TTL_MS, 0, &r);
   fake_reply_int_all(f, 12);
   assert_int_equal(r.calls, 0);
   fake_reply_int_all(f, 1); /* the write-back */
   assert_int_equal(r.status, REDLOCK_OK);
   assert_int_equal(redlock_lock_fence(r.lock), 12);
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_sem_next_slot_extend_release),
-      cmocka_unit_test(test_sem_limit_mismatch),
-      cmocka_unit_test(test_sem_wait_woken),
-      cmocka_unit_test(test_sem_fenced),
+      ENGINE_TEST(test_sem_next_slot_extend_release),
+      ENGINE_TEST(test_sem_limit_mismatch),
+      ENGINE_TEST(test_sem_wait_woken),
+      ENGINE_TEST_WITH(test_sem_fenced, &engine_fenced),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,24 +15,19 @@
 
 #define TTL_MS 10000
 
-static engine_t *open_waiting_client(void) {
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_retry(opts, 0, 50, 0), 0);
-  return engine_open(opts);
-}
+/* Lost attempts are retried after 50 ms while the wait budget lasts. */
+static engine_config_t retry_every_50ms = {.retry = 1, .retry_count = 0, .retry_delay_ms = 50};
 
 /* Every master refuses (held by another), answers every release with 0. */
 static void refuse_attempt(fake_transport_t *f) {
-  for (unsigned i = 0; i < ENGINE_MASTERS; i++)
-    fake_reply_nil(f, i);
+  fake_reply_nil_each(f);
   fake_reply_int_all(f, 0); /* the attempt's release, on the two late masters */
 }
 
 /* Held all along: retried every 50 ms, and once more at the end of the
  * budget (the last delay shortened to it), then REDLOCK_ETIMEDOUT. */
 static void test_wait_deadline(void **state) {
-  (void)state;
-  engine_t *e = open_waiting_client();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 120, &r);
@@ -49,14 +44,12 @@ static void test_wait_deadline(void **state) {
   refuse_attempt(f);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ETIMEDOUT);
-  engine_close(e);
 }
 
 /* A lost wait registers for the key's release announcements; the
  * announcement makes it try again at once, not at its fallback timer. */
 static void test_woken_by_release(void **state) {
-  (void)state;
-  engine_t *e = open_waiting_client();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "jobs", TTL_MS, 5000, &r);
@@ -74,15 +67,13 @@ static void test_woken_by_release(void **state) {
   engine_announce(e, "jobs"); /* nobody waits any more */
   assert_int_equal(fake_outstanding_all(f), 0);
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 /* A release announced while the woken attempt is out (another master's copy
  * of the same release) marks it woken: when that attempt loses, the next
  * starts at once instead of after the retry delay. */
 static void test_woken_during_attempt(void **state) {
-  (void)state;
-  engine_t *e = open_waiting_client();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "jobs", TTL_MS, 5000, &r);
@@ -99,22 +90,19 @@ static void test_woken_during_attempt(void **state) {
   fake_reply_ok_all(f);
   assert_int_equal(r.status, REDLOCK_OK);
   engine_release(e, r.lock);
-  engine_close(e);
 }
 
 /* Two waiters on one key: a release wakes one of them (the longest
  * waiting), not both; the other keeps its fallback timer. */
 static void test_release_wakes_one_waiter(void **state) {
-  (void)state;
-  engine_t *e = open_waiting_client();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t a = {0}, b = {0};
   assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &a), 0);
   engine_lock(e, "k", TTL_MS, 5000, &b);
   assert_int_equal(fake_outstanding(f, 0), 2);
   for (int both = 0; both < 2; both++)
-    for (unsigned i = 0; i < ENGINE_MASTERS; i++)
-      fake_reply_nil(f, i);
+    fake_reply_nil_each(f);
   fake_reply_int_all(f, 0); /* the two attempts' releases */
   fake_reply_int_all(f, 0);
   engine_announce(e, "k");
@@ -129,23 +117,17 @@ static void test_release_wakes_one_waiter(void **state) {
   assert_int_equal(fake_outstanding(f, 0), 1);
   refuse_attempt(f);
   /* the winner unlocks; its release wakes the other one */
-  done_result_t d = {0};
-  assert_int_equal(redlock_unlock_async(e->client, won->lock, on_done, &d), 0);
-  fake_pump();
-  fake_reply_int_all(f, 1);
-  assert_int_equal(d.status, REDLOCK_OK);
+  engine_release(e, won->lock);
   engine_announce(e, "k");
   fake_reply_ok_all(f);
   assert_int_equal(waiting->calls, 1);
   assert_int_equal(waiting->status, REDLOCK_OK);
   engine_release(e, waiting->lock);
-  engine_close(e);
 }
 
 /* Closing cancels a wait that sits on its retry timer: ECANCELED at once. */
 static void test_close_cancels_waiter(void **state) {
-  (void)state;
-  engine_t *e = open_waiting_client();
+  engine_t *e = *state; /* closed here, not by a teardown: what close did is checked after */
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "k", TTL_MS, 5000, &r);
@@ -158,9 +140,11 @@ static void test_close_cancels_waiter(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_wait_deadline),        cmocka_unit_test(test_woken_by_release),
-      cmocka_unit_test(test_woken_during_attempt), cmocka_unit_test(test_release_wakes_one_waiter),
-      cmocka_unit_test(test_close_cancels_waiter),
+      ENGINE_TEST_WITH(test_wait_deadline, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_woken_by_release, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_woken_during_attempt, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_release_wakes_one_waiter, &retry_every_50ms),
+      ENGINE_TEST_CLOSING(test_close_cancels_waiter, &retry_every_50ms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

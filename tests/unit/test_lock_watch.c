@@ -35,15 +35,13 @@ static unsigned step_to_renewal(fake_transport_t *f, unsigned nominal_ms) {
 /* A lock taken for TTL_MS and watched. */
 static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, lost), 0);
-  fake_pump();
+  engine_watch(e, lock, lost);
   return lock;
 }
 
 /* An extension sets the ttl from the start of its round. */
 static void test_extend_ok(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(1000);
@@ -61,14 +59,12 @@ static void test_extend_ok(void **state) {
   fake_reply_int(f, 3, 1);
   fake_reply_int(f, 4, 1);
   engine_release(e, lock);
-  engine_close(e);
 }
 
 /* A quorum answers that our value is gone: REDLOCK_ELOST, and the lock is
  * marked lost; unlocking it still releases (and reports it lost). */
 static void test_extend_lost(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -76,19 +72,12 @@ static void test_extend_lost(void **state) {
   fake_reply_int_all(f, 0);
   assert_int_equal(d.status, REDLOCK_ELOST);
   assert_true(redlock_lock_is_lost(lock));
-  done_result_t u = {0};
-  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
-  fake_pump();
-  fake_reply_int_all(f, 0);
-  assert_int_equal(u.calls, 1);
-  assert_int_equal(u.status, REDLOCK_ELOST);
-  engine_close(e);
+  engine_unlock(e, lock, 0, REDLOCK_ELOST);
 }
 
 /* No quorum (errors, silence): REDLOCK_ENOQUORUM, the lock is not lost. */
 static void test_extend_no_quorum(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -103,13 +92,11 @@ static void test_extend_no_quorum(void **state) {
   fake_drop(f, 3);
   fake_drop(f, 4);
   engine_release(e, lock);
-  engine_close(e);
 }
 
 /* Won, but too slowly to leave any validity: REDLOCK_EEXPIRED. */
 static void test_extend_too_slow(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -118,14 +105,12 @@ static void test_extend_too_slow(void **state) {
   fake_reply_int_all(f, 1);
   assert_int_equal(d.status, REDLOCK_EEXPIRED);
   engine_release(e, lock);
-  engine_close(e);
 }
 
 /* A lock whose validity is spent is not extended (it may be someone
  * else's by now): REDLOCK_ELOST without a round. */
 static void test_extend_after_expiry(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS);
@@ -137,13 +122,12 @@ static void test_extend_after_expiry(void **state) {
   /* extend without a callback: runs all the same */
   assert_int_equal(redlock_extend_async(e->client, lock, TTL_MS, NULL, NULL), 0);
   fake_pump();
-  engine_close(e); /* releases it */
+  /* the teardown's close releases it */
 }
 
 /* The watch extends when a third of the ttl is left, again and again. */
 static void test_watch_renews(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -158,15 +142,13 @@ static void test_watch_renews(void **state) {
   fake_advance_ms(10000);
   assert_int_equal(fake_outstanding_all(f), 0);
   assert_int_equal(lost.calls, 0);
-  engine_close(e);
 }
 
 /* Renewals that fail for want of a quorum are retried once per request
  * timeout while validity is left; when it runs out the lock is lost, and
  * the lost callback runs exactly once. */
 static void test_watch_failures_then_lost(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -191,13 +173,11 @@ static void test_watch_failures_then_lost(void **state) {
   fake_advance_ms(10000);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(fake_outstanding_all(f), 0);
-  engine_close(e);
 }
 
 /* A renewal answered "not ours" by a quorum: lost at once, callback once. */
 static void test_watch_lost_held(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -208,33 +188,24 @@ static void test_watch_lost_held(void **state) {
   fake_advance_ms(10000);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(fake_outstanding_all(f), 0);
-  done_result_t u = {0};
-  assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &u), 0);
-  fake_pump();
-  fake_reply_int_all(f, 0);
-  assert_int_equal(u.status, REDLOCK_ELOST);
-  engine_close(e);
+  engine_unlock(e, lock, 0, REDLOCK_ELOST);
 }
 
 /* Watching a lock whose validity is already spent: lost at once. */
 static void test_watch_expired(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS);
   lost_result_t lost = {0};
-  assert_int_equal(redlock_watch(e->client, lock, on_lost, &lost), 0);
-  fake_pump();
+  engine_watch(e, lock, &lost);
   assert_int_equal(lost.calls, 1);
   assert_int_equal(fake_outstanding_all(&e->fake), 0);
-  engine_close(e);
 }
 
 /* Unlocked while a renewal is out: the renewal's outcome is ignored and no
  * lost callback runs. */
 static void test_unlock_during_renewal(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -246,14 +217,12 @@ static void test_unlock_during_renewal(void **state) {
   fake_reply_int_all(f, 1); /* the release */
   assert_int_equal(u.status, REDLOCK_OK);
   assert_int_equal(lost.calls, 0);
-  engine_close(e);
 }
 
 /* Closing with a watched lock: the watch stops, the lock is released,
  * nobody is told it was lost. */
 static void test_close_with_watched_lock(void **state) {
-  (void)state;
-  engine_t *e = engine_open_default();
+  engine_t *e = *state; /* closed here: what close did is checked after */
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   (void)watched_lock(e, &lost);
@@ -267,11 +236,9 @@ static void test_close_with_watched_lock(void **state) {
 /* Watching again while the renewal is out: the new watch's timer, which
  * fires while that renewal is still out (a request timeout longer than the
  * rest of the period keeps it out), sends no second renewal. */
+static engine_config_t slow_requests = {.request_ms = 2000};
 static void test_rewatch_timer_during_renewal(void **state) {
-  (void)state;
-  redlock_options_t *opts = engine_options();
-  assert_int_equal(redlock_options_set_timeouts(opts, 1000, 2000), 0);
-  engine_t *e = engine_open(opts);
+  engine_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -282,23 +249,22 @@ static void test_rewatch_timer_during_renewal(void **state) {
   fake_reply_int_all(f, 1);
   assert_int_equal(lost.calls, 0);
   engine_release(e, lock);
-  engine_close(e);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_extend_ok),
-      cmocka_unit_test(test_extend_lost),
-      cmocka_unit_test(test_extend_no_quorum),
-      cmocka_unit_test(test_extend_too_slow),
-      cmocka_unit_test(test_extend_after_expiry),
-      cmocka_unit_test(test_watch_renews),
-      cmocka_unit_test(test_watch_failures_then_lost),
-      cmocka_unit_test(test_watch_lost_held),
-      cmocka_unit_test(test_watch_expired),
-      cmocka_unit_test(test_unlock_during_renewal),
-      cmocka_unit_test(test_close_with_watched_lock),
-      cmocka_unit_test(test_rewatch_timer_during_renewal),
+      ENGINE_TEST(test_extend_ok),
+      ENGINE_TEST(test_extend_lost),
+      ENGINE_TEST(test_extend_no_quorum),
+      ENGINE_TEST(test_extend_too_slow),
+      ENGINE_TEST(test_extend_after_expiry),
+      ENGINE_TEST(test_watch_renews),
+      ENGINE_TEST(test_watch_failures_then_lost),
+      ENGINE_TEST(test_watch_lost_held),
+      ENGINE_TEST(test_watch_expired),
+      ENGINE_TEST(test_unlock_during_renewal),
+      ENGINE_TEST_CLOSING(test_close_with_watched_lock, NULL),
+      ENGINE_TEST_WITH(test_rewatch_timer_during_renewal, &slow_requests),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

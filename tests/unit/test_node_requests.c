@@ -24,6 +24,14 @@ static void start_ready(nf_t *f) {
   nf_wait_event(f, NODE_EV_UP, 1);
 }
 
+/* Quarantine on with this max TTL, the master up for uptime_s: started, up. */
+static void start_quarantining(nf_t *f, uint32_t max_ttl_ms, long long uptime_s) {
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = max_ttl_ms;
+  mock_master_set_uptime(f->mock, uptime_s);
+  start_ready(f);
+}
+
 static void test_send_while_not_ready(void **state) {
   nf_t *f = *state;
   nf_req_t r;
@@ -315,10 +323,7 @@ static void test_missed_releases_capped(void **state) {
  * age; QUARANTINE_END when that is over. */
 static void test_quarantine_small_uptime(void **state) {
   nf_t *f = *state;
-  f->env.quarantine = 1;
-  f->env.max_ttl_ms = 300;
-  mock_master_set_uptime(f->mock, 0);
-  start_ready(f);
+  start_quarantining(f, 300, 0);
   assert_true(f->node.quarantine_until_ns != 0);
   assert_true(node_is_quarantined(&f->node, f->node.ready_ns));
   assert_true(nf_logged(f, "its votes do not count"));
@@ -331,10 +336,7 @@ static void test_quarantine_small_uptime(void **state) {
 /* Up longer than the max TTL: no quarantine. */
 static void test_quarantine_long_uptime(void **state) {
   nf_t *f = *state;
-  f->env.quarantine = 1;
-  f->env.max_ttl_ms = 30000;
-  mock_master_set_uptime(f->mock, 3600);
-  start_ready(f);
+  start_quarantining(f, 30000, 3600);
   assert_int_equal(f->node.quarantine_until_ns, 0);
   assert_false(node_quarantined_now(&f->node));
   assert_false(node_is_quarantined(&f->node, clock_now_ns()));
@@ -372,10 +374,7 @@ static void test_restart_changed_run_id(void **state) {
  * (the timer is the backoff's now); it comes back and is judged anew. */
 static void test_quarantine_interrupted(void **state) {
   nf_t *f = *state;
-  f->env.quarantine = 1;
-  f->env.max_ttl_ms = 30000;
-  mock_master_set_uptime(f->mock, 0);
-  start_ready(f);
+  start_quarantining(f, 30000, 0);
   assert_true(node_quarantined_now(&f->node));
   mock_master_set_uptime(f->mock, 3600);
   mock_master_drop_all(f->mock);

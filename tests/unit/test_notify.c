@@ -204,12 +204,18 @@ static void test_wake_right_waiter(void **state) {
   assert_int_equal(t->wakes, 2);
 }
 
+/* Waiters 0 and 1 on CH1 in this wake mode, subscribed on master 0 (the
+ * second waiter sends nothing: the channel is subscribed already). */
+static void two_waiters(nt_t *t, int mode) {
+  subscribed(t, 0, CH1, mode);
+  assert_int_equal(wait_on(t, 1, CH1, mode), 0);
+}
+
 /* A lock's release wakes the longest waiter only; announcements during its
  * attempt wake it again; once its attempt is over the next waiter's turn. */
 static void test_wake_one_in_turn(void **state) {
   nt_t *t = *state;
-  subscribed(t, 0, CH1, NOTIFY_WAKE_ONE);
-  assert_int_equal(wait_on(t, 1, CH1, NOTIFY_WAKE_ONE), 0); /* subscribed already: nothing sent */
+  two_waiters(t, NOTIFY_WAKE_ONE);
   assert_int_equal(mock_master_count(t->mock[0], "SUBSCRIBE"), 1);
   publish(t, 0, CH1, "", 1);
   assert_int_equal(t->woken[0], 1);
@@ -224,8 +230,7 @@ static void test_wake_one_in_turn(void **state) {
 /* A read-write lock's release wakes every waiter. */
 static void test_wake_all(void **state) {
   nt_t *t = *state;
-  subscribed(t, 0, CH1, NOTIFY_WAKE_ALL);
-  assert_int_equal(wait_on(t, 1, CH1, NOTIFY_WAKE_ALL), 0);
+  two_waiters(t, NOTIFY_WAKE_ALL);
   publish(t, 0, CH1, "", 2);
   assert_int_equal(t->woken[0], 1);
   assert_int_equal(t->woken[1], 1);
@@ -235,8 +240,7 @@ static void test_wake_all(void **state) {
  * master's copy of a release wakes the waiter the first copy woke. */
 static void test_wake_each(void **state) {
   nt_t *t = *state;
-  subscribed(t, 0, CH1, NOTIFY_WAKE_EACH);
-  assert_int_equal(wait_on(t, 1, CH1, NOTIFY_WAKE_EACH), 0);
+  two_waiters(t, NOTIFY_WAKE_EACH);
   publish(t, 0, CH1, "permit-1", 1);
   assert_int_equal(t->woken[0], 1);
   t->w[0].in_attempt = 1;
@@ -281,8 +285,7 @@ static int no_channels(void *arg) { return list_empty(&((nt_t *)arg)->n.channels
 
 static void test_unsubscribe_when_last_leaves(void **state) {
   nt_t *t = *state;
-  subscribed(t, 0, CH1, NOTIFY_WAKE_ONE);
-  assert_int_equal(wait_on(t, 1, CH1, NOTIFY_WAKE_ONE), 0);
+  two_waiters(t, NOTIFY_WAKE_ONE);
   notify_unwait(&t->n, &t->w[0]);
   assert_null(t->w[0].channel);
   notify_unwait(&t->n, &t->w[0]); /* not registered: no-op */

@@ -38,13 +38,20 @@ static void test_lock_value_format(void **state) {
 
 static int cmp_values(const void *a, const void *b) { return memcmp(a, b, RANDOM_VALUE_LEN + 1); }
 
-static void test_lock_value_distinct(void **state) {
-  (void)state;
+/* A lock value from the kernel per call, or from a client's pool. */
+typedef int (*value_fn)(random_pool_t *pool, char *out);
+static int direct_value(random_pool_t *pool, char *out) {
+  (void)pool;
+  return random_lock_value(out);
+}
+
+static void check_distinct(value_fn gen, random_pool_t *pool) {
   char(*values)[RANDOM_VALUE_LEN + 1] = malloc(N_VALUES * sizeof *values);
   assert_non_null(values);
   unsigned seen[RANDOM_VALUE_LEN] = {0}; /* bit set of hex digits per position */
   for (size_t i = 0; i < N_VALUES; i++) {
-    assert_int_equal(random_lock_value(values[i]), 0);
+    assert_int_equal(gen(pool, values[i]), 0);
+    assert_int_equal(values[i][RANDOM_VALUE_LEN], '\0');
     for (size_t k = 0; k < RANDOM_VALUE_LEN; k++) {
       char c = values[i][k];
       unsigned d = (unsigned)(c <= '9' ? c - '0' : c - 'a' + 10);
@@ -62,6 +69,28 @@ static void test_lock_value_distinct(void **state) {
     if (seen[k] != 0xffffu)
       fail_msg("position %zu only ever had digits 0x%04x", k, seen[k]);
   free(values);
+}
+
+static void test_lock_value_distinct(void **state) {
+  (void)state;
+  check_distinct(direct_value, NULL);
+}
+
+/* The pool gives the same kind of values (N_VALUES spans many refills), and
+ * wipes the bytes it hands out. */
+static void test_pool_values(void **state) {
+  (void)state;
+  random_pool_t *pool = calloc(1, sizeof *pool);
+  assert_non_null(pool);
+  check_distinct(random_pool_lock_value, pool);
+  char out[RANDOM_VALUE_LEN + 1];
+  for (int i = 0; i < RANDOM_POOL_VALUES + 1; i++) {
+    assert_int_equal(random_pool_lock_value(pool, out), 0);
+    static const unsigned char zero[RANDOM_VALUE_BYTES];
+    assert_memory_equal(pool->bytes + pool->left, zero, RANDOM_VALUE_BYTES);
+    assert_true(pool->left % RANDOM_VALUE_BYTES == 0 && pool->left < sizeof pool->bytes);
+  }
+  free(pool);
 }
 
 static void test_random_bytes(void **state) {
@@ -145,6 +174,6 @@ static void test_jitter_seed_zero(void **state) {
 }
 
 UNIT_MAIN(cmocka_unit_test(test_lock_value_format), cmocka_unit_test(test_lock_value_distinct),
-          cmocka_unit_test(test_random_bytes), cmocka_unit_test(test_jitter_deterministic),
-          cmocka_unit_test(test_jitter_varies), cmocka_unit_test(test_jitter_seeds_differ),
-          cmocka_unit_test(test_jitter_seed_zero))
+          cmocka_unit_test(test_pool_values), cmocka_unit_test(test_random_bytes),
+          cmocka_unit_test(test_jitter_deterministic), cmocka_unit_test(test_jitter_varies),
+          cmocka_unit_test(test_jitter_seeds_differ), cmocka_unit_test(test_jitter_seed_zero))

@@ -1057,7 +1057,9 @@ class TestPrimitives(ServerTestCase):
         r1 = a.rwlock_read(name, 10000)
         r2 = b.rwlock_read(name, 10000, wait_ms=1000)
         self.assertEqual(r1.resource, name)
-        self.assertEqual(self.on_all("ZCARD", name + ":rw:read"), [2] * 3)
+        # A hold is granted at a quorum; the last master may answer later.
+        wait_until(lambda: self.on_all("ZCARD", name + ":rw:read") == [2] * 3,
+                   what="both readers on every master")
         with self.assertRaises(redlock.LockedError):
             b.rwlock_write(name, 10000)
         with self.assertRaises(redlock.WaitTimeout):
@@ -1066,13 +1068,19 @@ class TestPrimitives(ServerTestCase):
         r1.watch()
         r1.unlock()
         r2.unlock()
+        # An unlock returns at a quorum: wait for the last master's release,
+        # so the writer's key lands on every master.
+        wait_until(lambda: self.on_all("ZCARD", name + ":rw:read") == [0] * 3,
+                   what="readers released on every master")
         with a.rwlock_write(name, 10000) as w:
-            self.assertEqual(self.on_all("GET", name + ":rw:write"), [w.value] * 3)
+            wait_until(lambda: self.on_all("GET", name + ":rw:write") == [w.value] * 3,
+                       what="the writer on every master")
             with self.assertRaises(redlock.LockedError):
                 b.rwlock_read(name, 10000)
             with self.assertRaises(redlock.LockedError):
                 b.rwlock_write(name, 10000)
-        self.assertEqual(self.on_all("EXISTS", name + ":rw:write"), [0, 0, 0])
+        wait_until(lambda: self.on_all("EXISTS", name + ":rw:write") == [0, 0, 0],
+                   what="the writer released on every master")
         b.rwlock_read(name, 1000).unlock()
 
     def test_rwlock_fencing(self):
