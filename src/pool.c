@@ -9,14 +9,13 @@
 #define POOL_OVERSIZE POOL_CLASSES
 
 /* Before each block's bytes: its class, and while kept the next free block.
- * The union keeps the bytes after it aligned as malloc's. */
-typedef union header {
-  struct {
-    union header *next;
-    size_t cls; /* 0 .. POOL_CLASSES - 1, or POOL_OVERSIZE (plain malloc) */
-  } h;
-  max_align_t align;
+ * Aligned as malloc's blocks, so the bytes after it are too (16 bytes on
+ * x86-64: max_align_t's alignment, not its size, which is 32). */
+typedef struct header {
+  _Alignas(max_align_t) struct header *next;
+  size_t cls; /* 0 .. POOL_CLASSES - 1, or POOL_OVERSIZE (plain malloc) */
 } header_t;
+_Static_assert(sizeof(header_t) % _Alignof(max_align_t) == 0, "header keeps blocks aligned");
 
 static size_t class_bytes(size_t cls) { return (size_t)1 << (cls + POOL_MIN_SHIFT); }
 
@@ -43,7 +42,7 @@ void *pool_alloc(pool_t *pool, size_t size) {
   header_t *h;
   if (cls != POOL_OVERSIZE && pool != NULL && pool->head[cls] != NULL) {
     h = pool->head[cls];
-    pool->head[cls] = h->h.next;
+    pool->head[cls] = h->next;
     pool->count[cls]--;
     POOL_UNPOISON(h + 1, class_bytes(cls) - sizeof *h);
     return h + 1;
@@ -51,8 +50,8 @@ void *pool_alloc(pool_t *pool, size_t size) {
   h = malloc(cls == POOL_OVERSIZE ? sizeof *h + size : class_bytes(cls));
   if (h == NULL)
     return NULL;
-  h->h.cls = cls;
-  h->h.next = NULL;
+  h->cls = cls;
+  h->next = NULL;
   return h + 1;
 }
 
@@ -60,13 +59,13 @@ void pool_free(pool_t *pool, void *p) {
   if (p == NULL)
     return;
   header_t *h = (header_t *)p - 1;
-  size_t cls = h->h.cls;
+  size_t cls = h->cls;
   if (cls == POOL_OVERSIZE || pool == NULL || pool->count[cls] >= class_keep(cls)) {
     free(h);
     return;
   }
   POOL_POISON(p, class_bytes(cls) - sizeof *h);
-  h->h.next = pool->head[cls];
+  h->next = pool->head[cls];
   pool->head[cls] = h;
   pool->count[cls]++;
 }
@@ -75,7 +74,7 @@ void pool_clear(pool_t *pool) {
   for (size_t cls = 0; cls < POOL_CLASSES; cls++) {
     while (pool->head[cls] != NULL) {
       header_t *h = pool->head[cls];
-      pool->head[cls] = h->h.next;
+      pool->head[cls] = h->next;
       POOL_UNPOISON(h + 1, class_bytes(cls) - sizeof *h);
       free(h);
     }
