@@ -27,7 +27,8 @@ int resolve_is_numeric(const char *host);
 /* Starts looking host up (any address family, TCP).  cb runs once on the
  * loop thread unless the request is abandoned first.  NULL when the lookup
  * cannot start (out of memory, or libuv refused it: *err is its code). */
-resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, void *arg, int *err);
+resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, void *arg,
+                             int *err);
 
 /* The callback will not run.  Loop thread. */
 void resolve_abandon(resolve_req_t *req);
