@@ -277,6 +277,8 @@ static void client_free(redlock_t *client) {
   fork_guard_free(&client->fork_guard);
   tls_client_free(client->tls);
   ptrset_free(&client->live_locks);
+  callmem_free(&client->callmem);
+  pool_clear(&client->round_pool);
   ptrset_free(&client->live_elections);
   options_clear(&client->opts);
   uv_mutex_destroy(&client->mutex);
@@ -451,6 +453,7 @@ static void client_compose(redlock_t *client) {
   client->rounds.transport_arg = client->nodes;
   client->rounds.log = &client->log;
   client->rounds.now_ns = clock_now_ns;
+  client->rounds.pool = &client->round_pool;
   client->rounds.arm_deadline = rounds_arm_deadline;
   client->rounds.settled = rounds_settled;
   client->rounds.decided = client_record_votes;
@@ -480,6 +483,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   uv_mutex_init(&client->mutex);
   ptrset_init(&client->live_locks);
+  int mem_rc = callmem_init(&client->callmem, sizeof(struct redlock_lock));
+  pool_init(&client->round_pool);
   list_init(&client->submit_queue);
   list_init(&client->ops_in_flight);
   list_init(&client->held_locks);
@@ -488,7 +493,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->reentrant_leases);
   list_init(&client->elections);
   ptrset_init(&client->live_elections);
-  int rc = client->nodes != NULL && votes_rc == 0 ? 0 : REDLOCK_ENOMEM;
+  int rc = client->nodes != NULL && votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,

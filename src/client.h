@@ -19,6 +19,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "callmem.h"
 #include "conn.h"
 #include "forkguard.h"
 #include "list.h"
@@ -26,6 +27,7 @@
 #include "node.h"
 #include "notify.h"
 #include "options.h"
+#include "pool.h"
 #include "ptrset.h"
 #include "random.h"
 #include "redlock.h"
@@ -104,6 +106,7 @@ struct redlock {
    * them.  After open each is its module's (loop). ---- */
   node_env_t node_env; /* client.c fills it; shared by the nodes and the notifier */
   round_env_t rounds;  /* round.c: the rounds' transport (the nodes), hooks and deadline FIFO */
+  pool_t round_pool;   /* loop: the rounds' memory (rounds.pool), emptied at close */
   notify_t notify;     /* notify.c: release notifications for waiting calls (client.c sets
                         * notify.closing) */
   node_t *nodes;       /* node.c: one per master (array allocated and freed by client.c) */
@@ -151,6 +154,8 @@ struct redlock {
   ptrset_t live_locks;          /* mutex: handles the caller may still use (calls.c checks
                                  * and claims them; lock.c adds and removes) */
   list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
+  callmem_t callmem;            /* its own mutex: free lists of ops, key blocks and handles
+                                 * (made on callers' threads, freed on the loop) */
 
   /* ---- election.c ---- */
   list_node_t elections;   /* loop: handles the loop has taken and not yet let go */

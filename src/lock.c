@@ -73,7 +73,7 @@ static int op_make_fence_keys(op_acquire_t *op) {
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < op->n_keys; i++)
     bytes += prefix_len + op->key_lens[i] + 1;
-  char *block = malloc(bytes);
+  char *block = callmem_alloc(&op->op.client->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
   op->fence_keys = (char **)(void *)block;
@@ -173,13 +173,15 @@ static void release_everywhere(redlock_t *client, char *const *keys, const size_
 
 /* ---- lock handles ----------------------------------------------------------- */
 
-static void watch_timer_closed(uv_handle_t *handle) { free(handle); }
+/* A watch or retry timer, allocated apart from what it serves. */
+static void timer_closed(uv_handle_t *handle) { free(handle); }
 
 void lock_free(redlock_lock_t *lock) {
   if (lock->watch_timer != NULL)
-    uv_close((uv_handle_t *)lock->watch_timer, watch_timer_closed);
-  free(lock->keys);
-  free(lock);
+    uv_close((uv_handle_t *)lock->watch_timer, timer_closed);
+  callmem_t *mem = &lock->client->callmem;
+  callmem_release(mem, lock->keys);
+  callmem_handle_free(mem, lock);
 }
 
 void lock_unref(redlock_lock_t *lock) {
@@ -204,7 +206,7 @@ static int64_t lock_validity_ns(const redlock_lock_t *lock) {
 /* Makes the handle for a won acquisition and registers it as live. */
 static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   redlock_t *client = op->op.client;
-  redlock_lock_t *lock = calloc(1, sizeof *lock);
+  redlock_lock_t *lock = callmem_handle_new(&client->callmem);
   if (lock == NULL)
     return NULL;
   lock->client = client;
@@ -233,7 +235,7 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
     list_insert_tail(&client->reentrant_leases, &lock->reentrant_link);
   uv_mutex_unlock(&client->mutex);
   if (rc != 0) {
-    free(lock);
+    callmem_handle_free(&client->callmem, lock);
     return NULL;
   }
   op->keys = NULL; /* the lock owns them now */
@@ -270,7 +272,7 @@ static void send_for(const op_t *op, round_t *round) {
 /* ---- construction (the caller's thread; the loop's for an election) ------------ */
 
 op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params) {
-  op_acquire_t *op = calloc(1, sizeof *op);
+  op_acquire_t *op = callmem_calloc(&client->callmem, sizeof *op);
   if (op == NULL)
     return NULL;
   op->op.kind = OP_LOCK;
@@ -293,7 +295,7 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
   size_t bytes = n * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < n; i++)
     bytes += prefix_len + strlen(resources[i]) + 1;
-  char *block = malloc(bytes);
+  char *block = callmem_alloc(&op->op.client->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
   op->keys = (char **)(void *)block;
@@ -327,9 +329,9 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
         memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
         !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
       continue;
-    hold = calloc(1, sizeof *hold);
+    hold = callmem_handle_new(&client->callmem);
     if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
-      free(hold);
+      callmem_handle_free(&client->callmem, hold);
       hold = NULL;
       break;
     }
@@ -356,7 +358,7 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
   op_t *op = NULL;
   switch (kind) {
   case OP_EXTEND: {
-    op_extend_t *ext = calloc(1, sizeof *ext);
+    op_extend_t *ext = callmem_alloc(&client->callmem, sizeof *ext);
     if (ext != NULL) {
       *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
       op = &ext->op;
@@ -364,7 +366,7 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
     break;
   }
   case OP_UNLOCK: {
-    op_release_t *rel = calloc(1, sizeof *rel);
+    op_release_t *rel = callmem_alloc(&client->callmem, sizeof *rel);
     if (rel != NULL) {
       *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
       op = &rel->op;
@@ -372,7 +374,7 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
     break;
   }
   case OP_WATCH: {
-    op_watch_t *watch = calloc(1, sizeof *watch);
+    op_watch_t *watch = callmem_alloc(&client->callmem, sizeof *watch);
     if (watch != NULL) {
       *watch = (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg};
       op = &watch->op;
@@ -427,35 +429,32 @@ int lock_claim_locked(op_t *op) {
 /* ---- op life cycle ------------------------------------------------------------ */
 
 static void acquire_release_memory(op_acquire_t *op) {
-  free(op->keys);
-  free(op->fence_keys);
-  free(op);
-}
-
-static void acquire_timer_closed(uv_handle_t *handle) {
-  op_acquire_t *op = handle->data;
-  free(handle);
-  acquire_release_memory(op);
+  callmem_t *mem = &op->op.client->callmem;
+  callmem_release(mem, op->keys);
+  callmem_release(mem, op->fence_keys);
+  callmem_release(mem, op);
 }
 
 void op_free(op_t *op) {
   switch (op->kind) {
   case OP_LOCK: {
     op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
+    /* The timer is a block of its own: it closes on its own (it cannot fire
+     * any more), while the op goes back to the client's free list now, not
+     * from a close callback that may run after the client is freed. */
     if (acq->retry_timer != NULL)
-      uv_close((uv_handle_t *)acq->retry_timer, acquire_timer_closed);
-    else
-      acquire_release_memory(acq);
+      uv_close((uv_handle_t *)acq->retry_timer, timer_closed);
+    acquire_release_memory(acq);
     return;
   }
   case OP_EXTEND:
-    free(OP_AS(op_extend_t, op, OP_EXTEND, op));
+    callmem_release(&op->client->callmem, OP_AS(op_extend_t, op, OP_EXTEND, op));
     return;
   case OP_UNLOCK:
-    free(OP_AS(op_release_t, op, OP_UNLOCK, op));
+    callmem_release(&op->client->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
     return;
   case OP_WATCH:
-    free(OP_AS(op_watch_t, op, OP_WATCH, op));
+    callmem_release(&op->client->callmem, OP_AS(op_watch_t, op, OP_WATCH, op));
     return;
   case OP_CLOSE:
   case OP_ELECT:
@@ -893,7 +892,7 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
     list_remove(&lease->reentrant_link);
   uv_mutex_unlock(&client->mutex);
   if (handle != lease)
-    free(handle);
+    callmem_handle_free(&client->callmem, handle);
   return remaining;
 }
 
@@ -1120,7 +1119,7 @@ void lock_release_lease(redlock_lock_t *lock) {
     redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
     list_remove(&hold->hold_link);
     ptrset_remove(&client->live_locks, hold);
-    free(hold);
+    callmem_handle_free(&client->callmem, hold);
   }
   lock->holds = 0;
   if (list_linked(&lock->reentrant_link))

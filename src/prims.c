@@ -44,8 +44,8 @@ static char *put3(char **w, const char *a, size_t a_len, const char *b, size_t b
 /* One allocation, as acquire_op_set_keys (lock.c) makes for a lock: key
  * pointers, their lengths, then the strings.  `strings` = bytes of every
  * string, NULs included. */
-static char *key_block(size_t n_keys, size_t strings, char ***keys, size_t **lens) {
-  char *block = malloc(n_keys * (sizeof(char *) + sizeof(size_t)) + strings);
+static char *key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens) {
+  char *block = callmem_alloc(mem, n_keys * (sizeof(char *) + sizeof(size_t)) + strings);
   if (block == NULL)
     return NULL;
   *keys = (char **)(void *)block;
@@ -62,7 +62,7 @@ static int sem_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, con
   size_t slot_len = base_len + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
   size_t strings = (slot_len + 1) + (base_len + sizeof PRIM_SEM_LIMIT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1);
-  char *w = key_block(2, strings, &op->keys, &op->key_lens);
+  char *w = key_block(&op->op.client->callmem, 2, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
   /* keys[0]: base + separator, then room for the digits of any slot. */
@@ -84,7 +84,8 @@ static int sem_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, con
 
   if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + slot_len;
-    char *f = key_block(1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
+    char *f =
+        key_block(&op->op.client->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
     op->fence_keys[0] = f;
@@ -105,7 +106,7 @@ static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, cons
                    (base_len + sizeof PRIM_RW_READ_SUFFIX) +
                    (base_len + sizeof PRIM_RW_INTENT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1) + (base_len + 1);
-  char *w = key_block(3, strings, &op->keys, &op->key_lens);
+  char *w = key_block(&op->op.client->callmem, 3, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
   /* The base itself is kept last, as scratch to build the others from. */
@@ -129,7 +130,8 @@ static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, cons
 
   if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + op->key_lens[0];
-    char *f = key_block(1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
+    char *f =
+        key_block(&op->op.client->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
     op->fence_keys[0] = put3(&f, LIT(FENCE_KEY_PREFIX), op->keys[0], op->key_lens[0], "", 0);

@@ -4,9 +4,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static const char tombstone_byte;
-#define PTRSET_TOMBSTONE ((const void *)&tombstone_byte)
-
 static size_t hash_ptr(const void *p, size_t mask) {
   uint64_t x = (uint64_t)(uintptr_t)p;
   x ^= x >> 33;
@@ -17,7 +14,7 @@ static size_t hash_ptr(const void *p, size_t mask) {
 
 void ptrset_init(ptrset_t *set) {
   set->slots = NULL;
-  set->cap = set->used = set->filled = 0;
+  set->cap = set->used = 0;
 }
 
 void ptrset_free(ptrset_t *set) {
@@ -31,7 +28,7 @@ static int rehash(ptrset_t *set, size_t new_cap) {
     return -1;
   for (size_t i = 0; i < set->cap; i++) {
     const void *p = set->slots[i];
-    if (p == NULL || p == PTRSET_TOMBSTONE)
+    if (p == NULL)
       continue;
     size_t j = hash_ptr(p, new_cap - 1);
     while (slots[j] != NULL)
@@ -41,7 +38,6 @@ static int rehash(ptrset_t *set, size_t new_cap) {
   free((void *)set->slots);
   set->slots = slots;
   set->cap = new_cap;
-  set->filled = set->used;
   return 0;
 }
 
@@ -62,7 +58,7 @@ int ptrset_add(ptrset_t *set, const void *p) {
     return -1;
   if (ptrset_contains(set, p))
     return 0;
-  if ((set->filled + 1) * 4 >= set->cap * 3) {
+  if ((set->used + 1) * 4 >= set->cap * 3) {
     size_t new_cap = set->cap == 0 ? 16 : set->cap;
     while ((set->used + 1) * 2 >= new_cap)
       new_cap *= 2;
@@ -71,13 +67,30 @@ int ptrset_add(ptrset_t *set, const void *p) {
   }
   size_t mask = set->cap - 1;
   size_t i = hash_ptr(p, mask);
-  while (set->slots[i] != NULL && set->slots[i] != PTRSET_TOMBSTONE)
+  while (set->slots[i] != NULL)
     i = (i + 1) & mask;
-  if (set->slots[i] == NULL)
-    set->filled++;
   set->slots[i] = p;
   set->used++;
   return 0;
+}
+
+/* Empties slot i without a tombstone (backward-shift deletion): each entry
+ * of the probe run after it moves into the gap unless that would put it
+ * before its home slot.  Without tombstones a set whose entries come and
+ * go (the live handles: add at the grant, remove at unlock) never fills up,
+ * so it is never rehashed, never reallocated, in steady state. */
+static void close_gap(ptrset_t *set, size_t i) {
+  size_t mask = set->cap - 1;
+  for (size_t j = (i + 1) & mask; set->slots[j] != NULL; j = (j + 1) & mask) {
+    size_t home = hash_ptr(set->slots[j], mask);
+    /* Stays when its home lies cyclically in (i, j]. */
+    int stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays)
+      continue;
+    set->slots[i] = set->slots[j];
+    i = j;
+  }
+  set->slots[i] = NULL;
 }
 
 int ptrset_remove(ptrset_t *set, const void *p) {
@@ -88,8 +101,8 @@ int ptrset_remove(ptrset_t *set, const void *p) {
     if (set->slots[i] == NULL)
       return 0;
     if (set->slots[i] == p) {
-      set->slots[i] = PTRSET_TOMBSTONE;
       set->used--;
+      close_gap(set, i);
       return 1;
     }
   }

@@ -7,10 +7,9 @@
 #include <stddef.h>
 
 typedef struct {
-  const void **slots; /* NULL = empty, PTRSET_TOMBSTONE = deleted */
+  const void **slots; /* NULL = empty; no tombstones (removal shifts the run back) */
   size_t cap;         /* power of two, or 0 */
   size_t used;        /* live entries */
-  size_t filled;      /* live + tombstones */
 } ptrset_t;
 
 void ptrset_init(ptrset_t *set);

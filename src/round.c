@@ -28,7 +28,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   /* One allocation: the round, its votes, and the command's bytes. */
   size_t cmd_len = resp_command_len(p->argc, p->argv_len);
   size_t votes_size = n * sizeof(vote_t);
-  round_t *round = malloc(sizeof *round + votes_size + cmd_len);
+  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + cmd_len);
   if (round == NULL)
     return NULL;
   memset(round, 0, sizeof *round);
@@ -60,7 +60,7 @@ static void round_free(round_t *round) {
     list_remove(&round->pending_link);
   free(round->eval_cmd);
   round_env_t *env = round->env;
-  free(round);
+  pool_free(env->pool, round);
   env->settled(env->owner_arg);
 }
 

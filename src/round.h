@@ -20,6 +20,7 @@
 #include "list.h"
 #include "log.h"
 #include "node.h"
+#include "pool.h"
 #include "quorum.h"
 #include "reply.h"
 #include "scripts.h"
@@ -61,6 +62,10 @@ typedef struct round_env {
   const log_sink_t *log;
   struct stats *stats;      /* NULL when stats and events are off */
   uint64_t (*now_ns)(void); /* clock_now_ns; the unit tests step their own clock */
+  /* The rounds' memory: the owner's pool, used on the loop thread only
+   * (NULL: plain malloc).  A round is one variable-size block (votes and the
+   * formatted command), so the pool serves it by size class. */
+  pool_t *pool;
   /* Reported up (owner_arg is their first argument): */
   void (*arm_deadline)(void *owner_arg, uint64_t deadline_ns); /* the FIFO's head is due then */
   void (*settled)(

@@ -160,6 +160,7 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   f->client.opts.log_arg = f;
   f->client.opts.log_level = REDLOCK_LOG_DEBUG;
   f->client.log = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
+  assert_int_equal(callmem_init(&f->client.callmem, sizeof(struct redlock_lock)), 0);
   round_env_init(&f->client.rounds);
   f->client.rounds.now_ns = clock_now_ns; /* client_now_ns reads it */
   f->client.rounds.n_masters = N_NODES;
@@ -172,6 +173,15 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   }
   jitter_rng_seed(&f->client.rng, 12345);
   return f;
+}
+
+/* A round made and never sent: round_new's block, from the env's pool
+ * (none here: pool_free takes it back to malloc). */
+static void round_discard(round_t *round) { pool_free(NULL, round); }
+
+static void fake_free(fake_t *f) {
+  callmem_free(&f->client.callmem);
+  free(f);
 }
 
 static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
@@ -189,8 +199,8 @@ static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint
 }
 
 static void fake_op_free(op_acquire_t *op) {
-  free(op->keys);
-  free(op->fence_keys);
+  callmem_release(&op->op.client->callmem, op->keys);
+  callmem_release(&op->op.client->callmem, op->fence_keys);
   free(op);
 }
 
@@ -273,7 +283,7 @@ static void test_sem_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[a + 1], "5000");            /* ttl */
       assert_string_equal(d.argv[a + 2], "12");              /* limit */
       assert_int_equal(d.argc, a + 3);
-      free(round);
+      round_discard(round);
       /* "held" goes on to the next slot while the pass has slots left. */
       assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), i < 11);
     }
@@ -283,18 +293,18 @@ static void test_sem_keys_and_rounds(void **state) {
 
     /* A new pass; no quorum ends it at once. */
     round_t *round = prim_acquire_round(op, NULL);
-    free(round);
+    round_discard(round);
     assert_int_equal(op->prim.slots_left, 11);
     assert_int_equal(prim_next_slot(op, REDLOCK_ENOQUORUM), 0);
     assert_int_equal(op->prim.slots_left, 0);
     /* Nor does a spent wait budget or a cancellation go on. */
     round = prim_acquire_round(op, NULL);
-    free(round);
+    round_discard(round);
     op->wait_deadline_ns = 1;
     assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
     op->wait_deadline_ns = UINT64_MAX;
     round = prim_acquire_round(op, NULL);
-    free(round);
+    round_discard(round);
     op->canceled = 1;
     assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
 
@@ -306,7 +316,7 @@ static void test_sem_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[3], op->keys[0]);
       assert_string_equal(d.argv[4], op->fence_keys[0]);
       assert_string_equal(d.argv[6], "777");
-      free(round);
+      round_discard(round);
     }
 
     /* As a held permit: extend carries the limit, release the channel. */
@@ -325,22 +335,22 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_string_equal(d.argv[6], "9000");
     assert_string_equal(d.argv[7], "12");
     assert_int_equal(round->expect_integer, 1);
-    free(round);
+    round_discard(round);
     round = prim_release_round(&f->client, &lock, NULL, NULL);
     d = decode(round);
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
     assert_string_equal(d.argv[5], "1");
     assert_string_equal(d.argv[6], REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
-    free(round);
+    round_discard(round);
     round = prim_attempt_release_round(op);
     d = decode(round);
     assert_string_equal(d.argv[5], "0"); /* a failed attempt is not announced */
-    free(round);
+    round_discard(round);
 
     assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_EACH);
     fake_op_free(op);
-    free(f);
+    fake_free(f);
   }
 }
 
@@ -382,14 +392,14 @@ static void test_rw_keys_and_rounds(void **state) {
       } else {
         assert_int_equal(d.argc, a + 2);
       }
-      free(round);
+      round_discard(round);
       if (write) {
         /* A one-shot writer sets no intent. */
         op->mode = LOCK_MODE_TRY;
         round = prim_acquire_round(op, NULL);
         d = decode(round);
         assert_string_equal(d.argv[d.argc - 1], "0");
-        free(round);
+        round_discard(round);
         op->mode = LOCK_MODE_WAIT;
       }
       assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
@@ -407,22 +417,22 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[7], write ? op->prim.intent : "");
       assert_string_equal(d.argv[8], "1");
       assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
-      free(round);
+      round_discard(round);
       round = prim_extend_round(&f->client, &lock, 700, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_EXTEND, 2);
       assert_string_equal(d.argv[6], "700");
-      free(round);
+      round_discard(round);
       if (fencing) {
         round = prim_fence_round(op, "42", 2, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_FENCE_COMMIT, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
         assert_string_equal(d.argv[7], "42");
-        free(round);
+        round_discard(round);
       }
       fake_op_free(op);
-      free(f);
+      fake_free(f);
     }
   }
 }
@@ -450,7 +460,7 @@ static void test_votes(void **state) {
   vote_state_t states[N_NODES] = {VOTE_NO, VOTE_YES, VOTE_YES};
   round_t *round = voted_round(f, op, ints, states);
   assert_int_equal(prim_acquire_verdict(op, round), 0);
-  free(round);
+  round_discard(round);
   /* One master holds limit 5 for it: EINVAL, whatever the others said. */
   ints[2] = -5;
   states[2] = VOTE_NO;
@@ -460,18 +470,18 @@ static void test_votes(void **state) {
   assert_non_null(strstr(f->log, "limit 2"));
   assert_non_null(strstr(f->log, "limit 5"));
   assert_non_null(strstr(f->log, "m2:6379"));
-  free(round);
+  round_discard(round);
   /* A quarantined master's word counts too (its answer was still read). */
   states[2] = VOTE_FAILED;
   round = voted_round(f, op, ints, states);
   assert_int_equal(prim_acquire_verdict(op, round), REDLOCK_EINVAL);
-  free(round);
+  round_discard(round);
   /* A vote still pending says nothing. */
   states[2] = VOTE_PENDING;
   ints[2] = 0;
   round = voted_round(f, op, ints, states);
   assert_int_equal(prim_acquire_verdict(op, round), 0);
-  free(round);
+  round_discard(round);
   fake_op_free(op);
 
   /* A writer refused by readers while it waits: its intent is out there,
@@ -482,7 +492,7 @@ static void test_votes(void **state) {
   assert_int_equal(prim_retry_delay_ms(op, 5000), 5000);
   round = voted_round(f, op, w_ints, w_states);
   assert_int_equal(prim_acquire_verdict(op, round), 0);
-  free(round);
+  round_discard(round);
   assert_int_equal(op->prim.intent_set, 1);
   assert_int_equal(prim_retry_delay_ms(op, 5000), PRIM_RW_INTENT_REFRESH_MS);
   assert_int_equal(prim_retry_delay_ms(op, 10), 10);
@@ -492,16 +502,16 @@ static void test_votes(void **state) {
   op->mode = LOCK_MODE_TRY;
   round = voted_round(f, op, w_ints, w_states);
   assert_int_equal(prim_acquire_verdict(op, round), 0);
-  free(round);
+  round_discard(round);
   assert_int_equal(op->prim.intent_set, 0);
   fake_op_free(op);
   /* A reader's -1 (a writer waits) is just a refusal. */
   op = fake_op(f, LOCK_KIND_RW_READ, "w", 0);
   round = voted_round(f, op, w_ints, w_states);
   assert_int_equal(prim_acquire_verdict(op, round), 0);
-  free(round);
+  round_discard(round);
   fake_op_free(op);
-  free(f);
+  fake_free(f);
 }
 
 UNIT_MAIN(cmocka_unit_test(test_bad_arguments), cmocka_unit_test(test_sem_keys_and_rounds),

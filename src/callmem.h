@@ -1,0 +1,51 @@
+/* callmem.h: a client's free lists for what a call allocates on the
+ * caller's thread and the loop thread frees (issue 14): ops and key blocks
+ * (a size-class pool, pool.h) and lock handles (a FIFO that holds each freed
+ * handle back, below).  One mutex guards both: allocations come from any
+ * application thread, frees from the loop.  It is a leaf lock: held only for
+ * a few pointer moves, never while taking another (the client's mutex may
+ * be held around it, never the reverse).
+ *
+ * Handles and stale-handle detection.  calls.c refuses a handle that is not
+ * in the client's live set (ptrset), so a handle passed again after its
+ * unlock gets EINVAL, unless its address was handed out again to a new,
+ * live handle in between.  malloc makes no promise there (glibc's tcache
+ * hands the last freed block out first), and a LIFO free list would make
+ * that reuse certain, on the very next lock.  So handles come back FIFO,
+ * and only once more than CALLMEM_HANDLES_HELD other freed handles wait:
+ * a freed handle's address is not reused before that many handles more
+ * have been freed after it.  Beyond that, detection is as best-effort as
+ * with malloc. */
+#ifndef REDLOCK_CALLMEM_H
+#define REDLOCK_CALLMEM_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "pool.h"
+
+#define CALLMEM_HANDLES_MAX 256 /* freed handles kept at most */
+#define CALLMEM_HANDLES_HELD 16 /* kept back before any is reused */
+
+typedef struct callmem {
+  uv_mutex_t mutex;
+  pool_t pool;                        /* mutex: ops and key blocks */
+  void *handles[CALLMEM_HANDLES_MAX]; /* mutex: ring of freed handles, oldest at head */
+  unsigned head, count;               /* mutex */
+  size_t handle_size;                 /* const: every handle's size */
+} callmem_t;
+
+/* 0, or -1 when the mutex cannot be made. */
+int callmem_init(callmem_t *mem, size_t handle_size);
+/* Frees every kept block; nothing of it may be in use. */
+void callmem_free(callmem_t *mem);
+/* pool_alloc (callmem_calloc: zeroed) and pool_free, under the mutex. */
+void *callmem_alloc(callmem_t *mem, size_t size);
+void *callmem_calloc(callmem_t *mem, size_t size);
+void callmem_release(callmem_t *mem, void *p);
+/* A zeroed handle of handle_size bytes; NULL when out of memory. */
+void *callmem_handle_new(callmem_t *mem);
+/* Takes back a handle from callmem_handle_new (NULL: nothing). */
+void callmem_handle_free(callmem_t *mem, void *handle);
+
+#endif
