@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
 #include "lock.h"
 #include "redlock_uv.h"
 #include "stats.h"
@@ -452,7 +451,6 @@ static void client_compose(redlock_t *client) {
   client->rounds.transport = &transport_nodes;
   client->rounds.transport_arg = client->nodes;
   client->rounds.log = &client->log;
-  client->rounds.now_ns = clock_now_ns;
   client->rounds.pool = &client->round_pool;
   client->rounds.arm_deadline = rounds_arm_deadline;
   client->rounds.settled = rounds_settled;

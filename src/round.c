@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
@@ -14,6 +15,7 @@
 void round_env_init(round_env_t *env) {
   list_init(&env->pending);
   env->deciding = NULL;
+  env->now_ns = clock_now_ns; /* the owner may put a test's stepped clock in */
 }
 
 void round_for_caller(round_t *round, const uv_thread_t *thread) {

@@ -61,7 +61,7 @@ typedef struct round_env {
   void *transport_arg;
   const log_sink_t *log;
   struct stats *stats;      /* NULL when stats and events are off */
-  uint64_t (*now_ns)(void); /* clock_now_ns; the unit tests step their own clock */
+  uint64_t (*now_ns)(void); /* clock_now_ns (round_env_init); unit tests step their own */
   /* The rounds' memory: the owner's pool, used on the loop thread only
    * (NULL: plain malloc).  A round is one variable-size block (votes and the
    * formatted command), so the pool serves it by size class. */

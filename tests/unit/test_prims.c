@@ -30,7 +30,6 @@
 
 #include "unit_support.h"
 
-#include "clock.h"
 #include "lock.h"
 #include "prims.h"
 #include "redlock.h"
@@ -162,7 +161,6 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   f->client.log = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
   assert_int_equal(callmem_init(&f->client.callmem, sizeof(struct redlock_lock)), 0);
   round_env_init(&f->client.rounds);
-  f->client.rounds.now_ns = clock_now_ns; /* client_now_ns reads it */
   f->client.rounds.n_masters = N_NODES;
   f->client.n_nodes = N_NODES;
   f->client.quorum = 2;
