@@ -4,7 +4,7 @@
  *   redlock-scale [--mode hold|watch|both] [--nodes N] [--locks K]
  *                 [--watches W] [--ttl MS] [--watch-ttl MS] [--duration S]
  *                 [--spread S] [--concurrency C] [--request-timeout MS]
- *                 [--hist] [--json]
+ *                 [--hist] [--log] [--json]
  *
  * It starts N redis-server processes itself (tests/support/redis_harness, on
  * loopback, restart quarantine off) and stops them by PID at the end.
@@ -14,7 +14,9 @@
  *        lock ((RSS when all are held - RSS after open) / K, from
  *        /proc/self/statm) and the wall time of redlock_close(), which
  *        releases them all; then how many keys the masters still hold (a
- *        release that timed out leaves its key to expire by TTL).
+ *        release that timed out leaves its key to expire by TTL), and how
+ *        many warnings the library logged while closing (timeouts, masters
+ *        dropped as hung).
  * watch: takes W locks with ttl --watch-ttl and redlock_watch()es each from
  *        its lock callback (acquisitions spread evenly over --spread seconds,
  *        0 = as fast as possible), then measures for --duration seconds the
@@ -53,6 +55,7 @@ typedef struct {
   size_t concurrency;
   uint32_t request_timeout_ms; /* 0 = the library's default */
   int hist;
+  int log; /* print the library's warnings to stderr */
   int json;
 } config_t;
 
@@ -71,6 +74,8 @@ typedef struct {
   atomic_uint renew_ok[MAX_SECONDS];
   atomic_uint renew_failed;
   atomic_size_t renew_total;
+  atomic_uint warnings; /* library log lines at REDLOCK_LOG_WARN or above */
+  int log;
 } run_t;
 
 static double now_s(void) {
@@ -107,6 +112,14 @@ static double cpu_s(void) {
 }
 
 static uint64_t wall_ms(void) { return rh_now_ms(); }
+
+static void on_log(int level, const char *msg, void *arg) {
+  run_t *run = arg;
+  atomic_fetch_add(&run->warnings, 1);
+  if (run->log)
+    fprintf(stderr, "redlock-scale: library %s: %s\n",
+            level >= REDLOCK_LOG_ERROR ? "error" : "warning", msg);
+}
 
 static void on_lost(redlock_lock_t *lock, int reason, void *arg) {
   (void)lock;
@@ -155,6 +168,8 @@ static int open_client(run_t *run, rh_server_t **servers, const config_t *cfg) {
   if (cfg->request_timeout_ms > 0)
     redlock_options_set_timeouts(opts, 1000, cfg->request_timeout_ms);
   redlock_options_set_event_cb(opts, on_event, run);
+  run->log = cfg->log;
+  redlock_options_set_log(opts, REDLOCK_LOG_WARN, on_log, run);
   int rc = redlock_open(&run->client, opts);
   redlock_options_free(opts);
   if (rc != REDLOCK_OK) {
@@ -225,27 +240,30 @@ static int run_hold(rh_server_t **servers, const config_t *cfg) {
   long rss1 = rss_bytes();
   size_t held = atomic_load(&run->acquired);
   long keys_held = keys_left(servers, cfg->nodes);
+  unsigned warnings0 = atomic_load(&run->warnings);
   double t = now_s();
   redlock_close(run->client);
   double close_s = now_s() - t;
   long keys_after = keys_left(servers, cfg->nodes);
+  unsigned close_warnings = atomic_load(&run->warnings) - warnings0;
   double per_lock = held > 0 ? (double)(rss1 - rss0) / (double)held : 0;
   if (cfg->json) {
-    printf("{\"mode\":\"hold\",\"nodes\":%u,\"locks\":%zu,\"held\":%zu,\"failed\":%zu,"
-           "\"ttl_ms\":%u,\"request_timeout_ms\":%u,\"acquire_s\":%.3f,\"acquire_per_s\":%.0f,"
-           "\"rss_before\":%ld,\"rss_held\":%ld,\"bytes_per_lock\":%.1f,\"close_s\":%.3f,"
-           "\"keys_on_masters_held\":%ld,\"keys_on_masters_after_close\":%ld}\n",
-           cfg->nodes, cfg->locks, held, atomic_load(&run->failed), cfg->ttl_ms,
-           cfg->request_timeout_ms, acquire_s, (double)held / acquire_s, rss0, rss1, per_lock,
-           close_s, keys_held, keys_after);
+    printf(
+        "{\"mode\":\"hold\",\"nodes\":%u,\"locks\":%zu,\"held\":%zu,\"failed\":%zu,"
+        "\"ttl_ms\":%u,\"request_timeout_ms\":%u,\"acquire_s\":%.3f,\"acquire_per_s\":%.0f,"
+        "\"rss_before\":%ld,\"rss_held\":%ld,\"bytes_per_lock\":%.1f,\"close_s\":%.3f,"
+        "\"keys_on_masters_held\":%ld,\"keys_on_masters_after_close\":%ld,\"close_warnings\":%u}\n",
+        cfg->nodes, cfg->locks, held, atomic_load(&run->failed), cfg->ttl_ms,
+        cfg->request_timeout_ms, acquire_s, (double)held / acquire_s, rss0, rss1, per_lock, close_s,
+        keys_held, keys_after, close_warnings);
   } else {
     printf("hold: N=%u, %zu of %zu locks held (%zu failed), acquired in %.2f s (%.0f/s)\n",
            cfg->nodes, held, cfg->locks, atomic_load(&run->failed), acquire_s,
            (double)held / acquire_s);
     printf("  RSS %.1f MiB -> %.1f MiB: %.0f bytes per held lock\n", rss0 / 1048576.0,
            rss1 / 1048576.0, per_lock);
-    printf("  redlock_close (releases all): %.3f s; keys on the masters %ld -> %ld\n", close_s,
-           keys_held, keys_after);
+    printf("  redlock_close (releases all): %.3f s; keys on the masters %ld -> %ld; %u warnings\n",
+           close_s, keys_held, keys_after, close_warnings);
   }
   fflush(stdout);
   free(run->handles);
@@ -332,11 +350,12 @@ static void usage(FILE *f) {
              "  --concurrency C         acquisitions in flight (256)\n"
              "  --request-timeout MS    per-round timeout (library default when 0)\n"
              "  --hist                  watch: print renewals per second\n"
+             "  --log                   print the library's warnings to stderr\n"
              "  --json                  one JSON object per mode per line\n");
 }
 
 static int parse(config_t *c, int argc, char **argv) {
-  *c = (config_t){"both", 3, 100000, 10000, 60000, 30000, 60, 0, 256, 0, 0, 0};
+  *c = (config_t){"both", 3, 100000, 10000, 60000, 30000, 60, 0, 256, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) {
@@ -345,6 +364,10 @@ static int parse(config_t *c, int argc, char **argv) {
     }
     if (strcmp(a, "--hist") == 0) {
       c->hist = 1;
+      continue;
+    }
+    if (strcmp(a, "--log") == 0) {
+      c->log = 1;
       continue;
     }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

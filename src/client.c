@@ -308,8 +308,15 @@ static void client_begin_close(redlock_t *client) {
 }
 
 void client_maybe_finish_close(redlock_t *client) {
-  if (client->close_phase != CLOSE_DRAINING || client->close_preparing ||
-      !list_empty(&client->ops_in_flight) || !round_env_idle(&client->rounds) ||
+  if (client->close_phase != CLOSE_DRAINING || client->close_preparing)
+    return;
+  /* Held locks are released a window at a time; each round that settles
+   * lets the next ones go.  Flagged, so that rounds settling inside (masters
+   * down) do not recurse back here. */
+  client->close_preparing = 1;
+  int holding = lock_release_held(client);
+  client->close_preparing = 0;
+  if (holding || !list_empty(&client->ops_in_flight) || !round_env_idle(&client->rounds) ||
       !list_empty(&client->parked_ops))
     return;
   /* Releases replayed to a master that came back are owed too. */

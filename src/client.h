@@ -141,7 +141,7 @@ struct redlock {
   list_node_t parked_ops; /* loop: acquisitions waiting for the first connection attempts */
   unsigned startup_left;  /* loop: nodes whose first attempt has not finished */
   close_phase_t close_phase;
-  int close_preparing;          /* inside client_begin_close */
+  int close_preparing;          /* inside client_begin_close or a close-time release window */
   unsigned modules_open;        /* closing: modules (nodes, notifier, own handles) not yet closed */
   int free_on_exit;             /* own thread: close called from a callback */
   void (*closed_cb)(void *arg); /* redlock_close_uv's */

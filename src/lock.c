@@ -1101,8 +1101,17 @@ void lock_cancel_all(redlock_t *client) {
     if (!acq->waiter.in_attempt) /* waiting for a retry: end it now */
       acquire_finish(acq, REDLOCK_ECANCELED, NULL);
   }
-  while (!list_empty(&client->held_locks))
+  /* No renewal from here on: a lease waiting for its release turn below
+   * must not be extended meanwhile. */
+  for (list_node_t *h = client->held_locks.next; h != &client->held_locks; h = h->next)
+    lock_stop_watch(list_entry(h, redlock_lock_t, held_link));
+  lock_release_held(client);
+}
+
+int lock_release_held(redlock_t *client) {
+  while (!list_empty(&client->held_locks) && round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW)
     lock_release_lease(list_entry(client->held_locks.next, redlock_lock_t, held_link));
+  return !list_empty(&client->held_locks);
 }
 
 void lock_release_lease(redlock_lock_t *lock) {

@@ -174,8 +174,19 @@ void op_fail(op_t *op, int status);
  * campaigning): its attempt ends on its own, and a lease it might still win
  * is released. */
 void acquire_abandon(op_acquire_t *op);
-/* Close: cancel acquisitions, release every held lock. */
+/* At most this many rounds pending while close releases held locks.  All at
+ * once, 100 000 releases made one loop callback of half a second (no reply
+ * read, no byte written meanwhile) and requests that timed out before they
+ * were ever written; a window keeps every turn short, the pipes full (half
+ * of what NODE_MAX_INFLIGHT lets out on a connection) and each round's clock
+ * starting when it can actually be sent. */
+#define LOCK_CLOSE_WINDOW (NODE_MAX_INFLIGHT / 2)
+/* Close: cancel acquisitions, stop every watch, and start releasing the
+ * held locks (lock_release_held). */
 void lock_cancel_all(redlock_t *client);
+/* Close: releases held locks while fewer than LOCK_CLOSE_WINDOW rounds are
+ * pending; 1 while some are still held (call again when a round settles). */
+int lock_release_held(redlock_t *client);
 /* notify_t.wake: a release was announced for what a WAIT op waits on: retry now. */
 void lock_wake(notify_waiter_t *waiter);
 /* Drops one reference (loop); frees the handle at zero. */

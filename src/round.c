@@ -14,6 +14,7 @@
 
 void round_env_init(round_env_t *env) {
   list_init(&env->pending);
+  env->n_pending = 0;
   env->deciding = NULL;
   env->now_ns = clock_now_ns; /* the owner may put a test's stepped clock in */
 }
@@ -24,6 +25,19 @@ void round_for_caller(round_t *round, const uv_thread_t *thread) {
 }
 
 int round_env_idle(const round_env_t *env) { return list_empty(&env->pending); }
+
+unsigned round_env_pending(const round_env_t *env) { return env->n_pending; }
+
+/* The deadline FIFO, and its length kept beside it. */
+static void pending_add(round_env_t *env, round_t *round) {
+  list_insert_tail(&env->pending, &round->pending_link);
+  env->n_pending++;
+}
+
+static void pending_remove(round_env_t *env, round_t *round) {
+  list_remove(&round->pending_link);
+  env->n_pending--;
+}
 
 round_t *round_new(round_env_t *env, const round_params_t *p) {
   unsigned n = env->n_masters;
@@ -58,10 +72,10 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
 }
 
 static void round_free(round_t *round) {
-  if (list_linked(&round->pending_link))
-    list_remove(&round->pending_link);
-  free(round->eval_cmd);
   round_env_t *env = round->env;
+  if (list_linked(&round->pending_link))
+    pending_remove(env, round);
+  free(round->eval_cmd);
   pool_free(env->pool, round);
   env->settled(env->owner_arg);
 }
@@ -142,7 +156,7 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   else
     round->failed++;
   if (--round->votes_pending == 0 && list_linked(&round->pending_link)) {
-    list_remove(&round->pending_link);
+    pending_remove(env, round);
     /* Close waits for every round to be settled, not freed: replies that
      * never come (a black-holed master) must not hold it up. */
     env->settled(env->owner_arg);
@@ -240,7 +254,7 @@ void round_send(round_t *round) {
   round->started_ns = env->now_ns();
   round->deadline_ns = round->started_ns + env->request_timeout_ns;
   round->votes_pending = round->n_votes;
-  list_insert_tail(&env->pending, &round->pending_link);
+  pending_add(env, round);
   env->arm_deadline(env->owner_arg, round->deadline_ns);
   stats_gauge(env->stats, STATS_GAUGE_ROUNDS, +1);
   for (unsigned i = 0; i < round->n_votes; i++) {
@@ -299,7 +313,7 @@ void round_deadlines_fire(round_env_t *env) {
     round_t *round = list_entry(env->pending.next, round_t, pending_link);
     if (round->deadline_ns > now)
       break;
-    list_remove(&round->pending_link);
+    pending_remove(env, round);
     round->refs++;
     int keep = 0;
     for (unsigned i = 0; i < round->n_votes; i++) {
@@ -320,7 +334,7 @@ void round_deadlines_fire(round_env_t *env) {
        * FIFO is later, so it goes to the tail and the FIFO stays in order
        * (a late vote is noticed at most one timeout after it was due). */
       round->deadline_ns = now + timeout_ns;
-      list_insert_tail(&env->pending, &round->pending_link);
+      pending_add(env, round);
     }
     round_check_decision(round);
     round_unref(round);

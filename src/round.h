@@ -74,6 +74,7 @@ typedef struct round_env {
   void *owner_arg;
   /* round.c's own */
   list_node_t pending;          /* deadline FIFO of rounds with votes pending */
+  unsigned n_pending;           /* its length */
   const struct round *deciding; /* the round whose on_decided is running, else NULL */
 } round_env_t;
 
@@ -81,6 +82,8 @@ typedef struct round_env {
 void round_env_init(round_env_t *env);
 /* No round has a vote pending: close may go on. */
 int round_env_idle(const round_env_t *env);
+/* How many rounds have votes pending (close paces its releases by it). */
+unsigned round_env_pending(const round_env_t *env);
 
 typedef enum {
   VOTE_PENDING = 0,

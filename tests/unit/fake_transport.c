@@ -19,6 +19,9 @@ static fake_master_t *master(void *arg, unsigned i) {
   return &f->m[i];
 }
 
+/* Master m's k-th outstanding request (0: oldest). */
+static fake_out_t *slot(fake_master_t *m, unsigned k) { return &m->out[m->head + k]; }
+
 static int t_send(void *arg, unsigned i, node_req_t *req) {
   fake_transport_t *f = arg;
   fake_master_t *m = master(arg, i);
@@ -29,43 +32,52 @@ static int t_send(void *arg, unsigned i, node_req_t *req) {
     return NODE_SEND_BUSY;
   if (m->n_out == FAKE_OUT_MAX)
     fail("too many requests outstanding");
+  if (m->head + m->n_out == FAKE_OUT_MAX) { /* answered ones take the front: move down */
+    memmove(m->out, slot(m, 0), m->n_out * sizeof m->out[0]);
+    m->head = 0;
+  }
   int queued = m->mode == FAKE_SEND_QUEUED;
   req->sent_ns = queued ? 0 : f->now_ns();
-  m->out[m->n_out++] = (fake_out_t){.req = req, .queued = queued};
+  *slot(m, m->n_out++) = (fake_out_t){.req = req, .queued = queued};
   return 0;
 }
 
-/* Where req is outstanding: its master's out[] slot, or NULL. */
-static fake_out_t *find(fake_transport_t *f, const node_req_t *req, fake_master_t **owner) {
+/* Where req is outstanding: its master and its place there, or -1. */
+static int find(fake_transport_t *f, const node_req_t *req, fake_master_t **owner) {
   for (unsigned i = 0; i < f->n; i++)
     for (unsigned k = 0; k < f->m[i].n_out; k++)
-      if (f->m[i].out[k].req == req) {
+      if (slot(&f->m[i], k)->req == req) {
         *owner = &f->m[i];
-        return &f->m[i].out[k];
+        return (int)k;
       }
-  return NULL;
+  return -1;
 }
 
-/* Takes slot k out of master m's outstanding requests, keeping their order. */
+/* Takes the k-th of master m's outstanding requests, keeping their order. */
 static node_req_t *take(fake_master_t *m, unsigned k) {
-  node_req_t *req = m->out[k].req;
-  memmove(&m->out[k], &m->out[k + 1], (m->n_out - k - 1) * sizeof m->out[0]);
-  m->n_out--;
+  node_req_t *req = slot(m, k)->req;
+  if (k == 0) {
+    m->head++; /* the oldest: the common case, no copy */
+  } else {
+    memmove(slot(m, k), slot(m, k + 1), (m->n_out - k - 1) * sizeof m->out[0]);
+  }
+  if (--m->n_out == 0)
+    m->head = 0;
   return req;
 }
 
 static int t_queued(void *arg, const node_req_t *req) {
   fake_master_t *m;
-  fake_out_t *out = find(arg, req, &m);
-  return out != NULL && out->queued;
+  int k = find(arg, req, &m);
+  return k >= 0 && slot(m, (unsigned)k)->queued;
 }
 
 static void t_cancel(void *arg, node_req_t *req) {
   fake_master_t *m;
-  fake_out_t *out = find(arg, req, &m);
-  if (out == NULL || !out->queued)
+  int k = find(arg, req, &m);
+  if (k < 0 || !slot(m, (unsigned)k)->queued)
     fail("cancel of a request that is not queued");
-  take(m, (unsigned)(out - m->out));
+  take(m, (unsigned)k);
   m->cancels++;
 }
 
@@ -123,7 +135,7 @@ unsigned fake_outstanding_all(const fake_transport_t *f) {
 int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text) {
   if (i >= f->n || k >= f->m[i].n_out)
     return 0;
-  const node_req_t *req = f->m[i].out[k].req;
+  const node_req_t *req = f->m[i].out[f->m[i].head + k].req;
   size_t n = strlen(text);
   for (size_t at = 0; at + n <= req->len; at++)
     if (memcmp(req->cmd + at, text, n) == 0)

@@ -15,7 +15,7 @@
 #include "round.h"
 
 #define FAKE_MASTERS_MAX 8
-#define FAKE_OUT_MAX 64 /* requests outstanding per master */
+#define FAKE_OUT_MAX 8192 /* requests outstanding per master (a close's release window) */
 
 typedef enum {
   FAKE_SEND_OK = 0, /* written: sent_ns = now */
@@ -33,8 +33,8 @@ typedef struct {
   fake_send_mode_t mode;
   int quarantined;
   uint64_t progress_ns;
-  fake_out_t out[FAKE_OUT_MAX]; /* outstanding, oldest first */
-  unsigned n_out;
+  fake_out_t out[FAKE_OUT_MAX]; /* outstanding, oldest first: out[head .. head + n_out) */
+  unsigned head, n_out;
   unsigned sends, cancels, defers, warns;
 } fake_master_t;
 

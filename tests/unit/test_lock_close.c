@@ -1,18 +1,21 @@
 /* test_lock_close.c: unlock, reentrancy, bad input and close (lock.c,
  * client.c) on a client over fake masters and a stepped clock
  * (engine_fixture.h): unlock outcomes, a handle unlocked twice, reentrant
- * holds sharing one lease, and close in each phase (draining with calls and
+ * holds sharing one lease, close in each phase (draining with calls and
  * rounds in flight, queued, tearing down) with every callback run exactly
- * once and nothing left behind. */
+ * once and nothing left behind, and close releasing more locks than its
+ * window. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cmocka.h>
 
 #include "client.h"
 #include "engine_fixture.h"
+#include "lock.h"
 #include "redlock_uv.h"
 
 #define TTL_MS 10000
@@ -213,6 +216,43 @@ static void test_close_with_holds(void **state) {
   fake_reply_int_all(f, 1);
 }
 
+/* Close with more held locks than its release window: the releases go out
+ * a window at a time (each settled round lets the next one go), each lock is
+ * released exactly once, and a watched lock waiting for its turn is not
+ * renewed meanwhile, nor reported lost. */
+static engine_config_t plain = {0};
+static void test_close_paces_releases(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  enum { HELD = LOCK_CLOSE_WINDOW + 50, SHORT_TTL_MS = 120 };
+  char name[32];
+  redlock_lock_t *last = NULL;
+  for (unsigned i = 0; i < HELD; i++) {
+    snprintf(name, sizeof name, "r%u", i);
+    last = engine_acquire(e, name, i + 1 == HELD ? SHORT_TTL_MS : TTL_MS);
+  }
+  lost_result_t lost = {0};
+  engine_watch(e, last, &lost); /* released last: renewal due in 64-76 ms */
+  unsigned sent = f->m[0].sends;
+
+  engine_begin_close(e);
+  assert_int_equal(fake_outstanding(f, 0), LOCK_CLOSE_WINDOW);
+  assert_int_equal(f->m[0].sends - sent, LOCK_CLOSE_WINDOW);
+  fake_advance_ms(ENGINE_REQUEST_MS - 5); /* past the renewal, short of a timeout */
+  assert_int_equal(f->m[0].sends - sent, LOCK_CLOSE_WINDOW);
+  fake_reply_int_all(f, 1); /* one release settled: one more goes */
+  assert_int_equal(fake_outstanding(f, 0), LOCK_CLOSE_WINDOW);
+  assert_int_equal(f->m[0].sends - sent, LOCK_CLOSE_WINDOW + 1);
+  assert_true(fake_cmd_has(f, 0, LOCK_CLOSE_WINDOW - 1, "r4096"));
+  while (fake_outstanding_all(f) > 0)
+    fake_reply_int_all(f, 1);
+  assert_int_equal(f->m[0].sends - sent, HELD); /* each once, renewals none */
+  assert_int_equal(f->m[0].warns, 0);
+  assert_int_equal(f->m[0].defers, 0);
+  engine_close(e);
+  assert_int_equal(lost.calls, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST(test_unlock_outcomes),
@@ -222,6 +262,7 @@ int main(void) {
       ENGINE_TEST(test_close_idle),
       ENGINE_TEST_WITH(test_close_with_holds, &reentrant),
       ENGINE_TEST(test_close_from_callback),
+      ENGINE_TEST_CLOSING(test_close_paces_releases, &plain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
