@@ -100,8 +100,10 @@ static void deadline_timer_cb(uv_timer_t *timer) {
   client->deadline_armed_ns = 0;
   /* Timers run before the loop reads sockets: replies that arrived in time
    * may be waiting unread, above all when this thread was slow to run. */
-  for (unsigned i = 0; i < client->n_nodes; i++)
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    node_write_late(&client->nodes[i]);
     node_read_pending(&client->nodes[i]);
+  }
   round_deadlines_fire(&client->rounds);
   /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
    * callbacks of their requests, which may free rounds.  Replies that came
@@ -132,9 +134,9 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
 
 /* ---- submit queue ------------------------------------------------------------------
  * Calls from other threads reach the loop through `submit_queue`.  The loop
- * drains it whole: from the wake-up callback, after every poll phase
- * (turn_check) and, when calls arrived while a turn was ending, in one more
- * turn that does not sleep (turn_again).  A submitter writes the wake-up
+ * drains it (CLIENT_DRAIN_MAX calls at a time) from the wake-up callback,
+ * after every poll phase (turn_check) and, when calls are still queued as a
+ * turn ends, in one more turn that does not sleep (turn_again).  A submitter writes the wake-up
  * (uv_async_send: a system call) only when the loop said it may sleep
  * (`loop_polling`, decided under the mutex by turn_end with the queue
  * empty), and only for the first call of a batch: while the loop is busy,
@@ -178,9 +180,15 @@ void client_run_or_park(redlock_t *client, op_t *op) {
 /* Runs what was submitted (loop). */
 static void client_drain(redlock_t *client) {
   list_node_t batch;
+  list_init(&batch);
   uv_mutex_lock(&client->mutex);
-  list_move_all(&client->submit_queue, &batch);
-  atomic_store_explicit(&client->submits_queued, 0, memory_order_relaxed);
+  for (unsigned n = 0; n < CLIENT_DRAIN_MAX && !list_empty(&client->submit_queue); n++) {
+    list_node_t *first = client->submit_queue.next;
+    list_remove(first);
+    list_insert_tail(&batch, first);
+  }
+  int rest = !list_empty(&client->submit_queue);
+  atomic_store_explicit(&client->submits_queued, rest, memory_order_relaxed);
   client->loop_polling = 0;
   uv_mutex_unlock(&client->mutex);
   while (!list_empty(&batch)) {

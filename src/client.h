@@ -171,6 +171,11 @@ int client_on_loop_thread(const redlock_t *client);
  * thread, sockets and locks belong to the parent), else 0.  Checked before
  * anything that could take the mutex a parent thread may have held. */
 int client_check_fork(const redlock_t *client);
+/* At most this many submitted calls run per drain of the submit queue:
+ * 100 000 calls queued at once made one loop callback of a second, with no
+ * reply read and no request written meanwhile; the rest wait for the next
+ * loop turn, which does not sleep. */
+#define CLIENT_DRAIN_MAX 1024
 /* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
 int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and

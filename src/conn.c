@@ -194,18 +194,21 @@ static void hook_cleanup(void *privdata) {
   uv_close((uv_handle_t *)&ev->poll, poll_closed);
 }
 
+/* Writes one connection's output taken off the flusher's list. */
+static void flush_one(conn_events_t *ev) {
+  list_remove(&ev->dirty_link);
+  /* While flushing, a request to write more means the socket took only
+   * part: from then on hook_add_write polls for writability. */
+  ev->want_write = 1;
+  if (ev->ssl != NULL)
+    tls_clear_errors();
+  redisAsyncHandleWrite(ev->ac);
+}
+
 static void flush_dirty(uv_prepare_t *prepare) {
   conn_flusher_t *flusher = prepare->data;
-  while (!list_empty(&flusher->dirty)) {
-    conn_events_t *ev = list_entry(flusher->dirty.next, conn_events_t, dirty_link);
-    list_remove(&ev->dirty_link);
-    /* While flushing, a request to write more means the socket took only
-     * part: from then on hook_add_write polls for writability. */
-    ev->want_write = 1;
-    if (ev->ssl != NULL)
-      tls_clear_errors();
-    redisAsyncHandleWrite(ev->ac);
-  }
+  while (!list_empty(&flusher->dirty))
+    flush_one(list_entry(flusher->dirty.next, conn_events_t, dirty_link));
   uv_prepare_stop(prepare);
 }
 
@@ -301,6 +304,14 @@ void conn_read_now(redisAsyncContext *ac) {
       tls_clear_errors();
     redisAsyncHandleRead(ac);
   }
+}
+
+int conn_write_now(redisAsyncContext *ac) {
+  conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
+  if (ev == NULL || !list_linked(&ev->dirty_link))
+    return 0;
+  flush_one(ev); /* the prepare handle stops itself once the list is empty */
+  return 1;
 }
 
 const char *conn_error(const redisAsyncContext *ac) {

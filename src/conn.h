@@ -66,6 +66,11 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
  * callbacks run now).  Used before declaring requests timed out, so that a
  * loop that was itself late does not blame the master. */
 void conn_read_now(redisAsyncContext *ac);
+/* Writes now what waits for this turn's flush; 1 when there was any.  The
+ * flush comes after the turn's callbacks, so a callback that kept the loop
+ * busy leaves requests handed over but never written: a master cannot be
+ * late with those. */
+int conn_write_now(redisAsyncContext *ac);
 
 /* Why the connection failed: the cap a reply broke, else for TLS what the
  * handshake or certificate check said, else hiredis' errstr, else

@@ -530,6 +530,11 @@ void node_read_pending(node_t *node) {
     conn_read_now(node->ac);
 }
 
+void node_write_late(node_t *node) {
+  if (node->state == NODE_READY && conn_write_now(node->ac))
+    node->progress_ns = clock_now_ns();
+}
+
 static uint64_t node_hung_limit_ns(const node_t *node) {
   return (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * node->env->request_timeout_ms * 1000000u;
 }

@@ -165,6 +165,10 @@ void node_cancel(node_req_t *req);
 /* Reads replies that already wait on the socket (before deadlines are
  * judged: the loop itself may have been late). */
 void node_read_pending(node_t *node);
+/* Writes requests handed over but not yet written (the loop was kept busy
+ * since), and starts the hung-master clock now: the master is judged from
+ * when it could first have answered them.  Before deadlines are judged. */
+void node_write_late(node_t *node);
 /* Drops and reconnects a master that has had requests waiting but sent no
  * reply for NODE_HUNG_REQUEST_TIMEOUTS request timeouts (hung or paused).
  * Judged by time, not by a count of timeouts, so that pipelined rounds

@@ -8,10 +8,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "client.h"
 #include "engine_fixture.h"
 
 #define TTL_MS 10000
@@ -248,6 +251,58 @@ static void test_retries_with_backoff(void **state) {
   assert_int_equal(r.status, REDLOCK_ELOCKED);
 }
 
+/* Calls submitted from another thread faster than the loop runs them are
+ * run CLIENT_DRAIN_MAX at a time: a loop turn stays short (its writes and
+ * reads come between batches), and every call still runs, in order. */
+#define MANY_CALLS (3 * CLIENT_DRAIN_MAX + 7)
+typedef struct {
+  engine_t *e;
+  lock_result_t results[MANY_CALLS];
+  unsigned refused;
+} many_t;
+
+static void submit_many(void *arg) {
+  many_t *m = arg;
+  char name[32];
+  for (unsigned i = 0; i < MANY_CALLS; i++) {
+    snprintf(name, sizeof name, "many:%u", i);
+    if (redlock_lock_async(m->e->client, name, TTL_MS, 0, on_lock, &m->results[i]) != 0)
+      m->refused++;
+  }
+}
+
+static void test_drain_in_batches(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  many_t *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  m->e = e;
+  uv_thread_t thread;
+  assert_int_equal(uv_thread_create(&thread, submit_many, m), 0);
+  uv_thread_join(&thread);
+  assert_int_equal(m->refused, 0);
+  uv_run(&e->loop, UV_RUN_NOWAIT); /* one turn: its wake-up and check phase drain */
+  unsigned first = fake_outstanding(f, 0);
+  assert_true(first >= CLIENT_DRAIN_MAX);
+  assert_true(first <= 2 * CLIENT_DRAIN_MAX);
+  for (unsigned turn = 0; turn < MANY_CALLS && fake_outstanding(f, 0) < MANY_CALLS; turn++)
+    uv_run(&e->loop, UV_RUN_NOWAIT); /* the rest, in turns that do not sleep */
+  assert_int_equal(fake_outstanding(f, 0), MANY_CALLS);
+  assert_true(fake_cmd_has(f, 0, 0, "many:0"));
+  char last[32];
+  snprintf(last, sizeof last, "many:%u", MANY_CALLS - 1);
+  assert_true(fake_cmd_has(f, 0, MANY_CALLS - 1, last));
+  for (unsigned i = 0; i < MANY_CALLS; i++)
+    fake_reply_nil_each(f); /* held elsewhere: each ends, and releases its attempt */
+  while (fake_outstanding_all(f) > 0)
+    fake_reply_int_all(f, 0);
+  for (unsigned i = 0; i < MANY_CALLS; i++) {
+    assert_int_equal(m->results[i].calls, 1);
+    assert_int_equal(m->results[i].status, REDLOCK_ELOCKED);
+  }
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST(test_won_out_of_order_and_validity),
@@ -259,6 +314,7 @@ int main(void) {
       ENGINE_TEST(test_restart_quarantine),
       ENGINE_TEST(test_masters_down),
       ENGINE_TEST_WITH(test_retries_with_backoff, &retrying),
+      ENGINE_TEST(test_drain_in_batches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

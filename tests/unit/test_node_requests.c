@@ -231,6 +231,30 @@ static void test_hung_master(void **state) {
   nf_wait_event(f, NODE_EV_UP, 2);
 }
 
+/* A request handed over while the loop was kept busy (by a long callback of
+ * the application's, or 100 000 calls drained at once) is not written until
+ * the turn's flush.  Judged before that, the master is blamed for our own
+ * delay: node_write_late writes it and starts the master's clock now. */
+static void test_unwritten_not_hung(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  f->env.request_timeout_ms = 5; /* hung after 15 ms without a reply */
+  nf_req_t r;
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), 0);
+  /* The stall itself: no loop turn while more than the hung limit passes. */
+  uint64_t handed_ns = clock_now_ns();
+  while (clock_now_ns() - handed_ns < 20 * 1000000u)
+    ;
+  node_write_late(&f->node);
+  node_drop_if_hung(&f->node);
+  assert_int_equal(f->node.state, NODE_READY);
+  nf_wait_req(f, &r);
+  assert_true(r.got_reply);
+  assert_int_equal(nf_count(f, NODE_EV_DOWN), 0);
+  node_write_late(&f->node); /* nothing left to write: no effect */
+  assert_int_equal(f->node.state, NODE_READY);
+}
+
 /* Idle (nothing out): never hung, however long. */
 static void test_idle_not_hung(void **state) {
   nf_t *f = *state;
@@ -414,6 +438,7 @@ int main(void) {
       T(test_backlog_busy_then_down),
       T(test_hung_master),
       T(test_idle_not_hung),
+      T(test_unwritten_not_hung),
       T(test_replays),
       T(test_replay_lost_then_again),
       T(test_missed_releases_capped),
