@@ -4,7 +4,7 @@
  *   redlock-scale [--mode hold|watch|both] [--nodes N] [--locks K]
  *                 [--watches W] [--ttl MS] [--watch-ttl MS] [--duration S]
  *                 [--spread S] [--concurrency C] [--request-timeout MS]
- *                 [--hist] [--log] [--json]
+ *                 [--hist] [--log] [--pause-master] [--json]
  *
  * It starts N redis-server processes itself (tests/support/redis_harness, on
  * loopback, restart quarantine off) and stops them by PID at the end.
@@ -16,7 +16,9 @@
  *        releases them all; then how many keys the masters still hold (a
  *        release that timed out leaves its key to expire by TTL), and how
  *        many warnings the library logged while closing (timeouts, masters
- *        dropped as hung).
+ *        dropped as hung).  --pause-master SIGSTOPs master 0 just before
+ *        the close and resumes it after: the close is then bounded by the
+ *        hung-master limit, and master 0 keeps its keys (they expire by TTL).
  * watch: takes W locks with ttl --watch-ttl and redlock_watch()es each from
  *        its lock callback (acquisitions spread evenly over --spread seconds,
  *        0 = as fast as possible), then measures for --duration seconds the
@@ -55,7 +57,8 @@ typedef struct {
   size_t concurrency;
   uint32_t request_timeout_ms; /* 0 = the library's default */
   int hist;
-  int log; /* print the library's warnings to stderr */
+  int log;          /* print the library's warnings to stderr */
+  int pause_master; /* hold: master 0 stopped (SIGSTOP) during the close */
   int json;
 } config_t;
 
@@ -241,21 +244,25 @@ static int run_hold(rh_server_t **servers, const config_t *cfg) {
   size_t held = atomic_load(&run->acquired);
   long keys_held = keys_left(servers, cfg->nodes);
   unsigned warnings0 = atomic_load(&run->warnings);
+  if (cfg->pause_master && rh_server_pause(servers[0]) != 0)
+    return 1;
   double t = now_s();
   redlock_close(run->client);
   double close_s = now_s() - t;
+  if (cfg->pause_master && rh_server_resume(servers[0]) != 0)
+    return 1;
   long keys_after = keys_left(servers, cfg->nodes);
   unsigned close_warnings = atomic_load(&run->warnings) - warnings0;
   double per_lock = held > 0 ? (double)(rss1 - rss0) / (double)held : 0;
   if (cfg->json) {
-    printf(
-        "{\"mode\":\"hold\",\"nodes\":%u,\"locks\":%zu,\"held\":%zu,\"failed\":%zu,"
-        "\"ttl_ms\":%u,\"request_timeout_ms\":%u,\"acquire_s\":%.3f,\"acquire_per_s\":%.0f,"
-        "\"rss_before\":%ld,\"rss_held\":%ld,\"bytes_per_lock\":%.1f,\"close_s\":%.3f,"
-        "\"keys_on_masters_held\":%ld,\"keys_on_masters_after_close\":%ld,\"close_warnings\":%u}\n",
-        cfg->nodes, cfg->locks, held, atomic_load(&run->failed), cfg->ttl_ms,
-        cfg->request_timeout_ms, acquire_s, (double)held / acquire_s, rss0, rss1, per_lock, close_s,
-        keys_held, keys_after, close_warnings);
+    printf("{\"mode\":\"hold\",\"nodes\":%u,\"locks\":%zu,\"held\":%zu,\"failed\":%zu,"
+           "\"ttl_ms\":%u,\"request_timeout_ms\":%u,\"acquire_s\":%.3f,\"acquire_per_s\":%.0f,"
+           "\"rss_before\":%ld,\"rss_held\":%ld,\"bytes_per_lock\":%.1f,\"close_s\":%.3f,"
+           "\"keys_on_masters_held\":%ld,\"keys_on_masters_after_close\":%ld,\"close_warnings\":%u,"
+           "\"paused_master\":%d}\n",
+           cfg->nodes, cfg->locks, held, atomic_load(&run->failed), cfg->ttl_ms,
+           cfg->request_timeout_ms, acquire_s, (double)held / acquire_s, rss0, rss1, per_lock,
+           close_s, keys_held, keys_after, close_warnings, cfg->pause_master);
   } else {
     printf("hold: N=%u, %zu of %zu locks held (%zu failed), acquired in %.2f s (%.0f/s)\n",
            cfg->nodes, held, cfg->locks, atomic_load(&run->failed), acquire_s,
@@ -351,11 +358,12 @@ static void usage(FILE *f) {
              "  --request-timeout MS    per-round timeout (library default when 0)\n"
              "  --hist                  watch: print renewals per second\n"
              "  --log                   print the library's warnings to stderr\n"
+             "  --pause-master          hold: SIGSTOP master 0 during the close\n"
              "  --json                  one JSON object per mode per line\n");
 }
 
 static int parse(config_t *c, int argc, char **argv) {
-  *c = (config_t){"both", 3, 100000, 10000, 60000, 30000, 60, 0, 256, 0, 0, 0, 0};
+  *c = (config_t){"both", 3, 100000, 10000, 60000, 30000, 60, 0, 256, 0, 0, 0, 0, 0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--json") == 0) {
@@ -368,6 +376,10 @@ static int parse(config_t *c, int argc, char **argv) {
     }
     if (strcmp(a, "--log") == 0) {
       c->log = 1;
+      continue;
+    }
+    if (strcmp(a, "--pause-master") == 0) {
+      c->pause_master = 1;
       continue;
     }
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
