@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
+
 /* Event state of one hiredis context. */
 typedef struct conn_events {
   redisAsyncContext *ac; /* NULL once hiredis has let go of it */
@@ -20,6 +22,7 @@ typedef struct conn_events {
   const char *violation; /* the cap a reply broke, for conn_error() */
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
   int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
+  uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
   char tls_why[256];     /* conn_error()'s TLS explanation */
 } conn_events_t;
 
@@ -140,6 +143,7 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
     return;
   }
   if (events & UV_READABLE) {
+    ev->read_ns = clock_now_ns();
     redisAsyncHandleRead(ev->ac);
     if (ev->ac != NULL && reply_too_long(ev)) {
       /* The owner's disconnect callback runs, with conn_error() saying why. */
@@ -302,8 +306,14 @@ void conn_read_now(redisAsyncContext *ac) {
   if (ev != NULL && connected(ev)) {
     if (ev->ssl != NULL)
       tls_clear_errors();
+    ev->read_ns = clock_now_ns();
     redisAsyncHandleRead(ac);
   }
+}
+
+uint64_t conn_read_ns(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
+  return ev != NULL && ev->read_ns != 0 ? ev->read_ns : clock_now_ns();
 }
 
 int conn_write_now(redisAsyncContext *ac) {

@@ -13,6 +13,7 @@
 
 #include <hiredis/async.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "list.h"
@@ -71,6 +72,10 @@ void conn_read_now(redisAsyncContext *ac);
  * busy leaves requests handed over but never written: a master cannot be
  * late with those. */
 int conn_write_now(redisAsyncContext *ac);
+/* When the replies now being processed were read off the socket: one clock
+ * reading serves every reply of a read (on this VM a clock read costs about
+ * 50 ns, and a loaded read brings hundreds of replies). */
+uint64_t conn_read_ns(const redisAsyncContext *ac);
 
 /* Why the connection failed: the cap a reply broke, else for TLS what the
  * handshake or certificate check said, else hiredis' errstr, else

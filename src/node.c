@@ -173,6 +173,7 @@ static void node_replay_releases(node_t *node) {
     missed->req.len = missed->len;
     missed->req.fn = replay_done;
     missed->req.keep = 1;
+    missed->req.now_ns = 0; /* node_send reads the clock */
     if (node_send(node, &missed->req) == 0)
       node->replays_out++;
     else
@@ -435,10 +436,10 @@ void node_start(node_t *node) {
 static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   if (node->inflight > 0)
     node->inflight--;
-  /* One clock read serves both the hung-master watch and the stats. */
+  /* The read's time serves both the hung-master watch and the stats. */
   uint64_t now = 0;
   if (got_reply && (node->inflight > 0 || node->stats != NULL))
-    now = clock_now_ns();
+    now = conn_read_ns(node->ac);
   if (got_reply && node->inflight > 0)
     node->progress_ns = now;
   if (node->stats != NULL) {
@@ -458,10 +459,11 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_drain_backlog(node);
 }
 
-static int node_write(node_t *node, node_req_t *req) {
+/* Hands req to hiredis; now_ns: the time to stamp it with. */
+static int node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
     return NODE_SEND_DOWN;
-  req->sent_ns = clock_now_ns();
+  req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   if (node->inflight++ == 0)
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
@@ -473,12 +475,15 @@ static int node_can_write(const node_t *node) {
 }
 
 static void node_drain_backlog(node_t *node) {
+  uint64_t now_ns = 0; /* read once, for every request written here */
   while (!list_empty(&node->backlog) && node->inflight < NODE_MAX_INFLIGHT &&
          node_can_write(node)) {
     node_req_t *req = list_entry(node->backlog.next, node_req_t, link);
     list_remove(&req->link);
     node->backlog_len--;
-    if (node_write(node, req) != 0) {
+    if (now_ns == 0)
+      now_ns = clock_now_ns();
+    if (node_write(node, req, now_ns) != 0) {
       /* hiredis is tearing the connection down: node_fail will fail it. */
       list_insert_head(&node->backlog, &req->link);
       node->backlog_len++;
@@ -505,7 +510,7 @@ int node_send(node_t *node, node_req_t *req) {
   req->replied_ns = 0;
   list_init(&req->link);
   if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog))
-    return node_write(node, req);
+    return node_write(node, req, req->now_ns != 0 ? req->now_ns : clock_now_ns());
   /* The pipe is full: wait in order behind it.  A release is never refused
    * (a dropped one would hold its key for a whole TTL); the rest are, past
    * a bound, and count as a "busy" vote: back-pressure the caller sees. */

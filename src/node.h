@@ -97,6 +97,8 @@ typedef struct node_req {
   const char *cmd; /* formatted command; must live until fn has run */
   size_t len;
   node_reply_fn fn;
+  uint64_t now_ns;     /* the sender's: its clock reading at this send (a round's start), which
+                        * node_send stamps as sent_ns to save a clock read per master; 0: none */
   uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
   uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
   int keep;            /* a release: queued however long the backlog */

@@ -197,11 +197,14 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
 static void vote_reply(node_req_t *req, const redisReply *reply);
 
 /* Points the vote's request at cmd and sends it; 0 or NODE_SEND_*. */
-static int vote_send(vote_t *vote, const char *cmd, size_t len) {
+/* now_ns: the round's start, read once for all its masters; 0 for a later
+ * resend (the transport reads the clock). */
+static int vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t now_ns) {
   round_t *round = vote->round;
   round_env_t *env = round->env;
   vote->req.cmd = cmd;
   vote->req.len = len;
+  vote->req.now_ns = now_ns;
   vote->req.fn = vote_reply;
   vote->req.keep = round->kind == ROUND_RELEASE;
   return env->transport->send(env->transport_arg, (unsigned)(vote - round->votes), &vote->req);
@@ -218,7 +221,7 @@ static int vote_resend_as_eval(vote_t *vote) {
                              &round->eval_cmd_len) != 0)
     return 0;
   vote->resent = 1;
-  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len) != 0)
+  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len, 0) != 0)
     return 0;
   round_env_t *env = round->env;
   log_write(env->log, REDLOCK_LOG_INFO,
@@ -259,7 +262,7 @@ void round_send(round_t *round) {
   stats_gauge(env->stats, STATS_GAUGE_ROUNDS, +1);
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    int rc = vote_send(vote, round->cmd, round->cmd_len);
+    int rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
     if (rc == 0)
       round->refs++;
     else
