@@ -1,0 +1,242 @@
+#!/bin/sh
+# plot-perf.sh: the PNGs for docs/performance.md's tables that are written by
+# hand (targets, blocking path, where the CPU goes, before/after comparisons),
+# drawn from the figures copied into docs/data/perf-*.dat (each file names the
+# table it comes from in its first comment line).  No benchmark is run: edit
+# the .dat file when a table changes, then run this again.
+#
+#   sh bench/plot-perf.sh [DATA_DIR [IMAGES_DIR]]
+#
+# Defaults: docs/data and docs/images next to this script.  Writes
+# perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
+# perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams and
+# perf-stats-ab (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
+set -eu
+here=$(dirname "$0")
+data=${1:-$here/../docs/data}
+img=${2:-$here/../docs/images}
+command -v gnuplot >/dev/null 2>&1 || { echo "plot-perf.sh: needs gnuplot (apt-get install -y gnuplot-nox)" >&2; exit 1; }
+[ -d "$data" ] || { echo "plot-perf.sh: no data dir $data" >&2; exit 2; }
+mkdir -p "$img"
+
+# gp NAME [WIDTH HEIGHT]: run the gnuplot program on stdin with $data/NAME.dat
+# as `dat` and $img/NAME.png as the output.  The program is a quoted here-doc,
+# so gnuplot's $1 columns need no escaping.  Shared: the terminal, the colours,
+# nl() which turns "|" in a label into a new line (gnuplot does not expand
+# "\n" read from a data file), and "-" as a missing value.
+gp() {
+  name=$1
+  [ -r "$data/$name.dat" ] || { echo "plot-perf.sh: missing $data/$name.dat" >&2; exit 1; }
+  { cat <<EOF
+set terminal pngcairo size ${2:-1000},${3:-420} font "sans,10" noenhanced
+set output "$img/$name.png"
+dat = "$data/$name.dat"
+EOF
+    cat <<'EOF'
+nl(s) = strstrt(s, "|") > 0 ? s[1:strstrt(s, "|") - 1] . "\n" . nl(s[strstrt(s, "|") + 1:]) : s
+set datafile missing "-"
+c_before = 0x9e9e9e; c_after = 0x1f77b4; c_met = 0x2ca02c; c_missed = 0xd62728; c_run = 0x000000
+set style fill solid 0.85 border -1
+set grid ytics lc rgb 0xdddddd
+EOF
+    cat
+  } | gnuplot
+  echo "plot-perf.sh: wrote $img/$name.png"
+}
+
+# Targets (issue 14): every target as a factor on one log axis, oriented so
+# that right of 1 is missed (a floor: target / measured; a ceiling: measured /
+# target); the bar goes to the worse end of a measured range, the whisker
+# shows the range.
+gp perf-targets-14 1000 420 <<'GP'
+set title "Issue 14 targets (session 5): each measurement as a multiple of its target"
+worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
+better(lo, hi, t, d) = d eq "ge" ? t / hi : lo / t
+set logscale x
+set xrange [0.1:20]
+set xtics (0.1, 0.2, 0.5, 1, 2, 5, 10, 20)
+set xlabel "times the target, log scale (for a floor: target / measured); left of 1 = met, right = missed"
+set yrange [6.6:-0.6]
+set ytics nomirror scale 0
+set grid noytics xtics
+set key bottom right box opaque
+set arrow from 1, graph 0 to 1, graph 1 nohead dt 2 lw 2 lc rgb "black" front
+plot dat using (strcol(5) eq "zero" ? NaN : worse($2, $3, $4, strcol(5))):0:(0.1):(worse($2, $3, $4, strcol(5))):($0 - 0.32):($0 + 0.32):(worse($2, $3, $4, strcol(5)) <= 1 ? c_met : c_missed):ytic(nl(strcol(1))) \
+       with boxxyerror lc rgb variable notitle, \
+     dat using (strcol(5) eq "zero" || $2 == $3 ? NaN : worse($2, $3, $4, strcol(5))):0:(better($2, $3, $4, strcol(5))):(worse($2, $3, $4, strcol(5))) \
+       with xerrorbars pt 0 lw 2 lc rgb "black" notitle, \
+     dat using (strcol(5) eq "zero" ? 0.11 : worse($2, $3, $4, strcol(5)) * 1.08):0:6 with labels left notitle, \
+     NaN with boxes lc rgb c_met title "met", \
+     NaN with boxes lc rgb c_missed title "missed", \
+     NaN with lines dt 2 lw 2 lc rgb "black" title "at target (1)"
+GP
+
+# Blocking path, "Before and after": client CPU per cycle of every row of its
+# four tables, before and after, with the 12 us target of the T = 128 row.
+gp perf-blocking-cpu 1000 460 <<'GP'
+set title "Blocking path (issue 14, item 1): client CPU per lock + unlock cycle, before and after (N = 5 unless noted; medians)"
+set logscale y
+set yrange [5:500]
+set ylabel "client CPU, µs per cycle (log scale)"
+set xrange [-0.6:9.6]
+set bmargin 5
+set key top left box opaque
+w = 0.36
+plot dat using ($0 - w/2):2:($0 - w):($0):(5):2:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before (session 2 *: the fork-check change alone)", \
+     dat using ($0 + w/2):3:($0):($0 + w):(5):3 with boxxyerror lc rgb c_after title "after", \
+     dat using ($0 - w/2):($2 * 1.12):2 with labels font ",8" notitle, \
+     dat using ($0 + w/2):($3 * 1.12):3 with labels font ",8" notitle, \
+     12 with lines dt 2 lw 2 lc rgb c_missed title "target for 128 blocking threads: 12 µs"
+GP
+
+# Blocking path, the two ratio targets: every in-run ratio (points) and the
+# medians the doc gives (bars), with the target as a line.
+gp perf-blocking-ratios 1000 440 <<'GP'
+set multiplot layout 1,2 title "Blocking path: the in-run ratios against their targets (bars: medians as given in the doc; points: each run)"
+set bmargin 4
+set xrange [-0.6:5.6]
+set xtics font ",9"
+set key top right box opaque
+w = 0.3
+set title "N = 5: 128 blocking threads / async C = 128, cycles/s"
+set ylabel "ratio in one run (higher is better)"
+set yrange [0:1.4]
+plot dat index 0 using 0:5:($0 - w):($0 + w):(0):5:(int($0) % 2 ? c_after : c_before):xtic(nl(strcol(1))) with boxxyerror lc rgb variable notitle, \
+     dat index 0 using ($0 - 0.12):2 with points pt 7 ps 1 lc rgb c_run title "single runs", \
+     dat index 0 using ($0):3 with points pt 7 ps 1 lc rgb c_run notitle, \
+     dat index 0 using ($0 + 0.12):4 with points pt 7 ps 1 lc rgb c_run notitle, \
+     0.8 with lines dt 2 lw 2 lc rgb c_missed title "target ≥ 0.8"
+set xrange [-0.6:3.6]
+set title "N = 1, C = 1: blocking acquire p50 / bare hiredis SET p50"
+set ylabel "ratio in one run (lower is better)"
+ymax = 2.5
+set yrange [0:ymax]
+set label "6.26 (off scale)" at 2.12, ymax * 0.96 left
+set key top left
+plot dat index 1 using 0:5:($0 - w):($0 + w):(0):5:(int($0) % 2 ? c_after : c_before):xtic(nl(strcol(1))) with boxxyerror lc rgb variable notitle, \
+     dat index 1 using ($0 - 0.12):($2 > ymax ? ymax * 0.96 : $2) with points pt 7 ps 1 lc rgb c_run title "single runs", \
+     dat index 1 using ($0):($3 > ymax ? ymax * 0.96 : $3) with points pt 7 ps 1 lc rgb c_run notitle, \
+     dat index 1 using ($0 + 0.12):($4 > ymax ? ymax * 0.96 : $4) with points pt 7 ps 1 lc rgb c_run notitle, \
+     1.3 with lines dt 2 lw 2 lc rgb c_missed title "target ≤ 1.3"
+unset multiplot
+GP
+
+# Where the async client's CPU goes: the perf shares, and libc's inside.
+gp perf-async-cpu 1000 420 <<'GP'
+set multiplot layout 1,2 title "Where the async client's CPU goes (perf, N = 5, C = 128; the client took 32 % of all samples, the masters 68 %)"
+set bmargin 4
+set key off
+set boxwidth 0.6
+set title "the client process, by object"
+set ylabel "share of the client's CPU, %"
+set yrange [0:50]
+plot dat index 0 using 0:2:xtic(nl(strcol(1))) with boxes lc rgb c_after, \
+     dat index 0 using 0:($2 + 1.5):(sprintf("%g %%", $2)) with labels
+set title "inside libc (the 37 %)"
+set ylabel "share of libc's samples, %"
+set yrange [0:70]
+plot dat index 1 using 0:2:xtic(nl(strcol(1))) with boxes lc rgb c_before, \
+     dat index 1 using 0:($2 + 2):(sprintf("%g %%", $2)) with labels
+unset multiplot
+GP
+
+# Session 5 before and after (issue 10): each run, the medians, and the
+# ratios inside each interleaved run pair.
+gp perf-session5 1000 420 <<'GP'
+set multiplot layout 1,3 title "Session 5 before (3dd16f1) and after, N = 5, C = 128, runs interleaved (bars: medians; points: each run)"
+set bmargin 4
+set key off
+set xrange [-0.6:1.6]
+w = 0.3
+set title "lock + unlock cycles per second"
+set ylabel "cycles/s"
+set yrange [0:35000]
+plot dat index 0 using 0:5:($0 - w):($0 + w):(0):5:($0 > 0 ? c_after : c_before):xtic(nl(strcol(1))) with boxxyerror lc rgb variable, \
+     for [c=2:4] dat index 0 using ($0 + (c - 3) * 0.1):c with points pt 7 ps 1 lc rgb c_run
+set title "client CPU per cycle"
+set ylabel "µs per cycle"
+set yrange [0:16]
+plot dat index 1 using 0:5:($0 - w):($0 + w):(0):5:($0 > 0 ? c_after : c_before):xtic(nl(strcol(1))) with boxxyerror lc rgb variable, \
+     for [c=2:4] dat index 1 using ($0 + (c - 3) * 0.1):c with points pt 7 ps 1 lc rgb c_run
+set title "after / before in each run pair"
+set ylabel "ratio (1 = no change)"
+set yrange [0:1.8]
+set xtics font ",9"
+set key top right box opaque
+plot dat index 2 using ($0 - 0.1):2:xtic(nl(strcol(1))) with points pt 7 ps 1.3 lc rgb c_run title "pair 1, 2, 3", \
+     dat index 2 using ($0):3 with points pt 7 ps 1.3 lc rgb c_run notitle, \
+     dat index 2 using ($0 + 0.1):4 with points pt 7 ps 1.3 lc rgb c_run notitle, \
+     1 with lines dt 2 lw 2 lc rgb "black" title "no change"
+unset multiplot
+GP
+
+# instr_pairs NAME TITLE BEFORE AFTER: callgrind instructions per cycle, two
+# bars per row of NAME.dat ("label" before after "change as printed"), the
+# change printed in bold above each pair.
+instr_pairs() {
+  {
+    printf 'set title "%s; in bold: the change"\nt_before = "%s"; t_after = "%s"\n' "$2" "$3" "$4"
+    cat <<'GP'
+stats dat using 2 nooutput
+n = STATS_records
+stats dat using 3 nooutput
+set ylabel "instructions per cycle"
+set yrange [0:STATS_max * 1.2]
+set xrange [-0.6:n - 0.4]
+set bmargin 4
+set key top left box opaque
+w = 0.36
+plot dat using ($0 - w/2):2:($0 - w):($0):(0):2:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title t_before, \
+     dat using ($0 + w/2):3:($0):($0 + w):(0):3 with boxxyerror lc rgb c_after title t_after, \
+     dat using ($0 - w/2):($2 + STATS_max * 0.03):(sprintf("%d", $2)) with labels font ",8" notitle, \
+     dat using ($0 + w/2):($3 + STATS_max * 0.03):(sprintf("%d", $3)) with labels font ",8" notitle, \
+     dat using 0:(($2 > $3 ? $2 : $3) + STATS_max * 0.075):4 with labels font "sans:Bold,10" notitle
+GP
+  } | gp "$1"
+}
+
+# Allocation-free cycle: callgrind instructions per cycle by component.
+instr_pairs perf-alloc-instructions \
+  "Allocation-free cycle: instructions per lock + unlock cycle, whole process (callgrind, N = 5, C = 128)" \
+  "main (90b2933)" "wt-pools (free lists)"
+
+# Allocation-free cycle: the wall-clock medians with their ranges.
+gp perf-alloc-wallclock 1000 420 <<'GP'
+set multiplot layout 1,2 title "Allocation-free cycle on the wall clock (N = 5, C = 128, six interleaved runs each; bar: median, whisker: min-max)"
+set key off
+set xrange [-0.6:1.6]
+set boxwidth 0.5
+set title "lock + unlock cycles per second"
+set ylabel "cycles/s"
+set yrange [0:60000]
+plot dat using 0:2:($0 > 0 ? c_after : c_before):xtic(1) with boxes lc rgb variable, \
+     dat using 0:2:3:4 with yerrorbars pt 0 lw 2 lc rgb c_run
+set title "client CPU per cycle"
+set ylabel "µs per cycle"
+set yrange [0:14]
+plot dat using 0:5:($0 > 0 ? c_after : c_before):xtic(1) with boxes lc rgb variable, \
+     dat using 0:5:6:7 with yerrorbars pt 0 lw 2 lc rgb c_run
+unset multiplot
+GP
+
+# The module seams (issue 10): callgrind before/after, with the change.
+instr_pairs perf-seams \
+  "The module seams (issue 10): instructions per lock + unlock cycle, before and after (callgrind, N = 5, C = 128)" \
+  "before (7e75bc1)" "after"
+
+# Stats on and off (issue 12): the cost measured inside each --ab-stats run.
+gp perf-stats-ab 1000 420 <<'GP'
+set title "Stats on and off (issue 12): their cost inside one --ab-stats run (N = 5, C = 128)"
+set ylabel "cost of the stats, % (above 0: the stats cost)"
+set yrange [-10:6]
+set xrange [-0.6:4.6]
+set bmargin 4
+set key bottom right box opaque
+set xzeroaxis lt -1
+w = 0.36
+plot dat using ($0 - w/2):4:($0 - w):($0):(0):4:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "throughput cost (off / on - 1)", \
+     dat using ($0 + w/2):7:($0):($0 + w):(0):7 with boxxyerror lc rgb c_after title "client CPU cost (on / off - 1)", \
+     dat using ($0 - w/2):($4 + ($4 < 0 ? -0.5 : 0.5)):(sprintf("%+.1f %%", $4)) with labels font ",8" notitle, \
+     dat using ($0 + w/2):($7 + ($7 < 0 ? -0.5 : 0.5)):(sprintf("%+.1f %%", $7)) with labels font ",8" notitle, \
+     3 with lines dt 2 lw 2 lc rgb c_missed title "target: throughput cost ≤ 3 %"
+GP
