@@ -88,7 +88,10 @@ static int t_quarantined(void *arg, unsigned i) { return master(arg, i)->quarant
 static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
   if (cmd == NULL || len == 0)
     fail("empty release deferred");
-  master(arg, i)->defers++;
+  fake_master_t *m = master(arg, i);
+  m->defers++;
+  m->deferred_len = len < sizeof m->deferred ? len : sizeof m->deferred;
+  memcpy(m->deferred, cmd, m->deferred_len);
 }
 
 static void t_warn(void *arg, unsigned i, const char *what, const char *detail) {
@@ -132,31 +135,59 @@ unsigned fake_outstanding_all(const fake_transport_t *f) {
   return total;
 }
 
-int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text) {
-  if (i >= f->n || k >= f->m[i].n_out)
-    return 0;
-  const node_req_t *req = f->m[i].out[f->m[i].head + k].req;
+/* 1 when the len bytes at buf contain `text`. */
+static int contains(const char *buf, size_t len, const char *text) {
   size_t n = strlen(text);
-  for (size_t at = 0; at + n <= req->len; at++)
-    if (memcmp(req->cmd + at, text, n) == 0)
+  for (size_t at = 0; at + n <= len; at++)
+    if (memcmp(buf + at, text, n) == 0)
       return 1;
   return 0;
 }
 
-static void reply(fake_transport_t *f, unsigned i, const redisReply *r) {
+int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text) {
+  if (i >= f->n || k >= f->m[i].n_out)
+    return 0;
+  const node_req_t *req = f->m[i].out[f->m[i].head + k].req;
+  return contains(req->cmd, req->len, text);
+}
+
+int fake_queued(const fake_transport_t *f, unsigned i, unsigned k) {
+  if (i >= f->n || k >= f->m[i].n_out)
+    return 0;
+  return f->m[i].out[f->m[i].head + k].queued;
+}
+
+int fake_deferred_has(const fake_transport_t *f, unsigned i, const char *text) {
+  if (i >= f->n)
+    return 0;
+  return contains(f->m[i].deferred, f->m[i].deferred_len, text);
+}
+
+/* Answers master i's k-th outstanding request with r (NULL: lost). */
+static void reply_at(fake_transport_t *f, unsigned i, unsigned k, const redisReply *r) {
   fake_master_t *m = master(f, i);
-  if (m->n_out == 0)
-    fail("reply with no request outstanding");
-  node_req_t *req = take(m, 0);
+  if (k >= m->n_out)
+    fail("reply with no such request outstanding");
+  node_req_t *req = take(m, k);
   if (r != NULL)
     m->progress_ns = f->now_ns();
   req->fn(req, r);
 }
 
-void fake_reply_ok(fake_transport_t *f, unsigned i) {
-  redisReply r = {.type = REDIS_REPLY_STATUS, .str = "OK", .len = 2};
-  reply(f, i, &r);
+static void reply(fake_transport_t *f, unsigned i, const redisReply *r) { reply_at(f, i, 0, r); }
+
+static void status_at(fake_transport_t *f, unsigned i, unsigned k, const char *text) {
+  redisReply r = {.type = REDIS_REPLY_STATUS, .str = (char *)text, .len = strlen(text)};
+  reply_at(f, i, k, &r);
 }
+
+void fake_reply_ok(fake_transport_t *f, unsigned i) { status_at(f, i, 0, "OK"); }
+
+void fake_reply_status(fake_transport_t *f, unsigned i, const char *text) {
+  status_at(f, i, 0, text);
+}
+
+void fake_reply_ok_at(fake_transport_t *f, unsigned i, unsigned k) { status_at(f, i, k, "OK"); }
 
 void fake_reply_nil(fake_transport_t *f, unsigned i) {
   redisReply r = {.type = REDIS_REPLY_NIL};

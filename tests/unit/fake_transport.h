@@ -1,11 +1,12 @@
 /* fake_transport.h: fake masters behind a round_transport_t, for the
- * engine's unit tests.  Each master keeps the requests sent to it in order,
+ * engine's unit tests (test_lock_*.c through engine_fixture, test_round.c on
+ * a bare round_env_t).  Each master keeps the requests sent to it in order,
  * as a connection would, and answers only when the test says so (oldest
- * first), with a hand-built hiredis reply or none (connection lost).  What
- * each master does with a send (take it, queue it unsent, refuse it as down
- * or busy), whether it is in restart quarantine, and what the rounds asked of
- * it (sends, cancels, deferred releases, warnings) are the test's to set and
- * read. */
+ * first, or a chosen one), with a hand-built hiredis reply or none
+ * (connection lost).  What each master does with a send (take it, queue it
+ * unsent, refuse it as down or busy), whether it is in restart quarantine,
+ * and what the rounds asked of it (sends, cancels, deferred releases and the
+ * last one's command, warnings) are the test's to set and read. */
 #ifndef REDLOCK_TEST_FAKE_TRANSPORT_H
 #define REDLOCK_TEST_FAKE_TRANSPORT_H
 
@@ -15,7 +16,8 @@
 #include "round.h"
 
 #define FAKE_MASTERS_MAX 8
-#define FAKE_OUT_MAX 8192 /* requests outstanding per master (a close's release window) */
+#define FAKE_OUT_MAX 8192     /* requests outstanding per master (a close's release window) */
+#define FAKE_DEFERRED_MAX 512 /* bytes kept of the last deferred release */
 
 typedef enum {
   FAKE_SEND_OK = 0, /* written: sent_ns = now */
@@ -36,6 +38,8 @@ typedef struct {
   fake_out_t out[FAKE_OUT_MAX]; /* outstanding, oldest first: out[head .. head + n_out) */
   unsigned head, n_out;
   unsigned sends, cancels, defers, warns;
+  char deferred[FAKE_DEFERRED_MAX]; /* the last deferred release's first bytes */
+  size_t deferred_len;              /* how many of them are kept */
 } fake_master_t;
 
 typedef struct {
@@ -53,13 +57,22 @@ unsigned fake_outstanding(const fake_transport_t *f, unsigned i);
 unsigned fake_outstanding_all(const fake_transport_t *f);
 /* 1 when master i's k-th outstanding request (0: oldest) contains `text`. */
 int fake_cmd_has(const fake_transport_t *f, unsigned i, unsigned k, const char *text);
+/* 1 when master i's k-th outstanding request waits unsent (FAKE_SEND_QUEUED). */
+int fake_queued(const fake_transport_t *f, unsigned i, unsigned k);
+/* 1 when the last release deferred for master i contains `text` (within its
+ * first FAKE_DEFERRED_MAX bytes). */
+int fake_deferred_has(const fake_transport_t *f, unsigned i, const char *text);
 
 /* Answers master i's oldest outstanding request. */
 void fake_reply_ok(fake_transport_t *f, unsigned i); /* +OK */
+void fake_reply_status(fake_transport_t *f, unsigned i, const char *text);
 void fake_reply_nil(fake_transport_t *f, unsigned i);
 void fake_reply_int(fake_transport_t *f, unsigned i, long long value);
 void fake_reply_error(fake_transport_t *f, unsigned i, const char *text);
 void fake_reply_none(fake_transport_t *f, unsigned i); /* lost on the way (NULL) */
+/* Answers master i's k-th outstanding request (0: oldest) out of turn, as
+ * when a test has a later round's request answered before an earlier one's. */
+void fake_reply_ok_at(fake_transport_t *f, unsigned i, unsigned k);
 /* Master i's connection drops: every outstanding request gets NULL. */
 void fake_drop(fake_transport_t *f, unsigned i);
 /* Answers the oldest outstanding request of every master that has one,

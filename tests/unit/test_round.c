@@ -1,9 +1,9 @@
 /* test_round.c: the fan-out round (round.c) driven deterministically through
- * a fake transport and a stepped clock, with no loop, socket or server: votes
- * in any order, late, erroring or missing; masters down, busy or backlogged;
- * request timeouts; NOSCRIPT -> EVAL; the restart quarantine; releases kept
- * for replay; and what a round reports to its owner (deadline, settled,
- * decided).  Replies are hand-built hiredis replies. */
+ * the fake masters of fake_transport.h and a stepped clock, with no loop,
+ * socket or server: votes in any order, late, erroring or missing; masters
+ * down, busy or backlogged; request timeouts; NOSCRIPT -> EVAL; the restart
+ * quarantine; releases kept for replay; and what a round reports to its owner
+ * (deadline, settled, decided, rounds pending). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -13,29 +13,21 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <hiredis/hiredis.h>
 
+#include "fake_transport.h"
 #include "round.h"
 #include "scripts.h"
 
 #define N 5
 #define TIMEOUT_NS 100000000u /* the request timeout: 100 ms */
 
-typedef enum { SEND_OK = 0, SEND_QUEUED, SEND_DOWN, SEND_BUSY } send_mode_t;
-
-/* The fake: what each master would do, and what the round asked of it. */
+/* The rounds' environment over fake masters (fake_transport.h), and what
+ * the round reported to its owner. */
 typedef struct {
   round_env_t env;
+  fake_transport_t fake;
   struct stats *stats; /* votes by verdict per master: outlive the rounds */
   uint64_t now;
-  send_mode_t mode[N];
-  int quarantined[N];
-  uint64_t progress[N];
-  node_req_t *req[N]; /* the last request sent to each master */
-  int queued[N];      /* req[i] waits in the fake backlog */
-  char last_cmd[N][4096];
-  size_t last_len[N];
-  unsigned sends[N], cancels[N], defers[N], warns[N];
   /* reported up */
   uint64_t armed_ns;
   unsigned arms, settled, decided_hook;
@@ -49,77 +41,6 @@ typedef struct {
 static fake_t *g; /* now_ns has no argument: the running test's fake */
 
 static uint64_t fake_now(void) { return g->now; }
-
-static int t_send(void *arg, unsigned i, node_req_t *req) {
-  fake_t *f = arg;
-  assert_true(i < N);
-  f->sends[i]++;
-  if (f->mode[i] == SEND_DOWN)
-    return NODE_SEND_DOWN;
-  if (f->mode[i] == SEND_BUSY)
-    return NODE_SEND_BUSY;
-  f->req[i] = req;
-  assert_true(req->len < sizeof f->last_cmd[i]);
-  memcpy(f->last_cmd[i], req->cmd, req->len);
-  f->last_cmd[i][req->len] = '\0';
-  f->last_len[i] = req->len;
-  f->queued[i] = f->mode[i] == SEND_QUEUED;
-  req->sent_ns = f->queued[i] ? 0 : f->now;
-  return 0;
-}
-
-static int t_queued(void *arg, const node_req_t *req) {
-  fake_t *f = arg;
-  for (int i = 0; i < N; i++)
-    if (f->req[i] == req)
-      return f->queued[i];
-  return 0;
-}
-
-static void t_cancel(void *arg, node_req_t *req) {
-  fake_t *f = arg;
-  for (int i = 0; i < N; i++)
-    if (f->req[i] == req) {
-      assert_true(f->queued[i]);
-      f->queued[i] = 0;
-      f->cancels[i]++;
-      f->req[i] = NULL;
-    }
-}
-
-static uint64_t t_progress(void *arg, unsigned i) { return ((fake_t *)arg)->progress[i]; }
-
-static int t_quarantined(void *arg, unsigned i) { return ((fake_t *)arg)->quarantined[i]; }
-
-static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
-  fake_t *f = arg;
-  assert_non_null(cmd);
-  assert_true(len > 0);
-  f->defers[i]++;
-}
-
-static void t_warn(void *arg, unsigned i, const char *what, const char *detail) {
-  (void)what;
-  (void)detail;
-  ((fake_t *)arg)->warns[i]++;
-}
-
-static const char *t_label(void *arg, unsigned i) {
-  (void)arg;
-  static const char *const labels[N] = {"m0", "m1", "m2", "m3", "m4"};
-  return labels[i];
-}
-
-static const round_transport_t fake_transport = {
-    .send = t_send,
-    .queued = t_queued,
-    .cancel = t_cancel,
-    .progress_ns = t_progress,
-    .quarantined = t_quarantined,
-    .defer_release = t_defer,
-    .warn = t_warn,
-    .label = t_label,
-};
 
 static void on_arm(void *arg, uint64_t ns) {
   fake_t *f = arg;
@@ -138,11 +59,12 @@ static int setup(void **state) {
   fake_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
   f->now = 1000000000u;
+  fake_transport_init(&f->fake, N, fake_now);
   round_env_init(&f->env);
   f->env.n_masters = N;
   f->env.request_timeout_ns = TIMEOUT_NS;
   f->env.transport = &fake_transport;
-  f->env.transport_arg = f;
+  f->env.transport_arg = &f->fake;
   f->env.log = &no_log;
   f->stats = calloc(1, sizeof *f->stats + N * sizeof f->stats->masters[0]);
   assert_non_null(f->stats);
@@ -161,6 +83,8 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fake_t *f = *state;
   assert_true(round_env_idle(&f->env));
+  assert_int_equal(round_env_pending(&f->env), 0);
+  assert_int_equal(fake_outstanding_all(&f->fake), 0); /* every request answered */
   /* every round sent was decided */
   assert_int_equal(atomic_load(&f->stats->gauges[STATS_GAUGE_ROUNDS]), 0);
   free(f->stats);
@@ -212,39 +136,6 @@ static round_t *new_round(fake_t *f, round_kind_t kind, const script_t *script, 
   return round;
 }
 
-/* ---- replies ---- */
-
-static void reply_status(fake_t *f, unsigned i, const char *text) {
-  redisReply r = {.type = REDIS_REPLY_STATUS, .str = (char *)text, .len = strlen(text)};
-  node_req_t *req = f->req[i];
-  f->req[i] = NULL;
-  req->fn(req, &r);
-}
-static void reply_nil(fake_t *f, unsigned i) {
-  redisReply r = {.type = REDIS_REPLY_NIL};
-  node_req_t *req = f->req[i];
-  f->req[i] = NULL;
-  req->fn(req, &r);
-}
-static void reply_int(fake_t *f, unsigned i, long long v) {
-  redisReply r = {.type = REDIS_REPLY_INTEGER, .integer = v};
-  node_req_t *req = f->req[i];
-  f->req[i] = NULL;
-  req->fn(req, &r);
-}
-static void reply_error(fake_t *f, unsigned i, const char *text) {
-  redisReply r = {.type = REDIS_REPLY_ERROR, .str = (char *)text, .len = strlen(text)};
-  node_req_t *req = f->req[i];
-  f->req[i] = NULL;
-  req->fn(req, &r);
-}
-static void reply_none(fake_t *f, unsigned i) { /* connection lost, or dropped unsent */
-  node_req_t *req = f->req[i];
-  f->req[i] = NULL;
-  f->queued[i] = 0;
-  req->fn(req, NULL);
-}
-
 static unsigned why(const round_t *round, unsigned i) { return round->votes[i].why; }
 
 /* Votes master i cast with verdict w, over the test (counted by stats_vote). */
@@ -261,15 +152,15 @@ static void test_quorum_won_then_late_votes(void **state) {
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
   for (int i = 0; i < N; i++)
-    assert_int_equal(f->sends[i], 1);
+    assert_int_equal(f->fake.m[i].sends, 1);
   assert_int_equal(f->arms, 1);
   assert_int_equal(f->armed_ns, f->now + TIMEOUT_NS);
   assert_false(round_env_idle(&f->env));
-  reply_status(f, 4, "OK");
-  reply_nil(f, 0);
-  reply_status(f, 2, "OK");
+  fake_reply_ok(&f->fake, 4);
+  fake_reply_nil(&f->fake, 0);
+  fake_reply_ok(&f->fake, 2);
   assert_int_equal(f->decisions, 0);
-  reply_status(f, 1, "OK");
+  fake_reply_ok(&f->fake, 1);
   assert_int_equal(f->decisions, 1);
   assert_int_equal(f->outcome, QUORUM_WON);
   assert_int_equal(f->decided_hook, 1);
@@ -278,7 +169,7 @@ static void test_quorum_won_then_late_votes(void **state) {
   assert_int_equal(why(round, 0), WHY_REFUSED);
   assert_int_equal(why(round, 3), WHY_NONE);
   assert_int_equal(round_set_mask(round), (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4));
-  reply_status(f, 3, "OK"); /* late: counted, no second decision */
+  fake_reply_ok(&f->fake, 3); /* late: counted, no second decision */
   assert_int_equal(f->decisions, 1);
   assert_true(round_env_idle(&f->env));
 }
@@ -288,15 +179,15 @@ static void test_quorum_lost_held(void **state) {
   fake_t *f = *state;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_nil(f, 0);
-  reply_nil(f, 1);
-  reply_status(f, 2, "OK");
-  reply_nil(f, 3);
+  fake_reply_nil(&f->fake, 0);
+  fake_reply_nil(&f->fake, 1);
+  fake_reply_ok(&f->fake, 2);
+  fake_reply_nil(&f->fake, 3);
   assert_int_equal(f->decisions, 1);
   assert_int_equal(f->outcome, QUORUM_LOST_HELD);
-  reply_status(f, 4, "OK");
+  fake_reply_ok(&f->fake, 4);
   for (int i = 0; i < N; i++)
-    assert_int_equal(f->defers[i], 0);
+    assert_int_equal(f->fake.m[i].defers, 0);
 }
 
 /* Error replies and wrong types fail their vote, are logged per master, and
@@ -305,47 +196,47 @@ static void test_errors_and_bad_replies(void **state) {
   fake_t *f = *state;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_error(f, 0, "READONLY You can't write against a read only replica.");
-  reply_int(f, 1, 7); /* SET NX never answers an integer */
-  reply_status(f, 2, "QUEUED");
+  fake_reply_error(&f->fake, 0, "READONLY You can't write against a read only replica.");
+  fake_reply_int(&f->fake, 1, 7); /* SET NX never answers an integer */
+  fake_reply_status(&f->fake, 2, "QUEUED");
   assert_int_equal(f->decisions, 1);
   assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
   assert_int_equal(why(round, 0), WHY_ERROR);
   assert_int_equal(why(round, 1), WHY_BADREPLY);
   assert_int_equal(why(round, 2), WHY_BADREPLY);
-  assert_int_equal(f->warns[0] + f->warns[1] + f->warns[2], 3);
-  reply_status(f, 3, "OK");
-  reply_status(f, 4, "OK");
+  assert_int_equal(f->fake.m[0].warns + f->fake.m[1].warns + f->fake.m[2].warns, 3);
+  fake_reply_ok(&f->fake, 3);
+  fake_reply_ok(&f->fake, 4);
 }
 
 /* Masters down or busy at send time vote at once; a round whose outcome is
  * certain before any reply is decided inside round_send. */
 static void test_down_and_busy_decide_in_send(void **state) {
   fake_t *f = *state;
-  f->mode[0] = f->mode[1] = SEND_DOWN;
-  f->mode[2] = SEND_BUSY;
+  f->fake.m[0].mode = f->fake.m[1].mode = FAKE_SEND_DOWN;
+  f->fake.m[2].mode = FAKE_SEND_BUSY;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
   assert_int_equal(f->decisions, 1);
   assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
   /* round is still alive: two replies are owed */
-  reply_status(f, 3, "OK");
-  reply_status(f, 4, "OK");
+  fake_reply_ok(&f->fake, 3);
+  fake_reply_ok(&f->fake, 4);
   assert_true(round_env_idle(&f->env));
 }
 
 static void test_down_and_busy_whys(void **state) {
   fake_t *f = *state;
-  f->mode[0] = SEND_DOWN;
-  f->mode[1] = SEND_BUSY;
+  f->fake.m[0].mode = FAKE_SEND_DOWN;
+  f->fake.m[1].mode = FAKE_SEND_BUSY;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
   assert_int_equal(why(round, 0), WHY_DOWN);
   assert_int_equal(why(round, 1), WHY_BUSY);
-  reply_status(f, 2, "OK");
-  reply_status(f, 3, "OK");
+  fake_reply_ok(&f->fake, 2);
+  fake_reply_ok(&f->fake, 3);
   assert_int_equal(f->decisions, 0);
-  reply_status(f, 4, "OK"); /* decided, and freed: no reply is owed */
+  fake_reply_ok(&f->fake, 4); /* decided, and freed: no reply is owed */
   assert_int_equal(f->outcome, QUORUM_WON);
   /* neither a down master nor a busy one may hold the key */
   assert_int_equal(f->set_mask, (1u << 2) | (1u << 3) | (1u << 4));
@@ -358,9 +249,9 @@ static void test_timeout_at_deadline(void **state) {
   fake_t *f = *state;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_status(f, 0, "OK");
-  reply_status(f, 1, "OK");
-  reply_nil(f, 2);
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_ok(&f->fake, 1);
+  fake_reply_nil(&f->fake, 2);
   f->now += TIMEOUT_NS / 2;
   round_deadlines_fire(&f->env); /* early: nothing happens */
   assert_int_equal(f->decisions, 0);
@@ -371,11 +262,11 @@ static void test_timeout_at_deadline(void **state) {
   assert_int_equal(f->outcome, QUORUM_LOST_HELD); /* a refusal among the votes */
   assert_int_equal(why(round, 3), WHY_TIMEOUT);
   assert_int_equal(why(round, 4), WHY_TIMEOUT);
-  assert_int_equal(f->warns[3], 1);
+  assert_int_equal(f->fake.m[3].warns, 1);
   assert_true(f->settled > settled);
   assert_true(round_env_idle(&f->env));
-  reply_none(f, 3);
-  reply_none(f, 4); /* frees the round */
+  fake_reply_none(&f->fake, 3);
+  fake_reply_none(&f->fake, 4); /* frees the round */
   assert_int_equal(f->decisions, 1);
 }
 
@@ -383,16 +274,16 @@ static void test_timeout_at_deadline(void **state) {
  * before it was written (sent_ns == 0): "down". */
 static void test_lost_replies(void **state) {
   fake_t *f = *state;
-  f->mode[1] = SEND_QUEUED;
+  f->fake.m[1].mode = FAKE_SEND_QUEUED;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_none(f, 0);
-  reply_none(f, 1);
+  fake_reply_none(&f->fake, 0);
+  fake_reply_none(&f->fake, 1);
   assert_int_equal(why(round, 0), WHY_DISCONNECTED);
   assert_int_equal(why(round, 1), WHY_DOWN);
-  reply_status(f, 2, "OK");
-  reply_status(f, 3, "OK");
-  reply_status(f, 4, "OK");
+  fake_reply_ok(&f->fake, 2);
+  fake_reply_ok(&f->fake, 3);
+  fake_reply_ok(&f->fake, 4);
   assert_int_equal(f->outcome, QUORUM_WON);
 }
 
@@ -402,22 +293,23 @@ static void test_noscript_resent_as_eval(void **state) {
   const script_t *script = script_get(SCRIPT_RELEASE);
   round_t *round = new_round(f, ROUND_PLAIN, script, 1, 0, 1);
   round_send(round);
-  assert_non_null(strstr(f->last_cmd[0], "EVALSHA"));
-  reply_error(f, 0, "NOSCRIPT No matching script. Please use EVAL.");
-  assert_int_equal(f->sends[0], 2);
-  assert_null(strstr(f->last_cmd[0], "EVALSHA"));
-  assert_non_null(strstr(f->last_cmd[0], "EVAL"));
-  assert_int_equal(why(round, 0), WHY_NONE); /* still pending */
-  reply_error(f, 0, "NOSCRIPT again");       /* a second NOSCRIPT is an error */
+  assert_true(fake_cmd_has(&f->fake, 0, 0, "EVALSHA"));
+  fake_reply_error(&f->fake, 0, "NOSCRIPT No matching script. Please use EVAL.");
+  assert_int_equal(f->fake.m[0].sends, 2);
+  assert_int_equal(fake_outstanding(&f->fake, 0), 1); /* the EVAL only */
+  assert_false(fake_cmd_has(&f->fake, 0, 0, "EVALSHA"));
+  assert_true(fake_cmd_has(&f->fake, 0, 0, "EVAL"));
+  assert_int_equal(why(round, 0), WHY_NONE);       /* still pending */
+  fake_reply_error(&f->fake, 0, "NOSCRIPT again"); /* a second NOSCRIPT is an error */
   assert_int_equal(why(round, 0), WHY_ERROR);
-  assert_int_equal(f->sends[0], 2);
-  reply_int(f, 1, 1);
-  reply_error(f, 2, "NOSCRIPT No matching script.");
-  assert_int_equal(f->sends[2], 2);
-  reply_int(f, 2, 1);
-  reply_int(f, 4, 0);
+  assert_int_equal(f->fake.m[0].sends, 2);
+  fake_reply_int(&f->fake, 1, 1);
+  fake_reply_error(&f->fake, 2, "NOSCRIPT No matching script.");
+  assert_int_equal(f->fake.m[2].sends, 2);
+  fake_reply_int(&f->fake, 2, 1);
+  fake_reply_int(&f->fake, 4, 0);
   assert_int_equal(why(round, 4), WHY_REFUSED);
-  reply_int(f, 3, 1); /* the last reply: decided, and the round freed */
+  fake_reply_int(&f->fake, 3, 1); /* the last reply: decided, and the round freed */
   assert_int_equal(f->outcome, QUORUM_WON);
 }
 
@@ -426,11 +318,11 @@ static void test_noscript_without_script_is_error(void **state) {
   fake_t *f = *state;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_error(f, 0, "NOSCRIPT x");
-  assert_int_equal(f->sends[0], 1);
+  fake_reply_error(&f->fake, 0, "NOSCRIPT x");
+  assert_int_equal(f->fake.m[0].sends, 1);
   assert_int_equal(why(round, 0), WHY_ERROR);
   for (int i = 1; i < N; i++)
-    reply_status(f, (unsigned)i, "OK");
+    fake_reply_ok(&f->fake, (unsigned)i);
   assert_int_equal(f->outcome, QUORUM_WON);
 }
 
@@ -438,29 +330,29 @@ static void test_noscript_without_script_is_error(void **state) {
  * count (not even a refusal); other rounds are not affected. */
 static void test_quarantine(void **state) {
   fake_t *f = *state;
-  f->quarantined[0] = f->quarantined[1] = 1;
+  f->fake.m[0].quarantined = f->fake.m[1].quarantined = 1;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_status(f, 0, "OK");
-  reply_nil(f, 1);
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_nil(&f->fake, 1);
   assert_int_equal(why(round, 0), WHY_QUARANTINED);
   assert_int_equal(why(round, 1), WHY_QUARANTINED);
-  reply_status(f, 2, "OK");
-  reply_status(f, 3, "OK");
+  fake_reply_ok(&f->fake, 2);
+  fake_reply_ok(&f->fake, 3);
   assert_int_equal(f->decisions, 0); /* 2 yes of 5: not yet */
-  reply_status(f, 4, "OK");
+  fake_reply_ok(&f->fake, 4);
   assert_int_equal(f->outcome, QUORUM_WON);
 
   f->decisions = 0;
   round = new_round(f, ROUND_PLAIN, script_get(SCRIPT_EXTEND), 1, 0, 1);
   round_send(round);
-  reply_int(f, 0, 1);
-  reply_int(f, 1, 1);
-  reply_int(f, 2, 1);
+  fake_reply_int(&f->fake, 0, 1);
+  fake_reply_int(&f->fake, 1, 1);
+  fake_reply_int(&f->fake, 2, 1);
   assert_int_equal(f->decisions, 1);
   assert_int_equal(why(round, 0), WHY_OK);
-  reply_int(f, 3, 1);
-  reply_int(f, 4, 1);
+  fake_reply_int(&f->fake, 3, 1);
+  fake_reply_int(&f->fake, 4, 1);
 }
 
 /* A release that may not have reached a master in its replay mask (down,
@@ -468,25 +360,26 @@ static void test_quarantine(void **state) {
  * mask, or that answered, are not. */
 static void test_release_replay(void **state) {
   fake_t *f = *state;
-  f->mode[0] = SEND_DOWN;
-  f->mode[4] = SEND_DOWN; /* outside the mask */
+  f->fake.m[0].mode = FAKE_SEND_DOWN;
+  f->fake.m[4].mode = FAKE_SEND_DOWN; /* outside the mask */
   uint64_t mask = 0x0f;
   round_t *round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, mask, 0);
   round_send(round);
-  assert_int_equal(f->defers[0], 1);
-  assert_int_equal(f->defers[4], 0);
-  reply_none(f, 1);   /* disconnected */
-  reply_int(f, 2, 0); /* answered (not ours any more): nothing to replay */
-  assert_int_equal(f->defers[1], 1);
-  assert_int_equal(f->defers[2], 0);
-  f->progress[3] = f->now; /* the master went quiet after the send */
+  assert_int_equal(f->fake.m[0].defers, 1);
+  assert_true(fake_deferred_has(&f->fake, 0, script_get(SCRIPT_RELEASE)->sha1)); /* the release */
+  assert_int_equal(f->fake.m[4].defers, 0);
+  fake_reply_none(&f->fake, 1);   /* disconnected */
+  fake_reply_int(&f->fake, 2, 0); /* answered (not ours any more): nothing to replay */
+  assert_int_equal(f->fake.m[1].defers, 1);
+  assert_int_equal(f->fake.m[2].defers, 0);
+  f->fake.m[3].progress_ns = f->now; /* the master went quiet after the send */
   f->now += TIMEOUT_NS;
   round_deadlines_fire(&f->env);
   assert_int_equal(why(round, 3), WHY_TIMEOUT);
-  assert_int_equal(f->defers[3], 1);
+  assert_int_equal(f->fake.m[3].defers, 1);
   assert_int_equal(f->decided_hook, 0); /* nobody waits: not a caller's round */
-  reply_none(f, 3);
-  assert_int_equal(f->defers[3], 1); /* a late NULL does not defer twice */
+  fake_reply_none(&f->fake, 3);
+  assert_int_equal(f->fake.m[3].defers, 1); /* a late NULL does not defer twice */
 }
 
 /* A release keeps waiting while its master keeps answering others (it is
@@ -496,10 +389,10 @@ static void test_release_waits_for_a_busy_master(void **state) {
   round_t *round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, 0x1f, 1);
   round_send(round);
   for (unsigned i = 1; i < N; i++)
-    reply_int(f, i, 1);
+    fake_reply_int(&f->fake, i, 1);
   assert_int_equal(f->outcome, QUORUM_WON);
   f->now += TIMEOUT_NS;
-  f->progress[0] = f->now - 1000; /* it answered something just now */
+  f->fake.m[0].progress_ns = f->now - 1000; /* it answered something just now */
   round_deadlines_fire(&f->env);
   assert_int_equal(why(round, 0), WHY_NONE);
   assert_false(round_env_idle(&f->env));
@@ -507,23 +400,23 @@ static void test_release_waits_for_a_busy_master(void **state) {
   f->now += TIMEOUT_NS;
   round_deadlines_fire(&f->env);
   assert_int_equal(why(round, 0), WHY_TIMEOUT);
-  assert_int_equal(f->defers[0], 1);
-  reply_none(f, 0);
+  assert_int_equal(f->fake.m[0].defers, 1);
+  fake_reply_none(&f->fake, 0);
 }
 
 /* Once decided, what still waits unsent in a backlog is withdrawn (it would
  * only load the master), except a release's. */
 static void test_queued_votes_withdrawn_after_decision(void **state) {
   fake_t *f = *state;
-  f->mode[3] = f->mode[4] = SEND_QUEUED;
+  f->fake.m[3].mode = f->fake.m[4].mode = FAKE_SEND_QUEUED;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_status(f, 0, "OK");
-  reply_status(f, 1, "OK");
-  reply_status(f, 2, "OK");
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_ok(&f->fake, 1);
+  fake_reply_ok(&f->fake, 2);
   assert_int_equal(f->outcome, QUORUM_WON);
-  assert_int_equal(f->cancels[3], 1);
-  assert_int_equal(f->cancels[4], 1);
+  assert_int_equal(f->fake.m[3].cancels, 1);
+  assert_int_equal(f->fake.m[4].cancels, 1);
   assert_int_equal(votes(f, 3, WHY_BUSY), 1); /* the round is freed: no request is out */
   assert_int_equal(votes(f, 4, WHY_BUSY), 1);
   assert_true(round_env_idle(&f->env));
@@ -531,71 +424,115 @@ static void test_queued_votes_withdrawn_after_decision(void **state) {
   f->decisions = 0;
   round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, 0x1f, 1);
   round_send(round);
-  reply_int(f, 0, 1);
-  reply_int(f, 1, 1);
-  reply_int(f, 2, 1);
+  fake_reply_int(&f->fake, 0, 1);
+  fake_reply_int(&f->fake, 1, 1);
+  fake_reply_int(&f->fake, 2, 1);
   assert_int_equal(f->decisions, 1);
-  assert_int_equal(f->cancels[3], 1); /* a release stays queued */
-  assert_true(f->queued[3]);
-  reply_int(f, 3, 1);
-  reply_int(f, 4, 1);
+  assert_int_equal(f->fake.m[3].cancels, 1); /* a release stays queued */
+  assert_true(fake_queued(&f->fake, 3, 0));
+  fake_reply_int(&f->fake, 3, 1);
+  fake_reply_int(&f->fake, 4, 1);
 }
 
 /* A non-release still queued at its deadline is withdrawn unsent (busy); a
  * queued release waits on. */
 static void test_queued_at_deadline(void **state) {
   fake_t *f = *state;
-  f->mode[0] = f->mode[1] = f->mode[2] = SEND_QUEUED;
+  f->fake.m[0].mode = f->fake.m[1].mode = f->fake.m[2].mode = FAKE_SEND_QUEUED;
   round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(round);
-  reply_status(f, 3, "OK");
+  fake_reply_ok(&f->fake, 3);
   f->now += TIMEOUT_NS;
   round_deadlines_fire(&f->env);
   assert_int_equal(f->decisions, 1);
   assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
   for (int i = 0; i < 3; i++) {
     assert_int_equal(why(round, (unsigned)i), WHY_BUSY);
-    assert_int_equal(f->cancels[i], 1);
+    assert_int_equal(f->fake.m[i].cancels, 1);
   }
-  reply_status(f, 4, "OK");
+  fake_reply_ok(&f->fake, 4);
 
   round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, 0x1f, 0);
   round_send(round);
   for (unsigned i = 3; i < N; i++)
-    reply_int(f, i, 1);
+    fake_reply_int(&f->fake, i, 1);
   f->now += TIMEOUT_NS;
   round_deadlines_fire(&f->env);
-  assert_true(f->queued[0]);
+  assert_true(fake_queued(&f->fake, 0, 0));
   assert_int_equal(why(round, 0), WHY_NONE);
   for (unsigned i = 0; i < 3; i++)
-    reply_int(f, i, 1);
+    fake_reply_int(&f->fake, i, 1);
   assert_true(round_env_idle(&f->env));
 }
 
 /* Deadlines in a FIFO: the second round's deadline is armed once the first
- * is gone, and an early fire leaves both. */
+ * is gone, and an early fire leaves both.  The environment counts the rounds
+ * with votes pending: a round leaves the count when settled, not when freed. */
 static void test_deadline_fifo(void **state) {
   fake_t *f = *state;
+  assert_int_equal(round_env_pending(&f->env), 0);
   round_t *a = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  assert_int_equal(round_env_pending(&f->env), 0); /* made, not sent */
   round_send(a);
+  assert_int_equal(round_env_pending(&f->env), 1);
   uint64_t first = f->armed_ns;
   f->now += TIMEOUT_NS / 2;
   round_t *b = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
-  node_req_t *a_reqs[N];
-  memcpy(a_reqs, f->req, sizeof a_reqs);
   round_send(b);
+  assert_int_equal(round_env_pending(&f->env), 2);
   assert_true(f->armed_ns > first);
+  f->now = first - TIMEOUT_NS / 4;
+  round_deadlines_fire(&f->env); /* early: both wait on */
+  assert_int_equal(f->decisions, 0);
+  assert_int_equal(round_env_pending(&f->env), 2);
   f->now = first;
   round_deadlines_fire(&f->env);
   assert_int_equal(f->decisions, 1);                     /* a timed out */
   assert_int_equal(f->armed_ns, first + TIMEOUT_NS / 2); /* b's deadline next */
+  assert_int_equal(round_env_pending(&f->env), 1);       /* a settled, still alive */
   for (unsigned i = 0; i < N; i++)
-    reply_status(f, i, "OK"); /* b wins */
+    fake_reply_ok_at(&f->fake, i, 1); /* b wins (its requests are behind a's) */
   assert_int_equal(f->decisions, 2);
   assert_int_equal(f->outcome, QUORUM_WON);
+  assert_int_equal(round_env_pending(&f->env), 0);
   for (unsigned i = 0; i < N; i++)
-    a_reqs[i]->fn(a_reqs[i], NULL); /* a's connections drop */
+    fake_reply_none(&f->fake, i); /* a's connections drop: a is freed */
+  assert_int_equal(round_env_pending(&f->env), 0);
   assert_true(round_env_idle(&f->env));
+}
+
+/* A round kept at its deadline (a release behind a busy master) goes back
+ * into the FIFO and stays counted as pending until its last vote settles. */
+static void test_pending_requeued_at_deadline(void **state) {
+  fake_t *f = *state;
+  round_t *rel = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, 0x1f, 0);
+  round_send(rel);
+  round_t *acq = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(acq);
+  assert_int_equal(round_env_pending(&f->env), 2);
+  for (unsigned i = 1; i < N; i++)
+    fake_reply_int(&f->fake, i, 1);                /* the release's, oldest on each master */
+  assert_int_equal(round_env_pending(&f->env), 2); /* its vote 0 is pending */
+  for (unsigned i = 1; i < N; i++)
+    fake_reply_ok(&f->fake, i);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  assert_int_equal(round_env_pending(&f->env), 2); /* decided, vote 0 pending */
+  fake_reply_ok_at(&f->fake, 0, 1);                /* acq's last vote: settled and freed */
+  assert_int_equal(round_env_pending(&f->env), 1);
+  f->now += TIMEOUT_NS;
+  f->fake.m[0].progress_ns = f->now - 1000; /* master 0 still answers others */
+  round_deadlines_fire(&f->env);
+  assert_int_equal(why(rel, 0), WHY_NONE);
+  assert_int_equal(round_env_pending(&f->env), 1); /* back in the FIFO */
+  assert_int_equal(f->armed_ns, f->now + TIMEOUT_NS);
+  f->now += TIMEOUT_NS;
+  round_deadlines_fire(&f->env);
+  assert_int_equal(why(rel, 0), WHY_TIMEOUT);
+  assert_int_equal(f->fake.m[0].defers, 1); /* kept for replay */
+  assert_int_equal(round_env_pending(&f->env), 0);
+  assert_true(round_env_idle(&f->env));
+  fake_reply_none(&f->fake, 0); /* frees the release */
+  assert_int_equal(round_env_pending(&f->env), 0);
 }
 
 /* Integer expectations: a fencing token (positive), a multi-key count (n),
@@ -604,40 +541,40 @@ static void test_integer_expectations(void **state) {
   fake_t *f = *state;
   round_t *round = new_round(f, ROUND_ACQUIRE, script_get(SCRIPT_ACQUIRE_MANY), 3, 0, 1);
   round_send(round);
-  reply_int(f, 0, 3);
-  reply_int(f, 1, 2); /* some keys held by others: refused */
-  reply_int(f, 2, 4); /* more keys than asked for: nonsense */
+  fake_reply_int(&f->fake, 0, 3);
+  fake_reply_int(&f->fake, 1, 2); /* some keys held by others: refused */
+  fake_reply_int(&f->fake, 2, 4); /* more keys than asked for: nonsense */
   assert_int_equal(why(round, 0), WHY_OK);
   assert_int_equal(why(round, 1), WHY_REFUSED);
   assert_int_equal(why(round, 2), WHY_BADREPLY);
-  reply_int(f, 3, 3);
-  reply_int(f, 4, 3);
+  fake_reply_int(&f->fake, 3, 3);
+  fake_reply_int(&f->fake, 4, 3);
   assert_int_equal(f->outcome, QUORUM_WON);
 
   f->decisions = 0;
   round =
       new_round(f, ROUND_ACQUIRE, script_get(SCRIPT_ACQUIRE_FENCED), ROUND_EXPECT_POSITIVE, 0, 1);
   round_send(round);
-  reply_int(f, 0, 41);
-  reply_int(f, 1, 42);
-  reply_int(f, 2, -1);
+  fake_reply_int(&f->fake, 0, 41);
+  fake_reply_int(&f->fake, 1, 42);
+  fake_reply_int(&f->fake, 2, -1);
   assert_int_equal(round->votes[1].integer, 42);
   assert_int_equal(why(round, 2), WHY_BADREPLY);
-  reply_nil(f, 3);
-  reply_int(f, 4, 40);
+  fake_reply_nil(&f->fake, 3);
+  fake_reply_int(&f->fake, 4, 40);
   assert_int_equal(f->outcome, QUORUM_WON);
 
   f->decisions = 0;
   round = new_round(f, ROUND_ACQUIRE, script_get(SCRIPT_SEM_ACQUIRE), ROUND_EXPECT_CODE, 0, 1);
   round_send(round);
-  reply_int(f, 0, -2);
-  reply_nil(f, 1);
-  reply_int(f, 2, 1);
+  fake_reply_int(&f->fake, 0, -2);
+  fake_reply_nil(&f->fake, 1);
+  fake_reply_int(&f->fake, 2, 1);
   assert_int_equal(why(round, 0), WHY_REFUSED);
   assert_int_equal(why(round, 1), WHY_REFUSED);
-  reply_int(f, 3, 0);
+  fake_reply_int(&f->fake, 3, 0);
   assert_int_equal(f->outcome, QUORUM_LOST_HELD);
-  reply_int(f, 4, 1);
+  fake_reply_int(&f->fake, 4, 1);
 }
 
 /* A round decided from inside another's on_decided (nested decisions)
@@ -647,12 +584,13 @@ static void on_decided_nested(round_t *round, quorum_outcome_t outcome, void *ct
   fake_t *f = ctx;
   (void)outcome;
   assert_ptr_equal(f->env.deciding, round);
-  f->mode[0] = f->mode[1] = f->mode[2] = SEND_DOWN; /* decided inside round_send */
+  /* decided inside round_send */
+  f->fake.m[0].mode = f->fake.m[1].mode = f->fake.m[2].mode = FAKE_SEND_DOWN;
   nested_inner = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
   round_send(nested_inner);
   assert_ptr_equal(f->deciding_seen, nested_inner);
   assert_ptr_equal(f->env.deciding, round);
-  f->mode[0] = f->mode[1] = f->mode[2] = SEND_OK;
+  f->fake.m[0].mode = f->fake.m[1].mode = f->fake.m[2].mode = FAKE_SEND_OK;
 }
 
 static void test_nested_decisions(void **state) {
@@ -668,21 +606,14 @@ static void test_nested_decisions(void **state) {
                                                         .ctx = f});
   assert_non_null(outer);
   round_send(outer);
-  node_req_t *outer_reqs[N];
-  memcpy(outer_reqs, f->req, sizeof outer_reqs);
-  for (unsigned i = 0; i < 3; i++) {
-    node_req_t *req = outer_reqs[i];
-    f->req[i] = NULL;
-    redisReply r = {.type = REDIS_REPLY_STATUS, .str = "OK", .len = 2};
-    req->fn(req, &r);
-  }
+  for (unsigned i = 0; i < 3; i++)
+    fake_reply_ok(&f->fake, i); /* the third decides outer: inner is sent */
   assert_null(f->env.deciding);
   assert_int_equal(f->decisions, 1); /* the inner one */
-  for (unsigned i = 3; i < N; i++) {
-    reply_status(f, i, "OK"); /* the inner round's two live requests */
-  }
   for (unsigned i = 3; i < N; i++)
-    outer_reqs[i]->fn(outer_reqs[i], NULL);
+    fake_reply_ok_at(&f->fake, i, 1); /* the inner round's two live requests */
+  for (unsigned i = 3; i < N; i++)
+    fake_reply_none(&f->fake, i); /* the outer round's */
   assert_true(round_env_idle(&f->env));
 }
 
@@ -712,6 +643,7 @@ int main(void) {
       T(test_queued_votes_withdrawn_after_decision),
       T(test_queued_at_deadline),
       T(test_deadline_fifo),
+      T(test_pending_requeued_at_deadline),
       T(test_integer_expectations),
       T(test_nested_decisions),
       cmocka_unit_test(test_why_names),
