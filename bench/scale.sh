@@ -6,7 +6,8 @@
 #
 # Environment: RUNS (3), NODES (3), LOCKS (100000), WATCHES (10000),
 # WATCH_TTL (30000), DURATION (60), HOLD_TIMEOUTS ("0 2000": request
-# timeouts for the hold runs, 0 = the library's default of 100 ms), SPREADS ("0 20": seconds over which the
+# timeouts for the hold runs, 0 = the library's default of 100 ms), HOLD_PAUSE
+# ("0 1": 1 = master 0 SIGSTOPped during the close), SPREADS ("0 20": seconds over which the
 # watched locks are acquired; 0 = as fast as possible), OUT (raw JSON dir).
 # Every run starts its own redis-server processes on loopback and stops them.
 set -eu
@@ -21,6 +22,7 @@ WATCH_TTL=${WATCH_TTL:-30000}
 DURATION=${DURATION:-60}
 SPREADS=${SPREADS:-"0 20"}
 HOLD_TIMEOUTS=${HOLD_TIMEOUTS:-"0 2000"}
+HOLD_PAUSE=${HOLD_PAUSE:-"0 1"}
 MODES=${MODES:-"hold watch"}
 OUT=${OUT:-$(mktemp -d /tmp/redlock-scale.XXXXXX)}
 mkdir -p "$OUT"
@@ -32,12 +34,15 @@ med() { # file jq-expr format
 hold="$bin --mode hold --nodes $NODES --locks $LOCKS --json"
 case " $MODES " in *" hold "*)
 for t in $HOLD_TIMEOUTS; do
-  : >"$OUT/hold-$t.jsonl"
-  i=1
-  while [ "$i" -le "$RUNS" ]; do
-    echo "scale.sh: hold request-timeout $t run $i/$RUNS" >&2
-    $hold --request-timeout "$t" >>"$OUT/hold-$t.jsonl" || echo "scale.sh: run $i incomplete (see its JSON)" >&2
-    i=$((i + 1))
+  for p in $HOLD_PAUSE; do
+    : >"$OUT/hold-$t-$p.jsonl"
+    i=1
+    while [ "$i" -le "$RUNS" ]; do
+      echo "scale.sh: hold request-timeout $t pause $p run $i/$RUNS" >&2
+      $hold --request-timeout "$t" $([ "$p" = 1 ] && echo --pause-master) >>"$OUT/hold-$t-$p.jsonl" ||
+        echo "scale.sh: run $i incomplete (see its JSON)" >&2
+      i=$((i + 1))
+    done
   done
 done ;;
 esac
@@ -58,13 +63,15 @@ esac
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs, median of $RUNS runs; raw JSON in $OUT"
 echo
 case " $MODES " in *" hold "*)
-echo "Command: \`$hold --request-timeout T\`"
+echo "Command: \`$hold --request-timeout T [--pause-master]\`"
 echo
-echo "| N | request timeout | locks held | acquire/s | RSS before | RSS held | bytes per held lock | close (release all) | keys left after close (per run) |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| N | request timeout | master 0 during close | locks held | acquire/s | RSS before | RSS held | bytes per held lock | close (release all) | keys left after close (per run) | warnings during close (per run) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for t in $HOLD_TIMEOUTS; do
-  f=$OUT/hold-$t.jsonl
-  echo "| $NODES | $([ "$t" = 0 ] && echo "100 ms (default)" || echo "$t ms") | $(med "$f" .held %d) | $(med "$f" .acquire_per_s %.0f) | $(med "$f" '.rss_before / 1048576' '%.1f MiB') | $(med "$f" '.rss_held / 1048576' '%.1f MiB') | $(med "$f" .bytes_per_lock %.0f) | $(med "$f" .close_s '%.2f s') | $(jq -s -r 'map(.keys_on_masters_after_close | tostring) | join(", ")' "$f") |"
+  for p in $HOLD_PAUSE; do
+    f=$OUT/hold-$t-$p.jsonl
+    echo "| $NODES | $([ "$t" = 0 ] && echo "100 ms (default)" || echo "$t ms") | $([ "$p" = 1 ] && echo "stopped (SIGSTOP)" || echo "up") | $(med "$f" .held %d) | $(med "$f" .acquire_per_s %.0f) | $(med "$f" '.rss_before / 1048576' '%.1f MiB') | $(med "$f" '.rss_held / 1048576' '%.1f MiB') | $(med "$f" .bytes_per_lock %.0f) | $(med "$f" .close_s '%.2f s') | $(jq -s -r 'map(.keys_on_masters_after_close | tostring) | join(", ")' "$f") | $(jq -s -r 'map(.close_warnings | tostring) | join(", ")' "$f") |"
+  done
 done ;;
 esac
 case " $MODES " in *" watch "*)
