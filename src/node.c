@@ -440,8 +440,10 @@ static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   uint64_t now = 0;
   if (got_reply && (node->inflight > 0 || node->stats != NULL))
     now = conn_read_ns(node->ac);
-  if (got_reply && node->inflight > 0)
+  if (got_reply && node->inflight > 0) {
     node->progress_ns = now;
+    node->progress_unwritten = 0;
+  }
   if (node->stats != NULL) {
     if (got_reply)
       req->replied_ns = now; /* for the event of the round it belongs to */
@@ -465,8 +467,10 @@ static int node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
     return NODE_SEND_DOWN;
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
-  if (node->inflight++ == 0)
+  if (node->inflight++ == 0) {
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
+    node->progress_unwritten = 1;
+  }
   return 0;
 }
 
@@ -536,8 +540,14 @@ void node_read_pending(node_t *node) {
 }
 
 void node_write_late(node_t *node) {
-  if (node->state == NODE_READY && conn_write_now(node->ac))
+  if (node->state != NODE_READY)
+    return;
+  /* Only the wait that began with a send still unwritten starts again: a
+   * master already sitting on written requests is not let off by newer ones
+   * (timers due together run before any flush, each with fresh output). */
+  if (conn_write_now(node->ac) && node->progress_unwritten)
     node->progress_ns = clock_now_ns();
+  node->progress_unwritten = 0;
 }
 
 static uint64_t node_hung_limit_ns(const node_t *node) {

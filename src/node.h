@@ -131,6 +131,7 @@ typedef struct node {
   unsigned backlog_len;
   unsigned replays_out;   /* replayed releases not yet answered (close waits) */
   uint64_t progress_ns;   /* last reply, or the first send after being idle */
+  int progress_unwritten; /* progress_ns dates a first send not yet known to be written */
   int first_attempt_done; /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
   char run_id[INFO_RUN_ID_LEN + 1];
@@ -168,8 +169,9 @@ void node_cancel(node_req_t *req);
  * judged: the loop itself may have been late). */
 void node_read_pending(node_t *node);
 /* Writes requests handed over but not yet written (the loop was kept busy
- * since), and starts the hung-master clock now: the master is judged from
- * when it could first have answered them.  Before deadlines are judged. */
+ * since); when the master was idle before them, its hung-master clock starts
+ * now: it is judged from when it could first have answered them.  Before
+ * deadlines are judged. */
 void node_write_late(node_t *node);
 /* Drops and reconnects a master that has had requests waiting but sent no
  * reply for NODE_HUNG_REQUEST_TIMEOUTS request timeouts (hung or paused).

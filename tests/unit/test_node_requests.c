@@ -255,6 +255,31 @@ static void test_unwritten_not_hung(void **state) {
   assert_int_equal(f->node.state, NODE_READY);
 }
 
+/* Newer requests written late do not excuse a master that sits on older,
+ * written ones: its clock runs from the first (two deadline checks due
+ * together run before any flush, and the first one's work queues output). */
+static void test_written_then_silent_hung(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  f->env.request_timeout_ms = 5; /* hung after 15 ms without a reply */
+  nf_req_t first, later;
+  assert_int_equal(nf_send(f, &first, "SET k v", 0), 0);
+  node_write_late(&f->node); /* written: the wait starts */
+  uint64_t written_ns = clock_now_ns();
+  assert_int_equal(nf_send(f, &later, "SET k2 v", 0), 0);
+  while (clock_now_ns() - written_ns < 20 * 1000000u)
+    ;
+  node_write_late(&f->node); /* writes the later one only */
+  node_drop_if_hung(&f->node);
+  assert_int_equal(f->node.state, NODE_DOWN);
+  const nf_event_t *down = nf_last(f, NODE_EV_DOWN);
+  assert_string_equal(down->what, "master not answering; reconnecting");
+  assert_true(first.done && later.done);
+  mock_master_clear_rules(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+}
+
 /* Idle (nothing out): never hung, however long. */
 static void test_idle_not_hung(void **state) {
   nf_t *f = *state;
@@ -439,6 +464,7 @@ int main(void) {
       T(test_hung_master),
       T(test_idle_not_hung),
       T(test_unwritten_not_hung),
+      T(test_written_then_silent_hung),
       T(test_replays),
       T(test_replay_lost_then_again),
       T(test_missed_releases_capped),
