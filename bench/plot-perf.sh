@@ -10,7 +10,7 @@
 # Defaults: docs/data and docs/images next to this script.  Writes
 # perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
 # perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams and
-# perf-stats-ab (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
+# perf-stats-ab and perf-hold-close (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
 data=${1:-$here/../docs/data}
@@ -49,7 +49,7 @@ EOF
 # target); the bar goes to the worse end of a measured range, the whisker
 # shows the range.
 gp perf-targets-14 1000 420 <<'GP'
-set title "Issue 14 targets (session 5): each measurement as a multiple of its target"
+set title "Issue 14 targets (session 6): each measurement as a multiple of its target"
 worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
 better(lo, hi, t, d) = d eq "ge" ? t / hi : lo / t
 set logscale x
@@ -223,6 +223,31 @@ GP
 instr_pairs perf-seams \
   "The module seams (issue 10): instructions per lock + unlock cycle, before and after (callgrind, N = 5, C = 128)" \
   "before (7e75bc1)" "after"
+
+# Holding 100 000 locks: what redlock_close() took and what it left, before
+# and after the close was paced (session 6).
+gp perf-hold-close 1000 420 <<'GP'
+set multiplot layout 1,2 title "redlock_close() with 100 000 held locks (N = 3; s1, s2: sessions 1-2; s6: after the close was paced; request timeout; master 0 stopped)"
+set bmargin 5
+set xrange [-0.6:6.6]
+set xtics font ",9"
+set key top left box opaque
+set boxwidth 0.6
+set title "wall time of the close (median of 3)"
+set ylabel "seconds"
+set yrange [0:7.5]
+plot dat using 0:2:($4 > 0 ? c_after : c_before):xtic(nl(strcol(1))) with boxes lc rgb variable notitle, \
+     dat using 0:($2 + 0.25):(sprintf("%.2f", $2)) with labels font ",8" notitle, \
+     NaN with boxes lc rgb c_before title "before", NaN with boxes lc rgb c_after title "after"
+set title "keys left after it, worst of 3 runs (% of the 300 000 held)"
+set ylabel "% of the keys"
+set yrange [0:135]
+set key top right
+plot dat using 0:($3 / 3000.0):($4 > 0 ? c_after : c_before):xtic(nl(strcol(1))) with boxes lc rgb variable notitle, \
+     dat using 0:($3 / 3000.0 + 4):(sprintf("%.0f %%", $3 / 3000.0)) with labels font ",8" notitle, \
+     33.3 with lines dt 2 lw 1 lc rgb "black" title "one master's share (stopped: expire by TTL)"
+unset multiplot
+GP
 
 # Stats on and off (issue 12): the cost measured inside each --ab-stats run.
 gp perf-stats-ab 1000 420 <<'GP'
