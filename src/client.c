@@ -136,11 +136,11 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
  * Calls from other threads reach the loop through `submit_queue`.  The loop
  * drains it (CLIENT_DRAIN_MAX calls at a time) from the wake-up callback,
  * after every poll phase (turn_check) and, when calls are still queued as a
- * turn ends, in one more turn that does not sleep (turn_again).  A submitter writes the wake-up
- * (uv_async_send: a system call) only when the loop said it may sleep
- * (`loop_polling`, decided under the mutex by turn_end with the queue
- * empty), and only for the first call of a batch: while the loop is busy,
- * calls are picked up at no cost to the caller. */
+ * turn ends, in one more turn that does not sleep (turn_again).  A submitter
+ * writes the wake-up (uv_async_send: a system call) only when the loop said
+ * it may sleep (`loop_polling`, decided under the mutex by turn_end with the
+ * queue empty), and only for the first call of a batch: while the loop is
+ * busy, calls are picked up at no cost to the caller. */
 
 int client_submit(redlock_t *client, op_t *op) {
   uv_mutex_lock(&client->mutex);
