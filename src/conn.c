@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "replypool.h"
 
 /* Event state of one hiredis context. */
 typedef struct conn_events {
@@ -19,6 +20,7 @@ typedef struct conn_events {
   /* The reader's own object functions, which ours wrap (reader->privdata
    * points back here, and hiredis hands it to every read task). */
   redisReplyObjectFunctions *reply_fns;
+  reply_pool_t *replies; /* the answers to our commands (replypool.h) */
   const char *violation; /* the cap a reply broke, for conn_error() */
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
   int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
@@ -62,16 +64,24 @@ static void *reply_create_array(const redisReadTask *task, conn_elements_t eleme
   return ev->reply_fns->createArray(task, elements);
 }
 
+/* A top-level scalar (the answer to a command of ours) comes from the
+ * connection's pool when it fits; everything else is hiredis' own. */
 static void *reply_create_string(const redisReadTask *task, char *str, size_t len) {
-  return task_events(task)->reply_fns->createString(task, str, len);
+  conn_events_t *ev = task_events(task);
+  void *r = task->parent == NULL ? reply_pool_string(ev->replies, task->type, str, len) : NULL;
+  return r != NULL ? r : ev->reply_fns->createString(task, str, len);
 }
 
 static void *reply_create_integer(const redisReadTask *task, long long value) {
-  return task_events(task)->reply_fns->createInteger(task, value);
+  conn_events_t *ev = task_events(task);
+  void *r = task->parent == NULL ? reply_pool_integer(ev->replies, value) : NULL;
+  return r != NULL ? r : ev->reply_fns->createInteger(task, value);
 }
 
 static void *reply_create_nil(const redisReadTask *task) {
-  return task_events(task)->reply_fns->createNil(task);
+  conn_events_t *ev = task_events(task);
+  void *r = task->parent == NULL ? reply_pool_nil(ev->replies) : NULL;
+  return r != NULL ? r : ev->reply_fns->createNil(task);
 }
 
 #if HIREDIS_MAJOR >= 1
@@ -84,7 +94,7 @@ static void *reply_create_bool(const redisReadTask *task, int value) {
 }
 #endif
 
-/* The objects are hiredis' own, so hiredis' free function frees them.
+/* reply_pool_free gives a pooled object back and any other to hiredis.
  * Constant: hiredis only reads the table (its field is not const-qualified). */
 static const redisReplyObjectFunctions capped_reply_fns = {
     .createString = reply_create_string,
@@ -95,7 +105,7 @@ static const redisReplyObjectFunctions capped_reply_fns = {
     .createBool = reply_create_bool,
 #endif
     .createNil = reply_create_nil,
-    .freeObject = freeReplyObject,
+    .freeObject = reply_pool_free,
 };
 
 /* A bulk is buffered until its last byte arrives, so its size is checked on
@@ -188,7 +198,11 @@ static void hook_del_write(void *privdata) {
   poll_set(ev, ev->events & ~UV_WRITABLE);
 }
 
-static void poll_closed(uv_handle_t *handle) { free(handle->data); }
+static void poll_closed(uv_handle_t *handle) {
+  conn_events_t *ev = handle->data;
+  reply_pool_release(ev->replies); /* freed with its last reply, if one is still out */
+  free(ev);
+}
 
 static void hook_cleanup(void *privdata) {
   conn_events_t *ev = privdata;
@@ -265,12 +279,16 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
     }
   }
   conn_events_t *ev = calloc(1, sizeof *ev);
-  if (ev == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
-    snprintf(err, err_len, "cannot watch the socket");
+  reply_pool_t *replies = reply_pool_new();
+  if (ev == NULL || replies == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
+    snprintf(err, err_len,
+             ev == NULL || replies == NULL ? "out of memory" : "cannot watch the socket");
+    reply_pool_release(replies);
     free(ev);
     redisAsyncFree(ac);
     return NULL;
   }
+  ev->replies = replies;
   ev->ssl = ssl;
   ev->ac = ac;
   ev->flusher = flusher;
@@ -309,6 +327,11 @@ void conn_read_now(redisAsyncContext *ac) {
     ev->read_ns = clock_now_ns();
     redisAsyncHandleRead(ac);
   }
+}
+
+unsigned long conn_replies_pooled(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
+  return ev != NULL ? reply_pool_served(ev->replies) : 0;
 }
 
 uint64_t conn_read_ns(const redisAsyncContext *ac) {

@@ -76,6 +76,9 @@ int conn_write_now(redisAsyncContext *ac);
  * reading serves every reply of a read (on this VM a clock read costs about
  * 50 ns, and a loaded read brings hundreds of replies). */
 uint64_t conn_read_ns(const redisAsyncContext *ac);
+/* How many replies on this connection came from its reply pool (replypool.h;
+ * for the tests). */
+unsigned long conn_replies_pooled(const redisAsyncContext *ac);
 
 /* Why the connection failed: the cap a reply broke, else for TLS what the
  * handshake or certificate check said, else hiredis' errstr, else

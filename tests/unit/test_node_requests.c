@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "node_fixture.h"
 #include "redlock.h"
+#include "replypool.h"
 #include "resp.h"
 
 static void start_ready(nf_t *f) {
@@ -86,6 +87,60 @@ static void test_request_replies(void **state) {
   assert_int_equal(stats->masters[0].done, 4);
   f->node.stats = NULL;
   free(stats);
+}
+
+/* The answers to our commands (top-level nil, status, error, integer and
+ * bulk strings up to REPLY_POOL_STR_MAX bytes) come from the connection's
+ * reply pool and read like any reply; a longer string, an aggregate and what
+ * is in it are hiredis' own objects.  (Each is freed by hiredis after the
+ * callback: ASan sees any mix-up of the two.) */
+static void test_replies_pooled(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  char bulk47[80], bulk48[80];
+  snprintf(bulk47, sizeof bulk47, "$47\r\n%.47s\r\n",
+           "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstu");
+  snprintf(bulk48, sizeof bulk48, "$48\r\n%.48s\r\n",
+           "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuv");
+  mock_master_on(f->mock, "SET", MOCK_REPLY, "$-1\r\n", 1);
+  mock_master_on(f->mock, "GET", MOCK_REPLY, bulk47, 1);
+  mock_master_on(f->mock, "GET", MOCK_REPLY, bulk48, 1);
+  mock_master_on(f->mock, "LRANGE", MOCK_REPLY, "*2\r\n:7\r\n+x\r\n", 1);
+  mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, "-ERR no\r\n", 1);
+  mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, ":-3\r\n", 1);
+  unsigned long before = conn_replies_pooled(f->node.ac);
+  nf_req_t nil, ok, b47, b48, arr, err, num;
+  assert_int_equal(nf_send(f, &nil, "SET k v NX PX 1000", 0), 0);
+  assert_int_equal(nf_send(f, &ok, "SET k v", 0), 0);
+  assert_int_equal(nf_send(f, &b47, "GET k", 0), 0);
+  assert_int_equal(nf_send(f, &b48, "GET k", 0), 0);
+  assert_int_equal(nf_send(f, &arr, "LRANGE l 0 1", 0), 0);
+  assert_int_equal(nf_send(f, &err, "EVALSHA 0123 1 k v", 0), 0);
+  assert_int_equal(nf_send(f, &num, "EVALSHA 0123 1 k v", 0), 0);
+  nf_wait_req(f, &num);
+  assert_int_equal(nil.reply_type, REDIS_REPLY_NIL);
+  assert_int_equal(ok.reply_type, REDIS_REPLY_STATUS);
+  assert_string_equal(ok.str, "OK");
+  assert_int_equal(b47.reply_type, REDIS_REPLY_STRING);
+  assert_int_equal(strlen(b47.str), 47);
+  assert_int_equal(b48.reply_type, REDIS_REPLY_STRING);
+  assert_int_equal(strlen(b48.str), 48);
+  assert_int_equal(arr.reply_type, REDIS_REPLY_ARRAY);
+  assert_int_equal(err.reply_type, REDIS_REPLY_ERROR);
+  assert_string_equal(err.str, "ERR no");
+  assert_int_equal(num.reply_type, REDIS_REPLY_INTEGER);
+  assert_int_equal(num.integer, -3);
+  /* pooled: nil, OK, the 47-byte bulk, the error, the integer */
+  assert_int_equal(conn_replies_pooled(f->node.ac) - before, 5);
+  /* many in flight at once: more blocks than the pool keeps, all read right */
+  enum { MANY = REPLY_POOL_KEEP + 50 };
+  static nf_req_t many[MANY];
+  for (unsigned i = 0; i < MANY; i++)
+    assert_int_equal(nf_send(f, &many[i], "SET k v", 0), 0);
+  nf_wait_req(f, &many[MANY - 1]);
+  for (unsigned i = 0; i < MANY; i++)
+    assert_string_equal(many[i].str, "OK");
+  assert_int_equal(conn_replies_pooled(f->node.ac) - before, 5 + MANY);
 }
 
 /* Replies that already wait on the socket are read on demand. */
@@ -464,6 +519,7 @@ int main(void) {
       T(test_hung_master),
       T(test_idle_not_hung),
       T(test_unwritten_not_hung),
+      T(test_replies_pooled),
       T(test_written_then_silent_hung),
       T(test_replays),
       T(test_replay_lost_then_again),
