@@ -1,6 +1,7 @@
 /* conn.c: hiredis async connections on a libuv loop (see conn.h). */
 #include "conn.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@ typedef struct conn_events {
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
   int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
   uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
+  unsigned long flushes; /* output flushes so far (conn_flushes) */
   char tls_why[256];     /* conn_error()'s TLS explanation */
 } conn_events_t;
 
@@ -215,6 +217,7 @@ static void hook_cleanup(void *privdata) {
 /* Writes one connection's output taken off the flusher's list. */
 static void flush_one(conn_events_t *ev) {
   list_remove(&ev->dirty_link);
+  ev->flushes++;
   /* While flushing, a request to write more means the socket took only
    * part: from then on hook_add_write polls for writability. */
   ev->want_write = 1;
@@ -278,6 +281,11 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
       return NULL;
     }
   }
+#ifdef REDIS_NO_AUTO_FREE_REPLIES
+  /* Pooled replies (replypool.h) return to their pool when hiredis frees
+   * them after the callback; a context that left that to us would keep them. */
+  assert(!(ac->c.flags & REDIS_NO_AUTO_FREE_REPLIES));
+#endif
   conn_events_t *ev = calloc(1, sizeof *ev);
   reply_pool_t *replies = reply_pool_new();
   if (ev == NULL || replies == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
@@ -337,6 +345,11 @@ unsigned long conn_replies_pooled(const redisAsyncContext *ac) {
 uint64_t conn_read_ns(const redisAsyncContext *ac) {
   const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
   return ev != NULL && ev->read_ns != 0 ? ev->read_ns : clock_now_ns();
+}
+
+unsigned long conn_flushes(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
+  return ev != NULL ? ev->flushes : 0;
 }
 
 int conn_write_now(redisAsyncContext *ac) {

@@ -69,9 +69,13 @@ int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbac
 void conn_read_now(redisAsyncContext *ac);
 /* Writes now what waits for this turn's flush; 1 when there was any.  The
  * flush comes after the turn's callbacks, so a callback that kept the loop
- * busy leaves requests handed over but never written: a master cannot be
- * late with those. */
+ * busy leaves requests handed over but never written: the hung-master watch
+ * must not count that time against the master (node_write_late). */
 int conn_write_now(redisAsyncContext *ac);
+/* How many times this connection's output was flushed: a caller that noted
+ * the count when it handed a request over knows, seeing it unchanged, that
+ * the request has not been written yet. */
+unsigned long conn_flushes(const redisAsyncContext *ac);
 /* When the replies now being processed were read off the socket: one clock
  * reading serves every reply of a read (on this VM a clock read costs about
  * 50 ns, and a loaded read brings hundreds of replies). */

@@ -470,6 +470,7 @@ static int node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   if (node->inflight++ == 0) {
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
     node->progress_unwritten = 1;
+    node->progress_flushes = conn_flushes(node->ac);
   }
   return 0;
 }
@@ -544,8 +545,11 @@ void node_write_late(node_t *node) {
     return;
   /* Only the wait that began with a send still unwritten starts again: a
    * master already sitting on written requests is not let off by newer ones
-   * (timers due together run before any flush, each with fresh output). */
-  if (conn_write_now(node->ac) && node->progress_unwritten)
+   * (timers due together run before any flush, each with fresh output; and
+   * a turn's own flush may have written the first send long ago). */
+  int first_unwritten =
+      node->progress_unwritten && conn_flushes(node->ac) == node->progress_flushes;
+  if (conn_write_now(node->ac) && first_unwritten)
     node->progress_ns = clock_now_ns();
   node->progress_unwritten = 0;
 }

@@ -12,7 +12,11 @@
  * A pool has no lock: its owner says which thread or mutex guards it.
  * Every block given to pool_free must come from pool_alloc (of any pool, or
  * of NULL: the header says where it goes).  Under AddressSanitizer a kept
- * block is poisoned, so a use after its free is still reported. */
+ * block is poisoned: a use after its free is reported while the block waits
+ * on the list, but not once it is handed out again, which with LIFO reuse
+ * can be the very next allocation of its class.  Handles, the pointers an
+ * application may keep after a free, are not pooled here but FIFO, and
+ * never reused before CALLMEM_HANDLES_HELD others (callmem.h). */
 #ifndef REDLOCK_POOL_H
 #define REDLOCK_POOL_H
 

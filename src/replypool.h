@@ -14,7 +14,10 @@
  * A pool outlives its connection until its last reply is back.
  *
  * Loop thread only, like the connection.  Under AddressSanitizer a kept block
- * is poisoned, so a reply used after hiredis freed it is still reported. */
+ * is poisoned: a reply used after hiredis freed it is reported until the
+ * block serves another reply, which (reuse is LIFO) can be the very next one
+ * read.  No reply outlives its callback in our code: callbacks copy what they
+ * keep (round.c's reply_classify), and hiredis frees the reply after. */
 #ifndef REDLOCK_REPLYPOOL_H
 #define REDLOCK_REPLYPOOL_H
 

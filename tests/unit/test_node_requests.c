@@ -335,6 +335,29 @@ static void test_written_then_silent_hung(void **state) {
   nf_wait_event(f, NODE_EV_UP, 2);
 }
 
+/* The first request went out with a turn's own flush and the master sits
+ * on it; a later one, handed over in a stalled turn, is written late.  That
+ * does not restart the clock either: the wait began with a written send. */
+static void test_flushed_then_silent_hung(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  f->env.request_timeout_ms = 5; /* hung after 15 ms without a reply */
+  nf_req_t first, later;
+  assert_int_equal(nf_send(f, &first, "SET k v", 0), 0);
+  nf_wait_received(f, "SET", 1); /* written by the loop's flush, not by us */
+  uint64_t written_ns = clock_now_ns();
+  assert_int_equal(nf_send(f, &later, "SET k2 v", 0), 0);
+  while (clock_now_ns() - written_ns < 20 * 1000000u)
+    ;
+  node_write_late(&f->node); /* writes the later one only */
+  node_drop_if_hung(&f->node);
+  assert_int_equal(f->node.state, NODE_DOWN);
+  assert_true(first.done && later.done);
+  mock_master_clear_rules(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+}
+
 /* Idle (nothing out): never hung, however long. */
 static void test_idle_not_hung(void **state) {
   nf_t *f = *state;
@@ -521,6 +544,7 @@ int main(void) {
       T(test_unwritten_not_hung),
       T(test_replies_pooled),
       T(test_written_then_silent_hung),
+      T(test_flushed_then_silent_hung),
       T(test_replays),
       T(test_replay_lost_then_again),
       T(test_missed_releases_capped),
