@@ -1,16 +1,19 @@
 #!/bin/sh
 # plot-perf.sh: the PNGs for docs/performance.md's tables that are written by
-# hand (targets, blocking path, where the CPU goes, before/after comparisons),
-# drawn from the figures copied into docs/data/perf-*.dat (each file names the
-# table it comes from in its first comment line).  No benchmark is run: edit
+# hand (results, targets, blocking path, where the CPU goes, before/after
+# comparisons, TLS next to plain), drawn from the figures copied into
+# docs/data/perf-*.dat (each file names the table it comes from in its first
+# comment line).  No benchmark is run: edit
 # the .dat file when a table changes, then run this again.
 #
 #   sh bench/plot-perf.sh [DATA_DIR [IMAGES_DIR]]
 #
 # Defaults: docs/data and docs/images next to this script.  Writes
 # perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
-# perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams and
-# perf-stats-ab and perf-hold-close (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
+# perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams,
+# perf-stats-ab, perf-hold-close, and for the result tables perf-throughput,
+# perf-primitives, perf-contention and perf-slow-node (.png).  Needs gnuplot
+# (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
 data=${1:-$here/../docs/data}
@@ -23,7 +26,8 @@ mkdir -p "$img"
 # as `dat` and $img/NAME.png as the output.  The program is a quoted here-doc,
 # so gnuplot's $1 columns need no escaping.  Shared: the terminal, the colours,
 # nl() which turns "|" in a label into a new line (gnuplot does not expand
-# "\n" read from a data file), and "-" as a missing value.
+# "\n" read from a data file), th() which prints a count with a space between
+# thousands as the doc does (134 269), and "-" as a missing value.
 gp() {
   name=$1
   [ -r "$data/$name.dat" ] || { echo "plot-perf.sh: missing $data/$name.dat" >&2; exit 1; }
@@ -34,6 +38,7 @@ dat = "$data/$name.dat"
 EOF
     cat <<'EOF'
 nl(s) = strstrt(s, "|") > 0 ? s[1:strstrt(s, "|") - 1] . "\n" . nl(s[strstrt(s, "|") + 1:]) : s
+th(x) = x >= 1000 ? sprintf("%d %03d", int(x) / 1000, int(x) % 1000) : sprintf("%d", int(x))
 set datafile missing "-"
 c_before = 0x9e9e9e; c_after = 0x1f77b4; c_met = 0x2ca02c; c_missed = 0xd62728; c_run = 0x000000
 set style fill solid 0.85 border -1
@@ -264,4 +269,155 @@ plot dat using ($0 - w/2):4:($0 - w):($0):(0):4:xtic(nl(strcol(1))) with boxxyer
      dat using ($0 - w/2):($4 + ($4 < 0 ? -0.5 : 0.5)):(sprintf("%+.1f %%", $4)) with labels font ",8" notitle, \
      dat using ($0 + w/2):($7 + ($7 < 0 ? -0.5 : 0.5)):(sprintf("%+.1f %%", $7)) with labels font ",8" notitle, \
      3 with lines dt 2 lw 2 lc rgb c_missed title "target: throughput cost ≤ 3 %"
+GP
+
+# Throughput (C = 128, async API): cycles/s, the latency percentiles and the
+# CPU per cycle of client and masters, by N.
+gp perf-throughput 1000 400 <<'GP'
+set multiplot layout 1,3 title "Throughput, C = 128, async API, by number of masters N (2026-11-22; medians of 3 runs; no errors)"
+set xrange [-0.6:2.6]
+set bmargin 4
+set title "lock + unlock cycles per second"
+set ylabel "cycles/s"
+set yrange [0:160000]
+set format y "%.0f"
+set boxwidth 0.6
+set key off
+plot dat using 0:2:xtic(sprintf("N = %d", $1)) with boxes lc rgb c_after, \
+     dat using 0:($2 + 5000):(th($2)) with labels font ",9"
+set title "latency, ms"
+set ylabel "ms"
+set yrange [0:4]
+set format y "%g"
+set key top left box opaque font ",8" maxrows 3
+w = 0.15
+plot dat using ($0 - 2*w):3:($0 - 2.5*w):($0 - 1.5*w):(0):3 with boxxyerror lc rgb 0x1f77b4 title "acquire p50", \
+     dat using ($0 - w):4:($0 - 1.5*w):($0 - 0.5*w):(0):4 with boxxyerror lc rgb 0x6baed6 title "acquire p99", \
+     dat using ($0):5:($0 - 0.5*w):($0 + 0.5*w):(0):5:xtic(sprintf("N = %d", $1)) with boxxyerror lc rgb 0xc6dbef title "acquire p99.9", \
+     dat using ($0 + w):6:($0 + 0.5*w):($0 + 1.5*w):(0):6 with boxxyerror lc rgb 0xff7f0e title "cycle p50", \
+     dat using ($0 + 2*w):7:($0 + 1.5*w):($0 + 2.5*w):(0):7 with boxxyerror lc rgb 0xfdae6b title "cycle p99"
+set title "CPU per lock + unlock cycle"
+set ylabel "µs per cycle"
+set yrange [0:30]
+set key top left box opaque font ",9" maxrows 2
+w = 0.36
+plot dat using 0:(1):(""):xtic(sprintf("N = %d", $1)) with labels notitle, \
+     dat using ($0 - w/2):8:($0 - w):($0):(0):8 with boxxyerror lc rgb c_after title "client", \
+     dat using ($0 + w/2):9:($0):($0 + w):(0):9 with boxxyerror lc rgb c_before title "masters (summed)", \
+     dat using ($0 - w/2):($8 + 0.8):(sprintf("%.1f", $8)) with labels font ",8" notitle, \
+     dat using ($0 + w/2):($9 + 0.8):(sprintf("%.1f", $9)) with labels font ",8" notitle
+unset multiplot
+GP
+
+# Coordination primitives (N = 5, C = 128): cycles/s labelled with the ratio
+# to a plain lock ("vs lock"), acquire p50 / p99, and the CPU per cycle.
+gp perf-primitives 1100 420 <<'GP'
+set multiplot layout 1,3 title "Coordination primitives, N = 5, C = 128, uncontended (one later session, busier machine; medians of 3 runs)"
+v(c) = real(strcol(c))
+set xrange [-0.6:3.6]
+set bmargin 4
+set xtics font ",9"
+set title "cycles per second; in bold: vs lock"
+set ylabel "cycles/s"
+set yrange [0:42000]
+set boxwidth 0.6
+set key off
+plot dat using 0:2:($0 > 0 ? c_after : c_before):xtic(nl(strcol(1))) with boxes lc rgb variable, \
+     dat using 0:($2 + 1200):(th($2)) with labels font ",8", \
+     dat using 0:($2 + 3600):(strcol(3) . " ×") with labels font "sans:Bold,10"
+set title "acquire latency, ms"
+set ylabel "ms"
+set yrange [0:36]
+set key top left box opaque reverse Left
+w = 0.36
+plot dat using 0:(1):(""):xtic(nl(strcol(1))) with labels notitle, \
+     dat using ($0 - w/2):(v(4)):($0 - w):($0):(0):(v(4)) with boxxyerror lc rgb c_after title "p50", \
+     dat using ($0 + w/2):(v(5)):($0):($0 + w):(0):(v(5)) with boxxyerror lc rgb 0x6baed6 title "p99", \
+     dat using ($0 - w/2):(v(4) + 1):4 with labels font ",8" notitle, \
+     dat using ($0 + w/2):(v(5) + 1):5 with labels font ",8" notitle
+set title "CPU per cycle"
+set ylabel "µs per cycle"
+set yrange [0:115]
+plot dat using 0:(1):(""):xtic(nl(strcol(1))) with labels notitle, \
+     dat using ($0 - w/2):(v(6)):($0 - w):($0):(0):(v(6)) with boxxyerror lc rgb c_after title "client", \
+     dat using ($0 + w/2):(v(7)):($0):($0 + w):(0):(v(7)) with boxxyerror lc rgb c_before title "masters (summed)", \
+     dat using ($0 - w/2):(v(6) + 2.5):6 with labels font ",8" notitle, \
+     dat using ($0 + w/2):(v(7) + 2.5):7 with labels font ",8" notitle
+unset multiplot
+GP
+
+# Contention (8 threads on one resource, hold 1 ms): acquisitions/s with the
+# fairness, the hand-off and lock_wait percentiles (log scale), and each
+# worker's acquisitions as the min-max range the table gives.
+gp perf-contention 1000 420 <<'GP'
+set multiplot layout 1,3 title "Contention: 8 threads on one resource, hold 1 ms, redlock_lock_wait, by number of masters N (medians of 3 runs; no give-ups)"
+set xrange [-0.6:2.6]
+set bmargin 4
+set key off
+set title "acquisitions per second; in bold: fairness max/min"
+set ylabel "acquisitions/s"
+set yrange [0:1000]
+set boxwidth 0.6
+plot dat using 0:2:xtic(sprintf("N = %d", $1)) with boxes lc rgb c_after, \
+     dat using 0:($2 + 25):(sprintf("%d", $2)) with labels font ",9", \
+     dat using 0:($2 + 80):(sprintf("%.2f", $9)) with labels font "sans:Bold,10"
+set title "hand-off and lock_wait, ms (log scale)"
+set ylabel "ms (log scale)"
+set logscale y
+set yrange [0.01:1000]
+set key top left box opaque reverse Left font ",8" maxcols 1
+w = 0.2
+plot dat using 0:(1):(""):xtic(sprintf("N = %d", $1)) with labels notitle, \
+     dat using ($0 - 1.5*w):3:($0 - 2*w):($0 - w):(0.001):3 with boxxyerror lc rgb 0x1f77b4 title "hand-off p50", \
+     dat using ($0 - 0.5*w):4:($0 - w):($0):(0.001):4 with boxxyerror lc rgb 0x6baed6 title "hand-off p99", \
+     dat using ($0 + 0.5*w):5:($0):($0 + w):(0.001):5 with boxxyerror lc rgb 0xff7f0e title "lock_wait p50", \
+     dat using ($0 + 1.5*w):6:($0 + w):($0 + 2*w):(0.001):6 with boxxyerror lc rgb 0xfdae6b title "lock_wait p99"
+unset logscale y
+set title "acquisitions per worker: min-max of the 8"
+set errorbars 6
+set ylabel "acquisitions"
+set yrange [0:350]
+set key off
+plot dat using 0:(($7 + $8)/2.0):7:8:xtic(sprintf("N = %d", $1)) with yerrorbars pt 7 ps 0.01 lw 2 lc rgb c_after, \
+     dat using 0:7:(0):($8 - $7) with vectors nohead lw 2 lc rgb c_after, \
+     dat using 0:($8 + 12):(sprintf("%d-%d", $7, $8)) with labels font ",9"
+unset multiplot
+GP
+
+# Slow node (master 0 +20 ms each way): acquire percentiles and cycles/s on a
+# log scale, next to the same N without a slow master (the Latency table, as
+# the doc's text compares them), with the ratio slow / without in bold.
+gp perf-slow-node 1000 480 <<'GP'
+set multiplot layout 1,2 title "Slow node: master 0 behind the fault proxy (+20 ms each way), C = 1 blocking,\nnext to the Latency table (no slow master); quorum 1, 2, 3 of N = 1, 3, 5"
+set xrange [-0.6:2.6]
+set logscale y
+set key below vertical box maxrows 2 font ",9" width -2
+rt(r) = r < 0.01 ? sprintf("%.2g ×", r) : r >= 100 ? sprintf("%.0f ×", r) : sprintf("%.2f ×", r)
+xl(n, q) = sprintf("N = %d", n)
+set title "acquire latency, ms; in bold: p50 slow / without"
+set ylabel "ms (log scale)"
+set yrange [0.01:1000]
+w = 0.2
+plot dat using 0:(1):(""):xtic(xl($1, $2)) with labels notitle, \
+     dat using ($0 - 1.5*w):7:($0 - 2*w):($0 - w):(0.001):7 with boxxyerror lc rgb c_before title "p50, no slow master", \
+     dat using ($0 - 0.5*w):3:($0 - w):($0):(0.001):3 with boxxyerror lc rgb c_after title "p50, slow master", \
+     dat using ($0 + 0.5*w):4:($0):($0 + w):(0.001):4 with boxxyerror lc rgb 0x6baed6 title "p99, slow master", \
+     dat using ($0 + 1.5*w):5:($0 + w):($0 + 2*w):(0.001):5 with boxxyerror lc rgb 0xc6dbef title "p99.9, slow master", \
+     dat using ($0 - 1.5*w):($7 * 1.15):(sprintf("%.3f", $7)) with labels rotate by 90 left font ",7" notitle, \
+     dat using ($0 - 0.5*w):($3 * 1.15):(sprintf("%.3f", $3)) with labels rotate by 90 left font ",7" notitle, \
+     dat using ($0 + 0.5*w):($4 * 1.15):(sprintf("%.3f", $4)) with labels rotate by 90 left font ",7" notitle, \
+     dat using ($0 + 1.5*w):($5 * 1.15):(sprintf("%.3f", $5)) with labels rotate by 90 left font ",7" notitle, \
+     dat using 0:(500):(rt($3 / $7)) with labels font "sans:Bold,10" notitle
+set title "lock + unlock cycles per second; in bold: slow / without"
+set ylabel "cycles/s (log scale)"
+set yrange [1:1000000]
+set format y "%.0f"
+w = 0.36
+plot dat using 0:(1):(""):xtic(xl($1, $2)) with labels notitle, \
+     dat using ($0 - w/2):8:($0 - w):($0):(1):8 with boxxyerror lc rgb c_before title "no slow master", \
+     dat using ($0 + w/2):6:($0):($0 + w):(1):6 with boxxyerror lc rgb c_after title "slow master", \
+     dat using ($0 - w/2):($8 * 1.4):(th($8)) with labels font ",8" notitle, \
+     dat using ($0 + w/2):($6 * 1.4):(th($6)) with labels font ",8" notitle, \
+     dat using 0:(300000):(rt($6 / $8)) with labels font "sans:Bold,10" notitle
+unset multiplot
 GP
