@@ -12,7 +12,8 @@
 # perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
 # perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams,
 # perf-stats-ab, perf-hold-close, and for the result tables perf-throughput,
-# perf-primitives, perf-contention and perf-slow-node (.png).  Needs gnuplot
+# perf-primitives, perf-contention, perf-slow-node, perf-tls-loaded,
+# perf-tls-quiet and perf-tls-instructions (.png).  Needs gnuplot
 # (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
@@ -420,4 +421,78 @@ plot dat using 0:(1):(""):xtic(xl($1, $2)) with labels notitle, \
      dat using ($0 + w/2):($6 * 1.4):(th($6)) with labels font ",8" notitle, \
      dat using 0:(300000):(rt($6 / $8)) with labels font "sans:Bold,10" notitle
 unset multiplot
+GP
+
+# tls_pair NAME TITLE: a "TLS next to plain" wall-clock table, one line per
+# (mode, N) with plain and TLS side by side for each column: cycles/s of both,
+# and TLS / plain for every column (the ratio is computed here from the two
+# medians the table gives, and printed at the foot of its bar).
+tls_pair() {
+  {
+    printf 'set multiplot title "%s"\n' "$2"
+    cat <<'GP'
+stats dat using 2 nooutput
+n = STATS_records
+set xrange [-0.6:n - 0.4]
+set bmargin 7
+set xtics font ",9"
+set logscale y
+set origin 0, 0
+set size 0.4, 0.94
+set title "cycles per second; in bold: TLS / plain"
+set ylabel "cycles/s (log scale)"
+set yrange [1000:300000]
+set format y "%.0f"
+set key below vertical maxrows 2 box font ",9"
+w = 0.36
+plot dat using 0:(1):(""):xtic(nl(strcol(1))) with labels notitle, \
+     dat using ($0 - w/2):2:($0 - w):($0):(1):2 with boxxyerror lc rgb c_before title "plain", \
+     dat using ($0 + w/2):3:($0):($0 + w):(1):3 with boxxyerror lc rgb c_after title "TLS", \
+     dat using ($0 - w/2):($2 * 1.08):(th($2)) with labels rotate by 90 left font ",8" notitle, \
+     dat using ($0 + w/2):($3 * 1.08):(th($3)) with labels rotate by 90 left font ",8" notitle, \
+     dat using 0:(($2 > $3 ? $2 : $3) * 2.6):(sprintf("%.2f ×", $3 / $2)) with labels font "sans:Bold,10" notitle
+set origin 0.4, 0
+set size 0.6, 0.94
+set title "TLS / plain, every column (log scale; above 1: TLS higher); the ratio at the foot of each bar"
+set ylabel "TLS / plain"
+set yrange [0.25:5]
+set ytics (0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4)
+set format y "%g"
+set key below horizontal maxrows 2 box font ",9"
+m = 7
+w = 0.8 / m
+array cname[7] = ["cycles/s", "acquire p50", "acquire p99", "cycle p50", "cycle p99", "client CPU", "server CPU"]
+array ccol[7] = [0x1f77b4, 0xff7f0e, 0xfdae6b, 0x9467bd, 0xc5b0d5, 0x8c564b, 0xc49c94]
+plot 1 with lines dt 2 lw 2 lc rgb "black" title "equal", \
+     dat using 0:(1):(""):xtic(nl(strcol(1))) with labels notitle, \
+     for [k=1:m] dat using ($0 + (k - 4) * w):(column(2*k + 1) / column(2*k)):($0 + (k - 4.5) * w):($0 + (k - 3.5) * w):(0.01):(column(2*k + 1) / column(2*k)) \
+       with boxxyerror lc rgb ccol[k] title cname[k], \
+     for [k=1:m] dat using ($0 + (k - 4) * w):(0.27):(sprintf("%.2f", column(2*k + 1) / column(2*k))) \
+       with labels rotate by 90 left font ",8" notitle
+unset multiplot
+GP
+  } | gp "$1" 1200 500
+}
+
+# TLS next to plain: the loaded session's table, then the quiet machine's.
+tls_pair perf-tls-loaded "TLS next to plain, load average ~8.5 (2026-11-23; medians of 3 runs, plain and TLS interleaved; no errors)"
+tls_pair perf-tls-quiet "TLS next to plain again on a quiet machine (load average 0.7, N = 5; medians of 3 interleaved runs)"
+
+# TLS next to plain, counted: callgrind instructions per cycle of the client,
+# plain and TLS, for each of the table's two measurements; in bold the ratio
+# and the difference, computed here.
+gp perf-tls-instructions 1000 420 <<'GP'
+set title "TLS next to plain, counted: client instructions per lock + unlock cycle (callgrind, N = 3, C = 32); in bold: TLS / plain and the difference"
+set ylabel "instructions per cycle"
+set yrange [0:40000]
+set xrange [-0.6:1.6]
+set bmargin 4
+set key top left box opaque
+w = 0.3
+plot dat using 0:(1):(""):xtic(1) with labels notitle, \
+     dat using ($0 - w/2):2:($0 - w):($0):(0):2 with boxxyerror lc rgb c_before title "plain", \
+     dat using ($0 + w/2):3:($0):($0 + w):(0):3 with boxxyerror lc rgb c_after title "TLS (TLS 1.3, AES-256-GCM)", \
+     dat using ($0 - w/2):($2 + 700):(th($2)) with labels font ",9" notitle, \
+     dat using ($0 + w/2):($3 + 700):(th($3)) with labels font ",9" notitle, \
+     dat using 0:(($2 > $3 ? $2 : $3) + 3000):(sprintf("%.2f × (+%s)", $3 / $2, th($3 - $2))) with labels font "sans:Bold,10" notitle
 GP
