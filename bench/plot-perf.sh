@@ -11,10 +11,10 @@
 # Defaults: docs/data and docs/images next to this script.  Writes
 # perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
 # perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams,
-# perf-stats-ab, perf-hold-close, and for the result tables perf-throughput,
-# perf-primitives, perf-contention, perf-slow-node, perf-tls-loaded,
-# perf-tls-quiet and perf-tls-instructions (.png).  Needs gnuplot
-# (apt-get install -y gnuplot-nox).
+# perf-stats-ab, perf-hold-close, perf-targets-5, and for the result tables
+# perf-throughput, perf-primitives, perf-contention, perf-slow-node,
+# perf-tls-loaded, perf-tls-quiet and perf-tls-instructions (.png).  Needs
+# gnuplot (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
 data=${1:-$here/../docs/data}
@@ -495,4 +495,28 @@ plot dat using 0:(1):(""):xtic(1) with labels notitle, \
      dat using ($0 - w/2):($2 + 700):(th($2)) with labels font ",9" notitle, \
      dat using ($0 + w/2):($3 + 700):(th($3)) with labels font ",9" notitle, \
      dat using 0:(($2 > $3 ? $2 : $3) + 3000):(sprintf("%.2f × (+%s)", $3 / $2, th($3 - $2))) with labels font "sans:Bold,10" notitle
+GP
+
+# Targets (issue #5): as perf-targets-14, every target as a factor on one log
+# axis, right of 1 missed (a floor: target / measured; a ceiling: measured /
+# target).  Every cell is a single figure, so there are no whiskers.
+gp perf-targets-5 1000 520 <<'GP'
+set title "Issue #5 targets (2026-11-22): each measurement as a multiple of its target"
+worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
+set logscale x
+set xrange [0.03:30]
+set xtics (0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20)
+set xlabel "times the target, log scale (for a floor: target / measured); left of 1 = met, right = missed"
+set yrange [11.6:-0.6]
+set ytics nomirror scale 0 font ",9"
+set grid noytics xtics
+set key top right box opaque
+set style textbox opaque noborder margins 1, 1
+set arrow from 1, graph 0 to 1, graph 1 nohead dt 2 lw 2 lc rgb "black" back
+plot dat using (strcol(5) eq "zero" ? NaN : worse($2, $3, $4, strcol(5))):0:(0.01):(worse($2, $3, $4, strcol(5))):($0 - 0.32):($0 + 0.32):(worse($2, $3, $4, strcol(5)) <= 1 ? c_met : c_missed):ytic(nl(strcol(1))) \
+       with boxxyerror lc rgb variable notitle, \
+     dat using (strcol(5) eq "zero" ? 0.033 : worse($2, $3, $4, strcol(5)) * 1.08):0:6 with labels boxed left font ",9" notitle, \
+     NaN with boxes lc rgb c_met title "met", \
+     NaN with boxes lc rgb c_missed title "missed", \
+     NaN with lines dt 2 lw 2 lc rgb "black" title "at target (1)"
 GP
