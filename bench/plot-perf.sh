@@ -11,8 +11,9 @@
 # Defaults: docs/data and docs/images next to this script.  Writes
 # perf-targets-14, perf-blocking-cpu, perf-blocking-ratios, perf-async-cpu,
 # perf-session5, perf-alloc-instructions, perf-alloc-wallclock, perf-seams,
-# perf-stats-ab, perf-hold-close, perf-targets-5, and for the result tables
-# perf-throughput, perf-primitives, perf-contention, perf-slow-node,
+# perf-stats-ab, perf-hold-close, perf-targets-5, perf-clock-reads,
+# perf-replypool-instructions, perf-replypool-wallclock, and for the result
+# tables perf-throughput, perf-primitives, perf-contention, perf-slow-node,
 # perf-tls-loaded, perf-tls-quiet and perf-tls-instructions (.png).  Needs
 # gnuplot (apt-get install -y gnuplot-nox).
 set -eu
@@ -520,3 +521,67 @@ plot dat using (strcol(5) eq "zero" ? NaN : worse($2, $3, $4, strcol(5))):0:(0.0
      NaN with boxes lc rgb c_missed title "missed", \
      NaN with lines dt 2 lw 2 lc rgb "black" title "at target (1)"
 GP
+
+# ab_panels NAME TITLE BEFORE AFTER [WIDTH]: a wall-clock before/after table,
+# one panel per row of NAME.dat ("metric" before after ratio), the two figures
+# as bars and after / before in bold: the table's median of the in-pair ratios,
+# or, where the table gives none ("none"), the two figures divided here.
+ab_panels() {
+  {
+    printf 'title_all = "%s"\nt_before = "%s"; t_after = "%s"\n' "$2" "$3" "$4"
+    cat <<'GP'
+stats dat using 2 nooutput
+n = STATS_records
+set multiplot layout 1, n title title_all
+set xrange [-0.6:1.6]
+set boxwidth 0.6
+set key off
+set bmargin 3
+set xtics (t_before 0, t_after 1)
+lbl(x, s) = x >= 1000 ? th(x) : s
+do for [i = 0:n - 1] {
+  stats [*:*][*:*] dat every ::i::i using (lab = strcol(1), rg = strcol(4), $2) nooutput
+  b = STATS_max
+  stats [*:*][*:*] dat every ::i::i using 3 nooutput
+  a = STATS_max
+  top = a > b ? a : b
+  set yrange [0:top * 1.45]
+  set title nl(lab)
+  set label 1 (rg eq "none" ? sprintf("after / before: %.2f\n(the two figures divided)", a / b) : "after / before: " . rg . "\n(median of the in-pair ratios)") \
+    at graph 0.5, graph 0.92 center font "sans:Bold,9"
+  plot dat every ::i::i using (0):2 with boxes lc rgb c_before, \
+       dat every ::i::i using (1):3 with boxes lc rgb c_after, \
+       dat every ::i::i using (0):($2 + top * 0.04):(lbl($2, strcol(2))) with labels font ",9", \
+       dat every ::i::i using (1):($3 + top * 0.04):(lbl($3, strcol(3))) with labels font ",9"
+}
+unset multiplot
+GP
+  } | gp "$1" "${5:-1000}" 400
+}
+
+# Fewer clock reads (session 6): before and after, with the ratios.
+ab_panels perf-clock-reads \
+  "Fewer clock reads (session 6): N = 5, C = 128, 10 interleaved pairs, load average < 2" \
+  "before (530465f)" "after (df9c035)"
+
+# hiredis' replies from a pool (session 6): the callgrind table, then the
+# wall-clock one.
+# (instr_pairs' look, with room for the before bars, which are the higher.)
+gp perf-replypool-instructions 1000 420 <<'GP'
+set title "hiredis' replies from a pool (session 6): instructions per lock + unlock cycle, whole client process\n(callgrind, N = 5, C = 128); in bold: the change"
+set ylabel "instructions per cycle"
+set yrange [0:38000]
+set xrange [-0.6:1.6]
+set bmargin 4
+set key top right box opaque
+w = 0.36
+plot dat using 0:(1):(""):xtic(nl(strcol(1))) with labels notitle, \
+     dat using ($0 - w/2):2:($0 - w):($0):(0):2 with boxxyerror lc rgb c_before title "before (05c2065)", \
+     dat using ($0 + w/2):3:($0):($0 + w):(0):3 with boxxyerror lc rgb c_after title "after (16cab0a)", \
+     dat using ($0 - w/2):($2 + 900):(th($2)) with labels font ",9" notitle, \
+     dat using ($0 + w/2):($3 + 900):(th($3)) with labels font ",9" notitle, \
+     dat using 0:(($2 > $3 ? $2 : $3) + 3000):4 with labels font "sans:Bold,10" notitle
+GP
+ab_panels perf-replypool-wallclock \
+  "hiredis' replies from a pool on the wall clock: Release builds, 8 interleaved pairs, N = 5, C = 128, load average 0.4-4" \
+  "before (05c2065)" "after (16cab0a)" 800
