@@ -3,8 +3,8 @@
 # hand (results, targets, blocking path, where the CPU goes, before/after
 # comparisons, TLS next to plain), drawn from the figures copied into
 # docs/data/perf-*.dat (each file names the table it comes from in its first
-# comment line).  No benchmark is run: edit
-# the .dat file when a table changes, then run this again.
+# comment line).  No benchmark is run: edit the .dat file when a table
+# changes, then run this again.
 #
 #   sh bench/plot-perf.sh [DATA_DIR [IMAGES_DIR]]
 #
