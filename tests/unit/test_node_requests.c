@@ -310,17 +310,20 @@ static void test_unwritten_not_hung(void **state) {
   assert_int_equal(f->node.state, NODE_READY);
 }
 
-/* Newer requests written late do not excuse a master that sits on older,
- * written ones: its clock runs from the first (two deadline checks due
- * together run before any flush, and the first one's work queues output). */
-static void test_written_then_silent_hung(void **state) {
-  nf_t *f = *state;
+/* The master holds a first request that was written, by node_write_late
+ * (a deadline check) or by the loop's own flush; a later one is handed over
+ * and the loop stalls past the hung limit.  Writing the later one late does
+ * not restart the master's clock: the wait began with a written send. */
+static void check_written_then_silent_hung(nf_t *f, int written_by_loop) {
   start_ready(f);
   mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
   f->env.request_timeout_ms = 5; /* hung after 15 ms without a reply */
   nf_req_t first, later;
   assert_int_equal(nf_send(f, &first, "SET k v", 0), 0);
-  node_write_late(&f->node); /* written: the wait starts */
+  if (written_by_loop)
+    nf_wait_received(f, "SET", 1);
+  else
+    node_write_late(&f->node);
   uint64_t written_ns = clock_now_ns();
   assert_int_equal(nf_send(f, &later, "SET k2 v", 0), 0);
   while (clock_now_ns() - written_ns < 20 * 1000000u)
@@ -335,27 +338,15 @@ static void test_written_then_silent_hung(void **state) {
   nf_wait_event(f, NODE_EV_UP, 2);
 }
 
-/* The first request went out with a turn's own flush and the master sits
- * on it; a later one, handed over in a stalled turn, is written late.  That
- * does not restart the clock either: the wait began with a written send. */
+/* Two deadline checks due together run before any flush, and the first
+ * one's work queues output. */
+static void test_written_then_silent_hung(void **state) {
+  check_written_then_silent_hung(*state, 0);
+}
+
+/* The turn's flush wrote the first request long before the stall. */
 static void test_flushed_then_silent_hung(void **state) {
-  nf_t *f = *state;
-  start_ready(f);
-  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
-  f->env.request_timeout_ms = 5; /* hung after 15 ms without a reply */
-  nf_req_t first, later;
-  assert_int_equal(nf_send(f, &first, "SET k v", 0), 0);
-  nf_wait_received(f, "SET", 1); /* written by the loop's flush, not by us */
-  uint64_t written_ns = clock_now_ns();
-  assert_int_equal(nf_send(f, &later, "SET k2 v", 0), 0);
-  while (clock_now_ns() - written_ns < 20 * 1000000u)
-    ;
-  node_write_late(&f->node); /* writes the later one only */
-  node_drop_if_hung(&f->node);
-  assert_int_equal(f->node.state, NODE_DOWN);
-  assert_true(first.done && later.done);
-  mock_master_clear_rules(f->mock);
-  nf_wait_event(f, NODE_EV_UP, 2);
+  check_written_then_silent_hung(*state, 1);
 }
 
 /* Idle (nothing out): never hung, however long. */
