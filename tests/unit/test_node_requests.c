@@ -155,6 +155,21 @@ static void test_read_pending(void **state) {
   assert_true(r.got_reply);
 }
 
+/* An error no command asked for (a server over maxclients says so right
+ * after accepting): hiredis frees the reply itself, through our reader's
+ * freeObject (it is a pooled one: ASan sees a mix-up or a leak), and drops
+ * the connection; the node reports why and reconnects. */
+static void test_unsolicited_error(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  mock_master_send_raw(f->mock, "-ERR max number of clients reached\r\n");
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  const nf_event_t *down = nf_last(f, NODE_EV_DOWN);
+  assert_int_equal(down->state, NODE_READY);
+  assert_non_null(strstr(down->detail, "max number of clients reached"));
+  nf_wait_event(f, NODE_EV_UP, 2);
+}
+
 /* The master closes the connection halfway through a reply: the request
  * gets NULL, the node goes DOWN (reported while READY) and reconnects. */
 static void test_close_mid_reply(void **state) {
@@ -527,6 +542,7 @@ int main(void) {
       T(test_send_while_not_ready),
       T(test_request_replies),
       T(test_read_pending),
+      T(test_unsolicited_error),
       T(test_close_mid_reply),
       T(test_backlog),
       T(test_backlog_busy_then_down),
