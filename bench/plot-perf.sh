@@ -14,8 +14,8 @@
 # perf-stats-ab, perf-hold-close, perf-targets-5, perf-clock-reads,
 # perf-replypool-instructions, perf-replypool-wallclock, and for the result
 # tables perf-throughput, perf-primitives, perf-contention, perf-slow-node,
-# perf-tls-loaded, perf-tls-quiet and perf-tls-instructions (.png).  Needs
-# gnuplot (apt-get install -y gnuplot-nox).
+# perf-tls-loaded, perf-tls-quiet and perf-tls-instructions, and
+# perf-issue14-ab (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
 data=${1:-$here/../docs/data}
@@ -56,7 +56,7 @@ EOF
 # target); the bar goes to the worse end of a measured range, the whisker
 # shows the range.
 gp perf-targets-14 1000 420 <<'GP'
-set title "Issue 14 targets (session 6): each measurement as a multiple of its target"
+set title "Issue 14 targets (session 7): each measurement as a multiple of its target"
 worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
 better(lo, hi, t, d) = d eq "ge" ? t / hi : lo / t
 set logscale x
@@ -585,3 +585,50 @@ GP
 ab_panels perf-replypool-wallclock \
   "hiredis' replies from a pool on the wall clock: Release builds, 8 interleaved pairs, N = 5, C = 128, load average 0.4-4" \
   "before (05c2065)" "after (16cab0a)" 800
+
+# Issue 14 from start to end (session 7, bench/ab-builds.sh): before and
+# after side by side, bars the medians, points each run; the targets dashed.
+gp perf-issue14-ab 1200 440 <<'GP'
+set multiplot layout 1,3 title "Issue 14 from start to end: before (4b804de) and after (a70f402), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
+set bmargin 4
+set xrange [-0.6:1.6]
+set xtics font ",9"
+set key top right box opaque font ",9"
+w = 0.18
+mx(a, b, c) = a > b ? (a > c ? a : c) : (b > c ? b : c)
+
+set title "lock + unlock cycles per second"
+set ylabel "cycles/s"
+set yrange [0:95000]
+plot dat index 0 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
+     dat index 0 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
+     for [c=2:4] dat index 0 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     for [c=6:8] dat index 0 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     dat index 0 using ($0 - w):(mx($2, $3, $4) + 3500):(th($5)) with labels font ",8" notitle, \
+     dat index 0 using ($0 + w):(mx($6, $7, $8) + 3500):(th($9)) with labels font ",8" notitle
+set title "client CPU per cycle (targets dashed: 4 and 12 µs)"
+set ylabel "µs per cycle"
+set yrange [0:48]
+set arrow 1 from -0.5, 4 to 0.5, 4 nohead dt 2 lw 2 lc rgb "black" front
+set arrow 2 from 0.5, 12 to 1.5, 12 nohead dt 2 lw 2 lc rgb "black" front
+plot dat index 1 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
+     dat index 1 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
+     for [c=2:4] dat index 1 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     for [c=6:8] dat index 1 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     dat index 1 using ($0 - w):(mx($2, $3, $4) + 1.8):(sprintf("%.1f", $5)) with labels font ",8" notitle, \
+     dat index 1 using ($0 + w):(mx($6, $7, $8) + 1.8):(sprintf("%.1f", $9)) with labels font ",8" notitle
+unset arrow 1
+unset arrow 2
+set title "ratio targets, each measured in one run (dashed)"
+set ylabel "ratio"
+set yrange [0:2.6]
+set arrow 3 from -0.5, 0.8 to 0.5, 0.8 nohead dt 2 lw 2 lc rgb "black" front
+set arrow 4 from 0.5, 1.3 to 1.5, 1.3 nohead dt 2 lw 2 lc rgb "black" front
+plot dat index 2 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
+     dat index 2 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
+     for [c=2:4] dat index 2 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     for [c=6:8] dat index 2 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+     dat index 2 using ($0 - w):(mx($2, $3, $4) + 0.1):(sprintf("%.2f", $5)) with labels font ",8" notitle, \
+     dat index 2 using ($0 + w):(mx($6, $7, $8) + 0.1):(sprintf("%.2f", $9)) with labels font ",8" notitle
+unset multiplot
+GP
