@@ -28,9 +28,10 @@
  * of any announced length.  A reply over a cap is a protocol error: the
  * connection is dropped (and reconnected with backoff), the other masters
  * are not affected. */
-#define CONN_MAX_REPLY_ELEMENTS 1024       /* elements of one aggregate */
-#define CONN_MAX_REPLY_DEPTH 8             /* nesting of aggregates */
-#define CONN_MAX_REPLY_BYTES (1024 * 1024) /* bytes buffered for one unfinished reply */
+#define CONN_MAX_REPLY_ELEMENTS 1024        /* elements of one aggregate */
+#define CONN_MAX_REPLY_DEPTH 8              /* nesting of aggregates */
+#define CONN_MAX_REPLY_BYTES (1024 * 1024)  /* bytes buffered for one unfinished reply */
+#define CONN_OUTPUT_RESERVE_MAX (64 * 1024) /* room kept for the next flush (conn.c) */
 
 /* One per client: flushes the connections written to during a loop turn. */
 typedef struct conn_flusher {

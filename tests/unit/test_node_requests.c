@@ -143,6 +143,28 @@ static void test_replies_pooled(void **state) {
   assert_int_equal(conn_replies_pooled(f->node.ac) - before, 5 + MANY);
 }
 
+/* hiredis frees its output buffer when a write takes all of it; conn.c
+ * gives the fresh one the room that write needed, so that the next turn's
+ * commands are appended without growing it from nothing (a realloc and a
+ * copy at each doubling). */
+static void test_output_room(void **state) {
+  nf_t *f = *state;
+  start_ready(f);
+  enum { MANY = 64 };
+  static nf_req_t r[MANY];
+  size_t bytes = 0;
+  for (unsigned i = 0; i < MANY; i++) {
+    assert_int_equal(nf_send(f, &r[i], "SET key-of-a-lock value-of-a-lock NX PX 10000", 0), 0);
+    bytes += r[i].req.len;
+  }
+  nf_wait_req(f, &r[MANY - 1]); /* all written by the turn's one flush */
+  sds obuf = f->node.ac->c.obuf;
+  assert_int_equal(sdslen(obuf), 0);
+  assert_true(sdsavail(obuf) >= bytes);
+  for (unsigned i = 0; i < MANY; i++)
+    assert_string_equal(r[i].str, "OK");
+}
+
 /* Replies that already wait on the socket are read on demand. */
 static void test_read_pending(void **state) {
   nf_t *f = *state;
@@ -541,6 +563,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       T(test_send_while_not_ready),
       T(test_request_replies),
+      T(test_output_room),
       T(test_read_pending),
       T(test_unsolicited_error),
       T(test_close_mid_reply),
