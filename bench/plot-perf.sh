@@ -14,7 +14,7 @@
 # perf-stats-ab, perf-hold-close, perf-targets-5, perf-clock-reads,
 # perf-replypool-instructions, perf-replypool-wallclock, and for the result
 # tables perf-throughput, perf-primitives, perf-contention, perf-slow-node,
-# perf-tls-loaded, perf-tls-quiet and perf-tls-instructions, and
+# perf-tls-loaded, perf-tls-quiet and perf-tls-instructions, and perf-obuf and
 # perf-issue14-ab (.png).  Needs gnuplot (apt-get install -y gnuplot-nox).
 set -eu
 here=$(dirname "$0")
@@ -586,10 +586,15 @@ ab_panels perf-replypool-wallclock \
   "hiredis' replies from a pool on the wall clock: Release builds, 8 interleaved pairs, N = 5, C = 128, load average 0.4-4" \
   "before (05c2065)" "after (16cab0a)" 800
 
+# hiredis' output buffer kept between flushes (session 7): both tables.
+ab_panels perf-obuf \
+  "hiredis' output buffer kept between flushes (session 7): N = 5, C = 128; callgrind, and 10 interleaved Release pairs" \
+  "before (afdc1b4)" "after (0ea0e9b)"
+
 # Issue 14 from start to end (session 7, bench/ab-builds.sh): before and
 # after side by side, bars the medians, points each run; the targets dashed.
 gp perf-issue14-ab 1200 440 <<'GP'
-set multiplot layout 1,3 title "Issue 14 from start to end: before (4b804de) and after (a70f402), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
+set multiplot layout 1,3 title "Issue 14 from start to end: before (4b804de) and after (0ea0e9b), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
 set bmargin 4
 set xrange [-0.6:1.6]
 set xtics font ",9"
@@ -607,6 +612,7 @@ plot dat index 0 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with
      dat index 0 using ($0 - w):(mx($2, $3, $4) + 3500):(th($5)) with labels font ",8" notitle, \
      dat index 0 using ($0 + w):(mx($6, $7, $8) + 3500):(th($9)) with labels font ",8" notitle
 set title "client CPU per cycle (targets dashed: 4 and 12 µs)"
+set key top left
 set ylabel "µs per cycle"
 set yrange [0:48]
 set arrow 1 from -0.5, 4 to 0.5, 4 nohead dt 2 lw 2 lc rgb "black" front
