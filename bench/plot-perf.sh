@@ -592,49 +592,33 @@ ab_panels perf-obuf \
   "before (afdc1b4)" "after (0ea0e9b)"
 
 # Issue 14 from start to end (session 7, bench/ab-builds.sh): before and
-# after side by side, bars the medians, points each run; the targets dashed.
+# after side by side, bars the medians, points each run; a target, where the
+# data has one (last column), dashed over its row.
 gp perf-issue14-ab 1200 440 <<'GP'
 set multiplot layout 1,3 title "Issue 14 from start to end: before (4b804de) and after (0ea0e9b), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
 set bmargin 4
 set xrange [-0.6:1.6]
 set xtics font ",9"
-set key top right box opaque font ",9"
 w = 0.18
 mx(a, b, c) = a > b ? (a > c ? a : c) : (b > c ? b : c)
-
-set title "lock + unlock cycles per second"
-set ylabel "cycles/s"
-set yrange [0:95000]
-plot dat index 0 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
-     dat index 0 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
-     for [c=2:4] dat index 0 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     for [c=6:8] dat index 0 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     dat index 0 using ($0 - w):(mx($2, $3, $4) + 3500):(th($5)) with labels font ",8" notitle, \
-     dat index 0 using ($0 + w):(mx($6, $7, $8) + 3500):(th($9)) with labels font ",8" notitle
-set title "client CPU per cycle (targets dashed: 4 and 12 µs)"
-set key top left
-set ylabel "µs per cycle"
-set yrange [0:48]
-set arrow 1 from -0.5, 4 to 0.5, 4 nohead dt 2 lw 2 lc rgb "black" front
-set arrow 2 from 0.5, 12 to 1.5, 12 nohead dt 2 lw 2 lc rgb "black" front
-plot dat index 1 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
-     dat index 1 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
-     for [c=2:4] dat index 1 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     for [c=6:8] dat index 1 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     dat index 1 using ($0 - w):(mx($2, $3, $4) + 1.8):(sprintf("%.1f", $5)) with labels font ",8" notitle, \
-     dat index 1 using ($0 + w):(mx($6, $7, $8) + 1.8):(sprintf("%.1f", $9)) with labels font ",8" notitle
-unset arrow 1
-unset arrow 2
-set title "ratio targets, each measured in one run (dashed)"
-set ylabel "ratio"
-set yrange [0:2.6]
-set arrow 3 from -0.5, 0.8 to 0.5, 0.8 nohead dt 2 lw 2 lc rgb "black" front
-set arrow 4 from 0.5, 1.3 to 1.5, 1.3 nohead dt 2 lw 2 lc rgb "black" front
-plot dat index 2 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
-     dat index 2 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
-     for [c=2:4] dat index 2 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     for [c=6:8] dat index 2 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
-     dat index 2 using ($0 - w):(mx($2, $3, $4) + 0.1):(sprintf("%.2f", $5)) with labels font ",8" notitle, \
-     dat index 2 using ($0 + w):(mx($6, $7, $8) + 0.1):(sprintf("%.2f", $9)) with labels font ",8" notitle
+array ttl[3] = ["lock + unlock cycles per second", "client CPU per cycle (targets dashed: 4 and 12 µs)", "ratio targets, each measured in one run (dashed)"]
+array ylab[3] = ["cycles/s", "µs per cycle", "ratio"]
+array ytop[3] = [95000, 48, 2.6]
+array keyleft[3] = [0, 1, 1]
+val(k, x) = k == 1 ? th(x) : sprintf(k == 2 ? "%.1f" : "%.2f", x)
+do for [k = 1:3] {
+  set title ttl[k]
+  set ylabel ylab[k]
+  set yrange [0:ytop[k]]
+  lift = ytop[k] * 0.04
+  if (keyleft[k]) { set key top left box opaque font ",9" } else { set key top right box opaque font ",9" }
+  plot dat index k-1 using ($0 - w):5:($0 - 2*w):($0):(0):5:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before", \
+       dat index k-1 using ($0 + w):9:($0):($0 + 2*w):(0):9 with boxxyerror lc rgb c_after title "after", \
+       for [c=2:4] dat index k-1 using ($0 - w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+       for [c=6:8] dat index k-1 using ($0 + w):c with points pt 7 ps 0.8 lc rgb c_run notitle, \
+       dat index k-1 using ($0 - w):(mx($2, $3, $4) + lift):(val(k, $5)) with labels font ",8" notitle, \
+       dat index k-1 using ($0 + w):(mx($6, $7, $8) + lift):(val(k, $9)) with labels font ",8" notitle, \
+       dat index k-1 using ($0 - 0.5):(valid(10) ? $10 : -1):(1):(0) with vectors nohead dt 2 lw 2 lc rgb "black" notitle
+}
 unset multiplot
 GP
