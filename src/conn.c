@@ -1,7 +1,6 @@
 /* conn.c: hiredis async connections on a libuv loop (see conn.h). */
 #include "conn.h"
 
-#include <assert.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -26,7 +25,7 @@ typedef struct conn_events {
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
   int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
   uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
-  unsigned long flushes; /* output flushes so far (conn_flushes) */
+  unsigned long writes;  /* writes that took output bytes (conn_writes) */
   char tls_why[256];     /* conn_error()'s TLS explanation */
 } conn_events_t;
 
@@ -127,6 +126,7 @@ static int connected(const conn_events_t *ev) {
 
 static void on_poll(uv_poll_t *handle, int status, int events);
 static void flush_dirty(uv_prepare_t *prepare);
+static void write_output(conn_events_t *ev);
 
 static void poll_set(conn_events_t *ev, int events) {
   if (events == ev->events)
@@ -164,7 +164,7 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
     }
   }
   if (ev->ac != NULL && (events & UV_WRITABLE))
-    redisAsyncHandleWrite(ev->ac);
+    write_output(ev);
 }
 
 static void hook_add_read(void *privdata) {
@@ -217,32 +217,49 @@ static void hook_cleanup(void *privdata) {
 /* hiredis frees its output buffer whenever a write takes all of it, and the
  * next turn's commands grow a new one from nothing: a realloc and a copy of
  * everything so far at each doubling (at C = 128, N = 5, about a tenth of the
- * client's instructions).  A fresh buffer is given the room the last flush
- * needed instead, up to CONN_OUTPUT_RESERVE_MAX: one allocation per flush.
- * (obuf is a public field of redisContext in hiredis 0.14 and 1.x.) */
-static void reserve_output(redisAsyncContext *ac, size_t last_flush) {
+ * client's instructions).  A fresh buffer is given room for what the last
+ * write took instead: one allocation per write.  sdsMakeRoomFor doubles what
+ * it is asked for below 1 MiB, so the room kept is up to twice
+ * CONN_OUTPUT_RESERVE_MAX.  (obuf is a public field of redisContext in hiredis
+ * 0.14 and 1.x; sdsMakeRoomFor allocates as hiredis frees, in its library.) */
+static void reserve_output(redisAsyncContext *ac, size_t last_write) {
   sds obuf = ac->c.obuf;
-  if (obuf == NULL || sdslen(obuf) != 0 || sdsavail(obuf) >= last_flush)
+  if (obuf == NULL || sdslen(obuf) != 0 || sdsavail(obuf) >= last_write)
     return;
-  sds grown = sdsMakeRoomFor(obuf, last_flush < CONN_OUTPUT_RESERVE_MAX ? last_flush
+  sds grown = sdsMakeRoomFor(obuf, last_write < CONN_OUTPUT_RESERVE_MAX ? last_write
                                                                         : CONN_OUTPUT_RESERVE_MAX);
   if (grown != NULL) /* else obuf is intact: it grows as hiredis would */
     ac->c.obuf = grown;
 }
 
+static size_t output_len(const redisAsyncContext *ac) {
+  return ac->c.obuf != NULL ? sdslen(ac->c.obuf) : 0;
+}
+
+/* hiredis writes what it can of its output (or completes a connect).  A
+ * write that took bytes is counted (conn_writes); one that took all of them
+ * leaves room for the next turn's (reserve_output). */
+static void write_output(conn_events_t *ev) {
+  size_t before = output_len(ev->ac);
+  redisAsyncHandleWrite(ev->ac);
+  if (ev->ac == NULL) /* the write failed and hiredis let go of the context */
+    return;
+  size_t left = output_len(ev->ac);
+  if (left < before)
+    ev->writes++;
+  if (left == 0)
+    reserve_output(ev->ac, before);
+}
+
 /* Writes one connection's output taken off the flusher's list. */
 static void flush_one(conn_events_t *ev) {
   list_remove(&ev->dirty_link);
-  ev->flushes++;
   /* While flushing, a request to write more means the socket took only
    * part: from then on hook_add_write polls for writability. */
   ev->want_write = 1;
   if (ev->ssl != NULL)
     tls_clear_errors();
-  size_t out = ev->ac->c.obuf != NULL ? sdslen(ev->ac->c.obuf) : 0;
-  redisAsyncHandleWrite(ev->ac);
-  if (ev->ac != NULL) /* NULL: the write failed and hiredis let go of it */
-    reserve_output(ev->ac, out);
+  write_output(ev);
 }
 
 static void flush_dirty(uv_prepare_t *prepare) {
@@ -300,11 +317,10 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
       return NULL;
     }
   }
-#ifdef REDIS_NO_AUTO_FREE_REPLIES
   /* Pooled replies (replypool.h) return to their pool when hiredis frees
-   * them after the callback; a context that left that to us would keep them. */
-  assert(!(ac->c.flags & REDIS_NO_AUTO_FREE_REPLIES));
-#endif
+   * them after their callback: a context made with hiredis 1.x's
+   * REDIS_OPT_NO_AUTO_FREE_REPLIES would keep them.  redisAsyncConnect never
+   * sets it; a change to how contexts are made must keep it off. */
   conn_events_t *ev = calloc(1, sizeof *ev);
   reply_pool_t *replies = reply_pool_new();
   if (ev == NULL || replies == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
@@ -366,9 +382,9 @@ uint64_t conn_read_ns(const redisAsyncContext *ac) {
   return ev != NULL && ev->read_ns != 0 ? ev->read_ns : clock_now_ns();
 }
 
-unsigned long conn_flushes(const redisAsyncContext *ac) {
+unsigned long conn_writes(const redisAsyncContext *ac) {
   const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
-  return ev != NULL ? ev->flushes : 0;
+  return ev != NULL ? ev->writes : 0;
 }
 
 int conn_write_now(redisAsyncContext *ac) {

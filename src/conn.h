@@ -31,7 +31,7 @@
 #define CONN_MAX_REPLY_ELEMENTS 1024        /* elements of one aggregate */
 #define CONN_MAX_REPLY_DEPTH 8              /* nesting of aggregates */
 #define CONN_MAX_REPLY_BYTES (1024 * 1024)  /* bytes buffered for one unfinished reply */
-#define CONN_OUTPUT_RESERVE_MAX (64 * 1024) /* room kept for the next flush (conn.c) */
+#define CONN_OUTPUT_RESERVE_MAX (32 * 1024) /* asked for the next turn's output (conn.c) */
 
 /* One per client: flushes the connections written to during a loop turn. */
 typedef struct conn_flusher {
@@ -73,10 +73,10 @@ void conn_read_now(redisAsyncContext *ac);
  * busy leaves requests handed over but never written: the hung-master watch
  * must not count that time against the master (node_write_late). */
 int conn_write_now(redisAsyncContext *ac);
-/* How many times this connection's output was flushed: a caller that noted
- * the count when it handed a request over knows, seeing it unchanged, that
- * the request has not been written yet. */
-unsigned long conn_flushes(const redisAsyncContext *ac);
+/* How many writes took bytes of this connection's output: a caller that
+ * noted the count when it handed a request over knows, seeing it unchanged,
+ * that the request has not been written yet. */
+unsigned long conn_writes(const redisAsyncContext *ac);
 /* When the replies now being processed were read off the socket: one clock
  * reading serves every reply of a read (on this VM a clock read costs about
  * 50 ns, and a loaded read brings hundreds of replies). */

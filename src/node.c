@@ -470,7 +470,7 @@ static int node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   if (node->inflight++ == 0) {
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
     node->progress_unwritten = 1;
-    node->progress_flushes = conn_flushes(node->ac);
+    node->progress_writes = conn_writes(node->ac);
   }
   return 0;
 }
@@ -547,8 +547,7 @@ void node_write_late(node_t *node) {
    * master already sitting on written requests is not let off by newer ones
    * (timers due together run before any flush, each with fresh output; and
    * a turn's own flush may have written the first send long ago). */
-  int first_unwritten =
-      node->progress_unwritten && conn_flushes(node->ac) == node->progress_flushes;
+  int first_unwritten = node->progress_unwritten && conn_writes(node->ac) == node->progress_writes;
   if (conn_write_now(node->ac) && first_unwritten)
     node->progress_ns = clock_now_ns();
   node->progress_unwritten = 0;

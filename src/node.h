@@ -129,11 +129,11 @@ typedef struct node {
   unsigned inflight;   /* requests handed to hiredis, awaiting replies */
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
-  unsigned replays_out;           /* replayed releases not yet answered (close waits) */
-  uint64_t progress_ns;           /* last reply, or the first send after being idle */
-  int progress_unwritten;         /* progress_ns dates a first send, not a reply */
-  unsigned long progress_flushes; /* conn_flushes() at that send: unchanged, it is unwritten */
-  int first_attempt_done;         /* the client's startup waits for every node's first try */
+  unsigned replays_out;          /* replayed releases not yet answered (close waits) */
+  uint64_t progress_ns;          /* last reply, or the first send after being idle */
+  int progress_unwritten;        /* progress_ns dates a first send, not a reply */
+  unsigned long progress_writes; /* conn_writes() at that send: unchanged, it is unwritten */
+  int first_attempt_done;        /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */

@@ -146,23 +146,37 @@ static void test_replies_pooled(void **state) {
 /* hiredis frees its output buffer when a write takes all of it; conn.c
  * gives the fresh one the room that write needed, so that the next turn's
  * commands are appended without growing it from nothing (a realloc and a
- * copy at each doubling). */
+ * copy at each doubling).  The next batch goes through that buffer intact,
+ * and each write that took bytes is counted (conn_writes). */
 static void test_output_room(void **state) {
   nf_t *f = *state;
   start_ready(f);
   enum { MANY = 64 };
-  static nf_req_t r[MANY];
+  static nf_req_t r[2][MANY];
   size_t bytes = 0;
-  for (unsigned i = 0; i < MANY; i++) {
-    assert_int_equal(nf_send(f, &r[i], "SET key-of-a-lock value-of-a-lock NX PX 10000", 0), 0);
-    bytes += r[i].req.len;
+  for (unsigned batch = 0; batch < 2; batch++) {
+    unsigned long writes = conn_writes(f->node.ac);
+    char words[96];
+    for (unsigned i = 0; i < MANY; i++) {
+      snprintf(words, sizeof words, "SET key-%u-%u value-of-a-lock NX PX 10000", batch, i);
+      assert_int_equal(nf_send(f, &r[batch][i], words, 0), 0);
+      if (batch == 0)
+        bytes += r[batch][i].req.len;
+    }
+    nf_wait_req(f, &r[batch][MANY - 1]); /* all written by the turn's one flush */
+    assert_int_equal(conn_writes(f->node.ac), writes + 1);
+    sds obuf = f->node.ac->c.obuf;
+    assert_int_equal(sdslen(obuf), 0);
+    assert_true(sdsavail(obuf) >= bytes);
+    for (unsigned i = 0; i < MANY; i++)
+      assert_string_equal(r[batch][i].str, "OK");
   }
-  nf_wait_req(f, &r[MANY - 1]); /* all written by the turn's one flush */
-  sds obuf = f->node.ac->c.obuf;
-  assert_int_equal(sdslen(obuf), 0);
-  assert_true(sdsavail(obuf) >= bytes);
-  for (unsigned i = 0; i < MANY; i++)
-    assert_string_equal(r[i].str, "OK");
+  /* The master got every command, in order, byte for byte. */
+  assert_int_equal(mock_master_count(f->mock, "SET"), 2 * MANY);
+  const mock_cmd_t *last = mock_master_last(f->mock, "SET");
+  assert_int_equal(last->argc, 6);
+  assert_string_equal(last->argv[1], "key-1-63");
+  assert_string_equal(last->argv[5], "10000");
 }
 
 /* Replies that already wait on the socket are read on demand. */
