@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # ab-builds.sh: two builds of redlock-bench (say, before and after a change)
 # measured side by side on the three figures issue 14 set targets for, run
 # interleaved (A B, then B A, ...) so that a shared machine whose load drifts
@@ -6,7 +6,7 @@
 # median of the in-pair ratios B / A (docs/performance.md, "Issue 14 from
 # start to end").
 #
-#   bench/ab-builds.sh A/redlock-bench B/redlock-bench
+#   bash bench/ab-builds.sh A/redlock-bench B/redlock-bench
 #
 # Per run and side:
 #   --mode throughput --start 5 --duration D --warmup 1          async, C = 128
@@ -15,6 +15,8 @@
 # Environment: RUNS (3), DURATION (4 s measured per run), OUT (directory for
 # the raw JSON lines; default a new temp dir).  Needs jq.
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 a=${1:-}
 b=${2:-}
@@ -56,10 +58,6 @@ while [ "$i" -le "$RUNS" ]; do
   i=$((i + 1))
 done
 
-# med FILE EXPR: the median of EXPR over the JSON lines of FILE.
-med() {
-  jq -s "[.[] | $2] | sort | .[(length - 1) / 2 | floor]" "$1"
-}
 # pair M EXPR: the median over runs of EXPR(B) / EXPR(A), run by run.
 pair() {
   jq -n --slurpfile a "$OUT/a-$1.jsonl" --slurpfile b "$OUT/b-$1.jsonl" \
@@ -67,7 +65,8 @@ pair() {
 }
 # row LABEL M EXPR FORMAT
 row() {
-  printf "| %s | $4 | $4 | %.2f |\n" "$1" "$(med "$OUT/a-$2.jsonl" "$3")" "$(med "$OUT/b-$2.jsonl" "$3")" \
+  printf "| %s | $4 | $4 | %.2f |\n" "$1" "$(bench_median "$OUT/a-$2.jsonl" "$3")" \
+    "$(bench_median "$OUT/b-$2.jsonl" "$3")" \
     "$(pair "$2" "$3")"
 }
 
