@@ -223,8 +223,8 @@ static void hook_cleanup(void *privdata) {
  * CONN_OUTPUT_RESERVE_MAX.  (obuf is a public field of redisContext in hiredis
  * 0.14 and 1.x; sdsMakeRoomFor allocates as hiredis frees, in its library.) */
 static void reserve_output(redisAsyncContext *ac, size_t last_write) {
-  sds obuf = ac->c.obuf;
-  if (obuf == NULL || sdslen(obuf) != 0 || sdsavail(obuf) >= last_write)
+  sds obuf = ac->c.obuf; /* empty: write_output calls this once all was written */
+  if (obuf == NULL || sdsavail(obuf) >= last_write)
     return;
   sds grown = sdsMakeRoomFor(obuf, last_write < CONN_OUTPUT_RESERVE_MAX ? last_write
                                                                         : CONN_OUTPUT_RESERVE_MAX);
