@@ -193,10 +193,15 @@ void lock_unref(redlock_lock_t *lock) {
     lock_free(lock);
 }
 
+/* The monotonic end of validity of a round that started at started_ns and
+ * set ttl_ms on the masters. */
+static int64_t lock_end_ns(const redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
+  return (int64_t)started_ns + (int64_t)ttl_ms * 1000000 -
+         quorum_drift_ns(ttl_ms, lock->client->opts.drift_factor);
+}
+
 static void lock_set_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
-  int64_t end = (int64_t)started_ns + (int64_t)ttl_ms * 1000000 -
-                quorum_drift_ns(ttl_ms, lock->client->opts.drift_factor);
-  atomic_store(&lock->expires_ns, end);
+  atomic_store(&lock->expires_ns, lock_end_ns(lock, started_ns, ttl_ms));
 }
 
 static int64_t lock_validity_ns(const redlock_lock_t *lock) {
@@ -820,18 +825,45 @@ static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t t
                                                       .ctx = ctx});
 }
 
-/* Applies an extension round's outcome to the lock; returns the status. */
+/* Lowers the lock's end of validity to what an extension round that started
+ * at started_ns with ttl_ms could have left on the masters; never raises it. */
+static void lock_cap_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
+  int64_t cap = lock_end_ns(lock, started_ns, ttl_ms);
+  if (cap < atomic_load(&lock->expires_ns))
+    atomic_store(&lock->expires_ns, cap);
+}
+
+/* Numbers an extension round of the lock as it is sent (extend_outcome). */
+static uint64_t extend_sent(redlock_lock_t *lock) { return ++lock->extends_sent; }
+
+/* Applies an extension round's outcome to the lock; returns the status.
+ * Every master that ran the script set the new ttl, shorter or longer than
+ * what was left, whatever the round's outcome.  So a round that fails still
+ * caps the validity at what its ttl leaves (docs/safety.md §8.3): a shorter
+ * ttl that failed would otherwise leave the keys expiring before the
+ * validity this handle reports.  A won round sets the validity only if no
+ * later extension of the lock was sent: a master runs one connection's
+ * requests in order, so the last round sent is the last to set the ttl
+ * wherever it ran, but an earlier round decided after it (its votes came
+ * late) may not be (seq: extend_sent's number of this round). */
 static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
-                          uint32_t ttl_ms) {
+                          uint32_t ttl_ms, uint64_t seq) {
   if (outcome == QUORUM_WON) {
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
                                           lock->client->opts.drift_factor);
-    if (validity < QUORUM_MIN_VALIDITY_NS)
+    if (validity < QUORUM_MIN_VALIDITY_NS) {
+      lock_cap_expiry(lock, round->started_ns, ttl_ms);
       return REDLOCK_EEXPIRED;
+    }
+    if (seq != lock->extends_sent) {
+      lock_cap_expiry(lock, round->started_ns, ttl_ms);
+      return REDLOCK_OK;
+    }
     lock->ttl_ms = ttl_ms;
     lock_set_expiry(lock, round->started_ns, ttl_ms);
     return REDLOCK_OK;
   }
+  lock_cap_expiry(lock, round->started_ns, ttl_ms);
   if (outcome == QUORUM_LOST_HELD) {
     /* A quorum answered that our value is gone: someone else may hold it. */
     lock_mark_lost(lock, REDLOCK_ELOST);
@@ -842,7 +874,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
 
 static void on_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_extend_t *op = ctx;
-  extend_finish(op, extend_outcome(op->lock, round, outcome, op->ttl_ms));
+  extend_finish(op, extend_outcome(op->lock, round, outcome, op->ttl_ms, op->seq));
 }
 
 static void extend_start(op_extend_t *op) {
@@ -858,6 +890,7 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, REDLOCK_ENOMEM);
     return;
   }
+  op->seq = extend_sent(lock);
   send_for(&op->op, round);
 }
 
@@ -944,8 +977,10 @@ static void watch_schedule(redlock_lock_t *lock);
 static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   redlock_lock_t *lock = ctx;
   lock->watch_extending = 0;
+  if (!lock->watched) /* ended meanwhile, but the masters may have run it */
+    lock_cap_expiry(lock, round->started_ns, lock->watch_ttl_ms);
   if (lock->watched) {
-    int status = extend_outcome(lock, round, outcome, lock->ttl_ms);
+    int status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
     stats_renewed(lock, round, status);
     if (status == REDLOCK_OK)
       lock->watch_failures = 0;
@@ -974,6 +1009,8 @@ static void watch_timer_cb(uv_timer_t *timer) {
     watch_schedule(lock);
     return;
   }
+  lock->watch_ttl_ms = lock->ttl_ms;
+  lock->watch_seq = extend_sent(lock);
   uv_mutex_lock(&client->mutex);
   lock->refs++;
   uv_mutex_unlock(&client->mutex);

@@ -49,6 +49,7 @@ struct redlock_lock {
   const char *resource;             /* const: first resource, without the prefix (into keys[0]) */
   char value[RANDOM_VALUE_LEN + 1]; /* const */
   uint32_t ttl_ms;                  /* loop: the last ttl granted (extend changes it) */
+  uint64_t extends_sent;            /* loop: extension rounds sent (extend_outcome) */
   _Atomic int64_t expires_ns;       /* loop writes, any thread reads: monotonic end of validity */
   _Atomic int lost;                 /* loop writes, any thread reads */
   uint64_t fence;                   /* const */
@@ -59,6 +60,8 @@ struct redlock_lock {
   uv_timer_t *watch_timer;
   int watch_extending;
   unsigned watch_failures; /* extensions failed in a row */
+  uint32_t watch_ttl_ms;   /* the ttl of the extension in flight (watch_extending) */
+  uint64_t watch_seq;      /* its number among the lock's extensions (extends_sent) */
   redlock_lost_cb lost_cb;
   void *lost_arg;
   redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
@@ -108,6 +111,7 @@ typedef struct {
   op_t op;
   redlock_lock_t *lock; /* mutex at submission, then loop */
   uint32_t ttl_ms;      /* const */
+  uint64_t seq;         /* loop: its number among the lock's extensions (extends_sent) */
   redlock_done_cb done_cb;
   void *arg;
 } op_extend_t;
