@@ -23,8 +23,9 @@
  *       call_start_ns: a time before the winning campaign round started,
  *       i.e. the redlock_elect call or the previous term's on_lost).
  *   E <wid> <tid> <seq> <ve_ns>
- *       a successful redlock_extend of grant <seq>: its new validity end,
- *       computed the same way.
+ *       a redlock_extend of grant <seq>, whatever its status: the validity
+ *       end after it, computed the same way (a failed extension with a
+ *       shorter ttl lowers it), or the call's start when none is left.
  *   U <wid> <tid> <seq> <unlock_start_ns> <rc>
  *       the holder stopped using grant <seq> at unlock_start_ns (read just
  *       before redlock_unlock was called) and the unlock returned rc.  For a

@@ -3,7 +3,8 @@
  * fault proxies in front of them) with fencing on and the restart quarantine
  * on, and runs several threads that, until a given CLOCK_MONOTONIC instant,
  * take (redlock_lock, redlock_lock_wait or redlock_trylock), hold for a short
- * random time well inside the validity (sometimes extending once), and
+ * random time well inside the validity (sometimes extending once, with the
+ * same or a random, often shorter, ttl), and
  * release locks on a few resources.  Every call and every grant is appended
  * to the worker's history file (format in torture_common.h); the driver's
  * checker proves from those histories that nothing unsafe happened.
@@ -339,18 +340,26 @@ static void one_round(thread_state_t *st, unsigned seq) {
   }
   sleep_ms(hold_time_ms(st, ve));
   if (torture_range(&st->rng, 0, 99) < 15) {
+    /* A third of the extensions ask for the grant's ttl, a third for a
+     * random one, often shorter than what is left, and a third for 1..10 ms,
+     * which leaves no validity (EEXPIRED): won or failed, the masters that
+     * ran one keep its ttl, and the validity must follow it down. */
+    uint64_t choice = torture_range(&st->rng, 0, 2);
+    uint32_t ttl = choice == 0   ? cfg.ttl_ms
+                   : choice == 1 ? (uint32_t)torture_range(&st->rng, 1, cfg.ttl_ms)
+                                 : (uint32_t)torture_range(&st->rng, 1, 10);
     uint64_t es = torture_now_ns();
     call_begin(st, TK_EXTEND, es);
-    int erc = redlock_extend(client, lock, cfg.ttl_ms);
+    int erc = redlock_extend(client, lock, ttl);
     uint64_t ee = 0;
-    uint64_t nve = erc == REDLOCK_OK ? validity_end(lock, &ee) : 0;
+    uint64_t nve = validity_end(lock, &ee);
     call_end(st, TK_EXTEND, es, erc == REDLOCK_OK ? ee : torture_now_ns(), erc);
     check_rc(TK_EXTEND, st->tid, erc);
-    if (erc == REDLOCK_OK) {
-      record("E %d %d %u %" PRIu64, cfg.id, st->tid, seq, nve);
-      ve = nve;
-      sleep_ms(hold_time_ms(st, ve));
-    }
+    if (nve <= ee)
+      nve = es; /* no validity left: the holder stopped acting when it called */
+    record("E %d %d %u %" PRIu64, cfg.id, st->tid, seq, nve);
+    ve = nve;
+    sleep_ms(hold_time_ms(st, ve));
   }
 
   uint64_t us = torture_now_ns();
