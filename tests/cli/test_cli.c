@@ -48,6 +48,7 @@
 /* Options every run gets: fresh masters (no quarantine), and timeouts that
  * tolerate a loaded machine. */
 #define RUN "run", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
+#define ELECT "elect", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
 
 static const char *g_redlock; /* the binary under test */
 static char g_self[PATH_MAX]; /* this program, as COMMAND */
@@ -107,11 +108,19 @@ static int count_sockets(void) {
   return n;
 }
 
-/* --helper print [VAR] | exit N | killself N | hold [stubborn] | sockets */
+/* --helper print [VAR] | environ | exit N | killself N | hold [stubborn] | sockets */
 static int helper_main(int argc, char **argv) {
   if (argc < 3)
     return 100;
   const char *mode = argv[2];
+  if (strcmp(mode, "environ") == 0) { /* the whole environment, one "environ NAME=VALUE" each */
+    for (char **e = environ; *e != NULL; e++) {
+      put_str("environ ");
+      put_str(*e);
+      put_str("\n");
+    }
+    return 0;
+  }
   if (strcmp(mode, "sockets") == 0) {
     char line[64];
     snprintf(line, sizeof line, "sockets=%d\n", count_sockets());
@@ -954,13 +963,24 @@ static void case_auth(void) {
   CHECK(RUN_TO_END(s) == 69, "status with a wrong password -> 69");
   CHECK(strstr(s->out, "error (AUTH") != NULL, "status says AUTH failed");
   CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
+
+  /* COMMAND's environment has no REDLOCK_NODES, hence no password: under
+   * run and under elect. */
+  p = START(g_nodes, 0, RUN, "auth-res", "--", g_self, "--helper", "environ");
+  CHECK(RUN_TO_END(p) == 0, "run environ");
+  CHECK(strstr(p->out, "environ PATH=") != NULL, "COMMAND printed its environment");
+  CHECK(strstr(p->out, "pw-0123456789") == NULL, "no password in COMMAND's environment");
+  CHECK(strstr(p->out, "environ REDLOCK_NODES=") == NULL, "no REDLOCK_NODES under run");
+  p = START(g_nodes, 0, ELECT, "auth-res", "--", g_self, "--helper", "environ");
+  CHECK(RUN_TO_END(p) == 0, "elect environ");
+  CHECK(strstr(p->out, "environ REDLOCK_TERM=") != NULL, "COMMAND printed its environment");
+  CHECK(strstr(p->out, "pw-0123456789") == NULL, "no password in COMMAND's environment");
+  CHECK(strstr(p->out, "environ REDLOCK_NODES=") == NULL, "no REDLOCK_NODES under elect");
 }
 
 /* ================================================================================
  * elect: leadership, hand-over, loss and re-election, signals, usage
  * ================================================================================ */
-
-#define ELECT "elect", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
 
 /* key=VALUE of the n-th (0-based) helper line that starts with tag; 0 when
  * there is none (yet). */
