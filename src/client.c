@@ -515,6 +515,13 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
       rc = tls_client_new(&client->tls, &client->opts, why, sizeof why);
       if (rc != 0)
         client_log(client, REDLOCK_LOG_ERROR, "redlock_open: TLS: %s", why);
+      else if (!client->opts.tls_verify)
+        /* Once per client, here: a per-connection warning would repeat on
+         * every reconnect and drown the log. */
+        client_log(client, REDLOCK_LOG_WARN,
+                   "redlock_open: TLS certificate verification is off "
+                   "(redlock_options_set_tls_verify 0): rediss:// connections are encrypted but "
+                   "any server can pose as a master");
       break;
     }
   }

@@ -32,7 +32,10 @@ static void node_report(node_t *node, node_event_t ev, const char *what, const c
 }
 
 void node_free(node_t *node) {
-  while (!list_empty(&node->missed_releases)) {
+  /* list_linked, not !list_empty: redlock_open frees the calloc'ed nodes it
+   * never reached with node_init when it fails early (a TLS key that cannot
+   * be loaded), and their zeroed list heads are not lists yet. */
+  while (list_linked(&node->missed_releases)) {
     missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
     list_remove(&missed->link);
     free(missed);

@@ -97,6 +97,46 @@ static const char *ssl_reason(char *buf, size_t len, const char *fallback) {
   return buf;
 }
 
+/* The passphrase callback of every SSL_CTX of ours.  OpenSSL's default
+ * prompts on the terminal ("Enter PEM pass phrase:") and blocks the caller
+ * (the loop thread, or redlock_open) until someone types; a library has no
+ * terminal to ask.  So an encrypted key fails to load at once, and *arg (an
+ * int, set by ctx_load while it loads the key) records why. */
+static int refuse_passphrase(char *buf, int size, int rwflag, void *arg) {
+  (void)buf;
+  (void)size;
+  (void)rwflag;
+  if (arg != NULL)
+    *(int *)arg = 1;
+  return -1;
+}
+
+/* Loads the client's private key; 0 or REDLOCK_EINVAL with why. */
+static int key_load(SSL_CTX *ctx, const char *cert_file, const char *key_file, char *why,
+                    size_t why_len) {
+  char reason[200];
+  int encrypted = 0;
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, &encrypted);
+  int ok = SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) == 1;
+  SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* &encrypted dies here */
+  if (ok)
+    return 0;
+  if (encrypted)
+    snprintf(why, why_len,
+             "the key in %s is encrypted: passphrases are not supported; decrypt it (openssl "
+             "pkey -in KEY -out PLAIN_KEY) and protect the file by its permissions",
+             key_file);
+  /* OpenSSL checks the key against the certificate as it loads it. */
+  else if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
+    snprintf(why, why_len, "the key in %s does not match the certificate in %s", key_file,
+             cert_file);
+  else
+    snprintf(why, why_len, "cannot load the key file %s: %s", key_file,
+             ssl_reason(reason, sizeof reason, "no key"));
+  ERR_clear_error();
+  return REDLOCK_EINVAL;
+}
+
 /* Loads trust and identity into ctx; 0 or REDLOCK_EINVAL with why. */
 static int ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir, const char *cert_file,
                     const char *key_file, char *why, size_t why_len) {
@@ -119,17 +159,9 @@ static int ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir, const
              ssl_reason(reason, sizeof reason, "no certificate"));
     return REDLOCK_EINVAL;
   }
-  if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-    /* OpenSSL checks the key against the certificate as it loads it. */
-    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
-      snprintf(why, why_len, "the key in %s does not match the certificate in %s", key_file,
-               cert_file);
-    else
-      snprintf(why, why_len, "cannot load the key file %s: %s", key_file,
-               ssl_reason(reason, sizeof reason, "no key"));
-    ERR_clear_error();
-    return REDLOCK_EINVAL;
-  }
+  int rc = key_load(ctx, cert_file, key_file, why, why_len);
+  if (rc != 0)
+    return rc;
   if (SSL_CTX_check_private_key(ctx) != 1) {
     snprintf(why, why_len, "the key in %s does not match the certificate in %s: %s", key_file,
              cert_file, ssl_reason(reason, sizeof reason, "mismatch"));
@@ -151,6 +183,7 @@ static SSL_CTX *ctx_new(char *why, size_t why_len) {
   }
   /* Redis supports TLS 1.2 and 1.3; older versions are broken. */
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
   return ctx;
 }
 
@@ -227,8 +260,13 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
     if (is_ip) {
       ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1;
     } else {
-      /* "*.example.com" matches one whole label, never "foo*.example.com". */
-      SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      /* "*.example.com" matches one whole label, never "foo*.example.com".
+       * The name must be in the subjectAltName: OpenSSL would otherwise fall
+       * back to the subject's CN when a certificate has no DNS entry, which
+       * RFC 6125 (6.4.4) and browsers gave up long ago; a CN is free text
+       * that some CAs never checked as a host name. */
+      SSL_set_hostflags(ssl,
+                        X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
       ok = SSL_set1_host(ssl, name) == 1;
     }
   }
@@ -264,6 +302,23 @@ static int peer_answered(const SSL *ssl) {
 #endif
 }
 
+/* 1 when the master's certificate (which failed the name check) has no DNS
+ * name in a subjectAltName: its name can only be in the CN, which we do not
+ * read (X509_CHECK_FLAG_NEVER_CHECK_SUBJECT).  The peer chain, not the peer
+ * certificate: OpenSSL records the latter only once verification passed. */
+static int cn_only(const SSL *ssl) {
+  STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl);
+  X509 *leaf = chain != NULL && sk_X509_num(chain) > 0 ? sk_X509_value(chain, 0) : NULL;
+  if (leaf == NULL)
+    return 0;
+  GENERAL_NAMES *names = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL);
+  int dns = 0;
+  for (int i = 0; names != NULL && i < sk_GENERAL_NAME_num(names); i++)
+    dns |= sk_GENERAL_NAME_value(names, i)->type == GEN_DNS;
+  GENERAL_NAMES_free(names);
+  return !dns;
+}
+
 int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, size_t why_len) {
   SSL *ssl = ssl_ptr;
   char reason[200];
@@ -274,9 +329,12 @@ int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, 
     const char *name = verify == X509_V_ERR_HOSTNAME_MISMATCH
                            ? X509_VERIFY_PARAM_get0_host(SSL_get0_param(ssl), 0)
                            : NULL;
-    snprintf(why, why_len, "certificate verify failed: %s%s%s%s",
+    snprintf(why, why_len, "certificate verify failed: %s%s%s%s%s",
              X509_verify_cert_error_string(verify), name ? " (the certificate is not for " : "",
-             name ? name : "", name ? ")" : "");
+             name ? name : "", name ? ")" : "",
+             name && cn_only(ssl) ? "; it names no host in a subjectAltName, and a name in the "
+                                    "subject's CN alone is not accepted"
+                                  : "");
     ERR_clear_error();
     return 1;
   }

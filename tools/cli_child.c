@@ -206,8 +206,27 @@ static char *env_entry(const char *name, const char *value) {
   return s;
 }
 
-/* environ without names[0..n), then names[i]=values[i] for the values
- * given.  *owned (n entries) gets the malloc'ed ones.  NULL when out of
+/* Never passed on to COMMAND: REDLOCK_NODES holds the masters' URIs, with
+ * their passwords (docs/cli.md tells users to keep them there rather than on
+ * command lines), and COMMAND needs no credentials of ours.  Removed rather
+ * than passed with the passwords cut out: a URI without its password would
+ * only make a nested redlock fail later, at AUTH, instead of saying at once
+ * that no masters were given. */
+static const char *const WITHHELD[] = {"REDLOCK_NODES"};
+#define N_WITHHELD (sizeof WITHHELD / sizeof WITHHELD[0])
+
+static int env_withheld(const char *entry, const char *const names[], size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (env_has_name(entry, names[i]))
+      return 1;
+  for (size_t i = 0; i < N_WITHHELD; i++)
+    if (env_has_name(entry, WITHHELD[i]))
+      return 1;
+  return 0;
+}
+
+/* environ without names[0..n) and WITHHELD, then names[i]=values[i] for the
+ * values given.  *owned (n entries) gets the malloc'ed ones.  NULL when out of
  * memory. */
 static char **build_env(const char *const names[], const char *const values[], size_t n,
                         char *owned[]) {
@@ -218,13 +237,9 @@ static char **build_env(const char *const names[], const char *const values[], s
   if (env == NULL)
     return NULL;
   size_t k = 0;
-  for (char **e = environ; *e != NULL; e++) {
-    int dropped = 0;
-    for (size_t i = 0; i < n && !dropped; i++)
-      dropped = env_has_name(*e, names[i]);
-    if (!dropped)
+  for (char **e = environ; *e != NULL; e++)
+    if (!env_withheld(*e, names, n))
       env[k++] = *e;
-  }
   int ok = 1;
   for (size_t i = 0; i < n; i++) {
     owned[i] = values[i] != NULL ? env_entry(names[i], values[i]) : NULL;

@@ -47,7 +47,8 @@ int child_setup(fdset_t *inherited);
 
 /* ---- COMMAND ------------------------------------------------------------------------------ */
 
-/* Starts o->command with environ minus the variables names[0..n), plus
+/* Starts o->command with environ minus the variables names[0..n) and
+ * REDLOCK_NODES (it may hold passwords: COMMAND never sees it), plus
  * names[i]=values[i] for each values[i] that is not NULL (in that order).
  * Descriptors opened since child_setup are closed for it.  0, or an exit
  * status with a message (EXIT_INTERNAL, EXIT_NOT_FOUND, EXIT_CANNOT_EXEC). */

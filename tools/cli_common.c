@@ -1,6 +1,6 @@
 /* cli_common.c: what the subcommands of the `redlock` tool share (see
  * cli_common.h): messages, the --help text, option-value parsers, the list
- * of masters and the --tls-* options.  Kept apart from the subcommands so
+ * of masters, the --tls-* options and the option parser.  Kept apart from the subcommands so
  * that run, elect and status parse and report alike. */
 #define _GNU_SOURCE /* getopt_long's optind, strtok_r */
 
@@ -83,8 +83,8 @@ static const char HELP[] =
     "REDLOCK_FENCE.  If leadership is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
     "--grace, and redlock campaigns again, running COMMAND anew when re-elected.\n"
     "When COMMAND exits by itself, redlock resigns (the next campaigner takes over at\n"
-    "once) and exits with COMMAND's status.  Options as for run, except --wait and\n"
-    "-E; --ttl defaults to 10s.\n"
+    "once) and exits with COMMAND's status.  Options as for run, except --wait,\n"
+    "-E and --metrics-*; --ttl defaults to 10s.\n"
     "\n"
     "status: show, per master, whether it answers, the value holding the key, its\n"
     "PTTL, the fence counter and the master's uptime.\n"
@@ -150,7 +150,8 @@ static const char HELP[] =
     "\n"
     "COMMAND's environment: REDLOCK_FENCE (or --fence-env NAME) = the fencing token,\n"
     "a number larger than any earlier holder's; REDLOCK_RESOURCE = RESOURCE;\n"
-    "REDLOCK_VALUE = the lock's value in Redis.\n"
+    "REDLOCK_VALUE = the lock's value in Redis.  REDLOCK_NODES (it may hold\n"
+    "passwords) is removed from it, under run and elect.\n"
     "\n"
     "Exit status of elect: COMMAND's status, or 64, 70, 126, 127 as for run, or\n"
     "128+N when signal N arrived while campaigning.\n"
@@ -288,7 +289,8 @@ int nodes_finish(nodes_t *nodes) {
   return 0;
 }
 
-int check_resource(const char *resource, const char *prefix) {
+/* RESOURCE and --key-prefix within the library's limits.  0 or EXIT_USAGE. */
+static int check_resource(const char *resource, const char *prefix) {
   size_t len = strlen(resource);
   if (len == 0 || len > REDLOCK_MAX_RESOURCE_LEN)
     return usage_error("RESOURCE must be 1 to %d bytes", REDLOCK_MAX_RESOURCE_LEN);
@@ -297,29 +299,7 @@ int check_resource(const char *resource, const char *prefix) {
   return 0;
 }
 
-/* ---- TLS options (run and status) -------------------------------------------------- */
-
-int tls_opt(tls_opts_t *t, int opt, const char *arg) {
-  switch (opt) {
-  case OPT_TLS_CA:
-    t->ca = arg;
-    return 1;
-  case OPT_TLS_CERT:
-    t->cert = arg;
-    return 1;
-  case OPT_TLS_KEY:
-    t->key = arg;
-    return 1;
-  case OPT_TLS_SERVER_NAME:
-    t->server_name = arg;
-    return 1;
-  case OPT_TLS_INSECURE:
-    t->insecure = 1;
-    return 1;
-  default:
-    return 0;
-  }
-}
+/* ---- TLS options (every subcommand) ----------------------------------------------- */
 
 static const char *env_or(const char *given, const char *name) {
   if (given != NULL)
@@ -366,7 +346,25 @@ void setter_log_cb(int level, const char *msg, void *arg) {
   err_msg("%s", msg);
 }
 
-/* ---- options every subcommand has ---------------------------------------------- */
+/* ---- the options of every subcommand, and the one parser ------------------------- */
+
+/* The connection options: the head of every subcommand's table. */
+static const struct option CONN_LONGS[] = {
+    {"node", required_argument, NULL, 'n'},
+    {"key-prefix", required_argument, NULL, 'p'},
+    {"tls-ca", required_argument, NULL, OPT_TLS_CA},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
+    {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+    {"quiet", no_argument, NULL, 'q'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'}};
+#define N_CONN_LONGS (sizeof CONN_LONGS / sizeof CONN_LONGS[0])
+#define CONN_SHORTS "n:p:qvhV"
+/* Room for every subcommand's table (run's is the largest). */
+#define MAX_LONGS 48
 
 static const char *describe_opt(int opt, char **argv) {
   static char buf[8];
@@ -377,8 +375,31 @@ static const char *describe_opt(int opt, char **argv) {
   return argv[optind - 1];
 }
 
-int common_option(int opt, char **argv, tls_opts_t *tls, int count_verbose) {
+/* One connection option: 0, -1 after --help / --version, an exit status,
+ * or OPT_NOT_MINE. */
+static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbose) {
   switch (opt) {
+  case 'n':
+    c->nodes.from_cli = 1;
+    return nodes_add(&c->nodes, arg, "--node");
+  case 'p':
+    c->prefix = arg;
+    return 0;
+  case OPT_TLS_CA:
+    c->tls.ca = arg;
+    return 0;
+  case OPT_TLS_CERT:
+    c->tls.cert = arg;
+    return 0;
+  case OPT_TLS_KEY:
+    c->tls.key = arg;
+    return 0;
+  case OPT_TLS_SERVER_NAME:
+    c->tls.server_name = arg;
+    return 0;
+  case OPT_TLS_INSECURE:
+    c->tls.insecure = 1;
+    return 0;
   case 'q':
     g_verbosity = -1;
     return 0;
@@ -392,11 +413,55 @@ int common_option(int opt, char **argv, tls_opts_t *tls, int count_verbose) {
   case 'V':
     print_version();
     return -1;
-  case ':':
-    return usage_error("option %s needs a value", argv[optind - 1]);
   default:
-    if (tls_opt(tls, opt, optarg))
-      return 0;
-    return usage_error("unknown option %s", describe_opt(optopt, argv));
+    return OPT_NOT_MINE;
   }
+}
+
+/* CONN_LONGS, then the subcommand's tables, into all (MAX_LONGS + 1
+ * entries).  0, or -1 when they do not fit (a programming error). */
+static int join_longs(const cmd_options_t *cmd, struct option *all) {
+  size_t n = 0;
+  for (size_t i = 0; i < N_CONN_LONGS; i++)
+    all[n++] = CONN_LONGS[i];
+  for (const struct option *const *t = cmd->longs; t != NULL && *t != NULL; t++)
+    for (const struct option *o = *t; o->name != NULL; o++) {
+      if (n == MAX_LONGS)
+        return -1;
+      all[n++] = *o;
+    }
+  all[n] = (struct option){NULL, 0, NULL, 0};
+  return 0;
+}
+
+int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t *cmd) {
+  memset(conn, 0, sizeof *conn);
+  conn->tls.insecure = -1;
+  struct option longs[MAX_LONGS + 1];
+  char shorts[64];
+  int len = snprintf(shorts, sizeof shorts, "+:" CONN_SHORTS "%s", cmd->shorts);
+  if (join_longs(cmd, longs) != 0 || len < 0 || (size_t)len >= sizeof shorts) {
+    err_msg("internal error: too many options");
+    return EXIT_INTERNAL;
+  }
+  optind = 1;
+  opterr = 0;
+  int opt;
+  while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    if (opt == ':')
+      return usage_error("option %s needs a value", argv[optind - 1]);
+    int rc = conn_option(conn, opt, optarg, cmd->count_verbose);
+    if (rc == OPT_NOT_MINE)
+      rc = cmd->take(cmd->ctx, opt, optarg);
+    if (rc == OPT_NOT_MINE) /* '?': getopt_long knows it not either */
+      return usage_error("unknown option %s", describe_opt(optopt, argv));
+    if (rc != 0)
+      return rc;
+  }
+  return 0;
+}
+
+int conn_finish(conn_opts_t *conn, const char *resource) {
+  int rc = check_resource(resource, conn->prefix);
+  return rc != 0 ? rc : nodes_finish(&conn->nodes);
 }

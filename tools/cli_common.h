@@ -1,7 +1,8 @@
 /* cli_common.h: what every subcommand of the `redlock` tool (run, elect,
  * status) shares: the exit statuses, messages on stderr, the --help text,
  * the parsers of option values, the list of masters (--node or
- * REDLOCK_NODES) and the --tls-* options.
+ * REDLOCK_NODES), the --tls-* options, and the option parser that takes
+ * these for every subcommand.
  *
  * The tool is split by job: main.c dispatches; cli_run.c, cli_elect.c and
  * cli_status.c are the subcommands; cli_hold.c parses the options run and
@@ -84,8 +85,6 @@ void print_version(void);
 int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_int_range(const char *s, long min, long max, long *out);
 int valid_env_name(const char *s);
-/* RESOURCE and --key-prefix within the library's limits.  0 or EXIT_USAGE. */
-int check_resource(const char *resource, const char *prefix);
 
 /* ---- the masters: --node, else REDLOCK_NODES ---------------------------------------------- */
 
@@ -102,7 +101,7 @@ int nodes_add(nodes_t *nodes, const char *uri, const char *source);
 /* Without --node: the comma-separated REDLOCK_NODES.  0 or an exit status. */
 int nodes_finish(nodes_t *nodes);
 
-/* ---- TLS options (run and status) -------------------------------------------------------- */
+/* ---- TLS options (every subcommand) ------------------------------------------------- */
 
 /* --tls-* options; each falls back to its REDLOCK_TLS_* variable. */
 typedef struct {
@@ -110,26 +109,47 @@ typedef struct {
   int insecure; /* -1: not given */
 } tls_opts_t;
 
-#define TLS_LONG_OPTIONS                                                                           \
-  {"tls-ca", required_argument, NULL, OPT_TLS_CA},                                                 \
-      {"tls-cert", required_argument, NULL, OPT_TLS_CERT},                                         \
-      {"tls-key", required_argument, NULL, OPT_TLS_KEY},                                           \
-      {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME}, {                         \
-    "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE                                            \
-  }
-
-/* 1 when opt was a --tls-* option (stored), else 0. */
-int tls_opt(tls_opts_t *t, int opt, const char *arg);
 /* Fills in the environment's values and applies them to opts.  0 or an
  * exit status (with the reason on stderr). */
 int tls_apply(tls_opts_t *t, redlock_options_t *opts);
 
-/* ---- options every subcommand has ------------------------------------------------ */
+/* ---- the options of every subcommand, and the one parser --------------------------- */
 
-/* After getopt_long: -q, -v (counted when count_verbose), -h, -V, the
- * --tls-* options (the subcommands that have them list them), and
- * getopt_long's complaints (a missing value, an unknown option).  0 when
- * taken, -1 after --help / --version, or an exit status. */
-int common_option(int opt, char **argv, tls_opts_t *tls, int count_verbose);
+/* What every subcommand connects with ("All commands" in docs/cli.md):
+ * --node, --key-prefix and the --tls-* options.  parse_options takes them
+ * (and -q, -v, -h, -V) for all subcommands from one table, so that a new
+ * connection option reaches run, elect and status alike. */
+typedef struct {
+  nodes_t nodes;
+  const char *prefix;
+  tls_opts_t tls;
+} conn_opts_t;
+
+struct option; /* getopt.h */
+
+/* Returned by a subcommand's take function for an option that is not its. */
+#define OPT_NOT_MINE (-2)
+
+/* A subcommand's own options. */
+typedef struct {
+  const char *shorts; /* getopt syntax, e.g. "t:w:G" */
+  /* Its long option tables (each ending with a zeroed entry), NULL after
+   * the last. */
+  const struct option *const *longs;
+  /* Takes one of them: 0, an exit status, or OPT_NOT_MINE. */
+  int (*take)(void *ctx, int opt, const char *arg);
+  void *ctx;
+  int count_verbose; /* -v raises g_verbosity (status has no progress to tell) */
+} cmd_options_t;
+
+/* getopt_long over argv (from the subcommand's name on), conn's defaults
+ * first: the connection options and the subcommand's.  0 with optind at the
+ * first operand, an exit status, or -1 after --help / --version. */
+int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t *cmd);
+
+/* After the operands: the key's size (RESOURCE and --key-prefix), and the
+ * masters from REDLOCK_NODES when no --node was given.  0 or an exit
+ * status. */
+int conn_finish(conn_opts_t *conn, const char *resource);
 
 #endif

@@ -145,7 +145,7 @@ int cmd_elect(int argc, char **argv) {
     redlock_resign(client, election); /* hands over at once (close would too, later) */
   redlock_close(client);
   redlock_options_free(opts);
-  nodes_free(&o.nodes);
+  nodes_free(&o.conn.nodes);
   free(inherited.fds);
   return status;
 }

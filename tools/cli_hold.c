@@ -1,6 +1,8 @@
-/* cli_hold.c: one option parser and one client set-up for `run` and `elect`
- * (see cli_hold.h).  They were two copies that drifted apart only where the
- * subcommands really differ; those differences are the fields of hold_cmd_t. */
+/* cli_hold.c: the options and the client set-up of `run` and `elect` (see
+ * cli_hold.h).  They were two copies that drifted apart only where the
+ * subcommands really differ; those differences are the fields of hold_cmd_t.
+ * The connection options (--node, --key-prefix, --tls-*) are parse_options'
+ * (cli_common.c), shared with status. */
 #define _GNU_SOURCE /* getopt_long */
 
 #include "cli_hold.h"
@@ -27,10 +29,9 @@ const hold_cmd_t HOLD_ELECT = {.name = "elect",
                                .min_ttl_ms = 10,
                                .lock = 0};
 
-/* The long options of both subcommands, then those of run alone. */
+/* The long options of both subcommands (after parse_options' connection
+ * options: --node, --key-prefix, --tls-*, ...), then those of run alone. */
 static const struct option HOLD_LONGS[] = {
-    {"node", required_argument, NULL, 'n'},
-    {"key-prefix", required_argument, NULL, 'p'},
     {"ttl", required_argument, NULL, 't'},
     {"fence-env", required_argument, NULL, 'f'},
     {"no-quarantine", no_argument, NULL, OPT_NO_QUARANTINE},
@@ -39,18 +40,15 @@ static const struct option HOLD_LONGS[] = {
     {"process-group", no_argument, NULL, 'G'},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-    {"quiet", no_argument, NULL, 'q'},
-    {"verbose", no_argument, NULL, 'v'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'}};
+    {NULL, 0, NULL, 0}};
 static const struct option LOCK_LONGS[] = {
     {"wait", required_argument, NULL, 'w'},
     {"conflict-exit-code", required_argument, NULL, 'E'},
-    TLS_LONG_OPTIONS,
     {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
-    {"metrics-format", required_argument, NULL, OPT_METRICS_FORMAT}};
-#define N_HOLD_LONGS (sizeof HOLD_LONGS / sizeof HOLD_LONGS[0])
-#define N_LOCK_LONGS (sizeof LOCK_LONGS / sizeof LOCK_LONGS[0])
+    {"metrics-format", required_argument, NULL, OPT_METRICS_FORMAT},
+    {NULL, 0, NULL, 0}};
+static const struct option *const RUN_TABLES[] = {HOLD_LONGS, LOCK_LONGS, NULL};
+static const struct option *const ELECT_TABLES[] = {HOLD_LONGS, NULL};
 
 static void set_defaults(const hold_cmd_t *cmd, hold_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -59,7 +57,6 @@ static void set_defaults(const hold_cmd_t *cmd, hold_opts_t *o) {
   o->quarantine = 1;
   o->conflict_exit = EXIT_BUSY;
   o->fence_env = DEFAULT_FENCE_ENV;
-  o->tls.insecure = -1;
 }
 
 /* The options that take a duration: their bounds and where they go. */
@@ -76,40 +73,42 @@ static const struct {
     {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, offsetof(hold_opts_t, connect_ms)},
     {OPT_REQUEST_TIMEOUT, "--request-timeout", 1, 3600000, offsetof(hold_opts_t, request_ms)}};
 
-/* One option of getopt_long.  0 when taken, an exit status, or -1 after
- * --help / --version.  Options the subcommand does not list never come
+/* What take_option needs besides the option. */
+typedef struct {
+  const hold_cmd_t *cmd;
+  hold_opts_t *o;
+  int ttl_given;
+} hold_parse_t;
+
+/* One option of run or elect (parse_options' take): 0 when taken, an exit
+ * status, or OPT_NOT_MINE.  Options the subcommand does not list never come
  * here: getopt_long reports them as unknown. */
-static int take_option(const hold_cmd_t *cmd, int opt, char **argv, hold_opts_t *o,
-                       int *ttl_given) {
+static int take_option(void *ctx, int opt, const char *arg) {
+  hold_parse_t *p = ctx;
+  hold_opts_t *o = p->o;
   for (size_t i = 0; i < sizeof MS_OPTIONS / sizeof MS_OPTIONS[0]; i++) {
     if (MS_OPTIONS[i].opt != opt)
       continue;
     uint64_t *field = (uint64_t *)((char *)o + MS_OPTIONS[i].field);
-    if (parse_ms(optarg, MS_OPTIONS[i].min, MS_OPTIONS[i].max, field) != 0)
+    if (parse_ms(arg, MS_OPTIONS[i].min, MS_OPTIONS[i].max, field) != 0)
       return usage_error("%s: expected %" PRIu64 " to %" PRIu64 " milliseconds, got '%s'",
-                         MS_OPTIONS[i].name, MS_OPTIONS[i].min, MS_OPTIONS[i].max, optarg);
-    *ttl_given |= opt == 't';
+                         MS_OPTIONS[i].name, MS_OPTIONS[i].min, MS_OPTIONS[i].max, arg);
+    p->ttl_given |= opt == 't';
     return 0;
   }
   long l;
   switch (opt) {
-  case 'n':
-    o->nodes.from_cli = 1;
-    return nodes_add(&o->nodes, optarg, "--node");
-  case 'p':
-    o->prefix = optarg;
-    return 0;
   case 'E':
-    if (parse_int_range(optarg, 0, 255, &l) != 0)
-      return usage_error("--conflict-exit-code: expected 0 to 255, got '%s'", optarg);
+    if (parse_int_range(arg, 0, 255, &l) != 0)
+      return usage_error("--conflict-exit-code: expected 0 to 255, got '%s'", arg);
     o->conflict_exit = (int)l;
     return 0;
   case 'f':
-    if (!valid_env_name(optarg))
-      return usage_error("--fence-env: '%s' is not a valid environment variable name", optarg);
-    if (strcmp(optarg, "REDLOCK_RESOURCE") == 0 || strcmp(optarg, cmd->reserved_env) == 0)
-      return usage_error("--fence-env: %s is already set to something else", optarg);
-    o->fence_env = optarg;
+    if (!valid_env_name(arg))
+      return usage_error("--fence-env: '%s' is not a valid environment variable name", arg);
+    if (strcmp(arg, "REDLOCK_RESOURCE") == 0 || strcmp(arg, p->cmd->reserved_env) == 0)
+      return usage_error("--fence-env: %s is already set to something else", arg);
+    o->fence_env = arg;
     return 0;
   case OPT_NO_QUARANTINE:
     o->quarantine = 0;
@@ -118,42 +117,34 @@ static int take_option(const hold_cmd_t *cmd, int opt, char **argv, hold_opts_t 
     o->process_group = 1;
     return 0;
   case OPT_METRICS_FILE:
-    if (optarg[0] == '\0')
+    if (arg[0] == '\0')
       return usage_error("--metrics-file: expected a path");
-    o->metrics_file = optarg;
+    o->metrics_file = arg;
     return 0;
   case OPT_METRICS_FORMAT:
-    if (strcmp(optarg, "prometheus") == 0)
+    if (strcmp(arg, "prometheus") == 0)
       o->metrics_format = REDLOCK_STATS_PROMETHEUS;
-    else if (strcmp(optarg, "json") == 0)
+    else if (strcmp(arg, "json") == 0)
       o->metrics_format = REDLOCK_STATS_JSON;
     else
-      return usage_error("--metrics-format: expected prometheus or json, got '%s'", optarg);
+      return usage_error("--metrics-format: expected prometheus or json, got '%s'", arg);
     return 0;
   default:
-    return common_option(opt, argv, &o->tls, 1);
+    return OPT_NOT_MINE;
   }
 }
 
 int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
-  struct option longs[N_HOLD_LONGS + N_LOCK_LONGS + 1];
-  size_t n = 0;
-  for (size_t i = 0; i < N_HOLD_LONGS; i++)
-    longs[n++] = HOLD_LONGS[i];
-  for (size_t i = 0; cmd->lock && i < N_LOCK_LONGS; i++)
-    longs[n++] = LOCK_LONGS[i];
-  longs[n] = (struct option){NULL, 0, NULL, 0};
   set_defaults(cmd, o);
-  int opt;
-  int ttl_given = 0;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, cmd->lock ? "+:n:p:t:w:E:f:g:GqvhV" : "+:n:p:t:f:g:GqvhV",
-                            longs, NULL)) != -1) {
-    int rc = take_option(cmd, opt, argv, o, &ttl_given);
-    if (rc != 0)
-      return rc;
-  }
+  hold_parse_t p = {.cmd = cmd, .o = o};
+  const cmd_options_t opts = {.shorts = cmd->lock ? "t:w:E:f:g:G" : "t:f:g:G",
+                              .longs = cmd->lock ? RUN_TABLES : ELECT_TABLES,
+                              .take = take_option,
+                              .ctx = &p,
+                              .count_verbose = 1};
+  int rc = parse_options(argc, argv, &o->conn, &opts);
+  if (rc != 0)
+    return rc;
   if (optind >= argc)
     return usage_error("%s: missing %s", cmd->name, cmd->operand);
   o->resource = argv[optind++];
@@ -166,11 +157,8 @@ int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
   if (optind >= argc)
     return usage_error("%s: missing COMMAND", cmd->name);
   o->command = argv + optind;
-  int rc = check_resource(o->resource, o->prefix);
-  if (rc != 0)
-    return rc;
   uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
-  if (!ttl_given && o->ttl_ms > max_ttl)
+  if (!p.ttl_given && o->ttl_ms > max_ttl)
     o->ttl_ms = max_ttl; /* the default TTL, capped by a small --max-ttl */
   if (o->ttl_ms > max_ttl)
     return usage_error("--ttl %" PRIu64 " ms is above the max TTL (%" PRIu64
@@ -180,7 +168,7 @@ int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
     return usage_error("--ttl %" PRIu64 " ms is too short for a leader's lease (at least %" PRIu64
                        " ms)",
                        o->ttl_ms, cmd->min_ttl_ms);
-  return nodes_finish(&o->nodes);
+  return conn_finish(&o->conn, o->resource);
 }
 
 int hold_options(const hold_cmd_t *cmd, const hold_opts_t *o, redlock_options_t **out) {
@@ -196,16 +184,16 @@ int hold_options(const hold_cmd_t *cmd, const hold_opts_t *o, redlock_options_t 
                                  : g_verbosity == 1 ? REDLOCK_LOG_INFO
                                                     : REDLOCK_LOG_ERROR,
                                  log_cb, NULL);
-  for (size_t i = 0; rc == 0 && i < o->nodes.n; i++)
-    rc = redlock_options_add_node(opts, o->nodes.uris[i]);
+  for (size_t i = 0; rc == 0 && i < o->conn.nodes.n; i++)
+    rc = redlock_options_add_node(opts, o->conn.nodes.uris[i]);
   if (rc == 0 && cmd->lock)
     rc = redlock_options_set_fencing(opts, 1);
   if (rc == 0)
     rc = redlock_options_set_quarantine(opts, o->quarantine);
   if (rc == 0 && o->max_ttl_ms)
     rc = redlock_options_set_max_ttl(opts, (uint32_t)o->max_ttl_ms);
-  if (rc == 0 && o->prefix != NULL)
-    rc = redlock_options_set_key_prefix(opts, o->prefix);
+  if (rc == 0 && o->conn.prefix != NULL)
+    rc = redlock_options_set_key_prefix(opts, o->conn.prefix);
   if (rc == 0 && cmd->lock)
     rc = redlock_options_set_retry(opts, 0, 200, 200); /* --wait 0: one attempt */
   if (rc == 0 && (o->connect_ms || o->request_ms))
@@ -235,5 +223,7 @@ int hold_prepare(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o, f
     status = child_setup(inherited);
   if (status == 0)
     status = hold_options(cmd, o, opts);
+  if (status == 0) /* both subcommands: elect once had no TLS at all */
+    status = tls_apply(&o->conn.tls, *opts);
   return status;
 }

@@ -1,8 +1,9 @@
 /* cli_hold.h: the options of the two subcommands that hold something while
  * COMMAND runs, `run` (a lock) and `elect` (a leader's term), and the client
- * they open.  elect takes run's options minus --wait, -E, --tls-* and
- * --metrics-*, so both go through one parser: a hold_cmd_t says what
- * differs. */
+ * they open.  elect takes run's options minus --wait, -E and --metrics-*,
+ * so both go through one parser: a hold_cmd_t says what differs.  The
+ * connection options (--node, --key-prefix, --tls-*) are every
+ * subcommand's (conn_opts_t, cli_common.h). */
 #ifndef REDLOCK_CLI_HOLD_H
 #define REDLOCK_CLI_HOLD_H
 
@@ -11,8 +12,7 @@
 #include "cli_common.h"
 
 typedef struct {
-  nodes_t nodes;
-  const char *prefix;
+  conn_opts_t conn; /* masters, key prefix, TLS */
   uint64_t ttl_ms, wait_ms, max_ttl_ms, grace_ms, connect_ms, request_ms;
   int quarantine;
   int process_group;
@@ -20,7 +20,6 @@ typedef struct {
   const char *fence_env;
   const char *resource; /* run's RESOURCE, elect's NAME */
   char **command;
-  tls_opts_t tls;
   const char *metrics_file; /* --metrics-file: stats written at the end */
   int metrics_format;       /* REDLOCK_STATS_PROMETHEUS or REDLOCK_STATS_JSON */
 } hold_opts_t;
@@ -32,7 +31,7 @@ typedef struct {
   const char *reserved_env; /* besides REDLOCK_RESOURCE, what --fence-env may not name */
   uint64_t default_ttl_ms;
   uint64_t min_ttl_ms; /* 0: none (a leader's lease needs a few ms) */
-  int lock;            /* run: --wait, -E, --tls-*, --metrics-*, fencing, one attempt */
+  int lock;            /* run: --wait, -E, --metrics-*, fencing, one attempt */
 } hold_cmd_t;
 
 extern const hold_cmd_t HOLD_RUN, HOLD_ELECT;
@@ -45,8 +44,8 @@ int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o);
  * is set either way (NULL or to be freed). */
 int hold_options(const hold_cmd_t *cmd, const hold_opts_t *o, redlock_options_t **out);
 
-/* hold_parse, child_setup (cli_child.h) and hold_options: what run and
- * elect do before they open their client.  0, an exit status, or -1 after
+/* hold_parse, child_setup (cli_child.h), hold_options and tls_apply: what
+ * run and elect do before they open their client.  0, an exit status, or -1 after
  * --help / --version; o and *opts are to be freed either way. */
 struct fdset;
 int hold_prepare(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o,

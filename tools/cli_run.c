@@ -50,15 +50,15 @@ static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
  * after a failed attempt may be the release that followed it). */
 static void diagnose_masters(const hold_opts_t *o) {
   char *key, *fence_key;
-  if (probe_keys(o->prefix, o->resource, &key, &fence_key) != 0)
+  if (probe_keys(o->conn.prefix, o->resource, &key, &fence_key) != 0)
     return;
   uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
   uint64_t timeout = o->connect_ms ? o->connect_ms : 1000;
   int quarantined = 0;
-  for (size_t i = 0; i < o->nodes.n; i++) {
+  for (size_t i = 0; i < o->conn.nodes.n; i++) {
     master_report_t rep;
-    probe_master(&o->nodes.addrs[i], key, fence_key, timeout, &rep);
-    const char *label = o->nodes.addrs[i].label;
+    probe_master(&o->conn.nodes.addrs[i], key, fence_key, timeout, &rep);
+    const char *label = o->conn.nodes.addrs[i].label;
     if (!rep.up) {
       err_msg("  %s: %s", label, rep.state);
     } else if (o->quarantine && rep.uptime_s >= 0 &&
@@ -278,9 +278,7 @@ int cmd_run(int argc, char **argv) {
   redlock_t *client = NULL;
   int status = hold_prepare(&HOLD_RUN, argc, argv, &o, &inherited, &opts);
   if (status == 0)
-    status = tls_apply(&o.tls, opts);
-  if (status == 0)
-    status = tls_for_probes(opts, &o.nodes);
+    status = tls_for_probes(opts, &o.conn.nodes);
   if (status == 0)
     status = hold_open(&client, opts);
   if (status == 0) {
@@ -294,7 +292,7 @@ int cmd_run(int argc, char **argv) {
   redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
   redlock_options_free(opts);
   tls_for_probes_free();
-  nodes_free(&o.nodes);
+  nodes_free(&o.conn.nodes);
   free(inherited.fds);
   return status;
 }

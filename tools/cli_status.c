@@ -154,75 +154,60 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
 }
 
 typedef struct {
-  nodes_t nodes;
-  const char *prefix;
+  conn_opts_t conn; /* masters, key prefix, TLS */
   const char *resource;
   uint64_t timeout_ms;
-  tls_opts_t tls;
   int json;
 } status_opts_t;
 
+/* status's own options (parse_options' take). */
+static int take_status_option(void *ctx, int opt, const char *arg) {
+  status_opts_t *o = ctx;
+  switch (opt) {
+  case OPT_TIMEOUT:
+    if (parse_ms(arg, 1, 3600000, &o->timeout_ms) != 0)
+      return usage_error("--timeout: expected 1 to 3600000 milliseconds, got '%s'", arg);
+    return 0;
+  case OPT_JSON:
+    o->json = 1;
+    return 0;
+  default:
+    return OPT_NOT_MINE;
+  }
+}
+
 /* 0, an exit status, or -1 after --help / --version. */
 static int parse_status(int argc, char **argv, status_opts_t *o) {
-  static const struct option longs[] = {{"node", required_argument, NULL, 'n'},
-                                        {"key-prefix", required_argument, NULL, 'p'},
-                                        {"timeout", required_argument, NULL, OPT_TIMEOUT},
-                                        TLS_LONG_OPTIONS,
+  static const struct option longs[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
                                         {"json", no_argument, NULL, OPT_JSON},
-                                        {"quiet", no_argument, NULL, 'q'},
-                                        {"verbose", no_argument, NULL, 'v'},
-                                        {"help", no_argument, NULL, 'h'},
-                                        {"version", no_argument, NULL, 'V'},
                                         {NULL, 0, NULL, 0}};
-  int opt;
-  optind = 1;
-  opterr = 0;
-  while ((opt = getopt_long(argc, argv, "+:n:p:qvhV", longs, NULL)) != -1) {
-    int rc;
-    switch (opt) {
-    case 'n':
-      o->nodes.from_cli = 1;
-      if ((rc = nodes_add(&o->nodes, optarg, "--node")) != 0)
-        return rc;
-      break;
-    case 'p':
-      o->prefix = optarg;
-      break;
-    case OPT_TIMEOUT:
-      if (parse_ms(optarg, 1, 3600000, &o->timeout_ms) != 0)
-        return usage_error("--timeout: expected 1 to 3600000 milliseconds, got '%s'", optarg);
-      break;
-    case OPT_JSON:
-      o->json = 1;
-      break;
-    default:
-      if ((rc = common_option(opt, argv, &o->tls, 0)) != 0)
-        return rc; /* status has no progress to tell: -v is not counted */
-    }
-  }
+  static const struct option *const tables[] = {longs, NULL};
+  const cmd_options_t opts = {.shorts = "", .longs = tables, .take = take_status_option, .ctx = o};
+  int rc = parse_options(argc, argv, &o->conn, &opts);
+  if (rc != 0)
+    return rc;
   if (optind >= argc)
     return usage_error("status: missing RESOURCE");
   if (optind + 1 < argc)
     return usage_error("status: unexpected argument '%s'", argv[optind + 1]);
   o->resource = argv[optind];
-  int rc = check_resource(o->resource, o->prefix);
-  return rc != 0 ? rc : nodes_finish(&o->nodes);
+  return conn_finish(&o->conn, o->resource);
 }
 
 /* Probes every master and prints the report.  The exit status. */
 static int report(const status_opts_t *o) {
   char *key, *fence_key;
-  master_report_t *reps = calloc(o->nodes.n, sizeof *reps);
-  if (reps == NULL || probe_keys(o->prefix, o->resource, &key, &fence_key) != 0) {
+  const nodes_t *nodes = &o->conn.nodes;
+  master_report_t *reps = calloc(nodes->n, sizeof *reps);
+  if (reps == NULL || probe_keys(o->conn.prefix, o->resource, &key, &fence_key) != 0) {
     free(reps);
     err_msg("out of memory");
     return EXIT_INTERNAL;
   }
-  for (size_t i = 0; i < o->nodes.n; i++)
-    probe_master(&o->nodes.addrs[i], key, fence_key, o->timeout_ms, &reps[i]);
-  int status =
-      o->json ? print_status_json(&o->nodes, key, reps) : print_status_table(&o->nodes, key, reps);
-  for (size_t i = 0; i < o->nodes.n; i++)
+  for (size_t i = 0; i < nodes->n; i++)
+    probe_master(&nodes->addrs[i], key, fence_key, o->timeout_ms, &reps[i]);
+  int status = o->json ? print_status_json(nodes, key, reps) : print_status_table(nodes, key, reps);
+  for (size_t i = 0; i < nodes->n; i++)
     free(reps[i].value);
   free(reps);
   free(key);
@@ -231,11 +216,11 @@ static int report(const status_opts_t *o) {
 }
 
 int cmd_status(int argc, char **argv) {
-  status_opts_t o = {.prefix = "", .timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .tls.insecure = -1};
+  status_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS};
   redlock_options_t *tls_settings = NULL;
   int status = parse_status(argc, argv, &o);
   if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
-    nodes_free(&o.nodes);
+    nodes_free(&o.conn.nodes);
     return 0;
   }
   if (status == 0) {
@@ -250,14 +235,14 @@ int cmd_status(int argc, char **argv) {
   if (status == 0) {
     if (g_verbosity >= 0)
       redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
-    status = tls_apply(&o.tls, tls_settings);
+    status = tls_apply(&o.conn.tls, tls_settings);
   }
   if (status == 0)
-    status = tls_for_probes(tls_settings, &o.nodes);
+    status = tls_for_probes(tls_settings, &o.conn.nodes);
   if (status == 0)
     status = report(&o);
   redlock_options_free(tls_settings);
   tls_for_probes_free();
-  nodes_free(&o.nodes);
+  nodes_free(&o.conn.nodes);
   return status;
 }

@@ -48,6 +48,7 @@
 /* Options every run gets: fresh masters (no quarantine), and timeouts that
  * tolerate a loaded machine. */
 #define RUN "run", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
+#define ELECT "elect", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
 
 static const char *g_redlock; /* the binary under test */
 static char g_self[PATH_MAX]; /* this program, as COMMAND */
@@ -107,11 +108,19 @@ static int count_sockets(void) {
   return n;
 }
 
-/* --helper print [VAR] | exit N | killself N | hold [stubborn] | sockets */
+/* --helper print [VAR] | environ | exit N | killself N | hold [stubborn] | sockets */
 static int helper_main(int argc, char **argv) {
   if (argc < 3)
     return 100;
   const char *mode = argv[2];
+  if (strcmp(mode, "environ") == 0) { /* the whole environment, one "environ NAME=VALUE" each */
+    for (char **e = environ; *e != NULL; e++) {
+      put_str("environ ");
+      put_str(*e);
+      put_str("\n");
+    }
+    return 0;
+  }
   if (strcmp(mode, "sockets") == 0) {
     char line[64];
     snprintf(line, sizeof line, "sockets=%d\n", count_sockets());
@@ -954,13 +963,24 @@ static void case_auth(void) {
   CHECK(RUN_TO_END(s) == 69, "status with a wrong password -> 69");
   CHECK(strstr(s->out, "error (AUTH") != NULL, "status says AUTH failed");
   CHECK(strstr(s->out, "xx-0123456789") == NULL, "no password in status");
+
+  /* COMMAND's environment has no REDLOCK_NODES, hence no password: under
+   * run and under elect. */
+  p = START(g_nodes, 0, RUN, "auth-res", "--", g_self, "--helper", "environ");
+  CHECK(RUN_TO_END(p) == 0, "run environ");
+  CHECK(strstr(p->out, "environ PATH=") != NULL, "COMMAND printed its environment");
+  CHECK(strstr(p->out, "pw-0123456789") == NULL, "no password in COMMAND's environment");
+  CHECK(strstr(p->out, "environ REDLOCK_NODES=") == NULL, "no REDLOCK_NODES under run");
+  p = START(g_nodes, 0, ELECT, "auth-res", "--", g_self, "--helper", "environ");
+  CHECK(RUN_TO_END(p) == 0, "elect environ");
+  CHECK(strstr(p->out, "environ REDLOCK_TERM=") != NULL, "COMMAND printed its environment");
+  CHECK(strstr(p->out, "pw-0123456789") == NULL, "no password in COMMAND's environment");
+  CHECK(strstr(p->out, "environ REDLOCK_NODES=") == NULL, "no REDLOCK_NODES under elect");
 }
 
 /* ================================================================================
  * elect: leadership, hand-over, loss and re-election, signals, usage
  * ================================================================================ */
-
-#define ELECT "elect", "--no-quarantine", "--request-timeout", "500", "--connect-timeout", "3000"
 
 /* key=VALUE of the n-th (0-based) helper line that starts with tag; 0 when
  * there is none (yet). */
@@ -1136,10 +1156,75 @@ static void case_elect_usage(void) {
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "redlock elect") != NULL, "elect --help");
 }
 
+/* status and elect take the same --tls-* options and REDLOCK_TLS_*
+ * variables as run (one option table, cli_common.c): masters that require
+ * client certificates are reached with them, and refused without. */
+static void tls_status_and_elect(const char *ca, const char *crt, const char *key) {
+  proc_t *h =
+      start_holder((const char *const[]){"--tls-ca", ca, "--tls-cert", crt, "--tls-key", key, NULL},
+                   "tls-both", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  proc_t *st =
+      START(g_nodes, 0, "status", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key, "tls-both");
+  CHECK(RUN_TO_END(st) == 0 && strstr(st->out, value) != NULL, "status --tls-*: %s", st->out);
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_key_gone("tls-both");
+
+  proc_t *e = START(g_nodes, 0, ELECT, "--tls-ca", ca, "--tls-cert", crt, "--tls-key", key,
+                    "tls-el", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(e) == 0, "elect over TLS with --tls-*");
+  CHECK(nth_field_u64(e, "env", "term", 0) > 0, "elected with a term: %s", e->out);
+  e = START(g_nodes, 0, ELECT, "--tls-ca", "/nonexistent/ca.crt", "tls-el", "--", g_self);
+  CHECK(RUN_TO_END(e) == 64, "elect checks --tls-ca");
+  CHECK(stderr_contains(e, "/nonexistent/ca.crt"), "names the bad CA file");
+
+  setenv("REDLOCK_TLS_CA", ca, 1);
+  setenv("REDLOCK_TLS_CERT", crt, 1);
+  setenv("REDLOCK_TLS_KEY", key, 1);
+  e = START(g_nodes, 0, ELECT, "tls-el", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(e) == 0, "elect with REDLOCK_TLS_*");
+  CHECK(nth_field_u64(e, "env", "term", 0) > 0, "elected with a term: %s", e->out);
+  /* elect never gives up for want of a quorum: it says why it campaigns on. */
+  setenv("REDLOCK_TLS_SERVER_NAME", "wrong.example", 1);
+  e = START(g_nodes, 0, ELECT, "-v", "tls-el", "--", g_self, "--helper", "print");
+  wait_stderr(e, "hostname mismatch", DEADLINE_MS);
+  CHECK(kill(e->pid, SIGINT) == 0, "kill");
+  CHECK(RUN_TO_END(e) == 128 + SIGINT && e->out_len == 0, "not elected with the wrong name");
+  unsetenv("REDLOCK_TLS_SERVER_NAME");
+  setenv("REDLOCK_TLS_INSECURE", "1", 1);
+  e = START(g_nodes, 0, ELECT, "--tls-server-name", "wrong.example", "tls-el", "--", g_self,
+            "--helper", "exit", "0");
+  CHECK(RUN_TO_END(e) == 0, "elect with REDLOCK_TLS_INSECURE=1");
+  unsetenv("REDLOCK_TLS_INSECURE");
+  unsetenv("REDLOCK_TLS_CERT");
+  unsetenv("REDLOCK_TLS_KEY");
+  unsetenv("REDLOCK_TLS_CA");
+}
+
+/* An encrypted client key: every subcommand refuses it at once (64), saying
+ * that passphrases are not supported; nothing asks for one. */
+static void tls_encrypted_key(const char *ca, const char *crt, const char *dir) {
+  char enc[PATH_MAX + 32];
+  snprintf(enc, sizeof enc, "%s/encrypted.key", dir);
+  const char *const cmds[][12] = {
+      {"run", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc", "--", g_self},
+      {"elect", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc", "--", g_self},
+      {"status", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc"}};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+    proc_t *p = start_argv(g_nodes, 0, cmds[i]);
+    CHECK(RUN_TO_END(p) == 64, "%s with an encrypted key -> 64", cmds[i][0]);
+    CHECK(stderr_contains(p, "encrypted: passphrases are not supported"), "%s says why",
+          cmds[i][0]);
+    CHECK(!stderr_contains(p, "pass phrase"), "%s asked for no passphrase", cmds[i][0]);
+  }
+}
+
 /* rediss:// masters requiring client certificates (built with TLS only:
  * CMake registers this case then, with REDLOCK_TEST_MAKE_CERTS set to
  * tests/tls/make_certs.sh).  The --tls-* options and their REDLOCK_TLS_*
- * variables, for run and status; failures say why. */
+ * variables, for run, status and elect; failures say why. */
 static void case_tls(void) {
   const char *script = getenv("REDLOCK_TEST_MAKE_CERTS");
   CHECK(script != NULL, "REDLOCK_TEST_MAKE_CERTS is not set");
@@ -1220,6 +1305,9 @@ static void case_tls(void) {
             "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 64, "mismatched key -> 64");
   CHECK(stderr_contains(p, "does not match"), "the mismatch is named");
+
+  tls_status_and_elect(ca, crt, key);
+  tls_encrypted_key(ca, crt, dir);
 }
 
 /* --metrics-file writes the client's stats when COMMAND exits (Prometheus

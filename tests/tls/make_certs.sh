@@ -7,7 +7,11 @@
 #   server.crt/.key      by ca, for IP 127.0.0.1 and DNS localhost
 #   other.crt/.key       by ca, for DNS redis.internal only (name mismatch)
 #   rogue.crt/.key       by wrongca, for IP 127.0.0.1 and DNS localhost
+#   cnonly.crt/.key      by ca, CN localhost and no subjectAltName (refused:
+#                        no CN fallback)
 #   client.crt/.key      by ca, a client certificate (mutual TLS)
+#   encrypted.key        client.key encrypted with a passphrase (refused:
+#                        no passphrase prompt)
 #   mismatch.key         a key that belongs to no certificate
 set -eu
 dir=$1
@@ -55,9 +59,11 @@ ca wrongca "redlock wrong CA"
 leaf server ca localhost "IP:127.0.0.1, DNS:localhost" serverAuth
 leaf other ca redis.internal "DNS:redis.internal" serverAuth
 leaf rogue wrongca localhost "IP:127.0.0.1, DNS:localhost" serverAuth
+leaf cnonly ca localhost "" serverAuth
 leaf client ca "redlock test client" "" clientAuth
+openssl pkey -in client.key -aes256 -passout pass:redlock-test -out encrypted.key 2>/dev/null
 newkey mismatch
-for f in ca wrongca server other rogue client; do
+for f in ca wrongca server other rogue cnonly client; do
   [ -s "$f.crt" ] && [ -s "$f.key" ] || { echo "make_certs.sh: $f not made" >&2; exit 1; }
 done
-[ -s mismatch.key ]
+[ -s mismatch.key ] && grep -q ENCRYPTED encrypted.key

@@ -11,7 +11,12 @@
  *  - a certificate for another name: "IP address mismatch" for an IP URI,
  *    accepted with set_tls_server_name("redis.internal"); "hostname
  *    mismatch" for a server name the certificate lacks;
- *  - verify off: a certificate from an untrusted CA for another name works;
+ *  - verify off: a certificate from an untrusted CA for another name works,
+ *    and the client's log gets one WARN, at open (not on reconnects);
+ *  - a certificate with its name in the CN alone (no subjectAltName) is
+ *    refused, the reason saying so (no CN fallback);
+ *  - an encrypted client key is refused, by the setter and by redlock_open,
+ *    saying that passphrases are not supported (no terminal prompt);
  *  - mutual TLS (--tls-auth-clients yes): refused without a client
  *    certificate (the reason names certificates), works with one;
  *  - plain and TLS masters mixed in one client;
@@ -209,6 +214,15 @@ static void test_name_mismatch(void **state) {
   refused_with(fx, wrong, "tls:mismatch-name", "wrong.example");
 }
 
+#define VERIFY_OFF_WARNING "[WARN] redlock_open: TLS certificate verification is off"
+
+/* The WARN of a client with verify off, counted in the whole log. */
+static void expect_verify_warnings(fx_t *fx, unsigned n) {
+  unsigned got = fx_log_count(fx, FX_ALL, VERIFY_OFF_WARNING);
+  if (got != n)
+    fail_msg("%u verify-off warnings, expected %u:\n%s", got, n, fx_log_text(fx, FX_ALL));
+}
+
 static void test_verify_off(void **state) {
   fx_t *fx = *state;
   /* Untrusted CA and a name that matches nothing: only verify 0 connects. */
@@ -218,11 +232,70 @@ static void test_verify_off(void **state) {
   assert_int_equal(redlock_options_set_tls_verify(opts, 0), 0);
   redlock_t *c = fx_open(fx, 0, opts);
   lock_roundtrip(fx, c, "tls:noverify", 3);
+  /* Said once, at open: not again for each connection, nor on a reconnect. */
+  expect_verify_warnings(fx, 1);
+  assert_int_equal(rh_server_kill(fx->servers[0]), 0);
+  fx_log_clear(fx, FX_ALL);
+  assert_int_equal(rh_server_restart(fx->servers[0]), 0);
+  char needle[96];
+  snprintf(needle, sizeof needle, "master 127.0.0.1:%d: connected", rh_server_port(fx->servers[0]));
+  if (!fx_wait_log(fx, FX_ALL, needle, 5000))
+    fail_msg("no reconnect to the restarted master:\n%s", fx_log_text(fx, FX_ALL));
+  lock_roundtrip(fx, c, "tls:noverify-again", 3);
+  expect_verify_warnings(fx, 0);
 
   opts = tls_options(fx, 3, "ca.crt");
   assert_int_equal(redlock_options_set_tls_server_name(opts, "wrong.example"), 0);
   redlock_t *strict = fx_open(fx, 1, opts);
   refused_with(fx, strict, "tls:verify", "certificate verify failed");
+  expect_verify_warnings(fx, 0); /* verify on: no warning */
+}
+
+/* A certificate whose only name is its subject's CN (no subjectAltName) is
+ * not for any host: OpenSSL's CN fallback is off. */
+static void test_cn_only(void **state) {
+  fx_t *fx = *state;
+  start_tls(fx, 0, 3, "cnonly", 0, NULL);
+  redlock_options_t *opts = tls_options(fx, 3, "ca.crt");
+  assert_int_equal(redlock_options_set_tls_server_name(opts, "localhost"), 0);
+  redlock_t *c = fx_open(fx, 0, opts);
+  refused_with(fx, c, "tls:cnonly",
+               "certificate verify failed: hostname mismatch (the certificate is not for "
+               "localhost); it names no host in a subjectAltName");
+  for (size_t i = 0; i < 3; i++)
+    assert_true(fx_key_absent(fx->servers[i], "tls:cnonly"));
+}
+
+/* An encrypted client key: refused when set and at redlock_open, with the
+ * reason, and OpenSSL never asks for a passphrase on the terminal. */
+static void test_encrypted_key(void **state) {
+  fx_t *fx = *state;
+  start_tls(fx, 0, 1, "server", 1, NULL);
+  const char *why = "encrypted: passphrases are not supported";
+  redlock_options_t *opts = fx_options(fx, 0, 1, REDLOCK_LOG_INFO);
+  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"),
+                                           cert("encrypted.key")),
+                   REDLOCK_EINVAL);
+  if (!fx_log_contains(fx, FX_ALL, why))
+    fail_msg("the setter does not say why:\n%s", fx_log_text(fx, FX_ALL));
+
+  /* Accepted plain, then encrypted in place before redlock_open. */
+  char swap[320], cmd[1024];
+  snprintf(swap, sizeof swap, "%s", cert("swap.key"));
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", cert("client.key"), swap);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, cert("client.crt"), swap),
+                   0);
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s'", cert("encrypted.key"), swap);
+  assert_int_equal(system(cmd), 0);
+  fx_log_clear(fx, FX_ALL);
+  redlock_t *c = NULL;
+  assert_int_equal(redlock_open(&c, opts), REDLOCK_EINVAL);
+  assert_null(c);
+  redlock_options_free(opts);
+  if (!fx_log_contains(fx, FX_ALL, "[ERROR] redlock_open: TLS: the key in") ||
+      !fx_log_contains(fx, FX_ALL, why))
+    fail_msg("redlock_open does not say why:\n%s", fx_log_text(fx, FX_ALL));
 }
 
 static void test_mutual_tls(void **state) {
@@ -468,18 +541,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_supported),
-      TC(test_good_handshake),
-      TC(test_wrong_ca),
-      TC(test_name_mismatch),
-      TC(test_verify_off),
-      TC(test_mutual_tls),
-      TC(test_mixed_plain_tls),
-      TC(test_auth_over_tls),
-      TC(test_restart_reconnect),
-      TC(test_woken_wait),
-      TC(test_handshake_timeout),
-      TC(test_option_files),
+      cmocka_unit_test(test_supported), TC(test_good_handshake),    TC(test_wrong_ca),
+      TC(test_name_mismatch),           TC(test_verify_off),        TC(test_cn_only),
+      TC(test_encrypted_key),           TC(test_mutual_tls),        TC(test_mixed_plain_tls),
+      TC(test_auth_over_tls),           TC(test_restart_reconnect), TC(test_woken_wait),
+      TC(test_handshake_timeout),       TC(test_option_files),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
