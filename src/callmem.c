@@ -46,9 +46,10 @@ void callmem_release(callmem_t *mem, void *p) {
   uv_mutex_unlock(&mem->mutex);
 }
 
-void *callmem_handle_new(callmem_t *mem) {
+void *callmem_handle_new(callmem_t *mem, uint32_t *n) {
   void *handle = NULL;
   uv_mutex_lock(&mem->mutex);
+  *n = mem->handles_made++;
   if (mem->count > CALLMEM_HANDLES_HELD) {
     handle = mem->handles[mem->head];
     mem->head = (mem->head + 1) % CALLMEM_HANDLES_MAX;

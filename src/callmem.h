@@ -6,20 +6,20 @@
  * a few pointer moves, never while taking another (the client's mutex may
  * be held around it, never the reverse).
  *
- * Handles and stale-handle detection.  calls.c refuses a handle that is not
- * in the client's live set (ptrset), so a handle passed again after its
- * unlock gets EINVAL, unless its address was handed out again to a new,
- * live handle in between.  malloc makes no promise there (glibc's tcache
- * hands the last freed block out first), and a LIFO free list would make
- * that reuse certain, on the very next lock.  So handles come back FIFO,
- * and only once more than CALLMEM_HANDLES_HELD other freed handles wait:
- * a freed handle's address is not reused before that many handles more
- * have been freed after it.  Beyond that, detection is as best-effort as
- * with malloc. */
+ * Handles and stale-handle detection.  calls.c refuses a handle value that
+ * is not in the client's live set (ptrset), so a handle passed again after
+ * its unlock gets EINVAL.  The value carries the handle's number
+ * (handles_made, handle.h), which is what makes that certain for a long
+ * while.  Where a value cannot carry it (handle.h: a 32-bit platform), the
+ * address is all there is, and its reuse is put off: handles come back
+ * FIFO, and only once more than CALLMEM_HANDLES_HELD other freed handles
+ * wait (malloc makes no promise, and a LIFO free list would hand the
+ * address out again on the very next lock). */
 #ifndef REDLOCK_CALLMEM_H
 #define REDLOCK_CALLMEM_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "pool.h"
@@ -32,6 +32,7 @@ typedef struct callmem {
   pool_t pool;                        /* mutex: ops and key blocks */
   void *handles[CALLMEM_HANDLES_MAX]; /* mutex: ring of freed handles, oldest at head */
   unsigned head, count;               /* mutex */
+  uint32_t handles_made;              /* mutex: callmem_handle_new's count, wrapping */
   size_t handle_size;                 /* const: every handle's size */
 } callmem_t;
 
@@ -43,8 +44,9 @@ void callmem_free(callmem_t *mem);
 void *callmem_alloc(callmem_t *mem, size_t size);
 void *callmem_calloc(callmem_t *mem, size_t size);
 void callmem_release(callmem_t *mem, void *p);
-/* A zeroed handle of handle_size bytes; NULL when out of memory. */
-void *callmem_handle_new(callmem_t *mem);
+/* A zeroed handle of handle_size bytes, and in *n how many handles were
+ * made before it (wrapping); NULL when out of memory. */
+void *callmem_handle_new(callmem_t *mem, uint32_t *n);
 /* Takes back a handle from callmem_handle_new (NULL: nothing). */
 void callmem_handle_free(callmem_t *mem, void *handle);
 

@@ -11,30 +11,33 @@
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
-int64_t redlock_lock_validity_ms(const redlock_lock_t *lock) {
-  if (lock == NULL)
+/* Each accessor reads the handle behind the application's value (handle.h). */
+
+int64_t redlock_lock_validity_ms(const redlock_lock_t *value) {
+  if (value == NULL)
     return 0;
+  const redlock_lock_t *lock = lock_of(value);
   int64_t left = atomic_load(&lock->lease->expires_ns) - (int64_t)client_now_ns(lock->client);
   /* Round toward zero so that a positive result is never an overstatement. */
   return left / 1000000;
 }
 
-uint64_t redlock_lock_fence(const redlock_lock_t *lock) {
-  return lock != NULL ? lock->lease->fence : 0;
+uint64_t redlock_lock_fence(const redlock_lock_t *value) {
+  return value != NULL ? lock_of(value)->lease->fence : 0;
 }
 
-const char *redlock_lock_resource(const redlock_lock_t *lock) {
-  return lock != NULL ? lock->lease->resource : NULL;
+const char *redlock_lock_resource(const redlock_lock_t *value) {
+  return value != NULL ? lock_of(value)->lease->resource : NULL;
 }
 
-const char *redlock_lock_value(const redlock_lock_t *lock) {
-  return lock != NULL ? lock->lease->value : NULL;
+const char *redlock_lock_value(const redlock_lock_t *value) {
+  return value != NULL ? lock_of(value)->lease->value : NULL;
 }
 
-int redlock_lock_is_lost(const redlock_lock_t *lock) {
-  if (lock == NULL)
+int redlock_lock_is_lost(const redlock_lock_t *value) {
+  if (value == NULL)
     return 1;
-  return atomic_load(&lock->lease->lost) || redlock_lock_validity_ms(lock) <= 0;
+  return atomic_load(&lock_of(value)->lease->lost) || redlock_lock_validity_ms(value) <= 0;
 }
 
 /* ---- op construction ---------------------------------------------------------- */

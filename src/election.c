@@ -267,7 +267,8 @@ static void election_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
   uv_timer_start(e->timer, release_timer_cb, 0, 0);
 }
 
-static void election_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
+  redlock_lock_t *lock = handle != NULL ? lock_of(handle) : NULL;
   redlock_election_t *e = arg;
   redlock_t *client = e->client;
   e->campaign = NULL;

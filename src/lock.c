@@ -211,10 +211,12 @@ static int64_t lock_validity_ns(const redlock_lock_t *lock) {
 /* Makes the handle for a won acquisition and registers it as live. */
 static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   redlock_t *client = op->op.client;
-  redlock_lock_t *lock = callmem_handle_new(&client->callmem);
+  uint32_t n;
+  redlock_lock_t *lock = callmem_handle_new(&client->callmem, &n);
   if (lock == NULL)
     return NULL;
   lock->client = client;
+  lock->handle = handle_encode(lock, n);
   lock->n_keys = op->n_keys;
   lock->keys = op->keys;
   lock->key_lens = op->key_lens;
@@ -233,7 +235,7 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(&client->mutex);
-  int rc = ptrset_add(&client->live_locks, lock);
+  int rc = ptrset_add(&client->live_locks, lock->handle);
   /* Permits and read-write holds are never shared reentrantly: a thread
    * asking for a second permit must get another slot. */
   if (rc == 0 && client->opts.reentrant && lock->n_keys == 1 && lock->prim.kind == LOCK_KIND_MUTEX)
@@ -334,8 +336,11 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
         memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
         !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
       continue;
-    hold = callmem_handle_new(&client->callmem);
-    if (hold == NULL || ptrset_add(&client->live_locks, hold) != 0) {
+    uint32_t n;
+    hold = callmem_handle_new(&client->callmem, &n);
+    if (hold != NULL)
+      hold->handle = handle_encode(hold, n);
+    if (hold == NULL || ptrset_add(&client->live_locks, hold->handle) != 0) {
       callmem_handle_free(&client->callmem, hold);
       hold = NULL;
       break;
@@ -420,11 +425,13 @@ static redlock_lock_t **target_lock(op_t *op) {
 int lock_claim_locked(op_t *op) {
   redlock_t *client = op->client;
   redlock_lock_t **lock = target_lock(op);
+  /* The value, not its address: a stale value is in no live set (handle.h). */
   if (!ptrset_contains(&client->live_locks, *lock))
     return REDLOCK_EINVAL;
-  if (op->kind == OP_UNLOCK) {
+  if (op->kind == OP_UNLOCK)
     ptrset_remove(&client->live_locks, *lock);
-  } else {
+  *lock = lock_of(*lock);
+  if (op->kind != OP_UNLOCK) {
     *lock = (*lock)->lease; /* a hold extends and watches its lease */
     (*lock)->refs++;
   }
@@ -519,7 +526,7 @@ static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
                         (int)op->attempts);
   }
   if (op->lock_cb != NULL)
-    op->lock_cb(status, lock, op->arg);
+    op->lock_cb(status, lock != NULL ? lock->handle : NULL, op->arg);
   op_end(&op->op, NULL);
 }
 
@@ -932,7 +939,7 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
 static void unlock_start(op_release_t *op) {
   redlock_t *client = op->op.client;
   redlock_lock_t *lock = op->lock->lease;
-  if (lock->watch_handle == op->lock)
+  if (lock->watch_handle == op->lock->handle)
     lock_stop_watch(lock); /* unlocking the watched handle ends the watch */
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
@@ -1111,11 +1118,11 @@ void op_dispatch(op_t *op) {
   }
 }
 
-static void orphan_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+static void orphan_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   (void)status;
   (void)arg;
-  if (lock != NULL) /* cannot happen: a cancelled attempt is never granted */
-    lock_release_lease(lock);
+  if (handle != NULL) /* cannot happen: a cancelled attempt is never granted */
+    lock_release_lease(lock_of(handle));
 }
 
 void acquire_abandon(op_acquire_t *op) {
@@ -1160,11 +1167,11 @@ void lock_release_lease(redlock_lock_t *lock) {
   lock_stop_watch(lock);
   /* Every handle of the lease goes: the lease itself and its holds. */
   uv_mutex_lock(&client->mutex);
-  ptrset_remove(&client->live_locks, lock);
+  ptrset_remove(&client->live_locks, lock->handle);
   while (!list_empty(&lock->holds_list)) {
     redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
     list_remove(&hold->hold_link);
-    ptrset_remove(&client->live_locks, hold);
+    ptrset_remove(&client->live_locks, hold->handle);
     callmem_handle_free(&client->callmem, hold);
   }
   lock->holds = 0;

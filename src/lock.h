@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "client.h"
+#include "handle.h"
 #include "notify.h"
 #include "prims.h"
 #include "random.h"
@@ -36,6 +37,7 @@ typedef enum {
  * read the const fields and the atomics. */
 struct redlock_lock {
   struct redlock *client;           /* const */
+  redlock_lock_t *handle;           /* const: the value the application knows it by (handle.h) */
   redlock_lock_t *lease;            /* const: itself, or the lease a hold shares */
   unsigned holds;                   /* lease, mutex: its handles not yet unlocked */
   list_node_t holds_list;           /* lease, mutex: its reentrant holds */
@@ -67,6 +69,10 @@ struct redlock_lock {
   redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
   prim_t prim;                  /* const: its kind (plain lock, permit, read or write hold) */
 };
+
+/* The handle behind a value the application passed (handle.h); a real
+ * address passes through unchanged. */
+static inline redlock_lock_t *lock_of(const redlock_lock_t *value) { return handle_decode(value); }
 
 /* ---- the calls ---------------------------------------------------------------------
  * OP_LOCK: an acquisition (redlock_lock & co, the primitives, an election's

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "callmem.h"
+#include "handle.h"
 #include "pool.h"
 
 static size_t kept(const pool_t *pool) {
@@ -131,8 +132,10 @@ static void test_callmem_handles(void **state) {
   /* One handle at a time, as a lock + unlock loop makes them. */
   static void *seen[CYCLES];
   for (int c = 0; c < CYCLES; c++) {
-    unsigned char *h = callmem_handle_new(&mem);
+    uint32_t n = UINT32_MAX;
+    unsigned char *h = callmem_handle_new(&mem, &n);
     assert_non_null(h);
+    assert_int_equal(n, (uint32_t)c); /* numbered in order (handle.h) */
     for (int i = 0; i < SIZE; i++)
       assert_int_equal(h[i], 0);
     memset(h, 0x5a, SIZE);
@@ -148,7 +151,7 @@ static void test_callmem_handles(void **state) {
   /* Many out at once: the ring keeps CALLMEM_HANDLES_MAX, frees the rest. */
   static void *out[CALLMEM_HANDLES_MAX + 20];
   for (int i = 0; i < CALLMEM_HANDLES_MAX + 20; i++)
-    assert_non_null(out[i] = callmem_handle_new(&mem));
+    assert_non_null(out[i] = callmem_handle_new(&mem, &(uint32_t){0}));
   for (int i = 0; i < CALLMEM_HANDLES_MAX + 20; i++)
     callmem_handle_free(&mem, out[i]);
   assert_int_equal(mem.count, CALLMEM_HANDLES_MAX);
@@ -156,11 +159,70 @@ static void test_callmem_handles(void **state) {
   callmem_free(&mem);
 }
 
+/* Handle values (handle.h): a value decodes to its handle; the values of
+ * one address differ for HANDLE_TAGS numbers in a row, and repeat after
+ * exactly that many; a real address decodes to itself. */
+static void test_handle_values(void **state) {
+  (void)state;
+  void *p = malloc(64);
+  assert_non_null(p);
+  assert_ptr_equal(handle_decode(p), p); /* an address passes through */
+  void *first = handle_encode(p, 0);
+#if HANDLE_TAG_BITS > 0
+  assert_ptr_not_equal(first, p);
+  assert_true(((uintptr_t)first & 1) == 1);
+#endif
+  for (uint32_t n = 0; n < HANDLE_TAGS + 3; n++) {
+    void *v = handle_encode(p, n);
+    assert_ptr_equal(handle_decode(v), p);
+    if (n > 0 && n < HANDLE_TAGS)
+      assert_ptr_not_equal(v, first);
+  }
+  assert_ptr_equal(handle_encode(p, HANDLE_TAGS), first);
+  /* Values of nearby addresses never collide with each other's numbers. */
+  unsigned char *q = (unsigned char *)p + 16;
+  for (uint32_t n = 0; n < 64; n++)
+    for (uint32_t m = 0; m < 64; m++)
+      assert_ptr_not_equal(handle_encode(p, n), handle_encode(q, m));
+  free(p);
+}
+
+/* A serial lock + unlock loop: the handle a client makes after k other
+ * cycles never has the value of the first one, for every k below
+ * HANDLE_TAGS, even though its address comes back every
+ * CALLMEM_HANDLES_HELD + 1 cycles. */
+static void test_handle_values_reused_address(void **state) {
+  (void)state;
+  callmem_t mem;
+  assert_int_equal(callmem_init(&mem, 128), 0);
+  uint32_t n0;
+  void *h0 = callmem_handle_new(&mem, &n0);
+  assert_non_null(h0);
+  void *v0 = handle_encode(h0, n0);
+  callmem_handle_free(&mem, h0);
+  unsigned same_address = 0;
+  for (uint32_t k = 1; k < HANDLE_TAGS; k++) {
+    uint32_t n;
+    void *h = callmem_handle_new(&mem, &n);
+    assert_non_null(h);
+    same_address += h == h0;
+    if (handle_encode(h, n) == v0)
+      fail_msg("handle %u has the value of handle 0", (unsigned)k);
+    callmem_handle_free(&mem, h);
+  }
+  assert_true(same_address > 1000); /* the address did come back */
+  callmem_free(&mem);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lifo_reuse),      cmocka_unit_test(test_bounds),
-      cmocka_unit_test(test_no_pool),         cmocka_unit_test(test_callmem_blocks),
+      cmocka_unit_test(test_lifo_reuse),
+      cmocka_unit_test(test_bounds),
+      cmocka_unit_test(test_no_pool),
+      cmocka_unit_test(test_callmem_blocks),
       cmocka_unit_test(test_callmem_handles),
+      cmocka_unit_test(test_handle_values),
+      cmocka_unit_test(test_handle_values_reused_address),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
