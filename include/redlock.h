@@ -393,7 +393,12 @@ REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size)
  * writes at most size bytes including a terminating NUL, and with size 0
  * (buf may then be NULL) only measures.  REDLOCK_EINVAL for a NULL client, a
  * NULL buf with size > 0 or an unknown format; REDLOCK_ENOTSUP when stats
- * were turned off with redlock_options_set_stats(opts, 0). */
+ * were turned off with redlock_options_set_stats(opts, 0).  With a close, as
+ * the other calls: a call made once redlock_close / redlock_close_uv has
+ * begun (from another thread, or from a callback during the close) returns
+ * REDLOCK_ECLOSED and writes nothing; a call already in progress when the
+ * close begins renders in full, and the close waits for it to return before
+ * it frees the client.  No call may start once the close may have finished. */
 #define REDLOCK_STATS_PROMETHEUS 1
 #define REDLOCK_STATS_JSON 2
 REDLOCK_EXPORT int redlock_stats(redlock_t *client, int format, char *buf, size_t size);

@@ -153,6 +153,22 @@ int client_submit(redlock_t *client, op_t *op) {
   return 0;
 }
 
+int client_enter(redlock_t *client) {
+  uv_mutex_lock(&client->mutex);
+  int rc = client->state == CLIENT_OPEN ? 0 : REDLOCK_ECLOSED;
+  if (rc == 0)
+    client->callers++;
+  uv_mutex_unlock(&client->mutex);
+  return rc;
+}
+
+void client_leave(redlock_t *client) {
+  uv_mutex_lock(&client->mutex);
+  if (--client->callers == 0 && client->state != CLIENT_OPEN)
+    uv_cond_signal(&client->callers_left);
+  uv_mutex_unlock(&client->mutex);
+}
+
 void client_enqueue_locked(redlock_t *client, op_t *op) {
   op->thread = uv_thread_self(); /* the caller's thread: its rounds' votes are kept for it */
   op->has_thread = 1;
@@ -275,6 +291,14 @@ static void client_node_started(redlock_t *client) {
 /* ---- close ----------------------------------------------------------------------------- */
 
 static void client_free(redlock_t *client) {
+  /* The client is closed (or was never handed out): no call enters any more.
+   * Those still in (redlock_stats) leave before anything is freed; taking
+   * the mutex also orders before the free whatever a call read before it
+   * last took the mutex (the fork check, a refused call's arguments). */
+  uv_mutex_lock(&client->mutex);
+  while (client->callers > 0)
+    uv_cond_wait(&client->callers_left, &client->mutex);
+  uv_mutex_unlock(&client->mutex);
   notify_free(&client->notify);
   stats_free(client);
   for (unsigned i = 0; i < client->n_nodes; i++)
@@ -288,6 +312,7 @@ static void client_free(redlock_t *client) {
   pool_clear(&client->round_pool);
   ptrset_free(&client->live_elections);
   options_clear(&client->opts);
+  uv_cond_destroy(&client->callers_left);
   uv_mutex_destroy(&client->mutex);
   if (client->own_thread)
     uv_sem_destroy(&client->startup_sem);
@@ -484,7 +509,12 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   redlock_t *client = calloc(1, sizeof *client);
   if (client == NULL)
     return REDLOCK_ENOMEM;
+  if (uv_cond_init(&client->callers_left) != 0) {
+    free(client);
+    return REDLOCK_ENOMEM;
+  }
   if (options_copy(&client->opts, opts) != 0) {
+    uv_cond_destroy(&client->callers_left);
     free(client);
     return REDLOCK_ENOMEM;
   }

@@ -135,6 +135,11 @@ struct redlock {
                                * empty (the loop's lock-free peek) */
   int loop_polling;           /* mutex: the loop drained the queue and may sleep: wake it */
   client_state_t state;       /* mutex */
+  unsigned callers;           /* mutex: calls that read the client outside the mutex
+                               * (redlock_stats, between client_enter and client_leave);
+                               * client_free waits until there are none */
+  uv_cond_t callers_left;     /* signalled (under the mutex) when the last of them leaves
+                               * a client that is closing */
   votes_book_t votes; /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
 
   /* ---- client.c: start-up and close (loop) ---- */
@@ -176,6 +181,15 @@ int client_check_fork(const redlock_t *client);
  * reply read and no request written meanwhile; the rest wait for the next
  * loop turn, which does not sleep. */
 #define CLIENT_DRAIN_MAX 1024
+/* A public call that reads the client outside the mutex and queues nothing
+ * (redlock_stats): client_enter, under the mutex, refuses it with
+ * REDLOCK_ECLOSED once the close has begun (as client_submit refuses an op),
+ * else counts it in `callers` (0); client_leave counts it out.  The client is
+ * not freed while a call is in: client_free waits for the last to leave, so
+ * that what the call reads is ordered before the free.  Not for the lock
+ * calls' hot path (they hand an op to the loop under the mutex instead). */
+int client_enter(redlock_t *client);
+void client_leave(redlock_t *client);
 /* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
 int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and

@@ -827,8 +827,15 @@ int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (client->stats == NULL || client->opts.stats_off)
+  /* In the client until the text is written: a close waits for this call
+   * before it frees the figures and the masters' names read below. */
+  int rc = client_enter(client);
+  if (rc != 0)
+    return rc;
+  if (client->stats == NULL || client->opts.stats_off) {
+    client_leave(client);
     return REDLOCK_ENOTSUP;
+  }
   out_t o = {buf, size, 0, format == REDLOCK_STATS_JSON};
   uint64_t now = clock_now_ns();
   if (o.json) {
@@ -837,6 +844,7 @@ int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
     for (size_t k = 0; k < N_METRICS; k++)
       prom_metric(&o, client, &metrics[k], now);
   }
+  client_leave(client);
   if (size > 0)
     buf[o.len < size ? o.len : size - 1] = '\0';
   return o.len > (size_t)INT32_MAX ? REDLOCK_ENOMEM : (int)o.len;

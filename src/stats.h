@@ -7,9 +7,12 @@
  * and a relaxed atomic store: a plain load, add and store on x86-64 and
  * arm64, with no lock prefix and no fence (a read-modify-write would be
  * needed only with a second writer).  redlock_stats() reads them with relaxed
- * loads from any thread, without taking the client's mutex or waking its
- * loop, so it also works from a callback on the loop thread and while the
- * loop is busy.  A rendering is not one atomic snapshot: one counter may be a
+ * loads from any thread, without waking the client's loop, so it also works
+ * from a callback on the loop thread and while the loop is busy.  It takes
+ * the client's mutex only to enter the client and to leave it (client_enter,
+ * client_leave: a close waits for a call in progress before it frees the
+ * figures; a call made once the close began gets REDLOCK_ECLOSED), never
+ * while rendering.  A rendering is not one atomic snapshot: one counter may be a
  * request ahead of another; a histogram's count is the sum of its buckets,
  * so each histogram is self-consistent.  With stats and events both off the
  * client has no stats object and every hook below is one NULL test.

@@ -22,7 +22,7 @@
 #     so the server is started first and the programs run once it has been
 #     up for 62 s; the steps before overlap with that wait.
 #
-# SANITIZE (1/0; CMake passes $<BOOL:${REDLOCK_SANITIZE}>): the installed
+# SANITIZE (1/0; CMake passes $<BOOL:${REDLOCK_SANITIZE_ADDRESS}>): the installed
 # libraries are built with ASan + UBSan, so the programs are compiled and
 # linked with the same -fsanitize flags (also switched on when the installed
 # libredlock.so references the ASan runtime) and run under the sanitizers.
