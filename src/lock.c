@@ -840,37 +840,38 @@ static void lock_cap_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t 
     atomic_store(&lock->expires_ns, cap);
 }
 
-/* Numbers an extension round of the lock as it is sent (extend_outcome). */
-static uint64_t extend_sent(redlock_lock_t *lock) { return ++lock->extends_sent; }
+/* Called right before an extension round of the lock is sent: caps the
+ * validity at what ttl_ms leaves from now (from the moment it is written, a
+ * master may run it, and a shorter ttl shortens the keys whatever the
+ * round's outcome; now is before the round's own start, so this errs
+ * short), and numbers the round (extend_outcome). */
+static uint64_t extend_sent(redlock_lock_t *lock, uint32_t ttl_ms) {
+  lock_cap_expiry(lock, client_now_ns(lock->client), ttl_ms);
+  return ++lock->extends_sent;
+}
 
 /* Applies an extension round's outcome to the lock; returns the status.
  * Every master that ran the script set the new ttl, shorter or longer than
- * what was left, whatever the round's outcome.  So a round that fails still
- * caps the validity at what its ttl leaves (docs/safety.md §8.3): a shorter
- * ttl that failed would otherwise leave the keys expiring before the
- * validity this handle reports.  A won round sets the validity only if no
- * later extension of the lock was sent: a master runs one connection's
- * requests in order, so the last round sent is the last to set the ttl
- * wherever it ran, but an earlier round decided after it (its votes came
- * late) may not be (seq: extend_sent's number of this round). */
+ * what was left, whatever the round's outcome, so extend_sent capped the
+ * validity before the round went out (docs/safety.md §8.3) and a round that
+ * fails leaves it there.  A won round raises it only if no later extension
+ * of the lock was sent: a master runs one connection's requests in order,
+ * so the last round sent is the last to set the ttl wherever it ran, but an
+ * earlier round decided after it (its votes came late) may not be (seq:
+ * extend_sent's number of this round). */
 static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
                           uint32_t ttl_ms, uint64_t seq) {
   if (outcome == QUORUM_WON) {
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
                                           lock->client->opts.drift_factor);
-    if (validity < QUORUM_MIN_VALIDITY_NS) {
-      lock_cap_expiry(lock, round->started_ns, ttl_ms);
+    if (validity < QUORUM_MIN_VALIDITY_NS)
       return REDLOCK_EEXPIRED;
+    if (seq == lock->extends_sent) {
+      lock->ttl_ms = ttl_ms;
+      lock_set_expiry(lock, round->started_ns, ttl_ms);
     }
-    if (seq != lock->extends_sent) {
-      lock_cap_expiry(lock, round->started_ns, ttl_ms);
-      return REDLOCK_OK;
-    }
-    lock->ttl_ms = ttl_ms;
-    lock_set_expiry(lock, round->started_ns, ttl_ms);
     return REDLOCK_OK;
   }
-  lock_cap_expiry(lock, round->started_ns, ttl_ms);
   if (outcome == QUORUM_LOST_HELD) {
     /* A quorum answered that our value is gone: someone else may hold it. */
     lock_mark_lost(lock, REDLOCK_ELOST);
@@ -897,7 +898,7 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, REDLOCK_ENOMEM);
     return;
   }
-  op->seq = extend_sent(lock);
+  op->seq = extend_sent(lock, op->ttl_ms);
   send_for(&op->op, round);
 }
 
@@ -984,8 +985,6 @@ static void watch_schedule(redlock_lock_t *lock);
 static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   redlock_lock_t *lock = ctx;
   lock->watch_extending = 0;
-  if (!lock->watched) /* ended meanwhile, but the masters may have run it */
-    lock_cap_expiry(lock, round->started_ns, lock->watch_ttl_ms);
   if (lock->watched) {
     int status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
     stats_renewed(lock, round, status);
@@ -1017,7 +1016,7 @@ static void watch_timer_cb(uv_timer_t *timer) {
     return;
   }
   lock->watch_ttl_ms = lock->ttl_ms;
-  lock->watch_seq = extend_sent(lock);
+  lock->watch_seq = extend_sent(lock, lock->watch_ttl_ms);
   uv_mutex_lock(&client->mutex);
   lock->refs++;
   uv_mutex_unlock(&client->mutex);

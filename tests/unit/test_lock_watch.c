@@ -1,8 +1,9 @@
 /* test_lock_watch.c: extension and watching (lock.c) on a client over fake
  * masters and a stepped clock (engine_fixture.h): an extension's new
  * validity, its failures (held by another: lost; no quorum; too slow; the
- * validity already spent), and the watch: renewal when a third of the ttl
- * is left, retries after failures, and the lost callback, exactly once. */
+ * validity already spent), a shorter ttl capping the validity as it is sent
+ * and after a failure, an earlier round won after a later one, and the watch: renewal when a third
+ * of the ttl is left, retries after failures, and the lost callback, exactly once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -104,6 +105,70 @@ static void test_extend_too_slow(void **state) {
   fake_advance_ms(48);
   fake_reply_int_all(f, 1);
   assert_int_equal(d.status, REDLOCK_EEXPIRED);
+  engine_release(e, lock);
+}
+
+/* A shorter extension lowers the validity as it is sent, to what its ttl
+ * leaves (a master may run it at once), and a failure leaves it there: the
+ * masters that ran it keep the shorter ttl. */
+static void test_extend_shorter_failed(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, 100, &d);
+  assert_int_equal(redlock_lock_validity_ms(lock), 100 - (100 / 100 + 2));
+  fake_reply_int(f, 0, 1);
+  fake_reply_error(f, 1, "ERR boom");
+  fake_reply_error(f, 2, "ERR boom");
+  fake_reply_error(f, 3, "ERR boom");
+  assert_int_equal(d.status, REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_lock_validity_ms(lock), 100 - 3);
+  fake_reply_int(f, 4, 1);
+  engine_release(e, lock);
+}
+
+/* A longer extension that fails changes nothing: the keys still have at
+ * least the old ttl wherever it did not run. */
+static void test_extend_longer_failed(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t d = {0};
+  engine_extend(e, lock, 2 * TTL_MS, &d);
+  fake_reply_error(f, 0, "ERR boom");
+  fake_reply_error(f, 1, "ERR boom");
+  fake_reply_error(f, 2, "ERR boom");
+  assert_int_equal(d.status, REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_lock_validity_ms(lock), TTL_MS - DRIFT_MS);
+  fake_reply_int(f, 3, 1);
+  fake_reply_int(f, 4, 1);
+  engine_release(e, lock);
+}
+
+/* Two extensions in flight, the later one shorter and decided first: the
+ * earlier one, won after it, must not raise the validity again, since on
+ * every master the later one ran after it. */
+static void test_extend_overtaken(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  done_result_t longer = {0}, shorter = {0};
+  engine_extend(e, lock, 2 * TTL_MS, &longer);
+  engine_extend(e, lock, 200, &shorter);
+  for (unsigned i = 0; i < 2; i++) { /* each master answers in order */
+    fake_reply_int(f, i, 1);
+    fake_reply_int(f, i, 1);
+  }
+  fake_reply_error(f, 2, "ERR boom"); /* the longer one's third vote */
+  fake_reply_int(f, 2, 1);            /* the shorter one wins */
+  assert_int_equal(shorter.status, REDLOCK_OK);
+  assert_int_equal(longer.calls, 0);
+  fake_reply_int(f, 3, 1); /* the longer one wins after it */
+  assert_int_equal(longer.status, REDLOCK_OK);
+  assert_int_equal(redlock_lock_validity_ms(lock), 200 - (200 / 100 + 2));
+  fake_reply_int(f, 3, 1);
+  fake_reply_int_all(f, 1);
   engine_release(e, lock);
 }
 
@@ -258,6 +323,9 @@ int main(void) {
       ENGINE_TEST(test_extend_no_quorum),
       ENGINE_TEST(test_extend_too_slow),
       ENGINE_TEST(test_extend_after_expiry),
+      ENGINE_TEST(test_extend_shorter_failed),
+      ENGINE_TEST(test_extend_longer_failed),
+      ENGINE_TEST(test_extend_overtaken),
       ENGINE_TEST(test_watch_renews),
       ENGINE_TEST(test_watch_failures_then_lost),
       ENGINE_TEST(test_watch_lost_held),
