@@ -237,10 +237,21 @@ REDLOCK_EXPORT int redlock_lock_wait(redlock_t *client, const char *resource, ui
 REDLOCK_EXPORT int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
                                      uint32_t ttl_ms, redlock_lock_t **out);
 /* Sets the lock's TTL to ttl_ms from now on a quorum.  A lock whose local
- * validity has run out is not extended: REDLOCK_ELOST. */
+ * validity has run out is not extended: REDLOCK_ELOST.  Shorter than what is
+ * left is allowed; since every master that runs the extension keeps the new
+ * TTL whatever the outcome, the lock's validity drops to what ttl_ms leaves
+ * as soon as it is sent and stays there unless the call returns REDLOCK_OK:
+ * after an error, check redlock_lock_validity_ms(), not only the status. */
 REDLOCK_EXPORT int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms);
 /* Releases on all masters and always frees the handle (even on error).  A
- * handle that is not live in this client (already unlocked) gets EINVAL. */
+ * handle that is not live in this client (already unlocked, or another
+ * client's) gets EINVAL, here and in redlock_extend, redlock_watch and their
+ * async forms.  Handle values: a handle is an opaque value, not an address to
+ * read through.  On 64-bit platforms a freed handle's value is not given to
+ * another handle of the same client before that client made 524 288 (2^19)
+ * more handles, so within that bound a stale handle is refused for certain
+ * and never releases another lock.  On 32-bit platforms the bound is the
+ * 16 freed handles held back before their memory is reused. */
 REDLOCK_EXPORT int redlock_unlock(redlock_t *client, redlock_lock_t *lock);
 /* Keeps extending the lock (by its last TTL) until it is unlocked; when it
  * cannot be extended before its validity ends, marks it lost and calls
