@@ -440,9 +440,9 @@ static void client_judge_duplicates(redlock_t *client, const node_t *leaving) {
       if (!(b->dup_warned >> i & 1)) {
         b->dup_warned |= (uint64_t)1 << i;
         client_log(client, REDLOCK_LOG_WARN,
-                   "masters %s and %s are one server (%s): only %s votes, and %s counts as a "
-                   "master that never answers (list each master once: Redlock needs independent "
-                   "masters)",
+                   "masters %s and %s are one server (%s): while both are up only %s votes, "
+                   "and %s counts as a master that never answers (list each master once: "
+                   "Redlock needs independent masters)",
                    a->addr.label, b->addr.label, how, a->addr.label, b->addr.label);
       }
       break;

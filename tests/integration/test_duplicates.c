@@ -25,7 +25,10 @@
  *    log): 127.1, 2130706433, [::ffff:127.0.0.1] beside 127.0.0.1, and
  *    [0:0::1] beside [::1];
  *  - a restart of the server (new run_id, both voters reconnect) is judged
- *    again: still one vote.
+ *    again: still one vote;
+ *  - a proxy in front of A listed beside A (one run_id, two addresses): the
+ *    direct connection votes while the proxy's is down, and is a duplicate
+ *    again once it is back.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -40,6 +43,7 @@
 
 #include <cmocka.h>
 
+#include "fault_proxy.h"
 #include "fixture.h"
 
 #define TTL 10000u
@@ -258,6 +262,60 @@ static void test_restart_judged_again(void **state) {
   fx_close(fx, 0);
 }
 
+/* A proxy in front of A, listed before A itself: two addresses, one run_id.
+ * While the proxy's connection is down A's direct one votes; when it is back
+ * the direct one is a duplicate again. */
+static int won_plain(void *arg) {
+  relock_t *r = arg;
+  redlock_lock_t *lock = NULL;
+  if (redlock_trylock(r->c, r->res, TTL, &lock) != REDLOCK_OK)
+    return 0;
+  char votes[1024];
+  redlock_last_votes(r->c, votes, sizeof votes);
+  redlock_unlock(r->c, lock);
+  return strstr(votes, r->want) != NULL;
+}
+
+static void test_proxy_in_front(void **state) {
+  fx_t *fx = *state;
+  fault_proxy_t *proxy = NULL;
+  assert_int_equal(fault_proxy_start(&proxy, "127.0.0.1", rh_server_port(fx->servers[0])), 0);
+  char via[128], via_label[64], direct_label[64], want[256];
+  snprintf(via, sizeof via, "redis://127.0.0.1:%d", fault_proxy_port(proxy));
+  snprintf(via_label, sizeof via_label, "127.0.0.1:%d", fault_proxy_port(proxy));
+  fx_label(fx->servers[0], direct_label, sizeof direct_label);
+  const char *uris[3] = {via, rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1])};
+  redlock_t *c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_INFO));
+  assert_int_equal(fx_log_count(fx, 0, "are one server"), 1);
+  assert_true(fx_log_contains(fx, 0, "the same run_id"));
+  FX_NAME(res, "dup-proxy");
+  snprintf(want, sizeof want, "%s=OK %s=duplicate (same server as %s", via_label, direct_label,
+           via_label);
+  relock_t r = {fx, c, res, want};
+  assert_true(rh_wait_until(won_with_duplicate, &r, 5000));
+
+  /* The proxy's connection gone: A's direct connection is its voter. */
+  assert_int_equal(fault_proxy_set_refuse(proxy, 1), 0);
+  assert_int_equal(fault_proxy_reset_all(proxy), 0);
+  snprintf(want, sizeof want, "%s=OK", direct_label);
+  if (!rh_wait_until(won_plain, &r, 5000))
+    fail_msg("A's direct connection did not vote with the proxy down:\n%s", fx_log_text(fx, 0));
+
+  /* Back: the direct one is a duplicate again, and one server is no quorum. */
+  assert_int_equal(fault_proxy_set_refuse(proxy, 0), 0);
+  snprintf(want, sizeof want, "%s=OK %s=duplicate (same server as %s", via_label, direct_label,
+           via_label);
+  if (!rh_wait_until(won_with_duplicate, &r, 10000))
+    fail_msg("no duplicate after the proxy came back:\n%s", fx_log_text(fx, 0));
+  assert_int_equal(fx_pause(fx, 2u, 1), 0);
+  redlock_lock_t *lock = NULL;
+  FX_ASSERT_RC(fx, c, redlock_trylock(c, res, TTL, &lock), REDLOCK_ENOQUORUM);
+  assert_int_equal(fx_pause(fx, 2u, 0), 0);
+  assert_int_equal(fx_log_count(fx, 0, "are one server"), 1); /* once per pair */
+  fx_close(fx, 0);
+  fault_proxy_stop(proxy);
+}
+
 int main(int argc, char **argv) {
   fx_use_profile(&fx_profile_integration);
   if (getenv("REDLOCK_SLOWDNS_ACTIVE") == NULL) {
@@ -289,6 +347,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(test_v6_name, setup_v6, fx_teardown),
       cmocka_unit_test_setup_teardown(test_numeric_spellings_refused, setup_v6, fx_teardown),
       cmocka_unit_test_setup_teardown(test_restart_judged_again, setup_v6, fx_teardown),
+      cmocka_unit_test_setup_teardown(test_proxy_in_front, setup_v6, fx_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
