@@ -43,11 +43,13 @@ static void client_record_votes(void *arg, const round_t *round) {
   for (unsigned i = 0; i < round->n_votes; i++) {
     latest->why[i] = round->votes[i].why;
     /* A down master's vote carries why it is down (TLS and AUTH failures
-     * are otherwise only in the log). */
+     * are otherwise only in the log), a duplicate's whose it is. */
     if (round->votes[i].why == WHY_DOWN)
-      memcpy(latest->down_why[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
+      memcpy(latest->detail[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
+    else if (round->votes[i].why == WHY_DUPLICATE)
+      memcpy(latest->detail[i], client->nodes[i].dup_why, NODE_DOWN_WHY_LEN);
     else
-      latest->down_why[i][0] = '\0';
+      latest->detail[i][0] = '\0';
   }
   latest->outcome = (int)round->outcome;
   if (round->has_caller)
@@ -83,10 +85,10 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   int total = snprintf(buf, size, "%s:", outcomes[v->outcome]);
   for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
-    const char *down_why = v->outcome ? v->down_why[i] : "";
+    const char *detail = v->outcome ? v->detail[i] : "";
     int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", client->nodes[i].addr.label,
-                     v->outcome ? why_name(v->why[i]) : "-", down_why[0] ? " (" : "", down_why,
-                     down_why[0] ? ")" : "");
+                     v->outcome ? why_name(v->why[i]) : "-", detail[0] ? " (" : "", detail,
+                     detail[0] ? ")" : "");
     total = n < 0 ? n : total + n;
   }
   uv_mutex_unlock(&client->mutex);
@@ -415,6 +417,39 @@ static void client_teardown(redlock_t *client) {
 
 /* ---- composition: what the modules below get from the client ------------------------ */
 
+/* One server listed twice (issue 23): judged again whenever a master comes
+ * up (a new connection: a new address, perhaps a new run_id after a
+ * restart) or goes down (`leaving`, still READY while it reports).  Of the
+ * masters up that are one server, the lowest-numbered votes; each other is
+ * its duplicate: round.c sends it no acquisition and counts none of its
+ * answers.  Logged at WARN once per pair (at open, when both connect then).
+ * Loop thread. */
+static void client_judge_duplicates(redlock_t *client, const node_t *leaving) {
+  for (unsigned j = 0; j < client->n_nodes; j++) {
+    node_t *b = &client->nodes[j];
+    b->dup_of = -1;
+    if (b == leaving)
+      continue;
+    for (unsigned i = 0; i < j; i++) {
+      node_t *a = &client->nodes[i];
+      char how[96];
+      if (a == leaving || !node_same_server(a, b, how, sizeof how))
+        continue;
+      b->dup_of = (int)i;
+      snprintf(b->dup_why, sizeof b->dup_why, "same server as %s", a->addr.label);
+      if (!(b->dup_warned >> i & 1)) {
+        b->dup_warned |= (uint64_t)1 << i;
+        client_log(client, REDLOCK_LOG_WARN,
+                   "masters %s and %s are one server (%s): while both are up only %s votes, "
+                   "and %s counts as a master that never answers (list each master once: "
+                   "Redlock needs independent masters)",
+                   a->addr.label, b->addr.label, how, a->addr.label, b->addr.label);
+      }
+      break;
+    }
+  }
+}
+
 /* node_env_t.report: a node's news. */
 static void client_on_node(void *arg, node_t *node, node_event_t ev, const char *what,
                            const char *detail) {
@@ -426,10 +461,13 @@ static void client_on_node(void *arg, node_t *node, node_event_t ev, const char 
       stats_node_connecting_(client, node);
     break;
   case NODE_EV_UP:
+    client_judge_duplicates(client, NULL);
     if (stats != NULL)
       stats_node_up_(client, node);
     break;
   case NODE_EV_DOWN:
+    if (node->state == NODE_READY)
+      client_judge_duplicates(client, node);
     if (stats != NULL)
       stats_node_down_(client, node, what, detail);
     break;

@@ -22,6 +22,7 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
   node->env = env;
   node->index = index;
   node->state = NODE_DOWN;
+  node->dup_of = -1;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
   return node_addr_copy(&node->addr, addr);
@@ -49,6 +50,33 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
 
 int node_quarantined_now(const node_t *node) {
   return node->quarantine_until_ns != 0 && node_is_quarantined(node, clock_now_ns());
+}
+
+int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len) {
+  char scratch[1];
+  if (how == NULL) {
+    how = scratch;
+    how_len = sizeof scratch;
+  }
+  if (a->state != NODE_READY || b->state != NODE_READY)
+    return 0;
+  if (a->addr.kind == NODE_ADDR_UNIX && b->addr.kind == NODE_ADDR_UNIX &&
+      strcmp(a->addr.path, b->addr.path) == 0) {
+    snprintf(how, how_len, "the same socket %s", a->addr.path);
+    return 1;
+  }
+  if (a->has_ip_key && b->has_ip_key && a->addr.port == b->addr.port &&
+      resolve_key_equal(&a->ip_key, &b->ip_key)) {
+    snprintf(how, how_len,
+             strchr(a->ip, ':') != NULL ? "the same address [%s]:%d" : "the same address %s:%d",
+             a->ip, a->addr.port);
+    return 1;
+  }
+  if (a->run_id[0] != '\0' && strcmp(a->run_id, b->run_id) == 0) {
+    snprintf(how, how_len, "the same run_id %s", a->run_id);
+    return 1;
+  }
+  return 0;
 }
 
 void node_warn(node_t *node, const char *what, const char *detail) {
@@ -363,6 +391,8 @@ static void node_open(node_t *node) {
   const node_env_t *env = node->env;
   char err[256];
   int tls_failed;
+  node->has_ip_key =
+      node->addr.kind == NODE_ADDR_TCP && resolve_key(node->ip, 0, &node->ip_key) == 0;
   redisAsyncContext *ac = conn_open(&node->addr, node->ip, env->tls, env->loop, env->flusher, node,
                                     on_connect, on_disconnect, err, sizeof err, &tls_failed);
   if (ac == NULL) {

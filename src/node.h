@@ -122,7 +122,9 @@ typedef struct node {
   struct redisAsyncContext *ac;
   resolve_req_t *resolving;  /* the host name's lookup, while CONNECTING */
   char ip[RESOLVE_ADDR_LEN]; /* TCP: the numeric address last connected to */
-  uv_timer_t timer;          /* connect deadline while CONNECTING, backoff while DOWN */
+  resolve_key_t ip_key;      /* TCP: that address, comparable (valid with has_ip_key) */
+  int has_ip_key;
+  uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
   unsigned handshake_left;
   unsigned failures;   /* consecutive failed connection attempts */
   uint64_t ready_ns;   /* when the current connection became READY */
@@ -144,6 +146,16 @@ typedef struct node {
   char down_why[NODE_DOWN_WHY_LEN];
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
+  /* One server listed twice (issue 23): the owner (client.c, loop thread)
+   * sets these from node_same_server whenever a master comes up or goes
+   * down.  dup_of: the lower-numbered master, up, that this one (up) is the
+   * same server as, or -1; while it is >= 0 this master is not a voter.
+   * dup_why: the last such finding ("same server as HOST:PORT"), for
+   * redlock_last_votes.  dup_warned: bit i, the owner has logged that this
+   * master is master i. */
+  int dup_of;
+  char dup_why[NODE_DOWN_WHY_LEN];
+  uint64_t dup_warned;
 } node_t;
 
 /* Copies addr; 0 or REDLOCK_ENOMEM.  The timer is initialised on the loop.
@@ -194,6 +206,13 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns);
 /* The same, now: the clock is read only for a master that has a quarantine
  * (asked for every answer to an acquisition). */
 int node_quarantined_now(const node_t *node);
+/* 1 when a and b, both READY, are connected to one server: the same
+ * resolved address and port (or unix socket path), or the same run_id in
+ * their handshakes' INFO server (each redis-server process has its own; a
+ * restart makes a new one, and both connections are then made again).  `how`
+ * (when not NULL) gets which ("the same address 127.0.0.1:6379", "the same
+ * run_id 0123..."). */
+int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
 /* Closes the connection for good; pending requests get NULL replies now.

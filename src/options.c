@@ -122,11 +122,18 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
   }
   for (size_t i = 0; i < opts->n_nodes; i++) {
     if (node_addr_same_master(&opts->nodes[i], &addr)) {
-      /* Two votes from one master would let it alone decide a quorum. */
+      /* Two votes from one master would let it alone decide a quorum.
+       * Names are compared here without a lookup; the client compares
+       * what they resolve to, and run_ids, once connected. */
       if (opts->log_cb != NULL) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "redlock_options_add_node: master %s is already listed",
-                 addr.label);
+        char msg[320];
+        const char *listed = opts->nodes[i].label;
+        if (strcmp(listed, addr.label) == 0)
+          snprintf(msg, sizeof msg, "redlock_options_add_node: master %s is already listed",
+                   addr.label);
+        else
+          snprintf(msg, sizeof msg, "redlock_options_add_node: master %s is already listed as %s",
+                   addr.label, listed);
         opts->log_cb(REDLOCK_LOG_ERROR, msg, opts->log_arg);
       }
       node_addr_clear(&addr);

@@ -1,8 +1,10 @@
 /* resolve.c: host names looked up on libuv's thread pool (see resolve.h). */
+#define _DEFAULT_SOURCE /* inet_aton */
 #include "resolve.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +18,32 @@ struct resolve_req {
 int resolve_is_numeric(const char *host) {
   unsigned char buf[sizeof(struct in6_addr)];
   return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+int resolve_key(const char *host, int shorthand, resolve_key_t *key) {
+  static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  memset(key, 0, sizeof *key);
+  struct in_addr v4;
+  struct in6_addr v6;
+  if (inet_pton(AF_INET, host, &v4) == 1 || (shorthand && inet_aton(host, &v4) != 0)) {
+    key->family = AF_INET;
+    memcpy(key->bytes, &v4, 4);
+    return 0;
+  }
+  if (inet_pton(AF_INET6, host, &v6) != 1)
+    return -1;
+  if (memcmp(v6.s6_addr, v4_mapped, sizeof v4_mapped) == 0) {
+    key->family = AF_INET;
+    memcpy(key->bytes, v6.s6_addr + 12, 4);
+  } else {
+    key->family = AF_INET6;
+    memcpy(key->bytes, v6.s6_addr, 16);
+  }
+  return 0;
+}
+
+int resolve_key_equal(const resolve_key_t *a, const resolve_key_t *b) {
+  return a->family == b->family && memcmp(a->bytes, b->bytes, sizeof a->bytes) == 0;
 }
 
 static void on_resolved(uv_getaddrinfo_t *handle, int status, struct addrinfo *res) {

@@ -172,6 +172,13 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
   switch (verdict) {
   case REPLY_YES:
   case REPLY_REFUSED:
+    /* A second name of a server that already votes (found since this was
+     * sent): its answer is that server's again, so it counts for nothing,
+     * not even as an answer (safety.md §9). */
+    if (env->transport->duplicate(env->transport_arg, index)) {
+      vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
+      return;
+    }
     /* A master in restart quarantine may have forgotten keys: none of its
      * answers to an acquisition count, not even as an answer. */
     if (round->kind == ROUND_ACQUIRE && env->transport->quarantined(env->transport_arg, index)) {
@@ -262,6 +269,14 @@ void round_send(round_t *round) {
   stats_gauge(env->stats, STATS_GAUGE_ROUNDS, +1);
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
+    /* A second name of a server that already votes is not sent the round:
+     * its SET NX would race the voter's on the same key (and a fence
+     * counter would be raised twice).  A release still goes: it may hold
+     * our value from before it was found out, and deleting is idempotent. */
+    if (round->kind != ROUND_RELEASE && env->transport->duplicate(env->transport_arg, i)) {
+      vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
+      continue;
+    }
     int rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
     if (rc == 0)
       round->refs++;

@@ -45,6 +45,11 @@ typedef struct round_transport {
   /* 1 while master i is in restart quarantine (asked for each yes or no to
    * an acquisition: cheap when it has none). */
   int (*quarantined)(void *arg, unsigned master);
+  /* 1 while master i is the same server as a lower-numbered master that is
+   * up (one server listed under two names): not a voter.  It is sent only
+   * releases, and none of its answers count (asked at each send and each
+   * answer: cheap). */
+  int (*duplicate)(void *arg, unsigned master);
   /* Keeps a release master i may have missed, to send again once it is up. */
   void (*defer_release)(void *arg, unsigned master, const char *cmd, size_t len);
   /* A per-request problem with master i, for the (rate-limited) log. */

@@ -328,13 +328,19 @@ void stats_node_up_(redlock_t *client, node_t *node) {
   if (client->opts.event_cb == NULL)
     return;
   int quarantined = node_is_quarantined(node, now);
-  char detail[96];
-  if (quarantined)
+  int duplicate = node->dup_of >= 0;
+  char detail[96 + NODE_DOWN_WHY_LEN];
+  if (duplicate)
+    snprintf(detail, sizeof detail, "connected; %s: not a voter", node->dup_why);
+  else if (quarantined)
     snprintf(detail, sizeof detail, "connected; in restart quarantine for another %llu ms",
              (unsigned long long)((node->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");
-  node_event(client, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK, quarantined ? "quarantined" : "up",
+  node_event(client, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
+             duplicate     ? "duplicate"
+             : quarantined ? "quarantined"
+                           : "up",
              down_ns, detail);
 }
 

@@ -77,7 +77,7 @@ typedef struct {
 } stats_hist_t;
 
 /* Votes are counted by vote_why_t, 1 .. WHY_BADREPLY. */
-#define STATS_N_WHY (WHY_BADREPLY + 1)
+#define STATS_N_WHY WHY_COUNT
 
 typedef struct {
   _Atomic int state; /* stats.c's mstate_t; "quarantined" is derived when read */

@@ -26,6 +26,8 @@ static int t_quarantined(void *arg, unsigned master) {
   return node_quarantined_now(node_at(arg, master));
 }
 
+static int t_duplicate(void *arg, unsigned master) { return node_at(arg, master)->dup_of >= 0; }
+
 static void t_defer_release(void *arg, unsigned master, const char *cmd, size_t len) {
   node_defer_release(node_at(arg, master), cmd, len);
 }
@@ -42,6 +44,7 @@ const round_transport_t transport_nodes = {
     .cancel = t_cancel,
     .progress_ns = t_progress_ns,
     .quarantined = t_quarantined,
+    .duplicate = t_duplicate,
     .defer_release = t_defer_release,
     .warn = t_warn,
     .label = t_label,

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "redlock.h"
+#include "resolve.h"
 #include "strutil.h"
 #include "tls.h"
 
@@ -247,5 +248,15 @@ int node_addr_same_master(const node_addr_t *a, const node_addr_t *b) {
     return 0;
   if (a->kind == NODE_ADDR_UNIX)
     return strcmp(a->path, b->path) == 0;
-  return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+  if (a->port != b->port)
+    return 0;
+  /* Numbers are compared as addresses, in the forms the lookup takes as
+   * numbers (127.1 and 2130706433 are 127.0.0.1, ::ffff:127.0.0.1 too);
+   * names by their letters, without a lookup. */
+  resolve_key_t ka, kb;
+  int a_numeric = resolve_key(a->host, 1, &ka) == 0;
+  int b_numeric = resolve_key(b->host, 1, &kb) == 0;
+  if (a_numeric || b_numeric)
+    return a_numeric && b_numeric && resolve_key_equal(&ka, &kb);
+  return strcasecmp(a->host, b->host) == 0;
 }

@@ -35,8 +35,11 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len);
 int node_addr_copy(node_addr_t *dst, const node_addr_t *src);
 
 /* 1 when a and b name the same server: the same unix socket path, or the
- * same host (letter case aside) and port, whatever the credentials or db.
- * Different names for one address (localhost vs 127.0.0.1) are not seen. */
+ * same port and host, whatever the credentials, db or TLS: numeric hosts
+ * as addresses (127.0.0.1 = 127.1 = 2130706433 = ::ffff:127.0.0.1, ::1 =
+ * 0:0::1), names letter case aside.  No lookup: a name and an address of
+ * it (localhost vs 127.0.0.1) are told apart only once connected (the
+ * client compares the resolved addresses and run_ids, client.c). */
 int node_addr_same_master(const node_addr_t *a, const node_addr_t *b);
 
 /* Frees the strings and zeroes the struct. */

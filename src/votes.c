@@ -10,15 +10,15 @@
 static int entry_init(votes_entry_t *e, unsigned n) {
   e->outcome = 0;
   e->why = calloc(n, 1);
-  e->down_why = calloc(n, sizeof *e->down_why);
-  return e->why != NULL && e->down_why != NULL ? 0 : REDLOCK_ENOMEM;
+  e->detail = calloc(n, sizeof *e->detail);
+  return e->why != NULL && e->detail != NULL ? 0 : REDLOCK_ENOMEM;
 }
 
 static void entry_free(votes_entry_t *e) {
   free(e->why);
-  free(e->down_why);
+  free(e->detail);
   e->why = NULL;
-  e->down_why = NULL;
+  e->detail = NULL;
 }
 
 int votes_book_init(votes_book_t *book, unsigned n_masters) {
@@ -60,10 +60,10 @@ void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
   }
   slot->entry.outcome = book->latest.outcome;
   memcpy(slot->entry.why, book->latest.why, book->n_masters);
-  for (unsigned i = 0; i < book->n_masters; i++) /* only down votes carry a reason */
-    if (book->latest.why[i] == WHY_DOWN)
-      memcpy(slot->entry.down_why[i], book->latest.down_why[i], NODE_DOWN_WHY_LEN);
+  for (unsigned i = 0; i < book->n_masters; i++) /* only down and duplicate votes carry one */
+    if (book->latest.why[i] == WHY_DOWN || book->latest.why[i] == WHY_DUPLICATE)
+      memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
     else
-      slot->entry.down_why[i][0] = '\0';
+      slot->entry.detail[i][0] = '\0';
   slot->written = ++book->writes;
 }

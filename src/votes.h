@@ -19,8 +19,10 @@
 /* One decided round: outcome 0 = none yet (quorum_outcome_t otherwise). */
 typedef struct votes_entry {
   int outcome;
-  uint8_t *why;                        /* vote_why_t per master */
-  char (*down_why)[NODE_DOWN_WHY_LEN]; /* per master: why it was down, or "" */
+  uint8_t *why; /* vote_why_t per master */
+  /* per master: why it was down (WHY_DOWN), whose duplicate it is
+   * (WHY_DUPLICATE), or "" */
+  char (*detail)[NODE_DOWN_WHY_LEN];
 } votes_entry_t;
 
 typedef struct votes_book {

@@ -12,6 +12,7 @@ static const char *const why_names[] = {
     [WHY_ERROR] = "error",
     [WHY_QUARANTINED] = "quarantined",
     [WHY_BADREPLY] = "bad-reply",
+    [WHY_DUPLICATE] = "duplicate",
 };
 
 const char *why_name(unsigned why) {

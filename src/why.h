@@ -16,7 +16,9 @@ typedef enum {
   WHY_ERROR,        /* error reply (-READONLY, -OOM, ...) */
   WHY_QUARANTINED,
   WHY_BADREPLY,
+  WHY_DUPLICATE, /* the same server as a lower-numbered master that is up: not a voter */
 } vote_why_t;
+#define WHY_COUNT (WHY_DUPLICATE + 1)
 
 /* The name of a vote_why_t ("OK", "timeout", ...); "?" when out of range. */
 const char *why_name(unsigned why);

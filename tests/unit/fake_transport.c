@@ -84,6 +84,7 @@ static void t_cancel(void *arg, node_req_t *req) {
 static uint64_t t_progress(void *arg, unsigned i) { return master(arg, i)->progress_ns; }
 
 static int t_quarantined(void *arg, unsigned i) { return master(arg, i)->quarantined; }
+static int t_duplicate(void *arg, unsigned i) { return master(arg, i)->duplicate; }
 
 static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
   if (cmd == NULL || len == 0)
@@ -113,6 +114,7 @@ const round_transport_t fake_transport = {
     .cancel = t_cancel,
     .progress_ns = t_progress,
     .quarantined = t_quarantined,
+    .duplicate = t_duplicate,
     .defer_release = t_defer,
     .warn = t_warn,
     .label = t_label,

@@ -4,7 +4,7 @@
  * as a connection would, and answers only when the test says so (oldest
  * first, or a chosen one), with a hand-built hiredis reply or none
  * (connection lost).  What each master does with a send (take it, queue it
- * unsent, refuse it as down or busy), whether it is in restart quarantine,
+ * unsent, refuse it as down or busy), whether it is in restart quarantine or a duplicate,
  * and what the rounds asked of it (sends, cancels, deferred releases and the
  * last one's command, warnings) are the test's to set and read. */
 #ifndef REDLOCK_TEST_FAKE_TRANSPORT_H
@@ -34,6 +34,7 @@ typedef struct {
 typedef struct {
   fake_send_mode_t mode;
   int quarantined;
+  int duplicate; /* the same server as a lower-numbered master: not a voter */
   uint64_t progress_ns;
   fake_out_t out[FAKE_OUT_MAX]; /* outstanding, oldest first: out[head .. head + n_out) */
   unsigned head, n_out;

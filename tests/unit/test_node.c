@@ -3,7 +3,8 @@
  * INFO server), each handshake step refused or malformed, the order of the
  * reports (DOWN before the state changes), reconnect with backoff after a
  * refused connect, a close right after accept, a timeout and a lost
- * connection, TLS failures, name lookup, and close in every state.
+ * connection, TLS failures, name lookup, close in every state, and when two
+ * nodes are one server.
  * Requests, hung detection, replays and the quarantine: test_node_requests.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -381,6 +382,59 @@ static void test_close_unstarted(void **state) {
   assert_int_equal(f->events[0].ev, NODE_EV_CLOSED);
 }
 
+/* A READY node at uri, connected to ip (TCP), with run_id. */
+static void same_server_node(node_t *node, const char *uri, const char *ip, char run_id_char) {
+  static const node_env_t env = {0};
+  node_addr_t addr;
+  assert_int_equal(uri_parse(uri, &addr, NULL, 0), 0);
+  assert_int_equal(node_init(node, &env, 0, &addr), 0);
+  node_addr_clear(&addr);
+  node->state = NODE_READY;
+  if (ip != NULL) {
+    snprintf(node->ip, sizeof node->ip, "%s", ip);
+    assert_int_equal(resolve_key(ip, 0, &node->ip_key), 0);
+    node->has_ip_key = 1;
+  }
+  memset(node->run_id, run_id_char, INFO_RUN_ID_LEN);
+  node->run_id[INFO_RUN_ID_LEN] = '\0';
+}
+
+/* One server behind two masters of a client (issue 23): the same resolved
+ * address and port, the same socket path, or the same run_id; only while
+ * both are READY. */
+static void test_same_server(void **state) {
+  (void)state;
+  node_t a, b;
+  char how[96];
+  same_server_node(&a, "redis://127.0.0.1:7450", "127.0.0.1", 'a');
+  same_server_node(&b, "redis://localhost:7450", "::ffff:127.0.0.1", 'b');
+  assert_true(node_same_server(&a, &b, how, sizeof how));
+  assert_string_equal(how, "the same address 127.0.0.1:7450");
+  assert_true(node_same_server(&b, &a, NULL, 0));
+  b.state = NODE_CONNECTING; /* not connected: nothing known */
+  assert_false(node_same_server(&a, &b, how, sizeof how));
+  node_free(&b);
+
+  same_server_node(&b, "redis://127.0.0.1:7451", "127.0.0.1", 'b'); /* another port */
+  assert_false(node_same_server(&a, &b, how, sizeof how));
+  memcpy(b.run_id, a.run_id, sizeof b.run_id); /* ... but the same process */
+  assert_true(node_same_server(&a, &b, how, sizeof how));
+  assert_string_equal(how, "the same run_id aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  node_free(&b);
+
+  same_server_node(&b, "redis://[::1]:7450", "::1", 'b');
+  assert_false(node_same_server(&a, &b, how, sizeof how));
+  node_free(&b);
+  same_server_node(&b, "unix:///tmp/r.sock", NULL, 'a'); /* a's run_id */
+  assert_true(node_same_server(&a, &b, how, sizeof how));
+  node_free(&a);
+  same_server_node(&a, "unix:///tmp/r.sock", NULL, 'c');
+  assert_true(node_same_server(&a, &b, how, sizeof how));
+  assert_string_equal(how, "the same socket /tmp/r.sock");
+  node_free(&a);
+  node_free(&b);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, nf_setup, nf_teardown)
 
 int main(void) {
@@ -408,6 +462,7 @@ int main(void) {
       T(test_close_while_ready),
       T(test_close_while_down),
       T(test_close_unstarted),
+      cmocka_unit_test(test_same_server),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,8 @@
  * the fake masters of fake_transport.h and a stepped clock, with no loop,
  * socket or server: votes in any order, late, erroring or missing; masters
  * down, busy or backlogged; request timeouts; NOSCRIPT -> EVAL; the restart
- * quarantine; releases kept for replay; and what a round reports to its owner
- * (deadline, settled, decided, rounds pending). */
+ * quarantine; duplicate masters (one server listed twice); releases kept for replay; and what a
+ * round reports to its owner (deadline, settled, decided, rounds pending). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -355,6 +355,88 @@ static void test_quarantine(void **state) {
   fake_reply_int(&f->fake, 4, 1);
 }
 
+/* One server listed twice (issue 23): a duplicate master is sent no
+ * acquisition or extension (its SET NX would race the voter's), and counts
+ * as a master that never answered, so a round short of a quorum because of
+ * it is lost for want of a quorum, not as held. */
+static void test_duplicate_not_sent_not_counted(void **state) {
+  fake_t *f = *state;
+  f->fake.m[1].duplicate = f->fake.m[3].duplicate = 1;
+  round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(round);
+  assert_int_equal(f->fake.m[1].sends, 0);
+  assert_int_equal(f->fake.m[3].sends, 0);
+  assert_int_equal(why(round, 1), WHY_DUPLICATE);
+  assert_int_equal(why(round, 3), WHY_DUPLICATE);
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_ok(&f->fake, 2);
+  assert_int_equal(f->decisions, 0); /* 2 yes, 2 that never answer: one vote left */
+  fake_reply_ok(&f->fake, 4);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  assert_int_equal(votes(f, 1, WHY_DUPLICATE), 1);
+
+  /* Refusals from the three voters: held (a quorum of masters answered). */
+  f->decisions = 0;
+  round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(round);
+  fake_reply_nil(&f->fake, 0);
+  fake_reply_nil(&f->fake, 2);
+  assert_int_equal(f->decisions, 0);
+  fake_reply_nil(&f->fake, 4);
+  assert_int_equal(f->outcome, QUORUM_LOST_HELD);
+
+  /* Two refusals and a master down: two answers of the five are no quorum. */
+  f->decisions = 0;
+  f->fake.m[4].mode = FAKE_SEND_DOWN;
+  round = new_round(f, ROUND_PLAIN, script_get(SCRIPT_EXTEND), 1, 0, 1);
+  round_send(round);
+  assert_int_equal(f->fake.m[1].sends, 0);
+  fake_reply_int(&f->fake, 0, 0);
+  fake_reply_int(&f->fake, 2, 0);
+  assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
+}
+
+/* A release still goes to a duplicate (it may hold our value from before it
+ * was found out), but its answer does not count; it is not kept for replay
+ * once it answered. */
+static void test_duplicate_gets_releases(void **state) {
+  fake_t *f = *state;
+  f->fake.m[1].duplicate = 1;
+  round_t *round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, (1u << N) - 1u, 1);
+  round_send(round);
+  assert_int_equal(f->fake.m[1].sends, 1);
+  fake_reply_int(&f->fake, 1, 1);
+  assert_int_equal(why(round, 1), WHY_DUPLICATE);
+  assert_int_equal(f->fake.m[1].defers, 0);
+  fake_reply_int(&f->fake, 0, 1);
+  fake_reply_int(&f->fake, 2, 1);
+  assert_int_equal(f->decisions, 0); /* the duplicate's yes is not the third */
+  fake_reply_int(&f->fake, 3, 1);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  fake_reply_int(&f->fake, 4, 1);
+}
+
+/* Found out while the round is out (the voter came up meanwhile): its
+ * answer, yes or no, counts for nothing; the round it was sent is settled. */
+static void test_duplicate_found_after_send(void **state) {
+  fake_t *f = *state;
+  round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(round);
+  assert_int_equal(f->fake.m[1].sends, 1);
+  f->fake.m[1].duplicate = f->fake.m[2].duplicate = 1;
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_ok(&f->fake, 1);
+  fake_reply_nil(&f->fake, 2);
+  assert_int_equal(why(round, 1), WHY_DUPLICATE);
+  assert_int_equal(why(round, 2), WHY_DUPLICATE);
+  fake_reply_ok(&f->fake, 3);
+  assert_int_equal(f->decisions, 0); /* 2 yes */
+  fake_reply_ok(&f->fake, 4);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  /* It was sent the SET and said yes: a release must reach it. */
+  assert_true(f->set_mask >> 1 & 1);
+}
+
 /* A release that may not have reached a master in its replay mask (down,
  * busy, timed out, disconnected) is kept for replay; masters outside the
  * mask, or that answered, are not. */
@@ -622,6 +704,8 @@ static void test_why_names(void **state) {
   assert_string_equal(why_name(WHY_OK), "OK");
   assert_string_equal(why_name(WHY_TIMEOUT), "timeout");
   assert_string_equal(why_name(WHY_QUARANTINED), "quarantined");
+  assert_string_equal(why_name(WHY_DUPLICATE), "duplicate");
+  assert_string_equal(why_name(WHY_COUNT), "?");
   assert_string_equal(why_name(999), "?");
 }
 
@@ -638,6 +722,9 @@ int main(void) {
       T(test_noscript_resent_as_eval),
       T(test_noscript_without_script_is_error),
       T(test_quarantine),
+      T(test_duplicate_not_sent_not_counted),
+      T(test_duplicate_gets_releases),
+      T(test_duplicate_found_after_send),
       T(test_release_replay),
       T(test_release_waits_for_a_busy_master),
       T(test_queued_votes_withdrawn_after_decision),

@@ -575,11 +575,33 @@ static void test_same_master(void **state) {
     const char *a, *b;
     int same;
   } cases[] = {
-      {"redis://h:1", "redis://h:1", 1},  {"redis://h:1", "redis://u:p@H:1/4", 1},
-      {"redis://h", "redis://h:6379", 1}, {"redis://h:1", "redis://h:2", 0},
-      {"redis://h:1", "redis://g:1", 0},  {"redis://[::1]:1", "redis://[::1]:1", 1},
-      {"unix:///a/s", "unix:///a/s", 1},  {"unix:///a/s", "unix:///a/t", 0},
+      {"redis://h:1", "redis://h:1", 1},
+      {"redis://h:1", "redis://u:p@H:1/4", 1},
+      {"redis://h", "redis://h:6379", 1},
+      {"redis://h:1", "redis://h:2", 0},
+      {"redis://h:1", "redis://g:1", 0},
+      {"redis://[::1]:1", "redis://[::1]:1", 1},
+      {"unix:///a/s", "unix:///a/s", 1},
+      {"unix:///a/s", "unix:///a/t", 0},
       {"unix:///a/s", "redis://a:1", 0},
+      /* Numeric hosts as addresses, in every form a lookup takes as a
+       * number (issue 23); names by their letters only. */
+      {"redis://127.0.0.1:1", "redis://127.1:1", 1},
+      {"redis://127.0.0.1:1", "redis://2130706433:1", 1},
+      {"redis://127.0.0.1:1", "redis://0x7f.0.0.1:1", 1},
+      {"redis://127.0.0.1:1", "redis://0177.0.0.1:1", 1},
+      {"redis://127.0.0.1:1", "redis://[::ffff:127.0.0.1]:1", 1},
+      {"redis://127.0.0.1:1", "redis://[::FFFF:7f00:1]:1", 1},
+      {"redis://[::1]:1", "redis://[0:0::1]:1", 1},
+      {"redis://[::1]:1", "redis://[0000:0000:0000:0000:0000:0000:0000:0001]:1", 1},
+      {"redis://[2001:db8::a]:1", "redis://[2001:DB8:0::A]:1", 1},
+      {"redis://localhost:1", "redis://LOCALHOST:1", 1},
+      {"redis://127.0.0.1:1", "redis://127.1:2", 0},
+      {"redis://127.0.0.1:1", "redis://127.0.0.2:1", 0},
+      {"redis://127.0.0.1:1", "redis://[::1]:1", 0},
+      {"redis://[::1]:1", "redis://[::ffff:0:1]:1", 0},
+      {"redis://localhost:1", "redis://127.0.0.1:1", 0},
+      {"redis://1.2.3.4.5:1", "redis://1.2.3.4:1", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     node_addr_t a, b;
