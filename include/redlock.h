@@ -442,6 +442,10 @@ typedef enum {
   REDLOCK_EVENT_RWLOCK_WRITE = 12,  /* redlock_rwlock_write */
   REDLOCK_EVENT_ELECTED = 13        /* an election won a term (duration: its campaign) */
 } redlock_event_kind_t;
+/* The callback may run before redlock_open / redlock_open_uv has returned:
+ * the first NODE_UP and NODE_DOWN events of each master come while open
+ * waits for every master's first connection attempt, so arg must not be
+ * something open's caller fills in with the client afterwards. */
 typedef void (*redlock_event_cb)(const redlock_event_t *ev, void *arg);
 REDLOCK_EXPORT int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb,
                                                 void *arg);
