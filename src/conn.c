@@ -412,6 +412,13 @@ int conn_tls_unfinished(const redisAsyncContext *ac) {
   return ev != NULL && ev->ssl != NULL && !ev->got_reply;
 }
 
+int conn_tls_handshaking(const redisAsyncContext *ac) {
+  const conn_events_t *ev = ac->ev.data;
+  /* REDIS_CONNECTED: the TCP connect completed (hiredis sets it then, before
+   * any TLS byte is answered); without it, the connect itself is stuck. */
+  return ev != NULL && (ac->c.flags & REDIS_CONNECTED) != 0 && tls_handshaking(ev->ssl);
+}
+
 void conn_close(redisAsyncContext *ac) {
   if (ac == NULL)
     return;

@@ -93,6 +93,9 @@ const char *conn_error(const redisAsyncContext *ac);
 /* 1 when ac is a TLS connection that failed before any reply came through it:
  * the TLS set-up (handshake, certificate checks) is what failed. */
 int conn_tls_unfinished(const redisAsyncContext *ac);
+/* 1 while a rediss:// connection's TLS handshake is under way: TCP is up,
+ * our hello went out, the handshake has not finished. */
+int conn_tls_handshaking(const redisAsyncContext *ac);
 
 /* Detaches `data` and frees the context (deferred by hiredis when called
  * from one of its callbacks); pending callbacks get NULL replies. */

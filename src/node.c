@@ -172,7 +172,13 @@ static void connect_timer_cb(uv_timer_t *timer) {
   node_t *node = timer->data;
   char detail[64];
   snprintf(detail, sizeof detail, "no answer within %u ms", node->env->connect_timeout_ms);
-  node_fail(node, REDLOCK_LOG_WARN, "connect timed out", detail);
+  /* A master that took the TCP connection but never finished TLS is a
+   * failed handshake, counted as one, not a connect that timed out. */
+  int tls_stalled = node->ac != NULL && conn_tls_handshaking(node->ac);
+  if (tls_stalled)
+    node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
+  node_fail(node, REDLOCK_LOG_WARN, tls_stalled ? "TLS handshake timed out" : "connect timed out",
+            detail);
 }
 
 /* A replayed release came back.  Without a reply it is kept again for the

@@ -319,6 +319,11 @@ static int cn_only(const SSL *ssl) {
   return !dns;
 }
 
+int tls_handshaking(void *ssl_ptr) {
+  SSL *ssl = ssl_ptr;
+  return ssl != NULL && !SSL_in_before(ssl) && !SSL_is_init_finished(ssl);
+}
+
 int tls_explain(void *ssl_ptr, int setting_up, const char *io_error, char *why, size_t why_len) {
   SSL *ssl = ssl_ptr;
   char reason[200];
@@ -396,6 +401,11 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
 }
 
 void tls_clear_errors(void) {}
+
+int tls_handshaking(void *ssl) {
+  (void)ssl;
+  return 0;
+}
 
 int tls_explain(void *ssl, int setting_up, const char *io_error, char *why, size_t why_len) {
   (void)ssl;

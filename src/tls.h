@@ -43,6 +43,10 @@ void tls_client_free(tls_client_t *tls);
 void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, char *why,
                  size_t why_len);
 
+/* 1 while the TLS handshake on this SSL has begun (our hello went out) but
+ * not finished; 0 otherwise, and always without TLS support. */
+int tls_handshaking(void *ssl);
+
 /* Forgets OpenSSL errors queued on this thread, so that an explanation found
  * after the next read or write belongs to this connection. */
 void tls_clear_errors(void);

@@ -478,14 +478,24 @@ static void test_handshake_timeout(void **state) {
     fail_msg("redlock_open took %llu ms (connect timeout %u ms)", (unsigned long long)elapsed,
              FX_IT_CONNECT_MS);
   char needle[96];
-  snprintf(needle, sizeof needle, "master 127.0.0.1:%d: connect timed out", port);
+  snprintf(needle, sizeof needle, "master 127.0.0.1:%d: TLS handshake timed out", port);
   if (!fx_log_contains(fx, FX_ALL, needle))
-    fail_msg("no connect timeout for the silent master:\n%s", fx_log_text(fx, FX_ALL));
+    fail_msg("no handshake timeout for the silent master:\n%s", fx_log_text(fx, FX_ALL));
+  /* Counted as a failed handshake. */
+  char stats[65536];
+  int n = redlock_stats(c, REDLOCK_STATS_PROMETHEUS, stats, sizeof stats);
+  assert_true(n > 0 && (size_t)n < sizeof stats);
+  char want[128];
+  snprintf(want, sizeof want,
+           "redlock_master_tls_handshake_failures_total{master=\"127.0.0.1:%d\"} ", port);
+  const char *at = strstr(stats, want);
+  if (at == NULL || strtol(at + strlen(want), NULL, 10) < 1)
+    fail_msg("the stalled handshake is not counted:\n%s", stats);
   redlock_lock_t *lock = NULL;
   FX_ASSERT_RC(fx, c, redlock_trylock(c, "tls:silent", TTL, &lock), REDLOCK_OK);
   char votes[1024];
   votes_of(c, votes, sizeof votes);
-  if (strstr(votes, "=down (connect timed out") == NULL)
+  if (strstr(votes, "=down (TLS handshake timed out") == NULL)
     fail_msg("the silent master's vote: %s", votes);
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
   fx_close(fx, 0);
