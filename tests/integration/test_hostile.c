@@ -551,6 +551,11 @@ static const struct {
     /* ...and exactly 1 MiB is a reply (a wrong one), the connection kept:
      * the fake master's later votes count. */
     {"test_bulk_at_cap", {"bulk-at-cap", NULL, NULL, 0, NULL, 1, .keeps_connection = 1}},
+    /* A bulk over the cap is refused at its length line, not once 1 MiB of
+     * it is buffered: here nothing follows the line (the client used to
+     * wait, and drop the master only as not answering). */
+    {"test_bulk_header_over_cap",
+     {"bulk-header-over-cap", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
 };
 
 /* The mode of the running test: its setup gets the entry as cmocka's

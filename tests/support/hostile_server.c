@@ -24,6 +24,7 @@
  *   bulk-over-cap         a bulk of 1 MiB + 1 byte (`$1048577`), complete, to the
  *                         first lock command of a connection; `ok` after
  *   bulk-at-cap           a bulk of exactly 1 MiB (`$1048576`), likewise
+ *   bulk-header-over-cap  `$1048577\r\n` and nothing more
  *   close-mid-reply       half a bulk reply, then the connection is closed
  *   wrong-types           in turn: an integer, an array, a double, a map, an
  *                         attribute, a boolean, a big number, a verbatim
@@ -86,6 +87,7 @@ typedef enum {
   MODE_MANY_BULKS,
   MODE_BULK_OVER_CAP,
   MODE_BULK_AT_CAP,
+  MODE_BULK_HEADER_OVER_CAP,
   MODE_CLOSE_MID_REPLY,
   MODE_WRONG_TYPES,
   MODE_CLOSE_AFTER_HANDSHAKE,
@@ -104,6 +106,7 @@ static const char *const mode_names[] = {
     [MODE_MANY_BULKS] = "many-bulks",
     [MODE_BULK_OVER_CAP] = "bulk-over-cap",
     [MODE_BULK_AT_CAP] = "bulk-at-cap",
+    [MODE_BULK_HEADER_OVER_CAP] = "bulk-header-over-cap",
     [MODE_CLOSE_MID_REPLY] = "close-mid-reply",
     [MODE_WRONG_TYPES] = "wrong-types",
     [MODE_CLOSE_AFTER_HANDSHAKE] = "close-after-handshake",
@@ -381,6 +384,9 @@ static void reply_lock_command(conn_t *c, int argc, char **argv, size_t *lens) {
       bulk_start(c, mode == MODE_BULK_AT_CAP ? REPLY_CAP : REPLY_CAP + 1);
     else
       reply_plausible(c, argc, argv);
+    break;
+  case MODE_BULK_HEADER_OVER_CAP:
+    out_str(c, "$1048577\r\n");
     break;
   case MODE_ENDLESS_BULK:
     out_str(c, "$104857600\r\n");
