@@ -36,8 +36,9 @@
  * The caps are checked as hiredis parses (conn.c's reader object functions,
  * and the reader's buffer after each read), so a reply is refused as soon as
  * it passes one, not once it is complete.  One reply then costs at most
- * about 1 MiB of strings, 4096 reply objects (about 64 bytes each) and their
- * element tables (8 bytes a value), and a reader buffer of 1 MiB + 16 KiB. */
+ * 1 MiB of strings, 4096 reply objects (about 64 bytes each) and their
+ * element tables (8 bytes a value), and the reader's buffer the strings are
+ * copied from (1 MiB + a 16 KiB read, in an sds that may have doubled). */
 #define CONN_MAX_REPLY_ELEMENTS 1024 /* elements of one aggregate (a map's keys and values) */
 #define CONN_MAX_REPLY_DEPTH 8       /* nesting of aggregates */
 /* Values in one reply, in all: the reply itself and everything nested in it.
