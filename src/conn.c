@@ -22,6 +22,8 @@ typedef struct conn_events {
   redisReplyObjectFunctions *reply_fns;
   reply_pool_t *replies; /* the answers to our commands (replypool.h) */
   const char *violation; /* the cap a reply broke, for conn_error() */
+  size_t reply_values;   /* values of the reply being read, announced so far */
+  size_t reply_bytes;    /* bytes of its strings read so far */
   void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
   int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
   uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
@@ -31,8 +33,21 @@ typedef struct conn_events {
 
 /* ---- reply caps ------------------------------------------------------------------
  * Our object functions check each aggregate's size and depth before hiredis
- * allocates it, then build it with the reader's defaults.  Returning NULL
- * makes the reader fail, and hiredis drops the connection. */
+ * allocates it, and count every object against the caps of its whole reply
+ * (conn.h), then build it with the reader's defaults.  Returning NULL makes
+ * the reader fail, and hiredis drops the connection.  hiredis reads one
+ * reply at a time and makes its objects in order, the root first (an
+ * aggregate's before its elements), so a root object starts the count. */
+
+#define TOO_MANY_ELEMENTS                                                                          \
+  "protocol error: reply has too many elements (more than 1024 in an aggregate)"
+#define TOO_DEEP "protocol error: reply nested too deeply (more than 8 levels)"
+#define TOO_MANY_VALUES "protocol error: reply has too many values (more than 4096 in all)"
+#define TOO_LONG "protocol error: reply longer than 1 MiB"
+_Static_assert(CONN_MAX_REPLY_ELEMENTS == 1024, "TOO_MANY_ELEMENTS names the cap");
+_Static_assert(CONN_MAX_REPLY_DEPTH == 8, "TOO_DEEP names the cap");
+_Static_assert(CONN_MAX_REPLY_VALUES == 4096, "TOO_MANY_VALUES names the cap");
+_Static_assert(CONN_MAX_REPLY_BYTES == 1024 * 1024, "TOO_LONG names the cap");
 
 #if HIREDIS_MAJOR >= 1
 typedef size_t conn_elements_t;
@@ -49,19 +64,42 @@ static conn_events_t *task_events(const redisReadTask *task) {
   return ev;
 }
 
+/* Counts an object against the caps of its reply: `values` more values
+ * (the elements an aggregate announces; the root itself counts as one) and
+ * `bytes` more bytes of strings.  0 when that passes a cap. */
+static int reply_count(conn_events_t *ev, const redisReadTask *task, size_t values, size_t bytes) {
+  if (task->parent == NULL) {
+    ev->reply_values = 1;
+    ev->reply_bytes = 0;
+  }
+  if (values > CONN_MAX_REPLY_VALUES - ev->reply_values) {
+    ev->violation = TOO_MANY_VALUES;
+    return 0;
+  }
+  if (bytes > CONN_MAX_REPLY_BYTES - ev->reply_bytes) {
+    ev->violation = TOO_LONG;
+    return 0;
+  }
+  ev->reply_values += values;
+  ev->reply_bytes += bytes;
+  return 1;
+}
+
 static void *reply_create_array(const redisReadTask *task, conn_elements_t elements) {
   conn_events_t *ev = task_events(task);
   unsigned depth = 0;
   for (const redisReadTask *t = task->parent; t != NULL; t = t->parent)
     depth++;
   if ((size_t)elements > CONN_MAX_REPLY_ELEMENTS) {
-    ev->violation = "protocol error: reply has too many elements";
+    ev->violation = TOO_MANY_ELEMENTS;
     return NULL;
   }
   if (depth >= CONN_MAX_REPLY_DEPTH) {
-    ev->violation = "protocol error: reply nested too deeply";
+    ev->violation = TOO_DEEP;
     return NULL;
   }
+  if (!reply_count(ev, task, (size_t)elements, 0))
+    return NULL;
   return ev->reply_fns->createArray(task, elements);
 }
 
@@ -69,29 +107,38 @@ static void *reply_create_array(const redisReadTask *task, conn_elements_t eleme
  * connection's pool when it fits; everything else is hiredis' own. */
 static void *reply_create_string(const redisReadTask *task, char *str, size_t len) {
   conn_events_t *ev = task_events(task);
+  if (!reply_count(ev, task, 0, len))
+    return NULL;
   void *r = task->parent == NULL ? reply_pool_string(ev->replies, task->type, str, len) : NULL;
   return r != NULL ? r : ev->reply_fns->createString(task, str, len);
 }
 
 static void *reply_create_integer(const redisReadTask *task, long long value) {
   conn_events_t *ev = task_events(task);
+  reply_count(ev, task, 0, 0); /* within the caps: its value was counted */
   void *r = task->parent == NULL ? reply_pool_integer(ev->replies, value) : NULL;
   return r != NULL ? r : ev->reply_fns->createInteger(task, value);
 }
 
 static void *reply_create_nil(const redisReadTask *task) {
   conn_events_t *ev = task_events(task);
+  reply_count(ev, task, 0, 0);
   void *r = task->parent == NULL ? reply_pool_nil(ev->replies) : NULL;
   return r != NULL ? r : ev->reply_fns->createNil(task);
 }
 
 #if HIREDIS_MAJOR >= 1
+/* A double's text is at most 325 bytes (hiredis refuses longer). */
 static void *reply_create_double(const redisReadTask *task, double value, char *str, size_t len) {
-  return task_events(task)->reply_fns->createDouble(task, value, str, len);
+  conn_events_t *ev = task_events(task);
+  reply_count(ev, task, 0, 0);
+  return ev->reply_fns->createDouble(task, value, str, len);
 }
 
 static void *reply_create_bool(const redisReadTask *task, int value) {
-  return task_events(task)->reply_fns->createBool(task, value);
+  conn_events_t *ev = task_events(task);
+  reply_count(ev, task, 0, 0);
+  return ev->reply_fns->createBool(task, value);
 }
 #endif
 
@@ -109,14 +156,61 @@ static const redisReplyObjectFunctions capped_reply_fns = {
     .freeObject = reply_pool_free,
 };
 
-/* A bulk is buffered until its last byte arrives, so its size is checked on
- * what is buffered: hiredis reads at most 16 KiB per call and parses every
- * complete reply, so what is left is the one unfinished reply. */
+/* The type of the item the reader is in the middle of, -1 when none.  The
+ * task stack is a public field of redisReader in both hiredis 0.14 and 1.x,
+ * laid out differently. */
+static int reader_item_type(const redisReader *r) {
+  if (r->ridx < 0)
+    return -1;
+#if HIREDIS_MAJOR >= 1
+  return r->task[r->ridx]->type;
+#else
+  return r->rstack[r->ridx].type;
+#endif
+}
+
+/* The length announced by a bulk whose length line starts at p (the reader
+ * has taken its `$`): 1 with *len set once the line is in and is decimal
+ * digits, which hiredis reads as that number; else 0 (hiredis judges it).
+ * Past `limit` the count stops: only whether the bulk is over it matters. */
+static int bulk_length(const char *p, size_t avail, size_t limit, size_t *len) {
+  size_t n = 0, i = 0;
+  for (; i < avail && p[i] >= '0' && p[i] <= '9'; i++)
+    if (n <= limit)
+      n = n * 10 + (size_t)(p[i] - '0');
+  if (i == 0 || i + 1 >= avail || p[i] != '\r' || p[i + 1] != '\n')
+    return 0;
+  *len = n;
+  return 1;
+}
+
+/* hiredis buffers a bulk until its last byte arrives, and a line until its
+ * CRLF: what the reader holds after a read (at most 16 KiB, after which it
+ * parsed every complete item) is the item it is in the middle of.  A bulk
+ * is refused as soon as its length line announces more than the reply has
+ * left of CONN_MAX_REPLY_BYTES (its bytes would be refused when complete),
+ * any other item once it is buffered past that. */
 static int reply_too_long(conn_events_t *ev) {
   const redisReader *r = ev->ac->c.reader;
-  if (r == NULL || r->len - r->pos <= CONN_MAX_REPLY_BYTES)
+  if (r == NULL)
     return 0;
-  ev->violation = "protocol error: reply longer than 1 MiB";
+  /* Below the root, the counts are the reply's so far; a root item being
+   * read has no object yet, and the counts are the previous reply's. */
+  size_t left = CONN_MAX_REPLY_BYTES - (r->ridx > 0 ? ev->reply_bytes : 0);
+  size_t buffered = r->len - r->pos, announced;
+  int type = reader_item_type(r);
+#if HIREDIS_MAJOR >= 1
+  int bulk = type == REDIS_REPLY_STRING || type == REDIS_REPLY_VERB;
+#else
+  int bulk = type == REDIS_REPLY_STRING;
+#endif
+  if (bulk && bulk_length(r->buf + r->pos, buffered, left, &announced)) {
+    if (announced <= left)
+      return 0; /* buffered up to its length line, announced bytes and CRLF */
+  } else if (buffered <= left + CONN_REPLY_LINE_MAX) {
+    return 0;
+  }
+  ev->violation = TOO_LONG;
   return 1;
 }
 
@@ -157,6 +251,8 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   if (events & UV_READABLE) {
     ev->read_ns = clock_now_ns();
     redisAsyncHandleRead(ev->ac);
+    /* (conn_read_now leaves this to the next poll: its callers cannot have
+     * the connection freed under them, and it reads 16 KiB at most.) */
     if (ev->ac != NULL && reply_too_long(ev)) {
       /* The owner's disconnect callback runs, with conn_error() saying why. */
       redisAsyncFree(ev->ac);

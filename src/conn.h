@@ -20,17 +20,43 @@
 #include "tls.h"
 #include "uri.h"
 
-/* What one reply may be.  Our replies are small (the largest is INFO server,
- * a few KiB; the widest a 3-element pub/sub push), so anything far larger is
- * a broken or hostile master.  Without these caps hiredis allocates an
- * aggregate's element table from its header alone (`*2147483647` makes a
- * 16 GiB table that freeing then walks, freezing the loop) and buffers a bulk
- * of any announced length.  A reply over a cap is a protocol error: the
- * connection is dropped (and reconnected with backoff), the other masters
- * are not affected. */
-#define CONN_MAX_REPLY_ELEMENTS 1024        /* elements of one aggregate */
-#define CONN_MAX_REPLY_DEPTH 8              /* nesting of aggregates */
-#define CONN_MAX_REPLY_BYTES (1024 * 1024)  /* bytes buffered for one unfinished reply */
+/* What one reply may be: the one place these caps are set (docs/api.md,
+ * "Hostile masters", states them).  Our replies are small: the largest is
+ * INFO server (a bulk of a few KiB), the widest a pub/sub message (an array
+ * of 3 bulks, 4 values), the rest are integers, statuses, errors and short
+ * bulks.  Anything far larger is a broken or hostile master.  Without caps
+ * hiredis allocates an aggregate's element table from its header alone
+ * (`*2147483647` makes a 16 GiB table that freeing then walks, freezing the
+ * loop), buffers a bulk of any announced length, and builds a reply of any
+ * number of values: `*1024` of `*1024` of `*1024`, each array within the
+ * width and depth caps, is a billion objects.  A reply over a cap is a
+ * protocol error: the connection is dropped (and reconnected with backoff),
+ * the other masters are not affected.
+ *
+ * The caps are checked as hiredis parses (conn.c's reader object functions,
+ * and the reader's buffer after each read), so a reply is refused as soon as
+ * it passes one, not once it is complete.  One reply then costs at most
+ * 1 MiB of strings, 4096 reply objects (about 64 bytes each) and their
+ * element tables (8 bytes a value), and the reader's buffer the strings are
+ * copied from (1 MiB + a 16 KiB read, in an sds that may have doubled). */
+#define CONN_MAX_REPLY_ELEMENTS 1024 /* elements of one aggregate (a map's keys and values) */
+#define CONN_MAX_REPLY_DEPTH 8       /* nesting of aggregates */
+/* Values in one reply, in all: the reply itself and everything nested in it.
+ * An aggregate's elements count when its header announces them (its element
+ * table is allocated then), so a stream is refused at the header that passes
+ * the cap: `*1024` of `*1024` ... at its fourth `*1024` (1 + 4 x 1024).
+ * 1000 times our widest reply, and room for one aggregate at the width cap. */
+#define CONN_MAX_REPLY_VALUES 4096
+/* Bytes of the strings of one reply (bulk, simple and error strings,
+ * verbatim strings, big numbers), all of them together.  Exact: a bulk of
+ * 1 MiB is a reply, of 1 MiB + 1 byte a protocol error, refused as soon as
+ * its header `$1048577` is read.  The framing (type bytes, lengths, CRLFs,
+ * integers) is not counted: CONN_MAX_REPLY_VALUES bounds it.  No part of a
+ * reply is buffered beyond what is left of this cap (+ CONN_REPLY_LINE_MAX). */
+#define CONN_MAX_REPLY_BYTES (1024 * 1024)
+/* The framing of the item being read, beyond its strings' bytes: a bulk's
+ * length line and CRLFs ("1048576\r\n...\r\n" is 11 bytes), an integer line. */
+#define CONN_REPLY_LINE_MAX 64
 #define CONN_OUTPUT_RESERVE_MAX (32 * 1024) /* asked for the next turn's output (conn.c) */
 
 /* One per client: flushes the connections written to during a loop turn. */

@@ -1,7 +1,10 @@
 /* test_hostile.c: regression tests for issue 15, defects 1 and 3: one hostile
  * or broken master must neither freeze the client nor eat its memory, and a
  * master that drops every connection right after the handshake must be
- * reconnected with a growing backoff, not in a storm.
+ * reconnected with a growing backoff, not in a storm; and for issue 23,
+ * item 3: replies within the per-aggregate caps that are still huge in all
+ * (a stream of nested arrays, a million leaves, 2 MiB of short bulks), and
+ * the 1 MiB cap exact (1 MiB + 1 byte refused, 1 MiB a reply).
  *
  * Each test runs two real redis-server masters and one fake master,
  * tests/support/hostile_server (its path is argv[1]), as a child process:
@@ -17,7 +20,12 @@
  *  - the process's RSS (/proc/self/statm, sampled while waiting) grows by
  *    less than 64 MB;
  *  - for the modes that make the client drop the connection, the fake master
- *    saw at least three connections: two episodes were survived.
+ *    saw at least three connections: two episodes were survived;
+ *  - for a stream, the fake master wrote to a dropped connection no more
+ *    than the client reads up to a cap plus what the kernel buffers (its
+ *    `closed N BYTES` lines);
+ *  - for a reply within the caps, the connection is kept and no protocol
+ *    error is logged.
  * The storm test counts the fake master's accepted connections over 4.5 s and
  * checks that they are few and ever further apart.  The last test checks that
  * redlock_close returns although releases are owed to a master that answers
@@ -79,6 +87,9 @@ typedef struct {
   size_t line_len;
   uint64_t accept_ms[MAX_ACCEPTS]; /* CLOCK_MONOTONIC, as rh_now_ms() */
   size_t n_accepts;
+  size_t n_closed;        /* connections it reported closed */
+  uint64_t max_sent;      /* the most bytes it wrote to one of them */
+  unsigned long max_conn; /* which one that was */
 } hostile_t;
 
 /* The fake master of the running test, stopped by the teardown even when an
@@ -93,6 +104,12 @@ static void hs_parse_line(hostile_t *hs, const char *line) {
     if (hs->n_accepts < MAX_ACCEPTS)
       hs->accept_ms[hs->n_accepts] = t;
     hs->n_accepts++;
+  } else if (sscanf(line, "closed %lu %llu", &n, &t) == 2) {
+    hs->n_closed++;
+    if (t > hs->max_sent) {
+      hs->max_sent = t;
+      hs->max_conn = n;
+    }
   } else if (sscanf(line, "port %d", &port) == 1) {
     hs->port = port;
   }
@@ -169,18 +186,24 @@ static void hs_stop(hostile_t *hs) {
   hs->out_fd = -1;
 }
 
-/* Waits (deadline timeout_ms) until n connections were accepted. */
-static int hs_wait_accepts(hostile_t *hs, size_t n, int timeout_ms) {
+/* Waits (deadline timeout_ms) until *count, a counter of hs that its lines
+ * advance, reaches n. */
+static int hs_wait_count(hostile_t *hs, const size_t *count, size_t n, int timeout_ms) {
   uint64_t deadline = rh_now_ms() + (uint64_t)timeout_ms;
   for (;;) {
     hs_read(hs, 0);
-    if (hs->n_accepts >= n)
+    if (*count >= n)
       return 1;
     uint64_t now = rh_now_ms();
     if (now >= deadline)
       return 0;
     hs_read(hs, (int)(deadline - now));
   }
+}
+
+/* Waits (deadline timeout_ms) until n connections were accepted. */
+static int hs_wait_accepts(hostile_t *hs, size_t n, int timeout_ms) {
+  return hs_wait_count(hs, &hs->n_accepts, n, timeout_ms);
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
@@ -312,9 +335,36 @@ typedef struct {
   int drops_connection;    /* the client must drop (and redial) the fake master */
   const char *want_why;    /* a WHY that must be seen for the fake master, or NULL */
   int hostile_votes_ok;    /* the control: the fake master's OK votes must count */
+  int keeps_connection;    /* its replies are within the caps: never dropped for them */
+  int bounded_send;        /* the client hangs up long before the fake master is done */
 } mode_spec_t;
 
 static size_t rss_first; /* the first mode's baseline: growth across modes counts too */
+
+/* The third figure of a /proc/sys/net/ipv4/tcp_[rw]mem file: the most a
+ * socket's buffer grows to. */
+static uint64_t tcp_mem_max(const char *path) {
+  unsigned long long lo = 0, def = 0, max = 0;
+  FILE *f = fopen(path, "r");
+  if (f != NULL) {
+    if (fscanf(f, "%llu %llu %llu", &lo, &def, &max) != 3)
+      max = 0;
+    fclose(f);
+  }
+  return max != 0 ? max : 64ull << 20;
+}
+
+/* The most a fake master can write to a connection that the client drops
+ * at a cap: the client reads one reply up to a cap (1 MiB of strings, the
+ * framing of at most 4096 values) plus the rest of its last 16 KiB read;
+ * the client's receive buffer and the fake master's send buffer hold the
+ * rest, each at most its tcp_[rw]mem maximum (which counts the kernel's
+ * bookkeeping too; twice that here, as margin).  The nested stream is
+ * 4 GiB: a client that reads on does not stay under this. */
+static uint64_t send_bound(void) {
+  return (2ull << 20) + 2 * tcp_mem_max("/proc/sys/net/ipv4/tcp_rmem") +
+         2 * tcp_mem_max("/proc/sys/net/ipv4/tcp_wmem");
+}
 
 /* Starts the fake master in `mode` and opens client 0 over master 0, the
  * fake one and master 1 (the fake one in the middle of the list). */
@@ -353,8 +403,12 @@ static void run_mode(fx_t *fx, const mode_spec_t *spec) {
     FX_ASSERT_RC(fx, client, w.status, REDLOCK_OK);
     char why[32];
     hostile_vote(client, hs, why, sizeof why);
-    if (strcmp(why, "OK") == 0)
+    if (strcmp(why, "OK") == 0) {
       ok_seen++;
+      if (!spec->hostile_votes_ok)
+        fail_msg("mode %s: the fake master's vote counted as OK (after %u grants)\nlog:\n%s",
+                 spec->mode, granted, fx_log_text(fx, FX_ALL));
+    }
     if (why_is_failure(why)) {
       failures_seen++;
       if (strstr(seen, why) == NULL && strlen(seen) + strlen(why) + 2 < sizeof seen) {
@@ -407,25 +461,48 @@ static void run_mode(fx_t *fx, const mode_spec_t *spec) {
     rss_max = rss_end;
   uint64_t elapsed = rh_now_ms() - start;
 
+  /* The client dropped at least two connections (three accepts): the fake
+   * master reports each when it notices, with what it managed to write. */
+  uint64_t sent_bound = send_bound();
+  if (spec->bounded_send && !hs_wait_count(hs, &hs->n_closed, 2, 5000))
+    fail_msg("mode %s: the fake master did not report the dropped connections closed "
+             "(accepts %zu, closed %zu)",
+             spec->mode, hs->n_accepts, hs->n_closed);
+  hs_read(hs, 0);
+  uint64_t max_sent = hs->max_sent; /* before close ends the last connection */
+  /* A reply within the caps is a reply: a wrong one, not a protocol error. */
+  if (spec->keeps_connection &&
+      (hs->n_accepts != 1 || fx_log_contains(fx, FX_ALL, "protocol error")))
+    fail_msg("mode %s: a reply within the caps was refused (the fake master was dialled %zu "
+             "times)\nlog:\n%s",
+             spec->mode, hs->n_accepts, fx_log_text(fx, FX_ALL));
+
   uint64_t close_start = rh_now_ms();
   fx_close(fx, 0);
   uint64_t close_ms = rh_now_ms() - close_start;
   hs_read(hs, 0);
   printf("  %-16s %3u locks in %5llu ms (worst %4llu ms), fake master dialled %3zu times, "
-         "its votes:%s%s, RSS +%zu KB (peak), close %llu ms\n",
+         "its votes:%s%s, RSS +%zu KB (peak), close %llu ms, most written to a dropped "
+         "connection %llu KB\n",
          spec->mode, granted, (unsigned long long)elapsed, (unsigned long long)worst_ms,
          hs->n_accepts, seen, ok_seen ? " OK" : "", (rss_max - rss0) >> 10,
-         (unsigned long long)close_ms);
+         (unsigned long long)close_ms, (unsigned long long)(max_sent >> 10));
   hs_stop(hs);
 
-  if (!spec->hostile_votes_ok && ok_seen > 0)
-    fail_msg("mode %s: the fake master's vote counted as OK %u times", spec->mode, ok_seen);
   if (rss_max - rss0 >= MAX_RSS_GROWTH || rss_max - rss_first >= MAX_RSS_GROWTH)
     fail_msg("mode %s: RSS grew by %zu MB (%zu MB since the first mode); the bound is %u MB",
              spec->mode, (rss_max - rss0) >> 20, (rss_max - rss_first) >> 20, MAX_RSS_GROWTH >> 20);
   /* Close is bounded too: at worst it waits out the releases owed to a
    * master that stopped answering (NODE_HUNG_REQUEST_TIMEOUTS timeouts). */
   assert_true(close_ms < FX_IT_REQUEST_MS * 4u + 3000u);
+  /* The client hung up once a reply passed a cap, not when it was over:
+   * what the fake master wrote to a dropped connection is at most what the
+   * client read (a cap and one read) plus what the kernel held between them. */
+  if (spec->bounded_send && max_sent > sent_bound)
+    fail_msg("mode %s: the fake master wrote %llu KB to connection %lu before the client hung "
+             "up; a client that stops at the caps reads at most %llu KB of it",
+             spec->mode, (unsigned long long)(max_sent >> 10), hs->max_conn,
+             (unsigned long long)(sent_bound >> 10));
 }
 
 /* ---- one test per mode ------------------------------------------------------------- */
@@ -455,6 +532,30 @@ static const struct {
      * that is neither yes nor no (bad-reply), or a protocol error for the
      * types the hiredis in use does not know. */
     {"test_wrong_types", {"wrong-types", NULL, NULL, 0, "bad-reply", 0}},
+    /* Issue 23: replies within the per-aggregate width and depth caps that
+     * still cost hundreds of MB.  `*1024` of `*1024` of `*1024`, streamed:
+     * refused once a reply holds more than 4096 values, not when it is over
+     * (a billion leaves later). */
+    {"test_nested_stream",
+     {"nested-stream", "reply has too many values", NULL, 1, NULL, 0, .bounded_send = 1}},
+    /* The same with two levels, complete: 1,049,601 values in 4 MiB. */
+    {"test_million_leaves", {"million-leaves", "reply has too many values", NULL, 1, NULL, 0}},
+    /* The next three answer the first lock command of a connection so, and
+     * like a real master after: a client that took the reply counts the
+     * fake master's next votes as OK.  1024 bulks of 2 KiB: every string
+     * short, 2 MiB of them in one reply. */
+    {"test_many_bulks", {"many-bulks", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
+    /* The 1 MiB cap is exact: one byte more is refused (it got through, and
+     * up to about 16 KiB more did)... */
+    {"test_bulk_over_cap", {"bulk-over-cap", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
+    /* ...and exactly 1 MiB is a reply (a wrong one), the connection kept:
+     * the fake master's later votes count. */
+    {"test_bulk_at_cap", {"bulk-at-cap", NULL, NULL, 0, NULL, 1, .keeps_connection = 1}},
+    /* A bulk over the cap is refused at its length line, not once 1 MiB of
+     * it is buffered: here nothing follows the line (the client used to
+     * wait, and drop the master only as not answering). */
+    {"test_bulk_header_over_cap",
+     {"bulk-header-over-cap", "reply longer than 1 MiB", NULL, 1, NULL, 0}},
 };
 
 /* The mode of the running test: its setup gets the entry as cmocka's

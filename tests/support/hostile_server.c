@@ -16,6 +16,15 @@
  *   huge-bulk             `$2147483647\r\n`, then bytes as fast as the socket takes them
  *   endless-bulk          `$104857600\r\n` (100 MB), then 4 KiB every 20 ms, forever
  *   deep-nesting          `*1\r\n` 100,000 times, then `:1\r\n`
+ *   nested-stream         `*1024` of `*1024` of `*1024` of `:1`, streamed (a billion
+ *                         leaves: every array within the per-aggregate caps)
+ *   million-leaves        `*1024` of `*1024` of `:1`, complete (1,049,601 values, 4 MiB)
+ *   many-bulks            `*1024` of 2 KiB bulks, complete (2 MiB of strings in all),
+ *                         to the first lock command of a connection; `ok` after
+ *   bulk-over-cap         a bulk of 1 MiB + 1 byte (`$1048577`), complete, to the
+ *                         first lock command of a connection; `ok` after
+ *   bulk-at-cap           a bulk of exactly 1 MiB (`$1048576`), likewise
+ *   bulk-header-over-cap  `$1048577\r\n` and nothing more
  *   close-mid-reply       half a bulk reply, then the connection is closed
  *   wrong-types           in turn: an integer, an array, a double, a map, an
  *                         attribute, a boolean, a big number, a verbatim
@@ -30,6 +39,7 @@
  *   accept N T              the N-th accepted connection, T = CLOCK_MONOTONIC ms
  *                           (the same clock as the test process's)
  *   accepted N              on SIGUSR1: the count so far
+ *   closed N B              connection N is closed, after B bytes were written to it
  * It runs until SIGTERM/SIGINT.  Exit status 2 on bad usage, 1 on a set-up
  * error.  Single-threaded, ppoll(2); no dependency beyond libc, so a test can
  * exec it from any build. */
@@ -60,6 +70,10 @@
 #define STREAM_CHUNK (64 * 1024)      /* output generated ahead of the socket */
 #define TRICKLE_BYTES 4096
 #define TRICKLE_MS 20
+#define NEST_WIDTH 1024  /* the per-aggregate cap of the client: each array is within it */
+#define NEST_MAX_DEPTH 4 /* arrays nested at most (nested-stream: 3) */
+#define MANY_BULK_LEN 2048
+#define REPLY_CAP (1024 * 1024) /* the client's cap on the strings of one reply */
 
 typedef enum {
   MODE_OK,
@@ -68,6 +82,12 @@ typedef enum {
   MODE_HUGE_BULK,
   MODE_ENDLESS_BULK,
   MODE_DEEP_NESTING,
+  MODE_NESTED_STREAM,
+  MODE_MILLION_LEAVES,
+  MODE_MANY_BULKS,
+  MODE_BULK_OVER_CAP,
+  MODE_BULK_AT_CAP,
+  MODE_BULK_HEADER_OVER_CAP,
   MODE_CLOSE_MID_REPLY,
   MODE_WRONG_TYPES,
   MODE_CLOSE_AFTER_HANDSHAKE,
@@ -81,6 +101,12 @@ static const char *const mode_names[] = {
     [MODE_HUGE_BULK] = "huge-bulk",
     [MODE_ENDLESS_BULK] = "endless-bulk",
     [MODE_DEEP_NESTING] = "deep-nesting",
+    [MODE_NESTED_STREAM] = "nested-stream",
+    [MODE_MILLION_LEAVES] = "million-leaves",
+    [MODE_MANY_BULKS] = "many-bulks",
+    [MODE_BULK_OVER_CAP] = "bulk-over-cap",
+    [MODE_BULK_AT_CAP] = "bulk-at-cap",
+    [MODE_BULK_HEADER_OVER_CAP] = "bulk-header-over-cap",
     [MODE_CLOSE_MID_REPLY] = "close-mid-reply",
     [MODE_WRONG_TYPES] = "wrong-types",
     [MODE_CLOSE_AFTER_HANDSHAKE] = "close-after-handshake",
@@ -90,7 +116,13 @@ static const char *const mode_names[] = {
 
 /* What a connection is streaming: output produced on demand, as the socket
  * drains, so that a 2 GB reply never sits in our memory. */
-typedef enum { STREAM_NONE, STREAM_ELEMENTS, STREAM_BYTES, STREAM_TRICKLE } stream_t;
+typedef enum {
+  STREAM_NONE,
+  STREAM_ELEMENTS, /* stream_left elements of `element` */
+  STREAM_BYTES,    /* stream_left bytes of a bulk, then its \r\n */
+  STREAM_TRICKLE,  /* the same, 4 KiB every 20 ms */
+  STREAM_NESTED,   /* nested arrays of NEST_WIDTH, nest_depth deep, of `:1` */
+} stream_t;
 
 typedef struct {
   int fd;
@@ -101,6 +133,14 @@ typedef struct {
   int close_after_flush;
   stream_t stream;
   uint64_t stream_left; /* elements or bytes still to send */
+  const char *element;  /* STREAM_ELEMENTS: what each element is */
+  size_t element_len;
+  /* STREAM_NESTED: nest_left[l] = children still to send of the open array
+   * at level l; nest_cur = the innermost open one (-1: done). */
+  int nest_depth, nest_cur;
+  uint32_t nest_left[NEST_MAX_DEPTH];
+  unsigned long number; /* the accept count when it was accepted */
+  uint64_t sent;        /* bytes written to it */
   uint64_t next_trickle_ms;
   unsigned lock_commands; /* wrong-types: which type comes next */
 } conn_t;
@@ -152,11 +192,67 @@ static void out_bulk(conn_t *c, const char *s, size_t len) {
 
 static size_t out_pending(const conn_t *c) { return c->out_len - c->out_off; }
 
-/* Tops up a streaming reply while little output is pending. */
-static void stream_fill(conn_t *c, uint64_t now) {
-  static const char element[] = "$64\r\n"
+static const char element64[] = "$64\r\n"
                                 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
                                 "\r\n";
+
+/* Starts an array of NEST_WIDTH at level `level` of a nested stream. */
+static void nest_open(conn_t *c, int level) {
+  char head[32];
+  snprintf(head, sizeof head, "*%d\r\n", NEST_WIDTH);
+  out_str(c, head);
+  c->nest_left[level] = NEST_WIDTH;
+  c->nest_cur = level;
+}
+
+/* Tops up a nested stream: headers as arrays open, leaves in batches. */
+static void nested_fill(conn_t *c) {
+  while (c->nest_cur >= 0 && out_pending(c) < STREAM_CHUNK) {
+    int l = c->nest_cur;
+    if (c->nest_left[l] == 0) {
+      c->nest_cur--; /* this array is complete */
+    } else if (l == c->nest_depth - 1) {
+      for (; c->nest_left[l] > 0 && out_pending(c) < STREAM_CHUNK; c->nest_left[l]--)
+        out_str(c, ":1\r\n");
+    } else {
+      c->nest_left[l]--;
+      nest_open(c, l + 1);
+    }
+  }
+  if (c->nest_cur < 0)
+    c->stream_left = 0;
+}
+
+/* Starts a reply of nested arrays, `depth` deep. */
+static void nested_start(conn_t *c, int depth) {
+  c->stream = STREAM_NESTED;
+  c->stream_left = 1; /* until nested_fill finds it complete */
+  c->nest_depth = depth;
+  nest_open(c, 0);
+}
+
+/* Starts a bulk of `len` bytes, streamed. */
+static void bulk_start(conn_t *c, uint64_t len) {
+  char head[32];
+  snprintf(head, sizeof head, "$%llu\r\n", (unsigned long long)len);
+  out_str(c, head);
+  c->stream = STREAM_BYTES;
+  c->stream_left = len;
+}
+
+/* Starts an array of `n` copies of `element`, streamed. */
+static void elements_start(conn_t *c, uint64_t n, const char *element, size_t len) {
+  char head[32];
+  snprintf(head, sizeof head, "*%llu\r\n", (unsigned long long)n);
+  out_str(c, head);
+  c->stream = STREAM_ELEMENTS;
+  c->stream_left = n;
+  c->element = element;
+  c->element_len = len;
+}
+
+/* Tops up a streaming reply while little output is pending. */
+static void stream_fill(conn_t *c, uint64_t now) {
   static char bytes[STREAM_CHUNK];
   if (bytes[0] == '\0')
     memset(bytes, 'x', sizeof bytes);
@@ -165,9 +261,12 @@ static void stream_fill(conn_t *c, uint64_t now) {
     return;
   case STREAM_ELEMENTS:
     while (c->stream_left > 0 && out_pending(c) < STREAM_CHUNK) {
-      out_append(c, element, sizeof element - 1);
+      out_append(c, c->element, c->element_len);
       c->stream_left--;
     }
+    break;
+  case STREAM_NESTED:
+    nested_fill(c);
     break;
   case STREAM_BYTES:
     if (out_pending(c) < STREAM_CHUNK && c->stream_left > 0) {
@@ -213,6 +312,18 @@ static void reply_subscribe(conn_t *c, const char *kind, const char *channel, si
   out_str(c, ":1\r\n");
 }
 
+/* What a real master would answer to a lock command. */
+static void reply_plausible(conn_t *c, int argc, char **argv) {
+  if (argc >= 3 && (strcasecmp(argv[0], "EVALSHA") == 0 || strcasecmp(argv[0], "EVAL") == 0)) {
+    /* Our scripts answer with the number of keys they handled. */
+    char head[32];
+    snprintf(head, sizeof head, ":%ld\r\n", strtol(argv[2], NULL, 10));
+    out_str(c, head);
+  } else {
+    out_str(c, "+OK\r\n");
+  }
+}
+
 /* A lock command (anything that is not handshake): the hostile part. */
 static void reply_lock_command(conn_t *c, int argc, char **argv, size_t *lens) {
   static const char *const wrong[] = {
@@ -227,30 +338,55 @@ static void reply_lock_command(conn_t *c, int argc, char **argv, size_t *lens) {
       "~1\r\n+OK\r\n",                                 /* RESP3 set */
       ">3\r\n$7\r\nmessage\r\n$1\r\nx\r\n$1\r\ny\r\n", /* RESP3 push */
   };
-  char head[64];
+  /* The modes that misbehave once per connection: the reply after it
+   * shows whether the client still reads the connection as before. */
+  int first = c->lock_commands == 0;
   switch (mode) {
   case MODE_OK:
   case MODE_CLOSE_AFTER_HANDSHAKE:
-    if (argc >= 3 && (strcasecmp(argv[0], "EVALSHA") == 0 || strcasecmp(argv[0], "EVAL") == 0)) {
-      /* Our scripts answer with the number of keys they handled. */
-      snprintf(head, sizeof head, ":%ld\r\n", strtol(argv[2], NULL, 10));
-      out_str(c, head);
-    } else {
-      out_str(c, "+OK\r\n");
-    }
+    reply_plausible(c, argc, argv);
     break;
   case MODE_HUGE_ARRAY:
     out_str(c, "*2147483647\r\n");
     break;
   case MODE_MANY_ELEMENTS:
-    out_str(c, "*1000000\r\n");
-    c->stream = STREAM_ELEMENTS;
-    c->stream_left = 1000000;
+    elements_start(c, 1000000, element64, sizeof element64 - 1);
     break;
   case MODE_HUGE_BULK:
-    out_str(c, "$2147483647\r\n");
-    c->stream = STREAM_BYTES;
-    c->stream_left = 2147483647u;
+    bulk_start(c, 2147483647u);
+    break;
+  case MODE_NESTED_STREAM:
+    nested_start(c, 3);
+    break;
+  case MODE_MILLION_LEAVES:
+    nested_start(c, 2);
+    break;
+  case MODE_MANY_BULKS: {
+    if (!first) {
+      reply_plausible(c, argc, argv);
+      break;
+    }
+    static char bulk[MANY_BULK_LEN + 16];
+    static size_t bulk_len;
+    if (bulk_len == 0) {
+      bulk_len = (size_t)snprintf(bulk, sizeof bulk, "$%d\r\n", MANY_BULK_LEN);
+      memset(bulk + bulk_len, 'b', MANY_BULK_LEN);
+      bulk_len += MANY_BULK_LEN;
+      memcpy(bulk + bulk_len, "\r\n", 2);
+      bulk_len += 2;
+    }
+    elements_start(c, NEST_WIDTH, bulk, bulk_len);
+    break;
+  }
+  case MODE_BULK_OVER_CAP:
+  case MODE_BULK_AT_CAP:
+    if (first)
+      bulk_start(c, mode == MODE_BULK_AT_CAP ? REPLY_CAP : REPLY_CAP + 1);
+    else
+      reply_plausible(c, argc, argv);
+    break;
+  case MODE_BULK_HEADER_OVER_CAP:
+    out_str(c, "$1048577\r\n");
     break;
   case MODE_ENDLESS_BULK:
     out_str(c, "$104857600\r\n");
@@ -402,6 +538,8 @@ static int process_input(conn_t *c) {
 }
 
 static void conn_close(conn_t *c) {
+  printf("closed %lu %llu\n", c->number, (unsigned long long)c->sent);
+  fflush(stdout);
   close(c->fd);
   free(c->in);
   free(c->out);
@@ -440,6 +578,7 @@ static int conn_write(conn_t *c, uint64_t now) {
     if (n < 0)
       return errno == EAGAIN || errno == EINTR ? 0 : -1;
     c->out_off += (size_t)n;
+    c->sent += (uint64_t)n;
   }
   if (c->close_after_flush)
     return -1;
@@ -496,6 +635,7 @@ static void accept_all(int lfd) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     slot->fd = fd;
+    slot->number = accepted;
   }
 }
 
