@@ -181,6 +181,7 @@ void lock_free(redlock_lock_t *lock) {
     uv_close((uv_handle_t *)lock->watch_timer, timer_closed);
   callmem_t *mem = &lock->client->callmem;
   callmem_release(mem, lock->keys);
+  callmem_release(mem, lock->fence_keys);
   callmem_handle_free(mem, lock);
 }
 
@@ -247,6 +248,12 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   }
   op->keys = NULL; /* the lock owns them now */
   op->key_lens = NULL;
+  if (lock->fence != 0) { /* its extensions raise counters where they re-install */
+    lock->fence_keys = op->fence_keys;
+    lock->fence_key_lens = op->fence_key_lens;
+    op->fence_keys = NULL;
+    op->fence_key_lens = NULL;
+  }
   list_insert_tail(&client->held_locks, &lock->held_link);
   stats_gauge(client->stats, STATS_GAUGE_HELD, +1);
   return lock;
@@ -821,13 +828,29 @@ static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t t
     return prim_extend_round(client, lock, ttl_ms, cb, ctx);
   argv_t a;
   const script_t *script = script_get(SCRIPT_EXTEND);
-  argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
+  char token_str[24];
+  if (lock->fence_keys != NULL) {
+    /* EVALSHA <sha> <2n> keys... counters... value ttl token */
+    a.argc = 0;
+    argv_push(&a, "EVALSHA", 7);
+    argv_push(&a, script->sha1, 40);
+    argv_push(&a, a.n_keys_str, resp_u64_to_dec(2 * lock->n_keys, a.n_keys_str));
+    for (size_t i = 0; i < lock->n_keys; i++)
+      argv_push(&a, lock->keys[i], lock->key_lens[i]);
+    for (size_t i = 0; i < lock->n_keys; i++)
+      argv_push(&a, lock->fence_keys[i], lock->fence_key_lens[i]);
+    argv_push(&a, lock->value, RANDOM_VALUE_LEN);
+    argv_push(&a, a.ttl_str, resp_u64_to_dec(ttl_ms, a.ttl_str));
+    argv_push(&a, token_str, resp_u64_to_dec(lock->fence, token_str));
+  } else {
+    argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
+  }
   return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
                                                       .argv = a.argv,
                                                       .argv_len = a.len,
                                                       .script = script,
-                                                      .expect_integer = (int64_t)lock->n_keys,
-                                                      .kind = ROUND_PLAIN,
+                                                      .expect_integer = ROUND_EXPECT_CODE,
+                                                      .kind = ROUND_EXTEND,
                                                       .on_decided = cb,
                                                       .ctx = ctx});
 }
@@ -861,19 +884,33 @@ static uint64_t extend_sent(redlock_lock_t *lock, uint32_t ttl_ms) {
  * extend_sent's number of this round). */
 static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
                           uint32_t ttl_ms, uint64_t seq) {
+  /* Where the script re-installed our value the key is ours again, whatever
+   * the outcome: the release must reach those masters too. */
+  lock->set_mask |= round_set_mask(round);
   if (outcome == QUORUM_WON) {
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
                                           lock->client->opts.drift_factor);
     if (validity < QUORUM_MIN_VALIDITY_NS)
       return REDLOCK_EEXPIRED;
     if (seq == lock->extends_sent) {
+      if (atomic_load(&lock->expires_ns) <= (int64_t)round->decided_ns) {
+        /* The validity ran out while the round was in flight.  A won round
+         * no longer says that the key stayed ours meanwhile: its yes votes
+         * may be re-installs after another client held the lock and let go
+         * of it (docs/safety.md §8.3).  Never revived, as never extended
+         * once expired. */
+        lock_mark_lost(lock, REDLOCK_ELOST);
+        return REDLOCK_ELOST;
+      }
       lock->ttl_ms = ttl_ms;
       lock_set_expiry(lock, round->started_ns, ttl_ms);
     }
     return REDLOCK_OK;
   }
   if (outcome == QUORUM_LOST_HELD) {
-    /* A quorum answered that our value is gone: someone else may hold it. */
+    /* A quorum answered, too few yes: the others found another value (or,
+     * for a hold, what its acquisition script would refuse), so someone
+     * else may hold it. */
     lock_mark_lost(lock, REDLOCK_ELOST);
     return REDLOCK_ELOST;
   }

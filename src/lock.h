@@ -55,7 +55,9 @@ struct redlock_lock {
   _Atomic int64_t expires_ns;       /* loop writes, any thread reads: monotonic end of validity */
   _Atomic int lost;                 /* loop writes, any thread reads */
   uint64_t fence;                   /* const */
-  uint64_t set_mask;                /* const: masters the acquisition may have set the key on */
+  char **fence_keys;                /* const: fencing: the counter keys (the op's block), or NULL */
+  size_t *fence_key_lens;           /* const */
+  uint64_t set_mask;                /* loop: masters our value may be on (acquired, re-installed) */
   unsigned refs;                    /* mutex: 1 while live (registered) + 1 per call in flight */
   /* watch (loop) */
   int watched;

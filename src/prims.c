@@ -333,23 +333,34 @@ round_t *prim_fence_round(op_acquire_t *op, const char *token, size_t token_len,
 
 /* ---- extension and release ------------------------------------------------------ */
 
+/* Both scripts re-install a record that is gone where their kind's
+ * acquisition would admit it (ROUND_REINSTALLED); with fencing they raise the
+ * counter to the hold's token there. */
 round_t *prim_extend_round(redlock_t *client, const redlock_lock_t *lock, uint32_t ttl_ms,
                            round_decided_fn cb, void *ctx) {
   cmd_t c;
+  int fenced = lock->fence_keys != NULL;
   if (lock->prim.kind == LOCK_KIND_SEM) {
-    cmd_script(&c, SCRIPT_SEM_EXTEND, 2);
+    cmd_script(&c, SCRIPT_SEM_EXTEND, fenced ? 3 : 2);
     cmd_push(&c, lock->keys[0], lock->key_lens[0]);
     cmd_push(&c, lock->keys[1], lock->key_lens[1]);
+    if (fenced)
+      cmd_push(&c, lock->fence_keys[0], lock->fence_key_lens[0]);
     cmd_push(&c, lock->value, RANDOM_VALUE_LEN);
     cmd_push_u64(&c, ttl_ms);
     cmd_push_u64(&c, lock->prim.limit);
   } else {
-    cmd_script(&c, SCRIPT_RW_EXTEND, 2);
+    cmd_script(&c, SCRIPT_RW_EXTEND, fenced ? 3 : 2);
     cmd_rw_keys(&c, lock->keys, lock->key_lens, 2);
+    if (fenced)
+      cmd_push(&c, lock->fence_keys[0], lock->fence_key_lens[0]);
     cmd_push(&c, lock->value, RANDOM_VALUE_LEN);
     cmd_push_u64(&c, ttl_ms);
+    cmd_push(&c, lock->prim.kind == LOCK_KIND_RW_WRITE ? "w" : "r", 1);
   }
-  return cmd_round(client, &c, 1, ROUND_PLAIN, 0, cb, ctx);
+  if (fenced)
+    cmd_push_u64(&c, lock->fence);
+  return cmd_round(client, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
 }
 
 /* The release script of a kind over keys/value; intent: a writer's intent

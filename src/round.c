@@ -180,8 +180,11 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
       return;
     }
     /* A master in restart quarantine may have forgotten keys: none of its
-     * answers to an acquisition count, not even as an answer. */
-    if (round->kind == ROUND_ACQUIRE && env->transport->quarantined(env->transport_arg, index)) {
+     * answers to an acquisition count, not even as an answer, and neither
+     * does an extension's re-install there (an acquisition of that key). */
+    if ((round->kind == ROUND_ACQUIRE || (round->kind == ROUND_EXTEND && verdict == REPLY_YES &&
+                                          vote->integer == ROUND_REINSTALLED)) &&
+        env->transport->quarantined(env->transport_arg, index)) {
       vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
       return;
     }

@@ -108,10 +108,18 @@ typedef struct vote {
 
 /* What a round is for. */
 typedef enum {
-  ROUND_PLAIN = 0, /* extend, fence commit, ...: every answer counts */
+  ROUND_PLAIN = 0, /* fence commit, ...: every answer counts */
   ROUND_ACQUIRE,   /* quarantined masters' votes do not count */
   ROUND_RELEASE,   /* masters that may have missed it get it again later */
+  ROUND_EXTEND,    /* every answer counts, but a quarantined master's ROUND_REINSTALLED */
 } round_kind_t;
+
+/* An extension script's yes when it re-installed a record that was gone on
+ * that master (1: every record was there and got the new ttl; 0: refused).
+ * A re-install is an acquisition on that master, so from a master in restart
+ * quarantine it does not count, as no acquisition does (docs/safety.md §5,
+ * §8.3). */
+#define ROUND_REINSTALLED 2
 
 /* Called once, when the round is decided.  The round stays valid during the
  * call; do not keep it afterwards. */

@@ -2,7 +2,8 @@
  * masters and a stepped clock (engine_fixture.h): an extension's new
  * validity, its failures (held by another: lost; no quorum; too slow; the
  * validity already spent), a shorter ttl capping the validity as it is sent
- * and after a failure, an earlier round won after a later one, and the watch: renewal when a third
+ * and after a failure, an earlier round won after a later one, a round won after the validity
+ * ran out (lost, not revived), and the watch: renewal when a third
  * of the ttl is left, retries after failures, and the lost callback, exactly once. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,31 @@ static void test_extend_overtaken(void **state) {
   engine_release(e, lock);
 }
 
+/* The validity runs out while an extension is in flight: its win does not
+ * revive the lock.  A won round no longer says that the key stayed ours all
+ * along (its yes votes may be re-installs after another client held the
+ * lock and let go of it), so the lock is lost: REDLOCK_ELOST. */
+static void test_extend_won_after_expiry(void **state) {
+  engine_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  fake_advance_ms(TTL_MS - DRIFT_MS - 40); /* 40 ms left */
+  done_result_t d = {0};
+  engine_extend(e, lock, TTL_MS, &d);
+  fake_advance_ms(50); /* within the request timeout; the validity is spent */
+  assert_true(redlock_lock_validity_ms(lock) <= 0);
+  fake_reply_int(f, 0, ROUND_REINSTALLED);
+  fake_reply_int(f, 1, ROUND_REINSTALLED);
+  fake_reply_int(f, 2, 1);
+  assert_int_equal(d.calls, 1);
+  assert_int_equal(d.status, REDLOCK_ELOST);
+  assert_true(redlock_lock_is_lost(lock));
+  assert_true(redlock_lock_validity_ms(lock) <= 0);
+  fake_reply_int(f, 3, 1);
+  fake_reply_int(f, 4, 1);
+  engine_unlock(e, lock, 0, REDLOCK_ELOST);
+}
+
 /* A lock whose validity is spent is not extended (it may be someone
  * else's by now): REDLOCK_ELOST without a round. */
 static void test_extend_after_expiry(void **state) {
@@ -326,6 +352,7 @@ int main(void) {
       ENGINE_TEST(test_extend_shorter_failed),
       ENGINE_TEST(test_extend_longer_failed),
       ENGINE_TEST(test_extend_overtaken),
+      ENGINE_TEST(test_extend_won_after_expiry),
       ENGINE_TEST(test_watch_renews),
       ENGINE_TEST(test_watch_failures_then_lost),
       ENGINE_TEST(test_watch_lost_held),

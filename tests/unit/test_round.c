@@ -437,6 +437,38 @@ static void test_duplicate_found_after_send(void **state) {
   assert_true(f->set_mask >> 1 & 1);
 }
 
+/* An extension: a quarantined master's re-install (ROUND_REINSTALLED) is an
+ * acquisition there and does not count; its extension of a present key (1)
+ * and its refusal (0) do; other masters' re-installs count. */
+static void test_extend_reinstall_in_quarantine(void **state) {
+  fake_t *f = *state;
+  f->fake.m[0].quarantined = f->fake.m[1].quarantined = f->fake.m[2].quarantined = 1;
+  round_t *round = new_round(f, ROUND_EXTEND, script_get(SCRIPT_EXTEND), ROUND_EXPECT_CODE, 0, 1);
+  round_send(round);
+  fake_reply_int(&f->fake, 0, ROUND_REINSTALLED);
+  assert_int_equal(why(round, 0), WHY_QUARANTINED);
+  fake_reply_int(&f->fake, 1, 1);
+  assert_int_equal(why(round, 1), WHY_OK);
+  fake_reply_int(&f->fake, 2, 0);
+  assert_int_equal(why(round, 2), WHY_REFUSED);
+  fake_reply_int(&f->fake, 3, ROUND_REINSTALLED);
+  assert_int_equal(why(round, 3), WHY_OK);
+  assert_int_equal(f->decisions, 0); /* 2 yes, 1 no, 1 not counted */
+  fake_reply_int(&f->fake, 4, ROUND_REINSTALLED);
+  assert_int_equal(f->outcome, QUORUM_WON);
+
+  /* Re-installs only where quarantined, one yes elsewhere: no quorum. */
+  f->decisions = 0;
+  round = new_round(f, ROUND_EXTEND, script_get(SCRIPT_EXTEND), ROUND_EXPECT_CODE, 0, 1);
+  round_send(round);
+  for (unsigned i = 0; i < 3; i++)
+    fake_reply_int(&f->fake, i, ROUND_REINSTALLED);
+  fake_reply_int(&f->fake, 3, 1);
+  fake_reply_int(&f->fake, 4, 0);
+  assert_int_equal(f->decisions, 1);
+  assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
+}
+
 /* A release that may not have reached a master in its replay mask (down,
  * busy, timed out, disconnected) is kept for replay; masters outside the
  * mask, or that answered, are not. */
@@ -725,6 +757,7 @@ int main(void) {
       T(test_duplicate_not_sent_not_counted),
       T(test_duplicate_gets_releases),
       T(test_duplicate_found_after_send),
+      T(test_extend_reinstall_in_quarantine),
       T(test_release_replay),
       T(test_release_waits_for_a_busy_master),
       T(test_queued_votes_withdrawn_after_decision),
