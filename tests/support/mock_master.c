@@ -135,7 +135,10 @@ static void conn_write(mconn_t *c, const char *data, size_t len) {
   write_t *w = xrealloc(NULL, sizeof *w);
   w->buf = uv_buf_init(xrealloc(NULL, len), (unsigned)len);
   memcpy(w->buf.base, data, len);
-  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &w->buf, 1, write_done) != 0) {
+  /* uv_write copies the buffer array; a local copy also keeps GCC 12's
+   * -Wstringop-overread (a false positive in the ThreadSanitizer build) quiet. */
+  uv_buf_t buf = w->buf;
+  if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &buf, 1, write_done) != 0) {
     free(w->buf.base);
     free(w);
   }
