@@ -322,8 +322,9 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
 }
 
 /* A new hold on a lease this thread acquired for the same resource, if it
- * is still valid.  NULL when there is none (or no memory). */
-static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
+ * is still valid.  NULL when there is none, or (*rc = REDLOCK_ENOMEM) when
+ * there is one but no memory for the hold. */
+static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource, int *rc) {
   size_t prefix_len = client->opts.key_prefix_len;
   size_t len = strlen(resource);
   uv_thread_t self = uv_thread_self();
@@ -341,8 +342,11 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
     if (hold != NULL)
       hold->handle = handle_encode(hold, n);
     if (hold == NULL || ptrset_add(&client->live_locks, hold->handle) != 0) {
+      /* Not a fresh acquisition instead: it would find the key held by this
+       * very lease, and wait or fail as if another holder had it. */
       callmem_handle_free(&client->callmem, hold);
       hold = NULL;
+      *rc = REDLOCK_ENOMEM;
       break;
     }
     hold->client = client;
@@ -355,12 +359,14 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
   return hold;
 }
 
-void acquire_op_reenter(op_acquire_t *op, const char *resource) {
-  redlock_lock_t *hold = reentrant_hold(op->op.client, resource);
+int acquire_op_reenter(op_acquire_t *op, const char *resource) {
+  int rc = 0;
+  redlock_lock_t *hold = reentrant_hold(op->op.client, resource, &rc);
   if (hold == NULL)
-    return;
+    return rc;
   op->hold = hold;
   op->mode = LOCK_MODE_REENTER;
+  return 0;
 }
 
 op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,

@@ -162,8 +162,10 @@ op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params);
 int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n);
 /* Reentrancy: when this thread holds a valid lease on `resource` (alone),
  * makes a new hold on it and turns the op into its grant (REENTER).  No
- * lease, or no memory: the op acquires as usual. */
-void acquire_op_reenter(op_acquire_t *op, const char *resource);
+ * such lease: the op acquires as usual (0).  REDLOCK_ENOMEM when there is
+ * one but no memory for the hold (acquiring instead would find the key held
+ * by that very lease). */
+int acquire_op_reenter(op_acquire_t *op, const char *resource);
 /* An extend, unlock or watch of `lock` (kind says which; the arguments the
  * kind has no use for are ignored).  NULL when out of memory. */
 op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
