@@ -391,9 +391,14 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
   }
   case OP_WATCH: {
     op_watch_t *watch = callmem_alloc(&client->callmem, sizeof *watch);
-    if (watch != NULL) {
-      *watch = (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg};
+    uv_timer_t *timer = malloc(sizeof *timer);
+    if (watch != NULL && timer != NULL) {
+      *watch = (op_watch_t){
+          .lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
       op = &watch->op;
+    } else {
+      callmem_release(&client->callmem, watch);
+      free(timer);
     }
     break;
   }
@@ -471,9 +476,12 @@ void op_free(op_t *op) {
   case OP_UNLOCK:
     callmem_release(&op->client->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
     return;
-  case OP_WATCH:
-    callmem_release(&op->client->callmem, OP_AS(op_watch_t, op, OP_WATCH, op));
+  case OP_WATCH: {
+    op_watch_t *watch = OP_AS(op_watch_t, op, OP_WATCH, op);
+    free(watch->timer); /* not taken by the lease: never initialised */
+    callmem_release(&op->client->callmem, watch);
     return;
+  }
   case OP_CLOSE:
   case OP_ELECT:
   case OP_RESIGN:
@@ -1055,10 +1063,15 @@ static void watch_schedule(redlock_lock_t *lock) {
 }
 
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg) {
+                     void *arg, uv_timer_t **spare) {
   redlock_t *client = lock->client;
   if (lock->watch_timer == NULL) {
-    lock->watch_timer = malloc(sizeof *lock->watch_timer);
+    if (spare != NULL && *spare != NULL) {
+      lock->watch_timer = *spare;
+      *spare = NULL;
+    } else {
+      lock->watch_timer = malloc(sizeof *lock->watch_timer);
+    }
     if (lock->watch_timer == NULL)
       return REDLOCK_ENOMEM;
     uv_timer_init(client->loop, lock->watch_timer);
@@ -1080,8 +1093,9 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
 }
 
 static void watch_start(op_watch_t *op) {
-  /* Its status is not reported: redlock_watch has no done callback. */
-  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg);
+  /* Cannot fail: the timer came with the op (redlock_watch has no done
+   * callback to report a failure to). */
+  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg, &op->timer);
   watch_finish(op);
 }
 

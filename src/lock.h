@@ -140,6 +140,9 @@ typedef struct {
   redlock_lock_t *handle; /* const */
   redlock_lost_cb lost_cb;
   void *arg;
+  uv_timer_t *timer; /* made with the op, on the caller's thread, so that the loop side
+                      * cannot run out of memory (it has no way to report it): the
+                      * lease's watch timer if it has none yet, else freed with the op */
 } op_watch_t;
 
 /* What an acquisition is asked to do (acquire_op_new). */
@@ -205,10 +208,11 @@ void lock_wake(notify_waiter_t *waiter);
 void lock_unref(redlock_lock_t *lock);
 void lock_free(redlock_lock_t *lock);
 /* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
- * lease is lost, possibly before this returns (already expired).  0 or
- * REDLOCK_ENOMEM. */
+ * lease is lost, possibly before this returns (already expired).  spare (may
+ * be NULL): a timer block made beforehand, taken (*spare = NULL) if the lease
+ * needs one.  0 or REDLOCK_ENOMEM. */
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg);
+                     void *arg, uv_timer_t **spare);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live
