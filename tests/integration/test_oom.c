@@ -3,7 +3,8 @@
  * moment a call starts fails, with fresh state each time (a new client: the
  * library's free lists would otherwise serve the call from memory it already
  * has), until a k at which the call completes before its k-th allocation.
- * Each call must return REDLOCK_OK or REDLOCK_ENOMEM, and the client must
+ * Each call must return its usual status (REDLOCK_OK, but REDLOCK_ELOCKED
+ * for a resource held by another) or REDLOCK_ENOMEM, and the client must
  * work afterwards (a trylock succeeds within a deadline: a failed
  * connection reconnects); no crash, no hang (a per-call alarm), and under
  * ASan no leak at exit (every client is closed).
@@ -17,14 +18,15 @@
  *    except its realloc: libuv grows its table of watched descriptors with
  *    it (uv__io_start) and aborts when that fails (docs/api.md, "Out of
  *    memory"), so those are counted apart and never failed;
- *  - hiredis 1.x's, through hiredisSetAllocators.  hiredis 0.14 allocates
- *    with plain malloc from its shared library: those cannot be failed here
- *    (and it aborts on most of them: docs/api.md).
+ *  - hiredis 1.x's, through hiredisSetAllocators, except during a
+ *    SUBSCRIBE (below: hiredis aborts later when one fails).  hiredis 0.14
+ *    allocates with plain malloc from its shared library: those cannot be
+ *    failed here (and it aborts on most of them: docs/api.md).
  *
  * Counted: every allocation made while armed, on any thread but the test's
  * own (the blocking calls' work runs on the client's loop thread; the test
- * thread is exempt outside the library call itself, so the fixture's
- * helpers do not count).  Calls that start work on the loop and return
+ * thread is exempt outside the library call itself, and its helper thread
+ * always, so the fixture's helpers do not count).  Calls that start work on the loop and return
  * (redlock_watch, redlock_elect, redlock_lock_async) stay armed until that
  * work has an outcome. */
 #include <signal.h>
