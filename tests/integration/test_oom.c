@@ -218,6 +218,7 @@ typedef struct {
   fx_rec_t rec;
   char res[320];
   pthread_t releaser;
+  uv_loop_t loop;
   int variant; /* the case's own */
 } oom_ctx_t;
 
@@ -353,6 +354,69 @@ static void after_open(oom_ctx_t *ctx, int rc) {
   assert_non_null(ctx->c);
   ctx->fx->clients[0] = ctx->c; /* closed by the teardown should a check fail */
   check_and_close(ctx);
+}
+
+/* redlock_open_uv: the call itself connects (on the caller's thread, its
+ * loop not running yet); then a thread of the test runs the loop (its
+ * allocations are not counted: disarmed by then), the client takes and
+ * releases a lock, and the release's callback closes it. */
+static void prep_open_uv(oom_ctx_t *ctx) {
+  ctx->opts = ctx_options(ctx);
+  assert_int_equal(uv_loop_init(&ctx->loop), 0);
+}
+
+static int call_open_uv(oom_ctx_t *ctx) {
+  int rc;
+  OOM_CALL(rc = redlock_open_uv(&ctx->c, ctx->opts, &ctx->loop));
+  return rc;
+}
+
+static void *loop_main(void *arg) {
+  uv_run(arg, UV_RUN_DEFAULT);
+  return NULL;
+}
+
+static void uv_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  oom_ctx_t *ctx = arg;
+  ctx->lock = lock;
+  atomic_store(&ctx->rec.status, status);
+  atomic_fetch_add(&ctx->rec.calls, 1);
+}
+
+static void uv_unlock_cb(int status, void *arg) {
+  oom_ctx_t *ctx = arg;
+  atomic_store(&ctx->rec.status, status);
+  redlock_close_uv(ctx->c, NULL, NULL); /* on the loop's thread, as it must be */
+  atomic_fetch_add(&ctx->rec.calls, 1);
+}
+
+static void after_open_uv(oom_ctx_t *ctx, int rc) {
+  redlock_options_free(ctx->opts);
+  if (rc != REDLOCK_OK) {
+    assert_null(ctx->c);
+    assert_int_equal(uv_loop_close(&ctx->loop), 0); /* nothing left on it */
+    return;
+  }
+  pthread_t loop_thread;
+  assert_int_equal(pthread_create(&loop_thread, NULL, loop_main, &ctx->loop), 0);
+  FX_NAME(res, "oom-uv");
+  uint64_t t0 = rh_now_ms();
+  for (;;) { /* a master whose connection the failure dropped reconnects */
+    fx_rec_init(&ctx->rec);
+    assert_int_equal(redlock_lock_async(ctx->c, res, 10000, 0, uv_lock_cb, ctx), REDLOCK_OK);
+    assert_true(fx_rec_wait(&ctx->rec, OOM_CHECK_MS));
+    if (atomic_load(&ctx->rec.status) == REDLOCK_OK)
+      break;
+    assert_true(rh_now_ms() - t0 < OOM_CHECK_MS);
+  }
+  fx_rec_init(&ctx->rec);
+  assert_int_equal(redlock_unlock_async(ctx->c, ctx->lock, uv_unlock_cb, ctx), REDLOCK_OK);
+  assert_true(fx_rec_wait(&ctx->rec, OOM_CHECK_MS));
+  assert_int_equal(atomic_load(&ctx->rec.status), REDLOCK_OK);
+  assert_int_equal(pthread_join(loop_thread, NULL), 0); /* the loop ends with the close */
+  assert_int_equal(uv_loop_close(&ctx->loop), 0);
+  ctx->c = NULL;
+  ctx->lock = NULL;
 }
 
 static void prep_client(oom_ctx_t *ctx) {
@@ -704,6 +768,7 @@ static const oom_case_t oom_cases[] = {
     {"options_set_tls", prep_options, call_set_tls, after_options, 0},
     {"open", prep_open, call_open, after_open, 0},
     {"open (fencing, reentrant, prefix)", prep_open, call_open, after_open, 1},
+    {"open_uv", prep_open_uv, call_open_uv, after_open_uv, 0},
     {"stats (Prometheus)", prep_stats, call_stats, after_plain, REDLOCK_STATS_PROMETHEUS},
     {"stats (JSON)", prep_stats, call_stats, after_plain, REDLOCK_STATS_JSON},
     {"lock", prep_client, call_lock, unlock_check_close, 0},
