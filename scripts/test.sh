@@ -13,6 +13,8 @@
 #      safety, CLI, proxy, Python, the short torture run, the clock jump);
 #   4. build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer, leaks
 #                      included: the whole suite;
+#  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory test
+#                      (tests/integration/test_oom.c) only;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh).
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
@@ -163,6 +165,23 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON
 run_ctest build-asan
 took "4. ASan + UBSan, system hiredis, Redis"
+
+# ---- 4b. out of memory under the sanitizers, hiredis 1.2.0 -------------------------
+# hiredis 1.x's allocations can be failed (hiredisSetAllocators), 0.14's cannot:
+# test_oom fails ten times as many allocation points against it, so its leaks
+# and memory errors are checked here too (that one test only).
+if [ -n "${extra:-}" ]; then
+  begin "pass 4b: test_oom, ASan + UBSan, hiredis 1.2.0"
+  if [ -f build-asan-h1/CMakeCache.txt ] &&
+    [ "$(configured_hiredis build-asan-h1)" != "$(PKG_CONFIG_PATH=$extra/hiredis/lib/pkgconfig pkg-config --modversion hiredis)" ]; then
+    rm -rf build-asan-h1/CMakeCache.txt build-asan-h1/CMakeFiles
+  fi
+  PKG_CONFIG_PATH="$extra/hiredis/lib/pkgconfig" cmake -S . -B build-asan-h1 -DREDLOCK_WERROR=ON \
+    -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON -DREDLOCK_TLS=ON >/dev/null
+  cmake --build build-asan-h1 -j"$jobs" --target test_oom >/dev/null
+  run_ctest build-asan-h1 -R '^integration\.test_oom$'
+  took "4b. test_oom, ASan + UBSan, hiredis 1.2.0"
+fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
 # ---- 5. fuzzing --------------------------------------------------------------------

@@ -146,8 +146,9 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
   if (rc != 0)
     return rc;
   if (client->opts.reentrant && n == 1)
-    acquire_op_reenter(op, resources[0]);
-  rc = client_submit(client, &op->op);
+    rc = acquire_op_reenter(op, resources[0]);
+  if (rc == 0)
+    rc = client_submit(client, &op->op);
   if (rc != 0)
     op_free(&op->op);
   return rc;

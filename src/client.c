@@ -303,7 +303,8 @@ static void client_free(redlock_t *client) {
   uv_mutex_unlock(&client->mutex);
   notify_free(&client->notify);
   stats_free(client);
-  for (unsigned i = 0; i < client->n_nodes; i++)
+  /* A failed open may free a client whose nodes array it could not allocate. */
+  for (unsigned i = 0; client->nodes != NULL && i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
   free(client->nodes);
   votes_book_free(&client->votes);
@@ -678,9 +679,12 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     client_free(client);
     return REDLOCK_EIO;
   }
-  if (uv_loop_init(&client->own_loop) != 0) {
+  /* libuv's allocation failing is ENOMEM; anything else (no descriptor
+   * left for its pipes, ...) is EIO. */
+  rc = uv_loop_init(&client->own_loop);
+  if (rc != 0) {
     client_free(client);
-    return REDLOCK_EIO;
+    return rc == UV_ENOMEM ? REDLOCK_ENOMEM : REDLOCK_EIO;
   }
   if (client_init_handles(client, &client->own_loop) != 0) {
     uv_loop_close(&client->own_loop);

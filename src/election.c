@@ -285,7 +285,7 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->state = ELECTION_STARTING;
   e->lost_early = 0;
   election_set_lease(e, lock);
-  int rc = lock_watch_begin(lock, lock, election_lost_cb, e);
+  int rc = lock_watch_begin(lock, lock, election_lost_cb, e, NULL);
   if (rc != 0 || e->lost_early) {
     client_log(client, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
                e->name, (unsigned long long)lock->fence,

@@ -329,8 +329,9 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
 }
 
 /* A new hold on a lease this thread acquired for the same resource, if it
- * is still valid.  NULL when there is none (or no memory). */
-static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
+ * is still valid.  NULL when there is none, or (*rc = REDLOCK_ENOMEM) when
+ * there is one but no memory for the hold. */
+static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource, int *rc) {
   size_t prefix_len = client->opts.key_prefix_len;
   size_t len = strlen(resource);
   uv_thread_t self = uv_thread_self();
@@ -348,8 +349,11 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
     if (hold != NULL)
       hold->handle = handle_encode(hold, n);
     if (hold == NULL || ptrset_add(&client->live_locks, hold->handle) != 0) {
+      /* Not a fresh acquisition instead: it would find the key held by this
+       * very lease, and wait or fail as if another holder had it. */
       callmem_handle_free(&client->callmem, hold);
       hold = NULL;
+      *rc = REDLOCK_ENOMEM;
       break;
     }
     hold->client = client;
@@ -362,12 +366,14 @@ static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource) {
   return hold;
 }
 
-void acquire_op_reenter(op_acquire_t *op, const char *resource) {
-  redlock_lock_t *hold = reentrant_hold(op->op.client, resource);
+int acquire_op_reenter(op_acquire_t *op, const char *resource) {
+  int rc = 0;
+  redlock_lock_t *hold = reentrant_hold(op->op.client, resource, &rc);
   if (hold == NULL)
-    return;
+    return rc;
   op->hold = hold;
   op->mode = LOCK_MODE_REENTER;
+  return 0;
 }
 
 op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
@@ -392,9 +398,14 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
   }
   case OP_WATCH: {
     op_watch_t *watch = callmem_alloc(&client->callmem, sizeof *watch);
-    if (watch != NULL) {
-      *watch = (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg};
+    uv_timer_t *timer = malloc(sizeof *timer);
+    if (watch != NULL && timer != NULL) {
+      *watch = (op_watch_t){
+          .lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
       op = &watch->op;
+    } else {
+      callmem_release(&client->callmem, watch);
+      free(timer);
     }
     break;
   }
@@ -472,9 +483,12 @@ void op_free(op_t *op) {
   case OP_UNLOCK:
     callmem_release(&op->client->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
     return;
-  case OP_WATCH:
-    callmem_release(&op->client->callmem, OP_AS(op_watch_t, op, OP_WATCH, op));
+  case OP_WATCH: {
+    op_watch_t *watch = OP_AS(op_watch_t, op, OP_WATCH, op);
+    free(watch->timer); /* not taken by the lease: never initialised */
+    callmem_release(&op->client->callmem, watch);
     return;
+  }
   case OP_CLOSE:
   case OP_ELECT:
   case OP_RESIGN:
@@ -1086,10 +1100,15 @@ static void watch_schedule(redlock_lock_t *lock) {
 }
 
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg) {
+                     void *arg, uv_timer_t **spare) {
   redlock_t *client = lock->client;
   if (lock->watch_timer == NULL) {
-    lock->watch_timer = malloc(sizeof *lock->watch_timer);
+    if (spare != NULL && *spare != NULL) {
+      lock->watch_timer = *spare;
+      *spare = NULL;
+    } else {
+      lock->watch_timer = malloc(sizeof *lock->watch_timer);
+    }
     if (lock->watch_timer == NULL)
       return REDLOCK_ENOMEM;
     uv_timer_init(client->loop, lock->watch_timer);
@@ -1111,8 +1130,9 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
 }
 
 static void watch_start(op_watch_t *op) {
-  /* Its status is not reported: redlock_watch has no done callback. */
-  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg);
+  /* Cannot fail: the timer came with the op (redlock_watch has no done
+   * callback to report a failure to). */
+  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg, &op->timer);
   watch_finish(op);
 }
 

@@ -142,6 +142,9 @@ typedef struct {
   redlock_lock_t *handle; /* const */
   redlock_lost_cb lost_cb;
   void *arg;
+  uv_timer_t *timer; /* made with the op, on the caller's thread, so that the loop side
+                      * cannot run out of memory (it has no way to report it): the
+                      * lease's watch timer if it has none yet, else freed with the op */
 } op_watch_t;
 
 /* What an acquisition is asked to do (acquire_op_new). */
@@ -164,8 +167,10 @@ op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params);
 int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n);
 /* Reentrancy: when this thread holds a valid lease on `resource` (alone),
  * makes a new hold on it and turns the op into its grant (REENTER).  No
- * lease, or no memory: the op acquires as usual. */
-void acquire_op_reenter(op_acquire_t *op, const char *resource);
+ * such lease: the op acquires as usual (0).  REDLOCK_ENOMEM when there is
+ * one but no memory for the hold (acquiring instead would find the key held
+ * by that very lease). */
+int acquire_op_reenter(op_acquire_t *op, const char *resource);
 /* An extend, unlock or watch of `lock` (kind says which; the arguments the
  * kind has no use for are ignored).  NULL when out of memory. */
 op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
@@ -205,10 +210,11 @@ void lock_wake(notify_waiter_t *waiter);
 void lock_unref(redlock_lock_t *lock);
 void lock_free(redlock_lock_t *lock);
 /* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
- * lease is lost, possibly before this returns (already expired).  0 or
- * REDLOCK_ENOMEM. */
+ * lease is lost, possibly before this returns (already expired).  spare (may
+ * be NULL): a timer block made beforehand, taken (*spare = NULL) if the lease
+ * needs one.  0 or REDLOCK_ENOMEM. */
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg);
+                     void *arg, uv_timer_t **spare);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live

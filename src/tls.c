@@ -12,6 +12,7 @@
 #include "options.h"
 #include "redlock.h"
 #include "resolve.h"
+#include "strutil.h"
 
 /* Files must be readable regular files and the directory a readable
  * directory; checked in any build, so that a mistyped path is named even
@@ -213,7 +214,8 @@ int tls_client_new(tls_client_t **out, const struct redlock_options *opts, char 
     return REDLOCK_ENOMEM;
   }
   tls->verify = opts->tls_verify;
-  if (opts->tls_server_name != NULL && (tls->server_name = strdup(opts->tls_server_name)) == NULL) {
+  if (opts->tls_server_name != NULL &&
+      (tls->server_name = str_dup(opts->tls_server_name)) == NULL) {
     free(tls);
     snprintf(why, why_len, "out of memory");
     return REDLOCK_ENOMEM;
