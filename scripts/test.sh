@@ -15,10 +15,12 @@
 #                      included: the whole suite;
 #  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory test
 #                      (tests/integration/test_oom.c) only;
+#  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
+#                      (not safety or torture), no suppressions;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh).
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
-#   ./scripts/test.sh            everything above (18 min on a busy 2-core machine)
+#   ./scripts/test.sh            everything above (about 28 min on a busy 2-core machine)
 #   ./scripts/test.sh --quick    pass 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -183,6 +185,19 @@ if [ -n "${extra:-}" ]; then
   took "4b. test_oom, ASan + UBSan, hiredis 1.2.0"
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
+
+# ---- 4c. ThreadSanitizer -------------------------------------------------------------
+# What threads share: the unit, API and integration tests (the safety suites
+# and the torture run are left to the other passes: under TSan's slowdown
+# their timing-bound faults would measure the sanitizer).  No suppressions.
+begin "pass 4c: ThreadSanitizer, system hiredis, Redis (unit, api, integration)"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE=thread
+# setarch -R (ASLR off, inherited by every test): a kernel that randomises
+# mappings more than GCC 12's TSan runtime expects aborts it at start.
+setarch "$(uname -m)" -R bash -c "$(declare -f run_ctest); run_ctest build-tsan -L 'unit|api|integration' -LE 'torture|safety'"
+took "4c. ThreadSanitizer (unit, api, integration)"
+unset TSAN_OPTIONS
 
 # ---- 5. fuzzing --------------------------------------------------------------------
 begin "pass 5: fuzz smoke run (libFuzzer, clang)"
