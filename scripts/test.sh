@@ -195,7 +195,9 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE=thread
 # setarch -R (ASLR off, inherited by every test): a kernel that randomises
 # mappings more than GCC 12's TSan runtime expects aborts it at start.
-setarch "$(uname -m)" -R bash -c "$(declare -f run_ctest); run_ctest build-tsan -L 'unit|api|integration' -LE 'torture|safety'"
+echo "==> test build-tsan (setarch -R) -L 'unit|api|integration' -LE 'torture|safety'"
+(cd build-tsan && setarch "$(uname -m)" -R ctest --output-on-failure --timeout 300 -j"$jobs" \
+  -L 'unit|api|integration' -LE 'torture|safety')
 took "4c. ThreadSanitizer (unit, api, integration)"
 unset TSAN_OPTIONS
 
