@@ -7,16 +7,15 @@
  *
  * Each lookup runs getaddrinfo() on a detached thread of its own (issue 23),
  * not on libuv's thread pool: that pool is 4 threads shared by the whole
- * process, so a few lookups hung on a dead resolver used to hold every pool
- * thread, and every other name -- the healthy masters' and the host
- * program's own uv_getaddrinfo / uv_fs / uv_queue_work -- waited behind
- * them.  getaddrinfo() keeps its usual semantics (/etc/hosts, nsswitch).  A
- * lookup cannot be interrupted once it runs: resolve_abandon only makes sure
- * its callback never runs and closes its loop handle at once; the thread
- * frees the request (reference-counted) when getaddrinfo() returns, however
- * late, and touches nothing else.  Threads are bounded by their callers
- * (node.c keeps one lookup per master) and, process-wide, by
- * RESOLVE_MAX_THREADS. */
+ * process, of which lookups ("slow I/O") may hold 2, so two lookups hung on
+ * a dead resolver used to make every other lookup -- the healthy masters'
+ * and the host program's own uv_getaddrinfo -- wait behind them.
+ * getaddrinfo() keeps its usual semantics (/etc/hosts, nsswitch).  A lookup
+ * cannot be interrupted once it runs: resolve_abandon only makes sure its
+ * callback never runs and closes its loop handle at once; the thread frees
+ * the request (reference-counted) when getaddrinfo() returns, however late,
+ * and touches nothing else.  Threads are bounded by their callers (node.c
+ * keeps one lookup per master) and, process-wide, by RESOLVE_MAX_THREADS. */
 #ifndef REDLOCK_RESOLVE_H
 #define REDLOCK_RESOLVE_H
 

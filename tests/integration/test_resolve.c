@@ -18,7 +18,8 @@
  *  - IPv6: a literal redis://[::1]:P and a name that resolves to ::1 work;
  *  - issue 23: a lookup that hangs 30 s neither starves the lookups of the
  *    healthy masters (named too) when they must reconnect -- locks are
- *    granted again within 3 s -- nor holds up redlock_close, which returns
+ *    granted again within 3 s -- nor the program's own uv_getaddrinfo on
+ *    libuv's thread pool, nor holds up redlock_close, which returns
  *    within its bound while the lookup still hangs; the attempt fails with
  *    "name lookup timed out after N ms";
  *  - every address of a name is tried in order: a name whose first address
@@ -39,6 +40,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <uv.h>
 
 #include "fixture.h"
 
@@ -183,6 +185,11 @@ static void test_ipv6(void **state) {
   rh_server_free(v6);
 }
 
+static void host_lookup_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
+  *(int *)req->data = status;
+  uv_freeaddrinfo(res);
+}
+
 /* The issue's case: masters named by host name, one name hanging. */
 static int killed_2(void *arg) { return fx_log_count(arg, 0, "connection lost") >= 2; }
 
@@ -203,6 +210,22 @@ static void test_hung_lookup_starves_nobody(void **state) {
    * threads' worth of lookups, had each attempt started one of its own. */
   if (!fx_wait_log_count(fx, 0, "timed out", 5, 15000))
     fail_msg("the hung master's attempts did not time out:\n%s", fx_log_text(fx, 0));
+  /* Nor is the host program's own lookup on libuv's thread pool held up
+   * (libuv gives lookups, "slow I/O", at most 2 of its 4 threads). */
+  uv_loop_t loop;
+  uv_getaddrinfo_t host_req;
+  int host_status = 1;
+  host_req.data = &host_status;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  uint64_t h0 = rh_now_ms();
+  assert_int_equal(uv_getaddrinfo(&loop, &host_req, host_lookup_done, "a.redlock.test", NULL, NULL),
+                   0);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  uint64_t host_ms = rh_now_ms() - h0;
+  assert_int_equal(uv_loop_close(&loop), 0);
+  assert_int_equal(host_status, 0);
+  if (host_ms > 1000)
+    fail_msg("the program's own uv_getaddrinfo waited %llu ms", (unsigned long long)host_ms);
   /* The healthy masters must look their names up again to reconnect. */
   char buf[64];
   for (int i = 0; i < 2; i++)
