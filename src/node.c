@@ -115,14 +115,12 @@ static void backoff_timer_cb(uv_timer_t *timer) {
     node_connect(node);
 }
 
-/* Abandons a name lookup under way, detaches and frees the hiredis context
- * (its pending callbacks get NULL replies now, or after the running callback
- * when called from one). */
+/* Stops waiting for a name lookup under way (it goes on: the next attempt
+ * waits for it), detaches and frees the hiredis context (its pending
+ * callbacks get NULL replies now, or after the running callback when called
+ * from one). */
 static void node_release_context(node_t *node) {
-  if (node->resolving != NULL) {
-    resolve_abandon(node->resolving);
-    node->resolving = NULL;
-  }
+  node->awaiting_lookup = 0;
   redisAsyncContext *ac = node->ac;
   node->ac = NULL;
   conn_close(ac);
@@ -168,10 +166,38 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
   node_attempt_finished(node);
 }
 
+/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of the address being tried. */
+static void node_addr_port(const node_t *node, char *buf, size_t len) {
+  snprintf(buf, len, strchr(node->ip, ':') != NULL ? "[%s]:%d" : "%s:%d", node->ip,
+           node->addr.port);
+}
+
+/* detail, after the addresses of this attempt that failed before it and
+ * prefixed with the address being tried when the master is named by host
+ * name: "10.0.0.2:6379: Connection refused; 10.0.0.1:6379: <detail>". */
+static void node_attempt_detail(const node_t *node, const char *detail, char *buf, size_t len) {
+  if (!node->named) {
+    snprintf(buf, len, "%s", detail);
+    return;
+  }
+  char where[RESOLVE_ADDR_LEN + 16];
+  node_addr_port(node, where, sizeof where);
+  snprintf(buf, len, "%s%s%s: %s", node->addr_errs, node->addr_errs[0] != '\0' ? "; " : "", where,
+           detail);
+}
+
 static void connect_timer_cb(uv_timer_t *timer) {
   node_t *node = timer->data;
-  char detail[64];
-  snprintf(detail, sizeof detail, "no answer within %u ms", node->env->connect_timeout_ms);
+  if (node->awaiting_lookup) {
+    /* The lookup goes on; the next attempt waits for it. */
+    char what[64];
+    snprintf(what, sizeof what, "name lookup timed out after %u ms", node->env->connect_timeout_ms);
+    node_fail(node, REDLOCK_LOG_WARN, what, NULL);
+    return;
+  }
+  char no_answer[64], detail[sizeof node->addr_errs + 96];
+  snprintf(no_answer, sizeof no_answer, "no answer within %u ms", node->env->connect_timeout_ms);
+  node_attempt_detail(node, no_answer, detail, sizeof detail);
   /* A master that took the TCP connection but never finished TLS is a
    * failed handshake, counted as one, not a connect that timed out. */
   int tls_stalled = node->ac != NULL && conn_tls_handshaking(node->ac);
@@ -360,18 +386,38 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   handshake_step_done(node);
 }
 
+static void node_open_next(node_t *node);
+
+/* The address being tried failed to connect (why): on to the next one of
+ * the name's, if any is left.  1 when another is being tried. */
+static int node_try_next(node_t *node, const char *why) {
+  if (node->addr_next >= node->addrs.n)
+    return 0;
+  char detail[sizeof node->addr_errs];
+  node_attempt_detail(node, why, detail, sizeof detail);
+  memcpy(node->addr_errs, detail, sizeof detail);
+  log_write(node->env->log, node->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
+            "master %s: cannot connect: %s; trying its next address", node->addr.label, detail);
+  node_open_next(node);
+  return 1;
+}
+
 static void on_connect(const redisAsyncContext *ac, int status) {
   node_t *node = ac->data;
   if (node == NULL || node->ac != ac)
     return;
   if (status != REDIS_OK) {
     /* hiredis frees the context after this callback returns. */
-    char detail[256];
-    snprintf(detail, sizeof detail, "%s", conn_error(ac));
-    if (conn_tls_unfinished(ac))
+    char why[256], detail[sizeof why + sizeof node->addr_errs];
+    snprintf(why, sizeof why, "%s", conn_error(ac));
+    int tls_failed = conn_tls_unfinished(ac);
+    if (tls_failed)
       node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
     ((redisAsyncContext *)ac)->data = NULL;
     node->ac = NULL;
+    if (!tls_failed && node_try_next(node, why))
+      return;
+    node_attempt_detail(node, why, detail, sizeof detail);
     node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
   }
 }
@@ -392,11 +438,14 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
             detail);
 }
 
-/* Looked up (or numeric from the start): connect, queue the handshake. */
-static void node_open(node_t *node) {
+/* Looked up (or numeric from the start): connect to the next address of
+ * node->addrs, queue the handshake. */
+static void node_open_next(node_t *node) {
   const node_env_t *env = node->env;
-  char err[256];
+  char err[256], detail[sizeof err + sizeof node->addr_errs];
   int tls_failed;
+  node->handshake_left = 0;
+  snprintf(node->ip, sizeof node->ip, "%s", node->addrs.addr[node->addr_next++]);
   node->has_ip_key =
       node->addr.kind == NODE_ADDR_TCP && resolve_key(node->ip, 0, &node->ip_key) == 0;
   redisAsyncContext *ac = conn_open(&node->addr, node->ip, env->tls, env->loop, env->flusher, node,
@@ -404,7 +453,10 @@ static void node_open(node_t *node) {
   if (ac == NULL) {
     if (tls_failed)
       node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
-    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", err);
+    else if (node_try_next(node, err))
+      return;
+    node_attempt_detail(node, err, detail, sizeof detail);
+    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
     return;
   }
   node->ac = ac;
@@ -431,37 +483,52 @@ static void node_open(node_t *node) {
     node_fail(node, REDLOCK_LOG_ERROR, "cannot connect", "cannot queue the handshake");
 }
 
-static void on_resolved(void *arg, int status, const char *ip) {
+static void on_resolved(void *arg, const char *error, const resolve_list_t *list) {
   node_t *node = arg;
   node->resolving = NULL;
-  if (status != 0) {
-    node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", uv_strerror(status));
+  /* An answer that comes between attempts is dropped: the next attempt
+   * looks the name up afresh. */
+  if (node->state != NODE_CONNECTING || !node->awaiting_lookup)
+    return;
+  node->awaiting_lookup = 0;
+  if (error != NULL) {
+    node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", error);
     return;
   }
-  snprintf(node->ip, sizeof node->ip, "%s", ip);
-  node_open(node);
+  node->addrs = *list;
+  node_open_next(node);
 }
 
 /* One connection attempt: name lookup (every time: a master may come back
- * at a new address), connect and handshake, all within the connect timeout. */
+ * at a new address; a lookup still under way from an earlier attempt is
+ * waited for instead), connect to each address in turn and handshake, all
+ * within the connect timeout. */
 static void node_connect(node_t *node) {
   const node_env_t *env = node->env;
   const node_addr_t *addr = &node->addr;
   node->state = NODE_CONNECTING;
   node->handshake_left = 0;
+  node->addrs.n = 0;
+  node->addr_next = 0;
+  node->addr_errs[0] = '\0';
   node_report(node, NODE_EV_CONNECTING, NULL, NULL);
   uv_timer_stop(&node->timer);
   uv_timer_start(&node->timer, connect_timer_cb, env->connect_timeout_ms, 0);
-  if (addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host)) {
-    int err;
-    node->resolving = resolve_start(env->loop, addr->host, on_resolved, node, &err);
+  node->named = addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host);
+  if (node->named) {
+    node->awaiting_lookup = 1;
+    if (node->resolving != NULL)
+      return;
+    char err[128];
+    node->resolving = resolve_start(env->loop, addr->host, on_resolved, node, err, sizeof err);
     if (node->resolving == NULL)
-      node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", uv_strerror(err));
+      node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", err);
     return;
   }
-  if (addr->kind == NODE_ADDR_TCP)
-    snprintf(node->ip, sizeof node->ip, "%s", addr->host);
-  node_open(node);
+  node->addrs.n = 1;
+  snprintf(node->addrs.addr[0], sizeof node->addrs.addr[0], "%s",
+           addr->kind == NODE_ADDR_TCP ? addr->host : "");
+  node_open_next(node);
 }
 
 const char *node_ip(const node_t *node) { return node->ip; }
@@ -620,6 +687,11 @@ void node_shutdown(node_t *node) {
   if (node->state == NODE_CLOSED)
     return;
   node->state = NODE_CLOSED;
+  if (node->resolving != NULL) {
+    /* Not waited for: its thread frees the request whenever it returns. */
+    resolve_abandon(node->resolving);
+    node->resolving = NULL;
+  }
   node_release_context(node);
   node_fail_backlog(node);
   uv_timer_stop(&node->timer);

@@ -120,7 +120,16 @@ typedef struct node {
   node_addr_t addr;
   node_state_t state;
   struct redisAsyncContext *ac;
-  resolve_req_t *resolving;  /* the host name's lookup, while CONNECTING */
+  /* The host name's lookup.  It is kept when an attempt gives up on it (the
+   * connect timeout), and the next attempt waits for it rather than start
+   * another: one lookup thread per master, however long it hangs.
+   * awaiting_lookup: the current attempt waits for it. */
+  resolve_req_t *resolving;
+  int awaiting_lookup;
+  int named;                 /* TCP, the host is a name: its addresses are named in errors */
+  resolve_list_t addrs;      /* the attempt's addresses, tried in order */
+  unsigned addr_next;        /* the next one to try */
+  char addr_errs[256];       /* the attempt's failed addresses: "ADDR:PORT: why; ..." */
   char ip[RESOLVE_ADDR_LEN]; /* TCP: the numeric address last connected to */
   resolve_key_t ip_key;      /* TCP: that address, comparable (valid with has_ip_key) */
   int has_ip_key;

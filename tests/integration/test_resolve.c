@@ -15,7 +15,18 @@
  *  - the name is looked up again on every reconnect: a name that first
  *    points at an address where nothing listens is found again once it
  *    points at the live master;
- *  - IPv6: a literal redis://[::1]:P and a name that resolves to ::1 work.
+ *  - IPv6: a literal redis://[::1]:P and a name that resolves to ::1 work;
+ *  - issue 23: a lookup that hangs 30 s neither starves the lookups of the
+ *    healthy masters (named too) when they must reconnect -- locks are
+ *    granted again within 3 s -- nor the program's own uv_getaddrinfo on
+ *    libuv's thread pool, nor holds up redlock_close, which returns
+ *    within its bound while the lookup still hangs; the attempt fails with
+ *    "name lookup timed out after N ms";
+ *  - every address of a name is tried in order: a name whose first address
+ *    refuses connects through the second, and the log names the first's
+ *    failure; when all refuse, the verdict names each address;
+ *  - a close while a lookup hangs returns promptly (and leaks nothing under
+ *    ASan: the lookup's thread frees its request when it returns).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,10 +40,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <uv.h>
 
 #include "fixture.h"
 
 #define SLOW_MS 5000
+#define HANG_MS 30000 /* never answers within a test */
 #define CONNECT_MS 800u
 
 typedef int (*map_fn)(const char *name, const char *ip, int delay_ms);
@@ -172,6 +185,117 @@ static void test_ipv6(void **state) {
   rh_server_free(v6);
 }
 
+static void host_lookup_done(uv_getaddrinfo_t *req, int status, struct addrinfo *res) {
+  *(int *)req->data = status;
+  uv_freeaddrinfo(res);
+}
+
+/* The issue's case: masters named by host name, one name hanging. */
+static int killed_2(void *arg) { return fx_log_count(arg, 0, "connection lost") >= 2; }
+
+static void test_hung_lookup_starves_nobody(void **state) {
+  fx_t *fx = *state;
+  dns_map("a.redlock.test", "127.0.0.1", 0);
+  dns_map("b.redlock.test", "127.0.0.1", 0);
+  dns_map("hang.redlock.test", "127.0.0.1", HANG_MS);
+  const char *uris[3] = {uri_for(0, "a.redlock.test", rh_server_port(fx->servers[0])),
+                         uri_for(1, "b.redlock.test", rh_server_port(fx->servers[1])),
+                         uri_for(2, "hang.redlock.test", rh_server_port(fx->servers[2]))};
+  uint64_t t_start = rh_now_ms();
+  redlock_t *client = open_with(fx, uris, 3);
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(fx_trylock_until(client, "resolve-hung", 5000, 3000, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  /* Five attempts of the hung master time out: more than libuv's 4 pool
+   * threads' worth of lookups, had each attempt started one of its own. */
+  if (!fx_wait_log_count(fx, 0, "timed out", 5, 15000))
+    fail_msg("the hung master's attempts did not time out:\n%s", fx_log_text(fx, 0));
+  /* Nor is the host program's own lookup on libuv's thread pool held up
+   * (libuv gives lookups, "slow I/O", at most 2 of its 4 threads). */
+  uv_loop_t loop;
+  uv_getaddrinfo_t host_req;
+  int host_status = 1;
+  host_req.data = &host_status;
+  assert_int_equal(uv_loop_init(&loop), 0);
+  uint64_t h0 = rh_now_ms();
+  assert_int_equal(uv_getaddrinfo(&loop, &host_req, host_lookup_done, "a.redlock.test", NULL, NULL),
+                   0);
+  assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+  uint64_t host_ms = rh_now_ms() - h0;
+  assert_int_equal(uv_loop_close(&loop), 0);
+  assert_int_equal(host_status, 0);
+  if (host_ms > 1000)
+    fail_msg("the program's own uv_getaddrinfo waited %llu ms", (unsigned long long)host_ms);
+  /* The healthy masters must look their names up again to reconnect. */
+  char buf[64];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "CLIENT KILL TYPE normal"),
+                     0);
+  assert_true(rh_wait_until(killed_2, fx, 3000));
+  uint64_t t0 = rh_now_ms();
+  int rc = fx_trylock_until(client, "resolve-hung", 5000, 3000, &lock);
+  if (rc != REDLOCK_OK)
+    fail_msg("no lock %llu ms after the healthy masters dropped: %s\n%s",
+             (unsigned long long)(rh_now_ms() - t0), redlock_strerror(rc), fx_log_text(fx, 0));
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  assert_true(fx_log_contains(fx, 0, "name lookup timed out after 800 ms"));
+  /* Only one lookup of the hung name at a time: its attempts wait for it. */
+  assert_int_equal(dns_lookups("hang.redlock.test"), 1);
+  uint64_t closed_ms;
+  FX_TIMED(closed_ms, fx_close(fx, 0));
+  if (closed_ms > CONNECT_MS + 1000)
+    fail_msg("redlock_close took %llu ms", (unsigned long long)closed_ms);
+  /* Else the lookup answered meanwhile and the close proved nothing. */
+  assert_true(rh_now_ms() - t_start < HANG_MS);
+}
+
+static void test_every_address(void **state) {
+  fx_t *fx = *state;
+  int port = rh_server_port(fx->servers[1]);
+  /* Nothing listens on 127.0.0.2 (the servers bind 127.0.0.1 only). */
+  dns_map("two.redlock.test", "127.0.0.2,127.0.0.1", 0);
+  dns_map("dead.redlock.test", "127.0.0.2,127.0.0.3", 0);
+  const char *uris[3] = {rh_server_uri(fx->servers[0]), uri_for(0, "two.redlock.test", port),
+                         uri_for(1, "dead.redlock.test", rh_server_port(fx->servers[2]))};
+  redlock_t *client = open_with(fx, uris, 3); /* quorum 2: two.redlock.test must vote */
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(fx_trylock_until(client, "resolve-every", 5000, 3000, &lock), REDLOCK_OK);
+  char value[128];
+  assert_int_equal(
+      rh_server_command(fx->servers[1], value, sizeof value, "GET %s", "resolve-every"), 0);
+  assert_string_equal(value, redlock_lock_value(lock));
+  assert_int_equal(redlock_unlock(client, lock), REDLOCK_OK);
+  char first[64];
+  snprintf(first, sizeof first, "127.0.0.2:%d: Connection refused", port);
+  if (!fx_log_contains(fx, 0, first))
+    fail_msg("no \"%s\" in the log:\n%s", first, fx_log_text(fx, 0));
+  /* Every address refused: each is named. */
+  char votes[1024], second[64];
+  int dead_port = rh_server_port(fx->servers[2]);
+  snprintf(first, sizeof first, "127.0.0.2:%d: Connection refused", dead_port);
+  snprintf(second, sizeof second, "127.0.0.3:%d: Connection refused", dead_port);
+  assert_true(redlock_last_votes(client, votes, sizeof votes) > 0);
+  if (strstr(votes, first) == NULL || strstr(votes, second) == NULL)
+    fail_msg("the verdict does not name both addresses: %s", votes);
+  fx_close(fx, 0);
+}
+
+static void test_close_during_hung_lookup(void **state) {
+  fx_t *fx = *state;
+  dns_map("stuck.redlock.test", "127.0.0.1", HANG_MS);
+  const char *uris[2] = {rh_server_uri(fx->servers[0]),
+                         uri_for(0, "stuck.redlock.test", rh_server_port(fx->servers[1]))};
+  for (int round = 0; round < 2; round++) {
+    open_with(fx, uris, 2);
+    uint64_t closed_ms;
+    FX_TIMED(closed_ms, fx_close(fx, 0));
+    if (closed_ms > CONNECT_MS + 1000)
+      fail_msg("redlock_close took %llu ms", (unsigned long long)closed_ms);
+  }
+  /* Each client looked the name up once; both lookups still hang. */
+  assert_int_equal(dns_lookups("stuck.redlock.test"), 2);
+}
+
 int main(int argc, char **argv) {
   fx_use_profile(&fx_profile_integration);
   if (getenv("REDLOCK_SLOWDNS_ACTIVE") == NULL) {
@@ -202,6 +326,9 @@ int main(int argc, char **argv) {
       FX_TEST(test_unresolvable, 3),
       FX_TEST(test_lookup_again_on_reconnect, 3),
       FX_TEST(test_ipv6, 3),
+      FX_TEST(test_every_address, 3),
+      FX_TEST(test_hung_lookup_starves_nobody, 3),
+      FX_TEST(test_close_during_hung_lookup, 3),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

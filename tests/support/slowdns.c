@@ -1,12 +1,14 @@
 /* slowdns.c: an LD_PRELOAD shim over getaddrinfo() for the resolver tests
  * (tests/integration/test_resolve.c).  Names the test maps are answered
- * here, after an optional delay, with a numeric loopback address or "no such
- * name"; every other name goes to the real getaddrinfo().  So the tests never
+ * here, after an optional delay, with numeric loopback addresses (in the
+ * order given) or "no such name"; every other name goes to the real
+ * getaddrinfo().  So the tests never
  * send a DNS query anywhere, and a lookup can be made to hang like a dead
  * resolver's.
  *
  * The test, in the same process, finds the two functions below with dlsym:
- *   slowdns_map(name, ip, delay_ms): answer `name` with `ip` (NULL: EAI_NONAME)
+ *   slowdns_map(name, ips, delay_ms): answer `name` with `ips`, one address or
+ *     several separated by commas ("127.0.0.2,127.0.0.1"; NULL: EAI_NONAME)
  *   slowdns_lookups(name): how many lookups of `name` were asked for. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,11 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#define SLOWDNS_MAX 8
+#define SLOWDNS_MAX 32
 
 typedef struct {
   char name[128];
-  char ip[64]; /* "" = no such name */
+  char ip[256]; /* "" = no such name; else addresses separated by commas */
   int delay_ms;
   int lookups;
 } slowdns_entry_t;
@@ -71,7 +73,7 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
   getaddrinfo_fn real = (getaddrinfo_fn)dlsym(RTLD_NEXT, "getaddrinfo");
   if (node == NULL)
     return real(node, service, hints, res);
-  char ip[64];
+  char ip[256];
   int delay_ms = 0, mapped = 0;
   pthread_mutex_lock(&mutex);
   slowdns_entry_t *e = find(node);
@@ -97,5 +99,25 @@ int getaddrinfo(const char *node, const char *service, const struct addrinfo *hi
     numeric = *hints;
   numeric.ai_flags |= AI_NUMERICHOST;
   numeric.ai_flags &= ~AI_ADDRCONFIG;
-  return real(ip, service, &numeric, res);
+  /* One real lookup per address, chained in order (glibc's freeaddrinfo
+   * frees entry by entry, so the chain is freed as one list). */
+  struct addrinfo *head = NULL, **tail = &head;
+  int rc = EAI_NONAME;
+  char *save = NULL;
+  for (char *one = strtok_r(ip, ",", &save); one != NULL; one = strtok_r(NULL, ",", &save)) {
+    struct addrinfo *part = NULL;
+    rc = real(one, service, &numeric, &part);
+    if (rc != 0) {
+      if (head != NULL)
+        freeaddrinfo(head);
+      return rc;
+    }
+    *tail = part;
+    while (*tail != NULL)
+      tail = &(*tail)->ai_next;
+  }
+  if (head == NULL)
+    return rc;
+  *res = head;
+  return 0;
 }
