@@ -108,7 +108,7 @@ describe('redlock-c Node binding', () => {
     assert.ok(lk.validityMs > 4000, `validity ${lk.validityMs}`);
     const pttl = await srv.all('PTTL', 'n:extend');
     assert.ok(pttl.every((t) => t > 4000), `pttl ${pttl}`);
-    await srv.all('DEL', 'n:extend');
+    await srv.all('SET', 'n:extend', 'intruder', 'PX', '60000'); // taken over on every master
     await assert.rejects(lk.extend(5000), (err) => err instanceof redlock.RedlockError
       && ['REDLOCK_ELOST', 'REDLOCK_ELOCKED'].includes(err.code));
     await lk.unlock().catch(() => {});
@@ -123,7 +123,7 @@ describe('redlock-c Node binding', () => {
     await sleep(2200); // two TTLs: the watch has extended it
     assert.equal(lk.lost, false);
     assert.deepEqual(await srv.all('GET', 'n:watch'), [lk.value, lk.value, lk.value]);
-    await srv.all('DEL', 'n:watch'); // make it lost on every master
+    await srv.all('SET', 'n:watch', 'intruder', 'PX', '60000'); // taken over: lost on every master
     const err = await Promise.race([lk.lostPromise, sleep(3000, 'timeout')]);
     assert.ok(err instanceof redlock.LostError, `got ${err}`);
     assert.equal(err.code, 'REDLOCK_ELOST');
@@ -232,7 +232,7 @@ describe('redlock-c Node binding', () => {
     const msgs = [];
     const c = await Client.open(srv.uris, { ...base, log: (lvl, m) => msgs.push([lvl, m]), logLevel: redlock.LOG_WARN });
     const lk = await c.lock('n:log', { ttlMs: 400, watch: true });
-    await srv.all('DEL', 'n:log');
+    await srv.all('SET', 'n:log', 'intruder', 'PX', '60000');
     await lk.lostPromise;
     await c.close();
     assert.ok(msgs.some(([lvl, m]) => lvl >= redlock.LOG_WARN && /lost/.test(m)), JSON.stringify(msgs));

@@ -582,7 +582,7 @@ class TestLocking(ServerTestCase):
         c = self.client()
         res = unique("takeover")
         lk = c.lock(res, 10000)
-        self.on_all("DEL", res)  # the value is gone on every master
+        self.on_all("SET", res, "intruder")  # another value on every master: taken over
         with self.assertRaises(redlock.LostError):
             lk.extend(10000)
         self.assertTrue(lk.lost)
@@ -740,7 +740,7 @@ class TestLocking(ServerTestCase):
             done.set()
 
         lk = c.lock(res, 1000, watch=True, on_lost=on_lost)
-        self.on_all("DEL", res)  # the next extension finds the value gone
+        self.on_all("SET", res, "intruder")  # the next extension finds another value
         self.assertTrue(done.wait(30), "on_lost was not called")
         self.assertNotEqual(seen["thread"], threading.get_ident())
         self.assertTrue(seen["lost"])
@@ -1235,10 +1235,10 @@ class TestSubprocess(ServerTestCase):
                 called.set()
             lk = c.lock("cb-close", 1000, watch=True, on_lost=on_lost)
             import socket
-            for u in uris:         # delete the key everywhere: the watch loses it
+            for u in uris:         # another value everywhere: the watch loses it
                 host, port = u[len("redis://"):].split(":")
                 s = socket.create_connection((host, int(port)), timeout=10)
-                s.sendall(b"*2\\r\\n$3\\r\\nDEL\\r\\n$8\\r\\ncb-close\\r\\n"); s.recv(64); s.close()
+                s.sendall(b"*5\\r\\n$3\\r\\nSET\\r\\n$8\\r\\ncb-close\\r\\n$8\\r\\nintruder\\r\\n$2\\r\\nPX\\r\\n$5\\r\\n60000\\r\\n"); s.recv(64); s.close()
             assert called.wait(60), "on_lost not called"
             c.close()              # waits for the close finished by the helper thread
             assert c.closed and lk.released

@@ -266,7 +266,7 @@ fn extend_and_lost_extension() {
     for p in m.all(&["PTTL", "rs:extend"]) {
         assert!(p.parse::<i64>().unwrap() > 4000, "{p}");
     }
-    m.all(&["DEL", "rs:extend"]);
+    m.all(&["SET", "rs:extend", "intruder", "PX", "60000"]); // taken over on every master
     let err = l.extend(S5).unwrap_err();
     assert!(matches!(err, Error::Lost | Error::Locked), "{err:?}");
     let _ = l.unlock(); // lost: an error, but released either way
@@ -282,7 +282,7 @@ fn watch_reports_loss_on_channel_del() {
     thread::sleep(Duration::from_millis(2200)); // two TTLs: extended
     assert!(!l.is_lost());
     assert_eq!(m.all(&["GET", "rs:watch"]), vec![l.value().to_string(); 3]);
-    m.all(&["DEL", "rs:watch"]);
+    m.all(&["SET", "rs:watch", "intruder", "PX", "60000"]); // taken over on every master
     let err = lost
         .recv_timeout(Duration::from_secs(3))
         .expect("lost notification");
@@ -404,7 +404,7 @@ fn logger_gets_messages() {
         .unwrap();
     let l = c.lock("rs:log", Duration::from_millis(400)).unwrap();
     let lost = l.watch().unwrap();
-    m.all(&["DEL", "rs:log"]);
+    m.all(&["SET", "rs:log", "intruder", "PX", "60000"]); // taken over on every master
     lost.recv_timeout(Duration::from_secs(3)).unwrap();
     drop(l);
     drop(c);
