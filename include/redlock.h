@@ -213,9 +213,13 @@ REDLOCK_EXPORT int redlock_options_set_tls_verify(redlock_options_t *opts, int v
  * (they are retried in the background and vote "no" meanwhile).
  * redlock_close() cancels pending calls (ECANCELED; calls made after close
  * began get ECLOSED), releases every lock still held (best effort, bounded by
- * the request timeout), frees their handles and joins the I/O thread.  Called
- * from one of the client's own callbacks it returns at once and the client is
- * freed when the loop thread finishes. */
+ * the request timeout), frees their handles and joins the I/O thread.  Its
+ * bound, whatever the masters' speed (a slow master included): it waits at
+ * most max(5 s, connect timeout + 3 x request timeout) from its start, then
+ * drops every master's connection and leaves what was not sent or answered
+ * to expire at its TTL (one WARN log line says so).  Called from one of the
+ * client's own callbacks it returns at once and the client is freed when the
+ * loop thread finishes. */
 REDLOCK_EXPORT int redlock_open(redlock_t **out, const redlock_options_t *opts);
 REDLOCK_EXPORT void redlock_close(redlock_t *client);
 

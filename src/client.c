@@ -48,6 +48,8 @@ static void client_record_votes(void *arg, const round_t *round) {
       memcpy(latest->detail[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
     else if (round->votes[i].why == WHY_DUPLICATE)
       memcpy(latest->detail[i], client->nodes[i].dup_why, NODE_DOWN_WHY_LEN);
+    else if (round->votes[i].why == WHY_BUSY)
+      node_busy_why(&client->nodes[i], latest->detail[i], NODE_DOWN_WHY_LEN);
     else
       latest->detail[i][0] = '\0';
   }
@@ -97,6 +99,8 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
 
 /* ---- deadlines ---------------------------------------------------------------------- */
 
+static void client_close_out_of_time(redlock_t *client);
+
 static void deadline_timer_cb(uv_timer_t *timer) {
   redlock_t *client = timer->data;
   client->deadline_armed_ns = 0;
@@ -120,6 +124,13 @@ static void deadline_timer_cb(uv_timer_t *timer) {
     uint64_t due_ns = node_replays_due_ns(&client->nodes[i]);
     if (due_ns != 0)
       client_arm_deadline(client, due_ns);
+  }
+  /* The close's own bound: whatever the masters' speed. */
+  if (client->close_phase == CLOSE_DRAINING && !client->close_out_of_time) {
+    if (client_now_ns(client) >= client->close_deadline_ns)
+      client_close_out_of_time(client);
+    else
+      client_arm_deadline(client, client->close_deadline_ns);
   }
   client_maybe_finish_close(client);
 }
@@ -322,10 +333,59 @@ static void client_free(redlock_t *client) {
   free(client);
 }
 
+uint64_t client_close_bound_ms(const redlock_options_t *opts) {
+  uint64_t ms = (uint64_t)opts->connect_timeout_ms +
+                (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * opts->request_timeout_ms;
+  return ms > CLIENT_CLOSE_MIN_MS ? ms : CLIENT_CLOSE_MIN_MS;
+}
+
+/* The close's bound is over (deadline timer, outside hiredis callbacks):
+ * says once what is left, drops every master's connection for good (what
+ * they were sent and did not answer, and what is kept for them, is given
+ * up: counted as abandoned), and releases the leases not yet released
+ * without sending anything, which frees their handles.  The keys expire at
+ * their TTL. */
+static void client_close_out_of_time(redlock_t *client) {
+  client->close_out_of_time = 1;
+  unsigned held = 0, owed = 0;
+  for (list_node_t *h = client->held_locks.next; h != &client->held_locks; h = h->next)
+    held++;
+  char masters[256] = "";
+  size_t used = 0;
+  for (unsigned i = 0; i < client->n_nodes; i++) {
+    unsigned n = node_releases_owed(&client->nodes[i]);
+    owed += n;
+    if (n > 0 && used < sizeof masters) {
+      int w = snprintf(masters + used, sizeof masters - used, "%s%s: %u", used > 0 ? ", " : "",
+                       client->nodes[i].addr.label, n);
+      used += w > 0 ? (size_t)w : 0;
+    }
+  }
+  client_log(
+      client, REDLOCK_LOG_WARN,
+      "close: not done within its bound of %llu ms: %u release(s) unanswered or unsent%s%s%s, "
+      "%u lock(s) not yet released; the masters' connections are dropped and what they "
+      "still hold is left to expire at their TTL",
+      (unsigned long long)client_close_bound_ms(&client->opts), owed, owed ? " (" : "", masters,
+      owed ? ")" : "", held);
+  client->close_preparing = 1; /* rounds settling below do not recurse into the close */
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    node_abandon(&client->nodes[i]);
+  /* No master takes anything now: each release round is decided at once
+   * (what a round still waits on, if anything, lets the rest go as it
+   * settles, through client_maybe_finish_close). */
+  while (lock_release_held(client) && round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW) {
+  }
+  client->close_preparing = 0;
+}
+
 static void client_begin_close(redlock_t *client) {
   if (client->close_phase != CLOSE_NONE)
     return;
   client->close_phase = CLOSE_DRAINING;
+  client->close_deadline_ns =
+      client_now_ns(client) + client_close_bound_ms(&client->opts) * 1000000u;
+  client_arm_deadline(client, client->close_deadline_ns);
   client->notify.closing = 1;  /* no more reconnects of subscribers */
   client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
@@ -418,7 +478,7 @@ static void client_teardown(redlock_t *client) {
 
 /* ---- composition: what the modules below get from the client ------------------------ */
 
-/* One server listed twice (issue 23): judged again whenever a master comes
+/* One server listed twice: judged again whenever a master comes
  * up (a new connection: a new address, perhaps a new run_id after a
  * restart) or goes down (`leaving`, still READY while it reports).  Of the
  * masters up that are one server, the lowest-numbered votes; each other is

@@ -151,7 +151,9 @@ struct redlock {
   int free_on_exit;             /* own thread: close called from a callback */
   void (*closed_cb)(void *arg); /* redlock_close_uv's */
   void *closed_arg;
-  op_t close_op; /* OP_CLOSE, preallocated: closing never fails for want of memory */
+  op_t close_op;              /* OP_CLOSE, preallocated: closing never fails for want of memory */
+  uint64_t close_deadline_ns; /* loop: the close's bound ends then (client_close_bound_ms) */
+  int close_out_of_time;      /* loop: it did; the masters were dropped */
 
   /* ---- lock.c: handles and calls in flight (initialised and freed by client.c) ---- */
   list_node_t ops_in_flight;    /* loop: op_t.link of dispatched lock/extend/unlock/watch */
@@ -204,6 +206,18 @@ void client_defer_wake(redlock_t *client, sync_waiter_t *w);
 uint32_t client_random(redlock_t *client);
 /* An op finished: during close, see whether shutdown can proceed. */
 void client_maybe_finish_close(redlock_t *client);
+/* The close's bound (redlock.h, docs/api.md): what the close has not sent,
+ * or has not had answered, this long after it began is given up, the
+ * masters' connections are dropped and the keys expire at their TTL.  Long
+ * enough for what a close normally waits for: a master that stops answering
+ * is dropped after NODE_HUNG_REQUEST_TIMEOUTS request timeouts and one that
+ * was down may come back within a connect timeout to be sent its replays;
+ * and at least CLIENT_CLOSE_MIN_MS, in which healthy masters take tens of
+ * thousands of releases (100 000 in 0.7 s).  A master that answers, but
+ * slowly, no longer holds the close for as long as its queue takes (issue
+ * 23: 180 s). */
+#define CLIENT_CLOSE_MIN_MS 5000u
+uint64_t client_close_bound_ms(const redlock_options_t *opts);
 /* Now, on the client's monotonic clock: clock_now_ns, or the unit tests'
  * stepped clock.  What the engine measures (validity, wait deadlines,
  * deadline timers) reads this one clock. */

@@ -16,6 +16,8 @@
 static void node_connect(node_t *node);
 static void node_fail_backlog(node_t *node);
 static void node_drain_backlog(node_t *node);
+static void node_replay_releases(node_t *node);
+static int node_can_write(const node_t *node);
 
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
@@ -225,23 +227,25 @@ static void replay_done(node_req_t *req, const redisReply *reply) {
  * would otherwise hold the key for a whole TTL.  Compare-and-delete is safe
  * to repeat at any time: it only deletes our own value. */
 static void node_replay_releases(node_t *node) {
-  list_node_t batch;
-  list_move_all(&node->missed_releases, &batch);
-  unsigned sent = node->n_missed_releases;
-  node->n_missed_releases = 0;
-  while (!list_empty(&batch)) {
-    missed_release_t *missed = list_entry(batch.next, missed_release_t, link);
-    list_remove(&missed->link);
+  unsigned sent = 0;
+  while (!list_empty(&node->missed_releases)) {
+    missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
     missed->req.cmd = missed->cmd;
     missed->req.len = missed->len;
     missed->req.fn = replay_done;
     missed->req.keep = 1;
     missed->req.now_ns = 0; /* node_send reads the clock */
-    if (node_send(node, &missed->req) == 0)
-      node->replays_out++;
-    else
-      free(missed); /* down again: lost with the connection (cannot happen while READY) */
+    /* Full (busy), or the connection is going (down): the rest stay kept,
+     * in order, until it has drained or is back. */
+    if (node_send(node, &missed->req) != 0)
+      break;
+    list_remove(&missed->link);
+    node->n_missed_releases--;
+    node->missed_bytes -= missed->len;
+    node->replays_out++;
+    sent++;
   }
+  stats_master_kept(node->stats, node->index, node->n_missed_releases);
   if (sent > 0)
     log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: replaying %u release(s) it missed",
               node->addr.label, sent);
@@ -251,22 +255,49 @@ static void node_replay_releases(node_t *node) {
     node_report(node, NODE_EV_REPLAYS_DUE, NULL, NULL);
 }
 
+/* Drops the oldest kept release: its key expires at its TTL. */
+static void node_drop_oldest_kept(node_t *node) {
+  missed_release_t *oldest = list_entry(node->missed_releases.next, missed_release_t, link);
+  list_remove(&oldest->link);
+  node->n_missed_releases--;
+  node->missed_bytes -= oldest->len;
+  free(oldest);
+  stats_master_abandoned(node->stats, node->index, 1);
+}
+
 void node_defer_release(node_t *node, const char *cmd, size_t len) {
-  if (node->state == NODE_CLOSED)
+  if (node->state == NODE_CLOSED) {
+    stats_master_abandoned(node->stats, node->index, 1); /* the client is closing */
     return;
-  if (node->n_missed_releases >= NODE_MAX_MISSED_RELEASES) {
-    missed_release_t *oldest = list_entry(node->missed_releases.next, missed_release_t, link);
-    list_remove(&oldest->link);
-    free(oldest);
-    node->n_missed_releases--;
   }
+  while (node->n_missed_releases > 0 && (node->n_missed_releases >= NODE_MAX_MISSED_RELEASES ||
+                                         node->missed_bytes + len > NODE_MAX_MISSED_BYTES))
+    node_drop_oldest_kept(node);
   missed_release_t *missed = calloc(1, sizeof *missed + len);
-  if (missed == NULL)
-    return; /* best effort: the key expires at its TTL anyway */
+  if (missed == NULL) {
+    /* best effort: the key expires at its TTL anyway */
+    stats_master_abandoned(node->stats, node->index, 1);
+    return;
+  }
   missed->len = len;
   memcpy(missed->cmd, cmd, len);
   list_insert_tail(&node->missed_releases, &missed->link);
   node->n_missed_releases++;
+  node->missed_bytes += len;
+  stats_master_kept(node->stats, node->index, node->n_missed_releases);
+}
+
+unsigned node_releases_owed(const node_t *node) {
+  return node->releases_queued + node->n_missed_releases;
+}
+
+void node_busy_why(const node_t *node, char *buf, size_t size) {
+  if (!node->overloaded) {
+    snprintf(buf, size, "%s", "");
+    return;
+  }
+  snprintf(buf, size, "queue full: %u requests, %zu bytes", node->inflight + node->backlog_len,
+           node->queued_bytes);
 }
 
 /* The node timer is idle while READY: it marks the end of a restart
@@ -539,9 +570,23 @@ void node_start(node_t *node) {
   node_connect(node);
 }
 
+/* The queue's figures, for the stats. */
+static void node_queue_changed(const node_t *node) {
+  stats_master_queue(node->stats, node->index, node->inflight + node->backlog_len,
+                     node->queued_bytes);
+}
+
+/* A request leaves the queue (answered, failed or taken back). */
+static void node_dequeued(node_t *node, const node_req_t *req) {
+  node->queued_bytes -= req->len <= node->queued_bytes ? req->len : node->queued_bytes;
+  if (req->keep && node->releases_queued > 0)
+    node->releases_queued--;
+}
+
 static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   if (node->inflight > 0)
     node->inflight--;
+  node_dequeued(node, req);
   /* The read's time serves both the hung-master watch and the stats. */
   uint64_t now = 0;
   if (got_reply && (node->inflight > 0 || node->stats != NULL))
@@ -557,6 +602,28 @@ static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
   }
 }
 
+/* Half of each bound free again: an overloaded master votes again. */
+static int node_caught_up(const node_t *node) {
+  return node->inflight + node->backlog_len <= NODE_MAX_QUEUED / 2 &&
+         node->queued_bytes <= NODE_MAX_QUEUED_BYTES / 2;
+}
+
+/* After a request came back: fill the pipe from the backlog; a master that
+ * was overloaded and has caught up votes again, and, after a reply (not on
+ * a connection going down), what was kept for it goes out first. */
+static void node_after_reply(node_t *node, int got_reply) {
+  node_drain_backlog(node);
+  if (node->overloaded && node_caught_up(node)) {
+    node->overloaded = 0;
+    log_write(node->env->log, REDLOCK_LOG_INFO,
+              "master %s: caught up (%u requests, %zu bytes queued): it votes again",
+              node->addr.label, node->inflight + node->backlog_len, node->queued_bytes);
+  }
+  if (got_reply && !node->overloaded && node->n_missed_releases > 0 && node_can_write(node))
+    node_replay_releases(node);
+  node_queue_changed(node);
+}
+
 /* hiredis' callback for every request node_send wrote. */
 static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   (void)ac;
@@ -564,7 +631,7 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_t *node = req->node;
   node_request_done(node, req, reply != NULL);
   req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
-  node_drain_backlog(node);
+  node_after_reply(node, reply != NULL);
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
@@ -605,30 +672,66 @@ static void node_drain_backlog(node_t *node) {
 
 /* The connection is gone: queued requests will never be written. */
 static void node_fail_backlog(node_t *node) {
+  node->overloaded = 0; /* what is queued is about to go */
   while (!list_empty(&node->backlog)) {
     node_req_t *req = list_entry(node->backlog.next, node_req_t, link);
     list_remove(&req->link);
     node->backlog_len--;
+    node_dequeued(node, req);
     req->fn(req, NULL);
   }
+  node_queue_changed(node);
+}
+
+/* Whether req fits in the queue (see NODE_MAX_QUEUED).  An empty queue takes
+ * any one request, however long. */
+static int node_queue_admits(node_t *node, const node_req_t *req) {
+  if (node->overloaded && !req->keep)
+    return 0;
+  unsigned queued = node->inflight + node->backlog_len;
+  if (queued == 0 ||
+      (queued < NODE_MAX_QUEUED && node->queued_bytes + req->len <= NODE_MAX_QUEUED_BYTES))
+    return 1;
+  if (!node->overloaded) {
+    node->overloaded = 1;
+    char detail[128];
+    snprintf(detail, sizeof detail, "%u requests, %zu bytes queued (bound: %u, %zu)", queued,
+             node->queued_bytes, (unsigned)NODE_MAX_QUEUED, NODE_MAX_QUEUED_BYTES);
+    log_write(node->env->log, REDLOCK_LOG_WARN,
+              "master %s: queue full (%s): it answers more slowly than it is sent work; it "
+              "votes busy on new rounds until half of that is answered, releases are kept for "
+              "it meanwhile",
+              node->addr.label, detail);
+  }
+  return 0;
 }
 
 int node_send(node_t *node, node_req_t *req) {
   if (!node_can_write(node))
     return NODE_SEND_DOWN;
+  /* Past the queue's bound, or overloaded, a request is refused and counts
+   * as a "busy" vote: back-pressure the caller sees.  A release is refused
+   * only past the bound itself; the round keeps it for this master
+   * (node_defer_release) until it has caught up. */
+  if (!node_queue_admits(node, req))
+    return NODE_SEND_BUSY;
   req->node = node;
   req->sent_ns = 0;
   req->replied_ns = 0;
   list_init(&req->link);
-  if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog))
-    return node_write(node, req, req->now_ns != 0 ? req->now_ns : clock_now_ns());
-  /* The pipe is full: wait in order behind it.  A release is never refused
-   * (a dropped one would hold its key for a whole TTL); the rest are, past
-   * a bound, and count as a "busy" vote: back-pressure the caller sees. */
-  if (node->backlog_len >= NODE_MAX_BACKLOG && !req->keep)
-    return NODE_SEND_BUSY;
+  node->queued_bytes += req->len;
+  node->releases_queued += req->keep != 0;
+  if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog)) {
+    int rc = node_write(node, req, req->now_ns != 0 ? req->now_ns : clock_now_ns());
+    if (rc != 0)
+      node_dequeued(node, req);
+    node_queue_changed(node);
+    return rc;
+  }
+  /* The pipe is full: wait in order behind it. */
   list_insert_tail(&node->backlog, &req->link);
   node->backlog_len++;
+  node_queue_changed(node);
   return 0;
 }
 
@@ -637,6 +740,8 @@ int node_req_queued(const node_req_t *req) { return req->sent_ns == 0 && list_li
 void node_cancel(node_req_t *req) {
   list_remove(&req->link);
   req->node->backlog_len--;
+  node_dequeued(req->node, req);
+  node_queue_changed(req->node);
 }
 
 int node_owes_releases(const node_t *node) { return node_can_write(node) && node->replays_out > 0; }
@@ -683,17 +788,27 @@ static void node_timer_closed(uv_handle_t *handle) {
   node_report(handle->data, NODE_EV_CLOSED, NULL, NULL);
 }
 
-void node_shutdown(node_t *node) {
+void node_abandon(node_t *node) {
   if (node->state == NODE_CLOSED)
     return;
-  node->state = NODE_CLOSED;
+  node->state = NODE_CLOSED; /* from here on, releases deferred are abandoned */
   if (node->resolving != NULL) {
     /* Not waited for: its thread frees the request whenever it returns. */
     resolve_abandon(node->resolving);
     node->resolving = NULL;
   }
+  uv_timer_stop(&node->timer);
   node_release_context(node);
   node_fail_backlog(node);
-  uv_timer_stop(&node->timer);
+  while (node->n_missed_releases > 0)
+    node_drop_oldest_kept(node);
+  stats_master_kept(node->stats, node->index, 0);
+}
+
+void node_shutdown(node_t *node) {
+  if (node->shut_down)
+    return;
+  node->shut_down = 1;
+  node_abandon(node);
   uv_close((uv_handle_t *)&node->timer, node_timer_closed);
 }

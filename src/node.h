@@ -33,8 +33,28 @@ typedef enum {
   NODE_CLOSED,     /* client closing: never reconnects */
 } node_state_t;
 
-#define NODE_MAX_INFLIGHT 8192       /* requests handed to hiredis on one connection */
-#define NODE_MAX_BACKLOG 65536       /* further requests queued; releases are never refused */
+#define NODE_MAX_INFLIGHT 8192 /* requests handed to hiredis on one connection */
+#define NODE_MAX_BACKLOG 65536 /* further requests queued behind them, in order */
+/* A master's queue: the requests written to it and awaiting a reply (at most
+ * NODE_MAX_INFLIGHT) plus those waiting in the backlog to be written.  It is
+ * bounded in requests and in bytes of their commands: a
+ * master that answers, but more slowly than it is sent work, never counts as
+ * hung, and its queue used to grow for as long as the load lasted.
+ *  - requests: the in-flight cap and the backlog, as before (issue 15: 50 000
+ *    unlocks at once must all go through a healthy master, so no less);
+ *  - bytes: 16 MiB, about what 73 728 ordinary commands (~100-200 bytes:
+ *    SET key value NX PX ttl, the release script) take, so that for them the
+ *    request bound comes first, while large ones (lock_many of long names:
+ *    up to ~140 KiB each) are held to a few hundred.
+ * Each request also keeps its round alive until answered (the votes, ~100
+ * bytes a master, and the command, shared by every master); docs/api.md
+ * (Limits) states the resulting memory per master.
+ * A master whose queue is full is "overloaded": it votes `busy` on every new
+ * round (not sent) until half of each bound is free again, and a release
+ * that does not fit is kept aside (missed_releases, below), to be sent once
+ * it has caught up. */
+#define NODE_MAX_QUEUED (NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG) /* 73 728 requests */
+#define NODE_MAX_QUEUED_BYTES ((size_t)16 << 20)               /* of their commands */
 #define NODE_HUNG_REQUEST_TIMEOUTS 3 /* no reply for this many request timeouts: reconnect */
 #define NODE_BACKOFF_BASE_MS 25
 #define NODE_BACKOFF_CAP_MS 1000
@@ -45,7 +65,12 @@ typedef enum {
 
 #define NODE_DOWN_WHY_LEN 160 /* bytes kept of why a master is down */
 
-#define NODE_MAX_MISSED_RELEASES 16384 /* kept per unreachable master, oldest dropped */
+/* Releases kept for a master that was down, hung or overloaded when they
+ * were sent (missed_releases), to send again once it is up and has room: at
+ * most this many and this many bytes, the oldest dropped (their keys expire
+ * at their TTL; counted as abandoned in the stats). */
+#define NODE_MAX_MISSED_RELEASES 16384
+#define NODE_MAX_MISSED_BYTES ((size_t)8 << 20)
 
 struct node;
 struct node_req;
@@ -140,6 +165,9 @@ typedef struct node {
   unsigned inflight;   /* requests handed to hiredis, awaiting replies */
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
+  size_t queued_bytes;           /* the commands of those (in flight or in the backlog) */
+  unsigned releases_queued;      /* of those, releases (keep) */
+  int overloaded;                /* the queue reached its bound; cleared at half of it */
   unsigned replays_out;          /* replayed releases not yet answered (close waits) */
   uint64_t progress_ns;          /* last reply, or the first send after being idle */
   int progress_unwritten;        /* progress_ns dates a first send, not a reply */
@@ -149,13 +177,15 @@ typedef struct node {
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
+  size_t missed_bytes;
+  int shut_down; /* node_shutdown ran */
   /* Why the master is down (the last failed attempt: "cannot connect:
    * certificate verify failed: ..."), "" while up; client->mutex, since
    * redlock_last_votes() reads it from any thread. */
   char down_why[NODE_DOWN_WHY_LEN];
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
-  /* One server listed twice (issue 23): the owner (client.c, loop thread)
+  /* One server listed twice: the owner (client.c, loop thread)
    * sets these from node_same_server whenever a master comes up or goes
    * down.  dup_of: the lower-numbered master, up, that this one (up) is the
    * same server as, or -1; while it is >= 0 this master is not a voter.
@@ -173,7 +203,7 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
 #define NODE_SEND_DOWN 1 /* not connected (or handshake not done) */
-#define NODE_SEND_BUSY 2 /* the backlog is full (never for a release) */
+#define NODE_SEND_BUSY 2 /* the queue is full (a release: only past the hard bound) */
 /* TCP: the numeric address of the master's last lookup ("" before the
  * first); the subscriber connection connects there too. */
 const char *node_ip(const node_t *node);
@@ -181,7 +211,10 @@ const char *node_ip(const node_t *node);
  * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
  * so that a burst is never dropped: it waits for the pipe.  Returns 0 (then
  * req->fn runs exactly once), or NODE_SEND_DOWN / NODE_SEND_BUSY (it never
- * runs).  A master that goes down runs fn with NULL for every request. */
+ * runs): busy when the queue would pass NODE_MAX_QUEUED requests or
+ * NODE_MAX_QUEUED_BYTES, and for anything but a release (keep) while the
+ * master is overloaded.  A master that goes down runs fn with NULL for every
+ * request. */
 int node_send(node_t *node, node_req_t *req);
 /* 1 while req is queued, not yet written. */
 int node_req_queued(const node_req_t *req);
@@ -206,8 +239,14 @@ void node_drop_if_hung(node_t *node);
  * no round, so no round deadline would otherwise judge them. */
 uint64_t node_replays_due_ns(const node_t *node);
 /* Keeps a release (a formatted compare-and-delete) that may not have reached
- * this master, to send again once it is READY. */
+ * this master, to send again once it is READY and not overloaded.  Once the
+ * client is closing (the node CLOSED) it is counted as abandoned instead. */
 void node_defer_release(node_t *node, const char *cmd, size_t len);
+/* Releases this master is still owed: queued or in flight, or kept. */
+unsigned node_releases_owed(const node_t *node);
+/* Why a vote of this master was `busy`, for redlock_last_votes ("queue full:
+ * N requests, B bytes"), or "" when it is not overloaded. */
+void node_busy_why(const node_t *node, char *buf, size_t size);
 /* Releases this master still owes an answer to (queued, in flight, or
  * replayed); close waits for them while the master is up. */
 int node_owes_releases(const node_t *node);
@@ -224,8 +263,13 @@ int node_quarantined_now(const node_t *node);
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
-/* Closes the connection for good; pending requests get NULL replies now.
- * NODE_EV_CLOSED is reported once its timer handle is closed. */
+/* The close is out of time: drops the connection for good (no reconnect);
+ * pending requests get NULL replies now, kept releases are dropped, and
+ * every release among them is counted as abandoned.  Outside of hiredis
+ * callbacks.  node_shutdown still closes its handles. */
+void node_abandon(node_t *node);
+/* Closes the connection for good (node_abandon); NODE_EV_CLOSED is reported
+ * once its timer handle is closed. */
 void node_shutdown(node_t *node);
 /* Frees what node_init allocated (after the timer handle closed). */
 void node_free(node_t *node);

@@ -5,7 +5,7 @@
  * every lock of the client, healthy masters included.  So names are looked
  * up first, and hiredis is handed numeric addresses.
  *
- * Each lookup runs getaddrinfo() on a detached thread of its own (issue 23),
+ * Each lookup runs getaddrinfo() on a detached thread of its own,
  * not on libuv's thread pool: that pool is 4 threads shared by the whole
  * process, of which lookups ("slow I/O") may hold 2, so two lookups hung on
  * a dead resolver used to make every other lookup -- the healthy masters'

@@ -406,6 +406,10 @@ typedef enum {
   V_MASTERS_USABLE,
   V_M_REQUESTS,
   V_M_INFLIGHT,
+  V_M_QUEUED,
+  V_M_QUEUED_BYTES,
+  V_M_RELEASES_KEPT,
+  V_M_RELEASES_ABANDONED,
   V_M_RECONNECTS,
   V_M_CONNECT_FAILURES,
   V_M_DISCONNECTS,
@@ -455,6 +459,15 @@ static const metric_t metrics[] = {
      "Requests written to the master."},
     {"redlock_master_requests_in_flight", MT_GAUGE, SH_M_SCALAR, V_M_INFLIGHT, 0,
      "Requests written to the master and not yet answered."},
+    {"redlock_master_queued_requests", MT_GAUGE, SH_M_SCALAR, V_M_QUEUED, 0,
+     "Requests in the master's queue: in flight or waiting to be written (bounded)."},
+    {"redlock_master_queued_bytes", MT_GAUGE, SH_M_SCALAR, V_M_QUEUED_BYTES, 0,
+     "Bytes of the commands in the master's queue (bounded)."},
+    {"redlock_master_releases_kept", MT_GAUGE, SH_M_SCALAR, V_M_RELEASES_KEPT, 0,
+     "Releases kept for the master (down, hung or queue full when sent), to send later."},
+    {"redlock_master_releases_abandoned_total", MT_COUNTER, SH_M_SCALAR, V_M_RELEASES_ABANDONED, 0,
+     "Releases the master never got: dropped past the bound, or given up at close (keys expire "
+     "at their TTL)."},
     {"redlock_master_reconnects_total", MT_COUNTER, SH_M_SCALAR, V_M_RECONNECTS, 0,
      "Connections to the master established after the first one."},
     {"redlock_master_connect_failures_total", MT_COUNTER, SH_M_SCALAR, V_M_CONNECT_FAILURES, 0,
@@ -522,6 +535,14 @@ static int64_t scalar(const redlock_t *client, value_t v, unsigned i, uint64_t n
     uint64_t sent = get(&m->sent);
     return sent > done ? (int64_t)(sent - done) : 0;
   }
+  case V_M_QUEUED:
+    return (int64_t)get(&m->queued);
+  case V_M_QUEUED_BYTES:
+    return (int64_t)get(&m->queued_bytes);
+  case V_M_RELEASES_KEPT:
+    return (int64_t)get(&m->releases_kept);
+  case V_M_RELEASES_ABANDONED:
+    return (int64_t)get(&m->releases_abandoned);
   case V_M_RECONNECTS:
     return (int64_t)get(&m->reconnects);
   case V_M_CONNECT_FAILURES:

@@ -86,6 +86,10 @@ typedef struct {
   stats_hist_t latency;
   _Atomic uint64_t sent, done; /* requests written / come back: in flight = the difference */
   _Atomic uint64_t reconnects, connect_failures, disconnects, tls_failures;
+  /* node.c: its queue now (requests in flight or in the backlog, their
+   * commands' bytes), the releases kept for it now, and those it never got
+   * (dropped past the bound, or given up by the close) */
+  _Atomic uint64_t queued, queued_bytes, releases_kept, releases_abandoned;
   /* loop only */
   uint64_t since_ns; /* last state change (up or down), for event durations */
   int ever_up;
@@ -135,6 +139,24 @@ static inline void stats_gauge(struct stats *stats, stats_gauge_t gauge, int64_t
 static inline void stats_master_sent(struct stats *stats, unsigned i) {
   if (stats != NULL)
     stats_bump(&stats->masters[i].sent, 1);
+}
+/* node.c: master i's queue changed (absolute figures). */
+static inline void stats_master_queue(struct stats *stats, unsigned i, uint64_t requests,
+                                      uint64_t bytes) {
+  if (stats != NULL) {
+    atomic_store_explicit(&stats->masters[i].queued, requests, memory_order_relaxed);
+    atomic_store_explicit(&stats->masters[i].queued_bytes, bytes, memory_order_relaxed);
+  }
+}
+/* node.c: releases kept for master i now. */
+static inline void stats_master_kept(struct stats *stats, unsigned i, uint64_t kept) {
+  if (stats != NULL)
+    atomic_store_explicit(&stats->masters[i].releases_kept, kept, memory_order_relaxed);
+}
+/* node.c: n releases master i will never get (their keys expire at their TTL). */
+static inline void stats_master_abandoned(struct stats *stats, unsigned i, uint64_t n) {
+  if (stats != NULL)
+    stats_bump(&stats->masters[i].releases_abandoned, n);
 }
 /* node.c: a written request to master i came back, with a reply or without;
  * latency is observed for replies (now_ns read by the caller). */

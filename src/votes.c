@@ -60,8 +60,9 @@ void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
   }
   slot->entry.outcome = book->latest.outcome;
   memcpy(slot->entry.why, book->latest.why, book->n_masters);
-  for (unsigned i = 0; i < book->n_masters; i++) /* only down and duplicate votes carry one */
-    if (book->latest.why[i] == WHY_DOWN || book->latest.why[i] == WHY_DUPLICATE)
+  for (unsigned i = 0; i < book->n_masters; i++) /* only down, duplicate and busy votes carry one */
+    if (book->latest.why[i] == WHY_DOWN || book->latest.why[i] == WHY_DUPLICATE ||
+        book->latest.why[i] == WHY_BUSY)
       memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
     else
       slot->entry.detail[i][0] = '\0';

@@ -268,6 +268,45 @@ static void test_delay(void **state) {
   redisFree(c);
 }
 
+/* Pace: the server gets one command per pace, so pipelined commands are
+ * answered one at a time, pace apart, in order; the framing holds across
+ * reads (a 256 KiB bulk string arrives in several). */
+static void test_pace(void **state) {
+  fixture_t *f = *state;
+  enum { PACE_MS = 20, N = 8, BIG = 256 * 1024 };
+  assert_int_equal(fault_proxy_set_pace(f->proxy, PACE_MS), 0);
+  redisContext *c = connect_via(f->proxy, SLOW_TIMEOUT_MS);
+  assert_non_null(c);
+  char *big = malloc(BIG);
+  assert_non_null(big);
+  memset(big, 'x', BIG);
+  assert_int_equal(redisAppendCommand(c, "DEL fp:pace"), REDIS_OK);
+  assert_int_equal(redisAppendCommand(c, "SET fp:big %b", big, (size_t)BIG), REDIS_OK);
+  for (int i = 0; i < N; i++)
+    assert_int_equal(redisAppendCommand(c, "INCR fp:pace"), REDIS_OK);
+  uint64_t t0 = rh_now_ms();
+  for (int i = 0; i < 2 + N; i++) {
+    void *reply = NULL;
+    assert_int_equal(redisGetReply(c, &reply), REDIS_OK);
+    redisReply *r = reply;
+    if (i >= 2) {
+      assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+      assert_int_equal(r->integer, i - 1);
+    }
+    freeReplyObject(r);
+  }
+  /* The first command left at once, each later one PACE_MS after the one
+   * before it (a lower bound: a loaded machine only makes it later). */
+  uint64_t took = rh_now_ms() - t0;
+  printf("  %d paced commands answered in %llu ms\n", 2 + N, (unsigned long long)took);
+  assert_true(took >= (uint64_t)(1 + N) * PACE_MS - 2);
+  /* Off again: nothing more waits. */
+  assert_int_equal(fault_proxy_set_pace(f->proxy, 0), 0);
+  assert_true(ping(c));
+  free(big);
+  redisFree(c);
+}
+
 static void test_stall(void **state) {
   fixture_t *f = *state;
   redisContext *c = connect_via(f->proxy, FAULT_TIMEOUT_MS);
@@ -524,6 +563,7 @@ int main(void) {
       cmocka_unit_test(test_loopback_only),
       cmocka_unit_test_setup_teardown(test_forwarding_and_count, setup, teardown),
       cmocka_unit_test_setup_teardown(test_delay, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_pace, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stall, setup, teardown),
       cmocka_unit_test_setup_teardown(test_blackhole, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reset_all, setup, teardown),

@@ -11,6 +11,11 @@
  *    change applies to what is already queued;
  *  - stall: pump() sends nothing, reads go on (the proxy buffers, as the
  *    kernel would for a stopped peer), bounded by the buffer cap;
+ *  - pace (client -> upstream only): what the client sends is cut into
+ *    chunks at the end of each command (a RESP framing tracker, fp_resp_t),
+ *    and a chunk that starts a command leaves no sooner than pace after the
+ *    chunk that ended the command before it: the server gets, and answers,
+ *    one command per pace;
  *  - blackhole: read bytes are freed, the FIFO is emptied of data;
  *  - a peer's FIN travels as a marker at the end of the FIFO so it is never
  *    delivered before the data it followed (and obeys stall and delay);
@@ -60,10 +65,20 @@ typedef struct fp_chunk {
   fp_dir_t *dir;
   uint64_t arrival_ns; /* uv_hrtime(): ms-truncated loop time could undercut the delay */
   size_t len;
-  int eof; /* the source's FIN: forwarded as a shutdown once what preceded it is out */
+  int eof;     /* the source's FIN: forwarded as a shutdown once what preceded it is out */
+  int cmd_end; /* pace: the chunk ends a command */
   uv_write_t req;
   char data[];
 } fp_chunk_t;
+
+/* Where a stream of RESP commands is: enough to find where each ends. */
+enum { RS_START = 0, RS_INLINE, RS_ARRAY_LEN, RS_BULK_HDR, RS_BULK_LEN, RS_BULK_DATA };
+typedef struct {
+  int state;
+  uint64_t num;   /* the length being read */
+  uint64_t bulks; /* bulk strings left in the command */
+  uint64_t skip;  /* bytes left of the bulk string and its CRLF */
+} fp_resp_t;
 
 struct fp_dir {
   fp_conn_t *conn;
@@ -73,9 +88,11 @@ struct fp_dir {
   size_t inflight; /* bytes handed to uv_write and not written yet */
   uv_timer_t timer;
   uv_shutdown_t shutdown_req;
-  int src_eof;     /* src sent its FIN: libuv stopped reading it for good */
-  int shut;        /* the FIN went out */
-  int read_paused; /* src not read: dst is slow (FP_INFLIGHT_HIGH) */
+  int src_eof;          /* src sent its FIN: libuv stopped reading it for good */
+  int shut;             /* the FIN went out */
+  int read_paused;      /* src not read: dst is slow (FP_INFLIGHT_HIGH) */
+  fp_resp_t resp;       /* pace: the commands' framing (client -> upstream) */
+  uint64_t pace_due_ns; /* pace: the next command may leave then */
 };
 
 struct fp_conn {
@@ -90,7 +107,7 @@ struct fp_conn {
 };
 
 typedef struct {
-  unsigned delay_ms;
+  unsigned delay_ms, pace_ms;
   int stalled, blackhole, refuse;
   size_t max_buffer;
   uint64_t reset_seq; /* bumped per reset_all; a change means "reset now" */
@@ -260,10 +277,13 @@ static void pump(fp_dir_t *d) {
     return;
   }
   uint64_t delay_ns = (uint64_t)p->cfg.delay_ms * 1000000u;
+  uint64_t pace_ns = d == &c->dir[0] ? (uint64_t)p->cfg.pace_ms * 1000000u : 0;
   fp_chunk_t *ch;
   while ((ch = d->head) != NULL) {
-    if (delay_ns > 0) {
+    if (delay_ns > 0 || (pace_ns > 0 && !ch->eof)) {
       uint64_t now = uv_hrtime(), due = ch->arrival_ns + delay_ns;
+      if (pace_ns > 0 && !ch->eof && d->pace_due_ns > due)
+        due = d->pace_due_ns;
       if (due > now) {
         /* Rounded up: a timer may fire up to 1 ms early in real time, in
          * which case the check above re-arms it rather than send early. */
@@ -285,6 +305,8 @@ static void pump(fp_dir_t *d) {
     }
     d->queued -= ch->len;
     d->inflight += ch->len;
+    if (pace_ns > 0 && ch->cmd_end)
+      d->pace_due_ns = uv_hrtime() + pace_ns;
     uv_buf_t buf = uv_buf_init(ch->data, (unsigned)ch->len);
     if (uv_write(&ch->req, d->dst, &buf, 1, on_write) != 0) {
       d->inflight -= ch->len;
@@ -298,6 +320,102 @@ static void pump(fp_dir_t *d) {
     }
   }
   uv_timer_stop(&d->timer);
+}
+
+/* Consumes bytes of a command stream up to the end of the current command
+ * (*end = 1 then) or to n.  Returns how many it consumed. */
+static size_t resp_feed(fp_resp_t *r, const char *p, size_t n, int *end) {
+  *end = 0;
+  size_t i = 0;
+  while (i < n) {
+    char ch = p[i];
+    if (r->state == RS_BULK_DATA) {
+      size_t take = n - i < r->skip ? n - i : (size_t)r->skip;
+      i += take;
+      r->skip -= take;
+      if (r->skip == 0) {
+        r->state = --r->bulks == 0 ? RS_START : RS_BULK_HDR;
+        if (r->state == RS_START) {
+          *end = 1;
+          return i;
+        }
+      }
+      continue;
+    }
+    i++;
+    switch (r->state) {
+    case RS_START:
+      if (ch == '*') {
+        r->state = RS_ARRAY_LEN;
+        r->num = 0;
+      } else if (ch != '\r' && ch != '\n') {
+        r->state = RS_INLINE;
+      }
+      break;
+    case RS_INLINE:
+      if (ch == '\n') {
+        r->state = RS_START;
+        *end = 1;
+        return i;
+      }
+      break;
+    case RS_ARRAY_LEN:
+    case RS_BULK_LEN:
+      if (ch >= '0' && ch <= '9') {
+        r->num = r->num * 10 + (uint64_t)(ch - '0');
+      } else if (ch == '\n' && r->state == RS_ARRAY_LEN) {
+        r->bulks = r->num;
+        r->state = RS_BULK_HDR;
+        if (r->bulks == 0) {
+          r->state = RS_START;
+          *end = 1;
+          return i;
+        }
+      } else if (ch == '\n') {
+        r->skip = r->num + 2;
+        r->state = RS_BULK_DATA;
+      }
+      break;
+    case RS_BULK_HDR:
+      if (ch == '$') {
+        r->state = RS_BULK_LEN;
+        r->num = 0;
+      }
+      break;
+    }
+  }
+  return i;
+}
+
+/* Pace: queues what was read as chunks that each end where a command ends
+ * (or where the read ended).  0, or -1 out of memory. */
+static int dir_push_commands(fp_dir_t *d, fp_chunk_t *ch) {
+  size_t off = 0;
+  while (off < ch->len) {
+    int end;
+    size_t n = resp_feed(&d->resp, ch->data + off, ch->len - off, &end);
+    fp_chunk_t *piece;
+    if (off == 0 && n == ch->len) {
+      piece = ch; /* the whole read: no copy */
+    } else {
+      piece = malloc(sizeof *piece + n);
+      if (piece == NULL) {
+        free(ch);
+        return -1;
+      }
+      memcpy(piece->data, ch->data + off, n);
+      piece->len = n;
+      piece->eof = 0;
+      piece->arrival_ns = ch->arrival_ns;
+    }
+    piece->cmd_end = end;
+    dir_push(d, piece);
+    off += n;
+    if (piece == ch)
+      return 0;
+  }
+  free(ch);
+  return 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
@@ -340,8 +458,16 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
   }
   ch->len = (size_t)nread;
   ch->eof = 0;
+  ch->cmd_end = 0;
   ch->arrival_ns = uv_hrtime();
-  dir_push(d, ch);
+  if (d == &c->dir[0] && p->cfg.pace_ms > 0) {
+    if (dir_push_commands(d, ch) != 0) {
+      conn_close(c, 1);
+      return;
+    }
+  } else {
+    dir_push(d, ch);
+  }
   if (conn_buffered(c) > p->cfg.max_buffer) {
     conn_close(c, 1);
     return;
@@ -465,7 +591,8 @@ static void on_async(uv_async_t *a) {
   }
   if (cfg.blackhole && !old.blackhole)
     for_each_dir(p, dir_drop_data);
-  if (cfg.delay_ms != old.delay_ms || cfg.stalled != old.stalled || cfg.blackhole != old.blackhole)
+  if (cfg.delay_ms != old.delay_ms || cfg.pace_ms != old.pace_ms || cfg.stalled != old.stalled ||
+      cfg.blackhole != old.blackhole)
     for_each_dir(p, pump);
 
   uv_mutex_lock(&p->mutex);
@@ -498,6 +625,7 @@ static int control(fault_proxy_t *p, fp_edit_fn edit, size_t value) {
 }
 
 static void edit_delay(fp_config_t *cfg, size_t v) { cfg->delay_ms = (unsigned)v; }
+static void edit_pace(fp_config_t *cfg, size_t v) { cfg->pace_ms = (unsigned)v; }
 static void edit_stall(fp_config_t *cfg, size_t v) { cfg->stalled = v != 0; }
 static void edit_blackhole(fp_config_t *cfg, size_t v) { cfg->blackhole = v != 0; }
 static void edit_refuse(fp_config_t *cfg, size_t v) { cfg->refuse = v != 0; }
@@ -511,6 +639,9 @@ static void edit_max_buffer(fp_config_t *cfg, size_t v) {
 
 int fault_proxy_set_delay(fault_proxy_t *p, unsigned delay_ms) {
   return control(p, edit_delay, delay_ms);
+}
+int fault_proxy_set_pace(fault_proxy_t *p, unsigned pace_ms) {
+  return control(p, edit_pace, pace_ms);
 }
 int fault_proxy_set_stall(fault_proxy_t *p, int stalled) {
   return control(p, edit_stall, stalled != 0);

@@ -40,6 +40,14 @@ int fault_proxy_port(const fault_proxy_t *proxy);
 /* Adds delay_ms of latency to every chunk in both directions, order kept.
  * Applies to bytes already queued too (measured from their arrival). */
 int fault_proxy_set_delay(fault_proxy_t *proxy, unsigned delay_ms);
+/* A slow but live master: forwards the client's commands to the server one
+ * at a time, each at least pace_ms after the one before it (0: off), so the
+ * server answers every command pace_ms late, in order, and is never silent
+ * for longer than that.  Commands are found by their RESP framing (arrays of
+ * bulk strings, as hiredis writes them; an inline command ends at its
+ * newline), so set it before the client connects (bytes read while it is
+ * off are not framed).  Replies are not held. */
+int fault_proxy_set_pace(fault_proxy_t *proxy, unsigned pace_ms);
 /* Nonzero: forward nothing, buffer everything (up to the buffer cap), like a
  * peer that stopped running; zero: forward the backlog, then carry on. */
 int fault_proxy_set_stall(fault_proxy_t *proxy, int stalled);

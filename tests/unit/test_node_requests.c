@@ -272,9 +272,13 @@ static void small_fn(node_req_t *req, const redisReply *reply) {
     (*r->nulls)++;
 }
 
+/* The queue's request bound: past NODE_MAX_QUEUED requests (in flight and
+ * in the backlog) anything is refused (BUSY), a release too (its round keeps
+ * it for later); the master is then overloaded.  When it goes down every
+ * request, written or queued, gets NULL, and it is no longer overloaded. */
 static void test_backlog_busy_then_down(void **state) {
   nf_t *f = *state;
-  enum { TOTAL = NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG + 1 };
+  enum { TOTAL = NODE_MAX_QUEUED };
   static const char cmd[] = "*1\r\n$4\r\nPING\r\n";
   small_req_t *r = calloc(TOTAL, sizeof *r);
   assert_non_null(r);
@@ -285,22 +289,160 @@ static void test_backlog_busy_then_down(void **state) {
     r[i].req.cmd = cmd;
     r[i].req.len = sizeof cmd - 1;
     r[i].req.fn = small_fn;
-    r[i].req.keep = i == TOTAL - 1;
+    r[i].req.keep = i % 2; /* releases and others alike */
     r[i].nulls = &nulls;
-    if (i == TOTAL - 1) {
-      small_req_t busy = {.req = {.cmd = cmd, .len = sizeof cmd - 1, .fn = small_fn}};
-      assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
-    }
-    assert_int_equal(node_send(&f->node, &r[i].req), 0); /* the last is a release: kept */
+    assert_int_equal(node_send(&f->node, &r[i].req), 0);
   }
-  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG + 1);
+  assert_int_equal(f->node.inflight, NODE_MAX_INFLIGHT);
+  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
+  assert_int_equal(f->node.queued_bytes, (size_t)TOTAL * (sizeof cmd - 1));
+  assert_int_equal(f->node.releases_queued, TOTAL / 2);
+  assert_false(f->node.overloaded);
+  small_req_t busy = {.req = {.cmd = cmd, .len = sizeof cmd - 1, .fn = small_fn}};
+  assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
+  assert_true(f->node.overloaded);
+  assert_true(nf_logged(f, "queue full (73728 requests"));
+  busy.req.keep = 1; /* a release past the bound: refused too, never queued */
+  assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
+  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
+  char why[NODE_DOWN_WHY_LEN];
+  node_busy_why(&f->node, why, sizeof why);
+  assert_non_null(strstr(why, "queue full: 73728 requests"));
   nf_wait_received(f, "PING", 1);
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 1);
   assert_int_equal(nulls, TOTAL);
   assert_int_equal(f->node.backlog_len, 0);
   assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.releases_queued, 0);
+  assert_false(f->node.overloaded);
+  node_busy_why(&f->node, why, sizeof why);
+  assert_string_equal(why, "");
   free(r);
+}
+
+/* The queue's byte bound, and an overloaded master catching up (issue 23,
+ * item 2): large commands fill NODE_MAX_QUEUED_BYTES long before the request
+ * bound; the next is refused and the master is overloaded: it refuses what
+ * is not a release even with room left, takes a release while it fits, and
+ * keeps a release deferred to it.  As replies come, once half of the bytes
+ * are answered it votes again and the release kept for it goes out.  The
+ * stats figures follow. */
+typedef struct {
+  node_req_t req;
+  unsigned *replies;
+} big_req_t;
+
+static void big_fn(node_req_t *req, const redisReply *reply) {
+  big_req_t *r = (big_req_t *)req;
+  if (reply != NULL)
+    (*r->replies)++;
+}
+
+static void test_queue_bytes_bound(void **state) {
+  nf_t *f = *state;
+  enum { VALUE = 1 << 20, SLOTS = 32 };
+  char *cmd = malloc(VALUE + 64);
+  char *value = malloc(VALUE);
+  assert_non_null(cmd);
+  assert_non_null(value);
+  memset(value, 'v', VALUE);
+  const char *argv[3] = {"SET", "big", value};
+  size_t lens[3] = {3, 3, VALUE};
+  size_t len = resp_command_len(3, lens);
+  resp_write_command(cmd, 3, argv, lens);
+  const unsigned fit = (unsigned)(NODE_MAX_QUEUED_BYTES / len);
+  assert_true(fit < SLOTS);
+  struct stats *stats = calloc(1, sizeof *stats + sizeof stats->masters[0]);
+  assert_non_null(stats);
+  stats->n_masters = 1;
+  for (unsigned i = 0; i <= STATS_N_BOUNDS; i++)
+    stats->bound_ns[i] = UINT64_MAX;
+  big_req_t r[SLOTS];
+  unsigned replies = 0;
+  start_ready(f);
+  f->node.stats = stats;
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  unsigned sent = 0;
+  for (; sent < SLOTS; sent++) {
+    r[sent] = (big_req_t){.req = {.cmd = cmd, .len = len, .fn = big_fn}, .replies = &replies};
+    if (node_send(&f->node, &r[sent].req) != 0)
+      break;
+  }
+  assert_int_equal(sent, fit);
+  assert_true(f->node.overloaded);
+  assert_true(f->node.queued_bytes <= NODE_MAX_QUEUED_BYTES);
+  assert_int_equal(stats->masters[0].queued, fit);
+  assert_int_equal(stats->masters[0].queued_bytes, (uint64_t)fit * len);
+  /* Overloaded: what is not a release is refused, room or not ... */
+  nf_req_t set, rel, replay_me;
+  assert_int_equal(nf_send(f, &set, "SET k v NX PX 1000", 0), NODE_SEND_BUSY);
+  /* ... a release is taken while it fits ... */
+  assert_int_equal(nf_send(f, &rel, "EVALSHA 0123 1 k v", 1), 0);
+  assert_int_equal(f->node.releases_queued, 1);
+  /* ... and one deferred to it is kept, not sent yet. */
+  nf_send(f, &replay_me, "EVALSHA 0123 1 kept v", 1); /* formats it (and queues it: fine) */
+  node_defer_release(&f->node, replay_me.cmd, replay_me.req.len);
+  assert_int_equal(f->node.n_missed_releases, 1);
+  assert_int_equal(stats->masters[0].releases_kept, 1);
+  nf_wait_received(f, "SET", fit);
+  assert_true(mock_master_release(f->mock) >= fit);
+  nf_wait_event(f, NODE_EV_SETTLED, 1); /* caught up: the kept release went out, answered */
+  assert_false(f->node.overloaded);
+  assert_true(nf_logged(f, "caught up"));
+  assert_true(nf_logged(f, "replaying 1 release(s)"));
+  nf_wait_req(f, &rel);
+  nf_wait_req(f, &replay_me);
+  assert_int_equal(replies, fit);
+  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(stats->masters[0].releases_kept, 0);
+  assert_string_equal(mock_master_last(f->mock, "EVALSHA")->argv[3], "kept");
+  assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 3);
+  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(stats->masters[0].queued, 0);
+  assert_int_equal(stats->masters[0].queued_bytes, 0);
+  /* Usable again. */
+  assert_int_equal(nf_send(f, &set, "GET k", 0), 0);
+  nf_wait_req(f, &set);
+  f->node.stats = NULL;
+  free(stats);
+  free(value);
+  free(cmd);
+}
+
+/* Kept releases are bounded in bytes too: the oldest go, counted as
+ * abandoned; at close (node_abandon) every one left is abandoned. */
+static void test_missed_releases_bytes_capped(void **state) {
+  nf_t *f = *state;
+  enum { LEN = 1 << 20 };
+  char *cmd = calloc(1, LEN);
+  assert_non_null(cmd);
+  struct stats *stats = calloc(1, sizeof *stats + sizeof stats->masters[0]);
+  assert_non_null(stats);
+  stats->n_masters = 1;
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  f->node.stats = stats;
+  const unsigned fit = (unsigned)(NODE_MAX_MISSED_BYTES / LEN);
+  for (unsigned i = 0; i < fit + 3; i++)
+    node_defer_release(&f->node, cmd, LEN);
+  assert_int_equal(f->node.n_missed_releases, fit);
+  assert_true(f->node.missed_bytes <= NODE_MAX_MISSED_BYTES);
+  assert_int_equal(stats->masters[0].releases_kept, fit);
+  assert_int_equal(stats->masters[0].releases_abandoned, 3);
+  assert_int_equal(node_releases_owed(&f->node), fit);
+  f->started = 1;
+  node_start(&f->node); /* so that it has a timer to stop */
+  node_abandon(&f->node);
+  assert_int_equal(f->node.state, NODE_CLOSED);
+  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(stats->masters[0].releases_abandoned, fit + 3);
+  node_defer_release(&f->node, cmd, 10); /* closing: abandoned at once */
+  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(stats->masters[0].releases_abandoned, fit + 4);
+  f->node.stats = NULL;
+  free(stats);
+  free(cmd);
 }
 
 /* ---- hung masters -------------------------------------------------------------------- */
@@ -583,6 +725,8 @@ int main(void) {
       T(test_close_mid_reply),
       T(test_backlog),
       T(test_backlog_busy_then_down),
+      T(test_queue_bytes_bound),
+      T(test_missed_releases_bytes_capped),
       T(test_hung_master),
       T(test_idle_not_hung),
       T(test_unwritten_not_hung),
