@@ -210,7 +210,11 @@ static void test_handle_values_reused_address(void **state) {
       fail_msg("handle %u has the value of handle 0", (unsigned)k);
     callmem_handle_free(&mem, h);
   }
+#if HANDLE_TAG_BITS > 0
   assert_true(same_address > 1000); /* the address did come back */
+#else
+  (void)same_address; /* no number in a value: the hold-back is all there is */
+#endif
   callmem_free(&mem);
 }
 
