@@ -10,7 +10,8 @@ int __real_uv_is_active(const uv_handle_t *handle);
 #define MAX_TIMERS 256
 
 typedef struct {
-  uv_timer_t *timer;
+  uv_timer_t *timer; /* a libuv timer (wrapped), or */
+  tb_timer_t *tb;    /* a timer of the fake timebase */
   uv_timer_cb cb;
   uint64_t due_ns;
   uint64_t seq; /* start order: libuv fires timers due together in that order */
@@ -22,6 +23,8 @@ static struct {
   uint64_t seq;
   unsigned n;
   fake_timer_t timers[MAX_TIMERS];
+  list_node_t closing; /* tb timers closed: their closed_cb runs at the next pump */
+  timebase_t tb;
 } clk;
 
 void fake_clock_init(uv_loop_t *loop, uint64_t start_ns) {
@@ -29,6 +32,7 @@ void fake_clock_init(uv_loop_t *loop, uint64_t start_ns) {
   clk.now_ns = start_ns;
   clk.seq = 0;
   clk.n = 0;
+  list_init(&clk.closing);
 }
 
 uint64_t fake_now_ns(void) { return clk.now_ns; }
@@ -40,17 +44,78 @@ uint64_t __wrap_uv_now(const uv_loop_t *loop) {
   return clk.now_ns / 1000000u;
 }
 
-static int timer_index(const uv_timer_t *timer) {
+static int timer_index(const void *timer) {
   for (unsigned i = 0; i < clk.n; i++)
-    if (clk.timers[i].timer == timer)
+    if ((const void *)clk.timers[i].timer == timer || (const void *)clk.timers[i].tb == timer)
       return (int)i;
   return -1;
 }
 
-static void timer_remove(const uv_timer_t *timer) {
+static void timer_remove(const void *timer) {
   int i = timer_index(timer);
   if (i >= 0)
     clk.timers[i] = clk.timers[--clk.n];
+}
+
+static void timer_add(fake_timer_t t) {
+  if (clk.n == MAX_TIMERS) {
+    fprintf(stderr, "fake_clock: too many timers\n");
+    abort();
+  }
+  clk.timers[clk.n++] = t;
+}
+
+/* ---- the fake timebase ---- */
+static uint64_t fake_tb_now(void *arg) {
+  (void)arg;
+  return clk.now_ns;
+}
+static int fake_tb_init(void *arg, tb_timer_t *timer) {
+  (void)arg;
+  (void)timer;
+  return 0;
+}
+static int fake_tb_start(void *arg, tb_timer_t *timer, uint64_t ms) {
+  (void)arg;
+  timer_remove(timer);
+  timer->due_ns = clk.now_ns + ms * 1000000u;
+  timer_add((fake_timer_t){.tb = timer, .due_ns = timer->due_ns, .seq = clk.seq++});
+  return 0;
+}
+static void fake_tb_stop(void *arg, tb_timer_t *timer) {
+  (void)arg;
+  timer_remove(timer);
+}
+static void fake_tb_close(void *arg, tb_timer_t *timer) {
+  (void)arg;
+  timer_remove(timer);
+  list_insert_tail(&clk.closing, &timer->link);
+}
+static const timebase_ops_t fake_tb_ops = {
+    .now_ns = fake_tb_now,
+    .init = fake_tb_init,
+    .start = fake_tb_start,
+    .stop = fake_tb_stop,
+    .close = fake_tb_close,
+};
+
+const timebase_t *fake_timebase(void) {
+  clk.tb.ops = &fake_tb_ops;
+  clk.tb.arg = NULL;
+  return &clk.tb;
+}
+
+static int run_closes(void) {
+  int ran = 0;
+  while (!list_empty(&clk.closing)) {
+    list_node_t *n = clk.closing.next;
+    list_remove(n);
+    tb_timer_t *timer = list_entry(n, tb_timer_t, link);
+    ran = 1;
+    if (timer->closed_cb != NULL)
+      timer->closed_cb(timer);
+  }
+  return ran;
 }
 
 int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, uint64_t repeat) {
@@ -59,12 +124,8 @@ int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, u
     abort();
   }
   timer_remove(timer);
-  if (clk.n == MAX_TIMERS) {
-    fprintf(stderr, "fake_clock: too many timers\n");
-    abort();
-  }
-  clk.timers[clk.n++] = (fake_timer_t){
-      .timer = timer, .cb = cb, .due_ns = clk.now_ns + timeout * 1000000u, .seq = clk.seq++};
+  timer_add((fake_timer_t){
+      .timer = timer, .cb = cb, .due_ns = clk.now_ns + timeout * 1000000u, .seq = clk.seq++});
   return 0;
 }
 
@@ -99,14 +160,20 @@ static int earliest(void) {
 void fake_pump(void) {
   for (;;) {
     /* A few non-blocking turns: a wake-up, then the closes it starts. */
-    for (int turn = 0; turn < 3; turn++)
+    for (int turn = 0; turn < 3; turn++) {
       uv_run(clk.loop, UV_RUN_NOWAIT);
+      if (run_closes())
+        turn = 0;
+    }
     int i = earliest();
     if (i < 0 || clk.timers[i].due_ns > clk.now_ns)
       return;
     fake_timer_t t = clk.timers[i];
     clk.timers[i] = clk.timers[--clk.n];
-    t.cb(t.timer);
+    if (t.tb != NULL)
+      tb_timer_fire(t.tb);
+    else
+      t.cb(t.timer);
   }
 }
 
@@ -127,7 +194,7 @@ void fake_advance_ns(uint64_t ns) {
 
 void fake_advance_ms(uint64_t ms) { fake_advance_ns(ms * 1000000u); }
 
-unsigned fake_timers_pending(void) { return clk.n; }
+unsigned fake_timers_pending(void) { return clk.n + !list_empty(&clk.closing); }
 
 uint64_t fake_next_due_in_ns(void) {
   int i = earliest();

@@ -13,8 +13,13 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "timebase.h"
+
 /* Starts the clock at start_ns on `loop` (no timer pending). */
 void fake_clock_init(uv_loop_t *loop, uint64_t start_ns);
+/* The stepped clock as a timebase (timebase.h): what the engine and the
+ * modules below it are handed in the unit tests. */
+const timebase_t *fake_timebase(void);
 /* Now, in nanoseconds: the client's clock. */
 uint64_t fake_now_ns(void);
 /* Runs what is due now: loop turns (wake-ups, closes) and timers due by now,
