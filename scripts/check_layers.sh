@@ -25,7 +25,9 @@ layer_of() {
   round | notify | transport) echo 3 ;;
   # 4: the engine: calls, lock/primitive/election state machines, stats, and
   #    client.c, the composition root that hands the env down
-  client | lock | prims | election | stats | calls | votes) echo 4 ;;
+  engine | op | lock | prims | election | votes) echo 4 ;;
+  # 5: the composition root (client.c), the public calls and the stats above the engine
+  client | calls | calls_election | stats) echo 5 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) echo public ;;
   *) echo unknown ;;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "client.h"
 #include "lock.h"
 
@@ -16,8 +17,7 @@
 int64_t redlock_lock_validity_ms(const redlock_lock_t *value) {
   if (value == NULL)
     return 0;
-  const redlock_lock_t *lock = lock_of(value);
-  int64_t left = atomic_load(&lock->lease->expires_ns) - (int64_t)client_now_ns(lock->client);
+  int64_t left = lock_validity_ns(lock_of(value)->lease);
   /* Round toward zero so that a positive result is never an overstatement. */
   return left / 1000000;
 }
@@ -37,19 +37,19 @@ const char *redlock_lock_value(const redlock_lock_t *value) {
 int redlock_lock_is_lost(const redlock_lock_t *value) {
   if (value == NULL)
     return 1;
-  return atomic_load(&lock_of(value)->lease->lost) || redlock_lock_validity_ms(value) <= 0;
+  return lock_is_lost(lock_of(value)->lease);
 }
 
 /* ---- op construction ---------------------------------------------------------- */
 
-static int check_resource(const char *resource) {
+int calls_check_name(const char *resource) {
   if (resource == NULL)
     return REDLOCK_EINVAL;
   size_t len = strnlen(resource, REDLOCK_MAX_RESOURCE_LEN + 1);
   return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
 }
 
-static int check_ttl(const redlock_t *client, uint32_t ttl_ms) {
+int calls_check_ttl(const redlock_t *client, uint32_t ttl_ms) {
   return ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ? REDLOCK_EINVAL : 0;
 }
 
@@ -57,13 +57,13 @@ static int check_ttl(const redlock_t *client, uint32_t ttl_ms) {
  * lease), fenced as the client's option says.  NULL when out of memory. */
 static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint32_t ttl_ms,
                                        uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return acquire_op_new(client, &(acquire_params_t){.mode = mode,
-                                                    .ttl_ms = ttl_ms,
-                                                    .wait_ms = wait_ms,
-                                                    .fenced = client->opts.fencing,
-                                                    .owned = 1,
-                                                    .cb = cb,
-                                                    .arg = arg});
+  return acquire_op_new(&client->engine, &(acquire_params_t){.mode = mode,
+                                                             .ttl_ms = ttl_ms,
+                                                             .wait_ms = wait_ms,
+                                                             .fenced = client->opts.fencing,
+                                                             .owned = 1,
+                                                             .cb = cb,
+                                                             .arg = arg});
 }
 
 static int lock_op_new(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
@@ -75,13 +75,13 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
   for (size_t i = 0; i < n; i++) {
-    if (check_resource(resources[i]) != 0)
+    if (calls_check_name(resources[i]) != 0)
       return REDLOCK_EINVAL;
     for (size_t j = 0; j < i; j++)
       if (strcmp(resources[i], resources[j]) == 0)
         return REDLOCK_EINVAL; /* a key twice would never be all-or-nothing */
   }
-  if (check_ttl(client, ttl_ms) != 0)
+  if (calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
   op_acquire_t *op = caller_acquire_op(client, mode, ttl_ms, wait_ms, cb, arg);
   if (op == NULL)
@@ -118,9 +118,9 @@ static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (kind == OP_EXTEND && check_ttl(client, ttl_ms) != 0)
+  if (kind == OP_EXTEND && calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
-  op_t *op = target_op_new(client, kind, lock, ttl_ms, cb, lost_cb, arg);
+  op_t *op = target_op_new(&client->engine, kind, lock, ttl_ms, cb, lost_cb, arg);
   if (op == NULL)
     return REDLOCK_ENOMEM;
   int rc = submit_lock_op(client, op);
@@ -299,7 +299,7 @@ static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uin
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (check_resource(name) != 0 || check_ttl(client, ttl_ms) != 0)
+  if (calls_check_name(name) != 0 || calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
   if (kind == LOCK_KIND_SEM && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
     return REDLOCK_EINVAL;

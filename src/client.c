@@ -21,7 +21,7 @@ static void client_module_closed(redlock_t *client);
 
 uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
 
-uint64_t client_now_ns(const redlock_t *client) { return client->rounds.now_ns(); }
+uint64_t client_now_ns(const redlock_t *client) { return tb_now_ns(&client->timebase); }
 
 int client_check_fork(const redlock_t *client) {
   return fork_guard_forked(&client->fork_guard) ? REDLOCK_EFORKED : 0;
@@ -101,7 +101,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
 
 static void client_close_out_of_time(redlock_t *client);
 
-static void deadline_timer_cb(uv_timer_t *timer) {
+static void deadline_timer_cb(tb_timer_t *timer) {
   redlock_t *client = timer->data;
   client->deadline_armed_ns = 0;
   /* Timers run before the loop reads sockets: replies that arrived in time
@@ -142,7 +142,9 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   uint64_t now = client_now_ns(client);
   uint64_t delay_ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
   client->deadline_armed_ns = deadline_ns;
-  uv_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms, 0);
+  if (tb_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms) != 0)
+    client_log(client, REDLOCK_LOG_ERROR,
+               "cannot arm the deadline timer: requests may time out late");
 }
 
 /* ---- submit queue ------------------------------------------------------------------
@@ -203,7 +205,7 @@ void client_run_or_park(redlock_t *client, op_t *op) {
     list_insert_tail(&client->parked_ops, &op->link);
     return;
   }
-  op_dispatch(op);
+  op->ops->dispatch(op);
 }
 
 /* Runs what was submitted (loop). */
@@ -223,15 +225,10 @@ static void client_drain(redlock_t *client) {
   while (!list_empty(&batch)) {
     op_t *op = list_entry(batch.next, op_t, link);
     list_remove(&op->link);
-    if (op->kind == OP_CLOSE) {
-      client_begin_close(client);
-    } else if (op->kind == OP_ELECT || op->kind == OP_RESIGN) {
-      election_dispatch(op);
-    } else if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK) {
-      op_fail(op, REDLOCK_ECANCELED);
-    } else {
+    if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK)
+      op->ops->fail(op, REDLOCK_ECANCELED);
+    else
       client_run_or_park(client, op);
-    }
   }
   if (client->close_phase == CLOSE_QUEUED)
     client_teardown(client);
@@ -297,7 +294,7 @@ static void client_node_started(redlock_t *client) {
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
-    op_dispatch(op);
+    op->ops->dispatch(op);
   }
 }
 
@@ -321,10 +318,8 @@ static void client_free(redlock_t *client) {
   votes_book_free(&client->votes);
   fork_guard_free(&client->fork_guard);
   tls_client_free(client->tls);
-  ptrset_free(&client->live_locks);
-  callmem_free(&client->callmem);
+  engine_free(&client->engine);
   pool_clear(&client->round_pool);
-  ptrset_free(&client->live_elections);
   options_clear(&client->opts);
   uv_cond_destroy(&client->callers_left);
   uv_mutex_destroy(&client->mutex);
@@ -348,7 +343,8 @@ uint64_t client_close_bound_ms(const redlock_options_t *opts) {
 static void client_close_out_of_time(redlock_t *client) {
   client->close_out_of_time = 1;
   unsigned held = 0, owed = 0;
-  for (list_node_t *h = client->held_locks.next; h != &client->held_locks; h = h->next)
+  for (list_node_t *h = client->engine.held_locks.next; h != &client->engine.held_locks;
+       h = h->next)
     held++;
   char masters[256] = "";
   size_t used = 0;
@@ -374,7 +370,8 @@ static void client_close_out_of_time(redlock_t *client) {
   /* No master takes anything now: each release round is decided at once
    * (what a round still waits on, if anything, lets the rest go as it
    * settles, through client_maybe_finish_close). */
-  while (lock_release_held(client) && round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW) {
+  while (engine_release_held(&client->engine) &&
+         round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW) {
   }
   client->close_preparing = 0;
 }
@@ -389,16 +386,15 @@ static void client_begin_close(redlock_t *client) {
   client->notify.closing = 1;  /* no more reconnects of subscribers */
   client->close_preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
-  /* Elections first: their campaigns are cancelled without a callback and
-   * their leases released before the generic clean-up below sees them. */
-  election_close_all(client);
+  /* Parked calls never started: they fail as canceled, with the others
+   * the engine cancels. */
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
-    list_insert_tail(&client->ops_in_flight, &op->link);
-    op_fail(op, REDLOCK_ECANCELED);
+    list_insert_tail(&client->engine.ops_in_flight, &op->link);
+    op->ops->fail(op, REDLOCK_ECANCELED);
   }
-  lock_cancel_all(client);
+  engine_begin_close(&client->engine);
   client->close_preparing = 0;
   client_maybe_finish_close(client);
 }
@@ -410,9 +406,9 @@ void client_maybe_finish_close(redlock_t *client) {
    * lets the next ones go.  Flagged, so that rounds settling inside (masters
    * down) do not recurse back here. */
   client->close_preparing = 1;
-  int holding = lock_release_held(client);
+  int holding = engine_release_held(&client->engine);
   client->close_preparing = 0;
-  if (holding || !list_empty(&client->ops_in_flight) || !round_env_idle(&client->rounds) ||
+  if (holding || engine_busy(&client->engine) || !round_env_idle(&client->rounds) ||
       !list_empty(&client->parked_ops))
     return;
   /* Releases replayed to a master that came back are owed too. */
@@ -425,6 +421,8 @@ void client_maybe_finish_close(redlock_t *client) {
 }
 
 static void client_handle_closed_cb(uv_handle_t *handle) { client_module_closed(handle->data); }
+
+static void deadline_timer_closed(tb_timer_t *timer) { client_module_closed(timer->data); }
 
 static void flusher_closed_cb(uv_handle_t *handle) {
   conn_flusher_t *flusher = handle->data;
@@ -465,8 +463,7 @@ static void client_teardown(redlock_t *client) {
   for (unsigned i = 0; i < client->n_nodes; i++)
     node_shutdown(&client->nodes[i]);
   notify_shutdown(&client->notify, notify_closed_cb);
-  uv_timer_stop(&client->deadline_timer);
-  uv_close((uv_handle_t *)&client->deadline_timer, client_handle_closed_cb);
+  tb_timer_close(&client->deadline_timer, deadline_timer_closed);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->turn_check, client_handle_closed_cb);
   uv_close((uv_handle_t *)&client->turn_end, client_handle_closed_cb);
@@ -595,8 +592,41 @@ static void client_compose(redlock_t *client) {
   client->rounds.settled = rounds_settled;
   client->rounds.decided = client_record_votes;
   client->rounds.owner_arg = client;
+  client->rounds.tb = &client->timebase;
   notify_init(&client->notify, &client->node_env, client->nodes, client->n_nodes,
               client_wake_waiter, client);
+}
+
+/* engine_owner_t: what the engine asks of the client. */
+static void engine_op_ended(void *arg) { client_maybe_finish_close(arg); }
+static void engine_run(void *arg, op_t *op) { client_run_or_park(arg, op); }
+static int engine_is_open(void *arg) {
+  redlock_t *client = arg;
+  uv_mutex_lock(&client->mutex);
+  int open = client->state == CLIENT_OPEN;
+  uv_mutex_unlock(&client->mutex);
+  return open;
+}
+static const engine_owner_t engine_owner = {
+    .op_ended = engine_op_ended,
+    .run = engine_run,
+    .is_open = engine_is_open,
+};
+
+/* What the engine gets from the client (the stats and their hooks come
+ * after stats_new, the clock with the loop). */
+static void client_compose_engine(redlock_t *client) {
+  engine_t *engine = &client->engine;
+  engine->opts = &client->opts;
+  engine->log = &client->log;
+  engine->tb = &client->timebase;
+  engine->rounds = &client->rounds;
+  engine->notify = &client->notify;
+  engine->owner = &engine_owner;
+  engine->owner_arg = client;
+  engine->rng = &client->rng;
+  engine->values = &client->value_pool;
+  engine->mutex = &client->mutex;
 }
 
 static int client_new(redlock_t **out, const redlock_options_t *opts) {
@@ -624,17 +654,12 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   uv_mutex_init(&client->mutex);
-  ptrset_init(&client->live_locks);
-  int mem_rc = callmem_init(&client->callmem, sizeof(struct redlock_lock));
   pool_init(&client->round_pool);
   list_init(&client->submit_queue);
-  list_init(&client->ops_in_flight);
-  list_init(&client->held_locks);
   list_init(&client->parked_ops);
   list_init(&client->wakes);
-  list_init(&client->reentrant_leases);
-  list_init(&client->elections);
-  ptrset_init(&client->live_elections);
+  client_compose_engine(client);
+  int mem_rc = engine_init(&client->engine);
   int rc = client->nodes != NULL && votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
@@ -661,6 +686,9 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     rc = stats_new(client);
   if (rc == 0 && client->stats != NULL) {
     client->rounds.stats = client->stats;
+    client->engine.stats = client->stats;
+    client->engine.hooks = &stats_engine_hooks;
+    client->engine.hooks_arg = client;
     for (unsigned i = 0; i < client->n_nodes; i++)
       client->nodes[i].stats = client->stats;
   }
@@ -679,7 +707,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
 
 /* The client's own uv handles on `loop` (any thread, before the loop runs
  * them). */
-static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
+static int client_init_handles(redlock_t *client, uv_loop_t *loop, const timebase_t *tb) {
   client->loop = loop;
   client->node_env.loop = loop;
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
@@ -700,8 +728,12 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   uv_unref((uv_handle_t *)&client->turn_check);
   uv_unref((uv_handle_t *)&client->turn_end);
   uv_unref((uv_handle_t *)&client->turn_again);
-  uv_timer_init(loop, &client->deadline_timer);
-  client->deadline_timer.data = client;
+  if (tb != NULL)
+    client->timebase = *tb;
+  else
+    timebase_uv_init(&client->timebase, loop);
+  if (tb_timer_init(&client->timebase, &client->deadline_timer, client) != 0)
+    return REDLOCK_EIO;
   conn_flusher_init(&client->flusher, loop);
   return 0;
 }
@@ -746,7 +778,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     client_free(client);
     return rc == UV_ENOMEM ? REDLOCK_ENOMEM : REDLOCK_EIO;
   }
-  if (client_init_handles(client, &client->own_loop) != 0) {
+  if (client_init_handles(client, &client->own_loop, NULL) != 0) {
     uv_loop_close(&client->own_loop);
     client_free(client);
     return REDLOCK_EIO;
@@ -787,7 +819,7 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
   int rc = client_new(&client, opts);
   if (rc != 0)
     return rc;
-  rc = client_init_handles(client, loop);
+  rc = client_init_handles(client, loop, NULL);
   if (rc != 0) {
     client_free(client);
     return rc;
@@ -799,7 +831,7 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
 
 int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
                          const round_transport_t *transport, void *transport_arg,
-                         uint64_t (*now_ns)(void)) {
+                         const timebase_t *tb) {
   redlock_t *client;
   int rc = client_new(out, opts);
   if (rc != 0)
@@ -807,8 +839,7 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
   client = *out;
   client->rounds.transport = transport;
   client->rounds.transport_arg = transport_arg;
-  client->rounds.now_ns = now_ns;
-  rc = client_init_handles(client, loop);
+  rc = client_init_handles(client, loop, tb);
   if (rc != 0) {
     *out = NULL;
     client_free(client);
@@ -823,6 +854,18 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
   return 0;
 }
 
+/* OP_CLOSE: the bare op in the client, never failed or freed. */
+static void close_op_dispatch(op_t *op) {
+  client_begin_close(container_of(op, redlock_t, close_op));
+}
+static void close_op_fail(op_t *op, int status) {
+  (void)op;
+  (void)status;
+}
+static void close_op_free(op_t *op) { (void)op; }
+static const op_ops_t close_op_ops = {
+    .dispatch = close_op_dispatch, .fail = close_op_fail, .free = close_op_free};
+
 /* Marks the client closing and queues the close for the loop. */
 static int client_request_close(redlock_t *client) {
   op_t *op = &client->close_op;
@@ -833,7 +876,8 @@ static int client_request_close(redlock_t *client) {
   }
   client->state = CLIENT_CLOSING;
   op->kind = OP_CLOSE;
-  op->client = client;
+  op->ops = &close_op_ops;
+  op->engine = &client->engine;
   client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
   return 0;

@@ -21,17 +21,20 @@
 
 #include "callmem.h"
 #include "conn.h"
+#include "engine.h"
 #include "forkguard.h"
 #include "list.h"
 #include "log.h"
 #include "node.h"
 #include "notify.h"
+#include "op.h"
 #include "options.h"
 #include "pool.h"
 #include "ptrset.h"
 #include "random.h"
 #include "redlock.h"
 #include "round.h"
+#include "timebase.h"
 #include "votes.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
@@ -43,53 +46,6 @@ typedef enum {
   CLOSE_QUEUED,       /* drained: the teardown runs from the next wake-up callback */
   CLOSE_TEARING_DOWN, /* the modules are closing; client_module_closed counts them */
 } close_phase_t;
-
-/* What a queued call is; each kind has its own struct embedding op_t (the
- * module that owns the kind makes and frees it):
- *   OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_WATCH: lock.h (op_acquire_t,
- *     op_extend_t, op_release_t, op_watch_t), made by lock.c's constructors;
- *   OP_CLOSE: the bare op_t in struct redlock (client.c), no fields of its own;
- *   OP_ELECT, OP_RESIGN: election.c's own, inside its election handle. */
-typedef enum {
-  OP_LOCK = 1,
-  OP_EXTEND,
-  OP_UNLOCK,
-  OP_WATCH,
-  OP_CLOSE,
-  OP_ELECT,  /* election.c: a new election handle for the loop */
-  OP_RESIGN, /* election.c: its resignation */
-} op_kind_t;
-
-/* A blocking caller's wait (calls.c): the loop posts `sem` once per call,
- * at the end of the loop turn in which the call's callback ran (see
- * client_defer_wake). */
-typedef struct sync_waiter {
-  list_node_t link; /* loop: client->wakes */
-  uv_sem_t sem;
-} sync_waiter_t;
-
-/* The header every queued call starts with: what the submit queue, the
- * parked list and the in-flight list need.  The kind's constructor sets
- * `kind` and `client` once; `link` belongs to whichever list holds the op. */
-typedef struct op {
-  list_node_t link;       /* mutex: the submit queue (client.c); then loop: client.c's parked
-                           * list or lock.c's in-flight list */
-  op_kind_t kind;         /* const: which struct embeds this header */
-  struct redlock *client; /* const */
-  uv_thread_t thread;     /* with has_thread, client.c at submission: the calling thread, whose
-                           * rounds redlock_last_votes keeps (ops made on the loop: none) */
-  int has_thread;
-} op_t;
-
-/* The struct of kind `k` that embeds `op` as its member `member`: checked,
- * because reading an op as another kind's struct would be a memory error.  A
- * mismatch is a bug of the library: abort rather than corrupt memory. */
-#define OP_AS(type, op, k, member) ((type *)op_as_((op), (k), offsetof(type, member)))
-static inline void *op_as_(op_t *op, op_kind_t kind, size_t offset) {
-  if (__builtin_expect(op->kind != kind, 0))
-    abort();
-  return (char *)op - offset;
-}
 
 struct redlock {
   /* ---- client.c: set at open, read-only after (any thread) ---- */
@@ -121,7 +77,7 @@ struct redlock {
   uv_prepare_t turn_end;      /* loop, before poll: wakes blocked callers, may the loop sleep? */
   uv_idle_t turn_again;       /* loop: no sleep, calls arrived while the turn was ending */
   list_node_t wakes;          /* loop: blocked callers whose call ended this turn */
-  uv_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
+  tb_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
   conn_flusher_t flusher;     /* loop: one write per master per loop turn */
   jitter_rng_t rng;           /* loop: client_random */
   random_pool_t value_pool;   /* loop: lock values (lock.c's attempts) */
@@ -155,18 +111,10 @@ struct redlock {
   uint64_t close_deadline_ns; /* loop: the close's bound ends then (client_close_bound_ms) */
   int close_out_of_time;      /* loop: it did; the masters were dropped */
 
-  /* ---- lock.c: handles and calls in flight (initialised and freed by client.c) ---- */
-  list_node_t ops_in_flight;    /* loop: op_t.link of dispatched lock/extend/unlock/watch */
-  list_node_t held_locks;       /* loop: leases held (redlock_lock.held_link), for close */
-  ptrset_t live_locks;          /* mutex: handles the caller may still use (calls.c checks
-                                 * and claims them; lock.c adds and removes) */
-  list_node_t reentrant_leases; /* mutex: leases that reentrant calls may share */
-  callmem_t callmem;            /* its own mutex: free lists of ops, key blocks and handles
-                                 * (made on callers' threads, freed on the loop) */
-
-  /* ---- election.c ---- */
-  list_node_t elections;   /* loop: handles the loop has taken and not yet let go */
-  ptrset_t live_elections; /* mutex: handles the caller may still resign */
+  /* ---- the engine (engine.h): client.c fills its env at open, the engine
+   * owns the rest ---- */
+  engine_t engine;
+  timebase_t timebase; /* const: the clock and timers handed down to everything below */
 
   /* ---- stats.c ---- */
   struct stats *stats; /* const after open: counters and events; NULL when both are off */
@@ -230,17 +178,11 @@ uint64_t client_now_ns(const redlock_t *client);
  * first connection attempt to wait for.  Closed with redlock_close_uv. */
 int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
                          const round_transport_t *transport, void *transport_arg,
-                         uint64_t (*now_ns)(void));
+                         const timebase_t *tb);
 
 /* Loop: dispatches an op taken from the submit queue (or made on the loop),
  * or parks an acquisition until every master has had its first connection
  * attempt (it would fail against masters not yet connected). */
 void client_run_or_park(redlock_t *client, op_t *op);
-
-/* ---- election.c: loop side ---- */
-/* Takes an OP_ELECT or OP_RESIGN op from the submit queue. */
-void election_dispatch(op_t *op);
-/* Close: every election stops (no callback runs any more), leaders release. */
-void election_close_all(redlock_t *client);
 
 #endif

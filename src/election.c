@@ -32,10 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "election.h"
+
 #include "lock.h"
 #include "quorum.h"
-#include "stats.h"
 
 typedef enum {
   ELECTION_QUEUED = 0,  /* OP_ELECT not taken by the loop yet */
@@ -61,10 +61,10 @@ typedef struct {
 } resign_op_t;
 
 struct redlock_election {
-  redlock_t *client;                /* const */
+  engine_t *engine;                 /* const */
   op_t start_op;                    /* OP_ELECT (queued by redlock_elect), no fields of its own */
   resign_op_t resign_op;            /* OP_RESIGN (queued by redlock_resign) */
-  list_node_t link;                 /* loop: client->elections, from OP_ELECT until done */
+  list_node_t link;                 /* loop: engine->elections, from OP_ELECT until done */
   char *name;                       /* const: as given, for log messages and the key */
   size_t name_len;                  /* const */
   uint32_t ttl_ms;                  /* const */
@@ -76,7 +76,7 @@ struct redlock_election {
   int resigned;           /* no callback may run any more */
   int lost_early;         /* lost while the watch was starting: never announced */
   op_acquire_t *campaign; /* the acquisition in flight (lock.c's) */
-  uv_timer_t *timer;      /* back-off and the deferred release after a loss */
+  tb_timer_t *timer;      /* back-off and the deferred release after a loss */
   int timer_ready;        /* initialised on the loop */
   unsigned losses;        /* terms lost in a row (back-off exponent) */
   uint64_t term;
@@ -89,37 +89,20 @@ struct redlock_election {
 
 /* ---- helpers ---------------------------------------------------------------------- */
 
-static int check_name(const char *name) {
-  if (name == NULL)
-    return REDLOCK_EINVAL;
-  size_t len = strnlen(name, REDLOCK_MAX_RESOURCE_LEN + 1);
-  return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
-}
-
-/* The loop thread of this client, as far as it can be told: a
- * redlock_open_uv client's loop runs on the caller's thread, which the
- * contract says resign is called from. */
-static int on_loop(const redlock_t *client) {
-  return !client->own_thread || client_on_loop_thread(client);
-}
-
 /* Callbacks stop at resign and as soon as a close is requested. */
 static int election_silent(redlock_election_t *e) {
   if (e->resigned || e->state == ELECTION_DONE)
     return 1;
-  redlock_t *client = e->client;
-  uv_mutex_lock(&client->mutex);
-  int open = client->state == CLIENT_OPEN;
-  uv_mutex_unlock(&client->mutex);
-  return !open;
+  engine_t *engine = e->engine;
+  return !engine->owner->is_open(engine->owner_arg);
 }
 
-static void timer_closed(uv_handle_t *handle) { free(handle); }
+static void timer_closed(tb_timer_t *timer) { free(timer); }
 
-static void election_free(redlock_election_t *e) {
+void election_free(redlock_election_t *e) {
   if (e->timer != NULL) {
     if (e->timer_ready)
-      uv_close((uv_handle_t *)e->timer, timer_closed);
+      tb_timer_close(e->timer, timer_closed);
     else
       free(e->timer);
   }
@@ -129,17 +112,17 @@ static void election_free(redlock_election_t *e) {
 
 /* Sets or clears the lease, for the accessor on other threads. */
 static void election_set_lease(redlock_election_t *e, redlock_lock_t *lease) {
-  redlock_t *client = e->client;
-  uv_mutex_lock(&client->mutex);
+  engine_t *engine = e->engine;
+  uv_mutex_lock(engine->mutex);
   if (lease == NULL && e->lease != NULL) {
     int64_t end = atomic_load(&e->lease->expires_ns);
-    int64_t now = (int64_t)clock_now_ns();
+    int64_t now = (int64_t)engine_now_ns(e->engine);
     /* A lease lost before its validity ran out (a quorum said it is gone)
      * ended now, not at its validity. */
     e->ended_ns = end < now ? end : now;
   }
   e->lease = lease;
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
 }
 
 /* Lets go of the lease (if any): released and announced, so the next
@@ -165,7 +148,7 @@ static void election_drop_campaign(redlock_election_t *e) {
 
 static void election_stop_timer(redlock_election_t *e) {
   if (e->timer_ready)
-    uv_timer_stop(e->timer);
+    tb_timer_stop(e->timer);
 }
 
 /* Stops everything; the handle is then only memory. */
@@ -183,38 +166,40 @@ static void election_stop(redlock_election_t *e) {
 static void election_campaign(redlock_election_t *e);
 static void election_lock_cb(int status, redlock_lock_t *lock, void *arg);
 
-static void campaign_timer_cb(uv_timer_t *timer) { election_campaign(timer->data); }
+static void campaign_timer_cb(tb_timer_t *timer) { election_campaign(timer->data); }
 
 static void election_backoff(redlock_election_t *e, uint64_t delay_ms) {
   e->state = ELECTION_BACKOFF;
-  client_log(e->client, REDLOCK_LOG_DEBUG, "election %s: campaigning again in %llu ms", e->name,
+  engine_log(e->engine, REDLOCK_LOG_DEBUG, "election %s: campaigning again in %llu ms", e->name,
              (unsigned long long)delay_ms);
-  uv_timer_start(e->timer, campaign_timer_cb, delay_ms, 0);
+  if (tb_timer_start(e->timer, campaign_timer_cb, delay_ms) != 0)
+    engine_log(e->engine, REDLOCK_LOG_ERROR, "election %s: cannot start its timer: it stops",
+               e->name);
 }
 
 /* The delay before campaigning again after a lost term (or a failure). */
 static uint64_t election_backoff_ms(redlock_election_t *e) {
-  redlock_t *client = e->client;
-  uint32_t base = client->opts.retry_delay_ms;
+  engine_t *engine = e->engine;
+  uint32_t base = engine->opts->retry_delay_ms;
   if (base < BACKOFF_MIN_BASE_MS)
     base = BACKOFF_MIN_BASE_MS;
   uint32_t cap = e->ttl_ms > base ? e->ttl_ms : base;
   unsigned shift = e->losses < BACKOFF_MAX_SHIFT ? e->losses : BACKOFF_MAX_SHIFT;
   if (e->losses < UINT32_MAX)
     e->losses++;
-  return quorum_backoff_ms(shift, base, cap, client_random(client));
+  return quorum_backoff_ms(shift, base, cap, engine_random(engine));
 }
 
 /* One acquisition with an unbounded wait (re-made if its budget ever runs
  * out): same layout of keys as calls.c, so that the lease inherits them. */
 static void election_campaign(redlock_election_t *e) {
-  redlock_t *client = e->client;
+  engine_t *engine = e->engine;
   if (e->campaign_ns == 0)
-    e->campaign_ns = clock_now_ns(); /* a wait budget renewed is the same campaign */
+    e->campaign_ns = engine_now_ns(e->engine); /* a wait budget renewed is the same campaign */
   /* ~49 days of waiting; then campaign_done starts another.  Fenced: a term
    * is a fencing token.  Not owned: no thread owns the lease, so a reentrant
    * lock call can never share it. */
-  op_acquire_t *op = acquire_op_new(client, &(acquire_params_t){.mode = LOCK_MODE_WAIT,
+  op_acquire_t *op = acquire_op_new(engine, &(acquire_params_t){.mode = LOCK_MODE_WAIT,
                                                                 .ttl_ms = e->ttl_ms,
                                                                 .wait_ms = UINT32_MAX,
                                                                 .fenced = 1,
@@ -225,18 +210,18 @@ static void election_campaign(redlock_election_t *e) {
   if (op == NULL || acquire_op_set_keys(op, resources, 1) != 0) {
     if (op != NULL)
       op_free(&op->op);
-    client_log(client, REDLOCK_LOG_ERROR, "election %s: out of memory", e->name);
+    engine_log(engine, REDLOCK_LOG_ERROR, "election %s: out of memory", e->name);
     election_backoff(e, election_backoff_ms(e));
     return;
   }
   e->campaign = op;
   e->state = ELECTION_CAMPAIGNING;
-  client_run_or_park(client, &op->op);
+  engine->owner->run(engine->owner_arg, &op->op);
 }
 
 /* ---- leadership -------------------------------------------------------------------- */
 
-static void release_timer_cb(uv_timer_t *timer) {
+static void release_timer_cb(tb_timer_t *timer) {
   redlock_election_t *e = timer->data;
   /* What is left of the lost lease (our value, wherever it survives) goes,
    * from a clean stack frame rather than from inside the watch. */
@@ -254,30 +239,33 @@ static void election_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
   if (e->state != ELECTION_LEADER)
     return;
   e->state = ELECTION_LOSING;
-  uint64_t held_ns = clock_now_ns() - e->elected_ns;
+  uint64_t held_ns = engine_now_ns(e->engine) - e->elected_ns;
   if (held_ns >= (uint64_t)e->ttl_ms * 1000000u * STABLE_TERM_TTLS)
     e->losses = 0;
-  client_log(e->client, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)", e->name,
+  engine_log(e->engine, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)", e->name,
              (unsigned long long)e->term, redlock_err_name(reason));
   if (!election_silent(e))
     e->on_lost(e, reason, e->arg);
   /* A resign from inside on_lost has taken over (its op is queued). */
   if (e->resigned || e->state != ELECTION_LOSING)
     return;
-  uv_timer_start(e->timer, release_timer_cb, 0, 0);
+  if (tb_timer_start(e->timer, release_timer_cb, 0) != 0) {
+    election_drop_lease(e); /* at once, then: no timer to defer it with */
+    election_backoff(e, election_backoff_ms(e));
+  }
 }
 
 static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   redlock_lock_t *lock = handle != NULL ? lock_of(handle) : NULL;
   redlock_election_t *e = arg;
-  redlock_t *client = e->client;
+  engine_t *engine = e->engine;
   e->campaign = NULL;
   if (status != REDLOCK_OK) {
     if (status == REDLOCK_ETIMEDOUT) {
       election_campaign(e); /* the wait budget of one campaign ran out */
       return;
     }
-    client_log(client, REDLOCK_LOG_WARN, "election %s: campaign failed (%s)", e->name,
+    engine_log(engine, REDLOCK_LOG_WARN, "election %s: campaign failed (%s)", e->name,
                redlock_err_name(status));
     election_backoff(e, election_backoff_ms(e));
     return;
@@ -287,7 +275,7 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   election_set_lease(e, lock);
   int rc = lock_watch_begin(lock, lock, election_lost_cb, e, NULL);
   if (rc != 0 || e->lost_early) {
-    client_log(client, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
+    engine_log(engine, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
                e->name, (unsigned long long)lock->fence,
                rc != 0 ? "cannot watch it (out of memory)" : "it expired at once");
     election_drop_lease(e);
@@ -296,11 +284,11 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   }
   e->state = ELECTION_LEADER;
   e->term = lock->fence;
-  e->elected_ns = clock_now_ns();
-  stats_op_done(client, STATS_OP_ELECTION, REDLOCK_OK, e->elected_ns - e->campaign_ns, e->name,
-                NULL, 0);
+  e->elected_ns = engine_now_ns(e->engine);
+  engine_op_done(engine, STATS_OP_ELECTION, REDLOCK_OK, e->elected_ns - e->campaign_ns, e->name,
+                 NULL, 0);
   e->campaign_ns = 0;
-  client_log(client, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
+  engine_log(engine, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
              (unsigned long long)e->term);
   if (!election_silent(e))
     e->on_elected(e, e->term, e->arg);
@@ -310,7 +298,7 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
 /* ---- loop side of the calls ------------------------------------------------------------ */
 
 void election_dispatch(op_t *op) {
-  redlock_t *client = op->client;
+  engine_t *engine = op->engine;
   if (op->kind == OP_ELECT) {
     redlock_election_t *e = OP_AS(redlock_election_t, op, OP_ELECT, start_op);
     if (e->resigned) {
@@ -320,14 +308,18 @@ void election_dispatch(op_t *op) {
       return;
     }
     /* Cannot happen: ops queued before the close come first. */
-    if (client->close_phase != CLOSE_NONE) {
+    if (engine->closing) {
       election_free(e);
       return;
     }
-    uv_timer_init(client->loop, e->timer);
-    e->timer->data = e;
+    list_insert_tail(&engine->elections, &e->link);
+    if (tb_timer_init(engine->tb, e->timer, e) != 0) {
+      /* It never campaigns; a resign or the close frees it. */
+      engine_log(engine, REDLOCK_LOG_ERROR, "election %s: cannot make its timer", e->name);
+      e->state = ELECTION_DONE;
+      return;
+    }
     e->timer_ready = 1;
-    list_insert_tail(&client->elections, &e->link);
     election_campaign(e);
     return;
   }
@@ -336,7 +328,7 @@ void election_dispatch(op_t *op) {
   uv_sem_t *done = e->resign_op.done;
   e->resigned = 1;
   if (e->state == ELECTION_LEADER || e->state == ELECTION_LOSING)
-    client_log(client, REDLOCK_LOG_INFO, "election %s: resigned term %llu", e->name,
+    engine_log(engine, REDLOCK_LOG_INFO, "election %s: resigned term %llu", e->name,
                (unsigned long long)e->term);
   election_stop(e);
   election_free(e);
@@ -344,36 +336,33 @@ void election_dispatch(op_t *op) {
     uv_sem_post(done);
 }
 
-void election_close_all(redlock_t *client) {
-  uv_mutex_lock(&client->mutex);
-  ptrset_free(&client->live_elections); /* resign now gets ECLOSED */
-  ptrset_init(&client->live_elections);
-  uv_mutex_unlock(&client->mutex);
-  while (!list_empty(&client->elections)) {
-    redlock_election_t *e = list_entry(client->elections.next, redlock_election_t, link);
+void election_close_all(engine_t *engine) {
+  uv_mutex_lock(engine->mutex);
+  ptrset_free(&engine->live_elections); /* resign now gets ECLOSED */
+  ptrset_init(&engine->live_elections);
+  uv_mutex_unlock(engine->mutex);
+  while (!list_empty(&engine->elections)) {
+    redlock_election_t *e = list_entry(engine->elections.next, redlock_election_t, link);
     e->resigned = 1;
     election_stop(e);
     election_free(e);
   }
 }
 
-/* ---- public calls ---------------------------------------------------------------------- */
+/* ---- what the public calls (calls_election.c) build on ------------------------------ */
 
-int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
-                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
-                  redlock_election_t **out) {
-  if (out == NULL)
-    return REDLOCK_EINVAL;
-  *out = NULL;
-  if (client == NULL || on_elected == NULL || on_lost == NULL || check_name(name) != 0)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
-  /* Also refused: a ttl whose drift alone leaves no validity, which could
-   * never be won (it would campaign forever). */
-  if (ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ||
-      quorum_validity_ns(ttl_ms, 0, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS)
-    return REDLOCK_EINVAL;
+/* An election's ops are never failed or freed on their own: the handle
+ * holds them, and its resignation or the close frees it. */
+static void election_op_fail(op_t *op, int status) {
+  (void)op;
+  (void)status;
+}
+static void election_op_free(op_t *op) { (void)op; }
+static const op_ops_t election_op_ops = {
+    .dispatch = election_dispatch, .fail = election_op_fail, .free = election_op_free};
+
+int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_elected_cb on_elected,
+                 redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out) {
   redlock_election_t *e = calloc(1, sizeof *e);
   if (e == NULL)
     return REDLOCK_ENOMEM;
@@ -385,81 +374,47 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
     return REDLOCK_ENOMEM;
   }
   memcpy(e->name, name, e->name_len + 1);
-  e->client = client;
+  e->engine = engine;
   e->ttl_ms = ttl_ms;
   e->on_elected = on_elected;
   e->on_lost = on_lost;
   e->arg = arg;
   e->start_op.kind = OP_ELECT;
-  e->start_op.client = client;
+  e->start_op.ops = &election_op_ops;
+  e->start_op.engine = engine;
   e->resign_op.op.kind = OP_RESIGN;
-  e->resign_op.op.client = client;
+  e->resign_op.op.ops = &election_op_ops;
+  e->resign_op.op.engine = engine;
   list_init(&e->link);
-  int rc = 0;
-  uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN)
-    rc = REDLOCK_ECLOSED;
-  else if (ptrset_add(&client->live_elections, e) != 0)
-    rc = REDLOCK_ENOMEM;
-  if (rc == 0) {
-    /* Before the loop can see it: on_elected may run before we return. */
-    *out = e;
-    client_enqueue_locked(client, &e->start_op);
-  }
-  uv_mutex_unlock(&client->mutex);
-  if (rc != 0)
-    election_free(e);
-  return rc;
+  *out = e;
+  return 0;
 }
 
-int redlock_resign(redlock_t *client, redlock_election_t *e) {
-  if (client == NULL || e == NULL)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
-  int wait = !on_loop(client);
-  uv_sem_t done;
-  if (wait && uv_sem_init(&done, 0) != 0)
-    return REDLOCK_EIO;
-  int rc = 0;
-  uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN)
-    rc = REDLOCK_ECLOSED;
-  else if (!ptrset_remove(&client->live_elections, e))
-    rc = REDLOCK_EINVAL; /* resigned already, or not this client's */
-  if (rc == 0) {
-    if (wait) {
-      e->resign_op.done = &done;
-    } else {
-      /* We are the loop: no callback of this election runs from now on. */
-      e->resigned = 1;
-    }
-    client_enqueue_locked(client, &e->resign_op.op);
-  }
-  uv_mutex_unlock(&client->mutex);
-  if (wait) {
-    if (rc == 0)
-      uv_sem_wait(&done);
-    uv_sem_destroy(&done);
-  }
-  return rc;
+op_t *election_start_op(redlock_election_t *e) { return &e->start_op; }
+
+op_t *election_resign_op(redlock_election_t *e, uv_sem_t *done) {
+  if (done != NULL)
+    e->resign_op.done = done;
+  else
+    e->resigned = 1; /* we are the loop: no callback of this election runs from now on */
+  return &e->resign_op.op;
 }
 
 int64_t redlock_election_validity_ms(const redlock_election_t *e) {
   if (e == NULL)
     return 0;
-  redlock_t *client = e->client;
-  uv_mutex_lock(&client->mutex);
+  engine_t *engine = e->engine;
+  uv_mutex_lock(engine->mutex);
   int64_t end = e->ended_ns;
   if (e->lease != NULL) {
     end = atomic_load(&e->lease->expires_ns);
     if (atomic_load(&e->lease->lost)) {
-      int64_t now = (int64_t)clock_now_ns();
+      int64_t now = (int64_t)engine_now_ns(e->engine);
       end = end < now ? end : now; /* a lease lost early ended when it was lost */
     }
   }
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   if (end == 0)
     return 0; /* never leader */
-  return (end - (int64_t)clock_now_ns()) / 1000000;
+  return (end - (int64_t)engine_now_ns(e->engine)) / 1000000;
 }

@@ -75,9 +75,9 @@ typedef struct engine {
   void *hooks_arg;
   const engine_owner_t *owner;
   void *owner_arg;
-  jitter_rng_t *rng;      /* loop: retry and back-off jitter */
-  random_pool_t *values;  /* loop: lock values */
-  uv_mutex_t *mutex;      /* the client's: guards the registries below and the refcounts */
+  jitter_rng_t *rng;     /* loop: retry and back-off jitter */
+  random_pool_t *values; /* loop: lock values */
+  uv_mutex_t *mutex;     /* the client's: guards the registries below and the refcounts */
   /* ---- the engine's own ---- */
   list_node_t ops_in_flight;    /* loop: op_t.link of dispatched lock/extend/release/watch */
   list_node_t held_locks;       /* loop: leases held (redlock_lock.held_link), for close */

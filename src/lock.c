@@ -9,7 +9,6 @@
 #include "quorum.h"
 #include "resp.h"
 #include "scripts.h"
-#include "stats.h"
 
 /* ---- argv building ---------------------------------------------------------
  * Each round's argv is built on the stack and formatted once by round_new. */
@@ -73,7 +72,7 @@ static int op_make_fence_keys(op_acquire_t *op) {
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < op->n_keys; i++)
     bytes += prefix_len + op->key_lens[i] + 1;
-  char *block = callmem_alloc(&op->op.client->callmem, bytes);
+  char *block = callmem_alloc(&op->op.engine->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
   op->fence_keys = (char **)(void *)block;
@@ -89,7 +88,7 @@ static int op_make_fence_keys(op_acquire_t *op) {
   return 0;
 }
 
-static round_t *acquire_round(redlock_t *client, op_acquire_t *op, round_decided_fn cb) {
+static round_t *acquire_round(engine_t *engine, op_acquire_t *op, round_decided_fn cb) {
   if (op->prim.kind != LOCK_KIND_MUTEX)
     return prim_acquire_round(op, cb); /* a permit or read-write hold */
   argv_t a;
@@ -97,14 +96,14 @@ static round_t *acquire_round(redlock_t *client, op_acquire_t *op, round_decided
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_fenced(&a, script, op, a.ttl_str, n);
-    return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                        .argv = a.argv,
-                                                        .argv_len = a.len,
-                                                        .script = script,
-                                                        .expect_integer = ROUND_EXPECT_POSITIVE,
-                                                        .kind = ROUND_ACQUIRE,
-                                                        .on_decided = cb,
-                                                        .ctx = op});
+    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                       .argv = a.argv,
+                                                       .argv_len = a.len,
+                                                       .script = script,
+                                                       .expect_integer = ROUND_EXPECT_POSITIVE,
+                                                       .kind = ROUND_ACQUIRE,
+                                                       .on_decided = cb,
+                                                       .ctx = op});
   }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
@@ -116,25 +115,25 @@ static round_t *acquire_round(redlock_t *client, op_acquire_t *op, round_decided
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, n);
-    return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                        .argv = a.argv,
-                                                        .argv_len = a.len,
-                                                        .script = NULL,
-                                                        .expect_integer = ROUND_EXPECT_OK,
-                                                        .kind = ROUND_ACQUIRE,
-                                                        .on_decided = cb,
-                                                        .ctx = op});
+    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                       .argv = a.argv,
+                                                       .argv_len = a.len,
+                                                       .script = NULL,
+                                                       .expect_integer = ROUND_EXPECT_OK,
+                                                       .kind = ROUND_ACQUIRE,
+                                                       .on_decided = cb,
+                                                       .ctx = op});
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
   argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
-  return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                      .argv = a.argv,
-                                                      .argv_len = a.len,
-                                                      .script = script,
-                                                      .expect_integer = (int64_t)op->n_keys,
-                                                      .kind = ROUND_ACQUIRE,
-                                                      .on_decided = cb,
-                                                      .ctx = op});
+  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                     .argv = a.argv,
+                                                     .argv_len = a.len,
+                                                     .script = script,
+                                                     .expect_integer = (int64_t)op->n_keys,
+                                                     .kind = ROUND_ACQUIRE,
+                                                     .on_decided = cb,
+                                                     .ctx = op});
 }
 
 /* Compare-and-delete on every master, without waiting for the outcome. */
@@ -146,50 +145,50 @@ static void argv_release(argv_t *a, char *const *keys, const size_t *key_lens, s
 }
 
 /* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it). */
-static void release_send(redlock_t *client, round_t *round, const char *what) {
+static void release_send(engine_t *engine, round_t *round, const char *what) {
   if (round == NULL) {
-    client_log(client, REDLOCK_LOG_ERROR, "out of memory: could not release %s", what);
+    engine_log(engine, REDLOCK_LOG_ERROR, "out of memory: could not release %s", what);
     return;
   }
   round_send(round);
 }
 
-static void release_everywhere(redlock_t *client, char *const *keys, const size_t *key_lens,
+static void release_everywhere(engine_t *engine, char *const *keys, const size_t *key_lens,
                                size_t n_keys, const char *value, uint64_t set_mask, int announce) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_release(&a, keys, key_lens, n_keys, value, announce);
-  round_t *round = round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                                .argv = a.argv,
-                                                                .argv_len = a.len,
-                                                                .script = script,
-                                                                .expect_integer = (int64_t)n_keys,
-                                                                .kind = ROUND_RELEASE,
-                                                                .replay_mask = set_mask,
-                                                                .on_decided = NULL,
-                                                                .ctx = NULL});
-  release_send(client, round, keys[0]);
+  round_t *round = round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                               .argv = a.argv,
+                                                               .argv_len = a.len,
+                                                               .script = script,
+                                                               .expect_integer = (int64_t)n_keys,
+                                                               .kind = ROUND_RELEASE,
+                                                               .replay_mask = set_mask,
+                                                               .on_decided = NULL,
+                                                               .ctx = NULL});
+  release_send(engine, round, keys[0]);
 }
 
 /* ---- lock handles ----------------------------------------------------------- */
 
 /* A watch or retry timer, allocated apart from what it serves. */
-static void timer_closed(uv_handle_t *handle) { free(handle); }
+static void timer_closed(tb_timer_t *timer) { free(timer); }
 
 void lock_free(redlock_lock_t *lock) {
   if (lock->watch_timer != NULL)
-    uv_close((uv_handle_t *)lock->watch_timer, timer_closed);
-  callmem_t *mem = &lock->client->callmem;
+    tb_timer_close(lock->watch_timer, timer_closed);
+  callmem_t *mem = &lock->engine->callmem;
   callmem_release(mem, lock->keys);
   callmem_release(mem, lock->fence_keys);
   callmem_handle_free(mem, lock);
 }
 
 void lock_unref(redlock_lock_t *lock) {
-  redlock_t *client = lock->client;
-  uv_mutex_lock(&client->mutex);
+  engine_t *engine = lock->engine;
+  uv_mutex_lock(engine->mutex);
   unsigned left = --lock->refs;
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   if (left == 0)
     lock_free(lock);
 }
@@ -198,25 +197,21 @@ void lock_unref(redlock_lock_t *lock) {
  * set ttl_ms on the masters. */
 static int64_t lock_end_ns(const redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
   return (int64_t)started_ns + (int64_t)ttl_ms * 1000000 -
-         quorum_drift_ns(ttl_ms, lock->client->opts.drift_factor);
+         quorum_drift_ns(ttl_ms, lock->engine->opts->drift_factor);
 }
 
 static void lock_set_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t ttl_ms) {
   atomic_store(&lock->expires_ns, lock_end_ns(lock, started_ns, ttl_ms));
 }
 
-static int64_t lock_validity_ns(const redlock_lock_t *lock) {
-  return atomic_load(&lock->expires_ns) - (int64_t)client_now_ns(lock->client);
-}
-
 /* Makes the handle for a won acquisition and registers it as live. */
 static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   uint32_t n;
-  redlock_lock_t *lock = callmem_handle_new(&client->callmem, &n);
+  redlock_lock_t *lock = callmem_handle_new(&engine->callmem, &n);
   if (lock == NULL)
     return NULL;
-  lock->client = client;
+  lock->engine = engine;
   lock->handle = handle_encode(lock, n);
   lock->n_keys = op->n_keys;
   lock->keys = op->keys;
@@ -235,15 +230,15 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   list_init(&lock->reentrant_link);
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
-  uv_mutex_lock(&client->mutex);
-  int rc = ptrset_add(&client->live_locks, lock->handle);
+  uv_mutex_lock(engine->mutex);
+  int rc = ptrset_add(&engine->live_locks, lock->handle);
   /* Permits and read-write holds are never shared reentrantly: a thread
    * asking for a second permit must get another slot. */
-  if (rc == 0 && client->opts.reentrant && lock->n_keys == 1 && lock->prim.kind == LOCK_KIND_MUTEX)
-    list_insert_tail(&client->reentrant_leases, &lock->reentrant_link);
-  uv_mutex_unlock(&client->mutex);
+  if (rc == 0 && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.kind == LOCK_KIND_MUTEX)
+    list_insert_tail(&engine->reentrant_leases, &lock->reentrant_link);
+  uv_mutex_unlock(engine->mutex);
   if (rc != 0) {
-    callmem_handle_free(&client->callmem, lock);
+    callmem_handle_free(&engine->callmem, lock);
     return NULL;
   }
   op->keys = NULL; /* the lock owns them now */
@@ -254,22 +249,22 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
     op->fence_keys = NULL;
     op->fence_key_lens = NULL;
   }
-  list_insert_tail(&client->held_locks, &lock->held_link);
-  stats_gauge(client->stats, STATS_GAUGE_HELD, +1);
+  list_insert_tail(&engine->held_locks, &lock->held_link);
+  stats_gauge(engine->stats, STATS_GAUGE_HELD, +1);
   return lock;
 }
 
 static void lock_mark_lost(redlock_lock_t *lock, int reason) {
   if (atomic_exchange(&lock->lost, 1))
     return;
-  client_log(lock->client, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
+  engine_log(lock->engine, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
              redlock_err_name(reason));
-  stats_lock_lost(lock, reason);
+  engine_lock_lost(lock->engine, lock, reason);
   if (lock->watched) {
-    stats_gauge(lock->client->stats, STATS_GAUGE_WATCHED, -1);
+    stats_gauge(lock->engine->stats, STATS_GAUGE_WATCHED, -1);
     lock->watched = 0;
     if (lock->watch_timer != NULL)
-      uv_timer_stop(lock->watch_timer);
+      tb_timer_stop(lock->watch_timer);
     if (lock->lost_cb != NULL)
       lock->lost_cb(lock->watch_handle, reason, lock->lost_arg);
   }
@@ -285,12 +280,15 @@ static void send_for(const op_t *op, round_t *round) {
 
 /* ---- construction (the caller's thread; the loop's for an election) ------------ */
 
-op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params) {
-  op_acquire_t *op = callmem_calloc(&client->callmem, sizeof *op);
+static const op_ops_t lock_op_ops = {.dispatch = op_dispatch, .fail = op_fail, .free = op_free};
+
+op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params) {
+  op_acquire_t *op = callmem_calloc(&engine->callmem, sizeof *op);
   if (op == NULL)
     return NULL;
   op->op.kind = OP_LOCK;
-  op->op.client = client;
+  op->op.ops = &lock_op_ops;
+  op->op.engine = engine;
   op->mode = params->mode;
   op->ttl_ms = params->ttl_ms;
   op->wait_ms = params->wait_ms;
@@ -304,12 +302,12 @@ op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params) 
 }
 
 int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n) {
-  const redlock_t *client = op->op.client;
-  size_t prefix_len = client->opts.key_prefix_len;
+  const engine_t *engine = op->op.engine;
+  size_t prefix_len = engine->opts->key_prefix_len;
   size_t bytes = n * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < n; i++)
     bytes += prefix_len + strlen(resources[i]) + 1;
-  char *block = callmem_alloc(&op->op.client->callmem, bytes);
+  char *block = callmem_alloc(&op->op.engine->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
   op->keys = (char **)(void *)block;
@@ -319,7 +317,7 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
     size_t len = strlen(resources[i]);
     op->keys[i] = w;
     op->key_lens[i] = prefix_len + len;
-    memcpy(w, client->opts.key_prefix, prefix_len);
+    memcpy(w, engine->opts->key_prefix, prefix_len);
     memcpy(w + prefix_len, resources[i], len + 1);
     w += prefix_len + len + 1;
   }
@@ -331,44 +329,44 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
 /* A new hold on a lease this thread acquired for the same resource, if it
  * is still valid.  NULL when there is none, or (*rc = REDLOCK_ENOMEM) when
  * there is one but no memory for the hold. */
-static redlock_lock_t *reentrant_hold(redlock_t *client, const char *resource, int *rc) {
-  size_t prefix_len = client->opts.key_prefix_len;
+static redlock_lock_t *reentrant_hold(engine_t *engine, const char *resource, int *rc) {
+  size_t prefix_len = engine->opts->key_prefix_len;
   size_t len = strlen(resource);
   uv_thread_t self = uv_thread_self();
   redlock_lock_t *hold = NULL;
-  uv_mutex_lock(&client->mutex);
-  for (list_node_t *it = client->reentrant_leases.next; it != &client->reentrant_leases;
+  uv_mutex_lock(engine->mutex);
+  for (list_node_t *it = engine->reentrant_leases.next; it != &engine->reentrant_leases;
        it = it->next) {
     redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
     if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
         memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
-        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || redlock_lock_is_lost(lease))
+        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || lock_is_lost(lease))
       continue;
     uint32_t n;
-    hold = callmem_handle_new(&client->callmem, &n);
+    hold = callmem_handle_new(&engine->callmem, &n);
     if (hold != NULL)
       hold->handle = handle_encode(hold, n);
-    if (hold == NULL || ptrset_add(&client->live_locks, hold->handle) != 0) {
+    if (hold == NULL || ptrset_add(&engine->live_locks, hold->handle) != 0) {
       /* Not a fresh acquisition instead: it would find the key held by this
        * very lease, and wait or fail as if another holder had it. */
-      callmem_handle_free(&client->callmem, hold);
+      callmem_handle_free(&engine->callmem, hold);
       hold = NULL;
       *rc = REDLOCK_ENOMEM;
       break;
     }
-    hold->client = client;
+    hold->engine = engine;
     hold->lease = lease;
     lease->holds++;
     list_insert_tail(&lease->holds_list, &hold->hold_link);
     break;
   }
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   return hold;
 }
 
 int acquire_op_reenter(op_acquire_t *op, const char *resource) {
   int rc = 0;
-  redlock_lock_t *hold = reentrant_hold(op->op.client, resource, &rc);
+  redlock_lock_t *hold = reentrant_hold(op->op.engine, resource, &rc);
   if (hold == NULL)
     return rc;
   op->hold = hold;
@@ -376,12 +374,12 @@ int acquire_op_reenter(op_acquire_t *op, const char *resource) {
   return 0;
 }
 
-op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
+op_t *target_op_new(engine_t *engine, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
                     redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
   op_t *op = NULL;
   switch (kind) {
   case OP_EXTEND: {
-    op_extend_t *ext = callmem_alloc(&client->callmem, sizeof *ext);
+    op_extend_t *ext = callmem_alloc(&engine->callmem, sizeof *ext);
     if (ext != NULL) {
       *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
       op = &ext->op;
@@ -389,7 +387,7 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
     break;
   }
   case OP_UNLOCK: {
-    op_release_t *rel = callmem_alloc(&client->callmem, sizeof *rel);
+    op_release_t *rel = callmem_alloc(&engine->callmem, sizeof *rel);
     if (rel != NULL) {
       *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
       op = &rel->op;
@@ -397,14 +395,14 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
     break;
   }
   case OP_WATCH: {
-    op_watch_t *watch = callmem_alloc(&client->callmem, sizeof *watch);
-    uv_timer_t *timer = malloc(sizeof *timer);
+    op_watch_t *watch = callmem_alloc(&engine->callmem, sizeof *watch);
+    tb_timer_t *timer = malloc(sizeof *timer);
     if (watch != NULL && timer != NULL) {
       *watch = (op_watch_t){
           .lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
       op = &watch->op;
     } else {
-      callmem_release(&client->callmem, watch);
+      callmem_release(&engine->callmem, watch);
       free(timer);
     }
     break;
@@ -417,7 +415,8 @@ op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uin
   }
   if (op != NULL) {
     op->kind = kind;
-    op->client = client;
+    op->ops = &lock_op_ops;
+    op->engine = engine;
   }
   return op;
 }
@@ -441,13 +440,13 @@ static redlock_lock_t **target_lock(op_t *op) {
 }
 
 int lock_claim_locked(op_t *op) {
-  redlock_t *client = op->client;
+  engine_t *engine = op->engine;
   redlock_lock_t **lock = target_lock(op);
   /* The value, not its address: a stale value is in no live set (handle.h). */
-  if (!ptrset_contains(&client->live_locks, *lock))
+  if (!ptrset_contains(&engine->live_locks, *lock))
     return REDLOCK_EINVAL;
   if (op->kind == OP_UNLOCK)
-    ptrset_remove(&client->live_locks, *lock);
+    ptrset_remove(&engine->live_locks, *lock);
   *lock = lock_of(*lock);
   if (op->kind != OP_UNLOCK) {
     *lock = (*lock)->lease; /* a hold extends and watches its lease */
@@ -459,7 +458,7 @@ int lock_claim_locked(op_t *op) {
 /* ---- op life cycle ------------------------------------------------------------ */
 
 static void acquire_release_memory(op_acquire_t *op) {
-  callmem_t *mem = &op->op.client->callmem;
+  callmem_t *mem = &op->op.engine->callmem;
   callmem_release(mem, op->keys);
   callmem_release(mem, op->fence_keys);
   callmem_release(mem, op);
@@ -473,20 +472,20 @@ void op_free(op_t *op) {
      * any more), while the op goes back to the client's free list now, not
      * from a close callback that may run after the client is freed. */
     if (acq->retry_timer != NULL)
-      uv_close((uv_handle_t *)acq->retry_timer, timer_closed);
+      tb_timer_close(acq->retry_timer, timer_closed);
     acquire_release_memory(acq);
     return;
   }
   case OP_EXTEND:
-    callmem_release(&op->client->callmem, OP_AS(op_extend_t, op, OP_EXTEND, op));
+    callmem_release(&op->engine->callmem, OP_AS(op_extend_t, op, OP_EXTEND, op));
     return;
   case OP_UNLOCK:
-    callmem_release(&op->client->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
+    callmem_release(&op->engine->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
     return;
   case OP_WATCH: {
     op_watch_t *watch = OP_AS(op_watch_t, op, OP_WATCH, op);
     free(watch->timer); /* not taken by the lease: never initialised */
-    callmem_release(&op->client->callmem, watch);
+    callmem_release(&op->engine->callmem, watch);
     return;
   }
   case OP_CLOSE:
@@ -500,11 +499,11 @@ void op_free(op_t *op) {
  * its lock goes (unlock: the live one), the op is freed, and a close may go
  * on. */
 static void op_end(op_t *op, redlock_lock_t *ref) {
-  redlock_t *client = op->client;
+  engine_t *engine = op->engine;
   if (ref != NULL)
     lock_unref(ref);
   op_free(op);
-  client_maybe_finish_close(client);
+  engine->owner->op_ended(engine->owner_arg);
 }
 
 static void op_unlink(op_t *op) {
@@ -531,20 +530,20 @@ static stats_op_t acquire_stats_kind(const op_acquire_t *op) {
 /* Takes the acquisition out of the in-flight list, runs its callback once,
  * frees it. */
 static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   if (op->prim.kind != LOCK_KIND_MUTEX)
     prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
   op_unlink(&op->op);
-  notify_unwait(&client->notify, &op->waiter);
-  if (client->stats != NULL) {
+  notify_unwait(engine->notify, &op->waiter);
+  if (engine->stats != NULL) {
     if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
-      stats_gauge(client->stats, STATS_GAUGE_WAITERS, -1);
+      stats_gauge(engine->stats, STATS_GAUGE_WAITERS, -1);
     /* Before the callback: the event may name the lock. */
     const char *resource = lock != NULL       ? lock->lease->resource
                            : op->keys != NULL ? op->keys[0] + op->prefix_len
                                               : NULL;
-    stats_call_finished(client, acquire_stats_kind(op), status, op, op->started_ns, resource,
-                        (int)op->attempts);
+    engine_call_finished(engine, acquire_stats_kind(op), status, op, op->started_ns, resource,
+                         (int)op->attempts);
   }
   if (op->lock_cb != NULL)
     op->lock_cb(status, lock != NULL ? lock->handle : NULL, op->arg);
@@ -553,8 +552,8 @@ static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
 
 static void extend_finish(op_extend_t *op, int status) {
   op_unlink(&op->op);
-  stats_call_finished(op->op.client, STATS_OP_EXTEND, status, op, 0,
-                      op->lock != NULL ? op->lock->resource : NULL, -1);
+  engine_call_finished(op->op.engine, STATS_OP_EXTEND, status, op, 0,
+                       op->lock != NULL ? op->lock->resource : NULL, -1);
   if (op->done_cb != NULL)
     op->done_cb(status, op->arg);
   op_end(&op->op, op->lock);
@@ -562,8 +561,8 @@ static void extend_finish(op_extend_t *op, int status) {
 
 static void release_finish(op_release_t *op, int status) {
   op_unlink(&op->op);
-  stats_call_finished(op->op.client, STATS_OP_RELEASE, status, op, 0,
-                      op->lock != NULL ? op->lock->resource : NULL, -1);
+  engine_call_finished(op->op.engine, STATS_OP_RELEASE, status, op, 0,
+                       op->lock != NULL ? op->lock->resource : NULL, -1);
   if (op->done_cb != NULL)
     op->done_cb(status, op->arg);
   op_end(&op->op, op->lock);
@@ -599,7 +598,7 @@ void op_fail(op_t *op, int status) {
 
 static void lock_attempt(op_acquire_t *op);
 
-static void retry_timer_cb(uv_timer_t *timer) { lock_attempt(timer->data); }
+static void retry_timer_cb(tb_timer_t *timer) { lock_attempt(timer->data); }
 
 void lock_wake(notify_waiter_t *waiter) {
   op_acquire_t *op = container_of(waiter, op_acquire_t, waiter);
@@ -608,7 +607,7 @@ void lock_wake(notify_waiter_t *waiter) {
     return;
   }
   if (op->retry_timer != NULL)
-    uv_timer_stop(op->retry_timer);
+    tb_timer_stop(op->retry_timer);
   lock_attempt(op);
 }
 
@@ -621,7 +620,7 @@ static void lock_wait_for_release(op_acquire_t *op) {
   size_t key_len = op->key_lens[0];
   size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
   if (op->prim.channel != NULL) {
-    notify_wait(&op->op.client->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
+    notify_wait(op->op.engine->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
                 prim_wake_mode(op));
     return;
   }
@@ -632,19 +631,19 @@ static void lock_wait_for_release(op_acquire_t *op) {
     return;
   memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
   memcpy(name + prefix_len, key, key_len);
-  notify_wait(&op->op.client->notify, &op->waiter, name, len, prim_wake_mode(op));
+  notify_wait(op->op.engine->notify, &op->waiter, name, len, prim_wake_mode(op));
   if (name != stack)
     free(name);
 }
 
 static void lock_retry_or_finish(op_acquire_t *op, int status) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   if (op->canceled) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
-  uint64_t delay = quorum_retry_delay_ms(client->opts.retry_delay_ms, client->opts.retry_jitter_ms,
-                                         client_random(client));
+  uint64_t delay = quorum_retry_delay_ms(engine->opts->retry_delay_ms,
+                                         engine->opts->retry_jitter_ms, engine_random(engine));
   if (op->prim.kind != LOCK_KIND_MUTEX)
     delay = prim_retry_delay_ms(op, delay);
   switch (op->mode) {
@@ -653,13 +652,13 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
     acquire_finish(op, status, NULL);
     return;
   case LOCK_MODE_RETRY:
-    if (client->opts.retry_count >= 0 && op->attempts > (unsigned)client->opts.retry_count) {
+    if (engine->opts->retry_count >= 0 && op->attempts > (unsigned)engine->opts->retry_count) {
       acquire_finish(op, status, NULL);
       return;
     }
     break;
   case LOCK_MODE_WAIT: {
-    uint64_t now = client_now_ns(client);
+    uint64_t now = engine_now_ns(engine);
     if (now >= op->wait_deadline_ns) {
       acquire_finish(op, REDLOCK_ETIMEDOUT, NULL);
       return;
@@ -684,22 +683,28 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
       acquire_finish(op, REDLOCK_ENOMEM, NULL);
       return;
     }
-    uv_timer_init(client->loop, op->retry_timer);
-    op->retry_timer->data = op;
+    if (tb_timer_init(engine->tb, op->retry_timer, op) != 0) {
+      free(op->retry_timer);
+      op->retry_timer = NULL;
+      acquire_finish(op, REDLOCK_EIO, NULL);
+      return;
+    }
   }
-  uv_timer_start(op->retry_timer, retry_timer_cb, delay, 0);
+  if (tb_timer_start(op->retry_timer, retry_timer_cb, delay) != 0)
+    acquire_finish(op, REDLOCK_EIO, NULL);
 }
 
 /* A won round (the acquisition, or with fencing its write-back): grant the
  * lock if validity is left, measured from the start of the acquisition.
  * Returns 0 when granted, else the status of the failed attempt. */
 static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   if (op->canceled)
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
-  if (quorum_validity_ns(op->ttl_ms, elapsed, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS) {
-    client_log(client, REDLOCK_LOG_WARN,
+  if (quorum_validity_ns(op->ttl_ms, elapsed, engine->opts->drift_factor) <
+      QUORUM_MIN_VALIDITY_NS) {
+    engine_log(engine, REDLOCK_LOG_WARN,
                "lock %s: quorum won but it took %llu us of a %u ms ttl: no validity left",
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
     return REDLOCK_EEXPIRED;
@@ -713,18 +718,18 @@ static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
 
 /* The attempt failed: release wherever our value may be, then retry or end. */
 static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int status) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   op->waiter.in_attempt = 0;
   notify_attempt_done(&op->waiter);
   /* A master whose reply was lost may still have applied the SET. */
   if (op->set_mask != 0) {
     if (op->prim.kind != LOCK_KIND_MUTEX)
-      release_send(client, prim_attempt_release_round(op), op->keys[0]);
+      release_send(engine, prim_attempt_release_round(op), op->keys[0]);
     else
-      release_everywhere(client, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
+      release_everywhere(engine, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
   }
-  if (round != NULL && client_log_enabled(client, REDLOCK_LOG_DEBUG))
-    client_log(client, REDLOCK_LOG_DEBUG,
+  if (round != NULL && engine_log_enabled(engine, REDLOCK_LOG_DEBUG))
+    engine_log(engine, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
                op->attempts, redlock_err_name(status), round->yes, round->no, round->failed);
   if (status == REDLOCK_EINVAL) {
@@ -772,14 +777,14 @@ static int fence_commit(op_acquire_t *op, const round_t *acquired) {
     const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
     argv_fenced(&a, script, op, token_str, n);
     round =
-        round_new(&op->op.client->rounds, &(round_params_t){.argc = a.argc,
-                                                            .argv = a.argv,
-                                                            .argv_len = a.len,
-                                                            .script = script,
-                                                            .expect_integer = 1,
-                                                            .kind = ROUND_PLAIN,
-                                                            .on_decided = on_fence_commit_decided,
-                                                            .ctx = op});
+        round_new(op->op.engine->rounds, &(round_params_t){.argc = a.argc,
+                                                           .argv = a.argv,
+                                                           .argv_len = a.len,
+                                                           .script = script,
+                                                           .expect_integer = 1,
+                                                           .kind = ROUND_PLAIN,
+                                                           .on_decided = on_fence_commit_decided,
+                                                           .ctx = op});
   }
   if (round == NULL)
     return REDLOCK_ENOMEM;
@@ -815,20 +820,20 @@ static void lock_attempt(op_acquire_t *op) {
     return;
   }
   op->attempts++;
-  int rc = random_pool_lock_value(&op->op.client->value_pool, op->value);
+  int rc = random_pool_lock_value(op->op.engine->values, op->value);
   if (rc == 0 && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != 0) {
     acquire_finish(op, rc, NULL);
     return;
   }
-  round_t *round = acquire_round(op->op.client, op, on_acquire_decided);
+  round_t *round = acquire_round(op->op.engine, op, on_acquire_decided);
   if (round == NULL) {
     acquire_finish(op, REDLOCK_ENOMEM, NULL);
     return;
   }
   op->waiter.in_attempt = 1;
-  op->attempt_started_ns = client_now_ns(op->op.client);
+  op->attempt_started_ns = engine_now_ns(op->op.engine);
   if (op->attempts == 1)
     op->started_ns = op->attempt_started_ns;
   send_for(&op->op, round);
@@ -836,10 +841,10 @@ static void lock_attempt(op_acquire_t *op) {
 
 /* ---- extend ------------------------------------------------------------------------ */
 
-static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
+static round_t *extend_round(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
                              round_decided_fn cb, void *ctx) {
   if (lock->prim.kind != LOCK_KIND_MUTEX)
-    return prim_extend_round(client, lock, ttl_ms, cb, ctx);
+    return prim_extend_round(engine, lock, ttl_ms, cb, ctx);
   argv_t a;
   const script_t *script = script_get(SCRIPT_EXTEND);
   char token_str[24];
@@ -859,14 +864,14 @@ static round_t *extend_round(redlock_t *client, redlock_lock_t *lock, uint32_t t
   } else {
     argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
   }
-  return round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                      .argv = a.argv,
-                                                      .argv_len = a.len,
-                                                      .script = script,
-                                                      .expect_integer = ROUND_EXPECT_CODE,
-                                                      .kind = ROUND_EXTEND,
-                                                      .on_decided = cb,
-                                                      .ctx = ctx});
+  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                     .argv = a.argv,
+                                                     .argv_len = a.len,
+                                                     .script = script,
+                                                     .expect_integer = ROUND_EXPECT_CODE,
+                                                     .kind = ROUND_EXTEND,
+                                                     .on_decided = cb,
+                                                     .ctx = ctx});
 }
 
 /* Lowers the lock's end of validity to what an extension round that started
@@ -883,7 +888,7 @@ static void lock_cap_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t 
  * round's outcome; now is before the round's own start, so this errs
  * short), and numbers the round (extend_outcome). */
 static uint64_t extend_sent(redlock_lock_t *lock, uint32_t ttl_ms) {
-  lock_cap_expiry(lock, client_now_ns(lock->client), ttl_ms);
+  lock_cap_expiry(lock, engine_now_ns(lock->engine), ttl_ms);
   return ++lock->extends_sent;
 }
 
@@ -903,7 +908,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
   lock->set_mask |= round_set_mask(round);
   if (outcome == QUORUM_WON) {
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
-                                          lock->client->opts.drift_factor);
+                                          lock->engine->opts->drift_factor);
     if (validity < QUORUM_MIN_VALIDITY_NS)
       return REDLOCK_EEXPIRED;
     if (seq == lock->extends_sent) {
@@ -944,7 +949,7 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, REDLOCK_ELOST);
     return;
   }
-  round_t *round = extend_round(op->op.client, lock, op->ttl_ms, on_extend_decided, op);
+  round_t *round = extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op);
   if (round == NULL) {
     extend_finish(op, REDLOCK_ENOMEM);
     return;
@@ -957,10 +962,10 @@ static void extend_start(op_extend_t *op) {
 
 static void lock_stop_watch(redlock_lock_t *lock) {
   if (lock->watched)
-    stats_gauge(lock->client->stats, STATS_GAUGE_WATCHED, -1);
+    stats_gauge(lock->engine->stats, STATS_GAUGE_WATCHED, -1);
   lock->watched = 0;
   if (lock->watch_timer != NULL)
-    uv_timer_stop(lock->watch_timer);
+    tb_timer_stop(lock->watch_timer);
 }
 
 static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
@@ -974,22 +979,22 @@ static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *c
 
 /* Lets go of one handle; returns how many handles its lease still has. */
 static unsigned lock_drop_handle(redlock_lock_t *handle) {
-  redlock_t *client = handle->client;
+  engine_t *engine = handle->engine;
   redlock_lock_t *lease = handle->lease;
-  uv_mutex_lock(&client->mutex);
+  uv_mutex_lock(engine->mutex);
   unsigned remaining = --lease->holds;
   if (handle != lease)
     list_remove(&handle->hold_link);
   if (remaining == 0 && list_linked(&lease->reentrant_link))
     list_remove(&lease->reentrant_link);
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   if (handle != lease)
-    callmem_handle_free(&client->callmem, handle);
+    callmem_handle_free(&engine->callmem, handle);
   return remaining;
 }
 
 static void unlock_start(op_release_t *op) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   redlock_lock_t *lock = op->lock->lease;
   if (lock->watch_handle == op->lock->handle)
     lock_stop_watch(lock); /* unlocking the watched handle ends the watch */
@@ -1002,25 +1007,25 @@ static void unlock_start(op_release_t *op) {
   op->lock = lock; /* the release ends with the lease's last reference */
   if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
-    stats_gauge(client->stats, STATS_GAUGE_HELD, -1);
+    stats_gauge(engine->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
   round_t *round;
   if (lock->prim.kind != LOCK_KIND_MUTEX) {
-    round = prim_release_round(client, lock, on_release_decided, op);
+    round = prim_release_round(engine, lock, on_release_decided, op);
   } else {
     argv_t a;
     const script_t *script = script_get(SCRIPT_RELEASE);
     argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
-    round = round_new(&client->rounds, &(round_params_t){.argc = a.argc,
-                                                         .argv = a.argv,
-                                                         .argv_len = a.len,
-                                                         .script = script,
-                                                         .expect_integer = (int64_t)lock->n_keys,
-                                                         .kind = ROUND_RELEASE,
-                                                         .replay_mask = lock->set_mask,
-                                                         .on_decided = on_release_decided,
-                                                         .ctx = op});
+    round = round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                        .argv = a.argv,
+                                                        .argv_len = a.len,
+                                                        .script = script,
+                                                        .expect_integer = (int64_t)lock->n_keys,
+                                                        .kind = ROUND_RELEASE,
+                                                        .replay_mask = lock->set_mask,
+                                                        .on_decided = on_release_decided,
+                                                        .ctx = op});
   }
   if (round == NULL) {
     release_finish(op, REDLOCK_ENOMEM);
@@ -1038,11 +1043,11 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   lock->watch_extending = 0;
   if (lock->watched) {
     int status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
-    stats_renewed(lock, round, status);
+    engine_renewed(lock->engine, lock, round, status);
     if (status == REDLOCK_OK)
       lock->watch_failures = 0;
     else if (status != REDLOCK_ELOST)
-      client_log(lock->client, lock->watch_failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
+      engine_log(lock->engine, lock->watch_failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
                  "watch %s: extension failed (%s); retrying while %lld ms of validity remain",
                  lock->resource, redlock_err_name(status),
                  (long long)(lock_validity_ns(lock) / 1000000));
@@ -1052,25 +1057,25 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   lock_unref(lock); /* the extension's reference */
 }
 
-static void watch_timer_cb(uv_timer_t *timer) {
+static void watch_timer_cb(tb_timer_t *timer) {
   redlock_lock_t *lock = timer->data;
-  redlock_t *client = lock->client;
+  engine_t *engine = lock->engine;
   if (!lock->watched || lock->watch_extending)
     return;
   if (lock_validity_ns(lock) <= 0) {
     lock_mark_lost(lock, REDLOCK_ELOST);
     return;
   }
-  round_t *round = extend_round(client, lock, lock->ttl_ms, on_watch_extend_decided, lock);
+  round_t *round = extend_round(engine, lock, lock->ttl_ms, on_watch_extend_decided, lock);
   if (round == NULL) {
     watch_schedule(lock);
     return;
   }
   lock->watch_ttl_ms = lock->ttl_ms;
   lock->watch_seq = extend_sent(lock, lock->watch_ttl_ms);
-  uv_mutex_lock(&client->mutex);
+  uv_mutex_lock(engine->mutex);
   lock->refs++;
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   lock->watch_extending = 1;
   round_send(round);
 }
@@ -1084,24 +1089,24 @@ static void watch_schedule(redlock_lock_t *lock) {
   int64_t validity_ns = lock_validity_ns(lock);
   int64_t delay = 0;
   if (lock->watch_failures == 0) { /* after a failure: the retry schedule below */
-    uint32_t early = client_random(lock->client) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
+    uint32_t early = engine_random(lock->engine) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
     delay = (int64_t)quorum_watch_delay_ms(validity_ns / 1000000, lock->ttl_ms,
-                                           uv_now(lock->client->loop), early);
+                                           tb_timer_now_ms(lock->engine->tb), early);
   }
   if (delay <= 0) {
     /* Retrying: once per request timeout, and last at the end of validity,
      * where the timer finds it spent and declares the lock lost. */
     int64_t until_end = validity_ns > 0 ? (validity_ns + 999999) / 1000000 : 0;
-    delay = (int64_t)lock->client->opts.request_timeout_ms;
+    delay = (int64_t)lock->engine->opts->request_timeout_ms;
     if (delay > until_end)
       delay = until_end;
   }
-  uv_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1), 0);
+  tb_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1));
 }
 
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg, uv_timer_t **spare) {
-  redlock_t *client = lock->client;
+                     void *arg, tb_timer_t **spare) {
+  engine_t *engine = lock->engine;
   if (lock->watch_timer == NULL) {
     if (spare != NULL && *spare != NULL) {
       lock->watch_timer = *spare;
@@ -1111,14 +1116,17 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
     }
     if (lock->watch_timer == NULL)
       return REDLOCK_ENOMEM;
-    uv_timer_init(client->loop, lock->watch_timer);
-    lock->watch_timer->data = lock;
+    if (tb_timer_init(engine->tb, lock->watch_timer, lock) != 0) {
+      free(lock->watch_timer);
+      lock->watch_timer = NULL;
+      return REDLOCK_EIO;
+    }
   }
   lock->lost_cb = lost_cb;
   lock->lost_arg = arg;
   lock->watch_handle = handle;
   if (!lock->watched)
-    stats_gauge(client->stats, STATS_GAUGE_WATCHED, +1);
+    stats_gauge(engine->stats, STATS_GAUGE_WATCHED, +1);
   lock->watched = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
@@ -1146,14 +1154,14 @@ static void acquire_start(op_acquire_t *op) {
     return;
   }
   if (op->mode == LOCK_MODE_WAIT) {
-    op->wait_deadline_ns = client_now_ns(op->op.client) + (uint64_t)op->wait_ms * 1000000u;
-    stats_gauge(op->op.client->stats, STATS_GAUGE_WAITERS, +1); /* until acquire_finish */
+    op->wait_deadline_ns = engine_now_ns(op->op.engine) + (uint64_t)op->wait_ms * 1000000u;
+    stats_gauge(op->op.engine->stats, STATS_GAUGE_WAITERS, +1); /* until acquire_finish */
   }
   lock_attempt(op);
 }
 
 void op_dispatch(op_t *op) {
-  list_insert_tail(&op->client->ops_in_flight, &op->link);
+  list_insert_tail(&op->engine->ops_in_flight, &op->link);
   switch (op->kind) {
   case OP_LOCK:
     acquire_start(OP_AS(op_acquire_t, op, OP_LOCK, op));
@@ -1189,9 +1197,9 @@ void acquire_abandon(op_acquire_t *op) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
 }
 
-void lock_cancel_all(redlock_t *client) {
-  list_node_t *it = client->ops_in_flight.next;
-  while (it != &client->ops_in_flight) {
+void lock_cancel_all(engine_t *engine) {
+  list_node_t *it = engine->ops_in_flight.next;
+  while (it != &engine->ops_in_flight) {
     op_t *op = list_entry(it, op_t, link);
     it = it->next;
     if (op->kind != OP_LOCK)
@@ -1203,41 +1211,41 @@ void lock_cancel_all(redlock_t *client) {
   }
   /* No renewal from here on: a lease waiting for its release turn below
    * must not be extended meanwhile. */
-  for (list_node_t *h = client->held_locks.next; h != &client->held_locks; h = h->next)
+  for (list_node_t *h = engine->held_locks.next; h != &engine->held_locks; h = h->next)
     lock_stop_watch(list_entry(h, redlock_lock_t, held_link));
-  lock_release_held(client);
+  lock_release_held(engine);
 }
 
-int lock_release_held(redlock_t *client) {
-  while (!list_empty(&client->held_locks) && round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW)
-    lock_release_lease(list_entry(client->held_locks.next, redlock_lock_t, held_link));
-  return !list_empty(&client->held_locks);
+int lock_release_held(engine_t *engine) {
+  while (!list_empty(&engine->held_locks) && round_env_pending(engine->rounds) < LOCK_CLOSE_WINDOW)
+    lock_release_lease(list_entry(engine->held_locks.next, redlock_lock_t, held_link));
+  return !list_empty(&engine->held_locks);
 }
 
 void lock_release_lease(redlock_lock_t *lock) {
-  redlock_t *client = lock->client;
+  engine_t *engine = lock->engine;
   if (list_linked(&lock->held_link)) {
     list_remove(&lock->held_link);
-    stats_gauge(client->stats, STATS_GAUGE_HELD, -1);
+    stats_gauge(engine->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
   /* Every handle of the lease goes: the lease itself and its holds. */
-  uv_mutex_lock(&client->mutex);
-  ptrset_remove(&client->live_locks, lock->handle);
+  uv_mutex_lock(engine->mutex);
+  ptrset_remove(&engine->live_locks, lock->handle);
   while (!list_empty(&lock->holds_list)) {
     redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
     list_remove(&hold->hold_link);
-    ptrset_remove(&client->live_locks, hold->handle);
-    callmem_handle_free(&client->callmem, hold);
+    ptrset_remove(&engine->live_locks, hold->handle);
+    callmem_handle_free(&engine->callmem, hold);
   }
   lock->holds = 0;
   if (list_linked(&lock->reentrant_link))
     list_remove(&lock->reentrant_link);
-  uv_mutex_unlock(&client->mutex);
+  uv_mutex_unlock(engine->mutex);
   if (lock->prim.kind != LOCK_KIND_MUTEX)
-    release_send(client, prim_release_round(client, lock, NULL, NULL), lock->resource);
+    release_send(engine, prim_release_round(engine, lock, NULL, NULL), lock->resource);
   else
-    release_everywhere(client, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+    release_everywhere(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value,
                        lock->set_mask, 1);
   lock_unref(lock); /* its live reference */
 }

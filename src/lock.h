@@ -4,7 +4,7 @@
  * client.c, calls.c, prims.c and election.c use.
  *
  * Ownership, as in client.h: every field names the module that writes it
- * and how it is guarded ("loop", "mutex" = client->mutex, "const" = set by
+ * and how it is guarded ("loop", "mutex" = engine->mutex, "const" = set by
  * the constructor or at the grant, read-only after).  An op is written by
  * its constructor on the caller's thread, then (after the submit queue's
  * mutex hand-off) only by the loop thread. */
@@ -15,9 +15,10 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "client.h"
+#include "engine.h"
 #include "handle.h"
 #include "notify.h"
+#include "op.h"
 #include "prims.h"
 #include "random.h"
 #include "redlock.h"
@@ -36,15 +37,15 @@ typedef enum {
  * prims.c reads the key layout of its kinds; calls.c, stats.c and election.c
  * read the const fields and the atomics. */
 struct redlock_lock {
-  struct redlock *client;           /* const */
+  engine_t *engine;                 /* const */
   redlock_lock_t *handle;           /* const: the value the application knows it by (handle.h) */
   redlock_lock_t *lease;            /* const: itself, or the lease a hold shares */
   unsigned holds;                   /* lease, mutex: its handles not yet unlocked */
   list_node_t holds_list;           /* lease, mutex: its reentrant holds */
   list_node_t hold_link;            /* hold, mutex: in its lease's holds_list */
-  list_node_t reentrant_link;       /* lease, mutex: client->reentrant_leases */
+  list_node_t reentrant_link;       /* lease, mutex: engine->reentrant_leases */
   uv_thread_t owner;                /* lease, const: thread whose call acquired it */
-  list_node_t held_link;            /* lease, loop: client->held_locks, for close and watch */
+  list_node_t held_link;            /* lease, loop: engine->held_locks, for close and watch */
   size_t n_keys;                    /* const: from the op that won it */
   char **keys;                      /* const: prefix + resource, NUL-terminated (the op's block) */
   size_t *key_lens;                 /* const */
@@ -61,7 +62,7 @@ struct redlock_lock {
   unsigned refs;                    /* mutex: 1 while live (registered) + 1 per call in flight */
   /* watch (loop) */
   int watched;
-  uv_timer_t *watch_timer;
+  tb_timer_t *watch_timer;
   int watch_extending;
   unsigned watch_failures; /* extensions failed in a row */
   uint32_t watch_ttl_ms;   /* the ttl of the extension in flight (watch_extending) */
@@ -75,6 +76,15 @@ struct redlock_lock {
 /* The handle behind a value the application passed (handle.h); a real
  * address passes through unchanged. */
 static inline redlock_lock_t *lock_of(const redlock_lock_t *value) { return handle_decode(value); }
+
+/* The lease's validity left, on the engine's clock (negative: spent). */
+static inline int64_t lock_validity_ns(const redlock_lock_t *lease) {
+  return atomic_load(&lease->expires_ns) - (int64_t)engine_now_ns(lease->engine);
+}
+/* Lost (a quorum said so, or a watch gave up), or its validity is spent. */
+static inline int lock_is_lost(const redlock_lock_t *lease) {
+  return atomic_load(&lease->lost) || lock_validity_ns(lease) < 1000000;
+}
 
 /* ---- the calls ---------------------------------------------------------------------
  * OP_LOCK: an acquisition (redlock_lock & co, the primitives, an election's
@@ -109,7 +119,7 @@ typedef struct op_acquire {
   uint64_t set_mask;           /* masters the current attempt may have set the key on */
   uint64_t wait_deadline_ns;   /* WAIT: end of the budget (0: not waiting) */
   char value[RANDOM_VALUE_LEN + 1];
-  uv_timer_t *retry_timer; /* allocated on the first retry */
+  tb_timer_t *retry_timer; /* allocated on the first retry */
   int canceled;
 } op_acquire_t;
 
@@ -142,7 +152,7 @@ typedef struct {
   redlock_lock_t *handle; /* const */
   redlock_lost_cb lost_cb;
   void *arg;
-  uv_timer_t *timer; /* made with the op, on the caller's thread, so that the loop side
+  tb_timer_t *timer; /* made with the op, on the caller's thread, so that the loop side
                       * cannot run out of memory (it has no way to report it): the
                       * lease's watch timer if it has none yet, else freed with the op */
 } op_watch_t;
@@ -160,7 +170,7 @@ typedef struct {
 
 /* ---- constructors and destructor (any thread; the op is not queued yet) ---- */
 /* NULL when out of memory.  The keys come next (below, or prim_op_init). */
-op_acquire_t *acquire_op_new(redlock_t *client, const acquire_params_t *params);
+op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params);
 /* One allocation holds the key pointers, their lengths and the key bytes
  * (prefix + resource, NUL-terminated); the lock handle inherits it.  0 or
  * REDLOCK_ENOMEM. */
@@ -173,7 +183,7 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
 int acquire_op_reenter(op_acquire_t *op, const char *resource);
 /* An extend, unlock or watch of `lock` (kind says which; the arguments the
  * kind has no use for are ignored).  NULL when out of memory. */
-op_t *target_op_new(redlock_t *client, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
+op_t *target_op_new(engine_t *engine, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
                     redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
 /* Submission, under the mutex, of a target op: its handle must be live.
  * Unlock claims the handle (it leaves the registry at once, so a second
@@ -200,10 +210,10 @@ void acquire_abandon(op_acquire_t *op);
 #define LOCK_CLOSE_WINDOW (NODE_MAX_INFLIGHT / 2)
 /* Close: cancel acquisitions, stop every watch, and start releasing the
  * held locks (lock_release_held). */
-void lock_cancel_all(redlock_t *client);
+void lock_cancel_all(engine_t *engine);
 /* Close: releases held locks while fewer than LOCK_CLOSE_WINDOW rounds are
  * pending; 1 while some are still held (call again when a round settles). */
-int lock_release_held(redlock_t *client);
+int lock_release_held(engine_t *engine);
 /* notify_t.wake: a release was announced for what a WAIT op waits on: retry now. */
 void lock_wake(notify_waiter_t *waiter);
 /* Drops one reference (loop); frees the handle at zero. */
@@ -214,7 +224,7 @@ void lock_free(redlock_lock_t *lock);
  * be NULL): a timer block made beforehand, taken (*spare = NULL) if the lease
  * needs one.  0 or REDLOCK_ENOMEM. */
 int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg, uv_timer_t **spare);
+                     void *arg, tb_timer_t **spare);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live

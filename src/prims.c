@@ -62,7 +62,7 @@ static int sem_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, con
   size_t slot_len = base_len + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
   size_t strings = (slot_len + 1) + (base_len + sizeof PRIM_SEM_LIMIT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1);
-  char *w = key_block(&op->op.client->callmem, 2, strings, &op->keys, &op->key_lens);
+  char *w = key_block(&op->op.engine->callmem, 2, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
   /* keys[0]: base + separator, then room for the digits of any slot. */
@@ -85,7 +85,7 @@ static int sem_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, con
   if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + slot_len;
     char *f =
-        key_block(&op->op.client->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
+        key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
     op->fence_keys[0] = f;
@@ -106,7 +106,7 @@ static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, cons
                    (base_len + sizeof PRIM_RW_READ_SUFFIX) +
                    (base_len + sizeof PRIM_RW_INTENT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1) + (base_len + 1);
-  char *w = key_block(&op->op.client->callmem, 3, strings, &op->keys, &op->key_lens);
+  char *w = key_block(&op->op.engine->callmem, 3, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
   /* The base itself is kept last, as scratch to build the others from. */
@@ -131,7 +131,7 @@ static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, cons
   if (op->fenced) {
     size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + op->key_lens[0];
     char *f =
-        key_block(&op->op.client->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
+        key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys, &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
     op->fence_keys[0] = put3(&f, LIT(FENCE_KEY_PREFIX), op->keys[0], op->key_lens[0], "", 0);
@@ -141,9 +141,9 @@ static int rw_keys(op_acquire_t *op, const char *prefix, size_t prefix_len, cons
 }
 
 int prim_op_init(op_acquire_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
-  const redlock_t *client = op->op.client;
-  const char *prefix = client->opts.key_prefix;
-  size_t prefix_len = client->opts.key_prefix_len;
+  const engine_t *engine = op->op.engine;
+  const char *prefix = engine->opts->key_prefix;
+  size_t prefix_len = engine->opts->key_prefix_len;
   size_t name_len = strlen(name);
   op->prim.kind = (uint8_t)kind;
   op->prim.limit = limit;
@@ -205,17 +205,17 @@ static void cmd_script(cmd_t *c, script_id_t id, size_t n_keys) {
 }
 
 /* replay_mask: a release's masters that may hold its keys (else unused). */
-static round_t *cmd_round(redlock_t *client, cmd_t *c, int64_t expect, round_kind_t kind,
+static round_t *cmd_round(engine_t *engine, cmd_t *c, int64_t expect, round_kind_t kind,
                           uint64_t replay_mask, round_decided_fn cb, void *ctx) {
-  return round_new(&client->rounds, &(round_params_t){.argc = c->argc,
-                                                      .argv = c->argv,
-                                                      .argv_len = c->len,
-                                                      .script = script_get(c->script),
-                                                      .expect_integer = expect,
-                                                      .kind = kind,
-                                                      .replay_mask = replay_mask,
-                                                      .on_decided = cb,
-                                                      .ctx = ctx});
+  return round_new(engine->rounds, &(round_params_t){.argc = c->argc,
+                                                     .argv = c->argv,
+                                                     .argv_len = c->len,
+                                                     .script = script_get(c->script),
+                                                     .expect_integer = expect,
+                                                     .kind = kind,
+                                                     .replay_mask = replay_mask,
+                                                     .on_decided = cb,
+                                                     .ctx = ctx});
 }
 
 /* The keys of a read-write lock's scripts: writer, readers (and intent). */
@@ -226,12 +226,12 @@ static void cmd_rw_keys(cmd_t *c, char *const *keys, const size_t *lens, int n) 
 
 /* ---- acquisition ------------------------------------------------------------------- */
 
-static uint32_t intent_ttl_ms(const redlock_t *client) {
-  return PRIM_RW_INTENT_TTL_MS + 2 * client->opts.request_timeout_ms;
+static uint32_t intent_ttl_ms(const engine_t *engine) {
+  return PRIM_RW_INTENT_TTL_MS + 2 * engine->opts->request_timeout_ms;
 }
 
 round_t *prim_acquire_round(op_acquire_t *op, round_decided_fn cb) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   int fenced = op->fenced;
   cmd_t c;
   switch ((lock_kind_t)op->prim.kind) {
@@ -239,7 +239,7 @@ round_t *prim_acquire_round(op_acquire_t *op, round_decided_fn cb) {
     if (op->prim.slots_left == 0) {
       /* A new pass, from a random slot: contenders spread over the slots
        * instead of all fighting for slot 0. */
-      op->prim.next_slot = client_random(client) % op->prim.limit;
+      op->prim.next_slot = engine_random(engine) % op->prim.limit;
       op->prim.slots_left = op->prim.limit;
     }
     sem_set_slot(op, op->prim.next_slot);
@@ -267,7 +267,7 @@ round_t *prim_acquire_round(op_acquire_t *op, round_decided_fn cb) {
       cmd_push(&c, op->prim.intent, RANDOM_VALUE_LEN);
       /* Only a writer that will try again announces its intent: a one-shot
        * attempt would block readers for nothing. */
-      cmd_push_u64(&c, op->mode == LOCK_MODE_WAIT ? intent_ttl_ms(client) : 0);
+      cmd_push_u64(&c, op->mode == LOCK_MODE_WAIT ? intent_ttl_ms(engine) : 0);
     }
     break;
   }
@@ -275,11 +275,11 @@ round_t *prim_acquire_round(op_acquire_t *op, round_decided_fn cb) {
   default:
     return NULL;
   }
-  return cmd_round(client, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
+  return cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
 }
 
 int prim_acquire_verdict(op_acquire_t *op, const round_t *round) {
-  redlock_t *client = op->op.client;
+  engine_t *engine = op->op.engine;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
     if (vote->state == VOTE_PENDING || vote->state == VOTE_YES)
@@ -287,11 +287,12 @@ int prim_acquire_verdict(op_acquire_t *op, const round_t *round) {
     if (op->prim.kind == LOCK_KIND_SEM && vote->integer < 0) {
       /* Clients disagree on the limit: a configuration error that waiting
        * cannot fix.  (With limits L1 < L2, at most L2 permits are held.) */
-      client_log(client, REDLOCK_LOG_ERROR,
+      engine_log(engine, REDLOCK_LOG_ERROR,
                  "semaphore %s: called with limit %u, but master %s holds limit %lld for it "
                  "(every client must pass the same limit; the old one is forgotten when its "
                  "permits are gone and their longest ttl has passed)",
-                 op->prim.name, op->prim.limit, client->nodes[i].addr.label,
+                 op->prim.name, op->prim.limit,
+                 engine->rounds->transport->label(engine->rounds->transport_arg, i),
                  (long long)-vote->integer);
       return REDLOCK_EINVAL;
     }
@@ -308,7 +309,7 @@ int prim_next_slot(op_acquire_t *op, int status) {
   /* Only "held" says another slot may be free; a missing quorum or a slow
    * round would fail the same way on every slot. */
   if (status == REDLOCK_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
-      (op->mode != LOCK_MODE_WAIT || client_now_ns(op->op.client) < op->wait_deadline_ns))
+      (op->mode != LOCK_MODE_WAIT || engine_now_ns(op->op.engine) < op->wait_deadline_ns))
     return 1;
   op->prim.slots_left = 0;
   return 0;
@@ -328,7 +329,7 @@ round_t *prim_fence_round(op_acquire_t *op, const char *token, size_t token_len,
   cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
   cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   cmd_push(&c, token, token_len);
-  return cmd_round(op->op.client, &c, 1, ROUND_PLAIN, 0, cb, op);
+  return cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op);
 }
 
 /* ---- extension and release ------------------------------------------------------ */
@@ -336,7 +337,7 @@ round_t *prim_fence_round(op_acquire_t *op, const char *token, size_t token_len,
 /* Both scripts re-install a record that is gone where their kind's
  * acquisition would admit it (ROUND_REINSTALLED); with fencing they raise the
  * counter to the hold's token there. */
-round_t *prim_extend_round(redlock_t *client, const redlock_lock_t *lock, uint32_t ttl_ms,
+round_t *prim_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
                            round_decided_fn cb, void *ctx) {
   cmd_t c;
   int fenced = lock->fence_keys != NULL;
@@ -360,12 +361,12 @@ round_t *prim_extend_round(redlock_t *client, const redlock_lock_t *lock, uint32
   }
   if (fenced)
     cmd_push_u64(&c, lock->fence);
-  return cmd_round(client, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
+  return cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
 }
 
 /* The release script of a kind over keys/value; intent: a writer's intent
  * value to drop too, or NULL. */
-static round_t *release_round(redlock_t *client, const prim_t *prim, char *const *keys,
+static round_t *release_round(engine_t *engine, const prim_t *prim, char *const *keys,
                               const size_t *key_lens, const char *value, const char *intent,
                               int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
   cmd_t c;
@@ -384,20 +385,20 @@ static round_t *release_round(redlock_t *client, const prim_t *prim, char *const
   }
   cmd_push(&c, announce ? "1" : "0", 1);
   cmd_push(&c, prim->channel, prim->channel_len);
-  return cmd_round(client, &c, 1, ROUND_RELEASE, set_mask, cb, ctx);
+  return cmd_round(engine, &c, 1, ROUND_RELEASE, set_mask, cb, ctx);
 }
 
-round_t *prim_release_round(redlock_t *client, const redlock_lock_t *lock, round_decided_fn cb,
+round_t *prim_release_round(engine_t *engine, const redlock_lock_t *lock, round_decided_fn cb,
                             void *ctx) {
   /* A writer may have left its intent on masters that refused it in the
    * round it won (readers were still there): the release drops it. */
   const char *intent = lock->prim.kind == LOCK_KIND_RW_WRITE ? lock->prim.intent : NULL;
-  return release_round(client, &lock->prim, lock->keys, lock->key_lens, lock->value, intent, 1,
+  return release_round(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, intent, 1,
                        lock->set_mask, cb, ctx);
 }
 
 round_t *prim_attempt_release_round(op_acquire_t *op) {
-  return release_round(op->op.client, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
+  return release_round(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
                        op->set_mask, NULL, NULL);
 }
 
@@ -407,10 +408,10 @@ void prim_op_end(op_acquire_t *op, int status) {
   /* A writer that stops waiting withdraws its intent at once, and tells the
    * readers it held back. */
   op->prim.intent_set = 0;
-  round_t *round = release_round(op->op.client, &op->prim, op->keys, op->key_lens, op->value,
+  round_t *round = release_round(op->op.engine, &op->prim, op->keys, op->key_lens, op->value,
                                  op->prim.intent, 1, 0 /* not replayed: it expires */, NULL, NULL);
   if (round == NULL) {
-    client_log(op->op.client, REDLOCK_LOG_WARN,
+    engine_log(op->op.engine, REDLOCK_LOG_WARN,
                "out of memory: the intent on %s stays until it expires", op->keys[0]);
     return;
   }

@@ -23,7 +23,8 @@
 #include "round.h"
 
 struct op_acquire;
-struct redlock;
+struct engine;
+typedef struct engine engine_t;
 struct redlock_lock;
 
 typedef enum {
@@ -95,12 +96,12 @@ int prim_next_slot(struct op_acquire *op, int status);
 /* The fencing write-back of the op's attempt. */
 round_t *prim_fence_round(struct op_acquire *op, const char *token, size_t token_len,
                           round_decided_fn cb);
-round_t *prim_extend_round(struct redlock *client, const struct redlock_lock *lock, uint32_t ttl_ms,
+round_t *prim_extend_round(engine_t *engine, const struct redlock_lock *lock, uint32_t ttl_ms,
                            round_decided_fn cb, void *ctx);
 /* Release of a held lock (announce: PUBLISH to waiters; a write hold also
  * drops its intent). */
-round_t *prim_release_round(struct redlock *client, const struct redlock_lock *lock,
-                            round_decided_fn cb, void *ctx);
+round_t *prim_release_round(engine_t *engine, const struct redlock_lock *lock, round_decided_fn cb,
+                            void *ctx);
 /* Clean-up of a failed attempt of the op (no announcement; a waiting
  * writer's intent stays). */
 round_t *prim_attempt_release_round(struct op_acquire *op);

@@ -16,7 +16,6 @@ void round_env_init(round_env_t *env) {
   list_init(&env->pending);
   env->n_pending = 0;
   env->deciding = NULL;
-  env->now_ns = clock_now_ns; /* the owner may put a test's stepped clock in */
 }
 
 void round_for_caller(round_t *round, const uv_thread_t *thread) {
@@ -118,7 +117,7 @@ static void round_check_decision(round_t *round) {
   round_env_t *env = round->env;
   round->decided = 1;
   round->outcome = outcome;
-  round->decided_ns = env->now_ns();
+  round->decided_ns = tb_now_ns(env->tb);
   stats_gauge(env->stats, STATS_GAUGE_ROUNDS, -1);
   if (round->on_decided != NULL) {
     /* Diagnostics describe the rounds a caller waits on, not the background
@@ -264,7 +263,7 @@ static void vote_reply(node_req_t *req, const redisReply *reply) {
 void round_send(round_t *round) {
   round_env_t *env = round->env;
   round->refs++; /* hold the round while sending: it may be decided midway */
-  round->started_ns = env->now_ns();
+  round->started_ns = tb_now_ns(env->tb);
   round->deadline_ns = round->started_ns + env->request_timeout_ns;
   round->votes_pending = round->n_votes;
   pending_add(env, round);
@@ -328,7 +327,7 @@ static uint64_t vote_due_ns(const vote_t *vote, const round_t *round, uint64_t n
 }
 
 void round_deadlines_fire(round_env_t *env) {
-  uint64_t now = env->now_ns();
+  uint64_t now = tb_now_ns(env->tb);
   uint64_t timeout_ns = env->request_timeout_ns;
   while (!list_empty(&env->pending)) {
     round_t *round = list_entry(env->pending.next, round_t, pending_link);

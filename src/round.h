@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "scripts.h"
 #include "stats_core.h"
+#include "timebase.h"
 #include "why.h"
 
 struct round;
@@ -65,8 +66,8 @@ typedef struct round_env {
   const round_transport_t *transport;
   void *transport_arg;
   const log_sink_t *log;
-  struct stats *stats;      /* NULL when stats and events are off */
-  uint64_t (*now_ns)(void); /* clock_now_ns (round_env_init); unit tests step their own */
+  struct stats *stats;  /* NULL when stats and events are off */
+  const timebase_t *tb; /* the clock (the owner's timebase) */
   /* The rounds' memory: the owner's pool, used on the loop thread only
    * (NULL: plain malloc).  A round is one variable-size block (votes and the
    * formatted command), so the pool serves it by size class. */

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client.h"
 #include "clock.h"
-#include "prims.h"
+#include "lock.h"
 
 /* Histogram bucket bounds (copied into each client's stats) and their text. */
 static const uint64_t bound_ns[STATS_N_BOUNDS] = {
@@ -251,15 +252,16 @@ static void op_event(redlock_t *client, stats_op_t kind, int status, uint64_t ns
   event_emit(client, &ev);
 }
 
-void stats_call_finished_(redlock_t *client, stats_op_t kind, int status, const void *ctx,
-                          uint64_t started_ns, const char *resource, int attempts) {
+static void stats_call_finished_(void *arg, stats_op_t kind, int status, const void *ctx,
+                                 uint64_t started_ns, const char *resource, int attempts) {
+  redlock_t *client = arg;
   /* The round being decided is this call's when it ends inside its
    * callback (the usual case); calls that end elsewhere (canceled, timed out
    * between attempts, refused before any round) have none. */
   const round_t *round = client->rounds.deciding;
   if (round != NULL && round->ctx != ctx)
     round = NULL;
-  uint64_t end_ns = round != NULL ? round->decided_ns : clock_now_ns();
+  uint64_t end_ns = round != NULL ? round->decided_ns : client_now_ns(client);
   uint64_t start_ns = started_ns != 0 ? started_ns : round != NULL ? round->started_ns : end_ns;
   uint64_t ns = end_ns > start_ns ? end_ns - start_ns : 0;
   op_record(client, kind, status, ns);
@@ -268,19 +270,22 @@ void stats_call_finished_(redlock_t *client, stats_op_t kind, int status, const 
   op_event(client, kind, status, ns, resource, round, attempts >= 0 ? attempts : round != NULL);
 }
 
-void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
-                    const char *resource, const round_t *round, int attempts) {
+static void stats_op_done_(void *arg, stats_op_t kind, int status, uint64_t ns,
+                           const char *resource, const round_t *round, int attempts) {
+  redlock_t *client = arg;
   op_record(client, kind, status, ns);
   if (client->opts.event_cb != NULL)
     op_event(client, kind, status, ns, resource, round, attempts);
 }
 
-void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status) {
-  stats_op_done_(client, STATS_OP_RENEW, status, round->decided_ns - round->started_ns,
-                 lock->resource, round, 1);
+static void stats_renewed_(void *arg, const redlock_lock_t *lock, const round_t *round,
+                           int status) {
+  stats_op_done_(arg, STATS_OP_RENEW, status, round->decided_ns - round->started_ns, lock->resource,
+                 round, 1);
 }
 
-void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {
+static void stats_lock_lost_(void *arg, const redlock_lock_t *lock, int reason) {
+  redlock_t *client = arg;
   bump(&client->stats->locks_lost, 1);
   if (client->opts.event_cb == NULL)
     return;
@@ -289,6 +294,13 @@ void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {
   ev.resource = lock->resource;
   event_emit(client, &ev);
 }
+
+const engine_hooks_t stats_engine_hooks = {
+    .call_finished = stats_call_finished_,
+    .op_done = stats_op_done_,
+    .renewed = stats_renewed_,
+    .lock_lost = stats_lock_lost_,
+};
 
 static master_stats_t *master_of(redlock_t *client, node_t *node) {
   return &client->stats->masters[node->index];

@@ -17,8 +17,9 @@
  * so each histogram is self-consistent.  With stats and events both off the
  * client has no stats object and every hook below is one NULL test.
  *
- * The hooks are called by lock.c, round.c, node.c and client.c at the points
- * named in their comments; everything else about the figures lives in
+ * The engine reports through stats_engine_hooks (engine.h); round.c and
+ * node.c bump the counters of stats_core.h; client.c calls the node hooks
+ * below.  Everything else about the figures lives in
  * stats.c, including the one table of metric names both formats print. */
 #ifndef REDLOCK_STATS_H
 #define REDLOCK_STATS_H
@@ -26,7 +27,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "lock.h"
+#include "client.h"
+#include "engine.h"
 #include "stats_core.h"
 
 /* Allocates client->stats unless stats and events are both off (then it
@@ -35,13 +37,9 @@ int stats_new(redlock_t *client);
 void stats_free(redlock_t *client);
 stats_outcome_t stats_outcome(int status);
 
-/* ---- out-of-line parts of the hooks (stats.c) ---- */
-void stats_call_finished_(redlock_t *client, stats_op_t kind, int status, const void *ctx,
-                          uint64_t started_ns, const char *resource, int attempts);
-void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *round, int status);
-void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
-                    const char *resource, const round_t *round, int attempts);
-void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason);
+/* What the engine reports (engine.h), handed down by client.c when stats
+ * or events are on. */
+extern const engine_hooks_t stats_engine_hooks;
 /* client.c, from node.c's reports (node_env_t.report): connection attempts
  * and state changes of a master.  stats_node_down_ runs before the node's
  * state changes: `what`/`detail` as in its log line. */
@@ -51,35 +49,4 @@ void stats_node_down_(redlock_t *client, node_t *node, const char *what, const c
 void stats_node_quarantine_end_(redlock_t *client, node_t *node);
 void stats_node_tls_failure_(redlock_t *client, node_t *node);
 
-/* ---- hooks: one NULL test when off ---- */
-
-/* lock.c, when a lock, extend or unlock call ends, before its callback:
- * counts it and emits its event.  ctx: the ctx of the call's rounds (the
- * round being decided, if it is the call's, gives the times); started_ns:
- * the first attempt's start (0: that round's); attempts < 0: 1 when the call
- * ended in a round, else 0. */
-static inline void stats_call_finished(redlock_t *client, stats_op_t kind, int status,
-                                       const void *ctx, uint64_t started_ns, const char *resource,
-                                       int attempts) {
-  if (client->stats != NULL)
-    stats_call_finished_(client, kind, status, ctx, started_ns, resource, attempts);
-}
-/* Any operation that does not end through stats_call_finished (an election's
- * campaign round, say): counts it and emits its event.  ns: its duration;
- * round: the last round it waited on (NULL: none), valid during the call. */
-static inline void stats_op_done(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
-                                 const char *resource, const round_t *round, int attempts) {
-  if (client->stats != NULL)
-    stats_op_done_(client, kind, status, ns, resource, round, attempts);
-}
-/* lock.c: a watch's automatic extension was decided (status as extend's). */
-static inline void stats_renewed(redlock_lock_t *lock, const round_t *round, int status) {
-  if (lock->client->stats != NULL)
-    stats_renewed_(lock->client, lock, round, status);
-}
-/* lock.c, lock_mark_lost: a held lock is lost (once per lock). */
-static inline void stats_lock_lost(redlock_lock_t *lock, int reason) {
-  if (lock->client->stats != NULL)
-    stats_lock_lost_(lock->client, lock, reason);
-}
 #endif

@@ -47,6 +47,8 @@ static uint64_t uv_tb_now(void *arg) {
   return clock_now_ns();
 }
 
+static uint64_t uv_tb_timer_now_ms(void *arg) { return uv_now((uv_loop_t *)arg); }
+
 static int uv_tb_init(void *arg, tb_timer_t *timer) {
   timer->uv.data = timer;
   return uv_timer_init((uv_loop_t *)arg, &timer->uv);
@@ -77,6 +79,7 @@ static void uv_tb_close(void *arg, tb_timer_t *timer) {
 
 static const timebase_ops_t uv_timebase = {
     .now_ns = uv_tb_now,
+    .timer_now_ms = uv_tb_timer_now_ms,
     .init = uv_tb_init,
     .start = uv_tb_start,
     .stop = uv_tb_stop,

@@ -25,6 +25,10 @@ typedef void (*tb_closed_cb)(tb_timer_t *timer);
 /* What a timebase implements.  `arg` is timebase_t.arg. */
 typedef struct timebase_ops {
   uint64_t (*now_ns)(void *arg);
+  /* The time timers count their delays from, in ms (libuv's: the loop's
+   * time, updated once per turn): a delay computed against it fires on
+   * that very millisecond, which lets timers of many locks share a tick. */
+  uint64_t (*timer_now_ms)(void *arg);
   /* Makes timer usable: 0 or a libuv error. */
   int (*init)(void *arg, tb_timer_t *timer);
   /* (Re)starts timer to fire once, ms from now.  0 or a libuv error. */
@@ -59,6 +63,9 @@ struct tb_timer {
 void timebase_uv_init(timebase_t *tb, uv_loop_t *loop);
 
 static inline uint64_t tb_now_ns(const timebase_t *tb) { return tb->ops->now_ns(tb->arg); }
+static inline uint64_t tb_timer_now_ms(const timebase_t *tb) {
+  return tb->ops->timer_now_ms(tb->arg);
+}
 
 /* 0 or a libuv error (then the timer must not be used or closed). */
 int tb_timer_init(const timebase_t *tb, tb_timer_t *timer, void *data);

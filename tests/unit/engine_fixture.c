@@ -22,7 +22,7 @@
 void __real_node_shutdown(node_t *node);
 void __wrap_node_shutdown(node_t *node);
 
-static engine_t *current; /* the open fixture: node_shutdown has no other way to it */
+static engine_fx_t *current; /* the open fixture: node_shutdown has no other way to it */
 
 void __wrap_node_shutdown(node_t *node) {
   if (current != NULL && node->index < current->fake.n)
@@ -33,7 +33,7 @@ void __wrap_node_shutdown(node_t *node) {
 static void log_cb(int level, const char *msg, void *arg) {
   (void)level;
   (void)msg;
-  ((engine_t *)arg)->log_lines++;
+  ((engine_fx_t *)arg)->log_lines++;
 }
 
 redlock_options_t *engine_options(void) {
@@ -49,21 +49,22 @@ redlock_options_t *engine_options(void) {
   return opts;
 }
 
-engine_t *engine_open(redlock_options_t *opts) {
-  engine_t *e = calloc(1, sizeof *e);
+engine_fx_t *engine_open(redlock_options_t *opts) {
+  engine_fx_t *e = calloc(1, sizeof *e);
   assert_non_null(e);
   assert_int_equal(uv_loop_init(&e->loop), 0);
   fake_clock_init(&e->loop, ENGINE_START_NS);
   fake_transport_init(&e->fake, ENGINE_MASTERS, fake_now_ns);
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_DEBUG, log_cb, e), 0);
-  int rc = client_open_for_test(&e->client, opts, &e->loop, &fake_transport, &e->fake, fake_now_ns);
+  int rc =
+      client_open_for_test(&e->client, opts, &e->loop, &fake_transport, &e->fake, fake_timebase());
   redlock_options_free(opts);
   assert_int_equal(rc, 0);
   current = e;
   return e;
 }
 
-engine_t *engine_open_default(void) { return engine_open(engine_options()); }
+engine_fx_t *engine_open_default(void) { return engine_open(engine_options()); }
 
 engine_config_t engine_fenced = {.fencing = 1};
 
@@ -89,18 +90,18 @@ int engine_teardown(void **state) {
   return 0;
 }
 
-static void closed_cb(void *arg) { ((engine_t *)arg)->closed++; }
+static void closed_cb(void *arg) { ((engine_fx_t *)arg)->closed++; }
 
-void engine_begin_close(engine_t *e) {
+void engine_fx_begin_close(engine_fx_t *e) {
   assert_false(e->closing);
   e->closing = 1;
   redlock_close_uv(e->client, closed_cb, e);
   fake_pump();
 }
 
-void engine_close(engine_t *e) {
+void engine_close(engine_fx_t *e) {
   if (!e->closing)
-    engine_begin_close(e);
+    engine_fx_begin_close(e);
   /* Draining may wait for round deadlines: step the clock until closed. */
   for (int step = 0; step < 1000 && !e->closed; step++)
     fake_advance_ms(10);
@@ -113,7 +114,7 @@ void engine_close(engine_t *e) {
   free(e);
 }
 
-void engine_announce(engine_t *e, const char *resource) {
+void engine_announce(engine_fx_t *e, const char *resource) {
   char name[256];
   int len = snprintf(name, sizeof name, "%s%s", NOTIFY_CHANNEL_PREFIX, resource);
   assert_true(len > 0 && (size_t)len < sizeof name);
@@ -142,30 +143,30 @@ void on_lost(redlock_lock_t *lock, int reason, void *arg) {
   r->lock = lock;
 }
 
-void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+void engine_lock(engine_fx_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                  lock_result_t *r) {
   assert_int_equal(redlock_lock_async(e->client, resource, ttl_ms, wait_ms, on_lock, r), 0);
   fake_pump();
 }
 
-void engine_sem(engine_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+void engine_sem(engine_fx_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
                 lock_result_t *r) {
   assert_int_equal(
       redlock_semaphore_acquire_async(e->client, name, limit, ttl_ms, wait_ms, on_lock, r), 0);
   fake_pump();
 }
 
-void engine_watch(engine_t *e, redlock_lock_t *lock, lost_result_t *lost) {
+void engine_watch(engine_fx_t *e, redlock_lock_t *lock, lost_result_t *lost) {
   assert_int_equal(redlock_watch(e->client, lock, on_lost, lost), 0);
   fake_pump();
 }
 
-void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d) {
+void engine_extend(engine_fx_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d) {
   assert_int_equal(redlock_extend_async(e->client, lock, ttl_ms, on_done, d), 0);
   fake_pump();
 }
 
-redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms) {
+redlock_lock_t *engine_acquire(engine_fx_t *e, const char *resource, uint32_t ttl_ms) {
   lock_result_t r = {0};
   engine_lock(e, resource, ttl_ms, 0, &r);
   for (unsigned i = 0; i < e->fake.n; i++)
@@ -176,7 +177,7 @@ redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_m
   return r.lock;
 }
 
-void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int status) {
+void engine_unlock(engine_fx_t *e, redlock_lock_t *lock, long long reply, int status) {
   done_result_t d = {0};
   assert_int_equal(redlock_unlock_async(e->client, lock, on_done, &d), 0);
   fake_pump();
@@ -185,4 +186,4 @@ void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int statu
   assert_int_equal(d.status, status);
 }
 
-void engine_release(engine_t *e, redlock_lock_t *lock) { engine_unlock(e, lock, 1, REDLOCK_OK); }
+void engine_release(engine_fx_t *e, redlock_lock_t *lock) { engine_unlock(e, lock, 1, REDLOCK_OK); }

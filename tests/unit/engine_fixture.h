@@ -31,15 +31,15 @@ typedef struct {
   int closing; /* redlock_close_uv was called */
   int closed;  /* its callback ran */
   unsigned log_lines;
-} engine_t;
+} engine_fx_t;
 
 /* Options for the fixture's client: five masters on loopback (never
  * connected), request timeout ENGINE_REQUEST_MS, one try (no retry), debug
  * logging into the fixture.  The test may change them, then engine_open. */
 redlock_options_t *engine_options(void);
 /* Opens the client (frees opts); asserts success. */
-engine_t *engine_open(redlock_options_t *opts);
-engine_t *engine_open_default(void);
+engine_fx_t *engine_open(redlock_options_t *opts);
+engine_fx_t *engine_open_default(void);
 /* What a test's client differs in from engine_options(): the data a
  * cmocka fixture opens it with. */
 typedef struct {
@@ -67,14 +67,14 @@ int engine_teardown(void **state);
   cmocka_unit_test_prestate_setup_teardown(f, engine_setup, NULL, cfg)
 
 /* Starts closing the client (redlock_close_uv) and runs the loop once. */
-void engine_begin_close(engine_t *e);
+void engine_fx_begin_close(engine_fx_t *e);
 /* Closes the client (if not begun), steps the clock until it is closed and
  * checks what a close must leave; frees e. */
-void engine_close(engine_t *e);
+void engine_close(engine_fx_t *e);
 
 /* A master announces the release of resource `resource` (the notifier's
  * channel for its key, with the client's key prefix ""). */
-void engine_announce(engine_t *e, const char *resource);
+void engine_announce(engine_fx_t *e, const char *resource);
 
 /* What a callback was told, and how often (each must run exactly once). */
 typedef struct {
@@ -98,22 +98,22 @@ void on_lost(redlock_lock_t *lock, int reason, void *arg); /* arg: lost_result_t
 
 /* redlock_lock_async (asserted accepted), then the loop runs: its first
  * round is out. */
-void engine_lock(engine_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+void engine_lock(engine_fx_t *e, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                  lock_result_t *r);
 /* redlock_semaphore_acquire_async (asserted accepted), then the loop runs. */
-void engine_sem(engine_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+void engine_sem(engine_fx_t *e, const char *name, uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
                 lock_result_t *r);
 /* redlock_watch (asserted accepted), then the loop runs. */
-void engine_watch(engine_t *e, redlock_lock_t *lock, lost_result_t *lost);
+void engine_watch(engine_fx_t *e, redlock_lock_t *lock, lost_result_t *lost);
 /* redlock_extend_async (asserted accepted), then the loop runs. */
-void engine_extend(engine_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d);
+void engine_extend(engine_fx_t *e, redlock_lock_t *lock, uint32_t ttl_ms, done_result_t *d);
 /* Takes resource for ttl_ms: every master says OK at once.  Returns the
  * handle (asserts the grant). */
-redlock_lock_t *engine_acquire(engine_t *e, const char *resource, uint32_t ttl_ms);
+redlock_lock_t *engine_acquire(engine_fx_t *e, const char *resource, uint32_t ttl_ms);
 /* Unlocks, every master answers the release with `reply` (1: deleted, 0:
  * not ours); the callback must run once with `status`. */
-void engine_unlock(engine_t *e, redlock_lock_t *lock, long long reply, int status);
+void engine_unlock(engine_fx_t *e, redlock_lock_t *lock, long long reply, int status);
 /* engine_unlock answered 1 everywhere: REDLOCK_OK expected. */
-void engine_release(engine_t *e, redlock_lock_t *lock);
+void engine_release(engine_fx_t *e, redlock_lock_t *lock);
 
 #endif

@@ -70,6 +70,10 @@ static uint64_t fake_tb_now(void *arg) {
   (void)arg;
   return clk.now_ns;
 }
+static uint64_t fake_tb_timer_now_ms(void *arg) {
+  (void)arg;
+  return clk.now_ns / 1000000u;
+}
 static int fake_tb_init(void *arg, tb_timer_t *timer) {
   (void)arg;
   (void)timer;
@@ -93,6 +97,7 @@ static void fake_tb_close(void *arg, tb_timer_t *timer) {
 }
 static const timebase_ops_t fake_tb_ops = {
     .now_ns = fake_tb_now,
+    .timer_now_ms = fake_tb_timer_now_ms,
     .init = fake_tb_init,
     .start = fake_tb_start,
     .stop = fake_tb_stop,

@@ -24,7 +24,7 @@
 /* Won at the third yes, votes out of order; validity is measured from the
  * start of the attempt; the last votes arrive late and change nothing. */
 static void test_won_out_of_order_and_validity(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   assert_int_equal(redlock_lock_async(e->client, "orders:42", TTL_MS, 0, on_lock, &r), 0);
@@ -63,7 +63,7 @@ static void test_won_out_of_order_and_validity(void **state) {
 /* Three refusals: held by another (ELOCKED); our value is released on the
  * masters that may have set it, nothing on those that refused. */
 static void test_lost_held_releases_attempt(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -89,7 +89,7 @@ static void test_lost_held_releases_attempt(void **state) {
 
 /* Error replies and wrong reply types fail their votes: no quorum. */
 static void test_no_quorum_on_errors(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -113,7 +113,7 @@ static void test_no_quorum_on_errors(void **state) {
  * the silent masters (they may have set the key), and late replies to the
  * timed-out votes change nothing. */
 static void test_per_vote_timeouts_and_release_replay(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -148,7 +148,7 @@ static void test_per_vote_timeouts_and_release_replay(void **state) {
 /* Won, but the round took longer than the ttl minus the drift: no validity
  * is left, the lock is not granted (EEXPIRED) and our value is released. */
 static void test_validity_too_short(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", 50, 0, &r);
@@ -166,7 +166,7 @@ static void test_validity_too_short(void **state) {
 
 /* One yes short of the validity limit: still granted, with what is left. */
 static void test_validity_just_enough(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", 50, 0, &r);
@@ -181,7 +181,7 @@ static void test_validity_just_enough(void **state) {
 /* Masters in restart quarantine: none of their answers counts, so three
  * other yeses are needed; with three quarantined there is no quorum. */
 static void test_restart_quarantine(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   f->m[0].quarantined = f->m[1].quarantined = 1;
   lock_result_t r = {0};
@@ -207,7 +207,7 @@ static void test_restart_quarantine(void **state) {
 /* Masters down or busy at send time vote at once: no quorum without a
  * reply; nothing is released on them (they cannot hold the key). */
 static void test_masters_down(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   f->m[0].mode = f->m[1].mode = FAKE_SEND_DOWN;
   f->m[2].mode = FAKE_SEND_BUSY;
@@ -227,7 +227,7 @@ static void test_masters_down(void **state) {
 static engine_config_t retrying = {
     .retry = 1, .retry_count = 2, .retry_delay_ms = 50, .retry_jitter_ms = 10};
 static void test_retries_with_backoff(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
@@ -256,7 +256,7 @@ static void test_retries_with_backoff(void **state) {
  * reads come between batches), and every call still runs, in order. */
 #define MANY_CALLS (3 * CLIENT_DRAIN_MAX + 7)
 typedef struct {
-  engine_t *e;
+  engine_fx_t *e;
   lock_result_t results[MANY_CALLS];
   unsigned refused;
 } many_t;
@@ -272,7 +272,7 @@ static void submit_many(void *arg) {
 }
 
 static void test_drain_in_batches(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   many_t *m = calloc(1, sizeof *m);
   assert_non_null(m);

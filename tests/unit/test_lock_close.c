@@ -25,7 +25,7 @@ static engine_config_t reentrant = {.reentrant = 1};
 /* The release's outcome: OK at a quorum of deletions, ELOST when a quorum
  * no longer had our value, ENOQUORUM when too few answered. */
 static void test_unlock_outcomes(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   static const struct {
     long long reply;
@@ -52,7 +52,7 @@ static void test_unlock_outcomes(void **state) {
 /* Bad input is refused at the call (no callback ever runs): a NULL client,
  * handle or callback, a bad ttl or resource, a handle unlocked already. */
 static void test_bad_input_and_double_unlock(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   redlock_t *c = e->client;
   lock_result_t r = {0};
   done_result_t d = {0};
@@ -83,7 +83,7 @@ static void test_bad_input_and_double_unlock(void **state) {
  * hold on the lease, granted without a round; the lease is released when
  * its last handle is unlocked, in whichever order. */
 static void test_reentrant_holds(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lease = engine_acquire(e, "r", TTL_MS);
   for (int order = 0; order < 2; order++) {
@@ -127,7 +127,7 @@ static void test_reentrant_holds(void **state) {
  * Every callback runs exactly once. */
 static engine_config_t retrying = {.retry = 1, .retry_count = 5, .retry_delay_ms = 1000};
 static void test_close_phases(void **state) {
-  engine_t *e = *state; /* closed here: what the close did is checked after */
+  engine_fx_t *e = *state; /* closed here: what the close did is checked after */
   fake_transport_t *f = &e->fake;
   redlock_lock_t *held = engine_acquire(e, "held", TTL_MS);
   redlock_lock_t *extended = engine_acquire(e, "extended", TTL_MS);
@@ -143,7 +143,7 @@ static void test_close_phases(void **state) {
   fake_pump();
   assert_int_equal(fake_outstanding(f, 0), 3);
 
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
   assert_int_equal(waiting.calls, 1);
   assert_int_equal(waiting.status, REDLOCK_ECANCELED);
@@ -188,7 +188,7 @@ static void close_in_callback(int status, redlock_lock_t *lock, void *arg) {
 }
 
 static void test_close_from_callback(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   closing_client = e->client;
   lock_result_t r = {0};
@@ -205,13 +205,13 @@ static void test_close_from_callback(void **state) {
 /* Close with a lease that has reentrant holds: every handle goes, the lease
  * is released once. */
 static void test_close_with_holds(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   (void)engine_acquire(e, "r", TTL_MS);
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 0, &r);
   assert_int_equal(r.status, REDLOCK_OK);
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int_all(f, 1);
 }
@@ -222,7 +222,7 @@ static void test_close_with_holds(void **state) {
  * renewed meanwhile, nor reported lost. */
 static engine_config_t plain = {0};
 static void test_close_paces_releases(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   enum { HELD = LOCK_CLOSE_WINDOW + 50, SHORT_TTL_MS = 120 };
   char name[32];
@@ -235,7 +235,7 @@ static void test_close_paces_releases(void **state) {
   engine_watch(e, last, &lost); /* released last: renewal due in 64-76 ms */
   unsigned sent = f->m[0].sends;
 
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), LOCK_CLOSE_WINDOW);
   assert_int_equal(f->m[0].sends - sent, LOCK_CLOSE_WINDOW);
   fake_advance_ms(ENGINE_REQUEST_MS - 5); /* past the renewal, short of a timeout */

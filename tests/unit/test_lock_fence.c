@@ -18,7 +18,7 @@
 /* Tokens 5, 7, 6 from the yeses: 7 is written back, then granted; validity
  * counts from the start of the acquisition, across both rounds. */
 static void test_fence_written_back(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -46,7 +46,7 @@ static void test_fence_written_back(void **state) {
 /* The write-back refused by a quorum (a higher token got there first): the
  * attempt fails as held, and the acquisition's value is released. */
 static void test_fence_commit_lost(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
@@ -66,11 +66,11 @@ static void test_fence_commit_lost(void **state) {
 /* Close while the acquisition is out: it is won, but not granted, and not
  * fenced (no write-back): ECANCELED, our value released. */
 static void test_close_during_fenced_acquisition(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(r.calls, 0); /* its round is out: it ends when decided */
   assert_int_equal(redlock_lock_async(e->client, "x", TTL_MS, 0, on_lock, &r), REDLOCK_ECLOSED);
   fake_reply_int_all(f, 3);
@@ -82,12 +82,12 @@ static void test_close_during_fenced_acquisition(void **state) {
 
 /* Close while the write-back is out: ECANCELED when it is decided. */
 static void test_close_during_fence_commit(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
   fake_reply_int_all(f, 3);
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(r.calls, 0);
   fake_reply_int_all(f, 1);
   assert_int_equal(r.calls, 1);

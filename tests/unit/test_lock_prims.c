@@ -18,7 +18,7 @@
  * may have landed and the other slot is tried at once; it is won.  The
  * permit extends and releases like a lock. */
 static void test_sem_next_slot_extend_release(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_sem(e, "pool", 2, TTL_MS, 0, &r);
@@ -46,7 +46,7 @@ static void test_sem_next_slot_extend_release(void **state) {
 /* A master says the semaphore has another limit: REDLOCK_EINVAL, not
  * retried on another slot. */
 static void test_sem_limit_mismatch(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_sem(e, "pool", 2, TTL_MS, 0, &r);
@@ -60,7 +60,7 @@ static void test_sem_limit_mismatch(void **state) {
 /* A waiting permit: both slots held, it registers on the semaphore's
  * release channel and is woken by a release there. */
 static void test_sem_wait_woken(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_sem(e, "pool", 1, TTL_MS, 5000, &r);
@@ -76,7 +76,7 @@ static void test_sem_wait_woken(void **state) {
 
 /* Fenced permits: the slot's token is written back before the grant. */
 static void test_sem_fenced(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_sem(e, "pool", 2, TTL_MS, 0, &r);

@@ -23,7 +23,7 @@ typedef struct worker {
   uv_thread_t thread;
   uv_sem_t go, done;
   void (*job)(struct worker *w);
-  engine_t *e;
+  engine_fx_t *e;
   lock_result_t result;
   char votes[512];
   int quit;
@@ -40,7 +40,7 @@ static void worker_main(void *arg) {
   }
 }
 
-static void worker_start(worker_t *w, engine_t *e) {
+static void worker_start(worker_t *w, engine_fx_t *e) {
   memset(w, 0, sizeof *w);
   w->e = e;
   assert_int_equal(uv_sem_init(&w->go, 0), 0);
@@ -76,7 +76,7 @@ static int starts_with(const char *s, const char *prefix) {
 
 static void test_votes_per_thread(void **state) {
   (void)state;
-  engine_t *e = engine_open_default();
+  engine_fx_t *e = engine_open_default();
   fake_transport_t *f = &e->fake;
   worker_t a, b;
   worker_start(&a, e);

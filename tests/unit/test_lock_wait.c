@@ -27,7 +27,7 @@ static void refuse_attempt(fake_transport_t *f) {
 /* Held all along: retried every 50 ms, and once more at the end of the
  * budget (the last delay shortened to it), then REDLOCK_ETIMEDOUT. */
 static void test_wait_deadline(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "r", TTL_MS, 120, &r);
@@ -49,7 +49,7 @@ static void test_wait_deadline(void **state) {
 /* A lost wait registers for the key's release announcements; the
  * announcement makes it try again at once, not at its fallback timer. */
 static void test_woken_by_release(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "jobs", TTL_MS, 5000, &r);
@@ -73,7 +73,7 @@ static void test_woken_by_release(void **state) {
  * of the same release) marks it woken: when that attempt loses, the next
  * starts at once instead of after the retry delay. */
 static void test_woken_during_attempt(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "jobs", TTL_MS, 5000, &r);
@@ -95,7 +95,7 @@ static void test_woken_during_attempt(void **state) {
 /* Two waiters on one key: a release wakes one of them (the longest
  * waiting), not both; the other keeps its fallback timer. */
 static void test_release_wakes_one_waiter(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lock_result_t a = {0}, b = {0};
   assert_int_equal(redlock_lock_async(e->client, "k", TTL_MS, 5000, on_lock, &a), 0);
@@ -127,7 +127,7 @@ static void test_release_wakes_one_waiter(void **state) {
 
 /* Closing cancels a wait that sits on its retry timer: ECANCELED at once. */
 static void test_close_cancels_waiter(void **state) {
-  engine_t *e = *state; /* closed here, not by a teardown: what close did is checked after */
+  engine_fx_t *e = *state; /* closed here, not by a teardown: what close did is checked after */
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_lock(e, "k", TTL_MS, 5000, &r);

@@ -35,7 +35,7 @@ static unsigned step_to_renewal(fake_transport_t *f, unsigned nominal_ms) {
 }
 
 /* A lock taken for TTL_MS and watched. */
-static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
+static redlock_lock_t *watched_lock(engine_fx_t *e, lost_result_t *lost) {
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   engine_watch(e, lock, lost);
   return lock;
@@ -43,7 +43,7 @@ static redlock_lock_t *watched_lock(engine_t *e, lost_result_t *lost) {
 
 /* An extension sets the ttl from the start of its round. */
 static void test_extend_ok(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(1000);
@@ -66,7 +66,7 @@ static void test_extend_ok(void **state) {
 /* A quorum answers that our value is gone: REDLOCK_ELOST, and the lock is
  * marked lost; unlocking it still releases (and reports it lost). */
 static void test_extend_lost(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -79,7 +79,7 @@ static void test_extend_lost(void **state) {
 
 /* No quorum (errors, silence): REDLOCK_ENOQUORUM, the lock is not lost. */
 static void test_extend_no_quorum(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -98,7 +98,7 @@ static void test_extend_no_quorum(void **state) {
 
 /* Won, but too slowly to leave any validity: REDLOCK_EEXPIRED. */
 static void test_extend_too_slow(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -113,7 +113,7 @@ static void test_extend_too_slow(void **state) {
  * leaves (a master may run it at once), and a failure leaves it there: the
  * masters that ran it keep the shorter ttl. */
 static void test_extend_shorter_failed(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -132,7 +132,7 @@ static void test_extend_shorter_failed(void **state) {
 /* A longer extension that fails changes nothing: the keys still have at
  * least the old ttl wherever it did not run. */
 static void test_extend_longer_failed(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t d = {0};
@@ -151,7 +151,7 @@ static void test_extend_longer_failed(void **state) {
  * earlier one, won after it, must not raise the validity again, since on
  * every master the later one ran after it. */
 static void test_extend_overtaken(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   done_result_t longer = {0}, shorter = {0};
@@ -178,7 +178,7 @@ static void test_extend_overtaken(void **state) {
  * along (its yes votes may be re-installs after another client held the
  * lock and let go of it), so the lock is lost: REDLOCK_ELOST. */
 static void test_extend_won_after_expiry(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS - DRIFT_MS - 40); /* 40 ms left */
@@ -201,7 +201,7 @@ static void test_extend_won_after_expiry(void **state) {
 /* A lock whose validity is spent is not extended (it may be someone
  * else's by now): REDLOCK_ELOST without a round. */
 static void test_extend_after_expiry(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS);
@@ -218,7 +218,7 @@ static void test_extend_after_expiry(void **state) {
 
 /* The watch extends when a third of the ttl is left, again and again. */
 static void test_watch_renews(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -239,7 +239,7 @@ static void test_watch_renews(void **state) {
  * timeout while validity is left; when it runs out the lock is lost, and
  * the lost callback runs exactly once. */
 static void test_watch_failures_then_lost(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -268,7 +268,7 @@ static void test_watch_failures_then_lost(void **state) {
 
 /* A renewal answered "not ours" by a quorum: lost at once, callback once. */
 static void test_watch_lost_held(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -284,7 +284,7 @@ static void test_watch_lost_held(void **state) {
 
 /* Watching a lock whose validity is already spent: lost at once. */
 static void test_watch_expired(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
   fake_advance_ms(TTL_MS);
   lost_result_t lost = {0};
@@ -296,7 +296,7 @@ static void test_watch_expired(void **state) {
 /* Unlocked while a renewal is out: the renewal's outcome is ignored and no
  * lost callback runs. */
 static void test_unlock_during_renewal(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);
@@ -313,11 +313,11 @@ static void test_unlock_during_renewal(void **state) {
 /* Closing with a watched lock: the watch stops, the lock is released,
  * nobody is told it was lost. */
 static void test_close_with_watched_lock(void **state) {
-  engine_t *e = *state; /* closed here: what close did is checked after */
+  engine_fx_t *e = *state; /* closed here: what close did is checked after */
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   (void)watched_lock(e, &lost);
-  engine_begin_close(e);
+  engine_fx_begin_close(e);
   assert_int_equal(fake_outstanding(f, 0), 1); /* the release */
   fake_reply_int_all(f, 1);
   engine_close(e);
@@ -329,7 +329,7 @@ static void test_close_with_watched_lock(void **state) {
  * rest of the period keeps it out), sends no second renewal. */
 static engine_config_t slow_requests = {.request_ms = 2000};
 static void test_rewatch_timer_during_renewal(void **state) {
-  engine_t *e = *state;
+  engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
   lost_result_t lost = {0};
   redlock_lock_t *lock = watched_lock(e, &lost);

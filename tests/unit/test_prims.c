@@ -30,6 +30,7 @@
 
 #include "unit_support.h"
 
+#include "clock.h"
 #include "lock.h"
 #include "prims.h"
 #include "redlock.h"
@@ -135,9 +136,15 @@ static void test_bad_arguments(void **state) {
 
 #define N_NODES 3
 
+/* The engine alone: what prims.c and the kinds read from it (options, log,
+ * rounds, random numbers, memory); no client, no loop.  The transport only
+ * names the masters (error messages). */
 typedef struct {
-  redlock_t client;
-  node_t nodes[N_NODES];
+  engine_t engine;
+  redlock_options_t opts;
+  log_sink_t log_sink;
+  round_env_t rounds;
+  jitter_rng_t rng;
   char labels[N_NODES][32];
   char log[1024];
 } fake_t;
@@ -148,28 +155,42 @@ static void capture_log(int level, const char *msg, void *arg) {
   snprintf(f->log, sizeof f->log, "%s", msg);
 }
 
+static const char *fake_label(void *arg, unsigned master) {
+  fake_t *f = arg;
+  return f->labels[master];
+}
+static const round_transport_t labels_only = {.label = fake_label};
+
+/* The clock only: no timer runs here. */
+static uint64_t clock_only_now(void *arg) {
+  (void)arg;
+  return clock_now_ns();
+}
+static const timebase_ops_t clock_only_ops = {.now_ns = clock_only_now};
+static const timebase_t clock_only = {.ops = &clock_only_ops};
+
 static fake_t *fake_new(const char *prefix, int fencing) {
   fake_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
-  options_set_defaults(&f->client.opts);
-  f->client.opts.key_prefix = (char *)prefix;
-  f->client.opts.key_prefix_len = strlen(prefix);
-  f->client.opts.fencing = fencing;
-  f->client.opts.log_cb = capture_log;
-  f->client.opts.log_arg = f;
-  f->client.opts.log_level = REDLOCK_LOG_DEBUG;
-  f->client.log = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
-  assert_int_equal(callmem_init(&f->client.callmem, sizeof(struct redlock_lock)), 0);
-  round_env_init(&f->client.rounds);
-  f->client.rounds.n_masters = N_NODES;
-  f->client.n_nodes = N_NODES;
-  f->client.quorum = 2;
-  f->client.nodes = f->nodes;
-  for (int i = 0; i < N_NODES; i++) {
+  options_set_defaults(&f->opts);
+  f->opts.key_prefix = (char *)prefix;
+  f->opts.key_prefix_len = strlen(prefix);
+  f->opts.fencing = fencing;
+  f->log_sink = (log_sink_t){.cb = capture_log, .arg = f, .level = REDLOCK_LOG_DEBUG};
+  round_env_init(&f->rounds);
+  f->rounds.n_masters = N_NODES;
+  f->rounds.transport = &labels_only;
+  f->rounds.transport_arg = f;
+  for (int i = 0; i < N_NODES; i++)
     snprintf(f->labels[i], sizeof f->labels[i], "m%d:6379", i);
-    f->nodes[i].addr.label = f->labels[i];
-  }
-  jitter_rng_seed(&f->client.rng, 12345);
+  jitter_rng_seed(&f->rng, 12345);
+  f->engine.opts = &f->opts;
+  f->engine.log = &f->log_sink;
+  f->engine.rounds = &f->rounds;
+  f->engine.tb = &clock_only;
+  f->rounds.tb = &clock_only;
+  f->engine.rng = &f->rng;
+  assert_int_equal(engine_init(&f->engine), 0);
   return f;
 }
 
@@ -178,7 +199,7 @@ static fake_t *fake_new(const char *prefix, int fencing) {
 static void round_discard(round_t *round) { pool_free(NULL, round); }
 
 static void fake_free(fake_t *f) {
-  callmem_free(&f->client.callmem);
+  engine_free(&f->engine);
   free(f);
 }
 
@@ -186,19 +207,19 @@ static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint
   op_acquire_t *op = calloc(1, sizeof *op);
   assert_non_null(op);
   op->op.kind = OP_LOCK;
-  op->op.client = &f->client;
+  op->op.engine = &f->engine;
   op->mode = LOCK_MODE_WAIT;
   op->wait_deadline_ns = UINT64_MAX; /* waiting, with budget left */
   op->ttl_ms = 5000;
-  op->fenced = f->client.opts.fencing;
+  op->fenced = f->opts.fencing;
   memset(op->value, 'v', RANDOM_VALUE_LEN);
   assert_int_equal(prim_op_init(op, kind, name, limit), 0);
   return op;
 }
 
 static void fake_op_free(op_acquire_t *op) {
-  callmem_release(&op->op.client->callmem, op->keys);
-  callmem_release(&op->op.client->callmem, op->fence_keys);
+  callmem_release(&op->op.engine->callmem, op->keys);
+  callmem_release(&op->op.engine->callmem, op->fence_keys);
   free(op);
 }
 
@@ -325,7 +346,7 @@ static void test_sem_keys_and_rounds(void **state) {
     lock.n_keys = op->n_keys;
     memcpy(lock.value, op->value, sizeof lock.value);
     lock.prim = op->prim;
-    round = prim_extend_round(&f->client, &lock, 9000, NULL, NULL);
+    round = prim_extend_round(&f->engine, &lock, 9000, NULL, NULL);
     decoded_t d = decode(round);
     assert_script(&d, SCRIPT_SEM_EXTEND, 2);
     assert_string_equal(d.argv[3], op->keys[0]);
@@ -343,7 +364,7 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = op->fence_keys;
       lock.fence_key_lens = op->fence_key_lens;
       lock.fence = 777;
-      round = prim_extend_round(&f->client, &lock, 9000, NULL, NULL);
+      round = prim_extend_round(&f->engine, &lock, 9000, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_SEM_EXTEND, 3);
       assert_string_equal(d.argv[5], op->fence_keys[0]);
@@ -355,7 +376,7 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = NULL;
       lock.fence_key_lens = NULL;
     }
-    round = prim_release_round(&f->client, &lock, NULL, NULL);
+    round = prim_release_round(&f->engine, &lock, NULL, NULL);
     d = decode(round);
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
@@ -404,8 +425,7 @@ static void test_rw_keys_and_rounds(void **state) {
         assert_string_equal(d.argv[a + 2], op->prim.intent);
         /* A waiting writer's intent lease: 2 s + two request timeouts. */
         char lease[16];
-        snprintf(lease, sizeof lease, "%u",
-                 PRIM_RW_INTENT_TTL_MS + 2 * f->client.opts.request_timeout_ms);
+        snprintf(lease, sizeof lease, "%u", PRIM_RW_INTENT_TTL_MS + 2 * f->opts.request_timeout_ms);
         assert_string_equal(d.argv[a + 3], lease);
         assert_int_equal(d.argc, a + 4);
       } else {
@@ -429,7 +449,7 @@ static void test_rw_keys_and_rounds(void **state) {
       lock.key_lens = op->key_lens;
       memcpy(lock.value, op->value, sizeof lock.value);
       lock.prim = op->prim;
-      round = prim_release_round(&f->client, &lock, NULL, NULL);
+      round = prim_release_round(&f->engine, &lock, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_RELEASE, 3);
       /* A write hold's release also drops its intent. */
@@ -437,7 +457,7 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[8], "1");
       assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
       round_discard(round);
-      round = prim_extend_round(&f->client, &lock, 700, NULL, NULL);
+      round = prim_extend_round(&f->engine, &lock, 700, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_EXTEND, 2);
       assert_string_equal(d.argv[6], "700");
@@ -450,7 +470,7 @@ static void test_rw_keys_and_rounds(void **state) {
         lock.fence_keys = op->fence_keys;
         lock.fence_key_lens = op->fence_key_lens;
         lock.fence = 42;
-        round = prim_extend_round(&f->client, &lock, 700, NULL, NULL);
+        round = prim_extend_round(&f->engine, &lock, 700, NULL, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_EXTEND, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");

@@ -41,6 +41,13 @@ typedef struct {
 static fake_t *g; /* now_ns has no argument: the running test's fake */
 
 static uint64_t fake_now(void) { return g->now; }
+static uint64_t fake_tb_now(void *arg) {
+  (void)arg;
+  return g->now;
+}
+/* round.c reads only the clock of its timebase. */
+static const timebase_ops_t fake_tb_ops = {.now_ns = fake_tb_now};
+static const timebase_t fake_tb = {.ops = &fake_tb_ops};
 
 static void on_arm(void *arg, uint64_t ns) {
   fake_t *f = arg;
@@ -70,7 +77,7 @@ static int setup(void **state) {
   assert_non_null(f->stats);
   f->stats->n_masters = N;
   f->env.stats = f->stats;
-  f->env.now_ns = fake_now;
+  f->env.tb = &fake_tb;
   f->env.arm_deadline = on_arm;
   f->env.settled = on_settled;
   f->env.decided = on_decided_hook;
