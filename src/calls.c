@@ -9,6 +9,7 @@
 #include "calls.h"
 #include "client.h"
 #include "lock.h"
+#include "stats.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
@@ -363,4 +364,25 @@ int redlock_rwlock_read_async(redlock_t *client, const char *name, uint32_t ttl_
 int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                                uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
   return prim_async(client, LOCK_KIND_RW_WRITE, name, 0, ttl_ms, wait_ms, cb, arg);
+}
+
+/* ---- stats ------------------------------------------------------------------------ */
+
+int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
+  if (client == NULL || (buf == NULL && size > 0) ||
+      (format != REDLOCK_STATS_PROMETHEUS && format != REDLOCK_STATS_JSON))
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  /* In the client until the text is written: a close waits for this call
+   * before it frees the figures and the masters' names they read. */
+  int rc = client_enter(client);
+  if (rc != 0)
+    return rc;
+  if (client->stats == NULL || client->opts.stats_off)
+    rc = REDLOCK_ENOTSUP;
+  else
+    rc = stats_render(client->stats, format, buf, size);
+  client_leave(client);
+  return rc;
 }

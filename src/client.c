@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client.h"
 #include "lock.h"
 #include "redlock_uv.h"
 #include "stats.h"
@@ -310,7 +311,7 @@ static void client_free(redlock_t *client) {
     uv_cond_wait(&client->callers_left, &client->mutex);
   uv_mutex_unlock(&client->mutex);
   notify_free(&client->notify);
-  stats_free(client);
+  stats_free(client->stats);
   /* A failed open may free a client whose nodes array it could not allocate. */
   for (unsigned i = 0; client->nodes != NULL && i < client->n_nodes; i++)
     node_free(&client->nodes[i]);
@@ -516,26 +517,26 @@ static void client_on_node(void *arg, node_t *node, node_event_t ev, const char 
   switch (ev) {
   case NODE_EV_CONNECTING:
     if (stats != NULL)
-      stats_node_connecting_(client, node);
+      stats_node_connecting_(stats, node);
     break;
   case NODE_EV_UP:
     client_judge_duplicates(client, NULL);
     if (stats != NULL)
-      stats_node_up_(client, node);
+      stats_node_up_(stats, node);
     break;
   case NODE_EV_DOWN:
     if (node->state == NODE_READY)
       client_judge_duplicates(client, node);
     if (stats != NULL)
-      stats_node_down_(client, node, what, detail);
+      stats_node_down_(stats, node, what, detail);
     break;
   case NODE_EV_TLS_FAILURE:
     if (stats != NULL)
-      stats_node_tls_failure_(client, node);
+      stats_node_tls_failure_(stats, node);
     break;
   case NODE_EV_QUARANTINE_END:
     if (stats != NULL)
-      stats_node_quarantine_end_(client, node);
+      stats_node_quarantine_end_(stats, node);
     break;
   case NODE_EV_STARTED:
     client_node_started(client);
@@ -629,7 +630,28 @@ static void client_compose_engine(redlock_t *client) {
   engine->mutex = &client->mutex;
 }
 
-static int client_new(redlock_t **out, const redlock_options_t *opts) {
+static const char *client_master_label(void *arg, unsigned master) {
+  redlock_t *client = arg;
+  return client->nodes[master].addr.label;
+}
+
+/* What the stats read (their figures come after the nodes, in client_new). */
+static void client_compose_stats(redlock_t *client) {
+  client->stats_env = (stats_env_t){
+      .opts = &client->opts,
+      .rounds = &client->rounds,
+      .tb = &client->timebase,
+      .n_masters = client->n_nodes,
+      .quorum = client->quorum,
+      .label = client_master_label,
+      .label_arg = client,
+  };
+}
+
+/* loop: the caller's (redlock_open_uv), or NULL for the client's own; tb:
+ * the clock and timers, or NULL for libuv's on that loop. */
+static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                      const timebase_t *tb) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
@@ -647,6 +669,10 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
     free(client);
     return REDLOCK_ENOMEM;
   }
+  if (tb != NULL)
+    client->timebase = *tb;
+  else
+    timebase_uv_init(&client->timebase, loop != NULL ? loop : &client->own_loop);
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   fork_guard_init(&client->fork_guard);
   client->n_nodes = (unsigned)opts->n_nodes;
@@ -659,6 +685,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   list_init(&client->parked_ops);
   list_init(&client->wakes);
   client_compose_engine(client);
+  client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
   int rc = client->nodes != NULL && votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
@@ -683,12 +710,12 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
     rc = node_init(&client->nodes[i], &client->node_env, i, &client->opts.nodes[i]);
   if (rc == 0)
-    rc = stats_new(client);
+    rc = stats_new(&client->stats_env, &client->stats);
   if (rc == 0 && client->stats != NULL) {
     client->rounds.stats = client->stats;
     client->engine.stats = client->stats;
     client->engine.hooks = &stats_engine_hooks;
-    client->engine.hooks_arg = client;
+    client->engine.hooks_arg = client->stats;
     for (unsigned i = 0; i < client->n_nodes; i++)
       client->nodes[i].stats = client->stats;
   }
@@ -707,7 +734,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
 
 /* The client's own uv handles on `loop` (any thread, before the loop runs
  * them). */
-static int client_init_handles(redlock_t *client, uv_loop_t *loop, const timebase_t *tb) {
+static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->loop = loop;
   client->node_env.loop = loop;
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
@@ -728,10 +755,6 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop, const timebas
   uv_unref((uv_handle_t *)&client->turn_check);
   uv_unref((uv_handle_t *)&client->turn_end);
   uv_unref((uv_handle_t *)&client->turn_again);
-  if (tb != NULL)
-    client->timebase = *tb;
-  else
-    timebase_uv_init(&client->timebase, loop);
   if (tb_timer_init(&client->timebase, &client->deadline_timer, client) != 0)
     return REDLOCK_EIO;
   conn_flusher_init(&client->flusher, loop);
@@ -762,7 +785,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     return REDLOCK_EINVAL;
   *out = NULL;
   redlock_t *client;
-  int rc = client_new(&client, opts);
+  int rc = client_new(&client, opts, NULL, NULL);
   if (rc != 0)
     return rc;
   client->own_thread = 1;
@@ -778,7 +801,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     client_free(client);
     return rc == UV_ENOMEM ? REDLOCK_ENOMEM : REDLOCK_EIO;
   }
-  if (client_init_handles(client, &client->own_loop, NULL) != 0) {
+  if (client_init_handles(client, &client->own_loop) != 0) {
     uv_loop_close(&client->own_loop);
     client_free(client);
     return REDLOCK_EIO;
@@ -816,10 +839,10 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
   if (loop == NULL)
     return REDLOCK_EINVAL;
   redlock_t *client;
-  int rc = client_new(&client, opts);
+  int rc = client_new(&client, opts, loop, NULL);
   if (rc != 0)
     return rc;
-  rc = client_init_handles(client, loop, NULL);
+  rc = client_init_handles(client, loop);
   if (rc != 0) {
     client_free(client);
     return rc;
@@ -833,13 +856,13 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
                          const round_transport_t *transport, void *transport_arg,
                          const timebase_t *tb) {
   redlock_t *client;
-  int rc = client_new(out, opts);
+  int rc = client_new(out, opts, loop, tb);
   if (rc != 0)
     return rc;
   client = *out;
   client->rounds.transport = transport;
   client->rounds.transport_arg = transport_arg;
-  rc = client_init_handles(client, loop, tb);
+  rc = client_init_handles(client, loop);
   if (rc != 0) {
     *out = NULL;
     client_free(client);

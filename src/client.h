@@ -34,6 +34,7 @@
 #include "random.h"
 #include "redlock.h"
 #include "round.h"
+#include "stats.h"
 #include "timebase.h"
 #include "votes.h"
 
@@ -117,7 +118,8 @@ struct redlock {
   timebase_t timebase; /* const: the clock and timers handed down to everything below */
 
   /* ---- stats.c ---- */
-  struct stats *stats; /* const after open: counters and events; NULL when both are off */
+  struct stats *stats;   /* const after open: counters and events; NULL when both are off */
+  stats_env_t stats_env; /* const: what they read of the client */
 };
 
 /* ---- client.c ---- */

@@ -382,3 +382,18 @@ int redlock_options_set_tls_verify(redlock_options_t *opts, int verify) {
   opts->tls_verify = verify != 0;
   return 0;
 }
+
+int redlock_options_set_stats(redlock_options_t *opts, int enabled) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  opts->stats_off = enabled == 0;
+  return 0;
+}
+
+int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb, void *arg) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  opts->event_cb = cb;
+  opts->event_arg = cb != NULL ? arg : NULL;
+  return 0;
+}

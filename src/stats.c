@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
 #include "clock.h"
 #include "lock.h"
 
@@ -39,10 +38,15 @@ static inline uint64_t get(const _Atomic uint64_t *c) {
   return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
 }
 
-int stats_new(redlock_t *client) {
-  if (client->opts.stats_off && client->opts.event_cb == NULL)
+static const char *stats_label(const struct stats *stats, unsigned i) {
+  return stats->env->label(stats->env->label_arg, i);
+}
+
+int stats_new(const stats_env_t *env, struct stats **out) {
+  *out = NULL;
+  if (env->opts->stats_off && env->opts->event_cb == NULL)
     return 0;
-  unsigned n = client->n_nodes;
+  unsigned n = env->n_masters;
   struct stats *stats = calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
   if (stats == NULL)
     return REDLOCK_ENOMEM;
@@ -58,19 +62,17 @@ int stats_new(redlock_t *client) {
     stats->first_bucket[b] = (uint8_t)i;
   }
   stats->n_masters = n;
-  uint64_t now = clock_now_ns();
+  stats->env = env;
+  uint64_t now = tb_now_ns(env->tb);
   for (unsigned i = 0; i < n; i++) {
     atomic_init(&stats->masters[i].state, MSTATE_CONNECTING);
     stats->masters[i].since_ns = now;
   }
-  client->stats = stats;
+  *out = stats;
   return 0;
 }
 
-void stats_free(redlock_t *client) {
-  free(client->stats);
-  client->stats = NULL;
-}
+void stats_free(struct stats *stats) { free(stats); }
 
 stats_outcome_t stats_outcome(int status) {
   switch (status) {
@@ -102,7 +104,7 @@ struct redlock_event {
   const char *resource;
   int64_t duration_us;
   int attempts;
-  const redlock_t *client;
+  const struct stats *stats;
   const round_t *round; /* operations: the last round waited on, or NULL */
   int master;           /* master events: its index, else -1 */
   const char *master_state;
@@ -137,16 +139,16 @@ static const int op_event_kind[STATS_OP_COUNT] = {
     [STATS_OP_ELECTION] = REDLOCK_EVENT_ELECTED,
 };
 
-static void event_init(redlock_event_t *ev, const redlock_t *client, int kind, int status) {
+static void event_init(redlock_event_t *ev, const struct stats *stats, int kind, int status) {
   memset(ev, 0, sizeof *ev);
-  ev->client = client;
+  ev->stats = stats;
   ev->kind = kind;
   ev->status = status;
   ev->master = -1;
 }
 
-static void event_emit(redlock_t *client, const redlock_event_t *ev) {
-  client->opts.event_cb(ev, client->opts.event_arg);
+static void event_emit(struct stats *stats, const redlock_event_t *ev) {
+  stats->env->opts->event_cb(ev, stats->env->opts->event_arg);
 }
 
 int redlock_event_kind(const redlock_event_t *ev) { return ev != NULL ? ev->kind : 0; }
@@ -193,7 +195,7 @@ static int event_master(const redlock_event_t *ev, int i) {
 
 const char *redlock_event_node_addr(const redlock_event_t *ev, int i) {
   int m = event_master(ev, i);
-  return m < 0 ? NULL : ev->client->nodes[m].addr.label;
+  return m < 0 ? NULL : stats_label(ev->stats, (unsigned)m);
 }
 
 const char *redlock_event_node_verdict(const redlock_event_t *ev, int i) {
@@ -216,66 +218,50 @@ const char *redlock_event_detail(const redlock_event_t *ev) {
   return ev != NULL ? ev->detail : NULL;
 }
 
-int redlock_options_set_stats(redlock_options_t *opts, int enabled) {
-  if (opts == NULL)
-    return REDLOCK_EINVAL;
-  opts->stats_off = enabled == 0;
-  return 0;
-}
-
-int redlock_options_set_event_cb(redlock_options_t *opts, redlock_event_cb cb, void *arg) {
-  if (opts == NULL)
-    return REDLOCK_EINVAL;
-  opts->event_cb = cb;
-  opts->event_arg = cb != NULL ? arg : NULL;
-  return 0;
-}
-
 /* ---- hooks ------------------------------------------------------------------------ */
 
 /* Counts one finished operation; the event, when there is a callback. */
-static inline void op_record(redlock_t *client, stats_op_t kind, int status, uint64_t ns) {
-  struct stats *stats = client->stats;
+static inline void op_record(struct stats *stats, stats_op_t kind, int status, uint64_t ns) {
   stats_outcome_t outcome = status == REDLOCK_OK ? STATS_OUTCOME_OK : stats_outcome(status);
   bump(&stats->ops[kind][outcome], 1);
   stats_hist_observe(stats, &stats->op_latency[kind], ns);
 }
 
-static void op_event(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
+static void op_event(struct stats *stats, stats_op_t kind, int status, uint64_t ns,
                      const char *resource, const round_t *round, int attempts) {
   redlock_event_t ev;
-  event_init(&ev, client, op_event_kind[kind], status);
+  event_init(&ev, stats, op_event_kind[kind], status);
   ev.resource = resource;
   ev.duration_us = (int64_t)(ns / 1000u);
   ev.attempts = attempts;
   ev.round = round;
-  event_emit(client, &ev);
+  event_emit(stats, &ev);
 }
 
 static void stats_call_finished_(void *arg, stats_op_t kind, int status, const void *ctx,
                                  uint64_t started_ns, const char *resource, int attempts) {
-  redlock_t *client = arg;
+  struct stats *stats = arg;
   /* The round being decided is this call's when it ends inside its
    * callback (the usual case); calls that end elsewhere (canceled, timed out
    * between attempts, refused before any round) have none. */
-  const round_t *round = client->rounds.deciding;
+  const round_t *round = stats->env->rounds->deciding;
   if (round != NULL && round->ctx != ctx)
     round = NULL;
-  uint64_t end_ns = round != NULL ? round->decided_ns : client_now_ns(client);
+  uint64_t end_ns = round != NULL ? round->decided_ns : tb_now_ns(stats->env->tb);
   uint64_t start_ns = started_ns != 0 ? started_ns : round != NULL ? round->started_ns : end_ns;
   uint64_t ns = end_ns > start_ns ? end_ns - start_ns : 0;
-  op_record(client, kind, status, ns);
-  if (client->opts.event_cb == NULL)
+  op_record(stats, kind, status, ns);
+  if (stats->env->opts->event_cb == NULL)
     return;
-  op_event(client, kind, status, ns, resource, round, attempts >= 0 ? attempts : round != NULL);
+  op_event(stats, kind, status, ns, resource, round, attempts >= 0 ? attempts : round != NULL);
 }
 
 static void stats_op_done_(void *arg, stats_op_t kind, int status, uint64_t ns,
                            const char *resource, const round_t *round, int attempts) {
-  redlock_t *client = arg;
-  op_record(client, kind, status, ns);
-  if (client->opts.event_cb != NULL)
-    op_event(client, kind, status, ns, resource, round, attempts);
+  struct stats *stats = arg;
+  op_record(stats, kind, status, ns);
+  if (stats->env->opts->event_cb != NULL)
+    op_event(stats, kind, status, ns, resource, round, attempts);
 }
 
 static void stats_renewed_(void *arg, const redlock_lock_t *lock, const round_t *round,
@@ -285,14 +271,14 @@ static void stats_renewed_(void *arg, const redlock_lock_t *lock, const round_t 
 }
 
 static void stats_lock_lost_(void *arg, const redlock_lock_t *lock, int reason) {
-  redlock_t *client = arg;
-  bump(&client->stats->locks_lost, 1);
-  if (client->opts.event_cb == NULL)
+  struct stats *stats = arg;
+  bump(&stats->locks_lost, 1);
+  if (stats->env->opts->event_cb == NULL)
     return;
   redlock_event_t ev;
-  event_init(&ev, client, REDLOCK_EVENT_LOST, reason);
+  event_init(&ev, stats, REDLOCK_EVENT_LOST, reason);
   ev.resource = lock->resource;
-  event_emit(client, &ev);
+  event_emit(stats, &ev);
 }
 
 const engine_hooks_t stats_engine_hooks = {
@@ -302,8 +288,8 @@ const engine_hooks_t stats_engine_hooks = {
     .lock_lost = stats_lock_lost_,
 };
 
-static master_stats_t *master_of(redlock_t *client, node_t *node) {
-  return &client->stats->masters[node->index];
+static master_stats_t *master_of(struct stats *stats, node_t *node) {
+  return &stats->masters[node->index];
 }
 
 static void set_state(master_stats_t *m, mstate_t state) {
@@ -311,24 +297,24 @@ static void set_state(master_stats_t *m, mstate_t state) {
 }
 
 /* A master event: one entry, the master, in its new state. */
-static void node_event(redlock_t *client, node_t *node, int kind, int status, const char *state,
+static void node_event(struct stats *stats, node_t *node, int kind, int status, const char *state,
                        uint64_t ns, const char *detail) {
   redlock_event_t ev;
-  event_init(&ev, client, kind, status);
+  event_init(&ev, stats, kind, status);
   ev.master = (int)node->index;
   ev.master_state = state;
   ev.duration_us = (int64_t)(ns / 1000u);
   ev.detail = detail;
-  event_emit(client, &ev);
+  event_emit(stats, &ev);
 }
 
-void stats_node_connecting_(redlock_t *client, node_t *node) {
-  set_state(master_of(client, node), MSTATE_CONNECTING);
+void stats_node_connecting_(struct stats *stats, node_t *node) {
+  set_state(master_of(stats, node), MSTATE_CONNECTING);
 }
 
-void stats_node_up_(redlock_t *client, node_t *node) {
-  master_stats_t *m = master_of(client, node);
-  uint64_t now = node->ready_ns != 0 ? node->ready_ns : clock_now_ns();
+void stats_node_up_(struct stats *stats, node_t *node) {
+  master_stats_t *m = master_of(stats, node);
+  uint64_t now = node->ready_ns != 0 ? node->ready_ns : tb_now_ns(stats->env->tb);
   atomic_store_explicit(&m->quarantine_until_ns, node->quarantine_until_ns, memory_order_relaxed);
   set_state(m, MSTATE_UP);
   if (m->ever_up)
@@ -337,7 +323,7 @@ void stats_node_up_(redlock_t *client, node_t *node) {
   uint64_t down_ns = now - m->since_ns;
   m->since_ns = now;
   m->reported = MSTATE_UP;
-  if (client->opts.event_cb == NULL)
+  if (stats->env->opts->event_cb == NULL)
     return;
   int quarantined = node_is_quarantined(node, now);
   int duplicate = node->dup_of >= 0;
@@ -349,16 +335,16 @@ void stats_node_up_(redlock_t *client, node_t *node) {
              (unsigned long long)((node->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");
-  node_event(client, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
+  node_event(stats, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
              duplicate     ? "duplicate"
              : quarantined ? "quarantined"
                            : "up",
              down_ns, detail);
 }
 
-void stats_node_down_(redlock_t *client, node_t *node, const char *what, const char *detail) {
-  master_stats_t *m = master_of(client, node);
-  uint64_t now = clock_now_ns();
+void stats_node_down_(struct stats *stats, node_t *node, const char *what, const char *detail) {
+  master_stats_t *m = master_of(stats, node);
+  uint64_t now = tb_now_ns(stats->env->tb);
   if (node->state == NODE_READY)
     bump(&m->disconnects, 1);
   else
@@ -370,22 +356,22 @@ void stats_node_down_(redlock_t *client, node_t *node, const char *what, const c
   uint64_t up_ns = was_up ? now - m->since_ns : 0;
   m->since_ns = now;
   m->reported = MSTATE_DOWN;
-  if (client->opts.event_cb == NULL)
+  if (stats->env->opts->event_cb == NULL)
     return;
   char text[192];
   snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
-  node_event(client, node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
+  node_event(stats, node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
 }
 
-void stats_node_quarantine_end_(redlock_t *client, node_t *node) {
-  if (client->opts.event_cb == NULL)
+void stats_node_quarantine_end_(struct stats *stats, node_t *node) {
+  if (stats->env->opts->event_cb == NULL)
     return;
-  node_event(client, node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
-             clock_now_ns() - node->ready_ns, "restart quarantine over");
+  node_event(stats, node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
+             tb_now_ns(stats->env->tb) - node->ready_ns, "restart quarantine over");
 }
 
-void stats_node_tls_failure_(redlock_t *client, node_t *node) {
-  bump(&master_of(client, node)->tls_failures, 1);
+void stats_node_tls_failure_(struct stats *stats, node_t *node) {
+  bump(&master_of(stats, node)->tls_failures, 1);
 }
 
 /* ---- the metric table ---------------------------------------------------------------
@@ -397,7 +383,7 @@ static const char *const mtype_names[] = {"counter", "gauge", "histogram"};
 
 typedef enum {
   SH_INFO,       /* {version} 1 */
-  SH_SCALAR,     /* client-wide, no labels */
+  SH_SCALAR,     /* stats-wide, no labels */
   SH_OP_OUTCOME, /* {op, outcome} */
   SH_OP_HIST,    /* histogram by {op} */
   SH_M_SCALAR,   /* {master} */
@@ -514,8 +500,7 @@ static int64_t gauge(const struct stats *stats, stats_gauge_t g) {
   return atomic_load_explicit((_Atomic int64_t *)&stats->gauges[g], memory_order_relaxed);
 }
 
-static int64_t scalar(const redlock_t *client, value_t v, unsigned i, uint64_t now) {
-  const struct stats *stats = client->stats;
+static int64_t scalar(const struct stats *stats, value_t v, unsigned i, uint64_t now) {
   const master_stats_t *m = &stats->masters[i < stats->n_masters ? i : 0];
   switch (v) {
   case V_LOCKS_LOST:
@@ -529,9 +514,9 @@ static int64_t scalar(const redlock_t *client, value_t v, unsigned i, uint64_t n
   case V_ROUNDS:
     return gauge(stats, STATS_GAUGE_ROUNDS);
   case V_QUORUM:
-    return client->quorum;
+    return stats->env->quorum;
   case V_MASTERS:
-    return client->n_nodes;
+    return stats->env->n_masters;
   case V_MASTERS_USABLE: {
     int64_t n = 0;
     for (unsigned k = 0; k < stats->n_masters; k++)
@@ -665,7 +650,7 @@ static void out_seconds(out_t *o, uint64_t ns) {
 /* ---- Prometheus text exposition ---------------------------------------------------- */
 
 /* `name{master="..",k="v"` (the brace left open when labels follow). */
-static void prom_series(out_t *o, const char *name, const char *suffix, const redlock_t *client,
+static void prom_series(out_t *o, const char *name, const char *suffix, const struct stats *stats,
                         int master, const char *k1, const char *v1, const char *k2,
                         const char *v2) {
   out_puts(o, name);
@@ -675,7 +660,7 @@ static void prom_series(out_t *o, const char *name, const char *suffix, const re
     out_write(o, "{", 1);
     if (master >= 0) {
       out_puts(o, "master=\"");
-      out_escaped(o, client->nodes[master].addr.label);
+      out_escaped(o, stats_label(stats, master));
       out_write(o, "\"", 1);
       any = 1;
     }
@@ -696,24 +681,23 @@ static void prom_series(out_t *o, const char *name, const char *suffix, const re
   out_write(o, " ", 1);
 }
 
-static void prom_hist(out_t *o, const char *name, const redlock_t *client, int master,
+static void prom_hist(out_t *o, const char *name, const struct stats *stats, int master,
                       const char *k, const char *v, const hist_t *h) {
   uint64_t cumulative = 0;
   for (unsigned b = 0; b <= N_BOUNDS; b++) {
     cumulative += get(&h->bucket[b]);
-    prom_series(o, name, "_bucket", client, master, k, v, "le",
+    prom_series(o, name, "_bucket", stats, master, k, v, "le",
                 b < N_BOUNDS ? bound_text[b] : "+Inf");
     out_printf(o, "%llu\n", (unsigned long long)cumulative);
   }
-  prom_series(o, name, "_sum", client, master, k, v, NULL, NULL);
+  prom_series(o, name, "_sum", stats, master, k, v, NULL, NULL);
   out_seconds(o, get(&h->sum_ns));
   out_write(o, "\n", 1);
-  prom_series(o, name, "_count", client, master, k, v, NULL, NULL);
+  prom_series(o, name, "_count", stats, master, k, v, NULL, NULL);
   out_printf(o, "%llu\n", (unsigned long long)cumulative);
 }
 
-static void prom_metric(out_t *o, const redlock_t *client, const metric_t *m, uint64_t now) {
-  const struct stats *stats = client->stats;
+static void prom_metric(out_t *o, const struct stats *stats, const metric_t *m, uint64_t now) {
   out_printf(o, "# HELP %s ", m->name);
   out_puts(o, m->help);
   out_printf(o, "\n# TYPE %s %s\n", m->name, mtype_names[m->type]);
@@ -722,42 +706,42 @@ static void prom_metric(out_t *o, const redlock_t *client, const metric_t *m, ui
     int master = is_master_shape(m->shape) ? (int)i : -1;
     switch (m->shape) {
     case SH_INFO:
-      prom_series(o, m->name, "", client, -1, "version", redlock_version(), NULL, NULL);
+      prom_series(o, m->name, "", stats, -1, "version", redlock_version(), NULL, NULL);
       out_puts(o, "1\n");
       break;
     case SH_SCALAR:
     case SH_M_SCALAR:
-      prom_series(o, m->name, "", client, master, NULL, NULL, NULL, NULL);
-      out_value(o, m, scalar(client, m->value, i, now));
+      prom_series(o, m->name, "", stats, master, NULL, NULL, NULL, NULL);
+      out_value(o, m, scalar(stats, m->value, i, now));
       out_write(o, "\n", 1);
       break;
     case SH_OP_OUTCOME:
       for (unsigned op = 0; op < STATS_OP_COUNT; op++)
         for (unsigned oc = 0; oc < STATS_OUTCOME_COUNT; oc++) {
-          prom_series(o, m->name, "", client, -1, "op", op_names[op], "outcome", outcome_names[oc]);
+          prom_series(o, m->name, "", stats, -1, "op", op_names[op], "outcome", outcome_names[oc]);
           out_printf(o, "%llu\n", (unsigned long long)get(&stats->ops[op][oc]));
         }
       break;
     case SH_OP_HIST:
       for (unsigned op = 0; op < STATS_OP_COUNT; op++)
-        prom_hist(o, m->name, client, -1, "op", op_names[op], &stats->op_latency[op]);
+        prom_hist(o, m->name, stats, -1, "op", op_names[op], &stats->op_latency[op]);
       break;
     case SH_M_STATE: {
       mstate_t state = master_state(&stats->masters[i], now);
       for (unsigned s = 0; s < N_MSTATES; s++) {
-        prom_series(o, m->name, "", client, master, "state", mstate_names[s], NULL, NULL);
+        prom_series(o, m->name, "", stats, master, "state", mstate_names[s], NULL, NULL);
         out_puts(o, s == state ? "1\n" : "0\n");
       }
       break;
     }
     case SH_M_VERDICT:
       for (unsigned w = WHY_NONE + 1; w < N_WHY; w++) {
-        prom_series(o, m->name, "", client, master, "verdict", why_name(w), NULL, NULL);
+        prom_series(o, m->name, "", stats, master, "verdict", why_name(w), NULL, NULL);
         out_printf(o, "%llu\n", (unsigned long long)get(&stats->masters[i].votes[w]));
       }
       break;
     case SH_M_HIST:
-      prom_hist(o, m->name, client, master, NULL, NULL, &stats->masters[i].latency);
+      prom_hist(o, m->name, stats, master, NULL, NULL, &stats->masters[i].latency);
       break;
     }
   }
@@ -787,9 +771,8 @@ static void json_hist(out_t *o, const hist_t *h) {
   out_printf(o, ",\"count\":%llu}", (unsigned long long)cumulative);
 }
 
-static void json_metric(out_t *o, const redlock_t *client, const metric_t *m, unsigned i,
+static void json_metric(out_t *o, const struct stats *stats, const metric_t *m, unsigned i,
                         uint64_t now, int *first) {
-  const struct stats *stats = client->stats;
   json_key(o, m->name + (is_master_shape(m->shape) ? strlen(MASTER_PREFIX) : strlen(PREFIX)),
            first);
   switch (m->shape) {
@@ -800,7 +783,7 @@ static void json_metric(out_t *o, const redlock_t *client, const metric_t *m, un
     break;
   case SH_SCALAR:
   case SH_M_SCALAR:
-    out_value(o, m, scalar(client, m->value, i, now));
+    out_value(o, m, scalar(stats, m->value, i, now));
     break;
   case SH_OP_OUTCOME:
     out_write(o, "{", 1);
@@ -837,53 +820,38 @@ static void json_metric(out_t *o, const redlock_t *client, const metric_t *m, un
   }
 }
 
-static void json_render(out_t *o, const redlock_t *client, uint64_t now) {
+static void json_render(out_t *o, const struct stats *stats, uint64_t now) {
   int first = 1;
   out_write(o, "{", 1);
   for (size_t k = 0; k < N_METRICS; k++)
     if (!is_master_shape(metrics[k].shape))
-      json_metric(o, client, &metrics[k], 0, now, &first);
+      json_metric(o, stats, &metrics[k], 0, now, &first);
   json_key(o, "masters", &first);
   out_write(o, "[", 1);
-  for (unsigned i = 0; i < client->stats->n_masters; i++) {
+  for (unsigned i = 0; i < stats->n_masters; i++) {
     int mfirst = 1;
     out_write(o, i ? ",{" : "{", i ? 2 : 1);
     json_key(o, "master", &mfirst);
     out_write(o, "\"", 1);
-    out_escaped(o, client->nodes[i].addr.label);
+    out_escaped(o, stats_label(stats, i));
     out_write(o, "\"", 1);
     for (size_t k = 0; k < N_METRICS; k++)
       if (is_master_shape(metrics[k].shape))
-        json_metric(o, client, &metrics[k], i, now, &mfirst);
+        json_metric(o, stats, &metrics[k], i, now, &mfirst);
     out_write(o, "}", 1);
   }
   out_puts(o, "]}\n");
 }
 
-int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
-  if (client == NULL || (buf == NULL && size > 0) ||
-      (format != REDLOCK_STATS_PROMETHEUS && format != REDLOCK_STATS_JSON))
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
-  /* In the client until the text is written: a close waits for this call
-   * before it frees the figures and the masters' names read below. */
-  int rc = client_enter(client);
-  if (rc != 0)
-    return rc;
-  if (client->stats == NULL || client->opts.stats_off) {
-    client_leave(client);
-    return REDLOCK_ENOTSUP;
-  }
+int stats_render(const struct stats *stats, int format, char *buf, size_t size) {
   out_t o = {buf, size, 0, format == REDLOCK_STATS_JSON};
-  uint64_t now = clock_now_ns();
+  uint64_t now = tb_now_ns(stats->env->tb);
   if (o.json) {
-    json_render(&o, client, now);
+    json_render(&o, stats, now);
   } else {
     for (size_t k = 0; k < N_METRICS; k++)
-      prom_metric(&o, client, &metrics[k], now);
+      prom_metric(&o, stats, &metrics[k], now);
   }
-  client_leave(client);
   if (size > 0)
     buf[o.len < size ? o.len : size - 1] = '\0';
   return o.len > (size_t)INT32_MAX ? REDLOCK_ENOMEM : (int)o.len;

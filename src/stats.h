@@ -27,14 +27,32 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "client.h"
 #include "engine.h"
+#include "node.h"
+#include "options.h"
+#include "round.h"
 #include "stats_core.h"
+#include "timebase.h"
 
-/* Allocates client->stats unless stats and events are both off (then it
- * stays NULL).  After the nodes are initialised; 0 or REDLOCK_ENOMEM. */
-int stats_new(redlock_t *client);
-void stats_free(redlock_t *client);
+/* What the figures and events read of their surroundings, handed down by
+ * client.c (which owns it; it outlives the stats). */
+typedef struct stats_env {
+  const redlock_options_t *opts; /* event callback, stats_off */
+  const round_env_t *rounds;     /* the round being decided: a call's times */
+  const timebase_t *tb;
+  unsigned n_masters;
+  unsigned quorum;
+  const char *(*label)(void *arg, unsigned master); /* master i's "host:port" */
+  void *label_arg;
+} stats_env_t;
+
+/* *out = new figures, or NULL when stats and events are both off.  0 or
+ * REDLOCK_ENOMEM. */
+int stats_new(const stats_env_t *env, struct stats **out);
+void stats_free(struct stats *stats);
+/* redlock_stats' text (format REDLOCK_STATS_*), written while no close
+ * frees the figures (the caller sees to it). */
+int stats_render(const struct stats *stats, int format, char *buf, size_t size);
 stats_outcome_t stats_outcome(int status);
 
 /* What the engine reports (engine.h), handed down by client.c when stats
@@ -43,10 +61,10 @@ extern const engine_hooks_t stats_engine_hooks;
 /* client.c, from node.c's reports (node_env_t.report): connection attempts
  * and state changes of a master.  stats_node_down_ runs before the node's
  * state changes: `what`/`detail` as in its log line. */
-void stats_node_connecting_(redlock_t *client, node_t *node);
-void stats_node_up_(redlock_t *client, node_t *node);
-void stats_node_down_(redlock_t *client, node_t *node, const char *what, const char *detail);
-void stats_node_quarantine_end_(redlock_t *client, node_t *node);
-void stats_node_tls_failure_(redlock_t *client, node_t *node);
+void stats_node_connecting_(struct stats *stats, node_t *node);
+void stats_node_up_(struct stats *stats, node_t *node);
+void stats_node_down_(struct stats *stats, node_t *node, const char *what, const char *detail);
+void stats_node_quarantine_end_(struct stats *stats, node_t *node);
+void stats_node_tls_failure_(struct stats *stats, node_t *node);
 
 #endif

@@ -104,6 +104,7 @@ struct stats {
   uint64_t bound_ns[STATS_N_BOUNDS + 1]; /* a copy of the bounds, then UINT64_MAX */
   uint8_t first_bucket[65]; /* by bit length of a duration in ns: where to start looking */
   unsigned n_masters;
+  const struct stats_env *env; /* const: what stats.c reads of its surroundings (stats.h) */
   stats_master_t masters[];
 };
 
