@@ -1,5 +1,5 @@
 /* callmem.h: a client's free lists for what a call allocates on the
- * caller's thread and the loop thread frees (issue 14): ops and key blocks
+ * caller's thread and the loop thread frees: ops and key blocks
  * (a size-class pool, pool.h) and lock handles (a FIFO that holds each freed
  * handle back, below).  One mutex guards both: allocations come from any
  * application thread, frees from the loop.  It is a leaf lock: held only for

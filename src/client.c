@@ -751,7 +751,7 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   uv_prepare_start(&client->turn_end, turn_end_cb);
   uv_idle_init(loop, &client->turn_again);
   client->turn_again.data = client;
-  /* As before these three: the wake-up alone keeps a caller's loop alive. */
+  /* Not these three: the wake-up alone keeps a caller's loop alive. */
   uv_unref((uv_handle_t *)&client->turn_check);
   uv_unref((uv_handle_t *)&client->turn_end);
   uv_unref((uv_handle_t *)&client->turn_again);

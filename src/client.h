@@ -164,8 +164,8 @@ void client_maybe_finish_close(redlock_t *client);
  * was down may come back within a connect timeout to be sent its replays;
  * and at least CLIENT_CLOSE_MIN_MS, in which healthy masters take tens of
  * thousands of releases (100 000 in 0.7 s).  A master that answers, but
- * slowly, no longer holds the close for as long as its queue takes (issue
- * 23: 180 s). */
+ * slowly, does not hold the close for as long as its queue takes (180 s at
+ * the queue's bound). */
 #define CLIENT_CLOSE_MIN_MS 5000u
 uint64_t client_close_bound_ms(const redlock_options_t *opts);
 /* Now, on the client's monotonic clock: clock_now_ns, or the unit tests'

@@ -1,8 +1,8 @@
 /* pool.h: a bounded free list of memory blocks by size class, so that what
- * the hot path frees is handed out again without malloc (issue 14).  Blocks
+ * the hot path frees is handed out again without malloc.  Blocks
  * are sized in powers of two from 64 bytes to 8 KiB (a 16-byte header each
  * records its class); a request larger than that, or a class whose list is
- * full, goes to malloc / free as before.  A pool keeps no more blocks
+ * full, goes to malloc / free.  A pool keeps no more blocks
  * than were once in use together, and per class at most POOL_KEEP_MAX
  * blocks and POOL_CLASS_BUDGET bytes: enough for 128 calls in flight (the
  * throughput benchmark's), two rounds each, while a burst beyond that is

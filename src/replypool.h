@@ -1,11 +1,11 @@
 /* replypool.h: hiredis reply objects for the answers to our commands, kept on
- * a per-connection free list (issue 14).  hiredis allocates every reply, and
+ * a per-connection free list.  hiredis allocates every reply, and
  * a status or bulk string's bytes apart: ten replies and fifteen malloc/free
  * pairs per lock + unlock cycle at N = 5.  The answers we send commands for
  * are top-level scalars (+OK, an integer, nil, a short error), so conn.c's
  * reader object functions build those here, in blocks that return to the
  * pool when hiredis frees them; anything else (aggregates and what is in
- * them, long strings, RESP3 types) is hiredis' own object as before.
+ * them, long strings, RESP3 types) is hiredis' own object.
  *
  * A pooled reply is a plain redisReply to every reader.  It is told apart by
  * its `element` field, which hiredis never reads for a scalar and leaves NULL

@@ -3,7 +3,7 @@
  * Each decided round a call waited on is recorded twice: as the client's
  * latest, and in the entry of the application thread that made the call
  * (when it came through the submit queue).  A thread then reads its own last
- * call's votes, not whatever a concurrent call decided since (issue 10).  The
+ * call's votes, not whatever a concurrent call decided since.  The
  * book keeps VOTES_THREADS threads; the least recently written entry is
  * reused.  All of it is guarded by the client's mutex (client.c). */
 #ifndef REDLOCK_VOTES_H
