@@ -194,7 +194,9 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
   /* Sent under the mutex so that a close cannot free the handle in between. */
   if (was_empty && client->loop_polling) {
     client->loop_polling = 0; /* one wake-up per batch */
-    uv_async_send(&client->wakeup);
+    /* Fails only on a handle being closed: the teardown closes it after the
+     * state left OPEN, and nothing is enqueued after that. */
+    (void)uv_async_send(&client->wakeup);
   }
 }
 
@@ -247,7 +249,7 @@ static void turn_check_cb(uv_check_t *check) {
 
 static void turn_again_cb(uv_idle_t *idle) {
   redlock_t *client = idle->data;
-  uv_idle_stop(idle);
+  (void)uv_idle_stop(idle); /* cannot fail: it only unlinks the handle */
   client_drain(client);
 }
 
@@ -282,7 +284,7 @@ static void turn_end_cb(uv_prepare_t *prepare) {
   client->loop_polling = !queued;
   uv_mutex_unlock(&client->mutex);
   if (queued)
-    uv_idle_start(&client->turn_again, turn_again_cb);
+    (void)uv_idle_start(&client->turn_again, turn_again_cb); /* cannot fail: cb is set */
 }
 
 /* A node's first connection attempt is over: redlock_open returns, and
@@ -418,7 +420,7 @@ void client_maybe_finish_close(redlock_t *client) {
       return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */
   client->close_phase = CLOSE_QUEUED;
-  uv_async_send(&client->wakeup);
+  (void)uv_async_send(&client->wakeup); /* not closed before the teardown it queues */
 }
 
 static void client_handle_closed_cb(uv_handle_t *handle) { client_module_closed(handle->data); }
@@ -664,7 +666,13 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     free(client);
     return REDLOCK_ENOMEM;
   }
+  if (uv_mutex_init(&client->mutex) != 0) {
+    uv_cond_destroy(&client->callers_left);
+    free(client);
+    return REDLOCK_ENOMEM;
+  }
   if (options_copy(&client->opts, opts) != 0) {
+    uv_mutex_destroy(&client->mutex);
     uv_cond_destroy(&client->callers_left);
     free(client);
     return REDLOCK_ENOMEM;
@@ -679,7 +687,6 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   client->quorum = quorum_size(client->n_nodes);
   client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
-  uv_mutex_init(&client->mutex);
   pool_init(&client->round_pool);
   list_init(&client->submit_queue);
   list_init(&client->parked_ops);
@@ -743,13 +750,18 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   /* Until its first turn ends the loop may be asleep on other work: the
    * first call wakes it (a spare wake-up is harmless). */
   client->loop_polling = 1;
-  uv_check_init(loop, &client->turn_check);
+  /* libuv's check, prepare, idle and timer inits and starts return 0 on an
+   * initialised loop (they only link the handle in); a nonzero return would
+   * come from a libuv we do not know, and is refused before the loop runs
+   * any of them. */
+  if (uv_check_init(loop, &client->turn_check) != 0 ||
+      uv_prepare_init(loop, &client->turn_end) != 0 ||
+      uv_idle_init(loop, &client->turn_again) != 0 ||
+      uv_check_start(&client->turn_check, turn_check_cb) != 0 ||
+      uv_prepare_start(&client->turn_end, turn_end_cb) != 0)
+    return REDLOCK_EIO;
   client->turn_check.data = client;
-  uv_check_start(&client->turn_check, turn_check_cb);
-  uv_prepare_init(loop, &client->turn_end);
   client->turn_end.data = client;
-  uv_prepare_start(&client->turn_end, turn_end_cb);
-  uv_idle_init(loop, &client->turn_again);
   client->turn_again.data = client;
   /* Not these three: the wake-up alone keeps a caller's loop alive. */
   uv_unref((uv_handle_t *)&client->turn_check);
