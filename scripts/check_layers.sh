@@ -25,7 +25,8 @@ layer_of() {
   round | notify | transport) echo 3 ;;
   # 4: the engine: calls, lock/primitive/election state machines, stats, and
   #    client.c, the composition root that hands the env down
-  client | lock | prims | election | stats | calls | votes) echo 4 ;;
+  client | lock | prims | election | stats | calls | votes | op | kind | kind_mutex | kind_sem | \
+    kind_rw) echo 4 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) echo public ;;
   *) echo unknown ;;

@@ -199,11 +199,11 @@ static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
 void client_run_or_park(redlock_t *client, op_t *op) {
-  if (client->startup_left > 0 && op->kind == OP_LOCK) {
+  if (client->startup_left > 0 && op->ops->acquires) {
     list_insert_tail(&client->parked_ops, &op->link);
     return;
   }
-  op_dispatch(op);
+  op->ops->dispatch(op);
 }
 
 /* Runs what was submitted (loop). */
@@ -223,15 +223,10 @@ static void client_drain(redlock_t *client) {
   while (!list_empty(&batch)) {
     op_t *op = list_entry(batch.next, op_t, link);
     list_remove(&op->link);
-    if (op->kind == OP_CLOSE) {
-      client_begin_close(client);
-    } else if (op->kind == OP_ELECT || op->kind == OP_RESIGN) {
-      election_dispatch(op);
-    } else if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK) {
-      op_fail(op, REDLOCK_ECANCELED);
-    } else {
+    if (client->close_phase != CLOSE_NONE && op->ops->acquires)
+      op->ops->fail(op, REDLOCK_ECANCELED);
+    else
       client_run_or_park(client, op);
-    }
   }
   if (client->close_phase == CLOSE_QUEUED)
     client_teardown(client);
@@ -297,7 +292,7 @@ static void client_node_started(redlock_t *client) {
   while (!list_empty(&client->parked_ops)) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
-    op_dispatch(op);
+    op->ops->dispatch(op);
   }
 }
 
@@ -396,12 +391,35 @@ static void client_begin_close(redlock_t *client) {
     op_t *op = list_entry(client->parked_ops.next, op_t, link);
     list_remove(&op->link);
     list_insert_tail(&client->ops_in_flight, &op->link);
-    op_fail(op, REDLOCK_ECANCELED);
+    op->ops->fail(op, REDLOCK_ECANCELED);
   }
   lock_cancel_all(client);
   client->close_preparing = 0;
   client_maybe_finish_close(client);
 }
+
+/* The close's op (close_op in struct redlock): taken from the submit queue
+ * in order, after the calls queued before it. */
+static void close_op_dispatch(op_t *op) { client_begin_close(op->client); }
+
+/* Never failed (it is not an acquisition) nor freed (struct redlock holds
+ * it): a call here is a bug of the library. */
+static void close_op_fail(op_t *op, int status) {
+  (void)op;
+  (void)status;
+  abort();
+}
+
+static void close_op_free(op_t *op) {
+  (void)op;
+  abort();
+}
+
+static const op_ops_t close_op_ops = {.name = "close",
+                                      .acquires = 0,
+                                      .dispatch = close_op_dispatch,
+                                      .fail = close_op_fail,
+                                      .free = close_op_free};
 
 void client_maybe_finish_close(redlock_t *client) {
   if (client->close_phase != CLOSE_DRAINING || client->close_preparing)
@@ -832,7 +850,7 @@ static int client_request_close(redlock_t *client) {
     return -1;
   }
   client->state = CLIENT_CLOSING;
-  op->kind = OP_CLOSE;
+  op->ops = &close_op_ops;
   op->client = client;
   client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);

@@ -1,5 +1,5 @@
-/* client.h: the insides of redlock_t and the common header of a queued
- * call (op_t), shared by the layer-4 modules: client.c (loop, thread, queue,
+/* client.h: the insides of redlock_t (a queued call's header, op_t, is in
+ * op.h), shared by the layer-4 modules: client.c (loop, thread, queue,
  * close), calls.c (public entry points), lock.c (lock handles and the
  * lock/extend/unlock/watch state machines, lock.h), prims.c, election.c and
  * stats.c.
@@ -26,6 +26,7 @@
 #include "log.h"
 #include "node.h"
 #include "notify.h"
+#include "op.h"
 #include "options.h"
 #include "pool.h"
 #include "ptrset.h"
@@ -43,53 +44,6 @@ typedef enum {
   CLOSE_QUEUED,       /* drained: the teardown runs from the next wake-up callback */
   CLOSE_TEARING_DOWN, /* the modules are closing; client_module_closed counts them */
 } close_phase_t;
-
-/* What a queued call is; each kind has its own struct embedding op_t (the
- * module that owns the kind makes and frees it):
- *   OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_WATCH: lock.h (op_acquire_t,
- *     op_extend_t, op_release_t, op_watch_t), made by lock.c's constructors;
- *   OP_CLOSE: the bare op_t in struct redlock (client.c), no fields of its own;
- *   OP_ELECT, OP_RESIGN: election.c's own, inside its election handle. */
-typedef enum {
-  OP_LOCK = 1,
-  OP_EXTEND,
-  OP_UNLOCK,
-  OP_WATCH,
-  OP_CLOSE,
-  OP_ELECT,  /* election.c: a new election handle for the loop */
-  OP_RESIGN, /* election.c: its resignation */
-} op_kind_t;
-
-/* A blocking caller's wait (calls.c): the loop posts `sem` once per call,
- * at the end of the loop turn in which the call's callback ran (see
- * client_defer_wake). */
-typedef struct sync_waiter {
-  list_node_t link; /* loop: client->wakes */
-  uv_sem_t sem;
-} sync_waiter_t;
-
-/* The header every queued call starts with: what the submit queue, the
- * parked list and the in-flight list need.  The kind's constructor sets
- * `kind` and `client` once; `link` belongs to whichever list holds the op. */
-typedef struct op {
-  list_node_t link;       /* mutex: the submit queue (client.c); then loop: client.c's parked
-                           * list or lock.c's in-flight list */
-  op_kind_t kind;         /* const: which struct embeds this header */
-  struct redlock *client; /* const */
-  uv_thread_t thread;     /* with has_thread, client.c at submission: the calling thread, whose
-                           * rounds redlock_last_votes keeps (ops made on the loop: none) */
-  int has_thread;
-} op_t;
-
-/* The struct of kind `k` that embeds `op` as its member `member`: checked,
- * because reading an op as another kind's struct would be a memory error.  A
- * mismatch is a bug of the library: abort rather than corrupt memory. */
-#define OP_AS(type, op, k, member) ((type *)op_as_((op), (k), offsetof(type, member)))
-static inline void *op_as_(op_t *op, op_kind_t kind, size_t offset) {
-  if (__builtin_expect(op->kind != kind, 0))
-    abort();
-  return (char *)op - offset;
-}
 
 struct redlock {
   /* ---- client.c: set at open, read-only after (any thread) ---- */
@@ -151,7 +105,8 @@ struct redlock {
   int free_on_exit;             /* own thread: close called from a callback */
   void (*closed_cb)(void *arg); /* redlock_close_uv's */
   void *closed_arg;
-  op_t close_op;              /* OP_CLOSE, preallocated: closing never fails for want of memory */
+  op_t
+      close_op; /* the close (close_op_ops), preallocated: closing never fails for want of memory */
   uint64_t close_deadline_ns; /* loop: the close's bound ends then (client_close_bound_ms) */
   int close_out_of_time;      /* loop: it did; the masters were dropped */
 
@@ -238,8 +193,6 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
 void client_run_or_park(redlock_t *client, op_t *op);
 
 /* ---- election.c: loop side ---- */
-/* Takes an OP_ELECT or OP_RESIGN op from the submit queue. */
-void election_dispatch(op_t *op);
 /* Close: every election stops (no callback runs any more), leaders release. */
 void election_close_all(redlock_t *client);
 
