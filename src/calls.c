@@ -110,7 +110,7 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
   return rc;
 }
 
-/* Builds and queues an extend, unlock or watch op for `lock`. */
+/* Builds and queues an extend, release or watch op for `lock`. */
 static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
                                uint32_t ttl_ms, redlock_done_cb cb, redlock_lost_cb lost_cb,
                                void *arg) {

@@ -13,10 +13,10 @@
 /* ---- rounds ------------------------------------------------------------------
  * The commands of each round are the lock kind's (kind.h, kind_*.c). */
 
-/* Fence counters live beside the lock keys under a reserved prefix,
+/* The counter keys of a fenced lock (a permit's or a hold's come with its
+ * keys, from its kind's init), built once per call, on the loop.  Fence
+ * counters live beside the lock keys under a reserved prefix,
  * FENCE_KEY_PREFIX (prims.h, with the other key names). */
-
-/* The counter keys of a fenced acquisition, built once per call. */
 static int op_make_fence_keys(op_acquire_t *op) {
   size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
@@ -363,7 +363,7 @@ static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
   op_unlink(&op->op);
   notify_unwait(&client->notify, &op->waiter);
   if (client->stats != NULL) {
-    if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
+    if (op->wait_deadline_ns != 0) /* set by acquire_start, with the gauge */
       stats_gauge(client->stats, STATS_GAUGE_WAITERS, -1);
     /* Before the callback: the event may name the lock. */
     const char *resource = lock != NULL       ? lock->lease->resource
@@ -594,7 +594,7 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   op_acquire_t *op = ctx;
   int status = lost_status(outcome);
   op->set_mask = round_set_mask(round);
-  /* A permit's or a hold's script may refuse with a reason (prims.h). */
+  /* A permit's or a hold's script may refuse with a reason (kind.h). */
   int verdict =
       op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : 0;
   if (verdict != 0) {

@@ -1,6 +1,6 @@
-/* test_prims.c: unit tests for src/prims.c (semaphore permits and read-write
- * lock holds as lock kinds) and their public entry points, with no Redis
- * server anywhere.
+/* test_prims.c: unit tests for the kinds kind_sem.c and kind_rw.c (semaphore
+ * permits and read-write lock holds, through their tables, kind.h), prims.c
+ * and their public entry points, with no Redis server anywhere.
  *  - argument checks of redlock_semaphore_acquire, redlock_rwlock_read /
  *    _write and their _async forms: NULL client / name / out / callback,
  *    empty or too long names, limit 0 or above REDLOCK_MAX_SEM_LIMIT, ttl 0
