@@ -23,9 +23,10 @@ layer_of() {
   # 3: rounds over the masters, release notifications, and the adapter that
   #    makes the nodes the rounds' transport
   round | notify | transport) echo 3 ;;
-  # 4: the engine: calls, lock/primitive/election state machines, stats, and
-  #    client.c, the composition root that hands the env down
-  engine | op | lock | prims | election | votes) echo 4 ;;
+  # 4: the engine (engine.h): the lock, extend, release and watch state
+  #    machines, the lock kinds and their keys and scripts, elections; it gets
+  #    everything from the env client.c hands down
+  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) echo 4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
   client | calls | calls_election | stats) echo 5 ;;
   # the public headers: anyone may include them

@@ -111,15 +111,15 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
   return rc;
 }
 
-/* Builds and queues an extend, unlock or watch op for `lock`. */
-static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+/* Builds and queues an extend, release or watch op for `lock`. */
+static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
                                uint32_t ttl_ms, redlock_done_cb cb, redlock_lost_cb lost_cb,
                                void *arg) {
   if (client == NULL || lock == NULL)
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (kind == OP_EXTEND && calls_check_ttl(client, ttl_ms) != 0)
+  if (kind == &target_extend && calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
   op_t *op = target_op_new(&client->engine, kind, lock, ttl_ms, cb, lost_cb, arg);
   if (op == NULL)
@@ -130,8 +130,8 @@ static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, op_kind_
   return rc;
 }
 
-static int lock_target_op(redlock_t *client, redlock_lock_t *lock, op_kind_t kind, uint32_t ttl_ms,
-                          redlock_done_cb cb, void *arg) {
+static int lock_target_op(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
+                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
   return lock_target_op_full(client, lock, kind, ttl_ms, cb, NULL, arg);
 }
 
@@ -164,15 +164,15 @@ int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms,
 
 int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
                          redlock_done_cb cb, void *arg) {
-  return lock_target_op(client, lock, OP_EXTEND, ttl_ms, cb, arg);
+  return lock_target_op(client, lock, &target_extend, ttl_ms, cb, arg);
 }
 
 int redlock_unlock_async(redlock_t *client, redlock_lock_t *lock, redlock_done_cb cb, void *arg) {
-  return lock_target_op(client, lock, OP_UNLOCK, 0, cb, arg);
+  return lock_target_op(client, lock, &target_release, 0, cb, arg);
 }
 
 int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_cb, void *arg) {
-  return lock_target_op_full(client, lock, OP_WATCH, 0, NULL, lost_cb, arg);
+  return lock_target_op_full(client, lock, &target_watch, 0, NULL, lost_cb, arg);
 }
 
 /* ---- blocking forms ------------------------------------------------------------- */
@@ -265,14 +265,14 @@ int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
   return lock_blocking(client, resources, n, ttl_ms, LOCK_MODE_RETRY, 0, out);
 }
 
-static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t kind,
+static int target_blocking(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
                            uint32_t ttl_ms) {
   int rc = check_blocking(client);
   if (rc != 0) {
     /* Unlock always lets go of the handle: on the loop thread it still
      * releases, just without waiting for the masters. */
-    if (rc == REDLOCK_EWOULDBLOCK && kind == OP_UNLOCK) {
-      int queued = lock_target_op(client, lock, OP_UNLOCK, 0, NULL, NULL);
+    if (rc == REDLOCK_EWOULDBLOCK && kind == &target_release) {
+      int queued = lock_target_op(client, lock, &target_release, 0, NULL, NULL);
       if (queued != 0)
         return queued; /* e.g. a stale handle: EINVAL, as anywhere else */
     }
@@ -285,11 +285,11 @@ static int target_blocking(redlock_t *client, redlock_lock_t *lock, op_kind_t ki
 }
 
 int redlock_extend(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms) {
-  return target_blocking(client, lock, OP_EXTEND, ttl_ms);
+  return target_blocking(client, lock, &target_extend, ttl_ms);
 }
 
 int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
-  return target_blocking(client, lock, OP_UNLOCK, 0);
+  return target_blocking(client, lock, &target_release, 0);
 }
 
 /* ---- coordination primitives: semaphore, read-write lock (prims.h) ---------------- */

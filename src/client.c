@@ -204,7 +204,7 @@ static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
 void client_run_or_park(redlock_t *client, op_t *op) {
-  if (client->startup_left > 0 && op->kind == OP_LOCK) {
+  if (client->startup_left > 0 && op->ops->acquires) {
     list_insert_tail(&client->parked_ops, &op->link);
     return;
   }
@@ -228,7 +228,7 @@ static void client_drain(redlock_t *client) {
   while (!list_empty(&batch)) {
     op_t *op = list_entry(batch.next, op_t, link);
     list_remove(&op->link);
-    if (client->close_phase != CLOSE_NONE && op->kind == OP_LOCK)
+    if (client->close_phase != CLOSE_NONE && op->ops->acquires)
       op->ops->fail(op, REDLOCK_ECANCELED);
     else
       client_run_or_park(client, op);
@@ -401,6 +401,31 @@ static void client_begin_close(redlock_t *client) {
   client->close_preparing = 0;
   client_maybe_finish_close(client);
 }
+
+/* The close's op (close_op in struct redlock): taken from the submit queue
+ * in order, after the calls queued before it. */
+static void close_op_dispatch(op_t *op) {
+  client_begin_close(container_of(op, redlock_t, close_op));
+}
+
+/* Never failed (it is not an acquisition) nor freed (struct redlock holds
+ * it): a call here is a bug of the library. */
+static void close_op_fail(op_t *op, int status) {
+  (void)op;
+  (void)status;
+  abort();
+}
+
+static void close_op_free(op_t *op) {
+  (void)op;
+  abort();
+}
+
+static const op_ops_t close_op_ops = {.name = "close",
+                                      .acquires = 0,
+                                      .dispatch = close_op_dispatch,
+                                      .fail = close_op_fail,
+                                      .free = close_op_free};
 
 void client_maybe_finish_close(redlock_t *client) {
   if (client->close_phase != CLOSE_DRAINING || client->close_preparing)
@@ -889,18 +914,6 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
   return 0;
 }
 
-/* OP_CLOSE: the bare op in the client, never failed or freed. */
-static void close_op_dispatch(op_t *op) {
-  client_begin_close(container_of(op, redlock_t, close_op));
-}
-static void close_op_fail(op_t *op, int status) {
-  (void)op;
-  (void)status;
-}
-static void close_op_free(op_t *op) { (void)op; }
-static const op_ops_t close_op_ops = {
-    .dispatch = close_op_dispatch, .fail = close_op_fail, .free = close_op_free};
-
 /* Marks the client closing and queues the close for the loop. */
 static int client_request_close(redlock_t *client) {
   op_t *op = &client->close_op;
@@ -910,7 +923,6 @@ static int client_request_close(redlock_t *client) {
     return -1;
   }
   client->state = CLIENT_CLOSING;
-  op->kind = OP_CLOSE;
   op->ops = &close_op_ops;
   op->engine = &client->engine;
   client_enqueue_locked(client, op);

@@ -1,5 +1,5 @@
-/* client.h: the insides of redlock_t and the common header of a queued
- * call (op_t), shared by the layer-4 modules: client.c (loop, thread, queue,
+/* client.h: the insides of redlock_t (a queued call's header, op_t, is in
+ * op.h), shared by the layer-4 modules: client.c (loop, thread, queue,
  * close), calls.c (public entry points), lock.c (lock handles and the
  * lock/extend/unlock/watch state machines, lock.h), prims.c, election.c and
  * stats.c.
@@ -108,7 +108,8 @@ struct redlock {
   int free_on_exit;             /* own thread: close called from a callback */
   void (*closed_cb)(void *arg); /* redlock_close_uv's */
   void *closed_arg;
-  op_t close_op;              /* OP_CLOSE, preallocated: closing never fails for want of memory */
+  op_t
+      close_op; /* the close (close_op_ops), preallocated: closing never fails for want of memory */
   uint64_t close_deadline_ns; /* loop: the close's bound ends then (client_close_bound_ms) */
   int close_out_of_time;      /* loop: it did; the masters were dropped */
 

@@ -10,7 +10,7 @@
  * ends the cycle from any state, without a callback.
  *
  * Threads.  The caller's thread only validates, allocates the handle and
- * queues it (OP_ELECT); a resignation is queued too (OP_RESIGN), so all
+ * queues it (its start op); a resignation is queued too, so all
  * state changes happen on the loop thread, in the wake-up callback's clean
  * stack frame rather than inside a hiredis reply or a user callback.  Both
  * ops are preallocated inside the handle: resigning never fails for want of
@@ -38,7 +38,7 @@
 #include "quorum.h"
 
 typedef enum {
-  ELECTION_QUEUED = 0,  /* OP_ELECT not taken by the loop yet */
+  ELECTION_QUEUED = 0,  /* the start op not taken by the loop yet */
   ELECTION_CAMPAIGNING, /* e->campaign is out */
   ELECTION_STARTING,    /* won: the watch is being started */
   ELECTION_LEADER,      /* e->lease held and watched */
@@ -54,7 +54,7 @@ typedef enum {
 #define BACKOFF_MIN_BASE_MS 10u
 #define BACKOFF_MAX_SHIFT 16u
 
-/* OP_RESIGN: resign waits on `done` when it can (off the loop thread). */
+/* A resignation: resign waits on `done` when it can (off the loop thread). */
 typedef struct {
   op_t op;
   uv_sem_t *done; /* mutex at submission, then loop: posted when taken; NULL = nobody waits */
@@ -62,9 +62,9 @@ typedef struct {
 
 struct redlock_election {
   engine_t *engine;                 /* const */
-  op_t start_op;                    /* OP_ELECT (queued by redlock_elect), no fields of its own */
-  resign_op_t resign_op;            /* OP_RESIGN (queued by redlock_resign) */
-  list_node_t link;                 /* loop: engine->elections, from OP_ELECT until done */
+  op_t start_op;                    /* elect_op_ops (by redlock_elect), no fields of its own */
+  resign_op_t resign_op;            /* resign_op_ops (queued by redlock_resign) */
+  list_node_t link;                 /* loop: engine->elections, from the start until done */
   char *name;                       /* const: as given, for log messages and the key */
   size_t name_len;                  /* const */
   uint32_t ttl_ms;                  /* const */
@@ -297,34 +297,40 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
 
 /* ---- loop side of the calls ------------------------------------------------------------ */
 
-void election_dispatch(op_t *op) {
+static const op_ops_t elect_op_ops;
+static const op_ops_t resign_op_ops;
+
+/* The start (redlock_elect's op): the loop takes the new handle and
+ * campaigns. */
+static void elect_op_dispatch(op_t *op) {
   engine_t *engine = op->engine;
-  if (op->kind == OP_ELECT) {
-    redlock_election_t *e = OP_AS(redlock_election_t, op, OP_ELECT, start_op);
-    if (e->resigned) {
-      /* Resigned from the loop thread before the loop took it: its
-       * OP_RESIGN, queued behind this op, frees it. */
-      e->state = ELECTION_DONE;
-      return;
-    }
-    /* Cannot happen: ops queued before the close come first. */
-    if (engine->closing) {
-      election_free(e);
-      return;
-    }
-    list_insert_tail(&engine->elections, &e->link);
-    if (tb_timer_init(engine->tb, e->timer, e) != 0) {
-      /* It never campaigns; a resign or the close frees it. */
-      engine_log(engine, REDLOCK_LOG_ERROR, "election %s: cannot make its timer", e->name);
-      e->state = ELECTION_DONE;
-      return;
-    }
-    e->timer_ready = 1;
-    election_campaign(e);
+  redlock_election_t *e = OP_AS(redlock_election_t, op, &elect_op_ops, start_op);
+  if (e->resigned) {
+    /* Resigned from the loop thread before the loop took it: its
+     * resignation, queued behind this op, frees it. */
+    e->state = ELECTION_DONE;
     return;
   }
-  /* OP_RESIGN.  FIFO: the OP_ELECT was taken before, the close comes after. */
-  redlock_election_t *e = OP_AS(redlock_election_t, op, OP_RESIGN, resign_op.op);
+  /* Cannot happen: ops queued before the close come first. */
+  if (engine->closing) {
+    election_free(e);
+    return;
+  }
+  list_insert_tail(&engine->elections, &e->link);
+  if (tb_timer_init(engine->tb, e->timer, e) != 0) {
+    /* It never campaigns; a resign or the close frees it. */
+    engine_log(engine, REDLOCK_LOG_ERROR, "election %s: cannot make its timer", e->name);
+    e->state = ELECTION_DONE;
+    return;
+  }
+  e->timer_ready = 1;
+  election_campaign(e);
+}
+
+/* The resignation.  FIFO: the start was taken before, the close comes after. */
+static void resign_op_dispatch(op_t *op) {
+  engine_t *engine = op->engine;
+  redlock_election_t *e = OP_AS(redlock_election_t, op, &resign_op_ops, resign_op.op);
   uv_sem_t *done = e->resign_op.done;
   e->resigned = 1;
   if (e->state == ELECTION_LEADER || e->state == ELECTION_LOSING)
@@ -335,6 +341,31 @@ void election_dispatch(op_t *op) {
   if (done != NULL)
     uv_sem_post(done);
 }
+
+/* Both ops live in the handle, which frees them, and neither is an
+ * acquisition, so neither is ever failed: a call here is a bug of the
+ * library. */
+static void election_op_fail(op_t *op, int status) {
+  (void)op;
+  (void)status;
+  abort();
+}
+
+static void election_op_free(op_t *op) {
+  (void)op;
+  abort();
+}
+
+static const op_ops_t elect_op_ops = {.name = "elect",
+                                      .acquires = 0,
+                                      .dispatch = elect_op_dispatch,
+                                      .fail = election_op_fail,
+                                      .free = election_op_free};
+static const op_ops_t resign_op_ops = {.name = "resign",
+                                       .acquires = 0,
+                                       .dispatch = resign_op_dispatch,
+                                       .fail = election_op_fail,
+                                       .free = election_op_free};
 
 void election_close_all(engine_t *engine) {
   uv_mutex_lock(engine->mutex);
@@ -350,16 +381,6 @@ void election_close_all(engine_t *engine) {
 }
 
 /* ---- what the public calls (calls_election.c) build on ------------------------------ */
-
-/* An election's ops are never failed or freed on their own: the handle
- * holds them, and its resignation or the close frees it. */
-static void election_op_fail(op_t *op, int status) {
-  (void)op;
-  (void)status;
-}
-static void election_op_free(op_t *op) { (void)op; }
-static const op_ops_t election_op_ops = {
-    .dispatch = election_dispatch, .fail = election_op_fail, .free = election_op_free};
 
 int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_elected_cb on_elected,
                  redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out) {
@@ -379,11 +400,9 @@ int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_el
   e->on_elected = on_elected;
   e->on_lost = on_lost;
   e->arg = arg;
-  e->start_op.kind = OP_ELECT;
-  e->start_op.ops = &election_op_ops;
+  e->start_op.ops = &elect_op_ops;
   e->start_op.engine = engine;
-  e->resign_op.op.kind = OP_RESIGN;
-  e->resign_op.op.ops = &election_op_ops;
+  e->resign_op.op.ops = &resign_op_ops;
   e->resign_op.op.engine = engine;
   list_init(&e->link);
   *out = e;

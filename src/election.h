@@ -23,8 +23,6 @@ op_t *election_start_op(redlock_election_t *e);
  * the loop has taken it (a caller off the loop thread waits on it); NULL on
  * the loop thread, where no callback of the election runs from now on. */
 op_t *election_resign_op(redlock_election_t *e, uv_sem_t *done);
-/* Loop: takes an OP_ELECT or OP_RESIGN op from the submit queue. */
-void election_dispatch(op_t *op);
 /* Close: every election stops (no callback runs any more), leaders release. */
 void election_close_all(engine_t *engine);
 

@@ -1,5 +1,5 @@
 /* lock.c: lock handles and the loop-side state machines of lock, extend,
- * unlock and watch, built on rounds (round.h).  Everything here runs on the
+ * release and watch, built on rounds (round.h).  Everything here runs on the
  * client's loop thread. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,65 +8,14 @@
 #include "lock.h"
 #include "quorum.h"
 #include "resp.h"
-#include "scripts.h"
 
-/* ---- argv building ---------------------------------------------------------
- * Each round's argv is built on the stack and formatted once by round_new. */
+/* ---- rounds ------------------------------------------------------------------
+ * The commands of each round are the lock kind's (kind.h, kind_*.c). */
 
-#define ARGV_MAX (2 * REDLOCK_MAX_MANY + 6)
-
-/* Fence counters live beside the lock keys under a reserved prefix,
+/* The counter keys of a fenced lock (a permit's or a hold's come with its
+ * keys, from its kind's init), built once per call, on the loop.  Fence
+ * counters live beside the lock keys under a reserved prefix,
  * FENCE_KEY_PREFIX (prims.h, with the other key names). */
-
-typedef struct {
-  const char *argv[ARGV_MAX];
-  size_t len[ARGV_MAX];
-  int argc;
-  char n_keys_str[24];
-  char ttl_str[24];
-} argv_t;
-
-static void argv_push(argv_t *a, const char *s, size_t len) {
-  a->argv[a->argc] = s;
-  a->len[a->argc] = len;
-  a->argc++;
-}
-
-/* EVALSHA <sha> <n> keys... value [ttl] */
-static void argv_script(argv_t *a, const script_t *script, char *const *keys,
-                        const size_t *key_lens, size_t n_keys, const char *value, int with_ttl,
-                        uint32_t ttl_ms) {
-  a->argc = 0;
-  argv_push(a, "EVALSHA", 7);
-  argv_push(a, script->sha1, 40);
-  size_t n = resp_u64_to_dec(n_keys, a->n_keys_str);
-  argv_push(a, a->n_keys_str, n);
-  for (size_t i = 0; i < n_keys; i++)
-    argv_push(a, keys[i], key_lens[i]);
-  argv_push(a, value, RANDOM_VALUE_LEN);
-  if (with_ttl) {
-    n = resp_u64_to_dec(ttl_ms, a->ttl_str);
-    argv_push(a, a->ttl_str, n);
-  }
-}
-
-/* EVALSHA <sha> <2n> keys... fence_keys... value arg */
-static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *op, const char *arg,
-                        size_t arg_len) {
-  a->argc = 0;
-  argv_push(a, "EVALSHA", 7);
-  argv_push(a, script->sha1, 40);
-  size_t n = resp_u64_to_dec(2 * op->n_keys, a->n_keys_str);
-  argv_push(a, a->n_keys_str, n);
-  for (size_t i = 0; i < op->n_keys; i++)
-    argv_push(a, op->keys[i], op->key_lens[i]);
-  for (size_t i = 0; i < op->n_keys; i++)
-    argv_push(a, op->fence_keys[i], op->fence_key_lens[i]);
-  argv_push(a, op->value, RANDOM_VALUE_LEN);
-  argv_push(a, arg, arg_len);
-}
-
-/* The counter keys of a fenced acquisition, built once per call. */
 static int op_make_fence_keys(op_acquire_t *op) {
   size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
@@ -88,62 +37,6 @@ static int op_make_fence_keys(op_acquire_t *op) {
   return 0;
 }
 
-static round_t *acquire_round(engine_t *engine, op_acquire_t *op, round_decided_fn cb) {
-  if (op->prim.kind != LOCK_KIND_MUTEX)
-    return prim_acquire_round(op, cb); /* a permit or read-write hold */
-  argv_t a;
-  if (op->fenced) {
-    const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
-    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
-    argv_fenced(&a, script, op, a.ttl_str, n);
-    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                       .argv = a.argv,
-                                                       .argv_len = a.len,
-                                                       .script = script,
-                                                       .expect_integer = ROUND_EXPECT_POSITIVE,
-                                                       .kind = ROUND_ACQUIRE,
-                                                       .on_decided = cb,
-                                                       .ctx = op});
-  }
-  if (op->n_keys == 1) {
-    /* SET key value NX PX ttl: the same command every Redlock client sends. */
-    a.argc = 0;
-    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
-    argv_push(&a, "SET", 3);
-    argv_push(&a, op->keys[0], op->key_lens[0]);
-    argv_push(&a, op->value, RANDOM_VALUE_LEN);
-    argv_push(&a, "NX", 2);
-    argv_push(&a, "PX", 2);
-    argv_push(&a, a.ttl_str, n);
-    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                       .argv = a.argv,
-                                                       .argv_len = a.len,
-                                                       .script = NULL,
-                                                       .expect_integer = ROUND_EXPECT_OK,
-                                                       .kind = ROUND_ACQUIRE,
-                                                       .on_decided = cb,
-                                                       .ctx = op});
-  }
-  const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
-  argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
-  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                     .argv = a.argv,
-                                                     .argv_len = a.len,
-                                                     .script = script,
-                                                     .expect_integer = (int64_t)op->n_keys,
-                                                     .kind = ROUND_ACQUIRE,
-                                                     .on_decided = cb,
-                                                     .ctx = op});
-}
-
-/* Compare-and-delete on every master, without waiting for the outcome. */
-/* The release script's argv; announce: PUBLISH to waiters (a held lock). */
-static void argv_release(argv_t *a, char *const *keys, const size_t *key_lens, size_t n_keys,
-                         const char *value, int announce) {
-  argv_script(a, script_get(SCRIPT_RELEASE), keys, key_lens, n_keys, value, 0, 0);
-  argv_push(a, announce ? "1" : "0", 1);
-}
-
 /* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it). */
 static void release_send(engine_t *engine, round_t *round, const char *what) {
   if (round == NULL) {
@@ -151,23 +44,6 @@ static void release_send(engine_t *engine, round_t *round, const char *what) {
     return;
   }
   round_send(round);
-}
-
-static void release_everywhere(engine_t *engine, char *const *keys, const size_t *key_lens,
-                               size_t n_keys, const char *value, uint64_t set_mask, int announce) {
-  argv_t a;
-  const script_t *script = script_get(SCRIPT_RELEASE);
-  argv_release(&a, keys, key_lens, n_keys, value, announce);
-  round_t *round = round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                               .argv = a.argv,
-                                                               .argv_len = a.len,
-                                                               .script = script,
-                                                               .expect_integer = (int64_t)n_keys,
-                                                               .kind = ROUND_RELEASE,
-                                                               .replay_mask = set_mask,
-                                                               .on_decided = NULL,
-                                                               .ctx = NULL});
-  release_send(engine, round, keys[0]);
 }
 
 /* ---- lock handles ----------------------------------------------------------- */
@@ -232,9 +108,9 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(engine->mutex);
   int rc = ptrset_add(&engine->live_locks, lock->handle);
-  /* Permits and read-write holds are never shared reentrantly: a thread
-   * asking for a second permit must get another slot. */
-  if (rc == 0 && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.kind == LOCK_KIND_MUTEX)
+  /* Only kinds that may be (kind.h): a thread asking for a second permit
+   * must get another slot. */
+  if (rc == 0 && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.ops->reentrant)
     list_insert_tail(&engine->reentrant_leases, &lock->reentrant_link);
   uv_mutex_unlock(engine->mutex);
   if (rc != 0) {
@@ -280,15 +156,15 @@ static void send_for(const op_t *op, round_t *round) {
 
 /* ---- construction (the caller's thread; the loop's for an election) ------------ */
 
-static const op_ops_t lock_op_ops = {.dispatch = op_dispatch, .fail = op_fail, .free = op_free};
+static const op_ops_t acquire_op_ops; /* the acquisition's table, below its functions */
 
 op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params) {
   op_acquire_t *op = callmem_calloc(&engine->callmem, sizeof *op);
   if (op == NULL)
     return NULL;
-  op->op.kind = OP_LOCK;
-  op->op.ops = &lock_op_ops;
+  op->op.ops = &acquire_op_ops;
   op->op.engine = engine;
+  op->prim.ops = &kind_mutex; /* a plain lock, unless prim_op_init makes it a primitive */
   op->mode = params->mode;
   op->ttl_ms = params->ttl_ms;
   op->wait_ms = params->wait_ms;
@@ -302,28 +178,7 @@ op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params) {
 }
 
 int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n) {
-  const engine_t *engine = op->op.engine;
-  size_t prefix_len = engine->opts->key_prefix_len;
-  size_t bytes = n * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < n; i++)
-    bytes += prefix_len + strlen(resources[i]) + 1;
-  char *block = callmem_alloc(&op->op.engine->callmem, bytes);
-  if (block == NULL)
-    return REDLOCK_ENOMEM;
-  op->keys = (char **)(void *)block;
-  op->key_lens = (size_t *)(void *)(block + n * sizeof(char *));
-  char *w = block + n * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(resources[i]);
-    op->keys[i] = w;
-    op->key_lens[i] = prefix_len + len;
-    memcpy(w, engine->opts->key_prefix, prefix_len);
-    memcpy(w + prefix_len, resources[i], len + 1);
-    w += prefix_len + len + 1;
-  }
-  op->n_keys = n;
-  op->prefix_len = prefix_len;
-  return 0;
+  return op->prim.ops->init(op, resources, n, 0);
 }
 
 /* A new hold on a lease this thread acquired for the same resource, if it
@@ -374,81 +229,65 @@ int acquire_op_reenter(op_acquire_t *op, const char *resource) {
   return 0;
 }
 
-op_t *target_op_new(engine_t *engine, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
-                    redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
-  op_t *op = NULL;
-  switch (kind) {
-  case OP_EXTEND: {
-    op_extend_t *ext = callmem_alloc(&engine->callmem, sizeof *ext);
-    if (ext != NULL) {
-      *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
-      op = &ext->op;
-    }
-    break;
+static op_t *extend_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                            redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+  (void)lost_cb;
+  op_extend_t *ext = callmem_alloc(&engine->callmem, sizeof *ext);
+  if (ext == NULL)
+    return NULL;
+  *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
+  return &ext->op;
+}
+
+static op_t *release_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                             redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+  (void)ttl_ms;
+  (void)lost_cb;
+  op_release_t *rel = callmem_alloc(&engine->callmem, sizeof *rel);
+  if (rel == NULL)
+    return NULL;
+  *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
+  return &rel->op;
+}
+
+static op_t *watch_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                           redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+  (void)ttl_ms;
+  (void)done_cb;
+  op_watch_t *watch = callmem_alloc(&engine->callmem, sizeof *watch);
+  tb_timer_t *timer = malloc(sizeof *timer);
+  if (watch == NULL || timer == NULL) {
+    callmem_release(&engine->callmem, watch);
+    free(timer);
+    return NULL;
   }
-  case OP_UNLOCK: {
-    op_release_t *rel = callmem_alloc(&engine->callmem, sizeof *rel);
-    if (rel != NULL) {
-      *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
-      op = &rel->op;
-    }
-    break;
-  }
-  case OP_WATCH: {
-    op_watch_t *watch = callmem_alloc(&engine->callmem, sizeof *watch);
-    tb_timer_t *timer = malloc(sizeof *timer);
-    if (watch != NULL && timer != NULL) {
-      *watch = (op_watch_t){
-          .lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
-      op = &watch->op;
-    } else {
-      callmem_release(&engine->callmem, watch);
-      free(timer);
-    }
-    break;
-  }
-  case OP_LOCK:
-  case OP_CLOSE:
-  case OP_ELECT:
-  case OP_RESIGN:
-    break;
-  }
+  *watch =
+      (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
+  return &watch->op;
+}
+
+op_t *target_op_new(engine_t *engine, const target_kind_t *kind, redlock_lock_t *lock,
+                    uint32_t ttl_ms, redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+  op_t *op = kind->make(engine, lock, ttl_ms, done_cb, lost_cb, arg);
   if (op != NULL) {
-    op->kind = kind;
-    op->ops = &lock_op_ops;
+    op->ops = &kind->ops;
     op->engine = engine;
   }
   return op;
 }
 
-/* The handle a target op acts on. */
-static redlock_lock_t **target_lock(op_t *op) {
-  switch (op->kind) {
-  case OP_EXTEND:
-    return &OP_AS(op_extend_t, op, OP_EXTEND, op)->lock;
-  case OP_UNLOCK:
-    return &OP_AS(op_release_t, op, OP_UNLOCK, op)->lock;
-  case OP_WATCH:
-    return &OP_AS(op_watch_t, op, OP_WATCH, op)->lock;
-  case OP_LOCK:
-  case OP_CLOSE:
-  case OP_ELECT:
-  case OP_RESIGN:
-    break;
-  }
-  abort(); /* not a call on a lock */
-}
-
 int lock_claim_locked(op_t *op) {
   engine_t *engine = op->engine;
-  redlock_lock_t **lock = target_lock(op);
+  const target_kind_t *kind = container_of(op->ops, target_kind_t, ops);
+  /* The handle the op acts on. */
+  redlock_lock_t **lock = (redlock_lock_t **)(void *)((char *)op + kind->lock_offset);
   /* The value, not its address: a stale value is in no live set (handle.h). */
   if (!ptrset_contains(&engine->live_locks, *lock))
     return REDLOCK_EINVAL;
-  if (op->kind == OP_UNLOCK)
+  if (kind->claims_handle)
     ptrset_remove(&engine->live_locks, *lock);
   *lock = lock_of(*lock);
-  if (op->kind != OP_UNLOCK) {
+  if (!kind->claims_handle) {
     *lock = (*lock)->lease; /* a hold extends and watches its lease */
     (*lock)->refs++;
   }
@@ -464,39 +303,32 @@ static void acquire_release_memory(op_acquire_t *op) {
   callmem_release(mem, op);
 }
 
-void op_free(op_t *op) {
-  switch (op->kind) {
-  case OP_LOCK: {
-    op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
-    /* The timer is a block of its own: it closes on its own (it cannot fire
-     * any more), while the op goes back to the client's free list now, not
-     * from a close callback that may run after the client is freed. */
-    if (acq->retry_timer != NULL)
-      tb_timer_close(acq->retry_timer, timer_closed);
-    acquire_release_memory(acq);
-    return;
-  }
-  case OP_EXTEND:
-    callmem_release(&op->engine->callmem, OP_AS(op_extend_t, op, OP_EXTEND, op));
-    return;
-  case OP_UNLOCK:
-    callmem_release(&op->engine->callmem, OP_AS(op_release_t, op, OP_UNLOCK, op));
-    return;
-  case OP_WATCH: {
-    op_watch_t *watch = OP_AS(op_watch_t, op, OP_WATCH, op);
-    free(watch->timer); /* not taken by the lease: never initialised */
-    callmem_release(&op->engine->callmem, watch);
-    return;
-  }
-  case OP_CLOSE:
-  case OP_ELECT:
-  case OP_RESIGN:
-    abort(); /* not lock.c's: never made here */
-  }
+static void acquire_op_free(op_t *op) {
+  op_acquire_t *acq = OP_AS(op_acquire_t, op, &acquire_op_ops, op);
+  /* The timer is a block of its own: it closes on its own (it cannot fire
+   * any more), while the op goes back to the client's free list now, not
+   * from a close callback that may run after the client is freed. */
+  if (acq->retry_timer != NULL)
+    tb_timer_close(acq->retry_timer, timer_closed);
+  acquire_release_memory(acq);
+}
+
+static void extend_op_free(op_t *op) {
+  callmem_release(&op->engine->callmem, OP_AS(op_extend_t, op, &target_extend.ops, op));
+}
+
+static void release_op_free(op_t *op) {
+  callmem_release(&op->engine->callmem, OP_AS(op_release_t, op, &target_release.ops, op));
+}
+
+static void watch_op_free(op_t *op) {
+  op_watch_t *watch = OP_AS(op_watch_t, op, &target_watch.ops, op);
+  free(watch->timer); /* not taken by the lease: never initialised */
+  callmem_release(&op->engine->callmem, watch);
 }
 
 /* The end every call shares, after its callback: the call's reference on
- * its lock goes (unlock: the live one), the op is freed, and a close may go
+ * its lock goes (release: the live one), the op is freed, and a close may go
  * on. */
 static void op_end(op_t *op, redlock_lock_t *ref) {
   engine_t *engine = op->engine;
@@ -511,32 +343,22 @@ static void op_unlink(op_t *op) {
     list_remove(&op->link);
 }
 
+/* The `op` label of an acquisition: its kind's (a permit or a read-write
+ * hold is counted apart from a lock). */
 static stats_op_t acquire_stats_kind(const op_acquire_t *op) {
-  /* Permits and read-write holds are counted apart from locks (waits
-   * included: their wait budget is part of the call). */
-  switch ((lock_kind_t)op->prim.kind) {
-  case LOCK_KIND_SEM:
-    return STATS_OP_SEMAPHORE;
-  case LOCK_KIND_RW_READ:
-    return STATS_OP_RWLOCK_READ;
-  case LOCK_KIND_RW_WRITE:
-    return STATS_OP_RWLOCK_WRITE;
-  case LOCK_KIND_MUTEX:
-  default:
-    return op->mode == LOCK_MODE_WAIT ? STATS_OP_WAIT : STATS_OP_ACQUIRE;
-  }
+  return op->mode == LOCK_MODE_WAIT ? op->prim.ops->stats_wait_op : op->prim.ops->stats_op;
 }
 
 /* Takes the acquisition out of the in-flight list, runs its callback once,
  * frees it. */
 static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
   engine_t *engine = op->op.engine;
-  if (op->prim.kind != LOCK_KIND_MUTEX)
-    prim_op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
+  if (op->prim.ops->op_end != NULL)
+    op->prim.ops->op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
   op_unlink(&op->op);
   notify_unwait(engine->notify, &op->waiter);
   if (engine->stats != NULL) {
-    if (op->wait_deadline_ns != 0) /* set by op_dispatch, with the gauge */
+    if (op->wait_deadline_ns != 0) /* set by acquire_start, with the gauge */
       stats_gauge(engine->stats, STATS_GAUGE_WAITERS, -1);
     /* Before the callback: the event may name the lock. */
     const char *resource = lock != NULL       ? lock->lease->resource
@@ -573,25 +395,22 @@ static void watch_finish(op_watch_t *op) {
   op_end(&op->op, op->lock);
 }
 
-void op_fail(op_t *op, int status) {
-  switch (op->kind) {
-  case OP_LOCK:
-    acquire_finish(OP_AS(op_acquire_t, op, OP_LOCK, op), status, NULL);
-    return;
-  case OP_EXTEND:
-    extend_finish(OP_AS(op_extend_t, op, OP_EXTEND, op), status);
-    return;
-  case OP_UNLOCK:
-    release_finish(OP_AS(op_release_t, op, OP_UNLOCK, op), status);
-    return;
-  case OP_WATCH:
-    watch_finish(OP_AS(op_watch_t, op, OP_WATCH, op));
-    return;
-  case OP_CLOSE:
-  case OP_ELECT:
-  case OP_RESIGN:
-    abort(); /* not lock.c's */
-  }
+/* Ends an op that never started (close, parked): status to its callback. */
+static void acquire_op_fail(op_t *op, int status) {
+  acquire_finish(OP_AS(op_acquire_t, op, &acquire_op_ops, op), status, NULL);
+}
+
+static void extend_op_fail(op_t *op, int status) {
+  extend_finish(OP_AS(op_extend_t, op, &target_extend.ops, op), status);
+}
+
+static void release_op_fail(op_t *op, int status) {
+  release_finish(OP_AS(op_release_t, op, &target_release.ops, op), status);
+}
+
+static void watch_op_fail(op_t *op, int status) {
+  (void)status; /* redlock_watch has no callback to tell */
+  watch_finish(OP_AS(op_watch_t, op, &target_watch.ops, op));
 }
 
 /* ---- lock ------------------------------------------------------------------------ */
@@ -621,7 +440,7 @@ static void lock_wait_for_release(op_acquire_t *op) {
   size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
   if (op->prim.channel != NULL) {
     notify_wait(op->op.engine->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
-                prim_wake_mode(op));
+                op->prim.ops->wake_mode);
     return;
   }
   char stack[256];
@@ -631,7 +450,7 @@ static void lock_wait_for_release(op_acquire_t *op) {
     return;
   memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
   memcpy(name + prefix_len, key, key_len);
-  notify_wait(op->op.engine->notify, &op->waiter, name, len, prim_wake_mode(op));
+  notify_wait(op->op.engine->notify, &op->waiter, name, len, op->prim.ops->wake_mode);
   if (name != stack)
     free(name);
 }
@@ -644,8 +463,8 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
   }
   uint64_t delay = quorum_retry_delay_ms(engine->opts->retry_delay_ms,
                                          engine->opts->retry_jitter_ms, engine_random(engine));
-  if (op->prim.kind != LOCK_KIND_MUTEX)
-    delay = prim_retry_delay_ms(op, delay);
+  if (op->prim.ops->retry_delay_ms != NULL)
+    delay = op->prim.ops->retry_delay_ms(op, delay);
   switch (op->mode) {
   case LOCK_MODE_TRY:
   case LOCK_MODE_REENTER:
@@ -722,12 +541,8 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int stat
   op->waiter.in_attempt = 0;
   notify_attempt_done(&op->waiter);
   /* A master whose reply was lost may still have applied the SET. */
-  if (op->set_mask != 0) {
-    if (op->prim.kind != LOCK_KIND_MUTEX)
-      release_send(engine, prim_attempt_release_round(op), op->keys[0]);
-    else
-      release_everywhere(engine, op->keys, op->key_lens, op->n_keys, op->value, op->set_mask, 0);
-  }
+  if (op->set_mask != 0)
+    release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
   if (round != NULL && engine_log_enabled(engine, REDLOCK_LOG_DEBUG))
     engine_log(engine, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
@@ -739,7 +554,7 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int stat
   /* A semaphore tries its slots one after another within a pass.  (Never a
    * deep recursion: "held" needs a quorum of replies, which come from the
    * network, so the next slot's round is decided in a later callback.) */
-  if (op->prim.kind != LOCK_KIND_MUTEX && prim_next_slot(op, status)) {
+  if (op->prim.ops->next_slot != NULL && op->prim.ops->next_slot(op, status)) {
     lock_attempt(op);
     return;
   }
@@ -767,25 +582,9 @@ static int fence_commit(op_acquire_t *op, const round_t *acquired) {
     if (acquired->votes[i].state == VOTE_YES && (uint64_t)acquired->votes[i].integer > token)
       token = (uint64_t)acquired->votes[i].integer;
   op->fence = token;
-  argv_t a;
   char token_str[24];
   size_t n = resp_u64_to_dec(token, token_str);
-  round_t *round;
-  if (op->prim.kind != LOCK_KIND_MUTEX) {
-    round = prim_fence_round(op, token_str, n, on_fence_commit_decided);
-  } else {
-    const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
-    argv_fenced(&a, script, op, token_str, n);
-    round =
-        round_new(op->op.engine->rounds, &(round_params_t){.argc = a.argc,
-                                                           .argv = a.argv,
-                                                           .argv_len = a.len,
-                                                           .script = script,
-                                                           .expect_integer = 1,
-                                                           .kind = ROUND_PLAIN,
-                                                           .on_decided = on_fence_commit_decided,
-                                                           .ctx = op});
-  }
+  round_t *round = op->prim.ops->fence_round(op, token_str, n, on_fence_commit_decided);
   if (round == NULL)
     return REDLOCK_ENOMEM;
   send_for(&op->op, round);
@@ -796,8 +595,9 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   op_acquire_t *op = ctx;
   int status = lost_status(outcome);
   op->set_mask = round_set_mask(round);
-  /* A permit's or a hold's script may refuse with a reason (prims.h). */
-  int verdict = op->prim.kind != LOCK_KIND_MUTEX ? prim_acquire_verdict(op, round) : 0;
+  /* A permit's or a hold's script may refuse with a reason (kind.h). */
+  int verdict =
+      op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : 0;
   if (verdict != 0) {
     lock_attempt_failed(op, round, verdict);
     return;
@@ -827,7 +627,7 @@ static void lock_attempt(op_acquire_t *op) {
     acquire_finish(op, rc, NULL);
     return;
   }
-  round_t *round = acquire_round(op->op.engine, op, on_acquire_decided);
+  round_t *round = op->prim.ops->acquire_round(op, on_acquire_decided);
   if (round == NULL) {
     acquire_finish(op, REDLOCK_ENOMEM, NULL);
     return;
@@ -840,39 +640,6 @@ static void lock_attempt(op_acquire_t *op) {
 }
 
 /* ---- extend ------------------------------------------------------------------------ */
-
-static round_t *extend_round(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
-                             round_decided_fn cb, void *ctx) {
-  if (lock->prim.kind != LOCK_KIND_MUTEX)
-    return prim_extend_round(engine, lock, ttl_ms, cb, ctx);
-  argv_t a;
-  const script_t *script = script_get(SCRIPT_EXTEND);
-  char token_str[24];
-  if (lock->fence_keys != NULL) {
-    /* EVALSHA <sha> <2n> keys... counters... value ttl token */
-    a.argc = 0;
-    argv_push(&a, "EVALSHA", 7);
-    argv_push(&a, script->sha1, 40);
-    argv_push(&a, a.n_keys_str, resp_u64_to_dec(2 * lock->n_keys, a.n_keys_str));
-    for (size_t i = 0; i < lock->n_keys; i++)
-      argv_push(&a, lock->keys[i], lock->key_lens[i]);
-    for (size_t i = 0; i < lock->n_keys; i++)
-      argv_push(&a, lock->fence_keys[i], lock->fence_key_lens[i]);
-    argv_push(&a, lock->value, RANDOM_VALUE_LEN);
-    argv_push(&a, a.ttl_str, resp_u64_to_dec(ttl_ms, a.ttl_str));
-    argv_push(&a, token_str, resp_u64_to_dec(lock->fence, token_str));
-  } else {
-    argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
-  }
-  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                     .argv = a.argv,
-                                                     .argv_len = a.len,
-                                                     .script = script,
-                                                     .expect_integer = ROUND_EXPECT_CODE,
-                                                     .kind = ROUND_EXTEND,
-                                                     .on_decided = cb,
-                                                     .ctx = ctx});
-}
 
 /* Lowers the lock's end of validity to what an extension round that started
  * at started_ns with ttl_ms could have left on the masters; never raises it. */
@@ -949,7 +716,8 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, REDLOCK_ELOST);
     return;
   }
-  round_t *round = extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op);
+  round_t *round =
+      lock->prim.ops->extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op);
   if (round == NULL) {
     extend_finish(op, REDLOCK_ENOMEM);
     return;
@@ -958,7 +726,7 @@ static void extend_start(op_extend_t *op) {
   send_for(&op->op, round);
 }
 
-/* ---- unlock ------------------------------------------------------------------------ */
+/* ---- release ----------------------------------------------------------------------- */
 
 static void lock_stop_watch(redlock_lock_t *lock) {
   if (lock->watched)
@@ -993,11 +761,11 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
   return remaining;
 }
 
-static void unlock_start(op_release_t *op) {
+static void release_start(op_release_t *op) {
   engine_t *engine = op->op.engine;
   redlock_lock_t *lock = op->lock->lease;
   if (lock->watch_handle == op->lock->handle)
-    lock_stop_watch(lock); /* unlocking the watched handle ends the watch */
+    lock_stop_watch(lock); /* releasing the watched handle ends the watch */
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
     op->lock = NULL;
@@ -1010,23 +778,7 @@ static void unlock_start(op_release_t *op) {
     stats_gauge(engine->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
-  round_t *round;
-  if (lock->prim.kind != LOCK_KIND_MUTEX) {
-    round = prim_release_round(engine, lock, on_release_decided, op);
-  } else {
-    argv_t a;
-    const script_t *script = script_get(SCRIPT_RELEASE);
-    argv_release(&a, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1);
-    round = round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                        .argv = a.argv,
-                                                        .argv_len = a.len,
-                                                        .script = script,
-                                                        .expect_integer = (int64_t)lock->n_keys,
-                                                        .kind = ROUND_RELEASE,
-                                                        .replay_mask = lock->set_mask,
-                                                        .on_decided = on_release_decided,
-                                                        .ctx = op});
-  }
+  round_t *round = lock->prim.ops->release_round(engine, lock, on_release_decided, op);
   if (round == NULL) {
     release_finish(op, REDLOCK_ENOMEM);
     return;
@@ -1066,7 +818,8 @@ static void watch_timer_cb(tb_timer_t *timer) {
     lock_mark_lost(lock, REDLOCK_ELOST);
     return;
   }
-  round_t *round = extend_round(engine, lock, lock->ttl_ms, on_watch_extend_decided, lock);
+  round_t *round =
+      lock->prim.ops->extend_round(engine, lock, lock->ttl_ms, on_watch_extend_decided, lock);
   if (round == NULL) {
     watch_schedule(lock);
     return;
@@ -1160,27 +913,60 @@ static void acquire_start(op_acquire_t *op) {
   lock_attempt(op);
 }
 
-void op_dispatch(op_t *op) {
+/* The calls' dispatch: each goes in the in-flight list (for close) and
+ * starts. */
+static void acquire_op_dispatch(op_t *op) {
   list_insert_tail(&op->engine->ops_in_flight, &op->link);
-  switch (op->kind) {
-  case OP_LOCK:
-    acquire_start(OP_AS(op_acquire_t, op, OP_LOCK, op));
-    break;
-  case OP_EXTEND:
-    extend_start(OP_AS(op_extend_t, op, OP_EXTEND, op));
-    break;
-  case OP_UNLOCK:
-    unlock_start(OP_AS(op_release_t, op, OP_UNLOCK, op));
-    break;
-  case OP_WATCH:
-    watch_start(OP_AS(op_watch_t, op, OP_WATCH, op));
-    break;
-  case OP_CLOSE:
-  case OP_ELECT:
-  case OP_RESIGN:
-    break; /* taken by the wake-up callback, never dispatched */
-  }
+  acquire_start(OP_AS(op_acquire_t, op, &acquire_op_ops, op));
 }
+
+static void extend_op_dispatch(op_t *op) {
+  list_insert_tail(&op->engine->ops_in_flight, &op->link);
+  extend_start(OP_AS(op_extend_t, op, &target_extend.ops, op));
+}
+
+static void release_op_dispatch(op_t *op) {
+  list_insert_tail(&op->engine->ops_in_flight, &op->link);
+  release_start(OP_AS(op_release_t, op, &target_release.ops, op));
+}
+
+static void watch_op_dispatch(op_t *op) {
+  list_insert_tail(&op->engine->ops_in_flight, &op->link);
+  watch_start(OP_AS(op_watch_t, op, &target_watch.ops, op));
+}
+
+static const op_ops_t acquire_op_ops = {.name = "lock",
+                                        .acquires = 1,
+                                        .dispatch = acquire_op_dispatch,
+                                        .fail = acquire_op_fail,
+                                        .free = acquire_op_free};
+
+const target_kind_t target_extend = {.ops = {.name = "extend",
+                                             .acquires = 0,
+                                             .dispatch = extend_op_dispatch,
+                                             .fail = extend_op_fail,
+                                             .free = extend_op_free},
+                                     .make = extend_op_make,
+                                     .lock_offset = offsetof(op_extend_t, lock),
+                                     .claims_handle = 0};
+
+const target_kind_t target_release = {.ops = {.name = "release",
+                                              .acquires = 0,
+                                              .dispatch = release_op_dispatch,
+                                              .fail = release_op_fail,
+                                              .free = release_op_free},
+                                      .make = release_op_make,
+                                      .lock_offset = offsetof(op_release_t, lock),
+                                      .claims_handle = 1};
+
+const target_kind_t target_watch = {.ops = {.name = "watch",
+                                            .acquires = 0,
+                                            .dispatch = watch_op_dispatch,
+                                            .fail = watch_op_fail,
+                                            .free = watch_op_free},
+                                    .make = watch_op_make,
+                                    .lock_offset = offsetof(op_watch_t, lock),
+                                    .claims_handle = 0};
 
 static void orphan_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   (void)status;
@@ -1202,9 +988,9 @@ void lock_cancel_all(engine_t *engine) {
   while (it != &engine->ops_in_flight) {
     op_t *op = list_entry(it, op_t, link);
     it = it->next;
-    if (op->kind != OP_LOCK)
+    if (op->ops != &acquire_op_ops)
       continue;
-    op_acquire_t *acq = OP_AS(op_acquire_t, op, OP_LOCK, op);
+    op_acquire_t *acq = OP_AS(op_acquire_t, op, &acquire_op_ops, op);
     acq->canceled = 1;
     if (!acq->waiter.in_attempt) /* waiting for a retry: end it now */
       acquire_finish(acq, REDLOCK_ECANCELED, NULL);
@@ -1242,10 +1028,6 @@ void lock_release_lease(redlock_lock_t *lock) {
   if (list_linked(&lock->reentrant_link))
     list_remove(&lock->reentrant_link);
   uv_mutex_unlock(engine->mutex);
-  if (lock->prim.kind != LOCK_KIND_MUTEX)
-    release_send(engine, prim_release_round(engine, lock, NULL, NULL), lock->resource);
-  else
-    release_everywhere(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                       lock->set_mask, 1);
+  release_send(engine, lock->prim.ops->release_round(engine, lock, NULL, NULL), lock->keys[0]);
   lock_unref(lock); /* its live reference */
 }

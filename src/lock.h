@@ -1,7 +1,7 @@
 /* lock.h: what lock.c owns: lock handles (struct redlock_lock) and the
  * structs of the four kinds of call it runs (acquire, extend, release,
  * watch), their constructors and destructor, and the loop-side entry points
- * client.c, calls.c, prims.c and election.c use.
+ * client.c, calls.c, the kinds (kind_*.c) and election.c use.
  *
  * Ownership, as in client.h: every field names the module that writes it
  * and how it is guarded ("loop", "mutex" = engine->mutex, "const" = set by
@@ -34,7 +34,7 @@ typedef enum {
  * hold: a handle of its own that shares a lease.  Accessors and extend/watch
  * act on the lease; the lease is released when its last handle is unlocked.
  * Owner: lock.c (made by lock_create or, a hold, by acquire_op_reenter);
- * prims.c reads the key layout of its kinds; calls.c, stats.c and election.c
+ * the kinds (kind_*.c) read its keys and prim_t; calls.c, stats.c and election.c
  * read the const fields and the atomics. */
 struct redlock_lock {
   engine_t *engine;                 /* const */
@@ -87,12 +87,12 @@ static inline int lock_is_lost(const redlock_lock_t *lease) {
 }
 
 /* ---- the calls ---------------------------------------------------------------------
- * OP_LOCK: an acquisition (redlock_lock & co, the primitives, an election's
+ * An acquisition (redlock_lock & co, the primitives, an election's
  * campaign).  The constructor fills the header and the parameters; the keys
  * come from acquire_op_set_keys (locks) or prim_op_init (primitives); the
- * rest is the loop's, from op_dispatch until it ends. */
+ * rest is the loop's, from its dispatch until it ends. */
 typedef struct op_acquire {
-  op_t op;                 /* OP_LOCK */
+  op_t op;                 /* its table: lock.c's acquisition */
   notify_waiter_t waiter;  /* loop: a waiting acquisition: release notifications (notify.h) */
   lock_mode_t mode;        /* const (REENTER: set by acquire_op_reenter before submission) */
   uint32_t ttl_ms;         /* const */
@@ -101,15 +101,15 @@ typedef struct op_acquire {
   uv_thread_t caller;      /* const: thread that made the call (reentrancy owner), or zero */
   redlock_lock_cb lock_cb; /* const: except acquire_abandon, which silences it (loop) */
   void *arg;
-  /* keys: lock.c (acquire_op_set_keys) or prims.c (prim_op_init); handed to
-   * the lock at the grant.  prims.c rewrites a semaphore's slot digits. */
+  /* keys: the kind's init (acquire_op_set_keys or prim_op_init); handed to
+   * the lock at the grant.  kind_sem.c rewrites a semaphore's slot digits. */
   size_t n_keys;
   char **keys;
   size_t *key_lens;
   size_t prefix_len;
   char **fence_keys; /* fencing: counter keys, same layout as keys (made on the loop) */
   size_t *fence_key_lens;
-  prim_t prim;          /* prims.c: the kind acquired and its state (prims.h) */
+  prim_t prim;          /* the kind acquired (prim.ops) and its state (prims.h) */
   redlock_lock_t *hold; /* REENTER: the hold already granted, for the callback */
   /* loop: the state of the acquisition */
   unsigned attempts;
@@ -123,7 +123,7 @@ typedef struct op_acquire {
   int canceled;
 } op_acquire_t;
 
-/* OP_EXTEND.  lock: the caller's handle until submission, then its lease
+/* An extension (target_extend).  lock: the caller's handle until submission, then its lease
  * (lock_claim_locked: the call holds a reference on it until it ends). */
 typedef struct {
   op_t op;
@@ -134,9 +134,9 @@ typedef struct {
   void *arg;
 } op_extend_t;
 
-/* OP_UNLOCK.  lock: the caller's handle (claimed: out of the live registry
- * at submission), then on the loop its lease, or NULL when other handles
- * still share it; the call ends with the lease's last reference. */
+/* A release (target_release): redlock_unlock & co.  lock: the caller's handle (claimed: out of the
+ * live registry at submission), then on the loop its lease, or NULL when other handles still share
+ * it; the call ends with the lease's last reference. */
 typedef struct {
   op_t op;
   redlock_lock_t *lock; /* mutex at submission, then loop */
@@ -144,7 +144,7 @@ typedef struct {
   void *arg;
 } op_release_t;
 
-/* OP_WATCH.  lock as for extend; handle: the one the caller passed (a hold
+/* A watch (target_watch).  lock as for extend; handle: the one the caller passed (a hold
  * watches its lease, and lost_cb names the hold). */
 typedef struct {
   op_t op;
@@ -168,7 +168,7 @@ typedef struct {
   void *arg;
 } acquire_params_t;
 
-/* ---- constructors and destructor (any thread; the op is not queued yet) ---- */
+/* ---- constructors (any thread; the op is not queued yet) ---- */
 /* NULL when out of memory.  The keys come next (below, or prim_op_init). */
 op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params);
 /* One allocation holds the key pointers, their lengths and the key bytes
@@ -181,22 +181,35 @@ int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n
  * one but no memory for the hold (acquiring instead would find the key held
  * by that very lease). */
 int acquire_op_reenter(op_acquire_t *op, const char *resource);
-/* An extend, unlock or watch of `lock` (kind says which; the arguments the
- * kind has no use for are ignored).  NULL when out of memory. */
-op_t *target_op_new(engine_t *engine, op_kind_t kind, redlock_lock_t *lock, uint32_t ttl_ms,
-                    redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
+
+/* A kind of call on a held lock (extend, release, watch): its op table and
+ * what target_op_new and lock_claim_locked need to know of it. */
+typedef struct target_kind {
+  op_ops_t ops; /* the op's table (op->ops points here) */
+  /* Makes the op; the arguments the kind has no use for are ignored.  NULL
+   * when out of memory. */
+  op_t *(*make)(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms, redlock_done_cb done_cb,
+                redlock_lost_cb lost_cb, void *arg);
+  size_t lock_offset; /* where its op keeps the handle it acts on (`lock`) */
+  int claims_handle;  /* 1: the handle leaves the live registry at submission
+                       * (release); 0: the call takes a reference on its lease */
+} target_kind_t;
+
+extern const target_kind_t target_extend;  /* redlock_extend & co: op_extend_t */
+extern const target_kind_t target_release; /* redlock_unlock & co: op_release_t */
+extern const target_kind_t target_watch;   /* redlock_watch: op_watch_t */
+
+/* An extend, release or watch of `lock`.  NULL when out of memory.  Freed
+ * with op_free (op.h), like every op. */
+op_t *target_op_new(engine_t *engine, const target_kind_t *kind, redlock_lock_t *lock,
+                    uint32_t ttl_ms, redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
 /* Submission, under the mutex, of a target op: its handle must be live.
- * Unlock claims the handle (it leaves the registry at once, so a second
+ * A release claims the handle (it leaves the registry at once, so a second
  * unlock gets EINVAL); the others take a reference on its lease so that it
  * outlives the call.  0 or REDLOCK_EINVAL. */
 int lock_claim_locked(op_t *op);
-/* Frees any lock.c op (one refused at submission, or one that ended). */
-void op_free(op_t *op);
 
 /* ---- loop side ---- */
-void op_dispatch(op_t *op);
-/* Ends an op that never started (close, parked): status to its callback. */
-void op_fail(op_t *op, int status);
 /* Cancels an acquisition without telling its caller (an election that stops
  * campaigning): its attempt ends on its own, and a lease it might still win
  * is released. */

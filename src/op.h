@@ -1,7 +1,9 @@
-/* op.h: a queued call.  Every call the loop runs (lock, extend, release,
- * watch, an election's start and resignation, the close) is an op: a header
- * (op_t) embedded in its kind's struct, handed from the caller's thread to
- * the loop through the client's submit queue. */
+/* op.h: the common header of a queued call (op_t) and the table every kind
+ * of call carries (op_ops_t): what the submit queue, the parked list and the
+ * in-flight list need, and how the loop runs, fails and frees an op without
+ * knowing its kind.  The kinds: lock.c's acquisition and its calls on a held
+ * lock (extend, release, watch; lock.h), client.c's close, election.c's
+ * start and resignation. */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
 
@@ -12,63 +14,58 @@
 #include "list.h"
 
 struct engine;
+typedef struct op op_t;
 
-/* What a queued call is; each kind has its own struct embedding op_t (the
- * module that owns the kind makes and frees it):
- *   OP_LOCK, OP_EXTEND, OP_UNLOCK, OP_WATCH: lock.h (op_acquire_t,
- *     op_extend_t, op_release_t, op_watch_t), made by lock.c's constructors;
- *   OP_CLOSE: the bare op_t in struct redlock (client.c), no fields of its own;
- *   OP_ELECT, OP_RESIGN: election.c's own, inside its election handle. */
-typedef enum {
-  OP_LOCK = 1,
-  OP_EXTEND,
-  OP_UNLOCK,
-  OP_WATCH,
-  OP_CLOSE,
-  OP_ELECT,  /* election.c: a new election handle for the loop */
-  OP_RESIGN, /* election.c: its resignation */
-} op_kind_t;
+/* What a kind of op does on the loop; one const table per kind, in the
+ * module that owns the kind (which makes and frees its ops). */
+typedef struct op_ops {
+  const char *name; /* for logs: "lock", "extend", "release", ... */
+  /* 1: an acquisition.  It waits (parked) for every master's first
+   * connection attempt, which it would fail against; once the close has
+   * begun, it is failed with REDLOCK_ECANCELED instead of run.  0: run as
+   * soon as the loop takes it. */
+  int acquires;
+  /* Loop: runs the op taken from the submit queue or the parked list. */
+  void (*dispatch)(op_t *op);
+  /* Loop: ends an op that never started (close, parked): status to its
+   * callback; the op is freed. */
+  void (*fail)(op_t *op, int status);
+  /* Frees an op that was refused at submission or has ended. */
+  void (*free)(op_t *op);
+} op_ops_t;
+
+/* The header every queued call starts with.  The kind's constructor sets
+ * `ops` and `client` once; `link` belongs to whichever list holds the op. */
+struct op {
+  list_node_t link;      /* mutex: the submit queue (client.c); then loop: client.c's parked
+                          * list or lock.c's in-flight list */
+  const op_ops_t *ops;   /* const: its kind: which struct embeds this header, what runs it */
+  struct engine *engine; /* const: the engine it runs on */
+  uv_thread_t thread;    /* with has_thread, client.c at submission: the calling thread, whose
+                          * rounds redlock_last_votes keeps (ops made on the loop: none) */
+  int has_thread;
+};
+
+/* The struct of the kind whose table is `table` that embeds `op` as its
+ * member `member`: checked, because reading an op as another kind's struct
+ * would be a memory error.  A mismatch is a bug of the library: abort rather
+ * than corrupt memory. */
+#define OP_AS(type, op, table, member) ((type *)op_as_((op), (table), offsetof(type, member)))
+static inline void *op_as_(op_t *op, const op_ops_t *ops, size_t offset) {
+  if (__builtin_expect(op->ops != ops, 0))
+    abort();
+  return (char *)op - offset;
+}
+
+/* Frees an op of any kind (one refused at submission, or one that ended). */
+static inline void op_free(op_t *op) { op->ops->free(op); }
 
 /* A blocking caller's wait (calls.c): the loop posts `sem` once per call,
  * at the end of the loop turn in which the call's callback ran (see
  * client_defer_wake). */
 typedef struct sync_waiter {
-  list_node_t link; /* loop: client->wakes */
+  list_node_t link; /* loop: the client's wakes */
   uv_sem_t sem;
 } sync_waiter_t;
-
-struct op;
-/* What each kind of op does: the loop runs it (dispatch), ends it unstarted
- * with a status to its callback (fail: the close, a parked call), or frees
- * it (refused at submission, or ended). */
-typedef struct op_ops {
-  void (*dispatch)(struct op *op);
-  void (*fail)(struct op *op, int status);
-  void (*free)(struct op *op);
-} op_ops_t;
-
-/* The header every queued call starts with: what the submit queue, the
- * parked list and the in-flight list need.  The kind's constructor sets
- * `kind` and `engine` once; `link` belongs to whichever list holds the op. */
-typedef struct op {
-  list_node_t link;      /* mutex: the submit queue (client.c); then loop: client.c's parked
-                          * list or lock.c's in-flight list */
-  op_kind_t kind;        /* const: which struct embeds this header */
-  const op_ops_t *ops;   /* const: what it does */
-  struct engine *engine; /* const */
-  uv_thread_t thread;    /* with has_thread, client.c at submission: the calling thread, whose
-                          * rounds redlock_last_votes keeps (ops made on the loop: none) */
-  int has_thread;
-} op_t;
-
-/* The struct of kind `k` that embeds `op` as its member `member`: checked,
- * because reading an op as another kind's struct would be a memory error.  A
- * mismatch is a bug of the library: abort rather than corrupt memory. */
-#define OP_AS(type, op, k, member) ((type *)op_as_((op), (k), offsetof(type, member)))
-static inline void *op_as_(op_t *op, op_kind_t kind, size_t offset) {
-  if (__builtin_expect(op->kind != kind, 0))
-    abort();
-  return (char *)op - offset;
-}
 
 #endif

@@ -1,10 +1,10 @@
-/* prims.h: coordination primitives on the lock engine (issue 11): counting
- * semaphore permits and read-write lock holds.  Each is a lock handle of
- * another kind.  This module owns, per kind, the key names, the scripts and
- * their arguments, and what their votes mean; lock.c runs the same state
- * machines (acquire, fence write-back, extend, watch, release, close) for
- * every kind and asks this module for the rounds.  docs/algorithm.md §14
- * describes the design, docs/safety.md §11 proves it.
+/* prims.h: what the kinds of lock handle share (kind.h: their tables): the
+ * per-kind state of an acquisition and of a held lock (prim_t), the key
+ * names and script reason codes of the coordination primitives (counting
+ * semaphore permits, read-write lock holds: kind_sem.c, kind_rw.c), and the
+ * helpers their files build keys and commands with (prims.c).
+ * docs/algorithm.md §14 describes the primitives' design, docs/safety.md
+ * §11 proves it.
  *
  * Semaphore "name" with limit L: L slots, each an ordinary Redlock mutex
  * (key prefix + name + ":sem:" + i).  A permit is one slot won by a quorum,
@@ -18,20 +18,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "callmem.h"
+#include "kind.h"
 #include "names.h" /* FENCE_KEY_PREFIX, NOTIFY_CHANNEL_PREFIX */
 #include "random.h"
 #include "round.h"
+#include "scripts.h"
 
 struct op_acquire;
 struct engine;
 typedef struct engine engine_t;
 struct redlock_lock;
 
+/* Which kind a primitive call asks for (calls.c; prim_op_init maps it to
+ * the kind's table). */
 typedef enum {
-  LOCK_KIND_MUTEX = 0, /* redlock_lock & co: lock.c's own commands */
-  LOCK_KIND_SEM,       /* a semaphore permit: one slot */
-  LOCK_KIND_RW_READ,   /* a read hold */
-  LOCK_KIND_RW_WRITE,  /* a write hold */
+  LOCK_KIND_MUTEX = 0, /* redlock_lock & co (kind_mutex) */
+  LOCK_KIND_SEM,       /* a semaphore permit: one slot (kind_sem) */
+  LOCK_KIND_RW_READ,   /* a read hold (kind_rw_read) */
+  LOCK_KIND_RW_WRITE,  /* a write hold (kind_rw_write) */
 } lock_kind_t;
 
 /* ---- key names: the one place they are spelled ---------------------------------
@@ -63,16 +68,17 @@ typedef enum {
 #define PRIM_RW_INTENT_REFRESH_MS (PRIM_RW_INTENT_TTL_MS / 4)
 
 /* Per-kind state of an acquisition (op) and of a held lock (copied at the
- * grant).  Pointers point into the op's / lock's key block. */
+ * grant).  Pointers point into the op's / lock's key block.  Written by the
+ * kind's file (kind_*.c) on the op's thread as kind.h says, read by lock.c. */
 typedef struct prim {
-  uint8_t kind;        /* lock_kind_t */
-  uint8_t intent_set;  /* RW_WRITE op: our intent may be on some master */
-  uint32_t limit;      /* SEM */
-  uint32_t next_slot;  /* SEM op: the slot the next attempt tries */
-  uint32_t slots_left; /* SEM op: slots this pass has not tried (0: a new pass) */
-  char *slot_digits;   /* SEM: where the slot number goes in keys[0] */
-  char *fence_digits;  /* SEM, fencing: where it goes in the fence key */
-  const char *channel; /* release channel (NUL-terminated) */
+  const lock_kind_ops_t *ops; /* const: its kind (acquire_op_new or prim_op_init) */
+  uint8_t intent_set;         /* RW_WRITE op: our intent may be on some master */
+  uint32_t limit;             /* SEM */
+  uint32_t next_slot;         /* SEM op: the slot the next attempt tries */
+  uint32_t slots_left;        /* SEM op: slots this pass has not tried (0: a new pass) */
+  char *slot_digits;          /* SEM: where the slot number goes in keys[0] */
+  char *fence_digits;         /* SEM, fencing: where it goes in the fence key */
+  const char *channel;        /* release channel (NUL-terminated) */
   size_t channel_len;
   const char *name;                  /* as the caller gave it */
   const char *resource;              /* RW: the name, for redlock_lock_resource (NULL: default) */
@@ -80,39 +86,52 @@ typedef struct prim {
 } prim_t;
 
 /* ---- calls.c ---------------------------------------------------------------------- */
-/* Fills op->keys (and, when op->fenced, op->fence_keys) and op->prim for a
- * primitive of `kind` named `name` (already checked).  0 or REDLOCK_ENOMEM. */
+/* Sets the op's kind and fills op->keys (and, when op->fenced,
+ * op->fence_keys) and op->prim for a primitive of `kind` named `name`
+ * (already checked).  0 or REDLOCK_ENOMEM. */
 int prim_op_init(struct op_acquire *op, lock_kind_t kind, const char *name, uint32_t limit);
 
-/* ---- lock.c: the rounds of each kind --------------------------------------------- */
-/* The acquisition of the op's next attempt (a semaphore: its next slot). */
-round_t *prim_acquire_round(struct op_acquire *op, round_decided_fn cb);
-/* A decided acquisition: REDLOCK_EINVAL when a master says the semaphore has
- * another limit (logged; never retried), else 0.  Notes a writer's intent. */
-int prim_acquire_verdict(struct op_acquire *op, const round_t *round);
-/* After a failed attempt: 1 when the semaphore pass goes on with its next
- * slot at once, 0 when the attempt's status stands (the pass is over). */
-int prim_next_slot(struct op_acquire *op, int status);
-/* The fencing write-back of the op's attempt. */
-round_t *prim_fence_round(struct op_acquire *op, const char *token, size_t token_len,
-                          round_decided_fn cb);
-round_t *prim_extend_round(engine_t *engine, const struct redlock_lock *lock, uint32_t ttl_ms,
-                           round_decided_fn cb, void *ctx);
-/* Release of a held lock (announce: PUBLISH to waiters; a write hold also
- * drops its intent). */
-round_t *prim_release_round(engine_t *engine, const struct redlock_lock *lock, round_decided_fn cb,
-                            void *ctx);
-/* Clean-up of a failed attempt of the op (no announcement; a waiting
- * writer's intent stays). */
-round_t *prim_attempt_release_round(struct op_acquire *op);
-/* The op ends (any status): a writer that gives up withdraws its intent. */
-void prim_op_end(struct op_acquire *op, int status);
-/* Retry delay: a waiting writer's attempts also refresh its intent. */
-uint64_t prim_retry_delay_ms(const struct op_acquire *op, uint64_t delay_ms);
-/* Whom a release wakes (NOTIFY_WAKE_*): a read-write lock's, all its waiters
- * (a writer's release may admit every reader); a semaphore's, one waiter per
- * release (it frees one slot, and several may be freed at once); a lock's,
- * one. */
-int prim_wake_mode(const struct op_acquire *op);
+/* ---- kind_sem.c, kind_rw.c: keys ------------------------------------------------ */
+/* Appends s (len bytes) at *w and a NUL; returns where it starts. */
+char *prim_put(char **w, const char *s, size_t len);
+/* Builds "a" "b" "c" into *w (NUL-terminated); returns its start. */
+char *prim_put3(char **w, const char *a, size_t a_len, const char *b, size_t b_len, const char *c,
+                size_t c_len);
+#define PRIM_LIT(s) (s), (sizeof(s) - 1)
+/* One allocation, as a lock's (kind_mutex.c): key pointers, their lengths,
+ * then the strings; returns where the strings go (NULL: out of memory).
+ * `strings` = bytes of every string, NULs included. */
+char *prim_key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens);
+
+/* ---- kind_sem.c, kind_rw.c: commands -------------------------------------------- */
+#define PRIM_CMD_ARGV_MAX 12
+
+/* EVALSHA <sha> <n_keys> keys... args..., built on the stack and formatted
+ * once by round_new. */
+typedef struct {
+  const char *argv[PRIM_CMD_ARGV_MAX];
+  size_t len[PRIM_CMD_ARGV_MAX];
+  int argc;
+  int n_nums;
+  char nums[4][24];
+  script_id_t script;
+} prim_cmd_t;
+
+static inline void prim_cmd_push(prim_cmd_t *c, const char *s, size_t len) {
+  c->argv[c->argc] = s;
+  c->len[c->argc] = len;
+  c->argc++;
+}
+void prim_cmd_push_u64(prim_cmd_t *c, uint64_t v);
+/* Starts EVALSHA of script `id` with n_keys keys. */
+void prim_cmd_script(prim_cmd_t *c, script_id_t id, size_t n_keys);
+/* The command's round.  replay_mask: a release's masters that may hold its
+ * keys (else unused). */
+round_t *prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_kind_t kind,
+                        uint64_t replay_mask, round_decided_fn cb, void *ctx);
+/* Ends a release command (announce: PUBLISH on the prim's channel) and makes
+ * its round. */
+round_t *prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
+                                uint64_t set_mask, round_decided_fn cb, void *ctx);
 
 #endif

@@ -1,6 +1,6 @@
-/* test_prims.c: unit tests for src/prims.c (semaphore permits and read-write
- * lock holds as lock kinds) and their public entry points, with no Redis
- * server anywhere.
+/* test_prims.c: unit tests for the kinds kind_sem.c and kind_rw.c (semaphore
+ * permits and read-write lock holds, through their tables, kind.h), prims.c
+ * and their public entry points, with no Redis server anywhere.
  *  - argument checks of redlock_semaphore_acquire, redlock_rwlock_read /
  *    _write and their _async forms: NULL client / name / out / callback,
  *    empty or too long names, limit 0 or above REDLOCK_MAX_SEM_LIMIT, ttl 0
@@ -206,7 +206,6 @@ static void fake_free(fake_t *f) {
 static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
   op_acquire_t *op = calloc(1, sizeof *op);
   assert_non_null(op);
-  op->op.kind = OP_LOCK;
   op->op.engine = &f->engine;
   op->mode = LOCK_MODE_WAIT;
   op->wait_deadline_ns = UINT64_MAX; /* waiting, with budget left */
@@ -221,6 +220,20 @@ static void fake_op_free(op_acquire_t *op) {
   callmem_release(&op->op.engine->callmem, op->keys);
   callmem_release(&op->op.engine->callmem, op->fence_keys);
   free(op);
+}
+
+/* The optional hooks of a kind's table (kind.h), as lock.c calls them. */
+static int kind_verdict(op_acquire_t *op, const round_t *round) {
+  return op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : 0;
+}
+
+static int kind_next_slot(op_acquire_t *op, int status) {
+  return op->prim.ops->next_slot != NULL && op->prim.ops->next_slot(op, status);
+}
+
+static uint64_t kind_retry_delay_ms(op_acquire_t *op, uint64_t delay_ms) {
+  return op->prim.ops->retry_delay_ms != NULL ? op->prim.ops->retry_delay_ms(op, delay_ms)
+                                              : delay_ms;
 }
 
 /* The argv of a formatted command, each NUL-terminated (test strings only). */
@@ -273,7 +286,7 @@ static void test_sem_keys_and_rounds(void **state) {
     int seen[12] = {0};
     unsigned first = 0;
     for (int i = 0; i < 12; i++) {
-      round_t *round = prim_acquire_round(op, NULL);
+      round_t *round = op->prim.ops->acquire_round(op, NULL);
       assert_non_null(round);
       assert_int_equal(round->expect_integer, ROUND_EXPECT_CODE);
       assert_int_equal(round->kind, ROUND_ACQUIRE);
@@ -304,32 +317,32 @@ static void test_sem_keys_and_rounds(void **state) {
       assert_int_equal(d.argc, a + 3);
       round_discard(round);
       /* "held" goes on to the next slot while the pass has slots left. */
-      assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), i < 11);
+      assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), i < 11);
     }
     for (int s = 0; s < 12; s++)
       assert_int_equal(seen[s], 1);
     assert_int_equal(op->prim.slots_left, 0);
 
     /* A new pass; no quorum ends it at once. */
-    round_t *round = prim_acquire_round(op, NULL);
+    round_t *round = op->prim.ops->acquire_round(op, NULL);
     round_discard(round);
     assert_int_equal(op->prim.slots_left, 11);
-    assert_int_equal(prim_next_slot(op, REDLOCK_ENOQUORUM), 0);
+    assert_int_equal(kind_next_slot(op, REDLOCK_ENOQUORUM), 0);
     assert_int_equal(op->prim.slots_left, 0);
     /* Nor does a spent wait budget or a cancellation go on. */
-    round = prim_acquire_round(op, NULL);
+    round = op->prim.ops->acquire_round(op, NULL);
     round_discard(round);
     op->wait_deadline_ns = 1;
-    assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+    assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), 0);
     op->wait_deadline_ns = UINT64_MAX;
-    round = prim_acquire_round(op, NULL);
+    round = op->prim.ops->acquire_round(op, NULL);
     round_discard(round);
     op->canceled = 1;
-    assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+    assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), 0);
 
     /* Fence write-back: the plain lock's script over the slot. */
     if (fencing) {
-      round = prim_fence_round(op, "777", 3, NULL);
+      round = op->prim.ops->fence_round(op, "777", 3, NULL);
       decoded_t d = decode(round);
       assert_script(&d, SCRIPT_FENCE_COMMIT, 2);
       assert_string_equal(d.argv[3], op->keys[0]);
@@ -346,7 +359,7 @@ static void test_sem_keys_and_rounds(void **state) {
     lock.n_keys = op->n_keys;
     memcpy(lock.value, op->value, sizeof lock.value);
     lock.prim = op->prim;
-    round = prim_extend_round(&f->engine, &lock, 9000, NULL, NULL);
+    round = lock.prim.ops->extend_round(&f->engine, &lock, 9000, NULL, NULL);
     decoded_t d = decode(round);
     assert_script(&d, SCRIPT_SEM_EXTEND, 2);
     assert_string_equal(d.argv[3], op->keys[0]);
@@ -364,7 +377,7 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = op->fence_keys;
       lock.fence_key_lens = op->fence_key_lens;
       lock.fence = 777;
-      round = prim_extend_round(&f->engine, &lock, 9000, NULL, NULL);
+      round = lock.prim.ops->extend_round(&f->engine, &lock, 9000, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_SEM_EXTEND, 3);
       assert_string_equal(d.argv[5], op->fence_keys[0]);
@@ -376,19 +389,19 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = NULL;
       lock.fence_key_lens = NULL;
     }
-    round = prim_release_round(&f->engine, &lock, NULL, NULL);
+    round = lock.prim.ops->release_round(&f->engine, &lock, NULL, NULL);
     d = decode(round);
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
     assert_string_equal(d.argv[5], "1");
     assert_string_equal(d.argv[6], REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
     round_discard(round);
-    round = prim_attempt_release_round(op);
+    round = op->prim.ops->attempt_release_round(op);
     d = decode(round);
     assert_string_equal(d.argv[5], "0"); /* a failed attempt is not announced */
     round_discard(round);
 
-    assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_EACH);
+    assert_int_equal(op->prim.ops->wake_mode, NOTIFY_WAKE_EACH);
     fake_op_free(op);
     fake_free(f);
   }
@@ -411,9 +424,9 @@ static void test_rw_keys_and_rounds(void **state) {
       if (fencing)
         assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "cfg:rw:write");
       assert_int_equal(strlen(op->prim.intent), write ? RANDOM_VALUE_LEN : 0);
-      assert_int_equal(prim_wake_mode(op), NOTIFY_WAKE_ALL);
+      assert_int_equal(op->prim.ops->wake_mode, NOTIFY_WAKE_ALL);
 
-      round_t *round = prim_acquire_round(op, NULL);
+      round_t *round = op->prim.ops->acquire_round(op, NULL);
       decoded_t d = decode(round);
       assert_script(&d, write ? SCRIPT_RW_WRITE : SCRIPT_RW_READ, fencing ? 4 : 3);
       assert_string_equal(d.argv[3], "cfg:rw:write");
@@ -435,13 +448,13 @@ static void test_rw_keys_and_rounds(void **state) {
       if (write) {
         /* A one-shot writer sets no intent. */
         op->mode = LOCK_MODE_TRY;
-        round = prim_acquire_round(op, NULL);
+        round = op->prim.ops->acquire_round(op, NULL);
         d = decode(round);
         assert_string_equal(d.argv[d.argc - 1], "0");
         round_discard(round);
         op->mode = LOCK_MODE_WAIT;
       }
-      assert_int_equal(prim_next_slot(op, REDLOCK_ELOCKED), 0);
+      assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), 0);
 
       redlock_lock_t lock;
       memset(&lock, 0, sizeof lock);
@@ -449,7 +462,7 @@ static void test_rw_keys_and_rounds(void **state) {
       lock.key_lens = op->key_lens;
       memcpy(lock.value, op->value, sizeof lock.value);
       lock.prim = op->prim;
-      round = prim_release_round(&f->engine, &lock, NULL, NULL);
+      round = lock.prim.ops->release_round(&f->engine, &lock, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_RELEASE, 3);
       /* A write hold's release also drops its intent. */
@@ -457,7 +470,7 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[8], "1");
       assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
       round_discard(round);
-      round = prim_extend_round(&f->engine, &lock, 700, NULL, NULL);
+      round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_EXTEND, 2);
       assert_string_equal(d.argv[6], "700");
@@ -470,7 +483,7 @@ static void test_rw_keys_and_rounds(void **state) {
         lock.fence_keys = op->fence_keys;
         lock.fence_key_lens = op->fence_key_lens;
         lock.fence = 42;
-        round = prim_extend_round(&f->engine, &lock, 700, NULL, NULL);
+        round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_EXTEND, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
@@ -481,7 +494,7 @@ static void test_rw_keys_and_rounds(void **state) {
         round_discard(round);
       }
       if (fencing) {
-        round = prim_fence_round(op, "42", 2, NULL);
+        round = op->prim.ops->fence_round(op, "42", 2, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_FENCE_COMMIT, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
@@ -498,7 +511,7 @@ static void test_rw_keys_and_rounds(void **state) {
 
 static round_t *voted_round(fake_t *f, op_acquire_t *op, const int64_t *integers,
                             const vote_state_t *states) {
-  round_t *round = prim_acquire_round(op, NULL);
+  round_t *round = op->prim.ops->acquire_round(op, NULL);
   assert_non_null(round);
   (void)f;
   for (unsigned i = 0; i < round->n_votes; i++) {
@@ -516,14 +529,14 @@ static void test_votes(void **state) {
   int64_t ints[N_NODES] = {0, 1, 1};
   vote_state_t states[N_NODES] = {VOTE_NO, VOTE_YES, VOTE_YES};
   round_t *round = voted_round(f, op, ints, states);
-  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
   /* One master holds limit 5 for it: EINVAL, whatever the others said. */
   ints[2] = -5;
   states[2] = VOTE_NO;
   round = voted_round(f, op, ints, states);
   f->log[0] = '\0';
-  assert_int_equal(prim_acquire_verdict(op, round), REDLOCK_EINVAL);
+  assert_int_equal(kind_verdict(op, round), REDLOCK_EINVAL);
   assert_non_null(strstr(f->log, "limit 2"));
   assert_non_null(strstr(f->log, "limit 5"));
   assert_non_null(strstr(f->log, "m2:6379"));
@@ -531,13 +544,13 @@ static void test_votes(void **state) {
   /* A quarantined master's word counts too (its answer was still read). */
   states[2] = VOTE_FAILED;
   round = voted_round(f, op, ints, states);
-  assert_int_equal(prim_acquire_verdict(op, round), REDLOCK_EINVAL);
+  assert_int_equal(kind_verdict(op, round), REDLOCK_EINVAL);
   round_discard(round);
   /* A vote still pending says nothing. */
   states[2] = VOTE_PENDING;
   ints[2] = 0;
   round = voted_round(f, op, ints, states);
-  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
   fake_op_free(op);
 
@@ -546,26 +559,26 @@ static void test_votes(void **state) {
   op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
   int64_t w_ints[N_NODES] = {PRIM_RW_READERS, 0, 1};
   vote_state_t w_states[N_NODES] = {VOTE_NO, VOTE_NO, VOTE_YES};
-  assert_int_equal(prim_retry_delay_ms(op, 5000), 5000);
+  assert_int_equal(kind_retry_delay_ms(op, 5000), 5000);
   round = voted_round(f, op, w_ints, w_states);
-  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
   assert_int_equal(op->prim.intent_set, 1);
-  assert_int_equal(prim_retry_delay_ms(op, 5000), PRIM_RW_INTENT_REFRESH_MS);
-  assert_int_equal(prim_retry_delay_ms(op, 10), 10);
+  assert_int_equal(kind_retry_delay_ms(op, 5000), PRIM_RW_INTENT_REFRESH_MS);
+  assert_int_equal(kind_retry_delay_ms(op, 10), 10);
   fake_op_free(op);
   /* ... but not a one-shot writer (it set none). */
   op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
   op->mode = LOCK_MODE_TRY;
   round = voted_round(f, op, w_ints, w_states);
-  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
   assert_int_equal(op->prim.intent_set, 0);
   fake_op_free(op);
   /* A reader's -1 (a writer waits) is just a refusal. */
   op = fake_op(f, LOCK_KIND_RW_READ, "w", 0);
   round = voted_round(f, op, w_ints, w_states);
-  assert_int_equal(prim_acquire_verdict(op, round), 0);
+  assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
   fake_op_free(op);
   fake_free(f);
