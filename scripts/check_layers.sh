@@ -20,9 +20,10 @@ layer_of() {
   conn) echo 1 ;;
   # 2: one master's life cycle
   node) echo 2 ;;
-  # 3: rounds over the masters, release notifications, and the adapter that
-  #    makes the nodes the rounds' transport
-  round | notify | transport) echo 3 ;;
+  # 3: rounds over the masters, release notifications, and the voters: the
+  #    voter interface, its kinds (standalone: one node) and the client's set
+  #    of voters, which is the rounds' transport
+  round | notify | voter | voter_standalone | voters) echo 3 ;;
   # 4: the engine: calls, lock/primitive/election state machines, stats, and
   #    client.c, the composition root that hands the env down
   client | lock | prims | election | stats | calls | votes) echo 4 ;;

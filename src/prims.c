@@ -291,7 +291,7 @@ int prim_acquire_verdict(op_acquire_t *op, const round_t *round) {
                  "semaphore %s: called with limit %u, but master %s holds limit %lld for it "
                  "(every client must pass the same limit; the old one is forgotten when its "
                  "permits are gone and their longest ttl has passed)",
-                 op->prim.name, op->prim.limit, client->nodes[i].addr.label,
+                 op->prim.name, op->prim.limit, voters_label(&client->voters, i),
                  (long long)-vote->integer);
       return REDLOCK_EINVAL;
     }

@@ -192,7 +192,7 @@ static int event_master(const redlock_event_t *ev, int i) {
 
 const char *redlock_event_node_addr(const redlock_event_t *ev, int i) {
   int m = event_master(ev, i);
-  return m < 0 ? NULL : ev->client->nodes[m].addr.label;
+  return m < 0 ? NULL : voters_label(&ev->client->voters, (unsigned)m);
 }
 
 const char *redlock_event_node_verdict(const redlock_event_t *ev, int i) {
@@ -290,34 +290,26 @@ void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason) {
   event_emit(client, &ev);
 }
 
-static master_stats_t *master_of(redlock_t *client, node_t *node) {
-  return &client->stats->masters[node->index];
-}
-
 static void set_state(master_stats_t *m, mstate_t state) {
   atomic_store_explicit(&m->state, (int)state, memory_order_relaxed);
 }
 
 /* A master event: one entry, the master, in its new state. */
-static void node_event(redlock_t *client, node_t *node, int kind, int status, const char *state,
-                       uint64_t ns, const char *detail) {
+static void master_event(redlock_t *client, unsigned index, int kind, int status, const char *state,
+                         uint64_t ns, const char *detail) {
   redlock_event_t ev;
   event_init(&ev, client, kind, status);
-  ev.master = (int)node->index;
+  ev.master = (int)index;
   ev.master_state = state;
   ev.duration_us = (int64_t)(ns / 1000u);
   ev.detail = detail;
   event_emit(client, &ev);
 }
 
-void stats_node_connecting_(redlock_t *client, node_t *node) {
-  set_state(master_of(client, node), MSTATE_CONNECTING);
-}
-
-void stats_node_up_(redlock_t *client, node_t *node) {
-  master_stats_t *m = master_of(client, node);
-  uint64_t now = node->ready_ns != 0 ? node->ready_ns : clock_now_ns();
-  atomic_store_explicit(&m->quarantine_until_ns, node->quarantine_until_ns, memory_order_relaxed);
+static void voter_up(redlock_t *client, master_stats_t *m, unsigned index,
+                     const voter_news_t *news) {
+  uint64_t now = news->ready_ns != 0 ? news->ready_ns : clock_now_ns();
+  atomic_store_explicit(&m->quarantine_until_ns, news->quarantine_until_ns, memory_order_relaxed);
   set_state(m, MSTATE_UP);
   if (m->ever_up)
     bump(&m->reconnects, 1);
@@ -327,27 +319,27 @@ void stats_node_up_(redlock_t *client, node_t *node) {
   m->reported = MSTATE_UP;
   if (client->opts.event_cb == NULL)
     return;
-  int quarantined = node_is_quarantined(node, now);
-  int duplicate = node->dup_of >= 0;
-  char detail[96 + NODE_DOWN_WHY_LEN];
+  int quarantined = news->quarantine_until_ns != 0 && now < news->quarantine_until_ns;
+  int duplicate = news->duplicate_why != NULL;
+  char detail[96 + VOTER_WHY_LEN];
   if (duplicate)
-    snprintf(detail, sizeof detail, "connected; %s: not a voter", node->dup_why);
+    snprintf(detail, sizeof detail, "connected; %s: not a voter", news->duplicate_why);
   else if (quarantined)
     snprintf(detail, sizeof detail, "connected; in restart quarantine for another %llu ms",
-             (unsigned long long)((node->quarantine_until_ns - now) / 1000000u));
+             (unsigned long long)((news->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");
-  node_event(client, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
-             duplicate     ? "duplicate"
-             : quarantined ? "quarantined"
-                           : "up",
-             down_ns, detail);
+  master_event(client, index, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
+               duplicate     ? "duplicate"
+               : quarantined ? "quarantined"
+                             : "up",
+               down_ns, detail);
 }
 
-void stats_node_down_(redlock_t *client, node_t *node, const char *what, const char *detail) {
-  master_stats_t *m = master_of(client, node);
+static void voter_down(redlock_t *client, master_stats_t *m, unsigned index,
+                       const voter_news_t *news) {
   uint64_t now = clock_now_ns();
-  if (node->state == NODE_READY)
+  if (news->was_up)
     bump(&m->disconnects, 1);
   else
     bump(&m->connect_failures, 1);
@@ -361,19 +353,35 @@ void stats_node_down_(redlock_t *client, node_t *node, const char *what, const c
   if (client->opts.event_cb == NULL)
     return;
   char text[192];
-  snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
-  node_event(client, node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
+  const char *what = news->what != NULL ? news->what : "";
+  snprintf(text, sizeof text, "%s%s%s", what, news->detail ? ": " : "",
+           news->detail ? news->detail : "");
+  master_event(client, index, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
 }
 
-void stats_node_quarantine_end_(redlock_t *client, node_t *node) {
-  if (client->opts.event_cb == NULL)
-    return;
-  node_event(client, node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
-             clock_now_ns() - node->ready_ns, "restart quarantine over");
-}
-
-void stats_node_tls_failure_(redlock_t *client, node_t *node) {
-  bump(&master_of(client, node)->tls_failures, 1);
+void stats_voter_news_(redlock_t *client, unsigned index, const voter_news_t *news) {
+  master_stats_t *m = &client->stats->masters[index];
+  switch (news->ev) {
+  case VOTER_EV_CONNECTING:
+    set_state(m, MSTATE_CONNECTING);
+    break;
+  case VOTER_EV_UP:
+    voter_up(client, m, index, news);
+    break;
+  case VOTER_EV_DOWN:
+    voter_down(client, m, index, news);
+    break;
+  case VOTER_EV_QUARANTINE_END:
+    if (client->opts.event_cb != NULL)
+      master_event(client, index, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
+                   clock_now_ns() - news->ready_ns, "restart quarantine over");
+    break;
+  case VOTER_EV_TLS_FAILURE:
+    bump(&m->tls_failures, 1);
+    break;
+  default:
+    break;
+  }
 }
 
 /* ---- the metric table ---------------------------------------------------------------
@@ -663,7 +671,7 @@ static void prom_series(out_t *o, const char *name, const char *suffix, const re
     out_write(o, "{", 1);
     if (master >= 0) {
       out_puts(o, "master=\"");
-      out_escaped(o, client->nodes[master].addr.label);
+      out_escaped(o, voters_label(&client->voters, (unsigned)master));
       out_write(o, "\"", 1);
       any = 1;
     }
@@ -838,7 +846,7 @@ static void json_render(out_t *o, const redlock_t *client, uint64_t now) {
     out_write(o, i ? ",{" : "{", i ? 2 : 1);
     json_key(o, "master", &mfirst);
     out_write(o, "\"", 1);
-    out_escaped(o, client->nodes[i].addr.label);
+    out_escaped(o, voters_label(&client->voters, i));
     out_write(o, "\"", 1);
     for (size_t k = 0; k < N_METRICS; k++)
       if (is_master_shape(metrics[k].shape))

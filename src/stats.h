@@ -42,14 +42,10 @@ void stats_renewed_(redlock_t *client, redlock_lock_t *lock, const round_t *roun
 void stats_op_done_(redlock_t *client, stats_op_t kind, int status, uint64_t ns,
                     const char *resource, const round_t *round, int attempts);
 void stats_lock_lost_(redlock_t *client, redlock_lock_t *lock, int reason);
-/* client.c, from node.c's reports (node_env_t.report): connection attempts
- * and state changes of a master.  stats_node_down_ runs before the node's
- * state changes: `what`/`detail` as in its log line. */
-void stats_node_connecting_(redlock_t *client, node_t *node);
-void stats_node_up_(redlock_t *client, node_t *node);
-void stats_node_down_(redlock_t *client, node_t *node, const char *what, const char *detail);
-void stats_node_quarantine_end_(redlock_t *client, node_t *node);
-void stats_node_tls_failure_(redlock_t *client, node_t *node);
+/* client.c, from the voters' news (voters_hooks_t.news): connection
+ * attempts and state changes of master `index` (CONNECTING, UP, DOWN before
+ * its state changes, TLS_FAILURE, QUARANTINE_END). */
+void stats_voter_news_(redlock_t *client, unsigned index, const voter_news_t *news);
 
 /* ---- hooks: one NULL test when off ---- */
 

@@ -137,8 +137,8 @@ static void test_bad_arguments(void **state) {
 
 typedef struct {
   redlock_t client;
-  node_t nodes[N_NODES];
-  char labels[N_NODES][32];
+  voter_t voters[N_NODES]; /* only their labels are read */
+  voter_t *voter_at[N_NODES];
   char log[1024];
 } fake_t;
 
@@ -147,6 +147,11 @@ static void capture_log(int level, const char *msg, void *arg) {
   fake_t *f = arg;
   snprintf(f->log, sizeof f->log, "%s", msg);
 }
+
+/* The voters' labels: the only voter op the primitives use (log lines). */
+static const char *const fake_labels[N_NODES] = {"m0:6379", "m1:6379", "m2:6379"};
+static const char *label_of(const voter_t *v) { return fake_labels[v->index]; }
+static const voter_ops_t label_only = {.kind = "label", .label = label_of};
 
 static fake_t *fake_new(const char *prefix, int fencing) {
   fake_t *f = calloc(1, sizeof *f);
@@ -164,10 +169,11 @@ static fake_t *fake_new(const char *prefix, int fencing) {
   f->client.rounds.n_masters = N_NODES;
   f->client.n_nodes = N_NODES;
   f->client.quorum = 2;
-  f->client.nodes = f->nodes;
+  f->client.voters.n = N_NODES;
+  f->client.voters.voter = f->voter_at;
   for (int i = 0; i < N_NODES; i++) {
-    snprintf(f->labels[i], sizeof f->labels[i], "m%d:6379", i);
-    f->nodes[i].addr.label = f->labels[i];
+    voter_base_init(&f->voters[i], &label_only, (unsigned)i);
+    f->voter_at[i] = &f->voters[i];
   }
   jitter_rng_seed(&f->client.rng, 12345);
   return f;
