@@ -15,7 +15,7 @@ layer_of() {
   #    connection or loop state of their own
   list | clock | timebase | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | \
     info | ptrset | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool) echo 0 ;;
+    replypool | keyslot) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;
   # 2: one master's life cycle

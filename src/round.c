@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "keyslot.h"
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
@@ -56,6 +57,9 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   round->expect_integer = p->expect_integer;
   round->kind = p->kind;
   round->replay_mask = p->kind == ROUND_RELEASE ? p->replay_mask : 0;
+  round->slot = p->key_arg > 0 && p->key_arg < p->argc
+                    ? keyslot(p->argv[p->key_arg], p->argv_len[p->key_arg])
+                    : -1;
   round->on_decided = p->on_decided;
   round->ctx = p->ctx;
   round->n_votes = n;
@@ -67,6 +71,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
     vote->round = round;
     vote->state = VOTE_PENDING;
     vote->why = WHY_NONE;
+    vote->req.slot = round->slot;
   }
   return round;
 }

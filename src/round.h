@@ -139,6 +139,7 @@ typedef struct round {
   int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_* */
   round_kind_t kind;
   uint64_t replay_mask; /* release: only masters that may hold the key need that */
+  int slot;             /* the key's hash slot (round_params_t.key_arg), or -1 */
   unsigned refs;        /* replies outstanding + 1 until decided */
   unsigned votes_pending;
   unsigned yes, no, failed;
@@ -164,7 +165,11 @@ typedef struct round_params {
       *script; /* EVALSHA (argv[1] is its SHA), for the NOSCRIPT -> EVAL retry; or NULL */
   int64_t expect_integer; /* > 0: yes = this integer; or ROUND_EXPECT_* */
   round_kind_t kind;
-  uint64_t replay_mask;        /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  uint64_t replay_mask; /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  /* argv[key_arg] is the key the round is about: its hash slot goes with
+   * every request (node_req_t.slot), for a voter that routes by it (a
+   * cluster).  0: none (slot -1), which a one-connection voter never needs. */
+  int key_arg;
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
   void *ctx;
 } round_params_t;
