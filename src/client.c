@@ -677,7 +677,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     client_free(client);
     return REDLOCK_EIO;
   }
-  /* Bounded by the connect timeout: every node's first attempt has a timer. */
+  /* Bounded by the connect timeout: every voter's first attempt has a timer. */
   uv_sem_wait(&client->startup_sem);
   *out = client;
   return 0;

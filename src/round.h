@@ -35,10 +35,10 @@ typedef struct round_transport {
    * runs exactly once (NULL reply when none came; req->sent_ns == 0 when it
    * was never written), or NODE_SEND_DOWN / NODE_SEND_BUSY and it never runs. */
   int (*send)(void *arg, unsigned master, node_req_t *req);
-  /* 1 while req waits unsent behind a full pipe. */
-  int (*queued)(void *arg, const node_req_t *req);
-  /* Takes back a queued request: its fn will not run. */
-  void (*cancel)(void *arg, node_req_t *req);
+  /* 1 while req (sent to master i) waits unsent behind a full pipe. */
+  int (*queued)(void *arg, unsigned master, const node_req_t *req);
+  /* Takes back a queued request of master i: its fn will not run. */
+  void (*cancel)(void *arg, unsigned master, node_req_t *req);
   /* When master i last showed progress (a reply, or the first send after
    * being idle): a release waits while its master keeps answering. */
   uint64_t (*progress_ns)(void *arg, unsigned master);

@@ -18,15 +18,13 @@ static int t_send(void *arg, unsigned i, node_req_t *req) {
   return v->ops->send(v, req);
 }
 
-/* A request names no voter; it belongs to the kind of every voter of the
- * set, so voter 0's ops find it. */
-static int t_queued(void *arg, const node_req_t *req) {
-  voter_t *v = voter_at(arg, 0);
+static int t_queued(void *arg, unsigned i, const node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
   return v->ops->queued(v, req);
 }
 
-static void t_cancel(void *arg, node_req_t *req) {
-  voter_t *v = voter_at(arg, 0);
+static void t_cancel(void *arg, unsigned i, node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
   v->ops->cancel(v, req);
 }
 

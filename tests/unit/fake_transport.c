@@ -66,13 +66,15 @@ static node_req_t *take(fake_master_t *m, unsigned k) {
   return req;
 }
 
-static int t_queued(void *arg, const node_req_t *req) {
+static int t_queued(void *arg, unsigned i, const node_req_t *req) {
+  (void)i; /* found wherever it is: a request sent elsewhere would be a bug */
   fake_master_t *m;
   int k = find(arg, req, &m);
   return k >= 0 && slot(m, (unsigned)k)->queued;
 }
 
-static void t_cancel(void *arg, node_req_t *req) {
+static void t_cancel(void *arg, unsigned i, node_req_t *req) {
+  (void)i;
   fake_master_t *m;
   int k = find(arg, req, &m);
   if (k < 0 || !slot(m, (unsigned)k)->queued)
@@ -125,8 +127,8 @@ const round_transport_t fake_transport = {
 static fake_master_t *of(const voter_t *v) { return (fake_master_t *)v; }
 
 static int v_send(voter_t *v, node_req_t *req) { return t_send(of(v)->f, v->index, req); }
-static int v_queued(voter_t *v, const node_req_t *req) { return t_queued(of(v)->f, req); }
-static void v_cancel(voter_t *v, node_req_t *req) { t_cancel(of(v)->f, req); }
+static int v_queued(voter_t *v, const node_req_t *req) { return t_queued(of(v)->f, v->index, req); }
+static void v_cancel(voter_t *v, node_req_t *req) { t_cancel(of(v)->f, v->index, req); }
 static uint64_t v_progress(voter_t *v) { return of(v)->progress_ns; }
 static int v_quarantined(voter_t *v) { return of(v)->quarantined; }
 
