@@ -13,7 +13,6 @@
 #include "lock.h"
 #include "redlock_uv.h"
 #include "stats.h"
-#include "transport.h"
 
 static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
 static void client_module_closed(redlock_t *client);
@@ -45,14 +44,7 @@ static void client_record_votes(void *arg, const round_t *round) {
     latest->why[i] = round->votes[i].why;
     /* A down master's vote carries why it is down (TLS and AUTH failures
      * are otherwise only in the log), a duplicate's whose it is. */
-    if (round->votes[i].why == WHY_DOWN)
-      memcpy(latest->detail[i], client->nodes[i].down_why, NODE_DOWN_WHY_LEN);
-    else if (round->votes[i].why == WHY_DUPLICATE)
-      memcpy(latest->detail[i], client->nodes[i].dup_why, NODE_DOWN_WHY_LEN);
-    else if (round->votes[i].why == WHY_BUSY)
-      node_busy_why(&client->nodes[i], latest->detail[i], NODE_DOWN_WHY_LEN);
-    else
-      latest->detail[i][0] = '\0';
+    voters_why(&client->voters, i, round->votes[i].why, latest->detail[i], VOTER_WHY_LEN);
   }
   latest->outcome = (int)round->outcome;
   if (round->has_caller)
@@ -89,7 +81,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
     const char *detail = v->outcome ? v->detail[i] : "";
-    int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", client->nodes[i].addr.label,
+    int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", voters_label(&client->voters, i),
                      v->outcome ? why_name(v->why[i]) : "-", detail[0] ? " (" : "", detail,
                      detail[0] ? ")" : "");
     total = n < 0 ? n : total + n;
@@ -102,30 +94,16 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
 
 static void client_close_out_of_time(redlock_t *client);
 
+static void fire_round_deadlines(void *arg) { round_deadlines_fire(arg); }
+
 static void deadline_timer_cb(tb_timer_t *timer) {
   redlock_t *client = timer->data;
   client->deadline_armed_ns = 0;
-  /* Timers run before the loop reads sockets: replies that arrived in time
-   * may be waiting unread, above all when this thread was slow to run. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    node_write_late(&client->nodes[i]);
-    node_read_pending(&client->nodes[i]);
-  }
-  round_deadlines_fire(&client->rounds);
-  /* Hung masters are dropped after the FIFO walk: dropping runs the NULL
-   * callbacks of their requests, which may free rounds.  Replies that came
-   * in during a long walk are read first, so that only a master is blamed. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    node_read_pending(&client->nodes[i]);
-    node_drop_if_hung(&client->nodes[i]);
-  }
-  /* Replayed releases are in no round: judge their master again when it
-   * would be hung, or close could wait forever for a silent one. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    uint64_t due_ns = node_replays_due_ns(&client->nodes[i]);
-    if (due_ns != 0)
-      client_arm_deadline(client, due_ns);
-  }
+  /* The voters catch up on their sockets around the rounds' deadlines, and
+   * say when their replays are to be judged again. */
+  uint64_t due_ns = voters_tick(&client->voters, fire_round_deadlines, &client->rounds);
+  if (due_ns != 0)
+    client_arm_deadline(client, due_ns);
   /* The close's own bound: whatever the masters' speed. */
   if (client->close_phase == CLOSE_DRAINING && !client->close_out_of_time) {
     if (client_now_ns(client) >= client->close_deadline_ns)
@@ -204,7 +182,7 @@ static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
 void client_run_or_park(redlock_t *client, op_t *op) {
-  if (client->startup_left > 0 && op->ops->acquires) {
+  if (op->ops->acquires && !voters_started(&client->voters)) {
     list_insert_tail(&client->parked_ops, &op->link);
     return;
   }
@@ -287,11 +265,10 @@ static void turn_end_cb(uv_prepare_t *prepare) {
     (void)uv_idle_start(&client->turn_again, turn_again_cb); /* cannot fail: cb is set */
 }
 
-/* A node's first connection attempt is over: redlock_open returns, and
- * parked calls start, once every node's is. */
-static void client_node_started(redlock_t *client) {
-  if (client->startup_left == 0 || --client->startup_left > 0)
-    return;
+/* voters_hooks_t.started: every voter had its first connection attempt:
+ * redlock_open returns, and parked calls start. */
+static void client_voters_started(void *arg) {
+  redlock_t *client = arg;
   if (client->own_thread)
     uv_sem_post(&client->startup_sem);
   while (!list_empty(&client->parked_ops)) {
@@ -314,10 +291,7 @@ static void client_free(redlock_t *client) {
   uv_mutex_unlock(&client->mutex);
   notify_free(&client->notify);
   stats_free(client->stats);
-  /* A failed open may free a client whose nodes array it could not allocate. */
-  for (unsigned i = 0; client->nodes != NULL && i < client->n_nodes; i++)
-    node_free(&client->nodes[i]);
-  free(client->nodes);
+  voters_free(&client->voters);
   votes_book_free(&client->votes);
   fork_guard_free(&client->fork_guard);
   tls_client_free(client->tls);
@@ -333,7 +307,7 @@ static void client_free(redlock_t *client) {
 
 uint64_t client_close_bound_ms(const redlock_options_t *opts) {
   uint64_t ms = (uint64_t)opts->connect_timeout_ms +
-                (uint64_t)NODE_HUNG_REQUEST_TIMEOUTS * opts->request_timeout_ms;
+                (uint64_t)VOTERS_HUNG_REQUEST_TIMEOUTS * opts->request_timeout_ms;
   return ms > CLIENT_CLOSE_MIN_MS ? ms : CLIENT_CLOSE_MIN_MS;
 }
 
@@ -352,11 +326,11 @@ static void client_close_out_of_time(redlock_t *client) {
   char masters[256] = "";
   size_t used = 0;
   for (unsigned i = 0; i < client->n_nodes; i++) {
-    unsigned n = node_releases_owed(&client->nodes[i]);
+    unsigned n = voters_releases_owed(&client->voters, i);
     owed += n;
     if (n > 0 && used < sizeof masters) {
       int w = snprintf(masters + used, sizeof masters - used, "%s%s: %u", used > 0 ? ", " : "",
-                       client->nodes[i].addr.label, n);
+                       voters_label(&client->voters, i), n);
       used += w > 0 ? (size_t)w : 0;
     }
   }
@@ -368,8 +342,7 @@ static void client_close_out_of_time(redlock_t *client) {
       (unsigned long long)client_close_bound_ms(&client->opts), owed, owed ? " (" : "", masters,
       owed ? ")" : "", held);
   client->close_preparing = 1; /* rounds settling below do not recurse into the close */
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    node_abandon(&client->nodes[i]);
+  voters_abandon(&client->voters);
   /* No master takes anything now: each release round is decided at once
    * (what a round still waits on, if anything, lets the rest go as it
    * settles, through client_maybe_finish_close). */
@@ -440,9 +413,8 @@ void client_maybe_finish_close(redlock_t *client) {
       !list_empty(&client->parked_ops))
     return;
   /* Releases replayed to a master that came back are owed too. */
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    if (node_owes_releases(&client->nodes[i]))
-      return;
+  if (voters_owe_releases(&client->voters))
+    return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */
   client->close_phase = CLOSE_QUEUED;
   (void)uv_async_send(&client->wakeup); /* not closed before the teardown it queues */
@@ -459,7 +431,7 @@ static void flusher_closed_cb(uv_handle_t *handle) {
 
 static void notify_closed_cb(void *arg) { client_module_closed(arg); }
 
-/* One module (a node, the notifier, one of the client's own handles) is
+/* One module (the voters, the notifier, one of the client's own handles) is
  * closed; the last one frees the client (or lets its thread end). */
 static void client_module_closed(redlock_t *client) {
   if (--client->modules_open > 0)
@@ -483,13 +455,12 @@ static void client_module_closed(redlock_t *client) {
 static void client_teardown(redlock_t *client) {
   client_wake_callers(client);
   client->close_phase = CLOSE_TEARING_DOWN;
-  client->modules_open = client->n_nodes + 1 /* notifier */ + CLIENT_OWN_HANDLES;
+  client->modules_open = 1 /* voters */ + 1 /* notifier */ + CLIENT_OWN_HANDLES;
   /* Submitters send their wake-up under the mutex while the state is OPEN;
    * it is CLOSING now, so none can touch `wakeup` once we hold the mutex. */
   uv_mutex_lock(&client->mutex);
   uv_mutex_unlock(&client->mutex);
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    node_shutdown(&client->nodes[i]);
+  voters_shutdown(&client->voters);
   notify_shutdown(&client->notify, notify_closed_cb);
   tb_timer_close(&client->deadline_timer, deadline_timer_closed);
   uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
@@ -503,82 +474,18 @@ static void client_teardown(redlock_t *client) {
 
 /* ---- composition: what the modules below get from the client ------------------------ */
 
-/* One server listed twice: judged again whenever a master comes
- * up (a new connection: a new address, perhaps a new run_id after a
- * restart) or goes down (`leaving`, still READY while it reports).  Of the
- * masters up that are one server, the lowest-numbered votes; each other is
- * its duplicate: round.c sends it no acquisition and counts none of its
- * answers.  Logged at WARN once per pair (at open, when both connect then).
- * Loop thread. */
-static void client_judge_duplicates(redlock_t *client, const node_t *leaving) {
-  for (unsigned j = 0; j < client->n_nodes; j++) {
-    node_t *b = &client->nodes[j];
-    b->dup_of = -1;
-    if (b == leaving)
-      continue;
-    for (unsigned i = 0; i < j; i++) {
-      node_t *a = &client->nodes[i];
-      char how[96];
-      if (a == leaving || !node_same_server(a, b, how, sizeof how))
-        continue;
-      b->dup_of = (int)i;
-      snprintf(b->dup_why, sizeof b->dup_why, "same server as %s", a->addr.label);
-      if (!(b->dup_warned >> i & 1)) {
-        b->dup_warned |= (uint64_t)1 << i;
-        client_log(client, REDLOCK_LOG_WARN,
-                   "masters %s and %s are one server (%s): while both are up only %s votes, "
-                   "and %s counts as a master that never answers (list each master once: "
-                   "Redlock needs independent masters)",
-                   a->addr.label, b->addr.label, how, a->addr.label, b->addr.label);
-      }
-      break;
-    }
-  }
+/* voters_hooks_t.news: a voter's news, for stats and events. */
+static void client_on_voter(void *arg, unsigned index, const voter_news_t *news) {
+  redlock_t *client = arg;
+  if (client->stats != NULL)
+    stats_voter_news_(client->stats, index, news);
 }
 
-/* node_env_t.report: a node's news. */
-static void client_on_node(void *arg, node_t *node, node_event_t ev, const char *what,
-                           const char *detail) {
-  redlock_t *client = arg;
-  struct stats *stats = client->stats;
-  switch (ev) {
-  case NODE_EV_CONNECTING:
-    if (stats != NULL)
-      stats_node_connecting_(stats, node);
-    break;
-  case NODE_EV_UP:
-    client_judge_duplicates(client, NULL);
-    if (stats != NULL)
-      stats_node_up_(stats, node);
-    break;
-  case NODE_EV_DOWN:
-    if (node->state == NODE_READY)
-      client_judge_duplicates(client, node);
-    if (stats != NULL)
-      stats_node_down_(stats, node, what, detail);
-    break;
-  case NODE_EV_TLS_FAILURE:
-    if (stats != NULL)
-      stats_node_tls_failure_(stats, node);
-    break;
-  case NODE_EV_QUARANTINE_END:
-    if (stats != NULL)
-      stats_node_quarantine_end_(stats, node);
-    break;
-  case NODE_EV_STARTED:
-    client_node_started(client);
-    break;
-  case NODE_EV_REPLAYS_DUE:
-    client_arm_deadline(client, node_replays_due_ns(node));
-    break;
-  case NODE_EV_SETTLED:
-    client_maybe_finish_close(client);
-    break;
-  case NODE_EV_CLOSED:
-    client_module_closed(client);
-    break;
-  }
-}
+static void client_voters_arm(void *arg, uint64_t due_ns) { client_arm_deadline(arg, due_ns); }
+
+static void client_voters_settled(void *arg) { client_maybe_finish_close(arg); }
+
+static void client_voters_closed(void *arg) { client_module_closed(arg); }
 
 static void rounds_arm_deadline(void *arg, uint64_t deadline_ns) {
   client_arm_deadline(arg, deadline_ns);
@@ -594,9 +501,9 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
 
 /* Fills in what the modules get from the client (the loop comes with
  * client_init_handles, the stats after stats_new). */
-static void client_compose(redlock_t *client) {
+static int client_compose(redlock_t *client, voter_t *const *fakes) {
   const redlock_options_t *opts = &client->opts;
-  client->node_env = (node_env_t){
+  const voters_config_t cfg = {
       .flusher = &client->flusher,
       .tls = client->tls,
       .log = &client->log,
@@ -606,14 +513,21 @@ static void client_compose(redlock_t *client) {
       .request_timeout_ms = opts->request_timeout_ms,
       .max_ttl_ms = opts->max_ttl_ms,
       .quarantine = opts->quarantine,
-      .report = client_on_node,
+  };
+  const voters_hooks_t hooks = {
+      .started = client_voters_started,
+      .news = client_on_voter,
+      .arm = client_voters_arm,
+      .settled = client_voters_settled,
+      .closed = client_voters_closed,
       .arg = client,
   };
+  int rc = voters_init(&client->voters, &cfg, &hooks, opts->nodes, client->n_nodes, fakes);
   round_env_init(&client->rounds);
   client->rounds.n_masters = client->n_nodes;
   client->rounds.request_timeout_ns = (uint64_t)opts->request_timeout_ms * 1000000u;
-  client->rounds.transport = &transport_nodes;
-  client->rounds.transport_arg = client->nodes;
+  client->rounds.transport = &voters_transport;
+  client->rounds.transport_arg = &client->voters;
   client->rounds.log = &client->log;
   client->rounds.pool = &client->round_pool;
   client->rounds.arm_deadline = rounds_arm_deadline;
@@ -621,8 +535,8 @@ static void client_compose(redlock_t *client) {
   client->rounds.decided = client_record_votes;
   client->rounds.owner_arg = client;
   client->rounds.tb = &client->timebase;
-  notify_init(&client->notify, &client->node_env, client->nodes, client->n_nodes,
-              client_wake_waiter, client);
+  voters_notify_init(&client->voters, &client->notify, client_wake_waiter, client);
+  return rc;
 }
 
 /* engine_owner_t: what the engine asks of the client. */
@@ -659,7 +573,7 @@ static void client_compose_engine(redlock_t *client) {
 
 static const char *client_master_label(void *arg, unsigned master) {
   redlock_t *client = arg;
-  return client->nodes[master].addr.label;
+  return voters_label(&client->voters, master);
 }
 
 /* What the stats read (their figures come after the nodes, in client_new). */
@@ -676,9 +590,10 @@ static void client_compose_stats(redlock_t *client) {
 }
 
 /* loop: the caller's (redlock_open_uv), or NULL for the client's own; tb:
- * the clock and timers, or NULL for libuv's on that loop. */
+ * the clock and timers, or NULL for libuv's on that loop; fakes: the unit
+ * tests' voters, or NULL for the options' masters. */
 static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                      const timebase_t *tb) {
+                      const timebase_t *tb, voter_t *const *fakes) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
@@ -710,7 +625,6 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   fork_guard_init(&client->fork_guard);
   client->n_nodes = (unsigned)opts->n_nodes;
   client->quorum = quorum_size(client->n_nodes);
-  client->nodes = calloc(client->n_nodes, sizeof *client->nodes);
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   pool_init(&client->round_pool);
   list_init(&client->submit_queue);
@@ -719,7 +633,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   client_compose_engine(client);
   client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
-  int rc = client->nodes != NULL && votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
+  int rc = votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
   for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,
@@ -738,9 +652,9 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
       break;
     }
   }
-  client_compose(client);
-  for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++)
-    rc = node_init(&client->nodes[i], &client->node_env, i, &client->opts.nodes[i]);
+  int compose_rc = client_compose(client, fakes);
+  if (rc == 0)
+    rc = compose_rc;
   if (rc == 0)
     rc = stats_new(&client->stats_env, &client->stats);
   if (rc == 0 && client->stats != NULL) {
@@ -748,8 +662,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     client->engine.stats = client->stats;
     client->engine.hooks = &stats_engine_hooks;
     client->engine.hooks_arg = client->stats;
-    for (unsigned i = 0; i < client->n_nodes; i++)
-      client->nodes[i].stats = client->stats;
+    voters_set_stats(&client->voters, client->stats);
   }
   uint64_t seed = 0;
   if (rc == 0)
@@ -759,7 +672,6 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     return rc;
   }
   jitter_rng_seed(&client->rng, seed);
-  client->startup_left = client->n_nodes;
   *out = client;
   return 0;
 }
@@ -768,7 +680,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
  * them). */
 static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->loop = loop;
-  client->node_env.loop = loop;
+  voters_set_loop(&client->voters, loop);
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
   client->wakeup.data = client;
@@ -798,15 +710,10 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   return 0;
 }
 
-static void client_start_nodes(redlock_t *client) {
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    node_start(&client->nodes[i]);
-}
-
 static void loop_thread_main(void *arg) {
   redlock_t *client = arg;
   client->loop_thread_id = uv_thread_self();
-  client_start_nodes(client);
+  voters_start(&client->voters);
   uv_run(&client->own_loop, UV_RUN_DEFAULT);
   /* Every handle is closed: the loop has nothing left. */
   uv_loop_close(&client->own_loop);
@@ -822,7 +729,7 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     return REDLOCK_EINVAL;
   *out = NULL;
   redlock_t *client;
-  int rc = client_new(&client, opts, NULL, NULL);
+  int rc = client_new(&client, opts, NULL, NULL, NULL);
   if (rc != 0)
     return rc;
   client->own_thread = 1;
@@ -856,14 +763,14 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
     uv_close((uv_handle_t *)&client->turn_check, NULL);
     uv_close((uv_handle_t *)&client->turn_end, NULL);
     uv_close((uv_handle_t *)&client->turn_again, NULL);
-    uv_close((uv_handle_t *)&client->deadline_timer, NULL);
+    tb_timer_close(&client->deadline_timer, NULL);
     uv_close((uv_handle_t *)&client->flusher.prepare, NULL);
     uv_run(&client->own_loop, UV_RUN_DEFAULT);
     uv_loop_close(&client->own_loop);
     client_free(client);
     return REDLOCK_EIO;
   }
-  /* Bounded by the connect timeout: every node's first attempt has a timer. */
+  /* Bounded by the connect timeout: every voter's first attempt has a timer. */
   uv_sem_wait(&client->startup_sem);
   *out = client;
   return 0;
@@ -876,7 +783,7 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
   if (loop == NULL)
     return REDLOCK_EINVAL;
   redlock_t *client;
-  int rc = client_new(&client, opts, loop, NULL);
+  int rc = client_new(&client, opts, loop, NULL, NULL);
   if (rc != 0)
     return rc;
   rc = client_init_handles(client, loop);
@@ -884,33 +791,26 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
     client_free(client);
     return rc;
   }
-  client_start_nodes(client);
+  voters_start(&client->voters);
   *out = client;
   return 0;
 }
 
 int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                         const round_transport_t *transport, void *transport_arg,
-                         const timebase_t *tb) {
+                         voter_t *const *fakes, const timebase_t *tb) {
   redlock_t *client;
-  int rc = client_new(out, opts, loop, tb);
+  if (fakes == NULL || tb == NULL)
+    return REDLOCK_EINVAL;
+  int rc = client_new(out, opts, loop, tb, fakes);
   if (rc != 0)
     return rc;
   client = *out;
-  client->rounds.transport = transport;
-  client->rounds.transport_arg = transport_arg;
   rc = client_init_handles(client, loop);
   if (rc != 0) {
     *out = NULL;
     client_free(client);
     return rc;
   }
-  /* What node_start does short of connecting: close closes the timer. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    uv_timer_init(loop, &client->nodes[i].timer);
-    client->nodes[i].timer.data = &client->nodes[i];
-  }
-  client->startup_left = 0;
   return 0;
 }
 

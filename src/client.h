@@ -25,7 +25,6 @@
 #include "forkguard.h"
 #include "list.h"
 #include "log.h"
-#include "node.h"
 #include "notify.h"
 #include "op.h"
 #include "options.h"
@@ -36,6 +35,7 @@
 #include "round.h"
 #include "stats.h"
 #include "timebase.h"
+#include "voters.h"
 #include "votes.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
@@ -61,12 +61,12 @@ struct redlock {
   /* ---- the modules below, composed by client.c: what they need comes down in
    * these, what they report comes up through the callbacks client.c puts in
    * them.  After open each is its module's (loop). ---- */
-  node_env_t node_env; /* client.c fills it; shared by the nodes and the notifier */
-  round_env_t rounds;  /* round.c: the rounds' transport (the nodes), hooks and deadline FIFO */
-  pool_t round_pool;   /* loop: the rounds' memory (rounds.pool), emptied at close */
-  notify_t notify;     /* notify.c: release notifications for waiting calls (client.c sets
-                        * notify.closing) */
-  node_t *nodes;       /* node.c: one per master (array allocated and freed by client.c) */
+  voters_t voters;    /* voters.c: one voter per master, their connections and whole life
+                       * (made and freed by client.c through voters.h) */
+  round_env_t rounds; /* round.c: the rounds' transport (the voters), hooks and deadline FIFO */
+  pool_t round_pool;  /* loop: the rounds' memory (rounds.pool), emptied at close */
+  notify_t notify;    /* notify.c: release notifications for waiting calls (client.c sets
+                       * notify.closing) */
 
   /* ---- client.c: loop and thread ---- */
   uv_loop_t *loop;            /* const after open */
@@ -100,12 +100,12 @@ struct redlock {
   votes_book_t votes; /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
 
   /* ---- client.c: start-up and close (loop) ---- */
-  list_node_t parked_ops; /* loop: acquisitions waiting for the first connection attempts */
-  unsigned startup_left;  /* loop: nodes whose first attempt has not finished */
+  list_node_t parked_ops; /* loop: acquisitions waiting until every voter had its first
+                           * attempt (voters_started) */
   close_phase_t close_phase;
-  int close_preparing;          /* inside client_begin_close or a close-time release window */
-  unsigned modules_open;        /* closing: modules (nodes, notifier, own handles) not yet closed */
-  int free_on_exit;             /* own thread: close called from a callback */
+  int close_preparing;   /* inside client_begin_close or a close-time release window */
+  unsigned modules_open; /* closing: modules (voters, notifier, own handles) not yet closed */
+  int free_on_exit;      /* own thread: close called from a callback */
   void (*closed_cb)(void *arg); /* redlock_close_uv's */
   void *closed_arg;
   op_t
@@ -161,7 +161,7 @@ void client_maybe_finish_close(redlock_t *client);
  * or has not had answered, this long after it began is given up, the
  * masters' connections are dropped and the keys expire at their TTL.  Long
  * enough for what a close normally waits for: a master that stops answering
- * is dropped after NODE_HUNG_REQUEST_TIMEOUTS request timeouts and one that
+ * is dropped after VOTERS_HUNG_REQUEST_TIMEOUTS request timeouts and one that
  * was down may come back within a connect timeout to be sent its replays;
  * and at least CLIENT_CLOSE_MIN_MS, in which healthy masters take tens of
  * thousands of releases (100 000 in 0.7 s).  A master that answers, but
@@ -174,14 +174,14 @@ uint64_t client_close_bound_ms(const redlock_options_t *opts);
  * deadline timers) reads this one clock. */
 uint64_t client_now_ns(const redlock_t *client);
 /* Test seam (tests/unit/engine_fixture.c), not exported: a client composed as
- * by redlock_open_uv on `loop`, but whose rounds reach the masters through
- * `transport` (master i = the options' node i) and read time from now_ns.
- * No master is connected (the nodes are never started, so the notifier finds
- * no address to subscribe at either), and calls run at once: there is no
- * first connection attempt to wait for.  Closed with redlock_close_uv. */
+ * by redlock_open_uv on `loop`, but whose voters are `fakes` (one per option
+ * node: voter i is master i, voter.h) and which reads time and runs its timers through tb.  No
+ * master is connected (the listed masters are never started, so the notifier
+ * finds no address to subscribe at either), and calls run at once: there is
+ * no first connection attempt to wait for.  Closed with redlock_close_uv,
+ * which shuts the fakes down as it would real voters. */
 int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                         const round_transport_t *transport, void *transport_arg,
-                         const timebase_t *tb);
+                         voter_t *const *fakes, const timebase_t *tb);
 
 /* Loop: dispatches an op taken from the submit queue (or made on the loop),
  * or parks an acquisition until every master has had its first connection

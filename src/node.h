@@ -127,6 +127,8 @@ typedef struct node_req {
   uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
   uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
   int keep;            /* a release: queued however long the backlog */
+  int slot; /* the sender's: the hash slot of the key the request is about, which a voter of
+             * many connections routes by (keyslot.h); -1: none.  A node ignores it. */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "keyslot.h"
 #include "redlock.h"
 #include "reply.h"
 #include "resp.h"
@@ -55,6 +56,9 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   round->expect_integer = p->expect_integer;
   round->kind = p->kind;
   round->replay_mask = p->kind == ROUND_RELEASE ? p->replay_mask : 0;
+  round->slot = p->key_arg > 0 && p->key_arg < p->argc
+                    ? keyslot(p->argv[p->key_arg], p->argv_len[p->key_arg])
+                    : -1;
   round->on_decided = p->on_decided;
   round->ctx = p->ctx;
   round->n_votes = n;
@@ -66,6 +70,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
     vote->round = round;
     vote->state = VOTE_PENDING;
     vote->why = WHY_NONE;
+    vote->req.slot = round->slot;
   }
   return round;
 }
@@ -86,11 +91,14 @@ static void round_unref(round_t *round) {
 
 static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why);
 
+/* The master a vote is cast by: its place in the round. */
+static unsigned vote_master(const vote_t *vote) { return (unsigned)(vote - vote->round->votes); }
+
 /* Takes a vote's request back from its master's backlog, unsent: the vote
  * fails as "busy" (it never reached the master) and drops its reference. */
 static void vote_withdraw(vote_t *vote) {
   round_env_t *env = vote->round->env;
-  env->transport->cancel(env->transport_arg, &vote->req);
+  env->transport->cancel(env->transport_arg, vote_master(vote), &vote->req);
   vote_settle(vote, VOTE_FAILED, WHY_BUSY);
   vote->round->refs--; /* the request's reference; the caller holds another */
 }
@@ -103,7 +111,7 @@ static void round_withdraw_queued(round_t *round) {
   round_env_t *env = round->env;
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    if (vote->state == VOTE_PENDING && env->transport->queued(env->transport_arg, &vote->req))
+    if (vote->state == VOTE_PENDING && env->transport->queued(env->transport_arg, i, &vote->req))
       vote_withdraw(vote);
   }
 }
@@ -312,7 +320,7 @@ static uint64_t vote_due_ns(const vote_t *vote, const round_t *round, uint64_t n
                             uint64_t timeout_ns) {
   const round_env_t *env = round->env;
   int is_release = round->kind == ROUND_RELEASE;
-  if (env->transport->queued(env->transport_arg, &vote->req))
+  if (env->transport->queued(env->transport_arg, vote_master(vote), &vote->req))
     return is_release ? now + timeout_ns : round->deadline_ns;
   uint64_t due_ns = vote->req.sent_ns + timeout_ns;
   if (is_release) {
@@ -342,7 +350,7 @@ void round_deadlines_fire(round_env_t *env) {
         continue;
       if (vote_due_ns(vote, round, now, timeout_ns) > now + DEADLINE_SLACK_NS) {
         keep = 1;
-      } else if (env->transport->queued(env->transport_arg, &vote->req)) {
+      } else if (env->transport->queued(env->transport_arg, i, &vote->req)) {
         vote_withdraw(vote);
       } else {
         env->transport->warn(env->transport_arg, i, "no reply within the request timeout", NULL);

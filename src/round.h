@@ -36,10 +36,10 @@ typedef struct round_transport {
    * runs exactly once (NULL reply when none came; req->sent_ns == 0 when it
    * was never written), or NODE_SEND_DOWN / NODE_SEND_BUSY and it never runs. */
   int (*send)(void *arg, unsigned master, node_req_t *req);
-  /* 1 while req waits unsent behind a full pipe. */
-  int (*queued)(void *arg, const node_req_t *req);
-  /* Takes back a queued request: its fn will not run. */
-  void (*cancel)(void *arg, node_req_t *req);
+  /* 1 while req (sent to master i) waits unsent behind a full pipe. */
+  int (*queued)(void *arg, unsigned master, const node_req_t *req);
+  /* Takes back a queued request of master i: its fn will not run. */
+  void (*cancel)(void *arg, unsigned master, node_req_t *req);
   /* When master i last showed progress (a reply, or the first send after
    * being idle): a release waits while its master keeps answering. */
   uint64_t (*progress_ns)(void *arg, unsigned master);
@@ -140,6 +140,7 @@ typedef struct round {
   int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_* */
   round_kind_t kind;
   uint64_t replay_mask; /* release: only masters that may hold the key need that */
+  int slot;             /* the key's hash slot (round_params_t.key_arg), or -1 */
   unsigned refs;        /* replies outstanding + 1 until decided */
   unsigned votes_pending;
   unsigned yes, no, failed;
@@ -165,7 +166,11 @@ typedef struct round_params {
       *script; /* EVALSHA (argv[1] is its SHA), for the NOSCRIPT -> EVAL retry; or NULL */
   int64_t expect_integer; /* > 0: yes = this integer; or ROUND_EXPECT_* */
   round_kind_t kind;
-  uint64_t replay_mask;        /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  uint64_t replay_mask; /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  /* argv[key_arg] is the key the round is about: its hash slot goes with
+   * every request (node_req_t.slot), for a voter that routes by it (a
+   * cluster).  0: none (slot -1), which a one-connection voter never needs. */
+  int key_arg;
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
   void *ctx;
 } round_params_t;

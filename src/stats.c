@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "lock.h"
 
 /* Histogram bucket bounds (copied into each client's stats) and their text. */
@@ -288,34 +287,26 @@ const engine_hooks_t stats_engine_hooks = {
     .lock_lost = stats_lock_lost_,
 };
 
-static master_stats_t *master_of(struct stats *stats, node_t *node) {
-  return &stats->masters[node->index];
-}
-
 static void set_state(master_stats_t *m, mstate_t state) {
   atomic_store_explicit(&m->state, (int)state, memory_order_relaxed);
 }
 
 /* A master event: one entry, the master, in its new state. */
-static void node_event(struct stats *stats, node_t *node, int kind, int status, const char *state,
-                       uint64_t ns, const char *detail) {
+static void master_event(struct stats *stats, unsigned index, int kind, int status,
+                         const char *state, uint64_t ns, const char *detail) {
   redlock_event_t ev;
   event_init(&ev, stats, kind, status);
-  ev.master = (int)node->index;
+  ev.master = (int)index;
   ev.master_state = state;
   ev.duration_us = (int64_t)(ns / 1000u);
   ev.detail = detail;
   event_emit(stats, &ev);
 }
 
-void stats_node_connecting_(struct stats *stats, node_t *node) {
-  set_state(master_of(stats, node), MSTATE_CONNECTING);
-}
-
-void stats_node_up_(struct stats *stats, node_t *node) {
-  master_stats_t *m = master_of(stats, node);
-  uint64_t now = node->ready_ns != 0 ? node->ready_ns : tb_now_ns(stats->env->tb);
-  atomic_store_explicit(&m->quarantine_until_ns, node->quarantine_until_ns, memory_order_relaxed);
+static void voter_up(struct stats *stats, master_stats_t *m, unsigned index,
+                     const voter_news_t *news) {
+  uint64_t now = news->ready_ns != 0 ? news->ready_ns : tb_now_ns(stats->env->tb);
+  atomic_store_explicit(&m->quarantine_until_ns, news->quarantine_until_ns, memory_order_relaxed);
   set_state(m, MSTATE_UP);
   if (m->ever_up)
     bump(&m->reconnects, 1);
@@ -325,27 +316,27 @@ void stats_node_up_(struct stats *stats, node_t *node) {
   m->reported = MSTATE_UP;
   if (stats->env->opts->event_cb == NULL)
     return;
-  int quarantined = node_is_quarantined(node, now);
-  int duplicate = node->dup_of >= 0;
-  char detail[96 + NODE_DOWN_WHY_LEN];
+  int quarantined = news->quarantine_until_ns != 0 && now < news->quarantine_until_ns;
+  int duplicate = news->duplicate_why != NULL;
+  char detail[96 + VOTER_WHY_LEN];
   if (duplicate)
-    snprintf(detail, sizeof detail, "connected; %s: not a voter", node->dup_why);
+    snprintf(detail, sizeof detail, "connected; %s: not a voter", news->duplicate_why);
   else if (quarantined)
     snprintf(detail, sizeof detail, "connected; in restart quarantine for another %llu ms",
-             (unsigned long long)((node->quarantine_until_ns - now) / 1000000u));
+             (unsigned long long)((news->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");
-  node_event(stats, node, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
-             duplicate     ? "duplicate"
-             : quarantined ? "quarantined"
-                           : "up",
-             down_ns, detail);
+  master_event(stats, index, REDLOCK_EVENT_NODE_UP, REDLOCK_OK,
+               duplicate     ? "duplicate"
+               : quarantined ? "quarantined"
+                             : "up",
+               down_ns, detail);
 }
 
-void stats_node_down_(struct stats *stats, node_t *node, const char *what, const char *detail) {
-  master_stats_t *m = master_of(stats, node);
+static void voter_down(struct stats *stats, master_stats_t *m, unsigned index,
+                       const voter_news_t *news) {
   uint64_t now = tb_now_ns(stats->env->tb);
-  if (node->state == NODE_READY)
+  if (news->was_up)
     bump(&m->disconnects, 1);
   else
     bump(&m->connect_failures, 1);
@@ -359,19 +350,35 @@ void stats_node_down_(struct stats *stats, node_t *node, const char *what, const
   if (stats->env->opts->event_cb == NULL)
     return;
   char text[192];
-  snprintf(text, sizeof text, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
-  node_event(stats, node, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
+  const char *what = news->what != NULL ? news->what : "";
+  snprintf(text, sizeof text, "%s%s%s", what, news->detail ? ": " : "",
+           news->detail ? news->detail : "");
+  master_event(stats, index, REDLOCK_EVENT_NODE_DOWN, REDLOCK_EIO, "down", up_ns, text);
 }
 
-void stats_node_quarantine_end_(struct stats *stats, node_t *node) {
-  if (stats->env->opts->event_cb == NULL)
-    return;
-  node_event(stats, node, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
-             tb_now_ns(stats->env->tb) - node->ready_ns, "restart quarantine over");
-}
-
-void stats_node_tls_failure_(struct stats *stats, node_t *node) {
-  bump(&master_of(stats, node)->tls_failures, 1);
+void stats_voter_news_(struct stats *stats, unsigned index, const voter_news_t *news) {
+  master_stats_t *m = &stats->masters[index];
+  switch (news->ev) {
+  case VOTER_EV_CONNECTING:
+    set_state(m, MSTATE_CONNECTING);
+    break;
+  case VOTER_EV_UP:
+    voter_up(stats, m, index, news);
+    break;
+  case VOTER_EV_DOWN:
+    voter_down(stats, m, index, news);
+    break;
+  case VOTER_EV_QUARANTINE_END:
+    if (stats->env->opts->event_cb != NULL)
+      master_event(stats, index, REDLOCK_EVENT_QUARANTINE_END, REDLOCK_OK, "up",
+                   tb_now_ns(stats->env->tb) - news->ready_ns, "restart quarantine over");
+    break;
+  case VOTER_EV_TLS_FAILURE:
+    bump(&m->tls_failures, 1);
+    break;
+  default:
+    break;
+  }
 }
 
 /* ---- the metric table ---------------------------------------------------------------
@@ -660,7 +667,7 @@ static void prom_series(out_t *o, const char *name, const char *suffix, const st
     out_write(o, "{", 1);
     if (master >= 0) {
       out_puts(o, "master=\"");
-      out_escaped(o, stats_label(stats, master));
+      out_escaped(o, stats_label(stats, (unsigned)master));
       out_write(o, "\"", 1);
       any = 1;
     }

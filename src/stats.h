@@ -28,11 +28,11 @@
 #include <stdint.h>
 
 #include "engine.h"
-#include "node.h"
 #include "options.h"
 #include "round.h"
 #include "stats_core.h"
 #include "timebase.h"
+#include "voter.h"
 
 /* What the figures and events read of their surroundings, handed down by
  * client.c (which owns it; it outlives the stats). */
@@ -58,13 +58,9 @@ stats_outcome_t stats_outcome(int status);
 /* What the engine reports (engine.h), handed down by client.c when stats
  * or events are on. */
 extern const engine_hooks_t stats_engine_hooks;
-/* client.c, from node.c's reports (node_env_t.report): connection attempts
- * and state changes of a master.  stats_node_down_ runs before the node's
- * state changes: `what`/`detail` as in its log line. */
-void stats_node_connecting_(struct stats *stats, node_t *node);
-void stats_node_up_(struct stats *stats, node_t *node);
-void stats_node_down_(struct stats *stats, node_t *node, const char *what, const char *detail);
-void stats_node_quarantine_end_(struct stats *stats, node_t *node);
-void stats_node_tls_failure_(struct stats *stats, node_t *node);
+/* client.c, from the voters' news (voters_hooks_t.news): connection
+ * attempts and state changes of master `index` (CONNECTING, UP, DOWN before
+ * its state changes, TLS_FAILURE, QUARANTINE_END). */
+void stats_voter_news_(struct stats *stats, unsigned index, const voter_news_t *news);
 
 #endif

@@ -13,22 +13,7 @@
 
 #include "client.h"
 #include "names.h"
-#include "node.h"
 #include "redlock_uv.h"
-
-/* The client's teardown shuts its masters down: a real master's connection
- * then answers every request still out with NULL (hiredis does).  The link
- * wraps node_shutdown (CMakeLists.txt) so that the fake masters do the same. */
-void __real_node_shutdown(node_t *node);
-void __wrap_node_shutdown(node_t *node);
-
-static engine_fx_t *current; /* the open fixture: node_shutdown has no other way to it */
-
-void __wrap_node_shutdown(node_t *node) {
-  if (current != NULL && node->index < current->fake.n)
-    fake_drop(&current->fake, node->index);
-  __real_node_shutdown(node);
-}
 
 static void log_cb(int level, const char *msg, void *arg) {
   (void)level;
@@ -56,11 +41,11 @@ engine_fx_t *engine_open(redlock_options_t *opts) {
   fake_clock_init(&e->loop, ENGINE_START_NS);
   fake_transport_init(&e->fake, ENGINE_MASTERS, fake_now_ns);
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_DEBUG, log_cb, e), 0);
-  int rc =
-      client_open_for_test(&e->client, opts, &e->loop, &fake_transport, &e->fake, fake_timebase());
+  /* The fake masters are the client's voters: its teardown shuts them down,
+   * and they drop what is still out, as a real connection's does. */
+  int rc = client_open_for_test(&e->client, opts, &e->loop, e->fake.voters, fake_timebase());
   redlock_options_free(opts);
   assert_int_equal(rc, 0);
-  current = e;
   return e;
 }
 
@@ -110,7 +95,6 @@ void engine_close(engine_fx_t *e) {
   assert_int_equal(fake_timers_pending(), 0);
   uv_run(&e->loop, UV_RUN_NOWAIT);
   assert_int_equal(uv_loop_close(&e->loop), 0);
-  current = NULL;
   free(e);
 }
 

@@ -66,13 +66,15 @@ static node_req_t *take(fake_master_t *m, unsigned k) {
   return req;
 }
 
-static int t_queued(void *arg, const node_req_t *req) {
+static int t_queued(void *arg, unsigned i, const node_req_t *req) {
+  (void)i; /* found wherever it is: a request sent elsewhere would be a bug */
   fake_master_t *m;
   int k = find(arg, req, &m);
   return k >= 0 && slot(m, (unsigned)k)->queued;
 }
 
-static void t_cancel(void *arg, node_req_t *req) {
+static void t_cancel(void *arg, unsigned i, node_req_t *req) {
+  (void)i;
   fake_master_t *m;
   int k = find(arg, req, &m);
   if (k < 0 || !slot(m, (unsigned)k)->queued)
@@ -120,12 +122,106 @@ const round_transport_t fake_transport = {
     .label = t_label,
 };
 
+/* ---- the fake masters as voters ----------------------------------------------------- */
+
+static fake_master_t *of(const voter_t *v) { return (fake_master_t *)v; }
+
+static int v_send(voter_t *v, node_req_t *req) { return t_send(of(v)->f, v->index, req); }
+static int v_queued(voter_t *v, const node_req_t *req) { return t_queued(of(v)->f, v->index, req); }
+static void v_cancel(voter_t *v, node_req_t *req) { t_cancel(of(v)->f, v->index, req); }
+static uint64_t v_progress(voter_t *v) { return of(v)->progress_ns; }
+static int v_quarantined(voter_t *v) { return of(v)->quarantined; }
+
+static void v_defer(voter_t *v, const char *cmd, size_t len) {
+  t_defer(of(v)->f, v->index, cmd, len);
+}
+
+static void v_warn(voter_t *v, const char *what, const char *detail) {
+  t_warn(of(v)->f, v->index, what, detail);
+}
+
+static void v_start(voter_t *v) {
+  voter_news_t news = {.ev = VOTER_EV_STARTED};
+  voter_report(v, &news);
+}
+
+static void v_catch_up(voter_t *v) { (void)v; }
+
+static uint64_t v_tick(voter_t *v) {
+  (void)v;
+  return 0;
+}
+
+static unsigned v_owed(const voter_t *v) {
+  (void)v;
+  return 0;
+}
+
+static int v_owes(const voter_t *v) {
+  (void)v;
+  return 0;
+}
+
+static void v_abandon(voter_t *v) { (void)v; }
+
+static void v_shutdown(voter_t *v) {
+  fake_drop(of(v)->f, v->index);
+  voter_news_t news = {.ev = VOTER_EV_CLOSED};
+  voter_report(v, &news);
+}
+
+static void v_free(voter_t *v) { (void)v; }
+
+static int v_same_server(const voter_t *a, const voter_t *b, char *how, size_t how_len) {
+  (void)a;
+  (void)b;
+  (void)how;
+  (void)how_len;
+  return 0;
+}
+
+static void v_why(const voter_t *v, int why, char *buf, size_t size) {
+  (void)v;
+  (void)why;
+  if (size > 0)
+    buf[0] = '\0';
+}
+
+static const char *v_label(const voter_t *v) { return t_label(of(v)->f, v->index); }
+
+const voter_ops_t fake_voter_ops = {
+    .kind = "fake",
+    .send = v_send,
+    .queued = v_queued,
+    .cancel = v_cancel,
+    .progress_ns = v_progress,
+    .quarantined = v_quarantined,
+    .defer_release = v_defer,
+    .warn = v_warn,
+    .start = v_start,
+    .catch_up = v_catch_up,
+    .tick = v_tick,
+    .releases_owed = v_owed,
+    .owes_releases = v_owes,
+    .abandon = v_abandon,
+    .shutdown = v_shutdown,
+    .free = v_free,
+    .same_server = v_same_server,
+    .why = v_why,
+    .label = v_label,
+};
+
 void fake_transport_init(fake_transport_t *f, unsigned n, uint64_t (*now_ns)(void)) {
   if (n > FAKE_MASTERS_MAX)
     fail("too many masters");
   memset(f, 0, sizeof *f);
   f->n = n;
   f->now_ns = now_ns;
+  for (unsigned i = 0; i < n; i++) {
+    voter_base_init(&f->m[i].voter, &fake_voter_ops, i);
+    f->m[i].f = f;
+    f->voters[i] = &f->m[i].voter;
+  }
 }
 
 unsigned fake_outstanding(const fake_transport_t *f, unsigned i) { return f->m[i].n_out; }

@@ -1,6 +1,7 @@
-/* fake_transport.h: fake masters behind a round_transport_t, for the
- * engine's unit tests (test_lock_*.c through engine_fixture, test_round.c on
- * a bare round_env_t).  Each master keeps the requests sent to it in order,
+/* fake_transport.h: fake masters, for the engine's unit tests: as voters
+ * (voter.h: test_lock_*.c through engine_fixture, whose client gets them as
+ * its voter set) or behind a round_transport_t (test_round.c on a bare
+ * round_env_t).  Each master keeps the requests sent to it in order,
  * as a connection would, and answers only when the test says so (oldest
  * first, or a chosen one), with a hand-built hiredis reply or none
  * (connection lost).  What each master does with a send (take it, queue it
@@ -14,6 +15,7 @@
 #include <stdint.h>
 
 #include "round.h"
+#include "voter.h"
 
 #define FAKE_MASTERS_MAX 8
 #define FAKE_OUT_MAX 8192     /* requests outstanding per master (a close's release window) */
@@ -31,7 +33,11 @@ typedef struct {
   int queued;
 } fake_out_t;
 
+struct fake_transport;
+
 typedef struct {
+  voter_t voter;            /* first: the voter ops get it; the client's voter i */
+  struct fake_transport *f; /* its set */
   fake_send_mode_t mode;
   int quarantined;
   int duplicate; /* the same server as a lower-numbered master: not a voter */
@@ -43,13 +49,20 @@ typedef struct {
   size_t deferred_len;              /* how many of them are kept */
 } fake_master_t;
 
-typedef struct {
+typedef struct fake_transport {
   unsigned n;
   uint64_t (*now_ns)(void);
   fake_master_t m[FAKE_MASTERS_MAX];
+  voter_t *voters[FAKE_MASTERS_MAX]; /* &m[i].voter: a client's voter set */
 } fake_transport_t;
 
 extern const round_transport_t fake_transport;
+/* The fake masters as voters: sends and what the rounds ask go to the
+ * master as through fake_transport.  Start reports the first attempt over
+ * at once; shutdown drops the master's outstanding requests (NULL replies,
+ * as a real connection's teardown does) and reports it closed at once; no
+ * replays are owed, abandon leaves the requests to shutdown. */
+extern const voter_ops_t fake_voter_ops;
 
 void fake_transport_init(fake_transport_t *f, unsigned n, uint64_t (*now_ns)(void));
 /* Requests master i has not answered yet. */

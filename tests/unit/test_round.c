@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "fake_transport.h"
+#include "keyslot.h"
 #include "round.h"
 #include "scripts.h"
 
@@ -748,6 +749,30 @@ static void test_why_names(void **state) {
   assert_string_equal(why_name(999), "?");
 }
 
+/* A round that names its key sends that key's hash slot with every request
+ * (a cluster voter routes by it); one that does not sends -1. */
+static void test_key_slot_goes_with_requests(void **state) {
+  fake_t *f = *state;
+  const char *argv[] = {"SET", "foo", "v"};
+  const size_t len[] = {3, 3, 1};
+  for (int key_arg = 0; key_arg <= 1; key_arg++) {
+    round_t *round = round_new(&f->env, &(round_params_t){.argc = 3,
+                                                          .argv = argv,
+                                                          .argv_len = len,
+                                                          .expect_integer = ROUND_EXPECT_OK,
+                                                          .key_arg = key_arg,
+                                                          .on_decided = on_decided,
+                                                          .ctx = f});
+    assert_non_null(round);
+    round_send(round);
+    for (unsigned i = 0; i < N; i++)
+      assert_int_equal(f->fake.m[i].out[f->fake.m[i].head].req->slot,
+                       key_arg ? keyslot("foo", 3) : -1);
+    fake_reply_ok_all(&f->fake);
+  }
+  assert_int_equal(f->decisions, 2);
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -773,6 +798,7 @@ int main(void) {
       T(test_pending_requeued_at_deadline),
       T(test_integer_expectations),
       T(test_nested_decisions),
+      T(test_key_slot_goes_with_requests),
       cmocka_unit_test(test_why_names),
   };
 #undef T
