@@ -82,8 +82,11 @@ done
 
 # ---- calls between object files --------------------------------------------
 tmp=$(mktemp "${TMPDIR:-/tmp}/check_layers.XXXXXX") || exit 1
-trap 'rm -f "$tmp"' EXIT
+trap 'rm -f "$tmp" "$tmp.nm"' EXIT
+# The layer of each object's module ("module layer" lines), then one nm over
+# them all (nm starts slowly).
 found=0
+set --
 for o in "$obj"/*.o; do
   [ -e "$o" ] || continue
   found=1
@@ -95,30 +98,39 @@ for o in "$obj"/*.o; do
     status=1
     continue
   fi
-  # "module layer name type": nm -P prints "name type [value size]".
-  if ! nm -P -g "$o" >"$tmp.nm"; then
-    echo "FAIL: nm could not read $o"
-    status=1
-    continue
-  fi
-  awk -v m="$module" -v l="$mine" 'NF >= 2 { print m, l, $1, $2 }' "$tmp.nm" >>"$tmp"
+  echo "$module $mine" >>"$tmp"
+  set -- "$@" "$o"
 done
-rm -f "$tmp.nm"
 if [ $found -eq 0 ]; then
   echo "FAIL: no object files (*.o) in $obj"
   exit 1
 fi
+# nm -A -P: "PATH: name type [value size]" per global symbol.
+if [ $# -gt 0 ] && ! nm -A -P -g "$@" >"$tmp.nm"; then
+  echo "FAIL: nm could not read the objects in $obj"
+  rm -f "$tmp.nm"
+  exit 1
+fi
+touch "$tmp.nm"
 
 awk -v public_layer="$PUBLIC_LAYER" '
+  FNR == NR { lay[$1] = $2 + 0; mod[$1] = 1; next }
+  {
+    # "dir/lock.c.o: name type ...": the module is "lock".
+    m = $1
+    sub(/:$/, "", m)
+    sub(/.*\//, "", m)
+    sub(/\..*/, "", m)
+    if (!(m in mod) || NF < 3) next
+    s = $2; t = $3
+  }
   # Undefined: U, and weak undefined (w, v).  Everything else nm -g lists is
   # a definition.
-  $4 == "U" || $4 == "w" || $4 == "v" { use[++nuse] = $1 " " $3; next }
+  t == "U" || t == "w" || t == "v" { use[++nuse] = m " " s; next }
   {
-    def[$3] = $1
-    lay[$1] = $2
-    mod[$1] = 1
+    def[s] = m
     # The public API defined in the engine or above is the top of the graph.
-    symlay[$3] = ($3 ~ /^redlock_/ && $2 + 0 >= 4) ? public_layer : $2 + 0
+    symlay[s] = (s ~ /^redlock_/ && lay[m] >= 4) ? public_layer : lay[m]
   }
   END {
     bad = 0
@@ -129,7 +141,6 @@ awk -v public_layer="$PUBLIC_LAYER" '
       d = def[s]
       k = u SUBSEP d
       if (!(k in syms)) { edge[k] = 1; syms[k] = s } else syms[k] = syms[k] " " s
-      lay[u] = lay[u] + 0
       if (symlay[s] > lay[u] + 0) {
         if (k in up) up[k] = up[k] " " s
         else up[k] = s
@@ -203,5 +214,5 @@ awk -v public_layer="$PUBLIC_LAYER" '
       line[j + 1] = t
     }
   }
-' "$tmp" || status=1
+' "$tmp" "$tmp.nm" || status=1
 exit $status
