@@ -40,6 +40,10 @@ typedef struct {
   int concurrency; /* -1 = mode default */
   double duration_s;
   double warmup_s;
+  /* --cycles N: the async engine runs exactly N cycles, no warm-up, the
+   * window the whole run (a fixed amount of work for callgrind); 0: timed
+   * by --duration. */
+  unsigned long cycles_limit;
   uint32_t ttl_ms;
   int workers;
   uint32_t hold_ms;
@@ -89,8 +93,9 @@ struct bench {
   redlock_t *client;
   char run_id[32];
   atomic_int phase;
-  atomic_int active;   /* async slots still cycling */
-  atomic_ulong cycles; /* completed in the measured window */
+  atomic_int active;    /* async slots still cycling */
+  atomic_ulong cycles;  /* completed in the measured window */
+  atomic_ulong started; /* --cycles: cycles handed out so far */
   samples_t acquire, cycle;
   errors_t lock_errors, unlock_errors;
   /* window */

@@ -123,8 +123,15 @@ void end_window(bench_t *b) {
 
 static void slot_retire(slot_t *s) { atomic_fetch_sub(&s->b->active, 1); }
 
+/* Whether another cycle may start: always, unless --cycles N handed out
+ * all N. */
+static int cycle_ticket(bench_t *b) {
+  unsigned long limit = b->cfg->cycles_limit;
+  return limit == 0 || atomic_fetch_add_explicit(&b->started, 1, memory_order_relaxed) < limit;
+}
+
 static void cycle_next(slot_t *s) {
-  if (atomic_load_explicit(&s->b->phase, memory_order_relaxed) == PHASE_STOP)
+  if (atomic_load_explicit(&s->b->phase, memory_order_relaxed) == PHASE_STOP || !cycle_ticket(s->b))
     slot_retire(s);
   else
     async_cycle_start(s);
@@ -214,6 +221,23 @@ int run_async(bench_t *b) {
   for (int i = 0; i < n; i++) {
     slots[i].b = b;
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
+  }
+  if (c->cycles_limit > 0) {
+    /* A fixed amount of work: the window spans the whole run, which ends
+     * when the last slot has found no ticket left.  The wait polls rarely,
+     * so that its own instructions stay few under callgrind. */
+    begin_window(b);
+    for (int i = 0; i < n; i++) {
+      if (cycle_ticket(b))
+        async_cycle_start(&slots[i]);
+      else
+        slot_retire(&slots[i]);
+    }
+    while (atomic_load(&b->active) > 0 && !atomic_load(&interrupted))
+      sleep_ms(20);
+    end_window(b);
+    async_wait_drained(b);
+    return 0;
   }
   for (int i = 0; i < n; i++)
     async_cycle_start(&slots[i]);

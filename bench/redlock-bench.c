@@ -72,6 +72,8 @@ static void usage(FILE *f) {
              "  --concurrency C       cycles in flight (throughput: 128, latency/slow-node: 1)\n"
              "  --duration S          measured seconds (default 5)\n"
              "  --warmup S            warm-up seconds before measuring (default 1)\n"
+             "  --cycles N            async engine: exactly N cycles instead of --duration\n"
+             "                        and --warmup (a fixed amount of work, for callgrind)\n"
              "  --ttl MS              lock TTL (default 10000)\n"
              "  --workers K           contention: threads on one resource (default 8)\n"
              "  --hold-ms MS          contention: time the lock is held (default 1)\n"
@@ -232,6 +234,10 @@ static int parse_args(int argc, char **argv, config_t *c) {
       bad = parse_double(v, 0.1, &c->duration_s);
     } else if (strcmp(a, "--warmup") == 0) {
       bad = parse_double(v, 0, &c->warmup_s);
+    } else if (strcmp(a, "--cycles") == 0) {
+      uint32_t n;
+      bad = parse_u32(v, &n) || n == 0;
+      c->cycles_limit = n;
     } else if (strcmp(a, "--ttl") == 0) {
       bad = parse_u32(v, &c->ttl_ms) || c->ttl_ms == 0;
     } else if (strcmp(a, "--workers") == 0) {
@@ -327,6 +333,13 @@ static int parse_args(int argc, char **argv, config_t *c) {
       (c->ab_api && c->ab_stats)) {
     fprintf(stderr, "redlock-bench: --api blocking / --ab-api: throughput or latency mode; "
                     "--api hiredis: latency mode; --ab-api and --ab-stats exclude each other\n");
+    return -1;
+  }
+  if (c->cycles_limit > 0 &&
+      (c->mode == MODE_CONTENTION || c->ab_api || c->ab_stats || c->api_blocking ||
+       c->api_hiredis || (c->mode == MODE_LATENCY && !c->api_async))) {
+    fprintf(stderr, "redlock-bench: --cycles needs the async engine alone (throughput, slow-node, "
+                    "latency --api async)\n");
     return -1;
   }
   if (c->mode == MODE_LATENCY && c->concurrency != 1) {
@@ -449,6 +462,8 @@ int main(int argc, char **argv) {
     /* Generous for a 2-core machine; --max-samples when it is not. */
     double rate = cfg.mode == MODE_THROUGHPUT ? 200000 : 50000;
     cap = (size_t)((cfg.duration_s + 1) * rate);
+    if (cfg.cycles_limit > 0)
+      cap = cfg.cycles_limit;
   }
   if (samples_init(&b->acquire, cap) != 0 || samples_init(&b->cycle, cap) != 0) {
     fprintf(stderr, "redlock-bench: out of memory for %zu samples\n", cap);

@@ -1,13 +1,27 @@
 #!/bin/sh
-# scripts/check_layers.sh [SRC_DIR]: keeps the module graph of
-# docs/architecture.md true.  Every module of src/ has a layer below; a file
-# may include the headers of its own layer and of lower ones (and the public
-# headers), never a higher layer's: calls go down, and what a lower module
-# must tell a higher one goes up through a callback it was handed.  A module
-# missing from the table fails too, so a new file gets a layer on purpose.
-# Run by ctest as unit.layers; exits 1 and names each offending #include.
+# scripts/check_layers.sh SRC_DIR [OBJ_DIR]: keeps the module graph of
+# docs/architecture.md true.  Every module of src/ has a layer below (the one
+# table both checks read); a module missing from it fails, so a new file gets
+# a layer on purpose.
+#
+# Includes (always): a file may include the headers of its own layer and of
+# lower ones (and the public headers), never a higher layer's.
+#
+# Calls (with OBJ_DIR, the library's object files, e.g.
+# build/CMakeFiles/redlock_objects.dir/src): nm maps every global symbol an
+# object defines to its module; for every undefined symbol of an object that
+# another object defines, the definer's layer must be at or below the user's,
+# and no two modules may reach each other, directly or through others, even
+# within one layer: calls go down, and what a lower module must tell a higher
+# one goes up through a callback it was handed.  The public API (redlock_*)
+# defined in a layer-4 module or above stands above the whole library
+# (layer PUBLIC_LAYER): nothing inside calls back into it.
+#
+#   check_layers.sh --layer MODULE   prints MODULE's layer (for the self-test)
+#
+# Run by ctest as unit.layers (includes) and unit.layers_calls (both); exits
+# 1 and names each offending #include, call and pair.
 set -u
-src=${1:-$(dirname "$0")/../src}
 
 layer_of() {
   case "$1" in
@@ -35,10 +49,20 @@ layer_of() {
   *) echo unknown ;;
   esac
 }
+# The layer of the public API's definitions in the call check: above all.
+PUBLIC_LAYER=5
+
+if [ "${1:-}" = --layer ]; then
+  layer_of "${2:-}"
+  exit 0
+fi
+src=${1:-$(dirname "$0")/../src}
+obj=${2:-}
 
 status=0
 for file in "$src"/*.c "$src"/*.h; do
-  base=$(basename "$file")
+  [ -e "$file" ] || continue
+  base=${file##*/}
   module=${base%.*}
   mine=$(layer_of "$module")
   if [ "$mine" = unknown ]; then
@@ -58,4 +82,141 @@ for file in "$src"/*.c "$src"/*.h; do
   done
 done
 [ $status -eq 0 ] && echo "module layers: every #include in $src goes down or sideways"
+[ -n "$obj" ] || exit $status
+
+# ---- calls between object files --------------------------------------------
+tmp=$(mktemp "${TMPDIR:-/tmp}/check_layers.XXXXXX") || exit 1
+trap 'rm -f "$tmp" "$tmp.nm"' EXIT
+# The layer of each object's module ("module layer" lines), then one nm over
+# them all (nm starts slowly).
+found=0
+set --
+for o in "$obj"/*.o; do
+  [ -e "$o" ] || continue
+  found=1
+  base=${o##*/}
+  module=${base%%.*}
+  mine=$(layer_of "$module")
+  if [ "$mine" = unknown ] || [ "$mine" = public ]; then
+    echo "FAIL: $base: module '$module' has no layer in $0"
+    status=1
+    continue
+  fi
+  echo "$module $mine" >>"$tmp"
+  set -- "$@" "$o"
+done
+if [ $found -eq 0 ]; then
+  echo "FAIL: no object files (*.o) in $obj"
+  exit 1
+fi
+# nm -A -P: "PATH: name type [value size]" per global symbol.
+if [ $# -gt 0 ] && ! nm -A -P -g "$@" >"$tmp.nm"; then
+  echo "FAIL: nm could not read the objects in $obj"
+  rm -f "$tmp.nm"
+  exit 1
+fi
+touch "$tmp.nm"
+
+awk -v public_layer="$PUBLIC_LAYER" '
+  FNR == NR { lay[$1] = $2 + 0; mod[$1] = 1; next }
+  {
+    # "dir/lock.c.o: name type ...": the module is "lock".
+    m = $1
+    sub(/:$/, "", m)
+    sub(/.*\//, "", m)
+    sub(/\..*/, "", m)
+    if (!(m in mod) || NF < 3) next
+    s = $2; t = $3
+  }
+  # Undefined: U, and weak undefined (w, v).  Everything else nm -g lists is
+  # a definition.
+  t == "U" || t == "w" || t == "v" { use[++nuse] = m " " s; next }
+  {
+    def[s] = m
+    # The public API defined in the engine or above is the top of the graph.
+    symlay[s] = (s ~ /^redlock_/ && lay[m] >= 4) ? public_layer : lay[m]
+  }
+  END {
+    bad = 0
+    for (i = 1; i <= nuse; i++) {
+      split(use[i], f, " ")
+      u = f[1]; s = f[2]
+      if (!(s in def) || def[s] == u) continue
+      d = def[s]
+      k = u SUBSEP d
+      if (!(k in syms)) { edge[k] = 1; syms[k] = s } else syms[k] = syms[k] " " s
+      if (symlay[s] > lay[u] + 0) {
+        if (k in up) up[k] = up[k] " " s
+        else up[k] = s
+      }
+    }
+    # Upward calls, one line per pair of modules.
+    n = 0
+    for (k in up) line[++n] = k
+    sortlines(n)
+    for (i = 1; i <= n; i++) {
+      split(line[i], f, SUBSEP)
+      printf "FAIL: upward call: %s.o (layer %d) calls %s.o (layer %d%s): %s\n", \
+        f[1], lay[f[1]], f[2], lay[f[2]], publicnote(up[line[i]]), up[line[i]]
+      bad = 1
+    }
+    # Reach: the transitive closure of the call edges.
+    nm = 0
+    for (m in mod) names[++nm] = m
+    for (i = 1; i <= nm; i++) line[i] = names[i]
+    sortlines(nm)
+    for (i = 1; i <= nm; i++) names[i] = line[i]
+    for (i = 1; i <= nm; i++)
+      for (j = 1; j <= nm; j++)
+        if ((names[i] SUBSEP names[j]) in edge) reach[i, j] = 1
+    for (k = 1; k <= nm; k++)
+      for (i = 1; i <= nm; i++) {
+        if (!((i, k) in reach)) continue
+        for (j = 1; j <= nm; j++)
+          if ((k, j) in reach) reach[i, j] = 1
+      }
+    # Pairs that call each other directly, then each cycle (modules that
+    # all reach one another) with every call inside it: the calls to cut.
+    for (i = 1; i <= nm; i++)
+      for (j = i + 1; j <= nm; j++) {
+        a = names[i]; b = names[j]
+        if (!((a SUBSEP b) in edge) || !((b SUBSEP a) in edge)) continue
+        printf "FAIL: %s.o and %s.o call each other: %s -> %s [%s]; %s -> %s [%s]\n", \
+          a, b, a, b, syms[a, b], b, a, syms[b, a]
+        bad = 1
+      }
+    for (i = 1; i <= nm; i++) {
+      if (i in done) continue
+      members = names[i]; nmem = 1; done[i] = 1
+      for (j = i + 1; j <= nm; j++)
+        if (((i, j) in reach) && ((j, i) in reach)) {
+          members = members " " names[j]; nmem++; done[j] = 1; in_scc[j] = i
+        }
+      in_scc[i] = i
+      if (nmem < 2) continue
+      bad = 1
+      printf "FAIL: a cycle: %s reach each other; the calls inside it:\n", members
+      for (a = 1; a <= nm; a++)
+        for (b = 1; b <= nm; b++)
+          if (in_scc[a] == i && in_scc[b] == i && ((names[a] SUBSEP names[b]) in edge))
+            printf "  %s -> %s [%s]\n", names[a], names[b], syms[names[a], names[b]]
+    }
+    if (!bad)
+      printf "module layers: every call between the %d objects goes down or sideways, no cycle\n", nm
+    exit bad
+  }
+  function publicnote(list,   n, f, t, pub) {
+    n = split(list, f, " ")
+    for (t = 1; t <= n; t++) if (symlay[f[t]] == public_layer && f[t] ~ /^redlock_/) pub = 1
+    return pub ? "; public API: layer " public_layer : ""
+  }
+  # Insertion sort of line[1..n]: the output is stable from run to run.
+  function sortlines(n,   i, j, t) {
+    for (i = 2; i <= n; i++) {
+      t = line[i]
+      for (j = i - 1; j >= 1 && line[j] > t; j--) line[j + 1] = line[j]
+      line[j + 1] = t
+    }
+  }
+' "$tmp" "$tmp.nm" || status=1
 exit $status
