@@ -294,15 +294,16 @@ int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
 
 /* ---- coordination primitives: semaphore, read-write lock (prims.h) ---------------- */
 
-static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uint32_t limit,
-                      uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
+static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
+                      uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
+                      void *arg) {
   if (client == NULL || cb == NULL)
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
   if (calls_check_name(name) != 0 || calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
-  if (kind == LOCK_KIND_SEM && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
+  if (kind == &kind_sem && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
     return REDLOCK_EINVAL;
   /* No reentrancy and no retry policy: one try (a semaphore: one pass over
    * its slots), or waiting woken by releases. */
@@ -318,8 +319,8 @@ static int prim_async(redlock_t *client, lock_kind_t kind, const char *name, uin
   return rc;
 }
 
-static int prim_blocking(redlock_t *client, lock_kind_t kind, const char *name, uint32_t limit,
-                         uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_t **out) {
+static int prim_blocking(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
+                         uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_t **out) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
@@ -337,33 +338,33 @@ static int prim_blocking(redlock_t *client, lock_kind_t kind, const char *name, 
 
 int redlock_semaphore_acquire(redlock_t *client, const char *name, uint32_t limit, uint32_t ttl_ms,
                               uint32_t wait_ms, redlock_lock_t **out) {
-  return prim_blocking(client, LOCK_KIND_SEM, name, limit, ttl_ms, wait_ms, out);
+  return prim_blocking(client, &kind_sem, name, limit, ttl_ms, wait_ms, out);
 }
 
 int redlock_rwlock_read(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
                         redlock_lock_t **out) {
-  return prim_blocking(client, LOCK_KIND_RW_READ, name, 0, ttl_ms, wait_ms, out);
+  return prim_blocking(client, &kind_rw_read, name, 0, ttl_ms, wait_ms, out);
 }
 
 int redlock_rwlock_write(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
                          redlock_lock_t **out) {
-  return prim_blocking(client, LOCK_KIND_RW_WRITE, name, 0, ttl_ms, wait_ms, out);
+  return prim_blocking(client, &kind_rw_write, name, 0, ttl_ms, wait_ms, out);
 }
 
 int redlock_semaphore_acquire_async(redlock_t *client, const char *name, uint32_t limit,
                                     uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
                                     void *arg) {
-  return prim_async(client, LOCK_KIND_SEM, name, limit, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_sem, name, limit, ttl_ms, wait_ms, cb, arg);
 }
 
 int redlock_rwlock_read_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                               uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return prim_async(client, LOCK_KIND_RW_READ, name, 0, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_rw_read, name, 0, ttl_ms, wait_ms, cb, arg);
 }
 
 int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                                uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return prim_async(client, LOCK_KIND_RW_WRITE, name, 0, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_rw_write, name, 0, ttl_ms, wait_ms, cb, arg);
 }
 
 /* ---- stats ------------------------------------------------------------------------ */

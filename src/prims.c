@@ -1,5 +1,5 @@
-/* prims.c: what the kinds of lock handle share (prims.h): the mapping of a
- * primitive call's kind to its table (prim_op_init), and the helpers the
+/* prims.c: what the kinds of lock handle share (prims.h): a primitive
+ * call's kind set on its op (prim_op_init), and the helpers the
  * semaphore and read-write files (kind_sem.c, kind_rw.c) build their keys
  * and commands with. */
 #include "prims.h"
@@ -11,15 +11,8 @@
 
 /* ---- kinds ------------------------------------------------------------------------ */
 
-static const lock_kind_ops_t *const kinds[] = {
-    [LOCK_KIND_MUTEX] = &kind_mutex,
-    [LOCK_KIND_SEM] = &kind_sem,
-    [LOCK_KIND_RW_READ] = &kind_rw_read,
-    [LOCK_KIND_RW_WRITE] = &kind_rw_write,
-};
-
-int prim_op_init(op_acquire_t *op, lock_kind_t kind, const char *name, uint32_t limit) {
-  op->prim.ops = kinds[kind];
+int prim_op_init(op_acquire_t *op, const lock_kind_ops_t *kind, const char *name, uint32_t limit) {
+  op->prim.ops = kind;
   op->prim.limit = limit;
   op->prefix_len = op->op.engine->opts->key_prefix_len;
   const char *names[1] = {name};

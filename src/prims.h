@@ -30,15 +30,6 @@ struct engine;
 typedef struct engine engine_t;
 struct redlock_lock;
 
-/* Which kind a primitive call asks for (calls.c; prim_op_init maps it to
- * the kind's table). */
-typedef enum {
-  LOCK_KIND_MUTEX = 0, /* redlock_lock & co (kind_mutex) */
-  LOCK_KIND_SEM,       /* a semaphore permit: one slot (kind_sem) */
-  LOCK_KIND_RW_READ,   /* a read hold (kind_rw_read) */
-  LOCK_KIND_RW_WRITE,  /* a write hold (kind_rw_write) */
-} lock_kind_t;
-
 /* ---- key names: the one place they are spelled ---------------------------------
  * base = prefix + name + tag.  Semaphore: slot i = base + ":" + i (decimal),
  * limit = base + ":limit".  Read-write lock: base + ":write", ":read",
@@ -89,7 +80,8 @@ typedef struct prim {
 /* Sets the op's kind and fills op->keys (and, when op->fenced,
  * op->fence_keys) and op->prim for a primitive of `kind` named `name`
  * (already checked).  0 or REDLOCK_ENOMEM. */
-int prim_op_init(struct op_acquire *op, lock_kind_t kind, const char *name, uint32_t limit);
+int prim_op_init(struct op_acquire *op, const lock_kind_ops_t *kind, const char *name,
+                 uint32_t limit);
 
 /* ---- kind_sem.c, kind_rw.c: keys ------------------------------------------------ */
 /* Appends s (len bytes) at *w and a NUL; returns where it starts. */

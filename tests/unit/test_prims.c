@@ -203,7 +203,8 @@ static void fake_free(fake_t *f) {
   free(f);
 }
 
-static op_acquire_t *fake_op(fake_t *f, lock_kind_t kind, const char *name, uint32_t limit) {
+static op_acquire_t *fake_op(fake_t *f, const lock_kind_ops_t *kind, const char *name,
+                             uint32_t limit) {
   op_acquire_t *op = calloc(1, sizeof *op);
   assert_non_null(op);
   op->op.engine = &f->engine;
@@ -272,7 +273,7 @@ static void test_sem_keys_and_rounds(void **state) {
   (void)state;
   for (int fencing = 0; fencing <= 1; fencing++) {
     fake_t *f = fake_new("p:", fencing);
-    op_acquire_t *op = fake_op(f, LOCK_KIND_SEM, "jobs", 12);
+    op_acquire_t *op = fake_op(f, &kind_sem, "jobs", 12);
     assert_int_equal(op->n_keys, 2);
     assert_string_equal(op->keys[1], "p:jobs:sem:limit");
     assert_int_equal(op->key_lens[1], strlen("p:jobs:sem:limit"));
@@ -412,7 +413,7 @@ static void test_rw_keys_and_rounds(void **state) {
   for (int fencing = 0; fencing <= 1; fencing++) {
     for (int write = 0; write <= 1; write++) {
       fake_t *f = fake_new("", fencing);
-      op_acquire_t *op = fake_op(f, write ? LOCK_KIND_RW_WRITE : LOCK_KIND_RW_READ, "cfg", 0);
+      op_acquire_t *op = fake_op(f, write ? &kind_rw_write : &kind_rw_read, "cfg", 0);
       assert_int_equal(op->n_keys, 3);
       assert_string_equal(op->keys[0], "cfg:rw:write");
       assert_string_equal(op->keys[1], "cfg:rw:read");
@@ -524,7 +525,7 @@ static round_t *voted_round(fake_t *f, op_acquire_t *op, const int64_t *integers
 static void test_votes(void **state) {
   (void)state;
   fake_t *f = fake_new("", 0);
-  op_acquire_t *op = fake_op(f, LOCK_KIND_SEM, "s", 2);
+  op_acquire_t *op = fake_op(f, &kind_sem, "s", 2);
   /* Held here, yes there: nothing to say. */
   int64_t ints[N_NODES] = {0, 1, 1};
   vote_state_t states[N_NODES] = {VOTE_NO, VOTE_YES, VOTE_YES};
@@ -556,7 +557,7 @@ static void test_votes(void **state) {
 
   /* A writer refused by readers while it waits: its intent is out there,
    * its retries refresh it, and its end withdraws it. */
-  op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
+  op = fake_op(f, &kind_rw_write, "w", 0);
   int64_t w_ints[N_NODES] = {PRIM_RW_READERS, 0, 1};
   vote_state_t w_states[N_NODES] = {VOTE_NO, VOTE_NO, VOTE_YES};
   assert_int_equal(kind_retry_delay_ms(op, 5000), 5000);
@@ -568,7 +569,7 @@ static void test_votes(void **state) {
   assert_int_equal(kind_retry_delay_ms(op, 10), 10);
   fake_op_free(op);
   /* ... but not a one-shot writer (it set none). */
-  op = fake_op(f, LOCK_KIND_RW_WRITE, "w", 0);
+  op = fake_op(f, &kind_rw_write, "w", 0);
   op->mode = LOCK_MODE_TRY;
   round = voted_round(f, op, w_ints, w_states);
   assert_int_equal(kind_verdict(op, round), 0);
@@ -576,7 +577,7 @@ static void test_votes(void **state) {
   assert_int_equal(op->prim.intent_set, 0);
   fake_op_free(op);
   /* A reader's -1 (a writer waits) is just a refusal. */
-  op = fake_op(f, LOCK_KIND_RW_READ, "w", 0);
+  op = fake_op(f, &kind_rw_read, "w", 0);
   round = voted_round(f, op, w_ints, w_states);
   assert_int_equal(kind_verdict(op, round), 0);
   round_discard(round);
