@@ -101,7 +101,7 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
 static int submit_lock_op(redlock_t *client, op_t *op) {
   int rc = 0;
   uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN)
+  if (client->queue.state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
   else
     rc = lock_claim_locked(op);
@@ -221,7 +221,7 @@ static int check_blocking(const redlock_t *client) {
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (!client->own_thread || client_on_loop_thread(client))
+  if (!client->run.own_thread || client_on_loop_thread(client))
     return REDLOCK_EWOULDBLOCK;
   return 0;
 }

@@ -29,7 +29,7 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   if (rc != 0)
     return rc;
   uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN)
+  if (client->queue.state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
   else if (ptrset_add(&client->engine.live_elections, e) != 0)
     rc = REDLOCK_ENOMEM;
@@ -48,7 +48,7 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
  * redlock_open_uv client's loop runs on the caller's thread, which the
  * contract says resign is called from. */
 static int on_loop(const redlock_t *client) {
-  return !client->own_thread || client_on_loop_thread(client);
+  return !client->run.own_thread || client_on_loop_thread(client);
 }
 
 int redlock_resign(redlock_t *client, redlock_election_t *e) {
@@ -62,7 +62,7 @@ int redlock_resign(redlock_t *client, redlock_election_t *e) {
     return REDLOCK_EIO;
   int rc = 0;
   uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN)
+  if (client->queue.state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
   else if (!ptrset_remove(&client->engine.live_elections, e))
     rc = REDLOCK_EINVAL; /* resigned already, or not this client's */

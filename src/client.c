@@ -19,7 +19,7 @@ static void client_module_closed(redlock_t *client);
 
 /* ---- small services ----------------------------------------------------------------- */
 
-uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->rng); }
+uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->random.rng); }
 
 uint64_t client_now_ns(const redlock_t *client) { return tb_now_ns(&client->timebase); }
 
@@ -28,10 +28,10 @@ int client_check_fork(const redlock_t *client) {
 }
 
 int client_on_loop_thread(const redlock_t *client) {
-  if (!client->own_thread)
+  if (!client->run.own_thread)
     return 0;
   uv_thread_t self = uv_thread_self();
-  return uv_thread_equal(&self, &client->loop_thread_id);
+  return uv_thread_equal(&self, &client->run.thread_id);
 }
 
 /* round_env_t.decided: a caller's round was decided (redlock_last_votes):
@@ -98,30 +98,30 @@ static void fire_round_deadlines(void *arg) { round_deadlines_fire(arg); }
 
 static void deadline_timer_cb(tb_timer_t *timer) {
   redlock_t *client = timer->data;
-  client->deadline_armed_ns = 0;
+  client->deadline.armed_ns = 0;
   /* The voters catch up on their sockets around the rounds' deadlines, and
    * say when their replays are to be judged again. */
   uint64_t due_ns = voters_tick(&client->voters, fire_round_deadlines, &client->rounds);
   if (due_ns != 0)
     client_arm_deadline(client, due_ns);
   /* The close's own bound: whatever the masters' speed. */
-  if (client->close_phase == CLOSE_DRAINING && !client->close_out_of_time) {
-    if (client_now_ns(client) >= client->close_deadline_ns)
+  if (client->close.phase == CLOSE_DRAINING && !client->close.out_of_time) {
+    if (client_now_ns(client) >= client->close.deadline_ns)
       client_close_out_of_time(client);
     else
-      client_arm_deadline(client, client->close_deadline_ns);
+      client_arm_deadline(client, client->close.deadline_ns);
   }
   client_maybe_finish_close(client);
 }
 
 static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   /* Deadlines are created in order: an armed timer already fires no later. */
-  if (client->deadline_armed_ns != 0 && client->deadline_armed_ns <= deadline_ns)
+  if (client->deadline.armed_ns != 0 && client->deadline.armed_ns <= deadline_ns)
     return;
   uint64_t now = client_now_ns(client);
   uint64_t delay_ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
-  client->deadline_armed_ns = deadline_ns;
-  if (tb_timer_start(&client->deadline_timer, deadline_timer_cb, delay_ms) != 0)
+  client->deadline.armed_ns = deadline_ns;
+  if (tb_timer_start(&client->deadline.timer, deadline_timer_cb, delay_ms) != 0)
     client_log(client, REDLOCK_LOG_ERROR,
                "cannot arm the deadline timer: requests may time out late");
 }
@@ -138,7 +138,7 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
 
 int client_submit(redlock_t *client, op_t *op) {
   uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN) {
+  if (client->queue.state != CLIENT_OPEN) {
     uv_mutex_unlock(&client->mutex);
     return REDLOCK_ECLOSED;
   }
@@ -149,32 +149,32 @@ int client_submit(redlock_t *client, op_t *op) {
 
 int client_enter(redlock_t *client) {
   uv_mutex_lock(&client->mutex);
-  int rc = client->state == CLIENT_OPEN ? 0 : REDLOCK_ECLOSED;
+  int rc = client->queue.state == CLIENT_OPEN ? 0 : REDLOCK_ECLOSED;
   if (rc == 0)
-    client->callers++;
+    client->queue.callers++;
   uv_mutex_unlock(&client->mutex);
   return rc;
 }
 
 void client_leave(redlock_t *client) {
   uv_mutex_lock(&client->mutex);
-  if (--client->callers == 0 && client->state != CLIENT_OPEN)
-    uv_cond_signal(&client->callers_left);
+  if (--client->queue.callers == 0 && client->queue.state != CLIENT_OPEN)
+    uv_cond_signal(&client->queue.callers_left);
   uv_mutex_unlock(&client->mutex);
 }
 
 void client_enqueue_locked(redlock_t *client, op_t *op) {
   op->thread = uv_thread_self(); /* the caller's thread: its rounds' votes are kept for it */
   op->has_thread = 1;
-  int was_empty = list_empty(&client->submit_queue);
-  list_insert_tail(&client->submit_queue, &op->link);
-  atomic_store_explicit(&client->submits_queued, 1, memory_order_relaxed);
+  int was_empty = list_empty(&client->queue.ops);
+  list_insert_tail(&client->queue.ops, &op->link);
+  atomic_store_explicit(&client->queue.queued, 1, memory_order_relaxed);
   /* Sent under the mutex so that a close cannot free the handle in between. */
-  if (was_empty && client->loop_polling) {
-    client->loop_polling = 0; /* one wake-up per batch */
+  if (was_empty && client->queue.loop_polling) {
+    client->queue.loop_polling = 0; /* one wake-up per batch */
     /* Fails only on a handle being closed: the teardown closes it after the
      * state left OPEN, and nothing is enqueued after that. */
-    (void)uv_async_send(&client->wakeup);
+    (void)uv_async_send(&client->run.wakeup);
   }
 }
 
@@ -183,7 +183,7 @@ static void client_teardown(redlock_t *client);
 
 void client_run_or_park(redlock_t *client, op_t *op) {
   if (op->ops->acquires && !voters_started(&client->voters)) {
-    list_insert_tail(&client->parked_ops, &op->link);
+    list_insert_tail(&client->queue.parked, &op->link);
     return;
   }
   op->ops->dispatch(op);
@@ -194,24 +194,24 @@ static void client_drain(redlock_t *client) {
   list_node_t batch;
   list_init(&batch);
   uv_mutex_lock(&client->mutex);
-  for (unsigned n = 0; n < CLIENT_DRAIN_MAX && !list_empty(&client->submit_queue); n++) {
-    list_node_t *first = client->submit_queue.next;
+  for (unsigned n = 0; n < CLIENT_DRAIN_MAX && !list_empty(&client->queue.ops); n++) {
+    list_node_t *first = client->queue.ops.next;
     list_remove(first);
     list_insert_tail(&batch, first);
   }
-  int rest = !list_empty(&client->submit_queue);
-  atomic_store_explicit(&client->submits_queued, rest, memory_order_relaxed);
-  client->loop_polling = 0;
+  int rest = !list_empty(&client->queue.ops);
+  atomic_store_explicit(&client->queue.queued, rest, memory_order_relaxed);
+  client->queue.loop_polling = 0;
   uv_mutex_unlock(&client->mutex);
   while (!list_empty(&batch)) {
     op_t *op = list_entry(batch.next, op_t, link);
     list_remove(&op->link);
-    if (client->close_phase != CLOSE_NONE && op->ops->acquires)
+    if (client->close.phase != CLOSE_NONE && op->ops->acquires)
       op->ops->fail(op, REDLOCK_ECANCELED);
     else
       client_run_or_park(client, op);
   }
-  if (client->close_phase == CLOSE_QUEUED)
+  if (client->close.phase == CLOSE_QUEUED)
     client_teardown(client);
 }
 
@@ -221,7 +221,7 @@ static void wakeup_cb(uv_async_t *async) { client_drain(async->data); }
  * skips the mutex on turns with nothing queued. */
 static void turn_check_cb(uv_check_t *check) {
   redlock_t *client = check->data;
-  if (atomic_load_explicit(&client->submits_queued, memory_order_relaxed))
+  if (atomic_load_explicit(&client->queue.queued, memory_order_relaxed))
     client_drain(client);
 }
 
@@ -232,11 +232,11 @@ static void turn_again_cb(uv_idle_t *idle) {
 }
 
 void client_defer_wake(redlock_t *client, sync_waiter_t *w) {
-  if (client->close_phase == CLOSE_TEARING_DOWN) {
+  if (client->close.phase == CLOSE_TEARING_DOWN) {
     uv_sem_post(&w->sem); /* turn_end may not run again */
     return;
   }
-  list_insert_tail(&client->wakes, &w->link);
+  list_insert_tail(&client->run.wakes, &w->link);
 }
 
 /* Wakes the blocked callers whose calls ended.  Done once per turn, after the
@@ -244,8 +244,8 @@ void client_defer_wake(redlock_t *client, sync_waiter_t *w) {
  * one): a caller woken at once from a reply callback would, on a busy
  * machine, preempt the loop thread in the middle of its turn. */
 static void client_wake_callers(redlock_t *client) {
-  while (!list_empty(&client->wakes)) {
-    sync_waiter_t *w = list_entry(client->wakes.next, sync_waiter_t, link);
+  while (!list_empty(&client->run.wakes)) {
+    sync_waiter_t *w = list_entry(client->run.wakes.next, sync_waiter_t, link);
     list_remove(&w->link);
     uv_sem_post(&w->sem); /* the caller may return, and w vanish, at once */
   }
@@ -258,21 +258,21 @@ static void turn_end_cb(uv_prepare_t *prepare) {
   redlock_t *client = prepare->data;
   client_wake_callers(client);
   uv_mutex_lock(&client->mutex);
-  int queued = !list_empty(&client->submit_queue);
-  client->loop_polling = !queued;
+  int queued = !list_empty(&client->queue.ops);
+  client->queue.loop_polling = !queued;
   uv_mutex_unlock(&client->mutex);
   if (queued)
-    (void)uv_idle_start(&client->turn_again, turn_again_cb); /* cannot fail: cb is set */
+    (void)uv_idle_start(&client->run.turn_again, turn_again_cb); /* cannot fail: cb is set */
 }
 
 /* voters_hooks_t.started: every voter had its first connection attempt:
  * redlock_open returns, and parked calls start. */
 static void client_voters_started(void *arg) {
   redlock_t *client = arg;
-  if (client->own_thread)
-    uv_sem_post(&client->startup_sem);
-  while (!list_empty(&client->parked_ops)) {
-    op_t *op = list_entry(client->parked_ops.next, op_t, link);
+  if (client->run.own_thread)
+    uv_sem_post(&client->run.startup_sem);
+  while (!list_empty(&client->queue.parked)) {
+    op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
     op->ops->dispatch(op);
   }
@@ -286,8 +286,8 @@ static void client_free(redlock_t *client) {
    * the mutex also orders before the free whatever a call read before it
    * last took the mutex (the fork check, a refused call's arguments). */
   uv_mutex_lock(&client->mutex);
-  while (client->callers > 0)
-    uv_cond_wait(&client->callers_left, &client->mutex);
+  while (client->queue.callers > 0)
+    uv_cond_wait(&client->queue.callers_left, &client->mutex);
   uv_mutex_unlock(&client->mutex);
   notify_free(&client->notify);
   stats_free(client->stats);
@@ -298,10 +298,10 @@ static void client_free(redlock_t *client) {
   engine_free(&client->engine);
   pool_clear(&client->round_pool);
   options_clear(&client->opts);
-  uv_cond_destroy(&client->callers_left);
+  uv_cond_destroy(&client->queue.callers_left);
   uv_mutex_destroy(&client->mutex);
-  if (client->own_thread)
-    uv_sem_destroy(&client->startup_sem);
+  if (client->run.own_thread)
+    uv_sem_destroy(&client->run.startup_sem);
   free(client);
 }
 
@@ -318,7 +318,7 @@ uint64_t client_close_bound_ms(const redlock_options_t *opts) {
  * without sending anything, which frees their handles.  The keys expire at
  * their TTL. */
 static void client_close_out_of_time(redlock_t *client) {
-  client->close_out_of_time = 1;
+  client->close.out_of_time = 1;
   unsigned held = 0, owed = 0;
   for (list_node_t *h = client->engine.held_locks.next; h != &client->engine.held_locks;
        h = h->next)
@@ -341,7 +341,7 @@ static void client_close_out_of_time(redlock_t *client) {
       "still hold is left to expire at their TTL",
       (unsigned long long)client_close_bound_ms(&client->opts), owed, owed ? " (" : "", masters,
       owed ? ")" : "", held);
-  client->close_preparing = 1; /* rounds settling below do not recurse into the close */
+  client->close.preparing = 1; /* rounds settling below do not recurse into the close */
   voters_abandon(&client->voters);
   /* No master takes anything now: each release round is decided at once
    * (what a round still waits on, if anything, lets the rest go as it
@@ -349,36 +349,36 @@ static void client_close_out_of_time(redlock_t *client) {
   while (engine_release_held(&client->engine) &&
          round_env_pending(&client->rounds) < LOCK_CLOSE_WINDOW) {
   }
-  client->close_preparing = 0;
+  client->close.preparing = 0;
 }
 
 static void client_begin_close(redlock_t *client) {
-  if (client->close_phase != CLOSE_NONE)
+  if (client->close.phase != CLOSE_NONE)
     return;
-  client->close_phase = CLOSE_DRAINING;
-  client->close_deadline_ns =
+  client->close.phase = CLOSE_DRAINING;
+  client->close.deadline_ns =
       client_now_ns(client) + client_close_bound_ms(&client->opts) * 1000000u;
-  client_arm_deadline(client, client->close_deadline_ns);
+  client_arm_deadline(client, client->close.deadline_ns);
   client->notify.closing = 1;  /* no more reconnects of subscribers */
-  client->close_preparing = 1; /* no teardown until the releases below are out */
+  client->close.preparing = 1; /* no teardown until the releases below are out */
   client_log(client, REDLOCK_LOG_DEBUG, "closing");
   /* Parked calls never started: they fail as canceled, with the others
    * the engine cancels. */
-  while (!list_empty(&client->parked_ops)) {
-    op_t *op = list_entry(client->parked_ops.next, op_t, link);
+  while (!list_empty(&client->queue.parked)) {
+    op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
     list_insert_tail(&client->engine.ops_in_flight, &op->link);
     op->ops->fail(op, REDLOCK_ECANCELED);
   }
   engine_begin_close(&client->engine);
-  client->close_preparing = 0;
+  client->close.preparing = 0;
   client_maybe_finish_close(client);
 }
 
 /* The close's op (close_op in struct redlock): taken from the submit queue
  * in order, after the calls queued before it. */
 static void close_op_dispatch(op_t *op) {
-  client_begin_close(container_of(op, redlock_t, close_op));
+  client_begin_close(container_of(op, redlock_t, close.op));
 }
 
 /* Never failed (it is not an acquisition) nor freed (struct redlock holds
@@ -401,23 +401,23 @@ static const op_ops_t close_op_ops = {.name = "close",
                                       .free = close_op_free};
 
 void client_maybe_finish_close(redlock_t *client) {
-  if (client->close_phase != CLOSE_DRAINING || client->close_preparing)
+  if (client->close.phase != CLOSE_DRAINING || client->close.preparing)
     return;
   /* Held locks are released a window at a time; each round that settles
    * lets the next ones go.  Flagged, so that rounds settling inside (masters
    * down) do not recurse back here. */
-  client->close_preparing = 1;
+  client->close.preparing = 1;
   int holding = engine_release_held(&client->engine);
-  client->close_preparing = 0;
+  client->close.preparing = 0;
   if (holding || engine_busy(&client->engine) || !round_env_idle(&client->rounds) ||
-      !list_empty(&client->parked_ops))
+      !list_empty(&client->queue.parked))
     return;
   /* Releases replayed to a master that came back are owed too. */
   if (voters_owe_releases(&client->voters))
     return;
   /* Tear down from the wake-up callback, never from inside a hiredis one. */
-  client->close_phase = CLOSE_QUEUED;
-  (void)uv_async_send(&client->wakeup); /* not closed before the teardown it queues */
+  client->close.phase = CLOSE_QUEUED;
+  (void)uv_async_send(&client->run.wakeup); /* not closed before the teardown it queues */
 }
 
 static void client_handle_closed_cb(uv_handle_t *handle) { client_module_closed(handle->data); }
@@ -426,7 +426,7 @@ static void deadline_timer_closed(tb_timer_t *timer) { client_module_closed(time
 
 static void flusher_closed_cb(uv_handle_t *handle) {
   conn_flusher_t *flusher = handle->data;
-  client_module_closed(container_of(flusher, redlock_t, flusher));
+  client_module_closed(container_of(flusher, redlock_t, run.flusher));
 }
 
 static void notify_closed_cb(void *arg) { client_module_closed(arg); }
@@ -434,14 +434,14 @@ static void notify_closed_cb(void *arg) { client_module_closed(arg); }
 /* One module (the voters, the notifier, one of the client's own handles) is
  * closed; the last one frees the client (or lets its thread end). */
 static void client_module_closed(redlock_t *client) {
-  if (--client->modules_open > 0)
+  if (--client->close.modules_open > 0)
     return;
   uv_mutex_lock(&client->mutex);
-  client->state = CLIENT_CLOSED;
+  client->queue.state = CLIENT_CLOSED;
   uv_mutex_unlock(&client->mutex);
-  if (!client->own_thread) {
-    void (*closed)(void *) = client->closed_cb;
-    void *arg = client->closed_arg;
+  if (!client->run.own_thread) {
+    void (*closed)(void *) = client->close.closed_cb;
+    void *arg = client->close.closed_arg;
     client_free(client);
     if (closed != NULL)
       closed(arg);
@@ -454,20 +454,20 @@ static void client_module_closed(redlock_t *client) {
 
 static void client_teardown(redlock_t *client) {
   client_wake_callers(client);
-  client->close_phase = CLOSE_TEARING_DOWN;
-  client->modules_open = 1 /* voters */ + 1 /* notifier */ + CLIENT_OWN_HANDLES;
+  client->close.phase = CLOSE_TEARING_DOWN;
+  client->close.modules_open = 1 /* voters */ + 1 /* notifier */ + CLIENT_OWN_HANDLES;
   /* Submitters send their wake-up under the mutex while the state is OPEN;
    * it is CLOSING now, so none can touch `wakeup` once we hold the mutex. */
   uv_mutex_lock(&client->mutex);
   uv_mutex_unlock(&client->mutex);
   voters_shutdown(&client->voters);
   notify_shutdown(&client->notify, notify_closed_cb);
-  tb_timer_close(&client->deadline_timer, deadline_timer_closed);
-  uv_close((uv_handle_t *)&client->wakeup, client_handle_closed_cb);
-  uv_close((uv_handle_t *)&client->turn_check, client_handle_closed_cb);
-  uv_close((uv_handle_t *)&client->turn_end, client_handle_closed_cb);
-  uv_close((uv_handle_t *)&client->turn_again, client_handle_closed_cb);
-  conn_flusher_close(&client->flusher, flusher_closed_cb);
+  tb_timer_close(&client->deadline.timer, deadline_timer_closed);
+  uv_close((uv_handle_t *)&client->run.wakeup, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->run.turn_check, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->run.turn_end, client_handle_closed_cb);
+  uv_close((uv_handle_t *)&client->run.turn_again, client_handle_closed_cb);
+  conn_flusher_close(&client->run.flusher, flusher_closed_cb);
 }
 
 /* ---- open ----------------------------------------------------------------------------- */
@@ -504,10 +504,10 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
 static int client_compose(redlock_t *client, voter_t *const *fakes) {
   const redlock_options_t *opts = &client->opts;
   const voters_config_t cfg = {
-      .flusher = &client->flusher,
+      .flusher = &client->run.flusher,
       .tls = client->tls,
       .log = &client->log,
-      .rng = &client->rng,
+      .rng = &client->random.rng,
       .mutex = &client->mutex,
       .connect_timeout_ms = opts->connect_timeout_ms,
       .request_timeout_ms = opts->request_timeout_ms,
@@ -545,7 +545,7 @@ static void engine_run(void *arg, op_t *op) { client_run_or_park(arg, op); }
 static int engine_is_open(void *arg) {
   redlock_t *client = arg;
   uv_mutex_lock(&client->mutex);
-  int open = client->state == CLIENT_OPEN;
+  int open = client->queue.state == CLIENT_OPEN;
   uv_mutex_unlock(&client->mutex);
   return open;
 }
@@ -566,8 +566,8 @@ static void client_compose_engine(redlock_t *client) {
   engine->notify = &client->notify;
   engine->owner = &engine_owner;
   engine->owner_arg = client;
-  engine->rng = &client->rng;
-  engine->values = &client->value_pool;
+  engine->rng = &client->random.rng;
+  engine->values = &client->random.values;
   engine->mutex = &client->mutex;
 }
 
@@ -583,7 +583,7 @@ static void client_compose_stats(redlock_t *client) {
       .rounds = &client->rounds,
       .tb = &client->timebase,
       .n_masters = client->n_nodes,
-      .quorum = client->quorum,
+      .quorum = quorum_size(client->n_nodes),
       .label = client_master_label,
       .label_arg = client,
   };
@@ -602,34 +602,33 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   redlock_t *client = calloc(1, sizeof *client);
   if (client == NULL)
     return REDLOCK_ENOMEM;
-  if (uv_cond_init(&client->callers_left) != 0) {
+  if (uv_cond_init(&client->queue.callers_left) != 0) {
     free(client);
     return REDLOCK_ENOMEM;
   }
   if (uv_mutex_init(&client->mutex) != 0) {
-    uv_cond_destroy(&client->callers_left);
+    uv_cond_destroy(&client->queue.callers_left);
     free(client);
     return REDLOCK_ENOMEM;
   }
   if (options_copy(&client->opts, opts) != 0) {
     uv_mutex_destroy(&client->mutex);
-    uv_cond_destroy(&client->callers_left);
+    uv_cond_destroy(&client->queue.callers_left);
     free(client);
     return REDLOCK_ENOMEM;
   }
   if (tb != NULL)
     client->timebase = *tb;
   else
-    timebase_uv_init(&client->timebase, loop != NULL ? loop : &client->own_loop);
+    timebase_uv_init(&client->timebase, loop != NULL ? loop : &client->run.own_loop);
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   fork_guard_init(&client->fork_guard);
   client->n_nodes = (unsigned)opts->n_nodes;
-  client->quorum = quorum_size(client->n_nodes);
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   pool_init(&client->round_pool);
-  list_init(&client->submit_queue);
-  list_init(&client->parked_ops);
-  list_init(&client->wakes);
+  list_init(&client->queue.ops);
+  list_init(&client->queue.parked);
+  list_init(&client->run.wakes);
   client_compose_engine(client);
   client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
@@ -671,7 +670,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     client_free(client);
     return rc;
   }
-  jitter_rng_seed(&client->rng, seed);
+  jitter_rng_seed(&client->random.rng, seed);
   *out = client;
   return 0;
 }
@@ -679,45 +678,45 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
 /* The client's own uv handles on `loop` (any thread, before the loop runs
  * them). */
 static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
-  client->loop = loop;
+  client->run.loop = loop;
   voters_set_loop(&client->voters, loop);
-  if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
+  if (uv_async_init(loop, &client->run.wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
-  client->wakeup.data = client;
+  client->run.wakeup.data = client;
   /* Until its first turn ends the loop may be asleep on other work: the
    * first call wakes it (a spare wake-up is harmless). */
-  client->loop_polling = 1;
+  client->queue.loop_polling = 1;
   /* libuv's check, prepare, idle and timer inits and starts return 0 on an
    * initialised loop (they only link the handle in); a nonzero return would
    * come from a libuv we do not know, and is refused before the loop runs
    * any of them. */
-  if (uv_check_init(loop, &client->turn_check) != 0 ||
-      uv_prepare_init(loop, &client->turn_end) != 0 ||
-      uv_idle_init(loop, &client->turn_again) != 0 ||
-      uv_check_start(&client->turn_check, turn_check_cb) != 0 ||
-      uv_prepare_start(&client->turn_end, turn_end_cb) != 0)
+  if (uv_check_init(loop, &client->run.turn_check) != 0 ||
+      uv_prepare_init(loop, &client->run.turn_end) != 0 ||
+      uv_idle_init(loop, &client->run.turn_again) != 0 ||
+      uv_check_start(&client->run.turn_check, turn_check_cb) != 0 ||
+      uv_prepare_start(&client->run.turn_end, turn_end_cb) != 0)
     return REDLOCK_EIO;
-  client->turn_check.data = client;
-  client->turn_end.data = client;
-  client->turn_again.data = client;
+  client->run.turn_check.data = client;
+  client->run.turn_end.data = client;
+  client->run.turn_again.data = client;
   /* Not these three: the wake-up alone keeps a caller's loop alive. */
-  uv_unref((uv_handle_t *)&client->turn_check);
-  uv_unref((uv_handle_t *)&client->turn_end);
-  uv_unref((uv_handle_t *)&client->turn_again);
-  if (tb_timer_init(&client->timebase, &client->deadline_timer, client) != 0)
+  uv_unref((uv_handle_t *)&client->run.turn_check);
+  uv_unref((uv_handle_t *)&client->run.turn_end);
+  uv_unref((uv_handle_t *)&client->run.turn_again);
+  if (tb_timer_init(&client->timebase, &client->deadline.timer, client) != 0)
     return REDLOCK_EIO;
-  conn_flusher_init(&client->flusher, loop);
+  conn_flusher_init(&client->run.flusher, loop);
   return 0;
 }
 
 static void loop_thread_main(void *arg) {
   redlock_t *client = arg;
-  client->loop_thread_id = uv_thread_self();
+  client->run.thread_id = uv_thread_self();
   voters_start(&client->voters);
-  uv_run(&client->own_loop, UV_RUN_DEFAULT);
+  uv_run(&client->run.own_loop, UV_RUN_DEFAULT);
   /* Every handle is closed: the loop has nothing left. */
-  uv_loop_close(&client->own_loop);
-  if (client->free_on_exit) {
+  uv_loop_close(&client->run.own_loop);
+  if (client->run.free_on_exit) {
     uv_thread_t self = uv_thread_self();
     client_free(client);
     pthread_detach(self);
@@ -732,21 +731,21 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
   int rc = client_new(&client, opts, NULL, NULL, NULL);
   if (rc != 0)
     return rc;
-  client->own_thread = 1;
-  if (uv_sem_init(&client->startup_sem, 0) != 0) {
-    client->own_thread = 0;
+  client->run.own_thread = 1;
+  if (uv_sem_init(&client->run.startup_sem, 0) != 0) {
+    client->run.own_thread = 0;
     client_free(client);
     return REDLOCK_EIO;
   }
   /* libuv's allocation failing is ENOMEM; anything else (no descriptor
    * left for its pipes, ...) is EIO. */
-  rc = uv_loop_init(&client->own_loop);
+  rc = uv_loop_init(&client->run.own_loop);
   if (rc != 0) {
     client_free(client);
     return rc == UV_ENOMEM ? REDLOCK_ENOMEM : REDLOCK_EIO;
   }
-  if (client_init_handles(client, &client->own_loop) != 0) {
-    uv_loop_close(&client->own_loop);
+  if (client_init_handles(client, &client->run.own_loop) != 0) {
+    uv_loop_close(&client->run.own_loop);
     client_free(client);
     return REDLOCK_EIO;
   }
@@ -756,22 +755,22 @@ int redlock_open(redlock_t **out, const redlock_options_t *opts) {
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &saved);
-  rc = uv_thread_create(&client->thread, loop_thread_main, client);
+  rc = uv_thread_create(&client->run.thread, loop_thread_main, client);
   pthread_sigmask(SIG_SETMASK, &saved, NULL);
   if (rc != 0) {
-    uv_close((uv_handle_t *)&client->wakeup, NULL);
-    uv_close((uv_handle_t *)&client->turn_check, NULL);
-    uv_close((uv_handle_t *)&client->turn_end, NULL);
-    uv_close((uv_handle_t *)&client->turn_again, NULL);
-    tb_timer_close(&client->deadline_timer, NULL);
-    uv_close((uv_handle_t *)&client->flusher.prepare, NULL);
-    uv_run(&client->own_loop, UV_RUN_DEFAULT);
-    uv_loop_close(&client->own_loop);
+    uv_close((uv_handle_t *)&client->run.wakeup, NULL);
+    uv_close((uv_handle_t *)&client->run.turn_check, NULL);
+    uv_close((uv_handle_t *)&client->run.turn_end, NULL);
+    uv_close((uv_handle_t *)&client->run.turn_again, NULL);
+    tb_timer_close(&client->deadline.timer, NULL);
+    uv_close((uv_handle_t *)&client->run.flusher.prepare, NULL);
+    uv_run(&client->run.own_loop, UV_RUN_DEFAULT);
+    uv_loop_close(&client->run.own_loop);
     client_free(client);
     return REDLOCK_EIO;
   }
   /* Bounded by the connect timeout: every voter's first attempt has a timer. */
-  uv_sem_wait(&client->startup_sem);
+  uv_sem_wait(&client->run.startup_sem);
   *out = client;
   return 0;
 }
@@ -816,13 +815,13 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
 
 /* Marks the client closing and queues the close for the loop. */
 static int client_request_close(redlock_t *client) {
-  op_t *op = &client->close_op;
+  op_t *op = &client->close.op;
   uv_mutex_lock(&client->mutex);
-  if (client->state != CLIENT_OPEN) {
+  if (client->queue.state != CLIENT_OPEN) {
     uv_mutex_unlock(&client->mutex);
     return -1;
   }
-  client->state = CLIENT_CLOSING;
+  client->queue.state = CLIENT_CLOSING;
   op->ops = &close_op_ops;
   op->engine = &client->engine;
   client_enqueue_locked(client, op);
@@ -831,10 +830,10 @@ static int client_request_close(redlock_t *client) {
 }
 
 void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
-  if (client == NULL || client->own_thread || client_check_fork(client) != 0)
+  if (client == NULL || client->run.own_thread || client_check_fork(client) != 0)
     return;
-  client->closed_cb = closed;
-  client->closed_arg = arg;
+  client->close.closed_cb = closed;
+  client->close.closed_arg = arg;
   client_request_close(client);
 }
 
@@ -843,17 +842,17 @@ void redlock_close(redlock_t *client) {
    * exist here, and freeing it could touch a mutex held at the fork. */
   if (client == NULL || client_check_fork(client) != 0)
     return;
-  if (!client->own_thread) {
+  if (!client->run.own_thread) {
     redlock_close_uv(client, NULL, NULL);
     return;
   }
   if (client_on_loop_thread(client)) {
     /* From one of our callbacks: the loop thread frees the client on exit. */
-    client->free_on_exit = 1;
+    client->run.free_on_exit = 1;
     client_request_close(client);
     return;
   }
   client_request_close(client);
-  uv_thread_join(&client->thread);
+  uv_thread_join(&client->run.thread);
   client_free(client);
 }

@@ -48,79 +48,88 @@ typedef enum {
   CLOSE_TEARING_DOWN, /* the modules are closing; client_module_closed counts them */
 } close_phase_t;
 
+/* The loop the client runs on and its turn (client.c). */
+typedef struct client_run {
+  uv_loop_t *loop;        /* const after open: the client's own, or the caller's */
+  uv_loop_t own_loop;     /* own thread: the loop it runs */
+  int own_thread;         /* const: redlock_open: 1; redlock_open_uv: 0 */
+  uv_thread_t thread;     /* own thread: joined by redlock_close */
+  uv_thread_t thread_id;  /* set by the loop thread when it starts */
+  uv_sem_t startup_sem;   /* own thread: redlock_open waits on it */
+  int free_on_exit;       /* own thread: close called from a callback */
+  uv_async_t wakeup;      /* any thread sends (under the mutex); loop handles */
+  uv_check_t turn_check;  /* loop, after poll: drains what was submitted during the turn */
+  uv_prepare_t turn_end;  /* loop, before poll: wakes blocked callers, may the loop sleep? */
+  uv_idle_t turn_again;   /* loop: no sleep, calls arrived while the turn was ending */
+  list_node_t wakes;      /* loop: blocked callers whose call ended this turn */
+  conn_flusher_t flusher; /* loop: one write per master per loop turn */
+} client_run_t;
+
+/* The calls on their way to the loop, and the client's state (client.c). */
+typedef struct client_queue {
+  list_node_t ops;        /* mutex: op_t.link, for the loop */
+  _Atomic int queued;     /* written under the mutex: `ops` is not empty (the loop's
+                           * lock-free peek) */
+  int loop_polling;       /* mutex: the loop drained the queue and may sleep: wake it */
+  client_state_t state;   /* mutex */
+  unsigned callers;       /* mutex: calls that read the client outside the mutex
+                           * (redlock_stats, between client_enter and client_leave);
+                           * client_free waits until there are none */
+  uv_cond_t callers_left; /* signalled (under the mutex) when the last of them leaves
+                           * a client that is closing */
+  list_node_t parked;     /* loop: acquisitions waiting until every voter had its first
+                           * attempt (voters_started) */
+} client_queue_t;
+
+/* The close, loop side (client.c). */
+typedef struct client_close {
+  close_phase_t phase;
+  int preparing;         /* inside client_begin_close or a close-time release window */
+  unsigned modules_open; /* closing: modules (voters, notifier, own handles) not yet closed */
+  void (*closed_cb)(void *arg); /* redlock_close_uv's */
+  void *closed_arg;
+  op_t op;              /* the close (close_op_ops), preallocated: closing never fails for
+                         * want of memory */
+  uint64_t deadline_ns; /* the close's bound ends then (client_close_bound_ms) */
+  int out_of_time;      /* it did; the masters were dropped */
+} client_close_t;
+
 struct redlock {
   /* ---- client.c: set at open, read-only after (any thread) ---- */
   struct redlock_options opts; /* const: snapshot */
   log_sink_t log;              /* const: from opts: what every module logs through */
   fork_guard_t fork_guard;     /* const: is this the process that opened it (forkguard.h) */
   unsigned n_nodes;            /* const */
-  unsigned quorum;             /* const */
   tls_client_t *tls;           /* const: rediss:// masters: the client's SSL_CTX, else NULL */
-  int own_thread;              /* const: redlock_open: 1; redlock_open_uv: 0 */
+  timebase_t timebase;         /* const: the clock and timers handed down to everything below */
+  uv_mutex_t mutex;            /* guards the queue's state, the votes book, and what the engine and
+                                * the voters say it guards (handed down to them) */
 
   /* ---- the modules below, composed by client.c: what they need comes down in
-   * these, what they report comes up through the callbacks client.c puts in
-   * them.  After open each is its module's (loop). ---- */
-  voters_t voters;    /* voters.c: one voter per master, their connections and whole life
-                       * (made and freed by client.c through voters.h) */
-  round_env_t rounds; /* round.c: the rounds' transport (the voters), hooks and deadline FIFO */
-  pool_t round_pool;  /* loop: the rounds' memory (rounds.pool), emptied at close */
-  notify_t notify;    /* notify.c: release notifications for waiting calls (client.c sets
-                       * notify.closing) */
+   * their envs, what they report comes up through the callbacks client.c puts
+   * in them.  After open each is its module's. ---- */
+  voters_t voters;       /* voters.c: one voter per master, their connections and whole life */
+  round_env_t rounds;    /* round.c: the rounds' transport (the voters), hooks and deadline FIFO */
+  pool_t round_pool;     /* loop: the rounds' memory (rounds.pool), emptied at close */
+  notify_t notify;       /* notify.c: release notifications for waiting calls (client.c sets
+                          * notify.closing) */
+  engine_t engine;       /* engine.h: client.c fills its env at open, the engine owns the rest */
+  struct stats *stats;   /* stats.c: counters and events (const after open); NULL when off */
+  stats_env_t stats_env; /* const: what the stats read of the client */
+  votes_book_t votes;    /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
+  struct {
+    jitter_rng_t rng;     /* loop: jitter (retries, back-off) */
+    random_pool_t values; /* loop: lock values (the engine's attempts) */
+  } random;
 
-  /* ---- client.c: loop and thread ---- */
-  uv_loop_t *loop;            /* const after open */
-  uv_loop_t own_loop;         /* own thread: the loop it runs */
-  uv_thread_t thread;         /* own thread: joined by redlock_close */
-  uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
-  uv_async_t wakeup;          /* any thread sends (under the mutex); loop handles */
-  uv_check_t turn_check;      /* loop, after poll: drains what was submitted during the turn */
-  uv_prepare_t turn_end;      /* loop, before poll: wakes blocked callers, may the loop sleep? */
-  uv_idle_t turn_again;       /* loop: no sleep, calls arrived while the turn was ending */
-  list_node_t wakes;          /* loop: blocked callers whose call ended this turn */
-  tb_timer_t deadline_timer;  /* loop: the rounds' deadlines and replay checks */
-  conn_flusher_t flusher;     /* loop: one write per master per loop turn */
-  jitter_rng_t rng;           /* loop: client_random */
-  random_pool_t value_pool;   /* loop: lock values (lock.c's attempts) */
-  uint64_t deadline_armed_ns; /* loop: when deadline_timer fires, 0 = not armed */
-  uv_sem_t startup_sem;       /* own thread: redlock_open waits on it */
-
-  /* ---- client.c: under the mutex ---- */
-  uv_mutex_t mutex;
-  list_node_t submit_queue;   /* mutex: op_t.link, for the loop */
-  _Atomic int submits_queued; /* written under the mutex: the queue is not
-                               * empty (the loop's lock-free peek) */
-  int loop_polling;           /* mutex: the loop drained the queue and may sleep: wake it */
-  client_state_t state;       /* mutex */
-  unsigned callers;           /* mutex: calls that read the client outside the mutex
-                               * (redlock_stats, between client_enter and client_leave);
-                               * client_free waits until there are none */
-  uv_cond_t callers_left;     /* signalled (under the mutex) when the last of them leaves
-                               * a client that is closing */
-  votes_book_t votes; /* mutex: the last decided rounds calls waited on (redlock_last_votes) */
-
-  /* ---- client.c: start-up and close (loop) ---- */
-  list_node_t parked_ops; /* loop: acquisitions waiting until every voter had its first
-                           * attempt (voters_started) */
-  close_phase_t close_phase;
-  int close_preparing;   /* inside client_begin_close or a close-time release window */
-  unsigned modules_open; /* closing: modules (voters, notifier, own handles) not yet closed */
-  int free_on_exit;      /* own thread: close called from a callback */
-  void (*closed_cb)(void *arg); /* redlock_close_uv's */
-  void *closed_arg;
-  op_t
-      close_op; /* the close (close_op_ops), preallocated: closing never fails for want of memory */
-  uint64_t close_deadline_ns; /* loop: the close's bound ends then (client_close_bound_ms) */
-  int close_out_of_time;      /* loop: it did; the masters were dropped */
-
-  /* ---- the engine (engine.h): client.c fills its env at open, the engine
-   * owns the rest ---- */
-  engine_t engine;
-  timebase_t timebase; /* const: the clock and timers handed down to everything below */
-
-  /* ---- stats.c ---- */
-  struct stats *stats;   /* const after open: counters and events; NULL when both are off */
-  stats_env_t stats_env; /* const: what they read of the client */
+  /* ---- client.c's own ---- */
+  client_run_t run;
+  client_queue_t queue;
+  client_close_t close;
+  struct {
+    tb_timer_t timer;  /* loop: the rounds' deadlines and replay checks */
+    uint64_t armed_ns; /* loop: when it fires, 0 = not armed */
+  } deadline;
 };
 
 /* ---- client.c ---- */

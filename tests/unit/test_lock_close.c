@@ -144,7 +144,7 @@ static void test_close_phases(void **state) {
   assert_int_equal(fake_outstanding(f, 0), 3);
 
   engine_fx_begin_close(e);
-  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  assert_int_equal(e->client->close.phase, CLOSE_DRAINING);
   assert_int_equal(waiting.calls, 1);
   assert_int_equal(waiting.status, REDLOCK_ECANCELED);
   assert_int_equal(acquiring.calls, 0); /* its round is out */
@@ -166,9 +166,9 @@ static void test_close_phases(void **state) {
   assert_int_equal(u.status, REDLOCK_OK);
   for (unsigned i = 0; i < 3; i++)
     fake_drop(f, i); /* masters 0-2 answer the releases; 3 and 4 stay silent */
-  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  assert_int_equal(e->client->close.phase, CLOSE_DRAINING);
   fake_advance_ms(ENGINE_REQUEST_MS - 1);
-  assert_int_equal(e->client->close_phase, CLOSE_DRAINING);
+  assert_int_equal(e->client->close.phase, CLOSE_DRAINING);
   assert_int_equal(e->closed, 0);
   engine_close(e); /* deadlines: queued, then torn down (requests dropped) */
   assert_int_equal(waiting.calls + acquiring.calls + x.calls + u.calls + late.calls, 4);
