@@ -4,15 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void __real_uv_close(uv_handle_t *handle, uv_close_cb close_cb);
-int __real_uv_is_active(const uv_handle_t *handle);
-
 #define MAX_TIMERS 256
 
 typedef struct {
-  uv_timer_t *timer; /* a libuv timer (wrapped), or */
-  tb_timer_t *tb;    /* a timer of the fake timebase */
-  uv_timer_cb cb;
+  tb_timer_t *tb;
   uint64_t due_ns;
   uint64_t seq; /* start order: libuv fires timers due together in that order */
 } fake_timer_t;
@@ -37,16 +32,9 @@ void fake_clock_init(uv_loop_t *loop, uint64_t start_ns) {
 
 uint64_t fake_now_ns(void) { return clk.now_ns; }
 
-/* The loop's time, in ms, on the same stepped clock as the timers. */
-uint64_t __wrap_uv_now(const uv_loop_t *loop);
-uint64_t __wrap_uv_now(const uv_loop_t *loop) {
-  (void)loop;
-  return clk.now_ns / 1000000u;
-}
-
 static int timer_index(const void *timer) {
   for (unsigned i = 0; i < clk.n; i++)
-    if ((const void *)clk.timers[i].timer == timer || (const void *)clk.timers[i].tb == timer)
+    if ((const void *)clk.timers[i].tb == timer)
       return (int)i;
   return -1;
 }
@@ -123,34 +111,6 @@ static int run_closes(void) {
   return ran;
 }
 
-int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, uint64_t repeat) {
-  if (repeat != 0 || cb == NULL) {
-    fprintf(stderr, "fake_clock: repeating timers are not faked\n");
-    abort();
-  }
-  timer_remove(timer);
-  timer_add((fake_timer_t){
-      .timer = timer, .cb = cb, .due_ns = clk.now_ns + timeout * 1000000u, .seq = clk.seq++});
-  return 0;
-}
-
-int __wrap_uv_timer_stop(uv_timer_t *timer) {
-  timer_remove(timer);
-  return 0;
-}
-
-void __wrap_uv_close(uv_handle_t *handle, uv_close_cb close_cb) {
-  if (handle->type == UV_TIMER)
-    timer_remove((uv_timer_t *)handle);
-  __real_uv_close(handle, close_cb);
-}
-
-int __wrap_uv_is_active(const uv_handle_t *handle) {
-  if (handle->type == UV_TIMER)
-    return timer_index((const uv_timer_t *)handle) >= 0;
-  return __real_uv_is_active(handle);
-}
-
 static int earliest(void) {
   int best = -1;
   for (unsigned i = 0; i < clk.n; i++) {
@@ -175,10 +135,7 @@ void fake_pump(void) {
       return;
     fake_timer_t t = clk.timers[i];
     clk.timers[i] = clk.timers[--clk.n];
-    if (t.tb != NULL)
-      tb_timer_fire(t.tb);
-    else
-      t.cb(t.timer);
+    tb_timer_fire(t.tb);
   }
 }
 

@@ -1,12 +1,10 @@
-/* fake_clock.h: the stepped clock and the loop timers of the engine's unit
- * tests.  The client reads time through the clock given to
- * client_open_for_test (fake_now_ns), and its libuv timers (round deadlines,
- * retries, watches, the notifier's back-off) are taken over: the test's link
- * wraps uv_timer_start, uv_timer_stop, uv_close and uv_is_active
- * (-Wl,--wrap, see CMakeLists.txt), so a timer fires only when the test
- * steps the clock past its due time, in due order.  Everything else of the
- * loop is real: the client's wake-up (uv_async_t) and handle closes run when
- * the test pumps the loop (one non-blocking turn at a time). */
+/* fake_clock.h: the stepped clock and the timers of the engine's unit
+ * tests, as a timebase (timebase.h).  The client is handed fake_timebase()
+ * (client_open_for_test), and every module reads time and runs its timers
+ * through it, so a timer fires only when the test steps the clock past its
+ * due time, in due order; no linker trick takes libuv over.  Everything else
+ * of the loop is real: the client's wake-up (uv_async_t) and handle closes
+ * run when the test pumps the loop (one non-blocking turn at a time). */
 #ifndef REDLOCK_TEST_FAKE_CLOCK_H
 #define REDLOCK_TEST_FAKE_CLOCK_H
 
@@ -33,11 +31,5 @@ void fake_advance_ns(uint64_t ns);
 unsigned fake_timers_pending(void);
 /* In how many ns the earliest pending timer is due (0: due now; UINT64_MAX: none). */
 uint64_t fake_next_due_in_ns(void);
-
-/* The wrappers (named by the linker's --wrap). */
-int __wrap_uv_timer_start(uv_timer_t *timer, uv_timer_cb cb, uint64_t timeout, uint64_t repeat);
-int __wrap_uv_timer_stop(uv_timer_t *timer);
-void __wrap_uv_close(uv_handle_t *handle, uv_close_cb close_cb);
-int __wrap_uv_is_active(const uv_handle_t *handle);
 
 #endif
