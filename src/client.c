@@ -572,6 +572,7 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
 static void client_compose(redlock_t *client) {
   const redlock_options_t *opts = &client->opts;
   client->node_env = (node_env_t){
+      .tb = &client->timebase,
       .flusher = &client->flusher,
       .tls = client->tls,
       .log = &client->log,
@@ -681,6 +682,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts) {
  * them). */
 static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->loop = loop;
+  timebase_uv_init(&client->timebase, loop);
   client->node_env.loop = loop;
   if (uv_async_init(loop, &client->wakeup, wakeup_cb) != 0)
     return REDLOCK_EIO;
@@ -813,11 +815,6 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
     *out = NULL;
     client_free(client);
     return rc;
-  }
-  /* What node_start does short of connecting: close closes the timer. */
-  for (unsigned i = 0; i < client->n_nodes; i++) {
-    uv_timer_init(loop, &client->nodes[i].timer);
-    client->nodes[i].timer.data = &client->nodes[i];
   }
   client->startup_left = 0;
   return 0;

@@ -113,6 +113,7 @@ struct redlock {
 
   /* ---- client.c: loop and thread ---- */
   uv_loop_t *loop;            /* const after open */
+  timebase_t timebase;        /* const after open: the clock and timers handed down (on loop) */
   uv_loop_t own_loop;         /* own thread: the loop it runs */
   uv_thread_t thread;         /* own thread: joined by redlock_close */
   uv_thread_t loop_thread_id; /* set by the loop thread when it starts */
