@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-cov}
-modules=(round lock client notify node quorum reply resp scripts uri info)
+modules=(round lock client notify node link conn backoff quorum reply resp scripts uri info)
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=--coverage \
   -DREDLOCK_BUILD_EXAMPLES=OFF -DREDLOCK_BUILD_TOOLS=OFF -DREDLOCK_BUILD_BENCH=OFF >/dev/null
 cmake --build "$dir" -j2 >/dev/null
