@@ -20,6 +20,7 @@
 #include "fake_clock.h"
 #include "link.h"
 #include "mock_master.h"
+#include "options.h"
 #include "redlock.h"
 
 /* fake_clock.c's libuv wrappers (for the engine's tests, linked with --wrap)
@@ -55,6 +56,7 @@ typedef struct {
   int step;           /* the owner adds a PING step */
   const char *reject; /* the PING step's check says this */
   int retry;          /* want_retry's answer */
+  unsigned steps;     /* the owner adds this many PING steps (default 1) */
   ev_t events[MAX_EVENTS];
   unsigned n_events;
 } lt_t;
@@ -82,9 +84,10 @@ static const char *ping_check(void *arg, const redisReply *reply) {
 
 static link_status_t handshake(link_t *link, void *arg) {
   lt_t *t = arg;
-  if (!t->step)
-    return LINK_OK;
-  return link_step(link, "PING", ping_check, "PING");
+  for (unsigned i = 0; t->step && i < (t->steps > 0 ? t->steps : 1); i++)
+    if (link_step(link, "PING", ping_check, "PING") != LINK_OK)
+      return LINK_EFAILED;
+  return LINK_OK;
 }
 
 static int want_retry(void *arg) { return ((lt_t *)arg)->retry; }
@@ -432,6 +435,145 @@ static void test_host_name(void **state) {
   assert_null(t->link.resolving);
 }
 
+/* More steps than an attempt may have: the handshake cannot be queued. */
+static void test_too_many_steps(void **state) {
+  lt_t *t = *state;
+  t->steps = LINK_MAX_STEPS + 1;
+  start(t);
+  const ev_t *down = last(t, LINK_EV_DOWN);
+  assert_string_equal(down->what, "cannot connect");
+  assert_string_equal(down->detail, "cannot queue the handshake");
+  assert_int_equal(down->level, REDLOCK_LOG_ERROR);
+}
+
+/* A name that does not resolve fails the attempt. */
+static void test_name_not_found(void **state) {
+  lt_t *t = *state;
+  address(t, "redis://no-such-host.invalid:6379");
+  t->connect_timeout_ms = WAIT_MS;
+  start(t);
+  wait_event(t, LINK_EV_DOWN, 1);
+  assert_string_equal(last(t, LINK_EV_DOWN)->what, "cannot resolve its host name");
+  assert_null(t->link.resolving);
+}
+
+/* The lookup answers after its attempt timed out: the answer is dropped,
+ * the next attempt looks the name up afresh. */
+static int lookup_back(void *arg) { return ((lt_t *)arg)->link.resolving == NULL; }
+
+static void test_lookup_answers_late(void **state) {
+  lt_t *t = *state;
+  char uri[64];
+  snprintf(uri, sizeof uri, "redis://localhost:%d", mock_master_port(t->mock));
+  address(t, uri);
+  start(t);
+  fake_advance_ms(TIMEOUT_MS);
+  assert_int_equal(count(t, LINK_EV_RETRY), 1);
+  assert_true(mock_run_until(&t->loop, lookup_back, t, WAIT_MS));
+  assert_int_equal(t->link.state, LINK_DOWN);
+  assert_int_equal(count(t, LINK_EV_CONNECTING), 1);
+}
+
+/* rediss:// to the mock, which speaks no TLS: TLS_FAILURE, then DOWN. */
+static void test_tls_failure(void **state) {
+  lt_t *t = *state;
+  link_init(&t->link, &t->cfg); /* (for the teardown, if skipped) */
+  struct redlock_options opts;
+  options_set_defaults(&opts);
+  tls_client_t *tls = NULL;
+  char why[256];
+  if (tls_client_new(&tls, &opts, why, sizeof why) != 0) {
+    options_clear(&opts);
+    print_message("skipped: %s\n", why);
+    skip();
+  }
+  options_clear(&opts);
+  t->addr.tls = 1;
+  link_init(&t->link, &t->cfg);
+  link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = tls, .rng = &t->rng};
+  assert_int_equal(link_attach(&t->link, &io), LINK_OK);
+  link_connect(&t->link);
+  wait_event(t, LINK_EV_RETRY, 1);
+  assert_true(count(t, LINK_EV_TLS_FAILURE) >= 1);
+  assert_int_equal(t->events[1].ev, LINK_EV_TLS_FAILURE);
+  shutdown_link(t);
+  tls_client_free(tls);
+}
+
+/* rediss:// with no TLS context: a failed attempt, not a TLS failure. */
+static void test_tls_without_context(void **state) {
+  lt_t *t = *state;
+  t->addr.tls = 1;
+  start(t);
+  const ev_t *down = last(t, LINK_EV_DOWN);
+  assert_string_equal(down->detail, "TLS is not set up for this client");
+  assert_int_equal(count(t, LINK_EV_TLS_FAILURE), 0);
+}
+
+/* ---- a timebase whose timers fail ---- */
+static int fail_init, fail_start;
+static timebase_ops_t failing_ops;
+static timebase_t failing_tb;
+
+static int failing_init(void *arg, tb_timer_t *timer) {
+  return fail_init ? UV_ENOMEM : fake_timebase()->ops->init(arg, timer);
+}
+static int failing_start(void *arg, tb_timer_t *timer, uint64_t ms) {
+  return fail_start > 0 && --fail_start == 0 ? UV_EINVAL
+                                             : fake_timebase()->ops->start(arg, timer, ms);
+}
+
+static void use_failing_timebase(lt_t *t, int init, int start_nth) {
+  failing_ops = *fake_timebase()->ops;
+  failing_ops.init = failing_init;
+  failing_ops.start = failing_start;
+  failing_tb = (timebase_t){.ops = &failing_ops, .arg = fake_timebase()->arg};
+  fail_init = init;
+  fail_start = start_nth;
+  t->cfg.tb = &failing_tb;
+}
+
+static void test_timer_cannot_be_made(void **state) {
+  lt_t *t = *state;
+  use_failing_timebase(t, 1, 0);
+  link_init(&t->link, &t->cfg);
+  link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = NULL, .rng = &t->rng};
+  assert_int_equal(link_attach(&t->link, &io), LINK_EFAILED);
+  link_connect(&t->link); /* not attached: nothing */
+  assert_int_equal(t->n_events, 0);
+  link_shutdown(&t->link); /* no timer to close: CLOSED at once */
+  assert_int_equal(count(t, LINK_EV_CLOSED), 1);
+}
+
+static void test_connect_timer_cannot_start(void **state) {
+  lt_t *t = *state;
+  use_failing_timebase(t, 0, 1); /* the connect deadline */
+  start(t);
+  const ev_t *down = last(t, LINK_EV_DOWN);
+  assert_string_equal(down->what, "cannot start the connect timer");
+  assert_true(tb_timer_active(&t->link.timer)); /* the backoff runs */
+  link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = NULL, .rng = &t->rng};
+  assert_int_equal(link_attach(&t->link, &io), LINK_OK); /* again: already attached */
+}
+
+static void test_backoff_timer_cannot_start(void **state) {
+  lt_t *t = *state;
+  use_failing_timebase(t, 0, 2); /* the connect deadline starts, the backoff does not */
+  mock_master_stop_listening(t->mock);
+  start(t);
+  wait_event(t, LINK_EV_RETRY, 1);
+  assert_true(link_idle(&t->link)); /* it stays down until asked */
+}
+
+static void test_owner_timer_cannot_start(void **state) {
+  lt_t *t = *state;
+  use_failing_timebase(t, 0, 0);
+  start(t);
+  wait_event(t, LINK_EV_UP, 1);
+  fail_start = 1;
+  assert_int_equal(link_arm(&t->link, 5), LINK_EFAILED);
+}
+
 /* ---- shutdown in each state: one CLOSED, from the loop, nothing after ---- */
 
 static void test_shutdown_unattached(void **state) {
@@ -517,6 +659,15 @@ int main(void) {
       T(test_hung),
       T(test_owner_timer),
       T(test_host_name),
+      T(test_too_many_steps),
+      T(test_name_not_found),
+      T(test_lookup_answers_late),
+      T(test_tls_failure),
+      T(test_tls_without_context),
+      T(test_timer_cannot_be_made),
+      T(test_connect_timer_cannot_start),
+      T(test_backoff_timer_cannot_start),
+      T(test_owner_timer_cannot_start),
       T(test_shutdown_unattached),
       T(test_shutdown_down),
       T(test_shutdown_connecting),
