@@ -510,6 +510,32 @@ static void test_tls_without_context(void **state) {
   assert_int_equal(count(t, LINK_EV_TLS_FAILURE), 0);
 }
 
+/* A reply past one of conn.h's caps drops the connection, conn_error()
+ * saying which (why: a part of it); the link reconnects. */
+static void hostile_reply(const char *raw, const char *why) {
+  lt_t *t;
+  setup((void **)&t);
+  start(t);
+  wait_event(t, LINK_EV_UP, 1);
+  mock_master_send_raw(t->mock, raw);
+  wait_event(t, LINK_EV_RETRY, 1);
+  const ev_t *down = last(t, LINK_EV_DOWN);
+  assert_string_equal(down->what, "connection lost");
+  assert_non_null(strstr(down->detail, why));
+  teardown((void **)&t);
+}
+
+static void test_hostile_replies(void **state) {
+  (void)state;
+  hostile_reply("*1025\r\n",
+                "protocol error: reply has too many elements (more than 1024 in an aggregate)");
+  hostile_reply("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+                "nested" /* hiredis 0.14 refuses depth 8 itself */);
+  hostile_reply("*1024\r\n*1024\r\n*1024\r\n*1024\r\n*1024\r\n",
+                "protocol error: reply has too many values (more than 4096 in all)");
+  hostile_reply("$1048577\r\n", "protocol error: reply longer than 1 MiB");
+}
+
 /* ---- a timebase whose timers fail ---- */
 static int fail_init, fail_start;
 static timebase_ops_t failing_ops;
@@ -664,6 +690,7 @@ int main(void) {
       T(test_lookup_answers_late),
       T(test_tls_failure),
       T(test_tls_without_context),
+      cmocka_unit_test(test_hostile_replies),
       T(test_timer_cannot_be_made),
       T(test_connect_timer_cannot_start),
       T(test_backoff_timer_cannot_start),
