@@ -27,13 +27,14 @@ layer_of() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
-  list | clock | timebase | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | \
+  list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | \
     info | ptrset | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
     replypool | keyslot) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;
-  # 2: one master's life cycle
-  node) echo 2 ;;
+  # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
+  #    backoff, reconnect) and one master's (its requests, on a link)
+  link | node) echo 2 ;;
   # 3: rounds over the masters, release notifications, and the voters: the
   #    voter interface, its kinds (standalone: one node) and the client's set
   #    of voters, which is the rounds' transport

@@ -504,6 +504,7 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
 static int client_compose(redlock_t *client, voter_t *const *fakes) {
   const redlock_options_t *opts = &client->opts;
   const voters_config_t cfg = {
+      .tb = &client->timebase,
       .flusher = &client->run.flusher,
       .tls = client->tls,
       .log = &client->log,
@@ -705,7 +706,8 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   uv_unref((uv_handle_t *)&client->run.turn_again);
   if (tb_timer_init(&client->timebase, &client->deadline.timer, client) != 0)
     return REDLOCK_EIO;
-  conn_flusher_init(&client->run.flusher, loop);
+  if (conn_flusher_init(&client->run.flusher, loop) != 0)
+    return REDLOCK_EIO;
   return 0;
 }
 

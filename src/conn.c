@@ -6,20 +6,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "clock.h"
 #include "replypool.h"
 
 /* Event state of one hiredis context. */
 typedef struct conn_events {
   redisAsyncContext *ac; /* NULL once hiredis has let go of it */
   conn_flusher_t *flusher;
+  const timebase_t *tb; /* the owner's clock: read_ns */
   uv_poll_t poll;
   int events;     /* UV_READABLE | UV_WRITABLE being polled for */
   int want_write; /* hiredis has unsent output */
   list_node_t dirty_link;
   /* The reader's own object functions, which ours wrap (reader->privdata
-   * points back here, and hiredis hands it to every read task). */
+   * points back here, and hiredis hands it to every read task), and the
+   * reader's table: a copy of those with the capped ones replaced, so that a
+   * function a later hiredis adds keeps its default. */
   redisReplyObjectFunctions *reply_fns;
+  redisReplyObjectFunctions capped_fns;
   reply_pool_t *replies; /* the answers to our commands (replypool.h) */
   const char *violation; /* the cap a reply broke, for conn_error() */
   size_t reply_values;   /* values of the reply being read, announced so far */
@@ -29,6 +32,8 @@ typedef struct conn_events {
   uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
   unsigned long writes;  /* writes that took output bytes (conn_writes) */
   char tls_why[256];     /* conn_error()'s TLS explanation */
+  int broken;            /* libuv refused to watch or flush it: the flush drops it */
+  char io_why[96];       /* why, for conn_error() */
 } conn_events_t;
 
 /* ---- reply caps ------------------------------------------------------------------
@@ -142,19 +147,20 @@ static void *reply_create_bool(const redisReadTask *task, int value) {
 }
 #endif
 
-/* reply_pool_free gives a pooled object back and any other to hiredis.
- * Constant: hiredis only reads the table (its field is not const-qualified). */
-static const redisReplyObjectFunctions capped_reply_fns = {
-    .createString = reply_create_string,
-    .createArray = reply_create_array,
-    .createInteger = reply_create_integer,
+/* Our table: the reader's own, with the capped functions put in (and
+ * reply_pool_free, which gives a pooled object back and any other to hiredis). */
+static void capped_fns_init(conn_events_t *ev, const redisReplyObjectFunctions *defaults) {
+  ev->capped_fns = *defaults;
+  ev->capped_fns.createString = reply_create_string;
+  ev->capped_fns.createArray = reply_create_array;
+  ev->capped_fns.createInteger = reply_create_integer;
 #if HIREDIS_MAJOR >= 1
-    .createDouble = reply_create_double,
-    .createBool = reply_create_bool,
+  ev->capped_fns.createDouble = reply_create_double;
+  ev->capped_fns.createBool = reply_create_bool;
 #endif
-    .createNil = reply_create_nil,
-    .freeObject = reply_pool_free,
-};
+  ev->capped_fns.createNil = reply_create_nil;
+  ev->capped_fns.freeObject = reply_pool_free;
+}
 
 /* The type of the item the reader is in the middle of, -1 when none.  The
  * task stack is a public field of redisReader in both hiredis 0.14 and 1.x,
@@ -221,15 +227,27 @@ static int connected(const conn_events_t *ev) {
 static void on_poll(uv_poll_t *handle, int status, int events);
 static void flush_dirty(uv_prepare_t *prepare);
 static void write_output(conn_events_t *ev);
+static void mark_dirty(conn_events_t *ev);
+
+/* libuv refused (what, rc): inside hiredis' hooks the context cannot be
+ * freed, so the flush drops it (the owner hears it as a connection error,
+ * or, before the connect completed, as a connect timeout). */
+static void io_failed(conn_events_t *ev, const char *what, int rc) {
+  if (ev->broken)
+    return;
+  ev->broken = 1;
+  snprintf(ev->io_why, sizeof ev->io_why, "%s: %s", what, uv_strerror(rc));
+  ev->violation = ev->io_why;
+  mark_dirty(ev);
+}
 
 static void poll_set(conn_events_t *ev, int events) {
-  if (events == ev->events)
+  if (events == ev->events || ev->broken)
     return;
   ev->events = events;
-  if (events != 0)
-    uv_poll_start(&ev->poll, events, on_poll);
-  else
-    uv_poll_stop(&ev->poll);
+  int rc = events != 0 ? uv_poll_start(&ev->poll, events, on_poll) : uv_poll_stop(&ev->poll);
+  if (rc != 0)
+    io_failed(ev, "cannot watch the socket", rc);
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
@@ -249,7 +267,7 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
     return;
   }
   if (events & UV_READABLE) {
-    ev->read_ns = clock_now_ns();
+    ev->read_ns = tb_now_ns(ev->tb);
     redisAsyncHandleRead(ev->ac);
     /* (conn_read_now leaves this to the next poll: its callers cannot have
      * the connection freed under them, and it reads 16 KiB at most.) */
@@ -281,11 +299,24 @@ static void hook_add_write(void *privdata) {
     poll_set(ev, ev->events | UV_WRITABLE);
     return;
   }
-  if (!list_linked(&ev->dirty_link)) {
-    if (list_empty(&ev->flusher->dirty))
-      uv_prepare_start(&ev->flusher->prepare, flush_dirty);
-    list_insert_tail(&ev->flusher->dirty, &ev->dirty_link);
+  mark_dirty(ev);
+}
+
+/* Puts the connection on the flusher's list for this turn's flush. */
+static void mark_dirty(conn_events_t *ev) {
+  if (list_linked(&ev->dirty_link))
+    return;
+  if (list_empty(&ev->flusher->dirty)) {
+    int rc = uv_prepare_start(&ev->flusher->prepare, flush_dirty);
+    if (rc != 0) {
+      /* No flush this turn: wait for writability instead (a broken
+       * connection is left to its owner's timeouts). */
+      if (!ev->broken)
+        poll_set(ev, ev->events | UV_WRITABLE);
+      return;
+    }
   }
+  list_insert_tail(&ev->flusher->dirty, &ev->dirty_link);
 }
 
 static void hook_del_write(void *privdata) {
@@ -350,6 +381,10 @@ static void write_output(conn_events_t *ev) {
 /* Writes one connection's output taken off the flusher's list. */
 static void flush_one(conn_events_t *ev) {
   list_remove(&ev->dirty_link);
+  if (ev->broken) {
+    redisAsyncFree(ev->ac); /* the owner's disconnect callback runs, conn_error() says why */
+    return;
+  }
   /* While flushing, a request to write more means the socket took only
    * part: from then on hook_add_write polls for writability. */
   ev->want_write = 1;
@@ -362,23 +397,23 @@ static void flush_dirty(uv_prepare_t *prepare) {
   conn_flusher_t *flusher = prepare->data;
   while (!list_empty(&flusher->dirty))
     flush_one(list_entry(flusher->dirty.next, conn_events_t, dirty_link));
-  uv_prepare_stop(prepare);
+  (void)uv_prepare_stop(prepare); /* cannot fail on an initialised handle */
 }
 
-void conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop) {
-  uv_prepare_init(loop, &flusher->prepare);
+int conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop) {
   flusher->prepare.data = flusher;
   list_init(&flusher->dirty);
+  return uv_prepare_init(loop, &flusher->prepare);
 }
 
 void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
-  uv_prepare_stop(&flusher->prepare);
+  (void)uv_prepare_stop(&flusher->prepare); /* cannot fail on an initialised handle */
   uv_close((uv_handle_t *)&flusher->prepare, closed);
 }
 
 redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
-                             uv_loop_t *loop, conn_flusher_t *flusher, void *data,
-                             redisConnectCallback *on_connect,
+                             uv_loop_t *loop, conn_flusher_t *flusher, const timebase_t *tb,
+                             void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
                              int *tls_failed) {
   if (tls_failed != NULL)
@@ -431,6 +466,7 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
   ev->ssl = ssl;
   ev->ac = ac;
   ev->flusher = flusher;
+  ev->tb = tb;
   ev->poll.data = ev;
   list_init(&ev->dirty_link);
   ac->ev.data = ev;
@@ -440,7 +476,8 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
   ac->ev.delWrite = hook_del_write;
   ac->ev.cleanup = hook_cleanup;
   ev->reply_fns = ac->c.reader->fn;
-  ac->c.reader->fn = (redisReplyObjectFunctions *)&capped_reply_fns;
+  capped_fns_init(ev, ev->reply_fns);
+  ac->c.reader->fn = &ev->capped_fns;
   ac->c.reader->privdata = ev;
   ac->data = data;
   redisAsyncSetConnectCallback(ac, on_connect);
@@ -463,7 +500,7 @@ void conn_read_now(redisAsyncContext *ac) {
   if (ev != NULL && connected(ev)) {
     if (ev->ssl != NULL)
       tls_clear_errors();
-    ev->read_ns = clock_now_ns();
+    ev->read_ns = tb_now_ns(ev->tb);
     redisAsyncHandleRead(ac);
   }
 }
@@ -474,8 +511,8 @@ unsigned long conn_replies_pooled(const redisAsyncContext *ac) {
 }
 
 uint64_t conn_read_ns(const redisAsyncContext *ac) {
-  const conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
-  return ev != NULL && ev->read_ns != 0 ? ev->read_ns : clock_now_ns();
+  const conn_events_t *ev = ac->ev.data;
+  return ev->read_ns != 0 ? ev->read_ns : tb_now_ns(ev->tb);
 }
 
 unsigned long conn_writes(const redisAsyncContext *ac) {

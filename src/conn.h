@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "list.h"
+#include "timebase.h"
 #include "tls.h"
 #include "uri.h"
 
@@ -65,7 +66,8 @@ typedef struct conn_flusher {
   list_node_t dirty;
 } conn_flusher_t;
 
-void conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop);
+/* 0, or a libuv error (the flusher must then not be used). */
+int conn_flusher_init(conn_flusher_t *flusher, uv_loop_t *loop);
 /* Closes the prepare handle; `closed` runs when it is closed. */
 void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
 
@@ -78,10 +80,11 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
  * reads and writes, so it is over when the first reply arrives.  NULL on
  * failure, with the reason in err; *tls_failed (when not NULL) says whether
  * it was the TLS set-up that failed: on loopback the TCP connect can be done
- * at once and the handshake then runs, and fails, inside this call. */
+ * at once and the handshake then runs, and fails, inside this call.  tb: the
+ * clock that stamps reads (conn_read_ns); it outlives the context. */
 redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
-                             uv_loop_t *loop, conn_flusher_t *flusher, void *data,
-                             redisConnectCallback *on_connect,
+                             uv_loop_t *loop, conn_flusher_t *flusher, const timebase_t *tb,
+                             void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
                              int *tls_failed);
 
@@ -105,7 +108,8 @@ int conn_write_now(redisAsyncContext *ac);
 unsigned long conn_writes(const redisAsyncContext *ac);
 /* When the replies now being processed were read off the socket: one clock
  * reading serves every reply of a read (on this VM a clock read costs about
- * 50 ns, and a loaded read brings hundreds of replies). */
+ * 50 ns, and a loaded read brings hundreds of replies).  ac: a live context
+ * (the one a reply callback was handed). */
 uint64_t conn_read_ns(const redisAsyncContext *ac);
 /* How many replies on this connection came from its reply pool (replypool.h;
  * for the tests). */

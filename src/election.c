@@ -34,6 +34,7 @@
 
 #include "election.h"
 
+#include "backoff.h"
 #include "lock.h"
 #include "quorum.h"
 
@@ -187,7 +188,7 @@ static uint64_t election_backoff_ms(redlock_election_t *e) {
   unsigned shift = e->losses < BACKOFF_MAX_SHIFT ? e->losses : BACKOFF_MAX_SHIFT;
   if (e->losses < UINT32_MAX)
     e->losses++;
-  return quorum_backoff_ms(shift, base, cap, engine_random(engine));
+  return backoff_ms(shift, base, cap, engine_random(engine));
 }
 
 /* One acquisition with an unbounded wait (re-made if its budget ever runs

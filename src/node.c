@@ -1,4 +1,4 @@
-/* node.c: one Redis master's connection life cycle (see node.h). */
+/* node.c: one Redis master, a voter on a link (see node.h). */
 #include "node.h"
 
 #include <hiredis/async.h>
@@ -7,17 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
 #include "conn.h"
-#include "quorum.h"
 #include "redlock.h"
 #include "scripts.h"
 
-static void node_connect(node_t *node);
 static void node_fail_backlog(node_t *node);
 static void node_drain_backlog(node_t *node);
 static void node_replay_releases(node_t *node);
 static int node_can_write(const node_t *node);
+
+static link_status_t node_handshake(link_t *link, void *arg);
+static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
+                         const char *detail);
 
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
@@ -27,12 +28,28 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
   node->dup_of = -1;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
+  link_init(&node->link, &(link_cfg_t){
+                             .addr = &node->addr,
+                             .tb = env->tb,
+                             .log = env->log,
+                             .role = "master",
+                             .connect_timeout_ms = &env->connect_timeout_ms,
+                             .backoff_base_ms = NODE_BACKOFF_BASE_MS,
+                             .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
+                             .stable_ms = NODE_STABLE_MS,
+                             .select_db = 1,
+                             .handshake = node_handshake,
+                             .event = node_on_link,
+                             .arg = node,
+                         });
   return node_addr_copy(&node->addr, addr);
 }
 
 static void node_report(node_t *node, node_event_t ev, const char *what, const char *detail) {
   node->env->report(node->env->arg, node, ev, what, detail);
 }
+
+static uint64_t node_now_ns(const node_t *node) { return tb_now_ns(node->env->tb); }
 
 void node_free(node_t *node) {
   /* list_linked, not !list_empty: redlock_open frees the calloc'ed nodes it
@@ -51,7 +68,7 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
 }
 
 int node_quarantined_now(const node_t *node) {
-  return node->quarantine_until_ns != 0 && node_is_quarantined(node, clock_now_ns());
+  return node->quarantine_until_ns != 0 && node_is_quarantined(node, node_now_ns(node));
 }
 
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len) {
@@ -67,11 +84,12 @@ int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len
     snprintf(how, how_len, "the same socket %s", a->addr.path);
     return 1;
   }
-  if (a->has_ip_key && b->has_ip_key && a->addr.port == b->addr.port &&
-      resolve_key_equal(&a->ip_key, &b->ip_key)) {
+  const link_t *la = &a->link, *lb = &b->link;
+  if (la->has_ip_key && lb->has_ip_key && a->addr.port == b->addr.port &&
+      resolve_key_equal(&la->ip_key, &lb->ip_key)) {
     snprintf(how, how_len,
-             strchr(a->ip, ':') != NULL ? "the same address [%s]:%d" : "the same address %s:%d",
-             a->ip, a->addr.port);
+             strchr(la->ip, ':') != NULL ? "the same address [%s]:%d" : "the same address %s:%d",
+             la->ip, a->addr.port);
     return 1;
   }
   if (a->run_id[0] != '\0' && strcmp(a->run_id, b->run_id) == 0) {
@@ -85,7 +103,7 @@ void node_warn(node_t *node, const char *what, const char *detail) {
   const log_sink_t *log = node->env->log;
   if (log->cb == NULL)
     return;
-  uint64_t now = clock_now_ns();
+  uint64_t now = node_now_ns(node);
   if (now - node->last_warn_ns >= 1000000000u || node->last_warn_ns == 0) {
     if (node->suppressed_warnings > 0)
       log_write(log, REDLOCK_LOG_WARN, "master %s: %s%s%s (%u similar messages suppressed)",
@@ -111,44 +129,11 @@ static void node_attempt_finished(node_t *node) {
   }
 }
 
-static void backoff_timer_cb(uv_timer_t *timer) {
-  node_t *node = timer->data;
-  if (node->state == NODE_DOWN)
-    node_connect(node);
-}
-
-/* Stops waiting for a name lookup under way (it goes on: the next attempt
- * waits for it), detaches and frees the hiredis context (its pending
- * callbacks get NULL replies now, or after the running callback when called
- * from one). */
-static void node_release_context(node_t *node) {
-  node->awaiting_lookup = 0;
-  redisAsyncContext *ac = node->ac;
-  node->ac = NULL;
-  conn_close(ac);
-}
-
-static void node_schedule_reconnect(node_t *node) {
-  node->state = NODE_DOWN;
-  node->handshake_left = 0;
-  uint64_t delay = quorum_backoff_ms(node->failures, NODE_BACKOFF_BASE_MS, NODE_BACKOFF_CAP_MS,
-                                     jitter_rng_next(node->env->rng));
-  if (node->failures < 32)
-    node->failures++;
-  uv_timer_stop(&node->timer);
-  uv_timer_start(&node->timer, backoff_timer_cb, delay, 0);
-  log_write(node->env->log, REDLOCK_LOG_DEBUG, "master %s: reconnecting in %llu ms",
-            node->addr.label, (unsigned long long)delay);
-}
-
-/* A connection attempt or a live connection failed: drop it, try again later. */
-static void node_fail(node_t *node, int level, const char *what, const char *detail) {
-  if (node->state == NODE_CLOSED)
-    return;
+/* The link failed (DOWN, reported before anything changed): say so, and
+ * why, for redlock_last_votes. */
+static void node_link_down(node_t *node, int level, const char *what, const char *detail) {
+  node->failures = node->link.failures;
   node_report(node, NODE_EV_DOWN, what, detail);
-  if (node->state == NODE_READY &&
-      clock_now_ns() - node->ready_ns >= (uint64_t)NODE_STABLE_MS * 1000000u)
-    node->failures = 0; /* it was up long enough: not part of a flapping streak */
   uv_mutex_lock(node->env->mutex);
   snprintf(node->down_why, sizeof node->down_why, "%s%s%s", what, detail ? ": " : "",
            detail ? detail : "");
@@ -159,54 +144,17 @@ static void node_fail(node_t *node, int level, const char *what, const char *det
   else
     log_write(node->env->log, REDLOCK_LOG_DEBUG, "master %s: %s%s%s (failure %u)", node->addr.label,
               what, detail ? ": " : "", detail ? detail : "", node->failures);
-  node_release_context(node);
-  node_schedule_reconnect(node);
-  /* Order matters: the node is DOWN before anything below can run a
-   * callback that sends (failed requests decide rounds; the first attempt
-   * finishing starts parked calls), so nothing new is queued here. */
+}
+
+/* The link is DOWN, its context gone, a reconnect scheduled.  Order
+ * matters: the node is DOWN before anything below can run a callback that
+ * sends (failed requests decide rounds; the first attempt finishing starts
+ * parked calls), so nothing new is queued here. */
+static void node_link_retry(node_t *node) {
+  node->state = NODE_DOWN;
+  node->failures = node->link.failures;
   node_fail_backlog(node);
   node_attempt_finished(node);
-}
-
-/* "ADDR:PORT" ("[ADDR]:PORT" for IPv6) of the address being tried. */
-static void node_addr_port(const node_t *node, char *buf, size_t len) {
-  snprintf(buf, len, strchr(node->ip, ':') != NULL ? "[%s]:%d" : "%s:%d", node->ip,
-           node->addr.port);
-}
-
-/* detail, after the addresses of this attempt that failed before it and
- * prefixed with the address being tried when the master is named by host
- * name: "10.0.0.2:6379: Connection refused; 10.0.0.1:6379: <detail>". */
-static void node_attempt_detail(const node_t *node, const char *detail, char *buf, size_t len) {
-  if (!node->named) {
-    snprintf(buf, len, "%s", detail);
-    return;
-  }
-  char where[RESOLVE_ADDR_LEN + 16];
-  node_addr_port(node, where, sizeof where);
-  snprintf(buf, len, "%s%s%s: %s", node->addr_errs, node->addr_errs[0] != '\0' ? "; " : "", where,
-           detail);
-}
-
-static void connect_timer_cb(uv_timer_t *timer) {
-  node_t *node = timer->data;
-  if (node->awaiting_lookup) {
-    /* The lookup goes on; the next attempt waits for it. */
-    char what[64];
-    snprintf(what, sizeof what, "name lookup timed out after %u ms", node->env->connect_timeout_ms);
-    node_fail(node, REDLOCK_LOG_WARN, what, NULL);
-    return;
-  }
-  char no_answer[64], detail[sizeof node->addr_errs + 96];
-  snprintf(no_answer, sizeof no_answer, "no answer within %u ms", node->env->connect_timeout_ms);
-  node_attempt_detail(node, no_answer, detail, sizeof detail);
-  /* A master that took the TCP connection but never finished TLS is a
-   * failed handshake, counted as one, not a connect that timed out. */
-  int tls_stalled = node->ac != NULL && conn_tls_handshaking(node->ac);
-  if (tls_stalled)
-    node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
-  node_fail(node, REDLOCK_LOG_WARN, tls_stalled ? "TLS handshake timed out" : "connect timed out",
-            detail);
 }
 
 /* A replayed release came back.  Without a reply it is kept again for the
@@ -300,17 +248,15 @@ void node_busy_why(const node_t *node, char *buf, size_t size) {
            node->queued_bytes);
 }
 
-/* The node timer is idle while READY: it marks the end of a restart
+/* The link's timer is the node's while READY: it marks the end of a restart
  * quarantine, for the log and the QUARANTINE_END event. */
-static void quarantine_timer_cb(uv_timer_t *timer) {
-  node_t *node = timer->data;
+static void node_quarantine_tick(node_t *node) {
   if (node->state != NODE_READY)
     return;
-  uint64_t now = clock_now_ns();
+  uint64_t now = node_now_ns(node);
   if (node_is_quarantined(node, now)) { /* the loop's clock runs in whole ms */
-    uv_timer_start(&node->timer, quarantine_timer_cb,
-                   (node->quarantine_until_ns - now + 999999u) / 1000000u, 0);
-    return;
+    (void)link_arm(&node->link, (node->quarantine_until_ns - now + 999999u) / 1000000u);
+    return; /* (a timer that cannot start is logged by the link) */
   }
   log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
             node->addr.label);
@@ -318,81 +264,42 @@ static void quarantine_timer_cb(uv_timer_t *timer) {
 }
 
 static void node_ready(node_t *node) {
-  uv_timer_stop(&node->timer);
   node->state = NODE_READY;
-  node->ready_ns = clock_now_ns();
+  node->ready_ns = node->link.up_ns;
+  node->failures = node->link.failures;
   uv_mutex_lock(node->env->mutex);
   node->down_why[0] = '\0';
   uv_mutex_unlock(node->env->mutex);
   if (node_is_quarantined(node, node->ready_ns))
-    uv_timer_start(&node->timer, quarantine_timer_cb,
-                   (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u, 0);
+    (void)link_arm(&node->link, (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u);
   node_report(node, NODE_EV_UP, NULL, NULL);
   node_replay_releases(node);
   log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
   node_attempt_finished(node);
 }
 
-static void handshake_step_done(node_t *node) {
-  if (--node->handshake_left == 0)
-    node_ready(node);
-}
-
-/* A handshake reply belongs to the current attempt only if it came on the
- * current context; a reply error fails the attempt. */
-static int handshake_reply_ok(redisAsyncContext *ac, redisReply *reply, node_t *node,
-                              const char *step) {
-  if (node == NULL || node->ac != ac || node->state != NODE_CONNECTING || reply == NULL)
-    return 0;
-  if (reply->type == REDIS_REPLY_ERROR) {
-    char what[64];
-    snprintf(what, sizeof what, "%s refused", step);
-    /* Wrong credentials or a misconfigured master will not fix themselves. */
-    node_fail(node, REDLOCK_LOG_ERROR, what, reply->str);
-    return 0;
-  }
-  return 1;
-}
-
-static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  if (handshake_reply_ok(ac, r, privdata, "AUTH"))
-    handshake_step_done(privdata);
-}
-
-static void select_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  if (handshake_reply_ok(ac, r, privdata, "SELECT"))
-    handshake_step_done(privdata);
-}
-
-static void script_load_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  node_t *node = privdata;
-  redisReply *reply = r;
-  if (!handshake_reply_ok(ac, reply, node, "SCRIPT LOAD"))
-    return;
+/* SCRIPT LOAD's answer: the SHA1 of one of our scripts. */
+static const char *script_load_check(void *arg, const redisReply *reply) {
+  (void)arg;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *script = script_get((script_id_t)id);
     if (reply->type == REDIS_REPLY_STRING && reply->len == 40 &&
-        memcmp(reply->str, script->sha1, 40) == 0) {
-      handshake_step_done(node);
-      return;
-    }
+        memcmp(reply->str, script->sha1, 40) == 0)
+      return NULL;
   }
-  node_fail(node, REDLOCK_LOG_ERROR, "SCRIPT LOAD returned an unexpected SHA1", NULL);
+  return "SCRIPT LOAD returned an unexpected SHA1";
 }
 
-static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  node_t *node = privdata;
-  redisReply *reply = r;
-  if (!handshake_reply_ok(ac, reply, node, "INFO server"))
-    return;
+/* INFO server: the run_id (a restart shows as a new one) and the uptime,
+ * which starts the restart quarantine of a master younger than the max TTL. */
+static const char *info_check(void *arg, const redisReply *reply) {
+  node_t *node = arg;
   const node_env_t *env = node->env;
   info_server_t info;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_server(reply->str, reply->len, &info) != 0) {
-    node_fail(node, REDLOCK_LOG_ERROR, "INFO server reply lacks run_id or uptime_in_seconds", NULL);
-    return;
-  }
-  uint64_t now = clock_now_ns();
+      info_parse_server(reply->str, reply->len, &info) != 0)
+    return "INFO server reply lacks run_id or uptime_in_seconds";
+  uint64_t now = node_now_ns(node);
   int restarted = node->run_id[0] != '\0' && strcmp(node->run_id, info.run_id) != 0;
   if (restarted)
     log_write(env->log, REDLOCK_LOG_WARN, "master %s restarted (run_id changed; up %lld s)",
@@ -414,160 +321,66 @@ static void info_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
                 (unsigned long long)((max_ttl_ns - up_ns) / 1000000u), env->max_ttl_ms);
     }
   }
-  handshake_step_done(node);
+  return NULL;
 }
 
-static void node_open_next(node_t *node);
-
-/* The address being tried failed to connect (why): on to the next one of
- * the name's, if any is left.  1 when another is being tried. */
-static int node_try_next(node_t *node, const char *why) {
-  if (node->addr_next >= node->addrs.n)
-    return 0;
-  char detail[sizeof node->addr_errs];
-  node_attempt_detail(node, why, detail, sizeof detail);
-  memcpy(node->addr_errs, detail, sizeof detail);
-  log_write(node->env->log, node->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
-            "master %s: cannot connect: %s; trying its next address", node->addr.label, detail);
-  node_open_next(node);
-  return 1;
-}
-
-static void on_connect(const redisAsyncContext *ac, int status) {
-  node_t *node = ac->data;
-  if (node == NULL || node->ac != ac)
-    return;
-  if (status != REDIS_OK) {
-    /* hiredis frees the context after this callback returns. */
-    char why[256], detail[sizeof why + sizeof node->addr_errs];
-    snprintf(why, sizeof why, "%s", conn_error(ac));
-    int tls_failed = conn_tls_unfinished(ac);
-    if (tls_failed)
-      node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
-    ((redisAsyncContext *)ac)->data = NULL;
-    node->ac = NULL;
-    if (!tls_failed && node_try_next(node, why))
-      return;
-    node_attempt_detail(node, why, detail, sizeof detail);
-    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
-  }
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status) {
-  node_t *node = ac->data;
-  (void)status;
-  if (node == NULL || node->ac != ac)
-    return;
-  /* hiredis frees the context after this callback returns. */
-  char detail[256];
-  snprintf(detail, sizeof detail, "%s", conn_error(ac));
-  if (node->state != NODE_READY && conn_tls_unfinished(ac))
-    node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
-  node->ac = NULL;
-  node_fail(node, REDLOCK_LOG_WARN,
-            node->state == NODE_READY ? "connection lost" : "connection closed during handshake",
-            detail);
-}
-
-/* Looked up (or numeric from the start): connect to the next address of
- * node->addrs, queue the handshake. */
-static void node_open_next(node_t *node) {
-  const node_env_t *env = node->env;
-  char err[256], detail[sizeof err + sizeof node->addr_errs];
-  int tls_failed;
-  node->handshake_left = 0;
-  snprintf(node->ip, sizeof node->ip, "%s", node->addrs.addr[node->addr_next++]);
-  node->has_ip_key =
-      node->addr.kind == NODE_ADDR_TCP && resolve_key(node->ip, 0, &node->ip_key) == 0;
-  redisAsyncContext *ac = conn_open(&node->addr, node->ip, env->tls, env->loop, env->flusher, node,
-                                    on_connect, on_disconnect, err, sizeof err, &tls_failed);
-  if (ac == NULL) {
-    if (tls_failed)
-      node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
-    else if (node_try_next(node, err))
-      return;
-    node_attempt_detail(node, err, detail, sizeof detail);
-    node_fail(node, REDLOCK_LOG_WARN, "cannot connect", detail);
-    return;
-  }
-  node->ac = ac;
-
-  /* The handshake is pipelined behind the TCP connect: one round trip. */
-  const node_addr_t *addr = &node->addr;
-  int ok = 1;
-  int auth = conn_queue_auth(ac, addr, auth_reply_cb, node);
-  ok &= auth >= 0;
-  node->handshake_left += auth > 0 ? (unsigned)auth : 0;
-  if (addr->db != 0) {
-    ok &= redisAsyncCommand(ac, select_reply_cb, node, "SELECT %d", addr->db) == REDIS_OK;
-    node->handshake_left++;
-  }
+/* The link's handshake (after AUTH and SELECT): the scripts, then INFO
+ * server, pipelined behind them. */
+static link_status_t node_handshake(link_t *link, void *arg) {
+  (void)arg;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *script = script_get((script_id_t)id);
-    ok &= redisAsyncCommand(ac, script_load_reply_cb, node, "SCRIPT LOAD %b", script->body,
-                            script->body_len) == REDIS_OK;
-    node->handshake_left++;
+    if (link_step(link, "SCRIPT LOAD", script_load_check, "SCRIPT LOAD %b", script->body,
+                  script->body_len) != LINK_OK)
+      return LINK_EFAILED;
   }
-  ok &= redisAsyncCommand(ac, info_reply_cb, node, "INFO server") == REDIS_OK;
-  node->handshake_left++;
-  if (!ok)
-    node_fail(node, REDLOCK_LOG_ERROR, "cannot connect", "cannot queue the handshake");
+  return link_step(link, "INFO server", info_check, "INFO server");
 }
 
-static void on_resolved(void *arg, const char *error, const resolve_list_t *list) {
+/* What the link says. */
+static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
+                         const char *detail) {
   node_t *node = arg;
-  node->resolving = NULL;
-  /* An answer that comes between attempts is dropped: the next attempt
-   * looks the name up afresh. */
-  if (node->state != NODE_CONNECTING || !node->awaiting_lookup)
-    return;
-  node->awaiting_lookup = 0;
-  if (error != NULL) {
-    node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", error);
-    return;
+  (void)link;
+  switch (ev) {
+  case LINK_EV_CONNECTING:
+    node->state = NODE_CONNECTING;
+    node_report(node, NODE_EV_CONNECTING, NULL, NULL);
+    break;
+  case LINK_EV_UP:
+    node_ready(node);
+    break;
+  case LINK_EV_DOWN:
+    node_link_down(node, level, what, detail);
+    break;
+  case LINK_EV_RETRY:
+    node_link_retry(node);
+    break;
+  case LINK_EV_TLS_FAILURE:
+    node_report(node, NODE_EV_TLS_FAILURE, NULL, NULL);
+    break;
+  case LINK_EV_TIMER:
+    node_quarantine_tick(node);
+    break;
+  case LINK_EV_CLOSED:
+    node_report(node, NODE_EV_CLOSED, NULL, NULL);
+    break;
   }
-  node->addrs = *list;
-  node_open_next(node);
 }
 
-/* One connection attempt: name lookup (every time: a master may come back
- * at a new address; a lookup still under way from an earlier attempt is
- * waited for instead), connect to each address in turn and handshake, all
- * within the connect timeout. */
-static void node_connect(node_t *node) {
-  const node_env_t *env = node->env;
-  const node_addr_t *addr = &node->addr;
-  node->state = NODE_CONNECTING;
-  node->handshake_left = 0;
-  node->addrs.n = 0;
-  node->addr_next = 0;
-  node->addr_errs[0] = '\0';
-  node_report(node, NODE_EV_CONNECTING, NULL, NULL);
-  uv_timer_stop(&node->timer);
-  uv_timer_start(&node->timer, connect_timer_cb, env->connect_timeout_ms, 0);
-  node->named = addr->kind == NODE_ADDR_TCP && !resolve_is_numeric(addr->host);
-  if (node->named) {
-    node->awaiting_lookup = 1;
-    if (node->resolving != NULL)
-      return;
-    char err[128];
-    node->resolving = resolve_start(env->loop, addr->host, on_resolved, node, err, sizeof err);
-    if (node->resolving == NULL)
-      node_fail(node, REDLOCK_LOG_WARN, "cannot resolve its host name", err);
-    return;
-  }
-  node->addrs.n = 1;
-  snprintf(node->addrs.addr[0], sizeof node->addrs.addr[0], "%s",
-           addr->kind == NODE_ADDR_TCP ? addr->host : "");
-  node_open_next(node);
-}
-
-const char *node_ip(const node_t *node) { return node->ip; }
+const char *node_ip(const node_t *node) { return link_ip(&node->link); }
 
 void node_start(node_t *node) {
-  uv_timer_init(node->env->loop, &node->timer);
-  node->timer.data = node;
-  node_connect(node);
+  const node_env_t *env = node->env;
+  link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
+  if (link_attach(&node->link, &io) != LINK_OK) {
+    /* No timer: no attempt can be bounded.  The master stays down. */
+    const char *what = "cannot connect", *detail = "cannot make its timer";
+    node_link_down(node, REDLOCK_LOG_ERROR, what, detail);
+    node_link_retry(node);
+    return;
+  }
+  link_connect(&node->link);
 }
 
 /* The queue's figures, for the stats. */
@@ -583,14 +396,16 @@ static void node_dequeued(node_t *node, const node_req_t *req) {
     node->releases_queued--;
 }
 
-static void node_request_done(node_t *node, node_req_t *req, int got_reply) {
+/* ac: the context the reply came on (NULL: none came). */
+static void node_request_done(node_t *node, node_req_t *req, const redisAsyncContext *ac) {
+  int got_reply = ac != NULL;
   if (node->inflight > 0)
     node->inflight--;
   node_dequeued(node, req);
   /* The read's time serves both the hung-master watch and the stats. */
   uint64_t now = 0;
   if (got_reply && (node->inflight > 0 || node->stats != NULL))
-    now = conn_read_ns(node->ac);
+    now = conn_read_ns(ac);
   if (got_reply && node->inflight > 0) {
     node->progress_ns = now;
     node->progress_unwritten = 0;
@@ -626,30 +441,29 @@ static void node_after_reply(node_t *node, int got_reply) {
 
 /* hiredis' callback for every request node_send wrote. */
 static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
-  (void)ac;
   node_req_t *req = privdata;
   node_t *node = req->node;
-  node_request_done(node, req, reply != NULL);
+  node_request_done(node, req, reply != NULL ? ac : NULL);
   req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
   node_after_reply(node, reply != NULL);
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
-static int node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
-  if (redisAsyncFormattedCommand(node->ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
+static node_send_status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
+  if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
     return NODE_SEND_DOWN;
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   if (node->inflight++ == 0) {
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
     node->progress_unwritten = 1;
-    node->progress_writes = conn_writes(node->ac);
+    node->progress_writes = conn_writes(node->link.ac);
   }
-  return 0;
+  return NODE_SEND_OK;
 }
 
 static int node_can_write(const node_t *node) {
-  return node->state == NODE_READY && node->ac != NULL;
+  return node->state == NODE_READY && node->link.ac != NULL;
 }
 
 static void node_drain_backlog(node_t *node) {
@@ -660,9 +474,9 @@ static void node_drain_backlog(node_t *node) {
     list_remove(&req->link);
     node->backlog_len--;
     if (now_ns == 0)
-      now_ns = clock_now_ns();
-    if (node_write(node, req, now_ns) != 0) {
-      /* hiredis is tearing the connection down: node_fail will fail it. */
+      now_ns = node_now_ns(node);
+    if (node_write(node, req, now_ns) != NODE_SEND_OK) {
+      /* hiredis is tearing the connection down: the link will fail it. */
       list_insert_head(&node->backlog, &req->link);
       node->backlog_len++;
       return;
@@ -706,7 +520,7 @@ static int node_queue_admits(node_t *node, const node_req_t *req) {
   return 0;
 }
 
-int node_send(node_t *node, node_req_t *req) {
+node_send_status_t node_send(node_t *node, node_req_t *req) {
   if (!node_can_write(node))
     return NODE_SEND_DOWN;
   /* Past the queue's bound, or overloaded, a request is refused and counts
@@ -722,8 +536,9 @@ int node_send(node_t *node, node_req_t *req) {
   node->queued_bytes += req->len;
   node->releases_queued += req->keep != 0;
   if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog)) {
-    int rc = node_write(node, req, req->now_ns != 0 ? req->now_ns : clock_now_ns());
-    if (rc != 0)
+    node_send_status_t rc =
+        node_write(node, req, req->now_ns != 0 ? req->now_ns : node_now_ns(node));
+    if (rc != NODE_SEND_OK)
       node_dequeued(node, req);
     node_queue_changed(node);
     return rc;
@@ -732,7 +547,7 @@ int node_send(node_t *node, node_req_t *req) {
   list_insert_tail(&node->backlog, &req->link);
   node->backlog_len++;
   node_queue_changed(node);
-  return 0;
+  return NODE_SEND_OK;
 }
 
 int node_req_queued(const node_req_t *req) { return req->sent_ns == 0 && list_linked(&req->link); }
@@ -748,7 +563,7 @@ int node_owes_releases(const node_t *node) { return node_can_write(node) && node
 
 void node_read_pending(node_t *node) {
   if (node->state == NODE_READY && node->inflight > 0)
-    conn_read_now(node->ac);
+    conn_read_now(node->link.ac);
 }
 
 void node_write_late(node_t *node) {
@@ -758,9 +573,10 @@ void node_write_late(node_t *node) {
    * master already sitting on written requests is not let off by newer ones
    * (timers due together run before any flush, each with fresh output; and
    * a turn's own flush may have written the first send long ago). */
-  int first_unwritten = node->progress_unwritten && conn_writes(node->ac) == node->progress_writes;
-  if (conn_write_now(node->ac) && first_unwritten)
-    node->progress_ns = clock_now_ns();
+  int first_unwritten =
+      node->progress_unwritten && conn_writes(node->link.ac) == node->progress_writes;
+  if (conn_write_now(node->link.ac) && first_unwritten)
+    node->progress_ns = node_now_ns(node);
   node->progress_unwritten = 0;
 }
 
@@ -773,32 +589,16 @@ uint64_t node_replays_due_ns(const node_t *node) {
 }
 
 void node_drop_if_hung(node_t *node) {
-  uint64_t limit_ns = node_hung_limit_ns(node);
-  uint64_t now_ns = clock_now_ns(); /* progress_ns may have been set moments ago */
-  if (node->state != NODE_READY || node->inflight == 0 || now_ns < node->progress_ns ||
-      now_ns - node->progress_ns < limit_ns)
-    return;
-  char detail[96];
-  snprintf(detail, sizeof detail, "no reply for %llu ms with %u requests waiting",
-           (unsigned long long)((now_ns - node->progress_ns) / 1000000u), node->inflight);
-  node_fail(node, REDLOCK_LOG_WARN, "master not answering; reconnecting", detail);
-}
-
-static void node_timer_closed(uv_handle_t *handle) {
-  node_report(handle->data, NODE_EV_CLOSED, NULL, NULL);
+  if (node->state == NODE_READY)
+    (void)link_drop_if_silent(&node->link, node->progress_ns, node_hung_limit_ns(node),
+                              node->inflight);
 }
 
 void node_abandon(node_t *node) {
   if (node->state == NODE_CLOSED)
     return;
   node->state = NODE_CLOSED; /* from here on, releases deferred are abandoned */
-  if (node->resolving != NULL) {
-    /* Not waited for: its thread frees the request whenever it returns. */
-    resolve_abandon(node->resolving);
-    node->resolving = NULL;
-  }
-  uv_timer_stop(&node->timer);
-  node_release_context(node);
+  link_abandon(&node->link);
   node_fail_backlog(node);
   while (node->n_missed_releases > 0)
     node_drop_oldest_kept(node);
@@ -810,5 +610,5 @@ void node_shutdown(node_t *node) {
     return;
   node->shut_down = 1;
   node_abandon(node);
-  uv_close((uv_handle_t *)&node->timer, node_timer_closed);
+  link_shutdown(&node->link);
 }

@@ -1,8 +1,9 @@
-/* node.h: one Redis master.  Owns a hiredis async connection on the client's
- * loop, bounds connect + handshake (AUTH, SELECT, SCRIPT LOAD, INFO server)
- * with a libuv timer, reconnects with exponential backoff and jitter, keeps
- * the restart quarantine, caps requests in flight, and drops a connection
- * whose requests keep timing out (a hung or paused master).
+/* node.h: one Redis master.  Its connection is a link (link.h: lookup,
+ * connect, handshake, connect timeout, reconnect with backoff and jitter), to
+ * whose handshake it adds SCRIPT LOAD and INFO server; the node keeps what
+ * is a voter's: the restart quarantine, the request queue and its cap on
+ * requests in flight, replays of missed releases, and the judgement that a
+ * master whose requests keep timing out is hung (the link then drops it).
  *
  * A node knows nothing above it: what it needs (loop, write flusher, TLS,
  * log, random numbers, options) comes down in a node_env_t shared by the
@@ -16,11 +17,13 @@
 
 #include "conn.h"
 #include "info.h"
+#include "link.h"
 #include "list.h"
 #include "log.h"
 #include "random.h"
 #include "resolve.h"
 #include "stats_core.h"
+#include "timebase.h"
 #include "uri.h"
 
 struct redisAsyncContext;
@@ -39,8 +42,8 @@ typedef enum {
  * NODE_MAX_INFLIGHT) plus those waiting in the backlog to be written.  It is
  * bounded in requests and in bytes of their commands: a
  * master that answers, but more slowly than it is sent work, never counts as
- * hung, and its queue used to grow for as long as the load lasted.
- *  - requests: the in-flight cap and the backlog, as before (issue 15: 50 000
+ * hung, so only these bounds keep its queue from growing while the load lasts.
+ *  - requests: the in-flight cap and the backlog (50 000
  *    unlocks at once must all go through a healthy master, so no less);
  *  - bytes: 16 MiB, about what 73 728 ordinary commands (~100-200 bytes:
  *    SET key value NX PX ttl, the release script) take, so that for them the
@@ -94,6 +97,7 @@ typedef enum {
 /* Handed down by the owner (client.c), shared by all its nodes, read-only to
  * them; it outlives them. */
 typedef struct node_env {
+  const timebase_t *tb; /* the clock and timers */
   uv_loop_t *loop;
   conn_flusher_t *flusher; /* one write per master per loop turn */
   tls_client_t *tls;       /* rediss:// masters: the client's SSL_CTX, else NULL */
@@ -146,23 +150,11 @@ typedef struct node {
   unsigned index;
   node_addr_t addr;
   node_state_t state;
-  struct redisAsyncContext *ac;
-  /* The host name's lookup.  It is kept when an attempt gives up on it (the
-   * connect timeout), and the next attempt waits for it rather than start
-   * another: one lookup thread per master, however long it hangs.
-   * awaiting_lookup: the current attempt waits for it. */
-  resolve_req_t *resolving;
-  int awaiting_lookup;
-  int named;                 /* TCP, the host is a name: its addresses are named in errors */
-  resolve_list_t addrs;      /* the attempt's addresses, tried in order */
-  unsigned addr_next;        /* the next one to try */
-  char addr_errs[256];       /* the attempt's failed addresses: "ADDR:PORT: why; ..." */
-  char ip[RESOLVE_ADDR_LEN]; /* TCP: the numeric address last connected to */
-  resolve_key_t ip_key;      /* TCP: that address, comparable (valid with has_ip_key) */
-  int has_ip_key;
-  uv_timer_t timer; /* connect deadline while CONNECTING, backoff while DOWN */
-  unsigned handshake_left;
-  unsigned failures;   /* consecutive failed connection attempts */
+  /* The connection (link.c's; its timer is the restart quarantine's while
+   * READY).  One lookup thread per master, however long it hangs. */
+  link_t link;
+  unsigned failures;   /* consecutive failed connection attempts (the link's count, copied
+                        * at each of its events) */
   uint64_t ready_ns;   /* when the current connection became READY */
   unsigned inflight;   /* requests handed to hiredis, awaiting replies */
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
@@ -199,13 +191,17 @@ typedef struct node {
   uint64_t dup_warned;
 } node_t;
 
-/* Copies addr; 0 or REDLOCK_ENOMEM.  The timer is initialised on the loop.
- * env must outlive the node. */
+/* Copies addr; 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
+ * and timebase are used from node_start on. */
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
-#define NODE_SEND_DOWN 1 /* not connected (or handshake not done) */
-#define NODE_SEND_BUSY 2 /* the queue is full (a release: only past the hard bound) */
+/* What node_send did. */
+typedef enum {
+  NODE_SEND_OK = 0,
+  NODE_SEND_DOWN = 1, /* not connected (or handshake not done) */
+  NODE_SEND_BUSY = 2, /* the queue is full (a release: only past the hard bound) */
+} node_send_status_t;
 /* TCP: the numeric address of the master's last lookup ("" before the
  * first); the subscriber connection connects there too. */
 const char *node_ip(const node_t *node);
@@ -217,7 +213,7 @@ const char *node_ip(const node_t *node);
  * NODE_MAX_QUEUED_BYTES, and for anything but a release (keep) while the
  * master is overloaded.  A master that goes down runs fn with NULL for every
  * request. */
-int node_send(node_t *node, node_req_t *req);
+node_send_status_t node_send(node_t *node, node_req_t *req);
 /* 1 while req is queued, not yet written. */
 int node_req_queued(const node_req_t *req);
 /* Takes a queued request back (its fn will not run).  Only while queued. */
@@ -271,9 +267,9 @@ void node_warn(node_t *node, const char *what, const char *detail);
  * callbacks.  node_shutdown still closes its handles. */
 void node_abandon(node_t *node);
 /* Closes the connection for good (node_abandon); NODE_EV_CLOSED is reported
- * once its timer handle is closed. */
+ * once its link's timer is closed (also for a node never started). */
 void node_shutdown(node_t *node);
-/* Frees what node_init allocated (after the timer handle closed). */
+/* Frees what node_init allocated (after NODE_EV_CLOSED). */
 void node_free(node_t *node);
 
 #endif

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "conn.h"
-#include "quorum.h"
+#include "link.h"
 #include "redlock.h"
 #include "reply.h"
 
@@ -33,8 +33,6 @@ typedef struct {
   const notify_waiter_t *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
 } recent_t;
 
-typedef enum { SUBSCRIBER_DOWN = 0, SUBSCRIBER_CONNECTING, SUBSCRIBER_READY } subscriber_state_t;
-
 struct notify_channel {
   list_node_t link; /* n->channels */
   list_node_t waiters;
@@ -49,16 +47,13 @@ struct notify_channel {
   uint8_t state[]; /* sub_state_t per master */
 };
 
+/* One master's subscriber connection (loop thread). */
 struct notify_subscriber {
-  notify_t *n;
-  unsigned index;
-  subscriber_state_t state;
-  redisAsyncContext *ac;
-  uv_timer_t timer; /* connect deadline, then reconnect backoff */
-  unsigned failures;
+  notify_t *n;    /* const */
+  unsigned index; /* const: its master */
+  link_t link;    /* link.c's: connect, AUTH, timeouts, backoff; connected on demand */
 };
 
-static void subscriber_connect(notify_subscriber_t *sub);
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
 static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index);
 
@@ -89,19 +84,20 @@ static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
 static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
   notify_subscriber_t *sub = &n->subscribers[index];
   int wanted = channel->n_waiters > 0;
-  if (sub->state == SUBSCRIBER_DOWN) {
-    if (wanted && !uv_is_active((uv_handle_t *)&sub->timer))
-      subscriber_connect(sub);
+  if (sub->link.state == LINK_DOWN) {
+    if (wanted && link_idle(&sub->link))
+      link_connect(&sub->link);
     return;
   }
-  if (sub->ac == NULL)
+  redisAsyncContext *ac = sub->link.ac;
+  if (ac == NULL)
     return;
   if (wanted && channel->state[index] == SUB_NONE) {
-    if (redisAsyncCommand(sub->ac, pubsub_reply_cb, sub, "SUBSCRIBE %b", channel->name,
+    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "SUBSCRIBE %b", channel->name,
                           channel->name_len) == REDIS_OK)
       channel->state[index] = SUB_SUBSCRIBING;
   } else if (!wanted && channel->state[index] == SUB_SUBSCRIBED) {
-    if (redisAsyncCommand(sub->ac, pubsub_reply_cb, sub, "UNSUBSCRIBE %b", channel->name,
+    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "UNSUBSCRIBE %b", channel->name,
                           channel->name_len) == REDIS_OK)
       channel->state[index] = SUB_UNSUBSCRIBING;
   }
@@ -237,68 +233,40 @@ static int any_waiters(notify_t *n) {
   return 0;
 }
 
-static void backoff_cb(uv_timer_t *timer) {
-  notify_subscriber_t *sub = timer->data;
-  if (sub->state == SUBSCRIBER_DOWN && any_waiters(sub->n))
-    subscriber_connect(sub);
+/* The backoff ran out: try again only while someone waits. */
+static int subscriber_want_retry(void *arg) {
+  notify_subscriber_t *sub = arg;
+  return !sub->n->closing && any_waiters(sub->n);
 }
 
-static void subscriber_fail(notify_subscriber_t *sub, const char *why) {
+/* The subscriptions are queued behind AUTH, in the same round trip; the
+ * subscription callback is registered once, and hiredis routes every
+ * channel's confirmations and messages to it by channel name. */
+static link_status_t subscriber_handshake(link_t *link, void *arg) {
+  notify_subscriber_t *sub = arg;
   notify_t *n = sub->n;
-  redisAsyncContext *ac = sub->ac;
-  sub->ac = NULL;
-  sub->state = SUBSCRIBER_DOWN;
-  conn_close(ac);
-  subscriber_reset(sub);
-  log_write(n->env->log, sub->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
-            "master %s: release notifications unavailable (%s); waiters poll meanwhile",
-            n->nodes[sub->index].addr.label, why);
-  uint64_t delay = quorum_backoff_ms(sub->failures, NODE_BACKOFF_BASE_MS, NODE_BACKOFF_CAP_MS,
-                                     jitter_rng_next(n->env->rng));
-  if (sub->failures < 32)
-    sub->failures++;
-  uv_timer_stop(&sub->timer);
-  if (!n->closing)
-    uv_timer_start(&sub->timer, backoff_cb, delay, 0);
+  (void)link;
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
+    channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
+  return LINK_OK;
 }
 
-static void subscriber_ready(notify_subscriber_t *sub) {
-  if (sub->state != SUBSCRIBER_CONNECTING)
-    return;
-  sub->state = SUBSCRIBER_READY;
-  sub->failures = 0;
-  uv_timer_stop(&sub->timer);
-}
-
-static void connect_timeout_cb(uv_timer_t *timer) { subscriber_fail(timer->data, "timeout"); }
-
-static void on_connect(const redisAsyncContext *ac, int status) {
-  notify_subscriber_t *sub = ac->data;
-  if (sub == NULL || sub->ac != ac || status == REDIS_OK)
-    return;
-  ((redisAsyncContext *)ac)->data = NULL; /* hiredis frees it after this callback */
-  sub->ac = NULL;
-  subscriber_fail(sub, conn_error(ac));
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status) {
-  (void)status;
-  notify_subscriber_t *sub = ac->data;
-  if (sub == NULL || sub->ac != ac)
-    return;
-  sub->ac = NULL; /* hiredis frees it after this callback */
-  subscriber_fail(sub, conn_error(ac));
-}
-
-static void auth_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
-  notify_subscriber_t *sub = privdata;
-  redisReply *reply = r;
-  if (reply == NULL || sub->ac != ac)
-    return;
-  if (reply->type == REDIS_REPLY_ERROR)
-    subscriber_fail(sub, reply->str);
-  else
-    subscriber_ready(sub);
+static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int level,
+                               const char *what, const char *detail) {
+  notify_subscriber_t *sub = arg;
+  notify_t *n = sub->n;
+  (void)level;
+  if (ev == LINK_EV_DOWN) {
+    log_write(n->env->log, link->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
+              "master %s: release notifications unavailable (%s%s%s); waiters poll meanwhile",
+              n->nodes[sub->index].addr.label, what, detail != NULL ? ": " : "",
+              detail != NULL ? detail : "");
+  } else if (ev == LINK_EV_RETRY) {
+    subscriber_reset(sub);
+  } else if (ev == LINK_EV_CLOSED) {
+    if (--n->timers_open == 0)
+      n->closed(n->arg);
+  }
 }
 
 /* A master announced a release on the channel (payload: a semaphore
@@ -338,11 +306,11 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   const char *name;
   size_t name_len;
   pubsub_kind_t kind;
-  if (reply == NULL || sub->ac != ac ||
+  if (reply == NULL || sub->link.ac != ac ||
       (kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
     return;
   notify_t *n = sub->n;
-  subscriber_ready(sub);
+  link_replied(&sub->link);
   notify_channel_t *channel = channel_find(n, name, name_len);
   if (channel == NULL)
     return;
@@ -369,35 +337,6 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   }
 }
 
-static void subscriber_connect(notify_subscriber_t *sub) {
-  notify_t *n = sub->n;
-  const node_t *node = &n->nodes[sub->index];
-  const node_addr_t *addr = &node->addr;
-  if (addr->kind == NODE_ADDR_TCP && node_ip(node)[0] == '\0') {
-    subscriber_fail(sub, "the master's host name is not resolved yet");
-    return;
-  }
-  char err[256];
-  redisAsyncContext *ac = conn_open(addr, node_ip(node), n->env->tls, n->env->loop, n->env->flusher,
-                                    sub, on_connect, on_disconnect, err, sizeof err, NULL);
-  if (ac == NULL) {
-    subscriber_fail(sub, err);
-    return;
-  }
-  sub->ac = ac;
-  sub->state = SUBSCRIBER_CONNECTING;
-  int auth = conn_queue_auth(ac, addr, auth_reply_cb, sub);
-  if (auth < 0) {
-    subscriber_fail(sub, "cannot queue AUTH");
-    return;
-  }
-  /* The subscription callback is registered once; hiredis routes every
-   * channel's confirmations and messages to it by channel name. */
-  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
-    channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
-  uv_timer_start(&sub->timer, connect_timeout_cb, n->env->connect_timeout_ms, 0);
-}
-
 /* ---- waiters ----------------------------------------------------------------------- */
 
 static int subscribers_init(notify_t *n) {
@@ -406,12 +345,29 @@ static int subscribers_init(notify_t *n) {
   n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
   if (n->subscribers == NULL)
     return REDLOCK_ENOMEM;
+  const node_env_t *env = n->env;
+  link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
   for (unsigned i = 0; i < n->n_nodes; i++) {
     notify_subscriber_t *sub = &n->subscribers[i];
     sub->n = n;
     sub->index = i;
-    uv_timer_init(n->env->loop, &sub->timer);
-    sub->timer.data = sub;
+    link_init(&sub->link, &(link_cfg_t){
+                              .addr = &n->nodes[i].addr,
+                              .tb = env->tb,
+                              .log = env->log,
+                              .role = "subscriber to master",
+                              .connect_timeout_ms = &env->connect_timeout_ms,
+                              .backoff_base_ms = NODE_BACKOFF_BASE_MS,
+                              .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
+                              .stable_ms = 0, /* any subscription made resets the backoff */
+                              .ip_from = &n->nodes[i].link,
+                              .handshake = subscriber_handshake,
+                              .want_retry = subscriber_want_retry,
+                              .event = subscriber_on_link,
+                              .arg = sub,
+                          });
+    /* A link without a timer stays down: its waiters poll. */
+    (void)link_attach(&sub->link, &io);
   }
   return 0;
 }
@@ -483,13 +439,6 @@ void notify_unwait(notify_t *n, notify_waiter_t *w) {
   channel_maybe_free(n, channel);
 }
 
-static void subscriber_timer_closed(uv_handle_t *handle) {
-  notify_subscriber_t *sub = handle->data;
-  notify_t *n = sub->n;
-  if (--n->timers_open == 0)
-    n->closed(n->arg);
-}
-
 void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {
   n->closing = 1;
   n->closed = closed;
@@ -498,15 +447,8 @@ void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {
     return;
   }
   n->timers_open = n->n_nodes;
-  for (unsigned i = 0; i < n->n_nodes; i++) {
-    notify_subscriber_t *sub = &n->subscribers[i];
-    redisAsyncContext *ac = sub->ac;
-    sub->ac = NULL;
-    sub->state = SUBSCRIBER_DOWN;
-    conn_close(ac);
-    uv_timer_stop(&sub->timer);
-    uv_close((uv_handle_t *)&sub->timer, subscriber_timer_closed);
-  }
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    link_shutdown(&n->subscribers[i].link);
 }
 
 void notify_free(notify_t *n) {

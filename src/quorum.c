@@ -38,17 +38,6 @@ uint64_t quorum_retry_delay_ms(uint32_t delay_ms, uint32_t jitter_ms, uint32_t r
   return (uint64_t)delay_ms + jitter;
 }
 
-uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms,
-                           uint32_t random32) {
-  uint64_t delay = base_ms;
-  for (unsigned i = 0; i < failures && delay < cap_ms; i++)
-    delay *= 2;
-  if (delay > cap_ms)
-    delay = cap_ms;
-  uint64_t half = delay / 2;
-  return delay - half + (half == 0 ? 0 : (uint64_t)random32 % (half + 1));
-}
-
 uint32_t quorum_watch_tick_ms(uint32_t ttl_ms) {
   uint32_t tick = ttl_ms / 30;
   if (tick > QUORUM_WATCH_TICK_MAX_MS)

@@ -1,5 +1,5 @@
 /* quorum.h: the pure arithmetic of Redlock: quorum size, deciding a round from
- * its vote counts, validity and drift, retry jitter and reconnect backoff.
+ * its vote counts, validity and drift, and retry jitter.
  * No I/O, no clocks, no allocation: every function here is unit-tested. */
 #ifndef REDLOCK_QUORUM_H
 #define REDLOCK_QUORUM_H
@@ -38,11 +38,6 @@ int64_t quorum_validity_ns(uint32_t ttl_ms, uint64_t elapsed_ns, double drift_fa
 
 /* Retry delay: delay_ms + (random32 % (jitter_ms + 1)). */
 uint64_t quorum_retry_delay_ms(uint32_t delay_ms, uint32_t jitter_ms, uint32_t random32);
-
-/* Reconnect delay after `failures` consecutive failed attempts (0 = first
- * retry): min(cap, base * 2^failures), then "equal jitter": half of it fixed,
- * half random, so that clients restarting together spread out. */
-uint64_t quorum_backoff_ms(unsigned failures, uint32_t base_ms, uint32_t cap_ms, uint32_t random32);
 
 /* When a watch renews (lock.c).  Nominally when a third of the ttl is left;
  * two adjustments, both earlier, never later, so safety is unchanged:

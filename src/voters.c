@@ -157,6 +157,7 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
   vs->hooks = *hooks;
   vs->log = cfg->log;
   vs->node_env = (node_env_t){
+      .tb = cfg->tb,
       .flusher = cfg->flusher,
       .tls = cfg->tls,
       .log = cfg->log,

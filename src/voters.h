@@ -29,6 +29,7 @@
 /* What the voters get from their owner, read-only to them; its pointers
  * outlive them. */
 typedef struct voters_config {
+  const timebase_t *tb;    /* the clock and timers of every connection */
   conn_flusher_t *flusher; /* one write per connection per loop turn */
   tls_client_t *tls;       /* rediss:// masters: the client's SSL_CTX, else NULL */
   const log_sink_t *log;

@@ -27,8 +27,8 @@ static void on_report(void *arg, node_t *node, node_event_t ev, const char *what
   e->state = node->state;
   snprintf(e->what, sizeof e->what, "%s", what ? what : "");
   snprintf(e->detail, sizeof e->detail, "%s", detail ? detail : "");
-  e->has_context = node->ac != NULL;
-  e->timer_active = ev != NODE_EV_CLOSED && uv_is_active((uv_handle_t *)&node->timer);
+  e->has_context = node->link.ac != NULL;
+  e->timer_active = ev != NODE_EV_CLOSED && tb_timer_active(&node->link.timer);
   e->failures = node->failures;
   snprintf(e->down_why, sizeof e->down_why, "%s", node->down_why); /* loop thread: no lock */
 }
@@ -55,12 +55,14 @@ int nf_setup(void **state) {
   nf_t *f = calloc(1, sizeof *f);
   assert_non_null(f);
   assert_int_equal(uv_loop_init(&f->loop), 0);
-  conn_flusher_init(&f->flusher, &f->loop);
+  timebase_uv_init(&f->tb, &f->loop);
+  assert_int_equal(conn_flusher_init(&f->flusher, &f->loop), 0);
   assert_int_equal(uv_mutex_init(&f->mutex), 0);
   jitter_rng_seed(&f->rng, 42);
   f->log.cb = on_log;
   f->log.arg = f;
   f->log.level = REDLOCK_LOG_DEBUG;
+  f->env.tb = &f->tb;
   f->env.loop = &f->loop;
   f->env.flusher = &f->flusher;
   f->env.log = &f->log;

@@ -24,7 +24,7 @@ typedef struct {
   char detail[160];
   /* the node as it was then (a backoff may have run by the time a wait
    * returns on a loaded machine: tests check the moment itself) */
-  int has_context;  /* node->ac != NULL */
+  int has_context;  /* node->link.ac != NULL */
   int timer_active; /* its timer runs (connect deadline or backoff) */
   unsigned failures;
   char down_why[NODE_DOWN_WHY_LEN];
@@ -43,6 +43,7 @@ typedef struct {
 
 typedef struct {
   uv_loop_t loop;
+  timebase_t tb; /* libuv's, on loop */
   conn_flusher_t flusher;
   uv_mutex_t mutex;
   jitter_rng_t rng;

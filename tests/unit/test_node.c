@@ -230,7 +230,7 @@ static void test_stable_connection_resets_backoff(void **state) {
   mock_master_close_on_accept(f->mock, 0);
   nf_wait_event(f, NODE_EV_UP, 1);
   assert_true(f->node.failures >= 2);
-  f->node.ready_ns -= (uint64_t)NODE_STABLE_MS * 1000000u; /* as if up that long */
+  f->node.link.up_ns -= (uint64_t)NODE_STABLE_MS * 1000000u; /* as if up that long */
   unsigned downs = nf_count(f, NODE_EV_DOWN);
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, downs + 1);
@@ -293,9 +293,9 @@ static void start_at_localhost(nf_t *f) {
 static void test_host_name(void **state) {
   nf_t *f = *state;
   start_at_localhost(f);
-  assert_non_null(f->node.resolving);
+  assert_non_null(f->node.link.resolving);
   nf_wait_event(f, NODE_EV_STARTED, 1);
-  assert_null(f->node.resolving);
+  assert_null(f->node.link.resolving);
   /* localhost may be ::1 first, where the mock does not listen: either way
    * the lookup ran and gave the address connected to */
   if (strcmp(node_ip(&f->node), "127.0.0.1") == 0)
@@ -310,9 +310,9 @@ static void test_host_name(void **state) {
 static void test_close_while_resolving(void **state) {
   nf_t *f = *state;
   start_at_localhost(f);
-  assert_non_null(f->node.resolving);
+  assert_non_null(f->node.link.resolving);
   nf_shutdown(f);
-  assert_null(f->node.resolving);
+  assert_null(f->node.link.resolving);
   assert_int_equal(f->node.state, NODE_CLOSED);
   assert_int_equal(nf_count(f, NODE_EV_DOWN), 0);
   assert_int_equal(nf_count(f, NODE_EV_CLOSED), 1);
@@ -363,7 +363,7 @@ static void test_close_while_down(void **state) {
   nf_start(f);
   nf_wait_event(f, NODE_EV_DOWN, 1);
   nf_wait_state(f, NODE_DOWN); /* between attempts (one may be under way on a loaded machine) */
-  assert_true(uv_is_active((uv_handle_t *)&f->node.timer));
+  assert_true(tb_timer_active(&f->node.link.timer));
   unsigned connecting = nf_count(f, NODE_EV_CONNECTING);
   nf_shutdown(f);
   assert_int_equal(nf_count(f, NODE_EV_CONNECTING), connecting);
@@ -375,8 +375,7 @@ static void test_close_unstarted(void **state) {
   nf_t *f = *state;
   assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
   f->started = 1;
-  uv_timer_init(&f->loop, &f->node.timer); /* what node_start does first */
-  f->node.timer.data = &f->node;
+  /* (its link was never attached: shutdown makes the timer it closes) */
   nf_shutdown(f);
   assert_int_equal(f->n_events, 1);
   assert_int_equal(f->events[0].ev, NODE_EV_CLOSED);
@@ -391,9 +390,9 @@ static void same_server_node(node_t *node, const char *uri, const char *ip, char
   node_addr_clear(&addr);
   node->state = NODE_READY;
   if (ip != NULL) {
-    snprintf(node->ip, sizeof node->ip, "%s", ip);
-    assert_int_equal(resolve_key(ip, 0, &node->ip_key), 0);
-    node->has_ip_key = 1;
+    snprintf(node->link.ip, sizeof node->link.ip, "%s", ip);
+    assert_int_equal(resolve_key(ip, 0, &node->link.ip_key), 0);
+    node->link.has_ip_key = 1;
   }
   memset(node->run_id, run_id_char, INFO_RUN_ID_LEN);
   node->run_id[INFO_RUN_ID_LEN] = '\0';

@@ -108,7 +108,7 @@ static void test_replies_pooled(void **state) {
   mock_master_on(f->mock, "LRANGE", MOCK_REPLY, "*2\r\n:7\r\n+x\r\n", 1);
   mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, "-ERR no\r\n", 1);
   mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, ":-3\r\n", 1);
-  unsigned long before = conn_replies_pooled(f->node.ac);
+  unsigned long before = conn_replies_pooled(f->node.link.ac);
   nf_req_t nil, ok, b47, b48, arr, err, num;
   assert_int_equal(nf_send(f, &nil, "SET k v NX PX 1000", 0), 0);
   assert_int_equal(nf_send(f, &ok, "SET k v", 0), 0);
@@ -131,7 +131,7 @@ static void test_replies_pooled(void **state) {
   assert_int_equal(num.reply_type, REDIS_REPLY_INTEGER);
   assert_int_equal(num.integer, -3);
   /* pooled: nil, OK, the 47-byte bulk, the error, the integer */
-  assert_int_equal(conn_replies_pooled(f->node.ac) - before, 5);
+  assert_int_equal(conn_replies_pooled(f->node.link.ac) - before, 5);
   /* many in flight at once: more blocks than the pool keeps, all read right */
   enum { MANY = REPLY_POOL_KEEP + 50 };
   static nf_req_t many[MANY];
@@ -140,7 +140,7 @@ static void test_replies_pooled(void **state) {
   nf_wait_req(f, &many[MANY - 1]);
   for (unsigned i = 0; i < MANY; i++)
     assert_string_equal(many[i].str, "OK");
-  assert_int_equal(conn_replies_pooled(f->node.ac) - before, 5 + MANY);
+  assert_int_equal(conn_replies_pooled(f->node.link.ac) - before, 5 + MANY);
 }
 
 /* hiredis frees its output buffer when a write takes all of it; conn.c
@@ -155,7 +155,7 @@ static void test_output_room(void **state) {
   static nf_req_t r[2][MANY];
   size_t bytes = 0;
   for (unsigned batch = 0; batch < 2; batch++) {
-    unsigned long writes = conn_writes(f->node.ac);
+    unsigned long writes = conn_writes(f->node.link.ac);
     char words[96];
     for (unsigned i = 0; i < MANY; i++) {
       snprintf(words, sizeof words, "SET key-%u-%u value-of-a-lock NX PX 10000", batch, i);
@@ -164,8 +164,8 @@ static void test_output_room(void **state) {
         bytes += r[batch][i].req.len;
     }
     nf_wait_req(f, &r[batch][MANY - 1]); /* all written by the turn's one flush */
-    assert_int_equal(conn_writes(f->node.ac), writes + 1);
-    sds obuf = f->node.ac->c.obuf;
+    assert_int_equal(conn_writes(f->node.link.ac), writes + 1);
+    sds obuf = f->node.link.ac->c.obuf;
     assert_int_equal(sdslen(obuf), 0);
     assert_true(sdsavail(obuf) >= bytes);
     for (unsigned i = 0; i < MANY; i++)

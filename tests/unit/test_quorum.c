@@ -6,7 +6,7 @@
  *    pending masters could still answer;
  *  - quorum_drift_ns / quorum_validity_ns (drift 102 ms for 10 s at 0.01,
  *    elapsed time, negative validity, huge elapsed without overflow);
- *  - quorum_retry_delay_ms bounds, quorum_backoff_ms growth, cap and jitter. */
+ *  - quorum_retry_delay_ms bounds, backoff_ms growth, cap and jitter. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +17,7 @@
 
 #include "unit_support.h"
 
+#include "backoff.h"
 #include "quorum.h"
 
 #define MS ((int64_t)1000000)
@@ -254,14 +255,14 @@ static void test_backoff_growth(void **state) {
   static const uint64_t full[] = {25, 50, 100, 200, 400, 800, 1000, 1000, 1000};
   for (unsigned f = 0; f < sizeof full / sizeof full[0]; f++) {
     uint64_t d = full[f];
-    assert_int_equal(quorum_backoff_ms(f, 25, 1000, (uint32_t)(d / 2)), d);
+    assert_int_equal(backoff_ms(f, 25, 1000, (uint32_t)(d / 2)), d);
     /* random32 = 0: the bottom of the range, d - d/2. */
-    assert_int_equal(quorum_backoff_ms(f, 25, 1000, 0), d - d / 2);
+    assert_int_equal(backoff_ms(f, 25, 1000, 0), d - d / 2);
   }
   /* Strictly grows until the cap (top of range). */
   uint64_t prev = 0;
   for (unsigned f = 0; f < 6; f++) {
-    uint64_t top = quorum_backoff_ms(f, 25, 1000, (uint32_t)(full[f] / 2));
+    uint64_t top = backoff_ms(f, 25, 1000, (uint32_t)(full[f] / 2));
     assert_true(top == 2 * prev || f == 0);
     prev = top;
   }
@@ -272,16 +273,16 @@ static void test_backoff_cap(void **state) {
   static const unsigned failures[] = {6, 10, 31, 32, 63, 64, 100, 1000, UINT_MAX};
   for (size_t i = 0; i < sizeof failures / sizeof failures[0]; i++) {
     for (uint32_t r = 0; r < 2000; r += 7) {
-      uint64_t d = quorum_backoff_ms(failures[i], 25, 1000, r);
+      uint64_t d = backoff_ms(failures[i], 25, 1000, r);
       assert_in_range(d, 500, 1000);
     }
-    assert_int_equal(quorum_backoff_ms(failures[i], 25, 1000, UINT32_MAX),
+    assert_int_equal(backoff_ms(failures[i], 25, 1000, UINT32_MAX),
                      500 + (uint64_t)UINT32_MAX % 501);
   }
   /* base above the cap: the cap. */
-  assert_in_range(quorum_backoff_ms(0, 5000, 1000, 12345), 500, 1000);
+  assert_in_range(backoff_ms(0, 5000, 1000, 12345), 500, 1000);
   /* Large base and cap do not overflow. */
-  assert_in_range(quorum_backoff_ms(100, 0x80000000u, UINT32_MAX, 7), UINT32_MAX / 2, UINT32_MAX);
+  assert_in_range(backoff_ms(100, 0x80000000u, UINT32_MAX, 7), UINT32_MAX / 2, UINT32_MAX);
 }
 
 static void test_backoff_jitter_range(void **state) {
@@ -294,7 +295,7 @@ static void test_backoff_jitter_range(void **state) {
       d = 1000;
     int saw_low = 0, saw_high = 0;
     for (uint32_t r = 0; r < 5000; r++) {
-      uint64_t got = quorum_backoff_ms(f, 25, 1000, r * 2654435761u);
+      uint64_t got = backoff_ms(f, 25, 1000, r * 2654435761u);
       assert_in_range(got, d - d / 2, d);
       saw_low |= got == d - d / 2;
       saw_high |= got == d;
@@ -303,8 +304,8 @@ static void test_backoff_jitter_range(void **state) {
     assert_true(saw_high);
   }
   /* Degenerate: base 1 (half 0) gives exactly 1; cap 0 gives 0. */
-  assert_int_equal(quorum_backoff_ms(0, 1, 1000, UINT32_MAX), 1);
-  assert_int_equal(quorum_backoff_ms(5, 25, 0, UINT32_MAX), 0);
+  assert_int_equal(backoff_ms(0, 1, 1000, UINT32_MAX), 1);
+  assert_int_equal(backoff_ms(5, 25, 0, UINT32_MAX), 0);
 }
 
 /* Watch renewal: a tick of ttl/30 capped at 100 ms, a spread of ttl/10 capped
