@@ -17,6 +17,8 @@
 
 #include "client.h"
 #include "engine_fixture.h"
+#include "redlock_uv.h"
+#include "unit_support.h"
 
 #define NAME "ldr"
 #define TTL_MS 3000
@@ -29,7 +31,7 @@ static engine_config_t retry_100ms = {.retry = 1, .retry_count = 0, .retry_delay
 /* The longest retry delay: one attempt an hour. */
 static engine_config_t retry_hourly = {.retry = 1, .retry_count = 0, .retry_delay_ms = 3600000};
 
-/* ---- what the callbacks saw ---------------------------------------------------------- */
+/* ---- what the callbacks saw --------------------------------------- */
 
 typedef struct {
   engine_fx_t *fx;
@@ -41,13 +43,14 @@ typedef struct {
   int order_ok;                            /* every on_elected came after the previous on_lost */
   int resign_in_elected, resign_in_lost;   /* resign from inside the callback */
   int resign_rc;
-  unsigned fail_starts_in_lost; /* timer starts to refuse from inside on_lost */
+  unsigned fail_starts_in_lost;     /* timer starts to refuse from inside on_lost */
+  redlock_election_t *resign_other; /* resigned from inside on_elected */
 } elect_t;
 
 static void on_elected(redlock_election_t *e, uint64_t term, void *arg);
 static void on_elect_lost(redlock_election_t *e, int reason, void *arg);
 
-/* ---- timers libuv refuses --------------------------------------------------------------- */
+/* ---- timers libuv refuses ----------------------------------------- */
 
 /* The engine's timers go through the client's timebase: put in its place,
  * this one is the stepped clock's, except that the next inits or starts of
@@ -95,6 +98,8 @@ static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
   r->validity_elected = redlock_election_validity_ms(e);
   if (r->resign_in_elected)
     r->resign_rc = redlock_resign(r->fx->client, e);
+  if (r->resign_other != NULL)
+    r->resign_rc = redlock_resign(r->fx->client, r->resign_other);
 }
 
 static void on_elect_lost(redlock_election_t *e, int reason, void *arg) {
@@ -108,7 +113,7 @@ static void on_elect_lost(redlock_election_t *e, int reason, void *arg) {
     r->resign_rc = redlock_resign(r->fx->client, e);
 }
 
-/* ---- helpers -------------------------------------------------------------------------- */
+/* ---- helpers ------------------------------------------------------ */
 
 /* Campaigns for NAME; the loop runs: the first attempt is out. */
 static void elect(engine_fx_t *fx, elect_t *r) {
@@ -195,7 +200,7 @@ static void silent_for(fake_transport_t *f, unsigned ms) {
   assert_int_equal(fake_outstanding_all(f), 0);
 }
 
-/* ---- election ----------------------------------------------------------------------------- */
+/* ---- election ----------------------------------------------------- */
 
 /* A quorum grants the fenced attempt: the largest token of the yes votes is
  * written back, and is the term; the validity is the lease's, counted from
@@ -371,7 +376,24 @@ static void test_campaign_budget_renewed(void **state) {
   release_answered(f);
 }
 
-/* ---- resign --------------------------------------------------------------------------------- */
+/* With no retry delay, the back-off still starts from 10 ms. */
+static void test_backoff_minimum(void **state) {
+  engine_fx_t *fx = *state;
+  fake_transport_t *f = &fx->fake;
+  elect_t r = {0};
+  elect(fx, &r);
+  win(f, 25);
+  lose(f, &r);
+  unsigned backoff = step_until_sent(f, 10 * RETRY_MS);
+  assert_true(backoff >= 5 && backoff <= 10);
+  win(f, 26);
+  assert_int_equal(r.elected, 2);
+  assert_int_equal(redlock_resign(fx->client, r.e), 0);
+  fake_pump();
+  release_answered(f);
+}
+
+/* ---- resign ------------------------------------------------------- */
 
 /* Resigned while its attempt is out: the attempt is won but never granted
  * (no on_elected), its value is released, and nothing more goes out.  A
@@ -457,7 +479,60 @@ static void test_resign_inside_on_lost(void **state) {
   assert_int_equal(r.elected, 1);
 }
 
-/* ---- close ----------------------------------------------------------------------------------- */
+/* Another election resigned from inside on_elected, before the loop took
+ * the resignation: its win in the same turn is silent (no on_elected), and
+ * its lease goes with the resignation. */
+static void test_resign_other_inside_on_elected(void **state) {
+  engine_fx_t *fx = *state;
+  fake_transport_t *f = &fx->fake;
+  elect_t a = {.fx = fx, .order_ok = 1, .resign_rc = -1};
+  elect_t b = {.fx = fx, .order_ok = 1};
+  assert_int_equal(redlock_elect(fx->client, "a", TTL_MS, on_elected, on_elect_lost, &a, &a.e), 0);
+  assert_int_equal(redlock_elect(fx->client, "b", TTL_MS, on_elected, on_elect_lost, &b, &b.e), 0);
+  a.resign_other = b.e;
+  fake_pump(); /* both attempts out, "a"'s first on every master */
+  assert_int_equal(fake_outstanding(f, 0), 2);
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++) { /* both granted everywhere */
+    fake_reply_int(f, i, 300);
+    fake_reply_int(f, i, 200);
+  }
+  fake_reply_int_all(f, 1); /* "a"'s write-back: elected, it resigns "b" */
+  assert_int_equal(a.elected, 1);
+  assert_int_equal(a.term, 300);
+  assert_int_equal(a.resign_rc, 0);
+  fake_reply_int_all(f, 1); /* "b"'s write-back: won, silently */
+  assert_int_equal(b.elected, 0);
+  assert_int_equal(fake_outstanding_all(f), 0);
+  fake_pump(); /* the resignation is taken: "b"'s lease released */
+  release_answered(f);
+  assert_int_equal(b.elected + b.lost, 0);
+  assert_int_equal(redlock_resign(fx->client, a.e), 0);
+  fake_pump();
+  release_answered(f);
+  assert_int_equal(a.lost, 0);
+}
+
+/* A close requested (not yet taken by the loop) silences the callbacks at
+ * once: a campaign won in the meantime runs no on_elected. */
+static void closed_cb(void *arg) { ((engine_fx_t *)arg)->closed++; }
+
+static void test_close_requested_silences(void **state) {
+  engine_fx_t *fx = *state;
+  fake_transport_t *f = &fx->fake;
+  elect_t r = {0};
+  elect(fx, &r);
+  fake_reply_int_all(f, 400); /* granted: the write-back goes out */
+  fx->closing = 1;
+  redlock_close_uv(fx->client, closed_cb, fx); /* the loop has not run since */
+  fake_reply_int_all(f, 1);
+  assert_int_equal(r.elected, 0);
+  fake_pump(); /* the close: the lease is released */
+  release_answered(f);
+  engine_close(fx);
+  assert_int_equal(r.elected + r.lost, 0);
+}
+
+/* ---- close -------------------------------------------------------- */
 
 /* Closed while its attempt is out: won, but no on_elected; elect and resign
  * are refused as closed; the close completes with nothing left. */
@@ -524,8 +599,7 @@ static void test_close_while_parked(void **state) {
   assert_int_equal(r.elected + r.lost, 0);
 }
 
-/* ---- arguments
- * ----------------------------------------------------------------------------------- */
+/* ---- arguments ---------------------------------------------------- */
 
 /* Refused at the call, *out NULL: a NULL client, name, callback or out; an
  * empty or oversized name; a ttl of 0, above the max, or too short for any
@@ -580,8 +654,25 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(r.elected, 0);
 }
 
-/* ---- timers refused
- * ------------------------------------------------------------------------------ */
+/* On a client with its own loop thread (redlock_open, over a master that
+ * cannot exist), resign from another thread returns once the loop has taken
+ * the resignation: a second one is refused, the close finds nothing, and
+ * no callback ran (no attempt can win: the master does not exist). */
+static void test_resign_off_the_loop(void **state) {
+  (void)state;
+  redlock_options_t *opts = unit_nowhere_options();
+  redlock_t *client = NULL;
+  assert_int_equal(redlock_open(&client, opts), 0);
+  redlock_options_free(opts);
+  elect_t r = {0};
+  assert_int_equal(redlock_elect(client, NAME, TTL_MS, on_elected, on_elect_lost, &r, &r.e), 0);
+  assert_int_equal(redlock_resign(client, r.e), 0);
+  assert_int_equal(redlock_resign(client, r.e), REDLOCK_EINVAL);
+  redlock_close(client);
+  assert_int_equal(r.elected + r.lost, 0);
+}
+
+/* ---- timers refused ----------------------------------------------- */
 
 /* The election's timer cannot be made: it never campaigns; a resign still
  * frees it. */
@@ -689,16 +780,20 @@ int main(void) {
       ENGINE_TEST_WITH(test_lost_then_elected_again, &retry_100ms),
       ENGINE_TEST_WITH(test_backoff_grows_and_resets, &retry_100ms),
       ENGINE_TEST_WITH(test_campaign_budget_renewed, &retry_hourly),
+      ENGINE_TEST(test_backoff_minimum),
       ENGINE_TEST_WITH(test_resign_while_campaigning, &retry_100ms),
       ENGINE_TEST_WITH(test_resign_while_waiting, &retry_100ms),
       ENGINE_TEST_WITH(test_resign_in_backoff, &retry_100ms),
       ENGINE_TEST_WITH(test_resign_inside_on_elected, &retry_100ms),
       ENGINE_TEST_WITH(test_resign_inside_on_lost, &retry_100ms),
+      ENGINE_TEST_WITH(test_resign_other_inside_on_elected, &retry_100ms),
+      ENGINE_TEST_CLOSING(test_close_requested_silences, &retry_100ms),
       ENGINE_TEST_CLOSING(test_close_while_campaigning, &retry_100ms),
       ENGINE_TEST_CLOSING(test_close_while_leader, &retry_100ms),
       ENGINE_TEST_CLOSING(test_close_in_backoff, &retry_100ms),
       ENGINE_TEST_CLOSING(test_close_while_parked, &retry_100ms),
       ENGINE_TEST_WITH(test_bad_arguments, &retry_100ms),
+      cmocka_unit_test(test_resign_off_the_loop),
       ENGINE_TEST_WITH(test_timer_init_refused, &retry_100ms),
       ENGINE_TEST_WITH(test_watch_timer_refused, &retry_100ms),
       ENGINE_TEST_WITH(test_campaign_timer_refused, &retry_100ms),
