@@ -181,8 +181,8 @@ static void test_parked_call_canceled(void **state) {
   engine_fx_begin_close(e);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ECANCELED);
-  engine_close(e);
   assert_int_equal(f->m[0].sends, 0);
+  engine_close(e);
 }
 
 /* The retry timer cannot be made, or cannot be started: the call ends with
