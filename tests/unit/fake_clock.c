@@ -156,6 +156,21 @@ void fake_advance_ns(uint64_t ns) {
 
 void fake_advance_ms(uint64_t ms) { fake_advance_ns(ms * 1000000u); }
 
+void fake_advance_timers_only_ms(uint64_t ms) {
+  uint64_t target = clk.now_ns + ms * 1000000u;
+  for (;;) {
+    int i = earliest();
+    if (i < 0 || clk.timers[i].due_ns > target)
+      break;
+    if (clk.timers[i].due_ns > clk.now_ns)
+      clk.now_ns = clk.timers[i].due_ns;
+    fake_timer_t t = clk.timers[i];
+    clk.timers[i] = clk.timers[--clk.n];
+    tb_timer_fire(t.tb);
+  }
+  clk.now_ns = target;
+}
+
 unsigned fake_timers_pending(void) { return clk.n + !list_empty(&clk.closing); }
 
 uint64_t fake_next_due_in_ns(void) {

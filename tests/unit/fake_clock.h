@@ -27,6 +27,9 @@ void fake_pump(void);
  * (with the clock at its due time) and pumping the loop after it. */
 void fake_advance_ms(uint64_t ms);
 void fake_advance_ns(uint64_t ns);
+/* The same, firing the timers due on the way but running no loop turn: what
+ * another thread hands the loop (a name lookup's answer) waits. */
+void fake_advance_timers_only_ms(uint64_t ms);
 /* Timers started and not yet fired, stopped or closed. */
 unsigned fake_timers_pending(void);
 /* In how many ns the earliest pending timer is due (0: due now; UINT64_MAX: none). */

@@ -2,7 +2,8 @@
  * (semaphore permits: prims.h) on a client over fake masters and a stepped
  * clock (engine_fixture.h): the next slot after a held one, a limit
  * disagreement (never retried), a waiting permit woken by a release, fenced
- * permits, extension, release and close of a held permit. */
+ * permits, extension, release and close of a held permit, and a waiting
+ * writer of a read-write lock withdrawing its intent when its budget ends. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -88,12 +89,55 @@ static void test_sem_fenced(void **state) {
   engine_release(e, r.lock);
 }
 
+/* A writer waiting while readers hold the lock leaves its intent on the
+ * masters (new readers are refused meanwhile); when its wait budget runs
+ * out (REDLOCK_ETIMEDOUT), it withdraws the intent at once: a release of
+ * the intent key, announced to the readers it held back. */
+static engine_config_t retry_50ms = {.retry = 1, .retry_count = 0, .retry_delay_ms = 50};
+
+static void test_rw_writer_withdraws_intent(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  assert_int_equal(redlock_rwlock_write_async(e->client, "doc", TTL_MS, 120, on_lock, &r), 0);
+  fake_pump();
+  /* attempts at t = 0, 50, 100 and, the last, at the end of the budget */
+  static const unsigned wait_ms[] = {50, 50, 20};
+  for (unsigned a = 0; a < 4; a++) {
+    for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
+      assert_int_equal(fake_outstanding(f, i), 1);
+      assert_true(fake_cmd_has(f, i, 0, "doc:rw:intent"));
+    }
+    fake_reply_int_all(f, -1); /* readers hold it: the intent is set */
+    if (a == 3)
+      break;
+    assert_int_equal(r.calls, 0);
+    /* the attempt's clean-up: no intent dropped, nothing announced */
+    assert_true(fake_cmd_has(f, 0, 0, "$0\r\n\r\n$1\r\n0\r\n"));
+    fake_reply_int_all(f, 0);
+    fake_advance_ms(wait_ms[a] - 1);
+    assert_int_equal(fake_outstanding_all(f), 0);
+    fake_advance_ms(1);
+  }
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ETIMEDOUT);
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
+    assert_int_equal(fake_outstanding(f, i), 2); /* the clean-up, then the withdrawal */
+    assert_true(fake_cmd_has(f, i, 0, "$0\r\n\r\n$1\r\n0\r\n"));
+    assert_false(fake_cmd_has(f, i, 1, "$0\r\n\r\n"));      /* our intent value, */
+    assert_true(fake_cmd_has(f, i, 1, "\r\n$1\r\n1\r\n$")); /* announced */
+  }
+  fake_reply_int_all(f, 0);
+  fake_reply_int_all(f, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST(test_sem_next_slot_extend_release),
       ENGINE_TEST(test_sem_limit_mismatch),
       ENGINE_TEST(test_sem_wait_woken),
       ENGINE_TEST_WITH(test_sem_fenced, &engine_fenced),
+      ENGINE_TEST_WITH(test_rw_writer_withdraws_intent, &retry_50ms),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
