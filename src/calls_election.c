@@ -31,8 +31,8 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
-  else if (ptrset_add(&client->engine.live_elections, e) != 0)
-    rc = REDLOCK_ENOMEM;
+  else
+    rc = ptrset_add(&client->engine.live_elections, e); /* e is not NULL: ST_ENOMEM at worst */
   if (rc == 0) {
     /* Before the loop can see it: on_elected may run before we return. */
     *out = e;

@@ -13,6 +13,7 @@
 #include "lock.h"
 #include "redlock_uv.h"
 #include "stats.h"
+#include "status.h"
 
 static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
 static void client_module_closed(redlock_t *client);
@@ -144,7 +145,7 @@ int client_submit(redlock_t *client, op_t *op) {
   }
   client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
-  return 0;
+  return ST_OK;
 }
 
 int client_enter(redlock_t *client) {
@@ -815,20 +816,21 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
   return 0;
 }
 
-/* Marks the client closing and queues the close for the loop. */
-static int client_request_close(redlock_t *client) {
+/* Marks the client closing and queues the close for the loop: ST_OK, or
+ * ST_ECLOSED when a close was already asked for (that one goes on). */
+static status_t client_request_close(redlock_t *client) {
   op_t *op = &client->close.op;
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN) {
     uv_mutex_unlock(&client->mutex);
-    return -1;
+    return ST_ECLOSED;
   }
   client->queue.state = CLIENT_CLOSING;
   op->ops = &close_op_ops;
   op->engine = &client->engine;
   client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
-  return 0;
+  return ST_OK;
 }
 
 void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {

@@ -485,14 +485,18 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
   return ac;
 }
 
-int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,
-                    void *privdata) {
+status_t conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,
+                         void *privdata, unsigned *queued) {
+  *queued = 0;
   if (addr->password == NULL)
-    return 0;
+    return ST_OK;
   int rc = addr->user != NULL
                ? redisAsyncCommand(ac, cb, privdata, "AUTH %s %s", addr->user, addr->password)
                : redisAsyncCommand(ac, cb, privdata, "AUTH %s", addr->password);
-  return rc == REDIS_OK ? 1 : -1;
+  if (rc != REDIS_OK)
+    return ST_EIO;
+  *queued = 1;
+  return ST_OK;
 }
 
 void conn_read_now(redisAsyncContext *ac) {

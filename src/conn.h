@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "list.h"
+#include "status.h"
 #include "timebase.h"
 #include "tls.h"
 #include "uri.h"
@@ -88,10 +89,11 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
                              int *tls_failed);
 
-/* Queues AUTH when the address has credentials.  Returns the number of
- * commands queued (0 or 1), or -1. */
-int conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,
-                    void *privdata);
+/* Queues AUTH when the address has credentials; *queued: the number of
+ * commands queued (0 or 1).  ST_OK, or ST_EIO when hiredis will not queue it
+ * (out of memory, or the context going away: it does not say which). */
+status_t conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,
+                         void *privdata, unsigned *queued);
 
 /* Reads whatever replies already wait on the socket, without blocking (their
  * callbacks run now).  Used before declaring requests timed out, so that a

@@ -35,18 +35,18 @@ void link_init(link_t *link, const link_cfg_t *cfg) {
   link->state = LINK_DOWN;
 }
 
-link_status_t link_attach(link_t *link, const link_io_t *io) {
+status_t link_attach(link_t *link, const link_io_t *io) {
   link->io = *io;
   if (link->attached)
-    return LINK_OK;
+    return ST_OK;
   int rc = tb_timer_init(link->cfg.tb, &link->timer, link);
   if (rc != 0) {
     log_write(link->cfg.log, REDLOCK_LOG_ERROR, "%s %s: cannot make its timer: %s", link_role(link),
               link->cfg.addr->label, uv_strerror(rc));
-    return LINK_EFAILED;
+    return ST_EIO;
   }
   link->attached = 1;
-  return LINK_OK;
+  return ST_OK;
 }
 
 int link_idle(const link_t *link) {
@@ -241,36 +241,40 @@ static link_step_t *link_next_step(link_t *link, const char *name, link_step_fn 
   return step;
 }
 
-link_status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...) {
-  link_step_t *step = link->ac != NULL ? link_next_step(link, name, check) : NULL;
+status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...) {
+  if (link->ac == NULL)
+    return ST_EIO;
+  link_step_t *step = link_next_step(link, name, check);
   if (step == NULL)
-    return LINK_EFAILED;
+    return ST_EINVAL;
   va_list ap;
   va_start(ap, fmt);
   int rc = redisvAsyncCommand(link->ac, step_reply_cb, step, fmt, ap);
   va_end(ap);
   if (rc != REDIS_OK)
-    return LINK_EFAILED;
+    return ST_EIO;
   link->n_steps++;
   link->steps_left++;
-  return LINK_OK;
+  return ST_OK;
 }
 
 /* The handshake is pipelined behind the TCP connect: one round trip. */
-static link_status_t link_queue_handshake(link_t *link) {
+static status_t link_queue_handshake(link_t *link) {
   const node_addr_t *addr = link->cfg.addr;
   link_step_t *auth = link_next_step(link, "AUTH", NULL);
-  int queued = auth != NULL ? conn_queue_auth(link->ac, addr, step_reply_cb, auth) : -1;
-  if (queued < 0)
-    return LINK_EFAILED;
-  link->n_steps += (unsigned)queued;
-  link->steps_left += (unsigned)queued;
+  unsigned queued = 0;
+  status_t st =
+      auth != NULL ? conn_queue_auth(link->ac, addr, step_reply_cb, auth, &queued) : ST_EINVAL;
+  if (st != ST_OK)
+    return st;
+  link->n_steps += queued;
+  link->steps_left += queued;
   if (link->cfg.select_db && addr->db != 0 &&
-      link_step(link, "SELECT", NULL, "SELECT %d", addr->db) != LINK_OK)
-    return LINK_EFAILED;
+      (st = link_step(link, "SELECT", NULL, "SELECT %d", addr->db)) != ST_OK)
+    return st;
   if (link->cfg.handshake != NULL)
     return link->cfg.handshake(link, link->cfg.arg);
-  return LINK_OK;
+  return ST_OK;
 }
 
 /* Looked up (or numeric from the start): connect to the next address of
@@ -282,7 +286,7 @@ static void link_open_next(link_t *link) {
   link->steps_left = 0;
   snprintf(link->ip, sizeof link->ip, "%s", link->addrs.addr[link->addr_next++]);
   link->has_ip_key =
-      link->cfg.addr->kind == NODE_ADDR_TCP && resolve_key(link->ip, 0, &link->ip_key) == 0;
+      link->cfg.addr->kind == NODE_ADDR_TCP && resolve_key(link->ip, 0, &link->ip_key) == ST_OK;
   redisAsyncContext *ac =
       conn_open(link->cfg.addr, link->ip, link->io.tls, link->io.loop, link->io.flusher,
                 link->cfg.tb, link, on_connect, on_disconnect, err, sizeof err, &tls_failed);
@@ -296,7 +300,7 @@ static void link_open_next(link_t *link) {
     return;
   }
   link->ac = ac;
-  if (link_queue_handshake(link) != LINK_OK) {
+  if (link_queue_handshake(link) != ST_OK) {
     if (link->ac == ac && link->state == LINK_CONNECTING)
       link_fail(link, REDLOCK_LOG_ERROR, "cannot connect", "cannot queue the handshake");
     return;
@@ -376,16 +380,16 @@ static void owner_timer_cb(tb_timer_t *timer) {
     link_report(link, LINK_EV_TIMER, 0, NULL, NULL);
 }
 
-link_status_t link_arm(link_t *link, uint64_t ms) {
+status_t link_arm(link_t *link, uint64_t ms) {
   if (link->state != LINK_UP)
-    return LINK_EFAILED;
+    return ST_EINVAL;
   int rc = tb_timer_start(&link->timer, owner_timer_cb, ms);
   if (rc != 0) {
     log_write(link->cfg.log, REDLOCK_LOG_ERROR, "%s %s: cannot start its timer: %s",
               link_role(link), link->cfg.addr->label, uv_strerror(rc));
-    return LINK_EFAILED;
+    return ST_EIO;
   }
-  return LINK_OK;
+  return ST_OK;
 }
 
 int link_drop_if_silent(link_t *link, uint64_t since_ns, uint64_t limit_ns, unsigned waiting) {

@@ -25,17 +25,12 @@
 #include "log.h"
 #include "random.h"
 #include "resolve.h"
+#include "status.h"
 #include "timebase.h"
 #include "uri.h"
 
 struct link;
 struct redisReply;
-
-/* The status of a link call. */
-typedef enum {
-  LINK_OK = 0,
-  LINK_EFAILED = -1, /* it could not be done (the why is logged or reported) */
-} link_status_t;
 
 typedef enum {
   LINK_DOWN = 0,   /* no connection; a backoff timer may be running */
@@ -80,9 +75,10 @@ typedef struct link_cfg {
    * NULL: look the name up. */
   const struct link *ip_from;
   /* Queues the owner's handshake steps (link_step) after AUTH and SELECT;
-   * LINK_OK or LINK_EFAILED.  NULL: none.  A link with no step at all is up
-   * once the owner says a reply came (link_replied). */
-  link_status_t (*handshake)(struct link *link, void *arg);
+   * ST_OK, or link_step's failure (the attempt then fails).  NULL: none.
+   * A link with no step at all is up once the owner says a reply came
+   * (link_replied). */
+  status_t (*handshake)(struct link *link, void *arg);
   /* The backoff ran out: whether to try again now (NULL: always); when not,
    * the link stays DOWN until link_connect. */
   int (*want_retry)(void *arg);
@@ -141,24 +137,29 @@ typedef struct link {
 /* Zeroes the link and keeps cfg (nothing to free: a link that was never
  * attached needs only link_shutdown). */
 void link_init(link_t *link, const link_cfg_t *cfg);
-/* Takes the loop's pieces and makes the timer; LINK_EFAILED when the timer
- * cannot be made (the link then stays DOWN). */
-link_status_t link_attach(link_t *link, const link_io_t *io);
+/* Takes the loop's pieces and makes the timer; ST_OK, or ST_EIO (logged)
+ * when libuv cannot make the timer (the link then stays DOWN). */
+status_t link_attach(link_t *link, const link_io_t *io);
 /* Starts an attempt now (DOWN only: a running backoff is cut short). */
 void link_connect(link_t *link);
 /* 1 while DOWN with no backoff running: only link_connect brings it back. */
 int link_idle(const link_t *link);
 /* Queues one handshake step: the command (hiredis format) and the check of
- * its reply.  From cfg.handshake only. */
-link_status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...);
+ * its reply.  From cfg.handshake only.  ST_OK; ST_EINVAL when the attempt
+ * already has LINK_MAX_STEPS steps; ST_EIO when there is no connection or
+ * hiredis will not queue the command (out of memory, or the context going
+ * away: it does not say which). */
+status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...);
 /* A reply to the owner's own command came while CONNECTING: a link with no
  * handshake step left is up. */
 void link_replied(link_t *link);
 /* Fails the attempt or the connection (DOWN, then RETRY); outside of hiredis
  * callbacks' critical parts, like any failure. */
 void link_fail(link_t *link, int level, const char *what, const char *detail);
-/* While UP: fires LINK_EV_TIMER in ms (the owner's use of the link's timer). */
-link_status_t link_arm(link_t *link, uint64_t ms);
+/* While UP: fires LINK_EV_TIMER in ms (the owner's use of the link's timer).
+ * ST_OK; ST_EINVAL when the link is not UP; ST_EIO (logged) when libuv
+ * cannot start the timer. */
+status_t link_arm(link_t *link, uint64_t ms);
 /* Drops a connection that has had `waiting` requests out and sent nothing
  * since since_ns for limit_ns or more (hung or paused); 1 when it did. */
 int link_drop_if_silent(link_t *link, uint64_t since_ns, uint64_t limit_ns, unsigned waiting);

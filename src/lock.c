@@ -107,13 +107,13 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(engine->mutex);
-  int rc = ptrset_add(&engine->live_locks, lock->handle);
+  status_t rc = ptrset_add(&engine->live_locks, lock->handle);
   /* Only kinds that may be (kind.h): a thread asking for a second permit
    * must get another slot. */
-  if (rc == 0 && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.ops->reentrant)
+  if (rc == ST_OK && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.ops->reentrant)
     list_insert_tail(&engine->reentrant_leases, &lock->reentrant_link);
   uv_mutex_unlock(engine->mutex);
-  if (rc != 0) {
+  if (rc != ST_OK) {
     callmem_handle_free(&engine->callmem, lock);
     return NULL;
   }
@@ -201,7 +201,7 @@ static redlock_lock_t *reentrant_hold(engine_t *engine, const char *resource, in
     hold = callmem_handle_new(&engine->callmem, &n);
     if (hold != NULL)
       hold->handle = handle_encode(hold, n);
-    if (hold == NULL || ptrset_add(&engine->live_locks, hold->handle) != 0) {
+    if (hold == NULL || ptrset_add(&engine->live_locks, hold->handle) != ST_OK) {
       /* Not a fresh acquisition instead: it would find the key held by this
        * very lease, and wait or fail as if another holder had it. */
       callmem_handle_free(&engine->callmem, hold);

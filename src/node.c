@@ -16,7 +16,7 @@ static void node_drain_backlog(node_t *node);
 static void node_replay_releases(node_t *node);
 static int node_can_write(const node_t *node);
 
-static link_status_t node_handshake(link_t *link, void *arg);
+static status_t node_handshake(link_t *link, void *arg);
 static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
                          const char *detail);
 
@@ -326,13 +326,14 @@ static const char *info_check(void *arg, const redisReply *reply) {
 
 /* The link's handshake (after AUTH and SELECT): the scripts, then INFO
  * server, pipelined behind them. */
-static link_status_t node_handshake(link_t *link, void *arg) {
+static status_t node_handshake(link_t *link, void *arg) {
   (void)arg;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *script = script_get((script_id_t)id);
-    if (link_step(link, "SCRIPT LOAD", script_load_check, "SCRIPT LOAD %b", script->body,
-                  script->body_len) != LINK_OK)
-      return LINK_EFAILED;
+    status_t st = link_step(link, "SCRIPT LOAD", script_load_check, "SCRIPT LOAD %b", script->body,
+                            script->body_len);
+    if (st != ST_OK)
+      return st;
   }
   return link_step(link, "INFO server", info_check, "INFO server");
 }
@@ -373,7 +374,7 @@ const char *node_ip(const node_t *node) { return link_ip(&node->link); }
 void node_start(node_t *node) {
   const node_env_t *env = node->env;
   link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
-  if (link_attach(&node->link, &io) != LINK_OK) {
+  if (link_attach(&node->link, &io) != ST_OK) {
     /* No timer: no attempt can be bounded.  The master stays down. */
     const char *what = "cannot connect", *detail = "cannot make its timer";
     node_link_down(node, REDLOCK_LOG_ERROR, what, detail);
@@ -449,9 +450,9 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
-static node_send_status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
+static status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
-    return NODE_SEND_DOWN;
+    return ST_DOWN; /* hiredis is tearing the connection down */
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   if (node->inflight++ == 0) {
@@ -459,7 +460,7 @@ static node_send_status_t node_write(node_t *node, node_req_t *req, uint64_t now
     node->progress_unwritten = 1;
     node->progress_writes = conn_writes(node->link.ac);
   }
-  return NODE_SEND_OK;
+  return ST_OK;
 }
 
 static int node_can_write(const node_t *node) {
@@ -475,7 +476,7 @@ static void node_drain_backlog(node_t *node) {
     node->backlog_len--;
     if (now_ns == 0)
       now_ns = node_now_ns(node);
-    if (node_write(node, req, now_ns) != NODE_SEND_OK) {
+    if (node_write(node, req, now_ns) != ST_OK) {
       /* hiredis is tearing the connection down: the link will fail it. */
       list_insert_head(&node->backlog, &req->link);
       node->backlog_len++;
@@ -520,15 +521,15 @@ static int node_queue_admits(node_t *node, const node_req_t *req) {
   return 0;
 }
 
-node_send_status_t node_send(node_t *node, node_req_t *req) {
+status_t node_send(node_t *node, node_req_t *req) {
   if (!node_can_write(node))
-    return NODE_SEND_DOWN;
+    return ST_DOWN;
   /* Past the queue's bound, or overloaded, a request is refused and counts
    * as a "busy" vote: back-pressure the caller sees.  A release is refused
    * only past the bound itself; the round keeps it for this master
    * (node_defer_release) until it has caught up. */
   if (!node_queue_admits(node, req))
-    return NODE_SEND_BUSY;
+    return ST_BUSY;
   req->node = node;
   req->sent_ns = 0;
   req->replied_ns = 0;
@@ -536,9 +537,8 @@ node_send_status_t node_send(node_t *node, node_req_t *req) {
   node->queued_bytes += req->len;
   node->releases_queued += req->keep != 0;
   if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog)) {
-    node_send_status_t rc =
-        node_write(node, req, req->now_ns != 0 ? req->now_ns : node_now_ns(node));
-    if (rc != NODE_SEND_OK)
+    status_t rc = node_write(node, req, req->now_ns != 0 ? req->now_ns : node_now_ns(node));
+    if (rc != ST_OK)
       node_dequeued(node, req);
     node_queue_changed(node);
     return rc;
@@ -547,7 +547,7 @@ node_send_status_t node_send(node_t *node, node_req_t *req) {
   list_insert_tail(&node->backlog, &req->link);
   node->backlog_len++;
   node_queue_changed(node);
-  return NODE_SEND_OK;
+  return ST_OK;
 }
 
 int node_req_queued(const node_req_t *req) { return req->sent_ns == 0 && list_linked(&req->link); }

@@ -23,6 +23,7 @@
 #include "random.h"
 #include "resolve.h"
 #include "stats_core.h"
+#include "status.h"
 #include "timebase.h"
 #include "uri.h"
 
@@ -196,24 +197,18 @@ typedef struct node {
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
-/* What node_send did. */
-typedef enum {
-  NODE_SEND_OK = 0,
-  NODE_SEND_DOWN = 1, /* not connected (or handshake not done) */
-  NODE_SEND_BUSY = 2, /* the queue is full (a release: only past the hard bound) */
-} node_send_status_t;
 /* TCP: the numeric address of the master's last lookup ("" before the
  * first); the subscriber connection connects there too. */
 const char *node_ip(const node_t *node);
 /* Sends req (cmd, len, fn and keep filled in): written at once while fewer
  * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
- * so that a burst is never dropped: it waits for the pipe.  Returns 0 (then
- * req->fn runs exactly once), or NODE_SEND_DOWN / NODE_SEND_BUSY (it never
- * runs): busy when the queue would pass NODE_MAX_QUEUED requests or
- * NODE_MAX_QUEUED_BYTES, and for anything but a release (keep) while the
- * master is overloaded.  A master that goes down runs fn with NULL for every
- * request. */
-node_send_status_t node_send(node_t *node, node_req_t *req);
+ * so that a burst is never dropped: it waits for the pipe.  Returns ST_OK
+ * (then req->fn runs exactly once), or ST_DOWN / ST_BUSY (it never runs):
+ * down when not connected (or the handshake is not done); busy when the
+ * queue would pass NODE_MAX_QUEUED requests or NODE_MAX_QUEUED_BYTES, and
+ * for anything but a release (keep) while the master is overloaded.  A
+ * master that goes down runs fn with NULL for every request. */
+status_t node_send(node_t *node, node_req_t *req);
 /* 1 while req is queued, not yet written. */
 int node_req_queued(const node_req_t *req);
 /* Takes a queued request back (its fn will not run).  Only while queued. */

@@ -242,13 +242,13 @@ static int subscriber_want_retry(void *arg) {
 /* The subscriptions are queued behind AUTH, in the same round trip; the
  * subscription callback is registered once, and hiredis routes every
  * channel's confirmations and messages to it by channel name. */
-static link_status_t subscriber_handshake(link_t *link, void *arg) {
+static status_t subscriber_handshake(link_t *link, void *arg) {
   notify_subscriber_t *sub = arg;
   notify_t *n = sub->n;
   (void)link;
   for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
     channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
-  return LINK_OK;
+  return ST_OK;
 }
 
 static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int level,

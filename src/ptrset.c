@@ -22,10 +22,10 @@ void ptrset_free(ptrset_t *set) {
   ptrset_init(set);
 }
 
-static int rehash(ptrset_t *set, size_t new_cap) {
+static status_t rehash(ptrset_t *set, size_t new_cap) {
   const void **slots = calloc(new_cap, sizeof *slots);
   if (slots == NULL)
-    return -1;
+    return ST_ENOMEM;
   for (size_t i = 0; i < set->cap; i++) {
     const void *p = set->slots[i];
     if (p == NULL)
@@ -38,7 +38,7 @@ static int rehash(ptrset_t *set, size_t new_cap) {
   free((void *)set->slots);
   set->slots = slots;
   set->cap = new_cap;
-  return 0;
+  return ST_OK;
 }
 
 int ptrset_contains(const ptrset_t *set, const void *p) {
@@ -53,17 +53,18 @@ int ptrset_contains(const ptrset_t *set, const void *p) {
   }
 }
 
-int ptrset_add(ptrset_t *set, const void *p) {
+status_t ptrset_add(ptrset_t *set, const void *p) {
   if (p == NULL)
-    return -1;
+    return ST_EINVAL;
   if (ptrset_contains(set, p))
-    return 0;
+    return ST_OK;
   if ((set->used + 1) * 4 >= set->cap * 3) {
     size_t new_cap = set->cap == 0 ? 16 : set->cap;
     while ((set->used + 1) * 2 >= new_cap)
       new_cap *= 2;
-    if (rehash(set, new_cap) != 0)
-      return -1;
+    status_t st = rehash(set, new_cap);
+    if (st != ST_OK)
+      return st;
   }
   size_t mask = set->cap - 1;
   size_t i = hash_ptr(p, mask);
@@ -71,7 +72,7 @@ int ptrset_add(ptrset_t *set, const void *p) {
     i = (i + 1) & mask;
   set->slots[i] = p;
   set->used++;
-  return 0;
+  return ST_OK;
 }
 
 /* Empties slot i without a tombstone (backward-shift deletion): each entry

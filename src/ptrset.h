@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "status.h"
+
 typedef struct {
   const void **slots; /* NULL = empty; no tombstones (removal shifts the run back) */
   size_t cap;         /* power of two, or 0 */
@@ -14,8 +16,9 @@ typedef struct {
 
 void ptrset_init(ptrset_t *set);
 void ptrset_free(ptrset_t *set);
-/* 0, or -1 when out of memory or p is NULL.  Adding a present pointer is a no-op. */
-int ptrset_add(ptrset_t *set, const void *p);
+/* ST_OK; ST_EINVAL when p is NULL; ST_ENOMEM when out of memory.  Adding a
+ * present pointer is a no-op. */
+status_t ptrset_add(ptrset_t *set, const void *p);
 int ptrset_contains(const ptrset_t *set, const void *p);
 /* 1 when p was present and is now removed, 0 when absent. */
 int ptrset_remove(ptrset_t *set, const void *p);

@@ -34,7 +34,7 @@ int resolve_is_numeric(const char *host) {
   return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
 }
 
-int resolve_key(const char *host, int shorthand, resolve_key_t *key) {
+status_t resolve_key(const char *host, int shorthand, resolve_key_t *key) {
   static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   memset(key, 0, sizeof *key);
   struct in_addr v4;
@@ -42,10 +42,10 @@ int resolve_key(const char *host, int shorthand, resolve_key_t *key) {
   if (inet_pton(AF_INET, host, &v4) == 1 || (shorthand && inet_aton(host, &v4) != 0)) {
     key->family = AF_INET;
     memcpy(key->bytes, &v4, 4);
-    return 0;
+    return ST_OK;
   }
   if (inet_pton(AF_INET6, host, &v6) != 1)
-    return -1;
+    return ST_EINVAL;
   if (memcmp(v6.s6_addr, v4_mapped, sizeof v4_mapped) == 0) {
     key->family = AF_INET;
     memcpy(key->bytes, v6.s6_addr + 12, 4);
@@ -53,7 +53,7 @@ int resolve_key(const char *host, int shorthand, resolve_key_t *key) {
     key->family = AF_INET6;
     memcpy(key->bytes, v6.s6_addr, 16);
   }
-  return 0;
+  return ST_OK;
 }
 
 int resolve_key_equal(const resolve_key_t *a, const resolve_key_t *b) {

@@ -21,6 +21,8 @@
 
 #include <uv.h>
 
+#include "status.h"
+
 /* Long enough for any numeric IPv4 or IPv6 address. */
 #define RESOLVE_ADDR_LEN 64
 
@@ -54,9 +56,9 @@ typedef struct {
 
 /* Fills *key from a numeric host: inet_pton's IPv4 and IPv6 forms, and with
  * `shorthand` also the IPv4 forms getaddrinfo() takes as numbers (inet_aton:
- * 127.1, 2130706433, 0x7f.0.0.1).  0, or -1 when host is not numeric (a
- * name, or an IPv6 address with a zone). */
-int resolve_key(const char *host, int shorthand, resolve_key_t *key);
+ * 127.1, 2130706433, 0x7f.0.0.1).  ST_OK, or ST_EINVAL when host is not
+ * numeric (a name, or an IPv6 address with a zone). */
+status_t resolve_key(const char *host, int shorthand, resolve_key_t *key);
 /* 1 when a and b are one address. */
 int resolve_key_equal(const resolve_key_t *a, const resolve_key_t *b);
 

@@ -213,10 +213,10 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
 
 static void vote_reply(node_req_t *req, const redisReply *reply);
 
-/* Points the vote's request at cmd and sends it; 0 or NODE_SEND_*. */
+/* Points the vote's request at cmd and sends it; ST_OK, ST_DOWN or ST_BUSY. */
 /* now_ns: the round's start, read once for all its masters; 0 for a later
  * resend (the transport reads the clock). */
-static int vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t now_ns) {
+static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t now_ns) {
   round_t *round = vote->round;
   round_env_t *env = round->env;
   vote->req.cmd = cmd;
@@ -235,10 +235,10 @@ static int vote_resend_as_eval(vote_t *vote) {
     return 0;
   if (round->eval_cmd == NULL &&
       script_evalsha_to_eval(round->cmd, round->cmd_len, round->script, &round->eval_cmd,
-                             &round->eval_cmd_len) != 0)
+                             &round->eval_cmd_len) != ST_OK)
     return 0;
   vote->resent = 1;
-  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len, 0) != 0)
+  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len, 0) != ST_OK)
     return 0;
   round_env_t *env = round->env;
   log_write(env->log, REDLOCK_LOG_INFO,
@@ -287,11 +287,11 @@ void round_send(round_t *round) {
       vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
       continue;
     }
-    int rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
-    if (rc == 0)
+    status_t rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
+    if (rc == ST_OK)
       round->refs++;
     else
-      vote_settle(vote, VOTE_FAILED, rc == NODE_SEND_BUSY ? WHY_BUSY : WHY_DOWN);
+      vote_settle(vote, VOTE_FAILED, rc == ST_BUSY ? WHY_BUSY : WHY_DOWN);
   }
   round_check_decision(round);
   round_unref(round);

@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "scripts.h"
 #include "stats_core.h"
+#include "status.h"
 #include "timebase.h"
 #include "why.h"
 
@@ -32,10 +33,10 @@ struct round;
 
 /* The masters, as a round sees them: master i is the i-th of the env. */
 typedef struct round_transport {
-  /* Sends req (cmd, len, fn, keep filled in) to master i: 0, and req->fn then
-   * runs exactly once (NULL reply when none came; req->sent_ns == 0 when it
-   * was never written), or NODE_SEND_DOWN / NODE_SEND_BUSY and it never runs. */
-  int (*send)(void *arg, unsigned master, node_req_t *req);
+  /* Sends req (cmd, len, fn, keep filled in) to master i: ST_OK, and req->fn
+   * then runs exactly once (NULL reply when none came; req->sent_ns == 0 when
+   * it was never written), or ST_DOWN / ST_BUSY and it never runs. */
+  status_t (*send)(void *arg, unsigned master, node_req_t *req);
   /* 1 while req (sent to master i) waits unsent behind a full pipe. */
   int (*queued)(void *arg, unsigned master, const node_req_t *req);
   /* Takes back a queued request of master i: its fn will not run. */

@@ -36,24 +36,24 @@ const script_t *script_get(script_id_t id) {
   return (unsigned)id < SCRIPT_COUNT ? &scripts[id] : NULL;
 }
 
-int script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
-                           size_t *out_len) {
+status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
+                                size_t *out_len) {
   static const char evalsha[] = "$7\r\nEVALSHA\r\n$40\r\n";
   const size_t evalsha_len = sizeof evalsha - 1;
   const char *p = cmd, *end = cmd + len;
 
   /* "*<argc>\r\n" */
   if (len < 4 || *p != '*')
-    return -1;
+    return ST_EINVAL;
   const char *header_end = memchr(p, '\n', (size_t)(end - p));
   if (header_end == NULL)
-    return -1;
+    return ST_EINVAL;
   p = header_end + 1;
   if ((size_t)(end - p) < evalsha_len + 40 + 2 || memcmp(p, evalsha, evalsha_len) != 0)
-    return -1;
+    return ST_EINVAL;
   p += evalsha_len;
   if (memcmp(p, script->sha1, 40) != 0 || p[40] != '\r' || p[41] != '\n')
-    return -1;
+    return ST_EINVAL;
   const char *tail = p + 42;
   size_t header_len = (size_t)(header_end + 1 - cmd);
   size_t tail_len = (size_t)(end - tail);
@@ -63,7 +63,7 @@ int script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, 
   size_t total = header_len + (size_t)bulk_len_n + script->body_len + 2 + tail_len;
   char *buf = malloc(total);
   if (buf == NULL)
-    return -1;
+    return ST_ENOMEM;
   char *w = buf;
   memcpy(w, cmd, header_len);
   w += header_len;
@@ -76,5 +76,5 @@ int script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, 
   memcpy(w, tail, tail_len);
   *out = buf;
   *out_len = total;
-  return 0;
+  return ST_OK;
 }

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "status.h"
+
 typedef enum {
   SCRIPT_RELEASE = 0,
   SCRIPT_EXTEND,
@@ -35,9 +37,9 @@ const script_t *script_get(script_id_t id);
 
 /* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
  * writes the same command as EVAL with the script body into a new malloc'ed
- * buffer (*out, *out_len; free with free()).  Returns 0, or -1 when cmd is not
- * an EVALSHA of that form or on no memory. */
-int script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
-                           size_t *out_len);
+ * buffer (*out, *out_len; free with free()).  ST_OK; ST_EINVAL when cmd is
+ * not an EVALSHA of that script in that form; ST_ENOMEM. */
+status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
+                                size_t *out_len);
 
 #endif

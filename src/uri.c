@@ -10,6 +10,7 @@
 
 #include "redlock.h"
 #include "resolve.h"
+#include "status.h"
 #include "strutil.h"
 #include "tls.h"
 
@@ -59,20 +60,20 @@ static char *percent_decode(const char *s, size_t len, int *nomem) {
   return out;
 }
 
-/* Parses a decimal in [min, max] from [s, s+len). */
-static int parse_uint(const char *s, size_t len, long min, long max, long *out) {
+/* Parses a decimal in [min, max] from [s, s+len): ST_OK, or ST_EINVAL. */
+static status_t parse_uint(const char *s, size_t len, long min, long max, long *out) {
   long v = 0;
   if (len == 0 || len > 9)
-    return -1;
+    return ST_EINVAL;
   for (size_t i = 0; i < len; i++) {
     if (s[i] < '0' || s[i] > '9')
-      return -1;
+      return ST_EINVAL;
     v = v * 10 + (s[i] - '0');
   }
   if (v < min || v > max)
-    return -1;
+    return ST_EINVAL;
   *out = v;
-  return 0;
+  return ST_OK;
 }
 
 static int parse_unix(const char *rest, node_addr_t *out, char *err_msg, size_t err_len) {
@@ -159,12 +160,12 @@ static int parse_tcp(const char *rest, node_addr_t *out, char *err_msg, size_t e
 
   long port = 6379;
   if (port_start != NULL &&
-      parse_uint(port_start, (size_t)(authority_end - port_start), 1, 65535, &port) != 0)
+      parse_uint(port_start, (size_t)(authority_end - port_start), 1, 65535, &port) != ST_OK)
     return fail(err_msg, err_len, "port must be a number from 1 to 65535");
 
   long db = 0;
   if (slash != NULL && slash + 1 < end) {
-    if (parse_uint(slash + 1, (size_t)(end - slash - 1), 0, URI_MAX_DB, &db) != 0)
+    if (parse_uint(slash + 1, (size_t)(end - slash - 1), 0, URI_MAX_DB, &db) != ST_OK)
       return fail(err_msg, err_len, "database must be a number from 0 to %d", URI_MAX_DB);
   }
 
@@ -254,8 +255,8 @@ int node_addr_same_master(const node_addr_t *a, const node_addr_t *b) {
    * numbers (127.1 and 2130706433 are 127.0.0.1, ::ffff:127.0.0.1 too);
    * names by their letters, without a lookup. */
   resolve_key_t ka, kb;
-  int a_numeric = resolve_key(a->host, 1, &ka) == 0;
-  int b_numeric = resolve_key(b->host, 1, &kb) == 0;
+  int a_numeric = resolve_key(a->host, 1, &ka) == ST_OK;
+  int b_numeric = resolve_key(b->host, 1, &kb) == ST_OK;
   if (a_numeric || b_numeric)
     return a_numeric && b_numeric && resolve_key_equal(&ka, &kb);
   return strcasecmp(a->host, b->host) == 0;

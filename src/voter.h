@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "node.h" /* node_req_t, NODE_DOWN_WHY_LEN */
+#include "status.h"
 
 struct voter;
 
@@ -50,8 +51,8 @@ typedef struct voter_news {
 typedef struct voter_ops {
   const char *kind; /* "standalone", "sentinel", "cluster" */
   /* ---- the rounds' side (round_transport_t, per voter) ---- */
-  /* 0 (req->fn then runs exactly once) or NODE_SEND_DOWN / NODE_SEND_BUSY. */
-  int (*send)(struct voter *v, node_req_t *req);
+  /* ST_OK (req->fn then runs exactly once), or ST_DOWN / ST_BUSY (it never runs). */
+  status_t (*send)(struct voter *v, node_req_t *req);
   int (*queued)(struct voter *v, const node_req_t *req); /* 1 while req waits unsent */
   void (*cancel)(struct voter *v, node_req_t *req);      /* takes back a queued request */
   uint64_t (*progress_ns)(struct voter *v);              /* last sign of life */

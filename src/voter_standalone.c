@@ -18,7 +18,7 @@ _Static_assert(VOTER_EV_CONNECTING == (int)NODE_EV_CONNECTING && VOTER_EV_UP == 
 
 static node_t *node_of(const voter_t *v) { return ((const voter_standalone_t *)v)->node; }
 
-static int s_send(voter_t *v, node_req_t *req) { return node_send(node_of(v), req); }
+static status_t s_send(voter_t *v, node_req_t *req) { return node_send(node_of(v), req); }
 
 static int s_queued(voter_t *v, const node_req_t *req) {
   (void)v;

@@ -13,7 +13,7 @@
 
 static voter_t *voter_at(void *arg, unsigned i) { return ((voters_t *)arg)->voter[i]; }
 
-static int t_send(void *arg, unsigned i, node_req_t *req) {
+static status_t t_send(void *arg, unsigned i, node_req_t *req) {
   voter_t *v = voter_at(arg, i);
   return v->ops->send(v, req);
 }

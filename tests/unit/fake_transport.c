@@ -22,14 +22,14 @@ static fake_master_t *master(void *arg, unsigned i) {
 /* Master m's k-th outstanding request (0: oldest). */
 static fake_out_t *slot(fake_master_t *m, unsigned k) { return &m->out[m->head + k]; }
 
-static int t_send(void *arg, unsigned i, node_req_t *req) {
+static status_t t_send(void *arg, unsigned i, node_req_t *req) {
   fake_transport_t *f = arg;
   fake_master_t *m = master(arg, i);
   m->sends++;
   if (m->mode == FAKE_SEND_DOWN)
-    return NODE_SEND_DOWN;
+    return ST_DOWN;
   if (m->mode == FAKE_SEND_BUSY)
-    return NODE_SEND_BUSY;
+    return ST_BUSY;
   if (m->n_out == FAKE_OUT_MAX)
     fail("too many requests outstanding");
   if (m->head + m->n_out == FAKE_OUT_MAX) { /* answered ones take the front: move down */
@@ -39,7 +39,7 @@ static int t_send(void *arg, unsigned i, node_req_t *req) {
   int queued = m->mode == FAKE_SEND_QUEUED;
   req->sent_ns = queued ? 0 : f->now_ns();
   *slot(m, m->n_out++) = (fake_out_t){.req = req, .queued = queued};
-  return 0;
+  return ST_OK;
 }
 
 /* Where req is outstanding: its master and its place there, or -1. */
@@ -126,7 +126,7 @@ const round_transport_t fake_transport = {
 
 static fake_master_t *of(const voter_t *v) { return (fake_master_t *)v; }
 
-static int v_send(voter_t *v, node_req_t *req) { return t_send(of(v)->f, v->index, req); }
+static status_t v_send(voter_t *v, node_req_t *req) { return t_send(of(v)->f, v->index, req); }
 static int v_queued(voter_t *v, const node_req_t *req) { return t_queued(of(v)->f, v->index, req); }
 static void v_cancel(voter_t *v, node_req_t *req) { t_cancel(of(v)->f, v->index, req); }
 static uint64_t v_progress(voter_t *v) { return of(v)->progress_ns; }

@@ -24,8 +24,8 @@
 typedef enum {
   FAKE_SEND_OK = 0, /* written: sent_ns = now */
   FAKE_SEND_QUEUED, /* taken but waiting unsent in a backlog: sent_ns = 0 */
-  FAKE_SEND_DOWN,   /* refused: NODE_SEND_DOWN */
-  FAKE_SEND_BUSY,   /* refused: NODE_SEND_BUSY */
+  FAKE_SEND_DOWN,   /* refused: ST_DOWN */
+  FAKE_SEND_BUSY,   /* refused: ST_BUSY */
 } fake_send_mode_t;
 
 typedef struct {

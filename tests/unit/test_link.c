@@ -53,10 +53,11 @@ typedef struct {
   uint32_t connect_timeout_ms;
   link_cfg_t cfg;
   link_t link;
-  int step;           /* the owner adds a PING step */
-  const char *reject; /* the PING step's check says this */
-  int retry;          /* want_retry's answer */
-  unsigned steps;     /* the owner adds this many PING steps (default 1) */
+  int step;             /* the owner adds a PING step */
+  const char *reject;   /* the PING step's check says this */
+  int retry;            /* want_retry's answer */
+  unsigned steps;       /* the owner adds this many PING steps (default 1) */
+  status_t step_status; /* what the last refused link_step returned (ST_OK: none) */
   ev_t events[MAX_EVENTS];
   unsigned n_events;
 } lt_t;
@@ -82,12 +83,16 @@ static const char *ping_check(void *arg, const redisReply *reply) {
   return t->reject;
 }
 
-static link_status_t handshake(link_t *link, void *arg) {
+static status_t handshake(link_t *link, void *arg) {
   lt_t *t = arg;
-  for (unsigned i = 0; t->step && i < (t->steps > 0 ? t->steps : 1); i++)
-    if (link_step(link, "PING", ping_check, "PING") != LINK_OK)
-      return LINK_EFAILED;
-  return LINK_OK;
+  for (unsigned i = 0; t->step && i < (t->steps > 0 ? t->steps : 1); i++) {
+    status_t st = link_step(link, "PING", ping_check, "PING");
+    if (st != ST_OK) {
+      t->step_status = st;
+      return st;
+    }
+  }
+  return ST_OK;
 }
 
 static int want_retry(void *arg) { return ((lt_t *)arg)->retry; }
@@ -168,7 +173,7 @@ static int accepted(void *mock) { return mock_master_accepted(mock) > 0; }
 static void start(lt_t *t) {
   link_init(&t->link, &t->cfg);
   link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = NULL, .rng = &t->rng};
-  assert_int_equal(link_attach(&t->link, &io), LINK_OK);
+  assert_int_equal(link_attach(&t->link, &io), ST_OK);
   link_connect(&t->link);
 }
 
@@ -397,11 +402,11 @@ static void test_hung(void **state) {
 /* The owner's timer runs while UP only. */
 static void test_owner_timer(void **state) {
   lt_t *t = *state;
-  assert_int_equal(link_arm(&t->link, 5), LINK_EFAILED); /* not UP */
+  assert_int_equal(link_arm(&t->link, 5), ST_EINVAL); /* not UP */
   start(t);
-  assert_int_equal(link_arm(&t->link, 5), LINK_EFAILED);
+  assert_int_equal(link_arm(&t->link, 5), ST_EINVAL);
   wait_event(t, LINK_EV_UP, 1);
-  assert_int_equal(link_arm(&t->link, 50), LINK_OK);
+  assert_int_equal(link_arm(&t->link, 50), ST_OK);
   fake_advance_ms(49);
   assert_int_equal(count(t, LINK_EV_TIMER), 0);
   fake_advance_ms(1);
@@ -445,6 +450,7 @@ static void test_too_many_steps(void **state) {
   assert_string_equal(down->what, "cannot connect");
   assert_string_equal(down->detail, "cannot queue the handshake");
   assert_int_equal(down->level, REDLOCK_LOG_ERROR);
+  assert_int_equal(t->step_status, ST_EINVAL); /* the step past LINK_MAX_STEPS */
 }
 
 /* A name that does not resolve fails the attempt. */
@@ -494,7 +500,7 @@ static void test_tls_failure(void **state) {
   t->addr.tls = 1;
   link_init(&t->link, &t->cfg);
   link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = tls, .rng = &t->rng};
-  assert_int_equal(link_attach(&t->link, &io), LINK_OK);
+  assert_int_equal(link_attach(&t->link, &io), ST_OK);
   link_connect(&t->link);
   wait_event(t, LINK_EV_RETRY, 1);
   assert_true(count(t, LINK_EV_TLS_FAILURE) >= 1);
@@ -567,7 +573,7 @@ static void test_timer_cannot_be_made(void **state) {
   use_failing_timebase(t, 1, 0);
   link_init(&t->link, &t->cfg);
   link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = NULL, .rng = &t->rng};
-  assert_int_equal(link_attach(&t->link, &io), LINK_EFAILED);
+  assert_int_equal(link_attach(&t->link, &io), ST_EIO);
   link_connect(&t->link); /* not attached: nothing */
   assert_int_equal(t->n_events, 0);
   link_shutdown(&t->link); /* no timer to close: CLOSED at once */
@@ -582,7 +588,7 @@ static void test_connect_timer_cannot_start(void **state) {
   assert_string_equal(down->what, "cannot start the connect timer");
   assert_true(tb_timer_active(&t->link.timer)); /* the backoff runs */
   link_io_t io = {.loop = &t->loop, .flusher = &t->flusher, .tls = NULL, .rng = &t->rng};
-  assert_int_equal(link_attach(&t->link, &io), LINK_OK); /* again: already attached */
+  assert_int_equal(link_attach(&t->link, &io), ST_OK); /* again: already attached */
 }
 
 static void test_backoff_timer_cannot_start(void **state) {
@@ -600,7 +606,7 @@ static void test_owner_timer_cannot_start(void **state) {
   start(t);
   wait_event(t, LINK_EV_UP, 1);
   fail_start = 1;
-  assert_int_equal(link_arm(&t->link, 5), LINK_EFAILED);
+  assert_int_equal(link_arm(&t->link, 5), ST_EIO);
 }
 
 /* ---- shutdown in each state: one CLOSED, from the loop, nothing after ---- */
@@ -645,7 +651,7 @@ static void test_shutdown_up(void **state) {
   lt_t *t = *state;
   start(t);
   wait_event(t, LINK_EV_UP, 1);
-  assert_int_equal(link_arm(&t->link, 50), LINK_OK);
+  assert_int_equal(link_arm(&t->link, 50), ST_OK);
   shutdown_link(t);
   link_fail(&t->link, REDLOCK_LOG_WARN, "late", NULL); /* closed: ignored */
   assert_int_equal(count(t, LINK_EV_DOWN), 0);

@@ -351,7 +351,7 @@ static void test_close_while_ready(void **state) {
   assert_int_equal(nf_last(f, NODE_EV_CLOSED)->state, NODE_CLOSED);
   /* closed: nothing is sent, kept or reconnected any more */
   nf_req_t late;
-  assert_int_equal(nf_send(f, &late, "SET k v", 0), NODE_SEND_DOWN);
+  assert_int_equal(nf_send(f, &late, "SET k v", 0), ST_DOWN);
   node_defer_release(&f->node, "x", 1);
   assert_int_equal(f->node.n_missed_releases, 0);
 }
@@ -391,7 +391,7 @@ static void same_server_node(node_t *node, const char *uri, const char *ip, char
   node->state = NODE_READY;
   if (ip != NULL) {
     snprintf(node->link.ip, sizeof node->link.ip, "%s", ip);
-    assert_int_equal(resolve_key(ip, 0, &node->link.ip_key), 0);
+    assert_int_equal(resolve_key(ip, 0, &node->link.ip_key), ST_OK);
     node->link.has_ip_key = 1;
   }
   memset(node->run_id, run_id_char, INFO_RUN_ID_LEN);

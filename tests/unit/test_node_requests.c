@@ -38,7 +38,7 @@ static void test_send_while_not_ready(void **state) {
   nf_req_t r;
   mock_master_on(f->mock, "INFO", MOCK_HOLD, NULL, 0);
   nf_start(f);
-  assert_int_equal(nf_send(f, &r, "SET k v", 0), NODE_SEND_DOWN); /* CONNECTING */
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), ST_DOWN); /* CONNECTING */
   assert_false(r.done);
   assert_false(node_owes_releases(&f->node));
   assert_int_equal(node_replays_due_ns(&f->node), 0);
@@ -299,11 +299,11 @@ static void test_backlog_busy_then_down(void **state) {
   assert_int_equal(f->node.releases_queued, TOTAL / 2);
   assert_false(f->node.overloaded);
   small_req_t busy = {.req = {.cmd = cmd, .len = sizeof cmd - 1, .fn = small_fn}};
-  assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
+  assert_int_equal(node_send(&f->node, &busy.req), ST_BUSY);
   assert_true(f->node.overloaded);
   assert_true(nf_logged(f, "queue full (73728 requests"));
   busy.req.keep = 1; /* a release past the bound: refused too, never queued */
-  assert_int_equal(node_send(&f->node, &busy.req), NODE_SEND_BUSY);
+  assert_int_equal(node_send(&f->node, &busy.req), ST_BUSY);
   assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
   char why[NODE_DOWN_WHY_LEN];
   node_busy_why(&f->node, why, sizeof why);
@@ -377,7 +377,7 @@ static void test_queue_bytes_bound(void **state) {
   assert_int_equal(stats->masters[0].queued_bytes, (uint64_t)fit * len);
   /* Overloaded: what is not a release is refused, room or not ... */
   nf_req_t set, rel, replay_me;
-  assert_int_equal(nf_send(f, &set, "SET k v NX PX 1000", 0), NODE_SEND_BUSY);
+  assert_int_equal(nf_send(f, &set, "SET k v NX PX 1000", 0), ST_BUSY);
   /* ... a release is taken while it fits ... */
   assert_int_equal(nf_send(f, &rel, "EVALSHA 0123 1 k v", 1), 0);
   assert_int_equal(f->node.releases_queued, 1);

@@ -1,7 +1,8 @@
 /* test_ptrset.c: unit tests for src/ptrset.c, the open-addressing pointer set
  * that registers live lock handles.
  *  - empty set: contains/remove say no, free is idempotent;
- *  - add/contains/remove of single pointers; NULL is never contained;
+ *  - add/contains/remove of single pointers; NULL is never contained (adding
+ *    it is ST_EINVAL);
  *  - duplicates are a no-op (counted once, one remove takes it out);
  *  - many entries force growth, all stay findable, absent ones are not found;
  *  - removal leaves no tombstone (the probe run shifts back): the slots in
@@ -33,6 +34,8 @@ static void test_empty(void **state) {
   assert_int_equal(s.used, 0);
   assert_int_equal(ptrset_contains(&s, &objs[0]), 0);
   assert_int_equal(ptrset_contains(&s, NULL), 0);
+  assert_int_equal(ptrset_add(&s, NULL), ST_EINVAL);
+  assert_int_equal(s.used, 0);
   assert_int_equal(ptrset_remove(&s, &objs[0]), 0);
   assert_int_equal(ptrset_remove(&s, NULL), 0);
   ptrset_free(&s);
@@ -53,6 +56,8 @@ static void test_add_contains_remove(void **state) {
   assert_int_equal(ptrset_contains(&s, &objs[2]), 0);
   assert_int_equal(ptrset_contains(&s, &objs[0]), 0);
   assert_int_equal(ptrset_contains(&s, NULL), 0);
+  assert_int_equal(ptrset_add(&s, NULL), ST_EINVAL);
+  assert_int_equal(s.used, 1);
 
   assert_int_equal(ptrset_add(&s, &objs[2]), 0);
   assert_int_equal(s.used, 2);

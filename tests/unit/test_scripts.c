@@ -186,7 +186,7 @@ static void check_rewrite(const script_t *s, int argc, const char **argv, const 
   formatted_t eval = format_with("EVAL", s->body, s->body_len, argc, argv, argvlen);
   char *out = NULL;
   size_t out_len = 0;
-  assert_int_equal(script_evalsha_to_eval(evalsha.cmd, evalsha.len, s, &out, &out_len), 0);
+  assert_int_equal(script_evalsha_to_eval(evalsha.cmd, evalsha.len, s, &out, &out_len), ST_OK);
   assert_non_null(out);
   if (out_len != eval.len || memcmp(out, eval.cmd, out_len) != 0)
     fail_msg("script %s, %d args: rewrite (%zu bytes) differs from EVAL form (%zu bytes)", s->name,
@@ -249,7 +249,7 @@ static void test_rewrite_rejects(void **state) {
 
   /* EVAL (already rewritten) is not EVALSHA. */
   formatted_t eval = format_with("EVAL", release->body, release->body_len, 3, argv, lens);
-  assert_int_equal(script_evalsha_to_eval(eval.cmd, eval.len, release, &out, &out_len), -1);
+  assert_int_equal(script_evalsha_to_eval(eval.cmd, eval.len, release, &out, &out_len), ST_EINVAL);
   redisFreeCommand(eval.cmd);
 
   /* Some other command. */
@@ -258,18 +258,20 @@ static void test_rewrite_rejects(void **state) {
     const size_t set_lens[] = {3, 1, 1, 2, 2, 4};
     char *cmd;
     int n = redisFormatCommandArgv(&cmd, 6, set, set_lens);
-    assert_int_equal(script_evalsha_to_eval(cmd, (size_t)n, release, &out, &out_len), -1);
+    assert_int_equal(script_evalsha_to_eval(cmd, (size_t)n, release, &out, &out_len), ST_EINVAL);
     redisFreeCommand(cmd);
   }
 
   /* Lowercase verb: not the form we produce. */
   formatted_t lower = format_with("evalsha", release->sha1, 40, 3, argv, lens);
-  assert_int_equal(script_evalsha_to_eval(lower.cmd, lower.len, release, &out, &out_len), -1);
+  assert_int_equal(script_evalsha_to_eval(lower.cmd, lower.len, release, &out, &out_len),
+                   ST_EINVAL);
   redisFreeCommand(lower.cmd);
 
   /* EVALSHA of another script. */
   formatted_t other = format_with("EVALSHA", extend->sha1, 40, 3, argv, lens);
-  assert_int_equal(script_evalsha_to_eval(other.cmd, other.len, release, &out, &out_len), -1);
+  assert_int_equal(script_evalsha_to_eval(other.cmd, other.len, release, &out, &out_len),
+                   ST_EINVAL);
   redisFreeCommand(other.cmd);
 
   /* One digit of the sha changed. */
@@ -277,7 +279,8 @@ static void test_rewrite_rejects(void **state) {
   memcpy(sha, release->sha1, 41);
   sha[39] = sha[39] == '0' ? '1' : '0';
   formatted_t wrong = format_with("EVALSHA", sha, 40, 3, argv, lens);
-  assert_int_equal(script_evalsha_to_eval(wrong.cmd, wrong.len, release, &out, &out_len), -1);
+  assert_int_equal(script_evalsha_to_eval(wrong.cmd, wrong.len, release, &out, &out_len),
+                   ST_EINVAL);
   redisFreeCommand(wrong.cmd);
 
   /* A sha argument of the wrong length (41 bytes, then 39). */
@@ -286,11 +289,12 @@ static void test_rewrite_rejects(void **state) {
   sha41[40] = 'a';
   sha41[41] = '\0';
   formatted_t long_sha = format_with("EVALSHA", sha41, 41, 3, argv, lens);
-  assert_int_equal(script_evalsha_to_eval(long_sha.cmd, long_sha.len, release, &out, &out_len), -1);
+  assert_int_equal(script_evalsha_to_eval(long_sha.cmd, long_sha.len, release, &out, &out_len),
+                   ST_EINVAL);
   redisFreeCommand(long_sha.cmd);
   formatted_t short_sha = format_with("EVALSHA", release->sha1, 39, 3, argv, lens);
   assert_int_equal(script_evalsha_to_eval(short_sha.cmd, short_sha.len, release, &out, &out_len),
-                   -1);
+                   ST_EINVAL);
   redisFreeCommand(short_sha.cmd);
 
   /* Truncated anywhere before the sha's CRLF is complete: every prefix is
@@ -303,14 +307,14 @@ static void test_rewrite_rejects(void **state) {
     char *copy = malloc(cut > 0 ? cut : 1);
     assert_non_null(copy);
     memcpy(copy, good.cmd, cut);
-    if (script_evalsha_to_eval(copy, cut, release, &out, &out_len) != -1)
+    if (script_evalsha_to_eval(copy, cut, release, &out, &out_len) != ST_EINVAL)
       fail_msg("accepted an EVALSHA cut to %zu of %zu bytes", cut, good.len);
     free(copy);
   }
   /* The full command is accepted (sanity check for the loop above). */
   char *ok = NULL;
   size_t ok_len = 0;
-  assert_int_equal(script_evalsha_to_eval(good.cmd, good.len, release, &ok, &ok_len), 0);
+  assert_int_equal(script_evalsha_to_eval(good.cmd, good.len, release, &ok, &ok_len), ST_OK);
   assert_true(ok_len > good.len);
   free(ok);
   redisFreeCommand(good.cmd);
@@ -319,7 +323,8 @@ static void test_rewrite_rejects(void **state) {
   static const char *const junk[] = {
       "", "*", "*3", "*3\r\n", "PING\r\n", "$7\r\nEVALSHA\r\n", "*3\r\n$7\r\nEVALSHX\r\n$40\r\n"};
   for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
-    assert_int_equal(script_evalsha_to_eval(junk[i], strlen(junk[i]), release, &out, &out_len), -1);
+    assert_int_equal(script_evalsha_to_eval(junk[i], strlen(junk[i]), release, &out, &out_len),
+                     ST_EINVAL);
   /* Nothing was allocated by any of the refusals above. */
   assert_null(out);
 }
