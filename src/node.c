@@ -25,7 +25,6 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
   node->env = env;
   node->index = index;
   node->state = NODE_DOWN;
-  node->dup_of = -1;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
   link_init(&node->link, &(link_cfg_t){

@@ -180,16 +180,6 @@ typedef struct node {
   char down_why[NODE_DOWN_WHY_LEN];
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
-  /* One server listed twice: the owner (client.c, loop thread)
-   * sets these from node_same_server whenever a master comes up or goes
-   * down.  dup_of: the lower-numbered master, up, that this one (up) is the
-   * same server as, or -1; while it is >= 0 this master is not a voter.
-   * dup_why: the last such finding ("same server as HOST:PORT"), for
-   * redlock_last_votes.  dup_warned: bit i, the owner has logged that this
-   * master is master i. */
-  int dup_of;
-  char dup_why[NODE_DOWN_WHY_LEN];
-  uint64_t dup_warned;
 } node_t;
 
 /* Copies addr; 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
