@@ -17,7 +17,7 @@
 
 #include "client.h"
 #include "engine_fixture.h"
-#include "link.h"
+#include "fault_timebase.h"
 #include "redlock_uv.h"
 #include "unit_support.h"
 
@@ -45,55 +45,12 @@ typedef struct {
   int resign_in_elected, resign_in_lost;   /* resign from inside the callback */
   int resign_rc;
   unsigned fail_starts_in_lost;     /* timer starts to refuse from inside on_lost */
+  timer_faults_t *faults;           /* where to count them (fault_timebase.h) */
   redlock_election_t *resign_other; /* resigned from inside on_elected */
 } elect_t;
 
 static void on_elected(redlock_election_t *e, uint64_t term, void *arg);
 static void on_elect_lost(redlock_election_t *e, int reason, void *arg);
-
-/* ---- timers libuv refuses ----------------------------------------- */
-
-/* The engine's timers go through the client's timebase: put in its place,
- * this one is the stepped clock's, except that the next inits or starts of
- * any timer but the client's round deadline fail, as libuv's calls can. */
-static struct {
-  const timebase_ops_t *real;
-  timebase_ops_t ops;
-  const tb_timer_t *spared;
-  unsigned fail_inits, fail_starts;
-} faults;
-
-/* A connection's own timer (link.h: the notifier's subscribers run theirs on
- * the same timebase): never failed here, the engine's timers are the point. */
-static int is_link_timer(const tb_timer_t *timer) {
-  return (const char *)timer - offsetof(link_t, timer) == (const char *)timer->data;
-}
-
-static int faulty_init(void *arg, tb_timer_t *timer) {
-  if (timer != faults.spared && !is_link_timer(timer) && faults.fail_inits > 0) {
-    faults.fail_inits--;
-    return UV_ENOMEM;
-  }
-  return faults.real->init(arg, timer);
-}
-
-static int faulty_start(void *arg, tb_timer_t *timer, uint64_t ms) {
-  if (timer != faults.spared && !is_link_timer(timer) && faults.fail_starts > 0) {
-    faults.fail_starts--;
-    return UV_EINVAL;
-  }
-  return faults.real->start(arg, timer, ms);
-}
-
-static void faults_install(engine_fx_t *fx) {
-  faults.real = fx->client->timebase.ops;
-  faults.ops = *faults.real;
-  faults.ops.init = faulty_init;
-  faults.ops.start = faulty_start;
-  faults.spared = &fx->client->deadline.timer;
-  faults.fail_inits = faults.fail_starts = 0;
-  fx->client->timebase.ops = &faults.ops;
-}
 
 static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
   elect_t *r = arg;
@@ -115,7 +72,8 @@ static void on_elect_lost(redlock_election_t *e, int reason, void *arg) {
   r->lost++;
   r->reason = reason;
   r->validity_lost = redlock_election_validity_ms(e);
-  faults.fail_starts += r->fail_starts_in_lost;
+  if (r->faults != NULL)
+    r->faults->fail_starts += r->fail_starts_in_lost;
   if (r->resign_in_lost)
     r->resign_rc = redlock_resign(r->fx->client, e);
 }
@@ -686,11 +644,11 @@ static void test_resign_off_the_loop(void **state) {
 static void test_timer_init_refused(void **state) {
   engine_fx_t *fx = *state;
   fake_transport_t *f = &fx->fake;
-  faults_install(fx);
-  faults.fail_inits = 1;
+  timer_faults_t *faults = fault_timebase_install(fx);
+  faults->fail_inits = 1;
   elect_t r = {0};
   elect(fx, &r);
-  assert_int_equal(faults.fail_inits, 0);
+  assert_int_equal(faults->fail_inits, 0);
   silent_for(f, 10 * RETRY_MS);
   assert_int_equal(redlock_resign(fx->client, r.e), 0);
   fake_pump();
@@ -705,10 +663,10 @@ static void test_watch_timer_refused(void **state) {
   fake_transport_t *f = &fx->fake;
   elect_t r = {0};
   elect(fx, &r);
-  faults_install(fx);
-  faults.fail_inits = 1;
+  timer_faults_t *faults = fault_timebase_install(fx);
+  faults->fail_inits = 1;
   grant(f, 100);
-  assert_int_equal(faults.fail_inits, 0);
+  assert_int_equal(faults->fail_inits, 0);
   assert_int_equal(r.elected, 0);
   release_answered(f);
   unsigned backoff = step_until_sent(f, 10 * RETRY_MS);
@@ -728,10 +686,10 @@ static void test_campaign_timer_refused(void **state) {
   fake_transport_t *f = &fx->fake;
   elect_t r = {0};
   elect(fx, &r);
-  faults_install(fx);
-  faults.fail_starts = 1;
+  timer_faults_t *faults = fault_timebase_install(fx);
+  faults->fail_starts = 1;
   refuse(f);
-  assert_int_equal(faults.fail_starts, 0);
+  assert_int_equal(faults->fail_starts, 0);
   unsigned backoff = step_until_sent(f, 10 * RETRY_MS);
   assert_true(backoff >= RETRY_MS / 2 && backoff <= RETRY_MS);
   win(f, 110);
@@ -748,10 +706,10 @@ static void test_backoff_timer_refused(void **state) {
   fake_transport_t *f = &fx->fake;
   elect_t r = {0};
   elect(fx, &r);
-  faults_install(fx);
-  faults.fail_starts = 2;
+  timer_faults_t *faults = fault_timebase_install(fx);
+  faults->fail_starts = 2;
   refuse(f);
-  assert_int_equal(faults.fail_starts, 0);
+  assert_int_equal(faults->fail_starts, 0);
   silent_for(f, 10 * TTL_MS);
   assert_int_equal(redlock_resign(fx->client, r.e), 0);
   fake_pump();
@@ -765,12 +723,12 @@ static void test_release_timer_refused(void **state) {
   fake_transport_t *f = &fx->fake;
   elect_t r = {.fail_starts_in_lost = 1};
   elect(fx, &r);
-  faults_install(fx);
+  r.faults = fault_timebase_install(fx);
   win(f, 120);
   step_to_renewal(f);
   fake_reply_int_all(f, 0);
   assert_int_equal(r.lost, 1);
-  assert_int_equal(faults.fail_starts, 0);
+  assert_int_equal(r.faults->fail_starts, 0);
   release_answered(f); /* out already, before any loop turn */
   unsigned backoff = step_until_sent(f, 10 * RETRY_MS);
   assert_true(backoff >= RETRY_MS / 2 && backoff <= RETRY_MS);

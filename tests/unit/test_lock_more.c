@@ -20,7 +20,7 @@
 
 #include "client.h"
 #include "engine_fixture.h"
-#include "link.h"
+#include "fault_timebase.h"
 #include "names.h"
 #include "notify.h"
 #include "unit_support.h"
@@ -31,50 +31,6 @@
 static engine_config_t reentrant = {.reentrant = 1};
 /* Lost attempts are retried (three times) after 50 ms. */
 static engine_config_t retry_50ms = {.retry = 1, .retry_count = 3, .retry_delay_ms = 50};
-
-/* ---- timers libuv refuses ----------------------------------------- */
-
-/* The engine's timers go through the client's timebase: put in its place,
- * this one is the stepped clock's, except that the next inits or starts of
- * any timer but the client's round deadline fail, as libuv's calls can. */
-static struct {
-  const timebase_ops_t *real;
-  timebase_ops_t ops;
-  const tb_timer_t *spared;
-  unsigned fail_inits, fail_starts;
-} faults;
-
-/* A connection's own timer (link.h: the notifier's subscribers run theirs on
- * the same timebase): never failed here, the engine's timers are the point. */
-static int is_link_timer(const tb_timer_t *timer) {
-  return (const char *)timer - offsetof(link_t, timer) == (const char *)timer->data;
-}
-
-static int faulty_init(void *arg, tb_timer_t *timer) {
-  if (timer != faults.spared && !is_link_timer(timer) && faults.fail_inits > 0) {
-    faults.fail_inits--;
-    return UV_ENOMEM;
-  }
-  return faults.real->init(arg, timer);
-}
-
-static int faulty_start(void *arg, tb_timer_t *timer, uint64_t ms) {
-  if (timer != faults.spared && !is_link_timer(timer) && faults.fail_starts > 0) {
-    faults.fail_starts--;
-    return UV_EINVAL;
-  }
-  return faults.real->start(arg, timer, ms);
-}
-
-static void faults_install(engine_fx_t *fx) {
-  faults.real = fx->client->timebase.ops;
-  faults.ops = *faults.real;
-  faults.ops.init = faulty_init;
-  faults.ops.start = faulty_start;
-  faults.spared = &fx->client->deadline.timer;
-  faults.fail_inits = faults.fail_starts = 0;
-  fx->client->timebase.ops = &faults.ops;
-}
 
 /* Every master refuses the attempt (held by another); the attempt's value
  * is released where it was still out. */
@@ -197,16 +153,16 @@ static void test_parked_call_canceled(void **state) {
 static void test_retry_timer_refused(void **state) {
   engine_fx_t *e = *state;
   fake_transport_t *f = &e->fake;
-  faults_install(e);
+  timer_faults_t *faults = fault_timebase_install(e);
   for (int start = 0; start < 2; start++) {
     if (start)
-      faults.fail_starts = 1;
+      faults->fail_starts = 1;
     else
-      faults.fail_inits = 1;
+      faults->fail_inits = 1;
     lock_result_t r = {0};
     engine_lock(e, "r", TTL_MS, 0, &r);
     refuse(f);
-    assert_int_equal(faults.fail_inits + faults.fail_starts, 0);
+    assert_int_equal(faults->fail_inits + faults->fail_starts, 0);
     assert_int_equal(r.calls, 1);
     assert_int_equal(r.status, REDLOCK_EIO);
     fake_advance_ms(1000);
