@@ -12,7 +12,8 @@
 #define REPLY_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
 /* yes = any integer > 0 (1 or a fencing token); refused = nil or an integer
  * <= 0, which says why (a script's reason code, kept in *integer): the
- * scripts of the coordination primitives (src/prims.c). */
+ * acquisitions and extensions of the semaphore and read-write lock scripts
+ * (kind_sem.c, kind_rw.c), and extend.lua's (kind_mutex.c: 1 or 2, refused 0). */
 #define REPLY_EXPECT_CODE -2
 
 typedef enum {

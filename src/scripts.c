@@ -18,7 +18,8 @@ static const script_t scripts[SCRIPT_COUNT] = {
                                sizeof(SCRIPT_ACQUIRE_FENCED_BODY) - 1, SCRIPT_ACQUIRE_FENCED_SHA1},
     [SCRIPT_FENCE_COMMIT] = {"fence_commit", SCRIPT_FENCE_COMMIT_BODY,
                              sizeof(SCRIPT_FENCE_COMMIT_BODY) - 1, SCRIPT_FENCE_COMMIT_SHA1},
-/* coordination primitives (src/prims.c) */
+/* the semaphore's (kind_sem.c) and the read-write lock's (kind_rw.c), sent
+ * with prims.c's command helpers */
 #define PRIM_SCRIPT(id, name)                                                                      \
   [SCRIPT_##id] = {name, SCRIPT_##id##_BODY, sizeof(SCRIPT_##id##_BODY) - 1, SCRIPT_##id##_SHA1}
     PRIM_SCRIPT(SEM_ACQUIRE, "sem_acquire"),

@@ -14,7 +14,8 @@ typedef enum {
   SCRIPT_ACQUIRE_MANY,
   SCRIPT_ACQUIRE_FENCED,
   SCRIPT_FENCE_COMMIT,
-  /* coordination primitives (src/prims.c) */
+  /* the semaphore's (kind_sem.c) and the read-write lock's (kind_rw.c), sent
+   * with prims.c's command helpers */
   SCRIPT_SEM_ACQUIRE,
   SCRIPT_SEM_EXTEND,
   SCRIPT_SEM_RELEASE,
