@@ -262,19 +262,16 @@ status_t link_step(link_t *link, const char *name, link_step_fn check, const cha
 static status_t link_queue_handshake(link_t *link) {
   const node_addr_t *addr = link->cfg.addr;
   link_step_t *auth = link_next_step(link, "AUTH", NULL);
-  unsigned queued = 0;
+  unsigned queued = 0; /* 0 when it fails */
   status_t st =
       auth != NULL ? conn_queue_auth(link->ac, addr, step_reply_cb, auth, &queued) : ST_EINVAL;
-  if (st != ST_OK)
-    return st;
   link->n_steps += queued;
   link->steps_left += queued;
-  if (link->cfg.select_db && addr->db != 0 &&
-      (st = link_step(link, "SELECT", NULL, "SELECT %d", addr->db)) != ST_OK)
-    return st;
-  if (link->cfg.handshake != NULL)
-    return link->cfg.handshake(link, link->cfg.arg);
-  return ST_OK;
+  if (st == ST_OK && link->cfg.select_db && addr->db != 0)
+    st = link_step(link, "SELECT", NULL, "SELECT %d", addr->db);
+  if (st == ST_OK && link->cfg.handshake != NULL)
+    st = link->cfg.handshake(link, link->cfg.arg);
+  return st;
 }
 
 /* Looked up (or numeric from the start): connect to the next address of

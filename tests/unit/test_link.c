@@ -441,6 +441,26 @@ static void test_host_name(void **state) {
   assert_null(t->link.resolving);
 }
 
+/* A link with no handshake step at all (no credentials, no database, no
+ * step of the owner's) is up once its owner says a reply came; a step
+ * queued with no attempt under way is refused. */
+static void test_no_handshake_step(void **state) {
+  lt_t *t = *state;
+  t->cfg.handshake = NULL;
+  link_init(&t->link, &t->cfg);
+  assert_int_equal(link_step(&t->link, "PING", ping_check, "PING"), ST_EIO);
+  start(t);
+  assert_true(mock_run_until(&t->loop, accepted, t->mock, WAIT_MS));
+  assert_int_equal(t->link.state, LINK_CONNECTING);
+  assert_non_null(t->link.ac);
+  assert_int_equal(t->link.n_steps, 0);
+  assert_int_equal(count(t, LINK_EV_UP), 0);
+  link_replied(&t->link);
+  assert_int_equal(t->link.state, LINK_UP);
+  assert_int_equal(count(t, LINK_EV_UP), 1);
+  assert_int_equal(mock_master_n_commands(t->mock), 0);
+}
+
 /* More steps than an attempt may have: the handshake cannot be queued. */
 static void test_too_many_steps(void **state) {
   lt_t *t = *state;
@@ -694,6 +714,7 @@ int main(void) {
       T(test_hung),
       T(test_owner_timer),
       T(test_host_name),
+      T(test_no_handshake_step),
       T(test_too_many_steps),
       T(test_name_not_found),
       T(test_lookup_answers_late),
