@@ -84,11 +84,11 @@ static int has_form(const char *cmd, size_t len, const script_t *s, size_t *head
 static void check_raw(const char *cmd, size_t len, const script_t *s) {
   char *out = NULL;
   size_t out_len = 0, h = 0;
-  int rc = script_evalsha_to_eval(cmd, len, s, &out, &out_len);
-  FUZZ_CHECK(rc == 0 || rc == -1);
+  status_t rc = script_evalsha_to_eval(cmd, len, s, &out, &out_len);
+  FUZZ_CHECK(rc == ST_OK || rc == ST_EINVAL); /* (no allocation fails here) */
   int form = has_form(cmd, len, s, &h);
-  FUZZ_CHECK((rc == 0) == form);
-  if (rc != 0)
+  FUZZ_CHECK((rc == ST_OK) == form);
+  if (rc != ST_OK)
     return;
 
   char mid[64];
@@ -143,7 +143,7 @@ static void check_structured(const uint8_t *data, size_t size) {
     int eval_len = redisFormatCommandArgv(&eval, argc, argv, argvlen);
     FUZZ_CHECK(evalsha_len > 0 && eval_len > 0);
 
-    FUZZ_CHECK(script_evalsha_to_eval(evalsha, (size_t)evalsha_len, s, &out, &out_len) == 0);
+    FUZZ_CHECK(script_evalsha_to_eval(evalsha, (size_t)evalsha_len, s, &out, &out_len) == ST_OK);
     FUZZ_CHECK(out_len == (size_t)eval_len && memcmp(out, eval, out_len) == 0);
     free(out);
     for (int other = 0; other < SCRIPT_COUNT; other++) {
@@ -151,7 +151,8 @@ static void check_structured(const uint8_t *data, size_t size) {
         continue;
       out = NULL;
       FUZZ_CHECK(script_evalsha_to_eval(evalsha, (size_t)evalsha_len,
-                                        script_get((script_id_t)other), &out, &out_len) == -1);
+                                        script_get((script_id_t)other), &out,
+                                        &out_len) == ST_EINVAL);
       FUZZ_CHECK(out == NULL);
     }
     free(evalsha);
