@@ -12,7 +12,7 @@
 #define REPLY_EXPECT_POSITIVE -1 /* yes = any integer > 0 (a fencing token), refused = nil */
 /* yes = any integer > 0 (1 or a fencing token); refused = nil or an integer
  * <= 0, which says why (a script's reason code, kept in *integer): the
- * scripts of the coordination primitives (src/prims.c). */
+ * scripts of the coordination primitives (kind_sem.c, kind_rw.c). */
 #define REPLY_EXPECT_CODE -2
 
 typedef enum {
@@ -43,5 +43,17 @@ pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t
 /* The payload of a "message" push (its third element, a string): 1 and
  * *data / *len set, or 0 for anything else. */
 int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len);
+
+/* A deep copy of reply, allocated here (not by the reader that made reply),
+ * to keep past its callback; NULL when out of memory.  Freed by
+ * reply_clone_free (NULL is fine). */
+redisReply *reply_clone(const redisReply *reply);
+void reply_clone_free(redisReply *reply);
+
+/* Whether the reply to `WAIT replicas T` (waitaof == 0) or `WAITAOF local
+ * replicas T` (waitaof == 1) reached what was asked.  1, or 0 with why set
+ * ("0 of 1 replicas acknowledged", "ERR unknown command ...", "no reply"). */
+int reply_ack_met(const redisReply *reply, int waitaof, int local, int replicas, char *why,
+                  size_t why_len);
 
 #endif
