@@ -88,7 +88,7 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
 void node_quarantine_why(const node_t *node, char *buf, size_t size) {
   uint64_t now = node_now_ns(node), until = node->quarantine_until_ns;
   if (until != 0 && now < until)
-    snprintf(buf, size, "restart quarantine: %llu ms left",
+    snprintf(buf, size, "%s: %llu ms left", quarantine_name(node->quarantine_kind),
              (unsigned long long)((until - now + 999999u) / 1000000u));
   else if (size > 0)
     buf[0] = '\0';
@@ -159,6 +159,8 @@ static void node_attempt_finished(node_t *node) {
 /* The link failed (DOWN, reported before anything changed): say so, and
  * why, for redlock_last_votes. */
 static void node_link_down(node_t *node, int level, const char *what, const char *detail) {
+  if (node->state == NODE_READY)
+    node->past.lost_ns = node_now_ns(node); /* the server we knew was there until now */
   node->failures = node->link.failures;
   node_report(node, NODE_EV_DOWN, what, detail);
   uv_mutex_lock(node->env->mutex);
@@ -285,8 +287,8 @@ static void node_quarantine_tick(node_t *node) {
     (void)link_arm(&node->link, (node->quarantine_until_ns - now + 999999u) / 1000000u);
     return; /* (a timer that cannot start is logged by the link) */
   }
-  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
-            node->addr.label);
+  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: %s over", node->addr.label,
+            quarantine_name(node->quarantine_kind));
   node_report(node, NODE_EV_QUARANTINE_END, NULL, NULL);
 }
 
@@ -317,38 +319,70 @@ static const char *script_load_check(void *arg, const redisReply *reply) {
   return "SCRIPT LOAD returned an unexpected SHA1";
 }
 
-/* INFO server: the run_id (a restart shows as a new one) and the uptime,
- * which starts the restart quarantine of a master younger than the max TTL. */
+/* INFO server: the run_id (a restart, or another server, shows as a new
+ * one) and the uptime, kept for the judgement after INFO replication. */
 static const char *info_check(void *arg, const redisReply *reply) {
   node_t *node = arg;
-  const node_env_t *env = node->env;
-  info_server_t info;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_server(reply->str, reply->len, &info) != 0)
+      info_parse_server(reply->str, reply->len, &node->server_info) != 0)
     return "INFO server reply lacks run_id or uptime_in_seconds";
+  return NULL;
+}
+
+/* INFO replication: only a master votes; then the quarantine judgement
+ * (quarantine.h) over what both INFO sections said and the server we knew. */
+static const char *replication_check(void *arg, const redisReply *reply) {
+  node_t *node = arg;
+  const node_env_t *env = node->env;
+  info_replication_t repl;
+  if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
+      info_parse_replication(reply->str, reply->len, &repl) != 0)
+    return "INFO replication reply lacks role";
+  if (!repl.is_master)
+    return repl.role[0] == 's' ? "it is a replica (role: slave), and only a master can vote"
+                               : "it is not a master, and only a master can vote";
+  const info_server_t *info = &node->server_info;
   uint64_t now = node_now_ns(node);
-  int restarted = node->run_id[0] != '\0' && strcmp(node->run_id, info.run_id) != 0;
-  if (restarted)
-    log_write(env->log, REDLOCK_LOG_WARN, "master %s restarted (run_id changed; up %lld s)",
-              node->addr.label, (long long)info.uptime_s);
   /* A reconnect to the same server inside its quarantine: said already. */
-  int said = !restarted && node->run_id[0] != '\0' && node->quarantine_until_ns != 0;
-  memcpy(node->run_id, info.run_id, sizeof node->run_id);
-  node->quarantine_until_ns = 0;
-  if (env->quarantine) {
-    uint64_t max_ttl_ns = (uint64_t)env->max_ttl_ms * 1000000u;
-    /* Redis reports uptime as a difference of whole wall-clock seconds, so a
-     * master 0.2 s old can say 1: take the age to be one second less than
-     * reported, so that the quarantine can only come out longer. */
-    uint64_t up_ns = info.uptime_s > 0 ? (uint64_t)(info.uptime_s - 1) * 1000000000u : 0;
-    if (up_ns < max_ttl_ns) {
-      node->quarantine_until_ns = now + (max_ttl_ns - up_ns);
-      log_write(env->log, said ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN,
+  int said = node->past.seen && strcmp(node->past.run_id, info->run_id) == 0 &&
+             node->quarantine_until_ns > now;
+  quarantine_t q = {QUARANTINE_NONE, 0};
+  if (env->quarantine)
+    q = quarantine_judge(&node->past, info, &repl, now, env->max_ttl_ms, &node->addr.ack);
+  /* A failover's or a move's quarantine runs from when it was seen, which
+   * the server does not tell again: a reconnect keeps it.  (A restart's is
+   * judged anew from the uptime, which gives the same end.) */
+  if (said && node->quarantine_kind != QUARANTINE_RESTART &&
+      q.until_ns < node->quarantine_until_ns) {
+    q.until_ns = node->quarantine_until_ns;
+    q.kind = node->quarantine_kind;
+  }
+  if (node->past.seen && strcmp(node->past.run_id, info->run_id) != 0)
+    log_write(env->log, REDLOCK_LOG_WARN, "master %s %s (run_id changed; up %lld s)",
+              node->addr.label,
+              q.kind == QUARANTINE_MOVED ? "is another server than before" : "restarted",
+              (long long)info->uptime_s);
+  quarantine_remember(&node->past, info, &repl);
+  memcpy(node->run_id, info->run_id, sizeof node->run_id);
+  node->quarantine_until_ns = q.until_ns;
+  node->quarantine_kind = q.kind;
+  if (q.kind != QUARANTINE_NONE) {
+    int level = said ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN;
+    unsigned long long left_ms = (q.until_ns - now) / 1000000u;
+    if (q.kind == QUARANTINE_RESTART)
+      log_write(env->log, level,
                 "master %s started %lld s ago: its votes do not count for another %llu ms "
                 "(restart quarantine = max TTL %u ms)",
-                node->addr.label, (long long)info.uptime_s,
-                (unsigned long long)((max_ttl_ns - up_ns) / 1000000u), env->max_ttl_ms);
-    }
+                node->addr.label, (long long)info->uptime_s, left_ms, env->max_ttl_ms);
+    else
+      log_write(env->log, level,
+                "master %s %s: its votes do not count for another %llu ms (%s = max TTL %u ms)",
+                node->addr.label,
+                q.kind == QUARANTINE_FAILOVER
+                    ? "was promoted from a replica (its replication id changed, or "
+                      "master_replid2 is set) and may lack keys its old master granted"
+                    : "is another server than before and may lack keys the old one granted",
+                left_ms, quarantine_name(q.kind), env->max_ttl_ms);
   }
   return NULL;
 }
@@ -363,7 +397,9 @@ static link_status_t node_handshake(link_t *link, void *arg) {
                   script->body_len) != LINK_OK)
       return LINK_EFAILED;
   }
-  return link_step(link, "INFO server", info_check, "INFO server");
+  if (link_step(link, "INFO server", info_check, "INFO server") != LINK_OK)
+    return LINK_EFAILED;
+  return link_step(link, "INFO replication", replication_check, "INFO replication");
 }
 
 /* What the link says. */

@@ -20,6 +20,7 @@
 #include "link.h"
 #include "list.h"
 #include "log.h"
+#include "quarantine.h"
 #include "random.h"
 #include "resolve.h"
 #include "stats_core.h"
@@ -174,6 +175,9 @@ typedef struct node {
   unsigned long progress_writes; /* conn_writes() at that send: unchanged, it is unwritten */
   int first_attempt_done;        /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
+  quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
+  quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
+  info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
@@ -275,8 +279,8 @@ int node_quarantined_now(const node_t *node);
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
-/* "restart quarantine: 41234 ms left" (any thread: reads only the
- * quarantine's end and the clock); "" when not quarantined. */
+/* "restart quarantine: 41234 ms left" (or "failover quarantine: ...");
+ * "" when not quarantined.  Loop thread. */
 void node_quarantine_why(const node_t *node, char *buf, size_t size);
 /* The close is out of time: drops the connection for good (no reconnect);
  * pending requests get NULL replies now, kept releases are dropped, and
