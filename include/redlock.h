@@ -390,7 +390,9 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  * NUL-terminated: the outcome ("won:", "lost (held):", "lost (no
  * quorum):", or "none:" before any round) and one "host:port=WHY" per master,
  * WHY being OK, refused (nil/0: held elsewhere or value gone), down, busy,
- * timeout, disconnected, error, quarantined, bad-reply or pending (still out
+ * timeout, disconnected, error, quarantined ("quarantined (restart quarantine:
+ * N ms left)"), unacked (a yes whose wait= / waitaof= ack fell short, and
+ * why), duplicate, bad-reply or pending (still out
  * when the round was decided).  Returns the length it needed (like snprintf),
  * or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
@@ -477,7 +479,8 @@ REDLOCK_EXPORT int redlock_event_node_count(const redlock_event_t *ev);
 REDLOCK_EXPORT const char *redlock_event_node_addr(const redlock_event_t *ev, int i);
 /* Operations: master i's vote, as in redlock_last_votes ("OK", "refused",
  * "down", "busy", "timeout", "disconnected", "error", "quarantined",
- * "bad-reply", "pending" = not in when the round was decided).  Master
+ * "unacked", "duplicate", "bad-reply", "pending" = not in when the round was
+ * decided).  Master
  * events: its new state ("up", "quarantined", "down").  NULL out of range. */
 REDLOCK_EXPORT const char *redlock_event_node_verdict(const redlock_event_t *ev, int i);
 /* Master i's reply time in the round, microseconds; -1 when it did not reply

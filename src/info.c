@@ -1,4 +1,4 @@
-/* info.c: INFO server parsing (see info.h).  Reads untrusted bytes: bounded
+/* info.c: INFO server and INFO replication parsing (see info.h).  Reads untrusted bytes: bounded
  * by len, never by a NUL. */
 #include "info.h"
 
@@ -53,4 +53,54 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
     p = nl + 1;
   }
   return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
+}
+
+/* A 40-hex id into out ("" unless it is one; all zeros: "" too). */
+static void take_id(const char *value, size_t len, char *out) {
+  out[0] = '\0';
+  if (len != INFO_RUN_ID_LEN || !is_hex(value, len))
+    return;
+  size_t zeros = 0;
+  while (zeros < len && value[zeros] == '0')
+    zeros++;
+  if (zeros == len)
+    return;
+  memcpy(out, value, len);
+  out[len] = '\0';
+}
+
+int info_parse_replication(const char *text, size_t len, info_replication_t *out) {
+  const char *p = text, *end = text + len;
+  memset(out, 0, sizeof *out);
+  out->connected_replicas = -1;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = nl != NULL ? nl : end;
+    size_t line_len = (size_t)(line_end - p);
+    if (line_len > 0 && p[line_len - 1] == '\r')
+      line_len--;
+    const char *value;
+    size_t value_len;
+    if (line_is(p, line_len, "role", &value, &value_len)) {
+      size_t n = value_len < sizeof out->role - 1 ? value_len : sizeof out->role - 1;
+      memcpy(out->role, value, n);
+      out->role[n] = '\0';
+      out->is_master = value_len == 6 && memcmp(value, "master", 6) == 0;
+    } else if (line_is(p, line_len, "master_replid", &value, &value_len)) {
+      take_id(value, value_len, out->replid);
+    } else if (line_is(p, line_len, "master_replid2", &value, &value_len)) {
+      take_id(value, value_len, out->replid2);
+    } else if (line_is(p, line_len, "connected_slaves", &value, &value_len)) {
+      long v = 0;
+      size_t i = 0;
+      for (; i < value_len && i < 9 && value[i] >= '0' && value[i] <= '9'; i++)
+        v = v * 10 + (value[i] - '0');
+      if (i == value_len && i > 0)
+        out->connected_replicas = v;
+    }
+    if (nl == NULL)
+      break;
+    p = nl + 1;
+  }
+  return out->role[0] != '\0' ? 0 : -1;
 }

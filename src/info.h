@@ -1,4 +1,5 @@
-/* info.h: reading the fields we need out of an `INFO server` reply. */
+/* info.h: reading the fields we need out of `INFO server` and `INFO
+ * replication` replies. */
 #ifndef REDLOCK_INFO_H
 #define REDLOCK_INFO_H
 
@@ -11,6 +12,19 @@ typedef struct {
   char run_id[INFO_RUN_ID_LEN + 1]; /* "" when absent */
   int64_t uptime_s;                 /* -1 when absent */
 } info_server_t;
+
+/* What the quarantine needs from `INFO replication` (quarantine.h). */
+typedef struct {
+  int is_master;                     /* role:master */
+  char role[16];                     /* as given ("master", "slave"), "" when absent */
+  char replid[INFO_RUN_ID_LEN + 1];  /* master_replid, "" when absent */
+  char replid2[INFO_RUN_ID_LEN + 1]; /* master_replid2, "" when absent or all zeros */
+  long connected_replicas;           /* connected_slaves, -1 when absent */
+} info_replication_t;
+
+/* Parses an `INFO replication` reply.  Returns 0 when role was found
+ * (older servers may lack the replication ids: they stay ""), -1 otherwise. */
+int info_parse_replication(const char *text, size_t len, info_replication_t *out);
 
 /* Parses "key:value\r\n" lines (any order, '#' sections ignored).  Returns 0
  * when both run_id and uptime_in_seconds were found, -1 otherwise. */

@@ -97,7 +97,7 @@ typedef struct link_io {
   jitter_rng_t *rng;       /* backoff jitter */
 } link_io_t;
 
-#define LINK_MAX_STEPS 16 /* handshake commands of one attempt */
+#define LINK_MAX_STEPS 24 /* handshake commands of one attempt */
 
 typedef struct link_step {
   struct link *link;

@@ -561,13 +561,13 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int stat
   lock_retry_or_finish(op, status);
 }
 
-static int lost_status(quorum_outcome_t outcome) {
-  return outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : REDLOCK_ENOQUORUM;
+static int lost_status(const round_t *round, quorum_outcome_t outcome) {
+  return outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : round_noquorum_status(round);
 }
 
 static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_acquire_t *op = ctx;
-  int status = lost_status(outcome);
+  int status = lost_status(round, outcome);
   if (outcome == QUORUM_WON && (status = lock_grant(op, round->decided_ns)) == 0)
     return;
   /* The write-back round touched no lock key; the acquisition did. */
@@ -593,7 +593,7 @@ static int fence_commit(op_acquire_t *op, const round_t *acquired) {
 
 static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_acquire_t *op = ctx;
-  int status = lost_status(outcome);
+  int status = lost_status(round, outcome);
   op->set_mask = round_set_mask(round);
   /* A permit's or a hold's script may refuse with a reason (kind.h). */
   int verdict =
@@ -700,7 +700,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
     lock_mark_lost(lock, REDLOCK_ELOST);
     return REDLOCK_ELOST;
   }
-  return REDLOCK_ENOQUORUM;
+  return round_noquorum_status(round);
 }
 
 static void on_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
@@ -737,11 +737,10 @@ static void lock_stop_watch(redlock_lock_t *lock) {
 }
 
 static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
-  (void)round;
   op_release_t *op = ctx;
   int status = outcome == QUORUM_WON         ? REDLOCK_OK
                : outcome == QUORUM_LOST_HELD ? REDLOCK_ELOST
-                                             : REDLOCK_ENOQUORUM;
+                                             : round_noquorum_status(round);
   release_finish(op, status);
 }
 

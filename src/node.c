@@ -9,6 +9,7 @@
 
 #include "conn.h"
 #include "redlock.h"
+#include "reply.h"
 #include "scripts.h"
 
 static void node_fail_backlog(node_t *node);
@@ -41,7 +42,22 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
                              .event = node_on_link,
                              .arg = node,
                          });
-  return node_addr_copy(&node->addr, addr);
+  if (node_addr_copy(&node->addr, addr) != 0)
+    return REDLOCK_ENOMEM;
+  const ack_spec_t *ack = &node->addr.ack;
+  if (ack->mode != ACK_NONE) {
+    uint32_t t = env->request_timeout_ms;
+    if (ack->timeout_ms != 0 && ack->timeout_ms < t)
+      t = ack->timeout_ms;
+    int n =
+        ack->mode == ACK_WAIT
+            ? redisFormatCommand(&node->ack_cmd, "WAIT %d %u", ack->replicas, t)
+            : redisFormatCommand(&node->ack_cmd, "WAITAOF %d %d %u", ack->local, ack->replicas, t);
+    if (n < 0)
+      return REDLOCK_ENOMEM;
+    node->ack_cmd_len = (size_t)n;
+  }
+  return 0;
 }
 
 static void node_report(node_t *node, node_event_t ev, const char *what, const char *detail) {
@@ -51,6 +67,8 @@ static void node_report(node_t *node, node_event_t ev, const char *what, const c
 static uint64_t node_now_ns(const node_t *node) { return tb_now_ns(node->env->tb); }
 
 void node_free(node_t *node) {
+  redisFreeCommand(node->ack_cmd);
+  node->ack_cmd = NULL;
   /* list_linked, not !list_empty: redlock_open frees the calloc'ed nodes it
    * never reached with node_init when it fails early (a TLS key that cannot
    * be loaded), and their zeroed list heads are not lists yet. */
@@ -64,6 +82,15 @@ void node_free(node_t *node) {
 
 int node_is_quarantined(const node_t *node, uint64_t now_ns) {
   return node->quarantine_until_ns != 0 && now_ns < node->quarantine_until_ns;
+}
+
+void node_quarantine_why(const node_t *node, char *buf, size_t size) {
+  uint64_t now = node_now_ns(node), until = node->quarantine_until_ns;
+  if (until != 0 && now < until)
+    snprintf(buf, size, "%s: %llu ms left", quarantine_name(node->quarantine_kind),
+             (unsigned long long)((until - now + 999999u) / 1000000u));
+  else if (size > 0)
+    buf[0] = '\0';
 }
 
 int node_quarantined_now(const node_t *node) {
@@ -131,6 +158,8 @@ static void node_attempt_finished(node_t *node) {
 /* The link failed (DOWN, reported before anything changed): say so, and
  * why, for redlock_last_votes. */
 static void node_link_down(node_t *node, int level, const char *what, const char *detail) {
+  if (node->state == NODE_READY)
+    node->past.lost_ns = node_now_ns(node); /* the server we knew was there until now */
   node->failures = node->link.failures;
   node_report(node, NODE_EV_DOWN, what, detail);
   uv_mutex_lock(node->env->mutex);
@@ -257,8 +286,8 @@ static void node_quarantine_tick(node_t *node) {
     (void)link_arm(&node->link, (node->quarantine_until_ns - now + 999999u) / 1000000u);
     return; /* (a timer that cannot start is logged by the link) */
   }
-  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: restart quarantine over",
-            node->addr.label);
+  log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: %s over", node->addr.label,
+            quarantine_name(node->quarantine_kind));
   node_report(node, NODE_EV_QUARANTINE_END, NULL, NULL);
 }
 
@@ -289,36 +318,70 @@ static const char *script_load_check(void *arg, const redisReply *reply) {
   return "SCRIPT LOAD returned an unexpected SHA1";
 }
 
-/* INFO server: the run_id (a restart shows as a new one) and the uptime,
- * which starts the restart quarantine of a master younger than the max TTL. */
+/* INFO server: the run_id (a restart, or another server, shows as a new
+ * one) and the uptime, kept for the judgement after INFO replication. */
 static const char *info_check(void *arg, const redisReply *reply) {
   node_t *node = arg;
-  const node_env_t *env = node->env;
-  info_server_t info;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_server(reply->str, reply->len, &info) != 0)
+      info_parse_server(reply->str, reply->len, &node->server_info) != 0)
     return "INFO server reply lacks run_id or uptime_in_seconds";
+  return NULL;
+}
+
+/* INFO replication: only a master votes; then the quarantine judgement
+ * (quarantine.h) over what both INFO sections said and the server we knew. */
+static const char *replication_check(void *arg, const redisReply *reply) {
+  node_t *node = arg;
+  const node_env_t *env = node->env;
+  info_replication_t repl;
+  if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
+      info_parse_replication(reply->str, reply->len, &repl) != 0)
+    return "INFO replication reply lacks role";
+  if (!repl.is_master)
+    return repl.role[0] == 's' ? "it is a replica (role: slave), and only a master can vote"
+                               : "it is not a master, and only a master can vote";
+  const info_server_t *info = &node->server_info;
   uint64_t now = node_now_ns(node);
-  int restarted = node->run_id[0] != '\0' && strcmp(node->run_id, info.run_id) != 0;
-  if (restarted)
-    log_write(env->log, REDLOCK_LOG_WARN, "master %s restarted (run_id changed; up %lld s)",
-              node->addr.label, (long long)info.uptime_s);
-  memcpy(node->run_id, info.run_id, sizeof node->run_id);
-  node->quarantine_until_ns = 0;
-  if (env->quarantine) {
-    uint64_t max_ttl_ns = (uint64_t)env->max_ttl_ms * 1000000u;
-    /* Redis reports uptime as a difference of whole wall-clock seconds, so a
-     * master 0.2 s old can say 1: take the age to be one second less than
-     * reported, so that the quarantine can only come out longer. */
-    uint64_t up_ns = info.uptime_s > 0 ? (uint64_t)(info.uptime_s - 1) * 1000000000u : 0;
-    if (up_ns < max_ttl_ns) {
-      node->quarantine_until_ns = now + (max_ttl_ns - up_ns);
-      log_write(env->log, REDLOCK_LOG_WARN,
+  /* A reconnect to the same server inside its quarantine: said already. */
+  int said = node->past.seen && strcmp(node->past.run_id, info->run_id) == 0 &&
+             node->quarantine_until_ns > now;
+  quarantine_t q = {QUARANTINE_NONE, 0};
+  if (env->quarantine)
+    q = quarantine_judge(&node->past, info, &repl, now, env->max_ttl_ms, &node->addr.ack);
+  /* A failover's or a move's quarantine runs from when it was seen, which
+   * the server does not tell again: a reconnect keeps it.  (A restart's is
+   * judged anew from the uptime, which gives the same end.) */
+  if (said && node->quarantine_kind != QUARANTINE_RESTART &&
+      q.until_ns < node->quarantine_until_ns) {
+    q.until_ns = node->quarantine_until_ns;
+    q.kind = node->quarantine_kind;
+  }
+  if (node->past.seen && strcmp(node->past.run_id, info->run_id) != 0)
+    log_write(env->log, REDLOCK_LOG_WARN, "master %s %s (run_id changed; up %lld s)",
+              node->addr.label,
+              q.kind == QUARANTINE_MOVED ? "is another server than before" : "restarted",
+              (long long)info->uptime_s);
+  quarantine_remember(&node->past, info, &repl);
+  memcpy(node->run_id, info->run_id, sizeof node->run_id);
+  node->quarantine_until_ns = q.until_ns;
+  node->quarantine_kind = q.kind;
+  if (q.kind != QUARANTINE_NONE) {
+    int level = said ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN;
+    unsigned long long left_ms = (q.until_ns - now) / 1000000u;
+    if (q.kind == QUARANTINE_RESTART)
+      log_write(env->log, level,
                 "master %s started %lld s ago: its votes do not count for another %llu ms "
                 "(restart quarantine = max TTL %u ms)",
-                node->addr.label, (long long)info.uptime_s,
-                (unsigned long long)((max_ttl_ns - up_ns) / 1000000u), env->max_ttl_ms);
-    }
+                node->addr.label, (long long)info->uptime_s, left_ms, env->max_ttl_ms);
+    else
+      log_write(env->log, level,
+                "master %s %s: its votes do not count for another %llu ms (%s = max TTL %u ms)",
+                node->addr.label,
+                q.kind == QUARANTINE_FAILOVER
+                    ? "was promoted from a replica (its replication id changed, or "
+                      "master_replid2 is set) and may lack keys its old master granted"
+                    : "is another server than before and may lack keys the old one granted",
+                left_ms, quarantine_name(q.kind), env->max_ttl_ms);
   }
   return NULL;
 }
@@ -334,7 +397,10 @@ static status_t node_handshake(link_t *link, void *arg) {
     if (st != ST_OK)
       return st;
   }
-  return link_step(link, "INFO server", info_check, "INFO server");
+  status_t st = link_step(link, "INFO server", info_check, "INFO server");
+  if (st != ST_OK)
+    return st;
+  return link_step(link, "INFO replication", replication_check, "INFO replication");
 }
 
 /* What the link says. */
@@ -448,10 +514,88 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_after_reply(node, reply != NULL);
 }
 
+/* ---- durability acks ----------------------------------------------------------------
+ * A write that asks for an ack goes out as two pipelined commands, the write
+ * and the master's WAIT / WAITAOF; req->fn runs once, when the ack's reply
+ * (or the loss of the connection) comes, with the write's reply kept until
+ * then.  Its time, for the vote and for the validity, is the ack's. */
+enum {
+  REQ_ACK_OFF = 0, /* a plain request: one reply */
+  REQ_ACK_WRITTEN, /* the write and its ack are out */
+  REQ_ACK_HELD,    /* the write's reply is kept (req->held) */
+  REQ_ACK_LOST,    /* no reply to the write: the connection went */
+  REQ_ACK_NOMEM,   /* the write's reply could not be kept */
+  REQ_ACK_ALONE,   /* the ack could not be queued: the write's reply is final */
+};
+
+static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  node_req_t *req = privdata;
+  if (req->ack_state == REQ_ACK_ALONE) {
+    req_reply_cb(ac, reply, privdata);
+    return;
+  }
+  if (reply == NULL) {
+    req->ack_state = REQ_ACK_LOST;
+    return;
+  }
+  req->held = reply_clone(reply);
+  req->ack_state = req->held != NULL ? REQ_ACK_HELD : REQ_ACK_NOMEM;
+}
+
+static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  node_req_t *req = privdata;
+  node_t *node = req->node;
+  node_request_done(node, req, reply != NULL ? ac : NULL);
+  redisReply *held = req->held;
+  int state = req->ack_state;
+  req->held = NULL;
+  req->ack_state = REQ_ACK_OFF;
+  if (state == REQ_ACK_HELD && reply != NULL) {
+    char why[NODE_DOWN_WHY_LEN];
+    if (!reply_ack_met(reply, node->addr.ack.mode == ACK_WAITAOF, node->addr.ack.local,
+                       node->addr.ack.replicas, why, sizeof why)) {
+      req->unacked = 1;
+      uv_mutex_lock(node->env->mutex);
+      memcpy(node->ack_why, why, sizeof why);
+      uv_mutex_unlock(node->env->mutex);
+      node_warn(node, "durability ack fell short", why);
+    }
+    req->fn(req, held); /* may free req, or send it again (NOSCRIPT) */
+  } else if (state == REQ_ACK_NOMEM && reply != NULL) {
+    /* Nothing to count: an error the round gives no vote for. */
+    static const char oom_text[] = "ERR out of memory keeping the reply for its ack";
+    redisReply oom;
+    memset(&oom, 0, sizeof oom);
+    oom.type = REDIS_REPLY_ERROR;
+    oom.str = (char *)oom_text; /* hiredis' field is not const; the round only reads it */
+    oom.len = sizeof oom_text - 1;
+    req->nomem = 1;
+    req->fn(req, &oom);
+  } else {
+    req->fn(req, NULL); /* the connection went before the write or its ack came back */
+  }
+  reply_clone_free(held);
+  node_after_reply(node, reply != NULL);
+}
+
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
 static status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
-  if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) != REDIS_OK)
+  req->unacked = 0;
+  req->nomem = 0;
+  if (req->ack && node->ack_cmd != NULL) {
+    if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, req->cmd, req->len) !=
+        REDIS_OK)
+      return ST_DOWN; /* hiredis is tearing the connection down */
+    /* Fails only when hiredis is tearing the connection down, which fails
+     * the write too: its callback then finishes the request alone. */
+    req->ack_state = redisAsyncFormattedCommand(node->link.ac, ack_reply_cb, req, node->ack_cmd,
+                                                node->ack_cmd_len) == REDIS_OK
+                         ? REQ_ACK_WRITTEN
+                         : REQ_ACK_ALONE;
+  } else if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) !=
+             REDIS_OK) {
     return ST_DOWN; /* hiredis is tearing the connection down */
+  }
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   if (node->inflight++ == 0) {

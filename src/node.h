@@ -20,6 +20,7 @@
 #include "link.h"
 #include "list.h"
 #include "log.h"
+#include "quarantine.h"
 #include "random.h"
 #include "resolve.h"
 #include "stats_core.h"
@@ -132,8 +133,14 @@ typedef struct node_req {
   uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
   uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
   int keep;            /* a release: queued however long the backlog */
-  int slot; /* the sender's: the hash slot of the key the request is about, which a voter of
-             * many connections routes by (keyslot.h); -1: none.  A node ignores it. */
+  int slot;        /* the sender's: the hash slot of the key the request is about, which a voter of
+                    * many connections routes by (keyslot.h); -1: none.  A node ignores it. */
+  uint8_t ack;     /* the sender's: a write that waits for the master's durability ack
+                    * (wait= / waitaof=), when the master asks one */
+  uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
+  uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
+  uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
+  struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -169,6 +176,9 @@ typedef struct node {
   unsigned long progress_writes; /* conn_writes() at that send: unchanged, it is unwritten */
   int first_attempt_done;        /* the client's startup waits for every node's first try */
   uint64_t quarantine_until_ns;
+  quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
+  quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
+  info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
@@ -178,11 +188,19 @@ typedef struct node {
    * certificate verify failed: ..."), "" while up; client->mutex, since
    * redlock_last_votes() reads it from any thread. */
   char down_why[NODE_DOWN_WHY_LEN];
+  /* The durability ack (node_addr_t.ack): the command formatted once,
+   * written after each write that asks it (NULL: none), and why the last
+   * one fell short ("" before any; env->mutex, read by redlock_last_votes). */
+  char *ack_cmd;
+  size_t ack_cmd_len;
+  char ack_why[NODE_DOWN_WHY_LEN];
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
 } node_t;
 
-/* Copies addr; 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
+/* Copies addr and formats its durability ack (WAIT / WAITAOF, with the
+ * smaller of wait_ms and the request timeout: a later ack would find its
+ * vote timed out); 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
  * and timebase are used from node_start on. */
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
 /* Starts the first connection attempt (loop thread). */
@@ -246,6 +264,9 @@ int node_quarantined_now(const node_t *node);
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
+/* "restart quarantine: 41234 ms left" (or "failover quarantine: ...");
+ * "" when not quarantined.  Loop thread. */
+void node_quarantine_why(const node_t *node, char *buf, size_t size);
 /* The close is out of time: drops the connection for good (no reconnect);
  * pending requests get NULL replies now, kept releases are dropped, and
  * every release among them is counted as abandoned.  Outside of hiredis

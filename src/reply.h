@@ -45,4 +45,16 @@ pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t
  * *data / *len set, or 0 for anything else. */
 int reply_pubsub_payload(const redisReply *reply, const char **data, size_t *len);
 
+/* A deep copy of reply, allocated here (not by the reader that made reply),
+ * to keep past its callback; NULL when out of memory.  Freed by
+ * reply_clone_free (NULL is fine). */
+redisReply *reply_clone(const redisReply *reply);
+void reply_clone_free(redisReply *reply);
+
+/* Whether the reply to `WAIT replicas T` (waitaof == 0) or `WAITAOF local
+ * replicas T` (waitaof == 1) reached what was asked.  1, or 0 with why set
+ * ("0 of 1 replicas acknowledged", "ERR unknown command ...", "no reply"). */
+int reply_ack_met(const redisReply *reply, int waitaof, int local, int replicas, char *why,
+                  size_t why_len);
+
 #endif

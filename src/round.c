@@ -195,12 +195,19 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
       vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
       return;
     }
+    /* A yes whose durability ack fell short is not a vote: the write may
+     * be lost in a failover (the node says why, voter why()). */
+    if (verdict == REPLY_YES && vote->req.unacked) {
+      vote_settle(vote, VOTE_FAILED, WHY_UNACKED);
+      return;
+    }
     if (verdict == REPLY_YES)
       vote_settle(vote, VOTE_YES, WHY_OK);
     else
       vote_settle(vote, VOTE_NO, WHY_REFUSED);
     return;
   case REPLY_ERROR:
+    round->nomem |= vote->req.nomem;
     env->transport->warn(env->transport_arg, index, "error reply", reply->str);
     vote_settle(vote, VOTE_FAILED, WHY_ERROR);
     return;
@@ -224,6 +231,12 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
   vote->req.now_ns = now_ns;
   vote->req.fn = vote_reply;
   vote->req.keep = round->kind == ROUND_RELEASE;
+  /* Every write but a release waits for the voter's durability ack, if it
+   * asks one: a release a promoted replica missed only leaves a key that
+   * expires, which blocks others and never lets two hold. */
+  vote->req.ack = round->kind != ROUND_RELEASE;
+  vote->req.unacked = 0;
+  vote->req.nomem = 0;
   return env->transport->send(env->transport_arg, (unsigned)(vote - round->votes), &vote->req);
 }
 

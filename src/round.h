@@ -22,6 +22,7 @@
 #include "node.h"
 #include "pool.h"
 #include "quorum.h"
+#include "redlock.h"
 #include "reply.h"
 #include "scripts.h"
 #include "stats_core.h"
@@ -147,6 +148,7 @@ typedef struct round {
   unsigned yes, no, failed;
   quorum_outcome_t outcome;
   int decided;
+  int nomem; /* a vote failed for want of memory here, not through its master */
   round_decided_fn on_decided;
   void *ctx;
   uv_thread_t caller; /* with has_caller: the thread whose call waits on it (round_for_caller) */
@@ -175,6 +177,13 @@ typedef struct round_params {
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
   void *ctx;
 } round_params_t;
+
+/* What a round lost for want of a quorum means to its caller:
+ * REDLOCK_ENOMEM when a vote failed for want of memory in this process
+ * (round_t.nomem), else REDLOCK_ENOQUORUM. */
+static inline int round_noquorum_status(const round_t *round) {
+  return round->nomem ? REDLOCK_ENOMEM : REDLOCK_ENOQUORUM;
+}
 
 /* Formats argv once into a new round.  NULL when out of memory. */
 round_t *round_new(round_env_t *env, const round_params_t *params);

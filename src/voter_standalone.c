@@ -1,6 +1,7 @@
 /* voter_standalone.c: one master as a voter (see voter_standalone.h). */
 #include "voter_standalone.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "why.h"
@@ -79,6 +80,10 @@ static void s_why(const voter_t *v, int why, char *buf, size_t size) {
     buf[n] = '\0';
   } else if (why == WHY_BUSY) {
     node_busy_why(node, buf, size);
+  } else if (why == WHY_UNACKED) {
+    snprintf(buf, size, "%s", node->ack_why);
+  } else if (why == WHY_QUARANTINED) {
+    node_quarantine_why(node, buf, size);
   } else {
     buf[0] = '\0';
   }

@@ -60,11 +60,7 @@ void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
   }
   slot->entry.outcome = book->latest.outcome;
   memcpy(slot->entry.why, book->latest.why, book->n_masters);
-  for (unsigned i = 0; i < book->n_masters; i++) /* only down, duplicate and busy votes carry one */
-    if (book->latest.why[i] == WHY_DOWN || book->latest.why[i] == WHY_DUPLICATE ||
-        book->latest.why[i] == WHY_BUSY)
-      memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
-    else
-      slot->entry.detail[i][0] = '\0';
+  for (unsigned i = 0; i < book->n_masters; i++) /* "" where the vote has no detail */
+    memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
   slot->written = ++book->writes;
 }

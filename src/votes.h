@@ -21,7 +21,8 @@ typedef struct votes_entry {
   int outcome;
   uint8_t *why; /* vote_why_t per master */
   /* per master: why it was down (WHY_DOWN), whose duplicate it is
-   * (WHY_DUPLICATE), or "" */
+   * (WHY_DUPLICATE), how full (WHY_BUSY), how long its quarantine has left
+   * (WHY_QUARANTINED), why its ack fell short (WHY_UNACKED), or "" */
   char (*detail)[NODE_DOWN_WHY_LEN];
 } votes_entry_t;
 

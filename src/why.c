@@ -13,6 +13,7 @@ static const char *const why_names[] = {
     [WHY_QUARANTINED] = "quarantined",
     [WHY_BADREPLY] = "bad-reply",
     [WHY_DUPLICATE] = "duplicate",
+    [WHY_UNACKED] = "unacked",
 };
 
 const char *why_name(unsigned why) {

@@ -6,7 +6,8 @@
  * It listens on 127.0.0.1 only (PORT 0 or absent = a free port), answers the
  * handshake our client sends on every (re)connect plausibly enough that the
  * master comes READY (PING, AUTH, SELECT, CLIENT, SCRIPT LOAD with the real
- * SHA1 of the body, INFO server with run_id and uptime, SUBSCRIBE), and then
+ * SHA1 of the body, INFO server with run_id and uptime, INFO replication
+ * with role master, SUBSCRIBE), and then
  * answers every other command, i.e. the lock commands (SET, EVALSHA, ...),
  * according to MODE:
  *
@@ -295,12 +296,14 @@ static void stream_fill(conn_t *c, uint64_t now) {
 /* ---- replies ----------------------------------------------------------------------------- */
 
 static void reply_info(conn_t *c) {
-  char text[512];
-  int n = snprintf(text, sizeof text,
-                   "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
-                   "process_id:%ld\r\nrun_id:%s\r\ntcp_port:0\r\nuptime_in_seconds:3600\r\n"
-                   "uptime_in_days:0\r\n",
-                   (long)getpid(), run_id);
+  char text[768];
+  int n =
+      snprintf(text, sizeof text,
+               "# Server\r\nredis_version:7.0.0\r\nredis_mode:standalone\r\n"
+               "process_id:%ld\r\nrun_id:%s\r\ntcp_port:0\r\nuptime_in_seconds:3600\r\n"
+               "uptime_in_days:0\r\n# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"
+               "master_replid:%s\r\nmaster_replid2:0000000000000000000000000000000000000000\r\n",
+               (long)getpid(), run_id, run_id);
   out_bulk(c, text, (size_t)n);
 }
 
@@ -442,7 +445,8 @@ static void reply_command(conn_t *c, int argc, char **argv, size_t *lens) {
     }
   } else if (strcasecmp(cmd, "INFO") == 0) {
     reply_info(c);
-    if (mode == MODE_CLOSE_AFTER_HANDSHAKE)
+    /* the handshake ends with INFO replication */
+    if (mode == MODE_CLOSE_AFTER_HANDSHAKE && (argc < 2 || strcasecmp(argv[1], "server") != 0))
       c->close_after_flush = 1;
   } else if (strcasecmp(cmd, "SUBSCRIBE") == 0 || strcasecmp(cmd, "UNSUBSCRIBE") == 0) {
     const char *kind = strcasecmp(cmd, "SUBSCRIBE") == 0 ? "subscribe" : "unsubscribe";

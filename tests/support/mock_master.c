@@ -46,6 +46,9 @@ struct mock_master {
   int port;
   char run_id[41];
   long long uptime;
+  char role[16];
+  char replid[41], replid2[41];
+  long replicas;
   rule_t *rules;
   int close_on_accept;
   mconn_t *conns;
@@ -236,10 +239,13 @@ static void answer_default(mconn_t *c, const mock_cmd_t *cmd, buf_t *out) {
   } else if (strcasecmp(name, "SCRIPT") == 0) {
     answer_script(cmd, out);
   } else if (strcasecmp(name, "INFO") == 0) {
-    char info[256];
+    char info[512]; /* every section asked for: the client's parsers skip the rest */
     int n = snprintf(info, sizeof info,
-                     "# Server\r\nredis_version:7.2.0\r\nrun_id:%s\r\nuptime_in_seconds:%lld\r\n",
-                     c->m->run_id, c->m->uptime);
+                     "# Server\r\nredis_version:7.2.0\r\nrun_id:%s\r\nuptime_in_seconds:%lld\r\n"
+                     "# Replication\r\nrole:%s\r\nconnected_slaves:%ld\r\nmaster_replid:%s\r\n"
+                     "master_replid2:%s\r\n",
+                     c->m->run_id, c->m->uptime, c->m->role, c->m->replicas, c->m->replid,
+                     c->m->replid2);
     buf_bulk(out, info, (size_t)n);
   } else if (strcasecmp(name, "SUBSCRIBE") == 0 || strcasecmp(name, "UNSUBSCRIBE") == 0) {
     answer_subscribe(c, cmd, strcasecmp(name, "SUBSCRIBE") == 0, out);
@@ -431,6 +437,9 @@ mock_master_t *mock_master_start(uv_loop_t *loop) {
   m->loop = loop;
   memset(m->run_id, 'a', 40);
   m->uptime = 3600;
+  strcpy(m->role, "master");
+  memset(m->replid, 'b', 40);
+  memset(m->replid2, '0', 40);
   if (mock_master_listen(m) != 0) {
     m->closing = 1;
     if (m->handles == 0)
@@ -453,6 +462,14 @@ void mock_master_set_run_id(mock_master_t *m, const char *run_id) {
 }
 
 void mock_master_set_uptime(mock_master_t *m, long long seconds) { m->uptime = seconds; }
+
+void mock_master_set_replication(mock_master_t *m, const char *role, const char *replid,
+                                 const char *replid2, long replicas) {
+  snprintf(m->role, sizeof m->role, "%s", role);
+  snprintf(m->replid, sizeof m->replid, "%s", replid);
+  snprintf(m->replid2, sizeof m->replid2, "%s", replid2);
+  m->replicas = replicas;
+}
 
 void mock_master_on(mock_master_t *m, const char *command, mock_action_t action, const char *reply,
                     unsigned times) {

@@ -12,7 +12,8 @@
  *
  * By default it answers what node.c and notify.c send like a real master:
  * PING, AUTH, SELECT, CLIENT, SCRIPT LOAD (the SHA1 of our embedded script
- * whose body it is), INFO server (a run_id and an uptime the test sets),
+ * whose body it is), INFO (server: a run_id and an uptime the test sets;
+ * replication: a role, replication ids and a replica count),
  * SUBSCRIBE / UNSUBSCRIBE (tracked per connection, for mock_master_publish),
  * EVALSHA / EVAL (:1) and anything else (+OK).  Rules change that per
  * command name; every command received is recorded for the test to check.
@@ -53,6 +54,10 @@ const char *mock_master_uri(mock_master_t *m, const char *userinfo, const char *
  * (default 3600). */
 void mock_master_set_run_id(mock_master_t *m, const char *run_id);
 void mock_master_set_uptime(mock_master_t *m, long long seconds);
+/* INFO replication's role (default "master"), master_replid (default "b" *
+ * 40), master_replid2 (default "0" * 40: none) and connected_slaves (0). */
+void mock_master_set_replication(mock_master_t *m, const char *role, const char *replid,
+                                 const char *replid2, long replicas);
 
 /* Adds a rule for the command named `command` (its first word, any case;
  * "*" for every command): what to do the next `times` times (0: always).

@@ -196,7 +196,21 @@ static void req_fn(node_req_t *req, const redisReply *reply) {
     snprintf(r->str, sizeof r->str, "%.*s", (int)reply->len, reply->str);
 }
 
+static int nf_prepare(nf_t *f, nf_req_t *r, const char *words, int keep);
+
 int nf_send(nf_t *f, nf_req_t *r, const char *words, int keep) {
+  nf_prepare(f, r, words, keep);
+  return node_send(&f->node, &r->req);
+}
+
+int nf_send_ack(nf_t *f, nf_req_t *r, const char *words) {
+  nf_prepare(f, r, words, 0);
+  r->req.ack = 1;
+  return node_send(&f->node, &r->req);
+}
+
+static int nf_prepare(nf_t *f, nf_req_t *r, const char *words, int keep) {
+  (void)f;
   char copy[128];
   const char *argv[8];
   size_t lens[8];
@@ -216,5 +230,5 @@ int nf_send(nf_t *f, nf_req_t *r, const char *words, int keep) {
   r->req.len = len;
   r->req.fn = req_fn;
   r->req.keep = keep;
-  return node_send(&f->node, &r->req);
+  return 0;
 }

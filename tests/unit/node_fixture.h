@@ -91,5 +91,7 @@ int nf_logged(const nf_t *f, const char *needle);
 /* Sends a command (words separated by spaces, formatted into r->cmd)
  * through node_send; keep: a release.  Returns node_send's result. */
 int nf_send(nf_t *f, nf_req_t *r, const char *words, int keep);
+/* The same for a write that asks the master's durability ack (req.ack). */
+int nf_send_ack(nf_t *f, nf_req_t *r, const char *words);
 
 #endif

@@ -35,10 +35,11 @@ static void test_up(void **state) {
   assert_int_equal(f->events[1].ev, NODE_EV_UP);
   assert_int_equal(f->events[1].state, NODE_READY);
   assert_int_equal(f->events[2].ev, NODE_EV_STARTED);
-  /* the handshake: every script loaded, INFO server, no AUTH or SELECT */
+  /* the handshake: every script loaded, INFO server and replication, no
+   * AUTH or SELECT */
   assert_int_equal(mock_master_count(f->mock, "SCRIPT"), SCRIPT_COUNT);
-  assert_int_equal(mock_master_count(f->mock, "INFO"), 1);
-  assert_string_equal(mock_master_last(f->mock, "INFO")->argv[1], "server");
+  assert_int_equal(mock_master_count(f->mock, "INFO"), 2);
+  assert_string_equal(mock_master_last(f->mock, "INFO")->argv[1], "replication");
   assert_int_equal(mock_master_count(f->mock, "AUTH"), 0);
   assert_int_equal(mock_master_count(f->mock, "SELECT"), 0);
   assert_string_equal(node_ip(&f->node), "127.0.0.1");
@@ -218,7 +219,7 @@ static void test_connection_lost(void **state) {
   assert_int_equal(f->node.failures, 1); /* up only moments: part of a flapping streak */
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_int_equal(nf_count(f, NODE_EV_STARTED), 1);
-  assert_int_equal(mock_master_count(f->mock, "INFO"), 2);
+  assert_int_equal(mock_master_count(f->mock, "INFO"), 4); /* two handshakes */
 }
 
 /* A connection that stayed up NODE_STABLE_MS resets the backoff when it drops. */

@@ -713,6 +713,135 @@ static void test_warn_rate_limited(void **state) {
   node_free(&f->node);
 }
 
+/* ---- failover-aware quarantine and durability acks (quarantine.h) --------------------- */
+
+#define REPLID_A "1111111111111111111111111111111111111111"
+#define REPLID_B "2222222222222222222222222222222222222222"
+#define NO_REPLID "0000000000000000000000000000000000000000"
+
+/* A replica given as a master never comes up: its handshake fails, and why
+ * is what redlock_last_votes shows for it. */
+static void test_replica_refused(void **state) {
+  nf_t *f = *state;
+  mock_master_set_replication(f->mock, "slave", REPLID_A, NO_REPLID, 0);
+  nf_start(f);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  assert_int_not_equal(f->node.state, NODE_READY);
+  assert_non_null(strstr(f->node.down_why, "it is a replica (role: slave)"));
+  assert_int_equal(nf_count(f, NODE_EV_UP), 0);
+}
+
+/* First sight of a master promoted at a time INFO does not give
+ * (master_replid2 set): max TTL from now, said once, named in the votes. */
+static void test_failover_first_sight(void **state) {
+  nf_t *f = *state;
+  mock_master_set_replication(f->mock, "master", REPLID_B, REPLID_A, 1);
+  start_quarantining(f, 30000, 3600);
+  assert_true(node_quarantined_now(&f->node));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_true(nf_logged(f, "was promoted from a replica"));
+  char why[128];
+  node_quarantine_why(&f->node, why, sizeof why);
+  assert_non_null(strstr(why, "failover quarantine: "));
+  assert_non_null(strstr(why, " ms left"));
+  /* kept across a reconnect to the same server, which does not tell again */
+  uint64_t until = f->node.quarantine_until_ns;
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_int_equal(f->node.quarantine_until_ns, until);
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+}
+
+/* The same server's replication id changes (it was demoted and promoted):
+ * failover quarantine from when it is seen. */
+static void test_failover_replid_changed(void **state) {
+  nf_t *f = *state;
+  mock_master_set_replication(f->mock, "master", REPLID_A, NO_REPLID, 0);
+  start_quarantining(f, 30000, 3600);
+  assert_false(node_quarantined_now(&f->node));
+  mock_master_set_replication(f->mock, "master", REPLID_B, NO_REPLID, 0);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_true(node_quarantined_now(&f->node));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+}
+
+/* Another server behind the address: a new run_id from a server already up
+ * long before the old connection was lost. */
+static void test_moved_server(void **state) {
+  nf_t *f = *state;
+  start_quarantining(f, 30000, 3600);
+  assert_false(node_quarantined_now(&f->node));
+  mock_master_set_run_id(f->mock, "cccccccccccccccccccccccccccccccccccccccc");
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_true(node_quarantined_now(&f->node));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_MOVED);
+  assert_true(nf_logged(f, "is another server than before (run_id changed; up 3600 s)"));
+}
+
+/* wait=R covering every replica waives the failover quarantine; a restart
+ * is still one. */
+static void test_acks_cover_failover(void **state) {
+  nf_t *f = *state;
+  nf_address(f, NULL, "?wait=1", 0);
+  mock_master_set_replication(f->mock, "master", REPLID_B, REPLID_A, 1);
+  start_quarantining(f, 30000, 3600);
+  assert_false(node_quarantined_now(&f->node));
+  mock_master_set_run_id(f->mock, "dddddddddddddddddddddddddddddddddddddddd");
+  mock_master_set_uptime(f->mock, 1);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_true(node_quarantined_now(&f->node));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_RESTART);
+}
+
+/* waitaof=1,R: every counted write was fsynced first, so a restart loses
+ * none of them: no restart quarantine. */
+static void test_aof_acks_waive_restart(void **state) {
+  nf_t *f = *state;
+  nf_address(f, NULL, "?waitaof=1,0", 0);
+  start_quarantining(f, 30000, 0);
+  assert_false(node_quarantined_now(&f->node));
+}
+
+/* A write that asks an ack goes out with WAIT behind it; fn runs once, with
+ * the write's reply, when the ack is in; short of it, unacked and why. */
+static void test_ack_pipelined(void **state) {
+  nf_t *f = *state;
+  nf_address(f, NULL, "?wait=2&wait_ms=40", 0);
+  start_ready(f);
+  assert_non_null(f->node.ack_cmd);
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":2\r\n", 1);
+  nf_req_t r;
+  assert_int_equal(nf_send_ack(f, &r, "SET k v"), ST_OK);
+  nf_wait_req(f, &r);
+  assert_true(r.got_reply);
+  assert_string_equal(r.str, "OK");
+  assert_false(r.req.unacked);
+  const mock_cmd_t *wait = mock_master_last(f->mock, "WAIT");
+  assert_non_null(wait);
+  assert_string_equal(wait->argv[1], "2");
+  assert_string_equal(wait->argv[2], "40");
+  /* one replica only: unacked, with the reason kept for the votes */
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
+  assert_int_equal(nf_send_ack(f, &r, "SET k v"), ST_OK);
+  nf_wait_req(f, &r);
+  assert_true(r.req.unacked);
+  assert_string_equal(f->node.ack_why, "WAIT: 1 of 2 replicas acknowledged in time");
+  assert_true(nf_logged(f, "durability ack fell short"));
+  /* a request that asks none: no WAIT */
+  unsigned waits = mock_master_count(f->mock, "WAIT");
+  assert_int_equal(nf_send(f, &r, "SET k v", 0), ST_OK);
+  nf_wait_req(f, &r);
+  assert_int_equal(mock_master_count(f->mock, "WAIT"), waits);
+  /* the connection goes before the ack: fn runs once, without a reply */
+  mock_master_on(f->mock, "WAIT", MOCK_CLOSE, NULL, 1);
+  assert_int_equal(nf_send_ack(f, &r, "SET k v"), ST_OK);
+  nf_wait_req(f, &r);
+  assert_false(r.got_reply);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, nf_setup, nf_teardown)
 
 int main(void) {
@@ -736,6 +865,13 @@ int main(void) {
       T(test_replays),
       T(test_replay_lost_then_again),
       T(test_missed_releases_capped),
+      T(test_replica_refused),
+      T(test_failover_first_sight),
+      T(test_failover_replid_changed),
+      T(test_moved_server),
+      T(test_acks_cover_failover),
+      T(test_aof_acks_waive_restart),
+      T(test_ack_pipelined),
       T(test_quarantine_small_uptime),
       T(test_quarantine_long_uptime),
       T(test_quarantine_off),

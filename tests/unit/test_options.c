@@ -352,6 +352,11 @@ static void test_add_node(void **state) {
     assert_unchanged(&before, o);
   }
   REFUSED(o, redlock_options_add_node(o, "unix://relative.sock"));
+  REFUSED(o, redlock_options_add_node(o, "redis://h?wait=0"));
+  /* Parsed, but no such voter in the client yet: ENOTSUP, nothing added. */
+  snap_t before = snap(o);
+  assert_int_equal(redlock_options_add_node(o, "redis-cluster://h:1"), REDLOCK_ENOTSUP);
+  assert_unchanged(&before, o);
   assert_int_equal(o->n_nodes, 4);
   assert_string_equal(o->nodes[3].host, "copied-host");
 }

@@ -8,7 +8,11 @@
  *    password, bad % escape, %00, control characters, relative or too long
  *    unix path, over-long URI, text after ']'; a rejected parse leaves *out
  *    zeroed (no half-filled fields, no leak);
- *  - node_addr_copy / node_addr_clear round trip. */
+ *  - node_addr_copy / node_addr_clear round trip;
+ *  - voter URIs (DESIGN §2c): redis-sentinel:// and redis-cluster:// with
+ *    their host lists, master name and db, and PARAMS (wait=, waitaof=,
+ *    wait_ms=, sentinel_user=, sentinel_password=), each with its
+ *    rejections. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +36,13 @@ static void assert_addr_zero(const node_addr_t *a) {
   assert_null(a->label);
   assert_int_equal(a->port, 0);
   assert_int_equal(a->db, 0);
+  assert_null(a->seeds);
+  assert_int_equal(a->n_seeds, 0);
+  assert_null(a->master_name);
+  assert_null(a->sentinel_user);
+  assert_null(a->sentinel_password);
+  assert_int_equal(a->ack.mode, ACK_NONE);
+  assert_int_equal(a->voter, VOTER_KIND_STANDALONE);
 }
 
 /* Parses a URI that must be accepted; the caller clears *a. */
@@ -526,6 +537,17 @@ static void assert_addr_equal_distinct(const node_addr_t *x, const node_addr_t *
   SAME_STR(user);
   SAME_STR(password);
   SAME_STR(label);
+  SAME_STR(master_name);
+  SAME_STR(sentinel_user);
+  SAME_STR(sentinel_password);
+  assert_int_equal(x->voter, y->voter);
+  assert_memory_equal(&x->ack, &y->ack, sizeof x->ack);
+  assert_int_equal(x->n_seeds, y->n_seeds);
+  for (unsigned i = 0; i < x->n_seeds; i++) {
+    assert_string_equal(x->seeds[i].host, y->seeds[i].host);
+    assert_ptr_not_equal(x->seeds[i].host, y->seeds[i].host);
+    assert_int_equal(x->seeds[i].port, y->seeds[i].port);
+  }
 #undef SAME_STR
 }
 
@@ -536,6 +558,8 @@ static void test_copy_clear_round_trip(void **state) {
       "redis://h",
       "redis://:only@h:1",
       "unix:///var/run/redis.sock",
+      "redis-sentinel://u:p@a:1,[::1]:2,c/mymaster/3?wait=1&sentinel_user=s&sentinel_password=t",
+      "redis-cluster://a,b:7001?waitaof=1,1&wait_ms=50",
   };
   for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
     node_addr_t src, dst, again;
@@ -614,6 +638,152 @@ static void test_same_master(void **state) {
   }
 }
 
+/* ---- voter URIs and PARAMS --------------------------------------------------------- */
+
+static void test_sentinel(void **state) {
+  (void)state;
+  node_addr_t a;
+  parse_ok("redis-sentinel://u:p%40w@10.0.0.1,[::1]:26380,s3:1/my%2Dm/5", &a);
+  assert_int_equal(a.voter, VOTER_KIND_SENTINEL);
+  assert_int_equal(a.n_seeds, 3);
+  assert_string_equal(a.seeds[0].host, "10.0.0.1");
+  assert_int_equal(a.seeds[0].port, URI_SENTINEL_PORT);
+  assert_string_equal(a.seeds[1].host, "::1");
+  assert_int_equal(a.seeds[1].port, 26380);
+  assert_string_equal(a.seeds[2].host, "s3");
+  assert_int_equal(a.seeds[2].port, 1);
+  assert_string_equal(a.host, "10.0.0.1"); /* the first sentinel */
+  assert_int_equal(a.port, URI_SENTINEL_PORT);
+  assert_string_equal(a.master_name, "my-m");
+  assert_int_equal(a.db, 5);
+  assert_string_equal(a.user, "u"); /* the master's */
+  assert_string_equal(a.password, "p@w");
+  assert_null(a.sentinel_user);
+  assert_string_equal(a.label, "my-m@10.0.0.1:26379");
+  assert_int_equal(a.tls, 0);
+  node_addr_clear(&a);
+  parse_ok("redis-sentinel://h/m?sentinel_user=su&sentinel_password=s%26p", &a);
+  assert_string_equal(a.sentinel_user, "su");
+  assert_string_equal(a.sentinel_password, "s&p");
+  assert_null(a.user);
+  assert_int_equal(a.db, 0);
+  node_addr_clear(&a);
+  /* a '?' inside the credentials is not the start of PARAMS */
+  parse_ok("redis-sentinel://:p?q@h/m", &a);
+  assert_string_equal(a.password, "p?q");
+  node_addr_clear(&a);
+  assert_rejected("redis-sentinel://h");
+  assert_rejected("redis-sentinel://h/");
+  assert_rejected("redis-sentinel://h//2");
+  assert_rejected("redis-sentinel://h/m/x");
+  assert_rejected("redis-sentinel://h,/m");
+  assert_rejected("redis-sentinel://,h/m");
+  assert_rejected("redis-sentinel://h:0/m");
+  assert_rejected("redis-sentinel://h/m%00");
+  assert_rejected("redis-sentinel://h/m%20");
+  assert_rejected("redis-sentinel://h/m?wait=x");
+}
+
+static void test_cluster(void **state) {
+  (void)state;
+  node_addr_t a;
+  parse_ok("redis-cluster://:pw@n1:7000,n2:7001,n3", &a);
+  assert_int_equal(a.voter, VOTER_KIND_CLUSTER);
+  assert_int_equal(a.n_seeds, 3);
+  assert_int_equal(a.seeds[2].port, URI_REDIS_PORT);
+  assert_string_equal(a.label, "cluster@n1:7000");
+  assert_string_equal(a.password, "pw");
+  assert_null(a.master_name);
+  node_addr_clear(&a);
+  assert_rejected("redis-cluster://n1/3");
+  assert_rejected("redis-cluster://n1?sentinel_user=x");
+  char many[512] = "redis-cluster://";
+  for (int i = 0; i <= URI_MAX_SEEDS; i++)
+    strcat(many, i ? ",h" : "h");
+  assert_rejected(many);
+}
+
+static void test_params(void **state) {
+  (void)state;
+  node_addr_t a;
+  char buf[64];
+  parse_ok("redis://h:1/2?wait=2", &a);
+  assert_int_equal(a.ack.mode, ACK_WAIT);
+  assert_int_equal(a.ack.replicas, 2);
+  assert_int_equal(a.ack.timeout_ms, 0);
+  assert_int_equal(a.db, 2);
+  uri_ack_describe(&a.ack, buf, sizeof buf);
+  assert_string_equal(buf, "wait=2");
+  node_addr_clear(&a);
+  parse_ok("redis://h?waitaof=1,0&wait_ms=250", &a);
+  assert_int_equal(a.ack.mode, ACK_WAITAOF);
+  assert_int_equal(a.ack.local, 1);
+  assert_int_equal(a.ack.replicas, 0);
+  assert_int_equal(a.ack.timeout_ms, 250);
+  assert_string_equal(a.label, "h:6379");
+  uri_ack_describe(&a.ack, buf, sizeof buf);
+  assert_string_equal(buf, "waitaof=1,0 wait_ms=250");
+  node_addr_clear(&a);
+  parse_ok("unix:///tmp/r.sock?waitaof=0,1", &a);
+  assert_string_equal(a.path, "/tmp/r.sock");
+  assert_int_equal(a.ack.replicas, 1);
+  node_addr_clear(&a);
+  parse_ok("redis://h", &a);
+  uri_ack_describe(&a.ack, buf, sizeof buf);
+  assert_string_equal(buf, "");
+  node_addr_clear(&a);
+  static const char *const bad[] = {
+      "redis://h?",
+      "redis://h?wait",
+      "redis://h?wait=",
+      "redis://h?wait=0",
+      "redis://h?wait=-1",
+      "redis://h?wait=1001",
+      "redis://h?wait=1&wait=2",
+      "redis://h?wait=1&",
+      "redis://h?&wait=1",
+      "redis://h?waitaof=1",
+      "redis://h?waitaof=2,0",
+      "redis://h?waitaof=0,0",
+      "redis://h?waitaof=1,",
+      "redis://h?waitaof=,1",
+      "redis://h?wait=1&waitaof=1,0",
+      "redis://h?wait_ms=5",
+      "redis://h?wait=1&wait_ms=0",
+      "redis://h?wait=1&wait_ms=3600001",
+      "redis://h?nope=1",
+      "redis://h?sentinel_user=x",
+      "unix:///s?x=1",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_rejected(bad[i]);
+}
+
+static void test_group_same_master(void **state) {
+  (void)state;
+  static const struct {
+    const char *a, *b;
+    int same;
+  } cases[] = {
+      {"redis-sentinel://a,b/m", "redis-sentinel://c,B/m", 1},
+      {"redis-sentinel://a,b/m", "redis-sentinel://a/n", 0},
+      {"redis-sentinel://a,b/m", "redis-sentinel://c/m", 0},
+      {"redis-sentinel://a:26379/m", "redis://a:26379", 0},
+      {"redis-cluster://a:1,b:2", "redis-cluster://b:2", 1},
+      {"redis-cluster://a:1", "redis-cluster://a:2", 0},
+      {"redis-cluster://a:1", "redis://a:1", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    node_addr_t a, b;
+    assert_int_equal(uri_parse(cases[i].a, &a, NULL, 0), 0);
+    assert_int_equal(uri_parse(cases[i].b, &b, NULL, 0), 0);
+    assert_int_equal(node_addr_same_master(&a, &b), cases[i].same);
+    assert_int_equal(node_addr_same_master(&b, &a), cases[i].same);
+    node_addr_clear(&a);
+    node_addr_clear(&b);
+  }
+}
+
 UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
           cmocka_unit_test(test_password_only), cmocka_unit_test(test_user_and_password),
           cmocka_unit_test(test_percent_decoding), cmocka_unit_test(test_ipv6),
@@ -628,4 +798,6 @@ UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
           cmocka_unit_test(test_reject_bad_host_chars), cmocka_unit_test(test_reject_unix),
           cmocka_unit_test(test_reject_overlong), cmocka_unit_test(test_rediss),
           cmocka_unit_test(test_reject_after_bracket), cmocka_unit_test(test_reject_clears_partial),
-          cmocka_unit_test(test_copy_clear_round_trip), cmocka_unit_test(test_same_master))
+          cmocka_unit_test(test_copy_clear_round_trip), cmocka_unit_test(test_same_master),
+          cmocka_unit_test(test_sentinel), cmocka_unit_test(test_cluster),
+          cmocka_unit_test(test_params), cmocka_unit_test(test_group_same_master))
