@@ -59,10 +59,14 @@ redisReply *dr_command_argv(dr_master_t *m, int argc, const char **argv, const s
   return r;
 }
 
-/* The reply's text (error, status or string), printable, into out. */
+/* The reply's text (error, status or string), printable, into out.  An
+ * unknown command's error loses the arguments it repeats. */
 static const char *reply_text(const redisReply *r, char *out, size_t size) {
-  if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ||
-      r->type == REDIS_REPLY_STRING)
+  if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0) {
+    const char *args = strstr(r->str, ", with args");
+    dr_printable(r->str, args != NULL ? (size_t)(args - r->str) : r->len, out, size);
+  } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ||
+             r->type == REDIS_REPLY_STRING)
     dr_printable(r->str, r->len, out, size);
   else if (r->type == REDIS_REPLY_INTEGER)
     snprintf(out, size, "%lld", r->integer);
@@ -170,6 +174,7 @@ static void check_role(dr_master_t *m) {
   }
   if (strcmp(role, "slave") == 0)
     snprintf(role, sizeof role, "replica");
+  m->stop = strcmp(role, "sentinel") == 0;
   snprintf(v->role, sizeof v->role, "%.15s", role);
   if (strcmp(role, "master") == 0)
     dr_add(v, "role", DR_OK, "master");
@@ -179,7 +184,8 @@ static void check_role(dr_master_t *m) {
            m->v->addr->voter == VOTER_KIND_SENTINEL ? "" : ", or a redis-sentinel:// voter");
   else if (strcmp(role, "sentinel") == 0)
     dr_add(v, "role", DR_FAIL,
-           "a sentinel, not a master: name it in a redis-sentinel://HOST:PORT/MASTER-NAME voter");
+           "a sentinel, not a master: name it in a redis-sentinel://HOST:PORT/MASTER-NAME voter "
+           "(the other checks are for masters: not run)");
   else
     dr_add(v, "role", DR_FAIL, "%s: only a master can vote", role);
 }
@@ -629,14 +635,14 @@ void dr_master_check(dr_master_t *m) {
       dr_check_acl,    check_scripts, check_evalsha,  check_eval_body, check_time_and_publish,
       check_subscribe, check_ack,     check_rtt,      clock_start};
   connect_master(m);
-  for (size_t i = 0; i < sizeof checks / sizeof checks[0] && m->up; i++)
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0] && m->up && !m->stop; i++)
     checks[i](m);
 }
 
 void dr_master_finish(dr_master_t *m) {
-  if (m->up)
+  if (m->up && !m->stop)
     clock_finish(m);
-  if (m->up) { /* what a lost connection may have left (each expires anyway but the counter) */
+  if (m->up && !m->stop) { /* what a failed check may have left behind */
     redisReply *r = dr_command(m, "DEL %s %s", m->set->key, m->set->fence_key);
     if (r != NULL)
       freeReplyObject(r);

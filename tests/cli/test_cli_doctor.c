@@ -27,6 +27,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "redis_harness.h"
 #include "test_io.h"
 
@@ -40,6 +44,7 @@ static const char *g_redlock; /* the binary under test */
 static const char *g_case = "?";
 static char g_tmpdir[PATH_MAX];
 static rh_server_t *g_servers[MAX_SERVERS];
+static pid_t g_sentinel; /* started by case_sentinel, stopped by PID */
 
 /* One finished run of the binary. */
 typedef struct {
@@ -52,7 +57,10 @@ typedef struct {
 
 static run_t g_run;
 
+static void stop_sentinel(void);
+
 static void cleanup(void) {
+  stop_sentinel();
   for (int i = 0; i < MAX_SERVERS; i++) {
     rh_server_free(g_servers[i]); /* stops it by PID */
     g_servers[i] = NULL;
@@ -387,6 +395,105 @@ static int pred_replica_online(void *arg) {
   return strstr(state, "state=online") != NULL;
 }
 
+/* ---- a sentinel ------------------------------------------------------------------------
+ * Started here rather than by the harness: a sentinel runs from a config
+ * file of its own (which it rewrites).  One at a time, stopped by PID. */
+
+#define SENTINEL_PASSWORD "sentinel-pw-9876"
+
+/* A loopback port nobody listens on right now (the kernel's choice). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+static void stop_sentinel(void) {
+  if (g_sentinel <= 0)
+    return;
+  kill(g_sentinel, SIGKILL);
+  waitpid(g_sentinel, NULL, 0);
+  g_sentinel = 0;
+}
+
+typedef struct {
+  int port;
+  int died;
+} sentinel_wait_t;
+
+/* Our sentinel answers PING (with its password), or has exited. */
+static int pred_sentinel_up(void *arg) {
+  sentinel_wait_t *w = arg;
+  if (waitpid(g_sentinel, NULL, WNOHANG) == g_sentinel) {
+    g_sentinel = 0;
+    w->died = 1;
+    return 1;
+  }
+  struct timeval tv = {0, 200000};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", w->port, tv);
+  int up = 0;
+  if (c != NULL && !c->err) {
+    redisSetTimeout(c, tv);
+    redisReply *r = redisCommand(c, "AUTH %s", SENTINEL_PASSWORD);
+    if (r != NULL)
+      freeReplyObject(r);
+    r = redisCommand(c, "PING");
+    up = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL)
+      freeReplyObject(r);
+  }
+  if (c != NULL)
+    redisFree(c);
+  return up;
+}
+
+/* Starts a sentinel (with a password) that monitors master as "mymaster",
+ * whose password is master_password.  Returns its port. */
+static int start_sentinel(const rh_server_t *master, const char *master_password) {
+  const char *exe = rh_server_executable();
+  CHECK(exe != NULL, "no %s", rh_server_name());
+  char conf[PATH_MAX + 32];
+  snprintf(conf, sizeof conf, "%s/sentinel.conf", g_tmpdir);
+  for (int attempt = 0; attempt < 5; attempt++) {
+    int port = free_port();
+    CHECK(port > 0, "no free port");
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL, "%s: %s", conf, strerror(errno));
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\ndir %s\nlogfile %s/sentinel.log\nrequirepass %s\n"
+            "sentinel monitor mymaster 127.0.0.1 %d 1\nsentinel auth-pass mymaster %s\n",
+            port, g_tmpdir, g_tmpdir, SENTINEL_PASSWORD, rh_server_port(master), master_password);
+    CHECK(fclose(f) == 0, "write %s", conf);
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+      if (rh_child_init(parent) != 0)
+        _exit(127);
+      int devnull = open("/dev/null", O_RDWR);
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(exe, exe, conf, "--sentinel", (char *)NULL);
+      _exit(127);
+    }
+    g_sentinel = pid;
+    sentinel_wait_t w = {.port = port};
+    CHECK(rh_wait_until(pred_sentinel_up, &w, DEADLINE_MS), "the sentinel answers");
+    if (!w.died)
+      return port;
+  }
+  CHECK(0, "could not start a sentinel");
+}
+
 /* ================================================================================
  * cases
  * ================================================================================ */
@@ -563,6 +670,44 @@ static void case_valkey_waitaof(void) {
   EXPECT_CHECK(label, "persistence", "ok", "appendonly yes");
 }
 
+/* A sentinel voter: its master is asked of the sentinels in turn (the first
+ * is down) with their password, then checked with the URI's credentials;
+ * an unknown master name, and a sentinel given as a master, cannot vote. */
+static void case_sentinel(void) {
+  rh_server_t *m = start_server(&(rh_options_t){.password = PASSWORD});
+  int port = start_sentinel(m, PASSWORD);
+  char uri[256], expect[128];
+  snprintf(uri, sizeof uri,
+           "redis-sentinel://:" PASSWORD
+           "@127.0.0.1:1,127.0.0.1:%d/mymaster?sentinel_password=" SENTINEL_PASSWORD,
+           port);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 0, "the sentinels' master can vote: exit %d", r->status);
+  snprintf(expect, sizeof expect, "127.0.0.1:%d names 127.0.0.1:%d as the master of 'mymaster'",
+           port, rh_server_port(m));
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "sentinel", "ok", expect);
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "sentinel", "ok", "127.0.0.1:1: Connection refused");
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "auth", "ok", "default user");
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "role", "ok", "master");
+  CHECK(!has(PASSWORD) && !has(SENTINEL_PASSWORD) && strstr(r->err, SENTINEL_PASSWORD) == NULL,
+        "no password shown");
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", uri);
+  CHECK(r->status == 0 && json_valid(r->out) && has("\"kind\":\"sentinel\""), "--json");
+
+  snprintf(uri, sizeof uri,
+           "redis-sentinel://127.0.0.1:%d/nosuch?sentinel_password=" SENTINEL_PASSWORD, port);
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "an unknown master name: exit %d", r->status);
+  snprintf(expect, sizeof expect, "nosuch@127.0.0.1:%d", port);
+  EXPECT_CHECK(expect, "sentinel", "FAIL", "does not know 'nosuch'");
+
+  snprintf(uri, sizeof uri, "redis://:" SENTINEL_PASSWORD "@127.0.0.1:%d", port);
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "a sentinel given as a master: exit %d", r->status);
+  snprintf(expect, sizeof expect, "127.0.0.1:%d", port);
+  EXPECT_CHECK(expect, "role", "FAIL", "a sentinel, not a master");
+}
+
 /* Bad command lines: 64, nothing on stdout, a pointer to --help. */
 static void case_usage(void) {
   struct {
@@ -604,6 +749,7 @@ static const struct {
     {"doctor_nolua", case_nolua},
     {"doctor_wait", case_wait},
     {"doctor_valkey_waitaof", case_valkey_waitaof},
+    {"doctor_sentinel", case_sentinel},
     {"doctor_usage", case_usage},
 };
 
