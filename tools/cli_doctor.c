@@ -65,6 +65,9 @@ static int parse_doctor(int argc, char **argv, doctor_opts_t *o) {
   }
   if (o->conn.prefix != NULL && strlen(o->conn.prefix) > REDLOCK_MAX_PREFIX_LEN)
     return usage_error("--key-prefix must be at most %d bytes", REDLOCK_MAX_PREFIX_LEN);
+  const char *env = getenv("REDLOCK_NODES");
+  if (o->conn.nodes.n == 0 && (env == NULL || strspn(env, " \t,") == strlen(env)))
+    return usage_error("doctor: no voters: give their URIs (or --node, or REDLOCK_NODES)");
   return nodes_finish(&o->conn.nodes);
 }
 

@@ -108,7 +108,7 @@ static const char *short_id(const char *id, char *out, size_t size) {
 
 static void check_server(dr_master_t *m) {
   static const char *const sections[] = {"server", "replication", "cluster"};
-  char why[512];
+  char why[512] = "";
   for (int i = 0; i < 3; i++) {
     redisReply *r = dr_command(m, "INFO %s", sections[i]);
     if (r == NULL)

@@ -491,7 +491,7 @@ static int start_sentinel(const rh_server_t *master, const char *master_password
     if (!w.died)
       return port;
   }
-  CHECK(0, "could not start a sentinel");
+  fail_at(__FILE__, __LINE__, "start_sentinel", "could not start a sentinel");
 }
 
 /* ================================================================================
