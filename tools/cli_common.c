@@ -66,6 +66,7 @@ static const char HELP[] =
     "Usage: redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]\n"
     "       redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       redlock status [OPTIONS] RESOURCE\n"
+    "       redlock doctor [OPTIONS] [URI...]\n"
     "       redlock --help | --version\n"
     "\n"
     "Like flock(1) across machines: a Redlock lock over N independent Redis masters\n"
@@ -88,6 +89,16 @@ static const char HELP[] =
     "\n"
     "status: show, per master, whether it answers, the value holding the key, its\n"
     "PTTL, the fence counter and the master's uptime.\n"
+    "\n"
+    "doctor: for each voter (each URI, else --node or REDLOCK_NODES), what it is\n"
+    "(server, version, role, replicas) and whether it can vote with the options its\n"
+    "URI gives: connection and AUTH, role master, the library's scripts (SCRIPT\n"
+    "LOAD, EVALSHA, EVAL, TIME in a script, the release's PUBLISH), SUBSCRIBE, the\n"
+    "INFO fields it reads, the WAIT / WAITAOF ack asked with wait= / waitaof=,\n"
+    "persistence, the ACL user's permission for every command the library sends\n"
+    "(ACL DRYRUN), the round-trip time and the clock's rate against ours.  One\n"
+    "line per check: ok, warn, FAIL or skip, and why.  A sentinel voter's master is\n"
+    "asked of its sentinels and checked; cluster voters are not supported.\n"
     "\n"
     "Options (all commands):\n"
     "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
@@ -141,6 +152,13 @@ static const char HELP[] =
     "      --timeout MS         connect and reply timeout per master (default 1s)\n"
     "      --json               one JSON object instead of the table\n"
     "\n"
+    "Options of doctor (before the URIs; -p names the doctor's own key\n"
+    "PREFIX redlock-doctor:..., so that ACL key patterns are checked):\n"
+    "      --timeout MS         connect and reply timeout per server (default 1s)\n"
+    "      --clock-ms MS        interval of the clock-rate measure (default 1s;\n"
+    "                           0: not measured)\n"
+    "      --json               one JSON object instead of the table\n"
+    "\n"
     "Restart quarantine: a master without persistence that restarts has forgotten\n"
     "the locks it held, so by default a master whose uptime is below the max TTL\n"
     "does not count towards a quorum until it is that old.  Masters you have just\n"
@@ -161,6 +179,7 @@ static const char HELP[] =
     "-E), 126 COMMAND not executable, 127 COMMAND not found, 128+N redlock got\n"
     "signal N while waiting for the lock.  These can collide with COMMAND's own\n"
     "statuses.  status: 0 when a quorum of masters answered, 69 otherwise, 64.\n"
+    "doctor: 0 when every voter can vote, 1 when one cannot, 64.\n"
     "\n"
     "See redlock(1) and docs/cli.md.\n";
 
@@ -216,6 +235,19 @@ int valid_env_name(const char *s) {
     if (!(isalnum((unsigned char)*p) || *p == '_'))
       return 0;
   return 1;
+}
+
+void json_str(const char *s) {
+  putchar('"');
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      printf("\\%c", *p);
+    else if (*p < 0x20 || *p >= 0x7f)
+      printf("\\u%04x", *p);
+    else
+      putchar(*p);
+  }
+  putchar('"');
 }
 
 /* ---- the masters: --node, else REDLOCK_NODES ----------------------------------------- */

@@ -1,14 +1,16 @@
 /* cli_common.h: what every subcommand of the `redlock` tool (run, elect,
- * status) shares: the exit statuses, messages on stderr, the --help text,
- * the parsers of option values, the list of masters (--node or
+ * status, doctor) shares: the exit statuses, messages on stderr, the --help
+ * text, the parsers of option values, the list of masters (--node or
  * REDLOCK_NODES), the --tls-* options, and the option parser that takes
  * these for every subcommand.
  *
- * The tool is split by job: main.c dispatches; cli_run.c, cli_elect.c and
- * cli_status.c are the subcommands; cli_hold.c parses the options run and
- * elect share and opens their client; cli_child.c starts and watches
- * COMMAND (signals, descriptors, environment); cli_probe.c talks to one
- * master synchronously (status, and run's diagnosis of "no quorum"). */
+ * The tool is split by job: main.c dispatches; cli_run.c, cli_elect.c,
+ * cli_status.c and cli_doctor.c are the subcommands; cli_hold.c parses the
+ * options run and elect share and opens their client; cli_child.c starts
+ * and watches COMMAND (signals, descriptors, environment); cli_conn.c makes
+ * the tool's own synchronous connections to servers; cli_probe.c asks one
+ * master about a key over one (status, and run's diagnosis of "no
+ * quorum"); cli_doctor_*.c check each voter (cli_doctor.h). */
 #ifndef REDLOCK_CLI_COMMON_H
 #define REDLOCK_CLI_COMMON_H
 
@@ -20,6 +22,7 @@
 
 /* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
 enum {
+  EXIT_CANNOT_VOTE = 1,   /* doctor: a voter cannot vote with the options given */
   EXIT_USAGE = 64,        /* EX_USAGE: bad command line */
   EXIT_NOQUORUM = 69,     /* EX_UNAVAILABLE: too few masters answered */
   EXIT_INTERNAL = 70,     /* EX_SOFTWARE: library or system error */
@@ -46,6 +49,7 @@ enum {
   OPT_METRICS_FILE,
   OPT_METRICS_FORMAT,
   OPT_JSON,
+  OPT_CLOCK_MS,
   OPT_TLS_CA = 300,
   OPT_TLS_CERT,
   OPT_TLS_KEY,
@@ -60,6 +64,7 @@ enum {
 int cmd_run(int argc, char **argv);
 int cmd_elect(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* ---- messages ----------------------------------------------------------------------------- */
 
@@ -85,6 +90,10 @@ void print_version(void);
 int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_int_range(const char *s, long min, long max, long *out);
 int valid_env_name(const char *s);
+
+/* A JSON string literal of s on stdout (status --json, doctor --json);
+ * bytes outside printable ASCII as \u00XX. */
+void json_str(const char *s);
 
 /* ---- the masters: --node, else REDLOCK_NODES ---------------------------------------------- */
 

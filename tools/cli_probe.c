@@ -11,10 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "cli_common.h"
-#include "tls.h" /* the probes' TLS connections, from the redlock_uri target */
+#include "cli_conn.h"
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */
@@ -36,96 +35,22 @@ char *escape_value(const char *s, size_t len) {
   return out;
 }
 
-static int reply_error(redisReply *r, char *why, size_t size, const char *what) {
-  if (r == NULL)
-    return -1;
-  if (r->type == REDIS_REPLY_ERROR) {
-    snprintf(why, size, "%s: %.*s", what, (int)r->len, r->str);
-    return 1;
-  }
-  return 0;
-}
-
-/* The SSL_CTX of status's (and run's diagnostic) connections to rediss://
- * masters; NULL when none is listed.  A process-wide program global, not
- * library state. */
-static tls_client_t *g_tls;
-
-int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
-  int any = 0;
-  for (size_t i = 0; i < nodes->n; i++)
-    any |= nodes->addrs[i].tls;
-  if (!any || g_tls != NULL)
-    return 0;
-  char why[384];
-  if (tls_client_new(&g_tls, opts, why, sizeof why) != 0) {
-    err_msg("TLS: %s", why);
-    return EXIT_USAGE;
-  }
-  return 0;
-}
-
 void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
                   uint64_t timeout_ms, master_report_t *rep) {
   memset(rep, 0, sizeof *rep);
   rep->pttl = -2;
   rep->uptime_s = -1;
-  struct timeval tv = {(time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000};
-  redisContext *c = addr->kind == NODE_ADDR_UNIX
-                        ? redisConnectUnixWithTimeout(addr->path, tv)
-                        : redisConnectWithTimeout(addr->host, addr->port, tv);
-  if (c == NULL) {
-    snprintf(rep->state, sizeof rep->state, "down (out of memory)");
+  cli_conn_t cc;
+  char why[256];
+  int rc = cli_conn_open(&cc, addr, timeout_ms, why, sizeof why);
+  if (rc != CLI_CONN_OK) {
+    /* "error": the master answers, but refuses our credentials or db. */
+    snprintf(rep->state, sizeof rep->state, "%s (%s)", rc == CLI_CONN_DOWN ? "down" : "error", why);
+    cli_conn_close(&cc);
     return;
-  }
-  if (c->err) {
-    snprintf(rep->state, sizeof rep->state, "down (%s)", c->errstr);
-    redisFree(c);
-    return;
-  }
-  redisSetTimeout(c, tv);
-  redisReply *r = NULL;
-  char why[256], io_why[256];
-  void *ssl = NULL;
-  int got_reply = 0;
-/* Why the connection failed: TLS's reason when it has one, else hiredis'. */
-#define IO_WHY()                                                                                   \
-  (ssl != NULL && tls_explain(ssl, !got_reply, c->errstr, io_why, sizeof io_why) ? io_why          \
-                                                                                 : c->errstr)
-  if (addr->tls) {
-    /* The same checks as the library's connections (tls.c), done here
-     * synchronously within the timeout set above. */
-    if (g_tls == NULL) {
-      snprintf(rep->state, sizeof rep->state, "down (TLS is not set up)");
-      redisFree(c);
-      return;
-    }
-    if ((ssl = tls_attach(g_tls, c, addr->host, why, sizeof why)) == NULL) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", why);
-      redisFree(c);
-      return;
-    }
-  }
-  /* AUTH, then SELECT, when the URI asks for them: each must succeed. */
-  for (int step = 0; step < 2; step++) {
-    const char *what = step == 0 ? "AUTH" : "SELECT";
-    if (step == 0 ? addr->password == NULL : addr->db == 0)
-      continue;
-    if (step == 1)
-      r = redisCommand(c, "SELECT %d", addr->db);
-    else if (addr->user != NULL)
-      r = redisCommand(c, "AUTH %s %s", addr->user, addr->password);
-    else
-      r = redisCommand(c, "AUTH %s", addr->password);
-    if (reply_error(r, why, sizeof why, what) != 0) {
-      snprintf(rep->state, sizeof rep->state, "%s (%s)", r ? "error" : "down", r ? why : IO_WHY());
-      goto done;
-    }
-    got_reply = 1;
-    freeReplyObject(r);
-    r = NULL;
   }
   /* One round trip: the four commands pipelined. */
+  redisContext *c = cc.c;
   redisAppendCommand(c, "GET %s", key);
   redisAppendCommand(c, "PTTL %s", key);
   redisAppendCommand(c, "GET %s", fence_key);
@@ -134,10 +59,11 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
   for (int i = 0; i < 4; i++) {
     void *p = NULL;
     if (redisGetReply(c, &p) != REDIS_OK) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", IO_WHY());
+      snprintf(rep->state, sizeof rep->state, "down (%s)", cli_conn_io_why(&cc));
       for (int j = 0; j < i; j++)
         freeReplyObject(replies[j]);
-      goto done;
+      cli_conn_close(&cc);
+      return;
     }
     replies[i] = p;
   }
@@ -167,16 +93,7 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
   }
   for (int i = 0; i < 4; i++)
     freeReplyObject(replies[i]);
-done:
-#undef IO_WHY
-  if (r != NULL)
-    freeReplyObject(r);
-  redisFree(c);
-}
-
-void tls_for_probes_free(void) {
-  tls_client_free(g_tls);
-  g_tls = NULL;
+  cli_conn_close(&cc);
 }
 
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key) {

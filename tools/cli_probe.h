@@ -1,6 +1,5 @@
 /* cli_probe.h: what one master says about a key, asked over a plain
- * synchronous hiredis connection (rediss:// masters get the library's own
- * certificate checks, tls.c): whether it answers, the key's value and PTTL,
+ * synchronous hiredis connection (cli_conn.h): whether it answers, the key's value and PTTL,
  * the fence counter and the master's uptime.  Used by `status`, and by `run`
  * to explain a "no quorum". */
 #ifndef REDLOCK_CLI_PROBE_H
@@ -10,6 +9,7 @@
 #include <stdint.h>
 
 #include "cli_common.h"
+#include "cli_conn.h" /* tls_for_probes: the probes' connections */
 
 typedef struct {
   char state[320]; /* "up", or why not */
@@ -24,11 +24,6 @@ typedef struct {
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */
 char *escape_value(const char *s, size_t len);
-
-/* Sets up the TLS context of the probes when a master is rediss:// (once
- * per process; opts carries the --tls-* settings).  0 or EXIT_USAGE. */
-int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes);
-void tls_for_probes_free(void);
 
 /* The key (prefix + resource) and its fence counter's key
  * (REDLOCK_FENCE_KEY_PREFIX + key), malloc'ed.  0, or -1 when out of memory

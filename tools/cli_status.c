@@ -39,20 +39,6 @@ static verdict_t tally(const nodes_t *nodes, const master_report_t *reps) {
   return v;
 }
 
-/* A JSON string literal of s (already printable: escape_value). */
-static void json_str(const char *s) {
-  putchar('"');
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      printf("\\%c", *p);
-    else if (*p < 0x20 || *p >= 0x7f)
-      printf("\\u%04x", *p);
-    else
-      putchar(*p);
-  }
-  putchar('"');
-}
-
 /* status --json: the same report as the table, as one JSON object.  The exit
  * status is the table's. */
 static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {

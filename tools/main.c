@@ -4,6 +4,7 @@
  *   redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]     cli_run.c
  *   redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]       cli_elect.c
  *   redlock status [OPTIONS] RESOURCE                         cli_status.c
+ *   redlock doctor [OPTIONS] URI...                           cli_doctor.c
  *
  * docs/cli.md and docs/redlock.1 document the options and the exit statuses
  * (cli_common.h).  The tool uses the public API of the shared library, and
@@ -16,7 +17,7 @@
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return usage_error("missing command: run, elect or status");
+    return usage_error("missing command: run, elect, status or doctor");
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
     print_help();
@@ -33,9 +34,12 @@ int main(int argc, char **argv) {
     status = cmd_elect(argc - 1, argv + 1);
   else if (strcmp(cmd, "status") == 0)
     status = cmd_status(argc - 1, argv + 1);
+  else if (strcmp(cmd, "doctor") == 0)
+    status = cmd_doctor(argc - 1, argv + 1);
   else
-    return usage_error("unknown command '%s' (expected run, elect or status)", cmd);
-  /* A full disk or closed pipe on stdout (the status table) is an error. */
+    return usage_error("unknown command '%s' (expected run, elect, status or doctor)", cmd);
+  /* A full disk or closed pipe on stdout (the status or doctor report) is
+   * an error. */
   if (fflush(stdout) != 0 && status == 0)
     status = EXIT_INTERNAL;
   return status < 0 ? 0 : status; /* -1: after --help / --version */

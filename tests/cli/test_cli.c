@@ -1203,6 +1203,21 @@ static void tls_status_and_elect(const char *ca, const char *crt, const char *ke
   unsetenv("REDLOCK_TLS_CA");
 }
 
+/* doctor takes the same --tls-* options: every check over TLS; a failed
+ * handshake is the connect check's FAIL, with the reason. */
+static void tls_doctor(const char *ca, const char *crt, const char *key, const char *wrongca) {
+  proc_t *d = START(g_nodes, 0, "doctor", "--clock-ms", "0", "--tls-ca", ca, "--tls-cert", crt,
+                    "--tls-key", key);
+  CHECK(RUN_TO_END(d) == 0, "doctor over TLS");
+  CHECK(strstr(d->out, " over TLS\n") != NULL && strstr(d->out, "all 3 voters can vote") != NULL,
+        "every voter over TLS can vote: %s", d->out);
+  d = START(g_nodes, 0, "doctor", "--clock-ms", "0", "--tls-ca", wrongca, "--tls-cert", crt,
+            "--tls-key", key);
+  CHECK(RUN_TO_END(d) == 1, "doctor with an untrusted CA -> 1");
+  CHECK(strstr(d->out, "certificate verify failed") != NULL, "the failed check is shown: %s",
+        d->out);
+}
+
 /* An encrypted client key: every subcommand refuses it at once (64), saying
  * that passphrases are not supported; nothing asks for one. */
 static void tls_encrypted_key(const char *ca, const char *crt, const char *dir) {
@@ -1211,7 +1226,8 @@ static void tls_encrypted_key(const char *ca, const char *crt, const char *dir) 
   const char *const cmds[][12] = {
       {"run", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc", "--", g_self},
       {"elect", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc", "--", g_self},
-      {"status", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc"}};
+      {"status", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc, "tls-enc"},
+      {"doctor", "--tls-ca", ca, "--tls-cert", crt, "--tls-key", enc}};
   for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
     proc_t *p = start_argv(g_nodes, 0, cmds[i]);
     CHECK(RUN_TO_END(p) == 64, "%s with an encrypted key -> 64", cmds[i][0]);
@@ -1307,6 +1323,7 @@ static void case_tls(void) {
   CHECK(stderr_contains(p, "does not match"), "the mismatch is named");
 
   tls_status_and_elect(ca, crt, key);
+  tls_doctor(ca, crt, key, wrongca);
   tls_encrypted_key(ca, crt, dir);
 }
 

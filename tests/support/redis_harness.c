@@ -61,7 +61,7 @@
 #define RH_COMMAND_TIMEOUT_MS 2000
 #define RH_PROBE_TIMEOUT_MS 200 /* one readiness probe; the loop has the deadline */
 #define RH_START_ATTEMPTS 5     /* fresh ports tried by rh_server_start */
-#define RH_MAX_ARGS 56
+#define RH_MAX_ARGS (56 + RH_MAX_EXTRA_ARGS)
 #define RH_DEFAULT_SERVER "redis-server"
 
 extern char **environ;
@@ -80,9 +80,10 @@ struct rh_server {
   char *tls_key_file;
   char *tls_ca_cert_file;
   int tls_auth_clients;
-  char *env[RH_MAX_ENV + 1]; /* rh_options_t.env, copied; NULL-terminated */
-  char ctl_socket[300];      /* TLS servers: the harness's plain unix socket */
-  char dir[256];             /* private directory: --dir and the log */
+  char *env[RH_MAX_ENV + 1];               /* rh_options_t.env, copied; NULL-terminated */
+  char *extra_args[RH_MAX_EXTRA_ARGS + 1]; /* rh_options_t.extra_args, copied */
+  char ctl_socket[300];                    /* TLS servers: the harness's plain unix socket */
+  char dir[256];                           /* private directory: --dir and the log */
   char log_path[320];
   char uri[512];
 };
@@ -484,6 +485,8 @@ static int spawn(rh_server_t *s) {
     argv[argc++] = "--unixsocketperm";
     argv[argc++] = "700";
   }
+  for (size_t i = 0; s->extra_args[i] != NULL; i++)
+    argv[argc++] = s->extra_args[i];
   argv[argc] = NULL;
   char **envp = s->env[0] != NULL ? server_environment(s) : environ;
   if (envp == NULL)
@@ -654,6 +657,8 @@ static void server_destroy(rh_server_t *s) {
   free(s->tls_ca_cert_file);
   for (size_t i = 0; s->env[i] != NULL; i++)
     free(s->env[i]);
+  for (size_t i = 0; s->extra_args[i] != NULL; i++)
+    free(s->extra_args[i]);
   free(s);
 }
 
@@ -685,6 +690,13 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
       if (i == RH_MAX_ENV || strchr(opts->env[i], '=') == NULL ||
           (s->env[i] = strdup(opts->env[i])) == NULL) {
         fprintf(stderr, "redis_harness: env: at most %d NAME=VALUE entries\n", RH_MAX_ENV);
+        server_destroy(s);
+        return -1;
+      }
+    }
+    for (size_t i = 0; opts->extra_args != NULL && opts->extra_args[i] != NULL; i++) {
+      if (i == RH_MAX_EXTRA_ARGS || (s->extra_args[i] = strdup(opts->extra_args[i])) == NULL) {
+        fprintf(stderr, "redis_harness: extra_args: at most %d arguments\n", RH_MAX_EXTRA_ARGS);
         server_destroy(s);
         return -1;
       }

@@ -38,8 +38,14 @@ typedef struct {
    * server's environment, replacing the test's own NAME: e.g. an LD_PRELOAD
    * shim (tests/support/clockshift.c).  NULL: the test's environment. */
   const char *const *env;
+  /* Arguments appended to the server's command line (NULL-terminated, up to
+   * RH_MAX_EXTRA_ARGS), after the harness's own: a later value of a setting
+   * wins, so {"--appendonly", "yes", NULL} turns AOF on, and
+   * {"--replicaof", "127.0.0.1", "PORT", NULL} starts a replica.  NULL: none. */
+  const char *const *extra_args;
 } rh_options_t;
 #define RH_MAX_ENV 8
+#define RH_MAX_EXTRA_ARGS 16
 
 /* The server program the harness runs (REDLOCK_TEST_SERVER, or
  * redis-server), as an absolute path, or NULL when it cannot be found.  For

@@ -1,0 +1,782 @@
+/* test_cli_doctor.c: black-box tests of `redlock doctor` (tools/cli_doctor*.c)
+ * against real servers that the harness starts on loopback and stops by PID.
+ *
+ *   test_cli_doctor PATH-TO-redlock CASE       runs one case (ctest: cli.doctor_<case>)
+ *
+ * Each case starts the servers it needs (a healthy master, an ACL user
+ * without EVALSHA, a replica, a server without Lua, a master with a replica
+ * for wait=, Valkey with AOF for waitaof=), runs the built binary to its end
+ * (stdout on a pipe, stderr in a file, a deadline on its exit: nothing
+ * waits by sleeping) and checks its exit status and the verdict of each
+ * check, in the table and in the JSON.  No check is about time: the clock
+ * and round-trip lines are looked at, never their values.  A redlock built
+ * with sanitizers fails a case if it reports anything on stderr.  Exit 77
+ * (ctest: skipped) when a case's server is not available. */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "redis_harness.h"
+#include "test_io.h"
+
+#define DEADLINE_MS 60000 /* a doctor run takes well under a second, plus --clock-ms */
+#define MAX_SERVERS 4
+#define MAX_ARGS 24
+#define EXIT_SKIP 77
+#define PASSWORD "doctor-pw-0123"
+
+static const char *g_redlock; /* the binary under test */
+static const char *g_case = "?";
+static char g_tmpdir[PATH_MAX];
+static rh_server_t *g_servers[MAX_SERVERS];
+static pid_t g_sentinel; /* started by case_sentinel, stopped by PID */
+
+/* One finished run of the binary. */
+typedef struct {
+  char out[65536];
+  size_t out_len;
+  char *err; /* stderr, malloc'ed */
+  int status;
+  const char *what; /* for messages */
+} run_t;
+
+static run_t g_run;
+
+static void stop_sentinel(void);
+
+static void cleanup(void) {
+  stop_sentinel();
+  for (int i = 0; i < MAX_SERVERS; i++) {
+    rh_server_free(g_servers[i]); /* stops it by PID */
+    g_servers[i] = NULL;
+  }
+  free(g_run.err);
+  g_run.err = NULL;
+  if (g_tmpdir[0] != '\0') {
+    rh_remove_dir(g_tmpdir);
+    g_tmpdir[0] = '\0';
+  }
+}
+
+__attribute__((noreturn, format(printf, 4, 5))) static void
+fail_at(const char *file, int line, const char *cond, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "FAIL [%s] %s:%d: check failed: %s -- ", g_case, file, line, cond);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  if (g_run.what != NULL)
+    fprintf(stderr, "  --- %s: exit %d, stdout ---\n%s\n  --- stderr ---\n%s\n  ---\n", g_run.what,
+            g_run.status, g_run.out, g_run.err ? g_run.err : "");
+  cleanup();
+  exit(1);
+}
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (!(cond))                                                                                   \
+      fail_at(__FILE__, __LINE__, #cond, __VA_ARGS__);                                             \
+  } while (0)
+
+/* ================================================================================
+ * running the binary
+ * ================================================================================ */
+
+typedef struct {
+  pid_t pid;
+  int out_fd;
+  int exited, wstatus;
+} child_t;
+
+static void drain(child_t *c) {
+  for (;;) {
+    size_t room = sizeof g_run.out - 1 - g_run.out_len;
+    if (room == 0)
+      return;
+    ssize_t n = read(c->out_fd, g_run.out + g_run.out_len, room);
+    if (n <= 0)
+      return; /* EOF or EAGAIN */
+    g_run.out_len += (size_t)n;
+    g_run.out[g_run.out_len] = '\0';
+  }
+}
+
+static int pred_exited(void *arg) {
+  child_t *c = arg;
+  drain(c);
+  if (waitpid(c->pid, &c->wstatus, WNOHANG) == c->pid) {
+    c->exited = 1;
+    drain(c);
+  }
+  return c->exited;
+}
+
+/* Runs `redlock ARGS...` to its end, with REDLOCK_NODES = nodes (NULL:
+ * unset); the result is in g_run. */
+static run_t *run_argv(const char *nodes, const char *const *args) {
+  const char *argv[MAX_ARGS + 2];
+  int argc = 0;
+  argv[argc++] = g_redlock;
+  for (int i = 0; args[i] != NULL && argc < MAX_ARGS; i++)
+    argv[argc++] = args[i];
+  argv[argc] = NULL;
+  free(g_run.err);
+  memset(&g_run, 0, sizeof g_run);
+  g_run.what = "redlock doctor";
+  char err_path[PATH_MAX + 16];
+  snprintf(err_path, sizeof err_path, "%s/stderr", g_tmpdir);
+  int out_pipe[2];
+  CHECK(pipe2(out_pipe, O_CLOEXEC) == 0, "pipe: %s", strerror(errno));
+  int err_fd = open(err_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  CHECK(err_fd >= 0, "open %s: %s", err_path, strerror(errno));
+  fflush(NULL);
+  child_t c = {.pid = fork(), .out_fd = out_pipe[0]};
+  CHECK(c.pid >= 0, "fork: %s", strerror(errno));
+  if (c.pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* a crashed driver leaks no redlock */
+    dup2(out_pipe[1], 1);
+    dup2(err_fd, 2);
+    if (nodes != NULL)
+      setenv("REDLOCK_NODES", nodes, 1);
+    else
+      unsetenv("REDLOCK_NODES");
+    signal(SIGPIPE, SIG_DFL);
+    execv(g_redlock, (char *const *)argv);
+    _exit(99);
+  }
+  close(out_pipe[1]);
+  close(err_fd);
+  fcntl(c.out_fd, F_SETFL, fcntl(c.out_fd, F_GETFL) | O_NONBLOCK);
+  int done = rh_wait_until(pred_exited, &c, DEADLINE_MS);
+  if (!done) {
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, &c.wstatus, 0);
+  }
+  close(c.out_fd);
+  size_t len;
+  g_run.err = tio_read_file(err_path, &len);
+  unlink(err_path);
+  CHECK(done, "redlock still running after %d ms", DEADLINE_MS);
+  g_run.status = WIFEXITED(c.wstatus) ? WEXITSTATUS(c.wstatus) : 128 + WTERMSIG(c.wstatus);
+  CHECK(g_run.err != NULL, "stderr unreadable");
+  CHECK(strstr(g_run.err, "Sanitizer") == NULL && strstr(g_run.err, "runtime error") == NULL,
+        "sanitizer report from redlock");
+  return &g_run;
+}
+
+#define DOCTOR(nodes, ...) run_argv((nodes), (const char *const[]){"doctor", __VA_ARGS__, NULL})
+
+/* ================================================================================
+ * reading the report
+ * ================================================================================ */
+
+/* The line of check `name` in the block of voter `label` ("  STATUS  NAME
+ * DETAIL"): its status word into status and its detail into detail.  0 when
+ * there is none. */
+static int check_line(const run_t *r, const char *label, const char *name, char *status,
+                      char *detail, size_t detail_size) {
+  char header[300];
+  snprintf(header, sizeof header, "VOTER %s: ", label);
+  const char *p = strstr(r->out, header);
+  if (p == NULL)
+    return 0;
+  for (p = strchr(p, '\n'); p != NULL && p[1] == ' '; p = strchr(p + 1, '\n')) {
+    const char *line = p + 1;
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+    char st[16], nm[64];
+    int off = 0;
+    if (sscanf(buf, " %15s %63s %n", st, nm, &off) == 2 && strcmp(nm, name) == 0) {
+      snprintf(status, 16, "%s", st);
+      snprintf(detail, detail_size, "%s", buf + off);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Checks that voter label's check `name` has status want (and, unless NULL,
+ * a detail that contains needle). */
+static void expect_check_at(int line, const char *label, const char *name, const char *want,
+                            const char *needle) {
+  char st[16] = "", de[4096] = "";
+  if (!check_line(&g_run, label, name, st, de, sizeof de))
+    fail_at(__FILE__, line, "check_line", "no %s line for %s", name, label);
+  if (strcmp(st, want) != 0)
+    fail_at(__FILE__, line, "status", "%s of %s: %s, expected %s (%s)", name, label, st, want, de);
+  if (needle != NULL && strstr(de, needle) == NULL)
+    fail_at(__FILE__, line, "detail", "%s of %s: '%s' lacks '%s'", name, label, de, needle);
+}
+
+#define EXPECT_CHECK(label, name, want, needle)                                                    \
+  expect_check_at(__LINE__, (label), (name), (want), (needle))
+
+static int has(const char *needle) { return strstr(g_run.out, needle) != NULL; }
+
+/* ---- a JSON syntax check: RFC 8259 values, nothing else ------------------------------- */
+
+static const char *json_value(const char *p, int depth);
+
+static const char *json_ws(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  return p;
+}
+
+static const char *json_string(const char *p) {
+  if (*p++ != '"')
+    return NULL;
+  while (*p != '"') {
+    if ((unsigned char)*p < 0x20)
+      return NULL;
+    if (*p == '\\') {
+      p++;
+      if (*p == 'u') {
+        for (int i = 1; i <= 4; i++)
+          if (!isxdigit((unsigned char)p[i]))
+            return NULL;
+        p += 4;
+      } else if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0') {
+        return NULL;
+      }
+    }
+    p++;
+  }
+  return p + 1;
+}
+
+static const char *json_number(const char *p) {
+  if (*p == '-')
+    p++;
+  if (!isdigit((unsigned char)*p))
+    return NULL;
+  if (*p == '0')
+    p++;
+  else
+    while (isdigit((unsigned char)*p))
+      p++;
+  if (*p == '.') {
+    p++;
+    if (!isdigit((unsigned char)*p))
+      return NULL;
+    while (isdigit((unsigned char)*p))
+      p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    if (!isdigit((unsigned char)*p))
+      return NULL;
+    while (isdigit((unsigned char)*p))
+      p++;
+  }
+  return p;
+}
+
+/* Objects and arrays: members (object: "key": value) separated by ','. */
+static const char *json_container(const char *p, int depth, char close, int object) {
+  p = json_ws(p + 1);
+  if (*p == close)
+    return p + 1;
+  for (;;) {
+    if (object) {
+      if ((p = json_string(json_ws(p))) == NULL || *(p = json_ws(p)) != ':')
+        return NULL;
+      p++;
+    }
+    if ((p = json_value(p, depth + 1)) == NULL)
+      return NULL;
+    p = json_ws(p);
+    if (*p == close)
+      return p + 1;
+    if (*p++ != ',')
+      return NULL;
+  }
+}
+
+static const char *json_value(const char *p, int depth) {
+  if (depth > 32)
+    return NULL;
+  p = json_ws(p);
+  if (*p == '{')
+    return json_container(p, depth, '}', 1);
+  if (*p == '[')
+    return json_container(p, depth, ']', 0);
+  if (*p == '"')
+    return json_string(p);
+  static const char *const words[] = {"true", "false", "null"};
+  for (int i = 0; i < 3; i++)
+    if (strncmp(p, words[i], strlen(words[i])) == 0)
+      return p + strlen(words[i]);
+  return json_number(p);
+}
+
+/* 1 when s is one JSON value (and a trailing newline). */
+static int json_valid(const char *s) {
+  const char *end = json_value(s, 0);
+  return end != NULL && *json_ws(end) == '\0';
+}
+
+/* ================================================================================
+ * servers
+ * ================================================================================ */
+
+static rh_server_t *start_server(const rh_options_t *opts) {
+  int slot = -1;
+  for (int i = 0; i < MAX_SERVERS && slot < 0; i++)
+    if (g_servers[i] == NULL)
+      slot = i;
+  CHECK(slot >= 0, "too many servers");
+  CHECK(rh_server_start(&g_servers[slot], opts) == 0, "cannot start %s", rh_server_name());
+  return g_servers[slot];
+}
+
+static const char *label_of(const rh_server_t *s) {
+  static char buf[4][32];
+  static int next;
+  char *l = buf[next++ % 4];
+  snprintf(l, sizeof buf[0], "127.0.0.1:%d", rh_server_port(s));
+  return l;
+}
+
+/* The server's URI with a query ("?wait=1"), in one of a few buffers. */
+static const char *uri_with(const rh_server_t *s, const char *query) {
+  static char buf[4][600];
+  static int next;
+  char *u = buf[next++ % 4];
+  snprintf(u, sizeof buf[0], "%s%s", rh_server_uri(s), query);
+  return u;
+}
+
+/* The value of `field:` in the server's INFO (all sections), or "". */
+static void info_field(rh_server_t *s, const char *field, char *out, size_t size) {
+  char info[16384];
+  out[0] = '\0';
+  CHECK(rh_server_command(s, info, sizeof info, "INFO") == 0, "INFO");
+  char pat[64];
+  snprintf(pat, sizeof pat, "\n%s:", field);
+  const char *p = strstr(info, pat);
+  if (p != NULL)
+    snprintf(out, size, "%.*s", (int)strcspn(p + strlen(pat), "\r\n"), p + strlen(pat));
+}
+
+/* 1 when the server has WAITAOF: Valkey, or Redis 7.2 and later. */
+static int has_waitaof(rh_server_t *s) {
+  char name[32], version[32];
+  info_field(s, "server_name", name, sizeof name);
+  info_field(s, "redis_version", version, sizeof version);
+  int major = 0, minor = 0;
+  sscanf(version, "%d.%d", &major, &minor);
+  return strcmp(name, "valkey") == 0 || major > 7 || (major == 7 && minor >= 2);
+}
+
+static int pred_replica_online(void *arg) {
+  char state[256];
+  info_field(arg, "slave0", state, sizeof state);
+  return strstr(state, "state=online") != NULL;
+}
+
+/* ---- a sentinel ------------------------------------------------------------------------
+ * Started here rather than by the harness: a sentinel runs from a config
+ * file of its own (which it rewrites).  One at a time, stopped by PID. */
+
+#define SENTINEL_PASSWORD "sentinel-pw-9876"
+
+/* A loopback port nobody listens on right now (the kernel's choice). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+static void stop_sentinel(void) {
+  if (g_sentinel <= 0)
+    return;
+  kill(g_sentinel, SIGKILL);
+  waitpid(g_sentinel, NULL, 0);
+  g_sentinel = 0;
+}
+
+typedef struct {
+  int port;
+  int died;
+} sentinel_wait_t;
+
+/* Our sentinel answers PING (with its password), or has exited. */
+static int pred_sentinel_up(void *arg) {
+  sentinel_wait_t *w = arg;
+  if (waitpid(g_sentinel, NULL, WNOHANG) == g_sentinel) {
+    g_sentinel = 0;
+    w->died = 1;
+    return 1;
+  }
+  struct timeval tv = {0, 200000};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", w->port, tv);
+  int up = 0;
+  if (c != NULL && !c->err) {
+    redisSetTimeout(c, tv);
+    redisReply *r = redisCommand(c, "AUTH %s", SENTINEL_PASSWORD);
+    if (r != NULL)
+      freeReplyObject(r);
+    r = redisCommand(c, "PING");
+    up = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL)
+      freeReplyObject(r);
+  }
+  if (c != NULL)
+    redisFree(c);
+  return up;
+}
+
+/* Starts a sentinel (with a password) that monitors master as "mymaster",
+ * whose password is master_password.  Returns its port. */
+static int start_sentinel(const rh_server_t *master, const char *master_password) {
+  const char *exe = rh_server_executable();
+  CHECK(exe != NULL, "no %s", rh_server_name());
+  char conf[PATH_MAX + 32];
+  snprintf(conf, sizeof conf, "%s/sentinel.conf", g_tmpdir);
+  for (int attempt = 0; attempt < 5; attempt++) {
+    int port = free_port();
+    CHECK(port > 0, "no free port");
+    FILE *f = fopen(conf, "w");
+    CHECK(f != NULL, "%s: %s", conf, strerror(errno));
+    fprintf(f,
+            "port %d\nbind 127.0.0.1\ndir %s\nlogfile %s/sentinel.log\nrequirepass %s\n"
+            "sentinel monitor mymaster 127.0.0.1 %d 1\nsentinel auth-pass mymaster %s\n",
+            port, g_tmpdir, g_tmpdir, SENTINEL_PASSWORD, rh_server_port(master), master_password);
+    CHECK(fclose(f) == 0, "write %s", conf);
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+      if (rh_child_init(parent) != 0)
+        _exit(127);
+      int devnull = open("/dev/null", O_RDWR);
+      dup2(devnull, 0);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(exe, exe, conf, "--sentinel", (char *)NULL);
+      _exit(127);
+    }
+    g_sentinel = pid;
+    sentinel_wait_t w = {.port = port};
+    CHECK(rh_wait_until(pred_sentinel_up, &w, DEADLINE_MS), "the sentinel answers");
+    if (!w.died)
+      return port;
+  }
+  fail_at(__FILE__, __LINE__, "start_sentinel", "could not start a sentinel");
+}
+
+/* ================================================================================
+ * cases
+ * ================================================================================ */
+
+/* A healthy master (with a password): every check passes, exit 0, the JSON
+ * parses; the doctor's own keys are gone afterwards; no password shown. */
+static void case_healthy(void) {
+  rh_server_t *m = start_server(&(rh_options_t){.password = PASSWORD});
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "200", rh_server_uri(m));
+  CHECK(r->status == 0, "a healthy master can vote: exit %d", r->status);
+  char header[64];
+  snprintf(header, sizeof header, "VOTER %s: can vote\n", label);
+  CHECK(has(header), "header line");
+  EXPECT_CHECK(label, "connect", "ok", "over TCP");
+  EXPECT_CHECK(label, "auth", "ok", "default user");
+  EXPECT_CHECK(label, "server", "ok", NULL);
+  EXPECT_CHECK(label, "role", "ok", "master");
+  EXPECT_CHECK(label, "topology", "ok", "0 connected replicas");
+  EXPECT_CHECK(label, "info", "ok", "run_id");
+  EXPECT_CHECK(label, "persistence", "ok", "appendonly no");
+  EXPECT_CHECK(label, "acl", "ok", "user 'default' may run all");
+  EXPECT_CHECK(label, "scripts", "ok", NULL);
+  EXPECT_CHECK(label, "evalsha", "ok", NULL);
+  EXPECT_CHECK(label, "eval", "ok", NULL);
+  EXPECT_CHECK(label, "time-in-script", "ok", "fencing token");
+  EXPECT_CHECK(label, "publish", "ok", NULL);
+  EXPECT_CHECK(label, "subscribe", "ok", NULL);
+  EXPECT_CHECK(label, "ack", "skip", "none asked");
+  EXPECT_CHECK(label, "rtt", "ok", " us (median of 10 PINGs");
+  char st[16], de[1024];
+  CHECK(check_line(r, label, "clock", st, de, sizeof de) && strstr(de, "ppm") != NULL,
+        "a clock line with the drift");
+  CHECK(!has(PASSWORD) && strstr(r->err, PASSWORD) == NULL, "no password shown");
+  char dbsize[32];
+  CHECK(rh_server_command(m, dbsize, sizeof dbsize, "DBSIZE") == 0 && strcmp(dbsize, "0") == 0,
+        "the doctor's keys are deleted: DBSIZE %s", dbsize);
+
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0, "--json: exit %d", r->status);
+  CHECK(json_valid(r->out), "--json prints one JSON value");
+  CHECK(has("\"all_can_vote\":true") && has("\"can_vote\":true"), "all can vote");
+  CHECK(has("{\"name\":\"evalsha\",\"status\":\"ok\","), "the evalsha check");
+  CHECK(has("\"role\":\"master\"") && has("\"kind\":\"standalone\""), "role and kind");
+  CHECK(has("{\"name\":\"clock\",\"status\":\"skip\","), "--clock-ms 0: no clock measure");
+  CHECK(!has(PASSWORD), "no password in the JSON");
+
+  /* The voters from REDLOCK_NODES; a cluster voter cannot vote here. */
+  r = DOCTOR(rh_server_uri(m), "--clock-ms", "0");
+  CHECK(r->status == 0 && has(header), "REDLOCK_NODES: exit %d", r->status);
+  r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m), "redis-cluster://127.0.0.1:1");
+  CHECK(r->status == 1, "a cluster voter: exit %d", r->status);
+  EXPECT_CHECK("cluster@127.0.0.1:1", "cluster", "FAIL", "not supported by this version");
+  CHECK(has("1 of 2 voters can vote"), "the summary");
+}
+
+/* An ACL user without EVALSHA cannot vote, and the reasons name EVALSHA. */
+static void case_acl(void) {
+  rh_server_t *m = start_server(NULL);
+  char reply[256];
+  CHECK(rh_server_command(m, reply, sizeof reply,
+                          "ACL SETUSER noevalsha on >pw ~* &* +@all -evalsha") == 0 &&
+            strcmp(reply, "OK") == 0,
+        "ACL SETUSER: %s", reply);
+  char uri[128];
+  snprintf(uri, sizeof uri, "redis://noevalsha:pw@127.0.0.1:%d", rh_server_port(m));
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "cannot vote: exit %d", r->status);
+  char header[64];
+  snprintf(header, sizeof header, "VOTER %s: cannot vote\n", label);
+  CHECK(has(header), "header line");
+  EXPECT_CHECK(label, "auth", "ok", "user 'noevalsha'");
+  EXPECT_CHECK(label, "acl", "FAIL", "EVALSHA");
+  EXPECT_CHECK(label, "evalsha", "FAIL", "EVALSHA");
+  EXPECT_CHECK(label, "eval", "ok", NULL);
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", uri);
+  CHECK(r->status == 1 && json_valid(r->out), "--json: exit %d", r->status);
+  CHECK(has("\"all_can_vote\":false") && has("\"can_vote\":false"), "cannot vote");
+  CHECK(has("{\"name\":\"evalsha\",\"status\":\"fail\","), "the evalsha check fails");
+  CHECK(!has(":pw@"), "no password");
+}
+
+/* waitaof= against a server without WAITAOF (Redis before 7.2): a clear
+ * refusal.  On a server that has it (REDLOCK_TEST_SERVER=valkey-server),
+ * the same URI meets AOF off. */
+static void case_waitaof_old(void) {
+  rh_server_t *m = start_server(NULL);
+  const char *label = label_of(m);
+  int has_it = has_waitaof(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri_with(m, "?waitaof=1,0"));
+  CHECK(r->status == 1, "cannot vote: exit %d", r->status);
+  if (has_it)
+    EXPECT_CHECK(label, "ack", "FAIL", "AOF is off (appendonly no)");
+  else
+    EXPECT_CHECK(label, "ack", "FAIL", "WAITAOF needs Redis >= 7.2 or Valkey");
+}
+
+/* A replica given as a master cannot vote. */
+static void case_replica(void) {
+  rh_server_t *m = start_server(NULL);
+  char port[16];
+  snprintf(port, sizeof port, "%d", rh_server_port(m));
+  rh_server_t *rep = start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--replicaof", "127.0.0.1", port, NULL}});
+  const char *mlabel = label_of(m), *rlabel = label_of(rep);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m), rh_server_uri(rep));
+  CHECK(r->status == 1, "a replica cannot vote: exit %d", r->status);
+  EXPECT_CHECK(mlabel, "role", "ok", "master");
+  EXPECT_CHECK(rlabel, "role", "FAIL", "a replica cannot vote");
+  char header[64];
+  snprintf(header, sizeof header, "VOTER %s: cannot vote\n", rlabel);
+  CHECK(has(header), "the replica's header");
+  CHECK(has("1 of 2 voters can vote"), "the summary");
+}
+
+/* A server without Lua (EVALSHA and EVAL renamed away) cannot vote. */
+static void case_nolua(void) {
+  rh_server_t *m = start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--rename-command", "EVALSHA", "",
+                                                          "--rename-command", "EVAL", "", NULL}});
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 1, "no Lua: exit %d", r->status);
+  EXPECT_CHECK(label, "evalsha", "FAIL", "runs no Lua scripts");
+  EXPECT_CHECK(label, "eval", "FAIL", "runs no Lua scripts");
+  EXPECT_CHECK(label, "time-in-script", "skip", NULL);
+}
+
+/* wait=1: a master with one replica can vote; one without cannot, and
+ * says how many acknowledged. */
+static void case_wait(void) {
+  /* No delay before a full sync: the replica is online at once. */
+  rh_server_t *m = start_server(&(rh_options_t){
+      .extra_args = (const char *const[]){"--repl-diskless-sync-delay", "0", NULL}});
+  char port[16];
+  snprintf(port, sizeof port, "%d", rh_server_port(m));
+  start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--replicaof", "127.0.0.1", port, NULL}});
+  CHECK(rh_wait_until(pred_replica_online, m, DEADLINE_MS), "the replica comes online");
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri_with(m, "?wait=1&wait_ms=10000"));
+  CHECK(r->status == 0, "wait=1 with a replica: exit %d", r->status);
+  EXPECT_CHECK(label, "ack", "ok", "1 of 1 replicas acknowledged");
+  EXPECT_CHECK(label, "topology", "ok", "1 connected replica");
+
+  rh_server_t *alone = start_server(NULL);
+  const char *alone_label = label_of(alone);
+  r = DOCTOR(NULL, "--clock-ms", "0", uri_with(alone, "?wait=1&wait_ms=100"));
+  CHECK(r->status == 1, "wait=1 without a replica: exit %d", r->status);
+  EXPECT_CHECK(alone_label, "ack", "FAIL", "0 of 1 replicas acknowledged");
+}
+
+/* waitaof=1,0 on Valkey 8 with AOF on can vote (skipped without Valkey). */
+static void case_valkey_waitaof(void) {
+  const char *server = getenv("REDLOCK_TEST_SERVER");
+  if (server == NULL || strstr(server, "valkey") == NULL) {
+    const char *valkey = getenv("REDLOCK_TEST_VALKEY"); /* tests/cli/CMakeLists.txt */
+    if (valkey == NULL || access(valkey, X_OK) != 0) {
+      printf("skipped [%s]: no valkey-server (scripts/fetch-extra.sh puts it in build-extra/)\n",
+             g_case);
+      cleanup();
+      exit(EXIT_SKIP);
+    }
+    setenv("REDLOCK_TEST_SERVER", valkey, 1);
+  }
+  rh_server_t *m = start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--appendonly", "yes", NULL}});
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri_with(m, "?waitaof=1,0&wait_ms=10000"));
+  CHECK(r->status == 0, "waitaof=1,0 with AOF on: exit %d", r->status);
+  EXPECT_CHECK(label, "server", "ok", "valkey");
+  EXPECT_CHECK(label, "ack", "ok", "local fsync done");
+  EXPECT_CHECK(label, "persistence", "ok", "appendonly yes");
+}
+
+/* A sentinel voter: its master is asked of the sentinels in turn (the first
+ * is down) with their password, then checked with the URI's credentials;
+ * an unknown master name, and a sentinel given as a master, cannot vote. */
+static void case_sentinel(void) {
+  rh_server_t *m = start_server(&(rh_options_t){.password = PASSWORD});
+  int port = start_sentinel(m, PASSWORD);
+  char uri[256], expect[128];
+  snprintf(uri, sizeof uri,
+           "redis-sentinel://:" PASSWORD
+           "@127.0.0.1:1,127.0.0.1:%d/mymaster?sentinel_password=" SENTINEL_PASSWORD,
+           port);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 0, "the sentinels' master can vote: exit %d", r->status);
+  snprintf(expect, sizeof expect, "127.0.0.1:%d names 127.0.0.1:%d as the master of 'mymaster'",
+           port, rh_server_port(m));
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "sentinel", "ok", expect);
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "sentinel", "ok", "127.0.0.1:1: Connection refused");
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "auth", "ok", "default user");
+  EXPECT_CHECK("mymaster@127.0.0.1:1", "role", "ok", "master");
+  CHECK(!has(PASSWORD) && !has(SENTINEL_PASSWORD) && strstr(r->err, SENTINEL_PASSWORD) == NULL,
+        "no password shown");
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", uri);
+  CHECK(r->status == 0 && json_valid(r->out) && has("\"kind\":\"sentinel\""), "--json");
+
+  snprintf(uri, sizeof uri,
+           "redis-sentinel://127.0.0.1:%d/nosuch?sentinel_password=" SENTINEL_PASSWORD, port);
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "an unknown master name: exit %d", r->status);
+  snprintf(expect, sizeof expect, "nosuch@127.0.0.1:%d", port);
+  EXPECT_CHECK(expect, "sentinel", "FAIL", "does not know 'nosuch'");
+
+  snprintf(uri, sizeof uri, "redis://:" SENTINEL_PASSWORD "@127.0.0.1:%d", port);
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "a sentinel given as a master: exit %d", r->status);
+  snprintf(expect, sizeof expect, "127.0.0.1:%d", port);
+  EXPECT_CHECK(expect, "role", "FAIL", "a sentinel, not a master");
+}
+
+/* Bad command lines: 64, nothing on stdout, a pointer to --help. */
+static void case_usage(void) {
+  struct {
+    const char *env;
+    const char *args[8];
+  } bad[] = {
+      {NULL, {"doctor"}},
+      {NULL, {"doctor", "http://127.0.0.1:1"}},
+      {NULL, {"doctor", "redis://127.0.0.1:99999"}},
+      {NULL, {"doctor", "redis://127.0.0.1:1?wait=x"}},
+      {NULL, {"doctor", "redis://127.0.0.1:1", "redis://127.0.0.1:1"}},
+      {NULL, {"doctor", "--clock-ms", "abc", "redis://127.0.0.1:1"}},
+      {NULL, {"doctor", "--clock-ms", "61000", "redis://127.0.0.1:1"}},
+      {NULL, {"doctor", "--timeout", "0", "redis://127.0.0.1:1"}},
+      {NULL, {"doctor", "redis://127.0.0.1:1", "--json"}},
+      {NULL, {"doctor", "--frobnicate", "redis://127.0.0.1:1"}},
+      {"not-a-uri", {"doctor"}},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    run_t *r = run_argv(bad[i].env, bad[i].args);
+    CHECK(r->status == 64, "bad command line #%zu -> 64, got %d", i, r->status);
+    CHECK(r->out_len == 0, "nothing on stdout (#%zu)", i);
+    CHECK(strstr(r->err, "--help") != NULL, "points at --help (#%zu)", i);
+  }
+  run_t *r = DOCTOR(NULL, "redis://user:s3cr3tpw@127.0.0.1:99999");
+  CHECK(r->status == 64 && strstr(r->err, "s3cr3tpw") == NULL, "no password in messages");
+  r = DOCTOR(NULL, "--help");
+  CHECK(r->status == 0 && has("redlock doctor") && has("--clock-ms"), "doctor --help");
+}
+
+static const struct {
+  const char *name;
+  void (*fn)(void);
+} CASES[] = {
+    {"doctor_healthy", case_healthy},
+    {"doctor_acl", case_acl},
+    {"doctor_waitaof_old", case_waitaof_old},
+    {"doctor_replica", case_replica},
+    {"doctor_nolua", case_nolua},
+    {"doctor_wait", case_wait},
+    {"doctor_valkey_waitaof", case_valkey_waitaof},
+    {"doctor_sentinel", case_sentinel},
+    {"doctor_usage", case_usage},
+};
+
+int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
+    return 2;
+  }
+  g_redlock = argv[1];
+  g_case = argv[2];
+  signal(SIGPIPE, SIG_IGN);
+  const char *tmp = getenv("TMPDIR");
+  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/redlock-doctor-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (mkdtemp(g_tmpdir) == NULL) {
+    fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+    return 2;
+  }
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    if (strcmp(CASES[i].name, g_case) == 0) {
+      uint64_t t0 = rh_now_ms();
+      CASES[i].fn();
+      printf("ok [%s] %" PRIu64 " ms\n", g_case, rh_now_ms() - t0);
+      cleanup();
+      return 0;
+    }
+  }
+  fprintf(stderr, "unknown case '%s'\n", g_case);
+  cleanup();
+  return 2;
+}

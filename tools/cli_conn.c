@@ -1,0 +1,126 @@
+/* cli_conn.c: the tool's synchronous connections to servers (see
+ * cli_conn.h): connect, TLS, AUTH, SELECT, each bounded by a timeout, with
+ * the reason of a failure in words. */
+#define _GNU_SOURCE
+
+#include "cli_conn.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "tls.h" /* the TLS connections, from the redlock_uri target */
+
+/* The SSL_CTX of the tool's own connections to rediss:// servers; NULL when
+ * none is listed.  A process-wide program global, not library state. */
+static tls_client_t *g_tls;
+
+int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
+  int any = 0;
+  for (size_t i = 0; i < nodes->n; i++)
+    any |= nodes->addrs[i].tls;
+  if (!any || g_tls != NULL)
+    return 0;
+  char why[384];
+  if (tls_client_new(&g_tls, opts, why, sizeof why) != 0) {
+    err_msg("TLS: %s", why);
+    return EXIT_USAGE;
+  }
+  return 0;
+}
+
+void tls_for_probes_free(void) {
+  tls_client_free(g_tls);
+  g_tls = NULL;
+}
+
+static struct timeval to_timeval(uint64_t ms) {
+  return (struct timeval){(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+}
+
+void cli_conn_set_timeout(cli_conn_t *cc, uint64_t timeout_ms) {
+  if (cc->c != NULL)
+    redisSetTimeout(cc->c, to_timeval(timeout_ms));
+}
+
+const char *cli_conn_io_why(cli_conn_t *cc) {
+  if (cc->c == NULL)
+    return "not connected";
+  if (cc->ssl != NULL &&
+      tls_explain(cc->ssl, !cc->got_reply, cc->c->errstr, cc->io_why, sizeof cc->io_why))
+    return cc->io_why;
+  return cc->c->errstr[0] ? cc->c->errstr : "connection lost";
+}
+
+void cli_conn_close(cli_conn_t *cc) {
+  if (cc->c != NULL)
+    redisFree(cc->c); /* frees the SSL too */
+  cc->c = NULL;
+  cc->ssl = NULL;
+}
+
+/* AUTH, then SELECT, when the URI asks for them: each must succeed. */
+static int handshake(cli_conn_t *cc, const node_addr_t *addr, char *why, size_t size) {
+  for (int step = 0; step < 2; step++) {
+    if (step == 0 ? addr->password == NULL : addr->db == 0)
+      continue;
+    redisReply *r;
+    if (step == 1)
+      r = redisCommand(cc->c, "SELECT %d", addr->db);
+    else if (addr->user != NULL)
+      r = redisCommand(cc->c, "AUTH %s %s", addr->user, addr->password);
+    else
+      r = redisCommand(cc->c, "AUTH %s", addr->password);
+    if (r == NULL) {
+      snprintf(why, size, "%s", cli_conn_io_why(cc));
+      return CLI_CONN_DOWN;
+    }
+    cc->got_reply = 1;
+    if (r->type == REDIS_REPLY_ERROR) {
+      /* The server's message: it never repeats the password. */
+      snprintf(why, size, "%s: %.*s", step == 0 ? "AUTH" : "SELECT", (int)r->len, r->str);
+      freeReplyObject(r);
+      return step == 0 ? CLI_CONN_AUTH : CLI_CONN_SELECT;
+    }
+    freeReplyObject(r);
+  }
+  return CLI_CONN_OK;
+}
+
+int cli_conn_open(cli_conn_t *cc, const node_addr_t *addr, uint64_t timeout_ms, char *why,
+                  size_t size) {
+  memset(cc, 0, sizeof *cc);
+  struct timeval tv = to_timeval(timeout_ms);
+  redisContext *c = addr->kind == NODE_ADDR_UNIX
+                        ? redisConnectUnixWithTimeout(addr->path, tv)
+                        : redisConnectWithTimeout(addr->host, addr->port, tv);
+  if (c == NULL) {
+    snprintf(why, size, "out of memory");
+    return CLI_CONN_DOWN;
+  }
+  if (c->err) {
+    snprintf(why, size, "%s", c->errstr);
+    redisFree(c);
+    return CLI_CONN_DOWN;
+  }
+  cc->c = c;
+  redisSetTimeout(c, tv);
+  if (addr->tls) {
+    /* The same checks as the library's connections (tls.c), done here
+     * synchronously within the timeout set above. */
+    if (g_tls == NULL) {
+      snprintf(why, size, "TLS is not set up");
+      cli_conn_close(cc);
+      return CLI_CONN_DOWN;
+    }
+    if ((cc->ssl = tls_attach(g_tls, c, addr->host, why, size)) == NULL) {
+      cli_conn_close(cc);
+      return CLI_CONN_DOWN;
+    }
+  }
+  int rc = handshake(cc, addr, why, size);
+  if (rc != CLI_CONN_OK)
+    cli_conn_close(cc);
+  return rc;
+}

@@ -1,0 +1,57 @@
+/* cli_conn.h: one synchronous hiredis connection to a server named by a
+ * node_addr_t, as the tool's own checks make them (status's and run's
+ * probes, cli_probe.c; doctor's checks, cli_doctor_*.c): TCP or unix
+ * socket, TLS with the library's certificate checks (tls.c) for rediss://,
+ * then AUTH and SELECT as the URI asks.  The tool talks to servers this way,
+ * not through the library, so that it can say what a server is and why it
+ * is refused even when the library would not count it. */
+#ifndef REDLOCK_CLI_CONN_H
+#define REDLOCK_CLI_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_common.h"
+
+struct redisContext;
+
+typedef struct {
+  struct redisContext *c;
+  void *ssl;     /* the TLS session, NULL over plain TCP or a unix socket */
+  int got_reply; /* a reply came: a later TLS failure is not the handshake's */
+  char io_why[256];
+} cli_conn_t;
+
+/* What cli_conn_open returns. */
+enum {
+  CLI_CONN_OK = 0,
+  CLI_CONN_DOWN,   /* no connection, or it broke: why has the reason */
+  CLI_CONN_AUTH,   /* AUTH refused: why is "AUTH: <the server's error>" */
+  CLI_CONN_SELECT, /* SELECT refused: why is "SELECT: <the server's error>" */
+};
+
+/* Sets up the TLS context of these connections when a voter is rediss://
+ * (once per process; opts carries the --tls-* settings).  0 or
+ * EXIT_USAGE. */
+int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes);
+void tls_for_probes_free(void);
+
+/* Connects to addr (host and port, or path; TLS when addr->tls), then AUTH
+ * (addr->user, addr->password) and SELECT addr->db when the URI has them.
+ * Connecting and each reply are bounded by timeout_ms.  Returns CLI_CONN_*;
+ * on anything but CLI_CONN_OK, why says why (never with the password) and
+ * cc holds nothing.  cli_conn_close in every case. */
+int cli_conn_open(cli_conn_t *cc, const node_addr_t *addr, uint64_t timeout_ms, char *why,
+                  size_t size);
+
+/* Bounds each later reply by timeout_ms (a WAIT needs its own timeout on
+ * top of the usual one). */
+void cli_conn_set_timeout(cli_conn_t *cc, uint64_t timeout_ms);
+
+/* Why the last command failed on the connection itself (no reply): TLS's
+ * reason when it has one, else hiredis'. */
+const char *cli_conn_io_why(cli_conn_t *cc);
+
+void cli_conn_close(cli_conn_t *cc);
+
+#endif

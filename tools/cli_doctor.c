@@ -1,0 +1,272 @@
+/* cli_doctor.c: `redlock doctor [OPTIONS] URI...`: its options, the voters
+ * (a sentinel voter's master asked of its sentinels in turn; a cluster
+ * voter refused), the checks of each master (cli_doctor_checks.c) with one
+ * clock interval for all of them, and the report (cli_doctor_report.c).
+ * Exit 0 when every voter can vote, 1 when one cannot, 64 on bad usage. */
+#define _GNU_SOURCE /* getopt_long */
+
+#include "cli_doctor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+  conn_opts_t conn; /* voters, key prefix, TLS */
+  uint64_t timeout_ms;
+  uint64_t clock_ms;
+  int json;
+} doctor_opts_t;
+
+/* doctor's own options (parse_options' take). */
+static int take_doctor_option(void *ctx, int opt, const char *arg) {
+  doctor_opts_t *o = ctx;
+  switch (opt) {
+  case OPT_TIMEOUT:
+    if (parse_ms(arg, 1, 3600000, &o->timeout_ms) != 0)
+      return usage_error("--timeout: expected 1 to 3600000 milliseconds, got '%s'", arg);
+    return 0;
+  case OPT_CLOCK_MS:
+    if (parse_ms(arg, 0, DR_MAX_CLOCK_MS, &o->clock_ms) != 0)
+      return usage_error("--clock-ms: expected 0 to %u milliseconds, got '%s'", DR_MAX_CLOCK_MS,
+                         arg);
+    return 0;
+  case OPT_JSON:
+    o->json = 1;
+    return 0;
+  default:
+    return OPT_NOT_MINE;
+  }
+}
+
+/* 0, an exit status, or -1 after --help / --version. */
+static int parse_doctor(int argc, char **argv, doctor_opts_t *o) {
+  static const struct option longs[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
+                                        {"clock-ms", required_argument, NULL, OPT_CLOCK_MS},
+                                        {"json", no_argument, NULL, OPT_JSON},
+                                        {NULL, 0, NULL, 0}};
+  static const struct option *const tables[] = {longs, NULL};
+  const cmd_options_t opts = {
+      .shorts = "", .longs = tables, .take = take_doctor_option, .ctx = o, .count_verbose = 1};
+  int rc = parse_options(argc, argv, &o->conn, &opts);
+  if (rc != 0)
+    return rc;
+  for (int i = optind; i < argc; i++) {
+    if (argv[i][0] == '-')
+      return usage_error("doctor: options go before the URIs ('%s')", argv[i]);
+    if ((rc = nodes_add(&o->conn.nodes, argv[i], "URI")) != 0)
+      return rc;
+  }
+  if (o->conn.prefix != NULL && strlen(o->conn.prefix) > REDLOCK_MAX_PREFIX_LEN)
+    return usage_error("--key-prefix must be at most %d bytes", REDLOCK_MAX_PREFIX_LEN);
+  const char *env = getenv("REDLOCK_NODES");
+  if (o->conn.nodes.n == 0 && (env == NULL || strspn(env, " \t,") == strlen(env)))
+    return usage_error("doctor: no voters: give their URIs (or --node, or REDLOCK_NODES)");
+  return nodes_finish(&o->conn.nodes);
+}
+
+/* The doctor's key, counter, channel and value: random, so that two
+ * doctors never touch each other's keys. */
+static void make_names(dr_settings_t *set, const char *prefix) {
+  unsigned char rnd[8] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
+    struct timespec ts; /* unique enough with the PID */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    memcpy(rnd, &ts.tv_nsec, sizeof ts.tv_nsec < sizeof rnd ? sizeof ts.tv_nsec : sizeof rnd);
+  }
+  if (fd >= 0)
+    close(fd);
+  char hex[17];
+  for (int i = 0; i < 8; i++)
+    snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+  snprintf(set->key, sizeof set->key, "%s" DR_KEY_PREFIX "%s", prefix, hex);
+  snprintf(set->fence_key, sizeof set->fence_key, REDLOCK_FENCE_KEY_PREFIX "%s", set->key);
+  snprintf(set->channel, sizeof set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX "%s", set->key);
+  snprintf(set->value, sizeof set->value, "redlock-doctor-%s", hex);
+}
+
+static void host_port(char *out, size_t size, const char *host, int port) {
+  int v6 = strchr(host, ':') != NULL;
+  snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* A sentinel voter: asks its sentinels in turn for the master of its
+ * name.  0 with *master filled in (borrowing a's strings, the host in
+ * host_buf), or -1 with a FAIL check added. */
+static int ask_sentinels(dr_voter_t *v, const node_addr_t *a, uint64_t timeout_ms,
+                         node_addr_t *master, char *host_buf, size_t host_size) {
+  char tried[DR_DETAIL_MAX] = "";
+  for (unsigned k = 0; k < a->n_seeds; k++) {
+    char where[300], why[512] = "";
+    host_port(where, sizeof where, a->seeds[k].host, a->seeds[k].port);
+    node_addr_t s = {.voter = VOTER_KIND_STANDALONE,
+                     .kind = NODE_ADDR_TCP,
+                     .host = a->seeds[k].host,
+                     .port = a->seeds[k].port,
+                     .user = a->sentinel_user,
+                     .password = a->sentinel_password,
+                     .tls = a->tls,
+                     .label = where};
+    cli_conn_t cc;
+    int found = 0;
+    if (cli_conn_open(&cc, &s, timeout_ms, why, sizeof why) == CLI_CONN_OK) {
+      redisReply *r = redisCommand(cc.c, "SENTINEL GET-MASTER-ADDR-BY-NAME %s", a->master_name);
+      if (r == NULL) {
+        snprintf(why, sizeof why, "%s", cli_conn_io_why(&cc));
+      } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                 r->element[0]->type == REDIS_REPLY_STRING &&
+                 r->element[1]->type == REDIS_REPLY_STRING) {
+        dr_printable(r->element[0]->str, r->element[0]->len, host_buf, host_size);
+        *master = *a;
+        master->voter = VOTER_KIND_STANDALONE;
+        master->kind = NODE_ADDR_TCP;
+        master->host = host_buf;
+        master->port = atoi(r->element[1]->str);
+        master->seeds = NULL;
+        master->n_seeds = 0;
+        found = master->port > 0 && master->port < 65536;
+        if (!found)
+          snprintf(why, sizeof why, "an invalid port '%.*s'", (int)r->element[1]->len,
+                   r->element[1]->str);
+      } else if (r->type == REDIS_REPLY_NIL) {
+        snprintf(why, sizeof why, "does not know '%s'", a->master_name);
+      } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING) {
+        dr_printable(r->str, r->len, why, sizeof why);
+      } else {
+        snprintf(why, sizeof why, "an unexpected reply");
+      }
+      if (r != NULL)
+        freeReplyObject(r);
+    }
+    cli_conn_close(&cc);
+    if (found) {
+      char addr[300];
+      host_port(addr, sizeof addr, master->host, master->port);
+      dr_add(v, "sentinel", DR_OK, "%s names %s as the master of '%s'%s%s%s", where, addr,
+             a->master_name, tried[0] ? " (before it: " : "", tried, tried[0] ? ")" : "");
+      return 0;
+    }
+    size_t o = strlen(tried);
+    snprintf(tried + o, sizeof tried - o, "%s%s: %s", o ? "; " : "", where, why);
+  }
+  dr_add(v, "sentinel", DR_FAIL, "no sentinel named the master of '%s': %s", a->master_name, tried);
+  return -1;
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleeps until the monotonic clock reads deadline_ns. */
+static void sleep_until(uint64_t deadline_ns) {
+  for (uint64_t now = mono_ns(); now < deadline_ns; now = mono_ns()) {
+    uint64_t left = deadline_ns - now;
+    struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+    if (nanosleep(&ts, NULL) != 0 && errno != EINTR)
+      return;
+  }
+}
+
+/* Checks every voter and prints the report.  The exit status. */
+static int diagnose(const doctor_opts_t *o) {
+  const nodes_t *nodes = &o->conn.nodes;
+  dr_settings_t *set = calloc(1, sizeof *set);
+  dr_voter_t *voters = calloc(nodes->n, sizeof *voters);
+  dr_master_t *masters = calloc(nodes->n, sizeof *masters);
+  node_addr_t *resolved = calloc(nodes->n, sizeof *resolved);
+  char(*hosts)[256] = calloc(nodes->n, sizeof *hosts);
+  if (set == NULL || voters == NULL || masters == NULL || resolved == NULL || hosts == NULL) {
+    free(set);
+    free(voters);
+    free(masters);
+    free(resolved);
+    free(hosts);
+    err_msg("out of memory");
+    return EXIT_INTERNAL;
+  }
+  set->prefix = o->conn.prefix != NULL ? o->conn.prefix : "";
+  set->timeout_ms = o->timeout_ms;
+  set->clock_ms = o->clock_ms;
+  make_names(set, set->prefix);
+  /* First every voter's checks, leaving each connection open after the
+   * clock's first sample... */
+  uint64_t last_t0 = 0;
+  for (size_t i = 0; i < nodes->n; i++) {
+    dr_voter_t *v = &voters[i];
+    dr_master_t *m = &masters[i];
+    const node_addr_t *a = &nodes->addrs[i];
+    *v = (dr_voter_t){.addr = a, .replicas = -1, .rtt_us = -1};
+    *m = (dr_master_t){.v = v, .set = set};
+    if (a->voter == VOTER_KIND_CLUSTER) {
+      dr_add(v, "cluster", DR_FAIL, "cluster voters: not supported by this version");
+      continue;
+    }
+    if (a->voter == VOTER_KIND_SENTINEL) {
+      if (ask_sentinels(v, a, o->timeout_ms, &resolved[i], hosts[i], sizeof hosts[i]) != 0)
+        continue;
+      m->addr = &resolved[i];
+    } else {
+      m->addr = a;
+    }
+    info_msg("checking %s", a->label);
+    dr_master_check(m);
+    if (m->up && m->has_t0 && m->t0_ns > last_t0)
+      last_t0 = m->t0_ns;
+  }
+  /* ...then one interval for all of them, and the second samples. */
+  if (last_t0 != 0) {
+    info_msg("measuring the clocks' rates for %llu ms", (unsigned long long)o->clock_ms);
+    sleep_until(last_t0 + o->clock_ms * 1000000u);
+  }
+  for (size_t i = 0; i < nodes->n; i++)
+    if (masters[i].addr != NULL)
+      dr_master_finish(&masters[i]);
+  int status = o->json ? dr_print_json(voters, nodes->n) : dr_print_table(voters, nodes->n);
+  free(set);
+  free(voters);
+  free(masters);
+  free(resolved); /* borrowed strings only: nothing to clear */
+  free(hosts);
+  return status;
+}
+
+int cmd_doctor(int argc, char **argv) {
+  doctor_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .clock_ms = DR_DEFAULT_CLOCK_MS};
+  redlock_options_t *tls_settings = NULL;
+  int status = parse_doctor(argc, argv, &o);
+  if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
+    nodes_free(&o.conn.nodes);
+    return 0;
+  }
+  if (status == 0) {
+    /* The TLS settings go through an options object only to be checked and
+     * turned into the connections' SSL_CTX, as for status. */
+    tls_settings = redlock_options_new();
+    if (tls_settings == NULL) {
+      err_msg("out of memory");
+      status = EXIT_INTERNAL;
+    }
+  }
+  if (status == 0) {
+    if (g_verbosity >= 0)
+      redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
+    status = tls_apply(&o.conn.tls, tls_settings);
+  }
+  if (status == 0)
+    status = tls_for_probes(tls_settings, &o.conn.nodes);
+  if (status == 0)
+    status = diagnose(&o);
+  redlock_options_free(tls_settings);
+  tls_for_probes_free();
+  nodes_free(&o.conn.nodes);
+  return status;
+}

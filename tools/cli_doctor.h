@@ -1,0 +1,123 @@
+/* cli_doctor.h: `redlock doctor [OPTIONS] URI...`: for each voter, what it
+ * is and whether it can vote with the options its URI gives, each check
+ * with its verdict (ok, warn, FAIL, skip) and the reason.  What the files of
+ * the subcommand share:
+ *
+ *   cli_doctor.c         the subcommand: options, voters (a sentinel voter's
+ *                        master asked of its sentinels), the clock interval
+ *   cli_doctor_checks.c  the checks of one master, over one synchronous
+ *                        connection (cli_conn.h)
+ *   cli_doctor_acl.c     the table of every command the library sends, and
+ *                        the ACL user's permission for each (ACL DRYRUN)
+ *   cli_doctor_report.c  the table a person reads, and the JSON object
+ *
+ * A voter can vote when none of its checks failed; warnings say what works
+ * less well (woken waits fall back to polling, a drifting clock). */
+#ifndef REDLOCK_CLI_DOCTOR_H
+#define REDLOCK_CLI_DOCTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli_common.h"
+#include "cli_conn.h"
+
+struct redisReply;
+
+typedef enum { DR_OK = 0, DR_WARN, DR_FAIL, DR_SKIP } dr_status_t;
+
+#define DR_MAX_CHECKS 24
+#define DR_DETAIL_MAX 1024
+#define DR_DEFAULT_CLOCK_MS 1000u
+#define DR_MAX_CLOCK_MS 60000u
+#define DR_DEFAULT_ACK_MS 100u /* WAIT / WAITAOF's timeout when the URI has no wait_ms= */
+#define DR_PINGS 10            /* round trips measured; the median is reported */
+#define DR_KEY_TTL_MS 10000u   /* the doctor's own keys expire even if left behind */
+#define DR_KEY_PREFIX "redlock-doctor:"
+
+typedef struct {
+  const char *name; /* a static string: "connect", "role", ... */
+  dr_status_t status;
+  char detail[DR_DETAIL_MAX];
+} dr_check_t;
+
+/* One voter's report. */
+typedef struct {
+  const node_addr_t *addr; /* its URI, parsed */
+  char address[320];       /* the master checked ("host:port" or the path); "" when none */
+  char server[16];         /* "redis" or "valkey"; "" when unknown */
+  char version[32];
+  char role[16];    /* "master", "replica", "sentinel"; "" when unknown */
+  long replicas;    /* connected replicas; -1 when unknown */
+  long long rtt_us; /* median round trip; -1 when not measured */
+  double drift_ppm; /* our clock's rate against the server's, when has_drift */
+  int has_drift;
+  dr_check_t checks[DR_MAX_CHECKS];
+  size_t n_checks;
+} dr_voter_t;
+
+/* What the checks of every voter share. */
+typedef struct {
+  const char *prefix;                    /* --key-prefix, "" when none */
+  uint64_t timeout_ms;                   /* connecting and each reply */
+  uint64_t clock_ms;                     /* the clock-rate interval; 0: not measured */
+  char key[REDLOCK_MAX_PREFIX_LEN + 96]; /* the doctor's key */
+  char fence_key[sizeof REDLOCK_FENCE_KEY_PREFIX + REDLOCK_MAX_PREFIX_LEN + 96]; /* its counter */
+  char channel[sizeof REDLOCK_RELEASE_CHANNEL_PREFIX + REDLOCK_MAX_PREFIX_LEN + 96];
+  char value[48]; /* the value the doctor's writes hold */
+} dr_settings_t;
+
+/* One master under check: the connection is kept open from the checks to
+ * the clock's second sample, so that every voter's interval runs at once. */
+typedef struct {
+  dr_voter_t *v;
+  const dr_settings_t *set;
+  const node_addr_t *addr; /* the master's address and credentials */
+  cli_conn_t cc;
+  int up;          /* connected; cleared when the connection is lost */
+  int stop;        /* not a master at all (a sentinel): the other checks are moot */
+  char *info[3];   /* INFO server, replication, cluster (NULL: refused) */
+  int lua_ok;      /* every script loaded and EVALSHA works */
+  int denied_info; /* INFO refused (the library's handshake fails) */
+  /* The clock's first sample: our monotonic time halfway through TIME's
+   * round trip, the server's TIME, and the round trip. */
+  uint64_t t0_ns, rtt0_ns;
+  int64_t server0_us;
+  int has_t0;
+} dr_master_t;
+
+/* ---- the report (cli_doctor_report.c) -------------------------------------------- */
+
+/* Appends a check; the detail is printf-formatted and cut to fit. */
+__attribute__((format(printf, 4, 5))) dr_check_t *dr_add(dr_voter_t *v, const char *name,
+                                                         dr_status_t status, const char *fmt, ...);
+/* A printable copy of a server's text (len bytes) into out: other bytes as
+ * \xNN, cut to fit. */
+void dr_printable(const char *s, size_t len, char *out, size_t size);
+int dr_can_vote(const dr_voter_t *v);
+/* Prints every voter's report.  Returns 0 when all can vote, else
+ * EXIT_CANNOT_VOTE. */
+int dr_print_table(const dr_voter_t *voters, size_t n);
+int dr_print_json(const dr_voter_t *voters, size_t n);
+
+/* ---- the checks of one master (cli_doctor_checks.c) ----------------------------------- */
+
+/* Connects and runs every check but the clock's; leaves the connection open
+ * (m->up) for dr_master_finish. */
+void dr_master_check(dr_master_t *m);
+/* The clock's second sample and its check, the clean-up, and closes. */
+void dr_master_finish(dr_master_t *m);
+
+/* One command on m's connection.  NULL when the connection failed: m->up is
+ * cleared and a FAIL "connection" check says why. */
+struct redisReply *dr_command(dr_master_t *m, const char *fmt, ...);
+struct redisReply *dr_command_argv(dr_master_t *m, int argc, const char **argv, const size_t *lens);
+/* The value of `field:` in an INFO reply, into out; 0 when absent. */
+int dr_info_field(const char *info, const char *field, char *out, size_t size);
+
+/* ---- ACL (cli_doctor_acl.c) --------------------------------------------------------- */
+
+/* The "acl" check: ACL DRYRUN of every command the library sends. */
+void dr_check_acl(dr_master_t *m);
+
+#endif
