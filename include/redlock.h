@@ -132,8 +132,11 @@ REDLOCK_EXPORT int redlock_options_set_drift_factor(redlock_options_t *opts, dou
 /* Both > 0.  connect_ms bounds connect + handshake; request_ms bounds each round. */
 REDLOCK_EXPORT int redlock_options_set_timeouts(redlock_options_t *opts, uint32_t connect_ms,
                                                 uint32_t request_ms);
-/* Largest TTL a lock may have (> 0); also the restart quarantine length. */
+/* Largest TTL a lock may have (> 0); also the quarantines' length. */
 REDLOCK_EXPORT int redlock_options_set_max_ttl(redlock_options_t *opts, uint32_t max_ttl_ms);
+/* enabled = 0 turns off the restart and failover quarantines (a master that
+ * restarted, was promoted from a replica, or was replaced behind its address
+ * votes at once: docs/safety.md §5, §5b). */
 REDLOCK_EXPORT int redlock_options_set_quarantine(redlock_options_t *opts, int enabled);
 REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enabled);
 /* Reentrancy (off by default): a thread that already holds a resource through
