@@ -525,12 +525,17 @@ enum {
   REQ_ACK_HELD,    /* the write's reply is kept (req->held) */
   REQ_ACK_LOST,    /* no reply to the write: the connection went */
   REQ_ACK_NOMEM,   /* the write's reply could not be kept */
-  REQ_ACK_ALONE,   /* the ack could not be queued: the write's reply is final */
+  REQ_ACK_ALONE,   /* the ack could not be queued: the write's reply is final, unacked */
 };
 
 static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_req_t *req = privdata;
   if (req->ack_state == REQ_ACK_ALONE) {
+    /* No ack will come: the write never counts.  hiredis refuses to queue
+     * on a connected context only for want of memory. */
+    req->ack_state = REQ_ACK_OFF;
+    req->unacked = 1;
+    req->nomem = 1;
     req_reply_cb(ac, reply, privdata);
     return;
   }

@@ -198,6 +198,7 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
     /* A yes whose durability ack fell short is not a vote: the write may
      * be lost in a failover (the node says why, voter why()). */
     if (verdict == REPLY_YES && vote->req.unacked) {
+      round->nomem |= vote->req.nomem;
       vote_settle(vote, VOTE_FAILED, WHY_UNACKED);
       return;
     }

@@ -433,32 +433,36 @@ static void prep_client_locked(oom_ctx_t *ctx) {
   FX_ASSERT_RC(ctx->fx, ctx->c, redlock_lock(ctx->c, ctx->res, 10000, &ctx->lock), REDLOCK_OK);
 }
 
-/* Server 2 is server 0's replica, its link up. */
+/* Server 3 is server 0's replica, its link up. */
 static int replica_up(void *arg) {
   fx_t *fx = arg;
   char info[4096];
-  return rh_server_command(fx->servers[2], info, sizeof info, "INFO replication") == 0 &&
+  return rh_server_command(fx->servers[3], info, sizeof info, "INFO replication") == 0 &&
          strstr(info, "master_link_status:up") != NULL &&
          rh_server_command(fx->servers[0], info, sizeof info, "INFO replication") == 0 &&
          strstr(info, "connected_slaves:1") != NULL;
 }
 
 /* A client over servers 0 (wait=1: each write waits for its replica's ack,
- * whose reply the node keeps meanwhile) and 1.  Server 2 becomes server 0's
- * replica for good: these cases come last. */
+ * whose reply the node keeps meanwhile), 1 and 2: three voters, so that a
+ * vote one failed allocation costs is survived, as in the other cases.  A
+ * fourth server joins the fixture as server 0's replica (for good: these
+ * cases come last). */
 static void prep_acked(oom_ctx_t *ctx) {
   fx_t *fx = ctx->fx;
-  if (!replica_up(fx)) {
+  if (fx->n == 3) {
+    assert_int_equal(rh_server_start(&fx->servers[3], NULL), 0);
+    fx->n = 4;
     char buf[64];
-    assert_int_equal(rh_server_command(fx->servers[2], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
+    assert_int_equal(rh_server_command(fx->servers[3], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
                                        rh_server_port(fx->servers[0])),
                      0);
-    assert_true(rh_wait_until(replica_up, fx, OOM_CHECK_MS));
   }
+  assert_true(rh_wait_until(replica_up, fx, OOM_CHECK_MS));
   char acked[256];
   snprintf(acked, sizeof acked, "%s?wait=1", rh_server_uri(fx->servers[0]));
-  const char *uris[2] = {acked, rh_server_uri(fx->servers[1])};
-  ctx->c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 2, FX_NO_LOG));
+  const char *uris[3] = {acked, rh_server_uri(fx->servers[1]), rh_server_uri(fx->servers[2])};
+  ctx->c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, FX_NO_LOG));
 }
 
 static void prep_acked_locked(oom_ctx_t *ctx) {
@@ -827,7 +831,7 @@ static const oom_case_t oom_cases[] = {
     {"resign", prep_elected, call_resign, after_resign, 0},
     {"close", prep_close, call_close, after_close, 0},
     {"close (rounds not pooled)", prep_close, call_close, after_close, 1},
-    /* last: they make server 2 a replica */
+    /* last: they add server 0's replica */
     {"lock (wait=1)", prep_acked, call_lock, unlock_check_close, 0},
     {"extend (wait=1)", prep_acked_locked, call_extend, after_held, 0},
 };
