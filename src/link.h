@@ -163,6 +163,10 @@ status_t link_arm(link_t *link, uint64_t ms);
 /* Drops a connection that has had `waiting` requests out and sent nothing
  * since since_ns for limit_ns or more (hung or paused); 1 when it did. */
 int link_drop_if_silent(link_t *link, uint64_t since_ns, uint64_t limit_ns, unsigned waiting);
+/* The owner changed its address between attempts (DOWN): a lookup of the
+ * old name still under way is abandoned, so that the next attempt looks the
+ * new one up instead of waiting for it. */
+void link_forget_lookup(link_t *link);
 /* Closes the connection for good (no reconnect; CLOSED); pending callbacks
  * get NULL replies now.  The lookup under way is left to finish alone. */
 void link_abandon(link_t *link);
