@@ -86,7 +86,8 @@ quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t
       later(&q, QUARANTINE_MOVED, since + max_ns);
   } else if (!new_server && past->replid[0] != '\0' && repl->replid[0] != '\0' &&
              strcmp(past->replid, repl->replid) != 0 && !covered) {
-    later(&q, QUARANTINE_FAILOVER, since + max_ns);
+    /* Seen here first-hand: the sentinels may not know of it yet. */
+    later(&q, QUARANTINE_FAILOVER, now_ns + max_ns);
   }
   if (q.until_ns <= now_ns) /* a change the hint dates more than max TTL back */
     q = (quarantine_t){QUARANTINE_NONE, 0};

@@ -24,7 +24,9 @@
  * A failover's or a move's quarantine runs max TTL from when it is seen,
  * unless the voter learned elsewhere (a Sentinel voter: the sentinels'
  * role-reported-time, docs/safety.md §5b) since when this very server (its
- * run_id) has been a master: then max TTL from then. */
+ * run_id) has been a master: then max TTL from then.  Not for a replication
+ * id that changed under our eyes (same run_id): that change is news to
+ * whoever gave the hint too. */
 #ifndef REDLOCK_QUARANTINE_H
 #define REDLOCK_QUARANTINE_H
 

@@ -201,6 +201,13 @@ static void test_hint(void **state) {
   q = quarantine_judge(&p, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
   assert_int_equal(q.kind, QUARANTINE_MOVED);
   assert_int_equal(q.until_ns, NOW - 30 * S + MAX_NS);
+  /* a replication id that changed under the same run_id: seen here first,
+   * the hint may predate it */
+  quarantine_past_t same = past_of(RUN_A, REPL_1, NOW - S);
+  hint.master_since_ns = NOW - MAX_NS - S;
+  q = quarantine_judge(&same, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(q.until_ns, NOW + MAX_NS);
   /* a hint from the future (a clock read after ours): now */
   hint.master_since_ns = NOW + S;
   q = quarantine_judge(&none, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
