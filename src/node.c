@@ -468,9 +468,8 @@ int node_retarget(node_t *node, const char *host, int port, const char *why) {
 
 void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns) {
   memset(&node->hint, 0, sizeof node->hint);
-  if (run_id == NULL || strlen(run_id) != INFO_RUN_ID_LEN)
-    return;
-  memcpy(node->hint.run_id, run_id, INFO_RUN_ID_LEN);
+  if (run_id != NULL && strlen(run_id) == INFO_RUN_ID_LEN)
+    memcpy(node->hint.run_id, run_id, INFO_RUN_ID_LEN);
   node->hint.master_since_ns = master_since_ns;
 }
 

@@ -288,9 +288,10 @@ void node_shutdown(node_t *node);
  * env->mutex for the address.  0, or REDLOCK_ENOMEM (nothing changed).
  * Outside of this node's hiredis callbacks. */
 int node_retarget(node_t *node, const char *host, int port, const char *why);
-/* The owner's hint for the quarantine judgement of the next handshakes:
- * the server run_id has been a master since master_since_ns at the latest
- * (quarantine.h); NULL run_id clears it. */
+/* The owner's hint for the quarantine judgement of the next handshakes at
+ * the current address: the server there (run_id, or NULL / "" when not
+ * known) has been a master since master_since_ns at the latest
+ * (quarantine.h); master_since_ns 0 clears it. */
 void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns);
 /* Frees what node_init allocated (after NODE_EV_CLOSED). */
 void node_free(node_t *node);

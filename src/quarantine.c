@@ -38,11 +38,13 @@ static int acks_cover_replicas(const ack_spec_t *ack, const info_replication_t *
 /* When a failover's or a move's quarantine starts: now, or the time the
  * hint gives for this server.  A role cannot be older than the process:
  * a hint that says so (uptime taken one second longer, for its rounding) is
- * about another server and is ignored. */
+ * about another server (one that restarted since) and is ignored; so is one
+ * that names another run_id. */
 static uint64_t change_seen_ns(const quarantine_hint_t *hint, const info_server_t *server,
                                uint64_t now_ns) {
-  if (hint == NULL || hint->run_id[0] == '\0' || strcmp(hint->run_id, server->run_id) != 0 ||
-      hint->master_since_ns == 0 || hint->master_since_ns >= now_ns || server->uptime_s < 0)
+  if (hint == NULL || hint->master_since_ns == 0 || hint->master_since_ns >= now_ns ||
+      (hint->run_id[0] != '\0' && strcmp(hint->run_id, server->run_id) != 0) ||
+      server->uptime_s < 0)
     return now_ns;
   uint64_t up_hi = (uint64_t)(server->uptime_s + 1) * NS_PER_S;
   if (now_ns - hint->master_since_ns > up_hi)

@@ -58,13 +58,13 @@ typedef struct {
 /* What the voter learned elsewhere of the server's role: it has been a
  * master since master_since_ns (the client's clock) at the latest. */
 typedef struct {
-  char run_id[INFO_RUN_ID_LEN + 1]; /* the server it is about ("": no hint) */
-  uint64_t master_since_ns;
+  char run_id[INFO_RUN_ID_LEN + 1]; /* the server it is about ("": not named) */
+  uint64_t master_since_ns;         /* 0: no hint */
 } quarantine_hint_t;
 
 /* The judgement at a handshake: past (NULL fields when never seen), what
- * the server says now, a hint (NULL: none; ignored unless its run_id is the
- * server's and it is no older than the server's uptime allows), the clock,
+ * the server says now, a hint (NULL: none; ignored when it names another
+ * run_id, or is older than the server's uptime allows), the clock,
  * the max TTL and the voter's ack. */
 quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
                               const info_replication_t *repl, const quarantine_hint_t *hint,

@@ -58,14 +58,28 @@ static void closed_one(voter_sentinel_t *s) {
  * the master says it has been one for role-reported-time ms, which it
  * measured before we read our clock at now_ns.  A millisecond off for the
  * sentinel's truncation to whole ms.  Only when that sentinel's record is
- * of this very address and sound (sentinel_master_t.settled). */
+ * of this very address and sound (sentinel_master_t.settled).  Its run_id
+ * is the one the sentinel last read (none for a while after a failover, until
+ * its next INFO): the quarantine judgement ignores a hint that names
+ * another run_id, or a role older than the server. */
 static void set_hint(voter_sentinel_t *s, const sentinel_master_t *m, uint64_t now_ns) {
   uint64_t age_ns = m != NULL && m->role_age_ms >= 2 ? (m->role_age_ms - 1) * 1000000u : 0;
-  if (m == NULL || !m->settled || m->run_id[0] == '\0' || strcmp(m->ip, s->answer_host) != 0 ||
-      m->port != s->answer_port || age_ns == 0 || age_ns >= now_ns) {
+  const char *unusable = m == NULL     ? "no SENTINEL MASTER answer"
+                         : !m->settled ? "not a settled master to it"
+                         : strcmp(m->ip, s->answer_host) != 0 || m->port != s->answer_port
+                             ? "another address"
+                         : age_ns == 0 || age_ns >= now_ns ? "too short a time"
+                                                           : NULL;
+  if (unusable != NULL) {
+    log_write(s->env.log, REDLOCK_LOG_DEBUG,
+              "master %s: sentinel %s does not say since when the master is one (%s)",
+              s->addr.label, s->query_label, unusable);
     node_hint(s->node, NULL, 0);
     return;
   }
+  log_write(s->env.log, REDLOCK_LOG_DEBUG,
+            "master %s: sentinel %s says the master has been one for %llu ms", s->addr.label,
+            s->query_label, (unsigned long long)m->role_age_ms);
   node_hint(s->node, m->run_id, now_ns - age_ns);
 }
 

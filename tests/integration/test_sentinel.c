@@ -9,7 +9,10 @@
  * Asserts:
  *  - discovery: a lock through the sentinel voter, its vote OK;
  *  - SENTINEL FAILOVER: the voter follows the new master, whose votes are in
- *    failover quarantine until max TTL has passed, then count;
+ *    failover quarantine until max TTL has passed, then count; a client that
+ *    starts once the promotion is older than max TTL counts them at once
+ *    (the sentinels' role-reported-time; INFO says only that it was
+ *    promoted, not when);
  *  - SIGKILL of the master: the sentinels fail over and the voter follows;
  *  - never two holders: the lock is taken on M and B while R's link is cut
  *    (R stopped, CLIENT KILL TYPE replica), so R lacks the key; M dies, R is
@@ -162,19 +165,33 @@ static redlock_t *scene_client(scene_t *s, int slot, const char *uri) {
 }
 
 typedef struct {
-  fx_t *fx;
-  uint32_t max_ttl;
+  void *arg; /* the fixture (all_aged) or the scene (role_older_than) */
+  uint32_t ms;
 } aged_t;
 
 /* Every server reports an uptime that no longer quarantines it (INFO server). */
 static int all_aged(void *arg) {
   aged_t *a = arg;
-  for (size_t i = 0; i < a->fx->n; i++) {
+  fx_t *fx = a->arg;
+  for (size_t i = 0; i < fx->n; i++) {
     char info[4096];
-    if (rh_server_command(a->fx->servers[i], info, sizeof info, "INFO server") != 0)
+    if (rh_server_command(fx->servers[i], info, sizeof info, "INFO server") != 0)
       return 0;
     const char *up = strstr(info, "uptime_in_seconds:");
-    if (up == NULL || atol(up + 18) < (long)(a->max_ttl / 1000) + 2)
+    if (up == NULL || atol(up + 18) < (long)(a->ms / 1000) + 2)
+      return 0;
+  }
+  return 1;
+}
+
+/* Every sentinel has seen the master in its role for longer than a->ms. */
+static int role_older_than(void *arg) {
+  aged_t *a = arg;
+  scene_t *s = a->arg;
+  for (unsigned i = 0; i < s->n; i++) {
+    char age[32];
+    if (sh_master_field(s->sentinels[i], NAME, "role-reported-time", age, sizeof age) != 0 ||
+        atol(age) <= (long)a->ms)
       return 0;
   }
   return 1;
@@ -317,6 +334,25 @@ static void test_manual_failover(void **state) {
   unsigned quarantined = lock_after_quarantine(s, c, res);
   if (quarantined == 0)
     fail_msg("R's votes were never in failover quarantine:\n%s", fx_log_text(fx, 0));
+
+  /* Once the promotion is older than max TTL, a client that starts then
+   * sees R (master_replid2 set: promoted once) for the first time.  INFO
+   * cannot say when R was promoted; the sentinels can: it votes at once. */
+  aged_t a = {s, s->max_ttl + 1000};
+  assert_true(rh_wait_until(role_older_than, &a, DEADLINE_MS));
+  redlock_t *fresh = scene_client(s, 1, NULL);
+  char buf[64], label[128];
+  scene_label(s, NULL, label, sizeof label);
+  FX_NAME(res2, "manual-fresh");
+  assert_int_equal(
+      rh_server_command(fx->servers[C], buf, sizeof buf, "SET %s foreign PX 60000", res2), 0);
+  redlock_lock_t *lock = NULL;
+  if (redlock_trylock(fresh, res2, 1000, &lock) != REDLOCK_OK)
+    assert_voted(fx, 1, fresh, label, "OK");
+  assert_voted(fx, 1, fresh, label, "OK");
+  FX_ASSERT_RC(fx, fresh, redlock_unlock(fresh, lock), REDLOCK_OK);
+  if (fx_log_contains(fx, 1, "was promoted from a replica"))
+    fail_msg("a promotion older than max TTL was quarantined:\n%s", fx_log_text(fx, 1));
 }
 
 static void test_master_killed(void **state) {
@@ -439,10 +475,13 @@ static void test_credentials(void **state) {
               TTL_SHORT);
   redlock_t *c = scene_client(s, 0, NULL);
   scene_warm(s, c);
-  char label[128];
+  char label[128], buf[64];
   scene_label(s, "127.0.0.1:1", label, sizeof label);
   FX_NAME(res, "credentials");
   redlock_lock_t *lock = NULL;
+  /* (C holds it: the sentinel voter's vote is needed) */
+  assert_int_equal(
+      rh_server_command(fx->servers[C], buf, sizeof buf, "SET %s foreign PX 60000", res), 0);
   FX_ASSERT_RC(fx, c, redlock_trylock(c, res, 1000, &lock), REDLOCK_OK);
   assert_voted(fx, 0, c, label, "OK");
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
@@ -453,9 +492,6 @@ static void test_credentials(void **state) {
   snprintf(uri, sizeof uri, "%.*s?sentinel_password=wrong", (int)(strchr(s->uri, '?') - s->uri),
            s->uri);
   redlock_t *bad = scene_client(s, 1, uri);
-  char buf[64];
-  assert_int_equal(
-      rh_server_command(fx->servers[C], buf, sizeof buf, "SET %s foreign PX 60000", res), 0);
   FX_ASSERT_RC(fx, bad, redlock_trylock(bad, res, 1000, &lock), REDLOCK_ELOCKED);
   assert_voted(fx, 1, bad, label, "down (no sentinel answered: 127.0.0.1:1: ");
   assert_true(fx_wait_log(fx, 1, "AUTH refused", 5000));

@@ -185,6 +185,10 @@ static void test_hint(void **state) {
   quarantine_hint_t other = {RUN_B, NOW - MAX_NS - S};
   q = quarantine_judge(&none, &s, &r, &other, NOW, MAX_TTL_MS, &no_ack);
   assert_int_equal(q.until_ns, NOW + MAX_NS);
+  /* a hint that names no run_id (the sentinels had not read it yet) */
+  quarantine_hint_t unnamed = {"", NOW - 20 * S};
+  q = quarantine_judge(&none, &s, &r, &unnamed, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.until_ns, NOW - 20 * S + MAX_NS);
   /* a role older than the process (up 10 s, "master for 100 s"): ignored */
   info_server_t young = server(RUN_A, 10);
   hint.master_since_ns = NOW - 100 * S;
