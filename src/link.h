@@ -1,6 +1,7 @@
 /* link.h: one Redis connection's whole life, for whichever owner needs one
  * (a master's command connection, node.c; its release-notification
- * subscriber, notify.c; later a Sentinel's or a cluster node's).
+ * subscriber, notify.c; a Sentinel voter's connections to its sentinels,
+ * voter_sentinel.c; later a cluster node's).
  *
  * A link looks its host name up off the loop (resolve.h: one lookup at a
  * time, kept across attempts however long it hangs), connects over TCP (each

@@ -105,9 +105,9 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
                 master);
     } else {
       log_write(s->env.log, moved ? REDLOCK_LOG_WARN : REDLOCK_LOG_INFO,
-                "master %s: sentinel %s names %s as the master of '%s'%s%s", s->addr.label,
+                "master %s: sentinel %s names %s as the master of '%s'%s%s%s", s->addr.label,
                 s->query_label, master, name_of(s), moved ? " (was " : "",
-                moved ? s->master_label : "");
+                moved ? s->master_label : "", moved ? ")" : "");
       if (moved)
         log_write(s->env.log, REDLOCK_LOG_WARN, "master %s: failover: following it to %s",
                   s->addr.label, master);
