@@ -24,7 +24,7 @@
 
 struct sh_sentinel {
   pid_t pid;
-  int port;
+  int port, tls_port;
   char *password;
 };
 
@@ -134,6 +134,7 @@ int sh_master_field(sh_sentinel_t *s, const char *name, const char *field, char 
 }
 
 int sh_port(const sh_sentinel_t *s) { return s->port; }
+int sh_tls_port(const sh_sentinel_t *s) { return s->tls_port; }
 pid_t sh_pid(const sh_sentinel_t *s) { return s->pid; }
 
 typedef struct {
@@ -157,7 +158,7 @@ static int pred_ready(void *arg) {
   return p != NULL && atol(p + 11) == (long)w->s->pid;
 }
 
-static int write_config(const char *path, int port, const sh_options_t *o) {
+static int write_config(const char *path, int port, int tls_port, const sh_options_t *o) {
   FILE *f = fopen(path, "w");
   if (f == NULL) {
     fprintf(stderr, "sentinel_harness: %s: %s\n", path, strerror(errno));
@@ -173,6 +174,11 @@ static int write_config(const char *path, int port, const sh_options_t *o) {
     fprintf(f, "requirepass %s\nsentinel sentinel-pass %s\n", o->password, o->password);
   if (o->master_password != NULL)
     fprintf(f, "sentinel auth-pass %s %s\n", o->master_name, o->master_password);
+  if (o->tls_cert_file != NULL)
+    fprintf(f,
+            "tls-port %d\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"
+            "tls-auth-clients no\ntls-replication yes\n",
+            tls_port, o->tls_cert_file, o->tls_key_file, o->tls_ca_cert_file);
   return fclose(f) == 0 ? 0 : -1;
 }
 
@@ -190,9 +196,11 @@ int sh_start(sh_sentinel_t **out, const sh_options_t *o) {
   }
   for (int attempt = 0; attempt < SH_START_ATTEMPTS; attempt++) {
     s->port = free_port();
+    s->tls_port = o->tls_cert_file != NULL ? free_port() : 0;
     char conf[4096];
     snprintf(conf, sizeof conf, "%s/sentinel-%d.conf", o->dir, s->port);
-    if (s->port <= 0 || write_config(conf, s->port, o) != 0)
+    if (s->port <= 0 || s->tls_port < 0 || s->tls_port == s->port ||
+        write_config(conf, s->port, s->tls_port, o) != 0)
       break;
     pid_t parent = getpid();
     fflush(NULL);

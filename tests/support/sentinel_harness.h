@@ -25,12 +25,17 @@ typedef struct {
   const char *password;         /* requirepass (and sentinel-pass: the others have the
                                  * same), or NULL */
   const char *master_password;  /* sentinel auth-pass, or NULL */
+  /* TLS: with tls_cert_file set the sentinel also listens with TLS on a port
+   * of its own (sh_tls_port; the plain one stays for the harness) and talks
+   * TLS to the master (tls-replication yes); no client certificates. */
+  const char *tls_cert_file, *tls_key_file, *tls_ca_cert_file;
 } sh_options_t;
 
 /* Starts a sentinel (retried on another port when the one picked was
  * taken meanwhile); 0, or -1 with a message on stderr. */
 int sh_start(sh_sentinel_t **out, const sh_options_t *opts);
 int sh_port(const sh_sentinel_t *s);
+int sh_tls_port(const sh_sentinel_t *s); /* 0 without TLS */
 pid_t sh_pid(const sh_sentinel_t *s);
 /* One command on a short-lived connection (AUTH first when it has a
  * password); the reply as text into buf as rh_server_command renders it
