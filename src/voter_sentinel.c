@@ -94,12 +94,14 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
   char why[VOTER_SENTINEL_MASTER_LEN + VOTER_SENTINEL_LABEL_LEN + 32];
   host_port(master, sizeof master, s->answer_host, s->answer_port);
   int moved = s->known && strcmp(master, s->master_label) != 0;
+  int there = 1; /* the node is at the address named */
   if (!s->known || moved) {
     snprintf(why, sizeof why, "sentinel %s names %s as the master", s->query_label, master);
     s->retargeting = 1;
     int rc = node_retarget(s->node, s->answer_host, s->answer_port, why);
     s->retargeting = 0;
     if (rc != 0) {
+      there = 0;
       log_write(s->env.log, REDLOCK_LOG_ERROR,
                 "master %s: cannot follow the sentinels to %s: out of memory", s->addr.label,
                 master);
@@ -119,8 +121,11 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
     }
   }
   /* After the retarget, whose DOWN forgets the old server's hint; before
-   * any handshake at the new address. */
-  set_hint(s, m, now_ns);
+   * any handshake at the new address.  (Never for another address.) */
+  if (there)
+    set_hint(s, m, now_ns);
+  else
+    node_hint(s->node, NULL, 0);
   if (s->known && !s->node_started) {
     s->node_started = 1;
     node_start(s->node);
