@@ -29,16 +29,17 @@ layer_of() {
   #    connection or loop state of their own
   list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | \
     info | ptrset | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | quarantine) echo 0 ;;
+    replypool | keyslot | quarantine | sentinel_reply) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
   #    backoff, reconnect) and one master's (its requests, on a link)
   link | node) echo 2 ;;
   # 3: rounds over the masters, release notifications, and the voters: the
-  #    voter interface, its kinds (standalone: one node) and the client's set
-  #    of voters, which is the rounds' transport
-  round | notify | voter | voter_standalone | voters) echo 3 ;;
+  #    voter interface, its kinds (standalone: one node; sentinel: a node that
+  #    follows the sentinels, and links to them) and the client's set of
+  #    voters, which is the rounds' transport
+  round | notify | voter | voter_standalone | voter_sentinel | voters) echo 3 ;;
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down

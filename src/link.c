@@ -400,6 +400,15 @@ int link_drop_if_silent(link_t *link, uint64_t since_ns, uint64_t limit_ns, unsi
   return 1;
 }
 
+void link_forget_lookup(link_t *link) {
+  if (link->resolving != NULL) {
+    /* Not waited for: its thread frees the request whenever it returns. */
+    resolve_abandon(link->resolving);
+    link->resolving = NULL;
+  }
+  link->awaiting_lookup = 0;
+}
+
 void link_abandon(link_t *link) {
   if (link->state == LINK_CLOSED)
     return;

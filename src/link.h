@@ -1,6 +1,7 @@
 /* link.h: one Redis connection's whole life, for whichever owner needs one
  * (a master's command connection, node.c; its release-notification
- * subscriber, notify.c; later a Sentinel's or a cluster node's).
+ * subscriber, notify.c; a Sentinel voter's connections to its sentinels,
+ * voter_sentinel.c; later a cluster node's).
  *
  * A link looks its host name up off the loop (resolve.h: one lookup at a
  * time, kept across attempts however long it hangs), connects over TCP (each
@@ -163,6 +164,10 @@ status_t link_arm(link_t *link, uint64_t ms);
 /* Drops a connection that has had `waiting` requests out and sent nothing
  * since since_ns for limit_ns or more (hung or paused); 1 when it did. */
 int link_drop_if_silent(link_t *link, uint64_t since_ns, uint64_t limit_ns, unsigned waiting);
+/* The owner changed its address between attempts (DOWN): a lookup of the
+ * old name still under way is abandoned, so that the next attempt looks the
+ * new one up instead of waiting for it. */
+void link_forget_lookup(link_t *link);
 /* Closes the connection for good (no reconnect; CLOSED); pending callbacks
  * get NULL replies now.  The lookup under way is left to finish alone. */
 void link_abandon(link_t *link);

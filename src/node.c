@@ -11,6 +11,7 @@
 #include "redlock.h"
 #include "reply.h"
 #include "scripts.h"
+#include "strutil.h"
 
 static void node_fail_backlog(node_t *node);
 static void node_drain_backlog(node_t *node);
@@ -295,6 +296,7 @@ static void node_ready(node_t *node) {
   node->state = NODE_READY;
   node->ready_ns = node->link.up_ns;
   node->failures = node->link.failures;
+  node->not_master_said = 0;
   uv_mutex_lock(node->env->mutex);
   node->down_why[0] = '\0';
   uv_mutex_unlock(node->env->mutex);
@@ -347,7 +349,8 @@ static const char *replication_check(void *arg, const redisReply *reply) {
              node->quarantine_until_ns > now;
   quarantine_t q = {QUARANTINE_NONE, 0};
   if (env->quarantine)
-    q = quarantine_judge(&node->past, info, &repl, now, env->max_ttl_ms, &node->addr.ack);
+    q = quarantine_judge(&node->past, info, &repl, &node->hint, now, env->max_ttl_ms,
+                         &node->addr.ack);
   /* A failover's or a move's quarantine runs from when it was seen, which
    * the server does not tell again: a reconnect keeps it.  (A restart's is
    * judged anew from the uptime, which gives the same end.) */
@@ -436,6 +439,40 @@ static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, co
 
 const char *node_ip(const node_t *node) { return link_ip(&node->link); }
 
+int node_retarget(node_t *node, const char *host, int port, const char *why) {
+  if (node->addr.kind != NODE_ADDR_TCP)
+    return 0;
+  if (node->addr.host != NULL && strcmp(node->addr.host, host) == 0 && node->addr.port == port)
+    return 0;
+  char *copy = str_dup(host);
+  if (copy == NULL)
+    return REDLOCK_ENOMEM;
+  uv_mutex_lock(node->env->mutex);
+  char *old = node->addr.host;
+  node->addr.host = copy;
+  node->addr.port = port;
+  uv_mutex_unlock(node->env->mutex);
+  free(old);
+  if (!node->link.attached || node->state == NODE_CLOSED)
+    return 0;
+  if (node->link.state != LINK_DOWN)
+    link_fail(&node->link, REDLOCK_LOG_WARN, "master moved", why);
+  /* A lookup of the old name must not answer for the new one. */
+  link_forget_lookup(&node->link);
+  /* The server we knew may live on (a demoted master): whatever answers at
+   * the new address is another server, whatever its uptime. */
+  node->past.lost_ns = 0;
+  link_connect(&node->link);
+  return 0;
+}
+
+void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns) {
+  memset(&node->hint, 0, sizeof node->hint);
+  if (run_id != NULL && strlen(run_id) == INFO_RUN_ID_LEN)
+    memcpy(node->hint.run_id, run_id, INFO_RUN_ID_LEN);
+  node->hint.master_since_ns = master_since_ns;
+}
+
 void node_start(node_t *node) {
   const node_env_t *env = node->env;
   link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
@@ -505,6 +542,21 @@ static void node_after_reply(node_t *node, int got_reply) {
   node_queue_changed(node);
 }
 
+/* A reply saying the server no longer takes writes as a master (-READONLY:
+ * it was made a replica; -LOADING: it restarted and loads its data): told to
+ * the owner once per connection (a Sentinel voter asks its sentinels where
+ * the master went).  The vote itself is an error either way. */
+static void node_check_role_error(node_t *node, const redisReply *reply) {
+  if (reply == NULL || reply->type != REDIS_REPLY_ERROR || reply->str == NULL ||
+      node->not_master_said || node->state != NODE_READY)
+    return;
+  if (!(reply->len >= 8 && memcmp(reply->str, "READONLY", 8) == 0) &&
+      !(reply->len >= 7 && memcmp(reply->str, "LOADING", 7) == 0))
+    return;
+  node->not_master_said = 1;
+  node_report(node, NODE_EV_NOT_MASTER, "it answers as no master", reply->str);
+}
+
 /* hiredis' callback for every request node_send wrote. */
 static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_req_t *req = privdata;
@@ -512,6 +564,7 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_request_done(node, req, reply != NULL ? ac : NULL);
   req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
   node_after_reply(node, reply != NULL);
+  node_check_role_error(node, reply);
 }
 
 /* ---- durability acks ----------------------------------------------------------------
@@ -545,6 +598,7 @@ static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   }
   req->held = reply_clone(reply);
   req->ack_state = req->held != NULL ? REQ_ACK_HELD : REQ_ACK_NOMEM;
+  node_check_role_error(req->node, reply);
 }
 
 static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {

@@ -94,6 +94,8 @@ typedef enum {
   NODE_EV_REPLAYS_DUE,    /* replays are out: call node_drop_if_hung at node_replays_due_ns */
   NODE_EV_SETTLED,        /* its last replayed release came back: close may go on */
   NODE_EV_CLOSED,         /* after node_shutdown: its handles are closed, it may be freed */
+  NODE_EV_NOT_MASTER,     /* a reply said it no longer takes writes as a master (-READONLY,
+                           * -LOADING; detail: the error): once per connection */
 } node_event_t;
 
 /* Handed down by the owner (client.c), shared by all its nodes, read-only to
@@ -178,6 +180,8 @@ typedef struct node {
   uint64_t quarantine_until_ns;
   quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
   quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
+  quarantine_hint_t hint;            /* the owner's: since when a server is a master (node_hint) */
+  int not_master_said;               /* NODE_EV_NOT_MASTER reported on this connection */
   info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
   list_node_t missed_releases; /* replayed when the master is ready again */
@@ -275,6 +279,20 @@ void node_abandon(node_t *node);
 /* Closes the connection for good (node_abandon); NODE_EV_CLOSED is reported
  * once its link's timer is closed (also for a node never started). */
 void node_shutdown(node_t *node);
+/* The master moved to host:port (a Sentinel voter's news; why: for the log
+ * and the DOWN report).  A connection or an attempt to the old address is
+ * dropped (NODE_EV_DOWN "master moved") and an attempt at the new one starts
+ * at once; a node not started yet only takes the address.  The server of the
+ * last handshake is kept, and a new run_id at the new address is judged as
+ * another server, never as a restart (the old one may live on).  Under
+ * env->mutex for the address.  0, or REDLOCK_ENOMEM (nothing changed).
+ * Outside of this node's hiredis callbacks. */
+int node_retarget(node_t *node, const char *host, int port, const char *why);
+/* The owner's hint for the quarantine judgement of the next handshakes at
+ * the current address: the server there (run_id, or NULL / "" when not
+ * known) has been a master since master_since_ns at the latest
+ * (quarantine.h); master_since_ns 0 clears it. */
+void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns);
 /* Frees what node_init allocated (after NODE_EV_CLOSED). */
 void node_free(node_t *node);
 

@@ -110,11 +110,10 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
   node_addr_t addr;
   char why[160];
   int rc = uri_parse(uri, &addr, why, sizeof why);
-  if (rc == 0 && addr.voter != VOTER_KIND_STANDALONE) {
+  if (rc == 0 && addr.voter == VOTER_KIND_CLUSTER) {
     /* Parsed (redlock doctor takes them), but no voter of that kind is
      * built into the client yet. */
-    snprintf(why, sizeof why, "%s voters are not supported yet",
-             addr.voter == VOTER_KIND_SENTINEL ? "Sentinel" : "Cluster");
+    snprintf(why, sizeof why, "Cluster voters are not supported yet");
     node_addr_clear(&addr);
     rc = REDLOCK_ENOTSUP;
   }

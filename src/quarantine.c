@@ -35,9 +35,26 @@ static int acks_cover_replicas(const ack_spec_t *ack, const info_replication_t *
          ack->replicas >= repl->connected_replicas;
 }
 
+/* When a failover's or a move's quarantine starts: now, or the time the
+ * hint gives for this server.  A role cannot be older than the process:
+ * a hint that says so (uptime taken one second longer, for its rounding) is
+ * about another server (one that restarted since) and is ignored; so is one
+ * that names another run_id. */
+static uint64_t change_seen_ns(const quarantine_hint_t *hint, const info_server_t *server,
+                               uint64_t now_ns) {
+  if (hint == NULL || hint->master_since_ns == 0 || hint->master_since_ns >= now_ns ||
+      (hint->run_id[0] != '\0' && strcmp(hint->run_id, server->run_id) != 0) ||
+      server->uptime_s < 0)
+    return now_ns;
+  uint64_t up_hi = (uint64_t)(server->uptime_s + 1) * NS_PER_S;
+  if (now_ns - hint->master_since_ns > up_hi)
+    return now_ns;
+  return hint->master_since_ns;
+}
+
 quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
-                              const info_replication_t *repl, uint64_t now_ns, uint32_t max_ttl_ms,
-                              const ack_spec_t *ack) {
+                              const info_replication_t *repl, const quarantine_hint_t *hint,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack) {
   quarantine_t q = {QUARANTINE_NONE, 0};
   uint64_t max_ns = (uint64_t)max_ttl_ms * 1000000u;
   /* Redis reports uptime as a difference of whole wall-clock seconds: a
@@ -46,6 +63,7 @@ quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t
   uint64_t up_lo = server->uptime_s > 0 ? (uint64_t)(server->uptime_s - 1) * NS_PER_S : 0;
   int persisted = ack->mode == ACK_WAITAOF && ack->local == 1;
   int covered = acks_cover_replicas(ack, repl);
+  uint64_t since = change_seen_ns(hint, server, now_ns);
 
   int new_server = past->seen && strcmp(past->run_id, server->run_id) != 0;
   /* A new run_id from a server that may have started after we lost the
@@ -61,17 +79,20 @@ quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t
 
   if (!past->seen || (new_server && restarted)) {
     /* Nothing known of this server's past: promoted since it started, it
-     * may lack keys, and INFO does not say since when. */
+     * may lack keys, and INFO does not say since when (a hint may). */
     if (repl->replid2[0] != '\0' && !covered)
-      later(&q, QUARANTINE_FAILOVER, now_ns + max_ns);
+      later(&q, QUARANTINE_FAILOVER, since + max_ns);
   } else if (new_server && !restarted) {
     int promoted_from_old = past->replid[0] != '\0' && strcmp(repl->replid2, past->replid) == 0;
     if (!(promoted_from_old && covered))
-      later(&q, QUARANTINE_MOVED, now_ns + max_ns);
+      later(&q, QUARANTINE_MOVED, since + max_ns);
   } else if (!new_server && past->replid[0] != '\0' && repl->replid[0] != '\0' &&
              strcmp(past->replid, repl->replid) != 0 && !covered) {
+    /* Seen here first-hand: the sentinels may not know of it yet. */
     later(&q, QUARANTINE_FAILOVER, now_ns + max_ns);
   }
+  if (q.until_ns <= now_ns) /* a change the hint dates more than max TTL back */
+    q = (quarantine_t){QUARANTINE_NONE, 0};
   return q;
 }
 

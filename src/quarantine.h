@@ -19,7 +19,14 @@
  *    DNS name that moved): a new run_id from a server that was already up
  *    before we lost the old one; quarantined for max TTL from now, unless
  *    it is a promoted replica of the old one (its master_replid2 is the old
- *    replication id) and the acks cover every replica. */
+ *    replication id) and the acks cover every replica.
+ *
+ * A failover's or a move's quarantine runs max TTL from when it is seen,
+ * unless the voter learned elsewhere (a Sentinel voter: the sentinels'
+ * role-reported-time, docs/safety.md §5b) since when this very server (its
+ * run_id) has been a master: then max TTL from then.  Not for a replication
+ * id that changed under our eyes (same run_id): that change is news to
+ * whoever gave the hint too. */
 #ifndef REDLOCK_QUARANTINE_H
 #define REDLOCK_QUARANTINE_H
 
@@ -48,11 +55,20 @@ typedef struct {
   uint64_t until_ns;      /* 0 with QUARANTINE_NONE */
 } quarantine_t;
 
+/* What the voter learned elsewhere of the server's role: it has been a
+ * master since master_since_ns (the client's clock) at the latest. */
+typedef struct {
+  char run_id[INFO_RUN_ID_LEN + 1]; /* the server it is about ("": not named) */
+  uint64_t master_since_ns;         /* 0: no hint */
+} quarantine_hint_t;
+
 /* The judgement at a handshake: past (NULL fields when never seen), what
- * the server says now, the clock, the max TTL and the voter's ack. */
+ * the server says now, a hint (NULL: none; ignored when it names another
+ * run_id, or is older than the server's uptime allows), the clock,
+ * the max TTL and the voter's ack. */
 quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
-                              const info_replication_t *repl, uint64_t now_ns, uint32_t max_ttl_ms,
-                              const ack_spec_t *ack);
+                              const info_replication_t *repl, const quarantine_hint_t *hint,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack);
 
 /* "restart quarantine", "failover quarantine", "quarantine (another server at this
  * address)", "" for none. */

@@ -1,9 +1,10 @@
 /* voter.h: the voter interface.  A voter is whatever casts one vote in a
- * round: master i of the rounds is voter i.  Today's only kind is
- * `standalone` (voter_standalone.c: one master, node.c); a Sentinel group (a
- * master that moves on failover) and a Redis Cluster (one connection per
- * primary, routed by the key's hash slot) are to be two more kinds behind
- * the same small ops table (docs/architecture.md, "Voter interface").
+ * round: master i of the rounds is voter i.  The kinds: `standalone`
+ * (voter_standalone.c: one master, node.c) and `sentinel` (voter_sentinel.c:
+ * the master of a Sentinel group, which moves on failover); a Redis Cluster
+ * (one connection per primary, routed by the key's hash slot) is to be one
+ * more behind the same small ops table (docs/architecture.md, "Voter
+ * interface").
  *
  * voters.c owns the set and calls these ops; a kind knows nothing above it:
  * what it has to say goes up through voter_t.report. */

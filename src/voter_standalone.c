@@ -121,6 +121,8 @@ void voter_standalone_init(voter_standalone_t *s, node_t *node) {
 void voter_standalone_on_node(void *arg, node_t *node, node_event_t ev, const char *what,
                               const char *detail) {
   voter_standalone_t *s = &((voter_standalone_t *)arg)[node->index];
+  if (ev == NODE_EV_NOT_MASTER)
+    return; /* one address, one server: nowhere else to look */
   voter_news_t news = {.ev = (voter_event_t)ev};
   switch (ev) {
   case NODE_EV_UP:

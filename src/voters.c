@@ -150,6 +150,30 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
 
 /* ---- life ---------------------------------------------------------------------------- */
 
+/* Voter i of the kind its URI names (the one place that tells kinds
+ * apart), with its master's node in vs->nodes[i].  0, or an error (the
+ * voter, when made, is in vs->voter[i] for voters_free). */
+static int voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
+  switch (addr->voter) {
+  case VOTER_KIND_STANDALONE:
+    if (node_init(&vs->nodes[i], &vs->node_env, i, addr) != 0)
+      return REDLOCK_ENOMEM;
+    voter_standalone_init(&vs->standalone[i], &vs->nodes[i]);
+    vs->voter[i] = &vs->standalone[i].base;
+    return 0;
+  case VOTER_KIND_SENTINEL: {
+    voter_sentinel_t *s = NULL;
+    int rc = voter_sentinel_new(&s, &vs->node_env, &vs->nodes[i], i, addr);
+    if (s != NULL)
+      vs->voter[i] = &s->base;
+    return rc;
+  }
+  case VOTER_KIND_CLUSTER:
+    break;
+  }
+  return REDLOCK_ENOTSUP; /* (options.c refuses it before) */
+}
+
 int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
                 const node_addr_t *addrs, unsigned n, voter_t *const *fakes) {
   memset(vs, 0, sizeof *vs);
@@ -177,14 +201,12 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
     return REDLOCK_ENOMEM;
   vs->node_env.arg = vs->standalone;
   for (unsigned i = 0; i < n; i++) {
-    if (node_init(&vs->nodes[i], &vs->node_env, i, &addrs[i]) != 0)
-      return REDLOCK_ENOMEM;
-    if (fakes == NULL) {
-      voter_standalone_init(&vs->standalone[i], &vs->nodes[i]);
-      vs->voter[i] = &vs->standalone[i].base;
-    } else {
+    int rc = fakes == NULL ? voter_make(vs, i, &addrs[i])
+                           : node_init(&vs->nodes[i], &vs->node_env, i, &addrs[i]);
+    if (rc != 0)
+      return rc;
+    if (fakes != NULL)
       vs->voter[i] = fakes[i];
-    }
     vs->voter[i]->report = on_voter;
     vs->voter[i]->report_arg = vs;
   }

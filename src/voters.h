@@ -7,8 +7,10 @@
  * (voters_transport).  What it has to say goes up through voters_hooks_t;
  * its owner (client.c) never sees a kind's insides.
  *
- * Each voter is a voter_t of some kind (voter.h): `standalone` for each
- * listed address, or, in the engine's unit tests, fake voters handed in. */
+ * Each voter is a voter_t of the kind its URI names (voter.h): `standalone`
+ * (redis://, rediss://, unix://) or `sentinel` (redis-sentinel://,
+ * rediss-sentinel://), or, in the engine's unit tests, fake voters handed in.
+ * Every voter's master is a node of vs->nodes (the notifier's addresses). */
 #ifndef REDLOCK_VOTERS_H
 #define REDLOCK_VOTERS_H
 
@@ -20,6 +22,7 @@
 #include "notify.h"
 #include "round.h"
 #include "voter.h"
+#include "voter_sentinel.h"
 #include "voter_standalone.h"
 
 /* A connection that keeps requests waiting but sends no reply for this many
@@ -60,8 +63,9 @@ typedef struct voters_hooks {
 typedef struct voters {
   unsigned n;                     /* const */
   voter_t **voter;                /* const after init: voter i (voters.c allocates the array) */
-  node_t *nodes;                  /* voters.c: the listed masters (node.c's); the standalone
-                                   * voters' connections and the notifier's addresses */
+  node_t *nodes;                  /* voters.c: each voter's master (node.c's): a standalone
+                                   * voter's connection, a sentinel voter's current master;
+                                   * the notifier's addresses */
   voter_standalone_t *standalone; /* voters.c: the standalone voters (NULL with fakes) */
   node_env_t node_env;            /* voters.c: what the nodes get (and the notifier) */
   voters_hooks_t hooks;           /* const after init */
@@ -73,8 +77,8 @@ typedef struct voters {
 /* The rounds' transport over the voters; its argument is the voters_t. */
 extern const round_transport_t voters_transport;
 
-/* One standalone voter per address (copied); 0 or REDLOCK_ENOMEM (then
- * voters_free).  With `fakes` (the engine's unit tests: n voters already
+/* One voter per address (copied), of the kind it names; 0 or REDLOCK_ENOMEM
+ * (then voters_free).  With `fakes` (the engine's unit tests: n voters already
  * made) those are the voters instead, and the start-up barrier is open. */
 int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
                 const node_addr_t *addrs, unsigned n, voter_t *const *fakes);

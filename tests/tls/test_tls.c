@@ -30,11 +30,14 @@
  *    accepts TCP but never answers the TLS handshake is given up on at the
  *    connect timeout, and redlock_open returns by then;
  *  - option checks with real files: a key that does not match its
- *    certificate, a key given as CA, are refused when set, with the reason.
+ *    certificate, a key given as CA, are refused when set, with the reason;
+ *  - a Sentinel voter over TLS (rediss-sentinel://): the sentinel is asked
+ *    over TLS and the master it names is reached over TLS.
  * Waits are rh_wait_until deadlines, never sleeps.  Usage: test_tls
  * MAKE_CERTS_SH. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -45,11 +48,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "fixture.h"
+#include "sentinel_harness.h"
 
 #define TTL 5000u
 #define SLACK_MS 1500u
@@ -528,6 +533,41 @@ static void test_option_files(void **state) {
   lock_roundtrip(fx, c, "tls:files", 1);
 }
 
+/* rediss-sentinel://: a sentinel (TLS port, tls-replication) watching a TLS
+ * master; the voter asks it over TLS and locks on the master over TLS (the
+ * key is read back there). */
+static void test_sentinel_tls(void **state) {
+  fx_t *fx = *state;
+  start_tls(fx, 0, 3, "server", 0, NULL);
+  char dir[320];
+  snprintf(dir, sizeof dir, "%s/sentinel", g_dir); /* removed with the certificates */
+  assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
+  sh_options_t o = {.dir = dir,
+                    .master_name = "mymaster",
+                    .master_port = rh_server_port(fx->servers[0]),
+                    .quorum = 1,
+                    .down_after_ms = 5000,
+                    .failover_timeout_ms = 10000,
+                    .tls_cert_file = cert("server.crt"),
+                    .tls_key_file = cert("server.key"),
+                    .tls_ca_cert_file = cert("ca.crt")};
+  sh_sentinel_t *s = NULL;
+  assert_int_equal(sh_start(&s, &o), 0);
+  char uri[128];
+  snprintf(uri, sizeof uri, "rediss-sentinel://127.0.0.1:%d/mymaster", sh_tls_port(s));
+  const char *uris[3] = {uri, rh_server_uri(fx->servers[1]), rh_server_uri(fx->servers[2])};
+  redlock_options_t *opts = fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_DEBUG);
+  assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, NULL, NULL), 0);
+  redlock_t *c = fx_open(fx, 0, opts);
+  lock_roundtrip(fx, c, "tls:sentinel", 3);
+  char want[96];
+  snprintf(want, sizeof want, "names 127.0.0.1:%d as the master of 'mymaster'",
+           rh_server_port(fx->servers[0]));
+  assert_true(fx_log_contains(fx, 0, want));
+  fx_close(fx, 0);
+  sh_stop(s);
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 #define TC(fn) FX_TEST(fn, 0)
@@ -555,7 +595,7 @@ int main(int argc, char **argv) {
       TC(test_name_mismatch),           TC(test_verify_off),        TC(test_cn_only),
       TC(test_encrypted_key),           TC(test_mutual_tls),        TC(test_mixed_plain_tls),
       TC(test_auth_over_tls),           TC(test_restart_reconnect), TC(test_woken_wait),
-      TC(test_handshake_timeout),       TC(test_option_files),
+      TC(test_handshake_timeout),       TC(test_option_files),      TC(test_sentinel_tls),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);

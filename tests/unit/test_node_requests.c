@@ -796,6 +796,133 @@ static void test_acks_cover_failover(void **state) {
   assert_int_equal(f->node.quarantine_kind, QUARANTINE_RESTART);
 }
 
+/* ---- a master that moves (node_retarget, node_hint: the Sentinel voter's) ------------ */
+
+/* The node follows its master to another address: the old connection goes
+ * (DOWN "master moved"), a new one comes up there at once, and the server
+ * found there is another server, never a restart, however young: it may
+ * lack what the old one granted while the old one lives on. */
+static void test_retarget(void **state) {
+  nf_t *f = *state;
+  mock_master_set_replication(f->mock, "master", REPLID_A, NO_REPLID, 1);
+  start_quarantining(f, 30000, 3600);
+  assert_false(node_quarantined_now(&f->node));
+  mock_master_t *other = mock_master_start(&f->loop);
+  assert_non_null(other);
+  mock_master_set_run_id(other, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+  mock_master_set_uptime(other, 1); /* started "after the loss": still not a restart */
+  mock_master_set_replication(other, "master", REPLID_B, REPLID_A, 0);
+  /* the same address: nothing to do */
+  assert_int_equal(node_retarget(&f->node, "127.0.0.1", mock_master_port(f->mock), "same"), 0);
+  assert_int_equal(nf_count(f, NODE_EV_DOWN), 0);
+  assert_int_equal(node_retarget(&f->node, "127.0.0.1", mock_master_port(other), "moved"), 0);
+  int down = nf_index(f, NODE_EV_DOWN, 1);
+  assert_true(down >= 0);
+  assert_string_equal(f->events[down].what, "master moved");
+  assert_string_equal(f->events[down].detail, "moved");
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_int_equal(f->node.addr.port, mock_master_port(other));
+  assert_true(mock_master_count(other, "INFO") >= 2);
+  assert_true(node_quarantined_now(&f->node));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_MOVED);
+  nf_shutdown(f);
+  mock_master_close(other);
+}
+
+/* Acks that covered every replica of the old master waive a move to its
+ * promoted replica (its master_replid2 is the old one's replication id). */
+static void test_retarget_acked(void **state) {
+  nf_t *f = *state;
+  nf_address(f, NULL, "?wait=1", 0);
+  mock_master_set_replication(f->mock, "master", REPLID_A, NO_REPLID, 1);
+  start_quarantining(f, 30000, 3600);
+  mock_master_t *other = mock_master_start(&f->loop);
+  assert_non_null(other);
+  mock_master_set_run_id(other, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee");
+  mock_master_set_replication(other, "master", REPLID_B, REPLID_A, 0);
+  assert_int_equal(node_retarget(&f->node, "127.0.0.1", mock_master_port(other), "moved"), 0);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_false(node_quarantined_now(&f->node));
+  nf_shutdown(f);
+  mock_master_close(other);
+}
+
+/* A node not started yet only takes the address. */
+static void test_retarget_unstarted(void **state) {
+  nf_t *f = *state;
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  f->started = 1;
+  assert_int_equal(node_retarget(&f->node, "127.0.0.2", 7777, "moved"), 0);
+  assert_string_equal(f->node.addr.host, "127.0.0.2");
+  assert_int_equal(f->node.addr.port, 7777);
+  assert_int_equal(f->n_events, 0);
+}
+
+/* The hint dates a first-sight promotion: one older than max TTL costs
+ * nothing, a recent one the rest of max TTL; a hint about another run_id
+ * is ignored. */
+static void test_hint(void **state) {
+  nf_t *f = *state;
+  mock_master_set_replication(f->mock, "master", REPLID_B, REPLID_A, 0);
+  f->env.quarantine = 1;
+  f->env.max_ttl_ms = 30000;
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
+  f->started = 1;
+  uint64_t now = tb_now_ns(&f->tb);
+  node_hint(&f->node, NULL, now - 40ull * 1000000000u); /* run_id not known: any */
+  node_start(&f->node);
+  nf_wait_event(f, NODE_EV_UP, 1);
+  assert_false(node_quarantined_now(&f->node));
+  /* recent, for this run_id: quarantined the rest of max TTL */
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_DOWN, 1);
+  f->node.past.seen = 0; /* (as a client that sees it first now) */
+  now = tb_now_ns(&f->tb);
+  node_hint(&f->node, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", now - 20ull * 1000000000u);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  assert_true(node_quarantined_now(&f->node));
+  assert_true(f->node.quarantine_until_ns <= now + 10ull * 1000000000u);
+  /* about another server: max TTL from the handshake */
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_DOWN, 2);
+  f->node.past.seen = 0;
+  now = tb_now_ns(&f->tb);
+  node_hint(&f->node, "cccccccccccccccccccccccccccccccccccccccc", now - 40ull * 1000000000u);
+  nf_wait_event(f, NODE_EV_UP, 3);
+  assert_true(f->node.quarantine_until_ns >= now + 30ull * 1000000000u);
+}
+
+/* -READONLY and -LOADING say the server is no master now: reported once per
+ * connection (a Sentinel voter asks where the master went). */
+static void test_not_master_reply(void **state) {
+  nf_t *f = *state;
+  mock_master_on(f->mock, "SET", MOCK_REPLY,
+                 "-READONLY You can't write against a read only "
+                 "replica.\r\n",
+                 0);
+  start_ready(f);
+  nf_req_t a, b;
+  assert_int_equal(nf_send(f, &a, "SET k v", 0), 0);
+  assert_int_equal(nf_send(f, &b, "SET k v", 0), 0);
+  nf_wait_req(f, &a);
+  nf_wait_req(f, &b);
+  assert_int_equal(nf_count(f, NODE_EV_NOT_MASTER), 1);
+  int i = nf_index(f, NODE_EV_NOT_MASTER, 1);
+  assert_non_null(strstr(f->events[i].detail, "READONLY"));
+  /* a new connection may say it again; other errors say nothing */
+  mock_master_clear_rules(f->mock);
+  mock_master_on(f->mock, "SET", MOCK_REPLY, "-LOADING Redis is loading the dataset\r\n", 0);
+  mock_master_on(f->mock, "GET", MOCK_REPLY, "-ERR other\r\n", 0);
+  mock_master_drop_all(f->mock);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  nf_req_t c, d;
+  assert_int_equal(nf_send(f, &c, "GET k", 0), 0);
+  assert_int_equal(nf_send(f, &d, "SET k v", 0), 0);
+  nf_wait_req(f, &c);
+  nf_wait_req(f, &d);
+  assert_int_equal(nf_count(f, NODE_EV_NOT_MASTER), 2);
+}
+
 /* waitaof=1,R: every counted write was fsynced first, so a restart loses
  * none of them: no restart quarantine. */
 static void test_aof_acks_waive_restart(void **state) {
@@ -870,6 +997,11 @@ int main(void) {
       T(test_failover_replid_changed),
       T(test_moved_server),
       T(test_acks_cover_failover),
+      T(test_retarget),
+      T(test_retarget_acked),
+      T(test_retarget_unstarted),
+      T(test_hint),
+      T(test_not_master_reply),
       T(test_aof_acks_waive_restart),
       T(test_ack_pipelined),
       T(test_quarantine_small_uptime),

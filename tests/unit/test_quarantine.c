@@ -47,7 +47,7 @@ static const ack_spec_t no_ack = {ACK_NONE, 0, 0, 0};
 
 static quarantine_t judge(const quarantine_past_t *past, info_server_t s, info_replication_t r,
                           const ack_spec_t *ack) {
-  return quarantine_judge(past, &s, &r, NOW, MAX_TTL_MS, ack);
+  return quarantine_judge(past, &s, &r, NULL, NOW, MAX_TTL_MS, ack);
 }
 
 static quarantine_past_t past_of(const char *run_id, const char *replid, uint64_t lost_ns) {
@@ -161,6 +161,63 @@ static void test_new_run_id(void **state) {
   assert_int_equal(q.kind, QUARANTINE_MOVED);
 }
 
+/* A hint (a Sentinel voter's: the sentinels say since when this server is
+ * a master) dates a failover or a move; it never shortens a restart's
+ * quarantine, and it is ignored for another server or when it claims a
+ * role older than the process. */
+static void test_hint(void **state) {
+  (void)state;
+  quarantine_past_t none;
+  memset(&none, 0, sizeof none);
+  info_server_t s = server(RUN_A, 3600);
+  info_replication_t r = repl(REPL_2, REPL_1, 0);
+  quarantine_hint_t hint = {RUN_A, NOW - 20 * S};
+  /* master for 20 s: 40 s left */
+  quarantine_t q = quarantine_judge(&none, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(q.until_ns, NOW - 20 * S + MAX_NS);
+  /* master for longer than max TTL: nothing */
+  hint.master_since_ns = NOW - MAX_NS - S;
+  q = quarantine_judge(&none, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_NONE);
+  assert_int_equal(q.until_ns, 0);
+  /* about another server: max TTL from now */
+  quarantine_hint_t other = {RUN_B, NOW - MAX_NS - S};
+  q = quarantine_judge(&none, &s, &r, &other, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.until_ns, NOW + MAX_NS);
+  /* a hint that names no run_id (the sentinels had not read it yet) */
+  quarantine_hint_t unnamed = {"", NOW - 20 * S};
+  q = quarantine_judge(&none, &s, &r, &unnamed, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.until_ns, NOW - 20 * S + MAX_NS);
+  /* a role older than the process (up 10 s, "master for 100 s"): ignored */
+  info_server_t young = server(RUN_A, 10);
+  hint.master_since_ns = NOW - 100 * S;
+  q = quarantine_judge(&none, &young, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(q.until_ns, NOW + MAX_NS);
+  /* a young server, master since its start: its restart quarantine stays */
+  hint.master_since_ns = NOW - 9 * S;
+  q = quarantine_judge(&none, &young, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.until_ns, NOW + MAX_NS - 9 * S);
+  /* a move (the voter followed the sentinels to another server) is dated too */
+  quarantine_past_t p = past_of(RUN_B, REPL_1, 0);
+  hint.master_since_ns = NOW - 30 * S;
+  q = quarantine_judge(&p, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_MOVED);
+  assert_int_equal(q.until_ns, NOW - 30 * S + MAX_NS);
+  /* a replication id that changed under the same run_id: seen here first,
+   * the hint may predate it */
+  quarantine_past_t same = past_of(RUN_A, REPL_1, NOW - S);
+  hint.master_since_ns = NOW - MAX_NS - S;
+  q = quarantine_judge(&same, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(q.until_ns, NOW + MAX_NS);
+  /* a hint from the future (a clock read after ours): now */
+  hint.master_since_ns = NOW + S;
+  q = quarantine_judge(&none, &s, &r, &hint, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(q.until_ns, NOW + MAX_NS);
+}
+
 static void test_names(void **state) {
   (void)state;
   assert_string_equal(quarantine_name(QUARANTINE_RESTART), "restart quarantine");
@@ -201,4 +258,5 @@ static void test_parse_replication(void **state) {
 
 UNIT_MAIN(cmocka_unit_test(test_restart), cmocka_unit_test(test_first_sight_promoted),
           cmocka_unit_test(test_same_server), cmocka_unit_test(test_new_run_id),
-          cmocka_unit_test(test_names), cmocka_unit_test(test_parse_replication))
+          cmocka_unit_test(test_hint), cmocka_unit_test(test_names),
+          cmocka_unit_test(test_parse_replication))
