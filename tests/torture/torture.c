@@ -10,7 +10,8 @@
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
- *           [--mutate-sem-refused]
+ *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
+ *           [--no-kill] [--hold-ms MS]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -20,10 +21,11 @@
  *
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
  * timeout 100 ms, deadline slack 2000 ms (5000 ms under ASan).  The fault
- * schedule is a pure function of --seed and --duration (printed at the start
- * and the end), so a failing run is replayed with the same two options; the
- * workers' own random choices are seeded from it too, though thread
- * scheduling is not reproducible.
+ * schedule is a pure function of --seed and --duration (and --failover,
+ * --no-kill; the replay options are printed at the start and the end), so a
+ * failing run is replayed with the same options; the workers' own random
+ * choices are seeded from it too, though thread scheduling is not
+ * reproducible.
  *
  * Set-up: 5 redis-server processes from tests/support/redis_harness (no
  * persistence, DEBUG enabled for local connections), one fault proxy
@@ -31,7 +33,11 @@
  * (torture_worker, fork + exec, dying with this process) that reach the
  * masters only through the proxies.  Workers use fencing, the restart
  * quarantine with a max TTL of 1500 ms (restarted masters rejoin during the
- * run), a lock TTL of 1000 ms and a short request timeout.
+ * run), a lock TTL of 1000 ms, a short request timeout, and hold a lock at
+ * most --hold-ms (40 ms; 200 with --failover) and a quarter of its validity.
+ * --failover adds a replica per master (5 more redis-server, REPLICAOF their
+ * master, linked before the run; all 10 with repl-diskless-sync-delay 0, so
+ * that a full sync starts at once, and tls-replication with --tls-certs).
  *
  * Faults (seeded schedule; at most 2 masters faulted at a time, counting a
  * restarted master as faulted until its quarantine is surely over, except
@@ -51,14 +57,36 @@
  *   proxy-delay / proxy-stall / proxy-blackhole / proxy-refuse (the proxy)
  *   and instant ones: script-flush (SCRIPT FLUSH), client-kill (CLIENT KILL
  *   TYPE normal), client-kill-pubsub (CLIENT KILL TYPE pubsub), proxy-reset.
+ * With --failover (docs/safety.md §5b; a failed-over master counts as
+ * faulted until its failover quarantine is surely over, like a restart):
+ *   failover      SIGKILL of the master, REPLICAOF NO ONE on its replica,
+ *                 the master's proxy retargeted to it (fault_proxy_set_upstream:
+ *                 open connections reset, as a virtual IP moving); 0.1-0.8 s
+ *                 later the old master restarts empty as the new one's
+ *                 replica: roles swap.  The log says how many of the old
+ *                 master's lock keys the promoted replica lacked.
+ *   replica-cut   SIGSTOP of the replica + CLIENT KILL TYPE replica on the
+ *                 master, later SIGCONT; alone, or ending in a failover that
+ *                 promotes the replica before it could resync.
+ *   foreign-hold  the driver, as a client that won a minority, holds every
+ *                 lock key r<i> on a master (SET NX PX, retried every ms) and
+ *                 releases them as the library does (compare-and-delete and
+ *                 PUBLISH on the release channel).
+ *   failover windows: a replica cut on one master and foreign holds on two
+ *                 others for 0.4-1.2 s (the grants meanwhile rest on the cut
+ *                 master and exactly two more), then the cut master fails
+ *                 over and, 50 ms later, the holds are released: without the
+ *                 failover quarantine a second holder wins on the promoted
+ *                 replica and the two released masters.
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
  * worker has exited, so that the workers' last unlocks and their
  * redlock_close run against freshly hung masters.
  * Every fault is inside the safety model of docs/safety.md (no clock steps,
- * keys lost only by restarts, which the quarantine covers): any violation
- * found by the checker is a bug in the library (or in this test).
+ * keys lost only by restarts and failovers, which the quarantine covers):
+ * any violation found by the checker is a bug in the library (or in this
+ * test).
  *
  * The checker (after the workers exited; record format in torture_common.h):
  *  1. Mutual exclusion: per resource, no two hold windows
@@ -95,9 +123,13 @@
  * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
  * holder (and a leader, after on_lost or its resign) act MS past its
  * validity; --mutate-sem-refused makes a semaphore caller take a refused
- * permit as granted.  Each must make the matching check fail.
+ * permit as granted; --mutate-no-quarantine (with --failover; implies
+ * --no-kill, so that only a failover loses keys) runs the workers without
+ * the quarantine (restart and failover alike): mutual exclusion must break.
+ * Each must make the matching check fail.
  * It prints a summary (grants per resource, call outcomes, faults injected by
- * kind, workers' memory, seed) and exits 1 on any violation, printing the
+ * kind, failovers and how many promoted a replica lacking keys, workers'
+ * memory, seed) and exits 1 on any violation, printing the
  * offending records; 2 on a set-up error; 4 from its own watchdog.  The run
  * directory (histories, worker logs, the fault log) is removed after a
  * passing run and kept, and named, after a failing one (--keep keeps it).
@@ -163,6 +195,7 @@ static struct {
   int mutate_sem_refused;
   int failover;             /* replicas and failover faults */
   int mutate_no_quarantine; /* workers without the quarantine (with --failover) */
+  int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
   unsigned hold_ms;         /* the workers' hold cap */
   int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
@@ -177,7 +210,7 @@ static void usage(void) {
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
           "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
-          "               [--hold-ms MS]\n"
+          "               [--no-kill] [--hold-ms MS]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -198,6 +231,7 @@ static int parse_args(int argc, char **argv) {
       {"--mutate-sem-refused", TO_FLAG, &opt.mutate_sem_refused},
       {"--failover", TO_FLAG, &opt.failover},
       {"--mutate-no-quarantine", TO_FLAG, &opt.mutate_no_quarantine},
+      {"--no-kill", TO_FLAG, &opt.no_kill},
       {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
@@ -231,6 +265,10 @@ static int parse_args(int argc, char **argv) {
                     "needs --failover\n");
     return -1;
   }
+  /* Without kills, only a failover loses keys: the mutation then shows that
+   * the failover quarantine (not the restart one) is what keeps it safe. */
+  if (opt.mutate_no_quarantine)
+    opt.no_kill = 1;
   return 0;
 }
 
@@ -962,7 +1000,9 @@ static const char *replay_extra(void) {
   snprintf(buf, sizeof buf, "%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
            opt.failover ? " --failover" : "",
-           opt.mutate_no_quarantine ? " --mutate-no-quarantine" : "");
+           opt.mutate_no_quarantine ? " --mutate-no-quarantine"
+           : opt.no_kill            ? " --no-kill"
+                                    : "");
   return buf;
 }
 
@@ -1034,7 +1074,7 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            "in all); failover windows (replica cut + foreign holds on two others, then the "
            "failover) %u, lock keys taken by foreign holds %u%s\n",
            fo_done, fo_lacking, fo_lacking_keys, sched->fo_windows, foreign_keys_held,
-           opt.mutate_no_quarantine ? "; no kill faults (--mutate-no-quarantine)" : "");
+           opt.no_kill ? "; no kill faults" : "");
   printf("  end of run (held through the workers' last calls and redlock_close):");
   for (int i = 0; i < n_final_faults; i++)
     printf(" master %d %s;", final_faults[i].master, fault_names[final_faults[i].kind]);
@@ -1202,7 +1242,7 @@ int main(int argc, char **argv) {
   schedule_t sched = {0};
   make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
                 !opt.no_end_faults,
-                (opt.failover ? SCHED_FAILOVER : 0) | (opt.mutate_no_quarantine ? SCHED_NO_KILL : 0));
+                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0));
   for (int m = 0; m < N_MASTERS; m++) {
     flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
          (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));
