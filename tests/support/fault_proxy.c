@@ -113,7 +113,7 @@ typedef struct {
   unsigned delay_ms, pace_ms;
   int stalled, blackhole, refuse;
   size_t max_buffer;
-  uint64_t reset_seq; /* bumped per reset_all; a change means "reset now" */
+  uint64_t reset_seq;          /* bumped per reset_all; a change means "reset now" */
   struct sockaddr_in upstream; /* where new connections go */
 } fp_config_t;
 

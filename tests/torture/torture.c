@@ -467,7 +467,8 @@ static void take_snapshot(rh_server_t *s, key_snapshot_t *snap) {
   redisReply *r = redisCommand(c, "EVAL %s 0 %s", snapshot_script, TORTURE_KEY_PREFIX "*");
   if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
     for (size_t i = 0; i + 1 < r->elements && snap->n < SNAP_MAX; i += 2) {
-      if (r->element[i]->type != REDIS_REPLY_STRING || r->element[i + 1]->type != REDIS_REPLY_STRING)
+      if (r->element[i]->type != REDIS_REPLY_STRING ||
+          r->element[i + 1]->type != REDIS_REPLY_STRING)
         continue;
       snprintf(snap->key[snap->n], sizeof snap->key[0], "%s", r->element[i]->str);
       snprintf(snap->val[snap->n], sizeof snap->val[0], "%s", r->element[i + 1]->str);
@@ -609,8 +610,8 @@ static int foreign_tick(void) {
     for (int r = 0; f->c != NULL && r < opt.resources; r++) {
       if (f->taken & (1ull << r))
         continue;
-      redisReply *rep = redisCommand(f->c, "SET %sr%d %s NX PX %u", TORTURE_KEY_PREFIX, r,
-                                     f->value, f->px);
+      redisReply *rep =
+          redisCommand(f->c, "SET %sr%d %s NX PX %u", TORTURE_KEY_PREFIX, r, f->value, f->px);
       f->tries++;
       if (rep != NULL && rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0) {
         f->taken |= 1ull << r;

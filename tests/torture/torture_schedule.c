@@ -6,12 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *const fault_names[F_N_KINDS] = {"kill",         "sigstop",         "iptables",
-                                            "client-pause", "debug-sleep",     "proxy-delay",
-                                            "proxy-stall",  "proxy-blackhole", "proxy-refuse",
-                                            "script-flush", "client-kill",     "client-kill-pubsub",
-                                            "proxy-reset",  "failover",        "replica-cut",
-                                            "foreign-hold"};
+const char *const fault_names[F_N_KINDS] = {
+    "kill",         "sigstop",      "iptables",    "client-pause",
+    "debug-sleep",  "proxy-delay",  "proxy-stall", "proxy-blackhole",
+    "proxy-refuse", "script-flush", "client-kill", "client-kill-pubsub",
+    "proxy-reset",  "failover",     "replica-cut", "foreign-hold"};
 
 static void push(schedule_t *s, uint64_t at, int master, int kind, int end, unsigned param,
                  int window) {
@@ -167,8 +166,7 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
      * fault starts meanwhile. */
     int fo_waiting = 0;
     if ((flags & SCHED_FAILOVER) && t >= fo.next_at) {
-      uint64_t after =
-          fo_try(s, &fo, t, t_final, busy_until, free_m, n_free, max_ttl_ms);
+      uint64_t after = fo_try(s, &fo, t, t_final, busy_until, free_m, n_free, max_ttl_ms);
       if (after != 0) {
         fo_plan_next(&fo, after);
         t += torture_range(&fo.rng, 150, 700);

@@ -51,7 +51,7 @@ typedef struct {
   unsigned order; /* creation order: a stable tie-break */
   int master, kind, end;
   unsigned param; /* duration (ms), or the proxy delay */
-  int window;     /* part of a no-quorum window (1), the end of the run (2), a failover window (3) */
+  int window;     /* 1: a no-quorum window, 2: the end of the run, 3: a failover window */
 } event_t;
 
 typedef struct {
