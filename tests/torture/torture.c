@@ -995,15 +995,19 @@ static void read_history(tc_history_t *h, int id) {
 }
 
 /* The options besides --duration and --seed that make the schedule (and
- * the primitive), for the replay line. */
+ * the primitive, a hold cap that is not the default), for the replay line. */
 static const char *replay_extra(void) {
-  static char buf[160];
-  snprintf(buf, sizeof buf, "%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+  static char buf[200];
+  char hold[32] = "";
+  if (opt.hold_ms != (opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS))
+    snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
+  snprintf(buf, sizeof buf, "%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
            opt.failover ? " --failover" : "",
            opt.mutate_no_quarantine ? " --mutate-no-quarantine"
            : opt.no_kill            ? " --no-kill"
-                                    : "");
+                                    : "",
+           hold);
   return buf;
 }
 

@@ -78,8 +78,9 @@ static void fo_plan_next(fo_plan_t *f, uint64_t after) {
   f->next_at = after + torture_range(&f->rng, 1500, 4000);
 }
 
-/* Tries to schedule the planned failover fault at t; returns the time it
- * keeps the masters it started on busy from (0: not now, try later). */
+/* Tries to schedule the planned failover fault at t (with the masters free
+ * at t); returns the instant the next one is planned from (its failover, or
+ * the end of a cut alone), or 0: not now, try again later. */
 static uint64_t fo_try(schedule_t *s, fo_plan_t *f, uint64_t t, uint64_t t_final,
                        uint64_t *busy_until, const int *free_m, int n_free, unsigned max_ttl_ms) {
   int busy = TORTURE_MASTERS - n_free;
