@@ -4,6 +4,7 @@
  * forwarding, delay (both ways, order kept, applied to queued bytes), stall
  * and resume, blackhole, reset of open connections, refused connections,
  * the buffer cap, backpressure to a slow reader, an upstream that is down,
+ * an upstream that moves to another server (fault_proxy_set_upstream),
  * the connection count, the loopback-only rule, and that waiting on a fault
  * costs no CPU.
  *
@@ -399,6 +400,56 @@ static void test_reset_all(void **state) {
   assert_true(ping_fresh(f->proxy));
 }
 
+/* A moved upstream: open connections are reset, new ones reach the new
+ * server (its own keys, not the old one's), other settings are kept, and a
+ * bad address changes nothing. */
+static void test_set_upstream(void **state) {
+  fixture_t *f = *state;
+  rh_server_t *other = NULL;
+  assert_int_equal(rh_server_start(&other, NULL), 0);
+  char buf[64];
+  assert_int_equal(rh_server_command(server, buf, sizeof buf, "SET fp:where old"), 0);
+  assert_int_equal(rh_server_command(other, buf, sizeof buf, "SET fp:where new"), 0);
+
+  redisContext *c = connect_via(f->proxy, SLOW_TIMEOUT_MS);
+  assert_non_null(c);
+  assert_true(ping(c));
+  assert_int_equal(fault_proxy_set_delay(f->proxy, 30), 0);
+  assert_int_not_equal(fault_proxy_set_upstream(f->proxy, "10.0.0.1", rh_server_port(other)), 0);
+  assert_int_not_equal(fault_proxy_set_upstream(f->proxy, "127.0.0.1", 0), 0);
+  assert_true(ping(c)); /* nothing changed */
+
+  assert_int_equal(fault_proxy_set_upstream(f->proxy, "127.0.0.1", rh_server_port(other)), 0);
+  assert_int_equal(fault_proxy_connections(f->proxy), 0); /* applied when it returns */
+  assert_false(ping(c));
+  assert_int_not_equal(c->err, 0);
+  redisFree(c);
+
+  c = connect_via(f->proxy, SLOW_TIMEOUT_MS);
+  assert_non_null(c);
+  uint64_t t0 = rh_now_ms();
+  redisReply *r = redisCommand(c, "GET fp:where");
+  assert_non_null(r);
+  assert_int_equal(r->type, REDIS_REPLY_STRING);
+  assert_string_equal(r->str, "new");
+  freeReplyObject(r);
+  assert_true(rh_now_ms() - t0 >= 55); /* the delay still applies, both ways */
+  redisFree(c);
+
+  /* And back. */
+  assert_int_equal(fault_proxy_set_delay(f->proxy, 0), 0);
+  assert_int_equal(fault_proxy_set_upstream(f->proxy, "localhost", rh_server_port(server)), 0);
+  c = connect_via(f->proxy, SLOW_TIMEOUT_MS);
+  assert_non_null(c);
+  r = redisCommand(c, "GET fp:where");
+  assert_non_null(r);
+  assert_string_equal(r->str, "old");
+  freeReplyObject(r);
+  redisFree(c);
+  assert_true(wait_connections(f->proxy, 0));
+  rh_server_free(other);
+}
+
 static void test_refuse(void **state) {
   fixture_t *f = *state;
   redisContext *old = connect_via(f->proxy, SLOW_TIMEOUT_MS);
@@ -568,6 +619,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_blackhole, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reset_all, setup, teardown),
       cmocka_unit_test_setup_teardown(test_refuse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_set_upstream, setup, teardown),
       cmocka_unit_test_setup_teardown(test_buffer_cap, setup, teardown),
       cmocka_unit_test_setup_teardown(test_slow_reader_backpressure, setup, teardown),
       cmocka_unit_test_setup_teardown(test_upstream_down, setup, teardown),

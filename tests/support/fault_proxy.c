@@ -20,7 +20,10 @@
  *  - a peer's FIN travels as a marker at the end of the FIFO so it is never
  *    delivered before the data it followed (and obeys stall and delay);
  *  - a peer's RST, or any error, resets both sides: the other end sees the
- *    abortive close it would have seen without the proxy.
+ *    abortive close it would have seen without the proxy;
+ *  - upstream change (a virtual IP moving to another server): the address
+ *    new connections go to is part of the published settings, and the same
+ *    change resets every open connection, so none outlives it.
  *
  * Memory is bounded per connection: bytes held on purpose (queued) plus
  * bytes being written past the cap reset the connection; a destination that
@@ -110,7 +113,8 @@ typedef struct {
   unsigned delay_ms, pace_ms;
   int stalled, blackhole, refuse;
   size_t max_buffer;
-  uint64_t reset_seq; /* bumped per reset_all; a change means "reset now" */
+  uint64_t reset_seq;          /* bumped per reset_all; a change means "reset now" */
+  struct sockaddr_in upstream; /* where new connections go */
 } fp_config_t;
 
 struct fault_proxy {
@@ -118,7 +122,6 @@ struct fault_proxy {
   uv_thread_t thread;
   uv_tcp_t listener;
   uv_async_t async;
-  struct sockaddr_in upstream_addr;
   int port;
   atomic_uint connections;
 
@@ -546,7 +549,7 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->client, 1);
-  if (uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&p->upstream_addr,
+  if (uv_tcp_connect(&c->connect_req, &c->upstream, (const struct sockaddr *)&p->cfg.upstream,
                      on_connect) != 0 ||
       uv_read_start((uv_stream_t *)&c->client, on_alloc, on_read) != 0)
     conn_close(c, 1);
@@ -636,6 +639,13 @@ static void edit_reset(fp_config_t *cfg, size_t v) {
 static void edit_max_buffer(fp_config_t *cfg, size_t v) {
   cfg->max_buffer = v != 0 ? v : FAULT_PROXY_DEFAULT_MAX_BUFFER;
 }
+/* v: the new upstream (a struct sockaddr_in * of the caller's, read under
+ * the mutex, before control() returns).  Existing connections are reset: a
+ * reset_all in the same change, so that none is left talking to the old one. */
+static void edit_upstream(fp_config_t *cfg, size_t v) {
+  cfg->upstream = *(const struct sockaddr_in *)(uintptr_t)v;
+  cfg->reset_seq++;
+}
 
 int fault_proxy_set_delay(fault_proxy_t *p, unsigned delay_ms) {
   return control(p, edit_delay, delay_ms);
@@ -653,6 +663,16 @@ int fault_proxy_reset_all(fault_proxy_t *p) { return control(p, edit_reset, 0); 
 int fault_proxy_set_refuse(fault_proxy_t *p, int on) { return control(p, edit_refuse, on != 0); }
 int fault_proxy_set_max_buffer(fault_proxy_t *p, size_t bytes) {
   return control(p, edit_max_buffer, bytes);
+}
+
+static int parse_upstream(struct sockaddr_in *addr, const char *host, int port);
+
+int fault_proxy_set_upstream(fault_proxy_t *p, const char *host, int port) {
+  struct sockaddr_in addr;
+  int rc = parse_upstream(&addr, host, port);
+  if (rc != 0)
+    return rc;
+  return control(p, edit_upstream, (size_t)(uintptr_t)&addr);
 }
 
 int fault_proxy_port(const fault_proxy_t *p) { return p != NULL ? p->port : -1; }
@@ -694,7 +714,7 @@ int fault_proxy_start_on(fault_proxy_t **out, int listen_port, const char *upstr
   struct fault_proxy *p = calloc(1, sizeof *p);
   if (p == NULL)
     return UV_ENOMEM;
-  int rc = parse_upstream(&p->upstream_addr, upstream_host, upstream_port);
+  int rc = parse_upstream(&p->cfg.upstream, upstream_host, upstream_port);
   if (rc != 0) {
     free(p);
     return rc;

@@ -64,6 +64,15 @@ int fault_proxy_set_refuse(fault_proxy_t *proxy, int on);
 /* Per-connection buffer cap in bytes (0 = FAULT_PROXY_DEFAULT_MAX_BUFFER). */
 int fault_proxy_set_max_buffer(fault_proxy_t *proxy, size_t bytes);
 
+/* Forwards new connections to upstream_host:upstream_port (the same rules
+ * as fault_proxy_start: 127.0.0.0/8 or "localhost") and resets (RST, both
+ * sides) every connection open now, as a virtual IP moved to another server
+ * would: no client keeps talking to the old upstream, and every client sees
+ * the change as a reconnect.  When it returns, every connection accepted from
+ * then on goes to the new upstream.  The other settings (delay, stall, ...)
+ * are kept.  UV_EINVAL (nothing changed) for a bad address. */
+int fault_proxy_set_upstream(fault_proxy_t *proxy, const char *upstream_host, int upstream_port);
+
 /* Client connections currently open (accepted and not yet closed). */
 unsigned fault_proxy_connections(const fault_proxy_t *proxy);
 

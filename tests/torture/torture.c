@@ -10,7 +10,8 @@
  *           [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
- *           [--mutate-sem-refused]
+ *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
+ *           [--no-kill] [--hold-ms MS]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -20,10 +21,11 @@
  *
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
  * timeout 100 ms, deadline slack 2000 ms (5000 ms under ASan).  The fault
- * schedule is a pure function of --seed and --duration (printed at the start
- * and the end), so a failing run is replayed with the same two options; the
- * workers' own random choices are seeded from it too, though thread
- * scheduling is not reproducible.
+ * schedule is a pure function of --seed and --duration (and --failover,
+ * --no-kill; the replay options are printed at the start and the end), so a
+ * failing run is replayed with the same options; the workers' own random
+ * choices are seeded from it too, though thread scheduling is not
+ * reproducible.
  *
  * Set-up: 5 redis-server processes from tests/support/redis_harness (no
  * persistence, DEBUG enabled for local connections), one fault proxy
@@ -31,7 +33,11 @@
  * (torture_worker, fork + exec, dying with this process) that reach the
  * masters only through the proxies.  Workers use fencing, the restart
  * quarantine with a max TTL of 1500 ms (restarted masters rejoin during the
- * run), a lock TTL of 1000 ms and a short request timeout.
+ * run), a lock TTL of 1000 ms, a short request timeout, and hold a lock at
+ * most --hold-ms (40 ms; 200 with --failover) and a quarter of its validity.
+ * --failover adds a replica per master (5 more redis-server, REPLICAOF their
+ * master, linked before the run; all 10 with repl-diskless-sync-delay 0, so
+ * that a full sync starts at once, and tls-replication with --tls-certs).
  *
  * Faults (seeded schedule; at most 2 masters faulted at a time, counting a
  * restarted master as faulted until its quarantine is surely over, except
@@ -51,14 +57,36 @@
  *   proxy-delay / proxy-stall / proxy-blackhole / proxy-refuse (the proxy)
  *   and instant ones: script-flush (SCRIPT FLUSH), client-kill (CLIENT KILL
  *   TYPE normal), client-kill-pubsub (CLIENT KILL TYPE pubsub), proxy-reset.
+ * With --failover (docs/safety.md §5b; a failed-over master counts as
+ * faulted until its failover quarantine is surely over, like a restart):
+ *   failover      SIGKILL of the master, REPLICAOF NO ONE on its replica,
+ *                 the master's proxy retargeted to it (fault_proxy_set_upstream:
+ *                 open connections reset, as a virtual IP moving); 0.1-0.8 s
+ *                 later the old master restarts empty as the new one's
+ *                 replica: roles swap.  The log says how many of the old
+ *                 master's lock keys the promoted replica lacked.
+ *   replica-cut   SIGSTOP of the replica + CLIENT KILL TYPE replica on the
+ *                 master, later SIGCONT; alone, or ending in a failover that
+ *                 promotes the replica before it could resync.
+ *   foreign-hold  the driver, as a client that won a minority, holds every
+ *                 lock key r<i> on a master (SET NX PX, retried every ms) and
+ *                 releases them as the library does (compare-and-delete and
+ *                 PUBLISH on the release channel).
+ *   failover windows: a replica cut on one master and foreign holds on two
+ *                 others for 0.4-1.2 s (the grants meanwhile rest on the cut
+ *                 master and exactly two more), then the cut master fails
+ *                 over and, 50 ms later, the holds are released: without the
+ *                 failover quarantine a second holder wins on the promoted
+ *                 replica and the two released masters.
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
  * worker has exited, so that the workers' last unlocks and their
  * redlock_close run against freshly hung masters.
  * Every fault is inside the safety model of docs/safety.md (no clock steps,
- * keys lost only by restarts, which the quarantine covers): any violation
- * found by the checker is a bug in the library (or in this test).
+ * keys lost only by restarts and failovers, which the quarantine covers):
+ * any violation found by the checker is a bug in the library (or in this
+ * test).
  *
  * The checker (after the workers exited; record format in torture_common.h):
  *  1. Mutual exclusion: per resource, no two hold windows
@@ -95,9 +123,13 @@
  * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
  * holder (and a leader, after on_lost or its resign) act MS past its
  * validity; --mutate-sem-refused makes a semaphore caller take a refused
- * permit as granted.  Each must make the matching check fail.
+ * permit as granted; --mutate-no-quarantine (with --failover; implies
+ * --no-kill, so that only a failover loses keys) runs the workers without
+ * the quarantine (restart and failover alike): mutual exclusion must break.
+ * Each must make the matching check fail.
  * It prints a summary (grants per resource, call outcomes, faults injected by
- * kind, workers' memory, seed) and exits 1 on any violation, printing the
+ * kind, failovers and how many promoted a replica lacking keys, workers'
+ * memory, seed) and exits 1 on any violation, printing the
  * offending records; 2 on a set-up error; 4 from its own watchdog.  The run
  * directory (histories, worker logs, the fault log) is removed after a
  * passing run and kept, and named, after a failing one (--keep keeps it).
@@ -161,7 +193,11 @@ static struct {
   int no_iptables, keep, verbose, selftest, no_end_faults;
   unsigned mutate_overhold_ms;
   int mutate_sem_refused;
-  int primitive; /* PRIM_*: what the workers take */
+  int failover;             /* replicas and failover faults */
+  int mutate_no_quarantine; /* workers without the quarantine (with --failover) */
+  int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
+  unsigned hold_ms;         /* the workers' hold cap */
+  int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
   const char *tls_certs; /* TLS masters: ca.crt, server.crt, server.key */
 } opt;
@@ -173,7 +209,8 @@ static void usage(void) {
           "               [--worker PATH] [--no-iptables] [--no-end-faults] [--keep]\n"
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
-          "               [--mutate-sem-refused]\n"
+          "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
+          "               [--no-kill] [--hold-ms MS]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -192,6 +229,10 @@ static int parse_args(int argc, char **argv) {
       {"--verbose", TO_FLAG, &opt.verbose},
       {"--no-end-faults", TO_FLAG, &opt.no_end_faults},
       {"--mutate-sem-refused", TO_FLAG, &opt.mutate_sem_refused},
+      {"--failover", TO_FLAG, &opt.failover},
+      {"--mutate-no-quarantine", TO_FLAG, &opt.mutate_no_quarantine},
+      {"--no-kill", TO_FLAG, &opt.no_kill},
+      {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
       {"--seed", TO_U64, &opt.seed},
@@ -217,6 +258,17 @@ static int parse_args(int argc, char **argv) {
     return -1;
   }
   opt.timing.sem_limit = opt.sem_limit;
+  if (opt.hold_ms == 0) /* not given */
+    opt.hold_ms = opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS;
+  if (opt.mutate_no_quarantine && !opt.failover) {
+    fprintf(stderr, "torture: --mutate-no-quarantine is a test of the failover quarantine: it "
+                    "needs --failover\n");
+    return -1;
+  }
+  /* Without kills, only a failover loses keys: the mutation then shows that
+   * the failover quarantine (not the restart one) is what keeps it safe. */
+  if (opt.mutate_no_quarantine)
+    opt.no_kill = 1;
   return 0;
 }
 
@@ -267,7 +319,13 @@ static void install_handlers(void) {
 
 /* ---- masters, proxies ------------------------------------------------------------- */
 
-static fx_t fx; /* the masters (fixture.h), stopped by PID */
+static fx_t fx; /* the first masters (fixture.h), stopped by PID */
+/* --failover: the replica of each master, started by the driver; a failover
+ * swaps the two roles.  pair[m][cur[m]] is master m, the other its replica
+ * (NULL without --failover). */
+static rh_server_t *replicas[N_MASTERS];
+static rh_server_t *pair[N_MASTERS][2];
+static int cur[N_MASTERS];
 static fault_proxy_t *proxies[N_MASTERS];
 static redisContext *sleeping[N_MASTERS]; /* DEBUG SLEEP connections awaiting the reply */
 static FILE *fault_log;
@@ -287,17 +345,30 @@ static void flog(const char *fmt, ...) {
     printf("torture: %9.3f  %s\n", rel_s(now), msg);
 }
 
-/* Sends one command and does not wait for its reply (DEBUG SLEEP blocks the
- * server; the driver must not). */
-static redisContext *send_no_wait(rh_server_t *s, const char *cmd) {
+static rh_server_t *master_of(int m) { return pair[m][cur[m]]; }
+static rh_server_t *replica_of(int m) { return pair[m][cur[m] ^ 1]; }
+
+/* The driver's own connection to a server (1 s timeouts), or NULL. */
+static redisContext *driver_connect(rh_server_t *s) {
   struct timeval tv = {.tv_sec = 1, .tv_usec = 0};
   /* A TLS master's port speaks TLS only: use its plain unix socket. */
   const char *unix_path = opt.tls_certs != NULL ? rh_server_unix_path(s) : NULL;
   redisContext *c = unix_path != NULL ? redisConnectUnixWithTimeout(unix_path, tv)
                                       : redisConnectWithTimeout("127.0.0.1", rh_server_port(s), tv);
+  if (c != NULL && (c->err || redisSetTimeout(c, tv) != REDIS_OK)) {
+    redisFree(c);
+    c = NULL;
+  }
+  return c;
+}
+
+/* Sends one command and does not wait for its reply (DEBUG SLEEP blocks the
+ * server; the driver must not). */
+static redisContext *send_no_wait(rh_server_t *s, const char *cmd) {
+  redisContext *c = driver_connect(s);
   if (c == NULL)
     return NULL;
-  if (c->err || redisSetTimeout(c, tv) != REDIS_OK || redisAppendCommand(c, cmd) != REDIS_OK) {
+  if (redisAppendCommand(c, cmd) != REDIS_OK) {
     redisFree(c);
     return NULL;
   }
@@ -337,7 +408,7 @@ static void inj_error(const char *what, int m) {
   fault_errors++;
   flog("WARNING: could not inject %s on master %d", what, m);
   fprintf(stderr, "torture: warning: could not inject %s on master %d (port %d)\n", what, m,
-          rh_server_port(fx.servers[m]));
+          rh_server_port(master_of(m)));
 }
 
 /* A persistent fault's start: *active when it took (rc 0), else a warning. */
@@ -363,9 +434,244 @@ static void master_command(int m, rh_server_t *s, const char *cmd) {
   command_result(m, cmd, rc, buf);
 }
 
+/* ---- failover faults (--failover) ------------------------------------------------------ */
+
+static int replica_paused[N_MASTERS]; /* replica-cut in force: the replica is SIGSTOPped */
+static int old_down[N_MASTERS];       /* failed over: the old master is down until it rejoins */
+static unsigned fo_done, fo_lacking, fo_lacking_keys;
+static unsigned foreign_keys_held; /* lock keys the foreign holds took, over the run */
+
+/* The lock keys a master holds (string keys under the prefix with more than
+ * 100 ms to live) and their values: what a failover's promoted replica is
+ * compared with, for the summary. */
+#define SNAP_MAX 64
+typedef struct {
+  int n;
+  char key[SNAP_MAX][64], val[SNAP_MAX][96];
+} key_snapshot_t;
+
+static const char snapshot_script[] =
+    "local r = {} "
+    "for _, k in ipairs(redis.call('keys', ARGV[1])) do "
+    "  if redis.call('type', k).ok == 'string' and redis.call('pttl', k) > 100 then "
+    "    r[#r + 1] = k; r[#r + 1] = redis.call('get', k) "
+    "  end "
+    "end "
+    "return r";
+
+static void take_snapshot(rh_server_t *s, key_snapshot_t *snap) {
+  snap->n = 0;
+  redisContext *c = driver_connect(s);
+  if (c == NULL)
+    return;
+  redisReply *r = redisCommand(c, "EVAL %s 0 %s", snapshot_script, TORTURE_KEY_PREFIX "*");
+  if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
+    for (size_t i = 0; i + 1 < r->elements && snap->n < SNAP_MAX; i += 2) {
+      if (r->element[i]->type != REDIS_REPLY_STRING ||
+          r->element[i + 1]->type != REDIS_REPLY_STRING)
+        continue;
+      snprintf(snap->key[snap->n], sizeof snap->key[0], "%s", r->element[i]->str);
+      snprintf(snap->val[snap->n], sizeof snap->val[0], "%s", r->element[i + 1]->str);
+      snap->n++;
+    }
+  }
+  if (r != NULL)
+    freeReplyObject(r);
+  redisFree(c);
+}
+
+/* How many of the snapshot's keys s lacks (absent, or another value); -1
+ * when it cannot be asked. */
+static int count_lacking(rh_server_t *s, const key_snapshot_t *snap) {
+  redisContext *c = driver_connect(s);
+  if (c == NULL)
+    return -1;
+  int lacking = 0;
+  for (int i = 0; i < snap->n && lacking >= 0; i++) {
+    redisReply *r = redisCommand(c, "GET %s", snap->key[i]);
+    if (r == NULL)
+      lacking = -1;
+    else if (r->type != REDIS_REPLY_STRING || strcmp(r->str, snap->val[i]) != 0)
+      lacking++;
+    if (r != NULL)
+      freeReplyObject(r);
+  }
+  redisFree(c);
+  return lacking;
+}
+
+/* REPLICAOF NO ONE, retried for a while (a replica still loading its first
+ * data set refuses it). */
+static int promote(rh_server_t *r) {
+  for (int i = 0; i < 40; i++) {
+    char buf[128];
+    if (rh_server_command(r, buf, sizeof buf, "REPLICAOF NO ONE") == 0 && strcmp(buf, "OK") == 0)
+      return 0;
+    fx_sleep_ms(25);
+  }
+  return -1;
+}
+
+/* The master dies, its replica is promoted and takes its address (the
+ * proxy, as a virtual IP would move): every client sees a reconnect to
+ * another server, which lacks what the replica had not received. */
+static void failover_start(int m) {
+  rh_server_t *old = master_of(m), *rep = replica_of(m);
+  key_snapshot_t snap;
+  take_snapshot(old, &snap);
+  int old_port = rh_server_port(old);
+  if (rh_server_kill(old) != 0) {
+    inj_error("failover (SIGKILL of the master)", m);
+    return;
+  }
+  old_down[m] = 1;
+  /* After the kill: a replica cut now is not healed by a resync. */
+  if (replica_paused[m]) {
+    rh_server_resume(rep);
+    replica_paused[m] = 0;
+  }
+  if (promote(rep) != 0 ||
+      fault_proxy_set_upstream(proxies[m], "127.0.0.1", rh_server_port(rep)) != 0) {
+    fprintf(stderr, "torture: set-up error: master %d's replica (port %d) could not be promoted\n",
+            m, rh_server_port(rep));
+    exit(2);
+  }
+  cur[m] ^= 1;
+  ipt_set_port(m, rh_server_port(rep));
+  int lacking = count_lacking(rep, &snap);
+  fo_done++;
+  if (lacking > 0) {
+    fo_lacking++;
+    fo_lacking_keys += (unsigned)lacking;
+  }
+  flog("master %d: failed over: the master (port %d) killed, its replica (port %d, pid %d) "
+       "promoted and behind the proxy; it lacks %d of the %d lock keys the old master held",
+       m, old_port, rh_server_port(rep), (int)rh_server_pid(rep), lacking, snap.n);
+}
+
+/* The old master comes back empty, as the new master's replica. */
+static void failover_end(int m) {
+  if (!old_down[m])
+    return;
+  rh_server_t *old = replica_of(m);
+  if (rh_server_restart(old) != 0) {
+    fprintf(stderr, "torture: set-up error: master %d's old master could not be restarted\n", m);
+    exit(2);
+  }
+  old_down[m] = 0;
+  char buf[256];
+  int rc = rh_server_command(old, buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
+                             rh_server_port(master_of(m)));
+  command_result(m, "REPLICAOF (the old master, restarted)", rc, buf);
+  flog("master %d: the old master restarted empty (port %d, pid %d) as the replica of port %d", m,
+       rh_server_port(old), (int)rh_server_pid(old), rh_server_port(master_of(m)));
+}
+
+/* The replica stops hearing from its master: SIGSTOP, then its link is
+ * killed on the master (a stopped replica would otherwise resync from the
+ * backlog when it resumes, and lose nothing). */
+static void replica_cut_start(int m) {
+  injected(m, rh_server_pause(replica_of(m)), "replica-cut (SIGSTOP of the replica)",
+           &replica_paused[m]);
+  master_command(m, master_of(m), "CLIENT KILL TYPE replica");
+}
+
+static void replica_cut_end(int m) {
+  if (replica_paused[m]) {
+    rh_server_resume(replica_of(m));
+    replica_paused[m] = 0;
+  }
+}
+
+/* Foreign holds: the lock keys r<i> taken by the driver on a master. */
+typedef struct {
+  int active;
+  uint64_t taken; /* bit i: r<i> is ours */
+  unsigned px;
+  char value[64];
+  redisContext *c; /* kept open while active: the keys are tried every tick */
+  uint64_t start_ns;
+  unsigned tries;
+} foreign_t;
+static foreign_t foreign[N_MASTERS];
+
+/* Takes what is not taken yet; a key a worker holds now is tried again on
+ * the next tick.  Returns whether some key is still wanted (the schedule's
+ * loop then ticks every millisecond: the workers take a released key within
+ * a few, so a slower tick would seldom win it). */
+static int foreign_tick(void) {
+  int wanted = 0;
+  for (int m = 0; m < N_MASTERS; m++) {
+    foreign_t *f = &foreign[m];
+    if (!f->active)
+      continue;
+    if (f->c == NULL)
+      f->c = driver_connect(master_of(m));
+    for (int r = 0; f->c != NULL && r < opt.resources; r++) {
+      if (f->taken & (1ull << r))
+        continue;
+      redisReply *rep =
+          redisCommand(f->c, "SET %sr%d %s NX PX %u", TORTURE_KEY_PREFIX, r, f->value, f->px);
+      f->tries++;
+      if (rep != NULL && rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0) {
+        f->taken |= 1ull << r;
+        foreign_keys_held++;
+        flog("master %d: foreign hold took r%d after %.1f ms (%u tries so far)", m, r,
+             (double)(torture_now_ns() - f->start_ns) / 1e6, f->tries);
+      }
+      if (rep != NULL) {
+        freeReplyObject(rep);
+      } else {
+        redisFree(f->c); /* tried again on the next tick */
+        f->c = NULL;
+      }
+    }
+    wanted |= f->taken != (opt.resources >= 64 ? ~0ull : (1ull << opt.resources) - 1);
+  }
+  return wanted;
+}
+
+static void foreign_start(int m, unsigned ms) {
+  foreign_t *f = &foreign[m];
+  static unsigned serial;
+  snprintf(f->value, sizeof f->value, "torture-driver-%d-%u", (int)getpid(), ++serial);
+  f->px = ms + 3000; /* outlives the hold: it is released at its end */
+  f->taken = 0;
+  f->tries = 0;
+  f->start_ns = torture_now_ns();
+  f->active = 1;
+  foreign_tick();
+}
+
+static void foreign_end(int m) {
+  foreign_t *f = &foreign[m];
+  if (!f->active)
+    return;
+  int n = 0;
+  for (int r = 0; r < opt.resources; r++) {
+    if (!(f->taken & (1ull << r)))
+      continue;
+    char buf[64];
+    /* As the library's release does (src/lua/release.lua): compare and
+     * delete, and wake the waiters on the key's release channel. */
+    int rc = rh_server_command(
+        master_of(m), buf, sizeof buf, "EVAL %s 1 %sr%d %s %s",
+        "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) "
+        "redis.call('publish', ARGV[2] .. KEYS[1], '') return 1 end return 0",
+        TORTURE_KEY_PREFIX, r, f->value, REDLOCK_RELEASE_CHANNEL_PREFIX);
+    command_result(m, "foreign-hold release", rc, buf);
+    n++;
+  }
+  f->active = 0;
+  if (f->c != NULL)
+    redisFree(f->c);
+  f->c = NULL;
+  flog("master %d: foreign hold released (%d of the %d lock keys were held)", m, n, opt.resources);
+}
+
 static void execute(const event_t *e) {
   int m = e->master;
-  rh_server_t *s = fx.servers[m];
+  rh_server_t *s = master_of(m);
   fault_proxy_t *p = proxies[m];
   if (!e->end) {
     fault_count[e->kind]++;
@@ -376,8 +682,14 @@ static void execute(const event_t *e) {
       final_faults[n_final_faults++] = *e;
     } else {
       flog("master %d (port %d, proxy %d): %s%s start, %u ms%s", m, rh_server_port(s),
-           fault_proxy_port(p), fault_names[e->kind], e->window ? " [no-quorum window]" : "",
-           e->param, e->kind == F_PROXY_DELAY ? " delay" : "");
+           fault_proxy_port(p), fault_names[e->kind],
+           e->window == 3 ? " [failover window]"
+           : e->window    ? " [no-quorum window]"
+                          : "",
+           e->param,
+           e->kind == F_PROXY_DELAY ? " delay"
+           : e->kind == F_FAILOVER  ? " before the old master rejoins"
+                                    : "");
     }
   } else {
     flog("master %d: %s end", m, fault_names[e->kind]);
@@ -458,6 +770,24 @@ static void execute(const event_t *e) {
   case F_PROXY_RESET:
     fault_proxy_reset_all(p);
     break;
+  case F_FAILOVER:
+    if (!e->end)
+      failover_start(m);
+    else
+      failover_end(m);
+    break;
+  case F_REPLICA_CUT:
+    if (!e->end)
+      replica_cut_start(m);
+    else
+      replica_cut_end(m);
+    break;
+  case F_FOREIGN_HOLD:
+    if (!e->end)
+      foreign_start(m, e->param);
+    else
+      foreign_end(m);
+    break;
   }
 }
 
@@ -466,11 +796,11 @@ static void execute(const event_t *e) {
 static void heal_all(void) {
   for (int m = 0; m < N_MASTERS; m++) {
     if (paused[m]) {
-      rh_server_resume(fx.servers[m]);
+      rh_server_resume(master_of(m));
       paused[m] = 0;
     }
     if (down[m]) {
-      if (rh_server_restart(fx.servers[m]) != 0)
+      if (rh_server_restart(master_of(m)) != 0)
         fprintf(stderr, "torture: master %d could not be restarted\n", m);
       down[m] = 0;
     }
@@ -480,6 +810,9 @@ static void heal_all(void) {
       collect_reply(sleeping[m]);
       sleeping[m] = NULL;
     }
+    replica_cut_end(m);
+    failover_end(m);
+    foreign_end(m);
     if (proxies[m] != NULL) {
       fault_proxy_set_delay(proxies[m], 0);
       fault_proxy_set_stall(proxies[m], 0);
@@ -487,6 +820,45 @@ static void heal_all(void) {
       fault_proxy_set_refuse(proxies[m], 0);
     }
   }
+}
+
+/* The replica is linked to its master (INFO replication on both). */
+static int replica_linked(void *arg) {
+  int m = (int)(intptr_t)arg;
+  char info[4096];
+  return rh_server_command(replicas[m], info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "master_link_status:up") != NULL &&
+         rh_server_command(fx.servers[m], info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "connected_slaves:1") != NULL;
+}
+
+/* --failover: one replica per master (REPLICAOF it), linked before the run
+ * starts.  0, or -1 with a message (nothing of them left running). */
+static int start_replicas(const rh_options_t *ropts) {
+  if (rh_cluster_start(replicas, N_MASTERS, ropts) != 0) {
+    fprintf(stderr, "torture: set-up error: could not start %d replicas\n", N_MASTERS);
+    return -1;
+  }
+  for (int m = 0; m < N_MASTERS; m++) {
+    pair[m][1] = replicas[m];
+    char buf[128];
+    int rc = rh_server_command(replicas[m], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
+                               rh_server_port(fx.servers[m]));
+    if (rc != 0 || strcmp(buf, "OK") != 0) {
+      fprintf(stderr, "torture: set-up error: REPLICAOF on replica %d: %s\n", m,
+              rc != 0 ? "unreachable" : buf);
+      rh_cluster_free(replicas, N_MASTERS);
+      return -1;
+    }
+  }
+  for (int m = 0; m < N_MASTERS; m++) {
+    if (!rh_wait_until(replica_linked, (void *)(intptr_t)m, 10000)) {
+      fprintf(stderr, "torture: set-up error: replica %d did not link to its master in 10 s\n", m);
+      rh_cluster_free(replicas, N_MASTERS);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 /* ---- workers -------------------------------------------------------------------------- */
@@ -506,7 +878,8 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(w->log, sizeof w->log, "%s/worker-%d.log", run_dir, id);
   /* Everything is built before fork: the child only execs. */
   char s_id[16], s_until[32], s_threads[16], s_res[16], s_seed[32], s_ttl[16], s_max[16], s_req[16],
-      s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16], s_sem[16];
+      s_conn[16], s_retry[16], s_delay[16], s_jitter[16], s_wait[16], s_mutate[16], s_sem[16],
+      s_hold[16];
   snprintf(s_id, sizeof s_id, "%d", id);
   snprintf(s_until, sizeof s_until, "%" PRIu64, until_ns);
   snprintf(s_threads, sizeof s_threads, "%d", opt.threads);
@@ -522,6 +895,7 @@ static int spawn_worker(int id, uint64_t until_ns) {
   snprintf(s_wait, sizeof s_wait, "%u", opt.timing.wait_ms);
   snprintf(s_mutate, sizeof s_mutate, "%u", opt.mutate_overhold_ms);
   snprintf(s_sem, sizeof s_sem, "%u", opt.sem_limit);
+  snprintf(s_hold, sizeof s_hold, "%u", opt.hold_ms);
   char uris[N_MASTERS][64];
   char tls_ca[600];
   const char *argv[80];
@@ -553,6 +927,9 @@ static int spawn_worker(int id, uint64_t until_ns) {
   ARG("--sem-limit", s_sem);
   if (opt.mutate_sem_refused)
     ARG("--mutate-sem-refused", "1");
+  if (opt.mutate_no_quarantine)
+    ARG("--mutate-no-quarantine", "1");
+  ARG("--hold-max-ms", s_hold);
   for (int m = 0; m < N_MASTERS; m++) {
     snprintf(uris[m], sizeof uris[m], "%s://127.0.0.1:%d", opt.tls_certs ? "rediss" : "redis",
              fault_proxy_port(proxies[m]));
@@ -617,17 +994,35 @@ static void read_history(tc_history_t *h, int id) {
   fclose(f);
 }
 
+/* The options besides --duration and --seed that make the schedule (and
+ * the primitive, a hold cap that is not the default), for the replay line. */
+static const char *replay_extra(void) {
+  static char buf[200];
+  char hold[32] = "";
+  if (opt.hold_ms != (opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS))
+    snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
+  snprintf(buf, sizeof buf, "%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+           opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
+           opt.failover ? " --failover" : "",
+           opt.mutate_no_quarantine ? " --mutate-no-quarantine"
+           : opt.no_kill            ? " --no-kill"
+                                    : "",
+           hold);
+  return buf;
+}
+
 /* The summary after a run: the checker's counts, the faults, the workers. */
 static void print_summary(const tc_history_t *h, const schedule_t *sched) {
   const tc_stats_t *st = tc_stats(h);
   unsigned n = tc_violations(h);
   printf("\n==== torture summary (seed %" PRIu64 ", %u s) ====\n", opt.seed, opt.duration_s);
-  printf("config: 5 masters behind fault proxies, %d workers x %d threads, %d resources, ttl "
+  printf("config: 5 masters behind fault proxies%s, %d workers x %d threads, %d resources, ttl "
          "%u ms, max TTL (quarantine) %u ms, request %u ms, retry %d x (%u + %u) ms, wait %u ms, "
-         "fencing on, quarantine on\n",
-         opt.workers, opt.threads, opt.resources, opt.ttl_ms, opt.max_ttl_ms, opt.timing.request_ms,
-         opt.timing.retry, opt.timing.retry_delay_ms, opt.timing.retry_jitter_ms,
-         opt.timing.wait_ms);
+         "hold <= %u ms, fencing on, quarantine %s\n",
+         opt.failover ? " (each with a replica)" : "", opt.workers, opt.threads, opt.resources,
+         opt.ttl_ms, opt.max_ttl_ms, opt.timing.request_ms, opt.timing.retry,
+         opt.timing.retry_delay_ms, opt.timing.retry_jitter_ms, opt.timing.wait_ms, opt.hold_ms,
+         opt.mutate_no_quarantine ? "OFF (--mutate-no-quarantine: the run must fail)" : "on");
   printf("primitive: %s\n", torture_prim_names[opt.primitive]);
   if (opt.primitive == PRIM_SEMAPHORE || opt.primitive == PRIM_MIXED)
     printf("semaphore limit: %u\n", opt.sem_limit);
@@ -672,13 +1067,19 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            opt.slack_ms);
   printf("faults injected:");
   unsigned total_faults = 0;
-  for (int k = 0; k < F_N_KINDS; k++) {
+  for (int k = 0; k < (opt.failover ? F_N_KINDS : F_N_CLASSIC); k++) {
     printf(" %s=%u", fault_names[k], fault_count[k]);
     total_faults += fault_count[k];
   }
   printf("\n  total %u, no-quorum windows (3 masters faulted) %u, injection warnings %u%s\n",
          total_faults, sched->windows, fault_errors,
          ipt_usable() ? "" : " (iptables fault skipped: unavailable)");
+  if (opt.failover)
+    printf("  failovers %u: %u promoted a replica lacking lock keys its old master held (%u keys "
+           "in all); failover windows (replica cut + foreign holds on two others, then the "
+           "failover) %u, lock keys taken by foreign holds %u%s\n",
+           fo_done, fo_lacking, fo_lacking_keys, sched->fo_windows, foreign_keys_held,
+           opt.no_kill ? "; no kill faults" : "");
   printf("  end of run (held through the workers' last calls and redlock_close):");
   for (int i = 0; i < n_final_faults; i++)
     printf(" master %d %s;", final_faults[i].master, fault_names[final_faults[i].kind]);
@@ -702,10 +1103,8 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            s->rss_warm, s->rss_end, s->heap_warm, s->heap_late, s->heap_max, s->stall_ms, s->calls,
            s->grants, s->replayed);
   }
-  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "%s%s\n",
-         n == 0 ? "PASS" : "FAIL", n, n == 1 ? "" : "s", opt.duration_s, opt.seed,
-         opt.primitive == PRIM_LOCK ? "" : " --primitive ",
-         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
+  printf("result: %s (%u violation%s); replay: torture --duration %u --seed %" PRIu64 "%s\n",
+         n == 0 ? "PASS" : "FAIL", n, n == 1 ? "" : "s", opt.duration_s, opt.seed, replay_extra());
 }
 
 /* Runs every check over the workers' histories, prints the offending
@@ -787,10 +1186,9 @@ int main(int argc, char **argv) {
   alarm(opt.duration_s + 150);
 
   printf("torture: seed %" PRIu64 ", duration %u s, %d workers x %d threads, %d resources; "
-         "replay with: torture --duration %u --seed %" PRIu64 "%s%s\n",
+         "replay with: torture --duration %u --seed %" PRIu64 "%s\n",
          opt.seed, opt.duration_s, opt.workers, opt.threads, opt.resources, opt.duration_s,
-         opt.seed, opt.primitive == PRIM_LOCK ? "" : " --primitive ",
-         opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive]);
+         opt.seed, replay_extra());
 
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == '\0')
@@ -814,8 +1212,23 @@ int main(int argc, char **argv) {
     ropts.tls_key_file = tls_files[1];
     ropts.tls_ca_cert_file = tls_files[2];
   }
+  /* --failover: roles swap, so every server is set up to be either: a
+   * full sync starts at once (not after the diskless delay of 5 s), and over
+   * TLS when the masters speak only TLS. */
+  const char *repl_args[] = {"--repl-diskless-sync-delay", "0", "--tls-replication", "yes", NULL};
+  if (opt.failover) {
+    if (opt.tls_certs == NULL)
+      repl_args[2] = NULL;
+    ropts.extra_args = repl_args;
+  }
   if (fx_servers_start(&fx, N_MASTERS, &ropts) != 0) {
     fprintf(stderr, "torture: set-up error: could not start %d redis-server\n", N_MASTERS);
+    return 2;
+  }
+  for (int m = 0; m < N_MASTERS; m++)
+    pair[m][0] = fx.servers[m];
+  if (opt.failover && start_replicas(&ropts) != 0) {
+    fx_servers_stop(&fx);
     return 2;
   }
   for (int m = 0; m < N_MASTERS; m++) {
@@ -825,6 +1238,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < m; k++)
         fault_proxy_stop(proxies[k]);
       fx_servers_stop(&fx);
+      rh_cluster_free(replicas, N_MASTERS);
       return 2;
     }
   }
@@ -832,10 +1246,15 @@ int main(int argc, char **argv) {
 
   schedule_t sched = {0};
   make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
-                !opt.no_end_faults);
-  for (int m = 0; m < N_MASTERS; m++)
+                !opt.no_end_faults,
+                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0));
+  for (int m = 0; m < N_MASTERS; m++) {
     flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
          (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));
+    if (replicas[m] != NULL)
+      flog("master %d: replica port %d (pid %d)", m, rh_server_port(replicas[m]),
+           (int)rh_server_pid(replicas[m]));
+  }
 
   t0_ns = torture_now_ns();
   uint64_t until_ns = t0_ns + (uint64_t)opt.duration_s * 1000000000u;
@@ -853,11 +1272,12 @@ int main(int argc, char **argv) {
     uint64_t at = t0_ns + e->at_ms * 1000000u;
     for (;;) {
       poll_workers();
+      unsigned tick = foreign_tick() ? 1 : 20;
       uint64_t now = torture_now_ns();
       if (now >= at)
         break;
       uint64_t left = (at - now) / 1000000u;
-      fx_sleep_ms(left > 20 ? 20 : (unsigned)(left > 0 ? left : 1));
+      fx_sleep_ms(left > tick ? tick : (unsigned)(left > 0 ? left : 1));
     }
     execute(e);
   }
@@ -894,6 +1314,7 @@ int main(int argc, char **argv) {
   for (int m = 0; m < N_MASTERS; m++)
     fault_proxy_stop(proxies[m]);
   fx_servers_stop(&fx);
+  rh_cluster_free(replicas, N_MASTERS);
   ipt_cleanup();
 
   int rc = check_and_report(&sched);

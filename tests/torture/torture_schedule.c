@@ -6,11 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *const fault_names[F_N_KINDS] = {"kill",         "sigstop",         "iptables",
-                                            "client-pause", "debug-sleep",     "proxy-delay",
-                                            "proxy-stall",  "proxy-blackhole", "proxy-refuse",
-                                            "script-flush", "client-kill",     "client-kill-pubsub",
-                                            "proxy-reset"};
+const char *const fault_names[F_N_KINDS] = {
+    "kill",         "sigstop",      "iptables",    "client-pause",
+    "debug-sleep",  "proxy-delay",  "proxy-stall", "proxy-blackhole",
+    "proxy-refuse", "script-flush", "client-kill", "client-kill-pubsub",
+    "proxy-reset",  "failover",     "replica-cut", "foreign-hold"};
 
 static void push(schedule_t *s, uint64_t at, int master, int kind, int end, unsigned param,
                  int window) {
@@ -61,9 +61,95 @@ static unsigned fault_duration(uint64_t *rng, int kind, unsigned *param) {
   return (unsigned)torture_range(rng, fault_ranges[kind].lo, fault_ranges[kind].hi);
 }
 
+/* The failover faults (SCHED_FAILOVER), drawn from their own generator so
+ * that the classic part keeps its draws. */
+enum { FO_WINDOW, FO_CUT_FAILOVER, FO_FAILOVER, FO_CUT, FO_N };
+/* A failover window's foreign holds end this long after its failover. */
+#define FO_RELEASE_MS 50u
+
+typedef struct {
+  uint64_t rng, next_at; /* the next one is due then */
+  int type;              /* FO_*: what it will be */
+} fo_plan_t;
+
+static void fo_plan_next(fo_plan_t *f, uint64_t after) {
+  unsigned pick = (unsigned)torture_range(&f->rng, 0, 99);
+  f->type = pick < 60 ? FO_WINDOW : pick < 85 ? FO_CUT_FAILOVER : pick < 95 ? FO_FAILOVER : FO_CUT;
+  f->next_at = after + torture_range(&f->rng, 1500, 4000);
+}
+
+/* Tries to schedule the planned failover fault at t (with the masters free
+ * at t); returns the instant the next one is planned from (its failover, or
+ * the end of a cut alone), or 0: not now, try again later. */
+static uint64_t fo_try(schedule_t *s, fo_plan_t *f, uint64_t t, uint64_t t_final,
+                       uint64_t *busy_until, const int *free_m, int n_free, unsigned max_ttl_ms) {
+  int busy = TORTURE_MASTERS - n_free;
+  /* The quarantine of the promoted replica: as a restart's (see kill). */
+  uint64_t quarantine = (uint64_t)max_ttl_ms + 1000u + 500u;
+  unsigned down = (unsigned)torture_range(&f->rng, 100, 800); /* the old master's */
+  int pick[3], cand[TORTURE_MASTERS], n = n_free;
+  for (int i = 0; i < n_free; i++)
+    cand[i] = free_m[i];
+  int want = f->type == FO_WINDOW ? 3 : 1;
+  if (f->type == FO_WINDOW ? busy != 0 : busy >= 2 || n_free == 0)
+    return 0;
+  for (int k = 0; k < want; k++) {
+    int i = (int)torture_range(&f->rng, 0, (uint64_t)n - 1);
+    pick[k] = cand[i];
+    cand[i] = cand[--n];
+  }
+  int m = pick[0];
+  if (f->type == FO_WINDOW) {
+    unsigned w = (unsigned)torture_range(&f->rng, 400, 1200);
+    uint64_t at = t + w;
+    if (at + down + quarantine > t_final)
+      return 0;
+    push(s, t, m, F_REPLICA_CUT, 0, w, 3);
+    push(s, t, pick[1], F_FOREIGN_HOLD, 0, w, 3);
+    push(s, t, pick[2], F_FOREIGN_HOLD, 0, w, 3);
+    /* The failover, then the cut's end (a no-op: the failover resumed the
+     * replica); the holds are released FO_RELEASE_MS later, when the
+     * clients have reconnected to the promoted replica, and the release
+     * wakes the waiters at once. */
+    push(s, at, m, F_FAILOVER, 0, down, 3);
+    push(s, at, m, F_REPLICA_CUT, 1, w, 3);
+    push(s, at + FO_RELEASE_MS, pick[1], F_FOREIGN_HOLD, 1, w, 3);
+    push(s, at + FO_RELEASE_MS, pick[2], F_FOREIGN_HOLD, 1, w, 3);
+    push(s, at + down, m, F_FAILOVER, 1, down, 3);
+    busy_until[m] = at + down + quarantine;
+    busy_until[pick[1]] = busy_until[pick[2]] = at + FO_RELEASE_MS;
+    s->fo_windows++;
+    return at;
+  }
+  if (f->type == FO_CUT) {
+    unsigned dur = (unsigned)torture_range(&f->rng, 100, 1500);
+    if (t + dur > t_final)
+      return 0;
+    push(s, t, m, F_REPLICA_CUT, 0, dur, 0);
+    push(s, t + dur, m, F_REPLICA_CUT, 1, dur, 0);
+    busy_until[m] = t + dur;
+    return t + dur;
+  }
+  unsigned cut = f->type == FO_CUT_FAILOVER ? (unsigned)torture_range(&f->rng, 200, 1000) : 0;
+  uint64_t at = t + cut;
+  if (at + down + quarantine > t_final)
+    return 0;
+  if (cut > 0)
+    push(s, t, m, F_REPLICA_CUT, 0, cut, 0);
+  push(s, at, m, F_FAILOVER, 0, down, 0);
+  if (cut > 0)
+    push(s, at, m, F_REPLICA_CUT, 1, cut, 0);
+  push(s, at + down, m, F_FAILOVER, 1, down, 0);
+  busy_until[m] = at + down + quarantine;
+  return at;
+}
+
 void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_iptables,
-                   unsigned max_ttl_ms, int end_faults) {
+                   unsigned max_ttl_ms, int end_faults, int flags) {
   uint64_t rng = seed ^ 0x746f727475726500ull;
+  fo_plan_t fo = {.rng = seed ^ 0x6661696c6f766572ull};
+  fo_plan_next(&fo, 1500);
+  int no_kill = (flags & SCHED_NO_KILL) != 0;
   uint64_t busy_until[TORTURE_MASTERS] = {0};
   uint64_t t = 500;
   uint64_t t_final = duration_ms > 1000 ? duration_ms - 1000u : 0;
@@ -77,8 +163,20 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
       if (busy_until[m] <= t)
         free_m[n_free++] = m;
     int busy = TORTURE_MASTERS - n_free;
+    /* A failover window waits for every master to be free: no persistent
+     * fault starts meanwhile. */
+    int fo_waiting = 0;
+    if ((flags & SCHED_FAILOVER) && t >= fo.next_at) {
+      uint64_t after = fo_try(s, &fo, t, t_final, busy_until, free_m, n_free, max_ttl_ms);
+      if (after != 0) {
+        fo_plan_next(&fo, after);
+        t += torture_range(&fo.rng, 150, 700);
+        continue;
+      }
+      fo_waiting = fo.type == FO_WINDOW;
+    }
     unsigned w = (unsigned)torture_range(&rng, 400, 1200);
-    if (t >= window_next && busy < 3 && t + w <= t_final) {
+    if (t >= window_next && busy < 3 && t + w <= t_final && !fo_waiting) {
       /* No-quorum window: 3 masters faulted at once for a short while. */
       for (int k = busy; k < 3; k++) {
         int pick = (int)torture_range(&rng, 0, (uint64_t)n_free - 1);
@@ -101,14 +199,14 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
     unsigned r = (unsigned)torture_range(&rng, 0, 99);
     if (r < 30 && n_free > 0) {
       int m = free_m[torture_range(&rng, 0, (uint64_t)n_free - 1)];
-      int kind = F_N_PERSISTENT + (int)torture_range(&rng, 0, F_N_KINDS - F_N_PERSISTENT - 1);
+      int kind = F_N_PERSISTENT + (int)torture_range(&rng, 0, F_N_CLASSIC - F_N_PERSISTENT - 1);
       push(s, t, m, kind, 0, 0, 0);
-    } else if (busy < 2 && n_free > 0) {
+    } else if (busy < 2 && n_free > 0 && !fo_waiting) {
       int m = free_m[torture_range(&rng, 0, (uint64_t)n_free - 1)];
       int kind;
       do
         kind = (int)torture_range(&rng, 0, F_N_PERSISTENT - 1);
-      while (kind == F_IPTABLES && !with_iptables);
+      while ((kind == F_IPTABLES && !with_iptables) || (kind == F_KILL && no_kill));
       unsigned param;
       unsigned dur = fault_duration(&rng, kind, &param);
       uint64_t busy_end = t + dur + (kind == F_KILL ? max_ttl_ms + 1000u + 500u : 0u);

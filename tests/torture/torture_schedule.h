@@ -26,6 +26,21 @@ enum {
   F_CLIENT_KILL,
   F_CLIENT_KILL_PUBSUB,
   F_PROXY_RESET,
+  F_N_CLASSIC, /* the kinds of every run; the ones below only with SCHED_FAILOVER */
+  /* Persistent: the master is SIGKILLed, its replica promoted (REPLICAOF NO
+   * ONE) and put behind the master's proxy (fault_proxy_set_upstream); at
+   * the end, param ms later, the old master is restarted empty as the new
+   * master's replica: the two swap roles. */
+  F_FAILOVER = F_N_CLASSIC,
+  /* Persistent: the master's replica is SIGSTOPped and its link killed
+   * (CLIENT KILL TYPE replica), so that it misses what the master writes
+   * meanwhile; at the end SIGCONT (it resyncs), unless a failover at the
+   * same instant promoted it first: then it is promoted lacking those keys. */
+  F_REPLICA_CUT,
+  /* Persistent: the driver, as another client that won only a minority,
+   * takes every lock key r<i> on this master (SET NX PX, retried while the
+   * key is held) and releases them at the end (compare and delete). */
+  F_FOREIGN_HOLD,
   F_N_KINDS
 };
 
@@ -36,14 +51,33 @@ typedef struct {
   unsigned order; /* creation order: a stable tie-break */
   int master, kind, end;
   unsigned param; /* duration (ms), or the proxy delay */
-  int window;     /* part of a no-quorum window */
+  int window;     /* 1: a no-quorum window, 2: the end of the run, 3: a failover window */
 } event_t;
 
 typedef struct {
   event_t *ev;
   size_t n, cap;
-  unsigned windows;
+  unsigned windows;    /* no-quorum windows */
+  unsigned fo_windows; /* failover windows (SCHED_FAILOVER) */
 } schedule_t;
+
+/* make_schedule's flags. */
+enum {
+  /* Failover faults too: failovers (some after a replica cut), replica cuts
+   * alone, and failover windows: a replica cut on one master while the
+   * driver holds every lock key on two others (F_FOREIGN_HOLD), so that the
+   * locks granted meanwhile rest on the cut master and exactly two more; at
+   * the window's end the cut master fails over to its replica, which lacks
+   * them; the two holds are released 50 ms later (the clients have
+   * reconnected to the promoted replica by then), waking the waiters.
+   * Without the failover quarantine a second holder could then win on the
+   * promoted replica and the two released masters while the first still
+   * holds. */
+  SCHED_FAILOVER = 1,
+  /* No kill faults (the only other way keys are lost): with the quarantine
+   * off, only a failover can then break mutual exclusion. */
+  SCHED_NO_KILL = 2
+};
 
 /* The schedule is a pure function of (seed, duration, iptables usable): it
  * is simulated on its own virtual timeline, where a master counts as faulted
@@ -54,9 +88,14 @@ typedef struct {
  * unresponsive (SIGSTOP, a stalled or black-holed proxy, an iptables DROP)
  * and stay so until every worker has exited: the workers' last unlocks and
  * their redlock_close run with two masters hung, and must still return
- * within their bounds (end_faults 0, --no-end-faults: no such two).  Exits
- * with status 2 when out of memory. */
+ * within their bounds (end_faults 0, --no-end-faults: no such two).
+ * flags: SCHED_*.  A failed-over master counts as faulted, like a killed
+ * one, until its failover quarantine is surely over (failover + the old
+ * master's time down + max TTL + 1.5 s), so that its old master is back as
+ * its replica before the pair fails over again.  Without SCHED_FAILOVER the
+ * schedule of a seed is what it always was.  Exits with status 2 when out
+ * of memory. */
 void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_iptables,
-                   unsigned max_ttl_ms, int end_faults);
+                   unsigned max_ttl_ms, int end_faults, int flags);
 
 #endif

@@ -32,7 +32,8 @@
  *                  [--wait-ms MS] [--rss-limit-kb KB] [--rss-growth-kb KB]
  *                  [--heap-growth-kb KB] [--hang-ms MS] [--mutate-overhold-ms MS]
  *                  [--primitive lock|semaphore|rwlock|election|mixed]
- *                  [--sem-limit L] [--mutate-sem-refused 1]
+ *                  [--sem-limit L] [--mutate-sem-refused 1] [--mutate-no-quarantine 1]
+ *                  [--hold-max-ms MS]
  *
  * --primitive (default lock): what the threads take.  semaphore: permits of
  * semaphores s0..s<R-1> with limit L (default 2); rwlock: read and write
@@ -47,7 +48,12 @@
  * leader goes on acting MS after its on_lost or resign, as a broken
  * application would; the checker must then report overlaps, too many
  * permits, writers overlapping, two leaders.  --mutate-sem-refused: a
- * semaphore caller takes a refused permit (ELOCKED) as granted. */
+ * semaphore caller takes a refused permit (ELOCKED) as granted.
+ * --mutate-no-quarantine: the client runs without the restart and failover
+ * quarantine (the driver's --failover run without kills: a replica promoted
+ * without the keys it missed must then make two holders).
+ *
+ * --hold-max-ms (default TORTURE_HOLD_MAX_MS): the cap of a hold. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +110,9 @@ static struct {
   unsigned hang_ms;
   unsigned mutate_overhold_ms;
   int mutate_sem_refused;
-  int primitive; /* PRIM_* */
+  int mutate_no_quarantine;
+  unsigned hold_max_ms; /* a hold is random in [0, min(this, validity left / 4)] */
+  int primitive;        /* PRIM_* */
   unsigned sem_limit;
   const char *tls_ca; /* rediss:// masters: the CA to trust */
 } cfg;
@@ -245,7 +253,7 @@ static uint64_t validity_end(const redlock_lock_t *lock, uint64_t *now_out) {
 static uint64_t hold_time_ms(thread_state_t *st, uint64_t ve) {
   uint64_t now = torture_now_ns();
   uint64_t left_ms = ve > now ? (ve - now) / 1000000u : 0;
-  uint64_t cap = left_ms / 4 < TORTURE_HOLD_MAX_MS ? left_ms / 4 : TORTURE_HOLD_MAX_MS;
+  uint64_t cap = left_ms / 4 < cfg.hold_max_ms ? left_ms / 4 : cfg.hold_max_ms;
   return torture_range(&st->rng, 0, cap);
 }
 
@@ -578,6 +586,7 @@ static int parse_args(int argc, char **argv) {
   cfg.rss_growth_kb = WORKER_ASAN ? 512 * 1024 : 16 * 1024;
   cfg.heap_growth_kb = 8 * 1024;
   cfg.hang_ms = 15000;
+  cfg.hold_max_ms = TORTURE_HOLD_MAX_MS;
   const torture_opt_t table[] = {
       {"--id", TO_INT, &cfg.id},
       {"--out", TO_STR, &cfg.out_path},
@@ -600,6 +609,8 @@ static int parse_args(int argc, char **argv) {
       {"--heap-growth-kb", TO_LONG, &cfg.heap_growth_kb},
       {"--mutate-overhold-ms", TO_UNSIGNED, &cfg.mutate_overhold_ms},
       {"--mutate-sem-refused", TO_INT, &cfg.mutate_sem_refused},
+      {"--mutate-no-quarantine", TO_INT, &cfg.mutate_no_quarantine},
+      {"--hold-max-ms", TO_UNSIGNED, &cfg.hold_max_ms},
       {"--sem-limit", TO_UNSIGNED, &cfg.sem_limit},
       {"--primitive", TO_PRIM, &cfg.primitive},
       {"--hang-ms", TO_UNSIGNED, &cfg.hang_ms},
@@ -630,8 +641,11 @@ static redlock_options_t *make_options(void) {
     rc = redlock_options_set_fencing(o, 1);
   if (rc == 0 && cfg.tls_ca != NULL)
     rc = redlock_options_set_tls(o, cfg.tls_ca, NULL, NULL, NULL);
-  if (rc == 0) /* on by default; said explicitly: the test depends on it */
-    rc = redlock_options_set_quarantine(o, 1);
+  /* On by default; said explicitly: the test depends on it.  Off only as a
+   * test of the test (--mutate-no-quarantine), with failovers and no kills:
+   * a promoted replica lacking keys then votes at once. */
+  if (rc == 0)
+    rc = redlock_options_set_quarantine(o, cfg.mutate_no_quarantine ? 0 : 1);
   if (rc == 0)
     rc = redlock_options_set_max_ttl(o, cfg.max_ttl_ms);
   if (rc == 0)
