@@ -60,7 +60,7 @@ func goLockCallback(status C.int, lock *C.redlock_lock_t, id C.uintptr_t) {
 		return
 	}
 	var votes string
-	if status != 0 {
+	if roundErrno(status) {
 		votes = lastVotesOf(p.client) // here, on the I/O thread: this call's round
 	}
 	p.ch <- lockResult{rc: status, h: lock, votes: votes} // buffered(1), one result: never blocks

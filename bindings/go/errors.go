@@ -6,6 +6,8 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
+	"strings"
 	"unsafe"
 )
 
@@ -115,17 +117,47 @@ type Error struct {
 	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "semaphore", "rwlock_read", "rwlock_write", "elect", "resign", "stats", "open", "option"
 	Resource string // empty when not about one resource
 	Errno    Errno
-	// Votes: for a failed acquisition, redlock_last_votes as it was when this
-	// call's round was decided (read in the library's callback, so a
-	// goroutine that moved to another OS thread still gets its own call's).
+	// Votes: for a failed acquisition, extension or unlock whose round was
+	// decided (ErrLocked, ErrNoQuorum, ErrExpired, ErrLost, ErrTimeout), the
+	// one-line summary of that call's own round (redlock_last_votes, read
+	// when the call completed: in the library's callback, or on the OS
+	// thread that made the blocking call, so a goroutine that moves between
+	// threads still gets its own call's); "" otherwise.  Diagnostics: do not
+	// parse it.
 	Votes string
 }
 
+// Error is "redlock: OP "RESOURCE": MESSAGE", followed by ": VOTES" when the
+// votes explain the failure: no quorum, or a master in quarantine (how long
+// it has left).  Otherwise the votes stay in Votes, to keep the line short.
 func (e *Error) Error() string {
+	var s string
 	if e.Resource != "" {
-		return fmt.Sprintf("redlock: %s %q: %s", e.Op, e.Resource, e.Errno.Error())
+		s = fmt.Sprintf("redlock: %s %q: %s", e.Op, e.Resource, e.Errno.Error())
+	} else {
+		s = fmt.Sprintf("redlock: %s: %s", e.Op, e.Errno.Error())
 	}
-	return fmt.Sprintf("redlock: %s: %s", e.Op, e.Errno.Error())
+	if votesExplain(e.Errno, e.Votes) {
+		s += ": " + e.Votes
+	}
+	return s
+}
+
+// votesExplain: the votes are the reason of a no-quorum failure, and a
+// quarantined master is what a program against freshly started masters
+// must be told about.
+func votesExplain(e Errno, votes string) bool {
+	return votes != "" && (e == ENOQUORUM || strings.Contains(votes, "=quarantined"))
+}
+
+// roundErrno reports whether the library returns rc only after a decided
+// round: the calls' errors that carry votes.
+func roundErrno(rc C.int) bool {
+	switch Errno(rc) {
+	case ELOCKED, ENOQUORUM, EEXPIRED, ELOST, ETIMEDOUT:
+		return true
+	}
+	return false
 }
 
 // Unwrap makes errors.Is(err, redlock.ErrLocked) and errors.As(err, &errno) work.
@@ -142,4 +174,24 @@ func mkerr(op, resource string, rc C.int) error {
 		return nil
 	}
 	return &Error{Op: op, Resource: resource, Errno: Errno(rc)}
+}
+
+// roundCall runs a blocking C call and, when it fails after a decided
+// round, reads that round's votes on the same OS thread (the library keeps
+// them per calling thread; the goroutine is wired to its thread meanwhile).
+func roundCall(c *C.redlock_t, call func() C.int) (C.int, string) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	rc := call()
+	if !roundErrno(rc) {
+		return rc, ""
+	}
+	return rc, lastVotesOf(c)
+}
+
+func roundErr(op, resource string, rc C.int, votes string) error {
+	if rc == 0 {
+		return nil
+	}
+	return &Error{Op: op, Resource: resource, Errno: Errno(rc), Votes: votes}
 }

@@ -388,7 +388,7 @@ func (cl *Client) Close() error {
 
 // LastVotes is a one-line summary of the latest round a call of this OS
 // thread waited on (diagnostics; do not parse).  Goroutines move between OS
-// threads: for a failed acquisition, Error.Votes holds that call's own.
+// threads: for a failed call, Error.Votes holds that call's own.
 func (cl *Client) LastVotes() string {
 	cl.mu.RLock()
 	defer cl.mu.RUnlock()
@@ -403,6 +403,11 @@ func (cl *Client) LastVotes() string {
 func lastVotesOf(c *C.redlock_t) string {
 	buf := make([]byte, 4096)
 	n := C.redlock_last_votes(c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	if n >= 0 && int(n) >= len(buf) {
+		// Longer: the same record again (this thread makes no call in between).
+		buf = make([]byte, int(n)+1)
+		n = C.redlock_last_votes(c, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+	}
 	if n < 0 {
 		return ""
 	}
@@ -549,10 +554,10 @@ func (cl *Client) TryLock(resource string, ttl time.Duration) (*Lock, error) {
 		cl.mu.RUnlock()
 		return nil, &Error{Op: "trylock", Resource: resource, Errno: ECLOSED}
 	}
-	rc := C.redlock_trylock(cl.c, cs, t, &h)
+	rc, votes := roundCall(cl.c, func() C.int { return C.redlock_trylock(cl.c, cs, t, &h) })
 	cl.mu.RUnlock()
 	if rc != 0 {
-		return nil, mkerr("trylock", resource, rc)
+		return nil, roundErr("trylock", resource, rc, votes)
 	}
 	return cl.adopt("trylock", h, []string{resource})
 }
@@ -602,7 +607,9 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 			done <- result{nil, &Error{Op: "lock_many", Resource: res[0], Errno: ECLOSED}}
 			return
 		}
-		rc := C.redlock_lock_many(cl.c, &arr[0], C.size_t(len(res)), t, &h)
+		rc, votes := roundCall(cl.c, func() C.int {
+			return C.redlock_lock_many(cl.c, &arr[0], C.size_t(len(res)), t, &h)
+		})
 		if rc == 0 {
 			select {
 			case <-abandon: // the caller is gone: give the lock back at once
@@ -615,7 +622,7 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 		}
 		cl.mu.RUnlock()
 		if rc != 0 {
-			done <- result{nil, mkerr("lock_many", res[0], rc)}
+			done <- result{nil, roundErr("lock_many", res[0], rc, votes)}
 			return
 		}
 		l, err := cl.adopt("lock_many", h, res)
@@ -733,7 +740,13 @@ func (l *Lock) Extend(ttl time.Duration) error {
 	if err := l.live("extend"); err != nil {
 		return err
 	}
-	return mkerr("extend", l.Resource, C.redlock_extend(l.cl.c, l.h, t))
+	// Lost already (or run out): ErrLost without a round, so no votes.
+	lostBefore := C.redlock_lock_is_lost(l.h) != 0
+	rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_extend(l.cl.c, l.h, t) })
+	if lostBefore {
+		votes = ""
+	}
+	return roundErr("extend", l.Resource, rc, votes)
 }
 
 // Unlock releases the lock on every master.  The Lock is released even when
@@ -751,9 +764,9 @@ func (l *Lock) Unlock() error {
 	l.cl.lmu.Lock()
 	delete(l.cl.locks, l)
 	l.cl.lmu.Unlock()
-	rc := C.redlock_unlock(l.cl.c, h)
+	rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_unlock(l.cl.c, h) })
 	l.stopWatch() // no lost callback can come after the unlock returned
-	return mkerr("unlock", l.Resource, rc)
+	return roundErr("unlock", l.Resource, rc, votes)
 }
 
 // Watch keeps the lock extended (by its last TTL) until Unlock.  The returned

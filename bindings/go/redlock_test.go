@@ -262,6 +262,11 @@ func TestTryLockContention(t *testing.T) {
 	if re.Errno.Name() != "REDLOCK_ELOCKED" || !re.Temporary() || re.Timeout() {
 		t.Fatalf("errno methods: %s", re.Errno.Name())
 	}
+	// The blocking call's votes, read on its OS thread; the message stays
+	// short (nothing quarantined).
+	if !strings.Contains(re.Votes, "=refused") || strings.Contains(err.Error(), "refused") {
+		t.Fatalf("votes %q in %q", re.Votes, err.Error())
+	}
 	_, err = b.Lock(bg, "go:try", 5*time.Second)
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("Lock after retries: %v", err)
@@ -388,7 +393,69 @@ func TestExtend(t *testing.T) {
 	if !errors.Is(err, ErrLost) && !errors.Is(err, ErrLocked) {
 		t.Fatalf("extend of a lock taken over: %v", err)
 	}
-	l.Unlock()
+	var re *Error
+	if !errors.As(err, &re) || !strings.Contains(re.Votes, "=refused") {
+		t.Fatalf("votes of the refused extension: %#v", err)
+	}
+	// Lost before the call: no round, so no votes.
+	if err = l.Extend(5 * time.Second); !errors.As(err, &re) || re.Errno != ELOST || re.Votes != "" {
+		t.Fatalf("extend of a lost lock: %#v", err)
+	}
+	err = l.Unlock()
+	if !errors.Is(err, ErrLost) || !errors.As(err, &re) || !strings.Contains(re.Votes, "=refused") {
+		t.Fatalf("unlock of a lock taken over: %#v", err)
+	}
+}
+
+// Freshly started masters with the restart quarantine on (the default):
+// acquisitions fail with ErrNoQuorum, and the error says it is the
+// quarantine and how long it has left, whichever form the call took.
+func TestQuarantinedErrorSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	var fresh []*master
+	t.Cleanup(func() {
+		for _, m := range fresh {
+			m.cmd.Process.Kill() // by PID: the process we started
+			<-m.exited
+		}
+	})
+	var us []string
+	for i := 0; i < 3; i++ {
+		m, err := startMaster(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh = append(fresh, m)
+		us = append(us, fmt.Sprintf("redis://127.0.0.1:%d", m.port))
+	}
+	// Quarantine left on; a max TTL of 10 minutes makes it outlast the test
+	// however slow the machine.
+	c, err := Open(us, WithRetry(0, 0, 0), WithMaxTTL(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	check := func(err error, op string) {
+		t.Helper()
+		var re *Error
+		if !errors.Is(err, ErrNoQuorum) || !errors.As(err, &re) {
+			t.Fatalf("%s: want ErrNoQuorum, got %v", op, err)
+		}
+		if !strings.Contains(re.Votes, "=quarantined (restart quarantine: ") {
+			t.Fatalf("%s: votes %q", op, re.Votes)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "redlock: "+op+` "go:fresh": `) ||
+			!strings.Contains(msg, "quarantined") || !strings.Contains(msg, "ms left") {
+			t.Fatalf("%s: message %q", op, msg)
+		}
+	}
+	_, err = c.TryLock("go:fresh", time.Second) // blocking: read on its OS thread
+	check(err, "trylock")
+	_, err = c.Lock(bg, "go:fresh", time.Second) // callback form: read on the I/O thread
+	check(err, "lock")
+	_, err = c.LockMany(bg, []string{"go:fresh", "go:fresh2"}, time.Second)
+	check(err, "lock_many")
 }
 
 func TestWatchLostByTakeover(t *testing.T) {

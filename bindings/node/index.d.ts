@@ -153,6 +153,15 @@ export declare class RedlockError extends Error {
   readonly errno: number;
   readonly code: string;
   readonly detail?: string;
+  /**
+   * For a failed acquisition, extension or unlock whose round was decided
+   * (LockedError, NoQuorumError, ExpiredError, LostError, WaitTimeoutError):
+   * the one-line summary of that call's own round (redlock_last_votes), e.g.
+   * "lost (no quorum): 127.0.0.1:7001=quarantined (restart quarantine: 41234 ms left) ...".
+   * Also at the end of `message` when it explains the failure (no quorum, or
+   * a master quarantined).  Diagnostics: do not parse it.
+   */
+  readonly votes?: string;
 }
 export declare class InvalidArgumentError extends RedlockError {}
 export declare class NoMemoryError extends RedlockError {}

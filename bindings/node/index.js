@@ -8,11 +8,17 @@
  *    call to the JS main thread (the I/O thread waits until the JS function has
  *    run), so all JS callbacks and promise settlements happen on the JS thread.
  *  - Hence the JS thread must never block in a C call that waits for the I/O
- *    thread: it would deadlock.  The blocking C calls this binding uses
- *    (redlock_open, redlock_trylock, redlock_lock_many, redlock_close) run on
- *    libuv's thread pool through koffi's `.async`; everything else is either
- *    a callback form (lock, extend, unlock) or returns at once (watch,
- *    accessors).
+ *    thread: it would deadlock.  The blocking C calls this binding uses run
+ *    elsewhere: redlock_open, redlock_close and redlock_resign on koffi's
+ *    thread pool (`.async`), redlock_trylock and redlock_lock_many on worker
+ *    threads (blocking.js: there a failed call's votes are read on its own
+ *    thread); everything else is either a callback form (lock, extend,
+ *    unlock) or returns at once (watch, accessors).
+ *  - A failed call's votes (redlock_last_votes: the library keeps them per
+ *    calling thread) are read in its callback, on the JS thread: the JS
+ *    thread made the call, and the I/O thread, which decides rounds, waits
+ *    while the callback runs, so the JS thread's record is that call's
+ *    round.
  *  - koffi's cross-thread callbacks do not keep Node's event loop alive, and a
  *    callback arriving after Node tore down its environment crashes the
  *    process.  So an open Client holds a ref'd timer: like a socket, it keeps
@@ -22,6 +28,7 @@
 const koffi = require('koffi');
 const fs = require('fs');
 const path = require('path');
+const { BlockingPool } = require('./blocking');
 
 const ABI_MAJOR = '0';
 
@@ -42,14 +49,30 @@ const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX
 
 // ---- errors -------------------------------------------------------------------
 
+// The codes the library returns only after a decided round: their errors
+// carry the round's votes.
+const ROUND_CODES = new Set([CODES.ELOCKED, CODES.ENOQUORUM, CODES.EEXPIRED, CODES.ELOST,
+  CODES.ETIMEDOUT]);
+
+// Whether the votes belong in the message: they are the reason of a
+// no-quorum failure, and a quarantined master is what a program against
+// freshly started masters must be told about (it has ms left).
+function votesExplain(errno, votes) {
+  return Boolean(votes) && (errno === CODES.ENOQUORUM || votes.includes('=quarantined'));
+}
+
 class RedlockError extends Error {
-  constructor(errno, message, detail) {
+  constructor(errno, message, detail, votes) {
     let name;
     try { name = load().redlock_err_name(errno); } catch { name = 'REDLOCK_E' + errno; }
-    super(detail ? `${message} (${detail})` : message);
+    let text = detail ? `${message} (${detail})` : message;
+    if (votesExplain(errno, votes)) text += `: ${votes}`;
+    super(text);
     this.errno = errno;            // negative C code, e.g. -3
     this.code = name;              // 'REDLOCK_ELOCKED'
     if (detail !== undefined) this.detail = detail;
+    // A decided round's votes (redlock_last_votes of that call); diagnostics.
+    if (votes !== undefined) this.votes = votes;
   }
   get name() { return this.constructor.name; }
 }
@@ -76,11 +99,30 @@ const CLASSES = {
   [CODES.ENOTSUP]: NotSupportedError, [CODES.EFORKED]: ForkedError,
 };
 
-function makeError(errno, detail) {
+function makeError(errno, detail, votes) {
   const Cls = CLASSES[errno] || RedlockError;
   let message;
   try { message = load().redlock_strerror(errno); } catch { message = 'error ' + errno; }
-  return new Cls(errno, message, detail);
+  return new Cls(errno, message, detail, votes);
+}
+
+/** redlock_last_votes of this thread ('' on error). */
+function votesOf(ptr) {
+  let buf = Buffer.alloc(4096);
+  let n = F.redlock_last_votes(ptr, buf, buf.length);
+  if (n >= buf.length) { // the same record again: this thread makes no call in between
+    buf = Buffer.alloc(n + 1);
+    n = F.redlock_last_votes(ptr, buf, buf.length);
+  }
+  return n < 0 ? '' : buf.subarray(0, Math.min(n, buf.length - 1)).toString('utf8');
+}
+
+/**
+ * The votes of a failed call, read inside its callback (see the header):
+ * undefined when its status says no round was decided.
+ */
+function callbackVotes(ptr, status) {
+  return ROUND_CODES.has(status) ? votesOf(ptr) : undefined;
 }
 
 /** The error Node's own APIs reject with when an AbortSignal fires. */
@@ -94,6 +136,8 @@ function abortError(signal) {
 // ---- library loading ----------------------------------------------------------
 
 let F = null; // the bound functions
+let loadedFrom = null; // the file F came from (the blocking workers load it too)
+let pool = null; // blocking.js's workers, made at the first tryLock/lockMany
 
 function candidates() {
   if (process.env.REDLOCK_LIBRARY) return [process.env.REDLOCK_LIBRARY];
@@ -191,6 +235,7 @@ function loadLibrary(file) {
     const drift = constantDrift(fns);
     if (drift.length) { errors.push(`${cand}: constants differ from this binding's: ${drift.join('; ')}`); continue; }
     F = fns;
+    loadedFrom = cand;
     registerTrampolines();
     return F;
   }
@@ -344,9 +389,14 @@ class Lock {
       const ptr = this._live('extend');
       u32('ttlMs', ttlMs, { min: 1 });
       const id = newId();
+      // Lost already (or run out): ELOST without a round, so no votes.
+      const lostBefore = F.redlock_lock_is_lost(ptr) !== 0;
       pending.set(id, (status) => {
         if (status === 0) resolve();
-        else reject(makeError(status, `extend ${this.resource}`));
+        else {
+          reject(makeError(status, `extend ${this.resource}`,
+            lostBefore ? undefined : callbackVotes(this.client._ptr, status)));
+        }
       });
       const rc = F.redlock_extend_async(this.client._ptr, ptr, ttlMs, T.done, id);
       if (rc !== 0) {
@@ -407,7 +457,7 @@ class Lock {
       const client = this.client;
       pending.set(id, (status) => {
         if (status === 0) resolve();
-        else reject(makeError(status, `unlock ${this.resource}`));
+        else reject(makeError(status, `unlock ${this.resource}`, callbackVotes(client._ptr, status)));
       });
       const rc = F.redlock_unlock_async(client._ptr, ptr, T.done, id);
       if (rc !== 0) {
@@ -787,7 +837,10 @@ class Client {
           if (status === 0 && ptr && !this._closed) F.redlock_unlock_async(this._ptr, ptr, null, 0);
           return;
         }
-        if (status !== 0) { reject(makeError(status, `${what} ${resource}`)); return; }
+        if (status !== 0) {
+          reject(makeError(status, `${what} ${resource}`, callbackVotes(this._ptr, status)));
+          return;
+        }
         if (this._closed) {
           // Granted while close() was starting: the close frees the handle.
           reject(makeError(CODES.ECANCELED, `${what} ${resource}: client closed`));
@@ -820,7 +873,7 @@ class Client {
     this._checkOpen();
     resourceArg(resource);
     u32('ttlMs', ttlMs, { min: 1 });
-    return this._blockingLock(F.redlock_trylock, [this._ptr, resource, ttlMs], [resource], watch, onLost);
+    return this._blockingLock('trylock', [resource, ttlMs], [resource], watch, onLost);
   }
 
   /** All resources (1..64, distinct) or none, as one Lock. */
@@ -829,25 +882,28 @@ class Client {
     if (!Array.isArray(resources)) throw new TypeError('resources must be an array');
     resources.forEach(resourceArg);
     u32('ttlMs', ttlMs, { min: 1 });
-    return this._blockingLock(F.redlock_lock_many,
-      [this._ptr, resources.slice(), resources.length, ttlMs], resources.slice(), watch, onLost);
+    return this._blockingLock('lock_many', [resources.slice(), resources.length, ttlMs],
+      resources.slice(), watch, onLost);
   }
 
-  async _blockingLock(fn, args, resources, watch, onLost) {
-    const out = [null];
-    // On the thread pool: the call waits for the I/O thread.  close() waits
+  async _blockingLock(op, args, resources, watch, onLost) {
+    if (!pool) {
+      pool = new BlockingPool(loadedFrom, ROUND_CODES, (fop, client, fargs, out) =>
+        callAsync(fop === 'trylock' ? F.redlock_trylock : F.redlock_lock_many, client, ...fargs, out));
+    }
+    // On a worker thread: the call waits for the I/O thread.  close() waits
     // for it, so the C client is never used after redlock_close.
-    const call = callAsync(fn, ...args, out);
+    const call = pool.run(op, this._ptr, args);
     this._inflight.add(call);
-    let rc;
+    let r;
     try {
-      rc = await call;
+      r = await call;
     } finally {
       this._inflight.delete(call);
     }
-    if (rc !== 0) throw makeError(rc, `lock ${resources.join(',')}`);
+    if (r.rc !== 0) throw makeError(r.rc, `${op === 'trylock' ? 'tryLock' : 'lockMany'} ${resources.join(',')}`, r.votes);
     if (this._closed) throw makeError(CODES.ECLOSED, 'client closed during the call');
-    const lk = new Lock(this, out[0], resources);
+    const lk = new Lock(this, r.out, resources);
     if (watch || onLost) lk.watch(onLost);
     return lk;
   }
@@ -862,12 +918,14 @@ class Client {
     }
   }
 
-  /** One-line summary of the latest round (diagnostics; do not parse). */
+  /**
+   * One-line summary of the latest round a call made from the JS thread
+   * waited on (diagnostics; do not parse).  A failed call's own votes are
+   * on its error (`err.votes`).
+   */
   lastVotes() {
     if (this._closed) return '';
-    const buf = Buffer.alloc(4096);
-    const n = F.redlock_last_votes(this._ptr, buf, buf.length);
-    return n < 0 ? '' : buf.subarray(0, Math.min(n, buf.length - 1)).toString('utf8');
+    return votesOf(this._ptr);
   }
 
   /**

@@ -46,9 +46,17 @@ describe('redlock-c Node binding', () => {
       assert.equal(err.code, 'REDLOCK_ELOCKED');
       assert.equal(err.errno, redlock.codes.ELOCKED);
       assert.equal(err.name, 'LockedError');
+      // The call's own votes (read on the worker that ran it); the message
+      // stays short (nothing quarantined).
+      assert.match(err.votes, /^lost \(held\):.*=refused/);
+      assert.doesNotMatch(err.message, /refused/);
       return true;
     });
-    await assert.rejects(b.lock('n:try', { ttlMs: 5000 }), redlock.LockedError); // after retries
+    await assert.rejects(b.lock('n:try', { ttlMs: 5000 }), (err) => { // after retries
+      assert.ok(err instanceof redlock.LockedError);
+      assert.match(err.votes, /=refused/); // read in the callback
+      return true;
+    });
     assert.match(b.lastVotes(), /^lost \(held\):/);
     await lk.unlock();
     const lk2 = await b.tryLock('n:try', { ttlMs: 5000 });
@@ -110,8 +118,12 @@ describe('redlock-c Node binding', () => {
     assert.ok(pttl.every((t) => t > 4000), `pttl ${pttl}`);
     await srv.all('SET', 'n:extend', 'intruder', 'PX', '60000'); // taken over on every master
     await assert.rejects(lk.extend(5000), (err) => err instanceof redlock.RedlockError
-      && ['REDLOCK_ELOST', 'REDLOCK_ELOCKED'].includes(err.code));
-    await lk.unlock().catch(() => {});
+      && ['REDLOCK_ELOST', 'REDLOCK_ELOCKED'].includes(err.code) && /=refused/.test(err.votes));
+    // Lost before the call: no round, so no votes.
+    await assert.rejects(lk.extend(5000), (err) => err instanceof redlock.LostError
+      && err.votes === undefined);
+    await assert.rejects(lk.unlock(), (err) => err instanceof redlock.LostError
+      && /=refused/.test(err.votes));
     assert.equal(lk.released, true);
   });
 
@@ -205,6 +217,9 @@ describe('redlock-c Node binding', () => {
       await assert.rejects(c.tryLock('n:noquorum', { ttlMs: 1000 }), (err) => {
         assert.ok(err instanceof redlock.NoQuorumError);
         assert.equal(err.errno, -4);
+        // No quorum: the votes are the reason, in the message too.
+        assert.match(err.votes, /^lost \(no quorum\):/);
+        assert.ok(err.message.endsWith(`: ${err.votes}`), err.message);
         return true;
       });
     } finally {
@@ -219,9 +234,9 @@ describe('redlock-c Node binding', () => {
     await holder.unlock();
   });
 
-  it('close waits for tryLock calls running on the thread pool', async () => {
+  it('close waits for tryLock calls running on worker threads', async () => {
     const c = await Client.open(srv.uris, base);
-    const names = Array.from({ length: 8 }, (_, i) => `n:inflight:${i}`); // > 4 pool threads
+    const names = Array.from({ length: 8 }, (_, i) => `n:inflight:${i}`); // more than the pool's workers
     const calls = names.map((n) => c.tryLock(n, { ttlMs: 5000 }).then(() => 'granted', (e) => e.code));
     await c.close();
     assert.deepEqual(await Promise.all(calls), Array(8).fill('REDLOCK_ECLOSED'));
@@ -236,6 +251,40 @@ describe('redlock-c Node binding', () => {
     await lk.lostPromise;
     await c.close();
     assert.ok(msgs.some(([lvl, m]) => lvl >= redlock.LOG_WARN && /lost/.test(m)), JSON.stringify(msgs));
+  });
+});
+
+describe('redlock-c Node binding: errors say the masters are quarantined', () => {
+  let srv;
+  let c;
+
+  before(async () => {
+    srv = await startMasters(3); // fresh: younger than the max TTL
+    // Quarantine left on (the default); a max TTL of 10 minutes makes it
+    // outlast the test however slow the machine.
+    c = await Client.open(srv.uris, { retryCount: 0, maxTtlMs: 600000 });
+  });
+  after(async () => {
+    if (c) await c.close();
+    if (srv) await srv.stop();
+  });
+
+  const saysQuarantined = (err) => {
+    assert.ok(err instanceof redlock.NoQuorumError, String(err));
+    assert.match(err.votes, /=quarantined \(restart quarantine: \d+ ms left\)/);
+    assert.match(err.message, /quarantined/);
+    assert.match(err.message, /ms left/);
+    return true;
+  };
+
+  it('tryLock (on a worker thread) and lockMany', async () => {
+    await assert.rejects(c.tryLock('n:fresh', { ttlMs: 1000 }), saysQuarantined);
+    await assert.rejects(c.lockMany(['n:fresh', 'n:fresh2'], { ttlMs: 1000 }), saysQuarantined);
+  });
+
+  it('lock and semaphoreAcquire (callback forms)', async () => {
+    await assert.rejects(c.lock('n:fresh', { ttlMs: 1000 }), saysQuarantined);
+    await assert.rejects(c.semaphoreAcquire('n:fresh-sem', { limit: 2, ttlMs: 1000 }), saysQuarantined);
   });
 });
 

@@ -17,7 +17,7 @@ async function example(nodes: string[]): Promise<bigint> {
     await client.lockWait('x', { ttlMs: 100, waitMs: 100 });
   } catch (e) {
     if (e instanceof LockedError) console.log(e.code === 'REDLOCK_ELOCKED', e.errno === redlock.codes.ELOCKED);
-    if (e instanceof RedlockError) console.log(e.detail);
+    if (e instanceof RedlockError) console.log(e.detail, e.votes?.length);
   }
   const n: number = await client.using('r', { ttlMs: 100 }, async (l) => l.validityMs + left);
   console.log(n, client.lastVotes(), redlock.version(), redlock.LOG_WARN);

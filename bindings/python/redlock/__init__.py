@@ -109,12 +109,21 @@ _OTHER_CONSTANTS = ("LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR", "MAX_NODES
 
 class RedlockError(Exception):
     """An error code from the library: .code (negative int), .name
-    ("REDLOCK_ELOCKED"), .message (the library's text) and .detail (extra
-    context from the binding, or None)."""
+    ("REDLOCK_ELOCKED"), .message (the library's text), .detail (extra
+    context from the binding, or None) and .votes.
+
+    .votes: for a failed acquisition, extension or unlock whose round was
+    decided (LockedError, NoQuorumError, ExpiredError, LostError,
+    WaitTimeout), the one-line summary of that call's own round
+    (redlock_last_votes, read when the call completed: "lost (no quorum):
+    127.0.0.1:7001=quarantined (restart quarantine: 41234 ms left) ...");
+    None otherwise.  For diagnostics: do not parse it.  When the votes explain
+    the failure (a NoQuorumError, or any master quarantined) they are also
+    the .detail, and str() ends with them."""
 
     code = None
 
-    def __init__(self, code, name=None, message=None, detail=None):
+    def __init__(self, code, name=None, message=None, detail=None, votes=None):
         if name is None:
             name = err_name(code)
         if message is None:
@@ -124,16 +133,23 @@ class RedlockError(Exception):
         self.code = code
         self.name = name
         self.message = message
+        self.votes = votes
+        if detail is None and _votes_explain(code, votes):
+            detail = votes
         self.detail = detail
         if isinstance(self, OSError):
             self.errno, self.strerror, self.filename = None, message, None
 
     def __str__(self):
         text = "%s: %s" % (self.name, self.message)
-        return text if not self.detail else "%s (%s)" % (text, self.detail)
+        if not self.detail:
+            return text
+        if self.detail == self.votes:
+            return "%s: %s" % (text, self.detail)
+        return "%s (%s)" % (text, self.detail)
 
     def __reduce__(self):
-        return (_make_error, (self.code, self.name, self.message, self.detail))
+        return (_make_error, (self.code, self.name, self.message, self.detail, self.votes))
 
 
 class InvalidArgument(RedlockError, ValueError):
@@ -213,14 +229,42 @@ _ERROR_CLASSES = {cls.code: cls for cls in (
 _FALLBACK_NAMES = {globals()[k]: "REDLOCK_" + k for k in _ERROR_CONSTANTS}
 
 
-def _make_error(code, name=None, message=None, detail=None):
+def _make_error(code, name=None, message=None, detail=None, votes=None):
     """The exception for a library error code (RedlockError for unknown codes)."""
-    return _ERROR_CLASSES.get(code, RedlockError)(code, name, message, detail)
+    return _ERROR_CLASSES.get(code, RedlockError)(code, name, message, detail, votes)
 
 
-def _check(rc, detail=None):
+def _check(rc, detail=None, votes=None):
     if rc != 0:
-        raise _make_error(rc, detail=detail)
+        raise _make_error(rc, detail=detail, votes=votes)
+
+
+# The codes that only a decided round returns: their errors carry its votes.
+_ROUND_CODES = frozenset((ELOCKED, ENOQUORUM, EEXPIRED, ELOST, ETIMEDOUT))
+
+
+def _votes_explain(code, votes):
+    """Whether the votes belong in the error's message: they are the reason
+    of a no-quorum failure, and a quarantined master is what a program
+    against freshly started masters must be told about (it has ms left)."""
+    return bool(votes) and (code == ENOQUORUM or "=quarantined" in votes)
+
+
+def _round_votes(lib, ptr, rc):
+    """redlock_last_votes after a call that returned rc, read on the thread
+    that made the call (or, in a callback, on the I/O thread): that call's
+    own round.  None when rc says no round was decided."""
+    if rc not in _ROUND_CODES:
+        return None
+    buf = ctypes.create_string_buffer(4096)
+    need = lib.redlock_last_votes(ptr, buf, len(buf))
+    if need < 0:
+        return None
+    if need >= len(buf):  # the same record again: this thread makes no call in between
+        buf = ctypes.create_string_buffer(need + 1)
+        if lib.redlock_last_votes(ptr, buf, need + 1) < 0:
+            return None
+    return _decode(buf.value)
 
 
 # ---- loading the library ------------------------------------------------------------
@@ -529,13 +573,14 @@ _OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
 
 class _Pending:
     """One lock() waiting for its redlock_lock_async callback."""
-    __slots__ = ("event", "mutex", "status", "handle", "done", "abandoned")
+    __slots__ = ("event", "mutex", "status", "handle", "votes", "done", "abandoned")
 
     def __init__(self):
         self.event = threading.Event()
         self.mutex = threading.Lock()
         self.status = None
         self.handle = None
+        self.votes = None  # a failure's votes, read in the callback
         self.done = False
         self.abandoned = False
 
@@ -641,9 +686,11 @@ class _Core:
         self._mark_loop()
         op = self.pending.pop(key, None)
         if op is not None:
+            # Here, on the I/O thread, the votes are this call's round.
+            votes = _round_votes(self.lib, self.ptr, status)
             with op.mutex:
                 if not op.abandoned:
-                    op.status, op.handle, op.done = status, handle, True
+                    op.status, op.handle, op.votes, op.done = status, handle, votes, True
                     op.event.set()
                     return
         if status == 0 and handle:
@@ -985,7 +1032,7 @@ class Client:
                 self._release_orphan(op.handle)
             raise
         if op.status != 0:
-            raise _make_error(op.status)
+            raise _make_error(op.status, votes=op.votes)
         return op.handle
 
     def trylock(self, resource, ttl_ms, watch=False, on_lost=None):
@@ -997,9 +1044,10 @@ class Client:
         core.enter()
         try:
             rc = core.lib.redlock_trylock(core.ptr, res, ttl, ctypes.byref(out))
+            votes = _round_votes(core.lib, core.ptr, rc)  # this thread: this call's
         finally:
             core.leave()
-        _check(rc)
+        _check(rc, votes=votes)
         lk = self._adopt(out.value, (resource,))
         return self._maybe_watch(lk, watch, on_lost)
 
@@ -1017,9 +1065,10 @@ class Client:
         core.enter()
         try:
             rc = core.lib.redlock_lock_many(core.ptr, arr, len(encoded), ttl, ctypes.byref(out))
+            votes = _round_votes(core.lib, core.ptr, rc)
         finally:
             core.leave()
-        _check(rc)
+        _check(rc, votes=votes)
         lk = self._adopt(out.value, resources)
         return self._maybe_watch(lk, watch, on_lost)
 
@@ -1372,12 +1421,15 @@ class Lock:
                 raise self._gone()
             core.enter()
         try:
+            # Lost already (or run out): ELOST without a round, so no votes.
+            lost_before = core.lib.redlock_lock_is_lost(handle) != 0
             rc = core.lib.redlock_extend(core.ptr, handle, ttl)
+            votes = None if lost_before else _round_votes(core.lib, core.ptr, rc)
         finally:
             core.leave()
         if rc == ELOST:
             self._lost = True
-        _check(rc)
+        _check(rc, votes=votes)
 
     def unlock(self):
         """Releases the lock on all masters (redlock_unlock).  A second call
@@ -1393,8 +1445,11 @@ class Lock:
             core.enter()
             self._handle = None
         rc = ENOMEM
+        votes = None
         try:
             rc = core.lib.redlock_unlock(core.ptr, handle)
+            if rc != EWOULDBLOCK:
+                votes = _round_votes(core.lib, core.ptr, rc)
             if rc in (ENOMEM, EIO):
                 with core.mutex:  # not queued: the handle stays live
                     if core.state == _OPEN:
@@ -1407,7 +1462,7 @@ class Lock:
             self._lost = True
         if rc == EWOULDBLOCK:
             return  # on the loop thread: release started, handle freed
-        _check(rc)
+        _check(rc, votes=votes)
 
     def watch(self, on_lost=None):
         """Keeps extending the lock (by its last TTL) until unlock

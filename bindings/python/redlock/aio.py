@@ -31,7 +31,7 @@ import itertools
 import threading
 
 from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, Client, ClosedError, InvalidArgument,
-               _bytes_arg, _make_error, _u32)
+               _bytes_arg, _make_error, _round_votes, _u32)
 
 __all__ = ["AsyncClient", "AsyncLock"]
 
@@ -43,12 +43,13 @@ def _declare_async(lib):
     fn.restype, fn.argtypes = c_int, [c_vp, c_vp, c_u32, _DONE_CB, c_vp]
 
 
-def _resolve(fut, status, value):
-    """On the event loop: completes fut unless its awaiter went away."""
+def _resolve(fut, status, value, votes=None):
+    """On the event loop: completes fut unless its awaiter went away.  votes:
+    a failure's, read in the library's callback."""
     if fut.done():
         return
     if status != 0:
-        fut.set_exception(_make_error(status))
+        fut.set_exception(_make_error(status, votes=votes))
     else:
         fut.set_result(value)
 
@@ -57,14 +58,15 @@ class _AsyncPending:
     """A lock() in flight, as the blocking binding's pending-table entry
     (_Core._on_lock_done fills status/handle under mutex and calls
     event.set()), whose 'event' completes an asyncio future instead."""
-    __slots__ = ("event", "mutex", "status", "handle", "done", "abandoned", "_loop", "_fut",
-                 "_release")
+    __slots__ = ("event", "mutex", "status", "handle", "votes", "done", "abandoned", "_loop",
+                 "_fut", "_release")
 
     def __init__(self, loop, fut, release):
         self.mutex = threading.Lock()
         self._release = release
         self.status = None
         self.handle = None
+        self.votes = None
         self.done = False
         self.abandoned = False
         self._loop = loop
@@ -73,7 +75,8 @@ class _AsyncPending:
 
     def set(self):
         try:
-            self._loop.call_soon_threadsafe(_resolve, self._fut, self.status, self.handle)
+            self._loop.call_soon_threadsafe(_resolve, self._fut, self.status, self.handle,
+                                            self.votes)
         except RuntimeError:
             # The event loop is closed: nobody can take the lock any more.
             # We are on the I/O thread, where a release only starts.
@@ -92,7 +95,7 @@ class AsyncClient:
         core = self._client._core
         _declare_async(core.lib)
         self._keys = itertools.count(1)
-        self._done = {}  # key -> (loop, future) for extend/unlock callbacks
+        self._done = {}  # key -> (loop, future, votes?) for extend/unlock callbacks
         self._done_cb = _DONE_CB(self._on_done)
 
     @classmethod
@@ -227,19 +230,23 @@ class AsyncClient:
         entry = self._done.pop(key, None)
         if entry is None:
             return
-        loop, fut = entry
+        loop, fut, want_votes = entry
+        core = self._client._core
+        # Here, on the I/O thread, the votes are this call's round.
+        votes = _round_votes(core.lib, core.ptr, status) if want_votes else None
         try:
-            loop.call_soon_threadsafe(_resolve, fut, status, None)
+            loop.call_soon_threadsafe(_resolve, fut, status, None, votes)
         except RuntimeError:
             pass  # the event loop is gone: nobody waits
 
-    def _start(self, start):
+    def _start(self, start, votes=True):
         """Registers a future, runs start(key) (a C call returning rc) and
-        returns the future; a call that returns an error never calls back."""
+        returns the future; a call that returns an error never calls back.
+        votes=False: a failure decided no round (it carries no votes)."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         key = next(self._keys)
-        self._done[key] = (loop, fut)
+        self._done[key] = (loop, fut, votes)
         rc = start(key)
         if rc != 0:
             self._done.pop(key, None)
@@ -281,8 +288,10 @@ class AsyncLock:
                 raise lk._gone()
             core.enter()
         try:
+            # Lost already (or run out): ELOST without a round, so no votes.
+            lost_before = core.lib.redlock_lock_is_lost(handle) != 0
             fut = self._aclient._start(lambda key: core.lib.redlock_extend_async(
-                core.ptr, handle, ttl, self._aclient._done_cb, key))
+                core.ptr, handle, ttl, self._aclient._done_cb, key), votes=not lost_before)
         finally:
             core.leave()
         try:

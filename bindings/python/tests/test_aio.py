@@ -57,8 +57,12 @@ class TestAsyncClient(unittest.TestCase):
                 self.assertEqual(lk.resource, res)
                 self.assertGreater(lk.validity_ms, 0)
                 self.assertEqual(self.keys_on_masters(res), 3)
-                with self.assertRaises(redlock.LockedError):
+                with self.assertRaises(redlock.LockedError) as cm:
                     await client.trylock(res, 10000)
+                self.assertIn("=refused", cm.exception.votes)
+                with self.assertRaises(redlock.LockedError) as cm:
+                    await client.lock(res, 10000)  # callback form
+                self.assertIn("=refused", cm.exception.votes)
                 await lk.extend(20000)
                 pttl = redis_cmd(self.servers[0].port, "PTTL", res)
                 self.assertGreater(pttl, 10000)  # the extension reached the master

@@ -17,6 +17,7 @@ Run: REDLOCK_LIBRARY=/path/libredlock.so PYTHONPATH=bindings/python \
 import ctypes
 import gc
 import os
+import pickle
 import shutil
 import socket
 import subprocess
@@ -244,7 +245,26 @@ class TestModule(unittest.TestCase):
             self.assertEqual(err.args, (code, err.name, err.message))
             self.assertIn(err.name, str(err))
         self.assertIs(type(redlock._make_error(-99)), redlock.RedlockError)
+        self.assertIsNone(redlock._make_error(redlock.ENOQUORUM).votes)
         self.assertIsInstance(redlock.InvalidArgument(redlock.EINVAL), ValueError)
+
+    def test_votes_in_message(self):
+        held = "lost (held): 127.0.0.1:7001=refused 127.0.0.1:7002=refused"
+        err = redlock._make_error(redlock.ELOCKED, votes=held)
+        self.assertEqual(err.votes, held)
+        self.assertIsNone(err.detail)  # short: the refusals say nothing new
+        self.assertNotIn("refused", str(err))
+        down = "lost (no quorum): 127.0.0.1:7001=down 127.0.0.1:7002=OK"
+        err = redlock._make_error(redlock.ENOQUORUM, votes=down)
+        self.assertEqual(err.detail, down)
+        self.assertTrue(str(err).endswith(": " + down), str(err))
+        quarantined = ("lost (held): 127.0.0.1:7001=quarantined (restart quarantine: 4 ms left)"
+                       " 127.0.0.1:7002=refused 127.0.0.1:7003=refused")
+        err = redlock._make_error(redlock.ELOCKED, votes=quarantined)
+        self.assertIn("ms left", str(err))
+        copy = pickle.loads(pickle.dumps(err))
+        self.assertIs(type(copy), redlock.LockedError)
+        self.assertEqual((copy.votes, str(copy)), (quarantined, str(err)))
         self.assertIsInstance(redlock.WaitTimeout(redlock.ETIMEDOUT), TimeoutError)
 
     def test_constants_match_library(self):
@@ -477,10 +497,60 @@ class TestNoQuorum(unittest.TestCase):
             self.assertEqual(cm.exception.code, redlock.ENOQUORUM)
             self.assertEqual(cm.exception.name, "REDLOCK_ENOQUORUM")
             self.assertIn("no quorum", c.last_votes())
-            with self.assertRaises(redlock.NoQuorumError):
+            # The error carries its round's votes, and says why in its message.
+            self.assertIn("=down", cm.exception.votes)
+            self.assertIn("=down", str(cm.exception))
+            with self.assertRaises(redlock.NoQuorumError) as cm:
                 c.lock(unique("down"), 1000)
-            with self.assertRaises(redlock.NoQuorumError):
+            self.assertIn("=down", cm.exception.votes)
+            with self.assertRaises(redlock.NoQuorumError) as cm:
                 c.lock_many([unique("a"), unique("b")], 1000)
+            self.assertIn("=down", cm.exception.votes)
+
+
+class TestQuarantineSaysSo(unittest.TestCase):
+    """Freshly started masters with the restart quarantine on (the default):
+    a program's first locks fail, and the error says it is the quarantine
+    and how long it has left."""
+
+    @classmethod
+    def setUpClass(cls):
+        if REDIS_SERVER is None:
+            raise unittest.SkipTest("redis-server not found on PATH (or REDLOCK_TEST_SERVER)")
+        cls.servers = start_servers(3)
+        cls.uris = [s.uri for s in cls.servers]
+
+    @classmethod
+    def tearDownClass(cls):
+        for s in cls.servers:
+            s.stop()
+
+    def assert_says_quarantined(self, err):
+        self.assertIsInstance(err, redlock.NoQuorumError)
+        self.assertIsNotNone(err.votes)
+        self.assertIn("=quarantined (restart quarantine: ", err.votes)
+        self.assertEqual(err.detail, err.votes)
+        self.assertIn("quarantined", str(err))
+        self.assertIn("ms left", str(err))
+
+    def test_fresh_masters_are_quarantined(self):
+        # quarantine left at its default (on); a max TTL of 10 minutes makes
+        # the quarantine outlast the test however slow the machine.
+        kw = client_kwargs(retry_count=0, max_ttl_ms=600000)
+        del kw["quarantine"]
+        with redlock.Client(self.uris, **kw) as c:
+            with self.assertRaises(redlock.NoQuorumError) as cm:
+                c.trylock(unique("fresh"), 1000)  # blocking: read on this thread
+            self.assert_says_quarantined(cm.exception)
+            with self.assertRaises(redlock.NoQuorumError) as cm:
+                c.lock(unique("fresh"), 1000)  # callback form: read on the I/O thread
+            self.assert_says_quarantined(cm.exception)
+            with self.assertRaises(redlock.NoQuorumError) as cm:
+                c.lock_many([unique("a"), unique("b")], 1000)
+            self.assert_says_quarantined(cm.exception)
+            with self.assertRaises(redlock.NoQuorumError) as cm:
+                c.semaphore_acquire(unique("sem"), 2, 1000)
+            self.assert_says_quarantined(cm.exception)
 
 
 # ---- tests against a shared set of three masters -------------------------------------------
@@ -558,8 +628,13 @@ class TestLocking(ServerTestCase):
                 b.trylock(res, 1000)
             self.assertEqual(cm.exception.code, redlock.ELOCKED)
             self.assertIn("held", b.last_votes())
-            with self.assertRaises(redlock.LockedError):
+            # This call's votes; the message stays short (nothing quarantined).
+            self.assertIn("=refused", cm.exception.votes)
+            self.assertNotIn("refused", str(cm.exception))
+            self.assertIsNone(cm.exception.detail)
+            with self.assertRaises(redlock.LockedError) as cm:
                 b.lock(res, 1000)  # retries by the policy, then gives up
+            self.assertIn("=refused", cm.exception.votes)
             with self.assertRaises(redlock.LockedError):
                 a.trylock(res, 1000)  # not reentrant by default
         b.trylock(res, 1000).unlock()
@@ -583,11 +658,16 @@ class TestLocking(ServerTestCase):
         res = unique("takeover")
         lk = c.lock(res, 10000)
         self.on_all("SET", res, "intruder")  # another value on every master: taken over
-        with self.assertRaises(redlock.LostError):
+        with self.assertRaises(redlock.LostError) as cm:
             lk.extend(10000)
+        self.assertIn("=refused", cm.exception.votes)
         self.assertTrue(lk.lost)
-        with self.assertRaises(redlock.LostError):
+        with self.assertRaises(redlock.LostError) as cm:
+            lk.extend(10000)  # lost before the call: no round, no votes
+        self.assertIsNone(cm.exception.votes)
+        with self.assertRaises(redlock.LostError) as cm:
             lk.unlock()
+        self.assertIn("=refused", cm.exception.votes)
         self.assertTrue(lk.released)
         lk.unlock()  # no-op
 

@@ -60,7 +60,12 @@ fn main() {
             let _ = lock.unlock();
             0
         }
-        Err(redlock::Error::Locked) | Err(redlock::Error::TimedOut) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                redlock::ErrorKind::Locked | redlock::ErrorKind::TimedOut
+            ) =>
+        {
             println!("LOCKED");
             75
         }

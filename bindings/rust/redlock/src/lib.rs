@@ -28,10 +28,10 @@ use std::time::Duration;
 
 // ---- errors ---------------------------------------------------------------------
 
-/// A failure reported by the library (`REDLOCK_E*`).
+/// What went wrong: one variant per library code (`REDLOCK_E*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Error {
+pub enum ErrorKind {
     /// `REDLOCK_EINVAL`: invalid argument (also: a NUL byte in a string).
     InvalidArgument,
     /// `REDLOCK_ENOMEM`.
@@ -62,70 +62,193 @@ pub enum Error {
     Other(i32),
 }
 
-/// `Result` with [`Error`].
-pub type Result<T> = std::result::Result<T, Error>;
-
-impl Error {
+impl ErrorKind {
     /// Maps a negative library code (0 is not an error).
-    pub fn from_code(code: i32) -> Error {
+    pub fn from_code(code: i32) -> ErrorKind {
         match code {
-            sys::REDLOCK_EINVAL => Error::InvalidArgument,
-            sys::REDLOCK_ENOMEM => Error::NoMemory,
-            sys::REDLOCK_ELOCKED => Error::Locked,
-            sys::REDLOCK_ENOQUORUM => Error::NoQuorum,
-            sys::REDLOCK_EEXPIRED => Error::Expired,
-            sys::REDLOCK_ELOST => Error::Lost,
-            sys::REDLOCK_ETIMEDOUT => Error::TimedOut,
-            sys::REDLOCK_ECANCELED => Error::Canceled,
-            sys::REDLOCK_ECLOSED => Error::Closed,
-            sys::REDLOCK_EWOULDBLOCK => Error::WouldBlock,
-            sys::REDLOCK_EIO => Error::Io,
-            sys::REDLOCK_ENOTSUP => Error::NotSupported,
-            sys::REDLOCK_EFORKED => Error::Forked,
-            other => Error::Other(other),
+            sys::REDLOCK_EINVAL => ErrorKind::InvalidArgument,
+            sys::REDLOCK_ENOMEM => ErrorKind::NoMemory,
+            sys::REDLOCK_ELOCKED => ErrorKind::Locked,
+            sys::REDLOCK_ENOQUORUM => ErrorKind::NoQuorum,
+            sys::REDLOCK_EEXPIRED => ErrorKind::Expired,
+            sys::REDLOCK_ELOST => ErrorKind::Lost,
+            sys::REDLOCK_ETIMEDOUT => ErrorKind::TimedOut,
+            sys::REDLOCK_ECANCELED => ErrorKind::Canceled,
+            sys::REDLOCK_ECLOSED => ErrorKind::Closed,
+            sys::REDLOCK_EWOULDBLOCK => ErrorKind::WouldBlock,
+            sys::REDLOCK_EIO => ErrorKind::Io,
+            sys::REDLOCK_ENOTSUP => ErrorKind::NotSupported,
+            sys::REDLOCK_EFORKED => ErrorKind::Forked,
+            other => ErrorKind::Other(other),
         }
     }
 
     /// The library's code (`REDLOCK_ELOCKED` = -3, ...).
-    pub fn code(&self) -> i32 {
-        match *self {
-            Error::InvalidArgument => sys::REDLOCK_EINVAL,
-            Error::NoMemory => sys::REDLOCK_ENOMEM,
-            Error::Locked => sys::REDLOCK_ELOCKED,
-            Error::NoQuorum => sys::REDLOCK_ENOQUORUM,
-            Error::Expired => sys::REDLOCK_EEXPIRED,
-            Error::Lost => sys::REDLOCK_ELOST,
-            Error::TimedOut => sys::REDLOCK_ETIMEDOUT,
-            Error::Canceled => sys::REDLOCK_ECANCELED,
-            Error::Closed => sys::REDLOCK_ECLOSED,
-            Error::WouldBlock => sys::REDLOCK_EWOULDBLOCK,
-            Error::Io => sys::REDLOCK_EIO,
-            Error::NotSupported => sys::REDLOCK_ENOTSUP,
-            Error::Forked => sys::REDLOCK_EFORKED,
-            Error::Other(c) => c,
+    pub fn code(self) -> i32 {
+        match self {
+            ErrorKind::InvalidArgument => sys::REDLOCK_EINVAL,
+            ErrorKind::NoMemory => sys::REDLOCK_ENOMEM,
+            ErrorKind::Locked => sys::REDLOCK_ELOCKED,
+            ErrorKind::NoQuorum => sys::REDLOCK_ENOQUORUM,
+            ErrorKind::Expired => sys::REDLOCK_EEXPIRED,
+            ErrorKind::Lost => sys::REDLOCK_ELOST,
+            ErrorKind::TimedOut => sys::REDLOCK_ETIMEDOUT,
+            ErrorKind::Canceled => sys::REDLOCK_ECANCELED,
+            ErrorKind::Closed => sys::REDLOCK_ECLOSED,
+            ErrorKind::WouldBlock => sys::REDLOCK_EWOULDBLOCK,
+            ErrorKind::Io => sys::REDLOCK_EIO,
+            ErrorKind::NotSupported => sys::REDLOCK_ENOTSUP,
+            ErrorKind::Forked => sys::REDLOCK_EFORKED,
+            ErrorKind::Other(c) => c,
         }
     }
 
     /// The code's name, e.g. `"REDLOCK_ELOCKED"`.
-    pub fn name(&self) -> &'static str {
+    pub fn name(self) -> &'static str {
         // SAFETY: redlock_err_name returns a static NUL-terminated string, never NULL.
         unsafe { static_str(sys::redlock_err_name(self.code())) }
     }
 
     /// True when trying again later may succeed (held, no quorum, wait ran out, expired).
-    pub fn is_temporary(&self) -> bool {
+    pub fn is_temporary(self) -> bool {
         matches!(
             self,
-            Error::Locked | Error::NoQuorum | Error::TimedOut | Error::Expired
+            ErrorKind::Locked | ErrorKind::NoQuorum | ErrorKind::TimedOut | ErrorKind::Expired
         )
+    }
+
+    /// Whether the library returns this code only after a decided round:
+    /// the failures that carry the round's votes.
+    fn decided_a_round(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Locked
+                | ErrorKind::NoQuorum
+                | ErrorKind::Expired
+                | ErrorKind::Lost
+                | ErrorKind::TimedOut
+        )
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: redlock_strerror returns a static string, never NULL.
+        let msg = unsafe { static_str(sys::redlock_strerror(self.code())) };
+        write!(f, "{} ({})", msg, self.name())
+    }
+}
+
+/// A failed call: its [`ErrorKind`] and, for a call about a resource, the
+/// operation and the resource; for a failure of a decided round
+/// ([`ErrorKind::Locked`], `NoQuorum`, `Expired`, `Lost`, `TimedOut`), the
+/// votes of that call's own round ([`Error::votes`]).
+///
+/// Compare it with a kind directly (`err == ErrorKind::Locked`) or match
+/// on [`Error::kind`].  Its `Display` is `OP "RESOURCE": MESSAGE (NAME)`,
+/// followed by `: VOTES` when the votes explain the failure: no quorum, or a
+/// master in its restart quarantine (with the time it has left).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Error {
+    kind: ErrorKind,
+    call: Option<Box<Call>>,
+}
+
+/// Which call failed, and its round's votes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Call {
+    op: &'static str,
+    resource: String,
+    votes: Option<String>,
+}
+
+/// `Result` with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// An error of a library code (0 is not an error), without call details.
+    pub fn from_code(code: i32) -> Error {
+        ErrorKind::from_code(code).into()
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The library's code (`REDLOCK_ELOCKED` = -3, ...).
+    pub fn code(&self) -> i32 {
+        self.kind.code()
+    }
+
+    /// The code's name, e.g. `"REDLOCK_ELOCKED"`.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// True when trying again later may succeed (held, no quorum, wait ran out, expired).
+    pub fn is_temporary(&self) -> bool {
+        self.kind.is_temporary()
+    }
+
+    /// The call that failed (`"lock"`, `"try_lock"`, `"lock_wait"`,
+    /// `"lock_many"`, `"semaphore"`, `"rwlock_read"`, `"rwlock_write"`,
+    /// `"extend"`, `"unlock"`), when known.
+    pub fn op(&self) -> Option<&str> {
+        self.call.as_ref().map(|c| c.op)
+    }
+
+    /// The resource of the call that failed (the first one for `lock_many`).
+    pub fn resource(&self) -> Option<&str> {
+        self.call.as_ref().map(|c| c.resource.as_str())
+    }
+
+    /// For a failure of a decided round, the one-line summary of that call's
+    /// own round (`redlock_last_votes`, read on the calling thread right
+    /// after the call: `"lost (no quorum): 127.0.0.1:7001=quarantined
+    /// (restart quarantine: 41234 ms left) ..."`).  Diagnostics: do not
+    /// parse it.
+    pub fn votes(&self) -> Option<&str> {
+        self.call.as_ref().and_then(|c| c.votes.as_deref())
+    }
+
+    /// Whether the votes belong in the message: they are the reason of a
+    /// no-quorum failure, and a quarantined master is what a program against
+    /// freshly started masters must be told about.
+    fn votes_explain(&self) -> Option<&str> {
+        self.votes()
+            .filter(|v| self.kind == ErrorKind::NoQuorum || v.contains("=quarantined"))
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error { kind, call: None }
+    }
+}
+
+impl PartialEq<ErrorKind> for Error {
+    fn eq(&self, other: &ErrorKind) -> bool {
+        self.kind == *other
+    }
+}
+
+impl PartialEq<Error> for ErrorKind {
+    fn eq(&self, other: &Error) -> bool {
+        *self == other.kind
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: redlock_strerror returns a static string, never NULL.
-        let msg = unsafe { static_str(sys::redlock_strerror(self.code())) };
-        write!(f, "{} ({})", msg, self.name())
+        if let Some(c) = &self.call {
+            write!(f, "{} {:?}: ", c.op, c.resource)?;
+        }
+        write!(f, "{}", self.kind)?;
+        if let Some(v) = self.votes_explain() {
+            write!(f, ": {v}")?;
+        }
+        Ok(())
     }
 }
 
@@ -134,12 +257,12 @@ impl std::error::Error for Error {}
 impl From<Error> for std::io::Error {
     fn from(e: Error) -> std::io::Error {
         use std::io::ErrorKind as K;
-        let kind = match e {
-            Error::InvalidArgument => K::InvalidInput,
-            Error::NoMemory => K::OutOfMemory,
-            Error::TimedOut => K::TimedOut,
-            Error::Locked => K::WouldBlock,
-            Error::NotSupported => K::Unsupported,
+        let kind = match e.kind {
+            ErrorKind::InvalidArgument => K::InvalidInput,
+            ErrorKind::NoMemory => K::OutOfMemory,
+            ErrorKind::TimedOut => K::TimedOut,
+            ErrorKind::Locked => K::WouldBlock,
+            ErrorKind::NotSupported => K::Unsupported,
             _ => K::Other,
         };
         std::io::Error::new(kind, e)
@@ -161,12 +284,59 @@ fn check(rc: c_int) -> Result<()> {
     }
 }
 
+/// The outcome of a blocking call about `resource` that returned `rc`, on
+/// the thread that made it: a failure of a decided round carries the votes
+/// the library kept for this thread, which are that call's.  `votes: false`
+/// when the call is known to have decided no round.
+fn call_result(
+    client: *mut sys::redlock_t,
+    rc: c_int,
+    op: &'static str,
+    resource: &str,
+    votes: bool,
+) -> Result<()> {
+    if rc == 0 {
+        return Ok(());
+    }
+    let kind = ErrorKind::from_code(rc);
+    let votes = if votes && kind.decided_a_round() {
+        // SAFETY: a live client (the caller's), read on the calling thread.
+        Some(unsafe { last_votes_of(client) })
+    } else {
+        None
+    };
+    Err(Error {
+        kind,
+        call: Some(Box::new(Call {
+            op,
+            resource: resource.to_owned(),
+            votes,
+        })),
+    })
+}
+
+/// redlock_last_votes as a String ("" on error).
+unsafe fn last_votes_of(client: *mut sys::redlock_t) -> String {
+    let mut buf = vec![0u8; 4096];
+    let mut n = sys::redlock_last_votes(client, buf.as_mut_ptr() as *mut c_char, buf.len());
+    if n >= 0 && n as usize >= buf.len() {
+        // Longer: the same record again (this thread makes no call in between).
+        buf = vec![0u8; n as usize + 1];
+        n = sys::redlock_last_votes(client, buf.as_mut_ptr() as *mut c_char, buf.len());
+    }
+    if n < 0 {
+        return String::new();
+    }
+    buf.truncate((n as usize).min(buf.len() - 1));
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
 fn cstring(s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| Error::InvalidArgument)
+    CString::new(s).map_err(|_| ErrorKind::InvalidArgument.into())
 }
 
 fn millis(d: Duration) -> Result<u32> {
-    u32::try_from(d.as_millis()).map_err(|_| Error::InvalidArgument)
+    u32::try_from(d.as_millis()).map_err(|_| ErrorKind::InvalidArgument.into())
 }
 
 /// The C library's version string ("0.1.0").
@@ -265,7 +435,7 @@ impl Builder {
     }
     /// Receives the library's log messages at `min_level` and above, on the
     /// library's I/O thread: keep it short; blocking calls made from it fail
-    /// with [`Error::WouldBlock`].  A panic in it is caught and ignored.
+    /// with [`ErrorKind::WouldBlock`].  A panic in it is caught and ignored.
     pub fn logger<F>(mut self, min_level: i32, f: F) -> Self
     where
         F: Fn(i32, &str) + Send + Sync + 'static,
@@ -276,8 +446,8 @@ impl Builder {
 
     /// TLS trust for `rediss://` masters: `ca` is a PEM bundle or an OpenSSL
     /// hashed directory of trusted authorities (`None`: the system's store).
-    /// [`Builder::open`] fails with [`Error::NotSupported`] in a build without
-    /// TLS ([`tls_supported`]), [`Error::InvalidArgument`] when a file is unusable.
+    /// [`Builder::open`] fails with [`ErrorKind::NotSupported`] in a build without
+    /// TLS ([`tls_supported`]), [`ErrorKind::InvalidArgument`] when a file is unusable.
     pub fn tls_ca(mut self, ca: impl Into<String>) -> Self {
         let cur = self.tls.take().unwrap_or((None, None));
         self.tls = Some((Some(ca.into()), cur.1));
@@ -307,7 +477,7 @@ impl Builder {
     /// are retried in the background and vote "no" meanwhile).
     pub fn open(self) -> Result<Client> {
         if self.nodes.is_empty() {
-            return Err(Error::InvalidArgument);
+            return Err(ErrorKind::InvalidArgument.into());
         }
         struct Opts(*mut sys::redlock_options_t);
         impl Drop for Opts {
@@ -319,7 +489,7 @@ impl Builder {
         // SAFETY: plain constructor.
         let raw = unsafe { sys::redlock_options_new() };
         if raw.is_null() {
-            return Err(Error::NoMemory);
+            return Err(ErrorKind::NoMemory.into());
         }
         let o = Opts(raw);
         // SAFETY (all setters below): o.0 is a live options object used by
@@ -455,28 +625,31 @@ impl Client {
         let ttl = millis(ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: live client, NUL-terminated resource, out is written on success.
-        check(unsafe { sys::redlock_lock(self.raw(), r.as_ptr(), ttl, &mut out) })?;
+        let rc = unsafe { sys::redlock_lock(self.raw(), r.as_ptr(), ttl, &mut out) };
+        call_result(self.raw(), rc, "lock", resource, true)?;
         Ok(self.adopt(out, vec![resource.to_owned()]))
     }
 
-    /// One attempt ([`Error::Locked`] when held elsewhere).
+    /// One attempt ([`ErrorKind::Locked`] when held elsewhere).
     pub fn try_lock(&self, resource: &str, ttl: Duration) -> Result<Lock> {
         let r = cstring(resource)?;
         let ttl = millis(ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
-        check(unsafe { sys::redlock_trylock(self.raw(), r.as_ptr(), ttl, &mut out) })?;
+        let rc = unsafe { sys::redlock_trylock(self.raw(), r.as_ptr(), ttl, &mut out) };
+        call_result(self.raw(), rc, "try_lock", resource, true)?;
         Ok(self.adopt(out, vec![resource.to_owned()]))
     }
 
     /// Waits up to `wait` for the holder to release (woken by the release);
-    /// [`Error::TimedOut`] when `wait` runs out.
+    /// [`ErrorKind::TimedOut`] when `wait` runs out.
     pub fn lock_wait(&self, resource: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
         let r = cstring(resource)?;
         let (ttl, wait) = (millis(ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
-        check(unsafe { sys::redlock_lock_wait(self.raw(), r.as_ptr(), ttl, wait, &mut out) })?;
+        let rc = unsafe { sys::redlock_lock_wait(self.raw(), r.as_ptr(), ttl, wait, &mut out) };
+        call_result(self.raw(), rc, "lock_wait", resource, true)?;
         Ok(self.adopt(out, vec![resource.to_owned()]))
     }
 
@@ -498,16 +671,17 @@ impl Client {
         let ttl = millis(ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: ptrs holds ptrs.len() NUL-terminated strings alive for the call.
-        check(unsafe {
-            sys::redlock_lock_many(self.raw(), ptrs.as_ptr(), ptrs.len(), ttl, &mut out)
-        })?;
+        let rc =
+            unsafe { sys::redlock_lock_many(self.raw(), ptrs.as_ptr(), ptrs.len(), ttl, &mut out) };
+        let first = names.first().map_or("", |s| s.as_str());
+        call_result(self.raw(), rc, "lock_many", first, true)?;
         Ok(self.adopt(out, names))
     }
 
     /// A permit of the counting semaphore `name`: at most `limit`
     /// (1..=1024, the same for every client) held at once.  `wait` zero: one
-    /// try ([`Error::Locked`] when every permit is taken); otherwise wait for
-    /// a release up to `wait` ([`Error::TimedOut`]).  The permit is a [`Lock`]
+    /// try ([`ErrorKind::Locked`] when every permit is taken); otherwise wait for
+    /// a release up to `wait` ([`ErrorKind::TimedOut`]).  The permit is a [`Lock`]
     /// (released on drop; `extend`, `watch`); its `resource()` names the
     /// slot (`"NAME:sem:3"`).
     pub fn semaphore(&self, name: &str, limit: u32, ttl: Duration, wait: Duration) -> Result<Lock> {
@@ -515,9 +689,10 @@ impl Client {
         let (ttl, wait) = (millis(ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
-        check(unsafe {
+        let rc = unsafe {
             sys::redlock_semaphore_acquire(self.raw(), n.as_ptr(), limit, ttl, wait, &mut out)
-        })?;
+        };
+        call_result(self.raw(), rc, "semaphore", name, true)?;
         Ok(self.adopt(out, vec![name.to_owned()]))
     }
 
@@ -528,7 +703,8 @@ impl Client {
         let (ttl, wait) = (millis(ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
-        check(unsafe { sys::redlock_rwlock_read(self.raw(), n.as_ptr(), ttl, wait, &mut out) })?;
+        let rc = unsafe { sys::redlock_rwlock_read(self.raw(), n.as_ptr(), ttl, wait, &mut out) };
+        call_result(self.raw(), rc, "rwlock_read", name, true)?;
         Ok(self.adopt(out, vec![name.to_owned()]))
     }
 
@@ -539,7 +715,8 @@ impl Client {
         let (ttl, wait) = (millis(ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
-        check(unsafe { sys::redlock_rwlock_write(self.raw(), n.as_ptr(), ttl, wait, &mut out) })?;
+        let rc = unsafe { sys::redlock_rwlock_write(self.raw(), n.as_ptr(), ttl, wait, &mut out) };
+        call_result(self.raw(), rc, "rwlock_write", name, true)?;
         Ok(self.adopt(out, vec![name.to_owned()]))
     }
 
@@ -593,7 +770,7 @@ impl Client {
 
     /// The client's counters, gauges and latency histograms
     /// (`redlock_stats`) as one JSON object (text: parse it with the JSON
-    /// library of your choice).  [`Error::NotSupported`] with stats off.
+    /// library of your choice).  [`ErrorKind::NotSupported`] with stats off.
     pub fn stats(&self) -> Result<String> {
         self.stats_format(sys::REDLOCK_STATS_JSON)
     }
@@ -648,18 +825,12 @@ impl Client {
         }
     }
 
-    /// One-line summary of the latest round (diagnostics; do not parse).
+    /// One-line summary of the latest round a call of this thread waited
+    /// on (diagnostics; do not parse).  A failed call's own is also in its
+    /// error ([`Error::votes`]).
     pub fn last_votes(&self) -> String {
-        let mut buf = vec![0u8; 4096];
-        // SAFETY: buf is writable for its length; the result is NUL-terminated.
-        let n = unsafe {
-            sys::redlock_last_votes(self.raw(), buf.as_mut_ptr() as *mut c_char, buf.len())
-        };
-        if n < 0 {
-            return String::new();
-        }
-        buf.truncate((n as usize).min(buf.len() - 1));
-        String::from_utf8_lossy(&buf).into_owned()
+        // SAFETY: live client.
+        unsafe { last_votes_of(self.raw()) }
     }
 }
 
@@ -769,21 +940,34 @@ impl Lock {
         watched_lost || unsafe { sys::redlock_lock_is_lost(self.h()) != 0 }
     }
 
-    /// Sets the TTL to `ttl` from now on a quorum ([`Error::Lost`] if lost or expired).
+    /// Sets the TTL to `ttl` from now on a quorum ([`ErrorKind::Lost`] if lost or expired).
     pub fn extend(&self, ttl: Duration) -> Result<()> {
         let ttl = millis(ttl)?;
         // SAFETY: live client and handle.
-        check(unsafe { sys::redlock_extend(self.client.raw(), self.h(), ttl) })
+        let (lost_before, rc) = unsafe {
+            (
+                sys::redlock_lock_is_lost(self.h()) != 0,
+                sys::redlock_extend(self.client.raw(), self.h(), ttl),
+            )
+        };
+        // Lost already (or run out): ELOST without a round, so no votes.
+        call_result(
+            self.client.raw(),
+            rc,
+            "extend",
+            &self.resource,
+            !lost_before,
+        )
     }
 
     /// Keeps the lock extended (by its last TTL) until it is released.  The
-    /// receiver gets one [`Error::Lost`] if the lock is lost, and is
+    /// receiver gets one [`ErrorKind::Lost`] error if the lock is lost, and is
     /// disconnected after that or when the lock is released.  A lock can be
-    /// watched once ([`Error::InvalidArgument`] the second time).
+    /// watched once ([`ErrorKind::InvalidArgument`] the second time).
     pub fn watch(&self) -> Result<mpsc::Receiver<Error>> {
         let mut slot = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_some() {
-            return Err(Error::InvalidArgument);
+            return Err(ErrorKind::InvalidArgument.into());
         }
         let (tx, rx) = mpsc::channel();
         let st = Box::into_raw(Box::new(WatchState {
@@ -809,7 +993,7 @@ impl Lock {
     }
 
     /// Releases the lock on every master and reports the outcome
-    /// ([`Error::Lost`] or [`Error::NoQuorum`] when it was no longer held);
+    /// ([`ErrorKind::Lost`] or [`ErrorKind::NoQuorum`] when it was no longer held);
     /// the lock is released in any case.  Dropping a Lock does the same and
     /// ignores the outcome.
     pub fn unlock(mut self) -> Result<()> {
@@ -841,7 +1025,7 @@ impl Lock {
             // so no lost callback can use wp any more.
             drop(unsafe { Box::from_raw(wp) });
         }
-        check(rc)
+        call_result(self.client.raw(), rc, "unlock", &self.resource, true)
     }
 }
 
@@ -854,13 +1038,13 @@ impl Drop for Lock {
 // ---- leader election -------------------------------------------------------------
 
 /// What happened to an [`Election`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ElectionEvent {
     /// This client is leader for this term: the lease's fencing token,
     /// larger than every earlier term of the name.  Pass it to the resources
     /// the leader writes.
     Elected(u64),
-    /// The term ended by itself ([`Error::Lost`]); the election campaigns again.
+    /// The term ended by itself ([`ErrorKind::Lost`]); the election campaigns again.
     Lost(Error),
 }
 
@@ -997,9 +1181,9 @@ mod table_tests {
         let mut seen = Vec::new();
         for i in 0..n {
             let code = unsafe { sys::redlock_err_code(i) };
-            let e = Error::from_code(code);
+            let e = ErrorKind::from_code(code);
             assert!(
-                !matches!(e, Error::Other(_)),
+                !matches!(e, ErrorKind::Other(_)),
                 "library code {code} has no variant"
             );
             assert_eq!(e.code(), code);

@@ -1,6 +1,6 @@
 //! Tests against real redis-server masters: each test starts its own three on
 //! free loopback ports and stops them (by PID) when its guard drops.
-use redlock::{Client, ElectionEvent, Error};
+use redlock::{Client, ElectionEvent, Error, ErrorKind};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -188,12 +188,27 @@ fn try_lock_contention_and_error_mapping() {
     let b = m.client().open().unwrap();
     let held = a.try_lock("rs:try", S5).unwrap();
     let err = b.try_lock("rs:try", S5).unwrap_err();
-    assert_eq!(err, Error::Locked);
+    assert_eq!(err, ErrorKind::Locked);
     assert_eq!(err.code(), -3);
     assert_eq!(err.name(), "REDLOCK_ELOCKED");
     assert!(err.is_temporary());
     assert!(err.to_string().contains("locked"), "{err}");
-    assert_eq!(b.lock("rs:try", S5).unwrap_err(), Error::Locked);
+    // The call's own votes, read on this thread right after it; the message
+    // stays short (nothing quarantined).
+    assert!(err.votes().unwrap().contains("=refused"), "{err:?}");
+    assert!(!err.to_string().contains("refused"), "{err}");
+    assert_eq!(err.op(), Some("try_lock"));
+    assert_eq!(err.resource(), Some("rs:try"));
+    assert!(
+        err.to_string().starts_with("try_lock \"rs:try\": "),
+        "{err}"
+    );
+    let err2 = b.lock("rs:try", S5).unwrap_err();
+    assert_eq!(err2, ErrorKind::Locked);
+    assert!(
+        err2.votes().unwrap().starts_with("lost (held):"),
+        "{err2:?}"
+    );
     assert!(
         b.last_votes().starts_with("lost (held):"),
         "{}",
@@ -226,7 +241,7 @@ fn lock_wait_woken_or_timed_out() {
     let err = a
         .lock_wait("rs:wait", S5, Duration::from_millis(300))
         .unwrap_err();
-    assert_eq!(err, Error::TimedOut);
+    assert_eq!(err, ErrorKind::TimedOut);
     let io: std::io::Error = err.into();
     assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
     drop(l);
@@ -240,7 +255,7 @@ fn lock_many_all_or_none() {
     let held = a.lock("rs:many:b", S5).unwrap();
     assert_eq!(
         b.lock_many(["rs:many:a", "rs:many:b"], S5).unwrap_err(),
-        Error::Locked
+        ErrorKind::Locked
     );
     assert_eq!(m.all(&["EXISTS", "rs:many:a"]), vec!["0"; 3]);
     drop(held);
@@ -251,7 +266,7 @@ fn lock_many_all_or_none() {
     assert_eq!(m.all(&["EXISTS", "rs:many:a", "rs:many:b"]), vec!["0"; 3]);
     assert_eq!(
         b.lock_many(["x", "x"], S5).unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
 }
 
@@ -268,8 +283,22 @@ fn extend_and_lost_extension() {
     }
     m.all(&["SET", "rs:extend", "intruder", "PX", "60000"]); // taken over on every master
     let err = l.extend(S5).unwrap_err();
-    assert!(matches!(err, Error::Lost | Error::Locked), "{err:?}");
-    let _ = l.unlock(); // lost: an error, but released either way
+    assert!(
+        matches!(err.kind(), ErrorKind::Lost | ErrorKind::Locked),
+        "{err:?}"
+    );
+    // The call's own round: the masters refused our value.
+    assert!(err.votes().unwrap().contains("=refused"), "{err:?}");
+    assert_eq!(
+        (err.op(), err.resource()),
+        (Some("extend"), Some("rs:extend"))
+    );
+    // Lost before the call: no round, so no votes.
+    let err = l.extend(S5).unwrap_err();
+    assert_eq!((err.kind(), err.votes()), (ErrorKind::Lost, None));
+    let err = l.unlock().unwrap_err(); // lost: an error, but released either way
+    assert_eq!(err, ErrorKind::Lost);
+    assert!(err.votes().unwrap().contains("=refused"), "{err:?}");
 }
 
 #[test]
@@ -278,7 +307,7 @@ fn watch_reports_loss_on_channel_del() {
     let c = m.client().open().unwrap();
     let l = c.lock("rs:watch", Duration::from_millis(1000)).unwrap();
     let lost = l.watch().unwrap();
-    assert_eq!(l.watch().unwrap_err(), Error::InvalidArgument); // once
+    assert_eq!(l.watch().unwrap_err(), ErrorKind::InvalidArgument); // once
     thread::sleep(Duration::from_millis(2200)); // two TTLs: extended
     assert!(!l.is_lost());
     assert_eq!(m.all(&["GET", "rs:watch"]), vec![l.value().to_string(); 3]);
@@ -286,7 +315,7 @@ fn watch_reports_loss_on_channel_del() {
     let err = lost
         .recv_timeout(Duration::from_secs(3))
         .expect("lost notification");
-    assert_eq!(err, Error::Lost);
+    assert_eq!(err, ErrorKind::Lost);
     assert!(lost.recv_timeout(Duration::from_millis(100)).is_err()); // then disconnected
     assert!(l.is_lost());
 }
@@ -306,7 +335,7 @@ fn watch_reports_loss_on_sigstop() {
     let got = lost.recv_timeout(Duration::from_secs(3));
     m.signal(0, SIGCONT);
     m.signal(1, SIGCONT);
-    assert_eq!(got.expect("lost notification"), Error::Lost);
+    assert_eq!(got.expect("lost notification"), ErrorKind::Lost);
 }
 
 #[test]
@@ -365,21 +394,21 @@ fn argument_errors_and_no_quorum() {
         .unwrap();
     assert_eq!(
         c.lock("rs:bad", Duration::ZERO).unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
     assert_eq!(
         c.lock("rs:bad", Duration::from_secs(3600)).unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
-    assert_eq!(c.lock("", S5).unwrap_err(), Error::InvalidArgument);
-    assert_eq!(c.lock("a\0b", S5).unwrap_err(), Error::InvalidArgument);
+    assert_eq!(c.lock("", S5).unwrap_err(), ErrorKind::InvalidArgument);
+    assert_eq!(c.lock("a\0b", S5).unwrap_err(), ErrorKind::InvalidArgument);
     assert_eq!(
         Client::builder().node("http://x").open().unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
     assert_eq!(
         Client::builder().open().unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
     assert!(redlock::version().starts_with("0."));
     m.signal(0, SIGSTOP);
@@ -387,7 +416,49 @@ fn argument_errors_and_no_quorum() {
     let err = c.try_lock("rs:nq", S5).unwrap_err();
     m.signal(0, SIGCONT);
     m.signal(1, SIGCONT);
-    assert_eq!(err, Error::NoQuorum);
+    assert_eq!(err, ErrorKind::NoQuorum);
+    // No quorum: the votes are the reason, in the message too.
+    assert!(
+        err.votes().unwrap().starts_with("lost (no quorum):"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(err.votes().unwrap()), "{err}");
+}
+
+/// Freshly started masters with the restart quarantine on (the default):
+/// acquisitions fail with NoQuorum, and the error says it is the quarantine
+/// and how long it has left.
+#[test]
+fn fresh_masters_error_says_quarantined() {
+    let m = Masters::start(3);
+    // Quarantine left on; a max TTL of 10 minutes makes it outlast the test
+    // however slow the machine.
+    let c = Client::builder()
+        .nodes(m.uris())
+        .retry(0, Duration::ZERO, Duration::ZERO)
+        .max_ttl(Duration::from_secs(600))
+        .open()
+        .unwrap();
+    let check = |err: Error, op: &str| {
+        assert_eq!(err, ErrorKind::NoQuorum, "{op}");
+        let votes = err.votes().expect("votes");
+        assert!(
+            votes.contains("=quarantined (restart quarantine: "),
+            "{op}: {votes}"
+        );
+        let msg = err.to_string();
+        assert!(msg.starts_with(&format!("{op} \"rs:fresh\": ")), "{msg}");
+        assert!(
+            msg.contains("quarantined") && msg.contains("ms left"),
+            "{msg}"
+        );
+    };
+    check(c.try_lock("rs:fresh", S5).unwrap_err(), "try_lock");
+    check(c.lock("rs:fresh", S5).unwrap_err(), "lock");
+    check(
+        c.lock_many(["rs:fresh", "rs:fresh2"], S5).unwrap_err(),
+        "lock_many",
+    );
 }
 
 #[test]
@@ -471,7 +542,10 @@ fn semaphore_admits_limit_and_refuses_next() {
         p1.resource()
     );
     assert_ne!(p1.resource(), p2.resource());
-    assert_eq!(a.semaphore("rs:sem", 2, S5, Z).unwrap_err(), Error::Locked);
+    assert_eq!(
+        a.semaphore("rs:sem", 2, S5, Z).unwrap_err(),
+        ErrorKind::Locked
+    );
     p1.extend(Duration::from_secs(6)).unwrap();
     let _rx = p2.watch().unwrap();
     let b2 = b.clone();
@@ -482,7 +556,7 @@ fn semaphore_admits_limit_and_refuses_next() {
     drop(p2);
     assert_eq!(
         a.semaphore("rs:sem", 0, S5, Z).unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
 }
 
@@ -493,12 +567,21 @@ fn rwlock_writer_excludes_readers() {
     let b = m.client().fencing(true).open().unwrap();
     let r1 = a.rwlock_read("rs:rw", S5, Z).unwrap();
     let r2 = b.rwlock_read("rs:rw", S5, Z).unwrap();
-    assert_eq!(a.rwlock_write("rs:rw", S5, Z).unwrap_err(), Error::Locked);
+    assert_eq!(
+        a.rwlock_write("rs:rw", S5, Z).unwrap_err(),
+        ErrorKind::Locked
+    );
     drop((r1, r2));
     let w = a.rwlock_write("rs:rw", S5, Z).unwrap();
     assert!(w.fence() > 0);
-    assert_eq!(b.rwlock_read("rs:rw", S5, Z).unwrap_err(), Error::Locked);
-    assert_eq!(b.rwlock_write("rs:rw", S5, Z).unwrap_err(), Error::Locked);
+    assert_eq!(
+        b.rwlock_read("rs:rw", S5, Z).unwrap_err(),
+        ErrorKind::Locked
+    );
+    assert_eq!(
+        b.rwlock_write("rs:rw", S5, Z).unwrap_err(),
+        ErrorKind::Locked
+    );
     w.unlock().unwrap();
     b.rwlock_read("rs:rw", S5, Z).unwrap().unlock().unwrap();
 }
@@ -572,20 +655,20 @@ fn tls_options_map_not_supported() {
             .node("rediss://127.0.0.1:1")
             .open()
             .unwrap_err();
-        assert_eq!(e, Error::NotSupported);
+        assert_eq!(e, ErrorKind::NotSupported);
         assert_eq!(
             m.client().tls_verify(false).open().unwrap_err(),
-            Error::NotSupported
+            ErrorKind::NotSupported
         );
         assert_eq!(
             m.client().tls_server_name("x").open().unwrap_err(),
-            Error::NotSupported
+            ErrorKind::NotSupported
         );
         return;
     }
     assert_eq!(
         m.client().tls_ca("/nonexistent/ca.pem").open().unwrap_err(),
-        Error::InvalidArgument
+        ErrorKind::InvalidArgument
     );
     let c = m
         .client()
