@@ -7,12 +7,15 @@
 #                      redis-server: the whole suite;
 #  1b. bindings/run-all.sh: the Node.js, Go and Rust bindings' tests and the
 #      cross-language interop test, against build/ (a missing toolchain fails);
-#   2. build-hiredis1/ against hiredis 1.2.0, with TLS: the whole suite;
+#   2. build-hiredis1/ against hiredis 1.2.0, with TLS: the whole suite but
+#                      the tests of the test (label mutation) and the
+#                      failover torture (label failover);
 #   3. build/ again with REDLOCK_TEST_SERVER=valkey-server 8: every test that
 #      starts a server (ctest -L 'integration|torture': integration, API,
-#      safety, CLI, proxy, Python, the short torture run, the clock jump);
+#      safety, CLI, proxy, Python, the short torture runs, the clock jump;
+#      not the tests of the test);
 #   4. build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer, leaks
-#                      included: the whole suite;
+#                      included: the whole suite but the tests of the test;
 #  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory test
 #                      (tests/integration/test_oom.c) only;
 #  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
@@ -128,7 +131,9 @@ pass_hiredis1() {
       *) echo "build-hiredis1/$bin does not load build-extra's libhiredis.so.1.1.0" >&2; exit 1 ;;
     esac
   done
-  run_ctest build-hiredis1
+  # The tests of the test (label mutation) ran in pass 1; the failover
+  # torture's faults are the servers' (passes 1, 3 and 4 run it).
+  run_ctest build-hiredis1 -LE 'mutation|failover'
   took "2. hiredis $want, Redis (whole suite)"
 }
 
@@ -139,7 +144,7 @@ pass_valkey() {
   local valkey="$root/build-extra/valkey/usr/bin/valkey-server"
   begin "pass 3: $("$valkey" --version | sed -n 's/^\(Valkey server v=[^ ]*\).*/\1/p')" \
     "(build-extra/valkey), system hiredis"
-  REDLOCK_TEST_SERVER=$valkey run_ctest build -L 'integration|torture'
+  REDLOCK_TEST_SERVER=$valkey run_ctest build -L 'integration|torture' -LE mutation
   took "3. system hiredis, Valkey (integration|torture)"
 }
 
@@ -165,7 +170,7 @@ begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON
-run_ctest build-asan
+run_ctest build-asan -LE mutation
 took "4. ASan + UBSan, system hiredis, Redis"
 
 # ---- 4b. out of memory under the sanitizers, hiredis 1.2.0 -------------------------
