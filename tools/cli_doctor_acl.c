@@ -147,7 +147,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
   if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
     rc = 1;
   } else if (r->type == REDIS_REPLY_STRING) { /* the reason it would be refused */
-    dr_printable(r->str, r->len, why, size);
+    cli_printable(r->str, r->len, why, size);
     rc = 0;
   } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "Command '") != NULL &&
              strstr(r->str, "not found") != NULL) {
@@ -155,7 +155,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
     rc = 0;
   } else {
     if (r->type == REDIS_REPLY_ERROR)
-      dr_printable(r->str, r->len, why, size);
+      cli_printable(r->str, r->len, why, size);
     else
       snprintf(why, size, "unexpected reply");
     rc = -1;
