@@ -88,7 +88,9 @@ static const char HELP[] =
     "-E and --metrics-*; --ttl defaults to 10s.\n"
     "\n"
     "status: show, per master, whether it answers, the value holding the key, its\n"
-    "PTTL, the fence counter and the master's uptime.\n"
+    "PTTL, the fence counter and the master's uptime.  A sentinel voter's master is\n"
+    "asked of its sentinels and shown (MASTER-NAME@SENTINEL -> HOST:PORT).\n"
+    "run, elect and status do not take cluster voters yet (usage error, 64).\n"
     "\n"
     "doctor: for each voter (each URI, else --node or REDLOCK_NODES), what it is\n"
     "(server, version, role, replicas) and whether it can vote with the options its\n"
@@ -493,7 +495,14 @@ int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t 
   return 0;
 }
 
-int conn_finish(conn_opts_t *conn, const char *resource) {
+int conn_finish(conn_opts_t *conn, const char *cmd, const char *resource) {
   int rc = check_resource(resource, conn->prefix);
-  return rc != 0 ? rc : nodes_finish(&conn->nodes);
+  if (rc == 0)
+    rc = nodes_finish(&conn->nodes);
+  for (size_t i = 0; rc == 0 && i < conn->nodes.n; i++)
+    if (conn->nodes.addrs[i].voter == VOTER_KIND_CLUSTER)
+      rc = usage_error("%s: cluster voters (redis-cluster://, %s) are not supported yet; "
+                       "'redlock doctor' checks them",
+                       cmd, conn->nodes.addrs[i].label);
+  return rc;
 }

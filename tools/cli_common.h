@@ -156,9 +156,10 @@ typedef struct {
  * first operand, an exit status, or -1 after --help / --version. */
 int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t *cmd);
 
-/* After the operands: the key's size (RESOURCE and --key-prefix), and the
- * masters from REDLOCK_NODES when no --node was given.  0 or an exit
- * status. */
-int conn_finish(conn_opts_t *conn, const char *resource);
+/* After the operands: the key's size (RESOURCE and --key-prefix), the
+ * masters from REDLOCK_NODES when no --node was given, and none of them a
+ * cluster voter (no subcommand but doctor takes those yet; cmd names the
+ * subcommand in the message).  0 or an exit status. */
+int conn_finish(conn_opts_t *conn, const char *cmd, const char *resource);
 
 #endif

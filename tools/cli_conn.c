@@ -1,12 +1,14 @@
 /* cli_conn.c: the tool's synchronous connections to servers (see
  * cli_conn.h): connect, TLS, AUTH, SELECT, each bounded by a timeout, with
- * the reason of a failure in words. */
+ * the reason of a failure in words; and a sentinel voter's master, asked of
+ * its sentinels in turn (status, run's diagnosis and doctor share it). */
 #define _GNU_SOURCE
 
 #include "cli_conn.h"
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
@@ -123,4 +125,96 @@ int cli_conn_open(cli_conn_t *cc, const node_addr_t *addr, uint64_t timeout_ms, 
   if (rc != CLI_CONN_OK)
     cli_conn_close(cc);
   return rc;
+}
+
+void cli_printable(const char *s, size_t len, char *out, size_t size) {
+  size_t o = 0;
+  for (size_t i = 0; i < len && o + 5 < size; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch == '\r' || ch == '\n') {
+      out[o++] = ' ';
+    } else if (ch >= 0x20 && ch < 0x7f) {
+      out[o++] = (char)ch;
+    } else {
+      snprintf(out + o, size - o, "\\x%02x", ch);
+      o += 4;
+    }
+  }
+  /* Servers end some errors with a space; the detail reads better without. */
+  while (o > 0 && out[o - 1] == ' ')
+    o--;
+  if (size > 0)
+    out[o] = '\0';
+}
+
+void cli_host_port(char *out, size_t size, const char *host, int port) {
+  int v6 = strchr(host, ':') != NULL;
+  snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+/* One sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: 1 with the
+ * master in *out, else 0 with why. */
+static int ask_one(const node_addr_t *voter, const node_addr_t *sentinel, uint64_t timeout_ms,
+                   cli_sentinel_master_t *out, char *why, size_t size) {
+  cli_conn_t cc;
+  int found = 0;
+  if (cli_conn_open(&cc, sentinel, timeout_ms, why, size) == CLI_CONN_OK) {
+    redisReply *r = redisCommand(cc.c, "SENTINEL GET-MASTER-ADDR-BY-NAME %s", voter->master_name);
+    if (r == NULL) {
+      snprintf(why, size, "%s", cli_conn_io_why(&cc));
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+               r->element[0]->type == REDIS_REPLY_STRING &&
+               r->element[1]->type == REDIS_REPLY_STRING) {
+      cli_printable(r->element[0]->str, r->element[0]->len, out->host, sizeof out->host);
+      out->master = *voter;
+      out->master.voter = VOTER_KIND_STANDALONE;
+      out->master.kind = NODE_ADDR_TCP;
+      out->master.host = out->host;
+      out->master.port = atoi(r->element[1]->str);
+      out->master.seeds = NULL;
+      out->master.n_seeds = 0;
+      found = out->master.port > 0 && out->master.port < 65536;
+      if (found)
+        cli_host_port(out->addr, sizeof out->addr, out->host, out->master.port);
+      else
+        snprintf(why, size, "an invalid port '%.*s'", (int)r->element[1]->len, r->element[1]->str);
+    } else if (r->type == REDIS_REPLY_NIL) {
+      snprintf(why, size, "does not know '%s'", voter->master_name);
+    } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING) {
+      cli_printable(r->str, r->len, why, size);
+    } else {
+      snprintf(why, size, "an unexpected reply");
+    }
+    if (r != NULL)
+      freeReplyObject(r);
+  }
+  cli_conn_close(&cc);
+  return found;
+}
+
+int cli_conn_ask_sentinels(const node_addr_t *voter, uint64_t timeout_ms,
+                           cli_sentinel_master_t *out, char *why, size_t size) {
+  memset(out, 0, sizeof *out);
+  for (unsigned k = 0; k < voter->n_seeds; k++) {
+    char err[512] = "";
+    cli_host_port(out->sentinel, sizeof out->sentinel, voter->seeds[k].host, voter->seeds[k].port);
+    /* The sentinels have their own credentials, never the master's, and no
+     * db; TLS as the scheme says (rediss-sentinel://: both). */
+    node_addr_t s = {.voter = VOTER_KIND_STANDALONE,
+                     .kind = NODE_ADDR_TCP,
+                     .host = voter->seeds[k].host,
+                     .port = voter->seeds[k].port,
+                     .user = voter->sentinel_user,
+                     .password = voter->sentinel_password,
+                     .tls = voter->tls,
+                     .label = out->sentinel};
+    if (ask_one(voter, &s, timeout_ms, out, err, sizeof err))
+      return 0;
+    size_t o = strlen(out->tried);
+    snprintf(out->tried + o, sizeof out->tried - o, "%s%s: %s", o ? "; " : "", out->sentinel, err);
+  }
+  snprintf(why, size, "no sentinel named the master of '%s': %s", voter->master_name,
+           out->tried[0] ? out->tried : "no sentinels");
+  out->sentinel[0] = '\0';
+  return -1;
 }

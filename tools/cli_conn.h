@@ -2,9 +2,10 @@
  * node_addr_t, as the tool's own checks make them (status's and run's
  * probes, cli_probe.c; doctor's checks, cli_doctor_*.c): TCP or unix
  * socket, TLS with the library's certificate checks (tls.c) for rediss://,
- * then AUTH and SELECT as the URI asks.  The tool talks to servers this way,
- * not through the library, so that it can say what a server is and why it
- * is refused even when the library would not count it. */
+ * then AUTH and SELECT as the URI asks; and the master of a sentinel voter,
+ * asked of its sentinels over such connections.  The tool talks to servers
+ * this way, not through the library, so that it can say what a server is
+ * and why it is refused even when the library would not count it. */
 #ifndef REDLOCK_CLI_CONN_H
 #define REDLOCK_CLI_CONN_H
 
@@ -53,5 +54,34 @@ void cli_conn_set_timeout(cli_conn_t *cc, uint64_t timeout_ms);
 const char *cli_conn_io_why(cli_conn_t *cc);
 
 void cli_conn_close(cli_conn_t *cc);
+
+/* What the sentinels of a redis-sentinel:// voter name as its master
+ * (cli_conn_ask_sentinels).  Written by that call, read by its caller. */
+typedef struct {
+  /* The voter's own fields (credentials, db, TLS, acks, label) with the
+   * master's host and port, as one standalone address: it borrows the
+   * voter's strings and `host` below, so it must not outlive the voter nor
+   * be copied elsewhere. */
+  node_addr_t master;
+  char host[256];     /* the master's host as the sentinel gave it (printable) */
+  char addr[300];     /* "host:port" of the master ("[v6]:port") */
+  char sentinel[300]; /* "host:port" of the sentinel that named it */
+  char tried[1024];   /* the sentinels asked before it and why each did not say; "" */
+} cli_sentinel_master_t;
+
+/* Asks voter's sentinels in turn (with sentinel_user / sentinel_password,
+ * over TLS for rediss-sentinel://, each step bounded by timeout_ms) for the
+ * master of voter->master_name.  0 with *out filled in, or -1 with why
+ * saying what each sentinel answered (never a password). */
+int cli_conn_ask_sentinels(const node_addr_t *voter, uint64_t timeout_ms,
+                           cli_sentinel_master_t *out, char *why, size_t size);
+
+/* "host:port", with brackets around an IPv6 host. */
+void cli_host_port(char *out, size_t size, const char *host, int port);
+
+/* A server's text made printable into out (size bytes): CR and LF as
+ * spaces, other control and non-ASCII bytes as \xNN, trailing spaces
+ * dropped. */
+void cli_printable(const char *s, size_t len, char *out, size_t size);
 
 #endif

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,72 +91,19 @@ static void make_names(dr_settings_t *set, const char *prefix) {
   snprintf(set->value, sizeof set->value, "redlock-doctor-%s", hex);
 }
 
-static void host_port(char *out, size_t size, const char *host, int port) {
-  int v6 = strchr(host, ':') != NULL;
-  snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
-}
-
-/* A sentinel voter: asks its sentinels in turn for the master of its
- * name.  0 with *master filled in (borrowing a's strings, the host in
- * host_buf), or -1 with a FAIL check added. */
+/* A sentinel voter: its master, asked of its sentinels in turn
+ * (cli_conn_ask_sentinels).  0 with an ok check, or -1 with a FAIL check. */
 static int ask_sentinels(dr_voter_t *v, const node_addr_t *a, uint64_t timeout_ms,
-                         node_addr_t *master, char *host_buf, size_t host_size) {
-  char tried[DR_DETAIL_MAX] = "";
-  for (unsigned k = 0; k < a->n_seeds; k++) {
-    char where[300], why[512] = "";
-    host_port(where, sizeof where, a->seeds[k].host, a->seeds[k].port);
-    node_addr_t s = {.voter = VOTER_KIND_STANDALONE,
-                     .kind = NODE_ADDR_TCP,
-                     .host = a->seeds[k].host,
-                     .port = a->seeds[k].port,
-                     .user = a->sentinel_user,
-                     .password = a->sentinel_password,
-                     .tls = a->tls,
-                     .label = where};
-    cli_conn_t cc;
-    int found = 0;
-    if (cli_conn_open(&cc, &s, timeout_ms, why, sizeof why) == CLI_CONN_OK) {
-      redisReply *r = redisCommand(cc.c, "SENTINEL GET-MASTER-ADDR-BY-NAME %s", a->master_name);
-      if (r == NULL) {
-        snprintf(why, sizeof why, "%s", cli_conn_io_why(&cc));
-      } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-                 r->element[0]->type == REDIS_REPLY_STRING &&
-                 r->element[1]->type == REDIS_REPLY_STRING) {
-        dr_printable(r->element[0]->str, r->element[0]->len, host_buf, host_size);
-        *master = *a;
-        master->voter = VOTER_KIND_STANDALONE;
-        master->kind = NODE_ADDR_TCP;
-        master->host = host_buf;
-        master->port = atoi(r->element[1]->str);
-        master->seeds = NULL;
-        master->n_seeds = 0;
-        found = master->port > 0 && master->port < 65536;
-        if (!found)
-          snprintf(why, sizeof why, "an invalid port '%.*s'", (int)r->element[1]->len,
-                   r->element[1]->str);
-      } else if (r->type == REDIS_REPLY_NIL) {
-        snprintf(why, sizeof why, "does not know '%s'", a->master_name);
-      } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING) {
-        dr_printable(r->str, r->len, why, sizeof why);
-      } else {
-        snprintf(why, sizeof why, "an unexpected reply");
-      }
-      if (r != NULL)
-        freeReplyObject(r);
-    }
-    cli_conn_close(&cc);
-    if (found) {
-      char addr[300];
-      host_port(addr, sizeof addr, master->host, master->port);
-      dr_add(v, "sentinel", DR_OK, "%s names %s as the master of '%s'%s%s%s", where, addr,
-             a->master_name, tried[0] ? " (before it: " : "", tried, tried[0] ? ")" : "");
-      return 0;
-    }
-    size_t o = strlen(tried);
-    snprintf(tried + o, sizeof tried - o, "%s%s: %s", o ? "; " : "", where, why);
+                         cli_sentinel_master_t *found) {
+  char why[DR_DETAIL_MAX];
+  if (cli_conn_ask_sentinels(a, timeout_ms, found, why, sizeof why) != 0) {
+    dr_add(v, "sentinel", DR_FAIL, "%s", why);
+    return -1;
   }
-  dr_add(v, "sentinel", DR_FAIL, "no sentinel named the master of '%s': %s", a->master_name, tried);
-  return -1;
+  dr_add(v, "sentinel", DR_OK, "%s names %s as the master of '%s'%s%s%s", found->sentinel,
+         found->addr, a->master_name, found->tried[0] ? " (before it: " : "", found->tried,
+         found->tried[0] ? ")" : "");
+  return 0;
 }
 
 static uint64_t mono_ns(void) {
@@ -182,14 +128,12 @@ static int diagnose(const doctor_opts_t *o) {
   dr_settings_t *set = calloc(1, sizeof *set);
   dr_voter_t *voters = calloc(nodes->n, sizeof *voters);
   dr_master_t *masters = calloc(nodes->n, sizeof *masters);
-  node_addr_t *resolved = calloc(nodes->n, sizeof *resolved);
-  char(*hosts)[256] = calloc(nodes->n, sizeof *hosts);
-  if (set == NULL || voters == NULL || masters == NULL || resolved == NULL || hosts == NULL) {
+  cli_sentinel_master_t *resolved = calloc(nodes->n, sizeof *resolved);
+  if (set == NULL || voters == NULL || masters == NULL || resolved == NULL) {
     free(set);
     free(voters);
     free(masters);
     free(resolved);
-    free(hosts);
     err_msg("out of memory");
     return EXIT_INTERNAL;
   }
@@ -211,9 +155,9 @@ static int diagnose(const doctor_opts_t *o) {
       continue;
     }
     if (a->voter == VOTER_KIND_SENTINEL) {
-      if (ask_sentinels(v, a, o->timeout_ms, &resolved[i], hosts[i], sizeof hosts[i]) != 0)
+      if (ask_sentinels(v, a, o->timeout_ms, &resolved[i]) != 0)
         continue;
-      m->addr = &resolved[i];
+      m->addr = &resolved[i].master;
     } else {
       m->addr = a;
     }
@@ -235,7 +179,6 @@ static int diagnose(const doctor_opts_t *o) {
   free(voters);
   free(masters);
   free(resolved); /* borrowed strings only: nothing to clear */
-  free(hosts);
   return status;
 }
 

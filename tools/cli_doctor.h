@@ -91,9 +91,6 @@ typedef struct {
 /* Appends a check; the detail is printf-formatted and cut to fit. */
 __attribute__((format(printf, 4, 5))) dr_check_t *dr_add(dr_voter_t *v, const char *name,
                                                          dr_status_t status, const char *fmt, ...);
-/* A printable copy of a server's text (len bytes) into out: other bytes as
- * \xNN, cut to fit. */
-void dr_printable(const char *s, size_t len, char *out, size_t size);
 int dr_can_vote(const dr_voter_t *v);
 /* Prints every voter's report.  Returns 0 when all can vote, else
  * EXIT_CANNOT_VOTE. */

@@ -31,17 +31,21 @@ typedef struct {
   const char *words[MAX_WORDS]; /* the command and sample arguments; see expand() */
 } lib_command_t;
 
-/* Every command the library sends, and where.  Keep in sync with src/:
+/* Every command the library sends to a master, and where.  ctest
+ * cli.doctor_commands (tests/cli/check_doctor_commands.sh) reads src/ and
+ * fails when this table lacks a command src/ sends, or lists one it no
+ * longer sends:
  *   src/conn.c          AUTH (the handshake)
  *   src/link.c          SELECT
- *   src/node.c          SCRIPT LOAD, INFO server
+ *   src/node.c          SCRIPT LOAD, INFO server, INFO replication (a new
+ *                       master after a failover), WAIT and WAITAOF (wait= /
+ *                       waitaof=)
  *   src/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
  *   src/prims.c         EVALSHA (semaphores, read-write locks)
- *   src/round.c         EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
+ *   src/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
  *   src/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits)
  *   src/lua/ (scripts)  what the scripts call: grep 'redis.call("' src/lua
- *   DESIGN §2c          INFO replication (a new master after a failover),
- *                       WAIT and WAITAOF (wait= / waitaof=)
+ * (src/voter_sentinel.c speaks to sentinels, not masters: not here.)
  * In words: {key}, {fence}, {channel} are the doctor's key, its fencing
  * counter and release channel; {value} its value; {sha} the release
  * script's SHA1; {user} the ACL user; {db} the URI's db; {r}, {l}, {t} the
@@ -147,7 +151,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
   if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
     rc = 1;
   } else if (r->type == REDIS_REPLY_STRING) { /* the reason it would be refused */
-    dr_printable(r->str, r->len, why, size);
+    cli_printable(r->str, r->len, why, size);
     rc = 0;
   } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "Command '") != NULL &&
              strstr(r->str, "not found") != NULL) {
@@ -155,7 +159,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
     rc = 0;
   } else {
     if (r->type == REDIS_REPLY_ERROR)
-      dr_printable(r->str, r->len, why, size);
+      cli_printable(r->str, r->len, why, size);
     else
       snprintf(why, size, "unexpected reply");
     rc = -1;

@@ -23,26 +23,6 @@ dr_check_t *dr_add(dr_voter_t *v, const char *name, dr_status_t status, const ch
   return c;
 }
 
-void dr_printable(const char *s, size_t len, char *out, size_t size) {
-  size_t o = 0;
-  for (size_t i = 0; i < len && o + 5 < size; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch == '\r' || ch == '\n') {
-      out[o++] = ' ';
-    } else if (ch >= 0x20 && ch < 0x7f) {
-      out[o++] = (char)ch;
-    } else {
-      snprintf(out + o, size - o, "\\x%02x", ch);
-      o += 4;
-    }
-  }
-  /* Servers end some errors with a space; the detail reads better without. */
-  while (o > 0 && out[o - 1] == ' ')
-    o--;
-  if (size > 0)
-    out[o] = '\0';
-}
-
 int dr_can_vote(const dr_voter_t *v) {
   for (size_t i = 0; i < v->n_checks; i++)
     if (v->checks[i].status == DR_FAIL)

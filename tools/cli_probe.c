@@ -40,8 +40,23 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
   memset(rep, 0, sizeof *rep);
   rep->pttl = -2;
   rep->uptime_s = -1;
+  char why[1200];
+  cli_sentinel_master_t found;
+  int sentinel = addr->voter == VOTER_KIND_SENTINEL;
+  if (addr->voter == VOTER_KIND_CLUSTER) { /* the subcommands refuse them first */
+    snprintf(rep->state, sizeof rep->state, "error (cluster voters are not supported yet)");
+    return;
+  }
+  if (sentinel) {
+    if (cli_conn_ask_sentinels(addr, timeout_ms, &found, why, sizeof why) != 0) {
+      snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+      return;
+    }
+    snprintf(rep->master, sizeof rep->master, "%s", found.addr);
+    snprintf(rep->sentinel, sizeof rep->sentinel, "%s", found.sentinel);
+    addr = &found.master;
+  }
   cli_conn_t cc;
-  char why[256];
   int rc = cli_conn_open(&cc, addr, timeout_ms, why, sizeof why);
   if (rc != CLI_CONN_OK) {
     /* "error": the master answers, but refuses our credentials or db. */
@@ -49,14 +64,20 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
     cli_conn_close(&cc);
     return;
   }
-  /* One round trip: the four commands pipelined. */
+  /* One round trip: the commands pipelined (ROLE only for a sentinel
+   * voter, whose sentinels may lag behind a failover). */
   redisContext *c = cc.c;
   redisAppendCommand(c, "GET %s", key);
   redisAppendCommand(c, "PTTL %s", key);
   redisAppendCommand(c, "GET %s", fence_key);
   redisAppendCommand(c, "INFO server");
-  redisReply *replies[4] = {NULL, NULL, NULL, NULL};
-  for (int i = 0; i < 4; i++) {
+  int n = 4;
+  if (sentinel) {
+    redisAppendCommand(c, "ROLE");
+    n = 5;
+  }
+  redisReply *replies[5] = {NULL, NULL, NULL, NULL, NULL};
+  for (int i = 0; i < n; i++) {
     void *p = NULL;
     if (redisGetReply(c, &p) != REDIS_OK) {
       snprintf(rep->state, sizeof rep->state, "down (%s)", cli_conn_io_why(&cc));
@@ -91,7 +112,24 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
       rep->uptime_s = secs;
     }
   }
-  for (int i = 0; i < 4; i++)
+  if (sentinel && rep->up) {
+    const redisReply *role = replies[4];
+    if (role->type != REDIS_REPLY_ARRAY || role->elements < 1 ||
+        role->element[0]->type != REDIS_REPLY_STRING ||
+        strcmp(role->element[0]->str, "master") != 0) {
+      char said[64] = "no answer";
+      if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
+          role->element[0]->type == REDIS_REPLY_STRING)
+        cli_printable(role->element[0]->str, role->element[0]->len, said, sizeof said);
+      else if (role->type == REDIS_REPLY_ERROR)
+        cli_printable(role->str, role->len, said, sizeof said);
+      rep->up = 0;
+      snprintf(rep->state, sizeof rep->state,
+               "error (%s names it, but its ROLE is '%s', not master: it cannot vote)",
+               rep->sentinel, said);
+    }
+  }
+  for (int i = 0; i < n; i++)
     freeReplyObject(replies[i]);
   cli_conn_close(&cc);
 }

@@ -1,7 +1,8 @@
 /* cli_probe.h: what one master says about a key, asked over a plain
  * synchronous hiredis connection (cli_conn.h): whether it answers, the key's value and PTTL,
- * the fence counter and the master's uptime.  Used by `status`, and by `run`
- * to explain a "no quorum". */
+ * the fence counter and the master's uptime.  A sentinel voter's master is
+ * first asked of its sentinels.  Used by `status`, and by `run` to explain a
+ * "no quorum". */
 #ifndef REDLOCK_CLI_PROBE_H
 #define REDLOCK_CLI_PROBE_H
 
@@ -12,13 +13,17 @@
 #include "cli_conn.h" /* tls_for_probes: the probes' connections */
 
 typedef struct {
-  char state[320]; /* "up", or why not */
+  char state[1400]; /* "up", or why not */
   int up;
   char *value; /* NULL: no key (escape_value'd: printable) */
   long long pttl;
   char fence[32];     /* "" when no counter */
   char uptime[32];    /* "" when unknown */
   long long uptime_s; /* -1 when unknown */
+  /* A sentinel voter: the master its sentinels named ("host:port") and the
+   * sentinel that named it; "" for other voters, or when none did. */
+  char master[300];
+  char sentinel[300];
 } master_report_t;
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
@@ -30,8 +35,10 @@ char *escape_value(const char *s, size_t len);
  * (both NULL). */
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key);
 
-/* Asks one master about key and fence_key, each step bounded by timeout_ms.
- * rep->value is malloc'ed (or NULL). */
+/* Asks one master about key and fence_key, each step bounded by timeout_ms;
+ * for a sentinel voter, the master its sentinels name, which must say it is
+ * a master (ROLE), as the library requires.  rep->value is malloc'ed (or
+ * NULL). */
 void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
                   uint64_t timeout_ms, master_report_t *rep);
 

@@ -1,8 +1,9 @@
-/* cli_status.c: `redlock status [OPTIONS] RESOURCE`: per master, whether
- * it answers, the value holding the key, its PTTL, the fence counter and the
- * master's uptime (cli_probe.c), then a verdict (locked on a quorum, set on
- * too few masters, free, unknown), as a table or as one JSON object.  The
- * exit status says whether a quorum of masters answered. */
+/* cli_status.c: `redlock status [OPTIONS] RESOURCE`: per master (for a
+ * sentinel voter, the master its sentinels name), whether it answers, the
+ * value holding the key, its PTTL, the fence counter and the master's
+ * uptime (cli_probe.c), then a verdict (locked on a quorum, set on too few
+ * masters, free, unknown), as a table or as one JSON object.  The exit
+ * status says whether a quorum of masters answered. */
 #define _GNU_SOURCE /* getopt_long */
 
 #include <getopt.h>
@@ -63,6 +64,21 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
     const master_report_t *m = &reps[i];
     printf("%s{\"master\":", i ? "," : "");
     json_str(nodes->addrs[i].label);
+    if (nodes->addrs[i].voter == VOTER_KIND_SENTINEL) {
+      /* Which master the sentinels named (null when none did). */
+      printf(",\"master_name\":");
+      json_str(nodes->addrs[i].master_name);
+      printf(",\"resolved\":");
+      if (m->master[0])
+        json_str(m->master);
+      else
+        printf("null");
+      printf(",\"sentinel\":");
+      if (m->sentinel[0])
+        json_str(m->sentinel);
+      else
+        printf("null");
+    }
     printf(",\"up\":%s,\"state\":", m->up ? "true" : "false");
     json_str(m->state);
     printf(",\"value\":");
@@ -88,12 +104,23 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
   return v.reachable < v.quorum ? EXIT_NOQUORUM : 0;
 }
 
+/* A master's name in the table: its label, and for a sentinel voter
+ * ("MASTER-NAME@first sentinel") the master its sentinels named. */
+static const char *row_label(const nodes_t *nodes, const master_report_t *reps, size_t i, char *buf,
+                             size_t size) {
+  if (reps[i].master[0] == '\0')
+    return nodes->addrs[i].label;
+  snprintf(buf, size, "%s -> %s", nodes->addrs[i].label, reps[i].master);
+  return buf;
+}
+
 /* The table: one line per master, then the verdict. */
 static int print_status_table(const nodes_t *nodes, const char *key, const master_report_t *reps) {
   verdict_t v = tally(nodes, reps);
   int wlabel = (int)strlen("MASTER"), wvalue = (int)strlen("VALUE");
+  char lbuf[1024];
   for (size_t i = 0; i < nodes->n; i++) {
-    int l = (int)strlen(nodes->addrs[i].label);
+    int l = (int)strlen(row_label(nodes, reps, i, lbuf, sizeof lbuf));
     if (l > wlabel)
       wlabel = l;
     if (reps[i].value != NULL && (int)strlen(reps[i].value) > wvalue)
@@ -107,7 +134,7 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
   for (size_t i = 0; i < nodes->n; i++) {
     const master_report_t *m = &reps[i];
     if (!m->up) {
-      printf("%-*s  %s\n", wlabel, nodes->addrs[i].label, m->state);
+      printf("%-*s  %s\n", wlabel, row_label(nodes, reps, i, lbuf, sizeof lbuf), m->state);
       continue;
     }
     char pttl[32];
@@ -117,7 +144,8 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
       snprintf(pttl, sizeof pttl, "none");
     else
       snprintf(pttl, sizeof pttl, "%lld", m->pttl);
-    printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel, nodes->addrs[i].label, m->state, wvalue,
+    printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel,
+           row_label(nodes, reps, i, lbuf, sizeof lbuf), m->state, wvalue,
            m->value ? m->value : "-", pttl, m->fence[0] ? m->fence : "-",
            m->uptime[0] ? m->uptime : "-");
   }
@@ -177,7 +205,7 @@ static int parse_status(int argc, char **argv, status_opts_t *o) {
   if (optind + 1 < argc)
     return usage_error("status: unexpected argument '%s'", argv[optind + 1]);
   o->resource = argv[optind];
-  return conn_finish(&o->conn, o->resource);
+  return conn_finish(&o->conn, "status", o->resource);
 }
 
 /* Probes every master and prints the report.  The exit status. */

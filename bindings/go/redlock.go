@@ -109,6 +109,35 @@ func cstrOrNil(s string) *C.char {
 	return C.CString(s)
 }
 
+// addNodes adds the masters' URIs.  As for setTLS, the library gives the
+// reason for a refused URI only through the options' log callback: one that
+// captures it is set around these calls, so that the error says why.
+func addNodes(o *C.redlock_options_t, nodes []string) error {
+	var reasons []string
+	capID := registry.add(func(_ int, msg string) {
+		reasons = append(reasons, strings.TrimPrefix(msg, "redlock_options_add_node: "))
+	})
+	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
+	defer func() {
+		C.redlock_options_set_log(o, LogWarn, nil, nil)
+		registry.remove(capID)
+	}()
+	for _, n := range nodes {
+		reasons = reasons[:0]
+		cs := C.CString(n)
+		rc := C.redlock_options_add_node(o, cs)
+		C.free(unsafe.Pointer(cs))
+		if rc != 0 {
+			what := redact(n)
+			if len(reasons) > 0 {
+				what += ": " + strings.Join(reasons, "; ")
+			}
+			return &Error{Op: "option", Resource: what, Errno: Errno(rc)}
+		}
+	}
+	return nil
+}
+
 // setTLS applies the TLS options.  The library gives the reason for a
 // refusal only through the options' log callback: one that captures it is
 // set around these calls (Open sets the real one afterwards).
@@ -239,13 +268,8 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 		return nil, &Error{Op: "open", Errno: ENOMEM}
 	}
 	defer C.redlock_options_free(o)
-	for _, n := range nodes {
-		cs := C.CString(n)
-		rc := C.redlock_options_add_node(o, cs)
-		C.free(unsafe.Pointer(cs))
-		if rc != 0 {
-			return nil, &Error{Op: "option", Resource: redact(n), Errno: Errno(rc)}
-		}
+	if err := addNodes(o, nodes); err != nil {
+		return nil, err
 	}
 	set := func(what string, rc C.int) error { return mkerr("option", what, rc) }
 	if cfg.retry {

@@ -483,6 +483,30 @@ const OPTION_KEYS = new Set(['retryCount', 'retryDelayMs', 'retryJitterMs', 'dri
   'connectTimeoutMs', 'requestTimeoutMs', 'maxTtlMs', 'quarantine', 'fencing', 'keyPrefix',
   'log', 'logLevel', 'tlsCa', 'tlsCert', 'tlsKey', 'tlsServerName', 'tlsVerify']);
 
+/*
+ * The masters' URIs.  As for the TLS options (setTls), the library gives the
+ * reason for a refused URI only through the options' log callback: a
+ * capturing one is set around these calls, so that the error says why.
+ */
+function addNodes(opts, nodes) {
+  const reasons = [];
+  const logId = newId();
+  loggers.set(logId, (_lvl, msg) => reasons.push(msg.replace(/^redlock_options_add_node: /, '')));
+  F.redlock_options_set_log(opts, LOGS.LOG_DEBUG, T.log, logId);
+  try {
+    for (const uri of nodes) {
+      if (typeof uri !== 'string') throw new TypeError('each node must be a URI string');
+      reasons.length = 0;
+      const rc = F.redlock_options_add_node(opts, uri);
+      const shown = uri.replace(/\/\/[^@/]*@/, '//***@');
+      check(rc, reasons.length ? `node ${shown}: ${reasons.join('; ')}` : `node ${shown}`);
+    }
+  } finally {
+    F.redlock_options_set_log(opts, LOGS.LOG_WARN, null, 0);
+    loggers.delete(logId);
+  }
+}
+
 function buildOptions(nodes, o) {
   for (const k of Object.keys(o)) {
     if (!OPTION_KEYS.has(k)) throw new TypeError(`unknown option: ${k}`);
@@ -491,10 +515,7 @@ function buildOptions(nodes, o) {
   const opts = F.redlock_options_new();
   if (!opts) throw makeError(CODES.ENOMEM);
   try {
-    for (const uri of nodes) {
-      if (typeof uri !== 'string') throw new TypeError('each node must be a URI string');
-      check(F.redlock_options_add_node(opts, uri), `node ${uri.replace(/\/\/[^@/]*@/, '//***@')}`);
-    }
+    addNodes(opts, nodes);
     if (o.retryCount !== undefined || o.retryDelayMs !== undefined || o.retryJitterMs !== undefined) {
       // Values not given keep the library's defaults, read from the fresh options.
       const dn = [0]; const dd = [0]; const dj = [0];

@@ -1,7 +1,9 @@
 /* test_cli_doctor.c: black-box tests of `redlock doctor` (tools/cli_doctor*.c)
- * against real servers that the harness starts on loopback and stops by PID.
+ * against real servers that the harness starts on loopback and stops by PID;
+ * and of the other subcommands' handling of the voters doctor knows
+ * (status through sentinels, with a failover; cluster voters refused).
  *
- *   test_cli_doctor PATH-TO-redlock CASE       runs one case (ctest: cli.doctor_<case>)
+ *   test_cli_doctor PATH-TO-redlock CASE       runs one case (ctest: cli.<case>)
  *
  * Each case starts the servers it needs (a healthy master, an ACL user
  * without EVALSHA, a replica, a server without Lua, a master with a replica
@@ -32,6 +34,7 @@
 #include <sys/socket.h>
 
 #include "redis_harness.h"
+#include "sentinel_harness.h"
 #include "test_io.h"
 
 #define DEADLINE_MS 60000 /* a doctor run takes well under a second, plus --clock-ms */
@@ -45,6 +48,8 @@ static const char *g_case = "?";
 static char g_tmpdir[PATH_MAX];
 static rh_server_t *g_servers[MAX_SERVERS];
 static pid_t g_sentinel; /* started by case_sentinel, stopped by PID */
+#define N_SENTINELS 3
+static sh_sentinel_t *g_sentinels[N_SENTINELS]; /* case_status_sentinel's (sentinel_harness) */
 
 /* One finished run of the binary. */
 typedef struct {
@@ -61,6 +66,10 @@ static void stop_sentinel(void);
 
 static void cleanup(void) {
   stop_sentinel();
+  for (int i = 0; i < N_SENTINELS; i++) {
+    sh_stop(g_sentinels[i]); /* by PID */
+    g_sentinels[i] = NULL;
+  }
   for (int i = 0; i < MAX_SERVERS; i++) {
     rh_server_free(g_servers[i]); /* stops it by PID */
     g_servers[i] = NULL;
@@ -138,7 +147,7 @@ static run_t *run_argv(const char *nodes, const char *const *args) {
   argv[argc] = NULL;
   free(g_run.err);
   memset(&g_run, 0, sizeof g_run);
-  g_run.what = "redlock doctor";
+  g_run.what = args[0] != NULL ? args[0] : "redlock";
   char err_path[PATH_MAX + 16];
   snprintf(err_path, sizeof err_path, "%s/stderr", g_tmpdir);
   int out_pipe[2];
@@ -181,6 +190,7 @@ static run_t *run_argv(const char *nodes, const char *const *args) {
 }
 
 #define DOCTOR(nodes, ...) run_argv((nodes), (const char *const[]){"doctor", __VA_ARGS__, NULL})
+#define REDLOCK(...) run_argv(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
 /* ================================================================================
  * reading the report
@@ -738,6 +748,159 @@ static void case_usage(void) {
   CHECK(r->status == 0 && has("redlock doctor") && has("--clock-ms"), "doctor --help");
 }
 
+/* ---- status through sentinels ----------------------------------------------------------
+ * `redlock status` resolves a sentinel voter as doctor does (cli_conn.c),
+ * with three sentinels of the harness (sentinel_harness.h) watching a
+ * master with one replica. */
+
+#define SENT_NAME "mymaster"
+#define SENT_PASSWORD "status-sentinel-pw-55"
+#define FAILOVER_DEADLINE_MS                                                                       \
+  60000 /* down-after 1 s, election, promotion; a failed election is tried                         \
+         * again after 2 x failover-timeout */
+
+typedef struct {
+  rh_server_t *master, *replica;
+} sent_pair_t;
+
+static int replica_attached(void *arg) {
+  sent_pair_t *p = arg;
+  char info[4096];
+  return rh_server_command(p->replica, info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "master_link_status:up") != NULL &&
+         rh_server_command(p->master, info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "connected_slaves:1") != NULL;
+}
+
+/* Every sentinel knows the two others and the replica. */
+static int sentinels_ready(void *arg) {
+  (void)arg;
+  for (int i = 0; i < N_SENTINELS; i++) {
+    char others[32], replicas[32];
+    if (sh_master_field(g_sentinels[i], SENT_NAME, "num-other-sentinels", others, sizeof others) !=
+            0 ||
+        sh_master_field(g_sentinels[i], SENT_NAME, "num-slaves", replicas, sizeof replicas) != 0 ||
+        atoi(others) != N_SENTINELS - 1 || atoi(replicas) < 1)
+      return 0;
+  }
+  return 1;
+}
+
+/* SENTINEL FAILOVER until a sentinel takes it (one that does not know the
+ * replica well enough yet says NOGOODSLAVE). */
+static int failover_taken(void *arg) {
+  (void)arg;
+  char buf[256];
+  return sh_command(g_sentinels[0], buf, sizeof buf, "SENTINEL FAILOVER %s", SENT_NAME) == 0 &&
+         strcmp(buf, "OK") == 0;
+}
+
+/* Every sentinel names the replica as the master, and it says it is one. */
+static int switched_to_replica(void *arg) {
+  sent_pair_t *p = arg;
+  char want[64], got[128];
+  snprintf(want, sizeof want, "127.0.0.1\n%d", rh_server_port(p->replica));
+  for (int i = 0; i < N_SENTINELS; i++)
+    if (sh_command(g_sentinels[i], got, sizeof got, "SENTINEL GET-MASTER-ADDR-BY-NAME %s",
+                   SENT_NAME) != 0 ||
+        strcmp(got, want) != 0)
+      return 0;
+  return rh_server_command(p->replica, got, sizeof got, "ROLE") == 0 &&
+         strncmp(got, "master\n", 7) == 0;
+}
+
+/* The status table's line of the sentinel voter names `port` as the master
+ * found, and it is up. */
+static void expect_status_names(const char *label, int port) {
+  char line[256];
+  snprintf(line, sizeof line, "%s -> 127.0.0.1:%d ", label, port);
+  const char *p = strstr(g_run.out, line);
+  CHECK(p != NULL, "status names 127.0.0.1:%d as the master ('%s')", port, line);
+  const char *eol = strchr(p, '\n');
+  const char *up = strstr(p, "  up  ");
+  CHECK(up != NULL && (eol == NULL || up < eol), "the master found is up");
+  CHECK(strstr(g_run.out, "status-value-1") != NULL, "its value is shown");
+}
+
+static void case_status_sentinel(void) {
+  rh_server_t *m = start_server(NULL);
+  char port[16];
+  snprintf(port, sizeof port, "%d", rh_server_port(m));
+  rh_server_t *rep = start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--replicaof", "127.0.0.1", port, NULL}});
+  sent_pair_t pair = {m, rep};
+  CHECK(rh_wait_until(replica_attached, &pair, 10000), "the replica is attached");
+  sh_options_t so = {.dir = g_tmpdir,
+                     .master_name = SENT_NAME,
+                     .master_port = rh_server_port(m),
+                     .quorum = 2,
+                     .down_after_ms = 1000,
+                     .failover_timeout_ms = 5000,
+                     .password = SENT_PASSWORD};
+  for (int i = 0; i < N_SENTINELS; i++)
+    CHECK(sh_start(&g_sentinels[i], &so) == 0, "sentinel %d starts", i);
+  CHECK(rh_wait_until(sentinels_ready, NULL, 30000), "the sentinels know each other");
+  char buf[64];
+  CHECK(rh_server_command(m, buf, sizeof buf, "SET status-sentinel-res status-value-1") == 0,
+        "SET on the master");
+
+  /* The first sentinel listed is not there: the next ones are asked. */
+  char uri[512];
+  int used = snprintf(uri, sizeof uri, "redis-sentinel://127.0.0.1:1");
+  for (int i = 0; i < N_SENTINELS; i++)
+    used +=
+        snprintf(uri + used, sizeof uri - (size_t)used, ",127.0.0.1:%d", sh_port(g_sentinels[i]));
+  snprintf(uri + used, sizeof uri - (size_t)used,
+           "/" SENT_NAME "?sentinel_password=" SENT_PASSWORD);
+  const char *label = "mymaster@127.0.0.1:1";
+  run_t *r = REDLOCK("status", "--node", uri, "status-sentinel-res");
+  CHECK(r->status == 0, "status over the sentinels: exit %d", r->status);
+  expect_status_names(label, rh_server_port(m));
+  CHECK(!has(SENT_PASSWORD) && strstr(r->err, SENT_PASSWORD) == NULL, "no password shown");
+
+  r = REDLOCK("status", "--json", "--node", uri, "status-sentinel-res");
+  char want[128];
+  snprintf(want, sizeof want, "\"resolved\":\"127.0.0.1:%d\",\"sentinel\":\"127.0.0.1:%d\"",
+           rh_server_port(m), sh_port(g_sentinels[0]));
+  CHECK(r->status == 0 && json_valid(r->out) && has("\"master_name\":\"" SENT_NAME "\"") &&
+            has(want),
+        "--json names the master (%s)", want);
+
+  /* The sentinels' own password is what they check: a wrong one, and no
+   * master is found, with each sentinel's answer and no password. */
+  char bad[600];
+  snprintf(bad, sizeof bad, "redis-sentinel://127.0.0.1:%d/" SENT_NAME "?sentinel_password=nope-77",
+           sh_port(g_sentinels[0]));
+  r = REDLOCK("status", "--node", bad, "status-sentinel-res");
+  CHECK(r->status == 69, "no master found: exit %d", r->status);
+  CHECK(has("no sentinel named the master of 'mymaster'") && has("AUTH") && !has("nope-77"),
+        "says why, without the password");
+
+  /* A failover: once the sentinels name the replica, so does status. */
+  CHECK(rh_wait_until(failover_taken, NULL, FAILOVER_DEADLINE_MS), "SENTINEL FAILOVER taken");
+  CHECK(rh_wait_until(switched_to_replica, &pair, FAILOVER_DEADLINE_MS),
+        "the sentinels name the replica");
+  r = REDLOCK("status", "--node", uri, "status-sentinel-res");
+  CHECK(r->status == 0, "status after the failover: exit %d", r->status);
+  expect_status_names(label, rh_server_port(rep));
+}
+
+/* Cluster voters: status, run and elect refuse them as usage errors. */
+static void case_status_cluster(void) {
+  static const char *const cluster = "redis-cluster://127.0.0.1:7000,127.0.0.1:7001";
+  run_t *r = REDLOCK("status", "--node", cluster, "res");
+  CHECK(r->status == 64, "status: exit %d", r->status);
+  CHECK(strstr(r->err, "status: cluster voters (redis-cluster://") != NULL &&
+            strstr(r->err, "not supported yet") != NULL,
+        "status says cluster voters are not supported");
+  r = REDLOCK("run", "--node", cluster, "res", "--", "true");
+  CHECK(r->status == 64 && strstr(r->err, "run: cluster voters") != NULL, "run: exit %d",
+        r->status);
+  r = REDLOCK("elect", "--node", cluster, "res", "--", "true");
+  CHECK(r->status == 64 && strstr(r->err, "elect: cluster voters") != NULL, "elect: exit %d",
+        r->status);
+}
+
 static const struct {
   const char *name;
   void (*fn)(void);
@@ -751,6 +914,8 @@ static const struct {
     {"doctor_valkey_waitaof", case_valkey_waitaof},
     {"doctor_sentinel", case_sentinel},
     {"doctor_usage", case_usage},
+    {"status_sentinel", case_status_sentinel},
+    {"status_cluster", case_status_cluster},
 };
 
 int main(int argc, char **argv) {

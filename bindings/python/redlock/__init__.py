@@ -566,6 +566,37 @@ def _decode(raw):
     return None if raw is None else raw.decode("utf-8", "surrogateescape")
 
 
+def _redact(uri):
+    """A node URI for messages: its userinfo (a password) replaced by ***."""
+    text = uri if isinstance(uri, str) else _decode(bytes(uri))
+    head, sep, rest = text.partition("//")
+    if sep and "@" in rest.split("/", 1)[0]:
+        return head + "//***@" + rest.split("@", 1)[1]
+    return text
+
+
+def _add_node(lib, opts, uri):
+    """redlock_options_add_node, raising the library's error with its reason
+    (which the library gives only to a log callback: asked again on a
+    scratch options object whose callback keeps it)."""
+    data = _bytes_arg(uri, "node URI")
+    rc = lib.redlock_options_add_node(opts, data)
+    if rc == 0:
+        return
+    why = []
+    cb = _LOG_CB(lambda _level, msg, _arg: why.append(_decode(msg) or ""))
+    scratch = lib.redlock_options_new()
+    if scratch:
+        try:
+            if lib.redlock_options_set_log(scratch, LOG_ERROR, cb, None) == 0:
+                lib.redlock_options_add_node(scratch, data)
+        finally:
+            lib.redlock_options_free(scratch)
+    reason = why[-1].replace("redlock_options_add_node: ", "", 1) if why else None
+    detail = "node %r" % (_redact(uri),)
+    raise _make_error(rc, detail=detail + (": " + reason if reason else ""))
+
+
 # ---- the shared state of one client ---------------------------------------------------
 
 _OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
@@ -850,8 +881,7 @@ class Client:
                 _check(lib.redlock_options_set_log(opts, operator.index(log_level), core.log_cb,
                                                    None), "log_level %r" % (log_level,))
             for uri in uris:
-                _check(lib.redlock_options_add_node(opts, _bytes_arg(uri, "node URI")),
-                       "node %r" % (uri,))
+                _add_node(lib, opts, uri)
             if (retry_count, retry_delay_ms, retry_jitter_ms) != (None, None, None):
                 # The values not given keep the library's defaults, read
                 # from the fresh options object.

@@ -160,6 +160,8 @@ struct Call {
     op: &'static str,
     resource: String,
     votes: Option<String>,
+    /// Why the library refused the call, when it said (a node URI's reason).
+    detail: Option<String>,
 }
 
 /// `Result` with [`Error`].
@@ -193,7 +195,8 @@ impl Error {
 
     /// The call that failed (`"lock"`, `"try_lock"`, `"lock_wait"`,
     /// `"lock_many"`, `"semaphore"`, `"rwlock_read"`, `"rwlock_write"`,
-    /// `"extend"`, `"unlock"`), when known.
+    /// `"extend"`, `"unlock"`; `"add_node"` for a refused node URI, whose
+    /// resource is the URI without its password), when known.
     pub fn op(&self) -> Option<&str> {
         self.call.as_ref().map(|c| c.op)
     }
@@ -245,6 +248,9 @@ impl fmt::Display for Error {
             write!(f, "{} {:?}: ", c.op, c.resource)?;
         }
         write!(f, "{}", self.kind)?;
+        if let Some(d) = self.call.as_ref().and_then(|c| c.detail.as_deref()) {
+            write!(f, ": {d}")?;
+        }
         if let Some(v) = self.votes_explain() {
             write!(f, ": {v}")?;
         }
@@ -311,6 +317,7 @@ fn call_result(
             op,
             resource: resource.to_owned(),
             votes,
+            detail: None,
         })),
     })
 }
@@ -494,10 +501,7 @@ impl Builder {
         let o = Opts(raw);
         // SAFETY (all setters below): o.0 is a live options object used by
         // this thread only; strings are NUL-terminated and copied by the library.
-        for n in &self.nodes {
-            let c = cstring(n)?;
-            check(unsafe { sys::redlock_options_add_node(o.0, c.as_ptr()) })?;
-        }
+        add_nodes(o.0, &self.nodes)?;
         if let Some((count, delay, jitter)) = self.retry {
             check(unsafe {
                 sys::redlock_options_set_retry(o.0, count, millis(delay)?, millis(jitter)?)
@@ -562,6 +566,67 @@ impl Builder {
             }),
         })
     }
+}
+
+/// Adds the masters' URIs.  The library gives the reason for a refused URI
+/// only through the options' log callback: one that keeps it is set around
+/// these calls (open sets the real one afterwards), so that the error says
+/// why.  The error's resource is the URI without its userinfo (a password).
+fn add_nodes(o: *mut sys::redlock_options_t, nodes: &[String]) -> Result<()> {
+    unsafe extern "C" fn keep(_level: c_int, msg: *const c_char, arg: *mut c_void) {
+        // SAFETY: arg is add_nodes' `why`, alive during these synchronous calls.
+        let why = &mut *(arg as *mut Option<String>);
+        let text = CStr::from_ptr(msg).to_string_lossy();
+        *why = Some(
+            text.trim_start_matches("redlock_options_add_node: ")
+                .to_owned(),
+        );
+    }
+    let mut why: Option<String> = None;
+    let arg = &mut why as *mut Option<String> as *mut c_void;
+    // SAFETY: o is the caller's live options object; `why` outlives the
+    // callback, which is removed before returning.
+    check(unsafe { sys::redlock_options_set_log(o, sys::REDLOCK_LOG_ERROR, Some(keep), arg) })?;
+    let mut result = Ok(());
+    for n in nodes {
+        let c = match cstring(n) {
+            Ok(c) => c,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        // SAFETY: as above; the string is NUL-terminated and copied.
+        let rc = unsafe { sys::redlock_options_add_node(o, c.as_ptr()) };
+        if rc != 0 {
+            result = Err(Error {
+                kind: ErrorKind::from_code(rc),
+                call: Some(Box::new(Call {
+                    op: "add_node",
+                    resource: redact(n),
+                    votes: None,
+                    // SAFETY: the callback ran (if at all) during the call above.
+                    detail: unsafe { (*(arg as *mut Option<String>)).take() },
+                })),
+            });
+            break;
+        }
+    }
+    // SAFETY: o is live; no callback after this.
+    unsafe { sys::redlock_options_set_log(o, sys::REDLOCK_LOG_WARN, None, ptr::null_mut()) };
+    result
+}
+
+/// A node URI for messages: its userinfo (a password) replaced by `***`.
+fn redact(uri: &str) -> String {
+    if let Some(i) = uri.find("//") {
+        let rest = &uri[i + 2..];
+        let end = rest.find('/').unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            return format!("{}//***{}", &uri[..i], &rest[at..]);
+        }
+    }
+    uri.to_owned()
 }
 
 unsafe extern "C" fn log_trampoline(level: c_int, msg: *const c_char, arg: *mut c_void) {

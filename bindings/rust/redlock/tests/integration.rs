@@ -428,6 +428,47 @@ fn argument_errors_and_no_quorum() {
 /// Freshly started masters with the restart quarantine on (the default):
 /// acquisitions fail with NoQuorum, and the error says it is the quarantine
 /// and how long it has left.
+/// Sentinel voters and durability acks are taken at open (masters that do
+/// not answer are retried in the background); a sentinel URI without the
+/// master's name is refused, saying so; cluster voters are not supported
+/// yet, saying so.
+#[test]
+fn voter_uris() {
+    for uri in [
+        "redis-sentinel://127.0.0.1:26379/mymaster?wait=1&sentinel_user=u&sentinel_password=p",
+        "redis://127.0.0.1:6379/0?waitaof=1,0&wait_ms=100",
+    ] {
+        let c = Client::builder()
+            .node(uri)
+            .quarantine(false)
+            .timeouts(Duration::from_millis(50), Duration::from_millis(50))
+            .open();
+        assert!(c.is_ok(), "{uri}: {:?}", c.err());
+    }
+    let e = Client::builder()
+        .node("redis-sentinel://h/")
+        .open()
+        .unwrap_err();
+    assert_eq!(e, ErrorKind::InvalidArgument);
+    assert!(e.to_string().contains("needs the master's name"), "{e}");
+    let e = Client::builder()
+        .node("redis-cluster://127.0.0.1:7000")
+        .open()
+        .unwrap_err();
+    assert_eq!(e, ErrorKind::NotSupported);
+    assert!(
+        e.to_string()
+            .contains("Cluster voters are not supported yet"),
+        "{e}"
+    );
+    let e = Client::builder()
+        .node("redis-sentinel://u:secret-pw@h/")
+        .open()
+        .unwrap_err();
+    assert_eq!(e.op(), Some("add_node"));
+    assert!(!e.to_string().contains("secret-pw"), "{e}");
+}
+
 #[test]
 fn fresh_masters_error_says_quarantined() {
     let m = Masters::start(3);
