@@ -1,5 +1,5 @@
 /* bench_blocking.c: the blocking API under load, and the baselines it is
- * judged against (issue 14, item 1):
+ * judged against:
  *   throughput --api blocking --threads T  T application threads, each looping
  *       redlock_lock -> redlock_unlock on its own resource;
  *   throughput --ab-api   the async engine (C = --concurrency) and T blocking

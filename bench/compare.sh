@@ -1,6 +1,6 @@
 #!/bin/bash
 # compare.sh: redlock-c next to its peers against the SAME masters in the
-# SAME session (issue 14 item 4), medians of RUNS runs and ratios (ours / peer).
+# SAME session, medians of RUNS runs and ratios (ours / peer).
 #
 #   bench/compare.sh [path/to/redlock-bench]
 #

@@ -51,12 +51,12 @@ EOF
   echo "plot-perf.sh: wrote $img/$name.png"
 }
 
-# Targets (issue 14): every target as a factor on one log axis, oriented so
-# that right of 1 is missed (a floor: target / measured; a ceiling: measured /
-# target); the bar goes to the worse end of a measured range, the whisker
-# shows the range.
+# Client-cost and scale targets: every target as a factor on one log axis,
+# oriented so that right of 1 is missed (a floor: target / measured; a
+# ceiling: measured / target); the bar goes to the worse end of a measured
+# range, the whisker shows the range.
 gp perf-targets-14 1000 420 <<'GP'
-set title "Issue 14 targets (session 7): each measurement as a multiple of its target"
+set title "Client-cost and scale targets (measured 2026-11-23 to 2026-11-26, up to 0ea0e9b): each measurement as a multiple of its target"
 worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
 better(lo, hi, t, d) = d eq "ge" ? t / hi : lo / t
 set logscale x
@@ -81,7 +81,7 @@ GP
 # Blocking path, "Before and after": client CPU per cycle of every row of its
 # four tables, before and after, with the 12 us target of the T = 128 row.
 gp perf-blocking-cpu 1000 460 <<'GP'
-set title "Blocking path (issue 14, item 1): client CPU per lock + unlock cycle, before and after (N = 5 unless noted; medians)"
+set title "Blocking path: client CPU per lock + unlock cycle, before (4b804de) and after (9df43c3), N = 5 unless noted, medians"
 set logscale y
 set yrange [5:500]
 set ylabel "client CPU, µs per cycle (log scale)"
@@ -89,7 +89,7 @@ set xrange [-0.6:9.6]
 set bmargin 5
 set key top left box opaque
 w = 0.36
-plot dat using ($0 - w/2):2:($0 - w):($0):(5):2:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before (session 2 *: the fork-check change alone)", \
+plot dat using ($0 - w/2):2:($0 - w):($0):(5):2:xtic(nl(strcol(1))) with boxxyerror lc rgb c_before title "before (rows marked *: the fork-check change alone)", \
      dat using ($0 + w/2):3:($0):($0 + w):(5):3 with boxxyerror lc rgb c_after title "after", \
      dat using ($0 - w/2):($2 * 1.12):2 with labels font ",8" notitle, \
      dat using ($0 + w/2):($3 * 1.12):3 with labels font ",8" notitle, \
@@ -147,10 +147,12 @@ plot dat index 1 using 0:2:xtic(nl(strcol(1))) with boxes lc rgb c_before, \
 unset multiplot
 GP
 
-# Session 5 before and after (issue 10): each run, the medians, and the
+# The engine changes of 2026-11-23 (per-kind op structs, per-thread votes,
+# the watch tick, the blocking hand-off, the fork guard, the lock-value pool),
+# before and after: each run, the medians, and the
 # ratios inside each interleaved run pair.
 gp perf-session5 1000 420 <<'GP'
-set multiplot layout 1,3 title "Session 5 before (3dd16f1) and after, N = 5, C = 128, runs interleaved (bars: medians; points: each run)"
+set multiplot layout 1,3 title "Engine changes of 2026-11-23: before (3dd16f1) and after, N = 5, C = 128, runs interleaved (bars: medians; points: each run)"
 set bmargin 4
 set key off
 set xrange [-0.6:1.6]
@@ -226,15 +228,15 @@ plot dat using 0:5:($0 > 0 ? c_after : c_before):xtic(1) with boxes lc rgb varia
 unset multiplot
 GP
 
-# The module seams (issue 10): callgrind before/after, with the change.
+# The module seams: callgrind before/after, with the change.
 instr_pairs perf-seams \
-  "The module seams (issue 10): instructions per lock + unlock cycle, before and after (callgrind, N = 5, C = 128)" \
+  "The module seams: instructions per lock + unlock cycle, before and after (callgrind, N = 5, C = 128)" \
   "before (7e75bc1)" "after"
 
 # Holding 100 000 locks: what redlock_close() took and what it left, before
-# and after the close was paced (session 6).
+# and after the close was paced (7490ce4).
 gp perf-hold-close 1000 420 <<'GP'
-set multiplot layout 1,2 title "redlock_close() with 100 000 held locks (N = 3; s1, s2: sessions 1-2; s6: after the close was paced; request timeout; master 0 stopped)"
+set multiplot layout 1,2 title "redlock_close() with 100 000 held locks (N = 3; s1, s2: before the close was paced; s6: after it, 7490ce4; request timeout; master 0 stopped)"
 set bmargin 5
 set xrange [-0.6:6.6]
 set xtics font ",9"
@@ -256,9 +258,9 @@ plot dat using 0:($3 / 3000.0):($4 > 0 ? c_after : c_before):xtic(nl(strcol(1)))
 unset multiplot
 GP
 
-# Stats on and off (issue 12): the cost measured inside each --ab-stats run.
+# Stats on and off: the cost measured inside each --ab-stats run.
 gp perf-stats-ab 1000 420 <<'GP'
-set title "Stats on and off (issue 12): their cost inside one --ab-stats run (N = 5, C = 128)"
+set title "Stats on and off: their cost inside one --ab-stats run (N = 5, C = 128; 2026-11-23)"
 set ylabel "cost of the stats, % (above 0: the stats cost)"
 set yrange [-10:6]
 set xrange [-0.6:4.6]
@@ -498,11 +500,12 @@ plot dat using 0:(1):(""):xtic(1) with labels notitle, \
      dat using 0:(($2 > $3 ? $2 : $3) + 3000):(sprintf("%.2f × (+%s)", $3 / $2, th($3 - $2))) with labels font "sans:Bold,10" notitle
 GP
 
-# Targets (issue #5): as perf-targets-14, every target as a factor on one log
-# axis, right of 1 missed (a floor: target / measured; a ceiling: measured /
-# target).  Every cell is a single figure, so there are no whiskers.
+# Throughput and latency targets: as perf-targets-14, every target as a
+# factor on one log axis, right of 1 missed (a floor: target / measured; a
+# ceiling: measured / target).  Every cell is a single figure, so there are
+# no whiskers.
 gp perf-targets-5 1000 520 <<'GP'
-set title "Issue #5 targets (2026-11-22): each measurement as a multiple of its target"
+set title "Throughput and latency targets (2026-11-22): each measurement as a multiple of its target"
 worse(lo, hi, t, d) = d eq "ge" ? t / lo : hi / t
 set logscale x
 set xrange [0.03:30]
@@ -559,16 +562,16 @@ GP
   } | gp "$1" "${5:-1000}" 400
 }
 
-# Fewer clock reads (session 6): before and after, with the ratios.
+# Fewer clock reads: before and after, with the ratios.
 ab_panels perf-clock-reads \
-  "Fewer clock reads (session 6): N = 5, C = 128, 10 interleaved pairs, load average < 2" \
+  "Fewer clock reads: N = 5, C = 128, 10 interleaved pairs, load average < 2" \
   "before (530465f)" "after (df9c035)"
 
-# hiredis' replies from a pool (session 6): the callgrind table, then the
+# hiredis' replies from a pool: the callgrind table, then the
 # wall-clock one.
 # (instr_pairs' look, with room for the before bars, which are the higher.)
 gp perf-replypool-instructions 1000 420 <<'GP'
-set title "hiredis' replies from a pool (session 6): instructions per lock + unlock cycle, whole client process\n(callgrind, N = 5, C = 128); in bold: the change"
+set title "hiredis' replies from a pool: instructions per lock + unlock cycle, whole client process\n(callgrind, N = 5, C = 128); in bold: the change"
 set ylabel "instructions per cycle"
 set yrange [0:38000]
 set xrange [-0.6:1.6]
@@ -586,16 +589,16 @@ ab_panels perf-replypool-wallclock \
   "hiredis' replies from a pool on the wall clock: Release builds, 8 interleaved pairs, N = 5, C = 128, load average 0.4-4" \
   "before (05c2065)" "after (16cab0a)" 800
 
-# hiredis' output buffer kept between flushes (session 7): both tables.
+# hiredis' output buffer kept between flushes: both tables.
 ab_panels perf-obuf \
-  "hiredis' output buffer kept between flushes (session 7): N = 5, C = 128; callgrind, and 10 interleaved Release pairs" \
+  "hiredis' output buffer kept between flushes: N = 5, C = 128; callgrind, and 10 interleaved Release pairs" \
   "before (afdc1b4)" "after (0ea0e9b)"
 
-# Issue 14 from start to end (session 7, bench/ab-builds.sh): before and
+# The client-cost work from start to end (bench/ab-builds.sh): before and
 # after side by side, bars the medians, points each run; a target, where the
 # data has one (last column), dashed over its row.
 gp perf-issue14-ab 1200 440 <<'GP'
-set multiplot layout 1,3 title "Issue 14 from start to end: before (4b804de) and after (0ea0e9b), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
+set multiplot layout 1,3 title "Client-cost work from start to end: before (4b804de) and after (0ea0e9b), N = 5 (C = 1 row: N = 1), Release builds, 3 interleaved runs (bars: medians; points: each run)"
 set bmargin 4
 set xrange [-0.6:1.6]
 set xtics font ",9"

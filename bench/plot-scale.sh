@@ -1,5 +1,6 @@
 #!/bin/sh
-# plot-scale.sh: the PNGs for docs/performance.md's issue 14 sections, from
+# plot-scale.sh: the PNGs for docs/performance.md's sections on watched locks
+# and on node-redlock, from
 # the raw JSON that bench/scale.sh and bench/compare.sh leave in their OUT dirs.
 #
 #   bench/plot-scale.sh SCALE_OUT COMPARE_OUT [IMAGES_DIR]

@@ -1,5 +1,5 @@
 /* redlock-scale.c: the cost of holding and watching many locks at once (a
- * benchmark program, not a test; issue 14 item 3).
+ * benchmark program, not a test).
  *
  *   redlock-scale [--mode hold|watch|both] [--nodes N] [--locks K]
  *                 [--watches W] [--ttl MS] [--watch-ttl MS] [--duration S]

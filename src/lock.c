@@ -681,7 +681,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
     if (seq == lock->extends_sent) {
       if (atomic_load(&lock->expires_ns) <= (int64_t)round->decided_ns) {
         /* The validity ran out while the round was in flight.  A won round
-         * no longer says that the key stayed ours meanwhile: its yes votes
+         * does not say that the key stayed ours meanwhile: its yes votes
          * may be re-installs after another client held the lock and let go
          * of it (docs/safety.md §8.3).  Never revived, as never extended
          * once expired. */

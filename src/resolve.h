@@ -8,7 +8,7 @@
  * Each lookup runs getaddrinfo() on a detached thread of its own,
  * not on libuv's thread pool: that pool is 4 threads shared by the whole
  * process, of which lookups ("slow I/O") may hold 2, so two lookups hung on
- * a dead resolver used to make every other lookup -- the healthy masters'
+ * a dead resolver would make every other lookup -- the healthy masters'
  * and the host program's own uv_getaddrinfo -- wait behind them.
  * getaddrinfo() keeps its usual semantics (/etc/hosts, nsswitch).  A lookup
  * cannot be interrupted once it runs: resolve_abandon only makes sure its

@@ -7,8 +7,8 @@ import (
 
 // The package's constants are the header's (cgo, compile time); these tests
 // check them against the library loaded at run time, and that every code of
-// the library's error table has a constant here (issue 10, "one source of
-// truth": a header, a library and a binding that drift apart fail here).
+// the library's error table has a constant here (one source of truth: a
+// header, a library and a binding that drift apart fail here).
 
 var errnoConsts = map[string]Errno{
 	"EINVAL": EINVAL, "ENOMEM": ENOMEM, "ELOCKED": ELOCKED, "ENOQUORUM": ENOQUORUM,

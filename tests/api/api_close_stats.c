@@ -1,7 +1,7 @@
-/* api_close_stats.c: redlock_stats racing the close (issue 22, item 3),
- * against N = 3 real masters, on a redlock_open client (redlock_close from
- * the owning thread) and on a redlock_open_uv client (redlock_close_uv from
- * the owning thread, which runs the loop).
+/* api_close_stats.c: redlock_stats racing the close, against N = 3 real
+ * masters, on a redlock_open client (redlock_close from the owning thread)
+ * and on a redlock_open_uv client (redlock_close_uv from the owning thread,
+ * which runs the loop).
  *
  * Two threads call redlock_stats while the owner closes the client:
  *  - the looper calls it in a loop, JSON then Prometheus, until a call
@@ -23,8 +23,8 @@
  *    long (HOLD_MS), and only after it went on;
  *  - under ThreadSanitizer (REDLOCK_SANITIZE=thread) no race is reported
  *    between the rendering and the client's free (stats_free, the nodes'
- *    addresses, the fork guard).  Before the fix, redlock_stats took no lock
- *    and the close freed the client under the paused call. */
+ *    addresses, the fork guard): a redlock_stats that took no lock would
+ *    let the close free the client under the paused call. */
 #include <time.h>
 #include <uv.h>
 

@@ -1,6 +1,6 @@
 /* test_alloc_cycle.c: how many heap allocations the library makes per
- * steady-state lock + unlock cycle (issue 14 item 2), counted without any
- * hook in the library: this executable is linked with
+ * steady-state lock + unlock cycle, counted without any hook in the library:
+ * this executable is linked with
  * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free, so every call
  * from the objects linked into it (the static library, the fixture) goes
  * through the counters below, while hiredis, libuv and libc, shared
@@ -9,11 +9,11 @@
  * callback), and the loop thread runs library code.
  *
  * The steady state makes none: the client keeps free lists (pool.h,
- * callmem.h) of what a cycle used to allocate, ops, their key blocks,
- * rounds and handles, and the live-handle set no longer rehashes.  The
+ * callmem.h) of what a cycle would allocate, ops, their key blocks, rounds
+ * and handles, and the live-handle set does not rehash once grown.  The
  * median cycle is judged, not the mean: on a loaded machine a cycle may
- * retry, whose timer is allocated, or have two rounds out where one used to
- * be (a pool may be short of a block once); the mean is printed. */
+ * retry, whose timer is allocated, or have two rounds out where one would
+ * do (a pool may be short of a block once); the mean is printed. */
 #include "fixture.h"
 
 /* Before the free lists: 6 (acquire op, its key block, the acquisition

@@ -1,9 +1,9 @@
-/* test_backlog.c: regression test for issue 15, defect 2: work beyond the
- * NODE_MAX_INFLIGHT (8192) requests one connection may have out must wait in
- * the master's backlog, never be dropped, and a release is never refused.
- * Before the fix, 20k unlock_async at once gave 8,192 OK and 11,808
- * ENOQUORUM with the keys left behind until their TTL, redlock_close left
- * keys behind, and 100k acquisitions with a 60 s wait timed out by thousands.
+/* test_backlog.c: work beyond the NODE_MAX_INFLIGHT (8192) requests one
+ * connection may have out must wait in the master's backlog, never be
+ * dropped, and a release is never refused.  A client that drops that work
+ * fails 11,808 of 20k unlock_async at once with ENOQUORUM (8,192 OK), the
+ * keys left behind until their TTL; its redlock_close leaves keys behind,
+ * and 100k acquisitions with a 60 s wait time out by thousands.
  *
  * Three real masters; far more calls at once than the pipe takes:
  *  1. 50k locks held (lock_async), then 50k unlock_async at once: every

@@ -1,5 +1,5 @@
 /* test_duplicates.c: one server listed under two spellings never gives two
- * votes (issue 23, item 4).
+ * votes.
  *
  * Masters A and B (fresh redis-server processes, A also on ::1 when the
  * machine has IPv6 loopback).  Each client lists A as redis://127.0.0.1:PA,
@@ -110,8 +110,8 @@ static void one_server_one_vote(fx_t *fx, const char *first, const char *second,
   FX_ASSERT_RC(fx, c, redlock_lock(c, res, TTL, &lock), REDLOCK_OK);
   assert_true(redlock_last_votes(c, votes_granted, sizeof votes_granted) > 0);
 
-  /* B stopped: one physical server left.  Before the fix the extension
-   * returned OK on A's two votes. */
+  /* B stopped: one physical server left.  Counting A's two spellings as two
+   * votes would make the extension return OK. */
   assert_int_equal(fx_pause(fx, 2u, 1), 0);
   FX_ASSERT_RC(fx, c, redlock_extend(c, lock, TTL), REDLOCK_ENOQUORUM);
   assert_votes_name_duplicate(fx, c, dup_label, first_label);

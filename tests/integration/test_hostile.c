@@ -1,8 +1,7 @@
-/* test_hostile.c: regression tests for issue 15, defects 1 and 3: one hostile
- * or broken master must neither freeze the client nor eat its memory, and a
- * master that drops every connection right after the handshake must be
- * reconnected with a growing backoff, not in a storm; and for issue 23,
- * item 3: replies within the per-aggregate caps that are still huge in all
+/* test_hostile.c: one hostile or broken master must neither freeze the
+ * client nor eat its memory, and a master that drops every connection right
+ * after the handshake must be reconnected with a growing backoff, not in a
+ * storm; replies within the per-aggregate caps that are still huge in all
  * (a stream of nested arrays, a million leaves, 2 MiB of short bulks), and
  * the 1 MiB cap exact (1 MiB + 1 byte refused, 1 MiB a reply).
  *
@@ -12,11 +11,11 @@
  * client takes and releases locks on distinct resources one after another
  * while the fake master misbehaves, and the test asserts that
  *  - every lock is granted, and within a normal deadline (a frozen loop
- *    thread, the defect, completes nothing: the test then fails at once
- *    instead of hanging in redlock_close);
+ *    thread completes nothing: the test then fails at once instead of
+ *    hanging in redlock_close);
  *  - redlock_last_votes never counts the fake master as OK and shows it as
  *    down, disconnected, error, bad-reply, timeout or busy;
- *  - the log gives the reason the fix is about (the cap that was hit);
+ *  - the log gives the reason (the cap that was hit);
  *  - the process's RSS (/proc/self/statm, sampled while waiting) grows by
  *    less than 64 MB;
  *  - for the modes that make the client drop the connection, the fake master
@@ -532,8 +531,8 @@ static const struct {
      * that is neither yes nor no (bad-reply), or a protocol error for the
      * types the hiredis in use does not know. */
     {"test_wrong_types", {"wrong-types", NULL, NULL, 0, "bad-reply", 0}},
-    /* Issue 23: replies within the per-aggregate width and depth caps that
-     * still cost hundreds of MB.  `*1024` of `*1024` of `*1024`, streamed:
+    /* Replies within the per-aggregate width and depth caps that still
+     * cost hundreds of MB.  `*1024` of `*1024` of `*1024`, streamed:
      * refused once a reply holds more than 4096 values, not when it is over
      * (a billion leaves later). */
     {"test_nested_stream",

@@ -1,9 +1,9 @@
-/* test_oom.c: every public call survives any one failed allocation (issue 23
- * item 1), c-ares style: for k = 1, 2, ... the k-th allocation from the
- * moment a call starts fails, with fresh state each time (a new client: the
- * library's free lists would otherwise serve the call from memory it already
- * has), until a k at which the call completes before its k-th allocation.
- * Each call must return its usual status (REDLOCK_OK, but REDLOCK_ELOCKED
+/* test_oom.c: every public call survives any one failed allocation, c-ares
+ * style: for k = 1, 2, ... the k-th allocation from the moment a call starts
+ * fails, with fresh state each time (a new client: the library's free lists
+ * would otherwise serve the call from memory it already has), until a k at
+ * which the call completes before its k-th allocation.  Each call must
+ * return its usual status (REDLOCK_OK, but REDLOCK_ELOCKED
  * for a resource held by another) or REDLOCK_ENOMEM, and the client must
  * work afterwards (a trylock succeeds within a deadline: a failed
  * connection reconnects); no crash, no hang (a per-call alarm), and under

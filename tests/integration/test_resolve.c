@@ -16,8 +16,8 @@
  *    points at an address where nothing listens is found again once it
  *    points at the live master;
  *  - IPv6: a literal redis://[::1]:P and a name that resolves to ::1 work;
- *  - issue 23: a lookup that hangs 30 s neither starves the lookups of the
- *    healthy masters (named too) when they must reconnect -- locks are
+ *  - a lookup that hangs 30 s neither starves the lookups of the healthy
+ *    masters (named too) when they must reconnect -- locks are
  *    granted again within 3 s -- nor the program's own uv_getaddrinfo on
  *    libuv's thread pool, nor holds up redlock_close, which returns
  *    within its bound while the lookup still hangs; the attempt fails with

@@ -1,12 +1,12 @@
-/* test_slow_master.c: issue 23, item 2: a slow but live master.  One of
- * three masters sits behind our fault proxy in pace mode: it gets one
- * command every PACE_MS, so it answers every command PACE_MS late, one at a
- * time, and is never silent long enough to count as hung.  The client drives
- * lock + unlock at a steady rate, faster than that master answers.
+/* test_slow_master.c: a slow but live master.  One of three masters sits
+ * behind our fault proxy in pace mode: it gets one command every PACE_MS, so
+ * it answers every command PACE_MS late, one at a time, and is never silent
+ * long enough to count as hung.  The client drives lock + unlock at a steady
+ * rate, faster than that master answers.
  *
- * Before the fix its queue grew without bound (RSS in a straight line: 4 ->
- * 68 MB in 75 s) and redlock_close waited for every release queued to it
- * (180 s after 20 s of load).  Now:
+ * Without a bound its queue grows without end (RSS in a straight line: 4 ->
+ * 68 MB in 75 s) and redlock_close waits for every release queued to it
+ * (180 s after 20 s of load).  Tested:
  *
  *  1. test_queue_bounded: with large commands (lock_many over KEYS resources
  *     of ~1 KiB names, ~32 KiB a command) the byte bound is reached within

@@ -9,8 +9,8 @@
  *    (ENOQUORUM); the masters resume and run the queued extension.
  * In both, a contender C2 retries a one-shot acquisition until it is
  * granted (it must be, within seconds: the keys are gone); at that moment H
- * must report no validity left.  Before the fix H still reported ~9 s: two
- * holders.  Waits are deadlines (rh_wait_until), never sleeps. */
+ * must report no validity left; a holder that still reports ~9 s (its old
+ * ttl) is a second holder.  Waits are deadlines (rh_wait_until), never sleeps. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,15 +1,15 @@
 /* test_reinstall.c: an extension re-installs the holder's record where it is
  * gone, so that a watched hold is not eroded while a majority of masters is
- * up at every moment (issue 23, item 5; docs/safety.md §8.3).  Real masters:
- *  - the schedule of the issue, on 5 masters, for a watched lock, a permit,
- *    a read hold and a write hold (ttl 2 s): masters 0 and 1 SIGSTOPped for
+ * up at every moment (docs/safety.md §8.3).  Real masters:
+ *  - an eroding schedule, on 5 masters, for a watched lock, a permit, a
+ *    read hold and a write hold (ttl 2 s): masters 0 and 1 SIGSTOPped for
  *    2.5 s (a stopped master expires nothing, but once resumed it finds the
  *    keys' expiry past: they are gone), resumed; then master 2 stopped for
  *    1.5 s.  The hold must stay valid all along (polled every millisecond),
  *    no lost callback, and the record must be back on masters 0 and 1 after
- *    they resume, and on all five at the end.  Before the fix, extensions
- *    renewed only where the record still was: it eroded to 2 of 5 and the
- *    hold was lost while master 2 was stopped;
+ *    they resume, and on all five at the end.  Extensions that renew only
+ *    where the record still is let it erode to 2 of 5, and the hold is lost
+ *    while master 2 is stopped;
  *  - a re-install never takes a key held by another value: another value on
  *    one master is left alone (the extension still wins on the others), and
  *    a multi-key lock is all or nothing per master; the same for a permit's

@@ -26,10 +26,10 @@
  *  - the callback forms (semaphore, read, write): the callback runs once on
  *    the loop thread with the status and handle; wait 0 is one try; a
  *    blocking call made inside it is EWOULDBLOCK.
- *  - the partition schedule of issue 11 (N = 5, limit 2), driven with
- *    SIGSTOP: A is admitted on masters {0,1,2}, B on {2,3,4}; C, which sees
- *    {0,1,3}, must be refused (a per-master counter would admit it: no master
- *    holds more than 2), and is admitted once A releases.
+ *  - the partition schedule (N = 5, limit 2), driven with SIGSTOP: A is
+ *    admitted on masters {0,1,2}, B on {2,3,4}; C, which sees {0,1,3}, must
+ *    be refused (a per-master counter would admit it: no master holds more
+ *    than 2), and is admitted once A releases.
  *  - chaos (N = 5, limit 2): 3 clients in threads acquire and release while
  *    pairs of masters are paused and resumed at random; the holding
  *    intervals (grant to min(unlock, end of validity)) never overlap more
@@ -482,7 +482,7 @@ static void test_async_forms(void **state) {
     fx_event_destroy(&r[i].done);
 }
 
-/* ---- the partition schedule of issue 11 ---------------------------------------------------- */
+/* ---- the partition schedule ---------------------------------------------------------------- */
 
 /* Valid permits among the handles (a NULL handle is none). */
 static int valid_count(redlock_lock_t *const *p, int n) {

@@ -1,5 +1,5 @@
-/* hostile_server.c: a fake Redis master that misbehaves on purpose, for the
- * regression tests of issue 15 (tests/integration/test_hostile.c).
+/* hostile_server.c: a fake Redis master that misbehaves on purpose, for
+ * tests/integration/test_hostile.c.
  *
  *   hostile_server --mode MODE [--port PORT]
  *

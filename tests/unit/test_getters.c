@@ -1,5 +1,5 @@
 /* test_getters.c: the run-time view of the header that bindings read instead
- * of copying it (issue 10, "one source of truth"):
+ * of copying it (one source of truth):
  *  - redlock_err_count / redlock_err_code walk REDLOCK_ERRNO_MAP in order,
  *    0 (REDLOCK_OK) out of range, and every code has its own name/message;
  *  - redlock_constant knows every integer constant of redlock.h under its

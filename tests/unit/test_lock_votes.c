@@ -1,5 +1,5 @@
 /* test_lock_votes.c: redlock_last_votes describes the calling thread's own
- * last call (issue 10), on a client over fake masters (engine_fixture.h).
+ * last call, on a client over fake masters (engine_fixture.h).
  * Two application threads make calls in turn; the test thread runs the loop
  * and answers for the masters.  Each thread then reads its own call's votes,
  * not the other's, which was decided later; a thread that made no call reads

@@ -174,7 +174,7 @@ static void test_extend_overtaken(void **state) {
 }
 
 /* The validity runs out while an extension is in flight: its win does not
- * revive the lock.  A won round no longer says that the key stayed ours all
+ * revive the lock.  A won round does not say that the key stayed ours all
  * along (its yes votes may be re-installs after another client held the
  * lock and let go of it), so the lock is lost: REDLOCK_ELOST. */
 static void test_extend_won_after_expiry(void **state) {

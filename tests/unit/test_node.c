@@ -399,9 +399,9 @@ static void same_server_node(node_t *node, const char *uri, const char *ip, char
   node->run_id[INFO_RUN_ID_LEN] = '\0';
 }
 
-/* One server behind two masters of a client (issue 23): the same resolved
- * address and port, the same socket path, or the same run_id; only while
- * both are READY. */
+/* One server behind two masters of a client: the same resolved address and
+ * port, the same socket path, or the same run_id; only while both are
+ * READY. */
 static void test_same_server(void **state) {
   (void)state;
   node_t a, b;

@@ -322,13 +322,13 @@ static void test_backlog_busy_then_down(void **state) {
   free(r);
 }
 
-/* The queue's byte bound, and an overloaded master catching up (issue 23,
- * item 2): large commands fill NODE_MAX_QUEUED_BYTES long before the request
- * bound; the next is refused and the master is overloaded: it refuses what
- * is not a release even with room left, takes a release while it fits, and
- * keeps a release deferred to it.  As replies come, once half of the bytes
- * are answered it votes again and the release kept for it goes out.  The
- * stats figures follow. */
+/* The queue's byte bound, and an overloaded master catching up: large
+ * commands fill NODE_MAX_QUEUED_BYTES long before the request bound; the
+ * next is refused and the master is overloaded: it refuses what is not a
+ * release even with room left, takes a release while it fits, and keeps a
+ * release deferred to it.  As replies come, once half of the bytes are
+ * answered it votes again and the release kept for it goes out.  The stats
+ * figures follow. */
 typedef struct {
   node_req_t req;
   unsigned *replies;

@@ -1,5 +1,4 @@
-/* test_pool.c: unit tests for the free lists of issue 14, src/pool.c and
- * src/callmem.c.
+/* test_pool.c: unit tests for the free lists, src/pool.c and src/callmem.c.
  *  - pool: a freed block is handed out again (LIFO) for any size of its
  *    class, aligned as malloc's; classes do not mix; each class keeps at
  *    most POOL_KEEP_MAX blocks and POOL_CLASS_BUDGET bytes; a block larger

@@ -363,8 +363,8 @@ static void test_quarantine(void **state) {
   fake_reply_int(&f->fake, 4, 1);
 }
 
-/* One server listed twice (issue 23): a duplicate master is sent no
- * acquisition or extension (its SET NX would race the voter's), and counts
+/* One server listed twice: a duplicate master is sent no acquisition or
+ * extension (its SET NX would race the voter's), and counts
  * as a master that never answered, so a round short of a quorum because of
  * it is lost for want of a quorum, not as held. */
 static void test_duplicate_not_sent_not_counted(void **state) {

@@ -609,7 +609,7 @@ static void test_same_master(void **state) {
       {"unix:///a/s", "unix:///a/t", 0},
       {"unix:///a/s", "redis://a:1", 0},
       /* Numeric hosts as addresses, in every form a lookup takes as a
-       * number (issue 23); names by their letters only. */
+       * number; names by their letters only. */
       {"redis://127.0.0.1:1", "redis://127.1:1", 1},
       {"redis://127.0.0.1:1", "redis://2130706433:1", 1},
       {"redis://127.0.0.1:1", "redis://0x7f.0.0.1:1", 1},

@@ -1,6 +1,6 @@
 'use strict';
-// The binding's constants against the library's own tables (issue 10, "one
-// source of truth"): the values index.js and index.d.ts write down for
+// The binding's constants against the library's own tables (one source of
+// truth): the values index.js and index.d.ts write down for
 // require() time and for TypeScript must be the library's, and everything
 // else (error names, messages, defaults) comes from the library.
 const { describe, it } = require('node:test');
