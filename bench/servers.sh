@@ -48,12 +48,13 @@ bench_wait_ours() {
 }
 
 bench_start_masters() {
-  local n=$1 logdir=$2 port i
+  local n=$1 logdir port i
+  logdir=$(cd "$2" && pwd) # --dir below: the servers' files (a replica's synced RDB) go there
   trap bench_stop_masters EXIT
   port=$((20000 + $$ % 20000))
   while [ "${#bench_ports[@]}" -lt "$n" ]; do
     port=$(bench_free_port "$port")
-    "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$logdir" \
       --loglevel warning --logfile "$logdir/server-$port.log" &
     bench_pids+=("$!")
     bench_ports+=("$port")
@@ -62,11 +63,12 @@ bench_start_masters() {
 }
 
 bench_start_replicas() {
-  local logdir=$1 port m i deadline
+  local logdir port m i deadline
+  logdir=$(cd "$1" && pwd)
   port=${bench_ports[-1]}
   for m in "${bench_ports[@]}"; do
     port=$(bench_free_port "$port")
-    "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$logdir" \
       --replicaof 127.0.0.1 "$m" --loglevel warning --logfile "$logdir/server-$port.log" &
     bench_pids+=("$!")
     bench_replica_pids+=("$!")
