@@ -62,6 +62,10 @@ typedef struct {
   int fencing;
   int no_stats; /* --no-stats: redlock_options_set_stats(opts, 0) */
   int ab_stats; /* --ab-stats: stats on vs off, interleaved in one run */
+  /* --ab-node: side B's masters, against --node's (side A), interleaved in
+   * one run (as many as --node). */
+  const char *ab_nodes[MAX_NODES];
+  int n_ab_nodes;
   primitive_t primitive;
   uint32_t sem_limit;
   int json;
@@ -151,8 +155,9 @@ extern uint64_t log_epoch_ns;
 int run_async(bench_t *b);      /* throughput, slow-node, latency --api async */
 int run_blocking(bench_t *b);   /* latency: blocking calls */
 int run_contention(bench_t *b); /* K threads on one resource */
-/* --ab-stats: b->client (stats on) and off (stats off) in turns; prints
- * its own report. */
+/* --ab-stats / --ab-node: b->client (side A: stats on, or --node's masters)
+ * and off (side B: stats off, or --ab-node's masters) in turns; prints its
+ * own report. */
 int run_ab(bench_t *b, redlock_t *off);
 /* What the two A/B modes (--ab-stats, --ab-api) share: measured segments
  * of AB_SEGMENT_S after AB_RAMP_S of ramp-up, ordered ABBA ABBA... */
@@ -191,12 +196,14 @@ int run_ab_api(bench_t *b);
 /* The figures of a finished run (sorts its samples). */
 void report(bench_t *b);
 
-/* What --ab-stats measured, per side (0: stats on, 1: off). */
+/* What --ab-stats or --ab-node measured, per side (0: stats on or --node's
+ * masters; 1: stats off or --ab-node's). */
 typedef struct {
   int per_side;           /* segments per side */
   double segment_s;       /* measured seconds of a segment */
   double rate[2], cpu[2]; /* cycles/s, client CPU us per cycle */
-  double pair_median;     /* median over neighbouring segments of off / on */
+  double pair_median;     /* median over neighbouring segments of side 1 / side 0 rate */
+  double cpu_pair_median; /* the same for client CPU per cycle */
   unsigned long errors;
 } ab_result_t;
 void report_ab(const bench_t *b, const ab_result_t *r);

@@ -251,8 +251,9 @@ int run_async(bench_t *b) {
   return 0;
 }
 
-/* ---- --ab-stats: what the stats cost, in one run ------------------------------------
- * Two clients on the same masters, one with stats (A) and one without (B),
+/* ---- --ab-stats / --ab-node: two clients compared in one run ------------------------
+ * Two clients, one with stats (A) and one without (B) on the same masters,
+ * or (--ab-node) one on --node's masters (A) and one on --ab-node's (B),
  * take turns driving the async engine in short segments ordered ABBA ABBA...,
  * so that a shared machine whose load drifts weighs on both alike: a ratio
  * from one run is worth more than the medians of separate runs here.  Each
@@ -299,7 +300,7 @@ int run_ab(bench_t *b, redlock_t *off) {
   int segments = 2 * per_side;
   ab_acc_t acc[2];
   memset(acc, 0, sizeof acc);
-  double seg_rate[AB_MAX_SEGMENTS];
+  double seg_rate[AB_MAX_SEGMENTS], seg_cpu[AB_MAX_SEGMENTS];
   int seg_side[AB_MAX_SEGMENTS];
   /* Warm-up: each client once. */
   for (int w = -2; w < segments && !atomic_load(&interrupted); w++) {
@@ -326,13 +327,15 @@ int run_ab(bench_t *b, redlock_t *off) {
     acc[side].ns += t1 - t0;
     acc[side].cpu_us += cpu1 - cpu0;
     seg_rate[w] = (double)(cycles1 - cycles0) / ((double)(t1 - t0) / 1e9);
+    seg_cpu[w] = cycles1 > cycles0 ? (double)(cpu1 - cpu0) / (double)(cycles1 - cycles0) : 0;
     seg_side[w] = side;
   }
   b->client = clients[0];
-  /* Per pair of neighbouring segments (one of each side): off / on. */
+  /* Per pair of neighbouring segments (one of each side): side 1 / side 0. */
   ab_result_t r = {.per_side = per_side,
                    .segment_s = AB_SEGMENT_S,
                    .pair_median = ab_pair_median(seg_rate, seg_side, segments),
+                   .cpu_pair_median = ab_pair_median(seg_cpu, seg_side, segments),
                    .errors = errors_total(&b->lock_errors) + errors_total(&b->unlock_errors)};
   ab_rates(acc, r.rate, r.cpu);
   report_ab(b, &r);

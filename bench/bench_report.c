@@ -218,7 +218,36 @@ int write_hist(const char *path, samples_t *s, const char *title) {
   return 0;
 }
 
+/* --ab-node: side B (--ab-node's masters) against side A (--node's). */
+static void report_ab_nodes(const bench_t *b, const ab_result_t *r) {
+  const double rate_ratio = r->rate[0] > 0 ? r->rate[1] / r->rate[0] : 0;
+  const double cpu_ratio = r->cpu[0] > 0 ? r->cpu[1] / r->cpu[0] : 0;
+  if (b->cfg->json) {
+    printf("{\"mode\":\"ab-node\",\"N\":%d,\"C\":%d,\"segment_s\":%.2f,"
+           "\"segments_per_side\":%d,",
+           b->n_nodes, b->cfg->concurrency, r->segment_s, r->per_side);
+    for (int k = 0; k < 2; k++)
+      printf("\"%s\":{\"cycles_per_s\":%.1f,\"client_cpu_us_per_cycle\":%.3f},", k ? "b" : "a",
+             r->rate[k], r->cpu[k]);
+    printf("\"rate_ratio\":%.4f,\"pair_median_rate_ratio\":%.4f,\"cpu_ratio\":%.4f,"
+           "\"pair_median_cpu_ratio\":%.4f,\"errors\":%lu,\"library_warnings\":%lu}\n",
+           rate_ratio, r->pair_median, cpu_ratio, r->cpu_pair_median, r->errors,
+           atomic_load(&log_warnings));
+  } else {
+    printf("A (--node)     %10.0f cycles/s  %7.2f us client CPU/cycle\n", r->rate[0], r->cpu[0]);
+    printf("B (--ab-node)  %10.0f cycles/s  %7.2f us client CPU/cycle\n", r->rate[1], r->cpu[1]);
+    printf("B / A          cycles/s %.3f (pair median %.3f), client CPU per cycle %.3f (pair "
+           "median %.3f); %d x %.1f s per side, ABBA; %lu errors\n",
+           rate_ratio, r->pair_median, cpu_ratio, r->cpu_pair_median, r->per_side, r->segment_s,
+           r->errors);
+  }
+}
+
 void report_ab(const bench_t *b, const ab_result_t *r) {
+  if (b->cfg->n_ab_nodes > 0) {
+    report_ab_nodes(b, r);
+    return;
+  }
   const double throughput_cost = r->rate[0] > 0 ? (r->rate[1] / r->rate[0] - 1) * 100 : 0;
   const double cpu_cost = r->cpu[1] > 0 ? (r->cpu[0] / r->cpu[1] - 1) * 100 : 0;
   if (b->cfg->json) {

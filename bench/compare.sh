@@ -25,6 +25,8 @@
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
+# shellcheck source=bench/servers.sh
+. "$(dirname "$0")/servers.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 bench=${1:-$here/../build/bench/redlock-bench}

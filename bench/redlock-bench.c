@@ -21,6 +21,11 @@
  * or to override those defaults).  bench/tls-vs-plain.sh runs plain and TLS
  * side by side.
  *
+ * --ab-node URI (repeat) compares two sets of masters in one run: a second
+ * client on those, taking turns with --node's in 0.5 s segments (ABBA) as
+ * --ab-stats does; bench/ack-cost.sh uses it for the same masters with and
+ * without ?wait=1.
+ *
  * Modes:
  *   throughput  --concurrency C cycles in flight on the async API: each slot
  *               loops redlock_lock_async(wait 0) -> redlock_unlock_async on
@@ -96,6 +101,9 @@ static void usage(FILE *f) {
              "  --no-stats            turn the client's stats off (to measure what they cost)\n"
              "  --ab-stats            throughput: two clients, stats on and off, measured in\n"
              "                        alternating 0.5 s segments (ABBA) for --duration each\n"
+             "  --ab-node URI         throughput: side B's masters (repeat, as many as --node):\n"
+             "                        two clients, --node's and these, in alternating 0.5 s\n"
+             "                        segments (ABBA); e.g. the same masters with ?wait=1\n"
              "  --primitive P         async engine: lock (default) | semaphore | read | write\n"
              "                        (one semaphore / read-write lock per slot)\n"
              "  --limit L             semaphore: its limit (default 4)\n"
@@ -226,6 +234,11 @@ static int parse_args(int argc, char **argv, config_t *c) {
         bad = 1;
       else
         c->nodes[c->n_nodes++] = v;
+    } else if (strcmp(a, "--ab-node") == 0) {
+      if (c->n_ab_nodes >= MAX_NODES)
+        bad = 1;
+      else
+        c->ab_nodes[c->n_ab_nodes++] = v;
     } else if (strcmp(a, "--server-pids") == 0) {
       bad = parse_pids(v, c);
     } else if (strcmp(a, "--concurrency") == 0) {
@@ -335,9 +348,15 @@ static int parse_args(int argc, char **argv, config_t *c) {
                     "--api hiredis: latency mode; --ab-api and --ab-stats exclude each other\n");
     return -1;
   }
+  if (c->n_ab_nodes > 0 && (c->mode != MODE_THROUGHPUT || c->n_nodes != c->n_ab_nodes ||
+                            c->ab_api || c->ab_stats || c->api_blocking)) {
+    fprintf(stderr, "redlock-bench: --ab-node: throughput mode (async engine, any --concurrency), "
+                    "as many as --node, without --ab-api / --ab-stats\n");
+    return -1;
+  }
   if (c->cycles_limit > 0 &&
-      (c->mode == MODE_CONTENTION || c->ab_api || c->ab_stats || c->api_blocking ||
-       c->api_hiredis || (c->mode == MODE_LATENCY && !c->api_async))) {
+      (c->mode == MODE_CONTENTION || c->ab_api || c->ab_stats || c->n_ab_nodes > 0 ||
+       c->api_blocking || c->api_hiredis || (c->mode == MODE_LATENCY && !c->api_async))) {
     fprintf(stderr, "redlock-bench: --cycles needs the async engine alone (throughput, slow-node, "
                     "latency --api async)\n");
     return -1;
@@ -428,6 +447,63 @@ static int uri_with_port(const char *uri, int port, char *out, size_t size) {
   return n > 0 && (size_t)n < size ? 0 : -1;
 }
 #endif
+
+/* The client's options for masters uris[0..n): every client setting of the
+ * command line.  NULL (the reason printed) when one is refused. */
+static redlock_options_t *make_options(const config_t *cfg, const char *const *uris, int n,
+                                       int quarantine) {
+  redlock_options_t *opts = redlock_options_new();
+  if (opts == NULL)
+    return NULL;
+  for (int i = 0; i < n; i++) {
+    int rc = redlock_options_add_node(opts, uris[i]);
+    if (rc != 0) {
+      fprintf(stderr, "redlock-bench: %s: %s\n", uris[i], redlock_strerror(rc));
+      goto fail;
+    }
+  }
+  if (!quarantine)
+    redlock_options_set_quarantine(opts, 0);
+  if (cfg->fencing)
+    redlock_options_set_fencing(opts, 1);
+  if (cfg->no_stats)
+    redlock_options_set_stats(opts, 0);
+  if (cfg->retry_set && redlock_options_set_retry(opts, cfg->retry_count, cfg->retry_delay_ms,
+                                                  cfg->retry_jitter_ms)) {
+    fprintf(stderr, "redlock-bench: retry settings refused\n");
+    goto fail;
+  }
+  if (cfg->request_timeout_ms || cfg->connect_timeout_ms) {
+    uint32_t conn = cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 1000;
+    uint32_t req = cfg->request_timeout_ms ? cfg->request_timeout_ms : 100;
+    if (redlock_options_set_timeouts(opts, conn, req) != 0) {
+      fprintf(stderr, "redlock-bench: timeouts refused\n");
+      goto fail;
+    }
+  }
+  if (cfg->ttl_ms > 60000 && redlock_options_set_max_ttl(opts, cfg->ttl_ms) != 0)
+    goto fail;
+  redlock_options_set_log(opts, cfg->log_level, on_log, NULL);
+  if (cfg->tls_ca || cfg->tls_cert || cfg->tls_key || cfg->tls_server_name || cfg->tls_insecure) {
+    /* The CA option names a file or a hashed directory. */
+    struct stat st;
+    int ca_dir = cfg->tls_ca != NULL && stat(cfg->tls_ca, &st) == 0 && S_ISDIR(st.st_mode);
+    int trc = redlock_options_set_tls(opts, ca_dir ? NULL : cfg->tls_ca,
+                                      ca_dir ? cfg->tls_ca : NULL, cfg->tls_cert, cfg->tls_key);
+    if (trc == 0 && cfg->tls_server_name != NULL)
+      trc = redlock_options_set_tls_server_name(opts, cfg->tls_server_name);
+    if (trc == 0 && cfg->tls_insecure)
+      trc = redlock_options_set_tls_verify(opts, 0);
+    if (trc != 0) {
+      fprintf(stderr, "redlock-bench: TLS settings refused: %s\n", redlock_strerror(trc));
+      goto fail;
+    }
+  }
+  return opts;
+fail:
+  redlock_options_free(opts);
+  return NULL;
+}
 
 int main(int argc, char **argv) {
   config_t cfg;
@@ -532,57 +608,16 @@ int main(int argc, char **argv) {
 #endif
   }
 
-  opts = redlock_options_new();
-  if (opts == NULL)
-    goto out;
-  for (int i = 0; i < n_nodes; i++) {
-    int rc = redlock_options_add_node(opts, uris[i]);
-    if (rc != 0) {
-      fprintf(stderr, "redlock-bench: %s: %s\n", uris[i], redlock_strerror(rc));
-      goto out;
-    }
-  }
   b->quarantine = cfg.start_n > 0 ? 0 : (cfg.quarantine != 0);
-  if (!b->quarantine)
-    redlock_options_set_quarantine(opts, 0);
-  if (cfg.fencing)
-    redlock_options_set_fencing(opts, 1);
-  if (cfg.no_stats)
-    redlock_options_set_stats(opts, 0);
-  if (cfg.retry_set &&
-      redlock_options_set_retry(opts, cfg.retry_count, cfg.retry_delay_ms, cfg.retry_jitter_ms)) {
-    fprintf(stderr, "redlock-bench: retry settings refused\n");
-    goto out;
-  }
-  if (cfg.request_timeout_ms || cfg.connect_timeout_ms) {
-    uint32_t conn = cfg.connect_timeout_ms ? cfg.connect_timeout_ms : 1000;
-    uint32_t req = cfg.request_timeout_ms ? cfg.request_timeout_ms : 100;
-    if (redlock_options_set_timeouts(opts, conn, req) != 0) {
-      fprintf(stderr, "redlock-bench: timeouts refused\n");
-      goto out;
-    }
-  }
-  if (cfg.ttl_ms > 60000 && redlock_options_set_max_ttl(opts, cfg.ttl_ms) != 0)
-    goto out;
   log_epoch_ns = now_ns();
-  redlock_options_set_log(opts, cfg.log_level, on_log, NULL);
   for (int i = 0; i < n_nodes; i++)
     b->tls |= strncmp(uris[i], "rediss://", 9) == 0;
-  if (cfg.tls_ca || cfg.tls_cert || cfg.tls_key || cfg.tls_server_name || cfg.tls_insecure) {
-    /* The CA option names a file or a hashed directory. */
-    struct stat st;
-    int ca_dir = cfg.tls_ca != NULL && stat(cfg.tls_ca, &st) == 0 && S_ISDIR(st.st_mode);
-    int trc = redlock_options_set_tls(opts, ca_dir ? NULL : cfg.tls_ca, ca_dir ? cfg.tls_ca : NULL,
-                                      cfg.tls_cert, cfg.tls_key);
-    if (trc == 0 && cfg.tls_server_name != NULL)
-      trc = redlock_options_set_tls_server_name(opts, cfg.tls_server_name);
-    if (trc == 0 && cfg.tls_insecure)
-      trc = redlock_options_set_tls_verify(opts, 0);
-    if (trc != 0) {
-      fprintf(stderr, "redlock-bench: TLS settings refused: %s\n", redlock_strerror(trc));
-      goto out;
-    }
-  }
+  const char *uri_list[MAX_NODES];
+  for (int i = 0; i < n_nodes; i++)
+    uri_list[i] = uris[i];
+  opts = make_options(&cfg, uri_list, n_nodes, b->quarantine);
+  if (opts == NULL)
+    goto out;
 
   int rc = redlock_open(&b->client, opts);
   if (rc != 0) {
@@ -590,8 +625,20 @@ int main(int argc, char **argv) {
     goto out;
   }
 
-  redlock_t *client_off = NULL; /* --ab-stats: the same options, stats off */
-  if (cfg.ab_stats) {
+  /* Side B of an in-run A/B: --ab-stats: the same options, stats off;
+   * --ab-node: the same settings, other masters. */
+  redlock_t *client_off = NULL;
+  if (cfg.n_ab_nodes > 0) {
+    redlock_options_t *opts_b = make_options(&cfg, cfg.ab_nodes, cfg.n_ab_nodes, b->quarantine);
+    rc = opts_b != NULL ? redlock_open(&client_off, opts_b) : REDLOCK_EINVAL;
+    redlock_options_free(opts_b);
+    if (rc != 0) {
+      fprintf(stderr, "redlock-bench: --ab-node: %s\n", redlock_strerror(rc));
+      redlock_close(b->client);
+      b->client = NULL;
+      goto out;
+    }
+  } else if (cfg.ab_stats) {
     redlock_options_set_stats(opts, 0);
     rc = cfg.mode == MODE_THROUGHPUT ? redlock_open(&client_off, opts) : REDLOCK_EINVAL;
     if (rc != 0) {
@@ -605,7 +652,7 @@ int main(int argc, char **argv) {
   switch (cfg.mode) {
   case MODE_THROUGHPUT:
   case MODE_SLOW_NODE:
-    rc = cfg.ab_stats       ? run_ab(b, client_off)
+    rc = client_off != NULL ? run_ab(b, client_off)
          : cfg.ab_api       ? run_ab_api(b)
          : cfg.api_blocking ? run_blocking_threads(b)
                             : run_async(b);
@@ -629,7 +676,7 @@ int main(int argc, char **argv) {
   b->client = NULL;
   free(b->slots); /* no callback can reach them after close */
   b->slots = NULL;
-  if (rc == 0 && (cfg.ab_stats || cfg.ab_api)) {
+  if (rc == 0 && (cfg.ab_stats || cfg.n_ab_nodes > 0 || cfg.ab_api)) {
     status = b->hung > 0 ? 1 : 0; /* run_ab / run_ab_api printed their own report */
   } else if (rc == 0) {
     report(b);
