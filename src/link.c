@@ -118,8 +118,10 @@ static void link_attempt_detail(const link_t *link, const char *detail, char *bu
   }
   char where[RESOLVE_ADDR_LEN + 16];
   link_addr_port(link, where, sizeof where);
-  snprintf(buf, len, "%s%s%s: %s", link->addr_errs, link->addr_errs[0] != '\0' ? "; " : "", where,
-           detail);
+  /* A detail longer than buf is cut: it is for logs and votes. */
+  if (snprintf(buf, len, "%s%s%s: %s", link->addr_errs, link->addr_errs[0] != '\0' ? "; " : "",
+               where, detail) >= (int)len)
+    return;
 }
 
 static void connect_timer_cb(tb_timer_t *timer) {
