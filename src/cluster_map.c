@@ -141,6 +141,7 @@ static int primary_add(cluster_map_t *map, const char *host, int port, const cha
   memset(p, 0, sizeof *p);
   snprintf(p->host, sizeof p->host, "%s", host);
   p->port = port;
+  p->user = -1;
   if (id != NULL)
     memcpy(p->id, id, strnlen(id, CLUSTER_ID_LEN));
   return (int)map->n_primaries++;

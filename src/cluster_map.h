@@ -29,6 +29,8 @@ typedef struct {
   char host[CLUSTER_HOST_LEN];
   int port;
   char id[CLUSTER_ID_LEN + 1]; /* "" when the reply named none (CLUSTER SLOTS of old servers) */
+  int user; /* the map's owner's, for its own use (the cluster voter: the primary's node);
+             * -1 when the primary is added here */
 } cluster_primary_t;
 
 /* A slot map.  Owned by whoever made it; plain data, no locking. */
