@@ -6,13 +6,13 @@
  * Asserts:
  *  - {cluster, master, master}: locks of many resources are granted; while
  *    held, their keys are spread over all three primaries (DBSIZE of each
- *    adds up to the number of resources, none is empty), and the cluster
- *    voter's vote names the primary that answered; a second client is
- *    refused every one of them; unlocked, no key is left on any primary;
- *  - {cluster} alone: a slot holding a held lock's key is migrated to
- *    another primary (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE);
- *    the holder then extends and unlocks it (MOVED followed: the log says
- *    so), the key is gone from the new owner, and a fresh lock of it works;
+ *    adds up to the number of resources, none is empty); a second client
+ *    is refused; unlocked, no key is left on any primary;
+ *  - {cluster} alone: the vote names the primary that answered, and a second
+ *    client is refused by it; a slot holding a held lock's key is
+ * migrated to another primary (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE); the holder
+ * then extends and unlocks it (MOVED followed: the log says so), the key is gone from the new
+ * owner, and a fresh lock of it works;
  *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
  *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
  *    the voter votes again. */
@@ -110,14 +110,6 @@ static void test_cluster_and_masters(void **state) {
       redlock_last_votes(a, votes, sizeof votes);
       fail_msg("lock %s: %d: %s\n%s", res[i], rc, votes, fx_log_text(fx, 0));
     }
-    if (i == N_RESOURCES - 1) {
-      /* The cluster voter's vote names the primary it went to. */
-      char votes[1024], want[64];
-      redlock_last_votes(a, votes, sizeof votes);
-      snprintf(want, sizeof want, "cluster@127.0.0.1:%d=OK", ch_port(c, 0));
-      if (strstr(votes, want) == NULL || strstr(votes, "primary 127.0.0.1:") == NULL)
-        fail_msg("want %s and the primary named in: %s", want, votes);
-    }
   }
   /* Held: every key on the cluster, spread over all three primaries. */
   t.want = N_RESOURCES;
@@ -157,6 +149,20 @@ static void test_cluster_moved(void **state) {
   int from = ch_owner(c, 0, slot);
   assert_true(from >= 0);
   assert_true(fx_exists(ch_node(c, (unsigned)from), key) == 1);
+  /* The voter's vote names the primary that answered. */
+  char votes[1024], want[96];
+  redlock_last_votes(a, votes, sizeof votes);
+  snprintf(want, sizeof want, "cluster@127.0.0.1:%d=OK (primary 127.0.0.1:%d)", ch_port(c, 0),
+           ch_port(c, (unsigned)from));
+  if (strstr(votes, want) == NULL)
+    fail_msg("want %s in: %s", want, votes);
+  /* Another client of the cluster alone is refused by it. */
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *other = NULL;
+  assert_int_not_equal(redlock_trylock(b, res, TTL_MS, &other), REDLOCK_OK);
+  redlock_last_votes(b, votes, sizeof votes);
+  if (strstr(votes, "=refused (primary") == NULL)
+    fail_msg("want the cluster's refusal in: %s", votes);
   unsigned to = ((unsigned)from + 1) % 3;
   assert_int_equal(ch_migrate_slot(c, slot, (unsigned)from, to), 0);
   assert_true(fx_exists(ch_node(c, to), key) == 1);
@@ -165,7 +171,6 @@ static void test_cluster_moved(void **state) {
   fx_log_clear(fx, 0);
   int rc = redlock_extend(a, lock, TTL_MS);
   if (rc != REDLOCK_OK) {
-    char votes[1024];
     redlock_last_votes(a, votes, sizeof votes);
     fail_msg("extend after the slot moved: %d: %s\n%s", rc, votes, fx_log_text(fx, 0));
   }
