@@ -177,6 +177,21 @@ static void test_cluster_moved(void **state) {
   assert_true(fx_log_contains(fx, 0, "moved to"));
   assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
   assert_true(fx_wait_key_absent(ch_node(c, to), key, FX_SETTLE_MS));
+  /* A multi-resource lock across slots is refused with why; in one slot
+   * (a hash tag) it is granted. */
+  const char *apart[2] = {"cl-many-1", "cl-many-2"};
+  char k1[128], k2[128], s1[32], s2[32];
+  key_of(apart[0], k1, sizeof k1);
+  key_of(apart[1], k2, sizeof k2);
+  assert_int_equal(rh_server_command(ch_node(c, 0), s1, sizeof s1, "CLUSTER KEYSLOT %s", k1), 0);
+  assert_int_equal(rh_server_command(ch_node(c, 0), s2, sizeof s2, "CLUSTER KEYSLOT %s", k2), 0);
+  assert_string_not_equal(s1, s2);
+  redlock_lock_t *many = NULL;
+  assert_int_equal(redlock_lock_many(a, apart, 2, TTL_MS, &many), REDLOCK_EINVAL);
+  assert_true(fx_log_contains(fx, 0, "must be in one slot"));
+  const char *together[2] = {"{cl-tag}-1", "{cl-tag}-2"};
+  assert_int_equal(redlock_lock_many(a, together, 2, TTL_MS, &many), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(a, many), REDLOCK_OK);
   /* A fresh lock goes straight to the new owner. */
   assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
   assert_true(fx_exists(ch_node(c, to), key) == 1);
