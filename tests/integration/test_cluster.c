@@ -13,6 +13,8 @@
  * migrated to another primary (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE); the holder
  * then extends and unlocks it (MOVED followed: the log says so), the key is gone from the new
  * owner, and a fresh lock of it works;
+ *  - {cluster} alone: a wait for a lock that expires unreleased ends with
+ *    it (waits never hang on a cluster voter);
  *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
  *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
  *    the voter votes again. */
@@ -206,6 +208,15 @@ static void test_cluster_unreachable(void **state) {
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(a, "cl-first", TTL_MS, &lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+  /* A wait on a cluster voter ends: the holder's lock expires unreleased
+   * (nothing is published), and the waiter takes it. */
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *held = NULL, *waited = NULL;
+  assert_int_equal(redlock_lock(a, "cl-wait", 1000, &held), REDLOCK_OK);
+  assert_int_equal(redlock_lock_wait(b, "cl-wait", TTL_MS, 10000, &waited), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(b, waited), REDLOCK_OK);
+  assert_int_not_equal(redlock_extend(a, held, 1000), REDLOCK_OK);
+  redlock_unlock(a, held);
   for (unsigned i = 0; i < ch_count(c); i++)
     assert_int_equal(rh_server_pause(ch_node(c, i)), 0);
   int rc = redlock_trylock(a, "cl-second", TTL_MS, &lock);
