@@ -29,7 +29,7 @@ layer_of() {
   #    connection or loop state of their own
   list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | \
     info | ptrset | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | quarantine | sentinel_reply) echo 0 ;;
+    replypool | keyslot | quarantine | sentinel_reply | cluster_map) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
@@ -37,9 +37,10 @@ layer_of() {
   link | node) echo 2 ;;
   # 3: rounds over the masters, release notifications, and the voters: the
   #    voter interface, its kinds (standalone: one node; sentinel: a node that
-  #    follows the sentinels, and links to them) and the client's set of
+  #    follows the sentinels, and links to them; cluster: a node per primary
+  #    and a link to the seeds) and the client's set of
   #    voters, which is the rounds' transport
-  round | notify | voter | voter_standalone | voter_sentinel | voters) echo 3 ;;
+  round | notify | voter | voter_standalone | voter_sentinel | voter_cluster | voters) echo 3 ;;
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down

@@ -8,6 +8,7 @@
 
 #include "calls.h"
 #include "client.h"
+#include "keyslot.h"
 #include "lock.h"
 #include "stats.h"
 
@@ -67,6 +68,41 @@ static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint
                                                              .arg = arg});
 }
 
+/* A multi-resource lock is one script per voter, which a Redis Cluster
+ * runs only when every key is in one hash slot (else -CROSSSLOT): with a
+ * cluster voter, resources that hash apart are refused here, with why in
+ * the log.  (A hash tag puts them together: "{order-42}:items".) */
+static int check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
+  const redlock_options_t *o = &client->opts;
+  int cluster = 0;
+  for (size_t i = 0; i < o->n_nodes; i++)
+    cluster |= o->nodes[i].voter == VOTER_KIND_CLUSTER;
+  if (!cluster || n < 2)
+    return 0;
+  char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
+  if (key == NULL)
+    return REDLOCK_ENOMEM;
+  memcpy(key, o->key_prefix, o->key_prefix_len);
+  int first = -1, rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    size_t len = strlen(resources[i]);
+    memcpy(key + o->key_prefix_len, resources[i], len);
+    int slot = keyslot(key, o->key_prefix_len + len);
+    if (i == 0) {
+      first = slot;
+    } else if (slot != first) {
+      log_write(&client->log, REDLOCK_LOG_ERROR,
+                "redlock_lock_many: '%s' and '%s' are in hash slots %d and %d: with a cluster "
+                "voter every resource of one lock must be in one slot (give them a hash tag, "
+                "e.g. {tag}:name); refused",
+                resources[0], resources[i], first, slot);
+      rc = REDLOCK_EINVAL;
+    }
+  }
+  free(key);
+  return rc;
+}
+
 static int lock_op_new(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
                        lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb, void *arg,
                        op_acquire_t **out) {
@@ -84,10 +120,13 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   }
   if (calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
+  int rc = check_one_slot(client, resources, n);
+  if (rc != 0)
+    return rc;
   op_acquire_t *op = caller_acquire_op(client, mode, ttl_ms, wait_ms, cb, arg);
   if (op == NULL)
     return REDLOCK_ENOMEM;
-  int rc = acquire_op_set_keys(op, resources, n);
+  rc = acquire_op_set_keys(op, resources, n);
   if (rc != 0) {
     op_free(&op->op);
     return rc;

@@ -45,7 +45,8 @@ static void client_record_votes(void *arg, const round_t *round) {
     latest->why[i] = round->votes[i].why;
     /* A down master's vote carries why it is down (TLS and AUTH failures
      * are otherwise only in the log), a duplicate's whose it is. */
-    voters_why(&client->voters, i, round->votes[i].why, latest->detail[i], VOTER_WHY_LEN);
+    voters_why(&client->voters, i, round->votes[i].why, &round->votes[i].req, latest->detail[i],
+               VOTER_WHY_LEN);
   }
   latest->outcome = (int)round->outcome;
   if (round->has_caller)

@@ -143,6 +143,14 @@ typedef struct node_req {
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
   uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
   struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
+  /* A voter of many connections (voter_cluster.c), while it routes the
+   * request: the sender's fn (fn is then the voter's, which follows
+   * redirections and hands the final reply to route_fn), when it took the
+   * request, the redirections followed, and an ASKING owed before it. */
+  node_reply_fn route_fn;
+  uint64_t route_ns;
+  uint8_t redirects;
+  uint8_t route_ask;
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */

@@ -110,13 +110,6 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
   node_addr_t addr;
   char why[160];
   int rc = uri_parse(uri, &addr, why, sizeof why);
-  if (rc == 0 && addr.voter == VOTER_KIND_CLUSTER) {
-    /* Parsed (redlock doctor takes them), but no voter of that kind is
-     * built into the client yet. */
-    snprintf(why, sizeof why, "Cluster voters are not supported yet");
-    node_addr_clear(&addr);
-    rc = REDLOCK_ENOTSUP;
-  }
   if (rc != 0) {
     /* No client exists yet to log through; the options' log callback, when
      * already set, hears why the URI was refused. */

@@ -77,8 +77,9 @@ typedef struct voter_ops {
   /* 1 when a and b (same kind, both up) reach one server; `how` says why. */
   int (*same_server)(const struct voter *a, const struct voter *b, char *how, size_t how_len);
   /* The detail of a vote `why` (WHY_DOWN, WHY_BUSY) for redlock_last_votes,
-   * "" when none; under the env mutex, any thread. */
-  void (*why)(const struct voter *v, int why, char *buf, size_t size);
+   * "" when none; under the env mutex, any thread.  req: the vote's request
+   * (a kind of many connections names the one it went to), or NULL. */
+  void (*why)(const struct voter *v, int why, const node_req_t *req, char *buf, size_t size);
   const char *(*label)(const struct voter *v); /* "host:port", for logs and stats */
 } voter_ops_t;
 

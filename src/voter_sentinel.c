@@ -513,7 +513,8 @@ static void quarantine_why(const voter_sentinel_t *s, char *buf, size_t size) {
            (unsigned long long)((until - now + 999999u) / 1000000u), s->master_label);
 }
 
-static void s_why(const voter_t *v, int why, char *buf, size_t size) {
+static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
+  (void)req;
   const voter_sentinel_t *s = of_c(v);
   const node_t *node = s->node;
   if (why == WHY_DOWN) {

@@ -71,7 +71,8 @@ static int s_same_server(const voter_t *a, const voter_t *b, char *how, size_t h
   return node_same_server(node_of(a), node_of(b), how, how_len);
 }
 
-static void s_why(const voter_t *v, int why, char *buf, size_t size) {
+static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
+  (void)req;
   const node_t *node = node_of(v);
   if (why == WHY_DOWN) {
     size_t n = strnlen(node->down_why, sizeof node->down_why);

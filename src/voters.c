@@ -168,10 +168,15 @@ static int voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
       vs->voter[i] = &s->base;
     return rc;
   }
-  case VOTER_KIND_CLUSTER:
-    break;
+  case VOTER_KIND_CLUSTER: {
+    voter_cluster_t *c = NULL;
+    int rc = voter_cluster_new(&c, &vs->node_env, &vs->nodes[i], i, addr);
+    if (c != NULL)
+      vs->voter[i] = &c->base;
+    return rc;
   }
-  return REDLOCK_ENOTSUP; /* (options.c refuses it before) */
+  }
+  return REDLOCK_ENOTSUP;
 }
 
 int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
@@ -296,11 +301,12 @@ const char *voters_label(const voters_t *vs, unsigned i) {
   return vs->voter[i]->ops->label(vs->voter[i]);
 }
 
-void voters_why(const voters_t *vs, unsigned i, int why, char *buf, size_t size) {
+void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                size_t size) {
   const voter_t *v = vs->voter[i];
   if (why == WHY_DUPLICATE) {
     snprintf(buf, size, "%s", v->dup_why);
     return;
   }
-  v->ops->why(v, why, buf, size);
+  v->ops->why(v, why, req, buf, size);
 }

@@ -8,9 +8,12 @@
  * its owner (client.c) never sees a kind's insides.
  *
  * Each voter is a voter_t of the kind its URI names (voter.h): `standalone`
- * (redis://, rediss://, unix://) or `sentinel` (redis-sentinel://,
- * rediss-sentinel://), or, in the engine's unit tests, fake voters handed in.
- * Every voter's master is a node of vs->nodes (the notifier's addresses). */
+ * (redis://, rediss://, unix://), `sentinel` (redis-sentinel://,
+ * rediss-sentinel://) or `cluster` (redis-cluster://, rediss-cluster://),
+ * or, in the engine's unit tests, fake voters handed in.  Every voter has
+ * a node in vs->nodes (the notifier's addresses): a standalone voter's
+ * master, a sentinel voter's current master, a cluster voter's home node
+ * (the primary at its first seed, if any). */
 #ifndef REDLOCK_VOTERS_H
 #define REDLOCK_VOTERS_H
 
@@ -22,6 +25,7 @@
 #include "notify.h"
 #include "round.h"
 #include "voter.h"
+#include "voter_cluster.h"
 #include "voter_sentinel.h"
 #include "voter_standalone.h"
 
@@ -112,7 +116,9 @@ void voters_free(voters_t *vs);
 /* Voter i's label ("host:port"). */
 const char *voters_label(const voters_t *vs, unsigned i);
 /* The detail of voter i's vote `why` (WHY_DOWN, WHY_DUPLICATE, WHY_BUSY)
- * into buf (VOTER_WHY_LEN bytes), "" for the others; under cfg->mutex. */
-void voters_why(const voters_t *vs, unsigned i, int why, char *buf, size_t size);
+ * into buf (VOTER_WHY_LEN bytes), "" for the others; under cfg->mutex.
+ * req: the vote's request (a cluster voter names the primary it went to). */
+void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                size_t size);
 
 #endif

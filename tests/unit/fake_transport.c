@@ -180,8 +180,9 @@ static int v_same_server(const voter_t *a, const voter_t *b, char *how, size_t h
   return 0;
 }
 
-static void v_why(const voter_t *v, int why, char *buf, size_t size) {
+static void v_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
   (void)v;
+  (void)req;
   (void)why;
   if (size > 0)
     buf[0] = '\0';

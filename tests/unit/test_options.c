@@ -353,12 +353,13 @@ static void test_add_node(void **state) {
   }
   REFUSED(o, redlock_options_add_node(o, "unix://relative.sock"));
   REFUSED(o, redlock_options_add_node(o, "redis://h?wait=0"));
-  /* Parsed, but no such voter in the client yet: ENOTSUP, nothing added. */
-  snap_t before = snap(o);
-  assert_int_equal(redlock_options_add_node(o, "redis-cluster://h:1"), REDLOCK_ENOTSUP);
-  assert_unchanged(&before, o);
   assert_int_equal(o->n_nodes, 4);
   assert_string_equal(o->nodes[3].host, "copied-host");
+  /* A whole cluster is one voter. */
+  assert_int_equal(redlock_options_add_node(o, "redis-cluster://h:1,h:2"), 0);
+  assert_int_equal(o->n_nodes, 5);
+  assert_int_equal(o->nodes[4].voter, VOTER_KIND_CLUSTER);
+  assert_int_equal(o->nodes[4].n_seeds, 2);
 }
 
 static void test_add_node_limit(void **state) {

@@ -1,0 +1,247 @@
+/* test_cluster.c: a whole Redis Cluster as one voter (redis-cluster://)
+ * with real servers: a three-primary cluster started and joined by
+ * tests/support/cluster_harness.h (no replicas), plus plain masters from the
+ * fixture.  docs/deployments.md, "Cluster voters".
+ *
+ * Asserts:
+ *  - {cluster, master, master}: locks of many resources are granted; while
+ *    held, their keys are spread over all three primaries (DBSIZE of each
+ *    adds up to the number of resources, none is empty); a second client
+ *    is refused; unlocked, no key is left on any primary;
+ *  - {cluster} alone: the vote names the primary that answered, and a second
+ *    client is refused by it; a slot holding a held lock's key is
+ * migrated to another primary (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE); the holder
+ * then extends and unlocks it (MOVED followed: the log says so), the key is gone from the new
+ * owner, and a fresh lock of it works;
+ *  - {cluster} alone: a wait for a lock that expires unreleased ends with
+ *    it (waits never hang on a cluster voter);
+ *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
+ *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
+ *    the voter votes again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster_harness.h"
+#include "fixture.h"
+
+#define N_RESOURCES 48
+#define TTL_MS 20000u
+
+/* The cluster of the running test, for the teardown of a failed one. */
+static ch_cluster_t *g_cluster;
+
+static int cl_teardown(void **state) {
+  fx_t *fx = *state;
+  for (int i = 0; fx != NULL && i < FX_MAX_CLIENTS; i++)
+    fx_close(fx, i);
+  for (unsigned i = 0; g_cluster != NULL && i < ch_count(g_cluster); i++)
+    (void)rh_server_resume(ch_node(g_cluster, i));
+  ch_stop(g_cluster);
+  g_cluster = NULL;
+  return fx_teardown(state);
+}
+#define CL_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, cl_teardown)
+
+static ch_cluster_t *cluster_start(void) {
+  ch_options_t o = {.primaries = 3, .replicas_per_primary = 0};
+  assert_int_equal(ch_start(&g_cluster, &o), 0);
+  return g_cluster;
+}
+
+static long dbsize(rh_server_t *s) {
+  char buf[64];
+  if (rh_server_command(s, buf, sizeof buf, "DBSIZE") != 0)
+    return -1;
+  return atol(buf);
+}
+
+typedef struct {
+  ch_cluster_t *c;
+  long want;
+} total_t;
+
+static int total_is(void *arg) {
+  total_t *t = arg;
+  long sum = 0;
+  for (unsigned i = 0; i < ch_count(t->c); i++)
+    sum += dbsize(ch_node(t->c, i));
+  return sum == t->want;
+}
+
+/* The key of a resource as a client of default options names it. */
+static void key_of(const char *res, char *key, size_t size) {
+  const char *prefix = NULL;
+  redlock_options_t *o = redlock_options_new();
+  assert_non_null(o);
+  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
+  snprintf(key, size, "%s%s", prefix, res);
+  redlock_options_free(o);
+}
+
+static void test_cluster_and_masters(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  const char *uris[3] = {ch_uri(c, 2), rh_server_uri(fx->servers[0]),
+                         rh_server_uri(fx->servers[1])};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 3, REDLOCK_LOG_WARN));
+  redlock_lock_t *locks[N_RESOURCES];
+  char res[N_RESOURCES][32];
+  /* A primary's connection is made on first use: until it is up, the two
+   * masters decide without the cluster's vote (its request is withdrawn
+   * unsent).  A first pass makes every connection. */
+  for (int i = 0; i < N_RESOURCES; i++) {
+    snprintf(res[i], sizeof res[i], "cl-res-%d", i);
+    assert_int_equal(redlock_lock(a, res[i], TTL_MS, &locks[i]), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
+  }
+  total_t t = {c, 0};
+  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  for (int i = 0; i < N_RESOURCES; i++) {
+    int rc = redlock_lock(a, res[i], TTL_MS, &locks[i]);
+    if (rc != REDLOCK_OK) {
+      char votes[1024];
+      redlock_last_votes(a, votes, sizeof votes);
+      fail_msg("lock %s: %d: %s\n%s", res[i], rc, votes, fx_log_text(fx, 0));
+    }
+  }
+  /* Held: every key on the cluster, spread over all three primaries. */
+  t.want = N_RESOURCES;
+  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  for (unsigned i = 0; i < ch_count(c); i++)
+    if (dbsize(ch_node(c, i)) < 1)
+      fail_msg("primary %u holds none of the %d keys", i, N_RESOURCES);
+  /* Exclusion: the other client gets none of them. */
+  for (int i = 0; i < N_RESOURCES; i += 7) {
+    redlock_lock_t *other = NULL;
+    int rc = redlock_trylock(b, res[i], TTL_MS, &other);
+    if (rc == REDLOCK_OK)
+      fail_msg("%s granted twice", res[i]);
+  }
+  for (int i = 0; i < N_RESOURCES; i++)
+    assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
+  t.want = 0;
+  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  /* And now the other client can. */
+  redlock_lock_t *again = NULL;
+  assert_int_equal(redlock_trylock(b, res[0], TTL_MS, &again), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(b, again), REDLOCK_OK);
+}
+
+static void test_cluster_moved(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  const char *uris[1] = {ch_uri(c, 1)};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_DEBUG));
+  const char *res = "cl-moving";
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
+  char key[128], buf[64];
+  key_of(res, key, sizeof key);
+  assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
+  int slot = atoi(buf);
+  int from = ch_owner(c, 0, slot);
+  assert_true(from >= 0);
+  assert_true(fx_exists(ch_node(c, (unsigned)from), key) == 1);
+  /* The voter's vote names the primary that answered. */
+  char votes[1024], want[96];
+  redlock_last_votes(a, votes, sizeof votes);
+  snprintf(want, sizeof want, "cluster@127.0.0.1:%d=OK (primary 127.0.0.1:%d)", ch_port(c, 0),
+           ch_port(c, (unsigned)from));
+  if (strstr(votes, want) == NULL)
+    fail_msg("want %s in: %s", want, votes);
+  /* Another client of the cluster alone is refused by it. */
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *other = NULL;
+  assert_int_not_equal(redlock_trylock(b, res, TTL_MS, &other), REDLOCK_OK);
+  redlock_last_votes(b, votes, sizeof votes);
+  if (strstr(votes, "=refused (primary") == NULL)
+    fail_msg("want the cluster's refusal in: %s", votes);
+  unsigned to = ((unsigned)from + 1) % 3;
+  assert_int_equal(ch_migrate_slot(c, slot, (unsigned)from, to), 0);
+  assert_true(fx_exists(ch_node(c, to), key) == 1);
+  assert_true(ch_wait_ok(c, 10000));
+  /* The holder extends and unlocks it through the MOVED. */
+  fx_log_clear(fx, 0);
+  int rc = redlock_extend(a, lock, TTL_MS);
+  if (rc != REDLOCK_OK) {
+    redlock_last_votes(a, votes, sizeof votes);
+    fail_msg("extend after the slot moved: %d: %s\n%s", rc, votes, fx_log_text(fx, 0));
+  }
+  assert_true(fx_log_contains(fx, 0, "moved to"));
+  assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+  assert_true(fx_wait_key_absent(ch_node(c, to), key, FX_SETTLE_MS));
+  /* A multi-resource lock across slots is refused with why; in one slot
+   * (a hash tag) it is granted. */
+  const char *apart[2] = {"cl-many-1", "cl-many-2"};
+  char k1[128], k2[128], s1[32], s2[32];
+  key_of(apart[0], k1, sizeof k1);
+  key_of(apart[1], k2, sizeof k2);
+  assert_int_equal(rh_server_command(ch_node(c, 0), s1, sizeof s1, "CLUSTER KEYSLOT %s", k1), 0);
+  assert_int_equal(rh_server_command(ch_node(c, 0), s2, sizeof s2, "CLUSTER KEYSLOT %s", k2), 0);
+  assert_string_not_equal(s1, s2);
+  redlock_lock_t *many = NULL;
+  assert_int_equal(redlock_lock_many(a, apart, 2, TTL_MS, &many), REDLOCK_EINVAL);
+  assert_true(fx_log_contains(fx, 0, "must be in one slot"));
+  const char *together[2] = {"{cl-tag}-1", "{cl-tag}-2"};
+  assert_int_equal(redlock_lock_many(a, together, 2, TTL_MS, &many), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(a, many), REDLOCK_OK);
+  /* A fresh lock goes straight to the new owner. */
+  assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
+  assert_true(fx_exists(ch_node(c, to), key) == 1);
+  assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+}
+
+static void test_cluster_unreachable(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  const char *uris[1] = {ch_uri(c, 0)};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *lock = NULL;
+  assert_int_equal(redlock_lock(a, "cl-first", TTL_MS, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+  /* A wait on a cluster voter ends: the holder's lock expires unreleased
+   * (nothing is published), and the waiter takes it. */
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *held = NULL, *waited = NULL;
+  assert_int_equal(redlock_lock(a, "cl-wait", 1000, &held), REDLOCK_OK);
+  assert_int_equal(redlock_lock_wait(b, "cl-wait", TTL_MS, 10000, &waited), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(b, waited), REDLOCK_OK);
+  assert_int_not_equal(redlock_extend(a, held, 1000), REDLOCK_OK);
+  redlock_unlock(a, held);
+  for (unsigned i = 0; i < ch_count(c); i++)
+    assert_int_equal(rh_server_pause(ch_node(c, i)), 0);
+  int rc = redlock_trylock(a, "cl-second", TTL_MS, &lock);
+  assert_int_equal(rc, REDLOCK_ENOQUORUM);
+  char votes[1024];
+  redlock_last_votes(a, votes, sizeof votes);
+  if (strstr(votes, "=OK") != NULL)
+    fail_msg("a stopped cluster voted yes: %s", votes);
+  for (unsigned i = 0; i < ch_count(c); i++)
+    assert_int_equal(rh_server_resume(ch_node(c, i)), 0);
+  assert_true(ch_wait_ok(c, 20000));
+  /* Back: it votes again (its connections recover within their backoff). */
+  uint64_t until = rh_now_ms() + 20000;
+  for (;;) {
+    rc = redlock_trylock(a, "cl-second", TTL_MS, &lock);
+    if (rc == REDLOCK_OK)
+      break;
+    if (rh_now_ms() > until) {
+      redlock_last_votes(a, votes, sizeof votes);
+      fail_msg("no vote after SIGCONT: %d: %s\n%s", rc, votes, fx_log_text(fx, 0));
+    }
+    fx_sleep_ms(50); /* a pace for the attempts, not a wait for an outcome */
+  }
+  assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+}
+
+FX_MAIN("cluster", &fx_profile_integration, CL_TEST(test_cluster_and_masters, 2),
+        CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_unreachable, 0))

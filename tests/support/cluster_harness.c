@@ -1,0 +1,279 @@
+/* cluster_harness.c: Redis Cluster processes for the integration tests
+ * (see cluster_harness.h). */
+#include "cluster_harness.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CH_JOIN_TIMEOUT_MS 30000
+#define CH_SLOTS 16384
+
+struct ch_cluster {
+  unsigned n, primaries, replicas;
+  rh_server_t *nodes[CH_MAX_NODES];
+  int bus[CH_MAX_NODES];
+  char id[CH_MAX_NODES][41];
+  char dir[PATH_MAX];
+  char uri[64 * CH_MAX_NODES];
+};
+
+/* A loopback port nobody listens on right now (the kernel's choice). */
+static int free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  int port = -1;
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0)
+    close(fd);
+  return port;
+}
+
+unsigned ch_count(const ch_cluster_t *c) { return c->n; }
+rh_server_t *ch_node(const ch_cluster_t *c, unsigned i) { return c->nodes[i]; }
+int ch_port(const ch_cluster_t *c, unsigned i) { return rh_server_port(c->nodes[i]); }
+
+const char *ch_uri(ch_cluster_t *c, unsigned n) {
+  if (n == 0 || n > c->n)
+    n = c->n;
+  int used = snprintf(c->uri, sizeof c->uri, "redis-cluster://");
+  for (unsigned i = 0; i < n; i++)
+    used += snprintf(c->uri + used, sizeof c->uri - (size_t)used, "%s127.0.0.1:%d",
+                     i > 0 ? "," : "", ch_port(c, i));
+  return c->uri;
+}
+
+/* Says what failed on node i (its answer in buf); -1. */
+static int fail(ch_cluster_t *c, unsigned i, const char *what, const char *buf) {
+  fprintf(stderr, "cluster_harness: node %u (port %d): %s: %s\n", i, ch_port(c, i), what, buf);
+  return -1;
+}
+
+/* Every node says cluster_state:ok, all slots assigned, and knows the
+ * others (CLUSTER NODES has a line per node). */
+static int pred_joined(void *arg) {
+  ch_cluster_t *c = arg;
+  for (unsigned i = 0; i < c->n; i++) {
+    char info[4096], nodes[8192];
+    if (rh_server_command(c->nodes[i], info, sizeof info, "CLUSTER INFO") != 0 ||
+        strstr(info, "cluster_state:ok") == NULL ||
+        strstr(info, "cluster_slots_assigned:16384") == NULL ||
+        rh_server_command(c->nodes[i], nodes, sizeof nodes, "CLUSTER NODES") != 0)
+      return 0;
+    unsigned lines = 0;
+    for (const char *p = nodes; (p = strchr(p, '\n')) != NULL; p++)
+      lines++;
+    if (lines + (nodes[0] != '\0' && nodes[strlen(nodes) - 1] != '\n') < c->n)
+      return 0;
+  }
+  return 1;
+}
+
+typedef struct {
+  ch_cluster_t *c;
+  unsigned replica, primary;
+} knows_t;
+
+/* The replica knows the primary's id (a REPLICATE needs that). */
+static int pred_knows(void *arg) {
+  knows_t *k = arg;
+  char nodes[8192];
+  return rh_server_command(k->c->nodes[k->replica], nodes, sizeof nodes, "CLUSTER NODES") == 0 &&
+         strstr(nodes, k->c->id[k->primary]) != NULL;
+}
+
+static int pred_ok(void *arg) {
+  ch_cluster_t *c = arg;
+  for (unsigned i = 0; i < c->n; i++) {
+    char info[4096];
+    if (rh_server_pid(c->nodes[i]) == 0)
+      continue;
+    if (rh_server_command(c->nodes[i], info, sizeof info, "CLUSTER INFO") != 0 ||
+        strstr(info, "cluster_state:ok") == NULL)
+      return 0;
+  }
+  return 1;
+}
+
+int ch_wait_ok(ch_cluster_t *c, int timeout_ms) { return rh_wait_until(pred_ok, c, timeout_ms); }
+
+static int join(ch_cluster_t *c) {
+  char buf[512];
+  for (unsigned i = 0; i < c->n; i++) {
+    if (rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER MYID") != 0 || strlen(buf) != 40)
+      return fail(c, i, "CLUSTER MYID", buf);
+    memcpy(c->id[i], buf, 41);
+  }
+  for (unsigned i = 1; i < c->n; i++)
+    if (rh_server_command(c->nodes[0], buf, sizeof buf, "CLUSTER MEET 127.0.0.1 %d %d",
+                          ch_port(c, i), c->bus[i]) != 0 ||
+        strcmp(buf, "OK") != 0)
+      return fail(c, 0, "CLUSTER MEET", buf);
+  for (unsigned p = 0; p < c->primaries; p++) {
+    int start = (int)(CH_SLOTS * p / c->primaries),
+        end = (int)(CH_SLOTS * (p + 1) / c->primaries) - 1;
+    if (rh_server_command(c->nodes[p], buf, sizeof buf, "CLUSTER ADDSLOTSRANGE %d %d", start,
+                          end) != 0 ||
+        strcmp(buf, "OK") != 0)
+      return fail(c, p, "CLUSTER ADDSLOTSRANGE", buf);
+  }
+  for (unsigned p = 0; p < c->primaries; p++)
+    for (unsigned r = 0; r < c->replicas; r++) {
+      knows_t k = {c, c->primaries + p * c->replicas + r, p};
+      if (!rh_wait_until(pred_knows, &k, CH_JOIN_TIMEOUT_MS))
+        return fail(c, k.replica, "does not learn of its primary", buf);
+      if (rh_server_command(c->nodes[k.replica], buf, sizeof buf, "CLUSTER REPLICATE %s",
+                            c->id[p]) != 0 ||
+          strcmp(buf, "OK") != 0)
+        return fail(c, k.replica, "CLUSTER REPLICATE", buf);
+    }
+  if (!rh_wait_until(pred_joined, c, CH_JOIN_TIMEOUT_MS)) {
+    rh_server_command(c->nodes[0], buf, sizeof buf, "CLUSTER INFO");
+    return fail(c, 0, "the cluster is not ok in time", buf);
+  }
+  return 0;
+}
+
+int ch_start(ch_cluster_t **out, const ch_options_t *o) {
+  *out = NULL;
+  unsigned n = o->primaries * (1 + o->replicas_per_primary);
+  if (o->primaries == 0 || n > CH_MAX_NODES) {
+    fprintf(stderr, "cluster_harness: at most %d nodes\n", CH_MAX_NODES);
+    return -1;
+  }
+  ch_cluster_t *c = calloc(1, sizeof *c);
+  if (c == NULL)
+    return -1;
+  c->primaries = o->primaries;
+  c->replicas = o->replicas_per_primary;
+  const char *tmp = getenv("TMPDIR");
+  snprintf(c->dir, sizeof c->dir, "%s/redlock-cluster-XXXXXX",
+           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+  if (mkdtemp(c->dir) == NULL) {
+    c->dir[0] = '\0';
+    ch_stop(c);
+    return -1;
+  }
+  for (; c->n < n; c->n++) {
+    char conf[PATH_MAX + 32], bus[16];
+    snprintf(conf, sizeof conf, "%s/nodes-%u.conf", c->dir, c->n);
+    c->bus[c->n] = free_port();
+    snprintf(bus, sizeof bus, "%d", c->bus[c->n]);
+    const char *args[] = {"--cluster-enabled",
+                          "yes",
+                          "--cluster-config-file",
+                          conf,
+                          "--cluster-port",
+                          bus,
+                          "--cluster-node-timeout",
+                          "2000",
+                          NULL};
+    rh_options_t ro = {.extra_args = args};
+    if (c->bus[c->n] <= 0 || rh_server_start(&c->nodes[c->n], &ro) != 0) {
+      fprintf(stderr, "cluster_harness: cannot start node %u\n", c->n);
+      ch_stop(c);
+      return -1;
+    }
+  }
+  if (join(c) != 0) {
+    ch_stop(c);
+    return -1;
+  }
+  *out = c;
+  return 0;
+}
+
+int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
+  (void)asked;
+  /* Each running primary's own line of CLUSTER NODES ("myself") lists the
+   * slot ranges it serves (fields 9 on: "a-b", "a", or "[...]" for a slot
+   * being migrated). */
+  for (unsigned i = 0; i < c->n; i++) {
+    char role[4096], nodes[8192];
+    if (rh_server_pid(c->nodes[i]) == 0 ||
+        rh_server_command(c->nodes[i], role, sizeof role, "ROLE") != 0 ||
+        strncmp(role, "master", 6) != 0 ||
+        rh_server_command(c->nodes[i], nodes, sizeof nodes, "CLUSTER NODES") != 0)
+      continue;
+    char *line = strstr(nodes, "myself");
+    if (line == NULL)
+      continue;
+    while (line > nodes && line[-1] != '\n')
+      line--;
+    char *eol = strchr(line, '\n');
+    if (eol != NULL)
+      *eol = '\0';
+    int field = 0;
+    char *save = NULL;
+    for (char *f = strtok_r(line, " ", &save); f != NULL; f = strtok_r(NULL, " ", &save), field++) {
+      if (field < 8 || f[0] == '[')
+        continue;
+      long a = strtol(f, NULL, 10), b = a;
+      const char *dash = strchr(f, '-');
+      if (dash != NULL)
+        b = strtol(dash + 1, NULL, 10);
+      if (a <= slot && slot <= b)
+        return (int)i;
+    }
+  }
+  return -1;
+}
+
+int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to) {
+  char buf[8192];
+  if (rh_server_command(c->nodes[to], buf, sizeof buf, "CLUSTER SETSLOT %d IMPORTING %s", slot,
+                        c->id[from]) != 0 ||
+      strcmp(buf, "OK") != 0)
+    return fail(c, to, "SETSLOT IMPORTING", buf);
+  if (rh_server_command(c->nodes[from], buf, sizeof buf, "CLUSTER SETSLOT %d MIGRATING %s", slot,
+                        c->id[to]) != 0 ||
+      strcmp(buf, "OK") != 0)
+    return fail(c, from, "SETSLOT MIGRATING", buf);
+  for (;;) {
+    if (rh_server_command(c->nodes[from], buf, sizeof buf, "CLUSTER GETKEYSINSLOT %d 100", slot) !=
+        0)
+      return fail(c, from, "GETKEYSINSLOT", buf);
+    if (buf[0] == '\0')
+      break;
+    char *save = NULL;
+    for (char *key = strtok_r(buf, "\n", &save); key != NULL; key = strtok_r(NULL, "\n", &save)) {
+      char r[256];
+      if (rh_server_command(c->nodes[from], r, sizeof r, "MIGRATE 127.0.0.1 %d %s 0 5000",
+                            ch_port(c, to), key) != 0 ||
+          (strcmp(r, "OK") != 0 && strcmp(r, "NOKEY") != 0))
+        return fail(c, from, "MIGRATE", r);
+    }
+  }
+  /* The target first, then the source, then the others. */
+  if (rh_server_command(c->nodes[to], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
+                        c->id[to]) != 0 ||
+      strcmp(buf, "OK") != 0)
+    return fail(c, to, "SETSLOT NODE (target)", buf);
+  if (rh_server_command(c->nodes[from], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
+                        c->id[to]) != 0 ||
+      strcmp(buf, "OK") != 0)
+    return fail(c, from, "SETSLOT NODE (source)", buf);
+  for (unsigned i = 0; i < c->primaries; i++)
+    if (i != to && i != from)
+      (void)rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
+                              c->id[to]);
+  return 0;
+}
+
+void ch_stop(ch_cluster_t *c) {
+  if (c == NULL)
+    return;
+  for (unsigned i = 0; i < c->n; i++)
+    rh_server_free(c->nodes[i]);
+  if (c->dir[0] != '\0')
+    rh_remove_dir(c->dir);
+  free(c);
+}

@@ -1,0 +1,52 @@
+/* cluster_harness.h: real Redis Cluster processes for the integration
+ * tests (tests/integration/test_cluster.c), on free loopback ports.
+ *
+ * Each node is REDLOCK_TEST_SERVER's program (redis-server or valkey-server,
+ * as redis_harness.h says: rh_server_start, so a child of this process
+ * stopped by its PID) with --cluster-enabled yes, its config file in a
+ * temporary directory of the cluster's, a bus port of its own picked free
+ * (--cluster-port: Redis >= 7.0, Valkey), node timeout 2 s, no persistence.
+ * The cluster is joined over hiredis, without any cli: CLUSTER MEET from
+ * the first node to every other, CLUSTER ADDSLOTSRANGE on each primary (an
+ * equal share of the 16384 slots each), CLUSTER REPLICATE on each replica;
+ * then ch_start waits (with a deadline) until every node says cluster_state
+ * ok with all 16384 slots assigned and knows every other node. */
+#ifndef CLUSTER_HARNESS_H
+#define CLUSTER_HARNESS_H
+
+#include <stddef.h>
+
+#include "redis_harness.h"
+
+#define CH_MAX_NODES 12
+
+typedef struct ch_cluster ch_cluster_t;
+
+typedef struct {
+  unsigned primaries;            /* 1..CH_MAX_NODES */
+  unsigned replicas_per_primary; /* primaries * (1 + this) <= CH_MAX_NODES */
+} ch_options_t;
+
+/* Starts, joins and waits for the cluster; 0, or -1 with a message on
+ * stderr (nothing left running). */
+int ch_start(ch_cluster_t **out, const ch_options_t *opts);
+/* Nodes: 0 .. primaries-1 are the primaries as started, then the replicas
+ * (replica r of primary p is primaries + p * replicas_per_primary + r). */
+unsigned ch_count(const ch_cluster_t *c);
+rh_server_t *ch_node(const ch_cluster_t *c, unsigned i);
+int ch_port(const ch_cluster_t *c, unsigned i);
+/* "redis-cluster://127.0.0.1:P0,127.0.0.1:P1,..." over the first n nodes
+ * (0: all) as seeds. */
+const char *ch_uri(ch_cluster_t *c, unsigned n);
+/* The node (index) that owns slot now, as node `asked` says; -1 when unknown. */
+int ch_owner(ch_cluster_t *c, unsigned asked, int slot);
+/* Moves slot (and its keys) from node `from` to node `to`, both primaries:
+ * SETSLOT IMPORTING / MIGRATING, MIGRATE of every key, SETSLOT NODE on
+ * every primary.  0 or -1 (what failed on stderr). */
+int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to);
+/* Waits until every node not paused says cluster_state:ok; 1, or 0. */
+int ch_wait_ok(ch_cluster_t *c, int timeout_ms);
+/* Stops every node by PID, removes the directory, frees.  NULL is fine. */
+void ch_stop(ch_cluster_t *c);
+
+#endif
