@@ -617,10 +617,11 @@ func TestErrors(t *testing.T) {
 
 // Sentinel voters and durability acks are taken at Open (masters that do not
 // answer are retried in the background); a sentinel URI without the master's
-// name is refused, saying so; cluster voters are not supported yet, saying so.
+// name is refused, saying so; cluster voters are accepted too.
 func TestVoterURIs(t *testing.T) {
 	for _, uri := range []string{
 		"redis-sentinel://127.0.0.1:26379/mymaster?wait=1&sentinel_user=u&sentinel_password=p",
+		"redis-cluster://127.0.0.1:7000,127.0.0.1:7001?wait=1",
 		"redis://127.0.0.1:6379/0?waitaof=1,0&wait_ms=100",
 	} {
 		c, err := Open([]string{uri}, WithQuarantine(false),
@@ -633,10 +634,6 @@ func TestVoterURIs(t *testing.T) {
 	_, err := Open([]string{"redis-sentinel://h/"})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "needs the master's name") {
 		t.Fatalf("no master name: %v", err)
-	}
-	_, err = Open([]string{"redis-cluster://127.0.0.1:7000"})
-	if !errors.Is(err, ErrNotSup) || !strings.Contains(err.Error(), "Cluster voters are not supported yet") {
-		t.Fatalf("cluster: %v", err)
 	}
 	_, err = Open([]string{"redis-sentinel://u:secret-pw@h/"})
 	if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), "secret-pw") {

@@ -341,21 +341,19 @@ class TestModule(unittest.TestCase):
             redlock.Client(["redis://127.0.0.1:1"], max_ttl_ms=-5)
 
     def test_voter_uris(self):
-        """Sentinel voters and durability acks (DESIGN 2c) are accepted at
-        construction (masters that do not answer are retried in the
-        background); a sentinel URI without the master's name is refused,
-        saying so; a cluster voter is not supported yet, saying so."""
+        """Sentinel and cluster voters and durability acks (DESIGN 2c) are
+        accepted at construction (masters that do not answer are retried in
+        the background); a sentinel URI without the master's name is
+        refused, saying so."""
         for uri in ("redis-sentinel://127.0.0.1:26379/mymaster?wait=1&sentinel_user=u"
                     "&sentinel_password=p",
+                    "redis-cluster://127.0.0.1:7000,127.0.0.1:7001?wait=1",
                     "redis://127.0.0.1:6379/0?waitaof=1,0&wait_ms=100"):
             with redlock.Client([uri], quarantine=False, connect_timeout_ms=50) as client:
                 self.assertFalse(client.closed)
         with self.assertRaises(redlock.InvalidArgument) as cm:
             redlock.Client(["redis-sentinel://h/"])
         self.assertIn("needs the master's name", str(cm.exception))
-        with self.assertRaises(redlock.NotSupportedError) as cm:
-            redlock.Client(["redis-cluster://127.0.0.1:7000"])
-        self.assertIn("Cluster voters are not supported yet", str(cm.exception))
         with self.assertRaises(redlock.InvalidArgument) as cm:
             redlock.Client(["redis-sentinel://u:secret-pw@h/"])
         self.assertNotIn("secret-pw", str(cm.exception))

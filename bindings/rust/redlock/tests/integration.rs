@@ -430,12 +430,12 @@ fn argument_errors_and_no_quorum() {
 /// and how long it has left.
 /// Sentinel voters and durability acks are taken at open (masters that do
 /// not answer are retried in the background); a sentinel URI without the
-/// master's name is refused, saying so; cluster voters are not supported
-/// yet, saying so.
+/// master's name is refused, saying so; cluster voters are taken too.
 #[test]
 fn voter_uris() {
     for uri in [
         "redis-sentinel://127.0.0.1:26379/mymaster?wait=1&sentinel_user=u&sentinel_password=p",
+        "redis-cluster://127.0.0.1:7000,127.0.0.1:7001?wait=1",
         "redis://127.0.0.1:6379/0?waitaof=1,0&wait_ms=100",
     ] {
         let c = Client::builder()
@@ -451,16 +451,6 @@ fn voter_uris() {
         .unwrap_err();
     assert_eq!(e, ErrorKind::InvalidArgument);
     assert!(e.to_string().contains("needs the master's name"), "{e}");
-    let e = Client::builder()
-        .node("redis-cluster://127.0.0.1:7000")
-        .open()
-        .unwrap_err();
-    assert_eq!(e, ErrorKind::NotSupported);
-    assert!(
-        e.to_string()
-            .contains("Cluster voters are not supported yet"),
-        "{e}"
-    );
     let e = Client::builder()
         .node("redis-sentinel://u:secret-pw@h/")
         .open()
