@@ -41,6 +41,7 @@ engine_fx_t *engine_open(redlock_options_t *opts) {
   assert_int_equal(uv_loop_init(&e->loop), 0);
   fake_clock_init(&e->loop, ENGINE_START_NS);
   fake_transport_init(&e->fake, ENGINE_MASTERS, fake_now_ns);
+  e->fake.check_slots = 1;
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_DEBUG, log_cb, e), 0);
   /* The fake masters are the client's voters: its teardown shuts them down,
    * and they drop what is still out, as a real connection's does. */
