@@ -55,7 +55,9 @@
 #define WAKE_BOUND_MS 2000u
 
 static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
-  snprintf(buf, size, "%s:sem:%u", name, slot);
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, ":sem:%u", slot);
+  fx_derived_name(buf, size, "", name, suffix);
 }
 
 static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) {
@@ -135,7 +137,7 @@ static void test_sem_release_wakes_waiter(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:wake";
   char channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
+  fx_derived_name(channel, sizeof channel, CHANNEL_PREFIX, name, ":sem");
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[2] = {NULL};
@@ -176,7 +178,7 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:burst";
   char channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
+  fx_derived_name(channel, sizeof channel, CHANNEL_PREFIX, name, ":sem");
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[BURST] = {NULL};
@@ -252,7 +254,7 @@ static void test_sem_limit_mismatch(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:mismatch";
   char limit_key[128];
-  snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+  fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
   redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 50, 0));
   redlock_lock_t *p = NULL, *q = NULL;
@@ -316,8 +318,8 @@ static void test_sem_keys_bounded(void **state) {
                        REDLOCK_ELOCKED);
     }
     for (size_t i = 0; i < fx->n; i++) {
-      long data = fx_count_keys(fx->servers[i], "sf:sem:bounded*");
-      long fences = fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*");
+      long data = fx_count_keys(fx->servers[i], "{sf:sem:bounded}*");
+      long fences = fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "{sf:sem:bounded}*");
       if (data > (long)BOUNDED_LIMIT + 1 || fences > (long)BOUNDED_LIMIT)
         fail_msg("cycle %d, master %zu: %ld keys, %ld fence counters (limit %u)", cycle, i, data,
                  fences, BOUNDED_LIMIT);
@@ -328,10 +330,10 @@ static void test_sem_keys_bounded(void **state) {
   /* Released slots are gone at once; the limit key after its ttl. */
   for (size_t i = 0; i < fx->n; i++) {
     char limit_key[128];
-    snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+    fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
     assert_true(fx_wait_key_absent(fx->servers[i], limit_key, 3000));
-    assert_int_equal(fx_count_keys(fx->servers[i], "sf:sem:bounded*"), 0);
-    assert_true(fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*") <=
+    assert_int_equal(fx_count_keys(fx->servers[i], "{sf:sem:bounded}*"), 0);
+    assert_true(fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "{sf:sem:bounded}*") <=
                 (long)BOUNDED_LIMIT);
   }
 }
@@ -359,7 +361,7 @@ static void test_sem_extend_watch_close(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:extend";
   char limit_key[128];
-  snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+  fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *p = NULL, *q = NULL;
 
@@ -410,7 +412,7 @@ static void test_sem_not_reentrant(void **state) {
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[0]), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[1]), REDLOCK_OK);
   assert_string_not_equal(redlock_lock_value(r[0]), redlock_lock_value(r[1]));
-  assert_int_equal(fx_zcard(fx->servers[0], "sf:rw:reent:rw:read"), 2);
+  assert_int_equal(fx_zcard(fx->servers[0], "{sf:rw:reent}:rw:read"), 2);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(redlock_unlock(c, p[i]), REDLOCK_OK);
     assert_int_equal(redlock_unlock(c, r[i]), REDLOCK_OK);
