@@ -54,6 +54,24 @@
 #define FALLBACK_MS 10000u
 #define WAKE_BOUND_MS 2000u
 
+/* The key of a permit's slot: its resource names the slot ("NAME:sem:3"),
+ * the key is the name's derived one ("{NAME}:sem:3", redlock.h).  Four
+ * rotating buffers: a few calls per expression. */
+static const char *permit_key(const redlock_lock_t *p) {
+  static char bufs[4][256];
+  static unsigned next;
+  const char *res = redlock_lock_resource(p);
+  assert_non_null(res);
+  const char *sep = NULL;
+  for (const char *q = strstr(res, ":sem:"); q != NULL; q = strstr(q + 1, ":sem:"))
+    sep = q;
+  assert_non_null(sep);
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)(sep - res), res);
+  char *buf = bufs[next++ % 4];
+  return fx_derived_name(buf, sizeof bufs[0], "", name, sep);
+}
+
 static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
   char suffix[32];
   snprintf(suffix, sizeof suffix, ":sem:%u", slot);
@@ -86,7 +104,7 @@ static void test_sem_admits_limit(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 10000, 1000, &p[2]), REDLOCK_OK);
   for (int i = 0; i < 3; i++) {
     assert_slot_of(p[i], name, 3);
-    fx_assert_on_quorum(fx, redlock_lock_resource(p[i]), redlock_lock_value(p[i]));
+    fx_assert_on_quorum(fx, permit_key(p[i]), redlock_lock_value(p[i]));
     assert_true(redlock_lock_validity_ms(p[i]) > 0);
     assert_false(redlock_lock_is_lost(p[i]));
     assert_int_equal(redlock_lock_fence(p[i]), 0); /* fencing off */
@@ -122,7 +140,7 @@ static void test_sem_admits_limit(void **state) {
 
   char keys[4][256];
   for (int i = 0; i < 3; i++)
-    snprintf(keys[i], sizeof keys[i], "%s", redlock_lock_resource(p[i]));
+    snprintf(keys[i], sizeof keys[i], "%s", permit_key(p[i]));
   assert_int_equal(redlock_unlock(c0, p[0]), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, p[1]), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, p[2]), REDLOCK_OK);
@@ -163,7 +181,7 @@ static void test_sem_release_wakes_waiter(void **state) {
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
   fx_assert_woken(w.t_done - t_unlock, WAKE_BOUND_MS, FALLBACK_MS, "the release");
-  fx_assert_on_quorum(fx, redlock_lock_resource(w.lock), redlock_lock_value(w.lock));
+  fx_assert_on_quorum(fx, permit_key(w.lock), redlock_lock_value(w.lock));
   assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(h, p[1]), REDLOCK_OK);
   /* The waiter left the channel on every master. */
@@ -243,8 +261,8 @@ static void test_sem_dead_holder_expires(void **state) {
     assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 0, &p), REDLOCK_ELOCKED);
   assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 8000, &p), REDLOCK_OK);
   assert_true(rh_now_ms() - t_dead < 6000);
-  assert_string_equal(redlock_lock_resource(p), key);
-  fx_assert_on_quorum(fx, redlock_lock_resource(p), redlock_lock_value(p));
+  assert_string_equal(permit_key(p), key);
+  fx_assert_on_quorum(fx, permit_key(p), redlock_lock_value(p));
   assert_int_equal(redlock_unlock(c, p), REDLOCK_OK);
 }
 
@@ -351,8 +369,8 @@ typedef struct {
  * quorum or locally expired meanwhile. */
 static int survive_poll(void *arg) {
   survive_t *s = arg;
-  if (redlock_lock_is_lost(s->p) || fx_holding(s->fx, s->fx->n, redlock_lock_resource(s->p),
-                                               redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
+  if (redlock_lock_is_lost(s->p) ||
+      fx_holding(s->fx, s->fx->n, permit_key(s->p), redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
     s->broken = 1;
   return s->broken || rh_now_ms() >= s->until;
 }
@@ -369,7 +387,7 @@ static void test_sem_extend_watch_close(void **state) {
   assert_int_equal(redlock_extend(c, p, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(p) > 5000);
   /* On every master (the last one's reply may still be on its way). */
-  const char *const extended[] = {redlock_lock_resource(p), limit_key};
+  const char *const extended[] = {permit_key(p), limit_key};
   assert_true(fx_wait_keys_pttl_above(fx, extended, 2, 5000, 3000));
   assert_int_equal(redlock_extend(c, p, 400), REDLOCK_OK);
 
@@ -384,7 +402,7 @@ static void test_sem_extend_watch_close(void **state) {
   redlock_t *d = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   assert_int_equal(redlock_semaphore_acquire(d, name, 2, 20000, 0, &q), REDLOCK_OK);
   char key[128];
-  snprintf(key, sizeof key, "%s", redlock_lock_resource(q));
+  snprintf(key, sizeof key, "%s", permit_key(q));
   fx_close(fx, 1);
   for (size_t i = 0; i < fx->n; i++)
     assert_true(fx_wait_key_absent(fx->servers[i], key, 3000));
@@ -406,7 +424,7 @@ static void test_sem_not_reentrant(void **state) {
   assert_string_not_equal(redlock_lock_value(p[0]), redlock_lock_value(p[1]));
   assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[2]), REDLOCK_ELOCKED);
   /* A plain lock named like a slot is not a reentrant hold on the permit. */
-  assert_int_equal(redlock_trylock(c, redlock_lock_resource(p[0]), 1000, &x), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_trylock(c, permit_key(p[0]), 1000, &x), REDLOCK_ELOCKED);
   /* Nor are read-write holds shared: two reads are two members. */
   redlock_lock_t *r[2] = {NULL};
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[0]), REDLOCK_OK);
@@ -505,7 +523,7 @@ static void pause_set(fx_t *fx, unsigned mask, int pause) {
 static unsigned held_mask(fx_t *fx, redlock_lock_t *p) {
   unsigned mask = 0;
   for (size_t i = 0; i < fx->n; i++)
-    if (fx_key_is(fx->servers[i], redlock_lock_resource(p), redlock_lock_value(p)))
+    if (fx_key_is(fx->servers[i], permit_key(p), redlock_lock_value(p)))
       mask |= 1u << i;
   return mask;
 }
