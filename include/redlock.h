@@ -53,10 +53,19 @@ extern "C" {
 #define REDLOCK_MAX_MANY 64           /* resources in one redlock_lock_many() */
 
 /* Names the library uses on the masters besides the lock keys (a wire
- * contract: other clients that share the keys use the same names).  A
- * release PUBLISHes on REDLOCK_RELEASE_CHANNEL_PREFIX + key (the key with the
- * client's prefix), which is what wakes redlock_lock_wait; with fencing, a
- * key's fencing counter is the key REDLOCK_FENCE_KEY_PREFIX + key. */
+ * contract: other clients that share the keys use the same names).  The
+ * lock key itself is key prefix + resource, as every Redlock client's.  Its
+ * other names hash to the lock key's Redis Cluster slot: with tagged(key) =
+ * key when the key has a hash tag (a '{', then a '}' after at least one
+ * byte), else "{" + key + "}",
+ *   - a release PUBLISHes on REDLOCK_RELEASE_CHANNEL_PREFIX + tagged(key),
+ *     which is what wakes redlock_lock_wait;
+ *   - with fencing, the key's fencing counter is the key
+ *     REDLOCK_FENCE_KEY_PREFIX + tagged(key).
+ * E.g. "orders:42": "__redlock_fence__:{orders:42}"; "{user7}:cart":
+ * "__redlock_fence__:{user7}:cart".  (A key with no tag that contains a '}',
+ * "a}b", cannot share its slot: its names are built the same way, and only a
+ * cluster voter minds.) */
 #define REDLOCK_RELEASE_CHANNEL_PREFIX "__redlock_release__:"
 #define REDLOCK_FENCE_KEY_PREFIX "__redlock_fence__:"
 
@@ -343,8 +352,12 @@ REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e)
  * wait_ms: 0 = one try (a semaphore tries each slot once), REDLOCK_ELOCKED
  * when refused; > 0 = retry, woken by releases, until wait_ms is spent, then
  * REDLOCK_ETIMEDOUT.  REDLOCK_ENOQUORUM when too few masters answered.
- * Keys used, under the key prefix: NAME:sem:0 .. NAME:sem:<limit-1>,
- * NAME:sem:limit; NAME:rw:write, NAME:rw:read, NAME:rw:intent. */
+ * Keys used, all in the slot of the lock key K = key prefix + NAME (tagged(K)
+ * as above: "{" + K + "}" unless K has a hash tag): tagged(K):sem:0 ..
+ * tagged(K):sem:<limit-1>, tagged(K):sem:limit; tagged(K):rw:write,
+ * tagged(K):rw:read, tagged(K):rw:intent.  Their release channels:
+ * REDLOCK_RELEASE_CHANNEL_PREFIX + tagged(K) + ":sem" / ":rw"; fencing
+ * counters: REDLOCK_FENCE_KEY_PREFIX + the slot key / the :rw:write key. */
 
 /* Most permits a semaphore may have. */
 #define REDLOCK_MAX_SEM_LIMIT 1024

@@ -6,8 +6,10 @@
  * op is queued). */
 #include <string.h>
 
+#include "keyname.h"
 #include "lock.h"
 #include "notify.h"
+#include "prims.h"
 #include "resp.h"
 #include "scripts.h"
 
@@ -67,30 +69,39 @@ static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *o
 /* ---- keys ------------------------------------------------------------------------ */
 
 /* One allocation holds the key pointers, their lengths and the key bytes
- * (prefix + resource, NUL-terminated); the lock handle inherits it.  The
- * release channel is named after the first key when the op first waits
- * (lock.c), the fence keys made on the loop at the first fenced attempt. */
+ * (prefix + resource, NUL-terminated), then each key's release channel
+ * (keyname.h: in the key's slot), which waiters subscribe to and the
+ * release script announces on; the lock handle inherits it.  The fence keys
+ * are made on the loop at the first fenced attempt (lock.c). */
 static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, uint32_t limit) {
   (void)limit;
   const engine_t *engine = op->op.engine;
+  const char *prefix = engine->opts->key_prefix;
   size_t prefix_len = engine->opts->key_prefix_len;
-  size_t bytes = n * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < n; i++)
-    bytes += prefix_len + strlen(resources[i]) + 1;
-  char *block = callmem_alloc(&op->op.engine->callmem, bytes);
-  if (block == NULL)
-    return REDLOCK_ENOMEM;
-  op->keys = (char **)(void *)block;
-  op->key_lens = (size_t *)(void *)(block + n * sizeof(char *));
-  char *w = block + n * (sizeof(char *) + sizeof(size_t));
+  size_t strings = 0;
   for (size_t i = 0; i < n; i++) {
-    size_t len = strlen(resources[i]);
-    op->keys[i] = w;
-    op->key_lens[i] = prefix_len + len;
-    memcpy(w, engine->opts->key_prefix, prefix_len);
-    memcpy(w + prefix_len, resources[i], len + 1);
-    w += prefix_len + len + 1;
+    size_t key_len = prefix_len + strlen(resources[i]);
+    /* The key, then its channel: at most the key with its tag added. */
+    strings += (key_len + 1) + (sizeof NOTIFY_CHANNEL_PREFIX + key_len + KEYNAME_TAG_LEN);
   }
+  /* keys[0..n-1]: the keys; keys[n..2n-1]: their channels (prim.channels). */
+  char *w = prim_key_block(&op->op.engine->callmem, 2 * n, strings, &op->keys, &op->key_lens);
+  if (w == NULL)
+    return REDLOCK_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    op->keys[i] = prim_put3(&w, prefix, prefix_len, resources[i], strlen(resources[i]), "", 0);
+    op->key_lens[i] = (size_t)(w - op->keys[i]) - 1;
+  }
+  op->prim.channels = op->keys + n;
+  op->prim.channel_lens = op->key_lens + n;
+  for (size_t i = 0; i < n; i++) {
+    op->prim.channels[i] = w;
+    op->prim.channel_lens[i] =
+        keyname_build(w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), op->keys[i], op->key_lens[i], "", 0);
+    w += op->prim.channel_lens[i] + 1;
+  }
+  op->prim.channel = op->prim.channels[0];
+  op->prim.channel_len = op->prim.channel_lens[0];
   op->n_keys = n;
   op->prefix_len = prefix_len;
   return 0;
@@ -109,6 +120,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
                                                        .argv = a.argv,
                                                        .argv_len = a.len,
                                                        .script = script,
+                                                       .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                        .expect_integer = ROUND_EXPECT_POSITIVE,
                                                        .kind = ROUND_ACQUIRE,
                                                        .on_decided = cb,
@@ -129,6 +141,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
                                                        .argv_len = a.len,
                                                        .script = NULL,
                                                        .expect_integer = ROUND_EXPECT_OK,
+                                                       .key_arg = 1, /* SET key */
                                                        .kind = ROUND_ACQUIRE,
                                                        .on_decided = cb,
                                                        .ctx = op});
@@ -139,6 +152,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
                                                      .argv = a.argv,
                                                      .argv_len = a.len,
                                                      .script = script,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                      .expect_integer = (int64_t)op->n_keys,
                                                      .kind = ROUND_ACQUIRE,
                                                      .on_decided = cb,
@@ -154,6 +168,7 @@ static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t to
                                                             .argv = a.argv,
                                                             .argv_len = a.len,
                                                             .script = script,
+                                                            .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                             .expect_integer = 1,
                                                             .kind = ROUND_PLAIN,
                                                             .on_decided = cb,
@@ -185,6 +200,7 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
                                                      .argv = a.argv,
                                                      .argv_len = a.len,
                                                      .script = script,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                      .expect_integer = ROUND_EXPECT_CODE,
                                                      .kind = ROUND_EXTEND,
                                                      .on_decided = cb,
@@ -193,14 +209,16 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
 
 /* Compare-and-delete on every master that may hold our value (a
  * ROUND_RELEASE: replayed to masters that miss it); announce: PUBLISH to
- * waiters (a held lock). */
-static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t *key_lens,
-                              size_t n_keys, const char *value, int announce, uint64_t set_mask,
-                              round_decided_fn cb, void *ctx) {
+ * waiters (a held lock), on each key's channel. */
+static round_t *mutex_release(engine_t *engine, const prim_t *prim, char *const *keys,
+                              const size_t *key_lens, size_t n_keys, const char *value,
+                              int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
   argv_push(&a, announce ? "1" : "0", 1);
+  for (size_t i = 0; announce && i < n_keys; i++)
+    argv_push(&a, prim->channels[i], prim->channel_lens[i]);
   return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
                                                      .argv = a.argv,
                                                      .argv_len = a.len,
@@ -208,18 +226,19 @@ static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t 
                                                      .expect_integer = (int64_t)n_keys,
                                                      .kind = ROUND_RELEASE,
                                                      .replay_mask = set_mask,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                      .on_decided = cb,
                                                      .ctx = ctx});
 }
 
 static round_t *mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
                                     round_decided_fn cb, void *ctx) {
-  return mutex_release(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1,
-                       lock->set_mask, cb, ctx);
+  return mutex_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+                       1, lock->set_mask, cb, ctx);
 }
 
 static round_t *mutex_attempt_release_round(op_acquire_t *op) {
-  return mutex_release(op->op.engine, op->keys, op->key_lens, op->n_keys, op->value, 0,
+  return mutex_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->n_keys, op->value, 0,
                        op->set_mask, NULL, NULL);
 }
 

@@ -7,56 +7,62 @@
  * queued). */
 #include <string.h>
 
+#include "keyname.h"
 #include "lock.h"
 #include "notify.h"
 #include "prims.h"
 
 /* ---- keys ------------------------------------------------------------------------ */
 
-/* keys[0..2] = writer, readers, intent; then the channel and the name.
- * Fencing: fence_keys[0] = the writer key's counter (shared by readers and
- * writers). */
+/* keys[0..2] = writer, readers, intent, each tagged(K) + ":rw" + suffix
+ * with K = key prefix + name (prims.h, keyname.h: all in K's hash slot);
+ * then the channel and the name.  Fencing: fence_keys[0] = the writer
+ * key's counter (shared by readers and writers). */
 static int rw_keys(op_acquire_t *op, const char *name) {
   const char *prefix = op->op.engine->opts->key_prefix;
   size_t prefix_len = op->op.engine->opts->key_prefix_len;
   size_t name_len = strlen(name);
-  size_t base_len = prefix_len + name_len + sizeof PRIM_RW_TAG - 1;
-  size_t strings = (base_len + sizeof PRIM_RW_WRITE_SUFFIX) +
-                   (base_len + sizeof PRIM_RW_READ_SUFFIX) +
-                   (base_len + sizeof PRIM_RW_INTENT_SUFFIX) +
-                   (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1) + (base_len + 1);
+  size_t key_len = prefix_len + name_len;
+  size_t stem_max = key_len + KEYNAME_TAG_LEN + sizeof PRIM_RW_TAG - 1; /* tagged(K):rw */
+  size_t strings = (stem_max + sizeof PRIM_RW_WRITE_SUFFIX) +
+                   (stem_max + sizeof PRIM_RW_READ_SUFFIX) +
+                   (stem_max + sizeof PRIM_RW_INTENT_SUFFIX) +
+                   (sizeof NOTIFY_CHANNEL_PREFIX + stem_max) + (name_len + 1) + (key_len + 1);
   char *w = prim_key_block(&op->op.engine->callmem, 3, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
-  /* The base itself is kept last, as scratch to build the others from. */
-  char *base = w + strings - (base_len + 1);
-  char *tmp = base;
-  prim_put3(&tmp, prefix, prefix_len, name, name_len, PRIM_LIT(PRIM_RW_TAG));
+  /* K itself is kept last, as scratch to build the others from. */
+  char *key = w + strings - (key_len + 1);
+  char *tmp = key;
+  prim_put3(&tmp, prefix, prefix_len, name, name_len, "", 0);
   static const struct {
     const char *suffix;
     size_t len;
-  } suffixes[3] = {{PRIM_LIT(PRIM_RW_WRITE_SUFFIX)},
-                   {PRIM_LIT(PRIM_RW_READ_SUFFIX)},
-                   {PRIM_LIT(PRIM_RW_INTENT_SUFFIX)}};
+  } suffixes[3] = {{PRIM_LIT(PRIM_RW_TAG PRIM_RW_WRITE_SUFFIX)},
+                   {PRIM_LIT(PRIM_RW_TAG PRIM_RW_READ_SUFFIX)},
+                   {PRIM_LIT(PRIM_RW_TAG PRIM_RW_INTENT_SUFFIX)}};
   for (int i = 0; i < 3; i++) {
-    op->keys[i] = prim_put3(&w, base, base_len, suffixes[i].suffix, suffixes[i].len, "", 0);
-    op->key_lens[i] = base_len + suffixes[i].len;
+    op->keys[i] = w;
+    op->key_lens[i] = keyname_build(w, "", 0, key, key_len, suffixes[i].suffix, suffixes[i].len);
+    w += op->key_lens[i] + 1;
   }
-  op->prim.channel = prim_put3(&w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), base, base_len, "", 0);
-  op->prim.channel_len = sizeof NOTIFY_CHANNEL_PREFIX - 1 + base_len;
+  op->prim.channel = w;
+  op->prim.channel_len =
+      keyname_build(w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), key, key_len, PRIM_LIT(PRIM_RW_TAG));
+  w += op->prim.channel_len + 1;
   op->prim.name = prim_put(&w, name, name_len);
   op->prim.resource = op->prim.name;
   op->n_keys = 3;
 
   if (op->fenced) {
-    size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + op->key_lens[0];
+    size_t fence_len = keyname_len(sizeof FENCE_KEY_PREFIX - 1, op->keys[0], op->key_lens[0], 0);
     char *f = prim_key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys,
                              &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
-    op->fence_keys[0] =
-        prim_put3(&f, PRIM_LIT(FENCE_KEY_PREFIX), op->keys[0], op->key_lens[0], "", 0);
-    op->fence_key_lens[0] = fence_len;
+    op->fence_keys[0] = f;
+    op->fence_key_lens[0] =
+        keyname_build(f, PRIM_LIT(FENCE_KEY_PREFIX), op->keys[0], op->key_lens[0], "", 0);
   }
   return 0;
 }

@@ -1,12 +1,13 @@
 /* kind_sem.c: a counting semaphore's permit as a kind of lock handle
  * (kind.h).  Semaphore "name" with limit L: L slots, each an ordinary
- * Redlock mutex (key prefix + name + ":sem:" + i) kept by sem_*.lua; a
+ * Redlock mutex (tagged(key prefix + name) + ":sem:" + i) kept by sem_*.lua; a
  * permit is one slot won by a quorum, so at most L permits are valid at once
  * wherever the masters' votes go.  An acquisition tries the slots one after
  * another in a pass from a random slot.  Loop thread only, except the key
  * layout (the caller's thread, before the op is queued). */
 #include <string.h>
 
+#include "keyname.h"
 #include "lock.h"
 #include "notify.h"
 #include "prims.h"
@@ -17,9 +18,14 @@
 
 /* ---- keys ------------------------------------------------------------------------ */
 
-/* keys[0] = slot (rewritten for every attempt), keys[1] = limit; then the
- * channel and the name.  Fencing: fence_keys[0] = the slot's counter
- * (rewritten with the slot). */
+/* The names of semaphore N with key prefix P, K = P + N (keyname.h: all in
+ * K's hash slot, the one a lock named N would have):
+ *   keys[0] = tagged(K) + ":sem:" + i, slot i (rewritten for every attempt),
+ *   keys[1] = tagged(K) + ":sem:limit",
+ *   channel = NOTIFY_CHANNEL_PREFIX + tagged(K) + ":sem",
+ * then the name and the permit's resource, N + ":sem:" + i (rewritten with
+ * the slot).  Fencing: fence_keys[0] = FENCE_KEY_PREFIX + the slot key
+ * (which has K's tag already; rewritten with the slot). */
 static int sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
   (void)n;
   (void)limit; /* prim_op_init keeps it */
@@ -27,52 +33,65 @@ static int sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32
   size_t prefix_len = op->op.engine->opts->key_prefix_len;
   const char *name = names[0];
   size_t name_len = strlen(name);
-  size_t base_len = prefix_len + name_len + sizeof PRIM_SEM_TAG - 1;
-  size_t slot_len = base_len + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
-  size_t strings = (slot_len + 1) + (base_len + sizeof PRIM_SEM_LIMIT_SUFFIX) +
-                   (sizeof NOTIFY_CHANNEL_PREFIX + base_len) + (name_len + 1);
+  size_t key_len = prefix_len + name_len;
+  size_t stem_max = key_len + KEYNAME_TAG_LEN + sizeof PRIM_SEM_TAG - 1; /* tagged(K):sem */
+  size_t slot_max = stem_max + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
+  size_t resource_max =
+      name_len + sizeof PRIM_SEM_TAG - 1 + sizeof PRIM_SEM_SLOT_SEP - 1 + SLOT_DIGITS_MAX;
+  size_t strings = (slot_max + 1) + (stem_max + sizeof PRIM_SEM_LIMIT_SUFFIX) +
+                   (sizeof NOTIFY_CHANNEL_PREFIX + stem_max) + (name_len + 1) + (resource_max + 1) +
+                   (key_len + 1);
   char *w = prim_key_block(&op->op.engine->callmem, 2, strings, &op->keys, &op->key_lens);
   if (w == NULL)
     return REDLOCK_ENOMEM;
-  /* keys[0]: base + separator, then room for the digits of any slot. */
+  /* K itself is kept last, as scratch to build the others from. */
+  char *key = w + strings - (key_len + 1);
+  char *tmp = key;
+  prim_put3(&tmp, prefix, prefix_len, name, name_len, "", 0);
+  /* keys[0]: the stem + separator, then room for the digits of any slot. */
   char *slot = w;
-  char *tmp = slot;
-  prim_put3(&tmp, prefix, prefix_len, name, name_len, PRIM_LIT(PRIM_SEM_TAG));
-  memcpy(slot + base_len, PRIM_SEM_SLOT_SEP, sizeof PRIM_SEM_SLOT_SEP - 1);
-  op->prim.slot_digits = slot + base_len + sizeof PRIM_SEM_SLOT_SEP - 1;
-  op->prim.slot_digits[0] = '\0';
-  w = slot + slot_len + 1;
+  size_t slot_len =
+      keyname_build(slot, "", 0, key, key_len, PRIM_LIT(PRIM_SEM_TAG PRIM_SEM_SLOT_SEP));
+  op->prim.slot_digits = slot + slot_len;
+  w = slot + slot_max + 1;
   op->keys[0] = slot;
-  op->key_lens[0] = base_len + sizeof PRIM_SEM_SLOT_SEP - 1;
-  op->keys[1] = prim_put3(&w, slot, base_len, PRIM_LIT(PRIM_SEM_LIMIT_SUFFIX), "", 0);
-  op->key_lens[1] = base_len + sizeof PRIM_SEM_LIMIT_SUFFIX - 1;
-  op->prim.channel = prim_put3(&w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), slot, base_len, "", 0);
-  op->prim.channel_len = sizeof NOTIFY_CHANNEL_PREFIX - 1 + base_len;
+  op->key_lens[0] = slot_len;
+  op->keys[1] = w;
+  op->key_lens[1] =
+      keyname_build(w, "", 0, key, key_len, PRIM_LIT(PRIM_SEM_TAG PRIM_SEM_LIMIT_SUFFIX));
+  w += op->key_lens[1] + 1;
+  op->prim.channel = w;
+  op->prim.channel_len =
+      keyname_build(w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), key, key_len, PRIM_LIT(PRIM_SEM_TAG));
+  w += op->prim.channel_len + 1;
   op->prim.name = prim_put(&w, name, name_len);
+  op->prim.resource = w;
+  op->prim.resource_digits =
+      prim_put3(&w, name, name_len, PRIM_LIT(PRIM_SEM_TAG PRIM_SEM_SLOT_SEP), "", 0) + name_len +
+      sizeof PRIM_SEM_TAG - 1 + sizeof PRIM_SEM_SLOT_SEP - 1;
   op->n_keys = 2;
 
   if (op->fenced) {
-    size_t fence_len = sizeof FENCE_KEY_PREFIX - 1 + slot_len;
-    char *f = prim_key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys,
+    size_t fence_max = keyname_len(sizeof FENCE_KEY_PREFIX - 1, slot, slot_len, SLOT_DIGITS_MAX);
+    char *f = prim_key_block(&op->op.engine->callmem, 1, fence_max + 1, &op->fence_keys,
                              &op->fence_key_lens);
     if (f == NULL)
       return REDLOCK_ENOMEM;
     op->fence_keys[0] = f;
-    memcpy(f, FENCE_KEY_PREFIX, sizeof FENCE_KEY_PREFIX - 1);
-    memcpy(f + sizeof FENCE_KEY_PREFIX - 1, slot, op->key_lens[0]);
-    op->prim.fence_digits = f + sizeof FENCE_KEY_PREFIX - 1 + op->key_lens[0];
-    op->prim.fence_digits[0] = '\0';
+    op->prim.fence_digits = f + keyname_build(f, PRIM_LIT(FENCE_KEY_PREFIX), slot, slot_len, "", 0);
   }
   return 0;
 }
 
-/* Points the op's slot key (and fence key) at slot i. */
+/* Points the op's slot key (and fence key, and resource) at slot i. */
 static void sem_set_slot(op_acquire_t *op, uint32_t slot) {
   char digits[24]; /* resp_u64_to_dec wants 21 bytes; a slot number has at most 10 digits */
   size_t n = resp_u64_to_dec(slot, digits);
   memcpy(op->prim.slot_digits, digits, n);
   op->prim.slot_digits[n] = '\0';
   op->key_lens[0] = (size_t)(op->prim.slot_digits - op->keys[0]) + n;
+  memcpy(op->prim.resource_digits, digits, n);
+  op->prim.resource_digits[n] = '\0';
   if (op->prim.fence_digits != NULL) {
     memcpy(op->prim.fence_digits, digits, n);
     op->prim.fence_digits[n] = '\0';

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyname.h"
 #include "lock.h"
 #include "quorum.h"
 #include "resp.h"
@@ -15,12 +16,12 @@
 /* The counter keys of a fenced lock (a permit's or a hold's come with its
  * keys, from its kind's init), built once per call, on the loop.  Fence
  * counters live beside the lock keys under a reserved prefix,
- * FENCE_KEY_PREFIX (prims.h, with the other key names). */
+ * FENCE_KEY_PREFIX, named in each key's hash slot (keyname.h). */
 static int op_make_fence_keys(op_acquire_t *op) {
   size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
   size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < op->n_keys; i++)
-    bytes += prefix_len + op->key_lens[i] + 1;
+    bytes += keyname_len(prefix_len, op->keys[i], op->key_lens[i], 0) + 1;
   char *block = callmem_alloc(&op->op.engine->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
@@ -29,10 +30,9 @@ static int op_make_fence_keys(op_acquire_t *op) {
   char *w = block + op->n_keys * (sizeof(char *) + sizeof(size_t));
   for (size_t i = 0; i < op->n_keys; i++) {
     op->fence_keys[i] = w;
-    op->fence_key_lens[i] = prefix_len + op->key_lens[i];
-    memcpy(w, FENCE_KEY_PREFIX, prefix_len);
-    memcpy(w + prefix_len, op->keys[i], op->key_lens[i] + 1);
-    w += prefix_len + op->key_lens[i] + 1;
+    op->fence_key_lens[i] =
+        keyname_build(w, FENCE_KEY_PREFIX, prefix_len, op->keys[i], op->key_lens[i], "", 0);
+    w += op->fence_key_lens[i] + 1;
   }
   return 0;
 }
@@ -431,28 +431,11 @@ void lock_wake(notify_waiter_t *waiter) {
 }
 
 /* Registers a waiting op for the release announcements of what it waits on:
- * a lock's channel is named after its first key, a permit's or a read-write
- * hold's was named when its op was made (prims.h).  Out of memory, the op
- * just polls on its fallback timer. */
+ * the channel its kind named when its op was made (a lock: its first key's;
+ * prims.h).  Out of memory, the op just polls on its fallback timer. */
 static void lock_wait_for_release(op_acquire_t *op) {
-  const char *key = op->keys[0];
-  size_t key_len = op->key_lens[0];
-  size_t prefix_len = sizeof NOTIFY_CHANNEL_PREFIX - 1;
-  if (op->prim.channel != NULL) {
-    notify_wait(op->op.engine->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
-                op->prim.ops->wake_mode);
-    return;
-  }
-  char stack[256];
-  size_t len = prefix_len + key_len;
-  char *name = len <= sizeof stack ? stack : malloc(len);
-  if (name == NULL)
-    return;
-  memcpy(name, NOTIFY_CHANNEL_PREFIX, prefix_len);
-  memcpy(name + prefix_len, key, key_len);
-  notify_wait(op->op.engine->notify, &op->waiter, name, len, op->prim.ops->wake_mode);
-  if (name != stack)
-    free(name);
+  notify_wait(op->op.engine->notify, &op->waiter, op->prim.channel, op->prim.channel_len,
+              op->prim.ops->wake_mode);
 }
 
 static void lock_retry_or_finish(op_acquire_t *op, int status) {

@@ -1,8 +1,9 @@
-/* names.h: the library's own names on the masters (release channel, fencing
- * counters), as the internal code spells them.  The one definition is public
- * (redlock.h: other clients and the tests need them too); the scripts in
- * src/lua write @REDLOCK_RELEASE_CHANNEL_PREFIX@, which CMake replaces with
- * the header's value before it takes their SHA1s (test_scripts checks). */
+/* names.h: the library's own name prefixes on the masters (release
+ * channel, fencing counters), as the internal code spells them.  The one
+ * definition is public (redlock.h: other clients and the tests need them
+ * too).  A name is built from a prefix and a lock key by keyname.h, so that
+ * it hashes to the key's cluster slot; the scripts in src/lua get every
+ * name in KEYS or ARGV and spell none (test_scripts checks). */
 #ifndef REDLOCK_NAMES_H
 #define REDLOCK_NAMES_H
 

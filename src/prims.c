@@ -74,6 +74,7 @@ round_t *prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_k
                                                      .expect_integer = expect,
                                                      .kind = kind,
                                                      .replay_mask = replay_mask,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
                                                      .on_decided = cb,
                                                      .ctx = ctx});
 }

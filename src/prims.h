@@ -7,7 +7,7 @@
  * §11 proves it.
  *
  * Semaphore "name" with limit L: L slots, each an ordinary Redlock mutex
- * (key prefix + name + ":sem:" + i).  A permit is one slot won by a quorum,
+ * (tagged(key prefix + name) + ":sem:" + i, below).  A permit is one slot won by a quorum,
  * so at most L permits are valid at once wherever the masters' votes go.
  *
  * Read-write lock "name", per master: a writer key, a sorted set of readers
@@ -31,11 +31,14 @@ typedef struct engine engine_t;
 struct redlock_lock;
 
 /* ---- key names: the one place they are spelled ---------------------------------
- * base = prefix + name + tag.  Semaphore: slot i = base + ":" + i (decimal),
- * limit = base + ":limit".  Read-write lock: base + ":write", ":read",
- * ":intent".  Release channel of either: NOTIFY_CHANNEL_PREFIX + base.
- * Fence counters: FENCE_KEY_PREFIX + the lock key (a permit: its slot; a
- * read-write lock: its writer key, shared by readers and writers). */
+ * Every name of primitive "name" is built from K = key prefix + name with
+ * keyname.h, so that all of them hash to K's cluster slot: tagged(K) is K
+ * when K has a hash tag, else "{" + K + "}".  stem = tagged(K) + tag.
+ * Semaphore: slot i = stem + ":" + i (decimal), limit = stem + ":limit".
+ * Read-write lock: stem + ":write", ":read", ":intent".  Release channel of
+ * either: NOTIFY_CHANNEL_PREFIX + stem.  Fence counters: FENCE_KEY_PREFIX +
+ * the lock key (a permit: its slot; a read-write lock: its writer key,
+ * shared by readers and writers), which carries K's tag already. */
 #define PRIM_SEM_TAG ":sem"
 #define PRIM_SEM_SLOT_SEP ":"
 #define PRIM_SEM_LIMIT_SUFFIX ":limit"
@@ -69,10 +72,14 @@ typedef struct prim {
   uint32_t slots_left;        /* SEM op: slots this pass has not tried (0: a new pass) */
   char *slot_digits;          /* SEM: where the slot number goes in keys[0] */
   char *fence_digits;         /* SEM, fencing: where it goes in the fence key */
-  const char *channel;        /* release channel (NUL-terminated) */
+  char *resource_digits;      /* SEM: where it goes in the resource ("NAME:sem:3") */
+  const char *channel;        /* release channel waiters subscribe to (NUL-terminated) */
   size_t channel_len;
+  char **channels;                   /* MUTEX: each key's release channel (its key block) */
+  size_t *channel_lens;              /* MUTEX */
   const char *name;                  /* as the caller gave it */
-  const char *resource;              /* RW: the name, for redlock_lock_resource (NULL: default) */
+  const char *resource;              /* SEM: name + ":sem:" + slot; RW: the name (for
+                                      * redlock_lock_resource; NULL: the first key past the prefix) */
   char intent[RANDOM_VALUE_LEN + 1]; /* RW_WRITE: the call's intent value */
 } prim_t;
 

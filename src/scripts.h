@@ -36,6 +36,11 @@ typedef struct {
 
 const script_t *script_get(script_id_t id);
 
+/* Where a script's first key is in its command, EVALSHA <sha> <numkeys>
+ * <key>... (and in its EVAL form): what a round names as the key it routes
+ * by (round_params_t.key_arg). */
+#define SCRIPT_FIRST_KEY_ARG 3
+
 /* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
  * writes the same command as EVAL with the script body into a new malloc'ed
  * buffer (*out, *out_len; free with free()).  ST_OK; ST_EINVAL when cmd is

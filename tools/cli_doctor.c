@@ -86,8 +86,12 @@ static void make_names(dr_settings_t *set, const char *prefix) {
   for (int i = 0; i < 8; i++)
     snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
   snprintf(set->key, sizeof set->key, "%s" DR_KEY_PREFIX "%s", prefix, hex);
-  snprintf(set->fence_key, sizeof set->fence_key, REDLOCK_FENCE_KEY_PREFIX "%s", set->key);
-  snprintf(set->channel, sizeof set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX "%s", set->key);
+  /* Named as the library names them (keyname.h: in the key's hash slot). */
+  size_t key_len = strlen(set->key);
+  keyname_build(set->fence_key, REDLOCK_FENCE_KEY_PREFIX, sizeof REDLOCK_FENCE_KEY_PREFIX - 1,
+                set->key, key_len, "", 0);
+  keyname_build(set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX,
+                sizeof REDLOCK_RELEASE_CHANNEL_PREFIX - 1, set->key, key_len, "", 0);
   snprintf(set->value, sizeof set->value, "redlock-doctor-%s", hex);
 }
 

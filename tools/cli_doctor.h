@@ -21,6 +21,7 @@
 
 #include "cli_common.h"
 #include "cli_conn.h"
+#include "keyname.h" /* KEYNAME_TAG_LEN */
 
 struct redisReply;
 
@@ -56,14 +57,19 @@ typedef struct {
   size_t n_checks;
 } dr_voter_t;
 
+/* Room for the doctor's key: the prefix, then "redlock-doctor:" and 16 hex
+ * digits. */
+#define DR_KEY_SIZE (REDLOCK_MAX_PREFIX_LEN + 96)
+
 /* What the checks of every voter share. */
 typedef struct {
-  const char *prefix;                    /* --key-prefix, "" when none */
-  uint64_t timeout_ms;                   /* connecting and each reply */
-  uint64_t clock_ms;                     /* the clock-rate interval; 0: not measured */
-  char key[REDLOCK_MAX_PREFIX_LEN + 96]; /* the doctor's key */
-  char fence_key[sizeof REDLOCK_FENCE_KEY_PREFIX + REDLOCK_MAX_PREFIX_LEN + 96]; /* its counter */
-  char channel[sizeof REDLOCK_RELEASE_CHANNEL_PREFIX + REDLOCK_MAX_PREFIX_LEN + 96];
+  const char *prefix;    /* --key-prefix, "" when none */
+  uint64_t timeout_ms;   /* connecting and each reply */
+  uint64_t clock_ms;     /* the clock-rate interval; 0: not measured */
+  char key[DR_KEY_SIZE]; /* the doctor's key */
+  /* its counter and channel, in its hash slot (keyname.h: braces added) */
+  char fence_key[sizeof REDLOCK_FENCE_KEY_PREFIX + KEYNAME_TAG_LEN + DR_KEY_SIZE];
+  char channel[sizeof REDLOCK_RELEASE_CHANNEL_PREFIX + KEYNAME_TAG_LEN + DR_KEY_SIZE];
   char value[48]; /* the value the doctor's writes hold */
 } dr_settings_t;
 

@@ -403,14 +403,14 @@ static void check_time_and_publish(dr_master_t *m) {
   if (!set_ok)
     return;
   const script_t *rel = script_get(SCRIPT_RELEASE);
-  r = dr_command(m, "EVALSHA %s 1 %s %s 1", rel->sha1, set->key, set->value);
+  r = dr_command(m, "EVALSHA %s 1 %s %s 1 %s", rel->sha1, set->key, set->value, set->channel);
   if (r == NULL)
     return;
   if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
-    dr_add(m->v, "publish", DR_OK, "the release script's PUBLISH on %s<key> works",
+    dr_add(m->v, "publish", DR_OK, "the release script's PUBLISH on %s{<key>} works",
            REDLOCK_RELEASE_CHANNEL_PREFIX);
   else
-    dr_add(m->v, "publish", DR_FAIL, "the release script (it PUBLISHes on %s<key>): %s",
+    dr_add(m->v, "publish", DR_FAIL, "the release script (it PUBLISHes on %s{<key>}): %s",
            REDLOCK_RELEASE_CHANNEL_PREFIX, reply_text(r, why, sizeof why));
   freeReplyObject(r);
   r = dr_command(m, "DEL %s %s", set->key, set->fence_key);

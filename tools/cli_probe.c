@@ -14,6 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_conn.h"
+#include "keyname.h" /* the library's names, from the redlock_uri target */
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */
@@ -136,7 +137,7 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
 
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key) {
   size_t klen = (prefix != NULL ? strlen(prefix) : 0) + strlen(resource) + 1;
-  size_t flen = klen + strlen(REDLOCK_FENCE_KEY_PREFIX);
+  size_t flen = klen + strlen(REDLOCK_FENCE_KEY_PREFIX) + KEYNAME_TAG_LEN;
   *key = malloc(klen);
   *fence_key = malloc(flen);
   if (*key == NULL || *fence_key == NULL) {
@@ -146,6 +147,7 @@ int probe_keys(const char *prefix, const char *resource, char **key, char **fenc
     return -1;
   }
   snprintf(*key, klen, "%s%s", prefix != NULL ? prefix : "", resource);
-  snprintf(*fence_key, flen, "%s%s", REDLOCK_FENCE_KEY_PREFIX, *key);
+  keyname_build(*fence_key, REDLOCK_FENCE_KEY_PREFIX, strlen(REDLOCK_FENCE_KEY_PREFIX), *key,
+                klen - 1, "", 0);
   return 0;
 }

@@ -31,7 +31,8 @@ typedef struct {
 char *escape_value(const char *s, size_t len);
 
 /* The key (prefix + resource) and its fence counter's key
- * (REDLOCK_FENCE_KEY_PREFIX + key), malloc'ed.  0, or -1 when out of memory
+ * (REDLOCK_FENCE_KEY_PREFIX + key, the key in braces unless it has a hash
+ * tag: keyname.h), malloc'ed.  0, or -1 when out of memory
  * (both NULL). */
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key);
 

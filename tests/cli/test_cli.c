@@ -590,7 +590,7 @@ static void case_fence(void) {
   for (int i = 0; i < N_MASTERS; i++) {
     char buf[64];
     if (rh_server_command(g_fx.servers[i], buf, sizeof buf,
-                          "GET " REDLOCK_FENCE_KEY_PREFIX "fence-res") == 0 &&
+                          "GET " REDLOCK_FENCE_KEY_PREFIX "{fence-res}") == 0 &&
         strtoull(buf, NULL, 10) >= f2)
       at_least++;
   }
@@ -1026,7 +1026,7 @@ static void wait_nth_line(proc_t *p, const char *tag, int n, int timeout_ms) {
 /* Campaigners waiting for releases of key, on the master that has fewest. */
 static long campaigners(const char *key) {
   char channel[256];
-  snprintf(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX "%s", key);
+  snprintf(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX "{%s}", key); /* no tag */
   return fx_numsub_min(&g_fx, channel);
 }
 

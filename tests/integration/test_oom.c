@@ -587,7 +587,7 @@ static void *releaser_main(void *arg) {
   oom_exempt = 1;
   oom_ctx_t *ctx = arg;
   char channel[sizeof ctx->res + 32];
-  snprintf(channel, sizeof channel, "%s%s", REDLOCK_RELEASE_CHANNEL_PREFIX, ctx->res);
+  fx_channel_of(channel, sizeof channel, ctx->res);
   (void)fx_wait_subscribed(ctx->fx, ctx->fx->n, channel, 1, OOM_RELEASE_MS);
   for (size_t i = 0; i < ctx->fx->n; i++) {
     redisContext *r = fx_redis(ctx->fx->servers[i], 2000);

@@ -437,7 +437,7 @@ static void one_leader_among_3(fx_t *fx, history_t *h, const char *name, uint32_
   } else {
     /* The lease is on every master, and its counter is the term. */
     char fence_key[128];
-    snprintf(fence_key, sizeof fence_key, FENCE_PREFIX "%s", name);
+    fx_fence_key_of(fence_key, sizeof fence_key, name);
     size_t equal = 0;
     for (size_t i = 0; i < fx->n; i++)
       equal += fx_get_u64(fx->servers[i], fence_key) == term;

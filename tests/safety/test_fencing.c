@@ -12,7 +12,7 @@
  *  (d) with restart quarantine on (max TTL 1000 ms): masters killed and
  *      restarted empty, one, two and all three, waiting out the quarantine;
  *  (e) redlock_lock_many with fencing returns a token, writes the counters
- *      "__redlock_fence__:<key>" to the masters, and shares them with single
+ *      "__redlock_fence__:{<key>}" to the masters, and shares them with single
  *      locks of the same resources;
  *  (f) without fencing the token is 0 and no counter is written.
  * After every grant the test also checks the write-back: at least a quorum of
@@ -45,7 +45,7 @@ static unsigned alive_mask(fx_t *fx) {
 /* Live masters whose counter for res is at least token. */
 static size_t counters_at_least(fx_t *fx, const char *res, uint64_t token) {
   char key[256];
-  snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
+  fx_fence_key_of(key, sizeof key, res);
   unsigned alive = alive_mask(fx);
   size_t count = 0;
   for (size_t i = 0; i < fx->n; i++)
@@ -209,7 +209,7 @@ static void test_fence_across_quorums(void **state) {
   redlock_t *c = fx_open(fx, 0, fx_options_fenced(fx, 0));
   uint64_t prev = 0;
   char what[96], key[128];
-  snprintf(key, sizeof key, FENCE_PREFIX "%s", res);
+  fx_fence_key_of(key, sizeof key, res);
   /* Each phase restarts (empty), then kills, the masters of its masks and
    * makes three grants on the quorum left. */
   static const struct {
@@ -309,7 +309,7 @@ static int counters_at_least_everywhere(void *arg) {
   for (size_t i = 0; i < w->fx->n; i++)
     for (size_t k = 0; k < w->n; k++) {
       char key[128];
-      snprintf(key, sizeof key, FENCE_PREFIX "%s", w->res[k]);
+      fx_fence_key_of(key, sizeof key, w->res[k]);
       if (fx_get_u64(w->fx->servers[i], key) < w->token)
         return 0;
     }
@@ -326,7 +326,7 @@ static void check_counters_everywhere(fx_t *fx, const char *const *res, size_t n
   for (size_t i = 0; i < fx->n; i++)
     for (size_t k = 0; k < n && used < sizeof msg; k++) {
       char key[128];
-      snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
+      fx_fence_key_of(key, sizeof key, res[k]);
       used += (size_t)snprintf(msg + used, sizeof msg - used, "\n  master %zu %s = %llu", i, key,
                                (unsigned long long)fx_get_u64(fx->servers[i], key));
     }
@@ -394,7 +394,7 @@ static void test_fence_off_returns_zero(void **state) {
   for (size_t i = 0; i < fx->n; i++)
     for (size_t k = 0; k < 2; k++) {
       char key[128];
-      snprintf(key, sizeof key, FENCE_PREFIX "%s", res[k]);
+      fx_fence_key_of(key, sizeof key, res[k]);
       assert_true(fx_key_absent(fx->servers[i], key));
     }
 }

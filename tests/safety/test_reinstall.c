@@ -67,13 +67,13 @@ static void record_key(kind_t kind, const char *name, char *buf, size_t size) {
     snprintf(buf, size, "%s", name);
     break;
   case KIND_SEMAPHORE:
-    snprintf(buf, size, "%s:sem:0", name); /* limit 1: the only slot */
+    fx_derived_name(buf, size, "", name, ":sem:0"); /* limit 1: the only slot */
     break;
   case KIND_READ:
-    snprintf(buf, size, "%s:rw:read", name);
+    fx_derived_name(buf, size, "", name, ":rw:read");
     break;
   case KIND_WRITE:
-    snprintf(buf, size, "%s:rw:write", name);
+    fx_derived_name(buf, size, "", name, ":rw:write");
     break;
   }
 }
@@ -314,7 +314,7 @@ static void test_reinstall_never_overwrites(void **state) {
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 
   /* A permit: another value in the slot on master 0, ours gone on 1. */
-  const char *slot = "sf:reinstall:sem:sem:0";
+  const char *slot = "{sf:reinstall:sem}:sem:0";
   assert_int_equal(redlock_semaphore_acquire(c, "sf:reinstall:sem", 1, ttl, 0, &lock), REDLOCK_OK);
   snprintf(value, sizeof value, "%s", redlock_lock_value(lock));
   wait_record_everywhere(fx, KIND_SEMAPHORE, slot, value);
@@ -326,7 +326,7 @@ static void test_reinstall_never_overwrites(void **state) {
   assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
 
   /* A write hold: gone on masters 0 and 1; another reader on master 0. */
-  const char *wkey = "sf:reinstall:rw:rw:write", *rkey = "sf:reinstall:rw:rw:read";
+  const char *wkey = "{sf:reinstall:rw}:rw:write", *rkey = "{sf:reinstall:rw}:rw:read";
   assert_int_equal(redlock_rwlock_write(c, "sf:reinstall:rw", ttl, 0, &lock), REDLOCK_OK);
   snprintf(value, sizeof value, "%s", redlock_lock_value(lock));
   wait_record_everywhere(fx, KIND_WRITE, wkey, value);
@@ -359,7 +359,7 @@ static void fenced_kind(fx_t *fx, redlock_t *c, kind_t kind, const char *name) {
   const uint32_t ttl = 10000;
   char key[128], counter[160];
   record_key(kind, name, key, sizeof key);
-  snprintf(counter, sizeof counter, "%s%s", REDLOCK_FENCE_KEY_PREFIX, key);
+  fx_fence_key_of(counter, sizeof counter, key);
   redlock_lock_t *lock;
   assert_int_equal(acquire(c, kind, name, ttl, &lock), REDLOCK_OK);
   char value[64];

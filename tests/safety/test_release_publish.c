@@ -1,7 +1,8 @@
 /* test_release_publish.c: releases announce themselves (src/lua/release.lua:
- * PUBLISH on "__redlock_release__:<key>", key = prefix + resource), checked
- * with plain synchronous hiredis subscribers (SUBSCRIBE, then redisGetReply
- * with a read timeout as the deadline) against real redis-server processes:
+ * PUBLISH on "__redlock_release__:{<key>}", key = prefix + resource, in
+ * braces unless it has a hash tag), checked with plain synchronous hiredis
+ * subscribers (SUBSCRIBE, then redisGetReply with a read timeout as the
+ * deadline) against real redis-server processes:
  *  - redlock_unlock of a lock on N = 3 produces one message, with an empty
  *    payload, on the channel of its key on every master;
  *  - the channel name includes the key prefix;
@@ -61,8 +62,9 @@ static void expect_message(redisContext *ctx, const char *channel, const char *p
 
 static void unlock_publishes(fx_t *fx, const char *prefix) {
   const char *res = "sf:publish";
-  char channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s%s", prefix, res);
+  char key[128], channel[160];
+  snprintf(key, sizeof key, "%s%s", prefix, res);
+  fx_channel_of(channel, sizeof channel, key);
   const char *const channels[] = {channel};
   redlock_options_t *opts = fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN);
   if (prefix[0] != '\0')
@@ -75,8 +77,6 @@ static void unlock_publishes(fx_t *fx, const char *prefix) {
 
   assert_int_equal(redlock_lock(c, res, 5000, &lock), REDLOCK_OK);
   /* The lock's keys are prefixed: the channel follows the key. */
-  char key[128];
-  snprintf(key, sizeof key, "%s%s", prefix, res);
   size_t held = 0;
   for (size_t i = 0; i < fx->n; i++)
     held += (size_t)fx_key_is(fx->servers[i], key, redlock_lock_value(lock));
@@ -96,7 +96,7 @@ static void test_unlock_publishes_prefixed_key(void **state) { unlock_publishes(
 static void test_unlock_many_publishes_each_key(void **state) {
   fx_t *fx = *state;
   const char *const res[] = {"sf:publish:a", "sf:publish:b"};
-  const char *const channels[] = {CHANNEL_PREFIX "sf:publish:a", CHANNEL_PREFIX "sf:publish:b"};
+  const char *const channels[] = {CHANNEL_PREFIX "{sf:publish:a}", CHANNEL_PREFIX "{sf:publish:b}"};
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redisContext *sub = subscribe(fx->servers[0], channels, 2);
   redlock_lock_t *lock = NULL;
@@ -114,7 +114,7 @@ static void test_unlock_many_publishes_each_key(void **state) {
 static void test_release_of_foreign_key_is_silent(void **state) {
   fx_t *fx = *state;
   const char *res = "sf:publish:silent";
-  const char *const channels[] = {CHANNEL_PREFIX "sf:publish:silent"};
+  const char *const channels[] = {CHANNEL_PREFIX "{sf:publish:silent}"};
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, 1, REDLOCK_LOG_WARN));
   redisContext *sub = subscribe(fx->servers[0], channels, 1);
   redlock_lock_t *lock = NULL;

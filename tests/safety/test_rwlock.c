@@ -53,10 +53,10 @@ typedef struct {
 
 static rw_keys_t keys_of(const char *name) {
   rw_keys_t k;
-  snprintf(k.write, sizeof k.write, "%s:rw:write", name);
-  snprintf(k.read, sizeof k.read, "%s:rw:read", name);
-  snprintf(k.intent, sizeof k.intent, "%s:rw:intent", name);
-  snprintf(k.channel, sizeof k.channel, CHANNEL_PREFIX "%s:rw", name);
+  fx_derived_name(k.write, sizeof k.write, "", name, ":rw:write");
+  fx_derived_name(k.read, sizeof k.read, "", name, ":rw:read");
+  fx_derived_name(k.intent, sizeof k.intent, "", name, ":rw:intent");
+  fx_derived_name(k.channel, sizeof k.channel, CHANNEL_PREFIX, name, ":rw");
   return k;
 }
 

@@ -54,8 +54,28 @@
 #define FALLBACK_MS 10000u
 #define WAKE_BOUND_MS 2000u
 
+/* The key of a permit's slot: its resource names the slot ("NAME:sem:3"),
+ * the key is the name's derived one ("{NAME}:sem:3", redlock.h).  Four
+ * rotating buffers: a few calls per expression. */
+static const char *permit_key(const redlock_lock_t *p) {
+  static char bufs[4][256];
+  static unsigned next;
+  const char *res = redlock_lock_resource(p);
+  assert_non_null(res);
+  const char *sep = NULL;
+  for (const char *q = strstr(res, ":sem:"); q != NULL; q = strstr(q + 1, ":sem:"))
+    sep = q;
+  assert_non_null(sep);
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)(sep - res), res);
+  char *buf = bufs[next++ % 4];
+  return fx_derived_name(buf, sizeof bufs[0], "", name, sep);
+}
+
 static void slot_key(char *buf, size_t size, const char *name, unsigned slot) {
-  snprintf(buf, size, "%s:sem:%u", name, slot);
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, ":sem:%u", slot);
+  fx_derived_name(buf, size, "", name, suffix);
 }
 
 static void assert_slot_of(redlock_lock_t *p, const char *name, unsigned limit) {
@@ -84,7 +104,7 @@ static void test_sem_admits_limit(void **state) {
   assert_int_equal(redlock_semaphore_acquire(c1, name, 3, 10000, 1000, &p[2]), REDLOCK_OK);
   for (int i = 0; i < 3; i++) {
     assert_slot_of(p[i], name, 3);
-    fx_assert_on_quorum(fx, redlock_lock_resource(p[i]), redlock_lock_value(p[i]));
+    fx_assert_on_quorum(fx, permit_key(p[i]), redlock_lock_value(p[i]));
     assert_true(redlock_lock_validity_ms(p[i]) > 0);
     assert_false(redlock_lock_is_lost(p[i]));
     assert_int_equal(redlock_lock_fence(p[i]), 0); /* fencing off */
@@ -120,7 +140,7 @@ static void test_sem_admits_limit(void **state) {
 
   char keys[4][256];
   for (int i = 0; i < 3; i++)
-    snprintf(keys[i], sizeof keys[i], "%s", redlock_lock_resource(p[i]));
+    snprintf(keys[i], sizeof keys[i], "%s", permit_key(p[i]));
   assert_int_equal(redlock_unlock(c0, p[0]), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, p[1]), REDLOCK_OK);
   assert_int_equal(redlock_unlock(c1, p[2]), REDLOCK_OK);
@@ -135,7 +155,7 @@ static void test_sem_release_wakes_waiter(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:wake";
   char channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
+  fx_derived_name(channel, sizeof channel, CHANNEL_PREFIX, name, ":sem");
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[2] = {NULL};
@@ -161,7 +181,7 @@ static void test_sem_release_wakes_waiter(void **state) {
   assert_true(woke);
   assert_int_equal(w.rc, REDLOCK_OK);
   fx_assert_woken(w.t_done - t_unlock, WAKE_BOUND_MS, FALLBACK_MS, "the release");
-  fx_assert_on_quorum(fx, redlock_lock_resource(w.lock), redlock_lock_value(w.lock));
+  fx_assert_on_quorum(fx, permit_key(w.lock), redlock_lock_value(w.lock));
   assert_int_equal(redlock_unlock(wc, w.lock), REDLOCK_OK);
   assert_int_equal(redlock_unlock(h, p[1]), REDLOCK_OK);
   /* The waiter left the channel on every master. */
@@ -176,7 +196,7 @@ static void test_sem_burst_wakes_each_waiter(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:burst";
   char channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s:sem", name);
+  fx_derived_name(channel, sizeof channel, CHANNEL_PREFIX, name, ":sem");
   redlock_t *h = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *wc = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, FALLBACK_MS, 0));
   redlock_lock_t *p[BURST] = {NULL};
@@ -241,8 +261,8 @@ static void test_sem_dead_holder_expires(void **state) {
     assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 0, &p), REDLOCK_ELOCKED);
   assert_int_equal(redlock_semaphore_acquire(c, name, 1, 5000, 8000, &p), REDLOCK_OK);
   assert_true(rh_now_ms() - t_dead < 6000);
-  assert_string_equal(redlock_lock_resource(p), key);
-  fx_assert_on_quorum(fx, redlock_lock_resource(p), redlock_lock_value(p));
+  assert_string_equal(permit_key(p), key);
+  fx_assert_on_quorum(fx, permit_key(p), redlock_lock_value(p));
   assert_int_equal(redlock_unlock(c, p), REDLOCK_OK);
 }
 
@@ -252,7 +272,7 @@ static void test_sem_limit_mismatch(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:mismatch";
   char limit_key[128];
-  snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+  fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
   redlock_t *c0 = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_t *c1 = fx_open(fx, 1, fx_options_retry(fx, 1, REDLOCK_LOG_WARN, -1, 50, 0));
   redlock_lock_t *p = NULL, *q = NULL;
@@ -316,8 +336,8 @@ static void test_sem_keys_bounded(void **state) {
                        REDLOCK_ELOCKED);
     }
     for (size_t i = 0; i < fx->n; i++) {
-      long data = fx_count_keys(fx->servers[i], "sf:sem:bounded*");
-      long fences = fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*");
+      long data = fx_count_keys(fx->servers[i], "{sf:sem:bounded}*");
+      long fences = fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "{sf:sem:bounded}*");
       if (data > (long)BOUNDED_LIMIT + 1 || fences > (long)BOUNDED_LIMIT)
         fail_msg("cycle %d, master %zu: %ld keys, %ld fence counters (limit %u)", cycle, i, data,
                  fences, BOUNDED_LIMIT);
@@ -328,10 +348,10 @@ static void test_sem_keys_bounded(void **state) {
   /* Released slots are gone at once; the limit key after its ttl. */
   for (size_t i = 0; i < fx->n; i++) {
     char limit_key[128];
-    snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+    fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
     assert_true(fx_wait_key_absent(fx->servers[i], limit_key, 3000));
-    assert_int_equal(fx_count_keys(fx->servers[i], "sf:sem:bounded*"), 0);
-    assert_true(fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "sf:sem:bounded*") <=
+    assert_int_equal(fx_count_keys(fx->servers[i], "{sf:sem:bounded}*"), 0);
+    assert_true(fx_count_keys(fx->servers[i], REDLOCK_FENCE_KEY_PREFIX "{sf:sem:bounded}*") <=
                 (long)BOUNDED_LIMIT);
   }
 }
@@ -349,8 +369,8 @@ typedef struct {
  * quorum or locally expired meanwhile. */
 static int survive_poll(void *arg) {
   survive_t *s = arg;
-  if (redlock_lock_is_lost(s->p) || fx_holding(s->fx, s->fx->n, redlock_lock_resource(s->p),
-                                               redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
+  if (redlock_lock_is_lost(s->p) ||
+      fx_holding(s->fx, s->fx->n, permit_key(s->p), redlock_lock_value(s->p)) < s->fx->n / 2 + 1)
     s->broken = 1;
   return s->broken || rh_now_ms() >= s->until;
 }
@@ -359,7 +379,7 @@ static void test_sem_extend_watch_close(void **state) {
   fx_t *fx = *state;
   const char *name = "sf:sem:extend";
   char limit_key[128];
-  snprintf(limit_key, sizeof limit_key, "%s:sem:limit", name);
+  fx_derived_name(limit_key, sizeof limit_key, "", name, ":sem:limit");
   redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
   redlock_lock_t *p = NULL, *q = NULL;
 
@@ -367,7 +387,7 @@ static void test_sem_extend_watch_close(void **state) {
   assert_int_equal(redlock_extend(c, p, 8000), REDLOCK_OK);
   assert_true(redlock_lock_validity_ms(p) > 5000);
   /* On every master (the last one's reply may still be on its way). */
-  const char *const extended[] = {redlock_lock_resource(p), limit_key};
+  const char *const extended[] = {permit_key(p), limit_key};
   assert_true(fx_wait_keys_pttl_above(fx, extended, 2, 5000, 3000));
   assert_int_equal(redlock_extend(c, p, 400), REDLOCK_OK);
 
@@ -382,7 +402,7 @@ static void test_sem_extend_watch_close(void **state) {
   redlock_t *d = fx_open(fx, 1, fx_options(fx, 1, fx->n, REDLOCK_LOG_WARN));
   assert_int_equal(redlock_semaphore_acquire(d, name, 2, 20000, 0, &q), REDLOCK_OK);
   char key[128];
-  snprintf(key, sizeof key, "%s", redlock_lock_resource(q));
+  snprintf(key, sizeof key, "%s", permit_key(q));
   fx_close(fx, 1);
   for (size_t i = 0; i < fx->n; i++)
     assert_true(fx_wait_key_absent(fx->servers[i], key, 3000));
@@ -404,13 +424,13 @@ static void test_sem_not_reentrant(void **state) {
   assert_string_not_equal(redlock_lock_value(p[0]), redlock_lock_value(p[1]));
   assert_int_equal(redlock_semaphore_acquire(c, name, 2, 10000, 0, &p[2]), REDLOCK_ELOCKED);
   /* A plain lock named like a slot is not a reentrant hold on the permit. */
-  assert_int_equal(redlock_trylock(c, redlock_lock_resource(p[0]), 1000, &x), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_trylock(c, permit_key(p[0]), 1000, &x), REDLOCK_ELOCKED);
   /* Nor are read-write holds shared: two reads are two members. */
   redlock_lock_t *r[2] = {NULL};
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[0]), REDLOCK_OK);
   assert_int_equal(redlock_rwlock_read(c, "sf:rw:reent", 10000, 0, &r[1]), REDLOCK_OK);
   assert_string_not_equal(redlock_lock_value(r[0]), redlock_lock_value(r[1]));
-  assert_int_equal(fx_zcard(fx->servers[0], "sf:rw:reent:rw:read"), 2);
+  assert_int_equal(fx_zcard(fx->servers[0], "{sf:rw:reent}:rw:read"), 2);
   for (int i = 0; i < 2; i++) {
     assert_int_equal(redlock_unlock(c, p[i]), REDLOCK_OK);
     assert_int_equal(redlock_unlock(c, r[i]), REDLOCK_OK);
@@ -503,7 +523,7 @@ static void pause_set(fx_t *fx, unsigned mask, int pause) {
 static unsigned held_mask(fx_t *fx, redlock_lock_t *p) {
   unsigned mask = 0;
   for (size_t i = 0; i < fx->n; i++)
-    if (fx_key_is(fx->servers[i], redlock_lock_resource(p), redlock_lock_value(p)))
+    if (fx_key_is(fx->servers[i], permit_key(p), redlock_lock_value(p)))
       mask |= 1u << i;
   return mask;
 }

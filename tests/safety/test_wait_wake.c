@@ -1,5 +1,5 @@
 /* test_wait_wake.c: redlock_lock_wait woken by release notifications
- * (src/notify.c: the release script PUBLISHes on "__redlock_release__:<key>"
+ * (src/notify.c: the release script PUBLISHes on "__redlock_release__:{<key>}"
  * and waiters subscribe on every master), against real redis-server
  * processes, N = 3:
  *  - with the retry (fallback poll) delay at 10 s, a waiter in
@@ -85,7 +85,7 @@ static void test_wait_woken_same_client(void **state) {
 /* What the release script does on one master: delete, then announce. */
 static void release_on(rh_server_t *s, const char *key) {
   char buf[64], channel[128];
-  snprintf(channel, sizeof channel, CHANNEL_PREFIX "%s", key);
+  fx_channel_of(channel, sizeof channel, key);
   assert_int_equal(rh_server_command(s, buf, sizeof buf, "EVAL %s 1 %s %s",
                                      "redis.call('del', KEYS[1]) "
                                      "return redis.call('publish', ARGV[1], '')",

@@ -168,8 +168,19 @@ int fx_wait_keys_pttl_above(fx_t *fx, const char *const *keys, size_t n_keys, lo
 void fx_assert_absent_everywhere(fx_t *fx, const char *key, int timeout_ms);
 /* Fails the test unless key holds value on at least a quorum of the masters. */
 void fx_assert_on_quorum(fx_t *fx, const char *key, const char *value);
+/* The library's names beside a lock key (redlock.h: in the key's hash
+ * slot): prefix + key + suffix when key has a hash tag, else prefix + "{" +
+ * key + "}" + suffix; written into buf (asserted to fit), returned.  A
+ * semaphore's keys are fx_derived_name("", key, ":sem:3"), its channel's
+ * fx_derived_name(REDLOCK_RELEASE_CHANNEL_PREFIX, key, ":sem"), with key =
+ * the client's key prefix + the name. */
+const char *fx_derived_name(char *buf, size_t size, const char *prefix, const char *key,
+                            const char *suffix);
+/* The release channel / fence counter of lock key `key`. */
+const char *fx_channel_of(char *buf, size_t size, const char *key);
+const char *fx_fence_key_of(char *buf, size_t size, const char *key);
 /* Fails the test unless, within timeout_ms, at least at_least clients wait
- * for releases of key (REDLOCK_RELEASE_CHANNEL_PREFIX key) on every master. */
+ * for releases of key (its channel, fx_channel_of) on every master. */
 void fx_assert_subscribed(fx_t *fx, const char *key, long at_least, int timeout_ms);
 /* SIGSTOP / SIGCONT every master, asserting each. */
 void fx_pause_all(fx_t *fx);

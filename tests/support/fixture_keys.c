@@ -191,9 +191,34 @@ static int subscribed_everywhere(void *arg) {
   return 1;
 }
 
+/* The documented rule (redlock.h), spelled here apart from the library's
+ * src/keyname.c so that the tests check it: a key with a hash tag (a '{',
+ * then a '}' after at least one byte) is used as it is, any other key in
+ * braces. */
+static int has_tag(const char *key) {
+  const char *open = strchr(key, '{');
+  return open != NULL && open[1] != '\0' && open[1] != '}' && strchr(open + 2, '}') != NULL;
+}
+
+const char *fx_derived_name(char *buf, size_t size, const char *prefix, const char *key,
+                            const char *suffix) {
+  int n = has_tag(key) ? snprintf(buf, size, "%s%s%s", prefix, key, suffix)
+                       : snprintf(buf, size, "%s{%s}%s", prefix, key, suffix);
+  assert_true(n > 0 && (size_t)n < size);
+  return buf;
+}
+
+const char *fx_channel_of(char *buf, size_t size, const char *key) {
+  return fx_derived_name(buf, size, REDLOCK_RELEASE_CHANNEL_PREFIX, key, "");
+}
+
+const char *fx_fence_key_of(char *buf, size_t size, const char *key) {
+  return fx_derived_name(buf, size, REDLOCK_FENCE_KEY_PREFIX, key, "");
+}
+
 void fx_assert_subscribed(fx_t *fx, const char *key, long at_least, int timeout_ms) {
   char channel[256];
-  snprintf(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX "%s", key);
+  fx_channel_of(channel, sizeof channel, key);
   key_wait_t w = {fx, NULL, channel, NULL, at_least, 0};
   if (!rh_wait_until(subscribed_everywhere, &w, timeout_ms))
     fail_msg("fewer than %ld subscribers to %s on some master", at_least, channel);

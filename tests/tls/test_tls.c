@@ -427,7 +427,7 @@ static void test_woken_wait(void **state) {
                  .wait_ms = WAIT_MS};
   fx_call_start(&w);
   /* Every master has one subscriber to the channel: the waiter's, over TLS. */
-  const char *channel = REDLOCK_RELEASE_CHANNEL_PREFIX "tls:wake";
+  const char *channel = REDLOCK_RELEASE_CHANNEL_PREFIX "{tls:wake}";
   if (!fx_wait_subscribed(fx, fx->n, channel, 1, 5000) ||
       !fx_wait_subscribed_at_most(fx, fx->n, channel, 1, 0))
     fail_msg("the waiter's TLS subscriber connections did not subscribe:\n%s",

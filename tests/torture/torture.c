@@ -653,11 +653,12 @@ static void foreign_end(int m) {
       continue;
     char buf[64];
     /* As the library's release does (src/lua/release.lua): compare and
-     * delete, and wake the waiters on the key's release channel. */
+     * delete, and wake the waiters on the key's release channel (redlock.h:
+     * the prefix, then the key in braces, as it has no hash tag). */
     int rc = rh_server_command(
         master_of(m), buf, sizeof buf, "EVAL %s 1 %sr%d %s %s",
         "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) "
-        "redis.call('publish', ARGV[2] .. KEYS[1], '') return 1 end return 0",
+        "redis.call('publish', ARGV[2] .. '{' .. KEYS[1] .. '}', '') return 1 end return 0",
         TORTURE_KEY_PREFIX, r, f->value, REDLOCK_RELEASE_CHANNEL_PREFIX);
     command_result(m, "foreign-hold release", rc, buf);
     n++;

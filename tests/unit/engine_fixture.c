@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "client.h"
+#include "keyname.h"
 #include "names.h"
 #include "redlock_uv.h"
 
@@ -40,6 +41,7 @@ engine_fx_t *engine_open(redlock_options_t *opts) {
   assert_int_equal(uv_loop_init(&e->loop), 0);
   fake_clock_init(&e->loop, ENGINE_START_NS);
   fake_transport_init(&e->fake, ENGINE_MASTERS, fake_now_ns);
+  e->fake.check_slots = 1;
   assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_DEBUG, log_cb, e), 0);
   /* The fake masters are the client's voters: its teardown shuts them down,
    * and they drop what is still out, as a real connection's does. */
@@ -98,12 +100,18 @@ void engine_close(engine_fx_t *e) {
   free(e);
 }
 
+void engine_announce_channel(engine_fx_t *e, const char *channel) {
+  notify_announce(&e->client->notify, channel, strlen(channel), NULL, 0);
+  fake_pump();
+}
+
 void engine_announce(engine_fx_t *e, const char *resource) {
   char name[256];
-  int len = snprintf(name, sizeof name, "%s%s", NOTIFY_CHANNEL_PREFIX, resource);
-  assert_true(len > 0 && (size_t)len < sizeof name);
-  notify_announce(&e->client->notify, name, (size_t)len, NULL, 0);
-  fake_pump();
+  size_t key_len = strlen(resource);
+  assert_true(keyname_len(sizeof NOTIFY_CHANNEL_PREFIX - 1, resource, key_len, 0) < sizeof name);
+  keyname_build(name, NOTIFY_CHANNEL_PREFIX, sizeof NOTIFY_CHANNEL_PREFIX - 1, resource, key_len,
+                "", 0);
+  engine_announce_channel(e, name);
 }
 
 void on_lock(int status, redlock_lock_t *lock, void *arg) {

@@ -73,8 +73,10 @@ void engine_fx_begin_close(engine_fx_t *e);
 void engine_close(engine_fx_t *e);
 
 /* A master announces the release of resource `resource` (the notifier's
- * channel for its key, with the client's key prefix ""). */
+ * channel for its key, with the client's key prefix "": keyname.h). */
 void engine_announce(engine_fx_t *e, const char *resource);
+/* ... a release on the channel `channel` (NUL-terminated). */
+void engine_announce_channel(engine_fx_t *e, const char *channel);
 
 /* What a callback was told, and how often (each must run exactly once). */
 typedef struct {

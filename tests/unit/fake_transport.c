@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keyslot.h"
+#include "redlock.h"
+
 static void fail(const char *what) {
   fprintf(stderr, "fake_transport: %s\n", what);
   abort();
@@ -22,10 +25,68 @@ static fake_master_t *master(void *arg, unsigned i) {
 /* Master m's k-th outstanding request (0: oldest). */
 static fake_out_t *slot(fake_master_t *m, unsigned k) { return &m->out[m->head + k]; }
 
+/* The argument at index `at` of a formatted command: *len, returns it (or
+ * NULL when the command has fewer). */
+static const char *cmd_arg(const char *cmd, size_t len, int at, size_t *arg_len) {
+  const char *p = cmd, *end = cmd + len;
+  if (p >= end || *p != '*' || atoi(p + 1) <= at)
+    return NULL;
+  p = memchr(p, '\n', (size_t)(end - p)) + 1;
+  for (int k = 0;; k++) {
+    size_t n = (size_t)atol(p + 1);
+    p = memchr(p, '\n', (size_t)(end - p)) + 1;
+    if (k == at) {
+      *arg_len = n;
+      return p;
+    }
+    p += n + 2;
+  }
+}
+
+/* What a cluster voter relies on (keyname.h): a request carries the hash
+ * slot of the key its command is about (the SET's key, a script's first
+ * key), and a script's fence counters hash with their lock keys (the second
+ * half of a fenced script's keys). */
+static void check_slot(const node_req_t *req) {
+  size_t len0 = 0, n_len = 0, key_len = 0;
+  const char *name = cmd_arg(req->cmd, req->len, 0, &len0);
+  if (name == NULL)
+    return;
+  int script =
+      (len0 == 7 && memcmp(name, "EVALSHA", 7) == 0) || (len0 == 4 && memcmp(name, "EVAL", 4) == 0);
+  int set = len0 == 3 && memcmp(name, "SET", 3) == 0;
+  if (!script && !set)
+    return;
+  const char *key = cmd_arg(req->cmd, req->len, script ? 3 : 1, &key_len);
+  if (key == NULL)
+    return; /* a script without keys */
+  if (keyslot(key, key_len) != req->slot)
+    fail("a request does not carry its key's slot");
+  if (!script)
+    return;
+  int n_keys = atoi(cmd_arg(req->cmd, req->len, 2, &n_len));
+  for (int k = 0; k < n_keys; k++) {
+    size_t fence_len = 0, lock_len = 0;
+    const char *fence = cmd_arg(req->cmd, req->len, 3 + k, &fence_len);
+    if (fence_len < sizeof REDLOCK_FENCE_KEY_PREFIX - 1 ||
+        memcmp(fence, REDLOCK_FENCE_KEY_PREFIX, sizeof REDLOCK_FENCE_KEY_PREFIX - 1) != 0 ||
+        k < n_keys / 2)
+      continue;
+    const char *lock = cmd_arg(req->cmd, req->len, 3 + k - n_keys / 2, &lock_len);
+    /* a permit's or a read-write lock's counter comes alone, after its keys */
+    if (n_keys % 2 == 0 && keyslot(fence, fence_len) != keyslot(lock, lock_len))
+      fail("a fence counter does not hash with its lock key");
+    if (keyslot(fence, fence_len) != keyslot(key, key_len) && n_keys % 2 != 0)
+      fail("a fence counter does not hash with its lock's keys");
+  }
+}
+
 static status_t t_send(void *arg, unsigned i, node_req_t *req) {
   fake_transport_t *f = arg;
   fake_master_t *m = master(arg, i);
   m->sends++;
+  if (f->check_slots)
+    check_slot(req);
   if (m->mode == FAKE_SEND_DOWN)
     return ST_DOWN;
   if (m->mode == FAKE_SEND_BUSY)

@@ -51,6 +51,10 @@ typedef struct {
 
 typedef struct fake_transport {
   unsigned n;
+  /* 1: every SET and script sent must carry its key's hash slot and keep
+   * fence counters with their lock keys (the engine's rounds); 0 (after
+   * init): rounds a test builds by hand need not. */
+  int check_slots;
   uint64_t (*now_ns)(void);
   fake_master_t m[FAKE_MASTERS_MAX];
   voter_t *voters[FAKE_MASTERS_MAX]; /* &m[i].voter: a client's voter set */

@@ -94,7 +94,7 @@ static void elect(engine_fx_t *fx, elect_t *r) {
 static void grant(fake_transport_t *f, long long token) {
   for (unsigned i = 0; i < ENGINE_MASTERS; i++)
     assert_int_equal(fake_outstanding(f, i), 1);
-  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX NAME));
+  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX "{" NAME "}"));
   fake_reply_int(f, 0, token);
   fake_reply_int(f, 1, token);
   fake_reply_int(f, 2, token);
@@ -177,7 +177,7 @@ static void test_elected_on_quorum(void **state) {
   elect_t r = {0};
   elect(fx, &r);
   assert_int_equal(redlock_election_validity_ms(r.e), 0); /* never leader yet */
-  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX NAME));
+  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX "{" NAME "}"));
   fake_advance_ms(3);
   fake_reply_int(f, 0, 5);
   fake_reply_nil(f, 1);

@@ -23,7 +23,7 @@ static void test_fence_written_back(void **state) {
   lock_result_t r = {0};
   engine_lock(e, "ledger", TTL_MS, 0, &r);
   assert_true(fake_cmd_has(f, 0, 0, "EVALSHA"));
-  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX "ledger"));
+  assert_true(fake_cmd_has(f, 0, 0, REDLOCK_FENCE_KEY_PREFIX "{ledger}"));
   fake_advance_ms(3);
   fake_reply_int(f, 0, 5);
   fake_reply_nil(f, 1);

@@ -59,7 +59,7 @@ static void test_fenced_extend(void **state) {
   for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
     assert_int_equal(fake_outstanding(f, i), 1);
     assert_true(fake_cmd_has(f, i, 0, "EVALSHA"));
-    assert_true(fake_cmd_has(f, i, 0, REDLOCK_FENCE_KEY_PREFIX "ledger"));
+    assert_true(fake_cmd_has(f, i, 0, REDLOCK_FENCE_KEY_PREFIX "{ledger}"));
     assert_true(fake_cmd_has(f, i, 0, "$2\r\n41\r\n")); /* the token, last */
     assert_true(fake_cmd_has(f, i, 0, "$5\r\n20000\r\n"));
   }
@@ -86,14 +86,14 @@ static void test_wait_long_name(void **state) {
   fake_advance_ms(10);
   assert_int_equal(fake_outstanding_all(f), 0);
   /* engine_announce's buffer is too short for this channel's name */
-  char channel[sizeof NOTIFY_CHANNEL_PREFIX + sizeof name];
-  int len = snprintf(channel, sizeof channel, "%s%s", NOTIFY_CHANNEL_PREFIX, name);
-  assert_int_equal(len, sizeof NOTIFY_CHANNEL_PREFIX - 1 + sizeof name - 1);
-  channel[len - 1] = 'x'; /* another name, as long: wakes nobody */
+  char channel[sizeof NOTIFY_CHANNEL_PREFIX + sizeof name + 2];
+  int len = snprintf(channel, sizeof channel, "%s{%s}", NOTIFY_CHANNEL_PREFIX, name);
+  assert_int_equal(len, sizeof NOTIFY_CHANNEL_PREFIX - 1 + sizeof name - 1 + 2);
+  channel[len - 2] = 'x'; /* another name, as long: wakes nobody */
   notify_announce(&e->client->notify, channel, (size_t)len, NULL, 0);
   fake_pump();
   assert_int_equal(fake_outstanding_all(f), 0);
-  channel[len - 1] = 'w';
+  channel[len - 2] = 'w';
   notify_announce(&e->client->notify, channel, (size_t)len, NULL, 0);
   fake_pump();
   assert_int_equal(fake_outstanding(f, 0), 1); /* at once, not at the fallback */

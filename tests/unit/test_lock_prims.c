@@ -23,7 +23,7 @@ static void test_sem_next_slot_extend_release(void **state) {
   fake_transport_t *f = &e->fake;
   lock_result_t r = {0};
   engine_sem(e, "pool", 2, TTL_MS, 0, &r);
-  assert_true(fake_cmd_has(f, 0, 0, "pool:sem:"));
+  assert_true(fake_cmd_has(f, 0, 0, "{pool}:sem:"));
   for (unsigned i = 0; i < 3; i++)
     fake_reply_int(f, i, 0); /* its first slot is held: decided */
   assert_int_equal(r.calls, 0);
@@ -31,7 +31,7 @@ static void test_sem_next_slot_extend_release(void **state) {
   fake_reply_int(f, 4, 0);
   for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
     assert_int_equal(fake_outstanding(f, i), 2); /* the release, then the other slot */
-    assert_true(fake_cmd_has(f, i, 1, "pool:sem:"));
+    assert_true(fake_cmd_has(f, i, 1, "{pool}:sem:"));
   }
   fake_reply_int_all(f, 0);
   fake_reply_int_all(f, 1);
@@ -68,7 +68,7 @@ static void test_sem_wait_woken(void **state) {
   fake_reply_int_all(f, 0); /* slot 0 held */
   fake_reply_int_all(f, 0); /* its release */
   assert_int_equal(fake_outstanding_all(f), 0);
-  engine_announce(e, "pool:sem");
+  engine_announce_channel(e, REDLOCK_RELEASE_CHANNEL_PREFIX "{pool}:sem");
   assert_int_equal(fake_outstanding(f, 0), 1);
   fake_reply_int_all(f, 1);
   assert_int_equal(r.status, REDLOCK_OK);
@@ -106,7 +106,7 @@ static void test_rw_writer_withdraws_intent(void **state) {
   for (unsigned a = 0; a < 4; a++) {
     for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
       assert_int_equal(fake_outstanding(f, i), 1);
-      assert_true(fake_cmd_has(f, i, 0, "doc:rw:intent"));
+      assert_true(fake_cmd_has(f, i, 0, "{doc}:rw:intent"));
     }
     fake_reply_int_all(f, -1); /* readers hold it: the intent is set */
     if (a == 3)

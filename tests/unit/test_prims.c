@@ -31,6 +31,7 @@
 #include "unit_support.h"
 
 #include "clock.h"
+#include "keyslot.h"
 #include "lock.h"
 #include "prims.h"
 #include "redlock.h"
@@ -260,6 +261,20 @@ static decoded_t decode(const round_t *round) {
     p += len + 2;
   }
   assert_ptr_equal(p, round->cmd + round->cmd_len);
+  /* Every script's keys hash to one cluster slot, the one its requests
+   * carry (node_req_t.slot): a cluster voter routes them there, and no
+   * script spans slots.  A channel in ARGV hashes there too. */
+  if (strcmp(d.argv[0], "EVALSHA") == 0) {
+    int n_keys = atoi(d.argv[2]);
+    assert_true(n_keys >= 1);
+    assert_int_not_equal(round->slot, -1);
+    for (int i = 3; i < d.argc; i++) {
+      int is_name = i < 3 + n_keys || strncmp(d.argv[i], REDLOCK_RELEASE_CHANNEL_PREFIX,
+                                              strlen(REDLOCK_RELEASE_CHANNEL_PREFIX)) == 0;
+      if (is_name)
+        assert_int_equal(keyslot(d.argv[i], strlen(d.argv[i])), round->slot);
+    }
+  }
   return d;
 }
 
@@ -275,12 +290,12 @@ static void test_sem_keys_and_rounds(void **state) {
     fake_t *f = fake_new("p:", fencing);
     op_acquire_t *op = fake_op(f, &kind_sem, "jobs", 12);
     assert_int_equal(op->n_keys, 2);
-    assert_string_equal(op->keys[1], "p:jobs:sem:limit");
-    assert_int_equal(op->key_lens[1], strlen("p:jobs:sem:limit"));
-    assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
+    assert_string_equal(op->keys[1], "{p:jobs}:sem:limit");
+    assert_int_equal(op->key_lens[1], strlen("{p:jobs}:sem:limit"));
+    assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "{p:jobs}:sem");
     assert_int_equal(op->prim.channel_len, strlen(op->prim.channel));
     assert_string_equal(op->prim.name, "jobs");
-    assert_null(op->prim.resource); /* the slot names it */
+    assert_string_equal(op->prim.resource, "jobs:sem:"); /* the slot's, once it has one */
     assert_int_equal(op->fence_keys != NULL, fencing);
 
     /* One pass: 12 rounds, every slot once, consecutive from a random one. */
@@ -292,18 +307,22 @@ static void test_sem_keys_and_rounds(void **state) {
       assert_int_equal(round->expect_integer, ROUND_EXPECT_CODE);
       assert_int_equal(round->kind, ROUND_ACQUIRE);
       decoded_t d = decode(round);
-      unsigned slot = (unsigned)atoi(op->keys[0] + strlen("p:jobs:sem:"));
+      unsigned slot = (unsigned)atoi(op->keys[0] + strlen("{p:jobs}:sem:"));
       char want[64];
-      snprintf(want, sizeof want, "p:jobs:sem:%u", slot);
+      snprintf(want, sizeof want, "{p:jobs}:sem:%u", slot);
       assert_string_equal(op->keys[0], want);
       assert_int_equal(op->key_lens[0], strlen(want));
+      snprintf(want, sizeof want, "jobs:sem:%u", slot); /* what redlock_lock_resource says */
+      assert_string_equal(op->prim.resource, want);
+      snprintf(want, sizeof want, "{p:jobs}:sem:%u", slot);
+      assert_int_equal(round->slot, keyslot("p:jobs", 6)); /* the slot a lock "jobs" has */
       if (i == 0)
         first = slot;
       assert_int_equal(slot, (first + (unsigned)i) % 12);
       seen[slot]++;
       assert_script(&d, SCRIPT_SEM_ACQUIRE, fencing ? 3 : 2);
       assert_string_equal(d.argv[3], want);
-      assert_string_equal(d.argv[4], "p:jobs:sem:limit");
+      assert_string_equal(d.argv[4], "{p:jobs}:sem:limit");
       int a = 5;
       if (fencing) {
         char fence[96];
@@ -364,7 +383,7 @@ static void test_sem_keys_and_rounds(void **state) {
     decoded_t d = decode(round);
     assert_script(&d, SCRIPT_SEM_EXTEND, 2);
     assert_string_equal(d.argv[3], op->keys[0]);
-    assert_string_equal(d.argv[4], "p:jobs:sem:limit");
+    assert_string_equal(d.argv[4], "{p:jobs}:sem:limit");
     assert_string_equal(d.argv[6], "9000");
     assert_string_equal(d.argv[7], "12");
     assert_int_equal(d.argc, 8);
@@ -395,7 +414,7 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
     assert_string_equal(d.argv[5], "1");
-    assert_string_equal(d.argv[6], REDLOCK_RELEASE_CHANNEL_PREFIX "p:jobs:sem");
+    assert_string_equal(d.argv[6], REDLOCK_RELEASE_CHANNEL_PREFIX "{p:jobs}:sem");
     round_discard(round);
     round = op->prim.ops->attempt_release_round(op);
     d = decode(round);
@@ -415,24 +434,24 @@ static void test_rw_keys_and_rounds(void **state) {
       fake_t *f = fake_new("", fencing);
       op_acquire_t *op = fake_op(f, write ? &kind_rw_write : &kind_rw_read, "cfg", 0);
       assert_int_equal(op->n_keys, 3);
-      assert_string_equal(op->keys[0], "cfg:rw:write");
-      assert_string_equal(op->keys[1], "cfg:rw:read");
-      assert_string_equal(op->keys[2], "cfg:rw:intent");
+      assert_string_equal(op->keys[0], "{cfg}:rw:write");
+      assert_string_equal(op->keys[1], "{cfg}:rw:read");
+      assert_string_equal(op->keys[2], "{cfg}:rw:intent");
       for (int i = 0; i < 3; i++)
         assert_int_equal(op->key_lens[i], strlen(op->keys[i]));
-      assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
+      assert_string_equal(op->prim.channel, REDLOCK_RELEASE_CHANNEL_PREFIX "{cfg}:rw");
       assert_string_equal(op->prim.resource, "cfg");
       if (fencing)
-        assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "cfg:rw:write");
+        assert_string_equal(op->fence_keys[0], FENCE_KEY_PREFIX "{cfg}:rw:write");
       assert_int_equal(strlen(op->prim.intent), write ? RANDOM_VALUE_LEN : 0);
       assert_int_equal(op->prim.ops->wake_mode, NOTIFY_WAKE_ALL);
 
       round_t *round = op->prim.ops->acquire_round(op, NULL);
       decoded_t d = decode(round);
       assert_script(&d, write ? SCRIPT_RW_WRITE : SCRIPT_RW_READ, fencing ? 4 : 3);
-      assert_string_equal(d.argv[3], "cfg:rw:write");
-      assert_string_equal(d.argv[4], "cfg:rw:read");
-      assert_string_equal(d.argv[5], "cfg:rw:intent");
+      assert_string_equal(d.argv[3], "{cfg}:rw:write");
+      assert_string_equal(d.argv[4], "{cfg}:rw:read");
+      assert_string_equal(d.argv[5], "{cfg}:rw:intent");
       int a = fencing ? 7 : 6;
       assert_string_equal(d.argv[a + 1], "5000");
       if (write) {
@@ -469,7 +488,7 @@ static void test_rw_keys_and_rounds(void **state) {
       /* A write hold's release also drops its intent. */
       assert_string_equal(d.argv[7], write ? op->prim.intent : "");
       assert_string_equal(d.argv[8], "1");
-      assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "cfg:rw");
+      assert_string_equal(d.argv[9], REDLOCK_RELEASE_CHANNEL_PREFIX "{cfg}:rw");
       round_discard(round);
       round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
       d = decode(round);
@@ -487,7 +506,7 @@ static void test_rw_keys_and_rounds(void **state) {
         round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_EXTEND, 3);
-        assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
+        assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "{cfg}:rw:write");
         assert_string_equal(d.argv[7], "700");
         assert_string_equal(d.argv[8], write ? "w" : "r");
         assert_string_equal(d.argv[9], "42");
@@ -498,7 +517,7 @@ static void test_rw_keys_and_rounds(void **state) {
         round = op->prim.ops->fence_round(op, "42", 2, NULL);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_FENCE_COMMIT, 3);
-        assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "cfg:rw:write");
+        assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "{cfg}:rw:write");
         assert_string_equal(d.argv[7], "42");
         round_discard(round);
       }

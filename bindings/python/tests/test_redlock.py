@@ -1091,9 +1091,11 @@ class TestPrimitives(ServerTestCase):
             self.assertIsInstance(p, redlock.Lock)
             self.assertRegex(p.resource, "^%s:sem:[01]$" % name)
             self.assertGreater(p.validity_ms, 0)
-            self.assertEqual(self.on_all("GET", p.resource), [p.value] * 3)
+            # the slot's key: the name in braces (one hash slot, redlock.h)
+            key = "{%s}:sem:%s" % (name, p.resource.rsplit(":", 1)[1])
+            self.assertEqual(self.on_all("GET", key), [p.value] * 3)
         self.assertNotEqual(p1.resource, p2.resource)
-        self.assertEqual(self.on_all("GET", name + ":sem:limit"), ["2"] * 3)
+        self.assertEqual(self.on_all("GET", "{%s}:sem:limit" % name), ["2"] * 3)
         with self.assertRaises(redlock.LockedError):
             a.semaphore_acquire(name, 2, 10000)
         with self.assertRaises(redlock.WaitTimeout):
@@ -1122,7 +1124,7 @@ class TestPrimitives(ServerTestCase):
 
         t = threading.Thread(target=waiter)
         t.start()
-        channel = RELEASE_CHANNEL_PREFIX + "%s:sem" % name
+        channel = RELEASE_CHANNEL_PREFIX + "{%s}:sem" % name
         wait_until(lambda: all(r[1] >= 1 for r in self.on_all("PUBSUB", "NUMSUB", channel)),
                    what="the waiter's subscription")
         released_at = time.monotonic()
@@ -1156,7 +1158,7 @@ class TestPrimitives(ServerTestCase):
         r2 = b.rwlock_read(name, 10000, wait_ms=1000)
         self.assertEqual(r1.resource, name)
         # A hold is granted at a quorum; the last master may answer later.
-        wait_until(lambda: self.on_all("ZCARD", name + ":rw:read") == [2] * 3,
+        wait_until(lambda: self.on_all("ZCARD", "{%s}:rw:read" % name) == [2] * 3,
                    what="both readers on every master")
         with self.assertRaises(redlock.LockedError):
             b.rwlock_write(name, 10000)
@@ -1168,16 +1170,16 @@ class TestPrimitives(ServerTestCase):
         r2.unlock()
         # An unlock returns at a quorum: wait for the last master's release,
         # so the writer's key lands on every master.
-        wait_until(lambda: self.on_all("ZCARD", name + ":rw:read") == [0] * 3,
+        wait_until(lambda: self.on_all("ZCARD", "{%s}:rw:read" % name) == [0] * 3,
                    what="readers released on every master")
         with a.rwlock_write(name, 10000) as w:
-            wait_until(lambda: self.on_all("GET", name + ":rw:write") == [w.value] * 3,
+            wait_until(lambda: self.on_all("GET", "{%s}:rw:write" % name) == [w.value] * 3,
                        what="the writer on every master")
             with self.assertRaises(redlock.LockedError):
                 b.rwlock_read(name, 10000)
             with self.assertRaises(redlock.LockedError):
                 b.rwlock_write(name, 10000)
-        wait_until(lambda: self.on_all("EXISTS", name + ":rw:write") == [0, 0, 0],
+        wait_until(lambda: self.on_all("EXISTS", "{%s}:rw:write" % name) == [0, 0, 0],
                    what="the writer released on every master")
         b.rwlock_read(name, 1000).unlock()
 
@@ -1358,7 +1360,7 @@ class TestElection(ServerTestCase):
         self.assertGreater(first.term, 0)
         self.assertGreater(first.validity_ms, 0)
         # The lease is a fenced lock on the name: its counter is the term.
-        counters = self.on_all("GET", FENCE_KEY_PREFIX + name)
+        counters = self.on_all("GET", FENCE_KEY_PREFIX + "{%s}" % name)
         self.assertGreaterEqual(sum(int(v or 0) == first.term for v in counters), 2)
         first.resign()
         self.assertTrue(first.resigned)
