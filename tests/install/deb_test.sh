@@ -247,10 +247,14 @@ echo "examples/consumer/build_pkgconfig.sh: built"
 
 shared=("$out/deb-consumer" "$tmp/deb-consumer/deb-consumer")
 static=("$out/deb-consumer-static" "$tmp/deb-consumer/deb-consumer-static")
+# (The loader may name it through /lib, the same directory on a merged-/usr system.)
+want=$(readlink -f "$libdir/libredlock.so.0")
 for b in "${shared[@]}" "$tmp/examples-consumer/consumer-basic" "$tmp/examples-pkgconfig/basic"; do
-  env -u LD_LIBRARY_PATH ldd "$b" | grep -qF "libredlock.so.0 => $libdir/libredlock.so.0" ||
-    fail "$b does not load $libdir/libredlock.so.0"
+  loaded=$(env -u LD_LIBRARY_PATH ldd "$b" | sed -n 's/^[[:space:]]*libredlock\.so\.0 => \([^ ]*\).*/\1/p')
+  [ -n "$loaded" ] && [ "$(readlink -f "$loaded")" = "$want" ] ||
+    fail "$b loads libredlock.so.0 from '$loaded', not the installed $want"
 done
+echo "the shared builds load $want; the static ones need no libredlock"
 for b in "${static[@]}"; do
   if readelf -d "$b" | grep -q 'NEEDED.*libredlock'; then
     fail "$b is meant to be linked statically but needs libredlock"
