@@ -4,7 +4,7 @@
 # `scripts/package.sh --check` runs it (scripts/test.sh, pass 6).
 #
 # It installs them system-wide with `dpkg -i`: run it as root on a disposable
-# machine (CI's container) only.  They are removed again with `dpkg -r` on
+# machine (CI's container) only.  They are removed again with `dpkg --purge` on
 # every exit, failures included.  It refuses to start when one of them is
 # installed already, or when a file they hold exists outside any package
 # (removing the packages would delete it).  One run at a time on a machine
@@ -23,7 +23,7 @@
 #  4. Against a redis-server started here on a free loopback port: each
 #     deb_consumer build takes and releases a lock, and so does `redlock run
 #     --no-quarantine`.
-#  5. dpkg -r of the three; none of their files is left.
+#  5. dpkg --purge of the three; none of their files is left, dpkg forgets them.
 # Environment: REDLOCK_TEST_SERVER (the server program; default redis-server).
 set -euo pipefail
 
@@ -58,8 +58,10 @@ installed_state() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true; }
 remove_packages() {
   [ $installed = 1 ] || return 0
   installed=0
-  step "dpkg -r ${packages[*]}"
-  dpkg -r "${packages[@]}" >"$tmp/remove.log" 2>&1 || { cat "$tmp/remove.log" >&2; return 1; }
+  # --purge: dpkg -r, then the package's record too (libredlock0's ldconfig
+  # scripts would otherwise leave it in state config-files).
+  step "dpkg --purge ${packages[*]}"
+  dpkg --purge "${packages[@]}" >"$tmp/remove.log" 2>&1 || { cat "$tmp/remove.log" >&2; return 1; }
 }
 
 stop_redis() {
@@ -137,10 +139,11 @@ soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libredlock.so.0" ] || fail "SONAME is '$soname', expected libredlock.so.0"
 echo "no RPATH/RUNPATH in any ELF file; SONAME $soname; a copyright file in each"
 
-# Nothing of theirs may be on the system already: dpkg -r would delete it.
+# Nothing of theirs may be on the system already: dpkg --purge would delete it.
 for p in "${packages[@]}"; do
   case "$(installed_state "$p")" in
     "" | "unknown ok not-installed" | "deinstall ok not-installed" | "purge ok not-installed") ;;
+    "deinstall ok config-files") ;; # removed, no file left: the purge at the end forgets it
     *) fail "$p is already installed ($(installed_state "$p")): not touching it" ;;
   esac
   while IFS= read -r f; do
@@ -280,15 +283,15 @@ keys=$(redis-cli -h 127.0.0.1 -p "$port" --scan --pattern 'deb-*' | wc -l)
 [ "$keys" -eq 0 ] || fail "$keys lock key(s) left on the master after the unlocks"
 
 # ---------------------------------------------------------------- 5. remove
-remove_packages || fail "dpkg -r failed"
+remove_packages || fail "dpkg --purge failed"
 for p in "${packages[@]}"; do
   case "$(installed_state "$p")" in
-    "" | "unknown ok not-installed" | "deinstall ok not-installed" | "deinstall ok config-files") ;;
-    *) fail "$p still installed after dpkg -r: $(installed_state "$p")" ;;
+    "" | "unknown ok not-installed" | "purge ok not-installed") ;;
+    *) fail "$p still known to dpkg after dpkg --purge: $(installed_state "$p")" ;;
   esac
   while IFS= read -r f; do
     [ -d "$tmp/extract/$p$f" ] && continue
-    if [ -e "$f" ] || [ -L "$f" ]; then fail "$f left after dpkg -r $p"; fi
+    if [ -e "$f" ] || [ -L "$f" ]; then fail "$f left after dpkg --purge $p"; fi
   done < <(cd "$tmp/extract/$p" && find . -mindepth 1 | sed 's|^\.||')
 done
 echo "PASS: ${packages[*]} $version installed, consumers built and run, removed"
