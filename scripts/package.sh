@@ -50,7 +50,8 @@ for tool in git cmake cpack cc pkg-config dpkg-deb dpkg-shlibdeps file gzip tar 
     { echo "package.sh: $tool not found (scripts/deps.sh installs what is needed)" >&2; exit 1; }
 done
 
-commit=$(git rev-parse --verify HEAD)
+commit=$(git rev-parse --verify -q HEAD) ||
+  { echo "package.sh: needs a git checkout with a commit (it packages HEAD)" >&2; exit 1; }
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "==> note: uncommitted changes are not packaged: dist/ is made from HEAD ($commit)"
 fi
@@ -136,7 +137,9 @@ package_npm
 
 (cd "$dist" && sha256sum -- * >SHA256SUMS)
 echo "==> dist/ ($version, from $commit, $((SECONDS - started)) s)"
-(cd "$dist" && ls -l | awk 'NR > 1 { printf "    %9d  %s\n", $5, $9 }')
+for f in "$dist"/*; do
+  printf '    %9d  %s\n' "$(stat -c %s "$f")" "${f##*/}"
+done
 
 if [ $check = 1 ]; then
   # The tarball holds exactly the tree the packages were built from.

@@ -219,10 +219,10 @@ out="$tmp/pkgconfig"
 mkdir -p "$out"
 warn="-std=c11 -Wall -Wextra -Werror"
 consumer="$src/tests/install/deb_consumer/consumer.c"
-# shellcheck disable=SC2046 # the flags are meant to be split
+# shellcheck disable=SC2046,SC2086 # the flags are meant to be split
 cc $warn $(pkg-config --cflags redlock) "$consumer" -o "$out/deb-consumer" \
   $(pkg-config --libs redlock) || fail "pkg-config build (shared)"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086
 cc $warn -DREDLOCK_STATIC $(pkg-config --cflags --static redlock) "$consumer" \
   -o "$out/deb-consumer-static" \
   $(pkg-config --libs --static redlock | sed 's/\(^\| \)-lredlock\( \|$\)/\1-l:libredlock.a\2/') ||
