@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# scripts/deps.sh: installs what building and testing redlock-c needs, from
-# Debian/Ubuntu packages, when it is missing.  Sourced by demo.sh and test.sh.
+# scripts/deps.sh: installs, from Debian/Ubuntu packages, what is missing for
+# one of two jobs.  Sourced:
+#   REDLOCK_DEPS=demo source scripts/deps.sh   the demo (scripts/demo.sh): a
+#       compiler, CMake, pkg-config, hiredis and libuv headers, redis-server
+#   source scripts/deps.sh                     (REDLOCK_DEPS=test, the default)
+#       scripts/test.sh and scripts/package.sh: the demo's, plus the tests',
+#       the bindings' toolchains and the packaging tools
+# README.md ("Dependencies") says why each package is needed.
 set -euo pipefail
 
-redlock_need_packages() {
-  local missing=()
+# What the demo needs: it builds the library and examples/demo.c (with the
+# test harness's server launcher) and runs redis-server; nothing else.
+redlock_missing_demo() {
   command -v cc >/dev/null 2>&1 || missing+=(build-essential)
   command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
   [ -f /usr/include/hiredis/async.h ] || missing+=(libhiredis-dev)
   [ -f /usr/include/uv.h ] || missing+=(libuv1-dev)
+}
+
+# What the tests, the bindings' tests and the packages need on top.
+redlock_missing_test() {
+  redlock_missing_demo
   [ -f /usr/include/cmocka.h ] || missing+=(libcmocka-dev)
   # OpenSSL for TLS in the build against hiredis 1.2.0 (scripts/test.sh, pass 2).
   [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
@@ -28,6 +40,19 @@ redlock_need_packages() {
   # server's service is not started by our tests).
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v curl >/dev/null 2>&1 || missing+=(curl) # scrapes examples/metrics_http
+  # scripts/package.sh: CPack's DEB generator runs dpkg-shlibdeps for the
+  # Depends and `file` to find what to strip.
+  command -v dpkg-shlibdeps >/dev/null 2>&1 || missing+=(dpkg-dev)
+  command -v file >/dev/null 2>&1 || missing+=(file)
+}
+
+redlock_need_packages() {
+  local missing=()
+  case "${REDLOCK_DEPS:-test}" in
+    demo) redlock_missing_demo ;;
+    test) redlock_missing_test ;;
+    *) echo "scripts/deps.sh: REDLOCK_DEPS must be demo or test (got '$REDLOCK_DEPS')" >&2; exit 2 ;;
+  esac
   if [ ${#missing[@]} -eq 0 ]; then
     return 0
   fi

@@ -20,7 +20,10 @@
 #                      (tests/integration/test_oom.c) only;
 #  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
 #                      (not safety or torture), no suppressions;
-#   5. a short libFuzzer smoke run (tests/fuzz/run.sh).
+#   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
+#   6. the packages: scripts/package.sh --check builds dist/ (the .debs and the
+#      source tarball) in build-package/, installs the .debs with dpkg, builds
+#      and runs consumers against them, and removes them (Debian, as root).
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
 #   ./scripts/test.sh            everything above (about 28 min on a busy 2-core machine)
@@ -210,6 +213,18 @@ unset TSAN_OPTIONS
 begin "pass 5: fuzz smoke run (libFuzzer, clang)"
 tests/fuzz/run.sh 40
 took "5. fuzz smoke run"
+
+# ---- 6. packages -------------------------------------------------------------------
+# dpkg -i installs system-wide: CI's container is disposable, and
+# tests/install/deb_test.sh removes the packages again, also on failure.
+if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)" -eq 0 ]; then
+  begin "pass 6: packages (scripts/package.sh --check)"
+  scripts/package.sh --check
+  took "6. packages (.deb, source tarball)"
+else
+  skipped="${skipped:+$skipped; }pass 6 (packages): SKIPPED, needs Debian's dpkg and root"
+  echo "==> pass 6 (packages): SKIPPED, needs Debian's dpkg and root"
+fi
 
 echo "==> times"
 printf '    %s\n' "${timings[@]}"

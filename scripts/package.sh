@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# scripts/package.sh: makes the release artifacts in dist/ from the commit
+# checked out (HEAD), with a fresh Release build of its own (build-package/).
+#
+#   scripts/package.sh           writes dist/
+#   scripts/package.sh --check   writes dist/, then tests/install/deb_test.sh:
+#                                installs the .debs system-wide (root, a
+#                                disposable machine), builds and runs consumers
+#                                against them, removes them
+#
+# dist/ holds:
+#   libredlock0_<ver>-1_<arch>.deb     the shared library
+#   libredlock-dev_<ver>-1_<arch>.deb  headers, static library, .pc, CMake package
+#   redlock-tools_<ver>-1_<arch>.deb   the `redlock` CLI and its man page
+#   redlock-c-<ver>.tar.gz             the source: `git archive` of HEAD
+#   SHA256SUMS
+# (docs/packaging.md says what is in each and how to install it.)
+#
+# The version is written in one place, project(VERSION) in CMakeLists.txt:
+# it is read back here from the configured build (CPackConfig.cmake).
+#
+# How: HEAD is exported with `git archive` and unpacked into
+# build-package/src; the packages are built from that tree, so building them
+# is also the check that the source tarball (the same commit, exported once
+# more with the prefix redlock-c-<ver>/) builds with CMake on its own.
+# Uncommitted changes are therefore in no artifact: the script says so.
+#
+# Needs git, cmake/cpack, a C compiler, pkg-config, hiredis and libuv -dev
+# packages, and dpkg-dev and file (CPack's DEB generator runs dpkg-shlibdeps
+# to compute the Depends, and `file` to find what to strip).  Built against
+# the system's hiredis: PKG_CONFIG_PATH is ignored.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+check=0
+case "${1:-}" in
+  "") ;;
+  --check) check=1 ;;
+  *) echo "usage: scripts/package.sh [--check]" >&2; exit 2 ;;
+esac
+
+work="$root/build-package"
+dist="$root/dist"
+jobs=$(nproc 2>/dev/null || echo 2)
+unset PKG_CONFIG_PATH
+
+for tool in git cmake cpack cc pkg-config dpkg-deb dpkg-shlibdeps file gzip tar sha256sum; do
+  command -v "$tool" >/dev/null 2>&1 ||
+    { echo "package.sh: $tool not found (scripts/deps.sh installs what is needed)" >&2; exit 1; }
+done
+
+commit=$(git rev-parse --verify -q HEAD) ||
+  { echo "package.sh: needs a git checkout with a commit (it packages HEAD)" >&2; exit 1; }
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "==> note: uncommitted changes are not packaged: dist/ is made from HEAD ($commit)"
+fi
+
+started=$SECONDS
+
+# ---- the tree and the build --------------------------------------------------
+echo "==> git archive $commit -> build-package/src"
+rm -rf "$work"
+mkdir -p "$work/src"
+git archive --format=tar "$commit" | tar -x -C "$work/src"
+
+# Release, installed under /usr (GNUInstallDirs then picks Debian's multiarch
+# libdir).  No install RPATH: the library and the CLI live in the loader's
+# own directories.  Neither tests nor examples nor benchmarks are packaged.
+# -Werror is off here: the test builds (scripts/test.sh) hold the code to it,
+# a packaging build must not fail on a diagnostic; the warnings are printed.
+echo "==> configure build-package/build (Release, prefix /usr)"
+cmake -S "$work/src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
+  -DCMAKE_SKIP_INSTALL_RPATH=ON -DREDLOCK_WERROR=OFF -DREDLOCK_TLS=OFF \
+  -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_EXAMPLES=OFF -DREDLOCK_BUILD_BENCH=OFF \
+  -DREDLOCK_BUILD_TOOLS=ON >"$work/configure.log" 2>&1 ||
+  { cat "$work/configure.log" >&2; exit 1; }
+sed -n 's/^-- redlock: /    /p' "$work/configure.log"
+
+version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$work/build/CPackConfig.cmake")
+[ -n "$version" ] || { echo "package.sh: no CPACK_PACKAGE_VERSION in CPackConfig.cmake" >&2; exit 1; }
+echo "==> version $version"
+
+echo "==> build build-package/build"
+if ! cmake --build "$work/build" -j"$jobs" >"$work/build.log" 2>&1; then
+  cat "$work/build.log" >&2
+  exit 1
+fi
+if grep -q 'warning:' "$work/build.log"; then
+  echo "    warnings (build-package/build.log):"
+  grep 'warning:' "$work/build.log" | sed "s|$work/src/||" | sort -u | sed 's/^/      /'
+fi
+
+rm -rf "$dist"
+mkdir -p "$dist"
+
+# ---- artifacts: one function each ---------------------------------------------
+
+# The three Debian packages (packaging/cpack.cmake).
+package_debs() {
+  echo "==> cpack -G DEB"
+  if ! (cd "$work/build" && cpack -G DEB -B "$work/cpack") >"$work/cpack.log" 2>&1; then
+    cat "$work/cpack.log" >&2
+    exit 1
+  fi
+  mv "$work/cpack"/*.deb "$dist/"
+}
+
+# The source tarball: the commit the packages were built from, under
+# redlock-c-<ver>/ (gzip -n: no name or time stamp, the same bytes each time).
+package_source() {
+  local name="redlock-c-$version"
+  echo "==> git archive --prefix=$name/ -> dist/$name.tar.gz"
+  git archive --format=tar --prefix="$name/" "$commit" | gzip -n -9 >"$dist/$name.tar.gz"
+}
+
+# ---- HOOK: the Python wheel and sdist ----------------------------------------
+# To be written: the wheel carrying libredlock and the libraries it needs
+# (hiredis, libuv, beside it with an rpath of $ORIGIN), and an sdist that
+# builds with CMake; both into "$dist".  It may use "$work/build" (Release,
+# prefix /usr) or a build of its own under "$work", and $version.
+package_python() {
+  :
+}
+
+# ---- HOOK: the npm tarball ---------------------------------------------------
+# To be written: the npm package carrying the same prebuilt libraries, koffi
+# as its dependency, into "$dist".  Same inputs as package_python.
+package_npm() {
+  :
+}
+
+package_debs
+package_source
+package_python
+package_npm
+
+(cd "$dist" && sha256sum -- * >SHA256SUMS)
+echo "==> dist/ ($version, from $commit, $((SECONDS - started)) s)"
+for f in "$dist"/*; do
+  printf '    %9d  %s\n' "$(stat -c %s "$f")" "${f##*/}"
+done
+
+if [ $check = 1 ]; then
+  # The tarball holds exactly the tree the packages were built from.
+  echo "==> dist/redlock-c-$version.tar.gz unpacks to the tree built above"
+  rm -rf "$work/unpacked"
+  mkdir -p "$work/unpacked"
+  tar -xzf "$dist/redlock-c-$version.tar.gz" -C "$work/unpacked"
+  [ "$(ls "$work/unpacked")" = "redlock-c-$version" ] ||
+    { echo "package.sh: the tarball's top directory is not redlock-c-$version/" >&2; exit 1; }
+  diff -r "$work/src" "$work/unpacked/redlock-c-$version" >/dev/null ||
+    { echo "package.sh: the tarball differs from build-package/src" >&2; exit 1; }
+  bash tests/install/deb_test.sh "$dist" "$work/unpacked/redlock-c-$version"
+fi
