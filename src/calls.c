@@ -8,6 +8,7 @@
 
 #include "calls.h"
 #include "client.h"
+#include "keyname.h"
 #include "keyslot.h"
 #include "lock.h"
 #include "stats.h"
@@ -71,13 +72,15 @@ static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint
 /* A multi-resource lock is one script per voter, which a Redis Cluster
  * runs only when every key is in one hash slot (else -CROSSSLOT): with a
  * cluster voter, resources that hash apart are refused here, with why in
- * the log.  (A hash tag puts them together: "{order-42}:items".) */
+ * the log.  (A hash tag puts them together: "{order-42}:items".)  So is a
+ * key whose derived names (fence counter, release channel) cannot share
+ * its slot (keyname_in_slot: a '}' without a hash tag). */
 static int check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
   const redlock_options_t *o = &client->opts;
   int cluster = 0;
   for (size_t i = 0; i < o->n_nodes; i++)
     cluster |= o->nodes[i].voter == VOTER_KIND_CLUSTER;
-  if (!cluster || n < 2)
+  if (!cluster)
     return 0;
   char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
@@ -88,7 +91,13 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
     size_t len = strlen(resources[i]);
     memcpy(key + o->key_prefix_len, resources[i], len);
     int slot = keyslot(key, o->key_prefix_len + len);
-    if (i == 0) {
+    if (!keyname_in_slot(key, o->key_prefix_len + len)) {
+      log_write(&client->log, REDLOCK_LOG_ERROR,
+                "'%s': with a cluster voter a key with a '}' needs a hash tag ({tag}name), or "
+                "its fence counter and release channel cannot share its slot; refused",
+                resources[i]);
+      rc = REDLOCK_EINVAL;
+    } else if (i == 0) {
       first = slot;
     } else if (slot != first) {
       log_write(&client->log, REDLOCK_LOG_ERROR,

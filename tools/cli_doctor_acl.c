@@ -20,6 +20,7 @@ typedef enum {
   WHEN_DB,       /* the URI names a db */
   WHEN_WAIT,     /* wait= */
   WHEN_WAITAOF,  /* waitaof= */
+  WHEN_CLUSTER,  /* a redis-cluster:// voter */
 } when_t;
 
 #define MAX_WORDS 8
@@ -44,6 +45,8 @@ typedef struct {
  *   src/prims.c         EVALSHA (semaphores, read-write locks)
  *   src/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
  *   src/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits)
+ *   src/voter_cluster.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map), ASKING
+ *                       (after an -ASK), PING (a primary's handshake)
  *   src/lua/ (scripts)  what the scripts call: grep 'redis.call("' src/lua
  * (src/voter_sentinel.c speaks to sentinels, not masters: not here.)
  * In words: {key}, {fence}, {channel} are the doctor's key, its fencing
@@ -63,6 +66,10 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"UNSUBSCRIBE", WHEN_ALWAYS, 1, {"UNSUBSCRIBE", "{channel}"}},
     {"WAIT", WHEN_WAIT, 0, {"WAIT", "{r}", "{t}"}},
     {"WAITAOF", WHEN_WAITAOF, 0, {"WAITAOF", "{l}", "{r}", "{t}"}},
+    {"CLUSTER SHARDS", WHEN_CLUSTER, 0, {"CLUSTER", "SHARDS"}},
+    {"CLUSTER SLOTS", WHEN_CLUSTER, 0, {"CLUSTER", "SLOTS"}},
+    {"ASKING", WHEN_CLUSTER, 0, {"ASKING"}},
+    {"PING", WHEN_CLUSTER, 0, {"PING"}},
     /* from inside the scripts */
     {"GET, in scripts", WHEN_ALWAYS, 0, {"GET", "{key}"}},
     {"GET fence counter, in scripts", WHEN_ALWAYS, 0, {"GET", "{fence}"}},
@@ -95,6 +102,8 @@ static int applies(const lib_command_t *c, const node_addr_t *a) {
     return a->ack.mode == ACK_WAIT;
   case WHEN_WAITAOF:
     return a->ack.mode == ACK_WAITAOF;
+  case WHEN_CLUSTER:
+    return a->voter == VOTER_KIND_CLUSTER;
   default:
     return 1;
   }

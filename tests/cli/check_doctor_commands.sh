@@ -24,7 +24,7 @@ set -eu
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 table=$root/tools/cli_doctor_acl.c
 SENTINEL_FILES="voter_sentinel.c sentinel_reply.c"
-NOT_COMMANDS="CA ERR LOADING NOSCRIPT NULL READONLY TLS URI"
+NOT_COMMANDS="ASK CA CLUSTERDOWN ERR FCALL LOADING MOVED NOSCRIPT NULL READONLY TLS TRYAGAIN URI"
 CONTAINERS="ACL CLIENT CLUSTER COMMAND CONFIG FUNCTION INFO MEMORY OBJECT SCRIPT SENTINEL XINFO"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-doctor-commands.XXXXXX")

@@ -194,6 +194,12 @@ static void test_cluster_moved(void **state) {
   const char *together[2] = {"{cl-tag}-1", "{cl-tag}-2"};
   assert_int_equal(redlock_lock_many(a, together, 2, TTL_MS, &many), REDLOCK_OK);
   assert_int_equal(redlock_unlock(a, many), REDLOCK_OK);
+  /* A '}' without a hash tag: its fence counter could not share its slot. */
+  redlock_lock_t *brace = NULL;
+  assert_int_equal(redlock_lock(a, "cl-a}b", TTL_MS, &brace), REDLOCK_EINVAL);
+  assert_true(fx_log_contains(fx, 0, "needs a hash tag"));
+  assert_int_equal(redlock_lock(a, "{cl-t}a}b", TTL_MS, &brace), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(a, brace), REDLOCK_OK);
   /* A fresh lock goes straight to the new owner. */
   assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
   assert_true(fx_exists(ch_node(c, to), key) == 1);
