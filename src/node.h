@@ -143,6 +143,8 @@ typedef struct node_req {
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
   uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
   struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
+  /* (A written request that asks an ack is on node->acks_waiting by `link`
+   * until its fn runs.) */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -192,12 +194,17 @@ typedef struct node {
    * certificate verify failed: ..."), "" while up; client->mutex, since
    * redlock_last_votes() reads it from any thread. */
   char down_why[NODE_DOWN_WHY_LEN];
-  /* The durability ack (node_addr_t.ack): the command formatted once,
-   * written after each write that asks it (NULL: none), and why the last
-   * one fell short ("" before any; env->mutex, read by redlock_last_votes). */
+  /* The durability ack (node_addr_t.ack): the command formatted once (NULL:
+   * none; node_init, read-only after), and why the last one fell short (""
+   * before any; env->mutex, read by redlock_last_votes). */
   char *ack_cmd;
   size_t ack_cmd_len;
   char ack_why[NODE_DOWN_WHY_LEN];
+  /* Loop thread, node.c: the written requests that ask an ack, in the order
+   * written, until their fn runs.  One ack command goes out per write of the
+   * connection's output, after the last of them (conn_before_write), and
+   * its reply settles every one of them whose own reply came before it. */
+  list_node_t acks_waiting;
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
 } node_t;
