@@ -125,7 +125,8 @@ typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *rep
  * release): no allocation per request.  The owner fills cmd, len, fn and
  * keep; node.c owns the rest while the request is out. */
 typedef struct node_req {
-  list_node_t link; /* node.c: the backlog while queued */
+  list_node_t link; /* node.c: the backlog while queued; once written, node->acks_waiting
+                     * if it asks an ack, until its fn runs */
   struct node *node;
   const char *cmd; /* formatted command; must live until fn has run */
   size_t len;
@@ -143,8 +144,6 @@ typedef struct node_req {
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
   uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
   struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
-  /* (A written request that asks an ack is on node->acks_waiting by `link`
-   * until its fn runs.) */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
