@@ -34,6 +34,10 @@ typedef struct conn_events {
   char tls_why[256];     /* conn_error()'s TLS explanation */
   int broken;            /* libuv refused to watch or flush it: the flush drops it */
   char io_why[96];       /* why, for conn_error() */
+  /* The owner's, set by conn_before_write (loop thread): run before each
+   * write of the output (before_write). */
+  conn_before_write_fn *before_write_fn;
+  void *before_write_arg;
 } conn_events_t;
 
 /* ---- reply caps ------------------------------------------------------------------
@@ -250,6 +254,15 @@ static void poll_set(conn_events_t *ev, int events) {
     io_failed(ev, "cannot watch the socket", rc);
 }
 
+/* The owner's last word before a write (conn_before_write).  Called while
+ * the connection is still on the flusher's list, or while it already polls
+ * for writability, so that what it queues adds no work of its own: hiredis'
+ * add-write hook then finds the connection marked either way. */
+static void before_write(conn_events_t *ev) {
+  if (ev->before_write_fn != NULL && connected(ev))
+    ev->before_write_fn(ev->ac, ev->before_write_arg);
+}
+
 static void on_poll(uv_poll_t *handle, int status, int events) {
   conn_events_t *ev = handle->data;
   if (ev->ac == NULL)
@@ -277,8 +290,10 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
       return;
     }
   }
-  if (ev->ac != NULL && (events & UV_WRITABLE))
+  if (ev->ac != NULL && (events & UV_WRITABLE)) {
+    before_write(ev);
     write_output(ev);
+  }
 }
 
 static void hook_add_read(void *privdata) {
@@ -380,11 +395,13 @@ static void write_output(conn_events_t *ev) {
 
 /* Writes one connection's output taken off the flusher's list. */
 static void flush_one(conn_events_t *ev) {
-  list_remove(&ev->dirty_link);
   if (ev->broken) {
+    list_remove(&ev->dirty_link);
     redisAsyncFree(ev->ac); /* the owner's disconnect callback runs, conn_error() says why */
     return;
   }
+  before_write(ev);
+  list_remove(&ev->dirty_link);
   /* While flushing, a request to write more means the socket took only
    * part: from then on hook_add_write polls for writability. */
   ev->want_write = 1;
@@ -517,6 +534,12 @@ unsigned long conn_replies_pooled(const redisAsyncContext *ac) {
 uint64_t conn_read_ns(const redisAsyncContext *ac) {
   const conn_events_t *ev = ac->ev.data;
   return ev->read_ns != 0 ? ev->read_ns : tb_now_ns(ev->tb);
+}
+
+void conn_before_write(redisAsyncContext *ac, conn_before_write_fn *fn, void *arg) {
+  conn_events_t *ev = ac->ev.data;
+  ev->before_write_fn = fn;
+  ev->before_write_arg = arg;
 }
 
 unsigned long conn_writes(const redisAsyncContext *ac) {

@@ -104,6 +104,13 @@ void conn_read_now(redisAsyncContext *ac);
  * busy leaves requests handed over but never written: the hung-master watch
  * must not count that time against the master (node_write_late). */
 int conn_write_now(redisAsyncContext *ac);
+/* Has fn(ac, arg) called right before each write of this connection's
+ * output (the turn's flush, conn_write_now, or a write on writability once
+ * the socket had no room): the last moment to queue a command that must
+ * follow everything queued so far, and whose reply covers it (a durability
+ * ack).  A command it queues goes out with that write.  fn NULL: none. */
+typedef void conn_before_write_fn(redisAsyncContext *ac, void *arg);
+void conn_before_write(redisAsyncContext *ac, conn_before_write_fn *fn, void *arg);
 /* How many writes took bytes of this connection's output: a caller that
  * noted the count when it handed a request over knows, seeing it unchanged,
  * that the request has not been written yet. */

@@ -17,6 +17,7 @@ static void node_fail_backlog(node_t *node);
 static void node_drain_backlog(node_t *node);
 static void node_replay_releases(node_t *node);
 static int node_can_write(const node_t *node);
+static void node_queue_ack(redisAsyncContext *ac, void *arg);
 
 static status_t node_handshake(link_t *link, void *arg);
 static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
@@ -29,6 +30,7 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
   node->state = NODE_DOWN;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
+  list_init(&node->acks_waiting);
   link_init(&node->link, &(link_cfg_t){
                              .addr = &node->addr,
                              .tb = env->tb,
@@ -300,6 +302,8 @@ static void node_ready(node_t *node) {
   uv_mutex_lock(node->env->mutex);
   node->down_why[0] = '\0';
   uv_mutex_unlock(node->env->mutex);
+  if (node->ack_cmd != NULL)
+    conn_before_write(node->link.ac, node_queue_ack, node);
   if (node_is_quarantined(node, node->ready_ns))
     (void)link_arm(&node->link, (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u);
   node_report(node, NODE_EV_UP, NULL, NULL);
@@ -568,32 +572,47 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
 }
 
 /* ---- durability acks ----------------------------------------------------------------
- * A write that asks for an ack goes out as two pipelined commands, the write
- * and the master's WAIT / WAITAOF; req->fn runs once, when the ack's reply
- * (or the loss of the connection) comes, with the write's reply kept until
- * then.  Its time, for the vote and for the validity, is the ack's. */
+ * A write that asks for an ack is written as usual, and one ack command
+ * (WAIT / WAITAOF) follows the last such write of each write of the
+ * connection's output (once per loop turn: conn.c's flusher; node_queue_ack).
+ * A server answers WAIT once the replicas have the connection's replication
+ * offset as of its last write before the WAIT, so one ack covers every write
+ * before it on its connection; and it stops reading that connection while
+ * the WAIT blocks, so one ack per write would let through one write per
+ * replica round trip.
+ *
+ * Each such request waits on node->acks_waiting; its write's reply is kept
+ * (req->held) until the ack's reply comes, which settles every request whose
+ * reply came before it (the ack's batch: replies come in order, so those are
+ * the list's head).  req->fn then runs once, with the write's reply, and its
+ * vote counts only when that reply is a yes and the batch's ack reached what
+ * was asked.  Its time, for the vote and for the validity, is the ack's
+ * arrival, later than its own reply's: validity can only shrink
+ * (docs/safety.md §5b). */
 enum {
   REQ_ACK_OFF = 0, /* a plain request: one reply */
-  REQ_ACK_WRITTEN, /* the write and its ack are out */
+  REQ_ACK_OPEN,    /* written; no ack queued behind it yet */
+  REQ_ACK_WRITTEN, /* its batch's ack is queued behind it */
   REQ_ACK_HELD,    /* the write's reply is kept (req->held) */
-  REQ_ACK_LOST,    /* no reply to the write: the connection went */
   REQ_ACK_NOMEM,   /* the write's reply could not be kept */
-  REQ_ACK_ALONE,   /* the ack could not be queued: the write's reply is final, unacked */
+  REQ_ACK_ALONE,   /* its batch's ack could not be queued: the write's reply is final, unacked */
 };
 
 static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_req_t *req = privdata;
-  if (req->ack_state == REQ_ACK_ALONE) {
-    /* No ack will come: the write never counts.  hiredis refuses to queue
-     * on a connected context only for want of memory. */
+  int state = req->ack_state;
+  if (reply == NULL || state != REQ_ACK_WRITTEN) {
+    /* Final now: the connection went (lost like any request in flight), or
+     * no ack will come.  An ack is queued before any write goes out, so
+     * only ALONE has a reply here: hiredis refuses to queue on a connected
+     * context only for want of memory.  Such a write never counts. */
+    list_remove(&req->link);
     req->ack_state = REQ_ACK_OFF;
-    req->unacked = 1;
-    req->nomem = 1;
+    if (reply != NULL) {
+      req->unacked = 1;
+      req->nomem = state == REQ_ACK_ALONE;
+    }
     req_reply_cb(ac, reply, privdata);
-    return;
-  }
-  if (reply == NULL) {
-    req->ack_state = REQ_ACK_LOST;
     return;
   }
   req->held = reply_clone(reply);
@@ -601,27 +620,23 @@ static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_check_role_error(req->node, reply);
 }
 
-static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
-  node_req_t *req = privdata;
-  node_t *node = req->node;
-  node_request_done(node, req, reply != NULL ? ac : NULL);
+/* Settles one request of the ack's batch: met, the ack reached what was
+ * asked; reply NULL, the connection went before it came. */
+static void ack_settle(node_t *node, node_req_t *req, const redisAsyncContext *ac,
+                       const redisReply *reply, int met) {
+  node_request_done(node, req, ac);
   redisReply *held = req->held;
   int state = req->ack_state;
   req->held = NULL;
   req->ack_state = REQ_ACK_OFF;
-  if (state == REQ_ACK_HELD && reply != NULL) {
-    char why[NODE_DOWN_WHY_LEN];
-    if (!reply_ack_met(reply, node->addr.ack.mode == ACK_WAITAOF, node->addr.ack.local,
-                       node->addr.ack.replicas, why, sizeof why)) {
-      req->unacked = 1;
-      uv_mutex_lock(node->env->mutex);
-      memcpy(node->ack_why, why, sizeof why);
-      uv_mutex_unlock(node->env->mutex);
-      node_warn(node, "durability ack fell short", why);
-    }
-    req->fn(req, held); /* may free req, or send it again (NOSCRIPT) */
-  } else if (state == REQ_ACK_NOMEM && reply != NULL) {
-    /* Nothing to count: an error the round gives no vote for. */
+  if (reply == NULL) {
+    req->fn(req, NULL); /* the connection went before the ack came back */
+  } else if (state == REQ_ACK_HELD) {
+    req->unacked = !met;
+    req->fn(req, held); /* may send it again (NOSCRIPT) */
+  } else {
+    /* The write's reply could not be kept: nothing to count, an error the
+     * round gives no vote for. */
     static const char oom_text[] = "ERR out of memory keeping the reply for its ack";
     redisReply oom;
     memset(&oom, 0, sizeof oom);
@@ -630,11 +645,65 @@ static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
     oom.len = sizeof oom_text - 1;
     req->nomem = 1;
     req->fn(req, &oom);
-  } else {
-    req->fn(req, NULL); /* the connection went before the write or its ack came back */
   }
   reply_clone_free(held);
+}
+
+/* hiredis' callback for an ack command: privdata is the node. */
+static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  node_t *node = privdata;
+  /* The ack counts once in the queue (node_queue_ack), whatever its batch. */
+  if (node->inflight > 0)
+    node->inflight--;
+  node->queued_bytes -=
+      node->ack_cmd_len <= node->queued_bytes ? node->ack_cmd_len : node->queued_bytes;
+  int met = 0;
+  if (reply != NULL) {
+    char why[NODE_DOWN_WHY_LEN];
+    met = reply_ack_met(reply, node->addr.ack.mode == ACK_WAITAOF, node->addr.ack.local,
+                        node->addr.ack.replicas, why, sizeof why);
+    if (!met) {
+      uv_mutex_lock(node->env->mutex);
+      memcpy(node->ack_why, why, sizeof why);
+      uv_mutex_unlock(node->env->mutex);
+      node_warn(node, "durability ack fell short", why);
+    }
+  }
+  /* Its batch: the requests at the head whose reply came before it.  A
+   * request the round sends again from its fn joins the tail, unanswered,
+   * and waits for a later ack. */
+  while (!list_empty(&node->acks_waiting)) {
+    node_req_t *req = list_entry(node->acks_waiting.next, node_req_t, link);
+    if (req->ack_state != REQ_ACK_HELD && req->ack_state != REQ_ACK_NOMEM)
+      break;
+    list_remove(&req->link);
+    ack_settle(node, req, reply != NULL ? ac : NULL, reply, met);
+  }
   node_after_reply(node, reply != NULL);
+}
+
+/* conn.c calls this right before each write of the connection's output: the
+ * writes that ask an ack since the last one get theirs, one command after
+ * them all.  One that cannot be queued (out of memory) leaves them alone:
+ * their replies are final and never count. */
+static void node_queue_ack(redisAsyncContext *ac, void *arg) {
+  node_t *node = arg;
+  if (list_empty(&node->acks_waiting) ||
+      list_entry(node->acks_waiting.prev, node_req_t, link)->ack_state != REQ_ACK_OPEN)
+    return; /* every write that asks one has it already */
+  int queued = redisAsyncFormattedCommand(ac, ack_reply_cb, node, node->ack_cmd,
+                                          node->ack_cmd_len) == REDIS_OK;
+  for (list_node_t *at = node->acks_waiting.prev; at != &node->acks_waiting; at = at->prev) {
+    node_req_t *req = list_entry(at, node_req_t, link);
+    if (req->ack_state != REQ_ACK_OPEN)
+      break; /* the OPEN ones are the tail: written since the last ack */
+    req->ack_state = queued ? REQ_ACK_WRITTEN : REQ_ACK_ALONE;
+  }
+  if (queued) {
+    node->inflight++;
+    node->queued_bytes += node->ack_cmd_len;
+    node_queue_changed(node);
+  }
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
@@ -644,13 +713,9 @@ static status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   if (req->ack && node->ack_cmd != NULL) {
     if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, req->cmd, req->len) !=
         REDIS_OK)
-      return ST_DOWN; /* hiredis is tearing the connection down */
-    /* Fails only when hiredis is tearing the connection down, which fails
-     * the write too: its callback then finishes the request alone. */
-    req->ack_state = redisAsyncFormattedCommand(node->link.ac, ack_reply_cb, req, node->ack_cmd,
-                                                node->ack_cmd_len) == REDIS_OK
-                         ? REQ_ACK_WRITTEN
-                         : REQ_ACK_ALONE;
+      return ST_DOWN;              /* hiredis is tearing the connection down */
+    req->ack_state = REQ_ACK_OPEN; /* its ack follows at the write (node_queue_ack) */
+    list_insert_tail(&node->acks_waiting, &req->link);
   } else if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) !=
              REDIS_OK) {
     return ST_DOWN; /* hiredis is tearing the connection down */

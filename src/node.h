@@ -125,7 +125,8 @@ typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *rep
  * release): no allocation per request.  The owner fills cmd, len, fn and
  * keep; node.c owns the rest while the request is out. */
 typedef struct node_req {
-  list_node_t link; /* node.c: the backlog while queued */
+  list_node_t link; /* node.c: the backlog while queued; once written, node->acks_waiting
+                     * if it asks an ack, until its fn runs */
   struct node *node;
   const char *cmd; /* formatted command; must live until fn has run */
   size_t len;
@@ -200,12 +201,17 @@ typedef struct node {
    * certificate verify failed: ..."), "" while up; client->mutex, since
    * redlock_last_votes() reads it from any thread. */
   char down_why[NODE_DOWN_WHY_LEN];
-  /* The durability ack (node_addr_t.ack): the command formatted once,
-   * written after each write that asks it (NULL: none), and why the last
-   * one fell short ("" before any; env->mutex, read by redlock_last_votes). */
+  /* The durability ack (node_addr_t.ack): the command formatted once (NULL:
+   * none; node_init, read-only after), and why the last one fell short (""
+   * before any; env->mutex, read by redlock_last_votes). */
   char *ack_cmd;
   size_t ack_cmd_len;
   char ack_why[NODE_DOWN_WHY_LEN];
+  /* Loop thread, node.c: the written requests that ask an ack, in the order
+   * written, until their fn runs.  One ack command goes out per write of the
+   * connection's output, after the last of them (conn_before_write), and
+   * its reply settles every one of them whose own reply came before it. */
+  list_node_t acks_waiting;
   uint64_t last_warn_ns; /* rate limit for per-request warnings */
   unsigned suppressed_warnings;
 } node_t;

@@ -1,0 +1,384 @@
+/* test_node_acks.c: durability acks (wait= / waitaof=) on one master
+ * (node.c) against the in-process mock master: one ack command per write of
+ * the connection's output, after the last write that asks one, whose reply
+ * settles every such write before it; a batch per flush; an ack's error or
+ * shortfall fails its whole batch with the reason; an ack that cannot be
+ * queued, or a write's reply that cannot be kept, for want of memory; a lost
+ * connection; releases, which ask none; the queue's counts.
+ *
+ * Failed allocations are injected at link time (-Wl,--wrap): reply_clone
+ * (the kept copy of a write's reply) and redisAsyncFormattedCommand (to
+ * refuse the ack command itself, as hiredis does when out of memory).  Both
+ * pass through unless a test arms them. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/async.h>
+
+#include "node_fixture.h"
+#include "reply.h"
+
+/* ---- injected failures ------------------------------------------------------------- */
+
+redisReply *__real_reply_clone(const redisReply *reply);
+redisReply *__wrap_reply_clone(const redisReply *reply);
+int __real_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
+                                      const char *cmd, size_t len);
+int __wrap_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
+                                      const char *cmd, size_t len);
+
+static unsigned clone_fail_at; /* k > 0: the k-th reply_clone from arming fails */
+static unsigned clones;        /* reply_clone calls since arming */
+static unsigned acks_refused;  /* ack commands still to refuse */
+
+redisReply *__wrap_reply_clone(const redisReply *reply) {
+  if (clone_fail_at != 0 && ++clones == clone_fail_at)
+    return NULL;
+  return __real_reply_clone(reply);
+}
+
+static int is_ack_command(const char *cmd, size_t len) {
+  return (len >= 14 && memcmp(cmd, "*3\r\n$4\r\nWAIT\r\n", 14) == 0) ||
+         (len >= 17 && memcmp(cmd, "*4\r\n$7\r\nWAITAOF\r\n", 17) == 0);
+}
+
+int __wrap_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
+                                      const char *cmd, size_t len) {
+  if (acks_refused > 0 && is_ack_command(cmd, len)) {
+    acks_refused--;
+    return REDIS_ERR;
+  }
+  return __real_redisAsyncFormattedCommand(ac, fn, privdata, cmd, len);
+}
+
+static int setup(void **state) {
+  clone_fail_at = 0;
+  clones = 0;
+  acks_refused = 0;
+  return nf_setup(state);
+}
+
+/* ---- helpers ---------------------------------------------------------------------- */
+
+/* A master asking `suffix`'s ack ("?wait=1"), up. */
+static void start_acked(nf_t *f, const char *suffix) {
+  nf_address(f, NULL, suffix, 0);
+  nf_start(f);
+  nf_wait_event(f, NODE_EV_UP, 1);
+  assert_non_null(f->node.ack_cmd);
+}
+
+/* The names of the commands the mock received from `from` on, one space
+ * between ("SET SET WAIT"). */
+static const char *names_since(const nf_t *f, size_t from) {
+  static char buf[512];
+  buf[0] = '\0';
+  size_t n = mock_master_n_commands(f->mock);
+  for (size_t i = from; i < n; i++) {
+    const mock_cmd_t *cmd = mock_master_command(f->mock, i);
+    size_t used = strlen(buf);
+    snprintf(buf + used, sizeof buf - used, "%s%s", used > 0 ? " " : "", cmd->argv[0]);
+  }
+  return buf;
+}
+
+typedef struct {
+  nf_req_t *r;
+  unsigned n;
+} reqs_t;
+
+/* Every request's write reply is in and kept, waiting for its ack. */
+static int all_held(void *arg) {
+  const reqs_t *reqs = arg;
+  for (unsigned i = 0; i < reqs->n; i++)
+    if (reqs->r[i].req.held == NULL)
+      return 0;
+  return 1;
+}
+
+static int all_done(void *arg) {
+  const reqs_t *reqs = arg;
+  for (unsigned i = 0; i < reqs->n; i++)
+    if (!reqs->r[i].done)
+      return 0;
+  return 1;
+}
+
+static void wait_all(nf_t *f, int (*done)(void *), nf_req_t *r, unsigned n) {
+  reqs_t reqs = {r, n};
+  assert_true(mock_run_until(&f->loop, done, &reqs, NF_WAIT_MS));
+}
+
+/* Sends n writes that ask an ack ("SET k<i> v"), in one loop turn. */
+static void send_writes(nf_t *f, nf_req_t *r, unsigned n, unsigned first) {
+  for (unsigned i = 0; i < n; i++) {
+    char words[32];
+    snprintf(words, sizeof words, "SET k%u v", first + i);
+    assert_int_equal(nf_send_ack(f, &r[i], words), ST_OK);
+  }
+}
+
+/* ---- tests ------------------------------------------------------------------------ */
+
+/* N writes handed over in one loop turn go out with exactly one WAIT, after
+ * the last of them; their own replies are kept and none is settled until the
+ * WAIT's reply comes, which settles them all.  The queue counts the WAIT
+ * once. */
+static void test_one_wait_per_flush(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  enum { N = 5 };
+  nf_req_t r[N];
+  mock_master_on(f->mock, "WAIT", MOCK_HOLD, ":1\r\n", 1);
+  size_t base = mock_master_n_commands(f->mock);
+  size_t bytes = 0;
+  send_writes(f, r, N, 0);
+  for (unsigned i = 0; i < N; i++)
+    bytes += r[i].req.len;
+  assert_int_equal(f->node.inflight, N); /* the WAIT is not queued before the write */
+  nf_wait_received(f, "WAIT", 1);
+  assert_string_equal(names_since(f, base), "SET SET SET SET SET WAIT");
+  assert_int_equal(f->node.inflight, N + 1);
+  assert_int_equal(f->node.queued_bytes, bytes + f->node.ack_cmd_len);
+  wait_all(f, all_held, r, N); /* every SET answered, none settled */
+  for (unsigned i = 0; i < N; i++)
+    assert_false(r[i].done);
+  assert_int_equal(mock_master_release(f->mock), 1);
+  wait_all(f, all_done, r, N);
+  for (unsigned i = 0; i < N; i++) {
+    assert_true(r[i].got_reply);
+    assert_string_equal(r[i].str, "OK");
+    assert_false(r[i].req.unacked);
+    assert_false(r[i].req.nomem);
+    assert_null(r[i].req.held);
+  }
+  assert_int_equal(mock_master_count(f->mock, "WAIT"), 1);
+  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+}
+
+/* Writes of two loop turns go out with a WAIT each, and each batch is
+ * settled by its own: the first WAIT reached its replica, the second did
+ * not, and only the second batch is unacked, with the reason. */
+static void test_wait_per_turn(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  nf_req_t a[2], b[3];
+  mock_master_on(f->mock, "WAIT", MOCK_HOLD, ":1\r\n", 1);
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":0\r\n", 1); /* queued behind the held one */
+  size_t base = mock_master_n_commands(f->mock);
+  send_writes(f, a, 2, 0);
+  nf_wait_received(f, "WAIT", 1);
+  send_writes(f, b, 3, 2);
+  nf_wait_received(f, "WAIT", 2);
+  assert_string_equal(names_since(f, base), "SET SET WAIT SET SET SET WAIT");
+  assert_int_equal(f->node.inflight, 7); /* five writes and two WAITs */
+  assert_false(a[0].done || a[1].done);
+  mock_master_release(f->mock);
+  wait_all(f, all_done, b, 3);
+  for (unsigned i = 0; i < 2; i++) {
+    assert_string_equal(a[i].str, "OK");
+    assert_false(a[i].req.unacked);
+  }
+  for (unsigned i = 0; i < 3; i++) {
+    assert_string_equal(b[i].str, "OK"); /* the write's reply, short of its ack */
+    assert_true(b[i].req.unacked);
+    assert_false(b[i].req.nomem);
+  }
+  assert_string_equal(f->node.ack_why, "WAIT: 0 of 1 replica acknowledged in time");
+  assert_true(nf_logged(f, "durability ack fell short"));
+  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+}
+
+/* An error reply to the ack (WAITAOF on a server without it) fails every
+ * write of its batch, whatever each write's own reply, with that reason;
+ * the next batch is judged by its own ack. */
+static void test_ack_error_fails_batch(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?waitaof=0,1");
+  mock_master_on(f->mock, "WAITAOF", MOCK_REPLY,
+                 "-ERR unknown command 'WAITAOF', with args beginning with: \r\n", 1);
+  mock_master_on(f->mock, "SET", MOCK_REPLY, "$-1\r\n", 1); /* one write refused */
+  nf_req_t r[3];
+  size_t base = mock_master_n_commands(f->mock);
+  send_writes(f, r, 3, 0);
+  wait_all(f, all_done, r, 3);
+  assert_string_equal(names_since(f, base), "SET SET SET WAITAOF");
+  assert_int_equal(r[0].reply_type, REDIS_REPLY_NIL);
+  for (unsigned i = 0; i < 3; i++) {
+    assert_true(r[i].got_reply);
+    assert_true(r[i].req.unacked);
+    assert_false(r[i].req.nomem);
+  }
+  assert_string_equal(f->node.ack_why,
+                      "WAITAOF: ERR unknown command 'WAITAOF', with args beginning with: ");
+  /* the next batch: its ack met */
+  mock_master_on(f->mock, "WAITAOF", MOCK_REPLY, "*2\r\n:0\r\n:1\r\n", 1);
+  send_writes(f, r, 2, 3);
+  wait_all(f, all_done, r, 2);
+  assert_false(r[0].req.unacked || r[1].req.unacked);
+}
+
+/* A write's reply that cannot be kept until its ack comes is an error for
+ * want of memory here (nomem): it never counts; the others of its batch
+ * settle as usual. */
+static void test_kept_reply_nomem(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
+  clone_fail_at = 2;
+  nf_req_t r[3];
+  send_writes(f, r, 3, 0);
+  wait_all(f, all_done, r, 3);
+  clone_fail_at = 0;
+  assert_int_equal(mock_master_count(f->mock, "WAIT"), 1);
+  assert_int_equal(r[1].reply_type, REDIS_REPLY_ERROR);
+  assert_string_equal(r[1].str, "ERR out of memory keeping the reply for its ack");
+  assert_true(r[1].req.nomem);
+  for (unsigned i = 0; i < 3; i += 2) {
+    assert_string_equal(r[i].str, "OK");
+    assert_false(r[i].req.unacked);
+    assert_false(r[i].req.nomem);
+  }
+  assert_int_equal(f->node.inflight, 0);
+}
+
+/* An ack that cannot be queued (out of memory) leaves its batch without
+ * one: each write comes back with its own reply, unacked for want of memory
+ * (nomem), and never counts; nothing waits for an ack that was never sent,
+ * and the next batch has its WAIT and counts. */
+static void test_ack_not_queued(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  acks_refused = 1;
+  nf_req_t r[3];
+  size_t base = mock_master_n_commands(f->mock);
+  send_writes(f, r, 3, 0);
+  wait_all(f, all_done, r, 3);
+  assert_int_equal(acks_refused, 0);
+  assert_string_equal(names_since(f, base), "SET SET SET");
+  for (unsigned i = 0; i < 3; i++) {
+    assert_string_equal(r[i].str, "OK");
+    assert_true(r[i].req.unacked);
+    assert_true(r[i].req.nomem);
+  }
+  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
+  send_writes(f, r, 2, 3);
+  wait_all(f, all_done, r, 2);
+  assert_string_equal(names_since(f, base), "SET SET SET SET SET WAIT");
+  assert_false(r[0].req.unacked || r[1].req.unacked);
+  assert_false(r[0].req.nomem || r[1].req.nomem);
+}
+
+/* Releases ask no ack: alone in a flush they send no WAIT; beside writes
+ * that ask one, the flush still has one WAIT, and a release's reply is
+ * final when it comes, not held for the WAIT. */
+static void test_releases_no_wait(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  size_t base = mock_master_n_commands(f->mock);
+  nf_req_t rel[2];
+  assert_int_equal(nf_send(f, &rel[0], "EVALSHA 0123 1 k v", 1), ST_OK);
+  assert_int_equal(nf_send(f, &rel[1], "EVALSHA 0123 1 k2 v", 1), ST_OK);
+  wait_all(f, all_done, rel, 2);
+  assert_string_equal(names_since(f, base), "EVALSHA EVALSHA");
+  assert_int_equal(rel[0].integer, 1);
+  /* a write, a release and a write, in one turn: one WAIT, at the end */
+  mock_master_on(f->mock, "WAIT", MOCK_HOLD, ":1\r\n", 1);
+  base = mock_master_n_commands(f->mock);
+  nf_req_t w[2], mixed_rel;
+  assert_int_equal(nf_send_ack(f, &w[0], "SET a v"), ST_OK);
+  assert_int_equal(nf_send(f, &mixed_rel, "EVALSHA 0123 1 k v", 1), ST_OK);
+  assert_int_equal(nf_send_ack(f, &w[1], "SET b v"), ST_OK);
+  nf_wait_received(f, "WAIT", 1);
+  assert_string_equal(names_since(f, base), "SET EVALSHA SET WAIT");
+  nf_wait_req(f, &mixed_rel); /* answered while the WAIT is held */
+  assert_false(w[0].done || w[1].done);
+  mock_master_release(f->mock);
+  wait_all(f, all_done, w, 2);
+  assert_false(w[0].req.unacked || w[1].req.unacked);
+  assert_int_equal(mock_master_count(f->mock, "WAIT"), 1);
+}
+
+/* The connection goes after the writes' replies, before their WAIT's: every
+ * write of the batch is lost, like any request in flight (fn without a
+ * reply); the master reconnects and the next batch counts. */
+static void test_lost_before_ack(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  mock_master_on(f->mock, "WAIT", MOCK_CLOSE, NULL, 1);
+  nf_req_t r[3];
+  send_writes(f, r, 3, 0);
+  wait_all(f, all_done, r, 3);
+  for (unsigned i = 0; i < 3; i++) {
+    assert_false(r[i].got_reply);
+    assert_null(r[i].req.held);
+  }
+  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+  nf_wait_event(f, NODE_EV_UP, 2);
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
+  send_writes(f, r, 2, 3);
+  wait_all(f, all_done, r, 2);
+  assert_true(r[0].got_reply && r[1].got_reply);
+  assert_false(r[0].req.unacked || r[1].req.unacked);
+}
+
+/* A NOSCRIPT reply is resent from the settling fn: the resend joins a later
+ * batch with its own WAIT, and is settled by that one. */
+static void resend_fn(node_req_t *req, const redisReply *reply);
+static int resends;
+static nf_req_t *resent_done;
+
+static void resend_fn(node_req_t *req, const redisReply *reply) {
+  nf_req_t *r = (nf_req_t *)req;
+  if (reply != NULL && reply_is_noscript(reply) && resends == 0) {
+    resends++;
+    assert_int_equal(node_send(req->node, req), ST_OK);
+    return;
+  }
+  r->done = 1;
+  r->got_reply = reply != NULL;
+  if (reply != NULL)
+    r->reply_type = reply->type;
+  resent_done = r;
+}
+
+static void test_resend_joins_next_batch(void **state) {
+  nf_t *f = *state;
+  start_acked(f, "?wait=1");
+  resends = 0;
+  resent_done = NULL;
+  mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, "-NOSCRIPT No matching script.\r\n", 1);
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 2);
+  size_t base = mock_master_n_commands(f->mock);
+  nf_req_t r;
+  assert_int_equal(nf_send_ack(f, &r, "EVALSHA 0123 1 k v"), ST_OK);
+  r.req.fn = resend_fn;
+  nf_wait_req(f, &r);
+  assert_int_equal(resends, 1);
+  assert_ptr_equal(resent_done, &r);
+  assert_int_equal(r.reply_type, REDIS_REPLY_INTEGER);
+  assert_false(r.req.unacked);
+  assert_string_equal(names_since(f, base), "EVALSHA WAIT EVALSHA WAIT");
+  assert_int_equal(f->node.inflight, 0);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, nf_teardown)
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      T(test_one_wait_per_flush), T(test_wait_per_turn),           T(test_ack_error_fails_batch),
+      T(test_kept_reply_nomem),   T(test_ack_not_queued),          T(test_releases_no_wait),
+      T(test_lost_before_ack),    T(test_resend_joins_next_batch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
