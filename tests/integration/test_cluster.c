@@ -15,6 +15,11 @@
  * owner, and a fresh lock of it works;
  *  - {cluster} alone: a wait for a lock that expires unreleased ends with
  *    it (waits never hang on a cluster voter);
+ *  - {cluster} alone, fencing on: fenced locks (tokens increase), a
+ *    semaphore (limit 2: a third permit refused), a read-write lock (two
+ *    readers, a writer refused, then granted) and an election, over names
+ *    whose keys land on every primary: no call fails (every key of one
+ *    resource is in one slot, so no CROSSSLOT), and no lock key is left;
  *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
  *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
  *    the voter votes again. */
@@ -206,6 +211,110 @@ static void test_cluster_moved(void **state) {
   assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
 }
 
+typedef struct {
+  ch_cluster_t *c;
+  char key[128];
+} gone_t;
+
+static int key_gone(void *arg) {
+  gone_t *g = arg;
+  for (unsigned n = 0; n < ch_count(g->c); n++) {
+    /* Only the owner answers EXISTS; the others say MOVED. */
+    char buf[128];
+    if (rh_server_command(ch_node(g->c, n), buf, sizeof buf, "EXISTS %s", g->key) != 0 ||
+        strcmp(buf, "1") == 0)
+      return 0;
+  }
+  return 1;
+}
+
+static void on_elected(redlock_election_t *e, uint64_t term, void *arg) {
+  (void)e;
+  (void)term;
+  fx_event_post(arg);
+}
+
+static void on_lost(redlock_election_t *e, int reason, void *arg) {
+  (void)e;
+  (void)reason;
+  (void)arg;
+}
+
+#define CL_CHECK(fx, c, call)                                                                      \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    if (rc_ != REDLOCK_OK) {                                                                       \
+      char votes_[1024];                                                                           \
+      redlock_last_votes((c), votes_, sizeof votes_);                                              \
+      fail_msg("%s: %d: %s\n%s", #call, rc_, votes_, fx_log_text((fx), 0));                        \
+    }                                                                                              \
+  } while (0)
+
+static void test_cluster_primitives(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  const char *uris[1] = {ch_uri(c, 0)};
+  redlock_options_t *o = fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_fencing(o, 1), 0);
+  redlock_t *a = fx_open(fx, 0, o);
+  redlock_lock_t *l = NULL;
+  /* The primaries' connections are made on first use. */
+  for (int i = 0; i < 12; i++) {
+    char res[32];
+    snprintf(res, sizeof res, "cl-prim-warm-%d", i);
+    CL_CHECK(fx, a, redlock_lock(a, res, TTL_MS, &l));
+    CL_CHECK(fx, a, redlock_unlock(a, l));
+  }
+  for (int i = 0; i < 6; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "cl-prim-%d", i);
+    /* Fenced locks: each token larger than the last. */
+    CL_CHECK(fx, a, redlock_lock(a, name, TTL_MS, &l));
+    uint64_t f1 = redlock_lock_fence(l);
+    CL_CHECK(fx, a, redlock_unlock(a, l));
+    CL_CHECK(fx, a, redlock_lock(a, name, TTL_MS, &l));
+    uint64_t f2 = redlock_lock_fence(l);
+    CL_CHECK(fx, a, redlock_unlock(a, l));
+    if (f1 == 0 || f2 <= f1)
+      fail_msg("%s: fences %llu then %llu", name, (unsigned long long)f1, (unsigned long long)f2);
+    /* A semaphore of two permits. */
+    redlock_lock_t *p1 = NULL, *p2 = NULL, *p3 = NULL;
+    CL_CHECK(fx, a, redlock_semaphore_acquire(a, name, 2, TTL_MS, 0, &p1));
+    CL_CHECK(fx, a, redlock_semaphore_acquire(a, name, 2, TTL_MS, 0, &p2));
+    assert_int_equal(redlock_semaphore_acquire(a, name, 2, TTL_MS, 0, &p3), REDLOCK_ELOCKED);
+    CL_CHECK(fx, a, redlock_unlock(a, p1));
+    CL_CHECK(fx, a, redlock_unlock(a, p2));
+    /* Read-write: two readers exclude a writer, which then gets it. */
+    redlock_lock_t *r1 = NULL, *r2 = NULL, *w = NULL;
+    CL_CHECK(fx, a, redlock_rwlock_read(a, name, TTL_MS, 0, &r1));
+    CL_CHECK(fx, a, redlock_rwlock_read(a, name, TTL_MS, 0, &r2));
+    assert_int_equal(redlock_rwlock_write(a, name, TTL_MS, 0, &w), REDLOCK_ELOCKED);
+    CL_CHECK(fx, a, redlock_unlock(a, r1));
+    CL_CHECK(fx, a, redlock_unlock(a, r2));
+    CL_CHECK(fx, a, redlock_rwlock_write(a, name, TTL_MS, 0, &w));
+    CL_CHECK(fx, a, redlock_unlock(a, w));
+    /* An election. */
+    fx_event_t elected;
+    fx_event_init(&elected);
+    redlock_election_t *e = NULL;
+    CL_CHECK(fx, a, redlock_elect(a, name, 2000, on_elected, on_lost, &elected, &e));
+    if (!fx_event_wait(&elected, 10000))
+      fail_msg("%s: not elected; log:\n%s", name, fx_log_text(fx, 0));
+    CL_CHECK(fx, a, redlock_resign(a, e));
+    fx_event_destroy(&elected);
+  }
+  /* Unlocked: no lock key is left on any primary (the resignation's
+   * release is sent after redlock_resign returns: waited for). */
+  for (int i = 0; i < 6; i++) {
+    gone_t g = {c, ""};
+    char name[32];
+    snprintf(name, sizeof name, "cl-prim-%d", i);
+    key_of(name, g.key, sizeof g.key);
+    if (!rh_wait_until(key_gone, &g, FX_SETTLE_MS))
+      fail_msg("key %s left on a primary", g.key);
+  }
+}
+
 static void test_cluster_unreachable(void **state) {
   fx_t *fx = *state;
   ch_cluster_t *c = cluster_start();
@@ -250,4 +359,5 @@ static void test_cluster_unreachable(void **state) {
 }
 
 FX_MAIN("cluster", &fx_profile_integration, CL_TEST(test_cluster_and_masters, 2),
-        CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_unreachable, 0))
+        CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_primitives, 0),
+        CL_TEST(test_cluster_unreachable, 0))
