@@ -1,5 +1,6 @@
 /* cluster_map.c: slot maps from what a cluster answers (see cluster_map.h). */
 #include "cluster_map.h"
+#include "strutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,27 +47,7 @@ static int str_is(const redisReply *r, const char *s) {
 
 /* A host as a cluster names it: 1..CLUSTER_HOST_LEN-1 printable bytes, no
  * space (it goes into logs and into a connection's address). */
-static int host_ok(const char *s, size_t len) {
-  if (len == 0 || len >= CLUSTER_HOST_LEN)
-    return 0;
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-      return 0;
-  return 1;
-}
-
-/* A decimal port 1..65535, nothing else; -1 otherwise. */
-static int port_of_text(const char *s, size_t len) {
-  long v = 0;
-  if (len == 0 || len > 5)
-    return -1;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return -1;
-    v = v * 10 + (s[i] - '0');
-  }
-  return v >= 1 && v <= 65535 ? (int)v : -1;
-}
+static int host_ok(const char *s, size_t len) { return str_host_ok(s, len, CLUSTER_HOST_LEN); }
 
 /* A port given as an integer or as text; -1 when it is neither. */
 static int port_of(const redisReply *r) {
@@ -74,7 +55,7 @@ static int port_of(const redisReply *r) {
     return -1;
   if (r->type == REDIS_REPLY_INTEGER)
     return r->integer >= 1 && r->integer <= 65535 ? (int)r->integer : -1;
-  return is_string(r) ? port_of_text(r->str, r->len) : -1;
+  return is_string(r) ? str_port(r->str, r->len) : -1;
 }
 
 /* A slot number given as an integer; -1 otherwise. */
@@ -389,7 +370,7 @@ cluster_redirect_t cluster_parse_redirect(const char *err, size_t len, int *slot
     colon--;
   if (colon == at)
     return CLUSTER_REDIRECT_NONE; /* no ':' */
-  int p = port_of_text(err + colon, end - colon);
+  int p = str_port(err + colon, end - colon);
   size_t h = at, hl = colon - 1 - at;
   if (hl >= 2 && err[h] == '[' && err[h + hl - 1] == ']') {
     h++;

@@ -1,32 +1,13 @@
 /* sentinel_reply.c: reading what Redis Sentinel answers (see sentinel_reply.h). */
 #include "sentinel_reply.h"
+#include "strutil.h"
 
 #include <stdio.h>
 #include <string.h>
 
 /* A host as a sentinel gives it: 1..SENTINEL_HOST_LEN-1 bytes, printable,
  * no space (it goes into logs and into the connection's address). */
-static int host_ok(const char *s, size_t len) {
-  if (len == 0 || len >= SENTINEL_HOST_LEN)
-    return 0;
-  for (size_t i = 0; i < len; i++)
-    if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-      return 0;
-  return 1;
-}
-
-/* A port: 1..65535 in decimal, nothing else; -1 otherwise. */
-static int port_of(const char *s, size_t len) {
-  long v = 0;
-  if (len == 0 || len > 5)
-    return -1;
-  for (size_t i = 0; i < len; i++) {
-    if (s[i] < '0' || s[i] > '9')
-      return -1;
-    v = v * 10 + (s[i] - '0');
-  }
-  return v >= 1 && v <= 65535 ? (int)v : -1;
-}
+static int host_ok(const char *s, size_t len) { return str_host_ok(s, len, SENTINEL_HOST_LEN); }
 
 /* Copies len bytes of s into why, non-printable bytes as '?'. */
 static void printable(const char *s, size_t len, char *why, size_t size) {
@@ -60,7 +41,7 @@ sentinel_addr_t sentinel_parse_addr(const redisReply *reply, char *host, int *po
     return SENTINEL_ADDR_BAD;
   }
   const redisReply *h = reply->element[0], *p = reply->element[1];
-  int v = port_of(p->str, p->len);
+  int v = str_port(p->str, p->len);
   if (!host_ok(h->str, h->len) || v < 0) {
     char shown[64];
     printable(h->str, h->len < 48 ? h->len : 48, shown, sizeof shown);
@@ -119,7 +100,7 @@ int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
       out->ip[v->len] = '\0';
       have_ip = 1;
     } else if (field_is(k, "port")) {
-      out->port = port_of(v->str, v->len);
+      out->port = str_port(v->str, v->len);
       have_port = out->port > 0;
     } else if (field_is(k, "runid")) {
       if (v->len == INFO_RUN_ID_LEN) {
@@ -173,7 +154,7 @@ int sentinel_parse_switch(const char *payload, size_t len, const char *name, cha
   size_t extra_len;
   if (next_word(&s, end, &extra, &extra_len))
     return -1;
-  int old_port = port_of(w[2], wl[2]), new_port = port_of(w[4], wl[4]);
+  int old_port = str_port(w[2], wl[2]), new_port = str_port(w[4], wl[4]);
   if (!host_ok(w[1], wl[1]) || old_port < 0 || !host_ok(w[3], wl[3]) || new_port < 0)
     return -1;
   if (strlen(name) != wl[0] || memcmp(name, w[0], wl[0]) != 0)

@@ -32,3 +32,24 @@ char *str_printf(const char *fmt, ...) {
   va_end(ap);
   return out;
 }
+
+int str_host_ok(const char *s, size_t len, size_t cap) {
+  if (len == 0 || len >= cap)
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+      return 0;
+  return 1;
+}
+
+int str_port(const char *s, size_t len) {
+  long v = 0;
+  if (len == 0 || len > 5)
+    return -1;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v >= 1 && v <= 65535 ? (int)v : -1;
+}

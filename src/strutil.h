@@ -8,5 +8,10 @@ char *str_dup(const char *s);
 char *str_ndup(const char *s, size_t len);
 /* malloc'ed printf; NULL when out of memory. */
 char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* 1 when [s, s+len) is a host as a server names one in a reply: not empty,
+ * shorter than cap, printable ASCII without blanks. */
+int str_host_ok(const char *s, size_t len, size_t cap);
+/* A decimal port 1..65535 in [s, s+len), nothing else; -1 otherwise. */
+int str_port(const char *s, size_t len);
 
 #endif
