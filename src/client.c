@@ -180,6 +180,14 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
   }
 }
 
+void client_wake_locked(redlock_t *client) {
+  atomic_store_explicit(&client->queue.queued, 1, memory_order_relaxed);
+  if (client->queue.loop_polling) {
+    client->queue.loop_polling = 0;
+    (void)uv_async_send(&client->run.wakeup); /* as in client_enqueue_locked */
+  }
+}
+
 static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
@@ -213,6 +221,9 @@ static void client_drain(redlock_t *client) {
     else
       client_run_or_park(client, op);
   }
+  /* After the batch: a call canceled right after its submission was started
+   * above and ends now. */
+  engine_run_cancels(&client->engine);
   if (client->close.phase == CLOSE_QUEUED)
     client_teardown(client);
 }
@@ -260,7 +271,7 @@ static void turn_end_cb(uv_prepare_t *prepare) {
   redlock_t *client = prepare->data;
   client_wake_callers(client);
   uv_mutex_lock(&client->mutex);
-  int queued = !list_empty(&client->queue.ops);
+  int queued = !list_empty(&client->queue.ops) || engine_cancels_pending_locked(&client->engine);
   client->queue.loop_polling = !queued;
   uv_mutex_unlock(&client->mutex);
   if (queued)
