@@ -411,11 +411,13 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  *   0                   the call's outcome is REDLOCK_ECANCELED: its callback
  *                       runs exactly once with it (and a NULL lock), soon
  *                       (within the loop turn that takes the cancel, or when
- *                       the loop starts the call); a second cancel also
- *                       returns 0 and changes nothing;
+ *                       the loop starts the call); cancels asked again
+ *                       before the call ended also return 0 and change
+ *                       nothing;
  *   REDLOCK_CANCEL_LATE the call's outcome was decided before (granted,
- *                       refused, timed out; its callback ran or is about to
- *                       run with that outcome): nothing is done.  A lock
+ *                       refused, timed out, or an earlier cancel's once the
+ *                       call ended; its callback ran or is about to run
+ *                       with that outcome): nothing is done.  A lock
  *                       granted that way is the caller's, as always;
  *   REDLOCK_EINVAL      NULL client, or no call of this client had that id
  *                       (0, or larger than any it gave);

@@ -232,7 +232,8 @@ static void test_cancel_races_completion(void **state) {
     fx_rec_t rec;
     fx_rec_init(&rec);
     uint64_t id = 0;
-    atomic_store(&r.spin, (round * 7919u) % 200000u);
+    /* From at once to a few milliseconds later: both sides of the race. */
+    atomic_store(&r.spin, (round * 7919u) % (round % 2 ? 3000000u : 20000u));
     FX_ASSERT_RC(fx, r.client,
                  redlock_lock_async_ex(r.client, res, TTL_MS, 0, fx_rec_lock_cb, &rec, &id),
                  REDLOCK_OK);
