@@ -409,9 +409,9 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  * redlock_cancel(client, id), from any thread, the client's callbacks
  * included, any number of times:
  *   0                   the call's outcome is REDLOCK_ECANCELED: its callback
- *                       runs exactly once with it (and a NULL lock), soon
- *                       (within the loop turn that takes the cancel, or when
- *                       the loop starts the call); cancels asked again
+ *                       runs exactly once with it (and a NULL lock), soon:
+ *                       within the loop turn that takes the cancel (for a
+ *                       call still queued, when the loop takes it); cancels asked again
  *                       before the call ended also return 0 and change
  *                       nothing;
  *   REDLOCK_CANCEL_LATE the call's outcome was decided before (granted,

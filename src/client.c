@@ -194,6 +194,7 @@ static void client_teardown(redlock_t *client);
 void client_run_or_park(redlock_t *client, op_t *op) {
   if (op->ops->acquires && !voters_started(&client->voters)) {
     list_insert_tail(&client->queue.parked, &op->link);
+    op->parked = 1;
     return;
   }
   op->ops->dispatch(op);
@@ -287,6 +288,7 @@ static void client_voters_started(void *arg) {
   while (!list_empty(&client->queue.parked)) {
     op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
+    op->parked = 0;
     op->ops->dispatch(op);
   }
 }
@@ -380,6 +382,7 @@ static void client_begin_close(redlock_t *client) {
   while (!list_empty(&client->queue.parked)) {
     op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
+    op->parked = 0;
     list_insert_tail(&client->engine.ops_in_flight, &op->link);
     op->ops->fail(op, REDLOCK_ECANCELED);
   }

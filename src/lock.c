@@ -1064,8 +1064,14 @@ void acquire_abandon(op_acquire_t *op) {
 
 /* A cancel the loop takes (lock_run_cancels). */
 static void acquire_cancel_now(op_acquire_t *op) {
+  if (op->op.parked) { /* waiting for the masters' first connection attempts */
+    list_remove(&op->op.link);
+    op->op.parked = 0;
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
   if (!op->dispatched || op->reported)
-    return; /* not started: acquire_start ends it; reported: its round ends it */
+    return; /* still queued: acquire_start ends it; reported: its round ends it */
   op->canceled = 1;
   if (!op->waiter.in_attempt) { /* waiting for a retry or a release: end it now */
     acquire_finish(op, REDLOCK_ECANCELED, NULL);

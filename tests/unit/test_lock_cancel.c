@@ -9,7 +9,8 @@
  *    grant) wins it: ECANCELED and a release, never a handle;
  *  - a grant decided before the cancel: REDLOCK_CANCEL_LATE, the lock is the
  *    caller's;
- *  - canceled before the loop took the call: nothing is ever sent;
+ *  - canceled before the loop took the call, or while it is parked until
+ *    the masters' first connection attempts: nothing is ever sent;
  *  - a retry timer due before the loop takes the cancel sends nothing;
  *  - a fenced acquisition canceled during its write-back is released;
  *  - lock_many, a semaphore permit and a waiting writer (its intent
@@ -159,6 +160,26 @@ static void test_cancel_before_start(void **state) {
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ECANCELED);
   assert_int_equal(sends_all(f), 0);
+}
+
+/* Parked until every master had its first connection attempt: the cancel
+ * ends it at once, and nothing is sent when the masters come. */
+static void test_cancel_parked(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  e->client->voters.startup_left = 1; /* one master still connecting */
+  lock_result_t r = {0};
+  uint64_t id = lock_ex(e, "r", 1000, &r);
+  assert_int_equal(r.calls, 0);
+  assert_int_equal(redlock_cancel(e->client, id), 0);
+  fake_pump();
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ECANCELED);
+  assert_true(list_empty(&e->client->queue.parked));
+  e->client->voters.startup_left = 0;
+  fake_advance_ms(2000);
+  assert_int_equal(sends_all(f), 0);
+  assert_int_equal(r.calls, 1);
 }
 
 /* The retry timer fires before the loop takes the cancel (the timers run
@@ -359,6 +380,7 @@ int main(void) {
       ENGINE_TEST(test_cancel_asked_before_decision),
       ENGINE_TEST(test_cancel_after_grant),
       ENGINE_TEST(test_cancel_before_start),
+      ENGINE_TEST(test_cancel_parked),
       ENGINE_TEST_WITH(test_cancel_before_due_retry, &retry_5_every_50ms),
       ENGINE_TEST_WITH(test_cancel_during_fence_commit, &engine_fenced),
       ENGINE_TEST(test_cancel_lock_many),
