@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -373,6 +374,47 @@ static void test_cancel_then_close(void **state) {
   assert_int_equal(r.calls, 1);
 }
 
+typedef struct {
+  int acquire, canceled, other;
+} events_t;
+
+static void count_event(const redlock_event_t *ev, void *arg) {
+  events_t *n = arg;
+  int kind = redlock_event_kind(ev);
+  if (kind == REDLOCK_EVENT_ACQUIRE || kind == REDLOCK_EVENT_WAIT) {
+    n->acquire++;
+    n->canceled += redlock_event_status(ev) == REDLOCK_ECANCELED;
+  } else if (kind != REDLOCK_EVENT_NODE_UP && kind != REDLOCK_EVENT_NODE_DOWN) {
+    n->other++;
+  }
+}
+
+/* Events and stats count a canceled call once, as canceled, though its op
+ * outlives the callback (a round was out); the waiters gauge goes back. */
+static void test_cancel_counted_once(void **state) {
+  (void)state;
+  events_t n = {0};
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_event_cb(opts, count_event, &n), 0);
+  engine_fx_t *e = engine_open(opts);
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  uint64_t id = lock_ex(e, "r", 5000, &r); /* a wait: the waiters gauge counts it */
+  assert_int_equal(redlock_cancel(e->client, id), 0);
+  fake_pump();
+  assert_int_equal(n.acquire, 1);
+  assert_int_equal(n.canceled, 1);
+  fake_reply_ok_all(f);     /* won after the cancel */
+  fake_reply_int_all(f, 1); /* its release */
+  assert_int_equal(n.acquire, 1);
+  assert_int_equal(n.other, 0);
+  char json[8192];
+  assert_true(redlock_stats(e->client, REDLOCK_STATS_JSON, json, sizeof json) > 0);
+  assert_non_null(strstr(json, "\"waiters\":0"));
+  engine_close(e);
+  assert_int_equal(r.calls, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST_WITH(test_cancel_waiting, &retry_every_50ms),
@@ -389,6 +431,7 @@ int main(void) {
       ENGINE_TEST(test_cancel_bad_ids),
       ENGINE_TEST_WITH(test_cancel_reentrant_is_late, &reentrant),
       ENGINE_TEST_CLOSING(test_cancel_then_close, NULL),
+      cmocka_unit_test(test_cancel_counted_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
