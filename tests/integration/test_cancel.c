@@ -44,6 +44,33 @@ static long long set_calls(rh_server_t *s) {
   return p != NULL ? strtoll(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
 }
 
+/* Predicate (arg: a NULL-terminated array of clients): no client has a
+ * request queued or unanswered on any master (its stats), so that what a
+ * quorum decided before does not trail into a quiet window: a round is
+ * decided by a quorum, and the last master's request (and the release that
+ * follows it there) may still be on its way. */
+static int pred_clients_idle(void *arg) {
+  redlock_t *const *clients = arg;
+  static char text[65536];
+  for (; *clients != NULL; clients++) {
+    int n = redlock_stats(*clients, REDLOCK_STATS_PROMETHEUS, text, sizeof text);
+    assert_true(n > 0 && (size_t)n < sizeof text);
+    for (const char *p = strstr(text, "\nredlock_master_queued_requests{"); p != NULL;
+         p = strstr(p + 1, "\nredlock_master_queued_requests{")) {
+      const char *v = strchr(p, '}');
+      if (v == NULL || strtoll(v + 1, NULL, 10) != 0)
+        return 0;
+    }
+  }
+  return 1;
+}
+
+#define assert_clients_idle(...)                                                                   \
+  do {                                                                                             \
+    redlock_t *idle_clients_[] = {__VA_ARGS__, NULL};                                              \
+    assert_true(rh_wait_until(pred_clients_idle, idle_clients_, FX_SETTLE_MS));                    \
+  } while (0)
+
 typedef struct {
   fx_t *fx;
   long long base[FX_MAX_SERVERS];
@@ -95,6 +122,7 @@ static void test_cancel_wait_on_held_lock(void **state) {
   assert_true(id != 0);
   /* Its first attempt was refused: it waits, subscribed on every master. */
   assert_true(fx_wait_subscribed(fx, fx->n, channel, 1, FX_SETTLE_MS));
+  assert_clients_idle(holder, w);
   quiet_t q;
   quiet_mark(&q, fx);
   uint64_t t0 = rh_now_ms();
@@ -153,6 +181,7 @@ static void test_cancel_round_in_flight(void **state) {
   /* The stopped masters run the SET (a quorum: won after the cancel), and
    * the release that follows; then no key is left anywhere. */
   fx_assert_absent_everywhere(fx, res, FX_SETTLE_MS);
+  assert_clients_idle(c);
   for (size_t i = 0; i < fx->n; i++) {
     long long sets = set_calls(fx->servers[i]);
     if (sets != sets0[i] + 1)
@@ -285,6 +314,7 @@ static void test_cancel_semaphore_and_many(void **state) {
   char channel[256];
   fx_derived_name(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX, name, ":sem");
   assert_true(fx_wait_subscribed(fx, fx->n, channel, 1, FX_SETTLE_MS));
+  assert_clients_idle(holder, w);
   quiet_t q;
   quiet_mark(&q, fx);
   FX_ASSERT_RC(fx, w, redlock_cancel(w, id), 0);
