@@ -590,10 +590,11 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
 
 /* A won round (the acquisition, or with fencing its write-back): grant the
  * lock if validity is left, measured from the start of the acquisition.
- * Returns 0 when granted, else the status of the failed attempt. */
+ * Returns 0 when the call ended (granted, or a cancelable call that could
+ * not be granted after its commit), else the status of the failed attempt. */
 static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
   engine_t *engine = op->op.engine;
-  if (acquire_commit(op))
+  if (acquire_stopped(op))
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
   if (quorum_validity_ns(op->ttl_ms, elapsed, engine->opts->drift_factor) <
@@ -603,9 +604,22 @@ static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
     return REDLOCK_EEXPIRED;
   }
+  /* Only now, right before the grant: a cancel is too late from here on. */
+  if (acquire_commit(op))
+    return REDLOCK_ECANCELED;
   redlock_lock_t *lock = lock_create(op, op->attempt_started_ns);
-  if (lock == NULL)
-    return REDLOCK_ENOMEM;
+  if (lock == NULL) {
+    if (op->call_id == 0)
+      return REDLOCK_ENOMEM; /* a failed attempt: retried by the call's policy */
+    /* Committed: a cancel was told it is too late, so the call cannot go on
+     * to another attempt (which that cancel would not stop).  It ends here,
+     * after releasing what the round set. */
+    op->waiter.in_attempt = 0;
+    if (op->set_mask != 0)
+      release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
+    acquire_finish(op, REDLOCK_ENOMEM, NULL);
+    return 0;
+  }
   acquire_finish(op, REDLOCK_OK, lock);
   return 0;
 }

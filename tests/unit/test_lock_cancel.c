@@ -133,6 +133,28 @@ static void test_cancel_asked_before_decision(void **state) {
   assert_int_equal(fake_outstanding_all(f), 0);
 }
 
+/* A quorum won too late to leave validity is a failed attempt, not a
+ * decision: the call retries, and a cancel then still takes effect. */
+static void test_cancel_after_expired_win(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  uint64_t id = 0;
+  assert_int_equal(redlock_lock_async_ex(e->client, "r", 50, 0, on_lock, &r, &id), 0);
+  fake_pump();
+  fake_advance_ns(60 * 1000000u); /* past the 50 ms ttl, within the request timeout */
+  fake_reply_ok_all(f);           /* won, with no validity left: EEXPIRED, released */
+  assert_int_equal(r.calls, 0);
+  fake_reply_int_all(f, 1);
+  assert_int_equal(redlock_cancel(e->client, id), 0);
+  fake_pump();
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ECANCELED);
+  unsigned sent = sends_all(f);
+  fake_advance_ms(1000);
+  assert_int_equal(sends_all(f), sent);
+}
+
 /* Decided first: the cancel is too late and the lock stays the caller's. */
 static void test_cancel_after_grant(void **state) {
   engine_fx_t *e = *state;
@@ -421,6 +443,7 @@ int main(void) {
       ENGINE_TEST(test_cancel_round_out_then_won),
       ENGINE_TEST(test_cancel_asked_before_decision),
       ENGINE_TEST(test_cancel_after_grant),
+      ENGINE_TEST_WITH(test_cancel_after_expired_win, &retry_5_every_50ms),
       ENGINE_TEST(test_cancel_before_start),
       ENGINE_TEST(test_cancel_parked),
       ENGINE_TEST_WITH(test_cancel_before_due_retry, &retry_5_every_50ms),
