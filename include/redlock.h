@@ -411,9 +411,9 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  *   0                   the call's outcome is REDLOCK_ECANCELED: its callback
  *                       runs exactly once with it (and a NULL lock), soon:
  *                       within the loop turn that takes the cancel (for a
- *                       call still queued, when the loop takes it); cancels asked again
- *                       before the call ended also return 0 and change
- *                       nothing;
+ *                       call still queued, when the loop takes it).
+ *                       Cancels asked again before the call ended also
+ *                       return 0 and change nothing;
  *   REDLOCK_CANCEL_LATE the call's outcome was decided before (granted,
  *                       refused, timed out, or an earlier cancel's once the
  *                       call ended; its callback ran or is about to run
@@ -438,6 +438,9 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  * (a 0 from redlock_cancel does not mean it ran yet).  No cancel may be made
  * once redlock_close / redlock_close_uv may have finished (the id is then
  * meaningless and the client freed).
+ *
+ * The callback of a cancelable call may be told REDLOCK_ENOMEM, as any
+ * call's, and then it was not canceled (the cancel was too late).
  *
  * Not cancelable: extend, unlock and watch (one round each, and an
  * extension cannot be taken back once sent); the blocking calls (a thread
