@@ -439,9 +439,6 @@ REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *nam
  * once redlock_close / redlock_close_uv may have finished (the id is then
  * meaningless and the client freed).
  *
- * The callback of a cancelable call may be told REDLOCK_ENOMEM, as any
- * call's, and then it was not canceled (the cancel was too late).
- *
  * Not cancelable: extend, unlock and watch (one round each, and an
  * extension cannot be taken back once sent); the blocking calls (a thread
  * that wants a cancelable blocking wait uses an _ex form and waits on its
