@@ -395,6 +395,80 @@ REDLOCK_EXPORT int redlock_rwlock_read_async(redlock_t *client, const char *name
 REDLOCK_EXPORT int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                                               uint32_t wait_ms, redlock_lock_cb cb, void *arg);
 
+/* ---- Cancellation ------------------------------------------------------------
+ * An acquisition made with an _ex form can be canceled from any thread by
+ * its id (docs/api.md "Cancellation").  Each _ex form is its plain form
+ * (same arguments, checks, errors and callback) plus `id`: when the call
+ * returns 0, *id holds the call's id, written before any callback can run;
+ * when it returns an error, *id is 0.  id may be NULL (then it is the plain
+ * form).  Ids are the client's, nonzero, counted up from 1 and never reused
+ * (below 2^53 in practice: a JavaScript number holds them).  An id is a
+ * value, not a handle: nothing is to be freed, and a late or stray id can
+ * never touch another call.
+ *
+ * redlock_cancel(client, id), from any thread, the client's callbacks
+ * included, any number of times:
+ *   0                   the call's outcome is REDLOCK_ECANCELED: its callback
+ *                       runs exactly once with it (and a NULL lock), soon:
+ *                       within the loop turn that takes the cancel (for a
+ *                       call still queued, when the loop takes it).
+ *                       Cancels asked again before the call ended also
+ *                       return 0 and change nothing;
+ *   REDLOCK_CANCEL_LATE the call's outcome was decided before (granted,
+ *                       refused, timed out, or an earlier cancel's once the
+ *                       call ended; its callback ran or is about to run
+ *                       with that outcome): nothing is done.  A lock
+ *                       granted that way is the caller's, as always;
+ *   REDLOCK_EINVAL      NULL client, or no call of this client had that id
+ *                       (0, or larger than any it gave);
+ *   REDLOCK_ECLOSED     the client is closing: the close ends every call
+ *                       (those still waiting with REDLOCK_ECANCELED);
+ *   REDLOCK_EFORKED.
+ * A cancel that returns 0 is certain to be the outcome, even when it races
+ * with the call's completion on the loop thread: the decision is taken
+ * under the client's lock, once.  After it, nothing more is sent for the
+ * call: no retry, no next attempt or semaphore slot, no fencing write-back;
+ * a wait's subscription to release notices is dropped at once.  A round
+ * that was already out when the cancel came ends on its own (within the
+ * request timeout); whatever it set on the masters (a quorum won after the
+ * cancel, a partial SET) is released, as after a failed attempt, and never
+ * handed to anyone.  The events and stats count the call once, as canceled.
+ *
+ * Lifetimes: the callback's arg must stay valid until the callback ran
+ * (a 0 from redlock_cancel does not mean it ran yet).  No cancel may be made
+ * once redlock_close / redlock_close_uv may have finished (the id is then
+ * meaningless and the client freed).
+ *
+ * Not cancelable: extend, unlock and watch (one round each, and an
+ * extension cannot be taken back once sent); the blocking calls (a thread
+ * that wants a cancelable blocking wait uses an _ex form and waits on its
+ * own condition variable for the callback); a reentrant acquisition that
+ * was granted at submission (its cancel is too late at once); elections
+ * (redlock_resign). */
+#define REDLOCK_CANCEL_LATE 1
+REDLOCK_EXPORT int redlock_cancel(redlock_t *client, uint64_t id);
+REDLOCK_EXPORT int redlock_lock_async_ex(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                                         uint32_t wait_ms, redlock_lock_cb cb, void *arg,
+                                         uint64_t *id);
+/* All resources or none (as redlock_lock_many: 1..REDLOCK_MAX_MANY distinct
+ * names, the options' retry policy), as a callback form. */
+REDLOCK_EXPORT int redlock_lock_many_async(redlock_t *client, const char *const *resources,
+                                           size_t n, uint32_t ttl_ms, redlock_lock_cb cb,
+                                           void *arg);
+REDLOCK_EXPORT int redlock_lock_many_async_ex(redlock_t *client, const char *const *resources,
+                                              size_t n, uint32_t ttl_ms, redlock_lock_cb cb,
+                                              void *arg, uint64_t *id);
+REDLOCK_EXPORT int redlock_semaphore_acquire_async_ex(redlock_t *client, const char *name,
+                                                      uint32_t limit, uint32_t ttl_ms,
+                                                      uint32_t wait_ms, redlock_lock_cb cb,
+                                                      void *arg, uint64_t *id);
+REDLOCK_EXPORT int redlock_rwlock_read_async_ex(redlock_t *client, const char *name,
+                                                uint32_t ttl_ms, uint32_t wait_ms,
+                                                redlock_lock_cb cb, void *arg, uint64_t *id);
+REDLOCK_EXPORT int redlock_rwlock_write_async_ex(redlock_t *client, const char *name,
+                                                 uint32_t ttl_ms, uint32_t wait_ms,
+                                                 redlock_lock_cb cb, void *arg, uint64_t *id);
+
 /* ---- Diagnostics ------------------------------------------------------------
  * Writes a one-line summary of the most recently decided round that a call of
  * the calling thread waited on: on any application thread, that thread's own

@@ -28,7 +28,7 @@ layer_of() {
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
   list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
-    info | ptrset | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
+    info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
     replypool | keyslot | quarantine | sentinel_reply | cluster_map) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;

@@ -185,9 +185,26 @@ static int lock_target_op(redlock_t *client, redlock_lock_t *lock, const target_
 
 /* ---- async forms ------------------------------------------------------------------ */
 
+/* Queues an acquisition.  With id (an _ex form) it is registered first, in
+ * the same hold of the mutex, so that redlock_cancel finds it as soon as
+ * *id is written, which is before the loop can see the op (and so before
+ * any callback). */
+static int submit_acquire(redlock_t *client, op_acquire_t *op, uint64_t *id) {
+  if (id == NULL)
+    return client_submit(client, &op->op);
+  uv_mutex_lock(&client->mutex);
+  int rc = client->queue.state != CLIENT_OPEN ? REDLOCK_ECLOSED : acquire_register_locked(op, id);
+  if (rc == 0)
+    client_enqueue_locked(client, &op->op);
+  uv_mutex_unlock(&client->mutex);
+  return rc;
+}
+
 static int lock_async_many(redlock_t *client, const char *const *resources, size_t n,
                            uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb,
-                           void *arg) {
+                           void *arg, uint64_t *id) {
+  if (id != NULL)
+    *id = 0;
   if (cb == NULL)
     return REDLOCK_EINVAL;
   op_acquire_t *op;
@@ -197,7 +214,7 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
   if (client->opts.reentrant && n == 1)
     rc = acquire_op_reenter(op, resources[0]);
   if (rc == 0)
-    rc = client_submit(client, &op->op);
+    rc = submit_acquire(client, op, id);
   if (rc != 0)
     op_free(&op->op);
   return rc;
@@ -205,9 +222,42 @@ static int lock_async_many(redlock_t *client, const char *const *resources, size
 
 int redlock_lock_async(redlock_t *client, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
                        redlock_lock_cb cb, void *arg) {
+  return redlock_lock_async_ex(client, resource, ttl_ms, wait_ms, cb, arg, NULL);
+}
+
+int redlock_lock_async_ex(redlock_t *client, const char *resource, uint32_t ttl_ms,
+                          uint32_t wait_ms, redlock_lock_cb cb, void *arg, uint64_t *id) {
   const char *resources[1] = {resource};
   return lock_async_many(client, resources, 1, ttl_ms,
-                         wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_RETRY, wait_ms, cb, arg);
+                         wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_RETRY, wait_ms, cb, arg, id);
+}
+
+int redlock_lock_many_async(redlock_t *client, const char *const *resources, size_t n,
+                            uint32_t ttl_ms, redlock_lock_cb cb, void *arg) {
+  return redlock_lock_many_async_ex(client, resources, n, ttl_ms, cb, arg, NULL);
+}
+
+int redlock_lock_many_async_ex(redlock_t *client, const char *const *resources, size_t n,
+                               uint32_t ttl_ms, redlock_lock_cb cb, void *arg, uint64_t *id) {
+  return lock_async_many(client, resources, n, ttl_ms, LOCK_MODE_RETRY, 0, cb, arg, id);
+}
+
+int redlock_cancel(redlock_t *client, uint64_t id) {
+  if (client == NULL)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  int rc, wake = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->queue.state != CLIENT_OPEN) {
+    rc = REDLOCK_ECLOSED; /* the close ends every call (ECANCELED for those it cancels) */
+  } else {
+    rc = acquire_cancel_locked(&client->engine, id, &wake);
+    if (wake)
+      client_wake_locked(client);
+  }
+  uv_mutex_unlock(&client->mutex);
+  return rc == ACQUIRE_CANCEL_LATE ? REDLOCK_CANCEL_LATE : rc;
 }
 
 int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
@@ -285,8 +335,8 @@ static int lock_blocking(redlock_t *client, const char *const *resources, size_t
   sync_call_t call;
   if ((rc = sync_start(&call, client)) != 0)
     return rc;
-  rc = sync_wait(&call,
-                 lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb, &call));
+  rc = sync_wait(&call, lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb,
+                                        &call, NULL));
   *out = call.lock;
   return rc;
 }
@@ -344,7 +394,9 @@ int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
 
 static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
                       uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
-                      void *arg) {
+                      void *arg, uint64_t *id) {
+  if (id != NULL)
+    *id = 0;
   if (client == NULL || cb == NULL)
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
@@ -361,7 +413,7 @@ static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char
     return REDLOCK_ENOMEM;
   int rc = prim_op_init(op, kind, name, limit);
   if (rc == 0)
-    rc = client_submit(client, &op->op);
+    rc = submit_acquire(client, op, id);
   if (rc != 0)
     op_free(&op->op);
   return rc;
@@ -378,8 +430,8 @@ static int prim_blocking(redlock_t *client, const lock_kind_ops_t *kind, const c
   sync_call_t call;
   if ((rc = sync_start(&call, client)) != 0)
     return rc;
-  rc =
-      sync_wait(&call, prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call));
+  rc = sync_wait(&call,
+                 prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call, NULL));
   *out = call.lock;
   return rc;
 }
@@ -402,17 +454,33 @@ int redlock_rwlock_write(redlock_t *client, const char *name, uint32_t ttl_ms, u
 int redlock_semaphore_acquire_async(redlock_t *client, const char *name, uint32_t limit,
                                     uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
                                     void *arg) {
-  return prim_async(client, &kind_sem, name, limit, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_sem, name, limit, ttl_ms, wait_ms, cb, arg, NULL);
 }
 
 int redlock_rwlock_read_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                               uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return prim_async(client, &kind_rw_read, name, 0, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_rw_read, name, 0, ttl_ms, wait_ms, cb, arg, NULL);
 }
 
 int redlock_rwlock_write_async(redlock_t *client, const char *name, uint32_t ttl_ms,
                                uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return prim_async(client, &kind_rw_write, name, 0, ttl_ms, wait_ms, cb, arg);
+  return prim_async(client, &kind_rw_write, name, 0, ttl_ms, wait_ms, cb, arg, NULL);
+}
+
+int redlock_semaphore_acquire_async_ex(redlock_t *client, const char *name, uint32_t limit,
+                                       uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
+                                       void *arg, uint64_t *id) {
+  return prim_async(client, &kind_sem, name, limit, ttl_ms, wait_ms, cb, arg, id);
+}
+
+int redlock_rwlock_read_async_ex(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                 uint32_t wait_ms, redlock_lock_cb cb, void *arg, uint64_t *id) {
+  return prim_async(client, &kind_rw_read, name, 0, ttl_ms, wait_ms, cb, arg, id);
+}
+
+int redlock_rwlock_write_async_ex(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                  uint32_t wait_ms, redlock_lock_cb cb, void *arg, uint64_t *id) {
+  return prim_async(client, &kind_rw_write, name, 0, ttl_ms, wait_ms, cb, arg, id);
 }
 
 /* ---- stats ------------------------------------------------------------------------ */

@@ -180,12 +180,21 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
   }
 }
 
+void client_wake_locked(redlock_t *client) {
+  atomic_store_explicit(&client->queue.queued, 1, memory_order_relaxed);
+  if (client->queue.loop_polling) {
+    client->queue.loop_polling = 0;
+    (void)uv_async_send(&client->run.wakeup); /* as in client_enqueue_locked */
+  }
+}
+
 static void client_begin_close(redlock_t *client);
 static void client_teardown(redlock_t *client);
 
 void client_run_or_park(redlock_t *client, op_t *op) {
   if (op->ops->acquires && !voters_started(&client->voters)) {
     list_insert_tail(&client->queue.parked, &op->link);
+    op->parked = 1;
     return;
   }
   op->ops->dispatch(op);
@@ -213,6 +222,9 @@ static void client_drain(redlock_t *client) {
     else
       client_run_or_park(client, op);
   }
+  /* After the batch: a call canceled right after its submission was started
+   * above and ends now. */
+  engine_run_cancels(&client->engine);
   if (client->close.phase == CLOSE_QUEUED)
     client_teardown(client);
 }
@@ -260,7 +272,7 @@ static void turn_end_cb(uv_prepare_t *prepare) {
   redlock_t *client = prepare->data;
   client_wake_callers(client);
   uv_mutex_lock(&client->mutex);
-  int queued = !list_empty(&client->queue.ops);
+  int queued = !list_empty(&client->queue.ops) || engine_cancels_pending_locked(&client->engine);
   client->queue.loop_polling = !queued;
   uv_mutex_unlock(&client->mutex);
   if (queued)
@@ -276,6 +288,7 @@ static void client_voters_started(void *arg) {
   while (!list_empty(&client->queue.parked)) {
     op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
+    op->parked = 0;
     op->ops->dispatch(op);
   }
 }
@@ -369,6 +382,7 @@ static void client_begin_close(redlock_t *client) {
   while (!list_empty(&client->queue.parked)) {
     op_t *op = list_entry(client->queue.parked.next, op_t, link);
     list_remove(&op->link);
+    op->parked = 0;
     list_insert_tail(&client->engine.ops_in_flight, &op->link);
     op->ops->fail(op, REDLOCK_ECANCELED);
   }

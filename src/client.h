@@ -68,8 +68,8 @@ typedef struct client_run {
 /* The calls on their way to the loop, and the client's state (client.c). */
 typedef struct client_queue {
   list_node_t ops;        /* mutex: op_t.link, for the loop */
-  _Atomic int queued;     /* written under the mutex: `ops` is not empty (the loop's
-                           * lock-free peek) */
+  _Atomic int queued;     /* written under the mutex: `ops` (or the engine's cancels) is not
+                           * empty (the loop's lock-free peek) */
   int loop_polling;       /* mutex: the loop drained the queue and may sleep: wake it */
   client_state_t state;   /* mutex */
   unsigned callers;       /* mutex: calls that read the client outside the mutex
@@ -157,6 +157,9 @@ int client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and
  * has checked that the client is open. */
 void client_enqueue_locked(redlock_t *client, op_t *op);
+/* Wakes the loop for work that is not an op (a cancel queued on the
+ * engine); caller holds the mutex and has checked that the client is open. */
+void client_wake_locked(redlock_t *client);
 /* Loop: a blocking caller's call has ended; `w->sem` is posted at the end of
  * this loop turn, with the others that ended in it (the waiter must stay
  * valid until then: the caller is blocked on it). */

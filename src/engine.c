@@ -12,6 +12,9 @@ int engine_init(engine_t *engine) {
   list_init(&engine->elections);
   ptrset_init(&engine->live_locks);
   ptrset_init(&engine->live_elections);
+  idmap_init(&engine->calls);
+  engine->last_call_id = 0;
+  list_init(&engine->cancels);
   engine->closing = 0;
   return callmem_init(&engine->callmem, sizeof(struct redlock_lock));
 }
@@ -19,6 +22,7 @@ int engine_init(engine_t *engine) {
 void engine_free(engine_t *engine) {
   ptrset_free(&engine->live_locks);
   ptrset_free(&engine->live_elections);
+  idmap_free(&engine->calls);
   callmem_free(&engine->callmem);
 }
 
@@ -29,6 +33,8 @@ void engine_begin_close(engine_t *engine) {
   election_close_all(engine);
   lock_cancel_all(engine);
 }
+
+void engine_run_cancels(engine_t *engine) { lock_run_cancels(engine); }
 
 int engine_release_held(engine_t *engine) { return lock_release_held(engine); }
 

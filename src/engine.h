@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "callmem.h"
+#include "idmap.h"
 #include "list.h"
 #include "log.h"
 #include "notify.h"
@@ -86,7 +87,14 @@ typedef struct engine {
   callmem_t callmem;            /* its own mutex: free lists of ops, key blocks and handles */
   list_node_t elections;        /* loop: election handles the loop has taken */
   ptrset_t live_elections;      /* mutex: election handles the caller may still resign */
-  int closing;                  /* loop: engine_begin_close ran */
+  /* Cancelable calls (redlock_cancel): an acquisition submitted with an id
+   * is in `calls` from its submission until its outcome is decided (lock.c:
+   * acquire_commit); a cancel asked for meanwhile marks it and queues it
+   * on `cancels` for the loop. */
+  idmap_t calls;         /* mutex: call id -> op_acquire_t */
+  uint64_t last_call_id; /* mutex: the last id given (ids count up from 1, never reused) */
+  list_node_t cancels;   /* mutex: op_acquire_t.cancel_link, cancels the loop has not taken */
+  int closing;           /* loop: engine_begin_close ran */
 } engine_t;
 
 /* Initialises the engine's own part; the caller has set the rest.  0 or
@@ -98,11 +106,17 @@ void engine_free(engine_t *engine);
  * release), acquisitions are canceled, watches stop, and the held locks
  * start to be released (engine_release_held). */
 void engine_begin_close(engine_t *engine);
+/* Loop: carries out the cancels redlock_cancel queued (engine->cancels). */
+void engine_run_cancels(engine_t *engine);
 /* Releases held locks while fewer than LOCK_CLOSE_WINDOW rounds are pending;
  * 1 while some are still held (call again when a round settles). */
 int engine_release_held(engine_t *engine);
 /* 1 while calls are in flight. */
 int engine_busy(const engine_t *engine);
+/* 1 while a cancel waits for the loop (caller holds the mutex). */
+static inline int engine_cancels_pending_locked(const engine_t *engine) {
+  return !list_empty(&engine->cancels);
+}
 
 static inline uint64_t engine_now_ns(const engine_t *engine) { return tb_now_ns(engine->tb); }
 static inline uint32_t engine_random(engine_t *engine) { return jitter_rng_next(engine->rng); }

@@ -80,6 +80,7 @@ static const int_const_t int_consts[] = {
     REDLOCK__CONST(REDLOCK_LOST_EXPIRED)         /* */
     REDLOCK__CONST(REDLOCK_STATS_PROMETHEUS)     /* */
     REDLOCK__CONST(REDLOCK_STATS_JSON)           /* */
+    REDLOCK__CONST(REDLOCK_CANCEL_LATE)          /* */
     REDLOCK__CONST(REDLOCK_EVENT_ACQUIRE)        /* */
     REDLOCK__CONST(REDLOCK_EVENT_WAIT)           /* */
     REDLOCK__CONST(REDLOCK_EVENT_EXTEND)         /* */

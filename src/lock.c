@@ -349,13 +349,92 @@ static stats_op_t acquire_stats_kind(const op_acquire_t *op) {
   return op->mode == LOCK_MODE_WAIT ? op->prim.ops->stats_wait_op : op->prim.ops->stats_op;
 }
 
-/* Takes the acquisition out of the in-flight list, runs its callback once,
- * frees it. */
-static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
+/* ---- cancellation by id --------------------------------------------------------- */
+
+int acquire_register_locked(op_acquire_t *op, uint64_t *id) {
   engine_t *engine = op->op.engine;
-  if (op->prim.ops->op_end != NULL)
-    op->prim.ops->op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
-  op_unlink(&op->op);
+  uint64_t next = engine->last_call_id + 1;
+  if (op->mode != LOCK_MODE_REENTER) {
+    if (idmap_put(&engine->calls, next, op) != ST_OK)
+      return REDLOCK_ENOMEM;
+    op->call_id = next;
+  }
+  engine->last_call_id = next;
+  *id = next;
+  return 0;
+}
+
+int acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake) {
+  *wake = 0;
+  if (id == 0 || id > engine->last_call_id)
+    return REDLOCK_EINVAL;
+  op_acquire_t *op = idmap_get(&engine->calls, id);
+  if (op == NULL)
+    return ACQUIRE_CANCEL_LATE;
+  if (!op->cancel_asked) {
+    op->cancel_asked = 1;
+    list_insert_tail(&engine->cancels, &op->cancel_link);
+    *wake = 1;
+  }
+  return 0;
+}
+
+/* 1 when the call must stop: canceled on the loop, or asked by
+ * redlock_cancel (not yet taken by the loop: it is marked canceled now, so
+ * that nothing more is sent for it). */
+static int acquire_stopped(op_acquire_t *op) {
+  if (op->canceled || op->call_id == 0)
+    return op->canceled;
+  engine_t *engine = op->op.engine;
+  uv_mutex_lock(engine->mutex);
+  int asked = op->cancel_asked;
+  uv_mutex_unlock(engine->mutex);
+  if (asked)
+    op->canceled = 1;
+  return op->canceled;
+}
+
+/* The grant's decision point: 1 when the call is canceled (a cancel asked
+ * before this is its outcome), else it leaves the registry (a cancel from
+ * now on is too late) and 0. */
+static int acquire_commit(op_acquire_t *op) {
+  if (op->canceled || op->call_id == 0)
+    return op->canceled;
+  engine_t *engine = op->op.engine;
+  uv_mutex_lock(engine->mutex);
+  int asked = op->cancel_asked;
+  if (!asked)
+    idmap_remove(&engine->calls, op->call_id);
+  uv_mutex_unlock(engine->mutex);
+  if (asked)
+    op->canceled = 1;
+  return asked;
+}
+
+/* The end's decision point (any status but a grant, which acquire_commit
+ * decided): the call leaves the registry and the cancel queue; 1 when a
+ * cancel was asked first, which then is its outcome. */
+static int acquire_settle(op_acquire_t *op) {
+  if (op->call_id == 0)
+    return 0;
+  engine_t *engine = op->op.engine;
+  uv_mutex_lock(engine->mutex);
+  idmap_remove(&engine->calls, op->call_id);
+  if (list_linked(&op->cancel_link))
+    list_remove(&op->cancel_link);
+  int asked = op->cancel_asked;
+  uv_mutex_unlock(engine->mutex);
+  return asked;
+}
+
+/* Tells the caller the call's outcome, once: the waiter's subscription
+ * goes, the stats and the event, the callback.  Usually from
+ * acquire_finish; earlier for a call canceled while its round is out. */
+static void acquire_report(op_acquire_t *op, int status, redlock_lock_t *lock) {
+  engine_t *engine = op->op.engine;
+  if (op->reported)
+    return;
+  op->reported = 1;
   notify_unwait(engine->notify, &op->waiter);
   if (engine->stats != NULL) {
     if (op->wait_deadline_ns != 0) /* set by acquire_start, with the gauge */
@@ -367,8 +446,21 @@ static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
     engine_call_finished(engine, acquire_stats_kind(op), status, op, op->started_ns, resource,
                          (int)op->attempts);
   }
-  if (op->lock_cb != NULL)
-    op->lock_cb(status, lock != NULL ? lock->handle : NULL, op->arg);
+  redlock_lock_cb cb = op->lock_cb;
+  op->lock_cb = NULL;
+  if (cb != NULL)
+    cb(status, lock != NULL ? lock->handle : NULL, op->arg);
+}
+
+/* Takes the acquisition out of the in-flight list, runs its callback once
+ * (unless it ran already), frees it. */
+static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
+  if (acquire_settle(op) && lock == NULL)
+    status = REDLOCK_ECANCELED;
+  if (op->prim.ops->op_end != NULL)
+    op->prim.ops->op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
+  op_unlink(&op->op);
+  acquire_report(op, status, lock);
   op_end(&op->op, NULL);
 }
 
@@ -440,7 +532,7 @@ static void lock_wait_for_release(op_acquire_t *op) {
 
 static void lock_retry_or_finish(op_acquire_t *op, int status) {
   engine_t *engine = op->op.engine;
-  if (op->canceled) {
+  if (acquire_stopped(op)) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
@@ -498,10 +590,11 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
 
 /* A won round (the acquisition, or with fencing its write-back): grant the
  * lock if validity is left, measured from the start of the acquisition.
- * Returns 0 when granted, else the status of the failed attempt. */
+ * Returns 0 when the call ended (granted, or a cancelable call that could
+ * not be granted after its commit), else the status of the failed attempt. */
 static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
   engine_t *engine = op->op.engine;
-  if (op->canceled)
+  if (acquire_stopped(op))
     return REDLOCK_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
   if (quorum_validity_ns(op->ttl_ms, elapsed, engine->opts->drift_factor) <
@@ -511,9 +604,22 @@ static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
     return REDLOCK_EEXPIRED;
   }
+  /* Only now, right before the grant: a cancel is too late from here on. */
+  if (acquire_commit(op))
+    return REDLOCK_ECANCELED;
   redlock_lock_t *lock = lock_create(op, op->attempt_started_ns);
-  if (lock == NULL)
-    return REDLOCK_ENOMEM;
+  if (lock == NULL) {
+    if (op->call_id == 0)
+      return REDLOCK_ENOMEM; /* a failed attempt: retried by the call's policy */
+    /* Committed: a cancel was told it is too late, so the call cannot go on
+     * to another attempt (which that cancel would not stop).  It ends here,
+     * after releasing what the round set. */
+    op->waiter.in_attempt = 0;
+    if (op->set_mask != 0)
+      release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
+    acquire_finish(op, REDLOCK_ENOMEM, NULL);
+    return 0;
+  }
   acquire_finish(op, REDLOCK_OK, lock);
   return 0;
 }
@@ -586,7 +692,7 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
     return;
   }
   if (outcome == QUORUM_WON) {
-    if (op->fenced && !op->canceled) {
+    if (op->fenced && !acquire_stopped(op)) {
       status = fence_commit(op, round);
       if (status == 0)
         return;
@@ -598,7 +704,7 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
 }
 
 static void lock_attempt(op_acquire_t *op) {
-  if (op->canceled) {
+  if (acquire_stopped(op)) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
@@ -882,6 +988,11 @@ static void watch_start(op_watch_t *op) {
 /* ---- dispatch and close -------------------------------------------------------- */
 
 static void acquire_start(op_acquire_t *op) {
+  op->dispatched = 1;
+  if (acquire_stopped(op)) { /* canceled before the loop took it */
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
   if (op->mode == LOCK_MODE_REENTER) {
     redlock_lock_t *hold = op->hold;
     op->hold = NULL;
@@ -963,6 +1074,43 @@ void acquire_abandon(op_acquire_t *op) {
   op->canceled = 1;
   if (!op->waiter.in_attempt) /* parked, or waiting for a retry: end it now */
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
+}
+
+/* A cancel the loop takes (lock_run_cancels). */
+static void acquire_cancel_now(op_acquire_t *op) {
+  if (op->op.parked) { /* waiting for the masters' first connection attempts */
+    list_remove(&op->op.link);
+    op->op.parked = 0;
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
+  if (!op->dispatched || op->reported)
+    return; /* still queued: acquire_start ends it; reported: its round ends it */
+  op->canceled = 1;
+  if (!op->waiter.in_attempt) { /* waiting for a retry or a release: end it now */
+    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
+  /* A round is out: the caller is told now; the round, once decided, is not
+   * granted, what it set is released, and the op ends (lock_attempt_failed). */
+  acquire_report(op, REDLOCK_ECANCELED, NULL);
+}
+
+void lock_run_cancels(engine_t *engine) {
+  /* One at a time, each taken under the mutex: ending one call may end
+   * another (its op then leaves the queue, under the mutex, as it ends). */
+  for (;;) {
+    uv_mutex_lock(engine->mutex);
+    op_acquire_t *op = NULL;
+    if (!list_empty(&engine->cancels)) {
+      op = list_entry(engine->cancels.next, op_acquire_t, cancel_link);
+      list_remove(&op->cancel_link);
+    }
+    uv_mutex_unlock(engine->mutex);
+    if (op == NULL)
+      return;
+    acquire_cancel_now(op);
+  }
 }
 
 void lock_cancel_all(engine_t *engine) {

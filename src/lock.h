@@ -120,7 +120,16 @@ typedef struct op_acquire {
   uint64_t wait_deadline_ns;   /* WAIT: end of the budget (0: not waiting) */
   char value[RANDOM_VALUE_LEN + 1];
   tb_timer_t *retry_timer; /* allocated on the first retry */
-  int canceled;
+  int canceled;            /* loop: close, an election's abandon or redlock_cancel: no more
+                            * attempts, and a round still out is not granted */
+  /* cancellation by id (redlock_cancel) */
+  uint64_t call_id;        /* mutex at submission, then const: its id in engine->calls, or 0
+                            * (not cancelable: no id asked, or granted at submission) */
+  int cancel_asked;        /* mutex: redlock_cancel found it registered and asked */
+  list_node_t cancel_link; /* mutex: in engine->cancels until the loop takes the cancel */
+  int dispatched;          /* loop: the loop started it (a cancel before that is seen then) */
+  int reported;            /* loop: its callback ran already (canceled while a round was out:
+                            * the op itself ends when that round is decided) */
 } op_acquire_t;
 
 /* An extension (target_extend).  lock: the caller's handle until submission, then its lease
@@ -208,6 +217,33 @@ op_t *target_op_new(engine_t *engine, const target_kind_t *kind, redlock_lock_t 
  * unlock gets EINVAL); the others take a reference on its lease so that it
  * outlives the call.  0 or REDLOCK_EINVAL. */
 int lock_claim_locked(op_t *op);
+
+/* ---- cancellation (redlock_cancel) ----
+ * A cancelable acquisition is registered in engine->calls under its id from
+ * its submission until its outcome is decided: the grant, or its end with
+ * any other status (acquire_commit in lock.c, under the mutex).  A cancel
+ * that finds it registered is certain to be its outcome (REDLOCK_ECANCELED:
+ * a round won after it is released, not granted); one that does not find it
+ * is too late and changes nothing. */
+/* Submission, under the mutex: gives the op the engine's next call id (into
+ * *id) and registers it, unless it was granted already (a reentrant hold:
+ * it keeps the id, and a cancel of it is too late).  0 or REDLOCK_ENOMEM
+ * (nothing registered, *id untouched). */
+int acquire_register_locked(op_acquire_t *op, uint64_t *id);
+/* What acquire_cancel_locked returns for a call whose outcome was decided. */
+#define ACQUIRE_CANCEL_LATE 1
+/* redlock_cancel, under the mutex.  0: the call's outcome is ECANCELED
+ * (asked now, or by an earlier cancel); *wake = 1 when it was queued for the
+ * loop now (engine->cancels: the loop must be woken).  ACQUIRE_CANCEL_LATE:
+ * its outcome was decided before.  REDLOCK_EINVAL: no call of this engine
+ * had that id. */
+int acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake);
+/* Loop: carries out the cancels queued on engine->cancels: a call waiting
+ * for its next attempt (a retry, a release) ends at once; one whose round
+ * is out has its callback run at once and ends when the round is decided
+ * (a grant is then released); one the loop has not started yet ends when
+ * it starts. */
+void lock_run_cancels(engine_t *engine);
 
 /* ---- loop side ---- */
 /* Cancels an acquisition without telling its caller (an election that stops

@@ -44,6 +44,8 @@ struct op {
   uv_thread_t thread;    /* with has_thread, client.c at submission: the calling thread, whose
                           * rounds redlock_last_votes keeps (ops made on the loop: none) */
   int has_thread;
+  int parked; /* loop, client.c: `link` is in the parked list (an acquisition waiting for
+               * the masters' first connection attempts); a cancel may take it out */
 };
 
 /* The struct of the kind whose table is `table` that embeds `op` as its

@@ -83,6 +83,20 @@ static void test_signatures(void **state) {
   int (*resign)(redlock_t *, redlock_election_t *) = redlock_resign;
   int (*stats)(redlock_t *, int, char *, size_t) = redlock_stats;
   int (*set_event_cb)(redlock_options_t *, event_cb_t, void *) = redlock_options_set_event_cb;
+  /* §2c: cancellation (the API is ours to design; fixed here so that it stays additive) */
+  int (*cancel)(redlock_t *, uint64_t) = redlock_cancel;
+  int (*lock_async_ex)(redlock_t *, const char *, uint32_t, uint32_t, redlock_lock_cb, void *,
+                       uint64_t *) = redlock_lock_async_ex;
+  int (*many_async)(redlock_t *, const char *const *, size_t, uint32_t, redlock_lock_cb, void *) =
+      redlock_lock_many_async;
+  int (*many_async_ex)(redlock_t *, const char *const *, size_t, uint32_t, redlock_lock_cb, void *,
+                       uint64_t *) = redlock_lock_many_async_ex;
+  int (*sem_ex)(redlock_t *, const char *, uint32_t, uint32_t, uint32_t, redlock_lock_cb, void *,
+                uint64_t *) = redlock_semaphore_acquire_async_ex;
+  int (*read_ex)(redlock_t *, const char *, uint32_t, uint32_t, redlock_lock_cb, void *,
+                 uint64_t *) = redlock_rwlock_read_async_ex;
+  int (*write_ex)(redlock_t *, const char *, uint32_t, uint32_t, redlock_lock_cb, void *,
+                  uint64_t *) = redlock_rwlock_write_async_ex;
 
   const void *all[] = {
       (const void *)options_new,    (const void *)options_free,
@@ -107,6 +121,10 @@ static void test_signatures(void **state) {
       (const void *)rw_read,        (const void *)rw_write,
       (const void *)elect,          (const void *)resign,
       (const void *)stats,          (const void *)set_event_cb,
+      (const void *)cancel,         (const void *)lock_async_ex,
+      (const void *)many_async,     (const void *)many_async_ex,
+      (const void *)sem_ex,         (const void *)read_ex,
+      (const void *)write_ex,
   };
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     assert_non_null(all[i]);
