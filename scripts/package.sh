@@ -114,13 +114,51 @@ package_source() {
   git archive --format=tar --prefix="$name/" "$commit" | gzip -n -9 >"$dist/$name.tar.gz"
 }
 
+# ---- the prebuilt libraries the wheel and the npm tarball carry --------------
+# bundle_libs DEST: libredlock.so.0 and the shared libraries it needs that a
+# bare system may lack (hiredis, libuv), copied into DEST, as auditwheel
+# does: libredlock's RUNPATH is $ORIGIN, so it finds them beside itself,
+# whatever directory the package manager unpacked it into.  libc, libpthread
+# and the other glibc libraries are the platform's (the platform tag says
+# which glibc).  Built once, from the same tree as the .debs, into
+# build-package/bundle-build; the copies are the ones ldd resolves.
+bundled=""
+bundle_libs() {
+  local dest=$1
+  if [ -z "$bundled" ]; then
+    echo "==> build build-package/bundle-build (Release, RUNPATH \$ORIGIN)"
+    cmake -S "$work/src" -B "$work/bundle-build" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN' \
+      -DREDLOCK_WERROR=OFF -DREDLOCK_TLS=OFF -DREDLOCK_BUILD_TESTS=OFF \
+      -DREDLOCK_BUILD_EXAMPLES=OFF -DREDLOCK_BUILD_BENCH=OFF -DREDLOCK_BUILD_TOOLS=OFF \
+      >"$work/bundle-configure.log" 2>&1 || { cat "$work/bundle-configure.log" >&2; exit 1; }
+    cmake --build "$work/bundle-build" -j"$jobs" --target redlock >"$work/bundle-build.log" 2>&1 ||
+      { cat "$work/bundle-build.log" >&2; exit 1; }
+    bundled="$work/bundle"
+    rm -rf "$bundled"
+    mkdir -p "$bundled"
+    cp -L "$work/bundle-build/libredlock.so.0" "$bundled/libredlock.so.0"
+    local lib path
+    while read -r lib path; do
+      cp -L "$path" "$bundled/$lib"
+    done < <(ldd "$bundled/libredlock.so.0" |
+      sed -n 's/^[[:space:]]*\(lib\(hiredis\|uv\)[^ ]*\) => \([^ ]*\).*/\1 \3/p')
+    [ -f "$bundled/libredlock.so.0" ] && ls "$bundled" | grep -q '^libhiredis' &&
+      ls "$bundled" | grep -q '^libuv' ||
+      { echo "package.sh: bundle lacks libredlock, libhiredis or libuv: $(ls "$bundled")" >&2; exit 1; }
+    echo "    bundled: $(cd "$bundled" && echo *)"
+  fi
+  mkdir -p "$dest"
+  cp -a "$bundled"/. "$dest"/
+}
+
 # ---- HOOK: the Python wheel and sdist ----------------------------------------
 # To be written: the wheel carrying libredlock and the libraries it needs
 # (hiredis, libuv, beside it with an rpath of $ORIGIN), and an sdist that
-# builds with CMake; both into "$dist".  It may use "$work/build" (Release,
-# prefix /usr) or a build of its own under "$work", and $version.
+# builds with CMake; both into "$dist".  bundle_libs DIR gives the libraries;
+# $version is the version.
 package_python() {
-  :
+  bundle_libs "$work/bundle-check" # the libraries are built and found
 }
 
 # ---- HOOK: the npm tarball ---------------------------------------------------
