@@ -4,6 +4,13 @@
 # table both checks read); a module missing from it fails, so a new file gets
 # a layer on purpose.
 #
+# Folders: src/ has one folder per role, and the folders are the layers'
+# bands (folder_layers below): util/ and proto/ hold leaves, conn/ the
+# connection, voters/ the masters, engine/ the rounds and the lock state
+# machines, api/ the composition root and the public calls.  A module's
+# layer must lie in its folder's band, so reading src/ top to bottom by
+# folder is reading the library from the bottom up.
+#
 # Includes (always): a file may include the headers of its own layer and of
 # lower ones (and the public headers), never a higher layer's.
 #
@@ -52,6 +59,17 @@ layer_of() {
   *) echo unknown ;;
   esac
 }
+# The layers a folder of src/ may hold (its band).
+folder_layers() {
+  case "$1" in
+  util | proto) echo 0 ;; # leaves: data, pure logic, small services; the Redis protocol and names
+  conn) echo 0 1 2 ;;     # a connection: resolve, TLS, hiredis on libuv, its life cycle
+  voters) echo 2 3 ;;     # a master's requests, the voter interface and its kinds
+  engine) echo 3 4 ;;     # rounds, notifications, the lock state machines and kinds
+  api) echo 5 ;;          # the composition root, the public calls, stats
+  *) echo none ;;
+  esac
+}
 # The layer of the public API's definitions in the call check: above all.
 PUBLIC_LAYER=5
 
@@ -65,21 +83,36 @@ obj=${2:-}
 status=0
 for file in "$src"/*.c "$src"/*.h; do
   [ -e "$file" ] || continue
+  echo "FAIL: ${file##*/} is directly in $src: every module lives in its role's folder"
+  status=1
+done
+for file in "$src"/*/*.c "$src"/*/*.h; do
+  [ -e "$file" ] || continue
   base=${file##*/}
   module=${base%.*}
+  dir=${file%/*}
+  folder=${dir##*/}
   mine=$(layer_of "$module")
   if [ "$mine" = unknown ]; then
-    echo "FAIL: $base: module '$module' has no layer in $0"
+    echo "FAIL: $folder/$base: module '$module' has no layer in $0"
     status=1
     continue
   fi
-  for inc in $(sed -n 's/^#include "\([a-z_0-9]*\)\.h".*/\1/p' "$file"); do
+  band=$(folder_layers "$folder")
+  case " $band " in
+  *" $mine "*) ;;
+  *)
+    echo "FAIL: $folder/$base (layer $mine) is in $folder/, whose layers are: $band"
+    status=1
+    ;;
+  esac
+  for inc in $(sed -n 's/^#include "\([a-z_]*\/\)\{0,1\}\([a-z_0-9]*\)\.h".*/\2/p' "$file"); do
     theirs=$(layer_of "$inc")
     if [ "$theirs" = unknown ]; then
-      echo "FAIL: $base includes $inc.h, which has no layer in $0"
+      echo "FAIL: $folder/$base includes $inc.h, which has no layer in $0"
       status=1
     elif [ "$theirs" != public ] && [ "$theirs" -gt "$mine" ]; then
-      echo "FAIL: $base (layer $mine) includes $inc.h (layer $theirs): calls must only go down"
+      echo "FAIL: $folder/$base (layer $mine) includes $inc.h (layer $theirs): calls must only go down"
       status=1
     fi
   done
@@ -94,7 +127,9 @@ trap 'rm -f "$tmp" "$tmp.nm"' EXIT
 # them all (nm starts slowly).
 found=0
 set --
-for o in "$obj"/*.o; do
+# Objects sit in their folder's directory (redlock_objects.dir/src/util/...),
+# or all in one directory (the self-test's fakes).
+for o in "$obj"/*.o "$obj"/*/*.o; do
   [ -e "$o" ] || continue
   found=1
   base=${o##*/}

@@ -45,10 +45,11 @@ dir=${dir:-build-cov}
 
 modules=()
 for pattern in $engine_modules $lower_modules; do
-  for f in src/$pattern.c; do
+  for f in src/*/$pattern.c; do
     [ -e "$f" ] || continue
     m=$(basename "$f" .c)
-    case " ${modules[*]} " in *" $m "*) ;; *) modules+=("$m") ;; esac
+    d=${f%/*}
+    case " ${modules[*]} " in *" ${d##*/}/$m "*) ;; *) modules+=("${d##*/}/$m") ;; esac
   done
 done
 
@@ -66,8 +67,9 @@ objdir="$dir/CMakeFiles/redlock_objects.dir/src"
 printf '%-16s %8s %7s  %s\n' module "lines %" lines "(unit tests only)"
 below=()
 for m in "${modules[@]}"; do
-  # gcov -n: "File '.../src/M.c'" then "Lines executed:P% of N".
-  line=$(cd "$objdir" && gcov -n "$m.c.gcda" 2>/dev/null |
+  # m is FOLDER/MODULE.  gcov -n: "File '.../src/FOLDER/MODULE.c'" then
+  # "Lines executed:P% of N".
+  line=$(cd "$objdir/${m%/*}" && gcov -n "${m#*/}.c.gcda" 2>/dev/null |
     awk -v f="/src/$m.c'" 'index($0, f) { getline; print; exit }')
   pct=$(sed -n 's/^Lines executed:\([0-9.]*\)% of .*/\1/p' <<<"$line")
   total=$(sed -n 's/^Lines executed:[0-9.]*% of \([0-9]*\).*/\1/p' <<<"$line")

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "redlock.h"
-#include "uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
+#include "proto/uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
 
 /* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
 enum {

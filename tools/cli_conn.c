@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "tls.h" /* the TLS connections, from the redlock_uri target */
+#include "conn/tls.h" /* the TLS connections, from the redlock_uri target */
 
 /* The SSL_CTX of the tool's own connections to rediss:// servers; NULL when
  * none is listed.  A process-wide program global, not library state. */

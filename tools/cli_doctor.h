@@ -21,7 +21,7 @@
 
 #include "cli_common.h"
 #include "cli_conn.h"
-#include "keyname.h" /* KEYNAME_TAG_LEN */
+#include "proto/keyname.h" /* KEYNAME_TAG_LEN */
 
 struct redisReply;
 

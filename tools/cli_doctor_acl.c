@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cli_doctor.h"
-#include "scripts.h" /* the release script's SHA1 */
+#include "proto/scripts.h" /* the release script's SHA1 */
 
 /* When the library sends a command. */
 typedef enum {
@@ -36,19 +36,19 @@ typedef struct {
  * cli.doctor_commands (tests/cli/check_doctor_commands.sh) reads src/ and
  * fails when this table lacks a command src/ sends, or lists one it no
  * longer sends:
- *   src/conn.c          AUTH (the handshake)
- *   src/link.c          SELECT
- *   src/node.c          SCRIPT LOAD, INFO server, INFO replication (a new
+ *   src/conn/conn.c          AUTH (the handshake)
+ *   src/conn/link.c          SELECT
+ *   src/voters/node.c          SCRIPT LOAD, INFO server, INFO replication (a new
  *                       master after a failover), WAIT and WAITAOF (wait= /
  *                       waitaof=)
- *   src/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
- *   src/prims.c         EVALSHA (semaphores, read-write locks)
- *   src/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
- *   src/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits)
- *   src/voter_cluster.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map), ASKING
+ *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
+ *   src/engine/prims.c         EVALSHA (semaphores, read-write locks)
+ *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
+ *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits)
+ *   src/voters/voter_cluster.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map), ASKING
  *                       (after an -ASK), PING (a primary's handshake)
  *   src/lua/ (scripts)  what the scripts call: grep 'redis.call("' src/lua
- * (src/voter_sentinel.c speaks to sentinels, not masters: not here.)
+ * (src/voters/voter_sentinel.c speaks to sentinels, not masters: not here.)
  * In words: {key}, {fence}, {channel} are the doctor's key, its fencing
  * counter and release channel; {value} its value; {sha} the release
  * script's SHA1; {user} the ACL user; {db} the URI's db; {r}, {l}, {t} the

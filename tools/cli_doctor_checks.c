@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "cli_doctor.h"
-#include "scripts.h" /* the embedded Lua scripts, from the redlock_uri target */
+#include "proto/scripts.h" /* the embedded Lua scripts, from the redlock_uri target */
 
 static uint64_t mono_ns(void) {
   struct timespec ts;
@@ -233,7 +233,7 @@ static void check_topology(dr_master_t *m) {
 }
 
 /* The INFO fields the library reads: run_id and uptime_in_seconds tell a
- * restart (src/node.c); the replication ids and offset tell a new master
+ * restart (src/voters/node.c); the replication ids and offset tell a new master
  * after a failover (DESIGN §2c). */
 static void check_info(dr_master_t *m) {
   dr_voter_t *v = m->v;

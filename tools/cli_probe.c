@@ -14,7 +14,7 @@
 
 #include "cli_common.h"
 #include "cli_conn.h"
-#include "keyname.h" /* the library's names, from the redlock_uri target */
+#include "proto/keyname.h" /* the library's names, from the redlock_uri target */
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */

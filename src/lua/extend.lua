@@ -10,7 +10,7 @@
 -- ARGV[1]: our value; ARGV[2]: new ttl in ms; ARGV[3], only with fencing: the
 -- lock's token.
 -- Returns 1 (extended), 2 (extended, some key re-installed: ROUND_REINSTALLED
--- in src/round.h) or 0 (refused).
+-- in src/engine/round.h) or 0 (refused).
 local n = #KEYS
 if ARGV[3] then
   n = n / 2

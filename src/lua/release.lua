@@ -2,7 +2,7 @@
 -- the release of a held lock, announce it to waiters subscribed to the key's
 -- release channel (not for the clean-up after a failed attempt: that lock was
 -- never held, and waking waiters for it would only make them retry at once).
--- The channels come from the client (src/keyname.h names them in each key's
+-- The channels come from the client (src/proto/keyname.h names them in each key's
 -- hash slot), so the rule that names them is written once.
 -- KEYS: the lock's keys; ARGV[1]: our value; ARGV[2]: "1" to announce, then
 -- ARGV[2 + i]: KEYS[i]'s release channel.

@@ -13,7 +13,7 @@
 -- ARGV[1]: our value; ARGV[2]: new ttl in ms; ARGV[3]: "w" (write hold) or
 -- "r" (read hold); ARGV[4], only with fencing: the hold's token.
 -- Returns 1 (extended), 2 (extended, the hold re-installed: ROUND_REINSTALLED
--- in src/round.h) or 0 (refused: another writer, or readers for a writer).
+-- in src/engine/round.h) or 0 (refused: another writer, or readers for a writer).
 local t = redis.call("time")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local writer = redis.call("get", KEYS[1])

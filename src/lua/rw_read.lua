@@ -1,4 +1,4 @@
--- Read hold of a read-write lock on one master (src/prims.c).  Refused while
+-- Read hold of a read-write lock on one master (src/engine/prims.c).  Refused while
 -- a writer holds it or a writer waits (its intent key), so that a stream of
 -- readers cannot starve a writer.  Readers are members of a sorted set whose
 -- scores are their expiries in this master's milliseconds (TIME); the set's
@@ -7,7 +7,7 @@
 -- KEYS[4], only when fencing: the lock's fence counter.
 -- ARGV[1]: our value; ARGV[2]: ttl in ms.
 -- Returns 1 (fenced: the token) when the hold is ours, 0 when a writer holds
--- it, -1 when a writer waits (PRIM_RW_* codes in src/prims.h).
+-- it, -1 when a writer waits (PRIM_RW_* codes in src/engine/prims.h).
 if redis.call("exists", KEYS[1]) == 1 then
   return 0
 end

@@ -1,4 +1,4 @@
--- Write hold of a read-write lock on one master (src/prims.c).  Refused while
+-- Write hold of a read-write lock on one master (src/engine/prims.c).  Refused while
 -- another writer holds it, or while unexpired readers remain: then the
 -- writer's intent (its own short lease) is set, unless another writer's
 -- intent is there, and new readers are refused until it goes.
@@ -7,7 +7,7 @@
 -- ARGV[1]: our value; ARGV[2]: ttl in ms; ARGV[3]: the call's intent value;
 -- ARGV[4]: intent ttl in ms ("0": set no intent, a one-shot attempt).
 -- Returns 1 (fenced: the token, as acquire_fenced.lua) when the hold is ours,
--- 0 when a writer holds it, -1 when readers do (PRIM_RW_* in src/prims.h).
+-- 0 when a writer holds it, -1 when readers do (PRIM_RW_* in src/engine/prims.h).
 if redis.call("exists", KEYS[1]) == 1 then
   return 0
 end

@@ -1,11 +1,11 @@
--- Semaphore permit on one master (src/prims.c): one slot of the semaphore,
+-- Semaphore permit on one master (src/engine/prims.c): one slot of the semaphore,
 -- taken like a lock (SET NX PX), provided every client agrees on the limit.
 -- KEYS[1]: the slot; KEYS[2]: the semaphore's limit key; KEYS[3], only when
 -- fencing: the slot's fence counter.
 -- ARGV[1]: our value; ARGV[2]: ttl in ms; ARGV[3]: the limit.
 -- Returns 1 (fenced: the token, as acquire_fenced.lua) when the slot is ours,
 -- 0 when it is held, and -L (nothing changed) when the limit key says that
--- the semaphore's limit is L, not ours (PRIM_SEM_MISMATCH in src/prims.h).
+-- the semaphore's limit is L, not ours (PRIM_SEM_MISMATCH in src/engine/prims.h).
 local limit = redis.call("get", KEYS[2])
 if limit and limit ~= ARGV[3] then
   local other = tonumber(limit) or 1

@@ -11,7 +11,7 @@
 -- ARGV[1]: our value; ARGV[2]: new ttl in ms; ARGV[3]: the limit; ARGV[4],
 -- only with fencing: the permit's token.
 -- Returns 1 (extended), 2 (extended, the slot re-installed: ROUND_REINSTALLED
--- in src/round.h) or 0 (the slot holds another value, or it is gone and the
+-- in src/engine/round.h) or 0 (the slot holds another value, or it is gone and the
 -- limit key disagrees).
 local slot = redis.call("get", KEYS[1])
 local limit = redis.call("get", KEYS[2])

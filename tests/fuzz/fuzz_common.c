@@ -6,7 +6,7 @@
 #include "fuzz_targets.h"
 
 /* The reader's array constructor takes the element count as an int in
- * hiredis 0.14 and as a size_t from 1.0 on (as in src/conn.c). */
+ * hiredis 0.14 and as a size_t from 1.0 on (as in src/conn/conn.c). */
 #if HIREDIS_MAJOR >= 1
 typedef size_t fuzz_elements_t;
 #else

@@ -1,4 +1,4 @@
-/* fuzz_evalsha.c: fuzz target for script_evalsha_to_eval() (src/scripts.c),
+/* fuzz_evalsha.c: fuzz target for script_evalsha_to_eval() (src/proto/scripts.c),
  * the rewrite of a formatted EVALSHA command into EVAL with the script body,
  * used when a master answers NOSCRIPT.  For every script of script_get():
  *
@@ -22,7 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "fuzz_targets.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define MAX_ARGS 32
 

@@ -1,4 +1,4 @@
-/* fuzz_info.c: fuzz target for info_parse_server() (src/info.c), which reads
+/* fuzz_info.c: fuzz target for info_parse_server() (src/proto/info.c), which reads
  * run_id and uptime_in_seconds out of the `INFO server` reply of a master (a
  * master's bytes: untrusted).
  *
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz_targets.h"
-#include "info.h"
+#include "proto/info.h"
 
 #define APPENDED_ID "0123456789abcdefABCDEF0123456789abcdef01"
 

@@ -1,4 +1,4 @@
-/* fuzz_reply.c: fuzz target for src/reply.c, where every reply a master sends
+/* fuzz_reply.c: fuzz target for src/proto/reply.c, where every reply a master sends
  * is interpreted (reply_classify, reply_is_noscript, reply_pubsub), and for
  * info_parse_server() on string replies.
  *
@@ -28,8 +28,8 @@
 #include <hiredis/hiredis.h>
 
 #include "fuzz_targets.h"
-#include "info.h"
-#include "reply.h"
+#include "proto/info.h"
+#include "proto/reply.h"
 
 static int bytes_are(const char *s, size_t len, const char *lit) {
   return len == strlen(lit) && memcmp(s, lit, len) == 0;

@@ -246,10 +246,10 @@ static void test_quarantine_n1(void **state) {
   FX_ASSERT_RC(fx, c, redlock_unlock(c, lock), REDLOCK_OK);
 }
 
-/* KNOWN LIBRARY BUG (this test fails until src/node.c is fixed): Redis
+/* KNOWN LIBRARY BUG (this test fails until src/voters/node.c is fixed): Redis
  * reports uptime_in_seconds as the difference of two floored wall-clock
  * seconds (unixtime - starttime), so a server started at x.85 s reports
- * uptime 1 at (x+1).0 s after only ~150 ms.  info_reply_cb in src/node.c
+ * uptime 1 at (x+1).0 s after only ~150 ms.  info_reply_cb in src/voters/node.c
  * takes start = now - uptime ("uptime is rounded down, so start = now -
  * uptime is never early") and so ends the quarantine up to 1 s early; with
  * max TTL 1000 ms there is no quarantine at all.  The test starts the

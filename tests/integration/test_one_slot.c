@@ -1,6 +1,6 @@
 /* test_one_slot.c: every command the library sends for one resource names
  * keys of one hash slot, and every script declares every key it touches
- * (src/keyname.h).  The voter is a real redis-server started with
+ * (src/proto/keyname.h).  The voter is a real redis-server started with
  * --cluster-enabled yes, a cluster of one node reached as a plain redis://
  * master.  Before each resource's calls the node is made to own that
  * resource's slot only (the slot of its lock key, key prefix + resource),

@@ -227,7 +227,7 @@ static void paused_minority(fx_t *fx, size_t n_paused) {
   lock_extend_unlock_fast(fx, c, n_paused, "connected to the paused master, again");
 
   /* No reply for NODE_HUNG_REQUEST_TIMEOUTS (3) request timeouts and the
-   * connection is dropped (src/node.h); reconnecting to a frozen master then
+   * connection is dropped (src/voters/node.h); reconnecting to a frozen master then
    * hangs in the handshake until the connect timeout. */
   hung_wait_t w = {fx, c, 0};
   if (!rh_wait_until(hung_master_dropped, &w, (int)(3 * PAUSE_REQUEST_MS + 3000)))

@@ -1,5 +1,5 @@
 /* test_rwlock.c: the read-write lock (redlock_rwlock_read / _write,
- * src/prims.c) against real redis-server processes.
+ * src/engine/prims.c) against real redis-server processes.
  *  - readers share: three read holds (two clients) at once, one member each
  *    in the readers set on every master; a writer is refused (ELOCKED with
  *    wait 0, which leaves no intent; ETIMEDOUT after a wait, whose intent is

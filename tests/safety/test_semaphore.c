@@ -1,5 +1,5 @@
 /* test_semaphore.c: the counting semaphore (redlock_semaphore_acquire,
- * src/prims.c) against real redis-server processes.
+ * src/engine/prims.c) against real redis-server processes.
  *  - admits: with limit 3, three permits (from two clients) are granted, each
  *    on its own slot key held on a quorum; a fourth is refused (ELOCKED with
  *    wait 0, ETIMEDOUT after its wait) and last_votes reports the refusal;

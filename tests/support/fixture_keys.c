@@ -192,7 +192,7 @@ static int subscribed_everywhere(void *arg) {
 }
 
 /* The documented rule (redlock.h), spelled here apart from the library's
- * src/keyname.c so that the tests check it: a key with a hash tag (a '{',
+ * src/proto/keyname.c so that the tests check it: a key with a hash tag (a '{',
  * then a '}' after at least one byte) is used as it is, any other key in
  * braces. */
 static int has_tag(const char *key) {

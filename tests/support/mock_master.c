@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "scripts.h"
+#include "proto/scripts.h"
 
 typedef struct rule {
   struct rule *next;

@@ -14,6 +14,8 @@
 #      the real objects.
 #   3. includes: a copy of SRC_DIR where a layer-0 file includes a header
 #      of layer 4 or above: the check names that #include.
+#   4. folders: a copy of SRC_DIR with a layer-4 header moved into util/,
+#      and one with a file directly in src/: the check names each.
 # The layers come from CHECK --layer, the one table.
 set -u
 check=$1
@@ -86,7 +88,7 @@ run pair "$tmp/empty" "$tmp/pair"
 expect_line pair list.o names.o "list -> names [names_probe]" "names -> list [list_probe]"
 
 # ---- 2. the real objects plus an injected upward call --------------------------
-cp "$objs"/*.o "$tmp/real/" || { echo "no objects in $objs"; exit 1; }
+cp "$objs"/*/*.o "$tmp/real/" || { echo "no objects in $objs/*/"; exit 1; }
 # An engine function: a global function of an object in layer 4 or above.
 engine=
 for o in "$tmp"/real/*.o; do
@@ -108,25 +110,41 @@ expect_line real upward list.o redlock_open "public API"
 expect_line real upward list.o "$engine"
 
 # ---- 3. an injected upward #include ----------------------------------------------
-cp "$src"/*.c "$src"/*.h "$tmp/src/" || exit 1
+cp -R "$src"/. "$tmp/src/" || exit 1
 low=
-for f in "$tmp"/src/*.c; do
+for f in "$tmp"/src/*/*.c; do
   m=$(basename "$f" .c)
-  [ "$(sh "$check" --layer "$m")" = 0 ] && { low=$m; break; }
+  [ "$(sh "$check" --layer "$m")" = 0 ] && { low=$f; break; }
 done
 high=
-for f in "$tmp"/src/*.h; do
+for f in "$tmp"/src/*/*.h; do
   m=$(basename "$f" .h)
-  case $(sh "$check" --layer "$m") in [4-9]) high=$m && break ;; esac
+  case $(sh "$check" --layer "$m") in [4-9]) high=$f && break ;; esac
 done
-[ -n "$low" ] && [ -n "$high" ] || { echo "selftest: no layer-0 .c or layer-4+ .h in $src"; exit 1; }
-printf '#include "%s.h"\n' "$high" >>"$tmp/src/$low.c"
+[ -n "$low" ] && [ -n "$high" ] || { echo "selftest: no layer-0 .c or layer-4+ .h in $src/*/"; exit 1; }
+hdir=${high%/*}
+hinc="${hdir##*/}/${high##*/}"
+lbase=${low##*/}
+printf '#include "%s"\n' "$hinc" >>"$low"
 run inc "$tmp/src"
-[ $rc -eq 1 ] || fail "the injected #include \"$high.h\" in $low.c exited $rc, not 1"
-expect_line inc "$low.c" "includes $high.h"
+[ $rc -eq 1 ] || fail "the injected #include \"$hinc\" in $lbase exited $rc, not 1"
+expect_line inc "$lbase" "includes ${high##*/}"
+
+# ---- 4. a module in the wrong folder, a file outside the folders ----------------
+rm -rf "$tmp/src" && mkdir "$tmp/src" && cp -R "$src"/. "$tmp/src/" || exit 1
+mkdir -p "$tmp/src/util"
+mv "$tmp/src/${hinc}" "$tmp/src/util/"
+run folder "$tmp/src"
+[ $rc -eq 1 ] || fail "${high##*/} moved into util/ exited $rc, not 1"
+expect_line folder "util/${high##*/}" "is in util/"
+rm -rf "$tmp/src" && mkdir "$tmp/src" && cp -R "$src"/. "$tmp/src/" || exit 1
+cp "$tmp/src/$hinc" "$tmp/src/"
+run flat "$tmp/src"
+[ $rc -eq 1 ] || fail "${high##*/} directly in src/ exited $rc, not 1"
+expect_line flat "${high##*/}" "directly in"
 
 if [ $fails -eq 0 ]; then
-  echo "check_layers.sh self-test: fails on an upward call, a pair calling each other and an upward #include"
+  echo "check_layers.sh self-test: fails on an upward call, a pair calling each other, an upward #include and a module outside its folder"
   exit 0
 fi
 exit 1

@@ -11,9 +11,9 @@
 
 #include <cmocka.h>
 
-#include "client.h"
-#include "keyname.h"
-#include "names.h"
+#include "api/client.h"
+#include "proto/keyname.h"
+#include "util/names.h"
 #include "redlock_uv.h"
 
 static void log_cb(int level, const char *msg, void *arg) {

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "timebase.h"
+#include "util/timebase.h"
 
 /* Starts the clock at start_ns on `loop` (no timer pending). */
 void fake_clock_init(uv_loop_t *loop, uint64_t start_ns);

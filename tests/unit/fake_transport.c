@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keyslot.h"
+#include "proto/keyslot.h"
 #include "redlock.h"
 
 static void fail(const char *what) {

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "round.h"
-#include "voter.h"
+#include "engine/round.h"
+#include "voters/voter.h"
 
 #define FAKE_MASTERS_MAX 8
 #define FAKE_OUT_MAX 8192     /* requests outstanding per master (a close's release window) */

@@ -3,8 +3,8 @@
 
 #include <stddef.h>
 
-#include "client.h"
-#include "link.h"
+#include "api/client.h"
+#include "conn/link.h"
 
 static struct {
   const timebase_ops_t *real; /* the client's own: what is not failed goes there */

@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "redlock.h"
-#include "resp.h"
+#include "proto/resp.h"
 
 static void on_report(void *arg, node_t *node, node_event_t ev, const char *what,
                       const char *detail) {

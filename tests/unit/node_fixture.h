@@ -10,9 +10,9 @@
 #include <hiredis/hiredis.h>
 #include <uv.h>
 
-#include "conn.h"
+#include "conn/conn.h"
 #include "mock_master.h"
-#include "node.h"
+#include "voters/node.h"
 
 #define NF_MAX_EVENTS 512
 #define NF_WAIT_MS 20000 /* the bound of every wait: only a failing test reaches it */

@@ -1,5 +1,5 @@
 /* test_calls.c: unit tests for argument checking of the client and lock
- * calls (src/client.c, src/calls.c), with no Redis server anywhere.
+ * calls (src/api/client.c, src/api/calls.c), with no Redis server anywhere.
  *  - redlock_open / redlock_open_uv refuse NULL out, NULL options, zero nodes
  *    and a NULL loop with REDLOCK_EINVAL and set *out to NULL (NULL out with
  *    valid options is tried in a child process, since it may crash);

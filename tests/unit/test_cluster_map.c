@@ -1,4 +1,4 @@
-/* test_cluster_map.c: unit tests for src/cluster_map.c: slot maps from
+/* test_cluster_map.c: unit tests for src/proto/cluster_map.c: slot maps from
  * CLUSTER SHARDS and CLUSTER SLOTS replies (well-formed and malformed),
  * MOVED / ASK errors, and the key slot of a formatted command.  Replies are
  * hiredis structs built by hand from an arena, no server. */
@@ -14,8 +14,8 @@
 
 #include "unit_support.h"
 
-#include "cluster_map.h"
-#include "keyslot.h"
+#include "proto/cluster_map.h"
+#include "proto/keyslot.h"
 
 #define ID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define ID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

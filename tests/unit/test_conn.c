@@ -23,12 +23,12 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
-#include "conn.h"
+#include "conn/conn.h"
 #include "mock_master.h"
 #include "redlock.h"
-#include "timebase.h"
-#include "tls.h"
-#include "uri.h"
+#include "util/timebase.h"
+#include "conn/tls.h"
+#include "proto/uri.h"
 
 #define WAIT_MS 20000 /* bound of a wait on the loop: only a failing test reaches it */
 #define MAX_TRIES 64  /* writes to a dropped connection before one must fail */

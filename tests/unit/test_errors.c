@@ -1,4 +1,4 @@
-/* test_errors.c: unit tests for src/errors.c and the error codes in
+/* test_errors.c: unit tests for src/util/errors.c and the error codes in
  * include/redlock.h.
  *  - the code values are the fixed ABI ones (-1 .. -11, in map order);
  *  - every code of REDLOCK_ERRNO_MAP has a non-empty redlock_strerror equal to

@@ -6,7 +6,7 @@
  *    macro name, with the compiled value, and refuses unknown names / NULL
  *    without touching *value; redlock_constant_string the string ones;
  *  - redlock_options_get_* give the defaults on a fresh object (the values
- *    of src/options.h, which the setters' defaults come from), follow the
+ *    of src/util/options.h, which the setters' defaults come from), follow the
  *    setters, skip NULL out-pointers and refuse a NULL object. */
 #include <limits.h>
 #include <setjmp.h>
@@ -19,7 +19,7 @@
 
 #include "unit_support.h"
 
-#include "options.h"
+#include "util/options.h"
 #include "redlock.h"
 
 static const int map_codes[] = {

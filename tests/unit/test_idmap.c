@@ -1,4 +1,4 @@
-/* test_idmap.c: unit tests for src/idmap.c, the id -> pointer map that
+/* test_idmap.c: unit tests for src/util/idmap.c, the id -> pointer map that
  * registers cancelable calls:
  *  - empty map: get/remove say absent; id 0 and a NULL value are refused;
  *  - put/get/remove of single ids; putting a present id replaces its value;
@@ -16,7 +16,7 @@
 
 #include "unit_support.h"
 
-#include "idmap.h"
+#include "util/idmap.h"
 
 #define N_IDS 20000
 static char objs[N_IDS]; /* distinct values */

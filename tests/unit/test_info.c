@@ -1,4 +1,4 @@
-/* test_info.c: unit tests for src/info.c, reading run_id and
+/* test_info.c: unit tests for src/proto/info.c, reading run_id and
  * uptime_in_seconds out of an `INFO server` reply.
  *  - a realistic reply (CRLF lines, '# Server' header, many other fields),
  *    from Redis 7.0 and from Valkey 8.0 (which adds server_name and
@@ -23,7 +23,7 @@
 
 #include "unit_support.h"
 
-#include "info.h"
+#include "proto/info.h"
 
 #define RUN_ID "3c5c3a6fe2d7a4e8b0e2f2f1b2f3c4d5e6f7a8b9"
 #define RUN_ID2 "0123456789abcdef0123456789abcdef01234567"

@@ -10,7 +10,7 @@
 
 #include "unit_support.h"
 
-#include "keyslot.h"
+#include "proto/keyslot.h"
 
 static int slot_of(const char *key) { return keyslot(key, strlen(key)); }
 

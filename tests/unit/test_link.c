@@ -16,11 +16,11 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "backoff.h"
+#include "util/backoff.h"
 #include "fake_clock.h"
-#include "link.h"
+#include "conn/link.h"
 #include "mock_master.h"
-#include "options.h"
+#include "util/options.h"
 #include "redlock.h"
 
 /* fake_clock.c's libuv wrappers (for the engine's tests, linked with --wrap)

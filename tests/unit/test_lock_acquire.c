@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "client.h"
+#include "api/client.h"
 #include "engine_fixture.h"
 
 #define TTL_MS 10000

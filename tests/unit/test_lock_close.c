@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 
-#include "client.h"
+#include "api/client.h"
 #include "engine_fixture.h"
-#include "lock.h"
+#include "engine/lock.h"
 #include "redlock_uv.h"
 
 #define TTL_MS 10000

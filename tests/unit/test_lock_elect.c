@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "client.h"
+#include "api/client.h"
 #include "engine_fixture.h"
 #include "fault_timebase.h"
 #include "redlock_uv.h"

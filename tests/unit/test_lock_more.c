@@ -18,11 +18,11 @@
 
 #include <cmocka.h>
 
-#include "client.h"
+#include "api/client.h"
 #include "engine_fixture.h"
 #include "fault_timebase.h"
-#include "names.h"
-#include "notify.h"
+#include "util/names.h"
+#include "engine/notify.h"
 #include "unit_support.h"
 
 #define TTL_MS 10000

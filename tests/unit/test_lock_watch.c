@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "engine_fixture.h"
-#include "quorum.h"
+#include "util/quorum.h"
 
 #define TTL_MS 3000
 #define DRIFT_MS (TTL_MS / 100 + 2) /* 32 */

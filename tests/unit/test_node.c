@@ -16,10 +16,10 @@
 #include <cmocka.h>
 
 #include "node_fixture.h"
-#include "options.h"
+#include "util/options.h"
 #include "redlock.h"
-#include "scripts.h"
-#include "tls.h"
+#include "proto/scripts.h"
+#include "conn/tls.h"
 
 /* Connects and checks the handshake the mock saw. */
 static void test_up(void **state) {

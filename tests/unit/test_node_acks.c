@@ -21,7 +21,7 @@
 #include <hiredis/async.h>
 
 #include "node_fixture.h"
-#include "reply.h"
+#include "proto/reply.h"
 
 /* ---- injected failures ------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "node_fixture.h"
-#include "notify.h"
+#include "engine/notify.h"
 
 #define CH1 NOTIFY_CHANNEL_PREFIX "k1"
 #define CH2 NOTIFY_CHANNEL_PREFIX "k2"

@@ -1,5 +1,5 @@
 /* test_options.c: unit tests for the public redlock_options_* setters
- * (src/options.c) against the struct in src/options.h.
+ * (src/util/options.c) against the struct in src/util/options.h.
  *  - redlock_options_new() has the defaults of DESIGN.md §2: retry 3 times,
  *    200 ms + 200 ms jitter, connect 1000 ms, request 100 ms, drift 0.01,
  *    max TTL 60000 ms, quarantine on, fencing off, prefix "", no nodes;
@@ -25,7 +25,7 @@
 
 #include "unit_support.h"
 
-#include "options.h"
+#include "util/options.h"
 #include "redlock.h"
 
 static int setup(void **state) {

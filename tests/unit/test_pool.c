@@ -1,4 +1,4 @@
-/* test_pool.c: unit tests for the free lists, src/pool.c and src/callmem.c.
+/* test_pool.c: unit tests for the free lists, src/util/pool.c and src/util/callmem.c.
  *  - pool: a freed block is handed out again (LIFO) for any size of its
  *    class, aligned as malloc's; classes do not mix; each class keeps at
  *    most POOL_KEEP_MAX blocks and POOL_CLASS_BUDGET bytes; a block larger
@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "callmem.h"
-#include "handle.h"
-#include "pool.h"
+#include "util/callmem.h"
+#include "util/handle.h"
+#include "util/pool.h"
 
 static size_t kept(const pool_t *pool) {
   size_t n = 0;

@@ -30,12 +30,12 @@
 
 #include "unit_support.h"
 
-#include "clock.h"
-#include "keyslot.h"
-#include "lock.h"
-#include "prims.h"
+#include "util/clock.h"
+#include "proto/keyslot.h"
+#include "engine/lock.h"
+#include "engine/prims.h"
 #include "redlock.h"
-#include "scripts.h"
+#include "proto/scripts.h"
 
 #define BOGUS_LOCK ((redlock_lock_t *)(uintptr_t)0x1000) /* never dereferenced */
 

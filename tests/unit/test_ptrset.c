@@ -1,4 +1,4 @@
-/* test_ptrset.c: unit tests for src/ptrset.c, the open-addressing pointer set
+/* test_ptrset.c: unit tests for src/util/ptrset.c, the open-addressing pointer set
  * that registers live lock handles.
  *  - empty set: contains/remove say no, free is idempotent;
  *  - add/contains/remove of single pointers; NULL is never contained (adding
@@ -22,7 +22,7 @@
 
 #include "unit_support.h"
 
-#include "ptrset.h"
+#include "util/ptrset.h"
 
 #define N_OBJS 20000
 static char objs[N_OBJS]; /* distinct addresses to store */

@@ -1,4 +1,4 @@
-/* test_quarantine.c: unit tests for src/quarantine.c (when a master's votes
+/* test_quarantine.c: unit tests for src/util/quarantine.c (when a master's votes
  * must not count) and info_parse_replication (what it reads from INFO
  * replication).  Pure: facts in, a judgement out. */
 #include <setjmp.h>
@@ -12,8 +12,8 @@
 
 #include "unit_support.h"
 
-#include "info.h"
-#include "quarantine.h"
+#include "proto/info.h"
+#include "util/quarantine.h"
 
 #define S 1000000000ull
 #define MAX_TTL_MS 60000u

@@ -1,4 +1,4 @@
-/* test_quorum.c: unit tests for src/quorum.c, Redlock's pure arithmetic.
+/* test_quorum.c: unit tests for src/util/quorum.c, Redlock's pure arithmetic.
  *  - quorum_size for N = 1..7;
  *  - quorum_decide: hand-picked cases (early win, early loss classified HELD
  *    vs NOQUORUM, the still-PENDING classification case, N = 1, N = 2) and an
@@ -17,8 +17,8 @@
 
 #include "unit_support.h"
 
-#include "backoff.h"
-#include "quorum.h"
+#include "util/backoff.h"
+#include "util/quorum.h"
 
 #define MS ((int64_t)1000000)
 

@@ -1,4 +1,4 @@
-/* test_random.c: unit tests for src/random.c.
+/* test_random.c: unit tests for src/util/random.c.
  *  - random_lock_value: 32 lowercase hex characters then NUL, nothing written
  *    past that; 1000 calls give 1000 distinct values; every hex digit shows
  *    up in every position (no constant or truncated part);
@@ -17,7 +17,7 @@
 
 #include "unit_support.h"
 
-#include "random.h"
+#include "util/random.h"
 
 #define N_VALUES 1000
 

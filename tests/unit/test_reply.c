@@ -1,4 +1,4 @@
-/* test_reply.c: unit tests for src/reply.c: replies classified as votes,
+/* test_reply.c: unit tests for src/proto/reply.c: replies classified as votes,
  * the deep copy a durability ack keeps the write's reply in, and whether a
  * WAIT / WAITAOF reply reached what was asked.  Replies are built by hand
  * (hiredis structs), no server. */
@@ -13,7 +13,7 @@
 
 #include "unit_support.h"
 
-#include "reply.h"
+#include "proto/reply.h"
 
 static redisReply integer(long long v) {
   redisReply r;

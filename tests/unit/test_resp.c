@@ -1,4 +1,4 @@
-/* test_resp.c: RESP command formatting (src/resp.c) produces exactly the
+/* test_resp.c: RESP command formatting (src/proto/resp.c) produces exactly the
  * bytes of hiredis's redisFormatCommandArgv, for ordinary, empty, binary and
  * long arguments and for argument counts with several digits; the decimal
  * conversion is exact at the edges. */
@@ -15,7 +15,7 @@
 #include "unit_support.h"
 #include <hiredis/hiredis.h>
 
-#include "resp.h"
+#include "proto/resp.h"
 
 static void check_same_as_hiredis(int argc, const char **argv, const size_t *lens) {
   char *expected = NULL;

@@ -15,9 +15,9 @@
 #include <cmocka.h>
 
 #include "fake_transport.h"
-#include "keyslot.h"
-#include "round.h"
-#include "scripts.h"
+#include "proto/keyslot.h"
+#include "engine/round.h"
+#include "proto/scripts.h"
 
 #define N 5
 #define TIMEOUT_NS 100000000u /* the request timeout: 100 ms */

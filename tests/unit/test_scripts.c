@@ -1,4 +1,4 @@
-/* test_scripts.c: unit tests for src/scripts.c, the embedded Lua scripts and
+/* test_scripts.c: unit tests for src/proto/scripts.c, the embedded Lua scripts and
  * the EVALSHA -> EVAL rewrite used after a NOSCRIPT reply.
  *  - script_get for every id: name, non-empty body whose length matches,
  *    sha1 of 40 lowercase hex digits that really is SHA1(body) (what Redis
@@ -25,8 +25,8 @@
 
 #include "../support/sha1.h"
 #include "../support/test_io.h"
-#include "names.h"
-#include "scripts.h"
+#include "util/names.h"
+#include "proto/scripts.h"
 
 #ifndef REDLOCK_LUA_DIR
 #error "REDLOCK_LUA_DIR must name src/lua"

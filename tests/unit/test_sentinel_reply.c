@@ -1,4 +1,4 @@
-/* test_sentinel_reply.c: unit tests for src/sentinel_reply.c: what a
+/* test_sentinel_reply.c: unit tests for src/proto/sentinel_reply.c: what a
  * sentinel answers to GET-MASTER-ADDR-BY-NAME and SENTINEL MASTER, and the
  * +switch-master message.  Replies are built by hand (hiredis structs), no
  * server. */
@@ -13,7 +13,7 @@
 
 #include "unit_support.h"
 
-#include "sentinel_reply.h"
+#include "proto/sentinel_reply.h"
 
 #define RUN_ID "0123456789abcdef0123456789abcdef01234567"
 

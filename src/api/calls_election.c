@@ -1,0 +1,78 @@
+/* calls_election.c: the public election calls (redlock_elect,
+ * redlock_resign).  They check their arguments and the client's state on the
+ * caller's thread and queue the election's ops (election.h); a call that
+ * returns an error never runs a callback. */
+#include <stdlib.h>
+
+#include "api/calls.h"
+#include "api/client.h"
+#include "engine/election.h"
+#include "util/quorum.h"
+
+int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                  redlock_election_t **out) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  *out = NULL;
+  if (client == NULL || on_elected == NULL || on_lost == NULL || calls_check_name(name) != 0)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  /* Also refused: a ttl whose drift alone leaves no validity, which could
+   * never be won (it would campaign forever). */
+  if (calls_check_ttl(client, ttl_ms) != 0 ||
+      quorum_validity_ns(ttl_ms, 0, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS)
+    return REDLOCK_EINVAL;
+  redlock_election_t *e;
+  int rc = election_new(&client->engine, name, ttl_ms, on_elected, on_lost, arg, &e);
+  if (rc != 0)
+    return rc;
+  uv_mutex_lock(&client->mutex);
+  if (client->queue.state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else
+    rc = ptrset_add(&client->engine.live_elections, e); /* e is not NULL: ST_ENOMEM at worst */
+  if (rc == 0) {
+    /* Before the loop can see it: on_elected may run before we return. */
+    *out = e;
+    client_enqueue_locked(client, election_start_op(e));
+  }
+  uv_mutex_unlock(&client->mutex);
+  if (rc != 0)
+    election_free(e);
+  return rc;
+}
+
+/* The loop thread of this client, as far as it can be told: a
+ * redlock_open_uv client's loop runs on the caller's thread, which the
+ * contract says resign is called from. */
+static int on_loop(const redlock_t *client) {
+  return !client->run.own_thread || client_on_loop_thread(client);
+}
+
+int redlock_resign(redlock_t *client, redlock_election_t *e) {
+  if (client == NULL || e == NULL)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != 0)
+    return REDLOCK_EFORKED;
+  int wait = !on_loop(client);
+  uv_sem_t done;
+  if (wait && uv_sem_init(&done, 0) != 0)
+    return REDLOCK_EIO;
+  int rc = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->queue.state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else if (!ptrset_remove(&client->engine.live_elections, e))
+    rc = REDLOCK_EINVAL; /* resigned already, or not this client's */
+  if (rc == 0)
+    client_enqueue_locked(client, election_resign_op(e, wait ? &done : NULL));
+  uv_mutex_unlock(&client->mutex);
+  if (wait) {
+    if (rc == 0)
+      uv_sem_wait(&done);
+    uv_sem_destroy(&done);
+  }
+  return rc;
+}

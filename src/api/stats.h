@@ -1,0 +1,66 @@
+/* stats.h: per-client observability: counters, gauges and latency
+ * histograms rendered by redlock_stats() (Prometheus text or JSON), and the
+ * per-operation event hook (redlock_options_set_event_cb).
+ *
+ * Threads and cost.  Every update runs on the client's loop thread, the only
+ * writer of these figures, so a counter is bumped with a relaxed atomic load
+ * and a relaxed atomic store: a plain load, add and store on x86-64 and
+ * arm64, with no lock prefix and no fence (a read-modify-write would be
+ * needed only with a second writer).  redlock_stats() reads them with relaxed
+ * loads from any thread, without waking the client's loop, so it also works
+ * from a callback on the loop thread and while the loop is busy.  It takes
+ * the client's mutex only to enter the client and to leave it (client_enter,
+ * client_leave: a close waits for a call in progress before it frees the
+ * figures; a call made once the close began gets REDLOCK_ECLOSED), never
+ * while rendering.  A rendering is not one atomic snapshot: one counter may be a
+ * request ahead of another; a histogram's count is the sum of its buckets,
+ * so each histogram is self-consistent.  With stats and events both off the
+ * client has no stats object and every hook below is one NULL test.
+ *
+ * The engine reports through stats_engine_hooks (engine.h); round.c and
+ * node.c bump the counters of stats_core.h; client.c calls the node hooks
+ * below.  Everything else about the figures lives in
+ * stats.c, including the one table of metric names both formats print. */
+#ifndef REDLOCK_STATS_H
+#define REDLOCK_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "util/options.h"
+#include "engine/round.h"
+#include "util/stats_core.h"
+#include "util/timebase.h"
+#include "voters/voter.h"
+
+/* What the figures and events read of their surroundings, handed down by
+ * client.c (which owns it; it outlives the stats). */
+typedef struct stats_env {
+  const redlock_options_t *opts; /* event callback, stats_off */
+  const round_env_t *rounds;     /* the round being decided: a call's times */
+  const timebase_t *tb;
+  unsigned n_masters;
+  unsigned quorum;
+  const char *(*label)(void *arg, unsigned master); /* master i's "host:port" */
+  void *label_arg;
+} stats_env_t;
+
+/* *out = new figures, or NULL when stats and events are both off.  0 or
+ * REDLOCK_ENOMEM. */
+int stats_new(const stats_env_t *env, struct stats **out);
+void stats_free(struct stats *stats);
+/* redlock_stats' text (format REDLOCK_STATS_*), written while no close
+ * frees the figures (the caller sees to it). */
+int stats_render(const struct stats *stats, int format, char *buf, size_t size);
+stats_outcome_t stats_outcome(int status);
+
+/* What the engine reports (engine.h), handed down by client.c when stats
+ * or events are on. */
+extern const engine_hooks_t stats_engine_hooks;
+/* client.c, from the voters' news (voters_hooks_t.news): connection
+ * attempts and state changes of master `index` (CONNECTING, UP, DOWN before
+ * its state changes, TLS_FAILURE, QUARANTINE_END). */
+void stats_voter_news_(struct stats *stats, unsigned index, const voter_news_t *news);
+
+#endif

@@ -1,0 +1,257 @@
+/* kind_mutex.c: the plain Redlock lock as a kind of lock handle (kind.h):
+ * redlock_lock & co, one or several keys (prefix + resource) set to the
+ * lock's random value.  One key is taken with the SET NX PX every Redlock
+ * client sends; several, or any with fencing, with the acquire scripts.
+ * Loop thread only, except the key layout (the caller's thread, before the
+ * op is queued). */
+#include <string.h>
+
+#include "proto/keyname.h"
+#include "engine/lock.h"
+#include "engine/notify.h"
+#include "engine/prims.h"
+#include "proto/resp.h"
+#include "proto/scripts.h"
+
+/* ---- argv building ---------------------------------------------------------
+ * Each round's argv is built on the stack and formatted once by round_new. */
+
+#define ARGV_MAX (2 * REDLOCK_MAX_MANY + 6)
+
+typedef struct {
+  const char *argv[ARGV_MAX];
+  size_t len[ARGV_MAX];
+  int argc;
+  char n_keys_str[24];
+  char ttl_str[24];
+} argv_t;
+
+static void argv_push(argv_t *a, const char *s, size_t len) {
+  a->argv[a->argc] = s;
+  a->len[a->argc] = len;
+  a->argc++;
+}
+
+/* EVALSHA <sha> <n> keys... value [ttl] */
+static void argv_script(argv_t *a, const script_t *script, char *const *keys,
+                        const size_t *key_lens, size_t n_keys, const char *value, int with_ttl,
+                        uint32_t ttl_ms) {
+  a->argc = 0;
+  argv_push(a, "EVALSHA", 7);
+  argv_push(a, script->sha1, 40);
+  size_t n = resp_u64_to_dec(n_keys, a->n_keys_str);
+  argv_push(a, a->n_keys_str, n);
+  for (size_t i = 0; i < n_keys; i++)
+    argv_push(a, keys[i], key_lens[i]);
+  argv_push(a, value, RANDOM_VALUE_LEN);
+  if (with_ttl) {
+    n = resp_u64_to_dec(ttl_ms, a->ttl_str);
+    argv_push(a, a->ttl_str, n);
+  }
+}
+
+/* EVALSHA <sha> <2n> keys... fence_keys... value arg */
+static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *op, const char *arg,
+                        size_t arg_len) {
+  a->argc = 0;
+  argv_push(a, "EVALSHA", 7);
+  argv_push(a, script->sha1, 40);
+  size_t n = resp_u64_to_dec(2 * op->n_keys, a->n_keys_str);
+  argv_push(a, a->n_keys_str, n);
+  for (size_t i = 0; i < op->n_keys; i++)
+    argv_push(a, op->keys[i], op->key_lens[i]);
+  for (size_t i = 0; i < op->n_keys; i++)
+    argv_push(a, op->fence_keys[i], op->fence_key_lens[i]);
+  argv_push(a, op->value, RANDOM_VALUE_LEN);
+  argv_push(a, arg, arg_len);
+}
+
+/* ---- keys ------------------------------------------------------------------------ */
+
+/* One allocation holds the key pointers, their lengths and the key bytes
+ * (prefix + resource, NUL-terminated), then each key's release channel
+ * (keyname.h: in the key's slot), which waiters subscribe to and the
+ * release script announces on; the lock handle inherits it.  The fence keys
+ * are made on the loop at the first fenced attempt (lock.c). */
+static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, uint32_t limit) {
+  (void)limit;
+  const engine_t *engine = op->op.engine;
+  const char *prefix = engine->opts->key_prefix;
+  size_t prefix_len = engine->opts->key_prefix_len;
+  size_t strings = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t key_len = prefix_len + strlen(resources[i]);
+    /* The key, then its channel: at most the key with its tag added. */
+    strings += (key_len + 1) + (sizeof NOTIFY_CHANNEL_PREFIX + key_len + KEYNAME_TAG_LEN);
+  }
+  /* keys[0..n-1]: the keys; keys[n..2n-1]: their channels (prim.channels). */
+  char *w = prim_key_block(&op->op.engine->callmem, 2 * n, strings, &op->keys, &op->key_lens);
+  if (w == NULL)
+    return REDLOCK_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    op->keys[i] = prim_put3(&w, prefix, prefix_len, resources[i], strlen(resources[i]), "", 0);
+    op->key_lens[i] = (size_t)(w - op->keys[i]) - 1;
+  }
+  op->prim.channels = op->keys + n;
+  op->prim.channel_lens = op->key_lens + n;
+  for (size_t i = 0; i < n; i++) {
+    op->prim.channels[i] = w;
+    op->prim.channel_lens[i] =
+        keyname_build(w, PRIM_LIT(NOTIFY_CHANNEL_PREFIX), op->keys[i], op->key_lens[i], "", 0);
+    w += op->prim.channel_lens[i] + 1;
+  }
+  op->prim.channel = op->prim.channels[0];
+  op->prim.channel_len = op->prim.channel_lens[0];
+  op->n_keys = n;
+  op->prefix_len = prefix_len;
+  return 0;
+}
+
+/* ---- rounds ---------------------------------------------------------------------- */
+
+static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
+  engine_t *engine = op->op.engine;
+  argv_t a;
+  if (op->fenced) {
+    const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
+    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
+    argv_fenced(&a, script, op, a.ttl_str, n);
+    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                       .argv = a.argv,
+                                                       .argv_len = a.len,
+                                                       .script = script,
+                                                       .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                                       .expect_integer = ROUND_EXPECT_POSITIVE,
+                                                       .kind = ROUND_ACQUIRE,
+                                                       .on_decided = cb,
+                                                       .ctx = op});
+  }
+  if (op->n_keys == 1) {
+    /* SET key value NX PX ttl: the same command every Redlock client sends. */
+    a.argc = 0;
+    size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
+    argv_push(&a, "SET", 3);
+    argv_push(&a, op->keys[0], op->key_lens[0]);
+    argv_push(&a, op->value, RANDOM_VALUE_LEN);
+    argv_push(&a, "NX", 2);
+    argv_push(&a, "PX", 2);
+    argv_push(&a, a.ttl_str, n);
+    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                       .argv = a.argv,
+                                                       .argv_len = a.len,
+                                                       .script = NULL,
+                                                       .expect_integer = ROUND_EXPECT_OK,
+                                                       .key_arg = 1, /* SET key */
+                                                       .kind = ROUND_ACQUIRE,
+                                                       .on_decided = cb,
+                                                       .ctx = op});
+  }
+  const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
+  argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
+  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                     .argv = a.argv,
+                                                     .argv_len = a.len,
+                                                     .script = script,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                                     .expect_integer = (int64_t)op->n_keys,
+                                                     .kind = ROUND_ACQUIRE,
+                                                     .on_decided = cb,
+                                                     .ctx = op});
+}
+
+static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t token_len,
+                                  round_decided_fn cb) {
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
+  argv_fenced(&a, script, op, token, token_len);
+  return round_new(op->op.engine->rounds, &(round_params_t){.argc = a.argc,
+                                                            .argv = a.argv,
+                                                            .argv_len = a.len,
+                                                            .script = script,
+                                                            .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                                            .expect_integer = 1,
+                                                            .kind = ROUND_PLAIN,
+                                                            .on_decided = cb,
+                                                            .ctx = op});
+}
+
+static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                   round_decided_fn cb, void *ctx) {
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_EXTEND);
+  char token_str[24];
+  if (lock->fence_keys != NULL) {
+    /* EVALSHA <sha> <2n> keys... counters... value ttl token */
+    a.argc = 0;
+    argv_push(&a, "EVALSHA", 7);
+    argv_push(&a, script->sha1, 40);
+    argv_push(&a, a.n_keys_str, resp_u64_to_dec(2 * lock->n_keys, a.n_keys_str));
+    for (size_t i = 0; i < lock->n_keys; i++)
+      argv_push(&a, lock->keys[i], lock->key_lens[i]);
+    for (size_t i = 0; i < lock->n_keys; i++)
+      argv_push(&a, lock->fence_keys[i], lock->fence_key_lens[i]);
+    argv_push(&a, lock->value, RANDOM_VALUE_LEN);
+    argv_push(&a, a.ttl_str, resp_u64_to_dec(ttl_ms, a.ttl_str));
+    argv_push(&a, token_str, resp_u64_to_dec(lock->fence, token_str));
+  } else {
+    argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
+  }
+  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                     .argv = a.argv,
+                                                     .argv_len = a.len,
+                                                     .script = script,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                                     .expect_integer = ROUND_EXPECT_CODE,
+                                                     .kind = ROUND_EXTEND,
+                                                     .on_decided = cb,
+                                                     .ctx = ctx});
+}
+
+/* Compare-and-delete on every master that may hold our value (a
+ * ROUND_RELEASE: replayed to masters that miss it); announce: PUBLISH to
+ * waiters (a held lock), on each key's channel. */
+static round_t *mutex_release(engine_t *engine, const prim_t *prim, char *const *keys,
+                              const size_t *key_lens, size_t n_keys, const char *value,
+                              int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
+  argv_t a;
+  const script_t *script = script_get(SCRIPT_RELEASE);
+  argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
+  argv_push(&a, announce ? "1" : "0", 1);
+  for (size_t i = 0; announce && i < n_keys; i++)
+    argv_push(&a, prim->channels[i], prim->channel_lens[i]);
+  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
+                                                     .argv = a.argv,
+                                                     .argv_len = a.len,
+                                                     .script = script,
+                                                     .expect_integer = (int64_t)n_keys,
+                                                     .kind = ROUND_RELEASE,
+                                                     .replay_mask = set_mask,
+                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                                     .on_decided = cb,
+                                                     .ctx = ctx});
+}
+
+static round_t *mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
+                                    round_decided_fn cb, void *ctx) {
+  return mutex_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->n_keys, lock->value,
+                       1, lock->set_mask, cb, ctx);
+}
+
+static round_t *mutex_attempt_release_round(op_acquire_t *op) {
+  return mutex_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->n_keys, op->value, 0,
+                       op->set_mask, NULL, NULL);
+}
+
+const lock_kind_ops_t kind_mutex = {
+    .name = "lock",
+    .init = mutex_init,
+    .acquire_round = mutex_acquire_round,
+    .fence_round = mutex_fence_round,
+    .extend_round = mutex_extend_round,
+    .release_round = mutex_release_round,
+    .attempt_release_round = mutex_attempt_release_round,
+    .wake_mode = NOTIFY_WAKE_ONE,
+    .reentrant = 1,
+    .stats_op = STATS_OP_ACQUIRE,
+    .stats_wait_op = STATS_OP_WAIT,
+};

@@ -1,0 +1,464 @@
+/* notify.c: subscriber connections and channel subscriptions (see notify.h).
+ *
+ * Each (channel, master) pair is NONE, SUBSCRIBING, SUBSCRIBED or
+ * UNSUBSCRIBING.  hiredis forgets a channel's callback when an UNSUBSCRIBE
+ * confirmation arrives, even if a new SUBSCRIBE for it was sent meanwhile, so
+ * we never send one while the other is unconfirmed: a channel wanted again
+ * while UNSUBSCRIBING is re-subscribed when the confirmation comes. */
+#include "engine/notify.h"
+
+#include <hiredis/hiredis.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn/conn.h"
+#include "conn/link.h"
+#include "redlock.h"
+#include "proto/reply.h"
+
+typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
+
+/* A semaphore's release is announced by every master, each message carrying
+ * the permit's value: the last RECENT_RELEASES values seen tell a new release
+ * from another master's copy of one already seen, and which waiter that
+ * release woke.  (A copy that arrives after that many other releases only
+ * costs a spurious wake-up.) */
+#define RECENT_RELEASES 32
+#define RECENT_PAYLOAD_MAX 64
+
+typedef struct {
+  unsigned next;
+  uint8_t len[RECENT_RELEASES];
+  char data[RECENT_RELEASES][RECENT_PAYLOAD_MAX];
+  const notify_waiter_t *woke[RECENT_RELEASES]; /* compared, never dereferenced: may be gone */
+} recent_t;
+
+struct notify_channel {
+  list_node_t link; /* n->channels */
+  list_node_t waiters;
+  unsigned n_waiters;
+  unsigned busy;           /* > 0 while waking: do not free */
+  notify_waiter_t *waking; /* the waiter woken by a release, until its attempt ends */
+  int confirmed;           /* some master confirmed the subscription */
+  int wake_mode;           /* NOTIFY_WAKE_* */
+  recent_t *recent;        /* NOTIFY_WAKE_EACH: the last releases seen */
+  char *name;
+  size_t name_len;
+  uint8_t state[]; /* sub_state_t per master */
+};
+
+/* One master's subscriber connection (loop thread). */
+struct notify_subscriber {
+  notify_t *n;    /* const */
+  unsigned index; /* const: its master */
+  link_t link;    /* link.c's: connect, AUTH, timeouts, backoff; connected on demand */
+};
+
+static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
+static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index);
+
+/* ---- channels ------------------------------------------------------------------ */
+
+static notify_channel_t *channel_find(notify_t *n, const char *name, size_t len) {
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next) {
+    notify_channel_t *channel = list_entry(it, notify_channel_t, link);
+    if (channel->name_len == len && memcmp(channel->name, name, len) == 0)
+      return channel;
+  }
+  return NULL;
+}
+
+static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
+  if (channel->n_waiters > 0 || channel->busy > 0)
+    return;
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    if (channel->state[i] != SUB_NONE)
+      return;
+  list_remove(&channel->link);
+  free(channel->recent);
+  free(channel->name);
+  free(channel);
+}
+
+/* Brings one master's subscription in line with whether anyone waits. */
+static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
+  notify_subscriber_t *sub = &n->subscribers[index];
+  int wanted = channel->n_waiters > 0;
+  if (sub->link.state == LINK_DOWN) {
+    if (wanted && link_idle(&sub->link))
+      link_connect(&sub->link);
+    return;
+  }
+  redisAsyncContext *ac = sub->link.ac;
+  if (ac == NULL)
+    return;
+  if (wanted && channel->state[index] == SUB_NONE) {
+    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "SUBSCRIBE %b", channel->name,
+                          channel->name_len) == REDIS_OK)
+      channel->state[index] = SUB_SUBSCRIBING;
+  } else if (!wanted && channel->state[index] == SUB_SUBSCRIBED) {
+    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "UNSUBSCRIBE %b", channel->name,
+                          channel->name_len) == REDIS_OK)
+      channel->state[index] = SUB_UNSUBSCRIBING;
+  }
+}
+
+/* A release: one waiter can win it, so only the longest-waiting one is
+ * woken, and goes to the back of the line (a herd of attempts would cost a
+ * round each and win nothing more).  If its attempt loses, the lock is held
+ * again and the others have nothing to try for; if it fails otherwise, the
+ * fallback timers still run.
+ *
+ * Every master announces the same release, each once it has applied it, so
+ * the first announcement can arrive while the others still hold the key: the
+ * woken attempt may reach them first and lose.  An announcement during that
+ * attempt therefore marks the same waiter woken again (lock_wake on an op in
+ * its round), and it tries once more as soon as the attempt ends instead of
+ * waiting for its fallback timer: still one waiter, one attempt at a time. */
+static void channel_wake_one(notify_t *n, notify_channel_t *channel) {
+  if (list_empty(&channel->waiters))
+    return;
+  if (channel->waking != NULL) {
+    channel->busy++;
+    n->wake(n->arg, channel->waking);
+    channel->busy--;
+    channel_maybe_free(n, channel);
+    return;
+  }
+  notify_waiter_t *op = list_entry(channel->waiters.next, notify_waiter_t, link);
+  list_remove(&op->link);
+  list_insert_tail(&channel->waiters, &op->link);
+  channel->busy++;
+  channel->waking = op;
+  n->wake(n->arg, op);
+  channel->busy--;
+  channel_maybe_free(n, channel);
+}
+
+/* A semaphore's release (payload: the permit's value): the index of its
+ * entry when another master's copy was already seen, else -1 after
+ * recording it in *slot (-1 too when it cannot be told apart: no payload). */
+static int channel_seen(notify_channel_t *channel, const char *payload, size_t len, int *slot) {
+  recent_t *recent = channel->recent;
+  *slot = -1;
+  if (recent == NULL || len == 0 || len > RECENT_PAYLOAD_MAX)
+    return -1;
+  for (int i = 0; i < RECENT_RELEASES; i++)
+    if (recent->len[i] == len && memcmp(recent->data[i], payload, len) == 0)
+      return i;
+  *slot = (int)(recent->next++ % RECENT_RELEASES);
+  memcpy(recent->data[*slot], payload, len);
+  recent->len[*slot] = (uint8_t)len;
+  recent->woke[*slot] = NULL;
+  return -1;
+}
+
+static void channel_wake_op(notify_t *n, notify_channel_t *channel, notify_waiter_t *op) {
+  channel->busy++;
+  n->wake(n->arg, op);
+  channel->busy--;
+  channel_maybe_free(n, channel);
+}
+
+/* A semaphore's release frees one slot, and several may be freed at once:
+ * each release wakes one waiter of its own (the longest-waiting idle one, or
+ * else one whose attempt is out and that is not yet due to retry), so that a
+ * burst of releases does not leave waiters to their fallback timers.  slot:
+ * the release's entry in channel->recent (or -1), to remember whom it woke. */
+static void channel_wake_each(notify_t *n, notify_channel_t *channel, int slot) {
+  notify_waiter_t *chosen = NULL;
+  for (list_node_t *it = channel->waiters.next; it != &channel->waiters; it = it->next) {
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
+    if (!op->in_attempt) {
+      chosen = op;
+      break;
+    }
+    if (chosen == NULL && !op->woken)
+      chosen = op;
+  }
+  if (chosen == NULL)
+    return; /* every waiter will retry anyway */
+  if (slot >= 0)
+    channel->recent->woke[slot] = chosen;
+  list_remove(&chosen->link);
+  list_insert_tail(&channel->waiters, &chosen->link);
+  channel_wake_op(n, channel, chosen);
+}
+
+/* Another master's copy of a release already seen.  Each master announces
+ * once it has applied the release, so the waiter woken by the first copy may
+ * have tried that slot where the release had not landed yet, and lost: as
+ * for a lock (channel_wake_one), the copy wakes that same waiter again (it
+ * retries once its pass ends, or at once if it is idle), if it still waits. */
+static void channel_rewake(notify_t *n, notify_channel_t *channel, int seen) {
+  const notify_waiter_t *woke = channel->recent->woke[seen];
+  for (list_node_t *it = channel->waiters.next; woke != NULL && it != &channel->waiters;
+       it = it->next) {
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
+    if (op == woke) {
+      channel_wake_op(n, channel, op);
+      return;
+    }
+  }
+}
+
+static void channel_wake(notify_t *n, notify_channel_t *channel) {
+  channel->busy++;
+  list_node_t *it = channel->waiters.next;
+  while (it != &channel->waiters) {
+    notify_waiter_t *op = list_entry(it, notify_waiter_t, link);
+    it = it->next; /* waking may finish (and unregister) this op */
+    n->wake(n->arg, op);
+  }
+  channel->busy--;
+  channel_maybe_free(n, channel);
+}
+
+/* ---- subscriber connections ------------------------------------------------------ */
+
+static void subscriber_reset(notify_subscriber_t *sub) {
+  notify_t *n = sub->n;
+  for (list_node_t *it = n->channels.next; it != &n->channels;) {
+    notify_channel_t *channel = list_entry(it, notify_channel_t, link);
+    it = it->next;
+    channel->state[sub->index] = SUB_NONE;
+    channel_maybe_free(n, channel);
+  }
+}
+
+static int any_waiters(notify_t *n) {
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
+    if (list_entry(it, notify_channel_t, link)->n_waiters > 0)
+      return 1;
+  return 0;
+}
+
+/* The backoff ran out: try again only while someone waits. */
+static int subscriber_want_retry(void *arg) {
+  notify_subscriber_t *sub = arg;
+  return !sub->n->closing && any_waiters(sub->n);
+}
+
+/* The subscriptions are queued behind AUTH, in the same round trip; the
+ * subscription callback is registered once, and hiredis routes every
+ * channel's confirmations and messages to it by channel name. */
+static status_t subscriber_handshake(link_t *link, void *arg) {
+  notify_subscriber_t *sub = arg;
+  notify_t *n = sub->n;
+  (void)link;
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
+    channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
+  return ST_OK;
+}
+
+static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int level,
+                               const char *what, const char *detail) {
+  notify_subscriber_t *sub = arg;
+  notify_t *n = sub->n;
+  (void)level;
+  if (ev == LINK_EV_DOWN) {
+    log_write(n->env->log, link->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
+              "master %s: release notifications unavailable (%s%s%s); waiters poll meanwhile",
+              n->nodes[sub->index].addr.label, what, detail != NULL ? ": " : "",
+              detail != NULL ? detail : "");
+  } else if (ev == LINK_EV_RETRY) {
+    subscriber_reset(sub);
+  } else if (ev == LINK_EV_CLOSED) {
+    if (--n->timers_open == 0)
+      n->closed(n->arg);
+  }
+}
+
+/* A master announced a release on the channel (payload: a semaphore
+ * permit's value, or none): its waiters are woken as its wake mode says. */
+static void channel_announced(notify_t *n, notify_channel_t *channel, const char *payload,
+                              size_t payload_len) {
+  switch (channel->wake_mode) {
+  case NOTIFY_WAKE_ALL:
+    channel_wake(n, channel);
+    break;
+  case NOTIFY_WAKE_EACH: {
+    int slot = -1;
+    int seen = channel_seen(channel, payload, payload_len, &slot);
+    if (seen >= 0)
+      channel_rewake(n, channel, seen);
+    else
+      channel_wake_each(n, channel, slot);
+    break;
+  }
+  default:
+    channel_wake_one(n, channel);
+    break;
+  }
+}
+
+void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
+                     size_t payload_len) {
+  notify_channel_t *channel = channel_find(n, name, len);
+  if (channel != NULL)
+    channel_announced(n, channel, payload, payload_len);
+}
+
+/* Every subscription reply and message arrives here (privdata = subscriber). */
+static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
+  notify_subscriber_t *sub = privdata;
+  redisReply *reply = r;
+  const char *name;
+  size_t name_len;
+  pubsub_kind_t kind;
+  if (reply == NULL || sub->link.ac != ac ||
+      (kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
+    return;
+  notify_t *n = sub->n;
+  link_replied(&sub->link);
+  notify_channel_t *channel = channel_find(n, name, name_len);
+  if (channel == NULL)
+    return;
+  unsigned i = sub->index;
+  if (kind == PUBSUB_MESSAGE) {
+    const char *payload = NULL;
+    size_t payload_len = 0;
+    (void)reply_pubsub_payload(reply, &payload, &payload_len); /* untouched when none */
+    channel_announced(n, channel, payload, payload_len);
+  } else if (kind == PUBSUB_SUBSCRIBE) {
+    channel->state[i] = SUB_SUBSCRIBED;
+    if (channel->n_waiters == 0) {
+      channel_sync(n, channel, i);
+    } else if (!channel->confirmed) {
+      /* A release between a waiter's failed attempt and this subscription
+       * was missed: the waiters try once more now. */
+      channel->confirmed = 1;
+      channel_wake(n, channel);
+    }
+  } else if (kind == PUBSUB_UNSUBSCRIBE) {
+    channel->state[i] = SUB_NONE;
+    channel_sync(n, channel, i);
+    channel_maybe_free(n, channel);
+  }
+}
+
+/* ---- waiters ----------------------------------------------------------------------- */
+
+static int subscribers_init(notify_t *n) {
+  if (n->subscribers != NULL)
+    return 0;
+  n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
+  if (n->subscribers == NULL)
+    return REDLOCK_ENOMEM;
+  const node_env_t *env = n->env;
+  link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
+  for (unsigned i = 0; i < n->n_nodes; i++) {
+    notify_subscriber_t *sub = &n->subscribers[i];
+    sub->n = n;
+    sub->index = i;
+    link_init(&sub->link, &(link_cfg_t){
+                              .addr = &n->nodes[i].addr,
+                              .tb = env->tb,
+                              .log = env->log,
+                              .role = "subscriber to master",
+                              .connect_timeout_ms = &env->connect_timeout_ms,
+                              .backoff_base_ms = NODE_BACKOFF_BASE_MS,
+                              .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
+                              .stable_ms = 0, /* any subscription made resets the backoff */
+                              .ip_from = &n->nodes[i].link,
+                              .handshake = subscriber_handshake,
+                              .want_retry = subscriber_want_retry,
+                              .event = subscriber_on_link,
+                              .arg = sub,
+                          });
+    /* A link without a timer stays down: its waiters poll. */
+    (void)link_attach(&sub->link, &io);
+  }
+  return 0;
+}
+
+void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
+                 void (*wake)(void *arg, notify_waiter_t *w), void *arg) {
+  memset(n, 0, sizeof *n);
+  n->env = env;
+  n->nodes = nodes;
+  n->n_nodes = n_nodes;
+  n->wake = wake;
+  n->arg = arg;
+  list_init(&n->channels);
+}
+
+int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len, int wake_mode) {
+  if (w->channel != NULL)
+    return 0;
+  if (subscribers_init(n) != 0)
+    return REDLOCK_ENOMEM;
+  notify_channel_t *channel = channel_find(n, name_in, len);
+  if (channel == NULL) {
+    char *name = malloc(len + 1);
+    channel = calloc(1, sizeof *channel + n->n_nodes);
+    recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
+    if (name == NULL || channel == NULL || (wake_mode == NOTIFY_WAKE_EACH && recent == NULL)) {
+      free(channel);
+      free(recent);
+      free(name);
+      return REDLOCK_ENOMEM;
+    }
+    memcpy(name, name_in, len);
+    name[len] = '\0';
+    channel->wake_mode = wake_mode;
+    channel->recent = recent;
+    channel->name = name;
+    channel->name_len = len;
+    list_init(&channel->waiters);
+    list_insert_tail(&n->channels, &channel->link);
+  }
+  list_insert_tail(&channel->waiters, &w->link);
+  channel->n_waiters++;
+  w->channel = channel;
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    channel_sync(n, channel, i);
+  /* Already subscribed somewhere: the subscription predates this waiter's
+   * failed attempt, so no release can have slipped between the two. */
+  return 0;
+}
+
+void notify_attempt_done(notify_waiter_t *w) {
+  if (w->channel != NULL && w->channel->waking == w)
+    w->channel->waking = NULL;
+}
+
+void notify_unwait(notify_t *n, notify_waiter_t *w) {
+  notify_channel_t *channel = w->channel;
+  if (channel == NULL)
+    return;
+  notify_attempt_done(w);
+  list_remove(&w->link);
+  channel->n_waiters--;
+  w->channel = NULL;
+  if (channel->n_waiters == 0) {
+    channel->confirmed = 0;
+    for (unsigned i = 0; i < n->n_nodes; i++)
+      channel_sync(n, channel, i);
+  }
+  channel_maybe_free(n, channel);
+}
+
+void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {
+  n->closing = 1;
+  n->closed = closed;
+  if (n->subscribers == NULL) {
+    closed(n->arg);
+    return;
+  }
+  n->timers_open = n->n_nodes;
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    link_shutdown(&n->subscribers[i].link);
+}
+
+void notify_free(notify_t *n) {
+  while (!list_empty(&n->channels)) {
+    notify_channel_t *channel = list_entry(n->channels.next, notify_channel_t, link);
+    list_remove(&channel->link);
+    free(channel->recent);
+    free(channel->name);
+    free(channel);
+  }
+  free(n->subscribers);
+  n->subscribers = NULL;
+}

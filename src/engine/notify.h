@@ -1,0 +1,71 @@
+/* notify.h: release notifications for waiting lockers.  Our release script
+ * PUBLISHes on "__redlock_release__:<key>" when it deletes a key.  A waiter
+ * subscribes to that channel on every master through one subscriber
+ * connection per master, shared by all waiters of the client, with the
+ * subscriptions ref-counted per channel; it retries as soon as a release is
+ * announced instead of sleeping blindly.  Expiry and other clients' releases
+ * publish nothing: waiters keep a jittered fallback timer for those. */
+#ifndef REDLOCK_NOTIFY_H
+#define REDLOCK_NOTIFY_H
+
+#include <stddef.h>
+
+#include "util/list.h"
+#include "util/names.h" /* NOTIFY_CHANNEL_PREFIX */
+#include "voters/node.h"
+
+/* Whom a release announced on a channel wakes (the first waiter decides). */
+#define NOTIFY_WAKE_ONE 0  /* a lock: the longest waiter (one can win it) */
+#define NOTIFY_WAKE_ALL 1  /* a read-write lock: every waiter (a writer's release may admit all) */
+#define NOTIFY_WAKE_EACH 2 /* a semaphore: one waiter per distinct release (message) */
+
+typedef struct notify_channel notify_channel_t;
+typedef struct notify_subscriber notify_subscriber_t;
+
+/* One waiter, embedded by its owner (a waiting lock call). */
+typedef struct notify_waiter {
+  list_node_t link;          /* notify.c: its channel's waiters */
+  notify_channel_t *channel; /* notify.c: NULL while not registered */
+  int in_attempt;            /* owner: an attempt is out; a release then only marks it woken */
+  int woken;                 /* owner: a release was announced during the attempt */
+} notify_waiter_t;
+
+/* The notifier of one client: its channels and one subscriber connection per
+ * master (made by the first waiter).  Everything runs on the loop thread. */
+typedef struct notify {
+  const node_env_t *env; /* loop, flusher, TLS, log, random, connect timeout */
+  const node_t *nodes;   /* the masters: address, and the IP their lookup found */
+  unsigned n_nodes;
+  /* A release was announced for w's channel: the owner retries now (or,
+   * with w->in_attempt, marks it woken).  May unregister w. */
+  void (*wake)(void *arg, notify_waiter_t *w);
+  void *arg;
+  int closing;                      /* owner: no reconnects any more */
+  list_node_t channels;             /* with waiters or live subscriptions */
+  notify_subscriber_t *subscribers; /* per master, made by the first waiter */
+  unsigned timers_open;             /* subscriber timers not yet closed after shutdown */
+  void (*closed)(void *arg);        /* notify_shutdown's done callback */
+} notify_t;
+
+void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
+                 void (*wake)(void *arg, notify_waiter_t *w), void *arg);
+/* Registers w for the channel `name` (len bytes: NOTIFY_CHANNEL_PREFIX + key
+ * for a lock), woken as wake_mode says.  0, or REDLOCK_ENOMEM (the waiter
+ * then just polls).  A registered waiter is left as it is. */
+int notify_wait(notify_t *n, notify_waiter_t *w, const char *name, size_t len, int wake_mode);
+/* The waiter's attempt ended (lost): the channel may wake a waiter again. */
+void notify_attempt_done(notify_waiter_t *w);
+/* A release was announced on the channel `name` (what a master's message
+ * does; payload: the message's, or NULL): wakes its waiters, if any.  The
+ * engine's unit tests announce through it, having no subscriber connection. */
+void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
+                     size_t payload_len);
+/* Unregisters (no-op when not registered). */
+void notify_unwait(notify_t *n, notify_waiter_t *w);
+/* Closes the subscriber connections; closed(arg) runs once their handles are
+ * closed (at once, from inside this call, when there were none). */
+void notify_shutdown(notify_t *n, void (*closed)(void *arg));
+/* Frees the channels and subscribers (after closed ran). */
+void notify_free(notify_t *n);
+
+#endif

@@ -1,0 +1,390 @@
+/* round.c: fan-out rounds and their votes (see round.h). */
+#include "engine/round.h"
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/clock.h"
+#include "proto/keyslot.h"
+#include "redlock.h"
+#include "proto/reply.h"
+#include "proto/resp.h"
+
+void round_env_init(round_env_t *env) {
+  list_init(&env->pending);
+  env->n_pending = 0;
+  env->deciding = NULL;
+}
+
+void round_for_caller(round_t *round, const uv_thread_t *thread) {
+  round->caller = *thread;
+  round->has_caller = 1;
+}
+
+int round_env_idle(const round_env_t *env) { return list_empty(&env->pending); }
+
+unsigned round_env_pending(const round_env_t *env) { return env->n_pending; }
+
+/* The deadline FIFO, and its length kept beside it. */
+static void pending_add(round_env_t *env, round_t *round) {
+  list_insert_tail(&env->pending, &round->pending_link);
+  env->n_pending++;
+}
+
+static void pending_remove(round_env_t *env, round_t *round) {
+  list_remove(&round->pending_link);
+  env->n_pending--;
+}
+
+round_t *round_new(round_env_t *env, const round_params_t *p) {
+  unsigned n = env->n_masters;
+  /* One allocation: the round, its votes, and the command's bytes. */
+  size_t cmd_len = resp_command_len(p->argc, p->argv_len);
+  size_t votes_size = n * sizeof(vote_t);
+  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + cmd_len);
+  if (round == NULL)
+    return NULL;
+  memset(round, 0, sizeof *round);
+  round->cmd = (char *)round->votes + votes_size;
+  resp_write_command(round->cmd, p->argc, p->argv, p->argv_len);
+  round->env = env;
+  round->cmd_len = cmd_len;
+  round->script = p->script;
+  round->expect_integer = p->expect_integer;
+  round->kind = p->kind;
+  round->replay_mask = p->kind == ROUND_RELEASE ? p->replay_mask : 0;
+  round->slot = p->key_arg > 0 && p->key_arg < p->argc
+                    ? keyslot(p->argv[p->key_arg], p->argv_len[p->key_arg])
+                    : -1;
+  round->on_decided = p->on_decided;
+  round->ctx = p->ctx;
+  round->n_votes = n;
+  round->refs = 1;
+  list_init(&round->pending_link);
+  for (unsigned i = 0; i < n; i++) {
+    vote_t *vote = &round->votes[i];
+    memset(vote, 0, sizeof *vote);
+    vote->round = round;
+    vote->state = VOTE_PENDING;
+    vote->why = WHY_NONE;
+    vote->req.slot = round->slot;
+  }
+  return round;
+}
+
+static void round_free(round_t *round) {
+  round_env_t *env = round->env;
+  if (list_linked(&round->pending_link))
+    pending_remove(env, round);
+  free(round->eval_cmd);
+  pool_free(env->pool, round);
+  env->settled(env->owner_arg);
+}
+
+static void round_unref(round_t *round) {
+  if (--round->refs == 0)
+    round_free(round);
+}
+
+static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why);
+
+/* The master a vote is cast by: its place in the round. */
+static unsigned vote_master(const vote_t *vote) { return (unsigned)(vote - vote->round->votes); }
+
+/* Takes a vote's request back from its master's backlog, unsent: the vote
+ * fails as "busy" (it never reached the master) and drops its reference. */
+static void vote_withdraw(vote_t *vote) {
+  round_env_t *env = vote->round->env;
+  env->transport->cancel(env->transport_arg, vote_master(vote), &vote->req);
+  vote_settle(vote, VOTE_FAILED, WHY_BUSY);
+  vote->round->refs--; /* the request's reference; the caller holds another */
+}
+
+/* Once a round is decided, what still waits unsent in a backlog is of no
+ * use, except a release, which must reach every master that may hold it. */
+static void round_withdraw_queued(round_t *round) {
+  if (round->kind == ROUND_RELEASE)
+    return;
+  round_env_t *env = round->env;
+  for (unsigned i = 0; i < round->n_votes; i++) {
+    vote_t *vote = &round->votes[i];
+    if (vote->state == VOTE_PENDING && env->transport->queued(env->transport_arg, i, &vote->req))
+      vote_withdraw(vote);
+  }
+}
+
+static void round_check_decision(round_t *round) {
+  if (round->decided)
+    return;
+  quorum_outcome_t outcome = quorum_decide(round->n_votes, round->yes, round->no, round->failed);
+  if (outcome == QUORUM_PENDING)
+    return;
+  round_env_t *env = round->env;
+  round->decided = 1;
+  round->outcome = outcome;
+  round->decided_ns = tb_now_ns(env->tb);
+  stats_gauge(env->stats, STATS_GAUGE_ROUNDS, -1);
+  if (round->on_decided != NULL) {
+    /* Diagnostics describe the rounds a caller waits on, not the background
+     * releases that follow a lost attempt. */
+    env->decided(env->owner_arg, round);
+    /* Stats and events name the round an op ends in (decisions can nest:
+     * a round sent from a callback may be decided before it returns). */
+    const round_t *outer = env->deciding;
+    env->deciding = round;
+    round->on_decided(round, outcome, round->ctx);
+    env->deciding = outer;
+  }
+  round_withdraw_queued(round);
+  round_unref(round); /* the decision's reference */
+}
+
+static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
+  round_t *round = vote->round;
+  round_env_t *env = round->env;
+  vote->state = (uint8_t)state;
+  vote->why = (uint8_t)why;
+  unsigned index = (unsigned)(vote - round->votes);
+  stats_vote(env->stats, index, why);
+  if (round->kind == ROUND_RELEASE && (round->replay_mask >> index & 1) &&
+      (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT || why == WHY_DISCONNECTED)) {
+    /* The release may not have reached this master: send it again later. */
+    env->transport->defer_release(env->transport_arg, index,
+                                  round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
+                                  round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
+  }
+  if (state == VOTE_YES)
+    round->yes++;
+  else if (state == VOTE_NO)
+    round->no++;
+  else
+    round->failed++;
+  if (--round->votes_pending == 0 && list_linked(&round->pending_link)) {
+    pending_remove(env, round);
+    /* Close waits for every round to be settled, not freed: replies that
+     * never come (a black-holed master) must not hold it up. */
+    env->settled(env->owner_arg);
+  }
+}
+
+/* Counts a reply as a vote. */
+static void vote_classify(vote_t *vote, const redisReply *reply) {
+  round_t *round = vote->round;
+  round_env_t *env = round->env;
+  unsigned index = (unsigned)(vote - round->votes);
+  reply_verdict_t verdict = reply_classify(reply, round->expect_integer, &vote->integer);
+  switch (verdict) {
+  case REPLY_YES:
+  case REPLY_REFUSED:
+    /* A second name of a server that already votes (found since this was
+     * sent): its answer is that server's again, so it counts for nothing,
+     * not even as an answer (safety.md §9). */
+    if (env->transport->duplicate(env->transport_arg, index)) {
+      vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
+      return;
+    }
+    /* A master in restart quarantine may have forgotten keys: none of its
+     * answers to an acquisition count, not even as an answer, and neither
+     * does an extension's re-install there (an acquisition of that key). */
+    if ((round->kind == ROUND_ACQUIRE || (round->kind == ROUND_EXTEND && verdict == REPLY_YES &&
+                                          vote->integer == ROUND_REINSTALLED)) &&
+        env->transport->quarantined(env->transport_arg, index)) {
+      vote_settle(vote, VOTE_FAILED, WHY_QUARANTINED);
+      return;
+    }
+    /* A yes whose durability ack fell short is not a vote: the write may
+     * be lost in a failover (the node says why, voter why()). */
+    if (verdict == REPLY_YES && vote->req.unacked) {
+      round->nomem |= vote->req.nomem;
+      vote_settle(vote, VOTE_FAILED, WHY_UNACKED);
+      return;
+    }
+    if (verdict == REPLY_YES)
+      vote_settle(vote, VOTE_YES, WHY_OK);
+    else
+      vote_settle(vote, VOTE_NO, WHY_REFUSED);
+    return;
+  case REPLY_ERROR:
+    round->nomem |= vote->req.nomem;
+    env->transport->warn(env->transport_arg, index, "error reply", reply->str);
+    vote_settle(vote, VOTE_FAILED, WHY_ERROR);
+    return;
+  case REPLY_UNEXPECTED:
+    env->transport->warn(env->transport_arg, index, "unexpected reply type", NULL);
+    vote_settle(vote, VOTE_FAILED, WHY_BADREPLY);
+    return;
+  }
+}
+
+static void vote_reply(node_req_t *req, const redisReply *reply);
+
+/* Points the vote's request at cmd and sends it; ST_OK, ST_DOWN or ST_BUSY. */
+/* now_ns: the round's start, read once for all its masters; 0 for a later
+ * resend (the transport reads the clock). */
+static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t now_ns) {
+  round_t *round = vote->round;
+  round_env_t *env = round->env;
+  vote->req.cmd = cmd;
+  vote->req.len = len;
+  vote->req.now_ns = now_ns;
+  vote->req.fn = vote_reply;
+  vote->req.keep = round->kind == ROUND_RELEASE;
+  /* Every write but a release waits for the voter's durability ack, if it
+   * asks one: a release a promoted replica missed only leaves a key that
+   * expires, which blocks others and never lets two hold. */
+  vote->req.ack = round->kind != ROUND_RELEASE;
+  vote->req.unacked = 0;
+  vote->req.nomem = 0;
+  return env->transport->send(env->transport_arg, (unsigned)(vote - round->votes), &vote->req);
+}
+
+/* The master lost its script cache: send the same call as EVAL, which also
+ * caches the script again.  Returns 1 when resent. */
+static int vote_resend_as_eval(vote_t *vote) {
+  round_t *round = vote->round;
+  if (round->script == NULL || vote->resent)
+    return 0;
+  if (round->eval_cmd == NULL &&
+      script_evalsha_to_eval(round->cmd, round->cmd_len, round->script, &round->eval_cmd,
+                             &round->eval_cmd_len) != ST_OK)
+    return 0;
+  vote->resent = 1;
+  if (vote_send(vote, round->eval_cmd, round->eval_cmd_len, 0) != ST_OK)
+    return 0;
+  round_env_t *env = round->env;
+  log_write(env->log, REDLOCK_LOG_INFO,
+            "master %s: script cache was flushed; sent the %s script with EVAL",
+            env->transport->label(env->transport_arg, (unsigned)(vote - round->votes)),
+            round->script->name);
+  round->refs++;
+  return 1;
+}
+
+static void vote_reply(node_req_t *req, const redisReply *reply) {
+  vote_t *vote = container_of(req, vote_t, req);
+  round_t *round = vote->round;
+
+  if (vote->state == VOTE_PENDING) {
+    if (reply == NULL) {
+      /* Unsent (queued when the master went down) or lost on the way. */
+      vote_settle(vote, VOTE_FAILED, req->sent_ns == 0 ? WHY_DOWN : WHY_DISCONNECTED);
+    } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote)) {
+      round_unref(round); /* this reply's reference; the resend took another */
+      return;
+    } else {
+      vote_classify(vote, reply);
+    }
+    round_check_decision(round);
+  }
+  round_unref(round);
+}
+
+void round_send(round_t *round) {
+  round_env_t *env = round->env;
+  round->refs++; /* hold the round while sending: it may be decided midway */
+  round->started_ns = tb_now_ns(env->tb);
+  round->deadline_ns = round->started_ns + env->request_timeout_ns;
+  round->votes_pending = round->n_votes;
+  pending_add(env, round);
+  env->arm_deadline(env->owner_arg, round->deadline_ns);
+  stats_gauge(env->stats, STATS_GAUGE_ROUNDS, +1);
+  for (unsigned i = 0; i < round->n_votes; i++) {
+    vote_t *vote = &round->votes[i];
+    /* A second name of a server that already votes is not sent the round:
+     * its SET NX would race the voter's on the same key (and a fence
+     * counter would be raised twice).  A release still goes: it may hold
+     * our value from before it was found out, and deleting is idempotent. */
+    if (round->kind != ROUND_RELEASE && env->transport->duplicate(env->transport_arg, i)) {
+      vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
+      continue;
+    }
+    status_t rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
+    if (rc == ST_OK)
+      round->refs++;
+    else
+      vote_settle(vote, VOTE_FAILED, rc == ST_BUSY ? WHY_BUSY : WHY_DOWN);
+  }
+  round_check_decision(round);
+  round_unref(round);
+}
+
+uint64_t round_set_mask(const round_t *round) {
+  uint64_t mask = 0;
+  for (unsigned i = 0; i < round->n_votes; i++) {
+    const vote_t *vote = &round->votes[i];
+    if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY)
+      mask |= (uint64_t)1 << i;
+  }
+  return mask;
+}
+
+/* Deadlines are judged per vote: a master has the request timeout from when
+ * its request was written, not from when it waited in our own backlog behind
+ * a full pipe.  A release waits as long as its master keeps answering (it is
+ * our queue, not the master, that is slow), so that it is neither lost nor
+ * misreported; any other request still unsent at the round's deadline is
+ * dropped, so a lock call's latency stays bounded by the request timeout
+ * under overload.  Timers fire on millisecond ticks, hence the slack. */
+#define DEADLINE_SLACK_NS 1000000u
+
+static uint64_t vote_due_ns(const vote_t *vote, const round_t *round, uint64_t now,
+                            uint64_t timeout_ns) {
+  const round_env_t *env = round->env;
+  int is_release = round->kind == ROUND_RELEASE;
+  if (env->transport->queued(env->transport_arg, vote_master(vote), &vote->req))
+    return is_release ? now + timeout_ns : round->deadline_ns;
+  uint64_t due_ns = vote->req.sent_ns + timeout_ns;
+  if (is_release) {
+    /* Pipelined behind thousands of others, a release waits its turn at the
+     * master: it is late only once the master stops answering altogether. */
+    unsigned index = (unsigned)(vote - round->votes);
+    uint64_t progress_due_ns = env->transport->progress_ns(env->transport_arg, index) + timeout_ns;
+    if (progress_due_ns > due_ns)
+      due_ns = progress_due_ns;
+  }
+  return due_ns > round->deadline_ns ? due_ns : round->deadline_ns;
+}
+
+void round_deadlines_fire(round_env_t *env) {
+  uint64_t now = tb_now_ns(env->tb);
+  uint64_t timeout_ns = env->request_timeout_ns;
+  while (!list_empty(&env->pending)) {
+    round_t *round = list_entry(env->pending.next, round_t, pending_link);
+    if (round->deadline_ns > now)
+      break;
+    pending_remove(env, round);
+    round->refs++;
+    int keep = 0;
+    for (unsigned i = 0; i < round->n_votes; i++) {
+      vote_t *vote = &round->votes[i];
+      if (vote->state != VOTE_PENDING)
+        continue;
+      if (vote_due_ns(vote, round, now, timeout_ns) > now + DEADLINE_SLACK_NS) {
+        keep = 1;
+      } else if (env->transport->queued(env->transport_arg, i, &vote->req)) {
+        vote_withdraw(vote);
+      } else {
+        env->transport->warn(env->transport_arg, i, "no reply within the request timeout", NULL);
+        vote_settle(vote, VOTE_FAILED, WHY_TIMEOUT);
+      }
+    }
+    if (keep && round->votes_pending > 0) {
+      /* Judged again one request timeout from now: no other deadline in the
+       * FIFO is later, so it goes to the tail and the FIFO stays in order
+       * (a late vote is noticed at most one timeout after it was due). */
+      round->deadline_ns = now + timeout_ns;
+      pending_add(env, round);
+    }
+    round_check_decision(round);
+    round_unref(round);
+  }
+  if (!list_empty(&env->pending)) {
+    round_t *head = list_entry(env->pending.next, round_t, pending_link);
+    env->arm_deadline(env->owner_arg, head->deadline_ns);
+  }
+  /* Rounds taken off the FIFO above settled their last votes unlinked. */
+  env->settled(env->owner_arg);
+}

@@ -1,0 +1,209 @@
+/* round.h: one fan-out round.  A command is formatted once and the same bytes
+ * go to every master at once; replies are counted as votes and the round is
+ * decided (quorum_decide) as soon as the outcome is certain, so a slow or hung
+ * master never delays a decision the others already made.  Votes that have
+ * not arrived by the request deadline count as failed.  The round lives on,
+ * refcounted, until every reply or NULL (teardown) has come back, so late
+ * replies are harmless.
+ *
+ * A round knows nothing above it and names no master: the masters are reached
+ * through a transport (round_transport_t: node.c's in the library, a fake in
+ * the unit tests), and what the owner wants to hear (arm the deadline timer,
+ * a round settled, a caller's round decided) goes up through callbacks.  Both
+ * are handed down once, in the round_env_t the owner keeps. */
+#ifndef REDLOCK_ROUND_H
+#define REDLOCK_ROUND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/list.h"
+#include "util/log.h"
+#include "voters/node.h"
+#include "util/pool.h"
+#include "util/quorum.h"
+#include "redlock.h"
+#include "proto/reply.h"
+#include "proto/scripts.h"
+#include "util/stats_core.h"
+#include "util/status.h"
+#include "util/timebase.h"
+#include "util/why.h"
+
+struct round;
+
+/* The masters, as a round sees them: master i is the i-th of the env. */
+typedef struct round_transport {
+  /* Sends req (cmd, len, fn, keep filled in) to master i: ST_OK, and req->fn
+   * then runs exactly once (NULL reply when none came; req->sent_ns == 0 when
+   * it was never written), or ST_DOWN / ST_BUSY and it never runs. */
+  status_t (*send)(void *arg, unsigned master, node_req_t *req);
+  /* 1 while req (sent to master i) waits unsent behind a full pipe. */
+  int (*queued)(void *arg, unsigned master, const node_req_t *req);
+  /* Takes back a queued request of master i: its fn will not run. */
+  void (*cancel)(void *arg, unsigned master, node_req_t *req);
+  /* When master i last showed progress (a reply, or the first send after
+   * being idle): a release waits while its master keeps answering. */
+  uint64_t (*progress_ns)(void *arg, unsigned master);
+  /* 1 while master i is in restart quarantine (asked for each yes or no to
+   * an acquisition: cheap when it has none). */
+  int (*quarantined)(void *arg, unsigned master);
+  /* 1 while master i is the same server as a lower-numbered master that is
+   * up (one server listed under two names): not a voter.  It is sent only
+   * releases, and none of its answers count (asked at each send and each
+   * answer: cheap). */
+  int (*duplicate)(void *arg, unsigned master);
+  /* Keeps a release master i may have missed, to send again once it is up. */
+  void (*defer_release)(void *arg, unsigned master, const char *cmd, size_t len);
+  /* A per-request problem with master i, for the (rate-limited) log. */
+  void (*warn)(void *arg, unsigned master, const char *what, const char *detail);
+  /* Master i's label ("host:port"), for log lines. */
+  const char *(*label)(void *arg, unsigned master);
+} round_transport_t;
+
+/* One per client: the rounds' surroundings and their deadline FIFO. */
+typedef struct round_env {
+  unsigned n_masters;
+  uint64_t request_timeout_ns;
+  const round_transport_t *transport;
+  void *transport_arg;
+  const log_sink_t *log;
+  struct stats *stats;  /* NULL when stats and events are off */
+  const timebase_t *tb; /* the clock (the owner's timebase) */
+  /* The rounds' memory: the owner's pool, used on the loop thread only
+   * (NULL: plain malloc).  A round is one variable-size block (votes and the
+   * formatted command), so the pool serves it by size class. */
+  pool_t *pool;
+  /* Reported up (owner_arg is their first argument): */
+  void (*arm_deadline)(void *owner_arg, uint64_t deadline_ns); /* the FIFO's head is due then */
+  void (*settled)(
+      void *owner_arg); /* a round's votes are all in, or it was freed: close may go on */
+  void (*decided)(void *owner_arg, const struct round *round); /* a caller's round was decided */
+  void *owner_arg;
+  /* round.c's own */
+  list_node_t pending;          /* deadline FIFO of rounds with votes pending */
+  unsigned n_pending;           /* its length */
+  const struct round *deciding; /* the round whose on_decided is running, else NULL */
+} round_env_t;
+
+/* Fills in what round.c owns; the caller sets the rest (all of it). */
+void round_env_init(round_env_t *env);
+/* No round has a vote pending: close may go on. */
+int round_env_idle(const round_env_t *env);
+/* How many rounds have votes pending (close paces its releases by it). */
+unsigned round_env_pending(const round_env_t *env);
+
+typedef enum {
+  VOTE_PENDING = 0,
+  VOTE_YES,
+  VOTE_NO,
+  VOTE_FAILED,
+} vote_state_t;
+
+typedef struct vote {
+  node_req_t req; /* this vote's request to its master */
+  struct round *round;
+  uint8_t state;   /* vote_state_t */
+  uint8_t why;     /* vote_why_t */
+  uint8_t resent;  /* NOSCRIPT -> EVAL already tried */
+  int64_t integer; /* integer reply, when there was one */
+} vote_t;
+
+/* What a round is for. */
+typedef enum {
+  ROUND_PLAIN = 0, /* fence commit, ...: every answer counts */
+  ROUND_ACQUIRE,   /* quarantined masters' votes do not count */
+  ROUND_RELEASE,   /* masters that may have missed it get it again later */
+  ROUND_EXTEND,    /* every answer counts, but a quarantined master's ROUND_REINSTALLED */
+} round_kind_t;
+
+/* An extension script's yes when it re-installed a record that was gone on
+ * that master (1: every record was there and got the new ttl; 0: refused).
+ * A re-install is an acquisition on that master, so from a master in restart
+ * quarantine it does not count, as no acquisition does (docs/safety.md §5,
+ * §8.3). */
+#define ROUND_REINSTALLED 2
+
+/* Called once, when the round is decided.  The round stays valid during the
+ * call; do not keep it afterwards. */
+typedef void (*round_decided_fn)(struct round *round, quorum_outcome_t outcome, void *ctx);
+
+typedef struct round {
+  round_env_t *env;
+  list_node_t pending_link; /* client's deadline FIFO, while votes are pending */
+  uint64_t started_ns;
+  uint64_t deadline_ns;
+  uint64_t decided_ns;
+  char *cmd; /* formatted once, in the round's allocation; the same bytes go to every master */
+  size_t cmd_len;
+  const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
+  char *eval_cmd;         /* built on the first NOSCRIPT */
+  size_t eval_cmd_len;
+  int64_t expect_integer; /* > 0: yes = this integer; ROUND_EXPECT_* */
+  round_kind_t kind;
+  uint64_t replay_mask; /* release: only masters that may hold the key need that */
+  int slot;             /* the key's hash slot (round_params_t.key_arg), or -1 */
+  unsigned refs;        /* replies outstanding + 1 until decided */
+  unsigned votes_pending;
+  unsigned yes, no, failed;
+  quorum_outcome_t outcome;
+  int decided;
+  int nomem; /* a vote failed for want of memory here, not through its master */
+  round_decided_fn on_decided;
+  void *ctx;
+  uv_thread_t caller; /* with has_caller: the thread whose call waits on it (round_for_caller) */
+  uint8_t has_caller;
+  unsigned n_votes;
+  vote_t votes[];
+} round_t;
+
+#define ROUND_EXPECT_OK REPLY_EXPECT_OK             /* yes = +OK (SET NX) */
+#define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
+#define ROUND_EXPECT_CODE REPLY_EXPECT_CODE         /* yes > 0; no = nil or a reason <= 0 */
+
+typedef struct round_params {
+  int argc;
+  const char **argv;
+  const size_t *argv_len;
+  const script_t
+      *script; /* EVALSHA (argv[1] is its SHA), for the NOSCRIPT -> EVAL retry; or NULL */
+  int64_t expect_integer; /* > 0: yes = this integer; or ROUND_EXPECT_* */
+  round_kind_t kind;
+  uint64_t replay_mask; /* ROUND_RELEASE: the masters that may hold the key (bit i) */
+  /* argv[key_arg] is the key the round is about: its hash slot goes with
+   * every request (node_req_t.slot), for a voter that routes by it (a
+   * cluster).  0: none (slot -1), which a one-connection voter never needs. */
+  int key_arg;
+  round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
+  void *ctx;
+} round_params_t;
+
+/* What a round lost for want of a quorum means to its caller:
+ * REDLOCK_ENOMEM when a vote failed for want of memory in this process
+ * (round_t.nomem), else REDLOCK_ENOQUORUM. */
+static inline int round_noquorum_status(const round_t *round) {
+  return round->nomem ? REDLOCK_ENOMEM : REDLOCK_ENOQUORUM;
+}
+
+/* Formats argv once into a new round.  NULL when out of memory. */
+round_t *round_new(round_env_t *env, const round_params_t *params);
+/* The round is made for a call of application thread `thread`: the owner's
+ * `decided` hook finds it in round->caller (redlock_last_votes keeps each
+ * thread's own).  Before round_send. */
+void round_for_caller(round_t *round, const uv_thread_t *thread);
+/* Sends to every master and arms the deadline.  May decide (and call
+ * on_decided) before it returns, e.g. when masters are down.  The caller must
+ * not touch the round after this returns. */
+void round_send(round_t *round);
+/* The masters (bit i = master i) that may hold the key after an acquire
+ * round: every vote but an explicit refusal or a command never sent. */
+uint64_t round_set_mask(const round_t *round);
+
+/* The owner's deadline timer fired: votes past their deadline fail as
+ * timed out (a release's waits while its master answers).  Deadlines are in
+ * creation order (all rounds share the request timeout), so one timer serves
+ * the FIFO; arm_deadline is called for the new head.  The owner reads replies
+ * already waiting on the sockets first, and judges hung masters after. */
+void round_deadlines_fire(round_env_t *env);
+
+#endif

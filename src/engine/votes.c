@@ -1,0 +1,66 @@
+/* votes.c: the per-thread record behind redlock_last_votes() (votes.h). */
+#include "engine/votes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "redlock.h"
+#include "util/why.h"
+
+static int entry_init(votes_entry_t *e, unsigned n) {
+  e->outcome = 0;
+  e->why = calloc(n, 1);
+  e->detail = calloc(n, sizeof *e->detail);
+  return e->why != NULL && e->detail != NULL ? 0 : REDLOCK_ENOMEM;
+}
+
+static void entry_free(votes_entry_t *e) {
+  free(e->why);
+  free(e->detail);
+  e->why = NULL;
+  e->detail = NULL;
+}
+
+int votes_book_init(votes_book_t *book, unsigned n_masters) {
+  memset(book, 0, sizeof *book);
+  book->n_masters = n_masters;
+  return entry_init(&book->latest, n_masters);
+}
+
+void votes_book_free(votes_book_t *book) {
+  entry_free(&book->latest);
+  for (unsigned i = 0; i < VOTES_THREADS; i++)
+    entry_free(&book->slots[i].entry);
+}
+
+const votes_entry_t *votes_book_find(const votes_book_t *book, const uv_thread_t *thread) {
+  for (unsigned i = 0; i < VOTES_THREADS; i++)
+    if (book->slots[i].written != 0 && uv_thread_equal(&book->slots[i].thread, thread))
+      return &book->slots[i].entry;
+  return NULL;
+}
+
+void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
+  struct votes_slot *slot = NULL, *oldest = &book->slots[0];
+  for (unsigned i = 0; i < VOTES_THREADS && slot == NULL; i++) {
+    struct votes_slot *s = &book->slots[i];
+    if (s->written != 0 && uv_thread_equal(&s->thread, thread))
+      slot = s;
+    else if (s->written < oldest->written)
+      oldest = s;
+  }
+  if (slot == NULL) { /* a new thread: the least recently written (or an unused) entry */
+    slot = oldest;
+    slot->written = 0;
+    slot->thread = *thread;
+    if (slot->entry.why == NULL && entry_init(&slot->entry, book->n_masters) != 0) {
+      entry_free(&slot->entry);
+      return;
+    }
+  }
+  slot->entry.outcome = book->latest.outcome;
+  memcpy(slot->entry.why, book->latest.why, book->n_masters);
+  for (unsigned i = 0; i < book->n_masters; i++) /* "" where the vote has no detail */
+    memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
+  slot->written = ++book->writes;
+}

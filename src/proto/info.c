@@ -1,0 +1,106 @@
+/* info.c: INFO server and INFO replication parsing (see info.h).  Reads untrusted bytes: bounded
+ * by len, never by a NUL. */
+#include "proto/info.h"
+
+#include <string.h>
+
+static int line_is(const char *line, size_t len, const char *key, const char **value,
+                   size_t *value_len) {
+  size_t key_len = strlen(key);
+  if (len <= key_len || memcmp(line, key, key_len) != 0 || line[key_len] != ':')
+    return 0;
+  *value = line + key_len + 1;
+  *value_len = len - key_len - 1;
+  return 1;
+}
+
+static int is_hex(const char *s, size_t len) {
+  for (size_t i = 0; i < len; i++) {
+    char c = s[i];
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+      return 0;
+  }
+  return 1;
+}
+
+int info_parse_server(const char *text, size_t len, info_server_t *out) {
+  const char *p = text, *end = text + len;
+  out->run_id[0] = '\0';
+  out->uptime_s = -1;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = nl != NULL ? nl : end;
+    size_t line_len = (size_t)(line_end - p);
+    if (line_len > 0 && p[line_len - 1] == '\r')
+      line_len--;
+    const char *value;
+    size_t value_len;
+    if (line_is(p, line_len, "run_id", &value, &value_len)) {
+      if (value_len == INFO_RUN_ID_LEN && is_hex(value, value_len)) {
+        memcpy(out->run_id, value, INFO_RUN_ID_LEN);
+        out->run_id[INFO_RUN_ID_LEN] = '\0';
+      }
+    } else if (line_is(p, line_len, "uptime_in_seconds", &value, &value_len)) {
+      int64_t v = 0;
+      size_t i = 0;
+      for (; i < value_len && i < 18 && value[i] >= '0' && value[i] <= '9'; i++)
+        v = v * 10 + (value[i] - '0');
+      if (i == value_len && i > 0)
+        out->uptime_s = v;
+    }
+    if (nl == NULL)
+      break;
+    p = nl + 1;
+  }
+  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
+}
+
+/* A 40-hex id into out ("" unless it is one; all zeros: "" too). */
+static void take_id(const char *value, size_t len, char *out) {
+  out[0] = '\0';
+  if (len != INFO_RUN_ID_LEN || !is_hex(value, len))
+    return;
+  size_t zeros = 0;
+  while (zeros < len && value[zeros] == '0')
+    zeros++;
+  if (zeros == len)
+    return;
+  memcpy(out, value, len);
+  out[len] = '\0';
+}
+
+int info_parse_replication(const char *text, size_t len, info_replication_t *out) {
+  const char *p = text, *end = text + len;
+  memset(out, 0, sizeof *out);
+  out->connected_replicas = -1;
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    const char *line_end = nl != NULL ? nl : end;
+    size_t line_len = (size_t)(line_end - p);
+    if (line_len > 0 && p[line_len - 1] == '\r')
+      line_len--;
+    const char *value;
+    size_t value_len;
+    if (line_is(p, line_len, "role", &value, &value_len)) {
+      size_t n = value_len < sizeof out->role - 1 ? value_len : sizeof out->role - 1;
+      memcpy(out->role, value, n);
+      out->role[n] = '\0';
+      out->is_master = value_len == 6 && memcmp(value, "master", 6) == 0;
+    } else if (line_is(p, line_len, "master_replid", &value, &value_len)) {
+      take_id(value, value_len, out->replid);
+    } else if (line_is(p, line_len, "master_replid2", &value, &value_len)) {
+      take_id(value, value_len, out->replid2);
+    } else if (line_is(p, line_len, "connected_slaves", &value, &value_len)) {
+      long v = 0;
+      size_t i = 0;
+      for (; i < value_len && i < 9 && value[i] >= '0' && value[i] <= '9'; i++)
+        v = v * 10 + (value[i] - '0');
+      if (i == value_len && i > 0)
+        out->connected_replicas = v;
+    }
+    if (nl == NULL)
+      break;
+    p = nl + 1;
+  }
+  return out->role[0] != '\0' ? 0 : -1;
+}

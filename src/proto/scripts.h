@@ -1,0 +1,51 @@
+/* scripts.h: the Lua scripts we run on the masters (the .lua files in src/lua, embedded
+ * at build time with their SHA1s), and the EVALSHA -> EVAL rewrite used when a
+ * master answers NOSCRIPT (its script cache was flushed or it restarted). */
+#ifndef REDLOCK_SCRIPTS_H
+#define REDLOCK_SCRIPTS_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+typedef enum {
+  SCRIPT_RELEASE = 0,
+  SCRIPT_EXTEND,
+  SCRIPT_ACQUIRE_MANY,
+  SCRIPT_ACQUIRE_FENCED,
+  SCRIPT_FENCE_COMMIT,
+  /* the semaphore's (kind_sem.c) and the read-write lock's (kind_rw.c), sent
+   * with prims.c's command helpers */
+  SCRIPT_SEM_ACQUIRE,
+  SCRIPT_SEM_EXTEND,
+  SCRIPT_SEM_RELEASE,
+  SCRIPT_RW_READ,
+  SCRIPT_RW_WRITE,
+  SCRIPT_RW_EXTEND,
+  SCRIPT_RW_RELEASE,
+  SCRIPT_RW_FENCE_COMMIT,
+  SCRIPT_COUNT
+} script_id_t;
+
+typedef struct {
+  const char *name;
+  const char *body;
+  size_t body_len;
+  const char *sha1; /* 40 lowercase hex digits */
+} script_t;
+
+const script_t *script_get(script_id_t id);
+
+/* Where a script's first key is in its command, EVALSHA <sha> <numkeys>
+ * <key>... (and in its EVAL form): what a round names as the key it routes
+ * by (round_params_t.key_arg). */
+#define SCRIPT_FIRST_KEY_ARG 3
+
+/* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
+ * writes the same command as EVAL with the script body into a new malloc'ed
+ * buffer (*out, *out_len; free with free()).  ST_OK; ST_EINVAL when cmd is
+ * not an EVALSHA of that script in that form; ST_ENOMEM. */
+status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
+                                size_t *out_len);
+
+#endif

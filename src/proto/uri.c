@@ -1,0 +1,528 @@
+/* uri.c: master address parsing (see uri.h). */
+#include "proto/uri.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "redlock.h"
+#include "conn/resolve.h"
+#include "util/status.h"
+#include "util/strutil.h"
+#include "conn/tls.h"
+
+static int fail(char *err_msg, size_t err_len, const char *fmt, ...) {
+  if (err_msg != NULL && err_len > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err_msg, err_len, fmt, ap);
+    va_end(ap);
+  }
+  return REDLOCK_EINVAL;
+}
+
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/* Copies [s, s+len) decoding %XX escapes.  NULL on a bad escape or an encoded
+ * NUL (*nomem == 0), or when out of memory (*nomem == 1). */
+static char *percent_decode(const char *s, size_t len, int *nomem) {
+  char *out = malloc(len + 1);
+  size_t o = 0;
+  *nomem = out == NULL;
+  if (out == NULL)
+    return NULL;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] != '%') {
+      out[o++] = s[i];
+      continue;
+    }
+    int hi = i + 2 < len ? hex_digit(s[i + 1]) : -1;
+    int lo = i + 2 < len ? hex_digit(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+      free(out);
+      return NULL;
+    }
+    out[o++] = (char)(hi * 16 + lo);
+    i += 2;
+  }
+  out[o] = '\0';
+  return out;
+}
+
+/* Parses a decimal in [min, max] from [s, s+len). */
+static status_t parse_uint(const char *s, size_t len, long min, long max, long *out) {
+  long v = 0;
+  if (len == 0 || len > 9)
+    return ST_EINVAL;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return ST_EINVAL;
+    v = v * 10 + (s[i] - '0');
+  }
+  if (v < min || v > max)
+    return ST_EINVAL;
+  *out = v;
+  return ST_OK;
+}
+
+static int parse_unix(const char *rest, node_addr_t *out, char *err_msg, size_t err_len) {
+  size_t len = strlen(rest);
+  if (len == 0 || rest[0] != '/')
+    return fail(err_msg, err_len, "unix:// needs an absolute path (unix:///path/to/sock)");
+  if (len >= 108)
+    return fail(err_msg, err_len, "unix socket path is longer than 107 bytes");
+  out->kind = NODE_ADDR_UNIX;
+  out->path = str_dup(rest);
+  out->label = str_dup(rest);
+  if (out->path == NULL || out->label == NULL)
+    return REDLOCK_ENOMEM;
+  return 0;
+}
+
+static int parse_userinfo(const char *s, size_t len, node_addr_t *out, char *err_msg,
+                          size_t err_len) {
+  const char *colon = memchr(s, ':', len);
+  int nomem = 0;
+  if (colon == NULL)
+    return fail(err_msg, err_len,
+                "credentials need a ':' (redis://:password@host or redis://user:password@host)");
+  size_t user_len = (size_t)(colon - s);
+  size_t pass_len = len - user_len - 1;
+  if (pass_len == 0)
+    return fail(err_msg, err_len, "empty password in URI");
+  if (user_len > 0) {
+    out->user = percent_decode(s, user_len, &nomem);
+    if (out->user == NULL)
+      return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in user name");
+  }
+  out->password = percent_decode(colon + 1, pass_len, &nomem);
+  if (out->password == NULL)
+    return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in password");
+  return 0;
+}
+
+/* host[:port] or [v6][:port] in [s, end): *host is a heap copy. */
+static int parse_hostport(const char *s, const char *end, int default_port, char **host, int *port,
+                          char *err_msg, size_t err_len) {
+  const char *host_start = s;
+  const char *host_end;
+  const char *port_start = NULL;
+  if (*host_start == '[') {
+    const char *close = memchr(host_start, ']', (size_t)(end - host_start));
+    if (close == NULL)
+      return fail(err_msg, err_len, "unterminated '[' in IPv6 host");
+    host_end = close;
+    host_start++;
+    if (close + 1 < end) {
+      if (close[1] != ':')
+        return fail(err_msg, err_len, "unexpected text after ']'");
+      port_start = close + 2;
+    }
+  } else {
+    const char *colon = memchr(host_start, ':', (size_t)(end - host_start));
+    host_end = colon != NULL ? colon : end;
+    if (colon != NULL)
+      port_start = colon + 1;
+  }
+  if (host_end == host_start)
+    return fail(err_msg, err_len, "missing host in URI");
+  for (const char *p = host_start; p < host_end; p++) {
+    unsigned char c = (unsigned char)*p;
+    if (c <= ' ' || c == '@' || c == '[' || c == ']' || c == '/' || c == '?' || c == '#' ||
+        c == ',' || c >= 0x7f)
+      return fail(err_msg, err_len, "invalid character in host");
+  }
+  long v = default_port;
+  if (port_start != NULL &&
+      parse_uint(port_start, (size_t)(end - port_start), 1, 65535, &v) != ST_OK)
+    return fail(err_msg, err_len, "port must be a number from 1 to 65535");
+  *host = str_ndup(host_start, (size_t)(host_end - host_start));
+  *port = (int)v;
+  return *host == NULL ? REDLOCK_ENOMEM : 0;
+}
+
+static char *host_label(const char *prefix, const char *host, int port) {
+  int ipv6 = strchr(host, ':') != NULL;
+  return str_printf(ipv6 ? "%s[%s]:%d" : "%s%s:%d", prefix, host, port);
+}
+
+/* [userinfo@] of an authority that ends at end: the last '@' before it. */
+static int parse_authority_user(const char *rest, const char *end, node_addr_t *out,
+                                const char **host_start, char *err_msg, size_t err_len) {
+  const char *at = NULL;
+  for (const char *p = rest; p < end; p++)
+    if (*p == '@')
+      at = p; /* the last '@': a password may contain one only escaped, but be lenient */
+  *host_start = rest;
+  if (at == NULL)
+    return 0;
+  *host_start = at + 1;
+  return parse_userinfo(rest, (size_t)(at - rest), out, err_msg, err_len);
+}
+
+static int parse_tcp(const char *rest, const char *end, node_addr_t *out, char *err_msg,
+                     size_t err_len) {
+  const char *slash = memchr(rest, '/', (size_t)(end - rest));
+  const char *authority_end = slash != NULL ? slash : end;
+  const char *host_start;
+  int rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  if (rc != 0)
+    return rc;
+  long db = 0;
+  if (slash != NULL && slash + 1 < end) {
+    if (parse_uint(slash + 1, (size_t)(end - slash - 1), 0, URI_MAX_DB, &db) != ST_OK)
+      return fail(err_msg, err_len, "database must be a number from 0 to %d", URI_MAX_DB);
+  }
+  out->kind = NODE_ADDR_TCP;
+  out->db = (int)db;
+  rc = parse_hostport(host_start, authority_end, URI_REDIS_PORT, &out->host, &out->port, err_msg,
+                      err_len);
+  if (rc != 0)
+    return rc;
+  out->label = host_label("", out->host, out->port);
+  return out->label == NULL ? REDLOCK_ENOMEM : 0;
+}
+
+/* The HOST:PORT,... list of a sentinel or cluster URI. */
+static int parse_seeds(const char *s, const char *end, int default_port, node_addr_t *out,
+                       char *err_msg, size_t err_len) {
+  unsigned n = 1;
+  for (const char *p = s; p < end; p++)
+    n += *p == ',';
+  if (n > URI_MAX_SEEDS)
+    return fail(err_msg, err_len, "more than %d hosts in URI", URI_MAX_SEEDS);
+  out->seeds = calloc(n, sizeof *out->seeds);
+  if (out->seeds == NULL)
+    return REDLOCK_ENOMEM;
+  while (out->n_seeds < n) {
+    const char *comma = memchr(s, ',', (size_t)(end - s));
+    const char *item_end = comma != NULL ? comma : end;
+    uri_seed_t *seed = &out->seeds[out->n_seeds];
+    int rc = parse_hostport(s, item_end, default_port, &seed->host, &seed->port, err_msg, err_len);
+    if (rc != 0)
+      return rc;
+    out->n_seeds++;
+    s = item_end + 1;
+  }
+  out->kind = NODE_ADDR_TCP;
+  out->port = out->seeds[0].port;
+  out->host = str_dup(out->seeds[0].host);
+  return out->host == NULL ? REDLOCK_ENOMEM : 0;
+}
+
+/* redis-sentinel://...@HOSTS/MASTER-NAME[/DB] and redis-cluster://...@HOSTS */
+static int parse_group(const char *rest, const char *end, node_addr_t *out, char *err_msg,
+                       size_t err_len) {
+  int sentinel = out->voter == VOTER_KIND_SENTINEL;
+  const char *slash = memchr(rest, '/', (size_t)(end - rest));
+  const char *authority_end = slash != NULL ? slash : end;
+  const char *host_start;
+  int rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  if (rc != 0)
+    return rc;
+  rc = parse_seeds(host_start, authority_end, sentinel ? URI_SENTINEL_PORT : URI_REDIS_PORT, out,
+                   err_msg, err_len);
+  if (rc != 0)
+    return rc;
+  if (!sentinel) {
+    if (slash != NULL && slash + 1 < end)
+      return fail(err_msg, err_len, "a cluster URI has no path (a cluster has only database 0)");
+    out->label = host_label("cluster@", out->host, out->port);
+    return out->label == NULL ? REDLOCK_ENOMEM : 0;
+  }
+  const char *name = slash != NULL ? slash + 1 : end;
+  const char *name_end = memchr(name, '/', (size_t)(end - name));
+  if (name_end == NULL)
+    name_end = end;
+  if (name_end == name)
+    return fail(err_msg, err_len, "a sentinel URI needs the master's name: .../MASTER-NAME");
+  int nomem = 0;
+  out->master_name = percent_decode(name, (size_t)(name_end - name), &nomem);
+  if (out->master_name == NULL)
+    return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in master name");
+  for (const char *p = out->master_name; *p; p++)
+    if ((unsigned char)*p <= ' ' || *p == 0x7f)
+      return fail(err_msg, err_len, "master name has a space or control character");
+  long db = 0;
+  if (name_end < end &&
+      parse_uint(name_end + 1, (size_t)(end - name_end - 1), 0, URI_MAX_DB, &db) != ST_OK)
+    return fail(err_msg, err_len, "database must be a number from 0 to %d", URI_MAX_DB);
+  out->db = (int)db;
+  char *at_host = host_label("@", out->host, out->port);
+  out->label = at_host != NULL ? str_printf("%s%s", out->master_name, at_host) : NULL;
+  free(at_host);
+  return out->label == NULL ? REDLOCK_ENOMEM : 0;
+}
+
+/* One "name=value" of PARAMS. */
+static int parse_param(const char *s, size_t len, node_addr_t *out, unsigned *seen, char *err_msg,
+                       size_t err_len) {
+  enum { P_WAIT = 1, P_WAITAOF = 2, P_WAIT_MS = 4, P_S_USER = 8, P_S_PASS = 16 };
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } names[] = {{"wait", P_WAIT},
+               {"waitaof", P_WAITAOF},
+               {"wait_ms", P_WAIT_MS},
+               {"sentinel_user", P_S_USER},
+               {"sentinel_password", P_S_PASS}};
+  const char *eq = memchr(s, '=', len);
+  size_t name_len = eq != NULL ? (size_t)(eq - s) : len;
+  unsigned bit = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strlen(names[i].name) == name_len && memcmp(names[i].name, s, name_len) == 0)
+      bit = names[i].bit;
+  if (bit == 0)
+    return fail(err_msg, err_len,
+                "unknown URI parameter '%.*s' (known: wait, waitaof, wait_ms, sentinel_user, "
+                "sentinel_password)",
+                (int)(name_len < 40 ? name_len : 40), s);
+  if (eq == NULL || eq + 1 == s + len)
+    return fail(err_msg, err_len, "URI parameter %.*s needs a value", (int)name_len, s);
+  if (*seen & bit)
+    return fail(err_msg, err_len, "URI parameter %.*s given twice", (int)name_len, s);
+  *seen |= bit;
+  const char *v = eq + 1;
+  size_t vlen = len - name_len - 1;
+  long a, b;
+  if (bit == P_WAIT) {
+    if (parse_uint(v, vlen, 1, URI_MAX_ACK_REPLICAS, &a) != ST_OK)
+      return fail(err_msg, err_len, "wait= must be a number of replicas from 1 to %d",
+                  URI_MAX_ACK_REPLICAS);
+    out->ack.mode = ACK_WAIT;
+    out->ack.replicas = (int)a;
+  } else if (bit == P_WAITAOF) {
+    const char *comma = memchr(v, ',', vlen);
+    if (comma == NULL || parse_uint(v, (size_t)(comma - v), 0, 1, &a) != ST_OK ||
+        parse_uint(comma + 1, vlen - (size_t)(comma - v) - 1, 0, URI_MAX_ACK_REPLICAS, &b) != ST_OK)
+      return fail(err_msg, err_len,
+                  "waitaof= must be L,R: L local fsyncs (0 or 1), R replicas (0 to %d)",
+                  URI_MAX_ACK_REPLICAS);
+    if (a == 0 && b == 0)
+      return fail(err_msg, err_len, "waitaof=0,0 asks for nothing");
+    out->ack.mode = ACK_WAITAOF;
+    out->ack.local = (int)a;
+    out->ack.replicas = (int)b;
+  } else if (bit == P_WAIT_MS) {
+    if (parse_uint(v, vlen, 1, URI_MAX_WAIT_MS, &a) != ST_OK)
+      return fail(err_msg, err_len, "wait_ms= must be a number of ms from 1 to %u",
+                  URI_MAX_WAIT_MS);
+    out->ack.timeout_ms = (uint32_t)a;
+  } else {
+    if (out->voter != VOTER_KIND_SENTINEL)
+      return fail(err_msg, err_len, "%.*s= is for redis-sentinel:// URIs only", (int)name_len, s);
+    int nomem = 0;
+    char *d = percent_decode(v, vlen, &nomem);
+    if (d == NULL)
+      return nomem ? REDLOCK_ENOMEM
+                   : fail(err_msg, err_len, "bad %%-escape in %.*s", (int)name_len, s);
+    *(bit == P_S_USER ? &out->sentinel_user : &out->sentinel_password) = d;
+  }
+  return 0;
+}
+
+static int parse_params(const char *s, const char *end, node_addr_t *out, char *err_msg,
+                        size_t err_len) {
+  unsigned seen = 0;
+  if (s == end)
+    return fail(err_msg, err_len, "empty URI parameters after '?'");
+  while (s < end) {
+    const char *amp = memchr(s, '&', (size_t)(end - s));
+    const char *item_end = amp != NULL ? amp : end;
+    if (item_end == s)
+      return fail(err_msg, err_len, "empty URI parameter");
+    int rc = parse_param(s, (size_t)(item_end - s), out, &seen, err_msg, err_len);
+    if (rc != 0)
+      return rc;
+    s = amp != NULL ? amp + 1 : end;
+    if (amp != NULL && s == end)
+      return fail(err_msg, err_len, "empty URI parameter");
+  }
+  if ((seen & 3) == 3)
+    return fail(err_msg, err_len,
+                "wait= and waitaof= exclude each other (waitaof=L,R also waits for R replicas)");
+  if ((seen & 4) && !(seen & 3))
+    return fail(err_msg, err_len, "wait_ms= needs wait= or waitaof=");
+  return 0;
+}
+
+void uri_ack_describe(const ack_spec_t *ack, char *buf, size_t size) {
+  int n = 0;
+  if (ack->mode == ACK_WAIT)
+    n = snprintf(buf, size, "wait=%d", ack->replicas);
+  else if (ack->mode == ACK_WAITAOF)
+    n = snprintf(buf, size, "waitaof=%d,%d", ack->local, ack->replicas);
+  else if (size > 0)
+    buf[0] = '\0';
+  if (n > 0 && (size_t)n < size && ack->timeout_ms != 0)
+    snprintf(buf + n, size - (size_t)n, " wait_ms=%u", ack->timeout_ms);
+}
+
+static const struct {
+  const char *scheme;
+  voter_kind_t voter;
+  int tls;
+} schemes[] = {
+    {"redis://", VOTER_KIND_STANDALONE, 0},         {"rediss://", VOTER_KIND_STANDALONE, 1},
+    {"unix://", VOTER_KIND_STANDALONE, 0},          {"redis-sentinel://", VOTER_KIND_SENTINEL, 0},
+    {"rediss-sentinel://", VOTER_KIND_SENTINEL, 1}, {"redis-cluster://", VOTER_KIND_CLUSTER, 0},
+    {"rediss-cluster://", VOTER_KIND_CLUSTER, 1},
+};
+
+int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) {
+  int rc;
+  if (err_msg != NULL && err_len > 0)
+    err_msg[0] = '\0';
+  if (uri == NULL || out == NULL)
+    return fail(err_msg, err_len, "NULL URI");
+  memset(out, 0, sizeof *out);
+  size_t len = strnlen(uri, URI_MAX_LEN + 1);
+  if (len == 0)
+    return fail(err_msg, err_len, "empty URI");
+  if (len > URI_MAX_LEN)
+    return fail(err_msg, err_len, "URI longer than %d bytes", URI_MAX_LEN);
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)uri[i] < 0x20 || uri[i] == 0x7f)
+      return fail(err_msg, err_len, "control character in URI");
+
+  size_t k = 0;
+  while (k < sizeof schemes / sizeof schemes[0] &&
+         strncmp(uri, schemes[k].scheme, strlen(schemes[k].scheme)) != 0)
+    k++;
+  if (k == sizeof schemes / sizeof schemes[0])
+    return fail(err_msg, err_len,
+                "URI must start with redis://, rediss://, unix://, redis-sentinel://, "
+                "rediss-sentinel://, redis-cluster:// or rediss-cluster://");
+  if (schemes[k].tls && tls_unsupported_reason() != NULL) {
+    fail(err_msg, err_len, "%s (TLS) is not supported: %s", schemes[k].scheme,
+         tls_unsupported_reason());
+    return REDLOCK_ENOTSUP;
+  }
+  out->voter = schemes[k].voter;
+  const char *rest = uri + strlen(schemes[k].scheme);
+  const char *end = uri + len;
+  /* PARAMS start at the first '?' after the credentials (a password may
+   * hold one) */
+  const char *after_user = rest;
+  if (strcmp(schemes[k].scheme, "unix://") != 0) {
+    const char *slash = strchr(rest, '/');
+    for (const char *p = rest; p < (slash != NULL ? slash : end); p++)
+      if (*p == '@')
+        after_user = p + 1;
+  }
+  const char *query = strchr(after_user, '?');
+  const char *body_end = query != NULL ? query : end;
+  if (strcmp(schemes[k].scheme, "unix://") == 0) {
+    char *path = str_ndup(rest, (size_t)(body_end - rest));
+    rc = path == NULL ? REDLOCK_ENOMEM : parse_unix(path, out, err_msg, err_len);
+    free(path);
+  } else if (schemes[k].voter == VOTER_KIND_STANDALONE) {
+    rc = parse_tcp(rest, body_end, out, err_msg, err_len);
+  } else {
+    rc = parse_group(rest, body_end, out, err_msg, err_len);
+  }
+  if (rc == 0 && query != NULL)
+    rc = parse_params(query + 1, end, out, err_msg, err_len);
+  out->tls = schemes[k].tls;
+  if (rc != 0)
+    node_addr_clear(out);
+  return rc;
+}
+
+int node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
+  memset(dst, 0, sizeof *dst);
+  dst->kind = src->kind;
+  dst->port = src->port;
+  dst->db = src->db;
+  dst->tls = src->tls;
+  dst->voter = src->voter;
+  dst->ack = src->ack;
+  if (src->n_seeds > 0) {
+    dst->seeds = calloc(src->n_seeds, sizeof *dst->seeds);
+    if (dst->seeds == NULL)
+      return REDLOCK_ENOMEM;
+    for (; dst->n_seeds < src->n_seeds; dst->n_seeds++) {
+      dst->seeds[dst->n_seeds].port = src->seeds[dst->n_seeds].port;
+      if (!(dst->seeds[dst->n_seeds].host = str_dup(src->seeds[dst->n_seeds].host))) {
+        node_addr_clear(dst);
+        return REDLOCK_ENOMEM;
+      }
+    }
+  }
+  if ((src->master_name && !(dst->master_name = str_dup(src->master_name))) ||
+      (src->sentinel_user && !(dst->sentinel_user = str_dup(src->sentinel_user))) ||
+      (src->sentinel_password && !(dst->sentinel_password = str_dup(src->sentinel_password))) ||
+      (src->host && !(dst->host = str_dup(src->host))) ||
+      (src->path && !(dst->path = str_dup(src->path))) ||
+      (src->user && !(dst->user = str_dup(src->user))) ||
+      (src->password && !(dst->password = str_dup(src->password))) ||
+      (src->label && !(dst->label = str_dup(src->label)))) {
+    node_addr_clear(dst);
+    return REDLOCK_ENOMEM;
+  }
+  return 0;
+}
+
+void node_addr_clear(node_addr_t *addr) {
+  free(addr->host);
+  free(addr->path);
+  free(addr->user);
+  if (addr->password != NULL) {
+    memset(addr->password, 0, strlen(addr->password));
+    free(addr->password);
+  }
+  free(addr->label);
+  for (unsigned i = 0; i < addr->n_seeds; i++)
+    free(addr->seeds[i].host);
+  free(addr->seeds);
+  free(addr->master_name);
+  free(addr->sentinel_user);
+  if (addr->sentinel_password != NULL) {
+    memset(addr->sentinel_password, 0, strlen(addr->sentinel_password));
+    free(addr->sentinel_password);
+  }
+  memset(addr, 0, sizeof *addr);
+}
+
+static int same_host_port(const char *ha, int pa, const char *hb, int pb);
+
+int node_addr_same_master(const node_addr_t *a, const node_addr_t *b) {
+  if (a->kind != b->kind || a->voter != b->voter)
+    return 0;
+  if (a->kind == NODE_ADDR_UNIX)
+    return strcmp(a->path, b->path) == 0;
+  if (a->voter == VOTER_KIND_STANDALONE)
+    return same_host_port(a->host, a->port, b->host, b->port);
+  if (a->voter == VOTER_KIND_SENTINEL && strcmp(a->master_name, b->master_name) != 0)
+    return 0;
+  for (unsigned i = 0; i < a->n_seeds; i++)
+    for (unsigned j = 0; j < b->n_seeds; j++)
+      if (same_host_port(a->seeds[i].host, a->seeds[i].port, b->seeds[j].host, b->seeds[j].port))
+        return 1;
+  return 0;
+}
+
+static int same_host_port(const char *ha, int pa, const char *hb, int pb) {
+  if (pa != pb)
+    return 0;
+  /* Numbers are compared as addresses, in the forms the lookup takes as
+   * numbers (127.1 and 2130706433 are 127.0.0.1, ::ffff:127.0.0.1 too);
+   * names by their letters, without a lookup. */
+  resolve_key_t ka, kb;
+  int a_numeric = resolve_key(ha, 1, &ka) == ST_OK;
+  int b_numeric = resolve_key(hb, 1, &kb) == ST_OK;
+  if (a_numeric || b_numeric)
+    return a_numeric && b_numeric && resolve_key_equal(&ka, &kb);
+  return strcasecmp(ha, hb) == 0;
+}

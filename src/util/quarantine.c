@@ -1,0 +1,105 @@
+/* quarantine.c: the quarantine judgement (see quarantine.h). */
+#include "util/quarantine.h"
+
+#include <string.h>
+
+#define NS_PER_S 1000000000ull
+
+const char *quarantine_name(quarantine_kind_t kind) {
+  switch (kind) {
+  case QUARANTINE_RESTART:
+    return "restart quarantine";
+  case QUARANTINE_FAILOVER:
+    return "failover quarantine";
+  case QUARANTINE_MOVED:
+    return "quarantine (another server at this address)";
+  case QUARANTINE_NONE:
+    break;
+  }
+  return "";
+}
+
+/* The quarantine that ends last; on a tie the one judged later, which is
+ * the more specific (a failover or a move over a restart). */
+static void later(quarantine_t *q, quarantine_kind_t kind, uint64_t until_ns) {
+  if (until_ns >= q->until_ns) {
+    q->until_ns = until_ns;
+    q->kind = kind;
+  }
+}
+
+/* Every replica acknowledges every counted write (wait=R / waitaof=L,R with
+ * R at least the replicas the master has now). */
+static int acks_cover_replicas(const ack_spec_t *ack, const info_replication_t *repl) {
+  return ack->mode != ACK_NONE && ack->replicas >= 1 && repl->connected_replicas >= 0 &&
+         ack->replicas >= repl->connected_replicas;
+}
+
+/* When a failover's or a move's quarantine starts: now, or the time the
+ * hint gives for this server.  A role cannot be older than the process:
+ * a hint that says so (uptime taken one second longer, for its rounding) is
+ * about another server (one that restarted since) and is ignored; so is one
+ * that names another run_id. */
+static uint64_t change_seen_ns(const quarantine_hint_t *hint, const info_server_t *server,
+                               uint64_t now_ns) {
+  if (hint == NULL || hint->master_since_ns == 0 || hint->master_since_ns >= now_ns ||
+      (hint->run_id[0] != '\0' && strcmp(hint->run_id, server->run_id) != 0) ||
+      server->uptime_s < 0)
+    return now_ns;
+  uint64_t up_hi = (uint64_t)(server->uptime_s + 1) * NS_PER_S;
+  if (now_ns - hint->master_since_ns > up_hi)
+    return now_ns;
+  return hint->master_since_ns;
+}
+
+quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
+                              const info_replication_t *repl, const quarantine_hint_t *hint,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack) {
+  quarantine_t q = {QUARANTINE_NONE, 0};
+  uint64_t max_ns = (uint64_t)max_ttl_ms * 1000000u;
+  /* Redis reports uptime as a difference of whole wall-clock seconds: a
+   * master 0.2 s old can say 1.  Its age is taken one second shorter, so
+   * that a quarantine can only come out longer. */
+  uint64_t up_lo = server->uptime_s > 0 ? (uint64_t)(server->uptime_s - 1) * NS_PER_S : 0;
+  int persisted = ack->mode == ACK_WAITAOF && ack->local == 1;
+  int covered = acks_cover_replicas(ack, repl);
+  uint64_t since = change_seen_ns(hint, server, now_ns);
+
+  int new_server = past->seen && strcmp(past->run_id, server->run_id) != 0;
+  /* A new run_id from a server that may have started after we lost the
+   * old one is taken for a restart: its restart quarantine then ends at
+   * least max TTL after the loss (start + max TTL, the start taken as late
+   * as the rounded uptime allows), which is when every key the old one
+   * granted has expired.  One that was up before the loss is another
+   * server. */
+  int restarted = new_server && past->lost_ns != 0 && now_ns >= past->lost_ns &&
+                  up_lo <= now_ns - past->lost_ns;
+  if (!persisted && up_lo < max_ns)
+    later(&q, QUARANTINE_RESTART, now_ns + (max_ns - up_lo));
+
+  if (!past->seen || (new_server && restarted)) {
+    /* Nothing known of this server's past: promoted since it started, it
+     * may lack keys, and INFO does not say since when (a hint may). */
+    if (repl->replid2[0] != '\0' && !covered)
+      later(&q, QUARANTINE_FAILOVER, since + max_ns);
+  } else if (new_server && !restarted) {
+    int promoted_from_old = past->replid[0] != '\0' && strcmp(repl->replid2, past->replid) == 0;
+    if (!(promoted_from_old && covered))
+      later(&q, QUARANTINE_MOVED, since + max_ns);
+  } else if (!new_server && past->replid[0] != '\0' && repl->replid[0] != '\0' &&
+             strcmp(past->replid, repl->replid) != 0 && !covered) {
+    /* Seen here first-hand: the sentinels may not know of it yet. */
+    later(&q, QUARANTINE_FAILOVER, now_ns + max_ns);
+  }
+  if (q.until_ns <= now_ns) /* a change the hint dates more than max TTL back */
+    q = (quarantine_t){QUARANTINE_NONE, 0};
+  return q;
+}
+
+void quarantine_remember(quarantine_past_t *past, const info_server_t *server,
+                         const info_replication_t *repl) {
+  past->seen = 1;
+  memcpy(past->run_id, server->run_id, sizeof past->run_id);
+  memcpy(past->replid, repl->replid, sizeof past->replid);
+  past->lost_ns = 0;
+}

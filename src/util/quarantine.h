@@ -1,0 +1,81 @@
+/* quarantine.h: whether, and until when, a master's votes must not count
+ * because it may have lost keys it granted (docs/safety.md §5 and §8.4).
+ * A pure judgement over what the handshake read (INFO server, INFO
+ * replication) and what the voter remembers of the server it talked to
+ * before; node.c applies it.
+ *
+ *  - restart: a server younger than the max TTL may have lost, in its
+ *    restart, keys granted before; quarantined until max TTL after its
+ *    start.  Waived when every write this voter counts was fsynced to the
+ *    AOF before it counted (waitaof=1,R), since then a restart loses none.
+ *  - failover: a master that was a replica (promoted) may lack keys its old
+ *    master granted; quarantined for max TTL from when we see the change:
+ *    a replication id that changed under the same run_id, or, at first
+ *    sight, a master_replid2 (it was promoted at a time INFO does not give).
+ *    Waived when the voter's acks cover every replica (wait=R or
+ *    waitaof=L,R with R >= its connected replicas): then each key granted
+ *    was on every replica before it counted.
+ *  - moved: another server answers at the same address (a virtual IP, a
+ *    DNS name that moved): a new run_id from a server that was already up
+ *    before we lost the old one; quarantined for max TTL from now, unless
+ *    it is a promoted replica of the old one (its master_replid2 is the old
+ *    replication id) and the acks cover every replica.
+ *
+ * A failover's or a move's quarantine runs max TTL from when it is seen,
+ * unless the voter learned elsewhere (a Sentinel voter: the sentinels'
+ * role-reported-time, docs/safety.md §5b) since when this very server (its
+ * run_id) has been a master: then max TTL from then.  Not for a replication
+ * id that changed under our eyes (same run_id): that change is news to
+ * whoever gave the hint too. */
+#ifndef REDLOCK_QUARANTINE_H
+#define REDLOCK_QUARANTINE_H
+
+#include <stdint.h>
+
+#include "proto/info.h"
+#include "proto/uri.h"
+
+/* What a voter remembers of the server it last finished a handshake with. */
+typedef struct {
+  int seen;
+  char run_id[INFO_RUN_ID_LEN + 1];
+  char replid[INFO_RUN_ID_LEN + 1];
+  uint64_t lost_ns; /* when that connection went down (0: unknown) */
+} quarantine_past_t;
+
+typedef enum {
+  QUARANTINE_NONE = 0,
+  QUARANTINE_RESTART,
+  QUARANTINE_FAILOVER,
+  QUARANTINE_MOVED,
+} quarantine_kind_t;
+
+typedef struct {
+  quarantine_kind_t kind; /* the one that ends last */
+  uint64_t until_ns;      /* 0 with QUARANTINE_NONE */
+} quarantine_t;
+
+/* What the voter learned elsewhere of the server's role: it has been a
+ * master since master_since_ns (the client's clock) at the latest. */
+typedef struct {
+  char run_id[INFO_RUN_ID_LEN + 1]; /* the server it is about ("": not named) */
+  uint64_t master_since_ns;         /* 0: no hint */
+} quarantine_hint_t;
+
+/* The judgement at a handshake: past (NULL fields when never seen), what
+ * the server says now, a hint (NULL: none; ignored when it names another
+ * run_id, or is older than the server's uptime allows), the clock,
+ * the max TTL and the voter's ack. */
+quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
+                              const info_replication_t *repl, const quarantine_hint_t *hint,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack);
+
+/* "restart quarantine", "failover quarantine", "quarantine (another server at this
+ * address)", "" for none. */
+const char *quarantine_name(quarantine_kind_t kind);
+
+/* Remembers the server a handshake judged (past->lost_ns is cleared). */
+void quarantine_remember(quarantine_past_t *past, const info_server_t *server,
+                         const info_replication_t *repl);
+
+#endif

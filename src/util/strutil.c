@@ -1,0 +1,55 @@
+/* strutil.c: small string helpers. */
+#include "util/strutil.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *str_ndup(const char *s, size_t len) {
+  char *out = malloc(len + 1);
+  if (out != NULL) {
+    memcpy(out, s, len);
+    out[len] = '\0';
+  }
+  return out;
+}
+
+char *str_dup(const char *s) { return str_ndup(s, strlen(s)); }
+
+char *str_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int need = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (need < 0)
+    return NULL;
+  char *out = malloc((size_t)need + 1);
+  if (out == NULL)
+    return NULL;
+  va_start(ap, fmt);
+  vsnprintf(out, (size_t)need + 1, fmt, ap);
+  va_end(ap);
+  return out;
+}
+
+int str_host_ok(const char *s, size_t len, size_t cap) {
+  if (len == 0 || len >= cap)
+    return 0;
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+      return 0;
+  return 1;
+}
+
+int str_port(const char *s, size_t len) {
+  long v = 0;
+  if (len == 0 || len > 5)
+    return -1;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9')
+      return -1;
+    v = v * 10 + (s[i] - '0');
+  }
+  return v >= 1 && v <= 65535 ? (int)v : -1;
+}

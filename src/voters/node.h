@@ -1,0 +1,313 @@
+/* node.h: one Redis master.  Its connection is a link (link.h: lookup,
+ * connect, handshake, connect timeout, reconnect with backoff and jitter), to
+ * whose handshake it adds SCRIPT LOAD and INFO server; the node keeps what
+ * is a voter's: the restart quarantine, the request queue and its cap on
+ * requests in flight, replays of missed releases, and the judgement that a
+ * master whose requests keep timing out is hung (the link then drops it).
+ *
+ * A node knows nothing above it: what it needs (loop, write flusher, TLS,
+ * log, random numbers, options) comes down in a node_env_t shared by the
+ * client's nodes, and what it has to say (started, up, down, closed, ...)
+ * goes up through env->report. */
+#ifndef REDLOCK_NODE_H
+#define REDLOCK_NODE_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "conn/conn.h"
+#include "proto/info.h"
+#include "conn/link.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/quarantine.h"
+#include "util/random.h"
+#include "conn/resolve.h"
+#include "util/stats_core.h"
+#include "util/status.h"
+#include "util/timebase.h"
+#include "proto/uri.h"
+
+struct redisAsyncContext;
+struct redisReply;
+
+typedef enum {
+  NODE_DOWN = 0,   /* no connection; a reconnect timer may be running */
+  NODE_CONNECTING, /* name lookup, TCP, handshake: bounded by the connect timeout */
+  NODE_READY,      /* handshake done: rounds are sent here */
+  NODE_CLOSED,     /* client closing: never reconnects */
+} node_state_t;
+
+#define NODE_MAX_INFLIGHT 8192 /* requests handed to hiredis on one connection */
+#define NODE_MAX_BACKLOG 65536 /* further requests queued behind them, in order */
+/* A master's queue: the requests written to it and awaiting a reply (at most
+ * NODE_MAX_INFLIGHT) plus those waiting in the backlog to be written.  It is
+ * bounded in requests and in bytes of their commands: a
+ * master that answers, but more slowly than it is sent work, never counts as
+ * hung, so only these bounds keep its queue from growing while the load lasts.
+ *  - requests: the in-flight cap and the backlog (50 000
+ *    unlocks at once must all go through a healthy master, so no less);
+ *  - bytes: 16 MiB, about what 73 728 ordinary commands (~100-200 bytes:
+ *    SET key value NX PX ttl, the release script) take, so that for them the
+ *    request bound comes first, while large ones (lock_many of long names:
+ *    up to ~140 KiB each) are held to a few hundred.
+ * Each request also keeps its round alive until answered (the votes, ~100
+ * bytes a master, and the command, shared by every master); docs/api.md
+ * (Limits) states the resulting memory per master.
+ * A master whose queue is full is "overloaded": it votes `busy` on every new
+ * round (not sent) until half of each bound is free again, and a release
+ * that does not fit is kept aside (missed_releases, below), to be sent once
+ * it has caught up. */
+#define NODE_MAX_QUEUED (NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG) /* 73 728 requests */
+#define NODE_MAX_QUEUED_BYTES ((size_t)16 << 20)               /* of their commands */
+#define NODE_HUNG_REQUEST_TIMEOUTS 3 /* no reply for this many request timeouts: reconnect */
+#define NODE_BACKOFF_BASE_MS 25
+#define NODE_BACKOFF_CAP_MS 1000
+/* A connection that stayed up this long resets the backoff when it drops;
+ * one that dropped sooner (say, closed right after the handshake) counts as
+ * one more failure, so a flapping master is retried ever more slowly. */
+#define NODE_STABLE_MS NODE_BACKOFF_CAP_MS
+
+#define NODE_DOWN_WHY_LEN 160 /* bytes kept of why a master is down */
+
+/* Releases kept for a master that was down, hung or overloaded when they
+ * were sent (missed_releases), to send again once it is up and has room: at
+ * most this many and this many bytes, the oldest dropped (their keys expire
+ * at their TTL; counted as abandoned in the stats). */
+#define NODE_MAX_MISSED_RELEASES 16384
+#define NODE_MAX_MISSED_BYTES ((size_t)8 << 20)
+
+struct node;
+struct node_req;
+
+/* What a node reports to its owner (node_env_t.report), on the loop thread,
+ * never from inside a hiredis callback's critical part: the owner may send
+ * from there (the node is already in its new state). */
+typedef enum {
+  NODE_EV_CONNECTING = 1, /* a connection attempt starts */
+  NODE_EV_UP,             /* handshake done: READY */
+  NODE_EV_DOWN,           /* an attempt or a live connection failed (what, detail: why);
+                           * reported before the state changes */
+  NODE_EV_TLS_FAILURE,    /* the TLS set-up of an attempt failed */
+  NODE_EV_QUARANTINE_END, /* its restart quarantine is over */
+  NODE_EV_STARTED,        /* its first connection attempt is over, either way */
+  NODE_EV_REPLAYS_DUE,    /* replays are out: call node_drop_if_hung at node_replays_due_ns */
+  NODE_EV_SETTLED,        /* its last replayed release came back: close may go on */
+  NODE_EV_CLOSED,         /* after node_shutdown: its handles are closed, it may be freed */
+  NODE_EV_NOT_MASTER,     /* a reply said it no longer takes writes as a master (-READONLY,
+                           * -LOADING; detail: the error): once per connection */
+} node_event_t;
+
+/* Handed down by the owner (client.c), shared by all its nodes, read-only to
+ * them; it outlives them. */
+typedef struct node_env {
+  const timebase_t *tb; /* the clock and timers */
+  uv_loop_t *loop;
+  conn_flusher_t *flusher; /* one write per master per loop turn */
+  tls_client_t *tls;       /* rediss:// masters: the client's SSL_CTX, else NULL */
+  const log_sink_t *log;
+  jitter_rng_t *rng; /* backoff jitter (loop thread) */
+  uv_mutex_t *mutex; /* guards down_why, which other threads read */
+  uint32_t connect_timeout_ms;
+  uint32_t request_timeout_ms;
+  uint32_t max_ttl_ms; /* the restart quarantine's length */
+  int quarantine;      /* restart quarantine on */
+  void (*report)(void *arg, struct node *node, node_event_t ev, const char *what,
+                 const char *detail);
+  void *arg;
+} node_env_t;
+
+/* The outcome of a request: reply is NULL when none came (connection lost,
+ * or the request was dropped before it was written: req->sent_ns == 0). */
+typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *reply);
+
+/* One request to one master, embedded by its owner (a vote, a replayed
+ * release): no allocation per request.  The owner fills cmd, len, fn and
+ * keep; node.c owns the rest while the request is out. */
+typedef struct node_req {
+  list_node_t link; /* node.c: the backlog while queued; once written, node->acks_waiting
+                     * if it asks an ack, until its fn runs */
+  struct node *node;
+  const char *cmd; /* formatted command; must live until fn has run */
+  size_t len;
+  node_reply_fn fn;
+  uint64_t now_ns;     /* the sender's: its clock reading at this send (a round's start), which
+                        * node_send stamps as sent_ns to save a clock read per master; 0: none */
+  uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
+  uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
+  int keep;            /* a release: queued however long the backlog */
+  int slot;        /* the sender's: the hash slot of the key the request is about, which a voter of
+                    * many connections routes by (keyslot.h); -1: none.  A node ignores it. */
+  uint8_t ack;     /* the sender's: a write that waits for the master's durability ack
+                    * (wait= / waitaof=), when the master asks one */
+  uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
+  uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
+  uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
+  struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
+  /* A voter of many connections (voter_cluster.c), while it routes the
+   * request: the sender's fn (fn is then the voter's, which follows
+   * redirections and hands the final reply to route_fn), when it took the
+   * request, the redirections followed, and an ASKING owed before it. */
+  node_reply_fn route_fn;
+  uint64_t route_ns;
+  uint8_t redirects;
+  uint8_t route_ask;
+} node_req_t;
+
+/* A release a master did not get (down, timed out), to replay. */
+typedef struct missed_release {
+  list_node_t link;
+  node_req_t req; /* while being replayed */
+  size_t len;
+  char cmd[]; /* the formatted command */
+} missed_release_t;
+
+typedef struct node {
+  const node_env_t *env;
+  struct stats *stats; /* the client's figures (stats_core.h; its own: masters[index]),
+                        * NULL when off; set by the owner */
+  unsigned index;
+  node_addr_t addr;
+  node_state_t state;
+  /* The connection (link.c's; its timer is the restart quarantine's while
+   * READY).  One lookup thread per master, however long it hangs. */
+  link_t link;
+  unsigned failures;   /* consecutive failed connection attempts (the link's count, copied
+                        * at each of its events) */
+  uint64_t ready_ns;   /* when the current connection became READY */
+  unsigned inflight;   /* requests handed to hiredis, awaiting replies */
+  list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
+  unsigned backlog_len;
+  size_t queued_bytes;           /* the commands of those (in flight or in the backlog) */
+  unsigned releases_queued;      /* of those, releases (keep) */
+  int overloaded;                /* the queue reached its bound; cleared at half of it */
+  unsigned replays_out;          /* replayed releases not yet answered (close waits) */
+  uint64_t progress_ns;          /* last reply, or the first send after being idle */
+  int progress_unwritten;        /* progress_ns dates a first send, not a reply */
+  unsigned long progress_writes; /* conn_writes() at that send: unchanged, it is unwritten */
+  int first_attempt_done;        /* the client's startup waits for every node's first try */
+  uint64_t quarantine_until_ns;
+  quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
+  quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
+  quarantine_hint_t hint;            /* the owner's: since when a server is a master (node_hint) */
+  int not_master_said;               /* NODE_EV_NOT_MASTER reported on this connection */
+  info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
+  char run_id[INFO_RUN_ID_LEN + 1];
+  list_node_t missed_releases; /* replayed when the master is ready again */
+  unsigned n_missed_releases;
+  size_t missed_bytes;
+  int shut_down; /* node_shutdown ran */
+  /* Why the master is down (the last failed attempt: "cannot connect:
+   * certificate verify failed: ..."), "" while up; client->mutex, since
+   * redlock_last_votes() reads it from any thread. */
+  char down_why[NODE_DOWN_WHY_LEN];
+  /* The durability ack (node_addr_t.ack): the command formatted once (NULL:
+   * none; node_init, read-only after), and why the last one fell short (""
+   * before any; env->mutex, read by redlock_last_votes). */
+  char *ack_cmd;
+  size_t ack_cmd_len;
+  char ack_why[NODE_DOWN_WHY_LEN];
+  /* Loop thread, node.c: the written requests that ask an ack, in the order
+   * written, until their fn runs.  One ack command goes out per write of the
+   * connection's output, after the last of them (conn_before_write), and
+   * its reply settles every one of them whose own reply came before it. */
+  list_node_t acks_waiting;
+  uint64_t last_warn_ns; /* rate limit for per-request warnings */
+  unsigned suppressed_warnings;
+} node_t;
+
+/* Copies addr and formats its durability ack (WAIT / WAITAOF, with the
+ * smaller of wait_ms and the request timeout: a later ack would find its
+ * vote timed out); 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
+ * and timebase are used from node_start on. */
+int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
+/* Starts the first connection attempt (loop thread). */
+void node_start(node_t *node);
+/* TCP: the numeric address of the master's last lookup ("" before the
+ * first); the subscriber connection connects there too. */
+const char *node_ip(const node_t *node);
+/* Sends req (cmd, len, fn and keep filled in): written at once while fewer
+ * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
+ * so that a burst is never dropped: it waits for the pipe.  Returns ST_OK
+ * (then req->fn runs exactly once), or ST_DOWN / ST_BUSY (it never runs):
+ * down when not connected (or the handshake is not done); busy when the
+ * queue would pass NODE_MAX_QUEUED requests or NODE_MAX_QUEUED_BYTES, and
+ * for anything but a release (keep) while the master is overloaded.  A
+ * master that goes down runs fn with NULL for every request. */
+status_t node_send(node_t *node, node_req_t *req);
+/* 1 while req is queued, not yet written. */
+int node_req_queued(const node_req_t *req);
+/* Takes a queued request back (its fn will not run).  Only while queued. */
+void node_cancel(node_req_t *req);
+/* Reads replies that already wait on the socket (before deadlines are
+ * judged: the loop itself may have been late). */
+void node_read_pending(node_t *node);
+/* Writes requests handed over but not yet written (the loop was kept busy
+ * since); when the master was idle before them, its hung-master clock starts
+ * now: it is judged from when it could first have answered them.  Before
+ * deadlines are judged. */
+void node_write_late(node_t *node);
+/* Drops and reconnects a master that has had requests waiting but sent no
+ * reply for NODE_HUNG_REQUEST_TIMEOUTS request timeouts (hung or paused).
+ * Judged by time, not by a count of timeouts, so that pipelined rounds
+ * timing out together after one stall of the client do not drop a live
+ * master.  Call outside of hiredis callbacks. */
+void node_drop_if_hung(node_t *node);
+/* When node_drop_if_hung would drop this master if no reply comes meanwhile,
+ * while it owes replies to replayed releases; 0 otherwise.  Replays belong to
+ * no round, so no round deadline would otherwise judge them. */
+uint64_t node_replays_due_ns(const node_t *node);
+/* Keeps a release (a formatted compare-and-delete) that may not have reached
+ * this master, to send again once it is READY and not overloaded.  Once the
+ * client is closing (the node CLOSED) it is counted as abandoned instead. */
+void node_defer_release(node_t *node, const char *cmd, size_t len);
+/* Releases this master is still owed: queued or in flight, or kept. */
+unsigned node_releases_owed(const node_t *node);
+/* Why a vote of this master was `busy`, for redlock_last_votes ("queue full:
+ * N requests, B bytes"), or "" when it is not overloaded. */
+void node_busy_why(const node_t *node, char *buf, size_t size);
+/* Releases this master still owes an answer to (queued, in flight, or
+ * replayed); close waits for them while the master is up. */
+int node_owes_releases(const node_t *node);
+int node_is_quarantined(const node_t *node, uint64_t now_ns);
+/* The same, now: the clock is read only for a master that has a quarantine
+ * (asked for every answer to an acquisition). */
+int node_quarantined_now(const node_t *node);
+/* 1 when a and b, both READY, are connected to one server: the same
+ * resolved address and port (or unix socket path), or the same run_id in
+ * their handshakes' INFO server (each redis-server process has its own; a
+ * restart makes a new one, and both connections are then made again).  `how`
+ * (when not NULL) gets which ("the same address 127.0.0.1:6379", "the same
+ * run_id 0123..."). */
+int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
+/* Logs a per-request problem at WARN, at most once a second per node. */
+void node_warn(node_t *node, const char *what, const char *detail);
+/* "restart quarantine: 41234 ms left" (or "failover quarantine: ...");
+ * "" when not quarantined.  Loop thread. */
+void node_quarantine_why(const node_t *node, char *buf, size_t size);
+/* The close is out of time: drops the connection for good (no reconnect);
+ * pending requests get NULL replies now, kept releases are dropped, and
+ * every release among them is counted as abandoned.  Outside of hiredis
+ * callbacks.  node_shutdown still closes its handles. */
+void node_abandon(node_t *node);
+/* Closes the connection for good (node_abandon); NODE_EV_CLOSED is reported
+ * once its link's timer is closed (also for a node never started). */
+void node_shutdown(node_t *node);
+/* The master moved to host:port (a Sentinel voter's news; why: for the log
+ * and the DOWN report).  A connection or an attempt to the old address is
+ * dropped (NODE_EV_DOWN "master moved") and an attempt at the new one starts
+ * at once; a node not started yet only takes the address.  The server of the
+ * last handshake is kept, and a new run_id at the new address is judged as
+ * another server, never as a restart (the old one may live on).  Under
+ * env->mutex for the address.  0, or REDLOCK_ENOMEM (nothing changed).
+ * Outside of this node's hiredis callbacks. */
+int node_retarget(node_t *node, const char *host, int port, const char *why);
+/* The owner's hint for the quarantine judgement of the next handshakes at
+ * the current address: the server there (run_id, or NULL / "" when not
+ * known) has been a master since master_since_ns at the latest
+ * (quarantine.h); master_since_ns 0 clears it. */
+void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns);
+/* Frees what node_init allocated (after NODE_EV_CLOSED). */
+void node_free(node_t *node);
+
+#endif

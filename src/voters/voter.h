@@ -1,0 +1,117 @@
+/* voter.h: the voter interface.  A voter is whatever casts one vote in a
+ * round: master i of the rounds is voter i.  The kinds: `standalone`
+ * (voter_standalone.c: one master, node.c) and `sentinel` (voter_sentinel.c:
+ * the master of a Sentinel group, which moves on failover); a Redis Cluster
+ * (one connection per primary, routed by the key's hash slot) is to be one
+ * more behind the same small ops table (docs/architecture.md, "Voter
+ * interface").
+ *
+ * voters.c owns the set and calls these ops; a kind knows nothing above it:
+ * what it has to say goes up through voter_t.report. */
+#ifndef REDLOCK_VOTER_H
+#define REDLOCK_VOTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "voters/node.h" /* node_req_t, NODE_DOWN_WHY_LEN */
+#include "util/status.h"
+
+struct voter;
+
+#define VOTER_WHY_LEN NODE_DOWN_WHY_LEN /* bytes of a vote's "why" detail */
+
+/* What a voter reports (voter_t.report), on the loop thread. */
+typedef enum {
+  VOTER_EV_CONNECTING = 1, /* a connection attempt starts */
+  VOTER_EV_UP,             /* it can take rounds */
+  VOTER_EV_DOWN,           /* an attempt or a live connection failed; before the state changes */
+  VOTER_EV_TLS_FAILURE,    /* the TLS set-up of an attempt failed */
+  VOTER_EV_QUARANTINE_END, /* its restart quarantine is over */
+  VOTER_EV_STARTED,        /* its first attempt is over, either way (once) */
+  VOTER_EV_REPLAYS_DUE,    /* replays are out: tick it by news.due_ns */
+  VOTER_EV_SETTLED,        /* its last replayed release came back: close may go on */
+  VOTER_EV_CLOSED,         /* after shutdown: its handles are closed, it may be freed */
+} voter_event_t;
+
+/* One report.  Only the fields of its event are set. */
+typedef struct voter_news {
+  voter_event_t ev;
+  const char *what;             /* DOWN: what failed (its log line) */
+  const char *detail;           /* DOWN: why, or NULL */
+  int was_up;                   /* DOWN: a live connection dropped (else an attempt failed) */
+  uint64_t ready_ns;            /* UP, QUARANTINE_END: when it came up (0: unknown) */
+  uint64_t quarantine_until_ns; /* UP: its restart quarantine ends then (0: none) */
+  const char *duplicate_why;    /* UP: set by voters.c when it is a duplicate, else NULL */
+  uint64_t due_ns;              /* REPLAYS_DUE: when to tick it */
+} voter_news_t;
+
+/* A kind's ops.  "Loop" for all but why (any thread, under the env mutex).
+ * A kind of many connections routes each request by req->slot (the key's
+ * hash slot, or -1: the kind's default connection). */
+typedef struct voter_ops {
+  const char *kind; /* "standalone", "sentinel", "cluster" */
+  /* ---- the rounds' side (round_transport_t, per voter) ---- */
+  /* ST_OK (req->fn then runs exactly once), or ST_DOWN / ST_BUSY (it never runs). */
+  status_t (*send)(struct voter *v, node_req_t *req);
+  int (*queued)(struct voter *v, const node_req_t *req); /* 1 while req waits unsent */
+  void (*cancel)(struct voter *v, node_req_t *req);      /* takes back a queued request */
+  uint64_t (*progress_ns)(struct voter *v);              /* last sign of life */
+  int (*quarantined)(struct voter *v);                   /* in restart quarantine now */
+  void (*defer_release)(struct voter *v, const char *cmd, size_t len); /* replay once up */
+  void (*warn)(struct voter *v, const char *what, const char *detail); /* rate-limited log */
+  /* ---- life ---- */
+  void (*start)(struct voter *v); /* first connection attempt(s); STARTED when over */
+  /* The deadline timer, before the rounds' deadlines are judged: writes
+   * what waits unwritten and reads replies already on the sockets. */
+  void (*catch_up)(struct voter *v);
+  /* After the rounds' deadlines: reads again, drops hung connections;
+   * returns when replays would be judged hung (0: none owed). */
+  uint64_t (*tick)(struct voter *v);
+  unsigned (*releases_owed)(const struct voter *v); /* queued, in flight or kept */
+  int (*owes_releases)(const struct voter *v);      /* close waits while it does */
+  void (*abandon)(struct voter *v);                 /* close out of time: drop for good */
+  void (*shutdown)(struct voter *v);                /* CLOSED once its handles are */
+  void (*free)(struct voter *v);                    /* after CLOSED (or never started) */
+  /* ---- duplicates, votes book, logs ---- */
+  /* 1 when a and b (same kind, both up) reach one server; `how` says why. */
+  int (*same_server)(const struct voter *a, const struct voter *b, char *how, size_t how_len);
+  /* The detail of a vote `why` (WHY_DOWN, WHY_BUSY) for redlock_last_votes,
+   * "" when none; under the env mutex, any thread.  req: the vote's request
+   * (a kind of many connections names the one it went to), or NULL. */
+  void (*why)(const struct voter *v, int why, const node_req_t *req, char *buf, size_t size);
+  const char *(*label)(const struct voter *v); /* "host:port", for logs and stats */
+} voter_ops_t;
+
+/* The part every kind embeds first. */
+typedef struct voter {
+  const voter_ops_t *ops; /* const: its kind */
+  unsigned index;         /* const: master `index` of the rounds */
+  /* const, set by voters.c before start: where the kind reports */
+  void (*report)(void *arg, struct voter *v, const voter_news_t *news);
+  void *report_arg;
+  /* voters.c (loop): one server listed twice.  dup_of: the lower-numbered
+   * voter, up, that this one (up) is the same server as, or -1: while >= 0
+   * it is not a voter.  dup_why: the last such finding (read under the env
+   * mutex by redlock_last_votes).  dup_warned: bit i, logged once. */
+  int dup_of;
+  char dup_why[VOTER_WHY_LEN];
+  uint64_t dup_warned;
+} voter_t;
+
+/* Sets the base fields (no duplicate); voters.c sets report. */
+static inline void voter_base_init(voter_t *v, const voter_ops_t *ops, unsigned index) {
+  v->ops = ops;
+  v->index = index;
+  v->report = NULL;
+  v->report_arg = NULL;
+  v->dup_of = -1;
+  v->dup_why[0] = '\0';
+  v->dup_warned = 0;
+}
+/* A kind's report, up to voters.c. */
+static inline void voter_report(voter_t *v, const voter_news_t *news) {
+  v->report(v->report_arg, v, news);
+}
+
+#endif

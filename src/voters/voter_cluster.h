@@ -1,0 +1,108 @@
+/* voter_cluster.h: the `cluster` voter kind: a whole Redis Cluster
+ * (redis-cluster://, rediss-cluster://) as ONE voter (DESIGN §2c,
+ * docs/deployments.md "Cluster voters").
+ *
+ * The slot map (cluster_map.h) comes from a discovery link (link.c) to the
+ * URI's seeds, one at a time and on to the next after a failure (any one is
+ * enough): `CLUSTER SHARDS`, or `CLUSTER SLOTS` on a server that does not
+ * know it.  It is asked at start, every VOTER_CLUSTER_REFRESH_MS, whenever
+ * the discovery link (re)connects, and after a MOVED, a CLUSTERDOWN, a
+ * -READONLY / -LOADING, or a primary's connection failing.
+ *
+ * Each primary is a node (node.c: its queue, acks, replays, hung detection,
+ * restart and failover quarantine), keyed by its address, made and
+ * connected on first use; a request routed to a primary still connecting
+ * waits for it (its round's deadline bounds that).  A request goes to the
+ * primary of its key's hash slot (node_req_t.slot, or the slot of the key in
+ * its command); then:
+ *  - MOVED: the map learns where the slot went (a refresh is asked) and the
+ *    request goes there;
+ *  - ASK: ASKING, then the request, pipelined on the target's connection;
+ *  - TRYAGAIN: sent again after VOTER_CLUSTER_TRYAGAIN_MS, while its
+ *    request timeout lasts;
+ *  - CLUSTERDOWN, or no primary for the slot: the vote is lost, and its
+ *    detail says why.
+ * At most VOTER_CLUSTER_MAX_REDIRECTS redirections per request.
+ *
+ * A promoted replica is a new primary at a new address: a new node, whose
+ * first handshake finds master_replid2 set and quarantines it (quarantine.h)
+ * unless the acks cover its replicas; a primary that comes back at an
+ * address we knew is judged against the server we knew there. */
+#ifndef REDLOCK_VOTER_CLUSTER_H
+#define REDLOCK_VOTER_CLUSTER_H
+
+#include "proto/cluster_map.h"
+#include "conn/link.h"
+#include "util/list.h"
+#include "voters/node.h"
+#include "voters/voter.h"
+
+#define VOTER_CLUSTER_REFRESH_MS 10000 /* the slot map is asked again this often */
+#define VOTER_CLUSTER_TRYAGAIN_MS 25   /* a TRYAGAIN is sent again after this long */
+#define VOTER_CLUSTER_MAX_REDIRECTS 5  /* MOVED / ASK / TRYAGAIN followed per request */
+#define VOTER_CLUSTER_MAX_NODES 64     /* primaries (addresses) one voter connects to */
+#define VOTER_CLUSTER_LABEL_LEN (CLUSTER_HOST_LEN + 8) /* "host:port", "[v6]:port" */
+
+/* One primary's connection. */
+typedef struct voter_cluster_node {
+  node_t *node;       /* its own (calloc), or the voter's home node: const after made */
+  int home;           /* const: node is voters.c's nodes[index] (voters.c frees it) */
+  int made;           /* loop: node_init ran (the home node's waits for a primary at the seed) */
+  int started;        /* loop: node_start ran */
+  int failing;        /* loop: its failed attempt is being reported: nothing new waits for it */
+  list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
+  char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
+  char last_error[96];                 /* env mutex: the last error reply it gave a vote */
+} voter_cluster_node_t;
+
+typedef struct voter_cluster {
+  voter_t base;               /* first: the ops get it */
+  const node_env_t *base_env; /* const: voters.c's, whose loop comes only before start */
+  node_env_t env;             /* the nodes': base_env, reporting to this voter */
+  node_addr_t addr;           /* const: the URI (seeds, credentials, TLS, acks) */
+  /* The primaries' connections: nodes[0] is the home node (voters.c's,
+   * which the notifier subscribes through), bound to the primary at the
+   * first seed's address if the map names one.  Entries are never freed
+   * before the voter: a primary that leaves the map may come back. */
+  voter_cluster_node_t *nodes[VOTER_CLUSTER_MAX_NODES];
+  unsigned n_nodes;
+  /* The slot map (loop); each primary's `user` field is its nodes[] index,
+   * or -1 while it has none. */
+  cluster_map_t map;
+  int have_map; /* a map was read (loop) */
+  /* Discovery (loop): the link to the seeds, the seed it is at. */
+  link_t disc;
+  node_addr_t disc_addr;
+  char disc_label[VOTER_CLUSTER_LABEL_LEN];
+  unsigned disc_at;
+  int asking;                   /* a map is wanted: asked when the link is up */
+  int ask_sent;                 /* the question is out on the current connection */
+  int ask_again;                /* asked for again meanwhile */
+  int use_slots;                /* the seeds do not know CLUSTER SHARDS */
+  unsigned ask_tries;           /* seeds that failed in a row */
+  char ask_errs[VOTER_WHY_LEN]; /* "H:P: why; ..." of those */
+  char fail_text[VOTER_WHY_LEN];
+  /* TRYAGAIN (loop): requests to send again when the timer fires. */
+  tb_timer_t retry_timer;
+  int retry_timer_ok;
+  list_node_t retrying;
+  /* The node whose reply the round is judging now (loop): quarantined asks. */
+  node_t *answering;
+  /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */
+  char why[VOTER_WHY_LEN];
+  int started_said; /* VOTER_EV_STARTED reported */
+  int up_said;      /* VOTER_EV_UP reported (a map is known) */
+  int closing;      /* abandon or shutdown ran */
+  unsigned open;    /* after shutdown: nodes, link and timer not yet closed */
+} voter_cluster_t;
+
+extern const voter_ops_t voter_cluster_ops;
+
+/* Makes the cluster voter of addr (copied) at index; home: zeroed memory of
+ * voters.c's (node_init'ed here, at the first seed's address, with this
+ * voter's own env, a copy of base_env).  0, or REDLOCK_ENOMEM (*out may
+ * then be set: its free op frees it). */
+int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
+                      unsigned index, const node_addr_t *addr);
+
+#endif

@@ -1,0 +1,312 @@
+/* voters.c: the client's voters and the rounds' transport over them (see
+ * voters.h). */
+#include "voters/voters.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redlock.h"
+#include "util/why.h"
+
+/* ---- the rounds' transport: master i is voter i ------------------------------------- */
+
+static voter_t *voter_at(void *arg, unsigned i) { return ((voters_t *)arg)->voter[i]; }
+
+static status_t t_send(void *arg, unsigned i, node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
+  return v->ops->send(v, req);
+}
+
+static int t_queued(void *arg, unsigned i, const node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
+  return v->ops->queued(v, req);
+}
+
+static void t_cancel(void *arg, unsigned i, node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
+  v->ops->cancel(v, req);
+}
+
+static uint64_t t_progress_ns(void *arg, unsigned i) {
+  voter_t *v = voter_at(arg, i);
+  return v->ops->progress_ns(v);
+}
+
+static int t_quarantined(void *arg, unsigned i) {
+  voter_t *v = voter_at(arg, i);
+  return v->ops->quarantined(v);
+}
+
+static int t_duplicate(void *arg, unsigned i) { return voter_at(arg, i)->dup_of >= 0; }
+
+static void t_defer_release(void *arg, unsigned i, const char *cmd, size_t len) {
+  voter_t *v = voter_at(arg, i);
+  v->ops->defer_release(v, cmd, len);
+}
+
+static void t_warn(void *arg, unsigned i, const char *what, const char *detail) {
+  voter_t *v = voter_at(arg, i);
+  v->ops->warn(v, what, detail);
+}
+
+static const char *t_label(void *arg, unsigned i) {
+  voter_t *v = voter_at(arg, i);
+  return v->ops->label(v);
+}
+
+const round_transport_t voters_transport = {
+    .send = t_send,
+    .queued = t_queued,
+    .cancel = t_cancel,
+    .progress_ns = t_progress_ns,
+    .quarantined = t_quarantined,
+    .duplicate = t_duplicate,
+    .defer_release = t_defer_release,
+    .warn = t_warn,
+    .label = t_label,
+};
+
+/* ---- duplicates ---------------------------------------------------------------------- */
+
+/* One server listed twice: judged again whenever a voter comes up (a new
+ * connection: a new address, perhaps a new run_id after a restart) or goes
+ * down (`leaving`, still up while it reports).  Of the voters up that are one
+ * server, the lowest-numbered votes; each other is its duplicate: round.c
+ * sends it no acquisition and counts none of its answers.  Logged at WARN
+ * once per pair (at open, when both connect then).  Only voters of one kind
+ * are compared. */
+static void judge_duplicates(voters_t *vs, const voter_t *leaving) {
+  for (unsigned j = 0; j < vs->n; j++) {
+    voter_t *b = vs->voter[j];
+    b->dup_of = -1;
+    if (b == leaving)
+      continue;
+    for (unsigned i = 0; i < j; i++) {
+      voter_t *a = vs->voter[i];
+      char how[96];
+      if (a == leaving || a->ops != b->ops || !a->ops->same_server(a, b, how, sizeof how))
+        continue;
+      const char *la = a->ops->label(a), *lb = b->ops->label(b);
+      b->dup_of = (int)i;
+      snprintf(b->dup_why, sizeof b->dup_why, "same server as %s", la);
+      if (!(b->dup_warned >> i & 1)) {
+        b->dup_warned |= (uint64_t)1 << i;
+        log_write(vs->log, REDLOCK_LOG_WARN,
+                  "masters %s and %s are one server (%s): while both are up only %s votes, "
+                  "and %s counts as a master that never answers (list each master once: "
+                  "Redlock needs independent masters)",
+                  la, lb, how, la, lb);
+      }
+      break;
+    }
+  }
+}
+
+/* ---- what the voters report ---------------------------------------------------------- */
+
+static void voter_started(voters_t *vs) {
+  if (vs->startup_left == 0 || --vs->startup_left > 0)
+    return;
+  vs->hooks.started(vs->hooks.arg);
+}
+
+/* voter_t.report of every voter of the set. */
+static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
+  voters_t *vs = arg;
+  switch (news->ev) {
+  case VOTER_EV_UP: {
+    judge_duplicates(vs, NULL);
+    voter_news_t up = *news;
+    up.duplicate_why = v->dup_of >= 0 ? v->dup_why : NULL;
+    vs->hooks.news(vs->hooks.arg, v->index, &up);
+    break;
+  }
+  case VOTER_EV_DOWN:
+    if (news->was_up)
+      judge_duplicates(vs, v);
+    vs->hooks.news(vs->hooks.arg, v->index, news);
+    break;
+  case VOTER_EV_CONNECTING:
+  case VOTER_EV_TLS_FAILURE:
+  case VOTER_EV_QUARANTINE_END:
+    vs->hooks.news(vs->hooks.arg, v->index, news);
+    break;
+  case VOTER_EV_STARTED:
+    voter_started(vs);
+    break;
+  case VOTER_EV_REPLAYS_DUE:
+    vs->hooks.arm(vs->hooks.arg, news->due_ns);
+    break;
+  case VOTER_EV_SETTLED:
+    vs->hooks.settled(vs->hooks.arg);
+    break;
+  case VOTER_EV_CLOSED:
+    if (vs->open > 0 && --vs->open == 0)
+      vs->hooks.closed(vs->hooks.arg);
+    break;
+  }
+}
+
+/* ---- life ---------------------------------------------------------------------------- */
+
+/* Voter i of the kind its URI names (the one place that tells kinds
+ * apart), with its master's node in vs->nodes[i].  0, or an error (the
+ * voter, when made, is in vs->voter[i] for voters_free). */
+static int voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
+  switch (addr->voter) {
+  case VOTER_KIND_STANDALONE:
+    if (node_init(&vs->nodes[i], &vs->node_env, i, addr) != 0)
+      return REDLOCK_ENOMEM;
+    voter_standalone_init(&vs->standalone[i], &vs->nodes[i]);
+    vs->voter[i] = &vs->standalone[i].base;
+    return 0;
+  case VOTER_KIND_SENTINEL: {
+    voter_sentinel_t *s = NULL;
+    int rc = voter_sentinel_new(&s, &vs->node_env, &vs->nodes[i], i, addr);
+    if (s != NULL)
+      vs->voter[i] = &s->base;
+    return rc;
+  }
+  case VOTER_KIND_CLUSTER: {
+    voter_cluster_t *c = NULL;
+    int rc = voter_cluster_new(&c, &vs->node_env, &vs->nodes[i], i, addr);
+    if (c != NULL)
+      vs->voter[i] = &c->base;
+    return rc;
+  }
+  }
+  return REDLOCK_ENOTSUP;
+}
+
+int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
+                const node_addr_t *addrs, unsigned n, voter_t *const *fakes) {
+  memset(vs, 0, sizeof *vs);
+  vs->n = n;
+  vs->hooks = *hooks;
+  vs->log = cfg->log;
+  vs->node_env = (node_env_t){
+      .tb = cfg->tb,
+      .flusher = cfg->flusher,
+      .tls = cfg->tls,
+      .log = cfg->log,
+      .rng = cfg->rng,
+      .mutex = cfg->mutex,
+      .connect_timeout_ms = cfg->connect_timeout_ms,
+      .request_timeout_ms = cfg->request_timeout_ms,
+      .max_ttl_ms = cfg->max_ttl_ms,
+      .quarantine = cfg->quarantine,
+      .report = voter_standalone_on_node,
+  };
+  vs->voter = calloc(n, sizeof *vs->voter);
+  vs->nodes = calloc(n, sizeof *vs->nodes);
+  if (fakes == NULL)
+    vs->standalone = calloc(n, sizeof *vs->standalone);
+  if (vs->voter == NULL || vs->nodes == NULL || (fakes == NULL && vs->standalone == NULL))
+    return REDLOCK_ENOMEM;
+  vs->node_env.arg = vs->standalone;
+  for (unsigned i = 0; i < n; i++) {
+    int rc = fakes == NULL ? voter_make(vs, i, &addrs[i])
+                           : node_init(&vs->nodes[i], &vs->node_env, i, &addrs[i]);
+    if (rc != 0)
+      return rc;
+    if (fakes != NULL)
+      vs->voter[i] = fakes[i];
+    vs->voter[i]->report = on_voter;
+    vs->voter[i]->report_arg = vs;
+  }
+  vs->startup_left = fakes == NULL ? n : 0;
+  return 0;
+}
+
+void voters_set_loop(voters_t *vs, uv_loop_t *loop) { vs->node_env.loop = loop; }
+
+void voters_set_stats(voters_t *vs, struct stats *stats) {
+  for (unsigned i = 0; i < vs->n; i++)
+    vs->nodes[i].stats = stats;
+}
+
+void voters_notify_init(voters_t *vs, notify_t *notify, void (*wake)(void *arg, notify_waiter_t *w),
+                        void *arg) {
+  notify_init(notify, &vs->node_env, vs->nodes, vs->n, wake, arg);
+}
+
+void voters_start(voters_t *vs) {
+  for (unsigned i = 0; i < vs->n; i++)
+    vs->voter[i]->ops->start(vs->voter[i]);
+}
+
+int voters_started(const voters_t *vs) { return vs->startup_left == 0; }
+
+uint64_t voters_tick(voters_t *vs, void (*fire)(void *arg), void *arg) {
+  /* Timers run before the loop reads sockets: replies that arrived in time
+   * may be waiting unread, above all when this thread was slow to run. */
+  for (unsigned i = 0; i < vs->n; i++)
+    vs->voter[i]->ops->catch_up(vs->voter[i]);
+  fire(arg);
+  /* Hung connections are dropped after the deadlines: dropping runs the
+   * NULL callbacks of their requests, which may free rounds.  Replies that
+   * came in during a long walk are read first, so that only a silent
+   * master is blamed.  Replayed releases are in no round: their voter is
+   * judged again when it would be hung, or close could wait forever for a
+   * silent one. */
+  uint64_t due_ns = 0;
+  for (unsigned i = 0; i < vs->n; i++) {
+    uint64_t due = vs->voter[i]->ops->tick(vs->voter[i]);
+    if (due != 0 && (due_ns == 0 || due < due_ns))
+      due_ns = due;
+  }
+  return due_ns;
+}
+
+unsigned voters_releases_owed(const voters_t *vs, unsigned i) {
+  return vs->voter[i]->ops->releases_owed(vs->voter[i]);
+}
+
+int voters_owe_releases(const voters_t *vs) {
+  for (unsigned i = 0; i < vs->n; i++)
+    if (vs->voter[i]->ops->owes_releases(vs->voter[i]))
+      return 1;
+  return 0;
+}
+
+void voters_abandon(voters_t *vs) {
+  for (unsigned i = 0; i < vs->n; i++)
+    vs->voter[i]->ops->abandon(vs->voter[i]);
+}
+
+void voters_shutdown(voters_t *vs) {
+  vs->open = vs->n;
+  for (unsigned i = 0; i < vs->n; i++)
+    vs->voter[i]->ops->shutdown(vs->voter[i]);
+}
+
+void voters_free(voters_t *vs) {
+  for (unsigned i = 0; vs->voter != NULL && i < vs->n; i++)
+    if (vs->voter[i] != NULL)
+      vs->voter[i]->ops->free(vs->voter[i]);
+  /* A failed open may free voters whose arrays it could not allocate, or
+   * nodes it never reached with node_init (node_free copes). */
+  for (unsigned i = 0; vs->nodes != NULL && i < vs->n; i++)
+    node_free(&vs->nodes[i]);
+  free(vs->nodes);
+  free(vs->standalone);
+  free(vs->voter);
+  memset(vs, 0, sizeof *vs);
+}
+
+/* ---- labels and the votes book ------------------------------------------------------- */
+
+const char *voters_label(const voters_t *vs, unsigned i) {
+  return vs->voter[i]->ops->label(vs->voter[i]);
+}
+
+void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                size_t size) {
+  const voter_t *v = vs->voter[i];
+  if (why == WHY_DUPLICATE) {
+    snprintf(buf, size, "%s", v->dup_why);
+    return;
+  }
+  v->ops->why(v, why, req, buf, size);
+}
