@@ -238,7 +238,7 @@ impl Drop for Acquire {
     }
 }
 
-/// Result of a submission helper: the resources' C strings and names.
+/// The names of a multi-resource call, and their C strings (or why not).
 pub(crate) fn names<I, S>(resources: I) -> (Vec<String>, Result<Vec<std::ffi::CString>>)
 where
     I: IntoIterator<Item = S>,
