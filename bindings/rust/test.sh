@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# bindings/rust/test.sh: cargo test --offline of redlock-sys and redlock
-# against real redis-server masters.  Prints "SKIP: rust: ..." and exits 0
-# without cargo.
+# bindings/rust/test.sh: the Rust binding against real redis-server masters,
+# offline (no crates registry):
+#   1. cargo test of redlock-sys and redlock, linked through pkg-config: the
+#      build directory's redlock-uninstalled.pc (PKG_CONFIG_PATH);
+#   2. cargo package of both crates, each verified by building the packaged
+#      sources;
+#   3. a program outside the workspace that depends on the redlock crate
+#      (linked statically, and shared with its own rpath from
+#      DEP_REDLOCK_RPATH) takes a lock on a local master with no
+#      LD_LIBRARY_PATH.
+# REDLOCK_LIB_DIR, when set, overrides pkg-config (build.rs).  Prints
+# "SKIP: rust: ..." and exits 0 without cargo.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../common.sh"
@@ -10,9 +19,95 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "${HOME:-/root}/.cargo/bin/cargo" 
   export PATH="${HOME:-/root}/.cargo/bin:$PATH"
 fi
 command -v cargo >/dev/null 2>&1 || redlock_skip rust "cargo not found (rustup, or apt-get install cargo)"
+command -v pkg-config >/dev/null 2>&1 || { echo "FAIL: pkg-config not found" >&2; exit 1; }
 redlock_need_redis
+user_lib_dir=${REDLOCK_LIB_DIR:-}
 redlock_ensure_library
+build=$REDLOCK_LIB_DIR
+if [ ! -e "$build/redlock-uninstalled.pc" ]; then
+  # A build directory configured before the file existed.
+  cmake -S "$REDLOCK_ROOT" -B "$build" >/dev/null
+fi
+export PKG_CONFIG_PATH="$build${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+[ -n "$user_lib_dir" ] || unset REDLOCK_LIB_DIR
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+echo "==> pkg-config redlock: $(pkg-config --path redlock)"
 
 cd "$here"
 echo "==> cargo test --offline (bindings/rust, $(cargo --version))"
-CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2} cargo test --offline
+cargo test --offline
+
+echo "==> cargo package --offline --workspace (verified)"
+cargo package --offline --workspace --allow-dirty --quiet
+for c in redlock-sys redlock; do
+  f=target/package/$c-0.1.0.crate
+  [ -s "$f" ] || { echo "FAIL: $f not written" >&2; exit 1; }
+  echo "    $f: $(tar tzf "$f" | wc -l) files"
+done
+
+echo "==> a program depending on the redlock crate, run without LD_LIBRARY_PATH"
+work=$(mktemp -d)
+rpid=
+cleanup() {
+  [ -z "$rpid" ] || kill "$rpid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+rpid=$!
+mkdir -p "$work/app/src"
+cat >"$work/app/Cargo.toml" <<EOF
+[package]
+name = "redlock-consumer"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[features]
+static = ["redlock/static"]
+
+[dependencies]
+redlock = { path = "$here/redlock" }
+# Only for DEP_REDLOCK_RPATH in build.rs (a shared libredlock outside the
+# loader's path): Cargo gives a build script's metadata to direct dependents.
+redlock-sys = { path = "$here/redlock-sys" }
+
+[workspace]
+EOF
+cat >"$work/app/build.rs" <<'EOF'
+fn main() {
+    if let Ok(dirs) = std::env::var("DEP_REDLOCK_RPATH") {
+        for d in dirs.split(':').filter(|d| !d.is_empty()) {
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{d}");
+        }
+    }
+}
+EOF
+cat >"$work/app/src/main.rs" <<'EOF'
+use std::time::Duration;
+fn main() -> Result<(), redlock::Error> {
+    let uri = std::env::args().nth(1).expect("master URI");
+    let client = redlock::Client::builder()
+        .node(uri)
+        .quarantine(false)
+        .retry(50, Duration::from_millis(100), Duration::ZERO)
+        .open()?;
+    let lock = client.lock("consumer", Duration::from_secs(5))?;
+    println!("locked {} (libredlock {})", lock.resource(), redlock::version());
+    lock.unlock()
+}
+EOF
+for mode in static shared; do
+  feat=()
+  [ "$mode" = shared ] || feat=(--features static)
+  (cd "$work/app" && cargo build --offline --quiet "${feat[@]}")
+  bin=$work/app/target/debug/redlock-consumer
+  if [ "$mode" = static ] && readelf -d "$bin" | grep -q 'libredlock\.so'; then
+    echo "FAIL: the static build loads libredlock.so" >&2
+    exit 1
+  fi
+  echo -n "    $mode: "
+  env -u LD_LIBRARY_PATH "$bin" "redis://127.0.0.1:$port"
+  rm -f "$bin"
+done

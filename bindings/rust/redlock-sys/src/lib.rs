@@ -65,6 +65,9 @@ pub const REDLOCK_LOG_ERROR: c_int = 3;
 
 pub const REDLOCK_LOST_EXPIRED: c_int = REDLOCK_ELOST;
 
+/// `redlock_cancel`: too late, the call's outcome was decided before.
+pub const REDLOCK_CANCEL_LATE: c_int = 1;
+
 pub type redlock_log_cb =
     Option<unsafe extern "C" fn(level: c_int, msg: *const c_char, arg: *mut c_void)>;
 pub type redlock_lost_cb =
@@ -259,6 +262,64 @@ extern "C" {
         out: *mut *mut redlock_election_t,
     ) -> c_int;
     pub fn redlock_resign(client: *mut redlock_t, e: *mut redlock_election_t) -> c_int;
+
+    // Cancellation (docs/api.md "Cancellation"): each _ex form is its plain
+    // callback form plus `id`, the call's id for redlock_cancel.
+    pub fn redlock_cancel(client: *mut redlock_t, id: u64) -> c_int;
+    pub fn redlock_lock_async_ex(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+        id: *mut u64,
+    ) -> c_int;
+    pub fn redlock_lock_many_async(
+        client: *mut redlock_t,
+        resources: *const *const c_char,
+        n: usize,
+        ttl_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_lock_many_async_ex(
+        client: *mut redlock_t,
+        resources: *const *const c_char,
+        n: usize,
+        ttl_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+        id: *mut u64,
+    ) -> c_int;
+    pub fn redlock_semaphore_acquire_async_ex(
+        client: *mut redlock_t,
+        name: *const c_char,
+        limit: u32,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+        id: *mut u64,
+    ) -> c_int;
+    pub fn redlock_rwlock_read_async_ex(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+        id: *mut u64,
+    ) -> c_int;
+    pub fn redlock_rwlock_write_async_ex(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        wait_ms: u32,
+        cb: redlock_lock_cb,
+        arg: *mut c_void,
+        id: *mut u64,
+    ) -> c_int;
     pub fn redlock_election_validity_ms(e: *const redlock_election_t) -> i64;
 
     // Observability
@@ -370,6 +431,7 @@ mod tests {
             (c"REDLOCK_LOG_WARN", REDLOCK_LOG_WARN as i64),
             (c"REDLOCK_LOG_ERROR", REDLOCK_LOG_ERROR as i64),
             (c"REDLOCK_LOST_EXPIRED", REDLOCK_LOST_EXPIRED as i64),
+            (c"REDLOCK_CANCEL_LATE", REDLOCK_CANCEL_LATE as i64),
         ]
     }
 

@@ -12,8 +12,10 @@
 //! # Ok::<(), redlock::Error>(())
 //! ```
 //!
-//! Threads: [`Client`] and [`Lock`] are `Send + Sync`; every call blocks the
-//! calling thread only.  The C library runs its network I/O and callbacks on
+//! Threads: [`Client`] and [`Lock`] are `Send + Sync`; every blocking call
+//! blocks the calling thread only.  The `*_async` acquisitions return an
+//! [`Acquire`] future instead (any executor), which cancels its call when
+//! dropped before it completed.  The C library runs its network I/O and callbacks on
 //! its own thread; this crate's callbacks there never run user code, except
 //! the optional logger.
 use redlock_sys as sys;
@@ -25,6 +27,11 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
+
+mod acquire;
+mod votes;
+pub use acquire::Acquire;
+pub use votes::Vote;
 
 // ---- errors ---------------------------------------------------------------------
 
@@ -215,12 +222,27 @@ impl Error {
         self.call.as_ref().and_then(|c| c.votes.as_deref())
     }
 
+    /// The votes of [`Error::votes`], master by master (empty without
+    /// votes).  For a program that reacts to why a round failed; the
+    /// verdict names are the library's (see [`Vote::verdict`]).
+    pub fn verdicts(&self) -> Vec<Vote> {
+        self.votes().map(votes::parse).unwrap_or_default()
+    }
+
+    /// True when a master of the failed round did not vote because it was
+    /// in its restart (or failover) quarantine: against freshly started
+    /// masters, wait for the quarantine (max TTL) or turn it off
+    /// ([`Builder::quarantine`]).
+    pub fn is_quarantined(&self) -> bool {
+        self.verdicts().iter().any(Vote::is_quarantined)
+    }
+
     /// Whether the votes belong in the message: they are the reason of a
     /// no-quorum failure, and a quarantined master is what a program against
     /// freshly started masters must be told about.
     fn votes_explain(&self) -> Option<&str> {
         self.votes()
-            .filter(|v| self.kind == ErrorKind::NoQuorum || v.contains("=quarantined"))
+            .filter(|_| self.kind == ErrorKind::NoQuorum || self.is_quarantined())
     }
 }
 
@@ -783,6 +805,138 @@ impl Client {
         let rc = unsafe { sys::redlock_rwlock_write(self.raw(), n.as_ptr(), ttl, wait, &mut out) };
         call_result(self.raw(), rc, "rwlock_write", name, true)?;
         Ok(self.adopt(out, vec![name.to_owned()]))
+    }
+
+    // ---- futures: cancelable acquisitions ---------------------------------------
+
+    /// [`Client::lock`] as a future ([`Acquire`], any executor).  Dropping
+    /// the future before it completed cancels the call.
+    pub fn lock_async(&self, resource: &str, ttl: Duration) -> Acquire {
+        self.acquire_one(
+            "lock",
+            resource,
+            ttl,
+            Duration::ZERO,
+            |c, r, t, w, cb, arg, id| {
+                // SAFETY: live client, NUL-terminated resource; arg as Acquire::submit says.
+                unsafe { sys::redlock_lock_async_ex(c, r, t, w, cb, arg, id) }
+            },
+        )
+    }
+
+    /// [`Client::lock_wait`] as a future: waits up to `wait` for the holder
+    /// to release (a zero `wait` is [`Client::lock_async`]).  Dropping the
+    /// future stops the wait: no further attempt is made.
+    pub fn lock_wait_async(&self, resource: &str, ttl: Duration, wait: Duration) -> Acquire {
+        self.acquire_one(
+            "lock_wait",
+            resource,
+            ttl,
+            wait,
+            |c, r, t, w, cb, arg, id| {
+                // SAFETY: as in lock_async.
+                unsafe { sys::redlock_lock_async_ex(c, r, t, w, cb, arg, id) }
+            },
+        )
+    }
+
+    /// [`Client::lock_many`] as a future.
+    pub fn lock_many_async<I, S>(&self, resources: I, ttl: Duration) -> Acquire
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let (names, cs) = acquire::names(resources);
+        let (cs, ttl) = match (cs, millis(ttl)) {
+            (Ok(cs), Ok(ttl)) => (cs, ttl),
+            (Err(e), _) | (_, Err(e)) => return Acquire::failed(self, "lock_many", names, e),
+        };
+        let ptrs: Vec<*const c_char> = cs.iter().map(|c| c.as_ptr()).collect();
+        Acquire::submit(self, "lock_many", names, |cb, arg, id| {
+            // SAFETY: ptrs holds ptrs.len() NUL-terminated strings alive for
+            // the call (the library copies them).
+            unsafe {
+                sys::redlock_lock_many_async_ex(
+                    self.raw(),
+                    ptrs.as_ptr(),
+                    ptrs.len(),
+                    ttl,
+                    cb,
+                    arg,
+                    id,
+                )
+            }
+        })
+    }
+
+    /// [`Client::semaphore`] as a future; dropping it stops a wait for a permit.
+    pub fn semaphore_async(
+        &self,
+        name: &str,
+        limit: u32,
+        ttl: Duration,
+        wait: Duration,
+    ) -> Acquire {
+        self.acquire_one("semaphore", name, ttl, wait, |c, n, t, w, cb, arg, id| {
+            // SAFETY: as in lock_async.
+            unsafe { sys::redlock_semaphore_acquire_async_ex(c, n, limit, t, w, cb, arg, id) }
+        })
+    }
+
+    /// [`Client::rwlock_read`] as a future.
+    pub fn rwlock_read_async(&self, name: &str, ttl: Duration, wait: Duration) -> Acquire {
+        self.acquire_one("rwlock_read", name, ttl, wait, |c, n, t, w, cb, arg, id| {
+            // SAFETY: as in lock_async.
+            unsafe { sys::redlock_rwlock_read_async_ex(c, n, t, w, cb, arg, id) }
+        })
+    }
+
+    /// [`Client::rwlock_write`] as a future; dropping it withdraws the
+    /// waiting writer's intent.
+    pub fn rwlock_write_async(&self, name: &str, ttl: Duration, wait: Duration) -> Acquire {
+        self.acquire_one(
+            "rwlock_write",
+            name,
+            ttl,
+            wait,
+            |c, n, t, w, cb, arg, id| {
+                // SAFETY: as in lock_async.
+                unsafe { sys::redlock_rwlock_write_async_ex(c, n, t, w, cb, arg, id) }
+            },
+        )
+    }
+
+    /// One named acquisition through an `_ex` callback form `f(client,
+    /// name, ttl_ms, wait_ms, cb, arg, id)`.
+    fn acquire_one<F>(
+        &self,
+        op: &'static str,
+        name: &str,
+        ttl: Duration,
+        wait: Duration,
+        f: F,
+    ) -> Acquire
+    where
+        F: FnOnce(
+            *mut sys::redlock_t,
+            *const c_char,
+            u32,
+            u32,
+            sys::redlock_lock_cb,
+            *mut c_void,
+            *mut u64,
+        ) -> c_int,
+    {
+        let names = vec![name.to_owned()];
+        let (n, ttl, wait) = match (cstring(name), millis(ttl), millis(wait)) {
+            (Ok(n), Ok(t), Ok(w)) => (n, t, w),
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
+                return Acquire::failed(self, op, names, e)
+            }
+        };
+        Acquire::submit(self, op, names, |cb, arg, id| {
+            f(self.raw(), n.as_ptr(), ttl, wait, cb, arg, id)
+        })
     }
 
     /// Campaigns for leadership of `name` with a lease of `ttl` (extended
