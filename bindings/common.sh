@@ -62,3 +62,13 @@ redlock_pkg_config_path() {
   [ -n "$hiredis_pc" ] && PKG_CONFIG_PATH=$PKG_CONFIG_PATH:$hiredis_pc
   export PKG_CONFIG_PATH
 }
+
+# Go's build cache does not key on pkg-config's answer (golang/go#24544): a
+# package built against one REDLOCK_LIB_DIR would be reused, stale, against
+# another.  Its key does include CGO_CPPFLAGS: a define that names the answer
+# (never read by any source) makes each library its own cache entry.
+redlock_go_cache_key() {
+  local sum
+  sum=$(pkg-config --cflags --libs --static redlock | cksum | cut -d' ' -f1)
+  export CGO_CPPFLAGS="${CGO_CPPFLAGS:-} -DREDLOCK_GO_PKG_CONFIG_$sum"
+}

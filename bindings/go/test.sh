@@ -16,6 +16,7 @@ redlock_need_redis
 redlock_ensure_library
 
 redlock_pkg_config_path # cgo's `#cgo pkg-config: redlock` finds this build's library
+redlock_go_cache_key
 
 export CGO_ENABLED=1
 export GOPROXY=off GOTOOLCHAIN=local # no module downloads, ever
