@@ -37,3 +37,38 @@ redlock_skip() {
   echo "SKIP: $1: $2"
   exit 0
 }
+
+# Exports PKG_CONFIG_PATH so that `pkg-config redlock` names the library in
+# REDLOCK_LIB_DIR (call redlock_ensure_library first): a CMake build directory
+# holds redlock-uninstalled.pc (configured again when it predates that file),
+# an installed libdir holds pkgconfig/redlock.pc.  A build against a hiredis
+# outside the system's (build-extra's 1.2) also needs that hiredis.pc, whose
+# directory the .pc records: Requires.private must resolve.
+redlock_pkg_config_path() {
+  local dir=$REDLOCK_LIB_DIR pcdir hiredis_pc
+  if [ -f "$dir/CMakeCache.txt" ] && [ ! -f "$dir/redlock-uninstalled.pc" ]; then
+    cmake "$dir" >/dev/null
+  fi
+  if [ -f "$dir/redlock-uninstalled.pc" ]; then
+    pcdir=$dir
+  elif [ -f "$dir/pkgconfig/redlock.pc" ]; then
+    pcdir=$dir/pkgconfig
+  else
+    echo "FAIL: no redlock-uninstalled.pc nor pkgconfig/redlock.pc in $dir" >&2
+    exit 1
+  fi
+  PKG_CONFIG_PATH=$pcdir${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+  hiredis_pc=$(PKG_CONFIG_PATH=$pcdir pkg-config --variable=hiredis_pcfiledir redlock 2>/dev/null || true)
+  [ -n "$hiredis_pc" ] && PKG_CONFIG_PATH=$PKG_CONFIG_PATH:$hiredis_pc
+  export PKG_CONFIG_PATH
+}
+
+# Go's build cache does not key on pkg-config's answer (golang/go#24544): a
+# package built against one REDLOCK_LIB_DIR would be reused, stale, against
+# another.  Its key does include CGO_CPPFLAGS: a define that names the answer
+# (never read by any source) makes each library its own cache entry.
+redlock_go_cache_key() {
+  local sum
+  sum=$(pkg-config --cflags --libs --static redlock | cksum | cut -d' ' -f1)
+  export CGO_CPPFLAGS="${CGO_CPPFLAGS:-} -DREDLOCK_GO_PKG_CONFIG_$sum"
+}

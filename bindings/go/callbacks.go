@@ -2,7 +2,7 @@ package redlock
 
 // Callbacks from the C library's I/O thread.  They never block: results go to
 // buffered channels, and ids that are no longer registered are ignored (a
-// lost callback racing with Unlock, a grant after the caller gave up).
+// lost callback racing with Unlock, an election's event after Resign).
 
 // #include "shim.h"
 import "C"
@@ -51,19 +51,14 @@ func goLockCallback(status C.int, lock *C.redlock_lock_t, id C.uintptr_t) {
 	if !ok {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.abandoned {
-		if status == 0 {
-			C.rlgo_unlock_async_quiet(p.client, lock) // allowed on the loop thread
-		}
-		return
-	}
 	var votes string
 	if roundErrno(status) {
 		votes = lastVotesOf(p.client) // here, on the I/O thread: this call's round
 	}
-	p.ch <- lockResult{rc: status, h: lock, votes: votes} // buffered(1), one result: never blocks
+	// The library calls back exactly once per call, canceled or not, and the
+	// caller always takes the result (a grant after its ctx was done goes
+	// back from there): buffered(1), this never blocks.
+	p.ch <- lockResult{rc: status, h: lock, votes: votes}
 }
 
 //export goLostCallback

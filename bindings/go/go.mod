@@ -1,3 +1,3 @@
-module redlock-c/redlock
+module redlock-c.invalid/redlock
 
 go 1.19

@@ -26,7 +26,7 @@ func TestSemaphore(t *testing.T) {
 	if _, err := a.Semaphore(bg, "go:sem", 2, 5*time.Second, 0); !errors.Is(err, ErrLocked) {
 		t.Fatalf("third permit: %v", err)
 	}
-	if err := p1.Extend(6 * time.Second); err != nil {
+	if err := p1.Extend(bg, 6*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p2.Watch(); err != nil {
@@ -36,18 +36,18 @@ func TestSemaphore(t *testing.T) {
 	go func() {
 		p3, err := b.Semaphore(bg, "go:sem", 2, 5*time.Second, 5*time.Second)
 		if err == nil {
-			err = p3.Unlock()
+			err = p3.Unlock(bg)
 		}
 		got <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
-	if err := p1.Unlock(); err != nil {
+	if err := p1.Unlock(bg); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("waiting permit: %v", err)
 	}
-	if err := p2.Unlock(); err != nil {
+	if err := p2.Unlock(bg); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Semaphore(bg, "go:sem", 0, time.Second, 0); !errors.Is(err, ErrInvalid) {
@@ -68,8 +68,8 @@ func TestRWLock(t *testing.T) {
 	if _, err := a.RWLockWrite(bg, "go:rw", 5*time.Second, 0); !errors.Is(err, ErrLocked) {
 		t.Fatalf("writer while read-held: %v", err)
 	}
-	r1.Unlock()
-	r2.Unlock()
+	r1.Unlock(bg)
+	r2.Unlock(bg)
 	w, err := a.RWLockWrite(bg, "go:rw", 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -83,23 +83,23 @@ func TestRWLock(t *testing.T) {
 	if _, err := b.RWLockWrite(bg, "go:rw", 5*time.Second, 0); !errors.Is(err, ErrLocked) {
 		t.Fatalf("second writer: %v", err)
 	}
-	if err := w.Unlock(); err != nil {
+	if err := w.Unlock(bg); err != nil {
 		t.Fatal(err)
 	}
 	r3, err := b.RWLockRead(bg, "go:rw", 5*time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r3.Unlock()
+	r3.Unlock(bg)
 }
 
 func TestElection(t *testing.T) {
 	a, b := open(t), open(t)
-	ea, err := a.Elect("go:leader", 2*time.Second)
+	ea, err := a.Elect(bg, "go:leader", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eb, err := b.Elect("go:leader", 2*time.Second)
+	eb, err := b.Elect(bg, "go:leader", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestElection(t *testing.T) {
 	}
 	// Close ends a live election and closes its channels.
 	c := open(t)
-	ec, err := c.Elect("go:leader2", time.Second)
+	ec, err := c.Elect(bg, "go:leader2", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Unlock()
+	l.Unlock(bg)
 	s, err := c.Stats()
 	if err != nil {
 		t.Fatal(err)

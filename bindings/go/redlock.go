@@ -2,12 +2,17 @@
 // distributed lock over N independent Redis masters, held when a majority of
 // them accepted it and time is left on it.
 //
-// Build: the package links -lredlock and includes <redlock.h>.  After the
-// project's install step (cmake --install, then ldconfig) nothing else is
-// needed; for an uninstalled build directory set
+// Build: cgo finds libredlock with pkg-config (redlock.pc, installed by the
+// project's `cmake --install`; PKG_CONFIG_PATH for another prefix, or a build
+// directory, whose redlock-uninstalled.pc names the uninstalled library).
+// -tags redlock_static links libredlock.a instead of libredlock.so.
 //
-//	CGO_CFLAGS=-I/path/to/redlock-c/include
-//	CGO_LDFLAGS="-L/path/to/redlock-c/build -Wl,-rpath,/path/to/redlock-c/build"
+// Context: every call that can wait takes a ctx.  Acquisitions (Lock,
+// LockWait, LockMany, Semaphore, RWLockRead, RWLockWrite) are canceled in the
+// library when ctx is done (redlock_cancel): nothing more is sent for them
+// and nothing stays held.  TryLock, Extend and Unlock are one round each,
+// which the library cannot take back: ctx bounds the caller's wait.  Elect's
+// ctx is the campaign's: when it is done, the election resigns.
 //
 // Threads: a *Client and its *Locks may be used from any number of
 // goroutines.  The C library calls back on its own I/O thread; this package's
@@ -16,7 +21,6 @@
 package redlock
 
 /*
-#cgo LDFLAGS: -lredlock
 #include <stdlib.h>
 #include "shim.h"
 */
@@ -463,11 +467,12 @@ func ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
 	return t, nil
 }
 
-// Lock acquires resource, retrying by the client's retry policy.  ctx cancels
-// the call: Lock then returns ctx.Err() at once, and a lock granted afterwards
-// is released in the background.
+// Lock acquires resource, retrying by the client's retry policy.  ctx
+// cancels the call (redlock_cancel): Lock returns ctx.Err() once the library
+// has ended it, nothing more is sent for it, and what a round already out
+// wins meanwhile is released.
 func (cl *Client) Lock(ctx context.Context, resource string, ttl time.Duration) (*Lock, error) {
-	return cl.lockAsync(ctx, "lock", resource, ttl, 0, nil)
+	return cl.lockOne(ctx, "lock", resource, ttl, 0)
 }
 
 // LockWait acquires resource, waiting up to wait for the holder to release it
@@ -477,7 +482,14 @@ func (cl *Client) LockWait(ctx context.Context, resource string, ttl, wait time.
 	if !ok || w == 0 {
 		return nil, &Error{Op: "lock_wait", Resource: resource, Errno: EINVAL}
 	}
-	return cl.lockAsync(ctx, "lock_wait", resource, ttl, w, nil)
+	return cl.lockOne(ctx, "lock_wait", resource, ttl, w)
+}
+
+func (cl *Client) lockOne(ctx context.Context, op, resource string, ttl time.Duration, wait C.uint32_t) (*Lock, error) {
+	return cl.acquireNamed(ctx, op, resource, ttl,
+		func(c *C.redlock_t, cs *C.char, t C.uint32_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+			return C.rlgo_lock_async_ex(c, cs, t, wait, arg, id)
+		})
 }
 
 type lockResult struct {
@@ -486,83 +498,125 @@ type lockResult struct {
 	votes string // failed: this call's votes (read in the callback)
 }
 
-// pendingLock is the registry entry of one redlock_lock_async call.
+// pendingLock is the registry entry of one callback-form acquisition.
 type pendingLock struct {
-	mu        sync.Mutex
-	ch        chan lockResult // buffered(1): the callback never blocks
-	abandoned bool
-	client    *C.redlock_t
+	ch     chan lockResult // buffered(1): the one callback never blocks
+	client *C.redlock_t    // for the votes, read in the callback (set before the call starts)
 }
 
-// asyncStart starts one callback-form acquisition (the C call), its
-// completion reported to registry id.
-type asyncStart func(c *C.redlock_t, name *C.char, ttl, wait C.uint32_t, id C.uintptr_t) C.int
+// startFn starts one cancelable acquisition (an _ex form): its callback
+// reports to registry key arg; *id receives the call's id for redlock_cancel.
+type startFn func(c *C.redlock_t, arg C.uintptr_t, id *C.uint64_t) C.int
 
-func (cl *Client) lockAsync(ctx context.Context, op, resource string, ttl time.Duration, wait C.uint32_t, start asyncStart) (*Lock, error) {
-	if start == nil {
-		start = func(c *C.redlock_t, name *C.char, ttl, wait C.uint32_t, id C.uintptr_t) C.int {
-			return C.rlgo_lock_async(c, name, ttl, wait, id)
-		}
-	}
-	if err := checkResource(op, resource); err != nil {
+// namedStart is a startFn of one name, given as a C string.
+type namedStart func(c *C.redlock_t, name *C.char, ttl C.uint32_t, arg C.uintptr_t, id *C.uint64_t) C.int
+
+func (cl *Client) acquireNamed(ctx context.Context, op, name string, ttl time.Duration, start namedStart) (*Lock, error) {
+	if err := checkResource(op, name); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg(op, resource, ttl)
+	t, err := ttlArg(op, name, ttl)
 	if err != nil {
 		return nil, err
 	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return cl.acquire(ctx, op, []string{name}, func(c *C.redlock_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+		return start(c, cs, t, arg, id)
+	})
+}
+
+// acquire runs one cancelable acquisition to its end.  When ctx is done
+// first, the call is canceled by its id and acquire waits for its callback,
+// which comes soon (in the loop turn that takes the cancel): the library
+// then sends nothing more for it.  If the call's outcome was decided just
+// before the cancel (REDLOCK_CANCEL_LATE), a grant goes back at once: a
+// caller that sees ctx.Err() holds nothing.
+func (cl *Client) acquire(ctx context.Context, op string, resources []string, start startFn) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	p := &pendingLock{ch: make(chan lockResult, 1)}
-	cs := C.CString(resource)
-	defer C.free(unsafe.Pointer(cs))
-
 	cl.mu.RLock()
-	if cl.closed || cl.c == nil {
+	if cl.closed {
 		cl.mu.RUnlock()
-		return nil, &Error{Op: op, Resource: resource, Errno: ECLOSED}
+		return nil, &Error{Op: op, Resource: resources[0], Errno: ECLOSED}
 	}
 	p.client = cl.c
-	id := registry.add(p)
-	rc := start(cl.c, cs, t, wait, C.uintptr_t(id))
+	key := registry.add(p)
+	var id C.uint64_t
+	rc := start(cl.c, C.uintptr_t(key), &id)
 	cl.mu.RUnlock()
 	if rc != 0 {
-		registry.remove(id)
-		return nil, mkerr(op, resource, rc)
+		registry.remove(key)
+		return nil, mkerr(op, resources[0], rc)
 	}
+	var r lockResult
 	select {
-	case r := <-p.ch:
-		if r.rc != 0 {
-			return nil, &Error{Op: op, Resource: resource, Errno: Errno(r.rc), Votes: r.votes}
-		}
-		return cl.adopt(op, r.h, []string{resource})
+	case r = <-p.ch:
 	case <-ctx.Done():
-		p.mu.Lock()
-		p.abandoned = true
-		var late *C.redlock_lock_t
-		select {
-		case r := <-p.ch: // granted meanwhile: give it back
-			if r.rc == 0 {
-				late = r.h
-			}
-		default: // the callback will see abandoned and release a grant itself
-		}
-		p.mu.Unlock()
-		// Not under p.mu: Close holds cl.mu while the I/O thread may need p.mu.
-		if late != nil {
-			cl.mu.RLock()
-			if !cl.closed {
-				C.rlgo_unlock_async_quiet(cl.c, late)
-			}
-			cl.mu.RUnlock()
+		cl.cancel(id)
+		// Not under cl.mu: a Close under way runs this callback (ECANCELED).
+		if r = <-p.ch; r.rc == 0 {
+			cl.releaseQuiet(r.h)
 		}
 		return nil, ctx.Err()
+	}
+	if r.rc != 0 {
+		return nil, &Error{Op: op, Resource: resources[0], Errno: Errno(r.rc), Votes: r.votes}
+	}
+	return cl.adopt(op, r.h, resources)
+}
+
+// cancel asks the library to end call id.  Never after the client's close
+// (the id would be meaningless): a close ends every call itself.
+func (cl *Client) cancel(id C.uint64_t) {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if !cl.closed {
+		C.redlock_cancel(cl.c, id) // 0 or REDLOCK_CANCEL_LATE: the callback tells which
+	}
+}
+
+// releaseQuiet gives back a granted handle nobody will own, in the
+// background.  After the client's close there is nothing to do: the close
+// released it and freed the handle.
+func (cl *Client) releaseQuiet(h *C.redlock_lock_t) {
+	cl.mu.RLock()
+	defer cl.mu.RUnlock()
+	if !cl.closed {
+		C.rlgo_unlock_async_quiet(cl.c, h)
+	}
+}
+
+// oneRound runs call, a blocking C call of one round that the library cannot
+// take back (trylock, extend, unlock).  With a ctx that can be done it runs
+// on its own goroutine, and the caller stops waiting when ctx is done: it
+// gets ctx.Err() at once, the round ends by itself in the background (within
+// the request timeout), and late (if not nil) receives its outcome.
+func oneRound[T any](ctx context.Context, call func() T, late func(T)) (T, error) {
+	if ctx.Done() == nil {
+		return call(), nil
+	}
+	ch := make(chan T, 1)
+	go func() { ch <- call() }()
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		if late != nil {
+			go func() { late(<-ch) }()
+		}
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 
 // TryLock makes one attempt (ErrLocked when another holder has a quorum).
-func (cl *Client) TryLock(resource string, ttl time.Duration) (*Lock, error) {
+// The attempt is one round, which the library cannot call back: when ctx is
+// done first, TryLock returns ctx.Err() at once and a grant that the round
+// still wins is released in the background.
+func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duration) (*Lock, error) {
 	if err := checkResource("trylock", resource); err != nil {
 		return nil, err
 	}
@@ -570,25 +624,41 @@ func (cl *Client) TryLock(resource string, ttl time.Duration) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs := C.CString(resource)
-	defer C.free(unsafe.Pointer(cs))
-	var h *C.redlock_lock_t
-	cl.mu.RLock()
-	if cl.closed {
-		cl.mu.RUnlock()
-		return nil, &Error{Op: "trylock", Resource: resource, Errno: ECLOSED}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	rc, votes := roundCall(cl.c, func() C.int { return C.redlock_trylock(cl.c, cs, t, &h) })
-	cl.mu.RUnlock()
-	if rc != 0 {
-		return nil, roundErr("trylock", resource, rc, votes)
+	type outcome struct {
+		rc    C.int
+		h     *C.redlock_lock_t
+		votes string
 	}
-	return cl.adopt("trylock", h, []string{resource})
+	r, err := oneRound(ctx, func() outcome {
+		cs := C.CString(resource)
+		defer C.free(unsafe.Pointer(cs))
+		var h *C.redlock_lock_t
+		cl.mu.RLock()
+		defer cl.mu.RUnlock()
+		if cl.closed {
+			return outcome{rc: C.int(ECLOSED)}
+		}
+		rc, votes := roundCall(cl.c, func() C.int { return C.redlock_trylock(cl.c, cs, t, &h) })
+		return outcome{rc, h, votes}
+	}, func(r outcome) {
+		if r.rc == 0 {
+			cl.releaseQuiet(r.h)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.rc != 0 {
+		return nil, roundErr("trylock", resource, r.rc, r.votes)
+	}
+	return cl.adopt("trylock", r.h, []string{resource})
 }
 
 // LockMany takes all resources (1..64, distinct) or none, as one Lock,
-// retrying by the retry policy.  The C call has no cancellation: when ctx is
-// done first, LockMany returns ctx.Err() and a lock granted later is released.
+// retrying by the retry policy.  ctx cancels as in Lock.
 func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Duration) (*Lock, error) {
 	if len(resources) == 0 || len(resources) > MaxMany {
 		return nil, &Error{Op: "lock_many", Errno: EINVAL}
@@ -602,68 +672,22 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	res := append([]string(nil), resources...)
-	type result struct {
-		l   *Lock
-		err error
+	// C memory for the array: cgo forbids passing Go memory that holds
+	// pointers.  The library copies the names before the call returns.
+	arr := (*[MaxMany]*C.char)(C.malloc(C.size_t(len(res)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	for i, r := range res {
+		arr[i] = C.CString(r)
 	}
-	done := make(chan result, 1)
-	abandon := make(chan struct{})
-	go func() {
-		// C memory for the array: cgo forbids passing Go memory holding pointers.
-		arr := (*[MaxMany]*C.char)(C.malloc(C.size_t(len(res)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-		for i, r := range res {
-			arr[i] = C.CString(r)
+	defer func() {
+		for i := range res {
+			C.free(unsafe.Pointer(arr[i]))
 		}
-		defer func() {
-			for i := range res {
-				C.free(unsafe.Pointer(arr[i]))
-			}
-			C.free(unsafe.Pointer(arr))
-		}()
-		var h *C.redlock_lock_t
-		cl.mu.RLock()
-		if cl.closed {
-			cl.mu.RUnlock()
-			done <- result{nil, &Error{Op: "lock_many", Resource: res[0], Errno: ECLOSED}}
-			return
-		}
-		rc, votes := roundCall(cl.c, func() C.int {
-			return C.redlock_lock_many(cl.c, &arr[0], C.size_t(len(res)), t, &h)
-		})
-		if rc == 0 {
-			select {
-			case <-abandon: // the caller is gone: give the lock back at once
-				C.redlock_unlock_async(cl.c, h, nil, nil)
-				cl.mu.RUnlock()
-				done <- result{nil, context.Canceled}
-				return
-			default:
-			}
-		}
-		cl.mu.RUnlock()
-		if rc != 0 {
-			done <- result{nil, roundErr("lock_many", res[0], rc, votes)}
-			return
-		}
-		l, err := cl.adopt("lock_many", h, res)
-		done <- result{l, err}
+		C.free(unsafe.Pointer(arr))
 	}()
-	select {
-	case r := <-done:
-		return r.l, r.err
-	case <-ctx.Done():
-		close(abandon)
-		go func() { // the worker always sends once; a lock that raced with the cancellation goes back
-			if r := <-done; r.l != nil {
-				r.l.Unlock()
-			}
-		}()
-		return nil, ctx.Err()
-	}
+	return cl.acquire(ctx, "lock_many", res, func(c *C.redlock_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+		return C.rlgo_lock_many_async_ex(c, &arr[0], C.size_t(len(res)), t, arg, id)
+	})
 }
 
 // adopt wraps a granted handle, unless the client is closing (its close frees it).
@@ -751,46 +775,68 @@ func (l *Lock) live(op string) error {
 }
 
 // Extend sets the lock's TTL to ttl from now on a quorum.  ErrLost when it
-// is lost or its validity has run out.
-func (l *Lock) Extend(ttl time.Duration) error {
+// is lost or its validity has run out.  An extension cannot be taken back
+// once sent: when ctx is done first, Extend returns ctx.Err() at once and
+// the round ends in the background (Validity and Lost tell its outcome; an
+// Unlock meanwhile waits for it).  A ctx done before the call sends nothing.
+func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	t, err := ttlArg("extend", l.Resource, ttl)
 	if err != nil {
 		return err
 	}
-	l.cl.mu.RLock()
-	defer l.cl.mu.RUnlock()
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if err := l.live("extend"); err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Lost already (or run out): ErrLost without a round, so no votes.
-	lostBefore := C.redlock_lock_is_lost(l.h) != 0
-	rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_extend(l.cl.c, l.h, t) })
-	if lostBefore {
-		votes = ""
+	rerr, cerr := oneRound(ctx, func() error {
+		l.cl.mu.RLock()
+		defer l.cl.mu.RUnlock()
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		if err := l.live("extend"); err != nil {
+			return err
+		}
+		// Lost already (or run out): ErrLost without a round, so no votes.
+		lostBefore := C.redlock_lock_is_lost(l.h) != 0
+		rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_extend(l.cl.c, l.h, t) })
+		if lostBefore {
+			votes = ""
+		}
+		return roundErr("extend", l.Resource, rc, votes)
+	}, nil)
+	if cerr != nil {
+		return cerr
 	}
-	return roundErr("extend", l.Resource, rc, votes)
+	return rerr
 }
 
 // Unlock releases the lock on every master.  The Lock is released even when
 // it returns an error (ErrLost, ErrNoQuorum).  A second Unlock returns nil.
-func (l *Lock) Unlock() error {
-	l.cl.mu.RLock()
-	defer l.cl.mu.RUnlock()
+// The release is always sent, even with a ctx already done: ctx only bounds
+// the wait for the masters' answers (ctx.Err() when it is done first; the
+// release goes on in the background).
+func (l *Lock) Unlock(ctx context.Context) error {
+	l.cl.mu.RLock() // until the C call is over (on oneRound's goroutine)
 	l.mu.Lock()
 	h := l.h
 	l.h = nil
 	l.mu.Unlock()
 	if h == nil {
+		l.cl.mu.RUnlock()
 		return nil
 	}
 	l.cl.lmu.Lock()
 	delete(l.cl.locks, l)
 	l.cl.lmu.Unlock()
-	rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_unlock(l.cl.c, h) })
-	l.stopWatch() // no lost callback can come after the unlock returned
-	return roundErr("unlock", l.Resource, rc, votes)
+	rerr, cerr := oneRound(ctx, func() error {
+		defer l.cl.mu.RUnlock()
+		rc, votes := roundCall(l.cl.c, func() C.int { return C.redlock_unlock(l.cl.c, h) })
+		l.stopWatch() // no lost callback can come after the unlock returned
+		return roundErr("unlock", l.Resource, rc, votes)
+	}, nil)
+	if cerr != nil {
+		return cerr
+	}
+	return rerr
 }
 
 // Watch keeps the lock extended (by its last TTL) until Unlock.  The returned
@@ -880,9 +926,9 @@ func (cl *Client) Semaphore(ctx context.Context, name string, limit int, ttl, wa
 	if limit < 1 || limit > MaxSemLimit {
 		return nil, &Error{Op: "semaphore", Resource: name, Errno: EINVAL}
 	}
-	return cl.lockAsync(ctx, "semaphore", name, ttl, w,
-		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
-			return C.rlgo_semaphore_acquire_async(c, cs, C.uint32_t(limit), t, w, id)
+	return cl.acquireNamed(ctx, "semaphore", name, ttl,
+		func(c *C.redlock_t, cs *C.char, t C.uint32_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+			return C.rlgo_semaphore_acquire_async_ex(c, cs, C.uint32_t(limit), t, w, arg, id)
 		})
 }
 
@@ -894,9 +940,9 @@ func (cl *Client) RWLockRead(ctx context.Context, name string, ttl, wait time.Du
 	if err != nil {
 		return nil, err
 	}
-	return cl.lockAsync(ctx, "rwlock_read", name, ttl, w,
-		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
-			return C.rlgo_rwlock_read_async(c, cs, t, w, id)
+	return cl.acquireNamed(ctx, "rwlock_read", name, ttl,
+		func(c *C.redlock_t, cs *C.char, t C.uint32_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+			return C.rlgo_rwlock_read_async_ex(c, cs, t, w, arg, id)
 		})
 }
 
@@ -907,9 +953,9 @@ func (cl *Client) RWLockWrite(ctx context.Context, name string, ttl, wait time.D
 	if err != nil {
 		return nil, err
 	}
-	return cl.lockAsync(ctx, "rwlock_write", name, ttl, w,
-		func(c *C.redlock_t, cs *C.char, t, w C.uint32_t, id C.uintptr_t) C.int {
-			return C.rlgo_rwlock_write_async(c, cs, t, w, id)
+	return cl.acquireNamed(ctx, "rwlock_write", name, ttl,
+		func(c *C.redlock_t, cs *C.char, t C.uint32_t, arg C.uintptr_t, id *C.uint64_t) C.int {
+			return C.rlgo_rwlock_write_async_ex(c, cs, t, w, arg, id)
 		})
 }
 
@@ -934,17 +980,20 @@ type Election struct {
 	elected chan uint64
 	lost    chan error
 
-	mu     sync.RWMutex // RLock for calls that use h; Lock to drop it
-	h      *C.redlock_election_t
-	smu    sync.Mutex // guards the fields below and the channels' closing
-	term   uint64
-	leader bool
-	done   bool
+	mu       sync.RWMutex // RLock for calls that use h; Lock to drop it
+	h        *C.redlock_election_t
+	smu      sync.Mutex // guards the fields below and the channels' closing
+	term     uint64
+	leader   bool
+	done     bool
+	finished chan struct{} // closed with the channels: ends Elect's ctx watcher
 }
 
 // Elect campaigns for leadership of name with a lease of ttl (watched while
-// leader) until Resign or Close.
-func (cl *Client) Elect(name string, ttl time.Duration) (*Election, error) {
+// leader) until Resign, Close, or ctx is done: the campaign is ctx's, and
+// when ctx is done the election resigns (as Resign: a lease held is
+// released, the channels close).  A ctx done before the call starts nothing.
+func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*Election, error) {
 	if err := checkResource("elect", name); err != nil {
 		return nil, err
 	}
@@ -952,7 +1001,11 @@ func (cl *Client) Elect(name string, ttl time.Duration) (*Election, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Election{Name: name, cl: cl, elected: make(chan uint64, 16), lost: make(chan error, 16)}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	e := &Election{Name: name, cl: cl, elected: make(chan uint64, 16), lost: make(chan error, 16),
+		finished: make(chan struct{})}
 	e.Elected, e.Lost = e.elected, e.lost
 	cs := C.CString(name)
 	defer C.free(unsafe.Pointer(cs))
@@ -977,6 +1030,15 @@ func (cl *Client) Elect(name string, ttl time.Duration) (*Election, error) {
 	}
 	cl.elections[e] = struct{}{}
 	cl.lmu.Unlock()
+	if ctx.Done() != nil {
+		go func() {
+			select {
+			case <-ctx.Done():
+				e.Resign() // waits for this Elect's locks: it runs after Elect returned
+			case <-e.finished:
+			}
+		}()
+	}
 	return e, nil
 }
 
@@ -1019,6 +1081,7 @@ func (e *Election) finish() {
 		e.done, e.leader = true, false
 		close(e.elected)
 		close(e.lost)
+		close(e.finished)
 	}
 }
 

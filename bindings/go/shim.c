@@ -25,29 +25,36 @@ static void election_lost_tramp(redlock_election_t *e, int reason, void *arg) {
   goElectionLostCallback(reason, (uintptr_t)arg);
 }
 
-int rlgo_semaphore_acquire_async(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl_ms,
-                                 uint32_t wait_ms, uintptr_t id) {
-  return redlock_semaphore_acquire_async(c, name, limit, ttl_ms, wait_ms, lock_tramp, (void *)id);
+int rlgo_lock_async_ex(redlock_t *c, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
+                       uintptr_t arg, uint64_t *id) {
+  return redlock_lock_async_ex(c, resource, ttl_ms, wait_ms, lock_tramp, (void *)arg, id);
 }
 
-int rlgo_rwlock_read_async(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
-                           uintptr_t id) {
-  return redlock_rwlock_read_async(c, name, ttl_ms, wait_ms, lock_tramp, (void *)id);
+int rlgo_lock_many_async_ex(redlock_t *c, char **resources, size_t n, uint32_t ttl_ms,
+                            uintptr_t arg, uint64_t *id) {
+  return redlock_lock_many_async_ex(c, (const char *const *)resources, n, ttl_ms, lock_tramp,
+                                    (void *)arg, id);
 }
 
-int rlgo_rwlock_write_async(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
-                            uintptr_t id) {
-  return redlock_rwlock_write_async(c, name, ttl_ms, wait_ms, lock_tramp, (void *)id);
+int rlgo_semaphore_acquire_async_ex(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl_ms,
+                                    uint32_t wait_ms, uintptr_t arg, uint64_t *id) {
+  return redlock_semaphore_acquire_async_ex(c, name, limit, ttl_ms, wait_ms, lock_tramp,
+                                            (void *)arg, id);
+}
+
+int rlgo_rwlock_read_async_ex(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                              uintptr_t arg, uint64_t *id) {
+  return redlock_rwlock_read_async_ex(c, name, ttl_ms, wait_ms, lock_tramp, (void *)arg, id);
+}
+
+int rlgo_rwlock_write_async_ex(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t wait_ms,
+                               uintptr_t arg, uint64_t *id) {
+  return redlock_rwlock_write_async_ex(c, name, ttl_ms, wait_ms, lock_tramp, (void *)arg, id);
 }
 
 int rlgo_elect(redlock_t *c, const char *name, uint32_t ttl_ms, uintptr_t id,
                redlock_election_t **out) {
   return redlock_elect(c, name, ttl_ms, elected_tramp, election_lost_tramp, (void *)id, out);
-}
-
-int rlgo_lock_async(redlock_t *c, const char *resource, uint32_t ttl_ms, uint32_t wait_ms,
-                    uintptr_t id) {
-  return redlock_lock_async(c, resource, ttl_ms, wait_ms, lock_tramp, (void *)id);
 }
 
 int rlgo_unlock_async_quiet(redlock_t *c, redlock_lock_t *lock) {

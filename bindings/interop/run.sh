@@ -106,10 +106,8 @@ fi
 
 if command -v go >/dev/null 2>&1; then
   echo "==> building the Go contender"
-  (cd "$REDLOCK_ROOT/bindings/go" &&
+  (redlock_pkg_config_path && redlock_go_cache_key && cd "$REDLOCK_ROOT/bindings/go" &&
     CGO_ENABLED=1 GOPROXY=off GOTOOLCHAIN=local \
-    CGO_CFLAGS="-I$REDLOCK_ROOT/include" \
-    CGO_LDFLAGS="-L$REDLOCK_LIB_DIR -Wl,-rpath,$REDLOCK_LIB_DIR" \
     go build -o "$tmp/go-contender" ./cmd/interop-contender)
   langs+=(go)
 else

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"redlock-c/redlock"
+	"redlock-c.invalid/redlock"
 )
 
 func msArg(s string) time.Duration {
@@ -52,7 +52,7 @@ func main() {
 	if mode == "wait" {
 		l, err = c.LockWait(context.Background(), resource, ttl, msArg(os.Args[5]))
 	} else {
-		l, err = c.TryLock(resource, ttl)
+		l, err = c.TryLock(context.Background(), resource, ttl)
 	}
 	if errors.Is(err, redlock.ErrLocked) || errors.Is(err, redlock.ErrTimeout) {
 		fmt.Println("LOCKED")
@@ -72,5 +72,5 @@ func main() {
 		time.Sleep(msArg(os.Args[4]))
 	}
 	fmt.Printf("RELEASING %d\n", time.Now().UnixMilli())
-	l.Unlock()
+	l.Unlock(context.Background())
 }
