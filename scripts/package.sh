@@ -194,7 +194,9 @@ package_npm() {
   tgz=$(cd "$stage" && npm pack --pack-destination "$dist" --loglevel=error --json |
     node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s)[0].filename))')
   [ -f "$dist/$tgz" ] || { echo "package.sh: npm pack wrote no $dist/$tgz" >&2; exit 1; }
-  tar -tzf "$dist/$tgz" | grep -q "^package/prebuilt/$plat/libredlock.so.0$" ||
+  local listing
+  listing=$(tar -tzf "$dist/$tgz")
+  grep -qx "package/prebuilt/$plat/libredlock.so.0" <<<"$listing" ||
     { echo "package.sh: $tgz lacks prebuilt/$plat/libredlock.so.0" >&2; exit 1; }
   if [ $check = 1 ]; then
     # Installs it into fresh projects (npm install, a later plain npm

@@ -79,9 +79,10 @@ const { Client, libraryPath } = require('redlock-c');
 })().catch((e) => { console.error('FAIL:', e.message); process.exit(1); });
 EOF
 
-run() { # DIR: the program, with no variable that could point at a library
+run() { # DIR: the program, in the project, with no variable that could point at a library
+  cp "$tmp/use.js" "$1/use.js"
   (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
-    node "$tmp/use.js" "$sock")
+    node use.js "$sock")
 }
 
 echo "==> pack_test: npm install $(basename "$tgz") in a fresh project"
