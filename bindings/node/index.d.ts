@@ -154,6 +154,7 @@ export declare class Client implements AsyncDisposable {
   lockMany(resources: string[], options: CancelableOptions): Promise<Lock>;
   /** Runs fn under the lock and unlocks afterwards. */
   using<T>(resource: string, options: WaitLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(resources: string[], options: ManyLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   /** A permit of a counting semaphore (waitMs 0: one try). */
   semaphoreAcquire(name: string, options: SemaphoreOptions): Promise<Lock>;
   /** A read hold of a read-write lock (waitMs 0: one try). */

@@ -50,7 +50,8 @@ async function disposable(nodes: string[]): Promise<string[]> {
   await client.lock(['a', 'b'], { ttlMs: 1000, waitMs: 100 });
   // @ts-expect-error: a signal is an AbortSignal
   await client.lock('r', { ttlMs: 1000, signal: 'now' });
-  console.log(lock.fence, election.term, redlock.libraryPath());
+  const n: number = await client.using(['e', 'f'], { ttlMs: 1000 }, (l) => l.resources.length);
+  console.log(lock.fence, election.term, redlock.libraryPath(), n);
   return [...many.resources, ...again.resources];
 }
 void disposable;
