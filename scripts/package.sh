@@ -161,11 +161,48 @@ package_python() {
   bundle_libs "$work/bundle-check" # the libraries are built and found
 }
 
-# ---- HOOK: the npm tarball ---------------------------------------------------
-# To be written: the npm package carrying the same prebuilt libraries, koffi
-# as its dependency, into "$dist".  Same inputs as package_python.
+# ---- the npm tarball ---------------------------------------------------------
+# redlock-c-<ver>.tgz (npm pack of bindings/node): index.js, blocking.js,
+# index.d.ts, README.md, LICENSE and prebuilt/<platform>-<arch>/ (bundle_libs:
+# libredlock.so.0 with RUNPATH $ORIGIN, libhiredis, libuv), koffi its only
+# dependency (from the npm registry at install time).  index.js loads the
+# prebuilt library unless REDLOCK_LIBRARY names another.  A tarball, not a
+# folder, is what npm copies: `npm install ./dist/redlock-c-<ver>.tgz`
+# installs its dependencies, and a later `npm install` keeps it a copy.
+# With --check: bindings/node/test/pack_test.sh installs and runs it.
 package_npm() {
-  :
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 ||
+    { echo "package.sh: node and npm are needed for the npm tarball (scripts/deps.sh installs them)" >&2; exit 1; }
+  # The directory name index.js looks in: process.platform-process.arch.
+  local plat stage="$work/npm/package"
+  plat=$(node -p 'process.platform + "-" + process.arch')
+  echo "==> npm pack -> dist/redlock-c-$version.tgz (prebuilt/$plat)"
+  rm -rf "$work/npm"
+  mkdir -p "$work/npm"
+  cp -a "$work/src/bindings/node" "$stage"
+  cp "$work/src/LICENSE" "$stage/LICENSE"
+  bundle_libs "$stage/prebuilt/$plat"
+  # The version is CMake's; the package ships its prebuilt libraries; an
+  # installed package never needs the binding's test tools.
+  (
+    cd "$stage"
+    npm pkg set "version=$version" 'files[]=prebuilt/' 'files[]=LICENSE'
+    npm pkg delete devDependencies scripts
+    rm -f package-lock.json
+  )
+  local tgz
+  tgz=$(cd "$stage" && npm pack --pack-destination "$dist" --loglevel=error --json |
+    node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s)[0].filename))')
+  [ -f "$dist/$tgz" ] || { echo "package.sh: npm pack wrote no $dist/$tgz" >&2; exit 1; }
+  local listing
+  listing=$(tar -tzf "$dist/$tgz")
+  grep -qx "package/prebuilt/$plat/libredlock.so.0" <<<"$listing" ||
+    { echo "package.sh: $tgz lacks prebuilt/$plat/libredlock.so.0" >&2; exit 1; }
+  if [ $check = 1 ]; then
+    # Installs it into fresh projects (npm install, a later plain npm
+    # install, npm ci) and locks against a local redis-server.
+    bash "$work/src/bindings/node/test/pack_test.sh" "$dist/$tgz"
+  fi
 }
 
 package_debs

@@ -1,8 +1,8 @@
 'use strict';
 /*
- * blocking.js: runs the library's blocking acquisitions that have no callback
- * form (redlock_trylock, redlock_lock_many) on worker threads, and reads a
- * failed call's votes (redlock_last_votes) on the same thread right after it.
+ * blocking.js: runs the library's blocking acquisition that has no callback
+ * form (redlock_trylock) on worker threads, and reads a failed call's votes
+ * (redlock_last_votes) on the same thread right after it.
  *
  * Why not koffi's `.async`: the library keeps the votes per calling thread,
  * and koffi gives no way to make a second call on the pool thread that ran
@@ -27,10 +27,7 @@ const MARK = 'redlock-c blocking worker';
 function serve() {
   const koffi = require('koffi');
   const lib = koffi.load(workerData.library);
-  const fns = {
-    trylock: lib.func('int redlock_trylock(void *c, const char *res, uint32_t ttl, _Out_ void **out)'),
-    lock_many: lib.func('int redlock_lock_many(void *c, const char **res, size_t n, uint32_t ttl, _Out_ void **out)'),
-  };
+  const trylock = lib.func('int redlock_trylock(void *c, const char *res, uint32_t ttl, _Out_ void **out)');
   const lastVotes = lib.func('int redlock_last_votes(void *c, void *buf, size_t size)');
   const roundCodes = new Set(workerData.roundCodes);
   const votesOf = (client) => {
@@ -42,9 +39,9 @@ function serve() {
     }
     return n < 0 ? undefined : buf.subarray(0, Math.min(n, buf.length - 1)).toString('utf8');
   };
-  parentPort.on('message', ({ op, client, args }) => {
+  parentPort.on('message', ({ client, args }) => {
     const out = [null];
-    const rc = fns[op](client, ...args, out);
+    const rc = trylock(client, ...args, out);
     // Here, on the thread that made the call: its own round.
     const votes = roundCodes.has(rc) ? votesOf(client) : undefined;
     parentPort.postMessage({ rc, out: out[0], votes });
@@ -62,7 +59,7 @@ const POOL_MAX = Math.max(4, typeof os.availableParallelism === 'function'
 class BlockingPool {
   /**
    * library: the path libredlock was loaded from; roundCodes: the codes
-   * after which the votes are read; fallback(op, client, args, out): the
+   * after which the votes are read; fallback(client, args, out): the
    * same C call through koffi's `.async` (a Promise of its return code).
    */
   constructor(library, roundCodes, fallback) {
@@ -71,14 +68,14 @@ class BlockingPool {
     this._fallback = fallback;
     this._idle = [];   // ready workers without a call
     this._count = 0;   // workers started and not dead
-    this._queue = [];  // { op, client, args, resolve, reject } not yet given to a worker
+    this._queue = [];  // { client, args, resolve, reject } not yet given to a worker
     this._broken = false;
   }
 
   /** Resolves with { rc, out, votes } (votes: a failed round's, or undefined). */
-  run(op, client, args) {
+  run(client, args) {
     return new Promise((resolve, reject) => {
-      this._queue.push({ op, client, args, resolve, reject });
+      this._queue.push({ client, args, resolve, reject });
       this._pump();
     });
   }
@@ -88,7 +85,7 @@ class BlockingPool {
       if (this._broken) {
         const job = this._queue.shift();
         const out = [null];
-        this._fallback(job.op, job.client, job.args, out)
+        this._fallback(job.client, job.args, out)
           .then((rc) => job.resolve({ rc, out: out[0], votes: undefined }), job.reject);
       } else if (this._idle.length > 0) {
         this._give(this._idle.pop(), this._queue.shift());
@@ -104,7 +101,7 @@ class BlockingPool {
   _give(w, job) {
     w.job = job;
     w.worker.ref();
-    w.worker.postMessage({ op: job.op, client: job.client, args: job.args });
+    w.worker.postMessage({ client: job.client, args: job.args });
   }
 
   _spawn() {

@@ -1,4 +1,8 @@
 // Type definitions for redlock-c (Node.js binding of the redlock-c C library).
+// Lock, Client and Election are AsyncDisposable (`await using`): the lib
+// reference below declares Symbol.asyncDispose for programs whose `lib` leaves
+// it out (TypeScript >= 5.2).
+/// <reference lib="esnext.disposable" />
 
 /** Options of Client.open(); every option left out keeps the library default. */
 export interface ClientOptions {
@@ -53,7 +57,7 @@ export interface ElectOptions {
 }
 
 /** A campaign for leadership (Client.elect). Events run on the JS thread. */
-export declare class Election {
+export declare class Election implements AsyncDisposable {
   readonly client: Client;
   readonly name: string;
   /** Latest term won (fencing token), 0n before any. */
@@ -71,6 +75,8 @@ export declare class Election {
   elected(options?: { afterTerm?: bigint | number; signal?: AbortSignal }): Promise<bigint>;
   /** Stops campaigning, releases the lease if leader. Idempotent. */
   resign(): Promise<void>;
+  /** resign(): `await using election = client.elect(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 export interface LockOptions {
@@ -82,14 +88,27 @@ export interface LockOptions {
   onLost?: (err: LostError) => void;
 }
 
-export interface WaitLockOptions extends LockOptions {
-  /** 0 (default): retry by the retry policy; > 0: wait up to waitMs for a release. */
-  waitMs?: number;
-  /** Abandons the call: the promise rejects with an AbortError, a late grant is released. */
+export interface CancelableOptions extends LockOptions {
+  /**
+   * Cancels the call (redlock_cancel): nothing more is sent for it, whatever
+   * a round already out wins is released, and the promise rejects with a
+   * DOMException named 'AbortError' whose `cause` is the signal's reason.
+   * An outcome decided before the abort (a grant included) stands.
+   */
   signal?: AbortSignal;
 }
 
-export declare class Lock {
+export interface WaitLockOptions extends CancelableOptions {
+  /** 0 (default): retry by the retry policy; > 0: wait up to waitMs for a release. */
+  waitMs?: number;
+}
+
+/** Options of a lock of several resources: retry policy only (no wait). */
+export interface ManyLockOptions extends CancelableOptions {
+  waitMs?: 0;
+}
+
+export declare class Lock implements AsyncDisposable {
   /** The client that took it. */
   readonly client: Client;
   /** The (first) resource, without the key prefix. */
@@ -114,23 +133,28 @@ export declare class Lock {
   watch(onLost?: (err: LostError) => void): this;
   /** Releases on all masters; the Lock is released even if this rejects. Idempotent. */
   unlock(): Promise<void>;
+  /** unlock(): `await using lock = await client.lock(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
-export declare class Client {
+export declare class Client implements AsyncDisposable {
   private constructor();
   /** Opens a client on the masters (redis://host:port, unix:///path). */
   static open(nodes: string[], options?: ClientOptions): Promise<Client>;
   readonly closed: boolean;
   /** Retry policy (waitMs 0) or a wait of up to waitMs for a release. */
   lock(resource: string, options: WaitLockOptions): Promise<Lock>;
+  /** Every resource (1..64, distinct) or none, as lockMany. */
+  lock(resources: string[], options: ManyLockOptions): Promise<Lock>;
   /** lock() with a wait (waitMs > 0 required). */
   lockWait(resource: string, options: WaitLockOptions & { waitMs: number }): Promise<Lock>;
   /** One attempt. */
   tryLock(resource: string, options: LockOptions): Promise<Lock>;
-  /** All resources (1..64, distinct) or none. */
-  lockMany(resources: string[], options: LockOptions): Promise<Lock>;
+  /** All resources (1..64, distinct) or none, by the retry policy. */
+  lockMany(resources: string[], options: CancelableOptions): Promise<Lock>;
   /** Runs fn under the lock and unlocks afterwards. */
   using<T>(resource: string, options: WaitLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
+  using<T>(resources: string[], options: ManyLockOptions, fn: (lock: Lock) => Promise<T> | T): Promise<T>;
   /** A permit of a counting semaphore (waitMs 0: one try). */
   semaphoreAcquire(name: string, options: SemaphoreOptions): Promise<Lock>;
   /** A read hold of a read-write lock (waitMs 0: one try). */
@@ -146,6 +170,8 @@ export declare class Client {
   lastVotes(): string;
   /** Cancels pending calls, releases every lock still held. Idempotent. */
   close(): Promise<void>;
+  /** close(): `await using client = await Client.open(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** Every library error: `errno` is the C code (< 0), `code` its name ("REDLOCK_ELOCKED"). */
@@ -198,8 +224,10 @@ export declare const MAX_SEM_LIMIT: 1024;
 /** True when the loaded libredlock can connect to rediss:// masters. */
 export declare function tlsSupported(): boolean;
 
-/** Loads libredlock from `file` (else REDLOCK_LIBRARY, the loader, install dirs, ../../build). */
+/** Loads libredlock from `file` (else REDLOCK_LIBRARY, the bundled copy, the loader, install dirs, ../../build). */
 export declare function loadLibrary(file?: string): unknown;
+/** The file libredlock was loaded from (the package's prebuilt copy, REDLOCK_LIBRARY, ...). */
+export declare function libraryPath(): string;
 export declare function version(): string;
 export declare function strerror(code: number): string;
 export declare function errName(code: number): string;

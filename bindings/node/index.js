@@ -10,10 +10,12 @@
  *  - Hence the JS thread must never block in a C call that waits for the I/O
  *    thread: it would deadlock.  The blocking C calls this binding uses run
  *    elsewhere: redlock_open, redlock_close and redlock_resign on koffi's
- *    thread pool (`.async`), redlock_trylock and redlock_lock_many on worker
- *    threads (blocking.js: there a failed call's votes are read on its own
- *    thread); everything else is either a callback form (lock, extend,
- *    unlock) or returns at once (watch, accessors).
+ *    thread pool (`.async`), redlock_trylock on worker threads (blocking.js:
+ *    there a failed call's votes are read on its own thread); everything
+ *    else is either a callback form (lock, lockMany, the primitives, extend,
+ *    unlock) or returns at once (watch, redlock_cancel, accessors).
+ *  - Every acquisition that can wait is an _ex callback form: an AbortSignal
+ *    cancels it through redlock_cancel and the call's id.
  *  - A failed call's votes (redlock_last_votes: the library keeps them per
  *    calling thread) are read in its callback, on the JS thread: the JS
  *    thread made the call, and the I/O thread, which decides rounds, waits
@@ -46,6 +48,13 @@ const CODES = {
 };
 const LOGS = { LOG_DEBUG: 0, LOG_INFO: 1, LOG_WARN: 2, LOG_ERROR: 3 };
 const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024 };
+// redlock_cancel's "too late" return (internal: compared with the library's too).
+const CANCEL_LATE = 1;
+
+// The method `await using` calls.  Node 18.18+/20.4+ define
+// Symbol.asyncDispose; on older ones the method sits under Node's own
+// registry key, so nothing is polyfilled globally.
+const kAsyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
 // ---- errors -------------------------------------------------------------------
 
@@ -125,23 +134,48 @@ function callbackVotes(ptr, status) {
   return ROUND_CODES.has(status) ? votesOf(ptr) : undefined;
 }
 
-/** The error Node's own APIs reject with when an AbortSignal fires. */
+/**
+ * The error an aborted call rejects with: a DOMException named 'AbortError'
+ * (as fetch's, and what `err.name === 'AbortError'` checks expect), the
+ * signal's reason as its `cause`.
+ */
 function abortError(signal) {
-  const err = new Error('The operation was aborted', { cause: signal && signal.reason });
-  err.name = 'AbortError';
-  err.code = 'ABORT_ERR';
-  return err;
+  const reason = signal ? signal.reason : undefined;
+  return new DOMException('The operation was aborted', { name: 'AbortError', cause: reason });
+}
+
+/** Checks an optional `signal` option (an AbortSignal, or anything shaped like one). */
+function signalArg(signal) {
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function'
+    || typeof signal.aborted !== 'boolean') {
+    throw new TypeError('signal must be an AbortSignal');
+  }
+  return signal;
 }
 
 // ---- library loading ----------------------------------------------------------
 
 let F = null; // the bound functions
 let loadedFrom = null; // the file F came from (the blocking workers load it too)
-let pool = null; // blocking.js's workers, made at the first tryLock/lockMany
+let pool = null; // blocking.js's workers, made at the first tryLock
+
+/**
+ * Where the npm tarball (scripts/package.sh) puts its prebuilt library for
+ * this platform: libredlock.so.0 with a RUNPATH of $ORIGIN and the hiredis
+ * and libuv it loads beside it.  Absent in a source checkout.
+ */
+function bundledLibrary() {
+  return path.join(__dirname, 'prebuilt', `${process.platform}-${process.arch}`, 'libredlock.so.0');
+}
 
 function candidates() {
+  // An explicit path wins over the bundled copy: it is how a program picks
+  // another build (one with TLS, which the bundled copy lacks).
   if (process.env.REDLOCK_LIBRARY) return [process.env.REDLOCK_LIBRARY];
-  const list = ['libredlock.so.0'];
+  const list = [];
+  if (fs.existsSync(bundledLibrary())) list.push(bundledLibrary());
+  list.push('libredlock.so.0');
   for (const dir of ['/usr/local/lib', '/usr/local/lib64', '/usr/lib', '/usr/lib64',
     `/usr/lib/${process.arch === 'arm64' ? 'aarch64' : 'x86_64'}-linux-gnu`]) {
     list.push(path.join(dir, 'libredlock.so.0'));
@@ -190,8 +224,10 @@ function declare(lib) {
     redlock_open: f('int redlock_open(_Out_ redlock_t **out, const redlock_options_t *o)'),
     redlock_close: f('void redlock_close(redlock_t *c)'),
     redlock_trylock: f('int redlock_trylock(redlock_t *c, const char *res, uint32_t ttl, _Out_ redlock_lock_t **out)'),
-    redlock_lock_many: f('int redlock_lock_many(redlock_t *c, const char **res, size_t n, uint32_t ttl, _Out_ redlock_lock_t **out)'),
-    redlock_lock_async: f('int redlock_lock_async(redlock_t *c, const char *res, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
+    // The cancelable callback forms (_ex: *id is the call's id for redlock_cancel).
+    redlock_cancel: f('int redlock_cancel(redlock_t *c, uint64_t id)'),
+    redlock_lock_async_ex: f('int redlock_lock_async_ex(redlock_t *c, const char *res, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
+    redlock_lock_many_async_ex: f('int redlock_lock_many_async_ex(redlock_t *c, const char **res, size_t n, uint32_t ttl, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
     redlock_extend_async: f('int redlock_extend_async(redlock_t *c, redlock_lock_t *l, uint32_t ttl, redlock_node_done_cb *cb, intptr_t arg)'),
     redlock_unlock_async: f('int redlock_unlock_async(redlock_t *c, redlock_lock_t *l, redlock_node_done_cb *cb, intptr_t arg)'),
     redlock_watch: f('int redlock_watch(redlock_t *c, redlock_lock_t *l, redlock_node_lost_cb *cb, intptr_t arg)'),
@@ -202,9 +238,9 @@ function declare(lib) {
     redlock_lock_is_lost: f('int redlock_lock_is_lost(const redlock_lock_t *l)'),
     redlock_last_votes: f('int redlock_last_votes(redlock_t *c, void *buf, size_t size)'),
     // DESIGN §2b primitives, leader election, stats, TLS.
-    redlock_semaphore_acquire_async: f('int redlock_semaphore_acquire_async(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
-    redlock_rwlock_read_async: f('int redlock_rwlock_read_async(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
-    redlock_rwlock_write_async: f('int redlock_rwlock_write_async(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg)'),
+    redlock_semaphore_acquire_async_ex: f('int redlock_semaphore_acquire_async_ex(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
+    redlock_rwlock_read_async_ex: f('int redlock_rwlock_read_async_ex(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
+    redlock_rwlock_write_async_ex: f('int redlock_rwlock_write_async_ex(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
     redlock_elect: f('int redlock_elect(redlock_t *c, const char *name, uint32_t ttl, redlock_node_elected_cb *on_elected, redlock_node_election_lost_cb *on_lost, intptr_t arg, _Out_ redlock_election_t **out)'),
     redlock_resign: f('int redlock_resign(redlock_t *c, redlock_election_t *e)'),
     redlock_election_validity_ms: f('int64_t redlock_election_validity_ms(const redlock_election_t *e)'),
@@ -218,8 +254,9 @@ function declare(lib) {
 
 /**
  * Loads libredlock (once).  `file` overrides the search: REDLOCK_LIBRARY, then
- * libredlock.so.0 through the dynamic loader, common install directories, and
- * an in-tree build (../../build).
+ * the package's prebuilt copy for this platform, libredlock.so.0 through the
+ * dynamic loader, common install directories, and an in-tree build
+ * (../../build).
  */
 function loadLibrary(file) {
   if (F) return F;
@@ -252,7 +289,7 @@ function libConstant(fns, cname) {
 /** This binding's constants that differ from the library's: descriptions. */
 function constantDrift(fns) {
   const bad = [];
-  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS })) {
+  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS, CANCEL_LATE })) {
     const lib = libConstant(fns, 'REDLOCK_' + k);
     if (lib !== v) bad.push(`${k} is ${v} here, ${lib} in the library`);
   }
@@ -473,9 +510,9 @@ class Lock {
     this.client._locks.delete(this);
   }
 
-  async [Symbol.asyncDispose]() { await this.unlock(); }
+  /** `await using lock = await client.lock(...)`: unlocks at the end of the block. */
+  async [kAsyncDispose]() { await this.unlock(); }
 }
-if (!Symbol.asyncDispose) delete Lock.prototype[Symbol.asyncDispose];
 
 // ---- Client -------------------------------------------------------------------
 
@@ -678,9 +715,8 @@ class Election extends EventEmitter {
     for (const w of ws) w.reject(err);
   }
 
-  async [Symbol.asyncDispose]() { await this.resign(); }
+  async [kAsyncDispose]() { await this.resign(); }
 }
-if (!Symbol.asyncDispose) delete Election.prototype[Symbol.asyncDispose];
 
 class Client {
   /** Use `await Client.open(nodes, options)`. */
@@ -732,19 +768,23 @@ class Client {
   }
 
   /**
-   * Acquires `resource`.  Without `waitMs` (or 0) it retries by the retry
-   * policy; with `waitMs > 0` it waits up to waitMs for a release
-   * (WaitTimeoutError).  `signal` (AbortSignal) abandons the call: the promise
-   * rejects with an AbortError at once and a lock granted afterwards is
-   * released.  `watch: true` (or `onLost`) watches the lock (see Lock.watch).
+   * Acquires `resource`, or every resource of an array (all or none, as
+   * lockMany).  Without `waitMs` (or 0) it retries by the retry policy; with
+   * `waitMs > 0` it waits up to waitMs for a release (WaitTimeoutError; one
+   * resource only).  `signal` (AbortSignal) cancels the call (redlock_cancel):
+   * see _asyncLock.  `watch: true` (or `onLost`) watches the lock (see
+   * Lock.watch).
    */
   lock(resource, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
-    return this._asyncLock('lock', (id) => {
+    if (Array.isArray(resource)) {
+      return this._lockMany(resource, { ttlMs, waitMs, signal, watch, onLost });
+    }
+    return this._asyncLock('lock', (out) => {
       resourceArg(resource);
       u32('ttlMs', ttlMs, { min: 1 });
       u32('waitMs', waitMs);
-      return () => F.redlock_lock_async(this._ptr, resource, ttlMs, waitMs, T.lock, id);
-    }, resource, { signal, watch, onLost });
+      return (id) => F.redlock_lock_async_ex(this._ptr, resource, ttlMs, waitMs, T.lock, id, out);
+    }, [resource], { signal, watch, onLost });
   }
 
   /**
@@ -755,33 +795,33 @@ class Client {
    * resource names the slot, "NAME:sem:3").
    */
   semaphoreAcquire(name, { limit, ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
-    return this._asyncLock('semaphore', (id) => {
+    return this._asyncLock('semaphore', (out) => {
       resourceArg(name);
       u32('limit', limit, { min: 1 });
       u32('ttlMs', ttlMs, { min: 1 });
       u32('waitMs', waitMs);
-      return () => F.redlock_semaphore_acquire_async(this._ptr, name, limit, ttlMs, waitMs, T.lock, id);
-    }, name, { signal, watch, onLost });
+      return (id) => F.redlock_semaphore_acquire_async_ex(this._ptr, name, limit, ttlMs, waitMs, T.lock, id, out);
+    }, [name], { signal, watch, onLost });
   }
 
   /** A read hold of the read-write lock `name` (shared with other readers). */
   rwlockRead(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
-    return this._asyncLock('rwlock read', (id) => {
+    return this._asyncLock('rwlock read', (out) => {
       resourceArg(name);
       u32('ttlMs', ttlMs, { min: 1 });
       u32('waitMs', waitMs);
-      return () => F.redlock_rwlock_read_async(this._ptr, name, ttlMs, waitMs, T.lock, id);
-    }, name, { signal, watch, onLost });
+      return (id) => F.redlock_rwlock_read_async_ex(this._ptr, name, ttlMs, waitMs, T.lock, id, out);
+    }, [name], { signal, watch, onLost });
   }
 
   /** The write hold of the read-write lock `name` (excludes readers and writers). */
   rwlockWrite(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
-    return this._asyncLock('rwlock write', (id) => {
+    return this._asyncLock('rwlock write', (out) => {
       resourceArg(name);
       u32('ttlMs', ttlMs, { min: 1 });
       u32('waitMs', waitMs);
-      return () => F.redlock_rwlock_write_async(this._ptr, name, ttlMs, waitMs, T.lock, id);
-    }, name, { signal, watch, onLost });
+      return (id) => F.redlock_rwlock_write_async_ex(this._ptr, name, ttlMs, waitMs, T.lock, id, out);
+    }, [name], { signal, watch, onLost });
   }
 
   /**
@@ -837,46 +877,64 @@ class Client {
     }
   }
 
-  // A callback-form acquisition: setup(id) checks the arguments and returns
-  // the C call; the lock callback settles the promise on the JS thread.
-  _asyncLock(what, setup, resource, { signal, watch, onLost }) {
+  /*
+   * A cancelable callback-form acquisition.  setup(out) checks the arguments
+   * and returns start(id), the C call (an _ex form, writing the call's id
+   * to out[0]); the lock callback settles the promise on the JS thread.
+   *
+   * `signal` aborting calls redlock_cancel(call id).  0: the call's outcome
+   * is ECANCELED (its callback comes, and is ignored), nothing more is sent
+   * for it, and the library releases whatever a round already out wins: the
+   * promise rejects with an AbortError at once.  REDLOCK_CANCEL_LATE: the
+   * outcome was decided first and its callback is queued to this thread
+   * (it has not run: it removes this listener): that outcome settles the
+   * promise, a granted lock included, as for any API whose result arrived
+   * before the abort.  ECLOSED: the close ends the call (ECANCELED); the
+   * promise rejects with the AbortError, which came first.
+   */
+  _asyncLock(what, setup, resources, { signal, watch, onLost }) {
     return new Promise((resolve, reject) => {
       this._checkOpen();
-      const id = newId();
-      const start = setup(id);
+      const out = [0];
+      const start = setup(out);
+      signal = signalArg(signal);
+      const label = `${what} ${resources.join(',')}`;
       if (signal && signal.aborted) { reject(abortError(signal)); return; }
-      let abandoned = false;
+      const id = newId();
+      let aborted = false;
       const onAbort = () => {
-        abandoned = true;
+        // Never after redlock_close may have run: the id means nothing then.
+        if (!this._closed && F.redlock_cancel(this._ptr, out[0]) === CANCEL_LATE) return;
+        aborted = true;
         reject(abortError(signal));
       };
       pending.set(id, (status, ptr) => {
         if (signal) signal.removeEventListener('abort', onAbort);
-        if (abandoned) {
-          // Late grant to an abandoned call: release it at once (a close
-          // that has begun releases and frees it by itself).
+        if (aborted) {
+          // The library's contract: a canceled call completes with ECANCELED
+          // and a NULL lock.  Should a lock come anyway, it is released.
           if (status === 0 && ptr && !this._closed) F.redlock_unlock_async(this._ptr, ptr, null, 0);
           return;
         }
         if (status !== 0) {
-          reject(makeError(status, `${what} ${resource}`, callbackVotes(this._ptr, status)));
+          reject(makeError(status, label, callbackVotes(this._ptr, status)));
           return;
         }
         if (this._closed) {
           // Granted while close() was starting: the close frees the handle.
-          reject(makeError(CODES.ECANCELED, `${what} ${resource}: client closed`));
+          reject(makeError(CODES.ECANCELED, `${label}: client closed`));
           return;
         }
-        const lk = new Lock(this, ptr, [resource]);
+        const lk = new Lock(this, ptr, resources.slice());
         try {
           if (watch || onLost) lk.watch(onLost);
         } catch (e) { /* only fails if the client closes meanwhile */ }
         resolve(lk);
       });
-      const rc = start();
+      const rc = start(id);
       if (rc !== 0) {
         pending.delete(id);
-        reject(makeError(rc, `${what} ${resource}`));
+        reject(makeError(rc, label));
         return;
       }
       if (signal) signal.addEventListener('abort', onAbort, { once: true });
@@ -894,27 +952,37 @@ class Client {
     this._checkOpen();
     resourceArg(resource);
     u32('ttlMs', ttlMs, { min: 1 });
-    return this._blockingLock('trylock', [resource, ttlMs], [resource], watch, onLost);
+    return this._blockingLock([resource, ttlMs], [resource], watch, onLost);
   }
 
-  /** All resources (1..64, distinct) or none, as one Lock. */
-  async lockMany(resources, { ttlMs, watch = false, onLost } = {}) {
-    this._checkOpen();
-    if (!Array.isArray(resources)) throw new TypeError('resources must be an array');
-    resources.forEach(resourceArg);
-    u32('ttlMs', ttlMs, { min: 1 });
-    return this._blockingLock('lock_many', [resources.slice(), resources.length, ttlMs],
-      resources.slice(), watch, onLost);
+  /**
+   * All resources (1..64, distinct) or none, as one Lock, by the retry
+   * policy (redlock_lock_many_async_ex: cancelable with `signal`).
+   */
+  lockMany(resources, { ttlMs, signal, watch = false, onLost } = {}) {
+    return this._lockMany(resources, { ttlMs, waitMs: 0, signal, watch, onLost });
   }
 
-  async _blockingLock(op, args, resources, watch, onLost) {
+  _lockMany(resources, { ttlMs, waitMs, signal, watch, onLost }) {
+    return this._asyncLock('lockMany', (out) => {
+      if (!Array.isArray(resources)) throw new TypeError('resources must be an array');
+      resources.forEach(resourceArg);
+      u32('ttlMs', ttlMs, { min: 1 });
+      // The library's multi-resource acquisition retries; it has no wait.
+      if (waitMs !== 0) throw makeError(CODES.EINVAL, 'waitMs: a lock of several resources cannot wait (retry policy only)');
+      const names = resources.slice(); // koffi copies them for the call; the library copies them too
+      return (id) => F.redlock_lock_many_async_ex(this._ptr, names, names.length, ttlMs, T.lock, id, out);
+    }, Array.isArray(resources) ? resources.slice() : [], { signal, watch, onLost });
+  }
+
+  async _blockingLock(args, resources, watch, onLost) {
     if (!pool) {
-      pool = new BlockingPool(loadedFrom, ROUND_CODES, (fop, client, fargs, out) =>
-        callAsync(fop === 'trylock' ? F.redlock_trylock : F.redlock_lock_many, client, ...fargs, out));
+      pool = new BlockingPool(loadedFrom, ROUND_CODES, (client, fargs, out) =>
+        callAsync(F.redlock_trylock, client, ...fargs, out));
     }
     // On a worker thread: the call waits for the I/O thread.  close() waits
     // for it, so the C client is never used after redlock_close.
-    const call = pool.run(op, this._ptr, args);
+    const call = pool.run(this._ptr, args);
     this._inflight.add(call);
     let r;
     try {
@@ -922,7 +990,7 @@ class Client {
     } finally {
       this._inflight.delete(call);
     }
-    if (r.rc !== 0) throw makeError(r.rc, `${op === 'trylock' ? 'tryLock' : 'lockMany'} ${resources.join(',')}`, r.votes);
+    if (r.rc !== 0) throw makeError(r.rc, `tryLock ${resources.join(',')}`, r.votes);
     if (this._closed) throw makeError(CODES.ECLOSED, 'client closed during the call');
     const lk = new Lock(this, r.out, resources);
     if (watch || onLost) lk.watch(onLost);
@@ -952,7 +1020,7 @@ class Client {
   /**
    * Closes the client: pending lock() calls reject with CanceledError, every
    * lock still held is released (best effort) and its Lock object invalidated.
-   * tryLock()/lockMany() calls already running finish first (they reject with
+   * tryLock() calls already running finish first (they reject with
    * ClosedError).  Idempotent; resolves when the library's thread has stopped.
    */
   close() {
@@ -961,7 +1029,7 @@ class Client {
     for (const lk of this._locks) lk._detach();
     for (const el of [...this._elections]) el._detach(makeError(CODES.ECLOSED, `election ${el.name}: client closed`));
     this._closing = (async () => {
-      // tryLock/lockMany calls already on the thread pool finish first (each
+      // tryLock calls already on the worker threads finish first (each
       // bounded by the retry policy): none may start after redlock_close.
       await Promise.allSettled([...this._inflight]);
       // Blocking, and it runs callbacks (ECANCELED) that koffi queues to this
@@ -973,12 +1041,13 @@ class Client {
     return this._closing;
   }
 
-  async [Symbol.asyncDispose]() { await this.close(); }
+  async [kAsyncDispose]() { await this.close(); }
 }
-if (!Symbol.asyncDispose) delete Client.prototype[Symbol.asyncDispose];
 
 module.exports = {
   Client, Lock, Election, loadLibrary,
+  /** The file libredlock was loaded from (loading it if need be). */
+  libraryPath: () => { load(); return loadedFrom; },
   version: () => load().redlock_version(),
   /** True when this build of libredlock can connect to rediss:// masters. */
   tlsSupported: () => load().redlock_tls_supported() !== 0,

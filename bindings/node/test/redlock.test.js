@@ -8,6 +8,24 @@ const { startMasters } = require('./masters');
 const { Client } = redlock;
 const base = { quarantine: false, retryCount: 2, retryDelayMs: 20, retryJitterMs: 20 };
 
+/** Resolves once `cond()` holds; fails after `ms`. */
+async function waitFor(cond, ms = 5000) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms: ${cond}`);
+    await sleep(10);
+  }
+}
+
+/** The acquisition commands (SET, EVAL, EVALSHA, FCALL) the masters executed, summed (INFO commandstats). */
+async function lockCommands(srv) {
+  let n = 0;
+  for (const info of await srv.all('INFO', 'commandstats')) {
+    for (const m of info.matchAll(/^cmdstat_(set|eval|evalsha|fcall):calls=(\d+)/gm)) n += Number(m[2]);
+  }
+  return n;
+}
+
 describe('redlock-c Node binding', () => {
   let srv;
   let a;
@@ -78,23 +96,106 @@ describe('redlock-c Node binding', () => {
     await lk2.unlock();
   });
 
-  it('an AbortSignal abandons a wait; a late grant is released', async () => {
+  it('an AbortSignal cancels a wait: AbortError with the reason, no key taken at the release', async () => {
     const lk = await a.lock('n:abort', { ttlMs: 10000 });
     const ac = new AbortController();
-    const t0 = Date.now();
-    const p = b.lock('n:abort', { ttlMs: 5000, waitMs: 3000, signal: ac.signal });
-    setTimeout(() => ac.abort(), 200);
-    await assert.rejects(p, (err) => err.name === 'AbortError' && err.code === 'ABORT_ERR');
-    assert.ok(Date.now() - t0 < 1500);
-    // The C wait is still going on: the release below grants it the lock,
-    // which the binding must give back at once.
+    const p = b.lock('n:abort', { ttlMs: 5000, waitMs: 60000, signal: ac.signal });
+    // The waiter listens for the holder's release notice.
+    await waitFor(async () => (await srv.all('PUBSUB', 'CHANNELS')).every((c) => c.length === 1));
+    const reason = new Error('shutting down');
+    ac.abort(reason);
+    await assert.rejects(p, (err) => {
+      assert.ok(err instanceof DOMException, String(err));
+      assert.equal(err.name, 'AbortError');
+      assert.equal(err.cause, reason);
+      return true;
+    });
+    // The library dropped the wait's subscription: nothing listens any more.
+    await waitFor(async () => (await srv.all('PUBSUB', 'CHANNELS')).every((c) => c.length === 0));
+    // The release would have woken the wait and granted it the lock.
     await lk.unlock();
-    await sleep(300);
+    assert.deepEqual(await srv.all('EXISTS', 'n:abort'), [0, 0, 0]);
     const lk3 = await a.tryLock('n:abort', { ttlMs: 2000 });
     await lk3.unlock();
     // Already aborted: rejects without asking the masters.
     await assert.rejects(b.lock('n:abort', { ttlMs: 1000, signal: AbortSignal.abort() }),
       { name: 'AbortError' });
+    await assert.rejects(b.lock('n:abort', { ttlMs: 1000, signal: {} }), TypeError);
+  });
+
+  it('an AbortSignal cancels retrying acquisitions: no lock command reaches the masters after it', async () => {
+    // Unbounded retries every 20 ms: only a cancel ends these calls.
+    const c = await Client.open(srv.uris, { ...base, retryCount: -1, retryDelayMs: 20, retryJitterMs: 0,
+      requestTimeoutMs: 100 });
+    try {
+      for (const target of ['n:cancel:one', ['n:cancel:m1', 'n:cancel:m2']]) {
+        const names = [].concat(target);
+        const held = await a.lock(names[names.length - 1], { ttlMs: 10000 });
+        const ac = new AbortController();
+        const p = Array.isArray(target) ? c.lockMany(target, { ttlMs: 5000, signal: ac.signal })
+          : c.lock(target, { ttlMs: 5000, signal: ac.signal });
+        const rejected = assert.rejects(p, { name: 'AbortError' });
+        // It is retrying: the masters see its attempts.
+        const before = await lockCommands(srv);
+        await waitFor(async () => (await lockCommands(srv)) >= before + 6);
+        ac.abort();
+        await rejected;
+        // A round already out ends by itself (within the 100 ms request
+        // timeout) and what it won is released: wait for the counts to stop
+        // moving for longer than that.  A call still retrying every 20 ms
+        // never lets them.
+        let after = await lockCommands(srv);
+        await waitFor(async () => {
+          await sleep(150);
+          const now = await lockCommands(srv);
+          const still = now === after;
+          after = now;
+          return still;
+        }, 3000);
+        // Then nothing more is sent for it.  An absence can only be watched
+        // for a while: 25 of its retry periods, with the holder (the only
+        // other client of these masters) idle.
+        await sleep(500);
+        assert.equal(await lockCommands(srv), after, `lock commands after the cancel (${target})`);
+        assert.deepEqual(await srv.all('GET', held.resource), [held.value, held.value, held.value]);
+        if (names.length > 1) assert.deepEqual(await srv.all('EXISTS', names[0]), [0, 0, 0]);
+        await held.unlock();
+        assert.deepEqual(await srv.all('EXISTS', ...names), [0, 0, 0]);
+      }
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('lock([...]) takes every resource or none, as lockMany', async () => {
+    const lk = await a.lock(['n:arr:a', 'n:arr:b'], { ttlMs: 5000 });
+    assert.deepEqual(lk.resources, ['n:arr:a', 'n:arr:b']);
+    assert.deepEqual(await srv.all('EXISTS', 'n:arr:a', 'n:arr:b'), [2, 2, 2]);
+    await assert.rejects(b.lock(['n:arr:b', 'n:arr:c'], { ttlMs: 5000 }), (err) => {
+      assert.ok(err instanceof redlock.LockedError);
+      assert.match(err.votes, /=refused/); // read in the callback
+      return true;
+    });
+    assert.deepEqual(await srv.all('EXISTS', 'n:arr:c'), [0, 0, 0]);
+    // The multi-resource acquisition retries; it cannot wait for a release.
+    await assert.rejects(b.lock(['n:arr:c'], { ttlMs: 5000, waitMs: 100 }), redlock.InvalidArgumentError);
+    await assert.rejects(b.lock(['n:arr:c', 42], { ttlMs: 5000 }), TypeError);
+    await lk.unlock();
+    assert.deepEqual(await srv.all('EXISTS', 'n:arr:a', 'n:arr:b'), [0, 0, 0]);
+  });
+
+  it('Symbol.asyncDispose unlocks a Lock and closes a Client (`await using`)', async () => {
+    assert.equal(typeof Symbol.asyncDispose, 'symbol'); // Node >= 20.4 / 18.18
+    const lk = await a.lock('n:dispose', { ttlMs: 5000 });
+    await lk[Symbol.asyncDispose]();
+    assert.equal(lk.released, true);
+    assert.deepEqual(await srv.all('EXISTS', 'n:dispose'), [0, 0, 0]);
+    const c = await Client.open(srv.uris, base);
+    const held = await c.lock('n:dispose', { ttlMs: 5000 });
+    await c[Symbol.asyncDispose]();
+    assert.equal(c.closed, true);
+    assert.equal(held.released, true);
+    assert.deepEqual(await srv.all('EXISTS', 'n:dispose'), [0, 0, 0]);
   });
 
   it('lockMany takes all resources or none', async () => {

@@ -37,3 +37,21 @@ async function example(nodes: string[]): Promise<bigint> {
   return fence;
 }
 void example;
+
+// `await using` (TypeScript >= 5.2): each is disposed at the end of the
+// block, in reverse order: unlock, unlock, resign, close.
+async function disposable(nodes: string[]): Promise<string[]> {
+  await using client = await Client.open(nodes);
+  await using lock = await client.lock('r', { ttlMs: 1000, signal: AbortSignal.timeout(100) });
+  await using many = await client.lock(['a', 'b'], { ttlMs: 1000, signal: new AbortController().signal });
+  await using election = client.elect('leader', { ttlMs: 1000 });
+  const again: Lock = await client.lockMany(['c', 'd'], { ttlMs: 1000, signal: AbortSignal.abort() });
+  // @ts-expect-error: a lock of several resources cannot wait
+  await client.lock(['a', 'b'], { ttlMs: 1000, waitMs: 100 });
+  // @ts-expect-error: a signal is an AbortSignal
+  await client.lock('r', { ttlMs: 1000, signal: 'now' });
+  const n: number = await client.using(['e', 'f'], { ttlMs: 1000 }, (l) => l.resources.length);
+  console.log(lock.fence, election.term, redlock.libraryPath(), n);
+  return [...many.resources, ...again.resources];
+}
+void disposable;
