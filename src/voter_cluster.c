@@ -216,6 +216,22 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   return ST_DOWN;
 }
 
+/* A request found no primary for its slot: a primary failed and its
+ * replica may be promoted by now.  The map is asked again, at most every
+ * VOTER_CLUSTER_UNCOVERED_MS (the link's timer brings the question forward),
+ * so that a failover is followed in about that time, not at the slow
+ * refresh. */
+static void ask_uncovered(voter_cluster_t *s) {
+  if (s->asking || s->closing)
+    return;
+  uint64_t now = tb_now_ns(s->env.tb);
+  uint64_t next = s->map_ns + (uint64_t)VOTER_CLUSTER_UNCOVERED_MS * 1000000u;
+  if (now >= next)
+    ask_start(s);
+  else if (s->disc.state == LINK_UP)
+    (void)link_arm(&s->disc, (next - now + 999999u) / 1000000u);
+}
+
 /* The slot's primary, or NULL (why set). */
 static voter_cluster_node_t *route_of(voter_cluster_t *s, int slot) {
   if (!s->have_map)
@@ -223,6 +239,8 @@ static voter_cluster_node_t *route_of(voter_cluster_t *s, int slot) {
   int p = slot >= 0 ? cluster_map_owner(&s->map, slot) : (s->map.n_primaries > 0 ? 0 : -1);
   int k = p >= 0 ? s->map.primaries[p].user : -1;
   if (k < 0) {
+    if (p < 0)
+      ask_uncovered(s);
     char why[64];
     snprintf(why, sizeof why,
              p < 0 ? "no primary for slot %d" : "no connection for the primary of slot %d", slot);
@@ -362,6 +380,7 @@ static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
   bind_primaries(s);
   int first = !s->have_map;
   s->have_map = 1;
+  s->map_ns = tb_now_ns(s->env.tb);
   int level = first || old_primaries != s->map.n_primaries || old_covered != s->map.covered
                   ? REDLOCK_LOG_INFO
                   : REDLOCK_LOG_DEBUG;

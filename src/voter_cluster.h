@@ -7,7 +7,9 @@
  * enough): `CLUSTER SHARDS`, or `CLUSTER SLOTS` on a server that does not
  * know it.  It is asked at start, every VOTER_CLUSTER_REFRESH_MS, whenever
  * the discovery link (re)connects, and after a MOVED, a CLUSTERDOWN, a
- * -READONLY / -LOADING, or a primary's connection failing.
+ * -READONLY / -LOADING, or a primary's connection failing; and while a
+ * request finds no primary for its slot (a failover under way), at most
+ * every VOTER_CLUSTER_UNCOVERED_MS.
  *
  * Each primary is a node (node.c: its queue, acks, replays, hung detection,
  * restart and failover quarantine), keyed by its address, made and
@@ -38,6 +40,7 @@
 #include "voter.h"
 
 #define VOTER_CLUSTER_REFRESH_MS 10000 /* the slot map is asked again this often */
+#define VOTER_CLUSTER_UNCOVERED_MS 100 /* a slot without a primary: the map asked this often */
 #define VOTER_CLUSTER_TRYAGAIN_MS 25   /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5  /* MOVED / ASK / TRYAGAIN followed per request */
 #define VOTER_CLUSTER_MAX_NODES 64     /* primaries (addresses) one voter connects to */
@@ -69,7 +72,8 @@ typedef struct voter_cluster {
   /* The slot map (loop); each primary's `user` field is its nodes[] index,
    * or -1 while it has none. */
   cluster_map_t map;
-  int have_map; /* a map was read (loop) */
+  int have_map;    /* a map was read (loop) */
+  uint64_t map_ns; /* when the last map was read (loop) */
   /* Discovery (loop): the link to the seeds, the seed it is at. */
   link_t disc;
   node_addr_t disc_addr;
