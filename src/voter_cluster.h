@@ -29,7 +29,11 @@
  * A promoted replica is a new primary at a new address: a new node, whose
  * first handshake finds master_replid2 set and quarantines it (quarantine.h)
  * unless the acks cover its replicas; a primary that comes back at an
- * address we knew is judged against the server we knew there. */
+ * address we knew is judged against the server we knew there.  A primary
+ * missing from a map (demoted, or gone) whose connection lived on is
+ * reconnected when it is a primary again (in a map, or the target of a
+ * redirection), so that its handshake sees the promotion: a failback.  A
+ * demotion and a promotion that both fall between two maps are not seen. */
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 
@@ -53,6 +57,7 @@ typedef struct voter_cluster_node {
   int made;           /* loop: node_init ran (the home node's waits for a primary at the seed) */
   int started;        /* loop: node_start ran */
   int failing;        /* loop: its failed attempt is being reported: nothing new waits for it */
+  int left;           /* loop: started, and missing from a map since: its role is rechecked */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
