@@ -38,6 +38,9 @@ typedef struct {
   pid_t pids[MAX_PIDS];
   int n_pids;
   int concurrency; /* -1 = mode default */
+  /* --resources R: the async engine's cycles go round R resource names
+   * (slot i takes i, i + C, i + 2C, ... < R in turn); 0: one per slot. */
+  int resources;
   double duration_s;
   double warmup_s;
   /* --cycles N: the async engine runs exactly N cycles, no warm-up, the
@@ -88,6 +91,8 @@ typedef struct bench bench_t;
 typedef struct {
   bench_t *b;
   char resource[64];
+  int index;     /* the slot's number */
+  unsigned turn; /* --resources: which of its names comes next */
   uint64_t t_start;
   uint64_t t_acquired;
 } slot_t;

@@ -169,9 +169,22 @@ static void on_locked(int status, redlock_lock_t *lock, void *arg) {
   }
 }
 
+/* --resources R: the slot's next name (i, i + C, i + 2C, ... < R). */
+static void next_resource(slot_t *s, const config_t *c) {
+  long k = (long)s->index + (long)c->concurrency * (long)s->turn;
+  if (k >= c->resources) {
+    s->turn = 0;
+    k = s->index;
+  }
+  s->turn++;
+  snprintf(s->resource, sizeof s->resource, "bench:%s:%ld", s->b->run_id, k);
+}
+
 void async_cycle_start(slot_t *s) {
   bench_t *b = s->b;
   const config_t *c = b->cfg;
+  if (c->resources > c->concurrency)
+    next_resource(s, c);
   s->t_start = now_ns();
   int rc;
   switch (c->primitive) {
@@ -220,6 +233,7 @@ int run_async(bench_t *b) {
   atomic_store(&b->active, n);
   for (int i = 0; i < n; i++) {
     slots[i].b = b;
+    slots[i].index = i;
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
   if (c->cycles_limit > 0) {
@@ -294,6 +308,7 @@ int run_ab(bench_t *b, redlock_t *off) {
   b->slots = slots;
   for (int i = 0; i < n; i++) {
     slots[i].b = b;
+    slots[i].index = i;
     snprintf(slots[i].resource, sizeof slots[i].resource, "bench:%s:%d", b->run_id, i);
   }
   int per_side = ab_per_side(c->duration_s);

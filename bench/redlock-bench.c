@@ -29,7 +29,8 @@
  * Modes:
  *   throughput  --concurrency C cycles in flight on the async API: each slot
  *               loops redlock_lock_async(wait 0) -> redlock_unlock_async on
- *               its own resource "bench:<run>:<slot>".
+ *               its own resource "bench:<run>:<slot>" (--resources R: round
+ *               R names, "bench:<run>:<k>", each slot its share of them).
  *   latency     one cycle at a time (blocking redlock_lock / redlock_unlock,
  *               or the async chain with --api async).
  *   contention  --workers K threads on ONE resource, each looping
@@ -75,6 +76,7 @@ static void usage(FILE *f) {
              "  --server-pids P,P,..  PIDs of those masters, for server CPU per cycle\n"
              "  --no-quarantine       with --node: turn the restart quarantine off\n"
              "  --concurrency C       cycles in flight (throughput: 128, latency/slow-node: 1)\n"
+             "  --resources R         throughput: cycles go round R resource names (default C)\n"
              "  --duration S          measured seconds (default 5)\n"
              "  --warmup S            warm-up seconds before measuring (default 1)\n"
              "  --cycles N            async engine: exactly N cycles instead of --duration\n"
@@ -241,6 +243,8 @@ static int parse_args(int argc, char **argv, config_t *c) {
         c->ab_nodes[c->n_ab_nodes++] = v;
     } else if (strcmp(a, "--server-pids") == 0) {
       bad = parse_pids(v, c);
+    } else if (strcmp(a, "--resources") == 0) {
+      bad = parse_int(v, 1, 10000000, &c->resources);
     } else if (strcmp(a, "--concurrency") == 0) {
       bad = parse_int(v, 1, MAX_CONCURRENCY, &c->concurrency);
     } else if (strcmp(a, "--duration") == 0) {

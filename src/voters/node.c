@@ -457,17 +457,21 @@ int node_retarget(node_t *node, const char *host, int port, const char *why) {
   node->addr.port = port;
   uv_mutex_unlock(node->env->mutex);
   free(old);
+  node_reconnect(node, "master moved", why);
+  return 0;
+}
+
+void node_reconnect(node_t *node, const char *what, const char *why) {
   if (!node->link.attached || node->state == NODE_CLOSED)
-    return 0;
+    return;
   if (node->link.state != LINK_DOWN)
-    link_fail(&node->link, REDLOCK_LOG_WARN, "master moved", why);
-  /* A lookup of the old name must not answer for the new one. */
+    link_fail(&node->link, REDLOCK_LOG_WARN, what, why);
+  /* A lookup of an old name must not answer for a new one. */
   link_forget_lookup(&node->link);
-  /* The server we knew may live on (a demoted master): whatever answers at
-   * the new address is another server, whatever its uptime. */
+  /* The server we knew may live on (a demoted master): a new run_id is
+   * another server, whatever its uptime. */
   node->past.lost_ns = 0;
   link_connect(&node->link);
-  return 0;
 }
 
 void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns) {

@@ -302,6 +302,13 @@ void node_shutdown(node_t *node);
  * env->mutex for the address.  0, or REDLOCK_ENOMEM (nothing changed).
  * Outside of this node's hiredis callbacks. */
 int node_retarget(node_t *node, const char *host, int port, const char *why);
+/* Drops the connection (what, why: for the log and the DOWN report) and
+ * starts a new attempt at once, whose handshake judges the server again
+ * (quarantine.h): a cluster primary that was demoted and promoted again
+ * over a connection that lived on.  The server of the last handshake is
+ * kept; a new run_id is judged as another server.  Nothing for a node not
+ * started or closed.  Outside of this node's hiredis callbacks. */
+void node_reconnect(node_t *node, const char *what, const char *why);
 /* The owner's hint for the quarantine judgement of the next handshakes at
  * the current address: the server there (run_id, or NULL / "" when not
  * known) has been a master since master_since_ns at the latest

@@ -22,6 +22,7 @@
 #include "util/why.h"
 
 static void ask_start(voter_cluster_t *s);
+static int in_map(const voter_cluster_t *s, const voter_cluster_node_t *cn);
 static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t *req, int ask);
 
 static voter_cluster_t *of(voter_t *v) { return (voter_cluster_t *)v; }
@@ -117,14 +118,30 @@ static int entry_index(const voter_cluster_t *s, const voter_cluster_node_t *cn)
   return -1;
 }
 
+/* cn is a primary now (busy: the node whose reply is being handled, left
+ * alone).  One that left a map since we connected may have been a replica
+ * meanwhile, and its connection lived on: a new handshake judges it
+ * (replication id changed: failover quarantine, quarantine.h). */
+static void primary_again(voter_cluster_t *s, voter_cluster_node_t *cn, const node_t *busy) {
+  if (!cn->left || cn->node == busy)
+    return;
+  cn->left = 0;
+  log_write(s->env.log, REDLOCK_LOG_INFO,
+            "cluster %s: %s is a primary again: reconnecting to check its role", s->addr.label,
+            cn->label);
+  node_reconnect(cn->node, "primary again", "it left the slot map and is back");
+}
+
 /* Gives every primary of the map a node: the one at its address (the home
  * node for the first seed's), made when new. */
-static void bind_primaries(voter_cluster_t *s) {
+static void bind_primaries(voter_cluster_t *s, const node_t *busy) {
   for (unsigned i = 0; i < s->map.n_primaries; i++) {
     cluster_primary_t *p = &s->map.primaries[i];
     if (p->user < 0) {
       voter_cluster_node_t *cn = node_for(s, p->host, p->port);
       p->user = cn != NULL ? entry_index(s, cn) : -1;
+      if (cn != NULL)
+        primary_again(s, cn, busy);
     }
   }
 }
@@ -216,6 +233,22 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   return ST_DOWN;
 }
 
+/* A request found no primary for its slot: a primary failed and its
+ * replica may be promoted by now.  The map is asked again, at most every
+ * VOTER_CLUSTER_UNCOVERED_MS (the link's timer brings the question forward),
+ * so that a failover is followed in about that time, not at the slow
+ * refresh. */
+static void ask_uncovered(voter_cluster_t *s) {
+  if (s->asking || s->closing)
+    return;
+  uint64_t now = tb_now_ns(s->env.tb);
+  uint64_t next = s->map_ns + (uint64_t)VOTER_CLUSTER_UNCOVERED_MS * 1000000u;
+  if (now >= next)
+    ask_start(s);
+  else if (s->disc.state == LINK_UP)
+    (void)link_arm(&s->disc, (next - now + 999999u) / 1000000u);
+}
+
 /* The slot's primary, or NULL (why set). */
 static voter_cluster_node_t *route_of(voter_cluster_t *s, int slot) {
   if (!s->have_map)
@@ -223,6 +256,8 @@ static voter_cluster_node_t *route_of(voter_cluster_t *s, int slot) {
   int p = slot >= 0 ? cluster_map_owner(&s->map, slot) : (s->map.n_primaries > 0 ? 0 : -1);
   int k = p >= 0 ? s->map.primaries[p].user : -1;
   if (k < 0) {
+    if (p < 0)
+      ask_uncovered(s);
     char why[64];
     snprintf(why, sizeof why,
              p < 0 ? "no primary for slot %d" : "no connection for the primary of slot %d", slot);
@@ -283,7 +318,7 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
   if (kind == CLUSTER_REDIRECT_MOVED) {
     int at = cluster_map_assign(&s->map, slot, host, port);
     if (at >= 0) {
-      bind_primaries(s);
+      bind_primaries(s, from);
       int k = s->map.primaries[at].user;
       cn = k >= 0 ? s->nodes[k] : NULL;
     }
@@ -292,6 +327,8 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
     ask_start(s); /* the map is out of date: more may have moved */
   } else {
     cn = node_for(s, host, port);
+    if (cn != NULL)
+      primary_again(s, cn, from);
   }
   if (cn == NULL || to_node(s, cn, req, kind == CLUSTER_REDIRECT_ASK) != ST_OK)
     finish_unsent(s, cn != NULL ? cn->node : from, req);
@@ -359,9 +396,13 @@ static void retry_fire(tb_timer_t *timer) {
 static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
   unsigned old_primaries = s->map.n_primaries, old_covered = s->map.covered;
   cluster_map_move(&s->map, fresh);
-  bind_primaries(s);
+  bind_primaries(s, NULL);
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->started && !in_map(s, s->nodes[i]))
+      s->nodes[i]->left = 1;
   int first = !s->have_map;
   s->have_map = 1;
+  s->map_ns = tb_now_ns(s->env.tb);
   int level = first || old_primaries != s->map.n_primaries || old_covered != s->map.covered
                   ? REDLOCK_LOG_INFO
                   : REDLOCK_LOG_DEBUG;

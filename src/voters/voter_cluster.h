@@ -7,7 +7,9 @@
  * enough): `CLUSTER SHARDS`, or `CLUSTER SLOTS` on a server that does not
  * know it.  It is asked at start, every VOTER_CLUSTER_REFRESH_MS, whenever
  * the discovery link (re)connects, and after a MOVED, a CLUSTERDOWN, a
- * -READONLY / -LOADING, or a primary's connection failing.
+ * -READONLY / -LOADING, or a primary's connection failing; and while a
+ * request finds no primary for its slot (a failover under way), at most
+ * every VOTER_CLUSTER_UNCOVERED_MS.
  *
  * Each primary is a node (node.c: its queue, acks, replays, hung detection,
  * restart and failover quarantine), keyed by its address, made and
@@ -27,7 +29,11 @@
  * A promoted replica is a new primary at a new address: a new node, whose
  * first handshake finds master_replid2 set and quarantines it (quarantine.h)
  * unless the acks cover its replicas; a primary that comes back at an
- * address we knew is judged against the server we knew there. */
+ * address we knew is judged against the server we knew there.  A primary
+ * missing from a map (demoted, or gone) whose connection lived on is
+ * reconnected when it is a primary again (in a map, or the target of a
+ * redirection), so that its handshake sees the promotion: a failback.  A
+ * demotion and a promotion that both fall between two maps are not seen. */
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 
@@ -38,6 +44,7 @@
 #include "voters/voter.h"
 
 #define VOTER_CLUSTER_REFRESH_MS 10000 /* the slot map is asked again this often */
+#define VOTER_CLUSTER_UNCOVERED_MS 100 /* a slot without a primary: the map asked this often */
 #define VOTER_CLUSTER_TRYAGAIN_MS 25   /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5  /* MOVED / ASK / TRYAGAIN followed per request */
 #define VOTER_CLUSTER_MAX_NODES 64     /* primaries (addresses) one voter connects to */
@@ -50,6 +57,7 @@ typedef struct voter_cluster_node {
   int made;           /* loop: node_init ran (the home node's waits for a primary at the seed) */
   int started;        /* loop: node_start ran */
   int failing;        /* loop: its failed attempt is being reported: nothing new waits for it */
+  int left;           /* loop: started, and missing from a map since: its role is rechecked */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
@@ -69,7 +77,8 @@ typedef struct voter_cluster {
   /* The slot map (loop); each primary's `user` field is its nodes[] index,
    * or -1 while it has none. */
   cluster_map_t map;
-  int have_map; /* a map was read (loop) */
+  int have_map;    /* a map was read (loop) */
+  uint64_t map_ns; /* when the last map was read (loop) */
   /* Discovery (loop): the link to the seeds, the seed it is at. */
   link_t disc;
   node_addr_t disc_addr;

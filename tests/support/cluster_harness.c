@@ -3,12 +3,16 @@
 #include "cluster_harness.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CH_JOIN_TIMEOUT_MS 30000
@@ -266,6 +270,144 @@ int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to) {
       (void)rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
                               c->id[to]);
   return 0;
+}
+
+const char *ch_id(const ch_cluster_t *c, unsigned i) { return c->id[i]; }
+
+int ch_is_master(ch_cluster_t *c, unsigned i) {
+  char role[4096];
+  return rh_server_pid(c->nodes[i]) != 0 &&
+         rh_server_command(c->nodes[i], role, sizeof role, "ROLE") == 0 &&
+         strncmp(role, "master", 6) == 0;
+}
+
+typedef struct {
+  ch_cluster_t *c;
+  unsigned i;
+  char why[160]; /* what the last poll found wanting */
+} master_t;
+
+/* The line of CLUSTER NODES (in nodes) about node id, or NULL; its end is
+ * made the string's end. */
+static char *node_line(char *nodes, const char *id) {
+  for (char *line = nodes; line != NULL && *line != '\0';) {
+    char *eol = strchr(line, '\n');
+    if (eol != NULL)
+      *eol = '\0';
+    if (strncmp(line, id, 40) == 0)
+      return line;
+    line = eol != NULL ? eol + 1 : NULL;
+  }
+  return NULL;
+}
+
+/* Node i is a master, every running node is ok, and every running node's
+ * CLUSTER NODES flags i as a master (the others learned of the promotion). */
+static int pred_master(void *arg) {
+  master_t *m = arg;
+  if (!ch_is_master(m->c, m->i)) {
+    snprintf(m->why, sizeof m->why, "ROLE is not master");
+    return 0;
+  }
+  if (!pred_ok(m->c)) {
+    snprintf(m->why, sizeof m->why, "a node is not cluster_state:ok");
+    return 0;
+  }
+  for (unsigned k = 0; k < m->c->n; k++) {
+    char nodes[8192];
+    if (rh_server_pid(m->c->nodes[k]) == 0)
+      continue;
+    if (rh_server_command(m->c->nodes[k], nodes, sizeof nodes, "CLUSTER NODES") != 0)
+      return 0;
+    const char *line = node_line(nodes, m->c->id[m->i]);
+    if (line == NULL || strstr(line, "master") == NULL) {
+      snprintf(m->why, sizeof m->why, "node %u says: %.120s", k, line != NULL ? line : "(none)");
+      return 0;
+    }
+  }
+  return 1;
+}
+
+int ch_wait_master(ch_cluster_t *c, unsigned i, int timeout_ms) {
+  master_t m = {c, i, ""};
+  if (rh_wait_until(pred_master, &m, timeout_ms))
+    return 0;
+  return fail(c, i, "not a master everyone agrees on in time", m.why);
+}
+
+int ch_failover(ch_cluster_t *c, unsigned i, const char *how, int timeout_ms) {
+  char buf[512];
+  int rc = how != NULL && how[0] != '\0'
+               ? rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER FAILOVER %s", how)
+               : rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER FAILOVER");
+  if (rc != 0 || strcmp(buf, "OK") != 0)
+    return fail(c, i, "CLUSTER FAILOVER", buf);
+  return ch_wait_master(c, i, timeout_ms);
+}
+
+const char *ch_cli(void) {
+  static char path[PATH_MAX];
+  const char *server = rh_server_executable();
+  if (server == NULL)
+    return NULL;
+  size_t n = strlen(server);
+  if (n < 7 || strcmp(server + n - 7, "-server") != 0 || n + 1 >= sizeof path)
+    return NULL;
+  snprintf(path, sizeof path, "%.*s-cli", (int)(n - 7), server);
+  return access(path, X_OK) == 0 ? path : NULL;
+}
+
+int ch_reshard_start(ch_cluster_t *c, unsigned from, unsigned to, unsigned slots) {
+  const char *cli = ch_cli();
+  if (cli == NULL) {
+    fprintf(stderr, "cluster_harness: no cli beside %s\n", rh_server_name());
+    return -1;
+  }
+  char at[32], n[16], out[PATH_MAX + 16];
+  snprintf(at, sizeof at, "127.0.0.1:%d", ch_port(c, from));
+  snprintf(n, sizeof n, "%u", slots);
+  snprintf(out, sizeof out, "%s/reshard.out", c->dir);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    if (rh_child_init(parent) != 0)
+      _exit(127);
+    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    execl(cli, cli, "--cluster", "reshard", at, "--cluster-from", c->id[from], "--cluster-to",
+          c->id[to], "--cluster-slots", n, "--cluster-yes", (char *)NULL);
+    _exit(127);
+  }
+  return (int)pid;
+}
+
+int ch_reshard_wait(ch_cluster_t *c, int pid, int timeout_ms) {
+  uint64_t until = rh_now_ms() + (uint64_t)timeout_ms;
+  int status = 0;
+  pid_t got;
+  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && rh_now_ms() < until)
+    nanosleep(&(struct timespec){0, 10000000}, NULL); /* a child process: polled for its exit */
+  if (got == 0) {
+    kill(pid, SIGKILL);
+    (void)waitpid(pid, &status, 0);
+  }
+  if (got == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return 0;
+  char out[PATH_MAX + 16], line[512];
+  snprintf(out, sizeof out, "%s/reshard.out", c->dir);
+  fprintf(stderr, "cluster_harness: reshard failed (%s); its output:\n",
+          got == 0 ? "timed out" : "exit status");
+  FILE *f = fopen(out, "r");
+  for (int k = 0; f != NULL && k < 200 && fgets(line, sizeof line, f) != NULL; k++)
+    fputs(line, stderr);
+  if (f != NULL)
+    fclose(f);
+  return -1;
 }
 
 void ch_stop(ch_cluster_t *c) {

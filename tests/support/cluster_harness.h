@@ -44,6 +44,27 @@ int ch_owner(ch_cluster_t *c, unsigned asked, int slot);
  * SETSLOT IMPORTING / MIGRATING, MIGRATE of every key, SETSLOT NODE on
  * every primary.  0 or -1 (what failed on stderr). */
 int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to);
+/* The node's cluster id (40 hex digits). */
+const char *ch_id(const ch_cluster_t *c, unsigned i);
+/* 1 when node i answers ROLE as a master, 0 otherwise (down: 0). */
+int ch_is_master(ch_cluster_t *c, unsigned i);
+/* Runs `CLUSTER FAILOVER [how]` on replica i ("" or NULL: the graceful
+ * one; "FORCE", "TAKEOVER") and waits until it is a master and every
+ * running node says cluster_state:ok.  0, or -1 (on stderr). */
+int ch_failover(ch_cluster_t *c, unsigned i, const char *how, int timeout_ms);
+/* Waits until node i is a master (e.g. a replica promoted by the cluster
+ * after its primary was killed) and every running node is ok; 0 or -1. */
+int ch_wait_master(ch_cluster_t *c, unsigned i, int timeout_ms);
+/* The cli beside the server program (redis-cli / valkey-cli), absolute, or
+ * NULL when there is none. */
+const char *ch_cli(void);
+/* Starts `CLI --cluster reshard` moving `slots` slots from primary `from`
+ * to primary `to` (--cluster-yes) as a child process (stopped by PID, output
+ * to a file in the cluster's directory); its PID, or -1. */
+int ch_reshard_start(ch_cluster_t *c, unsigned from, unsigned to, unsigned slots);
+/* Waits for that child: 0 when it exited 0 within timeout_ms; -1 otherwise
+ * (killed at the deadline; its output on stderr). */
+int ch_reshard_wait(ch_cluster_t *c, int pid, int timeout_ms);
 /* Waits until every node not paused says cluster_state:ok; 1, or 0. */
 int ch_wait_ok(ch_cluster_t *c, int timeout_ms);
 /* Stops every node by PID, removes the directory, frees.  NULL is fine. */

@@ -1,0 +1,609 @@
+/* test_cluster_faults.c: a cluster voter (redis-cluster://) through the
+ * faults of a real Redis Cluster: live resharding, failovers inside the
+ * cluster, and a lock over three clusters.  Clusters are started and joined
+ * by tests/support/cluster_harness.h on loopback; docs/deployments.md
+ * "Cluster voters", docs/safety.md §5b.
+ *
+ * Asserts:
+ *  - reshard, locks held: `CLI --cluster reshard` moves 4000 slots from
+ *    primary 0 to primary 1 while a client holds locks whose keys are in
+ *    those slots; during it and after it another client is refused every
+ *    one of them, the holder extends every one (through MOVED and ASK), and
+ *    unlocks them, and no key is left on any primary;
+ *  - reshard under load: client threads lock and unlock a pool of resources
+ *    while 4000 slots move; no two of them ever hold one resource at once
+ *    (an in-process holder count per resource), they keep getting grants,
+ *    and no key is left;
+ *  - failover inside the cluster (one replica per primary, quarantine on):
+ *    after `CLUSTER FAILOVER` on a replica, a held lock is not granted to
+ *    another client, the promoted replica's votes for fresh keys do not
+ *    count until the failover quarantine is over (votes say "failover
+ *    quarantine"), the holder extends and unlocks; a failback to the old
+ *    primary (whose connection lived on through its demotion) is
+ *    quarantined too;
+ *  - a primary SIGKILLed and its replica promoted by the cluster: the held
+ *    lock is never granted to another client; fresh keys on the promoted
+ *    replica are quarantined;
+ *  - wait= on a cluster voter: with wait=1 every grant was acknowledged by
+ *    the primary's replica; wait=2 (one replica each) never grants, and
+ *    its votes say why;
+ *  - {cluster, cluster, cluster}: three clusters as the three voters; a
+ *    second client is refused what the first holds, keys are on every
+ *    cluster, and gone after unlock; with one cluster stopped the other two
+ *    still decide, and still exclude. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cluster_harness.h"
+#include "fixture.h"
+
+#define TTL_MS 30000u
+#define RESHARD_SLOTS 4000u /* of primary 0's 5461 */
+#define RESHARD_TIMEOUT_MS 120000
+#define N_HELD 240
+#define MAX_CLUSTERS 3
+
+static ch_cluster_t *g_clusters[MAX_CLUSTERS];
+
+static int cf_teardown(void **state) {
+  fx_t *fx = *state;
+  for (int i = 0; fx != NULL && i < FX_MAX_CLIENTS; i++)
+    fx_close(fx, i);
+  for (int k = 0; k < MAX_CLUSTERS; k++) {
+    for (unsigned i = 0; g_clusters[k] != NULL && i < ch_count(g_clusters[k]); i++)
+      (void)rh_server_resume(ch_node(g_clusters[k], i));
+    ch_stop(g_clusters[k]);
+    g_clusters[k] = NULL;
+  }
+  return fx_teardown(state);
+}
+#define CF_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_0, cf_teardown)
+
+static ch_cluster_t *cluster_start(int k, unsigned replicas) {
+  ch_options_t o = {.primaries = 3, .replicas_per_primary = replicas};
+  assert_int_equal(ch_start(&g_clusters[k], &o), 0);
+  return g_clusters[k];
+}
+
+static long dbsize(rh_server_t *s) {
+  char buf[64];
+  if (rh_server_pid(s) == 0 || rh_server_command(s, buf, sizeof buf, "DBSIZE") != 0)
+    return -1;
+  return atol(buf);
+}
+
+/* Keys on the cluster's primaries (a replica's copies are not counted). */
+static long cluster_keys(ch_cluster_t *c) {
+  long sum = 0;
+  for (unsigned i = 0; i < ch_count(c); i++)
+    if (ch_is_master(c, i))
+      sum += dbsize(ch_node(c, i));
+  return sum;
+}
+
+typedef struct {
+  ch_cluster_t *c;
+  long want;
+} total_t;
+
+static int total_is(void *arg) {
+  total_t *t = arg;
+  return cluster_keys(t->c) == t->want;
+}
+
+static void assert_cluster_keys(ch_cluster_t *c, long want) {
+  total_t t = {c, want};
+  if (!rh_wait_until(total_is, &t, FX_SETTLE_MS))
+    fail_msg("%ld keys on the cluster's primaries, want %ld", cluster_keys(c), want);
+}
+
+/* The key of a resource as a client of default options names it. */
+static void key_of(const char *res, char *key, size_t size) {
+  const char *prefix = NULL;
+  redlock_options_t *o = redlock_options_new();
+  assert_non_null(o);
+  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
+  snprintf(key, size, "%s%s", prefix, res);
+  redlock_options_free(o);
+}
+
+static int slot_of(ch_cluster_t *c, const char *res) {
+  char key[160], buf[64];
+  key_of(res, key, sizeof key);
+  assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
+  return atoi(buf);
+}
+
+/* Finds a name "<what>-N" whose slot is served by node `owner`. */
+static void name_on(ch_cluster_t *c, unsigned owner, const char *what, char *out, size_t size) {
+  for (int i = 0; i < 10000; i++) {
+    snprintf(out, size, "%s-%d", what, i);
+    if (ch_owner(c, 0, slot_of(c, out)) == (int)owner)
+      return;
+  }
+  fail_msg("no name of %s on node %u", what, owner);
+}
+
+#define CF_CHECK(fx, slot, client, call)                                                           \
+  do {                                                                                             \
+    int rc_ = (call);                                                                              \
+    if (rc_ != REDLOCK_OK) {                                                                       \
+      char votes_[1024];                                                                           \
+      redlock_last_votes((client), votes_, sizeof votes_);                                         \
+      fail_msg("%s: %d: %s\n%s", #call, rc_, votes_, fx_log_text((fx), (slot)));                   \
+    }                                                                                              \
+  } while (0)
+
+/* Every primary's connection is made on first use: a warm-up pass makes
+ * them (until one is up, a lone cluster voter cannot vote). */
+static void warm_up(fx_t *fx, int slot, redlock_t *c, const char *what) {
+  for (int i = 0; i < 24; i++) {
+    char res[64];
+    redlock_lock_t *l = NULL;
+    snprintf(res, sizeof res, "%s-warm-%d", what, i);
+    int rc = fx_trylock_until(c, res, 2000, 10000, &l);
+    if (rc != REDLOCK_OK) {
+      char votes[1024];
+      redlock_last_votes(c, votes, sizeof votes);
+      fail_msg("warm-up %s: %d: %s\n%s", res, rc, votes, fx_log_text(fx, slot));
+    }
+    assert_int_equal(redlock_unlock(c, l), REDLOCK_OK);
+  }
+}
+
+/* ---- reshard with locks held ----------------------------------------------------------- */
+
+typedef struct {
+  fx_t *fx;
+  redlock_t *holder, *other;
+  redlock_lock_t **locks;
+  char (*res)[32];
+  int n;
+  atomic_int stop;
+  unsigned extends, extend_fails, refusals, double_grants, rounds;
+  char first_failure[1024];
+} held_t;
+
+/* During the reshard: the holder extends every lock, the other client tries
+ * every one of them, round after round. */
+static void *held_churn(void *arg) {
+  held_t *h = arg;
+  while (!atomic_load(&h->stop)) {
+    for (int i = 0; i < h->n && !atomic_load(&h->stop); i++) {
+      int rc = redlock_extend(h->holder, h->locks[i], TTL_MS);
+      h->extends++;
+      if (rc != REDLOCK_OK) {
+        if (h->extend_fails++ == 0) {
+          char votes[900];
+          redlock_last_votes(h->holder, votes, sizeof votes);
+          snprintf(h->first_failure, sizeof h->first_failure, "extend %s: %d: %s", h->res[i], rc,
+                   votes);
+        }
+      }
+      redlock_lock_t *got = NULL;
+      if (redlock_trylock(h->other, h->res[i], TTL_MS, &got) == REDLOCK_OK) {
+        h->double_grants++;
+        redlock_unlock(h->other, got);
+      } else {
+        h->refusals++;
+      }
+    }
+    h->rounds++;
+  }
+  return NULL;
+}
+
+static void test_reshard_held(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start(0, 0);
+  const char *uris[1] = {ch_uri(c, 1)};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
+  warm_up(fx, 0, a, "rh-a");
+  warm_up(fx, 1, b, "rh-b");
+  static char res[N_HELD][32];
+  static redlock_lock_t *locks[N_HELD];
+  /* Names in the slots the reshard moves (primary 0's first ones), and as
+   * many elsewhere. */
+  int n = 0;
+  for (int i = 0; n < N_HELD && i < 100000; i++) {
+    snprintf(res[n], sizeof res[n], "rh-held-%d", i);
+    int slot = slot_of(c, res[n]);
+    if ((n % 2 == 0) == (slot < (int)RESHARD_SLOTS))
+      n++;
+  }
+  assert_int_equal(n, N_HELD);
+  for (int i = 0; i < n; i++)
+    CF_CHECK(fx, 0, a, redlock_lock(a, res[i], TTL_MS, &locks[i]));
+  assert_cluster_keys(c, n);
+  long on1 = dbsize(ch_node(c, 1));
+
+  held_t h = {.fx = fx, .holder = a, .other = b, .locks = locks, .res = res, .n = n};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, held_churn, &h), 0);
+  int pid = ch_reshard_start(c, 0, 1, RESHARD_SLOTS);
+  assert_true(pid > 0);
+  int reshard = ch_reshard_wait(c, pid, RESHARD_TIMEOUT_MS);
+  atomic_store(&h.stop, 1);
+  pthread_join(t, NULL);
+  assert_int_equal(reshard, 0);
+  assert_true(ch_wait_ok(c, 10000));
+  if (fx_verbose())
+    fprintf(stderr, "reshard held: %u rounds, %u extends (%u failed), %u refusals\n", h.rounds,
+            h.extends, h.extend_fails, h.refusals);
+  if (h.double_grants > 0)
+    fail_msg("%u locks granted to a second client during the reshard", h.double_grants);
+  if (h.extend_fails > 0)
+    fail_msg("%u of %u extends failed during the reshard; first: %s\n%s", h.extend_fails, h.extends,
+             h.first_failure, fx_log_text(fx, 0));
+  assert_true(h.rounds >= 1);
+  /* Half of the held keys moved with their slots. */
+  if (dbsize(ch_node(c, 1)) < on1 + n / 2)
+    fail_msg("primary 1 holds %ld keys, had %ld: the held keys did not move", dbsize(ch_node(c, 1)),
+             on1);
+  /* After it: still excluded, extended, unlocked, no key left. */
+  for (int i = 0; i < n; i++) {
+    redlock_lock_t *got = NULL;
+    if (redlock_trylock(b, res[i], TTL_MS, &got) == REDLOCK_OK)
+      fail_msg("%s granted twice after the reshard", res[i]);
+    CF_CHECK(fx, 0, a, redlock_extend(a, locks[i], TTL_MS));
+  }
+  for (int i = 0; i < n; i++)
+    CF_CHECK(fx, 0, a, redlock_unlock(a, locks[i]));
+  assert_cluster_keys(c, 0);
+  redlock_lock_t *got = NULL;
+  CF_CHECK(fx, 1, b, redlock_trylock(b, res[0], TTL_MS, &got));
+  CF_CHECK(fx, 1, b, redlock_unlock(b, got));
+  assert_cluster_keys(c, 0);
+}
+
+/* ---- reshard under load ---------------------------------------------------------------- */
+
+#define LOAD_WORKERS 4
+#define LOAD_RESOURCES 256
+#define LOAD_TTL_MS 10000u
+
+typedef struct {
+  fx_t *fx;
+  redlock_t *clients[LOAD_WORKERS];
+  atomic_int holders[LOAD_RESOURCES]; /* in-process holders of each resource */
+  atomic_int stop;
+  atomic_uint grants, overlaps, errors, unlock_fails;
+  atomic_uint grants_after; /* grants once the reshard was over */
+  atomic_int reshard_over;
+} load_t;
+
+typedef struct {
+  load_t *l;
+  int k;
+} worker_t;
+
+static void *load_worker(void *arg) {
+  worker_t *w = arg;
+  load_t *l = w->l;
+  redlock_t *c = l->clients[w->k];
+  unsigned seed = 77u + (unsigned)w->k;
+  while (!atomic_load(&l->stop)) {
+    int r = rand_r(&seed) % LOAD_RESOURCES;
+    char res[32];
+    snprintf(res, sizeof res, "rl-load-%d", r);
+    redlock_lock_t *lock = NULL;
+    int rc = redlock_trylock(c, res, LOAD_TTL_MS, &lock);
+    if (rc == REDLOCK_OK) {
+      /* A hold of far less than the TTL: two holders at once is a safety
+       * violation, never a slow thread. */
+      if (atomic_fetch_add(&l->holders[r], 1) != 0)
+        atomic_fetch_add(&l->overlaps, 1);
+      atomic_fetch_add(&l->grants, 1);
+      if (atomic_load(&l->reshard_over))
+        atomic_fetch_add(&l->grants_after, 1);
+      atomic_fetch_sub(&l->holders[r], 1);
+      if (redlock_unlock(c, lock) != REDLOCK_OK)
+        atomic_fetch_add(&l->unlock_fails, 1);
+    } else if (rc != REDLOCK_ELOCKED && rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ETIMEDOUT) {
+      atomic_fetch_add(&l->errors, 1);
+    }
+  }
+  return NULL;
+}
+
+static int load_grants_after(void *arg) {
+  load_t *l = arg;
+  return atomic_load(&l->grants_after) >= 200;
+}
+
+static void test_reshard_load(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start(0, 0);
+  const char *uris[1] = {ch_uri(c, 2)};
+  static load_t l;
+  memset(&l, 0, sizeof l);
+  l.fx = fx;
+  for (int k = 0; k < LOAD_WORKERS; k++) {
+    l.clients[k] = fx_open(fx, k, fx_options_uris(fx, k, uris, 1, REDLOCK_LOG_WARN));
+    char what[16];
+    snprintf(what, sizeof what, "rl-%d", k);
+    warm_up(fx, k, l.clients[k], what);
+  }
+  worker_t w[LOAD_WORKERS];
+  pthread_t t[LOAD_WORKERS];
+  for (int k = 0; k < LOAD_WORKERS; k++) {
+    w[k] = (worker_t){&l, k};
+    assert_int_equal(pthread_create(&t[k], NULL, load_worker, &w[k]), 0);
+  }
+  int pid = ch_reshard_start(c, 0, 1, RESHARD_SLOTS);
+  int reshard = pid > 0 ? ch_reshard_wait(c, pid, RESHARD_TIMEOUT_MS) : -1;
+  unsigned during = atomic_load(&l.grants);
+  atomic_store(&l.reshard_over, 1);
+  int more = rh_wait_until(load_grants_after, &l, 20000);
+  atomic_store(&l.stop, 1);
+  for (int k = 0; k < LOAD_WORKERS; k++)
+    pthread_join(t[k], NULL);
+  assert_int_equal(reshard, 0);
+  if (fx_verbose())
+    fprintf(stderr, "reshard load: %u grants during, %u after, %u errors, %u unlock fails\n",
+            during, atomic_load(&l.grants_after), atomic_load(&l.errors),
+            atomic_load(&l.unlock_fails));
+  if (atomic_load(&l.overlaps) > 0)
+    fail_msg("%u grants overlapped another holder of the same resource", atomic_load(&l.overlaps));
+  if (atomic_load(&l.errors) > 0)
+    fail_msg("%u calls failed with an unexpected status\n%s", atomic_load(&l.errors),
+             fx_log_text(fx, FX_ALL));
+  assert_true(during >= 100);
+  if (!more)
+    fail_msg("%u grants after the reshard\n%s", atomic_load(&l.grants_after),
+             fx_log_text(fx, FX_ALL));
+  /* Every unlock that failed left its key to its TTL: none is expected on
+   * loopback, but the count of keys left is what is asserted. */
+  assert_int_equal(atomic_load(&l.unlock_fails), 0);
+  assert_true(ch_wait_ok(c, 10000));
+  assert_cluster_keys(c, 0);
+}
+
+/* ---- failovers inside the cluster ------------------------------------------------------ */
+
+#define FO_MAX_TTL_MS 6000u
+#define FO_TTL_MS 5000u
+
+static redlock_options_t *quarantined_options(fx_t *fx, int slot, const char *uri) {
+  const char *uris[1] = {uri};
+  redlock_options_t *o = fx_options_uris(fx, slot, uris, 1, REDLOCK_LOG_INFO);
+  assert_int_equal(redlock_options_set_quarantine(o, 1), 0);
+  assert_int_equal(redlock_options_set_max_ttl(o, FO_MAX_TTL_MS), 0);
+  return o;
+}
+
+/* A fresh name on node `owner` is not granted to c, and its vote says
+ * that the failover quarantine is why (within a deadline: the client may
+ * learn of the promotion from the map it asks for after the first try). */
+static void assert_quarantined(fx_t *fx, int slot, redlock_t *c, ch_cluster_t *cl, unsigned owner,
+                               const char *what) {
+  char res[64], votes[1024];
+  name_on(cl, owner, what, res, sizeof res);
+  uint64_t until = rh_now_ms() + 3000;
+  for (;;) {
+    redlock_lock_t *l = NULL;
+    int rc = redlock_trylock(c, res, FO_TTL_MS, &l);
+    redlock_last_votes(c, votes, sizeof votes);
+    if (rc == REDLOCK_OK)
+      fail_msg("%s granted by the promoted node %u: %s\n%s", res, owner, votes,
+               fx_log_text(fx, slot));
+    if (strstr(votes, "failover quarantine") != NULL)
+      return;
+    if (rh_now_ms() > until)
+      fail_msg("%s on the promoted node %u: %d, votes: %s\n%s", res, owner, rc, votes,
+               fx_log_text(fx, slot));
+    fx_sleep_ms(20); /* a pace for the attempts, not a wait for an outcome */
+  }
+}
+
+/* Waits out the quarantine: a fresh name on `owner` is granted again. */
+static void assert_votes_again(fx_t *fx, int slot, redlock_t *c, ch_cluster_t *cl, unsigned owner,
+                               const char *what) {
+  char res[64];
+  name_on(cl, owner, what, res, sizeof res);
+  redlock_lock_t *l = NULL;
+  int rc = fx_trylock_until(c, res, FO_TTL_MS, (int)FO_MAX_TTL_MS + 10000, &l);
+  if (rc != REDLOCK_OK) {
+    char votes[1024];
+    redlock_last_votes(c, votes, sizeof votes);
+    fail_msg("%s: still no vote after the quarantine: %d: %s\n%s", res, rc, votes,
+             fx_log_text(fx, slot));
+  }
+  assert_int_equal(redlock_unlock(c, l), REDLOCK_OK);
+}
+
+static void test_failover_graceful(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start(0, 1); /* node 3 replicates 0, 4 replicates 1 */
+  redlock_t *a = fx_open(fx, 0, quarantined_options(fx, 0, ch_uri(c, 3)));
+  warm_up(fx, 0, a, "fo-a");
+  char res[64];
+  name_on(c, 0, "fo-held", res, sizeof res);
+  redlock_lock_t *held = NULL;
+  CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
+  assert_int_equal(ch_failover(c, 3, NULL, 20000), 0);
+
+  /* A fresh client: the held lock is not granted to it. */
+  redlock_t *b = fx_open(fx, 1, quarantined_options(fx, 1, ch_uri(c, 3)));
+  redlock_lock_t *got = NULL;
+  if (fx_trylock_until(b, res, FO_TTL_MS, 1000, &got) == REDLOCK_OK)
+    fail_msg("%s granted to a second client after the failover", res);
+  /* The promoted replica is a new master: quarantined for both. */
+  assert_quarantined(fx, 0, a, c, 3, "fo-fresh-a");
+  assert_quarantined(fx, 1, b, c, 3, "fo-fresh-b");
+  /* The holder extends (an extension's vote counts) and unlocks. */
+  CF_CHECK(fx, 0, a, redlock_extend(a, held, FO_TTL_MS));
+  CF_CHECK(fx, 0, a, redlock_unlock(a, held));
+  assert_cluster_keys(c, 0);
+  assert_votes_again(fx, 0, a, c, 3, "fo-after");
+
+  /* Failback: node 0's connection lived on through its demotion; promoted
+   * again, it may lack keys node 3 granted meanwhile. */
+  CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
+  assert_int_equal(ch_failover(c, 0, NULL, 20000), 0);
+  if (fx_trylock_until(b, res, FO_TTL_MS, 1000, &got) == REDLOCK_OK)
+    fail_msg("%s granted to a second client after the failback", res);
+  assert_quarantined(fx, 0, a, c, 0, "fo-back-a");
+  CF_CHECK(fx, 0, a, redlock_unlock(a, held));
+  assert_votes_again(fx, 0, a, c, 0, "fo-back-after");
+  assert_cluster_keys(c, 0);
+}
+
+typedef struct {
+  redlock_t *c;
+  const char *res;
+  uint64_t until_ms;
+  unsigned grants;
+} never_t;
+
+/* The other client tries the held name until the holder's TTL is over. */
+static int never_granted(void *arg) {
+  never_t *n = arg;
+  redlock_lock_t *got = NULL;
+  if (redlock_trylock(n->c, n->res, FO_TTL_MS, &got) == REDLOCK_OK) {
+    n->grants++;
+    redlock_unlock(n->c, got);
+  }
+  return rh_now_ms() >= n->until_ms;
+}
+
+static void test_failover_kill(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start(0, 1); /* node 4 replicates 1 */
+  redlock_t *a = fx_open(fx, 0, quarantined_options(fx, 0, ch_uri(c, 1)));
+  redlock_t *b = fx_open(fx, 1, quarantined_options(fx, 1, ch_uri(c, 1)));
+  warm_up(fx, 0, a, "fk-a");
+  warm_up(fx, 1, b, "fk-b");
+  char res[64];
+  name_on(c, 1, "fk-held", res, sizeof res);
+  redlock_lock_t *held = NULL;
+  uint64_t t0 = rh_now_ms();
+  CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
+  assert_int_equal(rh_server_kill(ch_node(c, 1)), 0);
+  assert_int_equal(ch_wait_master(c, 4, 30000), 0);
+  /* Until the holder's lock is over, nobody else gets it. */
+  never_t n = {b, res, t0 + FO_TTL_MS, 0};
+  assert_true(rh_wait_until(never_granted, &n, (int)FO_TTL_MS + 30000));
+  if (n.grants > 0)
+    fail_msg("%s granted %u times to a second client while held", res, n.grants);
+  assert_quarantined(fx, 0, a, c, 4, "fk-fresh");
+  redlock_unlock(a, held); /* may be over already */
+  assert_votes_again(fx, 1, b, c, 4, "fk-after");
+}
+
+static void test_cluster_wait(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start(0, 1);
+  char uri1[700], uri2[700];
+  snprintf(uri1, sizeof uri1, "%s?wait=1", ch_uri(c, 0));
+  snprintf(uri2, sizeof uri2, "%s?wait=2", ch_uri(c, 0));
+  const char *u1[1] = {uri1}, *u2[1] = {uri2};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, u1, 1, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, u2, 1, REDLOCK_LOG_WARN));
+  warm_up(fx, 0, a, "cw-a");
+  for (unsigned p = 0; p < 3; p++) {
+    char res[64];
+    name_on(c, p, "cw-held", res, sizeof res);
+    redlock_lock_t *l = NULL;
+    CF_CHECK(fx, 0, a, redlock_lock(a, res, TTL_MS, &l));
+    /* Acknowledged: the replica (node 3 + p) has the key when granted. */
+    char key[160];
+    key_of(res, key, sizeof key);
+    redisContext *rc = fx_redis(ch_node(c, 3 + p), 2000);
+    redisReply *r = redisCommand(rc, "READONLY");
+    assert_non_null(r);
+    freeReplyObject(r);
+    r = redisCommand(rc, "EXISTS %s", key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(rc);
+    CF_CHECK(fx, 0, a, redlock_unlock(a, l));
+    /* wait=2 with one replica: never acknowledged, never granted. */
+    redlock_lock_t *no = NULL;
+    int rc2 = fx_trylock_until(b, res, TTL_MS, 300, &no);
+    char votes[1024];
+    redlock_last_votes(b, votes, sizeof votes);
+    if (rc2 == REDLOCK_OK || strstr(votes, "primary") == NULL || strstr(votes, "=OK") != NULL)
+      fail_msg("wait=2 with one replica: %d: %s", rc2, votes);
+  }
+  assert_cluster_keys(c, 0);
+}
+
+/* ---- three clusters ------------------------------------------------------------------------ */
+
+#define N_THREE 60
+
+static void test_three_clusters(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *cl[3];
+  char uri[3][700];
+  const char *uris[3];
+  for (int k = 0; k < 3; k++) {
+    cl[k] = cluster_start(k, 0);
+    snprintf(uri[k], sizeof uri[k], "%s", ch_uri(cl[k], 1));
+    uris[k] = uri[k];
+  }
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
+  redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 3, REDLOCK_LOG_WARN));
+  warm_up(fx, 0, a, "c3-a");
+  warm_up(fx, 1, b, "c3-b");
+  for (int k = 0; k < 3; k++)
+    assert_cluster_keys(cl[k], 0);
+  static redlock_lock_t *locks[N_THREE];
+  char res[N_THREE][32];
+  for (int i = 0; i < N_THREE; i++) {
+    snprintf(res[i], sizeof res[i], "c3-res-%d", i);
+    CF_CHECK(fx, 0, a, redlock_lock(a, res[i], TTL_MS, &locks[i]));
+  }
+  /* Every cluster holds every key, spread over its primaries. */
+  for (int k = 0; k < 3; k++) {
+    assert_cluster_keys(cl[k], N_THREE);
+    for (unsigned p = 0; p < 3; p++)
+      if (dbsize(ch_node(cl[k], p)) < 1)
+        fail_msg("cluster %d: primary %u holds none of the keys", k, p);
+  }
+  for (int i = 0; i < N_THREE; i++) {
+    redlock_lock_t *got = NULL;
+    if (redlock_trylock(b, res[i], TTL_MS, &got) == REDLOCK_OK)
+      fail_msg("%s granted twice", res[i]);
+  }
+  /* One cluster stopped: the other two are a quorum, and still exclude. */
+  for (unsigned i = 0; i < ch_count(cl[2]); i++)
+    assert_int_equal(rh_server_pause(ch_node(cl[2], i)), 0);
+  for (int i = 0; i < N_THREE; i += 5) {
+    redlock_lock_t *got = NULL;
+    if (redlock_trylock(b, res[i], TTL_MS, &got) == REDLOCK_OK)
+      fail_msg("%s granted twice with a cluster stopped", res[i]);
+    CF_CHECK(fx, 0, a, redlock_extend(a, locks[i], TTL_MS));
+  }
+  redlock_lock_t *two = NULL;
+  CF_CHECK(fx, 1, b, redlock_lock(b, "c3-two-of-three", TTL_MS, &two));
+  CF_CHECK(fx, 1, b, redlock_unlock(b, two));
+  for (unsigned i = 0; i < ch_count(cl[2]); i++)
+    assert_int_equal(rh_server_resume(ch_node(cl[2], i)), 0);
+  assert_true(ch_wait_ok(cl[2], 20000));
+  for (int i = 0; i < N_THREE; i++)
+    CF_CHECK(fx, 0, a, redlock_unlock(a, locks[i]));
+  for (int k = 0; k < 3; k++)
+    assert_cluster_keys(cl[k], 0);
+  redlock_lock_t *again = NULL;
+  CF_CHECK(fx, 1, b, redlock_trylock(b, res[0], TTL_MS, &again));
+  CF_CHECK(fx, 1, b, redlock_unlock(b, again));
+}
+
+FX_MAIN("cluster_faults", &fx_profile_integration, CF_TEST(test_reshard_held),
+        CF_TEST(test_reshard_load), CF_TEST(test_failover_graceful), CF_TEST(test_failover_kill),
+        CF_TEST(test_cluster_wait), CF_TEST(test_three_clusters))
