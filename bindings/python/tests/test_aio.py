@@ -1,4 +1,4 @@
-"""Tests of redlock.aio (the asyncio API) against real redis-server processes.
+"""Tests of redlock_c.aio (the asyncio API) against real redis-server processes.
 
 Reuses the server harness of test_redlock.py (its own redis-server processes
 on free loopback ports, stopped by PID).  Every wait has a deadline
@@ -15,8 +15,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import redlock  # noqa: E402
-import redlock.aio  # noqa: E402
+import redlock_c  # noqa: E402
+import redlock_c.aio  # noqa: E402
 from test_redlock import (REDIS_SERVER, client_kwargs, redis_cmd, start_servers,  # noqa: E402
                           unique, wait_until)
 
@@ -51,16 +51,16 @@ class TestAsyncClient(unittest.TestCase):
         res = unique("aio")
 
         async def main():
-            async with await redlock.aio.AsyncClient.open(self.nodes,
+            async with await redlock_c.aio.AsyncClient.open(self.nodes,
                                                           **client_kwargs()) as client:
                 lk = await client.lock(res, 10000)
                 self.assertEqual(lk.resource, res)
                 self.assertGreater(lk.validity_ms, 0)
                 self.assertEqual(self.keys_on_masters(res), 3)
-                with self.assertRaises(redlock.LockedError) as cm:
+                with self.assertRaises(redlock_c.LockedError) as cm:
                     await client.trylock(res, 10000)
                 self.assertIn("=refused", cm.exception.votes)
-                with self.assertRaises(redlock.LockedError) as cm:
+                with self.assertRaises(redlock_c.LockedError) as cm:
                     await client.lock(res, 10000)  # callback form
                 self.assertIn("=refused", cm.exception.votes)
                 await lk.extend(20000)
@@ -70,7 +70,7 @@ class TestAsyncClient(unittest.TestCase):
                 self.assertTrue(lk.released)
                 await lk.unlock()  # a second unlock is a no-op
                 self.wait_keys_gone(res)
-                with self.assertRaises(redlock.InvalidArgument):
+                with self.assertRaises(redlock_c.InvalidArgument):
                     await lk.extend(1000)
 
         self.run_async(main())
@@ -79,12 +79,12 @@ class TestAsyncClient(unittest.TestCase):
         name = unique("aio-prims")
 
         async def main():
-            async with await redlock.aio.AsyncClient.open(self.nodes,
+            async with await redlock_c.aio.AsyncClient.open(self.nodes,
                                                           **client_kwargs()) as client:
                 permits = [await client.semaphore_acquire(name, 2, 10000) for _ in range(2)]
                 self.assertNotEqual(permits[0].resource, permits[1].resource)
                 self.assertTrue(permits[0].resource.startswith(name + ":sem:"))
-                with self.assertRaises(redlock.LockedError):
+                with self.assertRaises(redlock_c.LockedError):
                     await client.semaphore_acquire(name, 2, 10000)
                 # A waiter gets the permit another task releases.
                 waiter = asyncio.ensure_future(
@@ -98,12 +98,12 @@ class TestAsyncClient(unittest.TestCase):
 
                 readers = [await client.rwlock_read(name, 10000) for _ in range(2)]
                 self.assertEqual(readers[0].resource, name)
-                with self.assertRaises(redlock.LockedError):
+                with self.assertRaises(redlock_c.LockedError):
                     await client.rwlock_write(name, 10000)
                 for r in readers:
                     await r.unlock()
                 w = await client.rwlock_write(name, 10000, wait_ms=1000)
-                with self.assertRaises(redlock.WaitTimeout):
+                with self.assertRaises(redlock_c.WaitTimeout):
                     await client.rwlock_read(name, 10000, wait_ms=200)
                 await w.unlock()
 
@@ -115,7 +115,7 @@ class TestAsyncClient(unittest.TestCase):
         res = unique("aio-wait")
 
         async def main():
-            client = await redlock.aio.AsyncClient.open(self.nodes, **client_kwargs())
+            client = await redlock_c.aio.AsyncClient.open(self.nodes, **client_kwargs())
             try:
                 holder = await client.lock(res, 30000)
                 before = threading.active_count()
@@ -144,9 +144,9 @@ class TestAsyncClient(unittest.TestCase):
         res = unique("aio-cancel")
 
         async def main():
-            async with redlock.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
+            async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
                 holder = await client.lock(res, 30000)
-                with self.assertRaises(redlock.WaitTimeout):
+                with self.assertRaises(redlock_c.WaitTimeout):
                     await client.lock(res, 5000, wait_ms=300)
                 # A cancelled wait never hands out the lock, even when the
                 # grant arrives after the cancellation.
@@ -168,16 +168,16 @@ class TestAsyncClient(unittest.TestCase):
         res = unique("aio-close")
 
         async def main():
-            client = await redlock.aio.AsyncClient.open(self.nodes, **client_kwargs())
+            client = await redlock_c.aio.AsyncClient.open(self.nodes, **client_kwargs())
             holder = await client.lock(res, 30000)
             waiter = asyncio.ensure_future(client.lock(res, 5000, wait_ms=25000))
             await asyncio.sleep(0)
             await client.aclose()
-            with self.assertRaises(redlock.CanceledError):
+            with self.assertRaises(redlock_c.CanceledError):
                 await waiter
             self.assertTrue(client.closed)
             self.assertTrue(holder.released)  # close released it
-            with self.assertRaises(redlock.ClosedError):
+            with self.assertRaises(redlock_c.ClosedError):
                 await client.lock(res, 1000)
             self.assertEqual(self.keys_on_masters(res), 0)
 
@@ -187,7 +187,7 @@ class TestAsyncClient(unittest.TestCase):
         res = unique("aio-lost")
 
         async def main():
-            async with redlock.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
+            async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
                 loop = asyncio.get_running_loop()
                 lost = loop.create_future()
                 lk = await client.lock(res, 1000)
@@ -203,7 +203,7 @@ class TestAsyncClient(unittest.TestCase):
                 self.assertIs(alk, lk)
                 self.assertEqual(ident, threading.get_ident())
                 self.assertTrue(lk.lost)
-                with self.assertRaises((redlock.LostError, redlock.NoQuorumError)):
+                with self.assertRaises((redlock_c.LostError, redlock_c.NoQuorumError)):
                     await lk.unlock()
                 for s in self.servers:
                     redis_cmd(s.port, "DEL", res)
@@ -212,10 +212,10 @@ class TestAsyncClient(unittest.TestCase):
 
     def test_bad_input(self):
         async def main():
-            async with redlock.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
-                with self.assertRaises(redlock.InvalidArgument):
+            async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
+                with self.assertRaises(redlock_c.InvalidArgument):
                     await client.lock("", 1000)
-                with self.assertRaises(redlock.InvalidArgument):
+                with self.assertRaises(redlock_c.InvalidArgument):
                     await client.lock(unique("x"), 0)
                 with self.assertRaises((ValueError, TypeError)):
                     await client.lock(unique("x"), -5)

@@ -1,4 +1,4 @@
-# Type stubs for redlock.aio (the asyncio API).  Keep in step with aio.py.
+# Type stubs for redlock_c.aio (the asyncio API).  Keep in step with aio.py.
 from types import TracebackType
 from typing import Callable, Iterable, Optional, Sequence, Tuple, Type, Union
 
