@@ -23,7 +23,7 @@ async def main(nodes: List[str]) -> int:
 
             # A second acquisition waits for the first; cancelling its task
             # cancels the call in the library: nothing more is sent for it.
-            waiter = asyncio.ensure_future(client.lock("orders:42", 10000, wait_ms=30000))
+            waiter = asyncio.create_task(client.lock("orders:42", 10000, wait_ms=30000))
             await asyncio.sleep(0.1)
             waiter.cancel()
             try:

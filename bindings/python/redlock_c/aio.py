@@ -32,6 +32,7 @@ semantics) is as in the blocking API of the redlock_c package.
 """
 
 import asyncio
+import collections.abc
 import ctypes
 import itertools
 import threading
@@ -42,10 +43,11 @@ from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, Client, ClosedError, InvalidArg
 __all__ = ["AsyncClient", "AsyncLock", "AsyncElection"]
 
 
-class _Awaitable:
-    """What AsyncClient.open() and the acquisitions return: awaitable (the
-    result of coro) and an async context manager (enters with that result,
-    which must be an async context manager itself, and leaves through it)."""
+class _Awaitable(collections.abc.Coroutine):
+    """What AsyncClient.open() and the acquisitions return: a coroutine (so
+    await, asyncio.create_task, wait_for and gather take it) that is also an
+    async context manager (enters with the coroutine's result, which must be
+    an async context manager itself, and leaves through it)."""
     __slots__ = ("_coro", "_value")
 
     def __init__(self, coro):
@@ -54,6 +56,15 @@ class _Awaitable:
 
     def __await__(self):
         return self._coro.__await__()
+
+    def send(self, value):
+        return self._coro.send(value)
+
+    def throw(self, *exc_info):
+        return self._coro.throw(*exc_info)
+
+    def close(self):
+        return self._coro.close()
 
     async def __aenter__(self):
         self._value = await self._coro

@@ -1,6 +1,6 @@
 # Type stubs for redlock_c.aio (the asyncio API).  Keep in step with aio.py.
 from types import TracebackType
-from typing import (Any, Callable, Dict, Generator, Generic, Iterable, Literal, Optional,
+from typing import (Any, Callable, Coroutine, Dict, Generator, Iterable, Literal, Optional,
                     Sequence, Tuple, Type, TypeVar, overload)
 
 from . import Client, Election, Event, Lock, _Duration, _Node, _Path, _Resource
@@ -8,10 +8,13 @@ from . import Client, Election, Event, Lock, _Duration, _Node, _Path, _Resource
 _T = TypeVar("_T")
 _OnLost = Optional[Callable[["AsyncLock"], None]]
 
-class _Awaitable(Generic[_T]):
-    """Awaitable (gives _T) and an async context manager (enters with _T,
+class _Awaitable(Coroutine[Any, Any, _T]):
+    """A coroutine (gives _T) and an async context manager (enters with _T,
     leaves through _T's own __aexit__)."""
     def __await__(self) -> Generator[Any, None, _T]: ...
+    def send(self, value: Any) -> Any: ...
+    def throw(self, typ: Any, val: Any = ..., tb: Any = ...) -> Any: ...
+    def close(self) -> None: ...
     async def __aenter__(self) -> _T: ...
     async def __aexit__(self, exc_type: Optional[Type[BaseException]],
                         exc: Optional[BaseException], tb: Optional[TracebackType]) -> None: ...

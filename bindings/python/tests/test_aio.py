@@ -291,6 +291,14 @@ class TestAsyncClient(unittest.TestCase):
                     pass
                 async with client.trylock(res, 5000):
                     pass
+                # A coroutine too: create_task, wait_for and gather take it.
+                task = asyncio.create_task(client.lock(res, 5000))
+                lk2 = await asyncio.wait_for(task, DEADLINE)
+                await lk2.unlock()
+                a, b = await asyncio.gather(client.lock(res + "-a", 5000),
+                                            client.lock(res + "-b", 5000))
+                await a.unlock()
+                await b.unlock()
                 # The whole API of Client: elect, stats, last_votes.
                 terms = []
                 election = await client.elect(res + "-leader", 2000,
