@@ -42,7 +42,7 @@ def main(nodes: List[str]) -> int:
             print("leader with term", term)
 
         counters = client.stats()
-        print("acquisitions:", counters.get("counters", {}))
+        print("operations:", counters.get("operations_total"))
     return 0
 
 
