@@ -8,6 +8,7 @@ on free loopback ports, stopped by PID).  Every wait has a deadline
 import asyncio
 import datetime
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -20,7 +21,7 @@ if HERE not in sys.path:
 import redlock_c  # noqa: E402
 import redlock_c.aio  # noqa: E402
 from test_redlock import (REDIS_SERVER, client_kwargs, free_port, redis_cmd,  # noqa: E402
-                          start_servers, unique, wait_until)
+                          start_servers, subprocess_env, unique, wait_until)
 
 DEADLINE = 30.0
 QUIET_S = 1.0  # how long the masters are watched for a stray command after a cancel
@@ -332,6 +333,18 @@ class TestAsyncClient(unittest.TestCase):
                     self.assertIn(uri[len("redis://"):], exc.votes)
 
         self.run_async(main())
+
+    def test_examples_run(self):
+        """examples/*.py (type-checked by python_mypy) also work."""
+        examples = os.path.join(os.path.dirname(HERE), "examples")
+        for name, want in (("sync_lock.py", "leader with term"), ("async_lock.py", "term ")):
+            proc = subprocess.run([sys.executable, os.path.join(examples, name)] + self.nodes,
+                                  env=subprocess_env(), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, universal_newlines=True,
+                                  timeout=DEADLINE * 2)
+            self.assertEqual(proc.returncode, 0, proc.stdout)
+            self.assertIn(want, proc.stdout)
+            self.assertIn("locked orders:42", proc.stdout)
 
     def test_close_cancels_waiters(self):
         res = unique("aio-close")
