@@ -27,9 +27,9 @@ redlock_missing_test() {
   # OpenSSL for TLS in the build against hiredis 1.2.0 (scripts/test.sh, pass 2).
   [ -f /usr/include/openssl/ssl.h ] || missing+=(libssl-dev)
   command -v python3 >/dev/null 2>&1 || missing+=(python3) # the Python binding's tests
-  # The Python package test: pip install --no-build-isolation into a venv.
-  /usr/bin/python3 -c 'import setuptools, wheel, ensurepip' >/dev/null 2>&1 ||
-    missing+=(python3-setuptools python3-wheel python3-venv)
+  # The Python package and wheel tests (venvs), and mypy --strict on the stubs.
+  /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
+  /usr/bin/python3 -c 'import mypy' >/dev/null 2>&1 || missing+=(python3-mypy)
   # The Go, Node.js and Rust bindings' tests (bindings/run-all.sh).
   command -v go >/dev/null 2>&1 || missing+=(golang-go)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)

@@ -13,6 +13,10 @@
 #   libredlock-dev_<ver>-1_<arch>.deb  headers, static library, .pc, CMake package
 #   redlock-tools_<ver>-1_<arch>.deb   the `redlock` CLI and its man page
 #   redlock-c-<ver>.tar.gz             the source: `git archive` of HEAD
+#   redlock_c-<ver>-py3-none-manylinux_X_Y_<arch>.whl
+#                                      the Python binding with libredlock,
+#                                      libhiredis and libuv inside
+#   redlock_c-<ver>.tar.gz             the Python sdist (builds with CMake)
 #   SHA256SUMS
 # (docs/packaging.md says what is in each and how to install it.)
 #
@@ -45,7 +49,7 @@ dist="$root/dist"
 jobs=$(nproc 2>/dev/null || echo 2)
 unset PKG_CONFIG_PATH
 
-for tool in git cmake cpack cc pkg-config dpkg-deb dpkg-shlibdeps file gzip tar sha256sum; do
+for tool in git cmake cpack cc pkg-config dpkg-deb dpkg-shlibdeps file gzip tar sha256sum objdump python3; do
   command -v "$tool" >/dev/null 2>&1 ||
     { echo "package.sh: $tool not found (scripts/deps.sh installs what is needed)" >&2; exit 1; }
 done
@@ -152,13 +156,43 @@ bundle_libs() {
   cp -a "$bundled"/. "$dest"/
 }
 
-# ---- HOOK: the Python wheel and sdist ----------------------------------------
-# To be written: the wheel carrying libredlock and the libraries it needs
-# (hiredis, libuv, beside it with an rpath of $ORIGIN), and an sdist that
-# builds with CMake; both into "$dist".  bundle_libs DIR gives the libraries;
-# $version is the version.
+# ---- the Python wheel and sdist ------------------------------------------------
+# bindings/python's own PEP 517 backend (buildsys/redlock_build.py: zipfile
+# and tarfile, no setuptools) writes both, from the archived tree:
+#   redlock_c-<ver>-py3-none-manylinux_X_Y_<arch>.whl  the binding with
+#       bundle_libs' libraries inside the package directory; X.Y is the
+#       newest GLIBC_ symbol version they reference (objdump -T), as
+#       auditwheel computes it
+#   redlock_c-<ver>.tar.gz  the binding, the backend and the C sources
+#       (csrc/): pip builds the wheel from it with CMake
+# The backend reads the version from CMakeLists.txt too; it is checked
+# against $version.
 package_python() {
-  bundle_libs "$work/bundle-check" # the libraries are built and found
+  local py=/usr/bin/python3
+  [ -x "$py" ] || py=$(command -v python3)
+  rm -rf "$work/python-libs"
+  bundle_libs "$work/python-libs"
+  echo "==> Python wheel and sdist (bindings/python/buildsys/redlock_build.py)"
+  local out
+  out=$(cd "$work/src/bindings/python" && "$py" - "$dist" "$work/python-libs" "$work/src" <<'PY'
+import sys
+sys.path.insert(0, "buildsys")
+import redlock_build
+dist, libs, tree = sys.argv[1:]
+print(redlock_build.build_wheel(dist, {"bundle-dir": libs}))
+print(redlock_build.build_sdist(dist, {"c-tree": tree}))
+PY
+  ) || exit 1
+  local whl sdist
+  whl=$(sed -n 1p <<<"$out")
+  sdist=$(sed -n 2p <<<"$out")
+  case "$whl" in
+    redlock_c-"$version"-py3-none-manylinux_*.whl) ;;
+    *) echo "package.sh: unexpected wheel $whl (version $version)" >&2; exit 1 ;;
+  esac
+  [ "$sdist" = "redlock_c-$version.tar.gz" ] ||
+    { echo "package.sh: unexpected sdist $sdist (version $version)" >&2; exit 1; }
+  echo "    $whl, $sdist"
 }
 
 # ---- the npm tarball ---------------------------------------------------------
@@ -227,4 +261,6 @@ if [ $check = 1 ]; then
   diff -r "$work/src" "$work/unpacked/redlock-c-$version" >/dev/null ||
     { echo "package.sh: the tarball differs from build-package/src" >&2; exit 1; }
   bash tests/install/deb_test.sh "$dist" "$work/unpacked/redlock-c-$version"
+  # The wheel in a venv of each Python there is, and the sdist built by pip.
+  bash bindings/python/tests/wheel_test.sh --sdist "$dist" "$work/wheel-test"
 fi

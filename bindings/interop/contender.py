@@ -6,22 +6,22 @@ import os
 import sys
 import time
 
-import redlock
+import redlock_c
 
 
 def main():
     mode, resource, ttl, hold = sys.argv[1:5]
     nodes = [n.strip() for n in os.environ.get("REDLOCK_NODES", "").split(",") if n.strip()]
-    with redlock.Client(nodes, fencing=True, quarantine=False) as client:
+    with redlock_c.Client(nodes, fencing=True, quarantine=False) as client:
         try:
             if mode == "wait":
                 lk = client.lock(resource, int(ttl), wait_ms=int(sys.argv[5]))
             else:
                 lk = client.trylock(resource, int(ttl))
-        except (redlock.LockedError, redlock.WaitTimeout):
+        except (redlock_c.LockedError, redlock_c.WaitTimeout):
             print("LOCKED", flush=True)
             return 75
-        except redlock.RedlockError as exc:
+        except redlock_c.RedlockError as exc:
             print("ERROR", exc.name, flush=True)
             return 1
         print("ACQUIRED %d %d" % (lk.fence, int(time.time() * 1000)), flush=True)

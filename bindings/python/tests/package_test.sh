@@ -1,44 +1,53 @@
 #!/usr/bin/env bash
 # bindings/python/tests/package_test.sh PYTHON LIBREDLOCK WORKDIR
-# The package installs offline into a fresh venv (pip install
-# --no-build-isolation: the setuptools already there, nothing fetched), carries
-# its type information (py.typed and the stubs), and the installed copy, not
-# the source tree, locks through libredlock.  Run by ctest as python_package.
+# `pip install ./bindings/python` works offline with an isolated build (the
+# in-tree backend, buildsys/redlock_build.py, requires nothing: no index, no
+# setuptools, no wheel) with PYTHON; the installed
+# package carries its type information (py.typed and the stubs), and the
+# installed copy, not the source tree, locks through libredlock.  Run by ctest
+# as python_package.
 set -euo pipefail
 py=$1 lib=$2 work=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
-# The build backend must be there already (no network): setuptools and wheel,
-# Debian's python3-setuptools and python3-wheel.  A Python without them (say a
-# pyenv build) gives way to the system's.
-for cand in "$py" /usr/bin/python3; do
-  if "$cand" -c 'import setuptools, wheel, ensurepip' 2>/dev/null; then py=$cand; break; fi
-done
-"$py" -c 'import setuptools, wheel, ensurepip' ||
-  { echo "no Python with setuptools, wheel and venv (python3-setuptools python3-wheel python3-venv)" >&2; exit 1; }
 rm -rf "$work" && mkdir -p "$work"
-# Build from a copy: pip writes build/ and *.egg-info next to the sources.
-cp -r "$src/pyproject.toml" "$src/README.md" "$src/redlock" "$work/"
-"$py" -m venv --system-site-packages "$work/venv"
-"$work/venv/bin/python" -m pip install -q --no-build-isolation --no-index "$work"
-cd "$work/venv"  # away from the source tree, so only the installed copy imports
-REDLOCK_LIBRARY=$lib "$work/venv/bin/python" - <<'PY'
-import importlib.resources as res
+# Build from a copy of the repository's layout (the backend reads the
+# version from the C project's CMakeLists.txt, two levels up).
+mkdir -p "$work/tree/bindings"
+cp "$src/../../CMakeLists.txt" "$work/tree/"
+mkdir -p "$work/tree/src"
+cp -r "$src" "$work/tree/bindings/python"
+rm -rf "$work/tree/bindings/python/tests"
+pythons=("$py")  # the one CMake found (pyenv's, here); wheel_test.sh covers the others
+n=0
+for p in "${pythons[@]}"; do
+  n=$((n + 1))
+  "$p" -m venv "$work/venv$n"
+  "$work/venv$n/bin/python" -m pip install -q --no-index --disable-pip-version-check \
+    "$work/tree/bindings/python"
+done
+cd "$work"  # away from the source tree, so only the installed copy imports
+for i in $(seq 1 $n); do
+REDLOCK_LIBRARY=$lib "$work/venv$i/bin/python" - <<'PY'
 import os
 import sys
 
-import redlock
-import redlock.aio
+import redlock_c
+import redlock_c.aio
 
-where = os.path.dirname(redlock.__file__)
+where = os.path.dirname(redlock_c.__file__)
 assert "site-packages" in where, where
 for name in ("py.typed", "__init__.pyi", "aio.pyi"):
     assert os.path.isfile(os.path.join(where, name)), name
-assert redlock.version().startswith("0."), redlock.version()
+assert redlock_c.version().startswith("0."), redlock_c.version()
 try:  # no masters: a clear error, not a crash
-    redlock.Client(["redis://"], connect_timeout_ms=100)
-except redlock.InvalidArgument as exc:
+    redlock_c.Client(["redis://"], connect_timeout_ms=100)
+except redlock_c.InvalidArgument as exc:
     print("InvalidArgument as expected:", exc)
 else:
     sys.exit("a malformed URI was accepted")
-print("OK installed at", where)
+assert redlock_c.load_library()._name == os.environ["REDLOCK_LIBRARY"]
+# Built from the repository: a pure wheel, no library inside.
+assert not os.path.exists(os.path.join(where, "libredlock.so.0"))
+print("OK", sys.version.split()[0], "installed at", where)
 PY
+done

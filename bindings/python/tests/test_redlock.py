@@ -33,12 +33,12 @@ PKG_ROOT = os.path.dirname(HERE)
 if PKG_ROOT not in sys.path:
     sys.path.insert(0, PKG_ROOT)
 
-import redlock  # noqa: E402
+import redlock_c  # noqa: E402
 
 # The library's names on the masters (redlock.h), asked of the library.
-RELEASE_CHANNEL_PREFIX = redlock.load_library().redlock_constant_string(
+RELEASE_CHANNEL_PREFIX = redlock_c.load_library().redlock_constant_string(
     b"REDLOCK_RELEASE_CHANNEL_PREFIX").decode()
-FENCE_KEY_PREFIX = redlock.load_library().redlock_constant_string(
+FENCE_KEY_PREFIX = redlock_c.load_library().redlock_constant_string(
     b"REDLOCK_FENCE_KEY_PREFIX").decode()
 
 def _server_program():
@@ -196,8 +196,8 @@ def subprocess_env():
     env = dict(os.environ)
     env["PYTHONPATH"] = PKG_ROOT + (os.pathsep + env["PYTHONPATH"]
                                     if env.get("PYTHONPATH") else "")
-    if redlock._lib is not None:
-        env["REDLOCK_LIBRARY"] = redlock._lib._name
+    if redlock_c._lib is not None:
+        env["REDLOCK_LIBRARY"] = redlock_c._lib._name
     return env
 
 
@@ -217,87 +217,87 @@ def run_script(test, body, *args):
 
 class TestModule(unittest.TestCase):
     def test_version(self):
-        v = redlock.version()
+        v = redlock_c.version()
         self.assertRegex(v, r"^0\.\d+\.\d+")
 
     def test_error_names(self):
-        self.assertEqual(redlock.err_name(redlock.ELOCKED), "REDLOCK_ELOCKED")
-        self.assertEqual(redlock.err_name(-1000), "REDLOCK_UNKNOWN")
-        self.assertIn("invalid", redlock.strerror(redlock.EINVAL))
+        self.assertEqual(redlock_c.err_name(redlock_c.ELOCKED), "REDLOCK_ELOCKED")
+        self.assertEqual(redlock_c.err_name(-1000), "REDLOCK_UNKNOWN")
+        self.assertIn("invalid", redlock_c.strerror(redlock_c.EINVAL))
 
     def test_error_mapping(self):
         cases = {
-            redlock.EINVAL: redlock.InvalidArgument, redlock.ENOMEM: redlock.NoMemoryError,
-            redlock.ELOCKED: redlock.LockedError, redlock.ENOQUORUM: redlock.NoQuorumError,
-            redlock.EEXPIRED: redlock.ExpiredError, redlock.ELOST: redlock.LostError,
-            redlock.ETIMEDOUT: redlock.WaitTimeout, redlock.ECANCELED: redlock.CanceledError,
-            redlock.ECLOSED: redlock.ClosedError, redlock.EWOULDBLOCK: redlock.WouldBlockError,
-            redlock.EIO: redlock.RedlockIOError, redlock.ENOTSUP: redlock.NotSupportedError,
-            redlock.EFORKED: redlock.ForkedError,
+            redlock_c.EINVAL: redlock_c.InvalidArgument, redlock_c.ENOMEM: redlock_c.NoMemoryError,
+            redlock_c.ELOCKED: redlock_c.LockedError, redlock_c.ENOQUORUM: redlock_c.NoQuorumError,
+            redlock_c.EEXPIRED: redlock_c.ExpiredError, redlock_c.ELOST: redlock_c.LostError,
+            redlock_c.ETIMEDOUT: redlock_c.WaitTimeout, redlock_c.ECANCELED: redlock_c.CanceledError,
+            redlock_c.ECLOSED: redlock_c.ClosedError, redlock_c.EWOULDBLOCK: redlock_c.WouldBlockError,
+            redlock_c.EIO: redlock_c.RedlockIOError, redlock_c.ENOTSUP: redlock_c.NotSupportedError,
+            redlock_c.EFORKED: redlock_c.ForkedError,
         }
         for code, cls in cases.items():
-            err = redlock._make_error(code)
+            err = redlock_c._make_error(code)
             self.assertIs(type(err), cls)
-            self.assertIsInstance(err, redlock.RedlockError)
+            self.assertIsInstance(err, redlock_c.RedlockError)
             self.assertEqual(err.code, code)
-            self.assertEqual(err.name, redlock.err_name(code))
-            self.assertEqual(err.message, redlock.strerror(code))
+            self.assertEqual(err.name, redlock_c.err_name(code))
+            self.assertEqual(err.message, redlock_c.strerror(code))
             self.assertEqual(err.args, (code, err.name, err.message))
             self.assertIn(err.name, str(err))
-        self.assertIs(type(redlock._make_error(-99)), redlock.RedlockError)
-        self.assertIsNone(redlock._make_error(redlock.ENOQUORUM).votes)
-        self.assertIsInstance(redlock.InvalidArgument(redlock.EINVAL), ValueError)
+        self.assertIs(type(redlock_c._make_error(-99)), redlock_c.RedlockError)
+        self.assertIsNone(redlock_c._make_error(redlock_c.ENOQUORUM).votes)
+        self.assertIsInstance(redlock_c.InvalidArgument(redlock_c.EINVAL), ValueError)
 
     def test_votes_in_message(self):
         held = "lost (held): 127.0.0.1:7001=refused 127.0.0.1:7002=refused"
-        err = redlock._make_error(redlock.ELOCKED, votes=held)
+        err = redlock_c._make_error(redlock_c.ELOCKED, votes=held)
         self.assertEqual(err.votes, held)
         self.assertIsNone(err.detail)  # short: the refusals say nothing new
         self.assertNotIn("refused", str(err))
         down = "lost (no quorum): 127.0.0.1:7001=down 127.0.0.1:7002=OK"
-        err = redlock._make_error(redlock.ENOQUORUM, votes=down)
+        err = redlock_c._make_error(redlock_c.ENOQUORUM, votes=down)
         self.assertEqual(err.detail, down)
         self.assertTrue(str(err).endswith(": " + down), str(err))
         quarantined = ("lost (held): 127.0.0.1:7001=quarantined (restart quarantine: 4 ms left)"
                        " 127.0.0.1:7002=refused 127.0.0.1:7003=refused")
-        err = redlock._make_error(redlock.ELOCKED, votes=quarantined)
+        err = redlock_c._make_error(redlock_c.ELOCKED, votes=quarantined)
         self.assertIn("ms left", str(err))
         copy = pickle.loads(pickle.dumps(err))
-        self.assertIs(type(copy), redlock.LockedError)
+        self.assertIs(type(copy), redlock_c.LockedError)
         self.assertEqual((copy.votes, str(copy)), (quarantined, str(err)))
-        self.assertIsInstance(redlock.WaitTimeout(redlock.ETIMEDOUT), TimeoutError)
+        self.assertIsInstance(redlock_c.WaitTimeout(redlock_c.ETIMEDOUT), TimeoutError)
 
     def test_constants_match_library(self):
         # The module's constants are written in Python (needed at import);
         # the library's table is the source they must agree with.
-        lib = redlock.load_library()
-        self.assertEqual(redlock._check_constants(lib), "")
-        for k in redlock._ERROR_CONSTANTS + redlock._OTHER_CONSTANTS:
-            self.assertIn(k, redlock.__all__)
-            self.assertEqual(getattr(redlock, k), redlock._lib_constant(lib, "REDLOCK_" + k), k)
+        lib = redlock_c.load_library()
+        self.assertEqual(redlock_c._check_constants(lib), "")
+        for k in redlock_c._ERROR_CONSTANTS + redlock_c._OTHER_CONSTANTS:
+            self.assertIn(k, redlock_c.__all__)
+            self.assertEqual(getattr(redlock_c, k), redlock_c._lib_constant(lib, "REDLOCK_" + k), k)
 
     def test_error_table_from_library(self):
         # Every code the library has is a module constant with its own
         # exception class, and name/message are the library's.
-        table = redlock._error_table()
-        self.assertEqual(len(table), redlock.load_library().redlock_err_count())
-        error_constants = {getattr(redlock, k): k for k in redlock._ERROR_CONSTANTS if k != "OK"}
+        table = redlock_c._error_table()
+        self.assertEqual(len(table), redlock_c.load_library().redlock_err_count())
+        error_constants = {getattr(redlock_c, k): k for k in redlock_c._ERROR_CONSTANTS if k != "OK"}
         self.assertEqual(sorted(code for code, _, _ in table), sorted(error_constants))
         classes = set()
         for code, name, message in table:
             self.assertEqual(name, "REDLOCK_" + error_constants[code])
-            err = redlock._make_error(code)
-            self.assertIsNot(type(err), redlock.RedlockError, name)
+            err = redlock_c._make_error(code)
+            self.assertIsNot(type(err), redlock_c.RedlockError, name)
             self.assertEqual(type(err).code, code)
             classes.add(type(err))
             self.assertEqual((err.name, err.message), (name, message))
-            self.assertEqual(redlock.strerror(code), message)
+            self.assertEqual(redlock_c.strerror(code), message)
         self.assertEqual(len(classes), len(table))
 
     def test_defaults_from_library(self):
         # A setter's partner values left out keep the library's defaults:
         # the binding reads them from a fresh options object.
-        lib = redlock.load_library()
+        lib = redlock_c.load_library()
         opts = lib.redlock_options_new()
         try:
             c, d, j = ctypes.c_int(-5), ctypes.c_uint32(), ctypes.c_uint32()
@@ -314,31 +314,31 @@ class TestModule(unittest.TestCase):
             lib.redlock_options_free(opts)
         for kwargs in ({"retry_count": 0}, {"retry_delay_ms": 5}, {"connect_timeout_ms": 50},
                        {"request_timeout_ms": 50}):
-            with redlock.Client(["redis://127.0.0.1:1"], quarantine=False, **kwargs) as client:
+            with redlock_c.Client(["redis://127.0.0.1:1"], quarantine=False, **kwargs) as client:
                 self.assertFalse(client.closed)
 
     def test_bad_client_arguments(self):
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client([])
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["http://127.0.0.1:1"])
-        if not redlock.tls_supported():
-            with self.assertRaises(redlock.NotSupportedError):
-                redlock.Client(["rediss://127.0.0.1:1"])
-            with self.assertRaises(redlock.NotSupportedError):
-                redlock.Client(["redis://127.0.0.1:1"], tls_verify=False)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client([])
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["http://127.0.0.1:1"])
+        if not redlock_c.tls_supported():
+            with self.assertRaises(redlock_c.NotSupportedError):
+                redlock_c.Client(["rediss://127.0.0.1:1"])
+            with self.assertRaises(redlock_c.NotSupportedError):
+                redlock_c.Client(["redis://127.0.0.1:1"], tls_verify=False)
         with self.assertRaises(TypeError):
-            redlock.Client("redis://127.0.0.1:1")
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["redis://127.0.0.1:1"], drift_factor=0.6)
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["redis://127.0.0.1:1"], request_timeout_ms=0)
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["redis://127.0.0.1:1"], retry_count=-2)
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["redis://127.0.0.1:1"], key_prefix="x" * 300)
+            redlock_c.Client("redis://127.0.0.1:1")
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["redis://127.0.0.1:1"], drift_factor=0.6)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["redis://127.0.0.1:1"], request_timeout_ms=0)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["redis://127.0.0.1:1"], retry_count=-2)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["redis://127.0.0.1:1"], key_prefix="x" * 300)
         with self.assertRaises(ValueError):  # InvalidArgument is a ValueError
-            redlock.Client(["redis://127.0.0.1:1"], max_ttl_ms=-5)
+            redlock_c.Client(["redis://127.0.0.1:1"], max_ttl_ms=-5)
 
     def test_voter_uris(self):
         """Sentinel and cluster voters and durability acks (DESIGN 2c) are
@@ -349,19 +349,19 @@ class TestModule(unittest.TestCase):
                     "&sentinel_password=p",
                     "redis-cluster://127.0.0.1:7000,127.0.0.1:7001?wait=1",
                     "redis://127.0.0.1:6379/0?waitaof=1,0&wait_ms=100"):
-            with redlock.Client([uri], quarantine=False, connect_timeout_ms=50) as client:
+            with redlock_c.Client([uri], quarantine=False, connect_timeout_ms=50) as client:
                 self.assertFalse(client.closed)
-        with self.assertRaises(redlock.InvalidArgument) as cm:
-            redlock.Client(["redis-sentinel://h/"])
+        with self.assertRaises(redlock_c.InvalidArgument) as cm:
+            redlock_c.Client(["redis-sentinel://h/"])
         self.assertIn("needs the master's name", str(cm.exception))
-        with self.assertRaises(redlock.InvalidArgument) as cm:
-            redlock.Client(["redis-sentinel://u:secret-pw@h/"])
+        with self.assertRaises(redlock_c.InvalidArgument) as cm:
+            redlock_c.Client(["redis-sentinel://u:secret-pw@h/"])
         self.assertNotIn("secret-pw", str(cm.exception))
 
     def test_bad_uri_reported_to_log(self):
         seen = []
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(["redis://127.0.0.1:99999"], log=lambda lvl, msg: seen.append(msg))
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(["redis://127.0.0.1:99999"], log=lambda lvl, msg: seen.append(msg))
         self.assertTrue(seen, "the reason for a refused URI goes to the log callback")
 
 
@@ -412,7 +412,7 @@ class TestTLS(unittest.TestCase):
     def setUpClass(cls):
         if REDIS_SERVER is None:
             raise unittest.SkipTest("redis-server not found on PATH")
-        if not redlock.tls_supported():
+        if not redlock_c.tls_supported():
             raise unittest.SkipTest("libredlock built without TLS")
         if shutil.which("openssl") is None or not os.path.exists(MAKE_CERTS):
             raise unittest.SkipTest("openssl or tests/tls/make_certs.sh missing")
@@ -441,7 +441,7 @@ class TestTLS(unittest.TestCase):
         kw = dict(tls_ca=self.cert("ca.crt"), tls_cert=self.cert("client.crt"),
                   tls_key=self.cert("client.key"))
         kw.update(extra)
-        c = redlock.Client(self.uris, **client_kwargs(**kw))
+        c = redlock_c.Client(self.uris, **client_kwargs(**kw))
         self.addCleanup(c.close)
         return c
 
@@ -467,14 +467,14 @@ class TestTLS(unittest.TestCase):
 
     def test_no_client_certificate(self):
         c = self.client(tls_cert=None, tls_key=None)
-        with self.assertRaises(redlock.NoQuorumError):
+        with self.assertRaises(redlock_c.NoQuorumError):
             c.trylock(unique("tls-anon"), 5000)
         votes = c.last_votes()
         self.assertTrue("certificate required" in votes or "client certificate" in votes, votes)
 
     def test_server_name_and_verify(self):
         c = self.client(tls_server_name="wrong.example")
-        with self.assertRaises(redlock.NoQuorumError):
+        with self.assertRaises(redlock_c.NoQuorumError):
             c.trylock(unique("tls-name"), 5000)
         self.assertIn("hostname mismatch", c.last_votes())
         self.client(tls_server_name="localhost").lock(unique("tls-localhost"), 5000).unlock()
@@ -483,24 +483,24 @@ class TestTLS(unittest.TestCase):
                         tls_verify=False)
         c.lock(unique("tls-noverify"), 5000).unlock()
         c = self.client(tls_ca=self.cert("wrongca.crt"))
-        with self.assertRaises(redlock.NoQuorumError):
+        with self.assertRaises(redlock_c.NoQuorumError):
             c.trylock(unique("tls-wrongca"), 5000)
         self.assertIn("certificate verify failed", c.last_votes())
 
     def test_bad_tls_arguments(self):
-        with self.assertRaises(redlock.InvalidArgument) as cm:
-            redlock.Client(self.uris, tls_ca=self.cert("nothere.crt"))
+        with self.assertRaises(redlock_c.InvalidArgument) as cm:
+            redlock_c.Client(self.uris, tls_ca=self.cert("nothere.crt"))
         self.assertIn("nothere.crt", str(cm.exception))
-        with self.assertRaises(redlock.InvalidArgument) as cm:
-            redlock.Client(self.uris, tls_ca=self.cert("ca.crt"), tls_cert=self.cert("client.crt"),
+        with self.assertRaises(redlock_c.InvalidArgument) as cm:
+            redlock_c.Client(self.uris, tls_ca=self.cert("ca.crt"), tls_cert=self.cert("client.crt"),
                            tls_key=self.cert("server.key"))
         self.assertIn("does not match", str(cm.exception))
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(self.uris, tls_cert=self.cert("client.crt"))  # no key
-        with self.assertRaises(redlock.InvalidArgument):
-            redlock.Client(self.uris, tls_server_name="")
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(self.uris, tls_cert=self.cert("client.crt"))  # no key
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(self.uris, tls_server_name="")
         with self.assertRaises(TypeError):
-            redlock.Client(self.uris, tls_ca=42)
+            redlock_c.Client(self.uris, tls_ca=42)
 
 
 class TestNoQuorum(unittest.TestCase):
@@ -508,20 +508,20 @@ class TestNoQuorum(unittest.TestCase):
 
     def test_all_masters_down(self):
         ports = [free_port() for _ in range(3)]  # nothing listens there
-        with redlock.Client(["redis://127.0.0.1:%d" % p for p in ports],
+        with redlock_c.Client(["redis://127.0.0.1:%d" % p for p in ports],
                             **client_kwargs(connect_timeout_ms=500, retry_count=0)) as c:
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.trylock(unique("down"), 1000)
-            self.assertEqual(cm.exception.code, redlock.ENOQUORUM)
+            self.assertEqual(cm.exception.code, redlock_c.ENOQUORUM)
             self.assertEqual(cm.exception.name, "REDLOCK_ENOQUORUM")
             self.assertIn("no quorum", c.last_votes())
             # The error carries its round's votes, and says why in its message.
             self.assertIn("=down", cm.exception.votes)
             self.assertIn("=down", str(cm.exception))
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.lock(unique("down"), 1000)
             self.assertIn("=down", cm.exception.votes)
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.lock_many([unique("a"), unique("b")], 1000)
             self.assertIn("=down", cm.exception.votes)
 
@@ -544,7 +544,7 @@ class TestQuarantineSaysSo(unittest.TestCase):
             s.stop()
 
     def assert_says_quarantined(self, err):
-        self.assertIsInstance(err, redlock.NoQuorumError)
+        self.assertIsInstance(err, redlock_c.NoQuorumError)
         self.assertIsNotNone(err.votes)
         self.assertIn("=quarantined (restart quarantine: ", err.votes)
         self.assertEqual(err.detail, err.votes)
@@ -556,17 +556,17 @@ class TestQuarantineSaysSo(unittest.TestCase):
         # the quarantine outlast the test however slow the machine.
         kw = client_kwargs(retry_count=0, max_ttl_ms=600000)
         del kw["quarantine"]
-        with redlock.Client(self.uris, **kw) as c:
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+        with redlock_c.Client(self.uris, **kw) as c:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.trylock(unique("fresh"), 1000)  # blocking: read on this thread
             self.assert_says_quarantined(cm.exception)
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.lock(unique("fresh"), 1000)  # callback form: read on the I/O thread
             self.assert_says_quarantined(cm.exception)
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.lock_many([unique("a"), unique("b")], 1000)
             self.assert_says_quarantined(cm.exception)
-            with self.assertRaises(redlock.NoQuorumError) as cm:
+            with self.assertRaises(redlock_c.NoQuorumError) as cm:
                 c.semaphore_acquire(unique("sem"), 2, 1000)
             self.assert_says_quarantined(cm.exception)
 
@@ -589,7 +589,7 @@ class ServerTestCase(unittest.TestCase):
             s.stop()
 
     def client(self, **extra):
-        c = redlock.Client(self.uris, **client_kwargs(**extra))
+        c = redlock_c.Client(self.uris, **client_kwargs(**extra))
         self.addCleanup(c.close)
         return c
 
@@ -602,7 +602,7 @@ class TestLocking(ServerTestCase):
         c = self.client()
         res = unique("basic")
         lk = c.lock(res, 10000)
-        self.assertIsInstance(lk, redlock.Lock)
+        self.assertIsInstance(lk, redlock_c.Lock)
         self.assertEqual(lk.resource, res)
         self.assertEqual(lk.resources, (res,))
         self.assertRegex(lk.value, r"^[0-9a-f]{32}$")
@@ -634,7 +634,7 @@ class TestLocking(ServerTestCase):
                     raise KeyError("boom")
             self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
         self.assertTrue(c.closed)
-        with self.assertRaises(redlock.ClosedError):
+        with self.assertRaises(redlock_c.ClosedError):
             with c:
                 pass
 
@@ -642,18 +642,18 @@ class TestLocking(ServerTestCase):
         a, b = self.client(), self.client(retry_count=1)
         res = unique("contended")
         with a.lock(res, 10000):
-            with self.assertRaises(redlock.LockedError) as cm:
+            with self.assertRaises(redlock_c.LockedError) as cm:
                 b.trylock(res, 1000)
-            self.assertEqual(cm.exception.code, redlock.ELOCKED)
+            self.assertEqual(cm.exception.code, redlock_c.ELOCKED)
             self.assertIn("held", b.last_votes())
             # This call's votes; the message stays short (nothing quarantined).
             self.assertIn("=refused", cm.exception.votes)
             self.assertNotIn("refused", str(cm.exception))
             self.assertIsNone(cm.exception.detail)
-            with self.assertRaises(redlock.LockedError) as cm:
+            with self.assertRaises(redlock_c.LockedError) as cm:
                 b.lock(res, 1000)  # retries by the policy, then gives up
             self.assertIn("=refused", cm.exception.votes)
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 a.trylock(res, 1000)  # not reentrant by default
         b.trylock(res, 1000).unlock()
 
@@ -668,7 +668,7 @@ class TestLocking(ServerTestCase):
         pttls = self.on_all("PTTL", res)
         self.assertTrue(all(2000 < p <= 30000 for p in pttls), pttls)
         lk.unlock()
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             lk.extend(1000)  # released
 
     def test_extend_lost_after_takeover(self):
@@ -676,14 +676,14 @@ class TestLocking(ServerTestCase):
         res = unique("takeover")
         lk = c.lock(res, 10000)
         self.on_all("SET", res, "intruder")  # another value on every master: taken over
-        with self.assertRaises(redlock.LostError) as cm:
+        with self.assertRaises(redlock_c.LostError) as cm:
             lk.extend(10000)
         self.assertIn("=refused", cm.exception.votes)
         self.assertTrue(lk.lost)
-        with self.assertRaises(redlock.LostError) as cm:
+        with self.assertRaises(redlock_c.LostError) as cm:
             lk.extend(10000)  # lost before the call: no round, no votes
         self.assertIsNone(cm.exception.votes)
-        with self.assertRaises(redlock.LostError) as cm:
+        with self.assertRaises(redlock_c.LostError) as cm:
             lk.unlock()
         self.assertIn("=refused", cm.exception.votes)
         self.assertTrue(lk.released)
@@ -706,7 +706,7 @@ class TestLocking(ServerTestCase):
         a, b = self.client(), self.client(retry_count=0)
         r1, r2, r3 = unique("m1"), unique("m2"), unique("m3")
         held = a.lock(r2, 10000)
-        with self.assertRaises(redlock.LockedError):
+        with self.assertRaises(redlock_c.LockedError):
             b.lock_many([r1, r2, r3], 5000)
         # Nothing of the failed attempt stays behind.
         wait_until(lambda: self.on_all("EXISTS", r1) == [0, 0, 0] and
@@ -717,7 +717,7 @@ class TestLocking(ServerTestCase):
         self.assertEqual(lk.resources, (r1, r2, r3))
         for r in (r1, r2, r3):
             self.assertEqual(self.on_all("GET", r), [lk.value] * 3)
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 a.trylock(r, 1000)
         lk.unlock()
         for r in (r1, r2, r3):
@@ -766,7 +766,7 @@ class TestLocking(ServerTestCase):
         res = unique("wait-timeout")
         with a.lock(res, 20000):
             t0 = time.monotonic()
-            with self.assertRaises(redlock.WaitTimeout) as cm:
+            with self.assertRaises(redlock_c.WaitTimeout) as cm:
                 b.lock(res, 1000, wait_ms=300)
             self.assertGreaterEqual(time.monotonic() - t0, 0.25)
             self.assertIsInstance(cm.exception, TimeoutError)
@@ -827,11 +827,11 @@ class TestLocking(ServerTestCase):
             seen["lost"] = lock.lost
             try:  # blocking calls are refused on the I/O thread...
                 c.lock(unique("x"), 1000)
-            except redlock.WouldBlockError as exc:
+            except redlock_c.WouldBlockError as exc:
                 seen["lock"] = exc
             try:
                 c.trylock(unique("x"), 1000)
-            except redlock.WouldBlockError as exc:
+            except redlock_c.WouldBlockError as exc:
                 seen["trylock"] = exc
             lock.unlock()  # ...but unlock starts the release and returns
             seen["released"] = lock.released
@@ -842,8 +842,8 @@ class TestLocking(ServerTestCase):
         self.assertTrue(done.wait(30), "on_lost was not called")
         self.assertNotEqual(seen["thread"], threading.get_ident())
         self.assertTrue(seen["lost"])
-        self.assertIsInstance(seen["lock"], redlock.WouldBlockError)
-        self.assertIsInstance(seen["trylock"], redlock.WouldBlockError)
+        self.assertIsInstance(seen["lock"], redlock_c.WouldBlockError)
+        self.assertIsInstance(seen["trylock"], redlock_c.WouldBlockError)
         self.assertTrue(seen["released"])
         self.assertTrue(lk.lost)
         lk.unlock()  # no-op
@@ -855,38 +855,38 @@ class TestLocking(ServerTestCase):
         self.assertIsNone(lk.unlock())
         with lk:
             pass  # exiting a released lock is fine too
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             lk.watch()
 
     def test_bad_lock_arguments(self):
         c = self.client(max_ttl_ms=30000)
         for bad in (0, 30001, -1, 2 ** 32):
-            with self.assertRaises(redlock.InvalidArgument, msg=repr(bad)):
+            with self.assertRaises(redlock_c.InvalidArgument, msg=repr(bad)):
                 c.lock(unique("bad"), bad)
-            with self.assertRaises(redlock.InvalidArgument, msg=repr(bad)):
+            with self.assertRaises(redlock_c.InvalidArgument, msg=repr(bad)):
                 c.trylock(unique("bad"), bad)
-        for res in ("", "x" * (redlock.MAX_RESOURCE_LEN + 1), "a\0b"):
-            with self.assertRaises(redlock.InvalidArgument):
+        for res in ("", "x" * (redlock_c.MAX_RESOURCE_LEN + 1), "a\0b"):
+            with self.assertRaises(redlock_c.InvalidArgument):
                 c.lock(res, 1000)
-            with self.assertRaises(redlock.InvalidArgument):
+            with self.assertRaises(redlock_c.InvalidArgument):
                 c.trylock(res, 1000)
         with self.assertRaises(TypeError):
             c.lock(123, 1000)
         with self.assertRaises(TypeError):
             c.lock("r", "1000")
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.lock("r", 1000, wait_ms=-1)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.lock_many([], 1000)
         r = unique("dup")
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.lock_many([r, r], 1000)
-        with self.assertRaises(redlock.InvalidArgument):
-            c.lock_many([unique("m%d" % i) for i in range(redlock.MAX_MANY + 1)], 1000)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            c.lock_many([unique("m%d" % i) for i in range(redlock_c.MAX_MANY + 1)], 1000)
         with self.assertRaises(TypeError):
             c.lock_many("abc", 1000)
         lk = c.lock(unique("ok"), 1000)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             lk.extend(0)
         with self.assertRaises(TypeError):
             lk.watch(on_lost=42)
@@ -903,7 +903,7 @@ class TestLocking(ServerTestCase):
         self.assertEqual(lk.resource, res)  # without the prefix
         self.assertEqual(self.on_all("GET", "app1:" + res), [lk.value] * 3)
         self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
-        with self.assertRaises(redlock.LockedError):
+        with self.assertRaises(redlock_c.LockedError):
             p1b.trylock(res, 1000)
         p2.trylock(res, 1000).unlock()
         plain.trylock(res, 1000).unlock()
@@ -929,19 +929,19 @@ class TestLocking(ServerTestCase):
             with guard:
                 msgs.append((level, message, threading.get_ident()))
 
-        c = self.client(log=log, log_level=redlock.LOG_DEBUG)
+        c = self.client(log=log, log_level=redlock_c.LOG_DEBUG)
         wait_until(lambda: len([m for m in msgs if "connected" in m[1]]) >= 3,
                    what="3 connected messages")
         with guard:
             snapshot = list(msgs)
         for level, message, ident in snapshot:
-            self.assertIn(level, (redlock.LOG_DEBUG, redlock.LOG_INFO, redlock.LOG_WARN,
-                                  redlock.LOG_ERROR))
+            self.assertIn(level, (redlock_c.LOG_DEBUG, redlock_c.LOG_INFO, redlock_c.LOG_WARN,
+                                  redlock_c.LOG_ERROR))
             self.assertIsInstance(message, str)
             self.assertNotEqual(ident, threading.get_ident())  # the I/O thread
         res = unique("logged")
         with c.lock(res, 5000):
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 c.trylock(res, 1000)
         wait_until(lambda: any("failed" in m[1] or res in m[1] for m in msgs),
                    what="a message about the failed attempt")
@@ -962,13 +962,13 @@ class TestLocking(ServerTestCase):
         self.assertFalse(lk.lost)
         self.assertEqual(lk.resource, res)
         lk.unlock()  # no-op: the close released it
-        with self.assertRaises(redlock.ClosedError):
+        with self.assertRaises(redlock_c.ClosedError):
             lk.extend(1000)
-        with self.assertRaises(redlock.ClosedError):
+        with self.assertRaises(redlock_c.ClosedError):
             lk.watch()
         for call in (lambda: c.lock(res, 1000), lambda: c.trylock(res, 1000),
                      lambda: c.lock_many([res], 1000), c.last_votes):
-            with self.assertRaises(redlock.ClosedError):
+            with self.assertRaises(redlock_c.ClosedError):
                 call()
         # close() released the lock in Redis.
         wait_until(lambda: self.on_all("EXISTS", res) == [0, 0, 0], what="release on close")
@@ -994,7 +994,7 @@ class TestLocking(ServerTestCase):
         b.close()
         t.join(60)
         self.assertFalse(t.is_alive())
-        self.assertIsInstance(result.get("error"), (redlock.CanceledError, redlock.ClosedError),
+        self.assertIsInstance(result.get("error"), (redlock_c.CanceledError, redlock_c.ClosedError),
                               result)
         held.unlock()
 
@@ -1016,7 +1016,7 @@ class TestStats(ServerTestCase):
         c = self.client()
         res = unique("stats")
         with c.lock(res, 5000):
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 c.trylock(res, 1000)
         d = c.stats()
         self.assertEqual(d["operations_total"]["acquire"]["ok"], 1)
@@ -1034,15 +1034,15 @@ class TestStats(ServerTestCase):
         self.assertIn("# TYPE redlock_operations_total counter\n", text)
         self.assertIn('redlock_operations_total{op="acquire",outcome="ok"} 1\n', text)
         self.assertTrue(c.stats("json").startswith("{"))
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.stats("xml")
         c.close()
-        with self.assertRaises(redlock.ClosedError):
+        with self.assertRaises(redlock_c.ClosedError):
             c.stats()
 
     def test_stats_off(self):
         c = self.client(stats=False)
-        with self.assertRaises(redlock.NotSupportedError):
+        with self.assertRaises(redlock_c.NotSupportedError):
             c.stats()
 
     def test_on_event(self):
@@ -1088,7 +1088,7 @@ class TestPrimitives(ServerTestCase):
         p1 = a.semaphore_acquire(name, 2, 10000)
         p2 = b.semaphore_acquire(name, 2, 10000, wait_ms=1000)
         for p in (p1, p2):
-            self.assertIsInstance(p, redlock.Lock)
+            self.assertIsInstance(p, redlock_c.Lock)
             self.assertRegex(p.resource, "^%s:sem:[01]$" % name)
             self.assertGreater(p.validity_ms, 0)
             # the slot's key: the name in braces (one hash slot, redlock.h)
@@ -1096,9 +1096,9 @@ class TestPrimitives(ServerTestCase):
             self.assertEqual(self.on_all("GET", key), [p.value] * 3)
         self.assertNotEqual(p1.resource, p2.resource)
         self.assertEqual(self.on_all("GET", "{%s}:sem:limit" % name), ["2"] * 3)
-        with self.assertRaises(redlock.LockedError):
+        with self.assertRaises(redlock_c.LockedError):
             a.semaphore_acquire(name, 2, 10000)
-        with self.assertRaises(redlock.WaitTimeout):
+        with self.assertRaises(redlock_c.WaitTimeout):
             b.semaphore_acquire(name, 2, 10000, wait_ms=200)
         freed = p1.resource
         p1.extend(20000)
@@ -1138,17 +1138,17 @@ class TestPrimitives(ServerTestCase):
     def test_semaphore_bad_arguments_and_mismatch(self):
         c = self.client()
         name = unique("sem-args")
-        for limit in (0, redlock.MAX_SEM_LIMIT + 1):
-            with self.assertRaises(redlock.InvalidArgument):
+        for limit in (0, redlock_c.MAX_SEM_LIMIT + 1):
+            with self.assertRaises(redlock_c.InvalidArgument):
                 c.semaphore_acquire(name, limit, 1000)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.semaphore_acquire("", 2, 1000)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.semaphore_acquire(name, 2, 0)
         with self.assertRaises(TypeError):
             c.semaphore_acquire(name, "2", 1000)
         with c.semaphore_acquire(name, 3, 5000):
-            with self.assertRaises(redlock.InvalidArgument):  # another limit
+            with self.assertRaises(redlock_c.InvalidArgument):  # another limit
                 c.semaphore_acquire(name, 2, 5000, wait_ms=1000)
 
     def test_rwlock(self):
@@ -1160,9 +1160,9 @@ class TestPrimitives(ServerTestCase):
         # A hold is granted at a quorum; the last master may answer later.
         wait_until(lambda: self.on_all("ZCARD", "{%s}:rw:read" % name) == [2] * 3,
                    what="both readers on every master")
-        with self.assertRaises(redlock.LockedError):
+        with self.assertRaises(redlock_c.LockedError):
             b.rwlock_write(name, 10000)
-        with self.assertRaises(redlock.WaitTimeout):
+        with self.assertRaises(redlock_c.WaitTimeout):
             b.rwlock_write(name, 10000, wait_ms=300)
         r1.extend(15000)
         r1.watch()
@@ -1175,9 +1175,9 @@ class TestPrimitives(ServerTestCase):
         with a.rwlock_write(name, 10000) as w:
             wait_until(lambda: self.on_all("GET", "{%s}:rw:write" % name) == [w.value] * 3,
                        what="the writer on every master")
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 b.rwlock_read(name, 10000)
-            with self.assertRaises(redlock.LockedError):
+            with self.assertRaises(redlock_c.LockedError):
                 b.rwlock_write(name, 10000)
         wait_until(lambda: self.on_all("EXISTS", "{%s}:rw:write" % name) == [0, 0, 0],
                    what="the writer released on every master")
@@ -1201,11 +1201,11 @@ class TestSubprocess(ServerTestCase):
 
     def test_gc_and_use_after_close(self):
         run_script(self, """
-            import gc, sys, warnings, redlock
+            import gc, sys, warnings, redlock_c
             warnings.simplefilter("ignore", ResourceWarning)
             uris = sys.argv[1:]
             kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000)
-            c = redlock.Client(uris, **kw)
+            c = redlock_c.Client(uris, **kw)
             # A held lock collected while the client is open: released in the background.
             lk = c.lock("sp-gc", 30000)
             del lk; gc.collect()
@@ -1218,31 +1218,31 @@ class TestSubprocess(ServerTestCase):
                 l.unlock()
                 try:
                     l.extend(1000)
-                except redlock.ClosedError:
+                except redlock_c.ClosedError:
                     pass
                 else:
                     raise AssertionError("extend after close")
             del locks, w; gc.collect()
             # Client collected without close (closes itself), with a lock held.
-            c2 = redlock.Client(uris, **kw)
+            c2 = redlock_c.Client(uris, **kw)
             l2 = c2.lock("sp-c2", 30000)
             del c2; gc.collect()      # l2 keeps the client alive
             del l2; gc.collect()      # now both go: unlock_async, then close
             # Open clients with held, watched locks and a log callback at exit.
-            c3 = redlock.Client(uris, log=lambda lvl, m: None, log_level=0, **kw)
+            c3 = redlock_c.Client(uris, log=lambda lvl, m: None, log_level=0, **kw)
             keep = [c3.lock("sp-exit", 30000, watch=True, on_lost=lambda l: None)]
-            c4 = redlock.Client(uris, **kw)
+            c4 = redlock_c.Client(uris, **kw)
             print("OK")
         """, *self.uris)
 
     def test_close_races_other_threads(self):
         run_script(self, """
-            import sys, threading, redlock
+            import sys, threading, redlock_c
             uris = sys.argv[1:]
             kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000,
                       retry_count=1, retry_delay_ms=5, retry_jitter_ms=5)
             for round_no in range(5):
-                c = redlock.Client(uris, **kw)
+                c = redlock_c.Client(uris, **kw)
                 shared = c.lock("race-shared-%d" % round_no, 30000)
                 stop = threading.Event()
                 bad = []
@@ -1256,18 +1256,18 @@ class TestSubprocess(ServerTestCase):
                             lk.extend(5000)
                             shared.validity_ms; shared.lost
                             lk.unlock()
-                        except (redlock.ClosedError, redlock.CanceledError,
-                                redlock.LockedError):
+                        except (redlock_c.ClosedError, redlock_c.CanceledError,
+                                redlock_c.LockedError):
                             if c.closed:
                                 return
-                        except redlock.InvalidArgument:
+                        except redlock_c.InvalidArgument:
                             pass  # extend of a lock the close took
                         except BaseException as exc:
                             bad.append(exc); return
                 def waiter():
                     try:
                         c.lock("race-shared-%d" % round_no, 1000, wait_ms=60000)
-                    except (redlock.CanceledError, redlock.ClosedError):
+                    except (redlock_c.CanceledError, redlock_c.ClosedError):
                         pass
                     except BaseException as exc:
                         bad.append(exc)
@@ -1291,11 +1291,11 @@ class TestSubprocess(ServerTestCase):
         # Ctrl-C while lock() waits: the call is abandoned, and the lock it is
         # granted later (when the holder releases) is let go, not leaked.
         run_script(self, """
-            import os, signal, sys, threading, time, redlock
+            import os, signal, sys, threading, time, redlock_c
             uris = sys.argv[1:]
             kw = dict(quarantine=False, connect_timeout_ms=3000, request_timeout_ms=1000)
-            holder = redlock.Client(uris, **kw)
-            c = redlock.Client(uris, **kw)
+            holder = redlock_c.Client(uris, **kw)
+            c = redlock_c.Client(uris, **kw)
             held = holder.lock("sigint-r", 30000)
             def interrupt():
                 deadline = time.monotonic() + 30
@@ -1316,7 +1316,7 @@ class TestSubprocess(ServerTestCase):
                 try:
                     holder.trylock("sigint-r", 1000).unlock()
                     break
-                except redlock.LockedError:
+                except redlock_c.LockedError:
                     assert time.monotonic() < deadline, "abandoned lock leaked"
                     time.sleep(0.02)
             c.close(); holder.close()
@@ -1325,10 +1325,10 @@ class TestSubprocess(ServerTestCase):
 
     def test_close_from_callback(self):
         run_script(self, """
-            import sys, threading, redlock
+            import sys, threading, redlock_c
             uris = sys.argv[1:]
             port_cmd = None
-            c = redlock.Client(uris, quarantine=False, request_timeout_ms=300)
+            c = redlock_c.Client(uris, quarantine=False, request_timeout_ms=300)
             called = threading.Event()
             def on_lost(lock):
                 c.close()          # returns at once on the I/O thread
@@ -1423,7 +1423,7 @@ class TestElection(ServerTestCase):
 
     def test_close_with_live_elections(self):
         name = unique("elect-close")
-        c1 = redlock.Client(self.uris, **client_kwargs())
+        c1 = redlock_c.Client(self.uris, **client_kwargs())
         e1 = c1.elect(name, 5000)
         self.assertIsNotNone(e1.wait_elected(30))
         e2 = self.client().elect(name, 5000)
@@ -1433,19 +1433,19 @@ class TestElection(ServerTestCase):
         e1.resign()  # a no-op after close
         self.assertIsNotNone(e2.wait_elected(30))
         self.assertGreater(e2.term, e1.term)
-        with self.assertRaises(redlock.ClosedError):
+        with self.assertRaises(redlock_c.ClosedError):
             c1.elect(name, 5000)
         e2.resign()
 
     def test_bad_election_arguments(self):
         c = self.client()
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.elect("", 1000)
-        with self.assertRaises(redlock.InvalidArgument):
-            c.elect("x" * (redlock.MAX_RESOURCE_LEN + 1), 1000)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
+            c.elect("x" * (redlock_c.MAX_RESOURCE_LEN + 1), 1000)
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.elect("n", 0)
-        with self.assertRaises(redlock.InvalidArgument):
+        with self.assertRaises(redlock_c.InvalidArgument):
             c.elect("n", 10 ** 9)
         with self.assertRaises(TypeError):
             c.elect("n", 1000, on_elected=42)
@@ -1464,7 +1464,7 @@ class TestMastersDying(unittest.TestCase):
 
     def test_watch_reports_lost_when_masters_die(self):
         msgs = []
-        c = redlock.Client([s.uri for s in self.servers],
+        c = redlock_c.Client([s.uri for s in self.servers],
                            **client_kwargs(request_timeout_ms=300,
                                            log=lambda lvl, m: msgs.append(m)))
         self.addCleanup(c.close)
@@ -1482,10 +1482,10 @@ class TestMastersDying(unittest.TestCase):
         self.assertIs(got[0], lk)
         self.assertTrue(lk.lost)
         self.assertLessEqual(lk.validity_ms, 1500)
-        with self.assertRaises(redlock.NoQuorumError):
+        with self.assertRaises(redlock_c.NoQuorumError):
             c.trylock(unique("after"), 1000)
         self.assertIn("no quorum", c.last_votes())
-        with self.assertRaises((redlock.NoQuorumError, redlock.LostError)):
+        with self.assertRaises((redlock_c.NoQuorumError, redlock_c.LostError)):
             lk.unlock()
         self.assertTrue(lk.released)
         wait_until(lambda: msgs, what="a warning in the log")

@@ -5,13 +5,16 @@ majority of them accepted it and time is left on it.  This package wraps the C
 library's public ABI (include/redlock.h) with ctypes; no compiler is needed.
 
 The shared library is found through, in order: the environment variable
-REDLOCK_LIBRARY (a path; if set, nothing else is tried), ctypes.util.find_library
-("redlock"), then common install paths (libredlock.so.0 in /usr/local/lib,
-/usr/lib, ...).  Call load_library(path) before anything else to choose it
-explicitly.
+REDLOCK_LIBRARY (a path; if set, nothing else is tried), the copy the wheel
+carries beside this file, ctypes.util.find_library("redlock"), then common
+install paths (libredlock.so.0 in /usr/local/lib, /usr/lib, ...).  Call
+load_library(path) before anything else to choose it explicitly.
+
+Durations (TTLs, waits, timeouts): an int is milliseconds, a float is
+seconds, a datetime.timedelta is itself.
 
     import redlock
-    with redlock.Client(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
+    with redlock_c.Client(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
                          "redis://127.0.0.1:7003"]) as client:
         with client.lock("orders:42", ttl_ms=10000) as lk:
             ...  # work that must stop before lk.validity_ms reaches 0
@@ -41,8 +44,9 @@ Lifetime rules (see README.md):
 
 import atexit
 import ctypes
-import json
 import ctypes.util
+import datetime
+import json
 import itertools
 import operator
 import os
@@ -282,11 +286,18 @@ _lib = None
 _lib_lock = threading.Lock()
 
 
+# The wheel carries libredlock.so.0 (RUNPATH $ORIGIN) with the hiredis and
+# libuv it loads, beside this file.
+_BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libredlock.so.0")
+
+
 def _candidates():
     env = os.environ.get("REDLOCK_LIBRARY")
     if env:
         return [env]
     names = []
+    if os.path.isfile(_BUNDLED):
+        names.append(_BUNDLED)
     found = ctypes.util.find_library("redlock")
     if found:
         names.append(found)
@@ -369,7 +380,8 @@ def _declare(lib):
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    # Added later to the ABI (coordination primitives): optional, so that this
+    u64p = ctypes.POINTER(ctypes.c_uint64)
+    # Added later to the ABI (coordination primitives, cancellation): optional, so that this
     # binding still loads an older library (the methods then raise
     # NotSupportedError).
     optional = {
@@ -377,6 +389,17 @@ def _declare(lib):
                                                     c_vp]),
         "redlock_rwlock_read_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
         "redlock_rwlock_write_async": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp]),
+        # cancellation (redlock.h "Cancellation"): the _ex forms give the id
+        "redlock_cancel": (c_int, [c_vp, ctypes.c_uint64]),
+        "redlock_lock_async_ex": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp, u64p]),
+        "redlock_lock_many_async_ex": (c_int, [c_vp, ctypes.POINTER(c_cp), ctypes.c_size_t,
+                                               c_u32, _LOCK_CB, c_vp, u64p]),
+        "redlock_semaphore_acquire_async_ex": (c_int, [c_vp, c_cp, c_u32, c_u32, c_u32,
+                                                       _LOCK_CB, c_vp, u64p]),
+        "redlock_rwlock_read_async_ex": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp,
+                                                 u64p]),
+        "redlock_rwlock_write_async_ex": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp,
+                                                  u64p]),
     }
     for name, (restype, argtypes) in optional.items():
         fn = getattr(lib, name, None)
@@ -538,6 +561,24 @@ def _u32(value, what, minimum=0):
     return v
 
 
+def _ms(value, what, minimum=0):
+    """A duration as uint32 milliseconds: an int is milliseconds, a float is
+    seconds, a datetime.timedelta is itself (rounded up to whole ms, so that
+    a positive duration never becomes 0)."""
+    if isinstance(value, datetime.timedelta):
+        secs = value.total_seconds()
+    elif isinstance(value, float):
+        secs = value
+    else:
+        return _u32(value, what, minimum)
+    if secs != secs or secs < 0 or secs * 1000.0 > _U32_MAX:  # NaN, negative, too long
+        raise InvalidArgument(EINVAL, detail="%s out of range: %r" % (what, value))
+    ms = int(secs * 1000.0)
+    if ms < secs * 1000.0:
+        ms += 1
+    return _u32(ms, what, minimum)
+
+
 def _bytes_arg(value, what):
     if isinstance(value, str):
         data = value.encode("utf-8")
@@ -603,11 +644,15 @@ _OPEN, _CLOSING, _CLOSED = "open", "closing", "closed"
 
 
 class _Pending:
-    """One lock() waiting for its redlock_lock_async callback."""
-    __slots__ = ("event", "mutex", "status", "handle", "votes", "done", "abandoned")
+    """One lock() waiting for its redlock_lock_async callback.  mutex guards
+    status/handle/votes/done/abandoned between the I/O thread (the callback)
+    and the waiting thread; call_id (the _ex form's id, 0 without one) is
+    written once, by the submitting thread, before anyone reads it."""
+    __slots__ = ("event", "mutex", "status", "handle", "votes", "done", "abandoned", "call_id")
 
     def __init__(self):
         self.event = threading.Event()
+        self.call_id = 0
         self.mutex = threading.Lock()
         self.status = None
         self.handle = None
@@ -650,7 +695,7 @@ class Event:
         self.detail = _decode(lib.redlock_event_detail(ev))
 
     def __repr__(self):
-        return "<redlock.Event %s %s%s %d us>" % (
+        return "<redlock_c.Event %s %s%s %d us>" % (
             self.kind, self.error or "OK", " " + self.resource if self.resource else "",
             self.duration_us)
 
@@ -764,6 +809,33 @@ class _Core:
             if self.state != _OPEN:
                 raise ClosedError(ECLOSED)
             self.active += 1
+
+    def submit(self, symbol, args, key):
+        """Starts an acquisition through its callback form, the _ex one when
+        the library has it: symbol(ptr, *args, lock_cb, key[, &id]).  The
+        caller holds enter().  Returns (rc, call id or 0)."""
+        ex = getattr(self.lib, symbol + "_ex", None)
+        if ex is not None and ex.argtypes is not None:
+            call_id = ctypes.c_uint64()
+            rc = ex(self.ptr, *args, self.lock_cb, key, ctypes.byref(call_id))
+            return rc, call_id.value
+        return getattr(self.lib, symbol)(self.ptr, *args, self.lock_cb, key), 0
+
+    def cancel(self, call_id):
+        """redlock_cancel for an acquisition nobody waits for any more: the
+        library sends nothing more for it and releases what its last round
+        set.  A no-op without an id, or once the client is closing (the close
+        ends every call)."""
+        if not call_id:
+            return
+        try:
+            self.enter()
+        except ClosedError:
+            return
+        try:
+            self.lib.redlock_cancel(self.ptr, call_id)
+        finally:
+            self.leave()
 
     def leave(self):
         with self.cond:
@@ -894,7 +966,7 @@ class Client:
                 delay = dd.value if retry_delay_ms is None else retry_delay_ms
                 jitter = dj.value if retry_jitter_ms is None else retry_jitter_ms
                 _check(lib.redlock_options_set_retry(
-                    opts, count, _u32(delay, "retry_delay_ms"), _u32(jitter, "retry_jitter_ms")),
+                    opts, count, _ms(delay, "retry_delay_ms"), _ms(jitter, "retry_jitter_ms")),
                     "retry options")
             if drift_factor is not None:
                 _check(lib.redlock_options_set_drift_factor(opts, float(drift_factor)),
@@ -905,10 +977,10 @@ class Client:
                 conn = dc.value if connect_timeout_ms is None else connect_timeout_ms
                 req = dr.value if request_timeout_ms is None else request_timeout_ms
                 _check(lib.redlock_options_set_timeouts(
-                    opts, _u32(conn, "connect_timeout_ms"), _u32(req, "request_timeout_ms")),
+                    opts, _ms(conn, "connect_timeout_ms"), _ms(req, "request_timeout_ms")),
                     "timeouts")
             if max_ttl_ms is not None:
-                _check(lib.redlock_options_set_max_ttl(opts, _u32(max_ttl_ms, "max_ttl_ms")),
+                _check(lib.redlock_options_set_max_ttl(opts, _ms(max_ttl_ms, "max_ttl_ms")),
                        "max_ttl_ms %r" % (max_ttl_ms,))
             if quarantine is not None:
                 _check(lib.redlock_options_set_quarantine(opts, 1 if quarantine else 0))
@@ -961,13 +1033,13 @@ class Client:
         core = getattr(self, "_core", None)
         if core is not None and core.state == _OPEN:
             try:
-                warnings.warn("redlock.Client was not closed", ResourceWarning, source=self)
+                warnings.warn("redlock_c.Client was not closed", ResourceWarning, source=self)
             except Exception:  # pragma: no cover - interpreter shutdown
                 pass
             core.close()
 
     def __repr__(self):
-        return "<redlock.Client %s>" % ("closed" if self.closed else "open")
+        return "<redlock_c.Client %s>" % ("closed" if self.closed else "open")
 
     # -- locking
     def lock(self, resource, ttl_ms, wait_ms=None, watch=False, on_lost=None):
@@ -978,10 +1050,9 @@ class Client:
         (see Lock.watch).  Returns a Lock; raises LockedError, NoQuorumError,
         ExpiredError, WaitTimeout, CanceledError (client closed meanwhile), ..."""
         res = _bytes_arg(resource, "resource")
-        ttl = _u32(ttl_ms, "ttl_ms")
-        wait = 0 if wait_ms is None else _u32(wait_ms, "wait_ms")
-        handle = self._acquire_async(
-            "lock()", lambda lib, ptr, cb, key: lib.redlock_lock_async(ptr, res, ttl, wait, cb, key))
+        ttl = _ms(ttl_ms, "ttl_ms")
+        wait = 0 if wait_ms is None else _ms(wait_ms, "wait_ms")
+        handle = self._acquire_async("lock()", "redlock_lock_async", (res, ttl, wait))
         lk = self._adopt(handle, (resource,))
         return self._maybe_watch(lk, watch, on_lost)
 
@@ -996,11 +1067,11 @@ class Client:
         like a lock; its .resource names its slot ("NAME:sem:3")."""
         res = _bytes_arg(name, "name")
         lim = _u32(limit, "limit")
-        ttl = _u32(ttl_ms, "ttl_ms")
-        wait = _u32(wait_ms or 0, "wait_ms")
-        fn = self._optional("redlock_semaphore_acquire_async")
-        handle = self._acquire_async(
-            "semaphore_acquire()", lambda lib, ptr, cb, key: fn(ptr, res, lim, ttl, wait, cb, key))
+        ttl = _ms(ttl_ms, "ttl_ms")
+        wait = _ms(wait_ms or 0, "wait_ms")
+        self._optional("redlock_semaphore_acquire_async")
+        handle = self._acquire_async("semaphore_acquire()", "redlock_semaphore_acquire_async",
+                                     (res, lim, ttl, wait))
         return self._maybe_watch(self._adopt(handle, None), watch, on_lost)
 
     def rwlock_read(self, name, ttl_ms, wait_ms=0, watch=False, on_lost=None):
@@ -1020,11 +1091,10 @@ class Client:
 
     def _rwlock(self, symbol, what, name, ttl_ms, wait_ms, watch, on_lost):
         res = _bytes_arg(name, "name")
-        ttl = _u32(ttl_ms, "ttl_ms")
-        wait = _u32(wait_ms or 0, "wait_ms")
-        fn = self._optional(symbol)
-        handle = self._acquire_async(what, lambda lib, ptr, cb, key: fn(ptr, res, ttl, wait, cb,
-                                                                         key))
+        ttl = _ms(ttl_ms, "ttl_ms")
+        wait = _ms(wait_ms or 0, "wait_ms")
+        self._optional(symbol)
+        handle = self._acquire_async(what, symbol, (res, ttl, wait))
         return self._maybe_watch(self._adopt(handle, (name,)), watch, on_lost)
 
     def _optional(self, symbol):
@@ -1033,10 +1103,11 @@ class Client:
             raise NotSupportedError(ENOTSUP, detail="%s is not in this libredlock" % symbol)
         return fn
 
-    def _acquire_async(self, what, start):
-        """Runs an acquisition through its callback form and waits for it
-        (interruptible: a grant nobody waits for any more is released).
-        start(lib, ptr, cb, key) makes the C call.  Returns the handle."""
+    def _acquire_async(self, what, symbol, args):
+        """Runs an acquisition through its callback form (symbol, see
+        _Core.submit) and waits for it.  Interruptible (Ctrl-C): the call is
+        canceled (redlock_cancel) and a grant nobody waits for any more is
+        released.  Returns the handle."""
         core = self._core
         if core.on_loop_thread():
             raise WouldBlockError(EWOULDBLOCK, detail="%s from a redlock callback" % what)
@@ -1045,7 +1116,7 @@ class Client:
         core.enter()
         try:
             core.pending[key] = op
-            rc = start(core.lib, core.ptr, core.lock_cb, key)
+            rc, op.call_id = core.submit(symbol, args, key)
             if rc != 0:
                 core.pending.pop(key, None)
                 raise _make_error(rc)
@@ -1055,9 +1126,11 @@ class Client:
             op.event.wait()
         except BaseException:
             with op.mutex:
-                if not op.done:
-                    op.abandoned = True  # the callback releases what it gets
-                    raise
+                abandoned = not op.done
+                op.abandoned = abandoned  # the callback releases what it gets
+            if abandoned:
+                core.cancel(op.call_id)
+                raise
             if op.status == 0 and op.handle:
                 self._release_orphan(op.handle)
             raise
@@ -1069,7 +1142,7 @@ class Client:
         """One attempt (redlock_trylock).  Raises LockedError when held."""
         core = self._core
         res = _bytes_arg(resource, "resource")
-        ttl = _u32(ttl_ms, "ttl_ms")
+        ttl = _ms(ttl_ms, "ttl_ms")
         out = ctypes.c_void_p()
         core.enter()
         try:
@@ -1089,7 +1162,7 @@ class Client:
             raise TypeError("resources must be a list, not a single string")
         resources = tuple(resources)
         encoded = [_bytes_arg(r, "resource") for r in resources]
-        ttl = _u32(ttl_ms, "ttl_ms")
+        ttl = _ms(ttl_ms, "ttl_ms")
         arr = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
         out = ctypes.c_void_p()
         core.enter()
@@ -1116,7 +1189,7 @@ class Client:
                 raise TypeError("%s must be callable" % what)
         core = self._core
         raw = _bytes_arg(name, "name")
-        ttl = _u32(ttl_ms, "ttl_ms")
+        ttl = _ms(ttl_ms, "ttl_ms")
         election = Election(self, name, on_elected, on_lost)
         out = ctypes.c_void_p()
         with core.mutex:
@@ -1348,7 +1421,7 @@ class Election:
     def __repr__(self):
         state = ("resigned" if self._done
                  else "leader" if self._leader else "campaigning")
-        return "<redlock.Election %r %s term=%d>" % (self._name, state, self._term)
+        return "<redlock_c.Election %r %s term=%d>" % (self._name, state, self._term)
 
 
 # ---- Lock ------------------------------------------------------------------------------------
@@ -1433,6 +1506,24 @@ class Lock:
     def client(self):
         return self._client
 
+    # -- queries (as redis-py's Lock)
+    def owned(self):
+        """True while this Lock holds its resource: not released, not lost,
+        validity left (the local estimate, no round trip)."""
+        core = self._core
+        with core.mutex:
+            handle = self._handle
+            if handle is None or self._lost:
+                return False
+            return (not core.lib.redlock_lock_is_lost(handle)
+                    and core.lib.redlock_lock_validity_ms(handle) > 0)
+
+    def locked(self):
+        """Whether the resource is locked, as far as this Lock can tell
+        without a round: True while it owns it.  Whether another holder has
+        it is a question only an acquisition answers (trylock)."""
+        return self.owned()
+
     # -- operations
     def _gone(self):
         if self._closed:
@@ -1444,7 +1535,7 @@ class Lock:
         LostError if it was lost (or its validity had run out); NoQuorumError
         leaves it unchanged (may be retried)."""
         core = self._core
-        ttl = _u32(ttl_ms, "ttl_ms")
+        ttl = _ms(ttl_ms, "ttl_ms")
         with core.mutex:
             handle = self._handle
             if handle is None:
@@ -1553,11 +1644,11 @@ class Lock:
             core.lib.redlock_unlock_async(core.ptr, handle, _DONE_CB(), None)
         try:
             self._forget_watch()
-            warnings.warn("redlock.Lock on %r garbage-collected while held; released"
+            warnings.warn("redlock_c.Lock on %r garbage-collected while held; released"
                           % (self._resources[0],), ResourceWarning)
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
 
     def __repr__(self):
         state = "released" if self._handle is None else ("lost" if self._lost else "held")
-        return "<redlock.Lock %r %s fence=%d>" % (self._resources[0], state, self._fence)
+        return "<redlock_c.Lock %r %s fence=%d>" % (self._resources[0], state, self._fence)

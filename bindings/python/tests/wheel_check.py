@@ -1,0 +1,69 @@
+"""Run by wheel_test.sh with a venv's interpreter, away from the source tree:
+the installed redlock_c loads the libredlock it carries (no environment
+variable), and takes and releases a real lock, blocking and with asyncio,
+on the redis-server at 127.0.0.1:PORT.
+
+    python wheel_check.py PORT [bundled|any]
+
+bundled (the default): the library must be the package's own copy.
+"""
+
+import asyncio
+import datetime
+import os
+import socket
+import sys
+
+
+def redis_exists(port, key):
+    """EXISTS key over a raw connection: the number of keys (0 or 1)."""
+    k = key.encode()
+    req = b"*2\r\n$6\r\nEXISTS\r\n$%d\r\n%s\r\n" % (len(k), k)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(req)
+        reply = s.makefile("rb").readline()
+    assert reply.startswith(b":"), reply
+    return int(reply[1:])
+
+
+def main():
+    port = int(sys.argv[1])
+    want = sys.argv[2] if len(sys.argv) > 2 else "bundled"
+    assert sys.version_info >= (3, 8), sys.version
+    assert "REDLOCK_LIBRARY" not in os.environ
+    import redlock_c
+    import redlock_c.aio
+
+    where = os.path.dirname(os.path.abspath(redlock_c.__file__))
+    assert "site-packages" in where, where
+    for name in ("py.typed", "__init__.pyi", "aio.pyi"):
+        assert os.path.isfile(os.path.join(where, name)), name
+    lib = redlock_c.load_library()
+    if want == "bundled":
+        assert lib._name == os.path.join(where, "libredlock.so.0"), lib._name
+    nodes = ["redis://127.0.0.1:%d" % port]
+    key = "wheel-check-%d-%d" % (sys.version_info[0], sys.version_info[1])
+
+    with redlock_c.Client(nodes, quarantine=False, fencing=True) as client:
+        with client.lock(key, 5.0) as lk:  # a float: seconds
+            assert lk.owned() and lk.fence > 0, lk
+            assert redis_exists(port, key) == 1
+            lk.extend(datetime.timedelta(seconds=10))
+            assert lk.validity_ms > 5000, lk.validity_ms
+        assert not lk.owned()
+        assert redis_exists(port, key) == 0  # one master: the unlock waited for it
+
+    async def run_async():
+        async with redlock_c.aio.AsyncClient.open(nodes, quarantine=False) as aclient:
+            async with aclient.lock(key, 10000) as alk:
+                assert alk.owned()
+                assert redis_exists(port, key) == 1
+            assert redis_exists(port, key) == 0
+
+    asyncio.run(run_async())
+    print("OK %s: %s, libredlock %s from %s" % (sys.executable, sys.version.split()[0],
+                                              redlock_c.version(), lib._name))
+
+
+if __name__ == "__main__":
+    main()
