@@ -839,6 +839,23 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
 
 static const char *c_label(const voter_t *v) { return of_c(v)->addr.label; }
 
+/* The release subscriber's node: a primary that is up (the cluster bus
+ * carries a PUBLISH to every node, so any of them hears every release),
+ * the one it was at while that stays up; NULL (the home node) when none
+ * is. */
+static const node_t *c_sub_node(const voter_t *v) {
+  voter_cluster_t *s = of((voter_t *)v);
+  if (s->sub_at < s->n_nodes && s->nodes[s->sub_at]->started &&
+      s->nodes[s->sub_at]->node->state == NODE_READY)
+    return s->nodes[s->sub_at]->node;
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->started && s->nodes[i]->node->state == NODE_READY) {
+      s->sub_at = i;
+      return s->nodes[i]->node;
+    }
+  return NULL;
+}
+
 const voter_ops_t voter_cluster_ops = {
     .kind = "cluster",
     .send = c_send,
@@ -859,6 +876,7 @@ const voter_ops_t voter_cluster_ops = {
     .same_server = c_same_server,
     .why = c_why,
     .label = c_label,
+    .sub_node = c_sub_node,
 };
 
 int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,

@@ -90,6 +90,7 @@ typedef struct voter_cluster {
   node_t *answering;
   /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */
   char why[VOTER_WHY_LEN];
+  unsigned sub_at;  /* loop: the nodes[] entry the release subscriber was last sent to */
   int started_said; /* VOTER_EV_STARTED reported */
   int up_said;      /* VOTER_EV_UP reported (a map is known) */
   int closing;      /* abandon or shutdown ran */
