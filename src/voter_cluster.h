@@ -50,6 +50,8 @@ typedef struct voter_cluster_node {
   int made;           /* loop: node_init ran (the home node's waits for a primary at the seed) */
   int started;        /* loop: node_start ran */
   int failing;        /* loop: its failed attempt is being reported: nothing new waits for it */
+  int retired;        /* loop: it left the slot map and was shut down: never routed to again */
+  int closed;         /* loop: its NODE_EV_CLOSED came (its node may be freed or made anew) */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
@@ -60,10 +62,12 @@ typedef struct voter_cluster {
   const node_env_t *base_env; /* const: voters.c's, whose loop comes only before start */
   node_env_t env;             /* the nodes': base_env, reporting to this voter */
   node_addr_t addr;           /* const: the URI (seeds, credentials, TLS, acks) */
-  /* The primaries' connections: nodes[0] is the home node (voters.c's,
-   * which the notifier subscribes through), bound to the primary at the
-   * first seed's address if the map names one.  Entries are never freed
-   * before the voter: a primary that leaves the map may come back. */
+  /* The primaries' connections: nodes[0] is the home node (voters.c's),
+   * bound to the primary at the first seed's address if the map names one.
+   * A primary that leaves the map (serves no slot) is retired once idle:
+   * its node is shut down (no reconnecting forever), its kept releases go
+   * to their slots' owners.  Entries are never freed before the voter: a
+   * primary that comes back at that address gets its node made anew. */
   voter_cluster_node_t *nodes[VOTER_CLUSTER_MAX_NODES];
   unsigned n_nodes;
   /* The slot map (loop); each primary's `user` field is its nodes[] index,
