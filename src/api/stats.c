@@ -402,6 +402,7 @@ typedef enum {
 typedef enum {
   V_NONE = 0,
   V_LOCKS_LOST,
+  V_WAKEUPS,
   V_HELD,
   V_WATCHED,
   V_WAITERS,
@@ -442,6 +443,8 @@ static const metric_t metrics[] = {
      "Time from an operation's first round to its outcome."},
     {"redlock_locks_lost_total", MT_COUNTER, SH_SCALAR, V_LOCKS_LOST, 0,
      "Held locks found lost (validity ran out, or a quorum no longer had them)."},
+    {"redlock_wait_wakeups_total", MT_COUNTER, SH_SCALAR, V_WAKEUPS, 0,
+     "Waiting calls woken by an announced release (the others retry on their timer)."},
     {"redlock_held_locks", MT_GAUGE, SH_SCALAR, V_HELD, 0,
      "Locks held by this client (acquired, not yet released)."},
     {"redlock_watched_locks", MT_GAUGE, SH_SCALAR, V_WATCHED, 0,
@@ -512,6 +515,8 @@ static int64_t scalar(const struct stats *stats, value_t v, unsigned i, uint64_t
   switch (v) {
   case V_LOCKS_LOST:
     return (int64_t)get(&stats->locks_lost);
+  case V_WAKEUPS:
+    return (int64_t)get(&stats->wakeups);
   case V_HELD:
     return gauge(stats, STATS_GAUGE_HELD);
   case V_WATCHED:

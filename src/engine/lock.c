@@ -513,6 +513,7 @@ static void retry_timer_cb(tb_timer_t *timer) { lock_attempt(timer->data); }
 
 void lock_wake(notify_waiter_t *waiter) {
   op_acquire_t *op = container_of(waiter, op_acquire_t, waiter);
+  stats_wakeup(op->op.engine->stats);
   if (op->waiter.in_attempt) {
     op->waiter.woken = 1;
     return;

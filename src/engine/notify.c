@@ -80,13 +80,25 @@ static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
   free(channel);
 }
 
+/* Points master i's subscriber at the connection it follows (n->via). */
+static void subscriber_aim(notify_subscriber_t *sub) {
+  notify_t *n = sub->n;
+  const node_t *node = n->via != NULL ? n->via(n->via_arg, sub->index) : NULL;
+  if (node == NULL)
+    node = &n->nodes[sub->index];
+  sub->link.cfg.addr = &node->addr;
+  sub->link.cfg.ip_from = &node->link;
+}
+
 /* Brings one master's subscription in line with whether anyone waits. */
 static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
   notify_subscriber_t *sub = &n->subscribers[index];
   int wanted = channel->n_waiters > 0;
   if (sub->link.state == LINK_DOWN) {
-    if (wanted && link_idle(&sub->link))
+    if (wanted && link_idle(&sub->link)) {
+      subscriber_aim(sub);
       link_connect(&sub->link);
+    }
     return;
   }
   redisAsyncContext *ac = sub->link.ac;
@@ -236,7 +248,10 @@ static int any_waiters(notify_t *n) {
 /* The backoff ran out: try again only while someone waits. */
 static int subscriber_want_retry(void *arg) {
   notify_subscriber_t *sub = arg;
-  return !sub->n->closing && any_waiters(sub->n);
+  if (sub->n->closing || !any_waiters(sub->n))
+    return 0;
+  subscriber_aim(sub); /* a cluster's subscriber may go on to another node */
+  return 1;
 }
 
 /* The subscriptions are queued behind AUTH, in the same round trip; the
@@ -259,7 +274,7 @@ static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int lev
   if (ev == LINK_EV_DOWN) {
     log_write(n->env->log, link->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
               "master %s: release notifications unavailable (%s%s%s); waiters poll meanwhile",
-              n->nodes[sub->index].addr.label, what, detail != NULL ? ": " : "",
+              link->cfg.addr->label, what, detail != NULL ? ": " : "",
               detail != NULL ? detail : "");
   } else if (ev == LINK_EV_RETRY) {
     subscriber_reset(sub);

@@ -40,6 +40,14 @@ typedef struct notify {
    * with w->in_attempt, marks it woken).  May unregister w. */
   void (*wake)(void *arg, notify_waiter_t *w);
   void *arg;
+  /* Optional (owner, set after notify_init): the master whose connection
+   * master i's subscriber follows (its address, and the IP its lookup
+   * found), asked before each connection attempt; NULL: nodes[i].  A
+   * cluster voter names one of its primaries that is up: the cluster bus
+   * carries a PUBLISH to every node, so a subscription at any of them hears
+   * every release. */
+  const node_t *(*via)(void *via_arg, unsigned i);
+  void *via_arg;
   int closing;                      /* owner: no reconnects any more */
   list_node_t channels;             /* with waiters or live subscriptions */
   notify_subscriber_t *subscribers; /* per master, made by the first waiter */

@@ -101,6 +101,7 @@ struct stats {
   stats_hist_t op_latency[STATS_OP_COUNT];
   _Atomic int64_t gauges[STATS_GAUGE_COUNT];
   _Atomic uint64_t locks_lost;
+  _Atomic uint64_t wakeups;              /* lock.c: waiting calls woken by an announced release */
   uint64_t bound_ns[STATS_N_BOUNDS + 1]; /* a copy of the bounds, then UINT64_MAX */
   uint8_t first_bucket[65]; /* by bit length of a duration in ns: where to start looking */
   unsigned n_masters;
@@ -135,6 +136,11 @@ static inline void stats_gauge(struct stats *stats, stats_gauge_t gauge, int64_t
     atomic_store_explicit(g, atomic_load_explicit(g, memory_order_relaxed) + delta,
                           memory_order_relaxed);
   }
+}
+/* lock.c: a waiting call was woken by an announced release. */
+static inline void stats_wakeup(struct stats *stats) {
+  if (stats != NULL)
+    stats_bump(&stats->wakeups, 1);
 }
 /* node.c: a request to master i was written (stats NULL: off). */
 static inline void stats_master_sent(struct stats *stats, unsigned i) {

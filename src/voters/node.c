@@ -196,6 +196,8 @@ static void replay_done(node_req_t *req, const redisReply *reply) {
   node->replays_out--;
   if (reply == NULL)
     node_defer_release(node, missed->cmd, missed->len);
+  else if (reply->type == REDIS_REPLY_ERROR && node->env->replay_error != NULL)
+    node->env->replay_error(node->env->arg, node, missed->cmd, missed->len, reply);
   free(missed);
   if (node->replays_out == 0)
     node_report(node, NODE_EV_SETTLED, NULL, NULL);
@@ -264,6 +266,20 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
   node->n_missed_releases++;
   node->missed_bytes += len;
   stats_master_kept(node->stats, node->index, node->n_missed_releases);
+}
+
+void node_take_kept(node_t *node, void (*fn)(void *arg, const char *cmd, size_t len), void *arg) {
+  list_node_t batch;
+  list_move_all(&node->missed_releases, &batch);
+  node->n_missed_releases = 0;
+  node->missed_bytes = 0;
+  stats_master_kept(node->stats, node->index, 0);
+  while (!list_empty(&batch)) {
+    missed_release_t *missed = list_entry(batch.next, missed_release_t, link);
+    list_remove(&missed->link);
+    fn(arg, missed->cmd, missed->len);
+    free(missed);
+  }
 }
 
 unsigned node_releases_owed(const node_t *node) {

@@ -115,6 +115,12 @@ typedef struct node_env {
   void (*report)(void *arg, struct node *node, node_event_t ev, const char *what,
                  const char *detail);
   void *arg;
+  /* Optional: a replayed release was answered with an error (a cluster
+   * primary's -MOVED / -ASK: the key's slot is served elsewhere now); the
+   * owner may send it on (cmd, len: the release, valid during the call).
+   * NULL: such a release is done with. */
+  void (*replay_error)(void *arg, struct node *node, const char *cmd, size_t len,
+                       const struct redisReply *reply);
 } node_env_t;
 
 /* The outcome of a request: reply is NULL when none came (connection lost,
@@ -261,6 +267,10 @@ uint64_t node_replays_due_ns(const node_t *node);
  * this master, to send again once it is READY and not overloaded.  Once the
  * client is closing (the node CLOSED) it is counted as abandoned instead. */
 void node_defer_release(node_t *node, const char *cmd, size_t len);
+/* Hands every kept release (not yet replayed) to fn, oldest first, and
+ * forgets them here: the owner sends them elsewhere (a cluster primary that
+ * no longer serves their slots). */
+void node_take_kept(node_t *node, void (*fn)(void *arg, const char *cmd, size_t len), void *arg);
 /* Releases this master is still owed: queued or in flight, or kept. */
 unsigned node_releases_owed(const node_t *node);
 /* Why a vote of this master was `busy`, for redlock_last_votes ("queue full:

@@ -81,6 +81,10 @@ typedef struct voter_ops {
    * (a kind of many connections names the one it went to), or NULL. */
   void (*why)(const struct voter *v, int why, const node_req_t *req, char *buf, size_t size);
   const char *(*label)(const struct voter *v); /* "host:port", for logs and stats */
+  /* ---- release notifications (optional; NULL: the voter's own node) ---- */
+  /* The node whose connection the voter's release subscriber follows, asked
+   * before each of its connection attempts (loop). */
+  const node_t *(*sub_node)(const struct voter *v);
 } voter_ops_t;
 
 /* The part every kind embeds first. */

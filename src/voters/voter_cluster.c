@@ -62,8 +62,50 @@ static voter_cluster_node_t *node_entry(const voter_cluster_t *s, const node_t *
 }
 
 static int entry_at(const voter_cluster_node_t *cn, const char *host, int port) {
-  return cn->made && cn->node->addr.port == port && cn->node->addr.host != NULL &&
+  return cn->made && !cn->retired && cn->node->addr.port == port && cn->node->addr.host != NULL &&
          strcmp(cn->node->addr.host, host) == 0;
+}
+
+/* A primary's node address: the URI's credentials, TLS and acks. */
+static node_addr_t primary_addr(const voter_cluster_t *s, const char *host, int port,
+                                const char *label) {
+  node_addr_t a = s->addr;
+  a.voter = VOTER_KIND_STANDALONE;
+  a.kind = NODE_ADDR_TCP;
+  a.host = (char *)host;
+  a.port = port;
+  a.db = 0;
+  a.label = (char *)label;
+  a.seeds = NULL;
+  a.n_seeds = 0;
+  a.master_name = NULL;
+  return a;
+}
+
+/* A retired entry whose node is closed, made anew at the same address (the
+ * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
+static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
+  node_t *node = cn->node;
+  char host[CLUSTER_HOST_LEN];
+  int port = node->addr.port;
+  snprintf(host, sizeof host, "%s", node->addr.host);
+  struct stats *stats = node->stats;
+  node_free(node);
+  memset(node, 0, sizeof *node);
+  node_addr_t a = primary_addr(s, host, port, cn->label);
+  if (node_init(node, &s->env, s->base.index, &a) != 0) {
+    node_free(node);
+    memset(node, 0, sizeof *node);
+    node->state = NODE_CLOSED;
+    return REDLOCK_ENOMEM;
+  }
+  node->stats = stats;
+  cn->retired = 0;
+  cn->left = 0; /* a fresh connection: its handshake judges its role */
+  cn->closed = 0;
+  cn->started = 0;
+  cn->failing = 0;
+  return 0;
 }
 
 /* The node of host:port, made when new (not started).  NULL when out of
@@ -72,6 +114,12 @@ static voter_cluster_node_t *node_for(voter_cluster_t *s, const char *host, int 
   for (unsigned i = 0; i < s->n_nodes; i++)
     if (entry_at(s->nodes[i], host, port))
       return s->nodes[i];
+  for (unsigned i = 0; i < s->n_nodes; i++) {
+    voter_cluster_node_t *cn = s->nodes[i];
+    if (cn->retired && cn->closed && cn->node->addr.port == port && cn->node->addr.host != NULL &&
+        strcmp(cn->node->addr.host, host) == 0)
+      return node_remake(s, cn) == 0 ? cn : NULL;
+  }
   if (s->n_nodes >= VOTER_CLUSTER_MAX_NODES) {
     log_write(s->env.log, REDLOCK_LOG_ERROR,
               "cluster %s: cannot connect to primary %s:%d: already %d primaries", s->addr.label,
@@ -88,17 +136,7 @@ static voter_cluster_node_t *node_for(voter_cluster_t *s, const char *host, int 
   list_init(&cn->parked);
   cn->node = node;
   host_port(cn->label, sizeof cn->label, host, port);
-  /* The primary's address: the URI's credentials, TLS and acks. */
-  node_addr_t a = s->addr;
-  a.voter = VOTER_KIND_STANDALONE;
-  a.kind = NODE_ADDR_TCP;
-  a.host = (char *)host;
-  a.port = port;
-  a.db = 0;
-  a.label = cn->label;
-  a.seeds = NULL;
-  a.n_seeds = 0;
-  a.master_name = NULL;
+  node_addr_t a = primary_addr(s, host, port, cn->label);
   if (node_init(node, &s->env, s->base.index, &a) != 0) {
     node_free(node);
     free(node);
@@ -310,21 +348,31 @@ static int error_is(const redisReply *r, const char *prefix) {
 
 static void retry_fire(tb_timer_t *timer);
 
+/* A MOVED: the map learns where the slot went (a refresh is asked: more
+ * may have moved); the new owner's entry, or NULL.  busy: the node whose
+ * reply is being handled (bind_primaries). */
+static voter_cluster_node_t *map_moved(voter_cluster_t *s, int slot, const char *host, int port,
+                                       const node_t *busy) {
+  voter_cluster_node_t *cn = NULL;
+  int at = cluster_map_assign(&s->map, slot, host, port);
+  if (at >= 0) {
+    bind_primaries(s, busy);
+    int k = s->map.primaries[at].user;
+    cn = k >= 0 ? s->nodes[k] : NULL;
+  }
+  log_write(s->env.log, REDLOCK_LOG_DEBUG, "cluster %s: slot %d moved to %s:%d", s->addr.label,
+            slot, host, port);
+  ask_start(s);
+  return cn;
+}
+
 /* A redirection: the request goes on to host:port (MOVED: the slot's new
  * primary; ASK: this once, after ASKING).  0 when it went on (or finished). */
 static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_redirect_t kind,
                    int slot, const char *host, int port) {
   voter_cluster_node_t *cn = NULL;
   if (kind == CLUSTER_REDIRECT_MOVED) {
-    int at = cluster_map_assign(&s->map, slot, host, port);
-    if (at >= 0) {
-      bind_primaries(s, from);
-      int k = s->map.primaries[at].user;
-      cn = k >= 0 ? s->nodes[k] : NULL;
-    }
-    log_write(s->env.log, REDLOCK_LOG_DEBUG, "cluster %s: slot %d moved to %s:%d", s->addr.label,
-              slot, host, port);
-    ask_start(s); /* the map is out of date: more may have moved */
+    cn = map_moved(s, slot, host, port, from);
   } else {
     cn = node_for(s, host, port);
     if (cn != NULL)
@@ -391,6 +439,99 @@ static void retry_fire(tb_timer_t *timer) {
   }
 }
 
+/* ---- kept releases that follow their slot ------------------------------------------------ */
+
+static void c_defer_release(voter_t *v, const char *cmd, size_t len);
+
+/* A kept release sent on through the routing (redirections followed). */
+typedef struct {
+  node_req_t req;
+  voter_cluster_t *s;
+  size_t len;
+  char cmd[];
+} cluster_replay_t;
+
+/* Its outcome: without a reply it is kept again, for its slot's owner. */
+static void replay_routed(node_req_t *req, const redisReply *reply) {
+  cluster_replay_t *r = container_of(req, cluster_replay_t, req);
+  if (reply == NULL)
+    c_defer_release(&r->s->base, r->cmd, r->len);
+  free(r);
+}
+
+/* Sends a release on to its slot's owner now (through MOVED / ASK), or
+ * keeps it for that owner when it cannot go now. */
+static void release_onward(voter_cluster_t *s, const char *cmd, size_t len) {
+  cluster_replay_t *r = s->closing ? NULL : malloc(sizeof *r + len);
+  if (r == NULL) {
+    c_defer_release(&s->base, cmd, len);
+    return;
+  }
+  memset(&r->req, 0, sizeof r->req);
+  r->s = s;
+  r->len = len;
+  memcpy(r->cmd, cmd, len);
+  r->req.cmd = r->cmd;
+  r->req.len = len;
+  r->req.fn = replay_routed;
+  r->req.keep = 1;
+  r->req.slot = -1;
+  if (voter_cluster_ops.send(&s->base, &r->req) != ST_OK) {
+    c_defer_release(&s->base, cmd, len);
+    free(r);
+  }
+}
+
+/* node_env_t.replay_error: a kept release replayed to a primary that
+ * no longer serves its slot follows the slot (MOVED: the map learns it). */
+static void on_replay_error(void *arg, node_t *node, const char *cmd, size_t len,
+                            const redisReply *reply) {
+  voter_cluster_t *s = arg;
+  char host[CLUSTER_HOST_LEN];
+  int slot = -1, port = 0;
+  if (s->closing || reply->str == NULL)
+    return;
+  cluster_redirect_t kind = cluster_parse_redirect(reply->str, reply->len, &slot, host, &port);
+  if (kind == CLUSTER_REDIRECT_NONE)
+    return; /* another error: as on any voter, that release is done with */
+  if (host[0] == '\0')
+    snprintf(host, sizeof host, "%s", node->addr.host);
+  log_write(s->env.log, REDLOCK_LOG_INFO,
+            "cluster %s: a kept release for slot %d follows it from %s to %s:%d", s->addr.label,
+            slot, node->addr.label, host, port);
+  if (kind == CLUSTER_REDIRECT_MOVED)
+    (void)map_moved(s, slot, host, port, node);
+  release_onward(s, cmd, len);
+}
+
+static void kept_onward(void *arg, const char *cmd, size_t len) { release_onward(arg, cmd, len); }
+
+static int in_map(const voter_cluster_t *s, const voter_cluster_node_t *cn);
+
+/* Primaries that left the map (they serve no slot) are shut down once idle,
+ * so that a removed node is not reconnected forever; what was kept for them
+ * goes to the owners of its slots.  One still busy is judged again at the
+ * next map. */
+static void retire_departed(voter_cluster_t *s) {
+  for (unsigned i = 0; i < s->n_nodes; i++) {
+    voter_cluster_node_t *cn = s->nodes[i];
+    node_t *node = cn->node;
+    if (!cn->made || cn->retired || in_map(s, cn) || !list_empty(&cn->parked))
+      continue;
+    if (node->state == NODE_READY &&
+        (node->inflight > 0 || node->backlog_len > 0 || node->replays_out > 0))
+      continue;
+    log_write(s->env.log, cn->started ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
+              "cluster %s: %s serves no slot any more: its connection is closed", s->addr.label,
+              cn->label);
+    cn->retired = 1;
+    if (s->sub_at == i)
+      s->sub_at = 0;
+    node_take_kept(node, kept_onward, s);
+    node_shutdown(node);
+  }
+}
+
 /* ---- the slot map ------------------------------------------------------------------- */
 
 static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
@@ -398,8 +539,9 @@ static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
   cluster_map_move(&s->map, fresh);
   bind_primaries(s, NULL);
   for (unsigned i = 0; i < s->n_nodes; i++)
-    if (s->nodes[i]->started && !in_map(s, s->nodes[i]))
+    if (s->nodes[i]->started && !s->nodes[i]->retired && !in_map(s, s->nodes[i]))
       s->nodes[i]->left = 1;
+  retire_departed(s);
   int first = !s->have_map;
   s->have_map = 1;
   s->map_ns = tb_now_ns(s->env.tb);
@@ -639,7 +781,10 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
     voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SETTLED});
     break;
   case NODE_EV_CLOSED:
-    closed_one(s);
+    if (cn != NULL)
+      cn->closed = 1;
+    if (cn == NULL || !cn->retired || s->closing)
+      closed_one(s); /* a retired node's own close is no part of the voter's */
     break;
   case NODE_EV_CONNECTING:
   case NODE_EV_STARTED:
@@ -735,7 +880,7 @@ static void c_start(voter_t *v) {
 static void c_catch_up(voter_t *v) {
   voter_cluster_t *s = of(v);
   for (unsigned i = 0; i < s->n_nodes; i++)
-    if (s->nodes[i]->started) {
+    if (s->nodes[i]->started && !s->nodes[i]->retired) {
       node_write_late(s->nodes[i]->node);
       node_read_pending(s->nodes[i]->node);
     }
@@ -744,7 +889,7 @@ static void c_catch_up(voter_t *v) {
 static uint64_t c_tick(voter_t *v) {
   voter_cluster_t *s = of(v);
   for (unsigned i = 0; i < s->n_nodes; i++)
-    if (s->nodes[i]->started) {
+    if (s->nodes[i]->started && !s->nodes[i]->retired) {
       node_read_pending(s->nodes[i]->node);
       node_drop_if_hung(s->nodes[i]->node);
     }
@@ -805,9 +950,13 @@ static void c_shutdown(voter_t *v) {
   voter_cluster_t *s = of(v);
   s->closing = 1;
   fail_all_waiting(s);
-  s->open = s->n_nodes + 1 + (s->retry_timer_ok ? 1u : 0u);
+  unsigned nodes_open = 0;
   for (unsigned i = 0; i < s->n_nodes; i++)
-    node_shutdown(s->nodes[i]->node);
+    nodes_open += !s->nodes[i]->closed;
+  s->open = nodes_open + 1 + (s->retry_timer_ok ? 1u : 0u);
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (!s->nodes[i]->retired) /* a retired node's close is under way already */
+      node_shutdown(s->nodes[i]->node);
   link_shutdown(&s->disc);
   if (s->retry_timer_ok)
     tb_timer_close(&s->retry_timer, retry_timer_closed);
@@ -880,6 +1029,23 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
 
 static const char *c_label(const voter_t *v) { return of_c(v)->addr.label; }
 
+/* The release subscriber's node: a primary that is up (the cluster bus
+ * carries a PUBLISH to every node, so any of them hears every release),
+ * the one it was at while that stays up; NULL (the home node) when none
+ * is. */
+static const node_t *c_sub_node(const voter_t *v) {
+  voter_cluster_t *s = of((voter_t *)v);
+  if (s->sub_at < s->n_nodes && s->nodes[s->sub_at]->started &&
+      s->nodes[s->sub_at]->node->state == NODE_READY)
+    return s->nodes[s->sub_at]->node;
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->started && s->nodes[i]->node->state == NODE_READY) {
+      s->sub_at = i;
+      return s->nodes[i]->node;
+    }
+  return NULL;
+}
+
 const voter_ops_t voter_cluster_ops = {
     .kind = "cluster",
     .send = c_send,
@@ -900,6 +1066,7 @@ const voter_ops_t voter_cluster_ops = {
     .same_server = c_same_server,
     .why = c_why,
     .label = c_label,
+    .sub_node = c_sub_node,
 };
 
 int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
@@ -912,6 +1079,7 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   s->base_env = base_env;
   s->env = *base_env;
   s->env.report = on_node;
+  s->env.replay_error = on_replay_error;
   s->env.arg = s;
   list_init(&s->retrying);
   if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0)

@@ -37,8 +37,8 @@
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 
-#include "proto/cluster_map.h"
 #include "conn/link.h"
+#include "proto/cluster_map.h"
 #include "util/list.h"
 #include "voters/node.h"
 #include "voters/voter.h"
@@ -58,6 +58,8 @@ typedef struct voter_cluster_node {
   int started;        /* loop: node_start ran */
   int failing;        /* loop: its failed attempt is being reported: nothing new waits for it */
   int left;           /* loop: started, and missing from a map since: its role is rechecked */
+  int retired;        /* loop: it left the slot map and was shut down: never routed to again */
+  int closed;         /* loop: its NODE_EV_CLOSED came (its node may be freed or made anew) */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
@@ -68,10 +70,12 @@ typedef struct voter_cluster {
   const node_env_t *base_env; /* const: voters.c's, whose loop comes only before start */
   node_env_t env;             /* the nodes': base_env, reporting to this voter */
   node_addr_t addr;           /* const: the URI (seeds, credentials, TLS, acks) */
-  /* The primaries' connections: nodes[0] is the home node (voters.c's,
-   * which the notifier subscribes through), bound to the primary at the
-   * first seed's address if the map names one.  Entries are never freed
-   * before the voter: a primary that leaves the map may come back. */
+  /* The primaries' connections: nodes[0] is the home node (voters.c's),
+   * bound to the primary at the first seed's address if the map names one.
+   * A primary that leaves the map (serves no slot) is retired once idle:
+   * its node is shut down (no reconnecting forever), its kept releases go
+   * to their slots' owners.  Entries are never freed before the voter: a
+   * primary that comes back at that address gets its node made anew. */
   voter_cluster_node_t *nodes[VOTER_CLUSTER_MAX_NODES];
   unsigned n_nodes;
   /* The slot map (loop); each primary's `user` field is its nodes[] index,
@@ -99,6 +103,7 @@ typedef struct voter_cluster {
   node_t *answering;
   /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */
   char why[VOTER_WHY_LEN];
+  unsigned sub_at;  /* loop: the nodes[] entry the release subscriber was last sent to */
   int started_said; /* VOTER_EV_STARTED reported */
   int up_said;      /* VOTER_EV_UP reported (a map is known) */
   int closing;      /* abandon or shutdown ran */

@@ -226,9 +226,18 @@ void voters_set_stats(voters_t *vs, struct stats *stats) {
     vs->nodes[i].stats = stats;
 }
 
+/* notify_t.via: the node voter i's subscriber follows. */
+static const node_t *sub_via(void *arg, unsigned i) {
+  voters_t *vs = arg;
+  const voter_t *v = vs->voter != NULL ? vs->voter[i] : NULL;
+  return v == NULL ? NULL : v->ops->sub_node != NULL ? v->ops->sub_node(v) : NULL;
+}
+
 void voters_notify_init(voters_t *vs, notify_t *notify, void (*wake)(void *arg, notify_waiter_t *w),
                         void *arg) {
   notify_init(notify, &vs->node_env, vs->nodes, vs->n, wake, arg);
+  notify->via = sub_via;
+  notify->via_arg = vs;
 }
 
 void voters_start(voters_t *vs) {

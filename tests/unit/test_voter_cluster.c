@@ -1,0 +1,199 @@
+/* test_voter_cluster.c: the cluster voter (voter_cluster.c) against two
+ * mock primaries (tests/support/mock_master.h) on the test's loop: A, the
+ * seed, answers the slot map (CLUSTER SLOTS, after refusing CLUSTER SHARDS
+ * as a Redis 6 would) that the test sets.
+ *
+ * Asserts:
+ *  - a kept release replayed to a primary that answers -MOVED follows the
+ *    slot: the new owner gets it (and the map learns the move);
+ *  - a primary that left the slot map is not reconnected forever: once the
+ *    map without it is read, its node is shut down (CLOSED), and the voter
+ *    still closes cleanly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#include "proto/keyslot.h"
+#include "node_fixture.h"
+#include "voters/voter_cluster.h"
+
+typedef struct {
+  nf_t *f;
+  mock_master_t *b;
+  node_t home;
+  voter_cluster_t *s;
+  int up, closed;
+} vc_t;
+
+static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
+  vc_t *t = arg;
+  (void)v;
+  t->up |= news->ev == VOTER_EV_UP;
+  t->closed |= news->ev == VOTER_EV_CLOSED;
+}
+
+/* CLUSTER SHARDS refused once, then CLUSTER SLOTS: A owns 0..split-1, B the
+ * rest (split 16384: A owns all). */
+static void set_map(vc_t *t, int split) {
+  static char reply[512];
+  int pa = mock_master_port(t->f->mock), pb = mock_master_port(t->b);
+  if (split >= KEYSLOT_COUNT)
+    snprintf(reply, sizeof reply, "*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:%d\r\n",
+             pa);
+  else
+    snprintf(reply, sizeof reply,
+             "*2\r\n*3\r\n:0\r\n:%d\r\n*2\r\n$9\r\n127.0.0.1\r\n:%d\r\n"
+             "*3\r\n:%d\r\n:16383\r\n*2\r\n$9\r\n127.0.0.1\r\n:%d\r\n",
+             split - 1, pa, split, pb);
+  mock_master_clear_rules(t->f->mock);
+  mock_master_on(t->f->mock, "CLUSTER", MOCK_REPLY, "-ERR unknown subcommand 'SHARDS'\r\n", 1);
+  mock_master_on(t->f->mock, "CLUSTER", MOCK_REPLY, reply, 0);
+}
+
+static int is_up(void *arg) { return ((vc_t *)arg)->up; }
+static int is_closed(void *arg) { return ((vc_t *)arg)->closed; }
+
+static vc_t *vc_start(nf_t *f) {
+  vc_t *t = calloc(1, sizeof *t);
+  assert_non_null(t);
+  t->f = f;
+  t->b = mock_master_start(&f->loop);
+  assert_non_null(t->b);
+  set_map(t, 8192);
+  char uri[64], err[128];
+  snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:%d", mock_master_port(f->mock));
+  node_addr_t addr;
+  memset(&addr, 0, sizeof addr);
+  assert_int_equal(uri_parse(uri, &addr, err, sizeof err), 0);
+  assert_int_equal(voter_cluster_new(&t->s, &f->env, &t->home, 0, &addr), 0);
+  node_addr_clear(&addr);
+  t->s->base.report = on_voter;
+  t->s->base.report_arg = t;
+  voter_cluster_ops.start(&t->s->base);
+  if (!mock_run_until(&f->loop, is_up, t, NF_WAIT_MS))
+    fail_msg("no slot map; log:\n%s", f->logbuf);
+  return t;
+}
+
+static void vc_stop(vc_t *t) {
+  voter_cluster_ops.shutdown(&t->s->base);
+  assert_true(mock_run_until(&t->f->loop, is_closed, t, NF_WAIT_MS));
+  voter_cluster_ops.free(&t->s->base);
+  node_free(&t->home);
+  mock_master_close(t->b);
+  free(t);
+}
+
+/* A key of a slot below 8192 (A's), and the release of it. */
+static size_t release_of(char *key, size_t key_size, char **cmd) {
+  for (int i = 0;; i++) {
+    snprintf(key, key_size, "vc-key-%d", i);
+    if (keyslot(key, strlen(key)) < 8192)
+      break;
+  }
+  int len = redisFormatCommand(cmd, "EVALSHA %s 1 %s %s %s",
+                               "0123456789012345678901234567890123456789", key, "value", "0");
+  assert_true(len > 0);
+  return (size_t)len;
+}
+
+typedef struct {
+  mock_master_t *m;
+  const char *command;
+  unsigned n;
+} got_t;
+
+static int got(void *arg) {
+  got_t *g = arg;
+  return mock_master_count(g->m, g->command) >= g->n;
+}
+
+static int nothing_owed(void *arg) {
+  vc_t *t = arg;
+  return voter_cluster_ops.releases_owed(&t->s->base) == 0;
+}
+
+static void test_kept_release_follows_moved(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start(f);
+  char key[32], *cmd = NULL;
+  size_t len = release_of(key, sizeof key, &cmd);
+  int slot = keyslot(key, strlen(key));
+  /* A no longer serves the slot: its replay is answered -MOVED to B. */
+  char moved[96];
+  snprintf(moved, sizeof moved, "-MOVED %d 127.0.0.1:%d\r\n", slot, mock_master_port(t->b));
+  mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, moved, 1);
+  voter_cluster_ops.defer_release(&t->s->base, cmd, len);
+  got_t g = {t->b, "EVALSHA", 1};
+  if (!mock_run_until(&f->loop, got, &g, NF_WAIT_MS))
+    fail_msg("B got no release; log:\n%s", f->logbuf);
+  const mock_cmd_t *c = mock_master_last(t->b, "EVALSHA");
+  assert_non_null(c);
+  assert_true(c->argc >= 4);
+  assert_string_equal(c->argv[3], key);
+  assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 1);
+  assert_true(nf_logged(f, "a kept release for slot"));
+  /* B's answer settles it: nothing is owed any more. */
+  assert_true(mock_run_until(&f->loop, nothing_owed, t, NF_WAIT_MS));
+  redisFreeCommand(cmd);
+  vc_stop(t);
+}
+
+typedef struct {
+  voter_cluster_t *s;
+  int port;
+} gone_t;
+
+static int b_closed(void *arg) {
+  gone_t *g = arg;
+  for (unsigned i = 0; i < g->s->n_nodes; i++) {
+    voter_cluster_node_t *cn = g->s->nodes[i];
+    if (cn->node->addr.port == g->port)
+      return cn->retired && cn->closed && cn->node->state == NODE_CLOSED;
+  }
+  return 0;
+}
+
+static void test_departed_primary_closed(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start(f);
+  /* B's connection is made by a release of one of its slots. */
+  char key[32];
+  int i = 0;
+  do
+    snprintf(key, sizeof key, "vc-b-%d", i++);
+  while (keyslot(key, strlen(key)) < 8192);
+  char *cmd = NULL;
+  int len = redisFormatCommand(&cmd, "EVALSHA %s 1 %s %s %s",
+                               "0123456789012345678901234567890123456789", key, "v", "0");
+  assert_true(len > 0);
+  voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
+  got_t g = {t->b, "EVALSHA", 1};
+  assert_true(mock_run_until(&f->loop, got, &g, NF_WAIT_MS));
+  redisFreeCommand(cmd);
+  /* B leaves the cluster (A now serves every slot) and goes away: its
+   * failure asks the map again, which no longer names it. */
+  set_map(t, KEYSLOT_COUNT);
+  mock_master_stop_listening(t->b);
+  mock_master_drop_all(t->b);
+  gone_t gone = {t->s, mock_master_port(t->b)};
+  if (!mock_run_until(&f->loop, b_closed, &gone, NF_WAIT_MS))
+    fail_msg("B's node not closed; log:\n%s", f->logbuf);
+  assert_true(nf_logged(f, "serves no slot any more"));
+  vc_stop(t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_kept_release_follows_moved, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
