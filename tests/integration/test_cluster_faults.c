@@ -432,7 +432,7 @@ static void test_failover_graceful(void **state) {
   name_on(c, 0, "fo-held", res, sizeof res);
   redlock_lock_t *held = NULL;
   CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
-  assert_int_equal(ch_failover(c, 3, NULL, 20000), 0);
+  assert_int_equal(ch_failover(c, 3, NULL, 60000), 0);
 
   /* A fresh client: the held lock is not granted to it. */
   redlock_t *b = fx_open(fx, 1, quarantined_options(fx, 1, ch_uri(c, 3)));
@@ -451,7 +451,7 @@ static void test_failover_graceful(void **state) {
   /* Failback: node 0's connection lived on through its demotion; promoted
    * again, it may lack keys node 3 granted meanwhile. */
   CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
-  assert_int_equal(ch_failover(c, 0, NULL, 20000), 0);
+  assert_int_equal(ch_failover(c, 0, NULL, 60000), 0);
   if (fx_trylock_until(b, res, FO_TTL_MS, 1000, &got) == REDLOCK_OK)
     fail_msg("%s granted to a second client after the failback", res);
   assert_quarantined(fx, 0, a, c, 0, "fo-back-a");
@@ -491,7 +491,7 @@ static void test_failover_kill(void **state) {
   uint64_t t0 = rh_now_ms();
   CF_CHECK(fx, 0, a, redlock_lock(a, res, FO_TTL_MS, &held));
   assert_int_equal(rh_server_kill(ch_node(c, 1)), 0);
-  assert_int_equal(ch_wait_master(c, 4, 30000), 0);
+  assert_int_equal(ch_wait_master(c, 4, 90000), 0);
   /* Until the holder's lock is over, nobody else gets it. */
   never_t n = {b, res, t0 + FO_TTL_MS, 0};
   assert_true(rh_wait_until(never_granted, &n, (int)FO_TTL_MS + 30000));

@@ -171,15 +171,13 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
     snprintf(conf, sizeof conf, "%s/nodes-%u.conf", c->dir, c->n);
     c->bus[c->n] = free_port();
     snprintf(bus, sizeof bus, "%d", c->bus[c->n]);
-    const char *args[] = {"--cluster-enabled",
-                          "yes",
-                          "--cluster-config-file",
-                          conf,
-                          "--cluster-port",
-                          bus,
-                          "--cluster-node-timeout",
-                          "2000",
-                          NULL};
+    const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                          "--cluster-port", bus, "--cluster-node-timeout", "2000",
+                          /* A replica always may stand for election: on a
+                           * loaded machine its last contact with a killed
+                           * primary can look older than the default
+                           * factor (10 node timeouts) allows. */
+                          "--cluster-replica-validity-factor", "0", NULL};
     rh_options_t ro = {.extra_args = args};
     if (c->bus[c->n] <= 0 || rh_server_start(&c->nodes[c->n], &ro) != 0) {
       fprintf(stderr, "cluster_harness: cannot start node %u\n", c->n);
