@@ -96,7 +96,10 @@
  *                     link killed), the replica is resumed and promoted at
  *                     once (CLUSTER FAILOVER TAKEOVER) lacking the keys
  *                     granted meanwhile; later the old primary restarts
- *                     empty and rejoins as a replica.
+ *                     empty and rejoins as a replica.  During the cut the
+ *                     driver holds every lock key on one of the two masters
+ *                     (foreign-hold, released 50 ms after the takeover), so
+ *                     that the grants meanwhile rest on the cut primary.
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
@@ -1121,12 +1124,15 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            opt.no_kill ? "; no kill faults" : "");
   if (opt.cluster) {
     const tcl_stats_t *cs = tcl_stats();
-    printf("  cluster: %u reshards (%u failed) moved %u slots, %u of them carrying a lock key's "
-           "slot; %u graceful failovers; %u primary kills, %u of them after a replica cut and "
-           "taken over at once (%u promoted a replica lacking lock keys, %u keys in all); %u "
-           "faults skipped, %u injection warnings\n",
-           cs->reshards, cs->reshards_failed, cs->slots_moved, cs->lock_slot_moves, cs->failovers,
-           cs->kills, cs->takeovers, cs->lacking, cs->lacking_keys, cs->skipped, cs->warnings);
+    printf(
+        "  cluster: %u reshards (%u failed) moved %u slots, %u of them carrying a lock key's "
+        "slot; %u graceful failovers; %u primary kills, %u of them after a replica cut and "
+        "taken over at once (%u promoted a replica lacking lock keys, %u keys in all); %u "
+        "faults skipped, %u injection warnings; lock keys taken by foreign holds during the cuts "
+        "%u\n",
+        cs->reshards, cs->reshards_failed, cs->slots_moved, cs->lock_slot_moves, cs->failovers,
+        cs->kills, cs->takeovers, cs->lacking, cs->lacking_keys, cs->skipped, cs->warnings,
+        foreign_keys_held);
   }
   printf("  end of run (held through the workers' last calls and redlock_close):");
   for (int i = 0; i < n_final_faults; i++)

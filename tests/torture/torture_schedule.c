@@ -203,11 +203,20 @@ static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
       uint64_t at = t + cut;
       if (at + CL_KILL_DOWN_MS + quarantine > t_final)
         break;
-      if (cut > 0)
+      /* During the cut, the driver holds every lock key on one master (a
+       * foreign hold), so that the grants meanwhile rest on the cut
+       * primary and the other master; it lets go FO_RELEASE_MS after the
+       * takeover: without the failover quarantine a second holder then
+       * wins on the promoted replica and the released master. */
+      int held = (int)((pick / 1024u) % TORTURE_CLUSTER_VOTER);
+      if (cut > 0) {
         push_pick(s, t, F_REPLICA_CUT, 0, cut, pick);
+        push(s, t, held, F_FOREIGN_HOLD, 0, cut, 3);
+      }
       push_pick(s, at, F_PRIMARY_KILL, 0, CL_KILL_DOWN_MS, pick);
       if (cut > 0) {
         push_pick(s, at, F_REPLICA_CUT, 1, cut, pick);
+        push(s, at + FO_RELEASE_MS, held, F_FOREIGN_HOLD, 1, cut, 3);
         s->lossy_kills++;
       }
       push_pick(s, at + CL_KILL_DOWN_MS, F_PRIMARY_KILL, 1, CL_KILL_DOWN_MS, pick);
