@@ -11,7 +11,7 @@
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
  *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
- *           [--no-kill] [--hold-ms MS]
+ *           [--no-kill] [--hold-ms MS] [--cluster]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -78,6 +78,28 @@
  *                 over and, 50 ms later, the holds are released: without the
  *                 failover quarantine a second holder wins on the promoted
  *                 replica and the two released masters.
+ * With --cluster (torture_cluster.c; docs/deployments.md "Cluster voters"):
+ * the voters are {master 0, master 1, a cluster}: a Redis Cluster of 3
+ * primaries with a replica each takes master 2's place, and masters 3 and
+ * 4 are not started.  The workers reach the cluster's nodes directly (a
+ * cluster redirects to real addresses, which a proxy would not rewrite).
+ * The classic schedule of the seed applies to masters 0 and 1; of its
+ * events on master 2 the instant ones go to a primary of the cluster, and
+ * the cluster has faults of its own, one at a time:
+ *   reshard           `CLI --cluster reshard` (a child process) moves the
+ *                     slot of a lock key, and the slots below it, to another
+ *                     primary while the workers lock through MOVED and ASK;
+ *   cluster-failover  CLUSTER FAILOVER on a shard's replica (graceful);
+ *   primary-kill      SIGKILL of a shard's primary: the cluster promotes its
+ *                     replica after the node timeout; or, after a
+ *                     replica-cut of 0.3-1 s (the replica SIGSTOPped and its
+ *                     link killed), the replica is resumed and promoted at
+ *                     once (CLUSTER FAILOVER TAKEOVER) lacking the keys
+ *                     granted meanwhile; later the old primary restarts
+ *                     empty and rejoins as a replica.  During the cut the
+ *                     driver holds every lock key on one of the two masters
+ *                     (foreign-hold, released 50 ms after the takeover), so
+ *                     that the grants meanwhile rest on the cut primary.
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
@@ -161,6 +183,7 @@
 #include "redlock.h"
 #include "torture_cases.h"
 #include "torture_check.h"
+#include "torture_cluster.h"
 #include "torture_common.h"
 #include "torture_iptables.h"
 #include "torture_opts.h"
@@ -196,6 +219,7 @@ static struct {
   int failover;             /* replicas and failover faults */
   int mutate_no_quarantine; /* workers without the quarantine (with --failover) */
   int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
+  int cluster;              /* a cluster voter in master 2's place, masters 3 and 4 absent */
   unsigned hold_ms;         /* the workers' hold cap */
   int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
@@ -210,7 +234,7 @@ static void usage(void) {
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
           "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
-          "               [--no-kill] [--hold-ms MS]\n"
+          "               [--no-kill] [--hold-ms MS] [--cluster]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -232,6 +256,7 @@ static int parse_args(int argc, char **argv) {
       {"--failover", TO_FLAG, &opt.failover},
       {"--mutate-no-quarantine", TO_FLAG, &opt.mutate_no_quarantine},
       {"--no-kill", TO_FLAG, &opt.no_kill},
+      {"--cluster", TO_FLAG, &opt.cluster},
       {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
@@ -260,6 +285,10 @@ static int parse_args(int argc, char **argv) {
   opt.timing.sem_limit = opt.sem_limit;
   if (opt.hold_ms == 0) /* not given */
     opt.hold_ms = opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS;
+  if (opt.cluster && (opt.failover || opt.tls_certs != NULL)) {
+    fprintf(stderr, "torture: --cluster goes with neither --failover nor --tls-certs\n");
+    return -1;
+  }
   if (opt.mutate_no_quarantine && !opt.failover) {
     fprintf(stderr, "torture: --mutate-no-quarantine is a test of the failover quarantine: it "
                     "needs --failover\n");
@@ -329,6 +358,9 @@ static int cur[N_MASTERS];
 static fault_proxy_t *proxies[N_MASTERS];
 static redisContext *sleeping[N_MASTERS]; /* DEBUG SLEEP connections awaiting the reply */
 static FILE *fault_log;
+/* The masters started: all of them, or, with --cluster, those before the
+ * cluster's index. */
+static int n_masters = N_MASTERS;
 
 static void flog(const char *fmt, ...) {
   char msg[400];
@@ -795,7 +827,7 @@ static void execute(const event_t *e) {
 /* Ends every fault still in force (the schedule's own end events normally
  * did already). */
 static void heal_all(void) {
-  for (int m = 0; m < N_MASTERS; m++) {
+  for (int m = 0; m < n_masters; m++) {
     if (paused[m]) {
       rh_server_resume(master_of(m));
       paused[m] = 0;
@@ -931,11 +963,13 @@ static int spawn_worker(int id, uint64_t until_ns) {
   if (opt.mutate_no_quarantine)
     ARG("--mutate-no-quarantine", "1");
   ARG("--hold-max-ms", s_hold);
-  for (int m = 0; m < N_MASTERS; m++) {
+  for (int m = 0; m < n_masters; m++) {
     snprintf(uris[m], sizeof uris[m], "%s://127.0.0.1:%d", opt.tls_certs ? "rediss" : "redis",
              fault_proxy_port(proxies[m]));
     ARG("--node", uris[m]);
   }
+  if (opt.cluster)
+    ARG("--node", tcl_uri());
   if (opt.tls_certs != NULL) {
     snprintf(tls_ca, sizeof tls_ca, "%s/ca.crt", opt.tls_certs);
     ARG("--tls-ca", tls_ca);
@@ -1002,9 +1036,9 @@ static const char *replay_extra(void) {
   char hold[32] = "";
   if (opt.hold_ms != (opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS))
     snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
-  snprintf(buf, sizeof buf, "%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+  snprintf(buf, sizeof buf, "%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
-           opt.failover ? " --failover" : "",
+           opt.failover ? " --failover" : "", opt.cluster ? " --cluster" : "",
            opt.mutate_no_quarantine ? " --mutate-no-quarantine"
            : opt.no_kill            ? " --no-kill"
                                     : "",
@@ -1017,9 +1051,12 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
   const tc_stats_t *st = tc_stats(h);
   unsigned n = tc_violations(h);
   printf("\n==== torture summary (seed %" PRIu64 ", %u s) ====\n", opt.seed, opt.duration_s);
-  printf("config: 5 masters behind fault proxies%s, %d workers x %d threads, %d resources, ttl "
+  printf("config: %s%s, %d workers x %d threads, %d resources, ttl "
          "%u ms, max TTL (quarantine) %u ms, request %u ms, retry %d x (%u + %u) ms, wait %u ms, "
          "hold <= %u ms, fencing on, quarantine %s\n",
+         opt.cluster ? "2 masters behind fault proxies and a cluster (3 primaries with a replica "
+                       "each, reached directly)"
+                     : "5 masters behind fault proxies",
          opt.failover ? " (each with a replica)" : "", opt.workers, opt.threads, opt.resources,
          opt.ttl_ms, opt.max_ttl_ms, opt.timing.request_ms, opt.timing.retry,
          opt.timing.retry_delay_ms, opt.timing.retry_jitter_ms, opt.timing.wait_ms, opt.hold_ms,
@@ -1068,12 +1105,16 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            opt.slack_ms);
   printf("faults injected:");
   unsigned total_faults = 0;
-  for (int k = 0; k < (opt.failover ? F_N_KINDS : F_N_CLASSIC); k++) {
+  for (int k = 0; k < F_N_KINDS; k++) {
+    int applies = k < F_N_CLASSIC || (opt.failover && k < F_FIRST_CLUSTER) ||
+                  (opt.cluster && (k >= F_FIRST_CLUSTER || k == F_REPLICA_CUT));
+    if (!applies)
+      continue;
     printf(" %s=%u", fault_names[k], fault_count[k]);
     total_faults += fault_count[k];
   }
   printf("\n  total %u, no-quorum windows (3 masters faulted) %u, injection warnings %u%s\n",
-         total_faults, sched->windows, fault_errors,
+         total_faults, sched->windows, fault_errors + (opt.cluster ? tcl_stats()->warnings : 0),
          ipt_usable() ? "" : " (iptables fault skipped: unavailable)");
   if (opt.failover)
     printf("  failovers %u: %u promoted a replica lacking lock keys its old master held (%u keys "
@@ -1081,10 +1122,24 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
            "failover) %u, lock keys taken by foreign holds %u%s\n",
            fo_done, fo_lacking, fo_lacking_keys, sched->fo_windows, foreign_keys_held,
            opt.no_kill ? "; no kill faults" : "");
+  if (opt.cluster) {
+    const tcl_stats_t *cs = tcl_stats();
+    printf(
+        "  cluster: %u reshards (%u failed) moved %u slots, %u of them carrying a lock key's "
+        "slot; %u graceful failovers; %u primary kills, %u of them after a replica cut and "
+        "taken over at once (%u promoted a replica lacking lock keys, %u keys in all); %u "
+        "faults skipped, %u injection warnings; lock keys taken by foreign holds during the cuts "
+        "%u\n",
+        cs->reshards, cs->reshards_failed, cs->slots_moved, cs->lock_slot_moves, cs->failovers,
+        cs->kills, cs->takeovers, cs->lacking, cs->lacking_keys, cs->skipped, cs->warnings,
+        foreign_keys_held);
+  }
   printf("  end of run (held through the workers' last calls and redlock_close):");
   for (int i = 0; i < n_final_faults; i++)
     printf(" master %d %s;", final_faults[i].master, fault_names[final_faults[i].kind]);
-  printf("%s\n", n_final_faults == 0 ? " none (--no-end-faults)" : "");
+  printf("%s\n", n_final_faults > 0  ? ""
+                 : opt.no_end_faults ? " none (--no-end-faults)"
+                                     : " none (the seed's fell on masters this run lacks)");
   printf("workers:\n");
   for (int i = 0; i < opt.workers; i++) {
     const tc_worker_summary_t *s = &st->workers[i];
@@ -1203,6 +1258,8 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/faults.log", run_dir);
   fault_log = fopen(path, "w");
 
+  if (opt.cluster)
+    n_masters = TORTURE_CLUSTER_VOTER;
   rh_options_t ropts = {.enable_debug = 1};
   char tls_files[3][600];
   if (opt.tls_certs != NULL) {
@@ -1222,17 +1279,17 @@ int main(int argc, char **argv) {
       repl_args[2] = NULL;
     ropts.extra_args = repl_args;
   }
-  if (fx_servers_start(&fx, N_MASTERS, &ropts) != 0) {
-    fprintf(stderr, "torture: set-up error: could not start %d redis-server\n", N_MASTERS);
+  if (fx_servers_start(&fx, n_masters, &ropts) != 0) {
+    fprintf(stderr, "torture: set-up error: could not start %d redis-server\n", n_masters);
     return 2;
   }
-  for (int m = 0; m < N_MASTERS; m++)
+  for (int m = 0; m < n_masters; m++)
     pair[m][0] = fx.servers[m];
   if (opt.failover && start_replicas(&ropts) != 0) {
     fx_servers_stop(&fx);
     return 2;
   }
-  for (int m = 0; m < N_MASTERS; m++) {
+  for (int m = 0; m < n_masters; m++) {
     ipt_set_port(m, rh_server_port(fx.servers[m]));
     if (fault_proxy_start(&proxies[m], "127.0.0.1", rh_server_port(fx.servers[m])) != 0) {
       fprintf(stderr, "torture: set-up error: could not start a fault proxy\n");
@@ -1244,12 +1301,15 @@ int main(int argc, char **argv) {
     }
   }
   ipt_probe(opt.no_iptables);
+  if (opt.cluster && tcl_start(flog, opt.resources) != 0)
+    return 2; /* the masters die with us (PDEATHSIG) */
 
   schedule_t sched = {0};
   make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
                 !opt.no_end_faults,
-                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0));
-  for (int m = 0; m < N_MASTERS; m++) {
+                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0) |
+                    (opt.cluster ? SCHED_CLUSTER : 0));
+  for (int m = 0; m < n_masters; m++) {
     flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
          (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));
     if (replicas[m] != NULL)
@@ -1280,7 +1340,13 @@ int main(int argc, char **argv) {
       uint64_t left = (at - now) / 1000000u;
       fx_sleep_ms(left > tick ? tick : (unsigned)(left > 0 ? left : 1));
     }
-    execute(e);
+    if (opt.cluster && e->master == TORTURE_CLUSTER_VOTER) {
+      if (!e->end)
+        fault_count[e->kind]++;
+      tcl_execute(e);
+    } else {
+      execute(e);
+    }
   }
   flog("schedule done; the end-of-run faults stay until every worker has exited");
 
@@ -1310,12 +1376,16 @@ int main(int argc, char **argv) {
   }
   flog("all workers ended");
   heal_all();
+  if (opt.cluster)
+    tcl_heal();
   flog("every fault healed");
 
-  for (int m = 0; m < N_MASTERS; m++)
+  for (int m = 0; m < n_masters; m++)
     fault_proxy_stop(proxies[m]);
   fx_servers_stop(&fx);
   rh_cluster_free(replicas, N_MASTERS);
+  if (opt.cluster)
+    tcl_stop();
   ipt_cleanup();
 
   int rc = check_and_report(&sched);

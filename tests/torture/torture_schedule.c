@@ -7,10 +7,11 @@
 #include <stdlib.h>
 
 const char *const fault_names[F_N_KINDS] = {
-    "kill",         "sigstop",      "iptables",    "client-pause",
-    "debug-sleep",  "proxy-delay",  "proxy-stall", "proxy-blackhole",
-    "proxy-refuse", "script-flush", "client-kill", "client-kill-pubsub",
-    "proxy-reset",  "failover",     "replica-cut", "foreign-hold"};
+    "kill",         "sigstop",          "iptables",    "client-pause",
+    "debug-sleep",  "proxy-delay",      "proxy-stall", "proxy-blackhole",
+    "proxy-refuse", "script-flush",     "client-kill", "client-kill-pubsub",
+    "proxy-reset",  "failover",         "replica-cut", "foreign-hold",
+    "reshard",      "cluster-failover", "primary-kill"};
 
 static void push(schedule_t *s, uint64_t at, int master, int kind, int end, unsigned param,
                  int window) {
@@ -24,6 +25,12 @@ static void push(schedule_t *s, uint64_t at, int master, int kind, int end, unsi
   }
   s->ev[s->n] = (event_t){at, (unsigned)s->n, master, kind, end, param, window};
   s->n++;
+}
+
+static void push_pick(schedule_t *s, uint64_t at, int kind, int end, unsigned param,
+                      unsigned pick) {
+  push(s, at, TORTURE_CLUSTER_VOTER, kind, end, param, 0);
+  s->ev[s->n - 1].pick = pick;
 }
 
 static int event_cmp(const void *a, const void *b) {
@@ -144,6 +151,81 @@ static uint64_t fo_try(schedule_t *s, fo_plan_t *f, uint64_t t, uint64_t t_final
   return at;
 }
 
+/* SCHED_CLUSTER: keeps the classic events that apply (torture_schedule.h). */
+static void keep_cluster_events(schedule_t *s) {
+  size_t k = 0;
+  for (size_t i = 0; i < s->n; i++) {
+    const event_t *e = &s->ev[i];
+    if (e->master < TORTURE_CLUSTER_VOTER ||
+        (e->master == TORTURE_CLUSTER_VOTER && e->kind >= F_N_PERSISTENT && e->kind < F_N_CLASSIC &&
+         e->kind != F_PROXY_RESET))
+      s->ev[k++] = *e;
+  }
+  s->n = k;
+}
+
+/* A primary kill's end comes this long after the kill: the cluster marks
+ * the primary failed after its node timeout (2 s, tests/support/
+ * cluster_harness.c), then the replica's election takes up to some 2 s. */
+#define CL_KILL_DOWN_MS 5000u
+/* A reshard's expected length: some 2.5 ms a slot under load, for up to
+ * 2500 slots (the next cluster fault waits for it, however long). */
+#define CL_RESHARD_MS 5000u
+
+/* SCHED_CLUSTER: the cluster's own faults, one at a time, until the last
+ * one that fits before duration - 1 s. */
+static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
+                             unsigned max_ttl_ms) {
+  uint64_t rng = seed ^ 0x636c757374657200ull;
+  uint64_t t_final = duration_ms > 1000 ? duration_ms - 1000u : 0;
+  /* A promoted primary's failover quarantine, as a restart's (see kill). */
+  uint64_t quarantine = (uint64_t)max_ttl_ms + 1000u + 500u;
+  uint64_t t = torture_range(&rng, 1000, 2500);
+  for (;;) {
+    unsigned what = (unsigned)torture_range(&rng, 0, 99);
+    unsigned pick = (unsigned)torture_range(&rng, 0, UINT32_MAX);
+    uint64_t next;
+    if (what < 45) {
+      if (t + CL_RESHARD_MS > t_final)
+        break;
+      push_pick(s, t, F_RESHARD, 0, CL_RESHARD_MS, pick);
+      push_pick(s, t + CL_RESHARD_MS, F_RESHARD, 1, CL_RESHARD_MS, pick);
+      next = t + CL_RESHARD_MS;
+    } else if (what < 70) {
+      if (t + quarantine > t_final)
+        break;
+      push_pick(s, t, F_CLUSTER_FAILOVER, 0, 0, pick);
+      next = t + quarantine;
+    } else {
+      /* Most kills follow a replica cut: the promoted replica then lacks
+       * what the primary granted meanwhile. */
+      unsigned cut = what < 90 ? (unsigned)torture_range(&rng, 300, 1000) : 0;
+      uint64_t at = t + cut;
+      if (at + CL_KILL_DOWN_MS + quarantine > t_final)
+        break;
+      /* During the cut, the driver holds every lock key on one master (a
+       * foreign hold), so that the grants meanwhile rest on the cut
+       * primary and the other master; it lets go FO_RELEASE_MS after the
+       * takeover: without the failover quarantine a second holder then
+       * wins on the promoted replica and the released master. */
+      int held = (int)((pick / 1024u) % TORTURE_CLUSTER_VOTER);
+      if (cut > 0) {
+        push_pick(s, t, F_REPLICA_CUT, 0, cut, pick);
+        push(s, t, held, F_FOREIGN_HOLD, 0, cut, 3);
+      }
+      push_pick(s, at, F_PRIMARY_KILL, 0, CL_KILL_DOWN_MS, pick);
+      if (cut > 0) {
+        push_pick(s, at, F_REPLICA_CUT, 1, cut, pick);
+        push(s, at + FO_RELEASE_MS, held, F_FOREIGN_HOLD, 1, cut, 3);
+        s->lossy_kills++;
+      }
+      push_pick(s, at + CL_KILL_DOWN_MS, F_PRIMARY_KILL, 1, CL_KILL_DOWN_MS, pick);
+      next = at + CL_KILL_DOWN_MS + quarantine;
+    }
+    t = next + torture_range(&rng, 300, 1500);
+  }
+}
+
 void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_iptables,
                    unsigned max_ttl_ms, int end_faults, int flags) {
   uint64_t rng = seed ^ 0x746f727475726500ull;
@@ -234,6 +316,10 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
     while (kind == F_IPTABLES && !with_iptables);
     push(s, duration_ms, m, kind, 0, 0, 2);
     busy_until[m] = UINT64_MAX;
+  }
+  if (flags & SCHED_CLUSTER) {
+    keep_cluster_events(s);
+    cluster_schedule(s, seed, duration_ms, max_ttl_ms);
   }
   qsort(s->ev, s->n, sizeof *s->ev, event_cmp);
 }

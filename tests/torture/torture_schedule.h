@@ -41,8 +41,29 @@ enum {
    * takes every lock key r<i> on this master (SET NX PX, retried while the
    * key is held) and releases them at the end (compare and delete). */
   F_FOREIGN_HOLD,
+  /* The cluster voter's faults (SCHED_CLUSTER; torture_cluster.c executes
+   * them on the cluster, master index TORTURE_CLUSTER_VOTER).  Persistent:
+   * `CLI --cluster reshard` moves the slot of a lock key r<pick % R> (and
+   * every slot of its primary below it) to another primary as a child
+   * process; the end waits for it. */
+  F_RESHARD,
+  /* Instant: CLUSTER FAILOVER on the replica of shard pick % 3 (graceful:
+   * the two swap roles, no write lost). */
+  F_CLUSTER_FAILOVER,
+  /* Persistent: SIGKILL of shard pick % 3's primary; the cluster promotes
+   * its replica by itself (after the node timeout); at the end the old
+   * primary restarts empty and rejoins as the new one's replica.  Preceded
+   * by a replica cut (F_REPLICA_CUT on the cluster) of that shard when the
+   * promoted replica is to lack the writes of the cut. */
+  F_PRIMARY_KILL,
   F_N_KINDS
 };
+/* The first of the cluster voter's own kinds. */
+#define F_FIRST_CLUSTER F_RESHARD
+
+/* With SCHED_CLUSTER, the voters are masters 0 and 1 (behind their proxies)
+ * and a cluster, which takes this master index's place. */
+#define TORTURE_CLUSTER_VOTER 2
 
 extern const char *const fault_names[F_N_KINDS];
 
@@ -52,13 +73,15 @@ typedef struct {
   int master, kind, end;
   unsigned param; /* duration (ms), or the proxy delay */
   int window;     /* 1: a no-quorum window, 2: the end of the run, 3: a failover window */
+  unsigned pick;  /* the cluster's faults: a seeded choice (shard, resource, slots) */
 } event_t;
 
 typedef struct {
   event_t *ev;
   size_t n, cap;
-  unsigned windows;    /* no-quorum windows */
-  unsigned fo_windows; /* failover windows (SCHED_FAILOVER) */
+  unsigned windows;     /* no-quorum windows */
+  unsigned fo_windows;  /* failover windows (SCHED_FAILOVER) */
+  unsigned lossy_kills; /* SCHED_CLUSTER: primary kills after a replica cut */
 } schedule_t;
 
 /* make_schedule's flags. */
@@ -76,7 +99,18 @@ enum {
   SCHED_FAILOVER = 1,
   /* No kill faults (the only other way keys are lost): with the quarantine
    * off, only a failover can then break mutual exclusion. */
-  SCHED_NO_KILL = 2
+  SCHED_NO_KILL = 2,
+  /* A cluster in master TORTURE_CLUSTER_VOTER's place, masters 3 and 4
+   * absent: the classic schedule of the seed is drawn as ever, then its
+   * events on masters 3 and 4 are dropped, and so are those on the
+   * cluster's index but the instant ones (script-flush, client-kill,
+   * client-kill-pubsub: torture_cluster.c sends them to a primary).  The
+   * cluster's own faults are drawn from a generator of their own, one at a
+   * time (a reshard needs a cluster that agrees on its map): reshards,
+   * graceful failovers, and primary kills (some after a replica cut, so
+   * that the promoted replica lacks writes); each is followed by a pause
+   * that covers the promoted primary's failover quarantine. */
+  SCHED_CLUSTER = 4
 };
 
 /* The schedule is a pure function of (seed, duration, iptables usable): it
