@@ -859,6 +859,15 @@ static void cluster_cases(const char *server_word) {
             count_of("\"ranges\":") == 3 && count_of("\"role\":\"master\"") == 3,
         "--json: the coverage and the three primaries");
 
+  /* A hash tag in the prefix puts every key in one slot: the primaries that
+   * do not own it skip the checks that write a key, and the cluster can
+   * still vote. */
+  r = DOCTOR(NULL, "--clock-ms", "0", "--key-prefix", "{doctor-tag}:", uri);
+  CHECK(r->status == 0, "a hash-tagged prefix: exit %d", r->status);
+  CHECK(count_of("no doctor's key hashes to this primary's slots") == 2 &&
+            count_of("the release script's PUBLISH on") == 1,
+        "two primaries skip the key's checks, the tag's owner runs them");
+
   /* 100 slots without a primary: every node forgets them. */
   char buf[256];
   for (unsigned i = 0; i < 3; i++)
