@@ -573,6 +573,13 @@ REDLOCK_EXPORT const char *redlock_event_node_addr(const redlock_event_t *ev, in
  * decided).  Master
  * events: its new state ("up", "quarantined", "down").  NULL out of range. */
 REDLOCK_EXPORT const char *redlock_event_node_verdict(const redlock_event_t *ev, int i);
+/* Operations: the detail of master i's vote, as redlock_last_votes gives it
+ * in parentheses: why a master is down, busy, quarantined or unacked, whose
+ * duplicate it is; for a cluster voter, the primary the request went to
+ * ("primary 127.0.0.1:7001", then ": why" when there is one); "" when none.
+ * NULL for master events and out of range.  Valid until the next call of
+ * this function on the event, or the callback's return. */
+REDLOCK_EXPORT const char *redlock_event_node_detail(const redlock_event_t *ev, int i);
 /* Master i's reply time in the round, microseconds; -1 when it did not reply
  * before the decision (and for master events). */
 REDLOCK_EXPORT int64_t redlock_event_node_latency_us(const redlock_event_t *ev, int i);

@@ -1,7 +1,8 @@
 /* cli_doctor.c: `redlock doctor [OPTIONS] URI...`: its options, the voters
  * (a sentinel voter's master asked of its sentinels in turn; a cluster
- * voter refused), the checks of each master (cli_doctor_checks.c) with one
- * clock interval for all of them, and the report (cli_doctor_report.c).
+ * voter's primaries read from its slot map, cli_doctor_cluster.c), the
+ * checks of each master (cli_doctor_checks.c) with one clock interval for
+ * all of them, and the report (cli_doctor_report.c).
  * Exit 0 when every voter can vote, 1 when one cannot, 64 on bad usage. */
 #define _GNU_SOURCE /* getopt_long */
 
@@ -70,9 +71,19 @@ static int parse_doctor(int argc, char **argv, doctor_opts_t *o) {
   return nodes_finish(&o->conn.nodes);
 }
 
+void dr_name_key(dr_settings_t *set, const char *suffix) {
+  snprintf(set->key, sizeof set->key, "%s" DR_KEY_PREFIX "%s%s", set->prefix, set->hex, suffix);
+  /* Named as the library names them (keyname.h: in the key's hash slot). */
+  size_t key_len = strlen(set->key);
+  keyname_build(set->fence_key, REDLOCK_FENCE_KEY_PREFIX, sizeof REDLOCK_FENCE_KEY_PREFIX - 1,
+                set->key, key_len, "", 0);
+  keyname_build(set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX,
+                sizeof REDLOCK_RELEASE_CHANNEL_PREFIX - 1, set->key, key_len, "", 0);
+}
+
 /* The doctor's key, counter, channel and value: random, so that two
  * doctors never touch each other's keys. */
-static void make_names(dr_settings_t *set, const char *prefix) {
+static void make_names(dr_settings_t *set) {
   unsigned char rnd[8] = {0};
   int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (fd < 0 || read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
@@ -82,17 +93,10 @@ static void make_names(dr_settings_t *set, const char *prefix) {
   }
   if (fd >= 0)
     close(fd);
-  char hex[17];
   for (int i = 0; i < 8; i++)
-    snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
-  snprintf(set->key, sizeof set->key, "%s" DR_KEY_PREFIX "%s", prefix, hex);
-  /* Named as the library names them (keyname.h: in the key's hash slot). */
-  size_t key_len = strlen(set->key);
-  keyname_build(set->fence_key, REDLOCK_FENCE_KEY_PREFIX, sizeof REDLOCK_FENCE_KEY_PREFIX - 1,
-                set->key, key_len, "", 0);
-  keyname_build(set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX,
-                sizeof REDLOCK_RELEASE_CHANNEL_PREFIX - 1, set->key, key_len, "", 0);
-  snprintf(set->value, sizeof set->value, "redlock-doctor-%s", hex);
+    snprintf(set->hex + 2 * i, 3, "%02x", rnd[i]);
+  dr_name_key(set, "");
+  snprintf(set->value, sizeof set->value, "redlock-doctor-%s", set->hex);
 }
 
 /* A sentinel voter: its master, asked of its sentinels in turn
@@ -126,6 +130,14 @@ static void sleep_until(uint64_t deadline_ns) {
   }
 }
 
+/* Runs a master's checks, and moves *last_t0 to its clock's first sample
+ * when that is later. */
+static void check_master(dr_master_t *m, uint64_t *last_t0) {
+  dr_master_check(m);
+  if (m->up && m->has_t0 && m->t0_ns > *last_t0)
+    *last_t0 = m->t0_ns;
+}
+
 /* Checks every voter and prints the report.  The exit status. */
 static int diagnose(const doctor_opts_t *o) {
   const nodes_t *nodes = &o->conn.nodes;
@@ -133,18 +145,20 @@ static int diagnose(const doctor_opts_t *o) {
   dr_voter_t *voters = calloc(nodes->n, sizeof *voters);
   dr_master_t *masters = calloc(nodes->n, sizeof *masters);
   cli_sentinel_master_t *resolved = calloc(nodes->n, sizeof *resolved);
-  if (set == NULL || voters == NULL || masters == NULL || resolved == NULL) {
+  dr_cluster_t **clusters = calloc(nodes->n, sizeof *clusters);
+  if (set == NULL || voters == NULL || masters == NULL || resolved == NULL || clusters == NULL) {
     free(set);
     free(voters);
     free(masters);
     free(resolved);
+    free(clusters);
     err_msg("out of memory");
     return EXIT_INTERNAL;
   }
   set->prefix = o->conn.prefix != NULL ? o->conn.prefix : "";
   set->timeout_ms = o->timeout_ms;
   set->clock_ms = o->clock_ms;
-  make_names(set, set->prefix);
+  make_names(set);
   /* First every voter's checks, leaving each connection open after the
    * clock's first sample... */
   uint64_t last_t0 = 0;
@@ -152,10 +166,18 @@ static int diagnose(const doctor_opts_t *o) {
     dr_voter_t *v = &voters[i];
     dr_master_t *m = &masters[i];
     const node_addr_t *a = &nodes->addrs[i];
-    *v = (dr_voter_t){.addr = a, .replicas = -1, .rtt_us = -1};
+    *v = (dr_voter_t){.addr = a, .replicas = -1, .rtt_us = -1, .slots_covered = -1, .slots = -1};
     *m = (dr_master_t){.v = v, .set = set};
     if (a->voter == VOTER_KIND_CLUSTER) {
-      dr_add(v, "cluster", DR_FAIL, "cluster voters: not supported by this version");
+      info_msg("checking %s", a->label);
+      dr_cluster_open(v, a, set, &clusters[i]);
+      size_t n_primaries = 0;
+      dr_master_t *pm = clusters[i] != NULL ? dr_cluster_masters(clusters[i], &n_primaries) : NULL;
+      for (size_t k = 0; k < n_primaries; k++) {
+        info_msg("checking %s: primary %s", a->label, pm[k].v->address);
+        check_master(&pm[k], &last_t0);
+        dr_cluster_check_primary(&pm[k]);
+      }
       continue;
     }
     if (a->voter == VOTER_KIND_SENTINEL) {
@@ -166,19 +188,25 @@ static int diagnose(const doctor_opts_t *o) {
       m->addr = a;
     }
     info_msg("checking %s", a->label);
-    dr_master_check(m);
-    if (m->up && m->has_t0 && m->t0_ns > last_t0)
-      last_t0 = m->t0_ns;
+    check_master(m, &last_t0);
   }
   /* ...then one interval for all of them, and the second samples. */
   if (last_t0 != 0) {
     info_msg("measuring the clocks' rates for %llu ms", (unsigned long long)o->clock_ms);
     sleep_until(last_t0 + o->clock_ms * 1000000u);
   }
-  for (size_t i = 0; i < nodes->n; i++)
+  for (size_t i = 0; i < nodes->n; i++) {
     if (masters[i].addr != NULL)
       dr_master_finish(&masters[i]);
+    size_t n_primaries = 0;
+    dr_master_t *pm = clusters[i] != NULL ? dr_cluster_masters(clusters[i], &n_primaries) : NULL;
+    for (size_t k = 0; k < n_primaries; k++)
+      dr_master_finish(&pm[k]);
+  }
   int status = o->json ? dr_print_json(voters, nodes->n) : dr_print_table(voters, nodes->n);
+  for (size_t i = 0; i < nodes->n; i++)
+    dr_cluster_free(clusters[i]);
+  free(clusters);
   free(set);
   free(voters);
   free(masters);

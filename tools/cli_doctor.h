@@ -5,6 +5,9 @@
  *
  *   cli_doctor.c         the subcommand: options, voters (a sentinel voter's
  *                        master asked of its sentinels), the clock interval
+ *   cli_doctor_cluster.c a cluster voter: its slot map read from a seed, the
+ *                        map's coverage and cluster_state, and one master's
+ *                        checks per primary
  *   cli_doctor_checks.c  the checks of one master, over one synchronous
  *                        connection (cli_conn.h)
  *   cli_doctor_acl.c     the table of every command the library sends, and
@@ -43,7 +46,7 @@ typedef struct {
 } dr_check_t;
 
 /* One voter's report. */
-typedef struct {
+typedef struct dr_voter {
   const node_addr_t *addr; /* its URI, parsed */
   char address[320];       /* the master checked ("host:port" or the path); "" when none */
   char server[16];         /* "redis" or "valkey"; "" when unknown */
@@ -55,6 +58,15 @@ typedef struct {
   int has_drift;
   dr_check_t checks[DR_MAX_CHECKS];
   size_t n_checks;
+  /* A cluster voter: the slots with a primary (-1 for the other kinds), and
+   * one report per primary of its slot map (owned by the voter's
+   * dr_cluster_t, cli_doctor_cluster.c; NULL when none).  A primary's own
+   * report: the slots it owns (-1 otherwise) and their ranges. */
+  long slots_covered;
+  struct dr_voter *primaries;
+  size_t n_primaries;
+  long slots;
+  char ranges[256];
 } dr_voter_t;
 
 /* Room for the doctor's key: the prefix, then "redlock-doctor:" and 16 hex
@@ -71,7 +83,13 @@ typedef struct {
   char fence_key[sizeof REDLOCK_FENCE_KEY_PREFIX + KEYNAME_TAG_LEN + DR_KEY_SIZE];
   char channel[sizeof REDLOCK_RELEASE_CHANNEL_PREFIX + KEYNAME_TAG_LEN + DR_KEY_SIZE];
   char value[48]; /* the value the doctor's writes hold */
+  char hex[17];   /* the random part of the key and value */
 } dr_settings_t;
+
+/* Names the doctor's key PREFIX "redlock-doctor:" HEX SUFFIX, and its
+ * counter and channel in its hash slot (a cluster primary's key gets a
+ * suffix that puts it in one of the primary's slots). */
+void dr_name_key(dr_settings_t *set, const char *suffix);
 
 /* One master under check: the connection is kept open from the checks to
  * the clock's second sample, so that every voter's interval runs at once. */
@@ -84,6 +102,8 @@ typedef struct {
   int stop;        /* not a master at all (a sentinel): the other checks are moot */
   char *info[3];   /* INFO server, replication, cluster (NULL: refused) */
   int lua_ok;      /* every script loaded and EVALSHA works */
+  int no_key;      /* a cluster primary with none of its slots fit for the doctor's key (a
+                    * hash tag in --key-prefix): the checks that write it are skipped */
   int denied_info; /* INFO refused (the library's handshake fails) */
   /* The clock's first sample: our monotonic time halfway through TIME's
    * round trip, the server's TIME, and the round trip. */
@@ -122,5 +142,23 @@ int dr_info_field(const char *info, const char *field, char *out, size_t size);
 
 /* The "acl" check: ACL DRYRUN of every command the library sends. */
 void dr_check_acl(dr_master_t *m);
+
+/* ---- a cluster voter (cli_doctor_cluster.c) ------------------------------------------ */
+
+typedef struct dr_cluster dr_cluster_t;
+
+/* Reads voter v's slot map from its seeds (any one that answers), adds the
+ * slot-map, coverage and cluster-state checks, and makes one master to
+ * check per primary (dr_cluster_masters), each with its own report in
+ * v->primaries.  *out is NULL when out of memory (a FAIL check says so);
+ * it owns v->primaries: free it after the report is printed. */
+void dr_cluster_open(dr_voter_t *v, const node_addr_t *a, const dr_settings_t *set,
+                     dr_cluster_t **out);
+/* The masters to check, one per primary (n set to how many). */
+dr_master_t *dr_cluster_masters(dr_cluster_t *cl, size_t *n);
+/* After dr_master_check of a primary: its own view of the cluster (CLUSTER
+ * INFO's cluster_state) while the connection is open. */
+void dr_cluster_check_primary(dr_master_t *m);
+void dr_cluster_free(dr_cluster_t *cl);
 
 #endif

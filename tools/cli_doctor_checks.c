@@ -178,6 +178,11 @@ static void check_role(dr_master_t *m) {
   snprintf(v->role, sizeof v->role, "%.15s", role);
   if (strcmp(role, "master") == 0)
     dr_add(v, "role", DR_OK, "master");
+  else if (strcmp(role, "replica") == 0 && m->addr->voter == VOTER_KIND_CLUSTER)
+    dr_add(v, "role", DR_FAIL,
+           "replica%s: the slot map names it a primary, but it is a replica now (a failover in "
+           "progress?): run doctor again",
+           master);
   else if (strcmp(role, "replica") == 0)
     dr_add(v, "role", DR_FAIL,
            "replica%s: a replica cannot vote (it refuses the writes); give its master%s", master,
@@ -200,7 +205,7 @@ static void check_topology(dr_master_t *m) {
                                 v->replicas == 1 ? "" : "s");
     /* slaveN:ip=...,port=...,state=online,offset=...,lag=... */
     for (long i = 0; i < v->replicas && i < 8 && o < sizeof line; i++) {
-      char field[32], desc[256], ip[64] = "?", port[16] = "?", state[32] = "?";
+      char field[32], desc[256], ip[64] = "?", port[16] = "?", state[32] = "?", lag[32] = "";
       snprintf(field, sizeof field, "slave%ld", i);
       if (!dr_info_field(m->info[1], field, desc, sizeof desc))
         continue;
@@ -212,9 +217,12 @@ static void check_topology(dr_master_t *m) {
           snprintf(port, sizeof port, "%s", kv + 5);
         else if (strncmp(kv, "state=", 6) == 0)
           snprintf(state, sizeof state, "%s", kv + 6);
+        else if (strncmp(kv, "lag=", 4) == 0)
+          snprintf(lag, sizeof lag, "%s", kv + 4);
       }
-      o += (size_t)snprintf(line + o, sizeof line - o, "%s%s:%s %s", i ? ", " : ": ", ip, port,
-                            state);
+      /* lag: seconds since the replica's last ack (it acks every second) */
+      o += (size_t)snprintf(line + o, sizeof line - o, "%s%s:%s %s%s%s%s", i ? ", " : ": ", ip,
+                            port, state, lag[0] ? " lag " : "", lag, lag[0] ? " s" : "");
     }
   } else {
     snprintf(line, sizeof line, "replicas unknown (INFO replication refused)");
@@ -223,10 +231,16 @@ static void check_topology(dr_master_t *m) {
     dr_info_field(m->info[2], "cluster_enabled", cluster, sizeof cluster);
   size_t o = strlen(line);
   snprintf(line + o, sizeof line - o, "; cluster_enabled %s", cluster[0] ? cluster : "unknown");
-  if (strcmp(cluster, "1") == 0)
+  if (m->addr->voter == VOTER_KIND_CLUSTER) {
+    if (strcmp(cluster, "1") == 0)
+      dr_add(v, "topology", DR_OK, "%s", line);
+    else
+      dr_add(v, "topology", DR_FAIL, "%s: the slot map names it, but it is not a cluster node",
+             line);
+  } else if (strcmp(cluster, "1") == 0)
     dr_add(v, "topology", DR_FAIL,
-           "%s: a cluster node answers only for its own slots (MOVED for the others); cluster "
-           "voters are not supported by this version",
+           "%s: a cluster node answers only for its own slots (MOVED for the others); name the "
+           "cluster as a redis-cluster:// voter",
            line);
   else
     dr_add(v, "topology", DR_OK, "%s", line);
@@ -340,6 +354,10 @@ static void check_eval(dr_master_t *m, int sha) {
   const dr_settings_t *set = m->set;
   const script_t *s = script_get(SCRIPT_RELEASE);
   const char *name = sha ? "evalsha" : "eval";
+  if (m->no_key) {
+    dr_add(m->v, name, DR_SKIP, "no key of the doctor's in this primary's slots (see key)");
+    return;
+  }
   redisReply *r =
       sha ? dr_command(m, "EVALSHA %s 1 %s %s 0", s->sha1, set->key, set->value)
           : dr_command(m, "EVAL %b 1 %s %s 0", s->body, s->body_len, set->key, set->value);
@@ -368,6 +386,11 @@ static void check_time_and_publish(dr_master_t *m) {
   int users = 0;
   for (int id = 0; id < SCRIPT_COUNT; id++)
     users += strstr(script_get((script_id_t)id)->body, "redis.call(\"time\")") != NULL;
+  if (m->no_key) {
+    dr_add(m->v, "time-in-script", DR_SKIP, "no key of the doctor's in this primary's slots");
+    dr_add(m->v, "publish", DR_SKIP, "no key of the doctor's in this primary's slots");
+    return;
+  }
   if (!m->lua_ok) {
     if (users)
       dr_add(m->v, "time-in-script", DR_SKIP, "needs the scripts (see above)");
@@ -453,6 +476,10 @@ static void check_ack(dr_master_t *m) {
   dr_voter_t *v = m->v;
   if (ack->mode == ACK_NONE) {
     dr_add(v, "ack", DR_SKIP, "none asked (no wait= or waitaof= in the URI)");
+    return;
+  }
+  if (m->no_key) {
+    dr_add(v, "ack", DR_SKIP, "no key of the doctor's in this primary's slots (see key)");
     return;
   }
   unsigned t = ack->timeout_ms ? ack->timeout_ms : DR_DEFAULT_ACK_MS;

@@ -1,6 +1,8 @@
 /* cli_doctor_report.c: what `redlock doctor` found, as a table a person
  * reads at a glance (one block per voter: "VOTER label: can vote", then one
- * line per check) or as one JSON object (docs/cli.md gives its fields).
+ * line per check; a cluster voter's primaries' lines after its own, each
+ * naming its primary) or as one JSON object (docs/cli.md gives its
+ * fields).
  * Both say the same; the exit status is theirs. */
 #define _GNU_SOURCE
 
@@ -23,9 +25,14 @@ dr_check_t *dr_add(dr_voter_t *v, const char *name, dr_status_t status, const ch
   return c;
 }
 
+/* A cluster voter cannot vote when one of its primaries cannot either: the
+ * locks whose keys hash to that primary's slots would get no vote. */
 int dr_can_vote(const dr_voter_t *v) {
   for (size_t i = 0; i < v->n_checks; i++)
     if (v->checks[i].status == DR_FAIL)
+      return 0;
+  for (size_t i = 0; i < v->n_primaries; i++)
+    if (!dr_can_vote(&v->primaries[i]))
       return 0;
   return 1;
 }
@@ -50,19 +57,49 @@ static size_t count_voting(const dr_voter_t *voters, size_t n) {
   return k;
 }
 
+/* The widths of the name column: a check's name, or for a primary's check
+ * "HOST:PORT NAME" (the address padded to waddr). */
+static void widths(const dr_voter_t *voters, size_t n, int *wname, int *waddr) {
+  for (size_t i = 0; i < n; i++) {
+    const dr_voter_t *v = &voters[i];
+    for (size_t j = 0; j < v->n_checks; j++)
+      if ((int)strlen(v->checks[j].name) > *wname)
+        *wname = (int)strlen(v->checks[j].name);
+    for (size_t k = 0; k < v->n_primaries; k++) {
+      if ((int)strlen(v->primaries[k].address) > *waddr)
+        *waddr = (int)strlen(v->primaries[k].address);
+      int inner = 0, unused = 0;
+      widths(&v->primaries[k], 1, &inner, &unused);
+      if (inner > *wname)
+        *wname = inner;
+    }
+  }
+}
+
+static void print_check(const dr_check_t *c, const char *primary, int waddr, int wname) {
+  if (primary == NULL) {
+    printf("  %-4s  %-*s  %s\n", status_word(c->status, 0), waddr ? waddr + 1 + wname : wname,
+           c->name, c->detail);
+    return;
+  }
+  printf("  %-4s  %-*s %-*s  %s\n", status_word(c->status, 0), waddr, primary, wname, c->name,
+         c->detail);
+}
+
 int dr_print_table(const dr_voter_t *voters, size_t n) {
-  int wname = 0;
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < voters[i].n_checks; j++)
-      if ((int)strlen(voters[i].checks[j].name) > wname)
-        wname = (int)strlen(voters[i].checks[j].name);
+  int wname = 0, waddr = 0;
+  widths(voters, n, &wname, &waddr);
   for (size_t i = 0; i < n; i++) {
     const dr_voter_t *v = &voters[i];
     printf("%sVOTER %s: %s\n", i ? "\n" : "", v->addr->label,
            dr_can_vote(v) ? "can vote" : "cannot vote");
-    for (size_t j = 0; j < v->n_checks; j++) {
-      const dr_check_t *c = &v->checks[j];
-      printf("  %-4s  %-*s  %s\n", status_word(c->status, 0), wname, c->name, c->detail);
+    for (size_t j = 0; j < v->n_checks; j++)
+      print_check(&v->checks[j], NULL, waddr, wname);
+    /* each primary's lines name it */
+    for (size_t k = 0; k < v->n_primaries; k++) {
+      const dr_voter_t *p = &v->primaries[k];
+      for (size_t j = 0; j < p->n_checks; j++)
+        print_check(&p->checks[j], p->address, waddr, wname);
     }
   }
   size_t voting = count_voting(voters, n);
@@ -81,6 +118,41 @@ static void json_opt_str(const char *s) {
     fputs("null", stdout);
 }
 
+/* The fields a voter's object and a primary's share, from "can_vote" to
+ * "checks". */
+static void json_report(const dr_voter_t *v) {
+  printf("\"can_vote\":%s,\"address\":", dr_can_vote(v) ? "true" : "false");
+  json_opt_str(v->address);
+  fputs(",\"server\":", stdout);
+  json_opt_str(v->server);
+  fputs(",\"version\":", stdout);
+  json_opt_str(v->version);
+  fputs(",\"role\":", stdout);
+  json_opt_str(v->role);
+  if (v->replicas >= 0)
+    printf(",\"replicas\":%ld", v->replicas);
+  else
+    fputs(",\"replicas\":null", stdout);
+  if (v->rtt_us >= 0)
+    printf(",\"rtt_us\":%lld", v->rtt_us);
+  else
+    fputs(",\"rtt_us\":null", stdout);
+  if (v->has_drift)
+    printf(",\"clock_drift_ppm\":%.1f", v->drift_ppm);
+  else
+    fputs(",\"clock_drift_ppm\":null", stdout);
+  fputs(",\"checks\":[", stdout);
+  for (size_t j = 0; j < v->n_checks; j++) {
+    const dr_check_t *c = &v->checks[j];
+    fputs(j ? ",{\"name\":" : "{\"name\":", stdout);
+    json_str(c->name);
+    printf(",\"status\":\"%s\",\"detail\":", status_word(c->status, 1));
+    json_str(c->detail);
+    fputs("}", stdout);
+  }
+  fputs("]", stdout);
+}
+
 int dr_print_json(const dr_voter_t *voters, size_t n) {
   static const char *const kinds[] = {"standalone", "sentinel", "cluster"};
   fputs("{\"voters\":[", stdout);
@@ -89,35 +161,24 @@ int dr_print_json(const dr_voter_t *voters, size_t n) {
     fputs(i ? ",{\"uri_label\":" : "{\"uri_label\":", stdout);
     json_str(v->addr->label);
     unsigned kind = (unsigned)v->addr->voter;
-    printf(",\"kind\":\"%s\",\"can_vote\":%s,\"address\":",
-           kind < sizeof kinds / sizeof kinds[0] ? kinds[kind] : "unknown",
-           dr_can_vote(v) ? "true" : "false");
-    json_opt_str(v->address);
-    fputs(",\"server\":", stdout);
-    json_opt_str(v->server);
-    fputs(",\"version\":", stdout);
-    json_opt_str(v->version);
-    fputs(",\"role\":", stdout);
-    json_opt_str(v->role);
-    if (v->replicas >= 0)
-      printf(",\"replicas\":%ld", v->replicas);
+    printf(",\"kind\":\"%s\",", kind < sizeof kinds / sizeof kinds[0] ? kinds[kind] : "unknown");
+    json_report(v);
+    /* A cluster voter: the slots with a primary, and each primary's
+     * report (null for the other kinds). */
+    if (v->addr->voter != VOTER_KIND_CLUSTER) {
+      fputs(",\"slots_covered\":null,\"primaries\":null}", stdout);
+      continue;
+    }
+    if (v->slots_covered >= 0)
+      printf(",\"slots_covered\":%ld,\"primaries\":[", v->slots_covered);
     else
-      fputs(",\"replicas\":null", stdout);
-    if (v->rtt_us >= 0)
-      printf(",\"rtt_us\":%lld", v->rtt_us);
-    else
-      fputs(",\"rtt_us\":null", stdout);
-    if (v->has_drift)
-      printf(",\"clock_drift_ppm\":%.1f", v->drift_ppm);
-    else
-      fputs(",\"clock_drift_ppm\":null", stdout);
-    fputs(",\"checks\":[", stdout);
-    for (size_t j = 0; j < v->n_checks; j++) {
-      const dr_check_t *c = &v->checks[j];
-      fputs(j ? ",{\"name\":" : "{\"name\":", stdout);
-      json_str(c->name);
-      printf(",\"status\":\"%s\",\"detail\":", status_word(c->status, 1));
-      json_str(c->detail);
+      fputs(",\"slots_covered\":null,\"primaries\":[", stdout);
+    for (size_t k = 0; k < v->n_primaries; k++) {
+      const dr_voter_t *p = &v->primaries[k];
+      printf("%s{\"slots\":%ld,\"ranges\":", k ? "," : "", p->slots);
+      json_str(p->ranges);
+      fputs(",", stdout);
+      json_report(p);
       fputs("}", stdout);
     }
     fputs("]}", stdout);

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "api/client.h"
+#include "api/stats.h"
 #include "engine/lock.h"
 #include "redlock_uv.h"
-#include "api/stats.h"
 #include "util/status.h"
 
 static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
@@ -593,6 +593,14 @@ static const char *client_master_label(void *arg, unsigned master) {
   return voters_label(&client->voters, master);
 }
 
+/* On the loop thread, the only writer of what a voter's detail reads: no
+ * lock is needed (and the event callback may take the client's). */
+static void client_vote_detail(void *arg, unsigned master, int why, const node_req_t *req,
+                               char *buf, size_t size) {
+  redlock_t *client = arg;
+  voters_why(&client->voters, master, why, req, buf, size);
+}
+
 /* What the stats read (their figures come after the nodes, in client_new). */
 static void client_compose_stats(redlock_t *client) {
   client->stats_env = (stats_env_t){
@@ -602,6 +610,7 @@ static void client_compose_stats(redlock_t *client) {
       .n_masters = client->n_nodes,
       .quorum = quorum_size(client->n_nodes),
       .label = client_master_label,
+      .vote_detail = client_vote_detail,
       .label_arg = client,
   };
 }

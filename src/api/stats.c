@@ -108,6 +108,7 @@ struct redlock_event {
   int master;           /* master events: its index, else -1 */
   const char *master_state;
   const char *detail;
+  char *scratch; /* operations: redlock_event_node_detail's text (VOTER_WHY_LEN bytes) */
 };
 
 /* The names of the event kinds that are not operations; an operation's
@@ -203,6 +204,17 @@ const char *redlock_event_node_verdict(const redlock_event_t *ev, int i) {
   return ev->round != NULL ? why_name(ev->round->votes[i].why) : ev->master_state;
 }
 
+const char *redlock_event_node_detail(const redlock_event_t *ev, int i) {
+  if (event_master(ev, i) < 0 || ev->round == NULL || ev->scratch == NULL)
+    return NULL;
+  ev->scratch[0] = '\0';
+  const stats_env_t *env = ev->stats->env;
+  if (env->vote_detail != NULL)
+    env->vote_detail(env->label_arg, (unsigned)i, ev->round->votes[i].why, &ev->round->votes[i].req,
+                     ev->scratch, VOTER_WHY_LEN);
+  return ev->scratch;
+}
+
 int64_t redlock_event_node_latency_us(const redlock_event_t *ev, int i) {
   if (event_master(ev, i) < 0 || ev->round == NULL)
     return -1;
@@ -229,7 +241,9 @@ static inline void op_record(struct stats *stats, stats_op_t kind, int status, u
 static void op_event(struct stats *stats, stats_op_t kind, int status, uint64_t ns,
                      const char *resource, const round_t *round, int attempts) {
   redlock_event_t ev;
+  char scratch[VOTER_WHY_LEN];
   event_init(&ev, stats, op_event_kind[kind], status);
+  ev.scratch = scratch;
   ev.resource = resource;
   ev.duration_us = (int64_t)(ns / 1000u);
   ev.attempts = attempts;

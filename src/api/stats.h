@@ -28,8 +28,8 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "util/options.h"
 #include "engine/round.h"
+#include "util/options.h"
 #include "util/stats_core.h"
 #include "util/timebase.h"
 #include "voters/voter.h"
@@ -43,7 +43,12 @@ typedef struct stats_env {
   unsigned n_masters;
   unsigned quorum;
   const char *(*label)(void *arg, unsigned master); /* master i's "host:port" */
-  void *label_arg;
+  /* The detail of master i's vote `why` on req, as redlock_last_votes gives
+   * it (a cluster voter's names the primary the request went to); loop
+   * thread.  NULL: none. */
+  void (*vote_detail)(void *arg, unsigned master, int why, const node_req_t *req, char *buf,
+                      size_t size);
+  void *label_arg; /* both callbacks' */
 } stats_env_t;
 
 /* *out = new figures, or NULL when stats and events are both off.  0 or

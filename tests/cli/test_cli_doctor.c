@@ -2,6 +2,8 @@
  * against real servers that the harness starts on loopback and stops by PID;
  * and of the other subcommands' handling of the voters doctor knows
  * (status through sentinels, with a failover; cluster voters refused).
+ * Cluster voters: a three-primary cluster of cluster_harness, healthy, then
+ * with slots unassigned, then with a primary stopped (Redis, and Valkey).
  *
  *   test_cli_doctor PATH-TO-redlock CASE       runs one case (ctest: cli.<case>)
  *
@@ -33,6 +35,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "cluster_harness.h"
 #include "redis_harness.h"
 #include "sentinel_harness.h"
 #include "test_io.h"
@@ -47,7 +50,8 @@ static const char *g_redlock; /* the binary under test */
 static const char *g_case = "?";
 static char g_tmpdir[PATH_MAX];
 static rh_server_t *g_servers[MAX_SERVERS];
-static pid_t g_sentinel; /* started by case_sentinel, stopped by PID */
+static pid_t g_sentinel;        /* started by case_sentinel, stopped by PID */
+static ch_cluster_t *g_cluster; /* the cluster cases' (cluster_harness, stopped by PID) */
 #define N_SENTINELS 3
 static sh_sentinel_t *g_sentinels[N_SENTINELS]; /* case_status_sentinel's (sentinel_harness) */
 
@@ -66,6 +70,8 @@ static void stop_sentinel(void);
 
 static void cleanup(void) {
   stop_sentinel();
+  ch_stop(g_cluster);
+  g_cluster = NULL;
   for (int i = 0; i < N_SENTINELS; i++) {
     sh_stop(g_sentinels[i]); /* by PID */
     g_sentinels[i] = NULL;
@@ -238,6 +244,38 @@ static void expect_check_at(int line, const char *label, const char *name, const
 
 #define EXPECT_CHECK(label, name, want, needle)                                                    \
   expect_check_at(__LINE__, (label), (name), (want), (needle))
+
+/* The same for a cluster primary's line in voter label's block: "  STATUS
+ * HOST:PORT NAME  DETAIL". */
+static void expect_primary_at(int line, const char *label, const char *primary, const char *name,
+                              const char *want, const char *needle) {
+  char header[300];
+  snprintf(header, sizeof header, "VOTER %s: ", label);
+  const char *p = strstr(g_run.out, header);
+  if (p == NULL)
+    fail_at(__FILE__, line, "header", "no block for %s", label);
+  for (p = strchr(p, '\n'); p != NULL && p[1] == ' '; p = strchr(p + 1, '\n')) {
+    const char *l = p + 1;
+    const char *end = strchr(l, '\n');
+    char buf[4096], st[16], at[300], nm[64];
+    snprintf(buf, sizeof buf, "%.*s", (int)(end ? (size_t)(end - l) : strlen(l)), l);
+    int off = 0;
+    if (sscanf(buf, " %15s %299s %63s %n", st, at, nm, &off) != 3 || strcmp(at, primary) != 0 ||
+        strcmp(nm, name) != 0)
+      continue;
+    if (strcmp(st, want) != 0)
+      fail_at(__FILE__, line, "status", "%s of %s on %s: %s, expected %s (%s)", name, primary,
+              label, st, want, buf + off);
+    if (needle != NULL && strstr(buf + off, needle) == NULL)
+      fail_at(__FILE__, line, "detail", "%s of %s on %s: '%s' lacks '%s'", name, primary, label,
+              buf + off, needle);
+    return;
+  }
+  fail_at(__FILE__, line, "primary line", "no %s line for primary %s of %s", name, primary, label);
+}
+
+#define EXPECT_PRIMARY(label, primary, name, want, needle)                                         \
+  expect_primary_at(__LINE__, (label), (primary), (name), (want), (needle))
 
 static int has(const char *needle) { return strstr(g_run.out, needle) != NULL; }
 
@@ -551,12 +589,14 @@ static void case_healthy(void) {
   CHECK(has("{\"name\":\"clock\",\"status\":\"skip\","), "--clock-ms 0: no clock measure");
   CHECK(!has(PASSWORD), "no password in the JSON");
 
-  /* The voters from REDLOCK_NODES; a cluster voter cannot vote here. */
+  /* The voters from REDLOCK_NODES; a cluster voter whose seed does not
+   * answer cannot vote, and says so. */
   r = DOCTOR(rh_server_uri(m), "--clock-ms", "0");
   CHECK(r->status == 0 && has(header), "REDLOCK_NODES: exit %d", r->status);
   r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m), "redis-cluster://127.0.0.1:1");
   CHECK(r->status == 1, "a cluster voter: exit %d", r->status);
-  EXPECT_CHECK("cluster@127.0.0.1:1", "cluster", "FAIL", "not supported by this version");
+  EXPECT_CHECK("cluster@127.0.0.1:1", "slot-map", "FAIL",
+               "no seed gave the slot map: 127.0.0.1:1: Connection refused");
   CHECK(has("1 of 2 voters can vote"), "the summary");
 }
 
@@ -658,7 +698,9 @@ static void case_wait(void) {
 }
 
 /* waitaof=1,0 on Valkey 8 with AOF on can vote (skipped without Valkey). */
-static void case_valkey_waitaof(void) {
+/* The servers started from here on are Valkey's: REDLOCK_TEST_SERVER when
+ * it is Valkey, else REDLOCK_TEST_VALKEY; the case is skipped without. */
+static void use_valkey(void) {
   const char *server = getenv("REDLOCK_TEST_SERVER");
   if (server == NULL || strstr(server, "valkey") == NULL) {
     const char *valkey = getenv("REDLOCK_TEST_VALKEY"); /* tests/cli/CMakeLists.txt */
@@ -670,6 +712,10 @@ static void case_valkey_waitaof(void) {
     }
     setenv("REDLOCK_TEST_SERVER", valkey, 1);
   }
+}
+
+static void case_valkey_waitaof(void) {
+  use_valkey();
   rh_server_t *m = start_server(
       &(rh_options_t){.extra_args = (const char *const[]){"--appendonly", "yes", NULL}});
   const char *label = label_of(m);
@@ -716,6 +762,154 @@ static void case_sentinel(void) {
   CHECK(r->status == 1, "a sentinel given as a master: exit %d", r->status);
   snprintf(expect, sizeof expect, "127.0.0.1:%d", port);
   EXPECT_CHECK(expect, "role", "FAIL", "a sentinel, not a master");
+}
+
+/* ---- cluster voters --------------------------------------------------------------------
+ * Three primaries of cluster_harness, no replicas (a case stops one). */
+
+#define CLUSTER_STATE_MS 30000 /* node timeout 2 s, then the failure report's majority */
+
+typedef struct {
+  rh_server_t *node;
+  const char *state;
+} state_wait_t;
+
+/* The node says cluster_state:<state>. */
+static int pred_cluster_state(void *arg) {
+  state_wait_t *w = arg;
+  char info[4096], want[64];
+  snprintf(want, sizeof want, "cluster_state:%s", w->state);
+  return rh_server_command(w->node, info, sizeof info, "CLUSTER INFO") == 0 &&
+         strstr(info, want) != NULL;
+}
+
+/* "127.0.0.1:PORT" of node i. */
+static const char *node_at(unsigned i) {
+  static char buf[CH_MAX_NODES][32];
+  snprintf(buf[i], sizeof buf[i], "127.0.0.1:%d", ch_port(g_cluster, i));
+  return buf[i];
+}
+
+/* A FAIL line in voter label's block names `what`. */
+static int fail_line_names(const char *label, const char *what) {
+  char header[300];
+  snprintf(header, sizeof header, "VOTER %s: ", label);
+  const char *p = strstr(g_run.out, header);
+  for (p = p ? strchr(p, '\n') : NULL; p != NULL && p[1] == ' '; p = strchr(p + 1, '\n')) {
+    const char *end = strchr(p + 1, '\n');
+    size_t len = end ? (size_t)(end - p - 1) : strlen(p + 1);
+    char line[4096];
+    snprintf(line, sizeof line, "%.*s", (int)len, p + 1);
+    if (strncmp(line, "  FAIL", 6) == 0 && strstr(line, what) != NULL)
+      return 1;
+  }
+  return 0;
+}
+
+static size_t count_of(const char *needle) {
+  size_t n = 0;
+  for (const char *p = strstr(g_run.out, needle); p != NULL; p = strstr(p + 1, needle))
+    n++;
+  return n;
+}
+
+/* A healthy cluster can vote (the map from the second seed, every primary's
+ * checks, their keys gone); 100 slots unassigned, then a primary stopped:
+ * it cannot, and the report says which slots and which primary. */
+static void cluster_cases(const char *server_word) {
+  CHECK(ch_start(&g_cluster, &(ch_options_t){.primaries = 3}) == 0, "the cluster starts");
+  char uri[1024], want[256];
+  /* a seed nobody listens on first: any one seed that answers is enough */
+  snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:1,%s",
+           ch_uri(g_cluster, 0) + strlen("redis-cluster://"));
+  const char *label = "cluster@127.0.0.1:1";
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 0, "a healthy cluster can vote: exit %d", r->status);
+  snprintf(want, sizeof want, "%s answered CLUSTER SHARDS: 3 primaries", node_at(0));
+  EXPECT_CHECK(label, "slot-map", "ok", want);
+  EXPECT_CHECK(label, "slot-map", "ok", "127.0.0.1:1: Connection refused");
+  EXPECT_CHECK(label, "coverage", "ok", "all 16384 slots have a primary");
+  EXPECT_CHECK(label, "cluster-state", "ok", "ok, as");
+  snprintf(want, sizeof want, "%s ", server_word);
+  for (unsigned i = 0; i < 3; i++) {
+    const char *p = node_at(i);
+    EXPECT_CHECK(label, "coverage", "ok", p);
+    EXPECT_PRIMARY(label, p, "slots", "ok", " slots: ");
+    EXPECT_PRIMARY(label, p, "connect", "ok", "over TCP");
+    EXPECT_PRIMARY(label, p, "server", "ok", want);
+    EXPECT_PRIMARY(label, p, "server", "ok", ", cluster");
+    EXPECT_PRIMARY(label, p, "role", "ok", "master");
+    EXPECT_PRIMARY(label, p, "topology", "ok", "cluster_enabled 1");
+    EXPECT_PRIMARY(label, p, "acl", "ok", "may run all");
+    EXPECT_PRIMARY(label, p, "scripts", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "evalsha", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "time-in-script", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "publish", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "subscribe", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "persistence", "ok", NULL);
+    EXPECT_PRIMARY(label, p, "cluster-state", "ok", "ok, as it says");
+    char n[64];
+    CHECK(rh_server_command(ch_node(g_cluster, i), n, sizeof n, "DBSIZE") == 0 &&
+              strcmp(n, "0") == 0,
+          "the doctor's keys are gone from %s (DBSIZE %s)", p, n);
+  }
+  r = DOCTOR(NULL, "--json", "--clock-ms", "20", uri);
+  CHECK(r->status == 0 && json_valid(r->out), "--json: exit %d, valid JSON", r->status);
+  CHECK(has("\"kind\":\"cluster\"") && has("\"slots_covered\":16384") &&
+            count_of("\"ranges\":") == 3 && count_of("\"role\":\"master\"") == 3,
+        "--json: the coverage and the three primaries");
+
+  /* A hash tag in the prefix puts every key in one slot: the primaries that
+   * do not own it skip the checks that write a key, and the cluster can
+   * still vote. */
+  r = DOCTOR(NULL, "--clock-ms", "0", "--key-prefix", "{doctor-tag}:", uri);
+  CHECK(r->status == 0, "a hash-tagged prefix: exit %d", r->status);
+  CHECK(count_of("no doctor's key hashes to this primary's slots") == 2 &&
+            count_of("the release script's PUBLISH on") == 1,
+        "two primaries skip the key's checks, the tag's owner runs them");
+
+  /* 100 slots without a primary: every node forgets them. */
+  char buf[256];
+  for (unsigned i = 0; i < 3; i++)
+    CHECK(rh_server_command(ch_node(g_cluster, i), buf, sizeof buf, "CLUSTER DELSLOTSRANGE 0 99") ==
+                  0 &&
+              strcmp(buf, "OK") == 0,
+          "DELSLOTSRANGE on node %u: %s", i, buf);
+  state_wait_t w = {ch_node(g_cluster, 0), "fail"};
+  CHECK(rh_wait_until(pred_cluster_state, &w, CLUSTER_STATE_MS), "cluster_state:fail");
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "slots without a primary: exit %d", r->status);
+  EXPECT_CHECK(label, "coverage", "FAIL", "100 of 16384 slots have no primary: 0-99:");
+  EXPECT_CHECK(label, "cluster-state", "FAIL", "fail, as");
+
+  /* Back to whole, then a primary stopped. */
+  int owner = ch_owner(g_cluster, 0, 100);
+  CHECK(owner >= 0 &&
+            rh_server_command(ch_node(g_cluster, (unsigned)owner), buf, sizeof buf,
+                              "CLUSTER ADDSLOTSRANGE 0 99") == 0 &&
+            strcmp(buf, "OK") == 0,
+        "ADDSLOTSRANGE: %s", buf);
+  CHECK(ch_wait_ok(g_cluster, CLUSTER_STATE_MS), "cluster_state:ok again");
+  const char *stopped = node_at(2);
+  CHECK(rh_server_kill(ch_node(g_cluster, 2)) == 0, "stop a primary");
+  /* Before the cluster marks it failed, its connection fails; after, its
+   * slots have no primary: either way a FAIL line names it. */
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "a primary stopped: exit %d", r->status);
+  CHECK(fail_line_names(label, stopped), "a FAIL line names the stopped primary %s", stopped);
+  CHECK(rh_wait_until(pred_cluster_state, &w, CLUSTER_STATE_MS), "cluster_state:fail");
+  r = DOCTOR(NULL, "--clock-ms", "0", uri);
+  CHECK(r->status == 1, "a primary marked failed: exit %d", r->status);
+  snprintf(want, sizeof want, "the cluster marks failed: %s (slots ", stopped);
+  EXPECT_CHECK(label, "coverage", "FAIL", want);
+  EXPECT_CHECK(label, "cluster-state", "FAIL", "fail, as");
+}
+
+static void case_cluster(void) { cluster_cases("redis"); }
+
+static void case_cluster_valkey(void) {
+  use_valkey();
+  cluster_cases("valkey");
 }
 
 /* Bad command lines: 64, nothing on stdout, a pointer to --help. */
@@ -913,6 +1107,8 @@ static const struct {
     {"doctor_wait", case_wait},
     {"doctor_valkey_waitaof", case_valkey_waitaof},
     {"doctor_sentinel", case_sentinel},
+    {"doctor_cluster", case_cluster},
+    {"doctor_cluster_valkey", case_cluster_valkey},
     {"doctor_usage", case_usage},
     {"status_sentinel", case_status_sentinel},
     {"status_cluster", case_status_cluster},

@@ -8,6 +8,9 @@
  *    held, their keys are spread over all three primaries (DBSIZE of each
  *    adds up to the number of resources, none is empty); a second client
  *    is refused; unlocked, no key is left on any primary;
+ *  - {cluster} alone: each ACQUIRE event's vote detail names the primary
+ *    that owns the key's slot; the stats label the voter's figures with
+ *    the voter's label;
  *  - {cluster} alone: the vote names the primary that answered, and a second
  *    client is refused by it; a slot holding a held lock's key is
  * migrated to another primary (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE); the holder
@@ -358,6 +361,72 @@ static void test_cluster_unreachable(void **state) {
   assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
 }
 
+/* What the event callback saw of the ACQUIRE events (written on the loop
+ * thread before each blocking call returns, read after it). */
+typedef struct {
+  unsigned n;
+  char addr[8][96];
+  char verdict[8][32];
+  char detail[8][128];
+} seen_t;
+
+static void record_acquire(const redlock_event_t *ev, void *arg) {
+  seen_t *seen = arg;
+  if (redlock_event_kind(ev) != REDLOCK_EVENT_ACQUIRE || seen->n == 8 ||
+      redlock_event_node_count(ev) != 1)
+    return;
+  const char *detail = redlock_event_node_detail(ev, 0);
+  snprintf(seen->addr[seen->n], sizeof seen->addr[0], "%s", redlock_event_node_addr(ev, 0));
+  snprintf(seen->verdict[seen->n], sizeof seen->verdict[0], "%s",
+           redlock_event_node_verdict(ev, 0));
+  snprintf(seen->detail[seen->n], sizeof seen->detail[0], "%s", detail ? detail : "(null)");
+  seen->n++;
+}
+
+/* The events of a cluster voter name the primary each vote came from
+ * (redlock_event_node_detail, as redlock_last_votes does); the stats label
+ * the voter's figures with the voter's label (docs/observability.md). */
+static void test_cluster_labels(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  const char *uris[1] = {ch_uri(c, 1)};
+  static seen_t seen;
+  memset(&seen, 0, sizeof seen);
+  redlock_options_t *o = fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN);
+  assert_int_equal(redlock_options_set_event_cb(o, record_acquire, &seen), 0);
+  redlock_t *a = fx_open(fx, 0, o);
+  char label[64];
+  snprintf(label, sizeof label, "cluster@127.0.0.1:%d", ch_port(c, 0));
+  unsigned primaries_seen = 0;
+  for (unsigned i = 0; i < 8; i++) {
+    char res[32], key[128], buf[64], want[96];
+    snprintf(res, sizeof res, "cl-label-%u", i);
+    redlock_lock_t *lock = NULL;
+    assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
+    assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+    key_of(res, key, sizeof key);
+    assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key),
+                     0);
+    int owner = ch_owner(c, 0, atoi(buf));
+    assert_true(owner >= 0);
+    primaries_seen |= 1u << owner;
+    assert_int_equal(seen.n, i + 1);
+    assert_string_equal(seen.addr[i], label);
+    assert_string_equal(seen.verdict[i], "OK");
+    snprintf(want, sizeof want, "primary 127.0.0.1:%d", ch_port(c, (unsigned)owner));
+    assert_string_equal(seen.detail[i], want);
+  }
+  assert_true(__builtin_popcount(primaries_seen) >= 2); /* the names spread over primaries */
+  char *text = malloc(1 << 20);
+  assert_non_null(text);
+  assert_true(redlock_stats(a, REDLOCK_STATS_PROMETHEUS, text, 1 << 20) > 0);
+  char series[160];
+  snprintf(series, sizeof series, "redlock_master_requests_total{master=\"%s\"} ", label);
+  if (strstr(text, series) == NULL)
+    fail_msg("want %s in the stats", series);
+  free(text);
+}
+
 FX_MAIN("cluster", &fx_profile_integration, CL_TEST(test_cluster_and_masters, 2),
         CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_primitives, 0),
-        CL_TEST(test_cluster_unreachable, 0))
+        CL_TEST(test_cluster_unreachable, 0), CL_TEST(test_cluster_labels, 0))
