@@ -304,6 +304,15 @@ void voters_free(voters_t *vs) {
   memset(vs, 0, sizeof *vs);
 }
 
+int voters_route_by_slot(const voters_t *vs) {
+  for (unsigned i = 0; i < vs->n; i++) {
+    const voter_ops_t *ops = vs->voter[i]->ops;
+    if (ops != &voter_standalone_ops && ops != &voter_sentinel_ops)
+      return 1;
+  }
+  return 0;
+}
+
 /* ---- labels and the votes book ------------------------------------------------------- */
 
 const char *voters_label(const voters_t *vs, unsigned i) {

@@ -113,6 +113,9 @@ void voters_abandon(voters_t *vs);
 void voters_shutdown(voters_t *vs);
 /* Frees what voters_init made (after closed, or when never started). */
 void voters_free(voters_t *vs);
+/* 1 when some voter may route its requests by node_req_t.slot: any kind
+ * but the one-connection ones (standalone, sentinel), fakes included. */
+int voters_route_by_slot(const voters_t *vs);
 /* Voter i's label ("host:port"). */
 const char *voters_label(const voters_t *vs, unsigned i);
 /* The detail of voter i's vote `why` (WHY_DOWN, WHY_DUPLICATE, WHY_BUSY)
