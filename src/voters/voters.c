@@ -326,5 +326,12 @@ void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, 
     snprintf(buf, size, "%s", v->dup_why);
     return;
   }
+  const unsigned trouble =
+      1u << WHY_DOWN | 1u << WHY_BUSY | 1u << WHY_UNACKED | 1u << WHY_QUARANTINED;
+  if (v->ops->why_trouble_only && !(trouble >> why & 1u)) {
+    if (size > 0)
+      buf[0] = '\0';
+    return;
+  }
   v->ops->why(v, why, req, buf, size);
 }
