@@ -319,18 +319,11 @@ const char *voters_label(const voters_t *vs, unsigned i) {
   return vs->voter[i]->ops->label(vs->voter[i]);
 }
 
-void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
-                size_t size) {
+void voters_why_asked(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                      size_t size) {
   const voter_t *v = vs->voter[i];
   if (why == WHY_DUPLICATE) {
     snprintf(buf, size, "%s", v->dup_why);
-    return;
-  }
-  const unsigned trouble =
-      1u << WHY_DOWN | 1u << WHY_BUSY | 1u << WHY_UNACKED | 1u << WHY_QUARANTINED;
-  if (v->ops->why_trouble_only && !(trouble >> why & 1u)) {
-    if (size > 0)
-      buf[0] = '\0';
     return;
   }
   v->ops->why(v, why, req, buf, size);
