@@ -76,12 +76,9 @@ static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint
  * key whose derived names (fence counter, release channel) cannot share
  * its slot (keyname_in_slot: a '}' without a hash tag). */
 static int check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
-  const redlock_options_t *o = &client->opts;
-  int cluster = 0;
-  for (size_t i = 0; i < o->n_nodes; i++)
-    cluster |= o->nodes[i].voter == VOTER_KIND_CLUSTER;
-  if (!cluster)
+  if (!client->has_cluster)
     return 0;
+  const redlock_options_t *o = &client->opts;
   char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
     return REDLOCK_ENOMEM;

@@ -547,6 +547,7 @@ static int client_compose(redlock_t *client, voter_t *const *fakes) {
   client->rounds.transport_arg = &client->voters;
   client->rounds.log = &client->log;
   client->rounds.pool = &client->round_pool;
+  client->rounds.skip_slots = rc == 0 && !voters_route_by_slot(&client->voters);
   client->rounds.arm_deadline = rounds_arm_deadline;
   client->rounds.settled = rounds_settled;
   client->rounds.decided = client_record_votes;
@@ -650,6 +651,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   fork_guard_init(&client->fork_guard);
   client->n_nodes = (unsigned)opts->n_nodes;
+  for (unsigned i = 0; i < client->n_nodes; i++)
+    client->has_cluster |= client->opts.nodes[i].voter == VOTER_KIND_CLUSTER;
   int votes_rc = votes_book_init(&client->votes, client->n_nodes);
   pool_init(&client->round_pool);
   list_init(&client->queue.ops);

@@ -17,6 +17,7 @@ void round_env_init(round_env_t *env) {
   list_init(&env->pending);
   env->n_pending = 0;
   env->deciding = NULL;
+  env->skip_slots = 0;
 }
 
 void round_for_caller(round_t *round, const uv_thread_t *thread) {
@@ -56,7 +57,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   round->expect_integer = p->expect_integer;
   round->kind = p->kind;
   round->replay_mask = p->kind == ROUND_RELEASE ? p->replay_mask : 0;
-  round->slot = p->key_arg > 0 && p->key_arg < p->argc
+  round->slot = !env->skip_slots && p->key_arg > 0 && p->key_arg < p->argc
                     ? keyslot(p->argv[p->key_arg], p->argv_len[p->key_arg])
                     : -1;
   round->on_decided = p->on_decided;

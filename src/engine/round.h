@@ -74,6 +74,10 @@ typedef struct round_env {
    * (NULL: plain malloc).  A round is one variable-size block (votes and the
    * formatted command), so the pool serves it by size class. */
   pool_t *pool;
+  /* 1 when no master routes by req->slot (every voter is one connection):
+   * a round then sends slot -1 and does not hash its key, which costs more
+   * than the rest of round_new.  0 (round_env_init's): hashed. */
+  int skip_slots;
   /* Reported up (owner_arg is their first argument): */
   void (*arm_deadline)(void *owner_arg, uint64_t deadline_ns); /* the FIFO's head is due then */
   void (*settled)(
@@ -86,7 +90,8 @@ typedef struct round_env {
   const struct round *deciding; /* the round whose on_decided is running, else NULL */
 } round_env_t;
 
-/* Fills in what round.c owns; the caller sets the rest (all of it). */
+/* Fills in what round.c owns (and skip_slots = 0); the caller sets the
+ * rest (all of it). */
 void round_env_init(round_env_t *env);
 /* No round has a vote pending: close may go on. */
 int round_env_idle(const round_env_t *env);
@@ -172,7 +177,8 @@ typedef struct round_params {
   uint64_t replay_mask; /* ROUND_RELEASE: the masters that may hold the key (bit i) */
   /* argv[key_arg] is the key the round is about: its hash slot goes with
    * every request (node_req_t.slot), for a voter that routes by it (a
-   * cluster).  0: none (slot -1), which a one-connection voter never needs. */
+   * cluster).  0: none (slot -1), which a one-connection voter never needs
+   * (nor is it computed with round_env_t.skip_slots). */
   int key_arg;
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
   void *ctx;

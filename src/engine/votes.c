@@ -60,7 +60,13 @@ void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
   }
   slot->entry.outcome = book->latest.outcome;
   memcpy(slot->entry.why, book->latest.why, book->n_masters);
-  for (unsigned i = 0; i < book->n_masters; i++) /* "" where the vote has no detail */
-    memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
+  /* "" where the vote has no detail: most have none, and the whole buffer
+   * is worth copying only when there is one. */
+  for (unsigned i = 0; i < book->n_masters; i++) {
+    if (book->latest.detail[i][0] == '\0')
+      slot->entry.detail[i][0] = '\0';
+    else
+      memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
+  }
   slot->written = ++book->writes;
 }

@@ -553,7 +553,7 @@ static int node_caught_up(const node_t *node) {
 /* After a request came back: fill the pipe from the backlog; a master that
  * was overloaded and has caught up votes again, and, after a reply (not on
  * a connection going down), what was kept for it goes out first. */
-static void node_after_reply(node_t *node, int got_reply) {
+static void node_after_reply_work(node_t *node, int got_reply) {
   node_drain_backlog(node);
   if (node->overloaded && node_caught_up(node)) {
     node->overloaded = 0;
@@ -563,6 +563,13 @@ static void node_after_reply(node_t *node, int got_reply) {
   }
   if (got_reply && !node->overloaded && node->n_missed_releases > 0 && node_can_write(node))
     node_replay_releases(node);
+}
+
+/* Most replies find no backlog, no overload and nothing kept: that test
+ * stays inline in the reply callbacks. */
+static inline void node_after_reply(node_t *node, int got_reply) {
+  if (!list_empty(&node->backlog) || node->overloaded || (got_reply && node->n_missed_releases > 0))
+    node_after_reply_work(node, got_reply);
   node_queue_changed(node);
 }
 
@@ -727,7 +734,7 @@ static void node_queue_ack(redisAsyncContext *ac, void *arg) {
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
-static status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
+static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   req->unacked = 0;
   req->nomem = 0;
   if (req->ack && node->ack_cmd != NULL) {

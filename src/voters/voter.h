@@ -80,6 +80,10 @@ typedef struct voter_ops {
    * "" when none; under the env mutex, any thread.  req: the vote's request
    * (a kind of many connections names the one it went to), or NULL. */
   void (*why)(const struct voter *v, int why, const node_req_t *req, char *buf, size_t size);
+  /* 1 when why gives "" for every why but WHY_DOWN, WHY_BUSY, WHY_UNACKED
+   * and WHY_QUARANTINED: voters_why then answers the others (most votes)
+   * without the call.  0: why is asked for every vote. */
+  uint8_t why_trouble_only;
   const char *(*label)(const struct voter *v); /* "host:port", for logs and stats */
   /* ---- release notifications (optional; NULL: the voter's own node) ---- */
   /* The node whose connection the voter's release subscriber follows, asked

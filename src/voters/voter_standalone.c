@@ -111,6 +111,7 @@ const voter_ops_t voter_standalone_ops = {
     .free = s_free,
     .same_server = s_same_server,
     .why = s_why,
+    .why_trouble_only = 1,
     .label = s_label,
 };
 

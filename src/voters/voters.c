@@ -304,14 +304,23 @@ void voters_free(voters_t *vs) {
   memset(vs, 0, sizeof *vs);
 }
 
+int voters_route_by_slot(const voters_t *vs) {
+  for (unsigned i = 0; i < vs->n; i++) {
+    const voter_ops_t *ops = vs->voter[i]->ops;
+    if (ops != &voter_standalone_ops && ops != &voter_sentinel_ops)
+      return 1;
+  }
+  return 0;
+}
+
 /* ---- labels and the votes book ------------------------------------------------------- */
 
 const char *voters_label(const voters_t *vs, unsigned i) {
   return vs->voter[i]->ops->label(vs->voter[i]);
 }
 
-void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
-                size_t size) {
+void voters_why_asked(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                      size_t size) {
   const voter_t *v = vs->voter[i];
   if (why == WHY_DUPLICATE) {
     snprintf(buf, size, "%s", v->dup_why);

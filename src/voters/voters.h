@@ -28,6 +28,7 @@
 #include "voters/voter_cluster.h"
 #include "voters/voter_sentinel.h"
 #include "voters/voter_standalone.h"
+#include "util/why.h"
 
 /* A connection that keeps requests waiting but sends no reply for this many
  * request timeouts is dropped (hung or paused). */
@@ -113,12 +114,31 @@ void voters_abandon(voters_t *vs);
 void voters_shutdown(voters_t *vs);
 /* Frees what voters_init made (after closed, or when never started). */
 void voters_free(voters_t *vs);
+/* 1 when some voter may route its requests by node_req_t.slot: any kind
+ * but the one-connection ones (standalone, sentinel), fakes included. */
+int voters_route_by_slot(const voters_t *vs);
 /* Voter i's label ("host:port"). */
 const char *voters_label(const voters_t *vs, unsigned i);
+/* voters_why's call when the vote may have a detail: a duplicate's, or
+ * what the voter says. */
+void voters_why_asked(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
+                      size_t size);
+/* The whys that may have a detail with voter_ops_t.why_trouble_only. */
+#define VOTERS_WHY_TROUBLE                                                                         \
+  (1u << WHY_DOWN | 1u << WHY_BUSY | 1u << WHY_UNACKED | 1u << WHY_QUARANTINED |                   \
+   1u << WHY_DUPLICATE)
 /* The detail of voter i's vote `why` (WHY_DOWN, WHY_DUPLICATE, WHY_BUSY)
  * into buf (VOTER_WHY_LEN bytes), "" for the others; under cfg->mutex.
- * req: the vote's request (a cluster voter names the primary it went to). */
-void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
-                size_t size);
+ * req: the vote's request (a cluster voter names the primary it went to).
+ * Inline: it runs for every vote of every round, and most have no detail. */
+static inline void voters_why(const voters_t *vs, unsigned i, int why, const node_req_t *req,
+                              char *buf, size_t size) {
+  if (vs->voter[i]->ops->why_trouble_only && !(VOTERS_WHY_TROUBLE >> why & 1u)) {
+    if (size > 0)
+      buf[0] = '\0';
+    return;
+  }
+  voters_why_asked(vs, i, why, req, buf, size);
+}
 
 #endif
