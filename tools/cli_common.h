@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "redlock.h"
 #include "proto/uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
+#include "redlock.h"
 
 /* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
 enum {

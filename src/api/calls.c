@@ -8,10 +8,10 @@
 
 #include "api/calls.h"
 #include "api/client.h"
+#include "api/stats.h"
+#include "engine/lock.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
-#include "engine/lock.h"
-#include "api/stats.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 

@@ -19,24 +19,24 @@
 #include <sys/types.h>
 #include <uv.h>
 
-#include "util/callmem.h"
+#include "api/stats.h"
 #include "conn/conn.h"
 #include "engine/engine.h"
+#include "engine/notify.h"
+#include "engine/op.h"
+#include "engine/round.h"
+#include "engine/votes.h"
+#include "redlock.h"
+#include "util/callmem.h"
 #include "util/forkguard.h"
 #include "util/list.h"
 #include "util/log.h"
-#include "engine/notify.h"
-#include "engine/op.h"
 #include "util/options.h"
 #include "util/pool.h"
 #include "util/ptrset.h"
 #include "util/random.h"
-#include "redlock.h"
-#include "engine/round.h"
-#include "api/stats.h"
 #include "util/timebase.h"
 #include "voters/voters.h"
-#include "engine/votes.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;
 

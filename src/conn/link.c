@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "util/backoff.h"
 #include "redlock.h"
+#include "util/backoff.h"
 
 #define LINK_MAX_FAILURES                                                                          \
   32 /* the backoff's exponent stops growing there (it is capped long before) */

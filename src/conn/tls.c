@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util/options.h"
-#include "redlock.h"
 #include "conn/resolve.h"
+#include "redlock.h"
+#include "util/options.h"
 #include "util/strutil.h"
 
 /* Files must be readable regular files and the directory a readable

@@ -34,8 +34,8 @@
 
 #include "engine/election.h"
 
-#include "util/backoff.h"
 #include "engine/lock.h"
+#include "util/backoff.h"
 #include "util/quorum.h"
 
 typedef enum {

@@ -17,15 +17,15 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "engine/notify.h"
+#include "engine/round.h"
 #include "util/callmem.h"
 #include "util/idmap.h"
 #include "util/list.h"
 #include "util/log.h"
-#include "engine/notify.h"
 #include "util/options.h"
 #include "util/ptrset.h"
 #include "util/random.h"
-#include "engine/round.h"
 #include "util/stats_core.h"
 #include "util/timebase.h"
 

@@ -6,10 +6,10 @@
  * op is queued). */
 #include <string.h>
 
-#include "proto/keyname.h"
 #include "engine/lock.h"
 #include "engine/notify.h"
 #include "engine/prims.h"
+#include "proto/keyname.h"
 #include "proto/resp.h"
 #include "proto/scripts.h"
 

@@ -7,10 +7,10 @@
  * queued). */
 #include <string.h>
 
-#include "proto/keyname.h"
 #include "engine/lock.h"
 #include "engine/notify.h"
 #include "engine/prims.h"
+#include "proto/keyname.h"
 
 /* ---- keys ------------------------------------------------------------------------ */
 

@@ -7,10 +7,10 @@
  * layout (the caller's thread, before the op is queued). */
 #include <string.h>
 
-#include "proto/keyname.h"
 #include "engine/lock.h"
 #include "engine/notify.h"
 #include "engine/prims.h"
+#include "proto/keyname.h"
 #include "proto/resp.h"
 
 /* Room for a slot number: any uint32_t in decimal. */

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/keyname.h"
 #include "engine/lock.h"
-#include "util/quorum.h"
+#include "proto/keyname.h"
 #include "proto/resp.h"
+#include "util/quorum.h"
 
 /* ---- rounds ------------------------------------------------------------------
  * The commands of each round are the lock kind's (kind.h, kind_*.c). */

@@ -16,12 +16,12 @@
 #include <uv.h>
 
 #include "engine/engine.h"
-#include "util/handle.h"
 #include "engine/notify.h"
 #include "engine/op.h"
 #include "engine/prims.h"
-#include "util/random.h"
 #include "redlock.h"
+#include "util/handle.h"
+#include "util/random.h"
 
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */

@@ -13,8 +13,8 @@
 
 #include "conn/conn.h"
 #include "conn/link.h"
-#include "redlock.h"
 #include "proto/reply.h"
+#include "redlock.h"
 
 typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
 

@@ -18,12 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/callmem.h"
 #include "engine/kind.h"
-#include "util/names.h" /* FENCE_KEY_PREFIX, NOTIFY_CHANNEL_PREFIX */
-#include "util/random.h"
 #include "engine/round.h"
 #include "proto/scripts.h"
+#include "util/callmem.h"
+#include "util/names.h" /* FENCE_KEY_PREFIX, NOTIFY_CHANNEL_PREFIX */
+#include "util/random.h"
 
 struct op_acquire;
 struct engine;

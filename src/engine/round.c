@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/clock.h"
 #include "proto/keyslot.h"
-#include "redlock.h"
 #include "proto/reply.h"
 #include "proto/resp.h"
+#include "redlock.h"
+#include "util/clock.h"
 
 void round_env_init(round_env_t *env) {
   list_init(&env->pending);

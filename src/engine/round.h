@@ -17,18 +17,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "util/list.h"
-#include "util/log.h"
-#include "voters/node.h"
-#include "util/pool.h"
-#include "util/quorum.h"
-#include "redlock.h"
 #include "proto/reply.h"
 #include "proto/scripts.h"
+#include "redlock.h"
+#include "util/list.h"
+#include "util/log.h"
+#include "util/pool.h"
+#include "util/quorum.h"
 #include "util/stats_core.h"
 #include "util/status.h"
 #include "util/timebase.h"
 #include "util/why.h"
+#include "voters/node.h"
 
 struct round;
 

@@ -8,11 +8,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "redlock.h"
 #include "conn/resolve.h"
+#include "conn/tls.h"
+#include "redlock.h"
 #include "util/status.h"
 #include "util/strutil.h"
-#include "conn/tls.h"
 
 static int fail(char *err_msg, size_t err_len, const char *fmt, ...) {
   if (err_msg != NULL && err_len > 0) {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/strutil.h"
 #include "conn/tls.h"
+#include "util/strutil.h"
 
 void options_set_defaults(struct redlock_options *opts) {
   memset(opts, 0, sizeof *opts);

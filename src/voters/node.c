@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "conn/conn.h"
-#include "redlock.h"
 #include "proto/reply.h"
 #include "proto/scripts.h"
+#include "redlock.h"
 #include "util/strutil.h"
 
 static void node_fail_backlog(node_t *node);

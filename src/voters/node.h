@@ -16,17 +16,17 @@
 #include <uv.h>
 
 #include "conn/conn.h"
-#include "proto/info.h"
 #include "conn/link.h"
+#include "conn/resolve.h"
+#include "proto/info.h"
+#include "proto/uri.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/quarantine.h"
 #include "util/random.h"
-#include "conn/resolve.h"
 #include "util/stats_core.h"
 #include "util/status.h"
 #include "util/timebase.h"
-#include "proto/uri.h"
 
 struct redisAsyncContext;
 struct redisReply;

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "voters/node.h" /* node_req_t, NODE_DOWN_WHY_LEN */
 #include "util/status.h"
+#include "voters/node.h" /* node_req_t, NODE_DOWN_WHY_LEN */
 
 struct voter;
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "redlock.h"
 #include "proto/reply.h"
+#include "redlock.h"
 #include "util/why.h"
 
 #define SWITCH_CHANNEL "+switch-master"

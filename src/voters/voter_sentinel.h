@@ -19,8 +19,8 @@
 #define REDLOCK_VOTER_SENTINEL_H
 
 #include "conn/link.h"
-#include "voters/node.h"
 #include "proto/sentinel_reply.h"
+#include "voters/node.h"
 #include "voters/voter.h"
 
 #define VOTER_SENTINEL_LABEL_LEN (RESOLVE_ADDR_LEN + 8) /* "[v6]:port" of a sentinel */

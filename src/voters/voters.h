@@ -20,15 +20,15 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "util/log.h"
-#include "voters/node.h"
 #include "engine/notify.h"
 #include "engine/round.h"
+#include "util/log.h"
+#include "util/why.h"
+#include "voters/node.h"
 #include "voters/voter.h"
 #include "voters/voter_cluster.h"
 #include "voters/voter_sentinel.h"
 #include "voters/voter_standalone.h"
-#include "util/why.h"
 
 /* A connection that keeps requests waiting but sends no reply for this many
  * request timeouts is dropped (hung or paused). */

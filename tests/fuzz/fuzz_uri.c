@@ -31,8 +31,8 @@
 #include <string.h>
 
 #include "fuzz_targets.h"
-#include "redlock.h"
 #include "proto/uri.h"
+#include "redlock.h"
 
 static int is_zero(const void *p, size_t n) {
   const unsigned char *b = p;
@@ -73,8 +73,8 @@ static const struct {
   voter_kind_t voter;
   int tls;
 } schemes[] = {
-    {"redis://", VOTER_KIND_STANDALONE, 0},        {"rediss://", VOTER_KIND_STANDALONE, 1},
-    {"unix://", VOTER_KIND_STANDALONE, 0},         {"redis-sentinel://", VOTER_KIND_SENTINEL, 0},
+    {"redis://", VOTER_KIND_STANDALONE, 0},         {"rediss://", VOTER_KIND_STANDALONE, 1},
+    {"unix://", VOTER_KIND_STANDALONE, 0},          {"redis-sentinel://", VOTER_KIND_SENTINEL, 0},
     {"rediss-sentinel://", VOTER_KIND_SENTINEL, 1}, {"redis-cluster://", VOTER_KIND_CLUSTER, 0},
     {"rediss-cluster://", VOTER_KIND_CLUSTER, 1},
 };
@@ -122,8 +122,8 @@ static void append_params(char *buf, size_t cap, size_t *o, const node_addr_t *a
   if (a->ack.mode == ACK_WAIT)
     *o += (size_t)snprintf(buf + *o, cap - *o, "%cwait=%d", sep, a->ack.replicas), sep = '&';
   if (a->ack.mode == ACK_WAITAOF)
-    *o += (size_t)snprintf(buf + *o, cap - *o, "%cwaitaof=%d,%d", sep, a->ack.local,
-                           a->ack.replicas),
+    *o +=
+        (size_t)snprintf(buf + *o, cap - *o, "%cwaitaof=%d,%d", sep, a->ack.local, a->ack.replicas),
         sep = '&';
   if (a->ack.timeout_ms != 0)
     *o += (size_t)snprintf(buf + *o, cap - *o, "%cwait_ms=%u", sep, a->ack.timeout_ms), sep = '&';
@@ -254,8 +254,7 @@ static void check_parsed(const char *uri, int k, const node_addr_t *a) {
   FUZZ_CHECK(a->user == NULL || a->password != NULL);
   check_ack(&a->ack);
   if (a->voter != VOTER_KIND_SENTINEL)
-    FUZZ_CHECK(a->master_name == NULL && a->sentinel_user == NULL &&
-               a->sentinel_password == NULL);
+    FUZZ_CHECK(a->master_name == NULL && a->sentinel_user == NULL && a->sentinel_password == NULL);
   FUZZ_CHECK(nonempty_or_null(a->sentinel_user) && nonempty_or_null(a->sentinel_password));
 
   if (strcmp(schemes[k].scheme, "unix://") == 0) {

@@ -13,8 +13,8 @@
 
 #include "api/client.h"
 #include "proto/keyname.h"
-#include "util/names.h"
 #include "redlock_uv.h"
+#include "util/names.h"
 
 static void log_cb(int level, const char *msg, void *arg) {
   (void)level;

@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "redlock.h"
 #include "proto/resp.h"
+#include "redlock.h"
 
 static void on_report(void *arg, node_t *node, node_event_t ev, const char *what,
                       const char *detail) {

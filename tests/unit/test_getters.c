@@ -19,8 +19,8 @@
 
 #include "unit_support.h"
 
-#include "util/options.h"
 #include "redlock.h"
+#include "util/options.h"
 
 static const int map_codes[] = {
 #define XX(name, value, msg) REDLOCK_##name,

@@ -16,10 +16,10 @@
 
 #include "unit_support.h"
 
+#include "engine/prims.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
 #include "util/names.h"
-#include "engine/prims.h"
 
 /* The prefixes and suffixes the library builds names with (kind_*.c,
  * lock.c). */

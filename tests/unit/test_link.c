@@ -16,12 +16,12 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "util/backoff.h"
-#include "fake_clock.h"
 #include "conn/link.h"
+#include "fake_clock.h"
 #include "mock_master.h"
-#include "util/options.h"
 #include "redlock.h"
+#include "util/backoff.h"
+#include "util/options.h"
 
 /* fake_clock.c's libuv wrappers (for the engine's tests, linked with --wrap)
  * name libuv's own functions; this test has no --wrap, so they are these. */

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "api/client.h"
-#include "engine_fixture.h"
 #include "engine/lock.h"
+#include "engine_fixture.h"
 #include "redlock_uv.h"
 
 #define TTL_MS 10000

@@ -19,11 +19,11 @@
 #include <cmocka.h>
 
 #include "api/client.h"
+#include "engine/notify.h"
 #include "engine_fixture.h"
 #include "fault_timebase.h"
-#include "util/names.h"
-#include "engine/notify.h"
 #include "unit_support.h"
+#include "util/names.h"
 
 #define TTL_MS 10000
 #define DRIFT_MS (TTL_MS / 100 + 2)

@@ -14,11 +14,11 @@
 
 #include <cmocka.h>
 
-#include "util/clock.h"
 #include "node_fixture.h"
-#include "redlock.h"
-#include "util/replypool.h"
 #include "proto/resp.h"
+#include "redlock.h"
+#include "util/clock.h"
+#include "util/replypool.h"
 
 static void start_ready(nf_t *f) {
   nf_start(f);

@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "node_fixture.h"
 #include "engine/notify.h"
+#include "node_fixture.h"
 
 #define CH1 NOTIFY_CHANNEL_PREFIX "k1"
 #define CH2 NOTIFY_CHANNEL_PREFIX "k2"

@@ -25,8 +25,8 @@
 
 #include "unit_support.h"
 
-#include "util/options.h"
 #include "redlock.h"
+#include "util/options.h"
 
 static int setup(void **state) {
   redlock_options_t *opts = redlock_options_new();

@@ -30,12 +30,12 @@
 
 #include "unit_support.h"
 
-#include "util/clock.h"
-#include "proto/keyslot.h"
 #include "engine/lock.h"
 #include "engine/prims.h"
-#include "redlock.h"
+#include "proto/keyslot.h"
 #include "proto/scripts.h"
+#include "redlock.h"
+#include "util/clock.h"
 
 #define BOGUS_LOCK ((redlock_lock_t *)(uintptr_t)0x1000) /* never dereferenced */
 

@@ -14,9 +14,9 @@
 
 #include <cmocka.h>
 
+#include "engine/round.h"
 #include "fake_transport.h"
 #include "proto/keyslot.h"
-#include "engine/round.h"
 #include "proto/scripts.h"
 
 #define N 5

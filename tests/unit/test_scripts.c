@@ -25,8 +25,8 @@
 
 #include "../support/sha1.h"
 #include "../support/test_io.h"
-#include "util/names.h"
 #include "proto/scripts.h"
+#include "util/names.h"
 
 #ifndef REDLOCK_LUA_DIR
 #error "REDLOCK_LUA_DIR must name src/lua"

@@ -24,8 +24,8 @@
 
 #include "unit_support.h"
 
-#include "redlock.h"
 #include "proto/uri.h"
+#include "redlock.h"
 
 static void assert_addr_zero(const node_addr_t *a) {
   assert_int_equal(a->kind, 0);

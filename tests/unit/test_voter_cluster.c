@@ -20,8 +20,8 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "proto/keyslot.h"
 #include "node_fixture.h"
+#include "proto/keyslot.h"
 #include "voters/voter_cluster.h"
 
 typedef struct {
