@@ -8,10 +8,10 @@
 
 #include "api/calls.h"
 #include "api/client.h"
+#include "api/stats.h"
+#include "engine/lock.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
-#include "engine/lock.h"
-#include "api/stats.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
@@ -81,6 +81,10 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
   for (size_t i = 0; i < o->n_nodes; i++)
     cluster |= o->nodes[i].voter == VOTER_KIND_CLUSTER;
   if (!cluster)
+    return 0;
+  /* One resource with no '}' (the usual lock): nothing to hash or refuse. */
+  if (n == 1 && memchr(o->key_prefix, '}', o->key_prefix_len) == NULL &&
+      strchr(resources[0], '}') == NULL)
     return 0;
   char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
