@@ -52,9 +52,9 @@ typedef struct notify {
   /* Optional (owner, set after notify_init): the master whose connection
    * master i's subscriber follows (its address, and the IP its lookup
    * found), asked before each connection attempt; NULL: nodes[i].  A
-   * cluster voter names one of its primaries that is up: the cluster bus
-   * carries a PUBLISH to every node, so a subscription at any of them hears
-   * every release. */
+   * cluster voter of servers without shard channels names one of its
+   * primaries that is up: the cluster bus carries a PUBLISH to every node,
+   * so a subscription at any of them hears every release. */
   const node_t *(*via)(void *via_arg, unsigned i);
   /* Optional (owner, set after notify_init): whether master i announces on
    * shard channels (1; *node: the node whose server holds `slot`, the
