@@ -44,7 +44,8 @@ typedef struct {
  *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
  *   src/engine/prims.c         EVALSHA (semaphores, read-write locks)
  *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
- *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits)
+ *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
+ *                       SUNSUBSCRIBE (a cluster's shard channels)
  *   src/voters/voter_cluster.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map), ASKING
  *                       (after an -ASK), PING (a primary's handshake)
  *   src/lua/ (scripts)  what the scripts call: grep 'redis.call("' src/lua
@@ -64,6 +65,8 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"EVAL", WHEN_ALWAYS, 0, {"EVAL", "return 0", "2", "{key}", "{fence}", "{value}", "10000"}},
     {"SUBSCRIBE", WHEN_ALWAYS, 1, {"SUBSCRIBE", "{channel}"}},
     {"UNSUBSCRIBE", WHEN_ALWAYS, 1, {"UNSUBSCRIBE", "{channel}"}},
+    {"SSUBSCRIBE", WHEN_CLUSTER, 1, {"SSUBSCRIBE", "{channel}"}},
+    {"SUNSUBSCRIBE", WHEN_CLUSTER, 1, {"SUNSUBSCRIBE", "{channel}"}},
     {"WAIT", WHEN_WAIT, 0, {"WAIT", "{r}", "{t}"}},
     {"WAITAOF", WHEN_WAITAOF, 0, {"WAITAOF", "{l}", "{r}", "{t}"}},
     {"CLUSTER SHARDS", WHEN_CLUSTER, 0, {"CLUSTER", "SHARDS"}},
@@ -83,6 +86,8 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"TIME, in scripts", WHEN_ALWAYS, 0, {"TIME"}},
     /* A refused PUBLISH fails the release script itself: not optional. */
     {"PUBLISH, in scripts", WHEN_ALWAYS, 0, {"PUBLISH", "{channel}", ""}},
+    /* A refused SPUBLISH falls back to PUBLISH (heard by no shard subscriber). */
+    {"SPUBLISH, in scripts", WHEN_CLUSTER, 1, {"SPUBLISH", "{channel}", ""}},
     {"ZADD, in scripts", WHEN_ALWAYS, 0, {"ZADD", "{key}", "1", "{value}"}},
     {"ZCARD, in scripts", WHEN_ALWAYS, 0, {"ZCARD", "{key}"}},
     {"ZRANGE, in scripts", WHEN_ALWAYS, 0, {"ZRANGE", "{key}", "0", "-1"}},

@@ -79,6 +79,10 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
   if (!client->has_cluster)
     return 0;
   const redlock_options_t *o = &client->opts;
+  /* One resource with no '}' (the usual lock): nothing to hash or refuse. */
+  if (n == 1 && memchr(o->key_prefix, '}', o->key_prefix_len) == NULL &&
+      strchr(resources[0], '}') == NULL)
+    return 0;
   char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
     return REDLOCK_ENOMEM;

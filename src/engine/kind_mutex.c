@@ -216,9 +216,9 @@ static round_t *mutex_release(engine_t *engine, const prim_t *prim, char *const 
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
-  argv_push(&a, announce ? "1" : "0", 1);
   for (size_t i = 0; announce && i < n_keys; i++)
     argv_push(&a, prim->channels[i], prim->channel_lens[i]);
+  argv_push(&a, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
   return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
                                                      .argv = a.argv,
                                                      .argv_len = a.len,

@@ -4,7 +4,26 @@
  * UNSUBSCRIBING.  hiredis forgets a channel's callback when an UNSUBSCRIBE
  * confirmation arrives, even if a new SUBSCRIBE for it was sent meanwhile, so
  * we never send one while the other is unconfirmed: a channel wanted again
- * while UNSUBSCRIBING is re-subscribed when the confirmation comes. */
+ * while UNSUBSCRIBING is re-subscribed when the confirmation comes.
+ *
+ * Shard channels (a shard subscriber): hiredis (0.14 to 1.2) knows
+ * SUBSCRIBE but not SSUBSCRIBE.  It hands a push to a callback by channel
+ * name only for a channel it saw SUBSCRIBEd, and it would queue SSUBSCRIBE,
+ * on a subscribed context, as an ordinary command waiting for a reply that
+ * is not a push, which never comes.  So a shard subscription is made in two
+ * steps, each waiting for the server's answer:
+ *   SUBSCRIBING:  SUBSCRIBE ch (a plain one: hiredis learns the name, so
+ *                 the channel's "ssubscribe", "smessage" and "sunsubscribe"
+ *                 come to our callback; it also hears a PUBLISH on ch,
+ *                 harmless, and how an older client's release still wakes)
+ *   SSUBSCRIBING: SSUBSCRIBE ch, queued as if the context were not
+ *                 subscribed: its callback takes the next reply, whatever it
+ *                 is (every callback of the connection is this file's one,
+ *                 which reads what a reply is, so that is harmless)
+ * and ended in two: SUNSUBSCRIBING (SUNSUBSCRIBE ch, queued the same way),
+ * then UNSUBSCRIBING (UNSUBSCRIBE ch).  One step is out at a time on a
+ * shard subscriber (sub->busy), so that hiredis's own bookkeeping of the
+ * plain confirmations never meets a reply taken by such a callback. */
 #include "engine/notify.h"
 
 #include <hiredis/hiredis.h>
@@ -13,10 +32,18 @@
 
 #include "conn/conn.h"
 #include "conn/link.h"
+#include "proto/keyslot.h"
 #include "proto/reply.h"
 #include "redlock.h"
 
-typedef enum { SUB_NONE = 0, SUB_SUBSCRIBING, SUB_SUBSCRIBED, SUB_UNSUBSCRIBING } sub_state_t;
+typedef enum {
+  SUB_NONE = 0,
+  SUB_SUBSCRIBING,
+  SUB_SUBSCRIBED,
+  SUB_UNSUBSCRIBING,
+  SUB_SSUBSCRIBING,  /* a shard subscriber's second step */
+  SUB_SUNSUBSCRIBING /* a shard subscriber's first step of the end */
+} sub_state_t;
 
 /* A semaphore's release is announced by every master, each message carrying
  * the permit's value: the last RECENT_RELEASES values seen tell a new release
@@ -34,6 +61,7 @@ typedef struct {
 } recent_t;
 
 struct notify_channel {
+  notify_t *n;      /* const */
   list_node_t link; /* n->channels */
   list_node_t waiters;
   unsigned n_waiters;
@@ -44,14 +72,28 @@ struct notify_channel {
   recent_t *recent;        /* NOTIFY_WAKE_EACH: the last releases seen */
   char *name;
   size_t name_len;
-  uint8_t state[]; /* sub_state_t per master */
+  int slot; /* const: the name's hash slot (a shard channel's primary holds it) */
+  /* Per master: where its subscription is (sub_state_t), and the subscriber
+   * carrying it (set while not SUB_NONE). */
+  struct {
+    uint8_t state;
+    notify_subscriber_t *sub;
+  } at[];
 };
 
-/* One master's subscriber connection (loop thread). */
+/* A subscriber connection (loop thread): a master's plain-channel one
+ * (n->subscribers[index]), or a shard subscriber of master `index` at one
+ * primary of its cluster (n->shard_subs). */
 struct notify_subscriber {
-  notify_t *n;    /* const */
-  unsigned index; /* const: its master */
-  link_t link;    /* link.c's: connect, AUTH, timeouts, backoff; connected on demand */
+  notify_t *n;          /* const */
+  unsigned index;       /* const: its master */
+  const node_t *shard;  /* const: a shard subscriber's node (it follows its address and
+                         * IP), NULL for a plain one */
+  list_node_t in_shard; /* n->shard_subs, for a shard subscriber */
+  /* A shard subscriber's channel whose step is out (NULL: none); reset
+   * with the connection. */
+  notify_channel_t *busy;
+  link_t link; /* link.c's: connect, AUTH, timeouts, backoff; connected on demand */
 };
 
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata);
@@ -72,7 +114,7 @@ static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
   if (channel->n_waiters > 0 || channel->busy > 0)
     return;
   for (unsigned i = 0; i < n->n_nodes; i++)
-    if (channel->state[i] != SUB_NONE)
+    if (channel->at[i].state != SUB_NONE)
       return;
   list_remove(&channel->link);
   free(channel->recent);
@@ -80,9 +122,12 @@ static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
   free(channel);
 }
 
-/* Points master i's subscriber at the connection it follows (n->via). */
+/* Points master i's subscriber at the connection it follows (n->via; a
+ * shard subscriber stays at its node). */
 static void subscriber_aim(notify_subscriber_t *sub) {
   notify_t *n = sub->n;
+  if (sub->shard != NULL)
+    return;
   const node_t *node = n->via != NULL ? n->via(n->via_arg, sub->index) : NULL;
   if (node == NULL)
     node = &n->nodes[sub->index];
@@ -90,10 +135,46 @@ static void subscriber_aim(notify_subscriber_t *sub) {
   sub->link.cfg.ip_from = &node->link;
 }
 
+static notify_subscriber_t *shard_subscriber(notify_t *n, unsigned index, const node_t *node);
+
+/* The subscriber that is to carry master `index`'s subscription of the
+ * channel: the master's own, or, for shard channels, the one at the
+ * primary of the channel's slot; NULL when there is none now. */
+static notify_subscriber_t *subscriber_for(notify_t *n, notify_channel_t *channel, unsigned index) {
+  const node_t *node = NULL;
+  if (n->shard_via == NULL || n->shard_via(n->via_arg, index, channel->slot, &node) == 0)
+    return &n->subscribers[index];
+  return node != NULL ? shard_subscriber(n, index, node) : NULL;
+}
+
+/* A shard command (SSUBSCRIBE, SUNSUBSCRIBE), queued as if the context
+ * were not subscribed (see the top of the file).  1 when queued. */
+static int shard_command(notify_subscriber_t *sub, const char *cmd,
+                         const notify_channel_t *channel) {
+  redisAsyncContext *ac = sub->link.ac;
+  int subscribed = ac->c.flags & REDIS_SUBSCRIBED;
+  ac->c.flags &= ~REDIS_SUBSCRIBED;
+  int rc =
+      redisAsyncCommand(ac, pubsub_reply_cb, sub, "%s %b", cmd, channel->name, channel->name_len);
+  ac->c.flags |= subscribed;
+  return rc == REDIS_OK;
+}
+
+static int plain_command(notify_subscriber_t *sub, const char *cmd,
+                         const notify_channel_t *channel) {
+  return redisAsyncCommand(sub->link.ac, pubsub_reply_cb, sub, "%s %b", cmd, channel->name,
+                           channel->name_len) == REDIS_OK;
+}
+
 /* Brings one master's subscription in line with whether anyone waits. */
 static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
-  notify_subscriber_t *sub = &n->subscribers[index];
   int wanted = channel->n_waiters > 0;
+  notify_subscriber_t *sub = channel->at[index].sub;
+  if (channel->at[index].state == SUB_NONE) {
+    if (!wanted || n->closing || (sub = subscriber_for(n, channel, index)) == NULL)
+      return;
+    channel->at[index].sub = sub;
+  }
   if (sub->link.state == LINK_DOWN) {
     if (wanted && link_idle(&sub->link)) {
       subscriber_aim(sub);
@@ -101,17 +182,36 @@ static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index)
     }
     return;
   }
-  redisAsyncContext *ac = sub->link.ac;
-  if (ac == NULL)
-    return;
-  if (wanted && channel->state[index] == SUB_NONE) {
-    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "SUBSCRIBE %b", channel->name,
-                          channel->name_len) == REDIS_OK)
-      channel->state[index] = SUB_SUBSCRIBING;
-  } else if (!wanted && channel->state[index] == SUB_SUBSCRIBED) {
-    if (redisAsyncCommand(ac, pubsub_reply_cb, sub, "UNSUBSCRIBE %b", channel->name,
-                          channel->name_len) == REDIS_OK)
-      channel->state[index] = SUB_UNSUBSCRIBING;
+  if (sub->link.ac == NULL || (sub->busy != NULL && sub->busy != channel))
+    return; /* a shard subscriber's step is out: this channel's turn comes after */
+  int shard = sub->shard != NULL;
+  if (wanted && channel->at[index].state == SUB_NONE) {
+    if (plain_command(sub, "SUBSCRIBE", channel)) {
+      channel->at[index].state = SUB_SUBSCRIBING;
+      if (shard)
+        sub->busy = channel;
+    }
+  } else if (!wanted && channel->at[index].state == SUB_SUBSCRIBED) {
+    if (shard ? shard_command(sub, "SUNSUBSCRIBE", channel)
+              : plain_command(sub, "UNSUBSCRIBE", channel)) {
+      channel->at[index].state = shard ? SUB_SUNSUBSCRIBING : SUB_UNSUBSCRIBING;
+      if (shard)
+        sub->busy = channel;
+    }
+  }
+}
+
+/* A shard subscriber's step is over: the next channel that needs one. */
+static void shard_next(notify_subscriber_t *sub) {
+  notify_t *n = sub->n;
+  unsigned i = sub->index;
+  for (list_node_t *it = n->channels.next; it != &n->channels && sub->busy == NULL;) {
+    notify_channel_t *channel = list_entry(it, notify_channel_t, link);
+    it = it->next;
+    int wanted = channel->n_waiters > 0;
+    if ((channel->at[i].sub == sub && channel->at[i].state == SUB_SUBSCRIBED && !wanted) ||
+        (channel->at[i].state == SUB_NONE && wanted && subscriber_for(n, channel, i) == sub))
+      channel_sync(n, channel, i);
   }
 }
 
@@ -233,9 +333,13 @@ static void subscriber_reset(notify_subscriber_t *sub) {
   for (list_node_t *it = n->channels.next; it != &n->channels;) {
     notify_channel_t *channel = list_entry(it, notify_channel_t, link);
     it = it->next;
-    channel->state[sub->index] = SUB_NONE;
+    if (channel->at[sub->index].sub == sub) {
+      channel->at[sub->index].state = SUB_NONE;
+      channel->at[sub->index].sub = NULL;
+    }
     channel_maybe_free(n, channel);
   }
+  sub->busy = NULL;
 }
 
 static int any_waiters(notify_t *n) {
@@ -245,13 +349,30 @@ static int any_waiters(notify_t *n) {
   return 0;
 }
 
-/* The backoff ran out: try again only while someone waits. */
+/* The backoff ran out: try again only while someone waits.  A shard
+ * subscriber's channels may belong to other primaries by now: each goes
+ * where its slot is, and this one reconnects only if some stay here. */
 static int subscriber_want_retry(void *arg) {
   notify_subscriber_t *sub = arg;
-  if (sub->n->closing || !any_waiters(sub->n))
+  notify_t *n = sub->n;
+  if (n->closing || !any_waiters(n))
     return 0;
-  subscriber_aim(sub); /* a cluster's subscriber may go on to another node */
-  return 1;
+  if (sub->shard == NULL) {
+    subscriber_aim(sub); /* a cluster's subscriber may go on to another node */
+    return 1;
+  }
+  int here = 0;
+  for (list_node_t *it = n->channels.next; it != &n->channels;) {
+    notify_channel_t *channel = list_entry(it, notify_channel_t, link);
+    it = it->next;
+    if (channel->n_waiters == 0 || channel->at[sub->index].state != SUB_NONE)
+      continue;
+    if (subscriber_for(n, channel, sub->index) == sub)
+      here = 1; /* subscribed by the handshake */
+    else
+      channel_sync(n, channel, sub->index);
+  }
+  return here;
 }
 
 /* The subscriptions are queued behind AUTH, in the same round trip; the
@@ -261,8 +382,14 @@ static status_t subscriber_handshake(link_t *link, void *arg) {
   notify_subscriber_t *sub = arg;
   notify_t *n = sub->n;
   (void)link;
-  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
-    channel_sync(n, list_entry(it, notify_channel_t, link), sub->index);
+  for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next) {
+    notify_channel_t *channel = list_entry(it, notify_channel_t, link);
+    /* Only the channels that are to be here (another subscriber of the
+     * master may carry the rest). */
+    if (channel->at[sub->index].state == SUB_NONE && channel->n_waiters > 0 &&
+        subscriber_for(n, channel, sub->index) == sub)
+      channel_sync(n, channel, sub->index);
+  }
   return ST_OK;
 }
 
@@ -273,9 +400,9 @@ static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int lev
   (void)level;
   if (ev == LINK_EV_DOWN) {
     log_write(n->env->log, link->failures == 0 ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
-              "master %s: release notifications unavailable (%s%s%s); waiters poll meanwhile",
-              link->cfg.addr->label, what, detail != NULL ? ": " : "",
-              detail != NULL ? detail : "");
+              "%s %s: release notifications unavailable (%s%s%s); waiters poll meanwhile",
+              sub->shard != NULL ? "primary" : "master", link->cfg.addr->label, what,
+              detail != NULL ? ": " : "", detail != NULL ? detail : "");
   } else if (ev == LINK_EV_RETRY) {
     subscriber_reset(sub);
   } else if (ev == LINK_EV_CLOSED) {
@@ -314,6 +441,66 @@ void notify_announce(notify_t *n, const char *name, size_t len, const char *payl
     channel_announced(n, channel, payload, payload_len);
 }
 
+/* The subscription of master i is confirmed. */
+static void subscribed(notify_t *n, notify_channel_t *channel, unsigned i) {
+  channel->at[i].state = SUB_SUBSCRIBED;
+  if (channel->n_waiters == 0) {
+    channel_sync(n, channel, i);
+  } else if (!channel->confirmed) {
+    /* A release between a waiter's failed attempt and this subscription
+     * was missed: the waiters try once more now. */
+    channel->confirmed = 1;
+    channel_wake(n, channel);
+  }
+}
+
+static void unsubscribed(notify_t *n, notify_channel_t *channel, unsigned i) {
+  channel->at[i].state = SUB_NONE;
+  channel->at[i].sub = NULL;
+  channel_sync(n, channel, i);
+  channel_maybe_free(n, channel);
+}
+
+/* A shard subscriber's answer for the channel (kind: what it is): the
+ * next step, and once the channel's steps are over, the next channel's. */
+static void shard_step(notify_subscriber_t *sub, notify_channel_t *channel, pubsub_kind_t kind) {
+  notify_t *n = sub->n;
+  unsigned i = sub->index;
+  uint8_t state = channel->at[i].state;
+  if (kind == PUBSUB_SUNSUBSCRIBE && (state == SUB_SUBSCRIBED || state == SUB_SSUBSCRIBING)) {
+    /* Unasked: the channel's slot moved to another primary. */
+    link_fail(&sub->link, REDLOCK_LOG_INFO, "shard subscription ended",
+              "the channel's slot moved to another primary");
+    return;
+  }
+  if (sub->busy != channel)
+    return;
+  channel->busy++; /* waking may unregister its last waiter */
+  if (kind == PUBSUB_SUBSCRIBE && state == SUB_SUBSCRIBING) {
+    if (shard_command(sub, "SSUBSCRIBE", channel))
+      channel->at[i].state = SUB_SSUBSCRIBING;
+    else
+      link_fail(&sub->link, REDLOCK_LOG_WARN, "cannot subscribe", "out of memory");
+  } else if (kind == PUBSUB_SSUBSCRIBE && state == SUB_SSUBSCRIBING) {
+    sub->busy = NULL;
+    subscribed(n, channel, i);
+  } else if (kind == PUBSUB_SUNSUBSCRIBE && state == SUB_SUNSUBSCRIBING) {
+    if (plain_command(sub, "UNSUBSCRIBE", channel))
+      channel->at[i].state = SUB_UNSUBSCRIBING;
+    else
+      link_fail(&sub->link, REDLOCK_LOG_WARN, "cannot unsubscribe", "out of memory");
+  } else if (kind == PUBSUB_UNSUBSCRIBE && state == SUB_UNSUBSCRIBING) {
+    sub->busy = NULL;
+    channel->at[i].state = SUB_NONE;
+    channel->at[i].sub = NULL;
+    channel_sync(n, channel, i);
+  }
+  channel->busy--;
+  channel_maybe_free(n, channel);
+  if (sub->busy == NULL)
+    shard_next(sub);
+}
+
 /* Every subscription reply and message arrives here (privdata = subscriber). */
 static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   notify_subscriber_t *sub = privdata;
@@ -321,8 +508,18 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   const char *name;
   size_t name_len;
   pubsub_kind_t kind;
-  if (reply == NULL || sub->link.ac != ac ||
-      (kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
+  if (reply == NULL || sub->link.ac != ac)
+    return;
+  if (sub->shard != NULL && reply->type == REDIS_REPLY_ERROR) {
+    /* Its step was refused: the slot is not here (MOVED), the cluster is
+     * down, the server cannot.  Subscribed again, each channel where the
+     * map then says, after the backoff. */
+    if (sub->n->shard_refused != NULL && reply->str != NULL)
+      sub->n->shard_refused(sub->n->via_arg, sub->index, reply->str, reply->len);
+    link_fail(&sub->link, REDLOCK_LOG_INFO, "shard subscription refused", reply->str);
+    return;
+  }
+  if ((kind = reply_pubsub(reply, &name, &name_len)) == PUBSUB_OTHER)
     return;
   notify_t *n = sub->n;
   link_replied(&sub->link);
@@ -335,24 +532,47 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     size_t payload_len = 0;
     (void)reply_pubsub_payload(reply, &payload, &payload_len); /* untouched when none */
     channel_announced(n, channel, payload, payload_len);
-  } else if (kind == PUBSUB_SUBSCRIBE) {
-    channel->state[i] = SUB_SUBSCRIBED;
-    if (channel->n_waiters == 0) {
-      channel_sync(n, channel, i);
-    } else if (!channel->confirmed) {
-      /* A release between a waiter's failed attempt and this subscription
-       * was missed: the waiters try once more now. */
-      channel->confirmed = 1;
-      channel_wake(n, channel);
-    }
-  } else if (kind == PUBSUB_UNSUBSCRIBE) {
-    channel->state[i] = SUB_NONE;
-    channel_sync(n, channel, i);
-    channel_maybe_free(n, channel);
+    return;
   }
+  if (channel->at[i].sub != sub)
+    return; /* not this subscriber's (any more) */
+  if (sub->shard != NULL)
+    shard_step(sub, channel, kind);
+  else if (kind == PUBSUB_SUBSCRIBE && channel->at[i].state == SUB_SUBSCRIBING)
+    subscribed(n, channel, i);
+  else if (kind == PUBSUB_UNSUBSCRIBE && channel->at[i].state == SUB_UNSUBSCRIBING)
+    unsubscribed(n, channel, i);
 }
 
 /* ---- waiters ----------------------------------------------------------------------- */
+
+/* A subscriber of master index that follows node's address (and the IP
+ * its lookup found). */
+static void subscriber_setup(notify_t *n, notify_subscriber_t *sub, unsigned index,
+                             const node_t *node) {
+  const node_env_t *env = n->env;
+  link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
+  sub->n = n;
+  sub->index = index;
+  link_init(&sub->link,
+            &(link_cfg_t){
+                .addr = &node->addr,
+                .tb = env->tb,
+                .log = env->log,
+                .role = sub->shard != NULL ? "shard subscriber to primary" : "subscriber to master",
+                .connect_timeout_ms = &env->connect_timeout_ms,
+                .backoff_base_ms = NODE_BACKOFF_BASE_MS,
+                .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
+                .stable_ms = 0, /* any subscription made resets the backoff */
+                .ip_from = &node->link,
+                .handshake = subscriber_handshake,
+                .want_retry = subscriber_want_retry,
+                .event = subscriber_on_link,
+                .arg = sub,
+            });
+  /* A link without a timer stays down: its waiters poll. */
+  (void)link_attach(&sub->link, &io);
+}
 
 static int subscribers_init(notify_t *n) {
   if (n->subscribers != NULL)
@@ -360,31 +580,29 @@ static int subscribers_init(notify_t *n) {
   n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
   if (n->subscribers == NULL)
     return REDLOCK_ENOMEM;
-  const node_env_t *env = n->env;
-  link_io_t io = {.loop = env->loop, .flusher = env->flusher, .tls = env->tls, .rng = env->rng};
-  for (unsigned i = 0; i < n->n_nodes; i++) {
-    notify_subscriber_t *sub = &n->subscribers[i];
-    sub->n = n;
-    sub->index = i;
-    link_init(&sub->link, &(link_cfg_t){
-                              .addr = &n->nodes[i].addr,
-                              .tb = env->tb,
-                              .log = env->log,
-                              .role = "subscriber to master",
-                              .connect_timeout_ms = &env->connect_timeout_ms,
-                              .backoff_base_ms = NODE_BACKOFF_BASE_MS,
-                              .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
-                              .stable_ms = 0, /* any subscription made resets the backoff */
-                              .ip_from = &n->nodes[i].link,
-                              .handshake = subscriber_handshake,
-                              .want_retry = subscriber_want_retry,
-                              .event = subscriber_on_link,
-                              .arg = sub,
-                          });
-    /* A link without a timer stays down: its waiters poll. */
-    (void)link_attach(&sub->link, &io);
-  }
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    subscriber_setup(n, &n->subscribers[i], i, &n->nodes[i]);
   return 0;
+}
+
+/* Master index's shard subscriber at node, made on first use; NULL when
+ * out of memory (the channel's waiters then poll). */
+static notify_subscriber_t *shard_subscriber(notify_t *n, unsigned index, const node_t *node) {
+  if (n->closing)
+    return NULL;
+  for (list_node_t *it = n->shard_subs.next; it != &n->shard_subs; it = it->next) {
+    notify_subscriber_t *sub = list_entry(it, notify_subscriber_t, in_shard);
+    if (sub->index == index && sub->shard == node)
+      return sub;
+  }
+  notify_subscriber_t *sub = calloc(1, sizeof *sub);
+  if (sub == NULL)
+    return NULL;
+  sub->shard = node;
+  subscriber_setup(n, sub, index, node);
+  list_insert_tail(&n->shard_subs, &sub->in_shard);
+  n->n_shard_subs++;
+  return sub;
 }
 
 void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
@@ -396,6 +614,7 @@ void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsign
   n->wake = wake;
   n->arg = arg;
   list_init(&n->channels);
+  list_init(&n->shard_subs);
 }
 
 int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len, int wake_mode) {
@@ -406,7 +625,7 @@ int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len
   notify_channel_t *channel = channel_find(n, name_in, len);
   if (channel == NULL) {
     char *name = malloc(len + 1);
-    channel = calloc(1, sizeof *channel + n->n_nodes);
+    channel = calloc(1, sizeof *channel + n->n_nodes * sizeof channel->at[0]);
     recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
     if (name == NULL || channel == NULL || (wake_mode == NOTIFY_WAKE_EACH && recent == NULL)) {
       free(channel);
@@ -418,8 +637,10 @@ int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len
     name[len] = '\0';
     channel->wake_mode = wake_mode;
     channel->recent = recent;
+    channel->n = n;
     channel->name = name;
     channel->name_len = len;
+    channel->slot = keyslot(name, len);
     list_init(&channel->waiters);
     list_insert_tail(&n->channels, &channel->link);
   }
@@ -434,8 +655,17 @@ int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len
 }
 
 void notify_attempt_done(notify_waiter_t *w) {
-  if (w->channel != NULL && w->channel->waking == w)
-    w->channel->waking = NULL;
+  notify_channel_t *channel = w->channel;
+  if (channel == NULL)
+    return;
+  if (channel->waking == w)
+    channel->waking = NULL;
+  /* A shard channel whose slot's primary was not known: the attempt just
+   * made may have taught its voter where the slot is. */
+  notify_t *n = channel->n;
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    if (channel->at[i].state == SUB_NONE)
+      channel_sync(n, channel, i);
 }
 
 void notify_unwait(notify_t *n, notify_waiter_t *w) {
@@ -461,9 +691,11 @@ void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {
     closed(n->arg);
     return;
   }
-  n->timers_open = n->n_nodes;
+  n->timers_open = n->n_nodes + n->n_shard_subs;
   for (unsigned i = 0; i < n->n_nodes; i++)
     link_shutdown(&n->subscribers[i].link);
+  for (list_node_t *it = n->shard_subs.next; it != &n->shard_subs; it = it->next)
+    link_shutdown(&list_entry(it, notify_subscriber_t, in_shard)->link);
 }
 
 void notify_free(notify_t *n) {
@@ -474,6 +706,12 @@ void notify_free(notify_t *n) {
     free(channel->name);
     free(channel);
   }
+  while (!list_empty(&n->shard_subs)) {
+    notify_subscriber_t *sub = list_entry(n->shard_subs.next, notify_subscriber_t, in_shard);
+    list_remove(&sub->in_shard);
+    free(sub);
+  }
+  n->n_shard_subs = 0;
   free(n->subscribers);
   n->subscribers = NULL;
 }

@@ -4,7 +4,16 @@
  * connection per master, shared by all waiters of the client, with the
  * subscriptions ref-counted per channel; it retries as soon as a release is
  * announced instead of sleeping blindly.  Expiry and other clients' releases
- * publish nothing: waiters keep a jittered fallback timer for those. */
+ * publish nothing: waiters keep a jittered fallback timer for those.
+ *
+ * A cluster voter of Redis >= 7.0 announces with SPUBLISH on the channel's
+ * shard instead (it stays inside the slot's shard; a PUBLISH crosses the
+ * cluster bus to every node): its channels are subscribed with SSUBSCRIBE
+ * at the primary that holds each channel's slot, through one "shard
+ * subscriber" connection per (master, primary) that has waiters.  A shard
+ * subscription the server ends (its slot moved away: SUNSUBSCRIBE) or
+ * refuses (MOVED) drops that connection: its channels are subscribed again,
+ * each at its slot's primary then, after the reconnect backoff. */
 #ifndef REDLOCK_NOTIFY_H
 #define REDLOCK_NOTIFY_H
 
@@ -43,16 +52,26 @@ typedef struct notify {
   /* Optional (owner, set after notify_init): the master whose connection
    * master i's subscriber follows (its address, and the IP its lookup
    * found), asked before each connection attempt; NULL: nodes[i].  A
-   * cluster voter names one of its primaries that is up: the cluster bus
-   * carries a PUBLISH to every node, so a subscription at any of them hears
-   * every release. */
+   * cluster voter of servers without shard channels names one of its
+   * primaries that is up: the cluster bus carries a PUBLISH to every node,
+   * so a subscription at any of them hears every release. */
   const node_t *(*via)(void *via_arg, unsigned i);
+  /* Optional (owner, set after notify_init): whether master i announces on
+   * shard channels (1; *node: the node whose server holds `slot`, the
+   * channel's, or NULL while unknown: its waiters poll), or on plain ones
+   * (0: followed at via).  Asked whenever a channel is to be subscribed. */
+  int (*shard_via)(void *via_arg, unsigned i, int slot, const node_t **node);
+  /* Optional: master i's shard subscription got an error reply (len
+   * bytes), say a MOVED the owner may learn the slot's primary from. */
+  void (*shard_refused)(void *via_arg, unsigned i, const char *error, size_t len);
   void *via_arg;
   int closing;                      /* owner: no reconnects any more */
   list_node_t channels;             /* with waiters or live subscriptions */
   notify_subscriber_t *subscribers; /* per master, made by the first waiter */
-  unsigned timers_open;             /* subscriber timers not yet closed after shutdown */
-  void (*closed)(void *arg);        /* notify_shutdown's done callback */
+  list_node_t shard_subs;           /* the shard subscribers (notify_subscriber_t.in_shard) */
+  unsigned n_shard_subs;
+  unsigned timers_open;      /* subscriber timers not yet closed after shutdown */
+  void (*closed)(void *arg); /* notify_shutdown's done callback */
 } notify_t;
 
 void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,

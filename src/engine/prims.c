@@ -81,7 +81,7 @@ round_t *prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_k
 
 round_t *prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
                                 uint64_t set_mask, round_decided_fn cb, void *ctx) {
-  prim_cmd_push(c, announce ? "1" : "0", 1);
   prim_cmd_push(c, prim->channel, prim->channel_len);
+  prim_cmd_push(c, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
   return prim_cmd_round(engine, c, 1, ROUND_RELEASE, set_mask, cb, ctx);
 }

@@ -62,8 +62,12 @@ pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t
       name->type != REDIS_REPLY_STRING)
     return PUBSUB_OTHER;
   pubsub_kind_t result = PUBSUB_OTHER;
-  if (bytes_equal(kind->str, kind->len, "message"))
+  if (bytes_equal(kind->str, kind->len, "message") || bytes_equal(kind->str, kind->len, "smessage"))
     result = PUBSUB_MESSAGE;
+  else if (bytes_equal(kind->str, kind->len, "ssubscribe"))
+    result = PUBSUB_SSUBSCRIBE;
+  else if (bytes_equal(kind->str, kind->len, "sunsubscribe"))
+    result = PUBSUB_SUNSUBSCRIBE;
   else if (bytes_equal(kind->str, kind->len, "subscribe"))
     result = PUBSUB_SUBSCRIBE;
   else if (bytes_equal(kind->str, kind->len, "unsubscribe"))

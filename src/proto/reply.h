@@ -36,10 +36,14 @@ typedef enum {
   PUBSUB_MESSAGE,
   PUBSUB_SUBSCRIBE,
   PUBSUB_UNSUBSCRIBE,
+  PUBSUB_SSUBSCRIBE,   /* a shard channel's subscription confirmed */
+  PUBSUB_SUNSUBSCRIBE, /* a shard channel's subscription ended (asked, or its slot moved) */
 } pubsub_kind_t;
 
-/* A pub/sub push: ["message"|"subscribe"|"unsubscribe", channel, ...].
- * Sets *channel / *channel_len for the three kinds it knows. */
+/* A pub/sub push: ["message"|"subscribe"|"unsubscribe", channel, ...], or
+ * a shard channel's ["smessage"|"ssubscribe"|"sunsubscribe", channel, ...]
+ * ("smessage" is a PUBSUB_MESSAGE).  Sets *channel / *channel_len for the
+ * kinds it knows. */
 pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t *channel_len);
 /* The payload of a "message" push (its third element, a string): 1 and
  * *data / *len set, or 0 for anything else. */

@@ -79,3 +79,11 @@ status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *scr
   *out_len = total;
   return ST_OK;
 }
+
+size_t script_publish_flag_at(const char *cmd, size_t len) {
+  static const char tail[] = "\r\n$1\r\n" SCRIPT_ANNOUNCE_PUBLISH "\r\n";
+  size_t n = sizeof tail - 1;
+  if (len <= n || memcmp(cmd + len - n, tail, n) != 0)
+    return 0;
+  return len - 3;
+}

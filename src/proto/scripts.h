@@ -41,6 +41,22 @@ const script_t *script_get(script_id_t id);
  * by (round_params_t.key_arg). */
 #define SCRIPT_FIRST_KEY_ARG 3
 
+/* A release script's last argument says how it announces the release to
+ * waiters: not at all (the clean-up after a failed attempt), with PUBLISH
+ * (every voter but a cluster: subscribers use SUBSCRIBE), or with SPUBLISH
+ * to the channel's shard (a cluster voter of Redis >= 7.0, whose
+ * subscribers use SSUBSCRIBE at the slot's primary: a PUBLISH would cross
+ * the cluster bus to every node).  The rounds send one command to every
+ * voter, written with PUBLISH; a cluster voter rewrites that last byte. */
+#define SCRIPT_ANNOUNCE_NONE "0"
+#define SCRIPT_ANNOUNCE_PUBLISH "1"
+#define SCRIPT_ANNOUNCE_SPUBLISH '2'
+
+/* The offset of a formatted release command's announce flag when it ends
+ * with SCRIPT_ANNOUNCE_PUBLISH as its last argument ("...$1\r\n1\r\n"),
+ * else 0 (no announcement, or not such a command). */
+size_t script_publish_flag_at(const char *cmd, size_t len);
+
 /* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
  * writes the same command as EVAL with the script body into a new malloc'ed
  * buffer (*out, *out_len; free with free()).  ST_OK; ST_EINVAL when cmd is

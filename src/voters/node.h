@@ -153,8 +153,11 @@ typedef struct node_req {
   /* A voter of many connections (voter_cluster.c), while it routes the
    * request: the sender's fn (fn is then the voter's, which follows
    * redirections and hands the final reply to route_fn), when it took the
-   * request, the redirections followed, and an ASKING owed before it. */
+   * request, the redirections followed, and an ASKING owed before it;
+   * route_cmd: its own copy of cmd (a release that announces with SPUBLISH),
+   * freed before route_fn runs, or NULL. */
   node_reply_fn route_fn;
+  char *route_cmd;
   uint64_t route_ns;
   uint8_t redirects;
   uint8_t route_ask;

@@ -89,6 +89,14 @@ typedef struct voter_ops {
   /* The node whose connection the voter's release subscriber follows, asked
    * before each of its connection attempts (loop). */
   const node_t *(*sub_node)(const struct voter *v);
+  /* Whether releases are announced on shard channels (SPUBLISH; a cluster
+   * of Redis >= 7.0): 1, *node set to the node whose server holds `slot`
+   * (the channel's; started if it was not), or NULL while none is known;
+   * 0 (and NULL: no op): plain channels, followed at sub_node. */
+  int (*sub_shard)(const struct voter *v, int slot, const node_t **node);
+  /* A shard subscription got an error reply (a MOVED: the slot went
+   * elsewhere), len bytes; optional. */
+  void (*sub_refused)(struct voter *v, const char *error, size_t len);
 } voter_ops_t;
 
 /* The part every kind embeds first. */

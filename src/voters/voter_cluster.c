@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/scripts.h"
 #include "redlock.h"
 #include "util/stats_core.h"
 #include "util/why.h"
@@ -189,6 +190,41 @@ static void flush_parked(voter_cluster_t *s, voter_cluster_node_t *cn);
 /* Fails what waited for cn's connection (its attempt failed). */
 static void fail_parked(voter_cluster_t *s, voter_cluster_node_t *cn);
 
+/* ---- releases announced on the shard channel ---------------------------------------- */
+
+/* A release announces with SPUBLISH on this cluster: its servers know
+ * CLUSTER SHARDS, so they are Redis >= 7.0 (or Valkey) and know SPUBLISH,
+ * which stays inside the slot's shard, where a PUBLISH would cross the
+ * cluster bus to every node (every primary would handle every release).
+ * The subscribers follow with SSUBSCRIBE at the slot's primary (c_sub_shard;
+ * notify.c).  Older servers: PUBLISH, heard at any node. */
+static int shard_pubsub(const voter_cluster_t *s) { return s->have_map && !s->use_slots; }
+
+/* A release that announces with PUBLISH sent as SPUBLISH instead: req->cmd
+ * becomes the voter's copy, whose first bytes keep the sender's pointer
+ * (route_restore puts it back).  Out of memory, it goes as it is. */
+static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
+  size_t at = req->keep && shard_pubsub(s) ? script_publish_flag_at(req->cmd, req->len) : 0;
+  if (at == 0)
+    return;
+  char *copy = malloc(sizeof req->cmd + req->len);
+  if (copy == NULL)
+    return;
+  memcpy(copy, &req->cmd, sizeof req->cmd);
+  memcpy(copy + sizeof req->cmd, req->cmd, req->len);
+  copy[sizeof req->cmd + at] = SCRIPT_ANNOUNCE_SPUBLISH;
+  req->route_cmd = copy;
+  req->cmd = copy + sizeof req->cmd;
+}
+
+static void route_restore(node_req_t *req) {
+  if (req->route_cmd == NULL)
+    return;
+  memcpy(&req->cmd, req->route_cmd, sizeof req->cmd);
+  free(req->route_cmd);
+  req->route_cmd = NULL;
+}
+
 /* ---- finishing a request ------------------------------------------------------------- */
 
 /* Hands the final reply (or NULL) to the sender.  Nothing of req is
@@ -198,6 +234,7 @@ static void finish(voter_cluster_t *s, node_t *node, node_req_t *req, const redi
   req->fn = fn;
   req->route_fn = NULL;
   req->node = node;
+  route_restore(req);
   node_t *outer = s->answering;
   s->answering = node;
   fn(req, reply);
@@ -801,10 +838,13 @@ static status_t c_send(voter_t *v, node_req_t *req) {
   req->route_ns = req->now_ns != 0 ? req->now_ns : tb_now_ns(s->env.tb);
   req->redirects = 0;
   req->route_ask = 0;
+  req->route_cmd = NULL;
+  route_shard_announce(s, req);
   status_t st = route(s, req);
   if (st != ST_OK) {
     req->fn = req->route_fn;
     req->route_fn = NULL;
+    route_restore(req);
   }
   return st;
 }
@@ -821,9 +861,11 @@ static void c_cancel(voter_t *v, node_req_t *req) {
     list_remove(&req->link);
     req->fn = req->route_fn;
     req->route_fn = NULL;
+    route_restore(req);
     return;
   }
   node_cancel(req);
+  route_restore(req);
 }
 
 static uint64_t c_progress_ns(voter_t *v) {
@@ -853,7 +895,16 @@ static void c_defer_release(voter_t *v, const char *cmd, size_t len) {
     cn->node->stats = s->nodes[0]->node->stats;
     node_start(cn->node);
   }
+  /* Replayed, it announces as a release sent now would. */
+  size_t at = shard_pubsub(s) ? script_publish_flag_at(cmd, len) : 0;
+  char *copy = at != 0 ? malloc(len) : NULL;
+  if (copy != NULL) {
+    memcpy(copy, cmd, len);
+    copy[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+    cmd = copy;
+  }
   node_defer_release(cn->node, cmd, len);
+  free(copy);
 }
 
 static void c_warn(voter_t *v, const char *what, const char *detail) {
@@ -988,6 +1039,17 @@ static int c_same_server(const voter_t *a, const voter_t *b, char *how, size_t h
   return 0;
 }
 
+/* Appends len bytes of text to buf (size bytes, *used so far), cut to
+ * what fits, NUL-terminated. */
+static void put(char *buf, size_t size, size_t *used, const char *text, size_t len) {
+  size_t room = size - 1 - *used;
+  if (len > room)
+    len = room;
+  memcpy(buf + *used, text, len);
+  *used += len;
+  buf[*used] = '\0';
+}
+
 /* The detail of a vote: the primary it went to, and why it came out so. */
 static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
   const voter_cluster_t *s = of_c(v);
@@ -1023,14 +1085,22 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
   default:
     break;
   }
-  snprintf(buf, size, "primary %s%s%.*s", cn->label, detail[0] != '\0' ? ": " : "",
-           (int)(VOTER_WHY_LEN - 32), detail);
+  /* Every vote asks (a yes names its primary too): built by hand, not
+   * with snprintf, which would cost more than the rest of the vote. */
+  size_t used = 0;
+  put(buf, size, &used, "primary ", 8);
+  put(buf, size, &used, cn->label, strnlen(cn->label, sizeof cn->label));
+  if (detail[0] != '\0') {
+    put(buf, size, &used, ": ", 2);
+    put(buf, size, &used, detail, strnlen(detail, VOTER_WHY_LEN - 32));
+  }
 }
 
 static const char *c_label(const voter_t *v) { return of_c(v)->addr.label; }
 
-/* The release subscriber's node: a primary that is up (the cluster bus
- * carries a PUBLISH to every node, so any of them hears every release),
+/* The release subscriber's node when releases are PUBLISHed (servers
+ * before Redis 7.0): a primary that is up (the cluster bus carries a
+ * PUBLISH to every node, so any of them hears every release),
  * the one it was at while that stays up; NULL (the home node) when none
  * is. */
 static const node_t *c_sub_node(const voter_t *v) {
@@ -1044,6 +1114,43 @@ static const node_t *c_sub_node(const voter_t *v) {
       return s->nodes[i]->node;
     }
   return NULL;
+}
+
+/* Where a subscriber hears the releases of a channel in `slot`: shard
+ * channels (SPUBLISH) are heard only at the slot's primary, whose node is
+ * started if it was not (the subscriber follows its address and IP, and
+ * retries while it connects); NULL while no primary is known. */
+static int c_sub_shard(const voter_t *v, int slot, const node_t **node) {
+  voter_cluster_t *s = of((voter_t *)v);
+  *node = NULL;
+  if (!shard_pubsub(s))
+    return 0;
+  int p = slot >= 0 ? cluster_map_owner(&s->map, slot) : -1;
+  int k = p >= 0 ? s->map.primaries[p].user : -1;
+  voter_cluster_node_t *cn = k >= 0 ? s->nodes[k] : NULL;
+  if (cn == NULL || cn->retired || s->closing)
+    return 1;
+  if (!cn->started) {
+    cn->started = 1;
+    cn->node->stats = s->nodes[0]->node->stats;
+    node_start(cn->node);
+  }
+  *node = cn->node;
+  return 1;
+}
+
+/* A shard subscription was refused: a MOVED teaches the map where the
+ * slot went, so that the subscription goes there next. */
+static void c_sub_refused(voter_t *v, const char *error, size_t len) {
+  voter_cluster_t *s = of(v);
+  char host[CLUSTER_HOST_LEN];
+  int slot = -1, port = 0;
+  if (s->closing ||
+      cluster_parse_redirect(error, len, &slot, host, &port) != CLUSTER_REDIRECT_MOVED)
+    return;
+  if (host[0] == '\0')
+    return; /* the server does not know its endpoint: the next map will say */
+  (void)map_moved(s, slot, host, port, NULL);
 }
 
 const voter_ops_t voter_cluster_ops = {
@@ -1067,6 +1174,8 @@ const voter_ops_t voter_cluster_ops = {
     .why = c_why,
     .label = c_label,
     .sub_node = c_sub_node,
+    .sub_shard = c_sub_shard,
+    .sub_refused = c_sub_refused,
 };
 
 int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,

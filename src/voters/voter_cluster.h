@@ -33,7 +33,14 @@
  * missing from a map (demoted, or gone) whose connection lived on is
  * reconnected when it is a primary again (in a map, or the target of a
  * redirection), so that its handshake sees the promotion: a failback.  A
- * demotion and a promotion that both fall between two maps are not seen. */
+ * demotion and a promotion that both fall between two maps are not seen.
+ *
+ * Woken waits: on servers that know CLUSTER SHARDS (Redis >= 7.0, Valkey)
+ * a release that announces goes with SPUBLISH (its command's last argument
+ * rewritten in the voter's copy, proto/scripts.h), which stays in the slot's
+ * shard, and the notifier subscribes each channel at its slot's primary
+ * (sub_shard; a refused shard subscription's -MOVED teaches the map,
+ * sub_refused).  Older servers: PUBLISH, heard at any primary (sub_node). */
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 

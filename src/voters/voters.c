@@ -233,10 +233,28 @@ static const node_t *sub_via(void *arg, unsigned i) {
   return v == NULL ? NULL : v->ops->sub_node != NULL ? v->ops->sub_node(v) : NULL;
 }
 
+/* notify_t.shard_via: whether voter i announces on shard channels, and where. */
+static int sub_shard_via(void *arg, unsigned i, int slot, const node_t **node) {
+  voters_t *vs = arg;
+  const voter_t *v = vs->voter != NULL ? vs->voter[i] : NULL;
+  *node = NULL;
+  return v != NULL && v->ops->sub_shard != NULL ? v->ops->sub_shard(v, slot, node) : 0;
+}
+
+/* notify_t.shard_refused: voter i's shard subscription got an error reply. */
+static void sub_shard_refused(void *arg, unsigned i, const char *error, size_t len) {
+  voters_t *vs = arg;
+  voter_t *v = vs->voter != NULL ? vs->voter[i] : NULL;
+  if (v != NULL && v->ops->sub_refused != NULL)
+    v->ops->sub_refused(v, error, len);
+}
+
 void voters_notify_init(voters_t *vs, notify_t *notify, void (*wake)(void *arg, notify_waiter_t *w),
                         void *arg) {
   notify_init(notify, &vs->node_env, vs->nodes, vs->n, wake, arg);
   notify->via = sub_via;
+  notify->shard_via = sub_shard_via;
+  notify->shard_refused = sub_shard_refused;
   notify->via_arg = vs;
 }
 

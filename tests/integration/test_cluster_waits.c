@@ -1,17 +1,20 @@
 /* test_cluster_waits.c: woken waits on a cluster voter (redis-cluster://),
  * with a real three-primary cluster (tests/support/cluster_harness.h; the
  * server program is REDLOCK_TEST_SERVER's: Redis >= 7.0 or Valkey 8).
- * docs/deployments.md, "Cluster voters": the release script PUBLISHes on the
- * key's release channel, which the cluster bus carries to every node; the
- * waiter's one subscription, at any node of the cluster, hears it.
+ * docs/deployments.md, "Cluster voters": the release script SPUBLISHes on
+ * the key's release channel, a shard channel in the key's slot, heard only
+ * at the primary that holds the slot; the waiter SSUBSCRIBEs there.
  *
  * Asserts, with the waiter's fallback timer far longer than the test's
  * bounds (so only an announced release can end its wait in time):
- *  - a waiter for a lock whose key lives on a primary that is not the node
- *    its subscription is at is granted the lock when the holder unlocks,
- *    and redlock_wait_wakeups_total says a release woke it;
- *  - with the first seed stopped (SIGSTOP), the subscription moves to another
- *    node of the cluster, and a release still wakes the waiter. */
+ *  - a waiter for a lock whose key lives on a primary that is not the
+ *    first seed has a shard subscription at that primary (PUBSUB
+ *    SHARDNUMSUB), is granted the lock when the holder unlocks, and
+ *    redlock_wait_wakeups_total says a release woke it;
+ *  - with the first seed stopped (SIGSTOP), the same holds;
+ *  - the key's slot moved to another primary while the waiter waits (the
+ *    server ends the shard subscription): the subscription follows the
+ *    slot, and the release, made at the new primary, still wakes it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,29 +103,35 @@ static void on_granted(int status, redlock_lock_t *lock, void *arg) {
   fx_event_post(&w->done);
 }
 
-/* Any node of the cluster but `skip` has a subscriber to channel. */
+/* Node `at` of the cluster has a shard subscriber to channel. */
 typedef struct {
   ch_cluster_t *c;
-  int skip;
+  unsigned at;
   const char *channel;
 } subscribed_t;
 
-static int subscribed_somewhere(void *arg) {
+static int shard_subscribed(void *arg) {
   subscribed_t *s = arg;
-  for (unsigned i = 0; i < ch_count(s->c); i++)
-    if ((int)i != s->skip && fx_numsub(ch_node(s->c, i), s->channel) > 0)
-      return 1;
-  return 0;
+  char buf[512];
+  if (rh_server_command(ch_node(s->c, s->at), buf, sizeof buf, "PUBSUB SHARDNUMSUB %s",
+                        s->channel) != 0)
+    return 0;
+  const char *nl = strchr(buf, '\n'); /* "channel\nN" */
+  return nl != NULL && strtol(nl + 1, NULL, 10) > 0;
 }
 
 /* Client 1 waits for a lock client 0 holds; client 0 unlocks; the waiter
- * must get it through the announcement (its fallback timer is 50 s away). */
-static void wait_woken(fx_t *fx, ch_cluster_t *c, const char *uri, int stopped) {
-  char res[32], key[128], channel[192];
+ * must get it through the announcement (its fallback timer is 50 s away).
+ * move: the key's slot moves to another primary before the unlock. */
+static void wait_woken(fx_t *fx, ch_cluster_t *c, const char *uri, int stopped, int move) {
+  char res[32], key[128], channel[192], buf[64];
   resource_away_from(c, 0, res, sizeof res, key, sizeof key, channel, sizeof channel);
+  assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
+  int slot = atoi(buf);
+  int owner = ch_owner(c, 0, slot);
+  assert_true(owner > 0);
   if (stopped >= 0) {
     /* The others keep serving their slots while it is stopped. */
-    char buf[64];
     for (unsigned i = 0; i < ch_count(c); i++)
       if ((int)i != stopped)
         assert_int_equal(rh_server_command(ch_node(c, i), buf, sizeof buf,
@@ -141,10 +150,22 @@ static void wait_woken(fx_t *fx, ch_cluster_t *c, const char *uri, int stopped) 
   fx_event_init(&w.done);
   long long before = wakeups(b);
   assert_int_equal(redlock_lock_async(b, res, TTL_MS, WAIT_MS, on_granted, &w), REDLOCK_OK);
-  /* The waiter's subscription is made once its first attempt lost. */
-  subscribed_t sub = {c, stopped, channel};
-  if (!rh_wait_until(subscribed_somewhere, &sub, 20000))
-    fail_msg("no subscription to %s; log:\n%s", channel, fx_log_text(fx, 1));
+  /* The waiter's subscription is made once its first attempt lost, at
+   * the primary that holds the key's slot. */
+  subscribed_t sub = {c, (unsigned)owner, channel};
+  if (!rh_wait_until(shard_subscribed, &sub, 20000))
+    fail_msg("no shard subscription to %s at node %d; log:\n%s", channel, owner,
+             fx_log_text(fx, 1));
+  if (move) {
+    /* To the other primary that is not the first seed (node 0 is never
+     * the owner here). */
+    unsigned to = owner == 1 ? 2u : 1u;
+    assert_int_equal(ch_migrate_slot(c, slot, (unsigned)owner, to), 0);
+    sub.at = to;
+    if (!rh_wait_until(shard_subscribed, &sub, 30000))
+      fail_msg("the shard subscription to %s did not follow slot %d to node %u; log:\n%s", channel,
+               slot, to, fx_log_text(fx, 1));
+  }
   assert_int_equal(redlock_unlock(a, held), REDLOCK_OK);
   if (!fx_event_wait(&w.done, 20000))
     fail_msg("the waiter was not woken by the release; log:\n%s", fx_log_text(fx, 1));
@@ -158,7 +179,13 @@ static void wait_woken(fx_t *fx, ch_cluster_t *c, const char *uri, int stopped) 
 static void test_cluster_wait_woken(void **state) {
   fx_t *fx = *state;
   ch_cluster_t *c = cluster_start();
-  wait_woken(fx, c, ch_uri(c, 1), -1);
+  wait_woken(fx, c, ch_uri(c, 1), -1, 0);
+}
+
+static void test_cluster_wait_woken_slot_moved(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cluster_start();
+  wait_woken(fx, c, ch_uri(c, 1), -1, 1);
 }
 
 static void test_cluster_wait_woken_seed_stopped(void **state) {
@@ -168,7 +195,7 @@ static void test_cluster_wait_woken_seed_stopped(void **state) {
    * subscription go on to the others. */
   char uri[512];
   snprintf(uri, sizeof uri, "%s", ch_uri(c, 0));
-  wait_woken(fx, c, uri, 0);
+  wait_woken(fx, c, uri, 0, 0);
 }
 
 int main(void) {
@@ -176,6 +203,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       CW_TEST(test_cluster_wait_woken, 0),
       CW_TEST(test_cluster_wait_woken_seed_stopped, 0),
+      CW_TEST(test_cluster_wait_woken_slot_moved, 0),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -113,7 +113,8 @@ static void test_rw_writer_withdraws_intent(void **state) {
       break;
     assert_int_equal(r.calls, 0);
     /* the attempt's clean-up: no intent dropped, nothing announced */
-    assert_true(fake_cmd_has(f, 0, 0, "$0\r\n\r\n$1\r\n0\r\n"));
+    assert_true(fake_cmd_has(
+        f, 0, 0, "$0\r\n\r\n$28\r\n" REDLOCK_RELEASE_CHANNEL_PREFIX "{doc}:rw\r\n$1\r\n0\r\n"));
     fake_reply_int_all(f, 0);
     fake_advance_ms(wait_ms[a] - 1);
     assert_int_equal(fake_outstanding_all(f), 0);
@@ -123,9 +124,10 @@ static void test_rw_writer_withdraws_intent(void **state) {
   assert_int_equal(r.status, REDLOCK_ETIMEDOUT);
   for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
     assert_int_equal(fake_outstanding(f, i), 2); /* the clean-up, then the withdrawal */
-    assert_true(fake_cmd_has(f, i, 0, "$0\r\n\r\n$1\r\n0\r\n"));
-    assert_false(fake_cmd_has(f, i, 1, "$0\r\n\r\n"));      /* our intent value, */
-    assert_true(fake_cmd_has(f, i, 1, "\r\n$1\r\n1\r\n$")); /* announced */
+    assert_true(fake_cmd_has(
+        f, i, 0, "$0\r\n\r\n$28\r\n" REDLOCK_RELEASE_CHANNEL_PREFIX "{doc}:rw\r\n$1\r\n0\r\n"));
+    assert_false(fake_cmd_has(f, i, 1, "$0\r\n\r\n"));             /* our intent value, */
+    assert_true(fake_cmd_has(f, i, 1, "{doc}:rw\r\n$1\r\n1\r\n")); /* announced */
   }
   fake_reply_int_all(f, 0);
   fake_reply_int_all(f, 1);

@@ -8,7 +8,11 @@
  *    slot: the new owner gets it (and the map learns the move);
  *  - a primary that left the slot map is not reconnected forever: once the
  *    map without it is read, its node is shut down (CLOSED), and the voter
- *    still closes cleanly. */
+ *    still closes cleanly;
+ *  - a release that announces goes with the publish command the servers
+ *    take: PUBLISH ("1") on a cluster that refused CLUSTER SHARDS, SPUBLISH
+ *    ("2") on one that answers it, both when sent and when replayed; and the
+ *    sender's request gets its own command back when its reply comes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,10 +194,76 @@ static void test_departed_primary_closed(void **state) {
   vc_stop(t);
 }
 
+typedef struct {
+  node_req_t req; /* first */
+  int replied;
+} sent_t;
+
+static void on_sent(node_req_t *req, const redisReply *reply) {
+  (void)reply;
+  ((sent_t *)(void *)req)->replied = 1;
+}
+
+static int replied(void *arg) { return ((sent_t *)arg)->replied; }
+
+/* A release that announces ("1", last), of a key of A's (b: of B's), on a
+ * primary not connected yet: kept (it is replayed once the primary is up),
+ * then sent; what the primary gets as the last argument of each. */
+static void announce_as(vc_t *t, int b, int shard, const char *want) {
+  nf_t *f = t->f;
+  mock_master_t *m = b ? t->b : f->mock;
+  t->s->use_slots = !shard; /* as if the seed had (not) answered CLUSTER SHARDS */
+  char key[32];
+  int i = 0;
+  do
+    snprintf(key, sizeof key, "vc-%d-%d", b, i++);
+  while ((keyslot(key, strlen(key)) >= 8192) != b);
+  char *cmd = NULL;
+  int len = redisFormatCommand(&cmd, "EVALSHA %s 1 %s %s %s %s",
+                               "0123456789012345678901234567890123456789", key, "v", "ch", "1");
+  assert_true(len > 0);
+  mock_master_on(m, "EVALSHA", MOCK_REPLY, ":1\r\n", 0);
+  voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
+  got_t g = {m, "EVALSHA", 1};
+  if (!mock_run_until(&f->loop, got, &g, NF_WAIT_MS))
+    fail_msg("the kept release was not replayed; log:\n%s", f->logbuf);
+  const mock_cmd_t *c = mock_master_last(m, "EVALSHA");
+  assert_string_equal(c->argv[c->argc - 1], want);
+  assert_true(mock_run_until(&f->loop, nothing_owed, t, NF_WAIT_MS));
+  sent_t sent;
+  memset(&sent, 0, sizeof sent);
+  node_req_t *req = &sent.req;
+  req->cmd = cmd;
+  req->len = (size_t)len;
+  req->fn = on_sent;
+  req->keep = 1;
+  req->slot = -1;
+  assert_int_equal(voter_cluster_ops.send(&t->s->base, req), ST_OK);
+  if (!mock_run_until(&f->loop, replied, &sent, NF_WAIT_MS))
+    fail_msg("the release got no reply; log:\n%s", f->logbuf);
+  assert_ptr_equal(req->cmd, cmd); /* the sender's own bytes again */
+  assert_null(req->route_cmd);
+  assert_int_equal(cmd[len - 3], '1'); /* and untouched */
+  c = mock_master_last(m, "EVALSHA");
+  assert_int_equal(mock_master_count(m, "EVALSHA"), 2);
+  assert_string_equal(c->argv[c->argc - 1], want);
+  redisFreeCommand(cmd);
+}
+
+static void test_release_announces_as_servers_take(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start(f);
+  announce_as(t, 0, 0, "1");
+  announce_as(t, 1, 1, "2");
+  vc_stop(t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_kept_release_follows_moved, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_release_announces_as_servers_take, nf_setup,
+                                      nf_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
