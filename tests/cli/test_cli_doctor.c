@@ -905,7 +905,12 @@ static void cluster_cases(const char *server_word) {
   EXPECT_CHECK(label, "cluster-state", "FAIL", "fail, as");
 }
 
-static void case_cluster(void) { cluster_cases("redis"); }
+/* The default server's name as its INFO says it: REDLOCK_TEST_SERVER may
+ * name Valkey (test.sh's pass 2). */
+static void case_cluster(void) {
+  const char *server = getenv("REDLOCK_TEST_SERVER");
+  cluster_cases(server != NULL && strstr(server, "valkey") != NULL ? "valkey" : "redis");
+}
 
 static void case_cluster_valkey(void) {
   use_valkey();
