@@ -23,34 +23,52 @@ static int is_hex(const char *s, size_t len) {
   return 1;
 }
 
+/* The next line of [*p, end) without its "\r\n"; *p moves past it.  0 at
+ * the end. */
+static int next_line(const char **p, const char *end, const char **line, size_t *len) {
+  if (*p >= end)
+    return 0;
+  const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+  const char *line_end = nl != NULL ? nl : end;
+  *line = *p;
+  *len = (size_t)(line_end - *p);
+  if (*len > 0 && (*p)[*len - 1] == '\r')
+    (*len)--;
+  *p = nl != NULL ? nl + 1 : end;
+  return 1;
+}
+
+/* A decimal of at most max_digits digits, the whole value: 0, or -1. */
+static int parse_digits(const char *value, size_t len, size_t max_digits, int64_t *out) {
+  int64_t v = 0;
+  size_t i = 0;
+  for (; i < len && i < max_digits && value[i] >= '0' && value[i] <= '9'; i++)
+    v = v * 10 + (value[i] - '0');
+  if (i != len || i == 0)
+    return -1;
+  *out = v;
+  return 0;
+}
+
 int info_parse_server(const char *text, size_t len, info_server_t *out) {
   const char *p = text, *end = text + len;
   out->run_id[0] = '\0';
   out->uptime_s = -1;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *line_end = nl != NULL ? nl : end;
-    size_t line_len = (size_t)(line_end - p);
-    if (line_len > 0 && p[line_len - 1] == '\r')
-      line_len--;
+  const char *line;
+  size_t line_len;
+  while (next_line(&p, end, &line, &line_len)) {
     const char *value;
     size_t value_len;
-    if (line_is(p, line_len, "run_id", &value, &value_len)) {
+    if (line_is(line, line_len, "run_id", &value, &value_len)) {
       if (value_len == INFO_RUN_ID_LEN && is_hex(value, value_len)) {
         memcpy(out->run_id, value, INFO_RUN_ID_LEN);
         out->run_id[INFO_RUN_ID_LEN] = '\0';
       }
-    } else if (line_is(p, line_len, "uptime_in_seconds", &value, &value_len)) {
-      int64_t v = 0;
-      size_t i = 0;
-      for (; i < value_len && i < 18 && value[i] >= '0' && value[i] <= '9'; i++)
-        v = v * 10 + (value[i] - '0');
-      if (i == value_len && i > 0)
+    } else if (line_is(line, line_len, "uptime_in_seconds", &value, &value_len)) {
+      int64_t v;
+      if (parse_digits(value, value_len, 18, &v) == 0)
         out->uptime_s = v;
     }
-    if (nl == NULL)
-      break;
-    p = nl + 1;
   }
   return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
 }
@@ -73,34 +91,25 @@ int info_parse_replication(const char *text, size_t len, info_replication_t *out
   const char *p = text, *end = text + len;
   memset(out, 0, sizeof *out);
   out->connected_replicas = -1;
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p));
-    const char *line_end = nl != NULL ? nl : end;
-    size_t line_len = (size_t)(line_end - p);
-    if (line_len > 0 && p[line_len - 1] == '\r')
-      line_len--;
+  const char *line;
+  size_t line_len;
+  while (next_line(&p, end, &line, &line_len)) {
     const char *value;
     size_t value_len;
-    if (line_is(p, line_len, "role", &value, &value_len)) {
+    if (line_is(line, line_len, "role", &value, &value_len)) {
       size_t n = value_len < sizeof out->role - 1 ? value_len : sizeof out->role - 1;
       memcpy(out->role, value, n);
       out->role[n] = '\0';
       out->is_master = value_len == 6 && memcmp(value, "master", 6) == 0;
-    } else if (line_is(p, line_len, "master_replid", &value, &value_len)) {
+    } else if (line_is(line, line_len, "master_replid", &value, &value_len)) {
       take_id(value, value_len, out->replid);
-    } else if (line_is(p, line_len, "master_replid2", &value, &value_len)) {
+    } else if (line_is(line, line_len, "master_replid2", &value, &value_len)) {
       take_id(value, value_len, out->replid2);
-    } else if (line_is(p, line_len, "connected_slaves", &value, &value_len)) {
-      long v = 0;
-      size_t i = 0;
-      for (; i < value_len && i < 9 && value[i] >= '0' && value[i] <= '9'; i++)
-        v = v * 10 + (value[i] - '0');
-      if (i == value_len && i > 0)
-        out->connected_replicas = v;
+    } else if (line_is(line, line_len, "connected_slaves", &value, &value_len)) {
+      int64_t v;
+      if (parse_digits(value, value_len, 9, &v) == 0)
+        out->connected_replicas = (long)v;
     }
-    if (nl == NULL)
-      break;
-    p = nl + 1;
   }
   return out->role[0] != '\0' ? 0 : -1;
 }
