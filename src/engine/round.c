@@ -10,6 +10,7 @@
 #include "proto/keyslot.h"
 #include "proto/reply.h"
 #include "proto/resp.h"
+#include "proto/scripts.h"
 #include "redlock.h"
 #include "util/clock.h"
 
@@ -45,7 +46,10 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   /* One allocation: the round, its votes, and the command's bytes. */
   size_t cmd_len = resp_command_len(p->argc, p->argv_len);
   size_t votes_size = n * sizeof(vote_t);
-  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + cmd_len);
+  /* A cluster voter announces a release with SPUBLISH: its copy of the
+   * command is made here, once per round, not per send. */
+  size_t shard_len = !env->skip_slots && p->kind == ROUND_RELEASE ? cmd_len : 0;
+  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + cmd_len + shard_len);
   if (round == NULL)
     return NULL;
   memset(round, 0, sizeof *round);
@@ -53,6 +57,12 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   resp_write_command(round->cmd, p->argc, p->argv, p->argv_len);
   round->env = env;
   round->cmd_len = cmd_len;
+  size_t at = shard_len != 0 ? script_publish_flag_at(round->cmd, cmd_len) : 0;
+  if (at != 0) {
+    round->cmd_shard = round->cmd + cmd_len;
+    memcpy(round->cmd_shard, round->cmd, cmd_len);
+    round->cmd_shard[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+  }
   round->script = p->script;
   round->expect_integer = p->expect_integer;
   round->kind = p->kind;
@@ -229,6 +239,7 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
   round_t *round = vote->round;
   round_env_t *env = round->env;
   vote->req.cmd = cmd;
+  vote->req.cmd_shard = cmd == round->cmd ? round->cmd_shard : NULL;
   vote->req.len = len;
   vote->req.now_ns = now_ns;
   vote->req.fn = vote_reply;

@@ -141,6 +141,10 @@ typedef struct round {
   uint64_t decided_ns;
   char *cmd; /* formatted once, in the round's allocation; the same bytes go to every master */
   size_t cmd_len;
+  /* A release on a client with a cluster voter: cmd announcing with
+   * SPUBLISH (scripts.h), after cmd in the round's allocation, for the
+   * voters whose servers take it (node_req_t.cmd_shard); else NULL. */
+  char *cmd_shard;
   const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
   char *eval_cmd;         /* built on the first NOSCRIPT */
   size_t eval_cmd_len;

@@ -135,6 +135,10 @@ typedef struct node_req {
                      * if it asks an ack, until its fn runs */
   struct node *node;
   const char *cmd; /* formatted command; must live until fn has run */
+  /* The sender's: the same command announcing with SPUBLISH (a release;
+   * scripts.h), as long-lived as cmd, for a voter whose servers take it; or
+   * NULL (a voter of many connections then makes its own copy). */
+  const char *cmd_shard;
   size_t len;
   node_reply_fn fn;
   uint64_t now_ns;     /* the sender's: its clock reading at this send (a round's start), which
@@ -154,9 +158,11 @@ typedef struct node_req {
    * request: the sender's fn (fn is then the voter's, which follows
    * redirections and hands the final reply to route_fn), when it took the
    * request, the redirections followed, and an ASKING owed before it;
-   * route_cmd: its own copy of cmd (a release that announces with SPUBLISH),
-   * freed before route_fn runs, or NULL. */
+   * route_orig: the sender's cmd while cmd is another (a release that
+   * announces with SPUBLISH: cmd_shard, or route_cmd, the voter's own copy,
+   * freed before route_fn runs), else NULL. */
   node_reply_fn route_fn;
+  const char *route_orig;
   char *route_cmd;
   uint64_t route_ns;
   uint8_t redirects;

@@ -201,26 +201,33 @@ static void fail_parked(voter_cluster_t *s, voter_cluster_node_t *cn);
 static int shard_pubsub(const voter_cluster_t *s) { return s->have_map && !s->use_slots; }
 
 /* A release that announces with PUBLISH sent as SPUBLISH instead: req->cmd
- * becomes the voter's copy, whose first bytes keep the sender's pointer
- * (route_restore puts it back).  Out of memory, it goes as it is. */
+ * becomes the sender's SPUBLISH twin (cmd_shard: a round's), or else the
+ * voter's own copy (an EVAL after NOSCRIPT); route_restore puts the sender's
+ * back.  Out of memory, it goes as it is. */
 static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
-  size_t at = req->keep && shard_pubsub(s) ? script_publish_flag_at(req->cmd, req->len) : 0;
-  if (at == 0)
+  if (!req->keep || !shard_pubsub(s))
     return;
-  char *copy = malloc(sizeof req->cmd + req->len);
+  if (req->cmd_shard != NULL) {
+    req->route_orig = req->cmd;
+    req->cmd = req->cmd_shard;
+    return;
+  }
+  size_t at = script_publish_flag_at(req->cmd, req->len);
+  char *copy = at != 0 ? malloc(req->len) : NULL;
   if (copy == NULL)
     return;
-  memcpy(copy, &req->cmd, sizeof req->cmd);
-  memcpy(copy + sizeof req->cmd, req->cmd, req->len);
-  copy[sizeof req->cmd + at] = SCRIPT_ANNOUNCE_SPUBLISH;
+  memcpy(copy, req->cmd, req->len);
+  copy[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+  req->route_orig = req->cmd;
   req->route_cmd = copy;
-  req->cmd = copy + sizeof req->cmd;
+  req->cmd = copy;
 }
 
 static void route_restore(node_req_t *req) {
-  if (req->route_cmd == NULL)
+  if (req->route_orig == NULL)
     return;
-  memcpy(&req->cmd, req->route_cmd, sizeof req->cmd);
+  req->cmd = req->route_orig;
+  req->route_orig = NULL;
   free(req->route_cmd);
   req->route_cmd = NULL;
 }
@@ -838,6 +845,7 @@ static status_t c_send(voter_t *v, node_req_t *req) {
   req->route_ns = req->now_ns != 0 ? req->now_ns : tb_now_ns(s->env.tb);
   req->redirects = 0;
   req->route_ask = 0;
+  req->route_orig = NULL;
   req->route_cmd = NULL;
   route_shard_announce(s, req);
   status_t st = route(s, req);

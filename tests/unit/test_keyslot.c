@@ -23,6 +23,45 @@ static void test_known_slots(void **state) {
   assert_int_equal(slot_of(""), 0);
 }
 
+/* The definition, bit by bit: the oracle for the table keyslot.c uses. */
+static int reference_slot(const unsigned char *buf, size_t len) {
+  uint16_t crc = 0;
+  for (size_t i = 0; i < len; i++) {
+    crc ^= (uint16_t)(buf[i] << 8);
+    for (int bit = 0; bit < 8; bit++)
+      crc = (uint16_t)(crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1);
+  }
+  return crc & 16383;
+}
+
+/* Every key of one and two bytes (too short for a hash tag; each table
+ * entry, all 16 bits of it, is reached), and longer keys of pseudo-random bytes without braces. */
+static void test_table_matches_definition(void **state) {
+  (void)state;
+  unsigned char key[64];
+  for (unsigned a = 0; a < 256; a++) {
+    key[0] = (unsigned char)a;
+    assert_int_equal(keyslot((const char *)key, 1), reference_slot(key, 1));
+    for (unsigned b = 0; b < 256; b++) {
+      key[1] = (unsigned char)b;
+      if (keyslot((const char *)key, 2) != reference_slot(key, 2))
+        fail_msg("key %02x %02x: %d, want %d", a, b, keyslot((const char *)key, 2),
+                 reference_slot(key, 2));
+    }
+  }
+  uint32_t x = 2463534242u; /* xorshift32 */
+  for (int n = 0; n < 2000; n++) {
+    size_t len = 3 + (size_t)n % (sizeof key - 3);
+    for (size_t i = 0; i < len; i++) {
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
+      key[i] = (unsigned char)(x % 255 == '{' ? 'a' : x % 255);
+    }
+    assert_int_equal(keyslot((const char *)key, len), reference_slot(key, len));
+  }
+}
+
 static void test_hash_tags(void **state) {
   (void)state;
   assert_int_equal(slot_of("{user1000}.following"), slot_of("user1000"));
@@ -35,4 +74,5 @@ static void test_hash_tags(void **state) {
   assert_int_equal(keyslot(binary, sizeof binary), keyslot("\0", 1));
 }
 
-UNIT_MAIN(cmocka_unit_test(test_known_slots), cmocka_unit_test(test_hash_tags))
+UNIT_MAIN(cmocka_unit_test(test_known_slots), cmocka_unit_test(test_table_matches_definition),
+          cmocka_unit_test(test_hash_tags))
