@@ -147,22 +147,24 @@ static notify_subscriber_t *subscriber_for(notify_t *n, notify_channel_t *channe
   return node != NULL ? shard_subscriber(n, index, node) : NULL;
 }
 
+/* The commands' formats are literals ("SUBSCRIBE %b", not "%s %b"):
+ * tests/integration/test_oom.c tells hiredis' SUBSCRIBE by its format. */
+
 /* A shard command (SSUBSCRIBE, SUNSUBSCRIBE), queued as if the context
  * were not subscribed (see the top of the file).  1 when queued. */
-static int shard_command(notify_subscriber_t *sub, const char *cmd,
+static int shard_command(notify_subscriber_t *sub, const char *format,
                          const notify_channel_t *channel) {
   redisAsyncContext *ac = sub->link.ac;
   int subscribed = ac->c.flags & REDIS_SUBSCRIBED;
   ac->c.flags &= ~REDIS_SUBSCRIBED;
-  int rc =
-      redisAsyncCommand(ac, pubsub_reply_cb, sub, "%s %b", cmd, channel->name, channel->name_len);
+  int rc = redisAsyncCommand(ac, pubsub_reply_cb, sub, format, channel->name, channel->name_len);
   ac->c.flags |= subscribed;
   return rc == REDIS_OK;
 }
 
-static int plain_command(notify_subscriber_t *sub, const char *cmd,
+static int plain_command(notify_subscriber_t *sub, const char *format,
                          const notify_channel_t *channel) {
-  return redisAsyncCommand(sub->link.ac, pubsub_reply_cb, sub, "%s %b", cmd, channel->name,
+  return redisAsyncCommand(sub->link.ac, pubsub_reply_cb, sub, format, channel->name,
                            channel->name_len) == REDIS_OK;
 }
 
@@ -186,14 +188,14 @@ static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index)
     return; /* a shard subscriber's step is out: this channel's turn comes after */
   int shard = sub->shard != NULL;
   if (wanted && channel->at[index].state == SUB_NONE) {
-    if (plain_command(sub, "SUBSCRIBE", channel)) {
+    if (plain_command(sub, "SUBSCRIBE %b", channel)) {
       channel->at[index].state = SUB_SUBSCRIBING;
       if (shard)
         sub->busy = channel;
     }
   } else if (!wanted && channel->at[index].state == SUB_SUBSCRIBED) {
-    if (shard ? shard_command(sub, "SUNSUBSCRIBE", channel)
-              : plain_command(sub, "UNSUBSCRIBE", channel)) {
+    if (shard ? shard_command(sub, "SUNSUBSCRIBE %b", channel)
+              : plain_command(sub, "UNSUBSCRIBE %b", channel)) {
       channel->at[index].state = shard ? SUB_SUNSUBSCRIBING : SUB_UNSUBSCRIBING;
       if (shard)
         sub->busy = channel;
@@ -477,7 +479,7 @@ static void shard_step(notify_subscriber_t *sub, notify_channel_t *channel, pubs
     return;
   channel->busy++; /* waking may unregister its last waiter */
   if (kind == PUBSUB_SUBSCRIBE && state == SUB_SUBSCRIBING) {
-    if (shard_command(sub, "SSUBSCRIBE", channel))
+    if (shard_command(sub, "SSUBSCRIBE %b", channel))
       channel->at[i].state = SUB_SSUBSCRIBING;
     else
       link_fail(&sub->link, REDLOCK_LOG_WARN, "cannot subscribe", "out of memory");
@@ -485,7 +487,7 @@ static void shard_step(notify_subscriber_t *sub, notify_channel_t *channel, pubs
     sub->busy = NULL;
     subscribed(n, channel, i);
   } else if (kind == PUBSUB_SUNSUBSCRIBE && state == SUB_SUNSUBSCRIBING) {
-    if (plain_command(sub, "UNSUBSCRIBE", channel))
+    if (plain_command(sub, "UNSUBSCRIBE %b", channel))
       channel->at[i].state = SUB_UNSUBSCRIBING;
     else
       link_fail(&sub->link, REDLOCK_LOG_WARN, "cannot unsubscribe", "out of memory");
