@@ -2,7 +2,8 @@
 # cluster-cost.sh: what a cluster voter (redis-cluster://, a whole Redis
 # Cluster as one voter) costs the client next to a standalone voter
 # (redis://), and how it spreads the commands over the cluster's primaries.
-# One standalone master and one cluster of 3 primaries (no replicas), all
+# One standalone master and one cluster of PRIMARIES primaries (no
+# replicas; 3, or 1 for the cluster voter's own cost alone), all
 # started here on loopback; then, in ONE run, RUNS rounds of lock + unlock
 # cycles over --resources R names (10000) with ONE voter: the standalone
 # master, or the cluster.
@@ -20,8 +21,10 @@
 # Prints the medians, the ratios (cluster / standalone), and whether client
 # CPU per cycle stays within 1.2x (docs/performance.md, "Cluster voters").
 # Environment: RUNS (5), DURATION (3 s measured), WARMUP (1 s), RESOURCES
-# (10000), MODES ("throughput ab-c128"), OUT (raw JSON directory; default a
-# temp dir).  Every server is stopped by PID on exit.
+# (10000), MODES ("throughput ab-c128"), PRIMARIES (3; 1: one primary owns
+# every slot, so that the client talks to one server either way and the
+# ratio is the cluster voter's code: routing, slot map, redirections), OUT
+# (raw JSON directory; default a temp dir).  Every server is stopped by PID on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
@@ -64,6 +67,8 @@ DURATION=${DURATION:-3}
 WARMUP=${WARMUP:-1}
 RESOURCES=${RESOURCES:-10000}
 MODES=${MODES:-"throughput ab-c128"}
+PRIMARIES=${PRIMARIES:-3}
+case $PRIMARIES in 1 | 3) ;; *) echo "cluster-cost.sh: PRIMARIES is 1 or 3" >&2; exit 2 ;; esac
 OUT=${OUT:-$(mktemp -d /tmp/redlock-cluster-cost.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -72,10 +77,11 @@ bench_start_masters 1 "$OUT"
 standalone_port=${bench_ports[0]}
 standalone_pid=${bench_pids[0]}
 
-# The cluster: three primaries with a bus port each, joined by the cli.
+# The cluster: PRIMARIES primaries with a bus port each, joined by the cli
+# (three), or one that takes every slot itself.
 cluster_ports=() cluster_pids=()
 port=$(bench_free_port "$standalone_port")
-for i in 1 2 3; do
+for i in $(seq 1 "$PRIMARIES"); do
   port=$(bench_free_port "$port")
   bus=$(bench_free_port "$port")
   "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$OUT" \
@@ -87,8 +93,13 @@ for i in 1 2 3; do
   port=$bus
 done
 for i in "${!cluster_ports[@]}"; do bench_wait_ours "${cluster_ports[$i]}" "${cluster_pids[$i]}"; done
-"$cli" --cluster create $(for p in "${cluster_ports[@]}"; do printf '127.0.0.1:%s ' "$p"; done) \
-  --cluster-yes >"$OUT/create.log" 2>&1 || { cat "$OUT/create.log" >&2; exit 1; }
+if [ "$PRIMARIES" = 1 ]; then
+  "$cli" -p "${cluster_ports[0]}" cluster addslotsrange 0 16383 >"$OUT/create.log" 2>&1 ||
+    { cat "$OUT/create.log" >&2; exit 1; }
+else
+  "$cli" --cluster create $(for p in "${cluster_ports[@]}"; do printf '127.0.0.1:%s ' "$p"; done) \
+    --cluster-yes >"$OUT/create.log" 2>&1 || { cat "$OUT/create.log" >&2; exit 1; }
+fi
 deadline=$((SECONDS + 30))
 for p in "${cluster_ports[@]}"; do
   until "$cli" -p "$p" cluster info | grep -q 'cluster_state:ok'; do
@@ -157,7 +168,7 @@ for mode in $MODES; do
         ticks+=($(($(cpu_ticks "${cluster_pids[$k]}") - ticks0[k])))
       done
       jq -c -n --argjson c "[$(IFS=,; echo "${calls[*]}")]" '
-        ($c | add) as $t | {calls: $c, shares: [$c[] / $t * 3]}' >>"$OUT/spread.jsonl"
+        ($c | add) as $t | {calls: $c, shares: [$c[] / $t * ($c | length)]}' >>"$OUT/spread.jsonl"
       if [ "$mode" = throughput ]; then
         # Each primary's CPU per cycle of this run (whole run, warm-up included:
         # cycles scaled by the run's length over the measured window).
@@ -204,13 +215,13 @@ done
 
 med() { bench_median_fmt "$@"; } # file jq-expr format (bench/lib.sh)
 
-echo "## Cluster voters: one cluster of 3 primaries next to one standalone master"
+echo "## Cluster voters: one cluster of $PRIMARIES primar$([ "$PRIMARIES" = 1 ] && echo y || echo ies) next to one standalone master"
 echo
 echo "$(bench_machine);"
 echo "$(basename "$bench_server") on loopback, no persistence, no replicas; $RESOURCES resource names;"
 echo "$RUNS rounds per mode, each run $DURATION s measured after $WARMUP s warm-up."
 echo "throughput (C = 128, async API): a process per variant, ABBA over the rounds; server CPU:"
-echo "the standalone master's, or the three primaries' summed.  ab-cC: both in one process,"
+echo "the standalone master's, or the primaries' summed.  ab-cC: both in one process,"
 echo "alternating 0.5 s segments.  Ratio: cluster / standalone.  CPU in µs per cycle."
 echo
 echo "| mode | voter | cycles/s | cycle p50 (ms) | p99 | client CPU | server CPU | errors |"
@@ -226,13 +237,19 @@ done
 echo
 if [ -s "$OUT/primary-cpu.jsonl" ]; then
   echo "Per primary (throughput runs, medians): server CPU per cycle of the whole run:" \
-    "$(for k in 0 1 2; do med "$OUT/primary-cpu.jsonl" ".primary_cpu_us_per_cycle[$k]" '%.2f'; printf ' '; done)µs"
+    "$(for k in "${!cluster_ports[@]}"; do med "$OUT/primary-cpu.jsonl" ".primary_cpu_us_per_cycle[$k]" '%.2f'; printf ' '; done)µs"
 fi
 status=0
 worst=$(jq -s '[.[].shares[] | (. - 1) | fabs] | max' "$OUT/spread.jsonl")
-echo "Spread of EVALSHA over the 3 primaries, each run's shares x 3 (1 = a third):"
-jq -r '.shares | map(. * 1000 | round / 1000 | tostring) | join(" ")' "$OUT/spread.jsonl" | sed 's/^/  /'
-if awk -v w="$worst" 'BEGIN { exit !(w <= 0.15) }'; then
+if [ "$PRIMARIES" = 1 ]; then
+  echo "Spread: one primary, none to measure"
+else
+  echo "Spread of EVALSHA over the 3 primaries, each run's shares x 3 (1 = a third):"
+  jq -r '.shares | map(. * 1000 | round / 1000 | tostring) | join(" ")' "$OUT/spread.jsonl" | sed 's/^/  /'
+fi
+if [ "$PRIMARIES" = 1 ]; then
+  :
+elif awk -v w="$worst" 'BEGIN { exit !(w <= 0.15) }'; then
   printf 'spread: worst primary off a third by %.1f %%: within 15 %%\n' "$(awk -v w="$worst" 'BEGIN { print w * 100 }')"
 else
   printf 'spread: worst primary off a third by %.1f %%: ABOVE 15 %%\n' "$(awk -v w="$worst" 'BEGIN { print w * 100 }')"
