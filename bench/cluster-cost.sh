@@ -256,32 +256,10 @@ else
   status=1
 fi
 for mode in $MODES; do
-  cpu=$(bench_median "$OUT/$mode-ratio.jsonl" .client_cpu)
-  each=$(jq -r '.client_cpu | if . == null then "-" else (. * 100 | round / 100 | tostring) end' \
-    "$OUT/$mode-ratio.jsonl" | tr '\n' ' ')
-  if [ "$cpu" = null ]; then
-    echo "$mode: no round with both variants: no ratio"
-    status=1
-  elif awk -v r="$cpu" 'BEGIN { exit !(r <= 1.2) }'; then
-    printf '%s: client CPU per cycle, cluster / standalone = %.3f (rounds: %s): within 1.2\n' "$mode" "$cpu" "$each"
-  else
-    printf '%s: client CPU per cycle, cluster / standalone = %.3f (rounds: %s): ABOVE 1.2\n' "$mode" "$cpu" "$each"
-    status=1
-  fi
+  bench_cpu_ratio_check "$OUT/$mode-ratio.jsonl" "$mode: client CPU per cycle, cluster / standalone" 1.2 || status=1
 done
 echo
-echo "Commands (each round; ports and PIDs of this run):"
-echo
-echo '```'
-for mode in $MODES; do
-  case $mode in
-  ab-c*) cmd_for "$mode" ;;
-  *)
-    cmd_for "$mode" standalone
-    cmd_for "$mode" cluster
-    ;;
-  esac
-done
-echo '```'
+# shellcheck disable=SC2086 # MODES is a list
+bench_commands standalone cluster $MODES
 echo "Raw JSON: $OUT" >&2
 exit $status

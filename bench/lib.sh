@@ -4,6 +4,12 @@
 #   bench_median_fmt FILE JQ-EXPR FORMAT the same, printf-formatted ("-": none)
 #   bench_machine                        "date, kernel, CPUs, SERVER VERSION" for a result
 #                                        header (SERVER: $bench_server, default redis-server)
+#   bench_cpu_ratio_check FILE LABEL MAX one line: the median of FILE's per-round .client_cpu
+#                                        ratios, each round's, and whether it is <= MAX
+#                                        (status 1 when not, or when no round has one)
+#   bench_commands A B MODES...          each mode's command lines, a ```-block: cmd_for MODE
+#                                        for an ab-cC mode, else cmd_for MODE A and MODE B
+#                                        (cmd_for: the calling script's)
 # Starting servers (bash arrays) is bench/servers.sh.
 # shellcheck shell=sh
 
@@ -19,4 +25,38 @@ bench_median_fmt() {
 bench_machine() {
   _s=${bench_server:-redis-server}
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -srm), $(nproc) CPUs, $(basename "$_s") $("$_s" --version 2>/dev/null | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+}
+
+bench_cpu_ratio_check() {
+  _cpu=$(bench_median "$1" .client_cpu)
+  _each=$(jq -r '.client_cpu | if . == null then "-" else (. * 100 | round / 100 | tostring) end' "$1" | tr '\n' ' ')
+  if [ "$_cpu" = null ]; then
+    echo "$2: no round with both variants: no ratio"
+    return 1
+  fi
+  if awk -v r="$_cpu" -v m="$3" 'BEGIN { exit !(r <= m) }'; then
+    printf '%s = %.3f (rounds: %s): within %s\n' "$2" "$_cpu" "$_each" "$3"
+  else
+    printf '%s = %.3f (rounds: %s): ABOVE %s\n' "$2" "$_cpu" "$_each" "$3"
+    return 1
+  fi
+}
+
+bench_commands() {
+  _a=$1
+  _b=$2
+  shift 2
+  echo "Commands (each round; ports and PIDs of this run):"
+  echo
+  echo '```'
+  for _mode in "$@"; do
+    case $_mode in
+    ab-c*) cmd_for "$_mode" ;;
+    *)
+      cmd_for "$_mode" "$_a"
+      cmd_for "$_mode" "$_b"
+      ;;
+    esac
+  done
+  echo '```'
 }
