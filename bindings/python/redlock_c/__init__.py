@@ -821,6 +821,21 @@ class _Core:
             return rc, call_id.value
         return getattr(self.lib, symbol)(self.ptr, *args, self.lock_cb, key), 0
 
+    def start(self, op, symbol, args):
+        """Registers op (its callback's state) under a new key and submits
+        the acquisition (submit); raises the library's error, op then
+        forgotten, when the call is refused (no callback will run)."""
+        key = next(self.keys)
+        self.enter()
+        try:
+            self.pending[key] = op
+            rc, op.call_id = self.submit(symbol, args, key)
+            if rc != 0:
+                self.pending.pop(key, None)
+                raise _make_error(rc)
+        finally:
+            self.leave()
+
     def cancel(self, call_id):
         """redlock_cancel for an acquisition nobody waits for any more: the
         library sends nothing more for it and releases what its last round
@@ -1112,16 +1127,7 @@ class Client:
         if core.on_loop_thread():
             raise WouldBlockError(EWOULDBLOCK, detail="%s from a redlock callback" % what)
         op = _Pending()
-        key = next(core.keys)
-        core.enter()
-        try:
-            core.pending[key] = op
-            rc, op.call_id = core.submit(symbol, args, key)
-            if rc != 0:
-                core.pending.pop(key, None)
-                raise _make_error(rc)
-        finally:
-            core.leave()
+        core.start(op, symbol, args)
         try:
             op.event.wait()
         except BaseException:

@@ -247,16 +247,7 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         op = _AsyncPending(loop, fut, self._client._release_orphan)
-        key = next(core.keys)
-        core.enter()
-        try:
-            core.pending[key] = op
-            rc, op.call_id = core.submit(symbol, args, key)
-            if rc != 0:
-                core.pending.pop(key, None)
-                raise _make_error(rc)
-        finally:
-            core.leave()
+        core.start(op, symbol, args)
         try:
             handle = await fut
         except asyncio.CancelledError:
