@@ -8,30 +8,28 @@
 
 use core::ffi::{c_char, c_double, c_int, c_void};
 
-/// Settings for `redlock_open` (opaque).
-#[repr(C)]
-pub struct redlock_options_t {
-    _private: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
-}
-/// A client: N masters, their connections, a loop (opaque).
-#[repr(C)]
-pub struct redlock_t {
-    _private: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
-}
-/// One held lock (opaque).
-#[repr(C)]
-pub struct redlock_lock_t {
-    _private: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+/// Declares opaque handle types: never built or moved from Rust, only
+/// pointed at (`!Send`, `!Sync` and `!Unpin` until the safe layer says so).
+macro_rules! opaque {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+            _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+        }
+    )*};
 }
 
-/// A campaign for leadership (opaque).
-#[repr(C)]
-pub struct redlock_election_t {
-    _private: [u8; 0],
-    _pin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+opaque! {
+    /// Settings for `redlock_open` (opaque).
+    redlock_options_t;
+    /// A client: N masters, their connections, a loop (opaque).
+    redlock_t;
+    /// One held lock (opaque).
+    redlock_lock_t;
+    /// A campaign for leadership (opaque).
+    redlock_election_t;
 }
 
 pub const REDLOCK_VERSION_MAJOR: c_int = 0;
