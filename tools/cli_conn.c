@@ -32,6 +32,21 @@ int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
   return 0;
 }
 
+int tls_for_probes_from(conn_opts_t *conn) {
+  redlock_options_t *settings = redlock_options_new();
+  if (settings == NULL) {
+    err_msg("out of memory");
+    return EXIT_INTERNAL;
+  }
+  if (g_verbosity >= 0)
+    redlock_options_set_log(settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
+  int status = tls_apply(&conn->tls, settings);
+  if (status == 0)
+    status = tls_for_probes(settings, &conn->nodes);
+  redlock_options_free(settings); /* the TLS context copied what it needs */
+  return status;
+}
+
 void tls_for_probes_free(void) {
   tls_client_free(g_tls);
   g_tls = NULL;

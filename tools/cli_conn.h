@@ -37,6 +37,11 @@ enum {
 int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes);
 void tls_for_probes_free(void);
 
+/* tls_for_probes from the command line's --tls-* settings (conn->tls),
+ * checked as the library checks them (an options object made for that
+ * alone).  0, EXIT_USAGE or EXIT_INTERNAL (out of memory). */
+int tls_for_probes_from(conn_opts_t *conn);
+
 /* Connects to addr (host and port, or path; TLS when addr->tls), then AUTH
  * (addr->user, addr->password) and SELECT addr->db when the URI has them.
  * Connecting and each reply are bounded by timeout_ms.  Returns CLI_CONN_*;

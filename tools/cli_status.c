@@ -231,31 +231,15 @@ static int report(const status_opts_t *o) {
 
 int cmd_status(int argc, char **argv) {
   status_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS};
-  redlock_options_t *tls_settings = NULL;
   int status = parse_status(argc, argv, &o);
   if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
     nodes_free(&o.conn.nodes);
     return 0;
   }
-  if (status == 0) {
-    /* status speaks to the masters itself; the TLS settings go through an
-     * options object only to be checked and turned into its SSL_CTX. */
-    tls_settings = redlock_options_new();
-    if (tls_settings == NULL) {
-      err_msg("out of memory");
-      status = EXIT_INTERNAL;
-    }
-  }
-  if (status == 0) {
-    if (g_verbosity >= 0)
-      redlock_options_set_log(tls_settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
-    status = tls_apply(&o.conn.tls, tls_settings);
-  }
   if (status == 0)
-    status = tls_for_probes(tls_settings, &o.conn.nodes);
+    status = tls_for_probes_from(&o.conn);
   if (status == 0)
     status = report(&o);
-  redlock_options_free(tls_settings);
   tls_for_probes_free();
   nodes_free(&o.conn.nodes);
   return status;
