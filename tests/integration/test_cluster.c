@@ -37,66 +37,17 @@
 
 #include <cmocka.h>
 
-#include "cluster_harness.h"
+#include "cluster_fixture.h"
 #include "fixture.h"
 
 #define N_RESOURCES 48
 #define TTL_MS 20000u
 
-/* The cluster of the running test, for the teardown of a failed one. */
-static ch_cluster_t *g_cluster;
-
-static int cl_teardown(void **state) {
-  fx_t *fx = *state;
-  for (int i = 0; fx != NULL && i < FX_MAX_CLIENTS; i++)
-    fx_close(fx, i);
-  for (unsigned i = 0; g_cluster != NULL && i < ch_count(g_cluster); i++)
-    (void)rh_server_resume(ch_node(g_cluster, i));
-  ch_stop(g_cluster);
-  g_cluster = NULL;
-  return fx_teardown(state);
-}
-#define CL_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, cl_teardown)
-
-static ch_cluster_t *cluster_start(void) {
-  ch_options_t o = {.primaries = 3, .replicas_per_primary = 0};
-  assert_int_equal(ch_start(&g_cluster, &o), 0);
-  return g_cluster;
-}
-
-static long dbsize(rh_server_t *s) {
-  char buf[64];
-  if (rh_server_command(s, buf, sizeof buf, "DBSIZE") != 0)
-    return -1;
-  return atol(buf);
-}
-
-typedef struct {
-  ch_cluster_t *c;
-  long want;
-} total_t;
-
-static int total_is(void *arg) {
-  total_t *t = arg;
-  long sum = 0;
-  for (unsigned i = 0; i < ch_count(t->c); i++)
-    sum += dbsize(ch_node(t->c, i));
-  return sum == t->want;
-}
-
-/* The key of a resource as a client of default options names it. */
-static void key_of(const char *res, char *key, size_t size) {
-  const char *prefix = NULL;
-  redlock_options_t *o = redlock_options_new();
-  assert_non_null(o);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  snprintf(key, size, "%s%s", prefix, res);
-  redlock_options_free(o);
-}
+#define CL_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, cfx_teardown)
 
 static void test_cluster_and_masters(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[3] = {ch_uri(c, 2), rh_server_uri(fx->servers[0]),
                          rh_server_uri(fx->servers[1])};
   redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
@@ -111,8 +62,7 @@ static void test_cluster_and_masters(void **state) {
     assert_int_equal(redlock_lock(a, res[i], TTL_MS, &locks[i]), REDLOCK_OK);
     assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
   }
-  total_t t = {c, 0};
-  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  cfx_assert_keys(c, 0);
   for (int i = 0; i < N_RESOURCES; i++) {
     int rc = redlock_lock(a, res[i], TTL_MS, &locks[i]);
     if (rc != REDLOCK_OK) {
@@ -122,10 +72,9 @@ static void test_cluster_and_masters(void **state) {
     }
   }
   /* Held: every key on the cluster, spread over all three primaries. */
-  t.want = N_RESOURCES;
-  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  cfx_assert_keys(c, N_RESOURCES);
   for (unsigned i = 0; i < ch_count(c); i++)
-    if (dbsize(ch_node(c, i)) < 1)
+    if (cfx_dbsize(ch_node(c, i)) < 1)
       fail_msg("primary %u holds none of the %d keys", i, N_RESOURCES);
   /* Exclusion: the other client gets none of them. */
   for (int i = 0; i < N_RESOURCES; i += 7) {
@@ -136,8 +85,7 @@ static void test_cluster_and_masters(void **state) {
   }
   for (int i = 0; i < N_RESOURCES; i++)
     assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
-  t.want = 0;
-  assert_true(rh_wait_until(total_is, &t, FX_SETTLE_MS));
+  cfx_assert_keys(c, 0);
   /* And now the other client can. */
   redlock_lock_t *again = NULL;
   assert_int_equal(redlock_trylock(b, res[0], TTL_MS, &again), REDLOCK_OK);
@@ -146,14 +94,14 @@ static void test_cluster_and_masters(void **state) {
 
 static void test_cluster_moved(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 1)};
   redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_DEBUG));
   const char *res = "cl-moving";
   redlock_lock_t *lock = NULL;
   assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
   char key[128], buf[64];
-  key_of(res, key, sizeof key);
+  cfx_key_of(res, key, sizeof key);
   assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
   int slot = atoi(buf);
   int from = ch_owner(c, 0, slot);
@@ -191,8 +139,8 @@ static void test_cluster_moved(void **state) {
    * (a hash tag) it is granted. */
   const char *apart[2] = {"cl-many-1", "cl-many-2"};
   char k1[128], k2[128], s1[32], s2[32];
-  key_of(apart[0], k1, sizeof k1);
-  key_of(apart[1], k2, sizeof k2);
+  cfx_key_of(apart[0], k1, sizeof k1);
+  cfx_key_of(apart[1], k2, sizeof k2);
   assert_int_equal(rh_server_command(ch_node(c, 0), s1, sizeof s1, "CLUSTER KEYSLOT %s", k1), 0);
   assert_int_equal(rh_server_command(ch_node(c, 0), s2, sizeof s2, "CLUSTER KEYSLOT %s", k2), 0);
   assert_string_not_equal(s1, s2);
@@ -255,7 +203,7 @@ static void on_lost(redlock_election_t *e, int reason, void *arg) {
 
 static void test_cluster_primitives(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 0)};
   redlock_options_t *o = fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN);
   assert_int_equal(redlock_options_set_fencing(o, 1), 0);
@@ -312,7 +260,7 @@ static void test_cluster_primitives(void **state) {
     gone_t g = {c, ""};
     char name[32];
     snprintf(name, sizeof name, "cl-prim-%d", i);
-    key_of(name, g.key, sizeof g.key);
+    cfx_key_of(name, g.key, sizeof g.key);
     if (!rh_wait_until(key_gone, &g, FX_SETTLE_MS))
       fail_msg("key %s left on a primary", g.key);
   }
@@ -320,7 +268,7 @@ static void test_cluster_primitives(void **state) {
 
 static void test_cluster_unreachable(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 0)};
   redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
   redlock_lock_t *lock = NULL;
@@ -388,7 +336,7 @@ static void record_acquire(const redlock_event_t *ev, void *arg) {
  * the voter's figures with the voter's label (docs/observability.md). */
 static void test_cluster_labels(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 1)};
   static seen_t seen;
   memset(&seen, 0, sizeof seen);
@@ -404,7 +352,7 @@ static void test_cluster_labels(void **state) {
     redlock_lock_t *lock = NULL;
     assert_int_equal(redlock_lock(a, res, TTL_MS, &lock), REDLOCK_OK);
     assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
-    key_of(res, key, sizeof key);
+    cfx_key_of(res, key, sizeof key);
     assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key),
                      0);
     int owner = ch_owner(c, 0, atoi(buf));

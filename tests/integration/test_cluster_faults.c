@@ -44,82 +44,19 @@
 
 #include <cmocka.h>
 
-#include "cluster_harness.h"
+#include "cluster_fixture.h"
 #include "fixture.h"
 
 #define TTL_MS 30000u
 #define RESHARD_SLOTS 4000u /* of primary 0's 5461 */
 #define RESHARD_TIMEOUT_MS 120000
 #define N_HELD 240
-#define MAX_CLUSTERS 3
 
-static ch_cluster_t *g_clusters[MAX_CLUSTERS];
-
-static int cf_teardown(void **state) {
-  fx_t *fx = *state;
-  for (int i = 0; fx != NULL && i < FX_MAX_CLIENTS; i++)
-    fx_close(fx, i);
-  for (int k = 0; k < MAX_CLUSTERS; k++) {
-    for (unsigned i = 0; g_clusters[k] != NULL && i < ch_count(g_clusters[k]); i++)
-      (void)rh_server_resume(ch_node(g_clusters[k], i));
-    ch_stop(g_clusters[k]);
-    g_clusters[k] = NULL;
-  }
-  return fx_teardown(state);
-}
-#define CF_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_0, cf_teardown)
-
-static ch_cluster_t *cluster_start(int k, unsigned replicas) {
-  ch_options_t o = {.primaries = 3, .replicas_per_primary = replicas};
-  assert_int_equal(ch_start(&g_clusters[k], &o), 0);
-  return g_clusters[k];
-}
-
-static long dbsize(rh_server_t *s) {
-  char buf[64];
-  if (rh_server_pid(s) == 0 || rh_server_command(s, buf, sizeof buf, "DBSIZE") != 0)
-    return -1;
-  return atol(buf);
-}
-
-/* Keys on the cluster's primaries (a replica's copies are not counted). */
-static long cluster_keys(ch_cluster_t *c) {
-  long sum = 0;
-  for (unsigned i = 0; i < ch_count(c); i++)
-    if (ch_is_master(c, i))
-      sum += dbsize(ch_node(c, i));
-  return sum;
-}
-
-typedef struct {
-  ch_cluster_t *c;
-  long want;
-} total_t;
-
-static int total_is(void *arg) {
-  total_t *t = arg;
-  return cluster_keys(t->c) == t->want;
-}
-
-static void assert_cluster_keys(ch_cluster_t *c, long want) {
-  total_t t = {c, want};
-  if (!rh_wait_until(total_is, &t, FX_SETTLE_MS))
-    fail_msg("%ld keys on the cluster's primaries, want %ld", cluster_keys(c), want);
-}
-
-/* The key of a resource as a client of default options names it. */
-static void key_of(const char *res, char *key, size_t size) {
-  const char *prefix = NULL;
-  redlock_options_t *o = redlock_options_new();
-  assert_non_null(o);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  snprintf(key, size, "%s%s", prefix, res);
-  redlock_options_free(o);
-}
+#define CF_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_0, cfx_teardown)
 
 static int slot_of(ch_cluster_t *c, const char *res) {
   char key[160], buf[64];
-  key_of(res, key, sizeof key);
+  cfx_key_of(res, key, sizeof key);
   assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
   return atoi(buf);
 }
@@ -205,7 +142,7 @@ static void *held_churn(void *arg) {
 
 static void test_reshard_held(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start(0, 0);
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 1)};
   redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
   redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 1, REDLOCK_LOG_WARN));
@@ -225,8 +162,8 @@ static void test_reshard_held(void **state) {
   assert_int_equal(n, N_HELD);
   for (int i = 0; i < n; i++)
     CF_CHECK(fx, 0, a, redlock_lock(a, res[i], TTL_MS, &locks[i]));
-  assert_cluster_keys(c, n);
-  long on1 = dbsize(ch_node(c, 1));
+  cfx_assert_keys(c, n);
+  long on1 = cfx_dbsize(ch_node(c, 1));
 
   held_t h = {.fx = fx, .holder = a, .other = b, .locks = locks, .res = res, .n = n};
   pthread_t t;
@@ -248,9 +185,9 @@ static void test_reshard_held(void **state) {
              h.first_failure, fx_log_text(fx, 0));
   assert_true(h.rounds >= 1);
   /* Half of the held keys moved with their slots. */
-  if (dbsize(ch_node(c, 1)) < on1 + n / 2)
-    fail_msg("primary 1 holds %ld keys, had %ld: the held keys did not move", dbsize(ch_node(c, 1)),
-             on1);
+  if (cfx_dbsize(ch_node(c, 1)) < on1 + n / 2)
+    fail_msg("primary 1 holds %ld keys, had %ld: the held keys did not move",
+             cfx_dbsize(ch_node(c, 1)), on1);
   /* After it: still excluded, extended, unlocked, no key left. */
   for (int i = 0; i < n; i++) {
     redlock_lock_t *got = NULL;
@@ -260,11 +197,11 @@ static void test_reshard_held(void **state) {
   }
   for (int i = 0; i < n; i++)
     CF_CHECK(fx, 0, a, redlock_unlock(a, locks[i]));
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
   redlock_lock_t *got = NULL;
   CF_CHECK(fx, 1, b, redlock_trylock(b, res[0], TTL_MS, &got));
   CF_CHECK(fx, 1, b, redlock_unlock(b, got));
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
 }
 
 /* ---- reshard under load ---------------------------------------------------------------- */
@@ -324,7 +261,7 @@ static int load_grants_after(void *arg) {
 
 static void test_reshard_load(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start(0, 0);
+  ch_cluster_t *c = cfx_start(3, 0);
   const char *uris[1] = {ch_uri(c, 2)};
   static load_t l;
   memset(&l, 0, sizeof l);
@@ -367,7 +304,7 @@ static void test_reshard_load(void **state) {
    * loopback, but the count of keys left is what is asserted. */
   assert_int_equal(atomic_load(&l.unlock_fails), 0);
   assert_true(ch_wait_ok(c, 10000));
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
 }
 
 /* ---- failovers inside the cluster ------------------------------------------------------ */
@@ -425,7 +362,7 @@ static void assert_votes_again(fx_t *fx, int slot, redlock_t *c, ch_cluster_t *c
 
 static void test_failover_graceful(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start(0, 1); /* node 3 replicates 0, 4 replicates 1 */
+  ch_cluster_t *c = cfx_start(3, 1); /* node 3 replicates 0, 4 replicates 1 */
   redlock_t *a = fx_open(fx, 0, quarantined_options(fx, 0, ch_uri(c, 3)));
   warm_up(fx, 0, a, "fo-a");
   char res[64];
@@ -445,7 +382,7 @@ static void test_failover_graceful(void **state) {
   /* The holder extends (an extension's vote counts) and unlocks. */
   CF_CHECK(fx, 0, a, redlock_extend(a, held, FO_TTL_MS));
   CF_CHECK(fx, 0, a, redlock_unlock(a, held));
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
   assert_votes_again(fx, 0, a, c, 3, "fo-after");
 
   /* Failback: node 0's connection lived on through its demotion; promoted
@@ -457,7 +394,7 @@ static void test_failover_graceful(void **state) {
   assert_quarantined(fx, 0, a, c, 0, "fo-back-a");
   CF_CHECK(fx, 0, a, redlock_unlock(a, held));
   assert_votes_again(fx, 0, a, c, 0, "fo-back-after");
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
 }
 
 typedef struct {
@@ -480,7 +417,7 @@ static int never_granted(void *arg) {
 
 static void test_failover_kill(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start(0, 1); /* node 4 replicates 1 */
+  ch_cluster_t *c = cfx_start(3, 1); /* node 4 replicates 1 */
   redlock_t *a = fx_open(fx, 0, quarantined_options(fx, 0, ch_uri(c, 1)));
   redlock_t *b = fx_open(fx, 1, quarantined_options(fx, 1, ch_uri(c, 1)));
   warm_up(fx, 0, a, "fk-a");
@@ -504,7 +441,7 @@ static void test_failover_kill(void **state) {
 
 static void test_cluster_wait(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start(0, 1);
+  ch_cluster_t *c = cfx_start(3, 1);
   char uri1[700], uri2[700];
   snprintf(uri1, sizeof uri1, "%s?wait=1", ch_uri(c, 0));
   snprintf(uri2, sizeof uri2, "%s?wait=2", ch_uri(c, 0));
@@ -519,7 +456,7 @@ static void test_cluster_wait(void **state) {
     CF_CHECK(fx, 0, a, redlock_lock(a, res, TTL_MS, &l));
     /* Acknowledged: the replica (node 3 + p) has the key when granted. */
     char key[160];
-    key_of(res, key, sizeof key);
+    cfx_key_of(res, key, sizeof key);
     redisContext *rc = fx_redis(ch_node(c, 3 + p), 2000);
     redisReply *r = redisCommand(rc, "READONLY");
     assert_non_null(r);
@@ -539,7 +476,7 @@ static void test_cluster_wait(void **state) {
     if (rc2 == REDLOCK_OK || strstr(votes, "primary") == NULL || strstr(votes, "=OK") != NULL)
       fail_msg("wait=2 with one replica: %d: %s", rc2, votes);
   }
-  assert_cluster_keys(c, 0);
+  cfx_assert_keys(c, 0);
 }
 
 /* ---- three clusters ------------------------------------------------------------------------ */
@@ -552,7 +489,7 @@ static void test_three_clusters(void **state) {
   char uri[3][700];
   const char *uris[3];
   for (int k = 0; k < 3; k++) {
-    cl[k] = cluster_start(k, 0);
+    cl[k] = cfx_start(3, 0);
     snprintf(uri[k], sizeof uri[k], "%s", ch_uri(cl[k], 1));
     uris[k] = uri[k];
   }
@@ -561,7 +498,7 @@ static void test_three_clusters(void **state) {
   warm_up(fx, 0, a, "c3-a");
   warm_up(fx, 1, b, "c3-b");
   for (int k = 0; k < 3; k++)
-    assert_cluster_keys(cl[k], 0);
+    cfx_assert_keys(cl[k], 0);
   static redlock_lock_t *locks[N_THREE];
   char res[N_THREE][32];
   for (int i = 0; i < N_THREE; i++) {
@@ -570,9 +507,9 @@ static void test_three_clusters(void **state) {
   }
   /* Every cluster holds every key, spread over its primaries. */
   for (int k = 0; k < 3; k++) {
-    assert_cluster_keys(cl[k], N_THREE);
+    cfx_assert_keys(cl[k], N_THREE);
     for (unsigned p = 0; p < 3; p++)
-      if (dbsize(ch_node(cl[k], p)) < 1)
+      if (cfx_dbsize(ch_node(cl[k], p)) < 1)
         fail_msg("cluster %d: primary %u holds none of the keys", k, p);
   }
   for (int i = 0; i < N_THREE; i++) {
@@ -598,7 +535,7 @@ static void test_three_clusters(void **state) {
   for (int i = 0; i < N_THREE; i++)
     CF_CHECK(fx, 0, a, redlock_unlock(a, locks[i]));
   for (int k = 0; k < 3; k++)
-    assert_cluster_keys(cl[k], 0);
+    cfx_assert_keys(cl[k], 0);
   redlock_lock_t *again = NULL;
   CF_CHECK(fx, 1, b, redlock_trylock(b, res[0], TTL_MS, &again));
   CF_CHECK(fx, 1, b, redlock_unlock(b, again));

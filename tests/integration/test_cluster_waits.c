@@ -25,42 +25,14 @@
 
 #include <cmocka.h>
 
-#include "cluster_harness.h"
+#include "cluster_fixture.h"
 #include "fixture.h"
 
 #define TTL_MS 30000u
 #define WAIT_MS 60000u
 #define FALLBACK_MS 50000u /* the waiter's retry delay: beyond every bound below */
 
-static ch_cluster_t *g_cluster;
-
-static int cw_teardown(void **state) {
-  fx_t *fx = *state;
-  for (int i = 0; fx != NULL && i < FX_MAX_CLIENTS; i++)
-    fx_close(fx, i);
-  for (unsigned i = 0; g_cluster != NULL && i < ch_count(g_cluster); i++)
-    (void)rh_server_resume(ch_node(g_cluster, i));
-  ch_stop(g_cluster);
-  g_cluster = NULL;
-  return fx_teardown(state);
-}
-#define CW_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, cw_teardown)
-
-static ch_cluster_t *cluster_start(void) {
-  ch_options_t o = {.primaries = 3, .replicas_per_primary = 0};
-  assert_int_equal(ch_start(&g_cluster, &o), 0);
-  return g_cluster;
-}
-
-/* The key of a resource as a client of default options names it. */
-static void key_of(const char *res, char *key, size_t size) {
-  const char *prefix = NULL;
-  redlock_options_t *o = redlock_options_new();
-  assert_non_null(o);
-  assert_int_equal(redlock_options_get_key_prefix(o, &prefix), 0);
-  snprintf(key, size, "%s%s", prefix, res);
-  redlock_options_free(o);
-}
+#define CW_TEST(f, n) cmocka_unit_test_setup_teardown(f, fx_setup_##n, cfx_teardown)
 
 /* A resource whose key's slot is owned by a node other than `not_at`;
  * its key and release channel in key / channel. */
@@ -69,7 +41,7 @@ static void resource_away_from(ch_cluster_t *c, unsigned not_at, char *res, size
   for (int i = 0; i < 64; i++) {
     char buf[32];
     snprintf(res, res_size, "cw-res-%d", i);
-    key_of(res, key, key_size);
+    cfx_key_of(res, key, key_size);
     assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key),
                      0);
     int owner = ch_owner(c, 0, atoi(buf));
@@ -178,19 +150,19 @@ static void wait_woken(fx_t *fx, ch_cluster_t *c, const char *uri, int stopped, 
 
 static void test_cluster_wait_woken(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   wait_woken(fx, c, ch_uri(c, 1), -1, 0);
 }
 
 static void test_cluster_wait_woken_slot_moved(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   wait_woken(fx, c, ch_uri(c, 1), -1, 1);
 }
 
 static void test_cluster_wait_woken_seed_stopped(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cluster_start();
+  ch_cluster_t *c = cfx_start(3, 0);
   /* Every node a seed, the first one stopped: discovery and the
    * subscription go on to the others. */
   char uri[512];
