@@ -33,30 +33,13 @@ static void uri_with(char *buf, size_t size, const rh_server_t *s, const char *p
   snprintf(buf, size, "%s?%s", rh_server_uri(s), params);
 }
 
-typedef struct {
-  rh_server_t *master, *replica;
-} pair_t;
-
-/* The replica reports its link up and the master one connected replica. */
-static int replica_attached(void *arg) {
-  pair_t *p = arg;
-  char info[4096];
-  if (rh_server_command(p->replica, info, sizeof info, "INFO replication") != 0 ||
-      strstr(info, "master_link_status:up") == NULL)
-    return 0;
-  if (rh_server_command(p->master, info, sizeof info, "INFO replication") != 0)
-    return 0;
-  return strstr(info, "connected_slaves:1") != NULL;
-}
-
 static void attach_replica(fx_t *fx) {
   char buf[256];
   assert_int_equal(rh_server_command(fx->servers[2], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
                                      rh_server_port(fx->servers[0])),
                    0);
   assert_string_equal(buf, "OK");
-  pair_t p = {fx->servers[0], fx->servers[2]};
-  assert_true(rh_wait_until(replica_attached, &p, 10000));
+  assert_true(rh_wait_replica_linked(fx->servers[0], fx->servers[2], 10000));
 }
 
 static redlock_t *open_ab(fx_t *fx, const char *a_params) {

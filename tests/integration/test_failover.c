@@ -36,19 +36,6 @@
 enum { A = 0, R = 1, B = 2, C = 3 };
 
 typedef struct {
-  rh_server_t *master, *replica;
-} pair_t;
-
-static int replica_attached(void *arg) {
-  pair_t *p = arg;
-  char info[4096];
-  return rh_server_command(p->replica, info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "master_link_status:up") != NULL &&
-         rh_server_command(p->master, info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "connected_slaves:1") != NULL;
-}
-
-typedef struct {
   fx_t *fx;
   fault_proxy_t *proxy;
   int port; /* the address the voter names */
@@ -63,8 +50,7 @@ static void scene_start(scene_t *s, fx_t *fx, const char *params) {
   assert_int_equal(rh_server_command(fx->servers[R], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
                                      rh_server_port(fx->servers[A])),
                    0);
-  pair_t p = {fx->servers[A], fx->servers[R]};
-  assert_true(rh_wait_until(replica_attached, &p, 10000));
+  assert_true(rh_wait_replica_linked(fx->servers[A], fx->servers[R], 10000));
   assert_int_equal(fault_proxy_start(&s->proxy, "127.0.0.1", rh_server_port(fx->servers[A])), 0);
   s->port = fault_proxy_port(s->proxy);
   snprintf(s->uri, sizeof s->uri, "redis://127.0.0.1:%d%s%s", s->port, params ? "?" : "",

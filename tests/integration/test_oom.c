@@ -435,16 +435,6 @@ static void prep_client_locked(oom_ctx_t *ctx) {
   FX_ASSERT_RC(ctx->fx, ctx->c, redlock_lock(ctx->c, ctx->res, 10000, &ctx->lock), REDLOCK_OK);
 }
 
-/* Server 3 is server 0's replica, its link up. */
-static int replica_up(void *arg) {
-  fx_t *fx = arg;
-  char info[4096];
-  return rh_server_command(fx->servers[3], info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "master_link_status:up") != NULL &&
-         rh_server_command(fx->servers[0], info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "connected_slaves:1") != NULL;
-}
-
 /* A client over servers 0 (wait=1: each write waits for its replica's ack,
  * whose reply the node keeps meanwhile), 1 and 2: three voters, so that a
  * vote one failed allocation costs is survived, as in the other cases.  A
@@ -460,7 +450,7 @@ static void prep_acked(oom_ctx_t *ctx) {
                                        rh_server_port(fx->servers[0])),
                      0);
   }
-  assert_true(rh_wait_until(replica_up, fx, OOM_CHECK_MS));
+  assert_true(rh_wait_replica_linked(fx->servers[0], fx->servers[3], OOM_CHECK_MS));
   char acked[256];
   snprintf(acked, sizeof acked, "%s?wait=1", rh_server_uri(fx->servers[0]));
   const char *uris[3] = {acked, rh_server_uri(fx->servers[1]), rh_server_uri(fx->servers[2])};

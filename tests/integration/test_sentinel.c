@@ -81,19 +81,6 @@ static int sc_teardown(void **state) {
 }
 #define SC_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_5, sc_teardown)
 
-typedef struct {
-  rh_server_t *master, *replica;
-} pair_t;
-
-static int replica_attached(void *arg) {
-  pair_t *p = arg;
-  char info[4096];
-  return rh_server_command(p->replica, info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "master_link_status:up") != NULL &&
-         rh_server_command(p->master, info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "connected_slaves:1") != NULL;
-}
-
 /* Every sentinel knows the others and the replica. */
 static int sentinels_ready(void *arg) {
   scene_t *s = arg;
@@ -119,8 +106,7 @@ static void scene_start(scene_t *s, fx_t *fx, unsigned n, const char *password, 
   assert_int_equal(rh_server_command(fx->servers[R], buf, sizeof buf, "REPLICAOF 127.0.0.1 %d",
                                      rh_server_port(fx->servers[M])),
                    0);
-  pair_t p = {fx->servers[M], fx->servers[R]};
-  assert_true(rh_wait_until(replica_attached, &p, 10000));
+  assert_true(rh_wait_replica_linked(fx->servers[M], fx->servers[R], 10000));
   const char *tmp = getenv("TMPDIR");
   snprintf(s->dir, sizeof s->dir, "%s/redlock-sentinel-XXXXXX",
            tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");

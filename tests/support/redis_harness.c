@@ -330,6 +330,24 @@ int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *f
   return 0;
 }
 
+typedef struct {
+  rh_server_t *master, *replica;
+} link_pair_t;
+
+static int replica_linked(void *arg) {
+  link_pair_t *p = arg;
+  char info[4096];
+  return rh_server_command(p->replica, info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "master_link_status:up") != NULL &&
+         rh_server_command(p->master, info, sizeof info, "INFO replication") == 0 &&
+         strstr(info, "connected_slaves:1") != NULL;
+}
+
+int rh_wait_replica_linked(rh_server_t *master, rh_server_t *replica, int timeout_ms) {
+  link_pair_t p = {master, replica};
+  return rh_wait_until(replica_linked, &p, timeout_ms);
+}
+
 /* ---- process control ----------------------------------------------------------------- */
 
 /* Reaps the child if it has exited; returns 1 when it is gone. */

@@ -84,6 +84,11 @@ int rh_server_resume(rh_server_t *server);
  * Example: rh_server_command(s, buf, sizeof buf, "GET %s", key). */
 int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...);
 
+/* Waits up to timeout_ms until `replica` reports its link to its master up
+ * and `master` counts one connected replica (INFO replication on both): 1
+ * when that came true, 0 on timeout. */
+int rh_wait_replica_linked(rh_server_t *master, rh_server_t *replica, int timeout_ms);
+
 /* Stops (SIGTERM, then SIGKILL after 2 s) and frees.  NULL is fine. */
 void rh_server_free(rh_server_t *server);
 

@@ -855,16 +855,6 @@ static void heal_all(void) {
   }
 }
 
-/* The replica is linked to its master (INFO replication on both). */
-static int replica_linked(void *arg) {
-  int m = (int)(intptr_t)arg;
-  char info[4096];
-  return rh_server_command(replicas[m], info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "master_link_status:up") != NULL &&
-         rh_server_command(fx.servers[m], info, sizeof info, "INFO replication") == 0 &&
-         strstr(info, "connected_slaves:1") != NULL;
-}
-
 /* --failover: one replica per master (REPLICAOF it), linked before the run
  * starts.  0, or -1 with a message (nothing of them left running). */
 static int start_replicas(const rh_options_t *ropts) {
@@ -885,7 +875,7 @@ static int start_replicas(const rh_options_t *ropts) {
     }
   }
   for (int m = 0; m < N_MASTERS; m++) {
-    if (!rh_wait_until(replica_linked, (void *)(intptr_t)m, 10000)) {
+    if (!rh_wait_replica_linked(fx.servers[m], replicas[m], 10000)) {
       fprintf(stderr, "torture: set-up error: replica %d did not link to its master in 10 s\n", m);
       rh_cluster_free(replicas, N_MASTERS);
       return -1;
