@@ -449,20 +449,6 @@ static int pred_replica_online(void *arg) {
 
 #define SENTINEL_PASSWORD "sentinel-pw-9876"
 
-/* A loopback port nobody listens on right now (the kernel's choice). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
 static void stop_sentinel(void) {
   if (g_sentinel <= 0)
     return;
@@ -510,7 +496,7 @@ static int start_sentinel(const rh_server_t *master, const char *master_password
   char conf[PATH_MAX + 32];
   snprintf(conf, sizeof conf, "%s/sentinel.conf", g_tmpdir);
   for (int attempt = 0; attempt < 5; attempt++) {
-    int port = free_port();
+    int port = rh_free_port();
     CHECK(port > 0, "no free port");
     FILE *f = fopen(conf, "w");
     CHECK(f != NULL, "%s: %s", conf, strerror(errno));

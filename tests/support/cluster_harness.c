@@ -27,20 +27,6 @@ struct ch_cluster {
   char uri[64 * CH_MAX_NODES];
 };
 
-/* A loopback port nobody listens on right now (the kernel's choice). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
 unsigned ch_count(const ch_cluster_t *c) { return c->n; }
 rh_server_t *ch_node(const ch_cluster_t *c, unsigned i) { return c->nodes[i]; }
 int ch_port(const ch_cluster_t *c, unsigned i) { return rh_server_port(c->nodes[i]); }
@@ -169,7 +155,7 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
   for (; c->n < n; c->n++) {
     char conf[PATH_MAX + 32], bus[16];
     snprintf(conf, sizeof conf, "%s/nodes-%u.conf", c->dir, c->n);
-    c->bus[c->n] = free_port();
+    c->bus[c->n] = rh_free_port();
     snprintf(bus, sizeof bus, "%d", c->bus[c->n]);
     const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
                           "--cluster-port", bus, "--cluster-node-timeout", "2000",

@@ -151,8 +151,7 @@ static void build_uri(rh_server_t *s) {
   }
 }
 
-/* A port nobody listens on right now: the kernel's choice for 127.0.0.1:0. */
-static int pick_free_port(void) {
+int rh_free_port(void) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return -1;
@@ -328,6 +327,14 @@ int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *f
   }
   freeReplyObject(r);
   return 0;
+}
+
+void rh_reply_text(const struct redisReply *r, char *buf, size_t size) {
+  if (buf == NULL || size == 0)
+    return;
+  buf[0] = '\0';
+  size_t used = 0;
+  render_reply(r, buf, size, &used);
 }
 
 typedef struct {
@@ -752,7 +759,7 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
   for (int attempt = 0; attempt < RH_START_ATTEMPTS && rc != READY_OK; attempt++) {
     if (attempt > 0 && rh_now_ms() >= deadline)
       break;
-    s->port = pick_free_port();
+    s->port = rh_free_port();
     if (s->port <= 0)
       continue;
     rc = start_on_port(s, deadline);

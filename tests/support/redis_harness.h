@@ -84,6 +84,16 @@ int rh_server_resume(rh_server_t *server);
  * Example: rh_server_command(s, buf, sizeof buf, "GET %s", key). */
 int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...);
 
+/* A reply as rh_server_command gives it: a string, status, error or
+ * integer as text, nil as "(nil)", an array's elements one per line
+ * (truncated to fit buf). */
+struct redisReply;
+void rh_reply_text(const struct redisReply *r, char *buf, size_t size);
+
+/* A loopback port nobody listens on right now (the kernel's choice for
+ * 127.0.0.1:0); -1 when none could be had. */
+int rh_free_port(void);
+
 /* Waits up to timeout_ms until `replica` reports its link to its master up
  * and `master` counts one connected replica (INFO replication on both): 1
  * when that came true, 0 on timeout. */

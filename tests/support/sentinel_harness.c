@@ -28,20 +28,6 @@ struct sh_sentinel {
   char *password;
 };
 
-/* A loopback port nobody listens on right now (the kernel's choice). */
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  socklen_t len = sizeof a;
-  int port = -1;
-  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-      getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-    port = ntohs(a.sin_port);
-  if (fd >= 0)
-    close(fd);
-  return port;
-}
-
 static redisContext *connect_sync(const sh_sentinel_t *s, int timeout_ms) {
   struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
@@ -65,31 +51,6 @@ static redisContext *connect_sync(const sh_sentinel_t *s, int timeout_ms) {
 }
 
 /* Appends a reply as text (arrays: elements joined by '\n'). */
-static void render(const redisReply *r, char *buf, size_t size, size_t *used) {
-  int n = 0;
-  switch (r->type) {
-  case REDIS_REPLY_ARRAY:
-    for (size_t i = 0; i < r->elements; i++) {
-      if (i > 0 && *used + 1 < size)
-        buf[(*used)++] = '\n';
-      render(r->element[i], buf, size, used);
-    }
-    buf[*used < size ? *used : size - 1] = '\0';
-    return;
-  case REDIS_REPLY_INTEGER:
-    n = snprintf(buf + *used, size - *used, "%lld", (long long)r->integer);
-    break;
-  case REDIS_REPLY_NIL:
-    n = snprintf(buf + *used, size - *used, "(nil)");
-    break;
-  default:
-    n = snprintf(buf + *used, size - *used, "%.*s", (int)r->len, r->str);
-    break;
-  }
-  if (n > 0)
-    *used = *used + (size_t)n < size ? *used + (size_t)n : size - 1;
-}
-
 int sh_command(sh_sentinel_t *s, char *buf, size_t size, const char *fmt, ...) {
   if (buf != NULL && size > 0)
     buf[0] = '\0';
@@ -105,9 +66,7 @@ int sh_command(sh_sentinel_t *s, char *buf, size_t size, const char *fmt, ...) {
   redisFree(c);
   if (r == NULL)
     return -1;
-  size_t used = 0;
-  if (buf != NULL && size > 0)
-    render(r, buf, size, &used);
+  rh_reply_text(r, buf, size);
   freeReplyObject(r);
   return 0;
 }
@@ -195,8 +154,8 @@ int sh_start(sh_sentinel_t **out, const sh_options_t *o) {
     return -1;
   }
   for (int attempt = 0; attempt < SH_START_ATTEMPTS; attempt++) {
-    s->port = free_port();
-    s->tls_port = o->tls_cert_file != NULL ? free_port() : 0;
+    s->port = rh_free_port();
+    s->tls_port = o->tls_cert_file != NULL ? rh_free_port() : 0;
     char conf[4096];
     snprintf(conf, sizeof conf, "%s/sentinel-%d.conf", o->dir, s->port);
     if (s->port <= 0 || s->tls_port < 0 || s->tls_port == s->port ||
