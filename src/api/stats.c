@@ -62,6 +62,17 @@ int stats_new(const stats_env_t *env, struct stats **out) {
   }
   stats->n_masters = n;
   stats->env = env;
+  /* A cluster voter's primaries are counted apart too, when stats are on
+   * (events alone name the primary in their detail). */
+  for (unsigned i = 0; i < n && !env->opts->stats_off; i++) {
+    if (i >= env->opts->n_nodes || env->opts->nodes[i].voter != VOTER_KIND_CLUSTER)
+      continue;
+    stats->masters[i].primaries = calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
+    if (stats->masters[i].primaries == NULL) {
+      stats_free(stats);
+      return REDLOCK_ENOMEM;
+    }
+  }
   uint64_t now = tb_now_ns(env->tb);
   for (unsigned i = 0; i < n; i++) {
     atomic_init(&stats->masters[i].state, MSTATE_CONNECTING);
@@ -71,7 +82,11 @@ int stats_new(const stats_env_t *env, struct stats **out) {
   return 0;
 }
 
-void stats_free(struct stats *stats) { free(stats); }
+void stats_free(struct stats *stats) {
+  for (unsigned i = 0; stats != NULL && i < stats->n_masters; i++)
+    free(stats->masters[i].primaries);
+  free(stats);
+}
 
 stats_outcome_t stats_outcome(int status) {
   switch (status) {
@@ -411,6 +426,8 @@ typedef enum {
   SH_M_STATE,    /* {master, state}: 1 for the current state, 0 for the others */
   SH_M_VERDICT,  /* {master, verdict} */
   SH_M_HIST,     /* histogram by {master} */
+  SH_P_SCALAR,   /* {master, primary}: a cluster voter's primaries */
+  SH_P_HIST,     /* histogram by {master, primary} */
 } mshape_t;
 
 typedef enum {
@@ -435,6 +452,8 @@ typedef enum {
   V_M_DISCONNECTS,
   V_M_TLS_FAILURES,
   V_M_QUARANTINE_MS,
+  V_P_REQUESTS,
+  V_P_INFLIGHT,
 } value_t;
 
 typedef struct {
@@ -448,6 +467,7 @@ typedef struct {
 
 #define PREFIX "redlock_"
 #define MASTER_PREFIX "redlock_master_"
+#define PRIMARY_PREFIX "redlock_primary_"
 
 static const metric_t metrics[] = {
     {"redlock_build_info", MT_GAUGE, SH_INFO, V_NONE, 0, "Library version (value 1)."},
@@ -500,6 +520,13 @@ static const metric_t metrics[] = {
      "TLS handshakes with the master that failed."},
     {"redlock_master_quarantine_remaining_seconds", MT_GAUGE, SH_M_SCALAR, V_M_QUARANTINE_MS, 1,
      "Time until the master's restart quarantine ends (0 when not quarantined)."},
+    {"redlock_primary_requests_total", MT_COUNTER, SH_P_SCALAR, V_P_REQUESTS, 0,
+     "Requests written to a primary of a cluster voter (also counted in the voter's "
+     "redlock_master_requests_total)."},
+    {"redlock_primary_requests_in_flight", MT_GAUGE, SH_P_SCALAR, V_P_INFLIGHT, 0,
+     "Requests written to a primary of a cluster voter and not yet answered."},
+    {"redlock_primary_request_duration_seconds", MT_HISTOGRAM, SH_P_HIST, V_NONE, 0,
+     "Time from writing a request to a primary of a cluster voter to its reply."},
 };
 #define N_METRICS (sizeof metrics / sizeof metrics[0])
 
@@ -509,7 +536,26 @@ static const char *const outcome_names[STATS_OUTCOME_COUNT] = {
 #undef STATS__OUTCOME_NAME
 };
 
-static int is_master_shape(mshape_t shape) { return shape >= SH_M_SCALAR; }
+static int is_primary_shape(mshape_t shape) { return shape >= SH_P_SCALAR; }
+static int is_master_shape(mshape_t shape) {
+  return shape >= SH_M_SCALAR && !is_primary_shape(shape);
+}
+
+/* Entry p of master i's primaries, once named (NULL: none, or not yet). */
+static const stats_primary_t *primary_at(const struct stats *stats, unsigned i, unsigned p) {
+  const stats_primary_t *e = stats->masters[i].primaries;
+  if (e == NULL || !atomic_load_explicit((_Atomic int *)&e[p].used, memory_order_acquire))
+    return NULL;
+  return &e[p];
+}
+
+static int64_t primary_scalar(const stats_primary_t *e, value_t v) {
+  if (v == V_P_REQUESTS)
+    return (int64_t)get(&e->sent);
+  uint64_t done = get(&e->done); /* first: see V_M_INFLIGHT */
+  uint64_t sent = get(&e->sent);
+  return sent > done ? (int64_t)(sent - done) : 0;
+}
 
 /* ---- reading ------------------------------------------------------------------------ */
 
@@ -580,6 +626,8 @@ static int64_t scalar(const struct stats *stats, value_t v, unsigned i, uint64_t
       return 0;
     return (int64_t)((until - now + 999999u) / 1000000u);
   }
+  case V_P_REQUESTS: /* primary_scalar */
+  case V_P_INFLIGHT:
   case V_NONE:
     break;
   }
@@ -723,10 +771,31 @@ static void prom_hist(out_t *o, const char *name, const struct stats *stats, int
   out_printf(o, "%llu\n", (unsigned long long)cumulative);
 }
 
+/* A per-primary metric: a series per named primary of every cluster voter. */
+static void prom_primaries(out_t *o, const struct stats *stats, const metric_t *m) {
+  for (unsigned i = 0; i < stats->n_masters; i++)
+    for (unsigned p = 0; p < STATS_MAX_PRIMARIES; p++) {
+      const stats_primary_t *e = primary_at(stats, i, p);
+      if (e == NULL)
+        continue;
+      if (m->shape == SH_P_HIST) {
+        prom_hist(o, m->name, stats, (int)i, "primary", e->label, &e->latency);
+      } else {
+        prom_series(o, m->name, "", stats, (int)i, "primary", e->label, NULL, NULL);
+        out_value(o, m, primary_scalar(e, m->value));
+        out_write(o, "\n", 1);
+      }
+    }
+}
+
 static void prom_metric(out_t *o, const struct stats *stats, const metric_t *m, uint64_t now) {
   out_printf(o, "# HELP %s ", m->name);
   out_puts(o, m->help);
   out_printf(o, "\n# TYPE %s %s\n", m->name, mtype_names[m->type]);
+  if (is_primary_shape(m->shape)) {
+    prom_primaries(o, stats, m);
+    return;
+  }
   unsigned n_rows = is_master_shape(m->shape) ? stats->n_masters : 1;
   for (unsigned i = 0; i < n_rows; i++) {
     int master = is_master_shape(m->shape) ? (int)i : -1;
@@ -769,6 +838,9 @@ static void prom_metric(out_t *o, const struct stats *stats, const metric_t *m, 
     case SH_M_HIST:
       prom_hist(o, m->name, stats, master, NULL, NULL, &stats->masters[i].latency);
       break;
+    case SH_P_SCALAR:
+    case SH_P_HIST:
+      break; /* prom_primaries */
     }
   }
 }
@@ -843,14 +915,48 @@ static void json_metric(out_t *o, const struct stats *stats, const metric_t *m, 
   case SH_M_HIST:
     json_hist(o, &stats->masters[i].latency);
     break;
+  case SH_P_SCALAR:
+  case SH_P_HIST:
+    break; /* json_primaries */
   }
+}
+
+/* A cluster voter's "primaries": one object per named primary. */
+static void json_primaries(out_t *o, const struct stats *stats, unsigned i, int *first) {
+  json_key(o, "primaries", first);
+  out_write(o, "[", 1);
+  int any = 0;
+  for (unsigned p = 0; p < STATS_MAX_PRIMARIES; p++) {
+    const stats_primary_t *e = primary_at(stats, i, p);
+    if (e == NULL)
+      continue;
+    int pfirst = 1;
+    out_write(o, any ? ",{" : "{", any ? 2 : 1);
+    any = 1;
+    json_key(o, "primary", &pfirst);
+    out_write(o, "\"", 1);
+    out_escaped(o, e->label);
+    out_write(o, "\"", 1);
+    for (size_t k = 0; k < N_METRICS; k++) {
+      const metric_t *m = &metrics[k];
+      if (!is_primary_shape(m->shape))
+        continue;
+      json_key(o, m->name + strlen(PRIMARY_PREFIX), &pfirst);
+      if (m->shape == SH_P_HIST)
+        json_hist(o, &e->latency);
+      else
+        out_value(o, m, primary_scalar(e, m->value));
+    }
+    out_write(o, "}", 1);
+  }
+  out_write(o, "]", 1);
 }
 
 static void json_render(out_t *o, const struct stats *stats, uint64_t now) {
   int first = 1;
   out_write(o, "{", 1);
   for (size_t k = 0; k < N_METRICS; k++)
-    if (!is_master_shape(metrics[k].shape))
+    if (!is_master_shape(metrics[k].shape) && !is_primary_shape(metrics[k].shape))
       json_metric(o, stats, &metrics[k], 0, now, &first);
   json_key(o, "masters", &first);
   out_write(o, "[", 1);
@@ -864,6 +970,8 @@ static void json_render(out_t *o, const struct stats *stats, uint64_t now) {
     for (size_t k = 0; k < N_METRICS; k++)
       if (is_master_shape(metrics[k].shape))
         json_metric(o, stats, &metrics[k], i, now, &mfirst);
+    if (stats->masters[i].primaries != NULL)
+      json_primaries(o, stats, i, &mfirst);
     out_write(o, "}", 1);
   }
   out_puts(o, "]}\n");

@@ -9,6 +9,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "util/why.h"
 
@@ -79,6 +80,21 @@ typedef struct {
 /* Votes are counted by vote_why_t, 1 .. WHY_BADREPLY. */
 #define STATS_N_WHY WHY_COUNT
 
+/* One primary of a cluster voter.  Entry p is the voter's p-th primary
+ * address (voter_cluster.c keeps an address in one entry for the client's
+ * life: a primary that leaves the map and comes back counts on, so that a
+ * rate never sees a counter go back).  `used` is stored (release) once
+ * label is written, by the loop thread; a reader loads it (acquire) before
+ * reading label. */
+#define STATS_MAX_PRIMARIES 64
+#define STATS_PRIMARY_LABEL_LEN 64
+typedef struct stats_primary {
+  _Atomic int used;
+  char label[STATS_PRIMARY_LABEL_LEN];
+  _Atomic uint64_t sent, done;
+  stats_hist_t latency;
+} stats_primary_t;
+
 typedef struct {
   _Atomic int state; /* stats.c's mstate_t; "quarantined" is derived when read */
   _Atomic uint64_t quarantine_until_ns;
@@ -90,6 +106,10 @@ typedef struct {
    * commands' bytes), the releases kept for it now, and those it never got
    * (dropped past the bound, or given up by the close) */
   _Atomic uint64_t queued, queued_bytes, releases_kept, releases_abandoned;
+  /* A cluster voter's primaries, each also counted apart (the `primary`
+   * label): STATS_MAX_PRIMARIES entries, allocated by stats_new, never
+   * moved or freed before the figures; NULL for any other voter. */
+  struct stats_primary *primaries;
   /* loop only */
   uint64_t since_ns; /* last state change (up or down), for event durations */
   int ever_up;
@@ -175,6 +195,31 @@ static inline void stats_master_done(struct stats *stats, unsigned i, uint64_t s
   stats_bump(&m->done, 1);
   if (got_reply && sent_ns != 0 && now_ns >= sent_ns)
     stats_hist_observe(stats, &m->latency, now_ns - sent_ns);
+}
+
+/* node.c: a request to master i, a cluster voter, was written to its
+ * primary p (-1: not a cluster voter's node), whose address is label. */
+static inline void stats_primary_sent(struct stats *stats, unsigned i, int p, const char *label) {
+  if (stats == NULL || p < 0 || p >= STATS_MAX_PRIMARIES || stats->masters[i].primaries == NULL)
+    return;
+  stats_primary_t *e = &stats->masters[i].primaries[p];
+  if (!atomic_load_explicit(&e->used, memory_order_relaxed)) {
+    size_t n = strnlen(label, STATS_PRIMARY_LABEL_LEN - 1);
+    memcpy(e->label, label, n);
+    e->label[n] = '\0';
+    atomic_store_explicit(&e->used, 1, memory_order_release);
+  }
+  stats_bump(&e->sent, 1);
+}
+/* node.c: a request to primary p of master i came back (as stats_master_done). */
+static inline void stats_primary_done(struct stats *stats, unsigned i, int p, uint64_t sent_ns,
+                                      int got_reply, uint64_t now_ns) {
+  if (stats == NULL || p < 0 || p >= STATS_MAX_PRIMARIES || stats->masters[i].primaries == NULL)
+    return;
+  stats_primary_t *e = &stats->masters[i].primaries[p];
+  stats_bump(&e->done, 1);
+  if (got_reply && sent_ns != 0 && now_ns >= sent_ns)
+    stats_hist_observe(stats, &e->latency, now_ns - sent_ns);
 }
 
 #endif

@@ -27,6 +27,7 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
   memset(node, 0, sizeof *node);
   node->env = env;
   node->index = index;
+  node->stats_primary = -1;
   node->state = NODE_DOWN;
   list_init(&node->missed_releases);
   list_init(&node->backlog);
@@ -541,6 +542,7 @@ static void node_request_done(node_t *node, node_req_t *req, const redisAsyncCon
     if (got_reply)
       req->replied_ns = now; /* for the event of the round it belongs to */
     stats_master_done(node->stats, node->index, req->sent_ns, got_reply, now);
+    stats_primary_done(node->stats, node->index, node->stats_primary, req->sent_ns, got_reply, now);
   }
 }
 
@@ -749,6 +751,7 @@ static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns
   }
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
+  stats_primary_sent(node->stats, node->index, node->stats_primary, node->addr.label);
   if (node->inflight++ == 0) {
     node->progress_ns = req->sent_ns; /* idle until now: the wait starts here */
     node->progress_unwritten = 1;

@@ -181,6 +181,8 @@ typedef struct node {
   const node_env_t *env;
   struct stats *stats; /* the client's figures (stats_core.h; its own: masters[index]),
                         * NULL when off; set by the owner */
+  int stats_primary;   /* a cluster voter's: its entry in masters[index].primaries (stats_core.h),
+                        * set by the voter; -1 (node_init): none */
   unsigned index;
   node_addr_t addr;
   node_state_t state;

@@ -85,6 +85,11 @@ static node_addr_t primary_addr(const voter_cluster_t *s, const char *host, int 
 
 /* A retired entry whose node is closed, made anew at the same address (the
  * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
+static int entry_index(const voter_cluster_t *s, const voter_cluster_node_t *cn);
+
+/* Entry i of s->nodes counts in entry i of the voter's per-primary figures. */
+_Static_assert(VOTER_CLUSTER_MAX_NODES <= STATS_MAX_PRIMARIES, "a primary without figures");
+
 static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node_t *node = cn->node;
   char host[CLUSTER_HOST_LEN];
@@ -101,6 +106,7 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
     return REDLOCK_ENOMEM;
   }
   node->stats = stats;
+  node->stats_primary = entry_index(s, cn);
   cn->retired = 0;
   cn->left = 0; /* a fresh connection: its handshake judges its role */
   cn->closed = 0;
@@ -145,6 +151,7 @@ static voter_cluster_node_t *node_for(voter_cluster_t *s, const char *host, int 
     return NULL;
   }
   node->stats = s->nodes[0]->node->stats;
+  node->stats_primary = (int)s->n_nodes;
   cn->made = 1;
   s->nodes[s->n_nodes++] = cn;
   return cn;
@@ -1220,6 +1227,7 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   a.master_name = NULL;
   if (node_init(home, &s->env, index, &a) != 0)
     return REDLOCK_ENOMEM;
+  home->stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
   cn->made = 1;
   /* The discovery link: the URI's credentials and TLS, no SELECT. */
   s->disc_addr.voter = VOTER_KIND_STANDALONE;

@@ -333,7 +333,8 @@ static void record_acquire(const redlock_event_t *ev, void *arg) {
 
 /* The events of a cluster voter name the primary each vote came from
  * (redlock_event_node_detail, as redlock_last_votes does); the stats label
- * the voter's figures with the voter's label (docs/observability.md). */
+ * the voter's figures with the voter's label, and count each primary's
+ * requests apart too (docs/observability.md). */
 static void test_cluster_labels(void **state) {
   fx_t *fx = *state;
   ch_cluster_t *c = cfx_start(3, 0);
@@ -370,8 +371,32 @@ static void test_cluster_labels(void **state) {
   assert_true(redlock_stats(a, REDLOCK_STATS_PROMETHEUS, text, 1 << 20) > 0);
   char series[160];
   snprintf(series, sizeof series, "redlock_master_requests_total{master=\"%s\"} ", label);
-  if (strstr(text, series) == NULL)
+  const char *at = strstr(text, series);
+  if (at == NULL)
     fail_msg("want %s in the stats", series);
+  long long voter_requests = atoll(at + strlen(series));
+  /* Each primary's own series: the primaries that got the keys have some,
+   * and together they are the voter's. */
+  long long sum = 0;
+  for (unsigned p = 0; p < ch_count(c); p++) {
+    snprintf(series, sizeof series,
+             "redlock_primary_requests_total{master=\"%s\",primary=\"127.0.0.1:%d\"} ", label,
+             ch_port(c, p));
+    at = strstr(text, series);
+    if (at == NULL && (primaries_seen & (1u << p)))
+      fail_msg("want %s in the stats:\n%s", series, text);
+    long long n = at != NULL ? atoll(at + strlen(series)) : 0;
+    if ((primaries_seen & (1u << p)) && n < 2)
+      fail_msg("%s%lld: want a lock and an unlock at least", series, n);
+    sum += n;
+  }
+  if (sum != voter_requests)
+    fail_msg("the primaries' requests sum to %lld, the voter's are %lld", sum, voter_requests);
+  assert_non_null(strstr(text, "redlock_primary_request_duration_seconds_count{master=\""));
+  assert_true(redlock_stats(a, REDLOCK_STATS_JSON, text, 1 << 20) > 0);
+  snprintf(series, sizeof series, "\"primaries\":[{\"primary\":\"127.0.0.1:");
+  if (strstr(text, series) == NULL)
+    fail_msg("want %s in the JSON stats:\n%s", series, text);
   free(text);
 }
 
