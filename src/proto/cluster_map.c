@@ -225,18 +225,32 @@ static int shard_primary(const redisReply *nodes, const char *default_host, int 
   return found;
 }
 
-cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
-                                              const char *default_host, int tls, char *why,
-                                              size_t why_size) {
+/* What both answers are checked for first (the map cleared): an array of
+ * at most KEYSLOT_COUNT elements, `what` ("shards", "slot ranges"). */
+static cluster_map_status_t check_top(cluster_map_t *out, const redisReply *reply, const char *what,
+                                      char *why, size_t why_size) {
   cluster_map_clear(out);
   if (reply == NULL)
     return refuse(out, why, why_size, "no reply");
   if (reply->type == REDIS_REPLY_ERROR)
     return refuse_error(out, reply, why, why_size);
-  if (!is_array(reply))
-    return refuse(out, why, why_size, "an answer that is not an array of shards");
-  if (reply->elements > KEYSLOT_COUNT)
-    return refuse(out, why, why_size, "more shards than slots");
+  if (!is_array(reply)) {
+    snprintf(why, why_size, "an answer that is not an array of %s", what);
+    return failed(out, CLUSTER_MAP_BAD);
+  }
+  if (reply->elements > KEYSLOT_COUNT) {
+    snprintf(why, why_size, "more %s than slots", what);
+    return failed(out, CLUSTER_MAP_BAD);
+  }
+  return CLUSTER_MAP_OK;
+}
+
+cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
+                                              const char *default_host, int tls, char *why,
+                                              size_t why_size) {
+  cluster_map_status_t st = check_top(out, reply, "shards", why, why_size);
+  if (st != CLUSTER_MAP_OK)
+    return st;
   unsigned n_nodes = 0;
   for (size_t i = 0; i < reply->elements; i++) {
     const redisReply *shard = reply->element[i];
@@ -274,15 +288,9 @@ cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisRep
 
 cluster_map_status_t cluster_map_parse_slots(cluster_map_t *out, const redisReply *reply,
                                              const char *default_host, char *why, size_t why_size) {
-  cluster_map_clear(out);
-  if (reply == NULL)
-    return refuse(out, why, why_size, "no reply");
-  if (reply->type == REDIS_REPLY_ERROR)
-    return refuse_error(out, reply, why, why_size);
-  if (!is_array(reply))
-    return refuse(out, why, why_size, "an answer that is not an array of slot ranges");
-  if (reply->elements > KEYSLOT_COUNT)
-    return refuse(out, why, why_size, "more slot ranges than slots");
+  cluster_map_status_t st = check_top(out, reply, "slot ranges", why, why_size);
+  if (st != CLUSTER_MAP_OK)
+    return st;
   for (size_t i = 0; i < reply->elements; i++) {
     const redisReply *range = reply->element[i];
     if (!is_array(range) || range->elements < 3)
