@@ -325,16 +325,22 @@ static int check_blocking(const redlock_t *client) {
   return 0;
 }
 
-static int lock_blocking(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
-                         lock_mode_t mode, uint32_t wait_ms, redlock_lock_t **out) {
+/* A blocking acquisition's start: *out cleared, the client checked
+ * (check_blocking), the call's wait made ready.  0, or the error to return
+ * (nothing to undo). */
+static int blocking_begin(redlock_t *client, redlock_lock_t **out, sync_call_t *call) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
   int rc = check_blocking(client);
-  if (rc != 0)
-    return rc;
+  return rc != 0 ? rc : sync_start(call, client);
+}
+
+static int lock_blocking(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
+                         lock_mode_t mode, uint32_t wait_ms, redlock_lock_t **out) {
   sync_call_t call;
-  if ((rc = sync_start(&call, client)) != 0)
+  int rc = blocking_begin(client, out, &call);
+  if (rc != 0)
     return rc;
   rc = sync_wait(&call, lock_async_many(client, resources, n, ttl_ms, mode, wait_ms, sync_lock_cb,
                                         &call, NULL));
@@ -422,14 +428,9 @@ static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char
 
 static int prim_blocking(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
                          uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_t **out) {
-  if (out == NULL)
-    return REDLOCK_EINVAL;
-  *out = NULL;
-  int rc = check_blocking(client);
-  if (rc != 0)
-    return rc;
   sync_call_t call;
-  if ((rc = sync_start(&call, client)) != 0)
+  int rc = blocking_begin(client, out, &call);
+  if (rc != 0)
     return rc;
   rc = sync_wait(&call,
                  prim_async(client, kind, name, limit, ttl_ms, wait_ms, sync_lock_cb, &call, NULL));
