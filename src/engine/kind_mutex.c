@@ -109,6 +109,24 @@ static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, 
 
 /* ---- rounds ---------------------------------------------------------------------- */
 
+/* argv formatted into a new round: a script's (its keys from argv[3]), or
+ * a plain SET (its key argv[1]). */
+static round_t *argv_round(engine_t *engine, argv_t *a, const script_t *script, int64_t expect,
+                           round_kind_t kind, uint64_t replay_mask, round_decided_fn cb,
+                           void *ctx) {
+  return round_new(engine->rounds,
+                   &(round_params_t){.argc = a->argc,
+                                     .argv = a->argv,
+                                     .argv_len = a->len,
+                                     .script = script,
+                                     .key_arg = script != NULL ? SCRIPT_FIRST_KEY_ARG : 1,
+                                     .expect_integer = expect,
+                                     .kind = kind,
+                                     .replay_mask = replay_mask,
+                                     .on_decided = cb,
+                                     .ctx = ctx});
+}
+
 static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
   engine_t *engine = op->op.engine;
   argv_t a;
@@ -116,15 +134,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_fenced(&a, script, op, a.ttl_str, n);
-    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                       .argv = a.argv,
-                                                       .argv_len = a.len,
-                                                       .script = script,
-                                                       .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                       .expect_integer = ROUND_EXPECT_POSITIVE,
-                                                       .kind = ROUND_ACQUIRE,
-                                                       .on_decided = cb,
-                                                       .ctx = op});
+    return argv_round(engine, &a, script, ROUND_EXPECT_POSITIVE, ROUND_ACQUIRE, 0, cb, op);
   }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
@@ -136,27 +146,11 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, n);
-    return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                       .argv = a.argv,
-                                                       .argv_len = a.len,
-                                                       .script = NULL,
-                                                       .expect_integer = ROUND_EXPECT_OK,
-                                                       .key_arg = 1, /* SET key */
-                                                       .kind = ROUND_ACQUIRE,
-                                                       .on_decided = cb,
-                                                       .ctx = op});
+    return argv_round(engine, &a, NULL, ROUND_EXPECT_OK, ROUND_ACQUIRE, 0, cb, op);
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
   argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
-  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                     .argv = a.argv,
-                                                     .argv_len = a.len,
-                                                     .script = script,
-                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                     .expect_integer = (int64_t)op->n_keys,
-                                                     .kind = ROUND_ACQUIRE,
-                                                     .on_decided = cb,
-                                                     .ctx = op});
+  return argv_round(engine, &a, script, (int64_t)op->n_keys, ROUND_ACQUIRE, 0, cb, op);
 }
 
 static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t token_len,
@@ -164,15 +158,7 @@ static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t to
   argv_t a;
   const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
   argv_fenced(&a, script, op, token, token_len);
-  return round_new(op->op.engine->rounds, &(round_params_t){.argc = a.argc,
-                                                            .argv = a.argv,
-                                                            .argv_len = a.len,
-                                                            .script = script,
-                                                            .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                            .expect_integer = 1,
-                                                            .kind = ROUND_PLAIN,
-                                                            .on_decided = cb,
-                                                            .ctx = op});
+  return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, cb, op);
 }
 
 static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
@@ -196,15 +182,7 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   } else {
     argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
   }
-  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                     .argv = a.argv,
-                                                     .argv_len = a.len,
-                                                     .script = script,
-                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                     .expect_integer = ROUND_EXPECT_CODE,
-                                                     .kind = ROUND_EXTEND,
-                                                     .on_decided = cb,
-                                                     .ctx = ctx});
+  return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
 }
 
 /* Compare-and-delete on every master that may hold our value (a
@@ -219,16 +197,7 @@ static round_t *mutex_release(engine_t *engine, const prim_t *prim, char *const 
   for (size_t i = 0; announce && i < n_keys; i++)
     argv_push(&a, prim->channels[i], prim->channel_lens[i]);
   argv_push(&a, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
-  return round_new(engine->rounds, &(round_params_t){.argc = a.argc,
-                                                     .argv = a.argv,
-                                                     .argv_len = a.len,
-                                                     .script = script,
-                                                     .expect_integer = (int64_t)n_keys,
-                                                     .kind = ROUND_RELEASE,
-                                                     .replay_mask = set_mask,
-                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                     .on_decided = cb,
-                                                     .ctx = ctx});
+  return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, cb, ctx);
 }
 
 static round_t *mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
