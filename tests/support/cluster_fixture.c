@@ -17,11 +17,15 @@
 static ch_cluster_t *g_clusters[CFX_MAX];
 
 ch_cluster_t *cfx_start(unsigned primaries, unsigned replicas) {
+  ch_options_t o = {.primaries = primaries, .replicas_per_primary = replicas};
+  return cfx_start_opts(&o);
+}
+
+ch_cluster_t *cfx_start_opts(const ch_options_t *o) {
   for (int k = 0; k < CFX_MAX; k++) {
     if (g_clusters[k] != NULL)
       continue;
-    ch_options_t o = {.primaries = primaries, .replicas_per_primary = replicas};
-    assert_int_equal(ch_start(&g_clusters[k], &o), 0);
+    assert_int_equal(ch_start(&g_clusters[k], o), 0);
     return g_clusters[k];
   }
   fail_msg("cfx_start: more than %d clusters in one test", CFX_MAX);

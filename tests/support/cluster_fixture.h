@@ -16,6 +16,8 @@
 /* Starts a cluster of `primaries` primaries with `replicas` replicas each,
  * stopped by cfx_teardown; asserts that it started. */
 ch_cluster_t *cfx_start(unsigned primaries, unsigned replicas);
+/* The same with every option of ch_start (a TLS cluster). */
+ch_cluster_t *cfx_start_opts(const ch_options_t *o);
 
 /* A cmocka teardown: the clusters, then fx_teardown. */
 int cfx_teardown(void **state);

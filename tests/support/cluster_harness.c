@@ -22,6 +22,7 @@ struct ch_cluster {
   unsigned n, primaries, replicas;
   rh_server_t *nodes[CH_MAX_NODES];
   int bus[CH_MAX_NODES];
+  int tls_port[CH_MAX_NODES]; /* 0: no TLS */
   char id[CH_MAX_NODES][41];
   char dir[PATH_MAX];
   char uri[64 * CH_MAX_NODES];
@@ -31,15 +32,20 @@ unsigned ch_count(const ch_cluster_t *c) { return c->n; }
 rh_server_t *ch_node(const ch_cluster_t *c, unsigned i) { return c->nodes[i]; }
 int ch_port(const ch_cluster_t *c, unsigned i) { return rh_server_port(c->nodes[i]); }
 
-const char *ch_uri(ch_cluster_t *c, unsigned n) {
+int ch_tls_port(const ch_cluster_t *c, unsigned i) { return c->tls_port[i]; }
+
+static const char *uri_of(ch_cluster_t *c, unsigned n, int tls) {
   if (n == 0 || n > c->n)
     n = c->n;
-  int used = snprintf(c->uri, sizeof c->uri, "redis-cluster://");
+  int used = snprintf(c->uri, sizeof c->uri, "%s", tls ? "rediss-cluster://" : "redis-cluster://");
   for (unsigned i = 0; i < n; i++)
     used += snprintf(c->uri + used, sizeof c->uri - (size_t)used, "%s127.0.0.1:%d",
-                     i > 0 ? "," : "", ch_port(c, i));
+                     i > 0 ? "," : "", tls ? c->tls_port[i] : ch_port(c, i));
   return c->uri;
 }
+
+const char *ch_uri(ch_cluster_t *c, unsigned n) { return uri_of(c, n, 0); }
+const char *ch_uri_tls(ch_cluster_t *c, unsigned n) { return uri_of(c, n, 1); }
 
 /* Says what failed on node i (its answer in buf); -1. */
 static int fail(ch_cluster_t *c, unsigned i, const char *what, const char *buf) {
@@ -157,15 +163,26 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
     snprintf(conf, sizeof conf, "%s/nodes-%u.conf", c->dir, c->n);
     c->bus[c->n] = rh_free_port();
     snprintf(bus, sizeof bus, "%d", c->bus[c->n]);
+    char tls_port[16];
+    c->tls_port[c->n] = o->tls_cert_file != NULL ? rh_free_port() : 0;
+    snprintf(tls_port, sizeof tls_port, "%d", c->tls_port[c->n]);
     const char *args[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
                           "--cluster-port", bus, "--cluster-node-timeout", "2000",
                           /* A replica always may stand for election: on a
                            * loaded machine its last contact with a killed
                            * primary can look older than the default
                            * factor (10 node timeouts) allows. */
-                          "--cluster-replica-validity-factor", "0", NULL};
+                          "--cluster-replica-validity-factor", "0",
+                          /* TLS (ch_options_t), else the list ends here. */
+                          o->tls_cert_file != NULL ? "--tls-port" : NULL, tls_port, "--tls-cluster",
+                          "yes", "--tls-replication", "yes", "--tls-auth-clients", "no",
+                          "--tls-cert-file", o->tls_cert_file, "--tls-key-file", o->tls_key_file,
+                          "--tls-client-cert-file", o->tls_client_cert_file,
+                          "--tls-client-key-file", o->tls_client_key_file, "--tls-ca-cert-file",
+                          o->tls_ca_cert_file, NULL};
     rh_options_t ro = {.extra_args = args};
-    if (c->bus[c->n] <= 0 || rh_server_start(&c->nodes[c->n], &ro) != 0) {
+    if (c->bus[c->n] <= 0 || (o->tls_cert_file != NULL && c->tls_port[c->n] <= 0) ||
+        rh_server_start(&c->nodes[c->n], &ro) != 0) {
       fprintf(stderr, "cluster_harness: cannot start node %u\n", c->n);
       ch_stop(c);
       return -1;

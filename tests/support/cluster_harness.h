@@ -25,6 +25,15 @@ typedef struct ch_cluster ch_cluster_t;
 typedef struct {
   unsigned primaries;            /* 1..CH_MAX_NODES */
   unsigned replicas_per_primary; /* primaries * (1 + this) <= CH_MAX_NODES */
+  /* TLS (all five set, or none): each node also listens with TLS on a port
+   * of its own (ch_tls_port) and the cluster bus speaks TLS (--tls-cluster
+   * yes; the bus's outgoing side shows the client certificate), so that
+   * CLUSTER SHARDS gives each node's tls-port and a -MOVED to a TLS client
+   * names the TLS port, as in a managed cluster.  The harness itself keeps
+   * to the plain ports. */
+  const char *tls_cert_file, *tls_key_file;               /* the nodes' server certificate */
+  const char *tls_client_cert_file, *tls_client_key_file; /* the bus's outgoing side */
+  const char *tls_ca_cert_file;
 } ch_options_t;
 
 /* Starts, joins and waits for the cluster; 0, or -1 with a message on
@@ -38,6 +47,10 @@ int ch_port(const ch_cluster_t *c, unsigned i);
 /* "redis-cluster://127.0.0.1:P0,127.0.0.1:P1,..." over the first n nodes
  * (0: all) as seeds. */
 const char *ch_uri(ch_cluster_t *c, unsigned n);
+/* A TLS cluster's (ch_options_t): node i's TLS port, and
+ * "rediss-cluster://127.0.0.1:T0,..." over the first n nodes' TLS ports. */
+int ch_tls_port(const ch_cluster_t *c, unsigned i);
+const char *ch_uri_tls(ch_cluster_t *c, unsigned n);
 /* The node (index) that owns slot now, as node `asked` says; -1 when unknown. */
 int ch_owner(ch_cluster_t *c, unsigned asked, int slot);
 /* Moves slot (and its keys) from node `from` to node `to`, both primaries:

@@ -45,7 +45,7 @@ typedef struct {
   const char *const *extra_args;
 } rh_options_t;
 #define RH_MAX_ENV 8
-#define RH_MAX_EXTRA_ARGS 16
+#define RH_MAX_EXTRA_ARGS 32
 
 /* The server program the harness runs (REDLOCK_TEST_SERVER, or
  * redis-server), as an absolute path, or NULL when it cannot be found.  For

@@ -32,7 +32,10 @@
  *  - option checks with real files: a key that does not match its
  *    certificate, a key given as CA, are refused when set, with the reason;
  *  - a Sentinel voter over TLS (rediss-sentinel://): the sentinel is asked
- *    over TLS and the master it names is reached over TLS.
+ *    over TLS and the master it names is reached over TLS;
+ *  - a Redis Cluster over TLS (rediss-cluster://, tls-cluster yes): from
+ *    one seed, the slot map's TLS ports; locks on every primary, exclusion,
+ *    and no key left after the unlocks.
  * Waits are rh_wait_until deadlines, never sleeps.  Usage: test_tls
  * MAKE_CERTS_SH. */
 #define _GNU_SOURCE
@@ -53,6 +56,7 @@
 
 #include <cmocka.h>
 
+#include "cluster_fixture.h"
 #include "fixture.h"
 #include "sentinel_harness.h"
 
@@ -568,6 +572,59 @@ static void test_sentinel_tls(void **state) {
   sh_stop(s);
 }
 
+/* A cluster of 3 primaries whose clients and bus speak TLS (cluster_harness:
+ * tls-cluster yes), seen through one TLS seed: the voter reads the slot
+ * map over TLS and reaches every primary at the TLS port the map gives. */
+static void test_cluster_tls(void **state) {
+  fx_t *fx = *state;
+  ch_options_t co = {.primaries = 3,
+                     .tls_cert_file = cert("server.crt"),
+                     .tls_key_file = cert("server.key"),
+                     .tls_client_cert_file = cert("client.crt"),
+                     .tls_client_key_file = cert("client.key"),
+                     .tls_ca_cert_file = cert("ca.crt")};
+  ch_cluster_t *cl = cfx_start_opts(&co);
+  char uri[96];
+  snprintf(uri, sizeof uri, "rediss-cluster://127.0.0.1:%d", ch_tls_port(cl, 0));
+  const char *uris[1] = {uri};
+  redlock_t *c[2];
+  for (int k = 0; k < 2; k++) {
+    redlock_options_t *opts = fx_options_uris(fx, k, uris, 1, REDLOCK_LOG_INFO);
+    assert_int_equal(redlock_options_set_tls(opts, cert("ca.crt"), NULL, NULL, NULL), 0);
+    c[k] = fx_open(fx, k, opts);
+  }
+  enum { N_RES = 24 };
+  redlock_lock_t *locks[N_RES];
+  unsigned owners = 0;
+  for (int i = 0; i < N_RES; i++) {
+    char res[32], key[96], buf[32];
+    snprintf(res, sizeof res, "tls:cluster:%d", i);
+    /* A primary's connection is made on first use: a first try may find
+     * it still connecting (its vote then down), so wait with a deadline. */
+    assert_int_equal(fx_trylock_until(c[0], res, TTL, 10000, &locks[i]), REDLOCK_OK);
+    cfx_key_of(res, key, sizeof key);
+    assert_int_equal(rh_server_command(ch_node(cl, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key),
+                     0);
+    int owner = ch_owner(cl, 0, atoi(buf));
+    assert_true(owner >= 0);
+    owners |= 1u << owner;
+    if (!fx_wait_key_is(ch_node(cl, (unsigned)owner), res, redlock_lock_value(locks[i]), 2000))
+      fail_msg("%s: not on its primary %d", key, owner);
+    redlock_lock_t *other = NULL;
+    assert_int_equal(redlock_trylock(c[1], res, TTL, &other), REDLOCK_ELOCKED);
+  }
+  assert_int_equal(owners, 7u); /* keys on all three primaries, each reached over TLS */
+  for (int i = 0; i < N_RES; i++)
+    FX_ASSERT_RC(fx, c[0], redlock_unlock(c[0], locks[i]), REDLOCK_OK);
+  cfx_assert_keys(cl, 0);
+  char votes[256];
+  votes_of(c[0], votes, sizeof votes);
+  char want[64];
+  snprintf(want, sizeof want, "cluster@127.0.0.1:%d=OK", ch_tls_port(cl, 0));
+  if (strstr(votes, want) == NULL)
+    fail_msg("want %s in %s", want, votes);
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 #define TC(fn) FX_TEST(fn, 0)
@@ -591,11 +648,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_supported), TC(test_good_handshake),    TC(test_wrong_ca),
-      TC(test_name_mismatch),           TC(test_verify_off),        TC(test_cn_only),
-      TC(test_encrypted_key),           TC(test_mutual_tls),        TC(test_mixed_plain_tls),
-      TC(test_auth_over_tls),           TC(test_restart_reconnect), TC(test_woken_wait),
-      TC(test_handshake_timeout),       TC(test_option_files),      TC(test_sentinel_tls),
+      cmocka_unit_test(test_supported),
+      TC(test_good_handshake),
+      TC(test_wrong_ca),
+      TC(test_name_mismatch),
+      TC(test_verify_off),
+      TC(test_cn_only),
+      TC(test_encrypted_key),
+      TC(test_mutual_tls),
+      TC(test_mixed_plain_tls),
+      TC(test_auth_over_tls),
+      TC(test_restart_reconnect),
+      TC(test_woken_wait),
+      TC(test_handshake_timeout),
+      TC(test_option_files),
+      TC(test_sentinel_tls),
+      cmocka_unit_test_setup_teardown(test_cluster_tls, fx_setup_0, cfx_teardown),
   };
   int failed = cmocka_run_group_tests(tests, NULL, NULL);
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
