@@ -214,6 +214,23 @@ static void answer_script(const mock_cmd_t *cmd, buf_t *out) {
   buf_printf(out, "+OK\r\n");
 }
 
+/* SSUBSCRIBE / SUNSUBSCRIBE: the shard forms' confirmations, on the same
+ * per-connection set as SUBSCRIBE (the client subscribes a shard channel
+ * plainly first, notify.c says why; SUNSUBSCRIBE leaves the set to the
+ * UNSUBSCRIBE that follows). */
+static void answer_shard(mconn_t *c, const mock_cmd_t *cmd, int subscribe, buf_t *out) {
+  for (int a = 1; a < cmd->argc; a++) {
+    if (subscribe && conn_subscribed(c, cmd->argv[a], cmd->lens[a]) < 0) {
+      c->channels = xrealloc(c->channels, (c->n_channels + 1) * sizeof *c->channels);
+      c->channels[c->n_channels++] = strdup(cmd->argv[a]);
+    }
+    buf_printf(out, "*3\r\n");
+    buf_bulk(out, subscribe ? "ssubscribe" : "sunsubscribe", subscribe ? 10 : 12);
+    buf_bulk(out, cmd->argv[a], cmd->lens[a]);
+    buf_printf(out, ":%zu\r\n", c->n_channels);
+  }
+}
+
 static void answer_subscribe(mconn_t *c, const mock_cmd_t *cmd, int subscribe, buf_t *out) {
   for (int a = 1; a < cmd->argc; a++) {
     int at = conn_subscribed(c, cmd->argv[a], cmd->lens[a]);
@@ -249,6 +266,8 @@ static void answer_default(mconn_t *c, const mock_cmd_t *cmd, buf_t *out) {
     buf_bulk(out, info, (size_t)n);
   } else if (strcasecmp(name, "SUBSCRIBE") == 0 || strcasecmp(name, "UNSUBSCRIBE") == 0) {
     answer_subscribe(c, cmd, strcasecmp(name, "SUBSCRIBE") == 0, out);
+  } else if (strcasecmp(name, "SSUBSCRIBE") == 0 || strcasecmp(name, "SUNSUBSCRIBE") == 0) {
+    answer_shard(c, cmd, strcasecmp(name, "SSUBSCRIBE") == 0, out);
   } else if (strcasecmp(name, "EVALSHA") == 0 || strcasecmp(name, "EVAL") == 0) {
     buf_printf(out, ":1\r\n");
   } else {
@@ -525,11 +544,12 @@ unsigned mock_master_held(const mock_master_t *m) {
   return n;
 }
 
-unsigned mock_master_publish(mock_master_t *m, const char *channel, const char *payload) {
+static unsigned publish_as(mock_master_t *m, const char *kind, const char *channel,
+                           const char *payload) {
   unsigned n = 0;
   buf_t msg = {0};
   buf_printf(&msg, "*3\r\n");
-  buf_bulk(&msg, "message", 7);
+  buf_bulk(&msg, kind, strlen(kind));
   buf_bulk(&msg, channel, strlen(channel));
   buf_bulk(&msg, payload, strlen(payload));
   for (mconn_t *c = m->conns; c != NULL; c = c->next)
@@ -539,6 +559,14 @@ unsigned mock_master_publish(mock_master_t *m, const char *channel, const char *
     }
   free(msg.data);
   return n;
+}
+
+unsigned mock_master_publish(mock_master_t *m, const char *channel, const char *payload) {
+  return publish_as(m, "message", channel, payload);
+}
+
+unsigned mock_master_spublish(mock_master_t *m, const char *channel, const char *payload) {
+  return publish_as(m, "smessage", channel, payload);
 }
 
 void mock_master_send_raw(mock_master_t *m, const char *raw) {

@@ -15,6 +15,7 @@
  * whose body it is), INFO (server: a run_id and an uptime the test sets;
  * replication: a role, replication ids and a replica count),
  * SUBSCRIBE / UNSUBSCRIBE (tracked per connection, for mock_master_publish),
+ * SSUBSCRIBE / SUNSUBSCRIBE (their confirmations, on the same set),
  * EVALSHA / EVAL (:1) and anything else (+OK).  Rules change that per
  * command name; every command received is recorded for the test to check.
  * A request that is not valid RESP (say, a TLS ClientHello) closes the
@@ -85,6 +86,9 @@ unsigned mock_master_held(const mock_master_t *m);
 /* Sends the pub/sub message (channel, payload) to every connection
  * subscribed to channel; returns how many. */
 unsigned mock_master_publish(mock_master_t *m, const char *channel, const char *payload);
+/* The same as SPUBLISH's shard message ("smessage"), to the connections
+ * that subscribed the channel (SUBSCRIBE or SSUBSCRIBE). */
+unsigned mock_master_spublish(mock_master_t *m, const char *channel, const char *payload);
 /* Writes raw bytes to every open connection (an unsolicited push). */
 void mock_master_send_raw(mock_master_t *m, const char *raw);
 

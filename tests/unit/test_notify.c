@@ -5,7 +5,9 @@
  * release), UNSUBSCRIBE when the last waiter leaves, a waiter back while an
  * UNSUBSCRIBE is unconfirmed, resubscribing after the master drops the
  * connection, refused connects, AUTH, a connect timeout, a master whose name
- * is not resolved yet, and close with waiters. */
+ * is not resolved yet, close with waiters, and shard channels (SUBSCRIBE then
+ * SSUBSCRIBE at the slot's node, smessage, SUNSUBSCRIBE then UNSUBSCRIBE, the
+ * slot at another node). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +33,7 @@ typedef struct {
   unsigned woken[3];  /* wake-ups per waiter */
   unsigned wakes;     /* in all */
   int unwait_on_wake; /* the owner unregisters a woken waiter */
+  int shard_at;       /* shard_via: master 0's channels are shard channels held by nodes[this] */
   int closed;         /* notify_shutdown's callback ran */
 } nt_t;
 
@@ -329,6 +332,63 @@ static void test_leave_while_subscribing(void **state) {
   assert_true(mock_run_until(&t->f->loop, no_channels, t, NF_WAIT_MS));
 }
 
+/* ---- shard channels (a cluster voter's SPUBLISH) ------------------------------------ */
+
+/* notify_t.shard_via: master 0 announces on shard channels, held by
+ * nodes[shard_at] (its server owns every slot here); master 1 plainly. */
+static int shard_via(void *arg, unsigned i, int slot, const node_t **node) {
+  nt_t *t = arg;
+  (void)slot;
+  if (i != 0)
+    return 0;
+  *node = &t->nodes[t->shard_at];
+  return 1;
+}
+
+/* Master 0's subscription is made in two steps at the slot's node (a plain
+ * SUBSCRIBE, then SSUBSCRIBE), one step in flight; an SPUBLISH's smessage
+ * wakes the waiter; the last waiter's leaving ends it in two steps too
+ * (SUNSUBSCRIBE, then UNSUBSCRIBE).  Master 1 stays plain.  Then the slot
+ * is at the other node: a new waiter's shard subscription goes there. */
+static void test_shard_channel(void **state) {
+  nt_t *t = *state;
+  t->n.shard_via = shard_via;
+  t->n.via_arg = t;
+  assert_int_equal(wait_on(t, 0, CH1, NOTIFY_WAKE_ONE), 0);
+  wait_received(t, 0, "SSUBSCRIBE", 1);
+  wait_received(t, 1, "SUBSCRIBE", 1);
+  assert_int_equal(mock_master_count(t->mock[0], "SUBSCRIBE"), 1); /* the first step */
+  assert_string_equal(mock_master_last(t->mock[0], "SSUBSCRIBE")->argv[1], CH1);
+  assert_int_equal(mock_master_count(t->mock[1], "SSUBSCRIBE"), 0);
+  wait_wakes(t, 1); /* a confirmation wakes the channel's waiters */
+  reset_wakes(t);
+  notify_attempt_done(&t->w[0]);
+  unsigned wakes = t->wakes;
+  assert_true(mock_master_spublish(t->mock[0], CH1, "") >= 1);
+  wait_wakes(t, wakes + 1);
+  assert_int_equal(t->woken[0], 1);
+  notify_attempt_done(&t->w[0]);
+  notify_unwait(&t->n, &t->w[0]);
+  wait_received(t, 0, "SUNSUBSCRIBE", 1);
+  wait_received(t, 0, "UNSUBSCRIBE", 1);
+  wait_received(t, 1, "UNSUBSCRIBE", 1);
+  assert_true(mock_run_until(&t->f->loop, no_channels, t, NF_WAIT_MS));
+  /* The slot now at node 1: master 0's next shard subscription is made
+   * there, on a connection of its own beside master 1's plain one. */
+  t->shard_at = 1;
+  assert_int_equal(wait_on(t, 0, CH2, NOTIFY_WAKE_ONE), 0);
+  wait_received(t, 1, "SSUBSCRIBE", 1);
+  assert_string_equal(mock_master_last(t->mock[1], "SSUBSCRIBE")->argv[1], CH2);
+  assert_int_equal(mock_master_count(t->mock[0], "SSUBSCRIBE"), 1);
+  wait_wakes(t, 1);
+  reset_wakes(t);
+  notify_attempt_done(&t->w[0]);
+  wakes = t->wakes;
+  assert_true(mock_master_spublish(t->mock[1], CH2, "") >= 1);
+  wait_wakes(t, wakes + 1);
+  notify_unwait(&t->n, &t->w[0]);
+}
+
 /* ---- the subscriber connection ------------------------------------------------------------ */
 
 /* The master drops the connection: the subscriber reconnects with backoff
@@ -451,6 +511,7 @@ int main(void) {
       T(test_unsubscribe_when_last_leaves),
       T(test_wait_again_while_unsubscribing),
       T(test_leave_while_subscribing),
+      T(test_shard_channel),
       T(test_resubscribe_after_drop),
       T(test_refused_then_listening),
       T(test_auth),
