@@ -536,6 +536,15 @@ static const char *const outcome_names[STATS_OUTCOME_COUNT] = {
 #undef STATS__OUTCOME_NAME
 };
 
+/* Written and not yet answered.  done is read first: a request answered
+ * between the two loads can only make the difference larger, never
+ * negative. */
+static int64_t in_flight(const _Atomic uint64_t *sent, const _Atomic uint64_t *done) {
+  uint64_t d = get(done);
+  uint64_t s = get(sent);
+  return s > d ? (int64_t)(s - d) : 0;
+}
+
 static int is_primary_shape(mshape_t shape) { return shape >= SH_P_SCALAR; }
 static int is_master_shape(mshape_t shape) {
   return shape >= SH_M_SCALAR && !is_primary_shape(shape);
@@ -550,11 +559,7 @@ static const stats_primary_t *primary_at(const struct stats *stats, unsigned i, 
 }
 
 static int64_t primary_scalar(const stats_primary_t *e, value_t v) {
-  if (v == V_P_REQUESTS)
-    return (int64_t)get(&e->sent);
-  uint64_t done = get(&e->done); /* first: see V_M_INFLIGHT */
-  uint64_t sent = get(&e->sent);
-  return sent > done ? (int64_t)(sent - done) : 0;
+  return v == V_P_REQUESTS ? (int64_t)get(&e->sent) : in_flight(&e->sent, &e->done);
 }
 
 /* ---- reading ------------------------------------------------------------------------ */
@@ -597,13 +602,8 @@ static int64_t scalar(const struct stats *stats, value_t v, unsigned i, uint64_t
   }
   case V_M_REQUESTS:
     return (int64_t)get(&m->sent);
-  case V_M_INFLIGHT: {
-    /* done is read first: a request answered between the two loads can
-     * only make the difference larger, never negative. */
-    uint64_t done = get(&m->done);
-    uint64_t sent = get(&m->sent);
-    return sent > done ? (int64_t)(sent - done) : 0;
-  }
+  case V_M_INFLIGHT:
+    return in_flight(&m->sent, &m->done);
   case V_M_QUEUED:
     return (int64_t)get(&m->queued);
   case V_M_QUEUED_BYTES:

@@ -83,13 +83,13 @@ static node_addr_t primary_addr(const voter_cluster_t *s, const char *host, int 
   return a;
 }
 
-/* A retired entry whose node is closed, made anew at the same address (the
- * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
 static int entry_index(const voter_cluster_t *s, const voter_cluster_node_t *cn);
 
 /* Entry i of s->nodes counts in entry i of the voter's per-primary figures. */
 _Static_assert(VOTER_CLUSTER_MAX_NODES <= STATS_MAX_PRIMARIES, "a primary without figures");
 
+/* A retired entry whose node is closed, made anew at the same address (the
+ * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
 static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node_t *node = cn->node;
   char host[CLUSTER_HOST_LEN];
