@@ -29,7 +29,9 @@
  *   close-mid-reply       half a bulk reply, then the connection is closed
  *   wrong-types           in turn: an integer, an array, a double, a map, an
  *                         attribute, a boolean, a big number, a verbatim
- *                         string, a set, a push (where a status is expected)
+ *                         string, a set, a push (where a status is expected);
+ *                         acquisitions (SET) and other commands each run
+ *                         through the list from its start on every connection
  *   close-after-handshake closes every connection right after answering INFO
  *   silent                never answers a lock command (a master that hangs
  *                         after the handshake, without closing)
@@ -143,7 +145,11 @@ typedef struct {
   unsigned long number; /* the accept count when it was accepted */
   uint64_t sent;        /* bytes written to it */
   uint64_t next_trickle_ms;
-  unsigned lock_commands; /* wrong-types: which type comes next */
+  unsigned lock_commands; /* lock commands answered on this connection */
+  /* wrong-types: which type comes next, counted apart for acquisitions
+   * (SET) and everything else, so that a connection's first acquisition
+   * always gets the first type even when replayed releases go first. */
+  unsigned wrong_acquire, wrong_other;
 } conn_t;
 
 static hostile_mode_t mode;
@@ -412,9 +418,11 @@ static void reply_lock_command(conn_t *c, int argc, char **argv, size_t *lens) {
     out_str(c, "$32\r\n0123456789abcdef");
     c->close_after_flush = 1;
     break;
-  case MODE_WRONG_TYPES:
-    out_str(c, wrong[c->lock_commands % (sizeof wrong / sizeof wrong[0])]);
+  case MODE_WRONG_TYPES: {
+    unsigned *next = strcasecmp(argv[0], "SET") == 0 ? &c->wrong_acquire : &c->wrong_other;
+    out_str(c, wrong[(*next)++ % (sizeof wrong / sizeof wrong[0])]);
     break;
+  }
   case MODE_SILENT:
     break;
   }
