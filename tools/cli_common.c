@@ -89,8 +89,9 @@ static const char HELP[] =
     "\n"
     "status: show, per master, whether it answers, the value holding the key, its\n"
     "PTTL, the fence counter and the master's uptime.  A sentinel voter's master is\n"
-    "asked of its sentinels and shown (MASTER-NAME@SENTINEL -> HOST:PORT).\n"
-    "run, elect and status do not take cluster voters yet (usage error, 64).\n"
+    "asked of its sentinels and shown (MASTER-NAME@SENTINEL -> HOST:PORT).  A\n"
+    "cluster voter's slot map is read from its seeds, and the primary that owns the\n"
+    "key's hash slot is asked and shown (cluster@SEED -> HOST:PORT).\n"
     "\n"
     "doctor: for each voter (each URI, else --node or REDLOCK_NODES), what it is\n"
     "(server, version, role, replicas) and whether it can vote with the options its\n"
@@ -107,7 +108,13 @@ static const char HELP[] =
     "Options (all commands):\n"
     "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
     "                           redis://[[user]:password@]host[:port][/db],\n"
-    "                           rediss://... (TLS) or unix:///path/to/socket.\n"
+    "                           rediss://... (TLS) or unix:///path/to/socket;\n"
+    "                           or a voter of another kind:\n"
+    "                           redis-sentinel://HOST:PORT[,...]/MASTER-NAME,\n"
+    "                           redis-cluster://HOST:PORT[,...] (a whole Redis\n"
+    "                           Cluster: one vote, from the primary that owns\n"
+    "                           the key's slot), rediss-sentinel://,\n"
+    "                           rediss-cluster:// (TLS).\n"
     "                           Without --node, the\n"
     "                           comma-separated list in REDLOCK_NODES is used\n"
     "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
@@ -497,14 +504,9 @@ int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t 
   return 0;
 }
 
-int conn_finish(conn_opts_t *conn, const char *cmd, const char *resource) {
+int conn_finish(conn_opts_t *conn, const char *resource) {
   int rc = check_resource(resource, conn->prefix);
   if (rc == 0)
     rc = nodes_finish(&conn->nodes);
-  for (size_t i = 0; rc == 0 && i < conn->nodes.n; i++)
-    if (conn->nodes.addrs[i].voter == VOTER_KIND_CLUSTER)
-      rc = usage_error("%s: cluster voters (redis-cluster://, %s) are not supported yet; "
-                       "'redlock doctor' checks them",
-                       cmd, conn->nodes.addrs[i].label);
   return rc;
 }

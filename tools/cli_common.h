@@ -8,9 +8,11 @@
  * cli_status.c and cli_doctor.c are the subcommands; cli_hold.c parses the
  * options run and elect share and opens their client; cli_child.c starts
  * and watches COMMAND (signals, descriptors, environment); cli_conn.c makes
- * the tool's own synchronous connections to servers; cli_probe.c asks one
- * master about a key over one (status, and run's diagnosis of "no
- * quorum"); cli_doctor_*.c check each voter (cli_doctor.h). */
+ * the tool's own synchronous connections to servers; cli_cluster.c reads a
+ * cluster voter's slot map over them; cli_probe.c asks one master (a
+ * cluster voter: the primary of the key's slot) about a key over one
+ * (status, and run's diagnosis of "no quorum"); cli_doctor_*.c check each
+ * voter (cli_doctor.h). */
 #ifndef REDLOCK_CLI_COMMON_H
 #define REDLOCK_CLI_COMMON_H
 
@@ -156,10 +158,9 @@ typedef struct {
  * first operand, an exit status, or -1 after --help / --version. */
 int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t *cmd);
 
-/* After the operands: the key's size (RESOURCE and --key-prefix), the
- * masters from REDLOCK_NODES when no --node was given, and none of them a
- * cluster voter (no subcommand but doctor takes those yet; cmd names the
- * subcommand in the message).  0 or an exit status. */
-int conn_finish(conn_opts_t *conn, const char *cmd, const char *resource);
+/* After the operands: the key's size (RESOURCE and --key-prefix), and the
+ * masters from REDLOCK_NODES when no --node was given.  0 or an exit
+ * status. */
+int conn_finish(conn_opts_t *conn, const char *resource);
 
 #endif

@@ -7,6 +7,7 @@
 #include "cli_conn.h"
 
 #include <hiredis/hiredis.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,17 @@ void cli_printable(const char *s, size_t len, char *out, size_t size) {
     o--;
   if (size > 0)
     out[o] = '\0';
+}
+
+void cli_append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
+  if (*len >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *len, size - *len, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *len = *len + (size_t)n < size ? *len + (size_t)n : size;
 }
 
 void cli_host_port(char *out, size_t size, const char *host, int port) {

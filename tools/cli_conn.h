@@ -81,6 +81,10 @@ typedef struct {
 int cli_conn_ask_sentinels(const node_addr_t *voter, uint64_t timeout_ms,
                            cli_sentinel_master_t *out, char *why, size_t size);
 
+/* Appends printf output to buf (len bytes used of size), cut to fit. */
+__attribute__((format(printf, 4, 5))) void cli_append(char *buf, size_t size, size_t *len,
+                                                      const char *fmt, ...);
+
 /* "host:port", with brackets around an IPv6 host. */
 void cli_host_port(char *out, size_t size, const char *host, int port);
 

@@ -1,9 +1,10 @@
 /* cli_doctor_cluster.c: `redlock doctor` on a redis-cluster:// voter.  The
  * slot map is read as the library reads it (CLUSTER SHARDS, else CLUSTER
  * SLOTS, parsed by the library's own proto/cluster_map.c) from the first
- * seed that answers; the voter's report says which seed gave it, whether
- * every one of the 16384 slots has a primary (the ranges that have none),
- * and cluster_state as that seed sees it.  Each primary of the map is then
+ * seed that answers (cli_cluster.c, which status shares); the voter's
+ * report says which seed gave it, whether every one of the 16384 slots has
+ * a primary (the ranges that have none), and cluster_state as that seed
+ * sees it.  Each primary of the map is then
  * checked as a standalone master is (cli_doctor_checks.c), with the
  * voter's credentials, TLS and acks, the doctor's key placed in one of the
  * primary's own slots, and its own cluster_state: one report per primary,
@@ -13,13 +14,12 @@
 #define _GNU_SOURCE
 
 #include <hiredis/hiredis.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_cluster.h" /* the slot map, read from the seeds */
 #include "cli_doctor.h"
-#include "proto/cluster_map.h" /* the library's slot map parser, from the redlock_uri target */
 #include "proto/keyslot.h"
 
 /* Tries of a suffix that puts the doctor's key in a primary's slots: with 3
@@ -41,163 +41,25 @@ struct dr_cluster {
 
 /* ---- reading the map ---------------------------------------------------------------- */
 
-/* The value of `name` in a RESP2 flat [key, value, ...] array or a RESP3
- * map; NULL when absent. */
-static const redisReply *field(const redisReply *m, const char *name) {
-  if (m == NULL)
-    return NULL;
-#ifdef REDIS_REPLY_MAP /* hiredis >= 1.0 */
-  if (m->type != REDIS_REPLY_ARRAY && m->type != REDIS_REPLY_MAP)
-    return NULL;
-#else
-  if (m->type != REDIS_REPLY_ARRAY)
-    return NULL;
-#endif
-  for (size_t i = 0; i + 1 < m->elements; i += 2) {
-    const redisReply *k = m->element[i];
-    if ((k->type == REDIS_REPLY_STRING || k->type == REDIS_REPLY_STATUS) &&
-        strcmp(k->str, name) == 0)
-      return m->element[i + 1];
-  }
-  return NULL;
-}
-
-static int str_is(const redisReply *r, const char *s) {
-  return r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
-         strcmp(r->str, s) == 0;
-}
-
-/* Appends printf output to buf (len bytes used of size), cut to fit. */
-__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t size, size_t *len,
-                                                         const char *fmt, ...) {
-  if (*len >= size)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + *len, size - *len, fmt, ap);
-  va_end(ap);
-  if (n > 0)
-    *len = *len + (size_t)n < size ? *len + (size_t)n : size;
-}
-
-/* CLUSTER SHARDS names a primary the cluster marked failed, with the slots
- * of its shard (which the map leaves without a primary): "127.0.0.1:7002
- * (slots 10923-16383)", for the coverage check to name it. */
-static void failed_primaries(const redisReply *shards, char *out, size_t size) {
-  size_t len = 0;
-  out[0] = '\0';
-  for (size_t s = 0; shards != NULL && s < shards->elements; s++) {
-    const redisReply *nodes = field(shards->element[s], "nodes");
-    const redisReply *slots = field(shards->element[s], "slots");
-    for (size_t k = 0; nodes != NULL && k < nodes->elements; k++) {
-      const redisReply *n = nodes->element[k];
-      if (!str_is(field(n, "role"), "master") || !str_is(field(n, "health"), "fail"))
-        continue;
-      const redisReply *ip = field(n, "ip"), *port = field(n, "port");
-      char host[CLUSTER_HOST_LEN] = "?";
-      if (ip != NULL && ip->type == REDIS_REPLY_STRING)
-        cli_printable(ip->str, ip->len, host, sizeof host);
-      append(out, size, &len, "%s%s:%lld (slots", len ? ", " : "", host,
-             port != NULL && port->type == REDIS_REPLY_INTEGER ? port->integer : 0);
-      for (size_t i = 0; slots != NULL && i + 1 < slots->elements; i += 2)
-        if (slots->element[i]->type == REDIS_REPLY_INTEGER)
-          append(out, size, &len, "%s%lld-%lld", i ? "," : " ", slots->element[i]->integer,
-                 slots->element[i + 1]->integer);
-      append(out, size, &len, ")");
-    }
-  }
-}
-
-/* What one seed said: the map, and its CLUSTER INFO (heap, NULL when
- * refused). */
-typedef struct {
-  char seed[300];       /* "host:port" of the seed that answered */
-  const char *source;   /* "CLUSTER SHARDS" or "CLUSTER SLOTS" */
-  char shards_why[256]; /* CLUSTER SHARDS refused (an older server): its error */
-  char failed[512];     /* primaries marked failed, with their slots; "" none */
-  char *info;           /* CLUSTER INFO */
-  char info_why[256];   /* CLUSTER INFO refused: its error */
-} seed_answer_t;
-
-/* Asks one seed for the map.  CLUSTER_MAP_OK, CLUSTER_MAP_NOMEM, or
- * CLUSTER_MAP_BAD with why saying what the seed answered. */
-static int ask_seed(const node_addr_t *seed, uint64_t timeout_ms, cluster_map_t *map,
-                    seed_answer_t *ans, char *why, size_t size) {
-  cli_conn_t cc;
-  if (cli_conn_open(&cc, seed, timeout_ms, why, size) != CLI_CONN_OK) {
-    cli_conn_close(&cc);
-    return CLUSTER_MAP_BAD;
-  }
-  int rc = CLUSTER_MAP_BAD;
-  redisReply *r = redisCommand(cc.c, "CLUSTER SHARDS");
-  if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
-    rc = cluster_map_parse_shards(map, r, seed->host, seed->tls, why, size);
-    ans->source = "CLUSTER SHARDS";
-    if (rc == CLUSTER_MAP_OK)
-      failed_primaries(r, ans->failed, sizeof ans->failed);
-  } else if (r != NULL) {
-    /* An older server: the library falls back to CLUSTER SLOTS too. */
-    if (r->type == REDIS_REPLY_ERROR)
-      cli_printable(r->str, r->len, ans->shards_why, sizeof ans->shards_why);
-    freeReplyObject(r);
-    r = redisCommand(cc.c, "CLUSTER SLOTS");
-    ans->source = "CLUSTER SLOTS";
-    if (r != NULL && r->type == REDIS_REPLY_ARRAY)
-      rc = cluster_map_parse_slots(map, r, seed->host, why, size);
-    else if (r != NULL && r->type == REDIS_REPLY_ERROR)
-      snprintf(why, size, "CLUSTER SLOTS: %.*s", (int)(r->len < 200 ? r->len : 200), r->str);
-    else if (r != NULL)
-      snprintf(why, size, "CLUSTER SLOTS: a reply of type %d", r->type);
-  }
-  if (r == NULL)
-    snprintf(why, size, "lost: %s", cli_conn_io_why(&cc));
-  else
-    freeReplyObject(r);
-  if (rc == CLUSTER_MAP_OK) {
-    r = redisCommand(cc.c, "CLUSTER INFO");
-    if (r != NULL && r->type == REDIS_REPLY_STRING)
-      ans->info = strndup(r->str, r->len);
-    else if (r != NULL && r->type == REDIS_REPLY_ERROR)
-      cli_printable(r->str, r->len, ans->info_why, sizeof ans->info_why);
-    else
-      snprintf(ans->info_why, sizeof ans->info_why, "no answer");
-    if (r != NULL)
-      freeReplyObject(r);
-  }
-  cli_conn_close(&cc);
-  return rc;
-}
-
-/* The seeds in turn until one gives a map.  0, -1 with a FAIL check, or
- * -2 when out of memory. */
+/* The seeds in turn until one gives a map (cli_cluster.c).  0, -1 with a
+ * FAIL check, or -2 when out of memory. */
 static int read_map(dr_voter_t *v, const node_addr_t *a, uint64_t timeout_ms, cluster_map_t *map,
-                    seed_answer_t *ans) {
-  char tried[DR_DETAIL_MAX - 128] = "", why[512];
-  size_t len = 0;
-  for (unsigned k = 0; k < a->n_seeds; k++) {
-    node_addr_t seed = *a; /* the voter's credentials and TLS, borrowed */
-    seed.kind = NODE_ADDR_TCP;
-    seed.host = a->seeds[k].host;
-    seed.port = a->seeds[k].port;
-    char at[300];
-    cli_host_port(at, sizeof at, seed.host, seed.port);
-    why[0] = '\0';
-    int rc = ask_seed(&seed, timeout_ms, map, ans, why, sizeof why);
-    if (rc == CLUSTER_MAP_NOMEM)
-      return -2;
-    if (rc == CLUSTER_MAP_OK) {
-      snprintf(ans->seed, sizeof ans->seed, "%s", at);
-      snprintf(v->address, sizeof v->address, "%s", at);
-      dr_add(v, "slot-map", DR_OK, "%s answered %s%s%s%s: %u primar%s%s%s%s", at, ans->source,
-             ans->shards_why[0] ? " (CLUSTER SHARDS: " : "", ans->shards_why,
-             ans->shards_why[0] ? ")" : "", map->n_primaries, map->n_primaries == 1 ? "y" : "ies",
-             tried[0] ? " (before it: " : "", tried, tried[0] ? ")" : "");
-      return 0;
-    }
-    append(tried, sizeof tried, &len, "%s%s: %s", len ? "; " : "", at, why);
+                    cli_cluster_answer_t *ans) {
+  char tried[DR_DETAIL_MAX - 128];
+  ans->want_info = 1; /* the cluster-state check */
+  int rc = cli_cluster_read_map(a, timeout_ms, map, ans, tried, sizeof tried);
+  if (rc == CLUSTER_MAP_NOMEM)
+    return -2;
+  if (rc != CLUSTER_MAP_OK) {
+    dr_add(v, "slot-map", DR_FAIL, "no seed gave the slot map: %s", tried);
+    return -1;
   }
-  dr_add(v, "slot-map", DR_FAIL, "no seed gave the slot map: %s", tried);
-  return -1;
+  snprintf(v->address, sizeof v->address, "%s", ans->seed);
+  dr_add(v, "slot-map", DR_OK, "%s answered %s%s%s%s: %u primar%s%s%s%s", ans->seed, ans->source,
+         ans->shards_why[0] ? " (CLUSTER SHARDS: " : "", ans->shards_why,
+         ans->shards_why[0] ? ")" : "", map->n_primaries, map->n_primaries == 1 ? "y" : "ies",
+         tried[0] ? " (before it: " : "", tried, tried[0] ? ")" : "");
+  return 0;
 }
 
 /* ---- coverage and state --------------------------------------------------------------- */
@@ -221,27 +83,28 @@ static unsigned ranges_of(const cluster_map_t *map, unsigned owner, char *out, s
     /* room kept for the "and N more" */
     if (len + 32 < size) {
       if (s == e)
-        append(out, size, &len, "%s%d", len ? "," : "", s);
+        cli_append(out, size, &len, "%s%d", len ? "," : "", s);
       else
-        append(out, size, &len, "%s%d-%d", len ? "," : "", s, e);
+        cli_append(out, size, &len, "%s%d-%d", len ? "," : "", s, e);
       shown++;
     }
     s = e + 1;
   }
   if (shown < n_ranges)
-    append(out, size, &len, " and %u more range%s", n_ranges - shown,
-           n_ranges - shown == 1 ? "" : "s");
+    cli_append(out, size, &len, " and %u more range%s", n_ranges - shown,
+               n_ranges - shown == 1 ? "" : "s");
   return count;
 }
 
-static void check_coverage(dr_voter_t *v, const cluster_map_t *map, const seed_answer_t *ans) {
+static void check_coverage(dr_voter_t *v, const cluster_map_t *map,
+                           const cli_cluster_answer_t *ans) {
   char per[DR_DETAIL_MAX / 2] = "", holes[DR_DETAIL_MAX / 4];
   size_t len = 0;
   for (unsigned i = 0; i < map->n_primaries; i++) {
     char at[300], unused[8];
     cli_host_port(at, sizeof at, map->primaries[i].host, map->primaries[i].port);
-    append(per, sizeof per, &len, "%s%s %u", i ? ", " : "", at,
-           ranges_of(map, i + 1, unused, sizeof unused));
+    cli_append(per, sizeof per, &len, "%s%s %u", i ? ", " : "", at,
+               ranges_of(map, i + 1, unused, sizeof unused));
   }
   v->slots_covered = (long)map->covered;
   if (map->covered == KEYSLOT_COUNT) {
@@ -334,10 +197,7 @@ static int make_primaries(dr_cluster_t *cl, dr_voter_t *v, const node_addr_t *a,
   for (size_t i = 0; i < n; i++) {
     const cluster_primary_t *p = &cl->map.primaries[i];
     node_addr_t *pa = &cl->addrs[i];
-    *pa = *a; /* the voter's credentials, TLS and acks, borrowed */
-    pa->kind = NODE_ADDR_TCP;
-    pa->host = (char *)p->host;
-    pa->port = p->port;
+    cli_cluster_primary_addr(a, p, pa);
     dr_voter_t *r = &cl->reports[i];
     *r = (dr_voter_t){.addr = pa, .replicas = -1, .rtt_us = -1, .slots_covered = -1};
     cli_host_port(r->address, sizeof r->address, p->host, p->port);
@@ -363,7 +223,7 @@ static int make_primaries(dr_cluster_t *cl, dr_voter_t *v, const node_addr_t *a,
 void dr_cluster_open(dr_voter_t *v, const node_addr_t *a, const dr_settings_t *set,
                      dr_cluster_t **out) {
   dr_cluster_t *cl = calloc(1, sizeof *cl);
-  seed_answer_t *ans = calloc(1, sizeof *ans);
+  cli_cluster_answer_t *ans = calloc(1, sizeof *ans);
   *out = NULL;
   if (cl == NULL || ans == NULL) {
     free(cl);

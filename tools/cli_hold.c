@@ -168,7 +168,7 @@ int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
     return usage_error("--ttl %" PRIu64 " ms is too short for a leader's lease (at least %" PRIu64
                        " ms)",
                        o->ttl_ms, cmd->min_ttl_ms);
-  return conn_finish(&o->conn, cmd->name, o->resource);
+  return conn_finish(&o->conn, o->resource);
 }
 
 int hold_options(const hold_cmd_t *cmd, const hold_opts_t *o, redlock_options_t **out) {

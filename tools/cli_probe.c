@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_cluster.h"
 #include "cli_common.h"
 #include "cli_conn.h"
 #include "proto/keyname.h" /* the library's names, from the redlock_uri target */
+#include "proto/keyslot.h" /* the key's cluster slot, as the library routes it */
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */
@@ -36,27 +38,82 @@ char *escape_value(const char *s, size_t len) {
   return out;
 }
 
-void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
-                  uint64_t timeout_ms, master_report_t *rep) {
-  memset(rep, 0, sizeof *rep);
-  rep->pttl = -2;
-  rep->uptime_s = -1;
-  char why[1200];
-  cli_sentinel_master_t found;
-  int sentinel = addr->voter == VOTER_KIND_SENTINEL;
-  if (addr->voter == VOTER_KIND_CLUSTER) { /* the subcommands refuse them first */
-    snprintf(rep->state, sizeof rep->state, "error (cluster voters are not supported yet)");
-    return;
-  }
-  if (sentinel) {
-    if (cli_conn_ask_sentinels(addr, timeout_ms, &found, why, sizeof why) != 0) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", why);
-      return;
+/* The pipelined replies: GET key, PTTL key, GET fence_key, INFO server,
+ * then ROLE when asked. */
+enum { R_GET, R_PTTL, R_FENCE, R_INFO, R_ROLE, N_REPLIES };
+
+/* GET's error: WRONGTYPE means the master answers but the key is not a lock;
+ * NOAUTH, NOPERM and the like that it does not answer for us. */
+static void read_get_error(const redisReply *get, master_report_t *rep) {
+  int answers = strncmp(get->str, "WRONGTYPE", 9) == 0;
+  rep->up = answers;
+  snprintf(rep->state, sizeof rep->state, "%s (GET: %.*s)", answers ? "up" : "error", (int)get->len,
+           get->str);
+}
+
+/* The replies' values into rep (up). */
+static void read_replies(redisReply **replies, master_report_t *rep) {
+  rep->up = 1;
+  snprintf(rep->state, sizeof rep->state, "up");
+  if (replies[R_GET]->type == REDIS_REPLY_STRING)
+    rep->value = escape_value(replies[R_GET]->str, replies[R_GET]->len);
+  else if (replies[R_GET]->type == REDIS_REPLY_ERROR)
+    read_get_error(replies[R_GET], rep);
+  if (replies[R_PTTL]->type == REDIS_REPLY_INTEGER)
+    rep->pttl = replies[R_PTTL]->integer;
+  if (replies[R_FENCE]->type == REDIS_REPLY_STRING)
+    snprintf(rep->fence, sizeof rep->fence, "%.*s", (int)replies[R_FENCE]->len,
+             replies[R_FENCE]->str);
+  if (replies[R_INFO]->type == REDIS_REPLY_STRING) {
+    const char *u = strstr(replies[R_INFO]->str, "uptime_in_seconds:");
+    if (u != NULL) {
+      long long secs = strtoll(u + strlen("uptime_in_seconds:"), NULL, 10);
+      snprintf(rep->uptime, sizeof rep->uptime, "%llds", secs);
+      rep->uptime_s = secs;
     }
-    snprintf(rep->master, sizeof rep->master, "%s", found.addr);
-    snprintf(rep->sentinel, sizeof rep->sentinel, "%s", found.sentinel);
-    addr = &found.master;
   }
+}
+
+/* A sentinel voter's master must say it is one (its sentinels may lag
+ * behind a failover), as the library requires. */
+static void check_role(const redisReply *role, master_report_t *rep) {
+  if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
+      role->element[0]->type == REDIS_REPLY_STRING && strcmp(role->element[0]->str, "master") == 0)
+    return;
+  char said[64] = "no answer";
+  if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
+      role->element[0]->type == REDIS_REPLY_STRING)
+    cli_printable(role->element[0]->str, role->element[0]->len, said, sizeof said);
+  else if (role->type == REDIS_REPLY_ERROR)
+    cli_printable(role->str, role->len, said, sizeof said);
+  rep->up = 0;
+  snprintf(rep->state, sizeof rep->state,
+           "error (%s names it, but its ROLE is '%s', not master: it cannot vote)", rep->sentinel,
+           said);
+}
+
+/* Where a cluster primary's GET says the key's slot went (-MOVED: the map
+ * we read is older than a resharding). */
+typedef struct {
+  int moved;
+  char host[CLUSTER_HOST_LEN];
+  int port;
+} moved_t;
+
+/* Sets to->moved when GET's reply is a -MOVED. */
+static void read_moved(const redisReply *get, moved_t *to) {
+  int slot;
+  if (get->type == REDIS_REPLY_ERROR && cluster_parse_redirect(get->str, get->len, &slot, to->host,
+                                                               &to->port) == CLUSTER_REDIRECT_MOVED)
+    to->moved = 1;
+}
+
+/* Asks one master (addr) about the keys over one connection, in one round
+ * trip; ROLE too when role.  A cluster primary's -MOVED is put in *moved
+ * (NULL: not a cluster primary) instead of rep. */
+static void probe_at(const node_addr_t *addr, const char *key, const char *fence_key,
+                     uint64_t timeout_ms, int role, moved_t *moved, master_report_t *rep) {
+  char why[1200];
   cli_conn_t cc;
   int rc = cli_conn_open(&cc, addr, timeout_ms, why, sizeof why);
   if (rc != CLI_CONN_OK) {
@@ -65,74 +122,99 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
     cli_conn_close(&cc);
     return;
   }
-  /* One round trip: the commands pipelined (ROLE only for a sentinel
-   * voter, whose sentinels may lag behind a failover). */
   redisContext *c = cc.c;
   redisAppendCommand(c, "GET %s", key);
   redisAppendCommand(c, "PTTL %s", key);
   redisAppendCommand(c, "GET %s", fence_key);
   redisAppendCommand(c, "INFO server");
-  int n = 4;
-  if (sentinel) {
+  int n = role ? N_REPLIES : R_ROLE;
+  if (role)
     redisAppendCommand(c, "ROLE");
-    n = 5;
-  }
-  redisReply *replies[5] = {NULL, NULL, NULL, NULL, NULL};
-  for (int i = 0; i < n; i++) {
-    void *p = NULL;
-    if (redisGetReply(c, &p) != REDIS_OK) {
-      snprintf(rep->state, sizeof rep->state, "down (%s)", cli_conn_io_why(&cc));
-      for (int j = 0; j < i; j++)
-        freeReplyObject(replies[j]);
-      cli_conn_close(&cc);
-      return;
-    }
-    replies[i] = p;
-  }
-  rep->up = 1;
-  snprintf(rep->state, sizeof rep->state, "up");
-  if (replies[0]->type == REDIS_REPLY_STRING) {
-    rep->value = escape_value(replies[0]->str, replies[0]->len);
-  } else if (replies[0]->type == REDIS_REPLY_ERROR) {
-    /* WRONGTYPE: the master answers, the key is not a lock.  NOAUTH, NOPERM
-     * and the like: it does not answer for us. */
-    int answers = strncmp(replies[0]->str, "WRONGTYPE", 9) == 0;
-    rep->up = answers;
-    snprintf(rep->state, sizeof rep->state, "%s (GET: %.*s)", answers ? "up" : "error",
-             (int)replies[0]->len, replies[0]->str);
-  }
-  if (replies[1]->type == REDIS_REPLY_INTEGER)
-    rep->pttl = replies[1]->integer;
-  if (replies[2]->type == REDIS_REPLY_STRING)
-    snprintf(rep->fence, sizeof rep->fence, "%.*s", (int)replies[2]->len, replies[2]->str);
-  if (replies[3]->type == REDIS_REPLY_STRING) {
-    const char *u = strstr(replies[3]->str, "uptime_in_seconds:");
-    if (u != NULL) {
-      long long secs = strtoll(u + strlen("uptime_in_seconds:"), NULL, 10);
-      snprintf(rep->uptime, sizeof rep->uptime, "%llds", secs);
-      rep->uptime_s = secs;
-    }
-  }
-  if (sentinel && rep->up) {
-    const redisReply *role = replies[4];
-    if (role->type != REDIS_REPLY_ARRAY || role->elements < 1 ||
-        role->element[0]->type != REDIS_REPLY_STRING ||
-        strcmp(role->element[0]->str, "master") != 0) {
-      char said[64] = "no answer";
-      if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
-          role->element[0]->type == REDIS_REPLY_STRING)
-        cli_printable(role->element[0]->str, role->element[0]->len, said, sizeof said);
-      else if (role->type == REDIS_REPLY_ERROR)
-        cli_printable(role->str, role->len, said, sizeof said);
-      rep->up = 0;
-      snprintf(rep->state, sizeof rep->state,
-               "error (%s names it, but its ROLE is '%s', not master: it cannot vote)",
-               rep->sentinel, said);
-    }
-  }
-  for (int i = 0; i < n; i++)
+  redisReply *replies[N_REPLIES] = {NULL};
+  int got = 0;
+  for (void *p = NULL; got < n && redisGetReply(c, &p) == REDIS_OK; p = NULL)
+    replies[got++] = p;
+  if (got < n)
+    snprintf(rep->state, sizeof rep->state, "down (%s)", cli_conn_io_why(&cc));
+  else if (moved != NULL)
+    read_moved(replies[R_GET], moved);
+  if (got == n && (moved == NULL || !moved->moved)) /* else the caller asks where it went */
+    read_replies(replies, rep);
+  if (got == n && role && rep->up)
+    check_role(replies[R_ROLE], rep);
+  for (int i = 0; i < got; i++)
     freeReplyObject(replies[i]);
   cli_conn_close(&cc);
+}
+
+/* A cluster voter: the primary that owns the key's slot, from the slot map
+ * of the first seed that answers, then asked as a standalone master is.
+ * When that primary says the slot moved (a resharding since the map was
+ * read), the primary it names is asked instead, once. */
+static void probe_cluster(const node_addr_t *voter, const char *key, const char *fence_key,
+                          uint64_t timeout_ms, master_report_t *rep) {
+  rep->slot = keyslot(key, strlen(key));
+  cluster_map_t map;
+  cluster_map_init(&map);
+  cli_cluster_answer_t ans = {0};
+  char tried[1000];
+  int rc = cli_cluster_read_map(voter, timeout_ms, &map, &ans, tried, sizeof tried);
+  int owner = rc == CLUSTER_MAP_OK ? cluster_map_owner(&map, rep->slot) : -1;
+  if (rc != CLUSTER_MAP_OK) {
+    snprintf(rep->state, sizeof rep->state, "down (%s)",
+             rc == CLUSTER_MAP_NOMEM ? "out of memory" : tried);
+  } else if (owner < 0) {
+    snprintf(rep->seed, sizeof rep->seed, "%s", ans.seed);
+    snprintf(rep->state, sizeof rep->state,
+             "down (slot %d has no primary in the map %s gave: the cluster cannot vote for this "
+             "key)",
+             rep->slot, ans.seed);
+  } else {
+    snprintf(rep->seed, sizeof rep->seed, "%s", ans.seed);
+    node_addr_t primary;
+    const cluster_primary_t *p = &map.primaries[owner];
+    cli_cluster_primary_addr(voter, p, &primary);
+    cli_host_port(rep->master, sizeof rep->master, p->host, p->port);
+    moved_t moved = {0};
+    probe_at(&primary, key, fence_key, timeout_ms, 0, &moved, rep);
+    if (moved.moved) {
+      moved_t again = {0};
+      primary.host = moved.host;
+      primary.port = moved.port;
+      cli_host_port(rep->master, sizeof rep->master, moved.host, moved.port);
+      probe_at(&primary, key, fence_key, timeout_ms, 0, &again, rep);
+      if (again.moved)
+        snprintf(rep->state, sizeof rep->state,
+                 "error (slot %d moved twice while asked: a resharding is under way)", rep->slot);
+    }
+  }
+  free(ans.info);
+  cluster_map_clear(&map);
+}
+
+void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
+                  uint64_t timeout_ms, master_report_t *rep) {
+  memset(rep, 0, sizeof *rep);
+  rep->pttl = -2;
+  rep->uptime_s = -1;
+  rep->slot = -1;
+  if (addr->voter == VOTER_KIND_CLUSTER) {
+    probe_cluster(addr, key, fence_key, timeout_ms, rep);
+    return;
+  }
+  if (addr->voter != VOTER_KIND_SENTINEL) {
+    probe_at(addr, key, fence_key, timeout_ms, 0, NULL, rep);
+    return;
+  }
+  char why[1200];
+  cli_sentinel_master_t found;
+  if (cli_conn_ask_sentinels(addr, timeout_ms, &found, why, sizeof why) != 0) {
+    snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+    return;
+  }
+  snprintf(rep->master, sizeof rep->master, "%s", found.addr);
+  snprintf(rep->sentinel, sizeof rep->sentinel, "%s", found.sentinel);
+  probe_at(&found.master, key, fence_key, timeout_ms, 1, NULL, rep);
 }
 
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key) {

@@ -1,7 +1,8 @@
 /* cli_probe.h: what one master says about a key, asked over a plain
  * synchronous hiredis connection (cli_conn.h): whether it answers, the key's value and PTTL,
  * the fence counter and the master's uptime.  A sentinel voter's master is
- * first asked of its sentinels.  Used by `status`, and by `run` to explain a
+ * first asked of its sentinels, a cluster voter's primary for the key of
+ * its slot map (cli_cluster.h).  Used by `status`, and by `run` to explain a
  * "no quorum". */
 #ifndef REDLOCK_CLI_PROBE_H
 #define REDLOCK_CLI_PROBE_H
@@ -24,6 +25,11 @@ typedef struct {
    * sentinel that named it; "" for other voters, or when none did. */
   char master[300];
   char sentinel[300];
+  /* A cluster voter: the key's hash slot, and the seed that gave the slot
+   * map (master is then the primary that owns the slot); -1 and "" for
+   * other voters. */
+  int slot;
+  char seed[300];
 } master_report_t;
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
@@ -38,7 +44,8 @@ int probe_keys(const char *prefix, const char *resource, char **key, char **fenc
 
 /* Asks one master about key and fence_key, each step bounded by timeout_ms;
  * for a sentinel voter, the master its sentinels name, which must say it is
- * a master (ROLE), as the library requires.  rep->value is malloc'ed (or
+ * a master (ROLE), as the library requires; for a cluster voter, the primary
+ * that owns the key's slot (fence_key is in the same slot: keyname.h).  rep->value is malloc'ed (or
  * NULL). */
 void probe_master(const node_addr_t *addr, const char *key, const char *fence_key,
                   uint64_t timeout_ms, master_report_t *rep);

@@ -58,7 +58,10 @@ static void diagnose_masters(const hold_opts_t *o) {
   for (size_t i = 0; i < o->conn.nodes.n; i++) {
     master_report_t rep;
     probe_master(&o->conn.nodes.addrs[i], key, fence_key, timeout, &rep);
-    const char *label = o->conn.nodes.addrs[i].label;
+    /* A sentinel or cluster voter: the master asked too. */
+    char label[700];
+    snprintf(label, sizeof label, "%s%s%s", o->conn.nodes.addrs[i].label,
+             rep.master[0] ? " -> " : "", rep.master);
     if (!rep.up) {
       err_msg("  %s: %s", label, rep.state);
     } else if (o->quarantine && rep.uptime_s >= 0 &&

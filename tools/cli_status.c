@@ -1,5 +1,6 @@
 /* cli_status.c: `redlock status [OPTIONS] RESOURCE`: per master (for a
- * sentinel voter, the master its sentinels name), whether it answers, the
+ * sentinel voter, the master its sentinels name; for a cluster voter, the
+ * primary that owns the key's hash slot), whether it answers, the
  * value holding the key, its PTTL, the fence counter and the master's
  * uptime (cli_probe.c), then a verdict (locked on a quorum, set on too few
  * masters, free, unknown), as a table or as one JSON object.  The exit
@@ -40,6 +41,23 @@ static verdict_t tally(const nodes_t *nodes, const master_report_t *reps) {
   return v;
 }
 
+/* A string field's value, or null when empty. */
+static void json_str_or_null(const char *s) {
+  if (s[0])
+    json_str(s);
+  else
+    printf("null");
+}
+
+/* A cluster voter's own fields: the key's slot, the primary that owns it
+ * (null when the map has none) and the seed that gave the map. */
+static void print_cluster_json(const master_report_t *m) {
+  printf(",\"slot\":%d,\"resolved\":", m->slot);
+  json_str_or_null(m->master);
+  printf(",\"seed\":");
+  json_str_or_null(m->seed);
+}
+
 /* status --json: the same report as the table, as one JSON object.  The exit
  * status is the table's. */
 static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {
@@ -64,6 +82,8 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
     const master_report_t *m = &reps[i];
     printf("%s{\"master\":", i ? "," : "");
     json_str(nodes->addrs[i].label);
+    if (nodes->addrs[i].voter == VOTER_KIND_CLUSTER)
+      print_cluster_json(m);
     if (nodes->addrs[i].voter == VOTER_KIND_SENTINEL) {
       /* Which master the sentinels named (null when none did). */
       printf(",\"master_name\":");
@@ -105,7 +125,8 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
 }
 
 /* A master's name in the table: its label, and for a sentinel voter
- * ("MASTER-NAME@first sentinel") the master its sentinels named. */
+ * ("MASTER-NAME@first sentinel") the master its sentinels named, for a
+ * cluster voter ("cluster@first seed") the primary of the key's slot. */
 static const char *row_label(const nodes_t *nodes, const master_report_t *reps, size_t i, char *buf,
                              size_t size) {
   if (reps[i].master[0] == '\0')
@@ -127,8 +148,14 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
       wvalue = (int)strlen(reps[i].value);
   }
   char *esc_key = escape_value(key, strlen(key));
-  printf("key %s, %zu masters, quorum %zu\n", esc_key ? esc_key : key, nodes->n, v.quorum);
+  printf("key %s", esc_key ? esc_key : key);
   free(esc_key);
+  for (size_t i = 0; i < nodes->n; i++)
+    if (reps[i].slot >= 0) { /* the same key, so the same slot on every cluster voter */
+      printf(" (hash slot %d)", reps[i].slot);
+      break;
+    }
+  printf(", %zu masters, quorum %zu\n", nodes->n, v.quorum);
   printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel, "MASTER", "STATE", wvalue, "VALUE",
          "PTTL_MS", "FENCE", "UPTIME");
   for (size_t i = 0; i < nodes->n; i++) {
@@ -205,7 +232,7 @@ static int parse_status(int argc, char **argv, status_opts_t *o) {
   if (optind + 1 < argc)
     return usage_error("status: unexpected argument '%s'", argv[optind + 1]);
   o->resource = argv[optind];
-  return conn_finish(&o->conn, "status", o->resource);
+  return conn_finish(&o->conn, o->resource);
 }
 
 /* Probes every master and prints the report.  The exit status. */
