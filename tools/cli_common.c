@@ -299,32 +299,56 @@ int nodes_add(nodes_t *nodes, const char *uri, const char *source) {
   return 0;
 }
 
-int nodes_finish(nodes_t *nodes) {
-  if (nodes->n == 0) {
-    const char *env = getenv("REDLOCK_NODES");
-    if (env != NULL) {
-      char *copy = strdup(env);
-      if (copy == NULL) {
-        err_msg("out of memory");
-        return EXIT_INTERNAL;
-      }
-      char *save = NULL;
-      for (char *tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
-        while (isspace((unsigned char)*tok))
-          tok++;
-        size_t len = strlen(tok);
-        while (len > 0 && isspace((unsigned char)tok[len - 1]))
-          tok[--len] = '\0';
-        if (len == 0)
-          continue;
-        int rc = nodes_add(nodes, tok, "REDLOCK_NODES");
-        if (rc != 0) {
-          free(copy);
-          return rc;
-        }
-      }
-      free(copy);
+/* s without its leading and trailing spaces (in place). */
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s))
+    s++;
+  size_t len = strlen(s);
+  while (len > 0 && isspace((unsigned char)s[len - 1]))
+    s[--len] = '\0';
+  return s;
+}
+
+/* The comma-separated URIs of list (modified in place) to nodes.  A comma
+ * also separates a sentinel or cluster voter's HOST:PORTs and waitaof=L,R,
+ * so an item without "://" belongs to the URI before it: the commas
+ * between them are put back. */
+static int nodes_add_list(nodes_t *nodes, char *list) {
+  char *uri = NULL;
+  for (char *item = list, *next; item != NULL; item = next) {
+    next = strchr(item, ',');
+    if (next != NULL)
+      *next++ = '\0';
+    char *t = trim(item);
+    if (uri != NULL && *t != '\0' && strstr(t, "://") == NULL) {
+      /* t lies after uri's end: moved left, behind the comma put back */
+      size_t len = strlen(uri);
+      uri[len] = ',';
+      memmove(uri + len + 1, t, strlen(t) + 1);
+      continue;
     }
+    if (uri != NULL) {
+      int rc = nodes_add(nodes, uri, "REDLOCK_NODES");
+      if (rc != 0)
+        return rc;
+    }
+    uri = *t != '\0' ? t : NULL;
+  }
+  return uri != NULL ? nodes_add(nodes, uri, "REDLOCK_NODES") : 0;
+}
+
+int nodes_finish(nodes_t *nodes) {
+  const char *env = getenv("REDLOCK_NODES");
+  if (nodes->n == 0 && env != NULL) {
+    char *copy = strdup(env);
+    if (copy == NULL) {
+      err_msg("out of memory");
+      return EXIT_INTERNAL;
+    }
+    int rc = nodes_add_list(nodes, copy);
+    free(copy);
+    if (rc != 0)
+      return rc;
   }
   if (nodes->n == 0)
     return usage_error("no Redis masters: give --node URI (one per master) or set "

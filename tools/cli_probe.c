@@ -161,8 +161,9 @@ static void probe_cluster(const node_addr_t *voter, const char *key, const char 
   int rc = cli_cluster_read_map(voter, timeout_ms, &map, &ans, tried, sizeof tried);
   int owner = rc == CLUSTER_MAP_OK ? cluster_map_owner(&map, rep->slot) : -1;
   if (rc != CLUSTER_MAP_OK) {
-    snprintf(rep->state, sizeof rep->state, "down (%s)",
-             rc == CLUSTER_MAP_NOMEM ? "out of memory" : tried);
+    snprintf(rep->state, sizeof rep->state, "down (%s%s)",
+             rc == CLUSTER_MAP_NOMEM ? "out of memory" : "no seed gave the slot map: ",
+             rc == CLUSTER_MAP_NOMEM ? "" : tried);
   } else if (owner < 0) {
     snprintf(rep->seed, sizeof rep->seed, "%s", ans.seed);
     snprintf(rep->state, sizeof rep->state,

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cluster_harness.h"
 #include "fixture.h"
 #include "redlock.h" /* REDLOCK_*_PREFIX: the names the CLI uses on the masters */
 #include "test_io.h"
@@ -54,6 +55,7 @@ static const char *g_redlock; /* the binary under test */
 static char g_self[PATH_MAX]; /* this program, as COMMAND */
 static const char *g_case = "?";
 static fx_t g_fx;                     /* the masters (fx_servers_start) */
+static ch_cluster_t *g_cluster;       /* the cluster cases' (cluster_harness, stopped by PID) */
 static char g_nodes[N_MASTERS * 600]; /* REDLOCK_NODES for the masters */
 static char g_tmpdir[PATH_MAX];
 
@@ -200,6 +202,8 @@ static void cleanup(void) {
   }
   if (g_fx.n > 0)
     fx_servers_stop(&g_fx); /* resumes first: never leaves a master stopped */
+  ch_stop(g_cluster);
+  g_cluster = NULL;
   if (g_tmpdir[0] != '\0') {
     rmdir(g_tmpdir);
     g_tmpdir[0] = '\0';
@@ -1403,6 +1407,200 @@ static void case_metrics(void) {
   CHECK(RUN_TO_END(p) == 64, "bad --metrics-format -> 64");
 }
 
+/* ---- cluster voters ----------------------------------------------------------------------
+ * A three-primary cluster of cluster_harness (no replicas) is one voter,
+ * redis-cluster://: the library routes a key to the primary that owns its
+ * slot, and status asks that primary.  Where a key lives is asked of the
+ * cluster itself (CLUSTER KEYSLOT, then the slot's owner), not computed
+ * here. */
+
+#define CLUSTER_PRIMARIES 3
+
+/* Starts the cluster; REDLOCK_NODES is then the cluster voter alone. */
+static void start_cluster(void) {
+  CHECK(ch_start(&g_cluster, &(ch_options_t){.primaries = CLUSTER_PRIMARIES}) == 0,
+        "the cluster starts");
+  snprintf(g_nodes, sizeof g_nodes, "%s", ch_uri(g_cluster, 0));
+}
+
+/* The index of the primary that owns key's slot, and the slot. */
+static int cluster_owner(const char *key, int *slot) {
+  char buf[64];
+  CHECK(rh_server_command(ch_node(g_cluster, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key) == 0,
+        "CLUSTER KEYSLOT %s", key);
+  *slot = atoi(buf);
+  int owner = ch_owner(g_cluster, 0, *slot);
+  CHECK(owner >= 0, "slot %d has an owner", *slot);
+  return owner;
+}
+
+/* key's value on the primary that owns it ("(nil)" when none), into out. */
+static void cluster_get(const char *key, char *out, size_t size) {
+  int slot;
+  int owner = cluster_owner(key, &slot);
+  CHECK(rh_server_command(ch_node(g_cluster, (unsigned)owner), out, size, "GET %s", key) == 0,
+        "GET %s", key);
+}
+
+typedef struct {
+  const char *key, *value;
+} cluster_value_t;
+
+static int pred_cluster_value(void *arg) {
+  const cluster_value_t *w = arg;
+  char buf[256];
+  cluster_get(w->key, buf, sizeof buf);
+  return strcmp(buf, w->value) == 0;
+}
+
+static int pred_cluster_key_gone(void *arg) {
+  return pred_cluster_value(&(cluster_value_t){arg, "(nil)"});
+}
+
+static void wait_cluster_key_gone(const char *key) {
+  CHECK(rh_wait_until(pred_cluster_key_gone, (void *)key, DEADLINE_MS),
+        "key '%s' still on the cluster", key);
+}
+
+/* status names the primary that owns key's slot, the slot, and (unless
+ * NULL) value on that line. */
+static void expect_status_owner(proc_t *s, const char *key, const char *value) {
+  int slot;
+  int owner = cluster_owner(key, &slot);
+  char want[320];
+  snprintf(want, sizeof want, "(hash slot %d)", slot);
+  CHECK(strstr(s->out, want) != NULL, "status names the slot: %s", want);
+  snprintf(want, sizeof want, "cluster@127.0.0.1:%d -> 127.0.0.1:%d ", ch_port(g_cluster, 0),
+           ch_port(g_cluster, (unsigned)owner));
+  const char *line = strstr(s->out, want);
+  CHECK(line != NULL, "status names the owner: '%s'", want);
+  const char *eol = strchr(line, '\n');
+  const char *v = strstr(line, value != NULL ? value : "  up  ");
+  CHECK(v != NULL && (eol == NULL || v < eol), "the owner's line is up and shows the value %s",
+        value != NULL ? value : "(any)");
+}
+
+/* run on a cluster voter: COMMAND runs under the lock, held on the primary
+ * that owns the key's slot; a second run is refused (busy), a third waits
+ * for the release and gets a larger fence; status shows the owner. */
+static void case_run_cluster(void) {
+  start_cluster();
+  proc_t *h = start_holder(NULL, "cl-res", 0);
+  char value[128], got[256];
+  field(h, "ready", "value", value, sizeof value);
+  uint64_t f_holder = field_u64(h, "ready", "fence");
+  CHECK(f_holder > 0, "a fencing token");
+  cluster_get("cl-res", got, sizeof got);
+  CHECK(strcmp(got, value) == 0, "the slot's primary holds our value (%s, got %s)", value, got);
+
+  proc_t *b = START(g_nodes, 0, RUN, "--wait", "0", "cl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 75, "busy -> 75");
+  CHECK(b->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(b, "locked by another holder"), "message says why");
+
+  proc_t *s = START(g_nodes, 0, "status", "cl-res");
+  CHECK(RUN_TO_END(s) == 0, "status -> 0");
+  expect_status_owner(s, "cl-res", value);
+  CHECK(strstr(s->out, "locked: held by ") != NULL && strstr(s->out, "on 1 of 1 masters") != NULL,
+        "status: locked");
+  s = START(g_nodes, 0, "status", "--json", "cl-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "\"slot\":") != NULL &&
+            strstr(s->out, "\"resolved\":\"127.0.0.1:") != NULL &&
+            strstr(s->out, "\"status\":\"locked\"") != NULL,
+        "status --json: the slot and the owner");
+
+  proc_t *w =
+      START(g_nodes, 0, RUN, "-v", "--wait", "60000", "cl-res", "--", g_self, "--helper", "print");
+  wait_stderr(w, "waiting up to 60000 ms", DEADLINE_MS);
+  CHECK(!pred_exited(w) && w->out_len == 0, "the waiter waits");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder exits with COMMAND's status");
+  CHECK(RUN_TO_END(w) == 0, "waiter got the lock after the release");
+  uint64_t f_waiter = field_u64(w, "env", "fence");
+  CHECK(f_waiter > f_holder, "waiter's fence %" PRIu64 " > holder's %" PRIu64, f_waiter, f_holder);
+  wait_cluster_key_gone("cl-res");
+
+  /* A seed that is down first: the next one gives the map. */
+  char uri[1024];
+  snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:1,%s",
+           ch_uri(g_cluster, 0) + strlen("redis-cluster://"));
+  proc_t *e = START(NULL, 0, RUN, "--node", uri, "cl-res", "--", g_self, "--helper", "exit", "7");
+  CHECK(RUN_TO_END(e) == 7, "COMMAND's exit status, the first seed down");
+}
+
+/* Campaigners waiting on key's release channel at the slot's primary (a
+ * cluster voter waits on a shard channel; SUBSCRIBE counted too). */
+static long cluster_campaigners(const char *key) {
+  int slot;
+  unsigned owner = (unsigned)cluster_owner(key, &slot);
+  char channel[256], buf[256];
+  snprintf(channel, sizeof channel, REDLOCK_RELEASE_CHANNEL_PREFIX "{%s}", key); /* no tag */
+  long n = 0;
+  static const char *const how[] = {"PUBSUB SHARDNUMSUB %s", "PUBSUB NUMSUB %s"};
+  for (int i = 0; i < 2; i++) {
+    if (rh_server_command(ch_node(g_cluster, owner), buf, sizeof buf, how[i], channel) != 0)
+      continue;
+    const char *nl = strchr(buf, '\n'); /* "channel\nN" */
+    n += nl != NULL ? atol(nl + 1) : 0;
+  }
+  return n;
+}
+
+static int pred_cluster_campaigning(void *arg) { return cluster_campaigners(arg) >= 1; }
+
+/* elect on a cluster voter: one leader at a time; its exit hands over to
+ * the campaigner, whose term is larger. */
+static void case_elect_cluster(void) {
+  start_cluster();
+  proc_t *a = START(g_nodes, 1, ELECT, "-v", "el-cl", "--", g_self, "--helper", "hold");
+  wait_nth_line(a, "ready", 1, DEADLINE_MS);
+  uint64_t term_a = nth_field_u64(a, "ready", "term", 0);
+  CHECK(term_a > 0, "REDLOCK_TERM set");
+  CHECK(stderr_contains(a, "elected leader of 'el-cl'"), "says it was elected");
+
+  proc_t *b = START(g_nodes, 1, ELECT, "el-cl", "--", g_self, "--helper", "hold");
+  CHECK(rh_wait_until(pred_cluster_campaigning, (void *)"el-cl", DEADLINE_MS), "b campaigns");
+  pump(b);
+  CHECK(b->out_len == 0, "one leader at a time: b's COMMAND does not run");
+
+  close_stdin(a);
+  CHECK(RUN_TO_END(a) == 0, "a exits with COMMAND's status");
+  wait_nth_line(b, "ready", 1, DEADLINE_MS);
+  uint64_t term_b = nth_field_u64(b, "ready", "term", 0);
+  CHECK(term_b > term_a, "term %" PRIu64 " after %" PRIu64, term_b, term_a);
+  close_stdin(b);
+  CHECK(RUN_TO_END(b) == 0, "b exits with COMMAND's status");
+  wait_cluster_key_gone("el-cl");
+}
+
+/* Voters of two kinds: the cluster and two standalone masters, quorum 2. */
+static void case_mixed_cluster(void) {
+  start_cluster();
+  CHECK(fx_servers_start(&g_fx, 2, NULL) == 0, "two masters start");
+  snprintf(g_nodes, sizeof g_nodes, "%s,%s,%s", ch_uri(g_cluster, 0),
+           rh_server_uri(g_fx.servers[0]), rh_server_uri(g_fx.servers[1]));
+  proc_t *h = start_holder(NULL, "mix-res", 0);
+  char value[128];
+  field(h, "ready", "value", value, sizeof value);
+  /* Held once a quorum accepted it: the two masters may outrun the cluster
+   * voter, still reading its slot map when a fresh client's first attempt
+   * goes out (its vote then comes with the first extension). */
+  CHECK(fx_wait_value_everywhere(&g_fx, "mix-res", value, DEADLINE_MS), "both masters hold it");
+
+  proc_t *b = START(g_nodes, 0, RUN, "mix-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 75 && b->out_len == 0, "busy -> 75");
+  proc_t *s = START(g_nodes, 0, "status", "mix-res");
+  CHECK(RUN_TO_END(s) == 0, "status -> 0");
+  CHECK(strstr(s->out, "3 masters, quorum 2") != NULL && strstr(s->out, "locked: held by ") != NULL,
+        "locked on a quorum of the three voters");
+  expect_status_owner(s, "mix-res", NULL);
+
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_cluster_key_gone("mix-res");
+  CHECK(fx_wait_nil_everywhere(&g_fx, "mix-res", DEADLINE_MS), "released on the masters");
+}
+
 /* ================================================================================ */
 
 static const struct {
@@ -1426,6 +1624,9 @@ static const struct {
     {"elect_usage", case_elect_usage},
     {"tls", case_tls},
     {"metrics", case_metrics},
+    {"run_cluster", case_run_cluster},
+    {"elect_cluster", case_elect_cluster},
+    {"mixed_cluster", case_mixed_cluster},
 };
 
 int main(int argc, char **argv) {
