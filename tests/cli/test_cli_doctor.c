@@ -1,7 +1,8 @@
 /* test_cli_doctor.c: black-box tests of `redlock doctor` (tools/cli_doctor*.c)
  * against real servers that the harness starts on loopback and stops by PID;
- * and of the other subcommands' handling of the voters doctor knows
- * (status through sentinels, with a failover; cluster voters refused).
+ * and of status on the voters doctor knows (through sentinels, with a
+ * failover; a cluster voter's primary for the key's slot, after a slot
+ * migration, with no primary for it).
  * Cluster voters: a three-primary cluster of cluster_harness, healthy, then
  * with slots unassigned, then with a primary stopped (Redis, and Valkey).
  *
@@ -1070,20 +1071,81 @@ static void case_status_sentinel(void) {
   expect_status_names(label, rh_server_port(rep));
 }
 
-/* Cluster voters: status, run and elect refuse them as usage errors. */
+/* ---- status on a cluster voter ----------------------------------------------------------
+ * `redlock status` reads the slot map as doctor does (cli_cluster.c) and
+ * asks the primary that owns the key's slot; which primary that is, is
+ * asked of the cluster (CLUSTER KEYSLOT, then the slot's owner). */
+
+#define STATUS_KEY "status-cluster-res"
+#define STATUS_VALUE "status-cluster-value"
+
+/* The status table's line of the cluster voter names node `owner` as the
+ * primary asked, up, with STATUS_VALUE. */
+static void expect_cluster_row(const char *label, unsigned owner) {
+  char want[320];
+  snprintf(want, sizeof want, "%s -> %s ", label, node_at(owner));
+  const char *p = strstr(g_run.out, want);
+  CHECK(p != NULL, "status names %s as the slot's primary ('%s')", node_at(owner), want);
+  const char *eol = strchr(p, '\n');
+  const char *up = strstr(p, "  up  "), *value = strstr(p, STATUS_VALUE);
+  CHECK(up != NULL && (eol == NULL || up < eol), "the primary is up");
+  CHECK(value != NULL && (eol == NULL || value < eol), "its value is shown");
+}
+
 static void case_status_cluster(void) {
-  static const char *const cluster = "redis-cluster://127.0.0.1:7000,127.0.0.1:7001";
-  run_t *r = REDLOCK("status", "--node", cluster, "res");
-  CHECK(r->status == 64, "status: exit %d", r->status);
-  CHECK(strstr(r->err, "status: cluster voters (redis-cluster://") != NULL &&
-            strstr(r->err, "not supported yet") != NULL,
-        "status says cluster voters are not supported");
-  r = REDLOCK("run", "--node", cluster, "res", "--", "true");
-  CHECK(r->status == 64 && strstr(r->err, "run: cluster voters") != NULL, "run: exit %d",
-        r->status);
-  r = REDLOCK("elect", "--node", cluster, "res", "--", "true");
-  CHECK(r->status == 64 && strstr(r->err, "elect: cluster voters") != NULL, "elect: exit %d",
-        r->status);
+  CHECK(ch_start(&g_cluster, &(ch_options_t){.primaries = 3}) == 0, "the cluster starts");
+  char buf[256];
+  CHECK(rh_server_command(ch_node(g_cluster, 0), buf, sizeof buf, "CLUSTER KEYSLOT " STATUS_KEY) ==
+            0,
+        "CLUSTER KEYSLOT");
+  int slot = atoi(buf);
+  int owner = ch_owner(g_cluster, 0, slot);
+  CHECK(owner >= 0, "slot %d has a primary", slot);
+  CHECK(rh_server_command(ch_node(g_cluster, (unsigned)owner), buf, sizeof buf,
+                          "SET " STATUS_KEY " " STATUS_VALUE " PX 120000") == 0 &&
+            strcmp(buf, "OK") == 0,
+        "SET on the slot's primary: %s", buf);
+
+  /* The first seed is not there: the next one gives the map. */
+  char uri[1024];
+  snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:1,%s",
+           ch_uri(g_cluster, 0) + strlen("redis-cluster://"));
+  const char *label = "cluster@127.0.0.1:1";
+  run_t *r = REDLOCK("status", "--node", uri, STATUS_KEY);
+  CHECK(r->status == 0, "status on the cluster voter: exit %d", r->status);
+  char want[256];
+  snprintf(want, sizeof want, "key " STATUS_KEY " (hash slot %d), 1 masters, quorum 1", slot);
+  CHECK(has(want), "the header names the slot: '%s'", want);
+  expect_cluster_row(label, (unsigned)owner);
+  CHECK(has("locked: held by " STATUS_VALUE " on 1 of 1 masters"), "the verdict");
+
+  r = REDLOCK("status", "--json", "--node", uri, STATUS_KEY);
+  snprintf(want, sizeof want, "\"slot\":%d,\"resolved\":\"%s\",\"seed\":\"%s\"", slot,
+           node_at((unsigned)owner), node_at(0));
+  CHECK(r->status == 0 && json_valid(r->out) && has(want) && has("\"status\":\"locked\""),
+        "--json names the slot, the primary and the seed (%s)", want);
+
+  /* The slot (and its key) migrates to another primary: status follows. */
+  unsigned to = ((unsigned)owner + 1) % 3;
+  CHECK(ch_migrate_slot(g_cluster, slot, (unsigned)owner, to) == 0, "slot %d migrates", slot);
+  r = REDLOCK("status", "--node", uri, STATUS_KEY);
+  CHECK(r->status == 0, "status after the migration: exit %d", r->status);
+  expect_cluster_row(label, to);
+
+  /* No seed answers: the voter is down, with each seed's reason. */
+  r = REDLOCK("status", "--node", "redis-cluster://127.0.0.1:1", STATUS_KEY);
+  CHECK(r->status == 69, "no seed: exit %d", r->status);
+  CHECK(has("down (no seed gave the slot map: 127.0.0.1:1: "), "says why");
+
+  /* The slot has no primary any more: no vote for this key. */
+  for (unsigned i = 0; i < 3; i++)
+    CHECK(rh_server_command(ch_node(g_cluster, i), buf, sizeof buf, "CLUSTER DELSLOTS %d", slot) ==
+                  0 &&
+              strcmp(buf, "OK") == 0,
+          "DELSLOTS on node %u: %s", i, buf);
+  r = REDLOCK("status", "--node", uri, STATUS_KEY);
+  snprintf(want, sizeof want, "slot %d has no primary", slot);
+  CHECK(r->status == 69 && has(want), "no primary for the slot: exit %d", r->status);
 }
 
 static const struct {
