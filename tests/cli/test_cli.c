@@ -1245,15 +1245,22 @@ static void tls_encrypted_key(const char *ca, const char *crt, const char *dir) 
  * CMake registers this case then, with REDLOCK_TEST_MAKE_CERTS set to
  * tests/tls/make_certs.sh).  The --tls-* options and their REDLOCK_TLS_*
  * variables, for run, status and elect; failures say why. */
-static void case_tls(void) {
+/* The test certificates (REDLOCK_TEST_MAKE_CERTS) made in g_tmpdir/certs,
+ * whose path goes to dir (PATH_MAX + 16 bytes). */
+static void make_certs(char *dir) {
   const char *script = getenv("REDLOCK_TEST_MAKE_CERTS");
   CHECK(script != NULL, "REDLOCK_TEST_MAKE_CERTS is not set");
-  char dir[PATH_MAX + 16], cmd[3 * PATH_MAX], ca[PATH_MAX + 32], crt[PATH_MAX + 32],
-      key[PATH_MAX + 32], wrongca[PATH_MAX + 32], srv_crt[PATH_MAX + 32], srv_key[PATH_MAX + 32];
-  snprintf(dir, sizeof dir, "%s/certs", g_tmpdir);
+  char cmd[3 * PATH_MAX];
+  snprintf(dir, PATH_MAX + 16, "%s/certs", g_tmpdir);
   CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
   snprintf(cmd, sizeof cmd, "sh '%s' '%s'", script, dir);
   CHECK(system(cmd) == 0, "%s", cmd);
+}
+
+static void case_tls(void) {
+  char dir[PATH_MAX + 16], ca[PATH_MAX + 32], crt[PATH_MAX + 32], key[PATH_MAX + 32],
+      wrongca[PATH_MAX + 32], srv_crt[PATH_MAX + 32], srv_key[PATH_MAX + 32];
+  make_certs(dir);
   snprintf(ca, sizeof ca, "%s/ca.crt", dir);
   snprintf(wrongca, sizeof wrongca, "%s/wrongca.crt", dir);
   snprintf(crt, sizeof crt, "%s/client.crt", dir);
@@ -1462,16 +1469,17 @@ static void wait_cluster_key_gone(const char *key) {
         "key '%s' still on the cluster", key);
 }
 
-/* status names the primary that owns key's slot, the slot, and (unless
- * NULL) value on that line. */
-static void expect_status_owner(proc_t *s, const char *key, const char *value) {
+/* status names the primary that owns key's slot (its TLS port when tls),
+ * the slot, and (unless NULL) value on that line. */
+static void expect_status_owner(proc_t *s, const char *key, const char *value, int tls) {
+  int (*port)(const ch_cluster_t *, unsigned) = tls ? ch_tls_port : ch_port;
   int slot;
   int owner = cluster_owner(key, &slot);
   char want[320];
   snprintf(want, sizeof want, "(hash slot %d)", slot);
   CHECK(strstr(s->out, want) != NULL, "status names the slot: %s", want);
-  snprintf(want, sizeof want, "cluster@127.0.0.1:%d -> 127.0.0.1:%d ", ch_port(g_cluster, 0),
-           ch_port(g_cluster, (unsigned)owner));
+  snprintf(want, sizeof want, "cluster@127.0.0.1:%d -> 127.0.0.1:%d ", port(g_cluster, 0),
+           port(g_cluster, (unsigned)owner));
   const char *line = strstr(s->out, want);
   CHECK(line != NULL, "status names the owner: '%s'", want);
   const char *eol = strchr(line, '\n');
@@ -1500,7 +1508,7 @@ static void case_run_cluster(void) {
 
   proc_t *s = START(g_nodes, 0, "status", "cl-res");
   CHECK(RUN_TO_END(s) == 0, "status -> 0");
-  expect_status_owner(s, "cl-res", value);
+  expect_status_owner(s, "cl-res", value, 0);
   CHECK(strstr(s->out, "locked: held by ") != NULL && strstr(s->out, "on 1 of 1 masters") != NULL,
         "status: locked");
   s = START(g_nodes, 0, "status", "--json", "cl-res");
@@ -1593,12 +1601,63 @@ static void case_mixed_cluster(void) {
   CHECK(RUN_TO_END(s) == 0, "status -> 0");
   CHECK(strstr(s->out, "3 masters, quorum 2") != NULL && strstr(s->out, "locked: held by ") != NULL,
         "locked on a quorum of the three voters");
-  expect_status_owner(s, "mix-res", NULL);
+  expect_status_owner(s, "mix-res", NULL, 0);
 
   close_stdin(h);
   CHECK(RUN_TO_END(h) == 0, "holder done");
   wait_cluster_key_gone("mix-res");
   CHECK(fx_wait_nil_everywhere(&g_fx, "mix-res", DEADLINE_MS), "released on the masters");
+}
+
+/* rediss-cluster://: the cluster of cluster_harness with TLS ports and a
+ * TLS bus (the nodes require a client certificate); run, status and elect
+ * reach the slot's primary on its TLS port. */
+static void case_tls_cluster(void) {
+  char dir[PATH_MAX + 16], ca[PATH_MAX + 32], crt[PATH_MAX + 32], key[PATH_MAX + 32],
+      srv_crt[PATH_MAX + 32], srv_key[PATH_MAX + 32];
+  make_certs(dir);
+  snprintf(ca, sizeof ca, "%s/ca.crt", dir);
+  snprintf(crt, sizeof crt, "%s/client.crt", dir);
+  snprintf(key, sizeof key, "%s/client.key", dir);
+  snprintf(srv_crt, sizeof srv_crt, "%s/server.crt", dir);
+  snprintf(srv_key, sizeof srv_key, "%s/server.key", dir);
+  ch_options_t co = {.primaries = CLUSTER_PRIMARIES,
+                     .tls_cert_file = srv_crt,
+                     .tls_key_file = srv_key,
+                     .tls_client_cert_file = crt,
+                     .tls_client_key_file = key,
+                     .tls_ca_cert_file = ca};
+  CHECK(ch_start(&g_cluster, &co) == 0, "the TLS cluster starts");
+  snprintf(g_nodes, sizeof g_nodes, "%s", ch_uri_tls(g_cluster, 0));
+  setenv("REDLOCK_TLS_CA", ca, 1);
+  setenv("REDLOCK_TLS_CERT", crt, 1);
+  setenv("REDLOCK_TLS_KEY", key, 1);
+
+  proc_t *h = start_holder(NULL, "tls-cl-res", 0);
+  char value[128], got[256];
+  field(h, "ready", "value", value, sizeof value);
+  cluster_get("tls-cl-res", got, sizeof got);
+  CHECK(strcmp(got, value) == 0, "the slot's primary holds our value (%s, got %s)", value, got);
+  proc_t *b = START(g_nodes, 0, RUN, "tls-cl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 75 && b->out_len == 0, "busy over TLS -> 75");
+  proc_t *s = START(g_nodes, 0, "status", "tls-cl-res");
+  CHECK(RUN_TO_END(s) == 0, "status over TLS -> 0");
+  expect_status_owner(s, "tls-cl-res", value, 1);
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_cluster_key_gone("tls-cl-res");
+
+  proc_t *e = START(g_nodes, 0, ELECT, "tls-cl-el", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(e) == 0, "elect over TLS");
+  CHECK(nth_field_u64(e, "env", "term", 0) > 0, "elected with a term: %s", e->out);
+
+  /* The nodes require a client certificate: without one, no map. */
+  unsetenv("REDLOCK_TLS_CERT");
+  unsetenv("REDLOCK_TLS_KEY");
+  s = START(g_nodes, 0, "status", "tls-cl-res");
+  CHECK(RUN_TO_END(s) == 69 && strstr(s->out, "no seed gave the slot map") != NULL,
+        "status without a client certificate -> 69");
+  unsetenv("REDLOCK_TLS_CA");
 }
 
 /* ================================================================================ */
@@ -1627,6 +1686,7 @@ static const struct {
     {"run_cluster", case_run_cluster},
     {"elect_cluster", case_elect_cluster},
     {"mixed_cluster", case_mixed_cluster},
+    {"tls_cluster", case_tls_cluster},
 };
 
 int main(int argc, char **argv) {
