@@ -147,10 +147,31 @@ static void probe_at(const node_addr_t *addr, const char *key, const char *fence
   cli_conn_close(&cc);
 }
 
+/* Asks primary p of a cluster voter.  When it says the slot moved (a
+ * resharding since the map was read), the primary it names is asked
+ * instead, once. */
+static void probe_primary(const node_addr_t *voter, const cluster_primary_t *p, const char *key,
+                          const char *fence_key, uint64_t timeout_ms, master_report_t *rep) {
+  node_addr_t primary;
+  cli_cluster_primary_addr(voter, p, &primary);
+  cli_host_port(rep->master, sizeof rep->master, p->host, p->port);
+  moved_t moved = {0};
+  probe_at(&primary, key, fence_key, timeout_ms, 0, &moved, rep);
+  if (!moved.moved)
+    return;
+  if (moved.host[0] != '\0') /* "": the server does not know its name: the one asked */
+    primary.host = moved.host;
+  primary.port = moved.port;
+  cli_host_port(rep->master, sizeof rep->master, primary.host, primary.port);
+  moved_t again = {0};
+  probe_at(&primary, key, fence_key, timeout_ms, 0, &again, rep);
+  if (again.moved)
+    snprintf(rep->state, sizeof rep->state,
+             "error (slot %d moved again: a resharding is under way)", rep->slot);
+}
+
 /* A cluster voter: the primary that owns the key's slot, from the slot map
- * of the first seed that answers, then asked as a standalone master is.
- * When that primary says the slot moved (a resharding since the map was
- * read), the primary it names is asked instead, once. */
+ * of the first seed that answers, then asked as a standalone master is. */
 static void probe_cluster(const node_addr_t *voter, const char *key, const char *fence_key,
                           uint64_t timeout_ms, master_report_t *rep) {
   rep->slot = keyslot(key, strlen(key));
@@ -172,22 +193,7 @@ static void probe_cluster(const node_addr_t *voter, const char *key, const char 
              rep->slot, ans.seed);
   } else {
     snprintf(rep->seed, sizeof rep->seed, "%s", ans.seed);
-    node_addr_t primary;
-    const cluster_primary_t *p = &map.primaries[owner];
-    cli_cluster_primary_addr(voter, p, &primary);
-    cli_host_port(rep->master, sizeof rep->master, p->host, p->port);
-    moved_t moved = {0};
-    probe_at(&primary, key, fence_key, timeout_ms, 0, &moved, rep);
-    if (moved.moved) {
-      moved_t again = {0};
-      primary.host = moved.host;
-      primary.port = moved.port;
-      cli_host_port(rep->master, sizeof rep->master, moved.host, moved.port);
-      probe_at(&primary, key, fence_key, timeout_ms, 0, &again, rep);
-      if (again.moved)
-        snprintf(rep->state, sizeof rep->state,
-                 "error (slot %d moved twice while asked: a resharding is under way)", rep->slot);
-    }
+    probe_primary(voter, &map.primaries[owner], key, fence_key, timeout_ms, rep);
   }
   free(ans.info);
   cluster_map_clear(&map);
