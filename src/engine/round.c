@@ -81,7 +81,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
     vote->round = round;
     vote->state = VOTE_PENDING;
     vote->why = WHY_NONE;
-    vote->req.slot = round->slot;
+    vote->req.slot = (int16_t)round->slot;
   }
   return round;
 }
@@ -232,7 +232,8 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
 
 static void vote_reply(node_req_t *req, const redisReply *reply);
 
-/* Points the vote's request at cmd and sends it; ST_OK, ST_DOWN or ST_BUSY. */
+/* Points the vote's request at cmd and sends it; ST_OK, ST_DOWN, ST_BUSY or
+ * ST_ENOMEM. */
 /* now_ns: the round's start, read once for all its masters; 0 for a later
  * resend (the transport reads the clock). */
 static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t now_ns) {
@@ -241,7 +242,7 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
   vote->req.cmd = cmd;
   vote->req.cmd_shard = cmd == round->cmd ? round->cmd_shard : NULL;
   vote->req.len = len;
-  vote->req.now_ns = now_ns;
+  vote->req.sent_ns = now_ns;
   vote->req.fn = vote_reply;
   vote->req.keep = round->kind == ROUND_RELEASE;
   /* Every write but a release waits for the voter's durability ack, if it
@@ -314,10 +315,14 @@ void round_send(round_t *round) {
       continue;
     }
     status_t rc = vote_send(vote, round->cmd, round->cmd_len, round->started_ns);
-    if (rc == ST_OK)
+    if (rc == ST_OK) {
       round->refs++;
-    else
+    } else if (rc == ST_ENOMEM) { /* a voter's own memory for the request (a cluster's) */
+      round->nomem = 1;
+      vote_settle(vote, VOTE_FAILED, WHY_ERROR);
+    } else {
       vote_settle(vote, VOTE_FAILED, rc == ST_BUSY ? WHY_BUSY : WHY_DOWN);
+    }
   }
   round_check_decision(round);
   round_unref(round);

@@ -36,7 +36,8 @@ struct round;
 typedef struct round_transport {
   /* Sends req (cmd, len, fn, keep filled in) to master i: ST_OK, and req->fn
    * then runs exactly once (NULL reply when none came; req->sent_ns == 0 when
-   * it was never written), or ST_DOWN / ST_BUSY and it never runs. */
+   * it was never written), or ST_DOWN / ST_BUSY / ST_ENOMEM (the voter's
+   * own memory for it) and it never runs. */
   status_t (*send)(void *arg, unsigned master, node_req_t *req);
   /* 1 while req (sent to master i) waits unsent behind a full pipe. */
   int (*queued)(void *arg, unsigned master, const node_req_t *req);

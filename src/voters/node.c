@@ -216,7 +216,7 @@ static void node_replay_releases(node_t *node) {
     missed->req.len = missed->len;
     missed->req.fn = replay_done;
     missed->req.keep = 1;
-    missed->req.now_ns = 0; /* node_send reads the clock */
+    missed->req.sent_ns = 0; /* node_send reads the clock */
     /* Full (busy), or the connection is going (down): the rest stay kept,
      * in order, until it has drained or is back. */
     if (node_send(node, &missed->req) != 0)
@@ -819,6 +819,8 @@ static int node_queue_admits(node_t *node, const node_req_t *req) {
 }
 
 status_t node_send(node_t *node, node_req_t *req) {
+  uint64_t stamp = req->sent_ns; /* the sender's clock reading, or 0 */
+  req->sent_ns = 0;              /* not written (yet) */
   if (!node_can_write(node))
     return ST_DOWN;
   /* Past the queue's bound, or overloaded, a request is refused and counts
@@ -828,13 +830,12 @@ status_t node_send(node_t *node, node_req_t *req) {
   if (!node_queue_admits(node, req))
     return ST_BUSY;
   req->node = node;
-  req->sent_ns = 0;
   req->replied_ns = 0;
   list_init(&req->link);
   node->queued_bytes += req->len;
   node->releases_queued += req->keep != 0;
   if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog)) {
-    status_t rc = node_write(node, req, req->now_ns != 0 ? req->now_ns : node_now_ns(node));
+    status_t rc = node_write(node, req, stamp != 0 ? stamp : node_now_ns(node));
     if (rc != ST_OK)
       node_dequeued(node, req);
     node_queue_changed(node);

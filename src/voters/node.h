@@ -128,8 +128,11 @@ typedef struct node_env {
 typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *reply);
 
 /* One request to one master, embedded by its owner (a vote, a replayed
- * release): no allocation per request.  The owner fills cmd, len, fn and
- * keep; node.c owns the rest while the request is out. */
+ * release): no allocation per request.  The owner fills cmd, len, fn, keep,
+ * slot and ack (and sent_ns, optionally); node.c owns the rest while the
+ * request is out.  Kept small: a round carries one per master in one
+ * allocation (round.h), which at five masters must stay within the pool's
+ * 1 KiB class (pool.h). */
 typedef struct node_req {
   list_node_t link; /* node.c: the backlog while queued; once written, node->acks_waiting
                      * if it asks an ack, until its fn runs */
@@ -141,32 +144,25 @@ typedef struct node_req {
   const char *cmd_shard;
   size_t len;
   node_reply_fn fn;
-  uint64_t now_ns;     /* the sender's: its clock reading at this send (a round's start), which
-                        * node_send stamps as sent_ns to save a clock read per master; 0: none */
-  uint64_t sent_ns;    /* node.c: when written to hiredis; 0 while queued */
-  uint64_t replied_ns; /* node.c: when its reply came, if stats or events are on; else 0 */
-  int keep;            /* a release: queued however long the backlog */
-  int slot;        /* the sender's: the hash slot of the key the request is about, which a voter of
+  /* In: the sender's clock reading at this send (a round's start), which
+   * node_send stamps the request with, to save a clock read per master; 0:
+   * none (node_send reads the clock).  node.c: when written to hiredis; 0
+   * while queued. */
+  uint64_t sent_ns;
+  uint64_t replied_ns;     /* node.c: when its reply came, if stats or events are on; else 0 */
+  struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
+  /* A voter of many connections (voter_cluster.c): its state for this
+   * request while it routes it (redirections, the sender's fn); the
+   * sender's value is ignored. */
+  void *route;
+  int16_t slot;    /* the sender's: the hash slot of the key the request is about, which a voter of
                     * many connections routes by (keyslot.h); -1: none.  A node ignores it. */
+  uint8_t keep;    /* the sender's: a release: queued however long the backlog */
   uint8_t ack;     /* the sender's: a write that waits for the master's durability ack
                     * (wait= / waitaof=), when the master asks one */
   uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
-  uint8_t ack_state;       /* node.c: where the write and its ack are (node.c) */
-  struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
-  /* A voter of many connections (voter_cluster.c), while it routes the
-   * request: the sender's fn (fn is then the voter's, which follows
-   * redirections and hands the final reply to route_fn), when it took the
-   * request, the redirections followed, and an ASKING owed before it;
-   * route_orig: the sender's cmd while cmd is another (a release that
-   * announces with SPUBLISH: cmd_shard, or route_cmd, the voter's own copy,
-   * freed before route_fn runs), else NULL. */
-  node_reply_fn route_fn;
-  const char *route_orig;
-  char *route_cmd;
-  uint64_t route_ns;
-  uint8_t redirects;
-  uint8_t route_ask;
+  uint8_t ack_state; /* node.c: where the write and its ack are (node.c) */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */

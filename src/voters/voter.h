@@ -52,7 +52,8 @@ typedef struct voter_news {
 typedef struct voter_ops {
   const char *kind; /* "standalone", "sentinel", "cluster" */
   /* ---- the rounds' side (round_transport_t, per voter) ---- */
-  /* ST_OK (req->fn then runs exactly once), or ST_DOWN / ST_BUSY (it never runs). */
+  /* ST_OK (req->fn then runs exactly once), or ST_DOWN / ST_BUSY / ST_ENOMEM
+   * (it never runs).  req->sent_ns in: the sender's clock reading, or 0. */
   status_t (*send)(struct voter *v, node_req_t *req);
   int (*queued)(struct voter *v, const node_req_t *req); /* 1 while req waits unsent */
   void (*cancel)(struct voter *v, node_req_t *req);      /* takes back a queued request */

@@ -207,15 +207,62 @@ static void fail_parked(voter_cluster_t *s, voter_cluster_node_t *cn);
  * notify.c).  Older servers: PUBLISH, heard at any node. */
 static int shard_pubsub(const voter_cluster_t *s) { return s->have_map && !s->use_slots; }
 
+/* ---- a request's routing state (node_req_t.route) ------------------------------------ */
+
+static voter_cluster_route_t *rt_of(const node_req_t *req) { return req->route; }
+
+/* Takes req over: its fn becomes the voter's (on_reply), the sender's is
+ * kept.  REDLOCK_ENOMEM when no state could be had. */
+static status_t route_begin(voter_cluster_t *s, node_req_t *req, node_reply_fn own_fn) {
+  voter_cluster_route_t *rt = s->free_routes;
+  if (rt != NULL) {
+    s->free_routes = rt->next_free;
+    s->n_free_routes--;
+  } else if ((rt = malloc(sizeof *rt)) == NULL) {
+    return ST_ENOMEM;
+  }
+  rt->next_free = NULL;
+  rt->fn = req->fn;
+  rt->orig = NULL;
+  rt->own = NULL;
+  /* The sender's stamp (a round's start) if it gave one: the request
+   * timeout that bounds TRYAGAIN's retries runs from there. */
+  rt->started_ns = req->sent_ns != 0 ? req->sent_ns : tb_now_ns(s->env.tb);
+  rt->redirects = 0;
+  rt->ask = 0;
+  req->route = rt;
+  req->fn = own_fn;
+  return ST_OK;
+}
+
+/* Gives req back as the sender made it (its fn and cmd); the state goes to
+ * the free list (bounded: a burst's worth is freed). */
+static void route_end(voter_cluster_t *s, node_req_t *req) {
+  voter_cluster_route_t *rt = rt_of(req);
+  req->route = NULL;
+  req->fn = rt->fn;
+  if (rt->orig != NULL)
+    req->cmd = rt->orig;
+  free(rt->own);
+  if (s->n_free_routes < VOTER_CLUSTER_FREE_ROUTES) {
+    rt->next_free = s->free_routes;
+    s->free_routes = rt;
+    s->n_free_routes++;
+  } else {
+    free(rt);
+  }
+}
+
 /* A release that announces with PUBLISH sent as SPUBLISH instead: req->cmd
  * becomes the sender's SPUBLISH twin (cmd_shard: a round's), or else the
- * voter's own copy (an EVAL after NOSCRIPT); route_restore puts the sender's
+ * voter's own copy (an EVAL after NOSCRIPT); route_end puts the sender's
  * back.  Out of memory, it goes as it is. */
 static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
   if (!req->keep || !shard_pubsub(s))
     return;
+  voter_cluster_route_t *rt = rt_of(req);
   if (req->cmd_shard != NULL) {
-    req->route_orig = req->cmd;
+    rt->orig = req->cmd;
     req->cmd = req->cmd_shard;
     return;
   }
@@ -225,18 +272,9 @@ static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
     return;
   memcpy(copy, req->cmd, req->len);
   copy[at] = SCRIPT_ANNOUNCE_SPUBLISH;
-  req->route_orig = req->cmd;
-  req->route_cmd = copy;
+  rt->orig = req->cmd;
+  rt->own = copy;
   req->cmd = copy;
-}
-
-static void route_restore(node_req_t *req) {
-  if (req->route_orig == NULL)
-    return;
-  req->cmd = req->route_orig;
-  req->route_orig = NULL;
-  free(req->route_cmd);
-  req->route_cmd = NULL;
 }
 
 /* ---- finishing a request ------------------------------------------------------------- */
@@ -244,11 +282,9 @@ static void route_restore(node_req_t *req) {
 /* Hands the final reply (or NULL) to the sender.  Nothing of req is
  * touched after: the sender may free it, or send it again. */
 static void finish(voter_cluster_t *s, node_t *node, node_req_t *req, const redisReply *reply) {
-  node_reply_fn fn = req->route_fn;
-  req->fn = fn;
-  req->route_fn = NULL;
+  route_end(s, req);
+  node_reply_fn fn = req->fn;
   req->node = node;
-  route_restore(req);
   node_t *outer = s->answering;
   s->answering = node;
   fn(req, reply);
@@ -314,7 +350,7 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   if (node->state == NODE_CONNECTING && !cn->failing) {
     req->node = NULL;
     req->sent_ns = 0;
-    req->route_ask = (uint8_t)ask;
+    rt_of(req)->ask = (uint8_t)ask;
     list_insert_tail(&cn->parked, &req->link);
     return ST_OK;
   }
@@ -375,7 +411,7 @@ static void flush_parked(voter_cluster_t *s, voter_cluster_node_t *cn) {
   while (!list_empty(&batch)) {
     node_req_t *req = list_entry(batch.next, node_req_t, link);
     list_remove(&req->link);
-    if (to_node(s, cn, req, req->route_ask) != ST_OK)
+    if (to_node(s, cn, req, rt_of(req)->ask) != ST_OK)
       finish_unsent(s, cn->node, req);
   }
 }
@@ -442,23 +478,23 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
     char host[CLUSTER_HOST_LEN];
     int slot = -1, port = 0;
     cluster_redirect_t kind = cluster_parse_redirect(reply->str, reply->len, &slot, host, &port);
-    int more = req->redirects < VOTER_CLUSTER_MAX_REDIRECTS;
+    voter_cluster_route_t *rt = rt_of(req);
+    int more = rt->redirects < VOTER_CLUSTER_MAX_REDIRECTS;
     if (kind != CLUSTER_REDIRECT_NONE && more) {
-      req->redirects++;
+      rt->redirects++;
       if (host[0] == '\0') /* the server does not know its endpoint: the one that answered */
         snprintf(host, sizeof host, "%s", node->addr.host);
-      req->now_ns = 0;
+      req->sent_ns = 0; /* written again later: node_send reads the clock */
       follow(s, node, req, kind, slot, host, port);
       return;
     }
     uint64_t now = tb_now_ns(s->env.tb);
-    uint64_t left_until = req->route_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
+    uint64_t left_until = rt->started_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
     if (error_is(reply, "TRYAGAIN") && more && s->retry_timer_ok &&
         now + (uint64_t)VOTER_CLUSTER_TRYAGAIN_MS * 1000000u < left_until) {
-      req->redirects++;
+      rt->redirects++;
       req->node = NULL;
       req->sent_ns = 0;
-      req->now_ns = 0;
       list_insert_tail(&s->retrying, &req->link);
       if (!tb_timer_active(&s->retry_timer))
         (void)tb_timer_start(&s->retry_timer, retry_fire, VOTER_CLUSTER_TRYAGAIN_MS);
@@ -847,20 +883,13 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
 
 static status_t c_send(voter_t *v, node_req_t *req) {
   voter_cluster_t *s = of(v);
-  req->route_fn = req->fn;
-  req->fn = on_reply;
-  req->route_ns = req->now_ns != 0 ? req->now_ns : tb_now_ns(s->env.tb);
-  req->redirects = 0;
-  req->route_ask = 0;
-  req->route_orig = NULL;
-  req->route_cmd = NULL;
+  status_t st = route_begin(s, req, on_reply);
+  if (st != ST_OK)
+    return st;
   route_shard_announce(s, req);
-  status_t st = route(s, req);
-  if (st != ST_OK) {
-    req->fn = req->route_fn;
-    req->route_fn = NULL;
-    route_restore(req);
-  }
+  st = route(s, req);
+  if (st != ST_OK)
+    route_end(s, req);
   return st;
 }
 
@@ -871,16 +900,11 @@ static int c_queued(voter_t *v, const node_req_t *req) {
 }
 
 static void c_cancel(voter_t *v, node_req_t *req) {
-  (void)v;
-  if (req->node == NULL) { /* parked here */
+  if (req->node == NULL) /* parked here */
     list_remove(&req->link);
-    req->fn = req->route_fn;
-    req->route_fn = NULL;
-    route_restore(req);
-    return;
-  }
-  node_cancel(req);
-  route_restore(req);
+  else
+    node_cancel(req);
+  route_end(of(v), req);
 }
 
 static uint64_t c_progress_ns(voter_t *v) {
@@ -1037,6 +1061,11 @@ static void c_free(voter_t *v) {
       free(cn->node);
     }
     free(cn);
+  }
+  while (s->free_routes != NULL) {
+    voter_cluster_route_t *rt = s->free_routes;
+    s->free_routes = rt->next_free;
+    free(rt);
   }
   cluster_map_clear(&s->map);
   node_addr_clear(&s->addr);

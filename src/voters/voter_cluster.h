@@ -57,6 +57,24 @@
 #define VOTER_CLUSTER_MAX_NODES 64     /* primaries (addresses) one voter connects to */
 #define VOTER_CLUSTER_LABEL_LEN (CLUSTER_HOST_LEN + 8) /* "host:port", "[v6]:port" */
 
+/* A request's routing state while the voter routes it (node_req_t.route):
+ * kept apart so that the requests of one-connection voters, which never
+ * route, carry none of it.  Recycled through the voter's free list. */
+typedef struct voter_cluster_route {
+  struct voter_cluster_route *next_free; /* on the free list */
+  node_reply_fn fn;                      /* the sender's (req->fn is the voter's meanwhile) */
+  /* The sender's cmd while req->cmd is another (its SPUBLISH twin, or own:
+   * the voter's copy, freed at the end), else NULL. */
+  const char *orig;
+  char *own;
+  uint64_t started_ns; /* when the voter took it: the request timeout runs from there */
+  uint8_t redirects;   /* MOVED / ASK / TRYAGAIN followed */
+  uint8_t ask;         /* an ASKING is owed before it (parked while connecting) */
+} voter_cluster_route_t;
+
+/* Routing states kept for reuse at most (a burst of requests in flight). */
+#define VOTER_CLUSTER_FREE_ROUTES 1024
+
 /* One primary's connection. */
 typedef struct voter_cluster_node {
   node_t *node;       /* its own (calloc), or the voter's home node: const after made */
@@ -106,6 +124,9 @@ typedef struct voter_cluster {
   tb_timer_t retry_timer;
   int retry_timer_ok;
   list_node_t retrying;
+  /* Routing states for reuse (loop), n_free_routes of them. */
+  voter_cluster_route_t *free_routes;
+  unsigned n_free_routes;
   /* The node whose reply the round is judging now (loop): quarantined asks. */
   node_t *answering;
   /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */

@@ -242,7 +242,8 @@ static void announce_as(vc_t *t, int b, int shard, const char *want) {
   if (!mock_run_until(&f->loop, replied, &sent, NF_WAIT_MS))
     fail_msg("the release got no reply; log:\n%s", f->logbuf);
   assert_ptr_equal(req->cmd, cmd); /* the sender's own bytes again */
-  assert_null(req->route_cmd);
+  assert_null(req->route);         /* the routing state given back */
+  assert_ptr_equal(req->fn, on_sent);
   assert_int_equal(cmd[len - 3], '1'); /* and untouched */
   c = mock_master_last(m, "EVALSHA");
   assert_int_equal(mock_master_count(m, "EVALSHA"), 2);
