@@ -136,7 +136,8 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
  * writes the wake-up (uv_async_send: a system call) only when the loop said
  * it may sleep (`loop_polling`, decided under the mutex by turn_end with the
  * queue empty), and only for the first call of a batch: while the loop is
- * busy, calls are picked up at no cost to the caller. */
+ * busy, calls are picked up at no cost to the caller.  The loop's own thread
+ * never writes it (client_must_wake). */
 
 int client_submit(redlock_t *client, op_t *op) {
   uv_mutex_lock(&client->mutex);
@@ -165,6 +166,16 @@ void client_leave(redlock_t *client) {
   uv_mutex_unlock(&client->mutex);
 }
 
+/* Whether a submitter must write the wake-up: the loop may be asleep in
+ * poll.  Not from the loop thread itself: turn_end reads `loop_polling` as it
+ * goes to poll, so a call made from a callback of that poll phase (an async
+ * call's callback starting the next call) finds it still set, though the loop
+ * is awake and drains the queue in the same turn (turn_check); its wake-up
+ * would only cost a write, a read and one more loop turn. */
+static int client_must_wake(const redlock_t *client, const uv_thread_t *self) {
+  return client->queue.loop_polling && !uv_thread_equal(self, &client->queue.poller);
+}
+
 void client_enqueue_locked(redlock_t *client, op_t *op) {
   op->thread = uv_thread_self(); /* the caller's thread: its rounds' votes are kept for it */
   op->has_thread = 1;
@@ -172,7 +183,7 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
   list_insert_tail(&client->queue.ops, &op->link);
   atomic_store_explicit(&client->queue.queued, 1, memory_order_relaxed);
   /* Sent under the mutex so that a close cannot free the handle in between. */
-  if (was_empty && client->queue.loop_polling) {
+  if (was_empty && client_must_wake(client, &op->thread)) {
     client->queue.loop_polling = 0; /* one wake-up per batch */
     /* Fails only on a handle being closed: the teardown closes it after the
      * state left OPEN, and nothing is enqueued after that. */
@@ -182,7 +193,8 @@ void client_enqueue_locked(redlock_t *client, op_t *op) {
 
 void client_wake_locked(redlock_t *client) {
   atomic_store_explicit(&client->queue.queued, 1, memory_order_relaxed);
-  if (client->queue.loop_polling) {
+  uv_thread_t self = uv_thread_self();
+  if (client_must_wake(client, &self)) {
     client->queue.loop_polling = 0;
     (void)uv_async_send(&client->run.wakeup); /* as in client_enqueue_locked */
   }
@@ -274,6 +286,7 @@ static void turn_end_cb(uv_prepare_t *prepare) {
   uv_mutex_lock(&client->mutex);
   int queued = !list_empty(&client->queue.ops) || engine_cancels_pending_locked(&client->engine);
   client->queue.loop_polling = !queued;
+  client->queue.poller = uv_thread_self();
   uv_mutex_unlock(&client->mutex);
   if (queued)
     (void)uv_idle_start(&client->run.turn_again, turn_again_cb); /* cannot fail: cb is set */

@@ -71,6 +71,7 @@ typedef struct client_queue {
   _Atomic int queued;     /* written under the mutex: `ops` (or the engine's cancels) is not
                            * empty (the loop's lock-free peek) */
   int loop_polling;       /* mutex: the loop drained the queue and may sleep: wake it */
+  uv_thread_t poller;     /* mutex: the thread that set loop_polling, the loop's (turn_end) */
   client_state_t state;   /* mutex */
   unsigned callers;       /* mutex: calls that read the client outside the mutex
                            * (redlock_stats, between client_enter and client_leave);
