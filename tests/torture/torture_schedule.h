@@ -110,7 +110,14 @@ enum {
    * graceful failovers, and primary kills (some after a replica cut, so
    * that the promoted replica lacks writes); each is followed by a pause
    * that covers the promoted primary's failover quarantine. */
-  SCHED_CLUSTER = 4
+  SCHED_CLUSTER = 4,
+  /* With SCHED_CLUSTER: every one of the cluster's own faults is a primary
+   * kill after a replica cut (a takeover by a replica lacking the keys
+   * granted during the cut, under a foreign hold on one master), the one
+   * fault whose lost keys only the failover quarantine covers.  The test of
+   * the test (--cluster --mutate-no-quarantine) uses it, so that each run
+   * has 3 or 4 such takeovers rather than the 0 to 2 of a seed's mix. */
+  SCHED_CLUSTER_TAKEOVERS = 8
 };
 
 /* The schedule is a pure function of (seed, duration, iptables usable): it
