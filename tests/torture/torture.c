@@ -217,9 +217,10 @@ static struct {
   unsigned mutate_overhold_ms;
   int mutate_sem_refused;
   int failover;             /* replicas and failover faults */
-  int mutate_no_quarantine; /* workers without the quarantine (with --failover) */
+  int mutate_no_quarantine; /* workers without the quarantine (--failover, --cluster) */
   int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
   int cluster;              /* a cluster voter in master 2's place, masters 3 and 4 absent */
+  int takeovers;            /* cluster faults: lossy takeovers only (implied by the mutation) */
   unsigned hold_ms;         /* the workers' hold cap */
   int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
@@ -234,7 +235,7 @@ static void usage(void) {
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
           "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
-          "               [--no-kill] [--hold-ms MS] [--cluster]\n"
+          "               [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -266,6 +267,7 @@ static int parse_args(int argc, char **argv) {
       {"--mutate-no-quarantine", TO_FLAG, &opt.mutate_no_quarantine},
       {"--no-kill", TO_FLAG, &opt.no_kill},
       {"--cluster", TO_FLAG, &opt.cluster},
+      {"--takeovers", TO_FLAG, &opt.takeovers},
       {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
@@ -303,10 +305,19 @@ static int parse_args(int argc, char **argv) {
                     "needs --failover or --cluster\n");
     return -1;
   }
+  if (opt.takeovers && !opt.cluster) {
+    fprintf(stderr, "torture: --takeovers is a schedule of the cluster's faults: it needs "
+                    "--cluster\n");
+    return -1;
+  }
   /* Without kills, only a failover loses keys: the mutation then shows that
-   * the failover quarantine (not the restart one) is what keeps it safe. */
+   * the failover quarantine (not the restart one) is what keeps it safe.  On
+   * a cluster it also takes the schedule of takeovers lacking keys, the
+   * cluster's fault that only the failover quarantine covers. */
   if (opt.mutate_no_quarantine)
     opt.no_kill = 1;
+  if (opt.mutate_no_quarantine && opt.cluster)
+    opt.takeovers = 1;
   return 0;
 }
 
@@ -1031,17 +1042,17 @@ static void read_history(tc_history_t *h, int id) {
 /* The options besides --duration and --seed that make the schedule (and
  * the primitive, a hold cap that is not the default), for the replay line. */
 static const char *replay_extra(void) {
-  static char buf[200];
+  static char buf[240];
   char hold[32] = "";
   if (opt.hold_ms != default_hold_ms())
     snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
-  snprintf(buf, sizeof buf, "%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+  snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
            opt.failover ? " --failover" : "", opt.cluster ? " --cluster" : "",
            opt.mutate_no_quarantine ? " --mutate-no-quarantine"
            : opt.no_kill            ? " --no-kill"
                                     : "",
-           hold);
+           opt.takeovers && !opt.mutate_no_quarantine ? " --takeovers" : "", hold);
   return buf;
 }
 
@@ -1304,11 +1315,10 @@ int main(int argc, char **argv) {
     return 2; /* the masters die with us (PDEATHSIG) */
 
   schedule_t sched = {0};
-  make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
-                !opt.no_end_faults,
-                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0) |
-                    (opt.cluster ? SCHED_CLUSTER : 0) |
-                    (opt.cluster && opt.mutate_no_quarantine ? SCHED_CLUSTER_TAKEOVERS : 0));
+  make_schedule(
+      &sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms, !opt.no_end_faults,
+      (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0) |
+          (opt.cluster ? SCHED_CLUSTER : 0) | (opt.takeovers ? SCHED_CLUSTER_TAKEOVERS : 0));
   for (int m = 0; m < n_masters; m++) {
     flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
          (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));
