@@ -11,7 +11,7 @@
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
  *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
- *           [--no-kill] [--hold-ms MS] [--cluster]
+ *           [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -22,7 +22,7 @@
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
  * timeout 100 ms, deadline slack 2000 ms (5000 ms under ASan).  The fault
  * schedule is a pure function of --seed and --duration (and --failover,
- * --no-kill; the replay options are printed at the start and the end), so a
+ * --no-kill, --cluster, --takeovers; the replay options are printed at the start and the end), so a
  * failing run is replayed with the same options; the workers' own random
  * choices are seeded from it too, though thread scheduling is not
  * reproducible.
@@ -34,7 +34,9 @@
  * masters only through the proxies.  Workers use fencing, the restart
  * quarantine with a max TTL of 1500 ms (restarted masters rejoin during the
  * run), a lock TTL of 1000 ms, a short request timeout, and hold a lock at
- * most --hold-ms (40 ms; 200 with --failover) and a quarter of its validity.
+ * most --hold-ms (40 ms; 200 with --failover or --cluster, so that a holder
+ * outlasts a failover and the reconnects after it) and a quarter of its
+ * validity.
  * --failover adds a replica per master (5 more redis-server, REPLICAOF their
  * master, linked before the run; all 10 with repl-diskless-sync-delay 0, so
  * that a full sync starts at once, and tls-replication with --tls-certs).
@@ -100,6 +102,13 @@
  *                     driver holds every lock key on one of the two masters
  *                     (foreign-hold, released 50 ms after the takeover), so
  *                     that the grants meanwhile rest on the cut primary.
+ * --takeovers (with --cluster; implied there by --mutate-no-quarantine):
+ * the cluster's faults are all primary kills after a replica cut longer
+ * than the max TTL (the replica then has no live lock key of before the
+ * cut either), the old primary restarted 1 s after the kill, and masters 0
+ * and 1 have no fault from 1 s before a cut to 600 ms after its release: a
+ * schedule of takeovers lacking keys, 7 in 50 s, that only the failover
+ * quarantine keeps safe (torture_schedule.h, SCHED_CLUSTER_TAKEOVERS).
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
@@ -145,10 +154,15 @@
  * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
  * holder (and a leader, after on_lost or its resign) act MS past its
  * validity; --mutate-sem-refused makes a semaphore caller take a refused
- * permit as granted; --mutate-no-quarantine (with --failover; implies
- * --no-kill, so that only a failover loses keys) runs the workers without
- * the quarantine (restart and failover alike): mutual exclusion must break.
- * Each must make the matching check fail.
+ * permit as granted; --mutate-no-quarantine (with --failover or --cluster;
+ * implies --no-kill, so that only a failover loses keys, and with --cluster
+ * --takeovers) runs the workers without the quarantine (restart and
+ * failover alike): mutual exclusion must break.  Each must make the
+ * matching check fail; the ctest tests of the test (label "mutation") are
+ * torture_prims_mutation (--mutate-overhold-ms), torture_failover_mutation
+ * (--failover --mutate-no-quarantine) and torture_cluster_mutation
+ * (--cluster --mutate-no-quarantine: 7 takeovers of replicas lacking keys
+ * in 50 s, each a chance of two holders; a run names a few overlaps).
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, failovers and how many promoted a replica lacking keys, workers'
  * memory, seed) and exits 1 on any violation, printing the
