@@ -11,7 +11,7 @@
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
  *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
- *           [--no-kill] [--hold-ms MS] [--cluster]
+ *           [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -22,7 +22,7 @@
  * Defaults: 60 s, seed 1, 4 workers x 3 threads, 3 resources, request
  * timeout 100 ms, deadline slack 2000 ms (5000 ms under ASan).  The fault
  * schedule is a pure function of --seed and --duration (and --failover,
- * --no-kill; the replay options are printed at the start and the end), so a
+ * --no-kill, --cluster, --takeovers; the replay options are printed at the start and the end), so a
  * failing run is replayed with the same options; the workers' own random
  * choices are seeded from it too, though thread scheduling is not
  * reproducible.
@@ -34,7 +34,9 @@
  * masters only through the proxies.  Workers use fencing, the restart
  * quarantine with a max TTL of 1500 ms (restarted masters rejoin during the
  * run), a lock TTL of 1000 ms, a short request timeout, and hold a lock at
- * most --hold-ms (40 ms; 200 with --failover) and a quarter of its validity.
+ * most --hold-ms (40 ms; 200 with --failover or --cluster, so that a holder
+ * outlasts a failover and the reconnects after it) and a quarter of its
+ * validity.
  * --failover adds a replica per master (5 more redis-server, REPLICAOF their
  * master, linked before the run; all 10 with repl-diskless-sync-delay 0, so
  * that a full sync starts at once, and tls-replication with --tls-certs).
@@ -100,6 +102,13 @@
  *                     driver holds every lock key on one of the two masters
  *                     (foreign-hold, released 50 ms after the takeover), so
  *                     that the grants meanwhile rest on the cut primary.
+ * --takeovers (with --cluster; implied there by --mutate-no-quarantine):
+ * the cluster's faults are all primary kills after a replica cut longer
+ * than the max TTL (the replica then has no live lock key of before the
+ * cut either), the old primary restarted 1 s after the kill, and masters 0
+ * and 1 have no fault from 1 s before a cut to 600 ms after its release: a
+ * schedule of takeovers lacking keys, 7 in 50 s, that only the failover
+ * quarantine keeps safe (torture_schedule.h, SCHED_CLUSTER_TAKEOVERS).
  * Every fault of the main part ends by 1 s before the end; at the end, when
  * the workers stop starting calls, two masters are made unresponsive
  * (sigstop, proxy stall or blackhole, iptables) and stay so until every
@@ -145,10 +154,15 @@
  * Mutations (tests of the test): --mutate-overhold-ms makes every kind of
  * holder (and a leader, after on_lost or its resign) act MS past its
  * validity; --mutate-sem-refused makes a semaphore caller take a refused
- * permit as granted; --mutate-no-quarantine (with --failover; implies
- * --no-kill, so that only a failover loses keys) runs the workers without
- * the quarantine (restart and failover alike): mutual exclusion must break.
- * Each must make the matching check fail.
+ * permit as granted; --mutate-no-quarantine (with --failover or --cluster;
+ * implies --no-kill, so that only a failover loses keys, and with --cluster
+ * --takeovers) runs the workers without the quarantine (restart and
+ * failover alike): mutual exclusion must break.  Each must make the
+ * matching check fail; the ctest tests of the test (label "mutation") are
+ * torture_prims_mutation (--mutate-overhold-ms), torture_failover_mutation
+ * (--failover --mutate-no-quarantine) and torture_cluster_mutation
+ * (--cluster --mutate-no-quarantine: 7 takeovers of replicas lacking keys
+ * in 50 s, each a chance of two holders; a run names a few overlaps).
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, failovers and how many promoted a replica lacking keys, workers'
  * memory, seed) and exits 1 on any violation, printing the
@@ -217,9 +231,10 @@ static struct {
   unsigned mutate_overhold_ms;
   int mutate_sem_refused;
   int failover;             /* replicas and failover faults */
-  int mutate_no_quarantine; /* workers without the quarantine (with --failover) */
+  int mutate_no_quarantine; /* workers without the quarantine (--failover, --cluster) */
   int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
   int cluster;              /* a cluster voter in master 2's place, masters 3 and 4 absent */
+  int takeovers;            /* cluster faults: lossy takeovers only (implied by the mutation) */
   unsigned hold_ms;         /* the workers' hold cap */
   int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
@@ -234,8 +249,17 @@ static void usage(void) {
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
           "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
-          "               [--no-kill] [--hold-ms MS] [--cluster]\n"
+          "               [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
+}
+
+/* The workers' hold cap unless --hold-ms says: with failovers (--failover,
+ * and the cluster's takeovers) long enough to outlast a failover and the
+ * reconnects after it, so that a holder whose key the promoted replica
+ * lacks is often still holding when the others can win a vote there: short
+ * holds would be let go before, and a missing quarantine would go unseen. */
+static unsigned default_hold_ms(void) {
+  return opt.failover || opt.cluster ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS;
 }
 
 static int parse_args(int argc, char **argv) {
@@ -257,6 +281,7 @@ static int parse_args(int argc, char **argv) {
       {"--mutate-no-quarantine", TO_FLAG, &opt.mutate_no_quarantine},
       {"--no-kill", TO_FLAG, &opt.no_kill},
       {"--cluster", TO_FLAG, &opt.cluster},
+      {"--takeovers", TO_FLAG, &opt.takeovers},
       {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
@@ -284,20 +309,29 @@ static int parse_args(int argc, char **argv) {
   }
   opt.timing.sem_limit = opt.sem_limit;
   if (opt.hold_ms == 0) /* not given */
-    opt.hold_ms = opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS;
+    opt.hold_ms = default_hold_ms();
   if (opt.cluster && (opt.failover || opt.tls_certs != NULL)) {
     fprintf(stderr, "torture: --cluster goes with neither --failover nor --tls-certs\n");
     return -1;
   }
-  if (opt.mutate_no_quarantine && !opt.failover) {
+  if (opt.mutate_no_quarantine && !opt.failover && !opt.cluster) {
     fprintf(stderr, "torture: --mutate-no-quarantine is a test of the failover quarantine: it "
-                    "needs --failover\n");
+                    "needs --failover or --cluster\n");
+    return -1;
+  }
+  if (opt.takeovers && !opt.cluster) {
+    fprintf(stderr, "torture: --takeovers is a schedule of the cluster's faults: it needs "
+                    "--cluster\n");
     return -1;
   }
   /* Without kills, only a failover loses keys: the mutation then shows that
-   * the failover quarantine (not the restart one) is what keeps it safe. */
+   * the failover quarantine (not the restart one) is what keeps it safe.  On
+   * a cluster it also takes the schedule of takeovers lacking keys, the
+   * cluster's fault that only the failover quarantine covers. */
   if (opt.mutate_no_quarantine)
     opt.no_kill = 1;
+  if (opt.mutate_no_quarantine && opt.cluster)
+    opt.takeovers = 1;
   return 0;
 }
 
@@ -1022,17 +1056,17 @@ static void read_history(tc_history_t *h, int id) {
 /* The options besides --duration and --seed that make the schedule (and
  * the primitive, a hold cap that is not the default), for the replay line. */
 static const char *replay_extra(void) {
-  static char buf[200];
+  static char buf[240];
   char hold[32] = "";
-  if (opt.hold_ms != (opt.failover ? TORTURE_FAILOVER_HOLD_MS : TORTURE_HOLD_MAX_MS))
+  if (opt.hold_ms != default_hold_ms())
     snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
-  snprintf(buf, sizeof buf, "%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+  snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
            opt.failover ? " --failover" : "", opt.cluster ? " --cluster" : "",
            opt.mutate_no_quarantine ? " --mutate-no-quarantine"
            : opt.no_kill            ? " --no-kill"
                                     : "",
-           hold);
+           opt.takeovers && !opt.mutate_no_quarantine ? " --takeovers" : "", hold);
   return buf;
 }
 
@@ -1295,10 +1329,10 @@ int main(int argc, char **argv) {
     return 2; /* the masters die with us (PDEATHSIG) */
 
   schedule_t sched = {0};
-  make_schedule(&sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms,
-                !opt.no_end_faults,
-                (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0) |
-                    (opt.cluster ? SCHED_CLUSTER : 0));
+  make_schedule(
+      &sched, opt.seed, opt.duration_s * 1000u, ipt_usable(), opt.max_ttl_ms, !opt.no_end_faults,
+      (opt.failover ? SCHED_FAILOVER : 0) | (opt.no_kill ? SCHED_NO_KILL : 0) |
+          (opt.cluster ? SCHED_CLUSTER : 0) | (opt.takeovers ? SCHED_CLUSTER_TAKEOVERS : 0));
   for (int m = 0; m < n_masters; m++) {
     flog("master %d: redis port %d (pid %d), proxy port %d", m, rh_server_port(fx.servers[m]),
          (int)rh_server_pid(fx.servers[m]), fault_proxy_port(proxies[m]));

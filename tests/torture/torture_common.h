@@ -93,9 +93,10 @@ static inline int torture_election_names(int prim, int resources) {
 #define TORTURE_RETRY_JITTER_MS 30u
 #define TORTURE_WAIT_MS 400u
 #define TORTURE_HOLD_MAX_MS 40u /* a hold is random in [0, min(this, validity/4)] */
-/* With --failover: holds long enough to outlast a failover and the
- * reconnects after it (some 20-50 ms), so that a holder whose key the
- * promoted replica lacks is often still holding when others can vote. */
+/* With --failover or --cluster: holds long enough to outlast a failover (a
+ * cluster's takeover) and the reconnects after it (some 20-50 ms), so that
+ * a holder whose key the promoted replica lacks is often still holding when
+ * others can vote. */
 #define TORTURE_FAILOVER_HOLD_MS 200u
 #define TORTURE_KEY_PREFIX "torture:"
 

@@ -168,6 +168,18 @@ static void keep_cluster_events(schedule_t *s) {
  * the primary failed after its node timeout (2 s, tests/support/
  * cluster_harness.c), then the replica's election takes up to some 2 s. */
 #define CL_KILL_DOWN_MS 5000u
+/* SCHED_CLUSTER_TAKEOVERS: a kill after a cut is taken over at once, so its
+ * end (the old primary's restart) need not wait out a node timeout: more
+ * takeovers fit in a run. */
+#define CL_TAKEOVER_DOWN_MS 1000u
+/* SCHED_CLUSTER_TAKEOVERS: masters 0 and 1 have no classic fault from this
+ * long before a cut (reconnect backoffs after a fault reach 1 s) to this
+ * long after its foreign hold is released (a hold of up to 250 ms, the
+ * reconnects to the promoted replica): the grants during the cut must rest
+ * on the cut primary and the other master, and the second holder must
+ * reach the released master. */
+#define CL_QUIET_BEFORE_MS 1000u
+#define CL_QUIET_AFTER_MS 600u
 /* A reshard's expected length: some 2.5 ms a slot under load, for up to
  * 2500 slots (the next cluster fault waits for it, however long). */
 #define CL_RESHARD_MS 5000u
@@ -175,7 +187,7 @@ static void keep_cluster_events(schedule_t *s) {
 /* SCHED_CLUSTER: the cluster's own faults, one at a time, until the last
  * one that fits before duration - 1 s. */
 static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
-                             unsigned max_ttl_ms) {
+                             unsigned max_ttl_ms, int takeovers_only) {
   uint64_t rng = seed ^ 0x636c757374657200ull;
   uint64_t t_final = duration_ms > 1000 ? duration_ms - 1000u : 0;
   /* A promoted primary's failover quarantine, as a restart's (see kill). */
@@ -183,6 +195,10 @@ static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
   uint64_t t = torture_range(&rng, 1000, 2500);
   for (;;) {
     unsigned what = (unsigned)torture_range(&rng, 0, 99);
+    /* SCHED_CLUSTER_TAKEOVERS: the same draws, each one made a kill after a
+     * cut (what in [70, 90)). */
+    if (takeovers_only)
+      what = 70u + what % 20u;
     unsigned pick = (unsigned)torture_range(&rng, 0, UINT32_MAX);
     uint64_t next;
     if (what < 45) {
@@ -200,8 +216,16 @@ static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
       /* Most kills follow a replica cut: the promoted replica then lacks
        * what the primary granted meanwhile. */
       unsigned cut = what < 90 ? (unsigned)torture_range(&rng, 300, 1000) : 0;
+      /* SCHED_CLUSTER_TAKEOVERS: a cut longer than the max TTL, so that no
+       * lock key the replica had before it still lives when it takes over
+       * (one granted just before the cut, and released during it, would
+       * refuse the second holder there): it is then without any, and a
+       * second holder wins there at once. */
+      if (takeovers_only)
+        cut = max_ttl_ms + cut / 4u;
       uint64_t at = t + cut;
-      if (at + CL_KILL_DOWN_MS + quarantine > t_final)
+      unsigned down = takeovers_only ? CL_TAKEOVER_DOWN_MS : CL_KILL_DOWN_MS;
+      if (at + down + quarantine > t_final)
         break;
       /* During the cut, the driver holds every lock key on one master (a
        * foreign hold), so that the grants meanwhile rest on the cut
@@ -213,17 +237,30 @@ static void cluster_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms,
         push_pick(s, t, F_REPLICA_CUT, 0, cut, pick);
         push(s, t, held, F_FOREIGN_HOLD, 0, cut, 3);
       }
-      push_pick(s, at, F_PRIMARY_KILL, 0, CL_KILL_DOWN_MS, pick);
+      push_pick(s, at, F_PRIMARY_KILL, 0, down, pick);
       if (cut > 0) {
         push_pick(s, at, F_REPLICA_CUT, 1, cut, pick);
         push(s, at + FO_RELEASE_MS, held, F_FOREIGN_HOLD, 1, cut, 3);
         s->lossy_kills++;
       }
-      push_pick(s, at + CL_KILL_DOWN_MS, F_PRIMARY_KILL, 1, CL_KILL_DOWN_MS, pick);
-      next = at + CL_KILL_DOWN_MS + quarantine;
+      push_pick(s, at + down, F_PRIMARY_KILL, 1, down, pick);
+      next = at + down + quarantine;
     }
     t = next + torture_range(&rng, 300, 1500);
   }
+}
+
+/* SCHED_CLUSTER_TAKEOVERS: whether [from, to] meets the quiet time around a
+ * cut of the cluster's schedule cl (its foreign holds: at the cut's start,
+ * for the cut's length). */
+static int near_cut(const schedule_t *cl, uint64_t from, uint64_t to) {
+  for (size_t i = 0; i < cl->n; i++) {
+    const event_t *e = &cl->ev[i];
+    if (e->kind == F_FOREIGN_HOLD && !e->end && to + CL_QUIET_BEFORE_MS >= e->at_ms &&
+        from <= e->at_ms + e->param + FO_RELEASE_MS + CL_QUIET_AFTER_MS)
+      return 1;
+  }
+  return 0;
 }
 
 void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_iptables,
@@ -232,6 +269,13 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
   fo_plan_t fo = {.rng = seed ^ 0x6661696c6f766572ull};
   fo_plan_next(&fo, 1500);
   int no_kill = (flags & SCHED_NO_KILL) != 0;
+  /* The cluster's own faults come from a generator of their own: drawn
+   * first, so that with SCHED_CLUSTER_TAKEOVERS the classic faults keep
+   * clear of their cuts (near_cut); appended at the end. */
+  schedule_t cl = {0};
+  int takeovers = (flags & SCHED_CLUSTER) && (flags & SCHED_CLUSTER_TAKEOVERS);
+  if (flags & SCHED_CLUSTER)
+    cluster_schedule(&cl, seed, duration_ms, max_ttl_ms, takeovers);
   uint64_t busy_until[TORTURE_MASTERS] = {0};
   uint64_t t = 500;
   uint64_t t_final = duration_ms > 1000 ? duration_ms - 1000u : 0;
@@ -258,7 +302,8 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
       fo_waiting = fo.type == FO_WINDOW;
     }
     unsigned w = (unsigned)torture_range(&rng, 400, 1200);
-    if (t >= window_next && busy < 3 && t + w <= t_final && !fo_waiting) {
+    if (t >= window_next && busy < 3 && t + w <= t_final && !fo_waiting &&
+        !(takeovers && near_cut(&cl, t, t + w))) {
       /* No-quorum window: 3 masters faulted at once for a short while. */
       for (int k = busy; k < 3; k++) {
         int pick = (int)torture_range(&rng, 0, (uint64_t)n_free - 1);
@@ -282,7 +327,8 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
     if (r < 30 && n_free > 0) {
       int m = free_m[torture_range(&rng, 0, (uint64_t)n_free - 1)];
       int kind = F_N_PERSISTENT + (int)torture_range(&rng, 0, F_N_CLASSIC - F_N_PERSISTENT - 1);
-      push(s, t, m, kind, 0, 0, 0);
+      if (!(takeovers && near_cut(&cl, t, t)))
+        push(s, t, m, kind, 0, 0, 0);
     } else if (busy < 2 && n_free > 0 && !fo_waiting) {
       int m = free_m[torture_range(&rng, 0, (uint64_t)n_free - 1)];
       int kind;
@@ -292,7 +338,7 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
       unsigned param;
       unsigned dur = fault_duration(&rng, kind, &param);
       uint64_t busy_end = t + dur + (kind == F_KILL ? max_ttl_ms + 1000u + 500u : 0u);
-      if (busy_end <= t_final) {
+      if (busy_end <= t_final && !(takeovers && near_cut(&cl, t, busy_end))) {
         push(s, t, m, kind, 0, kind == F_PROXY_DELAY ? param : dur, 0);
         /* CLIENT PAUSE and DEBUG SLEEP end by themselves; their end event
          * only collects the reply / marks the time. */
@@ -319,7 +365,13 @@ void make_schedule(schedule_t *s, uint64_t seed, unsigned duration_ms, int with_
   }
   if (flags & SCHED_CLUSTER) {
     keep_cluster_events(s);
-    cluster_schedule(s, seed, duration_ms, max_ttl_ms);
+    for (size_t i = 0; i < cl.n; i++) {
+      const event_t *e = &cl.ev[i];
+      push(s, e->at_ms, e->master, e->kind, e->end, e->param, e->window);
+      s->ev[s->n - 1].pick = e->pick;
+    }
+    s->lossy_kills = cl.lossy_kills;
+    free(cl.ev);
   }
   qsort(s->ev, s->n, sizeof *s->ev, event_cmp);
 }

@@ -110,7 +110,19 @@ enum {
    * graceful failovers, and primary kills (some after a replica cut, so
    * that the promoted replica lacks writes); each is followed by a pause
    * that covers the promoted primary's failover quarantine. */
-  SCHED_CLUSTER = 4
+  SCHED_CLUSTER = 4,
+  /* With SCHED_CLUSTER (--takeovers): every one of the cluster's own faults
+   * is a primary kill after a replica cut (a takeover by a replica lacking
+   * the keys granted during the cut, under a foreign hold on one master),
+   * the one fault whose lost keys only the failover quarantine covers.  The
+   * cut outlasts the max TTL (no key of before it lives on the replica to
+   * refuse a second holder), the old primary restarts 1 s after the kill
+   * (no node timeout to wait out), and the classic faults of masters 0 and
+   * 1 keep clear of the cuts (the grants and the second holder need them).
+   * The test of the test (--cluster --mutate-no-quarantine) uses it: some 7
+   * such takeovers in 50 s, rather than the 0 to 2 of a seed's mix, each a
+   * chance of two holders; with the quarantine on, the run must pass. */
+  SCHED_CLUSTER_TAKEOVERS = 8
 };
 
 /* The schedule is a pure function of (seed, duration, iptables usable): it

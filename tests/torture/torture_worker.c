@@ -50,8 +50,8 @@
  * permits, writers overlapping, two leaders.  --mutate-sem-refused: a
  * semaphore caller takes a refused permit (ELOCKED) as granted.
  * --mutate-no-quarantine: the client runs without the restart and failover
- * quarantine (the driver's --failover run without kills: a replica promoted
- * without the keys it missed must then make two holders).
+ * quarantine (the driver's --failover or --cluster run without kills: a
+ * replica promoted without the keys it missed must then make two holders).
  *
  * --hold-max-ms (default TORTURE_HOLD_MAX_MS): the cap of a hold. */
 #define _GNU_SOURCE
