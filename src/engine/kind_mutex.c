@@ -187,27 +187,26 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
 
 /* Compare-and-delete on every master that may hold our value (a
  * ROUND_RELEASE: replayed to masters that miss it); announce: PUBLISH to
- * waiters (a held lock), on each key's channel. */
-static round_t *mutex_release(engine_t *engine, const prim_t *prim, char *const *keys,
-                              const size_t *key_lens, size_t n_keys, const char *value,
-                              int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
+ * waiters (a held lock), on each key's channel, which the script names by
+ * keyname.h's rule (release.lua: not sent, to keep the command short). */
+static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t *key_lens,
+                              size_t n_keys, const char *value, int announce, uint64_t set_mask,
+                              round_decided_fn cb, void *ctx) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
-  for (size_t i = 0; announce && i < n_keys; i++)
-    argv_push(&a, prim->channels[i], prim->channel_lens[i]);
   argv_push(&a, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
   return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, cb, ctx);
 }
 
 static round_t *mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
                                     round_decided_fn cb, void *ctx) {
-  return mutex_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                       1, lock->set_mask, cb, ctx);
+  return mutex_release(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1,
+                       lock->set_mask, cb, ctx);
 }
 
 static round_t *mutex_attempt_release_round(op_acquire_t *op) {
-  return mutex_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->n_keys, op->value, 0,
+  return mutex_release(op->op.engine, op->keys, op->key_lens, op->n_keys, op->value, 0,
                        op->set_mask, NULL, NULL);
 }
 

@@ -2,22 +2,35 @@
 -- the release of a held lock, announce it to waiters subscribed to the key's
 -- release channel (not for the clean-up after a failed attempt: that lock was
 -- never held, and waking waiters for it would only make them retry at once).
--- The channels come from the client (src/proto/keyname.h names them in each key's
--- hash slot), so the rule that names them is written once.
--- KEYS: the lock's keys; ARGV[1]: our value; when announcing, ARGV[1 + i]:
--- KEYS[i]'s release channel.  ARGV[#ARGV], last (a cluster voter rewrites it,
--- src/proto/scripts.h): "0" no announcement, "1" PUBLISH, "2" SPUBLISH to the
--- channel's shard (PUBLISH where the server has no SPUBLISH, Redis < 7.0).
--- Returns how many were deleted.
-local how = ARGV[#ARGV]
+-- A key's channel is PREFIX + tagged(key) (src/proto/keyname.h: tagged(K) is
+-- K when it has a hash tag, else "{" .. K .. "}"), in the key's cluster slot.
+-- It is built here rather than sent: this script runs on every master at
+-- every release, and the names would make the command a third longer
+-- (bytes each master reads).  test_release_publish checks that the channels
+-- it announces on are the ones keyname_build names for the subscribers.
+-- KEYS: the lock's keys; ARGV[1]: our value; ARGV[2], last (a cluster voter
+-- rewrites it, src/proto/scripts.h): "0" no announcement, "1" PUBLISH, "2"
+-- SPUBLISH to the channel's shard (PUBLISH where the server has no SPUBLISH,
+-- Redis < 7.0).  Returns how many were deleted.
+local function channel_of(key)
+  local open = string.find(key, "{", 1, true)
+  local close = open and string.find(key, "}", open + 1, true)
+  if close and close > open + 1 then
+    return "@REDLOCK_RELEASE_CHANNEL_PREFIX@" .. key
+  end
+  return "@REDLOCK_RELEASE_CHANNEL_PREFIX@{" .. key .. "}"
+end
+
+local how = ARGV[2]
 local deleted = 0
-for i, key in ipairs(KEYS) do
+for _, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     redis.call("del", key)
     if how ~= "0" then
-      local sent = how == "2" and redis.pcall("spublish", ARGV[1 + i], "")
+      local channel = channel_of(key)
+      local sent = how == "2" and redis.pcall("spublish", channel, "")
       if not sent or type(sent) == "table" then
-        redis.call("publish", ARGV[1 + i], "")
+        redis.call("publish", channel, "")
       end
     end
     deleted = deleted + 1

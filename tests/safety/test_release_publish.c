@@ -6,7 +6,8 @@
  *  - redlock_unlock of a lock on N = 3 produces one message, with an empty
  *    payload, on the channel of its key on every master;
  *  - the channel name includes the key prefix;
- *  - redlock_lock_many's unlock publishes on each of its keys' channels;
+ *  - redlock_lock_many's unlock publishes on each of its keys' channels,
+ *    also for keys whose braces make a hash tag, an empty one or none;
  *  - a release that deletes nothing (the key is no longer ours) publishes
  *    nothing: a sentinel PUBLISHed after it is the next message.
  * Nothing sleeps: every wait is a blocking read with a deadline. */
@@ -109,6 +110,46 @@ static void test_unlock_many_publishes_each_key(void **state) {
   redisFree(sub);
 }
 
+/* release.lua names each key's channel itself (keyname.h's rule, written
+ * again in Lua): keys with a hash tag, an empty one, a '}' alone, a '{'
+ * alone and a '}' before the tag each announce on the channel the client's
+ * subscribers name (fx_channel_of: the rule as keyname.h states it). */
+static void test_unlock_publishes_braced_keys(void **state) {
+  fx_t *fx = *state;
+  const char *const res[] = {"sf:{t}a", "sf:{}b", "sf:c}d", "sf:{e", "sf:}{f}g"};
+  enum { N_RES = sizeof res / sizeof res[0] };
+  char names[N_RES][96];
+  const char *channels[N_RES];
+  for (size_t i = 0; i < N_RES; i++)
+    channels[i] = fx_channel_of(names[i], sizeof names[i], res[i]);
+  assert_string_equal(channels[0], CHANNEL_PREFIX "sf:{t}a"); /* the oracle, spot-checked */
+  assert_string_equal(channels[1], CHANNEL_PREFIX "{sf:{}b}");
+  redlock_t *c = fx_open(fx, 0, fx_options(fx, 0, fx->n, REDLOCK_LOG_WARN));
+  redisContext *sub = subscribe(fx->servers[0], channels, N_RES);
+  redlock_lock_t *lock = NULL;
+
+  assert_int_equal(redlock_lock_many(c, res, N_RES, 5000, &lock), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(c, lock), REDLOCK_OK);
+  /* One message on each channel (in the order the lock keeps its keys). */
+  int seen[N_RES] = {0};
+  for (size_t k = 0; k < N_RES; k++) {
+    void *raw = NULL;
+    if (redisGetReply(sub, &raw) != REDIS_OK || raw == NULL)
+      fail_msg("%zu of %d release messages within %d ms", k, (int)N_RES, READ_DEADLINE_MS);
+    redisReply *r = raw;
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 3);
+    size_t i = 0;
+    while (i < N_RES && strcmp(r->element[1]->str, channels[i]) != 0)
+      i++;
+    if (i == N_RES || seen[i]++)
+      fail_msg("a release message on %s: not one of the keys' channels, or twice",
+               r->element[1]->str);
+    freeReplyObject(r);
+  }
+  redisFree(sub);
+}
+
 /* One master only, so that the unlock's answer means its release ran there:
  * a sentinel published afterwards must be the next message. */
 static void test_release_of_foreign_key_is_silent(void **state) {
@@ -142,4 +183,5 @@ FX_MAIN("safety: release notifications", &fx_profile_safety,
         FX_TEST(test_unlock_publishes_on_every_master, 3),
         FX_TEST(test_unlock_publishes_prefixed_key, 3),
         FX_TEST(test_unlock_many_publishes_each_key, 3),
+        FX_TEST(test_unlock_publishes_braced_keys, 3),
         FX_TEST(test_release_of_foreign_key_is_silent, 1))

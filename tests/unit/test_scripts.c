@@ -126,14 +126,34 @@ static void test_script_body_matches_lua_file(void **state) {
 /* No script spells a name of its own: every key comes in KEYS and every
  * channel in ARGV, named by the client (keyname.h, in the key's hash slot:
  * a cluster refuses a script that touches an undeclared key, and the rule
- * is written once).  No placeholder is left unreplaced either. */
+ * is written once).  One exception: release.lua names its keys' release
+ * channels by keyname.h's rule (a channel is no key: nothing to declare),
+ * to keep the hottest command short; test_release_publish checks against
+ * real servers that they are the channels keyname_build names.  No
+ * placeholder is left unreplaced either. */
 static void test_scripts_spell_no_names(void **state) {
   (void)state;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *s = script_get((script_id_t)id);
-    if (strstr(s->body, "__redlock_") != NULL || strstr(s->body, NOTIFY_CHANNEL_PREFIX) != NULL ||
-        strstr(s->body, FENCE_KEY_PREFIX) != NULL)
+    /* release.lua's channels, the one name allowed, taken out of the check */
+    const char *body = s->body;
+    char *masked = NULL;
+    if (id == SCRIPT_RELEASE) {
+      masked = strdup(s->body);
+      assert_non_null(masked);
+      for (char *c = strstr(masked, NOTIFY_CHANNEL_PREFIX); c != NULL;
+           c = strstr(c, NOTIFY_CHANNEL_PREFIX))
+        memset(c, '-', strlen(NOTIFY_CHANNEL_PREFIX));
+      body = masked;
+    }
+    int spelled = strstr(body, "__redlock_") != NULL ||
+                  strstr(body, NOTIFY_CHANNEL_PREFIX) != NULL ||
+                  strstr(body, FENCE_KEY_PREFIX) != NULL;
+    free(masked);
+    if (spelled)
       fail_msg("script %s spells a name (pass it in KEYS or ARGV)", s->name);
+    if (id == SCRIPT_RELEASE && strstr(s->body, NOTIFY_CHANNEL_PREFIX) == NULL)
+      fail_msg("release.lua names no release channel: test_release_publish must say so");
     if (strstr(s->body, "@REDLOCK_") != NULL)
       fail_msg("script %s keeps a placeholder", s->name);
     /* every key a redis.call names is one of KEYS (or a loop's key over
@@ -149,7 +169,7 @@ static void test_scripts_spell_no_names(void **state) {
         arg++;
       const char *cmd = p + strlen("redis.call(");
       if (strncmp(cmd, "\"publish\"", 9) == 0)
-        continue; /* a channel, from ARGV */
+        continue; /* a channel, not a key */
       if (strncmp(arg, "KEYS[", 5) != 0 && strncmp(arg, "key,", 4) != 0 &&
           strncmp(arg, "key)", 4) != 0)
         fail_msg("script %s: redis.call with a key that is not in KEYS: %.40s", s->name, p);
