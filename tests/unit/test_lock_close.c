@@ -253,6 +253,51 @@ static void test_close_paces_releases(void **state) {
   assert_int_equal(lost.calls, 0);
 }
 
+/* A close that a master keeps waiting ends at its bound
+ * (client_close_bound_ms: at least CLIENT_CLOSE_MIN_MS), not before: master
+ * 0 owes a replayed release's reply until it is abandoned (a fake master's
+ * ops with those two replaced); the masters are then abandoned, what master
+ * 0 owes is given up, and the close completes, its callback run. */
+static voter_ops_t owing_ops;
+static int owing_abandoned;
+static int owing_owes(const voter_t *v) {
+  (void)v;
+  return !owing_abandoned;
+}
+static unsigned owing_owed(const voter_t *v) {
+  (void)v;
+  return owing_abandoned ? 0 : 1;
+}
+static void owing_abandon(voter_t *v) {
+  owing_abandoned = 1;
+  fake_voter_ops.abandon(v);
+}
+
+static engine_config_t closing_plain = {0};
+static void test_close_out_of_time(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  engine_release(e, lock);
+  owing_ops = fake_voter_ops;
+  owing_ops.owes_releases = owing_owes;
+  owing_ops.releases_owed = owing_owed;
+  owing_ops.abandon = owing_abandon;
+  owing_abandoned = 0;
+  f->m[0].voter.ops = &owing_ops;
+  uint64_t bound_ms = client_close_bound_ms(&e->client->opts);
+  assert_int_equal(bound_ms, CLIENT_CLOSE_MIN_MS);
+  engine_fx_begin_close(e);
+  fake_advance_ms(bound_ms - 1);
+  assert_int_equal(e->closed, 0); /* still waiting for master 0 */
+  assert_int_equal(owing_abandoned, 0);
+  fake_advance_ms(1);
+  fake_pump();
+  assert_int_equal(owing_abandoned, 1);
+  assert_int_equal(e->closed, 1);
+  engine_close(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST(test_unlock_outcomes),
@@ -263,6 +308,7 @@ int main(void) {
       ENGINE_TEST_WITH(test_close_with_holds, &reentrant),
       ENGINE_TEST(test_close_from_callback),
       ENGINE_TEST_CLOSING(test_close_paces_releases, &plain),
+      ENGINE_TEST_CLOSING(test_close_out_of_time, &closing_plain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
