@@ -195,7 +195,14 @@ static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t 
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
-  argv_push(&a, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
+  const char *how = SCRIPT_ANNOUNCE_NONE;
+  if (announce) {
+    how = SCRIPT_ANNOUNCE_PUBLISH;
+    for (size_t i = 0; i < n_keys; i++)
+      if (memchr(keys[i], '{', key_lens[i]) != NULL)
+        how = SCRIPT_ANNOUNCE_PUBLISH_TAGGED;
+  }
+  argv_push(&a, how, 1);
   return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, cb, ctx);
 }
 

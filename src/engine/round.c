@@ -61,7 +61,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   if (at != 0) {
     round->cmd_shard = round->cmd + cmd_len;
     memcpy(round->cmd_shard, round->cmd, cmd_len);
-    round->cmd_shard[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+    round->cmd_shard[at] = script_announce_shard(round->cmd[at]);
   }
   round->script = p->script;
   round->expect_integer = p->expect_integer;

@@ -81,9 +81,12 @@ status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *scr
 }
 
 size_t script_publish_flag_at(const char *cmd, size_t len) {
-  static const char tail[] = "\r\n$1\r\n" SCRIPT_ANNOUNCE_PUBLISH "\r\n";
-  size_t n = sizeof tail - 1;
-  if (len <= n || memcmp(cmd + len - n, tail, n) != 0)
+  static const char head[] = "\r\n$1\r\n";
+  size_t n = sizeof head - 1 + 3; /* the flag and its \r\n */
+  if (len <= n || memcmp(cmd + len - n, head, sizeof head - 1) != 0 ||
+      memcmp(cmd + len - 2, "\r\n", 2) != 0)
     return 0;
-  return len - 3;
+  char flag = cmd[len - 3];
+  return flag == SCRIPT_ANNOUNCE_PUBLISH[0] || flag == SCRIPT_ANNOUNCE_PUBLISH_TAGGED[0] ? len - 3
+                                                                                         : 0;
 }

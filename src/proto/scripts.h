@@ -50,10 +50,17 @@ const script_t *script_get(script_id_t id);
  * voter, written with PUBLISH; a cluster voter rewrites that last byte. */
 #define SCRIPT_ANNOUNCE_NONE "0"
 #define SCRIPT_ANNOUNCE_PUBLISH "1"
-#define SCRIPT_ANNOUNCE_SPUBLISH '2'
+/* release.lua only: PUBLISH, and some key contains a '{' (it may carry its
+ * own hash tag, which decides its channel's name: the script looks); with
+ * "1" no key has one, and the script names each channel without looking. */
+#define SCRIPT_ANNOUNCE_PUBLISH_TAGGED "3"
+
+/* The flag a cluster voter writes over a PUBLISH flag ("1" or "3"): "2" or
+ * "4", the same announcement with SPUBLISH. */
+static inline char script_announce_shard(char publish_flag) { return (char)(publish_flag + 1); }
 
 /* The offset of a formatted release command's announce flag when it ends
- * with SCRIPT_ANNOUNCE_PUBLISH as its last argument ("...$1\r\n1\r\n"),
+ * with a PUBLISH flag as its last argument ("...$1\r\n1\r\n" or "3"),
  * else 0 (no announcement, or not such a command). */
 size_t script_publish_flag_at(const char *cmd, size_t len);
 

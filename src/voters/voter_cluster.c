@@ -271,7 +271,7 @@ static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
   if (copy == NULL)
     return;
   memcpy(copy, req->cmd, req->len);
-  copy[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+  copy[at] = script_announce_shard(copy[at]);
   rt->orig = req->cmd;
   rt->own = copy;
   req->cmd = copy;
@@ -939,7 +939,7 @@ static void c_defer_release(voter_t *v, const char *cmd, size_t len) {
   char *copy = at != 0 ? malloc(len) : NULL;
   if (copy != NULL) {
     memcpy(copy, cmd, len);
-    copy[at] = SCRIPT_ANNOUNCE_SPUBLISH;
+    copy[at] = script_announce_shard(copy[at]);
     cmd = copy;
   }
   node_defer_release(cn->node, cmd, len);

@@ -112,11 +112,12 @@ static void test_unlock_many_publishes_each_key(void **state) {
 
 /* release.lua names each key's channel itself (keyname.h's rule, written
  * again in Lua): keys with a hash tag, an empty one, a '}' alone, a '{'
- * alone and a '}' before the tag each announce on the channel the client's
+ * alone, a '}' before the tag and a '}' after an empty one each announce on
+ * the channel the client's
  * subscribers name (fx_channel_of: the rule as keyname.h states it). */
 static void test_unlock_publishes_braced_keys(void **state) {
   fx_t *fx = *state;
-  const char *const res[] = {"sf:{t}a", "sf:{}b", "sf:c}d", "sf:{e", "sf:}{f}g"};
+  const char *const res[] = {"sf:{t}a", "sf:{}b", "sf:{}h}", "sf:c}d", "sf:{e", "sf:}{f}g"};
   enum { N_RES = sizeof res / sizeof res[0] };
   char names[N_RES][96];
   const char *channels[N_RES];

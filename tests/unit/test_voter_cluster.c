@@ -206,10 +206,11 @@ static void on_sent(node_req_t *req, const redisReply *reply) {
 
 static int replied(void *arg) { return ((sent_t *)arg)->replied; }
 
-/* A release that announces ("1", last), of a key of A's (b: of B's), on a
- * primary not connected yet: kept (it is replayed once the primary is up),
- * then sent; what the primary gets as the last argument of each. */
-static void announce_as(vc_t *t, int b, int shard, const char *want) {
+/* A release that announces (flag `how`, "1" or "3", last), of a key of A's
+ * (b: of B's), on a primary not connected yet: kept (it is replayed once the
+ * primary is up), then sent; what the primary gets as the last argument of
+ * each. */
+static void announce_as(vc_t *t, int b, int shard, const char *how, const char *want) {
   nf_t *f = t->f;
   mock_master_t *m = b ? t->b : f->mock;
   t->s->use_slots = !shard; /* as if the seed had (not) answered CLUSTER SHARDS */
@@ -220,7 +221,7 @@ static void announce_as(vc_t *t, int b, int shard, const char *want) {
   while ((keyslot(key, strlen(key)) >= 8192) != b);
   char *cmd = NULL;
   int len = redisFormatCommand(&cmd, "EVALSHA %s 1 %s %s %s %s",
-                               "0123456789012345678901234567890123456789", key, "v", "ch", "1");
+                               "0123456789012345678901234567890123456789", key, "v", "ch", how);
   assert_true(len > 0);
   mock_master_on(m, "EVALSHA", MOCK_REPLY, ":1\r\n", 0);
   voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
@@ -244,7 +245,7 @@ static void announce_as(vc_t *t, int b, int shard, const char *want) {
   assert_ptr_equal(req->cmd, cmd); /* the sender's own bytes again */
   assert_null(req->route);         /* the routing state given back */
   assert_ptr_equal(req->fn, on_sent);
-  assert_int_equal(cmd[len - 3], '1'); /* and untouched */
+  assert_int_equal(cmd[len - 3], how[0]); /* and untouched */
   c = mock_master_last(m, "EVALSHA");
   assert_int_equal(mock_master_count(m, "EVALSHA"), 2);
   assert_string_equal(c->argv[c->argc - 1], want);
@@ -254,8 +255,18 @@ static void announce_as(vc_t *t, int b, int shard, const char *want) {
 static void test_release_announces_as_servers_take(void **state) {
   nf_t *f = *state;
   vc_t *t = vc_start(f);
-  announce_as(t, 0, 0, "1");
-  announce_as(t, 1, 1, "2");
+  announce_as(t, 0, 0, "1", "1");
+  announce_as(t, 1, 1, "1", "2");
+  vc_stop(t);
+}
+
+/* The flag of a release with a key that contains a '{' (the script looks for
+ * a tag): "3", rewritten to "4" for SPUBLISH. */
+static void test_release_announces_tagged(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start(f);
+  announce_as(t, 0, 0, "3", "3");
+  announce_as(t, 1, 1, "3", "4");
   vc_stop(t);
 }
 
@@ -265,6 +276,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_as_servers_take, nf_setup,
                                       nf_teardown),
+      cmocka_unit_test_setup_teardown(test_release_announces_tagged, nf_setup, nf_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
