@@ -212,7 +212,7 @@ static int shard_pubsub(const voter_cluster_t *s) { return s->have_map && !s->us
 static voter_cluster_route_t *rt_of(const node_req_t *req) { return req->route; }
 
 /* Takes req over: its fn becomes the voter's (on_reply), the sender's is
- * kept.  REDLOCK_ENOMEM when no state could be had. */
+ * kept.  ST_ENOMEM when no state could be had (req untouched). */
 static status_t route_begin(voter_cluster_t *s, node_req_t *req, node_reply_fn own_fn) {
   voter_cluster_route_t *rt = s->free_routes;
   if (rt != NULL) {
