@@ -20,8 +20,6 @@ static void client_module_closed(redlock_t *client);
 
 /* ---- small services ----------------------------------------------------------------- */
 
-uint32_t client_random(redlock_t *client) { return jitter_rng_next(&client->random.rng); }
-
 uint64_t client_now_ns(const redlock_t *client) { return tb_now_ns(&client->timebase); }
 
 int client_check_fork(const redlock_t *client) {

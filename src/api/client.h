@@ -168,7 +168,6 @@ void client_wake_locked(redlock_t *client);
 void client_defer_wake(redlock_t *client, sync_waiter_t *w);
 #define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
 #define client_log_enabled(client, level) log_enabled(&(client)->log, level)
-uint32_t client_random(redlock_t *client);
 /* An op finished: during close, see whether shutdown can proceed. */
 void client_maybe_finish_close(redlock_t *client);
 /* The close's bound (redlock.h, docs/api.md): what the close has not sent,

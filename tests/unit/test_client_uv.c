@@ -346,6 +346,48 @@ static void test_close_from_callback(void **state) {
   closedir(task);
 }
 
+/* ---- redlock_cancel from a thread that is not the loop's ------------------------------- */
+
+typedef struct {
+  uv_sem_t done;
+  int status;
+} cancel_wait_t;
+
+static void cancel_lock_cb(int status, redlock_lock_t *lock, void *arg) {
+  cancel_wait_t *w = arg;
+  (void)lock;
+  w->status = status;
+  uv_sem_post(&w->done);
+}
+
+/* An own-thread client whose only master never connects: a waiting
+ * acquisition retries until its budget; redlock_cancel from this thread
+ * (not the loop's, which may be asleep in poll) wakes the loop, and the
+ * call ends with REDLOCK_ECANCELED long before its wait is over. */
+static void test_cancel_from_another_thread(void **state) {
+  (void)state;
+  redlock_options_t *opts = redlock_options_new();
+  assert_non_null(opts);
+  char uri[128];
+  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/c.sock", (long)getpid());
+  assert_int_equal(redlock_options_add_node(opts, uri), 0);
+  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
+  assert_int_equal(redlock_options_set_retry(opts, -1, 2000, 0), 0);
+  redlock_t *c = NULL;
+  assert_int_equal(redlock_open(&c, opts), 0);
+  redlock_options_free(opts);
+  cancel_wait_t w = {.status = 1};
+  assert_int_equal(uv_sem_init(&w.done, 0), 0);
+  uint64_t id = 0;
+  assert_int_equal(redlock_lock_async_ex(c, "cu-cancel", 10000, 60000, cancel_lock_cb, &w, &id), 0);
+  assert_int_not_equal(id, 0);
+  assert_int_equal(redlock_cancel(c, id), 0);
+  uv_sem_wait(&w.done); /* the test's own timeout bounds it; 60 s without the cancel */
+  assert_int_equal(w.status, REDLOCK_ECANCELED);
+  uv_sem_destroy(&w.done);
+  redlock_close(c);
+}
+
 /* ---- a forked child ---------------------------------------------------------------------- */
 
 static void test_forked_child_refused(void **state) {
@@ -387,6 +429,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_tls_open, nf_setup, nf_teardown),
       cmocka_unit_test(test_close_from_callback),
       cmocka_unit_test(test_forked_child_refused),
+      cmocka_unit_test(test_cancel_from_another_thread),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
