@@ -360,6 +360,21 @@ static void cancel_lock_cb(int status, redlock_lock_t *lock, void *arg) {
   uv_sem_post(&w->done);
 }
 
+/* Whether the client's master has cast a "down" vote. */
+static int voted_down(redlock_t *c) {
+  static char text[1 << 18];
+  int n = redlock_stats(c, REDLOCK_STATS_PROMETHEUS, text, sizeof text);
+  assert_true(n > 0 && (size_t)n < sizeof text);
+  const char *at = strstr(text, "\nredlock_master_votes_total{");
+  for (; at != NULL; at = strstr(at + 1, "\nredlock_master_votes_total{")) {
+    const char *end = strchr(at + 1, '\n');
+    const char *down = strstr(at, "verdict=\"down\"}");
+    if (down != NULL && (end == NULL || down < end))
+      return strtoll(strchr(down, '}') + 1, NULL, 10) > 0;
+  }
+  return 0;
+}
+
 /* An own-thread client whose only master never connects: a waiting
  * acquisition retries until its budget; redlock_cancel from this thread
  * (not the loop's, which may be asleep in poll) wakes the loop, and the
@@ -381,6 +396,16 @@ static void test_cancel_from_another_thread(void **state) {
   uint64_t id = 0;
   assert_int_equal(redlock_lock_async_ex(c, "cu-cancel", 10000, 60000, cancel_lock_cb, &w, &id), 0);
   assert_int_not_equal(id, 0);
+  /* Its first attempt voted (down): the loop now sleeps through the retry
+   * delay, so the cancel is what wakes it. */
+  struct timespec pause = {0, 1000000};
+  int voted = 0;
+  for (int ms = 0; ms < NF_WAIT_MS && !voted; ms++) {
+    voted = voted_down(c);
+    if (!voted)
+      nanosleep(&pause, NULL);
+  }
+  assert_true(voted);
   assert_int_equal(redlock_cancel(c, id), 0);
   uv_sem_wait(&w.done); /* the test's own timeout bounds it; 60 s without the cancel */
   assert_int_equal(w.status, REDLOCK_ECANCELED);
