@@ -134,6 +134,7 @@ const nf_event_t *nf_last(const nf_t *f, node_event_t ev) {
 
 typedef struct {
   nf_t *f;
+  mock_master_t *mock; /* saw_command's */
   node_event_t ev;
   unsigned count;
   const char *command;
@@ -164,11 +165,18 @@ void nf_wait_state(nf_t *f, node_state_t state) {
 
 static int saw_command(void *arg) {
   wait_t *w = arg;
-  return mock_master_count(w->f->mock, w->command) >= w->count;
+  return mock_master_count(w->mock, w->command) >= w->count;
+}
+
+void nf_wait_received_at(nf_t *f, mock_master_t *m, const char *command, unsigned count,
+                         const char *what) {
+  wait_t w = {.f = f, .mock = m, .command = command, .count = count};
+  if (!mock_run_until(&f->loop, saw_command, &w, NF_WAIT_MS))
+    fail_msg("%s; log:\n%s", what, f->logbuf);
 }
 
 void nf_wait_received(nf_t *f, const char *command, unsigned count) {
-  wait_t w = {.f = f, .command = command, .count = count};
+  wait_t w = {.f = f, .mock = f->mock, .command = command, .count = count};
   if (!mock_run_until(&f->loop, saw_command, &w, NF_WAIT_MS))
     fail_msg("%s: received %u times, waited for %u", command, mock_master_count(f->mock, command),
              count);

@@ -82,6 +82,10 @@ void nf_wait_event(nf_t *f, node_event_t ev, unsigned count);
 void nf_wait_state(nf_t *f, node_state_t state);
 /* Runs the loop until the mock has received `count` commands named `command`. */
 void nf_wait_received(nf_t *f, const char *command, unsigned count);
+/* The same on mock m (one of several: a cluster's primaries); fails with
+ * `what` and the fixture's log. */
+void nf_wait_received_at(nf_t *f, mock_master_t *m, const char *command, unsigned count,
+                         const char *what);
 /* Runs the loop until r's fn has run. */
 void nf_wait_req(nf_t *f, nf_req_t *r);
 /* The last report of ev (asserts there was one). */

@@ -38,6 +38,7 @@
 #include "proto/keyslot.h"
 #include "redlock.h"
 #include "redlock_uv.h"
+#include "unit_support.h"
 
 typedef struct {
   nf_t *f;
@@ -318,12 +319,7 @@ static void test_close_from_callback(void **state) {
   assert_int_equal(uv_thread_create(&first, no_work, NULL), 0);
   assert_int_equal(uv_thread_join(&first), 0);
   int before = threads_now(task);
-  redlock_options_t *opts = redlock_options_new();
-  assert_non_null(opts);
-  char uri[128];
-  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/redis.sock", (long)getpid());
-  assert_int_equal(redlock_options_add_node(opts, uri), 0);
-  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
+  redlock_options_t *opts = unit_nowhere_options();
   static own_t o; /* read by the client's thread after this test could fail */
   memset(&o, 0, sizeof o);
   assert_int_equal(redlock_open(&o.client, opts), 0);
@@ -381,12 +377,7 @@ static int voted_down(redlock_t *c) {
  * call ends with REDLOCK_ECANCELED long before its wait is over. */
 static void test_cancel_from_another_thread(void **state) {
   (void)state;
-  redlock_options_t *opts = redlock_options_new();
-  assert_non_null(opts);
-  char uri[128];
-  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/c.sock", (long)getpid());
-  assert_int_equal(redlock_options_add_node(opts, uri), 0);
-  assert_int_equal(redlock_options_set_timeouts(opts, 200, 50), 0);
+  redlock_options_t *opts = unit_nowhere_options();
   assert_int_equal(redlock_options_set_retry(opts, -1, 2000, 0), 0);
   redlock_t *c = NULL;
   assert_int_equal(redlock_open(&c, opts), 0);
@@ -417,11 +408,7 @@ static void test_cancel_from_another_thread(void **state) {
 
 static void test_forked_child_refused(void **state) {
   (void)state;
-  redlock_options_t *opts = redlock_options_new();
-  assert_non_null(opts);
-  char uri[128];
-  snprintf(uri, sizeof uri, "unix:///nonexistent-redlock-unit-%ld/redis.sock", (long)getpid());
-  assert_int_equal(redlock_options_add_node(opts, uri), 0);
+  redlock_options_t *opts = unit_nowhere_options();
   redlock_t *c = NULL;
   assert_int_equal(redlock_open(&c, opts), 0);
   redlock_options_free(opts);

@@ -108,17 +108,6 @@ static size_t release_of(char *key, size_t key_size, char **cmd) {
   return (size_t)len;
 }
 
-typedef struct {
-  mock_master_t *m;
-  const char *command;
-  unsigned n;
-} got_t;
-
-static int got(void *arg) {
-  got_t *g = arg;
-  return mock_master_count(g->m, g->command) >= g->n;
-}
-
 static int nothing_owed(void *arg) {
   vc_t *t = arg;
   return voter_cluster_ops.releases_owed(&t->s->base) == 0;
@@ -135,9 +124,7 @@ static void test_kept_release_follows_moved(void **state) {
   snprintf(moved, sizeof moved, "-MOVED %d 127.0.0.1:%d\r\n", slot, mock_master_port(t->b));
   mock_master_on(f->mock, "EVALSHA", MOCK_REPLY, moved, 1);
   voter_cluster_ops.defer_release(&t->s->base, cmd, len);
-  got_t g = {t->b, "EVALSHA", 1};
-  if (!mock_run_until(&f->loop, got, &g, NF_WAIT_MS))
-    fail_msg("B got no release; log:\n%s", f->logbuf);
+  nf_wait_received_at(f, t->b, "EVALSHA", 1, "B got no release");
   const mock_cmd_t *c = mock_master_last(t->b, "EVALSHA");
   assert_non_null(c);
   assert_true(c->argc >= 4);
@@ -179,8 +166,7 @@ static void test_departed_primary_closed(void **state) {
                                "0123456789012345678901234567890123456789", key, "v", "0");
   assert_true(len > 0);
   voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
-  got_t g = {t->b, "EVALSHA", 1};
-  assert_true(mock_run_until(&f->loop, got, &g, NF_WAIT_MS));
+  nf_wait_received_at(f, t->b, "EVALSHA", 1, "B got no release");
   redisFreeCommand(cmd);
   /* B leaves the cluster (A now serves every slot) and goes away: its
    * failure asks the map again, which no longer names it. */
@@ -225,9 +211,7 @@ static void announce_as(vc_t *t, int b, int shard, const char *how, const char *
   assert_true(len > 0);
   mock_master_on(m, "EVALSHA", MOCK_REPLY, ":1\r\n", 0);
   voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
-  got_t g = {m, "EVALSHA", 1};
-  if (!mock_run_until(&f->loop, got, &g, NF_WAIT_MS))
-    fail_msg("the kept release was not replayed; log:\n%s", f->logbuf);
+  nf_wait_received_at(f, m, "EVALSHA", 1, "the kept release was not replayed");
   const mock_cmd_t *c = mock_master_last(m, "EVALSHA");
   assert_string_equal(c->argv[c->argc - 1], want);
   assert_true(mock_run_until(&f->loop, nothing_owed, t, NF_WAIT_MS));
@@ -252,23 +236,23 @@ static void announce_as(vc_t *t, int b, int shard, const char *how, const char *
   redisFreeCommand(cmd);
 }
 
-static void test_release_announces_as_servers_take(void **state) {
-  nf_t *f = *state;
+/* A release announcing with flag `how` goes as it is to A, whose seed did
+ * not answer CLUSTER SHARDS, and as `shard` (SPUBLISH) to B, whose did: a
+ * fresh voter for each flag. */
+static void announce_both(nf_t *f, const char *how, const char *shard) {
   vc_t *t = vc_start(f);
-  announce_as(t, 0, 0, "1", "1");
-  announce_as(t, 1, 1, "1", "2");
+  announce_as(t, 0, 0, how, how);
+  announce_as(t, 1, 1, how, shard);
   vc_stop(t);
+}
+
+static void test_release_announces_as_servers_take(void **state) {
+  announce_both(*state, "1", "2");
 }
 
 /* The flag of a release with a key that contains a '{' (the script looks for
  * a tag): "3", rewritten to "4" for SPUBLISH. */
-static void test_release_announces_tagged(void **state) {
-  nf_t *f = *state;
-  vc_t *t = vc_start(f);
-  announce_as(t, 0, 0, "3", "3");
-  announce_as(t, 1, 1, "3", "4");
-  vc_stop(t);
-}
+static void test_release_announces_tagged(void **state) { announce_both(*state, "3", "4"); }
 
 int main(void) {
   const struct CMUnitTest tests[] = {

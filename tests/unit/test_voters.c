@@ -377,17 +377,6 @@ static void test_transport_ops(void **state) {
 
 static int is_settled(void *arg) { return ((vt_t *)arg)->settled > 0; }
 
-typedef struct {
-  mock_master_t *m;
-  const char *command;
-  unsigned n;
-} got_t;
-
-static int got(void *arg) {
-  got_t *g = arg;
-  return mock_master_count(g->m, g->command) >= g->n;
-}
-
 static void test_kept_release_replayed(void **state) {
   nf_t *f = *state;
   const char *uris[] = {"redis://127.0.0.1:%d"};
@@ -404,9 +393,7 @@ static void test_kept_release_replayed(void **state) {
   /* The replay's reply is held: close would wait for it. */
   mock_master_on(f->mock, "EVALSHA", MOCK_HOLD, NULL, 1);
   mock_master_drop_all(f->mock);
-  got_t g = {f->mock, "EVALSHA", 1};
-  if (!mock_run_until(&f->loop, got, &g, NF_WAIT_MS))
-    fail_msg("the kept release was not replayed; log:\n%s", f->logbuf);
+  nf_wait_received_at(f, f->mock, "EVALSHA", 1, "the kept release was not replayed");
   const mock_cmd_t *c = mock_master_last(f->mock, "EVALSHA");
   assert_string_equal(c->argv[3], "vt-release");
   /* Out: the voters asked to be ticked by then, and the tick says when. */
