@@ -547,6 +547,8 @@ unsigned long conn_writes(const redisAsyncContext *ac) {
   return ev != NULL ? ev->writes : 0;
 }
 
+int conn_output_pending(const redisAsyncContext *ac) { return output_len(ac) != 0; }
+
 int conn_write_now(redisAsyncContext *ac) {
   conn_events_t *ev = ac != NULL ? ac->ev.data : NULL;
   if (ev == NULL || !list_linked(&ev->dirty_link))

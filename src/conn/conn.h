@@ -111,6 +111,10 @@ int conn_write_now(redisAsyncContext *ac);
  * ack).  A command it queues goes out with that write.  fn NULL: none. */
 typedef void conn_before_write_fn(redisAsyncContext *ac, void *arg);
 void conn_before_write(redisAsyncContext *ac, conn_before_write_fn *fn, void *arg);
+/* 1 while output handed to hiredis waits to be written (this turn's flush,
+ * or what a full socket did not take): a command queued now goes out with
+ * it. */
+int conn_output_pending(const redisAsyncContext *ac);
 /* How many writes took bytes of this connection's output: a caller that
  * noted the count when it handed a request over knows, seeing it unchanged,
  * that the request has not been written yet. */

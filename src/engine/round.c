@@ -114,15 +114,19 @@ static void vote_withdraw(vote_t *vote) {
   vote->round->refs--; /* the request's reference; the caller holds another */
 }
 
-/* Once a round is decided, what still waits unsent in a backlog is of no
- * use, except a release, which must reach every master that may hold it. */
+/* Once a round is decided, what still waits unsent behind a full pipe is of
+ * no use, except a release, which must reach every master that may hold it.
+ * What waits only for its connection's next batch (node.h, batch_writes)
+ * still goes out: it is not late, and a lock left off a voter that answers
+ * would be held by fewer voters than it could be. */
 static void round_withdraw_queued(round_t *round) {
   if (round->kind == ROUND_RELEASE)
     return;
   round_env_t *env = round->env;
   for (unsigned i = 0; i < round->n_votes; i++) {
     vote_t *vote = &round->votes[i];
-    if (vote->state == VOTE_PENDING && env->transport->queued(env->transport_arg, i, &vote->req))
+    if (vote->state == VOTE_PENDING && !vote->req.batched &&
+        env->transport->queued(env->transport_arg, i, &vote->req))
       vote_withdraw(vote);
   }
 }

@@ -764,10 +764,18 @@ static int node_can_write(const node_t *node) {
   return node->state == NODE_READY && node->link.ac != NULL;
 }
 
+/* Whether a request may be written now (the connection can write): fewer
+ * than NODE_MAX_INFLIGHT are out and, for a node writing in batches, none
+ * is, or this turn's output is still unwritten (the request joins it). */
+static inline int node_pipe_open(const node_t *node) {
+  if (node->inflight >= NODE_MAX_INFLIGHT)
+    return 0;
+  return !node->batch_writes || node->inflight == 0 || conn_output_pending(node->link.ac);
+}
+
 static void node_drain_backlog(node_t *node) {
   uint64_t now_ns = 0; /* read once, for every request written here */
-  while (!list_empty(&node->backlog) && node->inflight < NODE_MAX_INFLIGHT &&
-         node_can_write(node)) {
+  while (!list_empty(&node->backlog) && node_can_write(node) && node_pipe_open(node)) {
     node_req_t *req = list_entry(node->backlog.next, node_req_t, link);
     list_remove(&req->link);
     node->backlog_len--;
@@ -834,14 +842,15 @@ status_t node_send(node_t *node, node_req_t *req) {
   list_init(&req->link);
   node->queued_bytes += req->len;
   node->releases_queued += req->keep != 0;
-  if (node->inflight < NODE_MAX_INFLIGHT && list_empty(&node->backlog)) {
+  if (list_empty(&node->backlog) && node_pipe_open(node)) {
     status_t rc = node_write(node, req, stamp != 0 ? stamp : node_now_ns(node));
     if (rc != ST_OK)
       node_dequeued(node, req);
     node_queue_changed(node);
     return rc;
   }
-  /* The pipe is full: wait in order behind it. */
+  /* The pipe is full, or a batch is out: wait in order behind it. */
+  req->batched = node->inflight < NODE_MAX_INFLIGHT;
   list_insert_tail(&node->backlog, &req->link);
   node->backlog_len++;
   node_queue_changed(node);

@@ -163,6 +163,11 @@ typedef struct node_req {
   uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
   uint8_t ack_state; /* node.c: where the write and its ack are (node.c) */
+  /* node.c, while queued: it waits for the connection's next batch
+   * (node_t.batch_writes), not behind a full pipe, so a round decided
+   * meanwhile leaves it to go out (round.c: only requests behind a full pipe
+   * are taken back when their round is decided). */
+  uint8_t batched;
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -189,6 +194,15 @@ typedef struct node {
                         * at each of its events) */
   uint64_t ready_ns;   /* when the current connection became READY */
   unsigned inflight;   /* requests handed to hiredis, awaiting replies */
+  /* The owner's, set after node_init: write in batches.  While requests
+   * are out and the connection's output is written, new ones wait in the
+   * backlog and go out together once the last reply is in (node_pipe_open).
+   * A cluster voter's primaries: each loop turn's commands spread over all
+   * of them, and one write per primary per turn cost each a third of the
+   * batch per write syscall (and per server wakeup); a primary works through
+   * what it has in order anyway, so a command held until its batch is
+   * answered starts about when it would have. */
+  int batch_writes;
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
   size_t queued_bytes;           /* the commands of those (in flight or in the backlog) */
@@ -240,8 +254,9 @@ void node_start(node_t *node);
  * first); the subscriber connection connects there too. */
 const char *node_ip(const node_t *node);
 /* Sends req (cmd, len, fn and keep filled in): written at once while fewer
- * than NODE_MAX_INFLIGHT requests are out, else queued in order behind them,
- * so that a burst is never dropped: it waits for the pipe.  Returns ST_OK
+ * than NODE_MAX_INFLIGHT requests are out (with batch_writes: while none is
+ * out, or this turn's output is not yet written), else queued in order
+ * behind them, so that a burst is never dropped: it waits for the pipe.  Returns ST_OK
  * (then req->fn runs exactly once), or ST_DOWN / ST_BUSY (it never runs):
  * down when not connected (or the handshake is not done); busy when the
  * queue would pass NODE_MAX_QUEUED requests or NODE_MAX_QUEUED_BYTES, and

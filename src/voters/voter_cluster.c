@@ -107,6 +107,7 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   }
   node->stats = stats;
   node->stats_primary = entry_index(s, cn);
+  node->batch_writes = 1; /* node.h: commands spread over every primary */
   cn->retired = 0;
   cn->left = 0; /* a fresh connection: its handshake judges its role */
   cn->closed = 0;
@@ -152,6 +153,7 @@ static voter_cluster_node_t *node_for(voter_cluster_t *s, const char *host, int 
   }
   node->stats = s->nodes[0]->node->stats;
   node->stats_primary = (int)s->n_nodes;
+  node->batch_writes = 1;
   cn->made = 1;
   s->nodes[s->n_nodes++] = cn;
   return cn;
@@ -1257,6 +1259,7 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   if (node_init(home, &s->env, index, &a) != 0)
     return REDLOCK_ENOMEM;
   home->stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
+  home->batch_writes = 1;
   cn->made = 1;
   /* The discovery link: the URI's credentials and TLS, no SELECT. */
   s->disc_addr.voter = VOTER_KIND_STANDALONE;

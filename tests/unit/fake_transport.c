@@ -97,8 +97,9 @@ static status_t t_send(void *arg, unsigned i, node_req_t *req) {
     memmove(m->out, slot(m, 0), m->n_out * sizeof m->out[0]);
     m->head = 0;
   }
-  int queued = m->mode == FAKE_SEND_QUEUED;
+  int queued = m->mode == FAKE_SEND_QUEUED || m->mode == FAKE_SEND_BATCHED;
   req->sent_ns = queued ? 0 : f->now_ns();
+  req->batched = m->mode == FAKE_SEND_BATCHED;
   *slot(m, m->n_out++) = (fake_out_t){.req = req, .queued = queued};
   return ST_OK;
 }

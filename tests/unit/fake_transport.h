@@ -22,10 +22,11 @@
 #define FAKE_DEFERRED_MAX 512 /* bytes kept of the last deferred release */
 
 typedef enum {
-  FAKE_SEND_OK = 0, /* written: sent_ns = now */
-  FAKE_SEND_QUEUED, /* taken but waiting unsent in a backlog: sent_ns = 0 */
-  FAKE_SEND_DOWN,   /* refused: ST_DOWN */
-  FAKE_SEND_BUSY,   /* refused: ST_BUSY */
+  FAKE_SEND_OK = 0,  /* written: sent_ns = now */
+  FAKE_SEND_QUEUED,  /* taken but waiting unsent in a backlog: sent_ns = 0 */
+  FAKE_SEND_BATCHED, /* the same, waiting for its connection's next batch (req->batched) */
+  FAKE_SEND_DOWN,    /* refused: ST_DOWN */
+  FAKE_SEND_BUSY,    /* refused: ST_BUSY */
 } fake_send_mode_t;
 
 typedef struct {

@@ -259,6 +259,49 @@ static void test_backlog(void **state) {
   free(r);
 }
 
+/* Writing in batches (node_t.batch_writes): requests sent in the turn of
+ * the first join its write; once that is written, new ones (a release too)
+ * wait in the backlog, marked batched (a decided round leaves them to go
+ * out), until the last reply of the batch is in; then they go out together,
+ * in one write, in the order sent. */
+static void test_batch_writes(void **state) {
+  nf_t *f = *state;
+  nf_req_t r[4];
+  memset(r, 0, sizeof r);
+  start_ready(f);
+  f->node.batch_writes = 1;
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
+  assert_int_equal(nf_send(f, &r[0], "SET k 0", 0), 0);
+  assert_int_equal(nf_send(f, &r[1], "SET k 1", 0), 0); /* joins the unwritten output */
+  assert_int_equal(f->node.inflight, 2);
+  assert_int_equal(f->node.backlog_len, 0);
+  nf_wait_received(f, "SET", 2);
+  assert_int_equal(nf_send(f, &r[2], "SET k 2", 0), 0);
+  assert_int_equal(nf_send(f, &r[3], "SET k 3", 1), 0); /* a release waits too */
+  assert_int_equal(f->node.inflight, 2);
+  assert_int_equal(f->node.backlog_len, 2);
+  for (unsigned i = 2; i < 4; i++) {
+    assert_true(node_req_queued(&r[i].req));
+    assert_true(r[i].req.batched);
+  }
+  unsigned long writes = conn_writes(f->node.link.ac);
+  assert_int_equal(mock_master_release(f->mock), 2);
+  nf_wait_received(f, "SET", 4); /* the batch answered: the backlog went out */
+  assert_int_equal(conn_writes(f->node.link.ac), writes + 1);
+  assert_true(r[0].got_reply && r[1].got_reply);
+  assert_int_equal(f->node.backlog_len, 0);
+  for (unsigned i = 0; i < 4; i++) {
+    const mock_cmd_t *cmd = mock_master_command(f->mock, mock_master_n_commands(f->mock) - 4 + i);
+    char want[2] = {(char)('0' + i), '\0'};
+    assert_string_equal(cmd->argv[2], want);
+  }
+  mock_master_clear_rules(f->mock);
+  assert_int_equal(mock_master_release(f->mock), 2);
+  nf_wait_req(f, &r[3]);
+  assert_true(r[2].got_reply && r[3].got_reply);
+  assert_int_equal(f->node.inflight, 0);
+}
+
 /* A full backlog refuses a request (BUSY) but never a release; when the
  * master goes down every request, written or queued, gets NULL. */
 typedef struct {
@@ -980,6 +1023,7 @@ int main(void) {
       T(test_unsolicited_error),
       T(test_close_mid_reply),
       T(test_backlog),
+      T(test_batch_writes),
       T(test_backlog_busy_then_down),
       T(test_queue_bytes_bound),
       T(test_missed_releases_bytes_capped),

@@ -556,6 +556,28 @@ static void test_queued_votes_withdrawn_after_decision(void **state) {
   fake_reply_int(&f->fake, 4, 1);
 }
 
+/* What waits only for its connection's next batch (node.h, batch_writes)
+ * is not withdrawn when its round is decided: it goes out and its answer is
+ * still counted for the voter. */
+static void test_batched_votes_kept_after_decision(void **state) {
+  fake_t *f = *state;
+  f->fake.m[3].mode = FAKE_SEND_BATCHED;
+  f->fake.m[4].mode = FAKE_SEND_QUEUED;
+  round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(round);
+  fake_reply_ok(&f->fake, 0);
+  fake_reply_ok(&f->fake, 1);
+  fake_reply_ok(&f->fake, 2);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  assert_int_equal(f->fake.m[3].cancels, 0);
+  assert_true(fake_queued(&f->fake, 3, 0));
+  assert_int_equal(f->fake.m[4].cancels, 1); /* behind a full pipe: withdrawn */
+  assert_false(round_env_idle(&f->env));
+  fake_reply_ok(&f->fake, 3);
+  assert_int_equal(votes(f, 3, WHY_OK), 1);
+  assert_true(round_env_idle(&f->env));
+}
+
 /* A non-release still queued at its deadline is withdrawn unsent (busy); a
  * queued release waits on. */
 static void test_queued_at_deadline(void **state) {
@@ -793,6 +815,7 @@ int main(void) {
       T(test_release_replay),
       T(test_release_waits_for_a_busy_master),
       T(test_queued_votes_withdrawn_after_decision),
+      T(test_batched_votes_kept_after_decision),
       T(test_queued_at_deadline),
       T(test_deadline_fifo),
       T(test_pending_requeued_at_deadline),
