@@ -110,6 +110,8 @@ struct bench {
   /* window */
   uint64_t t0, t1;
   uint64_t cpu0, cpu1;
+  uint64_t sys0, sys1;           /* of cpu: in the kernel (syscalls, wakeups) */
+  uint64_t switches0, switches1; /* context switches */
   int64_t srv0, srv1;
   /* contention */
   samples_t handoff, handoff_start;
@@ -137,6 +139,7 @@ uint64_t self_cpu_us(void);
  * a blocked call costs one whatever the machine's load. */
 typedef struct {
   uint64_t cpu_us, switches;
+  uint64_t sys_us; /* of cpu_us, system time */
 } usage_t;
 usage_t self_usage(void);
 /* Sleeps up to `seconds`, returning early on SIGINT / SIGTERM. */

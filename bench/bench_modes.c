@@ -51,9 +51,9 @@ uint64_t self_cpu_us(void) { return self_usage().cpu_us; }
 usage_t self_usage(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
-  usage_t u = {(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-                   (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec,
-               (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw};
+  uint64_t sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000u + (uint64_t)ru.ru_stime.tv_usec;
+  usage_t u = {(uint64_t)ru.ru_utime.tv_sec * 1000000u + (uint64_t)ru.ru_utime.tv_usec + sys_us,
+               (uint64_t)ru.ru_nvcsw + (uint64_t)ru.ru_nivcsw, sys_us};
   return u;
 }
 
@@ -103,7 +103,10 @@ static int64_t servers_cpu_us(const config_t *c) {
 }
 void begin_window(bench_t *b) {
   b->srv0 = servers_cpu_us(b->cfg);
-  b->cpu0 = self_cpu_us();
+  usage_t u = self_usage();
+  b->cpu0 = u.cpu_us;
+  b->sys0 = u.sys_us;
+  b->switches0 = u.switches;
   b->t0 = now_ns();
   atomic_store(&b->phase, PHASE_MEASURE);
   if (b->cfg->log_level < REDLOCK_LOG_WARN)
@@ -113,7 +116,10 @@ void begin_window(bench_t *b) {
 void end_window(bench_t *b) {
   atomic_store(&b->phase, PHASE_STOP);
   b->t1 = now_ns();
-  b->cpu1 = self_cpu_us();
+  usage_t u = self_usage();
+  b->cpu1 = u.cpu_us;
+  b->sys1 = u.sys_us;
+  b->switches1 = u.switches;
   b->srv1 = servers_cpu_us(b->cfg);
   if (b->cfg->log_level < REDLOCK_LOG_WARN)
     fprintf(stderr, "[bench   %8.3f] stopping\n", (double)(b->t1 - log_epoch_ns) / 1e9);

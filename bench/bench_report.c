@@ -74,6 +74,11 @@ void report(bench_t *b) {
     json_stats("acquire", &acq, 1);
     json_stats("cycle", &cyc, 1);
     printf("\"client_cpu_us_per_cycle\":%.2f,", client_us);
+    /* Of it, in the kernel (writes and reads, waking the servers, being
+     * woken), and the context switches that go with blocking. */
+    printf("\"client_sys_us_per_cycle\":%.3f,\"client_switches_per_cycle\":%.4f,",
+           cycles > 0 ? (double)(b->sys1 - b->sys0) / cycles : 0,
+           cycles > 0 ? (double)(b->switches1 - b->switches0) / cycles : 0);
     if (have_srv)
       printf("\"server_cpu_us_per_cycle\":%.2f,", server_us);
     else

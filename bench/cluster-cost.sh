@@ -206,6 +206,10 @@ for mode in $MODES; do
           def r(f): if ($x | f) == null or ($y | f) == null or ($x | f) == 0 then null
                     else ($y | f) / ($x | f) end;
           {cycles_per_s: r(.cycles_per_s), client_cpu: r(.client_cpu_us_per_cycle),
+           client_user: (if ($x.client_sys_us_per_cycle == null) or ($y.client_sys_us_per_cycle == null) then null
+                         else ($y.client_cpu_us_per_cycle - $y.client_sys_us_per_cycle) /
+                              ($x.client_cpu_us_per_cycle - $x.client_sys_us_per_cycle) end),
+           client_sys: r(.client_sys_us_per_cycle), client_switches: r(.client_switches_per_cycle),
            server_cpu: r(.server_cpu_us_per_cycle), cycle_p50: r(.cycle.p50)}' >>"$OUT/$mode-ratio.jsonl"
       fi
       ;;
@@ -222,17 +226,18 @@ echo "$(basename "$bench_server") on loopback, no persistence, no replicas; $RES
 echo "$RUNS rounds per mode, each run $DURATION s measured after $WARMUP s warm-up."
 echo "throughput (C = 128, async API): a process per variant, ABBA over the rounds; server CPU:"
 echo "the standalone master's, or the primaries' summed.  ab-cC: both in one process,"
-echo "alternating 0.5 s segments.  Ratio: cluster / standalone.  CPU in µs per cycle."
+echo "alternating 0.5 s segments.  Ratio: cluster / standalone.  CPU in µs per cycle; of the"
+echo "client's, sys: in the kernel (throughput runs), and its context switches per cycle."
 echo
-echo "| mode | voter | cycles/s | cycle p50 (ms) | p99 | client CPU | server CPU | errors |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| mode | voter | cycles/s | cycle p50 (ms) | p99 | client CPU | of it sys | switches | server CPU | errors |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for mode in $MODES; do
   for kind in standalone cluster; do
     f="$OUT/$mode-$kind.jsonl"
-    echo "| $mode | $kind | $(med "$f" .cycles_per_s '%.0f') | $(med "$f" .cycle.p50 '%.3f') | $(med "$f" .cycle.p99 '%.3f') | $(med "$f" .client_cpu_us_per_cycle '%.2f') | $(med "$f" .server_cpu_us_per_cycle '%.2f') | $(med "$f" .errors '%d') |"
+    echo "| $mode | $kind | $(med "$f" .cycles_per_s '%.0f') | $(med "$f" .cycle.p50 '%.3f') | $(med "$f" .cycle.p99 '%.3f') | $(med "$f" .client_cpu_us_per_cycle '%.2f') | $(med "$f" .client_sys_us_per_cycle '%.2f') | $(med "$f" .client_switches_per_cycle '%.4f') | $(med "$f" .server_cpu_us_per_cycle '%.2f') | $(med "$f" .errors '%d') |"
   done
   r="$OUT/$mode-ratio.jsonl"
-  echo "| $mode | **ratio** ($(wc -l <"$r") rounds) | $(med "$r" .cycles_per_s '%.3f') | $(med "$r" .cycle_p50 '%.3f') | | **$(med "$r" .client_cpu '%.3f')** | $(med "$r" .server_cpu '%.3f') | |"
+  echo "| $mode | **ratio** ($(wc -l <"$r") rounds) | $(med "$r" .cycles_per_s '%.3f') | $(med "$r" .cycle_p50 '%.3f') | | **$(med "$r" .client_cpu '%.3f')** (user $(med "$r" .client_user '%.3f')) | $(med "$r" .client_sys '%.3f') | $(med "$r" .client_switches '%.2f') | $(med "$r" .server_cpu '%.3f') | |"
 done
 echo
 if [ -s "$OUT/primary-cpu.jsonl" ]; then
