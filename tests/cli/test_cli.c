@@ -926,6 +926,21 @@ static void case_nodes(void) {
            rh_server_uri(g_fx.servers[1]), rh_server_uri(g_fx.servers[2]));
   p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "REDLOCK_NODES with spaces");
+  /* An item without :// continues the URI before it (a sentinel or cluster
+   * voter's seeds, waitaof=L,R): "HOST:PORT" after a redis:// URI is part
+   * of master #1, which is then invalid, not a master #2 of its own. */
+  snprintf(env, sizeof env, "%s,127.0.0.1:9,%s", rh_server_uri(g_fx.servers[0]),
+           rh_server_uri(g_fx.servers[1]));
+  p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 64, "a seed list on a redis:// URI -> 64");
+  wait_stderr(p, "invalid master URI (REDLOCK_NODES #1)", DEADLINE_MS);
+  /* ... and a URI after it starts a voter of its own: all three counted. */
+  snprintf(env, sizeof env, "%s,%s,%s,%s", rh_server_uri(g_fx.servers[0]),
+           rh_server_uri(g_fx.servers[1]), rh_server_uri(g_fx.servers[2]),
+           rh_server_uri(g_fx.servers[0]));
+  p = START(env, 0, RUN, "nodes-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 64, "a master given twice in REDLOCK_NODES -> 64");
+  wait_stderr(p, "given twice", DEADLINE_MS);
   /* A small --max-ttl caps the default TTL (30 s) instead of refusing it. */
   p = START(g_nodes, 0, RUN, "--max-ttl", "5s", "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--max-ttl 5s without --ttl");
