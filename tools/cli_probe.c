@@ -92,27 +92,43 @@ static void check_role(const redisReply *role, master_report_t *rep) {
            said);
 }
 
-/* Where a cluster primary's GET says the key's slot went (-MOVED: the map
- * we read is older than a resharding). */
+/* Where a cluster primary's GET says the key went: -MOVED (the map we read
+ * is older than a resharding), or -ASK (its slot is being migrated and the
+ * key has already left: it is at the importing primary, which answers for
+ * it only after ASKING). */
 typedef struct {
-  int moved;
+  int moved; /* either redirection */
+  int ask;   /* it was an -ASK */
   char host[CLUSTER_HOST_LEN];
   int port;
 } moved_t;
 
-/* Sets to->moved when GET's reply is a -MOVED. */
+/* Sets to->moved (and to->ask) when GET's reply is a redirection. */
 static void read_moved(const redisReply *get, moved_t *to) {
   int slot;
-  if (get->type == REDIS_REPLY_ERROR && cluster_parse_redirect(get->str, get->len, &slot, to->host,
-                                                               &to->port) == CLUSTER_REDIRECT_MOVED)
-    to->moved = 1;
+  if (get->type != REDIS_REPLY_ERROR)
+    return;
+  cluster_redirect_t r = cluster_parse_redirect(get->str, get->len, &slot, to->host, &to->port);
+  to->moved = r == CLUSTER_REDIRECT_MOVED || r == CLUSTER_REDIRECT_ASK;
+  to->ask = r == CLUSTER_REDIRECT_ASK;
+}
+
+/* Appends one command about a key; after an -ASK, ASKING before it (the
+ * permission lasts one command).  Returns how many replies it adds. */
+static int append_key_command(redisContext *c, int asking, const char *fmt, const char *key) {
+  if (asking)
+    redisAppendCommand(c, "ASKING");
+  redisAppendCommand(c, fmt, key);
+  return asking ? 2 : 1;
 }
 
 /* Asks one master (addr) about the keys over one connection, in one round
- * trip; ROLE too when role.  A cluster primary's -MOVED is put in *moved
- * (NULL: not a cluster primary) instead of rep. */
+ * trip; ROLE too when role.  A cluster primary's redirection is put in
+ * *moved (NULL: not a cluster primary) instead of rep; asking: the key's
+ * slot is importing there (an -ASK was followed). */
 static void probe_at(const node_addr_t *addr, const char *key, const char *fence_key,
-                     uint64_t timeout_ms, int role, moved_t *moved, master_report_t *rep) {
+                     uint64_t timeout_ms, int role, int asking, moved_t *moved,
+                     master_report_t *rep) {
   char why[1200];
   cli_conn_t cc;
   int rc = cli_conn_open(&cc, addr, timeout_ms, why, sizeof why);
@@ -123,17 +139,24 @@ static void probe_at(const node_addr_t *addr, const char *key, const char *fence
     return;
   }
   redisContext *c = cc.c;
-  redisAppendCommand(c, "GET %s", key);
-  redisAppendCommand(c, "PTTL %s", key);
-  redisAppendCommand(c, "GET %s", fence_key);
+  int sent = append_key_command(c, asking, "GET %s", key);
+  sent += append_key_command(c, asking, "PTTL %s", key);
+  sent += append_key_command(c, asking, "GET %s", fence_key);
   redisAppendCommand(c, "INFO server");
   int n = role ? N_REPLIES : R_ROLE;
+  sent += n - R_INFO;
   if (role)
     redisAppendCommand(c, "ROLE");
   redisReply *replies[N_REPLIES] = {NULL};
-  int got = 0;
-  for (void *p = NULL; got < n && redisGetReply(c, &p) == REDIS_OK; p = NULL)
-    replies[got++] = p;
+  int got = 0, read = 0;
+  for (void *p = NULL; read < sent && redisGetReply(c, &p) == REDIS_OK; p = NULL) {
+    /* ASKING's +OK comes before each key command's reply: not kept. */
+    if (asking && read < 6 && read % 2 == 0)
+      freeReplyObject(p);
+    else
+      replies[got++] = p;
+    read++;
+  }
   if (got < n)
     snprintf(rep->state, sizeof rep->state, "down (%s)", cli_conn_io_why(&cc));
   else if (moved != NULL)
@@ -147,16 +170,17 @@ static void probe_at(const node_addr_t *addr, const char *key, const char *fence
   cli_conn_close(&cc);
 }
 
-/* Asks primary p of a cluster voter.  When it says the slot moved (a
- * resharding since the map was read), the primary it names is asked
- * instead, once. */
+/* Asks primary p of a cluster voter.  When it says the key went elsewhere
+ * (-MOVED: a resharding since the map was read; -ASK: a migration under
+ * way, the key already at the importing primary), the primary it names is
+ * asked instead, once (after ASKING for an -ASK). */
 static void probe_primary(const node_addr_t *voter, const cluster_primary_t *p, const char *key,
                           const char *fence_key, uint64_t timeout_ms, master_report_t *rep) {
   node_addr_t primary;
   cli_cluster_primary_addr(voter, p, &primary);
   cli_host_port(rep->master, sizeof rep->master, p->host, p->port);
   moved_t moved = {0};
-  probe_at(&primary, key, fence_key, timeout_ms, 0, &moved, rep);
+  probe_at(&primary, key, fence_key, timeout_ms, 0, 0, &moved, rep);
   if (!moved.moved)
     return;
   if (moved.host[0] != '\0') /* "": the server does not know its name: the one asked */
@@ -164,7 +188,7 @@ static void probe_primary(const node_addr_t *voter, const cluster_primary_t *p, 
   primary.port = moved.port;
   cli_host_port(rep->master, sizeof rep->master, primary.host, primary.port);
   moved_t again = {0};
-  probe_at(&primary, key, fence_key, timeout_ms, 0, &again, rep);
+  probe_at(&primary, key, fence_key, timeout_ms, 0, moved.ask, &again, rep);
   if (again.moved)
     snprintf(rep->state, sizeof rep->state,
              "error (slot %d moved again: a resharding is under way)", rep->slot);
@@ -210,7 +234,7 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
     return;
   }
   if (addr->voter != VOTER_KIND_SENTINEL) {
-    probe_at(addr, key, fence_key, timeout_ms, 0, NULL, rep);
+    probe_at(addr, key, fence_key, timeout_ms, 0, 0, NULL, rep);
     return;
   }
   char why[1200];
@@ -221,7 +245,7 @@ void probe_master(const node_addr_t *addr, const char *key, const char *fence_ke
   }
   snprintf(rep->master, sizeof rep->master, "%s", found.addr);
   snprintf(rep->sentinel, sizeof rep->sentinel, "%s", found.sentinel);
-  probe_at(&found.master, key, fence_key, timeout_ms, 1, NULL, rep);
+  probe_at(&found.master, key, fence_key, timeout_ms, 1, 0, NULL, rep);
 }
 
 int probe_keys(const char *prefix, const char *resource, char **key, char **fence_key) {

@@ -1132,6 +1132,33 @@ static void case_status_cluster(void) {
   CHECK(r->status == 0, "status after the migration: exit %d", r->status);
   expect_cluster_row(label, to);
 
+  /* Mid-migration: the slot migrates on to a third primary and its key has
+   * already gone there, so its owner in the map answers -ASK: status asks
+   * the importing primary (after ASKING) and shows the lock there. */
+  unsigned next = (to + 1) % 3;
+  CHECK(rh_server_command(ch_node(g_cluster, next), buf, sizeof buf,
+                          "CLUSTER SETSLOT %d IMPORTING %s", slot, ch_id(g_cluster, to)) == 0 &&
+            strcmp(buf, "OK") == 0,
+        "SETSLOT IMPORTING: %s", buf);
+  CHECK(rh_server_command(ch_node(g_cluster, to), buf, sizeof buf,
+                          "CLUSTER SETSLOT %d MIGRATING %s", slot, ch_id(g_cluster, next)) == 0 &&
+            strcmp(buf, "OK") == 0,
+        "SETSLOT MIGRATING: %s", buf);
+  CHECK(rh_server_command(ch_node(g_cluster, to), buf, sizeof buf,
+                          "MIGRATE 127.0.0.1 %d " STATUS_KEY " 0 5000",
+                          ch_port(g_cluster, next)) == 0 &&
+            strcmp(buf, "OK") == 0,
+        "MIGRATE: %s", buf);
+  r = REDLOCK("status", "--node", uri, STATUS_KEY);
+  CHECK(r->status == 0, "status mid-migration: exit %d", r->status);
+  expect_cluster_row(label, next);
+  CHECK(has("locked: held by " STATUS_VALUE " on 1 of 1 masters"), "the verdict mid-migration");
+  for (unsigned i = 0; i < 3; i++)
+    CHECK(rh_server_command(ch_node(g_cluster, i), buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s",
+                            slot, ch_id(g_cluster, next)) == 0 &&
+              strcmp(buf, "OK") == 0,
+          "SETSLOT NODE on node %u: %s", i, buf);
+
   /* No seed answers: the voter is down, with each seed's reason. */
   r = REDLOCK("status", "--node", "redis-cluster://127.0.0.1:1", STATUS_KEY);
   CHECK(r->status == 69, "no seed: exit %d", r->status);
