@@ -23,13 +23,6 @@
 #include "util/backoff.h"
 #include "util/options.h"
 
-/* fake_clock.c's libuv wrappers (for the engine's tests, linked with --wrap)
- * name libuv's own functions; this test has no --wrap, so they are these. */
-void __real_uv_close(uv_handle_t *handle, uv_close_cb close_cb);
-int __real_uv_is_active(const uv_handle_t *handle);
-void __real_uv_close(uv_handle_t *handle, uv_close_cb close_cb) { uv_close(handle, close_cb); }
-int __real_uv_is_active(const uv_handle_t *handle) { return uv_is_active(handle); }
-
 #define WAIT_MS 20000 /* bound of a wait on the loop: only a failing test reaches it */
 #define TIMEOUT_MS 100
 #define MAX_EVENTS 256
