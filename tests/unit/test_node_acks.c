@@ -6,12 +6,33 @@
  * queued, or a write's reply that cannot be kept, for want of memory; a lost
  * connection; releases, which ask none; the queue's counts.
  *
- * Failed allocations are injected at link time (-Wl,--wrap): reply_clone
- * (the kept copy of a write's reply) and redisAsyncFormattedCommand (to
- * refuse the ack command itself, as hiredis does when out of memory).  Both
- * pass through unless a test arms them. */
+ * The two failures are injected with no hook in node.c and no wrapper of a
+ * function of the library or of hiredis:
+ *  - the kept copy of a write's reply (reply_clone) fails in the allocator,
+ *    as it would for real: this executable is linked with -Wl,--wrap=malloc,
+ *    and a test arms "fail the next malloc of n bytes" with n a size that
+ *    only that copy asks for.  The write's reply is a status string of
+ *    REPLY_ODD_LEN bytes, whose copy is malloc(REPLY_ODD_LEN + 1); hiredis
+ *    reads the reply into an object of its own, allocated in its shared
+ *    library (0.14 and 1.x alike: no allocator of ours is installed), where
+ *    the wrapper does not reach; the mock master allocates with realloc and
+ *    calloc; the reply pool's blocks have a size of their own.
+ *  - the ack command is refused through hiredis' public state: while
+ *    REDIS_DISCONNECTING is set in the context's flags (redisContext.flags,
+ *    hiredis.h), redisAsyncFormattedCommand returns REDIS_ERR before it
+ *    allocates or queues anything (0.14 and 1.x), which is what node.c gets
+ *    when hiredis is out of memory.  A failing allocator cannot give that
+ *    refusal: hiredis 0.14 allocates in its shared library, out of reach of
+ *    --wrap, and ignores a failed allocation there (the command is queued
+ *    without its callback, and REDIS_OK returned); hiredis 1.x, besides the
+ *    refusal, marks the context failed (REDIS_ERR_OOM), so that the next
+ *    write drops the connection, and the refusal on a live connection would
+ *    go untested.  The flag is set only for the flush that queues the ack,
+ *    while the mock holds every reply: hiredis also reads it as "close once
+ *    the last pending reply is in". */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,41 +46,41 @@
 
 /* ---- injected failures ------------------------------------------------------------- */
 
-redisReply *__real_reply_clone(const redisReply *reply);
-redisReply *__wrap_reply_clone(const redisReply *reply);
-int __real_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
-                                      const char *cmd, size_t len);
-int __wrap_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
-                                      const char *cmd, size_t len);
+void *__real_malloc(size_t size);
+void *__wrap_malloc(size_t size);
 
-static unsigned clone_fail_at; /* k > 0: the k-th reply_clone from arming fails */
-static unsigned clones;        /* reply_clone calls since arming */
-static unsigned acks_refused;  /* ack commands still to refuse */
+/* The length of a write's reply whose kept copy is to fail: a size no other
+ * malloc on the way of a reply asks for. */
+#define REPLY_ODD_LEN 333
 
-redisReply *__wrap_reply_clone(const redisReply *reply) {
-  if (clone_fail_at != 0 && ++clones == clone_fail_at)
+/* Armed: the next malloc of exactly this many bytes fails (0: none).  Atomic:
+ * a node's name lookups run on a thread of their own. */
+static atomic_size_t malloc_fail_size;
+static atomic_uint mallocs_failed;
+
+void *__wrap_malloc(size_t size) {
+  size_t armed = size;
+  if (size != 0 && atomic_compare_exchange_strong(&malloc_fail_size, &armed, 0)) {
+    atomic_fetch_add(&mallocs_failed, 1);
     return NULL;
-  return __real_reply_clone(reply);
-}
-
-static int is_ack_command(const char *cmd, size_t len) {
-  return (len >= 14 && memcmp(cmd, "*3\r\n$4\r\nWAIT\r\n", 14) == 0) ||
-         (len >= 17 && memcmp(cmd, "*4\r\n$7\r\nWAITAOF\r\n", 17) == 0);
-}
-
-int __wrap_redisAsyncFormattedCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
-                                      const char *cmd, size_t len) {
-  if (acks_refused > 0 && is_ack_command(cmd, len)) {
-    acks_refused--;
-    return REDIS_ERR;
   }
-  return __real_redisAsyncFormattedCommand(ac, fn, privdata, cmd, len);
+  return __real_malloc(size);
+}
+
+/* hiredis refuses every command queued from now on (on), or takes them
+ * again (off).  REDIS_DISCONNECTING: the context is being closed. */
+static void hiredis_refuses(nf_t *f, int on) {
+  redisAsyncContext *ac = f->node.link.ac;
+  assert_non_null(ac);
+  if (on)
+    ac->c.flags |= REDIS_DISCONNECTING;
+  else
+    ac->c.flags &= ~REDIS_DISCONNECTING;
 }
 
 static int setup(void **state) {
-  clone_fail_at = 0;
-  clones = 0;
-  acks_refused = 0;
+  atomic_store(&malloc_fail_size, 0);
+  atomic_store(&mallocs_failed, 0);
   return nf_setup(state);
 }
 
@@ -232,11 +253,18 @@ static void test_kept_reply_nomem(void **state) {
   nf_t *f = *state;
   start_acked(f, "?wait=1");
   mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
-  clone_fail_at = 2;
+  /* The second write's reply is the odd one, whose copy fails. */
+  char odd[1 + REPLY_ODD_LEN + sizeof "\r\n"];
+  odd[0] = '+';
+  memset(odd + 1, 'x', REPLY_ODD_LEN);
+  memcpy(odd + 1 + REPLY_ODD_LEN, "\r\n", sizeof "\r\n");
+  mock_master_on(f->mock, "SET", MOCK_REPLY, "+OK\r\n", 1);
+  mock_master_on(f->mock, "SET", MOCK_REPLY, odd, 1);
+  atomic_store(&malloc_fail_size, REPLY_ODD_LEN + 1);
   nf_req_t r[3];
   send_writes(f, r, 3, 0);
   wait_all(f, all_done, r, 3);
-  clone_fail_at = 0;
+  assert_int_equal(atomic_load(&mallocs_failed), 1); /* that copy, and nothing else */
   assert_int_equal(mock_master_count(f->mock, "WAIT"), 1);
   assert_int_equal(r[1].reply_type, REDIS_REPLY_ERROR);
   assert_string_equal(r[1].str, "ERR out of memory keeping the reply for its ack");
@@ -256,12 +284,17 @@ static void test_kept_reply_nomem(void **state) {
 static void test_ack_not_queued(void **state) {
   nf_t *f = *state;
   start_acked(f, "?wait=1");
-  acks_refused = 1;
   nf_req_t r[3];
   size_t base = mock_master_n_commands(f->mock);
+  /* No reply comes while hiredis refuses (the mock holds them), and the
+   * writes are queued before it does: only the flush's ack is refused. */
+  mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 1);
   send_writes(f, r, 3, 0);
+  hiredis_refuses(f, 1);
+  nf_wait_received(f, "SET", 3); /* the flush, and its ack's refusal, are over */
+  hiredis_refuses(f, 0);
+  assert_int_equal(mock_master_release(f->mock), 3);
   wait_all(f, all_done, r, 3);
-  assert_int_equal(acks_refused, 0);
   assert_string_equal(names_since(f, base), "SET SET SET");
   for (unsigned i = 0; i < 3; i++) {
     assert_string_equal(r[i].str, "OK");
@@ -276,6 +309,7 @@ static void test_ack_not_queued(void **state) {
   assert_string_equal(names_since(f, base), "SET SET SET SET SET WAIT");
   assert_false(r[0].req.unacked || r[1].req.unacked);
   assert_false(r[0].req.nomem || r[1].req.nomem);
+  assert_int_equal(nf_count(f, NODE_EV_DOWN), 0); /* one connection throughout */
 }
 
 /* Releases ask no ack: alone in a flush they send no WAIT; beside writes
