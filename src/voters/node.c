@@ -633,8 +633,9 @@ static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   if (reply == NULL || state != REQ_ACK_WRITTEN) {
     /* Final now: the connection went (lost like any request in flight), or
      * no ack will come.  An ack is queued before any write goes out, so
-     * only ALONE has a reply here: hiredis refuses to queue on a connected
-     * context only for want of memory.  Such a write never counts. */
+     * only ALONE has a reply here: hiredis refused the ack (a context it is
+     * tearing down; hiredis 1.x out of memory, which then fails the
+     * connection at its next write).  Such a write never counts. */
     list_remove(&req->link);
     req->ack_state = REQ_ACK_OFF;
     if (reply != NULL) {
@@ -713,8 +714,9 @@ static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
 
 /* conn.c calls this right before each write of the connection's output: the
  * writes that ask an ack since the last one get theirs, one command after
- * them all.  One that cannot be queued (out of memory) leaves them alone:
- * their replies are final and never count. */
+ * them all.  One hiredis refuses (a context it is tearing down, or, in
+ * hiredis 1.x, out of memory) leaves them alone: their replies are final
+ * and never count. */
 static void node_queue_ack(redisAsyncContext *ac, void *arg) {
   node_t *node = arg;
   if (list_empty(&node->acks_waiting) ||
