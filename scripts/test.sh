@@ -22,8 +22,9 @@
 #                      the failover torture (test_sentinel and test_failover
 #                      run the same code under ASan) and the install tests
 #                      (they build consumers; no library code of their own);
-#  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory test
-#                      (tests/integration/test_oom.c) only;
+#  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory tests
+#                      (tests/integration/test_oom.c, tests/unit/test_client_oom.c)
+#                      only;
 #  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
 #                      (not safety or torture), no suppressions;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
@@ -182,19 +183,20 @@ took "4. ASan + UBSan, system hiredis, Redis"
 
 # ---- 4b. out of memory under the sanitizers, hiredis 1.2.0 -------------------------
 # hiredis 1.x's allocations can be failed (hiredisSetAllocators), 0.14's cannot:
-# test_oom fails ten times as many allocation points against it, so its leaks
-# and memory errors are checked here too (that one test only).
+# test_oom fails ten times as many allocation points against it (test_client_oom
+# fifteen times as many in redlock_open_uv), so their leaks and memory errors
+# are checked here too (those two tests only).
 if [ -n "${extra:-}" ]; then
-  begin "pass 4b: test_oom, ASan + UBSan, hiredis 1.2.0"
+  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
   if [ -f build-asan-h1/CMakeCache.txt ] &&
     [ "$(configured_hiredis build-asan-h1)" != "$(PKG_CONFIG_PATH=$extra/hiredis/lib/pkgconfig pkg-config --modversion hiredis)" ]; then
     rm -rf build-asan-h1/CMakeCache.txt build-asan-h1/CMakeFiles
   fi
   PKG_CONFIG_PATH="$extra/hiredis/lib/pkgconfig" cmake -S . -B build-asan-h1 -DREDLOCK_WERROR=ON \
     -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON -DREDLOCK_TLS=ON >/dev/null
-  cmake --build build-asan-h1 -j"$jobs" --target test_oom >/dev/null
-  run_ctest build-asan-h1 -R '^integration\.test_oom$'
-  took "4b. test_oom, ASan + UBSan, hiredis 1.2.0"
+  cmake --build build-asan-h1 -j"$jobs" --target test_oom test_client_oom >/dev/null
+  run_ctest build-asan-h1 -R '^(integration\.test_oom|unit\.test_client_oom)$'
+  took "4b. test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 

@@ -121,9 +121,13 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
   uint64_t now = client_now_ns(client);
   uint64_t delay_ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
   client->deadline.armed_ns = deadline_ns;
-  if (tb_timer_start(&client->deadline.timer, deadline_timer_cb, delay_ms) != 0)
+  if (tb_timer_start(&client->deadline.timer, deadline_timer_cb, delay_ms) != 0) {
+    /* Not armed: the next deadline must try again, or no deadline would
+     * ever start the timer (each is later than this one). */
+    client->deadline.armed_ns = 0;
     client_log(client, REDLOCK_LOG_ERROR,
                "cannot arm the deadline timer: requests may time out late");
+  }
 }
 
 /* ---- submit queue ------------------------------------------------------------------

@@ -9,19 +9,13 @@
  * connection reconnects); no crash, no hang (a per-call alarm), and under
  * ASan no leak at exit (every client is closed).
  *
- * What is failed:
- *  - the library's own malloc/calloc/realloc: this executable is linked
- *    with -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free, so
- *    every call from the objects linked into it (the static library, the
- *    fixture) goes through the wrappers below;
- *  - libuv's, through uv_replace_allocator (set in main, before any loop),
- *    except its realloc: libuv grows its table of watched descriptors with
- *    it (uv__io_start) and aborts when that fails (docs/api.md, "Out of
- *    memory"), so those are counted apart and never failed;
- *  - hiredis 1.x's, through hiredisSetAllocators, except during a
- *    SUBSCRIBE (below: hiredis aborts later when one fails).  hiredis 0.14
- *    allocates with plain malloc from its shared library: those cannot be
- *    failed here (and it aborts on most of them: docs/api.md).
+ * What is failed, and on which threads, is tests/support/oom_alloc.h's
+ * (this executable links it: -Wl,--wrap=malloc,calloc,realloc,free, and
+ * libuv's and hiredis 1.x's allocator hooks), with hiredis 1.x's
+ * allocations during a SUBSCRIBE spared (below: hiredis aborts later when
+ * one fails).  hiredis 0.14 allocates with plain malloc from its shared
+ * library: those cannot be failed here (and it aborts on most of them:
+ * docs/api.md).
  *
  * OOM_CASES=TEXT runs only the cases whose name contains TEXT.
  *
@@ -31,14 +25,11 @@
  * always, so the fixture's helpers do not count).  Calls that start work on the loop and return
  * (redlock_watch, redlock_elect, redlock_lock_async) stay armed until that
  * work has an outcome. */
-#include <signal.h>
 #include <unistd.h>
 
 #include "fixture.h"
+#include "oom_alloc.h"
 #include <hiredis/async.h>
-#if HIREDIS_MAJOR >= 1
-#include <hiredis/alloc.h>
-#endif
 
 /* A call's allocations are far fewer; beyond this the test is broken. */
 #define OOM_MAX_K 2000
@@ -47,165 +38,24 @@
 /* Deadline of the checks that follow a call. */
 #define OOM_CHECK_MS 10000
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-
-/* ---- the failing allocator ---------------------------------------------------------- */
-
-static atomic_long oom_left;         /* > 0: armed; the allocation that takes it to 0 fails */
-static atomic_int oom_failed;        /* an allocation was failed since arming */
-static atomic_ulong oom_counted;     /* allocations counted since arming */
-static atomic_ulong oom_uv_reallocs; /* libuv reallocs while armed (never failed) */
-static _Thread_local int oom_exempt; /* the test thread outside the call under test */
-
-/* 1: fail this allocation. */
-static int oom_take(void) {
-  if (oom_exempt)
-    return 0;
-  long left = atomic_load(&oom_left);
-  while (left > 0) {
-    if (atomic_compare_exchange_weak(&oom_left, &left, left - 1)) {
-      atomic_fetch_add(&oom_counted, 1);
-      if (left > 1)
-        return 0;
-      atomic_store(&oom_failed, 1);
-      return 1;
-    }
-  }
-  return 0;
-}
-
-void *__wrap_malloc(size_t size) { return oom_take() ? NULL : __real_malloc(size); }
-
-void *__wrap_calloc(size_t n, size_t size) { return oom_take() ? NULL : __real_calloc(n, size); }
-
-void *__wrap_realloc(void *p, size_t size) { return oom_take() ? NULL : __real_realloc(p, size); }
-
-void __wrap_free(void *p) { __real_free(p); }
-
-static void *uv_malloc_hook(size_t size) { return __wrap_malloc(size); }
-static void *uv_calloc_hook(size_t n, size_t size) { return __wrap_calloc(n, size); }
-static void uv_free_hook(void *p) { __real_free(p); }
-/* Excluded: libuv aborts when growing its watcher table fails. */
-static void *uv_realloc_hook(void *p, size_t size) {
-  if (!oom_exempt && atomic_load(&oom_left) > 0)
-    atomic_fetch_add(&oom_uv_reallocs, 1);
-  return __real_realloc(p, size);
-}
-
 /* hiredis 1.x records a SUBSCRIBE's channel in a dict, and when that
  * fails for want of memory it says nothing: the server's confirmation then
  * finds no callback and hiredis aborts (__redisGetSubscribeCallback asserts
  * cb != NULL).  So hiredis' allocations during the library's SUBSCRIBE
- * calls are not failed (they are counted apart): this executable is also
+ * calls are spared (oom_spared; counted apart): this executable is also
  * linked with -Wl,--wrap=redisAsyncCommand. */
-static _Thread_local int oom_in_subscribe;
-static atomic_ulong oom_subscribe_allocs;
-
 int __wrap_redisAsyncCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
                              const char *format, ...);
 int __wrap_redisAsyncCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
                              const char *format, ...) {
   va_list ap;
   va_start(ap, format);
-  oom_in_subscribe = strncmp(format, "SUBSCRIBE ", 10) == 0;
+  oom_spared = strncmp(format, "SUBSCRIBE ", 10) == 0;
   int status = redisvAsyncCommand(ac, fn, privdata, format, ap);
-  oom_in_subscribe = 0;
+  oom_spared = 0;
   va_end(ap);
   return status;
 }
-
-#if HIREDIS_MAJOR >= 1
-/* hiredis' own allocations: as the library's, but for a SUBSCRIBE's. */
-static int hi_excluded(void) {
-  if (!oom_in_subscribe)
-    return 0;
-  if (atomic_load(&oom_left) > 0)
-    atomic_fetch_add(&oom_subscribe_allocs, 1);
-  return 1;
-}
-
-static void *hi_malloc_hook(size_t size) {
-  return hi_excluded() ? __real_malloc(size) : __wrap_malloc(size);
-}
-
-static void *hi_calloc_hook(size_t n, size_t size) {
-  return hi_excluded() ? __real_calloc(n, size) : __wrap_calloc(n, size);
-}
-
-static void *hi_realloc_hook(void *p, size_t size) {
-  return hi_excluded() ? __real_realloc(p, size) : __wrap_realloc(p, size);
-}
-
-static char *hi_strdup_hook(const char *s) {
-  size_t len = strlen(s) + 1;
-  char *copy = hi_malloc_hook(len);
-  if (copy != NULL)
-    memcpy(copy, s, len);
-  return copy;
-}
-#endif
-
-static void oom_install(void) {
-  oom_exempt = 1;
-  if (uv_replace_allocator(uv_malloc_hook, uv_realloc_hook, uv_calloc_hook, uv_free_hook) != 0) {
-    fprintf(stderr, "uv_replace_allocator failed\n");
-    exit(1);
-  }
-#if HIREDIS_MAJOR >= 1
-  hiredisAllocFuncs fns = {.mallocFn = hi_malloc_hook,
-                           .callocFn = hi_calloc_hook,
-                           .reallocFn = hi_realloc_hook,
-                           .strdupFn = hi_strdup_hook,
-                           .freeFn = __real_free};
-  hiredisSetAllocators(&fns);
-#endif
-}
-
-/* ---- per-call alarm ------------------------------------------------------------------ */
-
-static char oom_where[160]; /* "case k=N", for the alarm's message */
-
-static void oom_alarm(int sig) {
-  (void)sig;
-  static const char msg[] = "test_oom: call hung: ";
-  ssize_t w = write(2, msg, sizeof msg - 1);
-  w = write(2, oom_where, strlen(oom_where));
-  w = write(2, "\n", 1);
-  (void)w;
-  _exit(3);
-}
-
-static void oom_arm(unsigned k, const char *name) {
-  snprintf(oom_where, sizeof oom_where, "%s k=%u", name, k);
-  atomic_store(&oom_failed, 0);
-  atomic_store(&oom_counted, 0);
-  atomic_store(&oom_uv_reallocs, 0);
-  atomic_store(&oom_subscribe_allocs, 0);
-  alarm(OOM_CALL_ALARM_S);
-  atomic_store(&oom_left, (long)k);
-}
-
-/* Disarms; 1 when an allocation was failed. */
-static int oom_disarm(void) {
-  atomic_store(&oom_left, 0);
-  alarm(0);
-  return atomic_load(&oom_failed);
-}
-
-/* The library call under test, counted on this thread too. */
-#define OOM_CALL(expr)                                                                             \
-  do {                                                                                             \
-    oom_exempt = 0;                                                                                \
-    expr;                                                                                          \
-    oom_exempt = 1;                                                                                \
-  } while (0)
 
 /* ---- the cases ------------------------------------------------------------------------ */
 
@@ -898,8 +748,8 @@ static oom_result_t run_case(fx_t *fx, const oom_case_t *cs) {
     oom_arm(k, cs->name);
     int rc = cs->call(&ctx);
     int failed = oom_disarm();
-    keep_max(&r.uv_re, atomic_load(&oom_uv_reallocs));
-    keep_max(&r.subscribe, atomic_load(&oom_subscribe_allocs));
+    keep_max(&r.uv_re, oom_uv_reallocs());
+    keep_max(&r.subscribe, oom_spared_allocs());
     if (fx_verbose())
       fprintf(stderr, "  %s k=%u: %s%s\n", cs->name, k, redlock_err_name(rc),
               failed ? "" : " (no allocation failed)");
@@ -911,7 +761,7 @@ static oom_result_t run_case(fx_t *fx, const oom_case_t *cs) {
       r.enomem++;
     cs->after(&ctx, rc);
     if (!failed) {
-      r.points = (unsigned)atomic_load(&oom_counted);
+      r.points = (unsigned)oom_counted();
       return r;
     }
   }
@@ -944,9 +794,8 @@ static int oom_teardown(void **state) {
 }
 
 int main(void) {
-  oom_install();
+  oom_install(OOM_CALL_ALARM_S);
   setvbuf(stdout, NULL, _IONBF, 0);
-  signal(SIGALRM, oom_alarm);
   fx_use_profile(&fx_profile_integration);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_every_allocation, fx_setup_3, oom_teardown),

@@ -32,6 +32,10 @@ static int faulty_init(void *arg, tb_timer_t *timer) {
 }
 
 static int faulty_start(void *arg, tb_timer_t *timer, uint64_t ms) {
+  if (timer == faults.spared && faults.counts.fail_deadline_starts > 0) {
+    faults.counts.fail_deadline_starts--;
+    return UV_EINVAL;
+  }
   if (failed_here(timer, &faults.counts.fail_starts))
     return UV_EINVAL;
   return faults.real->start(arg, timer, ms);

@@ -3,13 +3,16 @@
  * (engine_fixture.h): unlock outcomes, a handle unlocked twice, reentrant
  * holds sharing one lease, close in each phase (draining with calls and
  * rounds in flight, queued, tearing down) with every callback run exactly
- * once and nothing left behind, and close releasing more locks than its
- * window. */
+ * once and nothing left behind, close releasing more locks than its
+ * window, close at its bound (with locks still to release), and close
+ * waiting for a call still inside the client on another thread. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -298,6 +301,112 @@ static void test_close_out_of_time(void **state) {
   engine_close(e);
 }
 
+/* A close that its masters keep waiting while they answer other work (a
+ * release then waits its turn rather than times out), with more locks held
+ * than its window: at its bound the warning counts the locks whose release
+ * never went out, the masters are abandoned (here: what they were sent is
+ * dropped, as a real connection's teardown does), and those locks' releases
+ * go at once; once answered, the close completes. */
+static fake_transport_t *abandoned_set;
+static voter_ops_t dropping_ops;
+static void dropping_abandon(voter_t *v) { fake_drop(abandoned_set, v->index); }
+
+typedef struct {
+  char text[1024];
+} last_warning_t;
+
+static void keep_warning(int level, const char *msg, void *arg) {
+  last_warning_t *w = arg;
+  if (level == REDLOCK_LOG_WARN)
+    snprintf(w->text, sizeof w->text, "%s", msg);
+}
+
+/* A long request timeout: the releases waiting are judged again only a few
+ * times before the bound. */
+static engine_config_t closing_slow = {.request_ms = 2000};
+static void test_close_out_of_time_holding(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  enum { HELD = LOCK_CLOSE_WINDOW + 3 };
+  char name[32];
+  for (unsigned i = 0; i < HELD; i++) {
+    snprintf(name, sizeof name, "r%u", i);
+    (void)engine_acquire(e, name, TTL_MS);
+  }
+  abandoned_set = f;
+  dropping_ops = fake_voter_ops;
+  dropping_ops.abandon = dropping_abandon;
+  for (unsigned i = 0; i < f->n; i++)
+    f->m[i].voter.ops = &dropping_ops;
+  last_warning_t warning = {""};
+  e->client->log = (log_sink_t){.cb = keep_warning, .arg = &warning, .level = REDLOCK_LOG_WARN};
+  uint64_t bound_ms = client_close_bound_ms(&e->client->opts);
+  engine_fx_begin_close(e);
+  assert_int_equal(fake_outstanding(f, 0), LOCK_CLOSE_WINDOW);
+  /* The masters answer something every 500 ms, never the releases. */
+  for (uint64_t ms = 0; ms + 500 < bound_ms; ms += 500) {
+    for (unsigned i = 0; i < f->n; i++)
+      f->m[i].progress_ns = fake_now_ns();
+    fake_advance_ms(500);
+  }
+  assert_int_equal(e->closed, 0);
+  assert_string_equal(warning.text, "");
+  assert_int_equal(fake_outstanding(f, 0), LOCK_CLOSE_WINDOW);
+  for (unsigned i = 0; i < f->n; i++)
+    f->m[i].progress_ns = fake_now_ns();
+  fake_advance_ms(500);
+  if (strstr(warning.text, "not done within its bound") == NULL ||
+      strstr(warning.text, ", 3 lock(s) not yet released") == NULL)
+    fail_msg("close's warning: \"%s\"", warning.text);
+  /* The window's releases dropped; the last three sent at once. */
+  assert_int_equal(fake_outstanding_all(f), 3 * f->n);
+  assert_int_equal(e->closed, 0);
+  while (fake_outstanding_all(f) > 0)
+    fake_reply_int_all(f, 1);
+  fake_pump(); /* the teardown runs from the loop's wake-up */
+  assert_int_equal(e->closed, 1);
+  engine_close(e);
+}
+
+/* A call inside the client on another thread (redlock_stats, between
+ * client_enter and client_leave) when the close ends: the client is closed
+ * to new calls, but neither freed nor reported closed until that call has
+ * left.  The close runs on a thread of its own (it blocks there). */
+static void closer_main(void *arg) {
+  engine_fx_t *e = arg;
+  engine_fx_begin_close(e);
+  for (int step = 0; step < 1000 && !e->closed; step++)
+    fake_advance_ms(10);
+}
+
+static int client_state(redlock_t *c) {
+  uv_mutex_lock(&c->mutex);
+  int state = c->queue.state;
+  uv_mutex_unlock(&c->mutex);
+  return state;
+}
+
+static void test_close_waits_for_caller(void **state) {
+  engine_fx_t *e = *state;
+  redlock_t *c = e->client;
+  (void)engine_acquire(e, "r", TTL_MS); /* the close has a release to make first */
+  assert_int_equal(client_enter(c), 0);
+  uv_thread_t closer;
+  assert_int_equal(uv_thread_create(&closer, closer_main, e), 0);
+  /* The close's last step marks the client closed, then waits for us. */
+  struct timespec pause = {0, 1000000};
+  for (int ms = 0; ms < 20000 && client_state(c) != CLIENT_CLOSED; ms++)
+    nanosleep(&pause, NULL);
+  assert_int_equal(client_state(c), CLIENT_CLOSED);
+  char buf[64];
+  assert_int_equal(redlock_stats(c, REDLOCK_STATS_JSON, buf, sizeof buf), REDLOCK_ECLOSED);
+  assert_int_equal(e->closed, 0);
+  client_leave(c);
+  assert_int_equal(uv_thread_join(&closer), 0);
+  assert_int_equal(e->closed, 1);
+  engine_close(e);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST(test_unlock_outcomes),
@@ -309,6 +418,8 @@ int main(void) {
       ENGINE_TEST(test_close_from_callback),
       ENGINE_TEST_CLOSING(test_close_paces_releases, &plain),
       ENGINE_TEST_CLOSING(test_close_out_of_time, &closing_plain),
+      ENGINE_TEST_CLOSING(test_close_out_of_time_holding, &closing_slow),
+      ENGINE_TEST_CLOSING(test_close_waits_for_caller, &closing_plain),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

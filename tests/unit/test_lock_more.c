@@ -1,11 +1,13 @@
-/* test_lock_more.c: what the other test_lock_*.c files leave of lock.c and
- * calls.c, on a client over fake masters and a stepped clock
+/* test_lock_more.c: what the other test_lock_*.c files leave of lock.c,
+ * calls.c and client.c, on a client over fake masters and a stepped clock
  * (engine_fixture.h): a fenced lock's extension (its token travels with
  * it), a wait on a name too long for the channel's stack buffer, reentrant
  * holds among several leases, a call parked until the masters' first
  * connection attempts (cancelled by a close), retry timers libuv refuses,
- * the blocking calls on a loop the caller runs (EWOULDBLOCK; unlock still
- * releases), redlock_stats, and every call in a forked child (EFORKED). */
+ * a round deadline timer libuv refuses to start (the next deadline starts
+ * it), the blocking calls on a loop the caller runs (EWOULDBLOCK; unlock
+ * still releases), redlock_stats, and every call in a forked child
+ * (EFORKED). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -179,6 +181,49 @@ static void test_retry_timer_refused(void **state) {
   engine_release(e, r.lock);
 }
 
+/* ---- client.c ----------------------------------------------------- */
+
+/* Log lines that contain `needle`, counted by a log sink put in place of
+ * the fixture's. */
+typedef struct {
+  const char *needle;
+  unsigned seen;
+} log_count_t;
+
+static void count_log(int level, const char *msg, void *arg) {
+  log_count_t *lc = arg;
+  (void)level;
+  lc->seen += strstr(msg, lc->needle) != NULL;
+}
+
+/* The round deadline timer cannot be started: that is logged, the round
+ * waits on (its masters silent, nothing times it out), and the next
+ * deadline armed starts the timer, whose firing times out both rounds, the
+ * first late. */
+static void test_deadline_timer_refused(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  log_count_t lc = {"cannot arm the deadline timer", 0};
+  e->client->log = (log_sink_t){.cb = count_log, .arg = &lc, .level = REDLOCK_LOG_ERROR};
+  timer_faults_t *faults = fault_timebase_install(e);
+  faults->fail_deadline_starts = 1;
+  lock_result_t a = {0};
+  engine_lock(e, "a", TTL_MS, 0, &a);
+  assert_int_equal(faults->fail_deadline_starts, 0);
+  assert_int_equal(lc.seen, 1);
+  assert_int_equal(fake_outstanding(f, 0), 1);
+  fake_advance_ms(3 * ENGINE_REQUEST_MS);
+  assert_int_equal(a.calls, 0); /* no deadline fired */
+  lock_result_t b = {0};
+  engine_lock(e, "b", TTL_MS, 0, &b);
+  fake_advance_ms(ENGINE_REQUEST_MS + 1);
+  assert_int_equal(a.calls, 1);
+  assert_int_equal(a.status, REDLOCK_ENOQUORUM);
+  assert_int_equal(b.calls, 1);
+  assert_int_equal(b.status, REDLOCK_ENOQUORUM);
+  assert_int_equal(lc.seen, 1); /* the timer ran since: no more failures */
+}
+
 /* ---- calls.c ------------------------------------------------------ */
 
 /* On the loop the caller runs, the blocking calls would wait for
@@ -336,6 +381,7 @@ int main(void) {
       ENGINE_TEST_WITH(test_reentrant_among_leases, &reentrant),
       ENGINE_TEST_CLOSING(test_parked_call_canceled, NULL),
       ENGINE_TEST_WITH(test_retry_timer_refused, &retry_50ms),
+      ENGINE_TEST(test_deadline_timer_refused),
       ENGINE_TEST(test_blocking_calls_on_the_loop),
       ENGINE_TEST_CLOSING(test_stats, NULL),
       cmocka_unit_test(test_stats_off),
