@@ -76,7 +76,7 @@ static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint
  * key whose derived names (fence counter, release channel) cannot share
  * its slot (keyname_in_slot: a '}' without a hash tag). */
 static int check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
-  if (!client->has_cluster)
+  if (!client->voters.has_cluster)
     return 0;
   const redlock_options_t *o = &client->opts;
   /* One resource with no '}' (the usual lock): nothing to hash or refuse. */

@@ -78,7 +78,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   uv_mutex_lock(&client->mutex);
   const votes_entry_t *v = client_votes_for_me(client);
   int total = snprintf(buf, size, "%s:", outcomes[v->outcome]);
-  for (unsigned i = 0; i < client->n_nodes && total >= 0; i++) {
+  for (unsigned i = 0; i < client->voters.n && total >= 0; i++) {
     size_t used = (size_t)total < size ? (size_t)total : size - 1;
     const char *detail = v->outcome ? v->detail[i] : "";
     int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", voters_label(&client->voters, i),
@@ -355,7 +355,7 @@ static void client_close_out_of_time(redlock_t *client) {
     held++;
   char masters[256] = "";
   size_t used = 0;
-  for (unsigned i = 0; i < client->n_nodes; i++) {
+  for (unsigned i = 0; i < client->voters.n; i++) {
     unsigned n = voters_releases_owed(&client->voters, i);
     owed += n;
     if (n > 0 && used < sizeof masters) {
@@ -554,9 +554,9 @@ static int client_compose(redlock_t *client, voter_t *const *fakes) {
       .closed = client_voters_closed,
       .arg = client,
   };
-  int rc = voters_init(&client->voters, &cfg, &hooks, opts->nodes, client->n_nodes, fakes);
+  int rc = voters_init(&client->voters, &cfg, &hooks, opts->nodes, (unsigned)opts->n_nodes, fakes);
   round_env_init(&client->rounds);
-  client->rounds.n_masters = client->n_nodes;
+  client->rounds.n_masters = (unsigned)opts->n_nodes;
   client->rounds.request_timeout_ns = (uint64_t)opts->request_timeout_ms * 1000000u;
   client->rounds.transport = &voters_transport;
   client->rounds.transport_arg = &client->voters;
@@ -623,8 +623,8 @@ static void client_compose_stats(redlock_t *client) {
       .opts = &client->opts,
       .rounds = &client->rounds,
       .tb = &client->timebase,
-      .n_masters = client->n_nodes,
-      .quorum = quorum_size(client->n_nodes),
+      .n_masters = (unsigned)client->opts.n_nodes,
+      .quorum = quorum_size((unsigned)client->opts.n_nodes),
       .label = client_master_label,
       .vote_detail = client_vote_detail,
       .label_arg = client,
@@ -665,10 +665,8 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     timebase_uv_init(&client->timebase, loop != NULL ? loop : &client->run.own_loop);
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   fork_guard_init(&client->fork_guard);
-  client->n_nodes = (unsigned)opts->n_nodes;
-  for (unsigned i = 0; i < client->n_nodes; i++)
-    client->has_cluster |= client->opts.nodes[i].voter == VOTER_KIND_CLUSTER;
-  int votes_rc = votes_book_init(&client->votes, client->n_nodes);
+  const unsigned n_nodes = (unsigned)opts->n_nodes;
+  int votes_rc = votes_book_init(&client->votes, n_nodes);
   pool_init(&client->round_pool);
   list_init(&client->queue.ops);
   list_init(&client->queue.parked);
@@ -677,7 +675,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
   int rc = votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
-  for (unsigned i = 0; rc == 0 && i < client->n_nodes; i++) {
+  for (unsigned i = 0; rc == 0 && i < n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,
        * shared by every TLS connection (all on the loop thread). */

@@ -100,8 +100,6 @@ struct redlock {
   struct redlock_options opts; /* const: snapshot */
   log_sink_t log;              /* const: from opts: what every module logs through */
   fork_guard_t fork_guard;     /* const: is this the process that opened it (forkguard.h) */
-  unsigned n_nodes;            /* const */
-  int has_cluster;             /* const: some master is a cluster voter (calls.c's slot checks) */
   tls_client_t *tls;           /* const: rediss:// masters: the client's SSL_CTX, else NULL */
   timebase_t timebase;         /* const: the clock and timers handed down to everything below */
   uv_mutex_t mutex;            /* guards the queue's state, the votes book, and what the engine and

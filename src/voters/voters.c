@@ -183,6 +183,8 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
                 const node_addr_t *addrs, unsigned n, voter_t *const *fakes) {
   memset(vs, 0, sizeof *vs);
   vs->n = n;
+  for (unsigned i = 0; i < n; i++)
+    vs->has_cluster |= addrs[i].voter == VOTER_KIND_CLUSTER;
   vs->hooks = *hooks;
   vs->log = cfg->log;
   vs->node_env = (node_env_t){

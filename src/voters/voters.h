@@ -67,6 +67,8 @@ typedef struct voters_hooks {
 
 typedef struct voters {
   unsigned n;                     /* const */
+  int has_cluster;                /* const: some voter is a whole cluster (addrs' kinds; the
+                                   * callers' slot checks, calls.c) */
   voter_t **voter;                /* const after init: voter i (voters.c allocates the array) */
   node_t *nodes;                  /* voters.c: each voter's master (node.c's): a standalone
                                    * voter's connection, a sentinel voter's current master;
