@@ -88,7 +88,7 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
   return node->quarantine_until_ns != 0 && now_ns < node->quarantine_until_ns;
 }
 
-void node_quarantine_why(const node_t *node, char *buf, size_t size) {
+static void node_quarantine_why(const node_t *node, char *buf, size_t size) {
   uint64_t now = node_now_ns(node), until = node->quarantine_until_ns;
   if (until != 0 && now < until)
     snprintf(buf, size, "%s: %llu ms left", quarantine_name(node->quarantine_kind),
@@ -287,13 +287,31 @@ unsigned node_releases_owed(const node_t *node) {
   return node->releases_queued + node->n_missed_releases;
 }
 
-void node_busy_why(const node_t *node, char *buf, size_t size) {
+static void node_busy_why(const node_t *node, char *buf, size_t size) {
   if (!node->overloaded) {
     snprintf(buf, size, "%s", "");
     return;
   }
   snprintf(buf, size, "queue full: %u requests, %zu bytes", node->inflight + node->backlog_len,
            node->queued_bytes);
+}
+
+void node_why(const node_t *node, int why, char *buf, size_t size) {
+  if (size == 0)
+    return;
+  if (why == WHY_DOWN) {
+    size_t n = strnlen(node->down_why, sizeof node->down_why);
+    n = n < size ? n : size - 1;
+    memcpy(buf, node->down_why, n);
+    buf[n] = '\0';
+  } else if (why == WHY_BUSY)
+    node_busy_why(node, buf, size);
+  else if (why == WHY_UNACKED)
+    snprintf(buf, size, "%s", node->ack_why);
+  else if (why == WHY_QUARANTINED)
+    node_quarantine_why(node, buf, size);
+  else
+    buf[0] = '\0';
 }
 
 /* The link's timer is the node's while READY: it marks the end of a restart

@@ -190,10 +190,10 @@ typedef struct node {
   /* The connection (link.c's; its timer is the restart quarantine's while
    * READY).  One lookup thread per master, however long it hangs. */
   link_t link;
-  unsigned failures;   /* consecutive failed connection attempts (the link's count, copied
-                        * at each of its events) */
-  uint64_t ready_ns;   /* when the current connection became READY */
-  unsigned inflight;   /* requests handed to hiredis, awaiting replies */
+  unsigned failures; /* consecutive failed connection attempts (the link's count, copied
+                      * at each of its events) */
+  uint64_t ready_ns; /* when the current connection became READY */
+  unsigned inflight; /* requests handed to hiredis, awaiting replies */
   /* The owner's, set after node_init: write in batches.  While requests
    * are out and the connection's output is written, new ones wait in the
    * backlog and go out together once the last reply is in (node_pipe_open).
@@ -295,9 +295,6 @@ void node_defer_release(node_t *node, const char *cmd, size_t len);
 void node_take_kept(node_t *node, void (*fn)(void *arg, const char *cmd, size_t len), void *arg);
 /* Releases this master is still owed: queued or in flight, or kept. */
 unsigned node_releases_owed(const node_t *node);
-/* Why a vote of this master was `busy`, for redlock_last_votes ("queue full:
- * N requests, B bytes"), or "" when it is not overloaded. */
-void node_busy_why(const node_t *node, char *buf, size_t size);
 /* Releases this master still owes an answer to (queued, in flight, or
  * replayed); close waits for them while the master is up. */
 int node_owes_releases(const node_t *node);
@@ -314,9 +311,13 @@ int node_quarantined_now(const node_t *node);
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
 /* Logs a per-request problem at WARN, at most once a second per node. */
 void node_warn(node_t *node, const char *what, const char *detail);
-/* "restart quarantine: 41234 ms left" (or "failover quarantine: ...");
- * "" when not quarantined.  Loop thread. */
-void node_quarantine_why(const node_t *node, char *buf, size_t size);
+/* A vote's why detail from this master's state, for the voters' `why`
+ * (loop thread): WHY_DOWN its down_why; WHY_BUSY "queue full: N requests,
+ * B bytes" ("" when not overloaded); WHY_UNACKED its ack_why;
+ * WHY_QUARANTINED "restart quarantine: 41234 ms left" (or "failover
+ * quarantine: ...", "" when none); "" for any other why.  A voter
+ * wraps it with what it knows besides (its sentinels, its primary). */
+void node_why(const node_t *node, int why, char *buf, size_t size);
 /* The close is out of time: drops the connection for good (no reconnect);
  * pending requests get NULL replies now, kept releases are dropped, and
  * every release among them is counted as abandoned.  Outside of hiredis

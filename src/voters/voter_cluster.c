@@ -1111,26 +1111,12 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
   }
   char detail[VOTER_WHY_LEN];
   detail[0] = '\0';
-  switch (why) {
-  case WHY_DOWN:
-    snprintf(detail, sizeof detail, "%s",
-             node->down_why[0] != '\0' ? node->down_why : "not connected yet");
-    break;
-  case WHY_BUSY:
-    node_busy_why(node, detail, sizeof detail);
-    break;
-  case WHY_UNACKED:
-    snprintf(detail, sizeof detail, "%s", node->ack_why);
-    break;
-  case WHY_QUARANTINED:
-    node_quarantine_why(node, detail, sizeof detail);
-    break;
-  case WHY_ERROR:
+  if (why == WHY_ERROR)
     snprintf(detail, sizeof detail, "%s", cn->last_error);
-    break;
-  default:
-    break;
-  }
+  else if (why == WHY_DOWN && node->down_why[0] == '\0')
+    snprintf(detail, sizeof detail, "%s", "not connected yet");
+  else
+    node_why(node, why, detail, sizeof detail);
   /* Every vote asks (a yes names its primary too): built by hand, not
    * with snprintf, which would cost more than the rest of the vote. */
   size_t used = 0;

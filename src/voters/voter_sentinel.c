@@ -523,14 +523,10 @@ static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
     else
       snprintf(buf, size, "master %s: %s", s->master_label,
                node->down_why[0] != '\0' ? node->down_why : "not connected yet");
-  } else if (why == WHY_BUSY) {
-    node_busy_why(node, buf, size);
-  } else if (why == WHY_UNACKED) {
-    snprintf(buf, size, "%s", node->ack_why);
   } else if (why == WHY_QUARANTINED) {
     quarantine_why(s, buf, size);
-  } else if (size > 0) {
-    buf[0] = '\0';
+  } else {
+    node_why(node, why, buf, size);
   }
 }
 

@@ -73,21 +73,7 @@ static int s_same_server(const voter_t *a, const voter_t *b, char *how, size_t h
 
 static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
   (void)req;
-  const node_t *node = node_of(v);
-  if (why == WHY_DOWN) {
-    size_t n = strnlen(node->down_why, sizeof node->down_why);
-    n = n < size ? n : size - 1;
-    memcpy(buf, node->down_why, n);
-    buf[n] = '\0';
-  } else if (why == WHY_BUSY) {
-    node_busy_why(node, buf, size);
-  } else if (why == WHY_UNACKED) {
-    snprintf(buf, size, "%s", node->ack_why);
-  } else if (why == WHY_QUARANTINED) {
-    node_quarantine_why(node, buf, size);
-  } else {
-    buf[0] = '\0';
-  }
+  node_why(node_of(v), why, buf, size);
 }
 
 static const char *s_label(const voter_t *v) { return node_of(v)->addr.label; }

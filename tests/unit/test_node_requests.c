@@ -349,7 +349,7 @@ static void test_backlog_busy_then_down(void **state) {
   assert_int_equal(node_send(&f->node, &busy.req), ST_BUSY);
   assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
   char why[NODE_DOWN_WHY_LEN];
-  node_busy_why(&f->node, why, sizeof why);
+  node_why(&f->node, WHY_BUSY, why, sizeof why);
   assert_non_null(strstr(why, "queue full: 73728 requests"));
   nf_wait_received(f, "PING", 1);
   mock_master_drop_all(f->mock);
@@ -360,7 +360,14 @@ static void test_backlog_busy_then_down(void **state) {
   assert_int_equal(f->node.queued_bytes, 0);
   assert_int_equal(f->node.releases_queued, 0);
   assert_false(f->node.overloaded);
-  node_busy_why(&f->node, why, sizeof why);
+  node_why(&f->node, WHY_BUSY, why, sizeof why);
+  assert_string_equal(why, "");
+  node_why(&f->node, WHY_DOWN, why, sizeof why); /* what the link said of the drop */
+  assert_string_equal(why, f->node.down_why);
+  assert_true(why[0] != '\0');
+  node_why(&f->node, WHY_DOWN, why, 4); /* cut to fit, still terminated */
+  assert_int_equal(strlen(why), 3);
+  node_why(&f->node, WHY_ERROR, why, sizeof why); /* nothing of the node's to say */
   assert_string_equal(why, "");
   free(r);
 }
@@ -784,7 +791,7 @@ static void test_failover_first_sight(void **state) {
   assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
   assert_true(nf_logged(f, "was promoted from a replica"));
   char why[128];
-  node_quarantine_why(&f->node, why, sizeof why);
+  node_why(&f->node, WHY_QUARANTINED, why, sizeof why);
   assert_non_null(strstr(why, "failover quarantine: "));
   assert_non_null(strstr(why, " ms left"));
   /* kept across a reconnect to the same server, which does not tell again */
