@@ -1115,7 +1115,7 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
     snprintf(detail, sizeof detail, "%s", cn->last_error);
   else if (why == WHY_DOWN && node->down_why[0] == '\0')
     snprintf(detail, sizeof detail, "%s", "not connected yet");
-  else
+  else if (why != WHY_OK) /* a yes (most votes) has no detail of the node's */
     node_why(node, why, detail, sizeof detail);
   /* Every vote asks (a yes names its primary too): built by hand, not
    * with snprintf, which would cost more than the rest of the vote. */
