@@ -47,7 +47,8 @@ layer_of() {
   #    follows the sentinels, and links to them; cluster: a node per primary
   #    and a link to the seeds) and the client's set of
   #    voters, which is the rounds' transport
-  round | notify | voter | voter_standalone | voter_sentinel | voter_cluster | voters) echo 3 ;;
+  round | notify | voter | voter_standalone | voter_sentinel | voter_cluster | voter_cluster_route | \
+    voter_cluster_nodes | voter_cluster_disc | voters) echo 3 ;;
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down

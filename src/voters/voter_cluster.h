@@ -44,18 +44,15 @@
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 
-#include "conn/link.h"
 #include "proto/cluster_map.h"
 #include "util/list.h"
 #include "voters/node.h"
 #include "voters/voter.h"
+#include "voters/voter_cluster_disc.h" /* VOTER_CLUSTER_REFRESH_MS, _UNCOVERED_MS, _LABEL_LEN */
 
-#define VOTER_CLUSTER_REFRESH_MS 10000 /* the slot map is asked again this often */
-#define VOTER_CLUSTER_UNCOVERED_MS 100 /* a slot without a primary: the map asked this often */
-#define VOTER_CLUSTER_TRYAGAIN_MS 25   /* a TRYAGAIN is sent again after this long */
-#define VOTER_CLUSTER_MAX_REDIRECTS 5  /* MOVED / ASK / TRYAGAIN followed per request */
-#define VOTER_CLUSTER_MAX_NODES 64     /* primaries (addresses) one voter connects to */
-#define VOTER_CLUSTER_LABEL_LEN (CLUSTER_HOST_LEN + 8) /* "host:port", "[v6]:port" */
+#define VOTER_CLUSTER_TRYAGAIN_MS 25  /* a TRYAGAIN is sent again after this long */
+#define VOTER_CLUSTER_MAX_REDIRECTS 5 /* MOVED / ASK / TRYAGAIN followed per request */
+#define VOTER_CLUSTER_MAX_NODES 64    /* primaries (addresses) one voter connects to */
 
 /* A request's routing state while the voter routes it (node_req_t.route):
  * kept apart so that the requests of one-connection voters, which never
@@ -108,18 +105,9 @@ typedef struct voter_cluster {
   cluster_map_t map;
   int have_map;    /* a map was read (loop) */
   uint64_t map_ns; /* when the last map was read (loop) */
-  /* Discovery (loop): the link to the seeds, the seed it is at. */
-  link_t disc;
-  node_addr_t disc_addr;
-  char disc_label[VOTER_CLUSTER_LABEL_LEN];
-  unsigned disc_at;
-  int asking;                   /* a map is wanted: asked when the link is up */
-  int ask_sent;                 /* the question is out on the current connection */
-  int ask_again;                /* asked for again meanwhile */
-  int use_slots;                /* the seeds do not know CLUSTER SHARDS */
-  unsigned ask_tries;           /* seeds that failed in a row */
-  char ask_errs[VOTER_WHY_LEN]; /* "H:P: why; ..." of those */
-  char fail_text[VOTER_WHY_LEN];
+  /* Discovery (loop): the link to the seeds, and the questions asked on it
+   * (voter_cluster_disc.c), reporting to this voter. */
+  voter_cluster_disc_t disc;
   /* TRYAGAIN (loop): requests to send again when the timer fires. */
   tb_timer_t retry_timer;
   int retry_timer_ok;

@@ -199,7 +199,7 @@ static int replied(void *arg) { return ((sent_t *)arg)->replied; }
 static void announce_as(vc_t *t, int b, int shard, const char *how, const char *want) {
   nf_t *f = t->f;
   mock_master_t *m = b ? t->b : f->mock;
-  t->s->use_slots = !shard; /* as if the seed had (not) answered CLUSTER SHARDS */
+  t->s->disc.use_slots = !shard; /* as if the seed had (not) answered CLUSTER SHARDS */
   char key[32];
   int i = 0;
   do

@@ -516,7 +516,7 @@ static void test_cluster_notify_hooks(void **state) {
   assert_null(notify.via(notify.via_arg, 1)); /* no sub_node: the notifier's own node */
   /* As if it had answered CLUSTER SHARDS (Redis >= 7: shard channels). */
   voter_cluster_t *c = (voter_cluster_t *)t->vs.voter[0];
-  c->use_slots = 0;
+  c->disc.use_slots = 0;
   assert_int_equal(notify.shard_via(notify.via_arg, 0, 0, &node), 1);
   assert_non_null(node);
   assert_int_equal(node->addr.port, mock_master_port(t->mocks[0]));

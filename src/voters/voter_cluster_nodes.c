@@ -1,0 +1,162 @@
+/* voter_cluster_nodes.c: the cluster voter's primaries, one node each (see
+ * voter_cluster_nodes.h). */
+#include "voters/voter_cluster_nodes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "redlock.h"
+#include "util/stats_core.h"
+
+voter_cluster_node_t *voter_cluster_node_entry(const voter_cluster_t *s, const node_t *node) {
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i]->node == node)
+      return s->nodes[i];
+  return NULL;
+}
+
+static int entry_at(const voter_cluster_node_t *cn, const char *host, int port) {
+  return cn->made && !cn->retired && cn->node->addr.port == port && cn->node->addr.host != NULL &&
+         strcmp(cn->node->addr.host, host) == 0;
+}
+
+/* A primary's node address: the URI's credentials, TLS and acks. */
+static node_addr_t primary_addr(const voter_cluster_t *s, const char *host, int port,
+                                const char *label) {
+  node_addr_t a = s->addr;
+  a.voter = VOTER_KIND_STANDALONE;
+  a.kind = NODE_ADDR_TCP;
+  a.host = (char *)host;
+  a.port = port;
+  a.db = 0;
+  a.label = (char *)label;
+  a.seeds = NULL;
+  a.n_seeds = 0;
+  a.master_name = NULL;
+  return a;
+}
+
+static int entry_index(const voter_cluster_t *s, const voter_cluster_node_t *cn) {
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (s->nodes[i] == cn)
+      return (int)i;
+  return -1;
+}
+
+/* Entry i of s->nodes counts in entry i of the voter's per-primary figures. */
+_Static_assert(VOTER_CLUSTER_MAX_NODES <= STATS_MAX_PRIMARIES, "a primary without figures");
+
+/* A retired entry whose node is closed, made anew at the same address (the
+ * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
+static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
+  node_t *node = cn->node;
+  char host[CLUSTER_HOST_LEN];
+  int port = node->addr.port;
+  snprintf(host, sizeof host, "%s", node->addr.host);
+  struct stats *stats = node->stats;
+  node_free(node);
+  memset(node, 0, sizeof *node);
+  node_addr_t a = primary_addr(s, host, port, cn->label);
+  if (node_init(node, &s->env, s->base.index, &a) != 0) {
+    node_free(node);
+    memset(node, 0, sizeof *node);
+    node->state = NODE_CLOSED;
+    return REDLOCK_ENOMEM;
+  }
+  node->stats = stats;
+  node->stats_primary = entry_index(s, cn);
+  node->batch_writes = 1; /* node.h: commands spread over every primary */
+  cn->retired = 0;
+  cn->left = 0; /* a fresh connection: its handshake judges its role */
+  cn->closed = 0;
+  cn->started = 0;
+  cn->failing = 0;
+  return 0;
+}
+
+voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port) {
+  for (unsigned i = 0; i < s->n_nodes; i++)
+    if (entry_at(s->nodes[i], host, port))
+      return s->nodes[i];
+  for (unsigned i = 0; i < s->n_nodes; i++) {
+    voter_cluster_node_t *cn = s->nodes[i];
+    if (cn->retired && cn->closed && cn->node->addr.port == port && cn->node->addr.host != NULL &&
+        strcmp(cn->node->addr.host, host) == 0)
+      return node_remake(s, cn) == 0 ? cn : NULL;
+  }
+  if (s->n_nodes >= VOTER_CLUSTER_MAX_NODES) {
+    log_write(s->env.log, REDLOCK_LOG_ERROR,
+              "cluster %s: cannot connect to primary %s:%d: already %d primaries", s->addr.label,
+              host, port, VOTER_CLUSTER_MAX_NODES);
+    return NULL;
+  }
+  voter_cluster_node_t *cn = calloc(1, sizeof *cn);
+  node_t *node = calloc(1, sizeof *node);
+  if (cn == NULL || node == NULL) {
+    free(cn);
+    free(node);
+    return NULL;
+  }
+  list_init(&cn->parked);
+  cn->node = node;
+  voter_cluster_host_port(cn->label, sizeof cn->label, host, port);
+  node_addr_t a = primary_addr(s, host, port, cn->label);
+  if (node_init(node, &s->env, s->base.index, &a) != 0) {
+    node_free(node);
+    free(node);
+    free(cn);
+    return NULL;
+  }
+  node->stats = s->nodes[0]->node->stats;
+  node->stats_primary = (int)s->n_nodes;
+  node->batch_writes = 1;
+  cn->made = 1;
+  s->nodes[s->n_nodes++] = cn;
+  return cn;
+}
+
+void voter_cluster_node_start(voter_cluster_t *s, voter_cluster_node_t *cn) {
+  if (cn->started)
+    return;
+  cn->started = 1;
+  cn->node->stats = s->nodes[0]->node->stats;
+  node_start(cn->node);
+}
+
+/* cn is a primary now (busy: the node whose reply is being handled, left
+ * alone).  One that left a map since we connected may have been a replica
+ * meanwhile, and its connection lived on: a new handshake judges it
+ * (replication id changed: failover quarantine, quarantine.h). */
+void voter_cluster_primary_again(voter_cluster_t *s, voter_cluster_node_t *cn, const node_t *busy) {
+  if (!cn->left || cn->node == busy)
+    return;
+  cn->left = 0;
+  log_write(s->env.log, REDLOCK_LOG_INFO,
+            "cluster %s: %s is a primary again: reconnecting to check its role", s->addr.label,
+            cn->label);
+  node_reconnect(cn->node, "primary again", "it left the slot map and is back");
+}
+
+/* Gives every primary of the map a node: the one at its address (the home
+ * node for the first seed's), made when new. */
+void voter_cluster_bind_primaries(voter_cluster_t *s, const node_t *busy) {
+  for (unsigned i = 0; i < s->map.n_primaries; i++) {
+    cluster_primary_t *p = &s->map.primaries[i];
+    if (p->user < 0) {
+      voter_cluster_node_t *cn = voter_cluster_node_for(s, p->host, p->port);
+      p->user = cn != NULL ? entry_index(s, cn) : -1;
+      if (cn != NULL)
+        voter_cluster_primary_again(s, cn, busy);
+    }
+  }
+}
+
+int voter_cluster_in_map(const voter_cluster_t *s, const voter_cluster_node_t *cn) {
+  for (unsigned i = 0; i < s->map.n_primaries; i++) {
+    int k = s->map.primaries[i].user;
+    if (k >= 0 && s->nodes[k] == cn)
+      return 1;
+  }
+  return 0;
+}
