@@ -46,8 +46,9 @@ typedef struct {
  *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
  *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
  *                       SUNSUBSCRIBE (a cluster's shard channels)
- *   src/voters/voter_cluster.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map), ASKING
- *                       (after an -ASK), PING (a primary's handshake)
+ *   src/voters/voter_cluster_disc.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map),
+ *                       PING (a seed's handshake)
+ *   src/voters/voter_cluster_route.c ASKING (after an -ASK)
  *   src/lua/ (scripts)  what the scripts call: grep 'redis.call("' src/lua
  * (src/voters/voter_sentinel.c speaks to sentinels, not masters: not here.)
  * In words: {key}, {fence}, {channel} are the doctor's key, its fencing

@@ -40,7 +40,13 @@
  * rewritten in the voter's copy, proto/scripts.h), which stays in the slot's
  * shard, and the notifier subscribes each channel at its slot's primary
  * (sub_shard; a refused shard subscription's -MOVED teaches the map,
- * sub_refused).  Older servers: PUBLISH, heard at any primary (sub_node). */
+ * sub_refused).  Older servers: PUBLISH, heard at any primary (sub_node).
+ *
+ * Four files, each calling only those below it: voter_cluster.c (the ops,
+ * the map applied, the nodes' news), voter_cluster_route.c (the requests'
+ * routing and redirections), voter_cluster_nodes.c (the primaries' nodes)
+ * and voter_cluster_disc.c (the seeds' link and the slot map it reads,
+ * reported up through a callback). */
 #ifndef REDLOCK_VOTER_CLUSTER_H
 #define REDLOCK_VOTER_CLUSTER_H
 
