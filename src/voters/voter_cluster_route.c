@@ -227,26 +227,25 @@ void voter_cluster_flush_parked(voter_cluster_t *s, voter_cluster_node_t *cn) {
   }
 }
 
-void voter_cluster_fail_parked(voter_cluster_t *s, voter_cluster_node_t *cn) {
+/* Every request waiting on list finished as never sent, named as node's. */
+static void fail_list(voter_cluster_t *s, list_node_t *list, node_t *node) {
   list_node_t batch;
-  list_move_all(&cn->parked, &batch);
+  list_move_all(list, &batch);
   while (!list_empty(&batch)) {
     node_req_t *req = list_entry(batch.next, node_req_t, link);
     list_remove(&req->link);
-    finish_unsent(s, cn->node, req);
+    finish_unsent(s, node, req);
   }
+}
+
+void voter_cluster_fail_parked(voter_cluster_t *s, voter_cluster_node_t *cn) {
+  fail_list(s, &cn->parked, cn->node);
 }
 
 void voter_cluster_fail_waiting(voter_cluster_t *s) {
   for (unsigned i = 0; i < s->n_nodes; i++)
     voter_cluster_fail_parked(s, s->nodes[i]);
-  list_node_t batch;
-  list_move_all(&s->retrying, &batch);
-  while (!list_empty(&batch)) {
-    node_req_t *req = list_entry(batch.next, node_req_t, link);
-    list_remove(&req->link);
-    finish_unsent(s, s->nodes[0]->node, req);
-  }
+  fail_list(s, &s->retrying, s->nodes[0]->node);
 }
 
 /* ---- replies: redirections ----------------------------------------------------------- */
@@ -296,7 +295,6 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
 static void on_reply(node_req_t *req, const redisReply *reply) {
   node_t *node = req->node;
   voter_cluster_t *s = node->env->arg;
-  voter_cluster_node_t *cn = voter_cluster_node_entry(s, node);
   if (reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->str != NULL && !s->closing) {
     char host[CLUSTER_HOST_LEN];
     int slot = -1, port = 0;
@@ -325,6 +323,7 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
     }
     if (error_is(reply, "CLUSTERDOWN") || kind != CLUSTER_REDIRECT_NONE)
       voter_cluster_disc_ask(&s->disc);
+    voter_cluster_node_t *cn = voter_cluster_node_entry(s, node);
     if (cn != NULL) {
       uv_mutex_lock(s->env.mutex);
       size_t n = reply->len < sizeof cn->last_error - 1 ? reply->len : sizeof cn->last_error - 1;
