@@ -150,8 +150,9 @@ static void probe_at(const node_addr_t *addr, const char *key, const char *fence
   redisReply *replies[N_REPLIES] = {NULL};
   int got = 0, read = 0;
   for (void *p = NULL; read < sent && redisGetReply(c, &p) == REDIS_OK; p = NULL) {
-    /* ASKING's +OK comes before each key command's reply: not kept. */
-    if (asking && read < 6 && read % 2 == 0)
+    /* ASKING's +OK comes before each key command's reply (the R_INFO
+     * commands before INFO): not kept. */
+    if (asking && read < 2 * R_INFO && read % 2 == 0)
       freeReplyObject(p);
     else
       replies[got++] = p;
