@@ -52,6 +52,13 @@ static uint64_t change_seen_ns(const quarantine_hint_t *hint, const info_server_
   return hint->master_since_ns;
 }
 
+quarantine_t quarantine_new_replid(const info_replication_t *repl, uint64_t now_ns,
+                                   uint32_t max_ttl_ms, const ack_spec_t *ack) {
+  if (acks_cover_replicas(ack, repl))
+    return (quarantine_t){QUARANTINE_NONE, 0};
+  return (quarantine_t){QUARANTINE_FAILOVER, now_ns + (uint64_t)max_ttl_ms * 1000000u};
+}
+
 quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
                               const info_replication_t *repl, const quarantine_hint_t *hint,
                               uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack) {
@@ -87,9 +94,10 @@ quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t
     if (!(promoted_from_old && covered))
       later(&q, QUARANTINE_MOVED, since + max_ns);
   } else if (!new_server && past->replid[0] != '\0' && repl->replid[0] != '\0' &&
-             strcmp(past->replid, repl->replid) != 0 && !covered) {
+             strcmp(past->replid, repl->replid) != 0) {
     /* Seen here first-hand: the sentinels may not know of it yet. */
-    later(&q, QUARANTINE_FAILOVER, now_ns + max_ns);
+    quarantine_t r = quarantine_new_replid(repl, now_ns, max_ttl_ms, ack);
+    later(&q, r.kind, r.until_ns);
   }
   if (q.until_ns <= now_ns) /* a change the hint dates more than max TTL back */
     q = (quarantine_t){QUARANTINE_NONE, 0};

@@ -21,6 +21,10 @@
  *    it is a promoted replica of the old one (its master_replid2 is the old
  *    replication id) and the acks cover every replica.
  *
+ * The ack given here is the one that proves keys: a cluster primary's node
+ * passes none, since a key migrates to another shard whose replicas and AOF
+ * never acknowledged it (docs/safety.md §5b), so no ack waives anything there.
+ *
  * A failover's or a move's quarantine runs max TTL from when it is seen,
  * unless the voter learned elsewhere (a Sentinel voter: the sentinels'
  * role-reported-time, docs/safety.md §5b) since when this very server (its
@@ -69,6 +73,14 @@ typedef struct {
 quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t *server,
                               const info_replication_t *repl, const quarantine_hint_t *hint,
                               uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack);
+
+/* The same server (run_id) seen with another replication id than before,
+ * at a handshake or on a live connection (the check after a batch of
+ * writes, node.c): it was made a replica and a master again, with a data
+ * set taken from another master, at some time since it was last seen;
+ * quarantined for max TTL from now, unless the acks cover every replica. */
+quarantine_t quarantine_new_replid(const info_replication_t *repl, uint64_t now_ns,
+                                   uint32_t max_ttl_ms, const ack_spec_t *ack);
 
 /* "restart quarantine", "failover quarantine", "quarantine (another server at this
  * address)", "" for none. */

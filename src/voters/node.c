@@ -20,8 +20,31 @@ static int node_can_write(const node_t *node);
 static void node_queue_ack(redisAsyncContext *ac, void *arg);
 
 static status_t node_handshake(link_t *link, void *arg);
+
+/* INFO replication, the role check after a batch (node_t.check_role):
+ * the same bytes for every node. */
+static const char role_cmd[] = "*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n";
+#define ROLE_CMD_LEN (sizeof role_cmd - 1)
+
+/* Whether writes that ask an ack get one here: a durability ack, or the
+ * role check (only with the quarantine on: without it a changed role is
+ * the user's risk, as a restart is). */
+static inline int node_role_checked(const node_t *node) {
+  return node->check_role && node->env->quarantine;
+}
+static inline int node_acks(const node_t *node) {
+  return node->ack_cmd != NULL || node_role_checked(node);
+}
+
 static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
                          const char *detail);
+
+/* The ack that may waive a quarantine (quarantine.h): none on a cluster
+ * primary (node_t.sharded). */
+static const ack_spec_t no_ack = {.mode = ACK_NONE};
+static inline const ack_spec_t *node_waiver_ack(const node_t *node) {
+  return node->sharded ? &no_ack : &node->addr.ack;
+}
 
 int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
@@ -337,7 +360,7 @@ static void node_ready(node_t *node) {
   uv_mutex_lock(node->env->mutex);
   node->down_why[0] = '\0';
   uv_mutex_unlock(node->env->mutex);
-  if (node->ack_cmd != NULL)
+  if (node_acks(node))
     conn_before_write(node->link.ac, node_queue_ack, node);
   if (node_is_quarantined(node, node->ready_ns))
     (void)link_arm(&node->link, (node->quarantine_until_ns - node->ready_ns + 999999u) / 1000000u);
@@ -389,7 +412,7 @@ static const char *replication_check(void *arg, const redisReply *reply) {
   quarantine_t q = {QUARANTINE_NONE, 0};
   if (env->quarantine)
     q = quarantine_judge(&node->past, info, &repl, &node->hint, now, env->max_ttl_ms,
-                         &node->addr.ack);
+                         node_waiver_ack(node));
   /* A failover's or a move's quarantine runs from when it was seen, which
    * the server does not tell again: a reconnect keeps it.  (A restart's is
    * judged anew from the uptime, which gives the same end.) */
@@ -668,10 +691,10 @@ static void ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_check_role_error(req->node, reply);
 }
 
-/* Settles one request of the ack's batch: met, the ack reached what was
- * asked; reply NULL, the connection went before it came. */
+/* Settles one request of the ack's batch, once every part of the ack came
+ * (req->unacked: one fell short); reply NULL, the connection went before. */
 static void ack_settle(node_t *node, node_req_t *req, const redisAsyncContext *ac,
-                       const redisReply *reply, int met) {
+                       const redisReply *reply) {
   node_request_done(node, req, ac);
   redisReply *held = req->held;
   int state = req->ack_state;
@@ -680,8 +703,10 @@ static void ack_settle(node_t *node, node_req_t *req, const redisAsyncContext *a
   if (reply == NULL) {
     req->fn(req, NULL); /* the connection went before the ack came back */
   } else if (state == REQ_ACK_HELD) {
-    req->unacked = !met;
-    req->fn(req, held); /* may send it again (NOSCRIPT) */
+    req->fn(req, held);
+        /* req->unacked: whether every part of its ack reached what was asked */ /* may send it
+                                                                                    again (NOSCRIPT)
+                                                                                  */
   } else {
     /* The write's reply could not be kept: nothing to count, an error the
      * round gives no vote for. */
@@ -697,60 +722,158 @@ static void ack_settle(node_t *node, node_req_t *req, const redisAsyncContext *a
   reply_clone_free(held);
 }
 
-/* hiredis' callback for an ack command: privdata is the node. */
-static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
-  node_t *node = privdata;
-  /* The ack counts once in the queue (node_queue_ack), whatever its batch. */
+/* Records why an ack fell short (read by redlock_last_votes), and logs it. */
+static void ack_fell_short(node_t *node, const char *what, const char *why) {
+  uv_mutex_lock(node->env->mutex);
+  snprintf(node->ack_why, sizeof node->ack_why, "%s", why);
+  uv_mutex_unlock(node->env->mutex);
+  node_warn(node, what, why);
+}
+
+/* One reply of a batch's ack came (WAIT / WAITAOF, or INFO replication),
+ * len: its command's bytes.  met: it reached what was asked.  Every request
+ * of the batch (the head of acks_waiting whose write replies came: replies
+ * come in order) takes it; once a batch has all of its ack's replies, each
+ * of its requests is settled; reply NULL, the connection went: they are
+ * settled at once, lost like any request in flight. */
+static void ack_part_done(node_t *node, redisAsyncContext *ac, const redisReply *reply, size_t len,
+                          int met) {
+  /* Each part counts once in the queue (node_queue_ack), whatever its batch. */
   if (node->inflight > 0)
     node->inflight--;
-  node->queued_bytes -=
-      node->ack_cmd_len <= node->queued_bytes ? node->ack_cmd_len : node->queued_bytes;
+  node->queued_bytes -= len <= node->queued_bytes ? len : node->queued_bytes;
+  for (list_node_t *at = node->acks_waiting.next; at != &node->acks_waiting; at = at->next) {
+    node_req_t *req = list_entry(at, node_req_t, link);
+    if (req->ack_state != REQ_ACK_HELD && req->ack_state != REQ_ACK_NOMEM)
+      break;
+    if (reply == NULL) {
+      req->ack_left = 0;
+      continue;
+    }
+    if (!met)
+      req->unacked = 1;
+    if (req->ack_left > 0)
+      req->ack_left--;
+  }
+  /* Settled apart from the pass above: a request's fn may send it again
+   * (NOSCRIPT), and that joins the tail, unanswered, for a later ack. */
+  while (!list_empty(&node->acks_waiting)) {
+    node_req_t *req = list_entry(node->acks_waiting.next, node_req_t, link);
+    if ((req->ack_state != REQ_ACK_HELD && req->ack_state != REQ_ACK_NOMEM) || req->ack_left > 0)
+      break;
+    list_remove(&req->link);
+    ack_settle(node, req, reply != NULL ? ac : NULL, reply);
+  }
+  node_after_reply(node, reply != NULL);
+}
+
+/* hiredis' callback for a durability ack: privdata is the node. */
+static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  node_t *node = privdata;
   int met = 0;
   if (reply != NULL) {
     char why[NODE_DOWN_WHY_LEN];
     met = reply_ack_met(reply, node->addr.ack.mode == ACK_WAITAOF, node->addr.ack.local,
                         node->addr.ack.replicas, why, sizeof why);
-    if (!met) {
-      uv_mutex_lock(node->env->mutex);
-      memcpy(node->ack_why, why, sizeof why);
-      uv_mutex_unlock(node->env->mutex);
-      node_warn(node, "durability ack fell short", why);
-    }
+    if (!met)
+      ack_fell_short(node, "durability ack fell short", why);
   }
-  /* Its batch: the requests at the head whose reply came before it.  A
-   * request the round sends again from its fn joins the tail, unanswered,
-   * and waits for a later ack. */
-  while (!list_empty(&node->acks_waiting)) {
-    node_req_t *req = list_entry(node->acks_waiting.next, node_req_t, link);
-    if (req->ack_state != REQ_ACK_HELD && req->ack_state != REQ_ACK_NOMEM)
-      break;
-    list_remove(&req->link);
-    ack_settle(node, req, reply != NULL ? ac : NULL, reply, met);
+  ack_part_done(node, ac, reply, node->ack_cmd_len, met);
+}
+
+/* The role check's verdict on INFO replication: 1 when the server is still
+ * a master with the replication id of the handshake.  A promotion always
+ * makes a new replication id (Redis and Valkey shift it at every
+ * promotion), so the same id, read after the batch's writes ran, means no
+ * promotion since the handshake, and a master now means no demotion that
+ * was not followed by one.  Another id: the server was a replica and a
+ * master again on this very connection (a cluster failover and back,
+ * REPLICAOF by hand): it is judged as a reconnect would judge it
+ * (quarantine_new_replid), and the id is remembered, so that the next
+ * batches count once its quarantine is over. */
+static int role_check_met(node_t *node, const redisReply *reply) {
+  info_replication_t repl;
+  if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
+      info_parse_replication(reply->str, reply->len, &repl) != 0) {
+    ack_fell_short(node, "role check failed", "INFO replication reply lacks role");
+    return 0;
   }
-  node_after_reply(node, reply != NULL);
+  if (!repl.is_master) {
+    char why[NODE_DOWN_WHY_LEN];
+    snprintf(why, sizeof why, "it is no longer a master (role: %s)", repl.role);
+    ack_fell_short(node, "role check failed", why);
+    return 0;
+  }
+  if (strcmp(repl.replid, node->past.replid) == 0)
+    return 1;
+  const node_env_t *env = node->env;
+  uint64_t now = node_now_ns(node);
+  quarantine_t q = quarantine_new_replid(&repl, now, env->max_ttl_ms, node_waiver_ack(node));
+  memcpy(node->past.replid, repl.replid, sizeof node->past.replid);
+  ack_fell_short(node, "role check failed",
+                 "its replication id changed since the handshake: it was a replica and a "
+                 "master again");
+  if (q.kind != QUARANTINE_NONE && q.until_ns > node->quarantine_until_ns) {
+    node->quarantine_until_ns = q.until_ns;
+    node->quarantine_kind = q.kind;
+    (void)link_arm(&node->link, (q.until_ns - now + 999999u) / 1000000u);
+    log_write(env->log, REDLOCK_LOG_WARN,
+              "master %s was made a replica and a master again (its replication id changed "
+              "on a live connection) and may lack keys it granted: its votes do not count for "
+              "another %u ms (%s = max TTL)",
+              node->addr.label, env->max_ttl_ms, quarantine_name(q.kind));
+  }
+  return 0;
+}
+
+/* hiredis' callback for the role check: privdata is the node. */
+static void role_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
+  node_t *node = privdata;
+  int met = reply != NULL && role_check_met(node, reply);
+  ack_part_done(node, ac, reply, ROLE_CMD_LEN, met);
 }
 
 /* conn.c calls this right before each write of the connection's output: the
- * writes that ask an ack since the last one get theirs, one command after
- * them all.  One hiredis refuses (a context it is tearing down, or, in
- * hiredis 1.x, out of memory) leaves them alone: their replies are final
- * and never count. */
+ * writes that ask an ack since the last one get theirs, after them all: the
+ * role check (INFO replication), then the durability ack (WAIT / WAITAOF),
+ * each as the node has them.  A part hiredis refuses (a context it is
+ * tearing down, or, in hiredis 1.x, out of memory) leaves the batch short:
+ * its votes never count; when no part goes, their replies are final. */
 static void node_queue_ack(redisAsyncContext *ac, void *arg) {
   node_t *node = arg;
   if (list_empty(&node->acks_waiting) ||
       list_entry(node->acks_waiting.prev, node_req_t, link)->ack_state != REQ_ACK_OPEN)
     return; /* every write that asks one has it already */
-  int queued = redisAsyncFormattedCommand(ac, ack_reply_cb, node, node->ack_cmd,
-                                          node->ack_cmd_len) == REDIS_OK;
+  unsigned parts = 0;
+  int refused = 0;
+  if (node_role_checked(node)) {
+    if (redisAsyncFormattedCommand(ac, role_reply_cb, node, role_cmd, ROLE_CMD_LEN) == REDIS_OK) {
+      parts++;
+      node->queued_bytes += ROLE_CMD_LEN;
+    } else {
+      refused = 1;
+    }
+  }
+  if (node->ack_cmd != NULL) {
+    if (redisAsyncFormattedCommand(ac, ack_reply_cb, node, node->ack_cmd, node->ack_cmd_len) ==
+        REDIS_OK) {
+      parts++;
+      node->queued_bytes += node->ack_cmd_len;
+    } else {
+      refused = 1;
+    }
+  }
   for (list_node_t *at = node->acks_waiting.prev; at != &node->acks_waiting; at = at->prev) {
     node_req_t *req = list_entry(at, node_req_t, link);
     if (req->ack_state != REQ_ACK_OPEN)
       break; /* the OPEN ones are the tail: written since the last ack */
-    req->ack_state = queued ? REQ_ACK_WRITTEN : REQ_ACK_ALONE;
+    req->ack_state = parts > 0 ? REQ_ACK_WRITTEN : REQ_ACK_ALONE;
+    req->ack_left = (uint8_t)parts;
+    if (refused)
+      req->unacked = 1;
   }
-  if (queued) {
-    node->inflight++;
-    node->queued_bytes += node->ack_cmd_len;
+  if (parts > 0) {
+    node->inflight += parts;
     node_queue_changed(node);
   }
 }
@@ -759,7 +882,7 @@ static void node_queue_ack(redisAsyncContext *ac, void *arg) {
 static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   req->unacked = 0;
   req->nomem = 0;
-  if (req->ack && node->ack_cmd != NULL) {
+  if (req->ack && node_acks(node)) {
     if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, req->cmd, req->len) !=
         REDIS_OK)
       return ST_DOWN;              /* hiredis is tearing the connection down */

@@ -163,6 +163,7 @@ typedef struct node_req {
   uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
   uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
   uint8_t ack_state; /* node.c: where the write and its ack are (node.c) */
+  uint8_t ack_left;  /* node.c: replies of its batch's ack still to come (WAIT, INFO) */
   /* node.c, while queued: it waits for the connection's next batch
    * (node_t.batch_writes), not behind a full pipe, so a round decided
    * meanwhile leaves it to go out (round.c: only requests behind a full pipe
@@ -203,6 +204,19 @@ typedef struct node {
    * what it has in order anyway, so a command held until its batch is
    * answered starts about when it would have. */
   int batch_writes;
+  /* The owner's, set after node_init: a master whose role can change
+   * under a live connection (a cluster primary, a Sentinel group's master:
+   * a failover or REPLICAOF demotes it without closing client connections,
+   * and a later promotion gives it a data set that may lack keys it
+   * granted).  With the quarantine on, each batch of writes that asks an ack
+   * is followed by INFO replication, and its votes count only when the
+   * server is still a master with the replication id of the handshake
+   * (node.c, "durability acks"; docs/safety.md §5b). */
+  int check_role;
+  /* The owner's, set after node_init: a cluster primary.  Keys move between
+   * shards (slot migrations), so an ack proves only the shard a key was
+   * written to: no ack waives a quarantine here (quarantine.h). */
+  int sharded;
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
   size_t queued_bytes;           /* the commands of those (in flight or in the backlog) */

@@ -477,6 +477,8 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
     return REDLOCK_ENOMEM;
   home->stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
   home->batch_writes = 1;
+  home->sharded = 1;    /* node.h: keys migrate between shards */
+  home->check_role = 1; /* node.h: a primary is demoted without a disconnect */
   cn->made = 1;
   voter_cluster_disc_init(&s->disc, &(voter_cluster_disc_cfg_t){
                                         .uri = &s->addr,

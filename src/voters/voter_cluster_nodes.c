@@ -68,6 +68,8 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node->stats = stats;
   node->stats_primary = entry_index(s, cn);
   node->batch_writes = 1; /* node.h: commands spread over every primary */
+  node->sharded = 1;      /* node.h: keys migrate between shards */
+  node->check_role = 1;   /* node.h: a primary is demoted without a disconnect */
   cn->retired = 0;
   cn->left = 0; /* a fresh connection: its handshake judges its role */
   cn->closed = 0;
@@ -112,6 +114,8 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   node->stats = s->nodes[0]->node->stats;
   node->stats_primary = (int)s->n_nodes;
   node->batch_writes = 1;
+  node->sharded = 1;    /* node.h: keys migrate between shards */
+  node->check_role = 1; /* node.h: a primary is demoted without a disconnect */
   cn->made = 1;
   s->nodes[s->n_nodes++] = cn;
   return cn;

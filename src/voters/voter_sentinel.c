@@ -598,6 +598,7 @@ int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_
   if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0 ||
       node_init(node, &s->env, index, addr) != 0)
     return REDLOCK_ENOMEM;
+  node->check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
   sentinel_link_init(s, &s->query, &s->query_addr, s->query_label, "sentinel", query_handshake,
                      query_want_retry, query_on_link);
   sentinel_link_init(s, &s->events, &s->events_addr, s->events_label, "sentinel", events_handshake,
