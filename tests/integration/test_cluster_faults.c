@@ -479,6 +479,140 @@ static void test_cluster_wait(void **state) {
   cfx_assert_keys(c, 0);
 }
 
+/* ---- role changes no map read saw; acks of another shard ------------------------------- */
+
+/* Longer than FO_*: these schedules take a few seconds while the holder's
+ * lock must stay valid (checked: assert_refused_for). */
+#define RC_MAX_TTL_MS 15000u
+#define RC_TTL_MS 12000u
+
+/* quarantined_options with RC_MAX_TTL_MS, after waiting out the cluster's
+ * restart quarantine for that max TTL (a first grant through c). */
+static redlock_t *rc_open(fx_t *fx, int slot, ch_cluster_t *cl, const char *uri, int quarantine) {
+  redlock_options_t *o = quarantined_options(fx, slot, uri);
+  assert_int_equal(redlock_options_set_max_ttl(o, RC_MAX_TTL_MS), 0);
+  assert_int_equal(redlock_options_set_quarantine(o, quarantine), 0);
+  /* WAIT's bound is the request timeout: room for a loaded machine. */
+  assert_int_equal(redlock_options_set_timeouts(o, 2000, 1000), 0);
+  redlock_t *c = fx_open(fx, slot, o);
+  char res[64];
+  for (unsigned p = 0; p < 2; p++) {
+    name_on(cl, p, "rc-first", res, sizeof res);
+    redlock_lock_t *l = NULL;
+    CF_CHECK(fx, slot, c, fx_trylock_until(c, res, 1000, (int)RC_MAX_TTL_MS + 20000, &l));
+    CF_CHECK(fx, slot, c, redlock_unlock(c, l));
+  }
+  return c;
+}
+
+/* Node i, a replica (or a primary about to be demoted), cannot replicate:
+ * it authenticates to its primary as a user that does not exist, so every
+ * sync attempt fails and its data set stays as it is.  Its current link, if
+ * any, is cut on its primary `primary` (-1: none). */
+static void cut_replication(ch_cluster_t *c, unsigned i, int primary) {
+  char buf[256];
+  assert_int_equal(rh_server_command(ch_node(c, i), buf, sizeof buf, "CONFIG SET masteruser ghost"),
+                   0);
+  assert_int_equal(rh_server_command(ch_node(c, i), buf, sizeof buf, "CONFIG SET masterauth nope"),
+                   0);
+  if (primary >= 0)
+    assert_int_equal(rh_server_command(ch_node(c, (unsigned)primary), buf, sizeof buf,
+                                       "CLIENT KILL TYPE replica"),
+                     0);
+}
+
+/* c must not be granted res while `holder` holds it: tries until its vote
+ * on the cluster says `why` (the client may first learn of the change from
+ * a map read, and a replica started after the primaries may still be in
+ * its restart quarantine, which proves nothing here), as long as the
+ * holder's validity leaves a second; fails on a grant, and when the
+ * schedule ran too long to tell. */
+static void assert_refused_for(fx_t *fx, int slot, redlock_t *c, const char *res,
+                               const redlock_lock_t *holder, const char *why) {
+  char votes[1024];
+  for (;;) {
+    redlock_lock_t *l = NULL;
+    int rc = redlock_trylock(c, res, RC_TTL_MS, &l);
+    redlock_last_votes(c, votes, sizeof votes);
+    if (rc == REDLOCK_OK)
+      fail_msg("%s granted while held (holder's validity %lld ms): %s\n%s", res,
+               (long long)redlock_lock_validity_ms(holder), votes, fx_log_text(fx, slot));
+    if (strstr(votes, why) != NULL)
+      break;
+    if (redlock_lock_validity_ms(holder) < 1000)
+      fail_msg("%s: %d, votes: %s (expected %s before the holder's lock ends)\n%s", res, rc, votes,
+               why, fx_log_text(fx, slot));
+    fx_sleep_ms(20); /* a pace for the attempts, not a wait for an outcome */
+  }
+  /* Not vacuous: the holder still held it when it was refused. */
+  assert_true(redlock_lock_validity_ms(holder) > 0);
+}
+
+/* A primary demoted and promoted again while a long-lived client's
+ * connection to it stayed open and idle: node 0 is demoted by a failover to
+ * its replica 3 and cannot sync from it (cut_replication), another client
+ * is granted res by node 3, node 0 takes its slots back (TAKEOVER) without
+ * that key.  The old client's next request goes down its old connection to
+ * node 0, which answers OK: it must not count (the role check after the
+ * batch sees node 0's new replication id: failover quarantine). */
+static void test_demoted_promoted_idle(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start(3, 1); /* node 3 replicates 0 */
+  redlock_t *a = rc_open(fx, 0, c, ch_uri(c, 0), 1);
+  /* Another client, without quarantine: node 3's grant to it, once node 3
+   * is promoted, is what this test needs. */
+  redlock_t *b = rc_open(fx, 1, c, ch_uri(c, 0), 0);
+  warm_up(fx, 0, a, "dp-a");
+  char res[64];
+  name_on(c, 0, "dp-held", res, sizeof res);
+  redlock_lock_t *l = NULL;
+  CF_CHECK(fx, 0, a, redlock_trylock(a, res, RC_TTL_MS, &l));
+  CF_CHECK(fx, 0, a, redlock_unlock(a, l));
+
+  cut_replication(c, 0, -1); /* once demoted, node 0 cannot take node 3's data */
+  assert_int_equal(ch_failover(c, 3, NULL, 60000), 0);
+  /* b takes res from node 3; node 0 never gets it. */
+  redlock_lock_t *held = NULL;
+  CF_CHECK(fx, 1, b, fx_trylock_until(b, res, RC_TTL_MS, 5000, &held));
+  assert_int_equal(ch_failover(c, 0, "TAKEOVER", 60000), 0);
+  char key[160];
+  cfx_key_of(res, key, sizeof key);
+  assert_int_equal(fx_exists(ch_node(c, 0), key), 0); /* node 0 lacks b's key */
+
+  assert_refused_for(fx, 0, a, res, held, "failover quarantine");
+  redlock_unlock(b, held);
+}
+
+/* wait=1 on a cluster voter proves a key on the replicas of the shard it
+ * was written to, not of the shard it moves to: H's key (acknowledged by
+ * node 2, node 0's replica) moves with its slot to node 1, whose replica
+ * node 3 cannot sync (cut_replication); node 1 dies and node 3 takes over
+ * without the key.  A fresh client with wait=1 must not count node 3's yes:
+ * its acks (1 >= its 0 replicas) waive nothing on a cluster voter. */
+static void test_wait_migrated_failover(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start(2, 1); /* node 2 replicates 0, node 3 replicates 1 */
+  char uri[700];
+  snprintf(uri, sizeof uri, "%s?wait=1", ch_uri(c, 0));
+  redlock_t *h = rc_open(fx, 0, c, uri, 1);
+  redlock_t *b = rc_open(fx, 1, c, uri, 1); /* it has never seen node 3 */
+  warm_up(fx, 0, h, "wm-h");
+  cut_replication(c, 3, 1);
+  char res[64];
+  name_on(c, 0, "wm-held", res, sizeof res);
+  redlock_lock_t *held = NULL;
+  CF_CHECK(fx, 0, h, redlock_lock(h, res, RC_TTL_MS, &held));
+  assert_int_equal(ch_migrate_slot(c, slot_of(c, res), 0, 1), 0);
+  assert_int_equal(rh_server_kill(ch_node(c, 1)), 0);
+  assert_int_equal(ch_failover(c, 3, "TAKEOVER", 60000), 0);
+  char key[160];
+  cfx_key_of(res, key, sizeof key);
+  assert_int_equal(fx_exists(ch_node(c, 3), key), 0); /* the new owner lacks H's key */
+
+  assert_refused_for(fx, 1, b, res, held, "failover quarantine");
+  redlock_unlock(h, held);
+}
+
 /* ---- three clusters ------------------------------------------------------------------------ */
 
 #define N_THREE 60
@@ -543,4 +677,5 @@ static void test_three_clusters(void **state) {
 
 FX_MAIN("cluster_faults", &fx_profile_integration, CF_TEST(test_reshard_held),
         CF_TEST(test_reshard_load), CF_TEST(test_failover_graceful), CF_TEST(test_failover_kill),
-        CF_TEST(test_cluster_wait), CF_TEST(test_three_clusters))
+        CF_TEST(test_cluster_wait), CF_TEST(test_demoted_promoted_idle),
+        CF_TEST(test_wait_migrated_failover), CF_TEST(test_three_clusters))
