@@ -157,6 +157,18 @@ REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enab
 REDLOCK_EXPORT int redlock_options_set_reentrant(redlock_options_t *opts, int enabled);
 /* Key in Redis = prefix + resource.  At most REDLOCK_MAX_PREFIX_LEN bytes. */
 REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix);
+/* A directory (absolute path; created with mode 0700 if missing) where the
+ * clients of this user on this machine record when they first saw each
+ * master's replication history (its run_id and replication id).  A master
+ * promoted from a replica (or restarted from its own RDB file: INFO cannot
+ * tell them apart) at a time INFO does not give is quarantined for max TTL
+ * from its first sighting by any client that shares the directory, instead
+ * of from this client's own first sighting: short-lived clients (a CLI run
+ * from cron) then see it vote once max TTL has passed.  NULL or "" (the
+ * default): none.  Records are trusted only when owned by this user, in a
+ * directory nobody else can write.  EINVAL for a relative path or one
+ * longer than 3072 bytes. */
+REDLOCK_EXPORT int redlock_options_set_state_dir(redlock_options_t *opts, const char *dir);
 /* cb runs on the client's loop thread with a NUL-terminated message; it must
  * not call blocking redlock functions.  cb == NULL turns logging off. */
 REDLOCK_EXPORT int redlock_options_set_log(redlock_options_t *opts, int min_level,
@@ -182,6 +194,9 @@ REDLOCK_EXPORT int redlock_options_get_reentrant(const redlock_options_t *opts, 
  * next redlock_options_set_key_prefix() or redlock_options_free(). */
 REDLOCK_EXPORT int redlock_options_get_key_prefix(const redlock_options_t *opts,
                                                   const char **prefix);
+/* *dir points into opts (owned by opts), NULL when none: valid until the next
+ * redlock_options_set_state_dir() or redlock_options_free(). */
+REDLOCK_EXPORT int redlock_options_get_state_dir(const redlock_options_t *opts, const char **dir);
 
 /* ---- TLS (rediss:// masters) ------------------------------------------------
  * Built in when hiredis >= 1.0 with hiredis_ssl and OpenSSL were found (CMake

@@ -545,6 +545,7 @@ static int client_compose(redlock_t *client, voter_t *const *fakes) {
       .request_timeout_ms = opts->request_timeout_ms,
       .max_ttl_ms = opts->max_ttl_ms,
       .quarantine = opts->quarantine,
+      .state_dir = opts->state_dir,
   };
   const voters_hooks_t hooks = {
       .started = client_voters_started,

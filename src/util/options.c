@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conn/tls.h"
+#include "util/sightings.h" /* SIGHTINGS_DIR_MAX */
 #include "util/strutil.h"
 
 void options_set_defaults(struct redlock_options *opts) {
@@ -42,6 +43,7 @@ void options_clear(struct redlock_options *opts) {
     node_addr_clear(&opts->nodes[i]);
   free(opts->nodes);
   free(opts->key_prefix);
+  free(opts->state_dir);
   free(opts->tls_ca_file);
   free(opts->tls_ca_dir);
   free(opts->tls_cert_file);
@@ -50,6 +52,7 @@ void options_clear(struct redlock_options *opts) {
   opts->nodes = NULL;
   opts->n_nodes = 0;
   opts->key_prefix = NULL;
+  opts->state_dir = NULL;
   opts->tls_ca_file = opts->tls_ca_dir = opts->tls_cert_file = opts->tls_key_file = NULL;
   opts->tls_server_name = NULL;
 }
@@ -76,8 +79,10 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
   dst->n_nodes = 0;
   dst->tls_ca_file = dst->tls_ca_dir = dst->tls_cert_file = dst->tls_key_file = NULL;
   dst->tls_server_name = NULL;
+  dst->state_dir = NULL;
   dst->key_prefix = str_ndup(src->key_prefix, src->key_prefix_len);
-  if (dst->key_prefix == NULL || dup_opt(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
+  if (dst->key_prefix == NULL || dup_opt(&dst->state_dir, src->state_dir) != 0 ||
+      dup_opt(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
       dup_opt(&dst->tls_ca_dir, src->tls_ca_dir) != 0 ||
       dup_opt(&dst->tls_cert_file, src->tls_cert_file) != 0 ||
       dup_opt(&dst->tls_key_file, src->tls_key_file) != 0 ||
@@ -221,6 +226,23 @@ int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix) 
   return 0;
 }
 
+int redlock_options_set_state_dir(redlock_options_t *opts, const char *dir) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  char *copy = NULL;
+  if (dir != NULL && dir[0] != '\0') {
+    size_t len = strnlen(dir, SIGHTINGS_DIR_MAX + 1);
+    if (len > SIGHTINGS_DIR_MAX || dir[0] != '/')
+      return REDLOCK_EINVAL; /* relative: it would follow the process's working directory */
+    copy = str_ndup(dir, len);
+    if (copy == NULL)
+      return REDLOCK_ENOMEM;
+  }
+  free(opts->state_dir);
+  opts->state_dir = copy;
+  return 0;
+}
+
 int redlock_options_set_log(redlock_options_t *opts, int min_level, redlock_log_cb cb, void *arg) {
   if (opts == NULL || min_level < REDLOCK_LOG_DEBUG || min_level > REDLOCK_LOG_ERROR)
     return REDLOCK_EINVAL;
@@ -291,6 +313,14 @@ int redlock_options_get_fencing(const redlock_options_t *opts, int *enabled) {
 
 int redlock_options_get_reentrant(const redlock_options_t *opts, int *enabled) {
   return get_switch(opts, opts != NULL && opts->reentrant, enabled);
+}
+
+int redlock_options_get_state_dir(const redlock_options_t *opts, const char **dir) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (dir != NULL)
+    *dir = opts->state_dir;
+  return 0;
 }
 
 int redlock_options_get_key_prefix(const redlock_options_t *opts, const char **prefix) {

@@ -33,6 +33,7 @@ struct redlock_options {
   int quarantine;
   int fencing;
   int reentrant;
+  char *state_dir;  /* first sightings shared between clients (sightings.h); NULL: none */
   char *key_prefix; /* never NULL */
   size_t key_prefix_len;
   int log_level;

@@ -11,6 +11,7 @@
 #include "proto/reply.h"
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/sightings.h"
 #include "util/strutil.h"
 
 static void node_fail_backlog(node_t *node);
@@ -392,6 +393,40 @@ static const char *info_check(void *arg, const redisReply *reply) {
   return NULL;
 }
 
+/* A promotion at a time INFO does not give (master_replid2 set): the
+ * first sighting of this replication history by any client sharing the
+ * state directory dates it (sightings.h), when that is earlier than what
+ * the owner's hint says.  Recorded now when none was. */
+static void node_sighting_hint(node_t *node, const info_replication_t *repl, uint64_t now,
+                               quarantine_hint_t *hint) {
+  const node_env_t *env = node->env;
+  /* Only at a first sight: a server that replaced the one we knew at this
+   * address may have been a master for long while the old one still granted
+   * keys here, so its own history dates nothing (quarantine.h, "moved"). */
+  if (env->state_dir == NULL || repl->replid2[0] == '\0' || node->past.seen)
+    return;
+  uint64_t age_ns = 0;
+  char why[NODE_DOWN_WHY_LEN];
+  if (!sightings_first_seen(env->state_dir, node->server_info.run_id, repl->replid, &age_ns, why,
+                            sizeof why)) {
+    node_warn(node, "first sightings not used", why);
+    return;
+  }
+  if (age_ns == 0 || age_ns >= now)
+    return;
+  uint64_t seen_ns = now - age_ns;
+  int hint_usable =
+      hint->master_since_ns != 0 &&
+      (hint->run_id[0] == '\0' || strcmp(hint->run_id, node->server_info.run_id) == 0);
+  if (hint_usable && hint->master_since_ns <= seen_ns)
+    return;
+  memcpy(hint->run_id, node->server_info.run_id, sizeof hint->run_id);
+  hint->master_since_ns = seen_ns;
+  log_write(env->log, REDLOCK_LOG_INFO,
+            "master %s: its replication history was first seen %llu ms ago (%s)", node->addr.label,
+            (unsigned long long)(age_ns / 1000000u), env->state_dir);
+}
+
 /* INFO replication: only a master votes; then the quarantine judgement
  * (quarantine.h) over what both INFO sections said and the server we knew. */
 static const char *replication_check(void *arg, const redisReply *reply) {
@@ -410,9 +445,12 @@ static const char *replication_check(void *arg, const redisReply *reply) {
   int said = node->past.seen && strcmp(node->past.run_id, info->run_id) == 0 &&
              node->quarantine_until_ns > now;
   quarantine_t q = {QUARANTINE_NONE, 0};
-  if (env->quarantine)
-    q = quarantine_judge(&node->past, info, &repl, &node->hint, now, env->max_ttl_ms,
+  if (env->quarantine) {
+    quarantine_hint_t hint = node->hint;
+    node_sighting_hint(node, &repl, now, &hint);
+    q = quarantine_judge(&node->past, info, &repl, &hint, now, env->max_ttl_ms,
                          node_waiver_ack(node));
+  }
   /* A failover's or a move's quarantine runs from when it was seen, which
    * the server does not tell again: a reconnect keeps it.  (A restart's is
    * judged anew from the uptime, which gives the same end.) */
@@ -704,9 +742,9 @@ static void ack_settle(node_t *node, node_req_t *req, const redisAsyncContext *a
     req->fn(req, NULL); /* the connection went before the ack came back */
   } else if (state == REQ_ACK_HELD) {
     req->fn(req, held);
-        /* req->unacked: whether every part of its ack reached what was asked */ /* may send it
-                                                                                    again (NOSCRIPT)
-                                                                                  */
+    /* req->unacked: whether every part of its ack reached what was asked */ /* may send it
+                                                                                again (NOSCRIPT)
+                                                                              */
   } else {
     /* The write's reply could not be kept: nothing to count, an error the
      * round gives no vote for. */

@@ -112,6 +112,9 @@ typedef struct node_env {
   uint32_t request_timeout_ms;
   uint32_t max_ttl_ms; /* the restart quarantine's length */
   int quarantine;      /* restart quarantine on */
+  /* First sightings shared with other clients (sightings.h), NULL: none;
+   * read at a handshake that finds master_replid2 (loop thread, file I/O). */
+  const char *state_dir;
   void (*report)(void *arg, struct node *node, node_event_t ev, const char *what,
                  const char *detail);
   void *arg;

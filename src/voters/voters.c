@@ -198,6 +198,7 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
       .request_timeout_ms = cfg->request_timeout_ms,
       .max_ttl_ms = cfg->max_ttl_ms,
       .quarantine = cfg->quarantine,
+      .state_dir = cfg->state_dir,
       .report = voter_standalone_on_node,
   };
   vs->voter = calloc(n, sizeof *vs->voter);

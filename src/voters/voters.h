@@ -45,8 +45,9 @@ typedef struct voters_config {
   uv_mutex_t *mutex; /* guards the votes' why details, read from any thread */
   uint32_t connect_timeout_ms;
   uint32_t request_timeout_ms;
-  uint32_t max_ttl_ms; /* the restart quarantine's length */
-  int quarantine;      /* restart quarantine on */
+  uint32_t max_ttl_ms;   /* the restart quarantine's length */
+  int quarantine;        /* restart quarantine on */
+  const char *state_dir; /* first sightings (sightings.h), NULL: none; outlives the voters */
 } voters_config_t;
 
 /* What the voters report to their owner, on the loop thread (arg first). */
