@@ -406,13 +406,100 @@ static void test_resend_joins_next_batch(void **state) {
   assert_int_equal(f->node.inflight, 0);
 }
 
+/* ---- the role check (node_t.check_role) -------------------------------------------- */
+
+/* A master whose role may change under the connection (a cluster primary,
+ * a Sentinel group's master), the quarantine on, with `suffix`'s ack. */
+static void start_role_checked(nf_t *f, const char *suffix, int quarantine) {
+  f->env.quarantine = quarantine;
+  nf_address(f, NULL, suffix, 0);
+  assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0); /* nf_start, with the flag */
+  f->node.check_role = 1;
+  f->started = 1;
+  node_start(&f->node);
+  nf_wait_event(f, NODE_EV_UP, 1);
+}
+static void start_checked(nf_t *f, const char *suffix) { start_role_checked(f, suffix, 1); }
+
+/* Each batch ends with INFO replication (before the WAIT, when there is
+ * one); a batch counts when the server is still the master of the
+ * handshake's replication id; the queue counts both parts. */
+static void test_role_check_per_batch(void **state) {
+  nf_t *f = *state;
+  start_checked(f, "?wait=1");
+  mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 2);
+  nf_req_t r[3];
+  size_t base = mock_master_n_commands(f->mock);
+  send_writes(f, r, 3, 0);
+  wait_all(f, all_done, r, 3);
+  send_writes(f, r, 1, 3);
+  wait_all(f, all_done, r, 1);
+  assert_string_equal(names_since(f, base), "SET SET SET INFO WAIT SET INFO WAIT");
+  for (unsigned i = 0; i < 3; i++)
+    assert_false(r[i].req.unacked);
+  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.queued_bytes, 0);
+}
+
+/* The server was made a replica and a master again under the open
+ * connection: INFO replication gives another replication id.  The batch
+ * does not count, the failover quarantine starts (max TTL from now), the
+ * new id is remembered: the next batch counts (the quarantine is the
+ * round's to apply). */
+static void test_role_check_new_replid(void **state) {
+  nf_t *f = *state;
+  start_checked(f, "");
+  mock_master_set_replication(f->mock, "master", "cccccccccccccccccccccccccccccccccccccccc",
+                              "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", 0);
+  uint64_t before = tb_now_ns(&f->tb);
+  nf_req_t r[2];
+  send_writes(f, r, 2, 0);
+  wait_all(f, all_done, r, 2);
+  for (unsigned i = 0; i < 2; i++) {
+    assert_string_equal(r[i].str, "OK");
+    assert_true(r[i].req.unacked);
+  }
+  assert_non_null(strstr(f->node.ack_why, "replication id changed"));
+  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_true(f->node.quarantine_until_ns >= before + 30000ull * 1000000u);
+  assert_true(nf_logged(f, "was made a replica and a master again"));
+  send_writes(f, r, 1, 2);
+  wait_all(f, all_done, r, 1);
+  assert_false(r[0].req.unacked);
+}
+
+/* Demoted (role: slave): the batch does not count, and says why. */
+static void test_role_check_demoted(void **state) {
+  nf_t *f = *state;
+  start_checked(f, "");
+  mock_master_set_replication(f->mock, "slave", NULL, NULL, 0);
+  nf_req_t r[1];
+  send_writes(f, r, 1, 0);
+  wait_all(f, all_done, r, 1);
+  assert_true(r[0].req.unacked);
+  assert_string_equal(f->node.ack_why, "it is no longer a master (role: slave)");
+}
+
+/* Without the quarantine, and on a master not asked for it, no check. */
+static void test_role_check_off(void **state) {
+  nf_t *f = *state;
+  start_role_checked(f, "", 0);
+  nf_req_t r[1];
+  size_t base = mock_master_n_commands(f->mock);
+  send_writes(f, r, 1, 0);
+  wait_all(f, all_done, r, 1);
+  assert_string_equal(names_since(f, base), "SET");
+  assert_false(r[0].req.unacked);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, nf_teardown)
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      T(test_one_wait_per_flush), T(test_wait_per_turn),           T(test_ack_error_fails_batch),
-      T(test_kept_reply_nomem),   T(test_ack_not_queued),          T(test_releases_no_wait),
-      T(test_lost_before_ack),    T(test_resend_joins_next_batch),
+      T(test_one_wait_per_flush),    T(test_wait_per_turn),           T(test_ack_error_fails_batch),
+      T(test_kept_reply_nomem),      T(test_ack_not_queued),          T(test_releases_no_wait),
+      T(test_lost_before_ack),       T(test_resend_joins_next_batch), T(test_role_check_per_batch),
+      T(test_role_check_new_replid), T(test_role_check_demoted),      T(test_role_check_off),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
