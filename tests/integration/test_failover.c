@@ -210,5 +210,88 @@ static void test_acked_lock_survives(void **state) {
   scene_stop(&s);
 }
 
+/* ---- a replicated master restarted from its own RDB ------------------------------------ */
+
+/* M (with replica R) saved its RDB, which holds its replication id, and
+ * restarted from it: it reports master_replid2, as a promoted replica does,
+ * and INFO cannot tell which it is.  A fresh client quarantines it for max
+ * TTL from its first sighting; with a state directory, that sighting is
+ * shared: once max TTL has passed since the first client saw it, a fresh
+ * client sharing the directory counts its votes at once (a CLI run from
+ * cron), while one without it starts its own quarantine. */
+static redlock_t *rdb_client(fx_t *fx, int slot, rh_server_t *m, const char *state_dir) {
+  const char *uris[1] = {rh_server_uri(m)};
+  redlock_options_t *o = fx_options_uris(fx, slot, uris, 1, REDLOCK_LOG_INFO);
+  assert_int_equal(redlock_options_set_quarantine(o, 1), 0);
+  assert_int_equal(redlock_options_set_max_ttl(o, MAX_TTL), 0);
+  assert_int_equal(redlock_options_set_retry(o, 0, 0, 0), 0);
+  assert_int_equal(redlock_options_set_state_dir(o, state_dir), 0);
+  return fx_open(fx, slot, o);
+}
+
+static void assert_failover_quarantined(fx_t *fx, int slot, redlock_t *c, const char *res) {
+  redlock_lock_t *l = NULL;
+  int rc = redlock_trylock(c, res, TTL, &l);
+  char votes[512];
+  redlock_last_votes(c, votes, sizeof votes);
+  if (rc == REDLOCK_OK || strstr(votes, "failover quarantine") == NULL)
+    fail_msg("want a failover quarantine: %d: %s\n%s", rc, votes, fx_log_text(fx, slot));
+}
+
+static int saved(void *arg) {
+  char buf[128];
+  return rh_server_command(arg, buf, sizeof buf, "SAVE") == 0 && strcmp(buf, "OK") == 0;
+}
+
+static void test_restart_from_rdb_sightings(void **state) {
+  fx_t *fx = *state;
+  assert_int_equal(fx_servers_start(fx, 1, NULL), 0);
+  rh_server_t *m = fx->servers[0];
+  char port[16], buf[256], info[4096], dir[64];
+  snprintf(port, sizeof port, "%d", rh_server_port(m));
+  const char *replica_args[] = {"--replicaof", "127.0.0.1", port, NULL};
+  rh_server_t *r = NULL;
+  assert_int_equal(rh_server_start(&r, &(rh_options_t){.extra_args = replica_args}), 0);
+  fx->servers[fx->n++] = r; /* stopped by the fixture's teardown */
+  assert_true(rh_wait_replica_linked(m, r, 10000));
+  /* (the replica's sync may still have its child saving: SAVE then waits) */
+  assert_true(rh_wait_until(saved, m, 10000));
+  assert_int_equal(rh_server_kill(m), 0);
+  assert_int_equal(rh_server_restart(m), 0); /* loads the RDB from its directory */
+  assert_int_equal(rh_server_command(m, info, sizeof info, "INFO replication"), 0);
+  const char *id2 = strstr(info, "master_replid2:");
+  if (id2 == NULL || strncmp(id2 + 15, "0000000000", 10) == 0)
+    skip(); /* a server that does not keep its replication id across a restart */
+
+  snprintf(dir, sizeof dir, "/tmp/test-failover-state-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  char state_dir[96];
+  snprintf(state_dir, sizeof state_dir, "%s/redlock", dir);
+  FX_NAME(res, "rdb");
+  /* The first client to see it: quarantined for max TTL from now. */
+  redlock_t *first = rdb_client(fx, 0, m, state_dir);
+  assert_failover_quarantined(fx, 0, first, res);
+  redlock_lock_t *l = NULL;
+  assert_int_equal(fx_trylock_until(first, res, TTL, (int)MAX_TTL + 10000, &l), REDLOCK_OK);
+  assert_int_equal(redlock_unlock(first, l), REDLOCK_OK);
+  /* A fresh client sharing the directory, once M's restart quarantine (by
+   * its uptime, which every client reads) is over: its first try is
+   * granted. */
+  assert_true(rh_wait_until(all_aged, fx, 15000));
+  redlock_t *later = rdb_client(fx, 1, m, state_dir);
+  int rc = redlock_trylock(later, res, TTL, &l);
+  if (rc != REDLOCK_OK) {
+    redlock_last_votes(later, buf, sizeof buf);
+    fail_msg("a client sharing the first sighting: %d: %s\n%s", rc, buf, fx_log_text(fx, 1));
+  }
+  assert_int_equal(redlock_unlock(later, l), REDLOCK_OK);
+  assert_true(fx_log_contains(fx, 1, "was first seen"));
+  /* A fresh client without it starts its own. */
+  redlock_t *alone = rdb_client(fx, 2, m, NULL);
+  assert_failover_quarantined(fx, 2, alone, res);
+  rh_remove_dir(state_dir);
+  rh_remove_dir(dir);
+}
+
 FX_MAIN("failover", &fx_profile_integration, FX_TEST(test_promoted_replica_lacks_key, 5),
-        FX_TEST(test_acked_lock_survives, 5))
+        FX_TEST(test_acked_lock_survives, 5), FX_TEST(test_restart_from_rdb_sightings, 0))
