@@ -163,6 +163,16 @@
  * (--failover --mutate-no-quarantine) and torture_cluster_mutation
  * (--cluster --mutate-no-quarantine: 7 takeovers of replicas lacking keys
  * in 50 s, each a chance of two holders; a run names a few overlaps).
+ * Chance is not a verdict: every mutation implies --proof-step, the
+ * scripted step of torture_proof.h, run before the workers, in which the
+ * mutation must give two holders at once whatever the load (a holder that
+ * acts until another was granted; a grant resting on a server that fails
+ * over to a replica lacking its key, then a second client granted within
+ * its validity).  Its history (proof.hist, worker K) is checked with the
+ * workers' and alone; the tests of the test require the violation in the
+ * "proof step: VIOLATION: ..." lines of the latter.  --proof-step without
+ * a mutation (with --failover or --cluster) is the control: the second
+ * client must be refused.
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, failovers and how many promoted a replica lacking keys, workers'
  * memory, seed) and exits 1 on any violation, printing the
