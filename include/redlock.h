@@ -598,7 +598,9 @@ REDLOCK_EXPORT const char *redlock_event_node_detail(const redlock_event_t *ev, 
 /* Master i's reply time in the round, microseconds; -1 when it did not reply
  * before the decision (and for master events). */
 REDLOCK_EXPORT int64_t redlock_event_node_latency_us(const redlock_event_t *ev, int i);
-/* Master events: what happened ("connection lost: ...", "restart
+/* Master events: what happened ("connected", "connected; in restart
+ * quarantine for another N ms" -- or failover quarantine, or quarantine
+ * (another server at this address) --, "connection lost: ...", "restart
  * quarantine over"); NULL otherwise. */
 REDLOCK_EXPORT const char *redlock_event_detail(const redlock_event_t *ev);
 

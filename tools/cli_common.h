@@ -25,6 +25,7 @@
 /* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
 enum {
   EXIT_CANNOT_VOTE = 1,   /* doctor: a voter cannot vote with the options given */
+  EXIT_QUARANTINED = 2,   /* doctor: every voter can vote, some once a quarantine ends */
   EXIT_USAGE = 64,        /* EX_USAGE: bad command line */
   EXIT_NOQUORUM = 69,     /* EX_UNAVAILABLE: too few masters answered */
   EXIT_INTERNAL = 70,     /* EX_SOFTWARE: library or system error */

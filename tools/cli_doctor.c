@@ -3,10 +3,13 @@
  * voter's primaries read from its slot map, cli_doctor_cluster.c), the
  * checks of each master (cli_doctor_checks.c) with one clock interval for
  * all of them, and the report (cli_doctor_report.c).
- * Exit 0 when every voter can vote, 1 when one cannot, 64 on bad usage. */
+ * Exit 0 when every voter can vote, 1 when one cannot, 2 when every voter
+ * can but some only once the quarantine the library keeps them in ends
+ * (cli_quar.h), 64 on bad usage. */
 #define _GNU_SOURCE /* getopt_long */
 
 #include "cli_doctor.h"
+#include "cli_quar.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +25,8 @@ typedef struct {
   uint64_t timeout_ms;
   uint64_t clock_ms;
   int json;
+  int quarantine;      /* --no-quarantine clears it, as for run */
+  uint64_t max_ttl_ms; /* --max-ttl; 0: the library's default */
 } doctor_opts_t;
 
 /* doctor's own options (parse_options' take). */
@@ -40,6 +45,13 @@ static int take_doctor_option(void *ctx, int opt, const char *arg) {
   case OPT_JSON:
     o->json = 1;
     return 0;
+  case OPT_NO_QUARANTINE:
+    o->quarantine = 0;
+    return 0;
+  case OPT_MAX_TTL:
+    if (parse_ms(arg, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+      return usage_error("--max-ttl: expected 1 to %d milliseconds, got '%s'", INT32_MAX, arg);
+    return 0;
   default:
     return OPT_NOT_MINE;
   }
@@ -50,6 +62,8 @@ static int parse_doctor(int argc, char **argv, doctor_opts_t *o) {
   static const struct option longs[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
                                         {"clock-ms", required_argument, NULL, OPT_CLOCK_MS},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"no-quarantine", no_argument, NULL, OPT_NO_QUARANTINE},
+                                        {"max-ttl", required_argument, NULL, OPT_MAX_TTL},
                                         {NULL, 0, NULL, 0}};
   static const struct option *const tables[] = {longs, NULL};
   const cmd_options_t opts = {
@@ -138,8 +152,42 @@ static void check_master(dr_master_t *m, uint64_t *last_t0) {
     *last_t0 = m->t0_ns;
 }
 
+/* The "quarantine" check of every voter that passed the others: whether the
+ * library, with these options, counts its vote now (cli_quar.h: a client
+ * of its own asks).  A cluster voter's primaries are judged one by one at
+ * their first request, which the question does not make. */
+static int check_quarantines(doctor_opts_t *o, dr_voter_t *voters) {
+  const nodes_t *nodes = &o->conn.nodes;
+  cli_quar_t q;
+  int status = cli_quar_init(&q, nodes);
+  if (status == 0 && o->quarantine)
+    status = cli_quar_ask(&q, &o->conn, 1, o->max_ttl_ms, o->timeout_ms);
+  for (size_t i = 0; status == 0 && i < nodes->n; i++) {
+    dr_voter_t *v = &voters[i];
+    if (!dr_can_vote(v))
+      continue;
+    char why[sizeof v->quarantine];
+    if (!o->quarantine)
+      dr_add(v, "quarantine", DR_SKIP,
+             "off (--no-quarantine): restarts and failovers are not "
+             "waited out");
+    else if (nodes->addrs[i].voter == VOTER_KIND_CLUSTER)
+      dr_add(v, "quarantine", DR_SKIP, "judged per primary at its first request (not asked here)");
+    else if (cli_quar_why(&q, i, why, sizeof why)) {
+      snprintf(v->quarantine, sizeof v->quarantine, "%s", why);
+      dr_add(v, "quarantine", DR_WARN,
+             "%s: the library does not count its vote until then (max TTL %llu ms; see "
+             "--max-ttl, --no-quarantine)",
+             why, (unsigned long long)(o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS));
+    } else
+      dr_add(v, "quarantine", DR_OK, "none: its vote counts now");
+  }
+  cli_quar_free(&q);
+  return status;
+}
+
 /* Checks every voter and prints the report.  The exit status. */
-static int diagnose(const doctor_opts_t *o) {
+static int diagnose(doctor_opts_t *o) {
   const nodes_t *nodes = &o->conn.nodes;
   dr_settings_t *set = calloc(1, sizeof *set);
   dr_voter_t *voters = calloc(nodes->n, sizeof *voters);
@@ -203,7 +251,9 @@ static int diagnose(const doctor_opts_t *o) {
     for (size_t k = 0; k < n_primaries; k++)
       dr_master_finish(&pm[k]);
   }
-  int status = o->json ? dr_print_json(voters, nodes->n) : dr_print_table(voters, nodes->n);
+  int status = check_quarantines(o, voters);
+  if (status == 0)
+    status = o->json ? dr_print_json(voters, nodes->n) : dr_print_table(voters, nodes->n);
   for (size_t i = 0; i < nodes->n; i++)
     dr_cluster_free(clusters[i]);
   free(clusters);
@@ -215,7 +265,8 @@ static int diagnose(const doctor_opts_t *o) {
 }
 
 int cmd_doctor(int argc, char **argv) {
-  doctor_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .clock_ms = DR_DEFAULT_CLOCK_MS};
+  doctor_opts_t o = {
+      .timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .clock_ms = DR_DEFAULT_CLOCK_MS, .quarantine = 1};
   int status = parse_doctor(argc, argv, &o);
   if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
     nodes_free(&o.conn.nodes);

@@ -15,7 +15,8 @@
  *   cli_doctor_report.c  the table a person reads, and the JSON object
  *
  * A voter can vote when none of its checks failed; warnings say what works
- * less well (woken waits fall back to polling, a drifting clock). */
+ * less well (woken waits fall back to polling, a drifting clock).  A voter
+ * the library keeps in a quarantine (cli_quar.h) can vote once it ends. */
 #ifndef REDLOCK_CLI_DOCTOR_H
 #define REDLOCK_CLI_DOCTOR_H
 
@@ -67,6 +68,9 @@ typedef struct dr_voter {
   size_t n_primaries;
   long slots;
   char ranges[256];
+  /* The quarantine the library keeps it in now ("restart quarantine: 41 s
+   * left"), "" when none: it can vote once that ends. */
+  char quarantine[160];
 } dr_voter_t;
 
 /* Room for the doctor's key: the prefix, then "redlock-doctor:" and 16 hex
@@ -118,8 +122,9 @@ typedef struct {
 __attribute__((format(printf, 4, 5))) dr_check_t *dr_add(dr_voter_t *v, const char *name,
                                                          dr_status_t status, const char *fmt, ...);
 int dr_can_vote(const dr_voter_t *v);
-/* Prints every voter's report.  Returns 0 when all can vote, else
- * EXIT_CANNOT_VOTE. */
+/* Prints every voter's report.  Returns 0 when all can vote now,
+ * EXIT_CANNOT_VOTE when one cannot, else EXIT_QUARANTINED (all can, some
+ * only once their quarantine ends). */
 int dr_print_table(const dr_voter_t *voters, size_t n);
 int dr_print_json(const dr_voter_t *voters, size_t n);
 

@@ -57,6 +57,20 @@ static size_t count_voting(const dr_voter_t *voters, size_t n) {
   return k;
 }
 
+/* Voters that can vote, but only once their quarantine ends. */
+static size_t count_quarantined(const dr_voter_t *voters, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += (size_t)(dr_can_vote(&voters[i]) && voters[i].quarantine[0] != '\0');
+  return k;
+}
+
+/* docs/cli.md: 1 when a voter cannot vote, 2 when every voter can but some
+ * only once their quarantine ends, 0 when all can now. */
+static int exit_status(size_t voting, size_t later, size_t n) {
+  return voting < n ? EXIT_CANNOT_VOTE : later > 0 ? EXIT_QUARANTINED : 0;
+}
+
 /* The widths of the name column: a check's name, or for a primary's check
  * "HOST:PORT NAME" (the address padded to waddr). */
 static void widths(const dr_voter_t *voters, size_t n, int *wname, int *waddr) {
@@ -91,8 +105,12 @@ int dr_print_table(const dr_voter_t *voters, size_t n) {
   widths(voters, n, &wname, &waddr);
   for (size_t i = 0; i < n; i++) {
     const dr_voter_t *v = &voters[i];
-    printf("%sVOTER %s: %s\n", i ? "\n" : "", v->addr->label,
-           dr_can_vote(v) ? "can vote" : "cannot vote");
+    if (dr_can_vote(v) && v->quarantine[0])
+      printf("%sVOTER %s: can vote once its quarantine ends (%s)\n", i ? "\n" : "", v->addr->label,
+             v->quarantine);
+    else
+      printf("%sVOTER %s: %s\n", i ? "\n" : "", v->addr->label,
+             dr_can_vote(v) ? "can vote" : "cannot vote");
     for (size_t j = 0; j < v->n_checks; j++)
       print_check(&v->checks[j], NULL, waddr, wname);
     /* each primary's lines name it */
@@ -102,13 +120,17 @@ int dr_print_table(const dr_voter_t *voters, size_t n) {
         print_check(&p->checks[j], p->address, waddr, wname);
     }
   }
-  size_t voting = count_voting(voters, n);
+  size_t voting = count_voting(voters, n), later = count_quarantined(voters, n);
   size_t quorum = n / 2 + 1;
   if (voting == n)
-    printf("\n%s %zu voter%s can vote\n", n == 1 ? "the" : "all", n, n == 1 ? "" : "s");
+    printf("\n%s %zu voter%s can vote", n == 1 ? "the" : "all", n, n == 1 ? "" : "s");
   else
-    printf("\n%zu of %zu voters can vote (a quorum is %zu)\n", voting, n, quorum);
-  return voting == n ? 0 : EXIT_CANNOT_VOTE;
+    printf("\n%zu of %zu voters can vote (a quorum is %zu)", voting, n, quorum);
+  if (later > 0)
+    printf("; %zu of them only once %s quarantine ends (%zu vote%s now)", later,
+           later == 1 ? "its" : "their", voting - later, voting - later == 1 ? "s" : "");
+  printf("\n");
+  return exit_status(voting, later, n);
 }
 
 static void json_opt_str(const char *s) {
@@ -121,7 +143,10 @@ static void json_opt_str(const char *s) {
 /* The fields a voter's object and a primary's share, from "can_vote" to
  * "checks". */
 static void json_report(const dr_voter_t *v) {
-  printf("\"can_vote\":%s,\"address\":", dr_can_vote(v) ? "true" : "false");
+  printf("\"can_vote\":%s,\"can_vote_now\":%s,\"quarantine\":", dr_can_vote(v) ? "true" : "false",
+         dr_can_vote(v) && !v->quarantine[0] ? "true" : "false");
+  json_opt_str(v->quarantine);
+  fputs(",\"address\":", stdout);
   json_opt_str(v->address);
   fputs(",\"server\":", stdout);
   json_opt_str(v->server);
@@ -183,7 +208,8 @@ int dr_print_json(const dr_voter_t *voters, size_t n) {
     }
     fputs("]}", stdout);
   }
-  size_t voting = count_voting(voters, n);
-  printf("],\"all_can_vote\":%s}\n", voting == n ? "true" : "false");
-  return voting == n ? 0 : EXIT_CANNOT_VOTE;
+  size_t voting = count_voting(voters, n), later = count_quarantined(voters, n);
+  printf("],\"all_can_vote\":%s,\"all_can_vote_now\":%s}\n", voting == n ? "true" : "false",
+         voting == n && later == 0 ? "true" : "false");
+  return exit_status(voting, later, n);
 }

@@ -30,6 +30,10 @@ typedef struct {
    * other voters. */
   int slot;
   char seed[300];
+  /* Filled by status, not by the probe: the quarantine the library keeps
+   * this voter in now ("restart quarantine: 41 s left", cli_quar.h), "" when
+   * none. */
+  char quarantine[160];
 } master_report_t;
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL

@@ -22,12 +22,15 @@
 #include "cli_common.h"
 #include "cli_hold.h"
 #include "cli_probe.h"
+#include "cli_quar.h"
 
 /* Set on the library's loop thread, read by the main thread. */
 static atomic_int g_lock_done;
 static atomic_int g_lock_status;
 static _Atomic(redlock_lock_t *) g_lock_result;
 static atomic_int g_lost;
+/* Each master's quarantine as the client judged it (its master events). */
+static cli_quar_t g_quar;
 
 static void lock_cb(int status, redlock_lock_t *lock, void *arg) {
   (void)arg;
@@ -47,12 +50,13 @@ static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
 
 /* After "no quorum": what each master looks like now, over a plain
  * connection (redlock_last_votes describes the client's latest round, which
- * after a failed attempt may be the release that followed it). */
+ * after a failed attempt may be the release that followed it, and leaves
+ * out the masters whose votes were not in when it was decided), and which
+ * quarantine the client keeps it in, until when (its master events). */
 static void diagnose_masters(const hold_opts_t *o) {
   char *key, *fence_key;
   if (probe_keys(o->conn.prefix, o->resource, &key, &fence_key) != 0)
     return;
-  uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
   uint64_t timeout = o->connect_ms ? o->connect_ms : 1000;
   int quarantined = 0;
   for (size_t i = 0; i < o->conn.nodes.n; i++) {
@@ -62,13 +66,12 @@ static void diagnose_masters(const hold_opts_t *o) {
     char label[700];
     snprintf(label, sizeof label, "%s%s%s", o->conn.nodes.addrs[i].label,
              rep.master[0] ? " -> " : "", rep.master);
+    char why[160];
     if (!rep.up) {
       err_msg("  %s: %s", label, rep.state);
-    } else if (o->quarantine && rep.uptime_s >= 0 &&
-               (uint64_t)rep.uptime_s * 1000 < max_ttl + 1000) {
-      /* The library's rule: quarantined until max TTL - (uptime - 1 s). */
-      err_msg("  %s: up %llds, below the max TTL (%" PRIu64 " ms): in restart quarantine", label,
-              rep.uptime_s, max_ttl);
+    } else if (cli_quar_why(&g_quar, i, why, sizeof why)) {
+      err_msg("  %s: quarantined (%s): up %s, its vote does not count until then", label, why,
+              rep.uptime[0] ? rep.uptime : "?");
       quarantined++;
     } else {
       err_msg("  %s: %s (answers now)", label, rep.state);
@@ -76,8 +79,8 @@ static void diagnose_masters(const hold_opts_t *o) {
     free(rep.value);
   }
   if (quarantined > 0)
-    err_msg("masters that (re)started less than the max TTL ago do not count yet: wait, or "
-            "see --no-quarantine and --max-ttl in redlock --help");
+    err_msg("a quarantined master's vote counts once its quarantine (max TTL long) ends: wait, "
+            "or see Quarantines, --no-quarantine and --max-ttl in redlock --help");
   free(key);
   free(fence_key);
 }
@@ -281,6 +284,10 @@ int cmd_run(int argc, char **argv) {
   redlock_t *client = NULL;
   int status = hold_prepare(&HOLD_RUN, argc, argv, &o, &inherited, &opts);
   if (status == 0)
+    status = cli_quar_init(&g_quar, &o.conn.nodes);
+  if (status == 0 && redlock_options_set_event_cb(opts, cli_quar_event, &g_quar) != 0)
+    status = EXIT_INTERNAL;
+  if (status == 0)
     status = tls_for_probes(opts, &o.conn.nodes);
   if (status == 0)
     status = hold_open(&client, opts);
@@ -293,6 +300,7 @@ int cmd_run(int argc, char **argv) {
       write_metrics(client, &o);
   }
   redlock_close(client); /* NULL is ignored; cancels a wait, releases what is held */
+  cli_quar_free(&g_quar);
   redlock_options_free(opts);
   tls_for_probes_free();
   nodes_free(&o.conn.nodes);

@@ -3,8 +3,9 @@
  * primary that owns the key's hash slot), whether it answers, the
  * value holding the key, its PTTL, the fence counter and the master's
  * uptime (cli_probe.c), then a verdict (locked on a quorum, set on too few
- * masters, free, unknown), as a table or as one JSON object.  The exit
- * status says whether a quorum of masters answered. */
+ * masters, free, unknown), as a table or as one JSON object, and which
+ * masters the library keeps in a quarantine now, until when (cli_quar.h).
+ * The exit status says whether a quorum of masters answered. */
 #define _GNU_SOURCE /* getopt_long */
 
 #include <getopt.h>
@@ -14,6 +15,7 @@
 
 #include "cli_common.h"
 #include "cli_probe.h"
+#include "cli_quar.h"
 
 /* What the reports add up to; the table and the JSON say the same. */
 typedef struct {
@@ -116,9 +118,15 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
     else
       printf("null");
     if (m->uptime_s >= 0)
-      printf(",\"uptime_s\":%lld}", m->uptime_s);
+      printf(",\"uptime_s\":%lld", m->uptime_s);
     else
-      printf(",\"uptime_s\":null}");
+      printf(",\"uptime_s\":null");
+    printf(",\"quarantine\":");
+    if (m->quarantine[0])
+      json_str(m->quarantine);
+    else
+      printf("null");
+    printf("}");
   }
   printf("]}\n");
   return v.reachable < v.quorum ? EXIT_NOQUORUM : 0;
@@ -187,10 +195,21 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
     printf("unknown: no master answered\n");
   else
     printf("free: none of the %zu masters that answered has the key\n", v.reachable);
+  size_t voting = v.reachable;
+  char lbuf2[1024];
+  for (size_t i = 0; i < nodes->n; i++)
+    if (reps[i].up && reps[i].quarantine[0]) {
+      printf("%s: quarantined (%s): its vote does not count until then\n",
+             row_label(nodes, reps, i, lbuf2, sizeof lbuf2), reps[i].quarantine);
+      voting--;
+    }
   if (v.reachable < v.quorum) {
     printf("only %zu of %zu masters answered (quorum %zu)\n", v.reachable, nodes->n, v.quorum);
     return EXIT_NOQUORUM;
   }
+  if (voting < v.reachable)
+    printf("%zu of %zu masters vote now (quorum %zu)%s\n", voting, nodes->n, v.quorum,
+           voting < v.quorum ? ": a lock cannot be taken until a quarantine ends" : "");
   return 0;
 }
 
@@ -199,6 +218,8 @@ typedef struct {
   const char *resource;
   uint64_t timeout_ms;
   int json;
+  int quarantine;      /* --no-quarantine clears it, as for run */
+  uint64_t max_ttl_ms; /* --max-ttl; 0: the library's default */
 } status_opts_t;
 
 /* status's own options (parse_options' take). */
@@ -212,6 +233,13 @@ static int take_status_option(void *ctx, int opt, const char *arg) {
   case OPT_JSON:
     o->json = 1;
     return 0;
+  case OPT_NO_QUARANTINE:
+    o->quarantine = 0;
+    return 0;
+  case OPT_MAX_TTL:
+    if (parse_ms(arg, 1, INT32_MAX, &o->max_ttl_ms) != 0)
+      return usage_error("--max-ttl: expected 1 to %d milliseconds, got '%s'", INT32_MAX, arg);
+    return 0;
   default:
     return OPT_NOT_MINE;
   }
@@ -221,6 +249,8 @@ static int take_status_option(void *ctx, int opt, const char *arg) {
 static int parse_status(int argc, char **argv, status_opts_t *o) {
   static const struct option longs[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"no-quarantine", no_argument, NULL, OPT_NO_QUARANTINE},
+                                        {"max-ttl", required_argument, NULL, OPT_MAX_TTL},
                                         {NULL, 0, NULL, 0}};
   static const struct option *const tables[] = {longs, NULL};
   const cmd_options_t opts = {.shorts = "", .longs = tables, .take = take_status_option, .ctx = o};
@@ -235,8 +265,25 @@ static int parse_status(int argc, char **argv, status_opts_t *o) {
   return conn_finish(&o->conn, o->resource);
 }
 
+/* Which voters the library keeps in a quarantine now, with these options
+ * (a cluster voter's primaries are judged at their first request: not
+ * asked). */
+static int ask_quarantines(status_opts_t *o, master_report_t *reps) {
+  if (!o->quarantine)
+    return 0;
+  cli_quar_t q;
+  int status = cli_quar_init(&q, &o->conn.nodes);
+  if (status == 0)
+    status = cli_quar_ask(&q, &o->conn, 1, o->max_ttl_ms, o->timeout_ms);
+  for (size_t i = 0; status == 0 && i < o->conn.nodes.n; i++)
+    if (o->conn.nodes.addrs[i].voter != VOTER_KIND_CLUSTER)
+      cli_quar_why(&q, i, reps[i].quarantine, sizeof reps[i].quarantine);
+  cli_quar_free(&q);
+  return status;
+}
+
 /* Probes every master and prints the report.  The exit status. */
-static int report(const status_opts_t *o) {
+static int report(status_opts_t *o) {
   char *key, *fence_key;
   const nodes_t *nodes = &o->conn.nodes;
   master_report_t *reps = calloc(nodes->n, sizeof *reps);
@@ -247,7 +294,9 @@ static int report(const status_opts_t *o) {
   }
   for (size_t i = 0; i < nodes->n; i++)
     probe_master(&nodes->addrs[i], key, fence_key, o->timeout_ms, &reps[i]);
-  int status = o->json ? print_status_json(nodes, key, reps) : print_status_table(nodes, key, reps);
+  int status = ask_quarantines(o, reps);
+  if (status == 0)
+    status = o->json ? print_status_json(nodes, key, reps) : print_status_table(nodes, key, reps);
   for (size_t i = 0; i < nodes->n; i++)
     free(reps[i].value);
   free(reps);
@@ -257,7 +306,7 @@ static int report(const status_opts_t *o) {
 }
 
 int cmd_status(int argc, char **argv) {
-  status_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS};
+  status_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .quarantine = 1};
   int status = parse_status(argc, argv, &o);
   if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
     nodes_free(&o.conn.nodes);

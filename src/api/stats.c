@@ -351,7 +351,10 @@ static void voter_up(struct stats *stats, master_stats_t *m, unsigned index,
   if (duplicate)
     snprintf(detail, sizeof detail, "connected; %s: not a voter", news->duplicate_why);
   else if (quarantined)
-    snprintf(detail, sizeof detail, "connected; in restart quarantine for another %llu ms",
+    snprintf(detail, sizeof detail, "connected; in %s for another %llu ms",
+             news->quarantine_name != NULL && news->quarantine_name[0] != '\0'
+                 ? news->quarantine_name
+                 : "quarantine",
              (unsigned long long)((news->quarantine_until_ns - now) / 1000000u));
   else
     snprintf(detail, sizeof detail, "connected");

@@ -41,7 +41,8 @@ typedef struct voter_news {
   const char *detail;           /* DOWN: why, or NULL */
   int was_up;                   /* DOWN: a live connection dropped (else an attempt failed) */
   uint64_t ready_ns;            /* UP, QUARANTINE_END: when it came up (0: unknown) */
-  uint64_t quarantine_until_ns; /* UP: its restart quarantine ends then (0: none) */
+  uint64_t quarantine_until_ns; /* UP: its quarantine ends then (0: none) */
+  const char *quarantine_name;  /* UP: which one (quarantine_name()), "" or NULL for none */
   const char *duplicate_why;    /* UP: set by voters.c when it is a duplicate, else NULL */
   uint64_t due_ns;              /* REPLAYS_DUE: when to tick it */
 } voter_news_t;

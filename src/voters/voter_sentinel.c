@@ -376,6 +376,9 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
     news.quarantine_until_ns = node->quarantine_until_ns;
+    /* For this voter a move is a failover (as its votes say). */
+    news.quarantine_name = quarantine_name(
+        node->quarantine_kind == QUARANTINE_MOVED ? QUARANTINE_FAILOVER : node->quarantine_kind);
     break;
   case NODE_EV_DOWN:
     news.what = what;

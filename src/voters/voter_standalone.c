@@ -117,6 +117,7 @@ void voter_standalone_on_node(void *arg, node_t *node, node_event_t ev, const ch
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
     news.quarantine_until_ns = node->quarantine_until_ns;
+    news.quarantine_name = quarantine_name(node->quarantine_kind);
     break;
   case NODE_EV_DOWN:
     news.what = what;

@@ -699,6 +699,32 @@ static void case_noquorum(void) {
   CHECK(RUN_TO_END(p) == 69, "quarantined masters -> 69");
   CHECK(stderr_contains(p, "restart quarantine") && stderr_contains(p, "--no-quarantine"),
         "hint at the quarantine");
+  /* Each master named with the quarantine the client kept it in, and its
+   * end (the default max TTL: 60 s, so whole seconds are left). */
+  for (int i = 0; i < N_MASTERS; i++) {
+    char line[128];
+    snprintf(line, sizeof line,
+             "127.0.0.1:%d: quarantined (restart quarantine: ", rh_server_port(g_fx.servers[i]));
+    CHECK(stderr_contains(p, line), "master %d's diagnosis names its quarantine", i);
+  }
+  CHECK(stderr_contains(p, " s left)"), "and when it ends");
+  /* status says the same of each master, and that none votes now. */
+  proc_t *s = START(g_nodes, 0, "status", "nq-res");
+  CHECK(RUN_TO_END(s) == 0, "status -> 0 (every master answered)");
+  for (int i = 0; i < N_MASTERS; i++) {
+    char line[128];
+    snprintf(line, sizeof line,
+             "127.0.0.1:%d: quarantined (restart quarantine: ", rh_server_port(g_fx.servers[i]));
+    CHECK(strstr(s->out, line) != NULL, "status names master %d's quarantine", i);
+  }
+  CHECK(strstr(s->out, " s left)") != NULL && strstr(s->out, "0 of 3 masters vote now") != NULL,
+        "status: its end, and no vote now");
+  s = START(g_nodes, 0, "status", "--json", "nq-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "\"quarantine\":\"restart quarantine: ") != NULL,
+        "status --json: the quarantine");
+  s = START(g_nodes, 0, "status", "--no-quarantine", "nq-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "quarantined") == NULL,
+        "status --no-quarantine: none");
   p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 0, "--no-quarantine -> 0");
 }

@@ -196,7 +196,11 @@ static run_t *run_argv(const char *nodes, const char *const *args) {
   return &g_run;
 }
 
-#define DOCTOR(nodes, ...) run_argv((nodes), (const char *const[]){"doctor", __VA_ARGS__, NULL})
+/* The servers are fresh: the cases that are not about the quarantine turn
+ * it off (as every `run` of test_cli does); DOCTOR_Q keeps it on. */
+#define DOCTOR(nodes, ...)                                                                         \
+  run_argv((nodes), (const char *const[]){"doctor", "--no-quarantine", __VA_ARGS__, NULL})
+#define DOCTOR_Q(nodes, ...) run_argv((nodes), (const char *const[]){"doctor", __VA_ARGS__, NULL})
 #define REDLOCK(...) run_argv(NULL, (const char *const[]){__VA_ARGS__, NULL})
 
 /* ================================================================================
@@ -1175,10 +1179,65 @@ static void case_status_cluster(void) {
   CHECK(r->status == 69 && has(want), "no primary for the slot: exit %d", r->status);
 }
 
+/* Masters the library keeps in a quarantine: doctor says which one and
+ * when it ends, that the voter can vote only then, and exits 2; status says
+ * the same.  A master just started is in its restart quarantine (a max TTL
+ * of 600 s: it lasts the whole case on any machine); a replica promoted
+ * (REPLICAOF NO ONE: master_replid2 set) in its failover quarantine. */
+static void case_quarantine(void) {
+  rh_server_t *m = start_server(&(rh_options_t){
+      .extra_args = (const char *const[]){"--repl-diskless-sync-delay", "0", NULL}});
+  const char *label = label_of(m);
+  run_t *r = DOCTOR_Q(NULL, "--clock-ms", "0", "--max-ttl", "600000", rh_server_uri(m));
+  CHECK(r->status == 2, "quarantined: exit %d", r->status);
+  char header[128];
+  snprintf(header, sizeof header,
+           "VOTER %s: can vote once its quarantine ends (restart quarantine: ", label);
+  CHECK(has(header) && has(" s left)\n"), "the header names the quarantine and its end");
+  CHECK(!has(": can vote\n"), "not \"can vote\" now");
+  EXPECT_CHECK(label, "quarantine", "warn", "restart quarantine: ");
+  CHECK(has("1 of them only once its quarantine ends (0 vote now)"), "the summary");
+  r = DOCTOR_Q(NULL, "--json", "--clock-ms", "0", "--max-ttl", "600000", rh_server_uri(m));
+  CHECK(r->status == 2 && json_valid(r->out), "--json: exit %d", r->status);
+  CHECK(has("\"can_vote\":true,\"can_vote_now\":false,\"quarantine\":\"restart quarantine: ") &&
+            has("\"all_can_vote_now\":false"),
+        "the JSON names the quarantine");
+  r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0, "--no-quarantine: exit %d", r->status);
+  snprintf(header, sizeof header, "VOTER %s: can vote\n", label);
+  CHECK(has(header), "--no-quarantine: can vote");
+  EXPECT_CHECK(label, "quarantine", "skip", "--no-quarantine");
+
+  r = REDLOCK("status", "--max-ttl", "600000", "--node", rh_server_uri(m), "q-res");
+  char line[160];
+  snprintf(line, sizeof line, "%s: quarantined (restart quarantine: ", label);
+  CHECK(r->status == 0 && has(line) && has("0 of 1 masters vote now"), "status: exit %d",
+        r->status);
+
+  /* A promoted replica: its failover quarantine. */
+  char port[16];
+  snprintf(port, sizeof port, "%d", rh_server_port(m));
+  rh_server_t *rep = start_server(
+      &(rh_options_t){.extra_args = (const char *const[]){"--replicaof", "127.0.0.1", port, NULL}});
+  CHECK(rh_wait_replica_linked(m, rep, DEADLINE_MS), "the replica linked");
+  char reply[64];
+  CHECK(rh_server_command(rep, reply, sizeof reply, "REPLICAOF NO ONE") == 0 &&
+            strcmp(reply, "OK") == 0,
+        "REPLICAOF NO ONE: %s", reply);
+  const char *rlabel = label_of(rep);
+  r = DOCTOR_Q(NULL, "--clock-ms", "0", "--max-ttl", "600000", rh_server_uri(rep));
+  CHECK(r->status == 2, "promoted: exit %d", r->status);
+  EXPECT_CHECK(rlabel, "quarantine", "warn", "failover quarantine: ");
+  r = REDLOCK("status", "--max-ttl", "600000", "--node", rh_server_uri(rep), "q-res");
+  snprintf(line, sizeof line, "%s: quarantined (failover quarantine: ", rlabel);
+  CHECK(r->status == 0 && has(line), "status names the failover quarantine: exit %d", r->status);
+}
+
 static const struct {
   const char *name;
   void (*fn)(void);
 } CASES[] = {
+    {"doctor_quarantine", case_quarantine},
     {"doctor_healthy", case_healthy},
     {"doctor_acl", case_acl},
     {"doctor_waitaof_old", case_waitaof_old},

@@ -11,7 +11,7 @@
  *           [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]
  *           [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]
  *           [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]
- *           [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]
+ *           [--no-kill] [--hold-ms MS] [--cluster] [--takeovers] [--proof-step]
  *   torture --selftest
  *
  * --tls-certs DIR (ca.crt, server.crt, server.key, as tests/tls/make_certs.sh
@@ -163,6 +163,16 @@
  * (--failover --mutate-no-quarantine) and torture_cluster_mutation
  * (--cluster --mutate-no-quarantine: 7 takeovers of replicas lacking keys
  * in 50 s, each a chance of two holders; a run names a few overlaps).
+ * Chance is not a verdict: every mutation implies --proof-step, the
+ * scripted step of torture_proof.h, run before the workers, in which the
+ * mutation must give two holders at once whatever the load (a holder that
+ * acts until another was granted; a grant resting on a server that fails
+ * over to a replica lacking its key, then a second client granted within
+ * its validity).  Its history (proof.hist, worker K) is checked with the
+ * workers' and alone; the tests of the test require the violation in the
+ * "proof step: VIOLATION: ..." lines of the latter.  --proof-step without
+ * a mutation (with --failover or --cluster) is the control: the second
+ * client must be refused.
  * It prints a summary (grants per resource, call outcomes, faults injected by
  * kind, failovers and how many promoted a replica lacking keys, workers'
  * memory, seed) and exits 1 on any violation, printing the
@@ -201,6 +211,7 @@
 #include "torture_common.h"
 #include "torture_iptables.h"
 #include "torture_opts.h"
+#include "torture_proof.h"
 #include "torture_schedule.h"
 
 #define N_MASTERS TORTURE_MASTERS
@@ -235,6 +246,7 @@ static struct {
   int no_kill;              /* no kill faults (implied by --mutate-no-quarantine) */
   int cluster;              /* a cluster voter in master 2's place, masters 3 and 4 absent */
   int takeovers;            /* cluster faults: lossy takeovers only (implied by the mutation) */
+  int proof_step;           /* the scripted step first (implied by every mutation) */
   unsigned hold_ms;         /* the workers' hold cap */
   int primitive;            /* PRIM_*: what the workers take */
   unsigned sem_limit;
@@ -249,7 +261,7 @@ static void usage(void) {
           "               [--verbose] [--mutate-overhold-ms MS] [--tls-certs DIR]\n"
           "               [--primitive lock|semaphore|rwlock|election|mixed] [--sem-limit L]\n"
           "               [--mutate-sem-refused] [--failover] [--mutate-no-quarantine]\n"
-          "               [--no-kill] [--hold-ms MS] [--cluster] [--takeovers]\n"
+          "               [--no-kill] [--hold-ms MS] [--cluster] [--takeovers] [--proof-step]\n"
           "       torture --selftest   (the checker on hand-made histories)\n");
 }
 
@@ -282,6 +294,7 @@ static int parse_args(int argc, char **argv) {
       {"--no-kill", TO_FLAG, &opt.no_kill},
       {"--cluster", TO_FLAG, &opt.cluster},
       {"--takeovers", TO_FLAG, &opt.takeovers},
+      {"--proof-step", TO_FLAG, &opt.proof_step},
       {"--hold-ms", TO_UNSIGNED, &opt.hold_ms},
       {"--selftest", TO_FLAG, &opt.selftest},
       {"--duration", TO_UNSIGNED, &opt.duration_s},
@@ -332,6 +345,20 @@ static int parse_args(int argc, char **argv) {
     opt.no_kill = 1;
   if (opt.mutate_no_quarantine && opt.cluster)
     opt.takeovers = 1;
+  /* A test of the test rests on the scripted step (torture_proof.h): the
+   * randomized run alone breaks exclusion only by chance. */
+  if (opt.mutate_no_quarantine || opt.mutate_overhold_ms > 0)
+    opt.proof_step = 1;
+  if (opt.proof_step && opt.workers >= MAX_WORKERS) {
+    fprintf(stderr, "torture: the scripted step is a worker of its own: at most %d workers\n",
+            MAX_WORKERS - 1);
+    return -1;
+  }
+  if (opt.proof_step && opt.mutate_overhold_ms == 0 && !opt.failover && !opt.cluster) {
+    fprintf(stderr, "torture: --proof-step alone is the failover step's control: it needs "
+                    "--failover or --cluster\n");
+    return -1;
+  }
   return 0;
 }
 
@@ -889,6 +916,140 @@ static void heal_all(void) {
   }
 }
 
+static char run_dir[400];
+
+/* ---- the scripted step (torture_proof.h) ---------------------------------------------- */
+
+/* Whether the server that fails over in the step lacks H's key now. */
+static int lacks_r0(rh_server_t *s) {
+  char buf[128];
+  return rh_server_command(s, buf, sizeof buf, "EXISTS %sr0", TORTURE_KEY_PREFIX) == 0 &&
+         strcmp(buf, "0") == 0;
+}
+
+/* The failover step: H's grant of r0 rests on one server whose replica is
+ * cut off (master 0 with --failover, the cluster's shard of r0 with
+ * --cluster) and on servers whose keys stay; every other voter is held by
+ * the driver (foreign holds: masters 3 and 4, or master 1).  That server
+ * fails over to its replica, which lacks H's key; the holds are released,
+ * and a fresh client G tries r0 until H's validity ends.  Without the
+ * quarantine G's grant is certain (the promoted replica and the released
+ * masters are a majority, none with a key) and the checker must see two
+ * holders; with it G must be refused. */
+static void proof_failover(void) {
+  int quarantine = !opt.mutate_no_quarantine;
+  int held[2] = {3, 4}, n_held = 2;
+  if (opt.cluster) {
+    held[0] = 1;
+    n_held = 1;
+  }
+  flog("proof step: the failover schedule (quarantine %s)", quarantine ? "on" : "off");
+  for (int i = 0; i < n_held; i++)
+    foreign_start(held[i], PROOF_WAIT_MS + PROOF_TTL_MS);
+  uint64_t until = torture_now_ns() + 5000000000ull;
+  while (foreign_tick() && torture_now_ns() < until)
+    fx_sleep_ms(1);
+  if (opt.cluster) {
+    event_t cut = {.kind = F_REPLICA_CUT, .master = TORTURE_CLUSTER_VOTER, .pick = 0};
+    tcl_execute(&cut);
+  } else {
+    replica_cut_start(0);
+  }
+  redlock_t *h = tp_open(quarantine, PROOF_TTL_MS), *g = NULL;
+  tp_grant_t gh = {0}, gg = {0};
+  /* With the quarantine on, H may wait out the restart quarantine of the
+   * servers just started. */
+  uint64_t deadline = torture_now_ns() + (uint64_t)(PROOF_WAIT_MS + PROOF_TTL_MS) * 1000000u;
+  int rc = h != NULL ? tp_lock_until(h, "r0", PROOF_TTL_MS, deadline, 0, &gh) : -1;
+  if (rc != 0) {
+    if (h != NULL)
+      tp_fail("H was not granted r0 (last: %s)", redlock_err_name(rc));
+  } else {
+    flog("proof step: H granted r0, %.0f ms of validity", (double)(gh.ve - gh.grant) / 1e6);
+    unsigned lacking_before = opt.cluster ? tcl_stats()->lacking : fo_lacking;
+    if (opt.cluster) {
+      event_t kill = {.kind = F_PRIMARY_KILL, .master = TORTURE_CLUSTER_VOTER, .pick = 0};
+      tcl_execute(&kill);
+    } else {
+      failover_start(0);
+    }
+    int lacking = (opt.cluster ? tcl_stats()->lacking : fo_lacking) > lacking_before;
+    if (!opt.cluster)
+      lacking = lacking && lacks_r0(master_of(0));
+    if (!lacking)
+      tp_fail("the promoted replica was not shown to lack H's key");
+    for (int i = 0; i < n_held; i++)
+      foreign_end(held[i]);
+    g = tp_open(quarantine, PROOF_TTL_MS);
+    rc = g != NULL ? tp_lock_until(g, "r0", PROOF_TTL_MS, gh.ve, 1, &gg) : -1;
+    if (rc == 0)
+      flog("proof step: G granted r0 %.0f ms before H's validity ends",
+           ((double)gh.ve - (double)gg.grant) / 1e6);
+    else
+      flog("proof step: G refused r0 until H's validity ended (last: %s)", redlock_err_name(rc));
+    if (!quarantine && rc != 0)
+      tp_fail("without the quarantine G was not granted r0 within H's validity (last: %s)",
+              redlock_err_name(rc));
+    else if (!quarantine && gg.grant >= gh.ve)
+      tp_fail("without the quarantine G was granted r0 only after H's validity ended");
+    if (rc == 0)
+      fx_sleep_ms(50); /* both hold a while: the report's overlap is not a sliver */
+    tp_release(g, &gg);
+    tp_release(h, &gh);
+  }
+  for (int i = 0; i < n_held; i++)
+    foreign_end(held[i]);
+  if (g != NULL)
+    redlock_close(g);
+  if (h != NULL)
+    redlock_close(h);
+  /* Back to the run's starting state: the old master (primary) rejoins as
+   * the replica, linked before the workers start. */
+  if (opt.cluster) {
+    event_t end = {.kind = F_PRIMARY_KILL, .master = TORTURE_CLUSTER_VOTER, .end = 1};
+    tcl_execute(&end);
+    event_t cut_end = {.kind = F_REPLICA_CUT, .master = TORTURE_CLUSTER_VOTER, .end = 1};
+    tcl_execute(&cut_end);
+  } else {
+    replica_cut_end(0);
+    failover_end(0);
+    if (!rh_wait_replica_linked(master_of(0), replica_of(0), 10000))
+      tp_fail("master 0's old master did not link as its replica in 10 s");
+  }
+}
+
+/* Runs the scripted step before the workers start, as worker opt.workers
+ * (its history is checked with theirs). */
+static void proof_step(void) {
+  static char uris[N_MASTERS + 1][64];
+  static const char *nodes[N_MASTERS + 1];
+  static char tls_ca[600];
+  int n = 0;
+  for (int m = 0; m < n_masters; m++) {
+    snprintf(uris[m], sizeof uris[m], "%s://127.0.0.1:%d", opt.tls_certs ? "rediss" : "redis",
+             fault_proxy_port(proxies[m]));
+    nodes[n++] = uris[m];
+  }
+  if (opt.cluster)
+    nodes[n++] = tcl_uri();
+  if (opt.tls_certs != NULL)
+    snprintf(tls_ca, sizeof tls_ca, "%s/ca.crt", opt.tls_certs);
+  tp_config_t c = {.nodes = nodes,
+                   .n_nodes = n,
+                   .tls_ca = opt.tls_certs != NULL ? tls_ca : NULL,
+                   .timing = opt.timing};
+  if (tp_begin(run_dir, opt.workers, &c) != 0)
+    exit(2);
+  if (opt.mutate_overhold_ms > 0) {
+    int built = tp_overhold(opt.primitive, opt.sem_limit, opt.ttl_ms, opt.max_ttl_ms);
+    flog("proof step: the overhold schedule built two holders at once in %d group(s)", built);
+  }
+  if (opt.failover || opt.cluster)
+    proof_failover();
+  tp_end();
+  flog("proof step done");
+}
+
 /* --failover: one replica per master (REPLICAOF it), linked before the run
  * starts.  0, or -1 with a message (nothing of them left running). */
 static int start_replicas(const rh_options_t *ropts) {
@@ -927,7 +1088,6 @@ typedef struct {
 } worker_t;
 
 static worker_t workers[MAX_WORKERS];
-static char run_dir[400];
 
 static int spawn_worker(int id, uint64_t until_ns) {
   worker_t *w = &workers[id];
@@ -1039,10 +1199,10 @@ static int poll_workers(void) {
 /* ---- the check (torture_check.c) ------------------------------------------------------ */
 
 /* Feeds one worker's history file to the checker. */
-static void read_history(tc_history_t *h, int id) {
-  FILE *f = fopen(workers[id].hist, "r");
+static void read_file(tc_history_t *h, int id, const char *path) {
+  FILE *f = fopen(path, "r");
   if (f == NULL) {
-    tc_no_history(h, id, workers[id].hist);
+    tc_no_history(h, id, path);
     return;
   }
   char line[1024];
@@ -1053,6 +1213,8 @@ static void read_history(tc_history_t *h, int id) {
   fclose(f);
 }
 
+static void read_history(tc_history_t *h, int id) { read_file(h, id, workers[id].hist); }
+
 /* The options besides --duration and --seed that make the schedule (and
  * the primitive, a hold cap that is not the default), for the replay line. */
 static const char *replay_extra(void) {
@@ -1060,13 +1222,16 @@ static const char *replay_extra(void) {
   char hold[32] = "";
   if (opt.hold_ms != default_hold_ms())
     snprintf(hold, sizeof hold, " --hold-ms %u", opt.hold_ms);
-  snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
+  snprintf(buf, sizeof buf, "%s%s%s%s%s%s%s%s", opt.primitive == PRIM_LOCK ? "" : " --primitive ",
            opt.primitive == PRIM_LOCK ? "" : torture_prim_names[opt.primitive],
            opt.failover ? " --failover" : "", opt.cluster ? " --cluster" : "",
            opt.mutate_no_quarantine ? " --mutate-no-quarantine"
            : opt.no_kill            ? " --no-kill"
                                     : "",
-           opt.takeovers && !opt.mutate_no_quarantine ? " --takeovers" : "", hold);
+           opt.takeovers && !opt.mutate_no_quarantine ? " --takeovers" : "", hold,
+           opt.proof_step && !opt.mutate_no_quarantine && opt.mutate_overhold_ms == 0
+               ? " --proof-step"
+               : "");
   return buf;
 }
 
@@ -1187,10 +1352,41 @@ static void print_summary(const tc_history_t *h, const schedule_t *sched) {
          n == 0 ? "PASS" : "FAIL", n, n == 1 ? "" : "s", opt.duration_s, opt.seed, replay_extra());
 }
 
+/* The scripted step's history checked alone (one worker, name 0 of each
+ * group): its verdict, printed as "proof step: VIOLATION: ..." lines, is
+ * what a test of the test requires (CMakeLists.txt): a violation found only
+ * by the randomized part would be found by chance. */
+static void check_proof_alone(void) {
+  tc_config_t cfg = {.workers = 1,
+                     .threads = opt.threads,
+                     .resources = 1,
+                     .primitive = opt.primitive,
+                     .sem_limit = opt.sem_limit,
+                     .slack_ms = opt.slack_ms,
+                     .t0_ns = t0_ns};
+  tc_history_t *h = tc_new(&cfg);
+  if (h != NULL)
+    read_file(h, 0, tp_history_path());
+  if (h == NULL || tc_check(h) < 0) {
+    fprintf(stderr, "torture: out of memory\n");
+    exit(2);
+  }
+  printf("proof step: %u violation%s in the scripted step alone\n", tc_violations(h),
+         tc_violations(h) == 1 ? "" : "s");
+  const char *r = tc_report(h);
+  while (*r != '\0') {
+    size_t n = strcspn(r, "\n");
+    if (strncmp(r, "VIOLATION", 9) == 0)
+      printf("proof step: %.*s\n", (int)n, r);
+    r += n + (r[n] == '\n');
+  }
+  tc_free(h);
+}
+
 /* Runs every check over the workers' histories, prints the offending
  * records and the summary.  0 when nothing was wrong. */
 static int check_and_report(const schedule_t *sched) {
-  tc_config_t cfg = {.workers = opt.workers,
+  tc_config_t cfg = {.workers = opt.workers + (opt.proof_step ? 1 : 0),
                      .threads = opt.threads,
                      .resources = opt.resources,
                      .primitive = opt.primitive,
@@ -1202,11 +1398,15 @@ static int check_and_report(const schedule_t *sched) {
     read_history(h, i);
     tc_worker_exit(h, i, workers[i].pid, workers[i].status, workers[i].killed);
   }
+  if (h != NULL && opt.proof_step) /* the scripted step's pseudo-worker */
+    read_file(h, opt.workers, tp_history_path());
   if (h == NULL || tc_check(h) < 0) {
     fprintf(stderr, "torture: out of memory\n");
     exit(2);
   }
   fputs(tc_report(h), stdout);
+  if (opt.proof_step)
+    check_proof_alone();
   print_summary(h, sched);
   int rc = tc_violations(h) == 0 ? 0 : 1;
   tc_free(h);
@@ -1327,6 +1527,11 @@ int main(int argc, char **argv) {
   ipt_probe(opt.no_iptables);
   if (opt.cluster && tcl_start(flog, opt.resources) != 0)
     return 2; /* the masters die with us (PDEATHSIG) */
+
+  if (opt.proof_step) {
+    t0_ns = torture_now_ns(); /* the step's log lines: relative to its start */
+    proof_step();
+  }
 
   schedule_t sched = {0};
   make_schedule(
