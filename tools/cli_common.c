@@ -147,7 +147,9 @@ static const char HELP[] =
     "      --no-quarantine      count the votes of freshly (re)started or promoted\n"
     "                           masters at once (see Quarantines below)\n"
     "      --max-ttl MS         largest allowed TTL, also the quarantine length\n"
-    "                           (default 60s)\n"
+    "                           (default 60s); REDLOCK_STATE_DIR: where runs share\n"
+    "                           first sightings of promoted masters (default\n"
+    "                           ~/.local/state/redlock; empty: none)\n"
     "  -g, --grace MS           after a lost lock, SIGKILL COMMAND this long after\n"
     "                           SIGTERM (default 5s)\n"
     "  -G, --process-group      run COMMAND in its own process group and signal the\n"
@@ -379,6 +381,27 @@ static const char *env_or(const char *given, const char *name) {
     return given;
   const char *v = getenv(name);
   return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+int state_dir_apply(redlock_options_t *opts) {
+  char dir[4096];
+  const char *env = getenv("REDLOCK_STATE_DIR");
+  const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+  if (env != NULL) {
+    if (env[0] == '\0')
+      return 0; /* none */
+    snprintf(dir, sizeof dir, "%s", env);
+  } else if (xdg != NULL && xdg[0] == '/') {
+    snprintf(dir, sizeof dir, "%s/redlock", xdg);
+  } else if (home != NULL && home[0] == '/') {
+    snprintf(dir, sizeof dir, "%s/.local/state/redlock", home);
+  } else {
+    return 0;
+  }
+  if (redlock_options_set_state_dir(opts, dir) != 0)
+    return usage_error("REDLOCK_STATE_DIR must be an absolute path (or empty: none), got '%s'",
+                       dir);
+  return 0;
 }
 
 int tls_apply(tls_opts_t *t, redlock_options_t *opts) {

@@ -124,6 +124,11 @@ typedef struct {
 /* Fills in the environment's values and applies them to opts.  0 or an
  * exit status (with the reason on stderr). */
 int tls_apply(tls_opts_t *t, redlock_options_t *opts);
+/* The directory where this user's runs share the first sightings of the
+ * masters' replication histories (redlock_options_set_state_dir):
+ * REDLOCK_STATE_DIR ("" for none), else $XDG_STATE_HOME/redlock, else
+ * ~/.local/state/redlock.  0, or EXIT_USAGE (said). */
+int state_dir_apply(redlock_options_t *opts);
 
 /* ---- the options of every subcommand, and the one parser --------------------------- */
 

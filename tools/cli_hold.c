@@ -192,6 +192,8 @@ int hold_options(const hold_cmd_t *cmd, const hold_opts_t *o, redlock_options_t 
     rc = redlock_options_set_quarantine(opts, o->quarantine);
   if (rc == 0 && o->max_ttl_ms)
     rc = redlock_options_set_max_ttl(opts, (uint32_t)o->max_ttl_ms);
+  if (rc == 0 && state_dir_apply(opts) != 0)
+    return EXIT_USAGE;
   if (rc == 0 && o->conn.prefix != NULL)
     rc = redlock_options_set_key_prefix(opts, o->conn.prefix);
   if (rc == 0 && cmd->lock)

@@ -129,6 +129,10 @@ int cli_quar_ask(cli_quar_t *q, conn_opts_t *conn, int quarantine, uint64_t max_
     rc = redlock_options_set_quarantine(opts, quarantine);
   if (rc == 0 && max_ttl_ms)
     rc = redlock_options_set_max_ttl(opts, (uint32_t)max_ttl_ms);
+  if (rc == 0 && state_dir_apply(opts) != 0) {
+    redlock_options_free(opts);
+    return EXIT_USAGE;
+  }
   if (rc == 0)
     rc = redlock_options_set_timeouts(opts, connect_ms ? (uint32_t)connect_ms : 1000, 100);
   if (rc == 0)
