@@ -107,7 +107,7 @@ typedef struct redlock_lock redlock_lock_t; /* one held lock */
 
 /* Callback types of redlock_options_set_log() and redlock_watch().  Named so
  * that callers and bindings can spell them once; the functions' types are
- * exactly those of DESIGN §2 (a typedef is not a new type). */
+ * exactly those declared below (a typedef is not a new type). */
 typedef void (*redlock_log_cb)(int level, const char *msg, void *arg);
 typedef void (*redlock_lost_cb)(redlock_lock_t *lock, int reason, void *arg);
 

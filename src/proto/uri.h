@@ -1,4 +1,4 @@
-/* uri.h: parsing of voter addresses (DESIGN §2c).
+/* uri.h: parsing of voter addresses (docs/api.md, URIs).
  *   redis://[[user]:password@]host[:port][/db][?PARAMS]   host: name, IPv4 or [IPv6]
  *   rediss://...                     the same over TLS (default port 6379 too, as
  *                                    redis-cli and hiredis use)

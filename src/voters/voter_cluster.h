@@ -1,6 +1,6 @@
 /* voter_cluster.h: the `cluster` voter kind: a whole Redis Cluster
- * (redis-cluster://, rediss-cluster://) as ONE voter (DESIGN §2c,
- * docs/deployments.md "Cluster voters").
+ * (redis-cluster://, rediss-cluster://) as ONE voter
+ * (docs/deployments.md "Cluster voters").
  *
  * The slot map (cluster_map.h) comes from a discovery link (link.c) to the
  * URI's seeds, one at a time and on to the next after a failure (any one is

@@ -1,6 +1,6 @@
 /* voter_sentinel.h: the `sentinel` voter kind: the master of a Sentinel
  * group (redis-sentinel://, rediss-sentinel://), followed through failovers,
- * as ONE voter (DESIGN §2c, docs/deployments.md "Sentinel voters").
+ * as ONE voter (docs/deployments.md "Sentinel voters").
  *
  * The master is a node (node.c: its queue, acks, replays, hung detection,
  * quarantine), which this voter points wherever the sentinels say the master

@@ -1,4 +1,4 @@
-/* test_durability.c: the voters' durability acks (DESIGN §2c: wait=R,
+/* test_durability.c: the voters' durability acks (docs/deployments.md: wait=R,
  * waitaof=L,R, wait_ms=T), against real servers: masters A and B, and R, a
  * server the tests make A's replica (REPLICAOF) when they need one.
  *

@@ -1,7 +1,7 @@
-/* test_contract.c: the public headers against DESIGN §2 and §2b, at compile
- * time.  Every function of the contract is assigned to a pointer of exactly
- * the type DESIGN declares, so under -Werror a changed parameter, return type
- * or qualifier fails the build (an acceptance suite compiled against
+/* test_contract.c: the public headers against the documented contract
+ * (docs/api.md), at compile time.  Every function of the contract is
+ * assigned to a pointer of exactly the type it is documented with, so under -Werror a changed
+ * parameter, return type or qualifier fails the build (an acceptance suite compiled against
  * include/redlock.h would fail the same way).  It links the shared library,
  * so every name must also be exported.  At run time it checks the constants
  * the contract fixes (error codes and names, stats formats). */
@@ -18,7 +18,7 @@
 #include "redlock.h"
 #include "redlock_uv.h"
 
-/* The types of DESIGN §2, spelled as DESIGN spells them. */
+/* The contract's types, spelled as docs/api.md spells them. */
 typedef void (*log_cb_t)(int level, const char *msg, void *arg);
 typedef void (*lost_cb_t)(redlock_lock_t *, int reason, void *arg);
 typedef void (*elected_cb_t)(redlock_election_t *, uint64_t term, void *arg);
@@ -132,7 +132,7 @@ static void test_signatures(void **state) {
 
 static void test_constants(void **state) {
   (void)state;
-  /* The error codes DESIGN names, distinct, negative, with matching names. */
+  /* The documented error codes, distinct, negative, with matching names. */
   static const struct {
     int code;
     const char *name;

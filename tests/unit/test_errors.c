@@ -38,7 +38,7 @@ static const code_t codes[] = {
 
 static void test_fixed_values(void **state) {
   (void)state;
-  /* The codes' values are part of the ABI (DESIGN §2): 0, then -1 .. -13. */
+  /* The codes' values are part of the ABI (docs/api.md): 0, then -1 .. -13. */
   static const int fixed[] = {
       REDLOCK_OK,          REDLOCK_EINVAL, REDLOCK_ENOMEM,    REDLOCK_ELOCKED,   REDLOCK_ENOQUORUM,
       REDLOCK_EEXPIRED,    REDLOCK_ELOST,  REDLOCK_ETIMEDOUT, REDLOCK_ECANCELED, REDLOCK_ECLOSED,

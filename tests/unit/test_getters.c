@@ -187,7 +187,7 @@ static void test_option_defaults(void **state) {
                               0,
                               ""};
   assert_getters(o, &defaults);
-  /* The documented defaults (redlock.h, DESIGN §2): the header's text and
+  /* The documented defaults (redlock.h, docs/api.md): the header's text and
    * options.h must say the same thing. */
   const getters_t documented = {3, 200, 200, 1000, 100, 60000, 0.01, 1, 0, 0, ""};
   assert_getters(o, &documented);

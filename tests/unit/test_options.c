@@ -1,6 +1,6 @@
 /* test_options.c: unit tests for the public redlock_options_* setters
  * (src/util/options.c) against the struct in src/util/options.h.
- *  - redlock_options_new() has the defaults of DESIGN.md §2: retry 3 times,
+ *  - redlock_options_new() has the documented defaults (docs/api.md): retry 3 times,
  *    200 ms + 200 ms jitter, connect 1000 ms, request 100 ms, drift 0.01,
  *    max TTL 60000 ms, quarantine on, fencing off, prefix "", no nodes;
  *  - every setter refuses a NULL options object and out-of-range values with

@@ -9,7 +9,7 @@
  *    unix path, over-long URI, text after ']'; a rejected parse leaves *out
  *    zeroed (no half-filled fields, no leak);
  *  - node_addr_copy / node_addr_clear round trip;
- *  - voter URIs (DESIGN §2c): redis-sentinel:// and redis-cluster:// with
+ *  - voter URIs (docs/api.md): redis-sentinel:// and redis-cluster:// with
  *    their host lists, master name and db, and PARAMS (wait=, waitaof=,
  *    wait_ms=, sentinel_user=, sentinel_password=), each with its
  *    rejections. */
