@@ -248,7 +248,7 @@ static void check_topology(dr_master_t *m) {
 
 /* The INFO fields the library reads: run_id and uptime_in_seconds tell a
  * restart (src/voters/node.c); the replication ids and offset tell a new master
- * after a failover (DESIGN §2c). */
+ * after a failover (docs/deployments.md). */
 static void check_info(dr_master_t *m) {
   dr_voter_t *v = m->v;
   if (m->denied_info) {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// DESIGN §2b primitives, leader election, stats and TLS options, against the
+// coordination primitives, leader election, stats and TLS options, against the
 // masters TestMain started.
 
 func TestSemaphore(t *testing.T) {

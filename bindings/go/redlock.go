@@ -903,7 +903,7 @@ func (l *Lock) String() string {
 	return fmt.Sprintf("redlock.Lock{%q fence=%d}", l.Resource, l.Fence)
 }
 
-// ---- DESIGN §2b primitives: counting semaphore, read-write lock ------------------
+// ---- coordination primitives: counting semaphore, read-write lock ------------------
 
 func waitArg(op, name string, wait time.Duration) (C.uint32_t, error) {
 	w, ok := ms(wait)

@@ -237,7 +237,7 @@ function declare(lib) {
     redlock_lock_value: f('const char *redlock_lock_value(const redlock_lock_t *l)'),
     redlock_lock_is_lost: f('int redlock_lock_is_lost(const redlock_lock_t *l)'),
     redlock_last_votes: f('int redlock_last_votes(redlock_t *c, void *buf, size_t size)'),
-    // DESIGN §2b primitives, leader election, stats, TLS.
+    // coordination primitives, leader election, stats, TLS.
     redlock_semaphore_acquire_async_ex: f('int redlock_semaphore_acquire_async_ex(redlock_t *c, const char *name, uint32_t limit, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
     redlock_rwlock_read_async_ex: f('int redlock_rwlock_read_async_ex(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),
     redlock_rwlock_write_async_ex: f('int redlock_rwlock_write_async_ex(redlock_t *c, const char *name, uint32_t ttl, uint32_t wait, redlock_node_lock_cb *cb, intptr_t arg, _Out_ uint64_t *id)'),

@@ -404,7 +404,7 @@ describe('redlock-c Node binding: errors say the masters are quarantined', () =>
   });
 });
 
-describe('redlock-c Node binding: DESIGN §2b primitives, election, stats, TLS', () => {
+describe('redlock-c Node binding: coordination primitives, election, stats, TLS', () => {
   let srv;
   let a;
   let b;

@@ -341,7 +341,7 @@ class TestModule(unittest.TestCase):
             redlock_c.Client(["redis://127.0.0.1:1"], max_ttl_ms=-5)
 
     def test_voter_uris(self):
-        """Sentinel and cluster voters and durability acks (DESIGN 2c) are
+        """Sentinel and cluster voters and durability acks (docs/deployments.md) are
         accepted at construction (masters that do not answer are retried in
         the background); a sentinel URI without the master's name is
         refused, saying so."""

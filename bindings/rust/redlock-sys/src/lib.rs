@@ -202,7 +202,7 @@ extern "C" {
     ) -> c_int;
     pub fn redlock_options_set_tls_verify(opts: *mut redlock_options_t, verify: c_int) -> c_int;
 
-    // DESIGN §2b: counting semaphore, read-write lock, leader election
+    // coordination primitives: counting semaphore, read-write lock, leader election
     pub fn redlock_semaphore_acquire(
         client: *mut redlock_t,
         name: *const c_char,

@@ -403,7 +403,7 @@ fn assert_send_sync() {
     is::<Error>();
 }
 
-// ---- DESIGN §2b primitives, election, stats, TLS ------------------------------------
+// ---- coordination primitives, election, stats, TLS ------------------------------------
 
 const Z: Duration = Duration::ZERO;
 
