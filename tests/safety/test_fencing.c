@@ -1,4 +1,4 @@
-/* test_fencing.c: fencing tokens (DESIGN.md section 1) against real
+/* test_fencing.c: fencing tokens (docs/safety.md §6) against real
  * redis-server processes.  The property under test: the tokens of successive
  * grants of one resource strictly increase, whoever takes them and whichever
  * quorum grants them:

@@ -1,4 +1,4 @@
-/* test_quarantine.c: the restart quarantine (DESIGN.md section 1) against
+/* test_quarantine.c: the restart quarantine (docs/safety.md §5) against
  * real redis-server processes, N = 5.
  *
  * The scenario it guards against: a master that restarts without persistence
@@ -203,8 +203,8 @@ static int wall_second_reached(void *arg) {
 /* Redis reports uptime_in_seconds as (wall second now) - (wall second of its
  * start), both truncated: a master started at x.85 s reports an uptime of
  * 1 s at (x+1).05 s, when it is 0.2 s old.  The quarantine must still last
- * max TTL from the start (DESIGN.md: "its OK votes do not count until max
- * TTL has passed since its start"), whatever the rounding.  The test makes
+ * max TTL from the start (docs/safety.md §5: its votes do not count until max
+ * TTL has passed since its start), whatever the rounding.  The test makes
  * that case happen on purpose: it restarts the master late in a wall-clock
  * second and opens the client just after the next second began. */
 static void test_quarantine_lasts_max_ttl_since_start(void **state) {
