@@ -1258,6 +1258,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
     return 2;
   }
+  /* Each case's masters are new: no first sighting kept by an earlier run
+   * (~/.local/state/redlock) may date their quarantines. */
+  setenv("REDLOCK_STATE_DIR", "", 1);
   g_redlock = argv[1];
   g_case = argv[2];
   signal(SIGPIPE, SIG_IGN);
