@@ -27,6 +27,13 @@
  *  - wait= on a cluster voter: with wait=1 every grant was acknowledged by
  *    the primary's replica; wait=2 (one replica each) never grants, and
  *    its votes say why;
+ *  - a primary demoted and promoted again (a failover and a TAKEOVER back)
+ *    while a long-lived client's connection to it stayed open and idle,
+ *    without the key another client was granted meanwhile: the old client's
+ *    next request is not counted (the role check after each batch);
+ *  - wait=1 and a slot migrated to a shard whose replicas never got the key,
+ *    that shard failing over: a fresh client with wait=1 is refused while
+ *    the holder holds (no ack waives a quarantine on a cluster voter);
  *  - {cluster, cluster, cluster}: three clusters as the three voters; a
  *    second client is refused what the first holds, keys are on every
  *    cluster, and gone after unlock; with one cluster stopped the other two
@@ -584,30 +591,40 @@ static void test_demoted_promoted_idle(void **state) {
 }
 
 /* wait=1 on a cluster voter proves a key on the replicas of the shard it
- * was written to, not of the shard it moves to: H's key (acknowledged by
- * node 2, node 0's replica) moves with its slot to node 1, whose replica
- * node 3 cannot sync (cut_replication); node 1 dies and node 3 takes over
- * without the key.  A fresh client with wait=1 must not count node 3's yes:
- * its acks (1 >= its 0 replicas) waive nothing on a cluster voter. */
+ * was written to, not of the shard it moves to.  Two primaries with two
+ * replicas each (nodes 2 and 3 replicate 0; 4 and 5 replicate 1).  H's key
+ * is acknowledged by a replica of node 0; node 1's replicas cannot sync
+ * (cut_replication); the key's slot moves to node 1; node 1 dies and node
+ * 4 takes over without the key; node 5, able to sync again, follows node 4
+ * and acknowledges its writes.  A fresh client with wait=1 would find node
+ * 4's acks covering its one replica: it must not count node 4's yes all
+ * the same (a key it never had was acknowledged elsewhere). */
 static void test_wait_migrated_failover(void **state) {
   fx_t *fx = *state;
-  ch_cluster_t *c = cfx_start(2, 1); /* node 2 replicates 0, node 3 replicates 1 */
-  char uri[700];
+  ch_cluster_t *c = cfx_start(2, 2);
+  char uri[700], buf[256];
   snprintf(uri, sizeof uri, "%s?wait=1", ch_uri(c, 0));
   redlock_t *h = rc_open(fx, 0, c, uri, 1);
-  redlock_t *b = rc_open(fx, 1, c, uri, 1); /* it has never seen node 3 */
+  redlock_t *b = rc_open(fx, 1, c, uri, 1); /* it has never seen node 4 */
   warm_up(fx, 0, h, "wm-h");
-  cut_replication(c, 3, 1);
+  cut_replication(c, 4, -1);
+  cut_replication(c, 5, 1);
   char res[64];
   name_on(c, 0, "wm-held", res, sizeof res);
   redlock_lock_t *held = NULL;
   CF_CHECK(fx, 0, h, redlock_lock(h, res, RC_TTL_MS, &held));
   assert_int_equal(ch_migrate_slot(c, slot_of(c, res), 0, 1), 0);
   assert_int_equal(rh_server_kill(ch_node(c, 1)), 0);
-  assert_int_equal(ch_failover(c, 3, "TAKEOVER", 60000), 0);
+  assert_int_equal(ch_failover(c, 4, "TAKEOVER", 60000), 0);
   char key[160];
   cfx_key_of(res, key, sizeof key);
-  assert_int_equal(fx_exists(ch_node(c, 3), key), 0); /* the new owner lacks H's key */
+  assert_int_equal(fx_exists(ch_node(c, 4), key), 0); /* the new owner lacks H's key */
+  /* Node 5 follows node 4 and may sync again: node 4's WAIT 1 is met. */
+  assert_int_equal(
+      rh_server_command(ch_node(c, 5), buf, sizeof buf, "CONFIG SET masteruser %s", ""), 0);
+  assert_int_equal(
+      rh_server_command(ch_node(c, 5), buf, sizeof buf, "CONFIG SET masterauth %s", ""), 0);
+  assert_true(rh_wait_replica_linked(ch_node(c, 4), ch_node(c, 5), 10000));
 
   assert_refused_for(fx, 1, b, res, held, "failover quarantine");
   redlock_unlock(h, held);
