@@ -16,6 +16,7 @@
 
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/backoff.h"
 #include "util/stats_core.h"
 #include "voters/voter_cluster_disc.h"
 #include "voters/voter_cluster_nodes.h"
@@ -301,16 +302,24 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
     cluster_redirect_t kind = cluster_parse_redirect(reply->str, reply->len, &slot, host, &port);
     voter_cluster_route_t *rt = rt_of(req);
     int more = rt->redirects < VOTER_CLUSTER_MAX_REDIRECTS;
-    if (kind != CLUSTER_REDIRECT_NONE && more) {
+    uint64_t now = tb_now_ns(s->env.tb);
+    uint64_t left_until = rt->started_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
+    /* A redirection is followed while the request timeout, run from when
+     * the voter took the request (its round's start), lasts: a chain
+     * bouncing between nodes ends by the round's deadline.  A release
+     * waits its turn however long (its key would stay until its TTL). */
+    int in_time = req->keep || now < left_until;
+    if (kind != CLUSTER_REDIRECT_NONE && more && in_time) {
       rt->redirects++;
       if (host[0] == '\0') /* the server does not know its endpoint: the one that answered */
         snprintf(host, sizeof host, "%s", node->addr.host);
-      req->sent_ns = 0; /* written again later: node_send reads the clock */
+      /* Stamped with the request's start, not the hop's: its vote is due
+       * by the round's deadline, however many hops (a release: the clock
+       * at its write, node_send's). */
+      req->sent_ns = req->keep ? 0 : rt->started_ns;
       follow(s, node, req, kind, slot, host, port);
       return;
     }
-    uint64_t now = tb_now_ns(s->env.tb);
-    uint64_t left_until = rt->started_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
     if (error_is(reply, "TRYAGAIN") && more && s->retry_timer_ok &&
         now + (uint64_t)VOTER_CLUSTER_TRYAGAIN_MS * 1000000u < left_until) {
       rt->redirects++;
@@ -468,6 +477,15 @@ void voter_cluster_retire_departed(voter_cluster_t *s) {
     log_write(s->env.log, cn->started ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
               "cluster %s: %s serves no slot any more: its connection is closed", s->addr.label,
               cn->label);
+    /* Its failures in a row are kept for a node made anew at that address
+     * (a redirection there): it waits for the backoff the link was in. */
+    cn->failures = node->state == NODE_READY ? 0 : node->link.failures;
+    cn->retry_ns = 0;
+    if (cn->failures > 0)
+      cn->retry_ns =
+          tb_now_ns(s->env.tb) + backoff_ms(cn->failures - 1, NODE_BACKOFF_BASE_MS,
+                                            NODE_BACKOFF_CAP_MS, jitter_rng_next(s->env.rng)) *
+                                     1000000u;
     cn->retired = 1;
     if (s->sub_at == i)
       s->sub_at = 0;
