@@ -71,9 +71,11 @@ typedef struct voter_cluster_route {
    * the voter's copy, freed at the end), else NULL. */
   const char *orig;
   char *own;
-  uint64_t started_ns; /* when the voter took it: the request timeout runs from there */
+  uint64_t started_ns; /* when the voter took it: the request timeout runs from there
+                        * (expired: when its redirection was cut) */
   uint8_t redirects;   /* MOVED / ASK / TRYAGAIN followed */
   uint8_t ask;         /* an ASKING is owed before it (parked while connecting) */
+  uint8_t expired;     /* a redirection came past its deadline: waits on retrying to end */
 } voter_cluster_route_t;
 
 /* Routing states kept for reuse at most (a burst of requests in flight). */
@@ -121,7 +123,8 @@ typedef struct voter_cluster {
   /* Discovery (loop): the link to the seeds, and the questions asked on it
    * (voter_cluster_disc.c), reporting to this voter. */
   voter_cluster_disc_t disc;
-  /* TRYAGAIN (loop): requests to send again when the timer fires. */
+  /* TRYAGAIN (loop): requests to send again when the timer fires, and
+   * those whose redirection came past their deadline, finished then. */
   tb_timer_t retry_timer;
   int retry_timer_ok;
   list_node_t retrying;

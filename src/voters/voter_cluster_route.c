@@ -62,6 +62,7 @@ static status_t route_begin(voter_cluster_t *s, node_req_t *req, node_reply_fn o
   rt->started_ns = req->sent_ns != 0 ? req->sent_ns : tb_now_ns(s->env.tb);
   rt->redirects = 0;
   rt->ask = 0;
+  rt->expired = 0;
   req->route = rt;
   req->fn = own_fn;
   return ST_OK;
@@ -166,6 +167,12 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   node_t *node = cn->node;
   voter_cluster_node_start(s, cn);
   if (node->state == NODE_READY) {
+    /* Stamped with the request's start (its round's), however it got here
+     * (parked while its primary connected, redirected, sent again after
+     * TRYAGAIN): its vote is due by the round's deadline.  A release: the
+     * clock at its write (node_send's), as on any voter. */
+    if (req->sent_ns == 0 && !req->keep)
+      req->sent_ns = rt_of(req)->started_ns;
     if (ask && send_asking(node) != ST_OK) {
       req->node = node;
       return ST_DOWN;
@@ -313,11 +320,25 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
       rt->redirects++;
       if (host[0] == '\0') /* the server does not know its endpoint: the one that answered */
         snprintf(host, sizeof host, "%s", node->addr.host);
-      /* Stamped with the request's start, not the hop's: its vote is due
-       * by the round's deadline, however many hops (a release: the clock
-       * at its write, node_send's). */
-      req->sent_ns = req->keep ? 0 : rt->started_ns;
+      req->sent_ns = 0; /* to_node stamps it */
       follow(s, node, req, kind, slot, host, port);
+      return;
+    }
+    if (kind != CLUSTER_REDIRECT_NONE && more && s->retry_timer_ok) {
+      /* Cut by the deadline.  Its vote is judged by the round's deadline
+       * (timed out, as a request unanswered), due by now: each hop was
+       * stamped with the request's start, but one that waited for its
+       * connection's next batch was stamped at its write, and the round
+       * then judges it again within one request timeout.  The request is
+       * finished (without a reply) once that is over (retry_fire). */
+      rt->expired = 1;
+      rt->started_ns = now; /* from now on: when it was cut */
+      req->sent_ns = left_until - (uint64_t)s->env.request_timeout_ms * 1000000u;
+      req->node = node;
+      list_insert_tail(&s->retrying, &req->link);
+      if (!tb_timer_active(&s->retry_timer))
+        (void)tb_timer_start(&s->retry_timer, retry_fire, VOTER_CLUSTER_TRYAGAIN_MS);
+      voter_cluster_disc_ask(&s->disc);
       return;
     }
     if (error_is(reply, "TRYAGAIN") && more && s->retry_timer_ok &&
@@ -344,17 +365,35 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
   finish(s, node, req, reply);
 }
 
-/* TRYAGAIN's wait is over: every request waiting goes again. */
+/* TRYAGAIN's wait is over: every request waiting goes again; those cut by
+ * their deadline are finished once their round has judged them (a request
+ * timeout after the cut, and a tick), and wait for a later tick before. */
 static void retry_fire(tb_timer_t *timer) {
   voter_cluster_t *s = timer->data;
-  list_node_t batch;
+  uint64_t now = tb_now_ns(s->env.tb);
+  uint64_t judged_ns = ((uint64_t)s->env.request_timeout_ms + VOTER_CLUSTER_TRYAGAIN_MS) * 1000000u;
+  list_node_t batch, later;
   list_move_all(&s->retrying, &batch);
+  list_init(&later);
   while (!list_empty(&batch)) {
     node_req_t *req = list_entry(batch.next, node_req_t, link);
     list_remove(&req->link);
-    if (route(s, req) != ST_OK)
-      finish_unsent(s, req->node, req);
+    if (!rt_of(req)->expired) {
+      if (route(s, req) != ST_OK)
+        finish_unsent(s, req->node, req);
+    } else if (now - rt_of(req)->started_ns >= judged_ns) {
+      finish(s, req->node, req, NULL); /* its vote timed out meanwhile */
+    } else {
+      list_insert_tail(&later, &req->link);
+    }
   }
+  while (!list_empty(&later)) {
+    node_req_t *req = list_entry(later.next, node_req_t, link);
+    list_remove(&req->link);
+    list_insert_tail(&s->retrying, &req->link);
+  }
+  if (!list_empty(&s->retrying) && !tb_timer_active(&s->retry_timer))
+    (void)tb_timer_start(&s->retry_timer, retry_fire, VOTER_CLUSTER_TRYAGAIN_MS);
 }
 
 status_t voter_cluster_route_send(voter_cluster_t *s, node_req_t *req) {
@@ -369,7 +408,7 @@ status_t voter_cluster_route_send(voter_cluster_t *s, node_req_t *req) {
 }
 
 void voter_cluster_route_cancel(voter_cluster_t *s, node_req_t *req) {
-  if (req->node == NULL) /* parked here */
+  if (req->node == NULL || rt_of(req)->expired) /* parked here */
     list_remove(&req->link);
   else
     node_cancel(req);
