@@ -25,7 +25,13 @@
  *    request timeout lasts;
  *  - CLUSTERDOWN, or no primary for the slot: the vote is lost, and its
  *    detail says why.
- * At most VOTER_CLUSTER_MAX_REDIRECTS redirections per request.
+ * At most VOTER_CLUSTER_MAX_REDIRECTS redirections per request, and none
+ * once its request timeout, run from its round's start, is over (a release
+ * excepted): a chain bouncing between nodes ends by the round's deadline.
+ * A redirection target that keeps failing is connected with the backoff of
+ * a master's reconnects, also when it left the map and is made anew
+ * (voter_cluster_node_t.failures); the rounds' warnings are one a second
+ * for the voter (log_limited).
  *
  * A promoted replica is a new primary at a new address: a new node, whose
  * first handshake finds master_replid2 set and quarantines it (quarantine.h)
