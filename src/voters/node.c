@@ -154,25 +154,11 @@ int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len
 }
 
 void node_warn(node_t *node, const char *what, const char *detail) {
-  const log_sink_t *log = node->env->log;
-  if (log->cb == NULL)
+  if (node->env->log->cb == NULL)
     return;
-  uint64_t now = node_now_ns(node);
-  if (now - node->last_warn_ns >= 1000000000u || node->last_warn_ns == 0) {
-    if (node->suppressed_warnings > 0)
-      log_write(log, REDLOCK_LOG_WARN, "master %s: %s%s%s (%u similar messages suppressed)",
-                node->addr.label, what, detail ? ": " : "", detail ? detail : "",
-                node->suppressed_warnings);
-    else
-      log_write(log, REDLOCK_LOG_WARN, "master %s: %s%s%s", node->addr.label, what,
-                detail ? ": " : "", detail ? detail : "");
-    node->last_warn_ns = now;
-    node->suppressed_warnings = 0;
-  } else {
-    node->suppressed_warnings++;
-    log_write(log, REDLOCK_LOG_DEBUG, "master %s: %s%s%s", node->addr.label, what,
-              detail ? ": " : "", detail ? detail : "");
-  }
+  (void)log_limited(node->env->log, &node->warn_limit, node_now_ns(node), REDLOCK_LOG_WARN,
+                    "master %s: %s%s%s", node->addr.label, what, detail ? ": " : "",
+                    detail ? detail : "");
 }
 
 /* First connection attempt over, whichever way: the client's startup counts it. */
@@ -560,14 +546,31 @@ int node_retarget(node_t *node, const char *host, int port, const char *why) {
 void node_reconnect(node_t *node, const char *what, const char *why) {
   if (!node->link.attached || node->state == NODE_CLOSED)
     return;
-  if (node->link.state != LINK_DOWN)
-    link_fail(&node->link, REDLOCK_LOG_WARN, what, why);
+  if (node->state != NODE_READY) {
+    /* No connection lived on: the next handshake judges the server, and a
+     * backoff running is not cut short (a redirection to an address that
+     * keeps failing must not reconnect at the rate of the redirections). */
+    node->past.lost_ns = 0;
+    if (link_idle(&node->link)) {
+      link_forget_lookup(&node->link);
+      link_connect(&node->link);
+    }
+    return;
+  }
+  /* At once after a connection that was up long enough to reset the
+   * backoff; after a short one (dropped again and again), the backoff runs,
+   * as for any flapping master. */
+  int stable =
+      tb_now_ns(node->env->tb) - node->link.up_ns >= (uint64_t)node->link.cfg.stable_ms * 1000000u;
+  int at_once = stable || node->link.failures == 0;
+  link_fail(&node->link, REDLOCK_LOG_WARN, what, why);
   /* A lookup of an old name must not answer for a new one. */
   link_forget_lookup(&node->link);
   /* The server we knew may live on (a demoted master): a new run_id is
    * another server, whatever its uptime. */
   node->past.lost_ns = 0;
-  link_connect(&node->link);
+  if (at_once)
+    link_connect(&node->link);
 }
 
 void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns) {

@@ -256,8 +256,7 @@ typedef struct node {
    * connection's output, after the last of them (conn_before_write), and
    * its reply settles every one of them whose own reply came before it. */
   list_node_t acks_waiting;
-  uint64_t last_warn_ns; /* rate limit for per-request warnings */
-  unsigned suppressed_warnings;
+  log_limit_t warn_limit; /* node_warn's: per-request warnings, one a second */
 } node_t;
 
 /* Copies addr and formats its durability ack (WAIT / WAITAOF, with the
@@ -326,7 +325,8 @@ int node_quarantined_now(const node_t *node);
  * (when not NULL) gets which ("the same address 127.0.0.1:6379", "the same
  * run_id 0123..."). */
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len);
-/* Logs a per-request problem at WARN, at most once a second per node. */
+/* Logs a per-request problem at WARN, at most once a second per node (log.h:
+ * the others at DEBUG, counted in the next line at WARN). */
 void node_warn(node_t *node, const char *what, const char *detail);
 /* A vote's why detail from this master's state, for the voters' `why`
  * (loop thread): WHY_DOWN its down_why; WHY_BUSY "queue full: N requests,
@@ -353,11 +353,15 @@ void node_shutdown(node_t *node);
  * Outside of this node's hiredis callbacks. */
 int node_retarget(node_t *node, const char *host, int port, const char *why);
 /* Drops the connection (what, why: for the log and the DOWN report) and
- * starts a new attempt at once, whose handshake judges the server again
+ * starts a new attempt, whose handshake judges the server again
  * (quarantine.h): a cluster primary that was demoted and promoted again
- * over a connection that lived on.  The server of the last handshake is
- * kept; a new run_id is judged as another server.  Nothing for a node not
- * started or closed.  Outside of this node's hiredis callbacks. */
+ * over a connection that lived on.  The new attempt starts at once after a
+ * connection that was up for NODE_STABLE_MS (or had no failure before it),
+ * else after the backoff, as after any other drop; a node not connected
+ * (down in its backoff, or connecting) keeps its attempt or its backoff:
+ * its next handshake judges the server anyway.  The server of the last
+ * handshake is kept; a new run_id is judged as another server.  Nothing for
+ * a node not started or closed.  Outside of this node's hiredis callbacks. */
 void node_reconnect(node_t *node, const char *what, const char *why);
 /* The owner's hint for the quarantine judgement of the next handshakes at
  * the current address: the server there (run_id, or NULL / "" when not

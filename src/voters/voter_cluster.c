@@ -199,7 +199,10 @@ static void c_defer_release(voter_t *v, const char *cmd, size_t len) {
 
 static void c_warn(voter_t *v, const char *what, const char *detail) {
   voter_cluster_t *s = of(v);
-  node_warn(s->answering != NULL ? s->answering : s->nodes[0]->node, what, detail);
+  const node_t *node = s->answering != NULL ? s->answering : s->nodes[0]->node;
+  (void)log_limited(s->env.log, &s->warn_limit, tb_now_ns(s->env.tb), REDLOCK_LOG_WARN,
+                    "master %s: %s%s%s", node->addr.label, what, detail ? ": " : "",
+                    detail ? detail : "");
 }
 
 static void c_start(voter_t *v) {

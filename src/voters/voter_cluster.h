@@ -7,9 +7,10 @@
  * enough): `CLUSTER SHARDS`, or `CLUSTER SLOTS` on a server that does not
  * know it.  It is asked at start, every VOTER_CLUSTER_REFRESH_MS, whenever
  * the discovery link (re)connects, and after a MOVED, a CLUSTERDOWN, a
- * -READONLY / -LOADING, or a primary's connection failing; and while a
- * request finds no primary for its slot (a failover under way), at most
- * every VOTER_CLUSTER_UNCOVERED_MS.
+ * -READONLY / -LOADING, or a primary's connection failing, and while a
+ * request finds no primary for its slot (a failover under way); never
+ * sooner than VOTER_CLUSTER_MAP_SPACING_MS after the last map read (the
+ * questions asked meanwhile are answered by one read).
  *
  * Each primary is a node (node.c: its queue, acks, replays, hung detection,
  * restart and failover quarantine), keyed by its address, made and
@@ -24,7 +25,13 @@
  *    request timeout lasts;
  *  - CLUSTERDOWN, or no primary for the slot: the vote is lost, and its
  *    detail says why.
- * At most VOTER_CLUSTER_MAX_REDIRECTS redirections per request.
+ * At most VOTER_CLUSTER_MAX_REDIRECTS redirections per request, and none
+ * once its request timeout, run from its round's start, is over (a release
+ * excepted): a chain bouncing between nodes ends by the round's deadline.
+ * A redirection target that keeps failing is connected with the backoff of
+ * a master's reconnects, also when it left the map and is made anew
+ * (voter_cluster_node_t.failures); the rounds' warnings are one a second
+ * for the voter (log_limited).
  *
  * A promoted replica is a new primary at a new address: a new node, whose
  * first handshake finds master_replid2 set and quarantines it (quarantine.h)
@@ -54,7 +61,7 @@
 #include "util/list.h"
 #include "voters/node.h"
 #include "voters/voter.h"
-#include "voters/voter_cluster_disc.h" /* VOTER_CLUSTER_REFRESH_MS, _UNCOVERED_MS, _LABEL_LEN */
+#include "voters/voter_cluster_disc.h" /* VOTER_CLUSTER_REFRESH_MS, _MAP_SPACING_MS, _LABEL_LEN */
 
 #define VOTER_CLUSTER_TRYAGAIN_MS 25  /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5 /* MOVED / ASK / TRYAGAIN followed per request */
@@ -70,9 +77,11 @@ typedef struct voter_cluster_route {
    * the voter's copy, freed at the end), else NULL. */
   const char *orig;
   char *own;
-  uint64_t started_ns; /* when the voter took it: the request timeout runs from there */
+  uint64_t started_ns; /* when the voter took it: the request timeout runs from there
+                        * (expired: when its redirection was cut) */
   uint8_t redirects;   /* MOVED / ASK / TRYAGAIN followed */
   uint8_t ask;         /* an ASKING is owed before it (parked while connecting) */
+  uint8_t expired;     /* a redirection came past its deadline: waits on retrying to end */
 } voter_cluster_route_t;
 
 /* Routing states kept for reuse at most (a burst of requests in flight). */
@@ -89,6 +98,12 @@ typedef struct voter_cluster_node {
   int retired;        /* loop: it left the slot map and was shut down: never routed to again */
   int closed;         /* loop: its NODE_EV_CLOSED came (its node may be freed or made anew) */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
+  /* loop: its address's failed connection attempts in a row when it was
+   * retired, and when the next attempt may start (0: at once), kept for the
+   * node made anew at that address: a redirection to an address that keeps
+   * failing waits for the backoff as a master's reconnect does. */
+  unsigned failures;
+  uint64_t retry_ns;
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
 } voter_cluster_node_t;
@@ -114,13 +129,17 @@ typedef struct voter_cluster {
   /* Discovery (loop): the link to the seeds, and the questions asked on it
    * (voter_cluster_disc.c), reporting to this voter. */
   voter_cluster_disc_t disc;
-  /* TRYAGAIN (loop): requests to send again when the timer fires. */
+  /* TRYAGAIN (loop): requests to send again when the timer fires, and
+   * those whose redirection came past their deadline, finished then. */
   tb_timer_t retry_timer;
   int retry_timer_ok;
   list_node_t retrying;
   /* Routing states for reuse (loop), n_free_routes of them. */
   voter_cluster_route_t *free_routes;
   unsigned n_free_routes;
+  /* The rounds' warnings about its primaries (the warn op), one limit for
+   * the voter: a storm spreads over primaries, some of them made anew. */
+  log_limit_t warn_limit;
   /* The node whose reply the round is judging now (loop): quarantined asks. */
   node_t *answering;
   /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */

@@ -3,7 +3,8 @@
  *
  *   ask ──► link to seed k ──► CLUSTER SHARDS (or SLOTS) ──► map: report up
  *              ▲   next seed on failure
- *              └── every 10 s, when the link (re)connects */
+ *              └── every 10 s, when the link (re)connects; never sooner than
+ *                  200 ms after the last map (the asks between: one read) */
 #include "voters/voter_cluster_disc.h"
 
 #include <hiredis/async.h>
@@ -80,9 +81,18 @@ static void map_cb(redisAsyncContext *ac, void *r, void *privdata) {
   (void)link_arm(&d->link, VOTER_CLUSTER_REFRESH_MS);
 }
 
+/* Sends the question now, or arms the link's timer for when the spacing
+ * from the last map read is over (LINK_EV_TIMER sends it then): the news
+ * that comes meanwhile is all answered by that one read. */
 static void ask_send(voter_cluster_disc_t *d) {
   if (d->ask_sent || d->link.state != LINK_UP)
     return;
+  uint64_t now = tb_now_ns(d->cfg.env->tb);
+  uint64_t next = *d->cfg.map_ns + (uint64_t)VOTER_CLUSTER_MAP_SPACING_MS * 1000000u;
+  if (*d->cfg.map_ns != 0 && now < next) {
+    (void)link_arm(&d->link, (next - now + 999999u) / 1000000u);
+    return;
+  }
   const char *cmd = d->use_slots ? "CLUSTER SLOTS" : "CLUSTER SHARDS";
   if (redisAsyncCommand(d->link.ac, map_cb, d, cmd) != REDIS_OK) {
     link_fail(&d->link, REDLOCK_LOG_WARN, "cannot ask", "hiredis refused the command");
@@ -109,19 +119,13 @@ void voter_cluster_disc_ask(voter_cluster_disc_t *d) {
 }
 
 /* A request found no primary for its slot: a primary failed and its
- * replica may be promoted by now.  The map is asked again, at most every
- * VOTER_CLUSTER_UNCOVERED_MS (the link's timer brings the question forward),
- * so that a failover is followed in about that time, not at the slow
- * refresh. */
+ * replica may be promoted by now.  The map is asked again (spaced as every
+ * question, VOTER_CLUSTER_MAP_SPACING_MS after the last read), so that a
+ * failover is followed in about that time, not at the slow refresh. */
 void voter_cluster_disc_ask_uncovered(voter_cluster_disc_t *d) {
   if (d->asking || *d->cfg.closing)
     return;
-  uint64_t now = tb_now_ns(d->cfg.env->tb);
-  uint64_t next = *d->cfg.map_ns + (uint64_t)VOTER_CLUSTER_UNCOVERED_MS * 1000000u;
-  if (now >= next)
-    voter_cluster_disc_ask(d);
-  else if (d->link.state == LINK_UP)
-    (void)link_arm(&d->link, (next - now + 999999u) / 1000000u);
+  voter_cluster_disc_ask(d);
 }
 
 /* Points the discovery link at seed k (its strings are the URI's). */
@@ -163,6 +167,8 @@ static void disc_on_link(void *arg, link_t *link, link_event_t ev, int level, co
       char buf[64];
       snprintf(buf, sizeof buf, "no answer within %u ms", d->cfg.env->request_timeout_ms);
       link_fail(link, REDLOCK_LOG_WARN, "not answering", buf);
+    } else if (d->asking) {
+      ask_send(d); /* the spacing is over */
     } else {
       voter_cluster_disc_ask(d); /* the slow refresh */
     }

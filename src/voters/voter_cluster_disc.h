@@ -3,7 +3,8 @@
  * failure (any one is enough), that asks `CLUSTER SHARDS`, or `CLUSTER
  * SLOTS` on a server that does not know it, and reads the answer into a
  * cluster_map_t (cluster_map.h).  It asks when told to, whenever the link
- * (re)connects, and every VOTER_CLUSTER_REFRESH_MS.
+ * (re)connects, and every VOTER_CLUSTER_REFRESH_MS; never sooner than
+ * VOTER_CLUSTER_MAP_SPACING_MS after the last map read.
  *
  * Kept apart from the voter (voter_cluster.c) so that the seeds' link and
  * the questions' timing are one job, which knows nothing of the primaries
@@ -22,7 +23,12 @@
 #include "voters/voter.h"
 
 #define VOTER_CLUSTER_REFRESH_MS 10000 /* the slot map is asked again this often */
-#define VOTER_CLUSTER_UNCOVERED_MS 100 /* a slot without a primary: the map asked this often */
+/* The map is read at most this often: a question asked sooner after the
+ * last map (a MOVED, a CLUSTERDOWN, a primary failing, a slot without a
+ * primary) waits for it, and every question asked meanwhile is answered by
+ * that one read.  Redirections between nodes that disagree (a MOVED loop)
+ * re-read the map at most five times a second. */
+#define VOTER_CLUSTER_MAP_SPACING_MS 200
 #define VOTER_CLUSTER_LABEL_LEN (CLUSTER_HOST_LEN + 8) /* "host:port", "[v6]:port" */
 
 /* What the discovery tells its owner (voter_cluster_disc_cfg_t.report). */
@@ -74,10 +80,10 @@ void voter_cluster_disc_init(voter_cluster_disc_t *d, const voter_cluster_disc_c
  * attach's failure (nothing is asked then). */
 status_t voter_cluster_disc_start(voter_cluster_disc_t *d, const link_io_t *io);
 /* A map is wanted (news that the one in use may be stale): asked now, or as
- * soon as the link is up, or again after an answer on its way. */
+ * soon as the link is up, or again after an answer on its way; in each case
+ * no sooner than VOTER_CLUSTER_MAP_SPACING_MS after the last map read. */
 void voter_cluster_disc_ask(voter_cluster_disc_t *d);
-/* A request found no primary for its slot: asked at most every
- * VOTER_CLUSTER_UNCOVERED_MS. */
+/* A request found no primary for its slot: asked, spaced as any question. */
 void voter_cluster_disc_ask_uncovered(voter_cluster_disc_t *d);
 void voter_cluster_disc_abandon(voter_cluster_disc_t *d);
 /* Closes the link: VOTER_CLUSTER_DISC_CLOSED follows. */

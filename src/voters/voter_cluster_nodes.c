@@ -48,13 +48,30 @@ static int entry_index(const voter_cluster_t *s, const voter_cluster_node_t *cn)
 /* Entry i of s->nodes counts in entry i of the voter's per-primary figures. */
 _Static_assert(VOTER_CLUSTER_MAX_NODES <= STATS_MAX_PRIMARIES, "a primary without figures");
 
+/* A node made at an address that failed (cn's record of it): its next
+ * failure backs off further, and until it is connected its votes say why
+ * the address failed last (down_why). */
+static void inherit_backoff(voter_cluster_t *s, node_t *node, const voter_cluster_node_t *cn,
+                            const char *down_why) {
+  if (cn->failures == 0)
+    return;
+  node->link.failures = cn->failures;
+  node->failures = cn->failures;
+  uv_mutex_lock(s->env.mutex);
+  snprintf(node->down_why, sizeof node->down_why, "%s", down_why);
+  uv_mutex_unlock(s->env.mutex);
+}
+
 /* A retired entry whose node is closed, made anew at the same address (the
  * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
 static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node_t *node = cn->node;
-  char host[CLUSTER_HOST_LEN];
+  char host[CLUSTER_HOST_LEN], down_why[NODE_DOWN_WHY_LEN];
   int port = node->addr.port;
   snprintf(host, sizeof host, "%s", node->addr.host);
+  uv_mutex_lock(s->env.mutex);
+  memcpy(down_why, node->down_why, sizeof down_why);
+  uv_mutex_unlock(s->env.mutex);
   struct stats *stats = node->stats;
   node_free(node);
   memset(node, 0, sizeof *node);
@@ -70,6 +87,7 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node->batch_writes = 1; /* node.h: commands spread over every primary */
   node->sharded = 1;      /* node.h: keys migrate between shards */
   node->check_role = 1;   /* node.h: a primary is demoted without a disconnect */
+  inherit_backoff(s, node, cn, down_why);
   cn->retired = 0;
   cn->left = 0; /* a fresh connection: its handshake judges its role */
   cn->closed = 0;
@@ -78,15 +96,22 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   return 0;
 }
 
+static int retired_at(const voter_cluster_node_t *cn, const char *host, int port) {
+  return cn->retired && cn->node->addr.port == port && cn->node->addr.host != NULL &&
+         strcmp(cn->node->addr.host, host) == 0;
+}
+
 voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port) {
   for (unsigned i = 0; i < s->n_nodes; i++)
     if (entry_at(s->nodes[i], host, port))
       return s->nodes[i];
+  const voter_cluster_node_t *closing = NULL; /* retired there, its node not closed yet */
   for (unsigned i = 0; i < s->n_nodes; i++) {
     voter_cluster_node_t *cn = s->nodes[i];
-    if (cn->retired && cn->closed && cn->node->addr.port == port && cn->node->addr.host != NULL &&
-        strcmp(cn->node->addr.host, host) == 0)
+    if (retired_at(cn, host, port) && cn->closed)
       return node_remake(s, cn) == 0 ? cn : NULL;
+    if (retired_at(cn, host, port))
+      closing = cn;
   }
   if (s->n_nodes >= VOTER_CLUSTER_MAX_NODES) {
     log_write(s->env.log, REDLOCK_LOG_ERROR,
@@ -116,6 +141,11 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   node->batch_writes = 1;
   node->sharded = 1;    /* node.h: keys migrate between shards */
   node->check_role = 1; /* node.h: a primary is demoted without a disconnect */
+  if (closing != NULL) {
+    cn->failures = closing->failures;
+    cn->retry_ns = closing->retry_ns;
+    inherit_backoff(s, node, cn, closing->node->down_why);
+  }
   cn->made = 1;
   s->nodes[s->n_nodes++] = cn;
   return cn;
@@ -124,6 +154,9 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
 void voter_cluster_node_start(voter_cluster_t *s, voter_cluster_node_t *cn) {
   if (cn->started)
     return;
+  if (cn->retry_ns != 0 && tb_now_ns(s->env.tb) < cn->retry_ns)
+    return; /* its address's backoff runs: not connected before it is over */
+  cn->retry_ns = 0;
   cn->started = 1;
   cn->node->stats = s->nodes[0]->node->stats;
   node_start(cn->node);

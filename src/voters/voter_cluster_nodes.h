@@ -17,7 +17,9 @@ voter_cluster_node_t *voter_cluster_node_entry(const voter_cluster_t *s, const n
 /* The node of host:port, made when new (not started).  NULL when out of
  * memory or past VOTER_CLUSTER_MAX_NODES (logged). */
 voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port);
-/* Starts cn's node if it was not (a primary is connected on first use). */
+/* Starts cn's node if it was not (a primary is connected on first use),
+ * unless the backoff of its address runs (cn->retry_ns): it stays down
+ * until a request finds it over. */
 void voter_cluster_node_start(voter_cluster_t *s, voter_cluster_node_t *cn);
 /* cn is a primary now; busy: the node whose reply is being handled. */
 void voter_cluster_primary_again(voter_cluster_t *s, voter_cluster_node_t *cn, const node_t *busy);

@@ -16,6 +16,7 @@
 
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/backoff.h"
 #include "util/stats_core.h"
 #include "voters/voter_cluster_disc.h"
 #include "voters/voter_cluster_nodes.h"
@@ -61,6 +62,7 @@ static status_t route_begin(voter_cluster_t *s, node_req_t *req, node_reply_fn o
   rt->started_ns = req->sent_ns != 0 ? req->sent_ns : tb_now_ns(s->env.tb);
   rt->redirects = 0;
   rt->ask = 0;
+  rt->expired = 0;
   req->route = rt;
   req->fn = own_fn;
   return ST_OK;
@@ -165,6 +167,12 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   node_t *node = cn->node;
   voter_cluster_node_start(s, cn);
   if (node->state == NODE_READY) {
+    /* Stamped with the request's start (its round's), however it got here
+     * (parked while its primary connected, redirected, sent again after
+     * TRYAGAIN): its vote is due by the round's deadline.  A release: the
+     * clock at its write (node_send's), as on any voter. */
+    if (req->sent_ns == 0 && !req->keep)
+      req->sent_ns = rt_of(req)->started_ns;
     if (ask && send_asking(node) != ST_OK) {
       req->node = node;
       return ST_DOWN;
@@ -301,16 +309,38 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
     cluster_redirect_t kind = cluster_parse_redirect(reply->str, reply->len, &slot, host, &port);
     voter_cluster_route_t *rt = rt_of(req);
     int more = rt->redirects < VOTER_CLUSTER_MAX_REDIRECTS;
-    if (kind != CLUSTER_REDIRECT_NONE && more) {
+    uint64_t now = tb_now_ns(s->env.tb);
+    uint64_t left_until = rt->started_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
+    /* A redirection is followed while the request timeout, run from when
+     * the voter took the request (its round's start), lasts: a chain
+     * bouncing between nodes ends by the round's deadline.  A release
+     * waits its turn however long (its key would stay until its TTL). */
+    int in_time = req->keep || now < left_until;
+    if (kind != CLUSTER_REDIRECT_NONE && more && in_time) {
       rt->redirects++;
       if (host[0] == '\0') /* the server does not know its endpoint: the one that answered */
         snprintf(host, sizeof host, "%s", node->addr.host);
-      req->sent_ns = 0; /* written again later: node_send reads the clock */
+      req->sent_ns = 0; /* to_node stamps it */
       follow(s, node, req, kind, slot, host, port);
       return;
     }
-    uint64_t now = tb_now_ns(s->env.tb);
-    uint64_t left_until = rt->started_ns + (uint64_t)s->env.request_timeout_ms * 1000000u;
+    if (kind != CLUSTER_REDIRECT_NONE && more && s->retry_timer_ok) {
+      /* Cut by the deadline.  Its vote is judged by the round's deadline
+       * (timed out, as a request unanswered), due by now: each hop was
+       * stamped with the request's start, but one that waited for its
+       * connection's next batch was stamped at its write, and the round
+       * then judges it again within one request timeout.  The request is
+       * finished (without a reply) once that is over (retry_fire). */
+      rt->expired = 1;
+      rt->started_ns = now; /* from now on: when it was cut */
+      req->sent_ns = left_until - (uint64_t)s->env.request_timeout_ms * 1000000u;
+      req->node = node;
+      list_insert_tail(&s->retrying, &req->link);
+      if (!tb_timer_active(&s->retry_timer))
+        (void)tb_timer_start(&s->retry_timer, retry_fire, VOTER_CLUSTER_TRYAGAIN_MS);
+      voter_cluster_disc_ask(&s->disc);
+      return;
+    }
     if (error_is(reply, "TRYAGAIN") && more && s->retry_timer_ok &&
         now + (uint64_t)VOTER_CLUSTER_TRYAGAIN_MS * 1000000u < left_until) {
       rt->redirects++;
@@ -335,17 +365,35 @@ static void on_reply(node_req_t *req, const redisReply *reply) {
   finish(s, node, req, reply);
 }
 
-/* TRYAGAIN's wait is over: every request waiting goes again. */
+/* TRYAGAIN's wait is over: every request waiting goes again; those cut by
+ * their deadline are finished once their round has judged them (a request
+ * timeout after the cut, and a tick), and wait for a later tick before. */
 static void retry_fire(tb_timer_t *timer) {
   voter_cluster_t *s = timer->data;
-  list_node_t batch;
+  uint64_t now = tb_now_ns(s->env.tb);
+  uint64_t judged_ns = ((uint64_t)s->env.request_timeout_ms + VOTER_CLUSTER_TRYAGAIN_MS) * 1000000u;
+  list_node_t batch, later;
   list_move_all(&s->retrying, &batch);
+  list_init(&later);
   while (!list_empty(&batch)) {
     node_req_t *req = list_entry(batch.next, node_req_t, link);
     list_remove(&req->link);
-    if (route(s, req) != ST_OK)
-      finish_unsent(s, req->node, req);
+    if (!rt_of(req)->expired) {
+      if (route(s, req) != ST_OK)
+        finish_unsent(s, req->node, req);
+    } else if (now - rt_of(req)->started_ns >= judged_ns) {
+      finish(s, req->node, req, NULL); /* its vote timed out meanwhile */
+    } else {
+      list_insert_tail(&later, &req->link);
+    }
   }
+  while (!list_empty(&later)) {
+    node_req_t *req = list_entry(later.next, node_req_t, link);
+    list_remove(&req->link);
+    list_insert_tail(&s->retrying, &req->link);
+  }
+  if (!list_empty(&s->retrying) && !tb_timer_active(&s->retry_timer))
+    (void)tb_timer_start(&s->retry_timer, retry_fire, VOTER_CLUSTER_TRYAGAIN_MS);
 }
 
 status_t voter_cluster_route_send(voter_cluster_t *s, node_req_t *req) {
@@ -360,7 +408,7 @@ status_t voter_cluster_route_send(voter_cluster_t *s, node_req_t *req) {
 }
 
 void voter_cluster_route_cancel(voter_cluster_t *s, node_req_t *req) {
-  if (req->node == NULL) /* parked here */
+  if (req->node == NULL || rt_of(req)->expired) /* parked here */
     list_remove(&req->link);
   else
     node_cancel(req);
@@ -468,6 +516,15 @@ void voter_cluster_retire_departed(voter_cluster_t *s) {
     log_write(s->env.log, cn->started ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
               "cluster %s: %s serves no slot any more: its connection is closed", s->addr.label,
               cn->label);
+    /* Its failures in a row are kept for a node made anew at that address
+     * (a redirection there): it waits for the backoff the link was in. */
+    cn->failures = node->state == NODE_READY ? 0 : node->link.failures;
+    cn->retry_ns = 0;
+    if (cn->failures > 0)
+      cn->retry_ns =
+          tb_now_ns(s->env.tb) + backoff_ms(cn->failures - 1, NODE_BACKOFF_BASE_MS,
+                                            NODE_BACKOFF_CAP_MS, jitter_rng_next(s->env.rng)) *
+                                     1000000u;
     cn->retired = 1;
     if (s->sub_at == i)
       s->sub_at = 0;

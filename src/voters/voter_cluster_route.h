@@ -3,8 +3,10 @@
  * its command), parked while that primary's node connects, and follows the
  * redirections of its replies (MOVED: the map learns where the slot went;
  * ASK: ASKING, then the request; TRYAGAIN: sent again after
- * VOTER_CLUSTER_TRYAGAIN_MS), at most VOTER_CLUSTER_MAX_REDIRECTS of them;
- * its final reply goes to the sender's fn.  Kept releases follow their slot
+ * VOTER_CLUSTER_TRYAGAIN_MS), at most VOTER_CLUSTER_MAX_REDIRECTS of them
+ * and none past its round's deadline (every hop is stamped with the
+ * request's start, so its vote is due by that deadline); its final reply
+ * goes to the sender's fn.  Kept releases follow their slot
  * the same way, and go to the owners of their slots when their primary
  * leaves the map.
  *

@@ -55,7 +55,9 @@ struct mock_master {
   mock_cmd_t *cmds;
   size_t n_cmds, cap_cmds;
   unsigned accepted, open;
-  unsigned handles; /* uv handles not yet closed */
+  unsigned handles;        /* uv handles not yet closed */
+  uv_timer_t *delay_timer; /* MOCK_DELAY's, made on first use */
+  unsigned delay_ms;
   int closing;
   char uri[256];
 };
@@ -315,6 +317,22 @@ static int is_command(const redisReply *req) {
   return 1;
 }
 
+static void delay_over(uv_timer_t *timer) { mock_master_release(timer->data); }
+
+/* MOCK_DELAY: the held replies go out once the delay is over. */
+static void delay_start(mock_master_t *m) {
+  if (m->delay_timer == NULL) {
+    m->delay_timer = calloc(1, sizeof *m->delay_timer);
+    if (m->delay_timer == NULL)
+      abort();
+    uv_timer_init(m->loop, m->delay_timer);
+    m->delay_timer->data = m;
+    m->handles++;
+  }
+  if (!uv_is_active((uv_handle_t *)m->delay_timer))
+    uv_timer_start(m->delay_timer, delay_over, m->delay_ms, 0);
+}
+
 static void serve(mconn_t *c, const redisReply *req) {
   mock_master_t *m = c->m;
   if (!is_command(req)) {
@@ -336,6 +354,10 @@ static void serve(mconn_t *c, const redisReply *req) {
   case MOCK_CLOSE_MID:
     conn_write(c, out.data, out.len / 2);
     conn_close(c);
+    break;
+  case MOCK_DELAY:
+    conn_emit(c, out.data, out.len, 1);
+    delay_start(m);
     break;
   default:
     conn_emit(c, out.data, out.len, action == MOCK_HOLD);
@@ -459,6 +481,7 @@ mock_master_t *mock_master_start(uv_loop_t *loop) {
   strcpy(m->role, "master");
   memset(m->replid, 'b', 40);
   memset(m->replid2, '0', 40);
+  m->delay_ms = 50;
   if (mock_master_listen(m) != 0) {
     m->closing = 1;
     if (m->handles == 0)
@@ -514,6 +537,8 @@ void mock_master_clear_rules(mock_master_t *m) {
     free(r);
   }
 }
+
+void mock_master_set_delay(mock_master_t *m, unsigned ms) { m->delay_ms = ms; }
 
 void mock_master_close_on_accept(mock_master_t *m, int on) { m->close_on_accept = on; }
 
@@ -603,6 +628,10 @@ void mock_master_close(mock_master_t *m) {
   m->closing = 1;
   mock_master_stop_listening(m);
   mock_master_drop_all(m);
+  if (m->delay_timer != NULL) {
+    uv_close((uv_handle_t *)m->delay_timer, handle_closed);
+    m->delay_timer = NULL;
+  }
   maybe_free_master(m);
 }
 

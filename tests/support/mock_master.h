@@ -35,6 +35,9 @@ typedef enum {
                    * later replies on that connection queue behind it, in order */
   MOCK_CLOSE,     /* close the connection instead of answering */
   MOCK_CLOSE_MID, /* write the first half of the reply, then close the connection */
+  MOCK_DELAY,     /* answer (the rule's reply, else the default) once the master's delay
+                   * (mock_master_set_delay) is over: a slow server; later replies on that
+                   * connection queue behind it, and go with it */
 } mock_action_t;
 
 /* One command received. */
@@ -67,6 +70,10 @@ void mock_master_set_replication(mock_master_t *m, const char *role, const char 
 void mock_master_on(mock_master_t *m, const char *command, mock_action_t action, const char *reply,
                     unsigned times);
 void mock_master_clear_rules(mock_master_t *m);
+
+/* The wait of MOCK_DELAY replies (default 50 ms), from the first reply
+ * delayed while none was; then every reply held so far is written. */
+void mock_master_set_delay(mock_master_t *m, unsigned ms);
 
 /* Closes every connection from now on right after accepting it (1), or
  * serves them again (0). */

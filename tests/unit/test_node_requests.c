@@ -752,11 +752,11 @@ static void test_warn_rate_limited(void **state) {
   node_warn(&f->node, "request timed out", "after 10 ms");
   assert_true(nf_logged(f, "request timed out: after 10 ms"));
   node_warn(&f->node, "second", NULL); /* within the second: DEBUG, counted */
-  assert_int_equal(f->node.suppressed_warnings, 1);
-  f->node.last_warn_ns -= 2000000000u; /* as if a second had passed */
+  assert_int_equal(f->node.warn_limit.left_out, 1);
+  f->node.warn_limit.last_ns -= 2000000000u; /* as if two seconds had passed */
   node_warn(&f->node, "third", NULL);
-  assert_true(nf_logged(f, "third (1 similar messages suppressed)"));
-  assert_int_equal(f->node.suppressed_warnings, 0);
+  assert_true(nf_logged(f, "third (1 more like this in the last 2 s)"));
+  assert_int_equal(f->node.warn_limit.left_out, 0);
   f->log.cb = NULL; /* logging off: nothing at all */
   node_warn(&f->node, "fourth", NULL);
   assert_false(nf_logged(f, "fourth"));
