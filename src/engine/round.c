@@ -197,7 +197,7 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
     /* A second name of a server that already votes (found since this was
      * sent): its answer is that server's again, so it counts for nothing,
      * not even as an answer (safety.md §9). */
-    if (env->transport->duplicate(env->transport_arg, index)) {
+    if (env->transport->duplicate(env->transport_arg, index, &vote->req)) {
       vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
       return;
     }
@@ -314,7 +314,8 @@ void round_send(round_t *round) {
      * its SET NX would race the voter's on the same key (and a fence
      * counter would be raised twice).  A release still goes: it may hold
      * our value from before it was found out, and deleting is idempotent. */
-    if (round->kind != ROUND_RELEASE && env->transport->duplicate(env->transport_arg, i)) {
+    if (round->kind != ROUND_RELEASE &&
+        env->transport->duplicate(env->transport_arg, i, &vote->req)) {
       vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
       continue;
     }

@@ -91,6 +91,10 @@ typedef struct voter_cluster_node {
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
+  /* loop: voters.c's verdict (voter_ops_t.server_dup): a lower-numbered
+   * voter uses this server too, so requests routed here are no votes. */
+  int dup;
+  char dup_why[VOTER_WHY_LEN];
 } voter_cluster_node_t;
 
 typedef struct voter_cluster {
