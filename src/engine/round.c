@@ -286,8 +286,18 @@ static void vote_reply(node_req_t *req, const redisReply *reply) {
 
   if (vote->state == VOTE_PENDING) {
     if (reply == NULL) {
-      /* Unsent (queued when the master went down) or lost on the way. */
-      vote_settle(vote, VOTE_FAILED, req->sent_ns == 0 ? WHY_DOWN : WHY_DISCONNECTED);
+      /* Unsent (queued when the master went down, or held back by a voter
+       * of many servers at one found to be another voter's since it was
+       * sent: a redirection, a connection that came up) or lost on the
+       * way. */
+      round_env_t *env = round->env;
+      vote_settle(vote, VOTE_FAILED,
+                  req->sent_ns != 0 ? WHY_DISCONNECTED
+                  : round->kind != ROUND_RELEASE &&
+                          env->transport->duplicate(env->transport_arg,
+                                                    (unsigned)(vote - round->votes), req)
+                      ? WHY_DUPLICATE
+                      : WHY_DOWN);
     } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote)) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
