@@ -74,9 +74,10 @@ static void assert_votes_contain(fx_t *fx, redlock_t *c, const char *want) {
  * then the third voter
  * (fixture server `third`) stopped: the two voters left are one server, so
  * neither the extension nor a new lock is granted, and the duplicate's vote
- * says whose it is (`dup`: "LABEL=duplicate (same server as FIRST"). */
-static void one_server_left(fx_t *fx, redlock_t *c, const char *res, int port, unsigned third,
-                            const char *dup) {
+ * says whose it is (`dup`: "LABEL=duplicate (same server as FIRST").  res2:
+ * the new lock's resource, whose key goes where res's does. */
+static void one_server_left(fx_t *fx, redlock_t *c, const char *res, const char *res2, int port,
+                            unsigned third, const char *dup) {
   probe_t p = {c, res, NULL};
   if (!rh_wait_until(granted_all_answering, &p, 15000))
     fail_msg("no lock with every voter answering:\n%s", fx_log_text(fx, 0));
@@ -93,8 +94,6 @@ static void one_server_left(fx_t *fx, redlock_t *c, const char *res, int port, u
   assert_int_equal(fx_pause(fx, 1u << third, 1), 0);
   FX_ASSERT_RC(fx, c, redlock_extend(c, lock, TTL), REDLOCK_ENOQUORUM);
   assert_votes_contain(fx, c, dup);
-  char res2[160];
-  snprintf(res2, sizeof res2, "%s-new", res);
   redlock_lock_t *other = NULL;
   FX_ASSERT_RC(fx, c, redlock_trylock(c, res2, TTL, &other), REDLOCK_ENOQUORUM);
   assert_votes_contain(fx, c, dup);
@@ -153,7 +152,7 @@ static void test_sentinel_and_its_master(void **state) {
   fx_label(fx->servers[0], label, sizeof label);
   snprintf(dup, sizeof dup, "%s=duplicate (same server as " NAME "@127.0.0.1:%d", label,
            sh_port(g_sentinel));
-  one_server_left(fx, c, "dupv-sentinel", 0, 1, dup);
+  one_server_left(fx, c, "dupv-sentinel", "dupv-sentinel-new", 0, 1, dup);
   fx_close(fx, 0);
 }
 
@@ -184,15 +183,16 @@ static void res_on(ch_cluster_t *cl, unsigned p, const char *prefix, char *res, 
 static void test_cluster_then_primary(void **state) {
   fx_t *fx = *state; /* C = 0 */
   ch_cluster_t *cl = cfx_start(3, 0);
-  char res[64], dup[256];
+  char res[64], res2[64], dup[256];
   res_on(cl, 1, "dupv-cp", res, sizeof res);
+  res_on(cl, 1, "dupv-cp-new", res2, sizeof res2);
   const char *uris[3] = {ch_uri(cl, 1), rh_server_uri(ch_node(cl, 1)),
                          rh_server_uri(fx->servers[0])};
   redlock_t *c = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_INFO));
   snprintf(dup, sizeof dup,
            "127.0.0.1:%d=duplicate (same server as primary 127.0.0.1:%d of cluster@127.0.0.1:%d",
            ch_port(cl, 1), ch_port(cl, 1), ch_port(cl, 0));
-  one_server_left(fx, c, res, ch_port(cl, 1), 0, dup);
+  one_server_left(fx, c, res, res2, ch_port(cl, 1), 0, dup);
   fx_close(fx, 0);
 }
 
@@ -201,8 +201,9 @@ static void test_cluster_then_primary(void **state) {
 static void test_primary_then_cluster(void **state) {
   fx_t *fx = *state; /* C = 0 */
   ch_cluster_t *cl = cfx_start(3, 0);
-  char res[64], elsewhere[64], dup[256], ok[128];
+  char res[64], res2[64], elsewhere[64], dup[256], ok[128];
   res_on(cl, 1, "dupv-pc", res, sizeof res);
+  res_on(cl, 1, "dupv-pc-new", res2, sizeof res2);
   res_on(cl, 2, "dupv-pc-other", elsewhere, sizeof elsewhere);
   const char *uris[3] = {rh_server_uri(ch_node(cl, 1)), ch_uri(cl, 1),
                          rh_server_uri(fx->servers[0])};
@@ -218,7 +219,7 @@ static void test_primary_then_cluster(void **state) {
            "cluster@127.0.0.1:%d=duplicate (same server as 127.0.0.1:%d, via primary "
            "127.0.0.1:%d)",
            ch_port(cl, 0), ch_port(cl, 1), ch_port(cl, 1));
-  one_server_left(fx, c, res, ch_port(cl, 1), 0, dup);
+  one_server_left(fx, c, res, res2, ch_port(cl, 1), 0, dup);
   fx_close(fx, 0);
 }
 
@@ -226,8 +227,9 @@ static void test_primary_then_cluster(void **state) {
 static void test_two_seeds_two_voters(void **state) {
   fx_t *fx = *state; /* C = 0 */
   ch_cluster_t *cl = cfx_start(3, 0);
-  char res[64], seed0[64], seed1[64], dup[256];
+  char res[64], res2[64], seed0[64], seed1[64], dup[256];
   res_on(cl, 2, "dupv-ss", res, sizeof res);
+  res_on(cl, 2, "dupv-ss-new", res2, sizeof res2);
   snprintf(seed0, sizeof seed0, "redis-cluster://127.0.0.1:%d", ch_port(cl, 0));
   snprintf(seed1, sizeof seed1, "redis-cluster://127.0.0.1:%d", ch_port(cl, 1));
   const char *uris[3] = {seed0, seed1, rh_server_uri(fx->servers[0])};
@@ -236,7 +238,7 @@ static void test_two_seeds_two_voters(void **state) {
            "cluster@127.0.0.1:%d=duplicate (same server as primary 127.0.0.1:%d of "
            "cluster@127.0.0.1:%d, via primary 127.0.0.1:%d)",
            ch_port(cl, 1), ch_port(cl, 2), ch_port(cl, 0), ch_port(cl, 2));
-  one_server_left(fx, c, res, ch_port(cl, 2), 0, dup);
+  one_server_left(fx, c, res, res2, ch_port(cl, 2), 0, dup);
   fx_close(fx, 0);
 }
 
@@ -245,7 +247,7 @@ static void test_two_seeds_two_voters(void **state) {
 static void test_migration_makes_duplicate(void **state) {
   fx_t *fx = *state; /* C = 0 */
   ch_cluster_t *cl = cfx_start(3, 0);
-  char res[64], dup[256], ok[128];
+  char res[64], res2[64], dup[256], ok[128];
   res_on(cl, 2, "dupv-mig", res, sizeof res);
   const char *uris[3] = {rh_server_uri(ch_node(cl, 1)), ch_uri(cl, 1),
                          rh_server_uri(fx->servers[0])};
@@ -257,11 +259,12 @@ static void test_migration_makes_duplicate(void **state) {
   if (!rh_wait_until(granted_all_answering, &p, 15000))
     fail_msg("no lock with the cluster's OK from primary 2:\n%s", fx_log_text(fx, 0));
   assert_int_equal(ch_migrate_slot(cl, slot_of(cl, res), 2, 1), 0);
+  res_on(cl, 1, "dupv-mig-new", res2, sizeof res2);
   snprintf(dup, sizeof dup,
            "cluster@127.0.0.1:%d=duplicate (same server as 127.0.0.1:%d, via primary "
            "127.0.0.1:%d)",
            ch_port(cl, 0), ch_port(cl, 1), ch_port(cl, 1));
-  one_server_left(fx, c, res, ch_port(cl, 1), 0, dup);
+  one_server_left(fx, c, res, res2, ch_port(cl, 1), 0, dup);
   fx_close(fx, 0);
 }
 
