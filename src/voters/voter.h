@@ -86,11 +86,16 @@ typedef struct voter_ops {
   const node_t *(*server)(const struct voter *v, unsigned k);
   /* A kind of many servers only (NULL for one-server kinds, whose verdict
    * is voter_t.dup_of): voters.c's verdict on its k-th server: the
-   * lower-numbered voter that uses the same server (-1: none) and why. */
-  void (*server_dup)(struct voter *v, unsigned k, int dup_of, const char *why);
-  /* With server_dup: 1 when req goes to one of those duplicate servers (the
-   * node it went to, req->node, or before it is sent the primary of
-   * req->slot, then named in req->node for the vote's detail). */
+   * lower-numbered voter that uses the same server (dup_of, -1: none), any
+   * other voter that does (other: dup_of if set, else a higher-numbered
+   * one, or -1), and why (of `other`).  An acquisition is not written late
+   * (after a redirection, or parked for a connection) to a server `other`
+   * uses: its answer may count there in the same round. */
+  void (*server_dup)(struct voter *v, unsigned k, int dup_of, int other, const char *why);
+  /* With server_dup: 1 when req is a duplicate: sent, or before it is sent
+   * (req->node NULL: the primary of req->slot, then named in req->node for
+   * the vote's detail), at a primary a lower-numbered voter uses; held back
+   * unsent (req->node set, req->sent_ns 0) at one any other voter uses. */
   int (*dup_for)(struct voter *v, node_req_t *req);
   /* ---- votes book, logs ---- */
   /* The detail of a vote `why` (WHY_DOWN, WHY_BUSY) for redlock_last_votes,

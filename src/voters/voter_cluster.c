@@ -325,16 +325,18 @@ static const node_t *c_server(const voter_t *v, unsigned k) {
                                                                                     : NULL;
 }
 
-static void c_server_dup(voter_t *v, unsigned k, int dup_of, const char *why) {
+static void c_server_dup(voter_t *v, unsigned k, int dup_of, int other, const char *why) {
   voter_cluster_t *s = of(v);
   if (k >= s->n_nodes)
     return;
   voter_cluster_node_t *cn = s->nodes[k];
   cn->dup = dup_of >= 0;
+  cn->shared = other >= 0;
   snprintf(cn->dup_why, sizeof cn->dup_why, "%s", why);
 }
 
-/* The request's primary: where it went, or (unsent) where its slot goes. */
+/* The request's primary: where it went (or was held back), or before it is
+ * sent where its slot goes. */
 static int c_dup_for(voter_t *v, node_req_t *req) {
   voter_cluster_t *s = of(v);
   const voter_cluster_node_t *cn = NULL;
@@ -345,7 +347,7 @@ static int c_dup_for(voter_t *v, node_req_t *req) {
     int k = p >= 0 ? s->map.primaries[p].user : -1;
     cn = k >= 0 ? s->nodes[k] : NULL;
   }
-  if (cn == NULL || !cn->dup)
+  if (cn == NULL || !(req->node != NULL && req->sent_ns == 0 ? cn->shared : cn->dup))
     return 0;
   req->node = cn->node; /* never sent: its vote's detail names the primary */
   return 1;

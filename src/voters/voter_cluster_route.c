@@ -216,12 +216,14 @@ static status_t route(voter_cluster_t *s, node_req_t *req) {
   return to_node(s, cn, req, 0);
 }
 
-/* A request but a release to a primary that another voter uses too
- * (voters.c's verdict, cn->dup) is not sent: it would race that voter's on
- * the same key.  Finished as never sent; round.c counts it as a duplicate.
- * 1 when so. */
+/* A request but a release written late (redirected, or parked for the
+ * connection) to a primary that another voter uses too, lower- or
+ * higher-numbered (voters.c's verdict, cn->shared), is not sent: that voter
+ * may have counted the server's answer in this round already, and its own
+ * would race it on the same key.  Finished as never sent; round.c counts
+ * it as a duplicate.  1 when so. */
 static int dup_unsent(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t *req) {
-  if (!cn->dup || req->keep)
+  if (!cn->shared || req->keep)
     return 0;
   finish_unsent(s, cn->node, req);
   return 1;

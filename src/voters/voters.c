@@ -85,8 +85,12 @@ const round_transport_t voters_transport = {
  * a's own verdicts.  A one-server voter (standalone, Sentinel) that is one
  * is no voter (dup_of); a cluster voter marks that primary (server_dup) and
  * the rounds judge each request by the primary it goes to (dup_for): round.c
- * sends a duplicate no acquisition and counts none of its answers.  Logged
- * at WARN once per pair of voters. */
+ * sends a duplicate no acquisition and counts none of its answers.  A
+ * cluster voter also learns which of its primaries any other voter uses,
+ * higher-numbered too (`shared`): an acquisition it would write there after
+ * the round was sent (parked for a connection that came up, redirected) is
+ * held back, since the other voter may have counted that server's answer in
+ * this round already.  Logged at WARN once per pair of voters. */
 
 /* 1 when voter a uses a server (not `leaving`) that is the same as nb; `how`
  * says why and `which` names a's server when a is a kind of many. */
@@ -103,16 +107,17 @@ static int uses_server(const voter_t *a, const node_t *nb, const node_t *leaving
   return 0;
 }
 
-/* The lower-numbered voter (of those before j) that uses nb's server, or
- * -1; its verdict text in why. */
+/* The voter other than j that uses nb's server, lower-numbered ones first
+ * (only those when `lower_only`), or -1; its verdict text in why.  A pair
+ * whose lower voter is found is logged once. */
 static int dup_verdict(voters_t *vs, unsigned j, const node_t *nb, const voter_t *leaving_voter,
-                       const node_t *leaving, char *why, size_t why_len) {
+                       const node_t *leaving, int lower_only, char *why, size_t why_len) {
   voter_t *b = vs->voter[j];
-  for (unsigned i = 0; i < j; i++) {
+  for (unsigned i = 0; i < (lower_only ? j : vs->n); i++) {
     const voter_t *a = vs->voter[i];
     const node_t *na = NULL;
     char how[96];
-    if (a == leaving_voter || !uses_server(a, nb, leaving, how, sizeof how, &na))
+    if (i == j || a == leaving_voter || !uses_server(a, nb, leaving, how, sizeof how, &na))
       continue;
     const char *la = a->ops->label(a), *lb = b->ops->label(b);
     int a_many = a->ops->server_dup != NULL, b_many = b->ops->server_dup != NULL;
@@ -121,7 +126,7 @@ static int dup_verdict(voters_t *vs, unsigned j, const node_t *nb, const voter_t
     snprintf(why, why_len, "same server as %s%s%s%s%s%s", a_many ? "primary " : "",
              a_many ? na->addr.label : "", a_many ? " of " : "", la, b_many ? ", via primary " : "",
              b_many ? nb->addr.label : "");
-    if (!(b->dup_warned >> i & 1)) {
+    if (i < j && !(b->dup_warned >> i & 1)) {
       b->dup_warned |= (uint64_t)1 << i;
       log_write(vs->log, REDLOCK_LOG_WARN,
                 "masters %s and %s are one server (%s%s%s%s%s): while both are up only %s "
@@ -139,19 +144,21 @@ static void judge_duplicates(voters_t *vs, const voter_t *leaving_voter, const n
   for (unsigned j = 0; j < vs->n; j++) {
     voter_t *b = vs->voter[j];
     unsigned n = b->ops->servers(b);
+    int many = b->ops->server_dup != NULL;
     b->dup_of = -1;
     b->dup_some = 0;
     for (unsigned k = 0; k < n; k++) {
       const node_t *nb = b == leaving_voter ? NULL : b->ops->server(b, k);
       char why[VOTER_WHY_LEN];
-      int dup = nb != NULL && nb != leaving
-                    ? dup_verdict(vs, j, nb, leaving_voter, leaving, why, sizeof why)
-                    : -1;
-      if (b->ops->server_dup != NULL) {
-        b->ops->server_dup(b, k, dup, dup >= 0 ? why : "");
-        b->dup_some |= dup >= 0;
-      } else if (dup >= 0) {
-        b->dup_of = dup;
+      int other = nb != NULL && nb != leaving
+                      ? dup_verdict(vs, j, nb, leaving_voter, leaving, !many, why, sizeof why)
+                      : -1;
+      if (many) {
+        b->ops->server_dup(b, k, other >= 0 && (unsigned)other < j ? other : -1, other,
+                           other >= 0 ? why : "");
+        b->dup_some |= other >= 0;
+      } else if (other >= 0) {
+        b->dup_of = other;
         memcpy(b->dup_why, why, sizeof b->dup_why);
       }
     }
