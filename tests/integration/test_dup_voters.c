@@ -71,11 +71,10 @@ static void assert_votes_contain(fx_t *fx, redlock_t *c, const char *want) {
 /* The scene every case ends with: res locked once both voters of the one
  * server are connected to it (`port`: the log says so twice, as a cluster
  * voter connects a primary at its first request; 0: both connect at open),
- * then the third voter
- * (fixture server `third`) stopped: the two voters left are one server, so
- * neither the extension nor a new lock is granted, and the duplicate's vote
- * says whose it is (`dup`: "LABEL=duplicate (same server as FIRST").  res2:
- * the new lock's resource, whose key goes where res's does. */
+ * then the third voter (fixture server `third`) stopped: the two voters left
+ * are one server, so neither the extension nor a new lock (of res2, whose
+ * key goes where res's does) is granted, and the duplicate's vote says
+ * whose it is (`dup`: "LABEL=duplicate (same server as FIRST"). */
 static void one_server_left(fx_t *fx, redlock_t *c, const char *res, const char *res2, int port,
                             unsigned third, const char *dup) {
   probe_t p = {c, res, NULL};
