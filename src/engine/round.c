@@ -197,7 +197,7 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
     /* A second name of a server that already votes (found since this was
      * sent): its answer is that server's again, so it counts for nothing,
      * not even as an answer (safety.md §9). */
-    if (env->transport->duplicate(env->transport_arg, index)) {
+    if (env->transport->duplicate(env->transport_arg, index, &vote->req)) {
       vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
       return;
     }
@@ -286,8 +286,18 @@ static void vote_reply(node_req_t *req, const redisReply *reply) {
 
   if (vote->state == VOTE_PENDING) {
     if (reply == NULL) {
-      /* Unsent (queued when the master went down) or lost on the way. */
-      vote_settle(vote, VOTE_FAILED, req->sent_ns == 0 ? WHY_DOWN : WHY_DISCONNECTED);
+      /* Unsent (queued when the master went down, or held back by a voter
+       * of many servers at one found to be another voter's since it was
+       * sent: a redirection, a connection that came up) or lost on the
+       * way. */
+      round_env_t *env = round->env;
+      vote_settle(vote, VOTE_FAILED,
+                  req->sent_ns != 0 ? WHY_DISCONNECTED
+                  : round->kind != ROUND_RELEASE &&
+                          env->transport->duplicate(env->transport_arg,
+                                                    (unsigned)(vote - round->votes), req)
+                      ? WHY_DUPLICATE
+                      : WHY_DOWN);
     } else if (reply_is_noscript(reply) && vote_resend_as_eval(vote)) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
@@ -314,7 +324,8 @@ void round_send(round_t *round) {
      * its SET NX would race the voter's on the same key (and a fence
      * counter would be raised twice).  A release still goes: it may hold
      * our value from before it was found out, and deleting is idempotent. */
-    if (round->kind != ROUND_RELEASE && env->transport->duplicate(env->transport_arg, i)) {
+    if (round->kind != ROUND_RELEASE &&
+        env->transport->duplicate(env->transport_arg, i, &vote->req)) {
       vote_settle(vote, VOTE_FAILED, WHY_DUPLICATE);
       continue;
     }

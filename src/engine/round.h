@@ -49,11 +49,13 @@ typedef struct round_transport {
   /* 1 while master i is in restart quarantine (asked for each yes or no to
    * an acquisition: cheap when it has none). */
   int (*quarantined)(void *arg, unsigned master);
-  /* 1 while master i is the same server as a lower-numbered master that is
-   * up (one server listed under two names): not a voter.  It is sent only
-   * releases, and none of its answers count (asked at each send and each
-   * answer: cheap). */
-  int (*duplicate)(void *arg, unsigned master);
+  /* 1 while req on master i goes to a server that a lower-numbered master
+   * uses too (one server listed under two names, or behind two voters):
+   * not a vote.  It is sent only releases, and none of its answers count.
+   * Asked at each send (req unsent: its slot says where it would go; a
+   * voter may then set req->node to name that server) and each answer
+   * (req->node: where it went); cheap unless some voter has many servers. */
+  int (*duplicate)(void *arg, unsigned master, node_req_t *req);
   /* Keeps a release master i may have missed, to send again once it is up. */
   void (*defer_release)(void *arg, unsigned master, const char *cmd, size_t len);
   /* A per-request problem with master i, for the (rate-limited) log. */

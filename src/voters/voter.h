@@ -1,9 +1,9 @@
 /* voter.h: the voter interface.  A voter is whatever casts one vote in a
  * round: master i of the rounds is voter i.  The kinds: `standalone`
- * (voter_standalone.c: one master, node.c) and `sentinel` (voter_sentinel.c:
- * the master of a Sentinel group, which moves on failover); a Redis Cluster
- * (one connection per primary, routed by the key's hash slot) is to be one
- * more behind the same small ops table (docs/architecture.md, "Voter
+ * (voter_standalone.c: one master, node.c), `sentinel` (voter_sentinel.c:
+ * the master of a Sentinel group, which moves on failover) and `cluster`
+ * (voter_cluster.c: one connection per primary, routed by the key's hash
+ * slot), behind one small ops table (docs/architecture.md, "Voter
  * interface").
  *
  * voters.c owns the set and calls these ops; a kind knows nothing above it:
@@ -32,6 +32,8 @@ typedef enum {
   VOTER_EV_REPLAYS_DUE,    /* replays are out: tick it by news.due_ns */
   VOTER_EV_SETTLED,        /* its last replayed release came back: close may go on */
   VOTER_EV_CLOSED,         /* after shutdown: its handles are closed, it may be freed */
+  VOTER_EV_SERVERS,        /* a kind of many servers: one of them connected, or is going
+                            * (news.leaving): duplicates are judged again */
 } voter_event_t;
 
 /* One report.  Only the fields of its event are set. */
@@ -45,6 +47,7 @@ typedef struct voter_news {
   const char *quarantine_name;  /* UP: which one (quarantine_name()), "" or NULL for none */
   const char *duplicate_why;    /* UP: set by voters.c when it is a duplicate, else NULL */
   uint64_t due_ns;              /* REPLAYS_DUE: when to tick it */
+  const node_t *leaving;        /* SERVERS: the server going (still up while it reports), or NULL */
 } voter_news_t;
 
 /* A kind's ops.  "Loop" for all but why (any thread, under the env mutex).
@@ -75,9 +78,27 @@ typedef struct voter_ops {
   void (*abandon)(struct voter *v);                 /* close out of time: drop for good */
   void (*shutdown)(struct voter *v);                /* CLOSED once its handles are */
   void (*free)(struct voter *v);                    /* after CLOSED (or never started) */
-  /* ---- duplicates, votes book, logs ---- */
-  /* 1 when a and b (same kind, both up) reach one server; `how` says why. */
-  int (*same_server)(const struct voter *a, const struct voter *b, char *how, size_t how_len);
+  /* ---- duplicates (voters.c judges them across every kind) ---- */
+  /* The servers the voter uses now: k < servers(v) names the k-th place, and
+   * server(v, k) its node while connected (handshake over), else NULL.  A
+   * standalone or Sentinel voter has one (its master); a cluster voter one
+   * per primary it has connected to. */
+  unsigned (*servers)(const struct voter *v);
+  const node_t *(*server)(const struct voter *v, unsigned k);
+  /* A kind of many servers only (NULL for one-server kinds, whose verdict
+   * is voter_t.dup_of): voters.c's verdict on its k-th server: the
+   * lower-numbered voter that uses the same server (dup_of, -1: none), any
+   * other voter that does (other: dup_of if set, else a higher-numbered
+   * one, or -1), and why (of `other`).  An acquisition is not written late
+   * (after a redirection, or parked for a connection) to a server `other`
+   * uses: its answer may count there in the same round. */
+  void (*server_dup)(struct voter *v, unsigned k, int dup_of, int other, const char *why);
+  /* With server_dup: 1 when req is a duplicate: sent, or before it is sent
+   * (req->node NULL: the primary of req->slot, then named in req->node for
+   * the vote's detail), at a primary a lower-numbered voter uses; held back
+   * unsent (req->node set, req->sent_ns 0) at one any other voter uses. */
+  int (*dup_for)(struct voter *v, node_req_t *req);
+  /* ---- votes book, logs ---- */
   /* The detail of a vote `why` (WHY_DOWN, WHY_BUSY) for redlock_last_votes,
    * "" when none; under the env mutex, any thread.  req: the vote's request
    * (a kind of many connections names the one it went to), or NULL. */
@@ -109,10 +130,13 @@ typedef struct voter {
   void (*report)(void *arg, struct voter *v, const voter_news_t *news);
   void *report_arg;
   /* voters.c (loop): one server listed twice.  dup_of: the lower-numbered
-   * voter, up, that this one (up) is the same server as, or -1: while >= 0
+   * voter that uses the server this one-server voter uses, or -1: while >= 0
    * it is not a voter.  dup_why: the last such finding (read under the env
-   * mutex by redlock_last_votes).  dup_warned: bit i, logged once. */
+   * mutex by redlock_last_votes).  dup_some: a kind of many servers has a
+   * duplicate among them (its server_dup): each request is judged by the
+   * server it goes to (dup_for).  dup_warned: bit i, logged once. */
   int dup_of;
+  uint8_t dup_some;
   char dup_why[VOTER_WHY_LEN];
   uint64_t dup_warned;
 } voter_t;
@@ -124,6 +148,7 @@ static inline void voter_base_init(voter_t *v, const voter_ops_t *ops, unsigned 
   v->report = NULL;
   v->report_arg = NULL;
   v->dup_of = -1;
+  v->dup_some = 0;
   v->dup_why[0] = '\0';
   v->dup_warned = 0;
 }

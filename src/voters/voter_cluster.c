@@ -71,6 +71,8 @@ static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
     uv_mutex_unlock(s->env.mutex);
     voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_UP, .ready_ns = tb_now_ns(s->env.tb)});
   }
+  /* Primaries may have been retired: their servers are no longer ours. */
+  voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SERVERS});
   said_started(s);
 }
 
@@ -125,10 +127,15 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
   (void)detail;
   switch (ev) {
   case NODE_EV_UP:
+    /* A new server (or a new run_id at an old address): judged against
+     * the other voters' before what waited for it is sent. */
+    voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SERVERS});
     if (cn != NULL)
       voter_cluster_flush_parked(s, cn);
     break;
   case NODE_EV_DOWN:
+    if (node->state == NODE_READY)
+      voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SERVERS, .leaving = node});
     if (cn != NULL) {
       cn->failing = 1;
       voter_cluster_fail_parked(s, cn);
@@ -311,15 +318,42 @@ static void c_free(voter_t *v) {
   free(s);
 }
 
-/* Two cluster voters reach one server when any of their primaries do. */
-static int c_same_server(const voter_t *a, const voter_t *b, char *how, size_t how_len) {
-  const voter_cluster_t *x = of_c(a), *y = of_c(b);
-  for (unsigned i = 0; i < x->n_nodes; i++)
-    for (unsigned j = 0; j < y->n_nodes; j++)
-      if (x->nodes[i]->started && y->nodes[j]->started &&
-          node_same_server(x->nodes[i]->node, y->nodes[j]->node, how, how_len))
-        return 1;
-  return 0;
+/* Its primaries' places: nodes[k], a server while connected and not retired. */
+static unsigned c_servers(const voter_t *v) { return of_c(v)->n_nodes; }
+
+static const node_t *c_server(const voter_t *v, unsigned k) {
+  const voter_cluster_t *s = of_c(v);
+  const voter_cluster_node_t *cn = k < s->n_nodes ? s->nodes[k] : NULL;
+  return cn != NULL && cn->started && !cn->retired && cn->node->state == NODE_READY ? cn->node
+                                                                                    : NULL;
+}
+
+static void c_server_dup(voter_t *v, unsigned k, int dup_of, int other, const char *why) {
+  voter_cluster_t *s = of(v);
+  if (k >= s->n_nodes)
+    return;
+  voter_cluster_node_t *cn = s->nodes[k];
+  cn->dup = dup_of >= 0;
+  cn->shared = other >= 0;
+  snprintf(cn->dup_why, sizeof cn->dup_why, "%s", why);
+}
+
+/* The request's primary: where it went (or was held back), or before it is
+ * sent where its slot goes. */
+static int c_dup_for(voter_t *v, node_req_t *req) {
+  voter_cluster_t *s = of(v);
+  const voter_cluster_node_t *cn = NULL;
+  if (req->node != NULL) {
+    cn = voter_cluster_node_entry(s, req->node);
+  } else if (s->have_map) {
+    int p = req->slot >= 0 ? cluster_map_owner(&s->map, req->slot) : -1;
+    int k = p >= 0 ? s->map.primaries[p].user : -1;
+    cn = k >= 0 ? s->nodes[k] : NULL;
+  }
+  if (cn == NULL || !(req->node != NULL && req->sent_ns == 0 ? cn->shared : cn->dup))
+    return 0;
+  req->node = cn->node; /* never sent: its vote's detail names the primary */
+  return 1;
 }
 
 /* Appends len bytes of text to buf (size bytes, *used so far), cut to
@@ -341,6 +375,10 @@ static void c_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
   if (size == 0)
     return;
   buf[0] = '\0';
+  if (why == WHY_DUPLICATE) { /* "same server as ..., via primary P" */
+    snprintf(buf, size, "%s", cn != NULL ? cn->dup_why : "");
+    return;
+  }
   if (cn == NULL) {
     if (why == WHY_DOWN)
       snprintf(buf, size, "%s", s->why[0] != '\0' ? s->why : "reading the slot map");
@@ -435,7 +473,10 @@ const voter_ops_t voter_cluster_ops = {
     .abandon = c_abandon,
     .shutdown = c_shutdown,
     .free = c_free,
-    .same_server = c_same_server,
+    .servers = c_servers,
+    .server = c_server,
+    .server_dup = c_server_dup,
+    .dup_for = c_dup_for,
     .why = c_why,
     .label = c_label,
     .sub_node = c_sub_node,

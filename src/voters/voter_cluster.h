@@ -106,6 +106,13 @@ typedef struct voter_cluster_node {
   uint64_t retry_ns;
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
+  /* loop: voters.c's verdict (voter_ops_t.server_dup).  dup: a
+   * lower-numbered voter uses this server too, so requests routed here are
+   * no votes; shared: some other voter does (dup, or a higher-numbered one),
+   * so no acquisition is written here late (voter_cluster_route.c). */
+  int dup;
+  int shared;
+  char dup_why[VOTER_WHY_LEN];
 } voter_cluster_node_t;
 
 typedef struct voter_cluster {

@@ -224,12 +224,27 @@ static status_t route(voter_cluster_t *s, node_req_t *req) {
   return to_node(s, cn, req, 0);
 }
 
+/* A request but a release written late (redirected, or parked for the
+ * connection) to a primary that another voter uses too, lower- or
+ * higher-numbered (voters.c's verdict, cn->shared), is not sent: that voter
+ * may have counted the server's answer in this round already, and its own
+ * would race it on the same key.  Finished as never sent; round.c counts
+ * it as a duplicate.  1 when so. */
+static int dup_unsent(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t *req) {
+  if (!cn->shared || req->keep)
+    return 0;
+  finish_unsent(s, cn->node, req);
+  return 1;
+}
+
 void voter_cluster_flush_parked(voter_cluster_t *s, voter_cluster_node_t *cn) {
   list_node_t batch;
   list_move_all(&cn->parked, &batch);
   while (!list_empty(&batch)) {
     node_req_t *req = list_entry(batch.next, node_req_t, link);
     list_remove(&req->link);
+    if (dup_unsent(s, cn, req))
+      continue;
     if (to_node(s, cn, req, rt_of(req)->ask) != ST_OK)
       finish_unsent(s, cn->node, req);
   }
@@ -295,6 +310,8 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
     if (cn != NULL)
       voter_cluster_primary_again(s, cn, from);
   }
+  if (cn != NULL && dup_unsent(s, cn, req))
+    return;
   if (cn == NULL || to_node(s, cn, req, kind == CLUSTER_REDIRECT_ASK) != ST_OK)
     finish_unsent(s, cn != NULL ? cn->node : from, req);
 }

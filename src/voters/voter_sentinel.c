@@ -497,8 +497,17 @@ static void s_free(voter_t *v) {
   free(s);
 }
 
-static int s_same_server(const voter_t *a, const voter_t *b, char *how, size_t how_len) {
-  return node_same_server(of_c(a)->node, of_c(b)->node, how, how_len);
+static unsigned s_servers(const voter_t *v) {
+  (void)v;
+  return 1;
+}
+
+/* The master the sentinels named, once connected (a failover's new master
+ * comes up anew: its handshake's UP has it judged again). */
+static const node_t *s_server(const voter_t *v, unsigned k) {
+  const node_t *node = of_c(v)->node;
+  (void)k;
+  return node->state == NODE_READY ? node : NULL;
 }
 
 /* A failover's quarantine, or a move's (for this voter, a move is a
@@ -552,7 +561,8 @@ const voter_ops_t voter_sentinel_ops = {
     .abandon = s_abandon,
     .shutdown = s_shutdown,
     .free = s_free,
-    .same_server = s_same_server,
+    .servers = s_servers,
+    .server = s_server,
     .why = s_why,
     .why_trouble_only = 1,
     .label = s_label,

@@ -67,8 +67,15 @@ static void s_shutdown(voter_t *v) { node_shutdown(node_of(v)); }
 /* The node is voters.c's (the notifier reads it too): it frees it. */
 static void s_free(voter_t *v) { (void)v; }
 
-static int s_same_server(const voter_t *a, const voter_t *b, char *how, size_t how_len) {
-  return node_same_server(node_of(a), node_of(b), how, how_len);
+static unsigned s_servers(const voter_t *v) {
+  (void)v;
+  return 1;
+}
+
+/* Its master, once connected. */
+static const node_t *s_server(const voter_t *v, unsigned k) {
+  (void)k;
+  return node_of(v)->state == NODE_READY ? node_of(v) : NULL;
 }
 
 static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
@@ -95,7 +102,8 @@ const voter_ops_t voter_standalone_ops = {
     .abandon = s_abandon,
     .shutdown = s_shutdown,
     .free = s_free,
-    .same_server = s_same_server,
+    .servers = s_servers,
+    .server = s_server,
     .why = s_why,
     .why_trouble_only = 1,
     .label = s_label,

@@ -38,7 +38,13 @@ static int t_quarantined(void *arg, unsigned i) {
   return v->ops->quarantined(v);
 }
 
-static int t_duplicate(void *arg, unsigned i) { return voter_at(arg, i)->dup_of >= 0; }
+/* A one-server voter's verdict is kept; a cluster voter with a duplicate
+ * among its primaries judges the request by its primary.  Sets of one-server
+ * voters pay one test of dup_some. */
+static int t_duplicate(void *arg, unsigned i, node_req_t *req) {
+  voter_t *v = voter_at(arg, i);
+  return v->dup_of >= 0 || (v->dup_some && v->ops->dup_for(v, req));
+}
 
 static void t_defer_release(void *arg, unsigned i, const char *cmd, size_t len) {
   voter_t *v = voter_at(arg, i);
@@ -69,36 +75,92 @@ const round_transport_t voters_transport = {
 
 /* ---- duplicates ---------------------------------------------------------------------- */
 
-/* One server listed twice: judged again whenever a voter comes up (a new
- * connection: a new address, perhaps a new run_id after a restart) or goes
- * down (`leaving`, still up while it reports).  Of the voters up that are one
- * server, the lowest-numbered votes; each other is its duplicate: round.c
- * sends it no acquisition and counts none of its answers.  Logged at WARN
- * once per pair (at open, when both connect then).  Only voters of one kind
- * are compared. */
-static void judge_duplicates(voters_t *vs, const voter_t *leaving) {
+/* One server listed twice, whatever its spellings and the voters' kinds:
+ * judged again whenever a voter learns a new server (a connection comes up:
+ * a new address, perhaps a new run_id after a restart, a Sentinel voter's
+ * new master, a cluster voter's primary) or loses one (`leaving`, still up
+ * while it reports).  The rule (safety.md §9): a server of voter b is a
+ * duplicate when it is one of the servers some lower-numbered voter a uses
+ * now (node_same_server: resolved address, socket path or run_id), whatever
+ * a's own verdicts.  A one-server voter (standalone, Sentinel) that is one
+ * is no voter (dup_of); a cluster voter marks that primary (server_dup) and
+ * the rounds judge each request by the primary it goes to (dup_for): round.c
+ * sends a duplicate no acquisition and counts none of its answers.  A
+ * cluster voter also learns which of its primaries any other voter uses,
+ * higher-numbered too (`shared`): an acquisition it would write there after
+ * the round was sent (parked for a connection that came up, redirected) is
+ * held back, since the other voter may have counted that server's answer in
+ * this round already.  Logged at WARN once per pair of voters. */
+
+/* 1 when voter a uses a server (not `leaving`) that is the same as nb; `how`
+ * says why and `which` names a's server when a is a kind of many. */
+static int uses_server(const voter_t *a, const node_t *nb, const node_t *leaving, char *how,
+                       size_t how_len, const node_t **which) {
+  unsigned n = a->ops->servers(a);
+  for (unsigned k = 0; k < n; k++) {
+    const node_t *na = a->ops->server(a, k);
+    if (na != NULL && na != leaving && na != nb && node_same_server(na, nb, how, how_len)) {
+      *which = na;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The voter other than j that uses nb's server, lower-numbered ones first
+ * (only those when `lower_only`), or -1; its verdict text in why.  A pair
+ * whose lower voter is found is logged once. */
+static int dup_verdict(voters_t *vs, unsigned j, const node_t *nb, const voter_t *leaving_voter,
+                       const node_t *leaving, int lower_only, char *why, size_t why_len) {
+  voter_t *b = vs->voter[j];
+  for (unsigned i = 0; i < (lower_only ? j : vs->n); i++) {
+    const voter_t *a = vs->voter[i];
+    const node_t *na = NULL;
+    char how[96];
+    if (i == j || a == leaving_voter || !uses_server(a, nb, leaving, how, sizeof how, &na))
+      continue;
+    const char *la = a->ops->label(a), *lb = b->ops->label(b);
+    int a_many = a->ops->server_dup != NULL, b_many = b->ops->server_dup != NULL;
+    /* "same server as [primary P of ]A[, via primary Q]": which of a's
+     * servers, and which of b's, when either has many. */
+    snprintf(why, why_len, "same server as %s%s%s%s%s%s", a_many ? "primary " : "",
+             a_many ? na->addr.label : "", a_many ? " of " : "", la, b_many ? ", via primary " : "",
+             b_many ? nb->addr.label : "");
+    if (i < j && !(b->dup_warned >> i & 1)) {
+      b->dup_warned |= (uint64_t)1 << i;
+      log_write(vs->log, REDLOCK_LOG_WARN,
+                "masters %s and %s are one server (%s%s%s%s%s): while both are up only %s "
+                "votes there, and %s counts as a master that never answers (list each master "
+                "once: Redlock needs independent masters)",
+                la, lb, how, a_many ? ", " : "", a_many ? na->addr.label : "", b_many ? ", " : "",
+                b_many ? nb->addr.label : "", la, lb);
+    }
+    return (int)i;
+  }
+  return -1;
+}
+
+static void judge_duplicates(voters_t *vs, const voter_t *leaving_voter, const node_t *leaving) {
   for (unsigned j = 0; j < vs->n; j++) {
     voter_t *b = vs->voter[j];
+    unsigned n = b->ops->servers(b);
+    int many = b->ops->server_dup != NULL;
     b->dup_of = -1;
-    if (b == leaving)
-      continue;
-    for (unsigned i = 0; i < j; i++) {
-      voter_t *a = vs->voter[i];
-      char how[96];
-      if (a == leaving || a->ops != b->ops || !a->ops->same_server(a, b, how, sizeof how))
-        continue;
-      const char *la = a->ops->label(a), *lb = b->ops->label(b);
-      b->dup_of = (int)i;
-      snprintf(b->dup_why, sizeof b->dup_why, "same server as %s", la);
-      if (!(b->dup_warned >> i & 1)) {
-        b->dup_warned |= (uint64_t)1 << i;
-        log_write(vs->log, REDLOCK_LOG_WARN,
-                  "masters %s and %s are one server (%s): while both are up only %s votes, "
-                  "and %s counts as a master that never answers (list each master once: "
-                  "Redlock needs independent masters)",
-                  la, lb, how, la, lb);
+    b->dup_some = 0;
+    for (unsigned k = 0; k < n; k++) {
+      const node_t *nb = b == leaving_voter ? NULL : b->ops->server(b, k);
+      char why[VOTER_WHY_LEN];
+      int other = nb != NULL && nb != leaving
+                      ? dup_verdict(vs, j, nb, leaving_voter, leaving, !many, why, sizeof why)
+                      : -1;
+      if (many) {
+        b->ops->server_dup(b, k, other >= 0 && (unsigned)other < j ? other : -1, other,
+                           other >= 0 ? why : "");
+        b->dup_some |= other >= 0;
+      } else if (other >= 0) {
+        b->dup_of = other;
+        memcpy(b->dup_why, why, sizeof b->dup_why);
       }
-      break;
     }
   }
 }
@@ -116,7 +178,7 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
   voters_t *vs = arg;
   switch (news->ev) {
   case VOTER_EV_UP: {
-    judge_duplicates(vs, NULL);
+    judge_duplicates(vs, NULL, NULL);
     voter_news_t up = *news;
     up.duplicate_why = v->dup_of >= 0 ? v->dup_why : NULL;
     vs->hooks.news(vs->hooks.arg, v->index, &up);
@@ -124,7 +186,7 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
   }
   case VOTER_EV_DOWN:
     if (news->was_up)
-      judge_duplicates(vs, v);
+      judge_duplicates(vs, v, NULL);
     vs->hooks.news(vs->hooks.arg, v->index, news);
     break;
   case VOTER_EV_CONNECTING:
@@ -140,6 +202,9 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
     break;
   case VOTER_EV_SETTLED:
     vs->hooks.settled(vs->hooks.arg);
+    break;
+  case VOTER_EV_SERVERS:
+    judge_duplicates(vs, NULL, news->leaving);
     break;
   case VOTER_EV_CLOSED:
     if (vs->open > 0 && --vs->open == 0)
@@ -343,7 +408,7 @@ const char *voters_label(const voters_t *vs, unsigned i) {
 void voters_why_asked(const voters_t *vs, unsigned i, int why, const node_req_t *req, char *buf,
                       size_t size) {
   const voter_t *v = vs->voter[i];
-  if (why == WHY_DUPLICATE) {
+  if (why == WHY_DUPLICATE && v->ops->server_dup == NULL) {
     snprintf(buf, size, "%s", v->dup_why);
     return;
   }

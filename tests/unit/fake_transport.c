@@ -148,7 +148,10 @@ static void t_cancel(void *arg, unsigned i, node_req_t *req) {
 static uint64_t t_progress(void *arg, unsigned i) { return master(arg, i)->progress_ns; }
 
 static int t_quarantined(void *arg, unsigned i) { return master(arg, i)->quarantined; }
-static int t_duplicate(void *arg, unsigned i) { return master(arg, i)->duplicate; }
+static int t_duplicate(void *arg, unsigned i, node_req_t *req) {
+  (void)req;
+  return master(arg, i)->duplicate;
+}
 
 static void t_defer(void *arg, unsigned i, const char *cmd, size_t len) {
   if (cmd == NULL || len == 0)
@@ -234,12 +237,16 @@ static void v_shutdown(voter_t *v) {
 
 static void v_free(voter_t *v) { (void)v; }
 
-static int v_same_server(const voter_t *a, const voter_t *b, char *how, size_t how_len) {
-  (void)a;
-  (void)b;
-  (void)how;
-  (void)how_len;
+/* No server of theirs is judged a duplicate (the fakes' own flag says). */
+static unsigned v_servers(const voter_t *v) {
+  (void)v;
   return 0;
+}
+
+static const node_t *v_server(const voter_t *v, unsigned k) {
+  (void)v;
+  (void)k;
+  return NULL;
 }
 
 static void v_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
@@ -269,7 +276,8 @@ const voter_ops_t fake_voter_ops = {
     .abandon = v_abandon,
     .shutdown = v_shutdown,
     .free = v_free,
-    .same_server = v_same_server,
+    .servers = v_servers,
+    .server = v_server,
     .why = v_why,
     .label = v_label,
 };

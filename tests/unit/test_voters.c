@@ -267,9 +267,10 @@ static void test_duplicates_judged(void **state) {
   assert_string_equal(voters_label(&t->vs, 2), lc);
 
   /* B, the higher-numbered, is no voter while both are up; A and C are. */
-  assert_int_equal(voters_transport.duplicate(&t->vs, 0), 0);
-  assert_int_equal(voters_transport.duplicate(&t->vs, 1), 1);
-  assert_int_equal(voters_transport.duplicate(&t->vs, 2), 0);
+  node_req_t unsent = {.slot = -1};
+  assert_int_equal(voters_transport.duplicate(&t->vs, 0, &unsent), 0);
+  assert_int_equal(voters_transport.duplicate(&t->vs, 1, &unsent), 1);
+  assert_int_equal(voters_transport.duplicate(&t->vs, 2, &unsent), 0);
   char want[64];
   snprintf(want, sizeof want, "same server as %s", la);
   assert_string_equal(why_of(t, 1, WHY_DUPLICATE), want);
@@ -288,7 +289,7 @@ static void test_duplicates_judged(void **state) {
   vt_wait_news(t, 0, VOTER_EV_DOWN, 1);
   const vt_news_t *down = vt_last(t, 0, VOTER_EV_DOWN);
   assert_true(down->was_up);
-  assert_int_equal(voters_transport.duplicate(&t->vs, 1), 0);
+  assert_int_equal(voters_transport.duplicate(&t->vs, 1, &unsent), 0);
   assert_int_equal(t->vs.voter[1]->dup_of, -1);
   /* A's vote while down says why. */
   assert_true(strlen(why_of(t, 0, WHY_DOWN)) > 0);
