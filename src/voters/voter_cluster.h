@@ -58,7 +58,8 @@
 
 #define VOTER_CLUSTER_TRYAGAIN_MS 25  /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5 /* MOVED / ASK / TRYAGAIN followed per request */
-#define VOTER_CLUSTER_MAX_NODES 64    /* primaries (addresses) one voter connects to */
+#define VOTER_CLUSTER_MAX_NODES                                                                    \
+  1024 /* primaries (addresses) one voter connects to: a cluster of 1000 */
 
 /* A request's routing state while the voter routes it (node_req_t.route):
  * kept apart so that the requests of one-connection voters, which never

@@ -25,7 +25,10 @@
  *    resource is in one slot, so no CROSSSLOT), and no lock key is left;
  *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
  *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
- *    the voter votes again. */
+ *    the voter votes again;
+ *  - {cluster} alone, its slots interleaved over three primaries (every
+ *    slot a range of its own): locks of many resources are granted, their
+ *    keys on every primary. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -400,6 +403,39 @@ static void test_cluster_labels(void **state) {
   free(text);
 }
 
+/* A cluster whose three primaries own interleaved slots (slot s is primary
+ * s % 3's, 16384 ranges of one slot: a map as many reshards leave it, whose
+ * CLUSTER SHARDS reply has 10922 elements in a shard's slots and ~33 000
+ * values in all).  The voter reads it and locks keys on every primary. */
+static void test_cluster_interleaved(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start_opts(&(ch_options_t){.primaries = 3, .interleaved = 1});
+  assert_int_equal(ch_owner(c, 0, 0), 0);
+  assert_int_equal(ch_owner(c, 0, 1), 1);
+  assert_int_equal(ch_owner(c, 0, 16383), 16383 % 3);
+  const char *uris[1] = {ch_uri(c, 1)};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *locks[N_RESOURCES];
+  for (int i = 0; i < N_RESOURCES; i++) {
+    char res[32];
+    snprintf(res, sizeof res, "cl-il-%d", i);
+    int rc = redlock_lock(a, res, TTL_MS, &locks[i]);
+    if (rc != REDLOCK_OK) {
+      char votes[1024];
+      redlock_last_votes(a, votes, sizeof votes);
+      fail_msg("lock %s: %d: %s\n%s", res, rc, votes, fx_log_text(fx, 0));
+    }
+  }
+  cfx_assert_keys(c, N_RESOURCES);
+  for (unsigned i = 0; i < ch_count(c); i++)
+    if (cfx_dbsize(ch_node(c, i)) < 1)
+      fail_msg("primary %u holds none of the %d keys", i, N_RESOURCES);
+  for (int i = 0; i < N_RESOURCES; i++)
+    assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
+  cfx_assert_keys(c, 0);
+}
+
 FX_MAIN("cluster", &fx_profile_integration, CL_TEST(test_cluster_and_masters, 2),
         CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_primitives, 0),
-        CL_TEST(test_cluster_unreachable, 0), CL_TEST(test_cluster_labels, 0))
+        CL_TEST(test_cluster_unreachable, 0), CL_TEST(test_cluster_labels, 0),
+        CL_TEST(test_cluster_interleaved, 0))
