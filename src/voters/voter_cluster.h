@@ -89,6 +89,7 @@ typedef struct voter_cluster_node {
   int left;           /* loop: started, and missing from a map since: its role is rechecked */
   int retired;        /* loop: it left the slot map and was shut down: never routed to again */
   int closed;         /* loop: its NODE_EV_CLOSED came (its node may be freed or made anew) */
+  int startup_wait;   /* loop: the voter's VOTER_EV_STARTED waits for its first attempt */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   char label[VOTER_CLUSTER_LABEL_LEN]; /* const once made: "host:port" */
   char last_error[96];                 /* env mutex: the last error reply it gave a vote */
@@ -128,9 +129,13 @@ typedef struct voter_cluster {
   char why[VOTER_WHY_LEN];
   unsigned sub_at;  /* loop: the nodes[] entry the release subscriber was last sent to */
   int started_said; /* VOTER_EV_STARTED reported */
-  int up_said;      /* VOTER_EV_UP reported (a map is known) */
-  int closing;      /* abandon or shutdown ran */
-  unsigned open;    /* after shutdown: nodes, link and timer not yet closed */
+  /* loop: primaries of the first map whose first connection attempt is not
+   * over yet; VOTER_EV_STARTED waits for them (each bounded by the connect
+   * timeout), so that redlock_open returns with the primaries connected. */
+  unsigned startup_left;
+  int up_said;   /* VOTER_EV_UP reported (a map is known) */
+  int closing;   /* abandon or shutdown ran */
+  unsigned open; /* after shutdown: nodes, link and timer not yet closed */
 } voter_cluster_t;
 
 extern const voter_ops_t voter_cluster_ops;

@@ -155,7 +155,7 @@ static int b_closed(void *arg) {
 static void test_departed_primary_closed(void **state) {
   nf_t *f = *state;
   vc_t *t = vc_start(f);
-  /* B's connection is made by a release of one of its slots. */
+  /* B gets a release of one of its slots (its connection made at the map). */
   char key[32];
   int i = 0;
   do
@@ -192,10 +192,38 @@ static void on_sent(node_req_t *req, const redisReply *reply) {
 
 static int replied(void *arg) { return ((sent_t *)arg)->replied; }
 
+typedef struct {
+  voter_cluster_t *s;
+  int port;
+  int ready; /* wait for it READY (1) or not READY (0) */
+} node_wait_t;
+
+static int node_is(void *arg) {
+  node_wait_t *w = arg;
+  for (unsigned i = 0; i < w->s->n_nodes; i++) {
+    const node_t *node = w->s->nodes[i]->node;
+    if (w->s->nodes[i]->made && node->addr.port == w->port)
+      return (node->state == NODE_READY) == w->ready;
+  }
+  return 0;
+}
+
+/* The primary behind mock m loses its connection: the voter connected it
+ * when the map named it; the test waits until its node is down. */
+static void primary_drops(vc_t *t, mock_master_t *m) {
+  node_wait_t w = {t->s, mock_master_port(m), 1};
+  if (!mock_run_until(&t->f->loop, node_is, &w, NF_WAIT_MS))
+    fail_msg("the primary at %d never came up; log:\n%s", w.port, t->f->logbuf);
+  mock_master_drop_all(m);
+  w.ready = 0;
+  if (!mock_run_until(&t->f->loop, node_is, &w, NF_WAIT_MS))
+    fail_msg("the primary at %d stayed up; log:\n%s", w.port, t->f->logbuf);
+}
+
 /* A release that announces (flag `how`, "1" or "3", last), of a key of A's
- * (b: of B's), on a primary not connected yet: kept (it is replayed once the
- * primary is up), then sent; what the primary gets as the last argument of
- * each. */
+ * (b: of B's), on a primary whose connection is down: kept (it is replayed
+ * once the primary is up again), then sent; what the primary gets as the
+ * last argument of each. */
 static void announce_as(vc_t *t, int b, int shard, const char *how, const char *want) {
   nf_t *f = t->f;
   mock_master_t *m = b ? t->b : f->mock;
@@ -210,6 +238,7 @@ static void announce_as(vc_t *t, int b, int shard, const char *how, const char *
                                "0123456789012345678901234567890123456789", key, "v", "ch", how);
   assert_true(len > 0);
   mock_master_on(m, "EVALSHA", MOCK_REPLY, ":1\r\n", 0);
+  primary_drops(t, m);
   voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
   nf_wait_received_at(f, m, "EVALSHA", 1, "the kept release was not replayed");
   const mock_cmd_t *c = mock_master_last(m, "EVALSHA");
