@@ -6,6 +6,8 @@
  * Asserts:
  *  - a kept release replayed to a primary that answers -MOVED follows the
  *    slot: the new owner gets it (and the map learns the move);
+ *  - the voter says STARTED once the map is read and every primary's first
+ *    connection attempt is over (B's handshake held: not before);
  *  - a primary that left the slot map is not reconnected forever: once the
  *    map without it is read, its node is shut down (CLOSED), and the voter
  *    still closes cleanly;
@@ -33,7 +35,7 @@ typedef struct {
   mock_master_t *b;
   node_t home;
   voter_cluster_t *s;
-  int up, closed;
+  int up, closed, started;
 } vc_t;
 
 static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
@@ -41,6 +43,7 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
   (void)v;
   t->up |= news->ev == VOTER_EV_UP;
   t->closed |= news->ev == VOTER_EV_CLOSED;
+  t->started += news->ev == VOTER_EV_STARTED;
 }
 
 /* CLUSTER SHARDS refused once, then CLUSTER SLOTS: A owns 0..split-1, B the
@@ -64,12 +67,15 @@ static void set_map(vc_t *t, int split) {
 static int is_up(void *arg) { return ((vc_t *)arg)->up; }
 static int is_closed(void *arg) { return ((vc_t *)arg)->closed; }
 
-static vc_t *vc_start(nf_t *f) {
+/* A voter of A and B, up (its map read); hold_b: B holds every answer. */
+static vc_t *vc_start_b(nf_t *f, int hold_b) {
   vc_t *t = calloc(1, sizeof *t);
   assert_non_null(t);
   t->f = f;
   t->b = mock_master_start(&f->loop);
   assert_non_null(t->b);
+  if (hold_b)
+    mock_master_on(t->b, "*", MOCK_HOLD, NULL, 0);
   set_map(t, 8192);
   char uri[64], err[128];
   snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:%d", mock_master_port(f->mock));
@@ -85,6 +91,8 @@ static vc_t *vc_start(nf_t *f) {
     fail_msg("no slot map; log:\n%s", f->logbuf);
   return t;
 }
+
+static vc_t *vc_start(nf_t *f) { return vc_start_b(f, 0); }
 
 static void vc_stop(vc_t *t) {
   voter_cluster_ops.shutdown(&t->s->base);
@@ -134,6 +142,29 @@ static void test_kept_release_follows_moved(void **state) {
   /* B's answer settles it: nothing is owed any more. */
   assert_true(mock_run_until(&f->loop, nothing_owed, t, NF_WAIT_MS));
   redisFreeCommand(cmd);
+  vc_stop(t);
+}
+
+static int is_started(void *arg) { return ((vc_t *)arg)->started > 0; }
+static int b_held(void *arg) { return mock_master_held(((vc_t *)arg)->b) > 0; }
+
+/* The voter says STARTED (redlock_open returns) once its map is read and
+ * each primary's first connection attempt is over: not while B's
+ * handshake is held, and once it is answered, once. */
+static void test_started_waits_for_primaries(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start_b(f, 1);
+  if (!mock_run_until(&f->loop, b_held, t, NF_WAIT_MS))
+    fail_msg("B was not connected at the map; log:\n%s", f->logbuf);
+  assert_int_equal(t->started, 0);
+  mock_master_clear_rules(t->b);
+  mock_master_release(t->b);
+  if (!mock_run_until(&f->loop, is_started, t, NF_WAIT_MS))
+    fail_msg("no STARTED once B answered; log:\n%s", f->logbuf);
+  assert_int_equal(t->started, 1);
+  for (unsigned i = 0; i < t->s->n_nodes; i++)
+    if (t->s->nodes[i]->made && t->s->nodes[i]->node->addr.port == mock_master_port(t->b))
+      assert_true(t->s->nodes[i]->node->first_attempt_done);
   vc_stop(t);
 }
 
@@ -287,6 +318,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_kept_release_follows_moved, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_started_waits_for_primaries, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_as_servers_take, nf_setup,
                                       nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_tagged, nf_setup, nf_teardown),
