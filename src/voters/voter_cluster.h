@@ -58,8 +58,9 @@
 
 #define VOTER_CLUSTER_TRYAGAIN_MS 25  /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5 /* MOVED / ASK / TRYAGAIN followed per request */
-#define VOTER_CLUSTER_MAX_NODES                                                                    \
-  1024 /* primaries (addresses) one voter connects to: a cluster of 1000 */
+/* Primaries (addresses) one voter connects to over its life: Redis Cluster's
+ * largest, about 1000 nodes (docs/api.md, "Cluster sizes"). */
+#define VOTER_CLUSTER_MAX_NODES 1024
 
 /* A request's routing state while the voter routes it (node_req_t.route):
  * kept apart so that the requests of one-connection voters, which never
@@ -129,13 +130,13 @@ typedef struct voter_cluster {
   char why[VOTER_WHY_LEN];
   unsigned sub_at;  /* loop: the nodes[] entry the release subscriber was last sent to */
   int started_said; /* VOTER_EV_STARTED reported */
+  int up_said;      /* VOTER_EV_UP reported (a map is known) */
+  int closing;      /* abandon or shutdown ran */
+  unsigned open;    /* after shutdown: nodes, link and timer not yet closed */
   /* loop: primaries of the first map whose first connection attempt is not
    * over yet; VOTER_EV_STARTED waits for them (each bounded by the connect
    * timeout), so that redlock_open returns with the primaries connected. */
   unsigned startup_left;
-  int up_said;   /* VOTER_EV_UP reported (a map is known) */
-  int closing;   /* abandon or shutdown ran */
-  unsigned open; /* after shutdown: nodes, link and timer not yet closed */
 } voter_cluster_t;
 
 extern const voter_ops_t voter_cluster_ops;
