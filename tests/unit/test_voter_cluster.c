@@ -8,6 +8,8 @@
  *    slot: the new owner gets it (and the map learns the move);
  *  - the voter says STARTED once the map is read and every primary's first
  *    connection attempt is over (B's handshake held: not before);
+ *  - a request for a primary still connecting waits for it, queued but
+ *    marked batched (a round decided meanwhile lets it go out);
  *  - a primary that left the slot map is not reconnected forever: once the
  *    map without it is read, its node is shut down (CLOSED), and the voter
  *    still closes cleanly;
@@ -168,6 +170,53 @@ static void test_started_waits_for_primaries(void **state) {
   vc_stop(t);
 }
 
+/* A request for a primary whose connection is being made waits for it
+ * (queued, so the round's deadline drops it unsent) but as `batched`: a
+ * round decided meanwhile leaves it to go out (round.c takes back only
+ * what waits behind a full pipe), and it does once B answers. */
+typedef struct {
+  node_req_t req; /* first */
+  int replied;
+} parked_t;
+
+static void on_parked(node_req_t *req, const redisReply *reply) {
+  (void)reply;
+  ((parked_t *)(void *)req)->replied = 1;
+}
+
+static int parked_replied(void *arg) { return ((parked_t *)arg)->replied; }
+
+static void test_parked_waits_for_connection(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start_b(f, 1);
+  if (!mock_run_until(&f->loop, b_held, t, NF_WAIT_MS))
+    fail_msg("B was not connected at the map; log:\n%s", f->logbuf);
+  char key[32];
+  int i = 0;
+  do
+    snprintf(key, sizeof key, "vc-p-%d", i++);
+  while (keyslot(key, strlen(key)) < 8192);
+  char *cmd = NULL;
+  int len = redisFormatCommand(&cmd, "SET %s v", key);
+  assert_true(len > 0);
+  parked_t p;
+  memset(&p, 0, sizeof p);
+  p.req.cmd = cmd;
+  p.req.len = (size_t)len;
+  p.req.fn = on_parked;
+  p.req.slot = -1;
+  assert_int_equal(voter_cluster_ops.send(&t->s->base, &p.req), ST_OK);
+  assert_true(voter_cluster_ops.queued(&t->s->base, &p.req));
+  assert_true(p.req.batched);
+  mock_master_clear_rules(t->b);
+  mock_master_release(t->b);
+  if (!mock_run_until(&f->loop, parked_replied, &p, NF_WAIT_MS))
+    fail_msg("the parked request got no reply; log:\n%s", f->logbuf);
+  assert_int_equal(mock_master_count(t->b, "SET"), 1);
+  redisFreeCommand(cmd);
+  vc_stop(t);
+}
+
 typedef struct {
   voter_cluster_t *s;
   int port;
@@ -319,6 +368,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_kept_release_follows_moved, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_started_waits_for_primaries, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_parked_waits_for_connection, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_as_servers_take, nf_setup,
                                       nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_tagged, nf_setup, nf_teardown),
