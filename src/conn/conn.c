@@ -23,17 +23,18 @@ typedef struct conn_events {
    * function a later hiredis adds keeps its default. */
   redisReplyObjectFunctions *reply_fns;
   redisReplyObjectFunctions capped_fns;
-  reply_pool_t *replies; /* the answers to our commands (replypool.h) */
-  const char *violation; /* the cap a reply broke, for conn_error() */
-  size_t reply_values;   /* values of the reply being read, announced so far */
-  size_t reply_bytes;    /* bytes of its strings read so far */
-  void *ssl;             /* rediss://: the SSL (hiredis frees it), for conn_error() */
-  int got_reply;         /* a reply (part) arrived: TLS is set up end to end */
-  uint64_t read_ns;      /* when the socket was last read (conn_read_ns) */
-  unsigned long writes;  /* writes that took output bytes (conn_writes) */
-  char tls_why[256];     /* conn_error()'s TLS explanation */
-  int broken;            /* libuv refused to watch or flush it: the flush drops it */
-  char io_why[96];       /* why, for conn_error() */
+  reply_pool_t *replies;   /* the answers to our commands (replypool.h) */
+  const conn_caps_t *caps; /* the replies' (conn_set_caps) */
+  const char *violation;   /* the cap a reply broke, for conn_error() */
+  size_t reply_values;     /* values of the reply being read, announced so far */
+  size_t reply_bytes;      /* bytes of its strings read so far */
+  void *ssl;               /* rediss://: the SSL (hiredis frees it), for conn_error() */
+  int got_reply;           /* a reply (part) arrived: TLS is set up end to end */
+  uint64_t read_ns;        /* when the socket was last read (conn_read_ns) */
+  unsigned long writes;    /* writes that took output bytes (conn_writes) */
+  char tls_why[256];       /* conn_error()'s TLS explanation */
+  int broken;              /* libuv refused to watch or flush it: the flush drops it */
+  char io_why[96];         /* why, for conn_error() */
   /* The owner's, set by conn_before_write (loop thread): run before each
    * write of the output (before_write). */
   conn_before_write_fn *before_write_fn;
@@ -48,15 +49,34 @@ typedef struct conn_events {
  * reply at a time and makes its objects in order, the root first (an
  * aggregate's before its elements), so a root object starts the count. */
 
-#define TOO_MANY_ELEMENTS                                                                          \
-  "protocol error: reply has too many elements (more than 1024 in an aggregate)"
 #define TOO_DEEP "protocol error: reply nested too deeply (more than 8 levels)"
-#define TOO_MANY_VALUES "protocol error: reply has too many values (more than 4096 in all)"
-#define TOO_LONG "protocol error: reply longer than 1 MiB"
-_Static_assert(CONN_MAX_REPLY_ELEMENTS == 1024, "TOO_MANY_ELEMENTS names the cap");
 _Static_assert(CONN_MAX_REPLY_DEPTH == 8, "TOO_DEEP names the cap");
-_Static_assert(CONN_MAX_REPLY_VALUES == 4096, "TOO_MANY_VALUES names the cap");
-_Static_assert(CONN_MAX_REPLY_BYTES == 1024 * 1024, "TOO_LONG names the cap");
+
+const conn_caps_t conn_caps_reply = {
+    .elements = CONN_MAX_REPLY_ELEMENTS,
+    .values = CONN_MAX_REPLY_VALUES,
+    .bytes = CONN_MAX_REPLY_BYTES,
+    .too_many_elements =
+        "protocol error: reply has too many elements (more than 1024 in an aggregate)",
+    .too_many_values = "protocol error: reply has too many values (more than 4096 in all)",
+    .too_long = "protocol error: reply longer than 1 MiB",
+};
+_Static_assert(CONN_MAX_REPLY_ELEMENTS == 1024, "too_many_elements names the cap");
+_Static_assert(CONN_MAX_REPLY_VALUES == 4096, "too_many_values names the cap");
+_Static_assert(CONN_MAX_REPLY_BYTES == 1024 * 1024, "too_long names the cap");
+
+const conn_caps_t conn_caps_map = {
+    .elements = CONN_MAP_REPLY_ELEMENTS,
+    .values = CONN_MAP_REPLY_VALUES,
+    .bytes = CONN_MAP_REPLY_BYTES,
+    .too_many_elements =
+        "protocol error: slot map has too many elements (more than 32768 in an aggregate)",
+    .too_many_values = "protocol error: slot map has too many values (more than 524288 in all)",
+    .too_long = "protocol error: slot map longer than 8 MiB",
+};
+_Static_assert(CONN_MAP_REPLY_ELEMENTS == 32768, "too_many_elements names the cap");
+_Static_assert(CONN_MAP_REPLY_VALUES == 524288, "too_many_values names the cap");
+_Static_assert(CONN_MAP_REPLY_BYTES == 8 * 1024 * 1024, "too_long names the cap");
 
 #if HIREDIS_MAJOR >= 1
 typedef size_t conn_elements_t;
@@ -81,12 +101,12 @@ static int reply_count(conn_events_t *ev, const redisReadTask *task, size_t valu
     ev->reply_values = 1;
     ev->reply_bytes = 0;
   }
-  if (values > CONN_MAX_REPLY_VALUES - ev->reply_values) {
-    ev->violation = TOO_MANY_VALUES;
+  if (values > ev->caps->values - ev->reply_values) {
+    ev->violation = ev->caps->too_many_values;
     return 0;
   }
-  if (bytes > CONN_MAX_REPLY_BYTES - ev->reply_bytes) {
-    ev->violation = TOO_LONG;
+  if (bytes > ev->caps->bytes - ev->reply_bytes) {
+    ev->violation = ev->caps->too_long;
     return 0;
   }
   ev->reply_values += values;
@@ -99,8 +119,8 @@ static void *reply_create_array(const redisReadTask *task, conn_elements_t eleme
   unsigned depth = 0;
   for (const redisReadTask *t = task->parent; t != NULL; t = t->parent)
     depth++;
-  if ((size_t)elements > CONN_MAX_REPLY_ELEMENTS) {
-    ev->violation = TOO_MANY_ELEMENTS;
+  if ((size_t)elements > ev->caps->elements) {
+    ev->violation = ev->caps->too_many_elements;
     return NULL;
   }
   if (depth >= CONN_MAX_REPLY_DEPTH) {
@@ -206,7 +226,7 @@ static int reply_too_long(conn_events_t *ev) {
     return 0;
   /* Below the root, the counts are the reply's so far; a root item being
    * read has no object yet, and the counts are the previous reply's. */
-  size_t left = CONN_MAX_REPLY_BYTES - (r->ridx > 0 ? ev->reply_bytes : 0);
+  size_t left = ev->caps->bytes - (r->ridx > 0 ? ev->reply_bytes : 0);
   size_t buffered = r->len - r->pos, announced;
   int type = reader_item_type(r);
 #if HIREDIS_MAJOR >= 1
@@ -220,7 +240,7 @@ static int reply_too_long(conn_events_t *ev) {
   } else if (buffered <= left + CONN_REPLY_LINE_MAX) {
     return 0;
   }
-  ev->violation = TOO_LONG;
+  ev->violation = ev->caps->too_long;
   return 1;
 }
 
@@ -480,6 +500,7 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
     return NULL;
   }
   ev->replies = replies;
+  ev->caps = &conn_caps_reply;
   ev->ssl = ssl;
   ev->ac = ac;
   ev->flusher = flusher;
@@ -555,6 +576,12 @@ int conn_write_now(redisAsyncContext *ac) {
     return 0;
   flush_one(ev); /* the prepare handle stops itself once the list is empty */
   return 1;
+}
+
+void conn_set_caps(redisAsyncContext *ac, const conn_caps_t *caps) {
+  conn_events_t *ev = ac->ev.data;
+  if (ev != NULL)
+    ev->caps = caps;
 }
 
 const char *conn_error(const redisAsyncContext *ac) {

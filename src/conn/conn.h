@@ -56,6 +56,39 @@
  * integers) is not counted: CONN_MAX_REPLY_VALUES bounds it.  No part of a
  * reply is buffered beyond what is left of this cap (+ CONN_REPLY_LINE_MAX). */
 #define CONN_MAX_REPLY_BYTES (1024 * 1024)
+
+/* The one larger reply: a cluster's slot map (CLUSTER SHARDS, CLUSTER SLOTS)
+ * on a cluster voter's discovery connection, which sends nothing else.  Its
+ * size follows the cluster's, and the caps fit the largest cluster Redis
+ * supports (16384 slots, about 1000 nodes) in any fragmentation:
+ *  - CLUSTER SHARDS lists each shard's slot ranges as flat start/end pairs
+ *    and each node once (about 20 values): every slot a range of its own
+ *    over 1000 nodes is 1 + 2 x 16384 + ~20 x 1000 values, ~60 000, and
+ *    some 250 KiB of strings;
+ *  - CLUSTER SLOTS (servers before 7.0) repeats a shard's nodes for each of
+ *    its ranges: 16384 single-slot ranges are 16384 x (3 + 4 per node)
+ *    values, within the cap up to 7 nodes a shard (a primary and 6
+ *    replicas), and ~55 bytes of strings a node (6.3 MiB at 7).
+ * Widest aggregate: a shard's slots (at most 8192 ranges, 16384 integers) or
+ * CLUSTER SLOTS' ranges (at most 16384); the cap is twice that.  Depth: 4.
+ * A hostile reply still costs at most 8 MiB of strings and 512 Ki reply
+ * objects (~45 MiB with their tables), once: there is one such connection
+ * per cluster voter, and a reply over a cap drops it like a master's. */
+#define CONN_MAP_REPLY_ELEMENTS 32768
+#define CONN_MAP_REPLY_VALUES (512 * 1024)
+#define CONN_MAP_REPLY_BYTES (8 * 1024 * 1024)
+
+/* A set of caps (the depth is CONN_MAX_REPLY_DEPTH for all), with the
+ * message that names each. */
+typedef struct conn_caps {
+  size_t elements, values, bytes;
+  const char *too_many_elements, *too_many_values, *too_long;
+} conn_caps_t;
+/* CONN_MAX_REPLY_*: every connection's unless it says otherwise. */
+extern const conn_caps_t conn_caps_reply;
+/* CONN_MAP_REPLY_*: a connection that reads slot maps. */
+extern const conn_caps_t conn_caps_map;
+
 /* The framing of the item being read, beyond its strings' bytes: a bulk's
  * length line and CRLFs ("1048576\r\n...\r\n" is 11 bytes), an integer line. */
 #define CONN_REPLY_LINE_MAX 64
@@ -88,6 +121,8 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
                              void *data, redisConnectCallback *on_connect,
                              redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
                              int *tls_failed);
+/* The caps of ac's replies from now on (conn_caps_reply until then). */
+void conn_set_caps(redisAsyncContext *ac, const conn_caps_t *caps);
 
 /* Queues AUTH when the address has credentials; *queued: the number of
  * commands queued (0 or 1).  ST_OK, or ST_EIO when hiredis will not queue it

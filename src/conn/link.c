@@ -299,6 +299,8 @@ static void link_open_next(link_t *link) {
     return;
   }
   link->ac = ac;
+  if (link->cfg.reply_caps != NULL)
+    conn_set_caps(ac, link->cfg.reply_caps);
   if (link_queue_handshake(link) != ST_OK) {
     if (link->ac == ac && link->state == LINK_CONNECTING)
       link_fail(link, REDLOCK_LOG_ERROR, "cannot connect", "cannot queue the handshake");

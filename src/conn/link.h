@@ -71,6 +71,8 @@ typedef struct link_cfg {
    * one that dropped sooner counts as one more failure in a row. */
   uint32_t stable_ms;
   int select_db; /* send SELECT addr->db (when not 0) in the handshake */
+  /* The caps of its replies (conn.h); NULL: conn_caps_reply, a master's. */
+  const conn_caps_t *reply_caps;
   /* TCP: connect where that other link last connected instead of looking
    * the name up (a subscriber follows its master's command connection);
    * NULL: look the name up. */

@@ -19,10 +19,10 @@
 
 #include "proto/keyslot.h" /* KEYSLOT_COUNT */
 
-#define CLUSTER_HOST_LEN 256          /* a primary's host: an IP, or a name (announced) */
-#define CLUSTER_ID_LEN 40             /* a node id: 40 hex digits */
-#define CLUSTER_MAP_MAX_PRIMARIES 512 /* more in one reply is refused */
-#define CLUSTER_MAP_MAX_NODES 4096    /* nodes (primaries and replicas) in one reply */
+#define CLUSTER_HOST_LEN 256           /* a primary's host: an IP, or a name (announced) */
+#define CLUSTER_ID_LEN 40              /* a node id: 40 hex digits */
+#define CLUSTER_MAP_MAX_PRIMARIES 1024 /* more in one reply is refused (Redis: ~1000 nodes) */
+#define CLUSTER_MAP_MAX_NODES 4096     /* nodes (primaries and replicas) in one reply */
 
 /* One primary of a map. */
 typedef struct {

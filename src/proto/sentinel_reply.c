@@ -9,6 +9,27 @@
  * no space (it goes into logs and into the connection's address). */
 static int host_ok(const char *s, size_t len) { return str_host_ok(s, len, SENTINEL_HOST_LEN); }
 
+/* An IPv6 address may come bracketed ("[::1]", as a host announces itself
+ * in a URI's form): the brackets are not part of the address, which is
+ * connected to without them and bracketed once when shown with its port. */
+static void unbracket(const char **s, size_t *len) {
+  if (*len >= 4 && (*s)[0] == '[' && (*s)[*len - 1] == ']' && memchr(*s + 1, ':', *len - 2)) {
+    (*s)++;
+    *len -= 2;
+  }
+}
+
+/* Copies a host given as [s, s+len) into host (SENTINEL_HOST_LEN bytes),
+ * unbracketed; 0 when it is not usable. */
+static int take_host(char *host, const char *s, size_t len) {
+  unbracket(&s, &len);
+  if (!host_ok(s, len))
+    return 0;
+  memcpy(host, s, len);
+  host[len] = '\0';
+  return 1;
+}
+
 /* Copies len bytes of s into why, non-printable bytes as '?'. */
 static void printable(const char *s, size_t len, char *why, size_t size) {
   if (size == 0)
@@ -42,15 +63,13 @@ sentinel_addr_t sentinel_parse_addr(const redisReply *reply, char *host, int *po
   }
   const redisReply *h = reply->element[0], *p = reply->element[1];
   int v = str_port(p->str, p->len);
-  if (!host_ok(h->str, h->len) || v < 0) {
+  if (v < 0 || !take_host(host, h->str, h->len)) {
     char shown[64];
     printable(h->str, h->len < 48 ? h->len : 48, shown, sizeof shown);
     snprintf(why, why_size, "an unusable address '%s' port '%.*s'", shown,
              (int)(p->len < 8 ? p->len : 8), p->str);
     return SENTINEL_ADDR_BAD;
   }
-  memcpy(host, h->str, h->len);
-  host[h->len] = '\0';
   *port = v;
   return SENTINEL_ADDR_KNOWN;
 }
@@ -95,9 +114,7 @@ int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
     const redisReply *k = reply->element[i], *v = reply->element[i + 1];
     if (!is_string(k) || !is_string(v))
       continue; /* a field of another type: not one we read */
-    if (field_is(k, "ip") && host_ok(v->str, v->len)) {
-      memcpy(out->ip, v->str, v->len);
-      out->ip[v->len] = '\0';
+    if (field_is(k, "ip") && take_host(out->ip, v->str, v->len)) {
       have_ip = 1;
     } else if (field_is(k, "port")) {
       out->port = str_port(v->str, v->len);
@@ -155,12 +172,17 @@ int sentinel_parse_switch(const char *payload, size_t len, const char *name, cha
   if (next_word(&s, end, &extra, &extra_len))
     return -1;
   int old_port = str_port(w[2], wl[2]), new_port = str_port(w[4], wl[4]);
-  if (!host_ok(w[1], wl[1]) || old_port < 0 || !host_ok(w[3], wl[3]) || new_port < 0)
+  char new_host[SENTINEL_HOST_LEN];
+  if (!host_ok(w[1], wl[1]) || old_port < 0 || !take_host(new_host, w[3], wl[3]) || new_port < 0)
     return -1;
   if (strlen(name) != wl[0] || memcmp(name, w[0], wl[0]) != 0)
     return 0;
-  memcpy(host, w[3], wl[3]);
-  host[wl[3]] = '\0';
+  memcpy(host, new_host, strlen(new_host) + 1);
   *port = new_port;
   return 1;
+}
+
+void sentinel_host_port(char *buf, size_t size, const char *host, int port) {
+  int bracket = host[0] != '[' && strchr(host, ':') != NULL;
+  snprintf(buf, size, bracket ? "[%s]:%d" : "%s:%d", host, port);
 }

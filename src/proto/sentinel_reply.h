@@ -54,4 +54,8 @@ int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out);
  * is about another master, -1 when it is malformed. */
 int sentinel_parse_switch(const char *payload, size_t len, const char *name, char *host, int *port);
 
+/* host:port as logs and votes show it: "127.0.0.1:6379", "[::1]:6379" (an
+ * IPv6 address bracketed once, also when host already is). */
+void sentinel_host_port(char *buf, size_t size, const char *host, int port);
+
 #endif

@@ -86,7 +86,7 @@ typedef struct {
  * rate never sees a counter go back).  `used` is stored (release) once
  * label is written, by the loop thread; a reader loads it (acquire) before
  * reading label. */
-#define STATS_MAX_PRIMARIES 64
+#define STATS_MAX_PRIMARIES 1024 /* VOTER_CLUSTER_MAX_NODES */
 #define STATS_PRIMARY_LABEL_LEN 64
 typedef struct stats_primary {
   _Atomic int used;

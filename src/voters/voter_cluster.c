@@ -33,6 +33,35 @@ static void said_started(voter_cluster_t *s) {
   voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_STARTED});
 }
 
+/* cn's first connection attempt is over (or it was shut down first). */
+static void startup_done(voter_cluster_t *s, voter_cluster_node_t *cn) {
+  if (!cn->startup_wait)
+    return;
+  cn->startup_wait = 0;
+  if (--s->startup_left == 0)
+    said_started(s);
+}
+
+/* Connects every primary of the map as the map names it, not at its first
+ * request: a request that found its primary still connecting would wait
+ * parked, and be withdrawn unsent once the other voters made a quorum (a
+ * fresh client's first lock on each primary went without this voter).
+ * Before the voter has said STARTED, it waits for each one's first
+ * attempt. */
+static void start_primaries(voter_cluster_t *s) {
+  for (unsigned i = 0; i < s->map.n_primaries; i++) {
+    int k = s->map.primaries[i].user;
+    voter_cluster_node_t *cn = k >= 0 ? s->nodes[k] : NULL;
+    if (cn == NULL || cn->retired)
+      continue;
+    voter_cluster_node_start(s, cn);
+    if (!s->started_said && !cn->startup_wait && !cn->node->first_attempt_done) {
+      cn->startup_wait = 1;
+      s->startup_left++;
+    }
+  }
+}
+
 static void closed_one(voter_cluster_t *s) {
   if (s->open > 0 && --s->open == 0)
     voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_CLOSED});
@@ -40,9 +69,10 @@ static void closed_one(voter_cluster_t *s) {
 
 /* ---- the slot map ------------------------------------------------------------------- */
 
-/* A map read from the seeds: its primaries get nodes, those that left it
- * are marked (their role is rechecked if they come back) and retired once
- * idle; the first map makes the voter up. */
+/* A map read from the seeds: its primaries get nodes and are connected,
+ * those that left it are marked (their role is rechecked if they come back)
+ * and retired once idle; the first map makes the voter up, and started once
+ * its primaries' first attempts are over. */
 static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
   unsigned old_primaries = s->map.n_primaries, old_covered = s->map.covered;
   cluster_map_move(&s->map, fresh);
@@ -73,7 +103,9 @@ static void map_apply(voter_cluster_t *s, cluster_map_t *fresh) {
   }
   /* Primaries may have been retired: their servers are no longer ours. */
   voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SERVERS});
-  said_started(s);
+  start_primaries(s);
+  if (s->startup_left == 0)
+    said_started(s);
 }
 
 /* Every seed failed in a row: without a map, the voter cannot vote. */
@@ -162,14 +194,19 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
   case NODE_EV_SETTLED:
     voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_SETTLED});
     break;
-  case NODE_EV_CLOSED:
+  case NODE_EV_STARTED:
     if (cn != NULL)
+      startup_done(s, cn);
+    break;
+  case NODE_EV_CLOSED:
+    if (cn != NULL) {
       cn->closed = 1;
+      startup_done(s, cn);
+    }
     if (cn == NULL || !cn->retired || s->closing)
       closed_one(s); /* a retired node's own close is no part of the voter's */
     break;
   case NODE_EV_CONNECTING:
-  case NODE_EV_STARTED:
     break;
   }
 }

@@ -65,7 +65,9 @@
 
 #define VOTER_CLUSTER_TRYAGAIN_MS 25  /* a TRYAGAIN is sent again after this long */
 #define VOTER_CLUSTER_MAX_REDIRECTS 5 /* MOVED / ASK / TRYAGAIN followed per request */
-#define VOTER_CLUSTER_MAX_NODES 64    /* primaries (addresses) one voter connects to */
+/* Primaries (addresses) one voter connects to over its life: Redis Cluster's
+ * largest, about 1000 nodes (docs/api.md, "Cluster sizes"). */
+#define VOTER_CLUSTER_MAX_NODES 1024
 
 /* A request's routing state while the voter routes it (node_req_t.route):
  * kept apart so that the requests of one-connection voters, which never
@@ -97,6 +99,7 @@ typedef struct voter_cluster_node {
   int left;           /* loop: started, and missing from a map since: its role is rechecked */
   int retired;        /* loop: it left the slot map and was shut down: never routed to again */
   int closed;         /* loop: its NODE_EV_CLOSED came (its node may be freed or made anew) */
+  int startup_wait;   /* loop: the voter's VOTER_EV_STARTED waits for its first attempt */
   list_node_t parked; /* loop: requests waiting for its connection (node_req_t.link) */
   /* loop: its address's failed connection attempts in a row when it was
    * retired, and when the next attempt may start (0: at once), kept for the
@@ -156,6 +159,10 @@ typedef struct voter_cluster {
   int up_said;      /* VOTER_EV_UP reported (a map is known) */
   int closing;      /* abandon or shutdown ran */
   unsigned open;    /* after shutdown: nodes, link and timer not yet closed */
+  /* loop: primaries of the first map whose first connection attempt is not
+   * over yet; VOTER_EV_STARTED waits for them (each bounded by the connect
+   * timeout), so that redlock_open returns with the primaries connected. */
+  unsigned startup_left;
 } voter_cluster_t;
 
 extern const voter_ops_t voter_cluster_ops;

@@ -205,6 +205,7 @@ void voter_cluster_disc_init(voter_cluster_disc_t *d, const voter_cluster_disc_c
                           .backoff_base_ms = NODE_BACKOFF_BASE_MS,
                           .backoff_cap_ms = NODE_BACKOFF_CAP_MS,
                           .stable_ms = NODE_STABLE_MS,
+                          .reply_caps = &conn_caps_map, /* slot maps: conn.h */
                           .handshake = disc_handshake,
                           .want_retry = disc_want_retry,
                           .event = disc_on_link,

@@ -166,6 +166,7 @@ static status_t send_asking(node_t *node) {
 static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t *req, int ask) {
   node_t *node = cn->node;
   voter_cluster_node_start(s, cn);
+  req->batched = 0;
   if (node->state == NODE_READY) {
     /* Stamped with the request's start (its round's), however it got here
      * (parked while its primary connected, redirected, sent again after
@@ -185,6 +186,9 @@ static status_t to_node(voter_cluster_t *s, voter_cluster_node_t *cn, node_req_t
   if (node->state == NODE_CONNECTING && !cn->failing) {
     req->node = NULL;
     req->sent_ns = 0;
+    /* Not behind a full pipe: a round decided meanwhile leaves it to go out
+     * once connected (round.c), its deadline still drops it unsent. */
+    req->batched = 1;
     rt_of(req)->ask = (uint8_t)ask;
     list_insert_tail(&cn->parked, &req->link);
     return ST_OK;

@@ -26,17 +26,12 @@ static const voter_sentinel_t *of_c(const voter_t *v) { return (const voter_sent
 
 static const char *name_of(const voter_sentinel_t *s) { return s->addr.master_name; }
 
-/* "host:port", "[v6]:port". */
-static void host_port(char *buf, size_t size, const char *host, int port) {
-  snprintf(buf, size, strchr(host, ':') != NULL ? "[%s]:%d" : "%s:%d", host, port);
-}
-
 /* Points a link's address at seed k (its strings are the URI's). */
 static void at_seed(voter_sentinel_t *s, node_addr_t *a, char *label, size_t size, unsigned k) {
   const uri_seed_t *seed = &s->addr.seeds[k];
   a->host = seed->host;
   a->port = seed->port;
-  host_port(label, size, seed->host, seed->port);
+  sentinel_host_port(label, size, seed->host, seed->port);
 }
 
 /* The voter's first attempt is over (once): the client's start-up counts it. */
@@ -92,7 +87,7 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
   s->last_cycle_why[0] = '\0';
   char master[VOTER_SENTINEL_MASTER_LEN];
   char why[VOTER_SENTINEL_MASTER_LEN + VOTER_SENTINEL_LABEL_LEN + 32];
-  host_port(master, sizeof master, s->answer_host, s->answer_port);
+  sentinel_host_port(master, sizeof master, s->answer_host, s->answer_port);
   int moved = s->known && strcmp(master, s->master_label) != 0;
   int there = 1; /* the node is at the address named */
   if (!s->known || moved) {
@@ -324,7 +319,7 @@ static void events_cb(redisAsyncContext *ac, void *r, void *privdata) {
   int port;
   if (sentinel_parse_switch(payload, payload_len, name_of(s), host, &port) != 1)
     return;
-  host_port(to, sizeof to, host, port);
+  sentinel_host_port(to, sizeof to, host, port);
   log_write(s->env.log, REDLOCK_LOG_INFO, "master %s: sentinel %s: +switch-master to %s",
             s->addr.label, s->events_label, to);
   ask_start(s);

@@ -25,7 +25,13 @@
  *    resource is in one slot, so no CROSSSLOT), and no lock key is left;
  *  - {cluster} alone: every node stopped (SIGSTOP): a lock call returns
  *    REDLOCK_ENOQUORUM (the voter votes no, with a detail), and after SIGCONT
- *    the voter votes again. */
+ *    the voter votes again;
+ *  - {cluster} alone, its slots interleaved over three primaries (every
+ *    slot a range of its own): locks of many resources are granted, their
+ *    keys on every primary;
+ *  - {cluster, master, master}, five fresh clients: each one's first lock
+ *    on each primary has the cluster's vote (OK, or pending and its key on
+ *    the primary). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,9 +60,8 @@ static void test_cluster_and_masters(void **state) {
   redlock_t *b = fx_open(fx, 1, fx_options_uris(fx, 1, uris, 3, REDLOCK_LOG_WARN));
   redlock_lock_t *locks[N_RESOURCES];
   char res[N_RESOURCES][32];
-  /* A primary's connection is made on first use: until it is up, the two
-   * masters decide without the cluster's vote (its request is withdrawn
-   * unsent).  A first pass makes every connection. */
+  /* A first pass, then the locks that are held: their keys must all be on
+   * the cluster, which a late vote would leave off. */
   for (int i = 0; i < N_RESOURCES; i++) {
     snprintf(res[i], sizeof res[i], "cl-res-%d", i);
     assert_int_equal(redlock_lock(a, res[i], TTL_MS, &locks[i]), REDLOCK_OK);
@@ -400,6 +405,101 @@ static void test_cluster_labels(void **state) {
   free(text);
 }
 
+/* A cluster whose three primaries own interleaved slots (slot s is primary
+ * s % 3's, 16384 ranges of one slot: a map as many reshards leave it, whose
+ * CLUSTER SHARDS reply has 10922 elements in a shard's slots and ~33 000
+ * values in all).  The voter reads it and locks keys on every primary. */
+static void test_cluster_interleaved(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start_opts(&(ch_options_t){.primaries = 3, .interleaved = 1});
+  assert_int_equal(ch_owner(c, 0, 0), 0);
+  assert_int_equal(ch_owner(c, 0, 1), 1);
+  assert_int_equal(ch_owner(c, 0, 16383), 16383 % 3);
+  const char *uris[1] = {ch_uri(c, 1)};
+  redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 1, REDLOCK_LOG_WARN));
+  redlock_lock_t *locks[N_RESOURCES];
+  for (int i = 0; i < N_RESOURCES; i++) {
+    char res[32];
+    snprintf(res, sizeof res, "cl-il-%d", i);
+    int rc = redlock_lock(a, res, TTL_MS, &locks[i]);
+    if (rc != REDLOCK_OK) {
+      char votes[1024];
+      redlock_last_votes(a, votes, sizeof votes);
+      fail_msg("lock %s: %d: %s\n%s", res, rc, votes, fx_log_text(fx, 0));
+    }
+  }
+  cfx_assert_keys(c, N_RESOURCES);
+  for (unsigned i = 0; i < ch_count(c); i++)
+    if (cfx_dbsize(ch_node(c, i)) < 1)
+      fail_msg("primary %u holds none of the %d keys", i, N_RESOURCES);
+  for (int i = 0; i < N_RESOURCES; i++)
+    assert_int_equal(redlock_unlock(a, locks[i]), REDLOCK_OK);
+  cfx_assert_keys(c, 0);
+}
+
+typedef struct {
+  rh_server_t *server;
+  const char *key;
+} key_on_t;
+
+static int key_there(void *arg) {
+  key_on_t *k = arg;
+  return fx_exists(k->server, k->key) == 1;
+}
+
+/* A fresh client's first lock on each primary gets the cluster's vote:
+ * redlock_open returns with the voter's slot map read and its primaries
+ * connected, so the first request to each goes out at once (it used to
+ * wait for its connection, parked, and be withdrawn unsent once the two
+ * masters made a quorum: the lock held on the masters only).  Several fresh
+ * clients, each locking first one resource per primary. */
+static void test_cluster_first_locks(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start(3, 0);
+  char res[3][32], key[3][128];
+  unsigned found = 0;
+  for (int i = 0; found != 7 && i < 1000; i++) {
+    char name[32], k[128], buf[64];
+    snprintf(name, sizeof name, "cl-first-%d", i);
+    cfx_key_of(name, k, sizeof k);
+    assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", k), 0);
+    int owner = ch_owner(c, 0, atoi(buf));
+    assert_true(owner >= 0 && owner < 3);
+    if (found & (1u << owner))
+      continue;
+    found |= 1u << owner;
+    snprintf(res[owner], sizeof res[owner], "%s", name);
+    snprintf(key[owner], sizeof key[owner], "%s", k);
+  }
+  assert_int_equal(found, 7);
+  const char *uris[3] = {ch_uri(c, 1), rh_server_uri(fx->servers[0]),
+                         rh_server_uri(fx->servers[1])};
+  for (int client = 0; client < 5; client++) {
+    redlock_t *a = fx_open(fx, 0, fx_options_uris(fx, 0, uris, 3, REDLOCK_LOG_WARN));
+    for (unsigned p = 0; p < 3; p++) {
+      redlock_lock_t *lock = NULL;
+      char votes[1024], ok[96], pending[96];
+      assert_int_equal(redlock_lock(a, res[p], TTL_MS, &lock), REDLOCK_OK);
+      redlock_last_votes(a, votes, sizeof votes);
+      /* OK, or still out when the masters made the quorum first: then its
+       * key lands on the primary */
+      snprintf(ok, sizeof ok, "cluster@127.0.0.1:%d=OK (primary 127.0.0.1:%d)", ch_port(c, 0),
+               ch_port(c, p));
+      snprintf(pending, sizeof pending, "cluster@127.0.0.1:%d=pending", ch_port(c, 0));
+      if (strstr(votes, ok) == NULL && strstr(votes, pending) == NULL)
+        fail_msg("client %d, first lock on primary %u: want the cluster's vote in: %s", client, p,
+                 votes);
+      key_on_t k = {ch_node(c, p), key[p]};
+      if (!rh_wait_until(key_there, &k, FX_SETTLE_MS))
+        fail_msg("client %d: %s is not on primary %u: %s", client, key[p], p, votes);
+      assert_int_equal(redlock_unlock(a, lock), REDLOCK_OK);
+      assert_true(fx_wait_key_absent(ch_node(c, p), key[p], FX_SETTLE_MS));
+    }
+    fx_close(fx, 0);
+  }
+}
+
 FX_MAIN("cluster", &fx_profile_integration, CL_TEST(test_cluster_and_masters, 2),
         CL_TEST(test_cluster_moved, 0), CL_TEST(test_cluster_primitives, 0),
-        CL_TEST(test_cluster_unreachable, 0), CL_TEST(test_cluster_labels, 0))
+        CL_TEST(test_cluster_unreachable, 0), CL_TEST(test_cluster_labels, 0),
+        CL_TEST(test_cluster_interleaved, 0), CL_TEST(test_cluster_first_locks, 2))

@@ -20,6 +20,7 @@
 
 struct ch_cluster {
   unsigned n, primaries, replicas;
+  int interleaved; /* ch_options_t */
   rh_server_t *nodes[CH_MAX_NODES];
   int bus[CH_MAX_NODES];
   int tls_port[CH_MAX_NODES]; /* 0: no TLS */
@@ -54,20 +55,18 @@ static int fail(ch_cluster_t *c, unsigned i, const char *what, const char *buf) 
 }
 
 /* Every node says cluster_state:ok, all slots assigned, and knows the
- * others (CLUSTER NODES has a line per node). */
+ * others (cluster_known_nodes: CLUSTER NODES' lines, which an interleaved
+ * map makes too long to read here). */
 static int pred_joined(void *arg) {
   ch_cluster_t *c = arg;
   for (unsigned i = 0; i < c->n; i++) {
-    char info[4096], nodes[8192];
+    char info[4096];
+    const char *known;
     if (rh_server_command(c->nodes[i], info, sizeof info, "CLUSTER INFO") != 0 ||
         strstr(info, "cluster_state:ok") == NULL ||
         strstr(info, "cluster_slots_assigned:16384") == NULL ||
-        rh_server_command(c->nodes[i], nodes, sizeof nodes, "CLUSTER NODES") != 0)
-      return 0;
-    unsigned lines = 0;
-    for (const char *p = nodes; (p = strchr(p, '\n')) != NULL; p++)
-      lines++;
-    if (lines + (nodes[0] != '\0' && nodes[strlen(nodes) - 1] != '\n') < c->n)
+        (known = strstr(info, "cluster_known_nodes:")) == NULL ||
+        strtoul(known + strlen("cluster_known_nodes:"), NULL, 10) < c->n)
       return 0;
   }
   return 1;
@@ -113,7 +112,21 @@ static int join(ch_cluster_t *c) {
                           ch_port(c, i), c->bus[i]) != 0 ||
         strcmp(buf, "OK") != 0)
       return fail(c, 0, "CLUSTER MEET", buf);
-  for (unsigned p = 0; p < c->primaries; p++) {
+  for (unsigned p = 0; c->interleaved && p < c->primaries; p++) {
+    /* One command: the slots are in the text (hiredis splits it at spaces). */
+    size_t size = 32 + 6 * (CH_SLOTS / c->primaries + 1), used;
+    char *cmd = malloc(size);
+    if (cmd == NULL)
+      return fail(c, p, "CLUSTER ADDSLOTS", "out of memory");
+    used = (size_t)snprintf(cmd, size, "CLUSTER ADDSLOTS");
+    for (unsigned s = p; s < CH_SLOTS; s += c->primaries)
+      used += (size_t)snprintf(cmd + used, size - used, " %u", s);
+    int rc = rh_server_command(c->nodes[p], buf, sizeof buf, cmd);
+    free(cmd);
+    if (rc != 0 || strcmp(buf, "OK") != 0)
+      return fail(c, p, "CLUSTER ADDSLOTS", buf);
+  }
+  for (unsigned p = 0; !c->interleaved && p < c->primaries; p++) {
     int start = (int)(CH_SLOTS * p / c->primaries),
         end = (int)(CH_SLOTS * (p + 1) / c->primaries) - 1;
     if (rh_server_command(c->nodes[p], buf, sizeof buf, "CLUSTER ADDSLOTSRANGE %d %d", start,
@@ -150,6 +163,7 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
     return -1;
   c->primaries = o->primaries;
   c->replicas = o->replicas_per_primary;
+  c->interleaved = o->interleaved;
   const char *tmp = getenv("TMPDIR");
   snprintf(c->dir, sizeof c->dir, "%s/redlock-cluster-XXXXXX",
            tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
@@ -201,12 +215,15 @@ int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
   /* Each running primary's own line of CLUSTER NODES ("myself") lists the
    * slot ranges it serves (fields 9 on: "a-b", "a", or "[...]" for a slot
    * being migrated). */
-  for (unsigned i = 0; i < c->n; i++) {
-    char role[4096], nodes[8192];
+  enum { NODES_SIZE = 1 << 20 }; /* an interleaved map's lines are long */
+  char *nodes = malloc(NODES_SIZE);
+  int owner = -1;
+  for (unsigned i = 0; nodes != NULL && owner < 0 && i < c->n; i++) {
+    char role[4096];
     if (rh_server_pid(c->nodes[i]) == 0 ||
         rh_server_command(c->nodes[i], role, sizeof role, "ROLE") != 0 ||
         strncmp(role, "master", 6) != 0 ||
-        rh_server_command(c->nodes[i], nodes, sizeof nodes, "CLUSTER NODES") != 0)
+        rh_server_command(c->nodes[i], nodes, NODES_SIZE, "CLUSTER NODES") != 0)
       continue;
     char *line = strstr(nodes, "myself");
     if (line == NULL)
@@ -225,11 +242,14 @@ int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
       const char *dash = strchr(f, '-');
       if (dash != NULL)
         b = strtol(dash + 1, NULL, 10);
-      if (a <= slot && slot <= b)
-        return (int)i;
+      if (a <= slot && slot <= b) {
+        owner = (int)i;
+        break;
+      }
     }
   }
-  return -1;
+  free(nodes);
+  return owner;
 }
 
 int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to) {

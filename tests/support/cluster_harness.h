@@ -8,7 +8,8 @@
  * (--cluster-port: Redis >= 7.0, Valkey), node timeout 2 s, no persistence.
  * The cluster is joined over hiredis, without any cli: CLUSTER MEET from
  * the first node to every other, CLUSTER ADDSLOTSRANGE on each primary (an
- * equal share of the 16384 slots each), CLUSTER REPLICATE on each replica;
+ * equal share of the 16384 slots each; or interleaved: ch_options_t),
+ * CLUSTER REPLICATE on each replica;
  * then ch_start waits (with a deadline) until every node says cluster_state
  * ok with all 16384 slots assigned and knows every other node. */
 #ifndef CLUSTER_HARNESS_H
@@ -25,6 +26,9 @@ typedef struct ch_cluster ch_cluster_t;
 typedef struct {
   unsigned primaries;            /* 1..CH_MAX_NODES */
   unsigned replicas_per_primary; /* primaries * (1 + this) <= CH_MAX_NODES */
+  /* Slot s goes to primary s % primaries (CLUSTER ADDSLOTS), every slot a
+   * range of its own, as after many reshards; 0: an equal range each. */
+  int interleaved;
   /* TLS (all five set, or none): each node also listens with TLS on a port
    * of its own (ch_tls_port) and the cluster bus speaks TLS (--tls-cluster
    * yes; the bus's outgoing side shows the client certificate), so that

@@ -243,8 +243,8 @@ int fx_teardown(void **state);
 #define FX_MAIN(name, profile, ...)                                                                \
   int main(void) {                                                                                 \
     fx_use_profile(profile);                                                                       \
-    if (getenv("FX_TEST_FILTER") != NULL) /* e.g. FX_TEST_FILTER='test_failover*' */               \
-      cmocka_set_test_filter(getenv("FX_TEST_FILTER"));                                            \
+    if (getenv("FX_ONLY") != NULL) /* one test (a cmocka pattern) */                               \
+      cmocka_set_test_filter(getenv("FX_ONLY"));                                                   \
     const struct CMUnitTest tests[] = {__VA_ARGS__};                                               \
     return cmocka_run_group_tests_name(name, tests, NULL, NULL);                                   \
   }

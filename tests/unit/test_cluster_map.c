@@ -23,8 +23,8 @@
 
 /* ---- a reply arena: every node a test builds lives here until arena_reset ---- */
 
-#define ARENA_REPLIES 16384
-#define ARENA_PTRS 16384
+#define ARENA_REPLIES (256 * 1024) /* a fully interleaved CLUSTER SLOTS reply */
+#define ARENA_PTRS (256 * 1024)
 static redisReply arena[ARENA_REPLIES];
 static redisReply *arena_ptrs[ARENA_PTRS];
 static size_t n_replies, n_ptrs;
@@ -72,6 +72,16 @@ static redisReply *arr(redisReply *first, ...) {
     r->elements++;
   }
   va_end(ap);
+  return r;
+}
+
+/* An array of n elements, to be filled in. */
+static redisReply *arr_n(size_t n) {
+  assert_true(n <= ARENA_PTRS - n_ptrs);
+  redisReply *r = node_new(REDIS_REPLY_ARRAY);
+  r->element = &arena_ptrs[n_ptrs];
+  r->elements = n;
+  n_ptrs += n;
   return r;
 }
 
@@ -286,6 +296,89 @@ static void test_shards_caps(void **state) {
   cluster_map_clear(&m);
 }
 
+/* A node id of 40 hex digits made from i (static storage, one per i). */
+#define IDS 2048
+static const char *id_of(unsigned i) {
+  static char ids[IDS][CLUSTER_ID_LEN + 1];
+  assert_true(i < IDS);
+  snprintf(ids[i], sizeof ids[i], "%040x", i + 1);
+  return ids[i];
+}
+
+/* CLUSTER SHARDS of `shards` shards of a primary (port 10000 + k) and
+ * `replicas` replicas each, slot s owned by shard s % shards, every slot a
+ * range of its own (as many reshards leave a map). */
+static redisReply *interleaved_shards(unsigned shards, unsigned replicas) {
+  redisReply *top = arr_n(shards);
+  for (unsigned k = 0; k < shards; k++) {
+    unsigned n_slots = (KEYSLOT_COUNT - k + shards - 1) / shards;
+    redisReply *slots = arr_n(2 * n_slots), *nodes = arr_n(1 + replicas);
+    for (unsigned j = 0; j < n_slots; j++) {
+      slots->element[2 * j] = num(k + j * shards);
+      slots->element[2 * j + 1] = num(k + j * shards);
+    }
+    nodes->element[0] =
+        shard_node(id_of(k), 10000 + (int)k, "127.0.0.1", "127.0.0.1", "master", "online");
+    for (unsigned r = 0; r < replicas; r++)
+      nodes->element[1 + r] =
+          shard_node(id_of(shards + k * replicas + r), 20000 + (int)(k * replicas + r), "127.0.0.1",
+                     "127.0.0.1", "replica", "online");
+    top->element[k] = arr(str("slots"), slots, str("nodes"), nodes, NULL);
+  }
+  return top;
+}
+
+/* Every slot owned by the primary at port 10000 + s % shards. */
+static void assert_interleaved(const cluster_map_t *m, unsigned shards) {
+  assert_int_equal(m->n_primaries, shards);
+  assert_int_equal(m->covered, KEYSLOT_COUNT);
+  for (int slot = 0; slot < KEYSLOT_COUNT; slot++) {
+    int at = cluster_map_owner(m, slot);
+    assert_true(at >= 0);
+    assert_int_equal(m->primaries[at].port, 10000 + slot % (int)shards);
+  }
+}
+
+/* The largest maps a cluster makes (docs/api.md, "Cluster sizes"): 16384
+ * single-slot ranges over 3 shards, over 500 shards of a primary and a
+ * replica (1000 nodes), over 1000 primaries; and CLUSTER SLOTS of 16384
+ * single-slot ranges, each with its primary and a replica. */
+static void test_interleaved(void **state) {
+  (void)state;
+  cluster_map_t m;
+  cluster_map_init(&m);
+  char why[160];
+  static const unsigned shapes[][2] = {{3, 1}, {3, 0}, {500, 1}, {1000, 0}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    arena_reset();
+    redisReply *r = interleaved_shards(shapes[i][0], shapes[i][1]);
+    cluster_map_status_t st = cluster_map_parse_shards(&m, r, NULL, 0, why, sizeof why);
+    if (st != CLUSTER_MAP_OK)
+      fail_msg("%u shards of %u nodes: %s", shapes[i][0], 1 + shapes[i][1], why);
+    assert_interleaved(&m, shapes[i][0]);
+  }
+  /* CLUSTER SLOTS: the same map, a range per slot */
+  arena_reset();
+  redisReply *top = arr_n(KEYSLOT_COUNT);
+  for (unsigned slot = 0; slot < KEYSLOT_COUNT; slot++) {
+    unsigned k = slot % 3;
+    top->element[slot] =
+        arr(num(slot), num(slot), arr(str("127.0.0.1"), num(10000 + k), str(id_of(k)), NULL),
+            arr(str("127.0.0.1"), num(20000 + k), str(id_of(3 + k)), NULL), NULL);
+  }
+  assert_int_equal(cluster_map_parse_slots(&m, top, NULL, why, sizeof why), CLUSTER_MAP_OK);
+  assert_interleaved(&m, 3);
+  /* still capped: one primary more than CLUSTER_MAP_MAX_PRIMARIES */
+  arena_reset();
+  assert_int_equal(cluster_map_parse_shards(&m,
+                                            interleaved_shards(CLUSTER_MAP_MAX_PRIMARIES + 1, 0),
+                                            NULL, 0, why, sizeof why),
+                   CLUSTER_MAP_BAD);
+  assert_non_null(strstr(why, "primaries"));
+  assert_int_equal(m.n_primaries, 0);
+  cluster_map_clear(&m);
+}
+
 static void test_slots(void **state) {
   (void)state;
   arena_reset();
@@ -478,5 +571,6 @@ static void test_cmd_slot(void **state) {
 
 UNIT_MAIN(cmocka_unit_test(test_shards), cmocka_unit_test(test_shards_variants),
           cmocka_unit_test(test_shards_malformed), cmocka_unit_test(test_shards_caps),
-          cmocka_unit_test(test_slots), cmocka_unit_test(test_assign),
-          cmocka_unit_test(test_redirect), cmocka_unit_test(test_cmd_slot))
+          cmocka_unit_test(test_interleaved), cmocka_unit_test(test_slots),
+          cmocka_unit_test(test_assign), cmocka_unit_test(test_redirect),
+          cmocka_unit_test(test_cmd_slot))

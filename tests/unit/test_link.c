@@ -51,6 +51,7 @@ typedef struct {
   int retry;            /* want_retry's answer */
   unsigned steps;       /* the owner adds this many PING steps (default 1) */
   status_t step_status; /* what the last refused link_step returned (ST_OK: none) */
+  size_t ping_elements; /* the PING step's reply: its elements when an array */
   ev_t events[MAX_EVENTS];
   unsigned n_events;
 } lt_t;
@@ -72,7 +73,7 @@ static void on_event(void *arg, link_t *link, link_event_t ev, int level, const 
 
 static const char *ping_check(void *arg, const redisReply *reply) {
   lt_t *t = arg;
-  (void)reply;
+  t->ping_elements = reply != NULL && reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0;
   return t->reject;
 }
 
@@ -558,6 +559,108 @@ static void test_hostile_replies(void **state) {
   hostile_reply("$1048577\r\n", "protocol error: reply longer than 1 MiB");
 }
 
+/* A buffer of text, grown as it is written (the test fails when out of memory). */
+typedef struct {
+  char *s;
+  size_t len, cap;
+} text_t;
+
+static void put(text_t *b, const char *fmt, ...) {
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    assert_true(n >= 0);
+    if ((size_t)n < b->cap - b->len) {
+      b->len += (size_t)n;
+      return;
+    }
+    b->cap = b->cap * 2 + (size_t)n + 1;
+    b->s = realloc(b->s, b->cap);
+    assert_non_null(b->s);
+  }
+}
+
+/* CLUSTER SHARDS (RESP2) of three shards, slot s shard s % 3's, every slot a
+ * range of its own: 10924 elements in a shard's slots, ~33 000 values. */
+static char *interleaved_shards_resp(void) {
+  text_t b = {0};
+  put(&b, "*3\r\n");
+  for (unsigned k = 0; k < 3; k++) {
+    unsigned n = (16384 - k + 2) / 3;
+    put(&b, "*4\r\n$5\r\nslots\r\n*%u\r\n", 2 * n);
+    for (unsigned j = 0; j < n; j++)
+      put(&b, ":%u\r\n:%u\r\n", k + 3 * j, k + 3 * j);
+    put(&b,
+        "$5\r\nnodes\r\n*1\r\n*10\r\n$2\r\nid\r\n$40\r\n%040u\r\n$4\r\nport\r\n:%u\r\n"
+        "$2\r\nip\r\n$9\r\n127.0.0.1\r\n$4\r\nrole\r\n$6\r\nmaster\r\n$6\r\nhealth\r\n"
+        "$6\r\nonline\r\n",
+        k + 1, 7000 + k);
+  }
+  return b.s;
+}
+
+/* A slot map's link (conn_caps_map, as the cluster voter's discovery link
+ * has) reads a map of the largest cluster's shape that a master's caps
+ * refuse; the master's link refuses it. */
+static void test_map_caps(void **state) {
+  (void)state;
+  char *map = interleaved_shards_resp();
+  lt_t *t;
+  setup((void **)&t);
+  t->cfg.reply_caps = &conn_caps_map;
+  mock_master_on(t->mock, "PING", MOCK_REPLY, map, 0);
+  start(t);
+  wait_event(t, LINK_EV_UP, 1);
+  assert_int_equal(count(t, LINK_EV_DOWN), 0);
+  assert_int_equal(t->ping_elements, 3);
+  teardown((void **)&t);
+  setup((void **)&t);
+  mock_master_on(t->mock, "PING", MOCK_REPLY, map, 0);
+  start(t);
+  wait_event(t, LINK_EV_DOWN, 1);
+  assert_non_null(strstr(last(t, LINK_EV_DOWN)->detail, "more than 1024 in an aggregate"));
+  assert_int_equal(count(t, LINK_EV_UP), 0);
+  teardown((void **)&t);
+  free(map);
+}
+
+/* A hostile slot map is refused by the map caps as a master's reply is by
+ * its own (the connection dropped, conn_error() naming the cap). */
+static void hostile_map(const char *raw, const char *why) {
+  lt_t *t;
+  setup((void **)&t);
+  t->cfg.reply_caps = &conn_caps_map;
+  start(t);
+  wait_event(t, LINK_EV_UP, 1);
+  mock_master_send_raw(t->mock, raw);
+  wait_event(t, LINK_EV_RETRY, 1);
+  const ev_t *down = last(t, LINK_EV_DOWN);
+  assert_string_equal(down->what, "connection lost");
+  if (strstr(down->detail, why) == NULL)
+    fail_msg("want %s in: %s", why, down->detail);
+  teardown((void **)&t);
+}
+
+static void test_hostile_maps(void **state) {
+  (void)state;
+  hostile_map("*32769\r\n", "slot map has too many elements (more than 32768 in an aggregate)");
+  hostile_map("$8388609\r\n", "slot map longer than 8 MiB");
+  hostile_map("*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n", "nested");
+  /* 32768 arrays of 32768: refused at the 15th array's header (1 + 32768 +
+   * 15 x 32768 values), each array before it full */
+  text_t b = {0};
+  put(&b, "*32768\r\n");
+  for (int a = 0; a < 15; a++) {
+    put(&b, "*32768\r\n");
+    for (int i = 0; a < 14 && i < 32768; i++)
+      put(&b, ":1\r\n");
+  }
+  hostile_map(b.s, "slot map has too many values (more than 524288 in all)");
+  free(b.s);
+}
+
 /* ---- a timebase whose timers fail ---- */
 static int fail_init, fail_start;
 static timebase_ops_t failing_ops;
@@ -714,6 +817,8 @@ int main(void) {
       T(test_tls_failure),
       T(test_tls_without_context),
       cmocka_unit_test(test_hostile_replies),
+      cmocka_unit_test(test_map_caps),
+      cmocka_unit_test(test_hostile_maps),
       T(test_timer_cannot_be_made),
       T(test_connect_timer_cannot_start),
       T(test_backoff_timer_cannot_start),

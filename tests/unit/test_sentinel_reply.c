@@ -58,6 +58,22 @@ static void test_addr(void **state) {
   assert_int_equal(parse_addr(v6, 2, host, &port, why), SENTINEL_ADDR_KNOWN);
   assert_string_equal(host, "::1");
   assert_int_equal(port, 65535);
+  /* a bracketed IPv6 address: the address is the part inside, shown
+   * bracketed once */
+  const char *v6b[] = {"[::1]", "26379"};
+  char label[SENTINEL_HOST_LEN + 16];
+  assert_int_equal(parse_addr(v6b, 2, host, &port, why), SENTINEL_ADDR_KNOWN);
+  assert_string_equal(host, "::1");
+  sentinel_host_port(label, sizeof label, host, port);
+  assert_string_equal(label, "[::1]:26379");
+  sentinel_host_port(label, sizeof label, "[::1]", port);
+  assert_string_equal(label, "[::1]:26379");
+  sentinel_host_port(label, sizeof label, "127.0.0.1", 6379);
+  assert_string_equal(label, "127.0.0.1:6379");
+  /* brackets around something that is not an IPv6 address are kept */
+  const char *not_v6[] = {"[host]", "6379"};
+  assert_int_equal(parse_addr(not_v6, 2, host, &port, why), SENTINEL_ADDR_KNOWN);
+  assert_string_equal(host, "[host]");
   /* nil: this sentinel knows no such master */
   redisReply nil;
   memset(&nil, 0, sizeof nil);
@@ -160,6 +176,13 @@ static void test_master(void **state) {
   const char *partial[] = {"ip", "127.0.0.1", "port", "6380"};
   strings(&r, items, ptrs, partial, 4);
   assert_int_equal(sentinel_parse_master(&r, &m), -1);
+  /* SENTINEL MASTER's ip, bracketed */
+  const char *v6[] = {"ip",   "[::1]", "port",  "6380", "role-reported-time",
+                      "1000", "flags", "master"};
+  redisReply r6, items6[8], *ptrs6[8];
+  strings(&r6, items6, ptrs6, v6, 8);
+  assert_int_equal(sentinel_parse_master(&r6, &m), 0);
+  assert_string_equal(m.ip, "::1");
 }
 
 static void test_switch(void **state) {
@@ -179,6 +202,10 @@ static void test_switch(void **state) {
                        "mymaster 127.0.0.1 x 127.0.0.1 6380", "mymaster 127.0.0.1 6379 ::1 0", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(sentinel_parse_switch(bad[i], strlen(bad[i]), "mymaster", host, &port), -1);
+  /* a bracketed IPv6 address: unbracketed */
+  const char v6[] = "mymaster ::1 6379 [::1] 6380";
+  assert_int_equal(sentinel_parse_switch(v6, sizeof v6 - 1, "mymaster", host, &port), 1);
+  assert_string_equal(host, "::1");
   /* bounded by len */
   assert_int_equal(sentinel_parse_switch(msg, 10, "mymaster", host, &port), -1);
 }

@@ -6,6 +6,10 @@
  * Asserts:
  *  - a kept release replayed to a primary that answers -MOVED follows the
  *    slot: the new owner gets it (and the map learns the move);
+ *  - the voter says STARTED once the map is read and every primary's first
+ *    connection attempt is over (B's handshake held: not before);
+ *  - a request for a primary still connecting waits for it, queued but
+ *    marked batched (a round decided meanwhile lets it go out);
  *  - a primary that left the slot map is not reconnected forever: once the
  *    map without it is read, its node is shut down (CLOSED), and the voter
  *    still closes cleanly;
@@ -33,7 +37,7 @@ typedef struct {
   mock_master_t *b;
   node_t home;
   voter_cluster_t *s;
-  int up, closed;
+  int up, closed, started;
 } vc_t;
 
 static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
@@ -41,6 +45,7 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
   (void)v;
   t->up |= news->ev == VOTER_EV_UP;
   t->closed |= news->ev == VOTER_EV_CLOSED;
+  t->started += news->ev == VOTER_EV_STARTED;
 }
 
 /* CLUSTER SHARDS refused once, then CLUSTER SLOTS: A owns 0..split-1, B the
@@ -64,12 +69,15 @@ static void set_map(vc_t *t, int split) {
 static int is_up(void *arg) { return ((vc_t *)arg)->up; }
 static int is_closed(void *arg) { return ((vc_t *)arg)->closed; }
 
-static vc_t *vc_start(nf_t *f) {
+/* A voter of A and B, up (its map read); hold_b: B holds every answer. */
+static vc_t *vc_start_b(nf_t *f, int hold_b) {
   vc_t *t = calloc(1, sizeof *t);
   assert_non_null(t);
   t->f = f;
   t->b = mock_master_start(&f->loop);
   assert_non_null(t->b);
+  if (hold_b)
+    mock_master_on(t->b, "*", MOCK_HOLD, NULL, 0);
   set_map(t, 8192);
   char uri[64], err[128];
   snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:%d", mock_master_port(f->mock));
@@ -85,6 +93,8 @@ static vc_t *vc_start(nf_t *f) {
     fail_msg("no slot map; log:\n%s", f->logbuf);
   return t;
 }
+
+static vc_t *vc_start(nf_t *f) { return vc_start_b(f, 0); }
 
 static void vc_stop(vc_t *t) {
   voter_cluster_ops.shutdown(&t->s->base);
@@ -137,6 +147,76 @@ static void test_kept_release_follows_moved(void **state) {
   vc_stop(t);
 }
 
+static int is_started(void *arg) { return ((vc_t *)arg)->started > 0; }
+static int b_held(void *arg) { return mock_master_held(((vc_t *)arg)->b) > 0; }
+
+/* The voter says STARTED (redlock_open returns) once its map is read and
+ * each primary's first connection attempt is over: not while B's
+ * handshake is held, and once it is answered, once. */
+static void test_started_waits_for_primaries(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start_b(f, 1);
+  if (!mock_run_until(&f->loop, b_held, t, NF_WAIT_MS))
+    fail_msg("B was not connected at the map; log:\n%s", f->logbuf);
+  assert_int_equal(t->started, 0);
+  mock_master_clear_rules(t->b);
+  mock_master_release(t->b);
+  if (!mock_run_until(&f->loop, is_started, t, NF_WAIT_MS))
+    fail_msg("no STARTED once B answered; log:\n%s", f->logbuf);
+  assert_int_equal(t->started, 1);
+  for (unsigned i = 0; i < t->s->n_nodes; i++)
+    if (t->s->nodes[i]->made && t->s->nodes[i]->node->addr.port == mock_master_port(t->b))
+      assert_true(t->s->nodes[i]->node->first_attempt_done);
+  vc_stop(t);
+}
+
+/* A request for a primary whose connection is being made waits for it
+ * (queued, so the round's deadline drops it unsent) but as `batched`: a
+ * round decided meanwhile leaves it to go out (round.c takes back only
+ * what waits behind a full pipe), and it does once B answers. */
+typedef struct {
+  node_req_t req; /* first */
+  int replied;
+} parked_t;
+
+static void on_parked(node_req_t *req, const redisReply *reply) {
+  (void)reply;
+  ((parked_t *)(void *)req)->replied = 1;
+}
+
+static int parked_replied(void *arg) { return ((parked_t *)arg)->replied; }
+
+static void test_parked_waits_for_connection(void **state) {
+  nf_t *f = *state;
+  vc_t *t = vc_start_b(f, 1);
+  if (!mock_run_until(&f->loop, b_held, t, NF_WAIT_MS))
+    fail_msg("B was not connected at the map; log:\n%s", f->logbuf);
+  char key[32];
+  int i = 0;
+  do
+    snprintf(key, sizeof key, "vc-p-%d", i++);
+  while (keyslot(key, strlen(key)) < 8192);
+  char *cmd = NULL;
+  int len = redisFormatCommand(&cmd, "SET %s v", key);
+  assert_true(len > 0);
+  parked_t p;
+  memset(&p, 0, sizeof p);
+  p.req.cmd = cmd;
+  p.req.len = (size_t)len;
+  p.req.fn = on_parked;
+  p.req.slot = -1;
+  assert_int_equal(voter_cluster_ops.send(&t->s->base, &p.req), ST_OK);
+  assert_true(voter_cluster_ops.queued(&t->s->base, &p.req));
+  assert_true(p.req.batched);
+  mock_master_clear_rules(t->b);
+  mock_master_release(t->b);
+  if (!mock_run_until(&f->loop, parked_replied, &p, NF_WAIT_MS))
+    fail_msg("the parked request got no reply; log:\n%s", f->logbuf);
+  assert_int_equal(mock_master_count(t->b, "SET"), 1);
+  redisFreeCommand(cmd);
+  vc_stop(t);
+}
+
 typedef struct {
   voter_cluster_t *s;
   int port;
@@ -155,7 +235,7 @@ static int b_closed(void *arg) {
 static void test_departed_primary_closed(void **state) {
   nf_t *f = *state;
   vc_t *t = vc_start(f);
-  /* B's connection is made by a release of one of its slots. */
+  /* B gets a release of one of its slots (its connection made at the map). */
   char key[32];
   int i = 0;
   do
@@ -192,10 +272,38 @@ static void on_sent(node_req_t *req, const redisReply *reply) {
 
 static int replied(void *arg) { return ((sent_t *)arg)->replied; }
 
+typedef struct {
+  voter_cluster_t *s;
+  int port;
+  int ready; /* wait for it READY (1) or not READY (0) */
+} node_wait_t;
+
+static int node_is(void *arg) {
+  node_wait_t *w = arg;
+  for (unsigned i = 0; i < w->s->n_nodes; i++) {
+    const node_t *node = w->s->nodes[i]->node;
+    if (w->s->nodes[i]->made && node->addr.port == w->port)
+      return (node->state == NODE_READY) == w->ready;
+  }
+  return 0;
+}
+
+/* The primary behind mock m loses its connection: the voter connected it
+ * when the map named it; the test waits until its node is down. */
+static void primary_drops(vc_t *t, mock_master_t *m) {
+  node_wait_t w = {t->s, mock_master_port(m), 1};
+  if (!mock_run_until(&t->f->loop, node_is, &w, NF_WAIT_MS))
+    fail_msg("the primary at %d never came up; log:\n%s", w.port, t->f->logbuf);
+  mock_master_drop_all(m);
+  w.ready = 0;
+  if (!mock_run_until(&t->f->loop, node_is, &w, NF_WAIT_MS))
+    fail_msg("the primary at %d stayed up; log:\n%s", w.port, t->f->logbuf);
+}
+
 /* A release that announces (flag `how`, "1" or "3", last), of a key of A's
- * (b: of B's), on a primary not connected yet: kept (it is replayed once the
- * primary is up), then sent; what the primary gets as the last argument of
- * each. */
+ * (b: of B's), on a primary whose connection is down: kept (it is replayed
+ * once the primary is up again), then sent; what the primary gets as the
+ * last argument of each. */
 static void announce_as(vc_t *t, int b, int shard, const char *how, const char *want) {
   nf_t *f = t->f;
   mock_master_t *m = b ? t->b : f->mock;
@@ -210,6 +318,7 @@ static void announce_as(vc_t *t, int b, int shard, const char *how, const char *
                                "0123456789012345678901234567890123456789", key, "v", "ch", how);
   assert_true(len > 0);
   mock_master_on(m, "EVALSHA", MOCK_REPLY, ":1\r\n", 0);
+  primary_drops(t, m);
   voter_cluster_ops.defer_release(&t->s->base, cmd, (size_t)len);
   nf_wait_received_at(f, m, "EVALSHA", 1, "the kept release was not replayed");
   const mock_cmd_t *c = mock_master_last(m, "EVALSHA");
@@ -258,6 +367,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_kept_release_follows_moved, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_departed_primary_closed, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_started_waits_for_primaries, nf_setup, nf_teardown),
+      cmocka_unit_test_setup_teardown(test_parked_waits_for_connection, nf_setup, nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_as_servers_take, nf_setup,
                                       nf_teardown),
       cmocka_unit_test_setup_teardown(test_release_announces_tagged, nf_setup, nf_teardown),
