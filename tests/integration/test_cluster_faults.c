@@ -490,8 +490,8 @@ static void test_cluster_wait(void **state) {
 
 /* Longer than FO_*: these schedules take a few seconds while the holder's
  * lock must stay valid (checked: assert_refused_for). */
-#define RC_MAX_TTL_MS 15000u
-#define RC_TTL_MS 12000u
+#define RC_MAX_TTL_MS 20000u
+#define RC_TTL_MS 18000u
 
 /* quarantined_options with RC_MAX_TTL_MS, after waiting out the cluster's
  * restart quarantine for that max TTL (a first grant through c). */
@@ -619,12 +619,20 @@ static void test_wait_migrated_failover(void **state) {
   char key[160];
   cfx_key_of(res, key, sizeof key);
   assert_int_equal(fx_exists(ch_node(c, 4), key), 0); /* the new owner lacks H's key */
-  /* Node 5 follows node 4 and may sync again: node 4's WAIT 1 is met. */
+  /* Node 5 follows node 4 and may sync again: node 4's WAIT 1 is met.
+   * (Asked outright and with no diskless delay: the cluster would get
+   * there by itself, seconds later, while H's lock runs out.) */
+  assert_int_equal(
+      rh_server_command(ch_node(c, 4), buf, sizeof buf, "CONFIG SET repl-diskless-sync-delay 0"),
+      0);
   assert_int_equal(
       rh_server_command(ch_node(c, 5), buf, sizeof buf, "CONFIG SET masteruser %s", ""), 0);
   assert_int_equal(
       rh_server_command(ch_node(c, 5), buf, sizeof buf, "CONFIG SET masterauth %s", ""), 0);
-  assert_true(rh_wait_replica_linked(ch_node(c, 4), ch_node(c, 5), 10000));
+  assert_int_equal(
+      rh_server_command(ch_node(c, 5), buf, sizeof buf, "CLUSTER REPLICATE %s", ch_id(c, 4)), 0);
+  assert_true(rh_wait_replica_linked(ch_node(c, 4), ch_node(c, 5), 20000));
+  assert_true(ch_wait_ok(c, 20000)); /* every node sees node 4 own the slot */
 
   assert_refused_for(fx, 1, b, res, held, "failover quarantine");
   redlock_unlock(h, held);
