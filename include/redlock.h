@@ -132,6 +132,18 @@ REDLOCK_EXPORT void redlock_options_free(redlock_options_t *opts);
  * options' log callback, when one is set. */
 REDLOCK_EXPORT int redlock_options_add_node(redlock_options_t *opts, const char *uri);
 
+/* Writes uri into buf (size bytes, NUL-terminated, cut to fit) with its
+ * secrets replaced by "***": the password of the userinfo (or the whole
+ * userinfo when it has no ':'), and the value of sentinel_password=.  Any
+ * string is accepted, a URI the parser refuses included: a password holding
+ * an unescaped '/', '?' or '@' is still hidden (more than the password may
+ * be hidden then, never less).  For messages and logs that show a URI.
+ * Returns the length of the whole redacted text, as snprintf does (a return
+ * >= size means buf was cut), or REDLOCK_EINVAL when uri is NULL or buf is
+ * NULL with size > 0 (buf may be NULL with size 0, to learn the length).
+ * Any thread; no client needed. */
+REDLOCK_EXPORT int redlock_uri_redact(const char *uri, char *buf, size_t size);
+
 /* retry_count: extra attempts after the first (-1 = unbounded, 0 = one try).
  * Each retry waits delay_ms plus a random 0..jitter_ms. */
 REDLOCK_EXPORT int redlock_options_set_retry(redlock_options_t *opts, int retry_count,

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,11 +284,12 @@ static int parse_param(const char *s, size_t len, node_addr_t *out, unsigned *se
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strlen(names[i].name) == name_len && memcmp(names[i].name, s, name_len) == 0)
       bit = names[i].bit;
+  /* The name is not echoed: in a URI whose password holds an unescaped '/'
+   * or '?', what reads as a parameter is part of the password. */
   if (bit == 0)
     return fail(err_msg, err_len,
-                "unknown URI parameter '%.*s' (known: wait, waitaof, wait_ms, sentinel_user, "
-                "sentinel_password)",
-                (int)(name_len < 40 ? name_len : 40), s);
+                "unknown URI parameter (known: wait, waitaof, wait_ms, sentinel_user, "
+                "sentinel_password)");
   if (eq == NULL || eq + 1 == s + len)
     return fail(err_msg, err_len, "URI parameter %.*s needs a value", (int)name_len, s);
   if (*seen & bit)
@@ -525,4 +527,83 @@ static int same_host_port(const char *ha, int pa, const char *hb, int pb) {
   if (a_numeric || b_numeric)
     return a_numeric && b_numeric && resolve_key_equal(&ka, &kb);
   return strcasecmp(ha, hb) == 0;
+}
+
+/* Redaction.  It must hide a secret whatever the characters in it, so it
+ * does not parse the URI: where the parser and it could disagree, it hides
+ * more.  Hidden: the value of every sentinel_password= (up to an '&'
+ * that starts a known parameter, or the end), and the userinfo's password
+ * (from the first ':' after "://" to the last '@' outside those values), or
+ * the whole userinfo when it has no ':'. */
+static const char *const redact_param_names[] = {
+    "wait=", "waitaof=", "wait_ms=", "sentinel_user=", "sentinel_password="};
+
+#define REDACT_KEY "sentinel_password="
+#define REDACT_MASK "***"
+
+static int starts_known_param(const char *p) {
+  for (size_t i = 0; i < sizeof redact_param_names / sizeof redact_param_names[0]; i++)
+    if (strncmp(p, redact_param_names[i], strlen(redact_param_names[i])) == 0)
+      return 1;
+  return 0;
+}
+
+typedef struct {
+  char *buf;
+  size_t size;
+  size_t len; /* what the whole output takes, written or not */
+} redact_out_t;
+
+static void redact_put(redact_out_t *o, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++, o->len++)
+    if (o->len + 1 < o->size)
+      o->buf[o->len] = s[i];
+}
+
+/* A sentinel_password value starts at uri + i: its end, else 0. */
+static size_t secret_param_end(const char *uri, size_t len, size_t i) {
+  size_t key_len = strlen(REDACT_KEY);
+  if (i == 0 || (uri[i - 1] != '?' && uri[i - 1] != '&') || strncmp(uri + i, REDACT_KEY, key_len))
+    return 0;
+  size_t e = i + key_len;
+  while (e < len && !(uri[e] == '&' && starts_known_param(uri + e + 1)))
+    e++;
+  return e;
+}
+
+int uri_redact(const char *uri, char *buf, size_t size) {
+  if (uri == NULL || (buf == NULL && size > 0))
+    return REDLOCK_EINVAL;
+  size_t len = strlen(uri);
+  const char *sep = strstr(uri, "://");
+  size_t auth = sep != NULL ? (size_t)(sep - uri) + 3 : 0;
+  size_t at = SIZE_MAX; /* the userinfo's '@' */
+  for (size_t i = auth; i < len; i++) {
+    size_t e = secret_param_end(uri, len, i);
+    if (e != 0)
+      i = e - 1;
+    else if (uri[i] == '@')
+      at = i;
+  }
+  redact_out_t o = {buf, size, 0};
+  size_t i = 0;
+  if (at != SIZE_MAX) {
+    const char *colon = memchr(uri + auth, ':', at - auth);
+    redact_put(&o, uri, colon != NULL ? (size_t)(colon - uri) + 1 : auth);
+    redact_put(&o, REDACT_MASK, strlen(REDACT_MASK));
+    i = at;
+  }
+  while (i < len) {
+    size_t e = secret_param_end(uri, len, i);
+    if (e != 0) {
+      redact_put(&o, REDACT_KEY, strlen(REDACT_KEY));
+      redact_put(&o, REDACT_MASK, strlen(REDACT_MASK));
+      i = e;
+    } else {
+      redact_put(&o, uri + i++, 1);
+    }
+  }
+  if (size > 0)
+    buf[o.len < size ? o.len : size - 1] = '\0';
+  return o.len > INT_MAX ? REDLOCK_EINVAL : (int)o.len;
 }

@@ -96,6 +96,12 @@ void uri_ack_describe(const ack_spec_t *ack, char *buf, size_t size);
  * sentinel; two cluster voters when they share a seed. */
 int node_addr_same_master(const node_addr_t *a, const node_addr_t *b);
 
+/* uri with its secrets replaced by "***", whatever its characters, valid
+ * URI or not (redlock_uri_redact, docs/api.md).  snprintf's contract: the
+ * whole output's length, buf NUL-terminated when size > 0; REDLOCK_EINVAL
+ * for a NULL uri, or a NULL buf with size > 0. */
+int uri_redact(const char *uri, char *buf, size_t size);
+
 /* Frees the strings and zeroes the struct. */
 void node_addr_clear(node_addr_t *addr);
 

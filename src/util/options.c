@@ -107,6 +107,10 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
   return 0;
 }
 
+int redlock_uri_redact(const char *uri, char *buf, size_t size) {
+  return uri_redact(uri, buf, size);
+}
+
 int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
   if (opts == NULL || uri == NULL)
     return REDLOCK_EINVAL;

@@ -3,6 +3,8 @@
  *    %XX decoding (also at the very end of a field), [IPv6]:port,
  *    unix:///abs/path, length boundaries (URI and unix path);
  *  - the label never contains the password, nor does an error message;
+ *  - uri_redact hides the password and sentinel_password whatever their
+ *    characters, with snprintf's size contract;
  *  - rejections with REDLOCK_EINVAL and a reason: empty, NULL, wrong scheme,
  *    rediss://, missing host, bad port, bad db, userinfo without ':', empty
  *    password, bad % escape, %00, control characters, relative or too long
@@ -281,9 +283,18 @@ static void test_err_msg_optional_and_truncated(void **state) {
 static void test_err_msg_never_has_password(void **state) {
   (void)state;
   static const char *const uris[] = {
-      "redis://:SECRETPW@h:0", "redis://:SECRETPW@h:99999", "redis://:SECRETPW@h/x",
-      "redis://:SECRETPW@",    "redis://u:SECRETPW%zz@h",   "redis://:SECRETPW@[::1]x",
-      "redis://:SECRETPW@h o", "rediss://:SECRETPW@h:0",
+      "redis://:SECRETPW@h:0",
+      "redis://:SECRETPW@h:99999",
+      "redis://:SECRETPW@h/x",
+      "redis://:SECRETPW@",
+      "redis://u:SECRETPW%zz@h",
+      "redis://:SECRETPW@[::1]x",
+      "redis://:SECRETPW@h o",
+      "rediss://:SECRETPW@h:0",
+      /* a '/' or '?' in the password cuts the authority short: what follows
+       * reads as a path or a parameter */
+      "redis://:a/b?SECRETPW@h",
+      "redis://:a?SECRETPW/@h",
   };
   for (size_t i = 0; i < sizeof uris / sizeof uris[0]; i++) {
     node_addr_t a;
@@ -295,6 +306,56 @@ static void test_err_msg_never_has_password(void **state) {
     assert_null(strstr(why, "SECRETPW"));
     assert_addr_zero(&a);
   }
+}
+
+/* ---- redaction ---------------------------------------------------------------- */
+
+static void assert_redacts(const char *uri, const char *want) {
+  char buf[256];
+  int n = uri_redact(uri, buf, sizeof buf);
+  assert_string_equal(buf, want);
+  assert_int_equal(n, (int)strlen(want));
+}
+
+static void test_redact(void **state) {
+  (void)state;
+  assert_redacts("redis://h:1", "redis://h:1");
+  assert_redacts("redis://u:pw@h:1/2", "redis://u:***@h:1/2");
+  assert_redacts("redis://:pw@h", "redis://:***@h");
+  /* unescaped '/', '@', '?' in the password: still hidden */
+  assert_redacts("redis://u:pa/ss@host:1", "redis://u:***@host:1");
+  assert_redacts("redis://:p@ss@host:1", "redis://:***@host:1");
+  assert_redacts("redis://:a?b/c@h", "redis://:***@h");
+  /* no ':': the whole userinfo may be a password */
+  assert_redacts("redis://secret@host", "redis://***@host");
+  assert_redacts("redis-sentinel://h:1/m?sentinel_password=s3",
+                 "redis-sentinel://h:1/m?sentinel_password=***");
+  /* an '@' or '&' inside the sentinel password's value */
+  assert_redacts("redis-sentinel://h:1/m?sentinel_password=a@b&c",
+                 "redis-sentinel://h:1/m?sentinel_password=***");
+  assert_redacts("redis-sentinel://u:p@h:1/m?sentinel_password=x&wait=1&sentinel_user=s",
+                 "redis-sentinel://u:***@h:1/m?sentinel_password=***&wait=1&sentinel_user=s");
+  /* no scheme, not a URI at all: still no secret */
+  assert_redacts("user:pw@h", "user:***@h");
+  assert_redacts("", "");
+}
+
+static void test_redact_sizes(void **state) {
+  (void)state;
+  const char *uri = "redis://u:secret@host:6379";
+  const char *want = "redis://u:***@host:6379";
+  assert_int_equal(uri_redact(uri, NULL, 0), (int)strlen(want));
+  char small[12];
+  memset(small, 'X', sizeof small);
+  assert_int_equal(uri_redact(uri, small, sizeof small), (int)strlen(want));
+  assert_int_equal(strlen(small), sizeof small - 1);
+  assert_memory_equal(small, want, sizeof small - 1);
+  /* a cut in the middle of the mask shows no secret either */
+  char tiny[1] = {'X'};
+  assert_int_equal(uri_redact(uri, tiny, 1), (int)strlen(want));
+  assert_int_equal(tiny[0], '\0');
+  assert_int_equal(uri_redact(NULL, small, sizeof small), REDLOCK_EINVAL);
+  assert_int_equal(uri_redact(uri, NULL, 4), REDLOCK_EINVAL);
 }
 
 /* ---- rejected ------------------------------------------------------------------ */
@@ -790,14 +851,15 @@ UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
           cmocka_unit_test(test_unix), cmocka_unit_test(test_max_length_uri),
           cmocka_unit_test(test_label_never_has_password),
           cmocka_unit_test(test_err_msg_optional_and_truncated),
-          cmocka_unit_test(test_err_msg_never_has_password),
-          cmocka_unit_test(test_reject_empty_null), cmocka_unit_test(test_reject_scheme),
-          cmocka_unit_test(test_reject_missing_host), cmocka_unit_test(test_reject_port),
-          cmocka_unit_test(test_reject_db), cmocka_unit_test(test_reject_userinfo),
-          cmocka_unit_test(test_reject_percent), cmocka_unit_test(test_reject_control_chars),
-          cmocka_unit_test(test_reject_bad_host_chars), cmocka_unit_test(test_reject_unix),
-          cmocka_unit_test(test_reject_overlong), cmocka_unit_test(test_rediss),
-          cmocka_unit_test(test_reject_after_bracket), cmocka_unit_test(test_reject_clears_partial),
+          cmocka_unit_test(test_err_msg_never_has_password), cmocka_unit_test(test_redact),
+          cmocka_unit_test(test_redact_sizes), cmocka_unit_test(test_reject_empty_null),
+          cmocka_unit_test(test_reject_scheme), cmocka_unit_test(test_reject_missing_host),
+          cmocka_unit_test(test_reject_port), cmocka_unit_test(test_reject_db),
+          cmocka_unit_test(test_reject_userinfo), cmocka_unit_test(test_reject_percent),
+          cmocka_unit_test(test_reject_control_chars), cmocka_unit_test(test_reject_bad_host_chars),
+          cmocka_unit_test(test_reject_unix), cmocka_unit_test(test_reject_overlong),
+          cmocka_unit_test(test_rediss), cmocka_unit_test(test_reject_after_bracket),
+          cmocka_unit_test(test_reject_clears_partial),
           cmocka_unit_test(test_copy_clear_round_trip), cmocka_unit_test(test_same_master),
           cmocka_unit_test(test_sentinel), cmocka_unit_test(test_cluster),
           cmocka_unit_test(test_params), cmocka_unit_test(test_group_same_master))
