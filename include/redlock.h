@@ -68,6 +68,16 @@ extern "C" {
  * cluster voter minds.) */
 #define REDLOCK_RELEASE_CHANNEL_PREFIX "__redlock_release__:"
 #define REDLOCK_FENCE_KEY_PREFIX "__redlock_fence__:"
+/* Every name above starts with REDLOCK_RESERVED_PREFIX: a lock key (key
+ * prefix + resource, name or election name) that starts with it is refused
+ * with REDLOCK_EINVAL (and a WARN log line saying why), since a fenced lock
+ * on another resource would overwrite it.  So is a lock key that is one of
+ * a semaphore's or read-write lock's keys (below: a key with a hash tag
+ * that ends in ":sem:" + a slot number below REDLOCK_MAX_SEM_LIMIT,
+ * ":sem:limit", ":rw:write", ":rw:read" or ":rw:intent").  Resources "x"
+ * and "{x}" share every derived name (tagged(key) is the same) but not the
+ * lock key: docs/api.md "Keys on the masters". */
+#define REDLOCK_RESERVED_PREFIX "__redlock_"
 
 /* Error codes.  XX(name, value, message).  The values are part of the ABI. */
 #define REDLOCK_ERRNO_MAP(XX)                                                                      \
@@ -642,8 +652,8 @@ REDLOCK_EXPORT int redlock_err_code(int index);
  * a NULL argument or a name the library does not know.  Any thread. */
 REDLOCK_EXPORT int redlock_constant(const char *name, int64_t *value);
 /* The same for string constants: REDLOCK_RELEASE_CHANNEL_PREFIX,
- * REDLOCK_FENCE_KEY_PREFIX, REDLOCK_VERSION_STRING.  A static string owned by
- * the library, or NULL for NULL or an unknown name.  Any thread. */
+ * REDLOCK_FENCE_KEY_PREFIX, REDLOCK_RESERVED_PREFIX, REDLOCK_VERSION_STRING.  A static string owned
+ * by the library, or NULL for NULL or an unknown name.  Any thread. */
 REDLOCK_EXPORT const char *redlock_constant_string(const char *name);
 
 #ifdef __cplusplus

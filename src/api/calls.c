@@ -3,6 +3,7 @@
  * op, queues it for the loop, and for the blocking forms waits on a
  * semaphore that the loop posts at the end of the turn in which it ran the
  * op's callback (client_defer_wake). */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,8 +53,38 @@ int calls_check_name(const char *resource) {
   return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
 }
 
+int calls_check_key(const redlock_t *client, const char *resource, int mutex) {
+  int rc = calls_check_name(resource);
+  if (rc != 0)
+    return rc;
+  const redlock_options_t *o = &client->opts;
+  size_t len = strlen(resource);
+  char *key = malloc(o->key_prefix_len + len + 1);
+  if (key == NULL)
+    return REDLOCK_ENOMEM;
+  memcpy(key, o->key_prefix, o->key_prefix_len);
+  memcpy(key + o->key_prefix_len, resource, len + 1);
+  const char *why = keyname_reserved(key, o->key_prefix_len + len, mutex);
+  if (why != NULL)
+    log_write(&client->log, REDLOCK_LOG_WARN, "name '%s' refused (key '%s'): %s", resource, key,
+              why);
+  free(key);
+  return why != NULL ? REDLOCK_EINVAL : 0;
+}
+
 int calls_check_ttl(const redlock_t *client, uint32_t ttl_ms) {
-  return ttl_ms == 0 || ttl_ms > client->opts.max_ttl_ms ? REDLOCK_EINVAL : 0;
+  if (ttl_ms == 0) {
+    log_write(&client->log, REDLOCK_LOG_WARN, "ttl 0 ms refused: a ttl is at least 1 ms");
+    return REDLOCK_EINVAL;
+  }
+  if (ttl_ms > client->opts.max_ttl_ms) {
+    log_write(&client->log, REDLOCK_LOG_WARN,
+              "ttl %" PRIu32 " ms is above the max TTL %" PRIu32
+              " ms (redlock_options_set_max_ttl)",
+              ttl_ms, client->opts.max_ttl_ms);
+    return REDLOCK_EINVAL;
+  }
+  return 0;
 }
 
 /* An acquisition for the calling thread (the reentrancy owner of its
@@ -122,8 +153,9 @@ static int lock_op_new(redlock_t *client, const char *const *resources, size_t n
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
   for (size_t i = 0; i < n; i++) {
-    if (calls_check_name(resources[i]) != 0)
-      return REDLOCK_EINVAL;
+    int checked = calls_check_key(client, resources[i], 1);
+    if (checked != 0)
+      return checked;
     for (size_t j = 0; j < i; j++)
       if (strcmp(resources[i], resources[j]) == 0)
         return REDLOCK_EINVAL; /* a key twice would never be all-or-nothing */
@@ -408,7 +440,10 @@ static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
-  if (calls_check_name(name) != 0 || calls_check_ttl(client, ttl_ms) != 0)
+  int checked = calls_check_key(client, name, 0);
+  if (checked != 0)
+    return checked;
+  if (calls_check_ttl(client, ttl_ms) != 0)
     return REDLOCK_EINVAL;
   if (kind == &kind_sem && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
     return REDLOCK_EINVAL;

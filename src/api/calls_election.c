@@ -19,6 +19,9 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
     return REDLOCK_EINVAL;
   if (client_check_fork(client) != 0)
     return REDLOCK_EFORKED;
+  int checked = calls_check_key(client, name, 1);
+  if (checked != 0)
+    return checked;
   /* Also refused: a ttl whose drift alone leaves no validity, which could
    * never be won (it would campaign forever). */
   if (calls_check_ttl(client, ttl_ms) != 0 ||

@@ -40,4 +40,15 @@ size_t keyname_len(size_t prefix_len, const char *key, size_t len, size_t suffix
 size_t keyname_build(char *out, const char *prefix, size_t prefix_len, const char *key, size_t len,
                      const char *suffix, size_t suffix_len);
 
+/* Why the key `key` (key prefix + resource or name) must not be used: it
+ * starts with REDLOCK_RESERVED_PREFIX (the library's own fence counters and
+ * channels); or, for a mutex's lock key (mutex != 0; a semaphore's or
+ * read-write lock's K is never a key itself), it is one of a semaphore's or read-write
+ * lock's keys, tagged(K) + ":sem:" + slot (canonical decimal below
+ * REDLOCK_MAX_SEM_LIMIT), + ":sem:limit", + ":rw:write", ":rw:read" or
+ * ":rw:intent" for some K (exactly the keys with a hash tag that end so:
+ * the suffixes hold no brace, so the tag lies in the stem, which is then
+ * its own tagged()).  A static message, or NULL when the key is free. */
+const char *keyname_reserved(const char *key, size_t len, int mutex);
+
 #endif

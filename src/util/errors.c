@@ -107,6 +107,7 @@ typedef struct {
 static const str_const_t str_consts[] = {
     REDLOCK__SCONST(REDLOCK_RELEASE_CHANNEL_PREFIX) /* */
     REDLOCK__SCONST(REDLOCK_FENCE_KEY_PREFIX)       /* */
+    REDLOCK__SCONST(REDLOCK_RESERVED_PREFIX)        /* */
     REDLOCK__SCONST(REDLOCK_VERSION_STRING)         /* */
 };
 #undef REDLOCK__SCONST

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,5 +181,66 @@ static void test_random_and_largest_keys(void **state) {
   assert_int_equal(keyname_len(0, key, sizeof key, 0), sizeof key + KEYNAME_TAG_LEN);
 }
 
+#define RESERVED(key, mutex) keyname_reserved((key), strlen(key), (mutex))
+
+/* Keys the library owns, or a primitive's, are refused as lock keys; the
+ * rest (plain names of other Redlock clients included) are not. */
+static void test_reserved_names(void **state) {
+  (void)state;
+  /* The library's own names all share the reserved prefix. */
+  assert_memory_equal(FENCE_KEY_PREFIX, REDLOCK_RESERVED_PREFIX,
+                      sizeof REDLOCK_RESERVED_PREFIX - 1);
+  assert_memory_equal(NOTIFY_CHANNEL_PREFIX, REDLOCK_RESERVED_PREFIX,
+                      sizeof REDLOCK_RESERVED_PREFIX - 1);
+  for (int mutex = 0; mutex <= 1; mutex++) {
+    assert_non_null(RESERVED("__redlock_fence__:{y}", mutex));
+    assert_non_null(RESERVED("__redlock_release__:{y}", mutex));
+    assert_non_null(RESERVED("__redlock_", mutex));
+    assert_non_null(RESERVED("__redlock_anything", mutex));
+    assert_null(RESERVED("__redlock", mutex));
+    assert_null(RESERVED("app:__redlock_fence__:{y}", mutex));
+    assert_null(RESERVED("__REDLOCK_fence__:{y}", mutex));
+  }
+  /* Every key a semaphore or read-write lock makes, from plain and tagged
+   * names, is refused as a mutex (and only as a mutex). */
+  static const char *const stems[] = {"y", "{y}", "app:{user7}:cart", "a}b", "{}x"};
+  static char key[256];
+  for (size_t i = 0; i < COUNT(stems); i++) {
+    for (size_t j = 2; j < COUNT(suffixes); j++) {
+      if (strstr(suffixes[j], "4294967295") != NULL)
+        continue; /* not a slot a semaphore can have */
+      if (strcmp(suffixes[j], PRIM_RW_TAG) == 0)
+        continue; /* the read-write lock's channel suffix, not a key */
+      size_t len =
+          keyname_build(key, "", 0, stems[i], strlen(stems[i]), suffixes[j], strlen(suffixes[j]));
+      assert_non_null(keyname_reserved(key, len, 1));
+      assert_null(keyname_reserved(key, len, 0));
+    }
+    char slot[64];
+    snprintf(slot, sizeof slot, PRIM_SEM_TAG PRIM_SEM_SLOT_SEP "%d", REDLOCK_MAX_SEM_LIMIT - 1);
+    size_t len = keyname_build(key, "", 0, stems[i], strlen(stems[i]), slot, strlen(slot));
+    assert_non_null(keyname_reserved(key, len, 1));
+  }
+  /* Not a primitive's key: no hash tag, a slot out of range or not written
+   * as the library writes it, another suffix. */
+  assert_null(RESERVED("y:sem:0", 1));
+  assert_null(RESERVED("y:rw:write", 1));
+  assert_null(RESERVED("{}:sem:0", 1));
+  assert_null(RESERVED("{y}:sem:01", 1));
+  assert_null(RESERVED("{y}:sem:1024", 1));
+  assert_null(RESERVED("{y}:sem:99999", 1));
+  assert_null(RESERVED("{y}:sem:", 1));
+  assert_null(RESERVED("{y}:sem", 1));
+  assert_null(RESERVED("{y}:rw", 1));
+  assert_null(RESERVED("{y}:rw:writer", 1));
+  assert_null(RESERVED("{y}:sem:limits", 1));
+  assert_null(RESERVED("{y}", 1));
+  assert_null(RESERVED("y", 1));
+  assert_null(RESERVED("orders:42", 1));
+  assert_non_null(RESERVED("{y}:sem:0", 1));
+  assert_non_null(RESERVED("{y}:sem:1023", 1));
+  assert_non_null(RESERVED("pre{y}post:rw:intent", 1));
+}
+
 UNIT_MAIN(cmocka_unit_test(test_known_keys), cmocka_unit_test(test_all_short_keys),
-          cmocka_unit_test(test_random_and_largest_keys))
+          cmocka_unit_test(test_random_and_largest_keys), cmocka_unit_test(test_reserved_names))
