@@ -256,6 +256,23 @@ REDLOCK_EXPORT int redlock_options_set_tls_server_name(redlock_options_t *opts, 
  * checked (traffic is encrypted but anyone can pose as a master: for tests). */
 REDLOCK_EXPORT int redlock_options_set_tls_verify(redlock_options_t *opts, int verify);
 
+/* ---- Discovered addresses ------------------------------------------------
+ * A Sentinel voter connects to the master address a sentinel names, and a
+ * Cluster voter to the primaries its slot map and MOVED / ASK replies name,
+ * with the URI's credentials and TLS settings (TLS checks the name the
+ * reply gave, or the fixed set_tls_server_name).  Each call adds a host
+ * pattern (fnmatch(3) glob, ASCII case ignored: "10.0.0.*",
+ * "*.redis.internal", "127.0.0.1"); once any is set, a discovered address
+ * whose host matches none is never
+ * connected to: the voter logs a WARN and votes down with the detail
+ * "discovered address HOST:PORT not allowed".  None set (the default): any
+ * address is followed.  The addresses written in the URIs (masters,
+ * sentinels, cluster seeds) are not discovered and not checked; a cluster
+ * seed that its own slot map names under another host is.  EINVAL for NULL, "" or a pattern
+ * longer than 255 bytes, or past 64 patterns (logged through the options'
+ * log callback). */
+REDLOCK_EXPORT int redlock_options_allow_discovered(redlock_options_t *opts, const char *pattern);
+
 /* ---- Client ---------------------------------------------------------------
  * redlock_open() starts the client's own I/O thread and connects to every
  * master; it returns within the connect timeout even when masters are down

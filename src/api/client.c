@@ -546,6 +546,8 @@ static int client_compose(redlock_t *client, voter_t *const *fakes) {
       .max_ttl_ms = opts->max_ttl_ms,
       .quarantine = opts->quarantine,
       .state_dir = opts->state_dir,
+      .allow = (const char *const *)opts->allow_discovered,
+      .n_allow = opts->n_allow_discovered,
   };
   const voters_hooks_t hooks = {
       .started = client_voters_started,

@@ -49,6 +49,11 @@ void options_clear(struct redlock_options *opts) {
   free(opts->tls_cert_file);
   free(opts->tls_key_file);
   free(opts->tls_server_name);
+  for (size_t i = 0; i < opts->n_allow_discovered; i++)
+    free(opts->allow_discovered[i]);
+  free(opts->allow_discovered);
+  opts->allow_discovered = NULL;
+  opts->n_allow_discovered = 0;
   opts->nodes = NULL;
   opts->n_nodes = 0;
   opts->key_prefix = NULL;
@@ -80,6 +85,8 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
   dst->tls_ca_file = dst->tls_ca_dir = dst->tls_cert_file = dst->tls_key_file = NULL;
   dst->tls_server_name = NULL;
   dst->state_dir = NULL;
+  dst->allow_discovered = NULL;
+  dst->n_allow_discovered = 0;
   dst->key_prefix = str_ndup(src->key_prefix, src->key_prefix_len);
   if (dst->key_prefix == NULL || dup_opt(&dst->state_dir, src->state_dir) != 0 ||
       dup_opt(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
@@ -89,6 +96,20 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
       dup_opt(&dst->tls_server_name, src->tls_server_name) != 0) {
     options_clear(dst);
     return REDLOCK_ENOMEM;
+  }
+  if (src->n_allow_discovered > 0) {
+    dst->allow_discovered = calloc(src->n_allow_discovered, sizeof *dst->allow_discovered);
+    if (dst->allow_discovered == NULL) {
+      options_clear(dst);
+      return REDLOCK_ENOMEM;
+    }
+    for (; dst->n_allow_discovered < src->n_allow_discovered; dst->n_allow_discovered++) {
+      size_t i = dst->n_allow_discovered;
+      if ((dst->allow_discovered[i] = str_dup(src->allow_discovered[i])) == NULL) {
+        options_clear(dst);
+        return REDLOCK_ENOMEM;
+      }
+    }
   }
   if (src->n_nodes > 0) {
     dst->nodes = calloc(src->n_nodes, sizeof *dst->nodes);
@@ -244,6 +265,33 @@ int redlock_options_set_state_dir(redlock_options_t *opts, const char *dir) {
   }
   free(opts->state_dir);
   opts->state_dir = copy;
+  return 0;
+}
+
+static void options_log(const redlock_options_t *opts, const char *fn, const char *why);
+
+int redlock_options_allow_discovered(redlock_options_t *opts, const char *pattern) {
+  if (opts == NULL || pattern == NULL)
+    return REDLOCK_EINVAL;
+  size_t len = strnlen(pattern, OPTIONS_MAX_ALLOW_PATTERN_LEN + 1);
+  if (len == 0 || len > OPTIONS_MAX_ALLOW_PATTERN_LEN) {
+    options_log(opts, "redlock_options_allow_discovered",
+                "a host pattern is 1 to 255 bytes ('10.0.0.*', '*.redis.internal')");
+    return REDLOCK_EINVAL;
+  }
+  if (opts->n_allow_discovered >= OPTIONS_MAX_ALLOW_PATTERNS) {
+    options_log(opts, "redlock_options_allow_discovered", "at most 64 host patterns");
+    return REDLOCK_EINVAL;
+  }
+  char **grown = realloc(opts->allow_discovered,
+                         (opts->n_allow_discovered + 1) * sizeof *opts->allow_discovered);
+  if (grown == NULL)
+    return REDLOCK_ENOMEM;
+  opts->allow_discovered = grown;
+  char *copy = str_ndup(pattern, len);
+  if (copy == NULL)
+    return REDLOCK_ENOMEM;
+  grown[opts->n_allow_discovered++] = copy;
   return 0;
 }
 

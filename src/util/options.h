@@ -19,6 +19,8 @@
 #define OPTIONS_MAX_TIMEOUT_MS 3600000u /* 1 h: anything longer is a mistake */
 #define OPTIONS_MAX_TTL_LIMIT_MS 0x7fffffffu
 #define OPTIONS_MAX_TLS_SERVER_NAME 255 /* a DNS name's limit */
+#define OPTIONS_MAX_ALLOW_PATTERNS 64   /* redlock_options_allow_discovered calls */
+#define OPTIONS_MAX_ALLOW_PATTERN_LEN 255
 
 struct redlock_options {
   node_addr_t *nodes;
@@ -46,6 +48,9 @@ struct redlock_options {
   char *tls_key_file;
   char *tls_server_name; /* NULL: each URI's host */
   int tls_verify;        /* default 1 */
+  /* Host patterns a discovered address must match (fnmatch); none: any. */
+  char **allow_discovered;
+  size_t n_allow_discovered;
   /* Observability (stats.c).  Zero by default: stats on, no event callback. */
   int stats_off;
   redlock_event_cb event_cb;

@@ -1,6 +1,7 @@
 /* strutil.c: small string helpers. */
 #include "util/strutil.h"
 
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,4 +53,27 @@ int str_port(const char *s, size_t len) {
     v = v * 10 + (s[i] - '0');
   }
   return v >= 1 && v <= 65535 ? (int)v : -1;
+}
+
+/* Lowercase ASCII copy of s into buf (size bytes); 0 when it does not fit. */
+static int lower_copy(char *buf, size_t size, const char *s) {
+  size_t len = strlen(s);
+  if (len >= size)
+    return 0;
+  for (size_t i = 0; i <= len; i++)
+    buf[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] - 'A' + 'a') : s[i];
+  return 1;
+}
+
+int str_host_allowed(const char *host, const char *const *patterns, size_t n) {
+  if (n == 0)
+    return 1;
+  /* Host names are case-insensitive; FNM_CASEFOLD is not POSIX. */
+  char h[256], p[256];
+  if (host == NULL || !lower_copy(h, sizeof h, host))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (lower_copy(p, sizeof p, patterns[i]) && fnmatch(p, h, 0) == 0)
+      return 1;
+  return 0;
 }

@@ -11,6 +11,9 @@ char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* 1 when [s, s+len) is a host as a server names one in a reply: not empty,
  * shorter than cap, printable ASCII without blanks. */
 int str_host_ok(const char *s, size_t len, size_t cap);
+/* 1 when host matches one of the n patterns (fnmatch(3) globs, compared
+ * without regard to ASCII case), or when n == 0 (nothing pinned). */
+int str_host_allowed(const char *host, const char *const *patterns, size_t n);
 /* A decimal port 1..65535 in [s, s+len), nothing else; -1 otherwise. */
 int str_port(const char *s, size_t len);
 

@@ -115,6 +115,10 @@ typedef struct node_env {
   /* First sightings shared with other clients (sightings.h), NULL: none;
    * read at a handshake that finds master_replid2 (loop thread, file I/O). */
   const char *state_dir;
+  /* Host patterns the addresses a voter discovers must match (voters.h);
+   * n_allow 0: any. */
+  const char *const *allow;
+  size_t n_allow;
   void (*report)(void *arg, struct node *node, node_event_t ev, const char *what,
                  const char *detail);
   void *arg;

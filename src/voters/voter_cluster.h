@@ -150,6 +150,8 @@ typedef struct voter_cluster {
   /* The rounds' warnings about its primaries (the warn op), one limit for
    * the voter: a storm spreads over primaries, some of them made anew. */
   log_limit_t warn_limit;
+  /* Discovered addresses not connected to (voter_cluster_node_for). */
+  log_limit_t refused_log;
   /* The node whose reply the round is judging now (loop): quarantined asks. */
   node_t *answering;
   /* Why the voter cannot route (env mutex): no map yet, no primary for a slot. */

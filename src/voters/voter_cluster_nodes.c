@@ -8,6 +8,7 @@
 
 #include "redlock.h"
 #include "util/stats_core.h"
+#include "util/strutil.h"
 
 /* A cluster node's stats_primary is its entry's index (set where entries
  * are made, below and in voter_cluster_new), so a reply or a vote finds its
@@ -101,10 +102,22 @@ static int retired_at(const voter_cluster_node_t *cn, const char *host, int port
          strcmp(cn->node->addr.host, host) == 0;
 }
 
+int voter_cluster_allowed(const voter_cluster_t *s, const char *host) {
+  return str_host_allowed(host, s->env.allow, s->env.n_allow);
+}
+
 voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port) {
   for (unsigned i = 0; i < s->n_nodes; i++)
     if (entry_at(s->nodes[i], host, port))
       return s->nodes[i];
+  if (!voter_cluster_allowed(s, host)) {
+    /* No connection, so neither the credentials nor a vote go there. */
+    log_limited(s->env.log, &s->refused_log, tb_now_ns(s->env.tb), REDLOCK_LOG_WARN,
+                "cluster %s: discovered address %s:%d not allowed: no host pattern of "
+                "redlock_options_allow_discovered matches it",
+                s->addr.label, host, port);
+    return NULL;
+  }
   const voter_cluster_node_t *closing = NULL; /* retired there, its node not closed yet */
   for (unsigned i = 0; i < s->n_nodes; i++) {
     voter_cluster_node_t *cn = s->nodes[i];

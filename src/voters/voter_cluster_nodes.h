@@ -14,8 +14,11 @@
 
 /* The entry of node, or NULL (not one of s's). */
 voter_cluster_node_t *voter_cluster_node_entry(const voter_cluster_t *s, const node_t *node);
+/* 1 when host may be connected to: it matches the allowed host patterns
+ * (redlock_options_allow_discovered), or none is set. */
+int voter_cluster_allowed(const voter_cluster_t *s, const char *host);
 /* The node of host:port, made when new (not started).  NULL when out of
- * memory or past VOTER_CLUSTER_MAX_NODES (logged). */
+ * memory, past VOTER_CLUSTER_MAX_NODES or not allowed (logged). */
 voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port);
 /* Starts cn's node if it was not (a primary is connected on first use),
  * unless the backoff of its address runs (cn->retry_ns): it stays down

@@ -206,9 +206,13 @@ static voter_cluster_node_t *route_of(voter_cluster_t *s, int slot) {
   if (k < 0) {
     if (p < 0)
       voter_cluster_disc_ask_uncovered(&s->disc);
-    char why[64];
-    snprintf(why, sizeof why,
-             p < 0 ? "no primary for slot %d" : "no connection for the primary of slot %d", slot);
+    char why[VOTER_WHY_LEN];
+    if (p >= 0 && !voter_cluster_allowed(s, s->map.primaries[p].host))
+      snprintf(why, sizeof why, "discovered address %.*s:%d not allowed (primary of slot %d)",
+               (int)(sizeof why - 64), s->map.primaries[p].host, s->map.primaries[p].port, slot);
+    else
+      snprintf(why, sizeof why,
+               p < 0 ? "no primary for slot %d" : "no connection for the primary of slot %d", slot);
     voter_cluster_set_why(s, why);
     return NULL;
   }

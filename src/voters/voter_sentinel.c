@@ -15,6 +15,7 @@
 
 #include "proto/reply.h"
 #include "redlock.h"
+#include "util/strutil.h"
 #include "util/why.h"
 
 #define SWITCH_CHANNEL "+switch-master"
@@ -78,6 +79,32 @@ static void set_hint(voter_sentinel_t *s, const sentinel_master_t *m, uint64_t n
   node_hint(s->node, m->run_id, now_ns - age_ns);
 }
 
+/* A sentinel named a master outside the allowed host patterns
+ * (redlock_options_allow_discovered): no connection goes there, so that
+ * neither the credentials nor a vote do.  The voter is down until a
+ * sentinel names an allowed one; a master it followed before stays its
+ * node (a demoted one answers as a replica, and is down for that). */
+static void refuse_master(voter_sentinel_t *s, const char *master) {
+  char full[VOTER_SENTINEL_MASTER_LEN + VOTER_SENTINEL_LABEL_LEN + 64], why[VOTER_WHY_LEN];
+  snprintf(full, sizeof full, "discovered address %s not allowed (named by sentinel %s)", master,
+           s->query_label);
+  size_t len = strnlen(full, sizeof why - 1); /* cut to the votes' detail */
+  memcpy(why, full, len);
+  why[len] = '\0';
+  int again = strcmp(why, s->refused) == 0;
+  log_write(s->env.log, again ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN,
+            "master %s: %s: no host pattern of redlock_options_allow_discovered matches it",
+            s->addr.label, full);
+  uv_mutex_lock(s->env.mutex);
+  memcpy(s->refused, why, sizeof why);
+  memcpy(s->why, why, sizeof why);
+  uv_mutex_unlock(s->env.mutex);
+  if (!s->known) {
+    voter_report(&s->base, &(voter_news_t){.ev = VOTER_EV_DOWN, .what = why});
+    said_started(s);
+  }
+}
+
 /* A sentinel named the master: the node goes there. */
 static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64_t now_ns) {
   s->asking = 0;
@@ -90,7 +117,10 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
   sentinel_host_port(master, sizeof master, s->answer_host, s->answer_port);
   int moved = s->known && strcmp(master, s->master_label) != 0;
   int there = 1; /* the node is at the address named */
-  if (!s->known || moved) {
+  if ((!s->known || moved) && !str_host_allowed(s->answer_host, s->env.allow, s->env.n_allow)) {
+    refuse_master(s, master);
+    there = 0;
+  } else if (!s->known || moved) {
     snprintf(why, sizeof why, "sentinel %s names %s as the master", s->query_label, master);
     s->retargeting = 1;
     int rc = node_retarget(s->node, s->answer_host, s->answer_port, why);
@@ -111,6 +141,7 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
       uv_mutex_lock(s->env.mutex);
       memcpy(s->master_label, master, sizeof master);
       s->why[0] = '\0';
+      s->refused[0] = '\0';
       uv_mutex_unlock(s->env.mutex);
       s->known = 1;
     }
@@ -524,7 +555,9 @@ static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
   (void)req;
   const voter_sentinel_t *s = of_c(v);
   const node_t *node = s->node;
-  if (why == WHY_DOWN) {
+  if (why == WHY_DOWN && s->refused[0] != '\0') {
+    snprintf(buf, size, "%s", s->refused);
+  } else if (why == WHY_DOWN) {
     if (s->master_label[0] == '\0')
       snprintf(buf, size, "%s", s->why[0] != '\0' ? s->why : "asking the sentinels");
     else

@@ -59,6 +59,9 @@ typedef struct voter_sentinel {
    * none is known), and why none is. */
   char master_label[VOTER_SENTINEL_MASTER_LEN];
   char why[VOTER_WHY_LEN];
+  /* Why the master a sentinel named last was not followed ("" when it
+   * was): outside the allowed host patterns. */
+  char refused[VOTER_WHY_LEN];
   int started_said; /* VOTER_EV_STARTED reported */
   int closing;      /* abandon or shutdown ran: ask nothing more */
   unsigned open;    /* after shutdown: the node and links not yet closed */

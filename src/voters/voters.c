@@ -264,6 +264,8 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
       .max_ttl_ms = cfg->max_ttl_ms,
       .quarantine = cfg->quarantine,
       .state_dir = cfg->state_dir,
+      .allow = cfg->allow,
+      .n_allow = cfg->n_allow,
       .report = voter_standalone_on_node,
   };
   vs->voter = calloc(n, sizeof *vs->voter);

@@ -48,6 +48,11 @@ typedef struct voters_config {
   uint32_t max_ttl_ms;   /* the restart quarantine's length */
   int quarantine;        /* restart quarantine on */
   const char *state_dir; /* first sightings (sightings.h), NULL: none; outlives the voters */
+  /* Host patterns a discovered address (a sentinel's master, a cluster's
+   * primary) must match (str_host_allowed); n_allow 0: any.  Outlive the
+   * voters. */
+  const char *const *allow;
+  size_t n_allow;
 } voters_config_t;
 
 /* What the voters report to their owner, on the loop thread (arg first). */

@@ -27,6 +27,7 @@
 
 #include "redlock.h"
 #include "util/options.h"
+#include "util/strutil.h"
 
 static int setup(void **state) {
   redlock_options_t *opts = redlock_options_new();
@@ -537,9 +538,70 @@ static void test_tls_setters(void **state) {
   assert_null(o->tls_server_name);
 }
 
+/* redlock_options_allow_discovered: patterns kept in order, copied deep;
+ * bad ones refused and the list left as it was. */
+static void test_allow_discovered(void **state) {
+  redlock_options_t *opts = *state;
+  assert_int_equal(opts->n_allow_discovered, 0);
+  assert_int_equal(redlock_options_allow_discovered(NULL, "10.*"), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_allow_discovered(opts, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_allow_discovered(opts, ""), REDLOCK_EINVAL);
+  char big[300];
+  memset(big, 'a', sizeof big - 1);
+  big[sizeof big - 1] = '\0';
+  assert_int_equal(redlock_options_allow_discovered(opts, big), REDLOCK_EINVAL);
+  big[OPTIONS_MAX_ALLOW_PATTERN_LEN] = '\0';
+  assert_int_equal(redlock_options_allow_discovered(opts, big), REDLOCK_OK);
+  assert_int_equal(redlock_options_allow_discovered(opts, "10.0.0.*"), REDLOCK_OK);
+  assert_int_equal(opts->n_allow_discovered, 2);
+  assert_string_equal(opts->allow_discovered[1], "10.0.0.*");
+  for (size_t i = 2; i < OPTIONS_MAX_ALLOW_PATTERNS; i++)
+    assert_int_equal(redlock_options_allow_discovered(opts, "*.redis.internal"), REDLOCK_OK);
+  assert_int_equal(redlock_options_allow_discovered(opts, "one.too.many"), REDLOCK_EINVAL);
+  assert_int_equal(opts->n_allow_discovered, OPTIONS_MAX_ALLOW_PATTERNS);
+
+  struct redlock_options copy;
+  assert_int_equal(options_copy(&copy, opts), 0);
+  assert_int_equal(copy.n_allow_discovered, OPTIONS_MAX_ALLOW_PATTERNS);
+  assert_ptr_not_equal(copy.allow_discovered[1], opts->allow_discovered[1]);
+  assert_string_equal(copy.allow_discovered[1], "10.0.0.*");
+  options_clear(&copy);
+  assert_int_equal(copy.n_allow_discovered, 0);
+}
+
+/* The matcher: fnmatch globs on the host, ASCII case ignored; nothing set
+ * allows everything. */
+static void test_host_allowed(void **state) {
+  (void)state;
+  assert_true(str_host_allowed("203.0.113.9", NULL, 0));
+  const char *const pats[] = {"10.0.0.*", "*.redis.internal", "127.0.0.1", "fd00::*"};
+  const size_t n = sizeof pats / sizeof pats[0];
+  assert_true(str_host_allowed("10.0.0.7", pats, n));
+  assert_true(str_host_allowed("10.0.0.250", pats, n));
+  assert_false(str_host_allowed("10.0.1.7", pats, n));
+  assert_false(str_host_allowed("110.0.0.7", pats, n));
+  assert_true(str_host_allowed("db1.redis.internal", pats, n));
+  assert_true(str_host_allowed("DB1.Redis.Internal", pats, n));
+  assert_false(str_host_allowed("redis.internal", pats, n));
+  assert_false(str_host_allowed("db1.redis.internal.evil.example", pats, n));
+  assert_true(str_host_allowed("127.0.0.1", pats, n));
+  assert_false(str_host_allowed("127.0.0.10", pats, n));
+  assert_false(str_host_allowed("127.0.0.2", pats, n));
+  assert_true(str_host_allowed("fd00::1", pats, n));
+  assert_false(str_host_allowed("", pats, n));
+  assert_false(str_host_allowed(NULL, pats, n));
+  const char *const only10[] = {"10.*"};
+  assert_false(str_host_allowed("127.0.0.1", only10, 1));
+  assert_true(str_host_allowed("10.1.2.3", only10, 1));
+  const char *const brackets[] = {"10.0.0.[1-3]"};
+  assert_true(str_host_allowed("10.0.0.2", brackets, 1));
+  assert_false(str_host_allowed("10.0.0.4", brackets, 1));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 UNIT_MAIN(T(test_defaults), cmocka_unit_test(test_null_options), T(test_retry), T(test_drift),
           T(test_timeouts), T(test_max_ttl), T(test_flags), T(test_key_prefix), T(test_set_log),
           T(test_add_node), T(test_add_node_limit), T(test_add_node_logs_refusal),
-          cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes), T(test_tls_setters))
+          cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes), T(test_tls_setters),
+          T(test_allow_discovered), cmocka_unit_test(test_host_allowed))
