@@ -59,17 +59,21 @@ int calls_check_key(const redlock_t *client, const char *resource, int mutex) {
     return rc;
   const redlock_options_t *o = &client->opts;
   size_t len = strlen(resource);
-  char *key = malloc(o->key_prefix_len + len + 1);
-  if (key == NULL)
-    return REDLOCK_ENOMEM;
-  memcpy(key, o->key_prefix, o->key_prefix_len);
-  memcpy(key + o->key_prefix_len, resource, len + 1);
+  /* The key is judged whole: a prefix may spell part of a reserved name.
+   * On the stack (no allocation on the lock path); most clients have no
+   * prefix and judge the resource itself. */
+  char buf[REDLOCK_MAX_PREFIX_LEN + REDLOCK_MAX_RESOURCE_LEN + 1];
+  const char *key = resource;
+  if (o->key_prefix_len > 0) {
+    memcpy(buf, o->key_prefix, o->key_prefix_len);
+    memcpy(buf + o->key_prefix_len, resource, len + 1);
+    key = buf;
+  }
   const char *why = keyname_reserved(key, o->key_prefix_len + len, mutex);
-  if (why != NULL)
-    log_write(&client->log, REDLOCK_LOG_WARN, "name '%s' refused (key '%s'): %s", resource, key,
-              why);
-  free(key);
-  return why != NULL ? REDLOCK_EINVAL : 0;
+  if (why == NULL)
+    return 0;
+  log_write(&client->log, REDLOCK_LOG_WARN, "name '%s' refused (key '%s'): %s", resource, key, why);
+  return REDLOCK_EINVAL;
 }
 
 int calls_check_ttl(const redlock_t *client, uint32_t ttl_ms) {
