@@ -49,7 +49,7 @@ static void test_ttl_above_max(void **state) {
   redlock_t *client = open_logged(NULL, 0);
   FX_NAME(res, "ttl");
   redlock_lock_t *lock = NULL;
-  static const char msg[] = "ttl 120000 ms is above the max TTL 30000 ms "
+  static const char msg[] = "[WARN] ttl 120000 ms is above the max TTL 30000 ms "
                             "(redlock_options_set_max_ttl)";
 
   assert_int_equal(redlock_lock(client, res, 120000, &lock), REDLOCK_EINVAL);
@@ -96,6 +96,7 @@ static void test_reserved_prefix(void **state) {
     fx_log_clear(fx_group, 0);
     assert_int_equal(redlock_lock(client, names[i], TTL, &lock), REDLOCK_EINVAL);
     assert_null(lock);
+    expect_logged("[WARN] name '");
     expect_logged("reserved prefix " REDLOCK_RESERVED_PREFIX);
     assert_int_equal(redlock_trylock(client, names[i], TTL, &lock), REDLOCK_EINVAL);
     assert_int_equal(redlock_lock_wait(client, names[i], TTL, 100, &lock), REDLOCK_EINVAL);
