@@ -163,7 +163,9 @@ REDLOCK_EXPORT int redlock_options_set_drift_factor(redlock_options_t *opts, dou
 /* Both > 0.  connect_ms bounds connect + handshake; request_ms bounds each round. */
 REDLOCK_EXPORT int redlock_options_set_timeouts(redlock_options_t *opts, uint32_t connect_ms,
                                                 uint32_t request_ms);
-/* Largest TTL a lock may have (> 0); also the quarantines' length. */
+/* Largest TTL a lock may have (> 0); also the quarantines' length.  A call
+ * with a longer ttl gets REDLOCK_EINVAL and a WARN log line naming both
+ * numbers and this setter. */
 REDLOCK_EXPORT int redlock_options_set_max_ttl(redlock_options_t *opts, uint32_t max_ttl_ms);
 /* enabled = 0 turns off the restart and failover quarantines (a master that
  * restarted, was promoted from a replica, or was replaced behind its address
@@ -263,14 +265,14 @@ REDLOCK_EXPORT int redlock_options_set_tls_verify(redlock_options_t *opts, int v
  * reply gave, or the fixed set_tls_server_name).  Each call adds a host
  * pattern (fnmatch(3) glob, ASCII case ignored: "10.0.0.*",
  * "*.redis.internal", "127.0.0.1"); once any is set, a discovered address
- * whose host matches none is never
- * connected to: the voter logs a WARN and votes down with the detail
- * "discovered address HOST:PORT not allowed".  None set (the default): any
- * address is followed.  The addresses written in the URIs (masters,
- * sentinels, cluster seeds) are not discovered and not checked; a cluster
- * seed that its own slot map names under another host is.  EINVAL for NULL, "" or a pattern
- * longer than 255 bytes, or past 64 patterns (logged through the options'
- * log callback). */
+ * whose host matches none is never connected to: the voter logs a WARN and
+ * votes down with the detail "discovered address HOST:PORT not allowed".
+ * None set (the default): any address is followed.  The addresses written
+ * in the URIs (masters, sentinels, cluster seeds) are not discovered and
+ * not checked; a cluster seed that its own slot map names under another
+ * host is.  EINVAL for NULL, "" or a pattern longer than 255 bytes, or past
+ * 64 patterns (logged through the options' log callback).  See
+ * docs/deployments.md "Trust model for discovered addresses". */
 REDLOCK_EXPORT int redlock_options_allow_discovered(redlock_options_t *opts, const char *pattern);
 
 /* ---- Client ---------------------------------------------------------------
@@ -669,8 +671,9 @@ REDLOCK_EXPORT int redlock_err_code(int index);
  * a NULL argument or a name the library does not know.  Any thread. */
 REDLOCK_EXPORT int redlock_constant(const char *name, int64_t *value);
 /* The same for string constants: REDLOCK_RELEASE_CHANNEL_PREFIX,
- * REDLOCK_FENCE_KEY_PREFIX, REDLOCK_RESERVED_PREFIX, REDLOCK_VERSION_STRING.  A static string owned
- * by the library, or NULL for NULL or an unknown name.  Any thread. */
+ * REDLOCK_FENCE_KEY_PREFIX, REDLOCK_RESERVED_PREFIX, REDLOCK_VERSION_STRING.
+ * A static string owned by the library, or NULL for NULL or an unknown
+ * name.  Any thread. */
 REDLOCK_EXPORT const char *redlock_constant_string(const char *name);
 
 #ifdef __cplusplus
