@@ -117,7 +117,14 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
   sentinel_host_port(master, sizeof master, s->answer_host, s->answer_port);
   int moved = s->known && strcmp(master, s->master_label) != 0;
   int there = 1; /* the node is at the address named */
-  if ((!s->known || moved) && !str_host_allowed(s->answer_host, s->env.allow, s->env.n_allow)) {
+  int allowed = str_host_allowed(s->answer_host, s->env.allow, s->env.n_allow);
+  if (allowed && s->refused[0] != '\0') {
+    /* Named again where it was (a refused move undone), or anew below. */
+    uv_mutex_lock(s->env.mutex);
+    s->refused[0] = '\0';
+    uv_mutex_unlock(s->env.mutex);
+  }
+  if ((!s->known || moved) && !allowed) {
     refuse_master(s, master);
     there = 0;
   } else if (!s->known || moved) {
@@ -141,7 +148,6 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
       uv_mutex_lock(s->env.mutex);
       memcpy(s->master_label, master, sizeof master);
       s->why[0] = '\0';
-      s->refused[0] = '\0';
       uv_mutex_unlock(s->env.mutex);
       s->known = 1;
     }
