@@ -318,6 +318,17 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
     if (cn != NULL)
       voter_cluster_primary_again(s, cn, from);
   }
+  if (cn == NULL && !req->keep && !voter_cluster_allowed(s, host)) {
+    /* Unsent with no node, so that its vote's detail is why (a release
+     * keeps the usual path: its owner reads the node). */
+    char why[VOTER_WHY_LEN];
+    snprintf(why, sizeof why, "discovered address %.*s:%d not allowed (%s for slot %d)",
+             (int)(sizeof why - 64), host, port, kind == CLUSTER_REDIRECT_ASK ? "ASK" : "MOVED",
+             slot);
+    voter_cluster_set_why(s, why);
+    finish_unsent(s, NULL, req);
+    return;
+  }
   if (cn != NULL && dup_unsent(s, cn, req))
     return;
   if (cn == NULL || to_node(s, cn, req, kind == CLUSTER_REDIRECT_ASK) != ST_OK)

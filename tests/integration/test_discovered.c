@@ -15,7 +15,10 @@
  *    another primary, which only the slot map names, is not: the vote says
  *    "discovered address 127.0.0.1:PORT not allowed" and that primary
  *    holds no key;
- *  - cluster, "127.0.0.*" allowed: that resource is granted there. */
+ *  - cluster, "127.0.0.*" allowed: that resource is granted there;
+ *  - cluster, only "10.*" allowed: a slot of the seed migrated to another
+ *    primary is not followed there (MOVED names a refused address): the
+ *    vote says so and the new owner holds no key. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,9 +221,35 @@ static void test_cluster_allowed(void **state) {
   assert_false(fx_log_contains(fx, 0, "not allowed"));
 }
 
+/* A slot the seed served migrates to another primary: its MOVED names an
+ * address only "10.*" would allow, which is not followed. */
+static void test_cluster_moved_refused(void **state) {
+  fx_t *fx = *state;
+  ch_cluster_t *c = cfx_start(3, 0);
+  redlock_t *cl = cluster_client(fx, c, "10.*");
+  char home[64], key[128], buf[64];
+  int owner;
+  resource_on(c, 1, home, sizeof home, &owner);
+  redlock_lock_t *lock = NULL;
+  FX_ASSERT_RC(fx, cl, fx_trylock_until(cl, home, TTL, DEADLINE_MS, &lock), REDLOCK_OK);
+  FX_ASSERT_RC(fx, cl, redlock_unlock(cl, lock), REDLOCK_OK);
+  cfx_key_of(home, key, sizeof key);
+  assert_true(fx_wait_key_absent(ch_node(c, 0), key, FX_SETTLE_MS));
+
+  assert_int_equal(rh_server_command(ch_node(c, 0), buf, sizeof buf, "CLUSTER KEYSLOT %s", key), 0);
+  assert_int_equal(ch_migrate_slot(c, atoi(buf), 0, 1), 0);
+  assert_true(ch_wait_ok(c, 10000));
+  char want[128];
+  snprintf(want, sizeof want, "discovered address 127.0.0.1:%d not allowed", ch_port(c, 1));
+  refused_t r = {.c = cl, .res = home, .want = want};
+  if (!rh_wait_until(refused_with, &r, DEADLINE_MS))
+    fail_msg("want \"%s\" in: %s\n%s", want, r.votes, fx_log_text(fx, 0));
+  assert_true(fx_key_absent(ch_node(c, 1), key));
+}
+
 #define SN_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_2, sn_teardown)
 #define CL_TEST(f) cmocka_unit_test_setup_teardown(f, fx_setup_0, cfx_teardown)
 
 FX_MAIN("discovered", &fx_profile_integration, SN_TEST(test_sentinel_refused),
         SN_TEST(test_sentinel_allowed), CL_TEST(test_cluster_refused),
-        CL_TEST(test_cluster_allowed))
+        CL_TEST(test_cluster_allowed), CL_TEST(test_cluster_moved_refused))
