@@ -1044,23 +1044,59 @@ class Client {
   async [kAsyncDispose]() { await this.close(); }
 }
 
+// The exports are named one by one, each `name` or `name: identifier`, and
+// never spread or computed: Node's ES-module loader finds a CommonJS module's
+// names by reading this literal (cjs-module-lexer), so `import { LockedError }
+// from 'redlock-c'` works only for the names it can see here.
+
+/** The file libredlock was loaded from (loading it if need be). */
+function libraryPath() { load(); return loadedFrom; }
+function version() { return load().redlock_version(); }
+/** True when this build of libredlock can connect to rediss:// masters. */
+function tlsSupported() { return load().redlock_tls_supported() !== 0; }
+function strerror(code) { return load().redlock_strerror(code); }
+function errName(code) { return load().redlock_err_name(code); }
+/** A string constant of redlock.h, e.g. 'REDLOCK_FENCE_KEY_PREFIX' (null if unknown). */
+function constantString(name) { return load().redlock_constant_string(name); }
+const codes = Object.freeze({ ...CODES });
+const { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } = LOGS;
+const { MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT } = LIMITS;
+
 module.exports = {
-  Client, Lock, Election, loadLibrary,
-  /** The file libredlock was loaded from (loading it if need be). */
-  libraryPath: () => { load(); return loadedFrom; },
-  version: () => load().redlock_version(),
-  /** True when this build of libredlock can connect to rediss:// masters. */
-  tlsSupported: () => load().redlock_tls_supported() !== 0,
-  strerror: (code) => load().redlock_strerror(code),
-  errName: (code) => load().redlock_err_name(code),
-  RedlockError, InvalidArgumentError, NoMemoryError, LockedError, NoQuorumError, ExpiredError,
-  LostError, WaitTimeoutError, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
-  NotSupportedError, ForkedError,
-  codes: Object.freeze({ ...CODES }),
+  Client,
+  Lock,
+  Election,
+  loadLibrary,
+  libraryPath,
+  version,
+  tlsSupported,
+  strerror,
+  errName,
+  RedlockError,
+  InvalidArgumentError,
+  NoMemoryError,
+  LockedError,
+  NoQuorumError,
+  ExpiredError,
+  LostError,
+  WaitTimeoutError,
+  CanceledError,
+  ClosedError,
+  WouldBlockError,
+  RedlockIOError,
+  NotSupportedError,
+  ForkedError,
+  codes,
   /** The library's error table, [{ code, name, message }] (redlock_err_code). */
   errorTable,
-  /** A string constant of redlock.h, e.g. 'REDLOCK_FENCE_KEY_PREFIX' (null if unknown). */
-  constantString: (name) => load().redlock_constant_string(name),
-  ...LOGS,
-  ...LIMITS,
+  constantString,
+  LOG_DEBUG,
+  LOG_INFO,
+  LOG_WARN,
+  LOG_ERROR,
+  MAX_NODES,
+  MAX_RESOURCE_LEN,
+  MAX_PREFIX_LEN,
+  MAX_MANY,
+  MAX_SEM_LIMIT,
 };
