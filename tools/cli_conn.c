@@ -157,8 +157,16 @@ void cli_append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
 }
 
 void cli_host_port(char *out, size_t size, const char *host, int port) {
+  if (size < 2)
+    return;
   int v6 = strchr(host, ':') != NULL;
-  snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+  /* Sentinels, cluster maps and MOVED replies choose the host: shown escaped. */
+  size_t o = 0;
+  if (v6)
+    out[o++] = '[';
+  cli_term_escape(host, strlen(host), out + o, size - o);
+  o = strlen(out);
+  snprintf(out + o, size - o, "%s:%d", v6 ? "]" : "", port);
 }
 
 /* One sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: 1 with the
