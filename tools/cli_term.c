@@ -8,11 +8,14 @@ void cli_term_escape(const char *s, size_t len, char *out, size_t size) {
   if (size == 0)
     return;
   size_t o = 0;
-  for (size_t i = 0; i < len && o + 5 < size; i++) {
+  for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)s[i];
+    int plain = ch == '\r' || ch == '\n' || (ch >= 0x20 && ch < 0x7f);
+    if (o + (plain ? 1 : 4) >= size) /* room for it and the NUL */
+      break;
     if (ch == '\r' || ch == '\n') {
       out[o++] = ' ';
-    } else if (ch >= 0x20 && ch < 0x7f) {
+    } else if (plain) {
       out[o++] = (char)ch;
     } else {
       snprintf(out + o, size - o, "\\x%02x", ch);
