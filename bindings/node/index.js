@@ -800,9 +800,11 @@ class Client {
   /**
    * Acquires `resource`, or every resource of an array (all or none, as
    * lockMany).  Without `waitMs` (or 0) it retries by the retry policy; with
-   * `waitMs > 0` it waits up to waitMs for a release (WaitTimeoutError; one
-   * resource only).  `signal` (AbortSignal) cancels the call (redlock_cancel):
-   * see _asyncLock.  `watch: true` (or `onLost`) watches the lock (see
+   * `waitMs > 0` it waits up to waitMs for a release (one resource only):
+   * WaitTimeoutError when the budget runs out with the resource held by
+   * another, NoQuorumError when the last attempt could not reach a quorum.
+   * `signal` (AbortSignal) cancels the call (redlock_cancel): see
+   * _asyncLock.  `watch: true` (or `onLost`) watches the lock (see
    * Lock.watch).
    */
   lock(resource, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {

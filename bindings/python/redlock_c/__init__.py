@@ -173,7 +173,8 @@ class LockedError(RedlockError):
 
 
 class NoQuorumError(RedlockError):
-    """REDLOCK_ENOQUORUM: too few masters answered (down, timed out, errors)."""
+    """REDLOCK_ENOQUORUM: too few masters answered (down, timed out, errors);
+    also how a wait (wait_ms=...) ends when its last attempt lacked a quorum."""
     code = ENOQUORUM
 
 
@@ -188,7 +189,9 @@ class LostError(RedlockError):
 
 
 class WaitTimeout(RedlockError, TimeoutError):
-    """REDLOCK_ETIMEDOUT: lock(wait_ms=...) spent its wait budget."""
+    """REDLOCK_ETIMEDOUT: a wait (wait_ms=...) spent its budget while another
+    held the resource.  A wait whose last attempt could not reach a quorum
+    raises NoQuorumError instead."""
     code = ETIMEDOUT
 
 

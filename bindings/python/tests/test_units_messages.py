@@ -1,6 +1,7 @@
 """Units of the *_ms arguments, __version__, and what errors say: the max-TTL
-refusal names the limit and the option that raises it, and a refused URI
-never shows its password.
+refusal names the limit and the option that raises it, a refused URI never
+shows its password, and a wait that ends without a quorum is told apart from
+one that ends on a lock held by another.
 
 Against real redis-server processes (the harness of test_redlock.py).
 """
@@ -16,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from test_redlock import client_kwargs, start_servers, unique  # noqa: E402
+from test_redlock import client_kwargs, free_port, start_servers, unique  # noqa: E402
 
 import redlock_c  # noqa: E402
 import redlock_c.aio  # noqa: E402
@@ -171,6 +172,52 @@ class TestRefusedUriRedaction(unittest.TestCase):
         text = self.refused("redis-sentinel://127.0.0.1:1/mymaster?sentinel_password=sentpw/@z"
                             "&bogus_param=1")
         self.assertIn("sentinel_password=***", text)
+
+
+class TestNoQuorumWait(unittest.TestCase):
+    """A wait that ends because too few masters answer is a NoQuorumError,
+    never a WaitTimeout: a program that skips its work while the lock is busy
+    must not take an outage for a busy lock."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.servers = start_servers(3)
+        cls.nodes = [s.uri for s in cls.servers]
+
+    @classmethod
+    def tearDownClass(cls):
+        for s in cls.servers:
+            s.stop()
+
+    def test_busy_is_wait_timeout_and_masters_down_is_no_quorum(self):
+        res = unique("held")
+        kw = client_kwargs(retry_delay_ms=20, retry_jitter_ms=20)
+        with redlock_c.Client(self.nodes, **kw) as a, redlock_c.Client(self.nodes, **kw) as b:
+            with a.lock(res, 10000):
+                with self.assertRaises(redlock_c.WaitTimeout) as cm:
+                    b.lock(res, 1000, wait_ms=300)
+                self.assertNotIsInstance(cm.exception, redlock_c.NoQuorumError)
+
+        # One master of three answers: no quorum for as long as the wait runs.
+        nodes = [self.nodes[0], "redis://127.0.0.1:%d" % free_port(),
+                 "redis://127.0.0.1:%d" % free_port()]
+        kw = client_kwargs(retry_delay_ms=20, retry_jitter_ms=20, connect_timeout_ms=200,
+                           request_timeout_ms=200)
+        with redlock_c.Client(nodes, **kw) as c:
+            for fn in (lambda: c.lock(unique("nq"), 1000, wait_ms=400),
+                       lambda: c.semaphore_acquire(unique("nq"), 2, 1000, wait_ms=400),
+                       lambda: c.rwlock_read(unique("nq"), 1000, wait_ms=400),
+                       lambda: c.rwlock_write(unique("nq"), 1000, wait_ms=400)):
+                with self.assertRaises(redlock_c.NoQuorumError) as cm:
+                    fn()
+                self.assertNotIsInstance(cm.exception, redlock_c.WaitTimeout)
+                self.assertTrue(cm.exception.votes)
+
+        async def main():
+            async with redlock_c.aio.AsyncClient.open(nodes, **kw) as ac:
+                with self.assertRaises(redlock_c.NoQuorumError):
+                    await ac.lock(unique("nq"), 1000, wait_ms=400)
+        asyncio.run(asyncio.wait_for(main(), 60))
 
 
 if __name__ == "__main__":
