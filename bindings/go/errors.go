@@ -125,6 +125,9 @@ type Error struct {
 	// threads still gets its own call's); "" otherwise.  Diagnostics: do not
 	// parse it.
 	Votes string
+	// Detail: why an argument was refused, when the binding knows
+	// (e.g. a TTL above the max TTL); "" otherwise.
+	Detail string
 }
 
 // Error is "redlock: OP "RESOURCE": MESSAGE", followed by ": VOTES" when the
@@ -136,6 +139,9 @@ func (e *Error) Error() string {
 		s = fmt.Sprintf("redlock: %s %q: %s", e.Op, e.Resource, e.Errno.Error())
 	} else {
 		s = fmt.Sprintf("redlock: %s: %s", e.Op, e.Errno.Error())
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
 	}
 	if votesExplain(e.Errno, e.Votes) {
 		s += ": " + e.Votes

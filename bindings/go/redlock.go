@@ -252,6 +252,7 @@ type Client struct {
 	lmu     sync.Mutex         // guards locks and closing
 	closing bool
 	logID   uintptr
+	maxTTL  C.uint32_t // ms: the largest TTL the library takes (0: unknown)
 
 	elections map[*Election]struct{} // live elections, closed by Close (under lmu)
 }
@@ -328,6 +329,10 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
+	var maxTTL C.uint32_t
+	if C.redlock_options_get_max_ttl(o, &maxTTL) == 0 {
+		cl.maxTTL = maxTTL
+	}
 	if cfg.logger != nil {
 		cl.logID = registry.add(cfg.logger)
 		if err := set("log", C.rlgo_set_log(o, C.int(cfg.logLevel), C.uintptr_t(cl.logID))); err != nil {
@@ -351,18 +356,22 @@ func cbool(b bool) C.int {
 	return 0
 }
 
+// redact is the URI with its password and sentinel_password replaced by ***
+// (redlock_uri_redact: the C parser's own reading of the URI, so a password
+// holding '/' or '@' is hidden too).
 func redact(uri string) string {
-	for i := 0; i+2 < len(uri); i++ {
-		if uri[i] == '/' && uri[i+1] == '/' {
-			for j := i + 2; j < len(uri) && uri[j] != '/'; j++ {
-				if uri[j] == '@' {
-					return uri[:i+2] + "***" + uri[j:]
-				}
-			}
-			break
-		}
+	cs := C.CString(uri)
+	defer C.free(unsafe.Pointer(cs))
+	n := C.redlock_uri_redact(cs, nil, 0)
+	if n < 0 {
+		return "(invalid URI)"
 	}
-	return uri
+	buf := (*C.char)(C.malloc(C.size_t(n) + 1))
+	defer C.free(unsafe.Pointer(buf))
+	if C.redlock_uri_redact(cs, buf, C.size_t(n)+1) != n {
+		return "(invalid URI)"
+	}
+	return C.GoStringN(buf, n)
 }
 
 // Close cancels calls still waiting (they return ErrCanceled), releases every
@@ -459,10 +468,17 @@ func checkResource(op, r string) error {
 	return nil
 }
 
-func ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
+// ttlArg checks a TTL as the library would (1 ms .. the client's max TTL),
+// so that a refusal says the limit and the option that raises it.
+func (cl *Client) ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
 	t, ok := ms(ttl)
 	if !ok || t == 0 {
-		return 0, &Error{Op: op, Resource: r, Errno: EINVAL}
+		return 0, &Error{Op: op, Resource: r, Errno: EINVAL, Detail: "the TTL must be at least 1ms"}
+	}
+	if cl.maxTTL != 0 && t > cl.maxTTL {
+		return 0, &Error{Op: op, Resource: r, Errno: EINVAL, Detail: fmt.Sprintf(
+			"TTL %v is above the client's max TTL (%v); raise it with WithMaxTTL",
+			time.Duration(t)*time.Millisecond, time.Duration(cl.maxTTL)*time.Millisecond)}
 	}
 	return t, nil
 }
@@ -515,7 +531,7 @@ func (cl *Client) acquireNamed(ctx context.Context, op, name string, ttl time.Du
 	if err := checkResource(op, name); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg(op, name, ttl)
+	t, err := cl.ttlArg(op, name, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -620,7 +636,7 @@ func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duratio
 	if err := checkResource("trylock", resource); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg("trylock", resource, ttl)
+	t, err := cl.ttlArg("trylock", resource, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +684,7 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 			return nil, err
 		}
 	}
-	t, err := ttlArg("lock_many", resources[0], ttl)
+	t, err := cl.ttlArg("lock_many", resources[0], ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -780,7 +796,7 @@ func (l *Lock) live(op string) error {
 // the round ends in the background (Validity and Lost tell its outcome; an
 // Unlock meanwhile waits for it).  A ctx done before the call sends nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	t, err := ttlArg("extend", l.Resource, ttl)
+	t, err := l.cl.ttlArg("extend", l.Resource, ttl)
 	if err != nil {
 		return err
 	}
@@ -997,7 +1013,7 @@ func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*E
 	if err := checkResource("elect", name); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg("elect", name, ttl)
+	t, err := cl.ttlArg("elect", name, ttl)
 	if err != nil {
 		return nil, err
 	}
