@@ -550,7 +550,7 @@ func (cl *Client) acquireNamed(ctx context.Context, op, name string, ttl time.Du
 // caller that sees ctx.Err() holds nothing.
 func (cl *Client) acquire(ctx context.Context, op string, resources []string, start startFn) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr(op, resources[0], err)
 	}
 	p := &pendingLock{ch: make(chan lockResult, 1)}
 	cl.mu.RLock()
@@ -576,7 +576,7 @@ func (cl *Client) acquire(ctx context.Context, op string, resources []string, st
 		if r = <-p.ch; r.rc == 0 {
 			cl.releaseQuiet(r.h)
 		}
-		return nil, ctx.Err()
+		return nil, ctxErr(op, resources[0], ctx.Err())
 	}
 	if r.rc != 0 {
 		return nil, &Error{Op: op, Resource: resources[0], Errno: Errno(r.rc), Votes: r.votes}
@@ -641,7 +641,7 @@ func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duratio
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr("trylock", resource, err)
 	}
 	type outcome struct {
 		rc    C.int
@@ -665,7 +665,7 @@ func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duratio
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, ctxErr("trylock", resource, err)
 	}
 	if r.rc != 0 {
 		return nil, roundErr("trylock", resource, r.rc, r.votes)
@@ -801,7 +801,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return ctxErr("extend", l.Resource, err)
 	}
 	rerr, cerr := oneRound(ctx, func() error {
 		l.cl.mu.RLock()
@@ -820,7 +820,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return roundErr("extend", l.Resource, rc, votes)
 	}, nil)
 	if cerr != nil {
-		return cerr
+		return ctxErr("extend", l.Resource, cerr)
 	}
 	return rerr
 }
@@ -850,7 +850,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return roundErr("unlock", l.Resource, rc, votes)
 	}, nil)
 	if cerr != nil {
-		return cerr
+		return ctxErr("unlock", l.Resource, cerr)
 	}
 	return rerr
 }
@@ -1018,7 +1018,7 @@ func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*E
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr("elect", name, err)
 	}
 	e := &Election{Name: name, cl: cl, elected: make(chan uint64, 16), lost: make(chan error, 16),
 		finished: make(chan struct{})}
