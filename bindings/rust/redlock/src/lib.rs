@@ -29,8 +29,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 mod acquire;
+mod round;
 mod votes;
 pub use acquire::Acquire;
+pub use round::Round;
 pub use votes::Vote;
 
 // ---- errors ---------------------------------------------------------------------
@@ -1219,6 +1221,62 @@ impl Lock {
             &self.resource,
             !lost_before,
         )
+    }
+
+    /// [`Lock::extend`] as a future ([`Round`], any executor): the executor
+    /// thread only submits the extension (`redlock_extend_async`); the
+    /// library's I/O thread completes it.  Dropping the future stops waiting,
+    /// not the round, which is already sent.
+    pub fn extend_async(&self, ttl: Duration) -> Round<'_> {
+        let ttl = match self.client.ttl_ms("extend", &self.resource, ttl) {
+            Ok(t) => t,
+            Err(e) => return Round::failed(&self.client, "extend", &self.resource, Some(e)),
+        };
+        let h = match self.handle {
+            Some(h) => h.as_ptr(),
+            None => {
+                let e = Error::from(ErrorKind::InvalidArgument);
+                return Round::failed(&self.client, "extend", &self.resource, Some(e));
+            }
+        };
+        // SAFETY: live handle.
+        let lost_before = unsafe { sys::redlock_lock_is_lost(h) != 0 };
+        // Lost already (or run out): ELOST without a round, so no votes.
+        Round::submit(
+            &self.client,
+            "extend",
+            &self.resource,
+            !lost_before,
+            None,
+            |cb, arg| {
+                // SAFETY: live client and handle (borrowed by the future);
+                // arg as Round::submit says.
+                unsafe { sys::redlock_extend_async(self.client.raw(), h, ttl, cb, arg) }
+            },
+        )
+    }
+
+    /// [`Lock::unlock`] as a future ([`Round`], any executor): the release
+    /// is sent at once (`redlock_unlock_async`) and the lock is released
+    /// whatever the outcome; the future tells it without blocking the
+    /// executor thread.
+    pub fn unlock_async(mut self) -> Round<'static> {
+        let client = self.client.clone();
+        let resource = std::mem::take(&mut self.resource);
+        let h = match self.handle.take() {
+            Some(h) => h,
+            None => return Round::failed(&client, "unlock", &resource, None),
+        };
+        let watch = self
+            .watch
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        Round::submit(&client, "unlock", &resource, true, watch, |cb, arg| {
+            // SAFETY: live client and handle, which the unlock frees after its
+            // callback; arg as Round::submit says.
+            unsafe { sys::redlock_unlock_async(client.raw(), h.as_ptr(), cb, arg) }
+        })
     }
 
     /// Keeps the lock extended (by its last TTL) until it is released.  The
