@@ -15,7 +15,9 @@
 //! Threads: [`Client`] and [`Lock`] are `Send + Sync`; every blocking call
 //! blocks the calling thread only.  The `*_async` acquisitions return an
 //! [`Acquire`] future instead (any executor), which cancels its call when
-//! dropped before it completed.  The C library runs its network I/O and callbacks on
+//! dropped before it completed; [`Lock::extend_async`] and
+//! [`Lock::unlock_async`] return a [`Round`] future, which blocks no thread
+//! while the masters answer.  The C library runs its network I/O and callbacks on
 //! its own thread; this crate's callbacks there never run user code, except
 //! the optional logger.
 use redlock_sys as sys;
