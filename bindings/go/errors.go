@@ -30,7 +30,7 @@ const (
 	ENOQUORUM   Errno = C.REDLOCK_ENOQUORUM   // too few masters answered
 	EEXPIRED    Errno = C.REDLOCK_EEXPIRED    // quorum won but no validity left
 	ELOST       Errno = C.REDLOCK_ELOST       // the lock is no longer held on a quorum
-	ETIMEDOUT   Errno = C.REDLOCK_ETIMEDOUT   // wait budget spent
+	ETIMEDOUT   Errno = C.REDLOCK_ETIMEDOUT   // wait budget spent, still held by another
 	ECANCELED   Errno = C.REDLOCK_ECANCELED   // canceled (the client was closed during the call)
 	ECLOSED     Errno = C.REDLOCK_ECLOSED     // client is closing or closed
 	EWOULDBLOCK Errno = C.REDLOCK_EWOULDBLOCK // blocking call on the client's loop thread

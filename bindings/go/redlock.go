@@ -492,7 +492,9 @@ func (cl *Client) Lock(ctx context.Context, resource string, ttl time.Duration) 
 }
 
 // LockWait acquires resource, waiting up to wait for the holder to release it
-// (woken by the release; ErrTimeout when wait runs out).  ctx cancels as in Lock.
+// (woken by the release).  When wait runs out: ErrTimeout if the resource was
+// still held by another, ErrNoQuorum if the last attempt had too few masters
+// (an outage, not a busy lock).  ctx cancels as in Lock.
 func (cl *Client) LockWait(ctx context.Context, resource string, ttl, wait time.Duration) (*Lock, error) {
 	w, ok := ms(wait)
 	if !ok || w == 0 {

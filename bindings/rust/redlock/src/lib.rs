@@ -49,13 +49,15 @@ pub enum ErrorKind {
     NoMemory,
     /// `REDLOCK_ELOCKED`: a quorum answered; someone else holds the resource.
     Locked,
-    /// `REDLOCK_ENOQUORUM`: too few masters answered.
+    /// `REDLOCK_ENOQUORUM`: too few masters answered (for a wait: its last
+    /// attempt did, when the wait ran out — an outage, not a busy lock).
     NoQuorum,
     /// `REDLOCK_EEXPIRED`: quorum won but no validity left.
     Expired,
     /// `REDLOCK_ELOST`: the lock is no longer held on a quorum.
     Lost,
-    /// `REDLOCK_ETIMEDOUT`: the wait budget of `lock_wait` ran out.
+    /// `REDLOCK_ETIMEDOUT`: the wait budget of `lock_wait` (or a semaphore's
+    /// or read-write hold's wait) ran out while another held the resource.
     TimedOut,
     /// `REDLOCK_ECANCELED`.
     Canceled,
