@@ -1102,8 +1102,8 @@ static void case_signals(void) {
 
   /* A signal while waiting for the lock: give up at once, COMMAND never runs. */
   proc_t *h = start_holder(NULL, "sig-res", 0);
-  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "120000", "sig-res", "--", g_self, "--helper",
-                    "print");
+  proc_t *w =
+      START(g_nodes, 0, RUN, "-v", "--wait", "120", "sig-res", "--", g_self, "--helper", "print");
   wait_stderr(w, "waiting up to", DEADLINE_MS);
   CHECK(kill(w->pid, SIGTERM) == 0, "kill waiter");
   CHECK(RUN_TO_END(w) == 128 + SIGTERM, "waiter exits 128+SIGTERM");
@@ -1804,7 +1804,7 @@ static void case_run_cluster(void) {
         "status --json: the slot and the owner");
 
   proc_t *w =
-      START(g_nodes, 0, RUN, "-v", "--wait", "60000", "cl-res", "--", g_self, "--helper", "print");
+      START(g_nodes, 0, RUN, "-v", "--wait", "60", "cl-res", "--", g_self, "--helper", "print");
   wait_stderr(w, "waiting up to 60000 ms", DEADLINE_MS);
   CHECK(!pred_exited(w) && w->out_len == 0, "the waiter waits");
   close_stdin(h);
