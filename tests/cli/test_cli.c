@@ -687,6 +687,10 @@ static void case_noquorum(void) {
   p = START(g_nodes, 0, RUN, "--wait", "0.6", "nq-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "2 of 3 down, with --wait -> 69 (not busy)");
   CHECK(p->out_len == 0, "COMMAND did not run");
+  /* The cron idiom's -E 0 is for a busy lock only: an outage still fails. */
+  p = START(g_nodes, 0, RUN, "-E", "0", "-w", "0.6", "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "2 of 3 down, -E 0 --wait -> 69, not 0");
+  CHECK(p->out_len == 0 && stderr_contains(p, "too few Redis masters"), "not run, and why");
 
   CHECK(rh_server_kill(g_fx.servers[2]) == 0, "kill the last master");
   p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
