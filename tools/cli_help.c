@@ -23,7 +23,8 @@ static const char OVERVIEW[] =
     "  status   show RESOURCE's keys on every master\n"
     "  doctor   say whether each master can vote, and why not\n"
     "\n"
-    "'redlock SUBCOMMAND --help' lists a subcommand's options.\n";
+    "'redlock SUBCOMMAND --help' (or 'redlock help SUBCOMMAND') lists a subcommand's\n"
+    "options; the manual: man redlock.\n";
 
 /* The connection options: every subcommand's. */
 static const char CONN_HELP[] =
@@ -165,7 +166,9 @@ static const char SEE_ALSO[] = "\nThe manual: man redlock.\n";
 void print_help(const char *cmd) {
   if (cmd == NULL) {
     fputs(OVERVIEW, stdout);
-  } else if (strcmp(cmd, "run") == 0) {
+    return;
+  }
+  if (strcmp(cmd, "run") == 0) {
     fputs(RUN_HELP, stdout);
     fputs(HOLD_HELP, stdout);
     fputs("\n", stdout);

@@ -20,7 +20,12 @@ int main(int argc, char **argv) {
     return usage_error("missing command: run, elect, status or doctor");
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-    print_help(NULL);
+    /* `redlock help run`: run's options, as `redlock run --help`. */
+    const char *sub = argc > 2 && strcmp(cmd, "help") == 0 ? argv[2] : NULL;
+    if (sub != NULL && strcmp(sub, "run") != 0 && strcmp(sub, "elect") != 0 &&
+        strcmp(sub, "status") != 0 && strcmp(sub, "doctor") != 0)
+      return usage_error("help: unknown command '%s' (expected run, elect, status or doctor)", sub);
+    print_help(sub);
     return 0;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {

@@ -816,6 +816,15 @@ static void case_usage(void) {
             strstr(p->out, "--json") == NULL && strstr(p->out, "man redlock") != NULL &&
             strstr(p->out, "docs/cli.md") == NULL,
         "run --help: run's options only");
+  p = START(NULL, 0, "help", "run");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--nonblock") != NULL, "help run");
+  p = START(NULL, 0, "help", "frobnicate");
+  CHECK(RUN_TO_END(p) == 64, "help of an unknown command");
+  p = START(NULL, 0, "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--nonblock") == NULL &&
+            strstr(p->out, "redlock run --help") == NULL &&
+            strstr(p->out, "'redlock SUBCOMMAND --help'") != NULL,
+        "--help: the subcommands, not every option");
   p = START(NULL, 0, "status", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock status") != NULL &&
             strstr(p->out, "--wait") == NULL && strstr(p->out, "--json") != NULL,
