@@ -144,6 +144,18 @@ static int try_once(redlock_t *client, const hold_opts_t *o, redlock_lock_t **lo
   }
 }
 
+/* Why the wait goes on, from the client's latest round: the main thread has
+ * no call on record, so redlock_last_votes describes the waiting attempt's
+ * last round. */
+static const char *wait_reason(redlock_t *client) {
+  char votes[64];
+  votes[0] = '\0';
+  redlock_last_votes(client, votes, sizeof votes);
+  if (strncmp(votes, "lost (no quorum)", 16) == 0)
+    return "too few masters answer";
+  return "held by another";
+}
+
 /* Seconds, rounded down, for the progress line. */
 static uint64_t whole_s(uint64_t ms) { return ms / 1000; }
 
@@ -169,8 +181,8 @@ static int acquire(redlock_t *client, const hold_opts_t *o, redlock_lock_t **out
     if (progress) {
       uint64_t now = now_ms();
       if (now >= next_progress) {
-        err_msg("waiting for '%s': held by another, %" PRIu64 " s of %" PRIu64 " s", o->resource,
-                whole_s(now - started), whole_s(o->wait_ms + 999));
+        err_msg("waiting for '%s': %s, %" PRIu64 " s of %" PRIu64 " s", o->resource,
+                wait_reason(client), whole_s(now - started), whole_s(o->wait_ms + 999));
         next_progress += PROGRESS_EVERY_MS;
         continue;
       }
