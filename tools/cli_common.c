@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* getopt_long's optind, strtok_r */
 
 #include "cli_common.h"
+#include "cli_term.h"
+#include "cli_warn.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,9 +25,11 @@ static const char *g_prog = "redlock";
 int g_verbosity;
 
 static void vmsg(const char *fmt, va_list ap) {
-  char buf[2048];
+  char buf[2048], safe[2048];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  fprintf(stderr, "%s: %s\n", g_prog, buf); /* one call: lines do not interleave */
+  /* Messages quote servers' replies: escaped for the terminal (cli_term.h). */
+  cli_term_escape(buf, strlen(buf), safe, sizeof safe);
+  fprintf(stderr, "%s: %s\n", g_prog, safe); /* one call: lines do not interleave */
 }
 
 void err_msg(const char *fmt, ...) {
@@ -59,7 +63,8 @@ void log_cb(int level, const char *msg, void *arg) {
   (void)arg;
   static const char *const names[] = {"debug", "info", "warn", "error"};
   const char *name = level >= 0 && level <= 3 ? names[level] : "log";
-  fprintf(stderr, "%s: [%s] %s\n", g_prog, name, msg);
+  char safe[2048];
+  fprintf(stderr, "%s: [%s] %s\n", g_prog, name, cli_term_str(msg, safe, sizeof safe));
 }
 
 void print_version(void) { printf("redlock %s\n", redlock_version()); }
@@ -228,6 +233,8 @@ static int nodes_add_list(nodes_t *nodes, char *list) {
 
 int nodes_finish(nodes_t *nodes) {
   const char *env = getenv("REDLOCK_NODES");
+  /* The masters there already came from the command line. */
+  cli_warn_argv_password(nodes, nodes->n);
   if (nodes->n == 0 && env != NULL) {
     char *copy = strdup(env);
     if (copy == NULL) {
@@ -310,8 +317,12 @@ int tls_apply(tls_opts_t *t, redlock_options_t *opts) {
                                    t->cert, t->key);
   if (rc == 0 && t->server_name != NULL)
     rc = redlock_options_set_tls_server_name(opts, t->server_name);
-  if (rc == 0 && t->insecure)
+  if (rc == 0 && t->insecure) {
     rc = redlock_options_set_tls_verify(opts, 0);
+    if (!t->warned)
+      cli_warn_tls_insecure();
+    t->warned = 1;
+  }
   if (rc != 0)
     return usage_error("invalid TLS settings (%s): see the message above", redlock_strerror(rc));
   return 0;

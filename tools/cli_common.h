@@ -125,6 +125,7 @@ int nodes_finish(nodes_t *nodes);
 typedef struct {
   const char *ca, *cert, *key, *server_name;
   int insecure; /* -1: not given */
+  int warned;   /* the insecure warning was given (tls_apply runs once per client) */
 } tls_opts_t;
 
 /* Fills in the environment's values and applies them to opts.  0 or an

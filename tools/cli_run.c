@@ -20,6 +20,7 @@
 
 #include "cli_child.h"
 #include "cli_common.h"
+#include "cli_file.h"
 #include "cli_hold.h"
 #include "cli_probe.h"
 #include "cli_quar.h"
@@ -287,10 +288,11 @@ static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *l
   return status;
 }
 
-/* --metrics-file: the client's stats, written to PATH.tmp.PID and renamed
- * over PATH, so that a reader (node_exporter's textfile collector, say)
- * never sees half a file.  A failure is reported and does not change the
- * exit status: COMMAND's own matters more. */
+/* --metrics-file: the client's stats, written to a temporary file that
+ * mkostemp creates beside PATH and renamed over it (cli_file.h), so that a
+ * reader (node_exporter's textfile collector, say) never sees half a file
+ * and nothing planted at a predictable name is followed.  A failure is reported and does not change
+ * the exit status: COMMAND's own matters more. */
 static void write_metrics(redlock_t *client, const hold_opts_t *o) {
   int format = o->metrics_format ? o->metrics_format : REDLOCK_STATS_PROMETHEUS;
   char *text = NULL;
@@ -315,27 +317,10 @@ static void write_metrics(redlock_t *client, const hold_opts_t *o) {
     free(text);
     return;
   }
-  size_t plen = strlen(o->metrics_file) + 32;
-  char *tmp = malloc(plen);
-  if (tmp == NULL) {
-    err_msg("cannot write the metrics: out of memory");
-    free(text);
-    return;
-  }
-  snprintf(tmp, plen, "%s.tmp.%ld", o->metrics_file, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  int ok = f != NULL && fwrite(text, 1, (size_t)len, f) == (size_t)len;
-  if (f != NULL && fclose(f) != 0)
-    ok = 0;
-  if (ok && rename(tmp, o->metrics_file) != 0)
-    ok = 0;
-  if (!ok) {
+  if (cli_file_replace(o->metrics_file, text, (size_t)len, 0644) != 0)
     err_msg("cannot write the metrics to '%s': %s", o->metrics_file, strerror(errno));
-    unlink(tmp);
-  } else {
+  else
     info_msg("metrics written to '%s'", o->metrics_file);
-  }
-  free(tmp);
   free(text);
 }
 
