@@ -204,9 +204,10 @@ static int acquire(redlock_t *client, const hold_opts_t *o, redlock_lock_t **out
     return 0;
   }
   if (status == REDLOCK_ETIMEDOUT) {
-    /* One more attempt: a lock freed at the end of the wait is taken, and
-     * masters that stopped answering are told from a held lock (69, not the
-     * busy code) even from a library that reports only the spent budget. */
+    /* The wait ended on a held lock (a wait that ends for lack of quorum
+     * returns REDLOCK_ENOQUORUM: 69, never the busy code).  One more attempt
+     * takes a lock freed at the very end of the wait, and tells masters that
+     * stopped answering since the last round. */
     redlock_lock_t *lock = NULL;
     int again = try_once(client, o, &lock);
     if (again == REDLOCK_OK) {
