@@ -1050,6 +1050,28 @@ static void case_progress(void) {
   CHECK(waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
         "the waiter exits 0");
   close(master);
+
+  /* Masters down: the line says so, and the wait ends with 69, not busy. */
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0 && rh_server_kill(g_fx.servers[1]) == 0,
+        "kill 2 masters");
+  fflush(NULL);
+  pid = forkpty(&master, NULL, NULL, NULL);
+  CHECK(pid >= 0, "forkpty: %s", strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setenv("REDLOCK_NODES", g_nodes, 1);
+    execl(g_redlock, g_redlock, RUN, "-E", "0", "-w", "6", "pg-res", "--", g_self, "--helper",
+          "print", (char *)NULL);
+    _exit(99);
+  }
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+  pty_read_t r2 = {.fd = master, .needle = "waiting for 'pg-res': too few masters answer, "};
+  seen = rh_wait_until(pred_pty, &r2, DEADLINE_MS);
+  CHECK(waitpid(pid, &wstatus, 0) == pid, "waitpid");
+  close(master);
+  CHECK(seen, "no 'too few masters' progress line: '%s'", r2.buf);
+  CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 69, "no quorum after the wait -> 69");
+  CHECK(strstr(r2.buf, "env fence=") == NULL, "COMMAND did not run");
 }
 
 /* Lost lock: COMMAND gets SIGTERM (then SIGKILL), redlock exits 71. */
