@@ -40,13 +40,14 @@ for f in "$@"; do
   missing=()
   LC_ALL=C readelf -l -W "$f" 2>/dev/null | grep -q '^[[:space:]]*GNU_RELRO[[:space:]]' ||
     missing+=("RELRO (no GNU_RELRO segment: link with -Wl,-z,relro)")
-  dynamic=$(LC_ALL=C readelf -d -W "$f" 2>/dev/null)
+  dynamic=$(LC_ALL=C readelf -d -W "$f" 2>/dev/null || true)
   grep -Eq '\(FLAGS\)[[:space:]].*BIND_NOW|\(FLAGS_1\)[[:space:]].*[[:space:]]NOW' <<<"$dynamic" ||
     missing+=("BIND_NOW (no FLAGS BIND_NOW nor FLAGS_1 NOW: link with -Wl,-z,now)")
-  syms=$(LC_ALL=C readelf --dyn-syms -W "$f" 2>/dev/null | awk '{print $8}' | sed 's/@.*//')
+  syms=$(LC_ALL=C readelf --dyn-syms -W "$f" 2>/dev/null | awk '{print $8}' | sed 's/@.*//' || true)
   grep -qx '__stack_chk_fail' <<<"$syms" ||
     missing+=("stack protector (no __stack_chk_fail: compile with -fstack-protector-strong)")
-  chk=$(grep -E '^__[a-z0-9_]+_chk$' <<<"$syms" | grep -vx '__stack_chk_fail' | sort -u | tr '\n' ' ')
+  chk=$(grep -E '^__[a-z0-9_]+_chk$' <<<"$syms" | grep -vx '__stack_chk_fail' | sort -u |
+    tr '\n' ' ' || true)
   [ -n "$chk" ] ||
     missing+=("fortify (no __*_chk function: compile with -O2 -D_FORTIFY_SOURCE=2)")
   if [ ${#missing[@]} -eq 0 ]; then
