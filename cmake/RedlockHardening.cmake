@@ -50,6 +50,13 @@ endif()
 
 set(REDLOCK_HARDEN_COMPILE)
 set(REDLOCK_HARDEN_LINK)
+# REDLOCK_HARDENING_FULL: this (single-configuration) build gets every flag,
+# FORTIFY included; tests/install checks its binaries then.
+set(REDLOCK_HARDENING_FULL OFF)
+if(REDLOCK_HARDENING AND NOT _redlock_sanitized AND NOT APPLE AND NOT WIN32
+   AND CMAKE_BUILD_TYPE IN_LIST _redlock_optimized_configs)
+  set(REDLOCK_HARDENING_FULL ON)
+endif()
 if(REDLOCK_HARDENING)
   list(APPEND REDLOCK_HARDEN_COMPILE -fstack-protector-strong)
   if(NOT _redlock_sanitized)
