@@ -87,7 +87,7 @@ extern "C" {
   XX(ENOQUORUM, -4, "too few Redis masters answered (down, timed out or errors)")                  \
   XX(EEXPIRED, -5, "quorum won but no validity left (the round took too long)")                    \
   XX(ELOST, -6, "lock is no longer held on a quorum of masters")                                   \
-  XX(ETIMEDOUT, -7, "wait budget spent before the lock could be taken")                            \
+  XX(ETIMEDOUT, -7, "wait budget spent while the lock was held by another")                            \
   XX(ECANCELED, -8, "operation canceled")                                                          \
   XX(ECLOSED, -9, "client is closing or closed")                                                   \
   XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                                \
@@ -296,7 +296,9 @@ REDLOCK_EXPORT void redlock_close(redlock_t *client);
  * redlock_unlock() (or redlock_close()) frees it.
  * redlock_lock:      retries by the options' retry policy.
  * redlock_trylock:   one attempt.
- * redlock_lock_wait: retries until wait_ms is spent (then REDLOCK_ETIMEDOUT).
+ * redlock_lock_wait: retries until wait_ms is spent, then REDLOCK_ETIMEDOUT
+ *                    if its last attempt found the lock held, REDLOCK_ENOQUORUM
+ *                    if too few masters answered it (an outage, not "busy").
  * redlock_lock_many: all resources or none.
  * A lost attempt returns REDLOCK_ELOCKED when a quorum answered and
  * REDLOCK_ENOQUORUM when fewer did. */
@@ -407,7 +409,8 @@ REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e)
  * name: 1..REDLOCK_MAX_RESOURCE_LEN bytes; ttl_ms: 1..max TTL.
  * wait_ms: 0 = one try (a semaphore tries each slot once), REDLOCK_ELOCKED
  * when refused; > 0 = retry, woken by releases, until wait_ms is spent, then
- * REDLOCK_ETIMEDOUT.  REDLOCK_ENOQUORUM when too few masters answered.
+ * REDLOCK_ETIMEDOUT, or REDLOCK_ENOQUORUM when too few masters answered the
+ * last attempt (as redlock_lock_wait).
  * Keys used, all in the slot of the lock key K = key prefix + NAME (tagged(K)
  * as above: "{" + K + "}" unless K has a hash tag): tagged(K):sem:0 ..
  * tagged(K):sem:<limit-1>, tagged(K):sem:limit; tagged(K):rw:write,

@@ -3,7 +3,8 @@
 # checked out (HEAD), with a fresh Release build of its own (build-package/).
 #
 #   scripts/package.sh           writes dist/
-#   scripts/package.sh --check   writes dist/, then tests/install/deb_test.sh:
+#   scripts/package.sh --check   writes dist/, then tests/install/dist_check.sh
+#                                (hardening, Depends, notices) and deb_test.sh:
 #                                installs the .debs system-wide (root, a
 #                                disposable machine), builds and runs consumers
 #                                against them, removes them
@@ -127,6 +128,7 @@ package_source() {
 # which glibc).  Built once, from the same tree as the .debs, into
 # build-package/bundle-build; the copies are the ones ldd resolves.
 bundled=""
+notices=""
 bundle_libs() {
   local dest=$1
   if [ -z "$bundled" ]; then
@@ -151,6 +153,12 @@ bundle_libs() {
       ls "$bundled" | grep -q '^libuv' ||
       { echo "package.sh: bundle lacks libredlock, libhiredis or libuv: $(ls "$bundled")" >&2; exit 1; }
     echo "    bundled: $(cd "$bundled" && echo *)"
+    # Their license notices, from the system's Debian copyright files of the
+    # very builds copied (packaging/bundle_notices.sh): LICENSES/ in the
+    # wheel and the npm tarball.
+    notices="$work/bundle-notices"
+    rm -rf "$notices"
+    bash "$work/src/packaging/bundle_notices.sh" "$bundled" "$notices"
   fi
   mkdir -p "$dest"
   cp -a "$bundled"/. "$dest"/
@@ -160,7 +168,8 @@ bundle_libs() {
 # bindings/python's own PEP 517 backend (buildsys/redlock_build.py: zipfile
 # and tarfile, no setuptools) writes both, from the archived tree:
 #   redlock_c-<ver>-py3-none-manylinux_X_Y_<arch>.whl  the binding with
-#       bundle_libs' libraries inside the package directory; X.Y is the
+#       bundle_libs' libraries inside the package directory and their
+#       notices in <dist-info>/licenses/LICENSES/; X.Y is the
 #       newest GLIBC_ symbol version they reference (objdump -T), as
 #       auditwheel computes it
 #   redlock_c-<ver>.tar.gz  the binding, the backend and the C sources
@@ -174,12 +183,13 @@ package_python() {
   bundle_libs "$work/python-libs"
   echo "==> Python wheel and sdist (bindings/python/buildsys/redlock_build.py)"
   local out
-  out=$(cd "$work/src/bindings/python" && "$py" - "$dist" "$work/python-libs" "$work/src" <<'PY'
+  out=$(cd "$work/src/bindings/python" &&
+    "$py" - "$dist" "$work/python-libs" "$work/src" "$notices" <<'PY'
 import sys
 sys.path.insert(0, "buildsys")
 import redlock_build
-dist, libs, tree = sys.argv[1:]
-print(redlock_build.build_wheel(dist, {"bundle-dir": libs}))
+dist, libs, tree, notices = sys.argv[1:]
+print(redlock_build.build_wheel(dist, {"bundle-dir": libs, "licenses-dir": notices}))
 print(redlock_build.build_sdist(dist, {"c-tree": tree}))
 PY
   ) || exit 1
@@ -197,8 +207,9 @@ PY
 
 # ---- the npm tarball ---------------------------------------------------------
 # redlock-c-<ver>.tgz (npm pack of bindings/node): index.js, blocking.js,
-# index.d.ts, README.md, LICENSE and prebuilt/<platform>-<arch>/ (bundle_libs:
-# libredlock.so.0 with RUNPATH $ORIGIN, libhiredis, libuv), koffi its only
+# index.d.ts, README.md, LICENSE, prebuilt/<platform>-<arch>/ (bundle_libs:
+# libredlock.so.0 with RUNPATH $ORIGIN, libhiredis, libuv) and LICENSES/ (the
+# notices of libhiredis and libuv), koffi its only
 # dependency (from the npm registry at install time).  index.js loads the
 # prebuilt library unless REDLOCK_LIBRARY names another.  A tarball, not a
 # folder, is what npm copies: `npm install ./dist/redlock-c-<ver>.tgz`
@@ -216,11 +227,13 @@ package_npm() {
   cp -a "$work/src/bindings/node" "$stage"
   cp "$work/src/LICENSE" "$stage/LICENSE"
   bundle_libs "$stage/prebuilt/$plat"
+  rm -rf "$stage/LICENSES"
+  cp -a "$notices" "$stage/LICENSES"
   # The version is CMake's; the package ships its prebuilt libraries; an
   # installed package never needs the binding's test tools.
   (
     cd "$stage"
-    npm pkg set "version=$version" 'files[]=prebuilt/' 'files[]=LICENSE'
+    npm pkg set "version=$version" 'files[]=prebuilt/' 'files[]=LICENSE' 'files[]=LICENSES/'
     npm pkg delete devDependencies scripts
     rm -f package-lock.json
   )
@@ -232,6 +245,8 @@ package_npm() {
   listing=$(tar -tzf "$dist/$tgz")
   grep -qx "package/prebuilt/$plat/libredlock.so.0" <<<"$listing" ||
     { echo "package.sh: $tgz lacks prebuilt/$plat/libredlock.so.0" >&2; exit 1; }
+  grep -q "^package/LICENSES/libhiredis" <<<"$listing" ||
+    { echo "package.sh: $tgz lacks LICENSES/ (the bundled libraries' notices)" >&2; exit 1; }
   if [ $check = 1 ]; then
     # Installs it into fresh projects (npm install, a later plain npm
     # install, npm ci) and locks against a local redis-server.
@@ -260,6 +275,10 @@ if [ $check = 1 ]; then
     { echo "package.sh: the tarball's top directory is not redlock-c-$version/" >&2; exit 1; }
   diff -r "$work/src" "$work/unpacked/redlock-c-$version" >/dev/null ||
     { echo "package.sh: the tarball differs from build-package/src" >&2; exit 1; }
+  # What the artifacts are, before they are installed: the binaries'
+  # hardening, the .debs' hiredis floor, the notices in the wheel and the
+  # npm tarball.
+  bash tests/install/dist_check.sh "$dist"
   bash tests/install/deb_test.sh "$dist" "$work/unpacked/redlock-c-$version"
   # The wheel in a venv of each Python there is, and the sdist built by pip.
   bash bindings/python/tests/wheel_test.sh --sdist "$dist" "$work/wheel-test"

@@ -28,8 +28,11 @@
 #  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
 #                      (not safety or torture), no suppressions;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
-#   6. the packages: scripts/package.sh --check builds dist/ (the .debs and the
-#      source tarball) in build-package/, installs the .debs with dpkg, builds
+#   6. the packages: scripts/package.sh --check builds dist/ (the .debs, the
+#      source tarball, the wheel, the npm tarball) in build-package/, checks
+#      the shipped binaries' hardening (RELRO, BIND_NOW, stack protector,
+#      FORTIFY), the .debs' hiredis floor and the bundled libraries' notices
+#      (tests/install/dist_check.sh), installs the .debs with dpkg, builds
 #      and runs consumers against them, and removes them (Debian, as root).
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.

@@ -55,7 +55,7 @@ static void failed_primaries(const redisReply *shards, char *out, size_t size) {
       const redisReply *ip = field(n, "ip"), *port = field(n, "port");
       char host[CLUSTER_HOST_LEN] = "?";
       if (ip != NULL && ip->type == REDIS_REPLY_STRING)
-        cli_printable(ip->str, ip->len, host, sizeof host);
+        cli_term_escape(ip->str, ip->len, host, sizeof host);
       cli_append(out, size, &len, "%s%s:%lld (slots", len ? ", " : "", host,
                  port != NULL && port->type == REDIS_REPLY_INTEGER ? port->integer : 0);
       for (size_t i = 0; slots != NULL && i + 1 < slots->elements; i += 2)
@@ -75,9 +75,11 @@ static redisReply *ask_slots(cli_conn_t *cc, const node_addr_t *seed, cluster_ma
   ans->source = "CLUSTER SLOTS";
   if (r != NULL && r->type == REDIS_REPLY_ARRAY)
     *rc = cluster_map_parse_slots(map, r, seed->host, why, size);
-  else if (r != NULL && r->type == REDIS_REPLY_ERROR)
-    snprintf(why, size, "CLUSTER SLOTS: %.*s", (int)(r->len < 200 ? r->len : 200), r->str);
-  else if (r != NULL)
+  else if (r != NULL && r->type == REDIS_REPLY_ERROR) {
+    char said[256];
+    cli_term_escape(r->str, r->len < 200 ? r->len : 200, said, sizeof said);
+    snprintf(why, size, "CLUSTER SLOTS: %s", said);
+  } else if (r != NULL)
     snprintf(why, size, "CLUSTER SLOTS: a reply of type %d", r->type);
   return r;
 }
@@ -89,7 +91,7 @@ static void ask_info(cli_conn_t *cc, cli_cluster_answer_t *ans) {
   if (r != NULL && r->type == REDIS_REPLY_STRING)
     ans->info = strndup(r->str, r->len);
   else if (r != NULL && r->type == REDIS_REPLY_ERROR)
-    cli_printable(r->str, r->len, ans->info_why, sizeof ans->info_why);
+    cli_term_escape(r->str, r->len, ans->info_why, sizeof ans->info_why);
   else
     snprintf(ans->info_why, sizeof ans->info_why, "no answer");
   if (r != NULL)
@@ -114,7 +116,7 @@ static int ask_seed(const node_addr_t *seed, uint64_t timeout_ms, cluster_map_t 
       failed_primaries(r, ans->failed, sizeof ans->failed);
   } else if (r != NULL) {
     if (r->type == REDIS_REPLY_ERROR)
-      cli_printable(r->str, r->len, ans->shards_why, sizeof ans->shards_why);
+      cli_term_escape(r->str, r->len, ans->shards_why, sizeof ans->shards_why);
     freeReplyObject(r);
     r = ask_slots(&cc, seed, map, ans, &rc, why, size);
   }

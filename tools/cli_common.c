@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* getopt_long's optind, strtok_r */
 
 #include "cli_common.h"
+#include "cli_term.h"
+#include "cli_warn.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -23,9 +25,11 @@ static const char *g_prog = "redlock";
 int g_verbosity;
 
 static void vmsg(const char *fmt, va_list ap) {
-  char buf[2048];
+  char buf[2048], safe[2048];
   vsnprintf(buf, sizeof buf, fmt, ap);
-  fprintf(stderr, "%s: %s\n", g_prog, buf); /* one call: lines do not interleave */
+  /* Messages quote servers' replies: escaped for the terminal (cli_term.h). */
+  cli_term_escape(buf, strlen(buf), safe, sizeof safe);
+  fprintf(stderr, "%s: %s\n", g_prog, safe); /* one call: lines do not interleave */
 }
 
 void err_msg(const char *fmt, ...) {
@@ -59,180 +63,62 @@ void log_cb(int level, const char *msg, void *arg) {
   (void)arg;
   static const char *const names[] = {"debug", "info", "warn", "error"};
   const char *name = level >= 0 && level <= 3 ? names[level] : "log";
-  fprintf(stderr, "%s: [%s] %s\n", g_prog, name, msg);
+  char safe[2048];
+  fprintf(stderr, "%s: [%s] %s\n", g_prog, name, cli_term_str(msg, safe, sizeof safe));
 }
-
-static const char HELP[] =
-    "Usage: redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]\n"
-    "       redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
-    "       redlock status [OPTIONS] RESOURCE\n"
-    "       redlock doctor [OPTIONS] [URI...]\n"
-    "       redlock --help | --version\n"
-    "\n"
-    "Like flock(1) across machines: a Redlock lock over N independent Redis masters\n"
-    "(held when a majority, N/2 + 1, accepted it).\n"
-    "\n"
-    "run: take the lock on RESOURCE, run COMMAND with the fencing token in its\n"
-    "environment, keep the lock alive while COMMAND runs, release it when COMMAND\n"
-    "exits, and exit with COMMAND's status (128+N if a signal N killed it).  If the\n"
-    "lock is lost, COMMAND gets SIGTERM, then SIGKILL after --grace, and redlock\n"
-    "exits with 71.  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to\n"
-    "redlock are passed on to COMMAND.\n"
-    "\n"
-    "elect: campaign for leadership of NAME and run COMMAND while leader, with the\n"
-    "term (a fencing token, larger than every earlier leader's) in REDLOCK_TERM and\n"
-    "REDLOCK_FENCE.  If leadership is lost, COMMAND gets SIGTERM, then SIGKILL after\n"
-    "--grace, and redlock campaigns again, running COMMAND anew when re-elected.\n"
-    "When COMMAND exits by itself, redlock resigns (the next campaigner takes over at\n"
-    "once) and exits with COMMAND's status.  Options as for run, except --wait,\n"
-    "-E and --metrics-*; --ttl defaults to 10s.\n"
-    "\n"
-    "status: show, per master, whether it answers, the value holding the key, its\n"
-    "PTTL, the fence counter and the master's uptime.  A sentinel voter's master is\n"
-    "asked of its sentinels and shown (MASTER-NAME@SENTINEL -> HOST:PORT).  A\n"
-    "cluster voter's slot map is read from its seeds, and the primary that owns the\n"
-    "key's hash slot is asked and shown (cluster@SEED -> HOST:PORT).\n"
-    "\n"
-    "doctor: for each voter (each URI, else --node or REDLOCK_NODES), what it is\n"
-    "(server, version, role, replicas) and whether it can vote with the options its\n"
-    "URI gives: connection and AUTH, role master, the library's scripts (SCRIPT\n"
-    "LOAD, EVALSHA, EVAL, TIME in a script, the release's PUBLISH), SUBSCRIBE, the\n"
-    "INFO fields it reads, the WAIT / WAITAOF ack asked with wait= / waitaof=,\n"
-    "persistence, the ACL user's permission for every command the library sends\n"
-    "(ACL DRYRUN), the round-trip time and the clock's rate against ours.  One\n"
-    "line per check: ok, warn, FAIL or skip, and why.  A sentinel voter's master is\n"
-    "asked of its sentinels and checked.  A cluster voter's slot map is read from\n"
-    "its seeds: its coverage (slots without a primary), cluster_state, and every\n"
-    "primary checked as a master, each line naming it.\n"
-    "\n"
-    "Options (all commands):\n"
-    "  -n, --node URI           a Redis master; repeat for each (usually 3 or 5):\n"
-    "                           redis://[[user]:password@]host[:port][/db],\n"
-    "                           rediss://... (TLS) or unix:///path/to/socket;\n"
-    "                           or a voter of another kind:\n"
-    "                           redis-sentinel://HOST:PORT[,...]/MASTER-NAME,\n"
-    "                           redis-cluster://HOST:PORT[,...] (a whole Redis\n"
-    "                           Cluster: one vote, from the primary that owns\n"
-    "                           the key's slot), rediss-sentinel://,\n"
-    "                           rediss-cluster:// (TLS).\n"
-    "                           Without --node, the\n"
-    "                           comma-separated list in REDLOCK_NODES is used\n"
-    "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
-    "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
-    "                           trusted for rediss:// masters (default: the\n"
-    "                           system's store)\n"
-    "      --tls-cert FILE      client certificate (PEM), for masters that require\n"
-    "                           one; with --tls-key\n"
-    "      --tls-key FILE       the client certificate's private key (PEM)\n"
-    "      --tls-server-name NAME  name the masters' certificates must carry (and\n"
-    "                           SNI), instead of each URI's host\n"
-    "      --tls-insecure       check neither the certificate chain nor the name\n"
-    "                           (encrypted, not authenticated: for tests only)\n"
-    "                           Environment: REDLOCK_TLS_CA, REDLOCK_TLS_CERT,\n"
-    "                           REDLOCK_TLS_KEY, REDLOCK_TLS_SERVER_NAME,\n"
-    "                           REDLOCK_TLS_INSECURE=1 (options take precedence)\n"
-    "  -q, --quiet              no messages on stderr (usage errors excepted)\n"
-    "  -v, --verbose            progress and the library's log; twice for debug\n"
-    "  -h, --help               this help\n"
-    "  -V, --version            the library's version\n"
-    "\n"
-    "Options of run and elect (MS: milliseconds, or with a suffix: 500ms, 30s, 2m):\n"
-    "  -t, --ttl MS             lock TTL, renewed while COMMAND runs (default 30s,\n"
-    "                           or the max TTL if smaller)\n"
-    "  -w, --wait MS            wait up to MS for the lock; 0 = one try (default 0)\n"
-    "  -E, --conflict-exit-code N  exit status when the lock is busy or the wait\n"
-    "                           ran out (default 75)\n"
-    "  -f, --fence-env NAME     environment variable for the fencing token\n"
-    "                           (default REDLOCK_FENCE)\n"
-    "      --no-quarantine      count the votes of freshly (re)started or promoted\n"
-    "                           masters at once (see Quarantines below)\n"
-    "      --max-ttl MS         largest allowed TTL, also the quarantine length\n"
-    "                           (default 60s); REDLOCK_STATE_DIR: where runs share\n"
-    "                           first sightings of promoted masters (default\n"
-    "                           ~/.local/state/redlock; empty: none)\n"
-    "  -g, --grace MS           after a lost lock, SIGKILL COMMAND this long after\n"
-    "                           SIGTERM (default 5s)\n"
-    "  -G, --process-group      run COMMAND in its own process group and signal the\n"
-    "                           whole group (COMMAND then cannot read the terminal)\n"
-    "      --connect-timeout MS connect + handshake bound per master (default 1s)\n"
-    "      --request-timeout MS bound on each round of requests (default 100ms)\n"
-    "      --metrics-file PATH  when COMMAND exits (or the lock was not taken),\n"
-    "                           write the client's stats to PATH (replaced\n"
-    "                           atomically; see docs/observability.md)\n"
-    "      --metrics-format F   prometheus (default) or json\n"
-    "\n"
-    "Options of status:\n"
-    "      --timeout MS         connect and reply timeout per master (default 1s)\n"
-    "      --json               one JSON object instead of the table\n"
-    "      --no-quarantine, --max-ttl MS  judge the quarantines as run would\n"
-    "\n"
-    "Options of doctor (before the URIs; -p names the doctor's own key\n"
-    "PREFIX redlock-doctor:..., so that ACL key patterns are checked):\n"
-    "      --timeout MS         connect and reply timeout per server (default 1s)\n"
-    "      --clock-ms MS        interval of the clock-rate measure (default 1s;\n"
-    "                           0: not measured)\n"
-    "      --json               one JSON object instead of the table\n"
-    "      --no-quarantine, --max-ttl MS  judge the quarantines as run would\n"
-    "\n"
-    "Quarantines: a master without persistence that restarts has forgotten the\n"
-    "locks it held, so by default a master whose uptime is below the max TTL does\n"
-    "not count towards a quorum until it is that old (restart quarantine); a\n"
-    "promoted replica, or another server found at a master's address, does not\n"
-    "count for a max TTL after it was seen (failover quarantine).  Masters you have\n"
-    "just started therefore give \"no quorum\" for up to a minute, and run, status\n"
-    "and doctor name each quarantine and when it ends: wait, use --no-quarantine\n"
-    "(only if no lock can have been held on them before, e.g. a test setup or\n"
-    "masters with persistence), or a smaller --max-ttl (and --ttl).\n"
-    "\n"
-    "COMMAND's environment: REDLOCK_FENCE (or --fence-env NAME) = the fencing token,\n"
-    "a number larger than any earlier holder's; REDLOCK_RESOURCE = RESOURCE;\n"
-    "REDLOCK_VALUE = the lock's value in Redis.  REDLOCK_NODES (it may hold\n"
-    "passwords) is removed from it, under run and elect.\n"
-    "\n"
-    "Exit status of elect: COMMAND's status, or 64, 70, 126, 127 as for run, or\n"
-    "128+N when signal N arrived while campaigning.\n"
-    "Exit status of run: COMMAND's status (0..255; 128+N if killed by signal N),\n"
-    "or 64 usage error, 69 no quorum (too few masters answered), 70 internal\n"
-    "error, 71 lock lost while COMMAND ran, 75 lock busy or --wait ran out (see\n"
-    "-E), 126 COMMAND not executable, 127 COMMAND not found, 128+N redlock got\n"
-    "signal N while waiting for the lock.  These can collide with COMMAND's own\n"
-    "statuses.  status: 0 when a quorum of masters answered, 69 otherwise, 64.\n"
-    "doctor: 0 when every voter can vote now, 1 when one cannot, 2 when all can but\n"
-    "some only once their quarantine ends, 64.\n"
-    "\n"
-    "See redlock(1) and docs/cli.md.\n";
-
-void print_help(void) { fputs(HELP, stdout); }
 
 void print_version(void) { printf("redlock %s\n", redlock_version()); }
 
 /* ---- argument parsing helpers ------------------------------------------------------- */
 
-int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
-  if (s == NULL || !isdigit((unsigned char)s[0]))
+int parse_duration(const char *s, uint64_t bare_unit_ms, uint64_t min, uint64_t max,
+                   uint64_t *out) {
+  if (s == NULL || !(isdigit((unsigned char)s[0]) || (s[0] == '.' && isdigit((unsigned char)s[1]))))
     return -1;
-  uint64_t v = 0;
+  /* Integer part and up to 9 fraction digits, in integers: no float rounding
+   * ("0.1s" is exactly 100 ms). */
+  uint64_t whole = 0, frac = 0, frac_scale = 1;
   const char *p = s;
   while (isdigit((unsigned char)*p)) {
-    v = v * 10 + (uint64_t)(*p - '0');
-    if (v > UINT32_MAX)
+    whole = whole * 10 + (uint64_t)(*p - '0');
+    if (whole > UINT32_MAX)
       return -1;
     p++;
   }
-  uint64_t mult = 1;
-  if (*p == '\0' || strcmp(p, "ms") == 0)
+  if (*p == '.') {
+    p++;
+    if (!isdigit((unsigned char)*p))
+      return -1;
+    for (; isdigit((unsigned char)*p); p++)
+      if (frac_scale < 1000000000u) {
+        frac = frac * 10 + (uint64_t)(*p - '0');
+        frac_scale *= 10;
+      }
+  }
+  uint64_t mult;
+  if (*p == '\0')
+    mult = bare_unit_ms;
+  else if (strcmp(p, "ms") == 0)
     mult = 1;
   else if (strcmp(p, "s") == 0)
     mult = 1000;
   else if (strcmp(p, "m") == 0)
     mult = 60000;
+  else if (strcmp(p, "h") == 0)
+    mult = 3600000;
   else
     return -1;
-  v *= mult;
+  /* whole < 2^32 and mult <= 3.6e6: no overflow; a fraction of a millisecond
+   * is dropped. */
+  uint64_t v = whole * mult + frac * mult / frac_scale;
   if (v < min || v > max)
     return -1;
   *out = v;
   return 0;
+}
+
+int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+  return parse_duration(s, 1, min, max, out);
 }
 
 int parse_int_range(const char *s, long min, long max, long *out) {
@@ -347,6 +233,8 @@ static int nodes_add_list(nodes_t *nodes, char *list) {
 
 int nodes_finish(nodes_t *nodes) {
   const char *env = getenv("REDLOCK_NODES");
+  /* The masters there already came from the command line. */
+  cli_warn_argv_password(nodes, nodes->n);
   if (nodes->n == 0 && env != NULL) {
     char *copy = strdup(env);
     if (copy == NULL) {
@@ -429,8 +317,12 @@ int tls_apply(tls_opts_t *t, redlock_options_t *opts) {
                                    t->cert, t->key);
   if (rc == 0 && t->server_name != NULL)
     rc = redlock_options_set_tls_server_name(opts, t->server_name);
-  if (rc == 0 && t->insecure)
+  if (rc == 0 && t->insecure) {
     rc = redlock_options_set_tls_verify(opts, 0);
+    if (!t->warned)
+      cli_warn_tls_insecure();
+    t->warned = 1;
+  }
   if (rc != 0)
     return usage_error("invalid TLS settings (%s): see the message above", redlock_strerror(rc));
   return 0;
@@ -446,7 +338,7 @@ void setter_log_cb(int level, const char *msg, void *arg) {
 
 /* The connection options: the head of every subcommand's table. */
 static const struct option CONN_LONGS[] = {
-    {"node", required_argument, NULL, 'n'},
+    {"node", required_argument, NULL, 'N'},
     {"key-prefix", required_argument, NULL, 'p'},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
@@ -458,7 +350,7 @@ static const struct option CONN_LONGS[] = {
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'}};
 #define N_CONN_LONGS (sizeof CONN_LONGS / sizeof CONN_LONGS[0])
-#define CONN_SHORTS "n:p:qvhV"
+#define CONN_SHORTS "N:p:qvhV"
 /* Room for every subcommand's table (run's is the largest). */
 #define MAX_LONGS 48
 
@@ -473,9 +365,10 @@ static const char *describe_opt(int opt, char **argv) {
 
 /* One connection option: 0, -1 after --help / --version, an exit status,
  * or OPT_NOT_MINE. */
-static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbose) {
+static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbose,
+                       const char *cmd_name) {
   switch (opt) {
-  case 'n':
+  case 'N':
     c->nodes.from_cli = 1;
     return nodes_add(&c->nodes, arg, "--node");
   case 'p':
@@ -504,7 +397,7 @@ static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbo
       g_verbosity++;
     return 0;
   case 'h':
-    print_help();
+    print_help(cmd_name);
     return -1;
   case 'V':
     print_version();
@@ -546,7 +439,7 @@ int parse_options(int argc, char **argv, conn_opts_t *conn, const cmd_options_t 
   while ((opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     if (opt == ':')
       return usage_error("option %s needs a value", argv[optind - 1]);
-    int rc = conn_option(conn, opt, optarg, cmd->count_verbose);
+    int rc = conn_option(conn, opt, optarg, cmd->count_verbose, argv[0]);
     if (rc == OPT_NOT_MINE)
       rc = cmd->take(cmd->ctx, opt, optarg);
     if (rc == OPT_NOT_MINE) /* '?': getopt_long knows it not either */

@@ -83,13 +83,19 @@ void log_cb(int level, const char *msg, void *arg);
 /* The log callback the TLS setters report through before any client exists. */
 void setter_log_cb(int level, const char *msg, void *arg);
 
-/* --help and --version, on stdout. */
-void print_help(void);
+/* --help (cli_help.c) and --version, on stdout.  cmd: the subcommand whose
+ * options to list, NULL for the overview. */
+void print_help(const char *cmd);
 void print_version(void);
 
 /* ---- argument parsing helpers --------------------------------------------------------- */
 
-/* "1500", "1500ms", "30s", "2m" -> milliseconds in [min, max].  0 or -1. */
+/* A duration -> milliseconds in [min, max]: a number, fractions allowed
+ * ("1.5"), with a unit ("250ms", "1.5s", "2m", "1h") or bare, in units of
+ * bare_unit_ms (1 for most options, 1000 for run's -w/--wait as in
+ * flock(1)).  Fractions of a millisecond are dropped.  0 or -1. */
+int parse_duration(const char *s, uint64_t bare_unit_ms, uint64_t min, uint64_t max, uint64_t *out);
+/* parse_duration with bare numbers in milliseconds. */
 int parse_ms(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int parse_int_range(const char *s, long min, long max, long *out);
 int valid_env_name(const char *s);
@@ -119,6 +125,7 @@ int nodes_finish(nodes_t *nodes);
 typedef struct {
   const char *ca, *cert, *key, *server_name;
   int insecure; /* -1: not given */
+  int warned;   /* the insecure warning was given (tls_apply runs once per client) */
 } tls_opts_t;
 
 /* Fills in the environment's values and applies them to opts.  0 or an

@@ -97,7 +97,9 @@ static int handshake(cli_conn_t *cc, const node_addr_t *addr, char *why, size_t 
     cc->got_reply = 1;
     if (r->type == REDIS_REPLY_ERROR) {
       /* The server's message: it never repeats the password. */
-      snprintf(why, size, "%s: %.*s", step == 0 ? "AUTH" : "SELECT", (int)r->len, r->str);
+      char said[256];
+      cli_term_escape(r->str, r->len, said, sizeof said);
+      snprintf(why, size, "%s: %s", step == 0 ? "AUTH" : "SELECT", said);
       freeReplyObject(r);
       return step == 0 ? CLI_CONN_AUTH : CLI_CONN_SELECT;
     }
@@ -143,26 +145,6 @@ int cli_conn_open(cli_conn_t *cc, const node_addr_t *addr, uint64_t timeout_ms, 
   return rc;
 }
 
-void cli_printable(const char *s, size_t len, char *out, size_t size) {
-  size_t o = 0;
-  for (size_t i = 0; i < len && o + 5 < size; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch == '\r' || ch == '\n') {
-      out[o++] = ' ';
-    } else if (ch >= 0x20 && ch < 0x7f) {
-      out[o++] = (char)ch;
-    } else {
-      snprintf(out + o, size - o, "\\x%02x", ch);
-      o += 4;
-    }
-  }
-  /* Servers end some errors with a space; the detail reads better without. */
-  while (o > 0 && out[o - 1] == ' ')
-    o--;
-  if (size > 0)
-    out[o] = '\0';
-}
-
 void cli_append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
   if (*len >= size)
     return;
@@ -175,8 +157,16 @@ void cli_append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
 }
 
 void cli_host_port(char *out, size_t size, const char *host, int port) {
+  if (size < 2)
+    return;
   int v6 = strchr(host, ':') != NULL;
-  snprintf(out, size, "%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+  /* Sentinels, cluster maps and MOVED replies choose the host: shown escaped. */
+  size_t o = 0;
+  if (v6)
+    out[o++] = '[';
+  cli_term_escape(host, strlen(host), out + o, size - o);
+  o = strlen(out);
+  snprintf(out + o, size - o, "%s:%d", v6 ? "]" : "", port);
 }
 
 /* One sentinel's answer to SENTINEL GET-MASTER-ADDR-BY-NAME: 1 with the
@@ -192,7 +182,7 @@ static int ask_one(const node_addr_t *voter, const node_addr_t *sentinel, uint64
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[0]->type == REDIS_REPLY_STRING &&
                r->element[1]->type == REDIS_REPLY_STRING) {
-      cli_printable(r->element[0]->str, r->element[0]->len, out->host, sizeof out->host);
+      cli_term_escape(r->element[0]->str, r->element[0]->len, out->host, sizeof out->host);
       out->master = *voter;
       out->master.voter = VOTER_KIND_STANDALONE;
       out->master.kind = NODE_ADDR_TCP;
@@ -203,12 +193,15 @@ static int ask_one(const node_addr_t *voter, const node_addr_t *sentinel, uint64
       found = out->master.port > 0 && out->master.port < 65536;
       if (found)
         cli_host_port(out->addr, sizeof out->addr, out->host, out->master.port);
-      else
-        snprintf(why, size, "an invalid port '%.*s'", (int)r->element[1]->len, r->element[1]->str);
+      else {
+        char port[64];
+        cli_term_escape(r->element[1]->str, r->element[1]->len, port, sizeof port);
+        snprintf(why, size, "an invalid port '%s'", port);
+      }
     } else if (r->type == REDIS_REPLY_NIL) {
       snprintf(why, size, "does not know '%s'", voter->master_name);
     } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STRING) {
-      cli_printable(r->str, r->len, why, size);
+      cli_term_escape(r->str, r->len, why, size);
     } else {
       snprintf(why, size, "an unexpected reply");
     }

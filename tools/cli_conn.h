@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cli_common.h"
+#include "cli_term.h" /* cli_term_escape: what servers say, on a terminal */
 
 struct redisContext;
 
@@ -87,10 +88,5 @@ __attribute__((format(printf, 4, 5))) void cli_append(char *buf, size_t size, si
 
 /* "host:port", with brackets around an IPv6 host. */
 void cli_host_port(char *out, size_t size, const char *host, int port);
-
-/* A server's text made printable into out (size bytes): CR and LF as
- * spaces, other control and non-ASCII bytes as \xNN, trailing spaces
- * dropped. */
-void cli_printable(const char *s, size_t len, char *out, size_t size);
 
 #endif

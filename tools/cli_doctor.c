@@ -152,6 +152,18 @@ static void check_master(dr_master_t *m, uint64_t *last_t0) {
     *last_t0 = m->t0_ns;
 }
 
+/* "counts in 41 s, at 16:59:02" (local time): when a quarantine of left_ms
+ * ends, for the person who waits for it. */
+static void counts_when(uint64_t left_ms, char *buf, size_t size) {
+  uint64_t secs = (left_ms + 999) / 1000;
+  time_t at = time(NULL) + (time_t)secs;
+  struct tm tm;
+  char hms[16] = "?";
+  if (localtime_r(&at, &tm) != NULL)
+    strftime(hms, sizeof hms, "%H:%M:%S", &tm);
+  snprintf(buf, size, "counts in %llu s, at %s", (unsigned long long)secs, hms);
+}
+
 /* The "quarantine" check of every voter that passed the others: whether the
  * library, with these options, counts its vote now (cli_quar.h: a client
  * of its own asks).  A cluster voter's primaries are judged one by one at
@@ -175,10 +187,13 @@ static int check_quarantines(doctor_opts_t *o, dr_voter_t *voters) {
       dr_add(v, "quarantine", DR_SKIP, "judged per primary at its first request (not asked here)");
     else if (cli_quar_why(&q, i, why, sizeof why)) {
       snprintf(v->quarantine, sizeof v->quarantine, "%s", why);
+      char when[64];
+      counts_when(cli_quar_left_ms(&q, i), when, sizeof when);
       dr_add(v, "quarantine", DR_WARN,
-             "%s: the library does not count its vote until then (max TTL %llu ms; see "
-             "--max-ttl, --no-quarantine)",
-             why, (unsigned long long)(o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS));
+             "%s: %s; the library does not count its vote until then, as run would not "
+             "(max TTL %llu ms; see --max-ttl, --no-quarantine)",
+             why, when,
+             (unsigned long long)(o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS));
     } else
       dr_add(v, "quarantine", DR_OK, "none: its vote counts now");
   }

@@ -166,7 +166,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
   if (r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0) {
     rc = 1;
   } else if (r->type == REDIS_REPLY_STRING) { /* the reason it would be refused */
-    cli_printable(r->str, r->len, why, size);
+    cli_term_escape(r->str, r->len, why, size);
     rc = 0;
   } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "Command '") != NULL &&
              strstr(r->str, "not found") != NULL) {
@@ -174,7 +174,7 @@ static int dryrun(dr_master_t *m, const char *user, const lib_command_t *c, char
     rc = 0;
   } else {
     if (r->type == REDIS_REPLY_ERROR)
-      cli_printable(r->str, r->len, why, size);
+      cli_term_escape(r->str, r->len, why, size);
     else
       snprintf(why, size, "unexpected reply");
     rc = -1;
@@ -189,6 +189,7 @@ static void whoami(dr_master_t *m, char *user, size_t size) {
   redisReply *r = dr_command(m, "ACL WHOAMI");
   if (r == NULL)
     return;
+  /* Raw: ACL DRYRUN needs the name as it is; dr_add escapes what it shows. */
   if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
     snprintf(user, size, "%.*s", (int)r->len, r->str);
   freeReplyObject(r);

@@ -64,10 +64,10 @@ redisReply *dr_command_argv(dr_master_t *m, int argc, const char **argv, const s
 static const char *reply_text(const redisReply *r, char *out, size_t size) {
   if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ERR unknown command", 19) == 0) {
     const char *args = strstr(r->str, ", with args");
-    cli_printable(r->str, args != NULL ? (size_t)(args - r->str) : r->len, out, size);
+    cli_term_escape(r->str, args != NULL ? (size_t)(args - r->str) : r->len, out, size);
   } else if (r->type == REDIS_REPLY_ERROR || r->type == REDIS_REPLY_STATUS ||
              r->type == REDIS_REPLY_STRING)
-    cli_printable(r->str, r->len, out, size);
+    cli_term_escape(r->str, r->len, out, size);
   else if (r->type == REDIS_REPLY_INTEGER)
     snprintf(out, size, "%lld", r->integer);
   else if (r->type == REDIS_REPLY_NIL)
@@ -91,7 +91,7 @@ int dr_info_field(const char *info, const char *field, char *out, size_t size) {
     if (strncmp(p, field, flen) == 0 && p[flen] == ':') {
       const char *v = p + flen + 1;
       size_t len = strcspn(v, "\r\n");
-      cli_printable(v, len, out, size);
+      cli_term_escape(v, len, out, size);
       return 1;
     }
   }
@@ -153,13 +153,13 @@ static void check_role(dr_master_t *m) {
     return;
   if (r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
       r->element[0]->type == REDIS_REPLY_STRING) {
-    cli_printable(r->element[0]->str, r->element[0]->len, role, sizeof role);
+    cli_term_escape(r->element[0]->str, r->element[0]->len, role, sizeof role);
     if (strcmp(role, "slave") == 0 && r->elements >= 4 &&
         r->element[1]->type == REDIS_REPLY_STRING && r->element[2]->type == REDIS_REPLY_INTEGER &&
         r->element[3]->type == REDIS_REPLY_STRING) {
       char host[256], state[64];
-      cli_printable(r->element[1]->str, r->element[1]->len, host, sizeof host);
-      cli_printable(r->element[3]->str, r->element[3]->len, state, sizeof state);
+      cli_term_escape(r->element[1]->str, r->element[1]->len, host, sizeof host);
+      cli_term_escape(r->element[3]->str, r->element[3]->len, state, sizeof state);
       snprintf(master, sizeof master, " of %s:%lld (link %s)", host, r->element[2]->integer, state);
     }
   } else {
@@ -293,7 +293,7 @@ static void check_persistence(dr_master_t *m) {
       return;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
-      cli_printable(r->element[1]->str, r->element[1]->len, values[i], sizeof values[i]);
+      cli_term_escape(r->element[1]->str, r->element[1]->len, values[i], sizeof values[i]);
       freeReplyObject(r);
       continue;
     }

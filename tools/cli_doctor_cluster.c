@@ -158,7 +158,7 @@ void dr_cluster_check_primary(dr_master_t *m) {
   char why[256] = "";
   char *info = r->type == REDIS_REPLY_STRING ? strndup(r->str, r->len) : NULL;
   if (r->type == REDIS_REPLY_ERROR)
-    cli_printable(r->str, r->len, why, sizeof why);
+    cli_term_escape(r->str, r->len, why, sizeof why);
   else if (info == NULL)
     snprintf(why, sizeof why, "no text");
   freeReplyObject(r);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli_doctor.h"
+#include "cli_term.h"
 
 dr_check_t *dr_add(dr_voter_t *v, const char *name, dr_status_t status, const char *fmt, ...) {
   if (v->n_checks == DR_MAX_CHECKS) /* a programming error: the last one is overwritten */
@@ -18,10 +19,14 @@ dr_check_t *dr_add(dr_voter_t *v, const char *name, dr_status_t status, const ch
   dr_check_t *c = &v->checks[v->n_checks++];
   c->name = name;
   c->status = status;
+  char raw[sizeof c->detail];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(c->detail, sizeof c->detail, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  /* Details quote servers (replies, user names, INFO fields): whatever a
+   * check forgot to escape, none reaches the terminal raw. */
+  cli_term_escape(raw, strlen(raw), c->detail, sizeof c->detail);
   return c;
 }
 

@@ -43,6 +43,10 @@ static const struct option HOLD_LONGS[] = {
     {NULL, 0, NULL, 0}};
 static const struct option LOCK_LONGS[] = {
     {"wait", required_argument, NULL, 'w'},
+    {"nonblock", no_argument, NULL, 'n'},
+    {"command", required_argument, NULL, 'c'},
+    {"shared", no_argument, NULL, 's'},
+    {"exclusive", no_argument, NULL, 'x'},
     {"conflict-exit-code", required_argument, NULL, 'E'},
     {"metrics-file", required_argument, NULL, OPT_METRICS_FILE},
     {"metrics-format", required_argument, NULL, OPT_METRICS_FORMAT},
@@ -59,25 +63,26 @@ static void set_defaults(const hold_cmd_t *cmd, hold_opts_t *o) {
   o->fence_env = DEFAULT_FENCE_ENV;
 }
 
-/* The options that take a duration: their bounds and where they go. */
+/* The options that take a duration: their bounds, the unit of a bare
+ * number (--wait's is flock(1)'s, seconds) and where they go. */
 static const struct {
   int opt;
   const char *name;
-  uint64_t min, max;
+  uint64_t min, max, bare_unit_ms;
   size_t field; /* offsetof(hold_opts_t, ...) */
 } MS_OPTIONS[] = {
-    {'t', "--ttl", 1, INT32_MAX, offsetof(hold_opts_t, ttl_ms)},
-    {'w', "--wait", 0, UINT32_MAX, offsetof(hold_opts_t, wait_ms)},
-    {OPT_MAX_TTL, "--max-ttl", 1, INT32_MAX, offsetof(hold_opts_t, max_ttl_ms)},
-    {'g', "--grace", 0, UINT32_MAX, offsetof(hold_opts_t, grace_ms)},
-    {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, offsetof(hold_opts_t, connect_ms)},
-    {OPT_REQUEST_TIMEOUT, "--request-timeout", 1, 3600000, offsetof(hold_opts_t, request_ms)}};
+    {'t', "--ttl", 1, INT32_MAX, 1, offsetof(hold_opts_t, ttl_ms)},
+    {'w', "--wait", 0, UINT32_MAX, 1000, offsetof(hold_opts_t, wait_ms)},
+    {OPT_MAX_TTL, "--max-ttl", 1, INT32_MAX, 1, offsetof(hold_opts_t, max_ttl_ms)},
+    {'g', "--grace", 0, UINT32_MAX, 1, offsetof(hold_opts_t, grace_ms)},
+    {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, 1, offsetof(hold_opts_t, connect_ms)},
+    {OPT_REQUEST_TIMEOUT, "--request-timeout", 1, 3600000, 1, offsetof(hold_opts_t, request_ms)}};
 
 /* What take_option needs besides the option. */
 typedef struct {
   const hold_cmd_t *cmd;
   hold_opts_t *o;
-  int ttl_given;
+  int ttl_given, max_ttl_given;
 } hold_parse_t;
 
 /* One option of run or elect (parse_options' take): 0 when taken, an exit
@@ -90,14 +95,32 @@ static int take_option(void *ctx, int opt, const char *arg) {
     if (MS_OPTIONS[i].opt != opt)
       continue;
     uint64_t *field = (uint64_t *)((char *)o + MS_OPTIONS[i].field);
-    if (parse_ms(arg, MS_OPTIONS[i].min, MS_OPTIONS[i].max, field) != 0)
-      return usage_error("%s: expected %" PRIu64 " to %" PRIu64 " milliseconds, got '%s'",
-                         MS_OPTIONS[i].name, MS_OPTIONS[i].min, MS_OPTIONS[i].max, arg);
+    if (parse_duration(arg, MS_OPTIONS[i].bare_unit_ms, MS_OPTIONS[i].min, MS_OPTIONS[i].max,
+                       field) != 0)
+      return usage_error("%s: expected a duration from %" PRIu64 " to %" PRIu64
+                         " ms (250ms, 1.5s, 2m; a bare number is in %s), got '%s'",
+                         MS_OPTIONS[i].name, MS_OPTIONS[i].min, MS_OPTIONS[i].max,
+                         MS_OPTIONS[i].bare_unit_ms == 1000 ? "seconds" : "milliseconds", arg);
     p->ttl_given |= opt == 't';
+    p->max_ttl_given |= opt == OPT_MAX_TTL;
     return 0;
   }
   long l;
   switch (opt) {
+  case 'n': /* flock -n: one attempt */
+    o->wait_ms = 0;
+    return 0;
+  case 'c':
+    if (arg[0] == '\0')
+      return usage_error("-c: expected a shell command");
+    o->shell_command = arg;
+    return 0;
+  case 's':
+  case 'x':
+    if (o->mode != HOLD_MUTEX && o->mode != (opt == 's' ? HOLD_SHARED : HOLD_EXCLUSIVE))
+      return usage_error("-s (--shared) and -x (--exclusive) exclude each other");
+    o->mode = opt == 's' ? HOLD_SHARED : HOLD_EXCLUSIVE;
+    return 0;
   case 'E':
     if (parse_int_range(arg, 0, 255, &l) != 0)
       return usage_error("--conflict-exit-code: expected 0 to 255, got '%s'", arg);
@@ -137,7 +160,7 @@ static int take_option(void *ctx, int opt, const char *arg) {
 int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
   set_defaults(cmd, o);
   hold_parse_t p = {.cmd = cmd, .o = o};
-  const cmd_options_t opts = {.shorts = cmd->lock ? "t:w:E:f:g:G" : "t:f:g:G",
+  const cmd_options_t opts = {.shorts = cmd->lock ? "t:w:E:f:g:Gnc:sx" : "t:f:g:G",
                               .longs = cmd->lock ? RUN_TABLES : ELECT_TABLES,
                               .take = take_option,
                               .ctx = &p,
@@ -148,15 +171,43 @@ int hold_parse(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o) {
   if (optind >= argc)
     return usage_error("%s: missing %s", cmd->name, cmd->operand);
   o->resource = argv[optind++];
-  if (optind < argc && strcmp(argv[optind], "--") == 0)
-    optind++;
-  else if (optind < argc && argv[optind][0] == '-')
-    return usage_error("%s: options go before %s ('%s' after it); put -- before a "
-                       "COMMAND that starts with '-'",
-                       cmd->name, cmd->operand, argv[optind]);
-  if (optind >= argc)
-    return usage_error("%s: missing COMMAND", cmd->name);
-  o->command = argv + optind;
+  /* flock(1)'s order: `redlock run RESOURCE -c 'COMMAND'`. */
+  if (cmd->lock && optind < argc &&
+      (strcmp(argv[optind], "-c") == 0 || strcmp(argv[optind], "--command") == 0)) {
+    if (optind + 1 >= argc)
+      return usage_error("option %s needs a value", argv[optind]);
+    if (argv[optind + 1][0] == '\0')
+      return usage_error("-c: expected a shell command");
+    if (optind + 2 < argc)
+      return usage_error("%s: -c takes one shell command ('%s' after it): quote it", cmd->name,
+                         argv[optind + 2]);
+    o->shell_command = argv[optind + 1];
+    optind = argc;
+  }
+  if (o->shell_command != NULL) {
+    if (optind < argc)
+      return usage_error("%s: -c and a COMMAND ('%s') exclude each other", cmd->name, argv[optind]);
+    o->shell_argv[0] = "sh";
+    o->shell_argv[1] = "-c";
+    o->shell_argv[2] = (char *)o->shell_command;
+    o->shell_argv[3] = NULL;
+    o->command = o->shell_argv;
+  } else {
+    if (optind < argc && strcmp(argv[optind], "--") == 0)
+      optind++;
+    else if (optind < argc && argv[optind][0] == '-')
+      return usage_error("%s: options go before %s ('%s' after it); put -- before a "
+                         "COMMAND that starts with '-'",
+                         cmd->name, cmd->operand, argv[optind]);
+    if (optind >= argc)
+      return usage_error("%s: missing COMMAND (or -c 'COMMAND')", cmd->name);
+    o->command = argv + optind;
+  }
+  /* A --ttl above the library's default max TTL raises the max TTL (and with
+   * it the quarantine, which must cover a TTL) unless --max-ttl says
+   * otherwise: `--ttl 2m` works as written. */
+  if (p.ttl_given && !p.max_ttl_given && o->ttl_ms > LIBRARY_DEFAULT_MAX_TTL_MS)
+    o->max_ttl_ms = o->ttl_ms;
   uint64_t max_ttl = o->max_ttl_ms ? o->max_ttl_ms : LIBRARY_DEFAULT_MAX_TTL_MS;
   if (!p.ttl_given && o->ttl_ms > max_ttl)
     o->ttl_ms = max_ttl; /* the default TTL, capped by a small --max-ttl */

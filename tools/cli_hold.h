@@ -1,6 +1,7 @@
 /* cli_hold.h: the options of the two subcommands that hold something while
  * COMMAND runs, `run` (a lock) and `elect` (a leader's term), and the client
- * they open.  elect takes run's options minus --wait, -E and --metrics-*,
+ * they open.  elect takes run's options minus --wait, -n, -E, -c, -s, -x and
+ * --metrics-*,
  * so both go through one parser: a hold_cmd_t says what differs.  The
  * connection options (--node, --key-prefix, --tls-*) are every
  * subcommand's (conn_opts_t, cli_common.h). */
@@ -20,9 +21,17 @@ typedef struct {
   const char *fence_env;
   const char *resource; /* run's RESOURCE, elect's NAME */
   char **command;
-  const char *metrics_file; /* --metrics-file: stats written at the end */
-  int metrics_format;       /* REDLOCK_STATS_PROMETHEUS or REDLOCK_STATS_JSON */
+  const char *metrics_file;  /* --metrics-file: stats written at the end */
+  int metrics_format;        /* REDLOCK_STATS_PROMETHEUS or REDLOCK_STATS_JSON */
+  int mode;                  /* run: HOLD_MUTEX, HOLD_SHARED (-s) or HOLD_EXCLUSIVE (-x) */
+  const char *shell_command; /* -c: COMMAND is sh -c this */
+  char *shell_argv[4];       /* COMMAND's argv for -c */
 } hold_opts_t;
+
+/* What run holds: a plain lock, or a hold of the read-write lock of the
+ * same name (whose keys differ: a plain run and a -s/-x run do not exclude
+ * each other). */
+enum { HOLD_MUTEX = 0, HOLD_SHARED, HOLD_EXCLUSIVE };
 
 /* What run and elect differ in. */
 typedef struct {

@@ -47,8 +47,9 @@ enum { R_GET, R_PTTL, R_FENCE, R_INFO, R_ROLE, N_REPLIES };
 static void read_get_error(const redisReply *get, master_report_t *rep) {
   int answers = strncmp(get->str, "WRONGTYPE", 9) == 0;
   rep->up = answers;
-  snprintf(rep->state, sizeof rep->state, "%s (GET: %.*s)", answers ? "up" : "error", (int)get->len,
-           get->str);
+  char said[256];
+  cli_term_escape(get->str, get->len, said, sizeof said);
+  snprintf(rep->state, sizeof rep->state, "%s (GET: %s)", answers ? "up" : "error", said);
 }
 
 /* The replies' values into rep (up). */
@@ -62,8 +63,7 @@ static void read_replies(redisReply **replies, master_report_t *rep) {
   if (replies[R_PTTL]->type == REDIS_REPLY_INTEGER)
     rep->pttl = replies[R_PTTL]->integer;
   if (replies[R_FENCE]->type == REDIS_REPLY_STRING)
-    snprintf(rep->fence, sizeof rep->fence, "%.*s", (int)replies[R_FENCE]->len,
-             replies[R_FENCE]->str);
+    cli_term_escape(replies[R_FENCE]->str, replies[R_FENCE]->len, rep->fence, sizeof rep->fence);
   if (replies[R_INFO]->type == REDIS_REPLY_STRING) {
     const char *u = strstr(replies[R_INFO]->str, "uptime_in_seconds:");
     if (u != NULL) {
@@ -83,9 +83,9 @@ static void check_role(const redisReply *role, master_report_t *rep) {
   char said[64] = "no answer";
   if (role->type == REDIS_REPLY_ARRAY && role->elements >= 1 &&
       role->element[0]->type == REDIS_REPLY_STRING)
-    cli_printable(role->element[0]->str, role->element[0]->len, said, sizeof said);
+    cli_term_escape(role->element[0]->str, role->element[0]->len, said, sizeof said);
   else if (role->type == REDIS_REPLY_ERROR)
-    cli_printable(role->str, role->len, said, sizeof said);
+    cli_term_escape(role->str, role->len, said, sizeof said);
   rep->up = 0;
   snprintf(rep->state, sizeof rep->state,
            "error (%s names it, but its ROLE is '%s', not master: it cannot vote)", rep->sentinel,

@@ -20,9 +20,13 @@
 
 #include "cli_child.h"
 #include "cli_common.h"
+#include "cli_file.h"
 #include "cli_hold.h"
 #include "cli_probe.h"
 #include "cli_quar.h"
+
+/* How often a wait on a terminal says it is still waiting. */
+#define PROGRESS_EVERY_MS 5000
 
 /* Set on the library's loop thread, read by the main thread. */
 static atomic_int g_lock_done;
@@ -80,7 +84,7 @@ static void diagnose_masters(const hold_opts_t *o) {
   }
   if (quarantined > 0)
     err_msg("a quarantined master's vote counts once its quarantine (max TTL long) ends: wait, "
-            "or see Quarantines, --no-quarantine and --max-ttl in redlock --help");
+            "or see Quarantines, --no-quarantine and --max-ttl in redlock run --help");
   free(key);
   free(fence_key);
 }
@@ -114,21 +118,79 @@ static int lock_failure(redlock_t *client, const hold_opts_t *o, int status) {
   }
 }
 
-/* Waits for the lock.  Returns 0 with *out set, an exit status, or 128+N
- * when signal N arrived first. */
+/* The hold run asks for: a plain lock, or a read or write hold of the
+ * read-write lock of the same name. */
+static int start_attempt(redlock_t *client, const hold_opts_t *o) {
+  uint32_t ttl = (uint32_t)o->ttl_ms, wait = (uint32_t)o->wait_ms;
+  switch (o->mode) {
+  case HOLD_SHARED:
+    return redlock_rwlock_read_async(client, o->resource, ttl, wait, lock_cb, NULL);
+  case HOLD_EXCLUSIVE:
+    return redlock_rwlock_write_async(client, o->resource, ttl, wait, lock_cb, NULL);
+  default:
+    return redlock_lock_async(client, o->resource, ttl, wait, lock_cb, NULL);
+  }
+}
+
+/* One more attempt of the same hold, at once. */
+static int try_once(redlock_t *client, const hold_opts_t *o, redlock_lock_t **lock) {
+  uint32_t ttl = (uint32_t)o->ttl_ms;
+  switch (o->mode) {
+  case HOLD_SHARED:
+    return redlock_rwlock_read(client, o->resource, ttl, 0, lock);
+  case HOLD_EXCLUSIVE:
+    return redlock_rwlock_write(client, o->resource, ttl, 0, lock);
+  default:
+    return redlock_trylock(client, o->resource, ttl, lock);
+  }
+}
+
+/* Why the wait goes on, from the client's latest round: the main thread has
+ * no call on record, so redlock_last_votes describes the waiting attempt's
+ * last round. */
+static const char *wait_reason(redlock_t *client) {
+  char votes[64];
+  votes[0] = '\0';
+  redlock_last_votes(client, votes, sizeof votes);
+  if (strncmp(votes, "lost (no quorum)", 16) == 0)
+    return "too few masters answer";
+  return "held by another";
+}
+
+/* Seconds, rounded down, for the progress line. */
+static uint64_t whole_s(uint64_t ms) { return ms / 1000; }
+
+/* Waits for the lock.  Returns 0 with *out set when it is held; otherwise
+ * *out is NULL and the exit status is returned (the -E code for a busy
+ * lock, which may be 0: the caller tells a held lock by *out, not by the
+ * status), or 128+N when signal N arrived first. */
 static int acquire(redlock_t *client, const hold_opts_t *o, redlock_lock_t **out) {
   *out = NULL;
-  int rc = redlock_lock_async(client, o->resource, (uint32_t)o->ttl_ms, (uint32_t)o->wait_ms,
-                              lock_cb, NULL);
+  int rc = start_attempt(client, o);
   if (rc != 0) {
     err_msg("cannot lock '%s': %s", o->resource, redlock_strerror(rc));
     return rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
   }
   if (o->wait_ms > 0)
     info_msg("waiting up to %" PRIu64 " ms for '%s'", o->wait_ms, o->resource);
+  /* A person at a terminal hears of a long wait every few seconds; a script
+   * (stderr not a terminal) keeps a quiet log. */
+  int progress = o->wait_ms > 0 && g_verbosity >= 0 && isatty(STDERR_FILENO);
+  uint64_t started = now_ms(), next_progress = started + PROGRESS_EVERY_MS;
   while (!atomic_load(&g_lock_done)) {
+    int64_t timeout = -1;
+    if (progress) {
+      uint64_t now = now_ms();
+      if (now >= next_progress) {
+        err_msg("waiting for '%s': %s, %" PRIu64 " s of %" PRIu64 " s", o->resource,
+                wait_reason(client), whole_s(now - started), whole_s(o->wait_ms + 999));
+        next_progress += PROGRESS_EVERY_MS;
+        continue;
+      }
+      timeout = (int64_t)(next_progress - now);
+    }
     siginfo_t info;
-    int sig = wait_signal(-1, &info);
+    int sig = wait_signal(timeout, &info);
     if (sig > 0 && is_forwarded(sig)) {
       /* Even if the lock was granted meanwhile: the caller's redlock_close
        * cancels the call or releases the lock. */
@@ -142,10 +204,12 @@ static int acquire(redlock_t *client, const hold_opts_t *o, redlock_lock_t **out
     return 0;
   }
   if (status == REDLOCK_ETIMEDOUT) {
-    /* lock_wait reports only that the budget ran out: one more attempt tells
-     * a held lock from masters that do not answer (and may still win). */
+    /* The wait ended on a held lock (a wait that ends for lack of quorum
+     * returns REDLOCK_ENOQUORUM: 69, never the busy code).  One more attempt
+     * takes a lock freed at the very end of the wait, and tells masters that
+     * stopped answering since the last round. */
     redlock_lock_t *lock = NULL;
-    int again = redlock_trylock(client, o->resource, (uint32_t)o->ttl_ms, &lock);
+    int again = try_once(client, o, &lock);
     if (again == REDLOCK_OK) {
       *out = lock;
       return 0;
@@ -225,10 +289,11 @@ static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *l
   return status;
 }
 
-/* --metrics-file: the client's stats, written to PATH.tmp.PID and renamed
- * over PATH, so that a reader (node_exporter's textfile collector, say)
- * never sees half a file.  A failure is reported and does not change the
- * exit status: COMMAND's own matters more. */
+/* --metrics-file: the client's stats, written to a temporary file that
+ * mkostemp creates beside PATH and renamed over it (cli_file.h), so that a
+ * reader (node_exporter's textfile collector, say) never sees half a file
+ * and nothing planted at a predictable name is followed.  A failure is reported and does not change
+ * the exit status: COMMAND's own matters more. */
 static void write_metrics(redlock_t *client, const hold_opts_t *o) {
   int format = o->metrics_format ? o->metrics_format : REDLOCK_STATS_PROMETHEUS;
   char *text = NULL;
@@ -253,27 +318,10 @@ static void write_metrics(redlock_t *client, const hold_opts_t *o) {
     free(text);
     return;
   }
-  size_t plen = strlen(o->metrics_file) + 32;
-  char *tmp = malloc(plen);
-  if (tmp == NULL) {
-    err_msg("cannot write the metrics: out of memory");
-    free(text);
-    return;
-  }
-  snprintf(tmp, plen, "%s.tmp.%ld", o->metrics_file, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  int ok = f != NULL && fwrite(text, 1, (size_t)len, f) == (size_t)len;
-  if (f != NULL && fclose(f) != 0)
-    ok = 0;
-  if (ok && rename(tmp, o->metrics_file) != 0)
-    ok = 0;
-  if (!ok) {
+  if (cli_file_replace(o->metrics_file, text, (size_t)len, 0644) != 0)
     err_msg("cannot write the metrics to '%s': %s", o->metrics_file, strerror(errno));
-    unlink(tmp);
-  } else {
+  else
     info_msg("metrics written to '%s'", o->metrics_file);
-  }
-  free(tmp);
   free(text);
 }
 
@@ -294,7 +342,7 @@ int cmd_run(int argc, char **argv) {
   if (status == 0) {
     redlock_lock_t *lock = NULL;
     status = acquire(client, &o, &lock);
-    if (status == 0)
+    if (lock != NULL)
       status = run_locked(client, &o, lock, &inherited);
     if (o.metrics_file != NULL)
       write_metrics(client, &o);

@@ -6,7 +6,7 @@
  *   redlock status [OPTIONS] RESOURCE                         cli_status.c
  *   redlock doctor [OPTIONS] URI...                           cli_doctor.c
  *
- * docs/cli.md and docs/redlock.1 document the options and the exit statuses
+ * docs/redlock.1 (man redlock) and docs/cli.md document the options and the exit statuses
  * (cli_common.h).  The tool uses the public API of the shared library, and
  * the library's node URI parser and TLS set-up (redlock_uri target) so that
  * it reads and checks masters exactly as the library does. */
@@ -20,7 +20,12 @@ int main(int argc, char **argv) {
     return usage_error("missing command: run, elect, status or doctor");
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-    print_help();
+    /* `redlock help run`: run's options, as `redlock run --help`. */
+    const char *sub = argc > 2 && strcmp(cmd, "help") == 0 ? argv[2] : NULL;
+    if (sub != NULL && strcmp(sub, "run") != 0 && strcmp(sub, "elect") != 0 &&
+        strcmp(sub, "status") != 0 && strcmp(sub, "doctor") != 0)
+      return usage_error("help: unknown command '%s' (expected run, elect, status or doctor)", sub);
+    print_help(sub);
     return 0;
   }
   if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {

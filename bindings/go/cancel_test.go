@@ -350,3 +350,35 @@ func TestElectContextResigns(t *testing.T) {
 		t.Fatalf("Elect with a done ctx: %v", err)
 	}
 }
+
+// A call its ctx ended says which call and resource, and still matches
+// context.DeadlineExceeded / context.Canceled.
+func TestContextErrorNamesCall(t *testing.T) {
+	a, b := open(t), open(t)
+	held, err := a.Lock(bg, "go:ctxwrap", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Unlock(bg)
+	check := func(err error, want string, cause error) {
+		t.Helper()
+		var re *Error
+		if err == nil || err.Error() != want || !errors.Is(err, cause) || !errors.As(err, &re) {
+			t.Fatalf("got %v, want %q (%v)", err, want, cause)
+		}
+		if re.Timeout() != (cause == context.DeadlineExceeded) {
+			t.Fatalf("%v: Timeout() %v", err, re.Timeout())
+		}
+	}
+	ctx, cancel := context.WithTimeout(bg, 100*time.Millisecond)
+	_, err = b.LockWait(ctx, "go:ctxwrap", time.Second, 30*time.Second)
+	cancel()
+	check(err, `redlock: lock_wait "go:ctxwrap": context deadline exceeded`, context.DeadlineExceeded)
+	done, cancelDone := context.WithCancel(bg)
+	cancelDone()
+	_, err = b.Lock(done, "go:ctxwrap", time.Second)
+	check(err, `redlock: lock "go:ctxwrap": context canceled`, context.Canceled)
+	_, err = b.TryLock(done, "go:ctxwrap", time.Second)
+	check(err, `redlock: trylock "go:ctxwrap": context canceled`, context.Canceled)
+	check(held.Extend(done, time.Second), `redlock: extend "go:ctxwrap": context canceled`, context.Canceled)
+}

@@ -5,6 +5,8 @@ package redlock
 import "C"
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
@@ -28,7 +30,7 @@ const (
 	ENOQUORUM   Errno = C.REDLOCK_ENOQUORUM   // too few masters answered
 	EEXPIRED    Errno = C.REDLOCK_EEXPIRED    // quorum won but no validity left
 	ELOST       Errno = C.REDLOCK_ELOST       // the lock is no longer held on a quorum
-	ETIMEDOUT   Errno = C.REDLOCK_ETIMEDOUT   // wait budget spent
+	ETIMEDOUT   Errno = C.REDLOCK_ETIMEDOUT   // wait budget spent, still held by another
 	ECANCELED   Errno = C.REDLOCK_ECANCELED   // canceled (the client was closed during the call)
 	ECLOSED     Errno = C.REDLOCK_ECLOSED     // client is closing or closed
 	EWOULDBLOCK Errno = C.REDLOCK_EWOULDBLOCK // blocking call on the client's loop thread
@@ -125,17 +127,38 @@ type Error struct {
 	// threads still gets its own call's); "" otherwise.  Diagnostics: do not
 	// parse it.
 	Votes string
+	// Detail: why an argument was refused, when the binding knows
+	// (e.g. a TTL above the max TTL); "" otherwise.
+	Detail string
+	// Err: when the call's ctx ended it, ctx.Err() (context.Canceled or
+	// context.DeadlineExceeded, which errors.Is finds through the *Error);
+	// Errno is then 0.
+	Err error
+}
+
+// ctxErr is the error of a call that its ctx ended: the operation and the
+// resource, wrapping ctx.Err().
+func ctxErr(op, resource string, err error) error {
+	return &Error{Op: op, Resource: resource, Err: err}
 }
 
 // Error is "redlock: OP "RESOURCE": MESSAGE", followed by ": VOTES" when the
 // votes explain the failure: no quorum, or a master in quarantine (how long
 // it has left).  Otherwise the votes stay in Votes, to keep the line short.
 func (e *Error) Error() string {
-	var s string
-	if e.Resource != "" {
-		s = fmt.Sprintf("redlock: %s %q: %s", e.Op, e.Resource, e.Errno.Error())
+	var s, msg string
+	if e.Err != nil {
+		msg = e.Err.Error()
 	} else {
-		s = fmt.Sprintf("redlock: %s: %s", e.Op, e.Errno.Error())
+		msg = e.Errno.Error()
+	}
+	if e.Resource != "" {
+		s = fmt.Sprintf("redlock: %s %q: %s", e.Op, e.Resource, msg)
+	} else {
+		s = fmt.Sprintf("redlock: %s: %s", e.Op, msg)
+	}
+	if e.Detail != "" {
+		s += ": " + e.Detail
 	}
 	if votesExplain(e.Errno, e.Votes) {
 		s += ": " + e.Votes
@@ -160,11 +183,20 @@ func roundErrno(rc C.int) bool {
 	return false
 }
 
-// Unwrap makes errors.Is(err, redlock.ErrLocked) and errors.As(err, &errno) work.
-func (e *Error) Unwrap() error { return e.Errno }
+// Unwrap makes errors.Is(err, redlock.ErrLocked) and errors.As(err, &errno)
+// work, and errors.Is(err, context.Canceled) for a call its ctx ended.
+func (e *Error) Unwrap() error {
+	if e.Err != nil {
+		return e.Err
+	}
+	return e.Errno
+}
 
-// Timeout reports whether the wait budget ran out (ETIMEDOUT).
-func (e *Error) Timeout() bool { return e.Errno.Timeout() }
+// Timeout reports whether the wait budget ran out (ETIMEDOUT) or the ctx's
+// deadline passed.
+func (e *Error) Timeout() bool {
+	return e.Errno.Timeout() || (e.Err != nil && errors.Is(e.Err, context.DeadlineExceeded))
+}
 
 // Temporary: see Errno.Temporary.
 func (e *Error) Temporary() bool { return e.Errno.Temporary() }

@@ -252,6 +252,7 @@ type Client struct {
 	lmu     sync.Mutex         // guards locks and closing
 	closing bool
 	logID   uintptr
+	maxTTL  C.uint32_t // ms: the largest TTL the library takes (0: unknown)
 
 	elections map[*Election]struct{} // live elections, closed by Close (under lmu)
 }
@@ -328,6 +329,10 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
+	var maxTTL C.uint32_t
+	if C.redlock_options_get_max_ttl(o, &maxTTL) == 0 {
+		cl.maxTTL = maxTTL
+	}
 	if cfg.logger != nil {
 		cl.logID = registry.add(cfg.logger)
 		if err := set("log", C.rlgo_set_log(o, C.int(cfg.logLevel), C.uintptr_t(cl.logID))); err != nil {
@@ -351,18 +356,22 @@ func cbool(b bool) C.int {
 	return 0
 }
 
+// redact is the URI with its password and sentinel_password replaced by ***
+// (redlock_uri_redact: the C parser's own reading of the URI, so a password
+// holding '/' or '@' is hidden too).
 func redact(uri string) string {
-	for i := 0; i+2 < len(uri); i++ {
-		if uri[i] == '/' && uri[i+1] == '/' {
-			for j := i + 2; j < len(uri) && uri[j] != '/'; j++ {
-				if uri[j] == '@' {
-					return uri[:i+2] + "***" + uri[j:]
-				}
-			}
-			break
-		}
+	cs := C.CString(uri)
+	defer C.free(unsafe.Pointer(cs))
+	n := C.redlock_uri_redact(cs, nil, 0)
+	if n < 0 {
+		return "(invalid URI)"
 	}
-	return uri
+	buf := (*C.char)(C.malloc(C.size_t(n) + 1))
+	defer C.free(unsafe.Pointer(buf))
+	if C.redlock_uri_redact(cs, buf, C.size_t(n)+1) != n {
+		return "(invalid URI)"
+	}
+	return C.GoStringN(buf, n)
 }
 
 // Close cancels calls still waiting (they return ErrCanceled), releases every
@@ -459,10 +468,17 @@ func checkResource(op, r string) error {
 	return nil
 }
 
-func ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
+// ttlArg checks a TTL as the library would (1 ms .. the client's max TTL),
+// so that a refusal says the limit and the option that raises it.
+func (cl *Client) ttlArg(op, r string, ttl time.Duration) (C.uint32_t, error) {
 	t, ok := ms(ttl)
 	if !ok || t == 0 {
-		return 0, &Error{Op: op, Resource: r, Errno: EINVAL}
+		return 0, &Error{Op: op, Resource: r, Errno: EINVAL, Detail: "the TTL must be at least 1ms"}
+	}
+	if cl.maxTTL != 0 && t > cl.maxTTL {
+		return 0, &Error{Op: op, Resource: r, Errno: EINVAL, Detail: fmt.Sprintf(
+			"TTL %v is above the client's max TTL (%v); raise it with WithMaxTTL",
+			time.Duration(t)*time.Millisecond, time.Duration(cl.maxTTL)*time.Millisecond)}
 	}
 	return t, nil
 }
@@ -476,7 +492,9 @@ func (cl *Client) Lock(ctx context.Context, resource string, ttl time.Duration) 
 }
 
 // LockWait acquires resource, waiting up to wait for the holder to release it
-// (woken by the release; ErrTimeout when wait runs out).  ctx cancels as in Lock.
+// (woken by the release).  When wait runs out: ErrTimeout if the resource was
+// still held by another, ErrNoQuorum if the last attempt had too few masters
+// (an outage, not a busy lock).  ctx cancels as in Lock.
 func (cl *Client) LockWait(ctx context.Context, resource string, ttl, wait time.Duration) (*Lock, error) {
 	w, ok := ms(wait)
 	if !ok || w == 0 {
@@ -515,7 +533,7 @@ func (cl *Client) acquireNamed(ctx context.Context, op, name string, ttl time.Du
 	if err := checkResource(op, name); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg(op, name, ttl)
+	t, err := cl.ttlArg(op, name, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -534,7 +552,7 @@ func (cl *Client) acquireNamed(ctx context.Context, op, name string, ttl time.Du
 // caller that sees ctx.Err() holds nothing.
 func (cl *Client) acquire(ctx context.Context, op string, resources []string, start startFn) (*Lock, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr(op, resources[0], err)
 	}
 	p := &pendingLock{ch: make(chan lockResult, 1)}
 	cl.mu.RLock()
@@ -560,7 +578,7 @@ func (cl *Client) acquire(ctx context.Context, op string, resources []string, st
 		if r = <-p.ch; r.rc == 0 {
 			cl.releaseQuiet(r.h)
 		}
-		return nil, ctx.Err()
+		return nil, ctxErr(op, resources[0], ctx.Err())
 	}
 	if r.rc != 0 {
 		return nil, &Error{Op: op, Resource: resources[0], Errno: Errno(r.rc), Votes: r.votes}
@@ -620,12 +638,12 @@ func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duratio
 	if err := checkResource("trylock", resource); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg("trylock", resource, ttl)
+	t, err := cl.ttlArg("trylock", resource, ttl)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr("trylock", resource, err)
 	}
 	type outcome struct {
 		rc    C.int
@@ -649,7 +667,7 @@ func (cl *Client) TryLock(ctx context.Context, resource string, ttl time.Duratio
 		}
 	})
 	if err != nil {
-		return nil, err
+		return nil, ctxErr("trylock", resource, err)
 	}
 	if r.rc != 0 {
 		return nil, roundErr("trylock", resource, r.rc, r.votes)
@@ -668,7 +686,7 @@ func (cl *Client) LockMany(ctx context.Context, resources []string, ttl time.Dur
 			return nil, err
 		}
 	}
-	t, err := ttlArg("lock_many", resources[0], ttl)
+	t, err := cl.ttlArg("lock_many", resources[0], ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -780,12 +798,12 @@ func (l *Lock) live(op string) error {
 // the round ends in the background (Validity and Lost tell its outcome; an
 // Unlock meanwhile waits for it).  A ctx done before the call sends nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	t, err := ttlArg("extend", l.Resource, ttl)
+	t, err := l.cl.ttlArg("extend", l.Resource, ttl)
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return ctxErr("extend", l.Resource, err)
 	}
 	rerr, cerr := oneRound(ctx, func() error {
 		l.cl.mu.RLock()
@@ -804,7 +822,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return roundErr("extend", l.Resource, rc, votes)
 	}, nil)
 	if cerr != nil {
-		return cerr
+		return ctxErr("extend", l.Resource, cerr)
 	}
 	return rerr
 }
@@ -834,7 +852,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return roundErr("unlock", l.Resource, rc, votes)
 	}, nil)
 	if cerr != nil {
-		return cerr
+		return ctxErr("unlock", l.Resource, cerr)
 	}
 	return rerr
 }
@@ -997,12 +1015,12 @@ func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*E
 	if err := checkResource("elect", name); err != nil {
 		return nil, err
 	}
-	t, err := ttlArg("elect", name, ttl)
+	t, err := cl.ttlArg("elect", name, ttl)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, ctxErr("elect", name, err)
 	}
 	e := &Election{Name: name, cl: cl, elected: make(chan uint64, 16), lost: make(chan error, 16),
 		finished: make(chan struct{})}

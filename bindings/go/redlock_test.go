@@ -640,6 +640,28 @@ func TestVoterURIs(t *testing.T) {
 	}
 }
 
+// A refused URI's error shows it as the C library redacts it: the whole
+// password, whatever it holds ('/', '@'), and any sentinel_password.
+func TestRefusedURIRedacted(t *testing.T) {
+	for _, c := range []struct{ uri, secret, shown string }{
+		{"redis://u:se/cr@et@h:1?bogus=1", "se/cr", `redis://u:***@h:1`},
+		{"redis://:p@ss/w0rd@h:1?bogus=1", "ss/w0rd", `redis://:***@h:1`},
+		{"redis-sentinel://h:26379?sentinel_password=s3cr/t@x", "s3cr", "sentinel_password=***"},
+	} {
+		_, err := Open([]string{c.uri})
+		if err == nil {
+			t.Fatalf("%s: accepted", c.shown)
+		}
+		if !errors.Is(err, ErrInvalid) || strings.Contains(err.Error(), c.secret) ||
+			!strings.Contains(err.Error(), c.shown) {
+			t.Fatalf("%s: %v", c.shown, err)
+		}
+	}
+	if got := redact("redis://u:p/w@d@host:1"); got != "redis://u:***@host:1" {
+		t.Fatal(got)
+	}
+}
+
 func TestNoQuorumAndCloseCancels(t *testing.T) {
 	a := open(t)
 	c, err := Open(uris(), WithQuarantine(false), WithTimeouts(time.Second, 50*time.Millisecond))
@@ -756,4 +778,42 @@ func TestLockManyContextCanceled(t *testing.T) {
 		t.Fatalf("the canceled LockMany holds its lock: %v", err)
 	}
 	l.Unlock(bg)
+}
+
+// A TTL above the max TTL is refused saying the limit and the option that
+// raises it, for every call that takes a TTL.
+func TestMaxTTLRefusalSaysLimit(t *testing.T) {
+	c := open(t, WithMaxTTL(10*time.Second))
+	check := func(op string, err error) {
+		t.Helper()
+		var re *Error
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &re) || re.Op != op {
+			t.Fatalf("%s: %v", op, err)
+		}
+		for _, want := range []string{"20s", "max TTL (10s)", "WithMaxTTL"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Fatalf("%s: %q lacks %q", op, err, want)
+			}
+		}
+	}
+	_, err := c.Lock(bg, "go:maxttl", 20*time.Second)
+	check("lock", err)
+	_, err = c.TryLock(bg, "go:maxttl", 20*time.Second)
+	check("trylock", err)
+	_, err = c.LockWait(bg, "go:maxttl", 20*time.Second, time.Second)
+	check("lock_wait", err)
+	_, err = c.LockMany(bg, []string{"go:maxttl"}, 20*time.Second)
+	check("lock_many", err)
+	l, err := c.Lock(bg, "go:maxttl", 10*time.Second) // the limit itself is taken
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(bg)
+	check("extend", l.Extend(bg, 20*time.Second))
+	// The default max TTL (60 s) is named as well.
+	d := open(t)
+	_, err = d.Lock(bg, "go:maxttl", 2*time.Minute)
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "max TTL (1m0s)") {
+		t.Fatalf("default: %v", err)
+	}
 }

@@ -41,3 +41,51 @@ if readelf -d "$bin/redlock.test" | grep -q 'NEEDED.*libredlock'; then
 fi
 echo "    no libredlock.so in its NEEDED entries"
 "$bin/redlock.test" -test.count=1 -test.v -test.run 'TestLockUnlock|TestConstantsMatchLibrary|TestCancel'
+
+# The README's code, as a user would take it: each of its ```sh install
+# blocks is run in a new module (REDLOCK_SRC pointed at this checkout)
+# whose main.go is the README's whole program, and every other ```go block
+# (a function body) is compiled in that module, in a function given the
+# names the README says it has.
+echo "==> README.md: the install blocks and every Go block build"
+readme=$here/README.md
+blocks=$(mktemp -d /tmp/redlock-go-readme.XXXXXX)
+trap 'rm -rf "$bin" "$blocks"' EXIT
+awk -v dir="$blocks" '
+  /^ *```(sh|go) *$/ { lang = $0; sub(/^ *```/, "", lang); sub(/ *$/, "", lang);
+                      indent = match($0, /[^ ]/) - 1; n++; f = sprintf("%s/%02d.%s", dir, n, lang); next }
+  /^ *``` *$/ && f != "" { close(f); f = ""; next }
+  f != "" { print substr($0, indent + 1) > f }
+' "$readme"
+main=$(grep -l '^package main' "$blocks"/*.go | head -1)
+[ -n "$main" ] || { echo "FAIL: README.md has no whole Go program" >&2; exit 1; }
+installs=0
+for sh in $(grep -l 'REDLOCK_SRC=' "$blocks"/*.sh); do
+  installs=$((installs + 1))
+  mod=$blocks/mod-$(basename "$sh" .sh)
+  mkdir -p "$mod"
+  cp "$main" "$mod/main.go"
+  {
+    echo 'package main'
+    echo 'import ("context"; "errors"; "fmt"; "log"; "time"; "redlock-c.invalid/redlock")'
+    echo 'var _, _, _, _, _ = context.Background, errors.Is, fmt.Sprint, log.Print, time.Second'
+    echo 'var _ = redlock.Open'
+    i=0
+    for g in "$blocks"/*.go; do
+      [ "$g" = "$main" ] && continue
+      i=$((i + 1))
+      echo "func readme$i(nodes []string, workDone <-chan struct{}, client *redlock.Client, ctx context.Context, stopWork func()) error {"
+      cat "$g"
+      echo "}"
+    done
+  } >"$mod/fragments.go"
+  (
+    cd "$mod"
+    go mod init example.com/readme >/dev/null 2>&1
+    sed "s|^REDLOCK_SRC=.*|REDLOCK_SRC=$REDLOCK_ROOT|" "$sh" >install.sh
+    bash -euo pipefail install.sh
+    go vet ./...
+  ) || { echo "FAIL: go: README.md's install block $(basename "$sh") does not build:" >&2; cat "$sh" >&2; exit 1; }
+  echo "    $(basename "$sh"): $(grep -c '' "$sh") lines, then go vet: ok"
+done
+[ "$installs" -ge 2 ] || { echo "FAIL: go: README.md's install blocks (go.mod, go.work) not found" >&2; exit 1; }

@@ -193,11 +193,14 @@ export declare class InvalidArgumentError extends RedlockError {}
 export declare class NoMemoryError extends RedlockError {}
 /** A quorum answered: someone else holds the resource. */
 export declare class LockedError extends RedlockError {}
-/** Too few masters answered. */
+/**
+ * Too few masters answered (down, slow, quarantined).  Also how a wait
+ * (`waitMs`) ends when its last attempt could not reach a quorum.
+ */
 export declare class NoQuorumError extends RedlockError {}
 export declare class ExpiredError extends RedlockError {}
 export declare class LostError extends RedlockError {}
-/** lockWait's budget ran out. */
+/** A wait's budget (`waitMs`) ran out while another held the resource. */
 export declare class WaitTimeoutError extends RedlockError {}
 /** The client was closed during the call. */
 export declare class CanceledError extends RedlockError {}

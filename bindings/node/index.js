@@ -217,6 +217,8 @@ function declare(lib) {
     redlock_options_set_drift_factor: f('int redlock_options_set_drift_factor(redlock_options_t *o, double f)'),
     redlock_options_set_timeouts: f('int redlock_options_set_timeouts(redlock_options_t *o, uint32_t c, uint32_t r)'),
     redlock_options_set_max_ttl: f('int redlock_options_set_max_ttl(redlock_options_t *o, uint32_t t)'),
+    redlock_options_get_max_ttl: f('int redlock_options_get_max_ttl(const redlock_options_t *o, _Out_ uint32_t *t)'),
+    redlock_uri_redact: f('int redlock_uri_redact(const char *uri, void *buf, size_t size)'),
     redlock_options_set_quarantine: f('int redlock_options_set_quarantine(redlock_options_t *o, int on)'),
     redlock_options_set_fencing: f('int redlock_options_set_fencing(redlock_options_t *o, int on)'),
     redlock_options_set_key_prefix: f('int redlock_options_set_key_prefix(redlock_options_t *o, const char *p)'),
@@ -379,6 +381,31 @@ function resourceArg(r) {
 function check(rc, detail) {
   if (rc !== 0) throw makeError(rc, detail);
 }
+/**
+ * A TTL, checked against the client's max TTL here, where the refusal can
+ * say the limit and the option that raises it (the library's answer is a
+ * bare EINVAL).
+ */
+function ttlArg(ttlMs, maxTtlMs) {
+  u32('ttlMs', ttlMs, { min: 1 });
+  if (maxTtlMs !== undefined && ttlMs > maxTtlMs) {
+    throw makeError(CODES.EINVAL, `ttlMs ${ttlMs} ms is above the max TTL ${maxTtlMs} ms; `
+      + `raise it with Client.open(nodes, { maxTtlMs: ${ttlMs} })`);
+  }
+  return ttlMs;
+}
+/**
+ * A URI as the library shows URIs (redlock_uri_redact): the userinfo's
+ * password and any sentinel_password value become ***, whatever characters
+ * they hold.
+ */
+function redactUri(uri) {
+  const n = F.redlock_uri_redact(uri, null, 0);
+  if (n < 0) return '(URI not shown)';
+  const buf = Buffer.alloc(n + 1);
+  F.redlock_uri_redact(uri, buf, buf.length);
+  return buf.subarray(0, n).toString('utf8');
+}
 
 // ---- Lock ---------------------------------------------------------------------
 
@@ -424,7 +451,7 @@ class Lock {
   extend(ttlMs) {
     return new Promise((resolve, reject) => {
       const ptr = this._live('extend');
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this.client._maxTtlMs);
       const id = newId();
       // Lost already (or run out): ELOST without a round, so no votes.
       const lostBefore = F.redlock_lock_is_lost(ptr) !== 0;
@@ -535,7 +562,7 @@ function addNodes(opts, nodes) {
       if (typeof uri !== 'string') throw new TypeError('each node must be a URI string');
       reasons.length = 0;
       const rc = F.redlock_options_add_node(opts, uri);
-      const shown = uri.replace(/\/\/[^@/]*@/, '//***@');
+      const shown = rc === 0 ? '' : redactUri(uri);
       check(rc, reasons.length ? `node ${shown}: ${reasons.join('; ')}` : `node ${shown}`);
     }
   } finally {
@@ -720,9 +747,10 @@ class Election extends EventEmitter {
 
 class Client {
   /** Use `await Client.open(nodes, options)`. */
-  constructor(ptr, logId) {
+  constructor(ptr, logId, maxTtlMs) {
     this._ptr = ptr;
     this._logId = logId;
+    this._maxTtlMs = maxTtlMs; // the options' max TTL (undefined: left to the library)
     this._closed = false;
     this._closing = null;
     this._locks = new Set();
@@ -748,11 +776,13 @@ class Client {
         loggers.set(logId, options.log);
         check(F.redlock_options_set_log(opts, options.logLevel ?? LOGS.LOG_WARN, T.log, logId), 'logLevel');
       }
+      const maxTtl = [0];
+      const maxTtlMs = F.redlock_options_get_max_ttl(opts, maxTtl) === 0 ? maxTtl[0] : undefined;
       const out = [null];
       // Blocking (up to the connect timeout), and it may log: on the thread pool.
       const rc = await callAsync(F.redlock_open, out, opts);
       check(rc, 'open');
-      return new Client(out[0], logId);
+      return new Client(out[0], logId, maxTtlMs);
     } catch (e) {
       if (logId) loggers.delete(logId);
       throw e;
@@ -770,9 +800,11 @@ class Client {
   /**
    * Acquires `resource`, or every resource of an array (all or none, as
    * lockMany).  Without `waitMs` (or 0) it retries by the retry policy; with
-   * `waitMs > 0` it waits up to waitMs for a release (WaitTimeoutError; one
-   * resource only).  `signal` (AbortSignal) cancels the call (redlock_cancel):
-   * see _asyncLock.  `watch: true` (or `onLost`) watches the lock (see
+   * `waitMs > 0` it waits up to waitMs for a release (one resource only):
+   * WaitTimeoutError when the budget runs out with the resource held by
+   * another, NoQuorumError when the last attempt could not reach a quorum.
+   * `signal` (AbortSignal) cancels the call (redlock_cancel): see
+   * _asyncLock.  `watch: true` (or `onLost`) watches the lock (see
    * Lock.watch).
    */
   lock(resource, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
@@ -781,7 +813,7 @@ class Client {
     }
     return this._asyncLock('lock', (out) => {
       resourceArg(resource);
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this._maxTtlMs);
       u32('waitMs', waitMs);
       return (id) => F.redlock_lock_async_ex(this._ptr, resource, ttlMs, waitMs, T.lock, id, out);
     }, [resource], { signal, watch, onLost });
@@ -798,7 +830,7 @@ class Client {
     return this._asyncLock('semaphore', (out) => {
       resourceArg(name);
       u32('limit', limit, { min: 1 });
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this._maxTtlMs);
       u32('waitMs', waitMs);
       return (id) => F.redlock_semaphore_acquire_async_ex(this._ptr, name, limit, ttlMs, waitMs, T.lock, id, out);
     }, [name], { signal, watch, onLost });
@@ -808,7 +840,7 @@ class Client {
   rwlockRead(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
     return this._asyncLock('rwlock read', (out) => {
       resourceArg(name);
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this._maxTtlMs);
       u32('waitMs', waitMs);
       return (id) => F.redlock_rwlock_read_async_ex(this._ptr, name, ttlMs, waitMs, T.lock, id, out);
     }, [name], { signal, watch, onLost });
@@ -818,7 +850,7 @@ class Client {
   rwlockWrite(name, { ttlMs, waitMs = 0, signal, watch = false, onLost } = {}) {
     return this._asyncLock('rwlock write', (out) => {
       resourceArg(name);
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this._maxTtlMs);
       u32('waitMs', waitMs);
       return (id) => F.redlock_rwlock_write_async_ex(this._ptr, name, ttlMs, waitMs, T.lock, id, out);
     }, [name], { signal, watch, onLost });
@@ -832,7 +864,7 @@ class Client {
   elect(name, { ttlMs, onElected, onLost } = {}) {
     this._checkOpen();
     resourceArg(name);
-    u32('ttlMs', ttlMs, { min: 1 });
+    ttlArg(ttlMs, this._maxTtlMs);
     const el = new Election(this, name);
     if (onElected) el.on('elected', onElected);
     if (onLost) el.on('lost', onLost);
@@ -951,7 +983,7 @@ class Client {
   async tryLock(resource, { ttlMs, watch = false, onLost } = {}) {
     this._checkOpen();
     resourceArg(resource);
-    u32('ttlMs', ttlMs, { min: 1 });
+    ttlArg(ttlMs, this._maxTtlMs);
     return this._blockingLock([resource, ttlMs], [resource], watch, onLost);
   }
 
@@ -967,7 +999,7 @@ class Client {
     return this._asyncLock('lockMany', (out) => {
       if (!Array.isArray(resources)) throw new TypeError('resources must be an array');
       resources.forEach(resourceArg);
-      u32('ttlMs', ttlMs, { min: 1 });
+      ttlArg(ttlMs, this._maxTtlMs);
       // The library's multi-resource acquisition retries; it has no wait.
       if (waitMs !== 0) throw makeError(CODES.EINVAL, 'waitMs: a lock of several resources cannot wait (retry policy only)');
       const names = resources.slice(); // koffi copies them for the call; the library copies them too
@@ -1044,23 +1076,59 @@ class Client {
   async [kAsyncDispose]() { await this.close(); }
 }
 
+// The exports are named one by one, each `name` or `name: identifier`, and
+// never spread or computed: Node's ES-module loader finds a CommonJS module's
+// names by reading this literal (cjs-module-lexer), so `import { LockedError }
+// from 'redlock-c'` works only for the names it can see here.
+
+/** The file libredlock was loaded from (loading it if need be). */
+function libraryPath() { load(); return loadedFrom; }
+function version() { return load().redlock_version(); }
+/** True when this build of libredlock can connect to rediss:// masters. */
+function tlsSupported() { return load().redlock_tls_supported() !== 0; }
+function strerror(code) { return load().redlock_strerror(code); }
+function errName(code) { return load().redlock_err_name(code); }
+/** A string constant of redlock.h, e.g. 'REDLOCK_FENCE_KEY_PREFIX' (null if unknown). */
+function constantString(name) { return load().redlock_constant_string(name); }
+const codes = Object.freeze({ ...CODES });
+const { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } = LOGS;
+const { MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT } = LIMITS;
+
 module.exports = {
-  Client, Lock, Election, loadLibrary,
-  /** The file libredlock was loaded from (loading it if need be). */
-  libraryPath: () => { load(); return loadedFrom; },
-  version: () => load().redlock_version(),
-  /** True when this build of libredlock can connect to rediss:// masters. */
-  tlsSupported: () => load().redlock_tls_supported() !== 0,
-  strerror: (code) => load().redlock_strerror(code),
-  errName: (code) => load().redlock_err_name(code),
-  RedlockError, InvalidArgumentError, NoMemoryError, LockedError, NoQuorumError, ExpiredError,
-  LostError, WaitTimeoutError, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
-  NotSupportedError, ForkedError,
-  codes: Object.freeze({ ...CODES }),
+  Client,
+  Lock,
+  Election,
+  loadLibrary,
+  libraryPath,
+  version,
+  tlsSupported,
+  strerror,
+  errName,
+  RedlockError,
+  InvalidArgumentError,
+  NoMemoryError,
+  LockedError,
+  NoQuorumError,
+  ExpiredError,
+  LostError,
+  WaitTimeoutError,
+  CanceledError,
+  ClosedError,
+  WouldBlockError,
+  RedlockIOError,
+  NotSupportedError,
+  ForkedError,
+  codes,
   /** The library's error table, [{ code, name, message }] (redlock_err_code). */
   errorTable,
-  /** A string constant of redlock.h, e.g. 'REDLOCK_FENCE_KEY_PREFIX' (null if unknown). */
-  constantString: (name) => load().redlock_constant_string(name),
-  ...LOGS,
-  ...LIMITS,
+  constantString,
+  LOG_DEBUG,
+  LOG_INFO,
+  LOG_WARN,
+  LOG_ERROR,
+  MAX_NODES,
+  MAX_RESOURCE_LEN,
+  MAX_PREFIX_LEN,
+  MAX_MANY,
+  MAX_SEM_LIMIT,
 };

@@ -23,4 +23,5 @@ if [ -x node_modules/.bin/tsc ]; then
   node_modules/.bin/tsc -p test/tsconfig.json
   echo "==> index.d.ts type-checks (tsc --strict)"
 fi
-node --test test/*.test.js
+# test/*.test.mjs: the binding used from ES modules (named imports).
+node --test test/*.test.js test/*.test.mjs

@@ -98,12 +98,24 @@ fn main() -> Result<(), redlock::Error> {
     lock.unlock()
 }
 EOF
-for mode in static shared; do
+# static-syslibdir: the library's directory is a system one for pkg-config
+# (PKG_CONFIG_SYSTEM_LIBRARY_PATH), which then prints no -L for it, as with
+# the libredlock-dev package in /usr/lib/<multiarch>: build.rs must still
+# find libredlock.a.
+for mode in static static-syslibdir shared; do
   feat=()
+  sys=()
   [ "$mode" = shared ] || feat=(--features static)
-  (cd "$work/app" && cargo build --offline --quiet "${feat[@]}")
+  if [ "$mode" = static-syslibdir ]; then
+    sys=(PKG_CONFIG_SYSTEM_LIBRARY_PATH="$build")
+    if env "${sys[@]}" pkg-config --libs redlock | grep -q -- "-L$build"; then
+      echo "FAIL: pkg-config still prints -L$build with PKG_CONFIG_SYSTEM_LIBRARY_PATH" >&2
+      exit 1
+    fi
+  fi
+  (cd "$work/app" && env "${sys[@]}" cargo build --offline --quiet "${feat[@]}")
   bin=$work/app/target/debug/redlock-consumer
-  if [ "$mode" = static ] && readelf -d "$bin" | grep -q 'libredlock\.so'; then
+  if [ "$mode" != shared ] && readelf -d "$bin" | grep -q 'libredlock\.so'; then
     echo "FAIL: the static build loads libredlock.so" >&2
     exit 1
   fi

@@ -262,7 +262,7 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   engine_t *engine = e->engine;
   e->campaign = NULL;
   if (status != REDLOCK_OK) {
-    if (status == REDLOCK_ETIMEDOUT) {
+    if (status == REDLOCK_ETIMEDOUT || status == REDLOCK_ENOQUORUM) {
       election_campaign(e); /* the wait budget of one campaign ran out */
       return;
     }

@@ -531,6 +531,12 @@ static void lock_wait_for_release(op_acquire_t *op) {
               op->prim.ops->wake_mode);
 }
 
+static int lock_wait_end_status(int last_attempt) {
+  if (last_attempt == REDLOCK_ENOQUORUM || last_attempt == REDLOCK_ENOMEM)
+    return last_attempt;
+  return REDLOCK_ETIMEDOUT;
+}
+
 static void lock_retry_or_finish(op_acquire_t *op, int status) {
   engine_t *engine = op->op.engine;
   if (acquire_stopped(op)) {
@@ -555,7 +561,10 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
   case LOCK_MODE_WAIT: {
     uint64_t now = engine_now_ns(engine);
     if (now >= op->wait_deadline_ns) {
-      acquire_finish(op, REDLOCK_ETIMEDOUT, NULL);
+      /* The last attempt says why the wait ended: held by another is a
+       * timeout; too few masters answering is an outage, which a caller
+       * that skips busy locks must not mistake for busy. */
+      acquire_finish(op, lock_wait_end_status(status), NULL);
       return;
     }
     /* Held by someone: be woken by its release rather than poll for it.

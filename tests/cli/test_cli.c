@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -647,8 +648,8 @@ static void case_wait(void) {
   start_masters();
   proc_t *h = start_holder(NULL, "wait-res", 0);
   uint64_t f_holder = field_u64(h, "ready", "fence");
-  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "60000", "wait-res", "--", g_self, "--helper",
-                    "print");
+  proc_t *w =
+      START(g_nodes, 0, RUN, "-v", "--wait", "60", "wait-res", "--", g_self, "--helper", "print");
   wait_stderr(w, "waiting up to 60000 ms", DEADLINE_MS);
   CHECK(!pred_exited(w) && w->out_len == 0, "the waiter waits");
   uint64_t released = rh_now_ms();
@@ -662,7 +663,7 @@ static void case_wait(void) {
   /* A wait that runs out. */
   proc_t *h2 = start_holder(NULL, "wait-res", 0);
   proc_t *t =
-      START(g_nodes, 0, RUN, "--wait", "700", "wait-res", "--", g_self, "--helper", "print");
+      START(g_nodes, 0, RUN, "--wait", "0.7", "wait-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(t) == 75, "wait ran out -> 75");
   CHECK(t->exited_ms - t->started_ms >= 700, "waited the whole budget (%" PRIu64 " ms)",
         t->exited_ms - t->started_ms);
@@ -683,9 +684,13 @@ static void case_noquorum(void) {
   CHECK(stderr_contains(p, "too few Redis masters"), "message says why");
   CHECK(stderr_contains(p, ": down ("), "per-master diagnosis");
 
-  p = START(g_nodes, 0, RUN, "--wait", "600", "nq-res", "--", g_self, "--helper", "print");
+  p = START(g_nodes, 0, RUN, "--wait", "0.6", "nq-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(p) == 69, "2 of 3 down, with --wait -> 69 (not busy)");
   CHECK(p->out_len == 0, "COMMAND did not run");
+  /* The cron idiom's -E 0 is for a busy lock only: an outage still fails. */
+  p = START(g_nodes, 0, RUN, "-E", "0", "-w", "0.6", "nq-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 69, "2 of 3 down, -E 0 --wait -> 69, not 0");
+  CHECK(p->out_len == 0 && stderr_contains(p, "too few Redis masters"), "not run, and why");
 
   CHECK(rh_server_kill(g_fx.servers[2]) == 0, "kill the last master");
   p = START(g_nodes, 0, RUN, "nq-res", "--", g_self, "--helper", "print");
@@ -749,7 +754,17 @@ static void case_usage(void) {
       {nodes, {"run", "r", "--"}},
       {nodes, {"run", "--ttl", "abc", "r", "--", g_self}},
       {nodes, {"run", "--ttl", "0", "r", "--", g_self}},
-      {nodes, {"run", "--ttl", "70000", "r", "--", g_self}},
+      {nodes, {"run", "--ttl", "70000", "--max-ttl", "60s", "r", "--", g_self}},
+      {nodes, {"run", "--wait", "1.5x", "r", "--", g_self}},
+      {nodes, {"run", "-w", ".", "r", "--", g_self}},
+      {nodes, {"run", "--wait", "1.", "r", "--", g_self}},
+      {nodes, {"run", "-s", "-x", "r", "--", g_self}},
+      {nodes, {"run", "r", "-c"}},
+      {nodes, {"run", "r", "-c", ""}},
+      {nodes, {"run", "r", "-c", "true", "extra"}},
+      {nodes, {"run", "-c", "true", "r", "--", g_self}},
+      {nodes, {"elect", "-n", "r", "--", g_self}},
+      {nodes, {"status", "-n", "x", "r"}},
       {nodes, {"run", "--ttl", "2m", "--max-ttl", "90s", "r", "--", g_self}},
       {nodes, {"run", "--wait", "-1", "r", "--", g_self}},
       {nodes, {"run", "--wait", "5x", "r", "--", g_self}},
@@ -795,8 +810,268 @@ static void case_usage(void) {
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock run") != NULL, "--help");
   p = START(NULL, 0, "run", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--wait") != NULL, "run --help");
+  /* Each subcommand's --help lists its own options and points to the man
+   * page (which the packages install). */
+  CHECK(strstr(p->out, "--nonblock") != NULL && strstr(p->out, "--clock-ms") == NULL &&
+            strstr(p->out, "--json") == NULL && strstr(p->out, "man redlock") != NULL &&
+            strstr(p->out, "docs/cli.md") == NULL,
+        "run --help: run's options only");
+  p = START(NULL, 0, "help", "run");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--nonblock") != NULL, "help run");
+  p = START(NULL, 0, "help", "frobnicate");
+  CHECK(RUN_TO_END(p) == 64, "help of an unknown command");
+  p = START(NULL, 0, "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--nonblock") == NULL &&
+            strstr(p->out, "redlock run --help") == NULL &&
+            strstr(p->out, "'redlock SUBCOMMAND --help'") != NULL,
+        "--help: the subcommands, not every option");
+  p = START(NULL, 0, "status", "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock status") != NULL &&
+            strstr(p->out, "--wait") == NULL && strstr(p->out, "--json") != NULL,
+        "status --help: status's options only");
+  p = START(NULL, 0, "doctor", "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "--clock-ms") != NULL &&
+            strstr(p->out, "--wait") == NULL,
+        "doctor --help");
+  p = START(NULL, 0, "elect", "--help");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock elect") != NULL &&
+            strstr(p->out, "--wait") == NULL && strstr(p->out, "--ttl") != NULL,
+        "elect --help");
   p = START(NULL, 0, "--version");
   CHECK(RUN_TO_END(p) == 0 && strncmp(p->out, "redlock 0.", 10) == 0, "--version: '%s'", p->out);
+}
+
+/* flock(1)'s options: -E 0 (busy exits 0, COMMAND not run), -n, -w in
+ * seconds with fractions, durations with units, -c through sh -c, and -s /
+ * -x on the read-write lock of the name. */
+static void case_flock(void) {
+  start_masters();
+  proc_t *h = start_holder(NULL, "fl-res", 0);
+
+  proc_t *p = START(g_nodes, 0, RUN, "-E", "0", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0, "busy with -E 0 -> 0");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  CHECK(!stderr_contains(p, "cannot keep"), "no internal error");
+  p = START(g_nodes, 0, RUN, "-E", "9", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 9 && p->out_len == 0, "busy with -E 9 -> 9");
+  p = START(g_nodes, 0, RUN, "-n", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75 && p->out_len == 0, "-n: one try, busy -> 75");
+  p = START(g_nodes, 0, RUN, "--nonblock", "-E", "0", "fl-res", "-c", "echo ran");
+  CHECK(RUN_TO_END(p) == 0 && p->out_len == 0, "--nonblock -E 0 with -c: 0, not run");
+
+  /* -w takes seconds (flock), fractions allowed; units everywhere. */
+  p = START(g_nodes, 0, RUN, "-w", "0.8", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75 && p->out_len == 0, "-w 0.8: ran out -> 75");
+  CHECK(p->exited_ms - p->started_ms >= 800, "-w 0.8 waited 800 ms (%" PRIu64 " ms)",
+        p->exited_ms - p->started_ms);
+  p = START(g_nodes, 0, RUN, "--wait", "500ms", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75, "--wait 500ms -> 75");
+  CHECK(p->exited_ms - p->started_ms >= 500, "--wait 500ms waited");
+  p = START(g_nodes, 0, RUN, "-w", "1.5s", "-E", "0", "fl-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0 && p->out_len == 0, "-w 1.5s -E 0 -> 0, not run");
+  CHECK(p->exited_ms - p->started_ms >= 1500, "-w 1.5s waited 1500 ms");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  wait_key_gone("fl-res");
+
+  /* -c: through sh -c, with the lock's environment; both of flock's orders. */
+  p = START(g_nodes, 0, RUN, "--ttl", "1.5s", "fl-res", "-c",
+            "echo \"shell $REDLOCK_RESOURCE\" | tr a-z A-Z; exit 3");
+  CHECK(RUN_TO_END(p) == 3, "-c: the shell's status");
+  CHECK(strstr(p->out, "SHELL FL-RES") != NULL, "-c ran through sh: '%s'", p->out);
+  p = START(g_nodes, 0, RUN, "-c", "test -n \"$REDLOCK_FENCE\" && echo fenced", "fl-res");
+  CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "fenced") != NULL, "-c before RESOURCE");
+
+  /* -s: any number of readers at once; -x: excludes them and is excluded. */
+  const char *shared[] = {"-s", NULL};
+  const char *exclusive[] = {"-x", NULL};
+  proc_t *r1 = start_holder(shared, "rw-res", 0);
+  proc_t *r2 = start_holder(shared, "rw-res", 0);
+  p = START(g_nodes, 0, RUN, "-x", "rw-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75 && p->out_len == 0, "-x while read-held -> 75");
+  p = START(g_nodes, 0, RUN, "rw-res", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 0, "without -s/-x: the plain lock, another key");
+  close_stdin(r1);
+  close_stdin(r2);
+  CHECK(RUN_TO_END(r1) == 0 && RUN_TO_END(r2) == 0, "readers done");
+  proc_t *w = start_holder(exclusive, "rw-res", 0);
+  p = START(g_nodes, 0, RUN, "--shared", "rw-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 75 && p->out_len == 0, "-s while write-held -> 75");
+  p = START(g_nodes, 0, RUN, "--exclusive", "-E", "0", "rw-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0 && p->out_len == 0, "-x while write-held, -E 0 -> 0");
+  uint64_t f_writer = field_u64(w, "ready", "fence");
+  close_stdin(w);
+  CHECK(RUN_TO_END(w) == 0, "writer done");
+  p = START(g_nodes, 0, RUN, "-s", "-w", "10", "rw-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(p) == 0, "-s once the writer left");
+  CHECK(field_u64(p, "env", "fence") >= f_writer, "a read hold's fence: the write epoch");
+}
+
+/* Finds the first line of path that starts with prefix (after leading
+ * spaces) and contains needle; copies it into out.  0 when found. */
+static int find_line(const char *path, const char *prefix, const char *needle, char *out,
+                     size_t size) {
+  char *text = read_file(path);
+  CHECK(text != NULL, "cannot read %s", path);
+  int found = -1;
+  for (char *line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+    line += strspn(line, " ");
+    if (strncmp(line, prefix, strlen(prefix)) == 0 && strstr(line, needle) != NULL) {
+      snprintf(out, size, "%s", line);
+      found = 0;
+      break;
+    }
+  }
+  free(text);
+  return found;
+}
+
+/* The cron example of docs/cli.md (and the man page's, the same line) runs
+ * as written: busy -> 0 without running COMMAND, free -> COMMAND runs.  The
+ * masters are fresh, so --no-quarantine goes after "run"; COMMAND (after
+ * "--") is the helper. */
+static void case_cron_doc(void) {
+  char line[1024], man[1024];
+  CHECK(find_line(REDLOCK_SOURCE_DIR "/docs/cli.md", "redlock run", "-E 0", line, sizeof line) == 0,
+        "no 'redlock run ... -E 0' line in docs/cli.md");
+  CHECK(find_line(REDLOCK_SOURCE_DIR "/docs/redlock.1", "redlock run", "\\-E 0", man, sizeof man) ==
+            0,
+        "no cron line in docs/redlock.1");
+  /* The man page escapes '-' as "\-". */
+  char unescaped[1024];
+  size_t j = 0;
+  for (size_t i = 0; man[i] != '\0' && j + 1 < sizeof unescaped; i++)
+    if (!(man[i] == '\\' && man[i + 1] == '-'))
+      unescaped[j++] = man[i];
+  unescaped[j] = '\0';
+  CHECK(strcmp(line, unescaped) == 0, "man page's cron line '%s' differs from cli.md's '%s'",
+        unescaped, line);
+
+  const char *args[MAX_ARGS];
+  int n = 0, dashes = 0;
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", line);
+  for (char *w = strtok(copy, " "); w != NULL && n < MAX_ARGS - 8; w = strtok(NULL, " ")) {
+    if (n == 0 && strcmp(w, "redlock") == 0)
+      continue; /* start_argv puts the binary first */
+    if (dashes)
+      continue; /* COMMAND: replaced by the helper */
+    args[n++] = w;
+    if (strcmp(w, "run") == 0)
+      args[n++] = "--no-quarantine";
+    if (strcmp(w, "--") == 0)
+      dashes = 1;
+  }
+  CHECK(dashes && n >= 4, "cron line '%s' has RESOURCE -- COMMAND", line);
+  const char *resource = args[n - 2];
+  args[n++] = g_self;
+  args[n++] = "--helper";
+  args[n++] = "print";
+  args[n] = NULL;
+
+  start_masters();
+  proc_t *p = start_argv(g_nodes, 0, args);
+  CHECK(RUN_TO_END(p) == 0, "cron line, lock free -> 0: '%s'", line);
+  CHECK(strstr(p->out, "env fence=") != NULL, "COMMAND ran");
+  wait_key_gone(resource);
+
+  proc_t *h = start_holder(NULL, resource, 0);
+  p = start_argv(g_nodes, 0, args);
+  CHECK(RUN_TO_END(p) == 0, "cron line, lock busy -> 0");
+  CHECK(p->out_len == 0, "COMMAND did not run");
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+
+  /* Unreachable masters still give 69. */
+  for (int i = 0; i < N_MASTERS; i++)
+    CHECK(rh_server_kill(g_fx.servers[i]) == 0, "kill");
+  p = start_argv(g_nodes, 0, args);
+  CHECK(RUN_TO_END(p) == 69 && p->out_len == 0, "cron line, masters down -> 69");
+}
+
+/* A long --wait says every 5 s that it is still waiting, when stderr is a
+ * terminal (a pty here); nothing when it is not. */
+typedef struct {
+  int fd;
+  char buf[16384];
+  size_t len;
+  const char *needle;
+} pty_read_t;
+
+static int pred_pty(void *arg) {
+  pty_read_t *r = arg;
+  for (;;) {
+    if (r->len >= sizeof r->buf - 1)
+      break;
+    ssize_t n = read(r->fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
+    if (n <= 0)
+      break; /* EAGAIN, or EIO once every slave end is closed */
+    r->len += (size_t)n;
+    r->buf[r->len] = '\0';
+  }
+  return strstr(r->buf, r->needle) != NULL;
+}
+
+static void case_progress(void) {
+  start_masters();
+  proc_t *h = start_holder(NULL, "pg-res", 0);
+
+  /* Not a terminal: no progress line, however long the wait. */
+  proc_t *quiet = START(g_nodes, 0, RUN, "-w", "6", "pg-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(quiet) == 75, "wait ran out -> 75");
+  CHECK(quiet->exited_ms - quiet->started_ms >= 6000, "waited 6 s");
+  CHECK(!stderr_contains(quiet, "waiting for"), "no progress line when stderr is a file");
+
+  int master = -1;
+  fflush(NULL);
+  pid_t pid = forkpty(&master, NULL, NULL, NULL);
+  CHECK(pid >= 0, "forkpty: %s", strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setenv("REDLOCK_NODES", g_nodes, 1);
+    execl(g_redlock, g_redlock, RUN, "-w", "60", "pg-res", "--", g_self, "--helper", "print",
+          (char *)NULL);
+    _exit(99);
+  }
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+  pty_read_t r = {.fd = master, .needle = "waiting for 'pg-res': held by another, "};
+  int seen = rh_wait_until(pred_pty, &r, DEADLINE_MS);
+  if (!seen) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+  }
+  CHECK(seen, "no progress line on the terminal: '%s'", r.buf);
+  CHECK(strstr(r.buf, " of 60 s") != NULL, "the line says the budget: '%s'", r.buf);
+  close_stdin(h);
+  CHECK(RUN_TO_END(h) == 0, "holder done");
+  r.needle = "env fence=";
+  CHECK(rh_wait_until(pred_pty, &r, DEADLINE_MS), "the waiter ran COMMAND: '%s'", r.buf);
+  int wstatus = 0;
+  CHECK(waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0,
+        "the waiter exits 0");
+  close(master);
+
+  /* Masters down: the line says so, and the wait ends with 69, not busy. */
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0 && rh_server_kill(g_fx.servers[1]) == 0,
+        "kill 2 masters");
+  fflush(NULL);
+  pid = forkpty(&master, NULL, NULL, NULL);
+  CHECK(pid >= 0, "forkpty: %s", strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    setenv("REDLOCK_NODES", g_nodes, 1);
+    execl(g_redlock, g_redlock, RUN, "-E", "0", "-w", "6", "pg-res", "--", g_self, "--helper",
+          "print", (char *)NULL);
+    _exit(99);
+  }
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+  pty_read_t r2 = {.fd = master, .needle = "waiting for 'pg-res': too few masters answer, "};
+  seen = rh_wait_until(pred_pty, &r2, DEADLINE_MS);
+  CHECK(waitpid(pid, &wstatus, 0) == pid, "waitpid");
+  close(master);
+  CHECK(seen, "no 'too few masters' progress line: '%s'", r2.buf);
+  CHECK(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 69, "no quorum after the wait -> 69");
+  CHECK(strstr(r2.buf, "env fence=") == NULL, "COMMAND did not run");
 }
 
 /* Lost lock: COMMAND gets SIGTERM (then SIGKILL), redlock exits 71. */
@@ -862,8 +1137,8 @@ static void case_signals(void) {
 
   /* A signal while waiting for the lock: give up at once, COMMAND never runs. */
   proc_t *h = start_holder(NULL, "sig-res", 0);
-  proc_t *w = START(g_nodes, 0, RUN, "-v", "--wait", "120000", "sig-res", "--", g_self, "--helper",
-                    "print");
+  proc_t *w =
+      START(g_nodes, 0, RUN, "-v", "--wait", "120", "sig-res", "--", g_self, "--helper", "print");
   wait_stderr(w, "waiting up to", DEADLINE_MS);
   CHECK(kill(w->pid, SIGTERM) == 0, "kill waiter");
   CHECK(RUN_TO_END(w) == 128 + SIGTERM, "waiter exits 128+SIGTERM");
@@ -937,7 +1212,7 @@ static void case_status(void) {
 /* Masters from --node and REDLOCK_NODES. */
 static void case_nodes(void) {
   start_masters();
-  proc_t *p = START(NULL, 0, RUN, "--node", rh_server_uri(g_fx.servers[0]), "-n",
+  proc_t *p = START(NULL, 0, RUN, "--node", rh_server_uri(g_fx.servers[0]), "-N",
                     rh_server_uri(g_fx.servers[1]), "--node", rh_server_uri(g_fx.servers[2]),
                     "nodes-res", "--", g_self, "--helper", "exit", "0");
   CHECK(RUN_TO_END(p) == 0, "--node x3");
@@ -1182,7 +1457,10 @@ static void case_elect_usage(void) {
       {nodes, {"elect", "", "--", g_self}},
       {nodes, {"elect", "--ttl", "0", "n", "--", g_self}},
       {nodes, {"elect", "--ttl", "5", "n", "--", g_self}},
-      {nodes, {"elect", "--ttl", "70000", "n", "--", g_self}},
+      {nodes, {"elect", "--ttl", "70000", "--max-ttl", "1m", "n", "--", g_self}},
+      {nodes, {"elect", "-n", "n", "--", g_self}},
+      {nodes, {"elect", "-c", "true", "n"}},
+      {nodes, {"elect", "-s", "n", "--", g_self}},
       {nodes, {"elect", "--wait", "5", "n", "--", g_self}},
       {nodes, {"elect", "-E", "3", "n", "--", g_self}},
       {nodes, {"elect", "--fence-env", "REDLOCK_TERM", "n", "--", g_self}},
@@ -1561,7 +1839,7 @@ static void case_run_cluster(void) {
         "status --json: the slot and the owner");
 
   proc_t *w =
-      START(g_nodes, 0, RUN, "-v", "--wait", "60000", "cl-res", "--", g_self, "--helper", "print");
+      START(g_nodes, 0, RUN, "-v", "--wait", "60", "cl-res", "--", g_self, "--helper", "print");
   wait_stderr(w, "waiting up to 60000 ms", DEADLINE_MS);
   CHECK(!pred_exited(w) && w->out_len == 0, "the waiter waits");
   close_stdin(h);
@@ -1719,6 +1997,9 @@ static const struct {
     {"wait", case_wait},
     {"noquorum", case_noquorum},
     {"usage", case_usage},
+    {"flock", case_flock},
+    {"cron_doc", case_cron_doc},
+    {"progress", case_progress},
     {"lost", case_lost},
     {"signals", case_signals},
     {"status", case_status},

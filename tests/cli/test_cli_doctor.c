@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
@@ -1179,6 +1180,28 @@ static void case_status_cluster(void) {
   CHECK(r->status == 69 && has(want), "no primary for the slot: exit %d", r->status);
 }
 
+/* The quarantine line of voter label says when its vote counts: "counts
+ * in N s, at HH:MM:SS", N at most max_s, HH:MM:SS the local time then
+ * (within a few seconds: the run took some). */
+static void expect_counts_at(const char *label, unsigned max_s) {
+  char st[16], de[4096];
+  CHECK(check_line(&g_run, label, "quarantine", st, de, sizeof de), "no quarantine line");
+  const char *p = strstr(de, "counts in ");
+  unsigned secs = 0;
+  int hh = -1, mm = -1, ss = -1;
+  CHECK(p != NULL && sscanf(p, "counts in %u s, at %2d:%2d:%2d", &secs, &hh, &mm, &ss) == 4,
+        "no \"counts in N s, at HH:MM:SS\": '%s'", de);
+  CHECK(secs > 0 && secs <= max_s, "counts in %u s (at most %u)", secs, max_s);
+  time_t at = time(NULL) + (time_t)secs;
+  struct tm tm;
+  CHECK(localtime_r(&at, &tm) != NULL, "localtime_r");
+  long want = tm.tm_hour * 3600L + tm.tm_min * 60L + tm.tm_sec;
+  long got = hh * 3600L + mm * 60L + ss;
+  long diff = (want - got + 86400L) % 86400L;
+  CHECK(diff <= 10 || diff >= 86400L - 10, "at %02d:%02d:%02d, expected about %02d:%02d:%02d", hh,
+        mm, ss, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
 /* Masters the library keeps in a quarantine: doctor says which one and
  * when it ends, that the voter can vote only then, and exits 2; status says
  * the same.  A master just started is in its restart quarantine (a max TTL
@@ -1196,6 +1219,7 @@ static void case_quarantine(void) {
   CHECK(has(header) && has(" s left)\n"), "the header names the quarantine and its end");
   CHECK(!has(": can vote\n"), "not \"can vote\" now");
   EXPECT_CHECK(label, "quarantine", "warn", "restart quarantine: ");
+  expect_counts_at(label, 600);
   CHECK(has("1 of them only once its quarantine ends (0 vote now)"), "the summary");
   r = DOCTOR_Q(NULL, "--json", "--clock-ms", "0", "--max-ttl", "600000", rh_server_uri(m));
   CHECK(r->status == 2 && json_valid(r->out), "--json: exit %d", r->status);

@@ -274,7 +274,7 @@ for b in "${shared[@]}" "${static[@]}"; do
   fi
   echo "ok: ${b#"$tmp/"}: $(head -n1 "$tmp/run.log")"
 done
-fence=$(env -u LD_LIBRARY_PATH timeout 30 redlock run --no-quarantine -n "redis://127.0.0.1:$port" \
+fence=$(env -u LD_LIBRARY_PATH timeout 30 redlock run --no-quarantine -N "redis://127.0.0.1:$port" \
   deb-test:cli -- sh -c 'echo "$REDLOCK_FENCE"' 2>"$tmp/cli.log") ||
   { cat "$tmp/cli.log" >&2; fail "redlock run"; }
 [ -n "$fence" ] || fail "redlock run gave the command no fencing token"

@@ -212,7 +212,7 @@ static int allowed(const char *kind, int rc) {
   if (rc == REDLOCK_OK)
     return 1;
   if (strcmp(kind, TK_WAIT) == 0)
-    return rc == REDLOCK_ETIMEDOUT;
+    return rc == REDLOCK_ETIMEDOUT || rc == REDLOCK_ENOQUORUM; /* held / masters down */
   if (strcmp(kind, TK_SEM) == 0 || strcmp(kind, TK_READ) == 0 || strcmp(kind, TK_WRITE) == 0)
     return rc == REDLOCK_ELOCKED || rc == REDLOCK_ETIMEDOUT || rc == REDLOCK_ENOQUORUM ||
            rc == REDLOCK_EEXPIRED;

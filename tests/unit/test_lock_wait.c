@@ -1,7 +1,8 @@
 /* test_lock_wait.c: waiting acquisitions (redlock_lock_async with a wait
  * budget: lock.c's WAIT mode) on a client over fake masters and a stepped
  * clock (engine_fixture.h): retries until the budget is spent, one last
- * attempt at its end, and waits woken by a release announcement (the
+ * attempt at its end (whose outcome says how the wait ended: held, or no
+ * quorum), and waits woken by a release announcement (the
  * notifier's channel for the key): a retry at once, or right after the
  * attempt that was out when the release was announced. */
 #include <setjmp.h>
@@ -44,6 +45,53 @@ static void test_wait_deadline(void **state) {
   refuse_attempt(f);
   assert_int_equal(r.calls, 1);
   assert_int_equal(r.status, REDLOCK_ETIMEDOUT);
+}
+
+/* Every master fails the attempt (an error reply: no vote), and answers
+ * the attempt's release, if one is sent, with 0. */
+static void fail_attempt(fake_transport_t *f) {
+  for (unsigned i = 0; i < f->n; i++)
+    fake_reply_error(f, i, "ERR unavailable");
+  fake_reply_int_all(f, 0);
+}
+
+/* Too few masters answer all along: the wait ends at its budget with
+ * REDLOCK_ENOQUORUM, not the REDLOCK_ETIMEDOUT of a lock held by another,
+ * so a caller that skips busy locks does not skip an outage. */
+static void test_wait_no_quorum(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  lock_result_t r = {0};
+  engine_lock(e, "r", TTL_MS, 100, &r);
+  fail_attempt(f); /* t = 0 */
+  fake_advance_ms(50);
+  fail_attempt(f); /* t = 50 */
+  fake_advance_ms(50);
+  assert_int_equal(r.calls, 0);
+  fail_attempt(f); /* t = 100: the last attempt */
+  assert_int_equal(r.calls, 1);
+  assert_int_equal(r.status, REDLOCK_ENOQUORUM);
+}
+
+/* The last attempt decides: no quorum before, held at the end is a
+ * timeout; held before, no quorum at the end is no quorum. */
+static void test_wait_last_round_decides(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  lock_result_t held_last = {0}, down_last = {0};
+  engine_lock(e, "a", TTL_MS, 50, &held_last);
+  fail_attempt(f);
+  fake_advance_ms(50);
+  refuse_attempt(f);
+  assert_int_equal(held_last.calls, 1);
+  assert_int_equal(held_last.status, REDLOCK_ETIMEDOUT);
+
+  engine_lock(e, "b", TTL_MS, 50, &down_last);
+  refuse_attempt(f);
+  fake_advance_ms(50);
+  fail_attempt(f);
+  assert_int_equal(down_last.calls, 1);
+  assert_int_equal(down_last.status, REDLOCK_ENOQUORUM);
 }
 
 /* A lost wait registers for the key's release announcements; the
@@ -141,6 +189,8 @@ static void test_close_cancels_waiter(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST_WITH(test_wait_deadline, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_wait_no_quorum, &retry_every_50ms),
+      ENGINE_TEST_WITH(test_wait_last_round_decides, &retry_every_50ms),
       ENGINE_TEST_WITH(test_woken_by_release, &retry_every_50ms),
       ENGINE_TEST_WITH(test_woken_during_attempt, &retry_every_50ms),
       ENGINE_TEST_WITH(test_release_wakes_one_waiter, &retry_every_50ms),

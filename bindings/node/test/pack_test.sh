@@ -79,10 +79,37 @@ const { Client, libraryPath } = require('redlock-c');
 })().catch((e) => { console.error('FAIL:', e.message); process.exit(1); });
 EOF
 
+# The same user as an ES module: named imports of a CommonJS package work
+# only for the names Node can read from its module.exports literal.
+cat >"$tmp/use.mjs" <<'EOF'
+import { Client, LockedError, NoQuorumError, WaitTimeoutError, codes } from 'redlock-c';
+
+const client = await Client.open([`unix://${process.argv[2]}`], { quarantine: false });
+const lock = await client.lock('pack:test:esm', { ttlMs: 5000 });
+const other = await Client.open([`unix://${process.argv[2]}`], { quarantine: false, retryCount: 0 });
+try {
+  await other.tryLock('pack:test:esm', { ttlMs: 5000 });
+  throw new Error('tryLock of a held lock succeeded');
+} catch (e) {
+  if (!(e instanceof LockedError) || e.errno !== codes.ELOCKED) throw e;
+} finally {
+  await other.close();
+}
+await lock.unlock();
+await client.close();
+if (typeof NoQuorumError !== 'function' || typeof WaitTimeoutError !== 'function') {
+  throw new Error('error classes missing from the ES exports');
+}
+console.log("    ES module: import { LockedError } from 'redlock-c' works");
+EOF
+
 run() { # DIR: the program, in the project, with no variable that could point at a library
   cp "$tmp/use.js" "$1/use.js"
+  cp "$tmp/use.mjs" "$1/use.mjs"
   (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
     node use.js "$sock")
+  (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
+    node use.mjs "$sock")
 }
 
 echo "==> pack_test: npm install $(basename "$tgz") in a fresh project"

@@ -13,6 +13,12 @@ Wheels:
     no CPython ABI), X.Y being the newest GLIBC_ symbol version the libraries
     reference (objdump -T; what auditwheel computes), or, without objdump,
     the glibc of the machine that built them.
+  * ``licenses-dir=DIR`` (scripts/package.sh passes it, made by
+    packaging/bundle_notices.sh): the license notices of the bundled
+    libhiredis and libuv, shipped as <dist-info>/licenses/LICENSES/* (the
+    place PEP 639 gives license files).  From an sdist the same notices are
+    made after the build, when the system is Debian's; else the wheel, built
+    for this machine only, goes without them (a warning says so).
   * From an sdist (csrc/ holds the C sources): the same, the libraries built
     first with CMake (needs cmake, a C compiler, pkg-config and the hiredis
     and libuv development packages).
@@ -37,6 +43,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
 import tempfile
 import time
@@ -165,6 +172,31 @@ def _build_c(tree, work):
     return bundle
 
 
+def _bundle_notices(tree, bundle, work):
+    """The bundled libraries' notices (packaging/bundle_notices.sh) for a
+    wheel built from an sdist, or None, with a warning, when they cannot be
+    had here."""
+    script = os.path.join(tree, "packaging", "bundle_notices.sh")
+    out = os.path.join(work, "LICENSES")
+    if os.path.isfile(script) and shutil.which("bash"):
+        proc = subprocess.run(["bash", script, bundle, out], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True)
+        if proc.returncode == 0:
+            return out
+        sys.stderr.write("redlock_build: warning: no license notices for the bundled "
+                         "libraries: %s\n" % proc.stdout.strip())
+    return None
+
+
+def _license_files(licenses):
+    if not licenses:
+        return []
+    names = sorted(os.listdir(licenses))
+    if not names:
+        raise RuntimeError("licenses-dir %s is empty" % licenses)
+    return [(n, os.path.join(licenses, n)) for n in names]
+
+
 def _bundled_files(bundle):
     names = sorted(n for n in os.listdir(bundle) if n.startswith(BUNDLED_PREFIXES))
     if "libredlock.so.0" not in names or not any(n.startswith("libhiredis") for n in names) \
@@ -209,9 +241,10 @@ def _record_hash(data):
     return "sha256=" + digest.decode("ascii")
 
 
-def _write_wheel(directory, version, tag, files, extra=()):
-    """files: (arcname, disk path); extra: (arcname, bytes).  Returns the
-    wheel's file name."""
+def _write_wheel(directory, version, tag, files, extra=(), licenses=()):
+    """files: (arcname, disk path); extra: (arcname, bytes); licenses: (name,
+    disk path) of the bundled libraries' notices.  Returns the wheel's file
+    name."""
     pure = tag == "py3-none-any"
     name = "%s-%s-%s.whl" % (DIST, version, tag)
     info = "%s-%s.dist-info" % (DIST, version)
@@ -243,6 +276,9 @@ def _write_wheel(directory, version, tag, files, extra=()):
         if os.path.isfile(lic):
             with open(lic, "rb") as f:
                 add(info + "/LICENSE", f.read())
+        for lname, path in licenses:
+            with open(path, "rb") as f:
+                add(info + "/licenses/LICENSES/" + lname, f.read())
         record = info + "/RECORD"
         text = "\n".join(records + [record + ",,"]) + "\n"
         zi = zipfile.ZipInfo(record, date)
@@ -269,6 +305,7 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     version = _version(config_settings)
     files = _package_files()
     bundle = _setting(config_settings, "bundle-dir")
+    licenses = _setting(config_settings, "licenses-dir")
     build_c = _setting(config_settings, "build-c", "auto")
     sdist = os.path.isfile(os.path.join(SOURCE, "csrc", "CMakeLists.txt"))
     with tempfile.TemporaryDirectory(prefix="redlock-wheel-") as work:
@@ -277,10 +314,12 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
             if tree is None:
                 raise RuntimeError("build-c=yes: no C sources (csrc/ or the repository)")
             bundle = _build_c(tree, work)
+            licenses = _bundle_notices(tree, bundle, work)
         if bundle:
             libs = _bundled_files(os.path.abspath(bundle))
             tag = "py3-none-" + _platform_tag([p for _, p in libs])
-            return _write_wheel(wheel_directory, version, tag, files + libs)
+            return _write_wheel(wheel_directory, version, tag, files + libs,
+                                licenses=_license_files(licenses))
         return _write_wheel(wheel_directory, version, "py3-none-any", files)
 
 

@@ -19,7 +19,7 @@ async def main(nodes: List[str]) -> int:
     async with redlock_c.aio.AsyncClient.open(nodes, fencing=True, quarantine=False) as client:
         async with client.lock("orders:42", datetime.timedelta(seconds=10)) as lk:
             print("locked", lk.resource, "fence", lk.fence)
-            await lk.extend(20.0)
+            await lk.extend(datetime.timedelta(seconds=20))
 
             # A second acquisition waits for the first; cancelling its task
             # cancels the call in the library: nothing more is sent for it.

@@ -17,8 +17,8 @@ def main(nodes: List[str]) -> int:
     with redlock_c.Client(nodes, fencing=True, quarantine=False,
                           request_timeout_ms=datetime.timedelta(milliseconds=200)) as client:
         try:
-            # ttl: an int is ms, a float seconds, a timedelta itself.
-            with client.lock("orders:42", 10.0, wait_ms=5000) as lk:
+            # *_ms: an int is milliseconds; a timedelta carries its unit.
+            with client.lock("orders:42", datetime.timedelta(seconds=10), wait_ms=5000) as lk:
                 print("locked", lk.resource, "fence", lk.fence, "owned", lk.owned())
                 lk.extend(datetime.timedelta(seconds=20))
         except redlock_c.LockedError as exc:

@@ -10,8 +10,9 @@ carries beside this file, ctypes.util.find_library("redlock"), then common
 install paths (libredlock.so.0 in /usr/local/lib, /usr/lib, ...).  Call
 load_library(path) before anything else to choose it explicitly.
 
-Durations (TTLs, waits, timeouts): an int is milliseconds, a float is
-seconds, a datetime.timedelta is itself.
+Durations (TTLs, waits, timeouts): every *_ms argument is an int of
+milliseconds, or a datetime.timedelta (which carries its unit).  A float is
+refused with TypeError (4000 / 2 is a float: write 4000 // 2).
 
     import redlock
     with redlock_c.Client(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002",
@@ -172,7 +173,8 @@ class LockedError(RedlockError):
 
 
 class NoQuorumError(RedlockError):
-    """REDLOCK_ENOQUORUM: too few masters answered (down, timed out, errors)."""
+    """REDLOCK_ENOQUORUM: too few masters answered (down, timed out, errors);
+    also how a wait (wait_ms=...) ends when its last attempt lacked a quorum."""
     code = ENOQUORUM
 
 
@@ -187,7 +189,9 @@ class LostError(RedlockError):
 
 
 class WaitTimeout(RedlockError, TimeoutError):
-    """REDLOCK_ETIMEDOUT: lock(wait_ms=...) spent its wait budget."""
+    """REDLOCK_ETIMEDOUT: a wait (wait_ms=...) spent its budget while another
+    held the resource.  A wait whose last attempt could not reach a quorum
+    raises NoQuorumError instead."""
     code = ETIMEDOUT
 
 
@@ -400,6 +404,8 @@ def _declare(lib):
                                                  u64p]),
         "redlock_rwlock_write_async_ex": (c_int, [c_vp, c_cp, c_u32, c_u32, _LOCK_CB, c_vp,
                                                   u64p]),
+        "redlock_uri_redact": (c_int, [c_cp, c_cp, ctypes.c_size_t]),
+        "redlock_options_get_max_ttl": (c_int, [c_vp, ctypes.POINTER(c_u32)]),
     }
     for name, (restype, argtypes) in optional.items():
         fn = getattr(lib, name, None)
@@ -533,6 +539,31 @@ def version():
     return load_library().redlock_version().decode("ascii", "replace")
 
 
+def _package_version():
+    """This package's version: the installed distribution's, when this file
+    is the one it installed, else (a source tree on sys.path) the C
+    library's, whose version the package takes at build time."""
+    try:
+        import importlib.metadata as metadata
+        dist = metadata.distribution("redlock-c")
+        here = os.path.realpath(os.path.abspath(__file__))
+        if os.path.realpath(str(dist.locate_file("redlock_c/__init__.py"))) == here:
+            return dist.version
+    except Exception:  # no metadata, or an unrelated installation
+        pass
+    return version()
+
+
+def __getattr__(name):
+    # __version__ is computed on first use: importing the package must not
+    # load libredlock (load_library(path) may still choose it).
+    if name == "__version__":
+        value = _package_version()
+        globals()["__version__"] = value
+        return value
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
 def strerror(code):
     """The library's message for an error code (never fails)."""
     try:
@@ -562,21 +593,35 @@ def _u32(value, what, minimum=0):
 
 
 def _ms(value, what, minimum=0):
-    """A duration as uint32 milliseconds: an int is milliseconds, a float is
-    seconds, a datetime.timedelta is itself (rounded up to whole ms, so that
-    a positive duration never becomes 0)."""
+    """A *_ms argument as uint32 milliseconds: an int.  A float is refused,
+    fraction or not: this binding once read a float as seconds, and taking
+    10.0 as 10 ms now would let a program written for that lose its lock at
+    once, without an error.  A datetime.timedelta carries its unit (rounded
+    up to whole ms, so that a positive duration never becomes 0)."""
     if isinstance(value, datetime.timedelta):
         secs = value.total_seconds()
-    elif isinstance(value, float):
-        secs = value
-    else:
-        return _u32(value, what, minimum)
-    if secs != secs or secs < 0 or secs * 1000.0 > _U32_MAX:  # NaN, negative, too long
-        raise InvalidArgument(EINVAL, detail="%s out of range: %r" % (what, value))
-    ms = int(secs * 1000.0)
-    if ms < secs * 1000.0:
-        ms += 1
-    return _u32(ms, what, minimum)
+        if secs < 0 or secs * 1000.0 > _U32_MAX:
+            raise InvalidArgument(EINVAL, detail="%s out of range: %r" % (what, value))
+        ms = int(secs * 1000.0)
+        if ms < secs * 1000.0:
+            ms += 1
+        return _u32(ms, what, minimum)
+    if isinstance(value, float):
+        raise TypeError("%s takes an int of milliseconds, not the float %r (use // or int() "
+                        "for milliseconds, datetime.timedelta(seconds=...) for seconds)"
+                        % (what, value))
+    return _u32(value, what, minimum)
+
+
+def _ttl_arg(value, what, max_ttl_ms, option="max_ttl_ms"):
+    """A TTL in ms, checked against the client's max TTL here, where the
+    refusal can say the limit and the option that raises it (the library's
+    answer is a bare EINVAL)."""
+    ttl = _ms(value, what, 1)
+    if max_ttl_ms is not None and ttl > max_ttl_ms:
+        raise InvalidArgument(EINVAL, detail="%s %d ms is above the max TTL %d ms; raise it "
+                              "with Client(..., %s=%d)" % (what, ttl, max_ttl_ms, option, ttl))
+    return ttl
 
 
 def _bytes_arg(value, what):
@@ -607,13 +652,20 @@ def _decode(raw):
     return None if raw is None else raw.decode("utf-8", "surrogateescape")
 
 
-def _redact(uri):
-    """A node URI for messages: its userinfo (a password) replaced by ***."""
-    text = uri if isinstance(uri, str) else _decode(bytes(uri))
-    head, sep, rest = text.partition("//")
-    if sep and "@" in rest.split("/", 1)[0]:
-        return head + "//***@" + rest.split("@", 1)[1]
-    return text
+def _redact(lib, data):
+    """A node URI (bytes) for messages, as the library shows URIs
+    (redlock_uri_redact: the userinfo's password and any sentinel_password
+    value become ***, whatever characters they hold).  A library without
+    that call gets nothing of the URI shown."""
+    fn = getattr(lib, "redlock_uri_redact", None)
+    if fn is None:
+        return "(URI not shown)"
+    n = fn(data, None, 0)
+    if n < 0:
+        return "(URI not shown)"
+    buf = ctypes.create_string_buffer(n + 1)
+    fn(data, buf, n + 1)
+    return _decode(buf.value)
 
 
 def _add_node(lib, opts, uri):
@@ -634,7 +686,7 @@ def _add_node(lib, opts, uri):
         finally:
             lib.redlock_options_free(scratch)
     reason = why[-1].replace("redlock_options_add_node: ", "", 1) if why else None
-    detail = "node %r" % (_redact(uri),)
+    detail = "node %r" % (_redact(lib, data),)
     raise _make_error(rc, detail=detail + (": " + reason if reason else ""))
 
 
@@ -718,6 +770,7 @@ class _Core:
         self.cond = threading.Condition(self.mutex)
         self.state = _OPEN
         self.active = 0
+        self.max_ttl_ms = None  # the client's max TTL, read from its options at open
         self.locks = weakref.WeakSet()
         self.pending = {}
         self.watched = {}
@@ -1013,6 +1066,10 @@ class Client:
                 _check(lib.redlock_options_set_key_prefix(opts, _bytes_arg(key_prefix,
                                                                            "key_prefix")),
                        "key_prefix")
+            if getattr(lib, "redlock_options_get_max_ttl", None) is not None:
+                mt = ctypes.c_uint32()
+                if lib.redlock_options_get_max_ttl(opts, ctypes.byref(mt)) == 0:
+                    core.max_ttl_ms = mt.value
             core.opened = True  # from now on the log callback runs on the I/O thread
             out = ctypes.c_void_p()
             _check(lib.redlock_open(ctypes.byref(out), opts))
@@ -1056,6 +1113,9 @@ class Client:
     def __repr__(self):
         return "<redlock_c.Client %s>" % ("closed" if self.closed else "open")
 
+    def _ttl(self, ttl_ms, what="ttl_ms"):
+        return _ttl_arg(ttl_ms, what, getattr(self._core, "max_ttl_ms", None))
+
     # -- locking
     def lock(self, resource, ttl_ms, wait_ms=None, watch=False, on_lost=None):
         """Acquires resource for ttl_ms.  wait_ms None (or 0): retry by the
@@ -1065,7 +1125,7 @@ class Client:
         (see Lock.watch).  Returns a Lock; raises LockedError, NoQuorumError,
         ExpiredError, WaitTimeout, CanceledError (client closed meanwhile), ..."""
         res = _bytes_arg(resource, "resource")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         wait = 0 if wait_ms is None else _ms(wait_ms, "wait_ms")
         handle = self._acquire_async("lock()", "redlock_lock_async", (res, ttl, wait))
         lk = self._adopt(handle, (resource,))
@@ -1082,7 +1142,7 @@ class Client:
         like a lock; its .resource names its slot ("NAME:sem:3")."""
         res = _bytes_arg(name, "name")
         lim = _u32(limit, "limit")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         wait = _ms(wait_ms or 0, "wait_ms")
         self._optional("redlock_semaphore_acquire_async")
         handle = self._acquire_async("semaphore_acquire()", "redlock_semaphore_acquire_async",
@@ -1106,7 +1166,7 @@ class Client:
 
     def _rwlock(self, symbol, what, name, ttl_ms, wait_ms, watch, on_lost):
         res = _bytes_arg(name, "name")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         wait = _ms(wait_ms or 0, "wait_ms")
         self._optional(symbol)
         handle = self._acquire_async(what, symbol, (res, ttl, wait))
@@ -1148,7 +1208,7 @@ class Client:
         """One attempt (redlock_trylock).  Raises LockedError when held."""
         core = self._core
         res = _bytes_arg(resource, "resource")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         out = ctypes.c_void_p()
         core.enter()
         try:
@@ -1168,7 +1228,7 @@ class Client:
             raise TypeError("resources must be a list, not a single string")
         resources = tuple(resources)
         encoded = [_bytes_arg(r, "resource") for r in resources]
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         arr = (ctypes.c_char_p * max(1, len(encoded)))(*encoded)
         out = ctypes.c_void_p()
         core.enter()
@@ -1195,7 +1255,7 @@ class Client:
                 raise TypeError("%s must be callable" % what)
         core = self._core
         raw = _bytes_arg(name, "name")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._ttl(ttl_ms)
         election = Election(self, name, on_elected, on_lost)
         out = ctypes.c_void_p()
         with core.mutex:
@@ -1541,7 +1601,7 @@ class Lock:
         LostError if it was lost (or its validity had run out); NoQuorumError
         leaves it unchanged (may be retried)."""
         core = self._core
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = _ttl_arg(ttl_ms, "ttl_ms", core.max_ttl_ms)
         with core.mutex:
             handle = self._handle
             if handle is None:

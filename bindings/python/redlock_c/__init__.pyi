@@ -8,8 +8,9 @@ from typing import (Any, Callable, Dict, Iterable, List, Literal, Optional, Sequ
                     Union, overload)
 
 _Node = Union[str, Tuple[str, int]]
-# A duration: an int is milliseconds, a float is seconds, a timedelta itself.
-_Duration = Union[int, float, datetime.timedelta]
+# A *_ms duration: int milliseconds, or a timedelta (which carries its unit).
+# A float is refused at run time (TypeError).
+_Duration = Union[int, datetime.timedelta]
 _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _Resource = Union[str, bytes]
 
@@ -62,6 +63,7 @@ class ForkedError(RedlockError): ...
 
 def load_library(path: Optional[str] = ...) -> Any: ...
 def version() -> str: ...
+__version__: str
 def strerror(code: int) -> str: ...
 def err_name(code: int) -> str: ...
 def tls_supported() -> bool: ...

@@ -38,7 +38,7 @@ import itertools
 import threading
 
 from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, Client, ClosedError, InvalidArgument,
-               _bytes_arg, _make_error, _ms, _round_votes, _u32)
+               _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
 
 __all__ = ["AsyncClient", "AsyncLock", "AsyncElection"]
 
@@ -183,7 +183,7 @@ class AsyncClient:
         releases.  Gives an AsyncLock; raises as Client.lock."""
         async def acquire():
             res = _bytes_arg(resource, "resource")
-            ttl = _ms(ttl_ms, "ttl_ms")
+            ttl = self._client._ttl(ttl_ms)
             wait = 0 if wait_ms is None else _ms(wait_ms, "wait_ms")
             return await self._acquire("redlock_lock_async", (res, ttl, wait), (resource,),
                                        watch, on_lost)
@@ -195,7 +195,7 @@ class AsyncClient:
         async def acquire():
             res = _bytes_arg(name, "name")
             lim = _u32(limit, "limit")
-            ttl = _ms(ttl_ms, "ttl_ms")
+            ttl = self._client._ttl(ttl_ms)
             wait = _ms(wait_ms or 0, "wait_ms")
             self._client._optional("redlock_semaphore_acquire_async")
             return await self._acquire("redlock_semaphore_acquire_async", (res, lim, ttl, wait),
@@ -214,7 +214,7 @@ class AsyncClient:
 
     async def _rwlock(self, symbol, name, ttl_ms, wait_ms, watch, on_lost):
         res = _bytes_arg(name, "name")
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = self._client._ttl(ttl_ms)
         wait = _ms(wait_ms or 0, "wait_ms")
         self._client._optional(symbol)
         return await self._acquire(symbol, (res, ttl, wait), (name,), watch, on_lost)
@@ -227,7 +227,7 @@ class AsyncClient:
                 raise TypeError("resources must be a list, not a single string")
             names = tuple(resources)
             encoded = [_bytes_arg(r, "resource") for r in names]
-            ttl = _ms(ttl_ms, "ttl_ms")
+            ttl = self._client._ttl(ttl_ms)
             if getattr(self._client._core.lib, "redlock_lock_many_async_ex", None) is None:
                 loop = asyncio.get_running_loop()
                 lk = await loop.run_in_executor(None, self._client.lock_many, names, ttl)
@@ -287,7 +287,7 @@ class AsyncClient:
         def lost(_election, reason):
             aelection._relay(aelection._on_lost_cb, reason)
 
-        aelection._election = self._client.elect(name, _ms(ttl_ms, "ttl_ms"), elected, lost)
+        aelection._election = self._client.elect(name, ttl_ms, elected, lost)
         return aelection
 
     # -- diagnostics
@@ -366,7 +366,7 @@ class AsyncLock:
         """redlock_extend_async: LostError if the lock was lost."""
         lk = self._lock
         core = lk._core
-        ttl = _ms(ttl_ms, "ttl_ms")
+        ttl = _ttl_arg(ttl_ms, "ttl_ms", core.max_ttl_ms)
         with core.mutex:
             handle = lk._handle
             if handle is None:

@@ -39,6 +39,8 @@ assert "site-packages" in where, where
 for name in ("py.typed", "__init__.pyi", "aio.pyi"):
     assert os.path.isfile(os.path.join(where, name)), name
 assert redlock_c.version().startswith("0."), redlock_c.version()
+import importlib.metadata
+assert redlock_c.__version__ == importlib.metadata.version("redlock-c"), redlock_c.__version__
 try:  # no masters: a clear error, not a crash
     redlock_c.Client(["redis://"], connect_timeout_ms=100)
 except redlock_c.InvalidArgument as exc:

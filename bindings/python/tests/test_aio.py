@@ -274,7 +274,7 @@ class TestAsyncClient(unittest.TestCase):
                     self.assertTrue(lk.owned())
                     self.assertTrue(lk.locked())
                     self.assertGreater(lk.validity_ms, 5000)  # a timedelta, not 10 ms
-                    await lk.extend(20.0)  # a float: seconds
+                    await lk.extend(20000)  # an int: milliseconds
                     self.assertGreater(lk.validity_ms, 15000)
                     self.assertEqual(self.keys_on_masters(res), 3)
                 self.assertTrue(lk.released)
@@ -313,7 +313,7 @@ class TestAsyncClient(unittest.TestCase):
                 self.assertIn("redlock_", client.stats("prometheus"))
                 self.assertIsInstance(client.last_votes(), str)
                 with self.assertRaises(redlock_c.InvalidArgument):
-                    await client.lock(res, -1.0)
+                    await client.lock(res, -1)
 
         self.run_async(main())
 

@@ -45,7 +45,7 @@ def main():
     key = "wheel-check-%d-%d" % (sys.version_info[0], sys.version_info[1])
 
     with redlock_c.Client(nodes, quarantine=False, fencing=True) as client:
-        with client.lock(key, 5.0) as lk:  # a float: seconds
+        with client.lock(key, 5000) as lk:  # an int: milliseconds
             assert lk.owned() and lk.fence > 0, lk
             assert redis_exists(port, key) == 1
             lk.extend(datetime.timedelta(seconds=10))

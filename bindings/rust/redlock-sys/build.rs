@@ -13,7 +13,12 @@
 //!
 //! The `static` feature (or `REDLOCK_STATIC=1`) links libredlock.a instead
 //! (its own dependencies, hiredis and libuv, stay shared): a program then
-//! loads no libredlock at run time, so it needs no rpath for it.
+//! loads no libredlock at run time, so it needs no rpath for it.  rustc
+//! looks for a static library only in the directories it is given, and
+//! pkg-config leaves out `-L` for a system library directory (the
+//! libredlock-dev package's /usr/lib/<multiarch>): the directory holding
+//! libredlock.a is then searched for (pkg-config's `libdir`, then the usual
+//! system directories) and added as a search path, not as an rpath.
 //!
 //! Every library directory found is also an rpath of this crate's own tests,
 //! and is passed to the crates that depend on this one as
@@ -40,6 +45,7 @@ fn main() {
         "PKG_CONFIG_PATH",
         "PKG_CONFIG_LIBDIR",
         "PKG_CONFIG_SYSROOT_DIR",
+        "PKG_CONFIG_SYSTEM_LIBRARY_PATH",
     ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
@@ -62,6 +68,24 @@ fn main() {
         });
     if statik && link.how != "pkg-config" {
         add_static_deps(&mut link);
+    }
+    let mut search_only = Vec::new();
+    if statik && !link.dirs.iter().any(|d| d.join("libredlock.a").exists()) {
+        match static_lib_dir() {
+            Some(d) => search_only.push(d),
+            None => println!(
+                "cargo:warning=libredlock: the static feature found no libredlock.a (pkg-config's \
+                 libdir, /usr/local/lib, /usr/lib/<multiarch>, /usr/lib64, /usr/lib); install \
+                 the development package or set REDLOCK_LIB_DIR"
+            ),
+        }
+    }
+    for d in &search_only {
+        println!("cargo:rustc-link-search=native={}", d.display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            d.join("libredlock.a").display()
+        );
     }
     for d in &link.dirs {
         println!("cargo:rustc-link-search=native={}", d.display());
@@ -86,6 +110,40 @@ fn main() {
     let rpath: Vec<String> = link.dirs.iter().map(|d| d.display().to_string()).collect();
     println!("cargo:rpath={}", rpath.join(":"));
     println!("cargo:found={}", link.how);
+}
+
+/// The directory of libredlock.a when no search path names it: pkg-config's
+/// `libdir`, then the system library directories, which the linker searches
+/// by itself but rustc does not.
+fn static_lib_dir() -> Option<PathBuf> {
+    let prog = env::var("PKG_CONFIG").unwrap_or_else(|_| "pkg-config".into());
+    let mut dirs = Vec::new();
+    if let Ok(out) = Command::new(&prog)
+        .args(["--variable=libdir", "redlock"])
+        .output()
+    {
+        let d = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.status.success() && !d.is_empty() {
+            dirs.push(PathBuf::from(d));
+        }
+    }
+    dirs.push(PathBuf::from("/usr/local/lib"));
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    let envv = env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
+    if os == "linux" && !arch.is_empty() {
+        // Debian's multiarch triplets for the common targets.
+        let triplet = match (arch.as_str(), envv.as_str()) {
+            ("x86", e) => format!("i386-linux-{e}"),
+            ("arm", e) => format!("arm-linux-{e}eabihf"),
+            ("powerpc64", e) => format!("powerpc64le-linux-{e}"),
+            (a, e) => format!("{a}-linux-{e}"),
+        };
+        dirs.push(PathBuf::from("/usr/lib").join(triplet));
+    }
+    dirs.push(PathBuf::from("/usr/lib64"));
+    dirs.push(PathBuf::from("/usr/lib"));
+    dirs.into_iter().find(|d| d.join("libredlock.a").exists())
 }
 
 fn from_env() -> Option<Link> {

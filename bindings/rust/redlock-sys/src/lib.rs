@@ -87,6 +87,7 @@ extern "C" {
     pub fn redlock_options_new() -> *mut redlock_options_t;
     pub fn redlock_options_free(opts: *mut redlock_options_t);
     pub fn redlock_options_add_node(opts: *mut redlock_options_t, uri: *const c_char) -> c_int;
+    pub fn redlock_uri_redact(uri: *const c_char, buf: *mut c_char, size: usize) -> c_int;
     pub fn redlock_options_set_retry(
         opts: *mut redlock_options_t,
         retry_count: c_int,

@@ -15,7 +15,9 @@
 //! Threads: [`Client`] and [`Lock`] are `Send + Sync`; every blocking call
 //! blocks the calling thread only.  The `*_async` acquisitions return an
 //! [`Acquire`] future instead (any executor), which cancels its call when
-//! dropped before it completed.  The C library runs its network I/O and callbacks on
+//! dropped before it completed; [`Lock::extend_async`] and
+//! [`Lock::unlock_async`] return a [`Round`] future, which blocks no thread
+//! while the masters answer.  The C library runs its network I/O and callbacks on
 //! its own thread; this crate's callbacks there never run user code, except
 //! the optional logger.
 use redlock_sys as sys;
@@ -29,8 +31,10 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 mod acquire;
+mod round;
 mod votes;
 pub use acquire::Acquire;
+pub use round::Round;
 pub use votes::Vote;
 
 // ---- errors ---------------------------------------------------------------------
@@ -45,13 +49,15 @@ pub enum ErrorKind {
     NoMemory,
     /// `REDLOCK_ELOCKED`: a quorum answered; someone else holds the resource.
     Locked,
-    /// `REDLOCK_ENOQUORUM`: too few masters answered.
+    /// `REDLOCK_ENOQUORUM`: too few masters answered (for a wait: its last
+    /// attempt did, when the wait ran out — an outage, not a busy lock).
     NoQuorum,
     /// `REDLOCK_EEXPIRED`: quorum won but no validity left.
     Expired,
     /// `REDLOCK_ELOST`: the lock is no longer held on a quorum.
     Lost,
-    /// `REDLOCK_ETIMEDOUT`: the wait budget of `lock_wait` ran out.
+    /// `REDLOCK_ETIMEDOUT`: the wait budget of `lock_wait` (or a semaphore's
+    /// or read-write hold's wait) ran out while another held the resource.
     TimedOut,
     /// `REDLOCK_ECANCELED`.
     Canceled,
@@ -577,6 +583,9 @@ impl Builder {
             check(unsafe { sys::redlock_options_set_log(o.0, level, Some(log_trampoline), arg) })?;
             log = Some(boxed);
         }
+        let mut max_ttl_ms = 0u32;
+        // SAFETY: o.0 is live; on failure max_ttl_ms stays 0 (unknown).
+        unsafe { sys::redlock_options_get_max_ttl(o.0, &mut max_ttl_ms) };
         let mut client = ptr::null_mut();
         // SAFETY: o.0 is valid; the library snapshots it (the log closure,
         // whose address it keeps, lives in Inner until after redlock_close).
@@ -585,6 +594,7 @@ impl Builder {
             inner: Arc::new(Inner {
                 ptr: client,
                 _log: log,
+                max_ttl_ms,
             }),
         })
     }
@@ -639,16 +649,27 @@ fn add_nodes(o: *mut sys::redlock_options_t, nodes: &[String]) -> Result<()> {
     result
 }
 
-/// A node URI for messages: its userinfo (a password) replaced by `***`.
+/// A node URI for messages, as the C parser reads it: its password and any
+/// `sentinel_password` replaced by `***` (`redlock_uri_redact`), so a
+/// password holding `/` or `@` is hidden too.
 fn redact(uri: &str) -> String {
-    if let Some(i) = uri.find("//") {
-        let rest = &uri[i + 2..];
-        let end = rest.find('/').unwrap_or(rest.len());
-        if let Some(at) = rest[..end].rfind('@') {
-            return format!("{}//***{}", &uri[..i], &rest[at..]);
-        }
+    let Ok(c) = CString::new(uri) else {
+        return "(invalid URI)".to_owned();
+    };
+    // SAFETY: c is NUL-terminated; a NULL buffer of size 0 asks for the length.
+    let n = unsafe { sys::redlock_uri_redact(c.as_ptr(), ptr::null_mut(), 0) };
+    let Ok(len) = usize::try_from(n) else {
+        return "(invalid URI)".to_owned();
+    };
+    let mut buf = vec![0u8; len + 1];
+    // SAFETY: buf has len + 1 bytes, the size passed.
+    let m =
+        unsafe { sys::redlock_uri_redact(c.as_ptr(), buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    if m != n {
+        return "(invalid URI)".to_owned();
     }
-    uri.to_owned()
+    buf.truncate(len);
+    String::from_utf8_lossy(&buf).into_owned()
 }
 
 unsafe extern "C" fn log_trampoline(level: c_int, msg: *const c_char, arg: *mut c_void) {
@@ -663,6 +684,8 @@ unsafe extern "C" fn log_trampoline(level: c_int, msg: *const c_char, arg: *mut 
 struct Inner {
     ptr: *mut sys::redlock_t,
     _log: Option<Box<LogFn>>,
+    /// The largest TTL the library takes, in ms (0: unknown).
+    max_ttl_ms: u32,
 }
 
 // SAFETY: the C client is made for concurrent use: every blocking call is safe
@@ -706,10 +729,34 @@ impl Client {
         self.inner.ptr
     }
 
+    /// A TTL checked as the library would (1 ms .. the max TTL), so that a
+    /// refusal says the limit and the builder option that raises it.
+    fn ttl_ms(&self, op: &'static str, resource: &str, ttl: Duration) -> Result<u32> {
+        let refuse = |detail: String| Error {
+            kind: ErrorKind::InvalidArgument,
+            call: Some(Box::new(Call {
+                op,
+                resource: resource.to_owned(),
+                votes: None,
+                detail: Some(detail),
+            })),
+        };
+        let max = self.inner.max_ttl_ms;
+        match u32::try_from(ttl.as_millis()) {
+            Ok(0) => Err(refuse("the TTL must be at least 1 ms".to_owned())),
+            Ok(t) if max == 0 || t <= max => Ok(t),
+            _ => Err(refuse(format!(
+                "TTL {:?} is above the client's max TTL ({:?}); raise it with Builder::max_ttl",
+                ttl,
+                Duration::from_millis(u64::from(max))
+            ))),
+        }
+    }
+
     /// Acquires `resource`, retrying by the retry policy.
     pub fn lock(&self, resource: &str, ttl: Duration) -> Result<Lock> {
         let r = cstring(resource)?;
-        let ttl = millis(ttl)?;
+        let ttl = self.ttl_ms("lock", resource, ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: live client, NUL-terminated resource, out is written on success.
         let rc = unsafe { sys::redlock_lock(self.raw(), r.as_ptr(), ttl, &mut out) };
@@ -720,7 +767,7 @@ impl Client {
     /// One attempt ([`ErrorKind::Locked`] when held elsewhere).
     pub fn try_lock(&self, resource: &str, ttl: Duration) -> Result<Lock> {
         let r = cstring(resource)?;
-        let ttl = millis(ttl)?;
+        let ttl = self.ttl_ms("try_lock", resource, ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
         let rc = unsafe { sys::redlock_trylock(self.raw(), r.as_ptr(), ttl, &mut out) };
@@ -732,7 +779,7 @@ impl Client {
     /// [`ErrorKind::TimedOut`] when `wait` runs out.
     pub fn lock_wait(&self, resource: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
         let r = cstring(resource)?;
-        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let (ttl, wait) = (self.ttl_ms("lock_wait", resource, ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
         let rc = unsafe { sys::redlock_lock_wait(self.raw(), r.as_ptr(), ttl, wait, &mut out) };
@@ -755,12 +802,12 @@ impl Client {
             .map(|s| cstring(s))
             .collect::<Result<Vec<_>>>()?;
         let ptrs: Vec<*const c_char> = cs.iter().map(|c| c.as_ptr()).collect();
-        let ttl = millis(ttl)?;
+        let first = names.first().map_or("", |s| s.as_str());
+        let ttl = self.ttl_ms("lock_many", first, ttl)?;
         let mut out = ptr::null_mut();
         // SAFETY: ptrs holds ptrs.len() NUL-terminated strings alive for the call.
         let rc =
             unsafe { sys::redlock_lock_many(self.raw(), ptrs.as_ptr(), ptrs.len(), ttl, &mut out) };
-        let first = names.first().map_or("", |s| s.as_str());
         call_result(self.raw(), rc, "lock_many", first, true)?;
         Ok(self.adopt(out, names))
     }
@@ -773,7 +820,7 @@ impl Client {
     /// slot (`"NAME:sem:3"`).
     pub fn semaphore(&self, name: &str, limit: u32, ttl: Duration, wait: Duration) -> Result<Lock> {
         let n = cstring(name)?;
-        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let (ttl, wait) = (self.ttl_ms("semaphore", name, ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
         let rc = unsafe {
@@ -787,7 +834,7 @@ impl Client {
     /// excluded by a writer).  `wait` as in [`Client::semaphore`].
     pub fn rwlock_read(&self, name: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
         let n = cstring(name)?;
-        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let (ttl, wait) = (self.ttl_ms("rwlock_read", name, ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
         let rc = unsafe { sys::redlock_rwlock_read(self.raw(), n.as_ptr(), ttl, wait, &mut out) };
@@ -799,7 +846,7 @@ impl Client {
     /// writers).  `wait` as in [`Client::semaphore`].
     pub fn rwlock_write(&self, name: &str, ttl: Duration, wait: Duration) -> Result<Lock> {
         let n = cstring(name)?;
-        let (ttl, wait) = (millis(ttl)?, millis(wait)?);
+        let (ttl, wait) = (self.ttl_ms("rwlock_write", name, ttl)?, millis(wait)?);
         let mut out = ptr::null_mut();
         // SAFETY: as in lock().
         let rc = unsafe { sys::redlock_rwlock_write(self.raw(), n.as_ptr(), ttl, wait, &mut out) };
@@ -847,7 +894,8 @@ impl Client {
         S: AsRef<str>,
     {
         let (names, cs) = acquire::names(resources);
-        let (cs, ttl) = match (cs, millis(ttl)) {
+        let first = names.first().map_or("", |s| s.as_str());
+        let (cs, ttl) = match (cs, self.ttl_ms("lock_many", first, ttl)) {
             (Ok(cs), Ok(ttl)) => (cs, ttl),
             (Err(e), _) | (_, Err(e)) => return Acquire::failed(self, "lock_many", names, e),
         };
@@ -928,7 +976,7 @@ impl Client {
         ) -> c_int,
     {
         let names = vec![name.to_owned()];
-        let (n, ttl, wait) = match (cstring(name), millis(ttl), millis(wait)) {
+        let (n, ttl, wait) = match (cstring(name), self.ttl_ms(op, name, ttl), millis(wait)) {
             (Ok(n), Ok(t), Ok(w)) => (n, t, w),
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => {
                 return Acquire::failed(self, op, names, e)
@@ -949,7 +997,7 @@ impl Client {
         ttl: Duration,
     ) -> Result<(Election, mpsc::Receiver<ElectionEvent>)> {
         let n = cstring(name)?;
-        let ttl = millis(ttl)?;
+        let ttl = self.ttl_ms("elect", name, ttl)?;
         let (tx, rx) = mpsc::channel();
         let st = Box::into_raw(Box::new(ElectionState {
             tx: Mutex::new(tx),
@@ -1161,7 +1209,7 @@ impl Lock {
 
     /// Sets the TTL to `ttl` from now on a quorum ([`ErrorKind::Lost`] if lost or expired).
     pub fn extend(&self, ttl: Duration) -> Result<()> {
-        let ttl = millis(ttl)?;
+        let ttl = self.client.ttl_ms("extend", &self.resource, ttl)?;
         // SAFETY: live client and handle.
         let (lost_before, rc) = unsafe {
             (
@@ -1177,6 +1225,62 @@ impl Lock {
             &self.resource,
             !lost_before,
         )
+    }
+
+    /// [`Lock::extend`] as a future ([`Round`], any executor): the executor
+    /// thread only submits the extension (`redlock_extend_async`); the
+    /// library's I/O thread completes it.  Dropping the future stops waiting,
+    /// not the round, which is already sent.
+    pub fn extend_async(&self, ttl: Duration) -> Round<'_> {
+        let ttl = match self.client.ttl_ms("extend", &self.resource, ttl) {
+            Ok(t) => t,
+            Err(e) => return Round::failed(&self.client, "extend", &self.resource, Some(e)),
+        };
+        let h = match self.handle {
+            Some(h) => h.as_ptr(),
+            None => {
+                let e = Error::from(ErrorKind::InvalidArgument);
+                return Round::failed(&self.client, "extend", &self.resource, Some(e));
+            }
+        };
+        // SAFETY: live handle.
+        let lost_before = unsafe { sys::redlock_lock_is_lost(h) != 0 };
+        // Lost already (or run out): ELOST without a round, so no votes.
+        Round::submit(
+            &self.client,
+            "extend",
+            &self.resource,
+            !lost_before,
+            None,
+            |cb, arg| {
+                // SAFETY: live client and handle (borrowed by the future);
+                // arg as Round::submit says.
+                unsafe { sys::redlock_extend_async(self.client.raw(), h, ttl, cb, arg) }
+            },
+        )
+    }
+
+    /// [`Lock::unlock`] as a future ([`Round`], any executor): the release
+    /// is sent at once (`redlock_unlock_async`) and the lock is released
+    /// whatever the outcome; the future tells it without blocking the
+    /// executor thread.
+    pub fn unlock_async(mut self) -> Round<'static> {
+        let client = self.client.clone();
+        let resource = std::mem::take(&mut self.resource);
+        let h = match self.handle.take() {
+            Some(h) => h,
+            None => return Round::failed(&client, "unlock", &resource, None),
+        };
+        let watch = self
+            .watch
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        Round::submit(&client, "unlock", &resource, true, watch, |cb, arg| {
+            // SAFETY: live client and handle, which the unlock frees after its
+            // callback; arg as Round::submit says.
+            unsafe { sys::redlock_unlock_async(client.raw(), h.as_ptr(), cb, arg) }
+        })
     }
 
     /// Keeps the lock extended (by its last TTL) until it is released.  The

@@ -283,3 +283,52 @@ fn acquire_is_send() {
     fn is<T: Send + Unpin>() {}
     is::<redlock::Acquire>();
 }
+
+/// extend_async and unlock_async submit their round and return: the thread
+/// that polls them is not held while the masters are slow to answer (two of
+/// three stopped), and each tells its outcome once they answer.
+#[test]
+fn extend_and_unlock_async_do_not_block() {
+    const RES: &str = "rs:async:round";
+    let m = Masters::start(3);
+    let c = m
+        .client()
+        .timeouts(Duration::from_secs(1), Duration::from_secs(30))
+        .open()
+        .unwrap();
+    let l = c.lock(RES, TTL).unwrap();
+    let rx = l.watch().unwrap();
+    m.signal(0, SIGSTOP);
+    m.signal(1, SIGSTOP);
+    let mut ext = l.extend_async(TTL);
+    // A blocking extension would have waited for the masters (or the 30 s
+    // request timeout) before returning.
+    assert!(poll_once(&mut ext).is_pending());
+    m.signal(0, SIGCONT);
+    m.signal(1, SIGCONT);
+    block_on(ext).unwrap();
+    assert!(!l.is_lost());
+    m.signal(0, SIGSTOP);
+    m.signal(1, SIGSTOP);
+    let mut un = l.unlock_async();
+    assert!(poll_once(&mut un).is_pending());
+    m.signal(0, SIGCONT);
+    m.signal(1, SIGCONT);
+    block_on(un).unwrap();
+    assert_eq!(exists(&m, RES), ["0"; 3]);
+    // The watch ended with the release, without a loss.
+    assert!(rx.recv().is_err());
+
+    // A lock taken over: the extension's error names the call, with votes.
+    let l = c.lock(RES, TTL).unwrap();
+    for &p in &m.ports {
+        cmd(p, &["SET", RES, "someone-else"]).unwrap();
+    }
+    let e = block_on(l.extend_async(TTL)).unwrap_err();
+    assert_eq!(e, ErrorKind::Lost);
+    assert_eq!((e.op(), e.resource()), (Some("extend"), Some(RES)));
+    assert!(e.votes().is_some(), "{e:?}");
+    let e = block_on(l.unlock_async()).unwrap_err();
+    assert_eq!(e.op(), Some("unlock"));
+    assert_eq!(cmd(m.ports[0], &["GET", RES]).unwrap(), "someone-else");
+}

@@ -306,6 +306,36 @@ fn voter_uris() {
     assert!(!e.to_string().contains("secret-pw"), "{e}");
 }
 
+/// A refused URI's error shows it as the C library redacts it: the whole
+/// password, whatever it holds ('/', '@'), and any sentinel_password.
+#[test]
+fn refused_uri_redacted() {
+    for (uri, secret, shown) in [
+        (
+            "redis://u:se/cr@et@h:1?bogus=1",
+            "se/cr",
+            "redis://u:***@h:1",
+        ),
+        (
+            "redis://:p@ss/w0rd@h:1?bogus=1",
+            "ss/w0rd",
+            "redis://:***@h:1",
+        ),
+        (
+            "redis-sentinel://h:26379?sentinel_password=s3cr/t@x",
+            "s3cr",
+            "sentinel_password=***",
+        ),
+    ] {
+        let e = Client::builder().node(uri).open().unwrap_err();
+        assert_eq!(e, ErrorKind::InvalidArgument, "{shown}");
+        assert_eq!(e.op(), Some("add_node"));
+        let text = format!("{e} {e:?}");
+        assert!(!text.contains(secret), "{text}");
+        assert!(e.resource().unwrap().contains(shown), "{text}");
+    }
+}
+
 #[test]
 fn fresh_masters_error_says_quarantined() {
     let m = Masters::start(3);
@@ -556,4 +586,40 @@ fn tls_options_map_not_supported() {
         .unwrap();
     drop(c);
     println!("SKIP: rust: TLS round trip against rediss:// masters not run here (covered by the C and Python tests)");
+}
+
+/// A TTL above the max TTL is refused saying the limit and the builder
+/// option that raises it, blocking and async, acquisition and extension.
+#[test]
+fn max_ttl_refusal_says_limit() {
+    let m = Masters::start(3);
+    let c = m.client().max_ttl(Duration::from_secs(10)).open().unwrap();
+    let over = Duration::from_secs(20);
+    let check = |e: Error, op: &str| {
+        assert_eq!(e, ErrorKind::InvalidArgument, "{op}: {e}");
+        assert_eq!(e.op(), Some(op), "{e}");
+        let text = e.to_string();
+        for want in ["20s", "max TTL (10s)", "Builder::max_ttl"] {
+            assert!(text.contains(want), "{op}: {text:?} lacks {want:?}");
+        }
+    };
+    check(c.lock("rs:maxttl", over).unwrap_err(), "lock");
+    check(c.try_lock("rs:maxttl", over).unwrap_err(), "try_lock");
+    check(c.lock_wait("rs:maxttl", over, S5).unwrap_err(), "lock_wait");
+    check(c.lock_many(["rs:maxttl"], over).unwrap_err(), "lock_many");
+    check(
+        c.rwlock_read("rs:maxttl", over, Duration::ZERO)
+            .unwrap_err(),
+        "rwlock_read",
+    );
+    check(
+        support::block_on(c.lock_async("rs:maxttl", over)).unwrap_err(),
+        "lock",
+    );
+    let l = c.lock("rs:maxttl", Duration::from_secs(10)).unwrap(); // the limit itself
+    check(l.extend(over).unwrap_err(), "extend");
+    // The default max TTL (60 s) is named as well.
+    let d = m.client().open().unwrap();
+    let e = d.lock("rs:maxttl2", Duration::from_secs(120)).unwrap_err();
+    assert!(e.to_string().contains("max TTL (60s)"), "{e}");
 }
