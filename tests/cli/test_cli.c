@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_cases.h"
 #include "cluster_harness.h"
 #include "fixture.h"
 #include "redlock.h" /* REDLOCK_*_PREFIX: the names the CLI uses on the masters */
@@ -1987,10 +1988,7 @@ static void case_tls_cluster(void) {
 
 /* ================================================================================ */
 
-static const struct {
-  const char *name;
-  void (*fn)(void);
-} CASES[] = {
+static const cli_case_t CASES[] = {
     {"exit_status", case_exit_status},
     {"fence", case_fence},
     {"busy", case_busy},
@@ -2020,38 +2018,12 @@ static const struct {
 int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "--helper") == 0)
     return helper_main(argc, argv);
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
-    return 2;
-  }
-  /* Each case's masters are new: no first sighting kept by an earlier run
-   * (~/.local/state/redlock) may date their quarantines. */
-  setenv("REDLOCK_STATE_DIR", "", 1);
-  g_redlock = argv[1];
-  g_case = argv[2];
   ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
   if (n <= 0) {
     fprintf(stderr, "readlink /proc/self/exe: %s\n", strerror(errno));
     return 2;
   }
   g_self[n] = '\0';
-  signal(SIGPIPE, SIG_IGN);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/redlock-cli-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (mkdtemp(g_tmpdir) == NULL) {
-    fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-    if (strcmp(CASES[i].name, g_case) == 0) {
-      uint64_t t0 = rh_now_ms();
-      CASES[i].fn();
-      printf("ok [%s] %" PRIu64 " ms\n", g_case, rh_now_ms() - t0);
-      cleanup();
-      return 0;
-    }
-  }
-  fprintf(stderr, "unknown case '%s'\n", g_case);
-  cleanup();
-  return 2;
+  return cli_cases_main(argc, argv, CASES, sizeof CASES / sizeof CASES[0], "redlock-cli-test",
+                        cleanup, &g_redlock, &g_case, g_tmpdir, sizeof g_tmpdir);
 }

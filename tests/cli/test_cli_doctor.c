@@ -37,6 +37,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include "cli_cases.h"
 #include "cluster_harness.h"
 #include "redis_harness.h"
 #include "sentinel_harness.h"
@@ -1257,10 +1258,7 @@ static void case_quarantine(void) {
   CHECK(r->status == 0 && has(line), "status names the failover quarantine: exit %d", r->status);
 }
 
-static const struct {
-  const char *name;
-  void (*fn)(void);
-} CASES[] = {
+static const cli_case_t CASES[] = {
     {"doctor_quarantine", case_quarantine},
     {"doctor_healthy", case_healthy},
     {"doctor_acl", case_acl},
@@ -1278,32 +1276,6 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
-    return 2;
-  }
-  /* Each case's masters are new: no first sighting kept by an earlier run
-   * (~/.local/state/redlock) may date their quarantines. */
-  setenv("REDLOCK_STATE_DIR", "", 1);
-  g_redlock = argv[1];
-  g_case = argv[2];
-  signal(SIGPIPE, SIG_IGN);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/redlock-doctor-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (mkdtemp(g_tmpdir) == NULL) {
-    fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-    if (strcmp(CASES[i].name, g_case) == 0) {
-      uint64_t t0 = rh_now_ms();
-      CASES[i].fn();
-      printf("ok [%s] %" PRIu64 " ms\n", g_case, rh_now_ms() - t0);
-      cleanup();
-      return 0;
-    }
-  }
-  fprintf(stderr, "unknown case '%s'\n", g_case);
-  cleanup();
-  return 2;
+  return cli_cases_main(argc, argv, CASES, sizeof CASES / sizeof CASES[0], "redlock-doctor-test",
+                        cleanup, &g_redlock, &g_case, g_tmpdir, sizeof g_tmpdir);
 }

@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_cases.h"
 #include "redis_harness.h"
 #include "test_io.h"
 
@@ -370,10 +371,7 @@ static void case_tls_insecure(void) {
   CHECK(count(g_run.err, TLS_WARNING) == 0, "verification on: no warning (exit %d)", g_run.status);
 }
 
-static const struct {
-  const char *name;
-  void (*fn)(void);
-} CASES[] = {
+static const cli_case_t CASES[] = {
     {"sec_metrics_symlink", case_metrics_symlink},
     {"sec_escape", case_escape},
     {"sec_password_warning", case_password_warning},
@@ -381,34 +379,9 @@ static const struct {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s PATH-TO-redlock CASE\n", argv[0]);
-    return 2;
-  }
-  /* Each case's masters are new: no first sighting kept by an earlier run
-   * (~/.local/state/redlock) may date their quarantines. */
-  setenv("REDLOCK_STATE_DIR", "", 1);
+  /* The cases count the warnings: none may be turned off from outside. */
   unsetenv("REDLOCK_NO_AUTH_WARNING");
   unsetenv("REDLOCK_TLS_INSECURE");
-  g_redlock = argv[1];
-  g_case = argv[2];
-  signal(SIGPIPE, SIG_IGN);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(g_tmpdir, sizeof g_tmpdir, "%s/redlock-sec-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (mkdtemp(g_tmpdir) == NULL) {
-    fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-    return 2;
-  }
-  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-    if (strcmp(CASES[i].name, g_case) == 0) {
-      uint64_t t0 = rh_now_ms();
-      CASES[i].fn();
-      printf("ok [%s] %" PRIu64 " ms\n", g_case, rh_now_ms() - t0);
-      cleanup();
-      return 0;
-    }
-  }
-  fprintf(stderr, "unknown case '%s'\n", g_case);
-  cleanup();
-  return 2;
+  return cli_cases_main(argc, argv, CASES, sizeof CASES / sizeof CASES[0], "redlock-sec-test",
+                        cleanup, &g_redlock, &g_case, g_tmpdir, sizeof g_tmpdir);
 }

@@ -4,13 +4,13 @@
 //! (`redlock_cancel`): the library sends nothing more for it and releases
 //! whatever a round out at that moment wins.  Works with any executor: the
 //! library's I/O thread completes the call and wakes the task.
-use super::{last_votes_of, sys, Call, Client, Error, ErrorKind, Lock, Result};
+use super::{last_votes_of, poll_outcome, sys, Call, Client, Error, ErrorKind, Lock, Result};
 use std::future::Future;
 use std::os::raw::{c_int, c_void};
 use std::pin::Pin;
 use std::ptr;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 
 /// What the callback left for the future.  Guarded by `Slot::state`.
 struct State {
@@ -188,21 +188,11 @@ impl Future for Acquire {
             return Poll::Ready(Err(e));
         }
         let slot = this.slot.as_ref().expect("a submitted call has its slot");
-        let outcome = {
-            let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
-            match st.outcome.take() {
-                Some(o) => o,
-                None => {
-                    match &st.waker {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => st.waker = Some(cx.waker().clone()),
-                    }
-                    return Poll::Pending;
-                }
-            }
-        };
+        let (rc, lock, votes) = ready!(poll_outcome(&slot.state, cx, |st| (
+            &mut st.outcome,
+            &mut st.waker
+        )));
         this.done = true;
-        let (rc, lock, votes) = outcome;
         if rc != 0 {
             return Poll::Ready(Err(this.error(rc, votes)));
         }

@@ -28,6 +28,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 mod acquire;
@@ -364,6 +365,28 @@ unsafe fn last_votes_of(client: *mut sys::redlock_t) -> String {
     }
     buf.truncate((n as usize).min(buf.len() - 1));
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// A callback future's poll: the outcome the library's callback stored in
+/// `state`, or, while there is none, `Pending` with the task registered for
+/// the callback to wake (kept when it is the same task, so that repeated
+/// polls do not clone the waker).  `fields` picks the outcome and waker out
+/// of the future's own state type.
+fn poll_outcome<S, T>(
+    state: &Mutex<S>,
+    cx: &Context<'_>,
+    fields: impl FnOnce(&mut S) -> (&mut Option<T>, &mut Option<Waker>),
+) -> Poll<T> {
+    let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+    let (outcome, waker) = fields(&mut st);
+    if let Some(o) = outcome.take() {
+        return Poll::Ready(o);
+    }
+    match waker {
+        Some(w) if w.will_wake(cx.waker()) => {}
+        _ => *waker = Some(cx.waker().clone()),
+    }
+    Poll::Pending
 }
 
 fn cstring(s: &str) -> Result<CString> {

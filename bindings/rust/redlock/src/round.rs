@@ -3,13 +3,15 @@
 //! (`redlock_extend_async`, `redlock_unlock_async`): the executor thread
 //! only submits it, and the library's I/O thread completes it and wakes the
 //! task, so an async program never blocks on the masters' answers.
-use super::{last_votes_of, sys, Call, Client, Error, ErrorKind, Lock, Result, WatchPtr};
+use super::{
+    last_votes_of, poll_outcome, sys, Call, Client, Error, ErrorKind, Lock, Result, WatchPtr,
+};
 use std::future::Future;
 use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 
 struct State {
     /// The status, with the votes of its round when it failed after one;
@@ -184,19 +186,10 @@ impl Future for Round<'_> {
                 return Poll::Ready(Ok(())); // nothing to do (released already)
             }
         };
-        let (rc, votes) = {
-            let mut st = slot.state.lock().unwrap_or_else(|e| e.into_inner());
-            match st.outcome.take() {
-                Some(o) => o,
-                None => {
-                    match &st.waker {
-                        Some(w) if w.will_wake(cx.waker()) => {}
-                        _ => st.waker = Some(cx.waker().clone()),
-                    }
-                    return Poll::Pending;
-                }
-            }
-        };
+        let (rc, votes) = ready!(poll_outcome(&slot.state, cx, |st| (
+            &mut st.outcome,
+            &mut st.waker
+        )));
         this.done = true;
         if rc != 0 {
             return Poll::Ready(Err(this.error(rc, votes)));
