@@ -345,6 +345,7 @@ static const struct option CONN_LONGS[] = {
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"tls-server-name", required_argument, NULL, OPT_TLS_SERVER_NAME},
     {"tls-insecure", no_argument, NULL, OPT_TLS_INSECURE},
+    {"allow-discovered", required_argument, NULL, OPT_ALLOW_DISCOVERED},
     {"quiet", no_argument, NULL, 'q'},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
@@ -388,6 +389,11 @@ static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbo
     return 0;
   case OPT_TLS_INSECURE:
     c->tls.insecure = 1;
+    return 0;
+  case OPT_ALLOW_DISCOVERED:
+    if (c->n_allow == CLI_MAX_ALLOW)
+      return usage_error("--allow-discovered: at most %d patterns", CLI_MAX_ALLOW);
+    c->allow[c->n_allow++] = arg;
     return 0;
   case 'q':
     g_verbosity = -1;

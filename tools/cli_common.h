@@ -57,7 +57,8 @@ enum {
   OPT_TLS_CERT,
   OPT_TLS_KEY,
   OPT_TLS_SERVER_NAME,
-  OPT_TLS_INSECURE
+  OPT_TLS_INSECURE,
+  OPT_ALLOW_DISCOVERED
 };
 
 /* ---- the subcommands (main.c dispatches to them) -------------------------------------- */
@@ -143,10 +144,18 @@ int state_dir_apply(redlock_options_t *opts);
  * --node, --key-prefix and the --tls-* options.  parse_options takes them
  * (and -q, -v, -h, -V) for all subcommands from one table, so that a new
  * connection option reaches run, elect and status alike. */
+/* Most --allow-discovered patterns (the library takes up to 64). */
+#define CLI_MAX_ALLOW 64
+
 typedef struct {
   nodes_t nodes;
   const char *prefix;
   tls_opts_t tls;
+  /* --allow-discovered host patterns, else REDLOCK_ALLOW_DISCOVERED's
+   * (split in allow_env, filled in by conn_apply). */
+  const char *allow[CLI_MAX_ALLOW];
+  size_t n_allow;
+  char allow_env[1024];
 } conn_opts_t;
 
 struct option; /* getopt.h */

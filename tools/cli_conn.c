@@ -14,10 +14,64 @@
 #include <sys/time.h>
 
 #include "conn/tls.h" /* the TLS connections, from the redlock_uri target */
+#include "util/strutil.h"
 
 /* The SSL_CTX of the tool's own connections to rediss:// servers; NULL when
  * none is listed.  A process-wide program global, not library state. */
 static tls_client_t *g_tls;
+
+/* --allow-discovered's patterns (cli_conn_allow); n == 0: any host. */
+static const char *const *g_allow;
+static size_t g_n_allow;
+
+void cli_conn_allow(const char *const *patterns, size_t n) {
+  g_allow = patterns;
+  g_n_allow = n;
+}
+
+int cli_conn_discovered_ok(const char *host, int port, char *why, size_t size) {
+  if (str_host_allowed(host, g_allow, g_n_allow))
+    return 0;
+  char at[300];
+  cli_host_port(at, sizeof at, host, port);
+  snprintf(why, size, "discovered address %s not allowed by --allow-discovered: not connected", at);
+  return -1;
+}
+
+/* REDLOCK_ALLOW_DISCOVERED's comma-separated patterns into conn->allow,
+ * when no --allow-discovered was given.  0 or EXIT_USAGE (said). */
+static int allow_from_env(conn_opts_t *conn) {
+  const char *env = getenv("REDLOCK_ALLOW_DISCOVERED");
+  if (conn->n_allow > 0 || env == NULL || env[0] == '\0')
+    return 0;
+  if (strlen(env) >= sizeof conn->allow_env)
+    return usage_error("REDLOCK_ALLOW_DISCOVERED: longer than %zu bytes",
+                       sizeof conn->allow_env - 1);
+  memcpy(conn->allow_env, env, strlen(env) + 1);
+  for (char *p = conn->allow_env; p != NULL;) {
+    char *comma = strchr(p, ',');
+    if (comma != NULL)
+      *comma = '\0';
+    if (*p == '\0' || conn->n_allow == CLI_MAX_ALLOW)
+      return usage_error("REDLOCK_ALLOW_DISCOVERED: an empty pattern, or more than %d, in '%s'",
+                         CLI_MAX_ALLOW, env);
+    conn->allow[conn->n_allow++] = p;
+    p = comma != NULL ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+int conn_apply(conn_opts_t *conn, redlock_options_t *opts) {
+  int rc = tls_apply(&conn->tls, opts);
+  if (rc == 0)
+    rc = allow_from_env(conn);
+  for (size_t i = 0; i < conn->n_allow && rc == 0; i++)
+    if (redlock_options_allow_discovered(opts, conn->allow[i]) != 0)
+      rc = usage_error("invalid --allow-discovered pattern '%s' (1..255 bytes)", conn->allow[i]);
+  if (rc == 0)
+    cli_conn_allow(conn->allow, conn->n_allow);
+  return rc;
+}
 
 int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
   int any = 0;
@@ -41,7 +95,7 @@ int tls_for_probes_from(conn_opts_t *conn) {
   }
   if (g_verbosity >= 0)
     redlock_options_set_log(settings, REDLOCK_LOG_ERROR, setter_log_cb, NULL);
-  int status = tls_apply(&conn->tls, settings);
+  int status = conn_apply(conn, settings);
   if (status == 0)
     status = tls_for_probes(settings, &conn->nodes);
   redlock_options_free(settings); /* the TLS context copied what it needs */
@@ -228,8 +282,14 @@ int cli_conn_ask_sentinels(const node_addr_t *voter, uint64_t timeout_ms,
                      .password = voter->sentinel_password,
                      .tls = voter->tls,
                      .label = out->sentinel};
-    if (ask_one(voter, &s, timeout_ms, out, err, sizeof err))
-      return 0;
+    if (ask_one(voter, &s, timeout_ms, out, err, sizeof err)) {
+      if (cli_conn_discovered_ok(out->master.host, out->master.port, why, size) == 0)
+        return 0;
+      size_t n = strlen(why);
+      snprintf(why + n, size - n, " (named by sentinel %s)", out->sentinel);
+      out->sentinel[0] = '\0';
+      return -1;
+    }
     size_t o = strlen(out->tried);
     snprintf(out->tried + o, sizeof out->tried - o, "%s%s: %s", o ? "; " : "", out->sentinel, err);
   }

@@ -32,6 +32,19 @@ enum {
   CLI_CONN_SELECT, /* SELECT refused: why is "SELECT: <the server's error>" */
 };
 
+/* Applies what a client connects with beyond the masters to opts: the TLS
+ * options (tls_apply) and the host patterns that addresses a sentinel or a
+ * cluster node names must match (redlock_options_allow_discovered), which
+ * the tool's own connections follow too (cli_conn_allow).  0 or an exit
+ * status (with the reason on stderr). */
+int conn_apply(conn_opts_t *conn, redlock_options_t *opts);
+/* The host patterns (fnmatch, ASCII case ignored) that an address a
+ * sentinel or a cluster node names must match before these connections go
+ * there; none: any.  The patterns are borrowed for the process's life. */
+void cli_conn_allow(const char *const *patterns, size_t n);
+/* 0 when host may be connected to, else -1 with why saying it is not. */
+int cli_conn_discovered_ok(const char *host, int port, char *why, size_t size);
+
 /* Sets up the TLS context of these connections when a voter is rediss://
  * (once per process; opts carries the --tls-* settings).  0 or
  * EXIT_USAGE. */

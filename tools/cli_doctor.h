@@ -103,7 +103,8 @@ typedef struct {
   const node_addr_t *addr; /* the master's address and credentials */
   cli_conn_t cc;
   int up;          /* connected; cleared when the connection is lost */
-  int stop;        /* not a master at all (a sentinel): the other checks are moot */
+  int stop;        /* not a master at all (a sentinel), or a discovered address not allowed:
+                    * the other checks are moot */
   char *info[3];   /* INFO server, replication, cluster (NULL: refused) */
   int lua_ok;      /* every script loaded and EVALSHA works */
   int no_key;      /* a cluster primary with none of its slots fit for the doctor's key (a

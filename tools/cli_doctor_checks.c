@@ -661,6 +661,8 @@ void dr_master_check(dr_master_t *m) {
       check_server,    check_role,    check_topology, check_info,      check_persistence,
       dr_check_acl,    check_scripts, check_evalsha,  check_eval_body, check_time_and_publish,
       check_subscribe, check_ack,     check_rtt,      clock_start};
+  if (m->stop)
+    return; /* ruled out before any connection (a discovered address not allowed) */
   connect_master(m);
   for (size_t i = 0; i < sizeof checks / sizeof checks[0] && m->up && !m->stop; i++)
     checks[i](m);

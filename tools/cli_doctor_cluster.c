@@ -214,6 +214,11 @@ static int make_primaries(dr_cluster_t *cl, dr_voter_t *v, const node_addr_t *a,
              set->prefix);
     }
     cl->masters[i] = (dr_master_t){.v = r, .set = &cl->sets[i], .addr = pa, .no_key = !placed};
+    char why[400];
+    if (cli_conn_discovered_ok(pa->host, pa->port, why, sizeof why) != 0) {
+      dr_add(r, "connect", DR_FAIL, "%s", why);
+      cl->masters[i].stop = 1; /* none of its checks: they would connect */
+    }
   }
   v->primaries = cl->reports;
   v->n_primaries = n;

@@ -8,6 +8,7 @@
 #include "cli_hold.h"
 
 #include "cli_child.h"
+#include "cli_conn.h" /* conn_apply */
 
 #include <getopt.h>
 #include <inttypes.h>
@@ -277,6 +278,6 @@ int hold_prepare(const hold_cmd_t *cmd, int argc, char **argv, hold_opts_t *o, f
   if (status == 0)
     status = hold_options(cmd, o, opts);
   if (status == 0) /* both subcommands: elect once had no TLS at all */
-    status = tls_apply(&o->conn.tls, *opts);
+    status = conn_apply(&o->conn, *opts);
   return status;
 }

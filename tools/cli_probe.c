@@ -180,6 +180,11 @@ static void probe_primary(const node_addr_t *voter, const cluster_primary_t *p, 
   node_addr_t primary;
   cli_cluster_primary_addr(voter, p, &primary);
   cli_host_port(rep->master, sizeof rep->master, p->host, p->port);
+  char why[400];
+  if (cli_conn_discovered_ok(primary.host, primary.port, why, sizeof why) != 0) {
+    snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+    return;
+  }
   moved_t moved = {0};
   probe_at(&primary, key, fence_key, timeout_ms, 0, 0, &moved, rep);
   if (!moved.moved)
@@ -188,6 +193,10 @@ static void probe_primary(const node_addr_t *voter, const cluster_primary_t *p, 
     primary.host = moved.host;
   primary.port = moved.port;
   cli_host_port(rep->master, sizeof rep->master, primary.host, primary.port);
+  if (cli_conn_discovered_ok(primary.host, primary.port, why, sizeof why) != 0) {
+    snprintf(rep->state, sizeof rep->state, "down (%s)", why);
+    return;
+  }
   moved_t again = {0};
   probe_at(&primary, key, fence_key, timeout_ms, 0, moved.ask, &again, rep);
   if (again.moved)

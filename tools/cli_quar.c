@@ -4,6 +4,8 @@
 
 #include "cli_quar.h"
 
+#include "cli_conn.h" /* conn_apply */
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +145,7 @@ int cli_quar_ask(cli_quar_t *q, conn_opts_t *conn, int quarantine, uint64_t max_
     status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
   }
   if (status == 0)
-    status = tls_apply(&conn->tls, opts);
+    status = conn_apply(conn, opts);
   redlock_t *client = NULL;
   if (status == 0 && (rc = redlock_open(&client, opts)) != 0) {
     err_msg("cannot start the client: %s", redlock_strerror(rc));

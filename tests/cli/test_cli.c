@@ -1856,6 +1856,32 @@ static void case_run_cluster(void) {
            ch_uri(g_cluster, 0) + strlen("redis-cluster://"));
   proc_t *e = START(NULL, 0, RUN, "--node", uri, "cl-res", "--", g_self, "--helper", "exit", "7");
   CHECK(RUN_TO_END(e) == 7, "COMMAND's exit status, the first seed down");
+
+  /* --allow-discovered: with one seed, a key whose slot another primary
+   * owns is reached at an address the slot map names (127.0.0.1): refused
+   * under 10.*, neither the lock's client nor status connects there. */
+  char key[32];
+  int slot;
+  for (int i = 0;; i++) {
+    snprintf(key, sizeof key, "ad-%d", i);
+    if (cluster_owner(key, &slot) != 0)
+      break;
+  }
+  snprintf(uri, sizeof uri, "redis-cluster://127.0.0.1:%d", ch_port(g_cluster, 0));
+  proc_t *d = START(NULL, 0, RUN, "--node", uri, "--allow-discovered", "10.*", key, "--", g_self,
+                    "--helper", "print");
+  CHECK(RUN_TO_END(d) == 69, "a discovered primary not allowed -> 69");
+  CHECK(d->out_len == 0, "COMMAND did not run");
+  CHECK(stderr_contains(d, "not allowed"), "the message says the address is not allowed");
+  setenv("REDLOCK_ALLOW_DISCOVERED", "10.*", 1);
+  s = START(NULL, 0, "status", "--node", uri, key);
+  RUN_TO_END(s);
+  unsetenv("REDLOCK_ALLOW_DISCOVERED");
+  CHECK(strstr(s->out, "not allowed by --allow-discovered") != NULL,
+        "status does not connect to it either (REDLOCK_ALLOW_DISCOVERED)");
+  d = START(NULL, 0, RUN, "--node", uri, "--allow-discovered", "10.*", "--allow-discovered",
+            "127.0.0.*", key, "--", g_self, "--helper", "exit", "7");
+  CHECK(RUN_TO_END(d) == 7, "allowed by the second pattern: COMMAND ran");
 }
 
 /* Campaigners waiting on key's release channel at the slot's primary (a
