@@ -202,3 +202,28 @@ func TestTLSOptions(t *testing.T) {
 	// Not a line starting with "SKIP:": run-all.sh would count the whole binding as skipped.
 	t.Skip("TLS round trip against rediss:// masters: SKIP here (covered by the C and Python tests)")
 }
+
+// Discovered-address patterns: an invalid one fails Open with ErrInvalid; a
+// valid one leaves the URIs' own masters (never checked) locking as before.
+func TestAllowDiscovered(t *testing.T) {
+	for _, p := range []string{"", strings.Repeat("h", 300)} {
+		if _, err := Open(uris(), WithAllowDiscovered("10.*", p)); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("pattern of %d bytes: %v", len(p), err)
+		}
+	}
+	many := make([]string, 65)
+	for i := range many {
+		many[i] = "10.0.0.*"
+	}
+	if _, err := Open(uris(), WithAllowDiscovered(many...)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("65 patterns: %v", err)
+	}
+	c := open(t, WithAllowDiscovered("10.*"), WithAllowDiscovered("*.redis.internal"))
+	l, err := c.Lock(bg, "go:allow-discovered", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(bg); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -83,6 +83,7 @@ type config struct {
 	tlsKey          string
 	tlsServerName   *string
 	tlsVerify       *bool
+	allowDiscovered []string
 }
 
 // WithTLS sets the TLS trust and identity for rediss:// masters: ca is a PEM
@@ -98,6 +99,17 @@ func WithTLS(ca, cert, key string) Option {
 // WithTLSServerName: the name the masters' certificates must carry (and the
 // SNI), instead of each URI's host.
 func WithTLSServerName(name string) Option { return func(c *config) { c.tlsServerName = &name } }
+
+// WithAllowDiscovered adds host patterns (fnmatch globs, ASCII case ignored:
+// "10.0.0.*", "*.redis.internal") for the addresses that sentinels and
+// cluster nodes name.  Once any is given, a discovered address whose host
+// matches none is never connected to: that voter votes down ("discovered
+// address HOST:PORT not allowed").  The URIs' own hosts are not checked.
+// Open fails with ErrInvalid for "", a pattern over 255 bytes, or more than
+// 64 patterns.  Repeated options add to the list.
+func WithAllowDiscovered(patterns ...string) Option {
+	return func(c *config) { c.allowDiscovered = append(c.allowDiscovered, patterns...) }
+}
 
 // WithTLSVerify(false) turns off certificate and host name checks (tests only).
 func WithTLSVerify(on bool) Option { return func(c *config) { c.tlsVerify = &on } }
@@ -193,6 +205,35 @@ func setTLS(o *C.redlock_options_t, cfg *config) error {
 	if cfg.tlsVerify != nil {
 		if err := fail("tls verify", C.redlock_options_set_tls_verify(o, cbool(*cfg.tlsVerify))); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// setAllowDiscovered adds the discovered-address patterns, with the
+// library's reason for a refusal captured as in setTLS.
+func setAllowDiscovered(o *C.redlock_options_t, patterns []string) error {
+	if len(patterns) == 0 {
+		return nil
+	}
+	var reasons []string
+	capID := registry.add(func(_ int, msg string) { reasons = append(reasons, msg) })
+	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
+	defer func() {
+		C.redlock_options_set_log(o, LogWarn, nil, nil)
+		registry.remove(capID)
+	}()
+	for _, p := range patterns {
+		reasons = reasons[:0]
+		cs := C.CString(p)
+		rc := C.redlock_options_allow_discovered(o, cs)
+		C.free(unsafe.Pointer(cs))
+		if rc != 0 {
+			why := "refused"
+			if len(reasons) > 0 {
+				why = strings.Join(reasons, "; ")
+			}
+			return &Error{Op: "option", Resource: fmt.Sprintf("allow discovered %q: %s", p, why), Errno: Errno(rc)}
 		}
 	}
 	return nil
@@ -326,6 +367,9 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 		}
 	}
 	if err := setTLS(o, &cfg); err != nil {
+		return nil, err
+	}
+	if err := setAllowDiscovered(o, cfg.allowDiscovered); err != nil {
 		return nil, err
 	}
 	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
