@@ -203,6 +203,12 @@ extern "C" {
     ) -> c_int;
     pub fn redlock_options_set_tls_verify(opts: *mut redlock_options_t, verify: c_int) -> c_int;
 
+    // discovered addresses (sentinel masters, cluster primaries)
+    pub fn redlock_options_allow_discovered(
+        opts: *mut redlock_options_t,
+        pattern: *const c_char,
+    ) -> c_int;
+
     // coordination primitives: counting semaphore, read-write lock, leader election
     pub fn redlock_semaphore_acquire(
         client: *mut redlock_t,

@@ -438,6 +438,7 @@ pub struct Builder {
     tls: Option<(Option<String>, Option<(String, String)>)>,
     tls_server_name: Option<String>,
     tls_verify: Option<bool>,
+    allow_discovered: Vec<String>,
 }
 
 impl Builder {
@@ -530,6 +531,19 @@ impl Builder {
         self
     }
 
+    /// Adds a host pattern (fnmatch glob, ASCII case ignored: `"10.0.0.*"`,
+    /// `"*.redis.internal"`) for the addresses that sentinels and cluster
+    /// nodes name; call it once per pattern.  Once any is set, a discovered
+    /// address whose host matches none is never connected to: that voter
+    /// votes down ("discovered address HOST:PORT not allowed").  The URIs'
+    /// own hosts are not checked.  [`Builder::open`] fails with
+    /// [`ErrorKind::InvalidArgument`] for `""`, a pattern over 255 bytes or
+    /// more than 64 patterns.
+    pub fn allow_discovered(mut self, pattern: impl Into<String>) -> Self {
+        self.allow_discovered.push(pattern.into());
+        self
+    }
+
     /// Opens the client: starts its I/O thread and connects to every master,
     /// returning within the connect timeout even when masters are down (they
     /// are retried in the background and vote "no" meanwhile).
@@ -598,6 +612,10 @@ impl Builder {
         }
         if let Some(v) = self.tls_verify {
             check(unsafe { sys::redlock_options_set_tls_verify(o.0, v as c_int) })?;
+        }
+        for p in &self.allow_discovered {
+            let c = cstring(p)?;
+            check(unsafe { sys::redlock_options_allow_discovered(o.0, c.as_ptr()) })?;
         }
         let mut log: Option<Box<LogFn>> = None;
         if let Some((level, f)) = self.logger {

@@ -588,6 +588,32 @@ fn tls_options_map_not_supported() {
     println!("SKIP: rust: TLS round trip against rediss:// masters not run here (covered by the C and Python tests)");
 }
 
+/// Discovered-address patterns: an invalid one fails open with
+/// InvalidArgument; a valid one leaves the URIs' own masters (never checked)
+/// locking as before.
+#[test]
+fn allow_discovered_patterns() {
+    let m = Masters::start(3);
+    for p in [String::new(), "h".repeat(300)] {
+        let e = m
+            .client()
+            .allow_discovered("10.*")
+            .allow_discovered(p)
+            .open();
+        assert_eq!(e.unwrap_err(), ErrorKind::InvalidArgument);
+    }
+    let many = (0..65).fold(m.client(), |b, _| b.allow_discovered("10.0.0.*"));
+    assert_eq!(many.open().unwrap_err(), ErrorKind::InvalidArgument);
+    let c = m
+        .client()
+        .allow_discovered("10.*")
+        .allow_discovered("*.redis.internal")
+        .open()
+        .unwrap();
+    let l = c.lock("rs:allow-discovered", S5).unwrap();
+    l.unlock().unwrap();
+}
+
 /// A TTL above the max TTL is refused saying the limit and the builder
 /// option that raises it, blocking and async, acquisition and extension.
 #[test]
