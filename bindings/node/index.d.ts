@@ -40,6 +40,13 @@ export interface ClientOptions {
   tlsServerName?: string | null;
   /** Verify chain and host name (default true); false only for tests. */
   tlsVerify?: boolean;
+  /**
+   * Host patterns (fnmatch globs, ASCII case ignored: "10.0.0.*", "*.redis.internal"): once
+   * given, an address a sentinel or a cluster node names is never connected to unless its host
+   * matches one (that voter votes down, "discovered address HOST:PORT not allowed"). The URIs'
+   * own addresses are not checked. At most 64 patterns of 1..255 bytes.
+   */
+  allowDiscovered?: string[];
 }
 
 export interface SemaphoreOptions extends WaitLockOptions {

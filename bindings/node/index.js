@@ -199,6 +199,9 @@ function declare(lib) {
   const ElectedCb = koffi.proto('void redlock_node_elected_cb(redlock_election_t *e, uint64_t term, intptr_t arg)');
   const ElectionLostCb = koffi.proto('void redlock_node_election_lost_cb(redlock_election_t *e, int reason, intptr_t arg)');
   const f = (sig) => lib.func(sig);
+  // Added to the C API later: a library without it still loads, and the
+  // option then rejects with NotSupportedError.
+  const optional = (sig) => { try { return lib.func(sig); } catch { return null; } };
   return {
     LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb,
     redlock_version: f('const char *redlock_version(void)'),
@@ -251,6 +254,7 @@ function declare(lib) {
     redlock_options_set_tls: f('int redlock_options_set_tls(redlock_options_t *o, const char *ca_file, const char *ca_dir, const char *cert, const char *key)'),
     redlock_options_set_tls_server_name: f('int redlock_options_set_tls_server_name(redlock_options_t *o, const char *name)'),
     redlock_options_set_tls_verify: f('int redlock_options_set_tls_verify(redlock_options_t *o, int verify)'),
+    redlock_options_allow_discovered: optional('int redlock_options_allow_discovered(redlock_options_t *o, const char *pattern)'),
   };
 }
 
@@ -545,7 +549,8 @@ class Lock {
 
 const OPTION_KEYS = new Set(['retryCount', 'retryDelayMs', 'retryJitterMs', 'driftFactor',
   'connectTimeoutMs', 'requestTimeoutMs', 'maxTtlMs', 'quarantine', 'fencing', 'keyPrefix',
-  'log', 'logLevel', 'tlsCa', 'tlsCert', 'tlsKey', 'tlsServerName', 'tlsVerify']);
+  'log', 'logLevel', 'tlsCa', 'tlsCert', 'tlsKey', 'tlsServerName', 'tlsVerify',
+  'allowDiscovered']);
 
 /*
  * The masters' URIs.  As for the TLS options (setTls), the library gives the
@@ -604,6 +609,7 @@ function buildOptions(nodes, o) {
       check(F.redlock_options_set_key_prefix(opts, o.keyPrefix), 'keyPrefix');
     }
     setTls(opts, o);
+    setAllowDiscovered(opts, o.allowDiscovered);
     return opts;
   } catch (e) {
     F.redlock_options_free(opts);
@@ -639,6 +645,39 @@ function setTls(opts, o) {
     }
     if (tlsServerName !== undefined) ok(F.redlock_options_set_tls_server_name(opts, tlsServerName), 'tlsServerName');
     if (tlsVerify !== undefined) ok(F.redlock_options_set_tls_verify(opts, tlsVerify ? 1 : 0), 'tlsVerify');
+  } finally {
+    F.redlock_options_set_log(opts, LOGS.LOG_WARN, null, 0);
+    loggers.delete(logId);
+  }
+}
+
+/**
+ * allowDiscovered: host patterns (fnmatch globs, ASCII case ignored) outside
+ * which an address a sentinel or a cluster node names is never connected to.
+ * The reason for a refused pattern comes through the log callback, as in
+ * setTls.
+ */
+function setAllowDiscovered(opts, patterns) {
+  if (patterns === undefined || patterns === null) return;
+  // A string is iterable too: refused rather than taken one character per pattern.
+  if (!Array.isArray(patterns)) throw new TypeError('allowDiscovered must be an array of host patterns');
+  for (const p of patterns) {
+    if (typeof p !== 'string') throw new TypeError('allowDiscovered must be an array of strings');
+  }
+  if (patterns.length === 0) return;
+  if (!F.redlock_options_allow_discovered) {
+    throw makeError(CODES.ENOTSUP, 'allowDiscovered: redlock_options_allow_discovered is not in this libredlock');
+  }
+  const reasons = [];
+  const logId = newId();
+  loggers.set(logId, (_lvl, msg) => reasons.push(msg));
+  F.redlock_options_set_log(opts, LOGS.LOG_DEBUG, T.log, logId);
+  try {
+    patterns.forEach((p, i) => {
+      // A NUL would cut the pattern short on its way to C.
+      if (p.includes('\0')) throw makeError(CODES.EINVAL, `allowDiscovered[${i}] contains a NUL character`);
+      check(F.redlock_options_allow_discovered(opts, p), `allowDiscovered[${i}]: ${reasons.join('; ') || 'refused'}`);
+    });
   } finally {
     F.redlock_options_set_log(opts, LOGS.LOG_WARN, null, 0);
     loggers.delete(logId);

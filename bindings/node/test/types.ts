@@ -33,6 +33,7 @@ async function example(nodes: string[]): Promise<bigint> {
   const prom: string = client.stats('prometheus');
   console.log(term, st, prom, redlock.tlsSupported());
   await Client.open(nodes, { tlsCa: '/ca.pem', tlsCert: '/c.pem', tlsKey: '/k.pem', tlsServerName: 'h', tlsVerify: true });
+  await Client.open(nodes, { allowDiscovered: ['10.0.0.*', '*.redis.internal'] });
   await client.close();
   return fence;
 }

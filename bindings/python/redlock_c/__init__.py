@@ -406,6 +406,7 @@ def _declare(lib):
                                                   u64p]),
         "redlock_uri_redact": (c_int, [c_cp, c_cp, ctypes.c_size_t]),
         "redlock_options_get_max_ttl": (c_int, [c_vp, ctypes.POINTER(c_u32)]),
+        "redlock_options_allow_discovered": (c_int, [c_vp, c_cp]),
     }
     for name, (restype, argtypes) in optional.items():
         fn = getattr(lib, name, None)
@@ -498,25 +499,38 @@ def _path_arg(value, what):
     return data
 
 
+class _Refusals:
+    """The library says why it refuses a setting only through the options'
+    log callback: within this block one that captures the reason is
+    installed, and check() raises with it (Client sets the real callback
+    after)."""
+
+    def __init__(self, lib, opts):
+        self.lib, self.opts, self.reasons = lib, opts, []
+
+    def __enter__(self):
+        def capture(level, msg, arg):  # runs on this thread, during the setters
+            self.reasons.append(msg.decode("utf-8", "replace"))
+
+        self.cb = _LOG_CB(capture)
+        self.lib.redlock_options_set_log(self.opts, LOG_DEBUG, self.cb, None)
+        return self
+
+    def __exit__(self, *exc):
+        self.lib.redlock_options_set_log(self.opts, LOG_WARN, _LOG_CB(), None)
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise _make_error(rc, detail="%s: %s" % (what, "; ".join(self.reasons) or
+                                                     "refused"))
+
+
 def _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify):
-    """Applies the tls_* arguments to opts.  The library says why it refuses
-    a setting only through the options' log callback, so one that captures
-    the reason is installed for these calls (Client sets the real one after)."""
+    """Applies the tls_* arguments to opts."""
     if (tls_ca, tls_cert, tls_key, tls_server_name, tls_verify) == (None,) * 5:
         return
-    reasons = []
-
-    def capture(level, msg, arg):  # runs on this thread, during the setters below
-        reasons.append(msg.decode("utf-8", "replace"))
-
-    cb = _LOG_CB(capture)
-    lib.redlock_options_set_log(opts, LOG_DEBUG, cb, None)
-    try:
-        def check(rc, what):
-            if rc != 0:
-                raise _make_error(rc, detail="%s: %s" % (what, "; ".join(reasons) or
-                                                         "refused"))
-
+    with _Refusals(lib, opts) as refusals:
+        check = refusals.check
         if (tls_ca, tls_cert, tls_key) != (None, None, None):
             ca = _path_arg(tls_ca, "tls_ca")
             # tls_ca names a PEM bundle or an OpenSSL hashed directory.
@@ -530,8 +544,32 @@ def _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify):
         if tls_verify is not None:
             check(lib.redlock_options_set_tls_verify(opts, 1 if tls_verify else 0),
                   "tls_verify")
-    finally:
-        lib.redlock_options_set_log(opts, LOG_WARN, _LOG_CB(), None)
+
+
+def _set_allow_discovered(lib, opts, patterns):
+    """Applies allow_discovered (host patterns, see Client) to opts."""
+    if patterns is None:
+        return
+    # A bare string is itself iterable: each character would become a pattern.
+    if isinstance(patterns, (str, bytes, bytearray)):
+        raise TypeError("allow_discovered must be a sequence of host patterns, not a single "
+                        "string")
+    try:
+        patterns = list(patterns)
+    except TypeError:
+        raise TypeError("allow_discovered must be a sequence of host patterns, not %s"
+                        % type(patterns).__name__) from None
+    encoded = [_bytes_arg(p, "allow_discovered pattern") for p in patterns]
+    if not encoded:
+        return
+    if getattr(lib, "redlock_options_allow_discovered", None) is None or \
+            lib.redlock_options_allow_discovered.argtypes is None:
+        raise NotSupportedError(ENOTSUP, detail="allow_discovered: "
+                                "redlock_options_allow_discovered is not in this libredlock")
+    with _Refusals(lib, opts) as refusals:
+        for i, data in enumerate(encoded):
+            refusals.check(lib.redlock_options_allow_discovered(opts, data),
+                           "allow_discovered[%d]" % i)
 
 
 def version():
@@ -990,6 +1028,14 @@ class Client:
     name (encrypted but not authenticated: tests only).  Bad files raise
     InvalidArgument with the reason.
 
+    allow_discovered: host patterns (a sequence of str: fnmatch globs, ASCII
+    case ignored, "10.0.0.*", "*.redis.internal"); when given, a master
+    address that a sentinel or a cluster node names outside them is never
+    connected to (its vote is down, "discovered address HOST:PORT not
+    allowed").  The addresses in the URIs are not checked.  At most 64
+    patterns of 1 to 255 bytes (InvalidArgument otherwise); a bare str raises
+    TypeError.  See docs/deployments.md "Trust model for discovered addresses".
+
     Opening blocks up to the connect timeout; masters that are down are
     retried in the background.  Use as a context manager or call close()."""
 
@@ -997,7 +1043,8 @@ class Client:
                  drift_factor=None, connect_timeout_ms=None, request_timeout_ms=None,
                  max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
                  reentrant=None, log=None, log_level=LOG_WARN, tls_ca=None, tls_cert=None,
-                 tls_key=None, tls_server_name=None, tls_verify=None, stats=None, on_event=None):
+                 tls_key=None, tls_server_name=None, tls_verify=None, allow_discovered=None,
+                 stats=None, on_event=None):
         self._core = None
         lib = load_library()
         if isinstance(nodes, (str, bytes)):
@@ -1015,6 +1062,7 @@ class Client:
             raise NoMemoryError(ENOMEM)
         try:
             _set_tls(lib, opts, tls_ca, tls_cert, tls_key, tls_server_name, tls_verify)
+            _set_allow_discovered(lib, opts, allow_discovered)
             if log is not None:
                 core.log_fn = log
                 core.log_cb = _LOG_CB(core._on_log)

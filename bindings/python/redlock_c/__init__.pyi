@@ -91,7 +91,9 @@ class Client:
                  log: Optional[Callable[[int, str], None]] = ..., log_level: int = ...,
                  tls_ca: Optional[_Path] = ..., tls_cert: Optional[_Path] = ...,
                  tls_key: Optional[_Path] = ..., tls_server_name: Optional[_Resource] = ...,
-                 tls_verify: Optional[bool] = ..., stats: Optional[bool] = ...,
+                 tls_verify: Optional[bool] = ...,
+                 allow_discovered: Optional[Sequence[str]] = ...,
+                 stats: Optional[bool] = ...,
                  on_event: Optional[Callable[[Event], None]] = ...) -> None: ...
     def close(self) -> None: ...
     @property

@@ -32,7 +32,9 @@ class AsyncClient:
                  log: Optional[Callable[[int, str], None]] = ..., log_level: int = ...,
                  tls_ca: Optional[_Path] = ..., tls_cert: Optional[_Path] = ...,
                  tls_key: Optional[_Path] = ..., tls_server_name: Optional[_Resource] = ...,
-                 tls_verify: Optional[bool] = ..., stats: Optional[bool] = ...,
+                 tls_verify: Optional[bool] = ...,
+                 allow_discovered: Optional[Sequence[str]] = ...,
+                 stats: Optional[bool] = ...,
                  on_event: Optional[Callable[[Event], None]] = ...) -> None: ...
     @classmethod
     def open(cls, nodes: Iterable[_Node], *, retry_count: Optional[int] = ...,
@@ -47,7 +49,9 @@ class AsyncClient:
              log: Optional[Callable[[int, str], None]] = ..., log_level: int = ...,
              tls_ca: Optional[_Path] = ..., tls_cert: Optional[_Path] = ...,
              tls_key: Optional[_Path] = ..., tls_server_name: Optional[_Resource] = ...,
-             tls_verify: Optional[bool] = ..., stats: Optional[bool] = ...,
+             tls_verify: Optional[bool] = ...,
+             allow_discovered: Optional[Sequence[str]] = ...,
+             stats: Optional[bool] = ...,
              on_event: Optional[Callable[[Event], None]] = ...) -> _Awaitable["AsyncClient"]: ...
     @property
     def client(self) -> Client: ...

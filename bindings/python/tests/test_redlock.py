@@ -921,6 +921,26 @@ class TestLocking(ServerTestCase):
         outer.unlock()
         self.assertEqual(self.on_all("EXISTS", res), [0, 0, 0])
 
+    def test_allow_discovered(self):
+        """Patterns that match none of these masters: they still lock, since
+        addresses written in the URIs are never checked.  Invalid patterns are
+        refused, naming the option."""
+        c = self.client(allow_discovered=["10.0.0.*", "*.redis.internal"])
+        c.lock(unique("allow-disc"), 5000).unlock()
+        self.client(allow_discovered=()).lock(unique("allow-disc-none"), 5000).unlock()
+        for bad in ("", "x" * 300):
+            with self.assertRaises(redlock_c.InvalidArgument) as cm:
+                redlock_c.Client(self.uris, allow_discovered=["10.*", bad])
+            self.assertIn("allow_discovered", str(cm.exception))
+        with self.assertRaises(redlock_c.InvalidArgument) as cm:
+            redlock_c.Client(self.uris, allow_discovered=["10.*"] * 65)
+        self.assertIn("at most 64", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            redlock_c.Client(self.uris, allow_discovered="10.0.0.*")  # not one per character
+        self.assertIn("allow_discovered", str(cm.exception))
+        with self.assertRaises(TypeError):
+            redlock_c.Client(self.uris, allow_discovered=[42])
+
     def test_log_callback(self):
         msgs = []
         guard = threading.Lock()
