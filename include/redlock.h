@@ -87,7 +87,7 @@ extern "C" {
   XX(ENOQUORUM, -4, "too few Redis masters answered (down, timed out or errors)")                  \
   XX(EEXPIRED, -5, "quorum won but no validity left (the round took too long)")                    \
   XX(ELOST, -6, "lock is no longer held on a quorum of masters")                                   \
-  XX(ETIMEDOUT, -7, "wait budget spent while the lock was held by another")                            \
+  XX(ETIMEDOUT, -7, "wait budget spent while the lock was held by another")                        \
   XX(ECANCELED, -8, "operation canceled")                                                          \
   XX(ECLOSED, -9, "client is closing or closed")                                                   \
   XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                                \

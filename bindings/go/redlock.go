@@ -125,28 +125,58 @@ func cstrOrNil(s string) *C.char {
 	return C.CString(s)
 }
 
+// logCapture collects what the library logs while options are set: it gives
+// the reason for a refused option only through the options' log callback,
+// so one that captures it is set around those calls (Open sets the real one
+// afterwards).
+type logCapture struct {
+	o       *C.redlock_options_t
+	id      uintptr
+	reasons []string
+}
+
+func captureLog(o *C.redlock_options_t) *logCapture {
+	c := &logCapture{o: o}
+	c.id = registry.add(func(_ int, msg string) { c.reasons = append(c.reasons, msg) })
+	C.rlgo_set_log(o, LogDebug, C.uintptr_t(c.id))
+	return c
+}
+
+// why is what was logged since the last reset ("; "-joined, each without
+// prefix), or def when nothing was.
+func (c *logCapture) why(prefix, def string) string {
+	if len(c.reasons) == 0 {
+		return def
+	}
+	out := make([]string, len(c.reasons))
+	for i, r := range c.reasons {
+		out[i] = strings.TrimPrefix(r, prefix)
+	}
+	return strings.Join(out, "; ")
+}
+
+func (c *logCapture) reset() { c.reasons = c.reasons[:0] }
+
+func (c *logCapture) close() {
+	C.redlock_options_set_log(c.o, LogWarn, nil, nil)
+	registry.remove(c.id)
+}
+
 // addNodes adds the masters' URIs.  As for setTLS, the library gives the
 // reason for a refused URI only through the options' log callback: one that
 // captures it is set around these calls, so that the error says why.
 func addNodes(o *C.redlock_options_t, nodes []string) error {
-	var reasons []string
-	capID := registry.add(func(_ int, msg string) {
-		reasons = append(reasons, strings.TrimPrefix(msg, "redlock_options_add_node: "))
-	})
-	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
-	defer func() {
-		C.redlock_options_set_log(o, LogWarn, nil, nil)
-		registry.remove(capID)
-	}()
+	logged := captureLog(o)
+	defer logged.close()
 	for _, n := range nodes {
-		reasons = reasons[:0]
+		logged.reset()
 		cs := C.CString(n)
 		rc := C.redlock_options_add_node(o, cs)
 		C.free(unsafe.Pointer(cs))
 		if rc != 0 {
 			what := redact(n)
-			if len(reasons) > 0 {
-				what += ": " + strings.Join(reasons, "; ")
+			if why := logged.why("redlock_options_add_node: ", ""); why != "" {
+				what += ": " + why
 			}
 			return &Error{Op: "option", Resource: what, Errno: Errno(rc)}
 		}
@@ -154,29 +184,19 @@ func addNodes(o *C.redlock_options_t, nodes []string) error {
 	return nil
 }
 
-// setTLS applies the TLS options.  The library gives the reason for a
-// refusal only through the options' log callback: one that captures it is
-// set around these calls (Open sets the real one afterwards).
+// setTLS applies the TLS options, with the library's reason for a refusal
+// (captureLog).
 func setTLS(o *C.redlock_options_t, cfg *config) error {
 	if !cfg.tls && cfg.tlsServerName == nil && cfg.tlsVerify == nil {
 		return nil
 	}
-	var reasons []string
-	capID := registry.add(func(_ int, msg string) { reasons = append(reasons, msg) })
-	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
-	defer func() {
-		C.redlock_options_set_log(o, LogWarn, nil, nil)
-		registry.remove(capID)
-	}()
+	logged := captureLog(o)
+	defer logged.close()
 	fail := func(what string, rc C.int) error {
 		if rc == 0 {
 			return nil
 		}
-		why := "refused"
-		if len(reasons) > 0 {
-			why = strings.Join(reasons, "; ")
-		}
-		return &Error{Op: "option", Resource: what + ": " + why, Errno: Errno(rc)}
+		return &Error{Op: "option", Resource: what + ": " + logged.why("", "refused"), Errno: Errno(rc)}
 	}
 	if cfg.tls {
 		var caFile, caDir string
@@ -216,23 +236,15 @@ func setAllowDiscovered(o *C.redlock_options_t, patterns []string) error {
 	if len(patterns) == 0 {
 		return nil
 	}
-	var reasons []string
-	capID := registry.add(func(_ int, msg string) { reasons = append(reasons, msg) })
-	C.rlgo_set_log(o, LogDebug, C.uintptr_t(capID))
-	defer func() {
-		C.redlock_options_set_log(o, LogWarn, nil, nil)
-		registry.remove(capID)
-	}()
+	logged := captureLog(o)
+	defer logged.close()
 	for _, p := range patterns {
-		reasons = reasons[:0]
+		logged.reset()
 		cs := C.CString(p)
 		rc := C.redlock_options_allow_discovered(o, cs)
 		C.free(unsafe.Pointer(cs))
 		if rc != 0 {
-			why := "refused"
-			if len(reasons) > 0 {
-				why = strings.Join(reasons, "; ")
-			}
+			why := logged.why("", "refused")
 			return &Error{Op: "option", Resource: fmt.Sprintf("allow discovered %q: %s", p, why), Errno: Errno(rc)}
 		}
 	}
