@@ -14,8 +14,9 @@
  *  - reply_is_noscript: only error replies starting with "NOSCRIPT";
  *  - reply_pubsub_payload: only for a "message" push with a string third
  *    element, which it returns;
- *  - reply_pubsub: the kind is one of four; for a known kind the reply is an
- *    array of >= 3 whose first element names the kind and *channel, *len are
+ *  - reply_pubsub: the kind is one of six; for a known kind the reply is an
+ *    array of >= 3 whose first element names the kind ("smessage" is a
+ *    PUBSUB_MESSAGE) and *channel, *len are
  *    exactly the second element's bytes (inside the reply);
  *  - info_parse_server on the bytes of string / status / error replies, copied
  *    to an exact-length buffer.
@@ -96,14 +97,19 @@ static void check_reply(const redisReply *r) {
   size_t channel_len = (size_t)-1;
   pubsub_kind_t kind = reply_pubsub(r, &channel, &channel_len);
   FUZZ_CHECK(kind == PUBSUB_OTHER || kind == PUBSUB_MESSAGE || kind == PUBSUB_SUBSCRIBE ||
-             kind == PUBSUB_UNSUBSCRIBE);
+             kind == PUBSUB_UNSUBSCRIBE || kind == PUBSUB_SSUBSCRIBE ||
+             kind == PUBSUB_SUNSUBSCRIBE);
   if (kind == PUBSUB_OTHER) {
     FUZZ_CHECK(channel == NULL && channel_len == (size_t)-1);
   } else {
-    static const char *const names[] = {NULL, "message", "subscribe", "unsubscribe"};
+    /* "smessage" (a shard channel's message) is a PUBSUB_MESSAGE too. */
+    static const char *const names[] = {NULL,          "message",    "subscribe",
+                                        "unsubscribe", "ssubscribe", "sunsubscribe"};
     FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements >= 3);
     const redisReply *k = r->element[0], *name = r->element[1];
-    FUZZ_CHECK(k->type == REDIS_REPLY_STRING && bytes_are(k->str, k->len, names[kind]));
+    FUZZ_CHECK(k->type == REDIS_REPLY_STRING &&
+               (bytes_are(k->str, k->len, names[kind]) ||
+                (kind == PUBSUB_MESSAGE && bytes_are(k->str, k->len, "smessage"))));
     FUZZ_CHECK(name->type == REDIS_REPLY_STRING);
     FUZZ_CHECK(channel == name->str && channel_len == name->len);
   }
