@@ -21,6 +21,9 @@ typedef enum {
   WHEN_WAIT,     /* wait= */
   WHEN_WAITAOF,  /* waitaof= */
   WHEN_CLUSTER,  /* a redis-cluster:// voter */
+  /* where the server has it (releases, extensions, fencing without Lua:
+   * src/proto/caps.h); a server without it gets the scripts instead */
+  WHEN_SCRIPT_FREE,
 } when_t;
 
 #define MAX_WORDS 8
@@ -41,7 +44,11 @@ typedef struct {
  *   src/voters/node.c          SCRIPT LOAD, INFO server, INFO replication (a new
  *                       master after a failover), WAIT and WAITAOF (wait= /
  *                       waitaof=)
- *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
+ *   src/voters/node.c          COMMAND INFO (which script-free commands it has)
+ *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA; where the
+ *                       server has them, DELIFEQ / DELEX ... IFEQ, SET ...
+ *                       IFEQ, PUBLISH, and without Lua MULTI / EXEC with
+ *                       GET, ZSCORE, TIME, ZADD ... GT (fenced locks)
  *   src/engine/prims.c         EVALSHA (semaphores, read-write locks)
  *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
  *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
@@ -61,6 +68,7 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"SCRIPT LOAD", WHEN_ALWAYS, 0, {"SCRIPT", "LOAD", "return 0"}},
     {"INFO server", WHEN_ALWAYS, 0, {"INFO", "server"}},
     {"INFO replication", WHEN_ALWAYS, 0, {"INFO", "replication"}},
+    {"COMMAND INFO", WHEN_ALWAYS, 1, {"COMMAND", "INFO", "DELIFEQ", "DELEX"}},
     {"SET", WHEN_ALWAYS, 0, {"SET", "{key}", "{value}", "NX", "PX", "10000"}},
     {"EVALSHA", WHEN_ALWAYS, 0, {"EVALSHA", "{sha}", "2", "{key}", "{fence}", "{value}", "10000"}},
     {"EVAL", WHEN_ALWAYS, 0, {"EVAL", "return 0", "2", "{key}", "{fence}", "{value}", "10000"}},
@@ -74,6 +82,12 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"CLUSTER SLOTS", WHEN_CLUSTER, 0, {"CLUSTER", "SLOTS"}},
     {"ASKING", WHEN_CLUSTER, 0, {"ASKING"}},
     {"PING", WHEN_CLUSTER, 0, {"PING"}},
+    /* script-free forms, where the server has them */
+    {"DELIFEQ", WHEN_SCRIPT_FREE, 1, {"DELIFEQ", "{key}", "{value}"}},
+    {"DELEX", WHEN_SCRIPT_FREE, 1, {"DELEX", "{key}", "IFEQ", "{value}"}},
+    {"SET IFEQ", WHEN_SCRIPT_FREE, 1, {"SET", "{key}", "{value}", "IFEQ", "{value}", "KEEPTTL"}},
+    {"MULTI", WHEN_SCRIPT_FREE, 1, {"MULTI"}},
+    {"EXEC", WHEN_SCRIPT_FREE, 1, {"EXEC"}},
     /* from inside the scripts */
     {"GET, in scripts", WHEN_ALWAYS, 0, {"GET", "{key}"}},
     {"GET fence counter, in scripts", WHEN_ALWAYS, 0, {"GET", "{fence}"}},
@@ -110,6 +124,7 @@ static int applies(const lib_command_t *c, const node_addr_t *a) {
     return a->ack.mode == ACK_WAITAOF;
   case WHEN_CLUSTER:
     return a->voter == VOTER_KIND_CLUSTER;
+  case WHEN_SCRIPT_FREE:
   default:
     return 1;
   }
@@ -213,6 +228,9 @@ void dr_check_acl(dr_master_t *m) {
              strncmp(why, "NOPERM", 6) == 0 ? "" : "; it needs Redis >= 7");
       return;
     }
+    /* A command the server lacks is one the library does not send it. */
+    if (rc == 0 && c->when == WHEN_SCRIPT_FREE && strcmp(why, "unknown command") == 0)
+      continue;
     checked++;
     if (rc == 1)
       continue;
@@ -224,7 +242,9 @@ void dr_check_acl(dr_master_t *m) {
     dr_add(m->v, "acl", DR_FAIL, "user '%s' may not run: %s%s%s", user, refused,
            optional[0] ? "; and, for woken waits, " : "", optional);
   else if (optional[0])
-    dr_add(m->v, "acl", DR_WARN, "user '%s' may not run: %s: waiters poll instead of being woken",
+    dr_add(m->v, "acl", DR_WARN,
+           "user '%s' may not run: %s: waiters poll instead of being woken, or the scripts "
+           "release and extend where script-free commands are refused",
            user, optional);
   else
     dr_add(m->v, "acl", DR_OK, "user '%s' may run all %zu commands the library sends", user,
