@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cli_doctor.h"
+#include "proto/direct.h"  /* the fence counter's floor, DIRECT_FLOOR_SUFFIX */
 #include "proto/scripts.h" /* the embedded Lua scripts, from the redlock_uri target */
 
 static uint64_t mono_ns(void) {
@@ -402,8 +403,9 @@ static void check_time_and_publish(dr_master_t *m) {
     dr_add(m->v, "time-in-script", DR_SKIP, "none of the library's scripts calls TIME");
   } else {
     const script_t *s = script_get(SCRIPT_ACQUIRE_FENCED);
-    redisReply *r = dr_command(m, "EVALSHA %s 2 %s %s %s %u", s->sha1, set->key, set->fence_key,
-                               set->value, DR_KEY_TTL_MS);
+    /* KEYS: the lock key, its fence counter and the counter's floor. */
+    redisReply *r = dr_command(m, "EVALSHA %s 3 %s %s %s" DIRECT_FLOOR_SUFFIX " %s %u", s->sha1,
+                               set->key, set->fence_key, set->fence_key, set->value, DR_KEY_TTL_MS);
     if (r == NULL)
       return;
     if (r->type == REDIS_REPLY_INTEGER)

@@ -17,7 +17,7 @@
 /* ---- argv building ---------------------------------------------------------
  * Each round's argv is built on the stack and formatted once by round_new. */
 
-#define ARGV_MAX (2 * REDLOCK_MAX_MANY + 6)
+#define ARGV_MAX (3 * REDLOCK_MAX_MANY + 6)
 
 typedef struct {
   const char *argv[ARGV_MAX];
@@ -51,17 +51,19 @@ static void argv_script(argv_t *a, const script_t *script, char *const *keys,
   }
 }
 
-/* EVALSHA <sha> <2n> keys... fence_keys... value arg */
-static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *op, const char *arg,
-                        size_t arg_len) {
+/* EVALSHA <sha> <2n> keys... fence_keys... value arg; with floors (the
+ * acquisition), <3n> keys... fence_keys... floors... (lock.c: after the
+ * counters in the op's fence key block) */
+static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *op, int floors,
+                        const char *arg, size_t arg_len) {
   a->argc = 0;
   argv_push(a, "EVALSHA", 7);
   argv_push(a, script->sha1, 40);
-  size_t n = resp_u64_to_dec(2 * op->n_keys, a->n_keys_str);
+  size_t n = resp_u64_to_dec((floors ? 3 : 2) * op->n_keys, a->n_keys_str);
   argv_push(a, a->n_keys_str, n);
   for (size_t i = 0; i < op->n_keys; i++)
     argv_push(a, op->keys[i], op->key_lens[i]);
-  for (size_t i = 0; i < op->n_keys; i++)
+  for (size_t i = 0; i < (floors ? 2 : 1) * op->n_keys; i++)
     argv_push(a, op->fence_keys[i], op->fence_key_lens[i]);
   argv_push(a, op->value, RANDOM_VALUE_LEN);
   argv_push(a, arg, arg_len);
@@ -185,7 +187,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
   if (op->fenced) {
     const script_t *script = script_get(SCRIPT_ACQUIRE_FENCED);
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
-    argv_fenced(&a, script, op, a.ttl_str, n);
+    argv_fenced(&a, script, op, 1, a.ttl_str, n);
     tx_acquire_t t;
     round_alt_t alt;
     if (op->n_keys == 1)
@@ -214,7 +216,7 @@ static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t to
                                   round_decided_fn cb) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
-  argv_fenced(&a, script, op, token, token_len);
+  argv_fenced(&a, script, op, 0, token, token_len);
   if (op->n_keys != 1)
     return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, NULL, cb, op);
   /* MULTI; ZADD F GT T m; SET K V IFEQ V KEEPTTL; EXEC where no script runs */

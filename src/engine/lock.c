@@ -550,6 +550,12 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
     return;
   }
+  /* Too many masters run no scripts for this kind of lock: no retry can
+   * change that (a master gains Lua only at a new handshake). */
+  if (status == REDLOCK_ENOTSUP) {
+    acquire_finish(op, status, NULL);
+    return;
+  }
   uint64_t delay = quorum_retry_delay_ms(engine->opts->retry_delay_ms,
                                          engine->opts->retry_jitter_ms, engine_random(engine));
   if (op->prim.ops->retry_delay_ms != NULL)

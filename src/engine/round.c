@@ -460,7 +460,8 @@ uint64_t round_set_mask(const round_t *round) {
   uint64_t mask = 0;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
-    if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY)
+    if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY &&
+        vote->why != WHY_NOTSUP)
       mask |= (uint64_t)1 << i;
   }
   return mask;

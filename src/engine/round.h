@@ -246,7 +246,8 @@ void round_for_caller(round_t *round, const uv_thread_t *thread);
  * not touch the round after this returns. */
 void round_send(round_t *round);
 /* The masters (bit i = master i) that may hold the key after an acquire
- * round: every vote but an explicit refusal or a command never sent. */
+ * round: every vote but an explicit refusal or a command never sent (down,
+ * busy, unsupported). */
 uint64_t round_set_mask(const round_t *round);
 
 /* The owner's deadline timer fired: votes past their deadline fail as

@@ -6,7 +6,7 @@
  * DIRECT_FLOOR_MEMBER has the highest token committed here):
  *   MULTI; SET K V NX PX ttl; GET C; ZSCORE F m; TIME; EXEC
  * yes: the SET took, and the master's token is max(C + 1, F + 1, TIME in
- * microseconds), as acquire_fenced.lua gives max(C + 1, TIME).
+ * microseconds), as acquire_fenced.lua does.
  * Commit (DIRECT_TX_FENCE_COMMIT) of the granted token T:
  *   MULTI; ZADD F GT T m; SET K V IFEQ V KEEPTTL; EXEC
  * yes (1): K still holds V; the floor was raised to T either way (raising
