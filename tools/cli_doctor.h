@@ -31,7 +31,7 @@ struct redisReply;
 
 typedef enum { DR_OK = 0, DR_WARN, DR_FAIL, DR_SKIP } dr_status_t;
 
-#define DR_MAX_CHECKS 24
+#define DR_MAX_CHECKS 32
 #define DR_DETAIL_MAX 1024
 #define DR_DEFAULT_CLOCK_MS 1000u
 #define DR_MAX_CLOCK_MS 60000u

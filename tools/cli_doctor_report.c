@@ -249,7 +249,7 @@ int dr_print_json(const dr_voter_t *voters, size_t n) {
     fputs("]}", stdout);
   }
   size_t voting = count_voting(voters, n), later = count_quarantined(voters, n);
-  printf("],\"all_can_vote\":%s,\"all_can_vote_now\":%s,\"limited\":%zu}\n",
+  printf("],\"all_can_vote\":%s,\"all_can_vote_now\":%s,\"limited_voters\":%zu}\n",
          voting == n ? "true" : "false", voting == n && later == 0 ? "true" : "false",
          count_limited(voters, n));
   return exit_status(voting, later, n);

@@ -607,7 +607,7 @@ static void case_healthy(void) {
   CHECK(has("{\"name\":\"evalsha\",\"status\":\"ok\","), "the evalsha check");
   CHECK(has("\"role\":\"master\"") && has("\"kind\":\"standalone\""), "role and kind");
   CHECK(has("{\"name\":\"clock\",\"status\":\"skip\","), "--clock-ms 0: no clock measure");
-  CHECK(has("\"limited\":false") && has("\"limited\":0}"), "not limited");
+  CHECK(has("\"limited\":false") && has("\"limited_voters\":0}"), "not limited");
   if (is_redis7(m))
     CHECK(has("\"path\":\"scripts\""), "the path in the JSON");
   CHECK(!has(PASSWORD), "no password in the JSON");
@@ -824,7 +824,7 @@ static void case_valkey9_nolua(void) {
   r = DOCTOR(NULL, "--json", "--clock-ms", "0", rh_server_uri(m));
   CHECK(r->status == 0 && json_valid(r->out), "--json: exit %d", r->status);
   CHECK(has("\"path\":\"script-free commands\",\"limited\":true"), "path and limited");
-  CHECK(has("\"all_can_vote\":true") && has("\"limited\":1}"), "can vote, one limited");
+  CHECK(has("\"all_can_vote\":true") && has("\"limited_voters\":1}"), "can vote, one limited");
   CHECK(has("{\"name\":\"limits\",\"status\":\"warn\","), "the limits line");
 
   r = REDLOCK("status", "--no-quarantine", "--node", rh_server_uri(m), "vk9-res");
