@@ -1,9 +1,12 @@
 # bench/servers.sh: the benchmark scripts' own servers (sourced, bash):
 #   bench_server                     the server binary (default redis-server; valkey-server
 #                                    works alike)
-#   bench_start_masters N LOGDIR     N servers on free loopback ports: fills bench_ports and
-#                                    bench_pids, waits until each answers as the process
-#                                    started, and stops every server by PID on exit (trap)
+#   bench_start_masters N LOGDIR [ARG...]
+#                                    N more servers on free loopback ports, each given the
+#                                    extra ARGs (e.g. --rename-command X ""): appends to
+#                                    bench_ports and bench_pids, waits until each answers as
+#                                    the process started, and stops every server by PID on
+#                                    exit (trap)
 #   bench_start_replicas LOGDIR      one replica (--replicaof) of each of bench_ports: fills
 #                                    bench_replica_ports and bench_replica_pids (their PIDs
 #                                    are in bench_pids too, for the stop) and waits, with a
@@ -48,18 +51,22 @@ bench_wait_ours() {
 }
 
 bench_start_masters() {
-  local n=$1 logdir port i
+  local n=$1 logdir port i first=${#bench_ports[@]}
   logdir=$(cd "$2" && pwd) # --dir below: the servers' files (a replica's synced RDB) go there
+  shift 2
   trap bench_stop_masters EXIT
   port=$((20000 + $$ % 20000))
-  while [ "${#bench_ports[@]}" -lt "$n" ]; do
+  [ "$first" -gt 0 ] && port=${bench_ports[-1]}
+  while [ "${#bench_ports[@]}" -lt $((first + n)) ]; do
     port=$(bench_free_port "$port")
     "$bench_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$logdir" \
-      --loglevel warning --logfile "$logdir/server-$port.log" &
+      --loglevel warning --logfile "$logdir/server-$port.log" "$@" &
     bench_pids+=("$!")
     bench_ports+=("$port")
   done
-  for i in "${!bench_ports[@]}"; do bench_wait_ours "${bench_ports[$i]}" "${bench_pids[$i]}"; done
+  for ((i = first; i < ${#bench_ports[@]}; i++)); do
+    bench_wait_ours "${bench_ports[$i]}" "${bench_pids[$i]}"
+  done
 }
 
 bench_start_replicas() {
