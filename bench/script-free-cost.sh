@@ -5,31 +5,37 @@
 # loopback: set S with DELIFEQ renamed away (--rename-command DELIFEQ ""), so
 # that the handshake's COMMAND INFO finds no DELIFEQ and the client releases
 # with the script; set D plain, so that it releases with DELIFEQ.  Then, in ONE
-# run, RUNS rounds that each run redlock-bench's throughput mode (C in flight,
-# async API) against S and against D, in ABBA order (round 1 S then D, round 2
-# D then S, ...) so that the machine's load drifts over both alike.
+# run, RUNS rounds per mode of redlock-bench's throughput mode (C in flight,
+# async API):
+#   throughput  a process per set, in ABBA order (round 1 S then D, round 2 D
+#               then S, ...) so that the machine's load drifts over both alike;
+#   ab          both sets in ONE process (--ab-node), in alternating 0.5 s
+#               segments, which a noisy machine disturbs least.
 #
 # Masters' CPU per cycle: INFO cpu (used_cpu_sys + used_cpu_user) summed over
 # the set's masters before and after the bench process, divided by the cycles
 # the masters saw in that time (CONFIG RESETSTAT before; commandstats' SET
 # calls per master after: every cycle sends one SET NX PX to each master).
-# That counts warm-up and handshake alike for both sets; redlock-bench's own
-# figure (/proc/PID/stat over the measured window, --server-pids) is printed
-# beside it.  Client CPU per cycle: redlock-bench's getrusage figure.
+# That counts warm-up and handshake alike for both sets; in throughput mode
+# redlock-bench's own figure (/proc/PID/stat over the measured window,
+# --server-pids) is printed beside it.  Client CPU per cycle: redlock-bench's
+# getrusage figure (ab: per side, over its segments).
 #
-# Prints per variant the medians over the rounds, the median over the rounds
-# of each round's D / S, whether the masters' CPU per cycle D / S <= 0.75 (the
-# target), and the commands each set's masters ran per cycle; fails (status 1)
-# when set S did not release with EVALSHA or set D not with DELIFEQ, or when
-# the target is missed (docs/performance.md, "Script-free releases (DELIFEQ)
-# vs the release script").
+# Prints per mode and set the medians over the rounds, the median over the
+# rounds of each round's D / S, whether the masters' CPU per cycle D / S is
+# <= 0.75 (the target), and the commands each set's masters ran per cycle;
+# fails (status 1) when set S did not release with EVALSHA or set D not with
+# DELIFEQ, or when the target is missed (docs/performance.md, "Script-free
+# releases (DELIFEQ) vs the release script").
 #
 #   bench/script-free-cost.sh [--server PATH] path/to/redlock-bench
 #
 # --server: a valkey-server with DELIFEQ (Valkey >= 9.0) and Lua; default
 # build-extra/sid/bin/valkey-server.  Environment: RUNS (3), DURATION (5 s
-# measured), WARMUP (1 s), N (5), C (128), OUT (raw files; default a temp
-# dir).  Every server is stopped by PID on exit.
+# measured), WARMUP (1 s), N (5), C (128), MODES ("throughput ab"),
+# REQUEST_TIMEOUT (1000 ms: with the library's 100 ms a loaded machine times
+# requests out and the retried releases are counted as the cycle's work), OUT
+# (raw files; default a temp dir).  Every server is stopped by PID on exit.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib.sh
@@ -67,6 +73,8 @@ DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 N=${N:-5}
 C=${C:-128}
+MODES=${MODES:-"throughput ab"}
+REQUEST_TIMEOUT=${REQUEST_TIMEOUT:-1000}
 OUT=${OUT:-$(mktemp -d /tmp/redlock-script-free.XXXXXX)}
 mkdir -p "$OUT"
 
@@ -93,12 +101,20 @@ fi
 ports_of() { if [ "$1" = S ]; then echo "${s_ports[@]}"; else echo "${d_ports[@]}"; fi; }
 pids_of() { if [ "$1" = S ]; then echo "${s_pids[@]}"; else echo "${d_pids[@]}"; fi; }
 
-cmd_for() { # S|D -> the command line
-  local p nodes="" pids
-  for p in $(ports_of "$1"); do nodes="$nodes --node redis://127.0.0.1:$p"; done
-  pids=$(pids_of "$1" | tr ' ' ,)
-  echo "$bench --mode throughput --concurrency $C$nodes --server-pids $pids --no-quarantine" \
-    "--duration $DURATION --warmup $WARMUP --json"
+nodes_for() { # S|D [OPTION] -> the --node (or OPTION) options
+  local p opt=${2:---node}
+  for p in $(ports_of "$1"); do printf ' %s redis://127.0.0.1:%s' "$opt" "$p"; done
+}
+cmd_for() { # mode [S|D] -> the command line
+  local common="--no-quarantine --request-timeout $REQUEST_TIMEOUT --duration $DURATION"
+  common="$common --warmup $WARMUP --json"
+  case $1 in
+  throughput)
+    echo "$bench --mode throughput --concurrency $C$(nodes_for "$2")" \
+      "--server-pids $(pids_of "$2" | tr ' ' ,) $common" ;;
+  ab) # one process, both sets in alternating segments
+    echo "$bench --mode throughput --concurrency $C$(nodes_for S)$(nodes_for D --ab-node) $common" ;;
+  esac
 }
 
 cpu_sum() { # S|D -> used_cpu_sys + used_cpu_user summed over the set's masters, seconds
@@ -120,59 +136,96 @@ cmdstats() {
                  | map({key: .[0], value: [(.[1] | tonumber), (.[2] | tonumber)]}) | from_entries'
 }
 
-reset_stats() {
+declare -A cpu_before
+measure_begin() { # S|D: zero commandstats, note the masters' CPU
   local p
   for p in $(ports_of "$1"); do redis-cli -h 127.0.0.1 -p "$p" config resetstat >/dev/null; done
+  cpu_before[$1]=$(cpu_sum "$1")
+}
+# S|D: the bench figures (JSON on stdin) plus the masters' since measure_begin.
+# Cycles: SET calls per master (each cycle sends one SET NX PX to every master).
+measure_end() {
+  local after stats
+  after=$(cpu_sum "$1")
+  stats=$(cmdstats "$1")
+  jq -c --argjson before "${cpu_before[$1]}" --argjson after "$after" --argjson stats "$stats" \
+    --argjson n "$N" '
+    (($stats.set // [0, 0])[0] / $n) as $cycles |
+    . + {masters_cycles: $cycles,
+         masters_cpu_us_per_cycle:
+           (if $cycles > 0 then ($after - $before) * 1e6 / $cycles else null end),
+         commands_per_cycle:
+           (if $cycles > 0 then ($stats | map_values(.[0] / $n / $cycles)) else {} end),
+         command_us_per_cycle:
+           (if $cycles > 0 then ($stats | map_values(.[1] / $cycles)) else {} end)}'
 }
 
-for i in $(seq 1 "$RUNS"); do
-  if [ $((i % 2)) = 1 ]; then order="S D"; else order="D S"; fi
-  for kind in $order; do
-    echo "script-free-cost: round $i/$RUNS, set $kind" >&2
-    f="$OUT/$kind-$i.json"
-    reset_stats "$kind"
-    before=$(cpu_sum "$kind")
-    # shellcheck disable=SC2046,SC2091 # the command is built as a string, split on purpose
-    if ! $(cmd_for "$kind") >"$f.bench" 2>>"$OUT/stderr.log"; then
-      echo "script-free-cost: round $i set $kind failed (see $OUT/stderr.log)" >&2
-      : >"$f"
+for mode in $MODES; do
+  case $mode in
+  throughput | ab) ;;
+  *) echo "script-free-cost.sh: unknown mode $mode (throughput, ab)" >&2; exit 2 ;;
+  esac
+done
+for mode in $MODES; do
+  for i in $(seq 1 "$RUNS"); do
+    if [ "$mode" = ab ]; then
+      echo "script-free-cost: ab round $i/$RUNS, S and D in one process" >&2
+      f="$OUT/ab-$i.json"
+      measure_begin S
+      measure_begin D
+      # shellcheck disable=SC2046,SC2091 # the command is built as a string, split on purpose
+      if ! $(cmd_for ab) >"$f" 2>>"$OUT/stderr.log"; then
+        echo "script-free-cost: ab round $i failed (see $OUT/stderr.log)" >&2
+        : >"$OUT/ab-S-$i.json"
+        : >"$OUT/ab-D-$i.json"
+        continue
+      fi
+      jq -c '.a + {errors}' "$f" | measure_end S >"$OUT/ab-S-$i.json"
+      jq -c '.b + {errors}' "$f" | measure_end D >"$OUT/ab-D-$i.json"
       continue
     fi
-    after=$(cpu_sum "$kind")
-    stats=$(cmdstats "$kind")
-    # cycles: SET calls per master (one SET NX PX per master per cycle).
-    jq -c --argjson before "$before" --argjson after "$after" --argjson stats "$stats" \
-      --argjson n "$N" '
-      (($stats.set // [0, 0])[0] / $n) as $cycles |
-      . + {masters_cycles: $cycles,
-           masters_cpu_us_per_cycle:
-             (if $cycles > 0 then ($after - $before) * 1e6 / $cycles else null end),
-           masters_cmd_us_per_cycle:
-             (if $cycles > 0 then ([$stats[][1]] | add) / $cycles else null end),
-           commands_per_cycle:
-             (if $cycles > 0 then ($stats | map_values(.[0] / $n / $cycles)) else {} end)}' \
-      "$f.bench" >"$f"
+    if [ $((i % 2)) = 1 ]; then order="S D"; else order="D S"; fi
+    for kind in $order; do
+      echo "script-free-cost: $mode round $i/$RUNS, set $kind" >&2
+      f="$OUT/$mode-$kind-$i.json"
+      measure_begin "$kind"
+      # shellcheck disable=SC2046,SC2091 # the command is built as a string, split on purpose
+      if ! $(cmd_for "$mode" "$kind") >"$f.bench" 2>>"$OUT/stderr.log"; then
+        echo "script-free-cost: $mode round $i set $kind failed (see $OUT/stderr.log)" >&2
+        : >"$f"
+        continue
+      fi
+      measure_end "$kind" <"$f.bench" >"$f"
+    done
   done
 done
 
-# Each variant's runs as JSON lines, and one line of D / S ratios per round in
-# which both ran.
-: >"$OUT/S.jsonl"
-: >"$OUT/D.jsonl"
-: >"$OUT/ratio.jsonl"
-for i in $(seq 1 "$RUNS"); do
-  a="$OUT/S-$i.json"
-  b="$OUT/D-$i.json"
-  cat "$a" >>"$OUT/S.jsonl"
-  cat "$b" >>"$OUT/D.jsonl"
-  if [ -s "$a" ] && [ -s "$b" ]; then
+# Per mode: each set's runs as JSON lines, and one line of D / S ratios per
+# round in which both ran (ab: client figures from the run's pair medians).
+for mode in $MODES; do
+  : >"$OUT/$mode-S.jsonl"
+  : >"$OUT/$mode-D.jsonl"
+  : >"$OUT/$mode-ratio.jsonl"
+  for i in $(seq 1 "$RUNS"); do
+    a="$OUT/$mode-S-$i.json"
+    b="$OUT/$mode-D-$i.json"
+    cat "$a" >>"$OUT/$mode-S.jsonl"
+    cat "$b" >>"$OUT/$mode-D.jsonl"
+    if [ ! -s "$a" ] || [ ! -s "$b" ]; then continue; fi
     jq -c -n --slurpfile a "$a" --slurpfile b "$b" '$a[0] as $x | $b[0] as $y |
       def r(f): if ($x | f) == null or ($y | f) == null or ($x | f) == 0 then null
                 else ($y | f) / ($x | f) end;
       {cycles_per_s: r(.cycles_per_s), masters_cpu: r(.masters_cpu_us_per_cycle),
-       masters_cmd: r(.masters_cmd_us_per_cycle), server_cpu: r(.server_cpu_us_per_cycle),
-       client_cpu: r(.client_cpu_us_per_cycle)}' >>"$OUT/ratio.jsonl"
-  fi
+       server_cpu: r(.server_cpu_us_per_cycle), client_cpu: r(.client_cpu_us_per_cycle)}' \
+      >"$OUT/$mode-ratio-$i.json"
+    if [ "$mode" = ab ]; then # the pair medians: each 0.5 s S segment with its D neighbour
+      jq -c --slurpfile r "$OUT/$mode-ratio-$i.json" \
+        '$r[0] + {cycles_per_s: .pair_median_rate_ratio, client_cpu: .pair_median_cpu_ratio}' \
+        "$OUT/ab-$i.json" >>"$OUT/$mode-ratio.jsonl"
+    else
+      cat "$OUT/$mode-ratio-$i.json" >>"$OUT/$mode-ratio.jsonl"
+    fi
+  done
 done
 
 med() { bench_median_fmt "$@"; } # file jq-expr format (bench/lib.sh)
@@ -180,35 +233,44 @@ med() { bench_median_fmt "$@"; } # file jq-expr format (bench/lib.sh)
 echo "## Script-free releases (DELIFEQ) vs the release script"
 echo
 echo "$(bench_machine);"
-echo "N = $N masters per set, C = $C in flight (throughput mode, async API), loopback, no persistence;"
+echo "N = $N masters per set, C = $C in flight (throughput mode, async API), request timeout"
+echo "$REQUEST_TIMEOUT ms; loopback, no persistence;"
 echo "S: DELIFEQ renamed away (release script, EVALSHA); D: plain (DELIFEQ + PUBLISH)."
-echo "$RUNS rounds, ABBA, each run $DURATION s measured after $WARMUP s warm-up;"
-echo "ratio: median over the rounds of the round's D / S.  CPU in µs per cycle, summed over the"
-echo "N masters: INFO = used_cpu_sys + used_cpu_user over the whole bench process / SET calls"
-echo "per master; commands = commandstats' usec (command execution only); /proc = redlock-bench's"
-echo "--server-pids figure over the measured window."
+echo "$RUNS rounds per mode, each run $DURATION s measured after $WARMUP s warm-up."
+echo "throughput: a process per set, ABBA over the rounds; ab: both sets in one process, in"
+echo "alternating 0.5 s segments (--ab-node).  Ratio: median over the rounds of the round's D / S"
+echo "(ab: cycles/s and client CPU from each run's pair medians).  CPU in µs per cycle; masters:"
+echo "summed over the set's N masters, INFO = used_cpu_sys + used_cpu_user over the whole bench"
+echo "process / SET calls per master; /proc = redlock-bench's --server-pids figure over the"
+echo "measured window (throughput only)."
 echo
-echo "| set | release | cycles/s | masters CPU (INFO) | masters commands | masters CPU (/proc) | client CPU | errors |"
+echo "| mode | set | release | cycles/s | masters CPU (INFO) | masters CPU (/proc) | client CPU | errors |"
 echo "|---|---|---|---|---|---|---|---|"
-for kind in S D; do
-  f="$OUT/$kind.jsonl"
-  label=$([ "$kind" = S ] && echo "script (EVALSHA)" || echo "DELIFEQ + PUBLISH")
-  echo "| $kind | $label | $(med "$f" .cycles_per_s '%.0f') | $(med "$f" .masters_cpu_us_per_cycle '%.2f') | $(med "$f" .masters_cmd_us_per_cycle '%.2f') | $(med "$f" .server_cpu_us_per_cycle '%.2f') | $(med "$f" .client_cpu_us_per_cycle '%.2f') | $(med "$f" .errors '%d') |"
+for mode in $MODES; do
+  for kind in S D; do
+    f="$OUT/$mode-$kind.jsonl"
+    label=$([ "$kind" = S ] && echo "script (EVALSHA)" || echo "DELIFEQ + PUBLISH")
+    echo "| $mode | $kind | $label | $(med "$f" .cycles_per_s '%.0f') | $(med "$f" .masters_cpu_us_per_cycle '%.2f') | $(med "$f" .server_cpu_us_per_cycle '%.2f') | $(med "$f" .client_cpu_us_per_cycle '%.2f') | $(med "$f" .errors '%d') |"
+  done
+  r="$OUT/$mode-ratio.jsonl"
+  echo "| $mode | D / S | **ratio** ($(wc -l <"$r") rounds) | $(med "$r" .cycles_per_s '%.3f') | **$(med "$r" .masters_cpu '%.3f')** | $(med "$r" .server_cpu '%.3f') | **$(med "$r" .client_cpu '%.3f')** | |"
 done
-r="$OUT/ratio.jsonl"
-echo "| D / S | **ratio** ($(wc -l <"$r") rounds) | $(med "$r" .cycles_per_s '%.3f') | **$(med "$r" .masters_cpu '%.3f')** | $(med "$r" .masters_cmd '%.3f') | $(med "$r" .server_cpu '%.3f') | **$(med "$r" .client_cpu '%.3f')** | |"
 echo
-echo "Commands per cycle per master (median over the rounds; commandstats calls / cycles):"
+echo "Commands per cycle per master, and the masters' µs per cycle in them (commandstats"
+echo "calls and usec, all modes' runs, median; EVALSHA's µs include the commands it runs):"
 echo
 # The commands of the cycles, not the handshake's or this script's (INFO, CONFIG).
-mapfile -t cmds < <(jq -r -s '[.[].commands_per_cycle | to_entries[] | select(.value >= 0.01) | .key]
-                              | unique | .[]' "$OUT/S.jsonl" "$OUT/D.jsonl")
+mapfile -t cmds < <(for mode in $MODES; do cat "$OUT/$mode-S.jsonl" "$OUT/$mode-D.jsonl"; done |
+  jq -r -s '[.[].commands_per_cycle | to_entries[] | select(.value >= 0.01) | .key] | unique | .[]')
 echo "| set |$(printf ' %s |' "${cmds[@]}")"
 echo "|---|$(printf -- '---|%.0s' "${cmds[@]}")"
 for kind in S D; do
+  all="$OUT/all-$kind.jsonl"
+  for mode in $MODES; do cat "$OUT/$mode-$kind.jsonl"; done >"$all"
   row="| $kind |"
   for cmd in "${cmds[@]}"; do
-    row="$row $(med "$OUT/$kind.jsonl" "(.commands_per_cycle[\"$cmd\"] // 0)" '%.3f') |"
+    row="$row $(med "$all" "(.commands_per_cycle[\"$cmd\"] // 0)" '%.3f')"
+    row="$row ($(med "$all" "(.command_us_per_cycle[\"$cmd\"] // 0)" '%.2f') µs) |"
   done
   echo "$row"
 done
@@ -218,44 +280,55 @@ status=0
 # Every cycle releases once per master: S must have done it with EVALSHA and
 # never DELIFEQ, D with DELIFEQ and never EVALSHA (0.9: the cycles still in
 # flight when a run stops, and a failed release, do not count).
-paths_ok=$(jq -s -r '
-  def c(k): .commands_per_cycle[k] // 0;
-  if length == 0 then "no run" else
-    [.[] | select(c("evalsha") < 0.9 or c("delifeq") > 0)] | length | tostring end' "$OUT/S.jsonl")
-paths_ok_d=$(jq -s -r '
-  def c(k): .commands_per_cycle[k] // 0;
-  if length == 0 then "no run" else
-    [.[] | select(c("delifeq") < 0.9 or c("evalsha") > 0)] | length | tostring end' "$OUT/D.jsonl")
-if [ "$paths_ok" = 0 ] && [ "$paths_ok_d" = 0 ]; then
+# shellcheck disable=SC2016 # jq's $-variables
+wrong() { # S|D -> how many of the set's runs did not release as they should
+  local ok bad
+  if [ "$1" = S ]; then ok=evalsha bad=delifeq; else ok=delifeq bad=evalsha; fi
+  jq -s -r --arg ok "$ok" --arg bad "$bad" '
+    def c(k): .commands_per_cycle[k] // 0;
+    if length == 0 then "all (no run)"
+    else [.[] | select(c($ok) < 0.9 or c($bad) > 0)] | length | tostring end' "$OUT/all-$1.jsonl"
+}
+ws=$(wrong S)
+wd=$(wrong D)
+if [ "$ws" = 0 ] && [ "$wd" = 0 ]; then
   echo "Release paths: every S run released with EVALSHA, every D run with DELIFEQ."
 else
-  echo "Release paths: WRONG (S runs not on EVALSHA: $paths_ok; D runs not on DELIFEQ: $paths_ok_d)"
+  echo "Release paths: WRONG (S runs not on EVALSHA: $ws; D runs not on DELIFEQ: $wd)"
   status=1
 fi
-
-each=$(jq -r '.masters_cpu | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end' "$r" | tr '\n' ' ')
-m=$(bench_median "$r" .masters_cpu)
-if [ "$m" = null ]; then
-  echo "Masters' CPU per cycle, D / S: no round with both sets"
-  status=1
-elif awk -v r="$m" 'BEGIN { exit !(r <= 0.75) }'; then
-  printf "Masters' CPU per cycle, D / S = %.3f (rounds: %s): target <= 0.75 met\n" "$m" "$each"
-else
-  printf "Masters' CPU per cycle, D / S = %.3f (rounds: %s): target <= 0.75 NOT met\n" "$m" "$each"
-  status=1
-fi
-each=$(jq -r '.client_cpu | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end' "$r" | tr '\n' ' ')
-m=$(bench_median "$r" .client_cpu)
-if [ "$m" != null ]; then
-  printf "Client CPU per cycle, D / S = %.3f (rounds: %s)%s\n" "$m" "$each" \
-    "$(awk -v r="$m" 'BEGIN { if (r > 1) printf ": D costs the client %.1f%% more", (r - 1) * 100 }')"
-fi
+for mode in $MODES; do
+  r="$OUT/$mode-ratio.jsonl"
+  each=$(jq -r '.masters_cpu | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end' "$r" | tr '\n' ' ')
+  m=$(bench_median "$r" .masters_cpu)
+  if [ "$m" = null ]; then
+    echo "$mode: masters' CPU per cycle, D / S: no round with both sets"
+    status=1
+  elif awk -v r="$m" 'BEGIN { exit !(r <= 0.75) }'; then
+    printf "%s: masters' CPU per cycle, D / S = %.3f (rounds: %s): target <= 0.75 met\n" "$mode" "$m" "$each"
+  else
+    printf "%s: masters' CPU per cycle, D / S = %.3f (rounds: %s): target <= 0.75 NOT met\n" "$mode" "$m" "$each"
+    status=1
+  fi
+  each=$(jq -r '.client_cpu | if . == null then "-" else (. * 1000 | round / 1000 | tostring) end' "$r" | tr '\n' ' ')
+  m=$(bench_median "$r" .client_cpu)
+  if [ "$m" != null ]; then
+    printf "%s: client CPU per cycle, D / S = %.3f (rounds: %s)%s\n" "$mode" "$m" "$each" \
+      "$(awk -v r="$m" 'BEGIN { if (r > 1) printf ": D costs the client %.1f%% more", (r - 1) * 100 }')"
+  fi
+done
 echo
 echo "Commands (each round; ports and PIDs of this run):"
 echo
 echo '```'
-cmd_for S
-cmd_for D
+for mode in $MODES; do
+  if [ "$mode" = ab ]; then
+    cmd_for ab
+  else
+    cmd_for "$mode" S
+    cmd_for "$mode" D
+  fi
+done
 echo '```'
 echo "Raw JSON: $OUT" >&2
 exit $status
