@@ -160,11 +160,11 @@ static void tx_acquire(tx_acquire_t *t, round_alt_t *alt, const op_acquire_t *op
       .zscore_len = {6, op->fence_key_lens[1], sizeof DIRECT_FLOOR_MEMBER - 1},
   };
   *alt = (round_alt_t){.nolua_only = 1u << NODE_FORM_TX, .tx_reply = DIRECT_TX_FENCED_ACQUIRE};
-  alt->tx_before[0] = (round_argv_t){1, multi_argv, multi_len};
-  alt->tx_before[1] = (round_argv_t){6, t->set, t->set_len};
-  alt->tx_before[2] = (round_argv_t){2, t->get, t->get_len};
-  alt->tx_before[3] = (round_argv_t){3, t->zscore, t->zscore_len};
-  alt->tx_before[4] = (round_argv_t){1, time_argv, time_len};
+  alt->before[0] = (round_argv_t){1, multi_argv, multi_len};
+  alt->before[1] = (round_argv_t){6, t->set, t->set_len};
+  alt->before[2] = (round_argv_t){2, t->get, t->get_len};
+  alt->before[3] = (round_argv_t){3, t->zscore, t->zscore_len};
+  alt->before[4] = (round_argv_t){1, time_argv, time_len};
   alt->form[NODE_FORM_TX] = (round_argv_t){1, exec_argv, exec_len};
 }
 
@@ -224,9 +224,9 @@ static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t to
   const char *set[] = {"SET", op->keys[0], op->value, "IFEQ", op->value, "KEEPTTL"};
   const size_t set_len[] = {3, op->key_lens[0], RANDOM_VALUE_LEN, 4, RANDOM_VALUE_LEN, 7};
   round_alt_t alt = {.nolua_only = 1u << NODE_FORM_TX, .tx_reply = DIRECT_TX_FENCE_COMMIT};
-  alt.tx_before[0] = (round_argv_t){1, multi_argv, multi_len};
-  alt.tx_before[1] = tx_raise(&raise, op->fence_keys[1], op->fence_key_lens[1], token, token_len);
-  alt.tx_before[2] = (round_argv_t){6, set, set_len};
+  alt.before[0] = (round_argv_t){1, multi_argv, multi_len};
+  alt.before[1] = tx_raise(&raise, op->fence_keys[1], op->fence_key_lens[1], token, token_len);
+  alt.before[2] = (round_argv_t){6, set, set_len};
   alt.form[NODE_FORM_TX] = (round_argv_t){1, exec_argv, exec_len};
   return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, &alt, cb, op);
 }
@@ -254,13 +254,13 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   }
   if (lock->n_keys != 1)
     return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, NULL, cb, ctx);
-  /* One key, script-free where a master has SET IFEQ: SET K V IFEQ V PX ttl
-   * (the script's compare-and-pexpire), then its re-install of a key the
-   * master lost, which counts from the next extension on: SET K V NX PX
-   * ttl, fenced after ZADD F GT token m (the script raises the counter;
-   * raising first leaves no moment with the key back and the floor low).
-   * A fenced lock does so only where no script runs: elsewhere the script
-   * keeps its counter. */
+  /* One key, script-free where a master has SET IFEQ, as extend.lua, in one
+   * transaction: MULTI; SET K V IFEQ V PX ttl (compare-and-pexpire); SET K
+   * V NX PX ttl (the re-install of a key the master lost: a yes of its own,
+   * ROUND_REINSTALLED, which a quarantined master's does not count); EXEC.
+   * Fenced, ZADD F GT token m comes before the re-install, as the script
+   * raises the counter; and only where no script runs: elsewhere the
+   * script keeps its counter. */
   const char *key = lock->keys[0], *ttl = a.ttl_str;
   size_t key_len = lock->key_lens[0], ttl_len = resp_u64_to_dec(ttl_ms, a.ttl_str);
   const char *set_argv[] = {"SET", key, lock->value, "IFEQ", lock->value, "PX", ttl};
@@ -268,16 +268,16 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   const char *nx_argv[] = {"SET", key, lock->value, "NX", "PX", ttl};
   const size_t nx_len[] = {3, key_len, RANDOM_VALUE_LEN, 2, 2, ttl_len};
   round_alt_t alt = {0};
-  alt.form[NODE_FORM_SET_IFEQ] = (round_argv_t){7, set_argv, set_len};
+  alt.before[0] = (round_argv_t){1, multi_argv, multi_len};
+  alt.before[1] = (round_argv_t){7, set_argv, set_len};
   tx_raise_t raise;
   if (lock->fence_keys != NULL) {
     alt.nolua_only = 1u << NODE_FORM_SET_IFEQ;
-    alt.beside[0] = tx_raise(&raise, lock->fence_keys[1], lock->fence_key_lens[1], token_str,
+    alt.before[2] = tx_raise(&raise, lock->fence_keys[1], lock->fence_key_lens[1], token_str,
                              resp_u64_to_dec(lock->fence, token_str));
-    alt.beside[1] = (round_argv_t){6, nx_argv, nx_len};
-  } else {
-    alt.beside[0] = (round_argv_t){6, nx_argv, nx_len};
   }
+  alt.before[lock->fence_keys != NULL ? 3 : 2] = (round_argv_t){6, nx_argv, nx_len};
+  alt.form[NODE_FORM_SET_IFEQ] = (round_argv_t){1, exec_argv, exec_len};
   return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, &alt, cb, ctx);
 }
 
@@ -305,19 +305,20 @@ static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t 
   if (n_keys != 1)
     return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, NULL, cb, ctx);
   /* One key, script-free where a master has the command: DELIFEQ k v or
-   * DELEX k IFEQ v, then the announcement, PUBLISH channel "" (SPUBLISH for
-   * a voter that announces on shard channels), as the script's. */
+   * DELEX k IFEQ v; where it deleted, the announcement follows, PUBLISH
+   * channel "" (SPUBLISH for a voter that announces on shard channels), as
+   * the script's. */
   const char *del_argv[] = {"DELIFEQ", keys[0], value};
   const size_t del_len[] = {7, key_lens[0], RANDOM_VALUE_LEN};
   const char *delex_argv[] = {"DELEX", keys[0], "IFEQ", value};
   const size_t delex_len[] = {5, key_lens[0], 4, RANDOM_VALUE_LEN};
   const char *pub_argv[] = {"PUBLISH", channels != NULL ? channels[0] : "", ""};
   const size_t pub_len[] = {7, channels != NULL ? channel_lens[0] : 0, 0};
-  round_alt_t alt = {.beside_publish = 1};
+  round_alt_t alt = {0};
   alt.form[NODE_FORM_DELIFEQ] = (round_argv_t){3, del_argv, del_len};
   alt.form[NODE_FORM_DELEX] = (round_argv_t){4, delex_argv, delex_len};
   if (channels != NULL)
-    alt.beside[0] = (round_argv_t){3, pub_argv, pub_len};
+    alt.announce = (round_argv_t){3, pub_argv, pub_len};
   return argv_round(engine, &a, script, 1, ROUND_RELEASE, set_mask, &alt, cb, ctx);
 }
 

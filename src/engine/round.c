@@ -16,6 +16,8 @@
 #include "redlock.h"
 #include "util/clock.h"
 
+_Static_assert(DIRECT_REINSTALLED == ROUND_REINSTALLED, "one value for a re-install");
+
 void round_env_init(round_env_t *env) {
   list_init(&env->pending);
   env->n_pending = 0;
@@ -51,28 +53,26 @@ static int round_wants_alt(const round_env_t *env, const round_alt_t *alt) {
          (*env->caps_seen & (CAPS_RELEASE | CAP_SET_IFEQ)) != 0;
 }
 
-/* How many commands a sequence of alt holds (argc 0 ends it). */
-static unsigned seq_count(const round_argv_t *seq) {
+/* How many commands alt's `before` holds (argc 0 ends it). */
+static unsigned before_count(const round_alt_t *alt) {
   unsigned n = 0;
-  while (n < ROUND_ALT_MAX_SEQ && seq[n].argc > 0)
+  while (n < ROUND_ALT_MAX_BEFORE && alt->before[n].argc > 0)
     n++;
   return n;
 }
 
-/* The bytes alt's forms take: their node_cmd_t arrays, then the commands
- * (beside[0]'s SPUBLISH twin included). */
+/* The bytes alt's forms take: the node_cmd_t array of `before`, then the
+ * commands (the announcement's SPUBLISH twin included). */
 static size_t alt_len(const round_alt_t *alt) {
-  unsigned n_before = seq_count(alt->tx_before), n_beside = seq_count(alt->beside);
-  size_t len = (n_before + n_beside) * sizeof(node_cmd_t);
+  unsigned n_before = before_count(alt);
+  size_t len = n_before * sizeof(node_cmd_t);
   for (int f = NODE_FORM_SCRIPT + 1; f < NODE_FORM_COUNT; f++)
     if (alt->form[f].argc > 0)
       len += resp_command_len(alt->form[f].argc, alt->form[f].len);
   for (unsigned i = 0; i < n_before; i++)
-    len += resp_command_len(alt->tx_before[i].argc, alt->tx_before[i].len);
-  for (unsigned i = 0; i < n_beside; i++)
-    len += resp_command_len(alt->beside[i].argc, alt->beside[i].len);
-  if (n_beside > 0 && alt->beside_publish)
-    len += resp_command_len(alt->beside[0].argc, alt->beside[0].len) + 1; /* "SPUBLISH" */
+    len += resp_command_len(alt->before[i].argc, alt->before[i].len);
+  if (alt->announce.argc > 0)
+    len += 2 * resp_command_len(alt->announce.argc, alt->announce.len) + 1; /* + "SPUBLISH" */
   return len;
 }
 
@@ -87,31 +87,28 @@ static void alt_put(const round_argv_t *a, node_cmd_t *cmd, char **w) {
 /* Formats alt's forms at w (alt_len bytes, aligned for node_cmd_t) into
  * forms. */
 static void alt_write(const round_alt_t *alt, node_forms_t *forms, char *w) {
-  unsigned n_before = seq_count(alt->tx_before), n_beside = seq_count(alt->beside);
-  node_cmd_t *seq = (node_cmd_t *)(void *)w;
-  w += (n_before + n_beside) * sizeof(node_cmd_t);
+  unsigned n_before = before_count(alt);
+  node_cmd_t *before = (node_cmd_t *)(void *)w;
+  w += n_before * sizeof(node_cmd_t);
   forms->nolua_only = alt->nolua_only;
   for (int f = NODE_FORM_SCRIPT + 1; f < NODE_FORM_COUNT; f++)
     if (alt->form[f].argc > 0)
       alt_put(&alt->form[f], &forms->form[f], &w);
-  forms->tx_before = seq;
-  forms->n_tx_before = (uint8_t)n_before;
+  forms->before = before;
+  forms->n_before = (uint8_t)n_before;
   for (unsigned i = 0; i < n_before; i++)
-    alt_put(&alt->tx_before[i], &seq[i], &w);
-  forms->beside = seq + n_before;
-  forms->n_beside = (uint8_t)n_beside;
-  for (unsigned i = 0; i < n_beside; i++)
-    alt_put(&alt->beside[i], &seq[n_before + i], &w);
-  if (n_beside > 0 && alt->beside_publish && alt->beside[0].argc <= 4) {
-    const round_argv_t *b = &alt->beside[0];
-    const char *argv[4];
-    size_t len[4];
-    memcpy(argv, b->argv, (size_t)b->argc * sizeof argv[0]);
-    memcpy(len, b->len, (size_t)b->argc * sizeof len[0]);
-    argv[0] = "SPUBLISH";
-    len[0] = 8;
-    alt_put(&(round_argv_t){b->argc, argv, len}, &forms->beside_shard, &w);
-  }
+    alt_put(&alt->before[i], &before[i], &w);
+  const round_argv_t *a = &alt->announce;
+  if (a->argc == 0 || a->argc > 4)
+    return;
+  alt_put(a, &forms->announce, &w);
+  const char *argv[4];
+  size_t len[4];
+  memcpy(argv, a->argv, (size_t)a->argc * sizeof argv[0]);
+  memcpy(len, a->len, (size_t)a->argc * sizeof len[0]);
+  argv[0] = "SPUBLISH";
+  len[0] = 8;
+  alt_put(&(round_argv_t){a->argc, argv, len}, &forms->announce_shard, &w);
 }
 
 round_t *round_new(round_env_t *env, const round_params_t *p) {
@@ -287,16 +284,12 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
   round_t *round = vote->round;
   round_env_t *env = round->env;
   unsigned index = (unsigned)(vote - round->votes);
-  /* SET IFEQ (an extension's script-free form) says +OK or nil where the
-   * script says 1 or 0. */
-  int set_ifeq = vote->req.form == NODE_FORM_SET_IFEQ;
+  /* A transaction's EXEC reply reads as the script's would (direct.h). */
+  int form = vote->req.form;
   reply_verdict_t verdict =
-      vote->req.form == NODE_FORM_TX
-          ? direct_tx_classify(round->tx_reply, reply, &vote->integer)
-          : reply_classify(reply, set_ifeq ? REPLY_EXPECT_OK : round->expect_integer,
-                           &vote->integer);
-  if (set_ifeq && verdict == REPLY_YES)
-    vote->integer = 1;
+      form == NODE_FORM_TX         ? direct_tx_classify(round->tx_reply, reply, &vote->integer)
+      : form == NODE_FORM_SET_IFEQ ? direct_tx_classify(DIRECT_TX_EXTEND, reply, &vote->integer)
+                                   : reply_classify(reply, round->expect_integer, &vote->integer);
   switch (verdict) {
   case REPLY_YES:
   case REPLY_REFUSED:
@@ -331,7 +324,8 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
   case REPLY_ERROR:
     round->nomem |= vote->req.nomem;
     env->transport->warn(env->transport_arg, index, "error reply",
-                         vote->req.form == NODE_FORM_TX ? direct_tx_error(reply) : reply->str);
+                         form == NODE_FORM_TX || form == NODE_FORM_SET_IFEQ ? direct_tx_error(reply)
+                                                                            : reply->str);
     vote_settle(vote, VOTE_FAILED, WHY_ERROR);
     return;
   case REPLY_UNEXPECTED:

@@ -189,16 +189,13 @@ typedef struct round_argv {
 
 /* The script-free forms of a round's command (node.h, node_forms_t), which
  * a master that has the commands runs in its place. */
-#define ROUND_ALT_MAX_SEQ 5 /* commands of tx_before, of beside */
+#define ROUND_ALT_MAX_BEFORE 5 /* commands ahead of a form: MULTI and what it queues */
 typedef struct round_alt {
   round_argv_t form[NODE_FORM_COUNT];        /* [NODE_FORM_SCRIPT] unused */
-  round_argv_t tx_before[ROUND_ALT_MAX_SEQ]; /* NODE_FORM_TX: MULTI and the queued commands */
-  round_argv_t beside[ROUND_ALT_MAX_SEQ];    /* what follows a form */
-  /* beside[0] is PUBLISH: SPUBLISH with the same arguments goes to a voter
-   * that announces on shard channels (node_forms_t.beside_shard). */
-  int beside_publish;
-  uint8_t nolua_only; /* node_forms_t's */
-  uint8_t tx_reply;   /* how NODE_FORM_TX's EXEC reply reads (direct.h) */
+  round_argv_t before[ROUND_ALT_MAX_BEFORE]; /* node_forms_t.before */
+  round_argv_t announce;                     /* a release's PUBLISH; its SPUBLISH twin is made */
+  uint8_t nolua_only;                        /* node_forms_t's */
+  uint8_t tx_reply;                          /* how NODE_FORM_TX's EXEC reply reads (direct.h) */
 } round_alt_t;
 
 typedef struct round_params {

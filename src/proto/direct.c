@@ -86,6 +86,26 @@ static reply_verdict_t commit(const redisReply *exec, int64_t *integer) {
   return REPLY_YES;
 }
 
+/* [SET IFEQ, (ZADD,) SET NX]: the first took (extended), else the last
+ * (re-installed), else neither (another holds it). */
+static reply_verdict_t extend(const redisReply *exec, int64_t *integer) {
+  if (exec->elements != 2 && exec->elements != 3)
+    return REPLY_UNEXPECTED;
+  const redisReply *ifeq = exec->element[0], *nx = exec->element[exec->elements - 1];
+  if (exec->elements == 3 && exec->element[1]->type != REDIS_REPLY_INTEGER)
+    return REPLY_UNEXPECTED;
+  if ((!is_ok(ifeq) && ifeq->type != REDIS_REPLY_NIL) ||
+      (!is_ok(nx) && nx->type != REDIS_REPLY_NIL))
+    return REPLY_UNEXPECTED;
+  if (is_ok(ifeq) && is_ok(nx))
+    return REPLY_UNEXPECTED; /* the key cannot be absent right after the SET IFEQ */
+  if (is_ok(ifeq) || is_ok(nx)) {
+    *integer = is_ok(ifeq) ? 1 : DIRECT_REINSTALLED;
+    return REPLY_YES;
+  }
+  return REPLY_REFUSED;
+}
+
 reply_verdict_t direct_tx_classify(int tx, const redisReply *exec, int64_t *integer) {
   *integer = 0;
   if (exec->type == REDIS_REPLY_ERROR)
@@ -101,5 +121,7 @@ reply_verdict_t direct_tx_classify(int tx, const redisReply *exec, int64_t *inte
     return acquire(exec, integer);
   if (tx == DIRECT_TX_FENCE_COMMIT)
     return commit(exec, integer);
+  if (tx == DIRECT_TX_EXTEND)
+    return extend(exec, integer);
   return REPLY_UNEXPECTED;
 }

@@ -12,7 +12,13 @@
  * yes (1): K still holds V; the floor was raised to T either way (raising
  * is always safe), atomically with that check, as fence_commit.lua does.
  * ZADD GT raises without reading, so one command serves every master,
- * whatever its counter: docs/safety.md proves the tokens quorum-monotonic. */
+ * whatever its counter: docs/safety.md proves the tokens quorum-monotonic.
+ *
+ * Extension (DIRECT_TX_EXTEND), on any master with SET IFEQ, as extend.lua:
+ *   MULTI; SET K V IFEQ V PX ttl; [ZADD F GT token m;] SET K V NX PX ttl; EXEC
+ * 1: K held V and has the new ttl; DIRECT_REINSTALLED: K was gone and is
+ * V's again (the re-install of a key the master lost; a fenced lock's floor
+ * raised first); no: K holds another value. */
 #ifndef REDLOCK_DIRECT_H
 #define REDLOCK_DIRECT_H
 
@@ -27,10 +33,14 @@ typedef enum {
   DIRECT_TX_NONE = 0,
   DIRECT_TX_FENCED_ACQUIRE,
   DIRECT_TX_FENCE_COMMIT,
+  DIRECT_TX_EXTEND,
 } direct_tx_t;
 
+#define DIRECT_REINSTALLED 2 /* an extension's yes that re-installed the key (round.h) */
+
 /* The vote an EXEC reply of transaction `tx` is: REPLY_YES with *integer
- * the token (an acquisition) or 1 (a commit); REPLY_REFUSED (SET refused,
+ * the token (an acquisition), 1 (a commit), 1 or DIRECT_REINSTALLED (an
+ * extension); REPLY_REFUSED (SET refused,
  * or the key no longer ours: *integer 0); REPLY_ERROR (an error reply:
  * EXECABORT, or a queued command's error); REPLY_UNEXPECTED otherwise (a
  * nil EXEC too: no key was WATCHed, so it never is). */

@@ -20,6 +20,7 @@ static void node_drain_backlog(node_t *node);
 static void node_replay_releases(node_t *node);
 static int node_can_write(const node_t *node);
 static void node_queue_ack(redisAsyncContext *ac, void *arg);
+static void node_announce(node_t *node, const node_req_t *req, const redisReply *reply);
 
 static status_t node_handshake(link_t *link, void *arg);
 
@@ -731,6 +732,8 @@ static void req_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
   node_req_t *req = privdata;
   node_t *node = req->node;
   node_request_done(node, req, reply != NULL ? ac : NULL);
+  if (reply != NULL && (req->form == NODE_FORM_DELIFEQ || req->form == NODE_FORM_DELEX))
+    node_announce(node, req, reply);
   req->fn(req, reply); /* may free req, or send it again (NOSCRIPT) */
   node_after_reply(node, reply != NULL);
   node_check_role_error(node, reply);
@@ -993,23 +996,23 @@ static node_form_t node_pick_form(const node_t *node, const node_req_t *req) {
   return NODE_FORM_SCRIPT;
 }
 
-/* Commands written around a script-free form, replies unread (a NULL
+/* Commands written ahead of a script-free form, replies unread (a NULL
  * callback: hiredis skips each reply in order). */
 static void node_write_unread(node_t *node, const node_cmd_t *cmds, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     (void)redisAsyncFormattedCommand(node->link.ac, NULL, NULL, cmds[i].cmd, cmds[i].len);
 }
 
-static void node_write_beside(node_t *node, const node_req_t *req) {
+/* A script-free release that deleted our key announces it, as the script
+ * does (and only then: a release that found the key gone or another's
+ * wakes nobody). */
+static void node_announce(node_t *node, const node_req_t *req, const redisReply *reply) {
   const node_forms_t *f = req->forms;
-  if (f->n_beside == 0)
+  if (reply->type != REDIS_REPLY_INTEGER || reply->integer != 1 || f->announce.cmd == NULL ||
+      node->link.ac == NULL)
     return;
-  if (req->shard && f->beside_shard.cmd != NULL) {
-    node_write_unread(node, &f->beside_shard, 1);
-    node_write_unread(node, f->beside + 1, f->n_beside - 1u);
-  } else {
-    node_write_unread(node, f->beside, f->n_beside);
-  }
+  node_write_unread(
+      node, req->shard && f->announce_shard.cmd != NULL ? &f->announce_shard : &f->announce, 1);
 }
 
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
@@ -1021,8 +1024,7 @@ static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns
   if (req->form != NODE_FORM_SCRIPT) {
     cmd = req->forms->form[req->form].cmd;
     len = req->forms->form[req->form].len;
-    if (req->form == NODE_FORM_TX)
-      node_write_unread(node, req->forms->tx_before, req->forms->n_tx_before);
+    node_write_unread(node, req->forms->before, req->forms->n_before);
   }
   if (req->ack && node_acks(node)) {
     if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, cmd, len) != REDIS_OK)
@@ -1032,8 +1034,6 @@ static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns
   } else if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, cmd, len) != REDIS_OK) {
     return ST_DOWN; /* hiredis is tearing the connection down */
   }
-  if (req->form != NODE_FORM_SCRIPT)
-    node_write_beside(node, req);
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   stats_primary_sent(node->stats, node->index, node->stats_primary, node->addr.label);

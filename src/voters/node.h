@@ -137,21 +137,20 @@ typedef struct node_env {
 /* The script-free forms of a request (caps.h), which a master that has the
  * commands runs in place of the request's script:
  *  - NODE_FORM_DELIFEQ / NODE_FORM_DELEX: a release of one key (integer 1
- *    or 0, as the script's);
- *  - NODE_FORM_SET_IFEQ: an extension of one key (+OK or nil, which the
- *    sender reads as the script's 1 or 0);
- *  - NODE_FORM_TX: a transaction, for a master without Lua only: tx_before
- *    (MULTI and the queued commands, their replies unread), then form[TX]
- *    (EXEC), whose reply is the vote's (the sender folds it: direct.h).
- * The first form the master can run is used (node_req_t.form says which);
- * a form in nolua_only only where the master runs no scripts.  After a
- * script-free form, `beside` follows on the same connection, replies
- * unread: a release's announcement to waiters (PUBLISH, or SPUBLISH for a
- * voter that announces on shard channels: beside_shard in place of
- * beside[0]), an extension's re-install of a key the master lost (SET NX
- * PX, after the SET IFEQ: an acquisition there, whose yes counts from the
- * next extension on, as the script's 2 does not count from a master in
- * quarantine).  All the sender's, as long-lived as the request's cmd. */
+ *    or 0, as the script's); once the reply says 1 (deleted), `announce`
+ *    follows on the same connection, its reply unread: the release's PUBLISH
+ *    to waiters (announce_shard, SPUBLISH, for a voter that announces on
+ *    shard channels), sent where the script would have sent it;
+ *  - NODE_FORM_SET_IFEQ: an extension of one key, a transaction (before:
+ *    MULTI, SET IFEQ PX, the re-install SET NX PX; form: EXEC), read as the
+ *    script's 1 / 2 / 0 (direct.h);
+ *  - NODE_FORM_TX: a fenced lock's transaction, for a master without Lua
+ *    only (direct.h).
+ * `before` is written ahead of the form's command, replies unread (a NULL
+ * callback: hiredis skips each in order), so the form's reply (EXEC's) is
+ * the vote's.  The first form the master can run is used (node_req_t.form
+ * says which); a form in nolua_only only where the master runs no
+ * scripts.  All the sender's, as long-lived as the request's cmd. */
 typedef enum {
   NODE_FORM_SCRIPT = 0, /* the request's cmd as it is */
   NODE_FORM_DELIFEQ,
@@ -172,11 +171,10 @@ typedef struct node_forms {
    * makes its own copy). */
   const char *cmd_shard;
   node_cmd_t form[NODE_FORM_COUNT]; /* [NODE_FORM_SCRIPT] unused */
-  const node_cmd_t *tx_before;      /* NODE_FORM_TX: MULTI and the queued commands */
-  const node_cmd_t *beside;         /* after a form */
-  node_cmd_t beside_shard;          /* beside[0] as SPUBLISH, or none */
-  uint8_t n_tx_before;
-  uint8_t n_beside;
+  const node_cmd_t *before;         /* ahead of a form's command (MULTI ...) */
+  node_cmd_t announce;              /* after a release form that deleted */
+  node_cmd_t announce_shard;        /* announce as SPUBLISH, or none */
+  uint8_t n_before;
   uint8_t nolua_only; /* bit f: form f only on a master without Lua */
 } node_forms_t;
 
@@ -226,7 +224,7 @@ typedef struct node_req {
    * are taken back when their round is decided). */
   uint8_t batched;
   uint8_t script; /* the sender's: cmd runs a script (a master without Lua refuses it) */
-  uint8_t shard;  /* a voter's: cmd announces with SPUBLISH (beside_shard follows a form) */
+  uint8_t shard;  /* a voter's: cmd announces with SPUBLISH (so does a form: announce_shard) */
   uint8_t form;   /* node.c, from node_send on: the node_form_t written */
 } node_req_t;
 

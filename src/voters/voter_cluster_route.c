@@ -95,7 +95,7 @@ static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
   if (!req->keep || !voter_cluster_shard_pubsub(s))
     return;
   voter_cluster_route_t *rt = rt_of(req);
-  req->shard = 1; /* a script-free form's announcement too (node_forms_t.beside_shard) */
+  req->shard = 1; /* a script-free form's announcement too (node_forms_t.announce_shard) */
   if (req->forms != NULL && req->forms->cmd_shard != NULL) {
     rt->orig = req->cmd;
     req->cmd = req->forms->cmd_shard;

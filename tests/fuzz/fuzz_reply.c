@@ -22,7 +22,8 @@
  *    to an exact-length buffer;
  *  - direct_tx_classify (an EXEC's reply, for each transaction): one of the
  *    four verdicts, yes and no only for arrays, a yes's token in (0, 2^53]
- *    (a commit's 1), an error exactly when direct_tx_error finds one;
+ *    (a commit's 1, an extension's 1 or 2), an error exactly when
+ *    direct_tx_error finds one;
  *    caps_from_command_info: only DELIFEQ / DELEX, only from an array of two.
  * The reader refuses arrays of more than FUZZ_MAX_ELEMENTS (see
  * fuzz_targets.h).  The input is fed in two pieces, split where its first
@@ -89,7 +90,7 @@ static void check_info(const redisReply *r) {
 /* What a master without scripts answers (direct.h) and what the handshake
  * reads its capabilities from (caps.h). */
 static void check_direct(const redisReply *r) {
-  for (int tx = DIRECT_TX_NONE; tx <= DIRECT_TX_FENCE_COMMIT; tx++) {
+  for (int tx = DIRECT_TX_NONE; tx <= DIRECT_TX_EXTEND; tx++) {
     int64_t n = 0x5A5A5A5A;
     reply_verdict_t v = direct_tx_classify(tx, r, &n);
     FUZZ_CHECK(v == REPLY_YES || v == REPLY_REFUSED || v == REPLY_ERROR || v == REPLY_UNEXPECTED);
@@ -98,6 +99,8 @@ static void check_direct(const redisReply *r) {
       FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && tx != DIRECT_TX_NONE);
     if (v == REPLY_YES && tx == DIRECT_TX_FENCE_COMMIT)
       FUZZ_CHECK(n == 1);
+    if (v == REPLY_YES && tx == DIRECT_TX_EXTEND)
+      FUZZ_CHECK(n == 1 || n == DIRECT_REINSTALLED);
     FUZZ_CHECK((v == REPLY_ERROR) == (direct_tx_error(r) != NULL) || tx == DIRECT_TX_NONE);
   }
   unsigned caps = caps_from_command_info(r);

@@ -214,11 +214,43 @@ static void test_fence_commit(void **state) {
   assert_null(direct_tx_error(&yes));
 }
 
+/* MULTI; SET K V IFEQ V PX; [ZADD F GT T m;] SET K V NX PX; EXEC */
+static void test_extend(void **state) {
+  (void)state;
+  redisReply ok = text(REDIS_REPLY_STATUS, "OK");
+  redisReply nil = reply_of(REDIS_REPLY_NIL);
+  redisReply raised = integer(0);
+  int64_t n = -1;
+  redisReply *kept_el[] = {&ok, &nil};
+  redisReply kept = array(kept_el, 2);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &kept, &n), REPLY_YES);
+  assert_int_equal(n, 1);
+  redisReply *back_el[] = {&nil, &raised, &ok};
+  redisReply back = array(back_el, 3);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &back, &n), REPLY_YES);
+  assert_int_equal(n, DIRECT_REINSTALLED);
+  redisReply *other_el[] = {&nil, &nil};
+  redisReply other = array(other_el, 2);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &other, &n), REPLY_REFUSED);
+  assert_int_equal(n, 0);
+  /* Both took: impossible (the key exists after the SET IFEQ). */
+  redisReply *both_el[] = {&ok, &ok};
+  redisReply both = array(both_el, 2);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &both, &n), REPLY_UNEXPECTED);
+  redisReply *mid_el[] = {&nil, &ok, &ok};
+  redisReply bad_mid = array(mid_el, 3);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &bad_mid, &n), REPLY_UNEXPECTED);
+  redisReply *one_el[] = {&ok};
+  redisReply one = array(one_el, 1);
+  assert_int_equal(direct_tx_classify(DIRECT_TX_EXTEND, &one, &n), REPLY_UNEXPECTED);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_version_caps),     cmocka_unit_test(test_command_info),
       cmocka_unit_test(test_no_scripts_error), cmocka_unit_test(test_path),
       cmocka_unit_test(test_fenced_acquire),   cmocka_unit_test(test_fence_commit),
+      cmocka_unit_test(test_extend),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
