@@ -96,15 +96,17 @@ if [ -z "$loader" ]; then
 fi
 mkdir -p "$sid/bin"
 # valkey-server and redis-server are links to *-check-rdb, which chooses its
-# role by argv[0]: --argv0 gives it the server's name.  Written on every run
-# (cheap), so they always name this prefix.
+# role by the base name of argv[0]: --argv0 gives it the wrapper's own path
+# (named like the server), so INFO's executable is the path the server was
+# started by, as with a real binary.  Written on every run (cheap), so they
+# always name this prefix.
 for name in valkey redis; do
   cat >"$sid/bin/$name-server.tmp" <<WRAPPER
 #!/bin/sh
 # $name-server from Debian sid under sid's own loader and libraries
 # (scripts/fetch-extra.sh).  exec: the server keeps this script's PID.
 exec "$loader" --library-path "$(dirname "$loader")" \\
-  --argv0 $name-server "$sid/root/usr/bin/$name-check-rdb" "\$@"
+  --argv0 "\$0" "$sid/root/usr/bin/$name-check-rdb" "\$@"
 WRAPPER
   chmod +x "$sid/bin/$name-server.tmp"
   mv -f "$sid/bin/$name-server.tmp" "$sid/bin/$name-server"
