@@ -16,9 +16,9 @@
 # Prints nothing but progress; afterwards:
 #   PREFIX/hiredis/lib/pkgconfig/hiredis.pc   (and hiredis_ssl.pc) fixed up
 #   PREFIX/valkey/usr/bin/valkey-server
-#   PREFIX/sid/bin/valkey-server, PREFIX/sid/bin/redis-server: scripts that
-#       exec sid's loader on the unpacked server (so the server keeps the
-#       script's PID, and every argument is passed through)
+#   PREFIX/sid/bin/valkey-server, PREFIX/sid/bin/redis-server (and -cli):
+#       scripts that exec sid's loader on the unpacked program (so the server
+#       keeps the script's PID, and every argument is passed through)
 # Idempotent: what is already there is not fetched again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,20 +98,25 @@ mkdir -p "$sid/bin"
 # valkey-server and redis-server are links to *-check-rdb, which chooses its
 # role by the base name of argv[0]: --argv0 gives it the wrapper's own path
 # (named like the server), so INFO's executable is the path the server was
-# started by, as with a real binary.  Written on every run (cheap), so they
-# always name this prefix.
-for name in valkey redis; do
-  cat >"$sid/bin/$name-server.tmp" <<WRAPPER
+# started by, as with a real binary.  The clis sit beside the servers, where
+# the tests look for them (tests/support/cluster_harness: --cluster reshard).
+# Written on every run (cheap), so they always name this prefix.
+for prog in valkey-server redis-server valkey-cli redis-cli; do
+  case $prog in
+    *-server) target=${prog%-server}-check-rdb ;;
+    *) target=$prog ;;
+  esac
+  cat >"$sid/bin/$prog.tmp" <<WRAPPER
 #!/bin/sh
-# $name-server from Debian sid under sid's own loader and libraries
-# (scripts/fetch-extra.sh).  exec: the server keeps this script's PID.
+# $prog from Debian sid under sid's own loader and libraries
+# (scripts/fetch-extra.sh).  exec: the program keeps this script's PID.
 exec "$loader" --library-path "$(dirname "$loader")" \\
-  --argv0 "\$0" "$sid/root/usr/bin/$name-check-rdb" "\$@"
+  --argv0 "\$0" "$sid/root/usr/bin/$target" "\$@"
 WRAPPER
-  chmod +x "$sid/bin/$name-server.tmp"
-  mv -f "$sid/bin/$name-server.tmp" "$sid/bin/$name-server"
-  if ! "$sid/bin/$name-server" --version >/dev/null; then
-    echo "fetch-extra: $sid/bin/$name-server --version fails" >&2
+  chmod +x "$sid/bin/$prog.tmp"
+  mv -f "$sid/bin/$prog.tmp" "$sid/bin/$prog"
+  if ! "$sid/bin/$prog" --version >/dev/null; then
+    echo "fetch-extra: $sid/bin/$prog --version fails" >&2
     exit 1
   fi
 done
