@@ -8,8 +8,8 @@
  * REDLOCK_TEST_SERVER (a name looked up on PATH, or a path to the binary,
  * best absolute: ctest runs each test in its own directory, and a relative
  * path is taken from there; e.g. $PWD/build-extra/valkey/usr/bin/valkey-server),
- * redis-server by default.
- * Everything in tests/ that starts a server honours it. */
+ * redis-server by default; rh_options_t.executable names another one for one
+ * server.  Everything in tests/ that starts a server honours it. */
 #ifndef REDIS_HARNESS_H
 #define REDIS_HARNESS_H
 
@@ -74,7 +74,8 @@ const char *rh_valkey9_executable(void);
  * (up to 5 s) until it answers PING.  opts may be NULL.  0, -1, or
  * RH_ERR_NO_LUA (see no_lua). */
 int rh_server_start(rh_server_t **out, const rh_options_t *opts);
-/* Starts n servers; on failure stops the ones already started. */
+/* Starts n servers; on failure stops the ones already started and returns
+ * what rh_server_start returned. */
 int rh_cluster_start(rh_server_t **servers, size_t n, const rh_options_t *opts);
 void rh_cluster_free(rh_server_t **servers, size_t n);
 
