@@ -92,7 +92,9 @@ extern "C" {
   XX(ECLOSED, -9, "client is closing or closed")                                                   \
   XX(EWOULDBLOCK, -10, "blocking call on the client's loop thread")                                \
   XX(EIO, -11, "I/O or system error")                                                              \
-  XX(ENOTSUP, -12, "not supported by this build (e.g. rediss:// without TLS support)")             \
+  XX(ENOTSUP, -12,                                                                                 \
+     "not supported by this build or these masters (e.g. rediss:// without TLS support, a "        \
+     "semaphore on masters that run no scripts)")                                                  \
   XX(EFORKED, -13, "client used in a forked child: open a new client in the child")
 
 typedef enum {
@@ -541,9 +543,10 @@ REDLOCK_EXPORT int redlock_rwlock_write_async_ex(redlock_t *client, const char *
  * WHY being OK, refused (nil/0: held elsewhere or value gone), down, busy,
  * timeout, disconnected, error, quarantined ("quarantined (restart quarantine:
  * N ms left)"), unacked (a yes whose wait= / waitaof= ack fell short, and
- * why), duplicate, bad-reply or pending (still out
- * when the round was decided).  Returns the length it needed (like snprintf),
- * or REDLOCK_EINVAL. */
+ * why), duplicate, bad-reply, unsupported (a call that needs a Lua script,
+ * not sent to a master that runs none: "unsupported (no Lua engine: ERR
+ * ...)") or pending (still out when the round was decided).  Returns the
+ * length it needed (like snprintf), or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
 
 /* ---- Observability: stats and events (docs/observability.md) ------------------
@@ -628,8 +631,8 @@ REDLOCK_EXPORT int redlock_event_node_count(const redlock_event_t *ev);
 REDLOCK_EXPORT const char *redlock_event_node_addr(const redlock_event_t *ev, int i);
 /* Operations: master i's vote, as in redlock_last_votes ("OK", "refused",
  * "down", "busy", "timeout", "disconnected", "error", "quarantined",
- * "unacked", "duplicate", "bad-reply", "pending" = not in when the round was
- * decided).  Master
+ * "unacked", "duplicate", "bad-reply", "unsupported", "pending" = not in when
+ * the round was decided).  Master
  * events: its new state ("up", "quarantined", "down").  NULL out of range. */
 REDLOCK_EXPORT const char *redlock_event_node_verdict(const redlock_event_t *ev, int i);
 /* Operations: the detail of master i's vote, as redlock_last_votes gives it

@@ -36,7 +36,7 @@ layer_of() {
   #    connection or loop state of their own
   list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
     info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | quarantine | sightings | sentinel_reply | cluster_map) echo 0 ;;
+    replypool | keyslot | quarantine | sightings | sentinel_reply | cluster_map | caps | direct) echo 0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) echo 1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,

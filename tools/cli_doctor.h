@@ -31,7 +31,7 @@ struct redisReply;
 
 typedef enum { DR_OK = 0, DR_WARN, DR_FAIL, DR_SKIP } dr_status_t;
 
-#define DR_MAX_CHECKS 24
+#define DR_MAX_CHECKS 32
 #define DR_DETAIL_MAX 1024
 #define DR_DEFAULT_CLOCK_MS 1000u
 #define DR_MAX_CLOCK_MS 60000u
@@ -71,6 +71,11 @@ typedef struct dr_voter {
   /* The quarantine the library keeps it in now ("restart quarantine: 41 s
    * left"), "" when none: it can vote once that ends. */
   char quarantine[160];
+  /* How the library releases and extends there (caps.h's caps_path()), ""
+   * when not learnt; limited: it runs no scripts, so what needs them
+   * (semaphores, read-write locks, multi-resource locks) is refused there. */
+  char path[32];
+  int limited;
 } dr_voter_t;
 
 /* Room for the doctor's key: the prefix, then "redlock-doctor:" and 16 hex
@@ -102,11 +107,18 @@ typedef struct {
   const dr_settings_t *set;
   const node_addr_t *addr; /* the master's address and credentials */
   cli_conn_t cc;
-  int up;          /* connected; cleared when the connection is lost */
-  int stop;        /* not a master at all (a sentinel), or a discovered address not allowed:
-                    * the other checks are moot */
-  char *info[3];   /* INFO server, replication, cluster (NULL: refused) */
-  int lua_ok;      /* every script loaded and EVALSHA works */
+  int up;        /* connected; cleared when the connection is lost */
+  int stop;      /* not a master at all (a sentinel), or a discovered address not allowed:
+                  * the other checks are moot */
+  char *info[3]; /* INFO server, replication, cluster (NULL: refused) */
+  int lua_ok;    /* every script loaded and EVALSHA works */
+  /* What the library's handshake would learn (caps.h): SCRIPT LOAD's
+   * answer, COMMAND INFO DELIFEQ DELEX and the version in INFO server.
+   * no_lua: SCRIPT LOAD said the server runs no scripts (no_lua_why). */
+  unsigned caps;
+  int no_lua;
+  char no_lua_why[160];
+  char command_info_why[160]; /* COMMAND INFO's error, "" when it answered */
   int no_key;      /* a cluster primary with none of its slots fit for the doctor's key (a
                     * hash tag in --key-prefix): the checks that write it are skipped */
   int denied_info; /* INFO refused (the library's handshake fails) */

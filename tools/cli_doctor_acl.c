@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli_doctor.h"
+#include "proto/caps.h"    /* which forms the master runs */
 #include "proto/scripts.h" /* the release script's SHA1 */
 
 /* When the library sends a command. */
@@ -21,14 +22,27 @@ typedef enum {
   WHEN_WAIT,     /* wait= */
   WHEN_WAITAOF,  /* waitaof= */
   WHEN_CLUSTER,  /* a redis-cluster:// voter */
+  /* What the master runs (caps.h, learnt as the handshake does): */
+  WHEN_LUA,      /* it runs scripts */
+  WHEN_DELIFEQ,  /* releases by DELIFEQ */
+  WHEN_DELEX,    /* releases by DELEX IFEQ (no DELIFEQ) */
+  WHEN_SET_IFEQ, /* extensions by SET IFEQ (with DELIFEQ or DELEX) */
+  WHEN_TX,       /* fenced locks as transactions (no Lua, SET IFEQ) */
 } when_t;
+
+/* What a refusal means. */
+enum {
+  REQUIRED = 0, /* the library fails there */
+  WOKEN = 1,    /* waits poll instead of being woken */
+  PROBE = 2,    /* the script-free commands are taken as missing: the scripts do it */
+};
 
 #define MAX_WORDS 8
 
 typedef struct {
   const char *name; /* as reported */
   when_t when;
-  int optional;                 /* refused: a warning (waits poll), not a failure */
+  int optional;                 /* REQUIRED, or what its refusal costs (a warning) */
   const char *words[MAX_WORDS]; /* the command and sample arguments; see expand() */
 } lib_command_t;
 
@@ -38,10 +52,15 @@ typedef struct {
  * longer sends:
  *   src/conn/conn.c          AUTH (the handshake)
  *   src/conn/link.c          SELECT
- *   src/voters/node.c          SCRIPT LOAD, INFO server, INFO replication (a new
- *                       master after a failover), WAIT and WAITAOF (wait= /
- *                       waitaof=)
- *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA
+ *   src/voters/node.c          SCRIPT LOAD, COMMAND INFO DELIFEQ DELEX, INFO server,
+ *                       INFO replication (a new master after a failover),
+ *                       WAIT and WAITAOF (wait= / waitaof=)
+ *   src/engine/kind_mutex.c    SET ... NX PX (plain lock), EVALSHA; where the
+ *                       master has them (caps.h) DELIFEQ or DELEX IFEQ
+ *                       and PUBLISH (releases), SET IFEQ PX (extensions),
+ *                       and without Lua MULTI / SET NX PX / GET / ZSCORE /
+ *                       TIME / EXEC, MULTI / ZADD GT / SET IFEQ KEEPTTL /
+ *                       EXEC (fenced locks)
  *   src/engine/prims.c         EVALSHA (semaphores, read-write locks)
  *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
  *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
@@ -59,11 +78,18 @@ static const lib_command_t LIB_COMMANDS[] = {
     {"AUTH", WHEN_PASSWORD, 0, {"AUTH", "{user}", "redlock-doctor"}},
     {"SELECT", WHEN_DB, 0, {"SELECT", "{db}"}},
     {"SCRIPT LOAD", WHEN_ALWAYS, 0, {"SCRIPT", "LOAD", "return 0"}},
+    {"COMMAND INFO", WHEN_ALWAYS, 2, {"COMMAND", "INFO", "DELIFEQ", "DELEX"}},
     {"INFO server", WHEN_ALWAYS, 0, {"INFO", "server"}},
     {"INFO replication", WHEN_ALWAYS, 0, {"INFO", "replication"}},
     {"SET", WHEN_ALWAYS, 0, {"SET", "{key}", "{value}", "NX", "PX", "10000"}},
-    {"EVALSHA", WHEN_ALWAYS, 0, {"EVALSHA", "{sha}", "2", "{key}", "{fence}", "{value}", "10000"}},
-    {"EVAL", WHEN_ALWAYS, 0, {"EVAL", "return 0", "2", "{key}", "{fence}", "{value}", "10000"}},
+    {"EVALSHA", WHEN_LUA, 0, {"EVALSHA", "{sha}", "2", "{key}", "{fence}", "{value}", "10000"}},
+    {"EVAL", WHEN_LUA, 0, {"EVAL", "return 0", "2", "{key}", "{fence}", "{value}", "10000"}},
+    /* the script-free forms (caps.h) */
+    {"DELIFEQ", WHEN_DELIFEQ, 0, {"DELIFEQ", "{key}", "{value}"}},
+    {"DELEX", WHEN_DELEX, 0, {"DELEX", "{key}", "IFEQ", "{value}"}},
+    {"SET IFEQ", WHEN_SET_IFEQ, 0, {"SET", "{key}", "{value}", "IFEQ", "{value}", "PX", "10000"}},
+    {"MULTI", WHEN_TX, 0, {"MULTI"}},
+    {"EXEC", WHEN_TX, 0, {"EXEC"}},
     {"SUBSCRIBE", WHEN_ALWAYS, 1, {"SUBSCRIBE", "{channel}"}},
     {"UNSUBSCRIBE", WHEN_ALWAYS, 1, {"UNSUBSCRIBE", "{channel}"}},
     {"SSUBSCRIBE", WHEN_CLUSTER, 1, {"SSUBSCRIBE", "{channel}"}},
@@ -98,8 +124,19 @@ static const lib_command_t LIB_COMMANDS[] = {
 };
 #define N_LIB_COMMANDS (sizeof LIB_COMMANDS / sizeof LIB_COMMANDS[0])
 
-static int applies(const lib_command_t *c, const node_addr_t *a) {
+static int applies(const lib_command_t *c, const node_addr_t *a, unsigned caps) {
+  int direct = (caps & CAPS_RELEASE) && (caps & CAP_SET_IFEQ);
   switch (c->when) {
+  case WHEN_LUA:
+    return (caps & CAP_LUA) != 0;
+  case WHEN_DELIFEQ:
+    return (caps & CAP_DELIFEQ) != 0;
+  case WHEN_DELEX:
+    return (caps & CAP_DELEX) && !(caps & CAP_DELIFEQ);
+  case WHEN_SET_IFEQ:
+    return direct;
+  case WHEN_TX:
+    return direct && !(caps & CAP_LUA);
   case WHEN_PASSWORD:
     return a->password != NULL;
   case WHEN_DB:
@@ -196,14 +233,15 @@ static void whoami(dr_master_t *m, char *user, size_t size) {
 }
 
 void dr_check_acl(dr_master_t *m) {
-  char user[256], why[512], refused[DR_DETAIL_MAX] = "", optional[DR_DETAIL_MAX] = "";
+  char user[256], why[512], refused[DR_DETAIL_MAX] = "", optional[DR_DETAIL_MAX] = "",
+                            probe[DR_DETAIL_MAX] = "";
   whoami(m, user, sizeof user);
   if (!m->up)
     return;
   size_t checked = 0;
   for (size_t i = 0; i < N_LIB_COMMANDS; i++) {
     const lib_command_t *c = &LIB_COMMANDS[i];
-    if (!applies(c, m->addr))
+    if (!applies(c, m->addr, m->caps))
       continue;
     int rc = dryrun(m, user, c, why, sizeof why);
     if (rc == -2)
@@ -216,16 +254,19 @@ void dr_check_acl(dr_master_t *m) {
     checked++;
     if (rc == 1)
       continue;
-    char *list = c->optional ? optional : refused;
+    char *list = c->optional == PROBE ? probe : c->optional == WOKEN ? optional : refused;
     size_t o = strlen(list);
     snprintf(list + o, DR_DETAIL_MAX - o, "%s%s: %s", o ? "; " : "", c->name, why);
   }
   if (refused[0])
-    dr_add(m->v, "acl", DR_FAIL, "user '%s' may not run: %s%s%s", user, refused,
-           optional[0] ? "; and, for woken waits, " : "", optional);
-  else if (optional[0])
-    dr_add(m->v, "acl", DR_WARN, "user '%s' may not run: %s: waiters poll instead of being woken",
-           user, optional);
+    dr_add(m->v, "acl", DR_FAIL, "user '%s' may not run: %s%s%s%s%s", user, refused,
+           optional[0] ? "; and, for woken waits, " : "", optional,
+           probe[0] ? "; and, to find the script-free commands, " : "", probe);
+  else if (optional[0] || probe[0])
+    dr_add(m->v, "acl", DR_WARN, "user '%s' may not run: %s%s%s%s%s", user, optional,
+           optional[0] ? ": waiters poll instead of being woken" : "",
+           optional[0] && probe[0] ? "; " : "", probe,
+           probe[0] ? ": the library takes DELIFEQ and DELEX as missing (see path)" : "");
   else
     dr_add(m->v, "acl", DR_OK, "user '%s' may run all %zu commands the library sends", user,
            checked);

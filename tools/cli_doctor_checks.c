@@ -1,7 +1,9 @@
 /* cli_doctor_checks.c: the checks `redlock doctor` runs on one master, over
  * one synchronous connection: what the server is (INFO, ROLE), whether it
  * runs the library's scripts (every one loaded, EVALSHA, EVAL, TIME inside
- * a script, the release's PUBLISH), SUBSCRIBE, the durability ack the URI
+ * a script, the release's PUBLISH), the path its releases and extensions
+ * take (caps.h: scripts, the script-free commands, both or none) and those
+ * commands at work, SUBSCRIBE, the durability ack the URI
  * asks for (WAIT / WAITAOF after a write of the doctor's own key),
  * persistence, the ACL user's permissions (cli_doctor_acl.c), the round
  * trip, and its clock's rate against ours.  Each check adds one line to the
@@ -17,6 +19,9 @@
 #include <time.h>
 
 #include "cli_doctor.h"
+#include "proto/caps.h"    /* what the handshake learns a master runs */
+#include "proto/direct.h"  /* the floor of a fenced lock taken without scripts */
+#include "proto/info.h"    /* the version INFO server gives */
 #include "proto/scripts.h" /* the embedded Lua scripts, from the redlock_uri target */
 
 static uint64_t mono_ns(void) {
@@ -324,7 +329,28 @@ static const char *script_error(const redisReply *r, const char *cmd, char *out,
   return out;
 }
 
-/* SCRIPT LOAD of every script the library runs: each SHA1 must be ours. */
+/* What the library's handshake reads besides SCRIPT LOAD (caps.h): the
+ * version in INFO server (SET IFEQ) and COMMAND INFO DELIFEQ DELEX.  Adds
+ * no line: check_path says what they add up to. */
+static void probe_caps(dr_master_t *m) {
+  m->caps = CAP_LUA; /* until SCRIPT LOAD says otherwise, as the handshake */
+  if (m->info[0] != NULL) {
+    info_server_t is;
+    (void)info_parse_server(m->info[0], strlen(m->info[0]), &is); /* the version is optional */
+    m->caps |= caps_from_version(is.is_valkey, is.version);
+  }
+  redisReply *r = dr_command(m, "COMMAND INFO DELIFEQ DELEX");
+  if (r == NULL)
+    return;
+  if (is_error(r))
+    reply_text(r, m->command_info_why, sizeof m->command_info_why);
+  m->caps |= caps_from_command_info(r);
+  freeReplyObject(r);
+}
+
+/* SCRIPT LOAD of every script the library runs: each SHA1 must be ours.
+ * The error of a server that runs no scripts (caps.h) is no failure here:
+ * the library takes what needs none there, and check_path judges it. */
 static void check_scripts(dr_master_t *m) {
   char why[512];
   for (int id = 0; id < SCRIPT_COUNT; id++) {
@@ -332,6 +358,14 @@ static void check_scripts(dr_master_t *m) {
     redisReply *r = dr_command(m, "SCRIPT LOAD %b", s->body, s->body_len);
     if (r == NULL)
       return;
+    if (is_error(r) && caps_no_scripts_error(r->str, r->len)) {
+      m->no_lua = 1;
+      m->caps &= ~(unsigned)CAP_LUA;
+      reply_text(r, m->no_lua_why, sizeof m->no_lua_why);
+      dr_add(m->v, "scripts", DR_SKIP, "no Lua engine (SCRIPT LOAD: %s): see path", m->no_lua_why);
+      freeReplyObject(r);
+      return;
+    }
     if (r->type != REDIS_REPLY_STRING || r->len != 40 || memcmp(r->str, s->sha1, 40) != 0) {
       if (is_error(r))
         dr_add(m->v, "scripts", DR_FAIL, "the %s script: %s", s->name,
@@ -348,12 +382,66 @@ static void check_scripts(dr_master_t *m) {
   dr_add(m->v, "scripts", DR_OK, "SCRIPT LOAD of all %d scripts", SCRIPT_COUNT);
 }
 
+/* The "path" check: how the library releases and extends on this master
+ * (caps_path()) and the commands found; what a master without Lua refuses
+ * ("limits").  Without Lua and without the script-free commands a lock
+ * could not be released before its TTL: that master fails. */
+static void check_path(dr_master_t *m) {
+  dr_voter_t *v = m->v;
+  unsigned caps = m->caps;
+  const char *path = caps_path(caps);
+  snprintf(v->path, sizeof v->path, "%s", path);
+  char found[128] = "";
+  size_t o = 0;
+  static const struct {
+    unsigned cap;
+    const char *name;
+  } cmds[] = {{CAP_DELIFEQ, "DELIFEQ"}, {CAP_DELEX, "DELEX IFEQ"}, {CAP_SET_IFEQ, "SET IFEQ"}};
+  for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+    if (caps & cmds[i].cap)
+      o += (size_t)snprintf(found + o, sizeof found - o, "%s%s", o ? ", " : "", cmds[i].name);
+  char note[256] = "";
+  if (m->command_info_why[0])
+    snprintf(note, sizeof note,
+             " (COMMAND INFO: %s: DELIFEQ and DELEX taken as missing, as the "
+             "library does)",
+             m->command_info_why);
+  const char *lua = (caps & CAP_LUA) ? "Lua scripts" : "no Lua engine";
+  int direct = (caps & CAPS_RELEASE) && (caps & CAP_SET_IFEQ);
+  if (caps & CAP_LUA)
+    dr_add(v, "path", DR_OK, "%s: %s; %s%s: %s", path, found[0] ? found : "no script-free commands",
+           lua, note,
+           direct ? "a lock of one resource is released and extended without a script, the rest by "
+                    "scripts"
+                  : "every release and extension by a script");
+  else if (direct) {
+    v->limited = 1;
+    dr_add(v, "path", DR_OK,
+           "%s: %s; %s%s: plain and fenced locks of one resource (fenced ones as MULTI/EXEC "
+           "transactions)",
+           path, found, lua, note);
+    dr_add(v, "limits", DR_WARN,
+           "semaphores, read-write locks and multi-resource locks need Lua: refused here "
+           "(unsupported); where too many masters run no scripts the library refuses them "
+           "(REDLOCK_ENOTSUP)");
+  } else
+    dr_add(v, "path", DR_FAIL,
+           "%s: %s; %s%s: the library takes only plain locks here and cannot release them before "
+           "their TTL (it needs Lua, or DELIFEQ / DELEX IFEQ and SET IFEQ: Valkey >= 9.0, Redis "
+           ">= 8.4)",
+           path, found[0] ? found : "no script-free commands", lua, note);
+}
+
 /* The release script on the doctor's key (never set here): deletes nothing.
  * With EVALSHA (every call) and EVAL (after NOSCRIPT). */
 static void check_eval(dr_master_t *m, int sha) {
   const dr_settings_t *set = m->set;
   const script_t *s = script_get(SCRIPT_RELEASE);
   const char *name = sha ? "evalsha" : "eval";
+  if (m->no_lua) {
+    dr_add(m->v, name, DR_SKIP, "no Lua engine (see path)");
+    return;
+  }
   if (m->no_key) {
     dr_add(m->v, name, DR_SKIP, "no key of the doctor's in this primary's slots (see key)");
     return;
@@ -391,6 +479,13 @@ static void check_time_and_publish(dr_master_t *m) {
     dr_add(m->v, "publish", DR_SKIP, "no key of the doctor's in this primary's slots");
     return;
   }
+  if (m->no_lua) {
+    dr_add(m->v, "time-in-script", DR_SKIP,
+           "no Lua engine: a fenced lock of one resource is a transaction here (see fenced-tx)");
+    dr_add(m->v, "publish", DR_SKIP,
+           "no Lua engine: a release PUBLISHes beside its DELIFEQ / DELEX (see direct)");
+    return;
+  }
   if (!m->lua_ok) {
     if (users)
       dr_add(m->v, "time-in-script", DR_SKIP, "needs the scripts (see above)");
@@ -402,8 +497,9 @@ static void check_time_and_publish(dr_master_t *m) {
     dr_add(m->v, "time-in-script", DR_SKIP, "none of the library's scripts calls TIME");
   } else {
     const script_t *s = script_get(SCRIPT_ACQUIRE_FENCED);
-    redisReply *r = dr_command(m, "EVALSHA %s 2 %s %s %s %u", s->sha1, set->key, set->fence_key,
-                               set->value, DR_KEY_TTL_MS);
+    /* KEYS: the lock key, its fence counter and the counter's floor. */
+    redisReply *r = dr_command(m, "EVALSHA %s 3 %s %s %s" DIRECT_FLOOR_SUFFIX " %s %u", s->sha1,
+                               set->key, set->fence_key, set->fence_key, set->value, DR_KEY_TTL_MS);
     if (r == NULL)
       return;
     if (r->type == REDIS_REPLY_INTEGER)
@@ -437,6 +533,135 @@ static void check_time_and_publish(dr_master_t *m) {
            REDLOCK_RELEASE_CHANNEL_PREFIX, reply_text(r, why, sizeof why));
   freeReplyObject(r);
   r = dr_command(m, "DEL %s %s", set->key, set->fence_key);
+  if (r != NULL)
+    freeReplyObject(r);
+}
+
+/* One step of a script-free check: 1 when the reply is what ok() accepts,
+ * else 0 with the check failed (name, what the step is, the reply); -1
+ * when the connection was lost. */
+static int direct_step(dr_master_t *m, const char *name, const char *what, redisReply *r,
+                       int (*ok)(const redisReply *)) {
+  if (r == NULL)
+    return -1;
+  char why[512];
+  int good = ok(r);
+  if (!good)
+    dr_add(m->v, name, DR_FAIL, "%s: %s", what, reply_text(r, why, sizeof why));
+  freeReplyObject(r);
+  return good;
+}
+
+static int is_ok_status(const redisReply *r) {
+  return r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+}
+static int is_one(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER && r->integer == 1; }
+static int is_integer(const redisReply *r) { return r->type == REDIS_REPLY_INTEGER; }
+static int is_queued(const redisReply *r) { return r->type == REDIS_REPLY_STATUS; }
+/* EXEC of the fenced acquisition: SET's +OK, then GET, ZSCORE, TIME. */
+static int is_acquire_exec(const redisReply *r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 4 && is_ok_status(r->element[0]) &&
+         r->element[3]->type == REDIS_REPLY_ARRAY;
+}
+/* EXEC of the commit: ZADD GT's count, then SET IFEQ's +OK. */
+static int is_commit_exec(const redisReply *r) {
+  return r->type == REDIS_REPLY_ARRAY && r->elements == 2 && is_integer(r->element[0]) &&
+         is_ok_status(r->element[1]);
+}
+
+/* The "direct" check: where the master has them (caps.h), the library
+ * releases a lock of one resource with DELIFEQ (or DELEX IFEQ) and a PUBLISH
+ * beside, and extends it with SET IFEQ PX, instead of the scripts: the same
+ * commands on the doctor's key. */
+static void check_direct(dr_master_t *m) {
+  const dr_settings_t *set = m->set;
+  unsigned caps = m->caps;
+  if (!((caps & CAPS_RELEASE) && (caps & CAP_SET_IFEQ))) {
+    dr_add(m->v, "direct", DR_SKIP, "no script-free commands (see path)");
+    return;
+  }
+  if (m->no_key) {
+    dr_add(m->v, "direct", DR_SKIP, "no key of the doctor's in this primary's slots (see key)");
+    return;
+  }
+  int del = (caps & CAP_DELIFEQ) != 0;
+  int rc = direct_step(m, "direct", "a lock to release: SET NX PX",
+                       dr_command(m, "SET %s %s NX PX %u", set->key, set->value, DR_KEY_TTL_MS),
+                       is_ok_status);
+  if (rc == 1)
+    rc = direct_step(
+        m, "direct", "the extension: SET IFEQ PX",
+        dr_command(m, "SET %s %s IFEQ %s PX %u", set->key, set->value, set->value, DR_KEY_TTL_MS),
+        is_ok_status);
+  if (rc == 1)
+    rc = direct_step(m, "direct", del ? "the release: DELIFEQ" : "the release: DELEX IFEQ",
+                     del ? dr_command(m, "DELIFEQ %s %s", set->key, set->value)
+                         : dr_command(m, "DELEX %s IFEQ %s", set->key, set->value),
+                     is_one);
+  if (rc == 1)
+    rc = direct_step(m, "direct", "the release's PUBLISH",
+                     dr_command(m, "PUBLISH %s %s", set->channel, ""), is_integer);
+  if (rc == 1)
+    dr_add(m->v, "direct", DR_OK,
+           "SET IFEQ PX (an extension), %s and PUBLISH on %s{<key>} (a release) work",
+           del ? "DELIFEQ" : "DELEX IFEQ", REDLOCK_RELEASE_CHANNEL_PREFIX);
+  redisReply *r = dr_command(m, "DEL %s", set->key);
+  if (r != NULL)
+    freeReplyObject(r);
+}
+
+/* The "fenced-tx" check, on a master without Lua that has SET IFEQ: a
+ * fenced lock of one resource is taken there as two transactions (direct.h),
+ * run here on the doctor's key, counter and floor. */
+static void check_fenced_tx(dr_master_t *m) {
+  const dr_settings_t *set = m->set;
+  if (!m->no_lua)
+    return; /* the scripts take fenced locks (time-in-script) */
+  if (!(m->caps & CAP_SET_IFEQ) || !(m->caps & CAPS_RELEASE)) {
+    dr_add(m->v, "fenced-tx", DR_SKIP, "no SET IFEQ: fenced locks are refused here (see path)");
+    return;
+  }
+  if (m->no_key) {
+    dr_add(m->v, "fenced-tx", DR_SKIP, "no key of the doctor's in this primary's slots (see key)");
+    return;
+  }
+  char floor[sizeof set->fence_key + sizeof DIRECT_FLOOR_SUFFIX];
+  snprintf(floor, sizeof floor, "%s" DIRECT_FLOOR_SUFFIX, set->fence_key);
+  static const char *const what = "MULTI; SET NX PX; GET; ZSCORE; TIME; EXEC";
+  int rc = direct_step(m, "fenced-tx", what, dr_command(m, "MULTI"), is_ok_status);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", what,
+                     dr_command(m, "SET %s %s NX PX %u", set->key, set->value, DR_KEY_TTL_MS),
+                     is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", what, dr_command(m, "GET %s", set->fence_key), is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", what,
+                     dr_command(m, "ZSCORE %s %s", floor, DIRECT_FLOOR_MEMBER), is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", what, dr_command(m, "TIME"), is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", what, dr_command(m, "EXEC"), is_acquire_exec);
+  static const char *const commit = "MULTI; ZADD GT; SET IFEQ KEEPTTL; EXEC";
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", commit, dr_command(m, "MULTI"), is_ok_status);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", commit,
+                     dr_command(m, "ZADD %s GT 1 %s", floor, DIRECT_FLOOR_MEMBER), is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", commit,
+                     dr_command(m, "SET %s %s IFEQ %s KEEPTTL", set->key, set->value, set->value),
+                     is_queued);
+  if (rc == 1)
+    rc = direct_step(m, "fenced-tx", commit, dr_command(m, "EXEC"), is_commit_exec);
+  if (rc == 1)
+    dr_add(m->v, "fenced-tx", DR_OK, "the acquisition (%s) and the commit (%s) work", what, commit);
+  if (rc == 0) { /* a transaction left open by a refused step */
+    redisReply *r = dr_command(m, "DISCARD");
+    if (r != NULL)
+      freeReplyObject(r);
+  }
+  redisReply *r = dr_command(m, "DEL %s %s %s", set->key, set->fence_key, floor);
   if (r != NULL)
     freeReplyObject(r);
 }
@@ -658,9 +883,11 @@ static void connect_master(dr_master_t *m) {
 
 void dr_master_check(dr_master_t *m) {
   static void (*const checks[])(dr_master_t *) = {
-      check_server,    check_role,    check_topology, check_info,      check_persistence,
-      dr_check_acl,    check_scripts, check_evalsha,  check_eval_body, check_time_and_publish,
-      check_subscribe, check_ack,     check_rtt,      clock_start};
+      check_server,      check_role,      check_topology,  check_info,
+      check_persistence, probe_caps,      check_scripts,   check_path,
+      dr_check_acl,      check_evalsha,   check_eval_body, check_time_and_publish,
+      check_direct,      check_fenced_tx, check_subscribe, check_ack,
+      check_rtt,         clock_start};
   if (m->stop)
     return; /* ruled out before any connection (a discovered address not allowed) */
   connect_master(m);
@@ -672,7 +899,8 @@ void dr_master_finish(dr_master_t *m) {
   if (m->up && !m->stop)
     clock_finish(m);
   if (m->up && !m->stop) { /* what a failed check may have left behind */
-    redisReply *r = dr_command(m, "DEL %s %s", m->set->key, m->set->fence_key);
+    redisReply *r = dr_command(m, "DEL %s %s %s" DIRECT_FLOOR_SUFFIX, m->set->key,
+                               m->set->fence_key, m->set->fence_key);
     if (r != NULL)
       freeReplyObject(r);
   }

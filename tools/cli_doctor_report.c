@@ -42,6 +42,18 @@ int dr_can_vote(const dr_voter_t *v) {
   return 1;
 }
 
+/* A voter that can vote without running scripts on one of its masters:
+ * what needs Lua (semaphores, read-write locks, multi-resource locks) is
+ * refused there. */
+static int dr_limited(const dr_voter_t *v) {
+  if (v->limited)
+    return 1;
+  for (size_t i = 0; i < v->n_primaries; i++)
+    if (dr_limited(&v->primaries[i]))
+      return 1;
+  return 0;
+}
+
 static const char *status_word(dr_status_t s, int json) {
   switch (s) {
   case DR_OK:
@@ -59,6 +71,14 @@ static size_t count_voting(const dr_voter_t *voters, size_t n) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     k += (size_t)dr_can_vote(&voters[i]);
+  return k;
+}
+
+/* Voters that can vote, but not for what needs Lua. */
+static size_t count_limited(const dr_voter_t *voters, size_t n) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    k += (size_t)(dr_can_vote(&voters[i]) && dr_limited(&voters[i]));
   return k;
 }
 
@@ -113,6 +133,10 @@ int dr_print_table(const dr_voter_t *voters, size_t n) {
     if (dr_can_vote(v) && v->quarantine[0])
       printf("%sVOTER %s: can vote once its quarantine ends (%s)\n", i ? "\n" : "", v->addr->label,
              v->quarantine);
+    else if (dr_can_vote(v) && dr_limited(v))
+      printf("%sVOTER %s: can vote, with limits (no Lua: plain and fenced locks of one resource "
+             "only)\n",
+             i ? "\n" : "", v->addr->label);
     else
       printf("%sVOTER %s: %s\n", i ? "\n" : "", v->addr->label,
              dr_can_vote(v) ? "can vote" : "cannot vote");
@@ -134,6 +158,14 @@ int dr_print_table(const dr_voter_t *voters, size_t n) {
   if (later > 0)
     printf("; %zu of them only once %s quarantine ends (%zu vote%s now)", later,
            later == 1 ? "its" : "their", voting - later, voting - later == 1 ? "s" : "");
+  size_t limited = count_limited(voters, n);
+  if (limited > 0)
+    printf("; %zu of them with limits (no Lua: no vote there for semaphores, read-write locks and "
+           "multi-resource locks%s)",
+           limited,
+           voting - limited < quorum ? ", and too few others for a quorum: those are refused "
+                                       "(unsupported)"
+                                     : "");
   printf("\n");
   return exit_status(voting, later, n);
 }
@@ -159,6 +191,9 @@ static void json_report(const dr_voter_t *v) {
   json_opt_str(v->version);
   fputs(",\"role\":", stdout);
   json_opt_str(v->role);
+  fputs(",\"path\":", stdout);
+  json_opt_str(v->path);
+  printf(",\"limited\":%s", dr_limited(v) ? "true" : "false");
   if (v->replicas >= 0)
     printf(",\"replicas\":%ld", v->replicas);
   else
@@ -214,7 +249,8 @@ int dr_print_json(const dr_voter_t *voters, size_t n) {
     fputs("]}", stdout);
   }
   size_t voting = count_voting(voters, n), later = count_quarantined(voters, n);
-  printf("],\"all_can_vote\":%s,\"all_can_vote_now\":%s}\n", voting == n ? "true" : "false",
-         voting == n && later == 0 ? "true" : "false");
+  printf("],\"all_can_vote\":%s,\"all_can_vote_now\":%s,\"limited_voters\":%zu}\n",
+         voting == n ? "true" : "false", voting == n && later == 0 ? "true" : "false",
+         count_limited(voters, n));
   return exit_status(voting, later, n);
 }

@@ -15,8 +15,11 @@
 #include "cli_cluster.h"
 #include "cli_common.h"
 #include "cli_conn.h"
+#include "proto/caps.h"    /* the path, as the library's handshake learns it */
+#include "proto/info.h"    /* the version in INFO server */
 #include "proto/keyname.h" /* the library's names, from the redlock_uri target */
 #include "proto/keyslot.h" /* the key's cluster slot, as the library routes it */
+#include "proto/scripts.h" /* the release script, loaded as the handshake does */
 
 /* A printable copy of s (len bytes): other bytes and '\\' as \xNN.  NULL
  * when out of memory. */
@@ -39,8 +42,28 @@ char *escape_value(const char *s, size_t len) {
 }
 
 /* The pipelined replies: GET key, PTTL key, GET fence_key, INFO server,
- * then ROLE when asked. */
-enum { R_GET, R_PTTL, R_FENCE, R_INFO, R_ROLE, N_REPLIES };
+ * SCRIPT LOAD of the release script (what the library's handshake loads
+ * anyway: it leaves the script cache as a client would) and COMMAND INFO
+ * DELIFEQ DELEX, then ROLE when asked. */
+enum { R_GET, R_PTTL, R_FENCE, R_INFO, R_SCRIPT, R_CMDINFO, R_ROLE, N_REPLIES };
+
+/* The path from the handshake's replies, as node.c reads them (caps.h). */
+static void read_path(redisReply **replies, master_report_t *rep) {
+  const redisReply *load = replies[R_SCRIPT];
+  unsigned caps = 0;
+  if (load->type == REDIS_REPLY_STRING)
+    caps |= CAP_LUA;
+  else if (load->type != REDIS_REPLY_ERROR || !caps_no_scripts_error(load->str, load->len))
+    return; /* refused to this user: the library's handshake fails there */
+  if (replies[R_INFO]->type == REDIS_REPLY_STRING) {
+    info_server_t is;
+    (void)info_parse_server(replies[R_INFO]->str, replies[R_INFO]->len, &is);
+    caps |= caps_from_version(is.is_valkey, is.version);
+  }
+  caps |= caps_from_command_info(replies[R_CMDINFO]);
+  snprintf(rep->path, sizeof rep->path, "%s", caps_path(caps));
+  rep->no_lua = !(caps & CAP_LUA);
+}
 
 /* GET's error: WRONGTYPE means the master answers but the key is not a lock;
  * NOAUTH, NOPERM and the like that it does not answer for us. */
@@ -72,6 +95,7 @@ static void read_replies(redisReply **replies, master_report_t *rep) {
       rep->uptime_s = secs;
     }
   }
+  read_path(replies, rep);
 }
 
 /* A sentinel voter's master must say it is one (its sentinels may lag
@@ -143,6 +167,9 @@ static void probe_at(const node_addr_t *addr, const char *key, const char *fence
   sent += append_key_command(c, asking, "PTTL %s", key);
   sent += append_key_command(c, asking, "GET %s", fence_key);
   redisAppendCommand(c, "INFO server");
+  const script_t *release = script_get(SCRIPT_RELEASE);
+  redisAppendCommand(c, "SCRIPT LOAD %b", release->body, release->body_len);
+  redisAppendCommand(c, "COMMAND INFO DELIFEQ DELEX");
   int n = role ? N_REPLIES : R_ROLE;
   sent += n - R_INFO;
   if (role)

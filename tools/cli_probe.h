@@ -1,6 +1,7 @@
 /* cli_probe.h: what one master says about a key, asked over a plain
  * synchronous hiredis connection (cli_conn.h): whether it answers, the key's value and PTTL,
- * the fence counter and the master's uptime.  A sentinel voter's master is
+ * the fence counter, the master's uptime and the path its releases and
+ * extensions take (caps.h).  A sentinel voter's master is
  * first asked of its sentinels, a cluster voter's primary for the key of
  * its slot map (cli_cluster.h).  Used by `status`, and by `run` to explain a
  * "no quorum". */
@@ -30,6 +31,12 @@ typedef struct {
    * other voters. */
   int slot;
   char seed[300];
+  /* How the library releases and extends there (caps.h's caps_path(): its
+   * handshake's SCRIPT LOAD, COMMAND INFO DELIFEQ DELEX and version); ""
+   * when not learnt (down, or SCRIPT LOAD refused to this user).  no_lua:
+   * the master runs no scripts. */
+  char path[32];
+  int no_lua;
   /* Filled by status, not by the probe: the quarantine the library keeps
    * this voter in now ("restart quarantine: 41 s left", cli_quar.h), "" when
    * none. */

@@ -111,6 +111,10 @@ static int lock_failure(redlock_t *client, const hold_opts_t *o, int status) {
     if (status == REDLOCK_ENOQUORUM && g_verbosity >= 0)
       diagnose_masters(o);
     return EXIT_NOQUORUM;
+  case REDLOCK_ENOTSUP: /* what was asked needs Lua, and too many masters run none */
+    err_msg("cannot lock '%s': too few masters can run it (a %s needs Lua scripts): %s",
+            o->resource, o->mode == HOLD_MUTEX ? "lock" : "read-write lock", votes);
+    return EXIT_NOQUORUM;
   default:
     err_msg("cannot lock '%s': %s (%s)", o->resource, redlock_strerror(status),
             redlock_err_name(status));

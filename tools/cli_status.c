@@ -1,10 +1,11 @@
 /* cli_status.c: `redlock status [OPTIONS] RESOURCE`: per master (for a
  * sentinel voter, the master its sentinels name; for a cluster voter, the
- * primary that owns the key's hash slot), whether it answers, the
- * value holding the key, its PTTL, the fence counter and the master's
- * uptime (cli_probe.c), then a verdict (locked on a quorum, set on too few
- * masters, free, unknown), as a table or as one JSON object, and which
- * masters the library keeps in a quarantine now, until when (cli_quar.h).
+ * primary that owns the key's hash slot), whether it answers, the value
+ * holding the key, its PTTL, the fence counter, the master's uptime and the
+ * path its releases and extensions take (cli_probe.c), then a verdict
+ * (locked on a quorum, set on too few masters, free, unknown), as a table
+ * or as one JSON object, and which masters the library keeps in a
+ * quarantine now, until when (cli_quar.h).
  * The exit status says whether a quorum of masters answered. */
 #define _GNU_SOURCE /* getopt_long */
 
@@ -121,6 +122,8 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
       printf(",\"uptime_s\":%lld", m->uptime_s);
     else
       printf(",\"uptime_s\":null");
+    printf(",\"path\":");
+    json_str_or_null(m->path);
     printf(",\"quarantine\":");
     if (m->quarantine[0])
       json_str(m->quarantine);
@@ -164,8 +167,8 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
       break;
     }
   printf(", %zu masters, quorum %zu\n", nodes->n, v.quorum);
-  printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel, "MASTER", "STATE", wvalue, "VALUE",
-         "PTTL_MS", "FENCE", "UPTIME");
+  printf("%-*s  %-5s  %-*s  %9s  %-20s  %-8s  %s\n", wlabel, "MASTER", "STATE", wvalue, "VALUE",
+         "PTTL_MS", "FENCE", "UPTIME", "PATH");
   for (size_t i = 0; i < nodes->n; i++) {
     const master_report_t *m = &reps[i];
     if (!m->up) {
@@ -179,10 +182,10 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
       snprintf(pttl, sizeof pttl, "none");
     else
       snprintf(pttl, sizeof pttl, "%lld", m->pttl);
-    printf("%-*s  %-5s  %-*s  %9s  %-20s  %s\n", wlabel,
+    printf("%-*s  %-5s  %-*s  %9s  %-20s  %-8s  %s\n", wlabel,
            row_label(nodes, reps, i, lbuf, sizeof lbuf), m->state, wvalue,
            m->value ? m->value : "-", pttl, m->fence[0] ? m->fence : "-",
-           m->uptime[0] ? m->uptime : "-");
+           m->uptime[0] ? m->uptime : "-", m->path[0] ? m->path : "-");
   }
   if (v.best != NULL && v.best_n >= v.quorum)
     printf("locked: held by %s on %zu of %zu masters (quorum %zu)\n", v.best, v.best_n, nodes->n,
@@ -197,6 +200,14 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
     printf("free: none of the %zu masters that answered has the key\n", v.reachable);
   size_t voting = v.reachable;
   char lbuf2[1024];
+  for (size_t i = 0; i < nodes->n; i++)
+    if (reps[i].up && reps[i].path[0] && reps[i].no_lua)
+      printf("%s: no Lua engine (path %s): %s\n", row_label(nodes, reps, i, lbuf2, sizeof lbuf2),
+             reps[i].path,
+             strcmp(reps[i].path, "none") == 0
+                 ? "only plain locks, not released before their TTL"
+                 : "no vote there for semaphores, read-write locks and multi-resource locks "
+                   "(unsupported)");
   for (size_t i = 0; i < nodes->n; i++)
     if (reps[i].up && reps[i].quarantine[0]) {
       printf("%s: quarantined (%s): its vote does not count until then\n",

@@ -35,7 +35,7 @@ const (
 	ECLOSED     Errno = C.REDLOCK_ECLOSED     // client is closing or closed
 	EWOULDBLOCK Errno = C.REDLOCK_EWOULDBLOCK // blocking call on the client's loop thread
 	EIO         Errno = C.REDLOCK_EIO         // I/O or system error
-	ENOTSUP     Errno = C.REDLOCK_ENOTSUP     // not supported by this build
+	ENOTSUP     Errno = C.REDLOCK_ENOTSUP     // not supported by this build or these masters
 	EFORKED     Errno = C.REDLOCK_EFORKED     // client used in a forked child
 )
 

@@ -23,5 +23,11 @@ if [ -x node_modules/.bin/tsc ]; then
   node_modules/.bin/tsc -p test/tsconfig.json
   echo "==> index.d.ts type-checks (tsc --strict)"
 fi
+# The node-redlock interop runs on Valkey 9.1 too (our script-free path)
+# when scripts/fetch-extra.sh fetched it.
+valkey9="$here/../../build-extra/sid/bin/valkey-server"
+if [ -z "${REDLOCK_TEST_VALKEY9:-}" ] && [ -x "$valkey9" ]; then
+  export REDLOCK_TEST_VALKEY9="$valkey9"
+fi
 # test/*.test.mjs: the binding used from ES modules (named imports).
 node --test test/*.test.js test/*.test.mjs

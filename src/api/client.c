@@ -566,6 +566,7 @@ static int client_compose(redlock_t *client, voter_t *const *fakes) {
   client->rounds.log = &client->log;
   client->rounds.pool = &client->round_pool;
   client->rounds.skip_slots = rc == 0 && !voters_route_by_slot(&client->voters);
+  client->rounds.caps_seen = &client->voters.caps_seen;
   client->rounds.arm_deadline = rounds_arm_deadline;
   client->rounds.settled = rounds_settled;
   client->rounds.decided = client_record_votes;

@@ -219,13 +219,15 @@ static void step_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
   const redisReply *reply = r;
   if (link->ac != ac || link->state != LINK_CONNECTING || reply == NULL)
     return;
-  if (reply->type == REDIS_REPLY_ERROR) {
+  const char *why = NULL;
+  if (reply->type != REDIS_REPLY_ERROR || step->check_errors)
+    why = step->check != NULL ? step->check(link->cfg.arg, reply) : NULL;
+  if (reply->type == REDIS_REPLY_ERROR && (why != NULL || !step->check_errors)) {
     char what[64];
     snprintf(what, sizeof what, "%s refused", step->name);
     link_fail(link, REDLOCK_LOG_ERROR, what, reply->str);
     return;
   }
-  const char *why = step->check != NULL ? step->check(link->cfg.arg, reply) : NULL;
   if (why != NULL) {
     link_fail(link, REDLOCK_LOG_ERROR, why, NULL);
     return;
@@ -243,21 +245,35 @@ static link_step_t *link_next_step(link_t *link, const char *name, link_step_fn 
   return step;
 }
 
-status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...) {
+static status_t link_vstep(link_t *link, const char *name, link_step_fn check, int check_errors,
+                           const char *fmt, va_list ap) {
   if (link->ac == NULL)
     return ST_EIO;
   link_step_t *step = link_next_step(link, name, check);
   if (step == NULL)
     return ST_EINVAL;
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = redisvAsyncCommand(link->ac, step_reply_cb, step, fmt, ap);
-  va_end(ap);
-  if (rc != REDIS_OK)
+  step->check_errors = check_errors;
+  if (redisvAsyncCommand(link->ac, step_reply_cb, step, fmt, ap) != REDIS_OK)
     return ST_EIO;
   link->n_steps++;
   link->steps_left++;
   return ST_OK;
+}
+
+status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  status_t st = link_vstep(link, name, check, 0, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+status_t link_step_any(link_t *link, const char *name, link_step_fn check, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  status_t st = link_vstep(link, name, check, 1, fmt, ap);
+  va_end(ap);
+  return st;
 }
 
 /* The handshake is pipelined behind the TCP connect: one round trip. */

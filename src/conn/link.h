@@ -106,6 +106,7 @@ typedef struct link_step {
   struct link *link;
   const char *name; /* "AUTH", "SCRIPT LOAD": for "<name> refused" */
   link_step_fn check;
+  int check_errors; /* link_step_any: error replies go to check too */
 } link_step_t;
 
 /* Every field is link.c's, on the loop thread, unless it says otherwise. */
@@ -153,6 +154,11 @@ int link_idle(const link_t *link);
  * hiredis will not queue the command (out of memory, or the context going
  * away: it does not say which). */
 status_t link_step(link_t *link, const char *name, link_step_fn check, const char *fmt, ...);
+/* The same, for a step whose error reply may be an answer (a command the
+ * server may lack or refuse, which only narrows what the owner uses it
+ * for): check gets error replies too, and a non-NULL return from it fails
+ * the attempt as link_step's error would ("<name> refused: <error>"). */
+status_t link_step_any(link_t *link, const char *name, link_step_fn check, const char *fmt, ...);
 /* A reply to the owner's own command came while CONNECTING: a link with no
  * handshake step left is up. */
 void link_replied(link_t *link);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine/lock.h"
+#include "proto/direct.h"
 #include "proto/keyname.h"
 #include "proto/resp.h"
 #include "util/quorum.h"
@@ -16,22 +17,28 @@
 /* The counter keys of a fenced lock (a permit's or a hold's come with its
  * keys, from its kind's init), built once per call, on the loop.  Fence
  * counters live beside the lock keys under a reserved prefix,
- * FENCE_KEY_PREFIX, named in each key's hash slot (keyname.h). */
+ * FENCE_KEY_PREFIX, named in each key's hash slot (keyname.h).  After the n
+ * counters, fence_keys[n..2n-1] are their floors (direct.h: the counters
+ * of masters that run no scripts), counter + DIRECT_FLOOR_SUFFIX. */
 static int op_make_fence_keys(op_acquire_t *op) {
-  size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1;
-  size_t bytes = op->n_keys * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < op->n_keys; i++)
-    bytes += keyname_len(prefix_len, op->keys[i], op->key_lens[i], 0) + 1;
+  size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1, suffix_len = sizeof DIRECT_FLOOR_SUFFIX - 1;
+  size_t n = op->n_keys;
+  size_t bytes = 2 * n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < n; i++)
+    bytes += keyname_len(prefix_len, op->keys[i], op->key_lens[i], 0) + 1 +
+             keyname_len(prefix_len, op->keys[i], op->key_lens[i], suffix_len) + 1;
   char *block = callmem_alloc(&op->op.engine->callmem, bytes);
   if (block == NULL)
     return REDLOCK_ENOMEM;
   op->fence_keys = (char **)(void *)block;
-  op->fence_key_lens = (size_t *)(void *)(block + op->n_keys * sizeof(char *));
-  char *w = block + op->n_keys * (sizeof(char *) + sizeof(size_t));
-  for (size_t i = 0; i < op->n_keys; i++) {
+  op->fence_key_lens = (size_t *)(void *)(block + 2 * n * sizeof(char *));
+  char *w = block + 2 * n * (sizeof(char *) + sizeof(size_t));
+  for (size_t i = 0; i < 2 * n; i++) {
+    size_t k = i % n;
     op->fence_keys[i] = w;
     op->fence_key_lens[i] =
-        keyname_build(w, FENCE_KEY_PREFIX, prefix_len, op->keys[i], op->key_lens[i], "", 0);
+        keyname_build(w, FENCE_KEY_PREFIX, prefix_len, op->keys[k], op->key_lens[k],
+                      i < n ? "" : DIRECT_FLOOR_SUFFIX, i < n ? 0 : suffix_len);
     w += op->fence_key_lens[i] + 1;
   }
   return 0;
@@ -541,6 +548,12 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
   engine_t *engine = op->op.engine;
   if (acquire_stopped(op)) {
     acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    return;
+  }
+  /* Too many masters run no scripts for this kind of lock: no retry can
+   * change that (a master gains Lua only at a new handshake). */
+  if (status == REDLOCK_ENOTSUP) {
+    acquire_finish(op, status, NULL);
     return;
   }
   uint64_t delay = quorum_retry_delay_ms(engine->opts->retry_delay_ms,

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/caps.h"
+#include "proto/direct.h"
 #include "proto/keyslot.h"
 #include "proto/reply.h"
 #include "proto/resp.h"
@@ -41,6 +43,77 @@ static void pending_remove(round_env_t *env, round_t *round) {
   env->n_pending--;
 }
 
+/* Whether a round makes alt's script-free forms: only once some master has
+ * such a command, so that a client of script-only masters formats nothing
+ * more per round. */
+static int round_wants_alt(const round_env_t *env, const round_alt_t *alt) {
+  return alt != NULL && env->caps_seen != NULL &&
+         (*env->caps_seen & (CAPS_RELEASE | CAP_SET_IFEQ)) != 0;
+}
+
+/* How many commands a sequence of alt holds (argc 0 ends it). */
+static unsigned seq_count(const round_argv_t *seq) {
+  unsigned n = 0;
+  while (n < ROUND_ALT_MAX_SEQ && seq[n].argc > 0)
+    n++;
+  return n;
+}
+
+/* The bytes alt's forms take: their node_cmd_t arrays, then the commands
+ * (beside[0]'s SPUBLISH twin included). */
+static size_t alt_len(const round_alt_t *alt) {
+  unsigned n_before = seq_count(alt->tx_before), n_beside = seq_count(alt->beside);
+  size_t len = (n_before + n_beside) * sizeof(node_cmd_t);
+  for (int f = NODE_FORM_SCRIPT + 1; f < NODE_FORM_COUNT; f++)
+    if (alt->form[f].argc > 0)
+      len += resp_command_len(alt->form[f].argc, alt->form[f].len);
+  for (unsigned i = 0; i < n_before; i++)
+    len += resp_command_len(alt->tx_before[i].argc, alt->tx_before[i].len);
+  for (unsigned i = 0; i < n_beside; i++)
+    len += resp_command_len(alt->beside[i].argc, alt->beside[i].len);
+  if (n_beside > 0 && alt->beside_publish)
+    len += resp_command_len(alt->beside[0].argc, alt->beside[0].len) + 1; /* "SPUBLISH" */
+  return len;
+}
+
+/* Formats a at *w into cmd; *w moves past it. */
+static void alt_put(const round_argv_t *a, node_cmd_t *cmd, char **w) {
+  cmd->cmd = *w;
+  cmd->len = resp_command_len(a->argc, a->len);
+  resp_write_command(*w, a->argc, a->argv, a->len);
+  *w += cmd->len;
+}
+
+/* Formats alt's forms at w (alt_len bytes, aligned for node_cmd_t) into
+ * forms. */
+static void alt_write(const round_alt_t *alt, node_forms_t *forms, char *w) {
+  unsigned n_before = seq_count(alt->tx_before), n_beside = seq_count(alt->beside);
+  node_cmd_t *seq = (node_cmd_t *)(void *)w;
+  w += (n_before + n_beside) * sizeof(node_cmd_t);
+  forms->nolua_only = alt->nolua_only;
+  for (int f = NODE_FORM_SCRIPT + 1; f < NODE_FORM_COUNT; f++)
+    if (alt->form[f].argc > 0)
+      alt_put(&alt->form[f], &forms->form[f], &w);
+  forms->tx_before = seq;
+  forms->n_tx_before = (uint8_t)n_before;
+  for (unsigned i = 0; i < n_before; i++)
+    alt_put(&alt->tx_before[i], &seq[i], &w);
+  forms->beside = seq + n_before;
+  forms->n_beside = (uint8_t)n_beside;
+  for (unsigned i = 0; i < n_beside; i++)
+    alt_put(&alt->beside[i], &seq[n_before + i], &w);
+  if (n_beside > 0 && alt->beside_publish && alt->beside[0].argc <= 4) {
+    const round_argv_t *b = &alt->beside[0];
+    const char *argv[4];
+    size_t len[4];
+    memcpy(argv, b->argv, (size_t)b->argc * sizeof argv[0]);
+    memcpy(len, b->len, (size_t)b->argc * sizeof len[0]);
+    argv[0] = "SPUBLISH";
+    len[0] = 8;
+    alt_put(&(round_argv_t){b->argc, argv, len}, &forms->beside_shard, &w);
+  }
+}
+
 round_t *round_new(round_env_t *env, const round_params_t *p) {
   unsigned n = env->n_masters;
   /* One allocation: the round, its votes, and the command's bytes. */
@@ -49,19 +122,36 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   /* A cluster voter announces a release with SPUBLISH: its copy of the
    * command is made here, once per round, not per send. */
   size_t shard_len = !env->skip_slots && p->kind == ROUND_RELEASE ? cmd_len : 0;
-  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + cmd_len + shard_len);
+  const round_alt_t *alt = round_wants_alt(env, p->alt) ? p->alt : NULL;
+  size_t forms_size = shard_len != 0 || alt != NULL ? sizeof(node_forms_t) : 0;
+  size_t alt_size = alt != NULL ? alt_len(alt) : 0;
+  /* node_forms_t first, to keep it aligned: votes_size is a multiple of
+   * vote_t's alignment, which is at least a pointer's. */
+  round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + forms_size + alt_size +
+                                             cmd_len + shard_len);
   if (round == NULL)
     return NULL;
   memset(round, 0, sizeof *round);
-  round->cmd = (char *)round->votes + votes_size;
+  if (forms_size != 0) {
+    round->forms = (node_forms_t *)((char *)round->votes + votes_size);
+    memset(round->forms, 0, sizeof *round->forms);
+  }
+  /* The forms' node_cmd_t arrays come right after node_forms_t, aligned
+   * as it is; the command bytes after them. */
+  round->cmd = (char *)round->votes + votes_size + forms_size + alt_size;
   resp_write_command(round->cmd, p->argc, p->argv, p->argv_len);
   round->env = env;
   round->cmd_len = cmd_len;
   size_t at = shard_len != 0 ? script_publish_flag_at(round->cmd, cmd_len) : 0;
   if (at != 0) {
-    round->cmd_shard = round->cmd + cmd_len;
-    memcpy(round->cmd_shard, round->cmd, cmd_len);
-    round->cmd_shard[at] = script_announce_shard(round->cmd[at]);
+    char *twin = round->cmd + cmd_len;
+    memcpy(twin, round->cmd, cmd_len);
+    twin[at] = script_announce_shard(round->cmd[at]);
+    round->forms->cmd_shard = twin;
+  }
+  if (alt != NULL) {
+    alt_write(alt, round->forms, (char *)round->votes + votes_size + forms_size);
+    round->tx_reply = alt->tx_reply;
   }
   round->script = p->script;
   round->expect_integer = p->expect_integer;
@@ -166,10 +256,17 @@ static void vote_settle(vote_t *vote, vote_state_t state, vote_why_t why) {
   stats_vote(env->stats, index, why);
   if (round->kind == ROUND_RELEASE && (round->replay_mask >> index & 1) &&
       (why == WHY_DOWN || why == WHY_BUSY || why == WHY_TIMEOUT || why == WHY_DISCONNECTED)) {
-    /* The release may not have reached this master: send it again later. */
-    env->transport->defer_release(env->transport_arg, index,
-                                  round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
-                                  round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
+    /* The release may not have reached this master: send it again later,
+     * in the form it was sent in (a master without scripts refuses the
+     * script's). */
+    uint8_t form = vote->req.form;
+    if (form != NODE_FORM_SCRIPT && vote->req.forms != NULL)
+      env->transport->defer_release(env->transport_arg, index, vote->req.forms->form[form].cmd,
+                                    vote->req.forms->form[form].len);
+    else
+      env->transport->defer_release(env->transport_arg, index,
+                                    round->eval_cmd != NULL ? round->eval_cmd : round->cmd,
+                                    round->eval_cmd != NULL ? round->eval_cmd_len : round->cmd_len);
   }
   if (state == VOTE_YES)
     round->yes++;
@@ -190,7 +287,16 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
   round_t *round = vote->round;
   round_env_t *env = round->env;
   unsigned index = (unsigned)(vote - round->votes);
-  reply_verdict_t verdict = reply_classify(reply, round->expect_integer, &vote->integer);
+  /* SET IFEQ (an extension's script-free form) says +OK or nil where the
+   * script says 1 or 0. */
+  int set_ifeq = vote->req.form == NODE_FORM_SET_IFEQ;
+  reply_verdict_t verdict =
+      vote->req.form == NODE_FORM_TX
+          ? direct_tx_classify(round->tx_reply, reply, &vote->integer)
+          : reply_classify(reply, set_ifeq ? REPLY_EXPECT_OK : round->expect_integer,
+                           &vote->integer);
+  if (set_ifeq && verdict == REPLY_YES)
+    vote->integer = 1;
   switch (verdict) {
   case REPLY_YES:
   case REPLY_REFUSED:
@@ -224,7 +330,8 @@ static void vote_classify(vote_t *vote, const redisReply *reply) {
     return;
   case REPLY_ERROR:
     round->nomem |= vote->req.nomem;
-    env->transport->warn(env->transport_arg, index, "error reply", reply->str);
+    env->transport->warn(env->transport_arg, index, "error reply",
+                         vote->req.form == NODE_FORM_TX ? direct_tx_error(reply) : reply->str);
     vote_settle(vote, VOTE_FAILED, WHY_ERROR);
     return;
   case REPLY_UNEXPECTED:
@@ -244,7 +351,10 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
   round_t *round = vote->round;
   round_env_t *env = round->env;
   vote->req.cmd = cmd;
-  vote->req.cmd_shard = cmd == round->cmd ? round->cmd_shard : NULL;
+  vote->req.forms = cmd == round->cmd ? round->forms : NULL;
+  vote->req.script = round->script != NULL;
+  vote->req.shard = 0;
+  vote->req.form = NODE_FORM_SCRIPT;
   vote->req.len = len;
   vote->req.sent_ns = now_ns;
   vote->req.fn = vote_reply;
@@ -262,7 +372,7 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
  * caches the script again.  Returns 1 when resent. */
 static int vote_resend_as_eval(vote_t *vote) {
   round_t *round = vote->round;
-  if (round->script == NULL || vote->resent)
+  if (round->script == NULL || vote->resent || vote->req.form != NODE_FORM_SCRIPT)
     return 0;
   if (round->eval_cmd == NULL &&
       script_evalsha_to_eval(round->cmd, round->cmd_len, round->script, &round->eval_cmd,
@@ -335,6 +445,9 @@ void round_send(round_t *round) {
     } else if (rc == ST_ENOMEM) { /* a voter's own memory for the request (a cluster's) */
       round->nomem = 1;
       vote_settle(vote, VOTE_FAILED, WHY_ERROR);
+    } else if (rc == ST_ENOTSUP) { /* a script, and the master runs none */
+      round->notsup++;
+      vote_settle(vote, VOTE_FAILED, WHY_NOTSUP);
     } else {
       vote_settle(vote, VOTE_FAILED, rc == ST_BUSY ? WHY_BUSY : WHY_DOWN);
     }
@@ -347,7 +460,8 @@ uint64_t round_set_mask(const round_t *round) {
   uint64_t mask = 0;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
-    if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY)
+    if (vote->why != WHY_REFUSED && vote->why != WHY_DOWN && vote->why != WHY_BUSY &&
+        vote->why != WHY_NOTSUP)
       mask |= (uint64_t)1 << i;
   }
   return mask;

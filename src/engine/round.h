@@ -81,6 +81,9 @@ typedef struct round_env {
    * a round then sends slot -1 and does not hash its key, which costs more
    * than the rest of round_new.  0 (round_env_init's): hashed. */
   int skip_slots;
+  /* The union of the masters' caps (caps.h) at their handshakes, the
+   * nodes' (node_env_t.caps_seen); NULL: none. */
+  const unsigned *caps_seen;
   /* Reported up (owner_arg is their first argument): */
   void (*arm_deadline)(void *owner_arg, uint64_t deadline_ns); /* the FIFO's head is due then */
   void (*settled)(
@@ -144,10 +147,12 @@ typedef struct round {
   uint64_t decided_ns;
   char *cmd; /* formatted once, in the round's allocation; the same bytes go to every master */
   size_t cmd_len;
-  /* A release on a client with a cluster voter: cmd announcing with
-   * SPUBLISH (scripts.h), after cmd in the round's allocation, for the
-   * voters whose servers take it (node_req_t.cmd_shard); else NULL. */
-  char *cmd_shard;
+  /* cmd's other forms (node_forms_t), in the round's allocation, or NULL:
+   * on a client with a cluster voter, a release's cmd announcing with
+   * SPUBLISH (scripts.h) for the voters whose servers take it; once some
+   * master has them (round_env_t.caps_seen), the script-free forms of a
+   * release or extension (round_params_t.alt). */
+  node_forms_t *forms;
   const script_t *script; /* for the NOSCRIPT -> EVAL retry; NULL for plain commands */
   char *eval_cmd;         /* built on the first NOSCRIPT */
   size_t eval_cmd_len;
@@ -160,7 +165,9 @@ typedef struct round {
   unsigned yes, no, failed;
   quorum_outcome_t outcome;
   int decided;
-  int nomem; /* a vote failed for want of memory here, not through its master */
+  int nomem;        /* a vote failed for want of memory here, not through its master */
+  unsigned notsup;  /* votes not sent: a script to a master that runs none (WHY_NOTSUP) */
+  uint8_t tx_reply; /* round_alt_t's: how a NODE_FORM_TX vote's reply reads (direct.h) */
   round_decided_fn on_decided;
   void *ctx;
   uv_thread_t caller; /* with has_caller: the thread whose call waits on it (round_for_caller) */
@@ -172,6 +179,27 @@ typedef struct round {
 #define ROUND_EXPECT_OK REPLY_EXPECT_OK             /* yes = +OK (SET NX) */
 #define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
 #define ROUND_EXPECT_CODE REPLY_EXPECT_CODE         /* yes > 0; no = nil or a reason <= 0 */
+
+/* An argv, as round_params_t takes it. */
+typedef struct round_argv {
+  int argc; /* 0: none */
+  const char *const *argv;
+  const size_t *len;
+} round_argv_t;
+
+/* The script-free forms of a round's command (node.h, node_forms_t), which
+ * a master that has the commands runs in its place. */
+#define ROUND_ALT_MAX_SEQ 5 /* commands of tx_before, of beside */
+typedef struct round_alt {
+  round_argv_t form[NODE_FORM_COUNT];        /* [NODE_FORM_SCRIPT] unused */
+  round_argv_t tx_before[ROUND_ALT_MAX_SEQ]; /* NODE_FORM_TX: MULTI and the queued commands */
+  round_argv_t beside[ROUND_ALT_MAX_SEQ];    /* what follows a form */
+  /* beside[0] is PUBLISH: SPUBLISH with the same arguments goes to a voter
+   * that announces on shard channels (node_forms_t.beside_shard). */
+  int beside_publish;
+  uint8_t nolua_only; /* node_forms_t's */
+  uint8_t tx_reply;   /* how NODE_FORM_TX's EXEC reply reads (direct.h) */
+} round_alt_t;
 
 typedef struct round_params {
   int argc;
@@ -187,15 +215,24 @@ typedef struct round_params {
    * cluster).  0: none (slot -1), which a one-connection voter never needs
    * (nor is it computed with round_env_t.skip_slots). */
   int key_arg;
+  /* The command's script-free forms, or NULL; made only once some master
+   * has such a command (round_env_t.caps_seen). */
+  const round_alt_t *alt;
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
   void *ctx;
 } round_params_t;
 
 /* What a round lost for want of a quorum means to its caller:
  * REDLOCK_ENOMEM when a vote failed for want of memory in this process
- * (round_t.nomem), else REDLOCK_ENOQUORUM. */
+ * (round_t.nomem); REDLOCK_ENOTSUP when too many masters run no scripts for
+ * a quorum to run this one, even had every other said yes (the votes say
+ * which: "unsupported"); else REDLOCK_ENOQUORUM. */
 static inline int round_noquorum_status(const round_t *round) {
-  return round->nomem ? REDLOCK_ENOMEM : REDLOCK_ENOQUORUM;
+  if (round->nomem)
+    return REDLOCK_ENOMEM;
+  if (round->notsup > 0 && round->n_votes - round->notsup < quorum_size(round->n_votes))
+    return REDLOCK_ENOTSUP;
+  return REDLOCK_ENOQUORUM;
 }
 
 /* Formats argv once into a new round.  NULL when out of memory. */
@@ -209,7 +246,8 @@ void round_for_caller(round_t *round, const uv_thread_t *thread);
  * not touch the round after this returns. */
 void round_send(round_t *round);
 /* The masters (bit i = master i) that may hold the key after an acquire
- * round: every vote but an explicit refusal or a command never sent. */
+ * round: every vote but an explicit refusal or a command never sent (down,
+ * busy, unsupported). */
 uint64_t round_set_mask(const round_t *round);
 
 /* The owner's deadline timer fired: votes past their deadline fail as

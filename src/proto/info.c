@@ -50,10 +50,28 @@ static int parse_digits(const char *value, size_t len, size_t max_digits, int64_
   return 0;
 }
 
+/* "MAJOR.MINOR.PATCH" (each 1-2 digits; a suffix after the patch ignored)
+ * packed as CAPS_VERSION; 0 when it is not one. */
+static uint32_t parse_version(const char *value, size_t len) {
+  uint32_t part[3] = {0, 0, 0};
+  size_t i = 0;
+  for (int k = 0; k < 3; k++) {
+    size_t digits = 0;
+    for (; i < len && value[i] >= '0' && value[i] <= '9' && digits < 2; i++, digits++)
+      part[k] = part[k] * 10u + (uint32_t)(value[i] - '0');
+    if (digits == 0 || (k < 2 && (i >= len || value[i++] != '.')))
+      return 0;
+  }
+  return part[0] * 10000u + part[1] * 100u + part[2];
+}
+
 int info_parse_server(const char *text, size_t len, info_server_t *out) {
   const char *p = text, *end = text + len;
   out->run_id[0] = '\0';
   out->uptime_s = -1;
+  out->version = 0;
+  out->is_valkey = 0;
+  uint32_t redis_version = 0, valkey_version = 0;
   const char *line;
   size_t line_len;
   while (next_line(&p, end, &line, &line_len)) {
@@ -68,8 +86,19 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
       int64_t v;
       if (parse_digits(value, value_len, 18, &v) == 0)
         out->uptime_s = v;
+    } else if (line_is(line, line_len, "redis_version", &value, &value_len)) {
+      redis_version = parse_version(value, value_len);
+    } else if (line_is(line, line_len, "valkey_version", &value, &value_len)) {
+      valkey_version = parse_version(value, value_len);
+    } else if (line_is(line, line_len, "server_name", &value, &value_len)) {
+      out->is_valkey = value_len == 6 && memcmp(value, "valkey", 6) == 0;
     }
   }
+  /* Valkey 7.2 and 8 say server_name:valkey only in later patches, but
+   * every Valkey gives valkey_version. */
+  if (valkey_version != 0)
+    out->is_valkey = 1;
+  out->version = out->is_valkey ? valkey_version : redis_version;
   return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
 }
 

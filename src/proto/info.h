@@ -11,6 +11,11 @@
 typedef struct {
   char run_id[INFO_RUN_ID_LEN + 1]; /* "" when absent */
   int64_t uptime_s;                 /* -1 when absent */
+  /* The server's version, packed as caps.h's CAPS_VERSION (valkey_version
+   * for Valkey, whose redis_version stays 7.2.4; else redis_version); 0 when
+   * absent or unreadable. */
+  uint32_t version;
+  int is_valkey; /* server_name:valkey */
 } info_server_t;
 
 /* What the quarantine needs from `INFO replication` (quarantine.h). */
@@ -27,7 +32,8 @@ typedef struct {
 int info_parse_replication(const char *text, size_t len, info_replication_t *out);
 
 /* Parses "key:value\r\n" lines (any order, '#' sections ignored).  Returns 0
- * when both run_id and uptime_in_seconds were found, -1 otherwise. */
+ * when both run_id and uptime_in_seconds were found, -1 otherwise (the
+ * version is optional). */
 int info_parse_server(const char *text, size_t len, info_server_t *out);
 
 #endif

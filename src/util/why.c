@@ -14,6 +14,7 @@ static const char *const why_names[] = {
     [WHY_BADREPLY] = "bad-reply",
     [WHY_DUPLICATE] = "duplicate",
     [WHY_UNACKED] = "unacked",
+    [WHY_NOTSUP] = "unsupported",
 };
 
 const char *why_name(unsigned why) {

@@ -18,8 +18,9 @@ typedef enum {
   WHY_BADREPLY,
   WHY_DUPLICATE, /* the same server as a lower-numbered master that is up: not a voter */
   WHY_UNACKED,   /* a yes whose durability ack (wait= / waitaof=) fell short */
+  WHY_NOTSUP,    /* not sent: it needs a script and the master runs none (caps.h) */
 } vote_why_t;
-#define WHY_COUNT (WHY_UNACKED + 1)
+#define WHY_COUNT (WHY_NOTSUP + 1)
 
 /* The name of a vote_why_t ("OK", "timeout", ...); "?" when out of range. */
 const char *why_name(unsigned why);

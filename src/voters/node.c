@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn/conn.h"
+#include "proto/caps.h"
 #include "proto/reply.h"
 #include "proto/scripts.h"
 #include "redlock.h"
@@ -320,6 +321,8 @@ void node_why(const node_t *node, int why, char *buf, size_t size) {
     snprintf(buf, size, "%s", node->ack_why);
   else if (why == WHY_QUARANTINED)
     node_quarantine_why(node, buf, size);
+  else if (why == WHY_NOTSUP)
+    snprintf(buf, size, "%s", node->noscripts_why);
   else
     buf[0] = '\0';
 }
@@ -339,7 +342,31 @@ static void node_quarantine_tick(node_t *node) {
   node_report(node, NODE_EV_QUARANTINE_END, NULL, NULL);
 }
 
+/* What the handshake learnt the server runs (caps.h): said when it differs
+ * from what the last connection found, or at the first. */
+static void node_take_caps(node_t *node) {
+  unsigned caps = node->caps_handshake;
+  int changed = caps != node->caps || node->ready_ns == 0;
+  node->caps = caps;
+  if (node->env->caps_seen != NULL)
+    *node->env->caps_seen |= caps;
+  if (!changed)
+    return;
+  if (!(caps & CAP_LUA))
+    log_write(node->env->log, REDLOCK_LOG_WARN,
+              "master %s runs no scripts (%s): it takes plain locks%s; semaphores, read-write "
+              "locks, fenced and multi-resource locks are refused there (unsupported)",
+              node->addr.label, node->noscripts_why,
+              (caps & CAPS_RELEASE) && (caps & CAP_SET_IFEQ)
+                  ? ", released with DELIFEQ / DELEX and extended with SET IFEQ"
+                  : " only, and cannot release them before their TTL");
+  else
+    log_write(node->env->log, REDLOCK_LOG_DEBUG, "master %s: releases and extensions by %s",
+              node->addr.label, caps_path(caps));
+}
+
 static void node_ready(node_t *node) {
+  node_take_caps(node);
   node->state = NODE_READY;
   node->ready_ns = node->link.up_ns;
   node->failures = node->link.failures;
@@ -357,9 +384,22 @@ static void node_ready(node_t *node) {
   node_attempt_finished(node);
 }
 
-/* SCRIPT LOAD's answer: the SHA1 of one of our scripts. */
+/* SCRIPT LOAD's answer: the SHA1 of one of our scripts, or the error of a
+ * server that runs no scripts (caps.h), which then takes what needs none. */
 static const char *script_load_check(void *arg, const redisReply *reply) {
-  (void)arg;
+  node_t *node = arg;
+  if (reply->type == REDIS_REPLY_ERROR) {
+    if (!caps_no_scripts_error(reply->str, reply->len))
+      return "SCRIPT LOAD refused";
+    if (node->caps_handshake & CAP_LUA) {
+      node->caps_handshake &= ~(unsigned)CAP_LUA;
+      uv_mutex_lock(node->env->mutex);
+      snprintf(node->noscripts_why, sizeof node->noscripts_why, "no Lua engine: %.*s",
+               (int)(reply->len < 120 ? reply->len : 120), reply->str);
+      uv_mutex_unlock(node->env->mutex);
+    }
+    return NULL;
+  }
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *script = script_get((script_id_t)id);
     if (reply->type == REDIS_REPLY_STRING && reply->len == 40 &&
@@ -376,6 +416,15 @@ static const char *info_check(void *arg, const redisReply *reply) {
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
       info_parse_server(reply->str, reply->len, &node->server_info) != 0)
     return "INFO server reply lacks run_id or uptime_in_seconds";
+  node->caps_handshake |= caps_from_version(node->server_info.is_valkey, node->server_info.version);
+  return NULL;
+}
+
+/* COMMAND INFO DELIFEQ DELEX: which release commands the server has; an
+ * error (COMMAND forbidden to this user) leaves the scripts to do it. */
+static const char *command_info_check(void *arg, const redisReply *reply) {
+  node_t *node = arg;
+  node->caps_handshake |= caps_from_command_info(reply);
   return NULL;
 }
 
@@ -478,15 +527,20 @@ static const char *replication_check(void *arg, const redisReply *reply) {
 /* The link's handshake (after AUTH and SELECT): the scripts, then INFO
  * server, pipelined behind them. */
 static status_t node_handshake(link_t *link, void *arg) {
-  (void)arg;
+  node_t *node = arg;
+  node->caps_handshake = CAP_LUA;
   for (int id = 0; id < SCRIPT_COUNT; id++) {
     const script_t *script = script_get((script_id_t)id);
-    status_t st = link_step(link, "SCRIPT LOAD", script_load_check, "SCRIPT LOAD %b", script->body,
-                            script->body_len);
+    status_t st = link_step_any(link, "SCRIPT LOAD", script_load_check, "SCRIPT LOAD %b",
+                                script->body, script->body_len);
     if (st != ST_OK)
       return st;
   }
-  status_t st = link_step(link, "INFO server", info_check, "INFO server");
+  status_t st =
+      link_step_any(link, "COMMAND INFO", command_info_check, "COMMAND INFO DELIFEQ DELEX");
+  if (st != ST_OK)
+    return st;
+  st = link_step(link, "INFO server", info_check, "INFO server");
   if (st != ST_OK)
     return st;
   return link_step(link, "INFO replication", replication_check, "INFO replication");
@@ -919,20 +973,67 @@ static void node_queue_ack(redisAsyncContext *ac, void *arg) {
   }
 }
 
+/* The form of req this master runs (node_forms_t): the first script-free
+ * one it has the commands for, else the script (or plain command) itself. */
+static node_form_t node_pick_form(const node_t *node, const node_req_t *req) {
+  const node_forms_t *f = req->forms;
+  if (f == NULL || !(node->caps & (CAPS_RELEASE | CAP_SET_IFEQ)))
+    return NODE_FORM_SCRIPT;
+  static const unsigned needs[NODE_FORM_COUNT] = {
+      [NODE_FORM_DELIFEQ] = CAP_DELIFEQ,
+      [NODE_FORM_DELEX] = CAP_DELEX,
+      [NODE_FORM_SET_IFEQ] = CAP_SET_IFEQ,
+      [NODE_FORM_TX] = CAP_SET_IFEQ, /* a fence commit's SET IFEQ KEEPTTL */
+  };
+  int lua = (node->caps & CAP_LUA) != 0;
+  for (int form = NODE_FORM_SCRIPT + 1; form < NODE_FORM_COUNT; form++)
+    if (f->form[form].cmd != NULL && (node->caps & needs[form]) == needs[form] &&
+        !(lua && (f->nolua_only >> form & 1u)))
+      return (node_form_t)form;
+  return NODE_FORM_SCRIPT;
+}
+
+/* Commands written around a script-free form, replies unread (a NULL
+ * callback: hiredis skips each reply in order). */
+static void node_write_unread(node_t *node, const node_cmd_t *cmds, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    (void)redisAsyncFormattedCommand(node->link.ac, NULL, NULL, cmds[i].cmd, cmds[i].len);
+}
+
+static void node_write_beside(node_t *node, const node_req_t *req) {
+  const node_forms_t *f = req->forms;
+  if (f->n_beside == 0)
+    return;
+  if (req->shard && f->beside_shard.cmd != NULL) {
+    node_write_unread(node, &f->beside_shard, 1);
+    node_write_unread(node, f->beside + 1, f->n_beside - 1u);
+  } else {
+    node_write_unread(node, f->beside, f->n_beside);
+  }
+}
+
 /* Hands req to hiredis; now_ns: the time to stamp it with. */
 static inline status_t node_write(node_t *node, node_req_t *req, uint64_t now_ns) {
   req->unacked = 0;
   req->nomem = 0;
+  const char *cmd = req->cmd;
+  size_t len = req->len;
+  if (req->form != NODE_FORM_SCRIPT) {
+    cmd = req->forms->form[req->form].cmd;
+    len = req->forms->form[req->form].len;
+    if (req->form == NODE_FORM_TX)
+      node_write_unread(node, req->forms->tx_before, req->forms->n_tx_before);
+  }
   if (req->ack && node_acks(node)) {
-    if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, req->cmd, req->len) !=
-        REDIS_OK)
+    if (redisAsyncFormattedCommand(node->link.ac, ack_write_cb, req, cmd, len) != REDIS_OK)
       return ST_DOWN;              /* hiredis is tearing the connection down */
     req->ack_state = REQ_ACK_OPEN; /* its ack follows at the write (node_queue_ack) */
     list_insert_tail(&node->acks_waiting, &req->link);
-  } else if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, req->cmd, req->len) !=
-             REDIS_OK) {
+  } else if (redisAsyncFormattedCommand(node->link.ac, req_reply_cb, req, cmd, len) != REDIS_OK) {
     return ST_DOWN; /* hiredis is tearing the connection down */
   }
+  if (req->form != NODE_FORM_SCRIPT)
+    node_write_beside(node, req);
   req->sent_ns = now_ns;
   stats_master_sent(node->stats, node->index);
   stats_primary_sent(node->stats, node->index, node->stats_primary, node->addr.label);
@@ -1015,6 +1116,9 @@ status_t node_send(node_t *node, node_req_t *req) {
   req->sent_ns = 0;              /* not written (yet) */
   if (!node_can_write(node))
     return ST_DOWN;
+  req->form = (uint8_t)node_pick_form(node, req);
+  if (req->script && req->form == NODE_FORM_SCRIPT && !(node->caps & CAP_LUA))
+    return ST_ENOTSUP; /* votes "unsupported", with noscripts_why */
   /* Past the queue's bound, or overloaded, a request is refused and counts
    * as a "busy" vote: back-pressure the caller sees.  A release is refused
    * only past the bound itself; the round keeps it for this master

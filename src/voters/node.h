@@ -115,6 +115,10 @@ typedef struct node_env {
   /* First sightings shared with other clients (sightings.h), NULL: none;
    * read at a handshake that finds master_replid2 (loop thread, file I/O). */
   const char *state_dir;
+  /* The union of the caps (caps.h) of every master at its handshakes,
+   * which the nodes add to (loop thread): rounds make script-free forms
+   * only once some master has them.  The one thing nodes write here. */
+  unsigned *caps_seen;
   /* Host patterns the addresses a voter discovers must match (voters.h);
    * n_allow 0: any. */
   const char *const *allow;
@@ -129,6 +133,52 @@ typedef struct node_env {
   void (*replay_error)(void *arg, struct node *node, const char *cmd, size_t len,
                        const struct redisReply *reply);
 } node_env_t;
+
+/* The script-free forms of a request (caps.h), which a master that has the
+ * commands runs in place of the request's script:
+ *  - NODE_FORM_DELIFEQ / NODE_FORM_DELEX: a release of one key (integer 1
+ *    or 0, as the script's);
+ *  - NODE_FORM_SET_IFEQ: an extension of one key (+OK or nil, which the
+ *    sender reads as the script's 1 or 0);
+ *  - NODE_FORM_TX: a transaction, for a master without Lua only: tx_before
+ *    (MULTI and the queued commands, their replies unread), then form[TX]
+ *    (EXEC), whose reply is the vote's (the sender folds it: direct.h).
+ * The first form the master can run is used (node_req_t.form says which);
+ * a form in nolua_only only where the master runs no scripts.  After a
+ * script-free form, `beside` follows on the same connection, replies
+ * unread: a release's announcement to waiters (PUBLISH, or SPUBLISH for a
+ * voter that announces on shard channels: beside_shard in place of
+ * beside[0]), an extension's re-install of a key the master lost (SET NX
+ * PX, after the SET IFEQ: an acquisition there, whose yes counts from the
+ * next extension on, as the script's 2 does not count from a master in
+ * quarantine).  All the sender's, as long-lived as the request's cmd. */
+typedef enum {
+  NODE_FORM_SCRIPT = 0, /* the request's cmd as it is */
+  NODE_FORM_DELIFEQ,
+  NODE_FORM_DELEX,
+  NODE_FORM_SET_IFEQ,
+  NODE_FORM_TX,
+  NODE_FORM_COUNT
+} node_form_t;
+
+typedef struct node_cmd {
+  const char *cmd; /* formatted; NULL: none */
+  size_t len;
+} node_cmd_t;
+
+typedef struct node_forms {
+  /* The same command announcing with SPUBLISH (a release; scripts.h), for
+   * a voter whose servers take it; or NULL (a voter of many connections then
+   * makes its own copy). */
+  const char *cmd_shard;
+  node_cmd_t form[NODE_FORM_COUNT]; /* [NODE_FORM_SCRIPT] unused */
+  const node_cmd_t *tx_before;      /* NODE_FORM_TX: MULTI and the queued commands */
+  const node_cmd_t *beside;         /* after a form */
+  node_cmd_t beside_shard;          /* beside[0] as SPUBLISH, or none */
+  uint8_t n_tx_before;
+  uint8_t n_beside;
+  uint8_t nolua_only; /* bit f: form f only on a master without Lua */
+} node_forms_t;
 
 /* The outcome of a request: reply is NULL when none came (connection lost,
  * or the request was dropped before it was written: req->sent_ns == 0). */
@@ -145,10 +195,9 @@ typedef struct node_req {
                      * if it asks an ack, until its fn runs */
   struct node *node;
   const char *cmd; /* formatted command; must live until fn has run */
-  /* The sender's: the same command announcing with SPUBLISH (a release;
-   * scripts.h), as long-lived as cmd, for a voter whose servers take it; or
-   * NULL (a voter of many connections then makes its own copy). */
-  const char *cmd_shard;
+  /* The sender's: cmd's other forms (SPUBLISH twin, script-free forms), or
+   * NULL: none. */
+  const node_forms_t *forms;
   size_t len;
   node_reply_fn fn;
   /* In: the sender's clock reading at this send (a round's start), which
@@ -176,6 +225,9 @@ typedef struct node_req {
    * meanwhile leaves it to go out (round.c: only requests behind a full pipe
    * are taken back when their round is decided). */
   uint8_t batched;
+  uint8_t script; /* the sender's: cmd runs a script (a master without Lua refuses it) */
+  uint8_t shard;  /* a voter's: cmd announces with SPUBLISH (beside_shard follows a form) */
+  uint8_t form;   /* node.c, from node_send on: the node_form_t written */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -241,6 +293,14 @@ typedef struct node {
   int not_master_said;               /* NODE_EV_NOT_MASTER reported on this connection */
   info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
+  /* What the server runs for us (caps.h): learnt by the handshake
+   * (caps_handshake, then caps once READY); loop thread.  A script sent to
+   * a master without CAP_LUA, and with no script-free form it has, is
+   * refused (ST_ENOTSUP) and votes "unsupported" with noscripts_why (the
+   * server's answer to SCRIPT LOAD; env->mutex, read by redlock_last_votes). */
+  unsigned caps;
+  unsigned caps_handshake;
+  char noscripts_why[NODE_DOWN_WHY_LEN];
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
   size_t missed_bytes;

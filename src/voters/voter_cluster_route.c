@@ -74,6 +74,7 @@ static void route_end(voter_cluster_t *s, node_req_t *req) {
   voter_cluster_route_t *rt = rt_of(req);
   req->route = NULL;
   req->fn = rt->fn;
+  req->shard = 0;
   if (rt->orig != NULL)
     req->cmd = rt->orig;
   free(rt->own);
@@ -87,16 +88,17 @@ static void route_end(voter_cluster_t *s, node_req_t *req) {
 }
 
 /* A release that announces with PUBLISH sent as SPUBLISH instead: req->cmd
- * becomes the sender's SPUBLISH twin (cmd_shard: a round's), or else the
+ * becomes the sender's SPUBLISH twin (forms->cmd_shard: a round's), or else the
  * voter's own copy (an EVAL after NOSCRIPT); route_end puts the sender's
  * back.  Out of memory, it goes as it is. */
 static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
   if (!req->keep || !voter_cluster_shard_pubsub(s))
     return;
   voter_cluster_route_t *rt = rt_of(req);
-  if (req->cmd_shard != NULL) {
+  req->shard = 1; /* a script-free form's announcement too (node_forms_t.beside_shard) */
+  if (req->forms != NULL && req->forms->cmd_shard != NULL) {
     rt->orig = req->cmd;
-    req->cmd = req->cmd_shard;
+    req->cmd = req->forms->cmd_shard;
     return;
   }
   size_t at = script_publish_flag_at(req->cmd, req->len);

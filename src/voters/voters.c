@@ -266,6 +266,7 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
       .state_dir = cfg->state_dir,
       .allow = cfg->allow,
       .n_allow = cfg->n_allow,
+      .caps_seen = &vs->caps_seen,
       .report = voter_standalone_on_node,
   };
   vs->voter = calloc(n, sizeof *vs->voter);

@@ -81,6 +81,7 @@ typedef struct voters {
                                    * the notifier's addresses */
   voter_standalone_t *standalone; /* voters.c: the standalone voters (NULL with fakes) */
   node_env_t node_env;            /* voters.c: what the nodes get (and the notifier) */
+  unsigned caps_seen;             /* loop: the nodes' (node_env_t.caps_seen); the rounds read it */
   voters_hooks_t hooks;           /* const after init */
   const log_sink_t *log;          /* const */
   unsigned startup_left;          /* loop: voters whose first attempt has not finished */
@@ -134,7 +135,7 @@ void voters_why_asked(const voters_t *vs, unsigned i, int why, const node_req_t 
 /* The whys that may have a detail with voter_ops_t.why_trouble_only. */
 #define VOTERS_WHY_TROUBLE                                                                         \
   (1u << WHY_DOWN | 1u << WHY_BUSY | 1u << WHY_UNACKED | 1u << WHY_QUARANTINED |                   \
-   1u << WHY_DUPLICATE)
+   1u << WHY_DUPLICATE | 1u << WHY_NOTSUP)
 /* The detail of voter i's vote `why` (WHY_DOWN, WHY_DUPLICATE, WHY_BUSY)
  * into buf (VOTER_WHY_LEN bytes), "" for the others; under cfg->mutex.
  * req: the vote's request (a cluster voter names the primary it went to).

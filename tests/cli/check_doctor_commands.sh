@@ -24,7 +24,7 @@ set -eu
 root=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 table=$root/tools/cli_doctor_acl.c
 SENTINEL_FILES="voter_sentinel.c sentinel_reply.c"
-NOT_COMMANDS="ASK CA CLUSTERDOWN ERR FCALL LOADING MOVED NOSCRIPT NULL READONLY TLS TRYAGAIN URI"
+NOT_COMMANDS="ASK CA CLUSTERDOWN ERR FCALL IFEQ KEEPTTL LOADING MOVED NOSCRIPT NULL READONLY TLS TRYAGAIN URI"
 CONTAINERS="ACL CLIENT CLUSTER COMMAND CONFIG FUNCTION INFO MEMORY OBJECT SCRIPT SENTINEL XINFO"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-doctor-commands.XXXXXX")
@@ -109,7 +109,7 @@ cut -f1 "$tmp/src.where" | sort -u >"$tmp/src"
 # The doctor's table: each entry's words, {"WORD", "WORD", ...}, as the
 # command it stands for.
 sed -n '/^static const lib_command_t LIB_COMMANDS\[\] = {/,/^};/p' "$table" |
-  grep -o '{"[^{}]*", WHEN_[A-Z]*, [01], {[^}]*}' |
+  grep -o '{"[^{}]*", WHEN_[A-Z_]*, [0-2], {[^}]*}' |
   sed 's/.*, {\([^}]*\)}$/\1/' | tr -d '",' |
   awk -v containers="$CONTAINERS" '
   BEGIN { n = split(containers, c, " "); for (i = 1; i <= n; i++) cont[c[i]] = 1 }

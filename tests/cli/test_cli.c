@@ -570,6 +570,43 @@ static void case_exit_status(void) {
 }
 
 /* The fence token is in the environment and grows from one run to the next. */
+/* Valkey 9.1 with its Lua engine unloaded (REDLOCK_TEST_VALKEY9; skipped
+ * without, exit 77): `redlock run` takes a fenced lock (transactions),
+ * keeps it past its TTL (the watch's SET IFEQ) and releases it (DELIFEQ),
+ * leaving no lock key; a read-write hold (-x) needs Lua: exit 69, with each
+ * master's vote. */
+static void case_run_nolua(void) {
+  const char *valkey = getenv("REDLOCK_TEST_VALKEY9"); /* tests/cli/CMakeLists.txt */
+  if (valkey == NULL || access(valkey, X_OK) != 0) {
+    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9: %s)\n", g_case,
+           valkey != NULL ? valkey : "unset");
+    cleanup();
+    exit(77);
+  }
+  setenv("REDLOCK_TEST_SERVER", valkey, 1);
+  start_masters_with(&(rh_options_t){
+      .extra_args = (const char *const[]){"--enable-module-command", "local", NULL}});
+  for (int i = 0; i < N_MASTERS; i++) {
+    char reply[256];
+    CHECK(rh_server_command(g_fx.servers[i], reply, sizeof reply, "MODULE UNLOAD lua") == 0 &&
+              strcmp(reply, "OK") == 0,
+          "MODULE UNLOAD lua: %s", reply);
+  }
+  /* A 1 s TTL, held for 2.5 s: kept by the watch. */
+  proc_t *a = START(g_nodes, 0, RUN, "--ttl", "1s", "nolua-res", "--", "sh", "-c",
+                    "echo fence=$REDLOCK_FENCE; sleep 2.5");
+  CHECK(RUN_TO_END(a) == 0, "run without Lua, past its TTL");
+  CHECK(!stderr_contains(a, "lost"), "the lock was kept");
+  wait_key_gone("nolua-res");
+  proc_t *b = START(g_nodes, 0, RUN, "nolua-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 0, "a second run");
+  CHECK(field_u64(b, "env", "fence") > 0, "REDLOCK_FENCE set");
+  wait_key_gone("nolua-res");
+  proc_t *c = START(g_nodes, 0, RUN, "-x", "nolua-rw", "--", "true");
+  CHECK(RUN_TO_END(c) == 69, "a write hold needs Lua: exit 69");
+  CHECK(stderr_contains(c, "unsupported (no Lua engine"), "the votes say why");
+}
+
 static void case_fence(void) {
   start_masters();
   proc_t *a = START(g_nodes, 0, RUN, "fence-res", "--", g_self, "--helper", "print");
@@ -2017,6 +2054,7 @@ static void case_tls_cluster(void) {
 static const cli_case_t CASES[] = {
     {"exit_status", case_exit_status},
     {"fence", case_fence},
+    {"run_nolua", case_run_nolua},
     {"busy", case_busy},
     {"wait", case_wait},
     {"noquorum", case_noquorum},

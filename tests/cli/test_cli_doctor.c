@@ -385,6 +385,18 @@ static const char *json_value(const char *p, int depth) {
   return json_number(p);
 }
 
+/* 1 when status's row of master label contains needle. */
+static int status_row_has(const char *label, const char *needle) {
+  char start[64];
+  snprintf(start, sizeof start, "\n%s ", label);
+  const char *p = strstr(g_run.out, start);
+  if (p == NULL)
+    return 0;
+  const char *eol = strchr(p + 1, '\n');
+  const char *n = strstr(p, needle);
+  return n != NULL && (eol == NULL || n < eol);
+}
+
 /* 1 when s is one JSON value (and a trailing newline). */
 static int json_valid(const char *s) {
   const char *end = json_value(s, 0);
@@ -442,6 +454,15 @@ static int has_waitaof(rh_server_t *s) {
   int major = 0, minor = 0;
   sscanf(version, "%d.%d", &major, &minor);
   return strcmp(name, "valkey") == 0 || major > 7 || (major == 7 && minor >= 2);
+}
+
+/* 1 when the server is Redis 7 (Debian's redis-server): no DELIFEQ / DELEX,
+ * no SET IFEQ, so its path is "scripts". */
+static int is_redis7(rh_server_t *s) {
+  char name[32], version[32];
+  info_field(s, "server_name", name, sizeof name);
+  info_field(s, "redis_version", version, sizeof version);
+  return strcmp(name, "valkey") != 0 && strncmp(version, "7.", 2) == 0;
 }
 
 static int pred_replica_online(void *arg) {
@@ -565,6 +586,12 @@ static void case_healthy(void) {
   EXPECT_CHECK(label, "subscribe", "ok", NULL);
   EXPECT_CHECK(label, "ack", "skip", "none asked");
   EXPECT_CHECK(label, "rtt", "ok", " us (median of 10 PINGs");
+  EXPECT_CHECK(label, "path", "ok", NULL);
+  if (is_redis7(m)) {
+    EXPECT_CHECK(label, "path", "ok", "scripts: no script-free commands; Lua scripts");
+    EXPECT_CHECK(label, "direct", "skip", "no script-free commands");
+  }
+  CHECK(!has("  limits  ") && !has("fenced-tx"), "no limits and no transactions with Lua");
   char st[16], de[1024];
   CHECK(check_line(r, label, "clock", st, de, sizeof de) && strstr(de, "ppm") != NULL,
         "a clock line with the drift");
@@ -580,6 +607,9 @@ static void case_healthy(void) {
   CHECK(has("{\"name\":\"evalsha\",\"status\":\"ok\","), "the evalsha check");
   CHECK(has("\"role\":\"master\"") && has("\"kind\":\"standalone\""), "role and kind");
   CHECK(has("{\"name\":\"clock\",\"status\":\"skip\","), "--clock-ms 0: no clock measure");
+  CHECK(has("\"limited\":false") && has("\"limited_voters\":0}"), "not limited");
+  if (is_redis7(m))
+    CHECK(has("\"path\":\"scripts\""), "the path in the JSON");
   CHECK(!has(PASSWORD), "no password in the JSON");
 
   /* The voters from REDLOCK_NODES; a cluster voter whose seed does not
@@ -591,6 +621,12 @@ static void case_healthy(void) {
   EXPECT_CHECK("cluster@127.0.0.1:1", "slot-map", "FAIL",
                "no seed gave the slot map: 127.0.0.1:1: Connection refused");
   CHECK(has("1 of 2 voters can vote"), "the summary");
+
+  /* status shows the path too. */
+  r = REDLOCK("status", "--no-quarantine", "--node", rh_server_uri(m), "healthy-res");
+  CHECK(r->status == 0 && has("PATH"), "status: exit %d", r->status);
+  if (is_redis7(m))
+    CHECK(status_row_has(label, "scripts"), "status: path scripts");
 }
 
 /* An ACL user without EVALSHA cannot vote, and the reasons name EVALSHA. */
@@ -653,7 +689,9 @@ static void case_replica(void) {
   CHECK(has("1 of 2 voters can vote"), "the summary");
 }
 
-/* A server without Lua (EVALSHA and EVAL renamed away) cannot vote. */
+/* EVALSHA and EVAL renamed away on a server whose SCRIPT LOAD works: the
+ * library's handshake takes it for one that runs scripts (path "scripts" on
+ * Redis 7), whose EVALSHA then fails: it cannot vote. */
 static void case_nolua(void) {
   rh_server_t *m = start_server(
       &(rh_options_t){.extra_args = (const char *const[]){"--rename-command", "EVALSHA", "",
@@ -664,6 +702,9 @@ static void case_nolua(void) {
   EXPECT_CHECK(label, "evalsha", "FAIL", "runs no Lua scripts");
   EXPECT_CHECK(label, "eval", "FAIL", "runs no Lua scripts");
   EXPECT_CHECK(label, "time-in-script", "skip", NULL);
+  EXPECT_CHECK(label, "scripts", "ok", NULL);
+  if (is_redis7(m))
+    EXPECT_CHECK(label, "path", "ok", "scripts: no script-free commands; Lua scripts");
 }
 
 /* wait=1: a master with one replica can vote; one without cannot, and
@@ -717,6 +758,122 @@ static void case_valkey_waitaof(void) {
   EXPECT_CHECK(label, "server", "ok", "valkey");
   EXPECT_CHECK(label, "ack", "ok", "local fsync done");
   EXPECT_CHECK(label, "persistence", "ok", "appendonly yes");
+}
+
+/* The servers started from here on are Valkey 9.1's (REDLOCK_TEST_VALKEY9:
+ * a Lua engine that can be unloaded, DELIFEQ, SET IFEQ); the case is
+ * skipped without. */
+static void use_valkey9(void) {
+  const char *valkey = getenv("REDLOCK_TEST_VALKEY9"); /* tests/cli/CMakeLists.txt */
+  if (valkey == NULL || access(valkey, X_OK) != 0) {
+    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9: %s)\n", g_case,
+           valkey != NULL ? valkey : "unset");
+    cleanup();
+    exit(EXIT_SKIP);
+  }
+  setenv("REDLOCK_TEST_SERVER", valkey, 1);
+}
+
+/* A Valkey 9.1 master whose Lua engine is unloaded (MODULE UNLOAD lua). */
+static rh_server_t *start_valkey9_nolua(const char *const *more) {
+  const char *args[8] = {"--enable-module-command", "local"};
+  for (int i = 0; more != NULL && more[i] != NULL && i < 5; i++)
+    args[2 + i] = more[i];
+  rh_server_t *m = start_server(&(rh_options_t){.extra_args = args});
+  char reply[256];
+  CHECK(rh_server_command(m, reply, sizeof reply, "MODULE UNLOAD lua") == 0 &&
+            strcmp(reply, "OK") == 0,
+        "MODULE UNLOAD lua: %s", reply);
+  CHECK(rh_server_command(m, reply, sizeof reply, "EVAL %s 0", "return 1") == 0 &&
+            strstr(reply, "scripting engine") != NULL,
+        "no Lua after the unload: EVAL says '%s'", reply);
+  return m;
+}
+
+/* Valkey 9.1 without Lua: the path is the script-free commands, the master
+ * can vote with limits (the Lua checks are skipped, the warn line says what
+ * is refused there), and the script-free release, extension and fenced
+ * transactions work; without DELIFEQ as well (renamed away) it cannot vote.
+ * status shows the path. */
+static void case_valkey9_nolua(void) {
+  use_valkey9();
+  rh_server_t *m = start_valkey9_nolua(NULL);
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0, "no Lua, script-free commands: can vote: exit %d", r->status);
+  char header[160];
+  snprintf(header, sizeof header, "VOTER %s: can vote, with limits (no Lua", label);
+  CHECK(has(header), "header line");
+  EXPECT_CHECK(label, "path", "ok", "script-free commands: DELIFEQ, SET IFEQ; no Lua engine");
+  EXPECT_CHECK(label, "limits", "warn",
+               "semaphores, read-write locks and multi-resource locks need Lua: refused here "
+               "(unsupported)");
+  EXPECT_CHECK(label, "scripts", "skip", "no Lua engine (SCRIPT LOAD: ERR Could not find");
+  EXPECT_CHECK(label, "evalsha", "skip", "no Lua engine");
+  EXPECT_CHECK(label, "eval", "skip", "no Lua engine");
+  EXPECT_CHECK(label, "time-in-script", "skip", "no Lua engine");
+  EXPECT_CHECK(label, "publish", "skip", "no Lua engine");
+  EXPECT_CHECK(label, "direct", "ok", "SET IFEQ PX (an extension), DELIFEQ and PUBLISH");
+  EXPECT_CHECK(label, "fenced-tx", "ok", "the acquisition");
+  EXPECT_CHECK(label, "acl", "ok", "user 'default' may run all");
+  CHECK(has("the 1 voter can vote; 1 of them with limits (no Lua"), "the summary");
+  char dbsize[32];
+  CHECK(rh_server_command(m, dbsize, sizeof dbsize, "DBSIZE") == 0 && strcmp(dbsize, "0") == 0,
+        "the doctor's keys are deleted: DBSIZE %s", dbsize);
+
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0 && json_valid(r->out), "--json: exit %d", r->status);
+  CHECK(has("\"path\":\"script-free commands\",\"limited\":true"), "path and limited");
+  CHECK(has("\"all_can_vote\":true") && has("\"limited_voters\":1}"), "can vote, one limited");
+  CHECK(has("{\"name\":\"limits\",\"status\":\"warn\","), "the limits line");
+
+  r = REDLOCK("status", "--no-quarantine", "--node", rh_server_uri(m), "vk9-res");
+  CHECK(r->status == 0, "status: exit %d", r->status);
+  CHECK(has("PATH") && status_row_has(label, "script-free commands"), "status shows the path");
+  CHECK(has("no Lua engine (path script-free commands): no vote there for semaphores"),
+        "status says what is refused there");
+  r = REDLOCK("status", "--json", "--no-quarantine", "--node", rh_server_uri(m), "vk9-res");
+  CHECK(r->status == 0 && json_valid(r->out), "status --json: exit %d", r->status);
+  CHECK(has("\"path\":\"script-free commands\""), "status --json has the path");
+
+  /* Neither Lua nor DELIFEQ: a lock could not be released before its TTL. */
+  rh_server_t *bare =
+      start_valkey9_nolua((const char *const[]){"--rename-command", "DELIFEQ", "", NULL});
+  const char *bare_label = label_of(bare);
+  r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m), rh_server_uri(bare));
+  CHECK(r->status == 1, "no Lua, no DELIFEQ: cannot vote: exit %d", r->status);
+  EXPECT_CHECK(bare_label, "path", "FAIL", "none: SET IFEQ; no Lua engine");
+  EXPECT_CHECK(bare_label, "direct", "skip", "no script-free commands");
+  CHECK(has("1 of 2 voters can vote (a quorum is 2); 1 of them with limits"), "the summary");
+  r = REDLOCK("status", "--no-quarantine", "--node", rh_server_uri(bare), "vk9-res");
+  CHECK(status_row_has(bare_label, "none"), "status: path none");
+  CHECK(has("only plain locks, not released before their TTL"), "status says why");
+}
+
+/* Valkey 9.1 with its Lua engine: both paths (releases and extensions of
+ * one key without scripts, the rest by scripts), no limits. */
+static void case_valkey9_lua(void) {
+  use_valkey9();
+  rh_server_t *m = start_server(NULL);
+  const char *label = label_of(m);
+  run_t *r = DOCTOR(NULL, "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0, "can vote: exit %d", r->status);
+  char header[96];
+  snprintf(header, sizeof header, "VOTER %s: can vote\n", label);
+  CHECK(has(header), "header line");
+  EXPECT_CHECK(label, "path", "ok", "both: DELIFEQ, SET IFEQ; Lua scripts");
+  EXPECT_CHECK(label, "scripts", "ok", NULL);
+  EXPECT_CHECK(label, "evalsha", "ok", NULL);
+  EXPECT_CHECK(label, "time-in-script", "ok", "fencing token");
+  EXPECT_CHECK(label, "direct", "ok", "DELIFEQ");
+  CHECK(!has("  limits  ") && !has("fenced-tx"), "no limits, no transactions");
+  r = DOCTOR(NULL, "--json", "--clock-ms", "0", rh_server_uri(m));
+  CHECK(r->status == 0 && json_valid(r->out), "--json: exit %d", r->status);
+  CHECK(has("\"path\":\"both\",\"limited\":false"), "path in the JSON");
+  r = REDLOCK("status", "--no-quarantine", "--node", rh_server_uri(m), "vk9-res");
+  CHECK(r->status == 0 && status_row_has(label, "both"), "status shows the path: exit %d",
+        r->status);
+  CHECK(!has("no Lua engine"), "no limits said");
 }
 
 /* A sentinel voter: its master is asked of the sentinels in turn (the first
@@ -1272,6 +1429,8 @@ static const cli_case_t CASES[] = {
     {"doctor_waitaof_old", case_waitaof_old},
     {"doctor_replica", case_replica},
     {"doctor_nolua", case_nolua},
+    {"doctor_valkey9_nolua", case_valkey9_nolua},
+    {"doctor_valkey9_lua", case_valkey9_lua},
     {"doctor_wait", case_wait},
     {"doctor_valkey_waitaof", case_valkey_waitaof},
     {"doctor_sentinel", case_sentinel},

@@ -19,7 +19,11 @@
  *    PUBSUB_MESSAGE) and *channel, *len are
  *    exactly the second element's bytes (inside the reply);
  *  - info_parse_server on the bytes of string / status / error replies, copied
- *    to an exact-length buffer.
+ *    to an exact-length buffer;
+ *  - direct_tx_classify (an EXEC's reply, for each transaction): one of the
+ *    four verdicts, yes and no only for arrays, a yes's token in (0, 2^53]
+ *    (a commit's 1), an error exactly when direct_tx_error finds one;
+ *    caps_from_command_info: only DELIFEQ / DELEX, only from an array of two.
  * The reader refuses arrays of more than FUZZ_MAX_ELEMENTS (see
  * fuzz_targets.h).  The input is fed in two pieces, split where its first
  * byte says, so that replies arriving across reads are covered too. */
@@ -29,6 +33,8 @@
 #include <hiredis/hiredis.h>
 
 #include "fuzz_targets.h"
+#include "proto/caps.h"
+#include "proto/direct.h"
 #include "proto/info.h"
 #include "proto/reply.h"
 
@@ -80,6 +86,30 @@ static void check_info(const redisReply *r) {
   free(copy);
 }
 
+/* What a master without scripts answers (direct.h) and what the handshake
+ * reads its capabilities from (caps.h). */
+static void check_direct(const redisReply *r) {
+  for (int tx = DIRECT_TX_NONE; tx <= DIRECT_TX_FENCE_COMMIT; tx++) {
+    int64_t n = 0x5A5A5A5A;
+    reply_verdict_t v = direct_tx_classify(tx, r, &n);
+    FUZZ_CHECK(v == REPLY_YES || v == REPLY_REFUSED || v == REPLY_ERROR || v == REPLY_UNEXPECTED);
+    FUZZ_CHECK(v == REPLY_YES ? n > 0 && n <= ((int64_t)1 << 53) : n == 0);
+    if (v == REPLY_YES || v == REPLY_REFUSED)
+      FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && tx != DIRECT_TX_NONE);
+    if (v == REPLY_YES && tx == DIRECT_TX_FENCE_COMMIT)
+      FUZZ_CHECK(n == 1);
+    FUZZ_CHECK((v == REPLY_ERROR) == (direct_tx_error(r) != NULL) || tx == DIRECT_TX_NONE);
+  }
+  unsigned caps = caps_from_command_info(r);
+  FUZZ_CHECK((caps & ~(unsigned)CAPS_RELEASE) == 0);
+  if (caps != 0)
+    FUZZ_CHECK(r->type == REDIS_REPLY_ARRAY && r->elements == 2);
+  if (r->type == REDIS_REPLY_ERROR) {
+    int none = caps_no_scripts_error(r->str, r->len);
+    FUZZ_CHECK(none == 0 || none == 1);
+  }
+}
+
 static void check_reply(const redisReply *r) {
   FUZZ_CHECK(r != NULL);
   check_classify(r, REPLY_EXPECT_OK);
@@ -128,6 +158,7 @@ static void check_reply(const redisReply *r) {
   if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
       r->type == REDIS_REPLY_ERROR)
     check_info(r);
+  check_direct(r);
 }
 
 int fuzz_one_reply(const uint8_t *data, size_t size) {

@@ -2,7 +2,11 @@
 // Interop with node-redlock 5 (npm `redlock`, over ioredis): both build the
 // Redis key from the resource name alone (our key prefix is "" by default),
 // so they contend on the same keys.  Mutual exclusion is checked both ways,
-// with fencing on and off on our side, and for multi-resource locks.
+// with fencing on and off on our side, and for multi-resource locks; on
+// Debian's redis-server (we release and extend with our Lua scripts) and, when
+// REDLOCK_TEST_VALKEY9 names a Valkey >= 9.1, there too (we release with
+// DELIFEQ and extend with SET IFEQ, node-redlock with its scripts).
+const fs = require('node:fs');
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { startMasters } = require('./masters');
@@ -17,7 +21,8 @@ try {
   NodeRedlock = null;
 }
 
-describe('interop with node-redlock 5', { skip: NodeRedlock ? false : 'npm redlock/ioredis not installed (npm ci)' }, () => {
+function interop(server, label) {
+describe(`interop with node-redlock 5 (${label})`, { skip: NodeRedlock ? false : 'npm redlock/ioredis not installed (npm ci)' }, () => {
   let srv;
   let ours;
   let oursFenced;
@@ -25,7 +30,7 @@ describe('interop with node-redlock 5', { skip: NodeRedlock ? false : 'npm redlo
   let theirs;
 
   before(async () => {
-    srv = await startMasters(3);
+    srv = await startMasters(3, server);
     const base = { quarantine: false, retryCount: 0 };
     ours = await redlock.Client.open(srv.uris, base);
     oursFenced = await redlock.Client.open(srv.uris, { ...base, fencing: true });
@@ -82,4 +87,20 @@ describe('interop with node-redlock 5', { skip: NodeRedlock ? false : 'npm redlo
     assert.ok(Date.now() - t0 >= 250);
     await lk.unlock();
   });
+
+  if (server !== 'redis-server') {
+    it('our releases went as DELIFEQ (no script of ours)', async () => {
+      const stats = await srv.all('INFO', 'commandstats');
+      assert.ok(stats.every((s) => /cmdstat_delifeq:calls=[1-9]/.test(s)), stats.join('\n'));
+    });
+  }
 });
+}
+
+interop('redis-server', 'redis-server');
+const valkey9 = process.env.REDLOCK_TEST_VALKEY9;
+if (valkey9 && fs.existsSync(valkey9)) {
+  interop(valkey9, 'Valkey 9.1: DELIFEQ and SET IFEQ on our side');
+} else {
+  it('interop with node-redlock 5 on Valkey 9.1', { skip: 'REDLOCK_TEST_VALKEY9 names no Valkey >= 9.1' }, () => {});
+}

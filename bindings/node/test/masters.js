@@ -70,15 +70,16 @@ function parse(buf, off) {
   }
 }
 
-// Runs redis-server on a fresh free port and resolves once the server answering
+// Runs redis-server (or `server`: another executable taking its arguments,
+// e.g. a Valkey) on a fresh free port and resolves once the server answering
 // there is ours (INFO's process_id is our child's PID).  A free port can be
-// taken by another process before redis-server binds it: the child then exits,
+// taken by another process before the server binds it: the child then exits,
 // and another port is tried.
-async function startMaster(dir, taken) {
+async function startMaster(dir, taken, server) {
   for (let attempt = 0; attempt < 5; attempt++) {
     const port = await freePort();
     if (taken.includes(port)) continue;
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1',
+    const child = spawn(server, ['--port', String(port), '--bind', '127.0.0.1',
       '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'], { stdio: 'ignore' });
     const exited = new Promise((resolve) => child.once('exit', resolve));
     let gone = false;
@@ -98,11 +99,11 @@ async function startMaster(dir, taken) {
   throw new Error('could not start redis-server on a free port (5 attempts)');
 }
 
-async function startMasters(n) {
+async function startMasters(n, server = 'redis-server') {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'redlock-node-'));
   const masters = [];
   for (let i = 0; i < n; i++) {
-    masters.push(await startMaster(dir, masters.map((m) => m.port)));
+    masters.push(await startMaster(dir, masters.map((m) => m.port), server));
   }
   return {
     masters,

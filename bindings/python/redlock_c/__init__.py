@@ -218,7 +218,9 @@ class RedlockIOError(RedlockError):
 
 class NotSupportedError(RedlockError):
     """REDLOCK_ENOTSUP: not supported by this build (rediss:// or tls_* options
-    without TLS: see tls_supported())."""
+    without TLS: see tls_supported()), or by the masters (a semaphore,
+    read-write lock or multi-resource lock where too many masters run no
+    Lua scripts: the votes say "unsupported")."""
     code = ENOTSUP
 
 

@@ -68,7 +68,8 @@ pub enum ErrorKind {
     WouldBlock,
     /// `REDLOCK_EIO`.
     Io,
-    /// `REDLOCK_ENOTSUP` (e.g. `rediss://` without TLS support).
+    /// `REDLOCK_ENOTSUP` (e.g. `rediss://` without TLS support, or a semaphore
+    /// where too many masters run no Lua scripts).
     NotSupported,
     /// `REDLOCK_EFORKED`: the client was opened by the parent process.
     Forked,

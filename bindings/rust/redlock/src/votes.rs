@@ -11,7 +11,8 @@ pub struct Vote {
     /// Its verdict: `OK`, `refused` (held elsewhere), `down`, `busy`,
     /// `timeout`, `disconnected`, `error`, `quarantined` (restart or
     /// failover quarantine), `unacked` (a replica acknowledgement fell
-    /// short), `duplicate`, `bad-reply` or `pending` (no answer when the
+    /// short), `duplicate`, `bad-reply`, `unsupported` (the call needs a Lua
+    /// script and the master runs none) or `pending` (no answer when the
     /// round was decided).
     pub verdict: String,
     /// What the library adds in parentheses: the time a quarantine has
