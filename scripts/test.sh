@@ -1,32 +1,38 @@
 #!/usr/bin/env bash
 # scripts/test.sh: the README's second command, and what CI runs (.ci/run).
-# Installs what is missing (scripts/deps.sh), fetches hiredis 1.2.0 and
-# valkey-server 8 into build-extra/ without installing them
-# (scripts/fetch-extra.sh), then runs, each build with -Werror:
+# Installs what is missing (scripts/deps.sh), fetches hiredis 1.2.0,
+# valkey-server 8 (bookworm-backports), valkey-server 9.1 and redis-server 8.0
+# (sid) into build-extra/ without installing them (scripts/fetch-extra.sh),
+# then runs, each build with -Werror:
 #   1. build/          against the system's hiredis (0.14.1 on Debian 12) and
-#                      redis-server: the whole suite;
+#                      redis-server (7.0): the whole suite;
 #  1b. bindings/run-all.sh: the Node.js, Go and Rust bindings' tests and the
 #      cross-language interop test, against build/ (a missing toolchain fails);
 #   2. build-hiredis1/ against hiredis 1.2.0, with TLS, and every server it
-#                      starts is valkey-server 8 (REDLOCK_TEST_SERVER): the
+#                      starts is valkey-server 9.1 (REDLOCK_TEST_SERVER): the
 #                      whole suite but the tests of the test (label mutation)
 #                      and the failover tortures (label failover; the
-#                      integration tests of failovers run on Valkey here).
-#                      With pass 1 that covers both hiredis versions and both
-#                      servers (a diagonal, not the full product: what differs
-#                      between the hiredis versions is the client side, what
-#                      differs between the servers is the server side, and
-#                      nothing in between depends on the pair);
+#                      integration tests of failovers run on Valkey here);
 #   4. build-asan/     AddressSanitizer + UndefinedBehaviorSanitizer, leaks
-#                      included: the whole suite but the tests of the test,
-#                      the failover torture (test_sentinel and test_failover
-#                      run the same code under ASan) and the install tests
-#                      (they build consumers; no library code of their own);
+#                      included, against redis-server 8.0: the whole suite but
+#                      the tests of the test, the failover torture
+#                      (test_sentinel and test_failover run the same code under
+#                      ASan) and the install tests (they build consumers; no
+#                      library code of their own);
 #  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory tests
 #                      (tests/integration/test_oom.c, tests/unit/test_client_oom.c)
 #                      only;
-#  4c. build-tsan/     ThreadSanitizer: the unit, API and integration tests
-#                      (not safety or torture), no suppressions;
+#  4c. build-tsan/     ThreadSanitizer, against valkey-server 8: the unit, API
+#                      and integration tests (not safety or torture), no
+#                      suppressions;
+#      Passes 1, 2, 4 and 4c are a diagonal, not the full product of hiredis
+#      versions and servers: pass 1 and 2 cover both hiredis versions, and the
+#      four servers (Redis 7.0 and 8.0, Valkey 8 and 9.1) each have a pass of
+#      their own.  What differs between the hiredis versions is the client
+#      side, what differs between the servers is the server side, and nothing
+#      in between depends on the pair.  Without build-extra/ (not Debian:
+#      fetch-extra.sh exits 3) pass 2 is skipped and passes 4 and 4c run
+#      against the system's redis-server;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
 #   6. the packages: scripts/package.sh --check builds dist/ (the .debs, the
 #      source tarball, the wheel, the npm tarball) in build-package/, checks
@@ -125,15 +131,17 @@ if [ $quick = 1 ]; then
   exit 0
 fi
 
-# ---- 2. hiredis 1.2.0, valkey-server 8 --------------------------------------------
+# "Valkey server v=9.1.2" or "Redis server v=8.0.6" from PROGRAM --version.
+server_version() { "$1" --version | sed -n 's/^\(\(Valkey\|Redis\) server v=[^ ]*\).*/\1/p'; }
+
+# ---- 2. hiredis 1.2.0, valkey-server 9.1 ------------------------------------------
 pass_hiredis1_valkey() {
   local pc="$extra/hiredis/lib/pkgconfig" want loaded bin
-  # A symbolic link to valkey-check-rdb, which picks its role by the name it
-  # is run as: never resolved.
-  local valkey="$root/build-extra/valkey/usr/bin/valkey-server"
+  # scripts/fetch-extra.sh's wrapper: sid's valkey-server under sid's loader.
+  local valkey="$root/build-extra/sid/bin/valkey-server"
   want=$(PKG_CONFIG_PATH=$pc pkg-config --modversion hiredis)
   begin "pass 2: hiredis $want (build-extra/hiredis)," \
-    "$("$valkey" --version | sed -n 's/^\(Valkey server v=[^ ]*\).*/\1/p') (build-extra/valkey)"
+    "$(server_version "$valkey") (build-extra/sid)"
   if [ -f build-hiredis1/CMakeCache.txt ] &&
     [ "$(configured_hiredis build-hiredis1)" != "$want" ]; then
     rm -rf build-hiredis1/CMakeCache.txt build-hiredis1/CMakeFiles
@@ -157,32 +165,41 @@ pass_hiredis1_valkey() {
   # failover: 104 s of serial time) ran in pass 1; test_failover,
   # test_sentinel and test_cluster_faults fail Valkey over here.
   REDLOCK_TEST_SERVER=$valkey run_ctest build-hiredis1 -LE 'mutation|failover'
-  took "2. hiredis $want, Valkey (whole suite)"
+  took "2. hiredis $want, Valkey 9.1 (whole suite)"
 }
 
-begin "fetching hiredis 1.2.0 and valkey-server 8 into build-extra/"
+begin "fetching hiredis 1.2.0, valkey-server 8, valkey-server 9.1 and redis-server 8.0" \
+  "into build-extra/"
 extra_rc=0
 scripts/fetch-extra.sh build-extra || extra_rc=$?
 took "fetch (build-extra/)"
 skipped=""
+# The servers of passes 4 and 4c: the system's redis-server without build-extra/.
+asan_server=redis-server
+tsan_server=redis-server
 if [ $extra_rc -eq 3 ]; then
   # Not a Debian system: the packages cannot be fetched (CI is Debian 12).
-  skipped="pass 2 (hiredis 1.2.0, Valkey 8): SKIPPED, not a Debian system"
+  skipped="pass 2 (hiredis 1.2.0, Valkey 9.1): SKIPPED, not a Debian system;"
+  skipped="$skipped passes 4 and 4c ran against the system's redis-server"
   echo "==> $skipped"
 elif [ $extra_rc -ne 0 ]; then
   exit $extra_rc
 else
   extra=$(cd build-extra && pwd -P)
+  asan_server="$root/build-extra/sid/bin/redis-server"
+  # A symbolic link to valkey-check-rdb, which picks its role by the name it
+  # is run as: never resolved.
+  tsan_server="$root/build-extra/valkey/usr/bin/valkey-server"
   pass_hiredis1_valkey
 fi
 
 # ---- 4. sanitizers -----------------------------------------------------------------
-begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer"
+begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer, $(server_version "$asan_server")"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON
-run_ctest build-asan -LE 'mutation|failover|install'
-took "4. ASan + UBSan, system hiredis, Redis"
+REDLOCK_TEST_SERVER=$asan_server run_ctest build-asan -LE 'mutation|failover|install'
+took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/ server v=/ /')"
 
 # ---- 4b. out of memory under the sanitizers, hiredis 1.2.0 -------------------------
 # hiredis 1.x's allocations can be failed (hiredisSetAllocators), 0.14's cannot:
@@ -207,15 +224,18 @@ unset ASAN_OPTIONS UBSAN_OPTIONS
 # What threads share: the unit, API and integration tests (the safety suites
 # and the torture run are left to the other passes: under TSan's slowdown
 # their timing-bound faults would measure the sanitizer).  No suppressions.
-begin "pass 4c: ThreadSanitizer, system hiredis, Redis (unit, api, integration)"
+begin "pass 4c: ThreadSanitizer, system hiredis, $(server_version "$tsan_server")" \
+  "(unit, api, integration)"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE=thread
 # setarch -R (ASLR off, inherited by every test): a kernel that randomises
 # mappings more than GCC 12's TSan runtime expects aborts it at start.
 # test_cluster_faults (75 s alone: reshards and failovers of real clusters) is
 # left out: its client threads are those of every other integration test.
-echo "==> test build-tsan (setarch -R) -L 'unit|api|integration' -LE 'torture|safety' -E test_cluster_faults"
-(cd build-tsan && setarch "$(uname -m)" -R ctest --output-on-failure --timeout 300 -j"$jobs" \
+echo "==> test build-tsan (setarch -R, server $tsan_server)" \
+  "-L 'unit|api|integration' -LE 'torture|safety' -E test_cluster_faults"
+(cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
+  --output-on-failure --timeout 300 -j"$jobs" \
   -L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults')
 took "4c. ThreadSanitizer (unit, api, integration)"
 unset TSAN_OPTIONS

@@ -41,7 +41,8 @@ static int str_is(const redisReply *r, const char *s) {
 
 /* CLUSTER SHARDS names a primary the cluster marked failed, with the slots
  * of its shard (which the map leaves without a primary): "127.0.0.1:7002
- * (slots 10923-16383)", for doctor's coverage check to name it. */
+ * (slots 10923-16383)", for doctor's coverage check to name it.  Redis 8.0
+ * lists no slots for such a shard: then the address alone. */
 static void failed_primaries(const redisReply *shards, char *out, size_t size) {
   size_t len = 0;
   out[0] = '\0';
@@ -56,13 +57,17 @@ static void failed_primaries(const redisReply *shards, char *out, size_t size) {
       char host[CLUSTER_HOST_LEN] = "?";
       if (ip != NULL && ip->type == REDIS_REPLY_STRING)
         cli_term_escape(ip->str, ip->len, host, sizeof host);
-      cli_append(out, size, &len, "%s%s:%lld (slots", len ? ", " : "", host,
+      cli_append(out, size, &len, "%s%s:%lld", len ? ", " : "", host,
                  port != NULL && port->type == REDIS_REPLY_INTEGER ? port->integer : 0);
+      const char *sep = " (slots ";
       for (size_t i = 0; slots != NULL && i + 1 < slots->elements; i += 2)
-        if (slots->element[i]->type == REDIS_REPLY_INTEGER)
-          cli_append(out, size, &len, "%s%lld-%lld", i ? "," : " ", slots->element[i]->integer,
+        if (slots->element[i]->type == REDIS_REPLY_INTEGER) {
+          cli_append(out, size, &len, "%s%lld-%lld", sep, slots->element[i]->integer,
                      slots->element[i + 1]->integer);
-      cli_append(out, size, &len, ")");
+          sep = ",";
+        }
+      if (sep[0] == ',')
+        cli_append(out, size, &len, ")");
     }
   }
 }

@@ -2,8 +2,10 @@
  * so that a failing integration test can be trusted to be about the library:
  * start/stop by PID, free ports, reply rendering, kill/restart on the same
  * port, pause/resume, credentials in the URI, unix socket, DEBUG command,
- * rh_wait_until's deadline, and that the server run is the program
- * REDLOCK_TEST_SERVER names (redis-server by default). */
+ * rh_wait_until's deadline, that the server run is the program
+ * REDLOCK_TEST_SERVER names (redis-server by default), and a server without
+ * Lua (no_lua: Valkey 9.1 run through rh_options_t.executable, refused by
+ * older servers). */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -255,7 +257,90 @@ static void test_wait_until(void **state) {
   assert_true(elapsed >= 50 && elapsed < 1000);
 }
 
+/* 1 when the server is Valkey >= 9.1 (Lua is a module it can unload), asked
+ * of the server itself. */
+static int has_unloadable_lua(rh_server_t *s) {
+  static char info[8192];
+  char name[64], version[64];
+  assert_int_equal(rh_server_command(s, info, sizeof info, "INFO server"), 0);
+  info_field(info, "server_name", name, sizeof name); /* Valkey only */
+  info_field(info, "valkey_version", version, sizeof version);
+  int major = 0, minor = 0;
+  return strcmp(name, "valkey") == 0 && sscanf(version, "%d.%d", &major, &minor) == 2 &&
+         (major > 9 || (major == 9 && minor >= 1));
+}
+
+/* EVAL and SCRIPT LOAD fail; DELIFEQ (Valkey >= 9.0, no Lua) works. */
+static void check_no_lua(rh_server_t *s) {
+  char buf[256];
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "EVAL %s 0", "return 1"), 0);
+  printf("no_lua: EVAL answers: %s\n", buf);
+  assert_true(strncmp(buf, "ERR", 3) == 0);
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "SCRIPT LOAD %s", "return 1"), 0);
+  assert_true(strncmp(buf, "ERR", 3) == 0);
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "SET k v"), 0);
+  assert_string_equal(buf, "OK");
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "DELIFEQ k other"), 0);
+  assert_string_equal(buf, "0");
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "GET k"), 0);
+  assert_string_equal(buf, "v");
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "DELIFEQ k v"), 0);
+  assert_string_equal(buf, "1");
+  assert_int_equal(rh_server_command(s, buf, sizeof buf, "GET k"), 0);
+  assert_string_equal(buf, "(nil)");
+}
+
+/* Valkey 9.1 (REDLOCK_TEST_VALKEY9) without Lua, also after a restart.  The
+ * server is the one rh_options_t.executable names, whatever
+ * REDLOCK_TEST_SERVER is. */
+static void test_no_lua_valkey9(void **state) {
+  (void)state;
+  const char *exe = rh_valkey9_executable();
+  if (exe == NULL) {
+    printf("SKIP: no Valkey 9.1 (REDLOCK_TEST_VALKEY9; scripts/fetch-extra.sh puts it in "
+           "build-extra/sid)\n");
+    skip();
+  }
+  rh_options_t o = {.executable = exe, .no_lua = 1};
+  rh_server_t *s = NULL;
+  assert_int_equal(rh_server_start(&s, &o), 0);
+  static char info[8192];
+  char executable[4096];
+  assert_int_equal(rh_server_command(s, info, sizeof info, "INFO server"), 0);
+  info_field(info, "executable", executable, sizeof executable);
+  assert_string_equal(executable, exe);
+  assert_true(has_unloadable_lua(s));
+  check_no_lua(s);
+  pid_t pid = rh_server_pid(s);
+  assert_int_equal(rh_server_restart(s), 0);
+  assert_int_not_equal(rh_server_pid(s), pid);
+  check_no_lua(s);
+  rh_server_free(s);
+}
+
+/* The default server: no_lua works when it is Valkey >= 9.1 and is refused
+ * with RH_ERR_NO_LUA, leaving no server behind, otherwise. */
+static void test_no_lua_default(void **state) {
+  (void)state;
+  rh_server_t *probe = start_one();
+  int can = has_unloadable_lua(probe);
+  rh_server_free(probe);
+  rh_options_t o = {.no_lua = 1};
+  rh_server_t *s = NULL;
+  int rc = rh_server_start(&s, &o);
+  printf("no_lua on %s: %d\n", rh_server_name(), rc);
+  if (can) {
+    assert_int_equal(rc, 0);
+    check_no_lua(s);
+    rh_server_free(s);
+  } else {
+    assert_int_equal(rc, RH_ERR_NO_LUA);
+    assert_null(s);
+  }
+}
+
 FX_MAIN("redis harness", &fx_profile_safety, cmocka_unit_test(test_server_program),
         cmocka_unit_test(test_start_command_free), cmocka_unit_test(test_kill_restart),
         cmocka_unit_test(test_pause_resume), cmocka_unit_test(test_credentials_unix_debug),
-        cmocka_unit_test(test_cluster), cmocka_unit_test(test_wait_until))
+        cmocka_unit_test(test_cluster), cmocka_unit_test(test_wait_until),
+        cmocka_unit_test(test_no_lua_valkey9), cmocka_unit_test(test_no_lua_default))

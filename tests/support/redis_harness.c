@@ -76,6 +76,8 @@ struct rh_server {
   char *unix_socket;
   char *bind_also;
   int enable_debug;
+  int no_lua;
+  char *executable;    /* NULL: rh_server_executable() */
   char *tls_cert_file; /* NULL: plain TCP */
   char *tls_key_file;
   char *tls_ca_cert_file;
@@ -216,6 +218,16 @@ const char *rh_server_executable(void) {
 const char *rh_server_name(void) {
   const char *name = getenv("REDLOCK_TEST_SERVER");
   return name != NULL && name[0] != '\0' ? name : RH_DEFAULT_SERVER;
+}
+
+const char *rh_valkey9_executable(void) {
+  const char *path = getenv("REDLOCK_TEST_VALKEY9");
+  return path != NULL && path[0] != '\0' && access(path, X_OK) == 0 ? path : NULL;
+}
+
+/* The program this server runs, for messages. */
+static const char *server_program(const rh_server_t *s) {
+  return s->executable != NULL ? s->executable : rh_server_name();
 }
 
 /* Prints the end of the server's log: why a start failed is written there. */
@@ -441,7 +453,7 @@ static char **server_environment(const rh_server_t *s) {
  * built before fork: after fork only async-signal-safe calls are allowed
  * (the test process has other threads, e.g. redlock clients' loops). */
 static int spawn(rh_server_t *s) {
-  const char *exe = rh_server_executable();
+  const char *exe = s->executable != NULL ? s->executable : rh_server_executable();
   if (exe == NULL) {
     fprintf(stderr, "redis_harness: %s not found (REDLOCK_TEST_SERVER, PATH)\n", rh_server_name());
     return -1;
@@ -502,6 +514,10 @@ static int spawn(rh_server_t *s) {
   }
   if (s->enable_debug) {
     argv[argc++] = "--enable-debug-command";
+    argv[argc++] = "local";
+  }
+  if (s->no_lua) {
+    argv[argc++] = "--enable-module-command";
     argv[argc++] = "local";
   }
   if (s->unix_socket != NULL || s->tls_cert_file != NULL) {
@@ -601,6 +617,43 @@ static int wait_ready(rh_server_t *s, uint64_t deadline) {
   }
 }
 
+/* no_lua: unloads the Lua engine (a module since Valkey 9.1) and checks that
+ * EVAL fails afterwards.  0, -1 when the server could not be reached, or
+ * RH_ERR_NO_LUA when it has no Lua module to unload (Redis, older Valkey) or
+ * still runs scripts without it. */
+static int unload_lua(const rh_server_t *s) {
+  redisContext *c = connect_sync(s, RH_COMMAND_TIMEOUT_MS);
+  if (c == NULL)
+    return -1;
+  int rc = -1;
+  redisReply *r = redisCommand(c, "MODULE UNLOAD lua");
+  if (r == NULL)
+    goto out;
+  if (r->type != REDIS_REPLY_STATUS) {
+    fprintf(stderr, "redis_harness: %s cannot run without Lua: MODULE UNLOAD lua: %.*s\n",
+            server_program(s), r->type == REDIS_REPLY_ERROR ? (int)r->len : 0,
+            r->type == REDIS_REPLY_ERROR ? r->str : "");
+    rc = RH_ERR_NO_LUA;
+    goto out;
+  }
+  freeReplyObject(r);
+  r = redisCommand(c, "EVAL %s 0", "return 1");
+  if (r == NULL)
+    goto out;
+  if (r->type == REDIS_REPLY_ERROR) {
+    rc = 0;
+  } else {
+    fprintf(stderr, "redis_harness: %s still runs EVAL after MODULE UNLOAD lua\n",
+            server_program(s));
+    rc = RH_ERR_NO_LUA;
+  }
+out:
+  if (r != NULL)
+    freeReplyObject(r);
+  redisFree(c);
+  return rc;
+}
+
 /* Spawns on s->port and waits for readiness; on failure nothing runs. */
 static int start_on_port(rh_server_t *s, uint64_t deadline) {
   build_uri(s);
@@ -680,6 +733,7 @@ static void server_destroy(rh_server_t *s) {
   free(s->tls_cert_file);
   free(s->tls_key_file);
   free(s->tls_ca_cert_file);
+  free(s->executable);
   for (size_t i = 0; s->env[i] != NULL; i++)
     free(s->env[i]);
   for (size_t i = 0; s->extra_args[i] != NULL; i++)
@@ -705,9 +759,16 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
     s->unix_socket = dup_or_null(opts->unix_socket);
     s->bind_also = dup_or_null(opts->bind_also);
     s->enable_debug = opts->enable_debug;
+    s->no_lua = opts->no_lua;
+    s->executable = dup_or_null(opts->executable);
     if ((opts->password && !s->password) || (opts->acl_user && !s->acl_user) ||
         (opts->acl_password && !s->acl_password) || (opts->unix_socket && !s->unix_socket) ||
-        (opts->bind_also && !s->bind_also)) {
+        (opts->bind_also && !s->bind_also) || (opts->executable && !s->executable)) {
+      server_destroy(s);
+      return -1;
+    }
+    if (s->executable != NULL && access(s->executable, X_OK) != 0) {
+      fprintf(stderr, "redis_harness: %s: not an executable\n", s->executable);
       server_destroy(s);
       return -1;
     }
@@ -768,10 +829,14 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
               rc);
   }
   if (rc != READY_OK) {
-    fprintf(stderr, "redis_harness: could not start %s\n", rh_server_name());
+    fprintf(stderr, "redis_harness: could not start %s\n", server_program(s));
     dump_log_tail(s);
     server_destroy(s);
     return -1;
+  }
+  if (s->no_lua && (rc = unload_lua(s)) != 0) {
+    rh_server_free(s);
+    return rc;
   }
   *out = s;
   return 0;
@@ -781,9 +846,10 @@ int rh_cluster_start(rh_server_t **servers, size_t n, const rh_options_t *opts) 
   for (size_t i = 0; i < n; i++)
     servers[i] = NULL;
   for (size_t i = 0; i < n; i++) {
-    if (rh_server_start(&servers[i], opts) != 0) {
+    int rc = rh_server_start(&servers[i], opts);
+    if (rc != 0) {
       rh_cluster_free(servers, i);
-      return -1;
+      return rc;
     }
   }
   return 0;
@@ -824,8 +890,13 @@ int rh_server_restart(rh_server_t *server) {
   uint64_t deadline = rh_now_ms() + RH_START_TIMEOUT_MS;
   for (;;) {
     int rc = start_on_port(server, deadline);
-    if (rc == READY_OK)
+    if (rc == READY_OK) {
+      if (server->no_lua && (rc = unload_lua(server)) != 0) {
+        kill_and_reap(server);
+        return rc;
+      }
       return 0;
+    }
     if (rh_now_ms() >= deadline) {
       fprintf(stderr, "redis_harness: restart on port %d failed (%d)\n", server->port, rc);
       dump_log_tail(server);

@@ -8,8 +8,8 @@
  * REDLOCK_TEST_SERVER (a name looked up on PATH, or a path to the binary,
  * best absolute: ctest runs each test in its own directory, and a relative
  * path is taken from there; e.g. $PWD/build-extra/valkey/usr/bin/valkey-server),
- * redis-server by default.
- * Everything in tests/ that starts a server honours it. */
+ * redis-server by default; rh_options_t.executable names another one for one
+ * server.  Everything in tests/ that starts a server honours it. */
 #ifndef REDIS_HARNESS_H
 #define REDIS_HARNESS_H
 
@@ -43,7 +43,19 @@ typedef struct {
    * wins, so {"--appendonly", "yes", NULL} turns AOF on, and
    * {"--replicaof", "127.0.0.1", "PORT", NULL} starts a replica.  NULL: none. */
   const char *const *extra_args;
+  /* The server program, a path (best absolute), or NULL for
+   * rh_server_executable()'s: e.g. rh_valkey9_executable(). */
+  const char *executable;
+  /* A server without Lua: started with --enable-module-command local, then
+   * MODULE UNLOAD lua, and EVAL checked to fail.  Only Valkey >= 9.1 has Lua
+   * as a module it can unload; rh_server_start and rh_server_restart return
+   * RH_ERR_NO_LUA (and leave no server running) on any other server, so
+   * that a test can skip. */
+  int no_lua;
 } rh_options_t;
+/* rh_server_start / rh_server_restart: no_lua asked of a server that cannot
+ * run without Lua (not Valkey >= 9.1). */
+#define RH_ERR_NO_LUA (-2)
 #define RH_MAX_ENV 8
 #define RH_MAX_EXTRA_ARGS 32
 
@@ -53,11 +65,17 @@ typedef struct {
 const char *rh_server_executable(void);
 /* What REDLOCK_TEST_SERVER names (or "redis-server"), for messages. */
 const char *rh_server_name(void);
+/* Valkey 9.1 (Debian sid's, through scripts/fetch-extra.sh's wrapper), as
+ * REDLOCK_TEST_VALKEY9 names it (CMake sets it for the integration and CLI
+ * tests), or NULL when it is not there: for rh_options_t.executable. */
+const char *rh_valkey9_executable(void);
 
 /* Picks a free loopback port, spawns redis-server (no persistence), waits
- * (up to 5 s) until it answers PING.  opts may be NULL.  0 or -1. */
+ * (up to 5 s) until it answers PING.  opts may be NULL.  0, -1, or
+ * RH_ERR_NO_LUA (see no_lua). */
 int rh_server_start(rh_server_t **out, const rh_options_t *opts);
-/* Starts n servers; on failure stops the ones already started. */
+/* Starts n servers; on failure stops the ones already started and returns
+ * what rh_server_start returned. */
 int rh_cluster_start(rh_server_t **servers, size_t n, const rh_options_t *opts);
 void rh_cluster_free(rh_server_t **servers, size_t n);
 
@@ -71,7 +89,8 @@ const char *rh_server_unix_path(const rh_server_t *server);
 
 /* SIGKILL + reap: the server is down, its port kept for a restart. */
 int rh_server_kill(rh_server_t *server);
-/* Starts it again on the same port, empty (waits for PING). */
+/* Starts it again on the same port, empty (waits for PING), with the same
+ * options (no_lua: Lua unloaded again).  0, -1 or RH_ERR_NO_LUA. */
 int rh_server_restart(rh_server_t *server);
 /* SIGSTOP / SIGCONT. */
 int rh_server_pause(rh_server_t *server);
