@@ -27,7 +27,7 @@ typedef enum {
   WHEN_DELIFEQ,  /* releases by DELIFEQ */
   WHEN_DELEX,    /* releases by DELEX IFEQ (no DELIFEQ) */
   WHEN_SET_IFEQ, /* extensions by SET IFEQ (with DELIFEQ or DELEX) */
-  WHEN_TX,       /* fenced locks as transactions (no Lua, SET IFEQ) */
+  WHEN_TX,       /* transactions: extensions (SET IFEQ), fenced locks without Lua */
 } when_t;
 
 /* What a refusal means. */
@@ -136,7 +136,7 @@ static int applies(const lib_command_t *c, const node_addr_t *a, unsigned caps) 
   case WHEN_SET_IFEQ:
     return direct;
   case WHEN_TX:
-    return direct && !(caps & CAP_LUA);
+    return direct;
   case WHEN_PASSWORD:
     return a->password != NULL;
   case WHEN_DB:
