@@ -989,10 +989,17 @@ static node_form_t node_pick_form(const node_t *node, const node_req_t *req) {
       [NODE_FORM_TX] = CAP_SET_IFEQ, /* a fence commit's SET IFEQ KEEPTTL */
   };
   int lua = (node->caps & CAP_LUA) != 0;
-  for (int form = NODE_FORM_SCRIPT + 1; form < NODE_FORM_COUNT; form++)
+  for (int form = NODE_FORM_SCRIPT + 1; form < NODE_FORM_COUNT; form++) {
+    /* A cluster primary answers a key whose slot moved with -MOVED / -ASK,
+     * which a transaction hides behind EXECABORT (the queued command's
+     * reply is not read): where Lua runs, its script keeps redirections
+     * working.  Without Lua, a transaction during a migration fails its
+     * vote (docs/api.md, Masters without Lua). */
+    int transaction = form == NODE_FORM_SET_IFEQ || form == NODE_FORM_TX;
     if (f->form[form].cmd != NULL && (node->caps & needs[form]) == needs[form] &&
-        !(lua && (f->nolua_only >> form & 1u)))
+        !(lua && (f->nolua_only >> form & 1u)) && !(lua && transaction && node->sharded))
       return (node_form_t)form;
+  }
   return NODE_FORM_SCRIPT;
 }
 
