@@ -54,7 +54,7 @@ layer_of() {
   #    everything from the env client.c hands down
   engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) echo 4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
-  client | calls | calls_election | stats) echo 5 ;;
+  client | calls | calls_election | stats | stats_render) echo 5 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) echo public ;;
   *) echo unknown ;;
