@@ -12,7 +12,12 @@
  *                        connection (cli_conn.h)
  *   cli_doctor_acl.c     the table of every command the library sends, and
  *                        the ACL user's permission for each (ACL DRYRUN)
+ *   cli_doctor_key.c     the names of the doctor's own key, counter and
+ *                        channel
  *   cli_doctor_report.c  the table a person reads, and the JSON object
+ *
+ * Calls go one way: cli_doctor.c calls the others, cli_doctor_cluster.c
+ * the checks, the key's names and the report, and none calls back up.
  *
  * A voter can vote when none of its checks failed; warnings say what works
  * less well (woken waits fall back to polling, a drifting clock).  A voter
@@ -95,6 +100,11 @@ typedef struct {
   char hex[17];   /* the random part of the key and value */
 } dr_settings_t;
 
+/* ---- the doctor's key (cli_doctor_key.c) ----------------------------------------- */
+
+/* Draws set's random part (hex) and names its key, counter, channel and
+ * value from it (set->prefix already set). */
+void dr_make_names(dr_settings_t *set);
 /* Names the doctor's key PREFIX "redlock-doctor:" HEX SUFFIX, and its
  * counter and channel in its hash slot (a cluster primary's key gets a
  * suffix that puts it in one of the primary's slots). */
