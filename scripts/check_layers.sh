@@ -35,36 +35,42 @@
 # 1 and names each offending #include, call and pair.
 set -u
 
-layer_of() {
+# set_layer MODULE: lay=its layer (no subshell: the include check asks it
+# for every #include).
+set_layer() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
   list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
     info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | sightings | sentinel_reply | cluster_map | caps | direct) echo 0 ;;
+    replypool | keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
-  conn) echo 1 ;;
+  conn) lay=1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
   #    backoff, reconnect) and one master's (its requests, on a link, and
   #    whether its votes count: the restart and failover quarantine)
-  link | node | quarantine) echo 2 ;;
+  link | node | quarantine) lay=2 ;;
   # 3: rounds over the masters, release notifications, and the voters: the
   #    voter interface, its kinds (standalone: one node; sentinel: a node that
   #    follows the sentinels, and links to them; cluster: a node per primary
   #    and a link to the seeds) and the client's set of
   #    voters, which is the rounds' transport
   round | notify | transport | voter | voter_standalone | voter_sentinel | voter_cluster | voter_cluster_route | \
-    voter_cluster_nodes | voter_cluster_disc | voters) echo 3 ;;
+    voter_cluster_nodes | voter_cluster_disc | voters) lay=3 ;;
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down
-  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) echo 4 ;;
+  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
-  client | calls | calls_election | stats) echo 5 ;;
+  client | calls | calls_election | stats) lay=5 ;;
   # the public headers: anyone may include them
-  redlock | redlock_uv) echo public ;;
-  *) echo unknown ;;
+  redlock | redlock_uv) lay=public ;;
+  *) lay=unknown ;;
   esac
+}
+layer_of() {
+  set_layer "$1"
+  echo "$lay"
 }
 # The layers a folder of src/ may hold (its band).
 folder_layers() {
@@ -82,13 +88,14 @@ folder_layers() {
 # The folders bottom-up: a file includes headers of its own folder and of
 # earlier ones only.
 folder_order="util proto conn voters engine api"
-folder_rank() {
+# set_rank FOLDER: rank=its place in folder_order (none: not a folder of it).
+set_rank() {
+  rank=none
   _r=0
   for _f in $folder_order; do
-    [ "$_f" = "$1" ] && { echo $_r; return; }
+    [ "$_f" = "$1" ] && rank=$_r
     _r=$((_r + 1))
   done
-  echo none
 }
 # The layer of the public API's definitions in the call check: above all.
 PUBLIC_LAYER=5
@@ -112,7 +119,8 @@ for file in "$src"/*/*.c "$src"/*/*.h; do
   module=${base%.*}
   dir=${file%/*}
   folder=${dir##*/}
-  mine=$(layer_of "$module")
+  set_layer "$module"
+  mine=$lay
   if [ "$mine" = unknown ]; then
     echo "FAIL: $folder/$base: module '$module' has no layer in $0"
     status=1
@@ -126,16 +134,18 @@ for file in "$src"/*/*.c "$src"/*/*.h; do
     status=1
     ;;
   esac
-  rank=$(folder_rank "$folder")
+  set_rank "$folder"
+  mine_rank=$rank
   for incdir in $(sed -n 's/^#include "\([a-z_]*\)\/[a-z_0-9]*\.h".*/\1/p' "$file"); do
-    theirs=$(folder_rank "$incdir")
-    if [ "$theirs" = none ] || [ "$rank" = none ] || [ "$theirs" -gt "$rank" ]; then
+    set_rank "$incdir"
+    if [ "$rank" = none ] || [ "$mine_rank" = none ] || [ "$rank" -gt "$mine_rank" ]; then
       echo "FAIL: $folder/$base includes a header of $incdir/, a folder after $folder/ (folder order: $folder_order)"
       status=1
     fi
   done
   for inc in $(sed -n 's/^#include "\([a-z_]*\/\)\{0,1\}\([a-z_0-9]*\)\.h".*/\2/p' "$file"); do
-    theirs=$(layer_of "$inc")
+    set_layer "$inc"
+    theirs=$lay
     if [ "$theirs" = unknown ]; then
       echo "FAIL: $folder/$base includes $inc.h, which has no layer in $0"
       status=1
