@@ -62,7 +62,7 @@ set_layer() {
   #    everything from the env client.c hands down
   engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
-  client | calls | calls_election | stats) lay=5 ;;
+  client | calls | calls_election | stats | stats_render) lay=5 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) lay=public ;;
   *) lay=unknown ;;
