@@ -66,7 +66,7 @@ typedef enum {
  * (Limits) states the resulting memory per master.
  * A master whose queue is full is "overloaded": it votes `busy` on every new
  * round (not sent) until half of each bound is free again, and a release
- * that does not fit is kept aside (missed_releases, below), to be sent once
+ * that does not fit is kept aside (node_t.replay, below), to be sent once
  * it has caught up. */
 #define NODE_MAX_QUEUED (NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG) /* 73 728 requests */
 #define NODE_MAX_QUEUED_BYTES ((size_t)16 << 20)               /* of their commands */
@@ -81,7 +81,7 @@ typedef enum {
 #define NODE_DOWN_WHY_LEN 160 /* bytes kept of why a master is down */
 
 /* Releases kept for a master that was down, hung or overloaded when they
- * were sent (missed_releases), to send again once it is up and has room: at
+ * were sent (node_t.replay), to send again once it is up and has room: at
  * most this many and this many bytes, the oldest dropped (their keys expire
  * at their TTL; counted as abandoned in the stats). */
 #define NODE_MAX_MISSED_RELEASES 16384

@@ -31,7 +31,7 @@
 #include "proto/reply.h"
 #include "redlock.h"
 
-/* INFO replication, the role check after a batch (node_t.check_role):
+/* INFO replication, the role check after a batch (node_t.acks.check_role):
  * the same bytes for every node. */
 static const char role_cmd[] = "*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n";
 #define ROLE_CMD_LEN (sizeof role_cmd - 1)

@@ -18,7 +18,7 @@
 #include "util/sightings.h"
 
 /* The ack that may waive a quarantine (quarantine.h): none on a cluster
- * primary (node_t.sharded). */
+ * primary (node_t.primary.sharded). */
 static const ack_spec_t no_ack = {.mode = ACK_NONE};
 const ack_spec_t *node_waiver_ack(const node_t *node) {
   return node->primary.sharded ? &no_ack : &node->addr.ack;

@@ -1,4 +1,5 @@
-/* test_node.c: a master's connection state machine (node.c) against the
+/* test_node.c: a master's connection state machine (node.c, node_handshake.c;
+ * node_why.c's duplicate judgement) against the
  * in-process mock master: connect and handshake (AUTH, SELECT, SCRIPT LOAD,
  * INFO server), each handshake step refused or malformed, the order of the
  * reports (DOWN before the state changes), reconnect with backoff after a

@@ -1,5 +1,5 @@
 /* test_node_acks.c: durability acks (wait= / waitaof=) on one master
- * (node.c) against the in-process mock master: one ack command per write of
+ * (node_acks.c) against the in-process mock master: one ack command per write of
  * the connection's output, after the last write that asks one, whose reply
  * settles every such write before it; a batch per flush; an ack's error or
  * shortfall fails its whole batch with the reason; an ack that cannot be

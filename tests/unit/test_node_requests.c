@@ -1,4 +1,5 @@
-/* test_node_requests.c: what a READY master does with requests (node.c)
+/* test_node_requests.c: what a READY master does with requests
+ * (node_pipe.c, node_hung.c, node_replay.c, node_handshake.c's quarantine)
  * against the in-process mock master: replies passed up as they come
  * (scripted, NOSCRIPT, nil), a connection closed mid-reply, the in-flight
  * cap and the backlog (queued, canceled, busy, failed when the master goes
