@@ -20,11 +20,13 @@ enum {
   REQ_ACK_ALONE,   /* its batch's ack could not be queued: the write's reply is final, unacked */
 };
 
+/* Tells the owner (env->report). */
 static inline void node_report(node_t *node, node_event_t ev, const char *what,
                                const char *detail) {
   node->env->report(node->env->arg, node, ev, what, detail);
 }
 
+/* The clock (env->tb). */
 static inline uint64_t node_now_ns(const node_t *node) { return tb_now_ns(node->env->tb); }
 
 /* Whether writes that ask an ack get one here: a durability ack, or the
@@ -37,6 +39,7 @@ static inline int node_acks(const node_t *node) {
   return node->acks.ack_cmd != NULL || node_role_checked(node);
 }
 
+/* READY, and its context still there: a request may go out now. */
 static inline int node_can_write(const node_t *node) {
   return node->state == NODE_READY && node->link.ac != NULL;
 }
@@ -48,6 +51,7 @@ static inline void node_queue_changed(const node_t *node) {
 }
 
 /* ---- node_pipe.c ---- */
+/* A reply's rarer work: the backlog, the end of an overload, replays. */
 void node_after_reply_work(node_t *node, int got_reply);
 
 /* Most replies find no backlog, no overload and nothing kept: that test
