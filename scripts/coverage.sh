@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 engine_modules="lock prims election client calls calls_* engine kind_* op op_* ops"
 #   under it: rounds, notifications, the voter transport, masters, the
 #   connection life cycle
-lower_modules="round notify voters voter_standalone node link conn backoff"
+lower_modules="round notify voters voter_standalone node node_* link conn backoff"
 
 min=
 dir=

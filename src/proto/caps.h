@@ -8,7 +8,7 @@
  * DELIFEQ and DELEX are asked for by name (COMMAND INFO, so a command an
  * operator renamed away counts as missing); SET's IFEQ option cannot be
  * asked for, so it is read off the version INFO server gives.  Pure
- * functions: the node (voters/node.c) and the CLI's doctor use them. */
+ * functions: the node (voters/node_handshake.c, node_pipe.c) and the CLI's doctor use them. */
 #ifndef REDLOCK_CAPS_H
 #define REDLOCK_CAPS_H
 

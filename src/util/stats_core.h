@@ -1,9 +1,10 @@
 /* stats_core.h: the figures behind redlock_stats() and the hooks on the hot
  * path (a request written, a reply, a vote, a gauge), which inline to a load,
  * an add and a store.  Kept apart from stats.h so that the I/O modules
- * (node.c, round.c) can count without knowing the client: they are handed a
- * pointer to the figures (NULL when stats and events are off).  Threads: the
- * loop thread is the only writer (stats.h says why relaxed atomics do). */
+ * (the node's node_pipe.c and node_replay.c, round.c) can count without
+ * knowing the client: they are handed a pointer to the figures (NULL when
+ * stats and events are off).  Threads: the loop thread is the only writer
+ * (stats.h says why relaxed atomics do). */
 #ifndef REDLOCK_STATS_CORE_H
 #define REDLOCK_STATS_CORE_H
 
@@ -102,7 +103,7 @@ typedef struct {
   stats_hist_t latency;
   _Atomic uint64_t sent, done; /* requests written / come back: in flight = the difference */
   _Atomic uint64_t reconnects, connect_failures, disconnects, tls_failures;
-  /* node.c: its queue now (requests in flight or in the backlog, their
+  /* node_pipe.c: its queue now (requests in flight or in the backlog, their
    * commands' bytes), the releases kept for it now, and those it never got
    * (dropped past the bound, or given up by the close) */
   _Atomic uint64_t queued, queued_bytes, releases_kept, releases_abandoned;
@@ -162,12 +163,12 @@ static inline void stats_wakeup(struct stats *stats) {
   if (stats != NULL)
     stats_bump(&stats->wakeups, 1);
 }
-/* node.c: a request to master i was written (stats NULL: off). */
+/* node_pipe.c: a request to master i was written (stats NULL: off). */
 static inline void stats_master_sent(struct stats *stats, unsigned i) {
   if (stats != NULL)
     stats_bump(&stats->masters[i].sent, 1);
 }
-/* node.c: master i's queue changed (absolute figures). */
+/* node_pipe.c: master i's queue changed (absolute figures). */
 static inline void stats_master_queue(struct stats *stats, unsigned i, uint64_t requests,
                                       uint64_t bytes) {
   if (stats != NULL) {
@@ -175,17 +176,17 @@ static inline void stats_master_queue(struct stats *stats, unsigned i, uint64_t 
     atomic_store_explicit(&stats->masters[i].queued_bytes, bytes, memory_order_relaxed);
   }
 }
-/* node.c: releases kept for master i now. */
+/* node_replay.c: releases kept for master i now. */
 static inline void stats_master_kept(struct stats *stats, unsigned i, uint64_t kept) {
   if (stats != NULL)
     atomic_store_explicit(&stats->masters[i].releases_kept, kept, memory_order_relaxed);
 }
-/* node.c: n releases master i will never get (their keys expire at their TTL). */
+/* node_replay.c: n releases master i will never get (their keys expire at their TTL). */
 static inline void stats_master_abandoned(struct stats *stats, unsigned i, uint64_t n) {
   if (stats != NULL)
     stats_bump(&stats->masters[i].releases_abandoned, n);
 }
-/* node.c: a written request to master i came back, with a reply or without;
+/* node_pipe.c: a written request to master i came back, with a reply or without;
  * latency is observed for replies (now_ns read by the caller). */
 static inline void stats_master_done(struct stats *stats, unsigned i, uint64_t sent_ns,
                                      int got_reply, uint64_t now_ns) {
@@ -197,7 +198,7 @@ static inline void stats_master_done(struct stats *stats, unsigned i, uint64_t s
     stats_hist_observe(stats, &m->latency, now_ns - sent_ns);
 }
 
-/* node.c: a request to master i, a cluster voter, was written to its
+/* node_pipe.c: a request to master i, a cluster voter, was written to its
  * primary p (-1: not a cluster voter's node), whose address is label. */
 static inline void stats_primary_sent(struct stats *stats, unsigned i, int p, const char *label) {
   if (stats == NULL || p < 0 || p >= STATS_MAX_PRIMARIES || stats->masters[i].primaries == NULL)
@@ -211,7 +212,7 @@ static inline void stats_primary_sent(struct stats *stats, unsigned i, int p, co
   }
   stats_bump(&e->sent, 1);
 }
-/* node.c: a request to primary p of master i came back (as stats_master_done). */
+/* node_pipe.c: a request to primary p of master i came back (as stats_master_done). */
 static inline void stats_primary_done(struct stats *stats, unsigned i, int p, uint64_t sent_ns,
                                       int got_reply, uint64_t now_ns) {
   if (stats == NULL || p < 0 || p >= STATS_MAX_PRIMARIES || stats->masters[i].primaries == NULL)

@@ -8,7 +8,17 @@
  * A node knows nothing above it: what it needs (loop, write flusher, TLS,
  * log, random numbers, options) comes down in a node_env_t shared by the
  * client's nodes, and what it has to say (started, up, down, closed, ...)
- * goes up through env->report. */
+ * goes up through env->report.
+ *
+ * The module is one file per concept, node.h their one interface and
+ * node_int.h what they share: node.c the life cycle (init, start, link
+ * events, retarget, reconnect, close); node_pipe.c the requests (send,
+ * queue and backlog, write, the form a master runs, replies, announce);
+ * node_handshake.c what the handshake checks (scripts, INFO, COMMAND INFO,
+ * role) and the quarantine it judges; node_replay.c releases kept for a
+ * master and their replays; node_acks.c durability acks and the role check;
+ * node_hung.c the hung-master judgement; node_why.c what a master says of
+ * itself to the voters (why strings, warnings, duplicate judgement). */
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
@@ -56,7 +66,7 @@ typedef enum {
  * (Limits) states the resulting memory per master.
  * A master whose queue is full is "overloaded": it votes `busy` on every new
  * round (not sent) until half of each bound is free again, and a release
- * that does not fit is kept aside (missed_releases, below), to be sent once
+ * that does not fit is kept aside (node_t.replay, below), to be sent once
  * it has caught up. */
 #define NODE_MAX_QUEUED (NODE_MAX_INFLIGHT + NODE_MAX_BACKLOG) /* 73 728 requests */
 #define NODE_MAX_QUEUED_BYTES ((size_t)16 << 20)               /* of their commands */
@@ -71,7 +81,7 @@ typedef enum {
 #define NODE_DOWN_WHY_LEN 160 /* bytes kept of why a master is down */
 
 /* Releases kept for a master that was down, hung or overloaded when they
- * were sent (missed_releases), to send again once it is up and has room: at
+ * were sent (node_t.replay), to send again once it is up and has room: at
  * most this many and this many bytes, the oldest dropped (their keys expire
  * at their TTL; counted as abandoned in the stats). */
 #define NODE_MAX_MISSED_RELEASES 16384
@@ -184,12 +194,13 @@ typedef void (*node_reply_fn)(struct node_req *req, const struct redisReply *rep
 
 /* One request to one master, embedded by its owner (a vote, a replayed
  * release): no allocation per request.  The owner fills cmd, len, fn, keep,
- * slot and ack (and sent_ns, optionally); node.c owns the rest while the
+ * slot and ack (and sent_ns, optionally); node*.c own the rest while the
  * request is out.  Kept small: a round carries one per master in one
  * allocation (round.h), which at five masters must stay within the pool's
  * 1 KiB class (pool.h). */
 typedef struct node_req {
-  list_node_t link; /* node.c: the backlog while queued; once written, node->acks_waiting
+  list_node_t link; /* node_pipe.c: the backlog while queued; once written,
+                     * node->acks.acks_waiting
                      * if it asks an ack, until its fn runs */
   struct node *node;
   const char *cmd; /* formatted command; must live until fn has run */
@@ -200,11 +211,11 @@ typedef struct node_req {
   node_reply_fn fn;
   /* In: the sender's clock reading at this send (a round's start), which
    * node_send stamps the request with, to save a clock read per master; 0:
-   * none (node_send reads the clock).  node.c: when written to hiredis; 0
+   * none (node_send reads the clock).  node_pipe.c: when written to hiredis; 0
    * while queued. */
   uint64_t sent_ns;
-  uint64_t replied_ns;     /* node.c: when its reply came, if stats or events are on; else 0 */
-  struct redisReply *held; /* node.c: the write's reply, kept until its ack comes */
+  uint64_t replied_ns;     /* node_pipe.c: when its reply came, if stats or events are on; else 0 */
+  struct redisReply *held; /* node_acks.c: the write's reply, kept until its ack comes */
   /* A voter of many connections (voter_cluster.c): its state for this
    * request while it routes it (redirections, the sender's fn); the
    * sender's value is ignored. */
@@ -214,18 +225,18 @@ typedef struct node_req {
   uint8_t keep;    /* the sender's: a release: queued however long the backlog */
   uint8_t ack;     /* the sender's: a write that waits for the master's durability ack
                     * (wait= / waitaof=), when the master asks one */
-  uint8_t unacked; /* node.c, when fn runs: the ack fell short (the reply is the write's) */
-  uint8_t nomem;   /* node.c, when fn runs: the error reply is ours: out of memory here */
-  uint8_t ack_state; /* node.c: where the write and its ack are (node.c) */
-  uint8_t ack_left;  /* node.c: replies of its batch's ack still to come (WAIT, INFO) */
-  /* node.c, while queued: it waits for the connection's next batch
-   * (node_t.batch_writes), not behind a full pipe, so a round decided
+  uint8_t unacked; /* node_acks.c, when fn runs: the ack fell short (the reply is the write's) */
+  uint8_t nomem;   /* node_acks.c, when fn runs: the error reply is ours: out of memory here */
+  uint8_t ack_state; /* node_acks.c: where the write and its ack are (node_int.h) */
+  uint8_t ack_left;  /* node_acks.c: replies of its batch's ack still to come (WAIT, INFO) */
+  /* node_pipe.c, while queued: it waits for the connection's next batch
+   * (node_t.primary.batch_writes), not behind a full pipe, so a round decided
    * meanwhile leaves it to go out (round.c: only requests behind a full pipe
    * are taken back when their round is decided). */
   uint8_t batched;
   uint8_t script; /* the sender's: cmd runs a script (a master without Lua refuses it) */
   uint8_t shard;  /* a voter's: cmd announces with SPUBLISH (so does a form: announce_shard) */
-  uint8_t form;   /* node.c, from node_send on: the node_form_t written */
+  uint8_t form;   /* node_pipe.c, from node_send on: the node_form_t written */
 } node_req_t;
 
 /* A release a master did not get (down, timed out), to replay. */
@@ -236,59 +247,34 @@ typedef struct missed_release {
   char cmd[]; /* the formatted command */
 } missed_release_t;
 
-typedef struct node {
-  const node_env_t *env;
-  struct stats *stats; /* the client's figures (stats_core.h; its own: masters[index]),
-                        * NULL when off; set by the owner */
-  int stats_primary;   /* a cluster voter's: its entry in masters[index].primaries (stats_core.h),
-                        * set by the voter; -1 (node_init): none */
-  unsigned index;
-  node_addr_t addr;
-  node_state_t state;
-  /* The connection (link.c's; its timer is the restart quarantine's while
-   * READY).  One lookup thread per master, however long it hangs. */
-  link_t link;
-  unsigned failures; /* consecutive failed connection attempts (the link's count, copied
-                      * at each of its events) */
-  uint64_t ready_ns; /* when the current connection became READY */
-  unsigned inflight; /* requests handed to hiredis, awaiting replies */
-  /* The owner's, set after node_init: write in batches.  While requests
-   * are out and the connection's output is written, new ones wait in the
-   * backlog and go out together once the last reply is in (node_pipe_open).
-   * A cluster voter's primaries: each loop turn's commands spread over all
-   * of them, and one write per primary per turn cost each a third of the
-   * batch per write syscall (and per server wakeup); a primary works through
-   * what it has in order anyway, so a command held until its batch is
-   * answered starts about when it would have. */
-  int batch_writes;
-  /* The owner's, set after node_init: a master whose role can change
-   * under a live connection (a cluster primary, a Sentinel group's master:
-   * a failover or REPLICAOF demotes it without closing client connections,
-   * and a later promotion gives it a data set that may lack keys it
-   * granted).  With the quarantine on, each batch of writes that asks an ack
-   * is followed by INFO replication, and its votes count only when the
-   * server is still a master with the replication id of the handshake
-   * (node.c, "durability acks"; docs/safety.md §5b). */
-  int check_role;
-  /* The owner's, set after node_init: a cluster primary.  Keys move between
-   * shards (slot migrations), so an ack proves only the shard a key was
-   * written to: no ack waives a quarantine here (quarantine.h). */
-  int sharded;
+/* A node_t's state, grouped by concept: each group names the file that owns
+ * it (node.h's functions are spread over node*.c by the same concepts). */
+
+/* The request pipe (node_pipe.c): requests in flight and the backlog. */
+typedef struct node_pipe {
+  unsigned inflight;   /* requests handed to hiredis, awaiting replies */
   list_node_t backlog; /* node_req_t queued while NODE_MAX_INFLIGHT are out */
   unsigned backlog_len;
-  size_t queued_bytes;           /* the commands of those (in flight or in the backlog) */
-  unsigned releases_queued;      /* of those, releases (keep) */
-  int overloaded;                /* the queue reached its bound; cleared at half of it */
-  unsigned replays_out;          /* replayed releases not yet answered (close waits) */
+  size_t queued_bytes;      /* the commands of those (in flight or in the backlog) */
+  unsigned releases_queued; /* of those, releases (keep) */
+  int overloaded;           /* the queue reached its bound; cleared at half of it */
+} node_pipe_t;
+
+/* The hung-master watch (node_hung.c; stamped by node_pipe.c as requests
+ * go out and replies come in). */
+typedef struct node_hung {
   uint64_t progress_ns;          /* last reply, or the first send after being idle */
   int progress_unwritten;        /* progress_ns dates a first send, not a reply */
   unsigned long progress_writes; /* conn_writes() at that send: unchanged, it is unwritten */
-  int first_attempt_done;        /* the client's startup waits for every node's first try */
+} node_hung_t;
+
+/* What the handshakes learnt of the server (node_handshake.c): its
+ * quarantine and what it runs for us. */
+typedef struct node_server {
   uint64_t quarantine_until_ns;
   quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
   quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
   quarantine_hint_t hint;            /* the owner's: since when a server is a master (node_hint) */
-  int not_master_said;               /* NODE_EV_NOT_MASTER reported on this connection */
   info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
   /* What the server runs for us (caps.h): learnt by the handshake
@@ -299,26 +285,88 @@ typedef struct node {
   unsigned caps;
   unsigned caps_handshake;
   char noscripts_why[NODE_DOWN_WHY_LEN];
+} node_server_t;
+
+/* Releases kept for the master and their replays (node_replay.c). */
+typedef struct node_replay {
   list_node_t missed_releases; /* replayed when the master is ready again */
   unsigned n_missed_releases;
   size_t missed_bytes;
-  int shut_down; /* node_shutdown ran */
-  /* Why the master is down (the last failed attempt: "cannot connect:
-   * certificate verify failed: ..."), "" while up; client->mutex, since
-   * redlock_last_votes() reads it from any thread. */
-  char down_why[NODE_DOWN_WHY_LEN];
+  unsigned replays_out; /* replayed releases not yet answered (close waits) */
+} node_replay_t;
+
+/* Durability acks and the role check (node_acks.c). */
+typedef struct node_acks {
+  /* The owner's, set after node_init: a master whose role can change
+   * under a live connection (a cluster primary, a Sentinel group's master:
+   * a failover or REPLICAOF demotes it without closing client connections,
+   * and a later promotion gives it a data set that may lack keys it
+   * granted).  With the quarantine on, each batch of writes that asks an ack
+   * is followed by INFO replication, and its votes count only when the
+   * server is still a master with the replication id of the handshake
+   * (node_acks.c; docs/safety.md §5b). */
+  int check_role;
   /* The durability ack (node_addr_t.ack): the command formatted once (NULL:
    * none; node_init, read-only after), and why the last one fell short (""
    * before any; env->mutex, read by redlock_last_votes). */
   char *ack_cmd;
   size_t ack_cmd_len;
   char ack_why[NODE_DOWN_WHY_LEN];
-  /* Loop thread, node.c: the written requests that ask an ack, in the order
-   * written, until their fn runs.  One ack command goes out per write of the
-   * connection's output, after the last of them (conn_before_write), and
-   * its reply settles every one of them whose own reply came before it. */
+  /* Loop thread, node_acks.c: the written requests that ask an ack, in the
+   * order written, until their fn runs.  One ack command goes out per write
+   * of the connection's output, after the last of them (conn_before_write),
+   * and its reply settles every one of them whose own reply came before it. */
   list_node_t acks_waiting;
+} node_acks_t;
+
+/* What only a cluster voter's primaries use, set by that voter after
+ * node_init (voter_cluster_nodes.c); node_init's defaults suit every other
+ * master. */
+typedef struct node_primary {
+  int stats_primary; /* a cluster voter's: its entry in masters[index].primaries (stats_core.h),
+                      * set by the voter; -1 (node_init): none */
+  /* Write in batches.  While requests are out and the connection's output
+   * is written, new ones wait in the backlog and go out together once the
+   * last reply is in (node_pipe_open).  A cluster voter's primaries: each
+   * loop turn's commands spread over all of them, and one write per primary
+   * per turn cost each a third of the batch per write syscall (and per
+   * server wakeup); a primary works through what it has in order anyway,
+   * so a command held until its batch is answered starts about when it
+   * would have. */
+  int batch_writes;
+  /* A cluster primary.  Keys move between shards (slot migrations), so an
+   * ack proves only the shard a key was written to: no ack waives a
+   * quarantine here (quarantine.h). */
+  int sharded;
+} node_primary_t;
+
+typedef struct node {
+  const node_env_t *env;
+  struct stats *stats; /* the client's figures (stats_core.h; its own: masters[index]),
+                        * NULL when off; set by the owner */
+  unsigned index;
+  node_addr_t addr;
+  node_state_t state;
+  /* The connection (link.c's; its timer is the restart quarantine's while
+   * READY).  One lookup thread per master, however long it hangs. */
+  link_t link;
+  unsigned failures;      /* consecutive failed connection attempts (the link's count, copied
+                           * at each of its events) */
+  uint64_t ready_ns;      /* when the current connection became READY */
+  int first_attempt_done; /* the client's startup waits for every node's first try */
+  int not_master_said;    /* NODE_EV_NOT_MASTER reported on this connection */
+  int shut_down;          /* node_shutdown ran */
+  /* Why the master is down (the last failed attempt: "cannot connect:
+   * certificate verify failed: ..."), "" while up; client->mutex, since
+   * redlock_last_votes() reads it from any thread. */
+  char down_why[NODE_DOWN_WHY_LEN];
   log_limit_t warn_limit; /* node_warn's: per-request warnings, one a second */
+  node_pipe_t pipe;
+  node_hung_t hung;
+  node_server_t server;
+  node_replay_t replay;
+  node_acks_t acks;
+  node_primary_t primary; /* a cluster voter's (voter_cluster_nodes.c) */
 } node_t;
 
 /* Copies addr and formats its durability ack (WAIT / WAITAOF, with the

@@ -2,7 +2,7 @@
  * because it may have lost keys it granted (docs/safety.md §5 and §8.4).
  * A pure judgement over what the handshake read (INFO server, INFO
  * replication) and what the voter remembers of the server it talked to
- * before; node.c applies it.
+ * before; the node's handshake applies it (voters/node_handshake.c).
  *
  *  - restart: a server younger than the max TTL may have lost, in its
  *    restart, keys granted before; quarantined until max TTL after its
@@ -76,7 +76,7 @@ quarantine_t quarantine_judge(const quarantine_past_t *past, const info_server_t
 
 /* The same server (run_id) seen with another replication id than before,
  * at a handshake or on a live connection (the check after a batch of
- * writes, node.c): it was made a replica and a master again, with a data
+ * writes, voters/node_acks.c): it was made a replica and a master again, with a data
  * set taken from another master, at some time since it was last seen;
  * quarantined for max TTL from now, unless the acks cover every replica. */
 quarantine_t quarantine_new_replid(const info_replication_t *repl, uint64_t now_ns,

@@ -227,8 +227,8 @@ static uint64_t c_progress_ns(voter_t *v) {
   voter_cluster_t *s = of(v);
   uint64_t p = 0;
   for (unsigned i = 0; i < s->n_nodes; i++)
-    if (s->nodes[i]->started && s->nodes[i]->node->progress_ns > p)
-      p = s->nodes[i]->node->progress_ns;
+    if (s->nodes[i]->started && s->nodes[i]->node->hung.progress_ns > p)
+      p = s->nodes[i]->node->hung.progress_ns;
   return p;
 }
 
@@ -556,10 +556,10 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   a.master_name = NULL;
   if (node_init(home, &s->env, index, &a) != 0)
     return REDLOCK_ENOMEM;
-  home->stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
-  home->batch_writes = 1;
-  home->sharded = 1;    /* node.h: keys migrate between shards */
-  home->check_role = 1; /* node.h: a primary is demoted without a disconnect */
+  home->primary.stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
+  home->primary.batch_writes = 1;
+  home->primary.sharded = 1; /* node.h: keys migrate between shards */
+  home->acks.check_role = 1; /* node.h: a primary is demoted without a disconnect */
   cn->made = 1;
   voter_cluster_disc_init(&s->disc, &(voter_cluster_disc_cfg_t){
                                         .uri = &s->addr,

@@ -12,7 +12,7 @@
  * sooner than VOTER_CLUSTER_MAP_SPACING_MS after the last map read (the
  * questions asked meanwhile are answered by one read).
  *
- * Each primary is a node (node.c: its queue, acks, replays, hung detection,
+ * Each primary is a node (node.h: its queue, acks, replays, hung detection,
  * restart and failover quarantine), keyed by its address, made and
  * connected on first use; a request routed to a primary still connecting
  * waits for it (its round's deadline bounds that).  A request goes to the

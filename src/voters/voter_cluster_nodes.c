@@ -14,7 +14,7 @@
  * are made, below and in voter_cluster_new), so a reply or a vote finds its
  * entry without a search. */
 voter_cluster_node_t *voter_cluster_node_entry(const voter_cluster_t *s, const node_t *node) {
-  int i = node->stats_primary;
+  int i = node->primary.stats_primary;
   return i >= 0 && (unsigned)i < s->n_nodes && s->nodes[i]->node == node ? s->nodes[i] : NULL;
 }
 
@@ -84,10 +84,10 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
     return REDLOCK_ENOMEM;
   }
   node->stats = stats;
-  node->stats_primary = entry_index(s, cn);
-  node->batch_writes = 1; /* node.h: commands spread over every primary */
-  node->sharded = 1;      /* node.h: keys migrate between shards */
-  node->check_role = 1;   /* node.h: a primary is demoted without a disconnect */
+  node->primary.stats_primary = entry_index(s, cn);
+  node->primary.batch_writes = 1; /* node.h: commands spread over every primary */
+  node->primary.sharded = 1;      /* node.h: keys migrate between shards */
+  node->acks.check_role = 1;      /* node.h: a primary is demoted without a disconnect */
   inherit_backoff(s, node, cn, down_why);
   cn->retired = 0;
   cn->left = 0; /* a fresh connection: its handshake judges its role */
@@ -150,10 +150,10 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
     return NULL;
   }
   node->stats = s->nodes[0]->node->stats;
-  node->stats_primary = (int)s->n_nodes;
-  node->batch_writes = 1;
-  node->sharded = 1;    /* node.h: keys migrate between shards */
-  node->check_role = 1; /* node.h: a primary is demoted without a disconnect */
+  node->primary.stats_primary = (int)s->n_nodes;
+  node->primary.batch_writes = 1;
+  node->primary.sharded = 1; /* node.h: keys migrate between shards */
+  node->acks.check_role = 1; /* node.h: a primary is demoted without a disconnect */
   if (closing != NULL) {
     cn->failures = closing->failures;
     cn->retry_ns = closing->retry_ns;

@@ -549,7 +549,7 @@ void voter_cluster_retire_departed(voter_cluster_t *s) {
     if (!cn->made || cn->retired || voter_cluster_in_map(s, cn) || !list_empty(&cn->parked))
       continue;
     if (node->state == NODE_READY &&
-        (node->inflight > 0 || node->backlog_len > 0 || node->replays_out > 0))
+        (node->pipe.inflight > 0 || node->pipe.backlog_len > 0 || node->replay.replays_out > 0))
       continue;
     log_write(s->env.log, cn->started ? REDLOCK_LOG_INFO : REDLOCK_LOG_DEBUG,
               "cluster %s: %s serves no slot any more: its connection is closed", s->addr.label,

@@ -407,10 +407,11 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
   case NODE_EV_UP:
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
-    news.quarantine_until_ns = node->quarantine_until_ns;
+    news.quarantine_until_ns = node->server.quarantine_until_ns;
     /* For this voter a move is a failover (as its votes say). */
-    news.quarantine_name = quarantine_name(
-        node->quarantine_kind == QUARANTINE_MOVED ? QUARANTINE_FAILOVER : node->quarantine_kind);
+    news.quarantine_name = quarantine_name(node->server.quarantine_kind == QUARANTINE_MOVED
+                                               ? QUARANTINE_FAILOVER
+                                               : node->server.quarantine_kind);
     break;
   case NODE_EV_DOWN:
     news.what = what;
@@ -457,7 +458,7 @@ static void s_cancel(voter_t *v, node_req_t *req) {
   node_cancel(req);
 }
 
-static uint64_t s_progress_ns(voter_t *v) { return of(v)->node->progress_ns; }
+static uint64_t s_progress_ns(voter_t *v) { return of(v)->node->hung.progress_ns; }
 
 static int s_quarantined(voter_t *v) { return node_quarantined_now(of(v)->node); }
 
@@ -546,12 +547,12 @@ static const node_t *s_server(const voter_t *v, unsigned k) {
  * failover: the sentinels named another server), with the master's address. */
 static void quarantine_why(const voter_sentinel_t *s, char *buf, size_t size) {
   const node_t *node = s->node;
-  uint64_t now = tb_now_ns(s->env.tb), until = node->quarantine_until_ns;
+  uint64_t now = tb_now_ns(s->env.tb), until = node->server.quarantine_until_ns;
   if (until == 0 || now >= until) {
     snprintf(buf, size, "%s", "");
     return;
   }
-  quarantine_kind_t kind = node->quarantine_kind;
+  quarantine_kind_t kind = node->server.quarantine_kind;
   snprintf(buf, size, "%s: %llu ms left (master %s)",
            kind == QUARANTINE_MOVED ? quarantine_name(QUARANTINE_FAILOVER) : quarantine_name(kind),
            (unsigned long long)((until - now + 999999u) / 1000000u), s->master_label);
@@ -645,7 +646,7 @@ int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_
   if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0 ||
       node_init(node, &s->env, index, addr) != 0)
     return REDLOCK_ENOMEM;
-  node->check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
+  node->acks.check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
   sentinel_link_init(s, &s->query, &s->query_addr, s->query_label, "sentinel", query_handshake,
                      query_want_retry, query_on_link);
   sentinel_link_init(s, &s->events, &s->events_addr, s->events_label, "sentinel", events_handshake,

@@ -2,7 +2,7 @@
  * group (redis-sentinel://, rediss-sentinel://), followed through failovers,
  * as ONE voter (docs/deployments.md "Sentinel voters").
  *
- * The master is a node (node.c: its queue, acks, replays, hung detection,
+ * The master is a node (node.h: its queue, acks, replays, hung detection,
  * quarantine), which this voter points wherever the sentinels say the master
  * is (node_retarget).  Besides it, two connections to the sentinels (link.c,
  * the sentinels' credentials, the URI's TLS), each to one sentinel at a time

@@ -31,7 +31,7 @@ static void s_cancel(voter_t *v, node_req_t *req) {
   node_cancel(req);
 }
 
-static uint64_t s_progress_ns(voter_t *v) { return node_of(v)->progress_ns; }
+static uint64_t s_progress_ns(voter_t *v) { return node_of(v)->hung.progress_ns; }
 
 static int s_quarantined(voter_t *v) { return node_quarantined_now(node_of(v)); }
 
@@ -124,8 +124,8 @@ void voter_standalone_on_node(void *arg, node_t *node, node_event_t ev, const ch
   case NODE_EV_UP:
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
-    news.quarantine_until_ns = node->quarantine_until_ns;
-    news.quarantine_name = quarantine_name(node->quarantine_kind);
+    news.quarantine_until_ns = node->server.quarantine_until_ns;
+    news.quarantine_name = quarantine_name(node->server.quarantine_kind);
     break;
   case NODE_EV_DOWN:
     news.what = what;

@@ -1,4 +1,5 @@
-/* test_node.c: a master's connection state machine (node.c) against the
+/* test_node.c: a master's connection state machine (node.c, node_handshake.c;
+ * node_why.c's duplicate judgement) against the
  * in-process mock master: connect and handshake (AUTH, SELECT, SCRIPT LOAD,
  * INFO server), each handshake step refused or malformed, the order of the
  * reports (DOWN before the state changes), reconnect with backoff after a
@@ -44,8 +45,8 @@ static void test_up(void **state) {
   assert_int_equal(mock_master_count(f->mock, "SELECT"), 0);
   assert_string_equal(node_ip(&f->node), "127.0.0.1");
   assert_string_equal(f->node.down_why, "");
-  assert_string_equal(f->node.run_id, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-  assert_int_equal(f->node.quarantine_until_ns, 0);
+  assert_string_equal(f->node.server.run_id, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  assert_int_equal(f->node.server.quarantine_until_ns, 0);
   assert_true(nf_logged(f, "connected"));
   assert_int_equal(mock_master_accepted(f->mock), 1);
 }
@@ -354,7 +355,7 @@ static void test_close_while_ready(void **state) {
   nf_req_t late;
   assert_int_equal(nf_send(f, &late, "SET k v", 0), ST_DOWN);
   node_defer_release(&f->node, "x", 1);
-  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
 }
 
 /* Closed while DOWN, its reconnect timer running. */
@@ -395,8 +396,8 @@ static void same_server_node(node_t *node, const char *uri, const char *ip, char
     assert_int_equal(resolve_key(ip, 0, &node->link.ip_key), ST_OK);
     node->link.has_ip_key = 1;
   }
-  memset(node->run_id, run_id_char, INFO_RUN_ID_LEN);
-  node->run_id[INFO_RUN_ID_LEN] = '\0';
+  memset(node->server.run_id, run_id_char, INFO_RUN_ID_LEN);
+  node->server.run_id[INFO_RUN_ID_LEN] = '\0';
 }
 
 /* One server behind two masters of a client: the same resolved address and
@@ -417,7 +418,7 @@ static void test_same_server(void **state) {
 
   same_server_node(&b, "redis://127.0.0.1:7451", "127.0.0.1", 'b'); /* another port */
   assert_false(node_same_server(&a, &b, how, sizeof how));
-  memcpy(b.run_id, a.run_id, sizeof b.run_id); /* ... but the same process */
+  memcpy(b.server.run_id, a.server.run_id, sizeof b.server.run_id); /* ... but the same process */
   assert_true(node_same_server(&a, &b, how, sizeof how));
   assert_string_equal(how, "the same run_id aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
   node_free(&b);

@@ -1,5 +1,5 @@
 /* test_node_acks.c: durability acks (wait= / waitaof=) on one master
- * (node.c) against the in-process mock master: one ack command per write of
+ * (node_acks.c) against the in-process mock master: one ack command per write of
  * the connection's output, after the last write that asks one, whose reply
  * settles every such write before it; a batch per flush; an ack's error or
  * shortfall fails its whole batch with the reason; an ack that cannot be
@@ -91,7 +91,7 @@ static void start_acked(nf_t *f, const char *suffix) {
   nf_address(f, NULL, suffix, 0);
   nf_start(f);
   nf_wait_event(f, NODE_EV_UP, 1);
-  assert_non_null(f->node.ack_cmd);
+  assert_non_null(f->node.acks.ack_cmd);
 }
 
 /* The names of the commands the mock received from `from` on, one space
@@ -161,11 +161,11 @@ static void test_one_wait_per_flush(void **state) {
   send_writes(f, r, N, 0);
   for (unsigned i = 0; i < N; i++)
     bytes += r[i].req.len;
-  assert_int_equal(f->node.inflight, N); /* the WAIT is not queued before the write */
+  assert_int_equal(f->node.pipe.inflight, N); /* the WAIT is not queued before the write */
   nf_wait_received(f, "WAIT", 1);
   assert_string_equal(names_since(f, base), "SET SET SET SET SET WAIT");
-  assert_int_equal(f->node.inflight, N + 1);
-  assert_int_equal(f->node.queued_bytes, bytes + f->node.ack_cmd_len);
+  assert_int_equal(f->node.pipe.inflight, N + 1);
+  assert_int_equal(f->node.pipe.queued_bytes, bytes + f->node.acks.ack_cmd_len);
   wait_all(f, all_held, r, N); /* every SET answered, none settled */
   for (unsigned i = 0; i < N; i++)
     assert_false(r[i].done);
@@ -179,8 +179,8 @@ static void test_one_wait_per_flush(void **state) {
     assert_null(r[i].req.held);
   }
   assert_int_equal(mock_master_count(f->mock, "WAIT"), 1);
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
 }
 
 /* Writes of two loop turns go out with a WAIT each, and each batch is
@@ -198,7 +198,7 @@ static void test_wait_per_turn(void **state) {
   send_writes(f, b, 3, 2);
   nf_wait_received(f, "WAIT", 2);
   assert_string_equal(names_since(f, base), "SET SET WAIT SET SET SET WAIT");
-  assert_int_equal(f->node.inflight, 7); /* five writes and two WAITs */
+  assert_int_equal(f->node.pipe.inflight, 7); /* five writes and two WAITs */
   assert_false(a[0].done || a[1].done);
   mock_master_release(f->mock);
   wait_all(f, all_done, b, 3);
@@ -211,10 +211,10 @@ static void test_wait_per_turn(void **state) {
     assert_true(b[i].req.unacked);
     assert_false(b[i].req.nomem);
   }
-  assert_string_equal(f->node.ack_why, "WAIT: 0 of 1 replica acknowledged in time");
+  assert_string_equal(f->node.acks.ack_why, "WAIT: 0 of 1 replica acknowledged in time");
   assert_true(nf_logged(f, "durability ack fell short"));
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
 }
 
 /* An error reply to the ack (WAITAOF on a server without it) fails every
@@ -237,7 +237,7 @@ static void test_ack_error_fails_batch(void **state) {
     assert_true(r[i].req.unacked);
     assert_false(r[i].req.nomem);
   }
-  assert_string_equal(f->node.ack_why,
+  assert_string_equal(f->node.acks.ack_why,
                       "WAITAOF: ERR unknown command 'WAITAOF', with args beginning with: ");
   /* the next batch: its ack met */
   mock_master_on(f->mock, "WAITAOF", MOCK_REPLY, "*2\r\n:0\r\n:1\r\n", 1);
@@ -274,7 +274,7 @@ static void test_kept_reply_nomem(void **state) {
     assert_false(r[i].req.unacked);
     assert_false(r[i].req.nomem);
   }
-  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
 }
 
 /* An ack that cannot be queued (out of memory) leaves its batch without
@@ -301,8 +301,8 @@ static void test_ack_not_queued(void **state) {
     assert_true(r[i].req.unacked);
     assert_true(r[i].req.nomem);
   }
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
   mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
   send_writes(f, r, 2, 3);
   wait_all(f, all_done, r, 2);
@@ -356,8 +356,8 @@ static void test_lost_before_ack(void **state) {
     assert_false(r[i].got_reply);
     assert_null(r[i].req.held);
   }
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
   nf_wait_event(f, NODE_EV_UP, 2);
   mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":1\r\n", 1);
   send_writes(f, r, 2, 3);
@@ -403,10 +403,10 @@ static void test_resend_joins_next_batch(void **state) {
   assert_int_equal(r.reply_type, REDIS_REPLY_INTEGER);
   assert_false(r.req.unacked);
   assert_string_equal(names_since(f, base), "EVALSHA WAIT EVALSHA WAIT");
-  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
 }
 
-/* ---- the role check (node_t.check_role) -------------------------------------------- */
+/* ---- the role check (node_t.acks.check_role) -------------------------------------------- */
 
 /* A master whose role may change under the connection (a cluster primary,
  * a Sentinel group's master), the quarantine on, with `suffix`'s ack. */
@@ -414,7 +414,7 @@ static void start_role_checked(nf_t *f, const char *suffix, int quarantine) {
   f->env.quarantine = quarantine;
   nf_address(f, NULL, suffix, 0);
   assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0); /* nf_start, with the flag */
-  f->node.check_role = 1;
+  f->node.acks.check_role = 1;
   f->started = 1;
   node_start(&f->node);
   nf_wait_event(f, NODE_EV_UP, 1);
@@ -437,8 +437,8 @@ static void test_role_check_per_batch(void **state) {
   assert_string_equal(names_since(f, base), "SET SET SET INFO WAIT SET INFO WAIT");
   for (unsigned i = 0; i < 3; i++)
     assert_false(r[i].req.unacked);
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
 }
 
 /* The server was made a replica and a master again under the open
@@ -459,9 +459,9 @@ static void test_role_check_new_replid(void **state) {
     assert_string_equal(r[i].str, "OK");
     assert_true(r[i].req.unacked);
   }
-  assert_non_null(strstr(f->node.ack_why, "replication id changed"));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
-  assert_true(f->node.quarantine_until_ns >= before + 30000ull * 1000000u);
+  assert_non_null(strstr(f->node.acks.ack_why, "replication id changed"));
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_true(f->node.server.quarantine_until_ns >= before + 30000ull * 1000000u);
   assert_true(nf_logged(f, "was made a replica and a master again"));
   send_writes(f, r, 1, 2);
   wait_all(f, all_done, r, 1);
@@ -477,7 +477,7 @@ static void test_role_check_demoted(void **state) {
   send_writes(f, r, 1, 0);
   wait_all(f, all_done, r, 1);
   assert_true(r[0].req.unacked);
-  assert_string_equal(f->node.ack_why, "it is no longer a master (role: slave)");
+  assert_string_equal(f->node.acks.ack_why, "it is no longer a master (role: slave)");
 }
 
 /* Without the quarantine, and on a master not asked for it, no check. */

@@ -1,4 +1,5 @@
-/* test_node_requests.c: what a READY master does with requests (node.c)
+/* test_node_requests.c: what a READY master does with requests
+ * (node_pipe.c, node_hung.c, node_replay.c, node_handshake.c's quarantine)
  * against the in-process mock master: replies passed up as they come
  * (scripted, NOSCRIPT, nil), a connection closed mid-reply, the in-flight
  * cap and the backlog (queued, canceled, busy, failed when the master goes
@@ -65,7 +66,7 @@ static void test_request_replies(void **state) {
   assert_int_equal(nf_send(f, &ok, "SET k2 v NX PX 1000", 0), 0);
   assert_int_equal(nf_send(f, &noscript, "EVALSHA 0123 1 k v", 0), 0);
   assert_int_equal(nf_send(f, &evalsha, "EVALSHA 0123 1 k v", 0), 0);
-  assert_int_equal(f->node.inflight, 4);
+  assert_int_equal(f->node.pipe.inflight, 4);
   assert_false(node_req_queued(&ok.req));
   assert_true(ok.req.sent_ns != 0);
   nf_wait_req(f, &evalsha);
@@ -78,7 +79,7 @@ static void test_request_replies(void **state) {
   assert_int_equal(evalsha.reply_type, REDIS_REPLY_INTEGER);
   assert_int_equal(evalsha.integer, 1);
   assert_true(ok.req.replied_ns >= ok.req.sent_ns);
-  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
   const mock_cmd_t *set = mock_master_last(f->mock, "SET");
   assert_int_equal(set->argc, 6);
   assert_string_equal(set->argv[1], "k2");
@@ -235,13 +236,13 @@ static void test_backlog(void **state) {
   mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
   for (unsigned i = 0; i < TOTAL; i++)
     assert_int_equal(nf_send(f, &r[i], "SET k v", 0), 0);
-  assert_int_equal(f->node.inflight, NODE_MAX_INFLIGHT);
-  assert_int_equal(f->node.backlog_len, EXTRA);
+  assert_int_equal(f->node.pipe.inflight, NODE_MAX_INFLIGHT);
+  assert_int_equal(f->node.pipe.backlog_len, EXTRA);
   assert_false(node_req_queued(&r[NODE_MAX_INFLIGHT - 1].req));
   assert_true(node_req_queued(&r[NODE_MAX_INFLIGHT].req));
   assert_int_equal(r[NODE_MAX_INFLIGHT].req.sent_ns, 0);
   node_cancel(&r[NODE_MAX_INFLIGHT + 1].req); /* taken back: its fn never runs */
-  assert_int_equal(f->node.backlog_len, EXTRA - 1);
+  assert_int_equal(f->node.pipe.backlog_len, EXTRA - 1);
   nf_wait_received(f, "SET", NODE_MAX_INFLIGHT);
   assert_int_equal(mock_master_release(f->mock), NODE_MAX_INFLIGHT);
   nf_wait_received(f, "SET", TOTAL - 1); /* the backlog went out as replies came */
@@ -254,12 +255,12 @@ static void test_backlog(void **state) {
       assert_true(r[i].got_reply);
     }
   assert_false(r[NODE_MAX_INFLIGHT + 1].done);
-  assert_int_equal(f->node.backlog_len, 0);
-  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.pipe.backlog_len, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
   free(r);
 }
 
-/* Writing in batches (node_t.batch_writes): requests sent in the turn of
+/* Writing in batches (node_t.primary.batch_writes): requests sent in the turn of
  * the first join its write; once that is written, new ones (a release too)
  * wait in the backlog, marked batched (a decided round leaves them to go
  * out), until the last reply of the batch is in; then they go out together,
@@ -269,17 +270,17 @@ static void test_batch_writes(void **state) {
   nf_req_t r[4];
   memset(r, 0, sizeof r);
   start_ready(f);
-  f->node.batch_writes = 1;
+  f->node.primary.batch_writes = 1;
   mock_master_on(f->mock, "SET", MOCK_HOLD, NULL, 0);
   assert_int_equal(nf_send(f, &r[0], "SET k 0", 0), 0);
   assert_int_equal(nf_send(f, &r[1], "SET k 1", 0), 0); /* joins the unwritten output */
-  assert_int_equal(f->node.inflight, 2);
-  assert_int_equal(f->node.backlog_len, 0);
+  assert_int_equal(f->node.pipe.inflight, 2);
+  assert_int_equal(f->node.pipe.backlog_len, 0);
   nf_wait_received(f, "SET", 2);
   assert_int_equal(nf_send(f, &r[2], "SET k 2", 0), 0);
   assert_int_equal(nf_send(f, &r[3], "SET k 3", 1), 0); /* a release waits too */
-  assert_int_equal(f->node.inflight, 2);
-  assert_int_equal(f->node.backlog_len, 2);
+  assert_int_equal(f->node.pipe.inflight, 2);
+  assert_int_equal(f->node.pipe.backlog_len, 2);
   for (unsigned i = 2; i < 4; i++) {
     assert_true(node_req_queued(&r[i].req));
     assert_true(r[i].req.batched);
@@ -289,7 +290,7 @@ static void test_batch_writes(void **state) {
   nf_wait_received(f, "SET", 4); /* the batch answered: the backlog went out */
   assert_int_equal(conn_writes(f->node.link.ac), writes + 1);
   assert_true(r[0].got_reply && r[1].got_reply);
-  assert_int_equal(f->node.backlog_len, 0);
+  assert_int_equal(f->node.pipe.backlog_len, 0);
   for (unsigned i = 0; i < 4; i++) {
     const mock_cmd_t *cmd = mock_master_command(f->mock, mock_master_n_commands(f->mock) - 4 + i);
     char want[2] = {(char)('0' + i), '\0'};
@@ -299,7 +300,7 @@ static void test_batch_writes(void **state) {
   assert_int_equal(mock_master_release(f->mock), 2);
   nf_wait_req(f, &r[3]);
   assert_true(r[2].got_reply && r[3].got_reply);
-  assert_int_equal(f->node.inflight, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
 }
 
 /* A full backlog refuses a request (BUSY) but never a release; when the
@@ -336,18 +337,18 @@ static void test_backlog_busy_then_down(void **state) {
     r[i].nulls = &nulls;
     assert_int_equal(node_send(&f->node, &r[i].req), 0);
   }
-  assert_int_equal(f->node.inflight, NODE_MAX_INFLIGHT);
-  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
-  assert_int_equal(f->node.queued_bytes, (size_t)TOTAL * (sizeof cmd - 1));
-  assert_int_equal(f->node.releases_queued, TOTAL / 2);
-  assert_false(f->node.overloaded);
+  assert_int_equal(f->node.pipe.inflight, NODE_MAX_INFLIGHT);
+  assert_int_equal(f->node.pipe.backlog_len, NODE_MAX_BACKLOG);
+  assert_int_equal(f->node.pipe.queued_bytes, (size_t)TOTAL * (sizeof cmd - 1));
+  assert_int_equal(f->node.pipe.releases_queued, TOTAL / 2);
+  assert_false(f->node.pipe.overloaded);
   small_req_t busy = {.req = {.cmd = cmd, .len = sizeof cmd - 1, .fn = small_fn}};
   assert_int_equal(node_send(&f->node, &busy.req), ST_BUSY);
-  assert_true(f->node.overloaded);
+  assert_true(f->node.pipe.overloaded);
   assert_true(nf_logged(f, "queue full (73728 requests"));
   busy.req.keep = 1; /* a release past the bound: refused too, never queued */
   assert_int_equal(node_send(&f->node, &busy.req), ST_BUSY);
-  assert_int_equal(f->node.backlog_len, NODE_MAX_BACKLOG);
+  assert_int_equal(f->node.pipe.backlog_len, NODE_MAX_BACKLOG);
   char why[NODE_DOWN_WHY_LEN];
   node_why(&f->node, WHY_BUSY, why, sizeof why);
   assert_non_null(strstr(why, "queue full: 73728 requests"));
@@ -355,11 +356,11 @@ static void test_backlog_busy_then_down(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 1);
   assert_int_equal(nulls, TOTAL);
-  assert_int_equal(f->node.backlog_len, 0);
-  assert_int_equal(f->node.inflight, 0);
-  assert_int_equal(f->node.queued_bytes, 0);
-  assert_int_equal(f->node.releases_queued, 0);
-  assert_false(f->node.overloaded);
+  assert_int_equal(f->node.pipe.backlog_len, 0);
+  assert_int_equal(f->node.pipe.inflight, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.releases_queued, 0);
+  assert_false(f->node.pipe.overloaded);
   node_why(&f->node, WHY_BUSY, why, sizeof why);
   assert_string_equal(why, "");
   node_why(&f->node, WHY_DOWN, why, sizeof why); /* what the link said of the drop */
@@ -421,8 +422,8 @@ static void test_queue_bytes_bound(void **state) {
       break;
   }
   assert_int_equal(sent, fit);
-  assert_true(f->node.overloaded);
-  assert_true(f->node.queued_bytes <= NODE_MAX_QUEUED_BYTES);
+  assert_true(f->node.pipe.overloaded);
+  assert_true(f->node.pipe.queued_bytes <= NODE_MAX_QUEUED_BYTES);
   assert_int_equal(stats->masters[0].queued, fit);
   assert_int_equal(stats->masters[0].queued_bytes, (uint64_t)fit * len);
   /* Overloaded: what is not a release is refused, room or not ... */
@@ -430,26 +431,26 @@ static void test_queue_bytes_bound(void **state) {
   assert_int_equal(nf_send(f, &set, "SET k v NX PX 1000", 0), ST_BUSY);
   /* ... a release is taken while it fits ... */
   assert_int_equal(nf_send(f, &rel, "EVALSHA 0123 1 k v", 1), 0);
-  assert_int_equal(f->node.releases_queued, 1);
+  assert_int_equal(f->node.pipe.releases_queued, 1);
   /* ... and one deferred to it is kept, not sent yet. */
   nf_send(f, &replay_me, "EVALSHA 0123 1 kept v", 1); /* formats it (and queues it: fine) */
   node_defer_release(&f->node, replay_me.cmd, replay_me.req.len);
-  assert_int_equal(f->node.n_missed_releases, 1);
+  assert_int_equal(f->node.replay.n_missed_releases, 1);
   assert_int_equal(stats->masters[0].releases_kept, 1);
   nf_wait_received(f, "SET", fit);
   assert_true(mock_master_release(f->mock) >= fit);
   nf_wait_event(f, NODE_EV_SETTLED, 1); /* caught up: the kept release went out, answered */
-  assert_false(f->node.overloaded);
+  assert_false(f->node.pipe.overloaded);
   assert_true(nf_logged(f, "caught up"));
   assert_true(nf_logged(f, "replaying 1 release(s)"));
   nf_wait_req(f, &rel);
   nf_wait_req(f, &replay_me);
   assert_int_equal(replies, fit);
-  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
   assert_int_equal(stats->masters[0].releases_kept, 0);
   assert_string_equal(mock_master_last(f->mock, "EVALSHA")->argv[3], "kept");
   assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 3);
-  assert_int_equal(f->node.queued_bytes, 0);
+  assert_int_equal(f->node.pipe.queued_bytes, 0);
   assert_int_equal(stats->masters[0].queued, 0);
   assert_int_equal(stats->masters[0].queued_bytes, 0);
   /* Usable again. */
@@ -476,8 +477,8 @@ static void test_missed_releases_bytes_capped(void **state) {
   const unsigned fit = (unsigned)(NODE_MAX_MISSED_BYTES / LEN);
   for (unsigned i = 0; i < fit + 3; i++)
     node_defer_release(&f->node, cmd, LEN);
-  assert_int_equal(f->node.n_missed_releases, fit);
-  assert_true(f->node.missed_bytes <= NODE_MAX_MISSED_BYTES);
+  assert_int_equal(f->node.replay.n_missed_releases, fit);
+  assert_true(f->node.replay.missed_bytes <= NODE_MAX_MISSED_BYTES);
   assert_int_equal(stats->masters[0].releases_kept, fit);
   assert_int_equal(stats->masters[0].releases_abandoned, 3);
   assert_int_equal(node_releases_owed(&f->node), fit);
@@ -485,10 +486,10 @@ static void test_missed_releases_bytes_capped(void **state) {
   node_start(&f->node); /* so that it has a timer to stop */
   node_abandon(&f->node);
   assert_int_equal(f->node.state, NODE_CLOSED);
-  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
   assert_int_equal(stats->masters[0].releases_abandoned, fit + 3);
   node_defer_release(&f->node, cmd, 10); /* closing: abandoned at once */
-  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
   assert_int_equal(stats->masters[0].releases_abandoned, fit + 4);
   f->node.stats = NULL;
   free(stats);
@@ -625,15 +626,15 @@ static void test_replays(void **state) {
   node_defer_release(&f->node, cmd, len);
   format_release(cmd, &len, "k2");
   node_defer_release(&f->node, cmd, len);
-  assert_int_equal(f->node.n_missed_releases, 2);
+  assert_int_equal(f->node.replay.n_missed_releases, 2);
   mock_master_on(f->mock, "EVALSHA", MOCK_HOLD, NULL, 0);
   assert_int_equal(mock_master_listen(f->mock), 0);
   nf_wait_event(f, NODE_EV_REPLAYS_DUE, 1);
   assert_true(nf_index(f, NODE_EV_UP, 1) < nf_index(f, NODE_EV_REPLAYS_DUE, 1));
-  assert_int_equal(f->node.n_missed_releases, 0);
-  assert_int_equal(f->node.replays_out, 2);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.replays_out, 2);
   assert_true(node_owes_releases(&f->node));
-  assert_true(node_replays_due_ns(&f->node) > f->node.progress_ns);
+  assert_true(node_replays_due_ns(&f->node) > f->node.hung.progress_ns);
   assert_true(nf_logged(f, "replaying 2 release(s)"));
   nf_wait_received(f, "EVALSHA", 2);
   assert_string_equal(mock_master_command(f->mock, mock_master_n_commands(f->mock) - 2)->argv[3],
@@ -659,10 +660,10 @@ static void test_replay_lost_then_again(void **state) {
   node_start(&f->node);
   mock_master_on(f->mock, "EVALSHA", MOCK_CLOSE, NULL, 1);
   nf_wait_event(f, NODE_EV_SETTLED, 1); /* the replay came back without a reply */
-  assert_int_equal(f->node.n_missed_releases, 1);
+  assert_int_equal(f->node.replay.n_missed_releases, 1);
   nf_wait_event(f, NODE_EV_SETTLED, 2); /* replayed on the next connection, answered */
   assert_int_equal(nf_count(f, NODE_EV_REPLAYS_DUE), 2);
-  assert_int_equal(f->node.n_missed_releases, 0);
+  assert_int_equal(f->node.replay.n_missed_releases, 0);
   assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 2);
 }
 
@@ -672,8 +673,9 @@ static void test_missed_releases_capped(void **state) {
   assert_int_equal(node_init(&f->node, &f->env, 0, &f->addr), 0);
   for (unsigned i = 0; i <= NODE_MAX_MISSED_RELEASES; i++)
     node_defer_release(&f->node, i == 0 ? "first" : "later", 5);
-  assert_int_equal(f->node.n_missed_releases, NODE_MAX_MISSED_RELEASES);
-  missed_release_t *oldest = list_entry(f->node.missed_releases.next, missed_release_t, link);
+  assert_int_equal(f->node.replay.n_missed_releases, NODE_MAX_MISSED_RELEASES);
+  missed_release_t *oldest =
+      list_entry(f->node.replay.missed_releases.next, missed_release_t, link);
   assert_memory_equal(oldest->cmd, "later", 5);
   node_free(&f->node); /* frees them (never started) */
 }
@@ -685,7 +687,7 @@ static void test_missed_releases_capped(void **state) {
 static void test_quarantine_small_uptime(void **state) {
   nf_t *f = *state;
   start_quarantining(f, 300, 0);
-  assert_true(f->node.quarantine_until_ns != 0);
+  assert_true(f->node.server.quarantine_until_ns != 0);
   assert_true(node_is_quarantined(&f->node, f->node.ready_ns));
   assert_true(nf_logged(f, "its votes do not count"));
   nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
@@ -698,7 +700,7 @@ static void test_quarantine_small_uptime(void **state) {
 static void test_quarantine_long_uptime(void **state) {
   nf_t *f = *state;
   start_quarantining(f, 30000, 3600);
-  assert_int_equal(f->node.quarantine_until_ns, 0);
+  assert_int_equal(f->node.server.quarantine_until_ns, 0);
   assert_false(node_quarantined_now(&f->node));
   assert_false(node_is_quarantined(&f->node, clock_now_ns()));
 }
@@ -709,7 +711,7 @@ static void test_quarantine_off(void **state) {
   f->env.quarantine = 0;
   mock_master_set_uptime(f->mock, 0);
   start_ready(f);
-  assert_int_equal(f->node.quarantine_until_ns, 0);
+  assert_int_equal(f->node.server.quarantine_until_ns, 0);
 }
 
 /* The master restarted while we were away (its run_id changed, it is
@@ -724,9 +726,9 @@ static void test_restart_changed_run_id(void **state) {
   mock_master_set_uptime(f->mock, 1);
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
-  assert_string_equal(f->node.run_id, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  assert_string_equal(f->node.server.run_id, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
   assert_true(nf_logged(f, "restarted (run_id changed; up 1 s)"));
-  assert_true(f->node.quarantine_until_ns != 0);
+  assert_true(f->node.server.quarantine_until_ns != 0);
   nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
   assert_false(node_quarantined_now(&f->node));
 }
@@ -788,18 +790,18 @@ static void test_failover_first_sight(void **state) {
   mock_master_set_replication(f->mock, "master", REPLID_B, REPLID_A, 1);
   start_quarantining(f, 30000, 3600);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
   assert_true(nf_logged(f, "was promoted from a replica"));
   char why[128];
   node_why(&f->node, WHY_QUARANTINED, why, sizeof why);
   assert_non_null(strstr(why, "failover quarantine: "));
   assert_non_null(strstr(why, " ms left"));
   /* kept across a reconnect to the same server, which does not tell again */
-  uint64_t until = f->node.quarantine_until_ns;
+  uint64_t until = f->node.server.quarantine_until_ns;
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
-  assert_int_equal(f->node.quarantine_until_ns, until);
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine_until_ns, until);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
 }
 
 /* The same server's replication id changes (it was demoted and promoted):
@@ -813,7 +815,7 @@ static void test_failover_replid_changed(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
 }
 
 /* Another server behind the address: a new run_id from a server already up
@@ -826,7 +828,7 @@ static void test_moved_server(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_MOVED);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_MOVED);
   assert_true(nf_logged(f, "is another server than before (run_id changed; up 3600 s)"));
 }
 
@@ -843,7 +845,7 @@ static void test_acks_cover_failover(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_RESTART);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_RESTART);
 }
 
 /* ---- a master that moves (node_retarget, node_hint: the Sentinel voter's) ------------ */
@@ -874,7 +876,7 @@ static void test_retarget(void **state) {
   assert_int_equal(f->node.addr.port, mock_master_port(other));
   assert_true(mock_master_count(other, "INFO") >= 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.quarantine_kind, QUARANTINE_MOVED);
+  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_MOVED);
   nf_shutdown(f);
   mock_master_close(other);
 }
@@ -926,20 +928,20 @@ static void test_hint(void **state) {
   /* recent, for this run_id: quarantined the rest of max TTL */
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 1);
-  f->node.past.seen = 0; /* (as a client that sees it first now) */
+  f->node.server.past.seen = 0; /* (as a client that sees it first now) */
   now = tb_now_ns(&f->tb);
   node_hint(&f->node, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", now - 20ull * 1000000000u);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_true(f->node.quarantine_until_ns <= now + 10ull * 1000000000u);
+  assert_true(f->node.server.quarantine_until_ns <= now + 10ull * 1000000000u);
   /* about another server: max TTL from the handshake */
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 2);
-  f->node.past.seen = 0;
+  f->node.server.past.seen = 0;
   now = tb_now_ns(&f->tb);
   node_hint(&f->node, "cccccccccccccccccccccccccccccccccccccccc", now - 40ull * 1000000000u);
   nf_wait_event(f, NODE_EV_UP, 3);
-  assert_true(f->node.quarantine_until_ns >= now + 30ull * 1000000000u);
+  assert_true(f->node.server.quarantine_until_ns >= now + 30ull * 1000000000u);
 }
 
 /* -READONLY and -LOADING say the server is no master now: reported once per
@@ -988,7 +990,7 @@ static void test_ack_pipelined(void **state) {
   nf_t *f = *state;
   nf_address(f, NULL, "?wait=2&wait_ms=40", 0);
   start_ready(f);
-  assert_non_null(f->node.ack_cmd);
+  assert_non_null(f->node.acks.ack_cmd);
   mock_master_on(f->mock, "WAIT", MOCK_REPLY, ":2\r\n", 1);
   nf_req_t r;
   assert_int_equal(nf_send_ack(f, &r, "SET k v"), ST_OK);
@@ -1005,7 +1007,7 @@ static void test_ack_pipelined(void **state) {
   assert_int_equal(nf_send_ack(f, &r, "SET k v"), ST_OK);
   nf_wait_req(f, &r);
   assert_true(r.req.unacked);
-  assert_string_equal(f->node.ack_why, "WAIT: 1 of 2 replicas acknowledged in time");
+  assert_string_equal(f->node.acks.ack_why, "WAIT: 1 of 2 replicas acknowledged in time");
   assert_true(nf_logged(f, "durability ack fell short"));
   /* a request that asks none: no WAIT */
   unsigned waits = mock_master_count(f->mock, "WAIT");
