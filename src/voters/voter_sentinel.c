@@ -231,7 +231,7 @@ static void master_cb(redisAsyncContext *ac, void *r, void *privdata) {
   s->ask_sent = 0;
   if (s->answer == SENTINEL_ADDR_KNOWN) {
     sentinel_master_t m;
-    int have = sentinel_parse_master(r, &m) == 0; /* (an ACL may refuse it: no hint then) */
+    int have = sentinel_parse_master(r, &m) == ST_OK; /* (an ACL may refuse it: no hint then) */
     ask_answered(s, have ? &m : NULL, tb_now_ns(s->env.tb));
     return;
   }
@@ -353,8 +353,8 @@ static void events_cb(redisAsyncContext *ac, void *r, void *privdata) {
   if (kind != PUBSUB_MESSAGE || !reply_pubsub_payload(reply, &payload, &payload_len))
     return;
   char host[SENTINEL_HOST_LEN], to[VOTER_SENTINEL_MASTER_LEN];
-  int port;
-  if (sentinel_parse_switch(payload, payload_len, name_of(s), host, &port) != 1)
+  int port, ours = 0;
+  if (sentinel_parse_switch(payload, payload_len, name_of(s), host, &port, &ours) != ST_OK || !ours)
     return;
   sentinel_host_port(to, sizeof to, host, port);
   log_write(s->env.log, REDLOCK_LOG_INFO, "master %s: sentinel %s: +switch-master to %s",
