@@ -113,7 +113,7 @@ static int refuse_passphrase(char *buf, int size, int rwflag, void *arg) {
   return -1;
 }
 
-/* Loads the client's private key; 0 or REDLOCK_EINVAL with why. */
+/* Loads the client's private key; ST_OK or ST_EINVAL with why. */
 static status_t key_load(SSL_CTX *ctx, const char *cert_file, const char *key_file, char *why,
                          size_t why_len) {
   char reason[200];
@@ -139,7 +139,7 @@ static status_t key_load(SSL_CTX *ctx, const char *cert_file, const char *key_fi
   return ST_EINVAL;
 }
 
-/* Loads trust and identity into ctx; 0 or REDLOCK_EINVAL with why. */
+/* Loads trust and identity into ctx; ST_OK or ST_EINVAL with why. */
 static status_t ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir,
                          const char *cert_file, const char *key_file, char *why, size_t why_len) {
   char reason[200];

@@ -10,7 +10,7 @@
  * PARAMS, '&'-separated: wait=R | waitaof=L,R, wait_ms=T; and for the
  * sentinel schemes sentinel_user=U, sentinel_password=P (%-escapes allowed).
  * A sentinel port defaults to 26379, any other to 6379.
- * A build without TLS refuses the rediss schemes with REDLOCK_ENOTSUP. */
+ * A build without TLS refuses the rediss schemes with ST_ENOTSUP. */
 #ifndef REDLOCK_URI_H
 #define REDLOCK_URI_H
 

@@ -630,12 +630,12 @@ sentinel_link_init(voter_sentinel_t *s, link_t *link, node_addr_t *a, char *labe
                   });
 }
 
-int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
-                       unsigned index, const node_addr_t *addr) {
+status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
+                            unsigned index, const node_addr_t *addr) {
   voter_sentinel_t *s = calloc(1, sizeof *s);
   *out = s;
   if (s == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   voter_base_init(&s->base, &voter_sentinel_ops, index);
   s->node = node;
   s->base_env = base_env;
@@ -644,12 +644,12 @@ int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_
   s->env.arg = s;
   if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0 ||
       node_init(node, &s->env, index, addr) != 0)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   node->check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
   sentinel_link_init(s, &s->query, &s->query_addr, s->query_label, "sentinel", query_handshake,
                      query_want_retry, query_on_link);
   sentinel_link_init(s, &s->events, &s->events_addr, s->events_label, "sentinel", events_handshake,
                      events_want_retry, events_on_link);
   snprintf(s->why, sizeof s->why, "asking the sentinels");
-  return 0;
+  return ST_OK;
 }
