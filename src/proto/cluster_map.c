@@ -198,11 +198,11 @@ static status_t shard_primary(const redisReply *nodes, const char *default_host,
     const redisReply *n = nodes->element[i];
     if (++*n_nodes > CLUSTER_MAP_MAX_NODES) {
       snprintf(why, why_size, "more than %d nodes", CLUSTER_MAP_MAX_NODES);
-      return -1;
+      return ST_EINVAL;
     }
     if (!is_array(n) || n->elements % 2 != 0) {
       snprintf(why, why_size, "a node that is not a field/value map");
-      return -1;
+      return ST_EINVAL;
     }
     const redisReply *role = field(n, "role"), *health = field(n, "health");
     if (!str_is(role, "master") && !str_is(role, "primary"))
@@ -211,7 +211,7 @@ static status_t shard_primary(const redisReply *nodes, const char *default_host,
       continue; /* failed: its slots have no primary until one is promoted */
     if (*found) {
       snprintf(why, why_size, "a shard with two primaries");
-      return -1;
+      return ST_EINVAL;
     }
     const redisReply *endpoint = field(n, "endpoint");
     if (endpoint == NULL)
@@ -221,7 +221,7 @@ static status_t shard_primary(const redisReply *nodes, const char *default_host,
         tls && field(n, "tls-port") != NULL ? field(n, "tls-port") : field(n, "port");
     if (port_of(port_field, &p) != ST_OK || !pick_host(endpoint, default_host, host)) {
       snprintf(why, why_size, "a primary without a usable address");
-      return -1;
+      return ST_EINVAL;
     }
     *port = p;
     copy_id(id, field(n, "id"));

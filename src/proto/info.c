@@ -68,7 +68,7 @@ static uint32_t parse_version(const char *value, size_t len) {
   return part[0] * 10000u + part[1] * 100u + part[2];
 }
 
-int info_parse_server(const char *text, size_t len, info_server_t *out) {
+status_t info_parse_server(const char *text, size_t len, info_server_t *out) {
   const char *p = text, *end = text + len;
   out->run_id[0] = '\0';
   out->uptime_s = -1;
@@ -102,7 +102,7 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
   if (valkey_version != 0)
     out->is_valkey = 1;
   out->version = out->is_valkey ? valkey_version : redis_version;
-  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
+  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? ST_OK : ST_EINVAL;
 }
 
 /* A 40-hex id into out ("" unless it is one; all zeros: "" too). */
@@ -119,7 +119,7 @@ static void take_id(const char *value, size_t len, char *out) {
   out[len] = '\0';
 }
 
-int info_parse_replication(const char *text, size_t len, info_replication_t *out) {
+status_t info_parse_replication(const char *text, size_t len, info_replication_t *out) {
   const char *p = text, *end = text + len;
   memset(out, 0, sizeof *out);
   out->connected_replicas = -1;
@@ -143,5 +143,5 @@ int info_parse_replication(const char *text, size_t len, info_replication_t *out
         out->connected_replicas = (long)v;
     }
   }
-  return out->role[0] != '\0' ? 0 : -1;
+  return out->role[0] != '\0' ? ST_OK : ST_EINVAL;
 }

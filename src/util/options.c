@@ -347,12 +347,12 @@ int redlock_options_get_max_ttl(const redlock_options_t *opts, uint32_t *max_ttl
 }
 
 /* The setters store any int; the getters say 1 or 0, as documented. */
-static int get_switch(const redlock_options_t *opts, int value, int *enabled) {
+static status_t get_switch(const redlock_options_t *opts, int value, int *enabled) {
   if (opts == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   if (enabled != NULL)
     *enabled = value != 0;
-  return 0;
+  return ST_OK;
 }
 
 int redlock_options_get_quarantine(const redlock_options_t *opts, int *enabled) {
