@@ -157,7 +157,7 @@ static status_t lock_op_new(redlock_t *client, const char *const *resources, siz
   *out = NULL;
   if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
     return ST_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return ST_EFORKED;
   for (size_t i = 0; i < n; i++) {
     int checked = calls_check_key(client, resources[i], 1);
@@ -167,7 +167,7 @@ static status_t lock_op_new(redlock_t *client, const char *const *resources, siz
       if (strcmp(resources[i], resources[j]) == 0)
         return ST_EINVAL; /* a key twice would never be all-or-nothing */
   }
-  if (calls_check_ttl(client, ttl_ms) != 0)
+  if (calls_check_ttl(client, ttl_ms) != ST_OK)
     return ST_EINVAL;
   int rc = check_one_slot(client, resources, n);
   if (rc != 0)
@@ -205,9 +205,9 @@ static status_t lock_target_op_full(redlock_t *client, redlock_lock_t *lock,
                                     redlock_lost_cb lost_cb, void *arg) {
   if (client == NULL || lock == NULL)
     return ST_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return ST_EFORKED;
-  if (kind == &target_extend && calls_check_ttl(client, ttl_ms) != 0)
+  if (kind == &target_extend && calls_check_ttl(client, ttl_ms) != ST_OK)
     return ST_EINVAL;
   op_t *op = NULL;
   if (target_op_new(&op, &client->engine, kind, lock, ttl_ms, cb, lost_cb, arg) != ST_OK)
@@ -285,7 +285,7 @@ int redlock_lock_many_async_ex(redlock_t *client, const char *const *resources, 
 int redlock_cancel(redlock_t *client, uint64_t id) {
   if (client == NULL)
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   int rc, wake = 0, late = 0;
   uv_mutex_lock(&client->mutex);
@@ -357,7 +357,7 @@ static status_t sync_wait(sync_call_t *call, int submitted) {
 static status_t check_blocking(const redlock_t *client) {
   if (client == NULL)
     return ST_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return ST_EFORKED;
   if (!client->run.own_thread || client_on_loop_thread(client))
     return ST_EWOULDBLOCK;
@@ -446,12 +446,12 @@ static status_t prim_async(redlock_t *client, const lock_kind_ops_t *kind, const
     *id = 0;
   if (client == NULL || cb == NULL)
     return ST_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return ST_EFORKED;
   int checked = calls_check_key(client, name, 0);
   if (checked != 0)
     return checked;
-  if (calls_check_ttl(client, ttl_ms) != 0)
+  if (calls_check_ttl(client, ttl_ms) != ST_OK)
     return ST_EINVAL;
   if (kind == &kind_sem && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
     return ST_EINVAL;
@@ -535,7 +535,7 @@ int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
   if (client == NULL || (buf == NULL && size > 0) ||
       (format != REDLOCK_STATS_PROMETHEUS && format != REDLOCK_STATS_JSON))
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   /* In the client until the text is written: a close waits for this call
    * before it frees the figures and the masters' names they read. */

@@ -68,7 +68,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
   if (client == NULL || (buf == NULL && size > 0))
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   char scratch[1];
   if (size == 0) {
@@ -155,7 +155,7 @@ status_t client_submit(redlock_t *client, op_t *op) {
 status_t client_enter(redlock_t *client) {
   uv_mutex_lock(&client->mutex);
   status_t rc = client->queue.state == CLIENT_OPEN ? ST_OK : ST_ECLOSED;
-  if (rc == 0)
+  if (rc == ST_OK)
     client->queue.callers++;
   uv_mutex_unlock(&client->mutex);
   return rc;
@@ -657,7 +657,7 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
     free(client);
     return ST_ENOMEM;
   }
-  if (options_copy(&client->opts, opts) != 0) {
+  if (options_copy(&client->opts, opts) != ST_OK) {
     uv_mutex_destroy(&client->mutex);
     uv_cond_destroy(&client->queue.callers_left);
     free(client);
@@ -679,13 +679,13 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
   client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
   status_t rc = votes_rc == 0 && mem_rc == 0 ? ST_OK : ST_ENOMEM;
-  for (unsigned i = 0; rc == 0 && i < n_nodes; i++) {
+  for (unsigned i = 0; rc == ST_OK && i < n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,
        * shared by every TLS connection (all on the loop thread). */
       char why[384];
       rc = tls_client_new(&client->tls, &client->opts, why, sizeof why);
-      if (rc != 0)
+      if (rc != ST_OK)
         client_log(client, REDLOCK_LOG_ERROR, "redlock_open: TLS: %s", why);
       else if (!client->opts.tls_verify)
         /* Once per client, here: a per-connection warning would repeat on
@@ -698,11 +698,11 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
     }
   }
   int compose_rc = client_compose(client, fakes);
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = compose_rc;
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = stats_new(&client->stats_env, &client->stats);
-  if (rc == 0 && client->stats != NULL) {
+  if (rc == ST_OK && client->stats != NULL) {
     client->rounds.stats = client->stats;
     client->engine.stats = client->stats;
     client->engine.hooks = &stats_engine_hooks;
@@ -710,9 +710,9 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
     voters_set_stats(&client->voters, client->stats);
   }
   uint64_t seed = 0;
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = random_bytes(&seed, sizeof seed);
-  if (rc != 0) {
+  if (rc != ST_OK) {
     client_free(client);
     return rc;
   }
@@ -878,7 +878,7 @@ static status_t client_request_close(redlock_t *client) {
 }
 
 void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
-  if (client == NULL || client->run.own_thread || client_check_fork(client) != 0)
+  if (client == NULL || client->run.own_thread || client_check_fork(client) != ST_OK)
     return;
   client->close.closed_cb = closed;
   client->close.closed_arg = arg;
@@ -888,7 +888,7 @@ void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
 void redlock_close(redlock_t *client) {
   /* In a forked child the parent's client is left alone: its thread does not
    * exist here, and freeing it could touch a mutex held at the fork. */
-  if (client == NULL || client_check_fork(client) != 0)
+  if (client == NULL || client_check_fork(client) != ST_OK)
     return;
   if (!client->run.own_thread) {
     redlock_close_uv(client, NULL, NULL);

@@ -534,7 +534,7 @@ status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, no
   s->env.replay_error = voter_cluster_on_replay_error;
   s->env.arg = s;
   list_init(&s->retrying);
-  if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0)
+  if (node_addr_copy(&s->addr, addr) != ST_OK || s->addr.n_seeds == 0)
     return ST_ENOMEM;
   /* The home node, at the first seed: voters.c's memory, always made (the
    * notifier reads its address). */

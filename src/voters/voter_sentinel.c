@@ -642,7 +642,7 @@ status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, 
   s->env = *base_env;
   s->env.report = on_node;
   s->env.arg = s;
-  if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0 ||
+  if (node_addr_copy(&s->addr, addr) != ST_OK || s->addr.n_seeds == 0 ||
       node_init(node, &s->env, index, addr) != 0)
     return ST_ENOMEM;
   node->check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
