@@ -103,21 +103,21 @@ static void ask_info(cli_conn_t *cc, cli_cluster_answer_t *ans) {
     freeReplyObject(r);
 }
 
-/* Asks one seed for the map.  CLUSTER_MAP_OK, CLUSTER_MAP_NOMEM, or
- * CLUSTER_MAP_BAD with why saying what the seed answered. */
+/* Asks one seed for the map.  ST_OK, ST_ENOMEM, or
+ * ST_EINVAL with why saying what the seed answered. */
 static int ask_seed(const node_addr_t *seed, uint64_t timeout_ms, cluster_map_t *map,
                     cli_cluster_answer_t *ans, char *why, size_t size) {
   cli_conn_t cc;
   if (cli_conn_open(&cc, seed, timeout_ms, why, size) != CLI_CONN_OK) {
     cli_conn_close(&cc);
-    return CLUSTER_MAP_BAD;
+    return ST_EINVAL;
   }
-  int rc = CLUSTER_MAP_BAD;
+  int rc = ST_EINVAL;
   redisReply *r = redisCommand(cc.c, "CLUSTER SHARDS");
   if (r != NULL && r->type == REDIS_REPLY_ARRAY) {
     rc = cluster_map_parse_shards(map, r, seed->host, seed->tls, why, size);
     ans->source = "CLUSTER SHARDS";
-    if (rc == CLUSTER_MAP_OK)
+    if (rc == ST_OK)
       failed_primaries(r, ans->failed, sizeof ans->failed);
   } else if (r != NULL) {
     if (r->type == REDIS_REPLY_ERROR)
@@ -129,7 +129,7 @@ static int ask_seed(const node_addr_t *seed, uint64_t timeout_ms, cluster_map_t 
     snprintf(why, size, "lost: %s", cli_conn_io_why(&cc));
   else
     freeReplyObject(r);
-  if (rc == CLUSTER_MAP_OK && ans->want_info)
+  if (rc == ST_OK && ans->want_info)
     ask_info(&cc, ans);
   cli_conn_close(&cc);
   return rc;
@@ -149,11 +149,11 @@ int cli_cluster_read_map(const node_addr_t *voter, uint64_t timeout_ms, cluster_
     cli_host_port(at, sizeof at, seed.host, seed.port);
     why[0] = '\0';
     int rc = ask_seed(&seed, timeout_ms, map, ans, why, sizeof why);
-    if (rc == CLUSTER_MAP_NOMEM)
-      return CLUSTER_MAP_NOMEM;
-    if (rc == CLUSTER_MAP_OK) {
+    if (rc == ST_ENOMEM)
+      return ST_ENOMEM;
+    if (rc == ST_OK) {
       snprintf(ans->seed, sizeof ans->seed, "%s", at);
-      return CLUSTER_MAP_OK;
+      return ST_OK;
     }
     cli_append(tried, size, &len, "%s%s: %s", len ? "; " : "", at, why);
   }

@@ -25,15 +25,15 @@ typedef struct {
   char info_why[256];   /* CLUSTER INFO refused: its error */
 } cli_cluster_answer_t;
 
-/* What cli_cluster_read_map returns besides CLUSTER_MAP_OK and
- * CLUSTER_MAP_NOMEM: no seed gave a map. */
+/* What cli_cluster_read_map returns besides ST_OK and
+ * ST_ENOMEM: no seed gave a map. */
 #define CLI_CLUSTER_NO_MAP (-1)
 
 /* Asks voter's seeds in turn (with the voter's credentials and TLS, each
  * step bounded by timeout_ms) until one gives the slot map, into *map (an
- * initialised map; emptied first).  CLUSTER_MAP_OK with ans filled in;
+ * initialised map; emptied first).  ST_OK with ans filled in;
  * CLI_CLUSTER_NO_MAP with tried saying what each seed answered (never a
- * password); CLUSTER_MAP_NOMEM.  ans->info is the caller's to free. */
+ * password); ST_ENOMEM.  ans->info is the caller's to free. */
 int cli_cluster_read_map(const node_addr_t *voter, uint64_t timeout_ms, cluster_map_t *map,
                          cli_cluster_answer_t *ans, char *tried, size_t size);
 

@@ -188,7 +188,7 @@ int cli_conn_open(cli_conn_t *cc, const node_addr_t *addr, uint64_t timeout_ms, 
       cli_conn_close(cc);
       return CLI_CONN_DOWN;
     }
-    if ((cc->ssl = tls_attach(g_tls, c, addr->host, why, size)) == NULL) {
+    if (tls_attach(g_tls, c, addr->host, &cc->ssl, why, size) != ST_OK) {
       cli_conn_close(cc);
       return CLI_CONN_DOWN;
     }

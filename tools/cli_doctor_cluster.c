@@ -48,9 +48,9 @@ static int read_map(dr_voter_t *v, const node_addr_t *a, uint64_t timeout_ms, cl
   char tried[DR_DETAIL_MAX - 128];
   ans->want_info = 1; /* the cluster-state check */
   int rc = cli_cluster_read_map(a, timeout_ms, map, ans, tried, sizeof tried);
-  if (rc == CLUSTER_MAP_NOMEM)
+  if (rc == ST_ENOMEM)
     return -2;
-  if (rc != CLUSTER_MAP_OK) {
+  if (rc != ST_OK) {
     dr_add(v, "slot-map", DR_FAIL, "no seed gave the slot map: %s", tried);
     return -1;
   }

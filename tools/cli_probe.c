@@ -241,11 +241,11 @@ static void probe_cluster(const node_addr_t *voter, const char *key, const char 
   cli_cluster_answer_t ans = {0};
   char tried[1000];
   int rc = cli_cluster_read_map(voter, timeout_ms, &map, &ans, tried, sizeof tried);
-  int owner = rc == CLUSTER_MAP_OK ? cluster_map_owner(&map, rep->slot) : -1;
-  if (rc != CLUSTER_MAP_OK) {
+  int owner = rc == ST_OK ? cluster_map_owner(&map, rep->slot) : -1;
+  if (rc != ST_OK) {
     snprintf(rep->state, sizeof rep->state, "down (%s%s)",
-             rc == CLUSTER_MAP_NOMEM ? "out of memory" : "no seed gave the slot map: ",
-             rc == CLUSTER_MAP_NOMEM ? "" : tried);
+             rc == ST_ENOMEM ? "out of memory" : "no seed gave the slot map: ",
+             rc == ST_ENOMEM ? "" : tried);
   } else if (owner < 0) {
     snprintf(rep->seed, sizeof rep->seed, "%s", ans.seed);
     snprintf(rep->state, sizeof rep->state,

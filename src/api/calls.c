@@ -46,14 +46,14 @@ int redlock_lock_is_lost(const redlock_lock_t *value) {
 
 /* ---- op construction ---------------------------------------------------------- */
 
-int calls_check_name(const char *resource) {
+status_t calls_check_name(const char *resource) {
   if (resource == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   size_t len = strnlen(resource, REDLOCK_MAX_RESOURCE_LEN + 1);
-  return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? REDLOCK_EINVAL : 0;
+  return len == 0 || len > REDLOCK_MAX_RESOURCE_LEN ? ST_EINVAL : ST_OK;
 }
 
-int calls_check_key(const redlock_t *client, const char *resource, int mutex) {
+status_t calls_check_key(const redlock_t *client, const char *resource, int mutex) {
   int rc = calls_check_name(resource);
   if (rc != 0)
     return rc;
@@ -71,37 +71,40 @@ int calls_check_key(const redlock_t *client, const char *resource, int mutex) {
   }
   const char *why = keyname_reserved(key, o->key_prefix_len + len, mutex);
   if (why == NULL)
-    return 0;
+    return ST_OK;
   log_write(&client->log, REDLOCK_LOG_WARN, "name '%s' refused (key '%s'): %s", resource, key, why);
-  return REDLOCK_EINVAL;
+  return ST_EINVAL;
 }
 
-int calls_check_ttl(const redlock_t *client, uint32_t ttl_ms) {
+status_t calls_check_ttl(const redlock_t *client, uint32_t ttl_ms) {
   if (ttl_ms == 0) {
     log_write(&client->log, REDLOCK_LOG_WARN, "ttl 0 ms refused: a ttl is at least 1 ms");
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
   if (ttl_ms > client->opts.max_ttl_ms) {
     log_write(&client->log, REDLOCK_LOG_WARN,
               "ttl %" PRIu32 " ms is above the max TTL %" PRIu32
               " ms (redlock_options_set_max_ttl)",
               ttl_ms, client->opts.max_ttl_ms);
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
-  return 0;
+  return ST_OK;
 }
 
 /* An acquisition for the calling thread (the reentrancy owner of its
- * lease), fenced as the client's option says.  NULL when out of memory. */
-static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint32_t ttl_ms,
-                                       uint32_t wait_ms, redlock_lock_cb cb, void *arg) {
-  return acquire_op_new(&client->engine, &(acquire_params_t){.mode = mode,
-                                                             .ttl_ms = ttl_ms,
-                                                             .wait_ms = wait_ms,
-                                                             .fenced = client->opts.fencing,
-                                                             .owned = 1,
-                                                             .cb = cb,
-                                                             .arg = arg});
+ * lease), fenced as the client's option says: ST_OK with *out, or
+ * ST_ENOMEM. */
+static status_t caller_acquire_op(op_acquire_t **out, redlock_t *client, lock_mode_t mode,
+                                  uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
+                                  void *arg) {
+  return acquire_op_new(out, &client->engine,
+                        &(acquire_params_t){.mode = mode,
+                                            .ttl_ms = ttl_ms,
+                                            .wait_ms = wait_ms,
+                                            .fenced = client->opts.fencing,
+                                            .owned = 1,
+                                            .cb = cb,
+                                            .arg = arg});
 }
 
 /* A multi-resource lock is one script per voter, which a Redis Cluster
@@ -110,17 +113,17 @@ static op_acquire_t *caller_acquire_op(redlock_t *client, lock_mode_t mode, uint
  * the log.  (A hash tag puts them together: "{order-42}:items".)  So is a
  * key whose derived names (fence counter, release channel) cannot share
  * its slot (keyname_in_slot: a '}' without a hash tag). */
-static int check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
+static status_t check_one_slot(redlock_t *client, const char *const *resources, size_t n) {
   if (!client->voters.has_cluster)
-    return 0;
+    return ST_OK;
   const redlock_options_t *o = &client->opts;
   /* One resource with no '}' (the usual lock): nothing to hash or refuse. */
   if (n == 1 && memchr(o->key_prefix, '}', o->key_prefix_len) == NULL &&
       strchr(resources[0], '}') == NULL)
-    return 0;
+    return ST_OK;
   char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   memcpy(key, o->key_prefix, o->key_prefix_len);
   int first = -1, rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
@@ -132,7 +135,7 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
                 "'%s': with a cluster voter a key with a '}' needs a hash tag ({tag}name), or "
                 "its fence counter and release channel cannot share its slot; refused",
                 resources[i]);
-      rc = REDLOCK_EINVAL;
+      rc = ST_EINVAL;
     } else if (i == 0) {
       first = slot;
     } else if (slot != first) {
@@ -141,53 +144,53 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
                 "voter every resource of one lock must be in one slot (give them a hash tag, "
                 "e.g. {tag}:name); refused",
                 resources[0], resources[i], first, slot);
-      rc = REDLOCK_EINVAL;
+      rc = ST_EINVAL;
     }
   }
   free(key);
   return rc;
 }
 
-static int lock_op_new(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
-                       lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb, void *arg,
-                       op_acquire_t **out) {
+static status_t lock_op_new(redlock_t *client, const char *const *resources, size_t n,
+                            uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb,
+                            void *arg, op_acquire_t **out) {
   *out = NULL;
   if (client == NULL || resources == NULL || n == 0 || n > REDLOCK_MAX_MANY)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
+    return ST_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return ST_EFORKED;
   for (size_t i = 0; i < n; i++) {
     int checked = calls_check_key(client, resources[i], 1);
     if (checked != 0)
       return checked;
     for (size_t j = 0; j < i; j++)
       if (strcmp(resources[i], resources[j]) == 0)
-        return REDLOCK_EINVAL; /* a key twice would never be all-or-nothing */
+        return ST_EINVAL; /* a key twice would never be all-or-nothing */
   }
-  if (calls_check_ttl(client, ttl_ms) != 0)
-    return REDLOCK_EINVAL;
+  if (calls_check_ttl(client, ttl_ms) != ST_OK)
+    return ST_EINVAL;
   int rc = check_one_slot(client, resources, n);
   if (rc != 0)
     return rc;
-  op_acquire_t *op = caller_acquire_op(client, mode, ttl_ms, wait_ms, cb, arg);
-  if (op == NULL)
-    return REDLOCK_ENOMEM;
+  op_acquire_t *op = NULL;
+  if (caller_acquire_op(&op, client, mode, ttl_ms, wait_ms, cb, arg) != ST_OK)
+    return ST_ENOMEM;
   rc = acquire_op_set_keys(op, resources, n);
   if (rc != 0) {
     op_free(&op->op);
     return rc;
   }
   *out = op;
-  return 0;
+  return ST_OK;
 }
 
 /* Queues an op that targets a live lock (lock_claim_locked says how it
  * claims the handle). */
-static int submit_lock_op(redlock_t *client, op_t *op) {
+static status_t submit_lock_op(redlock_t *client, op_t *op) {
   int rc = 0;
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN)
-    rc = REDLOCK_ECLOSED;
+    rc = ST_ECLOSED;
   else
     rc = lock_claim_locked(op);
   if (rc == 0)
@@ -197,26 +200,26 @@ static int submit_lock_op(redlock_t *client, op_t *op) {
 }
 
 /* Builds and queues an extend, release or watch op for `lock`. */
-static int lock_target_op_full(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
-                               uint32_t ttl_ms, redlock_done_cb cb, redlock_lost_cb lost_cb,
-                               void *arg) {
+static status_t lock_target_op_full(redlock_t *client, redlock_lock_t *lock,
+                                    const target_kind_t *kind, uint32_t ttl_ms, redlock_done_cb cb,
+                                    redlock_lost_cb lost_cb, void *arg) {
   if (client == NULL || lock == NULL)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
-  if (kind == &target_extend && calls_check_ttl(client, ttl_ms) != 0)
-    return REDLOCK_EINVAL;
-  op_t *op = target_op_new(&client->engine, kind, lock, ttl_ms, cb, lost_cb, arg);
-  if (op == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return ST_EFORKED;
+  if (kind == &target_extend && calls_check_ttl(client, ttl_ms) != ST_OK)
+    return ST_EINVAL;
+  op_t *op = NULL;
+  if (target_op_new(&op, &client->engine, kind, lock, ttl_ms, cb, lost_cb, arg) != ST_OK)
+    return ST_ENOMEM;
   int rc = submit_lock_op(client, op);
   if (rc != 0)
     op_free(op);
   return rc;
 }
 
-static int lock_target_op(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
-                          uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
+static status_t lock_target_op(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
+                               uint32_t ttl_ms, redlock_done_cb cb, void *arg) {
   return lock_target_op_full(client, lock, kind, ttl_ms, cb, NULL, arg);
 }
 
@@ -226,24 +229,24 @@ static int lock_target_op(redlock_t *client, redlock_lock_t *lock, const target_
  * the same hold of the mutex, so that redlock_cancel finds it as soon as
  * *id is written, which is before the loop can see the op (and so before
  * any callback). */
-static int submit_acquire(redlock_t *client, op_acquire_t *op, uint64_t *id) {
+static status_t submit_acquire(redlock_t *client, op_acquire_t *op, uint64_t *id) {
   if (id == NULL)
     return client_submit(client, &op->op);
   uv_mutex_lock(&client->mutex);
-  int rc = client->queue.state != CLIENT_OPEN ? REDLOCK_ECLOSED : acquire_register_locked(op, id);
+  int rc = client->queue.state != CLIENT_OPEN ? ST_ECLOSED : acquire_register_locked(op, id);
   if (rc == 0)
     client_enqueue_locked(client, &op->op);
   uv_mutex_unlock(&client->mutex);
   return rc;
 }
 
-static int lock_async_many(redlock_t *client, const char *const *resources, size_t n,
-                           uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms, redlock_lock_cb cb,
-                           void *arg, uint64_t *id) {
+static status_t lock_async_many(redlock_t *client, const char *const *resources, size_t n,
+                                uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms,
+                                redlock_lock_cb cb, void *arg, uint64_t *id) {
   if (id != NULL)
     *id = 0;
   if (cb == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   op_acquire_t *op;
   int rc = lock_op_new(client, resources, n, ttl_ms, mode, wait_ms, cb, arg, &op);
   if (rc != 0)
@@ -282,19 +285,19 @@ int redlock_lock_many_async_ex(redlock_t *client, const char *const *resources, 
 int redlock_cancel(redlock_t *client, uint64_t id) {
   if (client == NULL)
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
-  int rc, wake = 0;
+  int rc, wake = 0, late = 0;
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN) {
     rc = REDLOCK_ECLOSED; /* the close ends every call (ECANCELED for those it cancels) */
   } else {
-    rc = acquire_cancel_locked(&client->engine, id, &wake);
+    rc = acquire_cancel_locked(&client->engine, id, &wake, &late);
     if (wake)
       client_wake_locked(client);
   }
   uv_mutex_unlock(&client->mutex);
-  return rc == ACQUIRE_CANCEL_LATE ? REDLOCK_CANCEL_LATE : rc;
+  return rc == REDLOCK_OK && late ? REDLOCK_CANCEL_LATE : rc;
 }
 
 int redlock_extend_async(redlock_t *client, redlock_lock_t *lock, uint32_t ttl_ms,
@@ -333,15 +336,15 @@ static void sync_done_cb(int status, void *arg) {
 }
 
 /* Ready for a sync_* callback; REDLOCK_EIO when no semaphore can be made. */
-static int sync_start(sync_call_t *call, redlock_t *client) {
+static status_t sync_start(sync_call_t *call, redlock_t *client) {
   call->client = client;
   call->lock = NULL;
-  return uv_sem_init(&call->waiter.sem, 0) == 0 ? 0 : REDLOCK_EIO;
+  return uv_sem_init(&call->waiter.sem, 0) == 0 ? ST_OK : ST_EIO;
 }
 
 /* Waits for the call submitted with a sync_* callback; submitted is what the
  * submission returned (a call that was refused never calls back). */
-static int sync_wait(sync_call_t *call, int submitted) {
+static status_t sync_wait(sync_call_t *call, int submitted) {
   int rc = submitted;
   if (rc == 0) {
     uv_sem_wait(&call->waiter.sem);
@@ -351,29 +354,30 @@ static int sync_wait(sync_call_t *call, int submitted) {
   return rc;
 }
 
-static int check_blocking(const redlock_t *client) {
+static status_t check_blocking(const redlock_t *client) {
   if (client == NULL)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
+    return ST_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return ST_EFORKED;
   if (!client->run.own_thread || client_on_loop_thread(client))
-    return REDLOCK_EWOULDBLOCK;
-  return 0;
+    return ST_EWOULDBLOCK;
+  return ST_OK;
 }
 
 /* A blocking acquisition's start: *out cleared, the client checked
  * (check_blocking), the call's wait made ready.  0, or the error to return
  * (nothing to undo). */
-static int blocking_begin(redlock_t *client, redlock_lock_t **out, sync_call_t *call) {
+static status_t blocking_begin(redlock_t *client, redlock_lock_t **out, sync_call_t *call) {
   if (out == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   *out = NULL;
   int rc = check_blocking(client);
   return rc != 0 ? rc : sync_start(call, client);
 }
 
-static int lock_blocking(redlock_t *client, const char *const *resources, size_t n, uint32_t ttl_ms,
-                         lock_mode_t mode, uint32_t wait_ms, redlock_lock_t **out) {
+static status_t lock_blocking(redlock_t *client, const char *const *resources, size_t n,
+                              uint32_t ttl_ms, lock_mode_t mode, uint32_t wait_ms,
+                              redlock_lock_t **out) {
   sync_call_t call;
   int rc = blocking_begin(client, out, &call);
   if (rc != 0)
@@ -406,13 +410,13 @@ int redlock_lock_many(redlock_t *client, const char *const *resources, size_t n,
   return lock_blocking(client, resources, n, ttl_ms, LOCK_MODE_RETRY, 0, out);
 }
 
-static int target_blocking(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
-                           uint32_t ttl_ms) {
+static status_t target_blocking(redlock_t *client, redlock_lock_t *lock, const target_kind_t *kind,
+                                uint32_t ttl_ms) {
   int rc = check_blocking(client);
   if (rc != 0) {
     /* Unlock always lets go of the handle: on the loop thread it still
      * releases, just without waiting for the masters. */
-    if (rc == REDLOCK_EWOULDBLOCK && kind == &target_release) {
+    if (rc == ST_EWOULDBLOCK && kind == &target_release) {
       int queued = lock_target_op(client, lock, &target_release, 0, NULL, NULL);
       if (queued != 0)
         return queued; /* e.g. a stale handle: EINVAL, as anywhere else */
@@ -435,28 +439,28 @@ int redlock_unlock(redlock_t *client, redlock_lock_t *lock) {
 
 /* ---- coordination primitives: semaphore, read-write lock (prims.h) ---------------- */
 
-static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
-                      uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
-                      void *arg, uint64_t *id) {
+static status_t prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
+                           uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_cb cb,
+                           void *arg, uint64_t *id) {
   if (id != NULL)
     *id = 0;
   if (client == NULL || cb == NULL)
-    return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
-    return REDLOCK_EFORKED;
+    return ST_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return ST_EFORKED;
   int checked = calls_check_key(client, name, 0);
   if (checked != 0)
     return checked;
-  if (calls_check_ttl(client, ttl_ms) != 0)
-    return REDLOCK_EINVAL;
+  if (calls_check_ttl(client, ttl_ms) != ST_OK)
+    return ST_EINVAL;
   if (kind == &kind_sem && (limit == 0 || limit > REDLOCK_MAX_SEM_LIMIT))
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   /* No reentrancy and no retry policy: one try (a semaphore: one pass over
    * its slots), or waiting woken by releases. */
-  op_acquire_t *op = caller_acquire_op(client, wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY, ttl_ms,
-                                       wait_ms, cb, arg);
-  if (op == NULL)
-    return REDLOCK_ENOMEM;
+  op_acquire_t *op = NULL;
+  if (caller_acquire_op(&op, client, wait_ms > 0 ? LOCK_MODE_WAIT : LOCK_MODE_TRY, ttl_ms, wait_ms,
+                        cb, arg) != ST_OK)
+    return ST_ENOMEM;
   int rc = prim_op_init(op, kind, name, limit);
   if (rc == 0)
     rc = submit_acquire(client, op, id);
@@ -465,8 +469,9 @@ static int prim_async(redlock_t *client, const lock_kind_ops_t *kind, const char
   return rc;
 }
 
-static int prim_blocking(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
-                         uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms, redlock_lock_t **out) {
+static status_t prim_blocking(redlock_t *client, const lock_kind_ops_t *kind, const char *name,
+                              uint32_t limit, uint32_t ttl_ms, uint32_t wait_ms,
+                              redlock_lock_t **out) {
   sync_call_t call;
   int rc = blocking_begin(client, out, &call);
   if (rc != 0)
@@ -530,7 +535,7 @@ int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
   if (client == NULL || (buf == NULL && size > 0) ||
       (format != REDLOCK_STATS_PROMETHEUS && format != REDLOCK_STATS_JSON))
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   /* In the client until the text is written: a close waits for this call
    * before it frees the figures and the masters' names they read. */

@@ -15,16 +15,16 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
-  if (client == NULL || on_elected == NULL || on_lost == NULL || calls_check_name(name) != 0)
+  if (client == NULL || on_elected == NULL || on_lost == NULL || calls_check_name(name) != ST_OK)
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   int checked = calls_check_key(client, name, 1);
   if (checked != 0)
     return checked;
   /* Also refused: a ttl whose drift alone leaves no validity, which could
    * never be won (it would campaign forever). */
-  if (calls_check_ttl(client, ttl_ms) != 0 ||
+  if (calls_check_ttl(client, ttl_ms) != ST_OK ||
       quorum_validity_ns(ttl_ms, 0, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS)
     return REDLOCK_EINVAL;
   redlock_election_t *e;
@@ -57,7 +57,7 @@ static int on_loop(const redlock_t *client) {
 int redlock_resign(redlock_t *client, redlock_election_t *e) {
   if (client == NULL || e == NULL)
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   int wait = !on_loop(client);
   uv_sem_t done;

@@ -22,8 +22,8 @@ static void client_module_closed(redlock_t *client);
 
 uint64_t client_now_ns(const redlock_t *client) { return tb_now_ns(&client->timebase); }
 
-int client_check_fork(const redlock_t *client) {
-  return fork_guard_forked(&client->fork_guard) ? REDLOCK_EFORKED : 0;
+status_t client_check_fork(const redlock_t *client) {
+  return fork_guard_forked(&client->fork_guard) ? ST_EFORKED : ST_OK;
 }
 
 int client_on_loop_thread(const redlock_t *client) {
@@ -68,7 +68,7 @@ int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
   static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
   if (client == NULL || (buf == NULL && size > 0))
     return REDLOCK_EINVAL;
-  if (client_check_fork(client) != 0)
+  if (client_check_fork(client) != ST_OK)
     return REDLOCK_EFORKED;
   char scratch[1];
   if (size == 0) {
@@ -141,21 +141,21 @@ static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns) {
  * busy, calls are picked up at no cost to the caller.  The loop's own thread
  * never writes it (client_must_wake). */
 
-int client_submit(redlock_t *client, op_t *op) {
+status_t client_submit(redlock_t *client, op_t *op) {
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN) {
     uv_mutex_unlock(&client->mutex);
-    return REDLOCK_ECLOSED;
+    return ST_ECLOSED;
   }
   client_enqueue_locked(client, op);
   uv_mutex_unlock(&client->mutex);
   return ST_OK;
 }
 
-int client_enter(redlock_t *client) {
+status_t client_enter(redlock_t *client) {
   uv_mutex_lock(&client->mutex);
-  int rc = client->queue.state == CLIENT_OPEN ? 0 : REDLOCK_ECLOSED;
-  if (rc == 0)
+  status_t rc = client->queue.state == CLIENT_OPEN ? ST_OK : ST_ECLOSED;
+  if (rc == ST_OK)
     client->queue.callers++;
   uv_mutex_unlock(&client->mutex);
   return rc;
@@ -232,7 +232,7 @@ static void client_drain(redlock_t *client) {
     op_t *op = list_entry(batch.next, op_t, link);
     list_remove(&op->link);
     if (client->close.phase != CLOSE_NONE && op->ops->acquires)
-      op->ops->fail(op, REDLOCK_ECANCELED);
+      op->ops->fail(op, ST_ECANCELED);
     else
       client_run_or_park(client, op);
   }
@@ -399,7 +399,7 @@ static void client_begin_close(redlock_t *client) {
     list_remove(&op->link);
     op->parked = 0;
     list_insert_tail(&client->engine.ops_in_flight, &op->link);
-    op->ops->fail(op, REDLOCK_ECANCELED);
+    op->ops->fail(op, ST_ECANCELED);
   }
   engine_begin_close(&client->engine);
   client->close.preparing = 0;
@@ -414,7 +414,7 @@ static void close_op_dispatch(op_t *op) {
 
 /* Never failed (it is not an acquisition) nor freed (struct redlock holds
  * it): a call here is a bug of the library. */
-static void close_op_fail(op_t *op, int status) {
+static void close_op_fail(op_t *op, status_t status) {
   (void)op;
   (void)status;
   abort();
@@ -532,7 +532,7 @@ static void client_wake_waiter(void *arg, notify_waiter_t *w) {
 
 /* Fills in what the modules get from the client (the loop comes with
  * client_init_handles, the stats after stats_new). */
-static int client_compose(redlock_t *client, voter_t *const *fakes) {
+static status_t client_compose(redlock_t *client, voter_t *const *fakes) {
   const redlock_options_t *opts = &client->opts;
   const voters_config_t cfg = {
       .tb = &client->timebase,
@@ -638,30 +638,30 @@ static void client_compose_stats(redlock_t *client) {
 /* loop: the caller's (redlock_open_uv), or NULL for the client's own; tb:
  * the clock and timers, or NULL for libuv's on that loop; fakes: the unit
  * tests' voters, or NULL for the options' masters. */
-static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                      const timebase_t *tb, voter_t *const *fakes) {
+static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                           const timebase_t *tb, voter_t *const *fakes) {
   if (out == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   *out = NULL;
   if (opts == NULL || opts->n_nodes == 0)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   redlock_t *client = calloc(1, sizeof *client);
   if (client == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   if (uv_cond_init(&client->queue.callers_left) != 0) {
     free(client);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   if (uv_mutex_init(&client->mutex) != 0) {
     uv_cond_destroy(&client->queue.callers_left);
     free(client);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
-  if (options_copy(&client->opts, opts) != 0) {
+  if (options_copy(&client->opts, opts) != ST_OK) {
     uv_mutex_destroy(&client->mutex);
     uv_cond_destroy(&client->queue.callers_left);
     free(client);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   if (tb != NULL)
     client->timebase = *tb;
@@ -678,14 +678,14 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   client_compose_engine(client);
   client_compose_stats(client);
   int mem_rc = engine_init(&client->engine);
-  int rc = votes_rc == 0 && mem_rc == 0 ? 0 : REDLOCK_ENOMEM;
-  for (unsigned i = 0; rc == 0 && i < n_nodes; i++) {
+  status_t rc = votes_rc == 0 && mem_rc == 0 ? ST_OK : ST_ENOMEM;
+  for (unsigned i = 0; rc == ST_OK && i < n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,
        * shared by every TLS connection (all on the loop thread). */
       char why[384];
       rc = tls_client_new(&client->tls, &client->opts, why, sizeof why);
-      if (rc != 0)
+      if (rc != ST_OK)
         client_log(client, REDLOCK_LOG_ERROR, "redlock_open: TLS: %s", why);
       else if (!client->opts.tls_verify)
         /* Once per client, here: a per-connection warning would repeat on
@@ -698,11 +698,11 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     }
   }
   int compose_rc = client_compose(client, fakes);
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = compose_rc;
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = stats_new(&client->stats_env, &client->stats);
-  if (rc == 0 && client->stats != NULL) {
+  if (rc == ST_OK && client->stats != NULL) {
     client->rounds.stats = client->stats;
     client->engine.stats = client->stats;
     client->engine.hooks = &stats_engine_hooks;
@@ -710,24 +710,24 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
     voters_set_stats(&client->voters, client->stats);
   }
   uint64_t seed = 0;
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = random_bytes(&seed, sizeof seed);
-  if (rc != 0) {
+  if (rc != ST_OK) {
     client_free(client);
     return rc;
   }
   jitter_rng_seed(&client->random.rng, seed);
   *out = client;
-  return 0;
+  return ST_OK;
 }
 
 /* The client's own uv handles on `loop` (any thread, before the loop runs
  * them). */
-static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
+static status_t client_init_handles(redlock_t *client, uv_loop_t *loop) {
   client->run.loop = loop;
   voters_set_loop(&client->voters, loop);
   if (uv_async_init(loop, &client->run.wakeup, wakeup_cb) != 0)
-    return REDLOCK_EIO;
+    return ST_EIO;
   client->run.wakeup.data = client;
   /* Until its first turn ends the loop may be asleep on other work: the
    * first call wakes it (a spare wake-up is harmless). */
@@ -741,7 +741,7 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
       uv_idle_init(loop, &client->run.turn_again) != 0 ||
       uv_check_start(&client->run.turn_check, turn_check_cb) != 0 ||
       uv_prepare_start(&client->run.turn_end, turn_end_cb) != 0)
-    return REDLOCK_EIO;
+    return ST_EIO;
   client->run.turn_check.data = client;
   client->run.turn_end.data = client;
   client->run.turn_again.data = client;
@@ -750,10 +750,10 @@ static int client_init_handles(redlock_t *client, uv_loop_t *loop) {
   uv_unref((uv_handle_t *)&client->run.turn_end);
   uv_unref((uv_handle_t *)&client->run.turn_again);
   if (tb_timer_init(&client->timebase, &client->deadline.timer, client) != 0)
-    return REDLOCK_EIO;
+    return ST_EIO;
   if (conn_flusher_init(&client->run.flusher, loop) != 0)
-    return REDLOCK_EIO;
-  return 0;
+    return ST_EIO;
+  return ST_OK;
 }
 
 static void loop_thread_main(void *arg) {
@@ -842,11 +842,11 @@ int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *l
   return 0;
 }
 
-int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                         voter_t *const *fakes, const timebase_t *tb) {
+status_t client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                              voter_t *const *fakes, const timebase_t *tb) {
   redlock_t *client;
   if (fakes == NULL || tb == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   int rc = client_new(out, opts, loop, tb, fakes);
   if (rc != 0)
     return rc;
@@ -857,7 +857,7 @@ int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop
     client_free(client);
     return rc;
   }
-  return 0;
+  return ST_OK;
 }
 
 /* Marks the client closing and queues the close for the loop: ST_OK, or
@@ -878,7 +878,7 @@ static status_t client_request_close(redlock_t *client) {
 }
 
 void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
-  if (client == NULL || client->run.own_thread || client_check_fork(client) != 0)
+  if (client == NULL || client->run.own_thread || client_check_fork(client) != ST_OK)
     return;
   client->close.closed_cb = closed;
   client->close.closed_arg = arg;
@@ -888,7 +888,7 @@ void redlock_close_uv(redlock_t *client, void (*closed)(void *arg), void *arg) {
 void redlock_close(redlock_t *client) {
   /* In a forked child the parent's client is left alone: its thread does not
    * exist here, and freeing it could touch a mutex held at the fork. */
-  if (client == NULL || client_check_fork(client) != 0)
+  if (client == NULL || client_check_fork(client) != ST_OK)
     return;
   if (!client->run.own_thread) {
     redlock_close_uv(client, NULL, NULL);

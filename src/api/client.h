@@ -134,10 +134,10 @@ struct redlock {
 
 /* ---- client.c ---- */
 int client_on_loop_thread(const redlock_t *client);
-/* REDLOCK_EFORKED in a child forked after the client was opened (its I/O
+/* ST_EFORKED in a child forked after the client was opened (its I/O
  * thread, sockets and locks belong to the parent), else 0.  Checked before
  * anything that could take the mutex a parent thread may have held. */
-int client_check_fork(const redlock_t *client);
+status_t client_check_fork(const redlock_t *client);
 /* At most this many submitted calls run per drain of the submit queue:
  * 100 000 calls queued at once made one loop callback of a second, with no
  * reply read and no request written meanwhile; the rest wait for the next
@@ -145,15 +145,15 @@ int client_check_fork(const redlock_t *client);
 #define CLIENT_DRAIN_MAX 1024
 /* A public call that reads the client outside the mutex and queues nothing
  * (redlock_stats): client_enter, under the mutex, refuses it with
- * REDLOCK_ECLOSED once the close has begun (as client_submit refuses an op),
+ * ST_ECLOSED once the close has begun (as client_submit refuses an op),
  * else counts it in `callers` (0); client_leave counts it out.  The client is
  * not freed while a call is in: client_free waits for the last to leave, so
  * that what the call reads is ordered before the free.  Not for the lock
  * calls' hot path (they hand an op to the loop under the mutex instead). */
-int client_enter(redlock_t *client);
+status_t client_enter(redlock_t *client);
 void client_leave(redlock_t *client);
-/* Queues an op for the loop; 0 or REDLOCK_ECLOSED (op untouched). */
-int client_submit(redlock_t *client, op_t *op);
+/* Queues an op for the loop; ST_OK or ST_ECLOSED (op untouched). */
+status_t client_submit(redlock_t *client, op_t *op);
 /* Appends to the submit queue and wakes the loop; caller holds the mutex and
  * has checked that the client is open. */
 void client_enqueue_locked(redlock_t *client, op_t *op);
@@ -191,8 +191,8 @@ uint64_t client_now_ns(const redlock_t *client);
  * finds no address to subscribe at either), and calls run at once: there is
  * no first connection attempt to wait for.  Closed with redlock_close_uv,
  * which shuts the fakes down as it would real voters. */
-int client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                         voter_t *const *fakes, const timebase_t *tb);
+status_t client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                              voter_t *const *fakes, const timebase_t *tb);
 
 /* Loop: dispatches an op taken from the submit queue (or made on the loop),
  * or parks an acquisition until every master has had its first connection

@@ -448,23 +448,24 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed) {
   uv_close((uv_handle_t *)&flusher->prepare, closed);
 }
 
-redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
-                             uv_loop_t *loop, conn_flusher_t *flusher, const timebase_t *tb,
-                             void *data, redisConnectCallback *on_connect,
-                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
-                             int *tls_failed) {
+status_t conn_open(redisAsyncContext **out, const node_addr_t *addr, const char *ip,
+                   tls_client_t *tls, uv_loop_t *loop, conn_flusher_t *flusher,
+                   const timebase_t *tb, void *data, redisConnectCallback *on_connect,
+                   redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
+                   int *tls_failed) {
+  *out = NULL;
   if (tls_failed != NULL)
     *tls_failed = 0;
   redisAsyncContext *ac = addr->kind == NODE_ADDR_UNIX ? redisAsyncConnectUnix(addr->path)
                                                        : redisAsyncConnect(ip, addr->port);
   if (ac == NULL) {
     snprintf(err, err_len, "out of memory");
-    return NULL;
+    return ST_ENOMEM;
   }
   if (ac->err) {
     snprintf(err, err_len, "%s", ac->errstr);
     redisAsyncFree(ac);
-    return NULL;
+    return ST_EIO;
   }
   /* A program that forks and execs must not hand our sockets to the child. */
   int flags = fcntl(ac->c.fd, F_GETFD);
@@ -475,14 +476,14 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
     if (tls == NULL) {
       snprintf(err, err_len, "TLS is not set up for this client");
       redisAsyncFree(ac);
-      return NULL;
+      return ST_EINVAL;
     }
-    ssl = tls_attach(tls, &ac->c, addr->host, err, err_len);
-    if (ssl == NULL) {
+    status_t st = tls_attach(tls, &ac->c, addr->host, &ssl, err, err_len);
+    if (st != ST_OK) {
       if (tls_failed != NULL)
         *tls_failed = 1;
       redisAsyncFree(ac);
-      return NULL;
+      return st;
     }
   }
   /* Pooled replies (replypool.h) return to their pool when hiredis frees
@@ -494,10 +495,11 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
   if (ev == NULL || replies == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
     snprintf(err, err_len,
              ev == NULL || replies == NULL ? "out of memory" : "cannot watch the socket");
+    status_t st = ev == NULL || replies == NULL ? ST_ENOMEM : ST_EIO;
     reply_pool_release(replies);
     free(ev);
     redisAsyncFree(ac);
-    return NULL;
+    return st;
   }
   ev->replies = replies;
   ev->caps = &conn_caps_reply;
@@ -520,7 +522,8 @@ redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client
   ac->data = data;
   redisAsyncSetConnectCallback(ac, on_connect);
   redisAsyncSetDisconnectCallback(ac, on_disconnect);
-  return ac;
+  *out = ac;
+  return ST_OK;
 }
 
 status_t conn_queue_auth(redisAsyncContext *ac, const node_addr_t *addr, redisCallbackFn *cb,

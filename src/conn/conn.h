@@ -111,16 +111,17 @@ void conn_flusher_close(conn_flusher_t *flusher, uv_close_cb closed);
  * address starts TLS with tls (the client's; may be NULL otherwise), its
  * certificate checked against the URI host, not ip.  The connect callback
  * reports the TCP connect only: the TLS handshake goes on with the first
- * reads and writes, so it is over when the first reply arrives.  NULL on
- * failure, with the reason in err; *tls_failed (when not NULL) says whether
+ * reads and writes, so it is over when the first reply arrives.  ST_OK
+ * with *out; on failure ST_ENOMEM, ST_EIO, ST_EINVAL (TLS wanted without
+ * tls) or tls_attach's status, with the reason in err; *tls_failed (when not NULL) says whether
  * it was the TLS set-up that failed: on loopback the TCP connect can be done
  * at once and the handshake then runs, and fails, inside this call.  tb: the
  * clock that stamps reads (conn_read_ns); it outlives the context. */
-redisAsyncContext *conn_open(const node_addr_t *addr, const char *ip, tls_client_t *tls,
-                             uv_loop_t *loop, conn_flusher_t *flusher, const timebase_t *tb,
-                             void *data, redisConnectCallback *on_connect,
-                             redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
-                             int *tls_failed);
+status_t conn_open(redisAsyncContext **out, const node_addr_t *addr, const char *ip,
+                   tls_client_t *tls, uv_loop_t *loop, conn_flusher_t *flusher,
+                   const timebase_t *tb, void *data, redisConnectCallback *on_connect,
+                   redisDisconnectCallback *on_disconnect, char *err, size_t err_len,
+                   int *tls_failed);
 /* The caps of ac's replies from now on (conn_caps_reply until then). */
 void conn_set_caps(redisAsyncContext *ac, const conn_caps_t *caps);
 

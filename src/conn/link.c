@@ -302,10 +302,10 @@ static void link_open_next(link_t *link) {
   snprintf(link->ip, sizeof link->ip, "%s", link->addrs.addr[link->addr_next++]);
   link->has_ip_key =
       link->cfg.addr->kind == NODE_ADDR_TCP && resolve_key(link->ip, 0, &link->ip_key) == ST_OK;
-  redisAsyncContext *ac =
-      conn_open(link->cfg.addr, link->ip, link->io.tls, link->io.loop, link->io.flusher,
-                link->cfg.tb, link, on_connect, on_disconnect, err, sizeof err, &tls_failed);
-  if (ac == NULL) {
+  redisAsyncContext *ac = NULL;
+  if (conn_open(&ac, link->cfg.addr, link->ip, link->io.tls, link->io.loop, link->io.flusher,
+                link->cfg.tb, link, on_connect, on_disconnect, err, sizeof err,
+                &tls_failed) != ST_OK) {
     if (tls_failed)
       link_report(link, LINK_EV_TLS_FAILURE, 0, NULL, NULL);
     else if (link_try_next(link, err))
@@ -380,8 +380,8 @@ void link_connect(link_t *link) {
     if (link->resolving != NULL)
       return;
     char err[128];
-    link->resolving = resolve_start(link->io.loop, addr->host, on_resolved, link, err, sizeof err);
-    if (link->resolving == NULL)
+    if (resolve_start(&link->resolving, link->io.loop, addr->host, on_resolved, link, err,
+                      sizeof err) != ST_OK)
       link_fail(link, REDLOCK_LOG_WARN, "cannot resolve its host name", err);
     return;
   }

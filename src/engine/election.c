@@ -200,15 +200,17 @@ static void election_campaign(redlock_election_t *e) {
   /* ~49 days of waiting; then campaign_done starts another.  Fenced: a term
    * is a fencing token.  Not owned: no thread owns the lease, so a reentrant
    * lock call can never share it. */
-  op_acquire_t *op = acquire_op_new(engine, &(acquire_params_t){.mode = LOCK_MODE_WAIT,
-                                                                .ttl_ms = e->ttl_ms,
-                                                                .wait_ms = UINT32_MAX,
-                                                                .fenced = 1,
-                                                                .owned = 0,
-                                                                .cb = election_lock_cb,
-                                                                .arg = e});
+  op_acquire_t *op = NULL;
+  (void)acquire_op_new(&op, engine,
+                       &(acquire_params_t){.mode = LOCK_MODE_WAIT,
+                                           .ttl_ms = e->ttl_ms,
+                                           .wait_ms = UINT32_MAX,
+                                           .fenced = 1,
+                                           .owned = 0,
+                                           .cb = election_lock_cb,
+                                           .arg = e});
   const char *resources[1] = {e->name};
-  if (op == NULL || acquire_op_set_keys(op, resources, 1) != 0) {
+  if (op == NULL || acquire_op_set_keys(op, resources, 1) != ST_OK) {
     if (op != NULL)
       op_free(&op->op);
     engine_log(engine, REDLOCK_LOG_ERROR, "election %s: out of memory", e->name);
@@ -261,8 +263,8 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   redlock_election_t *e = arg;
   engine_t *engine = e->engine;
   e->campaign = NULL;
-  if (status != REDLOCK_OK) {
-    if (status == REDLOCK_ETIMEDOUT || status == REDLOCK_ENOQUORUM) {
+  if (status != ST_OK) {
+    if (status == ST_ETIMEDOUT || status == ST_ENOQUORUM) {
       election_campaign(e); /* the wait budget of one campaign ran out */
       return;
     }
@@ -274,11 +276,11 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->state = ELECTION_STARTING;
   e->lost_early = 0;
   election_set_lease(e, lock);
-  int rc = lock_watch_begin(lock, lock, election_lost_cb, e, NULL);
-  if (rc != 0 || e->lost_early) {
+  status_t rc = lock_watch_begin(lock, lock, election_lost_cb, e, NULL);
+  if (rc != ST_OK || e->lost_early) {
     engine_log(engine, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
                e->name, (unsigned long long)lock->fence,
-               rc != 0 ? "cannot watch it (out of memory)" : "it expired at once");
+               rc != ST_OK ? "cannot watch it (out of memory)" : "it expired at once");
     election_drop_lease(e);
     election_backoff(e, election_backoff_ms(e));
     return;
@@ -286,8 +288,8 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->state = ELECTION_LEADER;
   e->term = lock->fence;
   e->elected_ns = engine_now_ns(e->engine);
-  engine_op_done(engine, STATS_OP_ELECTION, REDLOCK_OK, e->elected_ns - e->campaign_ns, e->name,
-                 NULL, 0);
+  engine_op_done(engine, STATS_OP_ELECTION, ST_OK, e->elected_ns - e->campaign_ns, e->name, NULL,
+                 0);
   e->campaign_ns = 0;
   engine_log(engine, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
              (unsigned long long)e->term);
@@ -346,7 +348,7 @@ static void resign_op_dispatch(op_t *op) {
 /* Both ops live in the handle, which frees them, and neither is an
  * acquisition, so neither is ever failed: a call here is a bug of the
  * library. */
-static void election_op_fail(op_t *op, int status) {
+static void election_op_fail(op_t *op, status_t status) {
   (void)op;
   (void)status;
   abort();
@@ -383,17 +385,18 @@ void election_close_all(engine_t *engine) {
 
 /* ---- what the public calls (calls_election.c) build on ------------------------------ */
 
-int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_elected_cb on_elected,
-                 redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out) {
+status_t election_new(engine_t *engine, const char *name, uint32_t ttl_ms,
+                      redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                      redlock_election_t **out) {
   redlock_election_t *e = calloc(1, sizeof *e);
   if (e == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   e->name_len = strlen(name);
   e->name = malloc(e->name_len + 1);
   e->timer = malloc(sizeof *e->timer);
   if (e->name == NULL || e->timer == NULL) {
     election_free(e);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   memcpy(e->name, name, e->name_len + 1);
   e->engine = engine;
@@ -407,7 +410,7 @@ int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_el
   e->resign_op.op.engine = engine;
   list_init(&e->link);
   *out = e;
-  return 0;
+  return ST_OK;
 }
 
 op_t *election_start_op(redlock_election_t *e) { return &e->start_op; }

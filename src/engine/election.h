@@ -10,11 +10,13 @@
 #include "engine/engine.h"
 #include "engine/op.h"
 #include "redlock.h"
+#include "util/status.h"
 
 /* A new election handle (any thread; arguments already checked): not yet
- * known to the loop.  0 or REDLOCK_ENOMEM. */
-int election_new(engine_t *engine, const char *name, uint32_t ttl_ms, redlock_elected_cb on_elected,
-                 redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out);
+ * known to the loop.  ST_OK or ST_ENOMEM. */
+status_t election_new(engine_t *engine, const char *name, uint32_t ttl_ms,
+                      redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                      redlock_election_t **out);
 /* Frees a handle the loop never took (its submission was refused). */
 void election_free(redlock_election_t *e);
 /* Its OP_ELECT, to queue once. */

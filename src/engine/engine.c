@@ -5,7 +5,7 @@
 #include "engine/election.h"
 #include "engine/lock.h"
 
-int engine_init(engine_t *engine) {
+status_t engine_init(engine_t *engine) {
   list_init(&engine->ops_in_flight);
   list_init(&engine->held_locks);
   list_init(&engine->reentrant_leases);

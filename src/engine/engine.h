@@ -97,9 +97,9 @@ typedef struct engine {
   int closing;           /* loop: engine_begin_close ran */
 } engine_t;
 
-/* Initialises the engine's own part; the caller has set the rest.  0 or
- * REDLOCK_ENOMEM. */
-int engine_init(engine_t *engine);
+/* Initialises the engine's own part; the caller has set the rest.  ST_OK
+ * or ST_ENOMEM. */
+status_t engine_init(engine_t *engine);
 /* Frees the engine's own part (after close, or on a failed open). */
 void engine_free(engine_t *engine);
 /* Close, loop side: elections stop (no callback runs any more, leaders

@@ -18,6 +18,7 @@
 
 #include "engine/round.h"
 #include "util/stats_core.h"
+#include "util/status.h"
 
 struct op_acquire;
 struct engine;
@@ -29,14 +30,14 @@ typedef struct lock_kind_ops {
   /* Key layout (any thread, before the op is queued): fills op->keys and
    * its prim_t (and, for the primitives, their fence keys when op->fenced)
    * from `n` names: a lock's resources, or a primitive's one name, with
-   * `limit` a semaphore's.  0 or REDLOCK_ENOMEM. */
-  int (*init)(struct op_acquire *op, const char *const *names, size_t n, uint32_t limit);
+   * `limit` a semaphore's.  ST_OK or ST_ENOMEM. */
+  status_t (*init)(struct op_acquire *op, const char *const *names, size_t n, uint32_t limit);
   /* The acquisition of the op's next attempt (a semaphore: its next slot). */
   round_t *(*acquire_round)(struct op_acquire *op, round_decided_fn cb);
   /* A decided acquisition: a status that ends the attempt whatever the
-   * outcome (REDLOCK_EINVAL: never retried), else 0; may note state (a
-   * writer's intent).  NULL: 0. */
-  int (*acquire_verdict)(struct op_acquire *op, const round_t *round);
+   * outcome (ST_EINVAL: never retried), else ST_OK; may note state (a
+   * writer's intent).  NULL: ST_OK. */
+  status_t (*acquire_verdict)(struct op_acquire *op, const round_t *round);
   /* After a failed attempt: 1 when the next attempt follows at once (a
    * semaphore's pass goes on with its next slot), 0 when the attempt's
    * status stands.  NULL: 0. */

@@ -76,7 +76,8 @@ static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *o
  * (keyname.h: in the key's slot), which waiters subscribe to and the
  * release script announces on; the lock handle inherits it.  The fence keys
  * are made on the loop at the first fenced attempt (lock.c). */
-static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, uint32_t limit) {
+static status_t mutex_init(op_acquire_t *op, const char *const *resources, size_t n,
+                           uint32_t limit) {
   (void)limit;
   const engine_t *engine = op->op.engine;
   const char *prefix = engine->opts->key_prefix;
@@ -88,9 +89,10 @@ static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, 
     strings += (key_len + 1) + (sizeof NOTIFY_CHANNEL_PREFIX + key_len + KEYNAME_TAG_LEN);
   }
   /* keys[0..n-1]: the keys; keys[n..2n-1]: their channels (prim.channels). */
-  char *w = prim_key_block(&op->op.engine->callmem, 2 * n, strings, &op->keys, &op->key_lens);
-  if (w == NULL)
-    return REDLOCK_ENOMEM;
+  char *w = NULL;
+  if (prim_key_block(&op->op.engine->callmem, 2 * n, strings, &op->keys, &op->key_lens, &w) !=
+      ST_OK)
+    return ST_ENOMEM;
   for (size_t i = 0; i < n; i++) {
     op->keys[i] = prim_put3(&w, prefix, prefix_len, resources[i], strlen(resources[i]), "", 0);
     op->key_lens[i] = (size_t)(w - op->keys[i]) - 1;
@@ -107,7 +109,7 @@ static int mutex_init(op_acquire_t *op, const char *const *resources, size_t n, 
   op->prim.channel_len = op->prim.channel_lens[0];
   op->n_keys = n;
   op->prefix_len = prefix_len;
-  return 0;
+  return ST_OK;
 }
 
 /* ---- rounds ---------------------------------------------------------------------- */

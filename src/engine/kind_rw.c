@@ -18,7 +18,7 @@
  * with K = key prefix + name (prims.h, keyname.h: all in K's hash slot);
  * then the channel and the name.  Fencing: fence_keys[0] = the writer
  * key's counter (shared by readers and writers). */
-static int rw_keys(op_acquire_t *op, const char *name) {
+static status_t rw_keys(op_acquire_t *op, const char *name) {
   const char *prefix = op->op.engine->opts->key_prefix;
   size_t prefix_len = op->op.engine->opts->key_prefix_len;
   size_t name_len = strlen(name);
@@ -28,9 +28,9 @@ static int rw_keys(op_acquire_t *op, const char *name) {
                    (stem_max + sizeof PRIM_RW_READ_SUFFIX) +
                    (stem_max + sizeof PRIM_RW_INTENT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + stem_max) + (name_len + 1) + (key_len + 1);
-  char *w = prim_key_block(&op->op.engine->callmem, 3, strings, &op->keys, &op->key_lens);
-  if (w == NULL)
-    return REDLOCK_ENOMEM;
+  char *w = NULL;
+  if (prim_key_block(&op->op.engine->callmem, 3, strings, &op->keys, &op->key_lens, &w) != ST_OK)
+    return ST_ENOMEM;
   /* K itself is kept last, as scratch to build the others from. */
   char *key = w + strings - (key_len + 1);
   char *tmp = key;
@@ -56,29 +56,30 @@ static int rw_keys(op_acquire_t *op, const char *name) {
 
   if (op->fenced) {
     size_t fence_len = keyname_len(sizeof FENCE_KEY_PREFIX - 1, op->keys[0], op->key_lens[0], 0);
-    char *f = prim_key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys,
-                             &op->fence_key_lens);
-    if (f == NULL)
-      return REDLOCK_ENOMEM;
+    char *f = NULL;
+    if (prim_key_block(&op->op.engine->callmem, 1, fence_len + 1, &op->fence_keys,
+                       &op->fence_key_lens, &f) != ST_OK)
+      return ST_ENOMEM;
     op->fence_keys[0] = f;
     op->fence_key_lens[0] =
         keyname_build(f, PRIM_LIT(FENCE_KEY_PREFIX), op->keys[0], op->key_lens[0], "", 0);
   }
-  return 0;
+  return ST_OK;
 }
 
-static int rw_read_init(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
+static status_t rw_read_init(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
   (void)n;
   (void)limit;
   return rw_keys(op, names[0]);
 }
 
 /* A writer also draws the value of its intent. */
-static int rw_write_init(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
+static status_t rw_write_init(op_acquire_t *op, const char *const *names, size_t n,
+                              uint32_t limit) {
   (void)n;
   (void)limit;
-  int rc = rw_keys(op, names[0]);
-  if (rc == 0)
+  status_t rc = rw_keys(op, names[0]);
+  if (rc == ST_OK)
     rc = random_lock_value(op->prim.intent);
   return rc;
 }
@@ -123,7 +124,7 @@ static round_t *rw_write_acquire_round(op_acquire_t *op, round_decided_fn cb) {
 }
 
 /* A waiting writer refused because of readers has set its intent (rw_write.lua). */
-static int rw_write_acquire_verdict(op_acquire_t *op, const round_t *round) {
+static status_t rw_write_acquire_verdict(op_acquire_t *op, const round_t *round) {
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
     if (vote->state == VOTE_PENDING || vote->state == VOTE_YES)
@@ -131,7 +132,7 @@ static int rw_write_acquire_verdict(op_acquire_t *op, const round_t *round) {
     if (vote->integer == PRIM_RW_READERS && op->mode == LOCK_MODE_WAIT)
       op->prim.intent_set = 1;
   }
-  return 0;
+  return ST_OK;
 }
 
 static round_t *rw_fence_round(op_acquire_t *op, const char *token, size_t token_len,
@@ -215,7 +216,7 @@ static round_t *rw_attempt_release_round(op_acquire_t *op) {
 /* A writer that stops waiting withdraws its intent at once, and tells the
  * readers it held back. */
 static void rw_write_op_end(op_acquire_t *op, int status) {
-  if (status == REDLOCK_OK || !op->prim.intent_set)
+  if (status == ST_OK || !op->prim.intent_set)
     return;
   op->prim.intent_set = 0;
   round_t *round = rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value,

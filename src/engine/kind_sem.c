@@ -26,7 +26,7 @@
  * then the name and the permit's resource, N + ":sem:" + i (rewritten with
  * the slot).  Fencing: fence_keys[0] = FENCE_KEY_PREFIX + the slot key
  * (which has K's tag already; rewritten with the slot). */
-static int sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
+static status_t sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32_t limit) {
   (void)n;
   (void)limit; /* prim_op_init keeps it */
   const char *prefix = op->op.engine->opts->key_prefix;
@@ -41,9 +41,9 @@ static int sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32
   size_t strings = (slot_max + 1) + (stem_max + sizeof PRIM_SEM_LIMIT_SUFFIX) +
                    (sizeof NOTIFY_CHANNEL_PREFIX + stem_max) + (name_len + 1) + (resource_max + 1) +
                    (key_len + 1);
-  char *w = prim_key_block(&op->op.engine->callmem, 2, strings, &op->keys, &op->key_lens);
-  if (w == NULL)
-    return REDLOCK_ENOMEM;
+  char *w = NULL;
+  if (prim_key_block(&op->op.engine->callmem, 2, strings, &op->keys, &op->key_lens, &w) != ST_OK)
+    return ST_ENOMEM;
   /* K itself is kept last, as scratch to build the others from. */
   char *key = w + strings - (key_len + 1);
   char *tmp = key;
@@ -73,14 +73,14 @@ static int sem_keys(op_acquire_t *op, const char *const *names, size_t n, uint32
 
   if (op->fenced) {
     size_t fence_max = keyname_len(sizeof FENCE_KEY_PREFIX - 1, slot, slot_len, SLOT_DIGITS_MAX);
-    char *f = prim_key_block(&op->op.engine->callmem, 1, fence_max + 1, &op->fence_keys,
-                             &op->fence_key_lens);
-    if (f == NULL)
-      return REDLOCK_ENOMEM;
+    char *f = NULL;
+    if (prim_key_block(&op->op.engine->callmem, 1, fence_max + 1, &op->fence_keys,
+                       &op->fence_key_lens, &f) != ST_OK)
+      return ST_ENOMEM;
     op->fence_keys[0] = f;
     op->prim.fence_digits = f + keyname_build(f, PRIM_LIT(FENCE_KEY_PREFIX), slot, slot_len, "", 0);
   }
-  return 0;
+  return ST_OK;
 }
 
 /* Points the op's slot key (and fence key, and resource) at slot i. */
@@ -127,7 +127,7 @@ static round_t *sem_acquire_round(op_acquire_t *op, round_decided_fn cb) {
 
 /* sem_acquire.lua refuses with -L, the limit L another client gave for the
  * name. */
-static int sem_acquire_verdict(op_acquire_t *op, const round_t *round) {
+static status_t sem_acquire_verdict(op_acquire_t *op, const round_t *round) {
   engine_t *engine = op->op.engine;
   for (unsigned i = 0; i < round->n_votes; i++) {
     const vote_t *vote = &round->votes[i];
@@ -143,16 +143,16 @@ static int sem_acquire_verdict(op_acquire_t *op, const round_t *round) {
                  op->prim.name, op->prim.limit,
                  engine->rounds->transport->label(engine->rounds->transport_arg, i),
                  (long long)-vote->integer);
-      return REDLOCK_EINVAL;
+      return ST_EINVAL;
     }
   }
-  return 0;
+  return ST_OK;
 }
 
 static int sem_next_slot(op_acquire_t *op, int status) {
   /* Only "held" says another slot may be free; a missing quorum or a slow
    * round would fail the same way on every slot. */
-  if (status == REDLOCK_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
+  if (status == ST_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
       (op->mode != LOCK_MODE_WAIT || engine_now_ns(op->op.engine) < op->wait_deadline_ns))
     return 1;
   op->prim.slots_left = 0;

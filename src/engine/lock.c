@@ -20,7 +20,7 @@
  * FENCE_KEY_PREFIX, named in each key's hash slot (keyname.h).  After the n
  * counters, fence_keys[n..2n-1] are their floors (direct.h: the counters
  * of masters that run no scripts), counter + DIRECT_FLOOR_SUFFIX. */
-static int op_make_fence_keys(op_acquire_t *op) {
+static status_t op_make_fence_keys(op_acquire_t *op) {
   size_t prefix_len = sizeof FENCE_KEY_PREFIX - 1, suffix_len = sizeof DIRECT_FLOOR_SUFFIX - 1;
   size_t n = op->n_keys;
   size_t bytes = 2 * n * (sizeof(char *) + sizeof(size_t));
@@ -29,7 +29,7 @@ static int op_make_fence_keys(op_acquire_t *op) {
              keyname_len(prefix_len, op->keys[i], op->key_lens[i], suffix_len) + 1;
   char *block = callmem_alloc(&op->op.engine->callmem, bytes);
   if (block == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   op->fence_keys = (char **)(void *)block;
   op->fence_key_lens = (size_t *)(void *)(block + 2 * n * sizeof(char *));
   char *w = block + 2 * n * (sizeof(char *) + sizeof(size_t));
@@ -41,7 +41,7 @@ static int op_make_fence_keys(op_acquire_t *op) {
                       i < n ? "" : DIRECT_FLOOR_SUFFIX, i < n ? 0 : suffix_len);
     w += op->fence_key_lens[i] + 1;
   }
-  return 0;
+  return ST_OK;
 }
 
 /* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it). */
@@ -87,13 +87,15 @@ static void lock_set_expiry(redlock_lock_t *lock, uint64_t started_ns, uint32_t 
   atomic_store(&lock->expires_ns, lock_end_ns(lock, started_ns, ttl_ms));
 }
 
-/* Makes the handle for a won acquisition and registers it as live. */
-static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
+/* Makes the handle for a won acquisition (*out) and registers it as live:
+ * ST_OK or ST_ENOMEM. */
+static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t started_ns) {
   engine_t *engine = op->op.engine;
   uint32_t n;
+  *out = NULL;
   redlock_lock_t *lock = callmem_handle_new(&engine->callmem, &n);
   if (lock == NULL)
-    return NULL;
+    return ST_ENOMEM;
   lock->engine = engine;
   lock->handle = handle_encode(lock, n);
   lock->n_keys = op->n_keys;
@@ -122,7 +124,7 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   uv_mutex_unlock(engine->mutex);
   if (rc != ST_OK) {
     callmem_handle_free(&engine->callmem, lock);
-    return NULL;
+    return rc;
   }
   op->keys = NULL; /* the lock owns them now */
   op->key_lens = NULL;
@@ -134,7 +136,8 @@ static redlock_lock_t *lock_create(op_acquire_t *op, uint64_t started_ns) {
   }
   list_insert_tail(&engine->held_locks, &lock->held_link);
   stats_gauge(engine->stats, STATS_GAUGE_HELD, +1);
-  return lock;
+  *out = lock;
+  return ST_OK;
 }
 
 static void lock_mark_lost(redlock_lock_t *lock, int reason) {
@@ -165,10 +168,11 @@ static void send_for(const op_t *op, round_t *round) {
 
 static const op_ops_t acquire_op_ops; /* the acquisition's table, below its functions */
 
-op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params) {
+status_t acquire_op_new(op_acquire_t **out, engine_t *engine, const acquire_params_t *params) {
   op_acquire_t *op = callmem_calloc(&engine->callmem, sizeof *op);
+  *out = op;
   if (op == NULL)
-    return NULL;
+    return ST_ENOMEM;
   op->op.ops = &acquire_op_ops;
   op->op.engine = engine;
   op->prim.ops = &kind_mutex; /* a plain lock, unless prim_op_init makes it a primitive */
@@ -181,17 +185,18 @@ op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params) {
     op->caller = uv_thread_self();
   op->lock_cb = params->cb;
   op->arg = params->arg;
-  return op;
+  return ST_OK;
 }
 
-int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n) {
+status_t acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n) {
   return op->prim.ops->init(op, resources, n, 0);
 }
 
-/* A new hold on a lease this thread acquired for the same resource, if it
- * is still valid.  NULL when there is none, or (*rc = REDLOCK_ENOMEM) when
- * there is one but no memory for the hold. */
-static redlock_lock_t *reentrant_hold(engine_t *engine, const char *resource, int *rc) {
+/* *out: a new hold on a lease this thread acquired for the same resource,
+ * if it is still valid, else NULL.  ST_ENOMEM when there is one but no
+ * memory for the hold. */
+static status_t reentrant_hold(redlock_lock_t **out, engine_t *engine, const char *resource) {
+  status_t st = ST_OK;
   size_t prefix_len = engine->opts->key_prefix_len;
   size_t len = strlen(resource);
   uv_thread_t self = uv_thread_self();
@@ -213,7 +218,7 @@ static redlock_lock_t *reentrant_hold(engine_t *engine, const char *resource, in
        * very lease, and wait or fail as if another holder had it. */
       callmem_handle_free(&engine->callmem, hold);
       hold = NULL;
-      *rc = REDLOCK_ENOMEM;
+      st = ST_ENOMEM;
       break;
     }
     hold->engine = engine;
@@ -223,42 +228,45 @@ static redlock_lock_t *reentrant_hold(engine_t *engine, const char *resource, in
     break;
   }
   uv_mutex_unlock(engine->mutex);
-  return hold;
+  *out = hold;
+  return st;
 }
 
-int acquire_op_reenter(op_acquire_t *op, const char *resource) {
-  int rc = 0;
-  redlock_lock_t *hold = reentrant_hold(op->op.engine, resource, &rc);
+status_t acquire_op_reenter(op_acquire_t *op, const char *resource) {
+  redlock_lock_t *hold = NULL;
+  status_t st = reentrant_hold(&hold, op->op.engine, resource);
   if (hold == NULL)
-    return rc;
+    return st;
   op->hold = hold;
   op->mode = LOCK_MODE_REENTER;
-  return 0;
+  return ST_OK;
 }
 
-static op_t *extend_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
-                            redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+static status_t extend_op_make(op_t **out, engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                               redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
   (void)lost_cb;
   op_extend_t *ext = callmem_alloc(&engine->callmem, sizeof *ext);
   if (ext == NULL)
-    return NULL;
+    return ST_ENOMEM;
   *ext = (op_extend_t){.lock = lock, .ttl_ms = ttl_ms, .done_cb = done_cb, .arg = arg};
-  return &ext->op;
+  *out = &ext->op;
+  return ST_OK;
 }
 
-static op_t *release_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
-                             redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+static status_t release_op_make(op_t **out, engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                                redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
   (void)ttl_ms;
   (void)lost_cb;
   op_release_t *rel = callmem_alloc(&engine->callmem, sizeof *rel);
   if (rel == NULL)
-    return NULL;
+    return ST_ENOMEM;
   *rel = (op_release_t){.lock = lock, .done_cb = done_cb, .arg = arg};
-  return &rel->op;
+  *out = &rel->op;
+  return ST_OK;
 }
 
-static op_t *watch_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
-                           redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
+static status_t watch_op_make(op_t **out, engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                              redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
   (void)ttl_ms;
   (void)done_cb;
   op_watch_t *watch = callmem_alloc(&engine->callmem, sizeof *watch);
@@ -266,31 +274,34 @@ static op_t *watch_op_make(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_
   if (watch == NULL || timer == NULL) {
     callmem_release(&engine->callmem, watch);
     free(timer);
-    return NULL;
+    return ST_ENOMEM;
   }
   *watch =
       (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
-  return &watch->op;
+  *out = &watch->op;
+  return ST_OK;
 }
 
-op_t *target_op_new(engine_t *engine, const target_kind_t *kind, redlock_lock_t *lock,
-                    uint32_t ttl_ms, redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg) {
-  op_t *op = kind->make(engine, lock, ttl_ms, done_cb, lost_cb, arg);
-  if (op != NULL) {
-    op->ops = &kind->ops;
-    op->engine = engine;
+status_t target_op_new(op_t **out, engine_t *engine, const target_kind_t *kind,
+                       redlock_lock_t *lock, uint32_t ttl_ms, redlock_done_cb done_cb,
+                       redlock_lost_cb lost_cb, void *arg) {
+  *out = NULL;
+  status_t st = kind->make(out, engine, lock, ttl_ms, done_cb, lost_cb, arg);
+  if (st == ST_OK) {
+    (*out)->ops = &kind->ops;
+    (*out)->engine = engine;
   }
-  return op;
+  return st;
 }
 
-int lock_claim_locked(op_t *op) {
+status_t lock_claim_locked(op_t *op) {
   engine_t *engine = op->engine;
   const target_kind_t *kind = container_of(op->ops, target_kind_t, ops);
   /* The handle the op acts on. */
   redlock_lock_t **lock = (redlock_lock_t **)(void *)((char *)op + kind->lock_offset);
   /* The value, not its address: a stale value is in no live set (handle.h). */
   if (!ptrset_contains(&engine->live_locks, *lock))
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   if (kind->claims_handle)
     ptrset_remove(&engine->live_locks, *lock);
   *lock = lock_of(*lock);
@@ -298,7 +309,7 @@ int lock_claim_locked(op_t *op) {
     *lock = (*lock)->lease; /* a hold extends and watches its lease */
     (*lock)->refs++;
   }
-  return 0;
+  return ST_OK;
 }
 
 /* ---- op life cycle ------------------------------------------------------------ */
@@ -358,32 +369,35 @@ static stats_op_t acquire_stats_kind(const op_acquire_t *op) {
 
 /* ---- cancellation by id --------------------------------------------------------- */
 
-int acquire_register_locked(op_acquire_t *op, uint64_t *id) {
+status_t acquire_register_locked(op_acquire_t *op, uint64_t *id) {
   engine_t *engine = op->op.engine;
   uint64_t next = engine->last_call_id + 1;
   if (op->mode != LOCK_MODE_REENTER) {
     if (idmap_put(&engine->calls, next, op) != ST_OK)
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     op->call_id = next;
   }
   engine->last_call_id = next;
   *id = next;
-  return 0;
+  return ST_OK;
 }
 
-int acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake) {
+status_t acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake, int *late) {
   *wake = 0;
+  *late = 0;
   if (id == 0 || id > engine->last_call_id)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   op_acquire_t *op = idmap_get(&engine->calls, id);
-  if (op == NULL)
-    return ACQUIRE_CANCEL_LATE;
+  if (op == NULL) {
+    *late = 1;
+    return ST_OK;
+  }
   if (!op->cancel_asked) {
     op->cancel_asked = 1;
     list_insert_tail(&engine->cancels, &op->cancel_link);
     *wake = 1;
   }
-  return 0;
+  return ST_OK;
 }
 
 /* 1 when the call must stop: canceled on the loop, or asked by
@@ -437,7 +451,7 @@ static int acquire_settle(op_acquire_t *op) {
 /* Tells the caller the call's outcome, once: the waiter's subscription
  * goes, the stats and the event, the callback.  Usually from
  * acquire_finish; earlier for a call canceled while its round is out. */
-static void acquire_report(op_acquire_t *op, int status, redlock_lock_t *lock) {
+static void acquire_report(op_acquire_t *op, status_t status, redlock_lock_t *lock) {
   engine_t *engine = op->op.engine;
   if (op->reported)
     return;
@@ -461,9 +475,9 @@ static void acquire_report(op_acquire_t *op, int status, redlock_lock_t *lock) {
 
 /* Takes the acquisition out of the in-flight list, runs its callback once
  * (unless it ran already), frees it. */
-static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
+static void acquire_finish(op_acquire_t *op, status_t status, redlock_lock_t *lock) {
   if (acquire_settle(op) && lock == NULL)
-    status = REDLOCK_ECANCELED;
+    status = ST_ECANCELED;
   if (op->prim.ops->op_end != NULL)
     op->prim.ops->op_end(op, status); /* e.g. a writer that gives up withdraws its intent */
   op_unlink(&op->op);
@@ -471,7 +485,7 @@ static void acquire_finish(op_acquire_t *op, int status, redlock_lock_t *lock) {
   op_end(&op->op, NULL);
 }
 
-static void extend_finish(op_extend_t *op, int status) {
+static void extend_finish(op_extend_t *op, status_t status) {
   op_unlink(&op->op);
   engine_call_finished(op->op.engine, STATS_OP_EXTEND, status, op, 0,
                        op->lock != NULL ? op->lock->resource : NULL, -1);
@@ -480,7 +494,7 @@ static void extend_finish(op_extend_t *op, int status) {
   op_end(&op->op, op->lock);
 }
 
-static void release_finish(op_release_t *op, int status) {
+static void release_finish(op_release_t *op, status_t status) {
   op_unlink(&op->op);
   engine_call_finished(op->op.engine, STATS_OP_RELEASE, status, op, 0,
                        op->lock != NULL ? op->lock->resource : NULL, -1);
@@ -495,19 +509,19 @@ static void watch_finish(op_watch_t *op) {
 }
 
 /* Ends an op that never started (close, parked): status to its callback. */
-static void acquire_op_fail(op_t *op, int status) {
+static void acquire_op_fail(op_t *op, status_t status) {
   acquire_finish(OP_AS(op_acquire_t, op, &acquire_op_ops, op), status, NULL);
 }
 
-static void extend_op_fail(op_t *op, int status) {
+static void extend_op_fail(op_t *op, status_t status) {
   extend_finish(OP_AS(op_extend_t, op, &target_extend.ops, op), status);
 }
 
-static void release_op_fail(op_t *op, int status) {
+static void release_op_fail(op_t *op, status_t status) {
   release_finish(OP_AS(op_release_t, op, &target_release.ops, op), status);
 }
 
-static void watch_op_fail(op_t *op, int status) {
+static void watch_op_fail(op_t *op, status_t status) {
   (void)status; /* redlock_watch has no callback to tell */
   watch_finish(OP_AS(op_watch_t, op, &target_watch.ops, op));
 }
@@ -538,21 +552,21 @@ static void lock_wait_for_release(op_acquire_t *op) {
               op->prim.ops->wake_mode);
 }
 
-static int lock_wait_end_status(int last_attempt) {
-  if (last_attempt == REDLOCK_ENOQUORUM || last_attempt == REDLOCK_ENOMEM)
+static status_t lock_wait_end_status(status_t last_attempt) {
+  if (last_attempt == ST_ENOQUORUM || last_attempt == ST_ENOMEM)
     return last_attempt;
-  return REDLOCK_ETIMEDOUT;
+  return ST_ETIMEDOUT;
 }
 
-static void lock_retry_or_finish(op_acquire_t *op, int status) {
+static void lock_retry_or_finish(op_acquire_t *op, status_t status) {
   engine_t *engine = op->op.engine;
   if (acquire_stopped(op)) {
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   /* Too many masters run no scripts for this kind of lock: no retry can
    * change that (a master gains Lua only at a new handshake). */
-  if (status == REDLOCK_ENOTSUP) {
+  if (status == ST_ENOTSUP) {
     acquire_finish(op, status, NULL);
     return;
   }
@@ -582,7 +596,7 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
     }
     /* Held by someone: be woken by its release rather than poll for it.
      * The timer stays as the fallback for expiry and foreign releases. */
-    if (status == REDLOCK_ELOCKED && op->waiter.channel == NULL)
+    if (status == ST_ELOCKED && op->waiter.channel == NULL)
       lock_wait_for_release(op);
     if (op->waiter.woken) {
       op->waiter.woken = 0;
@@ -597,58 +611,58 @@ static void lock_retry_or_finish(op_acquire_t *op, int status) {
   if (op->retry_timer == NULL) {
     op->retry_timer = malloc(sizeof *op->retry_timer);
     if (op->retry_timer == NULL) {
-      acquire_finish(op, REDLOCK_ENOMEM, NULL);
+      acquire_finish(op, ST_ENOMEM, NULL);
       return;
     }
     if (tb_timer_init(engine->tb, op->retry_timer, op) != 0) {
       free(op->retry_timer);
       op->retry_timer = NULL;
-      acquire_finish(op, REDLOCK_EIO, NULL);
+      acquire_finish(op, ST_EIO, NULL);
       return;
     }
   }
   if (tb_timer_start(op->retry_timer, retry_timer_cb, delay) != 0)
-    acquire_finish(op, REDLOCK_EIO, NULL);
+    acquire_finish(op, ST_EIO, NULL);
 }
 
 /* A won round (the acquisition, or with fencing its write-back): grant the
  * lock if validity is left, measured from the start of the acquisition.
  * Returns 0 when the call ended (granted, or a cancelable call that could
  * not be granted after its commit), else the status of the failed attempt. */
-static int lock_grant(op_acquire_t *op, uint64_t decided_ns) {
+static status_t lock_grant(op_acquire_t *op, uint64_t decided_ns) {
   engine_t *engine = op->op.engine;
   if (acquire_stopped(op))
-    return REDLOCK_ECANCELED;
+    return ST_ECANCELED;
   uint64_t elapsed = decided_ns - op->attempt_started_ns;
   if (quorum_validity_ns(op->ttl_ms, elapsed, engine->opts->drift_factor) <
       QUORUM_MIN_VALIDITY_NS) {
     engine_log(engine, REDLOCK_LOG_WARN,
                "lock %s: quorum won but it took %llu us of a %u ms ttl: no validity left",
                op->keys[0], (unsigned long long)(elapsed / 1000), op->ttl_ms);
-    return REDLOCK_EEXPIRED;
+    return ST_EEXPIRED;
   }
   /* Only now, right before the grant: a cancel is too late from here on. */
   if (acquire_commit(op))
-    return REDLOCK_ECANCELED;
-  redlock_lock_t *lock = lock_create(op, op->attempt_started_ns);
-  if (lock == NULL) {
+    return ST_ECANCELED;
+  redlock_lock_t *lock = NULL;
+  if (lock_create(&lock, op, op->attempt_started_ns) != ST_OK) {
     if (op->call_id == 0)
-      return REDLOCK_ENOMEM; /* a failed attempt: retried by the call's policy */
+      return ST_ENOMEM; /* a failed attempt: retried by the call's policy */
     /* Committed: a cancel was told it is too late, so the call cannot go on
      * to another attempt (which that cancel would not stop).  It ends here,
      * after releasing what the round set. */
     op->waiter.in_attempt = 0;
     if (op->set_mask != 0)
       release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
-    acquire_finish(op, REDLOCK_ENOMEM, NULL);
-    return 0;
+    acquire_finish(op, ST_ENOMEM, NULL);
+    return ST_OK;
   }
-  acquire_finish(op, REDLOCK_OK, lock);
-  return 0;
+  acquire_finish(op, ST_OK, lock);
+  return ST_OK;
 }
 
 /* The attempt failed: release wherever our value may be, then retry or end. */
-static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int status) {
+static void lock_attempt_failed(op_acquire_t *op, const round_t *round, status_t status) {
   engine_t *engine = op->op.engine;
   op->waiter.in_attempt = 0;
   notify_attempt_done(&op->waiter);
@@ -659,7 +673,7 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int stat
     engine_log(engine, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
                op->attempts, redlock_err_name(status), round->yes, round->no, round->failed);
-  if (status == REDLOCK_EINVAL) {
+  if (status == ST_EINVAL) {
     acquire_finish(op, status, NULL); /* e.g. a semaphore's limit disagreement: never retried */
     return;
   }
@@ -673,13 +687,13 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, int stat
   lock_retry_or_finish(op, status);
 }
 
-static int lost_status(const round_t *round, quorum_outcome_t outcome) {
-  return outcome == QUORUM_LOST_HELD ? REDLOCK_ELOCKED : round_noquorum_status(round);
+static status_t lost_status(const round_t *round, quorum_outcome_t outcome) {
+  return outcome == QUORUM_LOST_HELD ? ST_ELOCKED : round_noquorum_status(round);
 }
 
 static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_acquire_t *op = ctx;
-  int status = lost_status(round, outcome);
+  status_t status = lost_status(round, outcome);
   if (outcome == QUORUM_WON && (status = lock_grant(op, round->decided_ns)) == 0)
     return;
   /* The write-back round touched no lock key; the acquisition did. */
@@ -688,7 +702,7 @@ static void on_fence_commit_decided(round_t *round, quorum_outcome_t outcome, vo
 
 /* Fencing: write the token back to every master before granting, so that
  * every later grant, on any quorum, sees a counter at least this high. */
-static int fence_commit(op_acquire_t *op, const round_t *acquired) {
+static status_t fence_commit(op_acquire_t *op, const round_t *acquired) {
   uint64_t token = 0;
   for (unsigned i = 0; i < acquired->n_votes; i++)
     if (acquired->votes[i].state == VOTE_YES && (uint64_t)acquired->votes[i].integer > token)
@@ -698,28 +712,28 @@ static int fence_commit(op_acquire_t *op, const round_t *acquired) {
   size_t n = resp_u64_to_dec(token, token_str);
   round_t *round = op->prim.ops->fence_round(op, token_str, n, on_fence_commit_decided);
   if (round == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   send_for(&op->op, round);
-  return 0;
+  return ST_OK;
 }
 
 static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_acquire_t *op = ctx;
-  int status = lost_status(round, outcome);
+  status_t status = lost_status(round, outcome);
   op->set_mask = round_set_mask(round);
   /* A permit's or a hold's script may refuse with a reason (kind.h). */
-  int verdict =
-      op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : 0;
-  if (verdict != 0) {
+  status_t verdict =
+      op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : ST_OK;
+  if (verdict != ST_OK) {
     lock_attempt_failed(op, round, verdict);
     return;
   }
   if (outcome == QUORUM_WON) {
     if (op->fenced && !acquire_stopped(op)) {
       status = fence_commit(op, round);
-      if (status == 0)
+      if (status == ST_OK)
         return;
-    } else if ((status = lock_grant(op, round->decided_ns)) == 0) {
+    } else if ((status = lock_grant(op, round->decided_ns)) == ST_OK) {
       return;
     }
   }
@@ -728,20 +742,20 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
 
 static void lock_attempt(op_acquire_t *op) {
   if (acquire_stopped(op)) {
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   op->attempts++;
-  int rc = random_pool_lock_value(op->op.engine->values, op->value);
-  if (rc == 0 && op->fenced && op->fence_keys == NULL)
+  status_t rc = random_pool_lock_value(op->op.engine->values, op->value);
+  if (rc == ST_OK && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
-  if (rc != 0) {
+  if (rc != ST_OK) {
     acquire_finish(op, rc, NULL);
     return;
   }
   round_t *round = op->prim.ops->acquire_round(op, on_acquire_decided);
   if (round == NULL) {
-    acquire_finish(op, REDLOCK_ENOMEM, NULL);
+    acquire_finish(op, ST_ENOMEM, NULL);
     return;
   }
   op->waiter.in_attempt = 1;
@@ -780,8 +794,8 @@ static uint64_t extend_sent(redlock_lock_t *lock, uint32_t ttl_ms) {
  * so the last round sent is the last to set the ttl wherever it ran, but an
  * earlier round decided after it (its votes came late) may not be (seq:
  * extend_sent's number of this round). */
-static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
-                          uint32_t ttl_ms, uint64_t seq) {
+static status_t extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_outcome_t outcome,
+                               uint32_t ttl_ms, uint64_t seq) {
   /* Where the script re-installed our value the key is ours again, whatever
    * the outcome: the release must reach those masters too. */
   lock->set_mask |= round_set_mask(round);
@@ -789,7 +803,7 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
     int64_t validity = quorum_validity_ns(ttl_ms, round->decided_ns - round->started_ns,
                                           lock->engine->opts->drift_factor);
     if (validity < QUORUM_MIN_VALIDITY_NS)
-      return REDLOCK_EEXPIRED;
+      return ST_EEXPIRED;
     if (seq == lock->extends_sent) {
       if (atomic_load(&lock->expires_ns) <= (int64_t)round->decided_ns) {
         /* The validity ran out while the round was in flight.  A won round
@@ -797,20 +811,20 @@ static int extend_outcome(redlock_lock_t *lock, const round_t *round, quorum_out
          * may be re-installs after another client held the lock and let go
          * of it (docs/safety.md §8.3).  Never revived, as never extended
          * once expired. */
-        lock_mark_lost(lock, REDLOCK_ELOST);
-        return REDLOCK_ELOST;
+        lock_mark_lost(lock, ST_ELOST);
+        return ST_ELOST;
       }
       lock->ttl_ms = ttl_ms;
       lock_set_expiry(lock, round->started_ns, ttl_ms);
     }
-    return REDLOCK_OK;
+    return ST_OK;
   }
   if (outcome == QUORUM_LOST_HELD) {
     /* A quorum answered, too few yes: the others found another value (or,
      * for a hold, what its acquisition script would refuse), so someone
      * else may hold it. */
-    lock_mark_lost(lock, REDLOCK_ELOST);
-    return REDLOCK_ELOST;
+    lock_mark_lost(lock, ST_ELOST);
+    return ST_ELOST;
   }
   return round_noquorum_status(round);
 }
@@ -824,14 +838,14 @@ static void extend_start(op_extend_t *op) {
   redlock_lock_t *lock = op->lock;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     /* Possibly held by another by now: extending could overlap its hold. */
-    lock_mark_lost(lock, REDLOCK_ELOST);
-    extend_finish(op, REDLOCK_ELOST);
+    lock_mark_lost(lock, ST_ELOST);
+    extend_finish(op, ST_ELOST);
     return;
   }
   round_t *round =
       lock->prim.ops->extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op);
   if (round == NULL) {
-    extend_finish(op, REDLOCK_ENOMEM);
+    extend_finish(op, ST_ENOMEM);
     return;
   }
   op->seq = extend_sent(lock, op->ttl_ms);
@@ -850,9 +864,9 @@ static void lock_stop_watch(redlock_lock_t *lock) {
 
 static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   op_release_t *op = ctx;
-  int status = outcome == QUORUM_WON         ? REDLOCK_OK
-               : outcome == QUORUM_LOST_HELD ? REDLOCK_ELOST
-                                             : round_noquorum_status(round);
+  status_t status = outcome == QUORUM_WON         ? ST_OK
+                    : outcome == QUORUM_LOST_HELD ? ST_ELOST
+                                                  : round_noquorum_status(round);
   release_finish(op, status);
 }
 
@@ -880,7 +894,7 @@ static void release_start(op_release_t *op) {
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
     op->lock = NULL;
-    release_finish(op, REDLOCK_OK);
+    release_finish(op, ST_OK);
     return;
   }
   op->lock = lock; /* the release ends with the lease's last reference */
@@ -891,7 +905,7 @@ static void release_start(op_release_t *op) {
   lock_stop_watch(lock);
   round_t *round = lock->prim.ops->release_round(engine, lock, on_release_decided, op);
   if (round == NULL) {
-    release_finish(op, REDLOCK_ENOMEM);
+    release_finish(op, ST_ENOMEM);
     return;
   }
   send_for(&op->op, round);
@@ -905,11 +919,11 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   redlock_lock_t *lock = ctx;
   lock->watch_extending = 0;
   if (lock->watched) {
-    int status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
+    status_t status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
     engine_renewed(lock->engine, lock, round, status);
-    if (status == REDLOCK_OK)
+    if (status == ST_OK)
       lock->watch_failures = 0;
-    else if (status != REDLOCK_ELOST)
+    else if (status != ST_ELOST)
       engine_log(lock->engine, lock->watch_failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
                  "watch %s: extension failed (%s); retrying while %lld ms of validity remain",
                  lock->resource, redlock_err_name(status),
@@ -926,7 +940,7 @@ static void watch_timer_cb(tb_timer_t *timer) {
   if (!lock->watched || lock->watch_extending)
     return;
   if (lock_validity_ns(lock) <= 0) {
-    lock_mark_lost(lock, REDLOCK_ELOST);
+    lock_mark_lost(lock, ST_ELOST);
     return;
   }
   round_t *round =
@@ -968,8 +982,8 @@ static void watch_schedule(redlock_lock_t *lock) {
   tb_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1));
 }
 
-int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg, tb_timer_t **spare) {
+status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
+                          void *arg, tb_timer_t **spare) {
   engine_t *engine = lock->engine;
   if (lock->watch_timer == NULL) {
     if (spare != NULL && *spare != NULL) {
@@ -979,11 +993,11 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
       lock->watch_timer = malloc(sizeof *lock->watch_timer);
     }
     if (lock->watch_timer == NULL)
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     if (tb_timer_init(engine->tb, lock->watch_timer, lock) != 0) {
       free(lock->watch_timer);
       lock->watch_timer = NULL;
-      return REDLOCK_EIO;
+      return ST_EIO;
     }
   }
   lock->lost_cb = lost_cb;
@@ -994,11 +1008,11 @@ int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_
   lock->watched = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
-    lock_mark_lost(lock, REDLOCK_ELOST);
+    lock_mark_lost(lock, ST_ELOST);
   } else {
     watch_schedule(lock);
   }
-  return REDLOCK_OK;
+  return ST_OK;
 }
 
 static void watch_start(op_watch_t *op) {
@@ -1013,13 +1027,13 @@ static void watch_start(op_watch_t *op) {
 static void acquire_start(op_acquire_t *op) {
   op->dispatched = 1;
   if (acquire_stopped(op)) { /* canceled before the loop took it */
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   if (op->mode == LOCK_MODE_REENTER) {
     redlock_lock_t *hold = op->hold;
     op->hold = NULL;
-    acquire_finish(op, REDLOCK_OK, hold);
+    acquire_finish(op, ST_OK, hold);
     return;
   }
   if (op->mode == LOCK_MODE_WAIT) {
@@ -1096,7 +1110,7 @@ void acquire_abandon(op_acquire_t *op) {
   op->arg = NULL;
   op->canceled = 1;
   if (!op->waiter.in_attempt) /* parked, or waiting for a retry: end it now */
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
 }
 
 /* A cancel the loop takes (lock_run_cancels). */
@@ -1104,19 +1118,19 @@ static void acquire_cancel_now(op_acquire_t *op) {
   if (op->op.parked) { /* waiting for the masters' first connection attempts */
     list_remove(&op->op.link);
     op->op.parked = 0;
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   if (!op->dispatched || op->reported)
     return; /* still queued: acquire_start ends it; reported: its round ends it */
   op->canceled = 1;
   if (!op->waiter.in_attempt) { /* waiting for a retry or a release: end it now */
-    acquire_finish(op, REDLOCK_ECANCELED, NULL);
+    acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   /* A round is out: the caller is told now; the round, once decided, is not
    * granted, what it set is released, and the op ends (lock_attempt_failed). */
-  acquire_report(op, REDLOCK_ECANCELED, NULL);
+  acquire_report(op, ST_ECANCELED, NULL);
 }
 
 void lock_run_cancels(engine_t *engine) {
@@ -1146,7 +1160,7 @@ void lock_cancel_all(engine_t *engine) {
     op_acquire_t *acq = OP_AS(op_acquire_t, op, &acquire_op_ops, op);
     acq->canceled = 1;
     if (!acq->waiter.in_attempt) /* waiting for a retry: end it now */
-      acquire_finish(acq, REDLOCK_ECANCELED, NULL);
+      acquire_finish(acq, ST_ECANCELED, NULL);
   }
   /* No renewal from here on: a lease waiting for its release turn below
    * must not be extended meanwhile. */

@@ -178,27 +178,28 @@ typedef struct {
 } acquire_params_t;
 
 /* ---- constructors (any thread; the op is not queued yet) ---- */
-/* NULL when out of memory.  The keys come next (below, or prim_op_init). */
-op_acquire_t *acquire_op_new(engine_t *engine, const acquire_params_t *params);
+/* ST_OK with *out, or ST_ENOMEM.  The keys come next (below, or
+ * prim_op_init). */
+status_t acquire_op_new(op_acquire_t **out, engine_t *engine, const acquire_params_t *params);
 /* One allocation holds the key pointers, their lengths and the key bytes
- * (prefix + resource, NUL-terminated); the lock handle inherits it.  0 or
- * REDLOCK_ENOMEM. */
-int acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n);
+ * (prefix + resource, NUL-terminated); the lock handle inherits it.  ST_OK
+ * or ST_ENOMEM. */
+status_t acquire_op_set_keys(op_acquire_t *op, const char *const *resources, size_t n);
 /* Reentrancy: when this thread holds a valid lease on `resource` (alone),
  * makes a new hold on it and turns the op into its grant (REENTER).  No
- * such lease: the op acquires as usual (0).  REDLOCK_ENOMEM when there is
+ * such lease: the op acquires as usual (ST_OK).  ST_ENOMEM when there is
  * one but no memory for the hold (acquiring instead would find the key held
  * by that very lease). */
-int acquire_op_reenter(op_acquire_t *op, const char *resource);
+status_t acquire_op_reenter(op_acquire_t *op, const char *resource);
 
 /* A kind of call on a held lock (extend, release, watch): its op table and
  * what target_op_new and lock_claim_locked need to know of it. */
 typedef struct target_kind {
   op_ops_t ops; /* the op's table (op->ops points here) */
-  /* Makes the op; the arguments the kind has no use for are ignored.  NULL
-   * when out of memory. */
-  op_t *(*make)(engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms, redlock_done_cb done_cb,
-                redlock_lost_cb lost_cb, void *arg);
+  /* Makes the op (*out); the arguments the kind has no use for are
+   * ignored.  ST_OK or ST_ENOMEM. */
+  status_t (*make)(op_t **out, engine_t *engine, redlock_lock_t *lock, uint32_t ttl_ms,
+                   redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
   size_t lock_offset; /* where its op keeps the handle it acts on (`lock`) */
   int claims_handle;  /* 1: the handle leaves the live registry at submission
                        * (release); 0: the call takes a reference on its lease */
@@ -208,15 +209,16 @@ extern const target_kind_t target_extend;  /* redlock_extend & co: op_extend_t *
 extern const target_kind_t target_release; /* redlock_unlock & co: op_release_t */
 extern const target_kind_t target_watch;   /* redlock_watch: op_watch_t */
 
-/* An extend, release or watch of `lock`.  NULL when out of memory.  Freed
+/* An extend, release or watch of `lock` in *out: ST_OK or ST_ENOMEM.  Freed
  * with op_free (op.h), like every op. */
-op_t *target_op_new(engine_t *engine, const target_kind_t *kind, redlock_lock_t *lock,
-                    uint32_t ttl_ms, redlock_done_cb done_cb, redlock_lost_cb lost_cb, void *arg);
+status_t target_op_new(op_t **out, engine_t *engine, const target_kind_t *kind,
+                       redlock_lock_t *lock, uint32_t ttl_ms, redlock_done_cb done_cb,
+                       redlock_lost_cb lost_cb, void *arg);
 /* Submission, under the mutex, of a target op: its handle must be live.
  * A release claims the handle (it leaves the registry at once, so a second
  * unlock gets EINVAL); the others take a reference on its lease so that it
- * outlives the call.  0 or REDLOCK_EINVAL. */
-int lock_claim_locked(op_t *op);
+ * outlives the call.  ST_OK or ST_EINVAL. */
+status_t lock_claim_locked(op_t *op);
 
 /* ---- cancellation (redlock_cancel) ----
  * A cancelable acquisition is registered in engine->calls under its id from
@@ -227,17 +229,15 @@ int lock_claim_locked(op_t *op);
  * is too late and changes nothing. */
 /* Submission, under the mutex: gives the op the engine's next call id (into
  * *id) and registers it, unless it was granted already (a reentrant hold:
- * it keeps the id, and a cancel of it is too late).  0 or REDLOCK_ENOMEM
+ * it keeps the id, and a cancel of it is too late).  ST_OK or ST_ENOMEM
  * (nothing registered, *id untouched). */
-int acquire_register_locked(op_acquire_t *op, uint64_t *id);
-/* What acquire_cancel_locked returns for a call whose outcome was decided. */
-#define ACQUIRE_CANCEL_LATE 1
-/* redlock_cancel, under the mutex.  0: the call's outcome is ECANCELED
- * (asked now, or by an earlier cancel); *wake = 1 when it was queued for the
- * loop now (engine->cancels: the loop must be woken).  ACQUIRE_CANCEL_LATE:
- * its outcome was decided before.  REDLOCK_EINVAL: no call of this engine
- * had that id. */
-int acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake);
+status_t acquire_register_locked(op_acquire_t *op, uint64_t *id);
+/* redlock_cancel, under the mutex.  ST_OK: the call's outcome is ECANCELED
+ * (asked now, or by an earlier cancel), or with *late = 1 its outcome was
+ * decided before; *wake = 1 when it was queued for the loop now
+ * (engine->cancels: the loop must be woken).  ST_EINVAL: no call of this
+ * engine had that id. */
+status_t acquire_cancel_locked(engine_t *engine, uint64_t id, int *wake, int *late);
 /* Loop: carries out the cancels queued on engine->cancels: a call waiting
  * for its next attempt (a retry, a release) ends at once; one whose round
  * is out has its callback run at once and ends when the round is decided
@@ -271,9 +271,9 @@ void lock_free(redlock_lock_t *lock);
 /* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
  * lease is lost, possibly before this returns (already expired).  spare (may
  * be NULL): a timer block made beforehand, taken (*spare = NULL) if the lease
- * needs one.  0 or REDLOCK_ENOMEM. */
-int lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                     void *arg, tb_timer_t **spare);
+ * needs one.  ST_OK or ST_ENOMEM. */
+status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
+                          void *arg, tb_timer_t **spare);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "util/list.h"
+#include "util/status.h"
 
 struct engine;
 typedef struct op op_t;
@@ -29,7 +30,7 @@ typedef struct op_ops {
   void (*dispatch)(op_t *op);
   /* Loop: ends an op that never started (close, parked): status to its
    * callback; the op is freed. */
-  void (*fail)(op_t *op, int status);
+  void (*fail)(op_t *op, status_t status);
   /* Frees an op that was refused at submission or has ended. */
   void (*free)(op_t *op);
 } op_ops_t;

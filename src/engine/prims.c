@@ -11,7 +11,8 @@
 
 /* ---- kinds ------------------------------------------------------------------------ */
 
-int prim_op_init(op_acquire_t *op, const lock_kind_ops_t *kind, const char *name, uint32_t limit) {
+status_t prim_op_init(op_acquire_t *op, const lock_kind_ops_t *kind, const char *name,
+                      uint32_t limit) {
   op->prim.ops = kind;
   op->prim.limit = limit;
   op->prefix_len = op->op.engine->opts->key_prefix_len;
@@ -40,13 +41,15 @@ char *prim_put3(char **w, const char *a, size_t a_len, const char *b, size_t b_l
   return start;
 }
 
-char *prim_key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens) {
+status_t prim_key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens,
+                        char **w) {
   char *block = callmem_alloc(mem, n_keys * (sizeof(char *) + sizeof(size_t)) + strings);
   if (block == NULL)
-    return NULL;
+    return ST_ENOMEM;
   *keys = (char **)(void *)block;
   *lens = (size_t *)(void *)(block + n_keys * sizeof(char *));
-  return block + n_keys * (sizeof(char *) + sizeof(size_t));
+  *w = block + n_keys * (sizeof(char *) + sizeof(size_t));
+  return ST_OK;
 }
 
 /* ---- commands ------------------------------------------------------------------- */

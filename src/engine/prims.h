@@ -86,9 +86,9 @@ typedef struct prim {
 /* ---- calls.c ---------------------------------------------------------------------- */
 /* Sets the op's kind and fills op->keys (and, when op->fenced,
  * op->fence_keys) and op->prim for a primitive of `kind` named `name`
- * (already checked).  0 or REDLOCK_ENOMEM. */
-int prim_op_init(struct op_acquire *op, const lock_kind_ops_t *kind, const char *name,
-                 uint32_t limit);
+ * (already checked).  ST_OK or ST_ENOMEM. */
+status_t prim_op_init(struct op_acquire *op, const lock_kind_ops_t *kind, const char *name,
+                      uint32_t limit);
 
 /* ---- kind_sem.c, kind_rw.c: keys ------------------------------------------------ */
 /* Appends s (len bytes) at *w and a NUL; returns where it starts. */
@@ -98,9 +98,10 @@ char *prim_put3(char **w, const char *a, size_t a_len, const char *b, size_t b_l
                 size_t c_len);
 #define PRIM_LIT(s) (s), (sizeof(s) - 1)
 /* One allocation, as a lock's (kind_mutex.c): key pointers, their lengths,
- * then the strings; returns where the strings go (NULL: out of memory).
+ * then the strings; *w: where the strings go.  ST_OK or ST_ENOMEM.
  * `strings` = bytes of every string, NULs included. */
-char *prim_key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens);
+status_t prim_key_block(callmem_t *mem, size_t n_keys, size_t strings, char ***keys, size_t **lens,
+                        char **w);
 
 /* ---- kind_sem.c, kind_rw.c: commands -------------------------------------------- */
 #define PRIM_CMD_ARGV_MAX 12

@@ -188,17 +188,17 @@ typedef struct round_params {
   void *ctx;
 } round_params_t;
 
-/* What a round lost for want of a quorum means to its caller:
- * REDLOCK_ENOMEM when a vote failed for want of memory in this process
- * (round_t.nomem); REDLOCK_ENOTSUP when too many masters run no scripts for
- * a quorum to run this one, even had every other said yes (the votes say
- * which: "unsupported"); else REDLOCK_ENOQUORUM. */
-static inline int round_noquorum_status(const round_t *round) {
+/* What a round lost for want of a quorum means to its caller: ST_ENOMEM
+ * when a vote failed for want of memory in this process (round_t.nomem);
+ * ST_ENOTSUP when too many masters run no scripts for a quorum to run this
+ * one, even had every other said yes (the votes say which: "unsupported");
+ * else ST_ENOQUORUM. */
+static inline status_t round_noquorum_status(const round_t *round) {
   if (round->nomem)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   if (round->notsup > 0 && round->n_votes - round->notsup < quorum_size(round->n_votes))
-    return REDLOCK_ENOTSUP;
-  return REDLOCK_ENOQUORUM;
+    return ST_ENOTSUP;
+  return ST_ENOQUORUM;
 }
 
 /* Formats argv once into a new round.  NULL when out of memory. */

@@ -7,11 +7,11 @@
 #include "redlock.h"
 #include "util/why.h"
 
-static int entry_init(votes_entry_t *e, unsigned n) {
+static status_t entry_init(votes_entry_t *e, unsigned n) {
   e->outcome = 0;
   e->why = calloc(n, 1);
   e->detail = calloc(n, sizeof *e->detail);
-  return e->why != NULL && e->detail != NULL ? 0 : REDLOCK_ENOMEM;
+  return e->why != NULL && e->detail != NULL ? ST_OK : ST_ENOMEM;
 }
 
 static void entry_free(votes_entry_t *e) {
@@ -21,7 +21,7 @@ static void entry_free(votes_entry_t *e) {
   e->detail = NULL;
 }
 
-int votes_book_init(votes_book_t *book, unsigned n_masters) {
+status_t votes_book_init(votes_book_t *book, unsigned n_masters) {
   memset(book, 0, sizeof *book);
   book->n_masters = n_masters;
   return entry_init(&book->latest, n_masters);

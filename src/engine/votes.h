@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "util/status.h"
 #include "voters/node.h" /* NODE_DOWN_WHY_LEN */
 
 #define VOTES_THREADS 32
@@ -37,8 +38,8 @@ typedef struct votes_book {
   uint64_t writes;
 } votes_book_t;
 
-/* 0 or REDLOCK_ENOMEM (then votes_book_free is still safe). */
-int votes_book_init(votes_book_t *book, unsigned n_masters);
+/* ST_OK or ST_ENOMEM (then votes_book_free is still safe). */
+status_t votes_book_init(votes_book_t *book, unsigned n_masters);
 void votes_book_free(votes_book_t *book);
 /* Copies `latest` into the entry of `thread` (finding, or taking the least
  * recently written): after the caller has filled `latest`.  Out of memory:

@@ -49,13 +49,13 @@ static int str_is(const redisReply *r, const char *s) {
  * space (it goes into logs and into a connection's address). */
 static int host_ok(const char *s, size_t len) { return str_host_ok(s, len, CLUSTER_HOST_LEN); }
 
-/* A port given as an integer or as text; -1 when it is neither. */
-static int port_of(const redisReply *r) {
-  if (r == NULL)
-    return -1;
-  if (r->type == REDIS_REPLY_INTEGER)
-    return r->integer >= 1 && r->integer <= 65535 ? (int)r->integer : -1;
-  return is_string(r) ? str_port(r->str, r->len) : -1;
+/* A port given as an integer or as text: ST_OK with *port, or ST_EINVAL. */
+static status_t port_of(const redisReply *r, int *port) {
+  if (r != NULL && r->type == REDIS_REPLY_INTEGER && r->integer >= 1 && r->integer <= 65535) {
+    *port = (int)r->integer;
+    return ST_OK;
+  }
+  return is_string(r) ? str_port(r->str, r->len, port) : ST_EINVAL;
 }
 
 /* A slot number given as an integer; -1 otherwise. */
@@ -98,23 +98,25 @@ int cluster_map_find(const cluster_map_t *map, const char *host, int port) {
   return -1;
 }
 
-/* The index of the primary at host:port, added when new; or an error. */
-static int primary_add(cluster_map_t *map, const char *host, int port, const char *id) {
-  int at = cluster_map_find(map, host, port);
-  if (at >= 0) {
+/* *at: the index of the primary at host:port, added when new.  ST_EINVAL
+ * when the map holds as many primaries as it may, or ST_ENOMEM. */
+static status_t primary_add(cluster_map_t *map, const char *host, int port, const char *id,
+                            int *at) {
+  *at = cluster_map_find(map, host, port);
+  if (*at >= 0) {
     if (id != NULL && id[0] != '\0')
-      memcpy(map->primaries[at].id, id, CLUSTER_ID_LEN + 1);
-    return at;
+      memcpy(map->primaries[*at].id, id, CLUSTER_ID_LEN + 1);
+    return ST_OK;
   }
   if (map->n_primaries >= CLUSTER_MAP_MAX_PRIMARIES)
-    return CLUSTER_MAP_BAD;
+    return ST_EINVAL;
   if (map->n_primaries == map->cap) {
     unsigned cap = map->cap == 0 ? 4 : map->cap * 2;
     if (cap > CLUSTER_MAP_MAX_PRIMARIES)
       cap = CLUSTER_MAP_MAX_PRIMARIES;
     cluster_primary_t *grown = realloc(map->primaries, cap * sizeof *grown);
     if (grown == NULL)
-      return CLUSTER_MAP_NOMEM;
+      return ST_ENOMEM;
     map->primaries = grown;
     map->cap = cap;
   }
@@ -125,16 +127,17 @@ static int primary_add(cluster_map_t *map, const char *host, int port, const cha
   p->user = -1;
   if (id != NULL)
     memcpy(p->id, id, strnlen(id, CLUSTER_ID_LEN));
-  return (int)map->n_primaries++;
+  *at = (int)map->n_primaries++;
+  return ST_OK;
 }
 
 /* Slots start..end belong to primary `at`; a slot another primary of the
  * same reply already claims makes the reply unusable. */
-static int claim(cluster_map_t *map, int start, int end, int at, char *why, size_t why_size) {
+static status_t claim(cluster_map_t *map, int start, int end, int at, char *why, size_t why_size) {
   if (start < 0 || end < start) {
     snprintf(why, why_size, "a slot range that is not start <= end within 0..%d",
              KEYSLOT_COUNT - 1);
-    return CLUSTER_MAP_BAD;
+    return ST_EINVAL;
   }
   for (int s = start; s <= end; s++) {
     uint16_t owner = map->owner[s];
@@ -142,37 +145,36 @@ static int claim(cluster_map_t *map, int start, int end, int at, char *why, size
       snprintf(why, why_size, "slot %d is claimed by two primaries (%s:%d and %s:%d)", s,
                map->primaries[owner - 1].host, map->primaries[owner - 1].port,
                map->primaries[at].host, map->primaries[at].port);
-      return CLUSTER_MAP_BAD;
+      return ST_EINVAL;
     }
     if (owner == 0)
       map->covered++;
     map->owner[s] = (uint16_t)(at + 1);
   }
-  return CLUSTER_MAP_OK;
+  return ST_OK;
 }
 
 /* A failed parse leaves an empty map. */
-static cluster_map_status_t failed(cluster_map_t *out, int rc) {
+static status_t failed(cluster_map_t *out, status_t st) {
   cluster_map_clear(out);
-  return rc == CLUSTER_MAP_NOMEM ? CLUSTER_MAP_NOMEM : CLUSTER_MAP_BAD;
+  return st == ST_ENOMEM ? ST_ENOMEM : ST_EINVAL;
 }
 
-static cluster_map_status_t refuse(cluster_map_t *out, char *why, size_t why_size,
-                                   const char *text) {
+static status_t refuse(cluster_map_t *out, char *why, size_t why_size, const char *text) {
   snprintf(why, why_size, "%s", text);
-  return failed(out, CLUSTER_MAP_BAD);
+  return failed(out, ST_EINVAL);
 }
 
 /* An error reply's text, printable, as the reason. */
-static cluster_map_status_t refuse_error(cluster_map_t *out, const redisReply *reply, char *why,
-                                         size_t why_size) {
+static status_t refuse_error(cluster_map_t *out, const redisReply *reply, char *why,
+                             size_t why_size) {
   size_t n = reply->len < why_size - 1 ? reply->len : why_size - 1;
   for (size_t i = 0; i < n; i++)
     why[i] = (unsigned char)reply->str[i] < ' ' || (unsigned char)reply->str[i] >= 0x7f
                  ? '?'
                  : reply->str[i];
   why[n] = '\0';
-  return failed(out, CLUSTER_MAP_BAD);
+  return failed(out, ST_EINVAL);
 }
 
 /* ---- CLUSTER SHARDS --------------------------------------------------------------- */
@@ -185,50 +187,53 @@ static const redisReply *field(const redisReply *m, const char *name) {
   return NULL;
 }
 
-/* A shard's primary: its address (host, port) and id, or 0 when the shard
- * names no usable one (none, or a failed one).  -1: a malformed node. */
-static int shard_primary(const redisReply *nodes, const char *default_host, int tls, char *host,
-                         int *port, char *id, unsigned *n_nodes, char *why, size_t why_size) {
-  int found = 0;
+/* A shard's primary: *found 1 with its address (host, port) and id, or 0
+ * when the shard names no usable one (none, or a failed one).  ST_EINVAL:
+ * a malformed node (why). */
+static status_t shard_primary(const redisReply *nodes, const char *default_host, int tls,
+                              char *host, int *port, char *id, int *found, unsigned *n_nodes,
+                              char *why, size_t why_size) {
+  *found = 0;
   for (size_t i = 0; i < nodes->elements; i++) {
     const redisReply *n = nodes->element[i];
     if (++*n_nodes > CLUSTER_MAP_MAX_NODES) {
       snprintf(why, why_size, "more than %d nodes", CLUSTER_MAP_MAX_NODES);
-      return -1;
+      return ST_EINVAL;
     }
     if (!is_array(n) || n->elements % 2 != 0) {
       snprintf(why, why_size, "a node that is not a field/value map");
-      return -1;
+      return ST_EINVAL;
     }
     const redisReply *role = field(n, "role"), *health = field(n, "health");
     if (!str_is(role, "master") && !str_is(role, "primary"))
       continue;
     if (health != NULL && str_is(health, "fail"))
       continue; /* failed: its slots have no primary until one is promoted */
-    if (found) {
+    if (*found) {
       snprintf(why, why_size, "a shard with two primaries");
-      return -1;
+      return ST_EINVAL;
     }
     const redisReply *endpoint = field(n, "endpoint");
     if (endpoint == NULL)
       endpoint = field(n, "ip");
-    int p = tls && field(n, "tls-port") != NULL ? port_of(field(n, "tls-port"))
-                                                : port_of(field(n, "port"));
-    if (p < 0 || !pick_host(endpoint, default_host, host)) {
+    int p = 0;
+    const redisReply *port_field =
+        tls && field(n, "tls-port") != NULL ? field(n, "tls-port") : field(n, "port");
+    if (port_of(port_field, &p) != ST_OK || !pick_host(endpoint, default_host, host)) {
       snprintf(why, why_size, "a primary without a usable address");
-      return -1;
+      return ST_EINVAL;
     }
     *port = p;
     copy_id(id, field(n, "id"));
-    found = 1;
+    *found = 1;
   }
-  return found;
+  return ST_OK;
 }
 
 /* What both answers are checked for first (the map cleared): an array of
  * at most KEYSLOT_COUNT elements, `what` ("shards", "slot ranges"). */
-static cluster_map_status_t check_top(cluster_map_t *out, const redisReply *reply, const char *what,
-                                      char *why, size_t why_size) {
+static status_t check_top(cluster_map_t *out, const redisReply *reply, const char *what, char *why,
+                          size_t why_size) {
   cluster_map_clear(out);
   if (reply == NULL)
     return refuse(out, why, why_size, "no reply");
@@ -236,20 +241,19 @@ static cluster_map_status_t check_top(cluster_map_t *out, const redisReply *repl
     return refuse_error(out, reply, why, why_size);
   if (!is_array(reply)) {
     snprintf(why, why_size, "an answer that is not an array of %s", what);
-    return failed(out, CLUSTER_MAP_BAD);
+    return failed(out, ST_EINVAL);
   }
   if (reply->elements > KEYSLOT_COUNT) {
     snprintf(why, why_size, "more %s than slots", what);
-    return failed(out, CLUSTER_MAP_BAD);
+    return failed(out, ST_EINVAL);
   }
-  return CLUSTER_MAP_OK;
+  return ST_OK;
 }
 
-cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
-                                              const char *default_host, int tls, char *why,
-                                              size_t why_size) {
-  cluster_map_status_t st = check_top(out, reply, "shards", why, why_size);
-  if (st != CLUSTER_MAP_OK)
+status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
+                                  const char *default_host, int tls, char *why, size_t why_size) {
+  status_t st = check_top(out, reply, "shards", why, why_size);
+  if (st != ST_OK)
     return st;
   unsigned n_nodes = 0;
   for (size_t i = 0; i < reply->elements; i++) {
@@ -261,35 +265,36 @@ cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisRep
       return refuse(out, why, why_size, "a shard without slots [start, end, ...] and nodes");
     char host[CLUSTER_HOST_LEN], id[CLUSTER_ID_LEN + 1];
     int port = 0;
-    int found = shard_primary(nodes, default_host, tls, host, &port, id, &n_nodes, why, why_size);
-    if (found < 0)
-      return failed(out, CLUSTER_MAP_BAD);
+    int found = 0, at = 0;
+    if (shard_primary(nodes, default_host, tls, host, &port, id, &found, &n_nodes, why, why_size) !=
+        ST_OK)
+      return failed(out, ST_EINVAL);
     if (slots->elements == 0 || !found)
       continue; /* no slots (a new primary), or no primary for them now */
-    int at = primary_add(out, host, port, id);
-    if (at < 0) {
-      if (at == CLUSTER_MAP_BAD)
+    status_t st_add = primary_add(out, host, port, id, &at);
+    if (st_add != ST_OK) {
+      if (st_add == ST_EINVAL)
         snprintf(why, why_size, "more than %d primaries", CLUSTER_MAP_MAX_PRIMARIES);
-      return failed(out, at);
+      return failed(out, st_add);
     }
     for (size_t k = 0; k + 1 < slots->elements; k += 2) {
       int start = slot_of(slots->element[k]), end = slot_of(slots->element[k + 1]);
       if (start < 0 || end < 0)
         return refuse(out, why, why_size, "a slot that is not an integer in 0..16383");
-      int rc = claim(out, start, end, at, why, why_size);
-      if (rc != CLUSTER_MAP_OK)
-        return failed(out, rc);
+      status_t st_claim = claim(out, start, end, at, why, why_size);
+      if (st_claim != ST_OK)
+        return failed(out, st_claim);
     }
   }
-  return CLUSTER_MAP_OK;
+  return ST_OK;
 }
 
 /* ---- CLUSTER SLOTS ---------------------------------------------------------------- */
 
-cluster_map_status_t cluster_map_parse_slots(cluster_map_t *out, const redisReply *reply,
-                                             const char *default_host, char *why, size_t why_size) {
-  cluster_map_status_t st = check_top(out, reply, "slot ranges", why, why_size);
-  if (st != CLUSTER_MAP_OK)
+status_t cluster_map_parse_slots(cluster_map_t *out, const redisReply *reply,
+                                 const char *default_host, char *why, size_t why_size) {
+  status_t st = check_top(out, reply, "slot ranges", why, why_size);
+  if (st != ST_OK)
     return st;
   for (size_t i = 0; i < reply->elements; i++) {
     const redisReply *range = reply->element[i];
@@ -304,21 +309,23 @@ cluster_map_status_t cluster_map_parse_slots(cluster_map_t *out, const redisRepl
     if (!is_array(node) || node->elements < 2)
       return refuse(out, why, why_size, "a primary that is not [host, port, ...]");
     char host[CLUSTER_HOST_LEN], id[CLUSTER_ID_LEN + 1];
-    int port = port_of(node->element[1]);
-    if (port < 0 || !pick_host(node->element[0], default_host, host))
+    int port = 0;
+    if (port_of(node->element[1], &port) != ST_OK ||
+        !pick_host(node->element[0], default_host, host))
       return refuse(out, why, why_size, "a primary without a usable address");
     copy_id(id, node->elements >= 3 ? node->element[2] : NULL);
-    int at = primary_add(out, host, port, id);
-    if (at < 0) {
-      if (at == CLUSTER_MAP_BAD)
+    int at = 0;
+    status_t st_add = primary_add(out, host, port, id, &at);
+    if (st_add != ST_OK) {
+      if (st_add == ST_EINVAL)
         snprintf(why, why_size, "more than %d primaries", CLUSTER_MAP_MAX_PRIMARIES);
-      return failed(out, at);
+      return failed(out, st_add);
     }
-    int rc = claim(out, start, end, at, why, why_size);
-    if (rc != CLUSTER_MAP_OK)
-      return failed(out, rc);
+    status_t st_claim = claim(out, start, end, at, why, why_size);
+    if (st_claim != ST_OK)
+      return failed(out, st_claim);
   }
-  return CLUSTER_MAP_OK;
+  return ST_OK;
 }
 
 /* ---- lookups and MOVED ------------------------------------------------------------ */
@@ -329,17 +336,17 @@ int cluster_map_owner(const cluster_map_t *map, int slot) {
   return map->owner[slot] - 1;
 }
 
-int cluster_map_assign(cluster_map_t *map, int slot, const char *host, int port) {
+status_t cluster_map_assign(cluster_map_t *map, int slot, const char *host, int port, int *at) {
   if (slot < 0 || slot >= KEYSLOT_COUNT || port < 1 || port > 65535 || host == NULL ||
       !host_ok(host, strlen(host)))
-    return CLUSTER_MAP_BAD;
-  int at = primary_add(map, host, port, NULL);
-  if (at < 0)
-    return at;
+    return ST_EINVAL;
+  status_t st = primary_add(map, host, port, NULL, at);
+  if (st != ST_OK)
+    return st;
   if (map->owner[slot] == 0)
     map->covered++;
-  map->owner[slot] = (uint16_t)(at + 1);
-  return at;
+  map->owner[slot] = (uint16_t)(*at + 1);
+  return ST_OK;
 }
 
 /* ---- redirections ----------------------------------------------------------------- */
@@ -378,13 +385,14 @@ cluster_redirect_t cluster_parse_redirect(const char *err, size_t len, int *slot
     colon--;
   if (colon == at)
     return CLUSTER_REDIRECT_NONE; /* no ':' */
-  int p = str_port(err + colon, end - colon);
+  int p = 0;
+  status_t port_st = str_port(err + colon, end - colon, &p);
   size_t h = at, hl = colon - 1 - at;
   if (hl >= 2 && err[h] == '[' && err[h + hl - 1] == ']') {
     h++;
     hl -= 2;
   }
-  if (p < 0 || (hl > 0 && !host_ok(err + h, hl)))
+  if (port_st != ST_OK || (hl > 0 && !host_ok(err + h, hl)))
     return CLUSTER_REDIRECT_NONE;
   memcpy(host, err + h, hl);
   host[hl] = '\0';

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "proto/keyslot.h" /* KEYSLOT_COUNT */
+#include "util/status.h"
 
 #define CLUSTER_HOST_LEN 256           /* a primary's host: an IP, or a name (announced) */
 #define CLUSTER_ID_LEN 40              /* a node id: 40 hex digits */
@@ -42,12 +43,6 @@ typedef struct {
   unsigned covered; /* slots with a primary */
 } cluster_map_t;
 
-typedef enum {
-  CLUSTER_MAP_OK = 0,
-  CLUSTER_MAP_BAD = -1,   /* a reply we cannot use: why says which part */
-  CLUSTER_MAP_NOMEM = -2, /* out of memory: the map is as it was */
-} cluster_map_status_t;
-
 /* An empty map (no primary, no memory). */
 void cluster_map_init(cluster_map_t *map);
 /* Frees the map's memory; it is empty again. */
@@ -55,26 +50,28 @@ void cluster_map_clear(cluster_map_t *map);
 /* Moves src into dst (dst's old content freed); src is empty after. */
 void cluster_map_move(cluster_map_t *dst, cluster_map_t *src);
 
-/* Parses a CLUSTER SHARDS reply into *out (emptied first).  default_host:
+/* The parsers below return ST_OK, ST_EINVAL for a reply we cannot use (why
+ * says which part) or ST_ENOMEM.
+ *
+ * Parses a CLUSTER SHARDS reply into *out (emptied first).  default_host:
  * the host of the node asked, for a node whose endpoint is unknown ("?" or
  * empty).  tls: prefer a node's tls-port.  Only a shard's primary whose
  * health is not "fail" owns its slots.  On failure *out is empty. */
-cluster_map_status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
-                                              const char *default_host, int tls, char *why,
-                                              size_t why_size);
+status_t cluster_map_parse_shards(cluster_map_t *out, const redisReply *reply,
+                                  const char *default_host, int tls, char *why, size_t why_size);
 /* The same for a CLUSTER SLOTS reply: [[start, end, [host, port, id, ...],
  * replicas...], ...]. */
-cluster_map_status_t cluster_map_parse_slots(cluster_map_t *out, const redisReply *reply,
-                                             const char *default_host, char *why, size_t why_size);
+status_t cluster_map_parse_slots(cluster_map_t *out, const redisReply *reply,
+                                 const char *default_host, char *why, size_t why_size);
 
 /* The index of slot's primary, or -1 (none, or slot out of range). */
 int cluster_map_owner(const cluster_map_t *map, int slot);
 /* The index of the primary at host:port, or -1. */
 int cluster_map_find(const cluster_map_t *map, const char *host, int port);
 /* Slot now belongs to host:port (a MOVED): the primary is added when new.
- * Its index, or CLUSTER_MAP_BAD (slot, host or port unusable), or
- * CLUSTER_MAP_NOMEM. */
-int cluster_map_assign(cluster_map_t *map, int slot, const char *host, int port);
+ * ST_OK with *at its index, ST_EINVAL (slot, host or port unusable), or
+ * ST_ENOMEM. */
+status_t cluster_map_assign(cluster_map_t *map, int slot, const char *host, int port, int *at);
 
 typedef enum {
   CLUSTER_REDIRECT_NONE = 0, /* not a redirection */

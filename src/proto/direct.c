@@ -7,17 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/status.h"
+
 /* Tokens stay below 2^53, where a sorted set's score (a double) is exact. */
 #define TOKEN_MAX ((int64_t)1 << 53)
 
 /* A decimal counter (GET) or score (ZSCORE) string, in [0, TOKEN_MAX); a
- * nil is 0.  0 or -1. */
-static int read_number(const redisReply *r, int64_t *out) {
+ * nil is 0.  ST_OK or ST_EINVAL. */
+static status_t read_number(const redisReply *r, int64_t *out) {
   *out = 0;
   if (r->type == REDIS_REPLY_NIL)
-    return 0;
+    return ST_OK;
   if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > 32)
-    return -1;
+    return ST_EINVAL;
   char buf[33];
   memcpy(buf, r->str, r->len);
   buf[r->len] = '\0';
@@ -25,19 +27,19 @@ static int read_number(const redisReply *r, int64_t *out) {
   errno = 0;
   double v = strtod(buf, &end);
   if (errno != 0 || *end != '\0' || !isfinite(v) || v < 0 || v >= (double)TOKEN_MAX)
-    return -1;
+    return ST_EINVAL;
   *out = (int64_t)v;
-  return 0;
+  return ST_OK;
 }
 
-/* TIME's [seconds, microseconds] in microseconds; 0 or -1. */
-static int read_time(const redisReply *r, int64_t *us) {
+/* TIME's [seconds, microseconds] in microseconds; ST_OK or ST_EINVAL. */
+static status_t read_time(const redisReply *r, int64_t *us) {
   int64_t s, u;
-  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || read_number(r->element[0], &s) != 0 ||
-      read_number(r->element[1], &u) != 0 || u >= 1000000 || s >= TOKEN_MAX / 1000000)
-    return -1;
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || read_number(r->element[0], &s) != ST_OK ||
+      read_number(r->element[1], &u) != ST_OK || u >= 1000000 || s >= TOKEN_MAX / 1000000)
+    return ST_EINVAL;
   *us = s * 1000000 + u;
-  return 0;
+  return ST_OK;
 }
 
 static int is_ok(const redisReply *r) {
@@ -62,8 +64,8 @@ static reply_verdict_t acquire(const redisReply *exec, int64_t *integer) {
   if (set->type == REDIS_REPLY_NIL)
     return REPLY_REFUSED;
   int64_t counter, floor, now;
-  if (!is_ok(set) || read_number(exec->element[1], &counter) != 0 ||
-      read_number(exec->element[2], &floor) != 0 || read_time(exec->element[3], &now) != 0)
+  if (!is_ok(set) || read_number(exec->element[1], &counter) != ST_OK ||
+      read_number(exec->element[2], &floor) != ST_OK || read_time(exec->element[3], &now) != ST_OK)
     return REPLY_UNEXPECTED;
   int64_t token = now;
   if (counter + 1 > token)

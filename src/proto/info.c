@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "util/status.h"
+
 static int line_is(const char *line, size_t len, const char *key, const char **value,
                    size_t *value_len) {
   size_t key_len = strlen(key);
@@ -38,16 +40,17 @@ static int next_line(const char **p, const char *end, const char **line, size_t 
   return 1;
 }
 
-/* A decimal of at most max_digits digits, the whole value: 0, or -1. */
-static int parse_digits(const char *value, size_t len, size_t max_digits, int64_t *out) {
+/* A decimal of at most max_digits digits, the whole value: ST_OK with
+ * *out, or ST_EINVAL. */
+static status_t parse_digits(const char *value, size_t len, size_t max_digits, int64_t *out) {
   int64_t v = 0;
   size_t i = 0;
   for (; i < len && i < max_digits && value[i] >= '0' && value[i] <= '9'; i++)
     v = v * 10 + (value[i] - '0');
   if (i != len || i == 0)
-    return -1;
+    return ST_EINVAL;
   *out = v;
-  return 0;
+  return ST_OK;
 }
 
 /* "MAJOR.MINOR.PATCH" (each 1-2 digits; a suffix after the patch ignored)
@@ -65,7 +68,7 @@ static uint32_t parse_version(const char *value, size_t len) {
   return part[0] * 10000u + part[1] * 100u + part[2];
 }
 
-int info_parse_server(const char *text, size_t len, info_server_t *out) {
+status_t info_parse_server(const char *text, size_t len, info_server_t *out) {
   const char *p = text, *end = text + len;
   out->run_id[0] = '\0';
   out->uptime_s = -1;
@@ -84,7 +87,7 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
       }
     } else if (line_is(line, line_len, "uptime_in_seconds", &value, &value_len)) {
       int64_t v;
-      if (parse_digits(value, value_len, 18, &v) == 0)
+      if (parse_digits(value, value_len, 18, &v) == ST_OK)
         out->uptime_s = v;
     } else if (line_is(line, line_len, "redis_version", &value, &value_len)) {
       redis_version = parse_version(value, value_len);
@@ -99,7 +102,7 @@ int info_parse_server(const char *text, size_t len, info_server_t *out) {
   if (valkey_version != 0)
     out->is_valkey = 1;
   out->version = out->is_valkey ? valkey_version : redis_version;
-  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? 0 : -1;
+  return out->run_id[0] != '\0' && out->uptime_s >= 0 ? ST_OK : ST_EINVAL;
 }
 
 /* A 40-hex id into out ("" unless it is one; all zeros: "" too). */
@@ -116,7 +119,7 @@ static void take_id(const char *value, size_t len, char *out) {
   out[len] = '\0';
 }
 
-int info_parse_replication(const char *text, size_t len, info_replication_t *out) {
+status_t info_parse_replication(const char *text, size_t len, info_replication_t *out) {
   const char *p = text, *end = text + len;
   memset(out, 0, sizeof *out);
   out->connected_replicas = -1;
@@ -136,9 +139,9 @@ int info_parse_replication(const char *text, size_t len, info_replication_t *out
       take_id(value, value_len, out->replid2);
     } else if (line_is(line, line_len, "connected_slaves", &value, &value_len)) {
       int64_t v;
-      if (parse_digits(value, value_len, 9, &v) == 0)
+      if (parse_digits(value, value_len, 9, &v) == ST_OK)
         out->connected_replicas = (long)v;
     }
   }
-  return out->role[0] != '\0' ? 0 : -1;
+  return out->role[0] != '\0' ? ST_OK : ST_EINVAL;
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/status.h"
+
 #define INFO_RUN_ID_LEN 40
 
 typedef struct {
@@ -27,13 +29,13 @@ typedef struct {
   long connected_replicas;           /* connected_slaves, -1 when absent */
 } info_replication_t;
 
-/* Parses an `INFO replication` reply.  Returns 0 when role was found
- * (older servers may lack the replication ids: they stay ""), -1 otherwise. */
-int info_parse_replication(const char *text, size_t len, info_replication_t *out);
+/* Parses an `INFO replication` reply.  ST_OK when role was found (older
+ * servers may lack the replication ids: they stay ""), ST_EINVAL otherwise. */
+status_t info_parse_replication(const char *text, size_t len, info_replication_t *out);
 
-/* Parses "key:value\r\n" lines (any order, '#' sections ignored).  Returns 0
- * when both run_id and uptime_in_seconds were found, -1 otherwise (the
- * version is optional). */
-int info_parse_server(const char *text, size_t len, info_server_t *out);
+/* Parses "key:value\r\n" lines (any order, '#' sections ignored).  ST_OK
+ * when both run_id and uptime_in_seconds were found, ST_EINVAL otherwise
+ * (the version is optional). */
+status_t info_parse_server(const char *text, size_t len, info_server_t *out);
 
 #endif

@@ -62,8 +62,8 @@ sentinel_addr_t sentinel_parse_addr(const redisReply *reply, char *host, int *po
     return SENTINEL_ADDR_BAD;
   }
   const redisReply *h = reply->element[0], *p = reply->element[1];
-  int v = str_port(p->str, p->len);
-  if (v < 0 || !take_host(host, h->str, h->len)) {
+  int v = 0;
+  if (str_port(p->str, p->len, &v) != ST_OK || !take_host(host, h->str, h->len)) {
     char shown[64];
     printable(h->str, h->len < 48 ? h->len : 48, shown, sizeof shown);
     snprintf(why, why_size, "an unusable address '%s' port '%.*s'", shown,
@@ -105,10 +105,10 @@ static int field_is(const redisReply *k, const char *name) {
   return strlen(name) == k->len && memcmp(k->str, name, k->len) == 0;
 }
 
-int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
+status_t sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
   memset(out, 0, sizeof *out);
   if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0)
-    return -1;
+    return ST_EINVAL;
   int have_ip = 0, have_port = 0, have_age = 0, flags_ok = 0, role_master = 0;
   for (size_t i = 0; i + 1 < reply->elements; i += 2) {
     const redisReply *k = reply->element[i], *v = reply->element[i + 1];
@@ -117,8 +117,7 @@ int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
     if (field_is(k, "ip") && take_host(out->ip, v->str, v->len)) {
       have_ip = 1;
     } else if (field_is(k, "port")) {
-      out->port = str_port(v->str, v->len);
-      have_port = out->port > 0;
+      have_port = str_port(v->str, v->len, &out->port) == ST_OK;
     } else if (field_is(k, "runid")) {
       if (v->len == INFO_RUN_ID_LEN) {
         memcpy(out->run_id, v->str, v->len);
@@ -139,10 +138,10 @@ int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out) {
   }
   if (!have_ip || !have_port || !have_age) {
     memset(out, 0, sizeof *out);
-    return -1;
+    return ST_EINVAL;
   }
   out->settled = flags_ok && role_master;
-  return 0;
+  return ST_OK;
 }
 
 /* The next space-separated word of [*s, end): its start and length, or 0
@@ -159,27 +158,30 @@ static int next_word(const char **s, const char *end, const char **word, size_t 
   return 1;
 }
 
-int sentinel_parse_switch(const char *payload, size_t len, const char *name, char *host,
-                          int *port) {
+status_t sentinel_parse_switch(const char *payload, size_t len, const char *name, char *host,
+                               int *port, int *ours) {
+  *ours = 0;
   const char *s = payload, *end = payload + len;
   const char *w[5];
   size_t wl[5];
   for (int i = 0; i < 5; i++)
     if (!next_word(&s, end, &w[i], &wl[i]))
-      return -1;
+      return ST_EINVAL;
   const char *extra;
   size_t extra_len;
   if (next_word(&s, end, &extra, &extra_len))
-    return -1;
-  int old_port = str_port(w[2], wl[2]), new_port = str_port(w[4], wl[4]);
+    return ST_EINVAL;
+  int old_port = 0, new_port = 0;
   char new_host[SENTINEL_HOST_LEN];
-  if (!host_ok(w[1], wl[1]) || old_port < 0 || !take_host(new_host, w[3], wl[3]) || new_port < 0)
-    return -1;
+  if (!host_ok(w[1], wl[1]) || str_port(w[2], wl[2], &old_port) != ST_OK ||
+      !take_host(new_host, w[3], wl[3]) || str_port(w[4], wl[4], &new_port) != ST_OK)
+    return ST_EINVAL;
   if (strlen(name) != wl[0] || memcmp(name, w[0], wl[0]) != 0)
-    return 0;
+    return ST_OK;
   memcpy(host, new_host, strlen(new_host) + 1);
   *port = new_port;
-  return 1;
+  *ours = 1;
+  return ST_OK;
 }
 
 void sentinel_host_port(char *buf, size_t size, const char *host, int port) {

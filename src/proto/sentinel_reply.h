@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "proto/info.h" /* INFO_RUN_ID_LEN */
+#include "util/status.h"
 
 /* A host a sentinel names: an IP, or a name with announce-hostnames. */
 #define SENTINEL_HOST_LEN 256
@@ -44,15 +45,17 @@ typedef struct {
   uint64_t role_age_ms;
 } sentinel_master_t;
 
-/* Parses SENTINEL MASTER's field/value array.  0 when ip, port and
+/* Parses SENTINEL MASTER's field/value array.  ST_OK when ip, port and
  * role-reported-time were found (settled says whether they can be used),
- * -1 otherwise (an error reply, a map we cannot read). */
-int sentinel_parse_master(const redisReply *reply, sentinel_master_t *out);
+ * ST_EINVAL otherwise (an error reply, a map we cannot read). */
+status_t sentinel_parse_master(const redisReply *reply, sentinel_master_t *out);
 
-/* A +switch-master message's payload: 1 when it is about master `name`
- * (host, SENTINEL_HOST_LEN bytes, and *port: its new address), 0 when it
- * is about another master, -1 when it is malformed. */
-int sentinel_parse_switch(const char *payload, size_t len, const char *name, char *host, int *port);
+/* A +switch-master message's payload: ST_OK with *ours 1 when it is about
+ * master `name` (host, SENTINEL_HOST_LEN bytes, and *port: its new
+ * address), *ours 0 when it is about another master; ST_EINVAL when it is
+ * malformed. */
+status_t sentinel_parse_switch(const char *payload, size_t len, const char *name, char *host,
+                               int *port, int *ours);
 
 /* host:port as logs and votes show it: "127.0.0.1:6379", "[::1]:6379" (an
  * IPv6 address bracketed once, also when host already is). */

@@ -6,11 +6,11 @@
 
 #include "util/pool.h"
 
-int callmem_init(callmem_t *mem, size_t handle_size) {
+status_t callmem_init(callmem_t *mem, size_t handle_size) {
   memset(mem, 0, sizeof *mem);
   pool_init(&mem->pool);
   mem->handle_size = handle_size;
-  return uv_mutex_init(&mem->mutex) == 0 ? 0 : -1;
+  return uv_mutex_init(&mem->mutex) == 0 ? ST_OK : ST_ENOMEM;
 }
 
 void callmem_free(callmem_t *mem) {

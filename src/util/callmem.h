@@ -23,6 +23,7 @@
 #include <uv.h>
 
 #include "util/pool.h"
+#include "util/status.h"
 
 #define CALLMEM_HANDLES_MAX 256 /* freed handles kept at most */
 #define CALLMEM_HANDLES_HELD 16 /* kept back before any is reused */
@@ -36,8 +37,8 @@ typedef struct callmem {
   size_t handle_size;                 /* const: every handle's size */
 } callmem_t;
 
-/* 0, or -1 when the mutex cannot be made. */
-int callmem_init(callmem_t *mem, size_t handle_size);
+/* ST_OK, or ST_ENOMEM when the mutex cannot be made. */
+status_t callmem_init(callmem_t *mem, size_t handle_size);
 /* Frees every kept block; nothing of it may be in use. */
 void callmem_free(callmem_t *mem);
 /* pool_alloc (callmem_calloc: zeroed) and pool_free, under the mutex. */

@@ -62,13 +62,13 @@ void options_clear(struct redlock_options *opts) {
   opts->tls_server_name = NULL;
 }
 
-/* *dst = a copy of src (NULL stays NULL); 0 or -1 when out of memory. */
-static int dup_opt(char **dst, const char *src) {
+/* *dst = a copy of src (NULL stays NULL); ST_OK or ST_ENOMEM. */
+static status_t dup_opt(char **dst, const char *src) {
   *dst = NULL;
   if (src == NULL)
-    return 0;
+    return ST_OK;
   *dst = str_dup(src);
-  return *dst != NULL ? 0 : -1;
+  return *dst != NULL ? ST_OK : ST_ENOMEM;
 }
 
 void redlock_options_free(redlock_options_t *opts) {
@@ -78,7 +78,7 @@ void redlock_options_free(redlock_options_t *opts) {
   free(opts);
 }
 
-int options_copy(struct redlock_options *dst, const struct redlock_options *src) {
+status_t options_copy(struct redlock_options *dst, const struct redlock_options *src) {
   *dst = *src;
   dst->nodes = NULL;
   dst->n_nodes = 0;
@@ -88,26 +88,26 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
   dst->allow_discovered = NULL;
   dst->n_allow_discovered = 0;
   dst->key_prefix = str_ndup(src->key_prefix, src->key_prefix_len);
-  if (dst->key_prefix == NULL || dup_opt(&dst->state_dir, src->state_dir) != 0 ||
-      dup_opt(&dst->tls_ca_file, src->tls_ca_file) != 0 ||
-      dup_opt(&dst->tls_ca_dir, src->tls_ca_dir) != 0 ||
-      dup_opt(&dst->tls_cert_file, src->tls_cert_file) != 0 ||
-      dup_opt(&dst->tls_key_file, src->tls_key_file) != 0 ||
-      dup_opt(&dst->tls_server_name, src->tls_server_name) != 0) {
+  if (dst->key_prefix == NULL || dup_opt(&dst->state_dir, src->state_dir) != ST_OK ||
+      dup_opt(&dst->tls_ca_file, src->tls_ca_file) != ST_OK ||
+      dup_opt(&dst->tls_ca_dir, src->tls_ca_dir) != ST_OK ||
+      dup_opt(&dst->tls_cert_file, src->tls_cert_file) != ST_OK ||
+      dup_opt(&dst->tls_key_file, src->tls_key_file) != ST_OK ||
+      dup_opt(&dst->tls_server_name, src->tls_server_name) != ST_OK) {
     options_clear(dst);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   if (src->n_allow_discovered > 0) {
     dst->allow_discovered = calloc(src->n_allow_discovered, sizeof *dst->allow_discovered);
     if (dst->allow_discovered == NULL) {
       options_clear(dst);
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     }
     for (; dst->n_allow_discovered < src->n_allow_discovered; dst->n_allow_discovered++) {
       size_t i = dst->n_allow_discovered;
       if ((dst->allow_discovered[i] = str_dup(src->allow_discovered[i])) == NULL) {
         options_clear(dst);
-        return REDLOCK_ENOMEM;
+        return ST_ENOMEM;
       }
     }
   }
@@ -115,17 +115,17 @@ int options_copy(struct redlock_options *dst, const struct redlock_options *src)
     dst->nodes = calloc(src->n_nodes, sizeof *dst->nodes);
     if (dst->nodes == NULL) {
       options_clear(dst);
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     }
   }
   for (size_t i = 0; i < src->n_nodes; i++) {
-    if (node_addr_copy(&dst->nodes[i], &src->nodes[i]) != 0) {
+    if (node_addr_copy(&dst->nodes[i], &src->nodes[i]) != ST_OK) {
       options_clear(dst);
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     }
     dst->n_nodes++;
   }
-  return 0;
+  return ST_OK;
 }
 
 int redlock_uri_redact(const char *uri, char *buf, size_t size) {
@@ -347,12 +347,12 @@ int redlock_options_get_max_ttl(const redlock_options_t *opts, uint32_t *max_ttl
 }
 
 /* The setters store any int; the getters say 1 or 0, as documented. */
-static int get_switch(const redlock_options_t *opts, int value, int *enabled) {
+static status_t get_switch(const redlock_options_t *opts, int value, int *enabled) {
   if (opts == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   if (enabled != NULL)
     *enabled = value != 0;
-  return 0;
+  return ST_OK;
 }
 
 int redlock_options_get_quarantine(const redlock_options_t *opts, int *enabled) {
@@ -410,7 +410,7 @@ int redlock_options_set_tls(redlock_options_t *opts, const char *ca_file, const 
   char *copies[4];
   const char *const src[4] = {ca_file, ca_dir, cert_file, key_file};
   for (int i = 0; i < 4; i++) {
-    if (dup_opt(&copies[i], src[i]) != 0) {
+    if (dup_opt(&copies[i], src[i]) != ST_OK) {
       for (int j = 0; j < i; j++)
         free(copies[j]);
       return REDLOCK_ENOMEM;

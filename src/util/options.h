@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "redlock.h"
+#include "util/status.h"
 #include "util/uri.h"
 
 #define OPTIONS_DEFAULT_RETRY_COUNT 3
@@ -58,8 +59,8 @@ struct redlock_options {
 };
 
 void options_set_defaults(struct redlock_options *opts);
-/* Deep copy; 0 or REDLOCK_ENOMEM. */
-int options_copy(struct redlock_options *dst, const struct redlock_options *src);
+/* Deep copy; ST_OK or ST_ENOMEM. */
+status_t options_copy(struct redlock_options *dst, const struct redlock_options *src);
 void options_clear(struct redlock_options *opts);
 
 #endif

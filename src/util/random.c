@@ -6,21 +6,21 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "redlock.h"
+#include "util/status.h"
 
-int random_bytes(void *buf, size_t len) {
+status_t random_bytes(void *buf, size_t len) {
   unsigned char *p = buf;
   while (len > 0) {
     ssize_t got = getrandom(p, len, 0);
     if (got < 0) {
       if (errno == EINTR)
         continue;
-      return REDLOCK_EIO;
+      return ST_EIO;
     }
     p += got;
     len -= (size_t)got;
   }
-  return 0;
+  return ST_OK;
 }
 
 static void to_hex(const unsigned char raw[RANDOM_VALUE_BYTES], char *out) {
@@ -32,27 +32,27 @@ static void to_hex(const unsigned char raw[RANDOM_VALUE_BYTES], char *out) {
   out[RANDOM_VALUE_LEN] = '\0';
 }
 
-int random_lock_value(char *out) {
+status_t random_lock_value(char *out) {
   unsigned char raw[RANDOM_VALUE_BYTES];
-  int rc = random_bytes(raw, sizeof raw);
-  if (rc != 0)
-    return rc;
+  status_t st = random_bytes(raw, sizeof raw);
+  if (st != ST_OK)
+    return st;
   to_hex(raw, out);
-  return 0;
+  return ST_OK;
 }
 
-int random_pool_lock_value(random_pool_t *pool, char *out) {
+status_t random_pool_lock_value(random_pool_t *pool, char *out) {
   if (pool->left < RANDOM_VALUE_BYTES) {
-    int rc = random_bytes(pool->bytes, sizeof pool->bytes);
-    if (rc != 0)
-      return rc;
+    status_t st = random_bytes(pool->bytes, sizeof pool->bytes);
+    if (st != ST_OK)
+      return st;
     pool->left = sizeof pool->bytes;
   }
   pool->left -= RANDOM_VALUE_BYTES;
   unsigned char *raw = pool->bytes + pool->left;
   to_hex(raw, out);
   memset(raw, 0, RANDOM_VALUE_BYTES); /* used once: not kept in memory */
-  return 0;
+  return ST_OK;
 }
 
 void jitter_rng_seed(jitter_rng_t *rng, uint64_t seed) {

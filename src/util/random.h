@@ -6,12 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/status.h"
+
 #define RANDOM_VALUE_BYTES 16                     /* 128 bits */
 #define RANDOM_VALUE_LEN (RANDOM_VALUE_BYTES * 2) /* as hex */
 
 /* Fills out[RANDOM_VALUE_LEN + 1] with 128 bits from getrandom() as lowercase
- * hex.  Returns 0 or a REDLOCK_E* code. */
-int random_lock_value(char *out);
+ * hex.  ST_OK or ST_EIO. */
+status_t random_lock_value(char *out);
 
 /* Kernel randomness fetched in blocks, for the lock values of one client's
  * loop: one getrandom() per RANDOM_POOL_VALUES values instead of one per
@@ -25,10 +27,10 @@ typedef struct {
 } random_pool_t;
 
 /* random_lock_value from the pool (refilled when empty). */
-int random_pool_lock_value(random_pool_t *pool, char *out);
+status_t random_pool_lock_value(random_pool_t *pool, char *out);
 
-/* Fills buf with bytes from getrandom(); 0 or REDLOCK_EIO. */
-int random_bytes(void *buf, size_t len);
+/* Fills buf with bytes from getrandom(); ST_OK or ST_EIO. */
+status_t random_bytes(void *buf, size_t len);
 
 /* xorshift64* state for jitter; seed with random_bytes. */
 typedef struct {

@@ -152,14 +152,15 @@ static void on_answer(uv_async_t *async) {
   cb(cb_arg, error[0] != '\0' ? error : NULL, &list);
 }
 
-resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, void *arg, char *err,
-                             size_t err_len) {
+status_t resolve_start(resolve_req_t **out, uv_loop_t *loop, const char *host, resolve_cb cb,
+                       void *arg, char *err, size_t err_len) {
+  *out = NULL;
   size_t host_len = strlen(host);
   resolve_req_t *req = calloc(1, sizeof *req + host_len + 1);
   if (req == NULL || uv_mutex_init(&req->mutex) != 0) {
     free(req);
     snprintf(err, err_len, "out of memory");
-    return NULL;
+    return ST_ENOMEM;
   }
   memcpy(req->host, host, host_len + 1);
   req->cb = cb;
@@ -169,7 +170,7 @@ resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, v
     uv_mutex_destroy(&req->mutex);
     free(req);
     snprintf(err, err_len, "cannot set up the lookup");
-    return NULL;
+    return ST_EIO;
   }
   req->async.data = req;
   int rc = EAGAIN;
@@ -188,8 +189,10 @@ resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, v
       pthread_sigmask(SIG_SETMASK, &old, NULL);
       pthread_attr_destroy(&attr);
     }
-    if (rc == 0)
-      return req;
+    if (rc == 0) {
+      *out = req;
+      return ST_OK;
+    }
     req->refs = 1;
     snprintf(err, err_len, "cannot start a lookup thread: %s", strerror(rc));
   } else {
@@ -198,7 +201,7 @@ resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, v
   atomic_fetch_sub(&threads_running, 1);
   req->abandoned = 1;
   uv_close((uv_handle_t *)&req->async, on_async_closed);
-  return NULL;
+  return ST_EIO;
 }
 
 void resolve_abandon(resolve_req_t *req) {

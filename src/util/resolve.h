@@ -64,10 +64,11 @@ int resolve_key_equal(const resolve_key_t *a, const resolve_key_t *b);
 
 /* Starts looking host up (any address family, TCP) on a thread of its own.
  * cb runs once on the loop thread unless the request is abandoned first.
- * NULL when the lookup cannot start (out of memory, no thread, too many
- * lookups under way: err says which).  Loop thread. */
-resolve_req_t *resolve_start(uv_loop_t *loop, const char *host, resolve_cb cb, void *arg, char *err,
-                             size_t err_len);
+ * ST_OK with *out; ST_ENOMEM or ST_EIO when the lookup cannot start (out
+ * of memory, no thread, too many lookups under way: err says which).  Loop
+ * thread. */
+status_t resolve_start(resolve_req_t **out, uv_loop_t *loop, const char *host, resolve_cb cb,
+                       void *arg, char *err, size_t err_len);
 
 /* The callback will not run; the request's loop handle is closed now, so
  * the loop can end without waiting for the lookup.  Only before the

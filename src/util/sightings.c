@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/status.h"
+
 #define BOOT_ID_LEN 36
 #define ID_LEN 40 /* a run_id, a replication id: 40 hex digits */
 #define NAME_LEN (2 * ID_LEN + 1)
@@ -36,13 +38,13 @@ static int is_hex_id(const char *s) {
   return 1;
 }
 
-static int boot_id(char out[BOOT_ID_LEN + 1]) {
+static status_t boot_id(char out[BOOT_ID_LEN + 1]) {
   FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
   if (f == NULL)
-    return -1;
+    return ST_EIO;
   int ok = fscanf(f, "%36s", out) == 1 && strlen(out) == BOOT_ID_LEN;
   fclose(f);
-  return ok ? 0 : -1;
+  return ok ? ST_OK : ST_EIO;
 }
 
 static uint64_t mono_now_ns(void) {
@@ -78,16 +80,17 @@ static int dir_ready(const char *dir, char *why, size_t why_len) {
   return 1;
 }
 
-/* Reads a record: 1 with *mono_ns, 0 when absent (errno ENOENT), -1 when
- * it is not to be used (why). */
-static int record_read(int dfd, const char *name, const char *boot, uint64_t *mono_ns, char *why,
-                       size_t why_len) {
+/* Reads a record: ST_OK with *found (and then *mono_ns); *found is 0 when
+ * there is none (errno ENOENT).  ST_EIO when it is not to be used (why). */
+static status_t record_read(int dfd, const char *name, const char *boot, uint64_t *mono_ns,
+                            int *found, char *why, size_t why_len) {
+  *found = 0;
   int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
-      return 0;
+      return ST_OK;
     fail(why, why_len, "cannot read sighting", name, errno);
-    return -1;
+    return ST_EIO;
   }
   struct stat st;
   char text[160];
@@ -107,16 +110,19 @@ static int record_read(int dfd, const char *name, const char *boot, uint64_t *mo
   if (!ok) {
     fail(why, why_len, "sighting not used (not this user's, malformed or of another boot):", name,
          0);
-    return -1;
+    return ST_EIO;
   }
   *mono_ns = mono;
-  return 1;
+  *found = 1;
+  return ST_OK;
 }
 
 /* Writes a record of now under name, unless one is there already (the
- * first writer wins): 1 when written, 0 when another was first, -1 on error. */
-static int record_write(int dfd, const char *name, const char *boot, uint64_t now, char *why,
-                        size_t why_len) {
+ * first writer wins): ST_OK with *written 1, or 0 when another was first;
+ * ST_EIO on error (why). */
+static status_t record_write(int dfd, const char *name, const char *boot, uint64_t now,
+                             int *written, char *why, size_t why_len) {
+  *written = 0;
   char tmp[64], text[160];
   snprintf(tmp, sizeof tmp, ".tmp-%ld-%llu", (long)getpid(), (unsigned long long)now);
   int n = snprintf(text, sizeof text, "redlock-sighting 1 boot %s mono %llu\n", boot,
@@ -124,21 +130,23 @@ static int record_write(int dfd, const char *name, const char *boot, uint64_t no
   int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     fail(why, why_len, "cannot write sighting", tmp, errno);
-    return -1;
+    return ST_EIO;
   }
   int ok = write(fd, text, (size_t)n) == n;
   ok = close(fd) == 0 && ok;
-  int rc = -1;
-  if (!ok)
+  status_t st = ST_EIO;
+  if (!ok) {
     fail(why, why_len, "cannot write sighting", tmp, errno);
-  else if (linkat(dfd, tmp, dfd, name, 0) == 0)
-    rc = 1;
-  else if (errno == EEXIST)
-    rc = 0;
-  else
+  } else if (linkat(dfd, tmp, dfd, name, 0) == 0) {
+    *written = 1;
+    st = ST_OK;
+  } else if (errno == EEXIST) {
+    st = ST_OK;
+  } else {
     fail(why, why_len, "cannot write sighting", name, errno);
+  }
   (void)unlinkat(dfd, tmp, 0);
-  return rc;
+  return st;
 }
 
 /* Removes records of this user's unused for STALE_S, and temporary files
@@ -174,7 +182,7 @@ int sightings_first_seen(const char *dir, const char *run_id, const char *replid
   char boot[BOOT_ID_LEN + 1], name[NAME_LEN + 1];
   if (!is_hex_id(run_id) || !is_hex_id(replid))
     return fail(why, why_len, "no sighting for a server without run_id and replication id", "", 0);
-  if (boot_id(boot) != 0)
+  if (boot_id(boot) != ST_OK)
     return fail(why, why_len, "no sighting: cannot read", "/proc/sys/kernel/random/boot_id", 0);
   if (!dir_ready(dir, why, why_len))
     return 0;
@@ -183,22 +191,22 @@ int sightings_first_seen(const char *dir, const char *run_id, const char *replid
   if (dfd < 0)
     return fail(why, why_len, "cannot open state directory", dir, errno);
   uint64_t now = mono_now_ns(), mono = 0;
-  int rc = 0;
-  for (int tries = 0; tries < 2 && rc == 0; tries++) {
-    rc = record_read(dfd, name, boot, &mono, why, why_len);
-    if (rc != 0)
+  status_t st = ST_OK;
+  int found = 0;
+  for (int tries = 0; tries < 2 && st == ST_OK && !found; tries++) {
+    st = record_read(dfd, name, boot, &mono, &found, why, why_len);
+    if (st != ST_OK || found)
       break;
-    int w = record_write(dfd, name, boot, now, why, why_len);
-    if (w == 1) {
+    int written = 0;
+    st = record_write(dfd, name, boot, now, &written, why, why_len);
+    if (st == ST_OK && written) {
       mono = now;
-      rc = 1;
+      found = 1;
       prune(dfd);
-    } else if (w < 0) {
-      rc = -1;
-    } /* 0: another client wrote it first: read that one */
+    } /* not written: another client wrote it first: read that one */
   }
   close(dfd);
-  if (rc != 1)
+  if (st != ST_OK || !found)
     return 0;
   *age_ns = now > mono ? now - mono : 0;
   return 1;

@@ -43,16 +43,19 @@ int str_host_ok(const char *s, size_t len, size_t cap) {
   return 1;
 }
 
-int str_port(const char *s, size_t len) {
+status_t str_port(const char *s, size_t len, int *port) {
   long v = 0;
   if (len == 0 || len > 5)
-    return -1;
+    return ST_EINVAL;
   for (size_t i = 0; i < len; i++) {
     if (s[i] < '0' || s[i] > '9')
-      return -1;
+      return ST_EINVAL;
     v = v * 10 + (s[i] - '0');
   }
-  return v >= 1 && v <= 65535 ? (int)v : -1;
+  if (v < 1 || v > 65535)
+    return ST_EINVAL;
+  *port = (int)v;
+  return ST_OK;
 }
 
 /* Lowercase ASCII copy of s into buf (size bytes); 0 when it does not fit. */

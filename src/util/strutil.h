@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "util/status.h"
+
 char *str_dup(const char *s);
 char *str_ndup(const char *s, size_t len);
 /* malloc'ed printf; NULL when out of memory. */
@@ -14,7 +16,8 @@ int str_host_ok(const char *s, size_t len, size_t cap);
 /* 1 when host matches one of the n patterns (fnmatch(3) globs, compared
  * without regard to ASCII case), or when n == 0 (nothing pinned). */
 int str_host_allowed(const char *host, const char *const *patterns, size_t n);
-/* A decimal port 1..65535 in [s, s+len), nothing else; -1 otherwise. */
-int str_port(const char *s, size_t len);
+/* A decimal port 1..65535 in [s, s+len), nothing else: ST_OK with *port;
+ * ST_EINVAL otherwise (*port untouched). */
+status_t str_port(const char *s, size_t len, int *port);
 
 #endif

@@ -17,50 +17,51 @@
 /* Files must be readable regular files and the directory a readable
  * directory; checked in any build, so that a mistyped path is named even
  * where TLS itself is missing. */
-static int check_path(const char *what, const char *path, int want_dir, char *why, size_t why_len) {
+static status_t check_path(const char *what, const char *path, int want_dir, char *why,
+                           size_t why_len) {
   struct stat st;
   if (path == NULL)
-    return 0;
+    return ST_OK;
   if (path[0] == '\0') {
     snprintf(why, why_len, "%s: empty path", what);
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
   if (stat(path, &st) != 0) {
     snprintf(why, why_len, "%s %s: %s", what, path, strerror(errno));
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
   if (want_dir) {
     DIR *d = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
     if (d == NULL) {
       snprintf(why, why_len, "%s %s: %s", what, path,
                S_ISDIR(st.st_mode) ? strerror(errno) : "not a directory");
-      return REDLOCK_EINVAL;
+      return ST_EINVAL;
     }
     closedir(d);
-    return 0;
+    return ST_OK;
   }
   FILE *f = S_ISREG(st.st_mode) ? fopen(path, "r") : NULL;
   if (f == NULL) {
     snprintf(why, why_len, "%s %s: %s", what, path,
              S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
   fclose(f);
-  return 0;
+  return ST_OK;
 }
 
-static int check_paths(const char *ca_file, const char *ca_dir, const char *cert_file,
-                       const char *key_file, char *why, size_t why_len) {
+static status_t check_paths(const char *ca_file, const char *ca_dir, const char *cert_file,
+                            const char *key_file, char *why, size_t why_len) {
   if ((cert_file == NULL) != (key_file == NULL)) {
     snprintf(why, why_len, "a client certificate needs both cert_file and key_file");
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
-  int rc = check_path("CA file", ca_file, 0, why, why_len);
-  if (rc == 0)
+  status_t rc = check_path("CA file", ca_file, 0, why, why_len);
+  if (rc == ST_OK)
     rc = check_path("CA directory", ca_dir, 1, why, why_len);
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = check_path("certificate file", cert_file, 0, why, why_len);
-  if (rc == 0)
+  if (rc == ST_OK)
     rc = check_path("key file", key_file, 0, why, why_len);
   return rc;
 }
@@ -112,16 +113,16 @@ static int refuse_passphrase(char *buf, int size, int rwflag, void *arg) {
   return -1;
 }
 
-/* Loads the client's private key; 0 or REDLOCK_EINVAL with why. */
-static int key_load(SSL_CTX *ctx, const char *cert_file, const char *key_file, char *why,
-                    size_t why_len) {
+/* Loads the client's private key; ST_OK or ST_EINVAL with why. */
+static status_t key_load(SSL_CTX *ctx, const char *cert_file, const char *key_file, char *why,
+                         size_t why_len) {
   char reason[200];
   int encrypted = 0;
   SSL_CTX_set_default_passwd_cb_userdata(ctx, &encrypted);
   int ok = SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) == 1;
   SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL); /* &encrypted dies here */
   if (ok)
-    return 0;
+    return ST_OK;
   if (encrypted)
     snprintf(why, why_len,
              "the key in %s is encrypted: passphrases are not supported; decrypt it (openssl "
@@ -135,43 +136,44 @@ static int key_load(SSL_CTX *ctx, const char *cert_file, const char *key_file, c
     snprintf(why, why_len, "cannot load the key file %s: %s", key_file,
              ssl_reason(reason, sizeof reason, "no key"));
   ERR_clear_error();
-  return REDLOCK_EINVAL;
+  return ST_EINVAL;
 }
 
-/* Loads trust and identity into ctx; 0 or REDLOCK_EINVAL with why. */
-static int ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir, const char *cert_file,
-                    const char *key_file, char *why, size_t why_len) {
+/* Loads trust and identity into ctx; ST_OK or ST_EINVAL with why. */
+static status_t ctx_load(SSL_CTX *ctx, const char *ca_file, const char *ca_dir,
+                         const char *cert_file, const char *key_file, char *why, size_t why_len) {
   char reason[200];
   if (ca_file != NULL || ca_dir != NULL) {
     if (SSL_CTX_load_verify_locations(ctx, ca_file, ca_dir) != 1) {
       snprintf(why, why_len, "cannot load the CA %s %s: %s", ca_file ? "file" : "directory",
                ca_file ? ca_file : ca_dir, ssl_reason(reason, sizeof reason, "no certificate"));
-      return REDLOCK_EINVAL;
+      return ST_EINVAL;
     }
   } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
     snprintf(why, why_len, "cannot load the system's trust store: %s",
              ssl_reason(reason, sizeof reason, "unknown error"));
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
   if (cert_file == NULL)
-    return 0;
+    return ST_OK;
   if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
     snprintf(why, why_len, "cannot load the certificate file %s: %s", cert_file,
              ssl_reason(reason, sizeof reason, "no certificate"));
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
-  int rc = key_load(ctx, cert_file, key_file, why, why_len);
-  if (rc != 0)
+  status_t rc = key_load(ctx, cert_file, key_file, why, why_len);
+  if (rc != ST_OK)
     return rc;
   if (SSL_CTX_check_private_key(ctx) != 1) {
     snprintf(why, why_len, "the key in %s does not match the certificate in %s: %s", key_file,
              cert_file, ssl_reason(reason, sizeof reason, "mismatch"));
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   }
-  return 0;
+  return ST_OK;
 }
 
-static SSL_CTX *ctx_new(char *why, size_t why_len) {
+/* A TLS client context with our defaults in *out; ST_ENOMEM with why. */
+static status_t ctx_new(SSL_CTX **out, char *why, size_t why_len) {
   char reason[200];
   /* Explicit for OpenSSL 1.1.0 builds; a no-op once initialised, and
    * thread-safe, so no global flag of ours is needed. */
@@ -180,49 +182,50 @@ static SSL_CTX *ctx_new(char *why, size_t why_len) {
   if (ctx == NULL) {
     snprintf(why, why_len, "cannot create a TLS context: %s",
              ssl_reason(reason, sizeof reason, "out of memory"));
-    return NULL;
+    return ST_ENOMEM;
   }
   /* Redis supports TLS 1.2 and 1.3; older versions are broken. */
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_default_passwd_cb(ctx, refuse_passphrase);
-  return ctx;
+  *out = ctx;
+  return ST_OK;
 }
 
-int tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
-                    const char *key_file, char *why, size_t why_len) {
-  int rc = check_paths(ca_file, ca_dir, cert_file, key_file, why, why_len);
-  if (rc != 0)
+status_t tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
+                         const char *key_file, char *why, size_t why_len) {
+  status_t rc = check_paths(ca_file, ca_dir, cert_file, key_file, why, why_len);
+  if (rc != ST_OK)
     return rc;
   /* Parse them now into a scratch context: a bad PEM or a key that does not
    * match its certificate is a configuration error the caller should see
    * when setting the option, not as masters that never come up. */
-  SSL_CTX *ctx = ctx_new(why, why_len);
-  if (ctx == NULL)
-    return REDLOCK_ENOMEM;
+  SSL_CTX *ctx = NULL;
+  rc = ctx_new(&ctx, why, why_len);
+  if (rc != ST_OK)
+    return rc;
   if (ca_file != NULL || ca_dir != NULL || cert_file != NULL)
     rc = ctx_load(ctx, ca_file, ca_dir, cert_file, key_file, why, why_len);
   SSL_CTX_free(ctx);
   return rc;
 }
 
-int tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
-                   size_t why_len) {
+status_t tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
+                        size_t why_len) {
   *out = NULL;
   tls_client_t *tls = calloc(1, sizeof *tls);
   if (tls == NULL) {
     snprintf(why, why_len, "out of memory");
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   tls->verify = opts->tls_verify;
   if (opts->tls_server_name != NULL &&
       (tls->server_name = str_dup(opts->tls_server_name)) == NULL) {
     free(tls);
     snprintf(why, why_len, "out of memory");
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
-  tls->ctx = ctx_new(why, why_len);
-  int rc = tls->ctx != NULL ? 0 : REDLOCK_ENOMEM;
-  if (rc == 0)
+  status_t rc = ctx_new(&tls->ctx, why, why_len);
+  if (rc == ST_OK)
     rc = ctx_load(tls->ctx, opts->tls_ca_file, opts->tls_ca_dir, opts->tls_cert_file,
                   opts->tls_key_file, why, why_len);
   if (rc != 0) {
@@ -232,7 +235,7 @@ int tls_client_new(tls_client_t **out, const struct redlock_options *opts, char 
   /* The default for every SSL; tls_attach sets each one's mode and names. */
   SSL_CTX_set_verify(tls->ctx, tls->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
   *out = tls;
-  return 0;
+  return ST_OK;
 }
 
 void tls_client_free(tls_client_t *tls) {
@@ -243,16 +246,17 @@ void tls_client_free(tls_client_t *tls) {
   free(tls);
 }
 
-void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, char *why,
-                 size_t why_len) {
+status_t tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, void **out,
+                    char *why, size_t why_len) {
   char reason[200];
+  *out = NULL;
   const char *name = tls->server_name != NULL ? tls->server_name : host;
   int is_ip = resolve_is_numeric(name);
   ERR_clear_error();
   SSL *ssl = SSL_new(tls->ctx);
   if (ssl == NULL) {
     snprintf(why, why_len, "cannot start TLS: %s", ssl_reason(reason, sizeof reason, "no memory"));
-    return NULL;
+    return ST_ENOMEM;
   }
   int ok = 1;
   /* SNI carries host names only (RFC 6066: never an address). */
@@ -276,7 +280,7 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
     snprintf(why, why_len, "cannot set the TLS server name %s: %s", name,
              ssl_reason(reason, sizeof reason, "invalid name"));
     SSL_free(ssl);
-    return NULL;
+    return ST_EINVAL;
   }
   /* The connect is still under way: hiredis starts the handshake, which
    * completes through the context's reads and writes on our loop. */
@@ -287,9 +291,10 @@ void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, ch
       snprintf(why, why_len, "cannot start TLS: %s", c->errstr[0] ? c->errstr : "unknown error");
     /* On failure hiredis did not take the SSL. */
     SSL_free(ssl);
-    return NULL;
+    return ST_EIO;
   }
-  return ssl;
+  *out = ssl;
+  return ST_OK;
 }
 
 /* 1 when the master sent its certificate: the TCP connection was up and the
@@ -374,32 +379,33 @@ const char *tls_unsupported_reason(void) {
 #endif
 }
 
-int tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
-                    const char *key_file, char *why, size_t why_len) {
-  int rc = check_paths(ca_file, ca_dir, cert_file, key_file, why, why_len);
-  if (rc != 0)
+status_t tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
+                         const char *key_file, char *why, size_t why_len) {
+  status_t rc = check_paths(ca_file, ca_dir, cert_file, key_file, why, why_len);
+  if (rc != ST_OK)
     return rc;
   snprintf(why, why_len, "%s", tls_unsupported_reason());
-  return REDLOCK_ENOTSUP;
+  return ST_ENOTSUP;
 }
 
-int tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
-                   size_t why_len) {
+status_t tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
+                        size_t why_len) {
   (void)opts;
   *out = NULL;
   snprintf(why, why_len, "%s", tls_unsupported_reason());
-  return REDLOCK_ENOTSUP;
+  return ST_ENOTSUP;
 }
 
 void tls_client_free(tls_client_t *tls) { (void)tls; }
 
-void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, char *why,
-                 size_t why_len) {
+status_t tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, void **out,
+                    char *why, size_t why_len) {
   (void)tls;
   (void)c;
   (void)host;
+  *out = NULL;
   snprintf(why, why_len, "%s", tls_unsupported_reason());
-  return NULL;
+  return ST_ENOTSUP;
 }
 
 void tls_clear_errors(void) {}

@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 
+#include "util/status.h"
+
 struct redlock_options;
 struct redisContext;
 
@@ -24,24 +26,26 @@ typedef struct tls_client tls_client_t;
 const char *tls_unsupported_reason(void);
 
 /* Reads and parses the files the way tls_client_new will, so that bad paths
- * or contents are refused when they are set, not when a client opens.  0, or
- * REDLOCK_EINVAL / REDLOCK_ENOTSUP with the reason in why. */
-int tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
-                    const char *key_file, char *why, size_t why_len);
+ * or contents are refused when they are set, not when a client opens.
+ * ST_OK, or ST_EINVAL / ST_ENOTSUP / ST_ENOMEM with the reason in why. */
+status_t tls_check_files(const char *ca_file, const char *ca_dir, const char *cert_file,
+                         const char *key_file, char *why, size_t why_len);
 
 /* The client's SSL_CTX from its options: trust store, client certificate.
- * 0, or a REDLOCK_E* code with the reason in why. */
-int tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
-                   size_t why_len);
+ * ST_OK, or another status with the reason in why. */
+status_t tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
+                        size_t why_len);
 void tls_client_free(tls_client_t *tls);
 
 /* Starts TLS on a connecting (non-blocking) context for a master whose URI
  * host is `host`: SNI and the name checked are the server-name option or
  * host.  On a blocking context (the CLI's status) the whole handshake runs
- * here.  Returns the SSL (owned by hiredis from now on, freed with the
- * context) for tls_explain, or NULL with the reason in why. */
-void *tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, char *why,
-                 size_t why_len);
+ * here.  ST_OK with *ssl the SSL (owned by hiredis from now on, freed with
+ * the context) for tls_explain; otherwise the reason in why, and ST_ENOMEM,
+ * ST_EINVAL (a server name OpenSSL refuses), ST_EIO (the handshake of a
+ * blocking context failed) or ST_ENOTSUP (a build without TLS). */
+status_t tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, void **ssl,
+                    char *why, size_t why_len);
 
 /* 1 while the TLS handshake on this SSL has begun (our hello went out) but
  * not finished; 0 otherwise, and always without TLS support. */

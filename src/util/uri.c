@@ -15,50 +15,54 @@
 #include "util/strutil.h"
 #include "util/tls.h"
 
-static int fail(char *err_msg, size_t err_len, const char *fmt, ...) {
+static status_t fail(char *err_msg, size_t err_len, const char *fmt, ...) {
   if (err_msg != NULL && err_len > 0) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err_msg, err_len, fmt, ap);
     va_end(ap);
   }
-  return REDLOCK_EINVAL;
+  return ST_EINVAL;
 }
 
-static int hex_digit(char c) {
+/* 1 with *v when c is a hex digit. */
+static int hex_digit(char c, int *v) {
   if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
+    *v = c - '0';
+  else if (c >= 'a' && c <= 'f')
+    *v = c - 'a' + 10;
+  else if (c >= 'A' && c <= 'F')
+    *v = c - 'A' + 10;
+  else
+    return 0;
+  return 1;
 }
 
-/* Copies [s, s+len) decoding %XX escapes.  NULL on a bad escape or an encoded
- * NUL (*nomem == 0), or when out of memory (*nomem == 1). */
-static char *percent_decode(const char *s, size_t len, int *nomem) {
-  char *out = malloc(len + 1);
+/* *out: a heap copy of [s, s+len) with %XX escapes decoded.  ST_EINVAL on a
+ * bad escape or an encoded NUL, ST_ENOMEM; *out is NULL then. */
+static status_t percent_decode(const char *s, size_t len, char **out) {
+  char *d = malloc(len + 1);
   size_t o = 0;
-  *nomem = out == NULL;
-  if (out == NULL)
-    return NULL;
+  *out = NULL;
+  if (d == NULL)
+    return ST_ENOMEM;
   for (size_t i = 0; i < len; i++) {
     if (s[i] != '%') {
-      out[o++] = s[i];
+      d[o++] = s[i];
       continue;
     }
-    int hi = i + 2 < len ? hex_digit(s[i + 1]) : -1;
-    int lo = i + 2 < len ? hex_digit(s[i + 2]) : -1;
-    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-      free(out);
-      return NULL;
+    int hi = 0, lo = 0;
+    if (i + 2 >= len || !hex_digit(s[i + 1], &hi) || !hex_digit(s[i + 2], &lo) ||
+        (hi == 0 && lo == 0)) {
+      free(d);
+      return ST_EINVAL;
     }
-    out[o++] = (char)(hi * 16 + lo);
+    d[o++] = (char)(hi * 16 + lo);
     i += 2;
   }
-  out[o] = '\0';
-  return out;
+  d[o] = '\0';
+  *out = d;
+  return ST_OK;
 }
 
 /* Parses a decimal in [min, max] from [s, s+len). */
@@ -77,7 +81,7 @@ static status_t parse_uint(const char *s, size_t len, long min, long max, long *
   return ST_OK;
 }
 
-static int parse_unix(const char *rest, node_addr_t *out, char *err_msg, size_t err_len) {
+static status_t parse_unix(const char *rest, node_addr_t *out, char *err_msg, size_t err_len) {
   size_t len = strlen(rest);
   if (len == 0 || rest[0] != '/')
     return fail(err_msg, err_len, "unix:// needs an absolute path (unix:///path/to/sock)");
@@ -87,14 +91,13 @@ static int parse_unix(const char *rest, node_addr_t *out, char *err_msg, size_t 
   out->path = str_dup(rest);
   out->label = str_dup(rest);
   if (out->path == NULL || out->label == NULL)
-    return REDLOCK_ENOMEM;
-  return 0;
+    return ST_ENOMEM;
+  return ST_OK;
 }
 
-static int parse_userinfo(const char *s, size_t len, node_addr_t *out, char *err_msg,
-                          size_t err_len) {
+static status_t parse_userinfo(const char *s, size_t len, node_addr_t *out, char *err_msg,
+                               size_t err_len) {
   const char *colon = memchr(s, ':', len);
-  int nomem = 0;
   if (colon == NULL)
     return fail(err_msg, err_len,
                 "credentials need a ':' (redis://:password@host or redis://user:password@host)");
@@ -103,19 +106,19 @@ static int parse_userinfo(const char *s, size_t len, node_addr_t *out, char *err
   if (pass_len == 0)
     return fail(err_msg, err_len, "empty password in URI");
   if (user_len > 0) {
-    out->user = percent_decode(s, user_len, &nomem);
-    if (out->user == NULL)
-      return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in user name");
+    status_t st = percent_decode(s, user_len, &out->user);
+    if (st != ST_OK)
+      return st == ST_ENOMEM ? st : fail(err_msg, err_len, "bad %%-escape in user name");
   }
-  out->password = percent_decode(colon + 1, pass_len, &nomem);
-  if (out->password == NULL)
-    return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in password");
-  return 0;
+  status_t st = percent_decode(colon + 1, pass_len, &out->password);
+  if (st != ST_OK)
+    return st == ST_ENOMEM ? st : fail(err_msg, err_len, "bad %%-escape in password");
+  return ST_OK;
 }
 
 /* host[:port] or [v6][:port] in [s, end): *host is a heap copy. */
-static int parse_hostport(const char *s, const char *end, int default_port, char **host, int *port,
-                          char *err_msg, size_t err_len) {
+static status_t parse_hostport(const char *s, const char *end, int default_port, char **host,
+                               int *port, char *err_msg, size_t err_len) {
   const char *host_start = s;
   const char *host_end;
   const char *port_start = NULL;
@@ -150,7 +153,7 @@ static int parse_hostport(const char *s, const char *end, int default_port, char
     return fail(err_msg, err_len, "port must be a number from 1 to 65535");
   *host = str_ndup(host_start, (size_t)(host_end - host_start));
   *port = (int)v;
-  return *host == NULL ? REDLOCK_ENOMEM : 0;
+  return *host == NULL ? ST_ENOMEM : ST_OK;
 }
 
 static char *host_label(const char *prefix, const char *host, int port) {
@@ -159,26 +162,26 @@ static char *host_label(const char *prefix, const char *host, int port) {
 }
 
 /* [userinfo@] of an authority that ends at end: the last '@' before it. */
-static int parse_authority_user(const char *rest, const char *end, node_addr_t *out,
-                                const char **host_start, char *err_msg, size_t err_len) {
+static status_t parse_authority_user(const char *rest, const char *end, node_addr_t *out,
+                                     const char **host_start, char *err_msg, size_t err_len) {
   const char *at = NULL;
   for (const char *p = rest; p < end; p++)
     if (*p == '@')
       at = p; /* the last '@': a password may contain one only escaped, but be lenient */
   *host_start = rest;
   if (at == NULL)
-    return 0;
+    return ST_OK;
   *host_start = at + 1;
   return parse_userinfo(rest, (size_t)(at - rest), out, err_msg, err_len);
 }
 
-static int parse_tcp(const char *rest, const char *end, node_addr_t *out, char *err_msg,
-                     size_t err_len) {
+static status_t parse_tcp(const char *rest, const char *end, node_addr_t *out, char *err_msg,
+                          size_t err_len) {
   const char *slash = memchr(rest, '/', (size_t)(end - rest));
   const char *authority_end = slash != NULL ? slash : end;
   const char *host_start;
-  int rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
-  if (rc != 0)
+  status_t rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  if (rc != ST_OK)
     return rc;
   long db = 0;
   if (slash != NULL && slash + 1 < end) {
@@ -189,15 +192,15 @@ static int parse_tcp(const char *rest, const char *end, node_addr_t *out, char *
   out->db = (int)db;
   rc = parse_hostport(host_start, authority_end, URI_REDIS_PORT, &out->host, &out->port, err_msg,
                       err_len);
-  if (rc != 0)
+  if (rc != ST_OK)
     return rc;
   out->label = host_label("", out->host, out->port);
-  return out->label == NULL ? REDLOCK_ENOMEM : 0;
+  return out->label == NULL ? ST_ENOMEM : ST_OK;
 }
 
 /* The HOST:PORT,... list of a sentinel or cluster URI. */
-static int parse_seeds(const char *s, const char *end, int default_port, node_addr_t *out,
-                       char *err_msg, size_t err_len) {
+static status_t parse_seeds(const char *s, const char *end, int default_port, node_addr_t *out,
+                            char *err_msg, size_t err_len) {
   unsigned n = 1;
   for (const char *p = s; p < end; p++)
     n += *p == ',';
@@ -205,13 +208,14 @@ static int parse_seeds(const char *s, const char *end, int default_port, node_ad
     return fail(err_msg, err_len, "more than %d hosts in URI", URI_MAX_SEEDS);
   out->seeds = calloc(n, sizeof *out->seeds);
   if (out->seeds == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   while (out->n_seeds < n) {
     const char *comma = memchr(s, ',', (size_t)(end - s));
     const char *item_end = comma != NULL ? comma : end;
     uri_seed_t *seed = &out->seeds[out->n_seeds];
-    int rc = parse_hostport(s, item_end, default_port, &seed->host, &seed->port, err_msg, err_len);
-    if (rc != 0)
+    status_t rc =
+        parse_hostport(s, item_end, default_port, &seed->host, &seed->port, err_msg, err_len);
+    if (rc != ST_OK)
       return rc;
     out->n_seeds++;
     s = item_end + 1;
@@ -219,28 +223,28 @@ static int parse_seeds(const char *s, const char *end, int default_port, node_ad
   out->kind = NODE_ADDR_TCP;
   out->port = out->seeds[0].port;
   out->host = str_dup(out->seeds[0].host);
-  return out->host == NULL ? REDLOCK_ENOMEM : 0;
+  return out->host == NULL ? ST_ENOMEM : ST_OK;
 }
 
 /* redis-sentinel://...@HOSTS/MASTER-NAME[/DB] and redis-cluster://...@HOSTS */
-static int parse_group(const char *rest, const char *end, node_addr_t *out, char *err_msg,
-                       size_t err_len) {
+static status_t parse_group(const char *rest, const char *end, node_addr_t *out, char *err_msg,
+                            size_t err_len) {
   int sentinel = out->voter == VOTER_KIND_SENTINEL;
   const char *slash = memchr(rest, '/', (size_t)(end - rest));
   const char *authority_end = slash != NULL ? slash : end;
   const char *host_start;
-  int rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
-  if (rc != 0)
+  status_t rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  if (rc != ST_OK)
     return rc;
   rc = parse_seeds(host_start, authority_end, sentinel ? URI_SENTINEL_PORT : URI_REDIS_PORT, out,
                    err_msg, err_len);
-  if (rc != 0)
+  if (rc != ST_OK)
     return rc;
   if (!sentinel) {
     if (slash != NULL && slash + 1 < end)
       return fail(err_msg, err_len, "a cluster URI has no path (a cluster has only database 0)");
     out->label = host_label("cluster@", out->host, out->port);
-    return out->label == NULL ? REDLOCK_ENOMEM : 0;
+    return out->label == NULL ? ST_ENOMEM : ST_OK;
   }
   const char *name = slash != NULL ? slash + 1 : end;
   const char *name_end = memchr(name, '/', (size_t)(end - name));
@@ -248,10 +252,9 @@ static int parse_group(const char *rest, const char *end, node_addr_t *out, char
     name_end = end;
   if (name_end == name)
     return fail(err_msg, err_len, "a sentinel URI needs the master's name: .../MASTER-NAME");
-  int nomem = 0;
-  out->master_name = percent_decode(name, (size_t)(name_end - name), &nomem);
-  if (out->master_name == NULL)
-    return nomem ? REDLOCK_ENOMEM : fail(err_msg, err_len, "bad %%-escape in master name");
+  status_t st = percent_decode(name, (size_t)(name_end - name), &out->master_name);
+  if (st != ST_OK)
+    return st == ST_ENOMEM ? st : fail(err_msg, err_len, "bad %%-escape in master name");
   for (const char *p = out->master_name; *p; p++)
     if ((unsigned char)*p <= ' ' || *p == 0x7f)
       return fail(err_msg, err_len, "master name has a space or control character");
@@ -263,12 +266,12 @@ static int parse_group(const char *rest, const char *end, node_addr_t *out, char
   char *at_host = host_label("@", out->host, out->port);
   out->label = at_host != NULL ? str_printf("%s%s", out->master_name, at_host) : NULL;
   free(at_host);
-  return out->label == NULL ? REDLOCK_ENOMEM : 0;
+  return out->label == NULL ? ST_ENOMEM : ST_OK;
 }
 
 /* One "name=value" of PARAMS. */
-static int parse_param(const char *s, size_t len, node_addr_t *out, unsigned *seen, char *err_msg,
-                       size_t err_len) {
+static status_t parse_param(const char *s, size_t len, node_addr_t *out, unsigned *seen,
+                            char *err_msg, size_t err_len) {
   enum { P_WAIT = 1, P_WAITAOF = 2, P_WAIT_MS = 4, P_S_USER = 8, P_S_PASS = 16 };
   static const struct {
     const char *name;
@@ -324,18 +327,18 @@ static int parse_param(const char *s, size_t len, node_addr_t *out, unsigned *se
   } else {
     if (out->voter != VOTER_KIND_SENTINEL)
       return fail(err_msg, err_len, "%.*s= is for redis-sentinel:// URIs only", (int)name_len, s);
-    int nomem = 0;
-    char *d = percent_decode(v, vlen, &nomem);
-    if (d == NULL)
-      return nomem ? REDLOCK_ENOMEM
-                   : fail(err_msg, err_len, "bad %%-escape in %.*s", (int)name_len, s);
+    char *d = NULL;
+    status_t st = percent_decode(v, vlen, &d);
+    if (st != ST_OK)
+      return st == ST_ENOMEM ? st
+                             : fail(err_msg, err_len, "bad %%-escape in %.*s", (int)name_len, s);
     *(bit == P_S_USER ? &out->sentinel_user : &out->sentinel_password) = d;
   }
-  return 0;
+  return ST_OK;
 }
 
-static int parse_params(const char *s, const char *end, node_addr_t *out, char *err_msg,
-                        size_t err_len) {
+static status_t parse_params(const char *s, const char *end, node_addr_t *out, char *err_msg,
+                             size_t err_len) {
   unsigned seen = 0;
   if (s == end)
     return fail(err_msg, err_len, "empty URI parameters after '?'");
@@ -344,8 +347,8 @@ static int parse_params(const char *s, const char *end, node_addr_t *out, char *
     const char *item_end = amp != NULL ? amp : end;
     if (item_end == s)
       return fail(err_msg, err_len, "empty URI parameter");
-    int rc = parse_param(s, (size_t)(item_end - s), out, &seen, err_msg, err_len);
-    if (rc != 0)
+    status_t rc = parse_param(s, (size_t)(item_end - s), out, &seen, err_msg, err_len);
+    if (rc != ST_OK)
       return rc;
     s = amp != NULL ? amp + 1 : end;
     if (amp != NULL && s == end)
@@ -356,7 +359,7 @@ static int parse_params(const char *s, const char *end, node_addr_t *out, char *
                 "wait= and waitaof= exclude each other (waitaof=L,R also waits for R replicas)");
   if ((seen & 4) && !(seen & 3))
     return fail(err_msg, err_len, "wait_ms= needs wait= or waitaof=");
-  return 0;
+  return ST_OK;
 }
 
 void uri_ack_describe(const ack_spec_t *ack, char *buf, size_t size) {
@@ -382,8 +385,8 @@ static const struct {
     {"rediss-cluster://", VOTER_KIND_CLUSTER, 1},
 };
 
-int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) {
-  int rc;
+status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) {
+  status_t rc;
   if (err_msg != NULL && err_len > 0)
     err_msg[0] = '\0';
   if (uri == NULL || out == NULL)
@@ -409,7 +412,7 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) 
   if (schemes[k].tls && tls_unsupported_reason() != NULL) {
     fail(err_msg, err_len, "%s (TLS) is not supported: %s", schemes[k].scheme,
          tls_unsupported_reason());
-    return REDLOCK_ENOTSUP;
+    return ST_ENOTSUP;
   }
   out->voter = schemes[k].voter;
   const char *rest = uri + strlen(schemes[k].scheme);
@@ -427,22 +430,22 @@ int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) 
   const char *body_end = query != NULL ? query : end;
   if (strcmp(schemes[k].scheme, "unix://") == 0) {
     char *path = str_ndup(rest, (size_t)(body_end - rest));
-    rc = path == NULL ? REDLOCK_ENOMEM : parse_unix(path, out, err_msg, err_len);
+    rc = path == NULL ? ST_ENOMEM : parse_unix(path, out, err_msg, err_len);
     free(path);
   } else if (schemes[k].voter == VOTER_KIND_STANDALONE) {
     rc = parse_tcp(rest, body_end, out, err_msg, err_len);
   } else {
     rc = parse_group(rest, body_end, out, err_msg, err_len);
   }
-  if (rc == 0 && query != NULL)
+  if (rc == ST_OK && query != NULL)
     rc = parse_params(query + 1, end, out, err_msg, err_len);
   out->tls = schemes[k].tls;
-  if (rc != 0)
+  if (rc != ST_OK)
     node_addr_clear(out);
   return rc;
 }
 
-int node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
+status_t node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
   memset(dst, 0, sizeof *dst);
   dst->kind = src->kind;
   dst->port = src->port;
@@ -453,12 +456,12 @@ int node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
   if (src->n_seeds > 0) {
     dst->seeds = calloc(src->n_seeds, sizeof *dst->seeds);
     if (dst->seeds == NULL)
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     for (; dst->n_seeds < src->n_seeds; dst->n_seeds++) {
       dst->seeds[dst->n_seeds].port = src->seeds[dst->n_seeds].port;
       if (!(dst->seeds[dst->n_seeds].host = str_dup(src->seeds[dst->n_seeds].host))) {
         node_addr_clear(dst);
-        return REDLOCK_ENOMEM;
+        return ST_ENOMEM;
       }
     }
   }
@@ -471,9 +474,9 @@ int node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
       (src->password && !(dst->password = str_dup(src->password))) ||
       (src->label && !(dst->label = str_dup(src->label)))) {
     node_addr_clear(dst);
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
-  return 0;
+  return ST_OK;
 }
 
 void node_addr_clear(node_addr_t *addr) {

@@ -10,12 +10,14 @@
  * PARAMS, '&'-separated: wait=R | waitaof=L,R, wait_ms=T; and for the
  * sentinel schemes sentinel_user=U, sentinel_password=P (%-escapes allowed).
  * A sentinel port defaults to 26379, any other to 6379.
- * A build without TLS refuses the rediss schemes with REDLOCK_ENOTSUP. */
+ * A build without TLS refuses the rediss schemes with ST_ENOTSUP. */
 #ifndef REDLOCK_URI_H
 #define REDLOCK_URI_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/status.h"
 
 typedef enum { NODE_ADDR_TCP = 1, NODE_ADDR_UNIX = 2 } node_addr_kind_t;
 
@@ -75,13 +77,13 @@ typedef struct {
 #define URI_MAX_LEN 4096
 #define URI_MAX_DB 1000000
 
-/* Parses uri into *out (fields are heap strings).  Returns 0, REDLOCK_EINVAL
- * (with a reason in err_msg when given), REDLOCK_ENOTSUP (a rediss scheme in
- * a build without TLS, with the reason), or REDLOCK_ENOMEM. */
-int uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len);
+/* Parses uri into *out (fields are heap strings).  Returns ST_OK, ST_EINVAL
+ * (with a reason in err_msg when given), ST_ENOTSUP (a rediss scheme in a
+ * build without TLS, with the reason), or ST_ENOMEM. */
+status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len);
 
-/* Deep copy; 0 or REDLOCK_ENOMEM. */
-int node_addr_copy(node_addr_t *dst, const node_addr_t *src);
+/* Deep copy; ST_OK or ST_ENOMEM. */
+status_t node_addr_copy(node_addr_t *dst, const node_addr_t *src);
 
 /* "wait=1", "waitaof=1,0", "" (none), with ";wait_ms=T" when set: for logs. */
 void uri_ack_describe(const ack_spec_t *ack, char *buf, size_t size);

@@ -576,15 +576,15 @@ static void subscriber_setup(notify_t *n, notify_subscriber_t *sub, unsigned ind
   (void)link_attach(&sub->link, &io);
 }
 
-static int subscribers_init(notify_t *n) {
+static status_t subscribers_init(notify_t *n) {
   if (n->subscribers != NULL)
-    return 0;
+    return ST_OK;
   n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
   if (n->subscribers == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   for (unsigned i = 0; i < n->n_nodes; i++)
     subscriber_setup(n, &n->subscribers[i], i, &n->nodes[i]);
-  return 0;
+  return ST_OK;
 }
 
 /* Master index's shard subscriber at node, made on first use; NULL when
@@ -619,11 +619,12 @@ void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsign
   list_init(&n->shard_subs);
 }
 
-int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len, int wake_mode) {
+status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len,
+                     int wake_mode) {
   if (w->channel != NULL)
-    return 0;
+    return ST_OK;
   if (subscribers_init(n) != 0)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   notify_channel_t *channel = channel_find(n, name_in, len);
   if (channel == NULL) {
     char *name = malloc(len + 1);
@@ -633,7 +634,7 @@ int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len
       free(channel);
       free(recent);
       free(name);
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     }
     memcpy(name, name_in, len);
     name[len] = '\0';
@@ -653,7 +654,7 @@ int notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len
     channel_sync(n, channel, i);
   /* Already subscribed somewhere: the subscription predates this waiter's
    * failed attempt, so no release can have slipped between the two. */
-  return 0;
+  return ST_OK;
 }
 
 void notify_attempt_done(notify_waiter_t *w) {

@@ -21,6 +21,7 @@
 
 #include "util/list.h"
 #include "util/names.h" /* NOTIFY_CHANNEL_PREFIX */
+#include "util/status.h"
 #include "voters/node.h"
 
 /* Whom a release announced on a channel wakes (the first waiter decides). */
@@ -77,9 +78,9 @@ typedef struct notify {
 void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,
                  void (*wake)(void *arg, notify_waiter_t *w), void *arg);
 /* Registers w for the channel `name` (len bytes: NOTIFY_CHANNEL_PREFIX + key
- * for a lock), woken as wake_mode says.  0, or REDLOCK_ENOMEM (the waiter
+ * for a lock), woken as wake_mode says.  ST_OK, or ST_ENOMEM (the waiter
  * then just polls).  A registered waiter is left as it is. */
-int notify_wait(notify_t *n, notify_waiter_t *w, const char *name, size_t len, int wake_mode);
+status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name, size_t len, int wake_mode);
 /* The waiter's attempt ended (lost): the channel may wake a waiter again. */
 void notify_attempt_done(notify_waiter_t *w);
 /* A release was announced on the channel `name` (what a master's message

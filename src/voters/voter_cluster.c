@@ -521,12 +521,12 @@ const voter_ops_t voter_cluster_ops = {
     .sub_refused = c_sub_refused,
 };
 
-int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
-                      unsigned index, const node_addr_t *addr) {
+status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
+                           unsigned index, const node_addr_t *addr) {
   voter_cluster_t *s = calloc(1, sizeof *s);
   *out = s;
   if (s == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   voter_base_init(&s->base, &voter_cluster_ops, index);
   s->base_env = base_env;
   s->env = *base_env;
@@ -534,13 +534,13 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   s->env.replay_error = voter_cluster_on_replay_error;
   s->env.arg = s;
   list_init(&s->retrying);
-  if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0)
-    return REDLOCK_ENOMEM;
+  if (node_addr_copy(&s->addr, addr) != ST_OK || s->addr.n_seeds == 0)
+    return ST_ENOMEM;
   /* The home node, at the first seed: voters.c's memory, always made (the
    * notifier reads its address). */
   voter_cluster_node_t *cn = calloc(1, sizeof *cn);
   if (cn == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   list_init(&cn->parked);
   cn->node = home;
   cn->home = 1;
@@ -555,7 +555,7 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
   a.n_seeds = 0;
   a.master_name = NULL;
   if (node_init(home, &s->env, index, &a) != 0)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   home->primary.stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
   home->primary.batch_writes = 1;
   home->primary.sharded = 1; /* node.h: keys migrate between shards */
@@ -570,5 +570,5 @@ int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t 
                                         .arg = s,
                                     });
   snprintf(s->why, sizeof s->why, "reading the slot map");
-  return 0;
+  return ST_OK;
 }

@@ -171,9 +171,9 @@ extern const voter_ops_t voter_cluster_ops;
 
 /* Makes the cluster voter of addr (copied) at index; home: zeroed memory of
  * voters.c's (node_init'ed here, at the first seed's address, with this
- * voter's own env, a copy of base_env).  0, or REDLOCK_ENOMEM (*out may
+ * voter's own env, a copy of base_env).  ST_OK, or ST_ENOMEM (*out may
  * then be set: its free op frees it). */
-int voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
-                      unsigned index, const node_addr_t *addr);
+status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
+                           unsigned index, const node_addr_t *addr);
 
 #endif

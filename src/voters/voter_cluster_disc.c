@@ -53,18 +53,18 @@ static void map_cb(redisAsyncContext *ac, void *r, void *privdata) {
   }
   cluster_map_t fresh;
   cluster_map_init(&fresh);
-  cluster_map_status_t rc =
+  status_t st =
       d->use_slots
           ? cluster_map_parse_slots(&fresh, reply, d->addr.host, d->fail_text, sizeof d->fail_text)
           : cluster_map_parse_shards(&fresh, reply, d->addr.host, d->cfg.uri->tls, d->fail_text,
                                      sizeof d->fail_text);
-  if (rc == CLUSTER_MAP_OK && fresh.n_primaries == 0) {
+  if (st == ST_OK && fresh.n_primaries == 0) {
     snprintf(d->fail_text, sizeof d->fail_text, "a slot map without a primary");
-    rc = CLUSTER_MAP_BAD;
+    st = ST_EINVAL;
   }
-  if (rc == CLUSTER_MAP_NOMEM)
+  if (st == ST_ENOMEM)
     snprintf(d->fail_text, sizeof d->fail_text, "out of memory reading the slot map");
-  if (rc != CLUSTER_MAP_OK) {
+  if (st != ST_OK) {
     cluster_map_clear(&fresh);
     link_fail(&d->link, REDLOCK_LOG_WARN, "unusable slot map", d->fail_text);
     return;

@@ -64,8 +64,8 @@ static void inherit_backoff(voter_cluster_t *s, node_t *node, const voter_cluste
 }
 
 /* A retired entry whose node is closed, made anew at the same address (the
- * primary came back into the map).  0, or REDLOCK_ENOMEM (left retired). */
-static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
+ * primary came back into the map).  ST_OK, or ST_ENOMEM (left retired). */
+static status_t node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node_t *node = cn->node;
   char host[CLUSTER_HOST_LEN], down_why[NODE_DOWN_WHY_LEN];
   int port = node->addr.port;
@@ -81,7 +81,7 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
     node_free(node);
     memset(node, 0, sizeof *node);
     node->state = NODE_CLOSED;
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   }
   node->stats = stats;
   node->primary.stats_primary = entry_index(s, cn);
@@ -94,7 +94,7 @@ static int node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   cn->closed = 0;
   cn->started = 0;
   cn->failing = 0;
-  return 0;
+  return ST_OK;
 }
 
 static int retired_at(const voter_cluster_node_t *cn, const char *host, int port) {
@@ -122,7 +122,7 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   for (unsigned i = 0; i < s->n_nodes; i++) {
     voter_cluster_node_t *cn = s->nodes[i];
     if (retired_at(cn, host, port) && cn->closed)
-      return node_remake(s, cn) == 0 ? cn : NULL;
+      return node_remake(s, cn) == ST_OK ? cn : NULL;
     if (retired_at(cn, host, port))
       closing = cn;
   }

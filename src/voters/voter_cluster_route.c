@@ -296,8 +296,8 @@ static void retry_fire(tb_timer_t *timer);
 voter_cluster_node_t *voter_cluster_map_moved(voter_cluster_t *s, int slot, const char *host,
                                               int port, const node_t *busy) {
   voter_cluster_node_t *cn = NULL;
-  int at = cluster_map_assign(&s->map, slot, host, port);
-  if (at >= 0) {
+  int at = 0;
+  if (cluster_map_assign(&s->map, slot, host, port, &at) == ST_OK) {
     voter_cluster_bind_primaries(s, busy);
     int k = s->map.primaries[at].user;
     cn = k >= 0 ? s->nodes[k] : NULL;

@@ -231,7 +231,7 @@ static void master_cb(redisAsyncContext *ac, void *r, void *privdata) {
   s->ask_sent = 0;
   if (s->answer == SENTINEL_ADDR_KNOWN) {
     sentinel_master_t m;
-    int have = sentinel_parse_master(r, &m) == 0; /* (an ACL may refuse it: no hint then) */
+    int have = sentinel_parse_master(r, &m) == ST_OK; /* (an ACL may refuse it: no hint then) */
     ask_answered(s, have ? &m : NULL, tb_now_ns(s->env.tb));
     return;
   }
@@ -353,8 +353,8 @@ static void events_cb(redisAsyncContext *ac, void *r, void *privdata) {
   if (kind != PUBSUB_MESSAGE || !reply_pubsub_payload(reply, &payload, &payload_len))
     return;
   char host[SENTINEL_HOST_LEN], to[VOTER_SENTINEL_MASTER_LEN];
-  int port;
-  if (sentinel_parse_switch(payload, payload_len, name_of(s), host, &port) != 1)
+  int port, ours = 0;
+  if (sentinel_parse_switch(payload, payload_len, name_of(s), host, &port, &ours) != ST_OK || !ours)
     return;
   sentinel_host_port(to, sizeof to, host, port);
   log_write(s->env.log, REDLOCK_LOG_INFO, "master %s: sentinel %s: +switch-master to %s",
@@ -631,26 +631,26 @@ sentinel_link_init(voter_sentinel_t *s, link_t *link, node_addr_t *a, char *labe
                   });
 }
 
-int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
-                       unsigned index, const node_addr_t *addr) {
+status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
+                            unsigned index, const node_addr_t *addr) {
   voter_sentinel_t *s = calloc(1, sizeof *s);
   *out = s;
   if (s == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   voter_base_init(&s->base, &voter_sentinel_ops, index);
   s->node = node;
   s->base_env = base_env;
   s->env = *base_env;
   s->env.report = on_node;
   s->env.arg = s;
-  if (node_addr_copy(&s->addr, addr) != 0 || s->addr.n_seeds == 0 ||
+  if (node_addr_copy(&s->addr, addr) != ST_OK || s->addr.n_seeds == 0 ||
       node_init(node, &s->env, index, addr) != 0)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   node->acks.check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
   sentinel_link_init(s, &s->query, &s->query_addr, s->query_label, "sentinel", query_handshake,
                      query_want_retry, query_on_link);
   sentinel_link_init(s, &s->events, &s->events_addr, s->events_label, "sentinel", events_handshake,
                      events_want_retry, events_on_link);
   snprintf(s->why, sizeof s->why, "asking the sentinels");
-  return 0;
+  return ST_OK;
 }

@@ -71,9 +71,9 @@ extern const voter_ops_t voter_sentinel_ops;
 
 /* Makes the Sentinel voter of addr (copied) at index, whose master is node
  * (zeroed memory of voters.c's; node_init'ed here with this voter's own
- * env, a copy of base_env).  0, or REDLOCK_ENOMEM (*out may then be set:
+ * env, a copy of base_env).  ST_OK, or ST_ENOMEM (*out may then be set:
  * its free op frees it). */
-int voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
-                       unsigned index, const node_addr_t *addr);
+status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
+                            unsigned index, const node_addr_t *addr);
 
 #endif

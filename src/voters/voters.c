@@ -218,34 +218,34 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
 /* Voter i of the kind its URI names (the one place that tells kinds
  * apart), with its master's node in vs->nodes[i].  0, or an error (the
  * voter, when made, is in vs->voter[i] for voters_free). */
-static int voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
+static status_t voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
   switch (addr->voter) {
   case VOTER_KIND_STANDALONE:
     if (node_init(&vs->nodes[i], &vs->node_env, i, addr) != 0)
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     voter_standalone_init(&vs->standalone[i], &vs->nodes[i]);
     vs->voter[i] = &vs->standalone[i].base;
-    return 0;
+    return ST_OK;
   case VOTER_KIND_SENTINEL: {
     voter_sentinel_t *s = NULL;
-    int rc = voter_sentinel_new(&s, &vs->node_env, &vs->nodes[i], i, addr);
+    status_t rc = voter_sentinel_new(&s, &vs->node_env, &vs->nodes[i], i, addr);
     if (s != NULL)
       vs->voter[i] = &s->base;
     return rc;
   }
   case VOTER_KIND_CLUSTER: {
     voter_cluster_t *c = NULL;
-    int rc = voter_cluster_new(&c, &vs->node_env, &vs->nodes[i], i, addr);
+    status_t rc = voter_cluster_new(&c, &vs->node_env, &vs->nodes[i], i, addr);
     if (c != NULL)
       vs->voter[i] = &c->base;
     return rc;
   }
   }
-  return REDLOCK_ENOTSUP;
+  return ST_ENOTSUP;
 }
 
-int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
-                const node_addr_t *addrs, unsigned n, voter_t *const *fakes) {
+status_t voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
+                     const node_addr_t *addrs, unsigned n, voter_t *const *fakes) {
   memset(vs, 0, sizeof *vs);
   vs->n = n;
   for (unsigned i = 0; i < n; i++)
@@ -274,12 +274,12 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
   if (fakes == NULL)
     vs->standalone = calloc(n, sizeof *vs->standalone);
   if (vs->voter == NULL || vs->nodes == NULL || (fakes == NULL && vs->standalone == NULL))
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   vs->node_env.arg = vs->standalone;
   for (unsigned i = 0; i < n; i++) {
-    int rc = fakes == NULL ? voter_make(vs, i, &addrs[i])
-                           : node_init(&vs->nodes[i], &vs->node_env, i, &addrs[i]);
-    if (rc != 0)
+    status_t rc = fakes == NULL ? voter_make(vs, i, &addrs[i])
+                                : node_init(&vs->nodes[i], &vs->node_env, i, &addrs[i]);
+    if (rc != ST_OK)
       return rc;
     if (fakes != NULL)
       vs->voter[i] = fakes[i];
@@ -287,7 +287,7 @@ int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *
     vs->voter[i]->report_arg = vs;
   }
   vs->startup_left = fakes == NULL ? n : 0;
-  return 0;
+  return ST_OK;
 }
 
 void voters_set_loop(voters_t *vs, uv_loop_t *loop) { vs->node_env.loop = loop; }

@@ -91,11 +91,11 @@ typedef struct voters {
 /* The rounds' transport over the voters; its argument is the voters_t. */
 extern const round_transport_t voters_transport;
 
-/* One voter per address (copied), of the kind it names; 0 or REDLOCK_ENOMEM
+/* One voter per address (copied), of the kind it names; ST_OK or ST_ENOMEM
  * (then voters_free).  With `fakes` (the engine's unit tests: n voters already
  * made) those are the voters instead, and the start-up barrier is open. */
-int voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
-                const node_addr_t *addrs, unsigned n, voter_t *const *fakes);
+status_t voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hooks_t *hooks,
+                     const node_addr_t *addrs, unsigned n, voter_t *const *fakes);
 /* The loop the connections live on (before voters_start). */
 void voters_set_loop(voters_t *vs, uv_loop_t *loop);
 /* The client's figures (NULL: off), before voters_start. */

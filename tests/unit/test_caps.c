@@ -60,18 +60,18 @@ static void test_version_caps(void **state) {
       "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n"
       "valkey_version:9.1.2\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\n"
       "uptime_in_seconds:5\r\n";
-  assert_int_equal(info_parse_server(valkey, sizeof valkey - 1, &info), 0);
+  assert_int_equal(info_parse_server(valkey, sizeof valkey - 1, &info), ST_OK);
   assert_true(info.is_valkey);
   assert_int_equal(info.version, CAPS_VERSION(9, 1, 2));
   const char redis[] = "redis_version:8.0.6\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\n"
                        "uptime_in_seconds:5\r\n";
-  assert_int_equal(info_parse_server(redis, sizeof redis - 1, &info), 0);
+  assert_int_equal(info_parse_server(redis, sizeof redis - 1, &info), ST_OK);
   assert_false(info.is_valkey);
   assert_int_equal(info.version, CAPS_VERSION(8, 0, 6));
   /* Not a version: unknown (0), and the rest still parses. */
   const char odd[] = "redis_version:8.x\r\nrun_id:0123456789abcdef0123456789abcdef01234567\r\n"
                      "uptime_in_seconds:5\r\n";
-  assert_int_equal(info_parse_server(odd, sizeof odd - 1, &info), 0);
+  assert_int_equal(info_parse_server(odd, sizeof odd - 1, &info), ST_OK);
   assert_int_equal(info.version, 0);
 }
 

@@ -114,7 +114,7 @@ static void test_shards(void **state) {
   cluster_map_init(&m);
   char why[160];
   assert_int_equal(cluster_map_parse_shards(&m, three_shards(), "10.0.0.1", 0, why, sizeof why),
-                   CLUSTER_MAP_OK);
+                   ST_OK);
   assert_int_equal(m.n_primaries, 3);
   assert_int_equal(m.covered, KEYSLOT_COUNT);
   int a = cluster_map_owner(&m, 0), b = cluster_map_owner(&m, 5461),
@@ -157,8 +157,7 @@ static void test_shards_variants(void **state) {
       arr(str("slots"), arr(NULL), str("nodes"),
           arr(shard_node(ID_C, 7003, "127.0.0.1", "127.0.0.1", "master", "online"), NULL), NULL),
       NULL);
-  assert_int_equal(cluster_map_parse_shards(&m, r, "seed.example", 1, why, sizeof why),
-                   CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_shards(&m, r, "seed.example", 1, why, sizeof why), ST_OK);
   assert_int_equal(m.n_primaries, 1);
   assert_int_equal(m.covered, 200);
   int a = cluster_map_owner(&m, 250);
@@ -167,8 +166,7 @@ static void test_shards_variants(void **state) {
   assert_int_equal(m.primaries[a].port, 8000); /* tls */
   assert_int_equal(cluster_map_owner(&m, 150), -1);
   /* the same without TLS: the plain port */
-  assert_int_equal(cluster_map_parse_shards(&m, r, "seed.example", 0, why, sizeof why),
-                   CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_shards(&m, r, "seed.example", 0, why, sizeof why), ST_OK);
   assert_int_equal(m.primaries[0].port, 7000);
   cluster_map_clear(&m);
 }
@@ -178,8 +176,7 @@ static void expect_bad_shards(redisReply *r, const char *reason_part) {
   cluster_map_t m;
   cluster_map_init(&m);
   char why[160] = "";
-  assert_int_equal(cluster_map_parse_shards(&m, r, "127.0.0.1", 0, why, sizeof why),
-                   CLUSTER_MAP_BAD);
+  assert_int_equal(cluster_map_parse_shards(&m, r, "127.0.0.1", 0, why, sizeof why), ST_EINVAL);
   assert_non_null(strstr(why, reason_part));
   assert_int_equal(m.n_primaries, 0);
   assert_int_equal(m.covered, 0);
@@ -244,10 +241,8 @@ static void test_shards_malformed(void **state) {
   cluster_map_t m;
   cluster_map_init(&m);
   char why[160];
-  assert_int_equal(cluster_map_parse_shards(&m, three_shards(), NULL, 0, why, sizeof why),
-                   CLUSTER_MAP_OK);
-  assert_int_equal(cluster_map_parse_shards(&m, str("x"), NULL, 0, why, sizeof why),
-                   CLUSTER_MAP_BAD);
+  assert_int_equal(cluster_map_parse_shards(&m, three_shards(), NULL, 0, why, sizeof why), ST_OK);
+  assert_int_equal(cluster_map_parse_shards(&m, str("x"), NULL, 0, why, sizeof why), ST_EINVAL);
   assert_int_equal(m.n_primaries, 0);
   assert_int_equal(cluster_map_owner(&m, 0), -1);
   /* An unknown endpoint with no host to fall back on. */
@@ -258,7 +253,7 @@ static void test_shards_malformed(void **state) {
                   arr(shard_node(ID_A, 7000, "127.0.0.1", "?", "master", "online"), NULL), NULL),
               NULL),
           NULL, 0, why, sizeof why),
-      CLUSTER_MAP_BAD);
+      ST_EINVAL);
 }
 
 /* Caps: more primaries than CLUSTER_MAP_MAX_PRIMARIES is refused. */
@@ -283,16 +278,16 @@ static void test_shards_caps(void **state) {
   cluster_map_t m;
   cluster_map_init(&m);
   char why[160];
-  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), ST_OK);
   assert_int_equal(m.n_primaries, CLUSTER_MAP_MAX_PRIMARIES);
   assert_int_equal(m.covered, CLUSTER_MAP_MAX_PRIMARIES);
   assert_int_equal(m.primaries[cluster_map_owner(&m, 7)].port, 10007); /* port as text */
   top.elements = CLUSTER_MAP_MAX_PRIMARIES + 1;
-  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), CLUSTER_MAP_BAD);
+  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), ST_EINVAL);
   assert_non_null(strstr(why, "primaries"));
   assert_int_equal(m.n_primaries, 0);
   top.elements = KEYSLOT_COUNT + 1;
-  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), CLUSTER_MAP_BAD);
+  assert_int_equal(cluster_map_parse_shards(&m, &top, NULL, 0, why, sizeof why), ST_EINVAL);
   cluster_map_clear(&m);
 }
 
@@ -352,8 +347,8 @@ static void test_interleaved(void **state) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     arena_reset();
     redisReply *r = interleaved_shards(shapes[i][0], shapes[i][1]);
-    cluster_map_status_t st = cluster_map_parse_shards(&m, r, NULL, 0, why, sizeof why);
-    if (st != CLUSTER_MAP_OK)
+    status_t st = cluster_map_parse_shards(&m, r, NULL, 0, why, sizeof why);
+    if (st != ST_OK)
       fail_msg("%u shards of %u nodes: %s", shapes[i][0], 1 + shapes[i][1], why);
     assert_interleaved(&m, shapes[i][0]);
   }
@@ -366,14 +361,14 @@ static void test_interleaved(void **state) {
         arr(num(slot), num(slot), arr(str("127.0.0.1"), num(10000 + k), str(id_of(k)), NULL),
             arr(str("127.0.0.1"), num(20000 + k), str(id_of(3 + k)), NULL), NULL);
   }
-  assert_int_equal(cluster_map_parse_slots(&m, top, NULL, why, sizeof why), CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_slots(&m, top, NULL, why, sizeof why), ST_OK);
   assert_interleaved(&m, 3);
   /* still capped: one primary more than CLUSTER_MAP_MAX_PRIMARIES */
   arena_reset();
   assert_int_equal(cluster_map_parse_shards(&m,
                                             interleaved_shards(CLUSTER_MAP_MAX_PRIMARIES + 1, 0),
                                             NULL, 0, why, sizeof why),
-                   CLUSTER_MAP_BAD);
+                   ST_EINVAL);
   assert_non_null(strstr(why, "primaries"));
   assert_int_equal(m.n_primaries, 0);
   cluster_map_clear(&m);
@@ -392,7 +387,7 @@ static void test_slots(void **state) {
   cluster_map_t m;
   cluster_map_init(&m);
   char why[160];
-  assert_int_equal(cluster_map_parse_slots(&m, r, "10.1.1.1", why, sizeof why), CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_slots(&m, r, "10.1.1.1", why, sizeof why), ST_OK);
   assert_int_equal(m.n_primaries, 3);
   assert_int_equal(m.covered, KEYSLOT_COUNT);
   const cluster_primary_t *a = &m.primaries[cluster_map_owner(&m, 100)];
@@ -407,7 +402,7 @@ static void test_slots(void **state) {
   /* one primary, two ranges */
   redisReply *two = arr(arr(num(0), num(9), arr(str("h"), num(7000), NULL), NULL),
                         arr(num(20), num(29), arr(str("h"), num(7000), NULL), NULL), NULL);
-  assert_int_equal(cluster_map_parse_slots(&m, two, NULL, why, sizeof why), CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_slots(&m, two, NULL, why, sizeof why), ST_OK);
   assert_int_equal(m.n_primaries, 1);
   assert_int_equal(m.covered, 20);
   assert_int_equal(cluster_map_owner(&m, 15), -1);
@@ -432,7 +427,7 @@ static void test_slots(void **state) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     why[0] = '\0';
-    assert_int_equal(cluster_map_parse_slots(&m, bad[i].r, "h", why, sizeof why), CLUSTER_MAP_BAD);
+    assert_int_equal(cluster_map_parse_slots(&m, bad[i].r, "h", why, sizeof why), ST_EINVAL);
     assert_non_null(strstr(why, bad[i].part));
     assert_int_equal(m.n_primaries, 0);
   }
@@ -446,22 +441,25 @@ static void test_assign(void **state) {
   cluster_map_init(&m);
   cluster_map_init(&other);
   char why[160];
-  assert_int_equal(cluster_map_parse_shards(&m, three_shards(), NULL, 0, why, sizeof why),
-                   CLUSTER_MAP_OK);
+  assert_int_equal(cluster_map_parse_shards(&m, three_shards(), NULL, 0, why, sizeof why), ST_OK);
   /* a slot moved to a known primary, then to a new one */
   int b = cluster_map_find(&m, "127.0.0.1", 7001);
-  assert_int_equal(cluster_map_assign(&m, 0, "127.0.0.1", 7001), b);
+  int at = -1;
+  assert_int_equal(cluster_map_assign(&m, 0, "127.0.0.1", 7001, &at), ST_OK);
+  assert_int_equal(at, b);
   assert_int_equal(cluster_map_owner(&m, 0), b);
-  int d = cluster_map_assign(&m, 1, "127.0.0.9", 7009);
+  int d = -1;
+  assert_int_equal(cluster_map_assign(&m, 1, "127.0.0.9", 7009, &d), ST_OK);
   assert_int_equal(d, 3);
   assert_int_equal(m.n_primaries, 4);
   assert_int_equal(cluster_map_owner(&m, 1), d);
   assert_int_equal(m.covered, KEYSLOT_COUNT);
-  assert_int_equal(cluster_map_assign(&m, KEYSLOT_COUNT, "h", 1), CLUSTER_MAP_BAD);
-  assert_int_equal(cluster_map_assign(&m, 1, "", 1), CLUSTER_MAP_BAD);
-  assert_int_equal(cluster_map_assign(&m, 1, "h", 0), CLUSTER_MAP_BAD);
+  assert_int_equal(cluster_map_assign(&m, KEYSLOT_COUNT, "h", 1, &at), ST_EINVAL);
+  assert_int_equal(cluster_map_assign(&m, 1, "", 1, &at), ST_EINVAL);
+  assert_int_equal(cluster_map_assign(&m, 1, "h", 0, &at), ST_EINVAL);
   /* an empty map learns a slot */
-  assert_int_equal(cluster_map_assign(&other, 42, "h", 7000), 0);
+  assert_int_equal(cluster_map_assign(&other, 42, "h", 7000, &at), ST_OK);
+  assert_int_equal(at, 0);
   assert_int_equal(other.covered, 1);
   /* moved: dst takes src's content */
   cluster_map_move(&m, &other);

@@ -91,7 +91,7 @@ static int parse(const char *text, info_server_t *out) {
 static void test_realistic(void **state) {
   (void)state;
   info_server_t info;
-  assert_int_equal(info_parse_server(realistic, sizeof realistic - 1, &info), 0);
+  assert_int_equal(info_parse_server(realistic, sizeof realistic - 1, &info), ST_OK);
   assert_string_equal(info.run_id, RUN_ID);
   assert_int_equal(info.uptime_s, 86461);
 }
@@ -99,7 +99,7 @@ static void test_realistic(void **state) {
 static void test_valkey8(void **state) {
   (void)state;
   info_server_t info;
-  assert_int_equal(info_parse_server(valkey8, sizeof valkey8 - 1, &info), 0);
+  assert_int_equal(info_parse_server(valkey8, sizeof valkey8 - 1, &info), ST_OK);
   assert_string_equal(info.run_id, RUN_ID2);
   assert_int_equal(info.uptime_s, 7);
 }
@@ -147,7 +147,7 @@ static void test_missing_fields(void **state) {
   assert_int_equal(info.uptime_s, -1);
 
   /* Results of an earlier parse do not leak into the next one. */
-  assert_int_equal(info_parse_server(realistic, sizeof realistic - 1, &info), 0);
+  assert_int_equal(info_parse_server(realistic, sizeof realistic - 1, &info), ST_OK);
   assert_int_equal(parse("nothing:here\r\n", &info), -1);
   assert_string_equal(info.run_id, "");
   assert_int_equal(info.uptime_s, -1);
@@ -220,7 +220,7 @@ static void test_embedded_nul_between_lines(void **state) {
   static const char text[] =
       "# Server\r\n\0garbage\0\r\nrun_id:" RUN_ID "\r\n\0\0\r\nuptime_in_seconds:99\r\n";
   info_server_t info;
-  assert_int_equal(info_parse_server(text, sizeof text - 1, &info), 0);
+  assert_int_equal(info_parse_server(text, sizeof text - 1, &info), ST_OK);
   assert_string_equal(info.run_id, RUN_ID);
   assert_int_equal(info.uptime_s, 99);
 }
@@ -231,7 +231,7 @@ static void test_embedded_nul_in_values(void **state) {
   /* A NUL inside the uptime digits makes it malformed. */
   static const char up[] = "run_id:" RUN_ID "\r\nuptime_in_seconds:12\0"
                            "34\r\n";
-  assert_int_equal(info_parse_server(up, sizeof up - 1, &info), -1);
+  assert_int_equal(info_parse_server(up, sizeof up - 1, &info), ST_EINVAL);
   assert_int_equal(info.uptime_s, -1);
 
   /* A 40-byte run_id with a NUL in it must not be accepted as a 10-byte id
@@ -252,10 +252,10 @@ static void test_bounded_by_len(void **state) {
   static const char text[] = "run_id:" RUN_ID "\r\nuptime_in_seconds:123456\r\n";
   /* Cut inside the uptime: only the digits within len count. */
   size_t cut = strlen("run_id:" RUN_ID "\r\nuptime_in_seconds:12");
-  assert_int_equal(info_parse_server(text, cut, &info), 0);
+  assert_int_equal(info_parse_server(text, cut, &info), ST_OK);
   assert_int_equal(info.uptime_s, 12);
   /* Cut inside the run_id: too short, so absent. */
-  assert_int_equal(info_parse_server(text, 20, &info), -1);
+  assert_int_equal(info_parse_server(text, 20, &info), ST_EINVAL);
   assert_string_equal(info.run_id, "");
 
   /* A heap buffer of exactly len bytes with no terminator: ASan catches any
@@ -264,14 +264,14 @@ static void test_bounded_by_len(void **state) {
   char *exact = malloc(len);
   assert_non_null(exact);
   memcpy(exact, text, len);
-  assert_int_equal(info_parse_server(exact, len, &info), 0);
+  assert_int_equal(info_parse_server(exact, len, &info), ST_OK);
   assert_int_equal(info.uptime_s, 123456);
   /* Ends right after "uptime_in_seconds:" (empty value at the very end). */
   size_t len2 = strlen("run_id:" RUN_ID "\r\nuptime_in_seconds:");
-  assert_int_equal(info_parse_server(exact, len2, &info), -1);
+  assert_int_equal(info_parse_server(exact, len2, &info), ST_EINVAL);
   assert_int_equal(info.uptime_s, -1);
   /* Ends right after the key, before ':'. */
-  assert_int_equal(info_parse_server(exact, len2 - 1, &info), -1);
+  assert_int_equal(info_parse_server(exact, len2 - 1, &info), ST_EINVAL);
   free(exact);
 }
 
@@ -279,12 +279,13 @@ static void test_zero_length(void **state) {
   (void)state;
   info_server_t info;
   memset(&info, 0x55, sizeof info);
-  assert_int_equal(info_parse_server("run_id:" RUN_ID "\r\nuptime_in_seconds:1\r\n", 0, &info), -1);
+  assert_int_equal(info_parse_server("run_id:" RUN_ID "\r\nuptime_in_seconds:1\r\n", 0, &info),
+                   ST_EINVAL);
   assert_string_equal(info.run_id, "");
   assert_int_equal(info.uptime_s, -1);
-  assert_int_equal(info_parse_server("", 0, &info), -1);
-  assert_int_equal(info_parse_server("\n", 1, &info), -1);
-  assert_int_equal(info_parse_server("\r\n\r\n", 4, &info), -1);
+  assert_int_equal(info_parse_server("", 0, &info), ST_EINVAL);
+  assert_int_equal(info_parse_server("\n", 1, &info), ST_EINVAL);
+  assert_int_equal(info_parse_server("\r\n\r\n", 4, &info), ST_EINVAL);
 }
 
 UNIT_MAIN(cmocka_unit_test(test_realistic), cmocka_unit_test(test_valkey8),

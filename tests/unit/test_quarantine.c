@@ -234,26 +234,26 @@ static void test_parse_replication(void **state) {
                                "0000000000000000000000000000000000000000\r\n"
                                "master_repl_offset:100\r\nsecond_repl_offset:-1\r\n";
   info_replication_t r;
-  assert_int_equal(info_parse_replication(master, sizeof master - 1, &r), 0);
+  assert_int_equal(info_parse_replication(master, sizeof master - 1, &r), ST_OK);
   assert_true(r.is_master);
   assert_string_equal(r.role, "master");
   assert_int_equal(r.connected_replicas, 2);
   assert_string_equal(r.replid, REPL_1);
   assert_string_equal(r.replid2, ""); /* all zeros: none */
   static const char promoted[] = "role:master\nmaster_replid:" REPL_2 "\nmaster_replid2:" REPL_1;
-  assert_int_equal(info_parse_replication(promoted, sizeof promoted - 1, &r), 0);
+  assert_int_equal(info_parse_replication(promoted, sizeof promoted - 1, &r), ST_OK);
   assert_string_equal(r.replid2, REPL_1);
   assert_int_equal(r.connected_replicas, -1);
   static const char replica[] = "role:slave\r\nmaster_host:127.0.0.1\r\n";
-  assert_int_equal(info_parse_replication(replica, sizeof replica - 1, &r), 0);
+  assert_int_equal(info_parse_replication(replica, sizeof replica - 1, &r), ST_OK);
   assert_false(r.is_master);
   assert_string_equal(r.role, "slave");
   static const char bad[] = "master_replid:xyz\r\nconnected_slaves:x\r\n";
-  assert_int_equal(info_parse_replication(bad, sizeof bad - 1, &r), -1);
+  assert_int_equal(info_parse_replication(bad, sizeof bad - 1, &r), ST_EINVAL);
   assert_string_equal(r.replid, "");
   assert_int_equal(r.connected_replicas, -1);
   /* bounded by len, not by a NUL */
-  assert_int_equal(info_parse_replication("role:master", 4, &r), -1);
+  assert_int_equal(info_parse_replication("role:master", 4, &r), ST_EINVAL);
 }
 
 UNIT_MAIN(cmocka_unit_test(test_restart), cmocka_unit_test(test_first_sight_promoted),

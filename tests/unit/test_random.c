@@ -39,8 +39,8 @@ static void test_lock_value_format(void **state) {
 static int cmp_values(const void *a, const void *b) { return memcmp(a, b, RANDOM_VALUE_LEN + 1); }
 
 /* A lock value from the kernel per call, or from a client's pool. */
-typedef int (*value_fn)(random_pool_t *pool, char *out);
-static int direct_value(random_pool_t *pool, char *out) {
+typedef status_t (*value_fn)(random_pool_t *pool, char *out);
+static status_t direct_value(random_pool_t *pool, char *out) {
   (void)pool;
   return random_lock_value(out);
 }

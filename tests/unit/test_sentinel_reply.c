@@ -113,8 +113,8 @@ static void test_addr(void **state) {
 }
 
 /* SENTINEL MASTER of a sound master, with flags and role as given. */
-static int parse_master(const char *flags, const char *role, const char *age, const char *run_id,
-                        sentinel_master_t *m) {
+static status_t parse_master(const char *flags, const char *role, const char *age,
+                             const char *run_id, sentinel_master_t *m) {
   const char *v[] = {"name",
                      "mymaster",
                      "ip",
@@ -142,7 +142,7 @@ static int parse_master(const char *flags, const char *role, const char *age, co
 static void test_master(void **state) {
   (void)state;
   sentinel_master_t m;
-  assert_int_equal(parse_master("master", "master", "123456", RUN_ID, &m), 0);
+  assert_int_equal(parse_master("master", "master", "123456", RUN_ID, &m), ST_OK);
   assert_string_equal(m.ip, "127.0.0.1");
   assert_int_equal(m.port, 6380);
   assert_string_equal(m.run_id, RUN_ID);
@@ -152,62 +152,69 @@ static void test_master(void **state) {
   const char *unsound[] = {"s_down,master", "master,o_down", "master,failover_in_progress",
                            "master,disconnected", "slave"};
   for (size_t i = 0; i < sizeof unsound / sizeof unsound[0]; i++) {
-    assert_int_equal(parse_master(unsound[i], "master", "123456", RUN_ID, &m), 0);
+    assert_int_equal(parse_master(unsound[i], "master", "123456", RUN_ID, &m), ST_OK);
     assert_false(m.settled);
   }
-  assert_int_equal(parse_master("master", "slave", "123456", RUN_ID, &m), 0);
+  assert_int_equal(parse_master("master", "slave", "123456", RUN_ID, &m), ST_OK);
   assert_false(m.settled);
   /* a sentinel that has not read the master's INFO yet: no run_id */
-  assert_int_equal(parse_master("master", "master", "5", "", &m), 0);
+  assert_int_equal(parse_master("master", "master", "5", "", &m), ST_OK);
   assert_string_equal(m.run_id, "");
   /* no usable age: not parsed */
-  assert_int_equal(parse_master("master", "master", "-1", RUN_ID, &m), -1);
-  assert_int_equal(parse_master("master", "master", "12x", RUN_ID, &m), -1);
+  assert_int_equal(parse_master("master", "master", "-1", RUN_ID, &m), ST_EINVAL);
+  assert_int_equal(parse_master("master", "master", "12x", RUN_ID, &m), ST_EINVAL);
   assert_int_equal(m.port, 0);
   /* an error (an ACL that refuses SENTINEL MASTER), an odd array */
   redisReply err = text(REDIS_REPLY_ERROR, "NOPERM");
-  assert_int_equal(sentinel_parse_master(&err, &m), -1);
-  assert_int_equal(sentinel_parse_master(NULL, &m), -1);
+  assert_int_equal(sentinel_parse_master(&err, &m), ST_EINVAL);
+  assert_int_equal(sentinel_parse_master(NULL, &m), ST_EINVAL);
   const char *odd[] = {"ip", "127.0.0.1", "port"};
   redisReply r, items[4], *ptrs[4];
   strings(&r, items, ptrs, odd, 3);
-  assert_int_equal(sentinel_parse_master(&r, &m), -1);
+  assert_int_equal(sentinel_parse_master(&r, &m), ST_EINVAL);
   /* fields missing */
   const char *partial[] = {"ip", "127.0.0.1", "port", "6380"};
   strings(&r, items, ptrs, partial, 4);
-  assert_int_equal(sentinel_parse_master(&r, &m), -1);
+  assert_int_equal(sentinel_parse_master(&r, &m), ST_EINVAL);
   /* SENTINEL MASTER's ip, bracketed */
   const char *v6[] = {"ip",   "[::1]", "port",  "6380", "role-reported-time",
                       "1000", "flags", "master"};
   redisReply r6, items6[8], *ptrs6[8];
   strings(&r6, items6, ptrs6, v6, 8);
-  assert_int_equal(sentinel_parse_master(&r6, &m), 0);
+  assert_int_equal(sentinel_parse_master(&r6, &m), ST_OK);
   assert_string_equal(m.ip, "::1");
 }
 
 static void test_switch(void **state) {
   (void)state;
   char host[SENTINEL_HOST_LEN];
-  int port = 0;
+  int port = 0, ours = 0;
   const char msg[] = "mymaster 127.0.0.1 6379 127.0.0.1 6380";
-  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "mymaster", host, &port), 1);
+  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "mymaster", host, &port, &ours),
+                   ST_OK);
+  assert_int_equal(ours, 1);
   assert_string_equal(host, "127.0.0.1");
   assert_int_equal(port, 6380);
   /* another master of the same sentinels */
-  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "other", host, &port), 0);
-  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "mymaste", host, &port), 0);
+  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "other", host, &port, &ours), ST_OK);
+  assert_int_equal(ours, 0);
+  assert_int_equal(sentinel_parse_switch(msg, sizeof msg - 1, "mymaste", host, &port, &ours),
+                   ST_OK);
+  assert_int_equal(ours, 0);
   /* malformed: too few words, too many, bad ports */
   const char *bad[] = {"mymaster 127.0.0.1 6379 127.0.0.1",
                        "mymaster 127.0.0.1 6379 127.0.0.1 6380 extra",
                        "mymaster 127.0.0.1 x 127.0.0.1 6380", "mymaster 127.0.0.1 6379 ::1 0", ""};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-    assert_int_equal(sentinel_parse_switch(bad[i], strlen(bad[i]), "mymaster", host, &port), -1);
+    assert_int_equal(sentinel_parse_switch(bad[i], strlen(bad[i]), "mymaster", host, &port, &ours),
+                     ST_EINVAL);
   /* a bracketed IPv6 address: unbracketed */
   const char v6[] = "mymaster ::1 6379 [::1] 6380";
-  assert_int_equal(sentinel_parse_switch(v6, sizeof v6 - 1, "mymaster", host, &port), 1);
+  assert_int_equal(sentinel_parse_switch(v6, sizeof v6 - 1, "mymaster", host, &port, &ours), ST_OK);
+  assert_int_equal(ours, 1);
   assert_string_equal(host, "::1");
   /* bounded by len */
-  assert_int_equal(sentinel_parse_switch(msg, 10, "mymaster", host, &port), -1);
+  assert_int_equal(sentinel_parse_switch(msg, 10, "mymaster", host, &port, &ours), ST_EINVAL);
 }
 
 UNIT_MAIN(cmocka_unit_test(test_addr), cmocka_unit_test(test_master), cmocka_unit_test(test_switch))
