@@ -670,15 +670,15 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
   client->log = (log_sink_t){.cb = opts->log_cb, .arg = opts->log_arg, .level = opts->log_level};
   fork_guard_init(&client->fork_guard);
   const unsigned n_nodes = (unsigned)opts->n_nodes;
-  int votes_rc = votes_book_init(&client->votes, n_nodes);
+  status_t votes_rc = votes_book_init(&client->votes, n_nodes);
   pool_init(&client->round_pool);
   list_init(&client->queue.ops);
   list_init(&client->queue.parked);
   list_init(&client->run.wakes);
   client_compose_engine(client);
   client_compose_stats(client);
-  int mem_rc = engine_init(&client->engine);
-  status_t rc = votes_rc == 0 && mem_rc == 0 ? ST_OK : ST_ENOMEM;
+  status_t mem_rc = engine_init(&client->engine);
+  status_t rc = votes_rc == ST_OK && mem_rc == ST_OK ? ST_OK : ST_ENOMEM;
   for (unsigned i = 0; rc == ST_OK && i < n_nodes; i++) {
     if (client->opts.nodes[i].tls) {
       /* One SSL_CTX for the client: trust store and client key loaded once,
@@ -697,7 +697,7 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
       break;
     }
   }
-  int compose_rc = client_compose(client, fakes);
+  status_t compose_rc = client_compose(client, fakes);
   if (rc == ST_OK)
     rc = compose_rc;
   if (rc == ST_OK)

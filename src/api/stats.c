@@ -29,14 +29,14 @@ const char *stats_label(const struct stats *stats, unsigned i) {
   return stats->env->label(stats->env->label_arg, i);
 }
 
-int stats_new(const stats_env_t *env, struct stats **out) {
+status_t stats_new(const stats_env_t *env, struct stats **out) {
   *out = NULL;
   if (env->opts->stats_off && env->opts->event_cb == NULL)
-    return 0;
+    return ST_OK;
   unsigned n = env->n_masters;
   struct stats *stats = calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
   if (stats == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   /* A duration of bit length b is at least 2^(b-1) ns: no bucket below the
    * first whose bound reaches that can hold it. */
   memcpy(stats->bound_ns, bound_ns, sizeof bound_ns);
@@ -58,7 +58,7 @@ int stats_new(const stats_env_t *env, struct stats **out) {
     stats->masters[i].primaries = calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
     if (stats->masters[i].primaries == NULL) {
       stats_free(stats);
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     }
   }
   uint64_t now = tb_now_ns(env->tb);
@@ -67,7 +67,7 @@ int stats_new(const stats_env_t *env, struct stats **out) {
     stats->masters[i].since_ns = now;
   }
   *out = stats;
-  return 0;
+  return ST_OK;
 }
 
 void stats_free(struct stats *stats) {

@@ -54,7 +54,7 @@ typedef struct stats_env {
 
 /* *out = new figures, or NULL when stats and events are both off.  0 or
  * REDLOCK_ENOMEM. */
-int stats_new(const stats_env_t *env, struct stats **out);
+status_t stats_new(const stats_env_t *env, struct stats **out);
 void stats_free(struct stats *stats);
 /* redlock_stats' text (format REDLOCK_STATS_*; stats_render.c), written while no close
  * frees the figures (the caller sees to it). */

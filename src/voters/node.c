@@ -18,7 +18,7 @@
 static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
                          const char *detail);
 
-int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
+status_t node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr) {
   memset(node, 0, sizeof *node);
   node->env = env;
   node->index = index;
@@ -41,8 +41,8 @@ int node_init(node_t *node, const node_env_t *env, unsigned index, const node_ad
                              .event = node_on_link,
                              .arg = node,
                          });
-  if (node_addr_copy(&node->addr, addr) != 0)
-    return REDLOCK_ENOMEM;
+  if (node_addr_copy(&node->addr, addr) != ST_OK)
+    return ST_ENOMEM;
   return node_acks_init(node);
 }
 
@@ -152,14 +152,14 @@ static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, co
 
 const char *node_ip(const node_t *node) { return link_ip(&node->link); }
 
-int node_retarget(node_t *node, const char *host, int port, const char *why) {
+status_t node_retarget(node_t *node, const char *host, int port, const char *why) {
   if (node->addr.kind != NODE_ADDR_TCP)
-    return 0;
+    return ST_OK;
   if (node->addr.host != NULL && strcmp(node->addr.host, host) == 0 && node->addr.port == port)
-    return 0;
+    return ST_OK;
   char *copy = str_dup(host);
   if (copy == NULL)
-    return REDLOCK_ENOMEM;
+    return ST_ENOMEM;
   uv_mutex_lock(node->env->mutex);
   char *old = node->addr.host;
   node->addr.host = copy;
@@ -167,7 +167,7 @@ int node_retarget(node_t *node, const char *host, int port, const char *why) {
   uv_mutex_unlock(node->env->mutex);
   free(old);
   node_reconnect(node, "master moved", why);
-  return 0;
+  return ST_OK;
 }
 
 void node_reconnect(node_t *node, const char *what, const char *why) {

@@ -373,7 +373,7 @@ typedef struct node {
  * smaller of wait_ms and the request timeout: a later ack would find its
  * vote timed out); 0 or REDLOCK_ENOMEM.  env must outlive the node; its loop
  * and timebase are used from node_start on. */
-int node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
+status_t node_init(node_t *node, const node_env_t *env, unsigned index, const node_addr_t *addr);
 /* Starts the first connection attempt (loop thread). */
 void node_start(node_t *node);
 /* TCP: the numeric address of the master's last lookup ("" before the
@@ -461,7 +461,7 @@ void node_shutdown(node_t *node);
  * another server, never as a restart (the old one may live on).  Under
  * env->mutex for the address.  0, or REDLOCK_ENOMEM (nothing changed).
  * Outside of this node's hiredis callbacks. */
-int node_retarget(node_t *node, const char *host, int port, const char *why);
+status_t node_retarget(node_t *node, const char *host, int port, const char *why);
 /* Drops the connection (what, why: for the log and the DOWN report) and
  * starts a new attempt, whose handshake judges the server again
  * (quarantine.h): a cluster primary that was demoted and promoted again

@@ -38,7 +38,7 @@ static const char role_cmd[] = "*2\r\n$4\r\nINFO\r\n$11\r\nreplication\r\n";
 
 /* The durability ack is formatted once, with the smaller of its wait and the
  * request timeout (node_init, node.h). */
-int node_acks_init(node_t *node) {
+status_t node_acks_init(node_t *node) {
   const ack_spec_t *ack = &node->addr.ack;
   if (ack->mode != ACK_NONE) {
     uint32_t t = node->env->request_timeout_ms;
@@ -49,10 +49,10 @@ int node_acks_init(node_t *node) {
                 : redisFormatCommand(&node->acks.ack_cmd, "WAITAOF %d %d %u", ack->local,
                                      ack->replicas, t);
     if (n < 0)
-      return REDLOCK_ENOMEM;
+      return ST_ENOMEM;
     node->acks.ack_cmd_len = (size_t)n;
   }
-  return 0;
+  return ST_OK;
 }
 
 void node_ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata) {
@@ -182,7 +182,7 @@ static void ack_reply_cb(redisAsyncContext *ac, void *reply, void *privdata) {
 static int role_check_met(node_t *node, const redisReply *reply) {
   info_replication_t repl;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_replication(reply->str, reply->len, &repl) != 0) {
+      info_parse_replication(reply->str, reply->len, &repl) != ST_OK) {
     ack_fell_short(node, "role check failed", "INFO replication reply lacks role");
     return 0;
   }

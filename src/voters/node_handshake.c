@@ -100,7 +100,7 @@ static const char *script_load_check(void *arg, const redisReply *reply) {
 static const char *info_check(void *arg, const redisReply *reply) {
   node_t *node = arg;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_server(reply->str, reply->len, &node->server.server_info) != 0)
+      info_parse_server(reply->str, reply->len, &node->server.server_info) != ST_OK)
     return "INFO server reply lacks run_id or uptime_in_seconds";
   node->server.caps_handshake |=
       caps_from_version(node->server.server_info.is_valkey, node->server.server_info.version);
@@ -156,7 +156,7 @@ static const char *replication_check(void *arg, const redisReply *reply) {
   const node_env_t *env = node->env;
   info_replication_t repl;
   if ((reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) ||
-      info_parse_replication(reply->str, reply->len, &repl) != 0)
+      info_parse_replication(reply->str, reply->len, &repl) != ST_OK)
     return "INFO replication reply lacks role";
   if (!repl.is_master)
     return repl.role[0] == 's' ? "it is a replica (role: slave), and only a master can vote"

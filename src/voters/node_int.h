@@ -90,7 +90,7 @@ void node_drop_oldest_kept(node_t *node);
 
 /* ---- node_acks.c ---- */
 /* Formats the durability ack of node->addr.ack; 0 or REDLOCK_ENOMEM. */
-int node_acks_init(node_t *node);
+status_t node_acks_init(node_t *node);
 /* hiredis' callback for a written request that asks an ack. */
 void node_ack_write_cb(redisAsyncContext *ac, void *reply, void *privdata);
 /* conn.c's before-write hook: the ack behind this write's requests. */

@@ -554,7 +554,7 @@ status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, no
   a.seeds = NULL;
   a.n_seeds = 0;
   a.master_name = NULL;
-  if (node_init(home, &s->env, index, &a) != 0)
+  if (node_init(home, &s->env, index, &a) != ST_OK)
     return ST_ENOMEM;
   home->primary.stats_primary = 0; /* entry i of the voter's per-primary figures: nodes[i] */
   home->primary.batch_writes = 1;

@@ -77,7 +77,7 @@ static status_t node_remake(voter_cluster_t *s, voter_cluster_node_t *cn) {
   node_free(node);
   memset(node, 0, sizeof *node);
   node_addr_t a = primary_addr(s, host, port, cn->label);
-  if (node_init(node, &s->env, s->base.index, &a) != 0) {
+  if (node_init(node, &s->env, s->base.index, &a) != ST_OK) {
     node_free(node);
     memset(node, 0, sizeof *node);
     node->state = NODE_CLOSED;
@@ -143,7 +143,7 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   cn->node = node;
   voter_cluster_host_port(cn->label, sizeof cn->label, host, port);
   node_addr_t a = primary_addr(s, host, port, cn->label);
-  if (node_init(node, &s->env, s->base.index, &a) != 0) {
+  if (node_init(node, &s->env, s->base.index, &a) != ST_OK) {
     node_free(node);
     free(node);
     free(cn);

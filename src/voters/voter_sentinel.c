@@ -130,9 +130,9 @@ static void ask_answered(voter_sentinel_t *s, const sentinel_master_t *m, uint64
   } else if (!s->known || moved) {
     snprintf(why, sizeof why, "sentinel %s names %s as the master", s->query_label, master);
     s->retargeting = 1;
-    int rc = node_retarget(s->node, s->answer_host, s->answer_port, why);
+    status_t rc = node_retarget(s->node, s->answer_host, s->answer_port, why);
     s->retargeting = 0;
-    if (rc != 0) {
+    if (rc != ST_OK) {
       there = 0;
       log_write(s->env.log, REDLOCK_LOG_ERROR,
                 "master %s: cannot follow the sentinels to %s: out of memory", s->addr.label,
@@ -644,7 +644,7 @@ status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, 
   s->env.report = on_node;
   s->env.arg = s;
   if (node_addr_copy(&s->addr, addr) != ST_OK || s->addr.n_seeds == 0 ||
-      node_init(node, &s->env, index, addr) != 0)
+      node_init(node, &s->env, index, addr) != ST_OK)
     return ST_ENOMEM;
   node->acks.check_role = 1; /* node.h: a failover or REPLICAOF demotes it without a disconnect */
   sentinel_link_init(s, &s->query, &s->query_addr, s->query_label, "sentinel", query_handshake,

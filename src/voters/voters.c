@@ -221,7 +221,7 @@ static void on_voter(void *arg, voter_t *v, const voter_news_t *news) {
 static status_t voter_make(voters_t *vs, unsigned i, const node_addr_t *addr) {
   switch (addr->voter) {
   case VOTER_KIND_STANDALONE:
-    if (node_init(&vs->nodes[i], &vs->node_env, i, addr) != 0)
+    if (node_init(&vs->nodes[i], &vs->node_env, i, addr) != ST_OK)
       return ST_ENOMEM;
     voter_standalone_init(&vs->standalone[i], &vs->nodes[i]);
     vs->voter[i] = &vs->standalone[i].base;
