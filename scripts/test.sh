@@ -53,11 +53,6 @@
 #     share), so no test sees a loaded machine it would not see anyway.
 #     Each later pass waits for its tree; a failed build fails its pass, with
 #     the build's log.
-#   * A torture run shares the machine with waiting tests: it takes two of
-#     ctest's four slots and the "torture" resource lock (one torture at a
-#     time), and its COST starts the chain of tortures first, so pass 1's
-#     waiting tests run beside it (tests/torture/CMakeLists.txt says why that
-#     is safe; under the sanitizers a run still has the machine to itself).
 #   * The torture runs a build repeats (torture_short, torture_prims_short,
 #     torture_tls_short: the same seeds and faults) run at full length in
 #     pass 1 and at a third of it in passes 2 and 4
@@ -79,9 +74,8 @@ source scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 # Tests run two per core: most of a test's time is spent waiting for servers,
 # TTLs and timeouts (the whole suite keeps 2 cores about 40 % busy at -j4);
-# the ones that load the machine are RUN_SERIAL (test_backlog,
-# test_cluster_faults; the tortures in sanitized builds) or take PROCESSORS 2
-# (install, the tortures).
+# the ones that load the machine are RUN_SERIAL (torture, backlog) or take
+# PROCESSORS 2 (install).
 test_jobs=$((jobs * 2))
 # Each build chooses its hiredis explicitly (pass 2 sets its own path); a
 # REDLOCK_TEST_SERVER from the caller's shell would run passes 1 and 2
