@@ -43,7 +43,7 @@
 # docs/compatibility.md says what this covers.  Tests start their own servers
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
 #
-# How it fits in 20 minutes on 2 cores (each lever measured: docs/testing.md):
+# What shortens the run on 2 cores (docs/testing.md says where the time goes):
 #   * The builds of passes 2, 4, 4b and 4c and the fuzz run (pass 5) run in
 #     the background at the lowest CPU and I/O priority (nice 19, ionice
 #     idle) while pass 1's tests and pass 1b run: those tests spend most of
@@ -59,7 +59,7 @@
 #     (-DREDLOCK_TORTURE_SHORT=ON); the tests of the test and the failover
 #     tortures run in pass 1 only, as before, and so does python_mypy (it
 #     reads Python sources only).
-#   ./scripts/test.sh            everything above (about 20 min on a 2-core machine)
+#   ./scripts/test.sh            everything above (about 35 min on a 2-core machine)
 #   ./scripts/test.sh --quick    pass 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
