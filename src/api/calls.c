@@ -13,6 +13,7 @@
 #include "engine/lock.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
+#include "util/alloc.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
@@ -118,7 +119,7 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
   if (n == 1 && memchr(o->key_prefix, '}', o->key_prefix_len) == NULL &&
       strchr(resources[0], '}') == NULL)
     return 0;
-  char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
+  char *key = rl_malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
     return REDLOCK_ENOMEM;
   memcpy(key, o->key_prefix, o->key_prefix_len);
@@ -144,7 +145,7 @@ static int check_one_slot(redlock_t *client, const char *const *resources, size_
       rc = REDLOCK_EINVAL;
     }
   }
-  free(key);
+  rl_free(key);
   return rc;
 }
 

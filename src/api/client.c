@@ -314,7 +314,7 @@ static void client_voters_started(void *arg) {
 /* The struct's own memory, last: from here the allocator may change again
  * (once no other client is open). */
 static void client_dealloc(redlock_t *client) {
-  free(client);
+  rl_free(client);
   alloc_release();
 }
 
@@ -654,7 +654,7 @@ static int client_new(redlock_t **out, const redlock_options_t *opts, uv_loop_t 
   if (opts == NULL || opts->n_nodes == 0)
     return REDLOCK_EINVAL;
   alloc_hold(); /* the allocator stays until client_dealloc */
-  redlock_t *client = calloc(1, sizeof *client);
+  redlock_t *client = rl_calloc(1, sizeof *client);
   if (client == NULL) {
     alloc_release();
     return REDLOCK_ENOMEM;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "engine/lock.h"
+#include "util/alloc.h"
 
 /* Histogram bucket bounds (copied into each client's stats) and their text. */
 static const uint64_t bound_ns[STATS_N_BOUNDS] = {
@@ -46,7 +47,7 @@ int stats_new(const stats_env_t *env, struct stats **out) {
   if (env->opts->stats_off && env->opts->event_cb == NULL)
     return 0;
   unsigned n = env->n_masters;
-  struct stats *stats = calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
+  struct stats *stats = rl_calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
   if (stats == NULL)
     return REDLOCK_ENOMEM;
   /* A duration of bit length b is at least 2^(b-1) ns: no bucket below the
@@ -67,7 +68,7 @@ int stats_new(const stats_env_t *env, struct stats **out) {
   for (unsigned i = 0; i < n && !env->opts->stats_off; i++) {
     if (i >= env->opts->n_nodes || env->opts->nodes[i].voter != VOTER_KIND_CLUSTER)
       continue;
-    stats->masters[i].primaries = calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
+    stats->masters[i].primaries = rl_calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
     if (stats->masters[i].primaries == NULL) {
       stats_free(stats);
       return REDLOCK_ENOMEM;
@@ -84,8 +85,8 @@ int stats_new(const stats_env_t *env, struct stats **out) {
 
 void stats_free(struct stats *stats) {
   for (unsigned i = 0; stats != NULL && i < stats->n_masters; i++)
-    free(stats->masters[i].primaries);
-  free(stats);
+    rl_free(stats->masters[i].primaries);
+  rl_free(stats);
 }
 
 stats_outcome_t stats_outcome(int status) {

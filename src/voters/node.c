@@ -12,6 +12,7 @@
 #include "proto/reply.h"
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/sightings.h"
 #include "util/strutil.h"
 
@@ -105,7 +106,7 @@ void node_free(node_t *node) {
   while (list_linked(&node->missed_releases)) {
     missed_release_t *missed = list_entry(node->missed_releases.next, missed_release_t, link);
     list_remove(&missed->link);
-    free(missed);
+    rl_free(missed);
   }
   node_addr_clear(&node->addr);
 }
@@ -211,7 +212,7 @@ static void replay_done(node_req_t *req, const redisReply *reply) {
     node_defer_release(node, missed->cmd, missed->len);
   else if (reply->type == REDIS_REPLY_ERROR && node->env->replay_error != NULL)
     node->env->replay_error(node->env->arg, node, missed->cmd, missed->len, reply);
-  free(missed);
+  rl_free(missed);
   if (node->replays_out == 0)
     node_report(node, NODE_EV_SETTLED, NULL, NULL);
 }
@@ -255,7 +256,7 @@ static void node_drop_oldest_kept(node_t *node) {
   list_remove(&oldest->link);
   node->n_missed_releases--;
   node->missed_bytes -= oldest->len;
-  free(oldest);
+  rl_free(oldest);
   stats_master_abandoned(node->stats, node->index, 1);
 }
 
@@ -267,7 +268,7 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
   while (node->n_missed_releases > 0 && (node->n_missed_releases >= NODE_MAX_MISSED_RELEASES ||
                                          node->missed_bytes + len > NODE_MAX_MISSED_BYTES))
     node_drop_oldest_kept(node);
-  missed_release_t *missed = calloc(1, sizeof *missed + len);
+  missed_release_t *missed = rl_calloc(1, sizeof *missed + len);
   if (missed == NULL) {
     /* best effort: the key expires at its TTL anyway */
     stats_master_abandoned(node->stats, node->index, 1);
@@ -291,7 +292,7 @@ void node_take_kept(node_t *node, void (*fn)(void *arg, const char *cmd, size_t 
     missed_release_t *missed = list_entry(batch.next, missed_release_t, link);
     list_remove(&missed->link);
     fn(arg, missed->cmd, missed->len);
-    free(missed);
+    rl_free(missed);
   }
 }
 
@@ -593,7 +594,7 @@ int node_retarget(node_t *node, const char *host, int port, const char *why) {
   node->addr.host = copy;
   node->addr.port = port;
   uv_mutex_unlock(node->env->mutex);
-  free(old);
+  rl_free(old);
   node_reconnect(node, "master moved", why);
   return 0;
 }
