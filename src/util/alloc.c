@@ -24,9 +24,14 @@
 static const redlock_allocator_t libc_allocator = {
     .malloc_fn = malloc, .calloc_fn = calloc, .realloc_fn = realloc, .free_fn = free};
 
-/* The caller's table, copied: theirs may live on the stack. */
+/* The caller's table, copied (theirs may live on the stack): written by
+ * redlock_set_allocator while no client is open, before current points at
+ * it; read through current. */
 static redlock_allocator_t custom_allocator;
+/* The table in use: loaded (acquire) by every allocation, on any thread;
+ * stored (release) by redlock_set_allocator only. */
 static _Atomic(const redlock_allocator_t *) current = &libc_allocator;
+/* Clients between alloc_hold and alloc_release, on any thread. */
 static atomic_uint open_clients;
 
 static inline const redlock_allocator_t *table(void) {
