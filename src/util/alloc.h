@@ -18,7 +18,7 @@ void rl_free(void *p);
 /* A copy of s (NUL-terminated) from rl_malloc, or NULL. */
 char *rl_strdup(const char *s);
 
-/* A client now exists / no longer does: while any does, the table is fixed
+/* A client is made / is gone: while any exists, the table is fixed
  * (redlock_set_allocator refuses).  Lock-free; not on any per-call path. */
 void alloc_hold(void);
 void alloc_release(void);
