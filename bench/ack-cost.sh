@@ -26,33 +26,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/servers.sh
 . "$here/servers.sh"
 
-usage() {
-  echo "usage: $0 [--server redis|valkey|PATH] path/to/redlock-bench" >&2
-  exit 2
-}
-bench=""
-while [ $# -gt 0 ]; do
-  case $1 in
-  --server)
-    [ $# -ge 2 ] || usage
-    case $2 in
-    redis) bench_server=redis-server ;;
-    valkey) bench_server=$here/../build-extra/valkey/root/usr/bin/valkey-server ;;
-    *) bench_server=$2 ;;
-    esac
-    shift 2
-    ;;
-  -*) usage ;;
-  *)
-    bench=$1
-    shift
-    ;;
-  esac
-done
-if [ -z "$bench" ] || [ ! -x "$bench" ]; then usage; fi
-for c in jq redis-cli ss "$bench_server"; do
-  command -v "$c" >/dev/null 2>&1 || { echo "ack-cost.sh: needs $c" >&2; exit 1; }
-done
+bench_args "$@"
+bench_need ack-cost.sh jq redis-cli ss "$bench_server"
 
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-3}

@@ -32,35 +32,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/servers.sh
 . "$here/servers.sh"
 
-usage() {
-  echo "usage: $0 [--server redis|valkey|PATH] path/to/redlock-bench" >&2
-  exit 2
-}
-bench=""
-while [ $# -gt 0 ]; do
-  case $1 in
-  --server)
-    [ $# -ge 2 ] || usage
-    case $2 in
-    redis) bench_server=redis-server ;;
-    valkey) bench_server=$here/../build-extra/valkey/usr/bin/valkey-server ;;
-    *) bench_server=$2 ;;
-    esac
-    shift 2
-    ;;
-  -*) usage ;;
-  *)
-    bench=$1
-    shift
-    ;;
-  esac
-done
-if [ -z "$bench" ] || [ ! -x "$bench" ]; then usage; fi
+bench_args "$@"
 cli=redis-cli
 case $(basename "$bench_server") in valkey-server) cli=$(dirname "$bench_server")/valkey-cli ;; esac
-for c in jq ss "$cli" "$bench_server"; do
-  command -v "$c" >/dev/null 2>&1 || { echo "cluster-cost.sh: needs $c" >&2; exit 1; }
-done
+bench_need cluster-cost.sh jq ss "$cli" "$bench_server"
 
 RUNS=${RUNS:-5}
 DURATION=${DURATION:-3}

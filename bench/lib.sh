@@ -10,6 +10,10 @@
 #   bench_commands A B MODES...          each mode's command lines, a ```-block: cmd_for MODE
 #                                        for an ab-cC mode, else cmd_for MODE A and MODE B
 #                                        (cmd_for: the calling script's)
+#   bench_args "$@"                      the cost scripts' command line:
+#                                        [--server redis|valkey|PATH] path/to/redlock-bench
+#                                        sets bench_server and bench (usage: status 2)
+#   bench_need NAME CMD...               status 1 with "NAME: needs CMD" when a CMD is missing
 # Starting servers (bash arrays) is bench/servers.sh.
 # shellcheck shell=sh
 
@@ -59,4 +63,43 @@ bench_commands() {
     esac
   done
   echo '```'
+}
+
+bench_usage() {
+  echo "usage: $0 [--server redis|valkey|PATH] path/to/redlock-bench" >&2
+  exit 2
+}
+
+# Sets bench_server (kept when --server is not given) and bench.  "valkey" is
+# scripts/fetch-extra.sh's Valkey 8 (build-extra/, beside the bench folder).
+bench_args() {
+  bench=""
+  _extra=$(dirname "$0")/../build-extra
+  while [ $# -gt 0 ]; do
+    case $1 in
+    --server)
+      [ $# -ge 2 ] || bench_usage
+      case $2 in
+      redis) bench_server=redis-server ;;
+      valkey) bench_server=$_extra/valkey/usr/bin/valkey-server ;;
+      *) bench_server=$2 ;;
+      esac
+      shift 2
+      ;;
+    -*) bench_usage ;;
+    *)
+      bench=$1
+      shift
+      ;;
+    esac
+  done
+  if [ -z "$bench" ] || [ ! -x "$bench" ]; then bench_usage; fi
+}
+
+bench_need() {
+  _who=$1
+  shift
+  for _c in "$@"; do
+    command -v "$_c" >/dev/null 2>&1 || { echo "$_who: needs $_c" >&2; exit 1; }
+  done
 }

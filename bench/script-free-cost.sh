@@ -45,29 +45,8 @@ bench_server=$here/../build-extra/sid/bin/valkey-server
 # shellcheck source=bench/servers.sh
 . "$here/servers.sh"
 
-usage() {
-  echo "usage: $0 [--server PATH] path/to/redlock-bench" >&2
-  exit 2
-}
-bench=""
-while [ $# -gt 0 ]; do
-  case $1 in
-  --server)
-    [ $# -ge 2 ] || usage
-    bench_server=$2
-    shift 2
-    ;;
-  -*) usage ;;
-  *)
-    bench=$1
-    shift
-    ;;
-  esac
-done
-if [ -z "$bench" ] || [ ! -x "$bench" ]; then usage; fi
-for c in jq awk redis-cli ss "$bench_server"; do
-  command -v "$c" >/dev/null 2>&1 || { echo "script-free-cost.sh: needs $c" >&2; exit 1; }
-done
+bench_args "$@"
+bench_need script-free-cost.sh jq awk redis-cli ss "$bench_server"
 
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-5}

@@ -12,7 +12,12 @@
 # folder is reading the library from the bottom up.
 #
 # Includes (always): a file may include the headers of its own layer and of
-# lower ones (and the public headers), never a higher layer's.
+# lower ones (and the public headers), never a higher layer's; and, by
+# folder, only headers of its own folder and of the folders before it in
+# folder_order (util, proto, conn, voters, engine, api), so that an
+# interface lives in the folder of the layer that implements it (the
+# rounds' transport is declared in voters/, not beside the rounds in
+# engine/) and no two folders include each other.
 #
 # Calls (with OBJ_DIR, the library's object files, e.g.
 # build/CMakeFiles/redlock_objects.dir/src): nm maps every global symbol an
@@ -30,46 +35,67 @@
 # 1 and names each offending #include, call and pair.
 set -u
 
-layer_of() {
+# set_layer MODULE: lay=its layer (no subshell: the include check asks it
+# for every #include).
+set_layer() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
   list | alloc | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
     info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | quarantine | sightings | sentinel_reply | cluster_map | caps | direct) echo 0 ;;
+    replypool | keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
-  conn) echo 1 ;;
+  conn) lay=1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
-  #    backoff, reconnect) and one master's (its requests, on a link)
-  link | node) echo 2 ;;
+  #    backoff, reconnect) and one master's (its requests, on a link, and
+  #    whether its votes count: the restart and failover quarantine)
+  link | node | quarantine) lay=2 ;;
   # 3: rounds over the masters, release notifications, and the voters: the
   #    voter interface, its kinds (standalone: one node; sentinel: a node that
   #    follows the sentinels, and links to them; cluster: a node per primary
   #    and a link to the seeds) and the client's set of
   #    voters, which is the rounds' transport
-  round | notify | voter | voter_standalone | voter_sentinel | voter_cluster | voter_cluster_route | \
-    voter_cluster_nodes | voter_cluster_disc | voters) echo 3 ;;
+  round | notify | transport | voter | voter_standalone | voter_sentinel | voter_cluster | voter_cluster_route | \
+    voter_cluster_nodes | voter_cluster_disc | voters) lay=3 ;;
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down
-  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) echo 4 ;;
+  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
-  client | calls | calls_election | stats) echo 5 ;;
+  client | calls | calls_election | stats | stats_render) lay=5 ;;
   # the public headers: anyone may include them
-  redlock | redlock_uv) echo public ;;
-  *) echo unknown ;;
+  redlock | redlock_uv) lay=public ;;
+  *) lay=unknown ;;
   esac
+}
+layer_of() {
+  set_layer "$1"
+  echo "$lay"
 }
 # The layers a folder of src/ may hold (its band).
 folder_layers() {
   case "$1" in
-  util | proto) echo 0 ;; # leaves: data, pure logic, small services; the Redis protocol and names
-  conn) echo 0 1 2 ;;     # a connection: resolve, TLS, hiredis on libuv, its life cycle
-  voters) echo 2 3 ;;     # a master's requests, the voter interface and its kinds
+  util | proto) echo 0 ;; # leaves: data, pure logic, small services (addresses, resolve, the
+                          # OpenSSL wrapper, options); the Redis protocol and names
+  conn) echo 1 2 ;;       # a connection: hiredis on libuv, its life cycle
+  voters) echo 2 3 ;;     # a master's requests and quarantine, the voter interface and its
+                          # kinds, release notifications, the rounds' transport
   engine) echo 3 4 ;;     # rounds, notifications, the lock state machines and kinds
   api) echo 5 ;;          # the composition root, the public calls, stats
   *) echo none ;;
   esac
+}
+# The folders bottom-up: a file includes headers of its own folder and of
+# earlier ones only.
+folder_order="util proto conn voters engine api"
+# set_rank FOLDER: rank=its place in folder_order (none: not a folder of it).
+set_rank() {
+  rank=none
+  _r=0
+  for _f in $folder_order; do
+    [ "$_f" = "$1" ] && rank=$_r
+    _r=$((_r + 1))
+  done
 }
 # The layer of the public API's definitions in the call check: above all.
 PUBLIC_LAYER=5
@@ -93,7 +119,8 @@ for file in "$src"/*/*.c "$src"/*/*.h; do
   module=${base%.*}
   dir=${file%/*}
   folder=${dir##*/}
-  mine=$(layer_of "$module")
+  set_layer "$module"
+  mine=$lay
   if [ "$mine" = unknown ]; then
     echo "FAIL: $folder/$base: module '$module' has no layer in $0"
     status=1
@@ -107,8 +134,18 @@ for file in "$src"/*/*.c "$src"/*/*.h; do
     status=1
     ;;
   esac
+  set_rank "$folder"
+  mine_rank=$rank
+  for incdir in $(sed -n 's/^#include "\([a-z_]*\)\/[a-z_0-9]*\.h".*/\1/p' "$file"); do
+    set_rank "$incdir"
+    if [ "$rank" = none ] || [ "$mine_rank" = none ] || [ "$rank" -gt "$mine_rank" ]; then
+      echo "FAIL: $folder/$base includes a header of $incdir/, a folder after $folder/ (folder order: $folder_order)"
+      status=1
+    fi
+  done
   for inc in $(sed -n 's/^#include "\([a-z_]*\/\)\{0,1\}\([a-z_0-9]*\)\.h".*/\2/p' "$file"); do
-    theirs=$(layer_of "$inc")
+    set_layer "$inc"
+    theirs=$lay
     if [ "$theirs" = unknown ]; then
       echo "FAIL: $folder/$base includes $inc.h, which has no layer in $0"
       status=1
@@ -118,7 +155,7 @@ for file in "$src"/*/*.c "$src"/*/*.h; do
     fi
   done
 done
-[ $status -eq 0 ] && echo "module layers: every #include in $src goes down or sideways"
+[ $status -eq 0 ] && echo "module layers: every #include in $src goes down or sideways, and to its own or an earlier folder"
 [ -n "$obj" ] || exit $status
 
 # ---- calls between object files --------------------------------------------

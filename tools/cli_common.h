@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
 #include "redlock.h"
+#include "util/uri.h" /* node_addr_t, uri_parse: from the redlock_uri target */
 
 /* ---- exit statuses (documented in docs/cli.md and docs/redlock.1) ---------------------- */
 enum {

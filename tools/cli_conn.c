@@ -13,8 +13,8 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "conn/tls.h" /* the TLS connections, from the redlock_uri target */
 #include "util/strutil.h"
+#include "util/tls.h" /* the TLS connections, from the redlock_uri target */
 
 /* The SSL_CTX of the tool's own connections to rediss:// servers; NULL when
  * none is listed.  A process-wide program global, not library state. */

@@ -12,7 +12,6 @@
 #include "cli_quar.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,34 +82,6 @@ static int parse_doctor(int argc, char **argv, doctor_opts_t *o) {
   if (o->conn.nodes.n == 0 && (env == NULL || strspn(env, " \t,") == strlen(env)))
     return usage_error("doctor: no voters: give their URIs (or --node, or REDLOCK_NODES)");
   return nodes_finish(&o->conn.nodes);
-}
-
-void dr_name_key(dr_settings_t *set, const char *suffix) {
-  snprintf(set->key, sizeof set->key, "%s" DR_KEY_PREFIX "%s%s", set->prefix, set->hex, suffix);
-  /* Named as the library names them (keyname.h: in the key's hash slot). */
-  size_t key_len = strlen(set->key);
-  keyname_build(set->fence_key, REDLOCK_FENCE_KEY_PREFIX, sizeof REDLOCK_FENCE_KEY_PREFIX - 1,
-                set->key, key_len, "", 0);
-  keyname_build(set->channel, REDLOCK_RELEASE_CHANNEL_PREFIX,
-                sizeof REDLOCK_RELEASE_CHANNEL_PREFIX - 1, set->key, key_len, "", 0);
-}
-
-/* The doctor's key, counter, channel and value: random, so that two
- * doctors never touch each other's keys. */
-static void make_names(dr_settings_t *set) {
-  unsigned char rnd[8] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd) {
-    struct timespec ts; /* unique enough with the PID */
-    clock_gettime(CLOCK_REALTIME, &ts);
-    memcpy(rnd, &ts.tv_nsec, sizeof ts.tv_nsec < sizeof rnd ? sizeof ts.tv_nsec : sizeof rnd);
-  }
-  if (fd >= 0)
-    close(fd);
-  for (int i = 0; i < 8; i++)
-    snprintf(set->hex + 2 * i, 3, "%02x", rnd[i]);
-  dr_name_key(set, "");
-  snprintf(set->value, sizeof set->value, "redlock-doctor-%s", set->hex);
 }
 
 /* A sentinel voter: its master, asked of its sentinels in turn
@@ -221,7 +192,7 @@ static int diagnose(doctor_opts_t *o) {
   set->prefix = o->conn.prefix != NULL ? o->conn.prefix : "";
   set->timeout_ms = o->timeout_ms;
   set->clock_ms = o->clock_ms;
-  make_names(set);
+  dr_make_names(set);
   /* First every voter's checks, leaving each connection open after the
    * clock's first sample... */
   uint64_t last_t0 = 0;

@@ -12,7 +12,14 @@
  *                        connection (cli_conn.h)
  *   cli_doctor_acl.c     the table of every command the library sends, and
  *                        the ACL user's permission for each (ACL DRYRUN)
+ *   cli_doctor_key.c     the names of the doctor's own key, counter and
+ *                        channel
+ *   cli_doctor_cmd.c     commands on one master's connection, INFO fields
  *   cli_doctor_report.c  the table a person reads, and the JSON object
+ *
+ * Calls go one way: cli_doctor.c calls the others; cli_doctor_cluster.c
+ * calls the key's names, the commands and the report; the checks call the
+ * ACL check, which calls the commands and the report; none calls back up.
  *
  * A voter can vote when none of its checks failed; warnings say what works
  * less well (woken waits fall back to polling, a drifting clock).  A voter
@@ -95,6 +102,11 @@ typedef struct {
   char hex[17];   /* the random part of the key and value */
 } dr_settings_t;
 
+/* ---- the doctor's key (cli_doctor_key.c) ----------------------------------------- */
+
+/* Draws set's random part (hex) and names its key, counter, channel and
+ * value from it (set->prefix already set). */
+void dr_make_names(dr_settings_t *set);
 /* Names the doctor's key PREFIX "redlock-doctor:" HEX SUFFIX, and its
  * counter and channel in its hash slot (a cluster primary's key gets a
  * suffix that puts it in one of the primary's slots). */
@@ -141,13 +153,7 @@ int dr_can_vote(const dr_voter_t *v);
 int dr_print_table(const dr_voter_t *voters, size_t n);
 int dr_print_json(const dr_voter_t *voters, size_t n);
 
-/* ---- the checks of one master (cli_doctor_checks.c) ----------------------------------- */
-
-/* Connects and runs every check but the clock's; leaves the connection open
- * (m->up) for dr_master_finish. */
-void dr_master_check(dr_master_t *m);
-/* The clock's second sample and its check, the clean-up, and closes. */
-void dr_master_finish(dr_master_t *m);
+/* ---- commands on one master's connection (cli_doctor_cmd.c) ------------------------- */
 
 /* One command on m's connection.  NULL when the connection failed: m->up is
  * cleared and a FAIL "connection" check says why. */
@@ -155,6 +161,14 @@ struct redisReply *dr_command(dr_master_t *m, const char *fmt, ...);
 struct redisReply *dr_command_argv(dr_master_t *m, int argc, const char **argv, const size_t *lens);
 /* The value of `field:` in an INFO reply, into out; 0 when absent. */
 int dr_info_field(const char *info, const char *field, char *out, size_t size);
+
+/* ---- the checks of one master (cli_doctor_checks.c) ----------------------------------- */
+
+/* Connects and runs every check but the clock's; leaves the connection open
+ * (m->up) for dr_master_finish. */
+void dr_master_check(dr_master_t *m);
+/* The clock's second sample and its check, the clean-up, and closes. */
+void dr_master_finish(dr_master_t *m);
 
 /* ---- ACL (cli_doctor_acl.c) --------------------------------------------------------- */
 

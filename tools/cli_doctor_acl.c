@@ -63,7 +63,7 @@ typedef struct {
  *                       EXEC (fenced locks)
  *   src/engine/prims.c         EVALSHA (semaphores, read-write locks)
  *   src/proto/scripts.c       EVAL (the EVALSHA -> EVAL rewrite after NOSCRIPT)
- *   src/engine/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
+ *   src/voters/notify.c        SUBSCRIBE, UNSUBSCRIBE (woken waits), SSUBSCRIBE,
  *                       SUNSUBSCRIBE (a cluster's shard channels)
  *   src/voters/voter_cluster_disc.c CLUSTER SHARDS, CLUSTER SLOTS (the slot map),
  *                       PING (a seed's handshake)

@@ -30,40 +30,6 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- commands ------------------------------------------------------------------------- */
-
-static void lost(dr_master_t *m) {
-  if (!m->up)
-    return;
-  m->up = 0;
-  dr_add(m->v, "connection", DR_FAIL, "lost: %s", cli_conn_io_why(&m->cc));
-}
-
-redisReply *dr_command(dr_master_t *m, const char *fmt, ...) {
-  if (!m->up)
-    return NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  redisReply *r = redisvCommand(m->cc.c, fmt, ap);
-  va_end(ap);
-  if (r == NULL)
-    lost(m);
-  else
-    m->cc.got_reply = 1;
-  return r;
-}
-
-redisReply *dr_command_argv(dr_master_t *m, int argc, const char **argv, const size_t *lens) {
-  if (!m->up)
-    return NULL;
-  redisReply *r = redisCommandArgv(m->cc.c, argc, argv, lens);
-  if (r == NULL)
-    lost(m);
-  else
-    m->cc.got_reply = 1;
-  return r;
-}
-
 /* The reply's text (error, status or string), printable, into out.  An
  * unknown command's error loses the arguments it repeats. */
 static const char *reply_text(const redisReply *r, char *out, size_t size) {
@@ -88,19 +54,6 @@ static int is_error(const redisReply *r) { return r->type == REDIS_REPLY_ERROR; 
  * old a server). */
 static int unknown_command(const redisReply *r) {
   return is_error(r) && strncmp(r->str, "ERR unknown command", 19) == 0;
-}
-
-int dr_info_field(const char *info, const char *field, char *out, size_t size) {
-  size_t flen = strlen(field);
-  for (const char *p = info; p != NULL && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-    if (strncmp(p, field, flen) == 0 && p[flen] == ':') {
-      const char *v = p + flen + 1;
-      size_t len = strcspn(v, "\r\n");
-      cli_term_escape(v, len, out, size);
-      return 1;
-    }
-  }
-  return 0;
 }
 
 /* The first 8 characters of a 40-hex id, for a line that stays short. */

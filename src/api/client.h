@@ -22,7 +22,6 @@
 #include "api/stats.h"
 #include "conn/conn.h"
 #include "engine/engine.h"
-#include "engine/notify.h"
 #include "engine/op.h"
 #include "engine/round.h"
 #include "engine/votes.h"
@@ -36,6 +35,7 @@
 #include "util/ptrset.h"
 #include "util/random.h"
 #include "util/timebase.h"
+#include "voters/notify.h"
 #include "voters/voters.h"
 
 typedef enum { CLIENT_OPEN = 0, CLIENT_CLOSING, CLIENT_CLOSED } client_state_t;

@@ -19,8 +19,9 @@
  *
  * The engine reports through stats_engine_hooks (engine.h); round.c and
  * node.c bump the counters of stats_core.h; client.c calls the node hooks
- * below.  Everything else about the figures lives in
- * stats.c, including the one table of metric names both formats print. */
+ * below.  stats.c collects the figures and emits the events;
+ * stats_render.c prints them (stats_render), from the one table of metric
+ * names both formats walk. */
 #ifndef REDLOCK_STATS_H
 #define REDLOCK_STATS_H
 
@@ -55,10 +56,33 @@ typedef struct stats_env {
  * REDLOCK_ENOMEM. */
 int stats_new(const stats_env_t *env, struct stats **out);
 void stats_free(struct stats *stats);
-/* redlock_stats' text (format REDLOCK_STATS_*), written while no close
+/* redlock_stats' text (format REDLOCK_STATS_*; stats_render.c), written while no close
  * frees the figures (the caller sees to it). */
 int stats_render(const struct stats *stats, int format, char *buf, size_t size);
 stats_outcome_t stats_outcome(int status);
+
+/* ---- what the renderings (stats_render.c) share with the collection ---- */
+
+/* A master's state as stats_master_t.state keeps it; a rendering shows an
+ * up master as quarantined while its quarantine lasts. */
+typedef enum {
+  STATS_MSTATE_CONNECTING = 0,
+  STATS_MSTATE_UP,
+  STATS_MSTATE_QUARANTINED,
+  STATS_MSTATE_DOWN
+} stats_mstate_t;
+
+/* Each operation kind's label (STATS_OP_MAP): its events' kind name and the
+ * "op" label of its figures. */
+extern const char *const stats_op_names[STATS_OP_COUNT];
+
+/* Master i's "host:port" (stats_env_t.label). */
+const char *stats_label(const struct stats *stats, unsigned i);
+
+/* A counter as any thread reads it (the loop thread is its one writer). */
+static inline uint64_t stats_get(const _Atomic uint64_t *c) {
+  return atomic_load_explicit((_Atomic uint64_t *)c, memory_order_relaxed);
+}
 
 /* What the engine reports (engine.h), handed down by client.c when stats
  * or events are on. */

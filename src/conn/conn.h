@@ -16,11 +16,11 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "conn/tls.h"
-#include "proto/uri.h"
 #include "util/list.h"
 #include "util/status.h"
 #include "util/timebase.h"
+#include "util/tls.h"
+#include "util/uri.h"
 
 /* What one reply may be: the one place these caps are set (docs/api.md,
  * "Hostile masters", states them).  Our replies are small: the largest is

@@ -23,12 +23,12 @@
 #include <uv.h>
 
 #include "conn/conn.h"
-#include "conn/resolve.h"
-#include "proto/uri.h"
 #include "util/log.h"
 #include "util/random.h"
+#include "util/resolve.h"
 #include "util/status.h"
 #include "util/timebase.h"
+#include "util/uri.h"
 
 struct link;
 struct redisReply;

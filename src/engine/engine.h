@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "engine/notify.h"
 #include "engine/round.h"
 #include "util/callmem.h"
 #include "util/idmap.h"
@@ -28,6 +27,7 @@
 #include "util/random.h"
 #include "util/stats_core.h"
 #include "util/timebase.h"
+#include "voters/notify.h"
 
 struct op;
 struct redlock_lock;

@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "engine/lock.h"
-#include "engine/notify.h"
 #include "engine/prims.h"
 #include "proto/direct.h"
 #include "proto/keyname.h"
 #include "proto/resp.h"
 #include "proto/scripts.h"
+#include "voters/notify.h"
 
 /* ---- argv building ---------------------------------------------------------
  * Each round's argv is built on the stack and formatted once by round_new. */

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "engine/lock.h"
-#include "engine/notify.h"
 #include "engine/prims.h"
 #include "proto/keyname.h"
+#include "voters/notify.h"
 
 /* ---- keys ------------------------------------------------------------------------ */
 

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "engine/lock.h"
-#include "engine/notify.h"
 #include "engine/prims.h"
 #include "proto/keyname.h"
 #include "proto/resp.h"
+#include "voters/notify.h"
 
 /* Room for a slot number: any uint32_t in decimal. */
 #define SLOT_DIGITS_MAX 10

@@ -16,12 +16,12 @@
 #include <uv.h>
 
 #include "engine/engine.h"
-#include "engine/notify.h"
 #include "engine/op.h"
 #include "engine/prims.h"
 #include "redlock.h"
 #include "util/handle.h"
 #include "util/random.h"
+#include "voters/notify.h"
 
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */

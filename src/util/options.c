@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn/tls.h"
 #include "util/alloc.h"
 #include "util/sightings.h" /* SIGHTINGS_DIR_MAX */
 #include "util/strutil.h"
+#include "util/tls.h"
 
 void options_set_defaults(struct redlock_options *opts) {
   memset(opts, 0, sizeof *opts);

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/uri.h"
 #include "redlock.h"
+#include "util/uri.h"
 
 #define OPTIONS_DEFAULT_RETRY_COUNT 3
 #define OPTIONS_DEFAULT_RETRY_DELAY_MS 200

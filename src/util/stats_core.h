@@ -96,7 +96,7 @@ typedef struct stats_primary {
 } stats_primary_t;
 
 typedef struct {
-  _Atomic int state; /* stats.c's mstate_t; "quarantined" is derived when read */
+  _Atomic int state; /* stats_mstate_t (api/stats.h); "quarantined" is derived when read */
   _Atomic uint64_t quarantine_until_ns;
   _Atomic uint64_t votes[STATS_N_WHY];
   stats_hist_t latency;

@@ -17,16 +17,16 @@
 
 #include "conn/conn.h"
 #include "conn/link.h"
-#include "conn/resolve.h"
 #include "proto/info.h"
-#include "proto/uri.h"
 #include "util/list.h"
 #include "util/log.h"
-#include "util/quarantine.h"
 #include "util/random.h"
+#include "util/resolve.h"
 #include "util/stats_core.h"
 #include "util/status.h"
 #include "util/timebase.h"
+#include "util/uri.h"
+#include "voters/quarantine.h"
 
 struct redisAsyncContext;
 struct redisReply;

@@ -20,11 +20,11 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "engine/notify.h"
-#include "engine/round.h"
 #include "util/log.h"
 #include "util/why.h"
 #include "voters/node.h"
+#include "voters/notify.h"
+#include "voters/transport.h"
 #include "voters/voter.h"
 #include "voters/voter_cluster.h"
 #include "voters/voter_sentinel.h"

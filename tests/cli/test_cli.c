@@ -576,22 +576,14 @@ static void case_exit_status(void) {
  * leaving no lock key; a read-write hold (-x) needs Lua: exit 69, with each
  * master's vote. */
 static void case_run_nolua(void) {
-  const char *valkey = getenv("REDLOCK_TEST_VALKEY9"); /* tests/cli/CMakeLists.txt */
-  if (valkey == NULL || access(valkey, X_OK) != 0) {
-    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9: %s)\n", g_case,
-           valkey != NULL ? valkey : "unset");
+  const char *valkey = rh_valkey9_executable(); /* tests/cli/CMakeLists.txt */
+  if (valkey == NULL) {
+    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9)\n", g_case);
     cleanup();
     exit(77);
   }
   setenv("REDLOCK_TEST_SERVER", valkey, 1);
-  start_masters_with(&(rh_options_t){
-      .extra_args = (const char *const[]){"--enable-module-command", "local", NULL}});
-  for (int i = 0; i < N_MASTERS; i++) {
-    char reply[256];
-    CHECK(rh_server_command(g_fx.servers[i], reply, sizeof reply, "MODULE UNLOAD lua") == 0 &&
-              strcmp(reply, "OK") == 0,
-          "MODULE UNLOAD lua: %s", reply);
-  }
+  start_masters_with(&(rh_options_t){.no_lua = 1});
   /* A 1 s TTL, held for 2.5 s: kept by the watch. */
   proc_t *a = START(g_nodes, 0, RUN, "--ttl", "1s", "nolua-res", "--", "sh", "-c",
                     "echo fence=$REDLOCK_FENCE; sleep 2.5");

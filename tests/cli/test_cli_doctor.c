@@ -764,10 +764,9 @@ static void case_valkey_waitaof(void) {
  * a Lua engine that can be unloaded, DELIFEQ, SET IFEQ); the case is
  * skipped without. */
 static void use_valkey9(void) {
-  const char *valkey = getenv("REDLOCK_TEST_VALKEY9"); /* tests/cli/CMakeLists.txt */
-  if (valkey == NULL || access(valkey, X_OK) != 0) {
-    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9: %s)\n", g_case,
-           valkey != NULL ? valkey : "unset");
+  const char *valkey = rh_valkey9_executable(); /* tests/cli/CMakeLists.txt */
+  if (valkey == NULL) {
+    printf("skipped [%s]: no Valkey 9.1 server (REDLOCK_TEST_VALKEY9)\n", g_case);
     cleanup();
     exit(EXIT_SKIP);
   }
@@ -776,18 +775,7 @@ static void use_valkey9(void) {
 
 /* A Valkey 9.1 master whose Lua engine is unloaded (MODULE UNLOAD lua). */
 static rh_server_t *start_valkey9_nolua(const char *const *more) {
-  const char *args[8] = {"--enable-module-command", "local"};
-  for (int i = 0; more != NULL && more[i] != NULL && i < 5; i++)
-    args[2 + i] = more[i];
-  rh_server_t *m = start_server(&(rh_options_t){.extra_args = args});
-  char reply[256];
-  CHECK(rh_server_command(m, reply, sizeof reply, "MODULE UNLOAD lua") == 0 &&
-            strcmp(reply, "OK") == 0,
-        "MODULE UNLOAD lua: %s", reply);
-  CHECK(rh_server_command(m, reply, sizeof reply, "EVAL %s 0", "return 1") == 0 &&
-            strstr(reply, "scripting engine") != NULL,
-        "no Lua after the unload: EVAL says '%s'", reply);
-  return m;
+  return start_server(&(rh_options_t){.no_lua = 1, .extra_args = more});
 }
 
 /* Valkey 9.1 without Lua: the path is the script-free commands, the master

@@ -1,4 +1,4 @@
-/* fuzz_uri.c: fuzz target for uri_parse() (src/proto/uri.c), the parser of the
+/* fuzz_uri.c: fuzz target for uri_parse() (src/util/uri.c), the parser of the
  * voter addresses given to redlock_options_add_node().
  *
  * The input bytes, copied and NUL-terminated, are parsed four times: with a
@@ -31,8 +31,8 @@
 #include <string.h>
 
 #include "fuzz_targets.h"
-#include "proto/uri.h"
 #include "redlock.h"
+#include "util/uri.h"
 
 static int is_zero(const void *p, size_t n) {
   const unsigned char *b = p;

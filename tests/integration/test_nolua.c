@@ -42,15 +42,8 @@
 static int start(fx_t *fx, size_t n, size_t n_nolua) {
   static const char *const args[] = {"--enable-module-command", "local", NULL};
   assert_int_equal(fx_servers_start(fx, n, &(rh_options_t){.extra_args = args}), 0);
-  char buf[256];
-  for (size_t i = 0; i < n_nolua; i++) {
-    assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "MODULE UNLOAD lua"), 0);
-    assert_string_equal(buf, "OK");
-    assert_int_equal(rh_server_command(fx->servers[i], buf, sizeof buf, "EVAL %s 0", "return 1"),
-                     0);
-    if (strstr(buf, "Could not find scripting engine") == NULL)
-      fail_msg("EVAL still runs after MODULE UNLOAD lua: %s", buf);
-  }
+  for (size_t i = 0; i < n_nolua; i++)
+    assert_int_equal(rh_server_unload_lua(fx->servers[i]), 0);
   return 1;
 }
 
@@ -272,9 +265,9 @@ static void test_enough_scripts(void **state) {
 }
 
 static int have_valkey9(void) {
-  const char *path = getenv("REDLOCK_TEST_VALKEY9");
-  if (path == NULL || access(path, X_OK) != 0) {
-    printf("[  SKIPPED ] no Valkey >= 9.1 (REDLOCK_TEST_VALKEY9=%s)\n", path != NULL ? path : "");
+  const char *path = rh_valkey9_executable();
+  if (path == NULL) {
+    printf("[  SKIPPED ] no Valkey >= 9.1 (REDLOCK_TEST_VALKEY9)\n");
     return 0;
   }
   setenv("REDLOCK_TEST_SERVER", path, 1);

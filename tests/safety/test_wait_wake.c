@@ -1,5 +1,5 @@
 /* test_wait_wake.c: redlock_lock_wait woken by release notifications
- * (src/engine/notify.c: the release script PUBLISHes on "__redlock_release__:{<key>}"
+ * (src/voters/notify.c: the release script PUBLISHes on "__redlock_release__:{<key>}"
  * and waiters subscribe on every master), against real redis-server
  * processes, N = 3:
  *  - with the retry (fallback poll) delay at 10 s, a waiter in

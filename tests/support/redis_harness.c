@@ -617,11 +617,7 @@ static int wait_ready(rh_server_t *s, uint64_t deadline) {
   }
 }
 
-/* no_lua: unloads the Lua engine (a module since Valkey 9.1) and checks that
- * EVAL fails afterwards.  0, -1 when the server could not be reached, or
- * RH_ERR_NO_LUA when it has no Lua module to unload (Redis, older Valkey) or
- * still runs scripts without it. */
-static int unload_lua(const rh_server_t *s) {
+int rh_server_unload_lua(const rh_server_t *s) {
   redisContext *c = connect_sync(s, RH_COMMAND_TIMEOUT_MS);
   if (c == NULL)
     return -1;
@@ -834,7 +830,7 @@ int rh_server_start(rh_server_t **out, const rh_options_t *opts) {
     server_destroy(s);
     return -1;
   }
-  if (s->no_lua && (rc = unload_lua(s)) != 0) {
+  if (s->no_lua && (rc = rh_server_unload_lua(s)) != 0) {
     rh_server_free(s);
     return rc;
   }
@@ -891,7 +887,7 @@ int rh_server_restart(rh_server_t *server) {
   for (;;) {
     int rc = start_on_port(server, deadline);
     if (rc == READY_OK) {
-      if (server->no_lua && (rc = unload_lua(server)) != 0) {
+      if (server->no_lua && (rc = rh_server_unload_lua(server)) != 0) {
         kill_and_reap(server);
         return rc;
       }

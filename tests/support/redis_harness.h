@@ -92,6 +92,12 @@ int rh_server_kill(rh_server_t *server);
 /* Starts it again on the same port, empty (waits for PING), with the same
  * options (no_lua: Lua unloaded again).  0, -1 or RH_ERR_NO_LUA. */
 int rh_server_restart(rh_server_t *server);
+/* Unloads the Lua engine (a module since Valkey 9.1) of a server started
+ * with `--enable-module-command local` (no_lua does both at start) and
+ * checks that EVAL fails afterwards.  0, -1 when the server could not be
+ * reached, or RH_ERR_NO_LUA when it has no Lua module to unload (Redis,
+ * older Valkey) or still runs scripts without it. */
+int rh_server_unload_lua(const rh_server_t *server);
 /* SIGSTOP / SIGCONT. */
 int rh_server_pause(rh_server_t *server);
 int rh_server_resume(rh_server_t *server);

@@ -16,6 +16,9 @@
 #      of layer 4 or above: the check names that #include.
 #   4. folders: a copy of SRC_DIR with a layer-4 header moved into util/,
 #      and one with a file directly in src/: the check names each.
+#   5. folder order: a copy of SRC_DIR where a util/ file includes a proto/
+#      header (both layer 0, so only the folder rule can catch it): the
+#      check names that #include.
 # The layers come from CHECK --layer, the one table.
 set -u
 check=$1
@@ -143,8 +146,24 @@ run flat "$tmp/src"
 [ $rc -eq 1 ] || fail "${high##*/} directly in src/ exited $rc, not 1"
 expect_line flat "${high##*/}" "directly in"
 
+# ---- 5. an #include of a later folder's header, within one layer --------------
+rm -rf "$tmp/src" && mkdir "$tmp/src" && cp -R "$src"/. "$tmp/src/" || exit 1
+ufile=
+for f in "$tmp"/src/util/*.c; do
+  [ "$(sh "$check" --layer "$(basename "$f" .c)")" = 0 ] && { ufile=$f; break; }
+done
+pheader=
+for f in "$tmp"/src/proto/*.h; do
+  [ "$(sh "$check" --layer "$(basename "$f" .h)")" = 0 ] && { pheader=${f##*/}; break; }
+done
+[ -n "$ufile" ] && [ -n "$pheader" ] || { echo "selftest: no layer-0 util/*.c or proto/*.h"; exit 1; }
+printf '#include "proto/%s"\n' "$pheader" >>"$ufile"
+run order "$tmp/src"
+[ $rc -eq 1 ] || fail "util/${ufile##*/} including proto/$pheader exited $rc, not 1"
+expect_line order "util/${ufile##*/}" "proto/" "folder order"
+
 if [ $fails -eq 0 ]; then
-  echo "check_layers.sh self-test: fails on an upward call, a pair calling each other, an upward #include and a module outside its folder"
+  echo "check_layers.sh self-test: fails on an upward call, a pair calling each other, an upward #include, an #include of a later folder and a module outside its folder"
   exit 0
 fi
 exit 1

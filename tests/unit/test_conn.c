@@ -24,11 +24,11 @@
 #include <hiredis/hiredis.h>
 
 #include "conn/conn.h"
-#include "conn/tls.h"
 #include "mock_master.h"
-#include "proto/uri.h"
 #include "redlock.h"
 #include "util/timebase.h"
+#include "util/tls.h"
+#include "util/uri.h"
 
 #define WAIT_MS 20000 /* bound of a wait on the loop: only a failing test reaches it */
 #define MAX_TRIES 64  /* writes to a dropped connection before one must fail */

@@ -21,11 +21,11 @@
 #include <cmocka.h>
 
 #include "api/client.h"
-#include "engine/notify.h"
 #include "engine_fixture.h"
 #include "fault_timebase.h"
 #include "unit_support.h"
 #include "util/names.h"
+#include "voters/notify.h"
 
 #define TTL_MS 10000
 #define DRIFT_MS (TTL_MS / 100 + 2)

@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
-#include "conn/tls.h"
 #include "node_fixture.h"
 #include "proto/scripts.h"
 #include "redlock.h"
 #include "util/options.h"
+#include "util/tls.h"
 
 /* Connects and checks the handshake the mock saw. */
 static void test_up(void **state) {

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "engine/notify.h"
 #include "node_fixture.h"
+#include "voters/notify.h"
 
 #define CH1 NOTIFY_CHANNEL_PREFIX "k1"
 #define CH2 NOTIFY_CHANNEL_PREFIX "k2"

@@ -1,4 +1,4 @@
-/* test_quarantine.c: unit tests for src/util/quarantine.c (when a master's votes
+/* test_quarantine.c: unit tests for src/voters/quarantine.c (when a master's votes
  * must not count) and info_parse_replication (what it reads from INFO
  * replication).  Pure: facts in, a judgement out. */
 #include <setjmp.h>
@@ -13,7 +13,7 @@
 #include "unit_support.h"
 
 #include "proto/info.h"
-#include "util/quarantine.h"
+#include "voters/quarantine.h"
 
 #define S 1000000000ull
 #define MAX_TTL_MS 60000u

@@ -1,4 +1,4 @@
-/* test_uri.c: unit tests for src/proto/uri.c, the parser of master addresses.
+/* test_uri.c: unit tests for src/util/uri.c, the parser of master addresses.
  *  - accepted forms: redis://host, :port, /db, :password@, user:password@,
  *    %XX decoding (also at the very end of a field), [IPv6]:port,
  *    unix:///abs/path, length boundaries (URI and unix path);
@@ -26,8 +26,8 @@
 
 #include "unit_support.h"
 
-#include "proto/uri.h"
 #include "redlock.h"
+#include "util/uri.h"
 
 static void assert_addr_zero(const node_addr_t *a) {
   assert_int_equal(a->kind, 0);

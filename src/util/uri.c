@@ -1,5 +1,5 @@
 /* uri.c: master address parsing (see uri.h). */
-#include "proto/uri.h"
+#include "util/uri.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include "conn/resolve.h"
-#include "conn/tls.h"
 #include "redlock.h"
 #include "util/alloc.h"
+#include "util/resolve.h"
 #include "util/status.h"
 #include "util/strutil.h"
+#include "util/tls.h"
 
 static int fail(char *err_msg, size_t err_len, const char *fmt, ...) {
   if (err_msg != NULL && err_len > 0) {

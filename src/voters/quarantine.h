@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "proto/info.h"
-#include "proto/uri.h"
+#include "util/uri.h"
 
 /* What a voter remembers of the server it last finished a handshake with. */
 typedef struct {

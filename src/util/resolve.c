@@ -1,6 +1,6 @@
 /* resolve.c: host names looked up on threads of their own (see resolve.h). */
 #define _DEFAULT_SOURCE /* inet_aton */
-#include "conn/resolve.h"
+#include "util/resolve.h"
 #include "util/alloc.h"
 
 #include <arpa/inet.h>

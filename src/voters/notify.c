@@ -24,7 +24,7 @@
  * then UNSUBSCRIBING (UNSUBSCRIBE ch).  One step is out at a time on a
  * shard subscriber (sub->busy), so that hiredis's own bookkeeping of the
  * plain confirmations never meets a reply taken by such a callback. */
-#include "engine/notify.h"
+#include "voters/notify.h"
 
 #include <hiredis/hiredis.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* quarantine.c: the quarantine judgement (see quarantine.h). */
-#include "util/quarantine.h"
+#include "voters/quarantine.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* tls.c: TLS for rediss:// masters (see tls.h for why we build the SSL
  * objects ourselves instead of using hiredis' redisCreateSSLContext). */
-#include "conn/tls.h"
+#include "util/tls.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "conn/resolve.h"
 #include "redlock.h"
 #include "util/alloc.h"
 #include "util/options.h"
+#include "util/resolve.h"
 #include "util/strutil.h"
 
 /* Files must be readable regular files and the directory a readable
