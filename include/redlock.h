@@ -123,6 +123,34 @@ typedef struct redlock_lock redlock_lock_t; /* one held lock */
 typedef void (*redlock_log_cb)(int level, const char *msg, void *arg);
 typedef void (*redlock_lost_cb)(redlock_lock_t *lock, int reason, void *arg);
 
+/* ---- Allocator -----------------------------------------------------------
+ * The heap functions the library allocates with, as hiredis'
+ * hiredisSetAllocators and libuv's uv_replace_allocator: every allocation
+ * the library makes (clients, options, locks, their pools and free lists)
+ * goes through the table, and with hiredis 1.x so do hiredis' own (this
+ * points hiredis' process-wide allocators at it; NULL resets them).  hiredis
+ * 0.14 has no such hook and keeps libc's; libuv's is the program's
+ * (uv_replace_allocator); OpenSSL's are not touched.
+ *
+ * The functions keep the C contracts of malloc, calloc, realloc and free
+ * (realloc(NULL, n) allocates); free_fn never sees NULL.  They may be called
+ * from any thread (the client's loop thread and every calling thread), at
+ * once.
+ *
+ * Process-wide, the library's one global setting: call it before the first
+ * redlock_options_new / redlock_open*, or while no client is open and no
+ * options object made under the previous table is left, and not
+ * concurrently with any other call of the library.  NULL restores libc's
+ * allocator.  REDLOCK_EINVAL: a table with a NULL function, or a client is
+ * open (the table in use is kept).  The table is copied. */
+typedef struct {
+  void *(*malloc_fn)(size_t size);
+  void *(*calloc_fn)(size_t n, size_t size);
+  void *(*realloc_fn)(void *p, size_t size);
+  void (*free_fn)(void *p);
+} redlock_allocator_t;
+REDLOCK_EXPORT int redlock_set_allocator(const redlock_allocator_t *a);
+
 /* ---- Options -------------------------------------------------------------
  * An options object is filled by setters and read by redlock_open(), which
  * takes a snapshot: the options may be changed or freed afterwards.  Setters

@@ -45,7 +45,7 @@ set_layer() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
-  list | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
+  list | alloc | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
     info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
     replypool | keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)

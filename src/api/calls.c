@@ -13,6 +13,7 @@
 #include "engine/lock.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
+#include "util/alloc.h"
 
 /* ---- lock accessors ------------------------------------------------------------ */
 
@@ -121,7 +122,7 @@ static status_t check_one_slot(redlock_t *client, const char *const *resources, 
   if (n == 1 && memchr(o->key_prefix, '}', o->key_prefix_len) == NULL &&
       strchr(resources[0], '}') == NULL)
     return ST_OK;
-  char *key = malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
+  char *key = rl_malloc(o->key_prefix_len + REDLOCK_MAX_RESOURCE_LEN + 1);
   if (key == NULL)
     return ST_ENOMEM;
   memcpy(key, o->key_prefix, o->key_prefix_len);
@@ -147,7 +148,7 @@ static status_t check_one_slot(redlock_t *client, const char *const *resources, 
       rc = ST_EINVAL;
     }
   }
-  free(key);
+  rl_free(key);
   return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "api/stats.h"
 #include "engine/lock.h"
 #include "redlock_uv.h"
+#include "util/alloc.h"
 #include "util/status.h"
 
 static void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
@@ -310,6 +311,13 @@ static void client_voters_started(void *arg) {
 
 /* ---- close ----------------------------------------------------------------------------- */
 
+/* The struct's own memory, last: from here the allocator may change again
+ * (once no other client is open). */
+static void client_dealloc(redlock_t *client) {
+  rl_free(client);
+  alloc_release();
+}
+
 static void client_free(redlock_t *client) {
   /* The client is closed (or was never handed out): no call enters any more.
    * Those still in (redlock_stats) leave before anything is freed; taking
@@ -332,7 +340,7 @@ static void client_free(redlock_t *client) {
   uv_mutex_destroy(&client->mutex);
   if (client->run.own_thread)
     uv_sem_destroy(&client->run.startup_sem);
-  free(client);
+  client_dealloc(client);
 }
 
 uint64_t client_close_bound_ms(const redlock_options_t *opts) {
@@ -645,22 +653,25 @@ static status_t client_new(redlock_t **out, const redlock_options_t *opts, uv_lo
   *out = NULL;
   if (opts == NULL || opts->n_nodes == 0)
     return ST_EINVAL;
-  redlock_t *client = calloc(1, sizeof *client);
-  if (client == NULL)
+  alloc_hold(); /* the allocator stays until client_dealloc */
+  redlock_t *client = rl_calloc(1, sizeof *client);
+  if (client == NULL) {
+    alloc_release();
     return ST_ENOMEM;
+  }
   if (uv_cond_init(&client->queue.callers_left) != 0) {
-    free(client);
+    client_dealloc(client);
     return ST_ENOMEM;
   }
   if (uv_mutex_init(&client->mutex) != 0) {
     uv_cond_destroy(&client->queue.callers_left);
-    free(client);
+    client_dealloc(client);
     return ST_ENOMEM;
   }
   if (options_copy(&client->opts, opts) != ST_OK) {
     uv_mutex_destroy(&client->mutex);
     uv_cond_destroy(&client->queue.callers_left);
-    free(client);
+    client_dealloc(client);
     return ST_ENOMEM;
   }
   if (tb != NULL)

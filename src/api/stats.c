@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/lock.h"
+#include "util/alloc.h"
 
 /* Histogram bucket bounds, copied into each client's stats (stats_render.c
  * prints them). */
@@ -34,7 +35,7 @@ status_t stats_new(const stats_env_t *env, struct stats **out) {
   if (env->opts->stats_off && env->opts->event_cb == NULL)
     return ST_OK;
   unsigned n = env->n_masters;
-  struct stats *stats = calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
+  struct stats *stats = rl_calloc(1, sizeof *stats + n * sizeof stats->masters[0]);
   if (stats == NULL)
     return ST_ENOMEM;
   /* A duration of bit length b is at least 2^(b-1) ns: no bucket below the
@@ -55,7 +56,7 @@ status_t stats_new(const stats_env_t *env, struct stats **out) {
   for (unsigned i = 0; i < n && !env->opts->stats_off; i++) {
     if (i >= env->opts->n_nodes || env->opts->nodes[i].voter != VOTER_KIND_CLUSTER)
       continue;
-    stats->masters[i].primaries = calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
+    stats->masters[i].primaries = rl_calloc(STATS_MAX_PRIMARIES, sizeof(stats_primary_t));
     if (stats->masters[i].primaries == NULL) {
       stats_free(stats);
       return ST_ENOMEM;
@@ -72,8 +73,8 @@ status_t stats_new(const stats_env_t *env, struct stats **out) {
 
 void stats_free(struct stats *stats) {
   for (unsigned i = 0; stats != NULL && i < stats->n_masters; i++)
-    free(stats->masters[i].primaries);
-  free(stats);
+    rl_free(stats->masters[i].primaries);
+  rl_free(stats);
 }
 
 stats_outcome_t stats_outcome(int status) {

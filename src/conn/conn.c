@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "util/alloc.h"
 #include "util/replypool.h"
 
 /* Event state of one hiredis context. */
@@ -365,7 +366,7 @@ static void hook_del_write(void *privdata) {
 static void poll_closed(uv_handle_t *handle) {
   conn_events_t *ev = handle->data;
   reply_pool_release(ev->replies); /* freed with its last reply, if one is still out */
-  free(ev);
+  rl_free(ev);
 }
 
 static void hook_cleanup(void *privdata) {
@@ -490,14 +491,14 @@ status_t conn_open(redisAsyncContext **out, const node_addr_t *addr, const char 
    * them after their callback: a context made with hiredis 1.x's
    * REDIS_OPT_NO_AUTO_FREE_REPLIES would keep them.  redisAsyncConnect never
    * sets it; a change to how contexts are made must keep it off. */
-  conn_events_t *ev = calloc(1, sizeof *ev);
+  conn_events_t *ev = rl_calloc(1, sizeof *ev);
   reply_pool_t *replies = reply_pool_new();
   if (ev == NULL || replies == NULL || uv_poll_init(loop, &ev->poll, ac->c.fd) != 0) {
     snprintf(err, err_len,
              ev == NULL || replies == NULL ? "out of memory" : "cannot watch the socket");
     status_t st = ev == NULL || replies == NULL ? ST_ENOMEM : ST_EIO;
     reply_pool_release(replies);
-    free(ev);
+    rl_free(ev);
     redisAsyncFree(ac);
     return st;
   }

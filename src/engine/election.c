@@ -35,6 +35,7 @@
 #include "engine/election.h"
 
 #include "engine/lock.h"
+#include "util/alloc.h"
 #include "util/backoff.h"
 #include "util/quorum.h"
 
@@ -98,17 +99,17 @@ static int election_silent(redlock_election_t *e) {
   return !engine->owner->is_open(engine->owner_arg);
 }
 
-static void timer_closed(tb_timer_t *timer) { free(timer); }
+static void timer_closed(tb_timer_t *timer) { rl_free(timer); }
 
 void election_free(redlock_election_t *e) {
   if (e->timer != NULL) {
     if (e->timer_ready)
       tb_timer_close(e->timer, timer_closed);
     else
-      free(e->timer);
+      rl_free(e->timer);
   }
-  free(e->name);
-  free(e);
+  rl_free(e->name);
+  rl_free(e);
 }
 
 /* Sets or clears the lease, for the accessor on other threads. */
@@ -388,12 +389,12 @@ void election_close_all(engine_t *engine) {
 status_t election_new(engine_t *engine, const char *name, uint32_t ttl_ms,
                       redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
                       redlock_election_t **out) {
-  redlock_election_t *e = calloc(1, sizeof *e);
+  redlock_election_t *e = rl_calloc(1, sizeof *e);
   if (e == NULL)
     return ST_ENOMEM;
   e->name_len = strlen(name);
-  e->name = malloc(e->name_len + 1);
-  e->timer = malloc(sizeof *e->timer);
+  e->name = rl_malloc(e->name_len + 1);
+  e->timer = rl_malloc(sizeof *e->timer);
   if (e->name == NULL || e->timer == NULL) {
     election_free(e);
     return ST_ENOMEM;

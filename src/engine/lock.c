@@ -9,6 +9,7 @@
 #include "proto/direct.h"
 #include "proto/keyname.h"
 #include "proto/resp.h"
+#include "util/alloc.h"
 #include "util/quorum.h"
 
 /* ---- rounds ------------------------------------------------------------------
@@ -56,7 +57,7 @@ static void release_send(engine_t *engine, round_t *round, const char *what) {
 /* ---- lock handles ----------------------------------------------------------- */
 
 /* A watch or retry timer, allocated apart from what it serves. */
-static void timer_closed(tb_timer_t *timer) { free(timer); }
+static void timer_closed(tb_timer_t *timer) { rl_free(timer); }
 
 void lock_free(redlock_lock_t *lock) {
   if (lock->watch_timer != NULL)
@@ -270,10 +271,10 @@ static status_t watch_op_make(op_t **out, engine_t *engine, redlock_lock_t *lock
   (void)ttl_ms;
   (void)done_cb;
   op_watch_t *watch = callmem_alloc(&engine->callmem, sizeof *watch);
-  tb_timer_t *timer = malloc(sizeof *timer);
+  tb_timer_t *timer = rl_malloc(sizeof *timer);
   if (watch == NULL || timer == NULL) {
     callmem_release(&engine->callmem, watch);
-    free(timer);
+    rl_free(timer);
     return ST_ENOMEM;
   }
   *watch =
@@ -341,7 +342,7 @@ static void release_op_free(op_t *op) {
 
 static void watch_op_free(op_t *op) {
   op_watch_t *watch = OP_AS(op_watch_t, op, &target_watch.ops, op);
-  free(watch->timer); /* not taken by the lease: never initialised */
+  rl_free(watch->timer); /* not taken by the lease: never initialised */
   callmem_release(&op->engine->callmem, watch);
 }
 
@@ -609,13 +610,13 @@ static void lock_retry_or_finish(op_acquire_t *op, status_t status) {
   }
   }
   if (op->retry_timer == NULL) {
-    op->retry_timer = malloc(sizeof *op->retry_timer);
+    op->retry_timer = rl_malloc(sizeof *op->retry_timer);
     if (op->retry_timer == NULL) {
       acquire_finish(op, ST_ENOMEM, NULL);
       return;
     }
     if (tb_timer_init(engine->tb, op->retry_timer, op) != 0) {
-      free(op->retry_timer);
+      rl_free(op->retry_timer);
       op->retry_timer = NULL;
       acquire_finish(op, ST_EIO, NULL);
       return;
@@ -990,12 +991,12 @@ status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_
       lock->watch_timer = *spare;
       *spare = NULL;
     } else {
-      lock->watch_timer = malloc(sizeof *lock->watch_timer);
+      lock->watch_timer = rl_malloc(sizeof *lock->watch_timer);
     }
     if (lock->watch_timer == NULL)
       return ST_ENOMEM;
     if (tb_timer_init(engine->tb, lock->watch_timer, lock) != 0) {
-      free(lock->watch_timer);
+      rl_free(lock->watch_timer);
       lock->watch_timer = NULL;
       return ST_EIO;
     }

@@ -14,6 +14,7 @@
 #include "proto/resp.h"
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/clock.h"
 
 _Static_assert(DIRECT_REINSTALLED == ROUND_REINSTALLED, "one value for a re-install");
@@ -177,7 +178,7 @@ static void round_free(round_t *round) {
   round_env_t *env = round->env;
   if (list_linked(&round->pending_link))
     pending_remove(env, round);
-  free(round->eval_cmd);
+  rl_free(round->eval_cmd);
   pool_free(env->pool, round);
   env->settled(env->owner_arg);
 }

@@ -5,18 +5,19 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/why.h"
 
 static status_t entry_init(votes_entry_t *e, unsigned n) {
   e->outcome = 0;
-  e->why = calloc(n, 1);
-  e->detail = calloc(n, sizeof *e->detail);
+  e->why = rl_calloc(n, 1);
+  e->detail = rl_calloc(n, sizeof *e->detail);
   return e->why != NULL && e->detail != NULL ? ST_OK : ST_ENOMEM;
 }
 
 static void entry_free(votes_entry_t *e) {
-  free(e->why);
-  free(e->detail);
+  rl_free(e->why);
+  rl_free(e->detail);
   e->why = NULL;
   e->detail = NULL;
 }

@@ -1,5 +1,6 @@
 /* cluster_map.c: slot maps from what a cluster answers (see cluster_map.h). */
 #include "proto/cluster_map.h"
+#include "util/alloc.h"
 #include "util/strutil.h"
 
 #include <stdio.h>
@@ -9,12 +10,12 @@
 void cluster_map_init(cluster_map_t *map) { memset(map, 0, sizeof *map); }
 
 void cluster_map_clear(cluster_map_t *map) {
-  free(map->primaries);
+  rl_free(map->primaries);
   cluster_map_init(map);
 }
 
 void cluster_map_move(cluster_map_t *dst, cluster_map_t *src) {
-  free(dst->primaries);
+  rl_free(dst->primaries);
   memcpy(dst, src, sizeof *dst);
   cluster_map_init(src);
 }
@@ -114,7 +115,7 @@ static status_t primary_add(cluster_map_t *map, const char *host, int port, cons
     unsigned cap = map->cap == 0 ? 4 : map->cap * 2;
     if (cap > CLUSTER_MAP_MAX_PRIMARIES)
       cap = CLUSTER_MAP_MAX_PRIMARIES;
-    cluster_primary_t *grown = realloc(map->primaries, cap * sizeof *grown);
+    cluster_primary_t *grown = rl_realloc(map->primaries, cap * sizeof *grown);
     if (grown == NULL)
       return ST_ENOMEM;
     map->primaries = grown;

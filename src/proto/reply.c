@@ -1,5 +1,6 @@
 /* reply.c: reading Redis replies (see reply.h). */
 #include "proto/reply.h"
+#include "util/alloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,7 @@ pubsub_kind_t reply_pubsub(const redisReply *reply, const char **channel, size_t
 }
 
 redisReply *reply_clone(const redisReply *reply) {
-  redisReply *copy = malloc(sizeof *copy);
+  redisReply *copy = rl_malloc(sizeof *copy);
   if (copy == NULL)
     return NULL;
   *copy = *reply; /* type, integer, len (and what later hiredis versions add) */
@@ -88,16 +89,16 @@ redisReply *reply_clone(const redisReply *reply) {
   copy->element = NULL;
   copy->elements = 0;
   if (reply->str != NULL) {
-    copy->str = malloc(reply->len + 1);
+    copy->str = rl_malloc(reply->len + 1);
     if (copy->str == NULL) {
-      free(copy);
+      rl_free(copy);
       return NULL;
     }
     memcpy(copy->str, reply->str, reply->len);
     copy->str[reply->len] = '\0';
   }
   if (reply->element != NULL && reply->elements > 0) {
-    copy->element = calloc(reply->elements, sizeof *copy->element);
+    copy->element = rl_calloc(reply->elements, sizeof *copy->element);
     if (copy->element == NULL) {
       reply_clone_free(copy);
       return NULL;
@@ -119,9 +120,9 @@ void reply_clone_free(redisReply *reply) {
     return;
   for (size_t i = 0; i < reply->elements; i++)
     reply_clone_free(reply->element[i]);
-  free(reply->element);
-  free(reply->str);
-  free(reply);
+  rl_free(reply->element);
+  rl_free(reply->str);
+  rl_free(reply);
 }
 
 int reply_ack_met(const redisReply *reply, int waitaof, int local, int replicas, char *why,

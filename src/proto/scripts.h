@@ -66,7 +66,7 @@ size_t script_publish_flag_at(const char *cmd, size_t len);
 
 /* Given a formatted EVALSHA command ("*N\r\n$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n..."),
  * writes the same command as EVAL with the script body into a new malloc'ed
- * buffer (*out, *out_len; free with free()).  ST_OK; ST_EINVAL when cmd is
+ * buffer (*out, *out_len; free with rl_free()).  ST_OK; ST_EINVAL when cmd is
  * not an EVALSHA of that script in that form; ST_ENOMEM. */
 status_t script_evalsha_to_eval(const char *cmd, size_t len, const script_t *script, char **out,
                                 size_t *out_len);

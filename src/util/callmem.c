@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/pool.h"
 
 status_t callmem_init(callmem_t *mem, size_t handle_size) {
@@ -17,7 +18,7 @@ void callmem_free(callmem_t *mem) {
   pool_clear(&mem->pool);
   while (mem->count > 0) {
     POOL_UNPOISON(mem->handles[mem->head], mem->handle_size);
-    free(mem->handles[mem->head]);
+    rl_free(mem->handles[mem->head]);
     mem->head = (mem->head + 1) % CALLMEM_HANDLES_MAX;
     mem->count--;
   }
@@ -57,7 +58,7 @@ void *callmem_handle_new(callmem_t *mem, uint32_t *n) {
   }
   uv_mutex_unlock(&mem->mutex);
   if (handle == NULL)
-    return calloc(1, mem->handle_size);
+    return rl_calloc(1, mem->handle_size);
   POOL_UNPOISON(handle, mem->handle_size);
   memset(handle, 0, mem->handle_size);
   return handle;
@@ -76,5 +77,5 @@ void callmem_handle_free(callmem_t *mem, void *handle) {
   }
   uv_mutex_unlock(&mem->mutex);
   if (!kept)
-    free(handle);
+    rl_free(handle);
 }

@@ -1,5 +1,6 @@
 /* idmap.c: open-addressing id map with linear probing (see idmap.h). */
 #include "util/idmap.h"
+#include "util/alloc.h"
 
 #include <stdlib.h>
 
@@ -16,12 +17,12 @@ void idmap_init(idmap_t *map) {
 }
 
 void idmap_free(idmap_t *map) {
-  free(map->slots);
+  rl_free(map->slots);
   idmap_init(map);
 }
 
 static status_t rehash(idmap_t *map, size_t new_cap) {
-  idmap_slot_t *slots = calloc(new_cap, sizeof *slots);
+  idmap_slot_t *slots = rl_calloc(new_cap, sizeof *slots);
   if (slots == NULL)
     return ST_ENOMEM;
   for (size_t i = 0; i < map->cap; i++) {
@@ -32,7 +33,7 @@ static status_t rehash(idmap_t *map, size_t new_cap) {
       j = (j + 1) & (new_cap - 1);
     slots[j] = map->slots[i];
   }
-  free(map->slots);
+  rl_free(map->slots);
   map->slots = slots;
   map->cap = new_cap;
   return ST_OK;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/sightings.h" /* SIGHTINGS_DIR_MAX */
 #include "util/strutil.h"
 #include "util/tls.h"
@@ -26,13 +27,13 @@ void options_set_defaults(struct redlock_options *opts) {
 }
 
 redlock_options_t *redlock_options_new(void) {
-  redlock_options_t *opts = malloc(sizeof *opts);
+  redlock_options_t *opts = rl_malloc(sizeof *opts);
   if (opts == NULL)
     return NULL;
   options_set_defaults(opts);
   opts->key_prefix = str_dup("");
   if (opts->key_prefix == NULL) {
-    free(opts);
+    rl_free(opts);
     return NULL;
   }
   return opts;
@@ -41,17 +42,17 @@ redlock_options_t *redlock_options_new(void) {
 void options_clear(struct redlock_options *opts) {
   for (size_t i = 0; i < opts->n_nodes; i++)
     node_addr_clear(&opts->nodes[i]);
-  free(opts->nodes);
-  free(opts->key_prefix);
-  free(opts->state_dir);
-  free(opts->tls_ca_file);
-  free(opts->tls_ca_dir);
-  free(opts->tls_cert_file);
-  free(opts->tls_key_file);
-  free(opts->tls_server_name);
+  rl_free(opts->nodes);
+  rl_free(opts->key_prefix);
+  rl_free(opts->state_dir);
+  rl_free(opts->tls_ca_file);
+  rl_free(opts->tls_ca_dir);
+  rl_free(opts->tls_cert_file);
+  rl_free(opts->tls_key_file);
+  rl_free(opts->tls_server_name);
   for (size_t i = 0; i < opts->n_allow_discovered; i++)
-    free(opts->allow_discovered[i]);
-  free(opts->allow_discovered);
+    rl_free(opts->allow_discovered[i]);
+  rl_free(opts->allow_discovered);
   opts->allow_discovered = NULL;
   opts->n_allow_discovered = 0;
   opts->nodes = NULL;
@@ -75,7 +76,7 @@ void redlock_options_free(redlock_options_t *opts) {
   if (opts == NULL)
     return;
   options_clear(opts);
-  free(opts);
+  rl_free(opts);
 }
 
 status_t options_copy(struct redlock_options *dst, const struct redlock_options *src) {
@@ -98,7 +99,7 @@ status_t options_copy(struct redlock_options *dst, const struct redlock_options 
     return ST_ENOMEM;
   }
   if (src->n_allow_discovered > 0) {
-    dst->allow_discovered = calloc(src->n_allow_discovered, sizeof *dst->allow_discovered);
+    dst->allow_discovered = rl_calloc(src->n_allow_discovered, sizeof *dst->allow_discovered);
     if (dst->allow_discovered == NULL) {
       options_clear(dst);
       return ST_ENOMEM;
@@ -112,7 +113,7 @@ status_t options_copy(struct redlock_options *dst, const struct redlock_options 
     }
   }
   if (src->n_nodes > 0) {
-    dst->nodes = calloc(src->n_nodes, sizeof *dst->nodes);
+    dst->nodes = rl_calloc(src->n_nodes, sizeof *dst->nodes);
     if (dst->nodes == NULL) {
       options_clear(dst);
       return ST_ENOMEM;
@@ -170,7 +171,7 @@ int redlock_options_add_node(redlock_options_t *opts, const char *uri) {
       return REDLOCK_EINVAL;
     }
   }
-  node_addr_t *grown = realloc(opts->nodes, (opts->n_nodes + 1) * sizeof *grown);
+  node_addr_t *grown = rl_realloc(opts->nodes, (opts->n_nodes + 1) * sizeof *grown);
   if (grown == NULL) {
     node_addr_clear(&addr);
     return REDLOCK_ENOMEM;
@@ -245,7 +246,7 @@ int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix) 
   char *copy = str_ndup(prefix, len);
   if (copy == NULL)
     return REDLOCK_ENOMEM;
-  free(opts->key_prefix);
+  rl_free(opts->key_prefix);
   opts->key_prefix = copy;
   opts->key_prefix_len = len;
   return 0;
@@ -263,7 +264,7 @@ int redlock_options_set_state_dir(redlock_options_t *opts, const char *dir) {
     if (copy == NULL)
       return REDLOCK_ENOMEM;
   }
-  free(opts->state_dir);
+  rl_free(opts->state_dir);
   opts->state_dir = copy;
   return 0;
 }
@@ -283,8 +284,8 @@ int redlock_options_allow_discovered(redlock_options_t *opts, const char *patter
     options_log(opts, "redlock_options_allow_discovered", "at most 64 host patterns");
     return REDLOCK_EINVAL;
   }
-  char **grown = realloc(opts->allow_discovered,
-                         (opts->n_allow_discovered + 1) * sizeof *opts->allow_discovered);
+  char **grown = rl_realloc(opts->allow_discovered,
+                            (opts->n_allow_discovered + 1) * sizeof *opts->allow_discovered);
   if (grown == NULL)
     return REDLOCK_ENOMEM;
   opts->allow_discovered = grown;
@@ -412,14 +413,14 @@ int redlock_options_set_tls(redlock_options_t *opts, const char *ca_file, const 
   for (int i = 0; i < 4; i++) {
     if (dup_opt(&copies[i], src[i]) != ST_OK) {
       for (int j = 0; j < i; j++)
-        free(copies[j]);
+        rl_free(copies[j]);
       return REDLOCK_ENOMEM;
     }
   }
-  free(opts->tls_ca_file);
-  free(opts->tls_ca_dir);
-  free(opts->tls_cert_file);
-  free(opts->tls_key_file);
+  rl_free(opts->tls_ca_file);
+  rl_free(opts->tls_ca_dir);
+  rl_free(opts->tls_cert_file);
+  rl_free(opts->tls_key_file);
   opts->tls_ca_file = copies[0];
   opts->tls_ca_dir = copies[1];
   opts->tls_cert_file = copies[2];
@@ -449,7 +450,7 @@ int redlock_options_set_tls_server_name(redlock_options_t *opts, const char *nam
     if (copy == NULL)
       return REDLOCK_ENOMEM;
   }
-  free(opts->tls_server_name);
+  rl_free(opts->tls_server_name);
   opts->tls_server_name = copy;
   return 0;
 }

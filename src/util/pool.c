@@ -1,5 +1,6 @@
 /* pool.c: bounded free lists by size class (see pool.h). */
 #include "util/pool.h"
+#include "util/alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -47,7 +48,7 @@ void *pool_alloc(pool_t *pool, size_t size) {
     POOL_UNPOISON(h + 1, class_bytes(cls) - sizeof *h);
     return h + 1;
   }
-  h = malloc(cls == POOL_OVERSIZE ? sizeof *h + size : class_bytes(cls));
+  h = rl_malloc(cls == POOL_OVERSIZE ? sizeof *h + size : class_bytes(cls));
   if (h == NULL)
     return NULL;
   h->cls = cls;
@@ -61,7 +62,7 @@ void pool_free(pool_t *pool, void *p) {
   header_t *h = (header_t *)p - 1;
   size_t cls = h->cls;
   if (cls == POOL_OVERSIZE || pool == NULL || pool->count[cls] >= class_keep(cls)) {
-    free(h);
+    rl_free(h);
     return;
   }
   POOL_POISON(p, class_bytes(cls) - sizeof *h);
@@ -76,7 +77,7 @@ void pool_clear(pool_t *pool) {
       header_t *h = pool->head[cls];
       pool->head[cls] = h->next;
       POOL_UNPOISON(h + 1, class_bytes(cls) - sizeof *h);
-      free(h);
+      rl_free(h);
     }
     pool->count[cls] = 0;
   }

@@ -1,5 +1,6 @@
 /* ptrset.c: open-addressing pointer set with linear probing (see ptrset.h). */
 #include "util/ptrset.h"
+#include "util/alloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,12 +19,12 @@ void ptrset_init(ptrset_t *set) {
 }
 
 void ptrset_free(ptrset_t *set) {
-  free((void *)set->slots);
+  rl_free((void *)set->slots);
   ptrset_init(set);
 }
 
 static status_t rehash(ptrset_t *set, size_t new_cap) {
-  const void **slots = calloc(new_cap, sizeof *slots);
+  const void **slots = rl_calloc(new_cap, sizeof *slots);
   if (slots == NULL)
     return ST_ENOMEM;
   for (size_t i = 0; i < set->cap; i++) {
@@ -35,7 +36,7 @@ static status_t rehash(ptrset_t *set, size_t new_cap) {
       j = (j + 1) & (new_cap - 1);
     slots[j] = p;
   }
-  free((void *)set->slots);
+  rl_free((void *)set->slots);
   set->slots = slots;
   set->cap = new_cap;
   return ST_OK;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
 #include "util/pool.h"
 
 typedef struct pooled_reply {
@@ -21,16 +22,16 @@ struct reply_pool {
   unsigned long served;
 };
 
-reply_pool_t *reply_pool_new(void) { return calloc(1, sizeof(reply_pool_t)); }
+reply_pool_t *reply_pool_new(void) { return rl_calloc(1, sizeof(reply_pool_t)); }
 
 static void pool_destroy(reply_pool_t *pool) {
   while (pool->free != NULL) {
     pooled_reply_t *block = pool->free;
     POOL_UNPOISON(block, sizeof *block);
     pool->free = block->next;
-    free(block);
+    rl_free(block);
   }
-  free(pool);
+  rl_free(pool);
 }
 
 void reply_pool_release(reply_pool_t *pool) {
@@ -48,7 +49,7 @@ static redisReply *take(reply_pool_t *pool, int type) {
     POOL_UNPOISON(block, sizeof *block);
     pool->free = block->next;
     pool->kept--;
-  } else if ((block = malloc(sizeof *block)) == NULL) {
+  } else if ((block = rl_malloc(sizeof *block)) == NULL) {
     return NULL;
   }
   memset(&block->reply, 0, sizeof block->reply);
@@ -102,7 +103,7 @@ void reply_pool_free(void *reply) {
   pooled_reply_t *block = (pooled_reply_t *)r;
   pool->live--;
   if (pool->released || pool->kept >= REPLY_POOL_KEEP) {
-    free(block);
+    rl_free(block);
     if (pool->released && pool->live == 0)
       pool_destroy(pool);
     return;

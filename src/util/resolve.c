@@ -1,6 +1,7 @@
 /* resolve.c: host names looked up on threads of their own (see resolve.h). */
 #define _DEFAULT_SOURCE /* inet_aton */
 #include "util/resolve.h"
+#include "util/alloc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -67,7 +68,7 @@ static void req_unref(resolve_req_t *req) {
   uv_mutex_unlock(&req->mutex);
   if (last) {
     uv_mutex_destroy(&req->mutex);
-    free(req);
+    rl_free(req);
   }
 }
 
@@ -156,9 +157,9 @@ status_t resolve_start(resolve_req_t **out, uv_loop_t *loop, const char *host, r
                        void *arg, char *err, size_t err_len) {
   *out = NULL;
   size_t host_len = strlen(host);
-  resolve_req_t *req = calloc(1, sizeof *req + host_len + 1);
+  resolve_req_t *req = rl_calloc(1, sizeof *req + host_len + 1);
   if (req == NULL || uv_mutex_init(&req->mutex) != 0) {
-    free(req);
+    rl_free(req);
     snprintf(err, err_len, "out of memory");
     return ST_ENOMEM;
   }
@@ -168,7 +169,7 @@ status_t resolve_start(resolve_req_t **out, uv_loop_t *loop, const char *host, r
   req->refs = 1; /* the loop side's; the thread's is added when it starts */
   if (uv_async_init(loop, &req->async, on_answer) != 0) {
     uv_mutex_destroy(&req->mutex);
-    free(req);
+    rl_free(req);
     snprintf(err, err_len, "cannot set up the lookup");
     return ST_EIO;
   }

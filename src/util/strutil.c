@@ -1,5 +1,6 @@
 /* strutil.c: small string helpers. */
 #include "util/strutil.h"
+#include "util/alloc.h"
 
 #include <fnmatch.h>
 #include <stdarg.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 
 char *str_ndup(const char *s, size_t len) {
-  char *out = malloc(len + 1);
+  char *out = rl_malloc(len + 1);
   if (out != NULL) {
     memcpy(out, s, len);
     out[len] = '\0';
@@ -25,7 +26,7 @@ char *str_printf(const char *fmt, ...) {
   va_end(ap);
   if (need < 0)
     return NULL;
-  char *out = malloc((size_t)need + 1);
+  char *out = rl_malloc((size_t)need + 1);
   if (out == NULL)
     return NULL;
   va_start(ap, fmt);

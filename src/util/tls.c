@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/options.h"
 #include "util/resolve.h"
 #include "util/strutil.h"
@@ -212,7 +213,7 @@ status_t tls_check_files(const char *ca_file, const char *ca_dir, const char *ce
 status_t tls_client_new(tls_client_t **out, const struct redlock_options *opts, char *why,
                         size_t why_len) {
   *out = NULL;
-  tls_client_t *tls = calloc(1, sizeof *tls);
+  tls_client_t *tls = rl_calloc(1, sizeof *tls);
   if (tls == NULL) {
     snprintf(why, why_len, "out of memory");
     return ST_ENOMEM;
@@ -220,7 +221,7 @@ status_t tls_client_new(tls_client_t **out, const struct redlock_options *opts, 
   tls->verify = opts->tls_verify;
   if (opts->tls_server_name != NULL &&
       (tls->server_name = str_dup(opts->tls_server_name)) == NULL) {
-    free(tls);
+    rl_free(tls);
     snprintf(why, why_len, "out of memory");
     return ST_ENOMEM;
   }
@@ -242,8 +243,8 @@ void tls_client_free(tls_client_t *tls) {
   if (tls == NULL)
     return;
   SSL_CTX_free(tls->ctx);
-  free(tls->server_name);
-  free(tls);
+  rl_free(tls->server_name);
+  rl_free(tls);
 }
 
 status_t tls_attach(tls_client_t *tls, struct redisContext *c, const char *host, void **out,

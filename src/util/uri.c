@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/resolve.h"
 #include "util/status.h"
 #include "util/strutil.h"
@@ -41,7 +42,7 @@ static int hex_digit(char c, int *v) {
 /* *out: a heap copy of [s, s+len) with %XX escapes decoded.  ST_EINVAL on a
  * bad escape or an encoded NUL, ST_ENOMEM; *out is NULL then. */
 static status_t percent_decode(const char *s, size_t len, char **out) {
-  char *d = malloc(len + 1);
+  char *d = rl_malloc(len + 1);
   size_t o = 0;
   *out = NULL;
   if (d == NULL)
@@ -54,7 +55,7 @@ static status_t percent_decode(const char *s, size_t len, char **out) {
     int hi = 0, lo = 0;
     if (i + 2 >= len || !hex_digit(s[i + 1], &hi) || !hex_digit(s[i + 2], &lo) ||
         (hi == 0 && lo == 0)) {
-      free(d);
+      rl_free(d);
       return ST_EINVAL;
     }
     d[o++] = (char)(hi * 16 + lo);
@@ -206,7 +207,7 @@ static status_t parse_seeds(const char *s, const char *end, int default_port, no
     n += *p == ',';
   if (n > URI_MAX_SEEDS)
     return fail(err_msg, err_len, "more than %d hosts in URI", URI_MAX_SEEDS);
-  out->seeds = calloc(n, sizeof *out->seeds);
+  out->seeds = rl_calloc(n, sizeof *out->seeds);
   if (out->seeds == NULL)
     return ST_ENOMEM;
   while (out->n_seeds < n) {
@@ -265,7 +266,7 @@ static status_t parse_group(const char *rest, const char *end, node_addr_t *out,
   out->db = (int)db;
   char *at_host = host_label("@", out->host, out->port);
   out->label = at_host != NULL ? str_printf("%s%s", out->master_name, at_host) : NULL;
-  free(at_host);
+  rl_free(at_host);
   return out->label == NULL ? ST_ENOMEM : ST_OK;
 }
 
@@ -431,7 +432,7 @@ status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_
   if (strcmp(schemes[k].scheme, "unix://") == 0) {
     char *path = str_ndup(rest, (size_t)(body_end - rest));
     rc = path == NULL ? ST_ENOMEM : parse_unix(path, out, err_msg, err_len);
-    free(path);
+    rl_free(path);
   } else if (schemes[k].voter == VOTER_KIND_STANDALONE) {
     rc = parse_tcp(rest, body_end, out, err_msg, err_len);
   } else {
@@ -454,7 +455,7 @@ status_t node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
   dst->voter = src->voter;
   dst->ack = src->ack;
   if (src->n_seeds > 0) {
-    dst->seeds = calloc(src->n_seeds, sizeof *dst->seeds);
+    dst->seeds = rl_calloc(src->n_seeds, sizeof *dst->seeds);
     if (dst->seeds == NULL)
       return ST_ENOMEM;
     for (; dst->n_seeds < src->n_seeds; dst->n_seeds++) {
@@ -480,22 +481,22 @@ status_t node_addr_copy(node_addr_t *dst, const node_addr_t *src) {
 }
 
 void node_addr_clear(node_addr_t *addr) {
-  free(addr->host);
-  free(addr->path);
-  free(addr->user);
+  rl_free(addr->host);
+  rl_free(addr->path);
+  rl_free(addr->user);
   if (addr->password != NULL) {
     memset(addr->password, 0, strlen(addr->password));
-    free(addr->password);
+    rl_free(addr->password);
   }
-  free(addr->label);
+  rl_free(addr->label);
   for (unsigned i = 0; i < addr->n_seeds; i++)
-    free(addr->seeds[i].host);
-  free(addr->seeds);
-  free(addr->master_name);
-  free(addr->sentinel_user);
+    rl_free(addr->seeds[i].host);
+  rl_free(addr->seeds);
+  rl_free(addr->master_name);
+  rl_free(addr->sentinel_user);
   if (addr->sentinel_password != NULL) {
     memset(addr->sentinel_password, 0, strlen(addr->sentinel_password));
-    free(addr->sentinel_password);
+    rl_free(addr->sentinel_password);
   }
   memset(addr, 0, sizeof *addr);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/strutil.h"
 
 static void node_on_link(void *arg, link_t *link, link_event_t ev, int level, const char *what,
@@ -56,7 +57,7 @@ void node_free(node_t *node) {
     missed_release_t *missed =
         list_entry(node->replay.missed_releases.next, missed_release_t, link);
     list_remove(&missed->link);
-    free(missed);
+    rl_free(missed);
   }
   node_addr_clear(&node->addr);
 }
@@ -165,7 +166,7 @@ status_t node_retarget(node_t *node, const char *host, int port, const char *why
   node->addr.host = copy;
   node->addr.port = port;
   uv_mutex_unlock(node->env->mutex);
-  free(old);
+  rl_free(old);
   node_reconnect(node, "master moved", why);
   return ST_OK;
 }

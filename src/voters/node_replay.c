@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 
 /* A replayed release came back.  Without a reply it is kept again for the
  * next connection (node_defer_release ignores it once the client closes). */
@@ -22,7 +23,7 @@ static void replay_done(node_req_t *req, const redisReply *reply) {
     node_defer_release(node, missed->cmd, missed->len);
   else if (reply->type == REDIS_REPLY_ERROR && node->env->replay_error != NULL)
     node->env->replay_error(node->env->arg, node, missed->cmd, missed->len, reply);
-  free(missed);
+  rl_free(missed);
   if (node->replay.replays_out == 0)
     node_report(node, NODE_EV_SETTLED, NULL, NULL);
 }
@@ -67,7 +68,7 @@ void node_drop_oldest_kept(node_t *node) {
   list_remove(&oldest->link);
   node->replay.n_missed_releases--;
   node->replay.missed_bytes -= oldest->len;
-  free(oldest);
+  rl_free(oldest);
   stats_master_abandoned(node->stats, node->index, 1);
 }
 
@@ -80,7 +81,7 @@ void node_defer_release(node_t *node, const char *cmd, size_t len) {
          (node->replay.n_missed_releases >= NODE_MAX_MISSED_RELEASES ||
           node->replay.missed_bytes + len > NODE_MAX_MISSED_BYTES))
     node_drop_oldest_kept(node);
-  missed_release_t *missed = calloc(1, sizeof *missed + len);
+  missed_release_t *missed = rl_calloc(1, sizeof *missed + len);
   if (missed == NULL) {
     /* best effort: the key expires at its TTL anyway */
     stats_master_abandoned(node->stats, node->index, 1);
@@ -104,7 +105,7 @@ void node_take_kept(node_t *node, void (*fn)(void *arg, const char *cmd, size_t 
     missed_release_t *missed = list_entry(batch.next, missed_release_t, link);
     list_remove(&missed->link);
     fn(arg, missed->cmd, missed->len);
-    free(missed);
+    rl_free(missed);
   }
 }
 

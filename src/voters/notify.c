@@ -35,6 +35,7 @@
 #include "proto/keyslot.h"
 #include "proto/reply.h"
 #include "redlock.h"
+#include "util/alloc.h"
 
 typedef enum {
   SUB_NONE = 0,
@@ -117,9 +118,9 @@ static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
     if (channel->at[i].state != SUB_NONE)
       return;
   list_remove(&channel->link);
-  free(channel->recent);
-  free(channel->name);
-  free(channel);
+  rl_free(channel->recent);
+  rl_free(channel->name);
+  rl_free(channel);
 }
 
 /* Points master i's subscriber at the connection it follows (n->via; a
@@ -579,7 +580,7 @@ static void subscriber_setup(notify_t *n, notify_subscriber_t *sub, unsigned ind
 static status_t subscribers_init(notify_t *n) {
   if (n->subscribers != NULL)
     return ST_OK;
-  n->subscribers = calloc(n->n_nodes, sizeof *n->subscribers);
+  n->subscribers = rl_calloc(n->n_nodes, sizeof *n->subscribers);
   if (n->subscribers == NULL)
     return ST_ENOMEM;
   for (unsigned i = 0; i < n->n_nodes; i++)
@@ -597,7 +598,7 @@ static notify_subscriber_t *shard_subscriber(notify_t *n, unsigned index, const 
     if (sub->index == index && sub->shard == node)
       return sub;
   }
-  notify_subscriber_t *sub = calloc(1, sizeof *sub);
+  notify_subscriber_t *sub = rl_calloc(1, sizeof *sub);
   if (sub == NULL)
     return NULL;
   sub->shard = node;
@@ -627,13 +628,13 @@ status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_
     return ST_ENOMEM;
   notify_channel_t *channel = channel_find(n, name_in, len);
   if (channel == NULL) {
-    char *name = malloc(len + 1);
-    channel = calloc(1, sizeof *channel + n->n_nodes * sizeof channel->at[0]);
-    recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? calloc(1, sizeof *recent) : NULL;
+    char *name = rl_malloc(len + 1);
+    channel = rl_calloc(1, sizeof *channel + n->n_nodes * sizeof channel->at[0]);
+    recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? rl_calloc(1, sizeof *recent) : NULL;
     if (name == NULL || channel == NULL || (wake_mode == NOTIFY_WAKE_EACH && recent == NULL)) {
-      free(channel);
-      free(recent);
-      free(name);
+      rl_free(channel);
+      rl_free(recent);
+      rl_free(name);
       return ST_ENOMEM;
     }
     memcpy(name, name_in, len);
@@ -705,16 +706,16 @@ void notify_free(notify_t *n) {
   while (!list_empty(&n->channels)) {
     notify_channel_t *channel = list_entry(n->channels.next, notify_channel_t, link);
     list_remove(&channel->link);
-    free(channel->recent);
-    free(channel->name);
-    free(channel);
+    rl_free(channel->recent);
+    rl_free(channel->name);
+    rl_free(channel);
   }
   while (!list_empty(&n->shard_subs)) {
     notify_subscriber_t *sub = list_entry(n->shard_subs.next, notify_subscriber_t, in_shard);
     list_remove(&sub->in_shard);
-    free(sub);
+    rl_free(sub);
   }
   n->n_shard_subs = 0;
-  free(n->subscribers);
+  rl_free(n->subscribers);
   n->subscribers = NULL;
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/why.h"
 #include "voters/voter_cluster_disc.h"
 #include "voters/voter_cluster_nodes.h"
@@ -341,18 +342,18 @@ static void c_free(voter_t *v) {
     voter_cluster_node_t *cn = s->nodes[i];
     if (!cn->home) { /* the home node is voters.c's */
       node_free(cn->node);
-      free(cn->node);
+      rl_free(cn->node);
     }
-    free(cn);
+    rl_free(cn);
   }
   while (s->free_routes != NULL) {
     voter_cluster_route_t *rt = s->free_routes;
     s->free_routes = rt->next_free;
-    free(rt);
+    rl_free(rt);
   }
   cluster_map_clear(&s->map);
   node_addr_clear(&s->addr);
-  free(s);
+  rl_free(s);
 }
 
 /* Its primaries' places: nodes[k], a server while connected and not retired. */
@@ -523,7 +524,7 @@ const voter_ops_t voter_cluster_ops = {
 
 status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, node_t *home,
                            unsigned index, const node_addr_t *addr) {
-  voter_cluster_t *s = calloc(1, sizeof *s);
+  voter_cluster_t *s = rl_calloc(1, sizeof *s);
   *out = s;
   if (s == NULL)
     return ST_ENOMEM;
@@ -538,7 +539,7 @@ status_t voter_cluster_new(voter_cluster_t **out, const node_env_t *base_env, no
     return ST_ENOMEM;
   /* The home node, at the first seed: voters.c's memory, always made (the
    * notifier reads its address). */
-  voter_cluster_node_t *cn = calloc(1, sizeof *cn);
+  voter_cluster_node_t *cn = rl_calloc(1, sizeof *cn);
   if (cn == NULL)
     return ST_ENOMEM;
   list_init(&cn->parked);

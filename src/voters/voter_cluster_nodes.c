@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/stats_core.h"
 #include "util/strutil.h"
 
@@ -132,11 +133,11 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
               host, port, VOTER_CLUSTER_MAX_NODES);
     return NULL;
   }
-  voter_cluster_node_t *cn = calloc(1, sizeof *cn);
-  node_t *node = calloc(1, sizeof *node);
+  voter_cluster_node_t *cn = rl_calloc(1, sizeof *cn);
+  node_t *node = rl_calloc(1, sizeof *node);
   if (cn == NULL || node == NULL) {
-    free(cn);
-    free(node);
+    rl_free(cn);
+    rl_free(node);
     return NULL;
   }
   list_init(&cn->parked);
@@ -145,8 +146,8 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   node_addr_t a = primary_addr(s, host, port, cn->label);
   if (node_init(node, &s->env, s->base.index, &a) != ST_OK) {
     node_free(node);
-    free(node);
-    free(cn);
+    rl_free(node);
+    rl_free(cn);
     return NULL;
   }
   node->stats = s->nodes[0]->node->stats;

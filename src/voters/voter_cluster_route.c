@@ -16,6 +16,7 @@
 
 #include "proto/scripts.h"
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/backoff.h"
 #include "util/stats_core.h"
 #include "voters/voter_cluster_disc.h"
@@ -50,7 +51,7 @@ static status_t route_begin(voter_cluster_t *s, node_req_t *req, node_reply_fn o
   if (rt != NULL) {
     s->free_routes = rt->next_free;
     s->n_free_routes--;
-  } else if ((rt = malloc(sizeof *rt)) == NULL) {
+  } else if ((rt = rl_malloc(sizeof *rt)) == NULL) {
     return ST_ENOMEM;
   }
   rt->next_free = NULL;
@@ -77,13 +78,13 @@ static void route_end(voter_cluster_t *s, node_req_t *req) {
   req->shard = 0;
   if (rt->orig != NULL)
     req->cmd = rt->orig;
-  free(rt->own);
+  rl_free(rt->own);
   if (s->n_free_routes < VOTER_CLUSTER_FREE_ROUTES) {
     rt->next_free = s->free_routes;
     s->free_routes = rt;
     s->n_free_routes++;
   } else {
-    free(rt);
+    rl_free(rt);
   }
 }
 
@@ -102,7 +103,7 @@ static void route_shard_announce(voter_cluster_t *s, node_req_t *req) {
     return;
   }
   size_t at = script_publish_flag_at(req->cmd, req->len);
-  char *copy = at != 0 ? malloc(req->len) : NULL;
+  char *copy = at != 0 ? rl_malloc(req->len) : NULL;
   if (copy == NULL)
     return;
   memcpy(copy, req->cmd, req->len);
@@ -143,12 +144,12 @@ typedef struct {
 
 static void asking_done(node_req_t *req, const redisReply *reply) {
   (void)reply; /* an error shows in the command's own reply */
-  free(container_of(req, asking_req_t, req));
+  rl_free(container_of(req, asking_req_t, req));
 }
 
 /* ASKING on node, right before the next request written there. */
 static status_t send_asking(node_t *node) {
-  asking_req_t *a = calloc(1, sizeof *a);
+  asking_req_t *a = rl_calloc(1, sizeof *a);
   if (a == NULL)
     return ST_DOWN;
   a->req.cmd = asking_cmd;
@@ -157,7 +158,7 @@ static status_t send_asking(node_t *node) {
   a->req.slot = -1;
   status_t st = node_send(node, &a->req);
   if (st != ST_OK)
-    free(a);
+    rl_free(a);
   return st;
 }
 
@@ -465,14 +466,14 @@ void voter_cluster_keep_release(voter_cluster_t *s, const char *cmd, size_t len)
   voter_cluster_node_start(s, cn);
   /* Replayed, it announces as a release sent now would. */
   size_t at = voter_cluster_shard_pubsub(s) ? script_publish_flag_at(cmd, len) : 0;
-  char *copy = at != 0 ? malloc(len) : NULL;
+  char *copy = at != 0 ? rl_malloc(len) : NULL;
   if (copy != NULL) {
     memcpy(copy, cmd, len);
     copy[at] = script_announce_shard(copy[at]);
     cmd = copy;
   }
   node_defer_release(cn->node, cmd, len);
-  free(copy);
+  rl_free(copy);
 }
 
 /* A kept release sent on through the routing (redirections followed). */
@@ -488,13 +489,13 @@ static void replay_routed(node_req_t *req, const redisReply *reply) {
   cluster_replay_t *r = container_of(req, cluster_replay_t, req);
   if (reply == NULL)
     voter_cluster_keep_release(r->s, r->cmd, r->len);
-  free(r);
+  rl_free(r);
 }
 
 /* Sends a release on to its slot's owner now (through MOVED / ASK), or
  * keeps it for that owner when it cannot go now. */
 static void release_onward(voter_cluster_t *s, const char *cmd, size_t len) {
-  cluster_replay_t *r = s->closing ? NULL : malloc(sizeof *r + len);
+  cluster_replay_t *r = s->closing ? NULL : rl_malloc(sizeof *r + len);
   if (r == NULL) {
     voter_cluster_keep_release(s, cmd, len);
     return;
@@ -510,7 +511,7 @@ static void release_onward(voter_cluster_t *s, const char *cmd, size_t len) {
   r->req.slot = -1;
   if (voter_cluster_route_send(s, &r->req) != ST_OK) {
     voter_cluster_keep_release(s, cmd, len);
-    free(r);
+    rl_free(r);
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "proto/reply.h"
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/strutil.h"
 #include "util/why.h"
 
@@ -527,7 +528,7 @@ static void s_shutdown(voter_t *v) {
 static void s_free(voter_t *v) {
   voter_sentinel_t *s = of(v);
   node_addr_clear(&s->addr);
-  free(s);
+  rl_free(s);
 }
 
 static unsigned s_servers(const voter_t *v) {
@@ -633,7 +634,7 @@ sentinel_link_init(voter_sentinel_t *s, link_t *link, node_addr_t *a, char *labe
 
 status_t voter_sentinel_new(voter_sentinel_t **out, const node_env_t *base_env, node_t *node,
                             unsigned index, const node_addr_t *addr) {
-  voter_sentinel_t *s = calloc(1, sizeof *s);
+  voter_sentinel_t *s = rl_calloc(1, sizeof *s);
   *out = s;
   if (s == NULL)
     return ST_ENOMEM;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "redlock.h"
+#include "util/alloc.h"
 #include "util/why.h"
 
 /* ---- the rounds' transport: master i is voter i ------------------------------------- */
@@ -269,10 +270,10 @@ status_t voters_init(voters_t *vs, const voters_config_t *cfg, const voters_hook
       .caps_seen = &vs->caps_seen,
       .report = voter_standalone_on_node,
   };
-  vs->voter = calloc(n, sizeof *vs->voter);
-  vs->nodes = calloc(n, sizeof *vs->nodes);
+  vs->voter = rl_calloc(n, sizeof *vs->voter);
+  vs->nodes = rl_calloc(n, sizeof *vs->nodes);
   if (fakes == NULL)
-    vs->standalone = calloc(n, sizeof *vs->standalone);
+    vs->standalone = rl_calloc(n, sizeof *vs->standalone);
   if (vs->voter == NULL || vs->nodes == NULL || (fakes == NULL && vs->standalone == NULL))
     return ST_ENOMEM;
   vs->node_env.arg = vs->standalone;
@@ -387,9 +388,9 @@ void voters_free(voters_t *vs) {
    * nodes it never reached with node_init (node_free copes). */
   for (unsigned i = 0; vs->nodes != NULL && i < vs->n; i++)
     node_free(&vs->nodes[i]);
-  free(vs->nodes);
-  free(vs->standalone);
-  free(vs->voter);
+  rl_free(vs->nodes);
+  rl_free(vs->standalone);
+  rl_free(vs->voter);
   memset(vs, 0, sizeof *vs);
 }
 

@@ -9,8 +9,8 @@
  *  - the paused thread's call is held inside redlock_stats, after it has
  *    entered the client, until the looper has stopped: it started before the
  *    close began, and is still in progress while the close runs.  The hold is
- *    this executable's wrapper of clock_gettime (-Wl,--wrap=clock_gettime:
- *    the static library's calls), armed for one call of that thread.
+ *    this executable's own clock_gettime (below: the static library's
+ *    calls bind to it), armed for one call of that thread.
  *
  * Every call is legal by the contract (include/redlock.h, docs/api.md): each
  * starts before the close began, or while a call in progress still holds
@@ -25,7 +25,9 @@
  *    between the rendering and the client's free (stats_free, the nodes'
  *    addresses, the fork guard): a redlock_stats that took no lock would
  *    let the close free the client under the paused call. */
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "fixture.h"
@@ -57,8 +59,11 @@ typedef struct {
 
 /* ---- the hold: this executable's clock_gettime ----------------------------------- */
 
-int __real_clock_gettime(clockid_t id, struct timespec *ts);
-int __wrap_clock_gettime(clockid_t id, struct timespec *ts);
+/* The executable defines clock_gettime, so the calls of the library linked
+ * into it (and of the shared libraries it loads) bind to this one, with no
+ * linker option; it reads the clock with the system call itself.  Every
+ * call but the armed one goes straight through. */
+int clock_gettime(clockid_t id, struct timespec *ts);
 
 /* Armed by the paused thread for its next clock_gettime: the one redlock_stats
  * makes for its rendering, once it has entered the client. */
@@ -67,7 +72,7 @@ static _Thread_local race_t *hold_next_clock;
 static int pred_looper_done(void *arg) { return atomic_load(&((race_t *)arg)->looper_done); }
 static int pred_closed(void *arg) { return atomic_load(&((race_t *)arg)->closed); }
 
-int __wrap_clock_gettime(clockid_t id, struct timespec *ts) {
+int clock_gettime(clockid_t id, struct timespec *ts) {
   race_t *r = hold_next_clock;
   if (r != NULL) {
     hold_next_clock = NULL; /* the waits below read the clock too */
@@ -78,7 +83,7 @@ int __wrap_clock_gettime(clockid_t id, struct timespec *ts) {
     r->closed_while_held = rh_wait_until(pred_closed, r, HOLD_MS);
     r->released_ms = rh_now_ms();
   }
-  return __real_clock_gettime(id, ts);
+  return (int)syscall(SYS_clock_gettime, id, ts);
 }
 
 /* ---- the two threads -------------------------------------------------------------- */

@@ -1,10 +1,10 @@
 /* test_alloc_cycle.c: how many heap allocations the library makes per
- * steady-state lock + unlock cycle, counted without any hook in the library:
- * this executable is linked with
- * -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free, so every call
- * from the objects linked into it (the static library, the fixture) goes
- * through the counters below, while hiredis, libuv and libc, shared
- * libraries, keep their own calls.  Only the library runs during the counted
+ * steady-state lock + unlock cycle, counted by the library's allocator table
+ * (redlock_set_allocator: every allocation of the library goes through the
+ * counters below), while hiredis, libuv and libc keep their own allocators
+ * (hiredis 1.x's, which redlock_set_allocator points at the table, is reset
+ * to libc's: hiredis' allocations per command are not the library's).  Only
+ * the library runs during the counted
  * window: the test thread just calls redlock_lock / redlock_unlock (no log
  * callback), and the loop thread runs library code.
  *
@@ -14,6 +14,11 @@
  * median cycle is judged, not the mean: on a loaded machine a cycle may
  * retry, whose timer is allocated, or have two rounds out where one would
  * do (a pool may be short of a block once); the mean is printed. */
+#include <hiredis/hiredis.h>
+#if HIREDIS_MAJOR >= 1
+#include <hiredis/alloc.h>
+#endif
+
 #include "fixture.h"
 
 /* Before the free lists: 6 (acquire op, its key block, the acquisition
@@ -22,37 +27,27 @@
 #define WARMUP_CYCLES 200
 #define COUNTED_CYCLES 200
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
-
 static atomic_ulong allocs;
 static atomic_ulong frees;
 
-void *__wrap_malloc(size_t size) {
+static void *count_malloc(size_t size) {
   atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
-  return __real_malloc(size);
+  return malloc(size);
 }
 
-void *__wrap_calloc(size_t n, size_t size) {
+static void *count_calloc(size_t n, size_t size) {
   atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
-  return __real_calloc(n, size);
+  return calloc(n, size);
 }
 
-void *__wrap_realloc(void *p, size_t size) {
+static void *count_realloc(void *p, size_t size) {
   atomic_fetch_add_explicit(&allocs, 1, memory_order_relaxed);
-  return __real_realloc(p, size);
+  return realloc(p, size);
 }
 
-void __wrap_free(void *p) {
-  if (p != NULL)
-    atomic_fetch_add_explicit(&frees, 1, memory_order_relaxed);
-  __real_free(p);
+static void count_free(void *p) {
+  atomic_fetch_add_explicit(&frees, 1, memory_order_relaxed);
+  free(p);
 }
 
 /* n cycles; per_cycle (if not NULL): the allocations of each. */
@@ -94,5 +89,14 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       FX_TEST(test_steady_state_allocations, 3),
   };
+  const redlock_allocator_t table = {.malloc_fn = count_malloc,
+                                     .calloc_fn = count_calloc,
+                                     .realloc_fn = count_realloc,
+                                     .free_fn = count_free};
+  if (redlock_set_allocator(&table) != REDLOCK_OK)
+    abort();
+#if HIREDIS_MAJOR >= 1
+  hiredisResetAllocators();
+#endif
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

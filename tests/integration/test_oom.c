@@ -10,8 +10,8 @@
  * ASan no leak at exit (every client is closed).
  *
  * What is failed, and on which threads, is tests/support/oom_alloc.h's
- * (this executable links it: -Wl,--wrap=malloc,calloc,realloc,free, and
- * libuv's and hiredis 1.x's allocator hooks), with hiredis 1.x's
+ * (the library's allocator table, redlock_set_allocator, and libuv's and
+ * hiredis 1.x's allocator hooks), with hiredis 1.x's
  * allocations during a SUBSCRIBE spared (below: hiredis aborts later when
  * one fails).  hiredis 0.14 allocates with plain malloc from its shared
  * library: those cannot be failed here (and it aborts on most of them:
@@ -42,12 +42,14 @@
  * fails for want of memory it says nothing: the server's confirmation then
  * finds no callback and hiredis aborts (__redisGetSubscribeCallback asserts
  * cb != NULL).  So hiredis' allocations during the library's SUBSCRIBE
- * calls are spared (oom_spared; counted apart): this executable is also
- * linked with -Wl,--wrap=redisAsyncCommand. */
-int __wrap_redisAsyncCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
-                             const char *format, ...);
-int __wrap_redisAsyncCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
-                             const char *format, ...) {
+ * calls are spared (oom_spared; counted apart).  They are told apart here:
+ * this executable defines redisAsyncCommand, hiredis' variadic front of
+ * redisvAsyncCommand, which every command of the library goes through; the
+ * library is linked statically into it, so its calls bind to this
+ * definition (an executable's symbol comes before a shared library's) with
+ * no linker option.  Nothing else in the library or hiredis changes. */
+int redisAsyncCommand(redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
+                      const char *format, ...) {
   va_list ap;
   va_start(ap, format);
   oom_spared = strncmp(format, "SUBSCRIBE ", 10) == 0;

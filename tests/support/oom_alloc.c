@@ -1,7 +1,7 @@
 /* oom_alloc.c: the failing allocator of the out-of-memory tests
- * (oom_alloc.h): the link-time wrappers of malloc/calloc/realloc/free, the
- * libuv and hiredis 1.x allocator hooks, one countdown for all of them, and
- * the per-call alarm. */
+ * (oom_alloc.h): the library's allocator table (redlock_set_allocator),
+ * the libuv and hiredis 1.x allocator hooks, one countdown for all of them,
+ * and the per-call alarm. */
 #include "oom_alloc.h"
 
 #include <signal.h>
@@ -17,14 +17,7 @@
 #include <hiredis/alloc.h>
 #endif
 
-void *__real_malloc(size_t size);
-void *__real_calloc(size_t n, size_t size);
-void *__real_realloc(void *p, size_t size);
-void __real_free(void *p);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t n, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void __wrap_free(void *p);
+#include "redlock.h"
 
 _Thread_local int oom_exempt;
 _Thread_local int oom_spared;
@@ -54,22 +47,20 @@ static int oom_take(void) {
   return 0;
 }
 
-void *__wrap_malloc(size_t size) { return oom_take() ? NULL : __real_malloc(size); }
+static void *oom_malloc(size_t size) { return oom_take() ? NULL : malloc(size); }
 
-void *__wrap_calloc(size_t n, size_t size) { return oom_take() ? NULL : __real_calloc(n, size); }
+static void *oom_calloc(size_t n, size_t size) { return oom_take() ? NULL : calloc(n, size); }
 
-void *__wrap_realloc(void *p, size_t size) { return oom_take() ? NULL : __real_realloc(p, size); }
+static void *oom_realloc(void *p, size_t size) { return oom_take() ? NULL : realloc(p, size); }
 
-void __wrap_free(void *p) { __real_free(p); }
-
-static void *uv_malloc_hook(size_t size) { return __wrap_malloc(size); }
-static void *uv_calloc_hook(size_t n, size_t size) { return __wrap_calloc(n, size); }
-static void uv_free_hook(void *p) { __real_free(p); }
+static void *uv_malloc_hook(size_t size) { return oom_malloc(size); }
+static void *uv_calloc_hook(size_t n, size_t size) { return oom_calloc(n, size); }
+static void uv_free_hook(void *p) { free(p); }
 /* Never failed: libuv aborts when growing its watcher table fails. */
 static void *uv_realloc_hook(void *p, size_t size) {
   if (!oom_exempt && atomic_load(&oom_left) > 0)
     atomic_fetch_add(&n_uv_reallocs, 1);
-  return __real_realloc(p, size);
+  return realloc(p, size);
 }
 
 #if HIREDIS_MAJOR >= 1
@@ -82,16 +73,14 @@ static int hi_spared(void) {
   return 1;
 }
 
-static void *hi_malloc_hook(size_t size) {
-  return hi_spared() ? __real_malloc(size) : __wrap_malloc(size);
-}
+static void *hi_malloc_hook(size_t size) { return hi_spared() ? malloc(size) : oom_malloc(size); }
 
 static void *hi_calloc_hook(size_t n, size_t size) {
-  return hi_spared() ? __real_calloc(n, size) : __wrap_calloc(n, size);
+  return hi_spared() ? calloc(n, size) : oom_calloc(n, size);
 }
 
 static void *hi_realloc_hook(void *p, size_t size) {
-  return hi_spared() ? __real_realloc(p, size) : __wrap_realloc(p, size);
+  return hi_spared() ? realloc(p, size) : oom_realloc(p, size);
 }
 
 static char *hi_strdup_hook(const char *s) {
@@ -115,6 +104,12 @@ static void oom_alarm(int sig) {
 
 void oom_install(unsigned alarm_s) {
   oom_exempt = 1;
+  redlock_allocator_t table = {
+      .malloc_fn = oom_malloc, .calloc_fn = oom_calloc, .realloc_fn = oom_realloc, .free_fn = free};
+  if (redlock_set_allocator(&table) != REDLOCK_OK) {
+    fprintf(stderr, "redlock_set_allocator failed\n");
+    exit(1);
+  }
   if (uv_replace_allocator(uv_malloc_hook, uv_realloc_hook, uv_calloc_hook, uv_free_hook) != 0) {
     fprintf(stderr, "uv_replace_allocator failed\n");
     exit(1);
@@ -124,7 +119,9 @@ void oom_install(unsigned alarm_s) {
                            .callocFn = hi_calloc_hook,
                            .reallocFn = hi_realloc_hook,
                            .strdupFn = hi_strdup_hook,
-                           .freeFn = __real_free};
+                           .freeFn = free};
+  /* After redlock_set_allocator, which pointed hiredis at the library's
+   * table: hiredis' own allocations are told apart (spared). */
   hiredisSetAllocators(&fns);
 #endif
   oom_alarm_s = alarm_s;

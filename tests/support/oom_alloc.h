@@ -4,11 +4,8 @@
  * can fail each allocation of a call in turn.
  *
  * What it fails:
- *  - malloc/calloc/realloc made from the objects linked into the test
- *    executable (the static library, the test's own code): the target
- *    oom_alloc links them with -Wl,--wrap=malloc,--wrap=calloc,
- *    --wrap=realloc,--wrap=free (its interface), and this file defines the
- *    wrappers;
+ *  - the library's own allocations, through its allocator table
+ *    (redlock_set_allocator, in oom_install);
  *  - libuv's, through uv_replace_allocator (oom_install), except its
  *    realloc: libuv grows its table of watched descriptors with it
  *    (uv__io_start) and aborts when that fails (docs/api.md, "Out of
@@ -33,8 +30,8 @@ extern _Thread_local int oom_exempt;
  * oom_spared_allocs while armed). */
 extern _Thread_local int oom_spared;
 
-/* Replaces libuv's and hiredis 1.x's allocators (before any loop exists)
- * and exempts the calling thread.  alarm_s > 0: a call still armed after
+/* Replaces the library's, libuv's and hiredis 1.x's allocators (before any
+ * client or loop exists) and exempts the calling thread.  alarm_s > 0: a call still armed after
  * that many seconds ends the process (exit status 3) with the `where` of
  * its oom_arm, so that a hang names its case. */
 void oom_install(unsigned alarm_s);

@@ -64,6 +64,7 @@ static void test_signatures(void **state) {
   const char *(*strerror_)(int) = redlock_strerror;
   const char *(*err_name)(int) = redlock_err_name;
   const char *(*version)(void) = redlock_version;
+  int (*set_allocator)(const redlock_allocator_t *) = redlock_set_allocator;
   int (*open_uv)(redlock_t **, const redlock_options_t *, uv_loop_t *) = redlock_open_uv;
   void (*close_uv)(redlock_t *, void (*)(void *), void *) = redlock_close_uv;
   /* §2b */
@@ -124,7 +125,7 @@ static void test_signatures(void **state) {
       (const void *)cancel,         (const void *)lock_async_ex,
       (const void *)many_async,     (const void *)many_async_ex,
       (const void *)sem_ex,         (const void *)read_ex,
-      (const void *)write_ex,
+      (const void *)write_ex,       (const void *)set_allocator,
   };
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     assert_non_null(all[i]);

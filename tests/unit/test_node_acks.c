@@ -9,21 +9,22 @@
  * The two failures are injected with no hook in node.c and no wrapper of a
  * function of the library or of hiredis:
  *  - the kept copy of a write's reply (reply_clone) fails in the allocator,
- *    as it would for real: this executable is linked with -Wl,--wrap=malloc,
- *    and a test arms "fail the next malloc of n bytes" with n a size that
- *    only that copy asks for.  The write's reply is a status string of
- *    REPLY_ODD_LEN bytes, whose copy is malloc(REPLY_ODD_LEN + 1); hiredis
- *    reads the reply into an object of its own, allocated in its shared
- *    library (0.14 and 1.x alike: no allocator of ours is installed), where
- *    the wrapper does not reach; the mock master allocates with realloc and
- *    calloc; the reply pool's blocks have a size of their own.
+ *    as it would for real: main installs a table of its own
+ *    (redlock_set_allocator), and a test arms "fail the next malloc of n
+ *    bytes" with n a size that only that copy asks for.  The write's reply
+ *    is a status string of REPLY_ODD_LEN bytes, whose copy is
+ *    malloc(REPLY_ODD_LEN + 1); hiredis reads the reply into an object of
+ *    its own, with libc's allocator (0.14 has no hook, and 1.x's is reset
+ *    to libc's after the table is installed), where the table does not
+ *    reach; the mock master allocates with realloc and calloc; the reply
+ *    pool's blocks have a size of their own.
  *  - the ack command is refused through hiredis' public state: while
  *    REDIS_DISCONNECTING is set in the context's flags (redisContext.flags,
  *    hiredis.h), redisAsyncFormattedCommand returns REDIS_ERR before it
  *    allocates or queues anything (0.14 and 1.x), which is what node.c gets
  *    when hiredis is out of memory.  A failing allocator cannot give that
  *    refusal: hiredis 0.14 allocates in its shared library, out of reach of
- *    --wrap, and ignores a failed allocation there (the command is queued
+ *    any hook, and ignores a failed allocation there (the command is queued
  *    without its callback, and REDIS_OK returned); hiredis 1.x, besides the
  *    refusal, marks the context failed (REDIS_ERR_OOM), so that the next
  *    write drops the connection, and the refusal on a live connection would
@@ -40,14 +41,15 @@
 
 #include <cmocka.h>
 #include <hiredis/async.h>
+#if HIREDIS_MAJOR >= 1
+#include <hiredis/alloc.h>
+#endif
 
 #include "node_fixture.h"
 #include "proto/reply.h"
+#include "redlock.h"
 
 /* ---- injected failures ------------------------------------------------------------- */
-
-void *__real_malloc(size_t size);
-void *__wrap_malloc(size_t size);
 
 /* The length of a write's reply whose kept copy is to fail: a size no other
  * malloc on the way of a reply asks for. */
@@ -58,13 +60,24 @@ void *__wrap_malloc(size_t size);
 static atomic_size_t malloc_fail_size;
 static atomic_uint mallocs_failed;
 
-void *__wrap_malloc(size_t size) {
+static void *fail_malloc(size_t size) {
   size_t armed = size;
   if (size != 0 && atomic_compare_exchange_strong(&malloc_fail_size, &armed, 0)) {
     atomic_fetch_add(&mallocs_failed, 1);
     return NULL;
   }
-  return __real_malloc(size);
+  return malloc(size);
+}
+
+/* The library allocates through fail_malloc; hiredis keeps libc's. */
+static void install_allocator(void) {
+  const redlock_allocator_t table = {
+      .malloc_fn = fail_malloc, .calloc_fn = calloc, .realloc_fn = realloc, .free_fn = free};
+  if (redlock_set_allocator(&table) != REDLOCK_OK)
+    abort();
+#if HIREDIS_MAJOR >= 1
+  hiredisResetAllocators();
+#endif
 }
 
 /* hiredis refuses every command queued from now on (on), or takes them
@@ -501,5 +514,6 @@ int main(void) {
       T(test_lost_before_ack),       T(test_resend_joins_next_batch), T(test_role_check_per_batch),
       T(test_role_check_new_replid), T(test_role_check_demoted),      T(test_role_check_off),
   };
+  install_allocator();
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
