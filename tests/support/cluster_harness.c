@@ -17,6 +17,8 @@
 
 #define CH_JOIN_TIMEOUT_MS 30000
 #define CH_SLOTS 16384
+#define CH_AGREE_ROUNDS 10     /* a migrated slot's owner claimed again at most this often */
+#define CH_AGREE_ROUND_MS 1000 /* each after this long without agreement */
 
 struct ch_cluster {
   unsigned n, primaries, replicas;
@@ -210,6 +212,24 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
   return 0;
 }
 
+/* 1 when a CLUSTER NODES line's slot fields (9 on: "a-b", "a", or
+ * "[...]" for a slot being migrated) include slot.  Cuts line at spaces. */
+static int line_serves(char *line, int slot) {
+  int field = 0;
+  char *save = NULL;
+  for (char *f = strtok_r(line, " ", &save); f != NULL; f = strtok_r(NULL, " ", &save), field++) {
+    if (field < 8 || f[0] == '[')
+      continue;
+    long a = strtol(f, NULL, 10), b = a;
+    const char *dash = strchr(f, '-');
+    if (dash != NULL)
+      b = strtol(dash + 1, NULL, 10);
+    if (a <= slot && slot <= b)
+      return 1;
+  }
+  return 0;
+}
+
 int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
   (void)asked;
   /* Each running primary's own line of CLUSTER NODES ("myself") lists the
@@ -233,23 +253,46 @@ int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
     char *eol = strchr(line, '\n');
     if (eol != NULL)
       *eol = '\0';
-    int field = 0;
-    char *save = NULL;
-    for (char *f = strtok_r(line, " ", &save); f != NULL; f = strtok_r(NULL, " ", &save), field++) {
-      if (field < 8 || f[0] == '[')
-        continue;
-      long a = strtol(f, NULL, 10), b = a;
-      const char *dash = strchr(f, '-');
-      if (dash != NULL)
-        b = strtol(dash + 1, NULL, 10);
-      if (a <= slot && slot <= b) {
-        owner = (int)i;
-        break;
-      }
-    }
+    if (line_serves(line, slot))
+      owner = (int)i;
   }
   free(nodes);
   return owner;
+}
+
+typedef struct {
+  ch_cluster_t *c;
+  int slot;
+  unsigned to;
+} agree_t;
+
+/* Every running node's CLUSTER NODES gives the slot to node `to` alone. */
+static int pred_agree(void *arg) {
+  agree_t *a = arg;
+  enum { NODES_SIZE = 1 << 20 }; /* an interleaved map's lines are long */
+  char *nodes = malloc(NODES_SIZE);
+  int agreed = nodes != NULL;
+  for (unsigned i = 0; agreed && i < a->c->n; i++) {
+    if (rh_server_pid(a->c->nodes[i]) == 0)
+      continue;
+    if (rh_server_command(a->c->nodes[i], nodes, NODES_SIZE, "CLUSTER NODES") != 0) {
+      agreed = 0;
+      break;
+    }
+    int owners = 0, ours = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(nodes, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+      int is_to = strncmp(line, a->c->id[a->to], 40) == 0;
+      if (line_serves(line, a->slot)) {
+        owners++;
+        ours += is_to;
+      }
+    }
+    agreed = owners == 1 && ours == 1;
+  }
+  free(nodes);
+  return agreed;
 }
 
 int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to) {
@@ -290,7 +333,20 @@ int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to) {
     if (i != to && i != from)
       (void)rh_server_command(c->nodes[i], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
                               c->id[to]);
-  return 0;
+  /* Done when every running node says `to` serves the slot.  In a cluster
+   * still settling its config-epoch collisions the source may bump its
+   * epoch past the target's, and its older claim then wins back the slot
+   * on the target (each then redirects to the other): the target claims
+   * it again with a newer epoch, as redis-cli's fix does. */
+  agree_t agree = {c, slot, to};
+  for (int round = 0; round < CH_AGREE_ROUNDS; round++) {
+    if (rh_wait_until(pred_agree, &agree, CH_AGREE_ROUND_MS))
+      return 0;
+    (void)rh_server_command(c->nodes[to], buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s", slot,
+                            c->id[to]);
+    (void)rh_server_command(c->nodes[to], buf, sizeof buf, "CLUSTER BUMPEPOCH");
+  }
+  return fail(c, to, "slot owner agreed by every node", "no agreement");
 }
 
 const char *ch_id(const ch_cluster_t *c, unsigned i) { return c->id[i]; }

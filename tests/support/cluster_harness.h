@@ -59,7 +59,9 @@ const char *ch_uri_tls(ch_cluster_t *c, unsigned n);
 int ch_owner(ch_cluster_t *c, unsigned asked, int slot);
 /* Moves slot (and its keys) from node `from` to node `to`, both primaries:
  * SETSLOT IMPORTING / MIGRATING, MIGRATE of every key, SETSLOT NODE on
- * every primary.  0 or -1 (what failed on stderr). */
+ * every primary, then waits until every running node names `to` as the
+ * slot's owner (claimed again if an older claim won it back).  0 or -1
+ * (what failed on stderr). */
 int ch_migrate_slot(ch_cluster_t *c, int slot, unsigned from, unsigned to);
 /* The node's cluster id (40 hex digits). */
 const char *ch_id(const ch_cluster_t *c, unsigned i);
