@@ -42,11 +42,17 @@ static void attach_replica(fx_t *fx) {
   assert_true(rh_wait_replica_linked(fx->servers[0], fx->servers[2], 10000));
 }
 
+/* A client of A (with a_params) and B.  Unless wait_ms is given, the rounds
+ * wait for the acks FX_ACK_REQUEST_MS: those tests assert that an ack came,
+ * not how soon. */
 static redlock_t *open_ab(fx_t *fx, const char *a_params) {
   char a[256];
   uri_with(a, sizeof a, fx->servers[0], a_params);
   const char *uris[2] = {a, rh_server_uri(fx->servers[1])};
-  return fx_open(fx, 0, fx_options_uris(fx, 0, uris, 2, REDLOCK_LOG_INFO));
+  redlock_options_t *opts = fx_options_uris(fx, 0, uris, 2, REDLOCK_LOG_INFO);
+  if (strstr(a_params, "wait_ms=") == NULL)
+    assert_int_equal(redlock_options_set_timeouts(opts, FX_IT_CONNECT_MS, FX_ACK_REQUEST_MS), 0);
+  return fx_open(fx, 0, opts);
 }
 
 static void test_wait_acked_by_replica(void **state) {

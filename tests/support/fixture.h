@@ -60,6 +60,10 @@
  * test machines stop processes for up to ~1 s at a time. */
 #define FX_IT_CONNECT_MS 500u
 #define FX_IT_REQUEST_MS 500u
+/* The request timeout of a test whose rounds wait for a replica's or an
+ * fsync's ack (wait=, waitaof=): on a loaded machine the replica may not run
+ * within FX_IT_REQUEST_MS, and such a test asserts that the ack came. */
+#define FX_ACK_REQUEST_MS 5000u
 #define FX_SF_CONNECT_MS 2000u
 #define FX_SF_REQUEST_MS 500u
 
