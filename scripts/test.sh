@@ -53,6 +53,9 @@
 #     share), so no test sees a loaded machine it would not see anyway.
 #     Each later pass waits for its tree; a failed build fails its pass, with
 #     the build's log.
+#   * Pass 2 runs beside passes 1 and 1b (from when its tree is built), and
+#     pass 4c beside passes 4 and 4b, each three tests at once; a background
+#     pass's output is printed when the run waits for it.
 #   * The torture runs a build repeats (torture_short, torture_prims_short,
 #     torture_tls_short: the same seeds and faults) run at full length in
 #     pass 1 and at a third of it in passes 2 and 4
@@ -77,6 +80,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # the ones that load the machine are RUN_SERIAL (torture, backlog) or take
 # PROCESSORS 2 (install).
 test_jobs=$((jobs * 2))
+# A pass that runs beside another (pass 2 beside 1, pass 4 beside 4c) takes
+# fewer at once: together they keep the cores busier than one pass alone.
+side_jobs=$((jobs + 1))
 # Each build chooses its hiredis explicitly (pass 2 sets its own path); a
 # REDLOCK_TEST_SERVER from the caller's shell would run passes 1 and 2
 # against another server.
@@ -138,11 +144,21 @@ reconfigure_if_other_hiredis() {
 # output in $bg/NAME.log and its exit status in $bg/NAME.rc.  bg_wait NAME
 # waits for it, prints the log and fails when COMMAND did.
 bg=$(mktemp -d)
-bg_pid=""
+bg_pids=()
 cleanup() {
-  # Its own process group (set -m below): the compilers go with it.
-  if [ -n "$bg_pid" ]; then kill -- -"$bg_pid" 2>/dev/null || true; fi
+  # Each job has its own process group (set -m below): the compilers and the
+  # tests go with it.
+  local pid
+  for pid in "${bg_pids[@]}"; do kill -- -"$pid" 2>/dev/null || true; done
   rm -rf "$bg"
+}
+# start_job FUNCTION: runs FUNCTION in the background in a process group of
+# its own (cleanup ends it).
+start_job() {
+  set -m
+  "$1" &
+  bg_pids+=($!)
+  set +m
 }
 trap cleanup EXIT
 bg_run() {
@@ -237,27 +253,6 @@ background() {
   # at nice 19 beside waiting tests it gets about a core, as alone.
   bg_run fuzz tests/fuzz/run.sh 40
 }
-if [ $quick = 0 ]; then
-  set -m # the background job gets a process group of its own
-  background &
-  bg_pid=$!
-  set +m
-fi
-
-run_ctest build
-took "1. system hiredis, Redis (whole suite)"
-
-# ---- 1b. the Go, Node.js and Rust bindings and the cross-language interop -------
-begin "pass 1b: bindings (Node.js, Go, Rust) and interop, against build/"
-REDLOCK_REQUIRE_TOOLCHAINS=1 REDLOCK_LIB_DIR="$root/build" bindings/run-all.sh
-took "1b. bindings + interop"
-
-if [ $quick = 1 ]; then
-  printf '%s\n' "${timings[@]}"
-  echo "==> all tests passed (--quick: the normal build only)"
-  exit 0
-fi
-
 # Tests that no build or server changes, run by pass 1 only: python_mypy
 # (mypy --strict on the examples and the stubs: Python sources alone, and
 # 30 s to 2 min of CPU per pass).
@@ -288,17 +283,80 @@ pass_hiredis1_valkey() {
   # The tests of the test (label mutation) and the failover tortures (label
   # failover: 100 s of torture time) ran in pass 1; test_failover,
   # test_sentinel and test_cluster_faults fail Valkey over here.
-  REDLOCK_TEST_SERVER=$valkey run_ctest build-hiredis1 -LE 'mutation|failover' -E "$once"
+  REDLOCK_TEST_SERVER=$valkey test_jobs=$side_jobs run_ctest build-hiredis1 \
+    -LE 'mutation|failover' -E "$once"
   took "2. hiredis $want, Valkey 9.1 (whole suite)"
 }
-if [ -n "$extra" ]; then pass_hiredis1_valkey; fi
+# Pass 2 as a background job: its output in $bg/pass-2.log, printed when the
+# foreground waits for it (bg_wait pass-2), its time with the others.
+pass_2_job() {
+  bg_run pass-2 pass_2_timed
+}
+pass_2_timed() {
+  pass_hiredis1_valkey
+  printf '%s\n' "${timings[-1]}" >"$bg/pass-2.took"
+}
+if [ $quick = 0 ]; then start_job background; fi
+# Pass 2 runs beside pass 1 and 1b from when its tree is built (below).
+if [ $quick = 0 ] && [ -n "$extra" ]; then start_job pass_2_job; fi
+
+run_ctest build
+took "1. system hiredis, Redis (whole suite)"
+
+# ---- 1b. the Go, Node.js and Rust bindings and the cross-language interop -------
+begin "pass 1b: bindings (Node.js, Go, Rust) and interop, against build/"
+REDLOCK_REQUIRE_TOOLCHAINS=1 REDLOCK_LIB_DIR="$root/build" bindings/run-all.sh
+took "1b. bindings + interop"
+
+if [ $quick = 1 ]; then
+  printf '%s\n' "${timings[@]}"
+  echo "==> all tests passed (--quick: the normal build only)"
+  exit 0
+fi
+
+# bg_pass NAME: waits for a pass run as a background job (its output, then
+# its time among the others).
+bg_pass() {
+  bg_wait "$1"
+  timings+=("$(cat "$bg/$1.took")")
+}
+
+if [ -n "$extra" ]; then
+  echo "==> pass 2 (ran beside passes 1 and 1b)"
+  bg_pass pass-2
+fi
+
+# ---- 4c. ThreadSanitizer, beside pass 4 ---------------------------------------------
+# What threads share: the unit, API and integration tests (the safety suites
+# and the torture run are left to the other passes: under TSan's slowdown
+# their timing-bound faults would measure the sanitizer).  No suppressions.
+pass_4c() {
+  begin "pass 4c: ThreadSanitizer, system hiredis, $(server_version "$tsan_server")" \
+    "(unit, api, integration)"
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  bg_wait build-tsan
+  # setarch -R (ASLR off, inherited by every test): a kernel that randomises
+  # mappings more than GCC 12's TSan runtime expects aborts it at start.
+  # test_cluster_faults (75 s alone: reshards and failovers of real clusters) is
+  # left out: its client threads are those of every other integration test.
+  echo "==> test build-tsan (setarch -R, server $tsan_server)" \
+    "-L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults|$once'"
+  (cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
+    --output-on-failure --timeout 300 -j"$jobs" \
+    -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once")
+  took "4c. ThreadSanitizer (unit, api, integration)"
+  printf '%s\n' "${timings[-1]}" >"$bg/pass-4c.took"
+}
+pass_4c_job() { bg_run pass-4c pass_4c; }
+start_job pass_4c_job
 
 # ---- 4. sanitizers -----------------------------------------------------------------
 begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer, $(server_version "$asan_server")"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 bg_wait build-asan
-REDLOCK_TEST_SERVER=$asan_server run_ctest build-asan -LE 'mutation|failover|install' -E "$once"
+REDLOCK_TEST_SERVER=$asan_server test_jobs=$side_jobs run_ctest build-asan \
+  -LE 'mutation|failover|install' -E "$once"
 took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/ server v=/ /')"
 
 # ---- 4b. out of memory under the sanitizers, hiredis 1.2.0 -------------------------
@@ -314,25 +372,8 @@ if [ -n "$extra" ]; then
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-# ---- 4c. ThreadSanitizer -------------------------------------------------------------
-# What threads share: the unit, API and integration tests (the safety suites
-# and the torture run are left to the other passes: under TSan's slowdown
-# their timing-bound faults would measure the sanitizer).  No suppressions.
-begin "pass 4c: ThreadSanitizer, system hiredis, $(server_version "$tsan_server")" \
-  "(unit, api, integration)"
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-bg_wait build-tsan
-# setarch -R (ASLR off, inherited by every test): a kernel that randomises
-# mappings more than GCC 12's TSan runtime expects aborts it at start.
-# test_cluster_faults (75 s alone: reshards and failovers of real clusters) is
-# left out: its client threads are those of every other integration test.
-echo "==> test build-tsan (setarch -R, server $tsan_server)" \
-  "-L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults|$once'"
-(cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
-  --output-on-failure --timeout 300 -j"$jobs" \
-  -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once")
-took "4c. ThreadSanitizer (unit, api, integration)"
-unset TSAN_OPTIONS
+echo "==> pass 4c (ran beside passes 4 and 4b)"
+bg_pass pass-4c
 
 # ---- 5. fuzzing --------------------------------------------------------------------
 begin "pass 5: fuzz smoke run (libFuzzer, clang), ran in the background"
