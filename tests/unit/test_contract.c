@@ -27,7 +27,7 @@ typedef void (*event_cb_t)(const redlock_event_t *, void *arg);
 
 static void test_signatures(void **state) {
   (void)state;
-  /* §2 */
+  /* The core: options, open/close, locks, extend, watch, fencing. */
   redlock_options_t *(*options_new)(void) = redlock_options_new;
   void (*options_free)(redlock_options_t *) = redlock_options_free;
   int (*add_node)(redlock_options_t *, const char *) = redlock_options_add_node;
@@ -67,7 +67,7 @@ static void test_signatures(void **state) {
   int (*set_allocator)(const redlock_allocator_t *) = redlock_set_allocator;
   int (*open_uv)(redlock_t **, const redlock_options_t *, uv_loop_t *) = redlock_open_uv;
   void (*close_uv)(redlock_t *, void (*)(void *), void *) = redlock_close_uv;
-  /* §2b */
+  /* TLS, stats and events. */
   int (*tls_supported)(void) = redlock_tls_supported;
   int (*set_tls)(redlock_options_t *, const char *, const char *, const char *, const char *) =
       redlock_options_set_tls;
@@ -84,7 +84,7 @@ static void test_signatures(void **state) {
   int (*resign)(redlock_t *, redlock_election_t *) = redlock_resign;
   int (*stats)(redlock_t *, int, char *, size_t) = redlock_stats;
   int (*set_event_cb)(redlock_options_t *, event_cb_t, void *) = redlock_options_set_event_cb;
-  /* §2c: cancellation (the API is ours to design; fixed here so that it stays additive) */
+  /* Cancellation (the API is ours to design; fixed here so that it stays additive) */
   int (*cancel)(redlock_t *, uint64_t) = redlock_cancel;
   int (*lock_async_ex)(redlock_t *, const char *, uint32_t, uint32_t, redlock_lock_cb, void *,
                        uint64_t *) = redlock_lock_async_ex;
