@@ -212,9 +212,7 @@ int ch_start(ch_cluster_t **out, const ch_options_t *o) {
   return 0;
 }
 
-/* 1 when a CLUSTER NODES line's slot fields (9 on: "a-b", "a", or
- * "[...]" for a slot being migrated) include slot.  Cuts line at spaces. */
-static int line_serves(char *line, int slot) {
+void ch_line_ranges(char *line, void (*fn)(long a, long b, void *arg), void *arg) {
   int field = 0;
   char *save = NULL;
   for (char *f = strtok_r(line, " ", &save); f != NULL; f = strtok_r(NULL, " ", &save), field++) {
@@ -224,10 +222,37 @@ static int line_serves(char *line, int slot) {
     const char *dash = strchr(f, '-');
     if (dash != NULL)
       b = strtol(dash + 1, NULL, 10);
-    if (a <= slot && slot <= b)
-      return 1;
+    fn(a, b, arg);
   }
-  return 0;
+}
+
+char *ch_myself_line(char *nodes) {
+  char *line = strstr(nodes, "myself");
+  if (line == NULL)
+    return NULL;
+  while (line > nodes && line[-1] != '\n')
+    line--;
+  char *eol = strchr(line, '\n');
+  if (eol != NULL)
+    *eol = '\0';
+  return line;
+}
+
+typedef struct {
+  long slot;
+  int found;
+} serves_t;
+
+static void range_serves(long a, long b, void *arg) {
+  serves_t *s = arg;
+  s->found |= a <= s->slot && s->slot <= b;
+}
+
+/* 1 when a CLUSTER NODES line's slot ranges include slot (cuts line). */
+static int line_serves(char *line, int slot) {
+  serves_t s = {slot, 0};
+  ch_line_ranges(line, range_serves, &s);
+  return s.found;
 }
 
 int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
@@ -245,15 +270,8 @@ int ch_owner(ch_cluster_t *c, unsigned asked, int slot) {
         strncmp(role, "master", 6) != 0 ||
         rh_server_command(c->nodes[i], nodes, NODES_SIZE, "CLUSTER NODES") != 0)
       continue;
-    char *line = strstr(nodes, "myself");
-    if (line == NULL)
-      continue;
-    while (line > nodes && line[-1] != '\n')
-      line--;
-    char *eol = strchr(line, '\n');
-    if (eol != NULL)
-      *eol = '\0';
-    if (line_serves(line, slot))
+    char *line = ch_myself_line(nodes);
+    if (line != NULL && line_serves(line, slot))
       owner = (int)i;
   }
   free(nodes);

@@ -55,6 +55,13 @@ const char *ch_uri(ch_cluster_t *c, unsigned n);
  * "rediss-cluster://127.0.0.1:T0,..." over the first n nodes' TLS ports. */
 int ch_tls_port(const ch_cluster_t *c, unsigned i);
 const char *ch_uri_tls(ch_cluster_t *c, unsigned n);
+/* The line of a CLUSTER NODES reply (nodes, cut after it) that describes
+ * the node that answered ("myself"), or NULL. */
+char *ch_myself_line(char *nodes);
+/* Calls fn(a, b, arg) for each slot range ("a-b" or "a": a == b) of a
+ * CLUSTER NODES line, fields 9 on; a slot being migrated ("[...]") is not
+ * one.  Cuts line at its spaces. */
+void ch_line_ranges(char *line, void (*fn)(long a, long b, void *arg), void *arg);
 /* The node (index) that owns slot now, as node `asked` says; -1 when unknown. */
 int ch_owner(ch_cluster_t *c, unsigned asked, int slot);
 /* Moves slot (and its keys) from node `from` to node `to`, both primaries:

@@ -84,6 +84,18 @@ static int key_slot(int r) {
   return -1;
 }
 
+typedef struct {
+  int slot;
+  unsigned below, total;
+} own_t;
+
+static void count_range(long a, long b, void *arg) {
+  own_t *o = arg;
+  o->total += (unsigned)(b - a + 1);
+  if (a < o->slot)
+    o->below += (unsigned)((b < o->slot ? b : o->slot - 1) - a + 1);
+}
+
 /* How many slots node owns (its own "myself" line of CLUSTER NODES), and
  * how many of them are below slot.  -1 when it cannot say. */
 static int own_slots(int node, int slot, unsigned *below, unsigned *total) {
@@ -91,27 +103,13 @@ static int own_slots(int node, int slot, unsigned *below, unsigned *total) {
   *below = *total = 0;
   if (rh_server_command(ch_node(cl, (unsigned)node), nodes, sizeof nodes, "CLUSTER NODES") != 0)
     return -1;
-  char *line = strstr(nodes, "myself");
+  char *line = ch_myself_line(nodes);
   if (line == NULL)
     return -1;
-  while (line > nodes && line[-1] != '\n')
-    line--;
-  char *eol = strchr(line, '\n');
-  if (eol != NULL)
-    *eol = '\0';
-  int field = 0;
-  char *save = NULL;
-  for (char *f = strtok_r(line, " ", &save); f != NULL; f = strtok_r(NULL, " ", &save), field++) {
-    if (field < 8 || f[0] == '[')
-      continue;
-    long a = strtol(f, NULL, 10), b = a;
-    const char *dash = strchr(f, '-');
-    if (dash != NULL)
-      b = strtol(dash + 1, NULL, 10);
-    *total += (unsigned)(b - a + 1);
-    if (a < slot)
-      *below += (unsigned)((b < slot ? b : slot - 1) - a + 1);
-  }
+  own_t o = {slot, 0, 0};
+  ch_line_ranges(line, count_range, &o);
+  *below = o.below;
+  *total = o.total;
   return 0;
 }
 
