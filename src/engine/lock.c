@@ -141,7 +141,7 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   return ST_OK;
 }
 
-static void lock_mark_lost(redlock_lock_t *lock, int reason) {
+static void lock_mark_lost(redlock_lock_t *lock, status_t reason) {
   if (atomic_exchange(&lock->lost, 1))
     return;
   engine_log(lock->engine, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
