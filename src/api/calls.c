@@ -45,6 +45,32 @@ int redlock_lock_is_lost(const redlock_lock_t *value) {
   return lock_is_lost(lock_of(value)->lease);
 }
 
+/* ---- the last votes ------------------------------------------------------------ */
+
+/* Whose votes a thread reads: on the client's own loop thread (a callback),
+ * the latest, which is the round of the call whose callback runs; elsewhere
+ * the thread's own last call, or the latest if it has made none the book
+ * still holds.  Under the mutex. */
+static const votes_entry_t *votes_for_me(const redlock_t *client) {
+  if (client_on_loop_thread(client))
+    return &client->votes.latest;
+  uv_thread_t self = uv_thread_self();
+  const votes_entry_t *mine = votes_book_find(&client->votes, &self);
+  return mine != NULL ? mine : &client->votes.latest;
+}
+
+int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
+  if (client == NULL || (buf == NULL && size > 0))
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return REDLOCK_EFORKED;
+  uv_mutex_lock(&client->mutex);
+  int total =
+      votes_format(votes_for_me(client), client->voters.n, client_master_label, client, buf, size);
+  uv_mutex_unlock(&client->mutex);
+  return total;
+}
+
 /* ---- op construction ---------------------------------------------------------- */
 
 status_t calls_check_name(const char *resource) {
