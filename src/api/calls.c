@@ -344,7 +344,7 @@ int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_
 /* ---- blocking forms ------------------------------------------------------------- */
 
 typedef struct {
-  sync_waiter_t waiter; /* posted by the loop at the end of the turn (client.c) */
+  sync_waiter_t waiter; /* posted by the loop at the end of the turn (client_loop.c) */
   redlock_t *client;
   int status;
   redlock_lock_t *lock;

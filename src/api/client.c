@@ -308,6 +308,7 @@ static status_t client_init_modules(redlock_t *client, voter_t *const *fakes) {
   return rc;
 }
 
+/* The jitter generator, seeded from the system: ST_OK or random_bytes' status. */
 static status_t client_seed_jitter(redlock_t *client) {
   uint64_t seed = 0;
   status_t rc = random_bytes(&seed, sizeof seed);
