@@ -33,7 +33,9 @@
 #
 # A module of several files counts as one in the call check: the node
 # module's files (node.c, node_pipe.c, ...) call each other both ways
-# through node_int.h, as the functions of one file would.
+# through node_int.h, as the functions of one file would, and so do the
+# client module's (client.c, client_loop.c, client_close.c) through
+# client.h.
 #
 # Run by ctest as unit.layers (includes) and unit.layers_calls (both); exits
 # 1 and names each offending #include, call and pair.
@@ -68,7 +70,7 @@ set_layer() {
   #    everything from the env client.c hands down
   engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw) lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
-  client | calls | calls_election | stats | stats_render) lay=5 ;;
+  client | client_loop | client_close | calls | calls_election | stats | stats_render) lay=5 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) lay=public ;;
   *) lay=unknown ;;
@@ -178,7 +180,7 @@ for o in "$obj"/*.o "$obj"/*/*.o; do
   found=1
   base=${o##*/}
   module=${base%%.*}
-  case $module in node_*) module=node ;; esac # one module's files as one
+  case $module in node_*) module=node ;; client_*) module=client ;; esac # one module's files as one
   mine=$(layer_of "$module")
   if [ "$mine" = unknown ] || [ "$mine" = public ]; then
     echo "FAIL: $base: module '$module' has no layer in $0"
@@ -209,6 +211,7 @@ awk -v public_layer="$PUBLIC_LAYER" '
     sub(/.*\//, "", m)
     sub(/\..*/, "", m)
     sub(/^node_.*/, "node", m) # one module, as in the loop above
+    sub(/^client_.*/, "client", m)
     if (!(m in mod) || NF < 3) next
     s = $2; t = $3
   }

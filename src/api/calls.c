@@ -2,7 +2,8 @@
  * thread (a call that returns an error never runs its callback), builds an
  * op, queues it for the loop, and for the blocking forms waits on a
  * semaphore that the loop posts at the end of the turn in which it ran the
- * op's callback (client_defer_wake). */
+ * op's callback (client_defer_wake).  Also the lock accessors and
+ * redlock_last_votes, whose text votes.c makes. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,32 @@ int redlock_lock_is_lost(const redlock_lock_t *value) {
   if (value == NULL)
     return 1;
   return lock_is_lost(lock_of(value)->lease);
+}
+
+/* ---- the last votes ------------------------------------------------------------ */
+
+/* Whose votes a thread reads: on the client's own loop thread (a callback),
+ * the latest, which is the round of the call whose callback runs; elsewhere
+ * the thread's own last call, or the latest if it has made none the book
+ * still holds.  Under the mutex. */
+static const votes_entry_t *votes_for_me(const redlock_t *client) {
+  if (client_on_loop_thread(client))
+    return &client->votes.latest;
+  uv_thread_t self = uv_thread_self();
+  const votes_entry_t *mine = votes_book_find(&client->votes, &self);
+  return mine != NULL ? mine : &client->votes.latest;
+}
+
+int redlock_last_votes(redlock_t *client, char *buf, size_t size) {
+  if (client == NULL || (buf == NULL && size > 0))
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return REDLOCK_EFORKED;
+  uv_mutex_lock(&client->mutex);
+  int total =
+      votes_format(votes_for_me(client), client->voters.n, client_master_label, client, buf, size);
+  uv_mutex_unlock(&client->mutex);
+  return total;
 }
 
 /* ---- op construction ---------------------------------------------------------- */
@@ -317,7 +344,7 @@ int redlock_watch(redlock_t *client, redlock_lock_t *lock, redlock_lost_cb lost_
 /* ---- blocking forms ------------------------------------------------------------- */
 
 typedef struct {
-  sync_waiter_t waiter; /* posted by the loop at the end of the turn (client.c) */
+  sync_waiter_t waiter; /* posted by the loop at the end of the turn (client_loop.c) */
   redlock_t *client;
   int status;
   redlock_lock_t *lock;

@@ -1,6 +1,7 @@
 /* client.h: the insides of redlock_t (a queued call's header, op_t, is in
- * op.h), shared by the layer-4 modules: client.c (loop, thread, queue,
- * close), calls.c (public entry points), lock.c (lock handles and the
+ * op.h), shared by the layer-4 modules: the client module (client.c: open
+ * and composition; client_loop.c: loop, thread, submit queue, deadline
+ * timer; client_close.c: the close), calls.c (public entry points), lock.c (lock handles and the
  * lock/extend/unlock/watch state machines, lock.h), prims.c, election.c and
  * stats.c.
  *
@@ -48,7 +49,7 @@ typedef enum {
   CLOSE_TEARING_DOWN, /* the modules are closing; client_module_closed counts them */
 } close_phase_t;
 
-/* The loop the client runs on and its turn (client.c). */
+/* The loop the client runs on and its turn (client_loop.c). */
 typedef struct client_run {
   uv_loop_t *loop;        /* const after open: the client's own, or the caller's */
   uv_loop_t own_loop;     /* own thread: the loop it runs */
@@ -65,7 +66,7 @@ typedef struct client_run {
   conn_flusher_t flusher; /* loop: one write per master per loop turn */
 } client_run_t;
 
-/* The calls on their way to the loop, and the client's state (client.c). */
+/* The calls on their way to the loop (client_loop.c), and the client's state. */
 typedef struct client_queue {
   list_node_t ops;        /* mutex: op_t.link, for the loop */
   _Atomic int queued;     /* written under the mutex: `ops` (or the engine's cancels) is not
@@ -82,7 +83,7 @@ typedef struct client_queue {
                            * attempt (voters_started) */
 } client_queue_t;
 
-/* The close, loop side (client.c). */
+/* The close, loop side (client_close.c). */
 typedef struct client_close {
   close_phase_t phase;
   int preparing;         /* inside client_begin_close or a close-time release window */
@@ -111,7 +112,7 @@ struct redlock {
   voters_t voters;       /* voters.c: one voter per master, their connections and whole life */
   round_env_t rounds;    /* round.c: the rounds' transport (the voters), hooks and deadline FIFO */
   pool_t round_pool;     /* loop: the rounds' memory (rounds.pool), emptied at close */
-  notify_t notify;       /* notify.c: release notifications for waiting calls (client.c sets
+  notify_t notify;       /* notify.c: release notifications for waiting calls (client_close.c sets
                           * notify.closing) */
   engine_t engine;       /* engine.h: client.c fills its env at open, the engine owns the rest */
   struct stats *stats;   /* stats.c: counters and events (const after open); NULL when off */
@@ -122,7 +123,7 @@ struct redlock {
     random_pool_t values; /* loop: lock values (the engine's attempts) */
   } random;
 
-  /* ---- client.c's own ---- */
+  /* ---- the client module's own (client_loop.c, client_close.c) ---- */
   client_run_t run;
   client_queue_t queue;
   client_close_t close;
@@ -132,12 +133,48 @@ struct redlock {
   } deadline;
 };
 
-/* ---- client.c ---- */
-int client_on_loop_thread(const redlock_t *client);
+/* ---- client.c: open, composition, free ---- */
+#define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
+#define client_log_enabled(client, level) log_enabled(&(client)->log, level)
+/* Now, on the client's monotonic clock: clock_now_ns, or the unit tests'
+ * stepped clock.  What the engine measures (validity, wait deadlines,
+ * deadline timers) reads this one clock. */
+uint64_t client_now_ns(const redlock_t *client);
 /* ST_EFORKED in a child forked after the client was opened (its I/O
  * thread, sockets and locks belong to the parent), else 0.  Checked before
  * anything that could take the mutex a parent thread may have held. */
 status_t client_check_fork(const redlock_t *client);
+/* Frees what client_new made, whatever of it was made (the client is
+ * closed, or was never handed out), then the struct itself. */
+void client_free(redlock_t *client);
+/* The label of master `master` (voters_label) for a module's text: arg is
+ * the client. */
+const char *client_master_label(void *arg, unsigned master);
+/* Test seam (tests/unit/engine_fixture.c), not exported: a client composed as
+ * by redlock_open_uv on `loop`, but whose voters are `fakes` (one per option
+ * node: voter i is master i, voter.h) and which reads time and runs its timers through tb.  No
+ * master is connected (the listed masters are never started, so the notifier
+ * finds no address to subscribe at either), and calls run at once: there is
+ * no first connection attempt to wait for.  Closed with redlock_close_uv,
+ * which shuts the fakes down as it would real voters. */
+status_t client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
+                              voter_t *const *fakes, const timebase_t *tb);
+
+/* ---- client_loop.c: the loop, its thread, the submit queue, the deadline timer ---- */
+/* The client's own uv handles on `loop` (any thread, before the loop runs
+ * them): the wake-up, the turn's check, prepare and idle, the deadline timer
+ * and the write flusher.  ST_OK or ST_EIO. */
+status_t client_loop_init(redlock_t *client, uv_loop_t *loop);
+/* redlock_open: starts the I/O thread that runs the client's own loop
+ * (client_loop_init done).  ST_EIO when it cannot: the handles are closed and
+ * the loop too; the client is left for client_free. */
+status_t client_loop_start_thread(redlock_t *client);
+/* 1 on the client's own I/O thread (redlock_open's), else 0 (always 0 on a
+ * caller's loop: redlock_open_uv). */
+int client_on_loop_thread(const redlock_t *client);
+/* voters_hooks_t.started: every voter had its first connection attempt:
+ * redlock_open returns, and parked calls start. */
+void client_loop_started(redlock_t *client);
 /* At most this many submitted calls run per drain of the submit queue:
  * 100 000 calls queued at once made one loop callback of a second, with no
  * reply read and no request written meanwhile; the rest wait for the next
@@ -160,12 +197,21 @@ void client_enqueue_locked(redlock_t *client, op_t *op);
 /* Wakes the loop for work that is not an op (a cancel queued on the
  * engine); caller holds the mutex and has checked that the client is open. */
 void client_wake_locked(redlock_t *client);
+/* Loop: dispatches an op taken from the submit queue (or made on the loop),
+ * or parks an acquisition until every master has had its first connection
+ * attempt (it would fail against masters not yet connected). */
+void client_run_or_park(redlock_t *client, op_t *op);
 /* Loop: a blocking caller's call has ended; `w->sem` is posted at the end of
  * this loop turn, with the others that ended in it (the waiter must stay
  * valid until then: the caller is blocked on it). */
 void client_defer_wake(redlock_t *client, sync_waiter_t *w);
-#define client_log(client, ...) log_write(&(client)->log, __VA_ARGS__)
-#define client_log_enabled(client, level) log_enabled(&(client)->log, level)
+/* Loop: wakes the blocked callers whose calls ended (client_defer_wake). */
+void client_wake_callers(redlock_t *client);
+/* Loop: the deadline timer fires at deadline_ns at the latest (the rounds',
+ * the voters' and the close's deadlines share it). */
+void client_arm_deadline(redlock_t *client, uint64_t deadline_ns);
+
+/* ---- client_close.c: the close ---- */
 /* An op finished: during close, see whether shutdown can proceed. */
 void client_maybe_finish_close(redlock_t *client);
 /* The close's bound (redlock.h, docs/api.md): what the close has not sent,
@@ -180,23 +226,14 @@ void client_maybe_finish_close(redlock_t *client);
  * the queue's bound). */
 #define CLIENT_CLOSE_MIN_MS 5000u
 uint64_t client_close_bound_ms(const redlock_options_t *opts);
-/* Now, on the client's monotonic clock: clock_now_ns, or the unit tests'
- * stepped clock.  What the engine measures (validity, wait deadlines,
- * deadline timers) reads this one clock. */
-uint64_t client_now_ns(const redlock_t *client);
-/* Test seam (tests/unit/engine_fixture.c), not exported: a client composed as
- * by redlock_open_uv on `loop`, but whose voters are `fakes` (one per option
- * node: voter i is master i, voter.h) and which reads time and runs its timers through tb.  No
- * master is connected (the listed masters are never started, so the notifier
- * finds no address to subscribe at either), and calls run at once: there is
- * no first connection attempt to wait for.  Closed with redlock_close_uv,
- * which shuts the fakes down as it would real voters. */
-status_t client_open_for_test(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop,
-                              voter_t *const *fakes, const timebase_t *tb);
-
-/* Loop: dispatches an op taken from the submit queue (or made on the loop),
- * or parks an acquisition until every master has had its first connection
- * attempt (it would fail against masters not yet connected). */
-void client_run_or_park(redlock_t *client, op_t *op);
+/* The deadline timer fired: the close's bound is checked (and the timer
+ * armed for it again), and the close goes on if it can. */
+void client_close_on_timer(redlock_t *client);
+/* Loop, CLOSE_QUEUED: closes the modules and the client's own handles;
+ * client_module_closed counts them back. */
+void client_teardown(redlock_t *client);
+/* One module (the voters, the notifier, one of the client's own handles) is
+ * closed; the last one frees the client (or lets its thread end). */
+void client_module_closed(redlock_t *client);
 
 #endif

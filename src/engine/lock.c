@@ -60,8 +60,8 @@ static void release_send(engine_t *engine, round_t *round, const char *what) {
 static void timer_closed(tb_timer_t *timer) { rl_free(timer); }
 
 void lock_free(redlock_lock_t *lock) {
-  if (lock->watch_timer != NULL)
-    tb_timer_close(lock->watch_timer, timer_closed);
+  if (lock->watch.timer != NULL)
+    tb_timer_close(lock->watch.timer, timer_closed);
   callmem_t *mem = &lock->engine->callmem;
   callmem_release(mem, lock->keys);
   callmem_release(mem, lock->fence_keys);
@@ -110,10 +110,10 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   lock->set_mask = op->set_mask;
   lock->refs = 1;
   lock->lease = lock;
-  lock->holds = 1;
-  lock->owner = op->caller;
-  list_init(&lock->holds_list);
-  list_init(&lock->reentrant_link);
+  lock->reentry.handles = 1;
+  lock->reentry.owner = op->caller;
+  list_init(&lock->reentry.holds);
+  list_init(&lock->reentry.link);
   atomic_init(&lock->lost, 0);
   lock_set_expiry(lock, started_ns, op->ttl_ms);
   uv_mutex_lock(engine->mutex);
@@ -121,7 +121,7 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   /* Only kinds that may be (kind.h): a thread asking for a second permit
    * must get another slot. */
   if (rc == ST_OK && engine->opts->reentrant && lock->n_keys == 1 && lock->prim.ops->reentrant)
-    list_insert_tail(&engine->reentrant_leases, &lock->reentrant_link);
+    list_insert_tail(&engine->reentrant_leases, &lock->reentry.link);
   uv_mutex_unlock(engine->mutex);
   if (rc != ST_OK) {
     callmem_handle_free(&engine->callmem, lock);
@@ -141,19 +141,19 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   return ST_OK;
 }
 
-static void lock_mark_lost(redlock_lock_t *lock, int reason) {
+static void lock_mark_lost(redlock_lock_t *lock, status_t reason) {
   if (atomic_exchange(&lock->lost, 1))
     return;
   engine_log(lock->engine, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
              redlock_err_name(reason));
   engine_lock_lost(lock->engine, lock, reason);
-  if (lock->watched) {
+  if (lock->watch.active) {
     stats_gauge(lock->engine->stats, STATS_GAUGE_WATCHED, -1);
-    lock->watched = 0;
-    if (lock->watch_timer != NULL)
-      tb_timer_stop(lock->watch_timer);
-    if (lock->lost_cb != NULL)
-      lock->lost_cb(lock->watch_handle, reason, lock->lost_arg);
+    lock->watch.active = 0;
+    if (lock->watch.timer != NULL)
+      tb_timer_stop(lock->watch.timer);
+    if (lock->watch.lost_cb != NULL)
+      lock->watch.lost_cb(lock->watch.handle, reason, lock->watch.lost_arg);
   }
 }
 
@@ -205,10 +205,11 @@ static status_t reentrant_hold(redlock_lock_t **out, engine_t *engine, const cha
   uv_mutex_lock(engine->mutex);
   for (list_node_t *it = engine->reentrant_leases.next; it != &engine->reentrant_leases;
        it = it->next) {
-    redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentrant_link);
+    redlock_lock_t *lease = list_entry(it, redlock_lock_t, reentry.link);
     if (lease->n_keys != 1 || lease->key_lens[0] != prefix_len + len ||
         memcmp(lease->keys[0] + prefix_len, resource, len) != 0 ||
-        !uv_thread_equal(&lease->owner, &self) || lease->holds == 0 || lock_is_lost(lease))
+        !uv_thread_equal(&lease->reentry.owner, &self) || lease->reentry.handles == 0 ||
+        lock_is_lost(lease))
       continue;
     uint32_t n;
     hold = callmem_handle_new(&engine->callmem, &n);
@@ -224,8 +225,8 @@ static status_t reentrant_hold(redlock_lock_t **out, engine_t *engine, const cha
     }
     hold->engine = engine;
     hold->lease = lease;
-    lease->holds++;
-    list_insert_tail(&lease->holds_list, &hold->hold_link);
+    lease->reentry.handles++;
+    list_insert_tail(&lease->reentry.holds, &hold->hold_link);
     break;
   }
   uv_mutex_unlock(engine->mutex);
@@ -856,11 +857,11 @@ static void extend_start(op_extend_t *op) {
 /* ---- release ----------------------------------------------------------------------- */
 
 static void lock_stop_watch(redlock_lock_t *lock) {
-  if (lock->watched)
+  if (lock->watch.active)
     stats_gauge(lock->engine->stats, STATS_GAUGE_WATCHED, -1);
-  lock->watched = 0;
-  if (lock->watch_timer != NULL)
-    tb_timer_stop(lock->watch_timer);
+  lock->watch.active = 0;
+  if (lock->watch.timer != NULL)
+    tb_timer_stop(lock->watch.timer);
 }
 
 static void on_release_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
@@ -876,11 +877,11 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
   engine_t *engine = handle->engine;
   redlock_lock_t *lease = handle->lease;
   uv_mutex_lock(engine->mutex);
-  unsigned remaining = --lease->holds;
+  unsigned remaining = --lease->reentry.handles;
   if (handle != lease)
     list_remove(&handle->hold_link);
-  if (remaining == 0 && list_linked(&lease->reentrant_link))
-    list_remove(&lease->reentrant_link);
+  if (remaining == 0 && list_linked(&lease->reentry.link))
+    list_remove(&lease->reentry.link);
   uv_mutex_unlock(engine->mutex);
   if (handle != lease)
     callmem_handle_free(&engine->callmem, handle);
@@ -890,7 +891,7 @@ static unsigned lock_drop_handle(redlock_lock_t *handle) {
 static void release_start(op_release_t *op) {
   engine_t *engine = op->op.engine;
   redlock_lock_t *lock = op->lock->lease;
-  if (lock->watch_handle == op->lock->handle)
+  if (lock->watch.handle == op->lock->handle)
     lock_stop_watch(lock); /* releasing the watched handle ends the watch */
   if (lock_drop_handle(op->lock) > 0) {
     /* Other handles still share the lock: it stays held. */
@@ -918,18 +919,18 @@ static void watch_schedule(redlock_lock_t *lock);
 
 static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   redlock_lock_t *lock = ctx;
-  lock->watch_extending = 0;
-  if (lock->watched) {
-    status_t status = extend_outcome(lock, round, outcome, lock->watch_ttl_ms, lock->watch_seq);
+  lock->watch.extending = 0;
+  if (lock->watch.active) {
+    status_t status = extend_outcome(lock, round, outcome, lock->watch.ttl_ms, lock->watch.seq);
     engine_renewed(lock->engine, lock, round, status);
     if (status == ST_OK)
-      lock->watch_failures = 0;
+      lock->watch.failures = 0;
     else if (status != ST_ELOST)
-      engine_log(lock->engine, lock->watch_failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
+      engine_log(lock->engine, lock->watch.failures++ == 0 ? REDLOCK_LOG_WARN : REDLOCK_LOG_DEBUG,
                  "watch %s: extension failed (%s); retrying while %lld ms of validity remain",
                  lock->resource, redlock_err_name(status),
                  (long long)(lock_validity_ns(lock) / 1000000));
-    if (lock->watched)
+    if (lock->watch.active)
       watch_schedule(lock);
   }
   lock_unref(lock); /* the extension's reference */
@@ -938,7 +939,7 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
 static void watch_timer_cb(tb_timer_t *timer) {
   redlock_lock_t *lock = timer->data;
   engine_t *engine = lock->engine;
-  if (!lock->watched || lock->watch_extending)
+  if (!lock->watch.active || lock->watch.extending)
     return;
   if (lock_validity_ns(lock) <= 0) {
     lock_mark_lost(lock, ST_ELOST);
@@ -950,12 +951,12 @@ static void watch_timer_cb(tb_timer_t *timer) {
     watch_schedule(lock);
     return;
   }
-  lock->watch_ttl_ms = lock->ttl_ms;
-  lock->watch_seq = extend_sent(lock, lock->watch_ttl_ms);
+  lock->watch.ttl_ms = lock->ttl_ms;
+  lock->watch.seq = extend_sent(lock, lock->watch.ttl_ms);
   uv_mutex_lock(engine->mutex);
   lock->refs++;
   uv_mutex_unlock(engine->mutex);
-  lock->watch_extending = 1;
+  lock->watch.extending = 1;
   round_send(round);
 }
 
@@ -967,7 +968,7 @@ static void watch_timer_cb(tb_timer_t *timer) {
 static void watch_schedule(redlock_lock_t *lock) {
   int64_t validity_ns = lock_validity_ns(lock);
   int64_t delay = 0;
-  if (lock->watch_failures == 0) { /* after a failure: the retry schedule below */
+  if (lock->watch.failures == 0) { /* after a failure: the retry schedule below */
     uint32_t early = engine_random(lock->engine) % (quorum_watch_spread_ms(lock->ttl_ms) + 1);
     delay = (int64_t)quorum_watch_delay_ms(validity_ns / 1000000, lock->ttl_ms,
                                            tb_timer_now_ms(lock->engine->tb), early);
@@ -980,33 +981,33 @@ static void watch_schedule(redlock_lock_t *lock) {
     if (delay > until_end)
       delay = until_end;
   }
-  tb_timer_start(lock->watch_timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1));
+  tb_timer_start(lock->watch.timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1));
 }
 
 status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
                           void *arg, tb_timer_t **spare) {
   engine_t *engine = lock->engine;
-  if (lock->watch_timer == NULL) {
+  if (lock->watch.timer == NULL) {
     if (spare != NULL && *spare != NULL) {
-      lock->watch_timer = *spare;
+      lock->watch.timer = *spare;
       *spare = NULL;
     } else {
-      lock->watch_timer = rl_malloc(sizeof *lock->watch_timer);
+      lock->watch.timer = rl_malloc(sizeof *lock->watch.timer);
     }
-    if (lock->watch_timer == NULL)
+    if (lock->watch.timer == NULL)
       return ST_ENOMEM;
-    if (tb_timer_init(engine->tb, lock->watch_timer, lock) != 0) {
-      rl_free(lock->watch_timer);
-      lock->watch_timer = NULL;
+    if (tb_timer_init(engine->tb, lock->watch.timer, lock) != 0) {
+      rl_free(lock->watch.timer);
+      lock->watch.timer = NULL;
       return ST_EIO;
     }
   }
-  lock->lost_cb = lost_cb;
-  lock->lost_arg = arg;
-  lock->watch_handle = handle;
-  if (!lock->watched)
+  lock->watch.lost_cb = lost_cb;
+  lock->watch.lost_arg = arg;
+  lock->watch.handle = handle;
+  if (!lock->watch.active)
     stats_gauge(engine->stats, STATS_GAUGE_WATCHED, +1);
-  lock->watched = 1;
+  lock->watch.active = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
     lock_mark_lost(lock, ST_ELOST);
@@ -1186,15 +1187,15 @@ void lock_release_lease(redlock_lock_t *lock) {
   /* Every handle of the lease goes: the lease itself and its holds. */
   uv_mutex_lock(engine->mutex);
   ptrset_remove(&engine->live_locks, lock->handle);
-  while (!list_empty(&lock->holds_list)) {
-    redlock_lock_t *hold = list_entry(lock->holds_list.next, redlock_lock_t, hold_link);
+  while (!list_empty(&lock->reentry.holds)) {
+    redlock_lock_t *hold = list_entry(lock->reentry.holds.next, redlock_lock_t, hold_link);
     list_remove(&hold->hold_link);
     ptrset_remove(&engine->live_locks, hold->handle);
     callmem_handle_free(&engine->callmem, hold);
   }
-  lock->holds = 0;
-  if (list_linked(&lock->reentrant_link))
-    list_remove(&lock->reentrant_link);
+  lock->reentry.handles = 0;
+  if (list_linked(&lock->reentry.link))
+    list_remove(&lock->reentry.link);
   uv_mutex_unlock(engine->mutex);
   release_send(engine, lock->prim.ops->release_round(engine, lock, NULL, NULL), lock->keys[0]);
   lock_unref(lock); /* its live reference */

@@ -30,22 +30,47 @@ typedef enum {
   LOCK_MODE_REENTER, /* already granted as a reentrant hold (op_acquire_t.hold) */
 } lock_mode_t;
 
+/* What a lease's watch (redlock_watch) keeps: the extension it has in
+ * flight and whom to tell when the lease is lost.  All loop. */
+typedef struct lock_watch {
+  int active;              /* redlock_watch was called and the lease not yet lost or released */
+  int extending;           /* an extension is in flight */
+  unsigned failures;       /* extensions failed in a row */
+  uint32_t ttl_ms;         /* the ttl of the extension in flight (extending) */
+  tb_timer_t *timer;       /* the next extension's timer, made by the first watch */
+  uint64_t seq;            /* its number among the lease's extensions (extends_sent) */
+  redlock_lost_cb lost_cb; /* the application's, with lost_arg */
+  void *lost_arg;
+  redlock_lock_t *handle; /* the handle redlock_watch was given (a hold watches its lease) */
+} lock_watch_t;
+
+/* A lease's handles: the lease itself and, with reentrancy, its holds; it is
+ * released when the last of them is unlocked.  All mutex, but owner (const). */
+typedef struct lock_reentry {
+  unsigned handles;  /* not yet unlocked: the lease itself and its holds */
+  list_node_t holds; /* its holds (their hold_link) */
+  list_node_t link;  /* in engine->reentrant_leases: a lease a thread may enter again */
+  uv_thread_t owner; /* const: thread whose call acquired it */
+} lock_reentry_t;
+
 /* A handle is either a lease (the lock in Redis) or, with reentrancy, a
  * hold: a handle of its own that shares a lease.  Accessors and extend/watch
  * act on the lease; the lease is released when its last handle is unlocked.
+ * A hold uses only the fields of every handle and its own; the lease's are
+ * left zero in it.
  * Owner: lock.c (made by lock_create or, a hold, by acquire_op_reenter);
  * the kinds (kind_*.c) read its keys and prim_t; calls.c, stats.c and election.c
  * read the const fields and the atomics. */
 struct redlock_lock {
-  engine_t *engine;                 /* const */
-  redlock_lock_t *handle;           /* const: the value the application knows it by (handle.h) */
-  redlock_lock_t *lease;            /* const: itself, or the lease a hold shares */
-  unsigned holds;                   /* lease, mutex: its handles not yet unlocked */
-  list_node_t holds_list;           /* lease, mutex: its reentrant holds */
-  list_node_t hold_link;            /* hold, mutex: in its lease's holds_list */
-  list_node_t reentrant_link;       /* lease, mutex: engine->reentrant_leases */
-  uv_thread_t owner;                /* lease, const: thread whose call acquired it */
-  list_node_t held_link;            /* lease, loop: engine->held_locks, for close and watch */
+  /* ---- every handle ---- */
+  engine_t *engine;       /* const */
+  redlock_lock_t *handle; /* const: the value the application knows it by (handle.h) */
+  redlock_lock_t *lease;  /* const: itself, or the lease a hold shares */
+  /* ---- a hold's ---- */
+  list_node_t hold_link; /* mutex: in its lease's reentry.holds */
+  /* ---- the lease's ---- */
+  lock_reentry_t reentry;           /* its handles, and its owner for reentrancy */
+  list_node_t held_link;            /* loop: engine->held_locks, for close and watch */
   size_t n_keys;                    /* const: from the op that won it */
   char **keys;                      /* const: prefix + resource, NUL-terminated (the op's block) */
   size_t *key_lens;                 /* const */
@@ -60,17 +85,8 @@ struct redlock_lock {
   size_t *fence_key_lens;           /* const */
   uint64_t set_mask;                /* loop: masters our value may be on (acquired, re-installed) */
   unsigned refs;                    /* mutex: 1 while live (registered) + 1 per call in flight */
-  /* watch (loop) */
-  int watched;
-  tb_timer_t *watch_timer;
-  int watch_extending;
-  unsigned watch_failures; /* extensions failed in a row */
-  uint32_t watch_ttl_ms;   /* the ttl of the extension in flight (watch_extending) */
-  uint64_t watch_seq;      /* its number among the lock's extensions (extends_sent) */
-  redlock_lost_cb lost_cb;
-  void *lost_arg;
-  redlock_lock_t *watch_handle; /* the handle redlock_watch was given */
-  prim_t prim;                  /* const: its kind (plain lock, permit, read or write hold) */
+  lock_watch_t watch;               /* loop: redlock_watch */
+  prim_t prim;                      /* const: its kind (plain lock, permit, read or write hold) */
 };
 
 /* The handle behind a value the application passed (handle.h); a real

@@ -1,6 +1,8 @@
-/* votes.c: the per-thread record behind redlock_last_votes() (votes.h). */
+/* votes.c: the per-thread record behind redlock_last_votes() and its text
+ * (votes.h). */
 #include "engine/votes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,4 +72,25 @@ void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread) {
       memcpy(slot->entry.detail[i], book->latest.detail[i], NODE_DOWN_WHY_LEN);
   }
   slot->written = ++book->writes;
+}
+
+int votes_format(const votes_entry_t *v, unsigned n_masters,
+                 const char *(*label)(void *arg, unsigned master), void *label_arg, char *buf,
+                 size_t size) {
+  static const char *const outcomes[] = {"none", "won", "lost (held)", "lost (no quorum)"};
+  char scratch[1];
+  if (size == 0) {
+    buf = scratch; /* measure only */
+    size = sizeof scratch;
+  }
+  int total = snprintf(buf, size, "%s:", outcomes[v->outcome]);
+  for (unsigned i = 0; i < n_masters && total >= 0; i++) {
+    size_t used = (size_t)total < size ? (size_t)total : size - 1;
+    const char *detail = v->outcome ? v->detail[i] : "";
+    int n = snprintf(buf + used, size - used, " %s=%s%s%s%s", label(label_arg, i),
+                     v->outcome ? why_name(v->why[i]) : "-", detail[0] ? " (" : "", detail,
+                     detail[0] ? ")" : "");
+    total = n < 0 ? n : total + n;
+  }
+  return total;
 }

@@ -9,6 +9,7 @@
 #ifndef REDLOCK_VOTES_H
 #define REDLOCK_VOTES_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -47,5 +48,13 @@ void votes_book_free(votes_book_t *book);
 void votes_book_copy_latest_to(votes_book_t *book, const uv_thread_t *thread);
 /* The entry of `thread`, or NULL when it has none. */
 const votes_entry_t *votes_book_find(const votes_book_t *book, const uv_thread_t *thread);
+/* redlock_last_votes' text of `entry` into buf (size bytes, NUL-terminated
+ * when size > 0; size 0: measures only, buf unused): "OUTCOME: LABEL=WHY
+ * (DETAIL) ..." for masters 0 to n_masters - 1, each named by label(label_arg,
+ * master).  Returns the length of the whole text, as snprintf does, or a
+ * negative value if formatting fails. */
+int votes_format(const votes_entry_t *entry, unsigned n_masters,
+                 const char *(*label)(void *arg, unsigned master), void *label_arg, char *buf,
+                 size_t size);
 
 #endif
