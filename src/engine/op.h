@@ -2,7 +2,7 @@
  * of call carries (op_ops_t): what the submit queue, the parked list and the
  * in-flight list need, and how the loop runs, fails and frees an op without
  * knowing its kind.  The kinds: lock.c's acquisition and its calls on a held
- * lock (extend, release, watch; lock.h), client.c's close, election.c's
+ * lock (extend, release, watch; lock.h), client_close.c's close, election.c's
  * start and resignation. */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
@@ -38,14 +38,14 @@ typedef struct op_ops {
 /* The header every queued call starts with.  The kind's constructor sets
  * `ops` and `client` once; `link` belongs to whichever list holds the op. */
 struct op {
-  list_node_t link;      /* mutex: the submit queue (client.c); then loop: client.c's parked
+  list_node_t link;      /* mutex: the submit queue (client_loop.c); then loop: its parked
                           * list or lock.c's in-flight list */
   const op_ops_t *ops;   /* const: its kind: which struct embeds this header, what runs it */
   struct engine *engine; /* const: the engine it runs on */
-  uv_thread_t thread;    /* with has_thread, client.c at submission: the calling thread, whose
+  uv_thread_t thread;    /* with has_thread, client_loop.c at submission: the calling thread, whose
                           * rounds redlock_last_votes keeps (ops made on the loop: none) */
   int has_thread;
-  int parked; /* loop, client.c: `link` is in the parked list (an acquisition waiting for
+  int parked; /* loop, client_loop.c: `link` is in the parked list (an acquisition waiting for
                * the masters' first connection attempts); a cancel may take it out */
 };
 
