@@ -53,9 +53,10 @@
 #     share), so no test sees a loaded machine it would not see anyway.
 #     Each later pass waits for its tree; a failed build fails its pass, with
 #     the build's log.
-#   * Pass 2 runs beside passes 1 and 1b (from when its tree is built), and
-#     pass 4c beside passes 4 and 4b, each three tests at once; a background
-#     pass's output is printed when the run waits for it.
+#   * On 4 cores or more (REDLOCK_TEST_SIDE_BY_SIDE=1 or 0 chooses), pass 2
+#     runs beside passes 1 and 1b (from when its tree is built), and pass 4c
+#     beside passes 4 and 4b; a background pass's output is printed when the
+#     run waits for it.
 #   * The torture runs a build repeats (torture_short, torture_prims_short,
 #     torture_tls_short: the same seeds and faults) run at full length in
 #     pass 1 and at a third of it in passes 2 and 4
@@ -80,9 +81,15 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # the ones that load the machine are RUN_SERIAL (torture, backlog) or take
 # PROCESSORS 2 (install).
 test_jobs=$((jobs * 2))
-# A pass that runs beside another (pass 2 beside 1, pass 4 beside 4c) takes
-# fewer at once: together they keep the cores busier than one pass alone.
-side_jobs=$((jobs + 1))
+# Side by side (pass 2 beside passes 1 and 1b, pass 4c beside passes 4 and
+# 4b) on 4 cores or more, one pass after the other below that:
+# REDLOCK_TEST_SIDE_BY_SIDE=1 or 0 chooses.  On 2 cores two passes at once
+# keep the cores too busy for the cluster reshards of test_cluster_faults
+# and the ASan runs to finish within their timeouts.  A pass beside another
+# runs one test per core and one more.
+side_by_side=${REDLOCK_TEST_SIDE_BY_SIDE:-$([ "$jobs" -ge 4 ] && echo 1 || echo 0)}
+pass_jobs=$test_jobs
+if [ "$side_by_side" = 1 ]; then pass_jobs=$((jobs + 1)); fi
 # Each build chooses its hiredis explicitly (pass 2 sets its own path); a
 # REDLOCK_TEST_SERVER from the caller's shell would run passes 1 and 2
 # against another server.
@@ -165,7 +172,8 @@ bg_run() {
   local name=$1 rc=0
   shift
   local t0=$SECONDS
-  "$@" >"$bg/$name.log" 2>&1 || rc=$?
+  # A subshell: a command that exits ends it, not the job before its .rc.
+  ("$@") >"$bg/$name.log" 2>&1 || rc=$?
   local t=$((SECONDS - t0))
   printf '%-50s %3d:%02d\n' "background: $name" $((t / 60)) $((t % 60)) >>"$bg/times"
   echo "$rc" >"$bg/$name.rc"
@@ -283,22 +291,24 @@ pass_hiredis1_valkey() {
   # The tests of the test (label mutation) and the failover tortures (label
   # failover: 100 s of torture time) ran in pass 1; test_failover,
   # test_sentinel and test_cluster_faults fail Valkey over here.
-  REDLOCK_TEST_SERVER=$valkey test_jobs=$side_jobs run_ctest build-hiredis1 \
-    -LE 'mutation|failover' -E "$once"
+  # (|| return: the function may run where set -e does not reach, bg_run.)
+  REDLOCK_TEST_SERVER=$valkey test_jobs=$pass_jobs run_ctest build-hiredis1 \
+    -LE 'mutation|failover' -E "$once" || return
   took "2. hiredis $want, Valkey 9.1 (whole suite)"
 }
-# Pass 2 as a background job: its output in $bg/pass-2.log, printed when the
-# foreground waits for it (bg_wait pass-2), its time with the others.
+# Pass 2 as a background job (side by side): its output in $bg/pass-2.log,
+# printed when the foreground waits for it (bg_pass pass-2), its time with
+# the others.
 pass_2_job() {
   bg_run pass-2 pass_2_timed
 }
 pass_2_timed() {
-  pass_hiredis1_valkey
+  pass_hiredis1_valkey || return
   printf '%s\n' "${timings[-1]}" >"$bg/pass-2.took"
 }
 if [ $quick = 0 ]; then start_job background; fi
-# Pass 2 runs beside pass 1 and 1b from when its tree is built (below).
-if [ $quick = 0 ] && [ -n "$extra" ]; then start_job pass_2_job; fi
+# Side by side, pass 2 runs beside passes 1 and 1b from when its tree is built.
+if [ $quick = 0 ] && [ -n "$extra" ] && [ "$side_by_side" = 1 ]; then start_job pass_2_job; fi
 
 run_ctest build
 took "1. system hiredis, Redis (whole suite)"
@@ -321,12 +331,14 @@ bg_pass() {
   timings+=("$(cat "$bg/$1.took")")
 }
 
-if [ -n "$extra" ]; then
+if [ -n "$extra" ] && [ "$side_by_side" = 1 ]; then
   echo "==> pass 2 (ran beside passes 1 and 1b)"
   bg_pass pass-2
+elif [ -n "$extra" ]; then
+  pass_hiredis1_valkey
 fi
 
-# ---- 4c. ThreadSanitizer, beside pass 4 ---------------------------------------------
+# ---- 4c. ThreadSanitizer (side by side: beside passes 4 and 4b) --------------------
 # What threads share: the unit, API and integration tests (the safety suites
 # and the torture run are left to the other passes: under TSan's slowdown
 # their timing-bound faults would measure the sanitizer).  No suppressions.
@@ -343,19 +355,20 @@ pass_4c() {
     "-L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults|$once'"
   (cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
     --output-on-failure --timeout 300 -j"$jobs" \
-    -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once")
+    -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once") || return
+  unset TSAN_OPTIONS
   took "4c. ThreadSanitizer (unit, api, integration)"
   printf '%s\n' "${timings[-1]}" >"$bg/pass-4c.took"
 }
 pass_4c_job() { bg_run pass-4c pass_4c; }
-start_job pass_4c_job
+if [ "$side_by_side" = 1 ]; then start_job pass_4c_job; fi
 
 # ---- 4. sanitizers -----------------------------------------------------------------
 begin "pass 4: AddressSanitizer + UndefinedBehaviorSanitizer, $(server_version "$asan_server")"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 bg_wait build-asan
-REDLOCK_TEST_SERVER=$asan_server test_jobs=$side_jobs run_ctest build-asan \
+REDLOCK_TEST_SERVER=$asan_server test_jobs=$pass_jobs run_ctest build-asan \
   -LE 'mutation|failover|install' -E "$once"
 took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/ server v=/ /')"
 
@@ -372,8 +385,12 @@ if [ -n "$extra" ]; then
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 
-echo "==> pass 4c (ran beside passes 4 and 4b)"
-bg_pass pass-4c
+if [ "$side_by_side" = 1 ]; then
+  echo "==> pass 4c (ran beside passes 4 and 4b)"
+  bg_pass pass-4c
+else
+  pass_4c
+fi
 
 # ---- 5. fuzzing --------------------------------------------------------------------
 begin "pass 5: fuzz smoke run (libFuzzer, clang), ran in the background"
