@@ -41,7 +41,7 @@ typedef struct lock_kind_ops {
   /* After a failed attempt: 1 when the next attempt follows at once (a
    * semaphore's pass goes on with its next slot), 0 when the attempt's
    * status stands.  NULL: 0. */
-  int (*next_slot)(struct op_acquire *op, int status);
+  int (*next_slot)(struct op_acquire *op, status_t status);
   /* The fencing write-back of the op's attempt (token: its decimal). */
   round_t *(*fence_round)(struct op_acquire *op, const char *token, size_t token_len,
                           round_decided_fn cb);
@@ -56,7 +56,7 @@ typedef struct lock_kind_ops {
   /* The clean-up of a failed attempt of the op: not announced, nobody waits. */
   round_t *(*attempt_release_round)(struct op_acquire *op);
   /* The op ends with status (any), before its callback.  NULL: nothing. */
-  void (*op_end)(struct op_acquire *op, int status);
+  void (*op_end)(struct op_acquire *op, status_t status);
   /* The delay before the op's next attempt, given the options' delay_ms.
    * NULL: delay_ms. */
   uint64_t (*retry_delay_ms)(const struct op_acquire *op, uint64_t delay_ms);

@@ -215,7 +215,7 @@ static round_t *rw_attempt_release_round(op_acquire_t *op) {
 
 /* A writer that stops waiting withdraws its intent at once, and tells the
  * readers it held back. */
-static void rw_write_op_end(op_acquire_t *op, int status) {
+static void rw_write_op_end(op_acquire_t *op, status_t status) {
   if (status == ST_OK || !op->prim.intent_set)
     return;
   op->prim.intent_set = 0;

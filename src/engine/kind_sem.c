@@ -149,7 +149,7 @@ static status_t sem_acquire_verdict(op_acquire_t *op, const round_t *round) {
   return ST_OK;
 }
 
-static int sem_next_slot(op_acquire_t *op, int status) {
+static int sem_next_slot(op_acquire_t *op, status_t status) {
   /* Only "held" says another slot may be free; a missing quorum or a slow
    * round would fail the same way on every slot. */
   if (status == ST_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
