@@ -260,8 +260,7 @@ static void test_parse_replication(void **state) {
  * failover's quarantine keeps its end; a restart's is judged anew. */
 static void test_state_handshake(void **state) {
   (void)state;
-  quarantine_state_t qs;
-  memset(&qs, 0, sizeof qs);
+  quarantine_state_t qs = {0};
   info_server_t s = server(RUN_A, 1000);
   info_replication_t r = repl(REPL_1, REPL_2, 0);
   quarantine_verdict_t v = quarantine_at_handshake(&qs, 1, &s, &r, NULL, NOW, MAX_TTL_MS, &no_ack);
@@ -301,8 +300,7 @@ static void test_state_handshake(void **state) {
  * connection is remembered and makes the quarantine longer. */
 static void test_state_replid(void **state) {
   (void)state;
-  quarantine_state_t qs;
-  memset(&qs, 0, sizeof qs);
+  quarantine_state_t qs = {0};
   info_server_t s = server(RUN_A, 1000);
   info_replication_t r1 = repl(REPL_1, "", 0), r2 = repl(REPL_2, REPL_1, 0);
   (void)quarantine_at_handshake(&qs, 1, &s, &r1, NULL, NOW, MAX_TTL_MS, &no_ack);
@@ -326,8 +324,7 @@ static void test_state_replid(void **state) {
 /* The hint, and how voters name the quarantine in force. */
 static void test_state_hint_and_why(void **state) {
   (void)state;
-  quarantine_state_t qs;
-  memset(&qs, 0, sizeof qs);
+  quarantine_state_t qs = {0};
   quarantine_set_hint(&qs, RUN_A, NOW - S);
   assert_string_equal(qs.hint.run_id, RUN_A);
   assert_int_equal(qs.hint.master_since_ns, NOW - S);
