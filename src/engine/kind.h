@@ -25,6 +25,8 @@ struct engine;
 typedef struct engine engine_t;
 struct redlock_lock;
 
+/* Each *_round builder formats its command into a new round (round_new),
+ * not sent yet: ST_OK with the round in *out, or ST_ENOMEM (*out NULL). */
 typedef struct lock_kind_ops {
   const char *name; /* for logs: "lock", "semaphore", "read", "write" */
   /* Key layout (any thread, before the op is queued): fills op->keys and
@@ -33,7 +35,7 @@ typedef struct lock_kind_ops {
    * `limit` a semaphore's.  ST_OK or ST_ENOMEM. */
   status_t (*init)(struct op_acquire *op, const char *const *names, size_t n, uint32_t limit);
   /* The acquisition of the op's next attempt (a semaphore: its next slot). */
-  round_t *(*acquire_round)(struct op_acquire *op, round_decided_fn cb);
+  status_t (*acquire_round)(struct op_acquire *op, round_decided_fn cb, round_t **out);
   /* A decided acquisition: a status that ends the attempt whatever the
    * outcome (ST_EINVAL: never retried), else ST_OK; may note state (a
    * writer's intent).  NULL: ST_OK. */
@@ -41,22 +43,22 @@ typedef struct lock_kind_ops {
   /* After a failed attempt: 1 when the next attempt follows at once (a
    * semaphore's pass goes on with its next slot), 0 when the attempt's
    * status stands.  NULL: 0. */
-  int (*next_slot)(struct op_acquire *op, int status);
+  int (*next_slot)(struct op_acquire *op, status_t status);
   /* The fencing write-back of the op's attempt (token: its decimal). */
-  round_t *(*fence_round)(struct op_acquire *op, const char *token, size_t token_len,
-                          round_decided_fn cb);
+  status_t (*fence_round)(struct op_acquire *op, const char *token, size_t token_len,
+                          round_decided_fn cb, round_t **out);
   /* The extension of a held lock to ttl_ms (re-installs where it is gone
    * and the kind's acquisition would admit it). */
-  round_t *(*extend_round)(engine_t *engine, const struct redlock_lock *lock, uint32_t ttl_ms,
-                           round_decided_fn cb, void *ctx);
+  status_t (*extend_round)(engine_t *engine, const struct redlock_lock *lock, uint32_t ttl_ms,
+                           round_decided_fn cb, void *ctx, round_t **out);
   /* The release of a held lock, announced (PUBLISH to waiters), replayed to
    * every master that may hold it (cb may be NULL: nobody waits). */
-  round_t *(*release_round)(engine_t *engine, const struct redlock_lock *lock, round_decided_fn cb,
-                            void *ctx);
+  status_t (*release_round)(engine_t *engine, const struct redlock_lock *lock, round_decided_fn cb,
+                            void *ctx, round_t **out);
   /* The clean-up of a failed attempt of the op: not announced, nobody waits. */
-  round_t *(*attempt_release_round)(struct op_acquire *op);
+  status_t (*attempt_release_round)(struct op_acquire *op, round_t **out);
   /* The op ends with status (any), before its callback.  NULL: nothing. */
-  void (*op_end)(struct op_acquire *op, int status);
+  void (*op_end)(struct op_acquire *op, status_t status);
   /* The delay before the op's next attempt, given the options' delay_ms.
    * NULL: delay_ms. */
   uint64_t (*retry_delay_ms)(const struct op_acquire *op, uint64_t delay_ms);

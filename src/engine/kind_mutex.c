@@ -116,9 +116,9 @@ static status_t mutex_init(op_acquire_t *op, const char *const *resources, size_
 
 /* argv formatted into a new round: a script's (its keys from argv[3]), or
  * a plain SET (its key argv[1]). */
-static round_t *argv_round(engine_t *engine, argv_t *a, const script_t *script, int64_t expect,
+static status_t argv_round(engine_t *engine, argv_t *a, const script_t *script, int64_t expect,
                            round_kind_t kind, uint64_t replay_mask, const round_alt_t *alt,
-                           round_decided_fn cb, void *ctx) {
+                           round_decided_fn cb, void *ctx, round_t **out) {
   return round_new(engine->rounds,
                    &(round_params_t){.argc = a->argc,
                                      .alt = alt,
@@ -130,7 +130,8 @@ static round_t *argv_round(engine_t *engine, argv_t *a, const script_t *script, 
                                      .kind = kind,
                                      .replay_mask = replay_mask,
                                      .on_decided = cb,
-                                     .ctx = ctx});
+                                     .ctx = ctx},
+                   out);
 }
 
 /* ---- fencing where no script runs (direct.h) ---------------------------------------
@@ -183,7 +184,7 @@ static round_argv_t tx_raise(tx_raise_t *t, const char *floor, size_t floor_len,
   return (round_argv_t){5, t->zadd, t->zadd_len};
 }
 
-static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
+static status_t mutex_acquire_round(op_acquire_t *op, round_decided_fn cb, round_t **out) {
   engine_t *engine = op->op.engine;
   argv_t a;
   if (op->fenced) {
@@ -195,7 +196,7 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
     if (op->n_keys == 1)
       tx_acquire(&t, &alt, op, a.ttl_str, n);
     return argv_round(engine, &a, script, ROUND_EXPECT_POSITIVE, ROUND_ACQUIRE, 0,
-                      op->n_keys == 1 ? &alt : NULL, cb, op);
+                      op->n_keys == 1 ? &alt : NULL, cb, op, out);
   }
   if (op->n_keys == 1) {
     /* SET key value NX PX ttl: the same command every Redlock client sends. */
@@ -207,20 +208,20 @@ static round_t *mutex_acquire_round(op_acquire_t *op, round_decided_fn cb) {
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, n);
-    return argv_round(engine, &a, NULL, ROUND_EXPECT_OK, ROUND_ACQUIRE, 0, NULL, cb, op);
+    return argv_round(engine, &a, NULL, ROUND_EXPECT_OK, ROUND_ACQUIRE, 0, NULL, cb, op, out);
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
   argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
-  return argv_round(engine, &a, script, (int64_t)op->n_keys, ROUND_ACQUIRE, 0, NULL, cb, op);
+  return argv_round(engine, &a, script, (int64_t)op->n_keys, ROUND_ACQUIRE, 0, NULL, cb, op, out);
 }
 
-static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t token_len,
-                                  round_decided_fn cb) {
+static status_t mutex_fence_round(op_acquire_t *op, const char *token, size_t token_len,
+                                  round_decided_fn cb, round_t **out) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_FENCE_COMMIT);
   argv_fenced(&a, script, op, 0, token, token_len);
   if (op->n_keys != 1)
-    return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, NULL, cb, op);
+    return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, NULL, cb, op, out);
   /* MULTI; ZADD F GT T m; SET K V IFEQ V KEEPTTL; EXEC where no script runs */
   tx_raise_t raise;
   const char *set[] = {"SET", op->keys[0], op->value, "IFEQ", op->value, "KEEPTTL"};
@@ -230,11 +231,11 @@ static round_t *mutex_fence_round(op_acquire_t *op, const char *token, size_t to
   alt.before[1] = tx_raise(&raise, op->fence_keys[1], op->fence_key_lens[1], token, token_len);
   alt.before[2] = (round_argv_t){6, set, set_len};
   alt.form[NODE_FORM_TX] = (round_argv_t){1, exec_argv, exec_len};
-  return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, &alt, cb, op);
+  return argv_round(op->op.engine, &a, script, 1, ROUND_PLAIN, 0, &alt, cb, op, out);
 }
 
-static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
-                                   round_decided_fn cb, void *ctx) {
+static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                   round_decided_fn cb, void *ctx, round_t **out) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_EXTEND);
   char token_str[24];
@@ -255,7 +256,7 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
     argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
   }
   if (lock->n_keys != 1)
-    return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, NULL, cb, ctx);
+    return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, NULL, cb, ctx, out);
   /* One key, script-free where a master has SET IFEQ, as extend.lua, in one
    * transaction: MULTI; SET K V IFEQ V PX ttl (compare-and-pexpire); SET K
    * V NX PX ttl (the re-install of a key the master lost: a yes of its own,
@@ -280,7 +281,7 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   }
   alt.before[lock->fence_keys != NULL ? 3 : 2] = (round_argv_t){6, nx_argv, nx_len};
   alt.form[NODE_FORM_SET_IFEQ] = (round_argv_t){1, exec_argv, exec_len};
-  return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, &alt, cb, ctx);
+  return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, &alt, cb, ctx, out);
 }
 
 /* Compare-and-delete on every master that may hold our value (a
@@ -289,10 +290,10 @@ static round_t *mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
  * keyname.h's rule (release.lua: not sent, to keep the command short). */
 /* channels: each key's release channel, to announce the release on (a
  * held lock), or NULL (the clean-up after a failed attempt). */
-static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t *key_lens,
+static status_t mutex_release(engine_t *engine, char *const *keys, const size_t *key_lens,
                               size_t n_keys, const char *value, char *const *channels,
                               const size_t *channel_lens, uint64_t set_mask, round_decided_fn cb,
-                              void *ctx) {
+                              void *ctx, round_t **out) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
   argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
@@ -305,7 +306,8 @@ static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t 
   }
   argv_push(&a, how, 1);
   if (n_keys != 1)
-    return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, NULL, cb, ctx);
+    return argv_round(engine, &a, script, (int64_t)n_keys, ROUND_RELEASE, set_mask, NULL, cb, ctx,
+                      out);
   /* One key, script-free where a master has the command: DELIFEQ k v or
    * DELEX k IFEQ v; where it deleted, the announcement follows, PUBLISH
    * channel "" (SPUBLISH for a voter that announces on shard channels), as
@@ -321,18 +323,18 @@ static round_t *mutex_release(engine_t *engine, char *const *keys, const size_t 
   alt.form[NODE_FORM_DELEX] = (round_argv_t){4, delex_argv, delex_len};
   if (channels != NULL)
     alt.announce = (round_argv_t){3, pub_argv, pub_len};
-  return argv_round(engine, &a, script, 1, ROUND_RELEASE, set_mask, &alt, cb, ctx);
+  return argv_round(engine, &a, script, 1, ROUND_RELEASE, set_mask, &alt, cb, ctx, out);
 }
 
-static round_t *mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
-                                    round_decided_fn cb, void *ctx) {
+static status_t mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
+                                    round_decided_fn cb, void *ctx, round_t **out) {
   return mutex_release(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                       lock->prim.channels, lock->prim.channel_lens, lock->set_mask, cb, ctx);
+                       lock->prim.channels, lock->prim.channel_lens, lock->set_mask, cb, ctx, out);
 }
 
-static round_t *mutex_attempt_release_round(op_acquire_t *op) {
+static status_t mutex_attempt_release_round(op_acquire_t *op, round_t **out) {
   return mutex_release(op->op.engine, op->keys, op->key_lens, op->n_keys, op->value, NULL, NULL,
-                       op->set_mask, NULL, NULL);
+                       op->set_mask, NULL, NULL, out);
 }
 
 const lock_kind_ops_t kind_mutex = {

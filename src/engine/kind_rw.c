@@ -96,7 +96,7 @@ static uint32_t intent_ttl_ms(const engine_t *engine) {
   return PRIM_RW_INTENT_TTL_MS + 2 * engine->opts->request_timeout_ms;
 }
 
-static round_t *rw_acquire_round(op_acquire_t *op, round_decided_fn cb, int write) {
+static status_t rw_acquire_round(op_acquire_t *op, round_decided_fn cb, int write, round_t **out) {
   engine_t *engine = op->op.engine;
   int fenced = op->fenced;
   prim_cmd_t c;
@@ -112,15 +112,15 @@ static round_t *rw_acquire_round(op_acquire_t *op, round_decided_fn cb, int writ
      * attempt would block readers for nothing. */
     prim_cmd_push_u64(&c, op->mode == LOCK_MODE_WAIT ? intent_ttl_ms(engine) : 0);
   }
-  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
+  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op, out);
 }
 
-static round_t *rw_read_acquire_round(op_acquire_t *op, round_decided_fn cb) {
-  return rw_acquire_round(op, cb, 0);
+static status_t rw_read_acquire_round(op_acquire_t *op, round_decided_fn cb, round_t **out) {
+  return rw_acquire_round(op, cb, 0, out);
 }
 
-static round_t *rw_write_acquire_round(op_acquire_t *op, round_decided_fn cb) {
-  return rw_acquire_round(op, cb, 1);
+static status_t rw_write_acquire_round(op_acquire_t *op, round_decided_fn cb, round_t **out) {
+  return rw_acquire_round(op, cb, 1, out);
 }
 
 /* A waiting writer refused because of readers has set its intent (rw_write.lua). */
@@ -135,15 +135,15 @@ static status_t rw_write_acquire_verdict(op_acquire_t *op, const round_t *round)
   return ST_OK;
 }
 
-static round_t *rw_fence_round(op_acquire_t *op, const char *token, size_t token_len,
-                               round_decided_fn cb) {
+static status_t rw_fence_round(op_acquire_t *op, const char *token, size_t token_len,
+                               round_decided_fn cb, round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_RW_FENCE_COMMIT, 3);
   cmd_rw_keys(&c, op->keys, op->key_lens, 2);
   prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
   prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   prim_cmd_push(&c, token, token_len);
-  return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op);
+  return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op, out);
 }
 
 /* ---- extension and release ------------------------------------------------------ */
@@ -151,8 +151,8 @@ static round_t *rw_fence_round(op_acquire_t *op, const char *token, size_t token
 /* Re-installs a hold that is gone where its kind's acquisition would admit
  * it (ROUND_REINSTALLED); with fencing it raises the counter to the hold's
  * token there.  mode: "r" or "w". */
-static round_t *rw_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
-                                round_decided_fn cb, void *ctx, const char *mode) {
+static status_t rw_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                round_decided_fn cb, void *ctx, const char *mode, round_t **out) {
   prim_cmd_t c;
   int fenced = lock->fence_keys != NULL;
   prim_cmd_script(&c, SCRIPT_RW_EXTEND, fenced ? 3 : 2);
@@ -164,24 +164,25 @@ static round_t *rw_extend_round(engine_t *engine, const redlock_lock_t *lock, ui
   prim_cmd_push(&c, mode, 1);
   if (fenced)
     prim_cmd_push_u64(&c, lock->fence);
-  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
+  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx, out);
 }
 
-static round_t *rw_read_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
-                                     round_decided_fn cb, void *ctx) {
-  return rw_extend_round(engine, lock, ttl_ms, cb, ctx, "r");
+static status_t rw_read_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                     round_decided_fn cb, void *ctx, round_t **out) {
+  return rw_extend_round(engine, lock, ttl_ms, cb, ctx, "r", out);
 }
 
-static round_t *rw_write_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
-                                      round_decided_fn cb, void *ctx) {
-  return rw_extend_round(engine, lock, ttl_ms, cb, ctx, "w");
+static status_t rw_write_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                      round_decided_fn cb, void *ctx, round_t **out) {
+  return rw_extend_round(engine, lock, ttl_ms, cb, ctx, "w", out);
 }
 
 /* The release script over keys/value; intent: a writer's intent value to
  * drop too, or NULL. */
-static round_t *rw_release(engine_t *engine, const prim_t *prim, char *const *keys,
+static status_t rw_release(engine_t *engine, const prim_t *prim, char *const *keys,
                            const size_t *key_lens, const char *value, const char *intent,
-                           int announce, uint64_t set_mask, round_decided_fn cb, void *ctx) {
+                           int announce, uint64_t set_mask, round_decided_fn cb, void *ctx,
+                           round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_RW_RELEASE, 3);
   cmd_rw_keys(&c, keys, key_lens, 3);
@@ -190,38 +191,38 @@ static round_t *rw_release(engine_t *engine, const prim_t *prim, char *const *ke
     prim_cmd_push(&c, intent, RANDOM_VALUE_LEN);
   else
     prim_cmd_push(&c, "", 0);
-  return prim_release_cmd_round(engine, &c, prim, announce, set_mask, cb, ctx);
+  return prim_release_cmd_round(engine, &c, prim, announce, set_mask, cb, ctx, out);
 }
 
-static round_t *rw_read_release_round(engine_t *engine, const redlock_lock_t *lock,
-                                      round_decided_fn cb, void *ctx) {
+static status_t rw_read_release_round(engine_t *engine, const redlock_lock_t *lock,
+                                      round_decided_fn cb, void *ctx, round_t **out) {
   return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, NULL, 1,
-                    lock->set_mask, cb, ctx);
+                    lock->set_mask, cb, ctx, out);
 }
 
 /* A writer may have left its intent on masters that refused it in the round
  * it won (readers were still there): the release drops it. */
-static round_t *rw_write_release_round(engine_t *engine, const redlock_lock_t *lock,
-                                       round_decided_fn cb, void *ctx) {
+static status_t rw_write_release_round(engine_t *engine, const redlock_lock_t *lock,
+                                       round_decided_fn cb, void *ctx, round_t **out) {
   return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, lock->prim.intent,
-                    1, lock->set_mask, cb, ctx);
+                    1, lock->set_mask, cb, ctx, out);
 }
 
 /* A failed attempt's clean-up: a waiting writer's intent stays. */
-static round_t *rw_attempt_release_round(op_acquire_t *op) {
+static status_t rw_attempt_release_round(op_acquire_t *op, round_t **out) {
   return rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
-                    op->set_mask, NULL, NULL);
+                    op->set_mask, NULL, NULL, out);
 }
 
 /* A writer that stops waiting withdraws its intent at once, and tells the
  * readers it held back. */
-static void rw_write_op_end(op_acquire_t *op, int status) {
+static void rw_write_op_end(op_acquire_t *op, status_t status) {
   if (status == ST_OK || !op->prim.intent_set)
     return;
   op->prim.intent_set = 0;
-  round_t *round = rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value,
-                              op->prim.intent, 1, 0 /* not replayed: it expires */, NULL, NULL);
-  if (round == NULL) {
+  round_t *round = NULL;
+  if (rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, op->prim.intent, 1,
+                 0 /* not replayed: it expires */, NULL, NULL, &round) != ST_OK) {
     engine_log(op->op.engine, REDLOCK_LOG_WARN,
                "out of memory: the intent on %s stays until it expires", op->keys[0]);
     return;

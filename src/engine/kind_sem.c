@@ -101,7 +101,7 @@ static void sem_set_slot(op_acquire_t *op, uint32_t slot) {
 
 /* ---- acquisition ------------------------------------------------------------------- */
 
-static round_t *sem_acquire_round(op_acquire_t *op, round_decided_fn cb) {
+static status_t sem_acquire_round(op_acquire_t *op, round_decided_fn cb, round_t **out) {
   engine_t *engine = op->op.engine;
   int fenced = op->fenced;
   prim_cmd_t c;
@@ -122,7 +122,7 @@ static round_t *sem_acquire_round(op_acquire_t *op, round_decided_fn cb) {
   prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   prim_cmd_push_u64(&c, op->ttl_ms);
   prim_cmd_push_u64(&c, op->prim.limit);
-  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op);
+  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op, out);
 }
 
 /* sem_acquire.lua refuses with -L, the limit L another client gave for the
@@ -149,7 +149,7 @@ static status_t sem_acquire_verdict(op_acquire_t *op, const round_t *round) {
   return ST_OK;
 }
 
-static int sem_next_slot(op_acquire_t *op, int status) {
+static int sem_next_slot(op_acquire_t *op, status_t status) {
   /* Only "held" says another slot may be free; a missing quorum or a slow
    * round would fail the same way on every slot. */
   if (status == ST_ELOCKED && op->prim.slots_left > 0 && !op->canceled &&
@@ -160,15 +160,15 @@ static int sem_next_slot(op_acquire_t *op, int status) {
 }
 
 /* A slot is a plain lock key: the lock's own write-back. */
-static round_t *sem_fence_round(op_acquire_t *op, const char *token, size_t token_len,
-                                round_decided_fn cb) {
+static status_t sem_fence_round(op_acquire_t *op, const char *token, size_t token_len,
+                                round_decided_fn cb, round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_FENCE_COMMIT, 2);
   prim_cmd_push(&c, op->keys[0], op->key_lens[0]);
   prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
   prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
   prim_cmd_push(&c, token, token_len);
-  return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op);
+  return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op, out);
 }
 
 /* ---- extension and release ------------------------------------------------------ */
@@ -176,8 +176,8 @@ static round_t *sem_fence_round(op_acquire_t *op, const char *token, size_t toke
 /* Re-installs a slot that is gone where the limit admits it
  * (ROUND_REINSTALLED); with fencing it raises the counter to the permit's
  * token there. */
-static round_t *sem_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
-                                 round_decided_fn cb, void *ctx) {
+static status_t sem_extend_round(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms,
+                                 round_decided_fn cb, void *ctx, round_t **out) {
   prim_cmd_t c;
   int fenced = lock->fence_keys != NULL;
   prim_cmd_script(&c, SCRIPT_SEM_EXTEND, fenced ? 3 : 2);
@@ -190,29 +190,29 @@ static round_t *sem_extend_round(engine_t *engine, const redlock_lock_t *lock, u
   prim_cmd_push_u64(&c, lock->prim.limit);
   if (fenced)
     prim_cmd_push_u64(&c, lock->fence);
-  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx);
+  return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, cb, ctx, out);
 }
 
 /* The release script over keys/value. */
-static round_t *sem_release(engine_t *engine, const prim_t *prim, char *const *keys,
+static status_t sem_release(engine_t *engine, const prim_t *prim, char *const *keys,
                             const size_t *key_lens, const char *value, int announce,
-                            uint64_t set_mask, round_decided_fn cb, void *ctx) {
+                            uint64_t set_mask, round_decided_fn cb, void *ctx, round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_SEM_RELEASE, 1);
   prim_cmd_push(&c, keys[0], key_lens[0]);
   prim_cmd_push(&c, value, RANDOM_VALUE_LEN);
-  return prim_release_cmd_round(engine, &c, prim, announce, set_mask, cb, ctx);
+  return prim_release_cmd_round(engine, &c, prim, announce, set_mask, cb, ctx, out);
 }
 
-static round_t *sem_release_round(engine_t *engine, const redlock_lock_t *lock, round_decided_fn cb,
-                                  void *ctx) {
+static status_t sem_release_round(engine_t *engine, const redlock_lock_t *lock, round_decided_fn cb,
+                                  void *ctx, round_t **out) {
   return sem_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, 1,
-                     lock->set_mask, cb, ctx);
+                     lock->set_mask, cb, ctx, out);
 }
 
-static round_t *sem_attempt_release_round(op_acquire_t *op) {
+static status_t sem_attempt_release_round(op_acquire_t *op, round_t **out) {
   return sem_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, 0, op->set_mask,
-                     NULL, NULL);
+                     NULL, NULL, out);
 }
 
 const lock_kind_ops_t kind_sem = {

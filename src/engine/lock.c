@@ -45,13 +45,21 @@ static status_t op_make_fence_keys(op_acquire_t *op) {
   return ST_OK;
 }
 
-/* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it). */
-static void release_send(engine_t *engine, round_t *round, const char *what) {
-  if (round == NULL) {
+/* Sends a release round (a ROUND_RELEASE: replayed to masters that miss it)
+ * its builder made (built: the builder's status). */
+static void release_send(engine_t *engine, status_t built, round_t *round, const char *what) {
+  if (built != ST_OK) {
     engine_log(engine, REDLOCK_LOG_ERROR, "out of memory: could not release %s", what);
     return;
   }
   round_send(round);
+}
+
+/* The clean-up of the op's failed attempt (kind.h: attempt_release_round). */
+static void release_attempt(engine_t *engine, op_acquire_t *op) {
+  round_t *round = NULL;
+  status_t built = op->prim.ops->attempt_release_round(op, &round);
+  release_send(engine, built, round, op->keys[0]);
 }
 
 /* ---- lock handles ----------------------------------------------------------- */
@@ -655,7 +663,7 @@ static status_t lock_grant(op_acquire_t *op, uint64_t decided_ns) {
      * after releasing what the round set. */
     op->waiter.in_attempt = 0;
     if (op->set_mask != 0)
-      release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
+      release_attempt(engine, op);
     acquire_finish(op, ST_ENOMEM, NULL);
     return ST_OK;
   }
@@ -670,7 +678,7 @@ static void lock_attempt_failed(op_acquire_t *op, const round_t *round, status_t
   notify_attempt_done(&op->waiter);
   /* A master whose reply was lost may still have applied the SET. */
   if (op->set_mask != 0)
-    release_send(engine, op->prim.ops->attempt_release_round(op), op->keys[0]);
+    release_attempt(engine, op);
   if (round != NULL && engine_log_enabled(engine, REDLOCK_LOG_DEBUG))
     engine_log(engine, REDLOCK_LOG_DEBUG,
                "lock %s: attempt %u failed: %s (%u yes, %u no, %u failed)", op->keys[0],
@@ -712,9 +720,10 @@ static status_t fence_commit(op_acquire_t *op, const round_t *acquired) {
   op->fence = token;
   char token_str[24];
   size_t n = resp_u64_to_dec(token, token_str);
-  round_t *round = op->prim.ops->fence_round(op, token_str, n, on_fence_commit_decided);
-  if (round == NULL)
-    return ST_ENOMEM;
+  round_t *round = NULL;
+  status_t st = op->prim.ops->fence_round(op, token_str, n, on_fence_commit_decided, &round);
+  if (st != ST_OK)
+    return st;
   send_for(&op->op, round);
   return ST_OK;
 }
@@ -755,9 +764,10 @@ static void lock_attempt(op_acquire_t *op) {
     acquire_finish(op, rc, NULL);
     return;
   }
-  round_t *round = op->prim.ops->acquire_round(op, on_acquire_decided);
-  if (round == NULL) {
-    acquire_finish(op, ST_ENOMEM, NULL);
+  round_t *round = NULL;
+  status_t st = op->prim.ops->acquire_round(op, on_acquire_decided, &round);
+  if (st != ST_OK) {
+    acquire_finish(op, st, NULL);
     return;
   }
   op->waiter.in_attempt = 1;
@@ -844,10 +854,11 @@ static void extend_start(op_extend_t *op) {
     extend_finish(op, ST_ELOST);
     return;
   }
-  round_t *round =
-      lock->prim.ops->extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op);
-  if (round == NULL) {
-    extend_finish(op, ST_ENOMEM);
+  round_t *round = NULL;
+  status_t st =
+      lock->prim.ops->extend_round(op->op.engine, lock, op->ttl_ms, on_extend_decided, op, &round);
+  if (st != ST_OK) {
+    extend_finish(op, st);
     return;
   }
   op->seq = extend_sent(lock, op->ttl_ms);
@@ -905,9 +916,10 @@ static void release_start(op_release_t *op) {
     stats_gauge(engine->stats, STATS_GAUGE_HELD, -1);
   }
   lock_stop_watch(lock);
-  round_t *round = lock->prim.ops->release_round(engine, lock, on_release_decided, op);
-  if (round == NULL) {
-    release_finish(op, ST_ENOMEM);
+  round_t *round = NULL;
+  status_t st = lock->prim.ops->release_round(engine, lock, on_release_decided, op, &round);
+  if (st != ST_OK) {
+    release_finish(op, st);
     return;
   }
   send_for(&op->op, round);
@@ -945,9 +957,9 @@ static void watch_timer_cb(tb_timer_t *timer) {
     lock_mark_lost(lock, ST_ELOST);
     return;
   }
-  round_t *round =
-      lock->prim.ops->extend_round(engine, lock, lock->ttl_ms, on_watch_extend_decided, lock);
-  if (round == NULL) {
+  round_t *round = NULL;
+  if (lock->prim.ops->extend_round(engine, lock, lock->ttl_ms, on_watch_extend_decided, lock,
+                                   &round) != ST_OK) {
     watch_schedule(lock);
     return;
   }
@@ -1197,6 +1209,8 @@ void lock_release_lease(redlock_lock_t *lock) {
   if (list_linked(&lock->reentry.link))
     list_remove(&lock->reentry.link);
   uv_mutex_unlock(engine->mutex);
-  release_send(engine, lock->prim.ops->release_round(engine, lock, NULL, NULL), lock->keys[0]);
+  round_t *round = NULL;
+  status_t built = lock->prim.ops->release_round(engine, lock, NULL, NULL, &round);
+  release_send(engine, built, round, lock->keys[0]);
   lock_unref(lock); /* its live reference */
 }

@@ -68,23 +68,25 @@ void prim_cmd_script(prim_cmd_t *c, script_id_t id, size_t n_keys) {
   prim_cmd_push_u64(c, n_keys);
 }
 
-round_t *prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_kind_t kind,
-                        uint64_t replay_mask, round_decided_fn cb, void *ctx) {
-  return round_new(engine->rounds, &(round_params_t){.argc = c->argc,
-                                                     .argv = c->argv,
-                                                     .argv_len = c->len,
-                                                     .script = script_get(c->script),
-                                                     .expect_integer = expect,
-                                                     .kind = kind,
-                                                     .replay_mask = replay_mask,
-                                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
-                                                     .on_decided = cb,
-                                                     .ctx = ctx});
+status_t prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_kind_t kind,
+                        uint64_t replay_mask, round_decided_fn cb, void *ctx, round_t **out) {
+  return round_new(engine->rounds,
+                   &(round_params_t){.argc = c->argc,
+                                     .argv = c->argv,
+                                     .argv_len = c->len,
+                                     .script = script_get(c->script),
+                                     .expect_integer = expect,
+                                     .kind = kind,
+                                     .replay_mask = replay_mask,
+                                     .key_arg = SCRIPT_FIRST_KEY_ARG,
+                                     .on_decided = cb,
+                                     .ctx = ctx},
+                   out);
 }
 
-round_t *prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
-                                uint64_t set_mask, round_decided_fn cb, void *ctx) {
+status_t prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
+                                uint64_t set_mask, round_decided_fn cb, void *ctx, round_t **out) {
   prim_cmd_push(c, prim->channel, prim->channel_len);
   prim_cmd_push(c, announce ? SCRIPT_ANNOUNCE_PUBLISH : SCRIPT_ANNOUNCE_NONE, 1);
-  return prim_cmd_round(engine, c, 1, ROUND_RELEASE, set_mask, cb, ctx);
+  return prim_cmd_round(engine, c, 1, ROUND_RELEASE, set_mask, cb, ctx, out);
 }

@@ -125,13 +125,13 @@ static inline void prim_cmd_push(prim_cmd_t *c, const char *s, size_t len) {
 void prim_cmd_push_u64(prim_cmd_t *c, uint64_t v);
 /* Starts EVALSHA of script `id` with n_keys keys. */
 void prim_cmd_script(prim_cmd_t *c, script_id_t id, size_t n_keys);
-/* The command's round.  replay_mask: a release's masters that may hold its
- * keys (else unused). */
-round_t *prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_kind_t kind,
-                        uint64_t replay_mask, round_decided_fn cb, void *ctx);
+/* The command's round, in *out: ST_OK, or ST_ENOMEM (*out NULL).
+ * replay_mask: a release's masters that may hold its keys (else unused). */
+status_t prim_cmd_round(engine_t *engine, prim_cmd_t *c, int64_t expect, round_kind_t kind,
+                        uint64_t replay_mask, round_decided_fn cb, void *ctx, round_t **out);
 /* Ends a release command (announce: PUBLISH on the prim's channel) and makes
- * its round. */
-round_t *prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
-                                uint64_t set_mask, round_decided_fn cb, void *ctx);
+ * its round, as prim_cmd_round. */
+status_t prim_release_cmd_round(engine_t *engine, prim_cmd_t *c, const prim_t *prim, int announce,
+                                uint64_t set_mask, round_decided_fn cb, void *ctx, round_t **out);
 
 #endif

@@ -112,7 +112,8 @@ static void alt_write(const round_alt_t *alt, node_forms_t *forms, char *w) {
   alt_put(&(round_argv_t){a->argc, argv, len}, &forms->announce_shard, &w);
 }
 
-round_t *round_new(round_env_t *env, const round_params_t *p) {
+status_t round_new(round_env_t *env, const round_params_t *p, round_t **out) {
+  *out = NULL;
   unsigned n = env->n_masters;
   /* One allocation: the round, its votes, and the command's bytes. */
   size_t cmd_len = resp_command_len(p->argc, p->argv_len);
@@ -128,7 +129,7 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
   round_t *round = pool_alloc(env->pool, sizeof *round + votes_size + forms_size + alt_size +
                                              cmd_len + shard_len);
   if (round == NULL)
-    return NULL;
+    return ST_ENOMEM;
   memset(round, 0, sizeof *round);
   if (forms_size != 0) {
     round->forms = (node_forms_t *)((char *)round->votes + votes_size);
@@ -171,7 +172,8 @@ round_t *round_new(round_env_t *env, const round_params_t *p) {
     vote->why = WHY_NONE;
     vote->req.slot = (int16_t)round->slot;
   }
-  return round;
+  *out = round;
+  return ST_OK;
 }
 
 static void round_free(round_t *round) {

@@ -201,8 +201,9 @@ static inline status_t round_noquorum_status(const round_t *round) {
   return ST_ENOQUORUM;
 }
 
-/* Formats argv once into a new round.  NULL when out of memory. */
-round_t *round_new(round_env_t *env, const round_params_t *params);
+/* Formats argv once into a new round, in *out: ST_OK, or ST_ENOMEM (*out
+ * NULL). */
+status_t round_new(round_env_t *env, const round_params_t *params, round_t **out);
 /* The round is made for a call of application thread `thread`: the owner's
  * `decided` hook finds it in round->caller (redlock_last_votes keeps each
  * thread's own).  Before round_send. */

@@ -74,7 +74,8 @@ static void node_attempt_finished(node_t *node) {
  * why, for redlock_last_votes. */
 static void node_link_down(node_t *node, int level, const char *what, const char *detail) {
   if (node->state == NODE_READY)
-    node->server.past.lost_ns = node_now_ns(node); /* the server we knew was there until now */
+    /* the server we knew was there until now */
+    quarantine_lost(&node->server.quarantine, node_now_ns(node));
   node->failures = node->link.failures;
   node_report(node, NODE_EV_DOWN, what, detail);
   uv_mutex_lock(node->env->mutex);
@@ -111,9 +112,8 @@ static void node_ready(node_t *node) {
   uv_mutex_unlock(node->env->mutex);
   if (node_acks(node))
     conn_before_write(node->link.ac, node_queue_ack, node);
-  if (node_is_quarantined(node, node->ready_ns))
-    (void)link_arm(&node->link,
-                   (node->server.quarantine_until_ns - node->ready_ns + 999999u) / 1000000u);
+  if (quarantine_active(&node->server.quarantine, node->ready_ns))
+    (void)link_arm(&node->link, quarantine_left_ms(&node->server.quarantine, node->ready_ns));
   node_report(node, NODE_EV_UP, NULL, NULL);
   node_replay_releases(node);
   log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: connected", node->addr.label);
@@ -178,7 +178,7 @@ void node_reconnect(node_t *node, const char *what, const char *why) {
     /* No connection lived on: the next handshake judges the server, and a
      * backoff running is not cut short (a redirection to an address that
      * keeps failing must not reconnect at the rate of the redirections). */
-    node->server.past.lost_ns = 0;
+    quarantine_lost(&node->server.quarantine, 0);
     if (link_idle(&node->link)) {
       link_forget_lookup(&node->link);
       link_connect(&node->link);
@@ -196,7 +196,7 @@ void node_reconnect(node_t *node, const char *what, const char *why) {
   link_forget_lookup(&node->link);
   /* The server we knew may live on (a demoted master): a new run_id is
    * another server, whatever its uptime. */
-  node->server.past.lost_ns = 0;
+  quarantine_lost(&node->server.quarantine, 0);
   if (at_once)
     link_connect(&node->link);
 }

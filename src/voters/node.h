@@ -15,7 +15,8 @@
  * events, retarget, reconnect, close); node_pipe.c the requests (send,
  * queue and backlog, write, the form a master runs, replies, announce);
  * node_handshake.c what the handshake checks (scripts, INFO, COMMAND INFO,
- * role) and the quarantine it judges; node_replay.c releases kept for a
+ * role) and feeds the quarantine (quarantine.h: the judgement and its
+ * state); node_replay.c releases kept for a
  * master and their replays; node_acks.c durability acks and the role check;
  * node_hung.c the hung-master judgement; node_why.c what a master says of
  * itself to the voters (why strings, warnings, duplicate judgement). */
@@ -271,11 +272,8 @@ typedef struct node_hung {
 /* What the handshakes learnt of the server (node_handshake.c): its
  * quarantine and what it runs for us. */
 typedef struct node_server {
-  uint64_t quarantine_until_ns;
-  quarantine_kind_t quarantine_kind; /* which one (quarantine.h), for logs and votes */
-  quarantine_past_t past;            /* the server of the last handshake (quarantine.h) */
-  quarantine_hint_t hint;            /* the owner's: since when a server is a master (node_hint) */
-  info_server_t server_info;         /* the handshake's INFO server, until INFO replication */
+  quarantine_state_t quarantine; /* in force, and the server it was judged over (quarantine.h) */
+  info_server_t server_info;     /* the handshake's INFO server, until INFO replication */
   char run_id[INFO_RUN_ID_LEN + 1];
   /* What the server runs for us (caps.h): learnt by the handshake
    * (caps_handshake, then caps once READY); loop thread.  A script sent to

@@ -192,19 +192,19 @@ static int role_check_met(node_t *node, const redisReply *reply) {
     ack_fell_short(node, "role check failed", why);
     return 0;
   }
-  if (strcmp(repl.replid, node->server.past.replid) == 0)
+  quarantine_state_t *qs = &node->server.quarantine;
+  if (quarantine_same_history(qs, &repl))
     return 1;
   const node_env_t *env = node->env;
   uint64_t now = node_now_ns(node);
-  quarantine_t q = quarantine_new_replid(&repl, now, env->max_ttl_ms, node_waiver_ack(node));
-  memcpy(node->server.past.replid, repl.replid, sizeof node->server.past.replid);
+  quarantine_t q;
+  int longer =
+      quarantine_replid_changed(qs, &repl, now, env->max_ttl_ms, node_waiver_ack(node), &q);
   ack_fell_short(node, "role check failed",
                  "its replication id changed since the handshake: it was a replica and a "
                  "master again");
-  if (q.kind != QUARANTINE_NONE && q.until_ns > node->server.quarantine_until_ns) {
-    node->server.quarantine_until_ns = q.until_ns;
-    node->server.quarantine_kind = q.kind;
-    (void)link_arm(&node->link, (q.until_ns - now + 999999u) / 1000000u);
+  if (longer) {
+    (void)link_arm(&node->link, quarantine_left_ms(qs, now));
     log_write(env->log, REDLOCK_LOG_WARN,
               "master %s was made a replica and a master again (its replication id changed "
               "on a live connection) and may lack keys it granted: its votes do not count for "

@@ -1,11 +1,11 @@
 /* node_handshake.c: what a master's handshake checks, and the quarantine it
- * judges (see node.h).  Behind the link's AUTH and SELECT: SCRIPT LOAD of
+ * has judged (see node.h).  Behind the link's AUTH and SELECT: SCRIPT LOAD of
  * our scripts, COMMAND INFO DELIFEQ DELEX and INFO server (what the server
  * runs: its caps, taken at READY by node_take_caps), then INFO replication
- * (only a master votes; the restart / failover quarantine, judged by
- * quarantine.c over the server we knew, the owner's hint and the first
- * sightings).  The quarantine's end is ticked by the link's timer while
- * READY. */
+ * (only a master votes; then quarantine.c judges the restart / failover
+ * quarantine over the server we knew, the owner's hint and the first
+ * sightings, and keeps it).  The quarantine's end is ticked by the link's
+ * timer while READY. */
 #include "voters/node_int.h"
 
 #include <hiredis/hiredis.h>
@@ -25,11 +25,11 @@ const ack_spec_t *node_waiver_ack(const node_t *node) {
 }
 
 int node_is_quarantined(const node_t *node, uint64_t now_ns) {
-  return node->server.quarantine_until_ns != 0 && now_ns < node->server.quarantine_until_ns;
+  return quarantine_active(&node->server.quarantine, now_ns);
 }
 
 int node_quarantined_now(const node_t *node) {
-  return node->server.quarantine_until_ns != 0 && node_is_quarantined(node, node_now_ns(node));
+  return node->server.quarantine.until_ns != 0 && node_is_quarantined(node, node_now_ns(node));
 }
 
 /* The link's timer is the node's while READY: it marks the end of a restart
@@ -39,11 +39,11 @@ void node_quarantine_tick(node_t *node) {
     return;
   uint64_t now = node_now_ns(node);
   if (node_is_quarantined(node, now)) { /* the loop's clock runs in whole ms */
-    (void)link_arm(&node->link, (node->server.quarantine_until_ns - now + 999999u) / 1000000u);
+    (void)link_arm(&node->link, quarantine_left_ms(&node->server.quarantine, now));
     return; /* (a timer that cannot start is logged by the link) */
   }
   log_write(node->env->log, REDLOCK_LOG_INFO, "master %s: %s over", node->addr.label,
-            quarantine_name(node->server.quarantine_kind));
+            quarantine_state_name(&node->server.quarantine, QUARANTINE_VIEW_AS_IS));
   node_report(node, NODE_EV_QUARANTINE_END, NULL, NULL);
 }
 
@@ -125,7 +125,7 @@ static void node_sighting_hint(node_t *node, const info_replication_t *repl, uin
   /* Only at a first sight: a server that replaced the one we knew at this
    * address may have been a master for long while the old one still granted
    * keys here, so its own history dates nothing (quarantine.h, "moved"). */
-  if (env->state_dir == NULL || repl->replid2[0] == '\0' || node->server.past.seen)
+  if (env->state_dir == NULL || repl->replid2[0] == '\0' || node->server.quarantine.past.seen)
     return;
   uint64_t age_ns = 0;
   char why[NODE_DOWN_WHY_LEN];
@@ -163,35 +163,21 @@ static const char *replication_check(void *arg, const redisReply *reply) {
                                : "it is not a master, and only a master can vote";
   const info_server_t *info = &node->server.server_info;
   uint64_t now = node_now_ns(node);
-  /* A reconnect to the same server inside its quarantine: said already. */
-  int said = node->server.past.seen && strcmp(node->server.past.run_id, info->run_id) == 0 &&
-             node->server.quarantine_until_ns > now;
-  quarantine_t q = {QUARANTINE_NONE, 0};
-  if (env->quarantine) {
-    quarantine_hint_t hint = node->server.hint;
+  quarantine_hint_t hint = node->server.quarantine.hint;
+  if (env->quarantine)
     node_sighting_hint(node, &repl, now, &hint);
-    q = quarantine_judge(&node->server.past, info, &repl, &hint, now, env->max_ttl_ms,
-                         node_waiver_ack(node));
-  }
-  /* A failover's or a move's quarantine runs from when it was seen, which
-   * the server does not tell again: a reconnect keeps it.  (A restart's is
-   * judged anew from the uptime, which gives the same end.) */
-  if (said && node->server.quarantine_kind != QUARANTINE_RESTART &&
-      q.until_ns < node->server.quarantine_until_ns) {
-    q.until_ns = node->server.quarantine_until_ns;
-    q.kind = node->server.quarantine_kind;
-  }
-  if (node->server.past.seen && strcmp(node->server.past.run_id, info->run_id) != 0)
+  quarantine_verdict_t v =
+      quarantine_at_handshake(&node->server.quarantine, env->quarantine, info, &repl, &hint, now,
+                              env->max_ttl_ms, node_waiver_ack(node));
+  quarantine_t q = v.q;
+  if (v.new_run_id)
     log_write(env->log, REDLOCK_LOG_WARN, "master %s %s (run_id changed; up %lld s)",
               node->addr.label,
               q.kind == QUARANTINE_MOVED ? "is another server than before" : "restarted",
               (long long)info->uptime_s);
-  quarantine_remember(&node->server.past, info, &repl);
   memcpy(node->server.run_id, info->run_id, sizeof node->server.run_id);
-  node->server.quarantine_until_ns = q.until_ns;
-  node->server.quarantine_kind = q.kind;
   if (q.kind != QUARANTINE_NONE) {
-    int level = said ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN;
+    int level = v.said ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_WARN;
     unsigned long long left_ms = (q.until_ns - now) / 1000000u;
     if (q.kind == QUARANTINE_RESTART)
       log_write(env->log, level,
@@ -234,8 +220,5 @@ status_t node_handshake(link_t *link, void *arg) {
 }
 
 void node_hint(node_t *node, const char *run_id, uint64_t master_since_ns) {
-  memset(&node->server.hint, 0, sizeof node->server.hint);
-  if (run_id != NULL && strlen(run_id) == INFO_RUN_ID_LEN)
-    memcpy(node->server.hint.run_id, run_id, INFO_RUN_ID_LEN);
-  node->server.hint.master_since_ns = master_since_ns;
+  quarantine_set_hint(&node->server.quarantine, run_id, master_since_ns);
 }

@@ -12,15 +12,6 @@
 
 #include "redlock.h"
 
-static void node_quarantine_why(const node_t *node, char *buf, size_t size) {
-  uint64_t now = node_now_ns(node), until = node->server.quarantine_until_ns;
-  if (until != 0 && now < until)
-    snprintf(buf, size, "%s: %llu ms left", quarantine_name(node->server.quarantine_kind),
-             (unsigned long long)((until - now + 999999u) / 1000000u));
-  else if (size > 0)
-    buf[0] = '\0';
-}
-
 int node_same_server(const node_t *a, const node_t *b, char *how, size_t how_len) {
   char scratch[1];
   if (how == NULL) {
@@ -79,7 +70,7 @@ void node_why(const node_t *node, int why, char *buf, size_t size) {
   else if (why == WHY_UNACKED)
     snprintf(buf, size, "%s", node->acks.ack_why);
   else if (why == WHY_QUARANTINED)
-    node_quarantine_why(node, buf, size);
+    quarantine_why(&node->server.quarantine, QUARANTINE_VIEW_AS_IS, node_now_ns(node), buf, size);
   else if (why == WHY_NOTSUP)
     snprintf(buf, size, "%s", node->server.noscripts_why);
   else

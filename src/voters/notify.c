@@ -136,16 +136,22 @@ static void subscriber_aim(notify_subscriber_t *sub) {
   sub->link.cfg.ip_from = &node->link;
 }
 
-static notify_subscriber_t *shard_subscriber(notify_t *n, unsigned index, const node_t *node);
+static status_t shard_subscriber(notify_t *n, unsigned index, const node_t *node,
+                                 notify_subscriber_t **out);
 
 /* The subscriber that is to carry master `index`'s subscription of the
  * channel: the master's own, or, for shard channels, the one at the
- * primary of the channel's slot; NULL when there is none now. */
+ * primary of the channel's slot; NULL when there is none now (no primary
+ * known for the slot, the notifier closing, or out of memory: the
+ * channel's waiters then poll). */
 static notify_subscriber_t *subscriber_for(notify_t *n, notify_channel_t *channel, unsigned index) {
   const node_t *node = NULL;
   if (n->shard_via == NULL || n->shard_via(n->via_arg, index, channel->slot, &node) == 0)
     return &n->subscribers[index];
-  return node != NULL ? shard_subscriber(n, index, node) : NULL;
+  notify_subscriber_t *sub = NULL;
+  if (node != NULL)
+    (void)shard_subscriber(n, index, node, &sub);
+  return sub;
 }
 
 /* The commands' formats are literals ("SUBSCRIBE %b", not "%s %b"):
@@ -588,24 +594,30 @@ static status_t subscribers_init(notify_t *n) {
   return ST_OK;
 }
 
-/* Master index's shard subscriber at node, made on first use; NULL when
- * out of memory (the channel's waiters then poll). */
-static notify_subscriber_t *shard_subscriber(notify_t *n, unsigned index, const node_t *node) {
+/* Master index's shard subscriber at node in *out, made on first use:
+ * ST_OK, or *out NULL with ST_ECLOSED (the notifier is closing: none is
+ * made) or ST_ENOMEM. */
+static status_t shard_subscriber(notify_t *n, unsigned index, const node_t *node,
+                                 notify_subscriber_t **out) {
+  *out = NULL;
   if (n->closing)
-    return NULL;
+    return ST_ECLOSED;
   for (list_node_t *it = n->shard_subs.next; it != &n->shard_subs; it = it->next) {
     notify_subscriber_t *sub = list_entry(it, notify_subscriber_t, in_shard);
-    if (sub->index == index && sub->shard == node)
-      return sub;
+    if (sub->index == index && sub->shard == node) {
+      *out = sub;
+      return ST_OK;
+    }
   }
   notify_subscriber_t *sub = rl_calloc(1, sizeof *sub);
   if (sub == NULL)
-    return NULL;
+    return ST_ENOMEM;
   sub->shard = node;
   subscriber_setup(n, sub, index, node);
   list_insert_tail(&n->shard_subs, &sub->in_shard);
   n->n_shard_subs++;
-  return sub;
+  *out = sub;
+  return ST_OK;
 }
 
 void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsigned n_nodes,

@@ -1,6 +1,8 @@
-/* quarantine.c: the quarantine judgement (see quarantine.h). */
+/* quarantine.c: the quarantine judgement, and one master's quarantine state
+ * that applies it (see quarantine.h). */
 #include "voters/quarantine.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #define NS_PER_S 1000000000ull
@@ -110,4 +112,74 @@ void quarantine_remember(quarantine_past_t *past, const info_server_t *server,
   memcpy(past->run_id, server->run_id, sizeof past->run_id);
   memcpy(past->replid, repl->replid, sizeof past->replid);
   past->lost_ns = 0;
+}
+
+int quarantine_active(const quarantine_state_t *qs, uint64_t now_ns) {
+  return qs->until_ns != 0 && now_ns < qs->until_ns;
+}
+
+uint64_t quarantine_left_ms(const quarantine_state_t *qs, uint64_t now_ns) {
+  if (!quarantine_active(qs, now_ns))
+    return 0;
+  return (qs->until_ns - now_ns + 999999u) / 1000000u;
+}
+
+quarantine_verdict_t quarantine_at_handshake(quarantine_state_t *qs, int enabled,
+                                             const info_server_t *server,
+                                             const info_replication_t *repl,
+                                             const quarantine_hint_t *hint, uint64_t now_ns,
+                                             uint32_t max_ttl_ms, const ack_spec_t *ack) {
+  quarantine_verdict_t v = {.q = {QUARANTINE_NONE, 0}};
+  int same_run_id = qs->past.seen && strcmp(qs->past.run_id, server->run_id) == 0;
+  v.new_run_id = qs->past.seen && !same_run_id;
+  v.said = same_run_id && qs->until_ns > now_ns;
+  if (enabled)
+    v.q = quarantine_judge(&qs->past, server, repl, hint, now_ns, max_ttl_ms, ack);
+  /* A restart's is judged anew from the uptime, which gives the same end. */
+  if (v.said && qs->kind != QUARANTINE_RESTART && v.q.until_ns < qs->until_ns)
+    v.q = (quarantine_t){qs->kind, qs->until_ns};
+  quarantine_remember(&qs->past, server, repl);
+  qs->until_ns = v.q.until_ns;
+  qs->kind = v.q.kind;
+  return v;
+}
+
+int quarantine_same_history(const quarantine_state_t *qs, const info_replication_t *repl) {
+  return strcmp(repl->replid, qs->past.replid) == 0;
+}
+
+int quarantine_replid_changed(quarantine_state_t *qs, const info_replication_t *repl,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack,
+                              quarantine_t *q) {
+  *q = quarantine_new_replid(repl, now_ns, max_ttl_ms, ack);
+  memcpy(qs->past.replid, repl->replid, sizeof qs->past.replid);
+  if (q->kind == QUARANTINE_NONE || q->until_ns <= qs->until_ns)
+    return 0;
+  qs->until_ns = q->until_ns;
+  qs->kind = q->kind;
+  return 1;
+}
+
+void quarantine_lost(quarantine_state_t *qs, uint64_t now_ns) { qs->past.lost_ns = now_ns; }
+
+void quarantine_set_hint(quarantine_state_t *qs, const char *run_id, uint64_t master_since_ns) {
+  memset(&qs->hint, 0, sizeof qs->hint);
+  if (run_id != NULL && strlen(run_id) == INFO_RUN_ID_LEN)
+    memcpy(qs->hint.run_id, run_id, INFO_RUN_ID_LEN);
+  qs->hint.master_since_ns = master_since_ns;
+}
+
+const char *quarantine_state_name(const quarantine_state_t *qs, quarantine_view_t view) {
+  if (view == QUARANTINE_VIEW_MOVE_IS_FAILOVER && qs->kind == QUARANTINE_MOVED)
+    return quarantine_name(QUARANTINE_FAILOVER);
+  return quarantine_name(qs->kind);
+}
+
+void quarantine_why(const quarantine_state_t *qs, quarantine_view_t view, uint64_t now_ns,
+                    char *buf, size_t size) {
+  if (quarantine_active(qs, now_ns))
+    snprintf(buf, size, "%s: %llu ms left", quarantine_state_name(qs, view),
+             (unsigned long long)quarantine_left_ms(qs, now_ns));
+  else if (size > 0)
+    buf[0] = '\0';
 }

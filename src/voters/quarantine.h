@@ -1,8 +1,12 @@
 /* quarantine.h: whether, and until when, a master's votes must not count
  * because it may have lost keys it granted (docs/safety.md §5 and §8.4).
- * A pure judgement over what the handshake read (INFO server, INFO
+ * A judgement over what the handshake read (INFO server, INFO
  * replication) and what the voter remembers of the server it talked to
- * before; the node's handshake applies it (voters/node_handshake.c).
+ * before, and the state it keeps for one master (quarantine_state_t: the
+ * quarantine in force, that server, the owner's hint).  The node feeds it
+ * what its handshake and its role check read (voters/node_handshake.c,
+ * voters/node_acks.c), ticks the end on its link's timer and reports it;
+ * the voters name it in their votes (quarantine_why).
  *
  *  - restart: a server younger than the max TTL may have lost, in its
  *    restart, keys granted before; quarantined until max TTL after its
@@ -34,6 +38,7 @@
 #ifndef REDLOCK_QUARANTINE_H
 #define REDLOCK_QUARANTINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "proto/info.h"
@@ -89,5 +94,70 @@ const char *quarantine_name(quarantine_kind_t kind);
 /* Remembers the server a handshake judged (past->lost_ns is cleared). */
 void quarantine_remember(quarantine_past_t *past, const info_server_t *server,
                          const info_replication_t *repl);
+
+/* ---- one master's quarantine, as its node keeps it (loop thread) ---- */
+
+/* The quarantine in force, the server it was judged over and the owner's
+ * hint for the next judgement. */
+typedef struct quarantine_state {
+  uint64_t until_ns;      /* when the one in force ends (0: none) */
+  quarantine_kind_t kind; /* which one, for logs and votes */
+  quarantine_past_t past; /* the server of the last handshake */
+  quarantine_hint_t hint; /* the owner's: since when a server is a master (quarantine_set_hint) */
+} quarantine_state_t;
+
+/* 1 while a quarantine runs at now_ns. */
+int quarantine_active(const quarantine_state_t *qs, uint64_t now_ns);
+/* What is left of it at now_ns in whole ms, rounded up (the loop's timers
+ * run in whole ms); 0 when none runs. */
+uint64_t quarantine_left_ms(const quarantine_state_t *qs, uint64_t now_ns);
+
+/* What a handshake's judgement found. */
+typedef struct {
+  quarantine_t q; /* the quarantine in force from now (QUARANTINE_NONE: none) */
+  int said;       /* a reconnect to the same server inside its quarantine */
+  int new_run_id; /* another run_id than the last handshake's (a restart or a move) */
+} quarantine_verdict_t;
+
+/* The judgement at a handshake (quarantine_judge, when enabled; without it
+ * no quarantine starts), applied to qs: a failover's or a move's
+ * quarantine runs from when it was seen, which the server does not tell
+ * again, so a reconnect to the same server keeps it; the server is then
+ * remembered.  hint: the owner's (qs->hint) or a better one. */
+quarantine_verdict_t quarantine_at_handshake(quarantine_state_t *qs, int enabled,
+                                             const info_server_t *server,
+                                             const info_replication_t *repl,
+                                             const quarantine_hint_t *hint, uint64_t now_ns,
+                                             uint32_t max_ttl_ms, const ack_spec_t *ack);
+
+/* 1 when repl has the replication id of the last handshake (the role
+ * check's verdict on a live connection). */
+int quarantine_same_history(const quarantine_state_t *qs, const info_replication_t *repl);
+/* The replication id changed on a live connection (quarantine_new_replid):
+ * remembered, and the quarantine in force made longer when the new one
+ * ends later.  1 when it was (then *q is the new one). */
+int quarantine_replid_changed(quarantine_state_t *qs, const info_replication_t *repl,
+                              uint64_t now_ns, uint32_t max_ttl_ms, const ack_spec_t *ack,
+                              quarantine_t *q);
+
+/* The server we knew was there until now_ns (its connection went down);
+ * 0: no connection lived on, or the server we knew may live on, so a new
+ * run_id is another server, whatever its uptime. */
+void quarantine_lost(quarantine_state_t *qs, uint64_t now_ns);
+/* The owner's hint: the server at the address (run_id, or NULL / "" when
+ * not known) has been a master since master_since_ns at the latest;
+ * master_since_ns 0 clears it. */
+void quarantine_set_hint(quarantine_state_t *qs, const char *run_id, uint64_t master_since_ns);
+
+/* How a voter names the quarantine in force: QUARANTINE_VIEW_AS_IS, or
+ * QUARANTINE_VIEW_MOVE_IS_FAILOVER for a voter to which another server at
+ * the address is a failover (a Sentinel voter: the sentinels named it). */
+typedef enum { QUARANTINE_VIEW_AS_IS, QUARANTINE_VIEW_MOVE_IS_FAILOVER } quarantine_view_t;
+/* quarantine_name of the one in force ("" for none). */
+const char *quarantine_state_name(const quarantine_state_t *qs, quarantine_view_t view);
+/* A vote's why: "restart quarantine: 41234 ms left" while one runs at
+ * now_ns, else "". */
+void quarantine_why(const quarantine_state_t *qs, quarantine_view_t view, uint64_t now_ns,
+                    char *buf, size_t size);
 
 #endif

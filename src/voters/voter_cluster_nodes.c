@@ -107,23 +107,31 @@ int voter_cluster_allowed(const voter_cluster_t *s, const char *host) {
   return str_host_allowed(host, s->env.allow, s->env.n_allow);
 }
 
-voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port) {
+status_t voter_cluster_node_for(voter_cluster_t *s, const char *host, int port,
+                                voter_cluster_node_t **out) {
+  *out = NULL;
   for (unsigned i = 0; i < s->n_nodes; i++)
-    if (entry_at(s->nodes[i], host, port))
-      return s->nodes[i];
+    if (entry_at(s->nodes[i], host, port)) {
+      *out = s->nodes[i];
+      return ST_OK;
+    }
   if (!voter_cluster_allowed(s, host)) {
     /* No connection, so neither the credentials nor a vote go there. */
     log_limited(s->env.log, &s->refused_log, tb_now_ns(s->env.tb), REDLOCK_LOG_WARN,
                 "cluster %s: discovered address %s:%d not allowed: no host pattern of "
                 "redlock_options_allow_discovered matches it",
                 s->addr.label, host, port);
-    return NULL;
+    return ST_EINVAL;
   }
   const voter_cluster_node_t *closing = NULL; /* retired there, its node not closed yet */
   for (unsigned i = 0; i < s->n_nodes; i++) {
     voter_cluster_node_t *cn = s->nodes[i];
-    if (retired_at(cn, host, port) && cn->closed)
-      return node_remake(s, cn) == ST_OK ? cn : NULL;
+    if (retired_at(cn, host, port) && cn->closed) {
+      status_t st = node_remake(s, cn);
+      if (st == ST_OK)
+        *out = cn;
+      return st;
+    }
     if (retired_at(cn, host, port))
       closing = cn;
   }
@@ -131,24 +139,25 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
     log_write(s->env.log, REDLOCK_LOG_ERROR,
               "cluster %s: cannot connect to primary %s:%d: already %d primaries", s->addr.label,
               host, port, VOTER_CLUSTER_MAX_NODES);
-    return NULL;
+    return ST_ENOTSUP;
   }
   voter_cluster_node_t *cn = rl_calloc(1, sizeof *cn);
   node_t *node = rl_calloc(1, sizeof *node);
   if (cn == NULL || node == NULL) {
     rl_free(cn);
     rl_free(node);
-    return NULL;
+    return ST_ENOMEM;
   }
   list_init(&cn->parked);
   cn->node = node;
   voter_cluster_host_port(cn->label, sizeof cn->label, host, port);
   node_addr_t a = primary_addr(s, host, port, cn->label);
-  if (node_init(node, &s->env, s->base.index, &a) != ST_OK) {
+  status_t st = node_init(node, &s->env, s->base.index, &a);
+  if (st != ST_OK) {
     node_free(node);
     rl_free(node);
     rl_free(cn);
-    return NULL;
+    return st;
   }
   node->stats = s->nodes[0]->node->stats;
   node->primary.stats_primary = (int)s->n_nodes;
@@ -162,7 +171,8 @@ voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *hos
   }
   cn->made = 1;
   s->nodes[s->n_nodes++] = cn;
-  return cn;
+  *out = cn;
+  return ST_OK;
 }
 
 void voter_cluster_node_start(voter_cluster_t *s, voter_cluster_node_t *cn) {
@@ -196,7 +206,8 @@ void voter_cluster_bind_primaries(voter_cluster_t *s, const node_t *busy) {
   for (unsigned i = 0; i < s->map.n_primaries; i++) {
     cluster_primary_t *p = &s->map.primaries[i];
     if (p->user < 0) {
-      voter_cluster_node_t *cn = voter_cluster_node_for(s, p->host, p->port);
+      voter_cluster_node_t *cn = NULL;
+      (void)voter_cluster_node_for(s, p->host, p->port, &cn); /* NULL: none for now */
       p->user = cn != NULL ? entry_index(s, cn) : -1;
       if (cn != NULL)
         voter_cluster_primary_again(s, cn, busy);

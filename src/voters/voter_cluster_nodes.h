@@ -17,9 +17,11 @@ voter_cluster_node_t *voter_cluster_node_entry(const voter_cluster_t *s, const n
 /* 1 when host may be connected to: it matches the allowed host patterns
  * (redlock_options_allow_discovered), or none is set. */
 int voter_cluster_allowed(const voter_cluster_t *s, const char *host);
-/* The node of host:port, made when new (not started).  NULL when out of
- * memory, past VOTER_CLUSTER_MAX_NODES or not allowed (logged). */
-voter_cluster_node_t *voter_cluster_node_for(voter_cluster_t *s, const char *host, int port);
+/* The node of host:port in *out, made when new (not started): ST_OK, or
+ * *out NULL with ST_ENOMEM (out of memory), ST_EINVAL (the address is not
+ * allowed: logged) or ST_ENOTSUP (past VOTER_CLUSTER_MAX_NODES: logged). */
+status_t voter_cluster_node_for(voter_cluster_t *s, const char *host, int port,
+                                voter_cluster_node_t **out);
 /* Starts cn's node if it was not (a primary is connected on first use),
  * unless the backoff of its address runs (cn->retry_ns): it stays down
  * until a request finds it over. */

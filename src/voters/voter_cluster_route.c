@@ -317,7 +317,7 @@ static void follow(voter_cluster_t *s, node_t *from, node_req_t *req, cluster_re
   if (kind == CLUSTER_REDIRECT_MOVED) {
     cn = voter_cluster_map_moved(s, slot, host, port, from);
   } else {
-    cn = voter_cluster_node_for(s, host, port);
+    (void)voter_cluster_node_for(s, host, port, &cn); /* NULL: below, as for MOVED */
     if (cn != NULL)
       voter_cluster_primary_again(s, cn, from);
   }

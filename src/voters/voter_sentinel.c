@@ -408,11 +408,10 @@ static void on_node(void *arg, node_t *node, node_event_t ev, const char *what,
   case NODE_EV_UP:
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
-    news.quarantine_until_ns = node->server.quarantine_until_ns;
+    news.quarantine_until_ns = node->server.quarantine.until_ns;
     /* For this voter a move is a failover (as its votes say). */
-    news.quarantine_name = quarantine_name(node->server.quarantine_kind == QUARANTINE_MOVED
-                                               ? QUARANTINE_FAILOVER
-                                               : node->server.quarantine_kind);
+    news.quarantine_name =
+        quarantine_state_name(&node->server.quarantine, QUARANTINE_VIEW_MOVE_IS_FAILOVER);
     break;
   case NODE_EV_DOWN:
     news.what = what;
@@ -546,17 +545,14 @@ static const node_t *s_server(const voter_t *v, unsigned k) {
 
 /* A failover's quarantine, or a move's (for this voter, a move is a
  * failover: the sentinels named another server), with the master's address. */
-static void quarantine_why(const voter_sentinel_t *s, char *buf, size_t size) {
-  const node_t *node = s->node;
-  uint64_t now = tb_now_ns(s->env.tb), until = node->server.quarantine_until_ns;
-  if (until == 0 || now >= until) {
+static void sentinel_quarantine_why(const voter_sentinel_t *s, char *buf, size_t size) {
+  char left[NODE_DOWN_WHY_LEN];
+  quarantine_why(&s->node->server.quarantine, QUARANTINE_VIEW_MOVE_IS_FAILOVER,
+                 tb_now_ns(s->env.tb), left, sizeof left);
+  if (left[0] == '\0')
     snprintf(buf, size, "%s", "");
-    return;
-  }
-  quarantine_kind_t kind = node->server.quarantine_kind;
-  snprintf(buf, size, "%s: %llu ms left (master %s)",
-           kind == QUARANTINE_MOVED ? quarantine_name(QUARANTINE_FAILOVER) : quarantine_name(kind),
-           (unsigned long long)((until - now + 999999u) / 1000000u), s->master_label);
+  else
+    snprintf(buf, size, "%s (master %s)", left, s->master_label);
 }
 
 static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, size_t size) {
@@ -572,7 +568,7 @@ static void s_why(const voter_t *v, int why, const node_req_t *req, char *buf, s
       snprintf(buf, size, "master %s: %s", s->master_label,
                node->down_why[0] != '\0' ? node->down_why : "not connected yet");
   } else if (why == WHY_QUARANTINED) {
-    quarantine_why(s, buf, size);
+    sentinel_quarantine_why(s, buf, size);
   } else {
     node_why(node, why, buf, size);
   }

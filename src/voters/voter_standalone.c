@@ -124,8 +124,8 @@ void voter_standalone_on_node(void *arg, node_t *node, node_event_t ev, const ch
   case NODE_EV_UP:
   case NODE_EV_QUARANTINE_END:
     news.ready_ns = node->ready_ns;
-    news.quarantine_until_ns = node->server.quarantine_until_ns;
-    news.quarantine_name = quarantine_name(node->server.quarantine_kind);
+    news.quarantine_until_ns = node->server.quarantine.until_ns;
+    news.quarantine_name = quarantine_state_name(&node->server.quarantine, QUARANTINE_VIEW_AS_IS);
     break;
   case NODE_EV_DOWN:
     news.what = what;

@@ -46,7 +46,7 @@ static void test_up(void **state) {
   assert_string_equal(node_ip(&f->node), "127.0.0.1");
   assert_string_equal(f->node.down_why, "");
   assert_string_equal(f->node.server.run_id, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
-  assert_int_equal(f->node.server.quarantine_until_ns, 0);
+  assert_int_equal(f->node.server.quarantine.until_ns, 0);
   assert_true(nf_logged(f, "connected"));
   assert_int_equal(mock_master_accepted(f->mock), 1);
 }

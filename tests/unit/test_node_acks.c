@@ -473,8 +473,8 @@ static void test_role_check_new_replid(void **state) {
     assert_true(r[i].req.unacked);
   }
   assert_non_null(strstr(f->node.acks.ack_why, "replication id changed"));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
-  assert_true(f->node.server.quarantine_until_ns >= before + 30000ull * 1000000u);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_FAILOVER);
+  assert_true(f->node.server.quarantine.until_ns >= before + 30000ull * 1000000u);
   assert_true(nf_logged(f, "was made a replica and a master again"));
   send_writes(f, r, 1, 2);
   wait_all(f, all_done, r, 1);

@@ -687,7 +687,7 @@ static void test_missed_releases_capped(void **state) {
 static void test_quarantine_small_uptime(void **state) {
   nf_t *f = *state;
   start_quarantining(f, 300, 0);
-  assert_true(f->node.server.quarantine_until_ns != 0);
+  assert_true(f->node.server.quarantine.until_ns != 0);
   assert_true(node_is_quarantined(&f->node, f->node.ready_ns));
   assert_true(nf_logged(f, "its votes do not count"));
   nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
@@ -700,7 +700,7 @@ static void test_quarantine_small_uptime(void **state) {
 static void test_quarantine_long_uptime(void **state) {
   nf_t *f = *state;
   start_quarantining(f, 30000, 3600);
-  assert_int_equal(f->node.server.quarantine_until_ns, 0);
+  assert_int_equal(f->node.server.quarantine.until_ns, 0);
   assert_false(node_quarantined_now(&f->node));
   assert_false(node_is_quarantined(&f->node, clock_now_ns()));
 }
@@ -711,7 +711,7 @@ static void test_quarantine_off(void **state) {
   f->env.quarantine = 0;
   mock_master_set_uptime(f->mock, 0);
   start_ready(f);
-  assert_int_equal(f->node.server.quarantine_until_ns, 0);
+  assert_int_equal(f->node.server.quarantine.until_ns, 0);
 }
 
 /* The master restarted while we were away (its run_id changed, it is
@@ -728,7 +728,7 @@ static void test_restart_changed_run_id(void **state) {
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_string_equal(f->node.server.run_id, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
   assert_true(nf_logged(f, "restarted (run_id changed; up 1 s)"));
-  assert_true(f->node.server.quarantine_until_ns != 0);
+  assert_true(f->node.server.quarantine.until_ns != 0);
   nf_wait_event(f, NODE_EV_QUARANTINE_END, 1);
   assert_false(node_quarantined_now(&f->node));
 }
@@ -790,18 +790,18 @@ static void test_failover_first_sight(void **state) {
   mock_master_set_replication(f->mock, "master", REPLID_B, REPLID_A, 1);
   start_quarantining(f, 30000, 3600);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_FAILOVER);
   assert_true(nf_logged(f, "was promoted from a replica"));
   char why[128];
   node_why(&f->node, WHY_QUARANTINED, why, sizeof why);
   assert_non_null(strstr(why, "failover quarantine: "));
   assert_non_null(strstr(why, " ms left"));
   /* kept across a reconnect to the same server, which does not tell again */
-  uint64_t until = f->node.server.quarantine_until_ns;
+  uint64_t until = f->node.server.quarantine.until_ns;
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
-  assert_int_equal(f->node.server.quarantine_until_ns, until);
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine.until_ns, until);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_FAILOVER);
 }
 
 /* The same server's replication id changes (it was demoted and promoted):
@@ -815,7 +815,7 @@ static void test_failover_replid_changed(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_FAILOVER);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_FAILOVER);
 }
 
 /* Another server behind the address: a new run_id from a server already up
@@ -828,7 +828,7 @@ static void test_moved_server(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_MOVED);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_MOVED);
   assert_true(nf_logged(f, "is another server than before (run_id changed; up 3600 s)"));
 }
 
@@ -845,7 +845,7 @@ static void test_acks_cover_failover(void **state) {
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_RESTART);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_RESTART);
 }
 
 /* ---- a master that moves (node_retarget, node_hint: the Sentinel voter's) ------------ */
@@ -876,7 +876,7 @@ static void test_retarget(void **state) {
   assert_int_equal(f->node.addr.port, mock_master_port(other));
   assert_true(mock_master_count(other, "INFO") >= 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_int_equal(f->node.server.quarantine_kind, QUARANTINE_MOVED);
+  assert_int_equal(f->node.server.quarantine.kind, QUARANTINE_MOVED);
   nf_shutdown(f);
   mock_master_close(other);
 }
@@ -928,20 +928,20 @@ static void test_hint(void **state) {
   /* recent, for this run_id: quarantined the rest of max TTL */
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 1);
-  f->node.server.past.seen = 0; /* (as a client that sees it first now) */
+  f->node.server.quarantine.past.seen = 0; /* (as a client that sees it first now) */
   now = tb_now_ns(&f->tb);
   node_hint(&f->node, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", now - 20ull * 1000000000u);
   nf_wait_event(f, NODE_EV_UP, 2);
   assert_true(node_quarantined_now(&f->node));
-  assert_true(f->node.server.quarantine_until_ns <= now + 10ull * 1000000000u);
+  assert_true(f->node.server.quarantine.until_ns <= now + 10ull * 1000000000u);
   /* about another server: max TTL from the handshake */
   mock_master_drop_all(f->mock);
   nf_wait_event(f, NODE_EV_DOWN, 2);
-  f->node.server.past.seen = 0;
+  f->node.server.quarantine.past.seen = 0;
   now = tb_now_ns(&f->tb);
   node_hint(&f->node, "cccccccccccccccccccccccccccccccccccccccc", now - 40ull * 1000000000u);
   nf_wait_event(f, NODE_EV_UP, 3);
-  assert_true(f->node.server.quarantine_until_ns >= now + 30ull * 1000000000u);
+  assert_true(f->node.server.quarantine.until_ns >= now + 30ull * 1000000000u);
 }
 
 /* -READONLY and -LOADING say the server is no master now: reported once per

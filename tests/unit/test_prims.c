@@ -224,6 +224,38 @@ static void fake_op_free(op_acquire_t *op) {
   free(op);
 }
 
+/* The round builders of a kind's table (kind.h), each round (NULL when
+ * it could not be made). */
+static round_t *acquire_round_of(op_acquire_t *op) {
+  round_t *round = NULL;
+  (void)op->prim.ops->acquire_round(op, NULL, &round);
+  return round;
+}
+
+static round_t *fence_round_of(op_acquire_t *op, const char *token, size_t len) {
+  round_t *round = NULL;
+  (void)op->prim.ops->fence_round(op, token, len, NULL, &round);
+  return round;
+}
+
+static round_t *extend_round_of(engine_t *engine, const redlock_lock_t *lock, uint32_t ttl_ms) {
+  round_t *round = NULL;
+  (void)lock->prim.ops->extend_round(engine, lock, ttl_ms, NULL, NULL, &round);
+  return round;
+}
+
+static round_t *release_round_of(engine_t *engine, const redlock_lock_t *lock) {
+  round_t *round = NULL;
+  (void)lock->prim.ops->release_round(engine, lock, NULL, NULL, &round);
+  return round;
+}
+
+static round_t *attempt_release_round_of(op_acquire_t *op) {
+  round_t *round = NULL;
+  (void)op->prim.ops->attempt_release_round(op, &round);
+  return round;
+}
+
 /* The optional hooks of a kind's table (kind.h), as lock.c calls them. */
 static int kind_verdict(op_acquire_t *op, const round_t *round) {
   return op->prim.ops->acquire_verdict != NULL ? op->prim.ops->acquire_verdict(op, round) : 0;
@@ -302,7 +334,7 @@ static void test_sem_keys_and_rounds(void **state) {
     int seen[12] = {0};
     unsigned first = 0;
     for (int i = 0; i < 12; i++) {
-      round_t *round = op->prim.ops->acquire_round(op, NULL);
+      round_t *round = acquire_round_of(op);
       assert_non_null(round);
       assert_int_equal(round->expect_integer, ROUND_EXPECT_CODE);
       assert_int_equal(round->kind, ROUND_ACQUIRE);
@@ -344,25 +376,25 @@ static void test_sem_keys_and_rounds(void **state) {
     assert_int_equal(op->prim.slots_left, 0);
 
     /* A new pass; no quorum ends it at once. */
-    round_t *round = op->prim.ops->acquire_round(op, NULL);
+    round_t *round = acquire_round_of(op);
     round_discard(round);
     assert_int_equal(op->prim.slots_left, 11);
     assert_int_equal(kind_next_slot(op, REDLOCK_ENOQUORUM), 0);
     assert_int_equal(op->prim.slots_left, 0);
     /* Nor does a spent wait budget or a cancellation go on. */
-    round = op->prim.ops->acquire_round(op, NULL);
+    round = acquire_round_of(op);
     round_discard(round);
     op->wait_deadline_ns = 1;
     assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), 0);
     op->wait_deadline_ns = UINT64_MAX;
-    round = op->prim.ops->acquire_round(op, NULL);
+    round = acquire_round_of(op);
     round_discard(round);
     op->canceled = 1;
     assert_int_equal(kind_next_slot(op, REDLOCK_ELOCKED), 0);
 
     /* Fence write-back: the plain lock's script over the slot. */
     if (fencing) {
-      round = op->prim.ops->fence_round(op, "777", 3, NULL);
+      round = fence_round_of(op, "777", 3);
       decoded_t d = decode(round);
       assert_script(&d, SCRIPT_FENCE_COMMIT, 2);
       assert_string_equal(d.argv[3], op->keys[0]);
@@ -379,7 +411,7 @@ static void test_sem_keys_and_rounds(void **state) {
     lock.n_keys = op->n_keys;
     memcpy(lock.value, op->value, sizeof lock.value);
     lock.prim = op->prim;
-    round = lock.prim.ops->extend_round(&f->engine, &lock, 9000, NULL, NULL);
+    round = extend_round_of(&f->engine, &lock, 9000);
     decoded_t d = decode(round);
     assert_script(&d, SCRIPT_SEM_EXTEND, 2);
     assert_string_equal(d.argv[3], op->keys[0]);
@@ -397,7 +429,7 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = op->fence_keys;
       lock.fence_key_lens = op->fence_key_lens;
       lock.fence = 777;
-      round = lock.prim.ops->extend_round(&f->engine, &lock, 9000, NULL, NULL);
+      round = extend_round_of(&f->engine, &lock, 9000);
       d = decode(round);
       assert_script(&d, SCRIPT_SEM_EXTEND, 3);
       assert_string_equal(d.argv[5], op->fence_keys[0]);
@@ -409,14 +441,14 @@ static void test_sem_keys_and_rounds(void **state) {
       lock.fence_keys = NULL;
       lock.fence_key_lens = NULL;
     }
-    round = lock.prim.ops->release_round(&f->engine, &lock, NULL, NULL);
+    round = release_round_of(&f->engine, &lock);
     d = decode(round);
     assert_script(&d, SCRIPT_SEM_RELEASE, 1);
     assert_string_equal(d.argv[3], op->keys[0]);
     assert_string_equal(d.argv[5], REDLOCK_RELEASE_CHANNEL_PREFIX "{p:jobs}:sem");
     assert_string_equal(d.argv[6], "1"); /* last: a cluster voter rewrites it (scripts.h) */
     round_discard(round);
-    round = op->prim.ops->attempt_release_round(op);
+    round = attempt_release_round_of(op);
     d = decode(round);
     assert_string_equal(d.argv[6], "0"); /* a failed attempt is not announced */
     round_discard(round);
@@ -446,7 +478,7 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_int_equal(strlen(op->prim.intent), write ? RANDOM_VALUE_LEN : 0);
       assert_int_equal(op->prim.ops->wake_mode, NOTIFY_WAKE_ALL);
 
-      round_t *round = op->prim.ops->acquire_round(op, NULL);
+      round_t *round = acquire_round_of(op);
       decoded_t d = decode(round);
       assert_script(&d, write ? SCRIPT_RW_WRITE : SCRIPT_RW_READ, fencing ? 4 : 3);
       assert_string_equal(d.argv[3], "{cfg}:rw:write");
@@ -468,7 +500,7 @@ static void test_rw_keys_and_rounds(void **state) {
       if (write) {
         /* A one-shot writer sets no intent. */
         op->mode = LOCK_MODE_TRY;
-        round = op->prim.ops->acquire_round(op, NULL);
+        round = acquire_round_of(op);
         d = decode(round);
         assert_string_equal(d.argv[d.argc - 1], "0");
         round_discard(round);
@@ -482,7 +514,7 @@ static void test_rw_keys_and_rounds(void **state) {
       lock.key_lens = op->key_lens;
       memcpy(lock.value, op->value, sizeof lock.value);
       lock.prim = op->prim;
-      round = lock.prim.ops->release_round(&f->engine, &lock, NULL, NULL);
+      round = release_round_of(&f->engine, &lock);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_RELEASE, 3);
       /* A write hold's release also drops its intent. */
@@ -490,7 +522,7 @@ static void test_rw_keys_and_rounds(void **state) {
       assert_string_equal(d.argv[8], REDLOCK_RELEASE_CHANNEL_PREFIX "{cfg}:rw");
       assert_string_equal(d.argv[9], "1");
       round_discard(round);
-      round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
+      round = extend_round_of(&f->engine, &lock, 700);
       d = decode(round);
       assert_script(&d, SCRIPT_RW_EXTEND, 2);
       assert_string_equal(d.argv[6], "700");
@@ -503,7 +535,7 @@ static void test_rw_keys_and_rounds(void **state) {
         lock.fence_keys = op->fence_keys;
         lock.fence_key_lens = op->fence_key_lens;
         lock.fence = 42;
-        round = lock.prim.ops->extend_round(&f->engine, &lock, 700, NULL, NULL);
+        round = extend_round_of(&f->engine, &lock, 700);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_EXTEND, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "{cfg}:rw:write");
@@ -514,7 +546,7 @@ static void test_rw_keys_and_rounds(void **state) {
         round_discard(round);
       }
       if (fencing) {
-        round = op->prim.ops->fence_round(op, "42", 2, NULL);
+        round = fence_round_of(op, "42", 2);
         d = decode(round);
         assert_script(&d, SCRIPT_RW_FENCE_COMMIT, 3);
         assert_string_equal(d.argv[5], FENCE_KEY_PREFIX "{cfg}:rw:write");
@@ -531,7 +563,7 @@ static void test_rw_keys_and_rounds(void **state) {
 
 static round_t *voted_round(fake_t *f, op_acquire_t *op, const int64_t *integers,
                             const vote_state_t *states) {
-  round_t *round = op->prim.ops->acquire_round(op, NULL);
+  round_t *round = acquire_round_of(op);
   assert_non_null(round);
   (void)f;
   for (unsigned i = 0; i < round->n_votes; i++) {

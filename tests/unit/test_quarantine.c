@@ -256,7 +256,104 @@ static void test_parse_replication(void **state) {
   assert_int_equal(info_parse_replication("role:master", 4, &r), ST_EINVAL);
 }
 
+/* The state a node keeps: a reconnect to the same server inside a
+ * failover's quarantine keeps its end; a restart's is judged anew. */
+static void test_state_handshake(void **state) {
+  (void)state;
+  quarantine_state_t qs = {0};
+  info_server_t s = server(RUN_A, 1000);
+  info_replication_t r = repl(REPL_1, REPL_2, 0);
+  quarantine_verdict_t v = quarantine_at_handshake(&qs, 1, &s, &r, NULL, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(v.q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(v.said, 0);
+  assert_int_equal(v.new_run_id, 0);
+  assert_int_equal(qs.until_ns, NOW + MAX_NS);
+  assert_true(quarantine_active(&qs, NOW));
+  assert_int_equal(quarantine_left_ms(&qs, NOW + 1), MAX_TTL_MS);
+  assert_int_equal(quarantine_left_ms(&qs, NOW + MAX_NS), 0);
+
+  /* Later, the same server again: still the first sighting's end. */
+  v = quarantine_at_handshake(&qs, 1, &s, &r, NULL, NOW + 10 * S, MAX_TTL_MS, &no_ack);
+  assert_int_equal(v.said, 1);
+  assert_int_equal(v.q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(qs.until_ns, NOW + MAX_NS);
+
+  /* Another run_id, up long before the loss: another server. */
+  quarantine_lost(&qs, NOW + 20 * S);
+  info_server_t b = server(RUN_B, 1000);
+  v = quarantine_at_handshake(&qs, 1, &b, &r, NULL, NOW + 30 * S, MAX_TTL_MS, &no_ack);
+  assert_int_equal(v.new_run_id, 1);
+  assert_int_equal(v.said, 0);
+  assert_int_equal(qs.kind, QUARANTINE_MOVED);
+  assert_int_equal(qs.past.lost_ns, 0);
+
+  /* Quarantine off: none starts, the server is remembered all the same. */
+  memset(&qs, 0, sizeof qs);
+  v = quarantine_at_handshake(&qs, 0, &s, &r, NULL, NOW, MAX_TTL_MS, &no_ack);
+  assert_int_equal(v.q.kind, QUARANTINE_NONE);
+  assert_int_equal(qs.until_ns, 0);
+  assert_true(qs.past.seen);
+  assert_false(quarantine_active(&qs, NOW));
+}
+
+/* The role check's news: a replication id that changed on a live
+ * connection is remembered and makes the quarantine longer. */
+static void test_state_replid(void **state) {
+  (void)state;
+  quarantine_state_t qs = {0};
+  info_server_t s = server(RUN_A, 1000);
+  info_replication_t r1 = repl(REPL_1, "", 0), r2 = repl(REPL_2, REPL_1, 0);
+  (void)quarantine_at_handshake(&qs, 1, &s, &r1, NULL, NOW, MAX_TTL_MS, &no_ack);
+  assert_true(quarantine_same_history(&qs, &r1));
+  assert_false(quarantine_same_history(&qs, &r2));
+  quarantine_t q;
+  assert_int_equal(quarantine_replid_changed(&qs, &r2, NOW, MAX_TTL_MS, &no_ack, &q), 1);
+  assert_int_equal(q.kind, QUARANTINE_FAILOVER);
+  assert_int_equal(qs.until_ns, NOW + MAX_NS);
+  assert_true(quarantine_same_history(&qs, &r2));
+  /* One that ends sooner leaves the one in force. */
+  assert_int_equal(quarantine_replid_changed(&qs, &r1, NOW - S, MAX_TTL_MS, &no_ack, &q), 0);
+  assert_int_equal(qs.until_ns, NOW + MAX_NS);
+  /* Acks that cover every replica waive it. */
+  const ack_spec_t wait1 = {ACK_WAIT, 0, 1, 0};
+  info_replication_t r3 = repl(REPL_1, REPL_2, 1);
+  assert_int_equal(quarantine_replid_changed(&qs, &r3, NOW + S, MAX_TTL_MS, &wait1, &q), 0);
+  assert_int_equal(q.kind, QUARANTINE_NONE);
+}
+
+/* The hint, and how voters name the quarantine in force. */
+static void test_state_hint_and_why(void **state) {
+  (void)state;
+  quarantine_state_t qs = {0};
+  quarantine_set_hint(&qs, RUN_A, NOW - S);
+  assert_string_equal(qs.hint.run_id, RUN_A);
+  assert_int_equal(qs.hint.master_since_ns, NOW - S);
+  quarantine_set_hint(&qs, "short", NOW);
+  assert_string_equal(qs.hint.run_id, "");
+  quarantine_set_hint(&qs, NULL, 0);
+  assert_int_equal(qs.hint.master_since_ns, 0);
+
+  char buf[80];
+  quarantine_why(&qs, QUARANTINE_VIEW_AS_IS, NOW, buf, sizeof buf);
+  assert_string_equal(buf, "");
+  assert_string_equal(quarantine_state_name(&qs, QUARANTINE_VIEW_AS_IS), "");
+  qs.kind = QUARANTINE_MOVED;
+  qs.until_ns = NOW + 1500000u;
+  quarantine_why(&qs, QUARANTINE_VIEW_AS_IS, NOW, buf, sizeof buf);
+  assert_string_equal(buf, "quarantine (another server at this address): 2 ms left");
+  quarantine_why(&qs, QUARANTINE_VIEW_MOVE_IS_FAILOVER, NOW, buf, sizeof buf);
+  assert_string_equal(buf, "failover quarantine: 2 ms left");
+  assert_string_equal(quarantine_state_name(&qs, QUARANTINE_VIEW_MOVE_IS_FAILOVER),
+                      "failover quarantine");
+  qs.kind = QUARANTINE_RESTART;
+  assert_string_equal(quarantine_state_name(&qs, QUARANTINE_VIEW_MOVE_IS_FAILOVER),
+                      "restart quarantine");
+  quarantine_why(&qs, QUARANTINE_VIEW_AS_IS, NOW + 2 * S, buf, sizeof buf);
+  assert_string_equal(buf, "");
+}
+
 UNIT_MAIN(cmocka_unit_test(test_restart), cmocka_unit_test(test_first_sight_promoted),
           cmocka_unit_test(test_same_server), cmocka_unit_test(test_new_run_id),
           cmocka_unit_test(test_hint), cmocka_unit_test(test_names),
-          cmocka_unit_test(test_parse_replication))
+          cmocka_unit_test(test_parse_replication), cmocka_unit_test(test_state_handshake),
+          cmocka_unit_test(test_state_replid), cmocka_unit_test(test_state_hint_and_why))

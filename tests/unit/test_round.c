@@ -109,6 +109,13 @@ static void on_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   assert_ptr_equal(round->ctx, f);
 }
 
+/* round_new's round (NULL when it could not make one). */
+static round_t *new_round_of(round_env_t *env, const round_params_t *params) {
+  round_t *round = NULL;
+  (void)round_new(env, params, &round);
+  return round;
+}
+
 /* A round of `kind` over "SET k v NX PX 1000" (or EVALSHA of the release
  * script when script != NULL). */
 static round_t *new_round(fake_t *f, round_kind_t kind, const script_t *script, int64_t expect,
@@ -131,15 +138,16 @@ static round_t *new_round(fake_t *f, round_kind_t kind, const script_t *script, 
   }
   for (int i = 0; i < argc; i++)
     len[i] = strlen(argv[i]);
-  round_t *round = round_new(&f->env, &(round_params_t){.argc = argc,
-                                                        .argv = argv,
-                                                        .argv_len = len,
-                                                        .script = script,
-                                                        .expect_integer = expect,
-                                                        .kind = kind,
-                                                        .replay_mask = replay_mask,
-                                                        .on_decided = with_cb ? on_decided : NULL,
-                                                        .ctx = f});
+  round_t *round =
+      new_round_of(&f->env, &(round_params_t){.argc = argc,
+                                              .argv = argv,
+                                              .argv_len = len,
+                                              .script = script,
+                                              .expect_integer = expect,
+                                              .kind = kind,
+                                              .replay_mask = replay_mask,
+                                              .on_decided = with_cb ? on_decided : NULL,
+                                              .ctx = f});
   assert_non_null(round);
   return round;
 }
@@ -741,13 +749,13 @@ static void test_nested_decisions(void **state) {
   fake_t *f = *state;
   const char *argv[] = {"PING"};
   size_t len[] = {4};
-  round_t *outer = round_new(&f->env, &(round_params_t){.argc = 1,
-                                                        .argv = argv,
-                                                        .argv_len = len,
-                                                        .expect_integer = ROUND_EXPECT_OK,
-                                                        .kind = ROUND_PLAIN,
-                                                        .on_decided = on_decided_nested,
-                                                        .ctx = f});
+  round_t *outer = new_round_of(&f->env, &(round_params_t){.argc = 1,
+                                                           .argv = argv,
+                                                           .argv_len = len,
+                                                           .expect_integer = ROUND_EXPECT_OK,
+                                                           .kind = ROUND_PLAIN,
+                                                           .on_decided = on_decided_nested,
+                                                           .ctx = f});
   assert_non_null(outer);
   round_send(outer);
   for (unsigned i = 0; i < 3; i++)
@@ -778,13 +786,13 @@ static void test_key_slot_goes_with_requests(void **state) {
   const char *argv[] = {"SET", "foo", "v"};
   const size_t len[] = {3, 3, 1};
   for (int key_arg = 0; key_arg <= 1; key_arg++) {
-    round_t *round = round_new(&f->env, &(round_params_t){.argc = 3,
-                                                          .argv = argv,
-                                                          .argv_len = len,
-                                                          .expect_integer = ROUND_EXPECT_OK,
-                                                          .key_arg = key_arg,
-                                                          .on_decided = on_decided,
-                                                          .ctx = f});
+    round_t *round = new_round_of(&f->env, &(round_params_t){.argc = 3,
+                                                             .argv = argv,
+                                                             .argv_len = len,
+                                                             .expect_integer = ROUND_EXPECT_OK,
+                                                             .key_arg = key_arg,
+                                                             .on_decided = on_decided,
+                                                             .ctx = f});
     assert_non_null(round);
     round_send(round);
     for (unsigned i = 0; i < N; i++)
