@@ -110,6 +110,30 @@ static void test_acquire_and_release_events(void **state) {
   engine_close(e);
 }
 
+/* A watched lock found lost: the event names it and says why, and has no
+ * round (no votes). */
+static void test_lost_event(void **state) {
+  (void)state;
+  static events_t log;
+  memset(&log, 0, sizeof log);
+  engine_fx_t *e = open_with_events(&log);
+  redlock_lock_t *lock = engine_acquire(e, "held:1", 2000);
+  fake_advance_ms(2000); /* its validity spent */
+  lost_result_t lost = {0};
+  engine_watch(e, lock, &lost);
+  assert_int_equal(lost.calls, 1);
+  const ev_seen_t *l = NULL;
+  for (unsigned k = 0; k < log.n; k++)
+    if (log.ev[k].kind == REDLOCK_EVENT_LOST)
+      l = &log.ev[k];
+  assert_non_null(l);
+  assert_int_equal(l->status, lost.reason);
+  assert_string_equal(l->resource, "held:1");
+  assert_int_equal(l->nodes, 0);
+  assert_true(l->out_of_range_ok);
+  engine_close(e);
+}
+
 /* No event: every accessor answers its "none". */
 static void test_accessors_without_event(void **state) {
   (void)state;
@@ -127,6 +151,7 @@ static void test_accessors_without_event(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_acquire_and_release_events),
+      cmocka_unit_test(test_lost_event),
       cmocka_unit_test(test_accessors_without_event),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
