@@ -18,61 +18,42 @@
 #include "redlock.h"
 #include "redlock_uv.h"
 
-typedef struct {
-  redlock_t *client;
-  int lock_done, lock_status;
-  redlock_lock_t *lock;
-  int unlock_done, unlock_status;
-  int closed;
-  int noscripts_warned;
-} run_t;
+/* The no-scripts warnings the client logged. */
+static unsigned noscripts_warned;
 
 static void on_log(int level, const char *msg, void *arg) {
-  run_t *r = arg;
+  (void)arg;
   if (level >= REDLOCK_LOG_WARN && strstr(msg, "runs no scripts") != NULL)
-    r->noscripts_warned++;
+    noscripts_warned++;
 }
-static void on_lock(int status, redlock_lock_t *lock, void *arg) {
-  run_t *r = arg;
-  r->lock_done++;
-  r->lock_status = status;
-  r->lock = lock;
-}
-static void on_unlock(int status, void *arg) {
-  run_t *r = arg;
-  r->unlock_done++;
-  r->unlock_status = status;
-}
-static void on_closed(void *arg) { ((run_t *)arg)->closed++; }
-static int lock_done(void *arg) { return ((run_t *)arg)->lock_done > 0; }
-static int unlock_done(void *arg) { return ((run_t *)arg)->unlock_done > 0; }
-static int closed(void *arg) { return ((run_t *)arg)->closed > 0; }
 
 static void test_release_by_delifeq(void **state) {
   nf_t *f = *state;
   mock_master_on(f->mock, "SCRIPT", MOCK_REPLY, "-ERR unknown command 'SCRIPT'\r\n", 0);
   mock_master_on(f->mock, "COMMAND", MOCK_REPLY, "*2\r\n*1\r\n$7\r\ndelifeq\r\n*-1\r\n", 0);
   mock_master_on(f->mock, "DELIFEQ", MOCK_REPLY, ":1\r\n", 0);
-  static run_t r;
+  static nf_client_t r;
   memset(&r, 0, sizeof r);
+  noscripts_warned = 0;
   redlock_options_t *opts = redlock_options_new();
   assert_non_null(opts);
   assert_int_equal(redlock_options_add_node(opts, mock_master_uri(f->mock, NULL, NULL)), 0);
-  assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_WARN, on_log, &r), 0);
+  assert_int_equal(redlock_options_set_log(opts, REDLOCK_LOG_WARN, on_log, NULL), 0);
   assert_int_equal(redlock_open_uv(&r.client, opts, &f->loop), REDLOCK_OK);
   redlock_options_free(opts);
 
-  assert_int_equal(redlock_lock_async(r.client, "forms", 10000, 0, on_lock, &r), REDLOCK_OK);
-  assert_true(mock_run_until(&f->loop, lock_done, &r, NF_WAIT_MS));
+  assert_int_equal(redlock_lock_async(r.client, "forms", 10000, 0, nf_client_on_lock, &r),
+                   REDLOCK_OK);
+  assert_true(mock_run_until(&f->loop, nf_client_locked, &r, NF_WAIT_MS));
   assert_int_equal(r.lock_status, REDLOCK_OK);
-  assert_int_equal(r.noscripts_warned, 1);
+  assert_int_equal(noscripts_warned, 1);
   const mock_cmd_t *set = mock_master_last(f->mock, "SET");
   assert_non_null(set);
   assert_true(set->argc >= 4);
   assert_string_equal(set->argv[3], "NX");
 
-  assert_int_equal(redlock_unlock_async(r.client, r.lock, on_unlock, &r), REDLOCK_OK);
-  assert_true(mock_run_until(&f->loop, unlock_done, &r, NF_WAIT_MS));
+  assert_int_equal(redlock_unlock_async(r.client, r.lock, nf_client_on_unlock, &r), REDLOCK_OK);
+  assert_true(mock_run_until(&f->loop, nf_client_unlocked, &r, NF_WAIT_MS));
   assert_int_equal(r.unlock_status, REDLOCK_OK);
   const mock_cmd_t *del = mock_master_last(f->mock, "DELIFEQ");
   assert_non_null(del);
@@ -81,8 +62,8 @@ static void test_release_by_delifeq(void **state) {
   assert_int_equal(mock_master_count(f->mock, "EVALSHA"), 0);
   assert_int_equal(mock_master_count(f->mock, "EVAL"), 0);
 
-  redlock_close_uv(r.client, on_closed, &r);
-  assert_true(mock_run_until(&f->loop, closed, &r, NF_WAIT_MS));
+  redlock_close_uv(r.client, nf_client_on_closed, &r);
+  assert_true(mock_run_until(&f->loop, nf_client_closed, &r, NF_WAIT_MS));
   /* The announcement, written once the release's reply said it deleted,
    * has reached the mock by the time the client is closed. */
   assert_int_equal(mock_master_count(f->mock, "PUBLISH"), 1);

@@ -37,6 +37,7 @@ typedef struct {
   unsigned decisions;
   quorum_outcome_t outcome;
   const round_t *deciding_seen; /* env->deciding during on_decided */
+  const round_alt_t *alt;       /* new_round's script-free forms, or NULL */
   uint64_t set_mask;            /* round_set_mask at the decision */
 } fake_t;
 
@@ -139,6 +140,7 @@ static round_t *new_round(fake_t *f, round_kind_t kind, const script_t *script, 
                                                         .expect_integer = expect,
                                                         .kind = kind,
                                                         .replay_mask = replay_mask,
+                                                        .alt = f->alt,
                                                         .on_decided = with_cb ? on_decided : NULL,
                                                         .ctx = f});
   assert_non_null(round);
@@ -817,22 +819,9 @@ static round_alt_t release_alt(void) {
 
 /* A release of "k" with the release script, its script-free forms alt. */
 static round_t *new_release_alt(fake_t *f, const round_alt_t *alt, uint64_t mask) {
-  const script_t *script = script_get(SCRIPT_RELEASE);
-  const char *argv[] = {"EVALSHA", script->sha1, "1", "k", "v"};
-  size_t len[5];
-  for (int i = 0; i < 5; i++)
-    len[i] = strlen(argv[i]);
-  round_t *round = round_new(&f->env, &(round_params_t){.argc = 5,
-                                                        .argv = argv,
-                                                        .argv_len = len,
-                                                        .script = script,
-                                                        .expect_integer = 1,
-                                                        .kind = ROUND_RELEASE,
-                                                        .replay_mask = mask,
-                                                        .alt = alt,
-                                                        .on_decided = on_decided,
-                                                        .ctx = f});
-  assert_non_null(round);
+  f->alt = alt;
+  round_t *round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, mask, 1);
+  f->alt = NULL;
   return round;
 }
 
