@@ -38,6 +38,7 @@ typedef struct {
   quorum_outcome_t outcome;
   const round_t *deciding_seen; /* env->deciding during on_decided */
   const round_alt_t *alt;       /* new_round's script-free forms, or NULL */
+  unsigned caps;                /* env.caps_seen, when a test sets it */
   uint64_t set_mask;            /* round_set_mask at the decision */
 } fake_t;
 
@@ -838,17 +839,24 @@ static void assert_cmd(const node_cmd_t *cmd, const char *resp) {
   assert_memory_equal(cmd->cmd, resp, cmd->len);
 }
 
+/* Some master has `caps` (caps_seen); a release with release_alt()'s forms
+ * is sent. */
+static round_t *send_release_alt(fake_t *f, unsigned caps, uint64_t mask) {
+  f->caps = caps;
+  f->env.caps_seen = &f->caps;
+  round_alt_t alt = release_alt();
+  round_t *round = new_release_alt(f, &alt, mask);
+  round_send(round);
+  return round;
+}
+
 /* Once some master has a script-free release (caps_seen), the round
  * formats the forms once, after its votes: the form, the commands ahead of
  * it, the announcement and its SPUBLISH twin; every vote points at them.
  * A vote read in a form counts as the script's would. */
 static void test_alt_forms_formatted_once_caps_seen(void **state) {
   fake_t *f = *state;
-  unsigned caps = CAP_DELIFEQ;
-  f->env.caps_seen = &caps;
-  round_alt_t alt = release_alt();
-  round_t *round = new_release_alt(f, &alt, 0);
-  round_send(round);
+  send_release_alt(f, CAP_DELIFEQ, 0);
   const node_forms_t *forms = out_req(f, 0)->forms;
   assert_non_null(forms);
   for (unsigned i = 1; i < N; i++)
@@ -928,11 +936,7 @@ static void test_alt_forms_long_announce_no_shard_twin(void **state) {
  * master is kept for replay in that form, not as the script. */
 static void test_alt_release_replayed_in_its_form(void **state) {
   fake_t *f = *state;
-  unsigned caps = CAP_DELIFEQ;
-  f->env.caps_seen = &caps;
-  round_alt_t alt = release_alt();
-  round_t *round = new_release_alt(f, &alt, 0x1f);
-  round_send(round);
+  send_release_alt(f, CAP_DELIFEQ, 0x1f);
   out_req(f, 1)->form = NODE_FORM_DELIFEQ;
   fake_reply_none(&f->fake, 1); /* disconnected */
   assert_int_equal(f->fake.m[1].defers, 1);
