@@ -44,6 +44,10 @@ integration_reason() {
     echo "a Redis Cluster: slot maps read from live seeds, redirections, resharding"
     ;;
   tls) echo "OpenSSL contexts and handshakes against a TLS server" ;;
+  resolve)
+    echo "name lookups off the loop against a resolver that hangs, fails or answers several" \
+      "addresses (integration/test_resolve: the getaddrinfo shim slowdns)"
+    ;;
   *) ;;
   esac
 }
