@@ -18,7 +18,7 @@
 #     redis-server.  The api-labelled tests (tests/api) are not among them:
 #     they run against real redis-server processes (tests/support's fixture).
 #     A few modules are the glue to what only a real deployment has (Sentinel
-#     groups, Redis Clusters, TLS servers): integration_reason below names
+#     groups, Redis Clusters, TLS servers, resolvers): integration_reason names
 #     them and why.  Their unit figure is printed but not judged; with
 #     --integration the integration suite runs too (`ctest -L integration`,
 #     no tortures; needs redis-server, and takes a while) and they are judged
