@@ -240,3 +240,24 @@ static int nf_prepare(nf_t *f, nf_req_t *r, const char *words, int keep) {
   r->req.keep = keep;
   return 0;
 }
+
+/* ---- a whole client on the loop ---------------------------------------------------- */
+
+void nf_client_on_lock(int status, redlock_lock_t *lock, void *arg) {
+  nf_client_t *r = arg;
+  r->lock_done++;
+  r->lock_status = status;
+  r->lock = lock;
+}
+
+void nf_client_on_unlock(int status, void *arg) {
+  nf_client_t *r = arg;
+  r->unlock_done++;
+  r->unlock_status = status;
+}
+
+void nf_client_on_closed(void *arg) { ((nf_client_t *)arg)->closed++; }
+
+int nf_client_locked(void *arg) { return ((nf_client_t *)arg)->lock_done > 0; }
+int nf_client_unlocked(void *arg) { return ((nf_client_t *)arg)->unlock_done > 0; }
+int nf_client_closed(void *arg) { return ((nf_client_t *)arg)->closed > 0; }

@@ -12,6 +12,7 @@
 
 #include "conn/conn.h"
 #include "mock_master.h"
+#include "redlock.h"
 #include "voters/node.h"
 
 #define NF_MAX_EVENTS 512
@@ -62,6 +63,23 @@ typedef struct {
 /* cmocka setup / teardown: the fixture with the mock listening and the node
  * addressed at it (not started).  Teardown shuts the node down if needed,
  * waits for CLOSED, closes the mock and requires the loop to end clean. */
+/* A whole client on the fixture's loop (redlock_open_uv) and what its
+ * calls' callbacks were told, each call counted. */
+typedef struct {
+  redlock_t *client;
+  int lock_done, lock_status;
+  redlock_lock_t *lock;
+  int unlock_done, unlock_status;
+  int closed;
+} nf_client_t;
+/* The callbacks (arg: the nf_client_t), and waits for them (mock_run_until). */
+void nf_client_on_lock(int status, redlock_lock_t *lock, void *arg);
+void nf_client_on_unlock(int status, void *arg);
+void nf_client_on_closed(void *arg);
+int nf_client_locked(void *arg);
+int nf_client_unlocked(void *arg);
+int nf_client_closed(void *arg);
+
 int nf_setup(void **state);
 int nf_teardown(void **state);
 

@@ -61,33 +61,6 @@ static int mock_unconnected(void *arg) { return mock_master_open_conns(arg) == 0
 
 /* ---- redlock_open_uv ------------------------------------------------------------------ */
 
-typedef struct {
-  redlock_t *client;
-  int lock_done, lock_status;
-  redlock_lock_t *lock;
-  int unlock_done, unlock_status;
-  int closed;
-} uv_run_t;
-
-static void on_lock(int status, redlock_lock_t *lock, void *arg) {
-  uv_run_t *r = arg;
-  r->lock_done++;
-  r->lock_status = status;
-  r->lock = lock;
-}
-
-static void on_unlock(int status, void *arg) {
-  uv_run_t *r = arg;
-  r->unlock_done++;
-  r->unlock_status = status;
-}
-
-static void on_closed(void *arg) { ((uv_run_t *)arg)->closed++; }
-
-static int lock_done(void *arg) { return ((uv_run_t *)arg)->lock_done > 0; }
-static int unlock_done(void *arg) { return ((uv_run_t *)arg)->unlock_done > 0; }
-static int closed(void *arg) { return ((uv_run_t *)arg)->closed > 0; }
-
 /* Options over the fixture's mock master.  A connection a failed allocation
  * dropped reconnects after its backoff: the acquisition retries meanwhile
  * (within NF_WAIT_MS). */
@@ -101,16 +74,17 @@ static redlock_options_t *mock_options(nf_t *f) {
 
 /* The client opened on the fixture's loop works: a lock is taken and
  * released on the mock; then it closes there. */
-static void check_uv_client_works(nf_t *f, uv_run_t *r) {
-  assert_int_equal(redlock_lock_async(r->client, "oom-uv", 10000, 0, on_lock, r), REDLOCK_OK);
-  assert_true(mock_run_until(&f->loop, lock_done, r, NF_WAIT_MS));
+static void check_uv_client_works(nf_t *f, nf_client_t *r) {
+  assert_int_equal(redlock_lock_async(r->client, "oom-uv", 10000, 0, nf_client_on_lock, r),
+                   REDLOCK_OK);
+  assert_true(mock_run_until(&f->loop, nf_client_locked, r, NF_WAIT_MS));
   assert_int_equal(r->lock_status, REDLOCK_OK);
   assert_non_null(r->lock);
-  assert_int_equal(redlock_unlock_async(r->client, r->lock, on_unlock, r), REDLOCK_OK);
-  assert_true(mock_run_until(&f->loop, unlock_done, r, NF_WAIT_MS));
+  assert_int_equal(redlock_unlock_async(r->client, r->lock, nf_client_on_unlock, r), REDLOCK_OK);
+  assert_true(mock_run_until(&f->loop, nf_client_unlocked, r, NF_WAIT_MS));
   assert_int_equal(r->unlock_status, REDLOCK_OK);
-  redlock_close_uv(r->client, on_closed, r);
-  assert_true(mock_run_until(&f->loop, closed, r, NF_WAIT_MS));
+  redlock_close_uv(r->client, nf_client_on_closed, r);
+  assert_true(mock_run_until(&f->loop, nf_client_closed, r, NF_WAIT_MS));
   assert_int_equal(r->closed, 1);
 }
 
@@ -120,7 +94,7 @@ static void test_open_uv_each_allocation(void **state) {
   for (k = 1; k <= OOM_MAX_K; k++) {
     redlock_options_t *opts = mock_options(f);
     unsigned before = loop_handles(&f->loop);
-    uv_run_t r;
+    nf_client_t r;
     memset(&r, 0, sizeof r);
     r.client = (redlock_t *)&r; /* not NULL: the call must write *out */
     int rc;

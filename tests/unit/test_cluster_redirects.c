@@ -356,6 +356,33 @@ static void test_ask_pingpong_deadline(void **state) {
             PINGPONG_REQUEST_MS / PINGPONG_DELAY_MS + 1u);
 }
 
+/* The stats of a cluster voter name each primary its requests went to:
+ * their count, those in flight and their durations, in Prometheus' text
+ * and in JSON. */
+static void test_primaries_in_stats(void **state) {
+  nf_t *f = *state;
+  rd_t *t = rd_open(f, 3, 1000);
+  if (rd_lock(t) != REDLOCK_OK)
+    RD_FAIL(t, "the lock was not granted: %s", t->votes);
+  char primary[64], want[128];
+  snprintf(primary, sizeof primary, "127.0.0.1:%d", mock_master_port(f->mock));
+  static char text[65536];
+  int n = redlock_stats(t->client, REDLOCK_STATS_PROMETHEUS, text, sizeof text);
+  assert_true(n > 0 && (size_t)n < sizeof text);
+  snprintf(want, sizeof want, "primary=\"%s\"", primary);
+  assert_non_null(strstr(text, want));
+  assert_non_null(strstr(text, "\nredlock_primary_requests_total{"));
+  assert_non_null(strstr(text, "\nredlock_primary_requests_in_flight{"));
+  assert_non_null(strstr(text, "\nredlock_primary_request_duration_seconds_bucket{"));
+  n = redlock_stats(t->client, REDLOCK_STATS_JSON, text, sizeof text);
+  assert_true(n > 0 && (size_t)n < sizeof text);
+  snprintf(want, sizeof want, "\"primaries\":[{\"primary\":\"%s\"", primary);
+  assert_non_null(strstr(text, want));
+  assert_non_null(strstr(text, "\"requests_total\":"));
+  assert_non_null(strstr(text, "\"request_duration_seconds\":"));
+  rd_close(t);
+}
+
 /* Teardown: b closed too (after its counts were read). */
 static int rd_teardown(void **state) {
   if (storage.client != NULL && !storage.closed) /* a failed test: the loop must end */
@@ -373,6 +400,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_moved_loop, nf_setup, rd_teardown),
       cmocka_unit_test_setup_teardown(test_moved_loop_warns_counted, nf_setup, rd_teardown),
       cmocka_unit_test_setup_teardown(test_ask_pingpong_deadline, nf_setup, rd_teardown),
+      cmocka_unit_test_setup_teardown(test_primaries_in_stats, nf_setup, rd_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

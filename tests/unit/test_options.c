@@ -406,6 +406,31 @@ static void test_add_node_logs_refusal(void **state) {
   assert_int_equal(seen.calls, 3);
 }
 
+/* A master listed twice is refused (its two votes would make a quorum
+ * alone), silently without a callback; with one, the refusal names the
+ * master and, spelled otherwise, how it was listed. */
+static void test_add_node_logs_duplicate(void **state) {
+  redlock_options_t *o = *state;
+  assert_int_equal(redlock_options_add_node(o, "redis://h1:7001"), 0);
+  REFUSED(o, redlock_options_add_node(o, "redis://h1:7001"));
+  log_seen_t seen = {0};
+  assert_int_equal(redlock_options_set_log(o, REDLOCK_LOG_ERROR, log_cb, &seen), 0);
+  REFUSED(o, redlock_options_add_node(o, "redis://h1:7001"));
+  assert_int_equal(seen.calls, 1);
+  assert_int_equal(seen.level, REDLOCK_LOG_ERROR);
+  assert_string_equal(seen.msg, "redlock_options_add_node: master h1:7001 is already listed");
+  REFUSED(o, redlock_options_add_node(o, "redis://user:pw@h1:7001/3"));
+  assert_int_equal(seen.calls, 2);
+  assert_null(strstr(seen.msg, "pw"));
+  /* The same address spelled otherwise. */
+  assert_int_equal(redlock_options_add_node(o, "redis://127.0.0.1:7002"), 0);
+  REFUSED(o, redlock_options_add_node(o, "redis://127.1:7002"));
+  assert_int_equal(seen.calls, 3);
+  assert_string_equal(
+      seen.msg, "redlock_options_add_node: master 127.1:7002 is already listed as 127.0.0.1:7002");
+  assert_int_equal(o->n_nodes, 2);
+}
+
 /* ---- options_copy ---------------------------------------------------------------------- */
 
 static void test_copy_deep(void **state) {
@@ -603,5 +628,5 @@ static void test_host_allowed(void **state) {
 UNIT_MAIN(T(test_defaults), cmocka_unit_test(test_null_options), T(test_retry), T(test_drift),
           T(test_timeouts), T(test_max_ttl), T(test_flags), T(test_key_prefix), T(test_set_log),
           T(test_add_node), T(test_add_node_limit), T(test_add_node_logs_refusal),
-          cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes), T(test_tls_setters),
-          T(test_allow_discovered), cmocka_unit_test(test_host_allowed))
+          T(test_add_node_logs_duplicate), cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes),
+          T(test_tls_setters), T(test_allow_discovered), cmocka_unit_test(test_host_allowed))

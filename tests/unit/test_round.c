@@ -16,6 +16,7 @@
 
 #include "engine/round.h"
 #include "fake_transport.h"
+#include "proto/caps.h"
 #include "proto/keyslot.h"
 #include "proto/scripts.h"
 
@@ -36,6 +37,8 @@ typedef struct {
   unsigned decisions;
   quorum_outcome_t outcome;
   const round_t *deciding_seen; /* env->deciding during on_decided */
+  const round_alt_t *alt;       /* new_round's script-free forms, or NULL */
+  unsigned caps;                /* env.caps_seen, when a test sets it */
   uint64_t set_mask;            /* round_set_mask at the decision */
 } fake_t;
 
@@ -146,6 +149,7 @@ static round_t *new_round(fake_t *f, round_kind_t kind, const script_t *script, 
                                               .expect_integer = expect,
                                               .kind = kind,
                                               .replay_mask = replay_mask,
+                                              .alt = f->alt,
                                               .on_decided = with_cb ? on_decided : NULL,
                                               .ctx = f});
   assert_non_null(round);
@@ -803,6 +807,175 @@ static void test_key_slot_goes_with_requests(void **state) {
   assert_int_equal(f->decisions, 2);
 }
 
+/* ---- script-free forms (round_alt_t) ---- */
+
+/* "DELIFEQ k v", MULTI ahead of it, the announcement "PUBLISH ch m". */
+static const char *const alt_form_argv[] = {"DELIFEQ", "k", "v"};
+static const size_t alt_form_len[] = {7, 1, 1};
+static const char *const alt_before_argv[] = {"MULTI"};
+static const size_t alt_before_len[] = {5};
+static const char *const alt_announce_argv[] = {"PUBLISH", "ch", "m"};
+static const size_t alt_announce_len[] = {7, 2, 1};
+
+static round_alt_t release_alt(void) {
+  round_alt_t alt = {0};
+  alt.form[NODE_FORM_DELIFEQ] = (round_argv_t){3, alt_form_argv, alt_form_len};
+  alt.before[0] = (round_argv_t){1, alt_before_argv, alt_before_len};
+  alt.announce = (round_argv_t){3, alt_announce_argv, alt_announce_len};
+  alt.nolua_only = 1u << NODE_FORM_TX;
+  return alt;
+}
+
+/* A release of "k" with the release script, its script-free forms alt. */
+static round_t *new_release_alt(fake_t *f, const round_alt_t *alt, uint64_t mask) {
+  f->alt = alt;
+  round_t *round = new_round(f, ROUND_RELEASE, script_get(SCRIPT_RELEASE), 1, mask, 1);
+  f->alt = NULL;
+  return round;
+}
+
+/* The request out at master i (its oldest). */
+static node_req_t *out_req(fake_t *f, unsigned i) {
+  fake_master_t *m = &f->fake.m[i];
+  assert_true(m->n_out > 0);
+  return m->out[m->head % FAKE_OUT_MAX].req;
+}
+
+static void assert_cmd(const node_cmd_t *cmd, const char *resp) {
+  assert_non_null(cmd->cmd);
+  assert_int_equal(cmd->len, strlen(resp));
+  assert_memory_equal(cmd->cmd, resp, cmd->len);
+}
+
+/* Some master has `caps` (caps_seen); a release with release_alt()'s forms
+ * is sent. */
+static round_t *send_release_alt(fake_t *f, unsigned caps, uint64_t mask) {
+  f->caps = caps;
+  f->env.caps_seen = &f->caps;
+  round_alt_t alt = release_alt();
+  round_t *round = new_release_alt(f, &alt, mask);
+  round_send(round);
+  return round;
+}
+
+/* Once some master has a script-free release (caps_seen), the round
+ * formats the forms once, after its votes: the form, the commands ahead of
+ * it, the announcement and its SPUBLISH twin; every vote points at them.
+ * A vote read in a form counts as the script's would. */
+static void test_alt_forms_formatted_once_caps_seen(void **state) {
+  fake_t *f = *state;
+  send_release_alt(f, CAP_DELIFEQ, 0);
+  const node_forms_t *forms = out_req(f, 0)->forms;
+  assert_non_null(forms);
+  for (unsigned i = 1; i < N; i++)
+    assert_ptr_equal(out_req(f, i)->forms, forms);
+  assert_cmd(&forms->form[NODE_FORM_DELIFEQ], "*3\r\n$7\r\nDELIFEQ\r\n$1\r\nk\r\n$1\r\nv\r\n");
+  assert_null(forms->form[NODE_FORM_DELEX].cmd);
+  assert_null(forms->form[NODE_FORM_TX].cmd);
+  assert_int_equal(forms->n_before, 1);
+  assert_cmd(&forms->before[0], "*1\r\n$5\r\nMULTI\r\n");
+  assert_cmd(&forms->announce, "*3\r\n$7\r\nPUBLISH\r\n$2\r\nch\r\n$1\r\nm\r\n");
+  assert_cmd(&forms->announce_shard, "*3\r\n$8\r\nSPUBLISH\r\n$2\r\nch\r\n$1\r\nm\r\n");
+  assert_int_equal(forms->nolua_only, 1u << NODE_FORM_TX);
+  for (unsigned i = 0; i < N; i++)
+    out_req(f, i)->form = NODE_FORM_DELIFEQ; /* as node_pick_form would on such a master */
+  fake_reply_int(&f->fake, 0, 1);
+  fake_reply_int(&f->fake, 1, 1);
+  fake_reply_int(&f->fake, 2, 0);
+  assert_int_equal(f->decisions, 0);
+  fake_reply_int(&f->fake, 3, 1);
+  assert_int_equal(f->decisions, 1);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  fake_reply_int(&f->fake, 4, 1);
+  assert_int_equal(votes(f, 2, WHY_REFUSED), 1);
+}
+
+/* A release's forms hold at most its SPUBLISH twin (cmd_shard). */
+static void assert_no_alt_forms(const node_forms_t *forms) {
+  if (forms == NULL)
+    return;
+  for (int k = NODE_FORM_SCRIPT + 1; k < NODE_FORM_COUNT; k++)
+    assert_null(forms->form[k].cmd);
+  assert_int_equal(forms->n_before, 0);
+  assert_null(forms->announce.cmd);
+}
+
+/* Without caps_seen, or when no master has such a command, the forms are
+ * not made: a client of script-only masters formats nothing more. */
+static void test_alt_forms_not_made_without_caps(void **state) {
+  fake_t *f = *state;
+  round_alt_t alt = release_alt();
+  round_t *round = new_release_alt(f, &alt, 0);
+  round_send(round);
+  assert_no_alt_forms(out_req(f, 0)->forms);
+  fake_reply_int_all(&f->fake, 1);
+  assert_int_equal(f->outcome, QUORUM_WON);
+  unsigned caps = CAP_LUA; /* scripts only */
+  f->env.caps_seen = &caps;
+  round = new_release_alt(f, &alt, 0);
+  round_send(round);
+  assert_no_alt_forms(out_req(f, 0)->forms);
+  fake_reply_int_all(&f->fake, 1);
+  assert_int_equal(f->decisions, 2);
+}
+
+/* An announcement of more than four words is not made (a release's
+ * PUBLISH has three): the forms go without one. */
+static void test_alt_forms_long_announce_no_shard_twin(void **state) {
+  fake_t *f = *state;
+  unsigned caps = CAP_DELEX;
+  f->env.caps_seen = &caps;
+  static const char *const long_argv[] = {"PUBLISH", "ch", "m", "x", "y"};
+  static const size_t long_len[] = {7, 2, 1, 1, 1};
+  round_alt_t alt = release_alt();
+  alt.announce = (round_argv_t){5, long_argv, long_len};
+  round_t *round = new_release_alt(f, &alt, 0);
+  round_send(round);
+  const node_forms_t *forms = out_req(f, 0)->forms;
+  assert_non_null(forms);
+  assert_non_null(forms->form[NODE_FORM_DELIFEQ].cmd);
+  assert_null(forms->announce.cmd);
+  assert_null(forms->announce_shard.cmd);
+  fake_reply_int_all(&f->fake, 1);
+  assert_int_equal(f->outcome, QUORUM_WON);
+}
+
+/* A release sent in a script-free form that may not have reached its
+ * master is kept for replay in that form, not as the script. */
+static void test_alt_release_replayed_in_its_form(void **state) {
+  fake_t *f = *state;
+  send_release_alt(f, CAP_DELIFEQ, 0x1f);
+  out_req(f, 1)->form = NODE_FORM_DELIFEQ;
+  fake_reply_none(&f->fake, 1); /* disconnected */
+  assert_int_equal(f->fake.m[1].defers, 1);
+  assert_true(fake_deferred_has(&f->fake, 1, "DELIFEQ"));
+  assert_false(fake_deferred_has(&f->fake, 1, script_get(SCRIPT_RELEASE)->sha1));
+  fake_reply_none(&f->fake, 0); /* sent as the script: replayed as the script */
+  assert_true(fake_deferred_has(&f->fake, 0, script_get(SCRIPT_RELEASE)->sha1));
+  fake_reply_int_all(&f->fake, 1);
+  assert_int_equal(f->outcome, QUORUM_WON);
+}
+
+/* A transaction's EXEC reply is read by direct.h, not as the script's: an
+ * error or a reply that is no array is no yes, whatever it says. */
+static void test_alt_tx_replies_read_as_exec(void **state) {
+  fake_t *f = *state;
+  round_t *round = new_round(f, ROUND_ACQUIRE, NULL, ROUND_EXPECT_OK, 0, 1);
+  round_send(round);
+  out_req(f, 0)->form = NODE_FORM_TX;
+  out_req(f, 1)->form = NODE_FORM_SET_IFEQ;
+  out_req(f, 2)->form = NODE_FORM_TX;
+  fake_reply_ok(&f->fake, 0); /* +OK is no EXEC reply */
+  fake_reply_ok(&f->fake, 1); /* nor for an extension's transaction */
+  fake_reply_error(&f->fake, 2, "EXECABORT Transaction discarded");
+  assert_int_equal(why(round, 0), WHY_BADREPLY);
+  assert_int_equal(why(round, 1), WHY_BADREPLY);
+  assert_int_equal(why(round, 2), WHY_ERROR);
+  assert_int_equal(f->decisions, 1);
+  assert_int_equal(f->outcome, QUORUM_LOST_NOQUORUM);
+  fake_reply_ok_all(&f->fake);
+}
+
 int main(void) {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -830,6 +1003,11 @@ int main(void) {
       T(test_integer_expectations),
       T(test_nested_decisions),
       T(test_key_slot_goes_with_requests),
+      T(test_alt_forms_formatted_once_caps_seen),
+      T(test_alt_forms_not_made_without_caps),
+      T(test_alt_forms_long_announce_no_shard_twin),
+      T(test_alt_release_replayed_in_its_form),
+      T(test_alt_tx_replies_read_as_exec),
       cmocka_unit_test(test_why_names),
   };
 #undef T

@@ -191,12 +191,83 @@ static void test_option(void **state) {
   redlock_options_free(o);
 }
 
+/* A directory that cannot be made, or whose name is empty or too long, is
+ * no place for sightings: 0, why naming it. */
+static void test_dir_refused(void **state) {
+  tmp_t *t = *state;
+  uint64_t age = 99;
+  char why[200];
+  assert_int_equal(sightings_first_seen("", RUN_A, REPL_1, &age, why, sizeof why), 0);
+  assert_non_null(strstr(why, "too long or empty"));
+  static char long_dir[SIGHTINGS_DIR_MAX + 2];
+  memset(long_dir, 'd', sizeof long_dir - 1);
+  long_dir[0] = '/';
+  assert_int_equal(sightings_first_seen(long_dir, RUN_A, REPL_1, &age, why, sizeof why), 0);
+  assert_non_null(strstr(why, "too long or empty"));
+  /* Its parent is a regular file: mkdir fails. */
+  char file[160], under[200];
+  snprintf(file, sizeof file, "%s/a-file", t->root);
+  FILE *f = fopen(file, "w");
+  assert_non_null(f);
+  fclose(f);
+  snprintf(under, sizeof under, "%s/state", file);
+  assert_int_equal(sightings_first_seen(under, RUN_A, REPL_1, &age, why, sizeof why), 0);
+  assert_non_null(strstr(why, "cannot make state directory"));
+  assert_non_null(strstr(why, file));
+}
+
+/* A record that is a symbolic link is not followed (another user could
+ * point it anywhere): 0, why naming it; an id that is not 40 hex digits
+ * makes no record; and pruning passes over what is no regular file. */
+static void test_link_and_bad_ids(void **state) {
+  tmp_t *t = *state;
+  uint64_t age = 0;
+  char why[200];
+  assert_int_equal(seen(t, RUN_A, REPL_2, &age, why), 1); /* makes the directory */
+  char path[256];
+  record_path(t, RUN_A, REPL_1, path, sizeof path);
+  assert_int_equal(symlink("/etc/hostname", path), 0);
+  assert_int_equal(seen(t, RUN_A, REPL_1, &age, why), 0);
+  assert_non_null(strstr(why, "cannot read sighting"));
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkdir(path, 0700), 0); /* a directory of a record's name */
+  char upper[] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+  assert_int_equal(seen(t, upper, REPL_1, &age, why), 0);
+  assert_non_null(strstr(why, "without run_id and replication id"));
+  /* A new record prunes: the directory stays. */
+  assert_int_equal(seen(t, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", REPL_1, &age, why), 1);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+}
+
+/* A record read back that is older than a day is touched: in use, so the
+ * pruning of stale ones leaves it. */
+static void test_old_record_touched(void **state) {
+  tmp_t *t = *state;
+  uint64_t age = 0;
+  char why[200];
+  assert_int_equal(seen(t, RUN_A, REPL_1, &age, why), 1);
+  char path[256];
+  record_path(t, RUN_A, REPL_1, path, sizeof path);
+  time_t old = time(NULL) - 3 * 24 * 3600;
+  struct timespec times[2] = {{.tv_sec = old}, {.tv_sec = old}};
+  assert_int_equal(utimensat(AT_FDCWD, path, times, 0), 0);
+  assert_int_equal(seen(t, RUN_A, REPL_1, &age, why), 1);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(st.st_mtime > old + 24 * 3600);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_first_then_earlier, setup, teardown),
       cmocka_unit_test_setup_teardown(test_existing_record_kept, setup, teardown),
       cmocka_unit_test_setup_teardown(test_untrusted, setup, teardown),
       cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_dir_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_old_record_touched, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_link_and_bad_ids, setup, teardown),
       cmocka_unit_test(test_option),
   };
   return cmocka_run_group_tests_name("sightings", tests, NULL, NULL);
