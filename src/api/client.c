@@ -66,7 +66,15 @@ static void client_voters_started(void *arg) { client_loop_started(arg); }
 
 static void client_voters_arm(void *arg, uint64_t due_ns) { client_arm_deadline(arg, due_ns); }
 
-static void client_voters_settled(void *arg) { client_maybe_finish_close(arg); }
+/* Something settled (a voter, a round, an op): a draining close may go on.
+ * Judged here, so that an open client's every op and round does not enter
+ * the close's module. */
+static void close_progress(redlock_t *client) {
+  if (client->close.phase == CLOSE_DRAINING)
+    client_maybe_finish_close(client);
+}
+
+static void client_voters_settled(void *arg) { close_progress(arg); }
 
 static void client_voters_closed(void *arg) { client_module_closed(arg); }
 
@@ -74,7 +82,7 @@ static void rounds_arm_deadline(void *arg, uint64_t deadline_ns) {
   client_arm_deadline(arg, deadline_ns);
 }
 
-static void rounds_settled(void *arg) { client_maybe_finish_close(arg); }
+static void rounds_settled(void *arg) { close_progress(arg); }
 
 /* round_env_t.decided: a caller's round was decided (redlock_last_votes):
  * the client's latest, and the calling thread's own. */
@@ -148,7 +156,7 @@ static status_t client_compose(redlock_t *client, voter_t *const *fakes) {
 }
 
 /* engine_owner_t: what the engine asks of the client. */
-static void engine_op_ended(void *arg) { client_maybe_finish_close(arg); }
+static void engine_op_ended(void *arg) { close_progress(arg); }
 static void engine_run(void *arg, op_t *op) { client_run_or_park(arg, op); }
 static int engine_is_open(void *arg) {
   redlock_t *client = arg;
