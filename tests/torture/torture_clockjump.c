@@ -127,6 +127,25 @@ static uint64_t server_time_us(int m) {
   return *end == '\n' ? s * 1000000u + strtoull(end + 1, NULL, 10) : 0;
 }
 
+/* How long after the offset is written M0's TIME must show it. */
+#define SHIM_SEEN_MS 2000
+
+typedef struct {
+  int64_t want_ms; /* the offset written */
+  uint64_t m0, m1; /* TIME on M0 and M1, µs (0: no answer) */
+  double ahead_ms; /* M0 - M1 */
+} jump_seen_t;
+
+/* M0's TIME is ahead of M1's by about the offset (within 1 s). */
+static int jump_seen(void *arg) {
+  jump_seen_t *j = arg;
+  j->m0 = server_time_us(0);
+  j->m1 = server_time_us(1);
+  j->ahead_ms = ((double)j->m0 - (double)j->m1) / 1000.0;
+  return j->m0 != 0 && j->m1 != 0 && j->ahead_ms >= (double)j->want_ms - 1000.0 &&
+         j->ahead_ms <= (double)j->want_ms + 1000.0;
+}
+
 /* GET key on master m, into buf ("(nil)" when absent, "" unanswered). */
 static void server_get(int m, const char *key, char *buf, size_t size) {
   rh_server_command(fx.servers[m], buf, size, "GET %s", key);
@@ -259,8 +278,13 @@ static int scenario(redlock_t *a, redlock_t *b, const char *res, int64_t *offset
     fprintf(stderr, "clockjump: set-up error: cannot write the offset file\n");
     return -1;
   }
-  uint64_t after_m0 = server_time_us(0), after_m1 = server_time_us(1);
-  double ahead_ms = ((double)after_m0 - (double)after_m1) / 1000.0;
+  /* Valkey answers TIME (and judges expiry) with the time it cached before
+   * it last slept: the jump shows from the command after the one that woke
+   * it.  Asked until it shows, within SHIM_SEEN_MS. */
+  jump_seen_t seen = {.want_ms = *offset_ms};
+  (void)rh_wait_until(jump_seen, &seen, SHIM_SEEN_MS);
+  uint64_t after_m0 = seen.m0, after_m1 = seen.m1;
+  double ahead_ms = seen.ahead_ms;
   double before_ms = ((double)before_m0 - (double)before_m1) / 1000.0;
   printf("3. M0's wall clock jumps forward by %" PRId64 " ms: M0 - M1 was %.0f ms, is now %.0f "
          "ms\n",
