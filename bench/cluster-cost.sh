@@ -77,7 +77,7 @@ else
 fi
 deadline=$((SECONDS + 30))
 for p in "${cluster_ports[@]}"; do
-  until "$cli" -p "$p" cluster info | grep -q 'cluster_state:ok'; do
+  until "$cli" -p "$p" cluster info | grep 'cluster_state:ok' >/dev/null; do
     [ "$SECONDS" -lt "$deadline" ] || { echo "cluster-cost.sh: cluster not ok" >&2; exit 1; }
     sleep 0.1
   done

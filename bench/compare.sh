@@ -52,7 +52,7 @@ fi
 cp "$here/compare/node-bench.js" "$NODE_DIR/node-bench.js"
 
 # ---- redis-plus-plus
-if apt-cache policy libredis++-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+if apt-cache policy libredis++-dev 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; then
   echo "SKIP redis-plus-plus: libredis++-dev is available here but compare.sh has no driver for it yet"
 else
   echo "SKIP redis-plus-plus: not packaged in Debian (libredis++-dev has no candidate; checked Debian 12 and trixie)"
@@ -101,7 +101,7 @@ ratios() { # label ours node
   echo "| $1 | $(ratio "$(med "$2" .cycles_per_s)" "$(med "$3" .cycles_per_s)") | $(ratio "$(med "$2" .cycle.p50)" "$(med "$3" .cycle.p50)") | $(ratio "$(med "$2" .cycle.p99)" "$(med "$3" .cycle.p99)") | $(ratio "$(med "$2" .client_cpu_us_per_cycle)" "$(med "$3" .client_cpu_us_per_cycle)") | $(ratio "$(med "$2" .server_cpu_us_per_cycle)" "$(med "$3" .server_cpu_us_per_cycle)") |"
 }
 
-nv=$(jq -r '"node-redlock \(.redlock), ioredis \(.ioredis), node \(.node)"' "$OUT/node_thr.jsonl" | head -1)
+nv=$(jq -r '"node-redlock \(.redlock), ioredis \(.ioredis), node \(.node)"' "$OUT/node_thr.jsonl" | sed -n 1p)
 echo
 echo "## redlock-c vs node-redlock, N=$N"
 echo

@@ -68,12 +68,12 @@ d_pids=("${bench_pids[@]:N:N}")
 # A set that still has DELIFEQ would take the script-free path in both runs
 # and the comparison would measure nothing.
 for p in "${s_ports[@]}"; do
-  if redis-cli -h 127.0.0.1 -p "$p" command info delifeq | grep -qi delifeq; then
+  if redis-cli -h 127.0.0.1 -p "$p" command info delifeq | grep -i delifeq >/dev/null; then
     echo "script-free-cost.sh: DELIFEQ still present on set S's master $p" >&2
     exit 1
   fi
 done
-if ! redis-cli -h 127.0.0.1 -p "${d_ports[0]}" command info delifeq | grep -qi delifeq; then
+if ! redis-cli -h 127.0.0.1 -p "${d_ports[0]}" command info delifeq | grep -i delifeq >/dev/null; then
   echo "script-free-cost.sh: $bench_server has no DELIFEQ (needs Valkey >= 9.0)" >&2
   exit 1
 fi

@@ -30,10 +30,10 @@ run() {
   elif grep -q '^SKIP:' "$log"; then
     if [ "${REDLOCK_REQUIRE_TOOLCHAINS:-0}" = 1 ]; then
       failed=$((failed + 1))
-      summary+=("FAIL  $name: skipped, but REDLOCK_REQUIRE_TOOLCHAINS=1: $(grep '^SKIP:' "$log" | head -n1)")
+      summary+=("FAIL  $name: skipped, but REDLOCK_REQUIRE_TOOLCHAINS=1: $(grep '^SKIP:' "$log" | sed -n 1p)")
     else
       skipped=$((skipped + 1))
-      summary+=("SKIP  $name: $(grep '^SKIP:' "$log" | head -n1)")
+      summary+=("SKIP  $name: $(grep '^SKIP:' "$log" | sed -n 1p)")
     fi
   else
     passed=$((passed + 1))

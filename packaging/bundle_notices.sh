@@ -31,17 +31,17 @@ for lib in "$dir"/lib*.so*; do
   case "$name" in libredlock.*) continue ;; esac
   # The installed copy it came from: the same file name under the loader's
   # directories (the bundle holds copies, which dpkg does not know).
-  origin=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n {print $NF; exit}')
+  origin=$(ldconfig -p 2>/dev/null | awk -v n="$name" '$1 == n && !found {print $NF; found = 1}')
   [ -n "$origin" ] || { echo "bundle_notices: $name: not found by ldconfig -p" >&2; exit 1; }
-  pkg=$(dpkg-query -S "$(readlink -f "$origin")" 2>/dev/null | head -n1 | cut -d: -f1) ||
+  pkg=$(dpkg-query -S "$(readlink -f "$origin")" 2>/dev/null | sed -n 1p | cut -d: -f1) ||
     true
-  [ -n "$pkg" ] || pkg=$(dpkg-query -S "$origin" 2>/dev/null | head -n1 | cut -d: -f1) || true
+  [ -n "$pkg" ] || pkg=$(dpkg-query -S "$origin" 2>/dev/null | sed -n 1p | cut -d: -f1) || true
   [ -n "$pkg" ] ||
     { echo "bundle_notices: $name ($origin): no Debian package owns it" >&2; exit 1; }
   copyright="/usr/share/doc/$pkg/copyright"
   [ -s "$copyright" ] ||
     { echo "bundle_notices: $name: $copyright is missing (package $pkg)" >&2; exit 1; }
-  version=$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null | head -n1)
+  version=$(dpkg-query -W -f '${Version}' "$pkg" 2>/dev/null | sed -n 1p)
   {
     echo "$name is bundled from the Debian package $pkg $version; its copyright file"
     echo "($copyright) follows."

@@ -71,8 +71,8 @@ redlock_need_packages() {
 redlock_need_packages
 
 # CMake >= 3.25 is required (Debian 12 ships 3.25.1).
-cmake_version=$(cmake --version | head -n1 | awk '{print $3}')
-if [ "$(printf '%s\n3.25\n' "$cmake_version" | sort -V | head -n1)" != "3.25" ]; then
+cmake_version=$(cmake --version | sed -n 1p | awk '{print $3}')
+if [ "$(printf '%s\n3.25\n' "$cmake_version" | sort -V | sed -n 1p)" != "3.25" ]; then
   echo "CMake >= 3.25 is required (found $cmake_version)" >&2
   exit 1
 fi

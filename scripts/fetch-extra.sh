@@ -27,7 +27,7 @@ mkdir -p "$prefix"
 
 # The Debian mirror the system already uses (deb822 or one-line format).
 mirror=$(grep -hsE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null |
-  grep -E '/debian/?( |$)' | sed -E 's/^URIs: *//; s/^deb (\[[^]]*\] )?//; s/ .*//' | head -n1 || true)
+  grep -E '/debian/?( |$)' | sed -E 's/^URIs: *//; s/^deb (\[[^]]*\] )?//; s/ .*//' | sed -n 1p || true)
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
 # fetch SUITE DEST PACKAGE...: download into DEST/debs and unpack into DEST/root.
@@ -61,7 +61,7 @@ hi="$prefix/hiredis"
 if [ ! -f "$hi/lib/pkgconfig/hiredis.pc" ]; then
   rm -rf "$hi"
   fetch trixie "$hi" libhiredis-dev libhiredis1.1.0
-  multi=$(ls -d "$hi"/root/usr/lib/*-linux-gnu | head -n1)
+  multi=$(ls -d "$hi"/root/usr/lib/*-linux-gnu | sed -n 1p)
   mkdir -p "$hi/lib/pkgconfig"
   ln -sfn "$hi/root/usr/include" "$hi/include"
   for so in "$multi"/libhiredis*; do ln -sfn "$so" "$hi/lib/"; done
@@ -89,7 +89,7 @@ if [ ! -x "$sid/root/usr/bin/valkey-check-rdb" ] || [ ! -x "$sid/root/usr/bin/re
     libsystemd0 libjemalloc2 liblzf1 libatomic1 libcap2 libgcc-s1 libzstd1 liblz4-1 liblzma5 \
     libgcrypt20 libgpg-error0 libstdc++6
 fi
-loader=$(ls "$sid"/root/usr/lib/*-linux-gnu/ld-linux*.so.* 2>/dev/null | head -n1 || true)
+loader=$(ls "$sid"/root/usr/lib/*-linux-gnu/ld-linux*.so.* 2>/dev/null | sed -n 1p || true)
 if [ -z "$loader" ]; then
   echo "fetch-extra: no dynamic loader under $sid/root (libc6 not unpacked)" >&2
   exit 1

@@ -149,8 +149,8 @@ bundle_libs() {
       cp -L "$path" "$bundled/$lib"
     done < <(ldd "$bundled/libredlock.so.0" |
       sed -n 's/^[[:space:]]*\(lib\(hiredis\|uv\)[^ ]*\) => \([^ ]*\).*/\1 \3/p')
-    [ -f "$bundled/libredlock.so.0" ] && ls "$bundled" | grep -q '^libhiredis' &&
-      ls "$bundled" | grep -q '^libuv' ||
+    [ -f "$bundled/libredlock.so.0" ] && ls "$bundled" | grep '^libhiredis' >/dev/null &&
+      ls "$bundled" | grep '^libuv' >/dev/null ||
       { echo "package.sh: bundle lacks libredlock, libhiredis or libuv: $(ls "$bundled")" >&2; exit 1; }
     echo "    bundled: $(cd "$bundled" && echo *)"
     # Their license notices, from the system's Debian copyright files of the

@@ -34,7 +34,7 @@ go vet -tags redlock_static ./...
 bin=$(mktemp -d /tmp/redlock-go-static.XXXXXX)
 trap 'rm -rf "$bin"' EXIT
 go test -tags redlock_static -c -o "$bin/redlock.test" .
-if readelf -d "$bin/redlock.test" | grep -q 'NEEDED.*libredlock'; then
+if readelf -d "$bin/redlock.test" | grep 'NEEDED.*libredlock' >/dev/null; then
   echo "FAIL: go: the redlock_static build still needs libredlock.so:"
   readelf -d "$bin/redlock.test" | grep NEEDED
   exit 1
@@ -57,7 +57,7 @@ awk -v dir="$blocks" '
   /^ *``` *$/ && f != "" { close(f); f = ""; next }
   f != "" { print substr($0, indent + 1) > f }
 ' "$readme"
-main=$(grep -l '^package main' "$blocks"/*.go | head -1)
+main=$(grep -l '^package main' "$blocks"/*.go | sed -n 1p)
 [ -n "$main" ] || { echo "FAIL: README.md has no whole Go program" >&2; exit 1; }
 installs=0
 for sh in $(grep -l 'REDLOCK_SRC=' "$blocks"/*.sh); do

@@ -108,14 +108,14 @@ for mode in static static-syslibdir shared; do
   [ "$mode" = shared ] || feat=(--features static)
   if [ "$mode" = static-syslibdir ]; then
     sys=(PKG_CONFIG_SYSTEM_LIBRARY_PATH="$build")
-    if env "${sys[@]}" pkg-config --libs redlock | grep -q -- "-L$build"; then
+    if env "${sys[@]}" pkg-config --libs redlock | grep -- "-L$build" >/dev/null; then
       echo "FAIL: pkg-config still prints -L$build with PKG_CONFIG_SYSTEM_LIBRARY_PATH" >&2
       exit 1
     fi
   fi
   (cd "$work/app" && env "${sys[@]}" cargo build --offline --quiet "${feat[@]}")
   bin=$work/app/target/debug/redlock-consumer
-  if [ "$mode" != shared ] && readelf -d "$bin" | grep -q 'libredlock\.so'; then
+  if [ "$mode" != shared ] && readelf -d "$bin" | grep 'libredlock\.so' >/dev/null; then
     echo "FAIL: the static build loads libredlock.so" >&2
     exit 1
   fi

@@ -115,7 +115,7 @@ for t in "${targets[@]}"; do
   else
     failed+=("$t")
     echo "    $t: CRASH (exit $rc)   ${stats:-}"
-    grep -E 'ERROR: |SUMMARY: |fuzz invariant failed|runtime error' "$work/$t.log" | head -n 8 | sed 's/^/      /'
+    grep -E 'ERROR: |SUMMARY: |fuzz invariant failed|runtime error' "$work/$t.log" | sed -n 1,8p | sed 's/^/      /'
     mkdir -p "tests/fuzz/regressions/$t"
     for a in $artifacts; do
       dest="tests/fuzz/regressions/$t/$(basename "$a")"

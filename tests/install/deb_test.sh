@@ -104,8 +104,8 @@ upstream=${version%-*}
 echo "version $version"
 depends() { dpkg-deb -f "${deb[$1]}" Depends; }
 has_dep() { # PACKAGE DEPENDENCY: Depends of PACKAGE lists DEPENDENCY (a name, or "name (op ver)")
-  depends "$1" | tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -qxF -- "$2" ||
-    depends "$1" | tr ',' '\n' | sed 's/^ *//; s/ (.*//' | grep -qxF -- "$2"
+  depends "$1" | tr ',' '\n' | sed 's/^ *//; s/ *$//' | grep -xF -- "$2" >/dev/null ||
+    depends "$1" | tr ',' '\n' | sed 's/^ *//; s/ (.*//' | grep -xF -- "$2" >/dev/null
 }
 for d in libc6 libhiredis0.14 libuv1; do
   has_dep libredlock0 "$d" || fail "libredlock0 does not depend on $d: $(depends libredlock0)"
@@ -127,7 +127,7 @@ for p in "${packages[@]}"; do
   [ -s "$x/usr/share/doc/$p/copyright" ] || fail "$p has no /usr/share/doc/$p/copyright"
   while IFS= read -r f; do
     if readelf -h "$f" >/dev/null 2>&1; then
-      if readelf -d "$f" 2>/dev/null | grep -qE '\((RPATH|RUNPATH)\)'; then
+      if readelf -d "$f" 2>/dev/null | grep -E '\((RPATH|RUNPATH)\)' >/dev/null; then
         fail "$p: ${f#"$x"} has an RPATH/RUNPATH: $(readelf -d "$f" | grep -E 'RPATH|RUNPATH')"
       fi
     fi
@@ -195,7 +195,7 @@ fi
 for p in "${packages[@]}"; do
   [ "$(installed_state "$p")" = "install ok installed" ] || fail "$p: $(installed_state "$p")"
 done
-ldconfig -p | grep -qF "libredlock.so.0 (" || fail "ldconfig does not know libredlock.so.0"
+ldconfig -p | grep -F "libredlock.so.0 (" >/dev/null || fail "ldconfig does not know libredlock.so.0"
 [ "$(command -v redlock)" = /usr/bin/redlock ] || fail "redlock is not /usr/bin/redlock"
 cli_version=$(env -u LD_LIBRARY_PATH redlock --version 2>&1) || fail "redlock --version: $cli_version"
 case "$cli_version" in
@@ -259,7 +259,7 @@ for b in "${shared[@]}" "$tmp/examples-consumer/consumer-basic" "$tmp/examples-p
 done
 echo "the shared builds load $want; the static ones need no libredlock"
 for b in "${static[@]}"; do
-  if readelf -d "$b" | grep -q 'NEEDED.*libredlock'; then
+  if readelf -d "$b" | grep 'NEEDED.*libredlock' >/dev/null; then
     fail "$b is meant to be linked statically but needs libredlock"
   fi
 done

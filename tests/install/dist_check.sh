@@ -64,7 +64,7 @@ done
 echo "==> hardening of the shipped binaries"
 dpkg-deb -x "$runtime" "$tmp/runtime"
 dpkg-deb -x "$tools" "$tmp/tools"
-lib=$(find "$tmp/runtime" -name 'libredlock.so.0' | head -n1)
+lib=$(find "$tmp/runtime" -name 'libredlock.so.0' | sed -n 1p)
 cli="$tmp/tools/usr/bin/redlock"
 [ -n "$lib" ] || bad "${runtime##*/} holds no libredlock.so.0"
 [ -f "$cli" ] || bad "${tools##*/} holds no usr/bin/redlock"
@@ -74,8 +74,8 @@ import sys, zipfile
 zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
 PY
 tar -xzf "$npm" -C "$tmp/npm"
-wheel_lib=$(find "$tmp/wheel" -name 'libredlock.so.0' | head -n1)
-npm_lib=$(find "$tmp/npm" -name 'libredlock.so.0' | head -n1)
+wheel_lib=$(find "$tmp/wheel" -name 'libredlock.so.0' | sed -n 1p)
+npm_lib=$(find "$tmp/npm" -name 'libredlock.so.0' | sed -n 1p)
 [ -n "$wheel_lib" ] || bad "${wheel##*/} holds no libredlock.so.0"
 [ -n "$npm_lib" ] || bad "${npm##*/} holds no libredlock.so.0"
 files=()

@@ -38,7 +38,7 @@ for f in "$@"; do
     continue
   fi
   missing=()
-  LC_ALL=C readelf -l -W "$f" 2>/dev/null | grep -q '^[[:space:]]*GNU_RELRO[[:space:]]' ||
+  LC_ALL=C readelf -l -W "$f" 2>/dev/null | grep '^[[:space:]]*GNU_RELRO[[:space:]]' >/dev/null ||
     missing+=("RELRO (no GNU_RELRO segment: link with -Wl,-z,relro)")
   dynamic=$(LC_ALL=C readelf -d -W "$f" 2>/dev/null || true)
   grep -Eq '\(FLAGS\)[[:space:]].*BIND_NOW|\(FLAGS_1\)[[:space:]].*[[:space:]]NOW' <<<"$dynamic" ||
