@@ -718,7 +718,10 @@ static void test_three_clusters(void **state) {
   CF_CHECK(fx, 1, b, redlock_unlock(b, again));
 }
 
+/* Run as four ctest shards, every fourth test each (tests/integration/
+ * CMakeLists.txt): the order puts both reshards, which load both cores, in
+ * the first shard, the one kept apart from the other heavy tests. */
 FX_MAIN("cluster_faults", &fx_profile_integration, CF_TEST(test_reshard_held),
-        CF_TEST(test_reshard_load), CF_TEST(test_failover_graceful), CF_TEST(test_failover_kill),
-        CF_TEST(test_cluster_wait), CF_TEST(test_demoted_promoted_idle),
+        CF_TEST(test_failover_graceful), CF_TEST(test_failover_kill), CF_TEST(test_cluster_wait),
+        CF_TEST(test_reshard_load), CF_TEST(test_demoted_promoted_idle),
         CF_TEST(test_wait_migrated_failover), CF_TEST(test_three_clusters))

@@ -504,13 +504,6 @@ static void test_unknown_master(void **state) {
   assert_true(fx_log_contains(fx, 0, "sentinels know no master named 'nosuch'"));
 }
 
-int main(void) {
-  fx_use_profile(&fx_profile_integration);
-  const struct CMUnitTest tests[] = {
-      SC_TEST(test_discovery),           SC_TEST(test_manual_failover),
-      SC_TEST(test_master_killed),       SC_TEST(test_never_two_holders),
-      SC_TEST(test_acked_lock_survives), SC_TEST(test_credentials),
-      SC_TEST(test_unknown_master),
-  };
-  return cmocka_run_group_tests_name("sentinel", tests, NULL, NULL);
-}
+FX_MAIN("sentinel", &fx_profile_integration, SC_TEST(test_discovery), SC_TEST(test_manual_failover),
+        SC_TEST(test_master_killed), SC_TEST(test_never_two_holders),
+        SC_TEST(test_acked_lock_survives), SC_TEST(test_credentials), SC_TEST(test_unknown_master))

@@ -4,6 +4,7 @@
  * halfway. */
 #include "fixture.h"
 
+#include <fnmatch.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,36 @@ const fx_profile_t fx_profile_api = {0, 0, 0, 10, 10};
 static const fx_profile_t *current_profile = &fx_profile_safety;
 
 void fx_use_profile(const fx_profile_t *profile) { current_profile = profile; }
+
+int fx_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
+                 CMFixtureFunction group_setup, CMFixtureFunction group_teardown) {
+  const char *only = getenv("FX_ONLY");
+  const char *shard = getenv("FX_SHARD");
+  unsigned k = 1, of = 1;
+  if (shard != NULL && (sscanf(shard, "%u/%u", &k, &of) != 2 || k == 0 || k > of)) {
+    fprintf(stderr, "%s: FX_SHARD=%s is not k/n with 1 <= k <= n\n", name, shard);
+    return 1;
+  }
+  struct CMUnitTest *picked = calloc(n > 0 ? n : 1, sizeof *picked);
+  if (picked == NULL)
+    return 1;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (i % of != k - 1)
+      continue;
+    if (only != NULL && fnmatch(only, tests[i].name, 0) != 0)
+      continue;
+    picked[m++] = tests[i];
+  }
+  int rc = 1;
+  if (m == 0)
+    fprintf(stderr, "%s: FX_SHARD=%s FX_ONLY=%s select no test\n", name, shard ? shard : "",
+            only ? only : "");
+  else
+    rc = _cmocka_run_group_tests(name, picked, m, group_setup, group_teardown);
+  free(picked);
+  return rc;
+}
 
 /* ---- fixtures ------------------------------------------------------------------------ */
 
