@@ -162,36 +162,42 @@ static char *host_label(const char *prefix, const char *host, int port) {
   return str_printf(ipv6 ? "%s[%s]:%d" : "%s%s:%d", prefix, host, port);
 }
 
-/* [userinfo@] of an authority that ends at end: the last '@' before it. */
-static status_t parse_authority_user(const char *rest, const char *end, node_addr_t *out,
-                                     const char **host_start, char *err_msg, size_t err_len) {
+/* The parts of [userinfo@]HOSTS[/PATH] (the body of a TCP, sentinel or
+ * cluster URI, which ends at end). */
+typedef struct {
+  const char *hosts, *hosts_end; /* after the userinfo, up to the path */
+  const char *path;              /* the '/' that starts it, or NULL */
+} uri_authority_t;
+
+/* Splits the body at its path and parses the userinfo into out: the last
+ * '@' before the path ends it (a password may contain one only escaped, but
+ * be lenient). */
+static status_t parse_authority(const char *rest, const char *end, node_addr_t *out,
+                                uri_authority_t *a, char *err_msg, size_t err_len) {
+  a->path = memchr(rest, '/', (size_t)(end - rest));
+  a->hosts_end = a->path != NULL ? a->path : end;
   const char *at = NULL;
-  for (const char *p = rest; p < end; p++)
+  for (const char *p = rest; p < a->hosts_end; p++)
     if (*p == '@')
-      at = p; /* the last '@': a password may contain one only escaped, but be lenient */
-  *host_start = rest;
-  if (at == NULL)
-    return ST_OK;
-  *host_start = at + 1;
-  return parse_userinfo(rest, (size_t)(at - rest), out, err_msg, err_len);
+      at = p;
+  a->hosts = at != NULL ? at + 1 : rest;
+  return at != NULL ? parse_userinfo(rest, (size_t)(at - rest), out, err_msg, err_len) : ST_OK;
 }
 
 static status_t parse_tcp(const char *rest, const char *end, node_addr_t *out, char *err_msg,
                           size_t err_len) {
-  const char *slash = memchr(rest, '/', (size_t)(end - rest));
-  const char *authority_end = slash != NULL ? slash : end;
-  const char *host_start;
-  status_t rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  uri_authority_t a;
+  status_t rc = parse_authority(rest, end, out, &a, err_msg, err_len);
   if (rc != ST_OK)
     return rc;
   long db = 0;
-  if (slash != NULL && slash + 1 < end) {
-    if (parse_uint(slash + 1, (size_t)(end - slash - 1), 0, URI_MAX_DB, &db) != ST_OK)
+  if (a.path != NULL && a.path + 1 < end) {
+    if (parse_uint(a.path + 1, (size_t)(end - a.path - 1), 0, URI_MAX_DB, &db) != ST_OK)
       return fail(err_msg, err_len, "database must be a number from 0 to %d", URI_MAX_DB);
   }
   out->kind = NODE_ADDR_TCP;
   out->db = (int)db;
-  rc = parse_hostport(host_start, authority_end, URI_REDIS_PORT, &out->host, &out->port, err_msg,
+  rc = parse_hostport(a.hosts, a.hosts_end, URI_REDIS_PORT, &out->host, &out->port, err_msg,
                       err_len);
   if (rc != ST_OK)
     return rc;
@@ -231,23 +237,21 @@ static status_t parse_seeds(const char *s, const char *end, int default_port, no
 static status_t parse_group(const char *rest, const char *end, node_addr_t *out, char *err_msg,
                             size_t err_len) {
   int sentinel = out->voter == VOTER_KIND_SENTINEL;
-  const char *slash = memchr(rest, '/', (size_t)(end - rest));
-  const char *authority_end = slash != NULL ? slash : end;
-  const char *host_start;
-  status_t rc = parse_authority_user(rest, authority_end, out, &host_start, err_msg, err_len);
+  uri_authority_t a;
+  status_t rc = parse_authority(rest, end, out, &a, err_msg, err_len);
   if (rc != ST_OK)
     return rc;
-  rc = parse_seeds(host_start, authority_end, sentinel ? URI_SENTINEL_PORT : URI_REDIS_PORT, out,
+  rc = parse_seeds(a.hosts, a.hosts_end, sentinel ? URI_SENTINEL_PORT : URI_REDIS_PORT, out,
                    err_msg, err_len);
   if (rc != ST_OK)
     return rc;
   if (!sentinel) {
-    if (slash != NULL && slash + 1 < end)
+    if (a.path != NULL && a.path + 1 < end)
       return fail(err_msg, err_len, "a cluster URI has no path (a cluster has only database 0)");
     out->label = host_label("cluster@", out->host, out->port);
     return out->label == NULL ? ST_ENOMEM : ST_OK;
   }
-  const char *name = slash != NULL ? slash + 1 : end;
+  const char *name = a.path != NULL ? a.path + 1 : end;
   const char *name_end = memchr(name, '/', (size_t)(end - name));
   if (name_end == NULL)
     name_end = end;
@@ -375,16 +379,24 @@ void uri_ack_describe(const ack_spec_t *ack, char *buf, size_t size) {
     snprintf(buf + n, size - (size_t)n, " wait_ms=%u", ack->timeout_ms);
 }
 
-static const struct {
-  const char *scheme;
-  voter_kind_t voter;
-  int tls;
-} schemes[] = {
+/* Each ends in "://", so none is a prefix of another. */
+static const uri_scheme_t schemes[] = {
     {"redis://", VOTER_KIND_STANDALONE, 0},         {"rediss://", VOTER_KIND_STANDALONE, 1},
     {"unix://", VOTER_KIND_STANDALONE, 0},          {"redis-sentinel://", VOTER_KIND_SENTINEL, 0},
     {"rediss-sentinel://", VOTER_KIND_SENTINEL, 1}, {"redis-cluster://", VOTER_KIND_CLUSTER, 0},
     {"rediss-cluster://", VOTER_KIND_CLUSTER, 1},
 };
+
+const uri_scheme_t *uri_scheme_at(size_t i) {
+  return i < sizeof schemes / sizeof schemes[0] ? &schemes[i] : NULL;
+}
+
+const uri_scheme_t *uri_scheme_of(const char *uri) {
+  for (const uri_scheme_t *s = schemes; s < schemes + sizeof schemes / sizeof schemes[0]; s++)
+    if (strncmp(uri, s->scheme, strlen(s->scheme)) == 0)
+      return s;
+  return NULL;
+}
 
 status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_len) {
   status_t rc;
@@ -402,26 +414,24 @@ status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_
     if ((unsigned char)uri[i] < 0x20 || uri[i] == 0x7f)
       return fail(err_msg, err_len, "control character in URI");
 
-  size_t k = 0;
-  while (k < sizeof schemes / sizeof schemes[0] &&
-         strncmp(uri, schemes[k].scheme, strlen(schemes[k].scheme)) != 0)
-    k++;
-  if (k == sizeof schemes / sizeof schemes[0])
+  const uri_scheme_t *scheme = uri_scheme_of(uri);
+  if (scheme == NULL)
     return fail(err_msg, err_len,
                 "URI must start with redis://, rediss://, unix://, redis-sentinel://, "
                 "rediss-sentinel://, redis-cluster:// or rediss-cluster://");
-  if (schemes[k].tls && tls_unsupported_reason() != NULL) {
-    fail(err_msg, err_len, "%s (TLS) is not supported: %s", schemes[k].scheme,
+  if (scheme->tls && tls_unsupported_reason() != NULL) {
+    fail(err_msg, err_len, "%s (TLS) is not supported: %s", scheme->scheme,
          tls_unsupported_reason());
     return ST_ENOTSUP;
   }
-  out->voter = schemes[k].voter;
-  const char *rest = uri + strlen(schemes[k].scheme);
+  int is_unix = strcmp(scheme->scheme, "unix://") == 0;
+  out->voter = scheme->voter;
+  const char *rest = uri + strlen(scheme->scheme);
   const char *end = uri + len;
   /* PARAMS start at the first '?' after the credentials (a password may
    * hold one) */
   const char *after_user = rest;
-  if (strcmp(schemes[k].scheme, "unix://") != 0) {
+  if (!is_unix) {
     const char *slash = strchr(rest, '/');
     for (const char *p = rest; p < (slash != NULL ? slash : end); p++)
       if (*p == '@')
@@ -429,18 +439,18 @@ status_t uri_parse(const char *uri, node_addr_t *out, char *err_msg, size_t err_
   }
   const char *query = strchr(after_user, '?');
   const char *body_end = query != NULL ? query : end;
-  if (strcmp(schemes[k].scheme, "unix://") == 0) {
+  if (is_unix) {
     char *path = str_ndup(rest, (size_t)(body_end - rest));
     rc = path == NULL ? ST_ENOMEM : parse_unix(path, out, err_msg, err_len);
     rl_free(path);
-  } else if (schemes[k].voter == VOTER_KIND_STANDALONE) {
+  } else if (scheme->voter == VOTER_KIND_STANDALONE) {
     rc = parse_tcp(rest, body_end, out, err_msg, err_len);
   } else {
     rc = parse_group(rest, body_end, out, err_msg, err_len);
   }
   if (rc == ST_OK && query != NULL)
     rc = parse_params(query + 1, end, out, err_msg, err_len);
-  out->tls = schemes[k].tls;
+  out->tls = scheme->tls;
   if (rc != ST_OK)
     node_addr_clear(out);
   return rc;

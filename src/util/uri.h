@@ -77,6 +77,19 @@ typedef struct {
 #define URI_MAX_LEN 4096
 #define URI_MAX_DB 1000000
 
+/* A scheme the parser takes ("redis://" ...), the voter it names and
+ * whether it is TLS. */
+typedef struct {
+  const char *scheme;
+  voter_kind_t voter;
+  int tls;
+} uri_scheme_t;
+
+/* The scheme uri starts with, or NULL when it starts with none. */
+const uri_scheme_t *uri_scheme_of(const char *uri);
+/* The parser's schemes, i = 0, 1, ...; NULL past the last. */
+const uri_scheme_t *uri_scheme_at(size_t i);
+
 /* Parses uri into *out (fields are heap strings).  Returns ST_OK, ST_EINVAL
  * (with a reason in err_msg when given), ST_ENOTSUP (a rediss scheme in a
  * build without TLS, with the reason), or ST_ENOMEM. */

@@ -66,33 +66,13 @@ static int addr_eq(const node_addr_t *a, const node_addr_t *b) {
 
 static int nonempty_or_null(const char *s) { return s == NULL || s[0] != '\0'; }
 
-/* The schemes, as the parser takes them (longest first where one is a
- * prefix of another does not arise: each ends in "://"). */
-static const struct {
-  const char *scheme;
-  voter_kind_t voter;
-  int tls;
-} schemes[] = {
-    {"redis://", VOTER_KIND_STANDALONE, 0},         {"rediss://", VOTER_KIND_STANDALONE, 1},
-    {"unix://", VOTER_KIND_STANDALONE, 0},          {"redis-sentinel://", VOTER_KIND_SENTINEL, 0},
-    {"rediss-sentinel://", VOTER_KIND_SENTINEL, 1}, {"redis-cluster://", VOTER_KIND_CLUSTER, 0},
-    {"rediss-cluster://", VOTER_KIND_CLUSTER, 1},
-};
-
-static int scheme_of(const char *uri) {
-  for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++)
-    if (strncmp(uri, schemes[k].scheme, strlen(schemes[k].scheme)) == 0)
-      return (int)k;
-  return -1;
-}
-
 static const char *scheme_for(const node_addr_t *a) {
   if (a->kind == NODE_ADDR_UNIX)
     return "unix://";
-  for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++)
-    if (schemes[k].voter == a->voter && schemes[k].tls == a->tls &&
-        strcmp(schemes[k].scheme, "unix://") != 0)
-      return schemes[k].scheme;
+  const uri_scheme_t *s;
+  for (size_t k = 0; (s = uri_scheme_at(k)) != NULL; k++)
+    if (s->voter == a->voter && s->tls == a->tls && strcmp(s->scheme, "unix://") != 0)
+      return s->scheme;
   FUZZ_CHECK(0);
   return NULL;
 }
@@ -247,9 +227,9 @@ static void check_ack(const ack_spec_t *ack) {
   }
 }
 
-static void check_parsed(const char *uri, int k, const node_addr_t *a) {
-  const char *body = uri + strlen(schemes[k].scheme);
-  FUZZ_CHECK(a->voter == schemes[k].voter && a->tls == schemes[k].tls);
+static void check_parsed(const char *uri, const uri_scheme_t *scheme, const node_addr_t *a) {
+  const char *body = uri + strlen(scheme->scheme);
+  FUZZ_CHECK(a->voter == scheme->voter && a->tls == scheme->tls);
   FUZZ_CHECK(nonempty_or_null(a->user) && nonempty_or_null(a->password));
   FUZZ_CHECK(a->user == NULL || a->password != NULL);
   check_ack(&a->ack);
@@ -257,7 +237,7 @@ static void check_parsed(const char *uri, int k, const node_addr_t *a) {
     FUZZ_CHECK(a->master_name == NULL && a->sentinel_user == NULL && a->sentinel_password == NULL);
   FUZZ_CHECK(nonempty_or_null(a->sentinel_user) && nonempty_or_null(a->sentinel_password));
 
-  if (strcmp(schemes[k].scheme, "unix://") == 0) {
+  if (strcmp(scheme->scheme, "unix://") == 0) {
     FUZZ_CHECK(a->kind == NODE_ADDR_UNIX);
     FUZZ_CHECK(a->path != NULL && a->path[0] == '/' && strlen(a->path) < 108);
     const char *q = strchr(body, '?');
@@ -322,10 +302,10 @@ int fuzz_one_uri(const uint8_t *data, size_t size) {
   int rc_nobuf = uri_parse(uri, &b, NULL, 0);
   int rc_tiny = uri_parse(uri, &c, err1, sizeof err1);
   int rc_zero = uri_parse(uri, &d, err0, 0);
-  int k = scheme_of(uri);
+  const uri_scheme_t *scheme = uri_scheme_of(uri);
 
   FUZZ_CHECK(rc == 0 || rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM ||
-             (rc == REDLOCK_ENOTSUP && k >= 0 && schemes[k].tls));
+             (rc == REDLOCK_ENOTSUP && scheme != NULL && scheme->tls));
   FUZZ_CHECK(rc_nobuf == rc && rc_tiny == rc && rc_zero == rc);
   FUZZ_CHECK(memchr(err, '\0', sizeof err) != NULL);
   FUZZ_CHECK(err1[0] == '\0');
@@ -340,10 +320,10 @@ int fuzz_one_uri(const uint8_t *data, size_t size) {
     return 0;
   }
 
-  FUZZ_CHECK(k >= 0);
+  FUZZ_CHECK(scheme != NULL);
   FUZZ_CHECK(err[0] == '\0');
   FUZZ_CHECK(addr_eq(&a, &b) && addr_eq(&a, &c) && addr_eq(&a, &d));
-  check_parsed(uri, k, &a);
+  check_parsed(uri, scheme, &a);
   check_roundtrip(&a);
 
   node_addr_t copy;

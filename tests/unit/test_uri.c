@@ -845,6 +845,25 @@ static void test_group_same_master(void **state) {
   }
 }
 
+/* The scheme table the parser uses, as uri_scheme_of / uri_scheme_at show
+ * it: every scheme once, each found by itself, and nothing else. */
+static void test_scheme_table(void **state) {
+  (void)state;
+  size_t n = 0;
+  for (const uri_scheme_t *s; (s = uri_scheme_at(n)) != NULL; n++) {
+    assert_ptr_equal(uri_scheme_of(s->scheme), s);
+    char uri[64];
+    snprintf(uri, sizeof uri, "%shost", s->scheme);
+    assert_ptr_equal(uri_scheme_of(uri), s);
+  }
+  assert_int_equal(n, 7);
+  assert_int_equal(uri_scheme_of("rediss-cluster://h")->voter, VOTER_KIND_CLUSTER);
+  assert_true(uri_scheme_of("rediss-cluster://h")->tls);
+  assert_null(uri_scheme_of("http://h"));
+  assert_null(uri_scheme_of("redis:/h"));
+  assert_null(uri_scheme_of(""));
+}
+
 UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
           cmocka_unit_test(test_password_only), cmocka_unit_test(test_user_and_password),
           cmocka_unit_test(test_percent_decoding), cmocka_unit_test(test_ipv6),
@@ -862,4 +881,5 @@ UNIT_MAIN(cmocka_unit_test(test_plain_host), cmocka_unit_test(test_port_and_db),
           cmocka_unit_test(test_reject_clears_partial),
           cmocka_unit_test(test_copy_clear_round_trip), cmocka_unit_test(test_same_master),
           cmocka_unit_test(test_sentinel), cmocka_unit_test(test_cluster),
-          cmocka_unit_test(test_params), cmocka_unit_test(test_group_same_master))
+          cmocka_unit_test(test_params), cmocka_unit_test(test_group_same_master),
+          cmocka_unit_test(test_scheme_table))
