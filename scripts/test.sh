@@ -78,9 +78,8 @@ source scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 # Tests run two per core: most of a test's time is spent waiting for servers,
 # TTLs and timeouts (the whole suite keeps 2 cores about 40 % busy at -j4);
-# the ones that load the machine share the RESOURCE_LOCK heavy (tortures,
-# backlog, the cluster reshards: tests/CMakeLists.txt) or take PROCESSORS 2
-# (install).
+# the ones that load the machine run alone or one at a time, and the install
+# tests take PROCESSORS 2 (tests/CMakeLists.txt says which).
 test_jobs=$((jobs * 2))
 # Side by side (pass 2 beside passes 1 and 1b, pass 4c beside passes 4 and
 # 4b) on 4 cores or more, one pass after the other below that:
