@@ -53,6 +53,9 @@
 #     share), so no test sees a loaded machine it would not see anyway.
 #     Each later pass waits for its tree; a failed build fails its pass, with
 #     the build's log.
+#   * Tests that load the machine run alone or one at a time, long test
+#     files run as shards, and ctest starts the longest tests first
+#     (tests/CMakeLists.txt).
 #   * On 4 cores or more (REDLOCK_TEST_SIDE_BY_SIDE=1 or 0 chooses), pass 2
 #     runs beside passes 1 and 1b (from when its tree is built), and pass 4c
 #     beside passes 4 and 4b; a background pass's output is printed when the
