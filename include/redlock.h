@@ -51,6 +51,7 @@ extern "C" {
 #define REDLOCK_MAX_RESOURCE_LEN 1024 /* bytes in a resource name, at least 1 */
 #define REDLOCK_MAX_PREFIX_LEN 256    /* bytes in the key prefix */
 #define REDLOCK_MAX_MANY 64           /* resources in one redlock_lock_many() */
+#define REDLOCK_MAX_OWNER 64          /* bytes in an owner label */
 
 /* Names the library uses on the masters besides the lock keys (a wire
  * contract: other clients that share the keys use the same names).  The
@@ -211,6 +212,19 @@ REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enab
 REDLOCK_EXPORT int redlock_options_set_reentrant(redlock_options_t *opts, int enabled);
 /* Key in Redis = prefix + resource.  At most REDLOCK_MAX_PREFIX_LEN bytes. */
 REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix);
+/* Owner label: a name a person can read ("host:pid", "billing-worker-3")
+ * carried in the value of every lock, permit, read/write hold and election
+ * lease the client takes, so that redlock_inspect() (and any client that
+ * reads the keys) can tell who holds a resource.  Anyone who can read the
+ * masters reads it: never put a secret in it.  The value becomes the 32 hex
+ * digits of its 128 random bits, '~', then the label; its random part keeps
+ * it unique, and other Redlock clients only ever compare values whole, so
+ * they still exclude and are excluded.  1..REDLOCK_MAX_OWNER bytes of
+ * printable ASCII (0x21..0x7e) except '~'; NULL or "" clears it (the
+ * default: the value is the 32 hex digits alone).  Anything else:
+ * REDLOCK_EINVAL, the option unchanged.  Per client: every acquisition of a
+ * client opened with these options carries the label. */
+REDLOCK_EXPORT int redlock_options_set_owner(redlock_options_t *opts, const char *label);
 /* A directory (absolute path; created with mode 0700 if missing) where the
  * clients of this user on this machine record when they first saw each
  * master's replication history (its run_id and replication id).  A master
@@ -248,6 +262,9 @@ REDLOCK_EXPORT int redlock_options_get_reentrant(const redlock_options_t *opts, 
  * next redlock_options_set_key_prefix() or redlock_options_free(). */
 REDLOCK_EXPORT int redlock_options_get_key_prefix(const redlock_options_t *opts,
                                                   const char **prefix);
+/* *label points into opts (NUL-terminated, owned by opts), "" when none:
+ * valid until the next redlock_options_set_owner() or redlock_options_free(). */
+REDLOCK_EXPORT int redlock_options_get_owner(const redlock_options_t *opts, const char **label);
 /* *dir points into opts (owned by opts), NULL when none: valid until the next
  * redlock_options_set_state_dir() or redlock_options_free(). */
 REDLOCK_EXPORT int redlock_options_get_state_dir(const redlock_options_t *opts, const char **dir);
@@ -368,6 +385,9 @@ REDLOCK_EXPORT int64_t redlock_lock_validity_ms(const redlock_lock_t *lock); /* 
 REDLOCK_EXPORT uint64_t redlock_lock_fence(const redlock_lock_t *lock);      /* 0 without fencing */
 REDLOCK_EXPORT const char *redlock_lock_resource(const redlock_lock_t *lock);
 REDLOCK_EXPORT const char *redlock_lock_value(const redlock_lock_t *lock);
+/* The owner label its value carries (redlock_options_set_owner), "" when
+ * none; points into the handle, valid while it is. */
+REDLOCK_EXPORT const char *redlock_lock_owner(const redlock_lock_t *lock);
 REDLOCK_EXPORT int redlock_lock_is_lost(const redlock_lock_t *lock);
 
 /* ---- Callback forms ---------------------------------------------------------

@@ -40,6 +40,13 @@ const char *redlock_lock_value(const redlock_lock_t *value) {
   return value != NULL ? lock_of(value)->lease->value : NULL;
 }
 
+const char *redlock_lock_owner(const redlock_lock_t *value) {
+  if (value == NULL)
+    return NULL;
+  const redlock_lock_t *lease = lock_of(value)->lease;
+  return lease->value_len > RANDOM_VALUE_LEN ? lease->value + RANDOM_VALUE_LEN + 1 : "";
+}
+
 int redlock_lock_is_lost(const redlock_lock_t *value) {
   if (value == NULL)
     return 1;
