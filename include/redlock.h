@@ -597,6 +597,57 @@ REDLOCK_EXPORT int redlock_rwlock_write_async_ex(redlock_t *client, const char *
  * length it needed (like snprintf), or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
 
+/* ---- Who holds it, and taking it back (docs/api.md, "Inspect and revoke") -----
+ * redlock_inspect(): the masters' view of one resource, read with one round
+ * to every master (a read-only script; nothing is written), as one JSON
+ * object written into buf like redlock_stats(): it returns the length of the
+ * whole text (excluding the NUL), writes at most size bytes including a NUL,
+ * and with size 0 (buf may then be NULL) only measures.  The round waits for
+ * every master's answer or its request timeout.  The object:
+ *   {"name", "kind" ("lock", "semaphore", "rwlock", "election"),
+ *    "held": true when a quorum of masters hold the same value (semaphore,
+ *      read-write lock: some hold does), "agreed": false when the masters
+ *      that answered are fewer than a quorum or do not all show the same
+ *      holds (held on a minority, say: then held is false),
+ *    "owner", "value": the one hold a quorum agrees on (its owner label,
+ *      null when none or when the value is another client's), or null,
+ *    "ttl_ms_min", "ttl_ms_max": over the holds a quorum agrees on, on the
+ *      masters that hold them (null when none),
+ *    "fence": the largest fence counter a master reports (an election's
+ *      term), or null, "quorum", "count": the holds a quorum agrees on,
+ *    "holders": [{"value", "owner", "ttl_ms_min", "ttl_ms_max", and
+ *      "slot" (a semaphore's) or "mode" ("read" / "write")}],
+ *    "masters": [{"addr", "state" ("holds", "free", "other": holds what no
+ *      quorum agrees on, or why it gave no answer: "down", "timeout",
+ *      "unsupported" (runs no Lua), ...), "value", "owner", "ttl_ms" (its
+ *      one hold, or null), "holds": its count}]}
+ * kind: REDLOCK_INSPECT_*.  name: as the kind's calls take it.  Blocking, as
+ * redlock_lock (EWOULDBLOCK on the loop thread or a redlock_open_uv
+ * client).  Errors: EINVAL (NULL client or name, a bad name or kind, NULL buf
+ * with size > 0), ENOMEM, ECLOSED, EFORKED, EWOULDBLOCK. */
+#define REDLOCK_INSPECT_LOCK 1
+#define REDLOCK_INSPECT_SEMAPHORE 2
+#define REDLOCK_INSPECT_RWLOCK 3
+#define REDLOCK_INSPECT_ELECTION 4
+REDLOCK_EXPORT int redlock_inspect(redlock_t *client, const char *name, int kind, char *buf,
+                                   size_t size);
+/* An administrator's revoke of a lock (or an election: its key is a lock
+ * key), whoever holds it.  With fencing on the key (a master reports its
+ * counter): the counter is raised on every master reached to one value above
+ * every counter a master reports, so above the holder's token, and the key
+ * is deleted, in one script per master; *fence_out (may be NULL) gets that
+ * value.  A store that checks tokens and has been told it refuses the old
+ * holder from then on, and the next grant's token is above it.  Without
+ * fencing (*fence_out = 0) the key keeps its remaining TTL under a value of
+ * the revoker's: nobody is granted the lock before the old lease would have
+ * ended.  Either way the holder's next extension (its watch's too) fails and
+ * the lock is lost (REDLOCK_ELOST; the lost callback once).  Returns 0 when a
+ * quorum of masters did it, REDLOCK_ENOQUORUM otherwise (some may have),
+ * REDLOCK_ENOTSUP when too many masters run no Lua.  Blocking, as
+ * redlock_lock.  Errors besides: EINVAL (NULL client, bad resource), ENOMEM,
+ * ECLOSED, EFORKED, EWOULDBLOCK.  docs/safety.md says what it guarantees. */
+REDLOCK_EXPORT int redlock_revoke(redlock_t *client, const char *resource, uint64_t *fence_out);
+
 /* ---- Observability: stats and events (docs/observability.md) ------------------
  * Every client counts its operations by kind and outcome, times them in
  * latency histograms, keeps gauges (held locks, watches, waiters, rounds in

@@ -752,12 +752,16 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   lock_attempt_failed(op, round, status);
 }
 
-/* The value's owner label after its random part (the client's option). */
-static void lock_value_label(op_acquire_t *op) {
-  const struct redlock_options *o = op->op.engine->opts;
-  op->value[RANDOM_VALUE_LEN] = OPTIONS_OWNER_SEP;
-  memcpy(op->value + RANDOM_VALUE_LEN + 1, o->owner, o->owner_len + 1);
-  op->value_len = RANDOM_VALUE_LEN + 1 + o->owner_len;
+status_t lock_value_new(engine_t *engine, char *out, size_t *len) {
+  status_t rc = random_pool_lock_value(engine->values, out);
+  *len = RANDOM_VALUE_LEN;
+  const struct redlock_options *o = engine->opts;
+  if (o->owner_len > 0) { /* the owner label after the random part */
+    out[RANDOM_VALUE_LEN] = OPTIONS_OWNER_SEP;
+    memcpy(out + RANDOM_VALUE_LEN + 1, o->owner, o->owner_len + 1);
+    *len = RANDOM_VALUE_LEN + 1 + o->owner_len;
+  }
+  return rc;
 }
 
 static void lock_attempt(op_acquire_t *op) {
@@ -766,10 +770,7 @@ static void lock_attempt(op_acquire_t *op) {
     return;
   }
   op->attempts++;
-  status_t rc = random_pool_lock_value(op->op.engine->values, op->value);
-  op->value_len = RANDOM_VALUE_LEN;
-  if (op->op.engine->opts->owner_len > 0)
-    lock_value_label(op);
+  status_t rc = lock_value_new(op->op.engine, op->value, &op->value_len);
   if (rc == ST_OK && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != ST_OK) {

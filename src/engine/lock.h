@@ -27,6 +27,10 @@
  * label, OPTIONS_OWNER_SEP and the label. */
 #define LOCK_VALUE_MAX (RANDOM_VALUE_LEN + 1 + REDLOCK_MAX_OWNER)
 
+/* Loop: a fresh value into out[LOCK_VALUE_MAX + 1] (the client's owner
+ * label after its random part), its length in *len.  ST_OK or ST_EIO. */
+status_t lock_value_new(engine_t *engine, char *out, size_t *len);
+
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */
   LOCK_MODE_RETRY,   /* the options' retry policy */

@@ -5,7 +5,9 @@
 -- new ttl, as SET NX PX would: an acquisition of that key on this master,
 -- which is safe while we hold the lock (docs/safety.md §8.3).  With fencing,
 -- a re-installed key's counter is raised to the lock's token, as
--- fence_commit.lua does.
+-- fence_commit.lua does; and a key whose counter has passed the token is not
+-- re-installed but refused: a later holder or a revoke (revoke.lua) raised
+-- it, so the lock is no longer ours.
 -- KEYS[1..n]: the lock's keys; with fencing, KEYS[n+1..2n]: their counters.
 -- ARGV[1]: our value; ARGV[2]: new ttl in ms; ARGV[3], only with fencing: the
 -- lock's token.
@@ -19,6 +21,9 @@ local gone = {}
 for i = 1, n do
   local value = redis.call("get", KEYS[i])
   if not value then
+    if ARGV[3] and (tonumber(redis.call("get", KEYS[n + i]) or "0") or 0) > tonumber(ARGV[3]) then
+      return 0
+    end
     gone[i] = true
   elseif value ~= ARGV[1] then
     return 0
