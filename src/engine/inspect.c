@@ -135,17 +135,17 @@ int inspect_reply_ok(const redisReply *r, uint64_t *counter) {
 
 typedef struct op_inspect {
   op_t op;
-  inspect_keys_t keys;
-  const char *name; /* the caller's, valid while it waits */
-  char *buf;        /* the caller's */
-  size_t size;
-  size_t *len_out;
-  redlock_done_cb cb;
+  inspect_keys_t keys; /* const: what inspect.lua reads */
+  const char *name;    /* const: the caller's, valid while it waits */
+  char *buf;           /* const: the caller's buffer, written on the loop at the decision */
+  size_t size;         /* const */
+  size_t *len_out;     /* const: the caller's, written on the loop at the decision */
+  redlock_done_cb cb;  /* const */
   void *arg;
-  unsigned n;           /* masters */
-  redisReply **replies; /* [n]: each master's answer of inspect.lua's shape, or NULL */
-  uint64_t *counters;   /* [n] */
-  int nomem;            /* an answer could not be kept */
+  unsigned n;           /* const: masters */
+  redisReply **replies; /* loop: [n] each master's answer of inspect.lua's shape, or NULL */
+  uint64_t *counters;   /* loop: [n] its fence counter (0: none) */
+  int nomem;            /* loop: an answer could not be kept */
 } op_inspect_t;
 
 static const op_ops_t inspect_op_ops;

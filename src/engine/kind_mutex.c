@@ -241,7 +241,7 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   const script_t *script = script_get(SCRIPT_EXTEND);
   char token_str[24];
   if (lock->fence_keys != NULL) {
-    /* EVALSHA <sha> <2n> keys... counters... value ttl token */
+    /* EVALSHA <sha> <2n> keys... counters... value ttl token floor-suffix */
     a.argc = 0;
     argv_push(&a, "EVALSHA", 7);
     argv_push(&a, script->sha1, 40);
@@ -253,6 +253,7 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
     argv_push(&a, lock->value, lock->value_len);
     argv_push(&a, a.ttl_str, resp_u64_to_dec(ttl_ms, a.ttl_str));
     argv_push(&a, token_str, resp_u64_to_dec(lock->fence, token_str));
+    argv_push(&a, DIRECT_FLOOR_SUFFIX, sizeof DIRECT_FLOOR_SUFFIX - 1);
   } else {
     argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, lock->value_len,
                 1, ttl_ms);

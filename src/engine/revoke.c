@@ -7,9 +7,11 @@
  * C + 1 and deletes the key; a master that reports a counter above F then
  * (it did not answer the read) makes the write go again with F = that
  * counter + 1, so that every master of the quorum ends at one F above every
- * counter seen.  With C = 0 the write leaves the key its ttl under a value
- * of our own.  Either way the holder's extension is refused where the write
- * went (extend.lua), so a quorum of them makes it lost.  Loop thread only,
+ * counter seen, and marks the floor (its "revoked" member, F).  With C = 0 the
+ * write leaves the key its ttl under a value of our own.  Either way the
+ * holder's extension is refused where the write went (extend.lua: a key
+ * revoked above its token is not re-installed), so a quorum of them makes
+ * it lost.  Loop thread only,
  * except the op's construction (the caller's thread). */
 #include "engine/revoke.h"
 
@@ -25,14 +27,14 @@
 
 typedef struct op_revoke {
   op_t op;
-  inspect_keys_t keys; /* the lock's key, its counter, its floor */
-  uint64_t *fence_out; /* the caller's, or NULL */
-  redlock_done_cb cb;
+  inspect_keys_t keys; /* const: the lock's key, its counter, its floor */
+  uint64_t *fence_out; /* const: the caller's, or NULL; written on the loop at the end */
+  redlock_done_cb cb;  /* const */
   void *arg;
-  uint64_t counter; /* the largest a master reported */
-  uint64_t fence;   /* F of the current write, 0: not fenced */
-  unsigned writes;  /* write rounds sent */
-  char value[LOCK_VALUE_MAX + 1];
+  uint64_t counter;               /* loop: the largest counter a master reported */
+  uint64_t fence;                 /* loop: F of the current write, 0: not fenced */
+  unsigned writes;                /* loop: write rounds sent */
+  char value[LOCK_VALUE_MAX + 1]; /* loop: the revoker's value (unfenced keys keep it) */
   size_t value_len;
 } op_revoke_t;
 
@@ -59,9 +61,9 @@ static void on_write_decided(round_t *round, quorum_outcome_t outcome, void *ctx
 
 static void revoke_write(op_revoke_t *op) {
   prim_cmd_t c;
-  prim_cmd_script(&c, SCRIPT_REVOKE, 2);
-  prim_cmd_push(&c, op->keys.keys[0], op->keys.lens[0]);
-  prim_cmd_push(&c, op->keys.keys[1], op->keys.lens[1]);
+  prim_cmd_script(&c, SCRIPT_REVOKE, 3);
+  for (size_t i = 0; i < 3; i++)
+    prim_cmd_push(&c, op->keys.keys[i], op->keys.lens[i]);
   prim_cmd_push_u64(&c, op->fence);
   prim_cmd_push(&c, op->value, op->value_len);
   round_t *round = NULL;

@@ -1,10 +1,12 @@
 -- An administrator's revoke of a lock or an election on one master
--- (src/engine/revoke.c).  KEYS[1]: the lock key; KEYS[2]: its fence counter.
+-- (src/engine/revoke.c).  KEYS[1]: the lock key; KEYS[2]: its fence counter;
+-- KEYS[3]: its floor (src/proto/direct.h).
 -- ARGV[1]: the fence to raise the counter to, or "0" (no fencing on the key).
 -- ARGV[2]: a value of the revoker's own.
--- Fenced: the counter is raised to the fence (never lowered) and the key
--- deleted; the holder's extension, which re-installs a key that is gone,
--- refuses to where the counter has passed its token (extend.lua).  Not
+-- Fenced: the counter is raised to the fence (never lowered), the floor's
+-- "revoked" member too, and the key deleted; the holder's extension, which
+-- re-installs a key that is gone, refuses to where "revoked" is above its
+-- token (extend.lua).  Not
 -- fenced: the key keeps its remaining ttl but takes the revoker's value, so
 -- that the holder's extension is refused and nobody is granted the lock
 -- before the holder's lease would have ended.
@@ -15,6 +17,10 @@ if fence > 0 then
   if c < fence then
     redis.call("set", KEYS[2], ARGV[1])
     c = fence
+  end
+  local revoked = tonumber(redis.call("zscore", KEYS[3], "revoked") or "0") or 0
+  if revoked < fence then
+    redis.call("zadd", KEYS[3], ARGV[1], "revoked")
   end
   redis.call("del", KEYS[1])
   return c
