@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_conn.h" /* conn_apply */
+#include "cli_conn.h" /* conn_open_client */
 
 int admin_open(conn_opts_t *conn, uint64_t timeout_ms, redlock_t **client) {
   *client = NULL;
@@ -31,19 +31,7 @@ int admin_open(conn_opts_t *conn, uint64_t timeout_ms, redlock_t **client) {
     rc = redlock_options_set_key_prefix(opts, conn->prefix);
   if (rc == 0)
     rc = redlock_options_set_timeouts(opts, (uint32_t)timeout_ms, (uint32_t)timeout_ms);
-  int status = 0;
-  if (rc != 0) {
-    err_msg("invalid settings: %s", redlock_strerror(rc));
-    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
-  }
-  if (status == 0)
-    status = conn_apply(conn, opts);
-  if (status == 0 && (rc = redlock_open(client, opts)) != 0) {
-    err_msg("cannot start the client: %s", redlock_strerror(rc));
-    status = EXIT_INTERNAL;
-  }
-  redlock_options_free(opts);
-  return status;
+  return conn_open_client(conn, opts, rc, client);
 }
 
 int admin_inspect(redlock_t *client, const char *name, int kind, char **json) {

@@ -116,6 +116,23 @@ int conn_apply(conn_opts_t *conn, redlock_options_t *opts) {
   return rc;
 }
 
+int conn_open_client(conn_opts_t *conn, redlock_options_t *opts, int rc, redlock_t **client) {
+  *client = NULL;
+  int status = 0;
+  if (rc != 0) {
+    err_msg("invalid settings: %s", redlock_strerror(rc));
+    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+  }
+  if (status == 0)
+    status = conn_apply(conn, opts);
+  if (status == 0 && (rc = redlock_open(client, opts)) != 0) {
+    err_msg("cannot start the client: %s", redlock_strerror(rc));
+    status = EXIT_INTERNAL;
+  }
+  redlock_options_free(opts);
+  return status;
+}
+
 int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {
   int any = 0;
   for (size_t i = 0; i < nodes->n; i++)

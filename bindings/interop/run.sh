@@ -221,7 +221,7 @@ expect_refused() {
 expect_view() {
   local holder=$1 res=$2 owner=$3 out
   out=$("$cli" status --json "$res" 2>&1) || true
-  if printf '%s' "$out" | grep -q "\"inspect\":{[^}]*\"held\":true,\"agreed\":true,\"value\":\"[^\"]*\",\"owner\":$owner,"; then
+  if printf '%s' "$out" | grep "\"inspect\":{[^}]*\"held\":true,\"agreed\":true,\"value\":\"[^\"]*\",\"owner\":$owner," >/dev/null; then
     ok "$holder holds $res: status sees it held, owner $owner"
   else
     bad "$holder holds $res: status --json does not show it held with owner $owner: $out"

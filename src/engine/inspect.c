@@ -229,21 +229,23 @@ static int same_str(const redisReply *a, const redisReply *b) {
   return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
 }
 
-/* Where master r stores the hold (tag, value): its index, or -1. */
-static long find_hold(const redisReply *r, const redisReply *tag, const redisReply *value) {
-  if (r == NULL)
-    return -1;
-  for (size_t j = 0; j < HOLDS(r); j++)
-    if (same_str(TAG(r, j), tag) && same_str(VALUE(r, j), value))
-      return (long)j;
-  return -1;
+/* Whether master r stores the hold (tag, value); *at: its index there. */
+static int find_hold(const redisReply *r, const redisReply *tag, const redisReply *value,
+                     size_t *at) {
+  for (size_t j = 0; r != NULL && j < HOLDS(r); j++)
+    if (same_str(TAG(r, j), tag) && same_str(VALUE(r, j), value)) {
+      *at = j;
+      return 1;
+    }
+  return 0;
 }
 
 /* How many masters store the hold. */
 static unsigned hold_count(const op_inspect_t *op, const redisReply *tag, const redisReply *value) {
   unsigned count = 0;
+  size_t at;
   for (unsigned m = 0; m < op->n; m++)
-    count += find_hold(op->replies[m], tag, value) >= 0;
+    count += (unsigned)find_hold(op->replies[m], tag, value, &at);
   return count;
 }
 
@@ -251,10 +253,10 @@ static unsigned hold_count(const op_inspect_t *op, const redisReply *tag, const 
 static void hold_ttls(const op_inspect_t *op, const redisReply *tag, const redisReply *value,
                       int64_t *lo, int64_t *hi) {
   for (unsigned m = 0; m < op->n; m++) {
-    long j = find_hold(op->replies[m], tag, value);
-    if (j < 0)
+    size_t j;
+    if (!find_hold(op->replies[m], tag, value, &j))
       continue;
-    int64_t ttl = (int64_t)TTL(op->replies[m], (size_t)j);
+    int64_t ttl = (int64_t)TTL(op->replies[m], j);
     if (*lo < 0 || ttl < *lo)
       *lo = ttl;
     if (ttl > *hi)
@@ -273,8 +275,9 @@ static void each_agreed(op_inspect_t *op, hold_fn fn, void *arg) {
       continue;
     for (size_t j = 0; j < HOLDS(r); j++) {
       int seen = 0;
+      size_t at;
       for (unsigned e = 0; e < m && !seen; e++)
-        seen = find_hold(op->replies[e], TAG(r, j), VALUE(r, j)) >= 0;
+        seen = find_hold(op->replies[e], TAG(r, j), VALUE(r, j), &at);
       if (!seen && hold_count(op, TAG(r, j), VALUE(r, j)) >= q)
         fn(op, TAG(r, j), VALUE(r, j), arg);
     }
