@@ -16,6 +16,10 @@
  *   4. A resumes and writes, trusting the validity check it made before the
  *      pause.  Without fencing this stale write would overwrite B's data; the
  *      storage rejects it because A's token is smaller than one it has seen.
+ *   5. An administrator revokes B's lock (redlock_revoke: B looks stuck) and
+ *      tells the storage the fence the revoke raised.  B's next write is
+ *      rejected at once (its token is below the fence), its extension fails
+ *      (the lock is lost), and the next holder's token is above the fence.
  *
  * The storage's rule (the check and the write are atomic, under its mutex):
  *   - a write carries (token, holder id); token 0 means "no token": rejected;
@@ -89,6 +93,17 @@ static int store_write(store_t *s, uint64_t token, const char *holder, const cha
   }
   pthread_mutex_unlock(&s->mutex);
   return ok;
+}
+
+/* An administrator's revoke: from now on only a token above `fence` (the
+ * one redlock_revoke raised the lock's counter to) is accepted. */
+static void store_revoke(store_t *s, uint64_t fence) {
+  pthread_mutex_lock(&s->mutex);
+  if (fence > s->max_token) {
+    s->max_token = fence;
+    s->max_holder[0] = '\0'; /* nobody: an equal token is refused too */
+  }
+  pthread_mutex_unlock(&s->mutex);
 }
 
 /* ---- helpers --------------------------------------------------------------------- */
@@ -218,6 +233,28 @@ int main(int argc, char **argv) {
   /* B, still the holder, keeps writing with its token. */
   int b_again = write_as(&store, "B", lock_b, token_b, "written by B (2)");
 
+  /* 5. An administrator takes the lock back from B and tells the storage. */
+  uint64_t fence = 0;
+  rc = redlock_revoke(a, RESOURCE, &fence);
+  printf("admin: revoke %s: %s, fence raised to %" PRIu64 " (%s B's %" PRIu64 ")\n", RESOURCE,
+         redlock_err_name(rc), fence, fence > token_b ? ">" : "NOT >", token_b);
+  store_revoke(&store, fence);
+  int revoked_accepted = write_as(&store, "B", lock_b, token_b, "written by B (3, revoked)");
+  int extend_rc = redlock_extend(b, lock_b, TTL_B_MS);
+  printf("B: extend: %s (the revoke took the lock back)\n", redlock_err_name(extend_rc));
+  redlock_lock_t *lock_c = NULL;
+  int next_ok = 0;
+  uint64_t token_c = 0;
+  if (redlock_lock(a, RESOURCE, TTL_B_MS, &lock_c) == REDLOCK_OK) {
+    token_c = redlock_lock_fence(lock_c);
+    printf("A: locked %s again: token %" PRIu64 " (%s the fence)\n", RESOURCE, token_c,
+           token_c > fence ? ">" : "NOT >");
+    next_ok = write_as(&store, "A", lock_c, token_c, "written by A (3, after the revoke)");
+    redlock_unlock(a, lock_c);
+  }
+  int revoke_ok = rc == REDLOCK_OK && fence > token_b && !revoked_accepted &&
+                  extend_rc == REDLOCK_ELOST && token_c > fence && next_ok;
+
   pthread_mutex_lock(&store.mutex);
   printf("storage: \"%s\" (largest token %" PRIu64 "; %u writes accepted, %u rejected)\n",
          store.data, store.max_token, store.accepted, store.rejected);
@@ -227,14 +264,14 @@ int main(int argc, char **argv) {
    * compare-and-delete leaves B's lock alone.  Unlock frees the handle. */
   rc = redlock_unlock(a, lock_a);
   lock_a = NULL;
-  printf("A: unlock: %s (B's lock is untouched: only the holder's value releases)\n",
-         redlock_err_name(rc));
+  printf("A: unlock: %s (its value is long gone from the masters)\n", redlock_err_name(rc));
   rc = redlock_unlock(b, lock_b);
   lock_b = NULL;
-  printf("B: unlock: %s\n", redlock_err_name(rc));
+  printf("B: unlock: %s (revoked)\n", redlock_err_name(rc));
 
-  if (token_b > token_a && !stale_accepted && b_again) {
-    printf("OK: the stale holder's write was rejected by the storage\n");
+  if (token_b > token_a && !stale_accepted && b_again && revoke_ok) {
+    printf("OK: the stale holder's write and the revoked holder's write were rejected by the "
+           "storage\n");
     status = 0;
   } else {
     printf("UNEXPECTED: fencing did not behave as documented\n");

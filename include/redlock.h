@@ -51,6 +51,7 @@ extern "C" {
 #define REDLOCK_MAX_RESOURCE_LEN 1024 /* bytes in a resource name, at least 1 */
 #define REDLOCK_MAX_PREFIX_LEN 256    /* bytes in the key prefix */
 #define REDLOCK_MAX_MANY 64           /* resources in one redlock_lock_many() */
+#define REDLOCK_MAX_OWNER 64          /* bytes in an owner label */
 
 /* Names the library uses on the masters besides the lock keys (a wire
  * contract: other clients that share the keys use the same names).  The
@@ -211,6 +212,19 @@ REDLOCK_EXPORT int redlock_options_set_fencing(redlock_options_t *opts, int enab
 REDLOCK_EXPORT int redlock_options_set_reentrant(redlock_options_t *opts, int enabled);
 /* Key in Redis = prefix + resource.  At most REDLOCK_MAX_PREFIX_LEN bytes. */
 REDLOCK_EXPORT int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix);
+/* Owner label: a name a person can read ("host:pid", "billing-worker-3")
+ * carried in the value of every lock, permit, read/write hold and election
+ * lease the client takes, so that redlock_inspect() (and any client that
+ * reads the keys) can tell who holds a resource.  Anyone who can read the
+ * masters reads it: never put a secret in it.  The value becomes the 32 hex
+ * digits of its 128 random bits, '~', then the label; its random part keeps
+ * it unique, and other Redlock clients only ever compare values whole, so
+ * they still exclude and are excluded.  1..REDLOCK_MAX_OWNER bytes of
+ * printable ASCII (0x21..0x7e) except '~'; NULL or "" clears it (the
+ * default: the value is the 32 hex digits alone).  Anything else:
+ * REDLOCK_EINVAL, the option unchanged.  Per client: every acquisition of a
+ * client opened with these options carries the label. */
+REDLOCK_EXPORT int redlock_options_set_owner(redlock_options_t *opts, const char *label);
 /* A directory (absolute path; created with mode 0700 if missing) where the
  * clients of this user on this machine record when they first saw each
  * master's replication history (its run_id and replication id).  A master
@@ -248,6 +262,9 @@ REDLOCK_EXPORT int redlock_options_get_reentrant(const redlock_options_t *opts, 
  * next redlock_options_set_key_prefix() or redlock_options_free(). */
 REDLOCK_EXPORT int redlock_options_get_key_prefix(const redlock_options_t *opts,
                                                   const char **prefix);
+/* *label points into opts (NUL-terminated, owned by opts), "" when none:
+ * valid until the next redlock_options_set_owner() or redlock_options_free(). */
+REDLOCK_EXPORT int redlock_options_get_owner(const redlock_options_t *opts, const char **label);
 /* *dir points into opts (owned by opts), NULL when none: valid until the next
  * redlock_options_set_state_dir() or redlock_options_free(). */
 REDLOCK_EXPORT int redlock_options_get_state_dir(const redlock_options_t *opts, const char **dir);
@@ -368,6 +385,9 @@ REDLOCK_EXPORT int64_t redlock_lock_validity_ms(const redlock_lock_t *lock); /* 
 REDLOCK_EXPORT uint64_t redlock_lock_fence(const redlock_lock_t *lock);      /* 0 without fencing */
 REDLOCK_EXPORT const char *redlock_lock_resource(const redlock_lock_t *lock);
 REDLOCK_EXPORT const char *redlock_lock_value(const redlock_lock_t *lock);
+/* The owner label its value carries (redlock_options_set_owner), "" when
+ * none; points into the handle, valid while it is. */
+REDLOCK_EXPORT const char *redlock_lock_owner(const redlock_lock_t *lock);
 REDLOCK_EXPORT int redlock_lock_is_lost(const redlock_lock_t *lock);
 
 /* ---- Callback forms ---------------------------------------------------------
@@ -576,6 +596,57 @@ REDLOCK_EXPORT int redlock_rwlock_write_async_ex(redlock_t *client, const char *
  * ...)") or pending (still out when the round was decided).  Returns the
  * length it needed (like snprintf), or REDLOCK_EINVAL. */
 REDLOCK_EXPORT int redlock_last_votes(redlock_t *client, char *buf, size_t size);
+
+/* ---- Who holds it, and taking it back (docs/api.md, "Inspect and revoke") -----
+ * redlock_inspect(): the masters' view of one resource, read with one round
+ * to every master (a read-only script; nothing is written), as one JSON
+ * object written into buf like redlock_stats(): it returns the length of the
+ * whole text (excluding the NUL), writes at most size bytes including a NUL,
+ * and with size 0 (buf may then be NULL) only measures.  The round waits for
+ * every master's answer or its request timeout.  The object:
+ *   {"name", "kind" ("lock", "semaphore", "rwlock", "election"),
+ *    "held": true when a quorum of masters hold the same value (semaphore,
+ *      read-write lock: some hold does), "agreed": false when the masters
+ *      that answered are fewer than a quorum or do not all show the same
+ *      holds (held on a minority, say: then held is false),
+ *    "owner", "value": the one hold a quorum agrees on (its owner label,
+ *      null when none or when the value is another client's), or null,
+ *    "ttl_ms_min", "ttl_ms_max": over the holds a quorum agrees on, on the
+ *      masters that hold them (null when none),
+ *    "fence": the largest fence counter a master reports (an election's
+ *      term), or null, "quorum", "count": the holds a quorum agrees on,
+ *    "holders": [{"value", "owner", "ttl_ms_min", "ttl_ms_max", and
+ *      "slot" (a semaphore's) or "mode" ("read" / "write")}],
+ *    "masters": [{"addr", "state" ("holds", "free", "other": holds what no
+ *      quorum agrees on, or why it gave no answer: "down", "timeout",
+ *      "unsupported" (runs no Lua), ...), "value", "owner", "ttl_ms" (its
+ *      one hold, or null), "holds": its count}]}
+ * kind: REDLOCK_INSPECT_*.  name: as the kind's calls take it.  Blocking, as
+ * redlock_lock (EWOULDBLOCK on the loop thread or a redlock_open_uv
+ * client).  Errors: EINVAL (NULL client or name, a bad name or kind, NULL buf
+ * with size > 0), ENOMEM, ECLOSED, EFORKED, EWOULDBLOCK. */
+#define REDLOCK_INSPECT_LOCK 1
+#define REDLOCK_INSPECT_SEMAPHORE 2
+#define REDLOCK_INSPECT_RWLOCK 3
+#define REDLOCK_INSPECT_ELECTION 4
+REDLOCK_EXPORT int redlock_inspect(redlock_t *client, const char *name, int kind, char *buf,
+                                   size_t size);
+/* An administrator's revoke of a lock (or an election: its key is a lock
+ * key), whoever holds it.  With fencing on the key (a master reports its
+ * counter): the counter is raised on every master reached to one value above
+ * every counter a master reports, so above the holder's token, and the key
+ * is deleted, in one script per master; *fence_out (may be NULL) gets that
+ * value.  A store that checks tokens and has been told it refuses the old
+ * holder from then on, and the next grant's token is above it.  Without
+ * fencing (*fence_out = 0) the key keeps its remaining TTL under a value of
+ * the revoker's: nobody is granted the lock before the old lease would have
+ * ended.  Either way the holder's next extension (its watch's too) fails and
+ * the lock is lost (REDLOCK_ELOST; the lost callback once).  Returns 0 when a
+ * quorum of masters did it, REDLOCK_ENOQUORUM otherwise (some may have),
+ * REDLOCK_ENOTSUP when too many masters run no Lua.  Blocking, as
+ * redlock_lock.  Errors besides: EINVAL (NULL client, bad resource), ENOMEM,
+ * ECLOSED, EFORKED, EWOULDBLOCK.  docs/safety.md says what it guarantees. */
+REDLOCK_EXPORT int redlock_revoke(redlock_t *client, const char *resource, uint64_t *fence_out);
 
 /* ---- Observability: stats and events (docs/observability.md) ------------------
  * Every client counts its operations by kind and outcome, times them in

@@ -340,6 +340,7 @@ void setter_log_cb(int level, const char *msg, void *arg) {
 static const struct option CONN_LONGS[] = {
     {"node", required_argument, NULL, 'N'},
     {"key-prefix", required_argument, NULL, 'p'},
+    {"owner", required_argument, NULL, OPT_OWNER},
     {"tls-ca", required_argument, NULL, OPT_TLS_CA},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
@@ -374,6 +375,9 @@ static int conn_option(conn_opts_t *c, int opt, const char *arg, int count_verbo
     return nodes_add(&c->nodes, arg, "--node");
   case 'p':
     c->prefix = arg;
+    return 0;
+  case OPT_OWNER:
+    c->owner = arg;
     return 0;
   case OPT_TLS_CA:
     c->tls.ca = arg;

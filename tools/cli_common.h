@@ -58,7 +58,9 @@ enum {
   OPT_TLS_KEY,
   OPT_TLS_SERVER_NAME,
   OPT_TLS_INSECURE,
-  OPT_ALLOW_DISCOVERED
+  OPT_ALLOW_DISCOVERED,
+  OPT_OWNER,
+  OPT_KIND
 };
 
 /* ---- the subcommands (main.c dispatches to them) -------------------------------------- */
@@ -69,6 +71,7 @@ int cmd_run(int argc, char **argv);
 int cmd_elect(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_revoke(int argc, char **argv);
 
 /* ---- messages ----------------------------------------------------------------------------- */
 
@@ -141,7 +144,7 @@ int state_dir_apply(redlock_options_t *opts);
 /* ---- the options of every subcommand, and the one parser --------------------------- */
 
 /* What every subcommand connects with ("All commands" in docs/cli.md):
- * --node, --key-prefix and the --tls-* options.  parse_options takes them
+ * --node, --key-prefix, --owner and the --tls-* options.  parse_options takes them
  * (and -q, -v, -h, -V) for all subcommands from one table, so that a new
  * connection option reaches run, elect and status alike. */
 /* Most --allow-discovered patterns (the library takes up to 64). */
@@ -150,6 +153,7 @@ int state_dir_apply(redlock_options_t *opts);
 typedef struct {
   nodes_t nodes;
   const char *prefix;
+  const char *owner; /* --owner, else REDLOCK_OWNER, else NULL: no label */
   tls_opts_t tls;
   /* --allow-discovered host patterns, else REDLOCK_ALLOW_DISCOVERED's
    * (split in allow_env, filled in by conn_apply). */

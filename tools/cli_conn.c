@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "util/strutil.h"
 #include "util/tls.h" /* the TLS connections, from the redlock_uri target */
@@ -61,8 +62,50 @@ static int allow_from_env(conn_opts_t *conn) {
   return 0;
 }
 
+/* Room a host name takes in an owner label ("%h"): the rest is cut. */
+#define OWNER_HOST_MAX 32
+
+/* --owner (else REDLOCK_OWNER) with "%h" the host name (bytes a label cannot
+ * hold made '_', cut to OWNER_HOST_MAX), "%p" the process id and "%%" a
+ * '%'.  0, or EXIT_USAGE (said). */
+static int owner_apply(const conn_opts_t *conn, redlock_options_t *opts) {
+  const char *spec = conn->owner != NULL ? conn->owner : getenv("REDLOCK_OWNER");
+  if (spec == NULL || spec[0] == '\0')
+    return 0;
+  char label[4 * REDLOCK_MAX_OWNER], host[256];
+  size_t n = 0;
+  for (const char *p = spec; *p != '\0' && n < REDLOCK_MAX_OWNER + 1; p++) {
+    if (p[0] != '%' || (p[1] != 'h' && p[1] != 'p' && p[1] != '%')) {
+      label[n++] = *p;
+      continue;
+    }
+    p++;
+    if (*p == '%') {
+      label[n++] = '%';
+    } else if (*p == 'p') {
+      n += (size_t)snprintf(label + n, sizeof label - n, "%ld", (long)getpid());
+    } else {
+      if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "unknown");
+      host[sizeof host - 1] = '\0';
+      for (size_t i = 0; host[i] != '\0' && i < OWNER_HOST_MAX; i++) {
+        unsigned char c = (unsigned char)host[i];
+        label[n++] = c < 0x21 || c > 0x7e || c == '~' ? '_' : (char)c;
+      }
+    }
+  }
+  label[n < sizeof label ? n : sizeof label - 1] = '\0';
+  if (redlock_options_set_owner(opts, label) != 0)
+    return usage_error("--owner: expected 1 to %d bytes of printable ASCII without spaces or "
+                       "'~', got '%s'",
+                       REDLOCK_MAX_OWNER, spec);
+  return 0;
+}
+
 int conn_apply(conn_opts_t *conn, redlock_options_t *opts) {
-  int rc = tls_apply(&conn->tls, opts);
+  int rc = owner_apply(conn, opts);
+  if (rc == 0)
+    rc = tls_apply(&conn->tls, opts);
   if (rc == 0)
     rc = allow_from_env(conn);
   for (size_t i = 0; i < conn->n_allow && rc == 0; i++)
@@ -71,6 +114,23 @@ int conn_apply(conn_opts_t *conn, redlock_options_t *opts) {
   if (rc == 0)
     cli_conn_allow(conn->allow, conn->n_allow);
   return rc;
+}
+
+int conn_open_client(conn_opts_t *conn, redlock_options_t *opts, int rc, redlock_t **client) {
+  *client = NULL;
+  int status = 0;
+  if (rc != 0) {
+    err_msg("invalid settings: %s", redlock_strerror(rc));
+    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
+  }
+  if (status == 0)
+    status = conn_apply(conn, opts);
+  if (status == 0 && (rc = redlock_open(client, opts)) != 0) {
+    err_msg("cannot start the client: %s", redlock_strerror(rc));
+    status = EXIT_INTERNAL;
+  }
+  redlock_options_free(opts);
+  return status;
 }
 
 int tls_for_probes(const redlock_options_t *opts, const nodes_t *nodes) {

@@ -38,6 +38,10 @@ enum {
  * the tool's own connections follow too (cli_conn_allow).  0 or an exit
  * status (with the reason on stderr). */
 int conn_apply(conn_opts_t *conn, redlock_options_t *opts);
+/* Opens *client with opts, which the caller filled with status rc (the
+ * first setter that failed, or 0), after conn_apply; frees opts.  0, or an
+ * exit status (said; *client NULL). */
+int conn_open_client(conn_opts_t *conn, redlock_options_t *opts, int rc, redlock_t **client);
 /* The host patterns (fnmatch, ASCII case ignored) that an address a
  * sentinel or a cluster node names must match before these connections go
  * there; none: any.  The patterns are borrowed for the process's life. */

@@ -12,6 +12,7 @@ static const char OVERVIEW[] =
     "       redlock run [OPTIONS] RESOURCE -c 'SHELL COMMAND'\n"
     "       redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       redlock status [OPTIONS] RESOURCE\n"
+    "       redlock revoke [OPTIONS] RESOURCE\n"
     "       redlock doctor [OPTIONS] [URI...]\n"
     "       redlock --help | --version\n"
     "\n"
@@ -20,7 +21,8 @@ static const char OVERVIEW[] =
     "\n"
     "  run      take the lock on RESOURCE and run COMMAND while holding it\n"
     "  elect    campaign for leadership of NAME and run COMMAND while leader\n"
-    "  status   show RESOURCE's keys on every master\n"
+    "  status   show RESOURCE's keys on every master, and who holds it\n"
+    "  revoke   take the lock on RESOURCE back from whoever holds it\n"
     "  doctor   say whether each master can vote, and why not\n"
     "\n"
     "'redlock SUBCOMMAND --help' (or 'redlock help SUBCOMMAND') lists a subcommand's\n"
@@ -38,6 +40,10 @@ static const char CONN_HELP[] =
     "                           rediss-cluster:// (TLS).  Without --node, the\n"
     "                           comma-separated list in REDLOCK_NODES is used\n"
     "  -p, --key-prefix PREFIX  Redis key = PREFIX + RESOURCE (default: none)\n"
+    "      --owner LABEL        an owner label in the lock's value, readable by\n"
+    "                           anyone (never a secret): 1..64 printable ASCII\n"
+    "                           bytes without '~'; %h the host name, %p the pid\n"
+    "                           (e.g. %h:%p; env REDLOCK_OWNER; default: none)\n"
     "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
     "      --tls-cert FILE      client certificate (PEM); with --tls-key\n"
     "      --tls-key FILE       the client certificate's private key (PEM)\n"
@@ -121,12 +127,29 @@ static const char STATUS_HELP[] =
     "Show, per master, whether it answers, the value holding the key, its PTTL,\n"
     "the fence counter, the master's uptime, its path (scripts, both,\n"
     "script-free commands, none: how locks are released there) and its\n"
-    "quarantine.\n"
+    "quarantine; then the library's view: held by a quorum or not, whether the\n"
+    "masters agree, the holder's owner label, its TTL range and the fence.\n"
     "\n"
     "Options of status:\n"
     "      --timeout DURATION   connect and reply timeout per master (default 1s)\n"
-    "      --json               one JSON object instead of the table\n"
+    "      --json               one JSON object instead of the table (the view:\n"
+    "                           its \"inspect\" field)\n"
+    "      --kind KIND          the view of a lock (default), semaphore, rwlock\n"
+    "                           or election named RESOURCE\n"
     "      --no-quarantine, --max-ttl DURATION  judge the quarantines as run would\n";
+
+static const char REVOKE_HELP[] =
+    "Usage: redlock revoke [OPTIONS] RESOURCE\n"
+    "\n"
+    "End the current hold of the lock (or election) RESOURCE on a quorum,\n"
+    "whoever holds it, and print the fence it raised: with fencing, the key's\n"
+    "counter is raised above the holder's token and the key deleted (tell your\n"
+    "store the fence: it then refuses the old holder); without, the key keeps\n"
+    "its remaining TTL under the revoker's value (fence 0).  The holder's next\n"
+    "extension fails: its `redlock run` ends COMMAND and exits 71.\n"
+    "\n"
+    "Options of revoke:\n"
+    "      --timeout DURATION   connect and reply timeout per master (default 1s)\n";
 
 static const char DOCTOR_HELP[] =
     "Usage: redlock doctor [OPTIONS] [URI...]\n"
@@ -155,6 +178,10 @@ static const char EXIT_ELECT[] =
 
 static const char EXIT_STATUS[] =
     "Exit status: 0 when a quorum of masters answered, 69 otherwise, 64 usage.\n";
+
+static const char EXIT_REVOKE[] =
+    "Exit status: 0 revoked on a quorum, 69 too few masters answered (or ran\n"
+    "no Lua), 70 internal error, 64 usage.\n";
 
 static const char EXIT_DOCTOR[] =
     "Exit status: 0 every voter can vote now, 1 one cannot, 2 all can but some only\n"
@@ -198,6 +225,13 @@ void print_help(const char *cmd) {
     fputs("\n", stdout);
     fputs(DURATIONS, stdout);
     fputs(EXIT_STATUS, stdout);
+  } else if (strcmp(cmd, "revoke") == 0) {
+    fputs(REVOKE_HELP, stdout);
+    fputs("\n", stdout);
+    fputs(CONN_HELP, stdout);
+    fputs("\n", stdout);
+    fputs(DURATIONS, stdout);
+    fputs(EXIT_REVOKE, stdout);
   } else {
     fputs(DOCTOR_HELP, stdout);
     fputs("\n", stdout);

@@ -139,19 +139,8 @@ int cli_quar_ask(cli_quar_t *q, conn_opts_t *conn, int quarantine, uint64_t max_
     rc = redlock_options_set_timeouts(opts, connect_ms ? (uint32_t)connect_ms : 1000, 100);
   if (rc == 0)
     rc = redlock_options_set_event_cb(opts, cli_quar_event, q);
-  int status = 0;
-  if (rc != 0) {
-    err_msg("invalid settings: %s", redlock_strerror(rc));
-    status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;
-  }
-  if (status == 0)
-    status = conn_apply(conn, opts);
   redlock_t *client = NULL;
-  if (status == 0 && (rc = redlock_open(&client, opts)) != 0) {
-    err_msg("cannot start the client: %s", redlock_strerror(rc));
-    status = EXIT_INTERNAL;
-  }
-  redlock_options_free(opts);
+  int status = conn_open_client(conn, opts, rc, &client);
   if (client != NULL)
     redlock_close(client);
   return status;

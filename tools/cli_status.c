@@ -5,7 +5,10 @@
  * path its releases and extensions take (cli_probe.c), then a verdict
  * (locked on a quorum, set on too few masters, free, unknown), as a table
  * or as one JSON object, and which masters the library keeps in a
- * quarantine now, until when (cli_quar.h).
+ * quarantine now, until when (cli_quar.h); then the library's view of the
+ * resource (redlock_inspect, cli_admin.h: its holders' owner labels, their
+ * TTL range, the fence counter, whether a quorum agrees), of the kind
+ * --kind names (a lock by default).
  * The exit status says whether a quorum of masters answered. */
 #define _GNU_SOURCE /* getopt_long */
 
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_admin.h"
 #include "cli_common.h"
 #include "cli_probe.h"
 #include "cli_quar.h"
@@ -63,7 +67,8 @@ static void print_cluster_json(const master_report_t *m) {
 
 /* status --json: the same report as the table, as one JSON object.  The exit
  * status is the table's. */
-static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps) {
+static int print_status_json(const nodes_t *nodes, const char *key, const master_report_t *reps,
+                             const char *view) {
   verdict_t v = tally(nodes, reps);
   const char *verdict = v.best != NULL && v.best_n >= v.quorum ? "locked"
                         : v.best != NULL                       ? "not_locked_on_quorum"
@@ -131,8 +136,89 @@ static int print_status_json(const nodes_t *nodes, const char *key, const master
       printf("null");
     printf("}");
   }
-  printf("]}\n");
+  /* The library's view, as redlock_inspect wrote it (null when it could not
+   * be read). */
+  printf("],\"inspect\":%s}\n", view != NULL ? view : "null");
   return v.reachable < v.quorum ? EXIT_NOQUORUM : 0;
+}
+
+/* ---- the library's view (redlock_inspect's JSON, read back for the table) ------ */
+
+/* Where the value of the first field `name` starts in the view (the top
+ * level's fields come before its arrays), or NULL. */
+static const char *view_field(const char *view, const char *name) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", name);
+  const char *at = strstr(view, pat);
+  return at != NULL ? at + strlen(pat) : NULL;
+}
+
+/* A field's value as the view spells it: a number, true, false, null, or a
+ * string's contents (escapes kept: the view escapes every byte a terminal
+ * could act on).  "?" when absent. */
+static const char *view_text(const char *at, char *buf, size_t size) {
+  if (at == NULL)
+    return "?";
+  size_t n = 0;
+  if (*at == '"') {
+    for (at++; *at != '\0' && *at != '"' && n + 2 < size; at++) {
+      if (*at == '\\' && at[1] != '\0')
+        buf[n++] = *at++;
+      buf[n++] = *at;
+    }
+  } else {
+    while (*at != '\0' && *at != ',' && *at != '}' && *at != ']' && n + 1 < size)
+      buf[n++] = *at++;
+  }
+  buf[n] = '\0';
+  return buf;
+}
+
+static const char *view_get(const char *view, const char *name, char *buf, size_t size) {
+  return view_text(view_field(view, name), buf, size);
+}
+
+/* The holders of a semaphore or read-write lock, one line each. */
+static void print_holders(const char *view, int kind) {
+  const char *h = view_field(view, "holders");
+  const char *end = h != NULL ? strstr(h, "],\"masters\"") : NULL;
+  while (h != NULL && (h = strstr(h, "{\"value\":")) != NULL && (end == NULL || h < end)) {
+    char value[256], owner[128], lo[32], hi[32], tag[32];
+    printf("  %s %s: %s, owner %s, ttl %s..%s ms\n",
+           kind == REDLOCK_INSPECT_SEMAPHORE ? "slot" : "hold",
+           view_get(h, kind == REDLOCK_INSPECT_SEMAPHORE ? "slot" : "mode", tag, sizeof tag),
+           view_get(h, "value", value, sizeof value), view_get(h, "owner", owner, sizeof owner),
+           view_get(h, "ttl_ms_min", lo, sizeof lo), view_get(h, "ttl_ms_max", hi, sizeof hi));
+    h++;
+  }
+}
+
+/* The view's summary under the table: whether a quorum holds the resource
+ * and agrees, the holder's owner label (its value is in the table already),
+ * the TTL range and the fence counter. */
+static void print_view(const char *view, int kind) {
+  if (view == NULL) {
+    printf("view: unavailable (redlock_inspect failed)\n");
+    return;
+  }
+  char held[8], agreed[8], owner[128], lo[32], hi[32], fence[32], count[16];
+  int is_held = strcmp(view_get(view, "held", held, sizeof held), "true") == 0;
+  int is_agreed = strcmp(view_get(view, "agreed", agreed, sizeof agreed), "true") == 0;
+  printf("view: %s, %s", is_held ? "held by a quorum" : "not held by a quorum",
+         is_agreed ? "every master that answered agrees" : "the masters disagree");
+  if (is_held && kind != REDLOCK_INSPECT_SEMAPHORE && kind != REDLOCK_INSPECT_RWLOCK)
+    printf("; owner %s", view_get(view, "owner", owner, sizeof owner));
+  if (is_held)
+    printf("; ttl %s..%s ms", view_get(view, "ttl_ms_min", lo, sizeof lo),
+           view_get(view, "ttl_ms_max", hi, sizeof hi));
+  printf("; %s %s", kind == REDLOCK_INSPECT_ELECTION ? "term" : "fence",
+         view_get(view, "fence", fence, sizeof fence));
+  if (kind == REDLOCK_INSPECT_SEMAPHORE || kind == REDLOCK_INSPECT_RWLOCK) {
+    printf("; %s holders\n", view_get(view, "count", count, sizeof count));
+    print_holders(view, kind);
+    return;
+  }
+  printf("\n");
 }
 
 /* A master's name in the table: its label, and for a sentinel voter
@@ -147,7 +233,8 @@ static const char *row_label(const nodes_t *nodes, const master_report_t *reps, 
 }
 
 /* The table: one line per master, then the verdict. */
-static int print_status_table(const nodes_t *nodes, const char *key, const master_report_t *reps) {
+static int print_status_table(const nodes_t *nodes, const char *key, const master_report_t *reps,
+                              const char *view, int kind) {
   verdict_t v = tally(nodes, reps);
   int wlabel = (int)strlen("MASTER"), wvalue = (int)strlen("VALUE");
   char lbuf[1024];
@@ -214,6 +301,7 @@ static int print_status_table(const nodes_t *nodes, const char *key, const maste
              row_label(nodes, reps, i, lbuf2, sizeof lbuf2), reps[i].quarantine);
       voting--;
     }
+  print_view(view, kind);
   if (v.reachable < v.quorum) {
     printf("only %zu of %zu masters answered (quorum %zu)\n", v.reachable, nodes->n, v.quorum);
     return EXIT_NOQUORUM;
@@ -228,6 +316,7 @@ typedef struct {
   conn_opts_t conn; /* masters, key prefix, TLS */
   const char *resource;
   uint64_t timeout_ms;
+  int kind; /* --kind: REDLOCK_INSPECT_* */
   int json;
   int quarantine;      /* --no-quarantine clears it, as for run */
   uint64_t max_ttl_ms; /* --max-ttl; 0: the library's default */
@@ -243,6 +332,10 @@ static int take_status_option(void *ctx, int opt, const char *arg) {
     return 0;
   case OPT_JSON:
     o->json = 1;
+    return 0;
+  case OPT_KIND:
+    if ((o->kind = admin_kind(arg)) == 0)
+      return usage_error("--kind: expected lock, semaphore, rwlock or election, got '%s'", arg);
     return 0;
   case OPT_NO_QUARANTINE:
     o->quarantine = 0;
@@ -260,6 +353,7 @@ static int take_status_option(void *ctx, int opt, const char *arg) {
 static int parse_status(int argc, char **argv, status_opts_t *o) {
   static const struct option longs[] = {{"timeout", required_argument, NULL, OPT_TIMEOUT},
                                         {"json", no_argument, NULL, OPT_JSON},
+                                        {"kind", required_argument, NULL, OPT_KIND},
                                         {"no-quarantine", no_argument, NULL, OPT_NO_QUARANTINE},
                                         {"max-ttl", required_argument, NULL, OPT_MAX_TTL},
                                         {NULL, 0, NULL, 0}};
@@ -293,6 +387,20 @@ static int ask_quarantines(status_opts_t *o, master_report_t *reps) {
   return status;
 }
 
+/* The library's view of the resource (NULL, said, when the client cannot
+ * read it: the probes' report stands).  0 or an exit status. */
+static int read_view(status_opts_t *o, char **view) {
+  redlock_t *client = NULL;
+  int status = admin_open(&o->conn, o->timeout_ms, &client);
+  if (status == 0) {
+    int rc = admin_inspect(client, o->resource, o->kind, view);
+    if (rc != 0)
+      err_msg("inspect %s: %s", o->resource, redlock_strerror(rc));
+  }
+  redlock_close(client);
+  return status;
+}
+
 /* Probes every master and prints the report.  The exit status. */
 static int report(status_opts_t *o) {
   char *key, *fence_key;
@@ -306,8 +414,13 @@ static int report(status_opts_t *o) {
   for (size_t i = 0; i < nodes->n; i++)
     probe_master(&nodes->addrs[i], key, fence_key, o->timeout_ms, &reps[i]);
   int status = ask_quarantines(o, reps);
+  char *view = NULL;
   if (status == 0)
-    status = o->json ? print_status_json(nodes, key, reps) : print_status_table(nodes, key, reps);
+    status = read_view(o, &view);
+  if (status == 0)
+    status = o->json ? print_status_json(nodes, key, reps, view)
+                     : print_status_table(nodes, key, reps, view, o->kind);
+  free(view);
   for (size_t i = 0; i < nodes->n; i++)
     free(reps[i].value);
   free(reps);
@@ -317,7 +430,8 @@ static int report(status_opts_t *o) {
 }
 
 int cmd_status(int argc, char **argv) {
-  status_opts_t o = {.timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .quarantine = 1};
+  status_opts_t o = {
+      .timeout_ms = DEFAULT_STATUS_TIMEOUT_MS, .kind = REDLOCK_INSPECT_LOCK, .quarantine = 1};
   int status = parse_status(argc, argv, &o);
   if (status < 0) { /* --help, --version: exit 0 (main checks stdout) */
     nodes_free(&o.conn.nodes);

@@ -5,6 +5,7 @@
  *   redlock elect [OPTIONS] NAME [--] COMMAND [ARGS...]       cli_elect.c
  *   redlock status [OPTIONS] RESOURCE                         cli_status.c
  *   redlock doctor [OPTIONS] URI...                           cli_doctor.c
+ *   redlock revoke [OPTIONS] RESOURCE                         cli_admin.c
  *
  * docs/redlock.1 (man redlock) and docs/cli.md document the options and the exit statuses
  * (cli_common.h).  The tool uses the public API of the shared library, and
@@ -17,14 +18,15 @@
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return usage_error("missing command: run, elect, status or doctor");
+    return usage_error("missing command: run, elect, status, revoke or doctor");
   const char *cmd = argv[1];
   if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
     /* `redlock help run`: run's options, as `redlock run --help`. */
     const char *sub = argc > 2 && strcmp(cmd, "help") == 0 ? argv[2] : NULL;
     if (sub != NULL && strcmp(sub, "run") != 0 && strcmp(sub, "elect") != 0 &&
-        strcmp(sub, "status") != 0 && strcmp(sub, "doctor") != 0)
-      return usage_error("help: unknown command '%s' (expected run, elect, status or doctor)", sub);
+        strcmp(sub, "status") != 0 && strcmp(sub, "doctor") != 0 && strcmp(sub, "revoke") != 0)
+      return usage_error(
+          "help: unknown command '%s' (expected run, elect, status, revoke or doctor)", sub);
     print_help(sub);
     return 0;
   }
@@ -41,8 +43,10 @@ int main(int argc, char **argv) {
     status = cmd_status(argc - 1, argv + 1);
   else if (strcmp(cmd, "doctor") == 0)
     status = cmd_doctor(argc - 1, argv + 1);
+  else if (strcmp(cmd, "revoke") == 0)
+    status = cmd_revoke(argc - 1, argv + 1);
   else
-    return usage_error("unknown command '%s' (expected run, elect, status or doctor)", cmd);
+    return usage_error("unknown command '%s' (expected run, elect, status, revoke or doctor)", cmd);
   /* A full disk or closed pipe on stdout (the status or doctor report) is
    * an error. */
   if (fflush(stdout) != 0 && status == 0)

@@ -4,8 +4,10 @@
 # resources, with C (the `redlock` CLI from the build), Node, Go, Rust and
 # Python contenders (each one whose toolchain is present; the others print a
 # SKIP line):
-#   1. a C holder: every other language is refused;
-#   2. a holder in each language: every other language, C included, is refused;
+#   1. a C holder, whose value carries an owner label (--owner): every other
+#      language is refused, and `redlock status` shows the label;
+#   2. a holder in each language: every other language, C included, is refused,
+#      and `redlock status` sees it held by a quorum with no owner label;
 #   3. sequential acquisitions, two rounds over all languages: the fencing
 #      tokens strictly increase across languages;
 #   4. all languages (twice each) wait for one resource at once: the hold
@@ -147,7 +149,7 @@ contend() {
       [ "$mode" = wait ] && w=(--wait "${wait}ms")
       local hold_cmd="read -r _ || true"
       [ "$hold" = stdin ] || hold_cmd="sleep $(ms_to_s "$hold")"
-      "$cli" run --no-quarantine -q --ttl "${ttl}ms" "${w[@]}" "$res" -- sh -c \
+      "$cli" run --no-quarantine -q --owner interop-c --ttl "${ttl}ms" "${w[@]}" "$res" -- sh -c \
         'echo "ACQUIRED $REDLOCK_FENCE $(date +%s%3N)"; '"$hold_cmd"'; echo "RELEASING $(date +%s%3N)"' || rc=$?
       [ "$rc" -eq 75 ] && echo LOCKED
       return "$rc"
@@ -214,6 +216,18 @@ expect_refused() {
   done
 }
 
+# The view `redlock status --json` reads (redlock_inspect) of a held RESOURCE
+# says it is held by a quorum, with owner OWNER ("null": none).
+expect_view() {
+  local holder=$1 res=$2 owner=$3 out
+  out=$("$cli" status --json "$res" 2>&1) || true
+  if printf '%s' "$out" | grep "\"inspect\":{[^}]*\"held\":true,\"agreed\":true,\"value\":\"[^\"]*\",\"owner\":$owner," >/dev/null; then
+    ok "$holder holds $res: status sees it held, owner $owner"
+  else
+    bad "$holder holds $res: status --json does not show it held with owner $owner: $out"
+  fi
+}
+
 finish_holder() {
   local lang=$1 rc=0
   exec 7>&-
@@ -229,6 +243,7 @@ SECONDS=0
 echo "==> 1. a C holder; every other language is refused"
 if start_holder c interop:c-holds; then
   expect_refused c interop:c-holds "${langs[@]}"
+  expect_view c interop:c-holds '"interop-c"'
   finish_holder c
 fi
 
@@ -237,6 +252,7 @@ for holder in "${langs[@]}"; do
   [ "$holder" = c ] && continue
   if start_holder "$holder" "interop:$holder-holds"; then
     expect_refused "$holder" "interop:$holder-holds" "${langs[@]}"
+    expect_view "$holder" "interop:$holder-holds" null
     finish_holder "$holder"
   fi
 done

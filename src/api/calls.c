@@ -5,13 +5,16 @@
  * op's callback (client_defer_wake).  Also the lock accessors and
  * redlock_last_votes, whose text votes.c makes. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/calls.h"
 #include "api/client.h"
 #include "api/stats.h"
+#include "engine/inspect.h"
 #include "engine/lock.h"
+#include "engine/revoke.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
 #include "util/alloc.h"
@@ -38,6 +41,13 @@ const char *redlock_lock_resource(const redlock_lock_t *value) {
 
 const char *redlock_lock_value(const redlock_lock_t *value) {
   return value != NULL ? lock_of(value)->lease->value : NULL;
+}
+
+const char *redlock_lock_owner(const redlock_lock_t *value) {
+  if (value == NULL)
+    return NULL;
+  const redlock_lock_t *lease = lock_of(value)->lease;
+  return lease->value_len > RANDOM_VALUE_LEN ? lease->value + RANDOM_VALUE_LEN + 1 : "";
 }
 
 int redlock_lock_is_lost(const redlock_lock_t *value) {
@@ -558,6 +568,55 @@ int redlock_rwlock_write_async_ex(redlock_t *client, const char *name, uint32_t 
 }
 
 /* ---- stats ------------------------------------------------------------------------ */
+
+/* ---- inspect and revoke (inspect.c, revoke.c) ------------------------------------ */
+
+/* Submits op, when it was made (made: ST_OK, or the error that left nothing
+ * to queue), and waits for it; its status. */
+static status_t admin_blocking(redlock_t *client, sync_call_t *call, status_t made, op_t *op) {
+  if (made == ST_OK) {
+    made = client_submit(client, op);
+    if (made != ST_OK)
+      op_free(op);
+  }
+  return sync_wait(call, made);
+}
+
+int redlock_inspect(redlock_t *client, const char *name, int kind, char *buf, size_t size) {
+  if (buf == NULL && size > 0)
+    return REDLOCK_EINVAL;
+  int rc = check_blocking(client);
+  if (rc != 0)
+    return rc;
+  if (kind < REDLOCK_INSPECT_LOCK || kind > REDLOCK_INSPECT_ELECTION)
+    return REDLOCK_EINVAL;
+  rc = calls_check_key(client, name,
+                       kind == REDLOCK_INSPECT_LOCK || kind == REDLOCK_INSPECT_ELECTION);
+  sync_call_t call;
+  if (rc != 0 || (rc = sync_start(&call, client)) != 0)
+    return rc;
+  op_t *op = NULL;
+  size_t len = 0;
+  rc = inspect_op_new(&op, &client->engine, name, kind, buf, size, &len, sync_done_cb, &call);
+  rc = admin_blocking(client, &call, rc, op);
+  if (rc == 0 && len > INT_MAX)
+    return REDLOCK_ENOMEM; /* a view longer than an int can say */
+  return rc == 0 ? (int)len : rc;
+}
+
+int redlock_revoke(redlock_t *client, const char *resource, uint64_t *fence_out) {
+  if (fence_out != NULL)
+    *fence_out = 0;
+  int rc = check_blocking(client);
+  if (rc != 0)
+    return rc;
+  sync_call_t call;
+  if ((rc = calls_check_key(client, resource, 1)) != 0 || (rc = sync_start(&call, client)) != 0)
+    return rc;
+  op_t *op = NULL;
+  rc = revoke_op_new(&op, &client->engine, resource, fence_out, sync_done_cb, &call);
+  return admin_blocking(client, &call, rc, op);
+}
 
 int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
   if (client == NULL || (buf == NULL && size > 0) ||

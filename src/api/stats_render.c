@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/stats.h"
+#include "util/strutil.h"
 
 /* The text of each histogram bucket bound (stats.c keeps the bounds). */
 static const char *const bound_text[STATS_N_BOUNDS] = {
@@ -262,11 +263,7 @@ typedef struct {
 } out_t;
 
 static void out_write(out_t *o, const char *s, size_t n) {
-  if (o->len < o->size) {
-    size_t room = o->size - o->len;
-    memcpy(o->buf + o->len, s, n < room ? n : room);
-  }
-  o->len += n;
+  str_measured_put(o->buf, o->size, &o->len, s, n);
 }
 
 static void out_puts(out_t *o, const char *s) { out_write(o, s, strlen(s)); }

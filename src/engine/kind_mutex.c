@@ -35,8 +35,8 @@ static void argv_push(argv_t *a, const char *s, size_t len) {
 
 /* EVALSHA <sha> <n> keys... value [ttl] */
 static void argv_script(argv_t *a, const script_t *script, char *const *keys,
-                        const size_t *key_lens, size_t n_keys, const char *value, int with_ttl,
-                        uint32_t ttl_ms) {
+                        const size_t *key_lens, size_t n_keys, const char *value, size_t value_len,
+                        int with_ttl, uint32_t ttl_ms) {
   a->argc = 0;
   argv_push(a, "EVALSHA", 7);
   argv_push(a, script->sha1, 40);
@@ -44,7 +44,7 @@ static void argv_script(argv_t *a, const script_t *script, char *const *keys,
   argv_push(a, a->n_keys_str, n);
   for (size_t i = 0; i < n_keys; i++)
     argv_push(a, keys[i], key_lens[i]);
-  argv_push(a, value, RANDOM_VALUE_LEN);
+  argv_push(a, value, value_len);
   if (with_ttl) {
     n = resp_u64_to_dec(ttl_ms, a->ttl_str);
     argv_push(a, a->ttl_str, n);
@@ -65,7 +65,7 @@ static void argv_fenced(argv_t *a, const script_t *script, const op_acquire_t *o
     argv_push(a, op->keys[i], op->key_lens[i]);
   for (size_t i = 0; i < (floors ? 2 : 1) * op->n_keys; i++)
     argv_push(a, op->fence_keys[i], op->fence_key_lens[i]);
-  argv_push(a, op->value, RANDOM_VALUE_LEN);
+  argv_push(a, op->value, op->value_len);
   argv_push(a, arg, arg_len);
 }
 
@@ -156,7 +156,7 @@ static void tx_acquire(tx_acquire_t *t, round_alt_t *alt, const op_acquire_t *op
   const char *key = op->keys[0], *counter = op->fence_keys[0], *floor = op->fence_keys[1];
   *t = (tx_acquire_t){
       .set = {"SET", key, op->value, "NX", "PX", ttl},
-      .set_len = {3, op->key_lens[0], RANDOM_VALUE_LEN, 2, 2, ttl_len},
+      .set_len = {3, op->key_lens[0], op->value_len, 2, 2, ttl_len},
       .get = {"GET", counter},
       .get_len = {3, op->fence_key_lens[0]},
       .zscore = {"ZSCORE", floor, DIRECT_FLOOR_MEMBER},
@@ -204,14 +204,15 @@ static status_t mutex_acquire_round(op_acquire_t *op, round_decided_fn cb, round
     size_t n = resp_u64_to_dec(op->ttl_ms, a.ttl_str);
     argv_push(&a, "SET", 3);
     argv_push(&a, op->keys[0], op->key_lens[0]);
-    argv_push(&a, op->value, RANDOM_VALUE_LEN);
+    argv_push(&a, op->value, op->value_len);
     argv_push(&a, "NX", 2);
     argv_push(&a, "PX", 2);
     argv_push(&a, a.ttl_str, n);
     return argv_round(engine, &a, NULL, ROUND_EXPECT_OK, ROUND_ACQUIRE, 0, NULL, cb, op, out);
   }
   const script_t *script = script_get(SCRIPT_ACQUIRE_MANY);
-  argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, 1, op->ttl_ms);
+  argv_script(&a, script, op->keys, op->key_lens, op->n_keys, op->value, op->value_len, 1,
+              op->ttl_ms);
   return argv_round(engine, &a, script, (int64_t)op->n_keys, ROUND_ACQUIRE, 0, NULL, cb, op, out);
 }
 
@@ -225,7 +226,7 @@ static status_t mutex_fence_round(op_acquire_t *op, const char *token, size_t to
   /* MULTI; ZADD F GT T m; SET K V IFEQ V KEEPTTL; EXEC where no script runs */
   tx_raise_t raise;
   const char *set[] = {"SET", op->keys[0], op->value, "IFEQ", op->value, "KEEPTTL"};
-  const size_t set_len[] = {3, op->key_lens[0], RANDOM_VALUE_LEN, 4, RANDOM_VALUE_LEN, 7};
+  const size_t set_len[] = {3, op->key_lens[0], op->value_len, 4, op->value_len, 7};
   round_alt_t alt = {.nolua_only = 1u << NODE_FORM_TX, .tx_reply = DIRECT_TX_FENCE_COMMIT};
   alt.before[0] = (round_argv_t){1, multi_argv, multi_len};
   alt.before[1] = tx_raise(&raise, op->fence_keys[1], op->fence_key_lens[1], token, token_len);
@@ -240,7 +241,7 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   const script_t *script = script_get(SCRIPT_EXTEND);
   char token_str[24];
   if (lock->fence_keys != NULL) {
-    /* EVALSHA <sha> <2n> keys... counters... value ttl token */
+    /* EVALSHA <sha> <2n> keys... counters... value ttl token floor-suffix */
     a.argc = 0;
     argv_push(&a, "EVALSHA", 7);
     argv_push(&a, script->sha1, 40);
@@ -249,11 +250,13 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
       argv_push(&a, lock->keys[i], lock->key_lens[i]);
     for (size_t i = 0; i < lock->n_keys; i++)
       argv_push(&a, lock->fence_keys[i], lock->fence_key_lens[i]);
-    argv_push(&a, lock->value, RANDOM_VALUE_LEN);
+    argv_push(&a, lock->value, lock->value_len);
     argv_push(&a, a.ttl_str, resp_u64_to_dec(ttl_ms, a.ttl_str));
     argv_push(&a, token_str, resp_u64_to_dec(lock->fence, token_str));
+    argv_push(&a, DIRECT_FLOOR_SUFFIX, sizeof DIRECT_FLOOR_SUFFIX - 1);
   } else {
-    argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, 1, ttl_ms);
+    argv_script(&a, script, lock->keys, lock->key_lens, lock->n_keys, lock->value, lock->value_len,
+                1, ttl_ms);
   }
   if (lock->n_keys != 1)
     return argv_round(engine, &a, script, ROUND_EXPECT_CODE, ROUND_EXTEND, 0, NULL, cb, ctx, out);
@@ -267,9 +270,9 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
   const char *key = lock->keys[0], *ttl = a.ttl_str;
   size_t key_len = lock->key_lens[0], ttl_len = resp_u64_to_dec(ttl_ms, a.ttl_str);
   const char *set_argv[] = {"SET", key, lock->value, "IFEQ", lock->value, "PX", ttl};
-  const size_t set_len[] = {3, key_len, RANDOM_VALUE_LEN, 4, RANDOM_VALUE_LEN, 2, ttl_len};
+  const size_t set_len[] = {3, key_len, lock->value_len, 4, lock->value_len, 2, ttl_len};
   const char *nx_argv[] = {"SET", key, lock->value, "NX", "PX", ttl};
-  const size_t nx_len[] = {3, key_len, RANDOM_VALUE_LEN, 2, 2, ttl_len};
+  const size_t nx_len[] = {3, key_len, lock->value_len, 2, 2, ttl_len};
   round_alt_t alt = {0};
   alt.before[0] = (round_argv_t){1, multi_argv, multi_len};
   alt.before[1] = (round_argv_t){7, set_argv, set_len};
@@ -291,12 +294,12 @@ static status_t mutex_extend_round(engine_t *engine, const redlock_lock_t *lock,
 /* channels: each key's release channel, to announce the release on (a
  * held lock), or NULL (the clean-up after a failed attempt). */
 static status_t mutex_release(engine_t *engine, char *const *keys, const size_t *key_lens,
-                              size_t n_keys, const char *value, char *const *channels,
-                              const size_t *channel_lens, uint64_t set_mask, round_decided_fn cb,
-                              void *ctx, round_t **out) {
+                              size_t n_keys, const char *value, size_t value_len,
+                              char *const *channels, const size_t *channel_lens, uint64_t set_mask,
+                              round_decided_fn cb, void *ctx, round_t **out) {
   argv_t a;
   const script_t *script = script_get(SCRIPT_RELEASE);
-  argv_script(&a, script, keys, key_lens, n_keys, value, 0, 0);
+  argv_script(&a, script, keys, key_lens, n_keys, value, value_len, 0, 0);
   const char *how = SCRIPT_ANNOUNCE_NONE;
   if (channels != NULL) {
     how = SCRIPT_ANNOUNCE_PUBLISH;
@@ -313,9 +316,9 @@ static status_t mutex_release(engine_t *engine, char *const *keys, const size_t 
    * channel "" (SPUBLISH for a voter that announces on shard channels), as
    * the script's. */
   const char *del_argv[] = {"DELIFEQ", keys[0], value};
-  const size_t del_len[] = {7, key_lens[0], RANDOM_VALUE_LEN};
+  const size_t del_len[] = {7, key_lens[0], value_len};
   const char *delex_argv[] = {"DELEX", keys[0], "IFEQ", value};
-  const size_t delex_len[] = {5, key_lens[0], 4, RANDOM_VALUE_LEN};
+  const size_t delex_len[] = {5, key_lens[0], 4, value_len};
   const char *pub_argv[] = {"PUBLISH", channels != NULL ? channels[0] : "", ""};
   const size_t pub_len[] = {7, channels != NULL ? channel_lens[0] : 0, 0};
   round_alt_t alt = {0};
@@ -329,12 +332,13 @@ static status_t mutex_release(engine_t *engine, char *const *keys, const size_t 
 static status_t mutex_release_round(engine_t *engine, const redlock_lock_t *lock,
                                     round_decided_fn cb, void *ctx, round_t **out) {
   return mutex_release(engine, lock->keys, lock->key_lens, lock->n_keys, lock->value,
-                       lock->prim.channels, lock->prim.channel_lens, lock->set_mask, cb, ctx, out);
+                       lock->value_len, lock->prim.channels, lock->prim.channel_lens,
+                       lock->set_mask, cb, ctx, out);
 }
 
 static status_t mutex_attempt_release_round(op_acquire_t *op, round_t **out) {
-  return mutex_release(op->op.engine, op->keys, op->key_lens, op->n_keys, op->value, NULL, NULL,
-                       op->set_mask, NULL, NULL, out);
+  return mutex_release(op->op.engine, op->keys, op->key_lens, op->n_keys, op->value, op->value_len,
+                       NULL, NULL, op->set_mask, NULL, NULL, out);
 }
 
 const lock_kind_ops_t kind_mutex = {

@@ -104,7 +104,7 @@ static status_t rw_acquire_round(op_acquire_t *op, round_decided_fn cb, int writ
   cmd_rw_keys(&c, op->keys, op->key_lens, 3);
   if (fenced)
     prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
-  prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, op->value, op->value_len);
   prim_cmd_push_u64(&c, op->ttl_ms);
   if (write) {
     prim_cmd_push(&c, op->prim.intent, RANDOM_VALUE_LEN);
@@ -141,7 +141,7 @@ static status_t rw_fence_round(op_acquire_t *op, const char *token, size_t token
   prim_cmd_script(&c, SCRIPT_RW_FENCE_COMMIT, 3);
   cmd_rw_keys(&c, op->keys, op->key_lens, 2);
   prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
-  prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, op->value, op->value_len);
   prim_cmd_push(&c, token, token_len);
   return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op, out);
 }
@@ -159,7 +159,7 @@ static status_t rw_extend_round(engine_t *engine, const redlock_lock_t *lock, ui
   cmd_rw_keys(&c, lock->keys, lock->key_lens, 2);
   if (fenced)
     prim_cmd_push(&c, lock->fence_keys[0], lock->fence_key_lens[0]);
-  prim_cmd_push(&c, lock->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, lock->value, lock->value_len);
   prim_cmd_push_u64(&c, ttl_ms);
   prim_cmd_push(&c, mode, 1);
   if (fenced)
@@ -180,13 +180,13 @@ static status_t rw_write_extend_round(engine_t *engine, const redlock_lock_t *lo
 /* The release script over keys/value; intent: a writer's intent value to
  * drop too, or NULL. */
 static status_t rw_release(engine_t *engine, const prim_t *prim, char *const *keys,
-                           const size_t *key_lens, const char *value, const char *intent,
-                           int announce, uint64_t set_mask, round_decided_fn cb, void *ctx,
-                           round_t **out) {
+                           const size_t *key_lens, const char *value, size_t value_len,
+                           const char *intent, int announce, uint64_t set_mask, round_decided_fn cb,
+                           void *ctx, round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_RW_RELEASE, 3);
   cmd_rw_keys(&c, keys, key_lens, 3);
-  prim_cmd_push(&c, value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, value, value_len);
   if (intent != NULL)
     prim_cmd_push(&c, intent, RANDOM_VALUE_LEN);
   else
@@ -196,22 +196,22 @@ static status_t rw_release(engine_t *engine, const prim_t *prim, char *const *ke
 
 static status_t rw_read_release_round(engine_t *engine, const redlock_lock_t *lock,
                                       round_decided_fn cb, void *ctx, round_t **out) {
-  return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, NULL, 1,
-                    lock->set_mask, cb, ctx, out);
+  return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, lock->value_len,
+                    NULL, 1, lock->set_mask, cb, ctx, out);
 }
 
 /* A writer may have left its intent on masters that refused it in the round
  * it won (readers were still there): the release drops it. */
 static status_t rw_write_release_round(engine_t *engine, const redlock_lock_t *lock,
                                        round_decided_fn cb, void *ctx, round_t **out) {
-  return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, lock->prim.intent,
-                    1, lock->set_mask, cb, ctx, out);
+  return rw_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, lock->value_len,
+                    lock->prim.intent, 1, lock->set_mask, cb, ctx, out);
 }
 
 /* A failed attempt's clean-up: a waiting writer's intent stays. */
 static status_t rw_attempt_release_round(op_acquire_t *op, round_t **out) {
-  return rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, NULL, 0,
-                    op->set_mask, NULL, NULL, out);
+  return rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, op->value_len,
+                    NULL, 0, op->set_mask, NULL, NULL, out);
 }
 
 /* A writer that stops waiting withdraws its intent at once, and tells the
@@ -221,8 +221,9 @@ static void rw_write_op_end(op_acquire_t *op, status_t status) {
     return;
   op->prim.intent_set = 0;
   round_t *round = NULL;
-  if (rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, op->prim.intent, 1,
-                 0 /* not replayed: it expires */, NULL, NULL, &round) != ST_OK) {
+  if (rw_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, op->value_len,
+                 op->prim.intent, 1, 0 /* not replayed: it expires */, NULL, NULL,
+                 &round) != ST_OK) {
     engine_log(op->op.engine, REDLOCK_LOG_WARN,
                "out of memory: the intent on %s stays until it expires", op->keys[0]);
     return;

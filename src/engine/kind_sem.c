@@ -119,7 +119,7 @@ static status_t sem_acquire_round(op_acquire_t *op, round_decided_fn cb, round_t
   prim_cmd_push(&c, op->keys[1], op->key_lens[1]);
   if (fenced)
     prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
-  prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, op->value, op->value_len);
   prim_cmd_push_u64(&c, op->ttl_ms);
   prim_cmd_push_u64(&c, op->prim.limit);
   return prim_cmd_round(engine, &c, ROUND_EXPECT_CODE, ROUND_ACQUIRE, 0, cb, op, out);
@@ -166,7 +166,7 @@ static status_t sem_fence_round(op_acquire_t *op, const char *token, size_t toke
   prim_cmd_script(&c, SCRIPT_FENCE_COMMIT, 2);
   prim_cmd_push(&c, op->keys[0], op->key_lens[0]);
   prim_cmd_push(&c, op->fence_keys[0], op->fence_key_lens[0]);
-  prim_cmd_push(&c, op->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, op->value, op->value_len);
   prim_cmd_push(&c, token, token_len);
   return prim_cmd_round(op->op.engine, &c, 1, ROUND_PLAIN, 0, cb, op, out);
 }
@@ -185,7 +185,7 @@ static status_t sem_extend_round(engine_t *engine, const redlock_lock_t *lock, u
   prim_cmd_push(&c, lock->keys[1], lock->key_lens[1]);
   if (fenced)
     prim_cmd_push(&c, lock->fence_keys[0], lock->fence_key_lens[0]);
-  prim_cmd_push(&c, lock->value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, lock->value, lock->value_len);
   prim_cmd_push_u64(&c, ttl_ms);
   prim_cmd_push_u64(&c, lock->prim.limit);
   if (fenced)
@@ -195,24 +195,25 @@ static status_t sem_extend_round(engine_t *engine, const redlock_lock_t *lock, u
 
 /* The release script over keys/value. */
 static status_t sem_release(engine_t *engine, const prim_t *prim, char *const *keys,
-                            const size_t *key_lens, const char *value, int announce,
-                            uint64_t set_mask, round_decided_fn cb, void *ctx, round_t **out) {
+                            const size_t *key_lens, const char *value, size_t value_len,
+                            int announce, uint64_t set_mask, round_decided_fn cb, void *ctx,
+                            round_t **out) {
   prim_cmd_t c;
   prim_cmd_script(&c, SCRIPT_SEM_RELEASE, 1);
   prim_cmd_push(&c, keys[0], key_lens[0]);
-  prim_cmd_push(&c, value, RANDOM_VALUE_LEN);
+  prim_cmd_push(&c, value, value_len);
   return prim_release_cmd_round(engine, &c, prim, announce, set_mask, cb, ctx, out);
 }
 
 static status_t sem_release_round(engine_t *engine, const redlock_lock_t *lock, round_decided_fn cb,
                                   void *ctx, round_t **out) {
-  return sem_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, 1,
-                     lock->set_mask, cb, ctx, out);
+  return sem_release(engine, &lock->prim, lock->keys, lock->key_lens, lock->value, lock->value_len,
+                     1, lock->set_mask, cb, ctx, out);
 }
 
 static status_t sem_attempt_release_round(op_acquire_t *op, round_t **out) {
-  return sem_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, 0, op->set_mask,
-                     NULL, NULL, out);
+  return sem_release(op->op.engine, &op->prim, op->keys, op->key_lens, op->value, op->value_len, 0,
+                     op->set_mask, NULL, NULL, out);
 }
 
 const lock_kind_ops_t kind_sem = {

@@ -112,7 +112,8 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   lock->key_lens = op->key_lens;
   lock->resource = op->prim.resource != NULL ? op->prim.resource : op->keys[0] + op->prefix_len;
   lock->prim = op->prim;
-  memcpy(lock->value, op->value, sizeof lock->value);
+  memcpy(lock->value, op->value, op->value_len + 1);
+  lock->value_len = op->value_len;
   lock->ttl_ms = op->ttl_ms;
   lock->fence = op->fence;
   lock->set_mask = op->set_mask;
@@ -751,13 +752,25 @@ static void on_acquire_decided(round_t *round, quorum_outcome_t outcome, void *c
   lock_attempt_failed(op, round, status);
 }
 
+status_t lock_value_new(engine_t *engine, char *out, size_t *len) {
+  status_t rc = random_pool_lock_value(engine->values, out);
+  *len = RANDOM_VALUE_LEN;
+  const struct redlock_options *o = engine->opts;
+  if (o->owner_len > 0) { /* the owner label after the random part */
+    out[RANDOM_VALUE_LEN] = OPTIONS_OWNER_SEP;
+    memcpy(out + RANDOM_VALUE_LEN + 1, o->owner, o->owner_len + 1);
+    *len = RANDOM_VALUE_LEN + 1 + o->owner_len;
+  }
+  return rc;
+}
+
 static void lock_attempt(op_acquire_t *op) {
   if (acquire_stopped(op)) {
     acquire_finish(op, ST_ECANCELED, NULL);
     return;
   }
   op->attempts++;
-  status_t rc = random_pool_lock_value(op->op.engine->values, op->value);
+  status_t rc = lock_value_new(op->op.engine, op->value, &op->value_len);
   if (rc == ST_OK && op->fenced && op->fence_keys == NULL)
     rc = op_make_fence_keys(op);
   if (rc != ST_OK) {

@@ -23,6 +23,14 @@
 #include "util/random.h"
 #include "voters/notify.h"
 
+/* A value on the masters: RANDOM_VALUE_LEN hex digits, then, with an owner
+ * label, OPTIONS_OWNER_SEP and the label. */
+#define LOCK_VALUE_MAX (RANDOM_VALUE_LEN + 1 + REDLOCK_MAX_OWNER)
+
+/* Loop: a fresh value into out[LOCK_VALUE_MAX + 1] (the client's owner
+ * label after its random part), its length in *len.  ST_OK or ST_EIO. */
+status_t lock_value_new(engine_t *engine, char *out, size_t *len);
+
 typedef enum {
   LOCK_MODE_TRY = 1, /* one attempt */
   LOCK_MODE_RETRY,   /* the options' retry policy */
@@ -69,24 +77,25 @@ struct redlock_lock {
   /* ---- a hold's ---- */
   list_node_t hold_link; /* mutex: in its lease's reentry.holds */
   /* ---- the lease's ---- */
-  lock_reentry_t reentry;           /* its handles, and its owner for reentrancy */
-  list_node_t held_link;            /* loop: engine->held_locks, for close and watch */
-  size_t n_keys;                    /* const: from the op that won it */
-  char **keys;                      /* const: prefix + resource, NUL-terminated (the op's block) */
-  size_t *key_lens;                 /* const */
-  const char *resource;             /* const: first resource, without the prefix (into keys[0]) */
-  char value[RANDOM_VALUE_LEN + 1]; /* const */
-  uint32_t ttl_ms;                  /* loop: the last ttl granted (extend changes it) */
-  uint64_t extends_sent;            /* loop: extension rounds sent (extend_outcome) */
-  _Atomic int64_t expires_ns;       /* loop writes, any thread reads: monotonic end of validity */
-  _Atomic int lost;                 /* loop writes, any thread reads */
-  uint64_t fence;                   /* const */
-  char **fence_keys;                /* const: fencing: the counter keys (the op's block), or NULL */
-  size_t *fence_key_lens;           /* const */
-  uint64_t set_mask;                /* loop: masters our value may be on (acquired, re-installed) */
-  unsigned refs;                    /* mutex: 1 while live (registered) + 1 per call in flight */
-  lock_watch_t watch;               /* loop: redlock_watch */
-  prim_t prim;                      /* const: its kind (plain lock, permit, read or write hold) */
+  lock_reentry_t reentry;         /* its handles, and its owner for reentrancy */
+  list_node_t held_link;          /* loop: engine->held_locks, for close and watch */
+  size_t n_keys;                  /* const: from the op that won it */
+  char **keys;                    /* const: prefix + resource, NUL-terminated (the op's block) */
+  size_t *key_lens;               /* const */
+  const char *resource;           /* const: first resource, without the prefix (into keys[0]) */
+  char value[LOCK_VALUE_MAX + 1]; /* const: random hex [~owner] */
+  size_t value_len;               /* const */
+  uint32_t ttl_ms;                /* loop: the last ttl granted (extend changes it) */
+  uint64_t extends_sent;          /* loop: extension rounds sent (extend_outcome) */
+  _Atomic int64_t expires_ns;     /* loop writes, any thread reads: monotonic end of validity */
+  _Atomic int lost;               /* loop writes, any thread reads */
+  uint64_t fence;                 /* const */
+  char **fence_keys;              /* const: fencing: the counter keys (the op's block), or NULL */
+  size_t *fence_key_lens;         /* const */
+  uint64_t set_mask;              /* loop: masters our value may be on (acquired, re-installed) */
+  unsigned refs;                  /* mutex: 1 while live (registered) + 1 per call in flight */
+  lock_watch_t watch;             /* loop: redlock_watch */
+  prim_t prim;                    /* const: its kind (plain lock, permit, read or write hold) */
 };
 
 /* The handle behind a value the application passed (handle.h); a real
@@ -129,12 +138,13 @@ typedef struct op_acquire {
   redlock_lock_t *hold; /* REENTER: the hold already granted, for the callback */
   /* loop: the state of the acquisition */
   unsigned attempts;
-  uint64_t fence;              /* fencing: the token of the current attempt */
-  uint64_t attempt_started_ns; /* t1 of the current attempt */
-  uint64_t started_ns;         /* t1 of the first attempt (stats: duration) */
-  uint64_t set_mask;           /* masters the current attempt may have set the key on */
-  uint64_t wait_deadline_ns;   /* WAIT: end of the budget (0: not waiting) */
-  char value[RANDOM_VALUE_LEN + 1];
+  uint64_t fence;                 /* fencing: the token of the current attempt */
+  uint64_t attempt_started_ns;    /* t1 of the current attempt */
+  uint64_t started_ns;            /* t1 of the first attempt (stats: duration) */
+  uint64_t set_mask;              /* masters the current attempt may have set the key on */
+  uint64_t wait_deadline_ns;      /* WAIT: end of the budget (0: not waiting) */
+  char value[LOCK_VALUE_MAX + 1]; /* the current attempt's: random hex [~owner] */
+  size_t value_len;
   tb_timer_t *retry_timer; /* allocated on the first retry */
   int canceled;            /* loop: close, an election's abandon or redlock_cancel: no more
                             * attempts, and a round still out is not granted */

@@ -160,6 +160,7 @@ status_t round_new(round_env_t *env, const round_params_t *p, round_t **out) {
                     ? keyslot(p->argv[p->key_arg], p->argv_len[p->key_arg])
                     : -1;
   round->on_decided = p->on_decided;
+  round->on_reply = p->on_reply;
   round->ctx = p->ctx;
   round->n_votes = n;
   round->refs = 1;
@@ -225,7 +226,7 @@ static void round_check_decision(round_t *round) {
   if (round->decided)
     return;
   quorum_outcome_t outcome = quorum_decide(round->n_votes, round->yes, round->no, round->failed);
-  if (outcome == QUORUM_PENDING)
+  if (outcome == QUORUM_PENDING || (round->kind == ROUND_READ && round->votes_pending > 0))
     return;
   round_env_t *env = round->env;
   round->decided = 1;
@@ -359,7 +360,7 @@ static status_t vote_send(vote_t *vote, const char *cmd, size_t len, uint64_t no
   /* Every write but a release waits for the voter's durability ack, if it
    * asks one: a release a promoted replica missed only leaves a key that
    * expires, which blocks others and never lets two hold. */
-  vote->req.ack = round->kind != ROUND_RELEASE;
+  vote->req.ack = round->kind != ROUND_RELEASE && round->kind != ROUND_READ;
   vote->req.unacked = 0;
   vote->req.nomem = 0;
   return env->transport->send(env->transport_arg, (unsigned)(vote - round->votes), &vote->req);
@@ -409,6 +410,8 @@ static void vote_reply(node_req_t *req, const redisReply *reply) {
       round_unref(round); /* this reply's reference; the resend took another */
       return;
     } else {
+      if (round->on_reply != NULL)
+        round->on_reply(round->ctx, (unsigned)(vote - round->votes), reply);
       vote_classify(vote, reply);
     }
     round_check_decision(round);

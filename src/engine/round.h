@@ -95,6 +95,8 @@ typedef enum {
   ROUND_ACQUIRE,   /* quarantined masters' votes do not count */
   ROUND_RELEASE,   /* masters that may have missed it get it again later */
   ROUND_EXTEND,    /* every answer counts, but a quarantined master's ROUND_REINSTALLED */
+  ROUND_READ,      /* a read (redlock_inspect): decided once every master has answered or
+                    * timed out, each reply shown to on_reply; no durability ack */
 } round_kind_t;
 
 /* An extension script's yes when it re-installed a record that was gone on
@@ -107,6 +109,9 @@ typedef enum {
 /* Called once, when the round is decided.  The round stays valid during the
  * call; do not keep it afterwards. */
 typedef void (*round_decided_fn)(struct round *round, quorum_outcome_t outcome, void *ctx);
+/* A reply of master `index`, before it counts as a vote (not a NOSCRIPT
+ * the round resends); valid during the call only. */
+typedef void (*round_reply_fn)(void *ctx, unsigned index, const redisReply *reply);
 
 typedef struct round {
   round_env_t *env;
@@ -138,6 +143,7 @@ typedef struct round {
   unsigned notsup;  /* votes not sent: a script to a master that runs none (WHY_NOTSUP) */
   uint8_t tx_reply; /* round_alt_t's: how a NODE_FORM_TX vote's reply reads (direct.h) */
   round_decided_fn on_decided;
+  round_reply_fn on_reply; /* NULL: none */
   void *ctx;
   uv_thread_t caller; /* with has_caller: the thread whose call waits on it (round_for_caller) */
   uint8_t has_caller;
@@ -148,6 +154,7 @@ typedef struct round {
 #define ROUND_EXPECT_OK REPLY_EXPECT_OK             /* yes = +OK (SET NX) */
 #define ROUND_EXPECT_POSITIVE REPLY_EXPECT_POSITIVE /* yes = a fencing token */
 #define ROUND_EXPECT_CODE REPLY_EXPECT_CODE         /* yes > 0; no = nil or a reason <= 0 */
+#define ROUND_EXPECT_ANY REPLY_EXPECT_ANY           /* yes = any reply but an error */
 
 /* An argv, as round_params_t takes it. */
 typedef struct round_argv {
@@ -185,6 +192,7 @@ typedef struct round_params {
    * has such a command (round_env_t.caps_seen). */
   const round_alt_t *alt;
   round_decided_fn on_decided; /* NULL: nobody waits (a background release) */
+  round_reply_fn on_reply;     /* NULL: the replies count as votes only */
   void *ctx;
 } round_params_t;
 

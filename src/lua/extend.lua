@@ -5,10 +5,13 @@
 -- new ttl, as SET NX PX would: an acquisition of that key on this master,
 -- which is safe while we hold the lock (docs/safety.md §8.3).  With fencing,
 -- a re-installed key's counter is raised to the lock's token, as
--- fence_commit.lua does.
+-- fence_commit.lua does; and a key that a revoke (revoke.lua) took after our
+-- token was granted is not re-installed but refused: its floor's "revoked"
+-- member is above the token.
 -- KEYS[1..n]: the lock's keys; with fencing, KEYS[n+1..2n]: their counters.
 -- ARGV[1]: our value; ARGV[2]: new ttl in ms; ARGV[3], only with fencing: the
--- lock's token.
+-- lock's token; ARGV[4], with it: the suffix that makes a counter's name its
+-- floor's (src/proto/direct.h).
 -- Returns 1 (extended), 2 (extended, some key re-installed: ROUND_REINSTALLED
 -- in src/engine/round.h) or 0 (refused).
 local n = #KEYS
@@ -19,6 +22,12 @@ local gone = {}
 for i = 1, n do
   local value = redis.call("get", KEYS[i])
   if not value then
+    if ARGV[3] then
+      local revoked = redis.call("zscore", KEYS[n + i] .. ARGV[4], "revoked")
+      if revoked and tonumber(revoked) > tonumber(ARGV[3]) then
+        return 0
+      end
+    end
     gone[i] = true
   elseif value ~= ARGV[1] then
     return 0

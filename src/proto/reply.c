@@ -13,6 +13,8 @@ static int bytes_equal(const char *s, size_t len, const char *literal) {
 
 reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t *integer) {
   *integer = reply->type == REDIS_REPLY_INTEGER ? (int64_t)reply->integer : 0;
+  if (expect == REPLY_EXPECT_ANY)
+    return reply->type == REDIS_REPLY_ERROR ? REPLY_ERROR : REPLY_YES;
   switch (reply->type) {
   case REDIS_REPLY_ERROR:
     return REPLY_ERROR;

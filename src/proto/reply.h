@@ -15,6 +15,9 @@
  * acquisitions and extensions of the semaphore and read-write lock scripts
  * (kind_sem.c, kind_rw.c), and extend.lua's (kind_mutex.c: 1 or 2, refused 0). */
 #define REPLY_EXPECT_CODE -2
+/* yes = any reply but an error (a read's: what it reads is the caller's to
+ * judge, through round_params_t.on_reply). */
+#define REPLY_EXPECT_ANY -3
 
 typedef enum {
   REPLY_YES = 1,    /* the master did what we asked */
@@ -23,9 +26,9 @@ typedef enum {
   REPLY_UNEXPECTED, /* a reply of a type the command cannot give */
 } reply_verdict_t;
 
-/* expect: REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, REPLY_EXPECT_CODE, or k > 0 (yes = integer k,
- * refused = nil or an integer in [0, k)).  *integer gets an integer reply's
- * value (0 otherwise). */
+/* expect: REPLY_EXPECT_OK, REPLY_EXPECT_POSITIVE, REPLY_EXPECT_CODE, REPLY_EXPECT_ANY, or k > 0
+ * (yes = integer k, refused = nil or an integer in [0, k)).  *integer gets an integer reply's value
+ * (0 otherwise). */
 reply_verdict_t reply_classify(const redisReply *reply, int64_t expect, int64_t *integer);
 
 /* An error reply saying the master does not have the script (NOSCRIPT). */

@@ -31,6 +31,8 @@ static const script_t scripts[SCRIPT_COUNT] = {
     PRIM_SCRIPT(RW_EXTEND, "rw_extend"),
     PRIM_SCRIPT(RW_RELEASE, "rw_release"),
     PRIM_SCRIPT(RW_FENCE_COMMIT, "rw_fence_commit"),
+    PRIM_SCRIPT(INSPECT, "inspect"),
+    PRIM_SCRIPT(REVOKE, "revoke"),
 #undef PRIM_SCRIPT
 };
 

@@ -24,6 +24,9 @@ typedef enum {
   SCRIPT_RW_EXTEND,
   SCRIPT_RW_RELEASE,
   SCRIPT_RW_FENCE_COMMIT,
+  /* redlock_inspect's read and redlock_revoke's write (inspect.c, revoke.c) */
+  SCRIPT_INSPECT,
+  SCRIPT_REVOKE,
   SCRIPT_COUNT
 } script_id_t;
 

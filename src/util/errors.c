@@ -71,6 +71,11 @@ static const int_const_t int_consts[] = {
     REDLOCK__CONST(REDLOCK_MAX_PREFIX_LEN)       /* */
     REDLOCK__CONST(REDLOCK_MAX_MANY)             /* */
     REDLOCK__CONST(REDLOCK_MAX_SEM_LIMIT)        /* */
+    REDLOCK__CONST(REDLOCK_MAX_OWNER)            /* */
+    REDLOCK__CONST(REDLOCK_INSPECT_LOCK)         /* */
+    REDLOCK__CONST(REDLOCK_INSPECT_SEMAPHORE)    /* */
+    REDLOCK__CONST(REDLOCK_INSPECT_RWLOCK)       /* */
+    REDLOCK__CONST(REDLOCK_INSPECT_ELECTION)     /* */
     REDLOCK__CONST(REDLOCK_OK)                   /* */
     REDLOCK_ERRNO_MAP(REDLOCK__ERRCONST)         /* */
     REDLOCK__CONST(REDLOCK_LOG_DEBUG)            /* */

@@ -252,6 +252,23 @@ int redlock_options_set_key_prefix(redlock_options_t *opts, const char *prefix) 
   return 0;
 }
 
+int redlock_options_set_owner(redlock_options_t *opts, const char *label) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  size_t len = label != NULL ? strnlen(label, REDLOCK_MAX_OWNER + 1) : 0;
+  if (len > REDLOCK_MAX_OWNER)
+    return REDLOCK_EINVAL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)label[i];
+    if (c < 0x21 || c > 0x7e || c == OPTIONS_OWNER_SEP)
+      return REDLOCK_EINVAL;
+  }
+  memcpy(opts->owner, len > 0 ? label : "", len);
+  opts->owner[len] = '\0';
+  opts->owner_len = len;
+  return 0;
+}
+
 int redlock_options_set_state_dir(redlock_options_t *opts, const char *dir) {
   if (opts == NULL)
     return REDLOCK_EINVAL;
@@ -373,6 +390,14 @@ int redlock_options_get_state_dir(const redlock_options_t *opts, const char **di
     return REDLOCK_EINVAL;
   if (dir != NULL)
     *dir = opts->state_dir;
+  return 0;
+}
+
+int redlock_options_get_owner(const redlock_options_t *opts, const char **label) {
+  if (opts == NULL)
+    return REDLOCK_EINVAL;
+  if (label != NULL)
+    *label = opts->owner;
   return 0;
 }
 

@@ -10,6 +10,9 @@
 #include "util/status.h"
 #include "util/uri.h"
 
+/* Between the random part of a lock value and its owner label. */
+#define OPTIONS_OWNER_SEP '~'
+
 #define OPTIONS_DEFAULT_RETRY_COUNT 3
 #define OPTIONS_DEFAULT_RETRY_DELAY_MS 200
 #define OPTIONS_DEFAULT_RETRY_JITTER_MS 200
@@ -39,6 +42,10 @@ struct redlock_options {
   char *state_dir;  /* first sightings shared between clients (sightings.h); NULL: none */
   char *key_prefix; /* never NULL */
   size_t key_prefix_len;
+  /* Owner label carried in every lock value ("" none; printable, no
+   * OPTIONS_OWNER_SEP): inline, so a copy needs no allocation. */
+  char owner[REDLOCK_MAX_OWNER + 1];
+  size_t owner_len;
   int log_level;
   redlock_log_cb log_cb;
   void *log_arg;

@@ -81,3 +81,11 @@ int str_host_allowed(const char *host, const char *const *patterns, size_t n) {
       return 1;
   return 0;
 }
+
+void str_measured_put(char *buf, size_t size, size_t *len, const char *s, size_t n) {
+  if (*len < size) {
+    size_t room = size - *len;
+    memcpy(buf + *len, s, n < room ? n : room);
+  }
+  *len += n;
+}

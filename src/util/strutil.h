@@ -19,5 +19,8 @@ int str_host_allowed(const char *host, const char *const *patterns, size_t n);
 /* A decimal port 1..65535 in [s, s+len), nothing else: ST_OK with *port;
  * ST_EINVAL otherwise (*port untouched). */
 status_t str_port(const char *s, size_t len, int *port);
+/* Appends n bytes of s at *len in buf (size bytes) as snprintf would: what
+ * fits is copied, *len counts them all (the text's whole length). */
+void str_measured_put(char *buf, size_t size, size_t *len, const char *s, size_t n);
 
 #endif

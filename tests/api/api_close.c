@@ -13,7 +13,7 @@
  *  - calls made after close started (from a racing thread while the close is
  *    held open, and from the loop thread inside a callback) get
  *    REDLOCK_ECLOSED: lock, trylock, lock_async, extend, extend_async,
- *    unlock, unlock_async, watch; none of their callbacks ever runs;
+ *    unlock, unlock_async, watch, inspect, revoke; none of their callbacks ever runs;
  *  - redlock_close from inside one of the client's callbacks returns at once,
  *    releases the lock held, and the client is freed by its loop thread,
  *    which exits (thread count back to where it was; ASan finds no leak);
@@ -118,6 +118,9 @@ static void test_close_with_pending_and_held(void **state) {
 
 /* ---- calls after close started ----------------------------------------------------- */
 
+/* The calls the racing thread makes once close has begun. */
+#define RACE_CALLS 10
+
 typedef struct {
   redlock_t *client;
   redlock_lock_t *own; /* a lock the closing client still holds */
@@ -127,7 +130,7 @@ typedef struct {
   int race_finished_in_time;
   int cancel_status;
   atomic_int cancel_calls;
-  int rc_race[8];
+  int rc_race[RACE_CALLS];
   int rc_loop[3];
   fx_rec_t never; /* callbacks of refused calls: must never run */
 } race_t;
@@ -155,6 +158,9 @@ static void *racer_main(void *arg) {
   r->rc_race[5] = redlock_watch(c, r->own, noop_lost, NULL);
   r->rc_race[6] = redlock_unlock_async(c, r->own, fx_rec_done_cb, &r->never);
   r->rc_race[7] = redlock_unlock(c, r->own);
+  char view[256];
+  r->rc_race[8] = redlock_inspect(c, r->other, REDLOCK_INSPECT_LOCK, view, sizeof view);
+  r->rc_race[9] = redlock_revoke(c, r->other, NULL);
   if (out != NULL)
     r->rc_race[0] = 1; /* a failed call must leave *out NULL */
   atomic_store(&r->race_done, 1);
@@ -192,7 +198,7 @@ static void test_calls_after_close_started(void **state) {
   atomic_init(&r.race_done, 0);
   atomic_init(&r.cancel_calls, 0);
   fx_rec_init(&r.never);
-  for (int i = 0; i < 8; i++)
+  for (int i = 0; i < RACE_CALLS; i++)
     r.rc_race[i] = -100;
 
   redlock_lock_t *held = fx_hold(fx_group, holder, res, TTL);
@@ -208,7 +214,7 @@ static void test_calls_after_close_started(void **state) {
   assert_int_equal(atomic_load(&r.cancel_calls), 1);
   assert_int_equal(r.cancel_status, REDLOCK_ECANCELED);
   assert_true(r.race_finished_in_time);
-  for (int i = 0; i < 8; i++) {
+  for (int i = 0; i < RACE_CALLS; i++) {
     if (r.rc_race[i] != REDLOCK_ECLOSED)
       fprintf(stderr, "racing call %d returned %d (%s)\n", i, r.rc_race[i],
               redlock_err_name(r.rc_race[i]));

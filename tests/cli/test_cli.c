@@ -1239,6 +1239,80 @@ static void case_status(void) {
   CHECK(RUN_TO_END(s) == 69, "two down -> 69");
 }
 
+/* --owner: the label in the holder's value; status's view (the table's
+ * "view:" line, status --json's "inspect"); revoke: the fence it prints is
+ * above the holder's token, the revoked run exits 71, the next holder's
+ * token is above the fence; usage errors; revoke without a quorum: 69. */
+static void case_owner(void) {
+  start_masters();
+  const char *const opts[] = {"--owner", "worker-9@%h", "--ttl", "3000", NULL};
+  proc_t *h = start_holder(opts, "own-res", 0);
+  char value[160];
+  field(h, "ready", "value", value, sizeof value);
+  CHECK(strspn(value, "0123456789abcdef") == 32 && strncmp(value + 32, "~worker-9@", 10) == 0,
+        "the value carries the label: '%s'", value);
+  uint64_t token = field_u64(h, "ready", "fence");
+
+  proc_t *s = START(g_nodes, 0, "status", "own-res");
+  CHECK(RUN_TO_END(s) == 0, "status -> 0");
+  CHECK(strstr(s->out, "view: held by a quorum, every master that answered agrees; owner "
+                       "worker-9@") != NULL,
+        "status shows the owner: %s", s->out);
+  CHECK(strstr(s->out, "; fence ") != NULL && strstr(s->out, " ms; fence ") != NULL,
+        "and the TTL range and fence");
+  s = START(g_nodes, 0, "status", "--json", "own-res");
+  CHECK(RUN_TO_END(s) == 0, "status --json -> 0");
+  CHECK(strstr(s->out, "\"inspect\":{\"name\":\"own-res\",\"kind\":\"lock\",\"held\":true,"
+                       "\"agreed\":true") != NULL &&
+            strstr(s->out, "\"owner\":\"worker-9@") != NULL,
+        "status --json: the view: %s", s->out);
+  s = START(g_nodes, 0, "status", "--kind", "semaphore", "own-res");
+  CHECK(RUN_TO_END(s) == 0 && strstr(s->out, "view: not held by a quorum") != NULL &&
+            strstr(s->out, "; 0 holders") != NULL,
+        "status --kind semaphore: %s", s->out);
+
+  proc_t *r = START(g_nodes, 0, "revoke", "--owner", "admin", "own-res");
+  CHECK(RUN_TO_END(r) == 0, "revoke -> 0");
+  const char *f = strstr(r->out, "revoked own-res: fence ");
+  unsigned long long raised = 0;
+  CHECK(f != NULL && sscanf(f, "revoked own-res: fence %llu", &raised) == 1, "revoke says: %s",
+        r->out);
+  CHECK(raised > token, "the fence %llu is above the holder's token %" PRIu64, raised, token);
+  int rc = wait_exit(h, 60000);
+  CHECK(rc == 71, "the revoked run -> 71, got %d", rc);
+  CHECK(stderr_contains(h, "lost"), "it says the lock was lost");
+  proc_t *b = START(g_nodes, 0, RUN, "own-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(b) == 0, "the next run");
+  CHECK(field_u64(b, "env", "fence") > raised, "its token is above the fence");
+  wait_key_gone("own-res");
+
+  static const char *const bad[][12] = {
+      {RUN, "--owner", "a b", "r", "--", "true"},
+      {"status", "--owner", "has~tilde", "r"},
+      {"status", "--kind", "mutex", "r"},
+      {"revoke"},
+      {"revoke", "a", "b"},
+      {"revoke", "--timeout", "0", "r"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    const char *args[16];
+    int n = 0;
+    for (int j = 0; j < 12 && bad[i][j] != NULL; j++)
+      args[n++] = bad[i][j];
+    args[n] = NULL;
+    proc_t *u = start_argv(g_nodes, 0, args);
+    CHECK(RUN_TO_END(u) == 64, "usage error %zu (%s %s) -> 64", i, args[0], args[1]);
+  }
+  proc_t *help = START(NULL, 0, "revoke", "--help");
+  CHECK(RUN_TO_END(help) == 0 && strstr(help->out, "Usage: redlock revoke") != NULL,
+        "revoke --help");
+
+  CHECK(rh_server_kill(g_fx.servers[0]) == 0 && rh_server_kill(g_fx.servers[1]) == 0,
+        "kill two masters");
+  r = START(g_nodes, 0, "revoke", "--timeout", "500", "own-res");
+  CHECK(RUN_TO_END(r) == 69, "revoke without a quorum -> 69");
+}
+
 /* Masters from --node and REDLOCK_NODES. */
 static void case_nodes(void) {
   start_masters();
@@ -2057,6 +2131,7 @@ static const cli_case_t CASES[] = {
     {"lost", case_lost},
     {"signals", case_signals},
     {"status", case_status},
+    {"owner", case_owner},
     {"nodes", case_nodes},
     {"auth", case_auth},
     {"elect", case_elect},

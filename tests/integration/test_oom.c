@@ -679,6 +679,38 @@ static void after_resign(oom_ctx_t *ctx, int rc) {
 
 /* ---- the runner ----------------------------------------------------------------------- */
 
+/* -- inspect and revoke -- */
+
+static int call_inspect(oom_ctx_t *ctx) {
+  static char buf[4096];
+  static const int kinds[] = {REDLOCK_INSPECT_LOCK, REDLOCK_INSPECT_SEMAPHORE,
+                              REDLOCK_INSPECT_RWLOCK};
+  int rc;
+  OOM_CALL(rc = redlock_inspect(ctx->c, ctx->res, kinds[ctx->variant], buf, sizeof buf));
+  return rc >= 0 ? REDLOCK_OK : rc;
+}
+
+static void prep_fenced_locked(oom_ctx_t *ctx) {
+  ctx->variant = 1; /* fencing */
+  prep_client_locked(ctx);
+}
+
+static int call_revoke(oom_ctx_t *ctx) {
+  int rc;
+  uint64_t fence = 0;
+  OOM_CALL(rc = redlock_revoke(ctx->c, ctx->res, &fence));
+  return rc;
+}
+
+/* Revoked, or not (out of memory before its write reached a quorum): the
+ * holder's unlock finds its value or not. */
+static void after_revoke(oom_ctx_t *ctx, int rc) {
+  (void)rc;
+  int unlocked = redlock_unlock(ctx->c, ctx->lock);
+  assert_true(unlocked == REDLOCK_OK || unlocked == REDLOCK_ELOST);
+  check_and_close(ctx);
+}
+
 static const oom_case_t oom_cases[] = {
     {"options_new", NULL, call_options_new, after_options, 0},
     {"options_add_node", prep_options, call_add_node, after_add_node, 0},
@@ -715,6 +747,11 @@ static const oom_case_t oom_cases[] = {
     {"rwlock_write", prep_client, call_rwlock_write, unlock_check_close, 0},
     {"elect", prep_client, call_elect, after_elect, 0},
     {"resign", prep_elected, call_resign, after_resign, 0},
+    {"inspect (lock, held)", prep_client_locked, call_inspect, after_held, 0},
+    {"inspect (semaphore)", prep_client, call_inspect, after_plain, 1},
+    {"inspect (rwlock)", prep_client, call_inspect, after_plain, 2},
+    {"revoke (fenced)", prep_fenced_locked, call_revoke, after_revoke, 0},
+    {"revoke", prep_client_locked, call_revoke, after_revoke, 0},
     {"close", prep_close, call_close, after_close, 0},
     {"close (rounds not pooled)", prep_close, call_close, after_close, 1},
     /* last: they add server 0's replica */

@@ -62,6 +62,11 @@ static void test_int_constants(void **state) {
   expect_const("REDLOCK_MAX_PREFIX_LEN", REDLOCK_MAX_PREFIX_LEN);
   expect_const("REDLOCK_MAX_MANY", REDLOCK_MAX_MANY);
   expect_const("REDLOCK_MAX_SEM_LIMIT", REDLOCK_MAX_SEM_LIMIT);
+  expect_const("REDLOCK_MAX_OWNER", REDLOCK_MAX_OWNER);
+  expect_const("REDLOCK_INSPECT_LOCK", REDLOCK_INSPECT_LOCK);
+  expect_const("REDLOCK_INSPECT_SEMAPHORE", REDLOCK_INSPECT_SEMAPHORE);
+  expect_const("REDLOCK_INSPECT_RWLOCK", REDLOCK_INSPECT_RWLOCK);
+  expect_const("REDLOCK_INSPECT_ELECTION", REDLOCK_INSPECT_ELECTION);
   expect_const("REDLOCK_OK", REDLOCK_OK);
 #define XX(name, value, msg) expect_const("REDLOCK_" #name, value);
   REDLOCK_ERRNO_MAP(XX)

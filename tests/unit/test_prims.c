@@ -214,6 +214,7 @@ static op_acquire_t *fake_op(fake_t *f, const lock_kind_ops_t *kind, const char 
   op->ttl_ms = 5000;
   op->fenced = f->opts.fencing;
   memset(op->value, 'v', RANDOM_VALUE_LEN);
+  op->value_len = RANDOM_VALUE_LEN;
   assert_int_equal(prim_op_init(op, kind, name, limit), 0);
   return op;
 }
@@ -410,6 +411,7 @@ static void test_sem_keys_and_rounds(void **state) {
     lock.key_lens = op->key_lens;
     lock.n_keys = op->n_keys;
     memcpy(lock.value, op->value, sizeof lock.value);
+    lock.value_len = op->value_len;
     lock.prim = op->prim;
     round = extend_round_of(&f->engine, &lock, 9000);
     decoded_t d = decode(round);
@@ -513,6 +515,8 @@ static void test_rw_keys_and_rounds(void **state) {
       lock.keys = op->keys;
       lock.key_lens = op->key_lens;
       memcpy(lock.value, op->value, sizeof lock.value);
+      lock.value_len = op->value_len;
+      lock.value_len = op->value_len;
       lock.prim = op->prim;
       round = release_round_of(&f->engine, &lock);
       d = decode(round);

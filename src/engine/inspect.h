@@ -1,0 +1,48 @@
+/* inspect.h: redlock_inspect's op (inspect.c): one read-only round to every
+ * master (inspect.lua) that waits for each answer, and the JSON view of what
+ * they hold; and the parts redlock_revoke (revoke.c) reads a lock with. */
+#ifndef REDLOCK_INSPECT_H
+#define REDLOCK_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+#include "engine/op.h"
+#include "engine/round.h"
+#include "redlock.h"
+
+/* The names inspect.lua reads for one resource of one kind, in one
+ * allocation (block). */
+#define INSPECT_KEYS_MAX 3
+typedef struct inspect_keys {
+  int kind; /* REDLOCK_INSPECT_* */
+  size_t n;
+  char *keys[INSPECT_KEYS_MAX];
+  size_t lens[INSPECT_KEYS_MAX];
+  char *block;
+} inspect_keys_t;
+
+/* The names of `name` (checked by the caller) for kind: ST_OK, ST_EINVAL
+ * (an unknown kind) or ST_ENOMEM.  A lock's or an election's: the key, its
+ * fence counter, its floor. */
+status_t inspect_keys_make(const engine_t *engine, const char *name, int kind, inspect_keys_t *k);
+void inspect_keys_free(inspect_keys_t *k);
+
+/* The read of k on every master (a ROUND_READ: decided once each master
+ * has answered or timed out; on_reply sees each answer). */
+status_t inspect_round(engine_t *engine, const inspect_keys_t *k, round_decided_fn cb,
+                       round_reply_fn on_reply, void *ctx, round_t **out);
+
+/* 1 when reply has inspect.lua's shape; *counter: its fence counter, 0 when
+ * none. */
+int inspect_reply_ok(const redisReply *reply, uint64_t *counter);
+
+/* redlock_inspect's op: the view is written into buf (size bytes, cut to
+ * fit, NUL-terminated when size > 0) and its whole length into *len_out
+ * before cb(status, arg) runs on the loop.  ST_OK or ST_ENOMEM / ST_EINVAL
+ * (nothing queued). */
+status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
+                        size_t size, size_t *len_out, redlock_done_cb cb, void *arg);
+
+#endif
