@@ -47,7 +47,7 @@ set_layer() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
-  list | alloc | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
+  list | alloc | timebase | backoff | status | random | strutil | log | why | quorum | reply | resp | scripts | scripts_gen | keyname | \
     info | idmap | pool | handle | names | resolve | uri | options | stats_core | errors | tls | \
     keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
