@@ -180,7 +180,8 @@ static void round_free(round_t *round) {
   round_env_t *env = round->env;
   if (list_linked(&round->pending_link))
     pending_remove(env, round);
-  rl_free(round->eval_cmd);
+  if (round->eval_cmd != NULL) /* only after a NOSCRIPT */
+    rl_free(round->eval_cmd);
   pool_free(env->pool, round);
   env->settled(env->owner_arg);
 }
