@@ -95,12 +95,12 @@ typedef struct client_close {
 
 /* ---- client.c: the fork guard ----
  * Does this process still own the client, or is it a child forked after the
- * client was opened?  Asked by every public call, so it
- * must be cheap: getpid() is a system call since glibc 2.25.  Each client
- * gets one page of its own that the kernel hands a forked child zeroed
- * (MADV_WIPEONFORK, Linux >= 4.14, as OpenSSL's and BoringSSL's RNGs use):
- * one memory read, and no process-wide state (no pthread_atfork counter).
- * Where the advice is not supported, the guard falls back to the pid. */
+ * client was opened?  Asked by every public call, so it must be cheap:
+ * getpid() is a system call since glibc 2.25.  Each client gets one page of
+ * its own that the kernel hands a forked child zeroed (MADV_WIPEONFORK,
+ * Linux >= 4.14, as OpenSSL's and BoringSSL's RNGs use): one memory read,
+ * and no process-wide state (no pthread_atfork counter).  Where the advice
+ * is not supported, the guard falls back to the pid. */
 typedef struct fork_guard {
   volatile const int *page; /* 1 in the owner; 0 in a child (wiped); NULL: use pid */
   size_t len;
