@@ -47,9 +47,9 @@ set_layer() {
   case "$1" in
   # 0: leaves (pure logic, data, small services, the OpenSSL wrapper): no
   #    connection or loop state of their own
-  list | alloc | clock | timebase | backoff | status | random | strutil | log | why | forkguard | quorum | reply | resp | scripts | scripts_gen | keyname | \
-    info | ptrset | idmap | pool | callmem | handle | names | resolve | uri | options | stats_core | errors | tls | \
-    replypool | keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
+  list | alloc | timebase | backoff | status | random | strutil | log | why | quorum | reply | resp | scripts | scripts_gen | keyname | \
+    info | idmap | pool | handle | names | resolve | uri | options | stats_core | errors | tls | \
+    keyslot | sightings | sentinel_reply | cluster_map | caps | direct) lay=0 ;;
   # 1: connections (hiredis on libuv: coalesced writes, reply caps, TLS hookup)
   conn) lay=1 ;;
   # 2: one connection's life cycle (resolve, connect, handshake, timeouts,
@@ -68,8 +68,8 @@ set_layer() {
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down
-  engine | op | lock | prims | election | votes | kind | kind_mutex | kind_sem | kind_rw | inspect | \
-    revoke) lay=4 ;;
+  engine | op | lock | prims | election | kind | kind_mutex | kind_sem | kind_rw | inspect | revoke) \
+    lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
   client | client_loop | client_close | calls | calls_election | stats | stats_render) lay=5 ;;
   # the public headers: anyone may include them

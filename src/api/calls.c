@@ -3,7 +3,7 @@
  * op, queues it for the loop, and for the blocking forms waits on a
  * semaphore that the loop posts at the end of the turn in which it ran the
  * op's callback (client_defer_wake).  Also the lock accessors and
- * redlock_last_votes, whose text votes.c makes. */
+ * redlock_last_votes, whose text round.c makes (votes_format). */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>

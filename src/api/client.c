@@ -1,9 +1,14 @@
 /* client.c: redlock_t, the composition root.  Opens a client: makes the
  * struct and the options snapshot, composes the modules below (what each
  * gets from the client, and the hooks through which it reports back), and
- * frees it all.  The loop side (thread, submit queue, deadline timer) is in
- * client_loop.c, the close in client_close.c. */
+ * frees it all; and tells whether this process still owns it (the fork
+ * guard, asked by every public call).  The loop side (thread, submit queue,
+ * deadline timer) is in client_loop.c, the close in client_close.c. */
+#define _DEFAULT_SOURCE /* madvise, MADV_WIPEONFORK, MAP_ANONYMOUS */
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "api/client.h"
 #include "api/stats.h"
@@ -15,6 +20,40 @@
 /* ---- small services ----------------------------------------------------------------- */
 
 uint64_t client_now_ns(const redlock_t *client) { return tb_now_ns(&client->timebase); }
+
+/* The fork guard (client.h says why this way). */
+void fork_guard_init(fork_guard_t *g) {
+  g->page = NULL;
+  g->len = 0;
+  g->pid = getpid();
+#ifdef MADV_WIPEONFORK
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0)
+    return;
+  void *p = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return;
+  if (madvise(p, (size_t)page, MADV_WIPEONFORK) != 0) { /* kernel older than 4.14 */
+    munmap(p, (size_t)page);
+    return;
+  }
+  *(int *)p = 1;
+  g->page = p;
+  g->len = (size_t)page;
+#endif
+}
+
+int fork_guard_forked(const fork_guard_t *g) {
+  if (g->page != NULL)
+    return *g->page == 0;
+  return getpid() != g->pid;
+}
+
+void fork_guard_free(fork_guard_t *g) {
+  if (g->page != NULL)
+    munmap((void *)(uintptr_t)g->page, g->len);
+  g->page = NULL;
+}
 
 status_t client_check_fork(const redlock_t *client) {
   return fork_guard_forked(&client->fork_guard) ? ST_EFORKED : ST_OK;

@@ -25,15 +25,12 @@
 #include "engine/engine.h"
 #include "engine/op.h"
 #include "engine/round.h"
-#include "engine/votes.h"
 #include "redlock.h"
-#include "util/callmem.h"
-#include "util/forkguard.h"
+#include "util/handle.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/options.h"
 #include "util/pool.h"
-#include "util/ptrset.h"
 #include "util/random.h"
 #include "util/timebase.h"
 #include "voters/notify.h"
@@ -96,11 +93,32 @@ typedef struct client_close {
   int out_of_time;      /* it did; the masters were dropped */
 } client_close_t;
 
+/* ---- client.c: the fork guard ----
+ * Does this process still own the client, or is it a child forked after the
+ * client was opened?  Asked by every public call, so it must be cheap:
+ * getpid() is a system call since glibc 2.25.  Each client gets one page of
+ * its own that the kernel hands a forked child zeroed (MADV_WIPEONFORK,
+ * Linux >= 4.14, as OpenSSL's and BoringSSL's RNGs use): one memory read,
+ * and no process-wide state (no pthread_atfork counter).  Where the advice
+ * is not supported, the guard falls back to the pid. */
+typedef struct fork_guard {
+  volatile const int *page; /* 1 in the owner; 0 in a child (wiped); NULL: use pid */
+  size_t len;
+  pid_t pid;
+} fork_guard_t;
+
+/* In the process that opens the client. */
+void fork_guard_init(fork_guard_t *g);
+/* 1 when this process forked off the one that ran fork_guard_init. */
+int fork_guard_forked(const fork_guard_t *g);
+/* In the owner only (a child leaves the parent's client alone). */
+void fork_guard_free(fork_guard_t *g);
+
 struct redlock {
   /* ---- client.c: set at open, read-only after (any thread) ---- */
   struct redlock_options opts; /* const: snapshot */
   log_sink_t log;              /* const: from opts: what every module logs through */
-  fork_guard_t fork_guard;     /* const: is this the process that opened it (forkguard.h) */
+  fork_guard_t fork_guard;     /* const: is this the process that opened it (above) */
   tls_client_t *tls;           /* const: rediss:// masters: the client's SSL_CTX, else NULL */
   timebase_t timebase;         /* const: the clock and timers handed down to everything below */
   uv_mutex_t mutex;            /* guards the queue's state, the votes book, and what the engine and

@@ -139,6 +139,7 @@ static void client_drain(redlock_t *client) {
     list_insert_tail(&batch, first);
   }
   int rest = !list_empty(&client->queue.ops);
+  int cancels = engine_cancels_pending_locked(&client->engine);
   atomic_store_explicit(&client->queue.queued, rest, memory_order_relaxed);
   client->queue.loop_polling = 0;
   uv_mutex_unlock(&client->mutex);
@@ -151,8 +152,10 @@ static void client_drain(redlock_t *client) {
       client_run_or_park(client, op);
   }
   /* After the batch: a call canceled right after its submission was started
-   * above and ends now. */
-  engine_run_cancels(&client->engine);
+   * above and ends now.  A cancel asked while the batch ran is seen by
+   * turn_end_cb, which turns the loop again. */
+  if (cancels)
+    engine_run_cancels(&client->engine);
   if (client->close.phase == CLOSE_QUEUED)
     client_teardown(client);
 }

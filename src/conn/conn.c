@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "util/alloc.h"
-#include "util/replypool.h"
+#include "util/pool.h"
 
 /* Event state of one hiredis context. */
 typedef struct conn_events {
@@ -24,7 +24,7 @@ typedef struct conn_events {
    * function a later hiredis adds keeps its default. */
   redisReplyObjectFunctions *reply_fns;
   redisReplyObjectFunctions capped_fns;
-  reply_pool_t *replies;   /* the answers to our commands (replypool.h) */
+  reply_pool_t *replies;   /* the answers to our commands (pool.h) */
   const conn_caps_t *caps; /* the replies' (conn_set_caps) */
   const char *violation;   /* the cap a reply broke, for conn_error() */
   size_t reply_values;     /* values of the reply being read, announced so far */
@@ -487,7 +487,7 @@ status_t conn_open(redisAsyncContext **out, const node_addr_t *addr, const char 
       return st;
     }
   }
-  /* Pooled replies (replypool.h) return to their pool when hiredis frees
+  /* Pooled replies (pool.h) return to their pool when hiredis frees
    * them after their callback: a context made with hiredis 1.x's
    * REDIS_OPT_NO_AUTO_FREE_REPLIES would keep them.  redisAsyncConnect never
    * sets it; a change to how contexts are made must keep it off. */

@@ -160,7 +160,7 @@ unsigned long conn_writes(const redisAsyncContext *ac);
  * 50 ns, and a loaded read brings hundreds of replies).  ac: a live context
  * (the one a reply callback was handed). */
 uint64_t conn_read_ns(const redisAsyncContext *ac);
-/* How many replies on this connection came from its reply pool (replypool.h;
+/* How many replies on this connection came from its reply pool (pool.h;
  * for the tests). */
 unsigned long conn_replies_pooled(const redisAsyncContext *ac);
 

@@ -18,12 +18,12 @@
 #include <uv.h>
 
 #include "engine/round.h"
-#include "util/callmem.h"
+#include "util/handle.h"
 #include "util/idmap.h"
 #include "util/list.h"
 #include "util/log.h"
 #include "util/options.h"
-#include "util/ptrset.h"
+#include "util/pool.h"
 #include "util/random.h"
 #include "util/stats_core.h"
 #include "util/timebase.h"

@@ -467,7 +467,8 @@ static void acquire_report(op_acquire_t *op, status_t status, redlock_lock_t *lo
   if (op->reported)
     return;
   op->reported = 1;
-  notify_unwait(engine->notify, &op->waiter);
+  if (op->waiter.channel != NULL) /* most calls never waited for a release */
+    notify_unwait(engine->notify, &op->waiter);
   if (engine->stats != NULL) {
     if (op->wait_deadline_ns != 0) /* set by acquire_start, with the gauge */
       stats_gauge(engine->stats, STATS_GAUGE_WAITERS, -1);

@@ -21,8 +21,8 @@
 #include "engine/kind.h"
 #include "engine/round.h"
 #include "proto/scripts.h"
-#include "util/callmem.h"
 #include "util/names.h" /* FENCE_KEY_PREFIX, NOTIFY_CHANNEL_PREFIX */
+#include "util/pool.h"
 #include "util/random.h"
 
 struct op_acquire;

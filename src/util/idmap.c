@@ -83,7 +83,7 @@ status_t idmap_put(idmap_t *map, uint64_t id, void *value) {
 }
 
 /* Empties slot i without a tombstone (backward-shift deletion, as
- * ptrset.c): calls come and go, and a map without tombstones never fills
+ * handle.c's live set): calls come and go, and a map without tombstones never fills
  * up, so it is not rehashed in steady state. */
 static void close_gap(idmap_t *map, size_t i) {
   size_t mask = map->cap - 1;

@@ -1,8 +1,16 @@
-/* timebase.c: the timer calls every module makes (timebase.h), and the
- * library's own timebase: the monotonic clock and libuv timers. */
+/* timebase.c: the library's time (timebase.h): the monotonic clock, the
+ * timer calls every module makes, and the library's own timebase over the
+ * clock and libuv timers. */
+#define _POSIX_C_SOURCE 200809L
 #include "util/timebase.h"
 
-#include "util/clock.h"
+#include <time.h>
+
+uint64_t clock_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 int tb_timer_init(const timebase_t *tb, tb_timer_t *timer, void *data) {
   timer->data = data;

@@ -1,4 +1,5 @@
-/* timebase.h: the one clock and timer seam.  Every module that measures time
+/* timebase.h: the library's time: the monotonic clock (clock_now_ns), and
+ * the one clock and timer seam over it.  Every module that measures time
  * or waits for it (the engine's rounds, retries, watches and elections, a
  * master's connect deadline and backoff, the notifier's subscribers) is
  * handed a timebase_t by its owner and reads the clock and runs its timers
@@ -16,6 +17,11 @@
 #include <uv.h>
 
 #include "util/list.h"
+
+/* The monotonic clock every elapsed time and validity is measured on, in
+ * nanoseconds on CLOCK_MONOTONIC (the same clock as uv_hrtime()).  Never the
+ * wall clock: a clock step must not stretch a lock. */
+uint64_t clock_now_ns(void);
 
 typedef struct tb_timer tb_timer_t;
 typedef void (*tb_timer_cb)(tb_timer_t *timer);

@@ -28,10 +28,6 @@ int node_is_quarantined(const node_t *node, uint64_t now_ns) {
   return quarantine_active(&node->server.quarantine, now_ns);
 }
 
-int node_quarantined_now(const node_t *node) {
-  return node->server.quarantine.until_ns != 0 && node_is_quarantined(node, node_now_ns(node));
-}
-
 /* The link's timer is the node's while READY: it marks the end of a restart
  * quarantine, for the log and the QUARANTINE_END event. */
 void node_quarantine_tick(node_t *node) {

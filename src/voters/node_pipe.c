@@ -4,7 +4,8 @@
  * within the queue's bounds (node_queue_admits, "overloaded"); each reply
  * (node_req_reply_cb) settles its request, announces a script-free release
  * that deleted (node_announce), fills the pipe again from the backlog and
- * stamps the hung-master watch (node_t.hung). */
+ * stamps the hung-master watch (node_t.hung).  Whether an answer counts as a
+ * vote now (node_quarantined_now) is asked here too, on the same path. */
 #include "voters/node_int.h"
 
 #include <hiredis/async.h>
@@ -283,4 +284,11 @@ void node_cancel(node_req_t *req) {
 void node_read_pending(node_t *node) {
   if (node->state == NODE_READY && node->pipe.inflight > 0)
     conn_read_now(node->link.ac);
+}
+
+/* Asked for every answer to an acquisition (voter_ops_t.quarantined): the
+ * clock is read only for a master that has a quarantine, which the
+ * handshake judged (node_handshake.c). */
+int node_quarantined_now(const node_t *node) {
+  return node->server.quarantine.until_ns != 0 && node_is_quarantined(node, node_now_ns(node));
 }

@@ -35,7 +35,7 @@ typedef struct notify_subscriber notify_subscriber_t;
 /* One waiter, embedded by its owner (a waiting lock call). */
 typedef struct notify_waiter {
   list_node_t link;          /* notify.c: its channel's waiters */
-  notify_channel_t *channel; /* notify.c: NULL while not registered */
+  notify_channel_t *channel; /* notify.c: NULL while not registered (the owner may test it) */
   int in_attempt;            /* owner: an attempt is out; a release then only marks it woken */
   int woken;                 /* owner: a release was announced during the attempt */
 } notify_waiter_t;

@@ -8,12 +8,11 @@
  * window: the test thread just calls redlock_lock / redlock_unlock (no log
  * callback), and the loop thread runs library code.
  *
- * The steady state makes none: the client keeps free lists (pool.h,
- * callmem.h) of what a cycle would allocate, ops, their key blocks, rounds
- * and handles, and the live-handle set does not rehash once grown.  The
- * median cycle is judged, not the mean: on a loaded machine a cycle may
- * retry, whose timer is allocated, or have two rounds out where one would
- * do (a pool may be short of a block once); the mean is printed. */
+ * The steady state makes none: the client keeps free lists (pool.h) of what a cycle would allocate,
+ * ops, their key blocks, rounds and handles, and the live-handle set does not rehash once grown.
+ * The median cycle is judged, not the mean: on a loaded machine a cycle may retry, whose timer is
+ * allocated, or have two rounds out where one would do (a pool may be short of a block once); the
+ * mean is printed. */
 #include <hiredis/hiredis.h>
 #if HIREDIS_MAJOR >= 1
 #include <hiredis/alloc.h>

@@ -1,5 +1,5 @@
 /* test_forkguard.c: a forked child is told apart from the process that
- * opened the client (util/forkguard.h), through the wiped page and through
+ * opened the client (the fork guard, api/client.h), through the wiped page and through
  * the pid fallback of kernels without MADV_WIPEONFORK. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
+#include "api/client.h"
 #include "unit_support.h"
-#include "util/forkguard.h"
 
 /* What fork_guard_forked says in a child: its exit status. */
 static int forked_in_child(const fork_guard_t *g) {

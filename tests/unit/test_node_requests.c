@@ -18,8 +18,7 @@
 #include "node_fixture.h"
 #include "proto/resp.h"
 #include "redlock.h"
-#include "util/clock.h"
-#include "util/replypool.h"
+#include "util/pool.h"
 
 static void start_ready(nf_t *f) {
   nf_start(f);

@@ -1,4 +1,5 @@
-/* test_pool.c: unit tests for the free lists, src/util/pool.c and src/util/callmem.c.
+/* test_pool.c: unit tests for the free lists, src/util/pool.c: blocks by
+ * size class and a client's memory for calls (the reply objects: test_replypool).
  *  - pool: a freed block is handed out again (LIFO) for any size of its
  *    class, aligned as malloc's; classes do not mix; each class keeps at
  *    most POOL_KEEP_MAX blocks and POOL_CLASS_BUDGET bytes; a block larger
@@ -18,7 +19,6 @@
 
 #include <cmocka.h>
 
-#include "util/callmem.h"
 #include "util/handle.h"
 #include "util/pool.h"
 

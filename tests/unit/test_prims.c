@@ -35,7 +35,6 @@
 #include "proto/keyslot.h"
 #include "proto/scripts.h"
 #include "redlock.h"
-#include "util/clock.h"
 
 #define BOGUS_LOCK ((redlock_lock_t *)(uintptr_t)0x1000) /* never dereferenced */
 

@@ -1,5 +1,5 @@
-/* test_ptrset.c: unit tests for src/util/ptrset.c, the open-addressing pointer set
- * that registers live lock handles.
+/* test_ptrset.c: unit tests for src/util/handle.c's live set (ptrset_t), the open-addressing
+ * pointer set that registers live lock handles.
  *  - empty set: contains/remove say no, free is idempotent;
  *  - add/contains/remove of single pointers; NULL is never contained (adding
  *    it is ST_EINVAL);
@@ -22,7 +22,7 @@
 
 #include "unit_support.h"
 
-#include "util/ptrset.h"
+#include "util/handle.h"
 
 #define N_OBJS 20000
 static char objs[N_OBJS]; /* distinct addresses to store */

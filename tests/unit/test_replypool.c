@@ -1,5 +1,5 @@
 /* test_replypool.c: hiredis reply objects from a connection's free list
- * (util/replypool.h): the scalars it serves, what it leaves to hiredis, the
+ * (util/pool.h): the scalars it serves, what it leaves to hiredis, the
  * blocks it keeps (at most REPLY_POOL_KEEP), and a pool released while
  * replies are out, freed with the last. */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <hiredis/hiredis.h>
 
 #include "unit_support.h"
-#include "util/replypool.h"
+#include "util/pool.h"
 
 static void test_scalars(void **state) {
   (void)state;

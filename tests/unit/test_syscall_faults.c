@@ -1,6 +1,6 @@
-/* test_syscall_faults.c: what the leaves do when a system call they rely on
- * fails: random.c when getrandom() does (ST_EIO from every way to a lock
- * value), forkguard.c when madvise(MADV_WIPEONFORK) does (the guard falls
+/* test_syscall_faults.c: what the library does when a system call it relies
+ * on fails: random.c when getrandom() does (ST_EIO from every way to a lock
+ * value), client.c's fork guard when madvise(MADV_WIPEONFORK) does (the guard falls
  * back to the pid).  Each case runs in a child that makes the call fail with
  * a seccomp filter (an errno, no signal) and exits with what it found; the
  * child exits normally, so a --coverage build keeps what it ran.  Where
@@ -21,8 +21,8 @@
 
 #include <cmocka.h>
 
+#include "api/client.h"
 #include "unit_support.h"
-#include "util/forkguard.h"
 #include "util/random.h"
 
 #define CHILD_NO_SECCOMP 77
