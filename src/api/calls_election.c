@@ -1,4 +1,4 @@
-/* calls_election.c: the public election calls (redlock_elect,
+/* calls_election.c: the public election calls (redlock_elect and its bounded form,
  * redlock_resign).  They check their arguments and the client's state on the
  * caller's thread and queue the election's ops (election.h); a call that
  * returns an error never runs a callback. */
@@ -9,9 +9,10 @@
 #include "engine/election.h"
 #include "util/quorum.h"
 
-int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
-                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
-                  redlock_election_t **out) {
+/* redlock_elect and redlock_elect_bounded (max_hold_ms 0: unbounded). */
+static int elect(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t max_hold_ms,
+                 redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                 redlock_election_t **out) {
   if (out == NULL)
     return REDLOCK_EINVAL;
   *out = NULL;
@@ -31,6 +32,7 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   int rc = election_new(&client->engine, name, ttl_ms, on_elected, on_lost, arg, &e);
   if (rc != 0)
     return rc;
+  election_set_max_hold(e, max_hold_ms);
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN)
     rc = REDLOCK_ECLOSED;
@@ -45,6 +47,12 @@ int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
   if (rc != 0)
     election_free(e);
   return rc;
+}
+
+int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                  redlock_election_t **out) {
+  return elect(client, name, ttl_ms, 0, on_elected, on_lost, arg, out);
 }
 
 /* The loop thread of this client, as far as it can be told: a
@@ -78,4 +86,15 @@ int redlock_resign(redlock_t *client, redlock_election_t *e) {
     uv_sem_destroy(&done);
   }
   return rc;
+}
+
+int redlock_elect_bounded(redlock_t *client, const char *name, uint32_t ttl_ms,
+                          uint32_t max_hold_ms, redlock_elected_cb on_elected,
+                          redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out) {
+  if (max_hold_ms == 0) {
+    if (out != NULL)
+      *out = NULL;
+    return REDLOCK_EINVAL;
+  }
+  return elect(client, name, ttl_ms, max_hold_ms, on_elected, on_lost, arg, out);
 }
