@@ -959,14 +959,11 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
 
 /* A bounded watch at its bound: the release goes out first (announced, so
  * waiters are woken), then the lease is marked lost, which stops the watch
- * and tells its owner why.  The handles stay live: the holder still unlocks
- * (or an election drops) them, and close skips the lease. */
+ * and tells its owner why.  The handles stay live and the lease stays among
+ * the held ones, as a lost lease does: the holder still unlocks (or an
+ * election drops) it, or close releases and frees it. */
 static void lock_end_hold(redlock_lock_t *lock) {
   engine_t *engine = lock->engine;
-  if (list_linked(&lock->held_link)) {
-    list_remove(&lock->held_link);
-    stats_gauge(engine->stats, STATS_GAUGE_HELD, -1);
-  }
   round_t *round = NULL;
   status_t built = lock->prim.ops->release_round(engine, lock, NULL, NULL, &round);
   release_send(engine, built, round, lock->keys[0]);
