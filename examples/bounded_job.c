@@ -33,26 +33,32 @@ static void work_a_little(void) {
   nanosleep(&ts, NULL);
 }
 
-int main(int argc, char **argv) {
+/* A client over the masters named on the command line (or the local one);
+ * NULL after saying why. */
+static redlock_t *open_client(int argc, char **argv) {
+  static char *const local[] = {"redis://127.0.0.1:6379"};
+  char *const *uris = argc > 1 ? argv + 1 : local;
+  int n = argc > 1 ? argc - 1 : 1;
   redlock_options_t *opts = redlock_options_new();
-  if (opts == NULL)
-    return 1;
-  int rc = 0;
-  if (argc < 2)
-    rc = redlock_options_add_node(opts, "redis://127.0.0.1:6379");
-  for (int i = 1; i < argc && rc == 0; i++)
-    rc = redlock_options_add_node(opts, argv[i]);
+  int rc = opts != NULL ? 0 : REDLOCK_ENOMEM;
+  for (int i = 0; i < n && rc == 0; i++)
+    rc = redlock_options_add_node(opts, uris[i]);
   redlock_t *client = NULL;
   if (rc == 0)
     rc = redlock_open(&client, opts);
-  redlock_options_free(opts);
-  if (rc != 0) {
+  redlock_options_free(opts); /* NULL is fine; the client took a copy */
+  if (rc != 0)
     fprintf(stderr, "open: %s\n", redlock_strerror(rc));
+  return rc == 0 ? client : NULL;
+}
+
+int main(int argc, char **argv) {
+  redlock_t *client = open_client(argc, argv);
+  if (client == NULL)
     return 1;
-  }
 
   redlock_lock_t *lock;
-  rc = redlock_lock(client, "example:job", 2000, &lock);
+  int rc = redlock_lock(client, "example:job", 2000, &lock);
   if (rc == REDLOCK_OK)
     rc = redlock_watch_bounded(client, lock, 5000, on_lost, NULL);
   if (rc != REDLOCK_OK) {
