@@ -450,6 +450,42 @@ REDLOCK_EXPORT int redlock_resign(redlock_t *client, redlock_election_t *e);
  * ago the term's validity ended).  Any thread, for a live handle.  Work that
  * needs leadership should stop before this reaches 0. */
 REDLOCK_EXPORT int64_t redlock_election_validity_ms(const redlock_election_t *e);
+
+/* ---- Bounded holds ------------------------------------------------------------
+ * A watch renews its lock for as long as the holder lives; a hung holder
+ * then keeps it for ever.  A bound caps the whole hold: max_hold_ms after
+ * the grant (the start of the round that won the lock, on the monotonic
+ * clock, so never later than the grant itself) the watch stops, the lock is
+ * released on every master (the release is announced: waiters, woken
+ * waits and campaigns, are woken at once), and the lost callback runs once
+ * with reason REDLOCK_LOST_MAX_HOLD.  That reason is not a failure: the
+ * library ended the hold on purpose, as asked, and it is positive so that
+ * it is never taken for a REDLOCK_E* code.  The lost event of the stats
+ * (REDLOCK_EVENT_LOST) carries it as its status; the locks-lost counter
+ * does not count it.  A watch that loses its lock before the bound reports
+ * REDLOCK_LOST_EXPIRED, as an unbounded one. */
+#define REDLOCK_LOST_MAX_HOLD 1 /* the hold reached its bound: released on purpose */
+
+/* redlock_watch with a bound: max_hold_ms (> 0) counts from the lock's
+ * grant, not from this call, so a bound already spent ends the hold at
+ * once (the callback may run before this returns).  The handle stays the
+ * caller's: after the bound it is lost (redlock_lock_is_lost), and
+ * redlock_unlock still frees it.  A later redlock_watch or
+ * redlock_watch_bounded of the same lock replaces the bound (redlock_watch:
+ * none).  Errors as redlock_watch, and EINVAL for max_hold_ms == 0. */
+REDLOCK_EXPORT int redlock_watch_bounded(redlock_t *client, redlock_lock_t *lock,
+                                         uint32_t max_hold_ms, redlock_lost_cb lost_cb, void *arg);
+/* redlock_elect with a bound on every term: max_hold_ms (> 0) after a term's
+ * grant the leader resigns that term (its lease is released, the release
+ * wakes the other campaigners), on_lost runs with REDLOCK_LOST_MAX_HOLD, and
+ * the election campaigns again after its back-off, as after a loss: the
+ * retry delay with jitter (a term that lasted a ttl resets the back-off's
+ * exponent), which gives the others woken by the release a head start.
+ * Errors as redlock_elect, and EINVAL for max_hold_ms == 0. */
+REDLOCK_EXPORT int redlock_elect_bounded(redlock_t *client, const char *name, uint32_t ttl_ms,
+                                         uint32_t max_hold_ms, redlock_elected_cb on_elected,
+                                         redlock_election_lost_cb on_lost, void *arg,
+                                         redlock_election_t **out);
 /* ---- Coordination primitives: counting semaphore, read-write lock ------------
  * (docs/api.md "Semaphores and read-write locks"; proofs in docs/safety.md.)
  * A permit or a hold is a redlock_lock_t like any lock: redlock_unlock()
@@ -770,7 +806,7 @@ REDLOCK_EXPORT int redlock_err_code(int index);
  * name, for bindings that cannot read the header: the limits
  * (REDLOCK_MAX_NODES, _RESOURCE_LEN, _PREFIX_LEN, _MANY, _SEM_LIMIT), the
  * error codes (REDLOCK_OK, REDLOCK_EINVAL, ...), REDLOCK_LOG_*,
- * REDLOCK_LOST_EXPIRED, REDLOCK_STATS_*, REDLOCK_EVENT_* and
+ * REDLOCK_LOST_EXPIRED, REDLOCK_LOST_MAX_HOLD, REDLOCK_STATS_*, REDLOCK_EVENT_* and
  * REDLOCK_VERSION_MAJOR/_MINOR/_PATCH, as compiled into the library (list:
  * docs/api.md "Constants").  Returns 0 and sets *value, or REDLOCK_EINVAL for
  * a NULL argument or a name the library does not know.  Any thread. */

@@ -31,6 +31,7 @@ enum {
   EXIT_INTERNAL = 70,     /* EX_SOFTWARE: library or system error */
   EXIT_LOST = 71,         /* the lock was lost while COMMAND ran */
   EXIT_BUSY = 75,         /* EX_TEMPFAIL: held by someone else / --wait ran out */
+  EXIT_MAX_HOLD = 124,    /* --max-hold ended COMMAND (timeout(1)'s status) */
   EXIT_CANNOT_EXEC = 126, /* COMMAND found but could not be executed */
   EXIT_NOT_FOUND = 127    /* COMMAND not found */
 };
@@ -60,7 +61,8 @@ enum {
   OPT_TLS_INSECURE,
   OPT_ALLOW_DISCOVERED,
   OPT_OWNER,
-  OPT_KIND
+  OPT_KIND,
+  OPT_MAX_HOLD = 400
 };
 
 /* ---- the subcommands (main.c dispatches to them) -------------------------------------- */

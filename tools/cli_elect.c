@@ -4,7 +4,8 @@
  * leader, with the term (a fencing token) in REDLOCK_TERM and in the fence
  * variable.  On a lost term COMMAND gets SIGTERM, then SIGKILL after
  * --grace, and once it is gone redlock waits to be elected again (the
- * library campaigns by itself) and runs COMMAND anew.  When COMMAND exits
+ * library campaigns by itself) and runs COMMAND anew; with --max-hold each
+ * term ends at its bound (redlock_elect_bounded) the same way.  When COMMAND exits
  * by itself, redlock resigns (handing over at once) and exits with
  * COMMAND's status: a supervisor decides whether to run it again.  Options,
  * signals, descriptors and spawning are run's (cli_hold.c, cli_child.c). */
@@ -28,6 +29,7 @@
 static pthread_mutex_t g_elect_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned g_elect_elected, g_elect_lost;
 static uint64_t g_elect_term;
+static int g_elect_reason; /* the last term's end: REDLOCK_LOST_MAX_HOLD, or a loss */
 
 static void elect_elected_cb(redlock_election_t *e, uint64_t term, void *arg) {
   (void)e;
@@ -41,9 +43,9 @@ static void elect_elected_cb(redlock_election_t *e, uint64_t term, void *arg) {
 
 static void elect_lost_cb(redlock_election_t *e, int reason, void *arg) {
   (void)e;
-  (void)reason;
   (void)arg;
   pthread_mutex_lock(&g_elect_mu);
+  g_elect_reason = reason;
   g_elect_lost++;
   pthread_mutex_unlock(&g_elect_mu);
   wake_main();
@@ -70,6 +72,7 @@ static int elect_loop(const hold_opts_t *o, const fdset_t *inherited) {
     pthread_mutex_lock(&g_elect_mu);
     unsigned elected = g_elect_elected, lost = g_elect_lost;
     uint64_t term = g_elect_term;
+    int bounded = g_elect_reason == REDLOCK_LOST_MAX_HOLD;
     pthread_mutex_unlock(&g_elect_mu);
     int64_t timeout = -1; /* until the grace after SIGTERM runs out */
     if (pid != 0) {
@@ -93,8 +96,8 @@ static int elect_loop(const hold_opts_t *o, const fdset_t *inherited) {
         continue; /* perhaps elected again meanwhile */
       }
       if (lost >= spawned_for && !stop.term_sent) {
-        err_msg("leadership of '%s' lost; sending SIGTERM to '%s' (pid %ld)", o->resource,
-                o->command[0], (long)pid);
+        err_msg("leadership of '%s' %s; sending SIGTERM to '%s' (pid %ld)", o->resource,
+                bounded ? "ended at its --max-hold bound" : "lost", o->command[0], (long)pid);
         stopper_term(&stop, o, pid);
       }
       timeout = stopper_tick(&stop, o, pid);
@@ -130,8 +133,11 @@ int cmd_elect(int argc, char **argv) {
   if (status == 0)
     status = hold_open(&client, opts);
   if (status == 0) {
-    int rc = redlock_elect(client, o.resource, (uint32_t)o.ttl_ms, elect_elected_cb, elect_lost_cb,
-                           NULL, &election);
+    int rc = o.max_hold_ms != 0 ? redlock_elect_bounded(client, o.resource, (uint32_t)o.ttl_ms,
+                                                        (uint32_t)o.max_hold_ms, elect_elected_cb,
+                                                        elect_lost_cb, NULL, &election)
+                                : redlock_elect(client, o.resource, (uint32_t)o.ttl_ms,
+                                                elect_elected_cb, elect_lost_cb, NULL, &election);
     if (rc != 0) {
       err_msg("cannot campaign for '%s': %s", o.resource, redlock_strerror(rc));
       status = rc == REDLOCK_EINVAL ? EXIT_USAGE : EXIT_INTERNAL;

@@ -82,7 +82,10 @@ static const char HOLD_HELP[] =
     "                           SIGTERM (default 5s)\n"
     "  -G, --process-group      run COMMAND in its own process group\n"
     "      --connect-timeout DURATION  connect + handshake bound per master (1s)\n"
-    "      --request-timeout DURATION  bound on each round of requests (100ms)\n";
+    "      --request-timeout DURATION  bound on each round of requests (100ms)\n"
+    "      --max-hold DURATION  release the lock (end the term) this long after it\n"
+    "                           was taken, even while COMMAND runs: COMMAND gets\n"
+    "                           SIGTERM as after a loss (run then exits with 124)\n";
 
 static const char RUN_HELP[] =
     "Usage: redlock run [OPTIONS] RESOURCE [--] COMMAND [ARGS...]\n"

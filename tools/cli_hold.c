@@ -41,6 +41,7 @@ static const struct option HOLD_LONGS[] = {
     {"process-group", no_argument, NULL, 'G'},
     {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
     {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+    {"max-hold", required_argument, NULL, OPT_MAX_HOLD},
     {NULL, 0, NULL, 0}};
 static const struct option LOCK_LONGS[] = {
     {"wait", required_argument, NULL, 'w'},
@@ -77,7 +78,8 @@ static const struct {
     {OPT_MAX_TTL, "--max-ttl", 1, INT32_MAX, 1, offsetof(hold_opts_t, max_ttl_ms)},
     {'g', "--grace", 0, UINT32_MAX, 1, offsetof(hold_opts_t, grace_ms)},
     {OPT_CONNECT_TIMEOUT, "--connect-timeout", 1, 3600000, 1, offsetof(hold_opts_t, connect_ms)},
-    {OPT_REQUEST_TIMEOUT, "--request-timeout", 1, 3600000, 1, offsetof(hold_opts_t, request_ms)}};
+    {OPT_REQUEST_TIMEOUT, "--request-timeout", 1, 3600000, 1, offsetof(hold_opts_t, request_ms)},
+    {OPT_MAX_HOLD, "--max-hold", 1, UINT32_MAX, 1, offsetof(hold_opts_t, max_hold_ms)}};
 
 /* What take_option needs besides the option. */
 typedef struct {

@@ -15,6 +15,7 @@
 typedef struct {
   conn_opts_t conn; /* masters, key prefix, TLS */
   uint64_t ttl_ms, wait_ms, max_ttl_ms, grace_ms, connect_ms, request_ms;
+  uint64_t max_hold_ms; /* --max-hold: the hold's (each term's) bound; 0: none */
   int quarantine;
   int process_group;
   int conflict_exit;

@@ -4,7 +4,9 @@
  * its environment, keeps the lock alive with redlock_watch() while COMMAND
  * runs, releases it when COMMAND exits and exits with COMMAND's status.  If
  * the lock is lost, COMMAND gets SIGTERM (SIGKILL after a grace period) and
- * redlock exits with its own "lost" status (EXIT_LOST).  docs/cli.md and
+ * redlock exits with its own "lost" status (EXIT_LOST); with --max-hold the
+ * lock is released at the bound (redlock_watch_bounded) and COMMAND ends the
+ * same way, with EXIT_MAX_HOLD.  docs/cli.md and
  * docs/redlock.1 document the options and the exit statuses. */
 #define _GNU_SOURCE
 
@@ -33,6 +35,7 @@ static atomic_int g_lock_done;
 static atomic_int g_lock_status;
 static _Atomic(redlock_lock_t *) g_lock_result;
 static atomic_int g_lost;
+static atomic_int g_lost_reason; /* REDLOCK_LOST_MAX_HOLD: --max-hold, not a loss */
 /* Each master's quarantine as the client judged it (its master events). */
 static cli_quar_t g_quar;
 
@@ -46,8 +49,8 @@ static void lock_cb(int status, redlock_lock_t *lock, void *arg) {
 
 static void lost_cb(redlock_lock_t *lock, int reason, void *arg) {
   (void)lock;
-  (void)reason;
   (void)arg;
+  atomic_store(&g_lost_reason, reason);
   atomic_store(&g_lost, 1);
   wake_main();
 }
@@ -230,7 +233,9 @@ static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *l
   uint64_t fence = redlock_lock_fence(lock);
   info_msg("locked '%s' (fence %" PRIu64 ", valid for %" PRId64 " ms)", o->resource, fence,
            redlock_lock_validity_ms(lock));
-  int rc = redlock_watch(client, lock, lost_cb, NULL);
+  int rc = o->max_hold_ms != 0
+               ? redlock_watch_bounded(client, lock, (uint32_t)o->max_hold_ms, lost_cb, NULL)
+               : redlock_watch(client, lock, lost_cb, NULL);
   if (rc != 0) {
     err_msg("cannot keep '%s' alive: %s", o->resource, redlock_strerror(rc));
     redlock_unlock(client, lock);
@@ -260,8 +265,11 @@ static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *l
       break;
     }
     if (atomic_load(&g_lost) && !stop.term_sent) {
-      err_msg("lock on '%s' lost; sending SIGTERM to '%s' (pid %ld)", o->resource, o->command[0],
-              (long)pid);
+      err_msg("lock on '%s' %s; sending SIGTERM to '%s' (pid %ld)", o->resource,
+              atomic_load(&g_lost_reason) == REDLOCK_LOST_MAX_HOLD
+                  ? "released at its --max-hold bound"
+                  : "lost",
+              o->command[0], (long)pid);
       stopper_term(&stop, o, pid);
     }
     int64_t timeout = stopper_tick(&stop, o, pid);
@@ -274,6 +282,11 @@ static int run_locked(redlock_t *client, const hold_opts_t *o, redlock_lock_t *l
   int status = wstatus == -1 ? EXIT_INTERNAL : exit_status_of(wstatus);
   int lost = atomic_load(&g_lost) || redlock_lock_is_lost(lock);
   rc = redlock_unlock(client, lock); /* frees the handle */
+  if (lost && atomic_load(&g_lost_reason) == REDLOCK_LOST_MAX_HOLD) {
+    err_msg("the lock on '%s' reached its --max-hold bound while '%s' ran (its exit status: %d)",
+            o->resource, o->command[0], status);
+    return EXIT_MAX_HOLD;
+  }
   if (lost) {
     err_msg("the lock on '%s' was lost while '%s' ran (its exit status: %d)", o->resource,
             o->command[0], status);

@@ -636,3 +636,11 @@ int redlock_stats(redlock_t *client, int format, char *buf, size_t size) {
   client_leave(client);
   return rc;
 }
+
+int redlock_watch_bounded(redlock_t *client, redlock_lock_t *lock, uint32_t max_hold_ms,
+                          redlock_lost_cb lost_cb, void *arg) {
+  if (max_hold_ms == 0)
+    return REDLOCK_EINVAL;
+  /* The watch's op keeps its bound where the other kinds keep a ttl. */
+  return lock_target_op_full(client, lock, &target_watch, max_hold_ms, NULL, lost_cb, arg);
+}

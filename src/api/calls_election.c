@@ -1,4 +1,4 @@
-/* calls_election.c: the public election calls (redlock_elect,
+/* calls_election.c: the public election calls (redlock_elect and its bounded form,
  * redlock_resign).  They check their arguments and the client's state on the
  * caller's thread and queue the election's ops (election.h); a call that
  * returns an error never runs a callback. */
@@ -9,42 +9,50 @@
 #include "engine/election.h"
 #include "util/quorum.h"
 
-int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
-                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
-                  redlock_election_t **out) {
+/* redlock_elect and redlock_elect_bounded (max_hold_ms 0: unbounded). */
+static status_t elect(redlock_t *client, const char *name, uint32_t ttl_ms, uint32_t max_hold_ms,
+                      redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                      redlock_election_t **out) {
   if (out == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   *out = NULL;
   if (client == NULL || on_elected == NULL || on_lost == NULL || calls_check_name(name) != ST_OK)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   if (client_check_fork(client) != ST_OK)
-    return REDLOCK_EFORKED;
-  int checked = calls_check_key(client, name, 1);
-  if (checked != 0)
+    return ST_EFORKED;
+  status_t checked = calls_check_key(client, name, 1);
+  if (checked != ST_OK)
     return checked;
   /* Also refused: a ttl whose drift alone leaves no validity, which could
    * never be won (it would campaign forever). */
   if (calls_check_ttl(client, ttl_ms) != ST_OK ||
       quorum_validity_ns(ttl_ms, 0, client->opts.drift_factor) < QUORUM_MIN_VALIDITY_NS)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   redlock_election_t *e;
-  int rc = election_new(&client->engine, name, ttl_ms, on_elected, on_lost, arg, &e);
-  if (rc != 0)
+  status_t rc = election_new(&client->engine, name, ttl_ms, on_elected, on_lost, arg, &e);
+  if (rc != ST_OK)
     return rc;
+  election_set_max_hold(e, max_hold_ms);
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN)
-    rc = REDLOCK_ECLOSED;
+    rc = ST_ECLOSED;
   else
     rc = ptrset_add(&client->engine.live_elections, e); /* e is not NULL: ST_ENOMEM at worst */
-  if (rc == 0) {
+  if (rc == ST_OK) {
     /* Before the loop can see it: on_elected may run before we return. */
     *out = e;
     client_enqueue_locked(client, election_start_op(e));
   }
   uv_mutex_unlock(&client->mutex);
-  if (rc != 0)
+  if (rc != ST_OK)
     election_free(e);
   return rc;
+}
+
+int redlock_elect(redlock_t *client, const char *name, uint32_t ttl_ms,
+                  redlock_elected_cb on_elected, redlock_election_lost_cb on_lost, void *arg,
+                  redlock_election_t **out) {
+  return elect(client, name, ttl_ms, 0, on_elected, on_lost, arg, out);
 }
 
 /* The loop thread of this client, as far as it can be told: a
@@ -78,4 +86,15 @@ int redlock_resign(redlock_t *client, redlock_election_t *e) {
     uv_sem_destroy(&done);
   }
   return rc;
+}
+
+int redlock_elect_bounded(redlock_t *client, const char *name, uint32_t ttl_ms,
+                          uint32_t max_hold_ms, redlock_elected_cb on_elected,
+                          redlock_election_lost_cb on_lost, void *arg, redlock_election_t **out) {
+  if (max_hold_ms == 0) {
+    if (out != NULL)
+      *out = NULL;
+    return REDLOCK_EINVAL;
+  }
+  return elect(client, name, ttl_ms, max_hold_ms, on_elected, on_lost, arg, out);
 }

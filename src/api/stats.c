@@ -289,7 +289,8 @@ static void stats_renewed_(void *arg, const redlock_lock_t *lock, const round_t 
 
 static void stats_lock_lost_(void *arg, const redlock_lock_t *lock, int reason) {
   struct stats *stats = arg;
-  bump(&stats->locks_lost, 1);
+  if (reason != REDLOCK_LOST_MAX_HOLD) /* a bound reached is no loss */
+    bump(&stats->locks_lost, 1);
   if (stats->env->opts->event_cb == NULL)
     return;
   redlock_event_t ev;

@@ -70,6 +70,7 @@ struct redlock_election {
   char *name;                       /* const: as given, for log messages and the key */
   size_t name_len;                  /* const */
   uint32_t ttl_ms;                  /* const */
+  uint32_t max_hold_ms;             /* const: each term's bound (redlock_elect_bounded); 0: none */
   redlock_elected_cb on_elected;    /* const */
   redlock_election_lost_cb on_lost; /* const */
   void *arg;                        /* const */
@@ -244,10 +245,15 @@ static void election_lost_cb(redlock_lock_t *lock, int reason, void *arg) {
     return;
   e->state = ELECTION_LOSING;
   uint64_t held_ns = engine_now_ns(e->engine) - e->elected_ns;
-  if (held_ns >= (uint64_t)e->ttl_ms * 1000000u * STABLE_TERM_TTLS)
+  /* A term that reached its bound is no failure: the back-off starts over. */
+  if (reason == ST_MAX_HOLD || held_ns >= (uint64_t)e->ttl_ms * 1000000u * STABLE_TERM_TTLS)
     e->losses = 0;
-  engine_log(e->engine, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)", e->name,
-             (unsigned long long)e->term, redlock_err_name(reason));
+  if (reason == ST_MAX_HOLD)
+    engine_log(e->engine, REDLOCK_LOG_INFO, "election %s: term %llu reached its bound: resigned",
+               e->name, (unsigned long long)e->term);
+  else
+    engine_log(e->engine, REDLOCK_LOG_WARN, "election %s: leadership of term %llu lost (%s)",
+               e->name, (unsigned long long)e->term, redlock_err_name(reason));
   if (!election_silent(e))
     e->on_lost(e, reason, e->arg);
   /* A resign from inside on_lost has taken over (its op is queued). */
@@ -277,7 +283,7 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->state = ELECTION_STARTING;
   e->lost_early = 0;
   election_set_lease(e, lock);
-  status_t rc = lock_watch_begin(lock, lock, election_lost_cb, e, NULL);
+  status_t rc = lock_watch_begin(lock, lock, election_lost_cb, e, e->max_hold_ms, NULL);
   if (rc != ST_OK || e->lost_early) {
     engine_log(engine, REDLOCK_LOG_WARN, "election %s: won term %llu but %s; campaigning again",
                e->name, (unsigned long long)lock->fence,
@@ -415,6 +421,10 @@ status_t election_new(engine_t *engine, const char *name, uint32_t ttl_ms,
 }
 
 op_t *election_start_op(redlock_election_t *e) { return &e->start_op; }
+
+void election_set_max_hold(redlock_election_t *e, uint32_t max_hold_ms) {
+  e->max_hold_ms = max_hold_ms;
+}
 
 op_t *election_resign_op(redlock_election_t *e, uv_sem_t *done) {
   if (done != NULL)

@@ -27,5 +27,9 @@ op_t *election_start_op(redlock_election_t *e);
 op_t *election_resign_op(redlock_election_t *e, uv_sem_t *done);
 /* Close: every election stops (no callback runs any more), leaders release. */
 void election_close_all(engine_t *engine);
+/* Bounds every term of a new handle (before its start op is queued):
+ * max_hold_ms after a term's grant its lease is released and on_lost runs
+ * with REDLOCK_LOST_MAX_HOLD; 0: unbounded. */
+void election_set_max_hold(redlock_election_t *e, uint32_t max_hold_ms);
 
 #endif

@@ -116,6 +116,7 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
   lock->value_len = op->value_len;
   lock->ttl_ms = op->ttl_ms;
   lock->fence = op->fence;
+  lock->granted_ns = started_ns;
   lock->set_mask = op->set_mask;
   lock->refs = 1;
   lock->lease = lock;
@@ -153,8 +154,12 @@ static status_t lock_create(redlock_lock_t **out, op_acquire_t *op, uint64_t sta
 static void lock_mark_lost(redlock_lock_t *lock, status_t reason) {
   if (atomic_exchange(&lock->lost, 1))
     return;
-  engine_log(lock->engine, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
-             redlock_err_name(reason));
+  if (reason == ST_MAX_HOLD)
+    engine_log(lock->engine, REDLOCK_LOG_INFO, "lock on %s released: its hold reached its bound",
+               lock->resource);
+  else
+    engine_log(lock->engine, REDLOCK_LOG_WARN, "lock on %s lost (%s)", lock->resource,
+               redlock_err_name(reason));
   engine_lock_lost(lock->engine, lock, reason);
   if (lock->watch.active) {
     stats_gauge(lock->engine->stats, STATS_GAUGE_WATCHED, -1);
@@ -287,8 +292,12 @@ static status_t watch_op_make(op_t **out, engine_t *engine, redlock_lock_t *lock
     rl_free(timer);
     return ST_ENOMEM;
   }
-  *watch =
-      (op_watch_t){.lock = lock, .handle = lock, .lost_cb = lost_cb, .arg = arg, .timer = timer};
+  *watch = (op_watch_t){.lock = lock,
+                        .handle = lock,
+                        .lost_cb = lost_cb,
+                        .arg = arg,
+                        .max_hold_ms = ttl_ms,
+                        .timer = timer};
   *out = &watch->op;
   return ST_OK;
 }
@@ -962,10 +971,34 @@ static void on_watch_extend_decided(round_t *round, quorum_outcome_t outcome, vo
   lock_unref(lock); /* the extension's reference */
 }
 
+/* A bounded watch at its bound: the release goes out first (announced, so
+ * waiters are woken), then the lease is marked lost, which stops the watch
+ * and tells its owner why.  The handles stay live and the lease stays among
+ * the held ones, as a lost lease does: the holder still unlocks (or an
+ * election drops) it, or close releases and frees it. */
+static void lock_end_hold(redlock_lock_t *lock) {
+  engine_t *engine = lock->engine;
+  round_t *round = NULL;
+  status_t built = lock->prim.ops->release_round(engine, lock, NULL, NULL, &round);
+  release_send(engine, built, round, lock->keys[0]);
+  lock_mark_lost(lock, ST_MAX_HOLD);
+}
+
+/* 1 when a bounded watch has reached its bound. */
+static int watch_hold_spent(const redlock_lock_t *lock) {
+  return lock->watch.hold_end_ns != 0 && engine_now_ns(lock->engine) >= lock->watch.hold_end_ns;
+}
+
 static void watch_timer_cb(tb_timer_t *timer) {
   redlock_lock_t *lock = timer->data;
   engine_t *engine = lock->engine;
-  if (!lock->watch.active || lock->watch.extending)
+  if (!lock->watch.active)
+    return;
+  if (watch_hold_spent(lock)) {
+    lock_end_hold(lock); /* an extension still out finds the watch stopped */
+    return;
+  }
+  if (lock->watch.extending)
     return;
   if (lock_validity_ns(lock) <= 0) {
     lock_mark_lost(lock, ST_ELOST);
@@ -1007,11 +1040,19 @@ static void watch_schedule(redlock_lock_t *lock) {
     if (delay > until_end)
       delay = until_end;
   }
+  if (lock->watch.hold_end_ns != 0) { /* never past the bound */
+    uint64_t now = engine_now_ns(lock->engine);
+    int64_t to_end = lock->watch.hold_end_ns > now
+                         ? (int64_t)((lock->watch.hold_end_ns - now + 999999) / 1000000)
+                         : 0;
+    if (delay > to_end)
+      delay = to_end;
+  }
   tb_timer_start(lock->watch.timer, watch_timer_cb, (uint64_t)(delay > 0 ? delay : 1));
 }
 
 status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                          void *arg, tb_timer_t **spare) {
+                          void *arg, uint32_t max_hold_ms, tb_timer_t **spare) {
   engine_t *engine = lock->engine;
   if (lock->watch.timer == NULL) {
     if (spare != NULL && *spare != NULL) {
@@ -1031,12 +1072,16 @@ status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_
   lock->watch.lost_cb = lost_cb;
   lock->watch.lost_arg = arg;
   lock->watch.handle = handle;
+  lock->watch.hold_end_ns =
+      max_hold_ms != 0 ? lock->granted_ns + (uint64_t)max_hold_ms * 1000000u : 0;
   if (!lock->watch.active)
     stats_gauge(engine->stats, STATS_GAUGE_WATCHED, +1);
   lock->watch.active = 1;
   if (atomic_load(&lock->lost) || lock_validity_ns(lock) <= 0) {
     atomic_store(&lock->lost, 0);
     lock_mark_lost(lock, ST_ELOST);
+  } else if (watch_hold_spent(lock)) {
+    lock_end_hold(lock);
   } else {
     watch_schedule(lock);
   }
@@ -1046,7 +1091,7 @@ status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_
 static void watch_start(op_watch_t *op) {
   /* Cannot fail: the timer came with the op (redlock_watch has no done
    * callback to report a failure to). */
-  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg, &op->timer);
+  (void)lock_watch_begin(op->lock, op->handle, op->lost_cb, op->arg, op->max_hold_ms, &op->timer);
   watch_finish(op);
 }
 

@@ -50,6 +50,8 @@ typedef struct lock_watch {
   redlock_lost_cb lost_cb; /* the application's, with lost_arg */
   void *lost_arg;
   redlock_lock_t *handle; /* the handle redlock_watch was given (a hold watches its lease) */
+  uint64_t hold_end_ns;   /* a bounded watch: monotonic end of the hold (granted_ns + bound);
+                           * 0: unbounded */
 } lock_watch_t;
 
 /* A lease's handles: the lease itself and, with reentrancy, its holds; it is
@@ -90,6 +92,7 @@ struct redlock_lock {
   _Atomic int64_t expires_ns;     /* loop writes, any thread reads: monotonic end of validity */
   _Atomic int lost;               /* loop writes, any thread reads */
   uint64_t fence;                 /* const */
+  uint64_t granted_ns;            /* const: start of the round that won it (a bound's origin) */
   char **fence_keys;              /* const: fencing: the counter keys (the op's block), or NULL */
   size_t *fence_key_lens;         /* const */
   uint64_t set_mask;              /* loop: masters our value may be on (acquired, re-installed) */
@@ -187,6 +190,8 @@ typedef struct {
   redlock_lock_t *handle; /* const */
   redlock_lost_cb lost_cb;
   void *arg;
+  /* const: redlock_watch_bounded's bound (target_op_new's ttl_ms); 0: none */
+  uint32_t max_hold_ms;
   tb_timer_t *timer; /* made with the op, on the caller's thread, so that the loop side
                       * cannot run out of memory (it has no way to report it): the
                       * lease's watch timer if it has none yet, else freed with the op */
@@ -297,9 +302,10 @@ void lock_free(redlock_lock_t *lock);
 /* Loop side of redlock_watch: lost_cb(handle, reason, arg) runs when the
  * lease is lost, possibly before this returns (already expired).  spare (may
  * be NULL): a timer block made beforehand, taken (*spare = NULL) if the lease
- * needs one.  ST_OK or ST_ENOMEM. */
+ * needs one.  max_hold_ms > 0 bounds the hold: that long after the grant the
+ * lease is released and lost_cb runs with ST_MAX_HOLD.  ST_OK or ST_ENOMEM. */
 status_t lock_watch_begin(redlock_lock_t *lock, redlock_lock_t *handle, redlock_lost_cb lost_cb,
-                          void *arg, tb_timer_t **spare);
+                          void *arg, uint32_t max_hold_ms, tb_timer_t **spare);
 /* Lets go of a lease nobody waits on (close; an election's resignation or
  * loss): stops its watch, frees its handles, sends the release (announced, so
  * waiters are woken) to every master that may hold it, drops the live

@@ -15,6 +15,8 @@ typedef enum {
   /* internal only */
   ST_DOWN = -100, /* a voter: not connected (or its handshake not done) */
   ST_BUSY = -101, /* a voter: its queue is full */
+  /* not an error: a lost reason (the watch's bound reached) */
+  ST_MAX_HOLD = REDLOCK_LOST_MAX_HOLD,
 } status_t;
 #undef STATUS__ENUM
 

@@ -15,7 +15,7 @@
  * fresh (no lock can have been held on them before).
  *
  * Exit statuses checked (docs/cli.md): COMMAND's own, 128+N, 64 usage,
- * 69 no quorum, 71 lost, 75 busy (or -E), 126, 127.  A redlock built with
+ * 69 no quorum, 71 lost, 75 busy (or -E), 124 --max-hold, 126, 127.  A redlock built with
  * sanitizers fails a case if it reports anything on stderr (leaks included). */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -1150,6 +1150,33 @@ static void case_lost(void) {
   CHECK(strstr(p->out, "after") == NULL, "the shell was stopped too");
 }
 
+/* --max-hold: at the bound the lock is released (a waiting run gets it),
+ * COMMAND gets SIGTERM and redlock exits 124; a COMMAND that ends before the
+ * bound keeps its own status; a bound of 0 is a usage error. */
+static void case_max_hold(void) {
+  start_masters();
+  char term[32];
+  snprintf(term, sizeof term, "signal %d\n", SIGTERM);
+  const char *const opts[] = {"--ttl", "1000", "--max-hold", "2500", "--grace", "20000", NULL};
+  uint64_t t0 = rh_now_ms();
+  proc_t *p = start_holder(opts, "mh-res", 0);
+  proc_t *w = START(g_nodes, 0, RUN, "-w", "60", "mh-res", "--", g_self, "--helper", "exit", "0");
+  int rc = wait_exit(p, 60000);
+  CHECK(rh_now_ms() - t0 >= 2500, "not before the bound");
+  CHECK(rc == 124, "--max-hold -> 124, got %d", rc);
+  CHECK(strstr(p->out, term) != NULL, "COMMAND got SIGTERM");
+  CHECK(strstr(p->out, "eof") == NULL, "COMMAND did not run to its end");
+  CHECK(stderr_contains(p, "--max-hold"), "message names the bound");
+  CHECK(RUN_TO_END(w) == 0, "the waiting run got the lock");
+  wait_key_gone("mh-res");
+
+  p = START(g_nodes, 0, RUN, "--max-hold", "30s", "mh-res2", "--", g_self, "--helper", "exit", "3");
+  CHECK(RUN_TO_END(p) == 3, "COMMAND done before the bound: its status");
+  wait_key_gone("mh-res2");
+  p = START(g_nodes, 0, RUN, "--max-hold", "0", "mh-res3", "--", g_self, "--helper", "exit", "0");
+  CHECK(RUN_TO_END(p) == 64, "--max-hold 0 -> 64");
+}
+
 /* SIGTERM/SIGINT/SIGHUP sent to redlock reach COMMAND; the lock is released. */
 static void case_signals(void) {
   start_masters();
@@ -1521,6 +1548,27 @@ static void case_elect_lost(void) {
     CHECK(RUN_TO_END(p) == 0, "exit with the second COMMAND's status");
     wait_key_gone(res);
   }
+}
+
+/* --max-hold under elect: the term ends at its bound (COMMAND gets SIGTERM,
+ * redlock stays), and redlock is elected again with a larger term. */
+static void case_elect_max_hold(void) {
+  start_masters();
+  char term_line[32];
+  snprintf(term_line, sizeof term_line, "signal %d\n", SIGTERM);
+  proc_t *p = START(g_nodes, 1, ELECT, "--ttl", "1000", "--max-hold", "2000", "--grace", "20000",
+                    "el-mh", "--", g_self, "--helper", "hold");
+  wait_nth_line(p, "ready", 1, DEADLINE_MS);
+  uint64_t t1 = nth_field_u64(p, "ready", "term", 0);
+  wait_output(p, term_line, 60000);
+  CHECK(stderr_contains(p, "--max-hold"), "message names the bound");
+  wait_nth_line(p, "ready", 2, 60000);
+  uint64_t t2 = nth_field_u64(p, "ready", "term", 1);
+  CHECK(t2 > t1, "elected again with a larger term (%" PRIu64 " after %" PRIu64 ")", t2, t1);
+  CHECK(!p->exited, "redlock stayed, campaigning");
+  close_stdin(p);
+  CHECK(RUN_TO_END(p) == 0, "exit with COMMAND's status");
+  wait_key_gone("el-mh");
 }
 
 /* Signals: passed on to a running COMMAND (redlock exits with its status);
@@ -2129,6 +2177,7 @@ static const cli_case_t CASES[] = {
     {"cron_doc", case_cron_doc},
     {"progress", case_progress},
     {"lost", case_lost},
+    {"max_hold", case_max_hold},
     {"signals", case_signals},
     {"status", case_status},
     {"owner", case_owner},
@@ -2136,6 +2185,7 @@ static const cli_case_t CASES[] = {
     {"auth", case_auth},
     {"elect", case_elect},
     {"elect_lost", case_elect_lost},
+    {"elect_max_hold", case_elect_max_hold},
     {"elect_signals", case_elect_signals},
     {"elect_usage", case_elect_usage},
     {"tls", case_tls},

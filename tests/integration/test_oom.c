@@ -558,6 +558,9 @@ static void after_unlock(oom_ctx_t *ctx, int rc) {
 /* A short ttl: the call stays armed until the watch renewed the lock (or,
  * when a renewal failed for want of memory, reported it lost). */
 #define OOM_WATCH_TTL_MS 400
+/* redlock_watch_bounded's bound: after a renewal or two, the bound's release
+ * runs while the call is still armed (it waits for the lost callback). */
+#define OOM_WATCH_BOUND_MS 600
 
 static void prep_watch(oom_ctx_t *ctx) {
   prep_client(ctx);
@@ -570,15 +573,20 @@ static int call_watch(oom_ctx_t *ctx) {
   int rc;
   uint64_t t0 = rh_now_ms();
   int64_t v0 = redlock_lock_validity_ms(ctx->lock);
-  OOM_CALL(rc = redlock_watch(ctx->c, ctx->lock, fx_lost_cb, &ctx->lost));
+  if (ctx->variant)
+    OOM_CALL(
+        rc = redlock_watch_bounded(ctx->c, ctx->lock, OOM_WATCH_BOUND_MS, fx_lost_cb, &ctx->lost));
+  else
+    OOM_CALL(rc = redlock_watch(ctx->c, ctx->lock, fx_lost_cb, &ctx->lost));
   if (rc != REDLOCK_OK)
     return rc;
-  /* Renewed: more validity than the first grant leaves by now. */
+  /* Renewed: more validity than the first grant leaves by now; bounded: the
+   * bound reached (or a loss). */
   for (;;) {
     if (atomic_load(&ctx->lost.calls) > 0)
       break;
     int64_t elapsed = (int64_t)(rh_now_ms() - t0);
-    if (redlock_lock_validity_ms(ctx->lock) > v0 - elapsed + 150)
+    if (!ctx->variant && redlock_lock_validity_ms(ctx->lock) > v0 - elapsed + 150)
       break;
     assert_true(elapsed < OOM_CHECK_MS);
     fx_event_t ev; /* a short timed wait, not a sleep: the loop is polled */
@@ -640,7 +648,12 @@ static int is_elected(void *arg) { return atomic_load(&((oom_ctx_t *)arg)->elect
 static int call_elect(oom_ctx_t *ctx) {
   atomic_init(&ctx->elected, 0);
   int rc;
-  OOM_CALL(rc = redlock_elect(ctx->c, ctx->res, 2000, elected_cb, election_lost_cb, ctx, &ctx->e));
+  if (ctx->variant) /* a term of 300 ms: it ends (and campaigns again) while armed */
+    OOM_CALL(rc = redlock_elect_bounded(ctx->c, ctx->res, 2000, 300, elected_cb, election_lost_cb,
+                                        ctx, &ctx->e));
+  else
+    OOM_CALL(rc =
+                 redlock_elect(ctx->c, ctx->res, 2000, elected_cb, election_lost_cb, ctx, &ctx->e));
   if (rc != REDLOCK_OK)
     return rc;
   /* What failed on the loop is retried: the campaign must still win. */
@@ -739,6 +752,7 @@ static const oom_case_t oom_cases[] = {
     {"extend", prep_client_locked, call_extend, after_held, 0},
     {"extend (round not pooled)", prep_cold, call_extend, after_held, 1},
     {"watch", prep_watch, call_watch, after_watch, 0},
+    {"watch_bounded", prep_watch, call_watch, after_watch, 1},
     {"unlock", prep_client_locked, call_unlock, after_unlock, 0},
     {"unlock (round not pooled)", prep_cold, call_unlock, after_unlock, 1},
     {"semaphore_acquire", prep_client, call_semaphore, unlock_check_close, 0},
@@ -746,6 +760,7 @@ static const oom_case_t oom_cases[] = {
     {"rwlock_read", prep_client, call_rwlock_read, unlock_check_close, 0},
     {"rwlock_write", prep_client, call_rwlock_write, unlock_check_close, 0},
     {"elect", prep_client, call_elect, after_elect, 0},
+    {"elect_bounded", prep_client, call_elect, after_elect, 1},
     {"resign", prep_elected, call_resign, after_resign, 0},
     {"inspect (lock, held)", prep_client_locked, call_inspect, after_held, 0},
     {"inspect (semaphore)", prep_client, call_inspect, after_plain, 1},

@@ -80,6 +80,7 @@ static void test_int_constants(void **state) {
   expect_const("REDLOCK_LOG_WARN", REDLOCK_LOG_WARN);
   expect_const("REDLOCK_LOG_ERROR", REDLOCK_LOG_ERROR);
   expect_const("REDLOCK_LOST_EXPIRED", REDLOCK_LOST_EXPIRED);
+  expect_const("REDLOCK_LOST_MAX_HOLD", REDLOCK_LOST_MAX_HOLD);
   expect_const("REDLOCK_STATS_PROMETHEUS", REDLOCK_STATS_PROMETHEUS);
   expect_const("REDLOCK_STATS_JSON", REDLOCK_STATS_JSON);
   expect_const("REDLOCK_CANCEL_LATE", REDLOCK_CANCEL_LATE);
