@@ -78,17 +78,20 @@ static status_t rehash(ptrset_t *set, size_t new_cap) {
   return ST_OK;
 }
 
-int ptrset_contains(const ptrset_t *set, const void *p) {
+/* p's slot, or the table's size when p is not in the set. */
+static size_t find_slot(const ptrset_t *set, const void *p) {
   if (set->cap == 0 || p == NULL)
-    return 0;
+    return set->cap;
   size_t mask = set->cap - 1;
   for (size_t i = hash_ptr(p, mask);; i = (i + 1) & mask) {
     if (set->slots[i] == NULL)
-      return 0;
+      return set->cap;
     if (set->slots[i] == p)
-      return 1;
+      return i;
   }
 }
+
+int ptrset_contains(const ptrset_t *set, const void *p) { return find_slot(set, p) != set->cap; }
 
 status_t ptrset_add(ptrset_t *set, const void *p) {
   if (p == NULL)
@@ -132,16 +135,10 @@ static void close_gap(ptrset_t *set, size_t i) {
 }
 
 int ptrset_remove(ptrset_t *set, const void *p) {
-  if (set->cap == 0 || p == NULL)
+  size_t i = find_slot(set, p);
+  if (i == set->cap)
     return 0;
-  size_t mask = set->cap - 1;
-  for (size_t i = hash_ptr(p, mask);; i = (i + 1) & mask) {
-    if (set->slots[i] == NULL)
-      return 0;
-    if (set->slots[i] == p) {
-      set->used--;
-      close_gap(set, i);
-      return 1;
-    }
-  }
+  set->used--;
+  close_gap(set, i);
+  return 1;
 }
