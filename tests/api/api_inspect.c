@@ -107,8 +107,9 @@ static void test_inspect_bad_input(void **state) {
 typedef struct {
   redlock_t *client;
   const char *res;
-  int rc_inspect, rc_revoke;
+  int rc_inspect, rc_revoke, rc_unlock;
   atomic_int done;
+  fx_rec_t unlocked; /* the unlock's callback: it runs after on_loop_cb returned */
 } on_loop_t;
 
 static void on_loop_cb(int status, redlock_lock_t *lock, void *arg) {
@@ -118,7 +119,7 @@ static void on_loop_cb(int status, redlock_lock_t *lock, void *arg) {
   o->rc_inspect = redlock_inspect(o->client, o->res, REDLOCK_INSPECT_LOCK, buf, sizeof buf);
   o->rc_revoke = redlock_revoke(o->client, o->res, NULL);
   if (lock != NULL)
-    (void)redlock_unlock_async(o->client, lock, fx_rec_done_cb, &(fx_rec_t){0});
+    o->rc_unlock = redlock_unlock_async(o->client, lock, fx_rec_done_cb, &o->unlocked);
   atomic_store(&o->done, 1);
 }
 
@@ -129,12 +130,16 @@ static void test_blocking_rule(void **state) {
   redlock_t *c = open_client(0, NULL, 0);
   FX_NAME(res, "inspect-on-loop");
   static on_loop_t o; /* static: outlives the frame if an assertion fails */
-  o = (on_loop_t){.client = c, .res = res};
+  o = (on_loop_t){.client = c, .res = res, .rc_unlock = -1};
   atomic_init(&o.done, 0);
+  fx_rec_init(&o.unlocked);
   assert_int_equal(redlock_lock_async(c, res, TTL, 0, on_loop_cb, &o), REDLOCK_OK);
   assert_true(rh_wait_until(on_loop_done, &o, 5000));
   assert_int_equal(o.rc_inspect, REDLOCK_EWOULDBLOCK);
   assert_int_equal(o.rc_revoke, REDLOCK_EWOULDBLOCK);
+  assert_int_equal(o.rc_unlock, REDLOCK_OK);
+  assert_true(fx_rec_wait(&o.unlocked, 5000));
+  assert_int_equal(atomic_load(&o.unlocked.status), REDLOCK_OK);
 }
 
 static void test_inspect_lock(void **state) {
