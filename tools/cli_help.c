@@ -43,7 +43,7 @@ static const char CONN_HELP[] =
     "      --owner LABEL        an owner label in the lock's value, readable by\n"
     "                           anyone (never a secret): 1..64 printable ASCII\n"
     "                           bytes without '~'; %h the host name, %p the pid\n"
-    "                           (e.g. %h:%p; env REDLOCK_OWNER; default: none)\n"
+    "                           (env REDLOCK_OWNER; default %h:%p; \"\": none)\n"
     "      --tls-ca PATH        CA certificates (PEM file, or hashed directory)\n"
     "      --tls-cert FILE      client certificate (PEM); with --tls-key\n"
     "      --tls-key FILE       the client certificate's private key (PEM)\n"

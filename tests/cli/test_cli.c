@@ -608,8 +608,11 @@ static void case_fence(void) {
   field(a, "env", "value", value, sizeof value);
   field(a, "env", "resource", resource, sizeof resource);
   CHECK(f1 > 0, "REDLOCK_FENCE set");
-  CHECK(strlen(value) == 32 && strspn(value, "0123456789abcdef") == 32,
-        "REDLOCK_VALUE is 32 hex characters: '%s'", value);
+  /* The default owner label is "%h:%p": the run's host name and pid. */
+  const char *colon = strrchr(value, ':');
+  CHECK(strspn(value, "0123456789abcdef") == 32 && value[32] == '~' && colon != NULL &&
+            colon > value + 33 && strtol(colon + 1, NULL, 10) > 0,
+        "REDLOCK_VALUE is 32 hex characters, '~' and host:pid: '%s'", value);
   CHECK(strcmp(resource, "fence-res") == 0, "REDLOCK_RESOURCE: '%s'", resource);
 
   proc_t *b = START(g_nodes, 0, RUN, "fence-res", "--", g_self, "--helper", "print");
@@ -1311,6 +1314,13 @@ static void case_owner(void) {
   proc_t *b = START(g_nodes, 0, RUN, "own-res", "--", g_self, "--helper", "print");
   CHECK(RUN_TO_END(b) == 0, "the next run");
   CHECK(field_u64(b, "env", "fence") > raised, "its token is above the fence");
+  wait_key_gone("own-res");
+  proc_t *bare =
+      START(g_nodes, 0, RUN, "--owner", "", "own-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(bare) == 0, "a run with --owner \"\"");
+  field(bare, "env", "value", value, sizeof value);
+  CHECK(strlen(value) == 32 && strspn(value, "0123456789abcdef") == 32,
+        "--owner \"\": the value is the 32 hex digits alone: '%s'", value);
   wait_key_gone("own-res");
 
   static const char *const bad[][12] = {
