@@ -34,8 +34,9 @@
 #      fetch-extra.sh exits 3) pass 2 is skipped and passes 4 and 4c run
 #      against the system's redis-server;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
-#   6. the packages: scripts/package.sh --check builds dist/ (the .debs, the
-#      source tarball, the wheel, the npm tarball) in build-package/, checks
+#   6. the packages: scripts/package.sh builds dist/ (the .debs, the source
+#      tarball, the wheel, the npm tarball) in build-package/ in the
+#      background, then scripts/package.sh --check-built checks
 #      the shipped binaries' hardening (RELRO, BIND_NOW, stack protector,
 #      FORTIFY), the .debs' hiredis floor and the bundled libraries' notices
 #      (tests/install/dist_check.sh), installs the .debs with dpkg, builds
@@ -44,7 +45,7 @@
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
 #
 # What shortens the run on 2 cores (docs/testing.md says where the time goes):
-#   * The builds of passes 2, 4, 4b and 4c and the fuzz run (pass 5) run in
+#   * The builds of passes 2, 4, 4b, 4c and 6 and the fuzz run (pass 5) run in
 #     the background at the lowest CPU and I/O priority (nice 19, ionice
 #     idle) while pass 1's tests and pass 1b run: those tests spend most of
 #     their time waiting on servers, TTLs and timeouts, so the cores they
@@ -263,7 +264,15 @@ background() {
   # libFuzzer stops each target after its time, not after a number of runs:
   # at nice 19 beside waiting tests it gets about a core, as alone.
   bg_run fuzz tests/fuzz/run.sh 40
+  # Pass 6's artifacts (dist/): builds only; its checks, which start servers
+  # and install packages, run in the foreground (package.sh --check-built).
+  if [ "$packages" = 1 ]; then bg_run package scripts/package.sh; fi
 }
+# Pass 6 runs where it can install the .debs: Debian's dpkg, as root.
+packages=0
+if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)" -eq 0 ]; then
+  packages=1
+fi
 # Tests that no build or server changes, run by pass 1 only: python_mypy
 # (mypy --strict on the examples and the stubs: Python sources alone, and
 # 30 s to 2 min of CPU per pass).
@@ -403,9 +412,10 @@ took "5. fuzz smoke run (what it added to the run)"
 # ---- 6. packages -------------------------------------------------------------------
 # dpkg -i installs system-wide: CI's container is disposable, and
 # tests/install/deb_test.sh removes the packages again, also on failure.
-if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)" -eq 0 ]; then
-  begin "pass 6: packages (scripts/package.sh --check)"
-  scripts/package.sh --check
+if [ "$packages" = 1 ]; then
+  begin "pass 6: packages (built in the background; scripts/package.sh --check-built)"
+  bg_wait package
+  scripts/package.sh --check-built
   took "6. packages (.deb, source tarball)"
 else
   skipped="${skipped:+$skipped; }pass 6 (packages): SKIPPED, needs Debian's dpkg and root"
