@@ -19,9 +19,10 @@
 #                      (test_sentinel and test_failover run the same code under
 #                      ASan) and the install tests (they build consumers; no
 #                      library code of their own);
-#  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory tests
-#                      (tests/integration/test_oom.c, tests/unit/test_client_oom.c)
-#                      only;
+#  4b. build-asan-h1/  the same against hiredis 1.2.0 and valkey-server 9.1:
+#                      the out-of-memory tests (tests/integration/test_oom.c,
+#                      tests/unit/test_client_oom.c) only, which pass 2 leaves
+#                      to it (the same hiredis and server, under ASan);
 #  4c. build-tsan/     ThreadSanitizer, against valkey-server 8: the unit, API
 #                      and integration tests (not safety or torture), no
 #                      suppressions;
@@ -275,8 +276,13 @@ if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)"
 fi
 # Tests that no build or server changes, run by pass 1 only: python_mypy
 # (mypy --strict on the examples and the stubs: Python sources alone, and
-# 30 s to 2 min of CPU per pass).
-once='^python_mypy$'
+# 30 s to 2 min of CPU per pass), the layer checks (which file calls and
+# includes which: the sources' structure, read from the objects; 5 to 35 s
+# of CPU per pass) and the pipeline check of the scripts.
+# The out-of-memory tests: under ASan against hiredis 1.2.0 and Valkey 9.1
+# in pass 4b, so not in pass 2.
+oom='^(integration\.test_oom|unit\.test_client_oom)$'
+once='^(python_mypy|unit\.layers|unit\.layers_calls|unit\.layers_selftest|unit\.pipes)$'
 
 # "Valkey server v=9.1.2" or "Redis server v=8.0.6" from PROGRAM --version.
 server_version() { "$1" --version | sed -n 's/^\(\(Valkey\|Redis\) server v=[^ ]*\).*/\1/p'; }
@@ -302,10 +308,12 @@ pass_hiredis1_valkey() {
   done
   # The tests of the test (label mutation) and the failover tortures (label
   # failover: 100 s of torture time) ran in pass 1; test_failover,
-  # test_sentinel and test_cluster_faults fail Valkey over here.
+  # test_sentinel and test_cluster_faults fail Valkey over here.  The
+  # out-of-memory tests run in pass 4b, against this hiredis and server
+  # under ASan.
   # (|| return: the function may run where set -e does not reach, bg_run.)
   REDLOCK_TEST_SERVER=$valkey test_jobs=$pass_jobs run_ctest build-hiredis1 \
-    -LE 'mutation|failover' -E "$once" || return
+    -LE 'mutation|failover' -E "$once|$oom" || return
   took "2. hiredis $want, Valkey 9.1 (whole suite)"
 }
 # Pass 2 as a background job (side by side): its output in $bg/pass-2.log,
@@ -354,6 +362,8 @@ fi
 # What threads share: the unit, API and integration tests (the safety suites
 # and the torture run are left to the other passes: under TSan's slowdown
 # their timing-bound faults would measure the sanitizer).  No suppressions.
+# As many tests at once as the other passes: they too mostly wait (213 s at
+# -j4 against 315 s at -j2 on 2 cores).
 pass_4c() {
   begin "pass 4c: ThreadSanitizer, system hiredis, $(server_version "$tsan_server")" \
     "(unit, api, integration)"
@@ -366,7 +376,7 @@ pass_4c() {
   echo "==> test build-tsan (setarch -R, server $tsan_server)" \
     "-L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults|$once'"
   (cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
-    --output-on-failure --timeout 300 -j"$jobs" \
+    --output-on-failure --timeout 300 -j"$pass_jobs" \
     -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once") || return
   unset TSAN_OPTIONS
   took "4c. ThreadSanitizer (unit, api, integration)"
@@ -390,9 +400,10 @@ took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/
 # fifteen times as many in redlock_open_uv), so their leaks and memory errors
 # are checked here too (those two tests only).
 if [ -n "$extra" ]; then
-  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
+  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0," \
+    "$(server_version "$root/build-extra/sid/bin/valkey-server")"
   bg_wait build-asan-h1
-  run_ctest build-asan-h1 -R '^(integration\.test_oom|unit\.test_client_oom)$'
+  REDLOCK_TEST_SERVER=$root/build-extra/sid/bin/valkey-server run_ctest build-asan-h1 -R "$oom"
   took "4b. test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
