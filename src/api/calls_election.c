@@ -1,12 +1,13 @@
 /* calls_election.c: the public election calls (redlock_elect and its bounded form,
- * redlock_resign).  They check their arguments and the client's state on the
- * caller's thread and queue the election's ops (election.h); a call that
- * returns an error never runs a callback. */
+ * redlock_resign, redlock_election_observe and redlock_observe_stop).  They check their arguments
+ * and the client's state on the caller's thread and queue the election's ops (election.h); a call
+ * that returns an error never runs a callback. */
 #include <stdlib.h>
 
 #include "api/calls.h"
 #include "api/client.h"
 #include "engine/election.h"
+#include "engine/observe.h"
 #include "util/quorum.h"
 
 /* redlock_elect and redlock_elect_bounded (max_hold_ms 0: unbounded). */
@@ -97,4 +98,61 @@ int redlock_elect_bounded(redlock_t *client, const char *name, uint32_t ttl_ms,
     return REDLOCK_EINVAL;
   }
   return elect(client, name, ttl_ms, max_hold_ms, on_elected, on_lost, arg, out);
+}
+
+int redlock_election_observe(redlock_t *client, const char *name, uint32_t poll_ms,
+                             redlock_leader_cb on_change, void *arg, redlock_observer_t **out) {
+  if (out == NULL)
+    return ST_EINVAL;
+  *out = NULL;
+  if (client == NULL || on_change == NULL || calls_check_name(name) != ST_OK)
+    return ST_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return ST_EFORKED;
+  status_t rc = calls_check_key(client, name, 1);
+  if (rc != ST_OK)
+    return rc;
+  redlock_observer_t *o;
+  if ((rc = observer_new(&client->engine, name, poll_ms, on_change, arg, &o)) != ST_OK)
+    return rc;
+  uv_mutex_lock(&client->mutex);
+  if (client->queue.state != CLIENT_OPEN)
+    rc = ST_ECLOSED;
+  else
+    rc = ptrset_add(&client->engine.live_observers, o);
+  if (rc == ST_OK) {
+    /* Before the loop can see it: on_change may run before we return. */
+    *out = o;
+    client_enqueue_locked(client, observer_start_op(o));
+  }
+  uv_mutex_unlock(&client->mutex);
+  if (rc != ST_OK)
+    observer_free(o);
+  return rc;
+}
+
+int redlock_observe_stop(redlock_t *client, redlock_observer_t *obs) {
+  if (client == NULL || obs == NULL)
+    return REDLOCK_EINVAL;
+  if (client_check_fork(client) != ST_OK)
+    return REDLOCK_EFORKED;
+  int wait = !on_loop(client);
+  uv_sem_t done;
+  if (wait && uv_sem_init(&done, 0) != 0)
+    return REDLOCK_EIO;
+  int rc = 0;
+  uv_mutex_lock(&client->mutex);
+  if (client->queue.state != CLIENT_OPEN)
+    rc = REDLOCK_ECLOSED;
+  else if (!ptrset_remove(&client->engine.live_observers, obs))
+    rc = REDLOCK_EINVAL; /* stopped already, or not this client's */
+  if (rc == 0)
+    client_enqueue_locked(client, observer_stop_op(obs, wait ? &done : NULL));
+  uv_mutex_unlock(&client->mutex);
+  if (wait) {
+    if (rc == 0)
+      uv_sem_wait(&done);
+    uv_sem_destroy(&done);
+  }
+  return rc;
 }
