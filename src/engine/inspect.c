@@ -279,8 +279,8 @@ static unsigned hold_count(const inspect_replies_t *r, const redisReply *tag,
   return count;
 }
 
-/* The ttl range of a hold over the masters that store it, and the largest
- * of their counters. */
+/* The ttl range of a hold over the masters that store it, and the least of
+ * their counters (0: none yet). */
 static void hold_ttls(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
                       int64_t *lo, int64_t *hi, uint64_t *fence) {
   for (unsigned m = 0; m < r->n; m++) {
@@ -292,7 +292,7 @@ static void hold_ttls(const inspect_replies_t *r, const redisReply *tag, const r
       *lo = ttl;
     if (ttl > *hi)
       *hi = ttl;
-    if (r->counters[m] > *fence)
+    if (*fence == 0 || r->counters[m] < *fence)
       *fence = r->counters[m];
   }
 }

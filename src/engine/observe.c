@@ -7,9 +7,13 @@
  * HELD when a quorum stores the same value, NONE when a quorum answered and
  * none agrees, UNKNOWN when fewer than a quorum answered.  A master that
  * runs no scripts does not answer the read (as for redlock_inspect): with
- * too many of them the view is UNKNOWN.  The term is the largest fence
- * counter of the masters that hold the leader's value: each holds the term
- * once the leader's fence is committed (acquire_fenced.lua, lock.c).
+ * too many of them the view is UNKNOWN.  The term is the least fence
+ * counter of the masters that hold the leader's value: the grant's token is
+ * the largest its quorum's masters gave, and the fence commit raises every
+ * counter to it (acquire_fenced.lua, fence_commit.lua), so once the commit
+ * reached them every holder's counter is at least the term and the master
+ * that gave it has exactly it; a master whose yes came after the decision
+ * may hold a larger one of its own.
  *
  * An observer is a handle that lives on the loop thread, as an election
  * does (election.c): the caller's thread validates, allocates it and
