@@ -279,10 +279,10 @@ static unsigned hold_count(const inspect_replies_t *r, const redisReply *tag,
   return count;
 }
 
-/* The ttl range of a hold over the masters that store it, and the least of
- * their counters (0: none yet). */
+/* The ttl range of a hold over the masters that store it, and the range of
+ * their counters (fence: the least but 0; fence_hi: the largest). */
 static void hold_ttls(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
-                      int64_t *lo, int64_t *hi, uint64_t *fence) {
+                      int64_t *lo, int64_t *hi, uint64_t *fence, uint64_t *fence_hi) {
   for (unsigned m = 0; m < r->n; m++) {
     size_t j;
     if (!find_hold(r->replies[m], tag, value, &j))
@@ -294,6 +294,8 @@ static void hold_ttls(const inspect_replies_t *r, const redisReply *tag, const r
       *hi = ttl;
     if (*fence == 0 || r->counters[m] < *fence)
       *fence = r->counters[m];
+    if (r->counters[m] > *fence_hi)
+      *fence_hi = r->counters[m];
   }
 }
 
@@ -322,8 +324,8 @@ static void tally(const inspect_replies_t *r, const redisReply *tag, const redis
   inspect_agreed_t *a = arg;
   a->count++;
   a->value = value;
-  a->fence = 0; /* the last hold's */
-  hold_ttls(r, tag, value, &a->lo, &a->hi, &a->fence);
+  a->fence = a->fence_hi = 0; /* the last hold's */
+  hold_ttls(r, tag, value, &a->lo, &a->hi, &a->fence, &a->fence_hi);
 }
 
 void inspect_agree(const inspect_replies_t *r, inspect_agreed_t *a) {
@@ -346,8 +348,8 @@ static void holder(const inspect_replies_t *r, const redisReply *tag, const redi
   h->first = 0;
   jw_value_owner(h->w, value);
   int64_t lo = -1, hi = -1;
-  uint64_t fence = 0;
-  hold_ttls(r, tag, value, &lo, &hi, &fence);
+  uint64_t fence = 0, fence_hi = 0;
+  hold_ttls(r, tag, value, &lo, &hi, &fence, &fence_hi);
   jw_lit(h->w, ",\"ttl_ms_min\":");
   jw_i64(h->w, lo);
   jw_lit(h->w, ",\"ttl_ms_max\":");

@@ -64,7 +64,8 @@ typedef struct inspect_agreed {
   unsigned count;          /* holds a quorum agrees on */
   const redisReply *value; /* the last of them (valid while the answers are), or NULL */
   int64_t lo, hi;          /* ttl range over the masters that store them, -1: none */
-  uint64_t fence;          /* the least counter of the masters that store `value` */
+  uint64_t fence;          /* the least counter (but 0) of the masters that store `value` */
+  uint64_t fence_hi;       /* their largest */
 } inspect_agreed_t;
 void inspect_agree(const inspect_replies_t *r, inspect_agreed_t *a);
 

@@ -13,7 +13,11 @@
  * counter to it (acquire_fenced.lua, fence_commit.lua), so once the commit
  * reached them every holder's counter is at least the term and the master
  * that gave it has exactly it; a master whose yes came after the decision
- * may hold a larger one of its own.
+ * may hold a larger one of its own.  A read between a grant and its
+ * commit may find a holder's counter still below the term: an observer
+ * that sees the holders' counters differ reads once more before it tells
+ * (the commit was sent with the grant, so it has landed by then unless a
+ * master is slow); redlock_election_leader's one read says what it saw.
  *
  * An observer is a handle that lives on the loop thread, as an election
  * does (election.c): the caller's thread validates, allocates it and
@@ -52,11 +56,13 @@
  * masters' own expiry has then passed on the one with the least ttl. */
 #define OBSERVE_LEASE_END_SLACK_MS 1
 
-/* The leader view of one read's answers. */
-static void leader_view(const inspect_replies_t *r, redlock_leader_t *out) {
+/* The leader view of one read's answers; *settled: 0 when the holders'
+ * counters differ (a fence commit may be under way). */
+static void leader_view(const inspect_replies_t *r, redlock_leader_t *out, int *settled) {
   memset(out, 0, sizeof *out);
   inspect_agreed_t a;
   inspect_agree(r, &a);
+  *settled = a.count == 0 || a.fence == a.fence_hi;
   if (a.answered < quorum_size(r->n)) {
     out->state = REDLOCK_LEADER_UNKNOWN;
     return;
@@ -113,7 +119,8 @@ static void on_leader_decided(round_t *round, quorum_outcome_t outcome, void *ct
     leader_finish(op, ST_ENOMEM);
     return;
   }
-  leader_view(&op->r, op->view);
+  int settled;
+  leader_view(&op->r, op->view, &settled);
   leader_finish(op, ST_OK);
 }
 
@@ -199,6 +206,7 @@ struct redlock_observer {
   int reading;              /* a read is out */
   int again;                /* an announcement came during the read: one more after it */
   int seen;                 /* on_change ran once: `view` is what it last said */
+  int settling;             /* the last read found the holders' counters differ */
   redlock_leader_t view;
   inspect_replies_t r; /* each master's answer to the read out */
 };
@@ -288,7 +296,16 @@ static void on_observe_decided(round_t *round, quorum_outcome_t outcome, void *c
   }
   if (!o->r.nomem) {
     redlock_leader_t view;
-    leader_view(&o->r, &view);
+    int settled;
+    leader_view(&o->r, &view, &settled);
+    if (!settled && !o->settling && !o->stopped) {
+      /* Once more before telling: a commit may be under way. */
+      o->settling = 1;
+      inspect_replies_clear(&o->r);
+      observer_schedule(o, 0);
+      return;
+    }
+    o->settling = 0;
     int changed = !o->seen || view_changed(&view, &o->view);
     o->view = view; /* the ttl too: the lease's end is read from it */
     o->seen = 1;
