@@ -176,6 +176,9 @@ typedef struct op_inspect {
   size_t *len_out;     /* const: the caller's, written on the loop at the decision */
   redlock_done_cb cb;  /* const */
   void *arg;
+  inspect_view_fn
+      view_fn;         /* const: another view than the JSON one (inspect_view_op_new), or NULL */
+  void *view;          /* const: where view_fn writes it */
   inspect_replies_t r; /* loop: each master's answer */
 } op_inspect_t;
 
@@ -478,6 +481,11 @@ static void on_inspect_decided(round_t *round, quorum_outcome_t outcome, void *c
     inspect_finish(op, ST_ENOMEM);
     return;
   }
+  if (op->view_fn != NULL) {
+    op->view_fn(&op->r, op->view);
+    inspect_finish(op, ST_OK);
+    return;
+  }
   jw_t w = {op->buf, op->size, 0};
   render(op, round, &w);
   if (op->size > 0)
@@ -520,19 +528,16 @@ static const op_ops_t inspect_op_ops = {.name = "inspect",
                                         .fail = inspect_fail,
                                         .free = inspect_free};
 
-status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
-                        size_t size, size_t *len_out, redlock_done_cb cb, void *arg) {
+/* The op, its JSON view's fields or view_fn and view set by the caller. */
+static status_t op_make(op_t **out, engine_t *engine, const char *name, int kind,
+                        const op_inspect_t *init) {
   *out = NULL;
   op_inspect_t *op = rl_malloc(sizeof *op);
   if (op == NULL)
     return ST_ENOMEM;
-  *op = (op_inspect_t){.op = {.ops = &inspect_op_ops, .engine = engine},
-                       .name = name,
-                       .buf = buf,
-                       .size = size,
-                       .len_out = len_out,
-                       .cb = cb,
-                       .arg = arg};
+  *op = *init;
+  op->op = (op_t){.ops = &inspect_op_ops, .engine = engine};
+  op->name = name;
   status_t st = inspect_keys_make(engine, name, kind, &op->keys);
   if (st != ST_OK) {
     rl_free(op);
@@ -544,4 +549,17 @@ status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind
   }
   *out = &op->op;
   return ST_OK;
+}
+
+status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
+                        size_t size, size_t *len_out, redlock_done_cb cb, void *arg) {
+  return op_make(
+      out, engine, name, kind,
+      &(op_inspect_t){.buf = buf, .size = size, .len_out = len_out, .cb = cb, .arg = arg});
+}
+
+status_t inspect_view_op_new(op_t **out, engine_t *engine, const char *name, int kind,
+                             inspect_view_fn view_fn, void *view, redlock_done_cb cb, void *arg) {
+  return op_make(out, engine, name, kind,
+                 &(op_inspect_t){.view_fn = view_fn, .view = view, .cb = cb, .arg = arg});
 }

@@ -81,4 +81,11 @@ const char *inspect_value_owner(const char *v, size_t len, size_t *owner_len);
 status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
                         size_t size, size_t *len_out, redlock_done_cb cb, void *arg);
 
+/* The same op with another view: view_fn(answers, view) writes it on the
+ * loop before cb(ST_OK, arg) runs (ST_ENOMEM when an answer could not be
+ * kept).  ST_OK or ST_ENOMEM / ST_EINVAL (nothing queued). */
+typedef void (*inspect_view_fn)(const inspect_replies_t *r, void *view);
+status_t inspect_view_op_new(op_t **out, engine_t *engine, const char *name, int kind,
+                             inspect_view_fn view_fn, void *view, redlock_done_cb cb, void *arg);
+
 #endif

@@ -86,94 +86,15 @@ static void leader_view(const inspect_replies_t *r, redlock_leader_t *out, int *
 
 /* ---- redlock_election_leader --------------------------------------------------- */
 
-typedef struct op_leader {
-  op_t op;
-  inspect_keys_t keys;    /* const: what inspect.lua reads */
-  redlock_leader_t *view; /* const: the caller's, written on the loop at the decision */
-  redlock_done_cb cb;     /* const */
-  void *arg;
-  inspect_replies_t r; /* loop: each master's answer */
-} op_leader_t;
-
-static const op_ops_t leader_op_ops;
-
-static void leader_finish(op_leader_t *op, status_t status) {
-  if (list_linked(&op->op.link))
-    list_remove(&op->op.link);
-  engine_t *engine = op->op.engine;
-  op->cb(status, op->arg);
-  op_free(&op->op);
-  engine->owner->op_ended(engine->owner_arg);
+static void leader_view_of(const inspect_replies_t *r, void *view) {
+  int settled; /* one read says what it saw */
+  leader_view(r, view, &settled);
 }
-
-static void on_leader_reply(void *ctx, unsigned index, const redisReply *reply) {
-  op_leader_t *op = ctx;
-  inspect_replies_keep(&op->r, index, reply);
-}
-
-static void on_leader_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
-  (void)round;
-  (void)outcome; /* the view says what a quorum agrees on */
-  op_leader_t *op = ctx;
-  if (op->r.nomem) {
-    leader_finish(op, ST_ENOMEM);
-    return;
-  }
-  int settled;
-  leader_view(&op->r, op->view, &settled);
-  leader_finish(op, ST_OK);
-}
-
-static void leader_dispatch(op_t *o) {
-  op_leader_t *op = OP_AS(op_leader_t, o, &leader_op_ops, op);
-  list_insert_tail(&o->engine->ops_in_flight, &o->link);
-  round_t *round = NULL;
-  status_t st = inspect_round(o->engine, &op->keys, on_leader_decided, on_leader_reply, op, &round);
-  if (st != ST_OK) {
-    leader_finish(op, st);
-    return;
-  }
-  if (o->has_thread)
-    round_for_caller(round, &o->thread);
-  round_send(round);
-}
-
-static void leader_fail(op_t *o, status_t status) {
-  leader_finish(OP_AS(op_leader_t, o, &leader_op_ops, op), status);
-}
-
-static void leader_free(op_t *o) {
-  op_leader_t *op = OP_AS(op_leader_t, o, &leader_op_ops, op);
-  inspect_replies_free(&op->r);
-  inspect_keys_free(&op->keys);
-  rl_free(op);
-}
-
-/* An acquisition's rules, as redlock_inspect's op. */
-static const op_ops_t leader_op_ops = {.name = "leader",
-                                       .acquires = 1,
-                                       .dispatch = leader_dispatch,
-                                       .fail = leader_fail,
-                                       .free = leader_free};
 
 status_t leader_op_new(op_t **out, engine_t *engine, const char *name, redlock_leader_t *view,
                        redlock_done_cb cb, void *arg) {
-  *out = NULL;
-  op_leader_t *op = rl_malloc(sizeof *op);
-  if (op == NULL)
-    return ST_ENOMEM;
-  *op = (op_leader_t){
-      .op = {.ops = &leader_op_ops, .engine = engine}, .view = view, .cb = cb, .arg = arg};
-  if (inspect_keys_make(engine, name, REDLOCK_INSPECT_ELECTION, &op->keys) != ST_OK) {
-    rl_free(op);
-    return ST_ENOMEM;
-  }
-  if (inspect_replies_init(&op->r, engine->rounds->n_masters) != ST_OK) {
-    leader_free(&op->op);
-    return ST_ENOMEM;
-  }
-  *out = &op->op;
-  return ST_OK;
+  return inspect_view_op_new(out, engine, name, REDLOCK_INSPECT_ELECTION, leader_view_of, view, cb,
+                             arg);
 }
 
 /* ---- observers ------------------------------------------------------------------- */

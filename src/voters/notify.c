@@ -672,6 +672,21 @@ void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsign
   list_init(&n->shard_subs);
 }
 
+/* Brings every master's subscription of the channel in line. */
+static void channel_sync_all(notify_t *n, notify_channel_t *channel) {
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    channel_sync(n, channel, i);
+}
+
+/* A waiter or watcher left the channel: the last one unsubscribes it. */
+static void channel_left(notify_t *n, notify_channel_t *channel) {
+  if (!channel_wanted(channel)) {
+    channel->confirmed = 0;
+    channel_sync_all(n, channel);
+  }
+  channel_maybe_free(n, channel);
+}
+
 /* The channel `name`, made on first use; a channel nobody waits on yet
  * takes the first waiter's wake mode (wake_mode < 0: a watcher's, which
  * sets none).  ST_OK or ST_ENOMEM. */
@@ -720,8 +735,7 @@ status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_
   list_insert_tail(&channel->waiters, &w->link);
   channel->n_waiters++;
   w->channel = channel;
-  for (unsigned i = 0; i < n->n_nodes; i++)
-    channel_sync(n, channel, i);
+  channel_sync_all(n, channel);
   /* Already subscribed somewhere: the subscription predates this waiter's
    * failed attempt, so no release can have slipped between the two. */
   return ST_OK;
@@ -736,8 +750,7 @@ status_t notify_watch(notify_t *n, notify_watcher_t *w, const char *name, size_t
   list_insert_tail(&channel->watchers, &w->link);
   channel->n_watchers++;
   w->channel = channel;
-  for (unsigned i = 0; i < n->n_nodes; i++)
-    channel_sync(n, channel, i);
+  channel_sync_all(n, channel);
   return ST_OK;
 }
 
@@ -748,12 +761,7 @@ void notify_unwatch(notify_t *n, notify_watcher_t *w) {
   list_remove(&w->link);
   channel->n_watchers--;
   w->channel = NULL;
-  if (!channel_wanted(channel)) {
-    channel->confirmed = 0;
-    for (unsigned i = 0; i < n->n_nodes; i++)
-      channel_sync(n, channel, i);
-  }
-  channel_maybe_free(n, channel);
+  channel_left(n, channel);
 }
 
 void notify_attempt_done(notify_waiter_t *w) {
@@ -778,12 +786,7 @@ void notify_unwait(notify_t *n, notify_waiter_t *w) {
   list_remove(&w->link);
   channel->n_waiters--;
   w->channel = NULL;
-  if (!channel_wanted(channel)) {
-    channel->confirmed = 0;
-    for (unsigned i = 0; i < n->n_nodes; i++)
-      channel_sync(n, channel, i);
-  }
-  channel_maybe_free(n, channel);
+  channel_left(n, channel);
 }
 
 void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {

@@ -289,9 +289,10 @@ static void test_observe_lease_expiry(void **state) {
   rec_destroy(&r);
 }
 
-/* Stop from inside on_change: no callback after it. */
-static void test_observe_stop_in_callback(void **state) {
-  (void)state;
+/* An observer stopped from inside its first on_change (in_callback) or
+ * from this thread once it saw NONE; then a leader is elected, which a
+ * second observer (the witness) sees: the first never runs again. */
+static void stop_then_change(int in_callback) {
   static rec_t r, witness;
   static cand_t c;
   rec_init(&r);
@@ -300,22 +301,24 @@ static void test_observe_stop_in_callback(void **state) {
   fx_event_init(&c.elected);
   redlock_t *co = open_client(NULL, 10, 0);
   redlock_t *cl = open_client("x", 10, 0);
-  FX_NAME(name, "observe-stop-cb");
+  FX_NAME(name, in_callback ? "observe-stop-cb" : "observe-stop-thread");
   r.client = co;
-  r.stop_in_cb = 1;
-  redlock_observer_t *obs = NULL;
-  assert_int_equal(redlock_election_observe(co, name, 0, on_change, &r, &obs), 0);
-  assert_true(fx_event_wait(&r.ev, SEEN_MS));
-  assert_int_equal(atomic_load(&r.stop_rc), REDLOCK_OK);
-  /* A change after the stop: a second observer sees it, the first not. */
-  redlock_observer_t *w = NULL;
-  assert_int_equal(redlock_election_observe(co, name, 0, on_change, &witness, &w), 0);
+  r.stop_in_cb = in_callback;
+  redlock_observer_t *obs = NULL, *w = NULL;
+  assert_int_equal(redlock_election_observe(co, name, 5, on_change, &r, &obs), 0);
+  assert_true(rec_wait(&r, REDLOCK_LEADER_NONE, NULL, 0, SEEN_MS));
+  if (in_callback) {
+    assert_int_equal(atomic_load(&r.stop_rc), REDLOCK_OK);
+  } else {
+    assert_int_equal(redlock_observe_stop(co, obs), REDLOCK_OK);
+    atomic_store(&r.stopped, 1);
+  }
+  assert_int_equal(redlock_election_observe(co, name, 5, on_change, &witness, &w), 0);
   redlock_election_t *e = NULL;
   assert_int_equal(redlock_elect(cl, name, 5000, cand_elected, cand_lost, &c, &e), 0);
   assert_true(rec_wait(&witness, REDLOCK_LEADER_HELD, "x", 0, SEEN_MS));
-  /* The stopped observer is no longer live. */
+  /* The stopped observer is no longer live; the witness is left to the close. */
   assert_int_equal(redlock_observe_stop(co, obs), REDLOCK_EINVAL);
-  assert_int_equal(redlock_observe_stop(co, w), REDLOCK_OK);
   assert_int_equal(redlock_resign(cl, e), REDLOCK_OK);
   fx_close_client(fx_group, co);
   fx_close_client(fx_group, cl);
@@ -326,37 +329,16 @@ static void test_observe_stop_in_callback(void **state) {
   rec_destroy(&witness);
 }
 
+/* Stop from inside on_change: no callback after it. */
+static void test_observe_stop_in_callback(void **state) {
+  (void)state;
+  stop_then_change(1);
+}
+
 /* Stop from another thread (this one): no callback after it returns. */
 static void test_observe_stop_off_loop(void **state) {
   (void)state;
-  static rec_t r, witness;
-  static cand_t c;
-  rec_init(&r);
-  rec_init(&witness);
-  memset(&c, 0, sizeof c);
-  fx_event_init(&c.elected);
-  redlock_t *co = open_client(NULL, 10, 0);
-  redlock_t *cl = open_client("y", 10, 0);
-  FX_NAME(name, "observe-stop-thread");
-  redlock_observer_t *obs = NULL, *w = NULL;
-  assert_int_equal(redlock_election_observe(co, name, 5, on_change, &r, &obs), 0);
-  assert_int_equal(redlock_election_observe(co, name, 5, on_change, &witness, &w), 0);
-  assert_true(rec_wait(&r, REDLOCK_LEADER_NONE, NULL, 0, SEEN_MS));
-  assert_int_equal(redlock_observe_stop(co, obs), REDLOCK_OK);
-  atomic_store(&r.stopped, 1);
-  redlock_election_t *e = NULL;
-  assert_int_equal(redlock_elect(cl, name, 5000, cand_elected, cand_lost, &c, &e), 0);
-  assert_true(rec_wait(&witness, REDLOCK_LEADER_HELD, "y", 0, SEEN_MS));
-  assert_int_equal(redlock_observe_stop(co, obs), REDLOCK_EINVAL);
-  assert_int_equal(redlock_resign(cl, e), REDLOCK_OK);
-  /* w is left to the close. */
-  fx_close_client(fx_group, co);
-  fx_close_client(fx_group, cl);
-  assert_int_equal(atomic_load(&r.late), 0);
-  assert_int_equal(rec_calls(&r), 1);
-  fx_event_destroy(&c.elected);
-  rec_destroy(&r);
-  rec_destroy(&witness);
+  stop_then_change(0);
 }
 
 static void never_called(redlock_observer_t *obs, const redlock_leader_t *view, void *arg) {
