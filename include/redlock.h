@@ -514,7 +514,8 @@ typedef struct redlock_leader {
 
 /* Who leads `name` now: one read round, blocking as redlock_inspect (same
  * errors; EINVAL also for a NULL out).  Returns 0 with *out filled (state
- * UNKNOWN when too few masters answered: that is not an error). */
+ * UNKNOWN when too few masters answered: that is not an error; a master
+ * that runs no Lua does not answer the read, as for redlock_inspect). */
 REDLOCK_EXPORT int redlock_election_leader(redlock_t *client, const char *name,
                                            redlock_leader_t *out);
 
@@ -542,7 +543,8 @@ REDLOCK_EXPORT int redlock_election_observe(redlock_t *client, const char *name,
  * Thread rules as redlock_resign (on the loop thread, also from inside
  * on_change: never blocks, freed after the running callback).  The client's
  * close stops the observers left.  0, EINVAL (NULL, or not a live observer
- * of this client), ECLOSED (closing: the close frees it), EFORKED. */
+ * of this client), ECLOSED (closing: the close frees it), EFORKED, EIO
+ * (off the loop thread: no semaphore to wait on). */
 REDLOCK_EXPORT int redlock_observe_stop(redlock_t *client, redlock_observer_t *obs);
 
 /* ---- Coordination primitives: counting semaphore, read-write lock ------------
