@@ -193,9 +193,14 @@ static void on_observe_reply(void *ctx, unsigned index, const redisReply *reply)
 }
 
 /* When the next read is due without an announcement: the poll, or the end
- * of the lease seen, whichever comes first. */
+ * of the lease seen, whichever comes first; after a read too few masters
+ * answered (a slow or partitioned moment), the retry delay if sooner: an
+ * announcement missed meanwhile would otherwise wait for the poll. */
 static uint64_t observer_next_ms(const redlock_observer_t *o) {
   uint64_t ms = o->poll_ms;
+  uint64_t retry = o->engine->opts->retry_delay_ms > 0 ? o->engine->opts->retry_delay_ms : 1;
+  if (o->seen && o->view.state == REDLOCK_LEADER_UNKNOWN && retry < ms)
+    ms = retry;
   if (o->seen && o->view.state == REDLOCK_LEADER_HELD &&
       (uint64_t)o->view.ttl_ms + OBSERVE_LEASE_END_SLACK_MS < ms)
     ms = (uint64_t)o->view.ttl_ms + OBSERVE_LEASE_END_SLACK_MS;

@@ -32,6 +32,9 @@
 #define LONG_POLL 60000u
 #define SEEN_MS 5000 /* far below the poll and the leases: only an announcement is that fast */
 #define MAX_VIEWS 64
+/* An observer's client: its retry delay is when a read that too few
+ * masters answered (a starved moment) is made again, far below the poll. */
+#define OBSERVER_RETRY_MS 200u
 
 static redlock_t *open_client(const char *owner, uint32_t retry_ms, int fenced) {
   redlock_options_t *opts = fx_options_retry(fx_group, 0, FX_NO_LOG, 0, retry_ms, 0);
@@ -201,7 +204,7 @@ static void test_observe_handoff(void **state) {
   fx_event_init(&b.elected);
   redlock_t *ca = open_client("cand-a", LONG_POLL, 0);
   redlock_t *cb = open_client("cand-b", LONG_POLL, 0);
-  redlock_t *co = open_client(NULL, LONG_POLL, 0);
+  redlock_t *co = open_client(NULL, OBSERVER_RETRY_MS, 0);
   FX_NAME(name, "observe-handoff");
   redlock_election_t *ea = NULL, *eb = NULL;
   assert_int_equal(redlock_elect(ca, name, LONG_TTL, cand_elected, cand_lost, &a, &ea), 0);
@@ -247,7 +250,7 @@ static void test_observe_new_leader(void **state) {
   rec_init(&r);
   memset(&c, 0, sizeof c);
   fx_event_init(&c.elected);
-  redlock_t *co = open_client(NULL, LONG_POLL, 0);
+  redlock_t *co = open_client(NULL, OBSERVER_RETRY_MS, 0);
   redlock_t *cl = open_client("first", LONG_POLL, 0);
   FX_NAME(name, "observe-new");
   redlock_observer_t *obs = NULL;
@@ -272,7 +275,7 @@ static void test_observe_lease_expiry(void **state) {
   (void)state;
   static rec_t r;
   rec_init(&r);
-  redlock_t *co = open_client(NULL, LONG_POLL, 0);
+  redlock_t *co = open_client(NULL, OBSERVER_RETRY_MS, 0);
   redlock_t *holder = open_client("short", LONG_POLL, 1);
   FX_NAME(name, "observe-expiry");
   redlock_lock_t *lock = NULL;
