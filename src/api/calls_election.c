@@ -32,27 +32,27 @@ static int on_loop(const redlock_t *client) {
 /* Stops a live handle h of `live` (resign, observe_stop): its stop op
  * (make(h, done), done NULL on the loop thread) is queued and, off the loop
  * thread, waited for until the loop has taken it. */
-static int stop_handle(redlock_t *client, ptrset_t *live, void *h,
-                       op_t *(*make)(void *h, uv_sem_t *done)) {
+static status_t stop_handle(redlock_t *client, ptrset_t *live, void *h,
+                            op_t *(*make)(void *h, uv_sem_t *done)) {
   if (client == NULL || h == NULL)
-    return REDLOCK_EINVAL;
+    return ST_EINVAL;
   if (client_check_fork(client) != ST_OK)
-    return REDLOCK_EFORKED;
+    return ST_EFORKED;
   int wait = !on_loop(client);
   uv_sem_t done;
   if (wait && uv_sem_init(&done, 0) != 0)
-    return REDLOCK_EIO;
-  int rc = 0;
+    return ST_EIO;
+  status_t rc = ST_OK;
   uv_mutex_lock(&client->mutex);
   if (client->queue.state != CLIENT_OPEN)
-    rc = REDLOCK_ECLOSED;
+    rc = ST_ECLOSED;
   else if (!ptrset_remove(live, h))
-    rc = REDLOCK_EINVAL; /* stopped already, or not this client's */
-  if (rc == 0)
+    rc = ST_EINVAL; /* stopped already, or not this client's */
+  if (rc == ST_OK)
     client_enqueue_locked(client, make(h, wait ? &done : NULL));
   uv_mutex_unlock(&client->mutex);
   if (wait) {
-    if (rc == 0)
+    if (rc == ST_OK)
       uv_sem_wait(&done);
     uv_sem_destroy(&done);
   }
