@@ -865,8 +865,9 @@ static void case_usage(void) {
         "doctor --help");
   p = START(NULL, 0, "elect", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock elect") != NULL &&
-            strstr(p->out, "--wait") == NULL && strstr(p->out, "--ttl") != NULL,
-        "elect --help");
+            strstr(p->out, "--nonblock") == NULL && strstr(p->out, "--ttl") != NULL &&
+            strstr(p->out, "with --observe: stop after DURATION") != NULL,
+        "elect --help: elect's options (--wait only with --observe)");
   p = START(NULL, 0, "--version");
   CHECK(RUN_TO_END(p) == 0 && strncmp(p->out, "redlock 0.", 10) == 0, "--version: '%s'", p->out);
 }
