@@ -868,8 +868,9 @@ static void case_usage(void) {
         "doctor --help");
   p = START(NULL, 0, "elect", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock elect") != NULL &&
-            strstr(p->out, "--wait") == NULL && strstr(p->out, "--ttl") != NULL,
-        "elect --help");
+            strstr(p->out, "--nonblock") == NULL && strstr(p->out, "--ttl") != NULL &&
+            strstr(p->out, "with --observe: stop after DURATION") != NULL,
+        "elect --help: elect's options (--wait only with --observe)");
   p = START(NULL, 0, "--version");
   CHECK(RUN_TO_END(p) == 0 && strncmp(p->out, "redlock 0.", 10) == 0, "--version: '%s'", p->out);
 }
@@ -1606,6 +1607,52 @@ static void case_elect_signals(void) {
   wait_key_gone("el-sig");
 }
 
+typedef struct {
+  proc_t *p;
+  const char *first, *then;
+} after_wait_t;
+
+static int pred_after(void *arg) {
+  after_wait_t *w = arg;
+  pump(w->p);
+  const char *at = strstr(w->p->out, w->first);
+  return at != NULL && strstr(at + strlen(w->first), w->then) != NULL;
+}
+
+/* elect --observe: one line per change as it happens (a poll of 60 s: the
+ * announcements tell it): none, the leader a with its label and term, none
+ * again once a resigns; SIGINT ends it with 0.  --json: one object per
+ * line; -w ends it with 0. */
+static void case_elect_observe(void) {
+  start_masters();
+  proc_t *o = START(g_nodes, 0, "elect", "--observe", "el-obs", "--poll", "60s");
+  wait_output(o, "none\n", DEADLINE_MS);
+  proc_t *a =
+      START(g_nodes, 1, ELECT, "--owner", "obs-a", "el-obs", "--", g_self, "--helper", "hold");
+  wait_nth_line(a, "ready", 1, DEADLINE_MS);
+  uint64_t term = nth_field_u64(a, "ready", "term", 0);
+  char line[128];
+  snprintf(line, sizeof line, "leader obs-a term %" PRIu64 " ttl ", term);
+  wait_output(o, line, DEADLINE_MS);
+
+  char json[160];
+  snprintf(json, sizeof json, "{\"state\":\"held\",\"owner\":\"obs-a\",\"term\":%" PRIu64 ",",
+           term);
+  proc_t *j = START(g_nodes, 0, "elect", "--observe", "el-obs", "--json", "-w", "1s");
+  CHECK(RUN_TO_END(j) == 0, "--observe -w ends with 0");
+  CHECK(strncmp(j->out, json, strlen(json)) == 0, "--json: %s", j->out);
+
+  close_stdin(a); /* a resigns */
+  CHECK(RUN_TO_END(a) == 0, "a exits with COMMAND's status");
+  after_wait_t w = {o, line, "\nnone\n"};
+  g_last = o;
+  CHECK(rh_wait_until(pred_after, &w, DEADLINE_MS), "no 'none' after the leader: %s", o->out);
+  CHECK(kill(o->pid, SIGINT) == 0, "kill observer");
+  CHECK(RUN_TO_END(o) == 0, "SIGINT ends --observe with 0");
+  CHECK(strncmp(o->out, "none\nleader obs-a term ", strlen("none\nleader obs-a term ")) == 0,
+        "one line per change: %s", o->out);
+}
+
 /* Bad command lines: 64, and COMMAND never runs. */
 static void case_elect_usage(void) {
   const char *nodes = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
@@ -1628,6 +1675,9 @@ static void case_elect_usage(void) {
       {nodes, {"elect", "--fence-env", "REDLOCK_TERM", "n", "--", g_self}},
       {nodes, {"elect", "--grace", "x", "n", "--", g_self}},
       {nodes, {"elect", "n", "--ttl", "5", g_self}},
+      {nodes, {"elect", "--observe"}},
+      {nodes, {"elect", "--observe", "n", "extra"}},
+      {nodes, {"elect", "--observe", "n", "--wait", "x"}},
       {NULL, {"elect", "n", "--", g_self}},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2198,6 +2248,7 @@ static const cli_case_t CASES[] = {
     {"elect_max_hold", case_elect_max_hold},
     {"elect_signals", case_elect_signals},
     {"elect_usage", case_elect_usage},
+    {"elect_observe", case_elect_observe},
     {"tls", case_tls},
     {"metrics", case_metrics},
     {"run_cluster", case_run_cluster},
