@@ -1851,6 +1851,8 @@ class Lock:
         if self._handle is None:
             self._forget_watch()
         if rc == ELOST:
+            if self._lost_reason == LOST_MAX_HOLD:
+                return  # the library released it at the bound, as asked: not a failure
             self._lost = True
         if rc == EWOULDBLOCK:
             return  # on the loop thread: release started, handle freed
@@ -1868,8 +1870,8 @@ class Lock:
         long after the grant (not after this call) the watch stops, the lock
         is released on every master (waiters are woken) and on_lost runs
         once with .lost_reason LOST_MAX_HOLD, which is not a failure.  The
-        Lock is then lost; unlock() is still allowed (a no-op on the
-        masters)."""
+        Lock is then lost; unlock() (and leaving a with block) frees it
+        without raising."""
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable(lock)")
         bound = None if max_hold_ms is None else _ms(max_hold_ms, "max_hold_ms", 1)

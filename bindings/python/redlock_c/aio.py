@@ -38,8 +38,8 @@ import ctypes
 import itertools
 import threading
 
-from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, Client, ClosedError, InvalidArgument,
-               _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
+from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, LOST_MAX_HOLD, Client, ClosedError,
+               InvalidArgument, _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
 
 __all__ = ["AsyncClient", "AsyncLock", "AsyncElection"]
 
@@ -430,6 +430,8 @@ class AsyncLock:
             await fut
         except Exception as exc:
             if getattr(exc, "code", None) == ELOST:
+                if lk._lost_reason == LOST_MAX_HOLD:
+                    return  # released by the library at the bound, as asked
                 lk._lost = True
             raise
 

@@ -392,6 +392,42 @@ class TestAsyncClient(unittest.TestCase):
 
         self.run_async(main())
 
+    def test_owner_inspect_revoke_bounded_watch(self):
+        res = unique("aio-who")
+        bounded = unique("aio-bounded")
+
+        async def main():
+            async with await redlock_c.aio.AsyncClient.open(
+                    self.nodes, **client_kwargs(owner="aio-worker", fencing=True)) as client:
+                lk = await client.lock(res, 5000)
+                self.assertEqual(lk.owner, "aio-worker")
+                lost = asyncio.Event()
+                lk.watch(lambda _lk: lost.set())
+                view = await client.inspect(res)
+                self.assertTrue(view["held"])
+                self.assertEqual(view["owner"], "aio-worker")
+                fence = await client.revoke(res)
+                self.assertGreater(fence, lk.fence)
+                await asyncio.wait_for(lost.wait(), DEADLINE)  # on the event loop
+                self.assertEqual(lk.lost_reason, redlock_c.LOST_EXPIRED)
+                self.assertFalse((await client.inspect(res))["held"])
+                with self.assertRaises(redlock_c.LostError):
+                    await lk.unlock()
+
+                lk = await client.lock(bounded, 1000)
+                ended = asyncio.Event()
+                lk.watch(lambda _lk: ended.set(), max_hold_ms=1500)
+                await asyncio.wait_for(ended.wait(), DEADLINE)
+                self.assertEqual(lk.lost_reason, redlock_c.LOST_MAX_HOLD)
+                await lk.unlock()  # no error: the bound ended it on purpose
+                while (await client.inspect(bounded))["held"]:
+                    await asyncio.sleep(0.01)  # bounded by run_async's deadline
+                await (await client.trylock(bounded, 5000)).unlock()
+                with self.assertRaises(redlock_c.InvalidArgument):
+                    await client.inspect(res, "nope")
+
+        self.run_async(main())
+
     def test_bad_input(self):
         async def main():
             async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:
