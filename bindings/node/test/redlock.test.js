@@ -3,7 +3,7 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
 const redlock = require('..');
-const { startMasters } = require('./masters');
+const { startMasters, command } = require('./masters');
 
 const { Client } = redlock;
 const base = { quarantine: false, retryCount: 2, retryDelayMs: 20, retryJitterMs: 20 };
@@ -501,5 +501,145 @@ describe('redlock-c Node binding: coordination primitives, election, stats, TLS'
     await c.close();
     console.log('SKIP: node: TLS round trip against rediss:// masters not run here (covered by the C and Python tests)');
     t.skip('TLS round trip');
+  });
+});
+
+describe('redlock-c Node binding: who holds it, and taking it back (owner, inspect, revoke, bounds)', () => {
+  let srv;
+  let a; // labelled, fenced
+  let b; // no label, fenced
+
+  before(async () => {
+    srv = await startMasters(3);
+    a = await Client.open(srv.uris, { ...base, fencing: true, owner: 'worker-a' });
+    b = await Client.open(srv.uris, { ...base, fencing: true });
+  });
+  after(async () => {
+    await Promise.all([a && a.close(), b && b.close()]);
+    if (srv) await srv.stop();
+  });
+
+  it('owner label: on the lock, in the value, and seen by inspect from another client', async () => {
+    assert.equal(a.owner, 'worker-a');
+    assert.equal(b.owner, '');
+    const lk = await a.lock('n:owner', { ttlMs: 10000 });
+    assert.equal(lk.owner, 'worker-a');
+    assert.match(lk.value, /^[0-9a-f]{32}~worker-a$/);
+    assert.deepEqual(await srv.all('GET', 'n:owner'), [lk.value, lk.value, lk.value]);
+    const view = await b.inspect('n:owner');
+    assert.equal(view.kind, 'lock');
+    assert.equal(view.held, true);
+    assert.equal(view.agreed, true);
+    assert.equal(view.owner, 'worker-a');
+    assert.equal(view.value, lk.value);
+    assert.ok(view.ttl_ms_min > 0 && view.ttl_ms_max <= 10000, JSON.stringify(view));
+    assert.deepEqual(view.masters.map((m) => m.state), ['holds', 'holds', 'holds']);
+    await lk.unlock();
+    const plain = await b.lock('n:owner', { ttlMs: 10000 });
+    assert.equal(plain.owner, '');
+    assert.equal((await a.inspect('n:owner')).owner, null);
+    await plain.unlock();
+  });
+
+  it('owner label: bad labels are refused with InvalidArgumentError or TypeError', async () => {
+    for (const bad of ['a~b', 'two words', 'x'.repeat(redlock.MAX_OWNER + 1), 'caf\u00e9']) {
+      await assert.rejects(Client.open(srv.uris, { ...base, owner: bad }), (err) => {
+        assert.ok(err instanceof redlock.InvalidArgumentError, String(err));
+        assert.match(err.message, /printable ASCII/);
+        return true;
+      });
+    }
+    await assert.rejects(Client.open(srv.uris, { ...base, owner: 42 }), TypeError);
+    const c = await Client.open(srv.uris, { ...base, owner: 'x'.repeat(redlock.MAX_OWNER) });
+    assert.equal(c.owner.length, redlock.MAX_OWNER);
+    await c.close();
+  });
+
+  it('inspect: free, held on a minority, semaphore, rwlock, election; bad kinds', async () => {
+    const free = await a.inspect('n:free');
+    assert.equal(free.held, false);
+    assert.equal(free.agreed, true);
+    assert.equal(free.owner, null);
+    // Held on one master of three: not held, and no quorum agrees.
+    await command(srv.masters[0].port, 'SET', 'n:minority', '0123456789abcdef0123456789abcdef~stray', 'PX', '60000');
+    const minority = await a.inspect('n:minority');
+    assert.equal(minority.held, false);
+    assert.equal(minority.agreed, false);
+    assert.deepEqual(minority.masters.map((m) => m.state).sort(), ['free', 'free', 'other']);
+
+    const p1 = await a.semaphoreAcquire('n:isem', { limit: 3, ttlMs: 10000 });
+    const p2 = await b.semaphoreAcquire('n:isem', { limit: 3, ttlMs: 10000 });
+    const sem = await b.inspect('n:isem', 'semaphore');
+    assert.equal(sem.kind, 'semaphore');
+    assert.equal(sem.held, true);
+    assert.equal(sem.count, 2);
+    assert.deepEqual(sem.holders.map((h) => h.owner).sort(), ['worker-a', null].sort());
+    await Promise.all([p1.unlock(), p2.unlock()]);
+
+    const w = await a.rwlockWrite('n:irw', { ttlMs: 10000 });
+    const rw = await b.inspect('n:irw', 'rwlock');
+    assert.deepEqual(rw.holders.map((h) => [h.mode, h.owner]), [['write', 'worker-a']]);
+    await w.unlock();
+
+    const el = a.elect('n:ielect', { ttlMs: 5000 });
+    const term = await el.elected();
+    const view = await b.inspect('n:ielect', 'election');
+    assert.equal(view.held, true);
+    assert.equal(view.owner, 'worker-a');
+    assert.ok(BigInt(view.fence) >= term, `${view.fence} >= ${term}`);
+    await el.resign();
+
+    await assert.rejects(a.inspect('n:free', 'mutex'), redlock.InvalidArgumentError);
+    await assert.rejects(a.inspect(''), redlock.InvalidArgumentError);
+  });
+
+  it('revoke: the holder\'s watch reports the loss; the new fence is above the holder\'s', async () => {
+    const lk = await a.lock('n:revoke', { ttlMs: 2000 });
+    const lost = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason])));
+    const fence = await b.revoke('n:revoke');
+    assert.equal(typeof fence, 'bigint');
+    assert.ok(fence > lk.fence, `${fence} > ${lk.fence}`);
+    const [err, reason] = await lost;
+    assert.ok(err instanceof redlock.LostError);
+    assert.equal(reason, redlock.LOST_EXPIRED);
+    assert.equal(lk.lostReason, redlock.LOST_EXPIRED);
+    assert.equal(lk.lost, true);
+    assert.equal((await b.inspect('n:revoke')).held, false);
+    const next = await b.lock('n:revoke', { ttlMs: 5000 });
+    assert.ok(next.fence > fence, `${next.fence} > ${fence}`);
+    await next.unlock();
+    await assert.rejects(lk.unlock(), redlock.LostError);
+  });
+
+  it('bounded watch: ends with LOST_MAX_HOLD (no error) and the lock is free after it', async () => {
+    assert.ok(redlock.LOST_MAX_HOLD > 0); // never an error code
+    const lk = await a.lock('n:bounded', { ttlMs: 1000 });
+    assert.throws(() => lk.watch(null, { maxHoldMs: 0 }), redlock.InvalidArgumentError);
+    // The bound is above the TTL: the watch renews until the bound ends it.
+    const ended = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason]), { maxHoldMs: 2500 }));
+    const [err, reason] = await ended;
+    assert.equal(err, null);
+    assert.equal(reason, redlock.LOST_MAX_HOLD);
+    assert.equal(lk.lostReason, redlock.LOST_MAX_HOLD);
+    assert.equal(await lk.lostPromise, null);
+    await waitFor(async () => !(await b.inspect('n:bounded')).held);
+    await (await b.tryLock('n:bounded', { ttlMs: 5000 })).unlock();
+    await lk.unlock(); // no error: the bound ended it on purpose
+    assert.equal(lk.released, true);
+  });
+
+  it('bounded election: the term ends with LOST_MAX_HOLD and a later term follows', async () => {
+    assert.throws(() => a.elect('n:belect', { ttlMs: 1000, maxHoldMs: 0 }), redlock.InvalidArgumentError);
+    const ea = a.elect('n:belect', { ttlMs: 1000, maxHoldMs: 1500 });
+    const ended = new Promise((resolve) => ea.once('lost', (err, reason) => resolve([err, reason])));
+    const first = await ea.elected();
+    const [err, reason] = await ended;
+    assert.equal(err, null);
+    assert.equal(reason, redlock.LOST_MAX_HOLD);
+    assert.equal(ea.lostReason, redlock.LOST_MAX_HOLD);
+    const eb = b.elect('n:belect', { ttlMs: 5000 });
+    const later = await Promise.race([ea.elected({ afterTerm: first }), eb.elected()]);
+    assert.ok(later > first, `${later} > ${first}`);
+    await Promise.all([ea.resign(), eb.resign()]);
   });
 });
