@@ -1684,6 +1684,37 @@ class TestWhoHolds(ServerTestCase):
             a.elect(name, 1000, max_hold_ms=0)
 
 
+class TestWhoHoldsExamples(ServerTestCase):
+    """examples/owner_inspect.py, revoke_fenced.py, bounded_watch.py (type-checked by
+    python_mypy) run against real masters."""
+
+    def run_example(self, name):
+        path = os.path.join(PKG_ROOT, "examples", name)
+        proc = subprocess.run([sys.executable, path] + self.uris, env=subprocess_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=SUBPROCESS_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        return proc.stdout
+
+    def test_owner_inspect(self):
+        out = self.run_example("owner_inspect.py")
+        self.assertIn("lock reports:daily held by report-worker-7", out)
+        self.assertIn("lock reports:daily is free", out)
+        self.assertIn("semaphore exporters held by report-worker-7", out)
+
+    def test_revoke_fenced(self):
+        out = self.run_example("revoke_fenced.py")
+        self.assertIn("stale write refused: True", out)
+        self.assertIn("holder told: lost", out)
+        self.assertIn("next holder's token", out)
+        self.assertTrue(out.rstrip().endswith("True"), out)
+
+    def test_bounded_watch(self):
+        out = self.run_example("bounded_watch.py")
+        self.assertIn("hold ended at its bound (not a failure)", out)
+        self.assertIn("next holder got it, validity True", out)
+
+
 class TestMastersDying(unittest.TestCase):
     """Own servers: killed during the test."""
 
