@@ -10,8 +10,9 @@
  *  - Hence the JS thread must never block in a C call that waits for the I/O
  *    thread: it would deadlock.  The blocking C calls this binding uses run
  *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect
- *    and redlock_revoke on koffi's thread pool (`.async`), redlock_trylock on worker threads (blocking.js:
- *    there a failed call's votes are read on its own thread); everything
+ *    and redlock_revoke on koffi's thread pool (`.async`), redlock_trylock
+ *    on worker threads (blocking.js: there a failed call's votes are read
+ *    on its own thread); everything
  *    else is either a callback form (lock, lockMany, the primitives, extend,
  *    unlock) or returns at once (watch, redlock_cancel, accessors).
  *  - Every acquisition that can wait is an _ex callback form: an AbortSignal
