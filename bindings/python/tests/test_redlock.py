@@ -1634,15 +1634,19 @@ class TestWhoHolds(ServerTestCase):
         done = threading.Event()
         reasons = []
 
-        def on_lost(lock):
+        def on_lost(lock):  # the I/O thread: inspect would wait for it
             reasons.append(lock.lost_reason)
+            try:
+                c.inspect(res)
+            except redlock_c.WouldBlockError:
+                reasons.append("would block")
             done.set()
 
         lk = c.lock(res, 1000)
         # The bound is above the TTL: the watch must renew before the bound ends it.
         lk.watch(on_lost, max_hold_ms=2500)
         self.assertTrue(done.wait(self.DEADLINE), "the bound never ended the watch")
-        self.assertEqual(reasons, [redlock_c.LOST_MAX_HOLD])
+        self.assertEqual(reasons, [redlock_c.LOST_MAX_HOLD, "would block"])
         self.assertGreater(redlock_c.LOST_MAX_HOLD, 0)  # not an error code
         self.assertTrue(lk.lost)
         wait_until(lambda: not other.inspect(res)["held"], timeout=self.DEADLINE,
