@@ -97,7 +97,7 @@ export interface Inspection {
   ttl_ms_min: number | null;
   ttl_ms_max: number | null;
   /** The largest fence counter a master reports (an election's term), or null. */
-  fence: number | null;
+  fence: bigint | null;
   quorum: number;
   count: number;
   holders: InspectHolder[];

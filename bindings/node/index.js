@@ -374,6 +374,17 @@ function registerTrampolines() {
   }, koffi.pointer(F.ElectionLostCb));
 }
 
+/**
+ * redlock_inspect's JSON as a plain object, its fence a bigint as every
+ * fence of this binding (read from the text: a JS number would round a
+ * counter above 2^53).
+ */
+function inspection(text) {
+  const obj = JSON.parse(text.replace(/("fence"\s*:\s*)(\d+)/, '$1"$2"'));
+  if (obj.fence !== null && obj.fence !== undefined) obj.fence = BigInt(obj.fence);
+  return obj;
+}
+
 function newId() {
   const id = nextId;
   nextId = nextId >= 0x3fffffff ? 1 : nextId + 1;
@@ -1035,7 +1046,7 @@ class Client {
       const buf = Buffer.alloc(size);
       const got = await this._blocking(fn, this._ptr, name, code, buf, size);
       if (got < 0) throw makeError(got, `inspect ${name}`);
-      if (got < size) return JSON.parse(buf.subarray(0, got).toString('utf8'));
+      if (got < size) return inspection(buf.subarray(0, got).toString('utf8'));
       need = got;
     }
   }
