@@ -511,8 +511,9 @@ describe('redlock-c Node binding: who holds it, and taking it back (owner, inspe
 
   before(async () => {
     srv = await startMasters(3);
-    a = await Client.open(srv.uris, { ...base, fencing: true, owner: 'worker-a' });
-    b = await Client.open(srv.uris, { ...base, fencing: true });
+    // A request timeout a loaded machine keeps: the watches here must renew in time.
+    a = await Client.open(srv.uris, { ...base, fencing: true, owner: 'worker-a', requestTimeoutMs: 1000 });
+    b = await Client.open(srv.uris, { ...base, fencing: true, requestTimeoutMs: 1000 });
   });
   after(async () => {
     await Promise.all([a && a.close(), b && b.close()]);
@@ -614,10 +615,10 @@ describe('redlock-c Node binding: who holds it, and taking it back (owner, inspe
 
   it('bounded watch: ends with LOST_MAX_HOLD (no error) and the lock is free after it', async () => {
     assert.ok(redlock.LOST_MAX_HOLD > 0); // never an error code
-    const lk = await a.lock('n:bounded', { ttlMs: 1000 });
+    const lk = await a.lock('n:bounded', { ttlMs: 2000 });
     assert.throws(() => lk.watch(null, { maxHoldMs: 0 }), redlock.InvalidArgumentError);
     // The bound is above the TTL: the watch renews until the bound ends it.
-    const ended = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason]), { maxHoldMs: 2500 }));
+    const ended = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason]), { maxHoldMs: 3000 }));
     const [err, reason] = await ended;
     assert.equal(err, null);
     assert.equal(reason, redlock.LOST_MAX_HOLD);
@@ -631,7 +632,7 @@ describe('redlock-c Node binding: who holds it, and taking it back (owner, inspe
 
   it('bounded election: the term ends with LOST_MAX_HOLD and a later term follows', async () => {
     assert.throws(() => a.elect('n:belect', { ttlMs: 1000, maxHoldMs: 0 }), redlock.InvalidArgumentError);
-    const ea = a.elect('n:belect', { ttlMs: 1000, maxHoldMs: 1500 });
+    const ea = a.elect('n:belect', { ttlMs: 2000, maxHoldMs: 3000 });
     const ended = new Promise((resolve) => ea.once('lost', (err, reason) => resolve([err, reason])));
     const first = await ea.elected();
     const [err, reason] = await ended;

@@ -25,9 +25,9 @@ def main(nodes: List[str]) -> int:
         def on_lost(lock: redlock_c.Lock) -> None:  # the library's I/O thread
             ended.set()
 
-        lk = client.lock("nightly-batch", 1_000)
-        # Renewed past its 1 s TTL, but held 3 s at most from the grant.
-        lk.watch(on_lost, max_hold_ms=3_000)
+        lk = client.lock("nightly-batch", 2_000)
+        # Renewed past its 2 s TTL, but held 4 s at most from the grant.
+        lk.watch(on_lost, max_hold_ms=4_000)
         if not ended.wait(30.0):  # a hung worker would be here
             print("the bound did not end the hold")
             return 1

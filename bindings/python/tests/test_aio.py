@@ -414,9 +414,9 @@ class TestAsyncClient(unittest.TestCase):
                 with self.assertRaises(redlock_c.LostError):
                     await lk.unlock()
 
-                lk = await client.lock(bounded, 1000)
+                lk = await client.lock(bounded, 2000)
                 ended = asyncio.Event()
-                lk.watch(lambda _lk: ended.set(), max_hold_ms=1500)
+                lk.watch(lambda _lk: ended.set(), max_hold_ms=3000)
                 await asyncio.wait_for(ended.wait(), DEADLINE)
                 self.assertEqual(lk.lost_reason, redlock_c.LOST_MAX_HOLD)
                 await lk.unlock()  # no error: the bound ended it on purpose

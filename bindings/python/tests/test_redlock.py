@@ -1642,9 +1642,9 @@ class TestWhoHolds(ServerTestCase):
                 reasons.append("would block")
             done.set()
 
-        lk = c.lock(res, 1000)
+        lk = c.lock(res, 2000)
         # The bound is above the TTL: the watch must renew before the bound ends it.
-        lk.watch(on_lost, max_hold_ms=2500)
+        lk.watch(on_lost, max_hold_ms=3000)
         self.assertTrue(done.wait(self.DEADLINE), "the bound never ended the watch")
         self.assertEqual(reasons, [redlock_c.LOST_MAX_HOLD, "would block"])
         self.assertGreater(redlock_c.LOST_MAX_HOLD, 0)  # not an error code
@@ -1672,7 +1672,7 @@ class TestWhoHolds(ServerTestCase):
             lost.append(reason)
             ended.set()
 
-        ea = a.elect(name, 1000, on_lost=on_lost, max_hold_ms=1500)
+        ea = a.elect(name, 2000, on_lost=on_lost, max_hold_ms=3000)
         first = ea.wait_elected(timeout=self.DEADLINE)
         self.assertIsNotNone(first)
         self.assertTrue(ended.wait(self.DEADLINE), "the bound never ended the term")
