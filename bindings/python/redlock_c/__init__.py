@@ -968,7 +968,7 @@ class _Core:
         self._mark_loop()
         with self.mutex:
             observer = self.observers.get(key)
-            if observer is not None and observer._handle is None and not observer._stopped:
+            if observer is not None and observer._handle is None and not observer._done:
                 # observe() has not returned yet: a stop() from this callback
                 # must find the handle.
                 observer._handle = handle
@@ -1024,6 +1024,28 @@ class _Core:
             self.lib.redlock_cancel(self.ptr, call_id)
         finally:
             self.leave()
+
+    def end_handle(self, obj, stop, registry):
+        """Ends an election or an observer (obj: its _handle, _done, _key)
+        with stop(ptr, handle), redlock_resign or redlock_observe_stop, and
+        forgets it in registry.  Returns stop's code, or None when there was
+        nothing to end (ended already, or the close ends it)."""
+        with self.mutex:
+            handle = obj._handle
+            if handle is None or obj._done or self.state != _OPEN:
+                return None
+            self.enter()
+            obj._handle = None
+            obj._done = True
+        try:
+            # Not under the mutex: off the I/O thread this waits for the
+            # loop, whose callbacks may need the mutex.
+            rc = stop(self.ptr, handle)
+        finally:
+            self.leave()
+        with self.mutex:
+            registry.pop(obj._key, None)
+        return rc
 
     def leave(self):
         with self.cond:
@@ -1549,7 +1571,7 @@ class Client:
             rc = fn(core.ptr, raw, poll, core.leader_cb, key, ctypes.byref(out))
             if rc != 0:
                 core.observers.pop(key, None)
-            elif not observer._stopped:
+            elif not observer._done:
                 observer._handle = out.value
         _check(rc, "observe %r" % (name,))
         return observer
@@ -1724,21 +1746,9 @@ class Election:
         campaigner is woken at once) and frees the handle (redlock_resign).
         Idempotent; a no-op after the client was closed."""
         core = self._core
-        with core.mutex:
-            handle = self._handle
-            if handle is None or self._done or core.state != _OPEN:
-                return  # resigned already, or the close resigns it
-            core.enter()
-            self._handle = None
-            self._done = True
-        try:
-            # Not under core.mutex: off the I/O thread this waits for the loop,
-            # whose callbacks may need the mutex.
-            rc = core.lib.redlock_resign(core.ptr, handle)
-        finally:
-            core.leave()
-        with core.mutex:
-            core.elections.pop(self._key, None)
+        rc = core.end_handle(self, core.lib.redlock_resign, core.elections)
+        if rc is None:
+            return  # resigned already, or the close resigns it
         with self._state:
             self._leader = False
             self._state.notify_all()
@@ -1823,7 +1833,7 @@ class Observer:
         self._callback = callback
         self._handle = None
         self._key = None
-        self._stopped = False
+        self._done = False
         self._cond = threading.Condition()
         self._last = None
         self._changes = 0
@@ -1847,7 +1857,7 @@ class Observer:
     @property
     def stopped(self):
         """True after stop() or after the client was closed."""
-        return self._stopped
+        return self._done
 
     def wait_for(self, predicate, timeout=None):
         """Waits until predicate(leader) holds for a reported view (the
@@ -1860,7 +1870,7 @@ class Observer:
                     seen = self._changes
                     if self._last is not None and predicate(self._last):
                         return self._last
-                if self._stopped:
+                if self._done:
                     return None
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
@@ -1871,21 +1881,9 @@ class Observer:
         """Stops observing and frees the C observer (redlock_observe_stop).
         Idempotent; a no-op after the client was closed."""
         core = self._core
-        with core.mutex:
-            handle = self._handle
-            if handle is None or self._stopped or core.state != _OPEN:
-                return  # stopped already, or the close stops it
-            core.enter()
-            self._handle = None
-            self._stopped = True
-        try:
-            # Not under core.mutex: off the I/O thread this waits for the
-            # loop, whose callbacks may need the mutex.
-            rc = core.lib.redlock_observe_stop(core.ptr, handle)
-        finally:
-            core.leave()
-        with core.mutex:
-            core.observers.pop(self._key, None)
+        rc = core.end_handle(self, core.lib.redlock_observe_stop, core.observers)
+        if rc is None:
+            return  # stopped already, or the close stops it
         with self._cond:
             self._cond.notify_all()
         if rc == ECLOSED:
@@ -1894,7 +1892,7 @@ class Observer:
 
     def _invalidate(self):
         """Called by close() under the core mutex: the C observer is the close's."""
-        self._stopped = True
+        self._done = True
         self._handle = None
         with self._cond:
             self._cond.notify_all()
@@ -1908,7 +1906,7 @@ class Observer:
 
     def __repr__(self):
         return "<redlock_c.Observer %r %s last=%r>" % (
-            self._name, "stopped" if self._stopped else "observing", self._last)
+            self._name, "stopped" if self._done else "observing", self._last)
 
 
 # ---- Lock ------------------------------------------------------------------------------------
