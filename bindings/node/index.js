@@ -9,12 +9,14 @@
  *    run), so all JS callbacks and promise settlements happen on the JS thread.
  *  - Hence the JS thread must never block in a C call that waits for the I/O
  *    thread: it would deadlock.  The blocking C calls this binding uses run
- *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect
- *    and redlock_revoke on koffi's thread pool (`.async`), redlock_trylock
+ *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect,
+ *    redlock_revoke, redlock_election_leader and redlock_observe_stop on
+ *    koffi's thread pool (`.async`), redlock_trylock
  *    on worker threads (blocking.js: there a failed call's votes are read
  *    on its own thread); everything
  *    else is either a callback form (lock, lockMany, the primitives, extend,
- *    unlock) or returns at once (watch, redlock_cancel, accessors).
+ *    unlock) or returns at once (watch, redlock_cancel, redlock_elect,
+ *    redlock_election_observe, accessors).
  *  - Every acquisition that can wait is an _ex callback form: an AbortSignal
  *    cancels it through redlock_cancel and the call's id.
  *  - A failed call's votes (redlock_last_votes: the library keeps them per
