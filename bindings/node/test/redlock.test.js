@@ -663,8 +663,11 @@ describe('redlock-c Node binding: who leads (leader, observe)', () => {
     if (srv) await srv.stop();
   });
 
-  /** Observes `name`; next(pred) resolves with the first view (seen or to come) that pred accepts. */
-  function follow(client, name) {
+  /**
+   * Observes `name`; next(pred) resolves with the first view (seen or to
+   * come) that pred accepts, and fails after `ms`.
+   */
+  function follow(client, name, ms = 10000) {
     const views = [];
     const wanted = [];
     const ob = client.observe(name, (v) => {
@@ -673,7 +676,12 @@ describe('redlock-c Node binding: who leads (leader, observe)', () => {
     });
     const next = (pred) => {
       const hit = views.find(pred);
-      return hit ? Promise.resolve(hit) : new Promise((resolve) => wanted.push({ pred, resolve }));
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no such view within ${ms} ms: ${pred}; seen `
+          + views.map((v) => `${v.state}/${v.term}/${v.owner}`).join(' '))), ms);
+        wanted.push({ pred, resolve: (v) => { clearTimeout(timer); resolve(v); } });
+      });
     };
     return { ob, views, next };
   }
