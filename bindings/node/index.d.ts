@@ -107,6 +107,32 @@ export interface Inspection {
 /** Why a watch or an election's term ended: LOST_EXPIRED (a failure) or LOST_MAX_HOLD (the bound, not a failure). */
 export type LostReason = typeof LOST_EXPIRED | typeof LOST_MAX_HOLD;
 
+/** Who leads an election (Client.leader, an Observer's callback). */
+export interface LeaderView {
+  /** LEADER_NONE, LEADER_HELD or LEADER_UNKNOWN (fewer than a quorum answered: not an error). */
+  state: typeof LEADER_NONE | typeof LEADER_HELD | typeof LEADER_UNKNOWN;
+  /** The leader's term (its fencing token); 0n unless held. */
+  term: bigint;
+  /** The lease left (the least over the quorum that holds it), ms; 0 unless held. */
+  ttlMs: number;
+  /** The leader's owner label; "" when it set none, or when nobody leads. */
+  owner: string;
+}
+
+/** A follower of one election's leadership (Client.observe). */
+export declare class Observer implements AsyncDisposable {
+  readonly client: Client;
+  readonly name: string;
+  /** True after stop() or the client's close. */
+  readonly stopped: boolean;
+  /** The latest view reported, null before the first. */
+  readonly last: LeaderView | null;
+  /** Stops observing; no callback runs after it resolves. Idempotent. */
+  stop(): Promise<void>;
+  /** stop(): `await using observer = client.observe(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 export interface WatchOptions {
   /** Caps the whole hold, ms after the grant (> 0): then released on purpose, onLost(null, LOST_MAX_HOLD). */
   maxHoldMs?: number;
@@ -255,6 +281,10 @@ export declare class Client implements AsyncDisposable {
   inspect(name: string, kind?: InspectKind): Promise<Inspection>;
   /** An administrator's revoke: ends the hold on a quorum; the new fence (0n without fencing). */
   revoke(resource: string): Promise<bigint>;
+  /** Who leads the election `name` now (one read round). */
+  leader(name: string): Promise<LeaderView>;
+  /** Follows the leadership of `name`: callback on the first view, then on every change. */
+  observe(name: string, callback: (view: LeaderView) => void, options?: { pollMs?: number }): Observer;
   /** Counters, gauges, histograms: parsed JSON, or the text ('json', 'prometheus'). */
   stats(): Record<string, any>;
   stats(format: 'json' | 'prometheus'): string;
@@ -321,6 +351,12 @@ export declare const MAX_OWNER: 64;
 export declare const LOST_EXPIRED: -6;
 /** A watch or term that reached its maxHoldMs: released on purpose, not an error. */
 export declare const LOST_MAX_HOLD: 1;
+/** Nobody leads (or a hand-off is half done): a quorum answered, none holds a lease. */
+export declare const LEADER_NONE: 0;
+/** A quorum holds the same lease. */
+export declare const LEADER_HELD: 1;
+/** Fewer than a quorum of masters answered. */
+export declare const LEADER_UNKNOWN: 2;
 /** True when the loaded libredlock can connect to rediss:// masters. */
 export declare function tlsSupported(): boolean;
 

@@ -9,12 +9,14 @@
  *    run), so all JS callbacks and promise settlements happen on the JS thread.
  *  - Hence the JS thread must never block in a C call that waits for the I/O
  *    thread: it would deadlock.  The blocking C calls this binding uses run
- *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect
- *    and redlock_revoke on koffi's thread pool (`.async`), redlock_trylock
+ *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect,
+ *    redlock_revoke, redlock_election_leader and redlock_observe_stop on
+ *    koffi's thread pool (`.async`), redlock_trylock
  *    on worker threads (blocking.js: there a failed call's votes are read
  *    on its own thread); everything
  *    else is either a callback form (lock, lockMany, the primitives, extend,
- *    unlock) or returns at once (watch, redlock_cancel, accessors).
+ *    unlock) or returns at once (watch, redlock_cancel, redlock_elect,
+ *    redlock_election_observe, accessors).
  *  - Every acquisition that can wait is an _ex callback form: an AbortSignal
  *    cancels it through redlock_cancel and the call's id.
  *  - A failed call's votes (redlock_last_votes: the library keeps them per
@@ -55,6 +57,10 @@ const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX
 // not: the hold reached the bound it was given (maxHoldMs) and the library
 // released it on purpose.
 const LOST = { LOST_EXPIRED: CODES.ELOST, LOST_MAX_HOLD: 1 };
+// Who leads an election (Client.leader, Client.observe): a quorum holds no
+// lease (nobody leads, or a hand-off is half done), a quorum holds the same
+// lease, or fewer than a quorum of masters answered.
+const LEADER = { LEADER_NONE: 0, LEADER_HELD: 1, LEADER_UNKNOWN: 2 };
 // Client.inspect's kinds, to their REDLOCK_INSPECT_* macros (the values are
 // asked of the library).
 const INSPECT_KINDS = { lock: 'LOCK', semaphore: 'SEMAPHORE', rwlock: 'RWLOCK', election: 'ELECTION' };
@@ -200,6 +206,11 @@ function declare(lib) {
   koffi.opaque('redlock_t');
   koffi.opaque('redlock_lock_t');
   koffi.opaque('redlock_election_t');
+  koffi.opaque('redlock_observer_t');
+  // redlock_leader_t (part of the ABI); owner is a NUL-terminated char array.
+  const LeaderView = koffi.struct('redlock_leader_t', {
+    state: 'int', term: 'uint64_t', ttl_ms: 'int64_t', owner: koffi.array('char', LIMITS.MAX_OWNER + 1, 'String'),
+  });
   // `void *arg` is declared as intptr_t: the binding passes small integer ids,
   // never JS objects, through the C library.  Same registers on every ABI.
   const LockCb = koffi.proto('void redlock_node_lock_cb(int status, redlock_lock_t *lock, intptr_t arg)');
@@ -208,12 +219,13 @@ function declare(lib) {
   const LogCb = koffi.proto('void redlock_node_log_cb(int level, const char *msg, intptr_t arg)');
   const ElectedCb = koffi.proto('void redlock_node_elected_cb(redlock_election_t *e, uint64_t term, intptr_t arg)');
   const ElectionLostCb = koffi.proto('void redlock_node_election_lost_cb(redlock_election_t *e, int reason, intptr_t arg)');
+  const LeaderCb = koffi.proto('void redlock_node_leader_cb(redlock_observer_t *obs, const redlock_leader_t *view, intptr_t arg)');
   const f = (sig) => lib.func(sig);
   // Added to the C API later: a library without it still loads, and the
   // option then rejects with NotSupportedError.
   const optional = (sig) => { try { return lib.func(sig); } catch { return null; } };
   return {
-    LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb,
+    LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb, LeaderCb, LeaderView,
     redlock_version: f('const char *redlock_version(void)'),
     redlock_strerror: f('const char *redlock_strerror(int err)'),
     redlock_err_name: f('const char *redlock_err_name(int err)'),
@@ -272,6 +284,9 @@ function declare(lib) {
     redlock_inspect: optional('int redlock_inspect(redlock_t *c, const char *name, int kind, void *buf, size_t size)'),
     redlock_revoke: optional('int redlock_revoke(redlock_t *c, const char *resource, _Out_ uint64_t *fence)'),
     redlock_watch_bounded: optional('int redlock_watch_bounded(redlock_t *c, redlock_lock_t *l, uint32_t max_hold, redlock_node_lost_cb *cb, intptr_t arg)'),
+    redlock_election_leader: optional('int redlock_election_leader(redlock_t *c, const char *name, _Out_ redlock_leader_t *out)'),
+    redlock_election_observe: optional('int redlock_election_observe(redlock_t *c, const char *name, uint32_t poll_ms, redlock_node_leader_cb *cb, intptr_t arg, _Out_ redlock_observer_t **out)'),
+    redlock_observe_stop: optional('int redlock_observe_stop(redlock_t *c, redlock_observer_t *obs)'),
     redlock_elect_bounded: optional('int redlock_elect_bounded(redlock_t *c, const char *name, uint32_t ttl, uint32_t max_hold, redlock_node_elected_cb *on_elected, redlock_node_election_lost_cb *on_lost, intptr_t arg, _Out_ redlock_election_t **out)'),
   };
 }
@@ -313,7 +328,7 @@ function libConstant(fns, cname) {
 /** This binding's constants that differ from the library's: descriptions. */
 function constantDrift(fns) {
   const bad = [];
-  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS, ...LOST, CANCEL_LATE })) {
+  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS, ...LOST, ...LEADER, CANCEL_LATE })) {
     const lib = libConstant(fns, 'REDLOCK_' + k);
     if (lib !== v) bad.push(`${k} is ${v} here, ${lib} in the library`);
   }
@@ -338,6 +353,7 @@ const pending = new Map(); // id -> function(status, lockPtr) run on the JS thre
 const watchers = new Map(); // id -> function(reason)
 const loggers = new Map(); // id -> function(level, msg)
 const elections = new Map(); // id -> { elected(term), lost(reason) }
+const observers = new Map(); // id -> Observer
 const T = {};
 
 function registerTrampolines() {
@@ -372,6 +388,16 @@ function registerTrampolines() {
     const el = elections.get(id);
     if (el) el._onLost(reason);
   }, koffi.pointer(F.ElectionLostCb));
+  // An observer's view is valid during the callback only: decoded here.
+  T.leader = koffi.register((_obs, view, id) => {
+    const ob = observers.get(id);
+    if (ob) ob._onChange(leaderView(koffi.decode(view, F.LeaderView)));
+  }, koffi.pointer(F.LeaderCb));
+}
+
+/** A redlock_leader_t as the binding gives it: { state, term (bigint), ttlMs, owner }. */
+function leaderView(v) {
+  return { state: v.state, term: BigInt(v.term), ttlMs: Number(v.ttl_ms), owner: v.owner || '' };
 }
 
 /**
@@ -606,6 +632,56 @@ class Lock {
 
   /** `await using lock = await client.lock(...)`: unlocks at the end of the block. */
   async [kAsyncDispose]() { await this.unlock(); }
+}
+
+// ---- Observer -----------------------------------------------------------------
+
+/** A follower of one election's leadership (Client.observe). */
+class Observer {
+  constructor(client, name, callback) {
+    this.client = client;
+    this.name = name;
+    this._callback = callback;
+    this._ptr = null;
+    this._id = 0;
+    this.stopped = false;
+    this.last = null; // the latest view reported
+  }
+
+  _onChange(view) {
+    if (this.stopped) return;
+    this.last = view;
+    try { this._callback(view); } catch (e) { process.nextTick(() => { throw e; }); }
+  }
+
+  /**
+   * Stops observing and frees the C observer; no callback runs after the
+   * promise resolves.  Idempotent.  Runs on the thread pool:
+   * redlock_observe_stop waits for the I/O thread, which may be waiting for
+   * this thread to run a callback.
+   */
+  stop() {
+    if (this._stopping) return this._stopping;
+    this._stopping = (async () => {
+      const ptr = this._ptr;
+      this._detach();
+      if (ptr === null || this.client._closed) return;
+      const rc = await this.client._blocking(F.redlock_observe_stop, this.client._ptr, ptr)
+        .catch((e) => (e instanceof ClosedError ? CODES.ECLOSED : Promise.reject(e)));
+      if (rc !== 0 && rc !== CODES.ECLOSED) throw makeError(rc, `stop observing ${this.name}`);
+    })();
+    return this._stopping;
+  }
+
+  _detach() {
+    this.stopped = true;
+    this._ptr = null;
+    if (this._id) { observers.delete(this._id); this._id = 0; }
+    this.client._observers.delete(this);
+  }
+
+  /** stop(): `await using observer = client.observe(...)`. */
+  async [kAsyncDispose]() { await this.stop(); }
 }
 
 // ---- Client -------------------------------------------------------------------
@@ -872,6 +948,7 @@ class Client {
     this._closing = null;
     this._locks = new Set();
     this._elections = new Set();
+    this._observers = new Set();
     this._inflight = new Set(); // blocking calls running on the thread pool
     // Keeps the event loop alive while the client is open (see the header).
     this._keepAlive = setInterval(() => {}, 0x7fffffff);
@@ -1074,6 +1151,58 @@ class Client {
     return BigInt(out[0]);
   }
 
+  /**
+   * Who leads the election `name` now (redlock_election_leader): one read
+   * round (nothing written), on koffi's thread pool.  Resolves with
+   * { state, term, ttlMs, owner }: state LEADER_HELD with the leader's term
+   * (a bigint), the lease left (a lower bound) and its owner label ('' when
+   * it set none); LEADER_NONE (nobody leads, or a hand-off is half done);
+   * LEADER_UNKNOWN (fewer than a quorum of masters answered: not an error).
+   */
+  async leader(name) {
+    this._checkOpen();
+    resourceArg(name);
+    const fn = optionalFn('redlock_election_leader');
+    const out = {};
+    const rc = await this._blocking(fn, this._ptr, name, out);
+    check(rc, `leader ${name}`);
+    return leaderView(out);
+  }
+
+  /**
+   * Follows the leadership of the election `name` without campaigning
+   * (redlock_election_observe): `callback({ state, term, ttlMs, owner })`
+   * runs on the JS thread first with the view of the first read, then
+   * whenever it changes (state, term or owner; never for the ttl alone).
+   * It re-reads when a release or a new term of `name` is announced (a
+   * hand-off is seen within about one round trip of the new grant), when
+   * the lease it saw should have ended, and at least every `pollMs` (0: the
+   * client's retry delay).  Returns an Observer: `await observer.stop()`;
+   * close() stops it too.
+   */
+  observe(name, callback, { pollMs = 0 } = {}) {
+    this._checkOpen();
+    resourceArg(name);
+    if (typeof callback !== 'function') throw new TypeError('callback must be a function');
+    u32('pollMs', pollMs);
+    const fn = optionalFn('redlock_election_observe');
+    const ob = new Observer(this, name, callback);
+    const id = newId();
+    observers.set(id, ob);
+    const out = [null];
+    // Returns at once; *out is set before any callback can run, and the
+    // callbacks are queued to this thread, so they run after this returns.
+    const rc = fn(this._ptr, name, pollMs, T.leader, id, out);
+    if (rc !== 0) {
+      observers.delete(id);
+      throw makeError(rc, `observe ${name}`);
+    }
+    ob._ptr = out[0];
+    ob._id = id;
+    this._observers.add(ob);
+    return ob;
+  }
+
   /*
    * A blocking C call on koffi's thread pool (`.async`): the JS thread must
    * never wait for the I/O thread (see the header).  close() waits for it,
@@ -1266,6 +1395,7 @@ class Client {
     this._closed = true;
     for (const lk of this._locks) lk._detach();
     for (const el of [...this._elections]) el._detach(makeError(CODES.ECLOSED, `election ${el.name}: client closed`));
+    for (const ob of [...this._observers]) ob._detach(); // the close stops and frees them
     this._closing = (async () => {
       // tryLock calls already on the worker threads finish first (each
       // bounded by the retry policy): none may start after redlock_close.
@@ -1300,6 +1430,7 @@ const codes = Object.freeze({ ...CODES });
 const { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } = LOGS;
 const { MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER } = LIMITS;
 const { LOST_EXPIRED, LOST_MAX_HOLD } = LOST;
+const { LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN } = LEADER;
 
 module.exports = {
   Client,
@@ -1341,4 +1472,8 @@ module.exports = {
   MAX_OWNER,
   LOST_EXPIRED,
   LOST_MAX_HOLD,
+  LEADER_NONE,
+  LEADER_HELD,
+  LEADER_UNKNOWN,
+  Observer,
 };

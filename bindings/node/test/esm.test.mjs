@@ -15,7 +15,7 @@ import {
   NotSupportedError, ForkedError, codes, errorTable, constantString,
   LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
   MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER,
-  LOST_EXPIRED, LOST_MAX_HOLD,
+  LOST_EXPIRED, LOST_MAX_HOLD, LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN, Observer,
 } from '../index.js';
 import * as namespace from '../index.js';
 import defaultExport from '../index.js';
@@ -29,7 +29,7 @@ const imported = {
   NotSupportedError, ForkedError, codes, errorTable, constantString,
   LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
   MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER,
-  LOST_EXPIRED, LOST_MAX_HOLD,
+  LOST_EXPIRED, LOST_MAX_HOLD, LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN, Observer,
 };
 
 /** The value names index.d.ts exports (classes, constants, functions). */

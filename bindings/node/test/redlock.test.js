@@ -645,3 +645,100 @@ describe('redlock-c Node binding: who holds it, and taking it back (owner, inspe
     await Promise.all([ea.resign(), eb.resign()]);
   });
 });
+
+describe('redlock-c Node binding: who leads (leader, observe)', () => {
+  let srv;
+  let a;
+  let b;
+  let w;
+
+  before(async () => {
+    srv = await startMasters(3);
+    a = await Client.open(srv.uris, { ...base, owner: 'cand-a' });
+    b = await Client.open(srv.uris, { ...base, owner: 'cand-b' });
+    w = await Client.open(srv.uris, base);
+  });
+  after(async () => {
+    await Promise.all([a && a.close(), b && b.close(), w && w.close()]);
+    if (srv) await srv.stop();
+  });
+
+  /**
+   * Observes `name`; next(pred) resolves with the first view (seen or to
+   * come) that pred accepts, and fails after `ms`.
+   */
+  function follow(client, name, ms = 10000) {
+    const views = [];
+    const wanted = [];
+    const ob = client.observe(name, (v) => {
+      views.push(v);
+      for (const x of wanted.splice(0)) { if (x.pred(v)) x.resolve(v); else wanted.push(x); }
+    });
+    const next = (pred) => {
+      const hit = views.find(pred);
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no such view within ${ms} ms: ${pred}; seen `
+          + views.map((v) => `${v.state}/${v.term}/${v.owner}`).join(' '))), ms);
+        wanted.push({ pred, resolve: (v) => { clearTimeout(timer); resolve(v); } });
+      });
+    };
+    return { ob, views, next };
+  }
+
+  it('leader: nobody, then the elected one with its term and label, then nobody', async () => {
+    assert.deepEqual(await w.leader('n:lead'), { state: redlock.LEADER_NONE, term: 0n, ttlMs: 0, owner: '' });
+    const el = a.elect('n:lead', { ttlMs: 5000 });
+    const term = await el.elected();
+    const view = await w.leader('n:lead');
+    assert.equal(view.state, redlock.LEADER_HELD);
+    assert.equal(view.term, term);
+    assert.equal(view.owner, 'cand-a');
+    assert.ok(view.ttlMs > 0 && view.ttlMs <= 5000, `ttl ${view.ttlMs}`);
+    await el.resign(); // resolves once the loop took it, not once the masters released
+    await waitFor(async () => (await w.leader('n:lead')).state === redlock.LEADER_NONE);
+    await assert.rejects(w.leader(''), redlock.InvalidArgumentError);
+  });
+
+  it('observe: the first leader, then a hand-off by resign; stop ends the callbacks', async () => {
+    const { ob, views, next } = follow(w, 'n:obs');
+    await next(() => true); // the first read's view
+    const ea = a.elect('n:obs', { ttlMs: 5000 });
+    const first = await ea.elected();
+    // A read while the grant's fence is being committed may see the
+    // leader's value before its term: the view that counts has both.
+    const seenA = await next((v) => v.owner === 'cand-a' && v.term === first);
+    assert.equal(seenA.state, redlock.LEADER_HELD);
+    const eb = b.elect('n:obs', { ttlMs: 5000 });
+    await ea.resign(); // announced: b takes over, the observer is woken
+    const second = await eb.elected();
+    assert.ok(second > first, `${second} > ${first}`);
+    const seenB = await next((v) => v.owner === 'cand-b' && v.term === second);
+    assert.equal(seenB.state, redlock.LEADER_HELD);
+    assert.equal(ob.last, views[views.length - 1]);
+    for (let i = 1; i < views.length; i++) {
+      const [p, q] = [views[i - 1], views[i]];
+      assert.ok(p.state !== q.state || p.term !== q.term || p.owner !== q.owner, 'a view repeated');
+    }
+    await ob.stop();
+    assert.equal(ob.stopped, true);
+    await ob.stop(); // idempotent
+    const count = views.length;
+    await eb.resign(); // a change nobody is told about any more
+    await waitFor(async () => (await w.leader('n:obs')).state === redlock.LEADER_NONE);
+    assert.equal(views.length, count);
+  });
+
+  it('observe: bad arguments; the close stops the observers left', async () => {
+    assert.throws(() => w.observe('n:obs2', null), TypeError);
+    assert.throws(() => w.observe('', () => {}), redlock.InvalidArgumentError);
+    assert.throws(() => w.observe('n:obs2', () => {}, { pollMs: -1 }), redlock.InvalidArgumentError);
+    const c = await Client.open(srv.uris, base);
+    const { ob, next } = follow(c, 'n:obs2');
+    assert.equal((await next(() => true)).state, redlock.LEADER_NONE);
+    await c.close();
+    assert.equal(ob.stopped, true);
+    await ob.stop(); // a no-op after the close
+    assert.throws(() => c.observe('n:obs2', () => {}), redlock.ClosedError);
+  });
+});

@@ -46,6 +46,10 @@ async function example(nodes: string[]): Promise<bigint> {
   const reason: redlock.LostReason | 0 = held.lostReason;
   const bounded = client.elect('cron', { ttlMs: 2000, maxHoldMs: 60_000, onLost: (e, why) => console.log(e?.code, why) });
   console.log(revoked, reason, bounded.lostReason, redlock.LOST_EXPIRED, redlock.MAX_OWNER);
+  const now: redlock.LeaderView = await client.leader('cron');
+  const observer: redlock.Observer = client.observe('cron', (v) => console.log(v.state === redlock.LEADER_HELD, v.term, v.ttlMs, v.owner), { pollMs: 500 });
+  console.log(now.term > 0n, observer.last?.owner, observer.stopped);
+  await observer.stop();
   await client.close();
   return fence;
 }

@@ -57,7 +57,7 @@ import warnings
 import weakref
 
 __all__ = [
-    "Client", "Lock", "Election", "Event", "version", "strerror", "err_name",
+    "Client", "Lock", "Election", "Event", "Leader", "Observer", "version", "strerror", "err_name",
     "load_library", "tls_supported",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
@@ -66,7 +66,7 @@ __all__ = [
     "OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST", "ETIMEDOUT",
     "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP", "EFORKED",
     "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT",
-    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD",
+    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD", "LEADER_NONE", "LEADER_HELD", "LEADER_UNKNOWN",
 ]
 
 # ---- constants from redlock.h (part of the ABI) ---------------------------------
@@ -108,6 +108,11 @@ MAX_OWNER = 64  # bytes in an owner label (Client(owner=...))
 LOST_EXPIRED = ELOST
 LOST_MAX_HOLD = 1
 
+# Who leads an election (Client.leader, Client.observe): a quorum holds no
+# lease (nobody leads, or a hand-off is half done), a quorum holds the same
+# lease, or fewer than a quorum of masters answered.
+LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN = 0, 1, 2
+
 # Client.inspect's kinds, by the name it takes, to their REDLOCK_INSPECT_*
 # macros (the values are asked of the library).
 _INSPECT_KINDS = {"lock": "REDLOCK_INSPECT_LOCK", "semaphore": "REDLOCK_INSPECT_SEMAPHORE",
@@ -123,7 +128,8 @@ _ERROR_CONSTANTS = ("OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED"
                     "EFORKED")
 _OTHER_CONSTANTS = ("LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR", "MAX_NODES",
                     "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT",
-                    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD")
+                    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD", "LEADER_NONE", "LEADER_HELD",
+                    "LEADER_UNKNOWN")
 
 
 # ---- exceptions -------------------------------------------------------------------
@@ -304,6 +310,17 @@ _ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_
 _ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 _EVENT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
+
+class _LeaderView(ctypes.Structure):
+    """redlock_leader_t (part of the ABI: its layout changes only with the
+    ABI major version)."""
+    _fields_ = [("state", ctypes.c_int), ("term", ctypes.c_uint64), ("ttl_ms", ctypes.c_int64),
+                ("owner", ctypes.c_char * (MAX_OWNER + 1))]
+
+
+# An observer's on_change(observer, view, arg).
+_LEADER_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_LeaderView), ctypes.c_void_p)
+
 _lib = None
 _lib_lock = threading.Lock()
 
@@ -434,6 +451,10 @@ def _declare(lib):
         "redlock_watch_bounded": (c_int, [c_vp, c_vp, c_u32, _LOST_CB, c_vp]),
         "redlock_elect_bounded": (c_int, [c_vp, c_cp, c_u32, c_u32, _ELECTED_CB,
                                           _ELECTION_LOST_CB, c_vp, pp]),
+        # who leads: asking and observing an election
+        "redlock_election_leader": (c_int, [c_vp, c_cp, ctypes.POINTER(_LeaderView)]),
+        "redlock_election_observe": (c_int, [c_vp, c_cp, c_u32, _LEADER_CB, c_vp, pp]),
+        "redlock_observe_stop": (c_int, [c_vp, c_vp]),
     }
     for name, (restype, argtypes) in optional.items():
         fn = getattr(lib, name, None)
@@ -872,6 +893,9 @@ class _Core:
         self.election_lost_cb = _ELECTION_LOST_CB(self._on_election_lost)
         self.event_fn = None
         self.event_cb = None
+        # Observers: key -> Observer, held until stopped or closed (as elections).
+        self.observers = {}
+        self.leader_cb = _LEADER_CB(self._on_leader)
 
     # -- threads
     def on_loop_thread(self):
@@ -940,6 +964,17 @@ class _Core:
         if election is not None:
             election._lost(int(reason))
 
+    def _on_leader(self, handle, view, key):
+        self._mark_loop()
+        with self.mutex:
+            observer = self.observers.get(key)
+            if observer is not None and observer._handle is None and not observer._done:
+                # observe() has not returned yet: a stop() from this callback
+                # must find the handle.
+                observer._handle = handle
+        if observer is not None:
+            observer._changed(Leader._of(view.contents))
+
     # -- calls
     def enter(self):
         """Counts a C call that uses the client pointer; raises if closed."""
@@ -990,6 +1025,28 @@ class _Core:
         finally:
             self.leave()
 
+    def end_handle(self, obj, stop, registry):
+        """Ends an election or an observer (obj: its _handle, _done, _key)
+        with stop(ptr, handle), redlock_resign or redlock_observe_stop, and
+        forgets it in registry.  Returns stop's code, or None when there was
+        nothing to end (ended already, or the close ends it)."""
+        with self.mutex:
+            handle = obj._handle
+            if handle is None or obj._done or self.state != _OPEN:
+                return None
+            self.enter()
+            obj._handle = None
+            obj._done = True
+        try:
+            # Not under the mutex: off the I/O thread this waits for the
+            # loop, whose callbacks may need the mutex.
+            rc = stop(self.ptr, handle)
+        finally:
+            self.leave()
+        with self.mutex:
+            registry.pop(obj._key, None)
+        return rc
+
     def leave(self):
         with self.cond:
             self.active -= 1
@@ -1011,6 +1068,8 @@ class _Core:
             self.locks = weakref.WeakSet()
             for election in list(self.elections.values()):
                 election._invalidate()
+            for observer in list(self.observers.values()):
+                observer._invalidate()
         _OPEN_CORES.discard(self)
         if self.on_loop_thread():
             # From one of our callbacks: the blocking part cannot run on the
@@ -1034,6 +1093,7 @@ class _Core:
             self.state = _CLOSED
             self.watched.clear()
             self.elections.clear()
+            self.observers.clear()
             self.cond.notify_all()
 
 
@@ -1461,6 +1521,61 @@ class Client:
         _check(rc, "revoke %r" % (resource,))
         return int(fence.value)
 
+    # -- who leads
+    def leader(self, name):
+        """Who leads the election `name` now (redlock_election_leader): one
+        read round (nothing written), blocking up to the request timeout.
+        Returns a Leader: state LEADER_HELD with term, ttl_ms (a lower
+        bound of the lease left) and owner (the leader's label, "" when it
+        set none); LEADER_NONE (nobody leads, or a hand-off is half done);
+        LEADER_UNKNOWN (fewer than a quorum of masters answered: not an
+        error)."""
+        raw = _bytes_arg(name, "name")
+        fn = self._optional("redlock_election_leader")
+        core = self._core
+        view = _LeaderView()
+        core.enter()
+        try:
+            rc = fn(core.ptr, raw, ctypes.byref(view))
+        finally:
+            core.leave()
+        _check(rc, "leader %r" % (name,))
+        return Leader._of(view)
+
+    def observe(self, name, callback, poll_ms=0):
+        """Follows the leadership of the election `name` without
+        campaigning (redlock_election_observe): callback(leader) runs on the
+        library's I/O thread first with the view of the first read, then
+        whenever it changes (state, term or owner; never for the ttl alone):
+        a new leader, no leader, unknown.  It re-reads when a release or a
+        new term of `name` is announced (a hand-off is seen within about one
+        round trip of the new grant), when the lease it saw should have
+        ended, and at least every poll_ms (0: the client's retry delay).
+        Returns an Observer: stop() it (or use it as a context manager);
+        close() stops it too.  Keep the callback short."""
+        if not callable(callback):
+            raise TypeError("callback must be callable(leader)")
+        raw = _bytes_arg(name, "name")
+        poll = _ms(poll_ms, "poll_ms")
+        fn = self._optional("redlock_election_observe")
+        core = self._core
+        observer = Observer(self, name, callback)
+        out = ctypes.c_void_p()
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            key = next(core.keys)
+            observer._key = key
+            # Registered before the call: the first view may come before it returns.
+            core.observers[key] = observer
+            rc = fn(core.ptr, raw, poll, core.leader_cb, key, ctypes.byref(out))
+            if rc != 0:
+                core.observers.pop(key, None)
+            elif not observer._done:
+                observer._handle = out.value
+        _check(rc, "observe %r" % (name,))
+        return observer
+
     def last_votes(self):
         """One-line summary of the client's most recently decided round
         (redlock_last_votes); for diagnostics only: do not parse it."""
@@ -1631,21 +1746,9 @@ class Election:
         campaigner is woken at once) and frees the handle (redlock_resign).
         Idempotent; a no-op after the client was closed."""
         core = self._core
-        with core.mutex:
-            handle = self._handle
-            if handle is None or self._done or core.state != _OPEN:
-                return  # resigned already, or the close resigns it
-            core.enter()
-            self._handle = None
-            self._done = True
-        try:
-            # Not under core.mutex: off the I/O thread this waits for the loop,
-            # whose callbacks may need the mutex.
-            rc = core.lib.redlock_resign(core.ptr, handle)
-        finally:
-            core.leave()
-        with core.mutex:
-            core.elections.pop(self._key, None)
+        rc = core.end_handle(self, core.lib.redlock_resign, core.elections)
+        if rc is None:
+            return  # resigned already, or the close resigns it
         with self._state:
             self._leader = False
             self._state.notify_all()
@@ -1675,6 +1778,135 @@ class Election:
         state = ("resigned" if self._done
                  else "leader" if self._leader else "campaigning")
         return "<redlock_c.Election %r %s term=%d>" % (self._name, state, self._term)
+
+
+# ---- Leader, Observer -------------------------------------------------------------------------
+
+class Leader:
+    """Who leads an election, as a quorum of masters holds it (a copy of
+    redlock_leader_t): state (LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN),
+    term (the leader's term, its fencing token; 0 unless held), ttl_ms (the
+    lease left, the least over the quorum that holds it; 0 unless held) and
+    owner (the leader's owner label; "" when it set none or nobody leads).
+    Equal when state, term and owner are (the ttl is left out, as the
+    observer leaves it out of "a change")."""
+
+    __slots__ = ("state", "term", "ttl_ms", "owner")
+
+    def __init__(self, state, term, ttl_ms, owner):
+        self.state, self.term, self.ttl_ms, self.owner = state, term, ttl_ms, owner
+
+    @classmethod
+    def _of(cls, view):
+        return cls(int(view.state), int(view.term), int(view.ttl_ms), _decode(view.owner) or "")
+
+    @property
+    def held(self):
+        """True when a quorum holds the same lease (state LEADER_HELD)."""
+        return self.state == LEADER_HELD
+
+    def __eq__(self, other):
+        if not isinstance(other, Leader):
+            return NotImplemented
+        return (self.state, self.term, self.owner) == (other.state, other.term, other.owner)
+
+    def __hash__(self):
+        return hash((self.state, self.term, self.owner))
+
+    def __repr__(self):
+        name = {LEADER_NONE: "none", LEADER_HELD: "held", LEADER_UNKNOWN: "unknown"}.get(
+            self.state, str(self.state))
+        return "<redlock_c.Leader %s term=%d ttl_ms=%d owner=%r>" % (name, self.term, self.ttl_ms,
+                                                                   self.owner)
+
+
+class Observer:
+    """A follower of one election's leadership (Client.observe).  stop()
+    ends it: no callback runs after it returns (from inside the callback it
+    returns at once).  As a context manager, leaving the block stops it.
+    .last is the latest view it reported (None before the first)."""
+
+    def __init__(self, client, name, callback):
+        self._client = client
+        self._core = client._core
+        self._name = name if isinstance(name, str) else _decode(bytes(name))
+        self._callback = callback
+        self._handle = None
+        self._key = None
+        self._done = False
+        self._cond = threading.Condition()
+        self._last = None
+        self._changes = 0
+
+    def _changed(self, leader):  # the I/O thread
+        with self._cond:
+            self._last = leader
+            self._changes += 1
+            self._cond.notify_all()
+        self._callback(leader)
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def last(self):
+        """The latest view reported (a Leader), or None before the first."""
+        return self._last
+
+    @property
+    def stopped(self):
+        """True after stop() or after the client was closed."""
+        return self._done
+
+    def wait_for(self, predicate, timeout=None):
+        """Waits until predicate(leader) holds for a reported view (the
+        latest first); returns that view, or None on timeout or once stopped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            seen = -1
+            while True:
+                if self._changes != seen:
+                    seen = self._changes
+                    if self._last is not None and predicate(self._last):
+                        return self._last
+                if self._done:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def stop(self):
+        """Stops observing and frees the C observer (redlock_observe_stop).
+        Idempotent; a no-op after the client was closed."""
+        core = self._core
+        rc = core.end_handle(self, core.lib.redlock_observe_stop, core.observers)
+        if rc is None:
+            return  # stopped already, or the close stops it
+        with self._cond:
+            self._cond.notify_all()
+        if rc == ECLOSED:
+            return  # the close in progress stops it
+        _check(rc)
+
+    def _invalidate(self):
+        """Called by close() under the core mutex: the C observer is the close's."""
+        self._done = True
+        self._handle = None
+        with self._cond:
+            self._cond.notify_all()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __repr__(self):
+        return "<redlock_c.Observer %r %s last=%r>" % (
+            self._name, "stopped" if self._done else "observing", self._last)
 
 
 # ---- Lock ------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ with loop.call_soon_threadsafe, so no thread is blocked per call and any
 number of acquisitions can wait at once.  Opening and closing a client,
 trylock() and resign() have no callback form in the C API; they run in the
 loop's default executor (each is bounded: connect timeout, request timeout,
-retry policy), and so do inspect() and revoke(), which are blocking C calls
-too.
+retry policy), and so do inspect(), revoke(), leader() and an observer's
+stop(), which are blocking C calls too.
 
 Cancelling the task that awaits an acquisition cancels the C call
 (redlock_cancel with the id its _ex form gave): nothing more is sent for
@@ -41,7 +41,7 @@ import threading
 from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, LOST_MAX_HOLD, Client, ClosedError,
                InvalidArgument, _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
 
-__all__ = ["AsyncClient", "AsyncLock", "AsyncElection"]
+__all__ = ["AsyncClient", "AsyncLock", "AsyncElection", "AsyncObserver"]
 
 
 class _Awaitable(collections.abc.Coroutine):
@@ -305,6 +305,29 @@ class AsyncClient:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, self._client.revoke, resource)
 
+    # -- who leads
+    async def leader(self, name):
+        """As Client.leader (a redlock_c.Leader), in the default executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._client.leader, name)
+
+    def observe(self, name, callback, poll_ms=0):
+        """As Client.observe, with callback(leader) run on the event loop;
+        returns an AsyncObserver (await stop(), or ``async with``)."""
+        if not callable(callback):
+            raise InvalidArgument(EINVAL, detail="callback must be callable")
+        loop = asyncio.get_running_loop()
+        aobserver = AsyncObserver(loop, callback)
+
+        def relay(leader):  # the library's I/O thread
+            try:
+                loop.call_soon_threadsafe(callback, leader)
+            except RuntimeError:
+                pass  # the event loop is gone
+
+        aobserver._observer = self._client.observe(name, relay, poll_ms)
+        return aobserver
+
     # -- diagnostics
     def last_votes(self):
         """As Client.last_votes (does not block)."""
@@ -552,3 +575,37 @@ class AsyncElection:
     def __repr__(self):
         return "<redlock_c.aio.AsyncElection %r>" % (self._election,)
 
+
+
+class AsyncObserver:
+    """A follower of an election's leadership (AsyncClient.observe), as
+    redlock_c.Observer, with awaitable stop().  ``async with`` stops it on
+    exit."""
+
+    def __init__(self, loop, callback):
+        self._loop = loop
+        self._callback = callback
+        self._observer = None  # set by AsyncClient.observe
+
+    name = property(lambda self: self._observer.name)
+    last = property(lambda self: self._observer.last)
+    stopped = property(lambda self: self._observer.stopped)
+
+    @property
+    def observer(self):
+        """The underlying redlock_c.Observer."""
+        return self._observer
+
+    async def stop(self):
+        """As Observer.stop(), in the default executor (it waits for the
+        library's loop)."""
+        await self._loop.run_in_executor(None, self._observer.stop)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        await self.stop()
+
+    def __repr__(self):
+        return "<redlock_c.aio.AsyncObserver %r>" % (self._observer,)

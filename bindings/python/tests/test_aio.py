@@ -428,6 +428,36 @@ class TestAsyncClient(unittest.TestCase):
 
         self.run_async(main())
 
+    def test_leader_and_observe_on_the_event_loop(self):
+        name = unique("aio-observe")
+
+        async def main():
+            async with await redlock_c.aio.AsyncClient.open(
+                    self.nodes, **client_kwargs(owner="aio-cand")) as client:
+                loop_thread = threading.get_ident()
+                views = asyncio.Queue()
+                threads = set()
+
+                def on_change(view):
+                    threads.add(threading.get_ident())
+                    views.put_nowait(view)
+
+                async with client.observe(name, on_change) as obs:
+                    election = await client.elect(name, 5000)
+                    term = await election.wait_elected(timeout=DEADLINE)
+                    while True:  # bounded by run_async's deadline
+                        view = await views.get()
+                        if view.owner == "aio-cand" and view.term == term:
+                            break
+                    self.assertEqual((await client.leader(name)).term, term)
+                    await election.resign()
+                    while (await views.get()).state != redlock_c.LEADER_NONE:
+                        pass
+                self.assertTrue(obs.stopped)
+                self.assertEqual(threads, {loop_thread})
+
+        self.run_async(main())
+
     def test_bad_input(self):
         async def main():
             async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:

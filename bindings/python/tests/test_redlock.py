@@ -1688,6 +1688,97 @@ class TestWhoHolds(ServerTestCase):
             a.elect(name, 1000, max_hold_ms=0)
 
 
+class TestLeaderObserve(ServerTestCase):
+    """Client.leader and Client.observe (redlock_election_leader / _observe)."""
+
+    DEADLINE = 20.0
+
+    def test_leader_none_then_held_then_none(self):
+        name = unique("leader")
+        a = self.client(owner="cand-a")
+        watcher = self.client()
+        view = watcher.leader(name)
+        self.assertEqual((view.state, view.term, view.ttl_ms, view.owner),
+                         (redlock_c.LEADER_NONE, 0, 0, ""))
+        self.assertFalse(view.held)
+        e = a.elect(name, 5000)
+        term = e.wait_elected(timeout=self.DEADLINE)
+        self.assertIsNotNone(term)
+        view = watcher.leader(name)
+        self.assertEqual(view.state, redlock_c.LEADER_HELD)
+        self.assertEqual(view.term, term)
+        self.assertEqual(view.owner, "cand-a")
+        self.assertGreater(view.ttl_ms, 0)
+        self.assertLessEqual(view.ttl_ms, 5000)
+        e.resign()  # returns once the loop took it, not once the masters released
+        wait_until(lambda: watcher.leader(name).state == redlock_c.LEADER_NONE,
+                   timeout=self.DEADLINE, what="nobody leads")
+        with self.assertRaises(redlock_c.InvalidArgument):
+            watcher.leader("")
+
+    def test_observe_sees_a_hand_off(self):
+        name = unique("observe")
+        a = self.client(owner="cand-a")
+        b = self.client(owner="cand-b")
+        watcher = self.client()
+        views = []
+        threads = set()
+
+        def on_change(view):
+            threads.add(threading.get_ident())
+            views.append(view)
+
+        obs = watcher.observe(name, on_change)
+        self.assertIsNotNone(obs.wait_for(lambda v: True, self.DEADLINE), "no first view")
+        ea = a.elect(name, 5000)
+        first = ea.wait_elected(timeout=self.DEADLINE)
+        # A read while the grant's fence is being committed may see the
+        # leader's value before its term: the view that counts has both.
+        seen = obs.wait_for(lambda v: v.owner == "cand-a" and v.term == first, self.DEADLINE)
+        self.assertIsNotNone(seen, "the first leader was not seen: %r" % (views,))
+        self.assertEqual(seen.state, redlock_c.LEADER_HELD)
+        eb = b.elect(name, 5000)
+        ea.resign()  # the release is announced: b takes over, the observer is woken
+        second = eb.wait_elected(timeout=self.DEADLINE)
+        self.assertGreater(second, first)
+        seen = obs.wait_for(lambda v: v.owner == "cand-b" and v.term == second, self.DEADLINE)
+        self.assertIsNotNone(seen, "the hand-off was not seen: %r" % (views,))
+        # Only changes are reported: never the same view twice in a row.
+        for before, after in zip(views, views[1:]):
+            self.assertNotEqual(before, after, views)
+        self.assertNotIn(threading.get_ident(), threads)  # the I/O thread
+        obs.stop()
+        self.assertTrue(obs.stopped)
+        obs.stop()  # idempotent
+        count = len(views)
+        eb.resign()  # a change nobody is told about any more
+        wait_until(lambda: watcher.leader(name).state == redlock_c.LEADER_NONE,
+                   timeout=self.DEADLINE, what="nobody leads")
+        self.assertEqual(len(views), count)
+
+    def test_observer_context_manager_close_and_bad_arguments(self):
+        name = unique("observe-cm")
+        c = redlock_c.Client(self.uris, **client_kwargs())
+        try:
+            with c.observe(name, lambda v: None, poll_ms=50) as obs:
+                self.assertIsNotNone(obs.wait_for(lambda v: v.state == redlock_c.LEADER_NONE,
+                                                  self.DEADLINE))
+            self.assertTrue(obs.stopped)
+            with self.assertRaises(TypeError):
+                c.observe(name, None)
+            with self.assertRaises(TypeError):
+                c.observe(name, lambda v: None, poll_ms=0.5)
+            with self.assertRaises(redlock_c.InvalidArgument):
+                c.observe("", lambda v: None)
+            left = c.observe(name, lambda v: None)
+        finally:
+            c.close()
+        self.assertTrue(left.stopped)  # the close stopped it
+        left.stop()  # a no-op after the close
+        with self.assertRaises(redlock_c.ClosedError):
+            c.observe(name, lambda v: None)
+
+
 class TestWhoHoldsExamples(ServerTestCase):
     """examples/owner_inspect.py, revoke_fenced.py, bounded_watch.py (type-checked by
     python_mypy) run against real masters."""
@@ -1712,6 +1803,12 @@ class TestWhoHoldsExamples(ServerTestCase):
         self.assertIn("holder told: lost", out)
         self.assertIn("next holder's token", out)
         self.assertTrue(out.rstrip().endswith("True"), out)
+
+    def test_observe_leader(self):
+        out = self.run_example("observe_leader.py")
+        self.assertIn("now: nobody leads", out)
+        self.assertIn("change: led by scheduler-a", out)
+        self.assertIn("handed over to scheduler-b", out)
 
     def test_bounded_watch(self):
         out = self.run_example("bounded_watch.py")
