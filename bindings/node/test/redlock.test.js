@@ -690,6 +690,9 @@ describe('redlock-c Node binding: who leads (leader, observe)', () => {
     assert.deepEqual(await w.leader('n:lead'), { state: redlock.LEADER_NONE, term: 0n, ttlMs: 0, owner: '' });
     const el = a.elect('n:lead', { ttlMs: 5000 });
     const term = await el.elected();
+    // One read says what it saw: a master the grant's fence commit has not
+    // reached yet shows a counter below the term.
+    await waitFor(async () => (await w.leader('n:lead')).term === term);
     const view = await w.leader('n:lead');
     assert.equal(view.state, redlock.LEADER_HELD);
     assert.equal(view.term, term);

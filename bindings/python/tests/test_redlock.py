@@ -1704,6 +1704,10 @@ class TestLeaderObserve(ServerTestCase):
         e = a.elect(name, 5000)
         term = e.wait_elected(timeout=self.DEADLINE)
         self.assertIsNotNone(term)
+        # One read says what it saw: a master the grant's fence commit has
+        # not reached yet shows a counter below the term.
+        wait_until(lambda: watcher.leader(name).term == term, timeout=self.DEADLINE,
+                   what="the leader's term")
         view = watcher.leader(name)
         self.assertEqual(view.state, redlock_c.LEADER_HELD)
         self.assertEqual(view.term, term)
