@@ -1760,6 +1760,26 @@ class TestLeaderObserve(ServerTestCase):
                    timeout=self.DEADLINE, what="nobody leads")
         self.assertEqual(len(views), count)
 
+    def test_stop_from_the_callback(self):
+        name = unique("observe-stop")
+        c = self.client()
+        box = []
+        stopped = threading.Event()
+
+        def on_change(view):
+            if box and view.held:
+                box[0].stop()  # on the I/O thread: returns at once
+                stopped.set()
+
+        obs = c.observe(name, on_change)
+        box.append(obs)
+        e = self.client().elect(name, 5000)  # a change after box is filled
+        self.assertTrue(stopped.wait(self.DEADLINE), "the callback never stopped it")
+        self.assertTrue(obs.stopped)
+        e.resign()
+        # The client still works after a stop from its loop.
+        self.assertNotEqual(c.leader(name).state, redlock_c.LEADER_UNKNOWN)
+
     def test_observer_context_manager_close_and_bad_arguments(self):
         name = unique("observe-cm")
         c = redlock_c.Client(self.uris, **client_kwargs())
