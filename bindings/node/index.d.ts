@@ -47,6 +47,95 @@ export interface ClientOptions {
    * own addresses are not checked. At most 64 patterns of 1..255 bytes.
    */
   allowDiscovered?: string[];
+  /**
+   * Owner label carried in the value of every lock, permit, read/write hold and election
+   * lease this client takes, so that inspect() (from any client) tells who holds a resource:
+   * 1..MAX_OWNER bytes of printable ASCII (0x21..0x7e) except '~' (InvalidArgumentError
+   * otherwise); "" for none (the default). Anyone who can read the masters reads it: never a
+   * secret.
+   */
+  owner?: string;
+}
+
+/** Client.inspect's kinds. */
+export type InspectKind = 'lock' | 'semaphore' | 'rwlock' | 'election';
+
+/** One hold of Inspection.holders. */
+export interface InspectHolder {
+  value: string;
+  owner: string | null;
+  ttl_ms_min: number;
+  ttl_ms_max: number;
+  /** A semaphore's slot. */
+  slot?: number;
+  /** A read-write lock's hold. */
+  mode?: 'read' | 'write';
+}
+
+/** One master of Inspection.masters. */
+export interface InspectMaster {
+  addr: string;
+  /** "holds", "free", "other" (holds what no quorum agrees on), or why it gave no answer ("down", "timeout", "unsupported", ...). */
+  state: string;
+  value: string | null;
+  owner: string | null;
+  ttl_ms: number | null;
+  holds: number;
+}
+
+/** The masters' view of one resource (Client.inspect; docs/api.md "Inspect and revoke"). */
+export interface Inspection {
+  name: string;
+  kind: InspectKind;
+  /** A quorum holds the same value (semaphore, read-write lock: some hold). */
+  held: boolean;
+  /** False when fewer than a quorum answered, or they do not all show the same holds. */
+  agreed: boolean;
+  /** The label of the hold a quorum agrees on; null when none, or when it has no label. */
+  owner: string | null;
+  value: string | null;
+  ttl_ms_min: number | null;
+  ttl_ms_max: number | null;
+  /** The largest fence counter a master reports (an election's term), or null. */
+  fence: bigint | null;
+  quorum: number;
+  count: number;
+  holders: InspectHolder[];
+  masters: InspectMaster[];
+}
+
+/** Why a watch or an election's term ended: LOST_EXPIRED (a failure) or LOST_MAX_HOLD (the bound, not a failure). */
+export type LostReason = typeof LOST_EXPIRED | typeof LOST_MAX_HOLD;
+
+/** Who leads an election (Client.leader, an Observer's callback). */
+export interface LeaderView {
+  /** LEADER_NONE, LEADER_HELD or LEADER_UNKNOWN (fewer than a quorum answered: not an error). */
+  state: typeof LEADER_NONE | typeof LEADER_HELD | typeof LEADER_UNKNOWN;
+  /** The leader's term (its fencing token); 0n unless held. */
+  term: bigint;
+  /** The lease left (the least over the quorum that holds it), ms; 0 unless held. */
+  ttlMs: number;
+  /** The leader's owner label; "" when it set none, or when nobody leads. */
+  owner: string;
+}
+
+/** A follower of one election's leadership (Client.observe). */
+export declare class Observer implements AsyncDisposable {
+  readonly client: Client;
+  readonly name: string;
+  /** True after stop() or the client's close. */
+  readonly stopped: boolean;
+  /** The latest view reported, null before the first. */
+  readonly last: LeaderView | null;
+  /** Stops observing; no callback runs after it resolves. Idempotent. */
+  stop(): Promise<void>;
+  /** stop(): `await using observer = client.observe(...)`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export interface WatchOptions {
+  /** Caps the whole hold, ms after the grant (> 0): then released on purpose, onLost(null, LOST_MAX_HOLD). */
+  maxHoldMs?: number;
 }
 
 export interface SemaphoreOptions extends WaitLockOptions {
@@ -60,7 +149,12 @@ export interface ElectOptions {
   /** Same as election.on('elected', fn). */
   onElected?: (term: bigint) => void;
   /** Same as election.on('lost', fn). */
-  onLost?: (err: LostError) => void;
+  onLost?: (err: LostError | null, reason: LostReason) => void;
+  /**
+   * Bounds every term (> 0, ms after its grant): the leader resigns it, 'lost' gets
+   * (null, LOST_MAX_HOLD) (not a failure), and the campaign goes on.
+   */
+  maxHoldMs?: number;
 }
 
 /** A campaign for leadership (Client.elect). Events run on the JS thread. */
@@ -73,10 +167,13 @@ export declare class Election implements AsyncDisposable {
   readonly resigned: boolean;
   /** Leadership left in the current term, ms; <= 0 when not leader. */
   readonly validityMs: number;
+  /** Why the last term ended (LOST_EXPIRED or LOST_MAX_HOLD), 0 before. */
+  readonly lostReason: LostReason | 0;
   on(event: 'elected', listener: (term: bigint) => void): this;
-  on(event: 'lost', listener: (err: LostError) => void): this;
+  /** err: a LostError, or null when the term reached maxHoldMs (reason LOST_MAX_HOLD). */
+  on(event: 'lost', listener: (err: LostError | null, reason: LostReason) => void): this;
   once(event: 'elected', listener: (term: bigint) => void): this;
-  once(event: 'lost', listener: (err: LostError) => void): this;
+  once(event: 'lost', listener: (err: LostError | null, reason: LostReason) => void): this;
   off(event: 'elected' | 'lost', listener: (...args: any[]) => void): this;
   /** Resolves with the term once leader (a term > afterTerm). */
   elected(options?: { afterTerm?: bigint | number; signal?: AbortSignal }): Promise<bigint>;
@@ -126,18 +223,26 @@ export declare class Lock implements AsyncDisposable {
   readonly value: string;
   /** Fencing token; 0n without fencing. */
   readonly fence: bigint;
+  /** The owner label its value carries (the client's `owner`), "" when none. */
+  readonly owner: string;
+  /** Why the watch ended (LOST_EXPIRED, or LOST_MAX_HOLD: not a failure), 0 before. */
+  readonly lostReason: LostReason | 0;
   /** Local estimate of the validity left, ms (<= 0 once expired, 0 once released). */
   readonly validityMs: number;
   /** True once lost (watch, failed extension) or expired. */
   readonly lost: boolean;
   /** True after unlock() or the client's close. */
   readonly released: boolean;
-  /** Resolves with a LostError when a watched lock is lost (never otherwise). */
-  readonly lostPromise: Promise<LostError>;
+  /** Resolves with a LostError when a watched lock is lost, with null when it reached maxHoldMs. */
+  readonly lostPromise: Promise<LostError | null>;
   /** Sets the TTL to ttlMs from now on a quorum. */
   extend(ttlMs: number): Promise<void>;
-  /** Keeps the lock extended until unlock(); onLost is called once if it is lost. */
-  watch(onLost?: (err: LostError) => void): this;
+  /**
+   * Keeps the lock extended until unlock(); onLost is called once if it is lost
+   * (err, LOST_EXPIRED), or once the hold reached maxHoldMs (null, LOST_MAX_HOLD).
+   */
+  watch(onLost?: (err: LostError, reason: LostReason) => void): this;
+  watch(onLost: ((err: LostError | null, reason: LostReason) => void) | null | undefined, options: WatchOptions): this;
   /** Releases on all masters; the Lock is released even if this rejects. Idempotent. */
   unlock(): Promise<void>;
   /** unlock(): `await using lock = await client.lock(...)`. */
@@ -149,6 +254,8 @@ export declare class Client implements AsyncDisposable {
   /** Opens a client on the masters (redis://host:port, unix:///path). */
   static open(nodes: string[], options?: ClientOptions): Promise<Client>;
   readonly closed: boolean;
+  /** The `owner` option as the library took it, "" when none. */
+  readonly owner: string;
   /** Retry policy (waitMs 0) or a wait of up to waitMs for a release. */
   lock(resource: string, options: WaitLockOptions): Promise<Lock>;
   /** Every resource (1..64, distinct) or none, as lockMany. */
@@ -170,6 +277,14 @@ export declare class Client implements AsyncDisposable {
   rwlockWrite(name: string, options: WaitLockOptions): Promise<Lock>;
   /** Campaigns for leadership of name. */
   elect(name: string, options: ElectOptions): Election;
+  /** The masters' view of one resource (one read round; nothing written). Default kind 'lock'. */
+  inspect(name: string, kind?: InspectKind): Promise<Inspection>;
+  /** An administrator's revoke: ends the hold on a quorum; the new fence (0n without fencing). */
+  revoke(resource: string): Promise<bigint>;
+  /** Who leads the election `name` now (one read round). */
+  leader(name: string): Promise<LeaderView>;
+  /** Follows the leadership of `name`: callback on the first view, then on every change. */
+  observe(name: string, callback: (view: LeaderView) => void, options?: { pollMs?: number }): Observer;
   /** Counters, gauges, histograms: parsed JSON, or the text ('json', 'prometheus'). */
   stats(): Record<string, any>;
   stats(format: 'json' | 'prometheus'): string;
@@ -231,6 +346,17 @@ export declare const MAX_RESOURCE_LEN: 1024;
 export declare const MAX_PREFIX_LEN: 256;
 export declare const MAX_MANY: 64;
 export declare const MAX_SEM_LIMIT: 1024;
+export declare const MAX_OWNER: 64;
+/** A watch or term that ended in failure (= codes.ELOST). */
+export declare const LOST_EXPIRED: -6;
+/** A watch or term that reached its maxHoldMs: released on purpose, not an error. */
+export declare const LOST_MAX_HOLD: 1;
+/** Nobody leads (or a hand-off is half done): a quorum answered, none holds a lease. */
+export declare const LEADER_NONE: 0;
+/** A quorum holds the same lease. */
+export declare const LEADER_HELD: 1;
+/** Fewer than a quorum of masters answered. */
+export declare const LEADER_UNKNOWN: 2;
 /** True when the loaded libredlock can connect to rediss:// masters. */
 export declare function tlsSupported(): boolean;
 

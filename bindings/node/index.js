@@ -9,11 +9,14 @@
  *    run), so all JS callbacks and promise settlements happen on the JS thread.
  *  - Hence the JS thread must never block in a C call that waits for the I/O
  *    thread: it would deadlock.  The blocking C calls this binding uses run
- *    elsewhere: redlock_open, redlock_close and redlock_resign on koffi's
- *    thread pool (`.async`), redlock_trylock on worker threads (blocking.js:
- *    there a failed call's votes are read on its own thread); everything
+ *    elsewhere: redlock_open, redlock_close, redlock_resign, redlock_inspect,
+ *    redlock_revoke, redlock_election_leader and redlock_observe_stop on
+ *    koffi's thread pool (`.async`), redlock_trylock
+ *    on worker threads (blocking.js: there a failed call's votes are read
+ *    on its own thread); everything
  *    else is either a callback form (lock, lockMany, the primitives, extend,
- *    unlock) or returns at once (watch, redlock_cancel, accessors).
+ *    unlock) or returns at once (watch, redlock_cancel, redlock_elect,
+ *    redlock_election_observe, accessors).
  *  - Every acquisition that can wait is an _ex callback form: an AbortSignal
  *    cancels it through redlock_cancel and the call's id.
  *  - A failed call's votes (redlock_last_votes: the library keeps them per
@@ -47,7 +50,20 @@ const CODES = {
   EFORKED: -13,
 };
 const LOGS = { LOG_DEBUG: 0, LOG_INFO: 1, LOG_WARN: 2, LOG_ERROR: 3 };
-const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024 };
+const LIMITS = { MAX_NODES: 64, MAX_RESOURCE_LEN: 1024, MAX_PREFIX_LEN: 256, MAX_MANY: 64, MAX_SEM_LIMIT: 1024, MAX_OWNER: 64 };
+// Why a watch (or an election's term) ended, the reason its lost callback
+// gets: LOST_EXPIRED (= ELOST) is a failure, the lock could not be extended
+// in time (or was revoked); LOST_MAX_HOLD (positive, never an error code) is
+// not: the hold reached the bound it was given (maxHoldMs) and the library
+// released it on purpose.
+const LOST = { LOST_EXPIRED: CODES.ELOST, LOST_MAX_HOLD: 1 };
+// Who leads an election (Client.leader, Client.observe): a quorum holds no
+// lease (nobody leads, or a hand-off is half done), a quorum holds the same
+// lease, or fewer than a quorum of masters answered.
+const LEADER = { LEADER_NONE: 0, LEADER_HELD: 1, LEADER_UNKNOWN: 2 };
+// Client.inspect's kinds, to their REDLOCK_INSPECT_* macros (the values are
+// asked of the library).
+const INSPECT_KINDS = { lock: 'LOCK', semaphore: 'SEMAPHORE', rwlock: 'RWLOCK', election: 'ELECTION' };
 // redlock_cancel's "too late" return (internal: compared with the library's too).
 const CANCEL_LATE = 1;
 
@@ -190,6 +206,11 @@ function declare(lib) {
   koffi.opaque('redlock_t');
   koffi.opaque('redlock_lock_t');
   koffi.opaque('redlock_election_t');
+  koffi.opaque('redlock_observer_t');
+  // redlock_leader_t (part of the ABI); owner is a NUL-terminated char array.
+  const LeaderView = koffi.struct('redlock_leader_t', {
+    state: 'int', term: 'uint64_t', ttl_ms: 'int64_t', owner: koffi.array('char', LIMITS.MAX_OWNER + 1, 'String'),
+  });
   // `void *arg` is declared as intptr_t: the binding passes small integer ids,
   // never JS objects, through the C library.  Same registers on every ABI.
   const LockCb = koffi.proto('void redlock_node_lock_cb(int status, redlock_lock_t *lock, intptr_t arg)');
@@ -198,12 +219,13 @@ function declare(lib) {
   const LogCb = koffi.proto('void redlock_node_log_cb(int level, const char *msg, intptr_t arg)');
   const ElectedCb = koffi.proto('void redlock_node_elected_cb(redlock_election_t *e, uint64_t term, intptr_t arg)');
   const ElectionLostCb = koffi.proto('void redlock_node_election_lost_cb(redlock_election_t *e, int reason, intptr_t arg)');
+  const LeaderCb = koffi.proto('void redlock_node_leader_cb(redlock_observer_t *obs, const redlock_leader_t *view, intptr_t arg)');
   const f = (sig) => lib.func(sig);
   // Added to the C API later: a library without it still loads, and the
   // option then rejects with NotSupportedError.
   const optional = (sig) => { try { return lib.func(sig); } catch { return null; } };
   return {
-    LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb,
+    LockCb, DoneCb, LostCb, LogCb, ElectedCb, ElectionLostCb, LeaderCb, LeaderView,
     redlock_version: f('const char *redlock_version(void)'),
     redlock_strerror: f('const char *redlock_strerror(int err)'),
     redlock_err_name: f('const char *redlock_err_name(int err)'),
@@ -255,6 +277,17 @@ function declare(lib) {
     redlock_options_set_tls_server_name: f('int redlock_options_set_tls_server_name(redlock_options_t *o, const char *name)'),
     redlock_options_set_tls_verify: f('int redlock_options_set_tls_verify(redlock_options_t *o, int verify)'),
     redlock_options_allow_discovered: optional('int redlock_options_allow_discovered(redlock_options_t *o, const char *pattern)'),
+    // Who holds it, and taking it back; bounded holds.
+    redlock_options_set_owner: optional('int redlock_options_set_owner(redlock_options_t *o, const char *label)'),
+    redlock_options_get_owner: optional('int redlock_options_get_owner(const redlock_options_t *o, _Out_ const char **label)'),
+    redlock_lock_owner: optional('const char *redlock_lock_owner(const redlock_lock_t *l)'),
+    redlock_inspect: optional('int redlock_inspect(redlock_t *c, const char *name, int kind, void *buf, size_t size)'),
+    redlock_revoke: optional('int redlock_revoke(redlock_t *c, const char *resource, _Out_ uint64_t *fence)'),
+    redlock_watch_bounded: optional('int redlock_watch_bounded(redlock_t *c, redlock_lock_t *l, uint32_t max_hold, redlock_node_lost_cb *cb, intptr_t arg)'),
+    redlock_election_leader: optional('int redlock_election_leader(redlock_t *c, const char *name, _Out_ redlock_leader_t *out)'),
+    redlock_election_observe: optional('int redlock_election_observe(redlock_t *c, const char *name, uint32_t poll_ms, redlock_node_leader_cb *cb, intptr_t arg, _Out_ redlock_observer_t **out)'),
+    redlock_observe_stop: optional('int redlock_observe_stop(redlock_t *c, redlock_observer_t *obs)'),
+    redlock_elect_bounded: optional('int redlock_elect_bounded(redlock_t *c, const char *name, uint32_t ttl, uint32_t max_hold, redlock_node_elected_cb *on_elected, redlock_node_election_lost_cb *on_lost, intptr_t arg, _Out_ redlock_election_t **out)'),
   };
 }
 
@@ -295,7 +328,7 @@ function libConstant(fns, cname) {
 /** This binding's constants that differ from the library's: descriptions. */
 function constantDrift(fns) {
   const bad = [];
-  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS, CANCEL_LATE })) {
+  for (const [k, v] of Object.entries({ ...CODES, ...LOGS, ...LIMITS, ...LOST, ...LEADER, CANCEL_LATE })) {
     const lib = libConstant(fns, 'REDLOCK_' + k);
     if (lib !== v) bad.push(`${k} is ${v} here, ${lib} in the library`);
   }
@@ -320,6 +353,7 @@ const pending = new Map(); // id -> function(status, lockPtr) run on the JS thre
 const watchers = new Map(); // id -> function(reason)
 const loggers = new Map(); // id -> function(level, msg)
 const elections = new Map(); // id -> { elected(term), lost(reason) }
+const observers = new Map(); // id -> Observer
 const T = {};
 
 function registerTrampolines() {
@@ -354,6 +388,27 @@ function registerTrampolines() {
     const el = elections.get(id);
     if (el) el._onLost(reason);
   }, koffi.pointer(F.ElectionLostCb));
+  // An observer's view is valid during the callback only: decoded here.
+  T.leader = koffi.register((_obs, view, id) => {
+    const ob = observers.get(id);
+    if (ob) ob._onChange(leaderView(koffi.decode(view, F.LeaderView)));
+  }, koffi.pointer(F.LeaderCb));
+}
+
+/** A redlock_leader_t as the binding gives it: { state, term (bigint), ttlMs, owner }. */
+function leaderView(v) {
+  return { state: v.state, term: BigInt(v.term), ttlMs: Number(v.ttl_ms), owner: v.owner || '' };
+}
+
+/**
+ * redlock_inspect's JSON as a plain object, its fence a bigint as every
+ * fence of this binding (read from the text: a JS number would round a
+ * counter above 2^53).
+ */
+function inspection(text) {
+  const obj = JSON.parse(text.replace(/("fence"\s*:\s*)(\d+)/, '$1"$2"'));
+  if (obj.fence !== null && obj.fence !== undefined) obj.fence = BigInt(obj.fence);
+  return obj;
 }
 
 function newId() {
@@ -384,6 +439,12 @@ function resourceArg(r) {
 }
 function check(rc, detail) {
   if (rc !== 0) throw makeError(rc, detail);
+}
+/** A function the C API gained later: NotSupportedError when this library lacks it. */
+function optionalFn(name) {
+  const fn = F[name];
+  if (!fn) throw makeError(CODES.ENOTSUP, `${name} is not in this libredlock`);
+  return fn;
 }
 /**
  * A TTL, checked against the client's max TTL here, where the refusal can
@@ -424,6 +485,8 @@ class Lock {
     this.resource = F.redlock_lock_resource(ptr);
     this.value = F.redlock_lock_value(ptr);
     this.fence = BigInt(F.redlock_lock_fence(ptr));
+    // The owner label its value carries (the client's `owner`), '' when none.
+    this.owner = F.redlock_lock_owner ? F.redlock_lock_owner(ptr) : '';
     this._lostReason = 0;
     this._watchId = 0;
     client._locks.add(this);
@@ -436,6 +499,13 @@ class Lock {
   get validityMs() {
     return this[kPtr] === null ? 0 : Number(F.redlock_lock_validity_ms(this[kPtr]));
   }
+
+  /**
+   * Why the watch ended, once its onLost has run: LOST_EXPIRED (a failure:
+   * not extended in time, or revoked) or LOST_MAX_HOLD (not a failure: the
+   * watch's maxHoldMs was reached and the lock released on purpose); 0 before.
+   */
+  get lostReason() { return this._lostReason; }
 
   /** True once the lock is known lost (watch, failed extension) or expired. */
   get lost() {
@@ -476,24 +546,39 @@ class Lock {
 
   /**
    * Keeps the lock extended until unlock().  If it cannot be extended before
-   * its validity ends, `onLost(err)` is called once (on the JS thread) with a
-   * LostError, and the lock's 'lost' promise (`lock.lostPromise`) resolves.
+   * its validity ends, `onLost(err, reason)` is called once (on the JS
+   * thread) with a LostError and LOST_EXPIRED, and the lock's 'lost' promise
+   * (`lock.lostPromise`) resolves with that error.
+   *
+   * `maxHoldMs` (> 0; redlock_watch_bounded) caps the whole hold: that long
+   * after the grant (not after this call) the watch stops, the lock is
+   * released on every master (waiters are woken), and `onLost(null,
+   * LOST_MAX_HOLD)` runs once: not a failure, so no error (lostPromise
+   * resolves with null).  unlock() then resolves.  A second watch replaces
+   * onLost and the bound.
    */
-  watch(onLost) {
+  watch(onLost, { maxHoldMs } = {}) {
     const ptr = this._live('watch');
-    if (onLost !== undefined && typeof onLost !== 'function') throw new TypeError('onLost must be a function');
+    if (onLost !== undefined && onLost !== null && typeof onLost !== 'function') throw new TypeError('onLost must be a function');
+    if (maxHoldMs !== undefined) {
+      u32('maxHoldMs', maxHoldMs, { min: 1 });
+      optionalFn('redlock_watch_bounded');
+    }
     if (this._watchId) watchers.delete(this._watchId);
     const id = newId();
     watchers.set(id, (reason) => {
-      const err = makeError(reason === 0 ? CODES.ELOST : reason, `lock on ${this.resource} lost`);
+      const bound = reason === LOST.LOST_MAX_HOLD;
+      const err = bound ? null : makeError(reason === 0 ? CODES.ELOST : reason, `lock on ${this.resource} lost`);
       this._lostReason = reason || CODES.ELOST;
       this._lostError = err;
+      this._lostSettled = true;
       if (this._resolveLost) this._resolveLost(err);
       if (onLost) {
-        try { onLost(err); } catch (e) { process.nextTick(() => { throw e; }); }
+        try { onLost(err, this._lostReason); } catch (e) { process.nextTick(() => { throw e; }); }
       }
     });
-    const rc = F.redlock_watch(this.client._ptr, ptr, T.lost, id);
+    const rc = maxHoldMs === undefined ? F.redlock_watch(this.client._ptr, ptr, T.lost, id)
+      : F.redlock_watch_bounded(this.client._ptr, ptr, maxHoldMs, T.lost, id);
     if (rc !== 0) {
       watchers.delete(id);
       throw makeError(rc, `watch ${this.resource}`);
@@ -502,10 +587,13 @@ class Lock {
     return this;
   }
 
-  /** A promise that resolves (with a LostError) when a watched lock is lost. */
+  /**
+   * A promise that resolves when a watched lock is lost (with a LostError),
+   * or reached its bound (with null).
+   */
   get lostPromise() {
     if (!this._lostPromise) {
-      this._lostPromise = this._lostError ? Promise.resolve(this._lostError)
+      this._lostPromise = this._lostSettled ? Promise.resolve(this._lostError)
         : new Promise((res) => { this._resolveLost = res; });
     }
     return this._lostPromise;
@@ -524,7 +612,8 @@ class Lock {
       const id = newId();
       const client = this.client;
       pending.set(id, (status) => {
-        if (status === 0) resolve();
+        // After the bound the library released it, as asked: not a failure.
+        if (status === 0 || (status === CODES.ELOST && this._lostReason === LOST.LOST_MAX_HOLD)) resolve();
         else reject(makeError(status, `unlock ${this.resource}`, callbackVotes(client._ptr, status)));
       });
       const rc = F.redlock_unlock_async(client._ptr, ptr, T.done, id);
@@ -545,12 +634,62 @@ class Lock {
   async [kAsyncDispose]() { await this.unlock(); }
 }
 
+// ---- Observer -----------------------------------------------------------------
+
+/** A follower of one election's leadership (Client.observe). */
+class Observer {
+  constructor(client, name, callback) {
+    this.client = client;
+    this.name = name;
+    this._callback = callback;
+    this._ptr = null;
+    this._id = 0;
+    this.stopped = false;
+    this.last = null; // the latest view reported
+  }
+
+  _onChange(view) {
+    if (this.stopped) return;
+    this.last = view;
+    try { this._callback(view); } catch (e) { process.nextTick(() => { throw e; }); }
+  }
+
+  /**
+   * Stops observing and frees the C observer; no callback runs after the
+   * promise resolves.  Idempotent.  Runs on the thread pool:
+   * redlock_observe_stop waits for the I/O thread, which may be waiting for
+   * this thread to run a callback.
+   */
+  stop() {
+    if (this._stopping) return this._stopping;
+    this._stopping = (async () => {
+      const ptr = this._ptr;
+      this._detach();
+      if (ptr === null || this.client._closed) return;
+      const rc = await this.client._blocking(F.redlock_observe_stop, this.client._ptr, ptr)
+        .catch((e) => (e instanceof ClosedError ? CODES.ECLOSED : Promise.reject(e)));
+      if (rc !== 0 && rc !== CODES.ECLOSED) throw makeError(rc, `stop observing ${this.name}`);
+    })();
+    return this._stopping;
+  }
+
+  _detach() {
+    this.stopped = true;
+    this._ptr = null;
+    if (this._id) { observers.delete(this._id); this._id = 0; }
+    this.client._observers.delete(this);
+  }
+
+  /** stop(): `await using observer = client.observe(...)`. */
+  async [kAsyncDispose]() { await this.stop(); }
+}
+
 // ---- Client -------------------------------------------------------------------
 
 const OPTION_KEYS = new Set(['retryCount', 'retryDelayMs', 'retryJitterMs', 'driftFactor',
   'connectTimeoutMs', 'requestTimeoutMs', 'maxTtlMs', 'quarantine', 'fencing', 'keyPrefix',
   'log', 'logLevel', 'tlsCa', 'tlsCert', 'tlsKey', 'tlsServerName', 'tlsVerify',
-  'allowDiscovered']);
+  'allowDiscovered', 'owner']);
 
 /*
  * The masters' URIs.  As for the TLS options (setTls), the library gives the
@@ -607,6 +746,12 @@ function buildOptions(nodes, o) {
     if (o.keyPrefix !== undefined) {
       if (typeof o.keyPrefix !== 'string') throw new TypeError('keyPrefix must be a string');
       check(F.redlock_options_set_key_prefix(opts, o.keyPrefix), 'keyPrefix');
+    }
+    if (o.owner !== undefined && o.owner !== null) {
+      if (typeof o.owner !== 'string') throw new TypeError('owner must be a string');
+      // The library refuses without saying why (no log message): the rule is given here.
+      check(optionalFn('redlock_options_set_owner')(opts, o.owner),
+        `owner ${JSON.stringify(o.owner)}: 1..${LIMITS.MAX_OWNER} bytes of printable ASCII (0x21..0x7e) except '~'`);
     }
     setTls(opts, o);
     setAllowDiscovered(opts, o.allowDiscovered);
@@ -704,6 +849,7 @@ class Election extends EventEmitter {
     this.term = 0n;          // latest term won, 0n before any
     this.leader = false;
     this.resigned = false;
+    this.lostReason = 0;     // why the last term ended (LOST_*), 0 before
     this._waiters = [];
   }
 
@@ -716,10 +862,17 @@ class Election extends EventEmitter {
     this.emit('elected', term);
   }
 
+  /*
+   * 'lost' gets (err, reason): a LostError and LOST_EXPIRED when the term
+   * ended by itself, null and LOST_MAX_HOLD when it reached the election's
+   * maxHoldMs (not a failure).
+   */
   _onLost(reason) {
     this.leader = false;
-    const err = makeError(reason || CODES.ELOST, `leadership of ${this.name} lost`);
-    if (this.listenerCount('lost') > 0) this.emit('lost', err);
+    this.lostReason = reason || CODES.ELOST;
+    const err = reason === LOST.LOST_MAX_HOLD ? null
+      : makeError(reason || CODES.ELOST, `leadership of ${this.name} lost`);
+    if (this.listenerCount('lost') > 0) this.emit('lost', err, this.lostReason);
   }
 
   /** Milliseconds of leadership left in the current term; <= 0 when not leader. */
@@ -790,10 +943,12 @@ class Client {
     this._ptr = ptr;
     this._logId = logId;
     this._maxTtlMs = maxTtlMs; // the options' max TTL (undefined: left to the library)
+    this.owner = ''; // the `owner` option as the library took it, '' when none
     this._closed = false;
     this._closing = null;
     this._locks = new Set();
     this._elections = new Set();
+    this._observers = new Set();
     this._inflight = new Set(); // blocking calls running on the thread pool
     // Keeps the event loop alive while the client is open (see the header).
     this._keepAlive = setInterval(() => {}, 0x7fffffff);
@@ -817,11 +972,16 @@ class Client {
       }
       const maxTtl = [0];
       const maxTtlMs = F.redlock_options_get_max_ttl(opts, maxTtl) === 0 ? maxTtl[0] : undefined;
+      const label = [null];
+      const owner = F.redlock_options_get_owner && F.redlock_options_get_owner(opts, label) === 0
+        ? label[0] || '' : '';
       const out = [null];
       // Blocking (up to the connect timeout), and it may log: on the thread pool.
       const rc = await callAsync(F.redlock_open, out, opts);
       check(rc, 'open');
-      return new Client(out[0], logId, maxTtlMs);
+      const client = new Client(out[0], logId, maxTtlMs);
+      client.owner = owner;
+      return client;
     } catch (e) {
       if (logId) loggers.delete(logId);
       throw e;
@@ -899,11 +1059,19 @@ class Client {
    * Campaigns for leadership of `name` (a lease of ttlMs, watched while
    * leader).  Returns an Election (EventEmitter: 'elected', 'lost';
    * `await election.elected()`; `await election.resign()`).
+   * `maxHoldMs` (> 0; redlock_elect_bounded): every term ends that long
+   * after its grant: the leader resigns it (the release wakes the other
+   * campaigners), 'lost' gets (null, LOST_MAX_HOLD) (not a failure), and the
+   * campaign goes on after its back-off.
    */
-  elect(name, { ttlMs, onElected, onLost } = {}) {
+  elect(name, { ttlMs, maxHoldMs, onElected, onLost } = {}) {
     this._checkOpen();
     resourceArg(name);
     ttlArg(ttlMs, this._maxTtlMs);
+    if (maxHoldMs !== undefined) {
+      u32('maxHoldMs', maxHoldMs, { min: 1 });
+      optionalFn('redlock_elect_bounded');
+    }
     const el = new Election(this, name);
     if (onElected) el.on('elected', onElected);
     if (onLost) el.on('lost', onLost);
@@ -912,7 +1080,9 @@ class Client {
     const out = [null];
     // Returns at once; *out is set before any callback can run, and the
     // callbacks are queued to this thread, so they run after this returns.
-    const rc = F.redlock_elect(this._ptr, name, ttlMs, T.elected, T.electionLost, id, out);
+    const rc = maxHoldMs === undefined
+      ? F.redlock_elect(this._ptr, name, ttlMs, T.elected, T.electionLost, id, out)
+      : F.redlock_elect_bounded(this._ptr, name, ttlMs, maxHoldMs, T.elected, T.electionLost, id, out);
     if (rc !== 0) {
       elections.delete(id);
       throw makeError(rc, `elect ${name}`);
@@ -921,6 +1091,132 @@ class Client {
     el._id = id;
     this._elections.add(el);
     return el;
+  }
+
+  /**
+   * The masters' view of one resource (redlock_inspect), read with one
+   * round to every master (nothing is written): resolves with a plain
+   * object: `held` (a quorum holds the same value; for a semaphore or
+   * read-write lock, some hold), `agreed` (false when fewer than a quorum
+   * answered or they do not all show the same holds), `owner` and `value`
+   * of the hold a quorum agrees on (owner null when that holder set no
+   * label), `ttl_ms_min`/`ttl_ms_max`, `fence` (an election's term),
+   * `count`, `holders` and per-master `masters` (docs/api.md "Inspect and
+   * revoke").  `kind`: 'lock', 'semaphore', 'rwlock' or 'election'.  The
+   * call blocks its thread up to the request timeout: it runs on koffi's
+   * thread pool, never on the JS thread.
+   */
+  async inspect(name, kind = 'lock') {
+    this._checkOpen();
+    resourceArg(name);
+    const macro = typeof kind === 'string' && Object.hasOwn(INSPECT_KINDS, kind) ? INSPECT_KINDS[kind] : undefined;
+    if (macro === undefined) {
+      throw makeError(CODES.EINVAL, `kind must be one of ${Object.keys(INSPECT_KINDS).join(', ')}, not ${kind}`);
+    }
+    const fn = optionalFn('redlock_inspect');
+    const code = libConstant(F, 'REDLOCK_INSPECT_' + macro); // the kind codes are the library's
+    let need = await this._blocking(fn, this._ptr, name, code, null, 0);
+    for (;;) {
+      if (need < 0) throw makeError(need, `inspect ${name}`);
+      // Every call is a round of its own: the view may have grown since.
+      const size = need + 1024;
+      const buf = Buffer.alloc(size);
+      const got = await this._blocking(fn, this._ptr, name, code, buf, size);
+      if (got < 0) throw makeError(got, `inspect ${name}`);
+      if (got < size) return inspection(buf.subarray(0, got).toString('utf8'));
+      need = got;
+    }
+  }
+
+  /**
+   * An administrator's revoke of the lock on `resource` (or of an
+   * election's lease: name it as elect does), whoever holds it
+   * (redlock_revoke).  With fencing on the key, the fence counter is raised
+   * above the holder's token on a quorum and the key deleted: resolves with
+   * that new fence (a bigint), which a store that checks tokens should be
+   * told, so that it refuses the old holder from then on.  Without fencing,
+   * 0n: the key keeps its remaining TTL under the revoker's value.  Either
+   * way the holder's next extension (its watch's too) fails: its Lock is
+   * lost, its onLost runs once.  Rejects with NoQuorumError (too few masters
+   * did it; some may have), NotSupportedError (too many run no Lua), ...
+   * Runs on koffi's thread pool.
+   */
+  async revoke(resource) {
+    this._checkOpen();
+    resourceArg(resource);
+    const fn = optionalFn('redlock_revoke');
+    const out = [0];
+    const rc = await this._blocking(fn, this._ptr, resource, out);
+    check(rc, `revoke ${resource}`);
+    return BigInt(out[0]);
+  }
+
+  /**
+   * Who leads the election `name` now (redlock_election_leader): one read
+   * round (nothing written), on koffi's thread pool.  Resolves with
+   * { state, term, ttlMs, owner }: state LEADER_HELD with the leader's term
+   * (a bigint), the lease left (a lower bound) and its owner label ('' when
+   * it set none); LEADER_NONE (nobody leads, or a hand-off is half done);
+   * LEADER_UNKNOWN (fewer than a quorum of masters answered: not an error).
+   */
+  async leader(name) {
+    this._checkOpen();
+    resourceArg(name);
+    const fn = optionalFn('redlock_election_leader');
+    const out = {};
+    const rc = await this._blocking(fn, this._ptr, name, out);
+    check(rc, `leader ${name}`);
+    return leaderView(out);
+  }
+
+  /**
+   * Follows the leadership of the election `name` without campaigning
+   * (redlock_election_observe): `callback({ state, term, ttlMs, owner })`
+   * runs on the JS thread first with the view of the first read, then
+   * whenever it changes (state, term or owner; never for the ttl alone).
+   * It re-reads when a release or a new term of `name` is announced (a
+   * hand-off is seen within about one round trip of the new grant), when
+   * the lease it saw should have ended, and at least every `pollMs` (0: the
+   * client's retry delay).  Returns an Observer: `await observer.stop()`;
+   * close() stops it too.
+   */
+  observe(name, callback, { pollMs = 0 } = {}) {
+    this._checkOpen();
+    resourceArg(name);
+    if (typeof callback !== 'function') throw new TypeError('callback must be a function');
+    u32('pollMs', pollMs);
+    const fn = optionalFn('redlock_election_observe');
+    const ob = new Observer(this, name, callback);
+    const id = newId();
+    observers.set(id, ob);
+    const out = [null];
+    // Returns at once; *out is set before any callback can run, and the
+    // callbacks are queued to this thread, so they run after this returns.
+    const rc = fn(this._ptr, name, pollMs, T.leader, id, out);
+    if (rc !== 0) {
+      observers.delete(id);
+      throw makeError(rc, `observe ${name}`);
+    }
+    ob._ptr = out[0];
+    ob._id = id;
+    this._observers.add(ob);
+    return ob;
+  }
+
+  /*
+   * A blocking C call on koffi's thread pool (`.async`): the JS thread must
+   * never wait for the I/O thread (see the header).  close() waits for it,
+   * so the C client is never used after redlock_close.
+   */
+  async _blocking(fn, ...args) {
+    this._checkOpen();
+    const call = callAsync(fn, ...args);
+    this._inflight.add(call);
+    try {
+      return await call;
+    } finally {
+      this._inflight.delete(call);
+    }
   }
 
   /**
@@ -1099,6 +1395,7 @@ class Client {
     this._closed = true;
     for (const lk of this._locks) lk._detach();
     for (const el of [...this._elections]) el._detach(makeError(CODES.ECLOSED, `election ${el.name}: client closed`));
+    for (const ob of [...this._observers]) ob._detach(); // the close stops and frees them
     this._closing = (async () => {
       // tryLock calls already on the worker threads finish first (each
       // bounded by the retry policy): none may start after redlock_close.
@@ -1131,7 +1428,9 @@ function errName(code) { return load().redlock_err_name(code); }
 function constantString(name) { return load().redlock_constant_string(name); }
 const codes = Object.freeze({ ...CODES });
 const { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } = LOGS;
-const { MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT } = LIMITS;
+const { MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER } = LIMITS;
+const { LOST_EXPIRED, LOST_MAX_HOLD } = LOST;
+const { LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN } = LEADER;
 
 module.exports = {
   Client,
@@ -1170,4 +1469,11 @@ module.exports = {
   MAX_PREFIX_LEN,
   MAX_MANY,
   MAX_SEM_LIMIT,
+  MAX_OWNER,
+  LOST_EXPIRED,
+  LOST_MAX_HOLD,
+  LEADER_NONE,
+  LEADER_HELD,
+  LEADER_UNKNOWN,
+  Observer,
 };

@@ -35,7 +35,8 @@ describe('constants from the library', () => {
   it('codes, LOG_* and MAX_* equal the library\'s values', () => {
     for (const [k, v] of Object.entries(redlock.codes)) assert.equal(v, libConstant('REDLOCK_' + k), k);
     for (const k of ['LOG_DEBUG', 'LOG_INFO', 'LOG_WARN', 'LOG_ERROR', 'MAX_NODES', 'MAX_RESOURCE_LEN',
-      'MAX_PREFIX_LEN', 'MAX_MANY', 'MAX_SEM_LIMIT']) {
+      'MAX_PREFIX_LEN', 'MAX_MANY', 'MAX_SEM_LIMIT', 'MAX_OWNER', 'LOST_EXPIRED', 'LOST_MAX_HOLD',
+      'LEADER_NONE', 'LEADER_HELD', 'LEADER_UNKNOWN']) {
       assert.equal(redlock[k], libConstant('REDLOCK_' + k), k);
     }
   });
@@ -45,9 +46,12 @@ describe('constants from the library', () => {
     assert.ok(block, 'codes in index.d.ts');
     const typed = Object.fromEntries([...block[1].matchAll(/(E[A-Z]+): (-?\d+)/g)].map((m) => [m[1], Number(m[2])]));
     assert.deepEqual(typed, { ...redlock.codes });
-    for (const m of dts.matchAll(/export declare const ((?:LOG|MAX)_[A-Z_]+): (\d+);/g)) {
+    const seen = [];
+    for (const m of dts.matchAll(/export declare const ((?:LOG|MAX|LOST|LEADER)_[A-Z_]+): (-?\d+);/g)) {
       assert.equal(Number(m[2]), libConstant('REDLOCK_' + m[1]), m[1]);
+      seen.push(m[1]);
     }
+    assert.ok(seen.includes('LOST_MAX_HOLD') && seen.includes('MAX_OWNER'), seen.join(' '));
   });
 
   it('string constants and unknown names', () => {

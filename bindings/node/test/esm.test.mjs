@@ -14,7 +14,8 @@ import {
   LostError, WaitTimeoutError, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
   NotSupportedError, ForkedError, codes, errorTable, constantString,
   LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
-  MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT,
+  MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER,
+  LOST_EXPIRED, LOST_MAX_HOLD, LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN, Observer,
 } from '../index.js';
 import * as namespace from '../index.js';
 import defaultExport from '../index.js';
@@ -27,7 +28,8 @@ const imported = {
   LostError, WaitTimeoutError, CanceledError, ClosedError, WouldBlockError, RedlockIOError,
   NotSupportedError, ForkedError, codes, errorTable, constantString,
   LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR,
-  MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT,
+  MAX_NODES, MAX_RESOURCE_LEN, MAX_PREFIX_LEN, MAX_MANY, MAX_SEM_LIMIT, MAX_OWNER,
+  LOST_EXPIRED, LOST_MAX_HOLD, LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN, Observer,
 };
 
 /** The value names index.d.ts exports (classes, constants, functions). */

@@ -3,7 +3,7 @@ const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { setTimeout: sleep } = require('node:timers/promises');
 const redlock = require('..');
-const { startMasters } = require('./masters');
+const { startMasters, command } = require('./masters');
 
 const { Client } = redlock;
 const base = { quarantine: false, retryCount: 2, retryDelayMs: 20, retryJitterMs: 20 };
@@ -501,5 +501,247 @@ describe('redlock-c Node binding: coordination primitives, election, stats, TLS'
     await c.close();
     console.log('SKIP: node: TLS round trip against rediss:// masters not run here (covered by the C and Python tests)');
     t.skip('TLS round trip');
+  });
+});
+
+describe('redlock-c Node binding: who holds it, and taking it back (owner, inspect, revoke, bounds)', () => {
+  let srv;
+  let a; // labelled, fenced
+  let b; // no label, fenced
+
+  before(async () => {
+    srv = await startMasters(3);
+    // A request timeout a loaded machine keeps: the watches here must renew in time.
+    a = await Client.open(srv.uris, { ...base, fencing: true, owner: 'worker-a', requestTimeoutMs: 1000 });
+    b = await Client.open(srv.uris, { ...base, fencing: true, requestTimeoutMs: 1000 });
+  });
+  after(async () => {
+    await Promise.all([a && a.close(), b && b.close()]);
+    if (srv) await srv.stop();
+  });
+
+  it('owner label: on the lock, in the value, and seen by inspect from another client', async () => {
+    assert.equal(a.owner, 'worker-a');
+    assert.equal(b.owner, '');
+    const lk = await a.lock('n:owner', { ttlMs: 10000 });
+    assert.equal(lk.owner, 'worker-a');
+    assert.match(lk.value, /^[0-9a-f]{32}~worker-a$/);
+    assert.deepEqual(await srv.all('GET', 'n:owner'), [lk.value, lk.value, lk.value]);
+    const view = await b.inspect('n:owner');
+    assert.equal(view.kind, 'lock');
+    assert.equal(view.held, true);
+    assert.equal(view.agreed, true);
+    assert.equal(view.owner, 'worker-a');
+    assert.equal(view.value, lk.value);
+    assert.ok(view.ttl_ms_min > 0 && view.ttl_ms_max <= 10000, `ttl ${view.ttl_ms_min}..${view.ttl_ms_max}`);
+    assert.deepEqual(view.masters.map((m) => m.state), ['holds', 'holds', 'holds']);
+    await lk.unlock();
+    const plain = await b.lock('n:owner', { ttlMs: 10000 });
+    assert.equal(plain.owner, '');
+    assert.equal((await a.inspect('n:owner')).owner, null);
+    await plain.unlock();
+  });
+
+  it('owner label: bad labels are refused with InvalidArgumentError or TypeError', async () => {
+    for (const bad of ['a~b', 'two words', 'x'.repeat(redlock.MAX_OWNER + 1), 'caf\u00e9']) {
+      await assert.rejects(Client.open(srv.uris, { ...base, owner: bad }), (err) => {
+        assert.ok(err instanceof redlock.InvalidArgumentError, String(err));
+        assert.match(err.message, /printable ASCII/);
+        return true;
+      });
+    }
+    await assert.rejects(Client.open(srv.uris, { ...base, owner: 42 }), TypeError);
+    const c = await Client.open(srv.uris, { ...base, owner: 'x'.repeat(redlock.MAX_OWNER) });
+    assert.equal(c.owner.length, redlock.MAX_OWNER);
+    await c.close();
+  });
+
+  it('inspect: free, held on a minority, semaphore, rwlock, election; bad kinds', async () => {
+    const free = await a.inspect('n:free');
+    assert.equal(free.held, false);
+    assert.equal(free.agreed, true);
+    assert.equal(free.owner, null);
+    // Held on one master of three: not held, and no quorum agrees.
+    await command(srv.masters[0].port, 'SET', 'n:minority', '0123456789abcdef0123456789abcdef~stray', 'PX', '60000');
+    const minority = await a.inspect('n:minority');
+    assert.equal(minority.held, false);
+    assert.equal(minority.agreed, false);
+    assert.deepEqual(minority.masters.map((m) => m.state).sort(), ['free', 'free', 'other']);
+
+    const p1 = await a.semaphoreAcquire('n:isem', { limit: 3, ttlMs: 10000 });
+    const p2 = await b.semaphoreAcquire('n:isem', { limit: 3, ttlMs: 10000 });
+    const sem = await b.inspect('n:isem', 'semaphore');
+    assert.equal(sem.kind, 'semaphore');
+    assert.equal(sem.held, true);
+    assert.equal(sem.count, 2);
+    assert.deepEqual(sem.holders.map((h) => h.owner).sort(), ['worker-a', null].sort());
+    await Promise.all([p1.unlock(), p2.unlock()]);
+
+    const w = await a.rwlockWrite('n:irw', { ttlMs: 10000 });
+    const rw = await b.inspect('n:irw', 'rwlock');
+    assert.deepEqual(rw.holders.map((h) => [h.mode, h.owner]), [['write', 'worker-a']]);
+    await w.unlock();
+
+    const el = a.elect('n:ielect', { ttlMs: 5000 });
+    const term = await el.elected();
+    const view = await b.inspect('n:ielect', 'election');
+    assert.equal(view.held, true);
+    assert.equal(view.owner, 'worker-a');
+    assert.equal(typeof view.fence, 'bigint');
+    assert.ok(view.fence >= term, `${view.fence} >= ${term}`);
+    await el.resign();
+
+    await assert.rejects(a.inspect('n:free', 'mutex'), redlock.InvalidArgumentError);
+    await assert.rejects(a.inspect(''), redlock.InvalidArgumentError);
+  });
+
+  it('revoke: the holder\'s watch reports the loss; the new fence is above the holder\'s', async () => {
+    const lk = await a.lock('n:revoke', { ttlMs: 2000 });
+    const lost = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason])));
+    const fence = await b.revoke('n:revoke');
+    assert.equal(typeof fence, 'bigint');
+    assert.ok(fence > lk.fence, `${fence} > ${lk.fence}`);
+    const [err, reason] = await lost;
+    assert.ok(err instanceof redlock.LostError);
+    assert.equal(reason, redlock.LOST_EXPIRED);
+    assert.equal(lk.lostReason, redlock.LOST_EXPIRED);
+    assert.equal(lk.lost, true);
+    assert.equal((await b.inspect('n:revoke')).held, false);
+    const next = await b.lock('n:revoke', { ttlMs: 5000 });
+    assert.ok(next.fence > fence, `${next.fence} > ${fence}`);
+    await next.unlock();
+    await assert.rejects(lk.unlock(), redlock.LostError);
+  });
+
+  it('bounded watch: ends with LOST_MAX_HOLD (no error) and the lock is free after it', async () => {
+    assert.ok(redlock.LOST_MAX_HOLD > 0); // never an error code
+    const lk = await a.lock('n:bounded', { ttlMs: 2000 });
+    assert.throws(() => lk.watch(null, { maxHoldMs: 0 }), redlock.InvalidArgumentError);
+    // The bound is above the TTL: the watch renews until the bound ends it.
+    const ended = new Promise((resolve) => lk.watch((err, reason) => resolve([err, reason]), { maxHoldMs: 3000 }));
+    const [err, reason] = await ended;
+    assert.equal(err, null);
+    assert.equal(reason, redlock.LOST_MAX_HOLD);
+    assert.equal(lk.lostReason, redlock.LOST_MAX_HOLD);
+    assert.equal(await lk.lostPromise, null);
+    await waitFor(async () => !(await b.inspect('n:bounded')).held);
+    await (await b.tryLock('n:bounded', { ttlMs: 5000 })).unlock();
+    await lk.unlock(); // no error: the bound ended it on purpose
+    assert.equal(lk.released, true);
+  });
+
+  it('bounded election: the term ends with LOST_MAX_HOLD and a later term follows', async () => {
+    assert.throws(() => a.elect('n:belect', { ttlMs: 1000, maxHoldMs: 0 }), redlock.InvalidArgumentError);
+    const ea = a.elect('n:belect', { ttlMs: 2000, maxHoldMs: 3000 });
+    const ended = new Promise((resolve) => ea.once('lost', (err, reason) => resolve([err, reason])));
+    const first = await ea.elected();
+    const [err, reason] = await ended;
+    assert.equal(err, null);
+    assert.equal(reason, redlock.LOST_MAX_HOLD);
+    assert.equal(ea.lostReason, redlock.LOST_MAX_HOLD);
+    const eb = b.elect('n:belect', { ttlMs: 5000 });
+    const later = await Promise.race([ea.elected({ afterTerm: first }), eb.elected()]);
+    assert.ok(later > first, `${later} > ${first}`);
+    await Promise.all([ea.resign(), eb.resign()]);
+  });
+});
+
+describe('redlock-c Node binding: who leads (leader, observe)', () => {
+  let srv;
+  let a;
+  let b;
+  let w;
+
+  before(async () => {
+    srv = await startMasters(3);
+    a = await Client.open(srv.uris, { ...base, owner: 'cand-a' });
+    b = await Client.open(srv.uris, { ...base, owner: 'cand-b' });
+    w = await Client.open(srv.uris, base);
+  });
+  after(async () => {
+    await Promise.all([a && a.close(), b && b.close(), w && w.close()]);
+    if (srv) await srv.stop();
+  });
+
+  /**
+   * Observes `name`; next(pred) resolves with the first view (seen or to
+   * come) that pred accepts, and fails after `ms`.
+   */
+  function follow(client, name, ms = 10000) {
+    const views = [];
+    const wanted = [];
+    const ob = client.observe(name, (v) => {
+      views.push(v);
+      for (const x of wanted.splice(0)) { if (x.pred(v)) x.resolve(v); else wanted.push(x); }
+    });
+    const next = (pred) => {
+      const hit = views.find(pred);
+      if (hit) return Promise.resolve(hit);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no such view within ${ms} ms: ${pred}; seen `
+          + views.map((v) => `${v.state}/${v.term}/${v.owner}`).join(' '))), ms);
+        wanted.push({ pred, resolve: (v) => { clearTimeout(timer); resolve(v); } });
+      });
+    };
+    return { ob, views, next };
+  }
+
+  it('leader: nobody, then the elected one with its term and label, then nobody', async () => {
+    assert.deepEqual(await w.leader('n:lead'), { state: redlock.LEADER_NONE, term: 0n, ttlMs: 0, owner: '' });
+    const el = a.elect('n:lead', { ttlMs: 5000 });
+    const term = await el.elected();
+    // One read says what it saw: a master the grant's fence commit has not
+    // reached yet shows a counter below the term.
+    await waitFor(async () => (await w.leader('n:lead')).term === term);
+    const view = await w.leader('n:lead');
+    assert.equal(view.state, redlock.LEADER_HELD);
+    assert.equal(view.term, term);
+    assert.equal(view.owner, 'cand-a');
+    assert.ok(view.ttlMs > 0 && view.ttlMs <= 5000, `ttl ${view.ttlMs}`);
+    await el.resign(); // resolves once the loop took it, not once the masters released
+    await waitFor(async () => (await w.leader('n:lead')).state === redlock.LEADER_NONE);
+    await assert.rejects(w.leader(''), redlock.InvalidArgumentError);
+  });
+
+  it('observe: the first leader, then a hand-off by resign; stop ends the callbacks', async () => {
+    const { ob, views, next } = follow(w, 'n:obs');
+    await next(() => true); // the first read's view
+    const ea = a.elect('n:obs', { ttlMs: 5000 });
+    const first = await ea.elected();
+    // A read while the grant's fence is being committed may see the
+    // leader's value before its term: the view that counts has both.
+    const seenA = await next((v) => v.owner === 'cand-a' && v.term === first);
+    assert.equal(seenA.state, redlock.LEADER_HELD);
+    const eb = b.elect('n:obs', { ttlMs: 5000 });
+    await ea.resign(); // announced: b takes over, the observer is woken
+    const second = await eb.elected();
+    assert.ok(second > first, `${second} > ${first}`);
+    const seenB = await next((v) => v.owner === 'cand-b' && v.term === second);
+    assert.equal(seenB.state, redlock.LEADER_HELD);
+    assert.equal(ob.last, views[views.length - 1]);
+    for (let i = 1; i < views.length; i++) {
+      const [p, q] = [views[i - 1], views[i]];
+      assert.ok(p.state !== q.state || p.term !== q.term || p.owner !== q.owner, 'a view repeated');
+    }
+    await ob.stop();
+    assert.equal(ob.stopped, true);
+    await ob.stop(); // idempotent
+    const count = views.length;
+    await eb.resign(); // a change nobody is told about any more
+    await waitFor(async () => (await w.leader('n:obs')).state === redlock.LEADER_NONE);
+    assert.equal(views.length, count);
+  });
+
+  it('observe: bad arguments; the close stops the observers left', async () => {
+    assert.throws(() => w.observe('n:obs2', null), TypeError);
+    assert.throws(() => w.observe('', () => {}), redlock.InvalidArgumentError);
+    assert.throws(() => w.observe('n:obs2', () => {}, { pollMs: -1 }), redlock.InvalidArgumentError);
+    const c = await Client.open(srv.uris, base);
+    const { ob, next } = follow(c, 'n:obs2');
+    assert.equal((await next(() => true)).state, redlock.LEADER_NONE);
+    await c.close();
+    assert.equal(ob.stopped, true);
+    await ob.stop(); // a no-op after the close
+    assert.throws(() => c.observe('n:obs2', () => {}), redlock.ClosedError);
   });
 });

@@ -26,7 +26,7 @@ async function example(nodes: string[]): Promise<bigint> {
   const w: Lock = await client.rwlockWrite('doc', { ttlMs: 1000, waitMs: 100 });
   await Promise.all([permit.unlock(), r.unlock(), w.unlock()]);
   const el: redlock.Election = client.elect('leader', { ttlMs: 2000 });
-  el.on('elected', (term: bigint) => console.log(term)).on('lost', (err) => console.log(err.code));
+  el.on('elected', (term: bigint) => console.log(term)).on('lost', (err) => console.log(err?.code));
   const term: bigint = await el.elected();
   await el.resign();
   const st: Record<string, any> = client.stats();
@@ -34,6 +34,22 @@ async function example(nodes: string[]): Promise<bigint> {
   console.log(term, st, prom, redlock.tlsSupported());
   await Client.open(nodes, { tlsCa: '/ca.pem', tlsCert: '/c.pem', tlsKey: '/k.pem', tlsServerName: 'h', tlsVerify: true });
   await Client.open(nodes, { allowDiscovered: ['10.0.0.*', '*.redis.internal'] });
+  // Who holds it, and taking it back; bounded holds.
+  const labelled: Client = await Client.open(nodes, { owner: 'worker-3', fencing: true });
+  const held: Lock = await labelled.lock('orders:43', { ttlMs: 1000 });
+  const who: string = held.owner + labelled.owner;
+  const view: redlock.Inspection = await client.inspect('orders:43');
+  const sem: redlock.Inspection = await client.inspect('pool', 'semaphore');
+  console.log(who, view.held, view.owner ?? '-', view.masters[0].state, sem.holders.length);
+  const revoked: bigint = await client.revoke('orders:43');
+  held.watch((err, reason) => console.log(err === null, reason === redlock.LOST_MAX_HOLD), { maxHoldMs: 60_000 });
+  const reason: redlock.LostReason | 0 = held.lostReason;
+  const bounded = client.elect('cron', { ttlMs: 2000, maxHoldMs: 60_000, onLost: (e, why) => console.log(e?.code, why) });
+  console.log(revoked, reason, bounded.lostReason, redlock.LOST_EXPIRED, redlock.MAX_OWNER);
+  const now: redlock.LeaderView = await client.leader('cron');
+  const observer: redlock.Observer = client.observe('cron', (v) => console.log(v.state === redlock.LEADER_HELD, v.term, v.ttlMs, v.owner), { pollMs: 500 });
+  console.log(now.term > 0n, observer.last?.owner, observer.stopped);
+  await observer.stop();
   await client.close();
   return fence;
 }

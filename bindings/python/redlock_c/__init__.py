@@ -57,7 +57,7 @@ import warnings
 import weakref
 
 __all__ = [
-    "Client", "Lock", "Election", "Event", "version", "strerror", "err_name",
+    "Client", "Lock", "Election", "Event", "Leader", "Observer", "version", "strerror", "err_name",
     "load_library", "tls_supported",
     "RedlockError", "InvalidArgument", "NoMemoryError", "LockedError", "NoQuorumError",
     "ExpiredError", "LostError", "WaitTimeout", "CanceledError", "ClosedError",
@@ -66,6 +66,7 @@ __all__ = [
     "OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED", "ELOST", "ETIMEDOUT",
     "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP", "EFORKED",
     "MAX_NODES", "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT",
+    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD", "LEADER_NONE", "LEADER_HELD", "LEADER_UNKNOWN",
 ]
 
 # ---- constants from redlock.h (part of the ABI) ---------------------------------
@@ -97,6 +98,25 @@ MAX_RESOURCE_LEN = 1024
 MAX_PREFIX_LEN = 256
 MAX_MANY = 64
 MAX_SEM_LIMIT = 1024
+MAX_OWNER = 64  # bytes in an owner label (Client(owner=...))
+
+# Why a watch (or an election's term) ended, the reason its lost callback
+# gets (Lock.lost_reason): LOST_EXPIRED (= ELOST) is a failure, the lock could
+# not be extended in time; LOST_MAX_HOLD (positive, never an error code) is
+# not: the hold reached the bound it was given (max_hold_ms) and the library
+# released it on purpose.
+LOST_EXPIRED = ELOST
+LOST_MAX_HOLD = 1
+
+# Who leads an election (Client.leader, Client.observe): a quorum holds no
+# lease (nobody leads, or a hand-off is half done), a quorum holds the same
+# lease, or fewer than a quorum of masters answered.
+LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN = 0, 1, 2
+
+# Client.inspect's kinds, by the name it takes, to their REDLOCK_INSPECT_*
+# macros (the values are asked of the library).
+_INSPECT_KINDS = {"lock": "REDLOCK_INSPECT_LOCK", "semaphore": "REDLOCK_INSPECT_SEMAPHORE",
+                  "rwlock": "REDLOCK_INSPECT_RWLOCK", "election": "REDLOCK_INSPECT_ELECTION"}
 
 _ABI_MAJOR = "0"  # the SONAME major this binding was written for
 _U32_MAX = 0xFFFFFFFF
@@ -107,7 +127,9 @@ _ERROR_CONSTANTS = ("OK", "EINVAL", "ENOMEM", "ELOCKED", "ENOQUORUM", "EEXPIRED"
                     "ETIMEDOUT", "ECANCELED", "ECLOSED", "EWOULDBLOCK", "EIO", "ENOTSUP",
                     "EFORKED")
 _OTHER_CONSTANTS = ("LOG_DEBUG", "LOG_INFO", "LOG_WARN", "LOG_ERROR", "MAX_NODES",
-                    "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT")
+                    "MAX_RESOURCE_LEN", "MAX_PREFIX_LEN", "MAX_MANY", "MAX_SEM_LIMIT",
+                    "MAX_OWNER", "LOST_EXPIRED", "LOST_MAX_HOLD", "LEADER_NONE", "LEADER_HELD",
+                    "LEADER_UNKNOWN")
 
 
 # ---- exceptions -------------------------------------------------------------------
@@ -288,6 +310,17 @@ _ELECTED_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_
 _ELECTION_LOST_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
 _EVENT_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
+
+class _LeaderView(ctypes.Structure):
+    """redlock_leader_t (part of the ABI: its layout changes only with the
+    ABI major version)."""
+    _fields_ = [("state", ctypes.c_int), ("term", ctypes.c_uint64), ("ttl_ms", ctypes.c_int64),
+                ("owner", ctypes.c_char * (MAX_OWNER + 1))]
+
+
+# An observer's on_change(observer, view, arg).
+_LEADER_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_LeaderView), ctypes.c_void_p)
+
 _lib = None
 _lib_lock = threading.Lock()
 
@@ -409,6 +442,19 @@ def _declare(lib):
         "redlock_uri_redact": (c_int, [c_cp, c_cp, ctypes.c_size_t]),
         "redlock_options_get_max_ttl": (c_int, [c_vp, ctypes.POINTER(c_u32)]),
         "redlock_options_allow_discovered": (c_int, [c_vp, c_cp]),
+        # who holds it, and taking it back; bounded holds (issue 38)
+        "redlock_options_set_owner": (c_int, [c_vp, c_cp]),
+        "redlock_options_get_owner": (c_int, [c_vp, ctypes.POINTER(c_cp)]),
+        "redlock_lock_owner": (c_cp, [c_vp]),
+        "redlock_inspect": (c_int, [c_vp, c_cp, c_int, c_cp, ctypes.c_size_t]),
+        "redlock_revoke": (c_int, [c_vp, c_cp, u64p]),
+        "redlock_watch_bounded": (c_int, [c_vp, c_vp, c_u32, _LOST_CB, c_vp]),
+        "redlock_elect_bounded": (c_int, [c_vp, c_cp, c_u32, c_u32, _ELECTED_CB,
+                                          _ELECTION_LOST_CB, c_vp, pp]),
+        # who leads: asking and observing an election
+        "redlock_election_leader": (c_int, [c_vp, c_cp, ctypes.POINTER(_LeaderView)]),
+        "redlock_election_observe": (c_int, [c_vp, c_cp, c_u32, _LEADER_CB, c_vp, pp]),
+        "redlock_observe_stop": (c_int, [c_vp, c_vp]),
     }
     for name, (restype, argtypes) in optional.items():
         fn = getattr(lib, name, None)
@@ -572,6 +618,24 @@ def _set_allow_discovered(lib, opts, patterns):
         for i, data in enumerate(encoded):
             refusals.check(lib.redlock_options_allow_discovered(opts, data),
                            "allow_discovered[%d]" % i)
+
+
+def _set_owner(lib, opts, owner):
+    """Applies the owner label (see Client) to opts; returns it as the
+    options hold it ("" for none)."""
+    data = b"" if owner is None else _bytes_arg(owner, "owner")
+    if getattr(lib, "redlock_options_set_owner", None) is None or \
+            lib.redlock_options_set_owner.argtypes is None:
+        raise NotSupportedError(ENOTSUP, detail="owner: redlock_options_set_owner is not in "
+                                "this libredlock")
+    # The library refuses without saying why (no log message): the rule is
+    # given here.
+    _check(lib.redlock_options_set_owner(opts, data),
+           "owner %r: 1..%d bytes of printable ASCII (0x21..0x7e) except '~'"
+           % (owner, MAX_OWNER))
+    got = ctypes.c_char_p()
+    _check(lib.redlock_options_get_owner(opts, ctypes.byref(got)))
+    return _decode(got.value) or ""
 
 
 def version():
@@ -811,6 +875,7 @@ class _Core:
         self.state = _OPEN
         self.active = 0
         self.max_ttl_ms = None  # the client's max TTL, read from its options at open
+        self.owner = ""  # the client's owner label, read back from its options at open
         self.locks = weakref.WeakSet()
         self.pending = {}
         self.watched = {}
@@ -828,6 +893,9 @@ class _Core:
         self.election_lost_cb = _ELECTION_LOST_CB(self._on_election_lost)
         self.event_fn = None
         self.event_cb = None
+        # Observers: key -> Observer, held until stopped or closed (as elections).
+        self.observers = {}
+        self.leader_cb = _LEADER_CB(self._on_leader)
 
     # -- threads
     def on_loop_thread(self):
@@ -867,13 +935,14 @@ class _Core:
             # client cannot be freed while its loop thread runs this.
             self.lib.redlock_unlock_async(self.ptr, handle, _DONE_CB(), None)
 
-    def _on_lost(self, _handle, _reason, key):
+    def _on_lost(self, _handle, reason, key):
         self._mark_loop()
         ref = self.watched.pop(key, None)
         lk = ref() if ref is not None else None
         if lk is None:
             return
         lk._lost = True
+        lk._lost_reason = int(reason)
         cb = lk._on_lost
         if cb is not None:
             cb(lk)
@@ -894,6 +963,17 @@ class _Core:
         election = self.elections.get(key)
         if election is not None:
             election._lost(int(reason))
+
+    def _on_leader(self, handle, view, key):
+        self._mark_loop()
+        with self.mutex:
+            observer = self.observers.get(key)
+            if observer is not None and observer._handle is None and not observer._done:
+                # observe() has not returned yet: a stop() from this callback
+                # must find the handle.
+                observer._handle = handle
+        if observer is not None:
+            observer._changed(Leader._of(view.contents))
 
     # -- calls
     def enter(self):
@@ -945,6 +1025,28 @@ class _Core:
         finally:
             self.leave()
 
+    def end_handle(self, obj, stop, registry):
+        """Ends an election or an observer (obj: its _handle, _done, _key)
+        with stop(ptr, handle), redlock_resign or redlock_observe_stop, and
+        forgets it in registry.  Returns stop's code, or None when there was
+        nothing to end (ended already, or the close ends it)."""
+        with self.mutex:
+            handle = obj._handle
+            if handle is None or obj._done or self.state != _OPEN:
+                return None
+            self.enter()
+            obj._handle = None
+            obj._done = True
+        try:
+            # Not under the mutex: off the I/O thread this waits for the
+            # loop, whose callbacks may need the mutex.
+            rc = stop(self.ptr, handle)
+        finally:
+            self.leave()
+        with self.mutex:
+            registry.pop(obj._key, None)
+        return rc
+
     def leave(self):
         with self.cond:
             self.active -= 1
@@ -966,6 +1068,8 @@ class _Core:
             self.locks = weakref.WeakSet()
             for election in list(self.elections.values()):
                 election._invalidate()
+            for observer in list(self.observers.values()):
+                observer._invalidate()
         _OPEN_CORES.discard(self)
         if self.on_loop_thread():
             # From one of our callbacks: the blocking part cannot run on the
@@ -989,6 +1093,7 @@ class _Core:
             self.state = _CLOSED
             self.watched.clear()
             self.elections.clear()
+            self.observers.clear()
             self.cond.notify_all()
 
 
@@ -1021,6 +1126,14 @@ class Client:
     calls there raise WouldBlockError).  stats=False turns the counting
     behind stats() off.
 
+    owner: a label a person can read ("billing-worker-3", "host:pid")
+    carried in the value of every lock, permit, read/write hold and election
+    lease the client takes, so that inspect() (from any client) tells who
+    holds a resource; Lock.owner reads it back.  1..MAX_OWNER bytes of
+    printable ASCII (0x21..0x7e) except '~' (InvalidArgument otherwise); None
+    or "" for none (the default).  Anyone who can read the masters reads it:
+    never put a secret in it.
+
     TLS (rediss:// masters; NotSupportedError when tls_supported() is False):
     tls_ca: CA certificates trusted for the masters' certificates, a PEM file
     or an OpenSSL hashed directory (default: the system's store); tls_cert +
@@ -1046,7 +1159,7 @@ class Client:
                  max_ttl_ms=None, quarantine=None, fencing=None, key_prefix=None,
                  reentrant=None, log=None, log_level=LOG_WARN, tls_ca=None, tls_cert=None,
                  tls_key=None, tls_server_name=None, tls_verify=None, allow_discovered=None,
-                 stats=None, on_event=None):
+                 stats=None, on_event=None, owner=None):
         self._core = None
         lib = load_library()
         if isinstance(nodes, (str, bytes)):
@@ -1116,6 +1229,8 @@ class Client:
                 _check(lib.redlock_options_set_key_prefix(opts, _bytes_arg(key_prefix,
                                                                            "key_prefix")),
                        "key_prefix")
+            if owner is not None:
+                core.owner = _set_owner(lib, opts, owner)
             if getattr(lib, "redlock_options_get_max_ttl", None) is not None:
                 mt = ctypes.c_uint32()
                 if lib.redlock_options_get_max_ttl(opts, ctypes.byref(mt)) == 0:
@@ -1141,6 +1256,11 @@ class Client:
     @property
     def closed(self):
         return self._core is None or self._core.state != _OPEN
+
+    @property
+    def owner(self):
+        """The client's owner label (Client(owner=...)), "" when none."""
+        return self._core.owner if self._core is not None else ""
 
     def __enter__(self):
         if self.closed:
@@ -1291,21 +1411,30 @@ class Client:
         lk = self._adopt(out.value, resources)
         return self._maybe_watch(lk, watch, on_lost)
 
-    def elect(self, name, ttl_ms, on_elected=None, on_lost=None):
+    def elect(self, name, ttl_ms, on_elected=None, on_lost=None, max_hold_ms=None):
         """Campaigns for leadership of name (redlock_elect) until resign() or
         close(); returns an Election at once.  The lease (ttl_ms, watched while
         leader) is always fenced: the term is its fencing token, larger than
         every earlier term of name.  on_elected(election, term) and
         on_lost(election, reason) run on the library's I/O thread, once per
         term each (on_lost only if the term ends by itself, never after
-        resign() or close()); keep them short.  Raises InvalidArgument (bad
-        name or ttl), ClosedError, ..."""
+        resign() or close()); keep them short.  reason is LOST_EXPIRED (the
+        lease could not be renewed in time) or LOST_MAX_HOLD.
+
+        max_hold_ms (> 0; redlock_elect_bounded): every term ends that long
+        after its grant: the leader resigns it (the release wakes the other
+        campaigners), on_lost gets LOST_MAX_HOLD (not a failure: the bound
+        was reached), and the campaign goes on after its back-off.  Raises
+        InvalidArgument (bad name, ttl or bound), ClosedError, ..."""
         for fn, what in ((on_elected, "on_elected"), (on_lost, "on_lost")):
             if fn is not None and not callable(fn):
                 raise TypeError("%s must be callable" % what)
         core = self._core
         raw = _bytes_arg(name, "name")
         ttl = self._ttl(ttl_ms)
+        bound = None if max_hold_ms is None else _ms(max_hold_ms, "max_hold_ms", 1)
+        if bound is not None:
+            self._optional("redlock_elect_bounded")
         election = Election(self, name, on_elected, on_lost)
         out = ctypes.c_void_p()
         with core.mutex:
@@ -1315,14 +1444,137 @@ class Client:
             election._key = key
             # Registered before the call: on_elected may run before it returns.
             core.elections[key] = election
-            rc = core.lib.redlock_elect(core.ptr, raw, ttl, core.elected_cb,
-                                        core.election_lost_cb, key, ctypes.byref(out))
+            if bound is None:
+                rc = core.lib.redlock_elect(core.ptr, raw, ttl, core.elected_cb,
+                                            core.election_lost_cb, key, ctypes.byref(out))
+            else:
+                rc = core.lib.redlock_elect_bounded(core.ptr, raw, ttl, bound, core.elected_cb,
+                                                    core.election_lost_cb, key,
+                                                    ctypes.byref(out))
             if rc != 0:
                 core.elections.pop(key, None)
             elif not election._done:
                 election._handle = out.value
         _check(rc)
         return election
+
+    # -- who holds it, and taking it back
+    def inspect(self, name, kind="lock"):
+        """The masters' view of one resource (redlock_inspect), read with one
+        round to every master (nothing is written), as a dict: "held" (a
+        quorum holds the same value; for a semaphore or read-write lock, some
+        hold), "agreed" (False when fewer than a quorum answered or they do
+        not all show the same holds), "owner" and "value" of the hold a
+        quorum agrees on (owner None when that holder set no label),
+        "ttl_ms_min"/"ttl_ms_max", "fence" (an election's term), "count",
+        "holders" and per-master "masters"; docs/api.md "Inspect and revoke"
+        lists every field.  kind: "lock", "semaphore", "rwlock" or
+        "election"; name as that kind's calls take it.  Blocking (up to the
+        request timeout); WouldBlockError from a callback."""
+        macro = _INSPECT_KINDS.get(kind) if isinstance(kind, str) else None
+        if macro is None:
+            raise InvalidArgument(EINVAL, detail="kind must be one of %s, not %r"
+                                  % (", ".join(map(repr, _INSPECT_KINDS)), kind))
+        raw = _bytes_arg(name, "name")
+        fn = self._optional("redlock_inspect")
+        core = self._core
+        code = _lib_constant(core.lib, macro)  # the kind codes are the library's
+        core.enter()
+        try:
+            need = fn(core.ptr, raw, code, None, 0)
+            while True:
+                _check(min(need, 0), "inspect %r" % (name,))
+                # Every call is a round of its own: the view may have grown since.
+                size = need + 1024
+                buf = ctypes.create_string_buffer(size)
+                got = fn(core.ptr, raw, code, buf, size)
+                _check(min(got, 0), "inspect %r" % (name,))
+                if got < size:
+                    break
+                need = got
+        finally:
+            core.leave()
+        return json.loads(buf.value.decode("utf-8"))
+
+    def revoke(self, resource):
+        """An administrator's revoke of the lock on resource (or of an
+        election's lease: name it as elect does), whoever holds it
+        (redlock_revoke).  With fencing on the key, the fence counter is
+        raised above the holder's token on a quorum and the key deleted:
+        returns that new fence, which a store that checks tokens should be
+        told so that it refuses the old holder from then on.  Without
+        fencing, returns 0: the key keeps its remaining TTL under the
+        revoker's value, so nobody gets the lock before the old lease would
+        have ended.  Either way the holder's next extension (its watch's
+        too) fails: its Lock is lost, its on_lost runs once.  Raises
+        NoQuorumError (too few masters did it; some may have),
+        NotSupportedError (too many masters run no Lua), ...  Blocking."""
+        res = _bytes_arg(resource, "resource")
+        fn = self._optional("redlock_revoke")
+        core = self._core
+        fence = ctypes.c_uint64()
+        core.enter()
+        try:
+            rc = fn(core.ptr, res, ctypes.byref(fence))
+        finally:
+            core.leave()
+        _check(rc, "revoke %r" % (resource,))
+        return int(fence.value)
+
+    # -- who leads
+    def leader(self, name):
+        """Who leads the election `name` now (redlock_election_leader): one
+        read round (nothing written), blocking up to the request timeout.
+        Returns a Leader: state LEADER_HELD with term, ttl_ms (a lower
+        bound of the lease left) and owner (the leader's label, "" when it
+        set none); LEADER_NONE (nobody leads, or a hand-off is half done);
+        LEADER_UNKNOWN (fewer than a quorum of masters answered: not an
+        error)."""
+        raw = _bytes_arg(name, "name")
+        fn = self._optional("redlock_election_leader")
+        core = self._core
+        view = _LeaderView()
+        core.enter()
+        try:
+            rc = fn(core.ptr, raw, ctypes.byref(view))
+        finally:
+            core.leave()
+        _check(rc, "leader %r" % (name,))
+        return Leader._of(view)
+
+    def observe(self, name, callback, poll_ms=0):
+        """Follows the leadership of the election `name` without
+        campaigning (redlock_election_observe): callback(leader) runs on the
+        library's I/O thread first with the view of the first read, then
+        whenever it changes (state, term or owner; never for the ttl alone):
+        a new leader, no leader, unknown.  It re-reads when a release or a
+        new term of `name` is announced (a hand-off is seen within about one
+        round trip of the new grant), when the lease it saw should have
+        ended, and at least every poll_ms (0: the client's retry delay).
+        Returns an Observer: stop() it (or use it as a context manager);
+        close() stops it too.  Keep the callback short."""
+        if not callable(callback):
+            raise TypeError("callback must be callable(leader)")
+        raw = _bytes_arg(name, "name")
+        poll = _ms(poll_ms, "poll_ms")
+        fn = self._optional("redlock_election_observe")
+        core = self._core
+        observer = Observer(self, name, callback)
+        out = ctypes.c_void_p()
+        with core.mutex:
+            if core.state != _OPEN:
+                raise ClosedError(ECLOSED)
+            key = next(core.keys)
+            observer._key = key
+            # Registered before the call: the first view may come before it returns.
+            core.observers[key] = observer
+            rc = fn(core.ptr, raw, poll, core.leader_cb, key, ctypes.byref(out))
+            if rc != 0:
+                core.observers.pop(key, None)
+            elif not observer._done:
+                observer._handle = out.value
+        _check(rc, "observe %r" % (name,))
+        return observer
 
     def last_votes(self):
         """One-line summary of the client's most recently decided round
@@ -1494,21 +1746,9 @@ class Election:
         campaigner is woken at once) and frees the handle (redlock_resign).
         Idempotent; a no-op after the client was closed."""
         core = self._core
-        with core.mutex:
-            handle = self._handle
-            if handle is None or self._done or core.state != _OPEN:
-                return  # resigned already, or the close resigns it
-            core.enter()
-            self._handle = None
-            self._done = True
-        try:
-            # Not under core.mutex: off the I/O thread this waits for the loop,
-            # whose callbacks may need the mutex.
-            rc = core.lib.redlock_resign(core.ptr, handle)
-        finally:
-            core.leave()
-        with core.mutex:
-            core.elections.pop(self._key, None)
+        rc = core.end_handle(self, core.lib.redlock_resign, core.elections)
+        if rc is None:
+            return  # resigned already, or the close resigns it
         with self._state:
             self._leader = False
             self._state.notify_all()
@@ -1540,6 +1780,135 @@ class Election:
         return "<redlock_c.Election %r %s term=%d>" % (self._name, state, self._term)
 
 
+# ---- Leader, Observer -------------------------------------------------------------------------
+
+class Leader:
+    """Who leads an election, as a quorum of masters holds it (a copy of
+    redlock_leader_t): state (LEADER_NONE, LEADER_HELD, LEADER_UNKNOWN),
+    term (the leader's term, its fencing token; 0 unless held), ttl_ms (the
+    lease left, the least over the quorum that holds it; 0 unless held) and
+    owner (the leader's owner label; "" when it set none or nobody leads).
+    Equal when state, term and owner are (the ttl is left out, as the
+    observer leaves it out of "a change")."""
+
+    __slots__ = ("state", "term", "ttl_ms", "owner")
+
+    def __init__(self, state, term, ttl_ms, owner):
+        self.state, self.term, self.ttl_ms, self.owner = state, term, ttl_ms, owner
+
+    @classmethod
+    def _of(cls, view):
+        return cls(int(view.state), int(view.term), int(view.ttl_ms), _decode(view.owner) or "")
+
+    @property
+    def held(self):
+        """True when a quorum holds the same lease (state LEADER_HELD)."""
+        return self.state == LEADER_HELD
+
+    def __eq__(self, other):
+        if not isinstance(other, Leader):
+            return NotImplemented
+        return (self.state, self.term, self.owner) == (other.state, other.term, other.owner)
+
+    def __hash__(self):
+        return hash((self.state, self.term, self.owner))
+
+    def __repr__(self):
+        name = {LEADER_NONE: "none", LEADER_HELD: "held", LEADER_UNKNOWN: "unknown"}.get(
+            self.state, str(self.state))
+        return "<redlock_c.Leader %s term=%d ttl_ms=%d owner=%r>" % (name, self.term, self.ttl_ms,
+                                                                   self.owner)
+
+
+class Observer:
+    """A follower of one election's leadership (Client.observe).  stop()
+    ends it: no callback runs after it returns (from inside the callback it
+    returns at once).  As a context manager, leaving the block stops it.
+    .last is the latest view it reported (None before the first)."""
+
+    def __init__(self, client, name, callback):
+        self._client = client
+        self._core = client._core
+        self._name = name if isinstance(name, str) else _decode(bytes(name))
+        self._callback = callback
+        self._handle = None
+        self._key = None
+        self._done = False
+        self._cond = threading.Condition()
+        self._last = None
+        self._changes = 0
+
+    def _changed(self, leader):  # the I/O thread
+        with self._cond:
+            self._last = leader
+            self._changes += 1
+            self._cond.notify_all()
+        self._callback(leader)
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def last(self):
+        """The latest view reported (a Leader), or None before the first."""
+        return self._last
+
+    @property
+    def stopped(self):
+        """True after stop() or after the client was closed."""
+        return self._done
+
+    def wait_for(self, predicate, timeout=None):
+        """Waits until predicate(leader) holds for a reported view (the
+        latest first); returns that view, or None on timeout or once stopped."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            seen = -1
+            while True:
+                if self._changes != seen:
+                    seen = self._changes
+                    if self._last is not None and predicate(self._last):
+                        return self._last
+                if self._done:
+                    return None
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return None
+                self._cond.wait(left)
+
+    def stop(self):
+        """Stops observing and frees the C observer (redlock_observe_stop).
+        Idempotent; a no-op after the client was closed."""
+        core = self._core
+        rc = core.end_handle(self, core.lib.redlock_observe_stop, core.observers)
+        if rc is None:
+            return  # stopped already, or the close stops it
+        with self._cond:
+            self._cond.notify_all()
+        if rc == ECLOSED:
+            return  # the close in progress stops it
+        _check(rc)
+
+    def _invalidate(self):
+        """Called by close() under the core mutex: the C observer is the close's."""
+        self._done = True
+        self._handle = None
+        with self._cond:
+            self._cond.notify_all()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def __repr__(self):
+        return "<redlock_c.Observer %r %s last=%r>" % (
+            self._name, "stopped" if self._done else "observing", self._last)
+
+
 # ---- Lock ------------------------------------------------------------------------------------
 
 class Lock:
@@ -1566,7 +1935,11 @@ class Lock:
                                 for r in resources)
         self._value = _decode(lib.redlock_lock_value(handle))
         self._fence = int(lib.redlock_lock_fence(handle))
+        owner_fn = getattr(lib, "redlock_lock_owner", None)
+        self._owner = (_decode(owner_fn(handle)) or "") if owner_fn is not None and \
+            owner_fn.argtypes is not None else ""
         self._lost = False
+        self._lost_reason = None
         self._closed = False
         self._on_lost = None
         self._watch_key = None
@@ -1592,6 +1965,20 @@ class Lock:
     def fence(self):
         """The fencing token (0 unless the client has fencing=True)."""
         return self._fence
+
+    @property
+    def owner(self):
+        """The owner label its value carries (the client's owner=), "" when
+        none."""
+        return self._owner
+
+    @property
+    def lost_reason(self):
+        """Why the watch ended, once its on_lost has run: LOST_EXPIRED (a
+        failure: it could not be extended in time, or was revoked) or
+        LOST_MAX_HOLD (not a failure: the watch's max_hold_ms was reached and
+        the lock released on purpose); None before."""
+        return self._lost_reason
 
     @property
     def validity_ms(self):
@@ -1696,19 +2083,32 @@ class Lock:
         if self._handle is None:
             self._forget_watch()
         if rc == ELOST:
+            if self._lost_reason == LOST_MAX_HOLD:
+                return  # the library released it at the bound, as asked: not a failure
             self._lost = True
         if rc == EWOULDBLOCK:
             return  # on the loop thread: release started, handle freed
         _check(rc, votes=votes)
 
-    def watch(self, on_lost=None):
+    def watch(self, on_lost=None, max_hold_ms=None):
         """Keeps extending the lock (by its last TTL) until unlock
         (redlock_watch).  If it cannot be extended before its validity ends,
         .lost becomes True and on_lost(lock) is called once, on the library's
-        I/O thread (it may call lock.unlock(), which does not block there).
-        A second watch replaces on_lost."""
+        I/O thread (it may call lock.unlock(), which does not block there),
+        with .lost_reason LOST_EXPIRED.  A second watch replaces on_lost (and
+        the bound).
+
+        max_hold_ms (> 0; redlock_watch_bounded) caps the whole hold: that
+        long after the grant (not after this call) the watch stops, the lock
+        is released on every master (waiters are woken) and on_lost runs
+        once with .lost_reason LOST_MAX_HOLD, which is not a failure.  The
+        Lock is then lost; unlock() (and leaving a with block) frees it
+        without raising."""
         if on_lost is not None and not callable(on_lost):
             raise TypeError("on_lost must be callable(lock)")
+        bound = None if max_hold_ms is None else _ms(max_hold_ms, "max_hold_ms", 1)
+        if bound is not None:
+            self._client._optional("redlock_watch_bounded")
         core = self._core
         with core.mutex:
             if self._handle is None:
@@ -1717,7 +2117,12 @@ class Lock:
                 self._watch_key = next(core.keys)
             self._on_lost = on_lost
             core.watched[self._watch_key] = weakref.ref(self)
-            rc = core.lib.redlock_watch(core.ptr, self._handle, core.lost_cb, self._watch_key)
+            if bound is None:
+                rc = core.lib.redlock_watch(core.ptr, self._handle, core.lost_cb,
+                                            self._watch_key)
+            else:
+                rc = core.lib.redlock_watch_bounded(core.ptr, self._handle, bound, core.lost_cb,
+                                                    self._watch_key)
             if rc != 0:
                 core.watched.pop(self._watch_key, None)
         _check(rc)

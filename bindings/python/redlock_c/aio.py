@@ -18,7 +18,8 @@ with loop.call_soon_threadsafe, so no thread is blocked per call and any
 number of acquisitions can wait at once.  Opening and closing a client,
 trylock() and resign() have no callback form in the C API; they run in the
 loop's default executor (each is bounded: connect timeout, request timeout,
-retry policy).
+retry policy), and so do inspect(), revoke(), leader() and an observer's
+stop(), which are blocking C calls too.
 
 Cancelling the task that awaits an acquisition cancels the C call
 (redlock_cancel with the id its _ex form gave): nothing more is sent for
@@ -37,10 +38,10 @@ import ctypes
 import itertools
 import threading
 
-from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, Client, ClosedError, InvalidArgument,
-               _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
+from . import (_DONE_CB, EINVAL, ELOST, ECLOSED, LOST_MAX_HOLD, Client, ClosedError,
+               InvalidArgument, _bytes_arg, _make_error, _ms, _round_votes, _ttl_arg, _u32)
 
-__all__ = ["AsyncClient", "AsyncLock", "AsyncElection"]
+__all__ = ["AsyncClient", "AsyncLock", "AsyncElection", "AsyncObserver"]
 
 
 class _Awaitable(collections.abc.Coroutine):
@@ -271,9 +272,10 @@ class AsyncClient:
         return _Awaitable(acquire())
 
     # -- leader election
-    async def elect(self, name, ttl_ms, on_elected=None, on_lost=None):
-        """Campaigns for leadership of name (redlock_elect), as Client.elect;
-        returns an AsyncElection at once.  on_elected(election, term) and
+    async def elect(self, name, ttl_ms, on_elected=None, on_lost=None, max_hold_ms=None):
+        """Campaigns for leadership of name (redlock_elect), as Client.elect
+        (max_hold_ms bounds every term, reason LOST_MAX_HOLD); returns an
+        AsyncElection at once.  on_elected(election, term) and
         on_lost(election, reason) run on the event loop."""
         for fn, what in ((on_elected, "on_elected"), (on_lost, "on_lost")):
             if fn is not None and not callable(fn):
@@ -287,8 +289,44 @@ class AsyncClient:
         def lost(_election, reason):
             aelection._relay(aelection._on_lost_cb, reason)
 
-        aelection._election = self._client.elect(name, ttl_ms, elected, lost)
+        aelection._election = self._client.elect(name, ttl_ms, elected, lost,
+                                                 max_hold_ms=max_hold_ms)
         return aelection
+
+    # -- who holds it, and taking it back
+    async def inspect(self, name, kind="lock"):
+        """As Client.inspect (a dict), in the default executor: the round
+        blocks its thread up to the request timeout."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._client.inspect, name, kind)
+
+    async def revoke(self, resource):
+        """As Client.revoke (the new fence), in the default executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._client.revoke, resource)
+
+    # -- who leads
+    async def leader(self, name):
+        """As Client.leader (a redlock_c.Leader), in the default executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self._client.leader, name)
+
+    def observe(self, name, callback, poll_ms=0):
+        """As Client.observe, with callback(leader) run on the event loop;
+        returns an AsyncObserver (await stop(), or ``async with``)."""
+        if not callable(callback):
+            raise InvalidArgument(EINVAL, detail="callback must be callable")
+        loop = asyncio.get_running_loop()
+        aobserver = AsyncObserver(loop, callback)
+
+        def relay(leader):  # the library's I/O thread
+            try:
+                loop.call_soon_threadsafe(callback, leader)
+            except RuntimeError:
+                pass  # the event loop is gone
+
+        aobserver._observer = self._client.observe(name, relay, poll_ms)
+        return aobserver
 
     # -- diagnostics
     def last_votes(self):
@@ -353,6 +391,8 @@ class AsyncLock:
     resources = property(lambda self: self._lock.resources)
     value = property(lambda self: self._lock.value)
     fence = property(lambda self: self._lock.fence)
+    owner = property(lambda self: self._lock.owner)
+    lost_reason = property(lambda self: self._lock.lost_reason)
     validity_ms = property(lambda self: self._lock.validity_ms)
     lost = property(lambda self: self._lock.lost)
     released = property(lambda self: self._lock.released)
@@ -413,16 +453,19 @@ class AsyncLock:
             await fut
         except Exception as exc:
             if getattr(exc, "code", None) == ELOST:
+                if lk._lost_reason == LOST_MAX_HOLD:
+                    return  # released by the library at the bound, as asked
                 lk._lost = True
             raise
 
-    def watch(self, on_lost=None):
+    def watch(self, on_lost=None, max_hold_ms=None):
         """Keeps extending the lock until unlock; on_lost(async_lock) runs on
-        the event loop once if it is lost."""
+        the event loop once if it is lost, or once the hold reached
+        max_hold_ms (as Lock.watch: .lost_reason says which)."""
         if on_lost is not None and not callable(on_lost):
             raise InvalidArgument(EINVAL, detail="on_lost must be callable")
         if on_lost is None:
-            self._lock.watch(None)
+            self._lock.watch(None, max_hold_ms=max_hold_ms)
             return
         loop = asyncio.get_running_loop()
 
@@ -432,7 +475,7 @@ class AsyncLock:
             except RuntimeError:
                 pass  # the event loop is gone
 
-        self._lock.watch(relay)
+        self._lock.watch(relay, max_hold_ms=max_hold_ms)
 
     async def __aenter__(self):
         return self
@@ -532,3 +575,37 @@ class AsyncElection:
     def __repr__(self):
         return "<redlock_c.aio.AsyncElection %r>" % (self._election,)
 
+
+
+class AsyncObserver:
+    """A follower of an election's leadership (AsyncClient.observe), as
+    redlock_c.Observer, with awaitable stop().  ``async with`` stops it on
+    exit."""
+
+    def __init__(self, loop, callback):
+        self._loop = loop
+        self._callback = callback
+        self._observer = None  # set by AsyncClient.observe
+
+    name = property(lambda self: self._observer.name)
+    last = property(lambda self: self._observer.last)
+    stopped = property(lambda self: self._observer.stopped)
+
+    @property
+    def observer(self):
+        """The underlying redlock_c.Observer."""
+        return self._observer
+
+    async def stop(self):
+        """As Observer.stop(), in the default executor (it waits for the
+        library's loop)."""
+        await self._loop.run_in_executor(None, self._observer.stop)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb):
+        await self.stop()
+
+    def __repr__(self):
+        return "<redlock_c.aio.AsyncObserver %r>" % (self._observer,)

@@ -392,6 +392,72 @@ class TestAsyncClient(unittest.TestCase):
 
         self.run_async(main())
 
+    def test_owner_inspect_revoke_bounded_watch(self):
+        res = unique("aio-who")
+        bounded = unique("aio-bounded")
+
+        async def main():
+            async with await redlock_c.aio.AsyncClient.open(
+                    self.nodes, **client_kwargs(owner="aio-worker", fencing=True)) as client:
+                lk = await client.lock(res, 5000)
+                self.assertEqual(lk.owner, "aio-worker")
+                lost = asyncio.Event()
+                lk.watch(lambda _lk: lost.set())
+                view = await client.inspect(res)
+                self.assertTrue(view["held"])
+                self.assertEqual(view["owner"], "aio-worker")
+                fence = await client.revoke(res)
+                self.assertGreater(fence, lk.fence)
+                await asyncio.wait_for(lost.wait(), DEADLINE)  # on the event loop
+                self.assertEqual(lk.lost_reason, redlock_c.LOST_EXPIRED)
+                self.assertFalse((await client.inspect(res))["held"])
+                with self.assertRaises(redlock_c.LostError):
+                    await lk.unlock()
+
+                lk = await client.lock(bounded, 2000)
+                ended = asyncio.Event()
+                lk.watch(lambda _lk: ended.set(), max_hold_ms=3000)
+                await asyncio.wait_for(ended.wait(), DEADLINE)
+                self.assertEqual(lk.lost_reason, redlock_c.LOST_MAX_HOLD)
+                await lk.unlock()  # no error: the bound ended it on purpose
+                while (await client.inspect(bounded))["held"]:
+                    await asyncio.sleep(0.01)  # bounded by run_async's deadline
+                await (await client.trylock(bounded, 5000)).unlock()
+                with self.assertRaises(redlock_c.InvalidArgument):
+                    await client.inspect(res, "nope")
+
+        self.run_async(main())
+
+    def test_leader_and_observe_on_the_event_loop(self):
+        name = unique("aio-observe")
+
+        async def main():
+            async with await redlock_c.aio.AsyncClient.open(
+                    self.nodes, **client_kwargs(owner="aio-cand")) as client:
+                loop_thread = threading.get_ident()
+                views = asyncio.Queue()
+                threads = set()
+
+                def on_change(view):
+                    threads.add(threading.get_ident())
+                    views.put_nowait(view)
+
+                async with client.observe(name, on_change) as obs:
+                    election = await client.elect(name, 5000)
+                    term = await election.wait_elected(timeout=DEADLINE)
+                    while True:  # bounded by run_async's deadline
+                        view = await views.get()
+                        if view.owner == "aio-cand" and view.term == term:
+                            break
+                    self.assertEqual((await client.leader(name)).term, term)
+                    await election.resign()
+                    while (await views.get()).state != redlock_c.LEADER_NONE:
+                        pass
+                self.assertTrue(obs.stopped)
+                self.assertEqual(threads, {loop_thread})
+
+        self.run_async(main())
+
     def test_bad_input(self):
         async def main():
             async with redlock_c.aio.AsyncClient(self.nodes, **client_kwargs()) as client:

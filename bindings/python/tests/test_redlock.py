@@ -1472,6 +1472,370 @@ class TestElection(ServerTestCase):
         self.assertEqual(c._core.elections, {})
 
 
+class TestWhoHolds(ServerTestCase):
+    """Owner labels, inspect, revoke and bounded holds (issue 38)."""
+
+    DEADLINE = 20.0
+
+    def test_owner_label_round_trip_and_seen_by_another_client(self):
+        a = self.client(owner="worker-a")
+        b = self.client()
+        self.assertEqual(a.owner, "worker-a")
+        self.assertEqual(b.owner, "")
+        res = unique("owner")
+        lk = a.lock(res, 10000)
+        self.assertEqual(lk.owner, "worker-a")
+        self.assertTrue(lk.value.endswith("~worker-a"), lk.value)
+        self.assertEqual(self.on_all("GET", res), [lk.value] * 3)
+        view = b.inspect(res)
+        self.assertEqual((view["kind"], view["name"]), ("lock", res))
+        self.assertTrue(view["held"])
+        self.assertTrue(view["agreed"])
+        self.assertEqual(view["owner"], "worker-a")
+        self.assertEqual(view["value"], lk.value)
+        self.assertGreater(view["ttl_ms_min"], 0)
+        self.assertLessEqual(view["ttl_ms_max"], 10000)
+        self.assertEqual([m["state"] for m in view["masters"]], ["holds"] * 3)
+        self.assertEqual({m["owner"] for m in view["masters"]}, {"worker-a"})
+        lk.unlock()
+        # A client without a label: its value is the 32 hex digits alone.
+        lk = b.lock(res, 10000)
+        self.assertEqual(lk.owner, "")
+        self.assertRegex(lk.value, r"^[0-9a-f]{32}$")
+        view = a.inspect(res)
+        self.assertTrue(view["held"])
+        self.assertIsNone(view["owner"])
+        self.assertEqual(view["value"], lk.value)
+        lk.unlock()
+
+    def test_bad_owner_labels(self):
+        for bad in ("a~b", "two words", "x" * (redlock_c.MAX_OWNER + 1), "caf\u00e9", "tab\t"):
+            with self.assertRaises(redlock_c.InvalidArgument, msg=repr(bad)) as cm:
+                redlock_c.Client(self.uris, **client_kwargs(owner=bad))
+            self.assertIn("printable ASCII", str(cm.exception))
+        with self.assertRaises(redlock_c.InvalidArgument):
+            redlock_c.Client(self.uris, **client_kwargs(owner="nul\0"))
+        with self.assertRaises(TypeError):
+            redlock_c.Client(self.uris, **client_kwargs(owner=42))
+        self.assertEqual(self.client(owner="x" * redlock_c.MAX_OWNER).owner,
+                         "x" * redlock_c.MAX_OWNER)
+        self.assertEqual(self.client(owner="").owner, "")
+        self.assertEqual(self.client(owner=b"bytes-label").owner, "bytes-label")
+
+    def test_inspect_free_and_minority(self):
+        c = self.client()
+        res = unique("inspect-free")
+        view = c.inspect(res)
+        self.assertFalse(view["held"])
+        self.assertTrue(view["agreed"])
+        self.assertIsNone(view["owner"])
+        self.assertIsNone(view["value"])
+        self.assertEqual([m["state"] for m in view["masters"]], ["free"] * 3)
+        # Held on one master of three: not held, and no quorum agrees.
+        redis_cmd(self.servers[0].port, "SET", res, "0123456789abcdef0123456789abcdef~stray",
+                  "PX", 60000)
+        view = c.inspect(res)
+        self.assertFalse(view["held"])
+        self.assertFalse(view["agreed"])
+        self.assertEqual(sorted(m["state"] for m in view["masters"]), ["free", "free", "other"])
+        redis_cmd(self.servers[0].port, "DEL", res)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            c.inspect(res, kind="mutex")
+        with self.assertRaises(redlock_c.InvalidArgument):
+            c.inspect("")
+        with self.assertRaises(TypeError):
+            c.inspect(None)
+
+    def test_inspect_semaphore_rwlock_election(self):
+        a = self.client(owner="sem-a")
+        b = self.client(owner="sem-b")
+        name = unique("inspect-sem")
+        p1 = a.semaphore_acquire(name, limit=3, ttl_ms=10000)
+        p2 = b.semaphore_acquire(name, limit=3, ttl_ms=10000)
+        view = a.inspect(name, "semaphore")
+        self.assertEqual(view["kind"], "semaphore")
+        self.assertTrue(view["held"])
+        self.assertEqual(view["count"], 2)
+        self.assertEqual(sorted(h["owner"] for h in view["holders"]), ["sem-a", "sem-b"])
+        p1.unlock()
+        p2.unlock()
+        self.assertFalse(a.inspect(name, "semaphore")["held"])
+
+        name = unique("inspect-rw")
+        r1 = a.rwlock_read(name, 10000)
+        r2 = b.rwlock_read(name, 10000)
+        view = b.inspect(name, "rwlock")
+        self.assertTrue(view["held"])
+        self.assertEqual(view["count"], 2)
+        self.assertEqual({h["mode"] for h in view["holders"]}, {"read"})
+        r1.unlock()
+        r2.unlock()
+        w = b.rwlock_write(name, 10000)
+        view = a.inspect(name, "rwlock")
+        self.assertEqual([(h["mode"], h["owner"]) for h in view["holders"]], [("write", "sem-b")])
+        w.unlock()
+
+        name = unique("inspect-elect")
+        election = a.elect(name, 5000)
+        term = election.wait_elected(timeout=self.DEADLINE)
+        self.assertIsNotNone(term)
+        view = b.inspect(name, "election")
+        self.assertEqual(view["kind"], "election")
+        self.assertTrue(view["held"])
+        self.assertEqual(view["owner"], "sem-a")
+        # The largest counter a master reports: the term, or above it on a
+        # master outside the quorum that granted it.
+        self.assertGreaterEqual(view["fence"], term)
+        election.resign()
+        wait_until(lambda: not b.inspect(name, "election")["held"], timeout=self.DEADLINE,
+                   what="the lease released")
+
+    def test_revoke_makes_the_holder_lose_and_raises_the_fence(self):
+        holder = self.client(fencing=True, owner="stuck")
+        admin = self.client(fencing=True)
+        res = unique("revoke")
+        lost = threading.Event()
+        lk = holder.lock(res, 2000)
+        lk.watch(lambda _lk: lost.set())
+        fence = admin.revoke(res)
+        self.assertGreater(fence, lk.fence)
+        self.assertTrue(lost.wait(self.DEADLINE), "the watch reported no loss")
+        self.assertTrue(lk.lost)
+        self.assertEqual(lk.lost_reason, redlock_c.LOST_EXPIRED)
+        self.assertFalse(admin.inspect(res)["held"])
+        # The next grant's token is above the revoke's.
+        nxt = admin.lock(res, 5000)
+        self.assertGreater(nxt.fence, fence)
+        nxt.unlock()
+        with self.assertRaises(redlock_c.LostError):
+            lk.unlock()
+        with self.assertRaises(redlock_c.InvalidArgument):
+            admin.revoke("")
+
+    def test_revoke_without_fencing_returns_zero_and_keeps_the_lease(self):
+        holder = self.client()
+        admin = self.client()
+        res = unique("revoke-nofence")
+        lk = holder.lock(res, 5000)
+        self.assertEqual(admin.revoke(res), 0)
+        with self.assertRaises(redlock_c.LostError):
+            lk.extend(5000)
+        # The revoker's value keeps the rest of the old lease: nobody is
+        # granted the lock before it would have ended.
+        with self.assertRaises(redlock_c.LockedError):
+            admin.trylock(res, 5000)
+        with self.assertRaises(redlock_c.LostError):
+            lk.unlock()
+
+    def test_bounded_watch_ends_with_max_hold_and_frees_the_lock(self):
+        c = self.client(owner="bounded")
+        other = self.client()
+        res = unique("bounded")
+        done = threading.Event()
+        reasons = []
+
+        def on_lost(lock):  # the I/O thread: inspect would wait for it
+            reasons.append(lock.lost_reason)
+            try:
+                c.inspect(res)
+            except redlock_c.WouldBlockError:
+                reasons.append("would block")
+            done.set()
+
+        lk = c.lock(res, 2000)
+        # The bound is above the TTL: the watch must renew before the bound ends it.
+        lk.watch(on_lost, max_hold_ms=3000)
+        self.assertTrue(done.wait(self.DEADLINE), "the bound never ended the watch")
+        self.assertEqual(reasons, [redlock_c.LOST_MAX_HOLD, "would block"])
+        self.assertGreater(redlock_c.LOST_MAX_HOLD, 0)  # not an error code
+        self.assertTrue(lk.lost)
+        wait_until(lambda: not other.inspect(res)["held"], timeout=self.DEADLINE,
+                   what="the lock released after the bound")
+        other.trylock(res, 5000).unlock()
+        lk.unlock()  # allowed after the bound, and no error: it ended on purpose
+        self.assertTrue(lk.released)
+        lk2 = c.lock(res, 5000)
+        with self.assertRaises(redlock_c.InvalidArgument):
+            lk2.watch(None, max_hold_ms=0)
+        with self.assertRaises(TypeError):
+            lk2.watch(None, max_hold_ms=1.5)
+        lk2.unlock()
+
+    def test_bounded_election(self):
+        name = unique("elect-bounded")
+        a = self.client(owner="cand-a")
+        b = self.client(owner="cand-b")
+        lost = []
+        ended = threading.Event()
+
+        def on_lost(_election, reason):
+            lost.append(reason)
+            ended.set()
+
+        ea = a.elect(name, 2000, on_lost=on_lost, max_hold_ms=3000)
+        first = ea.wait_elected(timeout=self.DEADLINE)
+        self.assertIsNotNone(first)
+        self.assertTrue(ended.wait(self.DEADLINE), "the bound never ended the term")
+        self.assertEqual(lost[0], redlock_c.LOST_MAX_HOLD)
+        # The release woke the others: b (or a again, after its back-off) wins a later term.
+        eb = b.elect(name, 5000)
+        wait_until(lambda: eb.leader or ea.term > first, timeout=self.DEADLINE,
+                   what="a later term")
+        self.assertGreater(max(eb.term, ea.term), first)
+        ea.resign()
+        eb.resign()
+        with self.assertRaises(redlock_c.InvalidArgument):
+            a.elect(name, 1000, max_hold_ms=0)
+
+
+class TestLeaderObserve(ServerTestCase):
+    """Client.leader and Client.observe (redlock_election_leader / _observe)."""
+
+    DEADLINE = 20.0
+
+    def test_leader_none_then_held_then_none(self):
+        name = unique("leader")
+        a = self.client(owner="cand-a")
+        watcher = self.client()
+        view = watcher.leader(name)
+        self.assertEqual((view.state, view.term, view.ttl_ms, view.owner),
+                         (redlock_c.LEADER_NONE, 0, 0, ""))
+        self.assertFalse(view.held)
+        e = a.elect(name, 5000)
+        term = e.wait_elected(timeout=self.DEADLINE)
+        self.assertIsNotNone(term)
+        # One read says what it saw: a master the grant's fence commit has
+        # not reached yet shows a counter below the term.
+        wait_until(lambda: watcher.leader(name).term == term, timeout=self.DEADLINE,
+                   what="the leader's term")
+        view = watcher.leader(name)
+        self.assertEqual(view.state, redlock_c.LEADER_HELD)
+        self.assertEqual(view.term, term)
+        self.assertEqual(view.owner, "cand-a")
+        self.assertGreater(view.ttl_ms, 0)
+        self.assertLessEqual(view.ttl_ms, 5000)
+        e.resign()  # returns once the loop took it, not once the masters released
+        wait_until(lambda: watcher.leader(name).state == redlock_c.LEADER_NONE,
+                   timeout=self.DEADLINE, what="nobody leads")
+        with self.assertRaises(redlock_c.InvalidArgument):
+            watcher.leader("")
+
+    def test_observe_sees_a_hand_off(self):
+        name = unique("observe")
+        a = self.client(owner="cand-a")
+        b = self.client(owner="cand-b")
+        watcher = self.client()
+        views = []
+        threads = set()
+
+        def on_change(view):
+            threads.add(threading.get_ident())
+            views.append(view)
+
+        obs = watcher.observe(name, on_change)
+        self.assertIsNotNone(obs.wait_for(lambda v: True, self.DEADLINE), "no first view")
+        ea = a.elect(name, 5000)
+        first = ea.wait_elected(timeout=self.DEADLINE)
+        # A read while the grant's fence is being committed may see the
+        # leader's value before its term: the view that counts has both.
+        seen = obs.wait_for(lambda v: v.owner == "cand-a" and v.term == first, self.DEADLINE)
+        self.assertIsNotNone(seen, "the first leader was not seen: %r" % (views,))
+        self.assertEqual(seen.state, redlock_c.LEADER_HELD)
+        eb = b.elect(name, 5000)
+        ea.resign()  # the release is announced: b takes over, the observer is woken
+        second = eb.wait_elected(timeout=self.DEADLINE)
+        self.assertGreater(second, first)
+        seen = obs.wait_for(lambda v: v.owner == "cand-b" and v.term == second, self.DEADLINE)
+        self.assertIsNotNone(seen, "the hand-off was not seen: %r" % (views,))
+        # Only changes are reported: never the same view twice in a row.
+        for before, after in zip(views, views[1:]):
+            self.assertNotEqual(before, after, views)
+        self.assertNotIn(threading.get_ident(), threads)  # the I/O thread
+        obs.stop()
+        self.assertTrue(obs.stopped)
+        obs.stop()  # idempotent
+        count = len(views)
+        eb.resign()  # a change nobody is told about any more
+        wait_until(lambda: watcher.leader(name).state == redlock_c.LEADER_NONE,
+                   timeout=self.DEADLINE, what="nobody leads")
+        self.assertEqual(len(views), count)
+
+    def test_stop_from_the_callback(self):
+        name = unique("observe-stop")
+        c = self.client()
+        box = []
+        stopped = threading.Event()
+
+        def on_change(view):
+            if box and view.held:
+                box[0].stop()  # on the I/O thread: returns at once
+                stopped.set()
+
+        obs = c.observe(name, on_change)
+        box.append(obs)
+        e = self.client().elect(name, 5000)  # a change after box is filled
+        self.assertTrue(stopped.wait(self.DEADLINE), "the callback never stopped it")
+        self.assertTrue(obs.stopped)
+        e.resign()
+        # The client still works after a stop from its loop.
+        self.assertNotEqual(c.leader(name).state, redlock_c.LEADER_UNKNOWN)
+
+    def test_observer_context_manager_close_and_bad_arguments(self):
+        name = unique("observe-cm")
+        c = redlock_c.Client(self.uris, **client_kwargs())
+        try:
+            with c.observe(name, lambda v: None, poll_ms=50) as obs:
+                self.assertIsNotNone(obs.wait_for(lambda v: v.state == redlock_c.LEADER_NONE,
+                                                  self.DEADLINE))
+            self.assertTrue(obs.stopped)
+            with self.assertRaises(TypeError):
+                c.observe(name, None)
+            with self.assertRaises(TypeError):
+                c.observe(name, lambda v: None, poll_ms=0.5)
+            with self.assertRaises(redlock_c.InvalidArgument):
+                c.observe("", lambda v: None)
+            left = c.observe(name, lambda v: None)
+        finally:
+            c.close()
+        self.assertTrue(left.stopped)  # the close stopped it
+        left.stop()  # a no-op after the close
+        with self.assertRaises(redlock_c.ClosedError):
+            c.observe(name, lambda v: None)
+
+
+class TestWhoHoldsExamples(ServerTestCase):
+    """examples/owner_inspect.py, revoke_fenced.py, bounded_watch.py (type-checked by
+    python_mypy) run against real masters."""
+
+    def run_example(self, name):
+        path = os.path.join(PKG_ROOT, "examples", name)
+        proc = subprocess.run([sys.executable, path] + self.uris, env=subprocess_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=SUBPROCESS_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        return proc.stdout
+
+    # What each example must print (regular expressions).
+    EXPECTED = {
+        "owner_inspect.py": (r"lock reports:daily held by report-worker-7 ",
+                             r"lock reports:daily is free",
+                             r"semaphore exporters held by report-worker-7 "),
+        "revoke_fenced.py": (r"stale write refused: True", r"holder told: lost",
+                             r"next holder's token \d+ -> True"),
+        "observe_leader.py": (r"now: nobody leads", r"change: led by scheduler-a",
+                              r"handed over to scheduler-b"),
+        "bounded_watch.py": (r"hold ended at its bound \(not a failure\)",
+                             r"next holder got it, validity True"),
+    }
+
+    def test_examples(self):
+        for name, wants in self.EXPECTED.items():
+            with self.subTest(example=name):
+                out = self.run_example(name)
+                for want in wants:
+                    self.assertRegex(out, want)
+
+
 class TestMastersDying(unittest.TestCase):
     """Own servers: killed during the test."""
 
