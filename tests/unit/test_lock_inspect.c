@@ -14,7 +14,9 @@
  * rounds (a counter raised above every one seen, raised again when a
  * master reports a larger one, at most REVOKE_MAX_RAISES times; the
  * unfenced write; ENOQUORUM and ENOTSUP), the leader view (held, none,
- * unknown) and the calls' argument errors. */
+ * unknown), the calls' argument errors, calls parked until the masters'
+ * first attempts and failed by a close, and an observer stopped from
+ * another thread than the loop's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -529,6 +531,86 @@ static void test_closed(void **state) {
   assert_int_equal(r.status, REDLOCK_ECANCELED);
 }
 
+/* Calls parked (made before every master had its first connection
+ * attempt: they wait unsent) are failed by the close: ECANCELED, nothing
+ * sent. */
+static void test_parked_then_closed(void **state) {
+  engine_fx_t *e = *state;
+  e->client->voters.startup_left = 1; /* one master still connecting */
+  call_t calls[] = {
+      {.what = CALL_INSPECT, .name = NAME, .kind = REDLOCK_INSPECT_LOCK, .size = 64},
+      {.what = CALL_REVOKE, .name = NAME},
+      {.what = CALL_LEADER, .name = NAME},
+  };
+  const size_t n = sizeof calls / sizeof calls[0];
+  for (size_t k = 0; k < n; k++)
+    call_start(&calls[k], e, 0);
+  /* Every one parked: the loop took them. */
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    size_t parked = 0;
+    for (list_node_t *l = e->client->queue.parked.next; l != &e->client->queue.parked; l = l->next)
+      parked++;
+    if (parked == n)
+      break;
+    assert_false(past(&start));
+    uv_run(&e->loop, UV_RUN_NOWAIT);
+  }
+  assert_int_equal(fake_outstanding_all(&e->fake), 0);
+  e->client->run.own_thread = 0; /* redlock_close_uv's client */
+  engine_fx_begin_close(e);
+  e->client->run.own_thread = 1;
+  for (size_t k = 0; k < n; k++)
+    assert_int_equal(call_end(&calls[k]), REDLOCK_ECANCELED);
+  assert_int_equal(e->fake.m[0].sends, 0);
+}
+
+/* ---- an observer stopped from another thread ------------------------------------------ */
+
+typedef struct {
+  engine_fx_t *e;
+  redlock_observer_t *obs;
+  int changes;
+  int rc;
+  atomic_int done;
+} stopper_t;
+
+static void stopper_change(redlock_observer_t *obs, const redlock_leader_t *view, void *arg) {
+  (void)view;
+  stopper_t *s = arg;
+  assert_ptr_equal(obs, s->obs);
+  s->changes++;
+}
+
+static void stopper_main(void *arg) {
+  stopper_t *s = arg;
+  s->rc = redlock_observe_stop(s->e->client, s->obs);
+  atomic_store(&s->done, 1);
+}
+
+/* Off the loop thread redlock_observe_stop returns once the loop has taken
+ * the stop: no callback runs after it, even for the read that was out. */
+static void test_observer_stopped_off_loop(void **state) {
+  engine_fx_t *e = *state;
+  stopper_t s = {.e = e};
+  assert_int_equal(redlock_election_observe(e->client, NAME, 1000, stopper_change, &s, &s.obs), 0);
+  fake_pump();
+  assert_int_equal(fake_outstanding_all(&e->fake), ENGINE_MASTERS);
+  uv_thread_t thread;
+  assert_int_equal(uv_thread_create(&thread, stopper_main, &s), 0);
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  while (!atomic_load(&s.done)) {
+    assert_false(past(&start));
+    uv_run(&e->loop, UV_RUN_NOWAIT);
+  }
+  uv_thread_join(&thread);
+  assert_int_equal(s.rc, 0);
+  reply_holds_all(&e->fake, "3", &held_a, 1);
+  assert_int_equal(s.changes, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ADMIN_TEST(test_inspect_held),
@@ -546,6 +628,8 @@ int main(void) {
       ADMIN_TEST(test_leader_views),
       ADMIN_TEST(test_arguments),
       ADMIN_TEST(test_closed),
+      ADMIN_TEST(test_parked_then_closed),
+      ADMIN_TEST(test_observer_stopped_off_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
