@@ -115,7 +115,8 @@ static int admin_setup(void **state) {
 
 static int admin_teardown(void **state) {
   engine_fx_t *e = *state;
-  e->client->run.own_thread = 0; /* closed as the redlock_open_uv client it is */
+  if (!e->closed)                  /* else freed already */
+    e->client->run.own_thread = 0; /* closed as the redlock_open_uv client it is */
   return engine_teardown(state);
 }
 
@@ -559,10 +560,10 @@ static void test_parked_then_closed(void **state) {
   }
   assert_int_equal(fake_outstanding_all(&e->fake), 0);
   e->client->run.own_thread = 0; /* redlock_close_uv's client */
-  engine_fx_begin_close(e);
-  e->client->run.own_thread = 1;
+  engine_fx_begin_close(e);      /* nothing else out: closed, and freed */
   for (size_t k = 0; k < n; k++)
     assert_int_equal(call_end(&calls[k]), REDLOCK_ECANCELED);
+  assert_true(e->closed);
   assert_int_equal(e->fake.m[0].sends, 0);
 }
 
