@@ -81,12 +81,22 @@ static void check_slot(const node_req_t *req) {
   }
 }
 
+/* 1 when req is a script (EVALSHA or EVAL). */
+static int is_script(const node_req_t *req) {
+  size_t len0 = 0;
+  const char *name = cmd_arg(req->cmd, req->len, 0, &len0);
+  return name != NULL && ((len0 == 7 && memcmp(name, "EVALSHA", 7) == 0) ||
+                          (len0 == 4 && memcmp(name, "EVAL", 4) == 0));
+}
+
 static status_t t_send(void *arg, unsigned i, node_req_t *req) {
   fake_transport_t *f = arg;
   fake_master_t *m = master(arg, i);
   m->sends++;
   if (f->check_slots)
     check_slot(req);
+  if (m->mode == FAKE_SEND_NOLUA && is_script(req))
+    return ST_ENOTSUP;
   if (m->mode == FAKE_SEND_DOWN)
     return ST_DOWN;
   if (m->mode == FAKE_SEND_BUSY)
@@ -374,6 +384,32 @@ void fake_reply_error(fake_transport_t *f, unsigned i, const char *text) {
 }
 
 void fake_reply_none(fake_transport_t *f, unsigned i) { reply(f, i, NULL); }
+
+void fake_reply_holds(fake_transport_t *f, unsigned i, const char *counter, long long limit,
+                      const fake_hold_t *holds, unsigned n_holds) {
+  enum { MAX_HOLDS = 8 };
+  if (n_holds > MAX_HOLDS)
+    fail("too many holds");
+  redisReply el[2 + 3 * MAX_HOLDS], *elp[2 + 3 * MAX_HOLDS];
+  size_t n = 0;
+  el[n++] =
+      counter != NULL
+          ? (redisReply){.type = REDIS_REPLY_STRING, .str = (char *)counter, .len = strlen(counter)}
+          : (redisReply){.type = REDIS_REPLY_NIL};
+  el[n++] = limit >= 0 ? (redisReply){.type = REDIS_REPLY_INTEGER, .integer = limit}
+                       : (redisReply){.type = REDIS_REPLY_NIL};
+  for (unsigned h = 0; h < n_holds; h++) {
+    el[n++] = (redisReply){
+        .type = REDIS_REPLY_STRING, .str = (char *)holds[h].tag, .len = strlen(holds[h].tag)};
+    el[n++] = (redisReply){
+        .type = REDIS_REPLY_STRING, .str = (char *)holds[h].value, .len = strlen(holds[h].value)};
+    el[n++] = (redisReply){.type = REDIS_REPLY_INTEGER, .integer = holds[h].ttl_ms};
+  }
+  for (size_t k = 0; k < n; k++)
+    elp[k] = &el[k];
+  redisReply r = {.type = REDIS_REPLY_ARRAY, .elements = n, .element = elp};
+  reply(f, i, &r);
+}
 
 void fake_drop(fake_transport_t *f, unsigned i) {
   while (f->m[i].n_out > 0)

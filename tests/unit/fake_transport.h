@@ -27,6 +27,8 @@ typedef enum {
   FAKE_SEND_BATCHED, /* the same, waiting for its connection's next batch (req->batched) */
   FAKE_SEND_DOWN,    /* refused: ST_DOWN */
   FAKE_SEND_BUSY,    /* refused: ST_BUSY */
+  FAKE_SEND_NOLUA,   /* a master that runs no scripts: an EVALSHA or EVAL refused (ST_ENOTSUP),
+                      * anything else taken as FAKE_SEND_OK */
 } fake_send_mode_t;
 
 typedef struct {
@@ -89,6 +91,17 @@ void fake_reply_nil(fake_transport_t *f, unsigned i);
 void fake_reply_int(fake_transport_t *f, unsigned i, long long value);
 void fake_reply_error(fake_transport_t *f, unsigned i, const char *text);
 void fake_reply_none(fake_transport_t *f, unsigned i); /* lost on the way (NULL) */
+/* inspect.lua's answer (what redlock_inspect, redlock_revoke's read and the
+ * leader views read), as Redis sends a Lua table: the fence counter (a
+ * string of digits; NULL: false, a nil), the semaphore's limit (< 0: false),
+ * then per hold its tag, its value and its ttl in ms. */
+typedef struct {
+  const char *tag; /* "" a lock's or an election's key, a slot's number, "w", "r" */
+  const char *value;
+  long long ttl_ms;
+} fake_hold_t;
+void fake_reply_holds(fake_transport_t *f, unsigned i, const char *counter, long long limit,
+                      const fake_hold_t *holds, unsigned n_holds);
 /* Answers master i's k-th outstanding request (0: oldest) out of turn, as
  * when a test has a later round's request answered before an earlier one's. */
 void fake_reply_ok_at(fake_transport_t *f, unsigned i, unsigned k);

@@ -619,6 +619,7 @@ static void test_bad_arguments(void **state) {
       {c, NAME, 0, on_elected, on_elect_lost},
       {c, NAME, UINT32_MAX, on_elected, on_elect_lost},
       {c, NAME, 3, on_elected, on_elect_lost}, /* the drift leaves < 1 ms */
+      {c, REDLOCK_RESERVED_PREFIX "x", TTL_MS, on_elected, on_elect_lost}, /* a reserved key */
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     out = (redlock_election_t *)&r;
@@ -626,7 +627,20 @@ static void test_bad_arguments(void **state) {
                                    bad[i].lost, &r, &out),
                      REDLOCK_EINVAL);
     assert_null(out);
+    /* The bounded form: the same checks. */
+    out = (redlock_election_t *)&r;
+    assert_int_equal(redlock_elect_bounded(bad[i].client, bad[i].name, bad[i].ttl, TTL_MS,
+                                           bad[i].elected, bad[i].lost, &r, &out),
+                     REDLOCK_EINVAL);
+    assert_null(out);
   }
+  /* ... and a bound of 0 (no bound is redlock_elect's). */
+  out = (redlock_election_t *)&r;
+  assert_int_equal(redlock_elect_bounded(c, NAME, TTL_MS, 0, on_elected, on_elect_lost, &r, &out),
+                   REDLOCK_EINVAL);
+  assert_null(out);
+  assert_int_equal(redlock_elect_bounded(c, NAME, TTL_MS, 0, on_elected, on_elect_lost, &r, NULL),
+                   REDLOCK_EINVAL);
   free(huge);
   assert_int_equal(redlock_elect(c, NAME, TTL_MS, on_elected, on_elect_lost, &r, NULL),
                    REDLOCK_EINVAL);

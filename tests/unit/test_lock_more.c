@@ -6,8 +6,8 @@
  * connection attempts (cancelled by a close), retry timers libuv refuses,
  * a round deadline timer libuv refuses to start (the next deadline starts
  * it), the blocking calls on a loop the caller runs (EWOULDBLOCK; unlock
- * still releases), redlock_stats, and every call in a forked child
- * (EFORKED). */
+ * still releases), redlock_stats, every call in a forked child
+ * (EFORKED), and a lock's owner label. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -315,6 +315,13 @@ static void never_lost(redlock_election_t *e, int reason, void *arg) {
   fail();
 }
 
+static void never_changed(redlock_observer_t *obs, const redlock_leader_t *view, void *arg) {
+  (void)obs;
+  (void)view;
+  (void)arg;
+  fail_msg("an observer's callback in a forked child");
+}
+
 /* In a child forked after the client was opened, every call on it refuses
  * with REDLOCK_EFORKED and touches nothing (the parent's client goes on). */
 static void test_forked_child(void **state) {
@@ -346,6 +353,13 @@ static void test_forked_child(void **state) {
     bad |= redlock_stats(c, REDLOCK_STATS_JSON, NULL, 0) != REDLOCK_EFORKED;
     bad |= redlock_elect(c, "ldr", TTL_MS, never_elected, never_lost, NULL, &el) != REDLOCK_EFORKED;
     bad |= redlock_resign(c, (redlock_election_t *)&r) != REDLOCK_EFORKED;
+    redlock_observer_t *obs;
+    redlock_leader_t leader;
+    bad |= redlock_election_observe(c, "ldr", 0, never_changed, NULL, &obs) != REDLOCK_EFORKED;
+    bad |= redlock_observe_stop(c, (redlock_observer_t *)&r) != REDLOCK_EFORKED;
+    bad |= redlock_inspect(c, "r", REDLOCK_INSPECT_LOCK, NULL, 0) != REDLOCK_EFORKED;
+    bad |= redlock_revoke(c, "r", NULL) != REDLOCK_EFORKED;
+    bad |= redlock_election_leader(c, "ldr", &leader) != REDLOCK_EFORKED;
     bad |= r.calls + d.calls != 0;
     exit(bad ? 1 : 0);
   }
@@ -355,6 +369,32 @@ static void test_forked_child(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
   assert_int_equal(fake_outstanding_all(f), 0);
   engine_release(e, lock); /* the parent's client is untouched */
+}
+
+/* The owner label a lock's value carries (redlock_options_set_owner), ""
+ * without one; a bounded watch needs a bound. */
+static void test_owner_and_bounded_watch(void **state) {
+  (void)state;
+  redlock_options_t *opts = engine_options();
+  assert_int_equal(redlock_options_set_owner(opts, "svc-1"), 0);
+  engine_fx_t *e = engine_open(opts);
+  redlock_lock_t *lock = engine_acquire(e, "r", TTL_MS);
+  assert_string_equal(redlock_lock_owner(lock), "svc-1");
+  assert_true(strstr(redlock_lock_value(lock), "~svc-1") != NULL);
+  assert_null(redlock_lock_owner(NULL));
+  lost_result_t lost = {0};
+  assert_int_equal(redlock_watch_bounded(e->client, lock, 0, on_lost, &lost), REDLOCK_EINVAL);
+  assert_int_equal(redlock_watch_bounded(e->client, NULL, TTL_MS, on_lost, &lost), REDLOCK_EINVAL);
+  assert_int_equal(fake_outstanding_all(&e->fake), 0);
+  engine_release(e, lock);
+  engine_close(e);
+
+  engine_fx_t *plain = engine_open_default();
+  lock = engine_acquire(plain, "r", TTL_MS);
+  assert_string_equal(redlock_lock_owner(lock), "");
+  engine_release(plain, lock);
+  engine_close(plain);
+  assert_int_equal(lost.calls, 0);
 }
 
 /* A lock on several resources at once (their own script) on a client with
@@ -387,6 +427,7 @@ int main(void) {
       cmocka_unit_test(test_stats_off),
       ENGINE_TEST(test_forked_child),
       cmocka_unit_test(test_lock_many_nowhere),
+      cmocka_unit_test(test_owner_and_bounded_watch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,12 @@
  *  - key prefix up to REDLOCK_MAX_PREFIX_LEN bytes, refused above;
  *  - set_log refuses bad levels; cb may be NULL;
  *  - options_copy is a deep copy that outlives the original;
+ *  - the owner label: 1..REDLOCK_MAX_OWNER printable bytes without '~',
+ *    cleared by NULL or "", read back by its getter;
+ *  - out of memory at each allocation in turn (an allocator table that
+ *    refuses the Nth): redlock_options_new says NULL, each setter that
+ *    copies says REDLOCK_ENOMEM and keeps what was set, options_copy leaves
+ *    nothing behind;
  *  - redlock_options_free(NULL) is harmless. */
 #include <math.h>
 #include <setjmp.h>
@@ -142,7 +148,112 @@ static void test_null_options(void **state) {
   assert_int_equal(redlock_options_set_fencing(NULL, 1), REDLOCK_EINVAL);
   assert_int_equal(redlock_options_set_key_prefix(NULL, "p:"), REDLOCK_EINVAL);
   assert_int_equal(redlock_options_set_log(NULL, REDLOCK_LOG_INFO, NULL, NULL), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_reentrant(NULL, 1), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_owner(NULL, "a"), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_stats(NULL, 0), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_set_event_cb(NULL, NULL, NULL), REDLOCK_EINVAL);
+  const char *text = "unchanged";
+  assert_int_equal(redlock_options_get_owner(NULL, &text), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_get_state_dir(NULL, &text), REDLOCK_EINVAL);
+  assert_string_equal(text, "unchanged");
   redlock_options_free(NULL);
+}
+
+/* ---- owner label ------------------------------------------------------------------ */
+
+static void test_owner(void **state) {
+  redlock_options_t *o = *state;
+  const char *label = NULL;
+  assert_int_equal(redlock_options_get_owner(o, &label), 0);
+  assert_string_equal(label, "");
+  assert_int_equal(redlock_options_get_owner(o, NULL), 0);
+  char longest[REDLOCK_MAX_OWNER + 2];
+  memset(longest, 'w', sizeof longest - 1);
+  longest[sizeof longest - 1] = '\0';
+  assert_int_equal(redlock_options_set_owner(o, longest), REDLOCK_EINVAL); /* one byte over */
+  longest[REDLOCK_MAX_OWNER] = '\0';
+  assert_int_equal(redlock_options_set_owner(o, longest), 0);
+  assert_int_equal(redlock_options_get_owner(o, &label), 0);
+  assert_string_equal(label, longest);
+  assert_int_equal(redlock_options_set_owner(o, "worker-7@host"), 0);
+  /* A space, a control byte, the separator, a byte above ASCII: refused,
+   * the label kept. */
+  const char *const bad[] = {"a b", "a\tb", "a~b", "caf\xc3\xa9"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(redlock_options_set_owner(o, bad[i]), REDLOCK_EINVAL);
+  assert_int_equal(redlock_options_get_owner(o, &label), 0);
+  assert_string_equal(label, "worker-7@host");
+  assert_int_equal(o->owner_len, strlen("worker-7@host"));
+  assert_int_equal(redlock_options_set_owner(o, ""), 0);
+  assert_int_equal(o->owner_len, 0);
+  assert_int_equal(redlock_options_set_owner(o, "x"), 0);
+  assert_int_equal(redlock_options_set_owner(o, NULL), 0);
+  assert_int_equal(redlock_options_get_owner(o, &label), 0);
+  assert_string_equal(label, "");
+}
+
+/* ---- out of memory ---------------------------------------------------------------- */
+
+static long oom_at;    /* the allocation to refuse (1: the first) */
+static long oom_count; /* allocations asked for since the count was reset */
+
+static int oom_refuse(void) { return ++oom_count == oom_at; }
+static void *oom_malloc(size_t size) { return oom_refuse() ? NULL : malloc(size); }
+static void *oom_calloc(size_t n, size_t size) { return oom_refuse() ? NULL : calloc(n, size); }
+static void *oom_realloc(void *p, size_t size) { return oom_refuse() ? NULL : realloc(p, size); }
+
+static const redlock_allocator_t refusing = {
+    .malloc_fn = oom_malloc, .calloc_fn = oom_calloc, .realloc_fn = oom_realloc, .free_fn = free};
+
+/* Every setter that copies, then a copy: 0, or the first refusal's code
+ * (the options freed), after checking that the refused setter kept what
+ * was set (`kept`). */
+#define STEP(call, kept)                                                                           \
+  do {                                                                                             \
+    if ((rc = (call)) != 0) {                                                                      \
+      assert_true(kept);                                                                           \
+      goto out;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static int options_workout(void) {
+  redlock_options_t *o = redlock_options_new();
+  if (o == NULL)
+    return REDLOCK_ENOMEM;
+  int rc;
+  STEP(redlock_options_add_node(o, "redis://h1:7001"), o->n_nodes == 0);
+  STEP(redlock_options_set_key_prefix(o, "app:"), strcmp(o->key_prefix, "") == 0);
+  STEP(redlock_options_set_state_dir(o, "/var/lib/app"), o->state_dir == NULL);
+  STEP(redlock_options_allow_discovered(o, "10.0.0.*"), o->n_allow_discovered == 0);
+  if (redlock_tls_supported()) {
+    STEP(redlock_options_set_tls(o, NULL, "/", NULL, NULL), o->tls_ca_dir == NULL);
+    STEP(redlock_options_set_tls_server_name(o, "redis.internal"), o->tls_server_name == NULL);
+  }
+  struct redlock_options dst;
+  STEP(options_copy(&dst, o), 1);
+  assert_string_equal(dst.key_prefix, "app:");
+  assert_string_equal(dst.allow_discovered[0], "10.0.0.*");
+  options_clear(&dst);
+out:
+  redlock_options_free(o);
+  return rc;
+}
+
+static void test_out_of_memory(void **state) {
+  (void)state;
+  assert_int_equal(redlock_set_allocator(&refusing), REDLOCK_OK);
+  long refusals = 0;
+  for (oom_at = 1;; oom_at++) {
+    oom_count = 0;
+    int rc = options_workout();
+    if (rc == 0)
+      break;
+    assert_int_equal(rc, REDLOCK_ENOMEM);
+    refusals++;
+  }
+  assert_int_equal(refusals, oom_at - 1); /* each allocation refused in turn was said */
+  assert_true(refusals >= 8);
+  assert_int_equal(redlock_set_allocator(NULL), REDLOCK_OK);
 }
 
 /* ---- retry ---------------------------------------------------------------------- */
@@ -629,4 +740,5 @@ UNIT_MAIN(T(test_defaults), cmocka_unit_test(test_null_options), T(test_retry), 
           T(test_timeouts), T(test_max_ttl), T(test_flags), T(test_key_prefix), T(test_set_log),
           T(test_add_node), T(test_add_node_limit), T(test_add_node_logs_refusal),
           T(test_add_node_logs_duplicate), cmocka_unit_test(test_copy_deep), T(test_copy_no_nodes),
-          T(test_tls_setters), T(test_allow_discovered), cmocka_unit_test(test_host_allowed))
+          T(test_tls_setters), T(test_allow_discovered), cmocka_unit_test(test_host_allowed),
+          T(test_owner), cmocka_unit_test(test_out_of_memory))
