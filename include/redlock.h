@@ -506,10 +506,10 @@ REDLOCK_EXPORT int redlock_elect_bounded(redlock_t *client, const char *name, ui
 #define REDLOCK_LEADER_HELD 1
 #define REDLOCK_LEADER_UNKNOWN 2
 typedef struct redlock_leader {
-  int state;                          /* REDLOCK_LEADER_* */
-  uint64_t term;                      /* the leader's term, 0 unless HELD */
-  int64_t ttl_ms;                     /* lease left, 0 unless HELD */
-  char owner[REDLOCK_MAX_OWNER + 1];  /* the leader's label, NUL-terminated */
+  int state;                         /* REDLOCK_LEADER_* */
+  uint64_t term;                     /* the leader's term, 0 unless HELD */
+  int64_t ttl_ms;                    /* lease left, 0 unless HELD */
+  char owner[REDLOCK_MAX_OWNER + 1]; /* the leader's label, NUL-terminated */
 } redlock_leader_t;
 
 /* Who leads `name` now: one read round, blocking as redlock_inspect (same
@@ -534,11 +534,10 @@ REDLOCK_EXPORT int redlock_election_leader(redlock_t *client, const char *name,
  * name, callback or out; a bad name), ENOMEM, ECLOSED, EFORKED.  Callable
  * from any thread; *out is set before any callback can run. */
 typedef struct redlock_observer redlock_observer_t;
-typedef void (*redlock_leader_cb)(redlock_observer_t *obs, const redlock_leader_t *view,
-                                  void *arg);
-REDLOCK_EXPORT int redlock_election_observe(redlock_t *client, const char *name,
-                                            uint32_t poll_ms, redlock_leader_cb on_change,
-                                            void *arg, redlock_observer_t **out);
+typedef void (*redlock_leader_cb)(redlock_observer_t *obs, const redlock_leader_t *view, void *arg);
+REDLOCK_EXPORT int redlock_election_observe(redlock_t *client, const char *name, uint32_t poll_ms,
+                                            redlock_leader_cb on_change, void *arg,
+                                            redlock_observer_t **out);
 /* Stops an observer and frees it; no callback of it runs after this returns.
  * Thread rules as redlock_resign (on the loop thread, also from inside
  * on_change: never blocks, freed after the running callback).  The client's

@@ -20,8 +20,7 @@ extern "C" {
 /* Creates a client on `loop` and starts connecting.  Calls made before the
  * masters have answered wait (up to the connect timeout) for the first
  * connection attempts to finish.  The loop must outlive the client. */
-REDLOCK_EXPORT int redlock_open_uv(redlock_t **out, const redlock_options_t *opts,
-                                   uv_loop_t *loop);
+REDLOCK_EXPORT int redlock_open_uv(redlock_t **out, const redlock_options_t *opts, uv_loop_t *loop);
 
 /* Starts an orderly close: pending calls end with REDLOCK_ECANCELED, held
  * locks are released (bounded by the request timeout), every handle of the
