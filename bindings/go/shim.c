@@ -57,12 +57,22 @@ int rlgo_elect(redlock_t *c, const char *name, uint32_t ttl_ms, uintptr_t id,
   return redlock_elect(c, name, ttl_ms, elected_tramp, election_lost_tramp, (void *)id, out);
 }
 
+int rlgo_elect_bounded(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t max_hold_ms,
+                       uintptr_t id, redlock_election_t **out) {
+  return redlock_elect_bounded(c, name, ttl_ms, max_hold_ms, elected_tramp, election_lost_tramp,
+                               (void *)id, out);
+}
+
 int rlgo_unlock_async_quiet(redlock_t *c, redlock_lock_t *lock) {
   return redlock_unlock_async(c, lock, NULL, NULL);
 }
 
 int rlgo_watch(redlock_t *c, redlock_lock_t *lock, uintptr_t id) {
   return redlock_watch(c, lock, lost_tramp, (void *)id);
+}
+
+int rlgo_watch_bounded(redlock_t *c, redlock_lock_t *lock, uint32_t max_hold_ms, uintptr_t id) {
+  return redlock_watch_bounded(c, lock, max_hold_ms, lost_tramp, (void *)id);
 }
 
 int rlgo_set_log(redlock_options_t *o, int min_level, uintptr_t id) {
