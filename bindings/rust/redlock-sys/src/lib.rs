@@ -40,6 +40,8 @@ pub const REDLOCK_MAX_NODES: usize = 64;
 pub const REDLOCK_MAX_RESOURCE_LEN: usize = 1024;
 pub const REDLOCK_MAX_PREFIX_LEN: usize = 256;
 pub const REDLOCK_MAX_MANY: usize = 64;
+/// Bytes in an owner label (`redlock_options_set_owner`).
+pub const REDLOCK_MAX_OWNER: usize = 64;
 
 pub const REDLOCK_OK: c_int = 0;
 pub const REDLOCK_EINVAL: c_int = -1;
@@ -62,6 +64,16 @@ pub const REDLOCK_LOG_WARN: c_int = 2;
 pub const REDLOCK_LOG_ERROR: c_int = 3;
 
 pub const REDLOCK_LOST_EXPIRED: c_int = REDLOCK_ELOST;
+/// Lost reason of a bounded hold that reached its bound (`redlock_watch_bounded`,
+/// `redlock_elect_bounded`): released on purpose, not a failure; positive, so
+/// never taken for a `REDLOCK_E*` code.
+pub const REDLOCK_LOST_MAX_HOLD: c_int = 1;
+
+/// Kinds of `redlock_inspect`.
+pub const REDLOCK_INSPECT_LOCK: c_int = 1;
+pub const REDLOCK_INSPECT_SEMAPHORE: c_int = 2;
+pub const REDLOCK_INSPECT_RWLOCK: c_int = 3;
+pub const REDLOCK_INSPECT_ELECTION: c_int = 4;
 
 /// `redlock_cancel`: too late, the call's outcome was decided before.
 pub const REDLOCK_CANCEL_LATE: c_int = 1;
@@ -117,6 +129,7 @@ extern "C" {
         cb: redlock_log_cb,
         arg: *mut c_void,
     ) -> c_int;
+    pub fn redlock_options_set_owner(opts: *mut redlock_options_t, label: *const c_char) -> c_int;
 
     // Client
     pub fn redlock_open(out: *mut *mut redlock_t, opts: *const redlock_options_t) -> c_int;
@@ -163,6 +176,7 @@ extern "C" {
     pub fn redlock_lock_fence(lock: *const redlock_lock_t) -> u64;
     pub fn redlock_lock_resource(lock: *const redlock_lock_t) -> *const c_char;
     pub fn redlock_lock_value(lock: *const redlock_lock_t) -> *const c_char;
+    pub fn redlock_lock_owner(lock: *const redlock_lock_t) -> *const c_char;
     pub fn redlock_lock_is_lost(lock: *const redlock_lock_t) -> c_int;
 
     // Callback forms
@@ -267,6 +281,39 @@ extern "C" {
         out: *mut *mut redlock_election_t,
     ) -> c_int;
     pub fn redlock_resign(client: *mut redlock_t, e: *mut redlock_election_t) -> c_int;
+
+    // Bounded holds: the lost callback's reason is REDLOCK_LOST_MAX_HOLD at the bound
+    pub fn redlock_watch_bounded(
+        client: *mut redlock_t,
+        lock: *mut redlock_lock_t,
+        max_hold_ms: u32,
+        lost_cb: redlock_lost_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_elect_bounded(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        max_hold_ms: u32,
+        on_elected: redlock_elected_cb,
+        on_lost: redlock_election_lost_cb,
+        arg: *mut c_void,
+        out: *mut *mut redlock_election_t,
+    ) -> c_int;
+
+    // Who holds it, and taking it back
+    pub fn redlock_inspect(
+        client: *mut redlock_t,
+        name: *const c_char,
+        kind: c_int,
+        buf: *mut c_char,
+        size: usize,
+    ) -> c_int;
+    pub fn redlock_revoke(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        fence_out: *mut u64,
+    ) -> c_int;
 
     // Cancellation (docs/api.md "Cancellation"): each _ex form is its plain
     // callback form plus `id`, the call's id for redlock_cancel.
@@ -382,6 +429,10 @@ extern "C" {
         opts: *const redlock_options_t,
         prefix: *mut *const c_char,
     ) -> c_int;
+    pub fn redlock_options_get_owner(
+        opts: *const redlock_options_t,
+        label: *mut *const c_char,
+    ) -> c_int;
 }
 
 #[cfg(test)]
@@ -417,6 +468,15 @@ mod tests {
             (c"REDLOCK_MAX_RESOURCE_LEN", REDLOCK_MAX_RESOURCE_LEN as i64),
             (c"REDLOCK_MAX_PREFIX_LEN", REDLOCK_MAX_PREFIX_LEN as i64),
             (c"REDLOCK_MAX_MANY", REDLOCK_MAX_MANY as i64),
+            (c"REDLOCK_MAX_OWNER", REDLOCK_MAX_OWNER as i64),
+            (c"REDLOCK_LOST_MAX_HOLD", REDLOCK_LOST_MAX_HOLD as i64),
+            (c"REDLOCK_INSPECT_LOCK", REDLOCK_INSPECT_LOCK as i64),
+            (
+                c"REDLOCK_INSPECT_SEMAPHORE",
+                REDLOCK_INSPECT_SEMAPHORE as i64
+            ),
+            (c"REDLOCK_INSPECT_RWLOCK", REDLOCK_INSPECT_RWLOCK as i64),
+            (c"REDLOCK_INSPECT_ELECTION", REDLOCK_INSPECT_ELECTION as i64),
             (c"REDLOCK_OK", REDLOCK_OK as i64),
             (c"REDLOCK_EINVAL", REDLOCK_EINVAL as i64),
             (c"REDLOCK_ENOMEM", REDLOCK_ENOMEM as i64),
