@@ -1120,31 +1120,15 @@ impl Client {
             leader: AtomicBool::new(false),
         }));
         let mut out = ptr::null_mut();
+        let (el, lo): (sys::redlock_elected_cb, sys::redlock_election_lost_cb) =
+            (Some(elected_trampoline), Some(election_lost_trampoline));
+        let (c, np, arg) = (self.raw(), n.as_ptr(), st as *mut c_void);
         // SAFETY: live client; st stays allocated until the resignation
         // returned (no callback after it) or, on failure, is freed here.
-        let (on_elected, on_lost): (sys::redlock_elected_cb, sys::redlock_election_lost_cb) =
-            (Some(elected_trampoline), Some(election_lost_trampoline));
         let rc = unsafe {
             match bound {
-                Some(b) => sys::redlock_elect_bounded(
-                    self.raw(),
-                    n.as_ptr(),
-                    ttl,
-                    b,
-                    on_elected,
-                    on_lost,
-                    st as *mut c_void,
-                    &mut out,
-                ),
-                None => sys::redlock_elect(
-                    self.raw(),
-                    n.as_ptr(),
-                    ttl,
-                    on_elected,
-                    on_lost,
-                    st as *mut c_void,
-                    &mut out,
-                ),
+                Some(b) => sys::redlock_elect_bounded(c, np, ttl, b, el, lo, arg, &mut out),
+                None => sys::redlock_elect(c, np, ttl, el, lo, arg, &mut out),
             }
         };
         if rc != 0 {
@@ -1457,22 +1441,13 @@ impl Lock {
             tx: Mutex::new(Some(tx)),
             lost: AtomicBool::new(false),
         }));
+        let cb: sys::redlock_lost_cb = Some(lost_trampoline);
+        let (c, h, arg) = (self.client.raw(), self.h(), st as *mut c_void);
         // SAFETY: live client and handle; st stays allocated until release.
         let rc = unsafe {
             match bound {
-                Some(b) => sys::redlock_watch_bounded(
-                    self.client.raw(),
-                    self.h(),
-                    b,
-                    Some(lost_trampoline),
-                    st as *mut c_void,
-                ),
-                None => sys::redlock_watch(
-                    self.client.raw(),
-                    self.h(),
-                    Some(lost_trampoline),
-                    st as *mut c_void,
-                ),
+                Some(b) => sys::redlock_watch_bounded(c, h, b, cb, arg),
+                None => sys::redlock_watch(c, h, cb, arg),
             }
         };
         if rc != 0 {
