@@ -318,3 +318,30 @@ func TestElectBounded(t *testing.T) {
 		t.Fatalf("term %d after %d", t2, t1)
 	}
 }
+
+func TestWatchThenBound(t *testing.T) {
+	c := open(t)
+	l, err := c.Lock(bg, "go:bounded:later", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := l.Watch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bound set on a watched lock: the same channel, ended by the bound.
+	w2, err := l.WatchBounded(300 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w1 != w2 {
+		t.Fatal("WatchBounded of a watched lock gave another channel")
+	}
+	if err := waitErr(t, w2, 10*time.Second, "the bound set later"); !errors.Is(err, ErrMaxHold) {
+		t.Fatalf("ended with %v", err)
+	}
+	// The handle is still the caller's to free; the lock is gone.
+	if err := l.Unlock(bg); !errors.Is(err, ErrLost) {
+		t.Fatalf("unlock after the bound: %v", err)
+	}
+}

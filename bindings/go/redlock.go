@@ -955,8 +955,8 @@ func (l *Lock) Watch() (<-chan error, error) {
 // woken), and the channel receives one error wrapping ErrMaxHold (the C
 // reason LostMaxHold).  That is not a failure: the library ended the hold
 // on purpose, as asked.  A lock lost before its bound reports ErrLost, as
-// with Watch.  The Lock stays the caller's (Lost() is true after the bound;
-// Unlock still returns it, with nothing left to release).  On a lock already
+// with Watch.  The Lock stays the caller's: Lost() is true after the bound,
+// and Unlock frees it, returning ErrLost (nothing was left to release).  On a lock already
 // watched it sets (replaces) the bound and returns the same channel; a later
 // Watch keeps the channel and the bound.  maxHold must be at least 1 ms.
 func (l *Lock) WatchBounded(maxHold time.Duration) (<-chan error, error) {

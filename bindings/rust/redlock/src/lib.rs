@@ -1421,8 +1421,9 @@ impl Lock {
     /// [`ErrorKind::MaxHold`] (code [`LOST_MAX_HOLD`]).  That is not a
     /// failure: the library ended the hold on purpose, as asked.  A lock
     /// lost before its bound reports [`ErrorKind::Lost`], as with `watch`.
-    /// The Lock stays the caller's ([`Lock::is_lost`] is true after the
-    /// bound; dropping it has nothing left to release).  `max_hold`: at
+    /// The Lock stays the caller's: [`Lock::is_lost`] is true after the
+    /// bound, and [`Lock::unlock`] returns [`ErrorKind::Lost`] (nothing was
+    /// left to release; dropping it ignores that).  `max_hold`: at
     /// least 1 ms.  A lock can be watched once.
     pub fn watch_bounded(&self, max_hold: Duration) -> Result<mpsc::Receiver<Error>> {
         match millis(max_hold)? {

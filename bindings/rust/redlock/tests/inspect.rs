@@ -183,7 +183,8 @@ fn bounded_watch_ends_with_max_hold_and_frees_the_lock() {
         .try_lock("rs:bounded", Duration::from_secs(1))
         .unwrap();
     drop(n);
-    drop(l); // still the caller's to free
+    // Still the caller's to free; the lock is gone.
+    assert_eq!(l.unlock().unwrap_err(), ErrorKind::Lost);
 }
 
 #[test]
