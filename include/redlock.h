@@ -486,6 +486,67 @@ REDLOCK_EXPORT int redlock_elect_bounded(redlock_t *client, const char *name, ui
                                          uint32_t max_hold_ms, redlock_elected_cb on_elected,
                                          redlock_election_lost_cb on_lost, void *arg,
                                          redlock_election_t **out);
+/* ---- Who leads: asking and observing an election -------------------------------
+ * The view of an election's leader, as a quorum of masters holds it (read like
+ * redlock_inspect, nothing written):
+ *   state: REDLOCK_LEADER_NONE (a quorum answered and no value is held by a
+ *     quorum: nobody leads, or a hand-off is half done), REDLOCK_LEADER_HELD
+ *     (a quorum holds the same lease), REDLOCK_LEADER_UNKNOWN (fewer than a
+ *     quorum of masters answered);
+ *   term: the leader's term (the fencing token its on_elected got), 0 unless
+ *     HELD;
+ *   ttl_ms: the lease's remaining time, the least over the masters of the
+ *     quorum that hold it (so a lower bound of the leader's own view
+ *     plus its drift), 0 unless HELD;
+ *   owner: the leader's owner label (redlock_options_set_owner of its
+ *     client), "" when it set none, or when not HELD.
+ * The struct is part of the ABI: its layout changes only with the ABI major
+ * version (docs/api.md, "ABI and versioning policy"). */
+#define REDLOCK_LEADER_NONE 0
+#define REDLOCK_LEADER_HELD 1
+#define REDLOCK_LEADER_UNKNOWN 2
+typedef struct redlock_leader {
+  int state;                          /* REDLOCK_LEADER_* */
+  uint64_t term;                      /* the leader's term, 0 unless HELD */
+  int64_t ttl_ms;                     /* lease left, 0 unless HELD */
+  char owner[REDLOCK_MAX_OWNER + 1];  /* the leader's label, NUL-terminated */
+} redlock_leader_t;
+
+/* Who leads `name` now: one read round, blocking as redlock_inspect (same
+ * errors; EINVAL also for a NULL out).  Returns 0 with *out filled (state
+ * UNKNOWN when too few masters answered: that is not an error; a master
+ * that runs no Lua does not answer the read, as for redlock_inspect). */
+REDLOCK_EXPORT int redlock_election_leader(redlock_t *client, const char *name,
+                                           redlock_leader_t *out);
+
+/* Follows the leadership of `name` without campaigning: on_change runs on
+ * the loop thread first with the view of the first read, then whenever the
+ * view changes (state, term or owner; never for the ttl alone): a new
+ * leader, no leader, unknown.  It re-reads when a release of `name` is
+ * announced (the same announcement that wakes waits and campaigns), when a
+ * new term is announced (a campaign that wins announces on the same channel),
+ * when the lease it saw should have ended (its ttl), and at least every
+ * poll_ms (0: the client's retry delay) as the fallback for what no
+ * announcement tells (a leader whose lease ran out, a master that lost its
+ * keys).  So a hand-off by resign or release is seen within about one round
+ * trip after the new leader's grant.  The view pointer is valid during the
+ * callback only.  Errors (no callback ever runs then): EINVAL (NULL client,
+ * name, callback or out; a bad name), ENOMEM, ECLOSED, EFORKED.  Callable
+ * from any thread; *out is set before any callback can run. */
+typedef struct redlock_observer redlock_observer_t;
+typedef void (*redlock_leader_cb)(redlock_observer_t *obs, const redlock_leader_t *view,
+                                  void *arg);
+REDLOCK_EXPORT int redlock_election_observe(redlock_t *client, const char *name,
+                                            uint32_t poll_ms, redlock_leader_cb on_change,
+                                            void *arg, redlock_observer_t **out);
+/* Stops an observer and frees it; no callback of it runs after this returns.
+ * Thread rules as redlock_resign (on the loop thread, also from inside
+ * on_change: never blocks, freed after the running callback).  The client's
+ * close stops the observers left.  0, EINVAL (NULL, or not a live observer
+ * of this client), ECLOSED (closing: the close frees it), EFORKED, EIO
+ * (off the loop thread: no semaphore to wait on). */
+REDLOCK_EXPORT int redlock_observe_stop(redlock_t *client, redlock_observer_t *obs);
+
 /* ---- Coordination primitives: counting semaphore, read-write lock ------------
  * (docs/api.md "Semaphores and read-write locks"; proofs in docs/safety.md.)
  * A permit or a hold is a redlock_lock_t like any lock: redlock_unlock()

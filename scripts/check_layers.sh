@@ -68,7 +68,7 @@ set_layer() {
   # 4: the engine (engine.h): the lock, extend, release and watch state
   #    machines, the lock kinds and their keys and scripts, elections; it gets
   #    everything from the env client.c hands down
-  engine | op | lock | prims | election | kind | kind_mutex | kind_sem | kind_rw | inspect | revoke) \
+  engine | op | lock | prims | election | kind | kind_mutex | kind_sem | kind_rw | inspect | revoke | observe) \
     lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
   client | client_loop | client_close | calls | calls_election | stats | stats_render) lay=5 ;;

@@ -8,6 +8,11 @@
 #                                installs the .debs system-wide (root, a
 #                                disposable machine), builds and runs consumers
 #                                against them, removes them
+#   scripts/package.sh --check-built
+#                                the checks of --check alone, on the dist/ an
+#                                earlier `scripts/package.sh` wrote from the
+#                                same commit (scripts/test.sh builds it in the
+#                                background, behind the test passes)
 #
 # dist/ holds:
 #   libredlock0_<ver>-1_<arch>.deb     the shared library
@@ -39,10 +44,12 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 check=0
+build=1
 case "${1:-}" in
   "") ;;
   --check) check=1 ;;
-  *) echo "usage: scripts/package.sh [--check]" >&2; exit 2 ;;
+  --check-built) check=1 build=0 ;;
+  *) echo "usage: scripts/package.sh [--check | --check-built]" >&2; exit 2 ;;
 esac
 
 work="$root/build-package"
@@ -62,6 +69,41 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
 fi
 
 started=$SECONDS
+
+# ---- the checks ----------------------------------------------------------------
+check_dist() {
+  # The tarball holds exactly the tree the packages were built from.
+  echo "==> dist/redlock-c-$version.tar.gz unpacks to the tree built above"
+  rm -rf "$work/unpacked"
+  mkdir -p "$work/unpacked"
+  tar -xzf "$dist/redlock-c-$version.tar.gz" -C "$work/unpacked"
+  [ "$(ls "$work/unpacked")" = "redlock-c-$version" ] ||
+    { echo "package.sh: the tarball's top directory is not redlock-c-$version/" >&2; exit 1; }
+  diff -r "$work/src" "$work/unpacked/redlock-c-$version" >/dev/null ||
+    { echo "package.sh: the tarball differs from build-package/src" >&2; exit 1; }
+  # What the artifacts are, before they are installed: the binaries'
+  # hardening, the .debs' hiredis floor, the notices in the wheel and the
+  # npm tarball.
+  bash tests/install/dist_check.sh "$dist"
+  bash tests/install/deb_test.sh "$dist" "$work/unpacked/redlock-c-$version"
+  # The npm tarball installed into fresh projects (npm install, a later
+  # plain npm install, npm ci), locking against a local redis-server.
+  bash "$work/src/bindings/node/test/pack_test.sh" "$dist/redlock-c-$version.tgz"
+  # The wheel in a venv of each Python there is, and the sdist built by pip.
+  bash bindings/python/tests/wheel_test.sh --sdist "$dist" "$work/wheel-test"
+}
+
+if [ $build = 0 ]; then
+  # Only artifacts of this very commit are checked: build-package/commit is
+  # written last, once dist/ is complete.
+  built=$(cat "$work/commit" 2>/dev/null || true)
+  [ "$built" = "$commit" ] ||
+    { echo "package.sh: dist/ was not built from HEAD ($commit): run scripts/package.sh" >&2; exit 1; }
+  version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$work/build/CPackConfig.cmake")
+  echo "==> checking dist/ ($version, built from $commit)"
+  check_dist
+  exit 0
+fi
 
 # ---- the tree and the build --------------------------------------------------
 echo "==> git archive $commit -> build-package/src"
@@ -247,11 +289,8 @@ package_npm() {
     { echo "package.sh: $tgz lacks prebuilt/$plat/libredlock.so.0" >&2; exit 1; }
   grep -q "^package/LICENSES/libhiredis" <<<"$listing" ||
     { echo "package.sh: $tgz lacks LICENSES/ (the bundled libraries' notices)" >&2; exit 1; }
-  if [ $check = 1 ]; then
-    # Installs it into fresh projects (npm install, a later plain npm
-    # install, npm ci) and locks against a local redis-server.
-    bash "$work/src/bindings/node/test/pack_test.sh" "$dist/$tgz"
-  fi
+  [ "$tgz" = "redlock-c-$version.tgz" ] ||
+    { echo "package.sh: unexpected npm tarball $tgz (version $version)" >&2; exit 1; }
 }
 
 package_debs
@@ -265,21 +304,8 @@ for f in "$dist"/*; do
   printf '    %9d  %s\n' "$(stat -c %s "$f")" "${f##*/}"
 done
 
+echo "$commit" >"$work/commit"
+
 if [ $check = 1 ]; then
-  # The tarball holds exactly the tree the packages were built from.
-  echo "==> dist/redlock-c-$version.tar.gz unpacks to the tree built above"
-  rm -rf "$work/unpacked"
-  mkdir -p "$work/unpacked"
-  tar -xzf "$dist/redlock-c-$version.tar.gz" -C "$work/unpacked"
-  [ "$(ls "$work/unpacked")" = "redlock-c-$version" ] ||
-    { echo "package.sh: the tarball's top directory is not redlock-c-$version/" >&2; exit 1; }
-  diff -r "$work/src" "$work/unpacked/redlock-c-$version" >/dev/null ||
-    { echo "package.sh: the tarball differs from build-package/src" >&2; exit 1; }
-  # What the artifacts are, before they are installed: the binaries'
-  # hardening, the .debs' hiredis floor, the notices in the wheel and the
-  # npm tarball.
-  bash tests/install/dist_check.sh "$dist"
-  bash tests/install/deb_test.sh "$dist" "$work/unpacked/redlock-c-$version"
-  # The wheel in a venv of each Python there is, and the sdist built by pip.
-  bash bindings/python/tests/wheel_test.sh --sdist "$dist" "$work/wheel-test"
+  check_dist
 fi

@@ -19,9 +19,10 @@
 #                      (test_sentinel and test_failover run the same code under
 #                      ASan) and the install tests (they build consumers; no
 #                      library code of their own);
-#  4b. build-asan-h1/  the same against hiredis 1.2.0: the out-of-memory tests
-#                      (tests/integration/test_oom.c, tests/unit/test_client_oom.c)
-#                      only;
+#  4b. build-asan-h1/  the same against hiredis 1.2.0 and valkey-server 9.1:
+#                      the out-of-memory tests (tests/integration/test_oom.c,
+#                      tests/unit/test_client_oom.c) only, which pass 2 leaves
+#                      to it (the same hiredis and server, under ASan);
 #  4c. build-tsan/     ThreadSanitizer, against valkey-server 8: the unit, API
 #                      and integration tests (not safety or torture), no
 #                      suppressions;
@@ -34,8 +35,9 @@
 #      fetch-extra.sh exits 3) pass 2 is skipped and passes 4 and 4c run
 #      against the system's redis-server;
 #   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
-#   6. the packages: scripts/package.sh --check builds dist/ (the .debs, the
-#      source tarball, the wheel, the npm tarball) in build-package/, checks
+#   6. the packages: scripts/package.sh builds dist/ (the .debs, the source
+#      tarball, the wheel, the npm tarball) in build-package/ in the
+#      background, then scripts/package.sh --check-built checks
 #      the shipped binaries' hardening (RELRO, BIND_NOW, stack protector,
 #      FORTIFY), the .debs' hiredis floor and the bundled libraries' notices
 #      (tests/install/dist_check.sh), installs the .debs with dpkg, builds
@@ -44,7 +46,7 @@
 # on free loopback ports and stop them by PID.  Prints the time of each pass.
 #
 # What shortens the run on 2 cores (docs/testing.md says where the time goes):
-#   * The builds of passes 2, 4, 4b and 4c and the fuzz run (pass 5) run in
+#   * The builds of passes 2, 4, 4b, 4c and 6 and the fuzz run (pass 5) run in
 #     the background at the lowest CPU and I/O priority (nice 19, ionice
 #     idle) while pass 1's tests and pass 1b run: those tests spend most of
 #     their time waiting on servers, TTLs and timeouts, so the cores they
@@ -263,11 +265,24 @@ background() {
   # libFuzzer stops each target after its time, not after a number of runs:
   # at nice 19 beside waiting tests it gets about a core, as alone.
   bg_run fuzz tests/fuzz/run.sh 40
+  # Pass 6's artifacts (dist/): builds only; its checks, which start servers
+  # and install packages, run in the foreground (package.sh --check-built).
+  if [ "$packages" = 1 ]; then bg_run package scripts/package.sh; fi
 }
+# Pass 6 runs where it can install the .debs: Debian's dpkg, as root.
+packages=0
+if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)" -eq 0 ]; then
+  packages=1
+fi
 # Tests that no build or server changes, run by pass 1 only: python_mypy
 # (mypy --strict on the examples and the stubs: Python sources alone, and
-# 30 s to 2 min of CPU per pass).
-once='^python_mypy$'
+# 30 s to 2 min of CPU per pass), the layer checks (which file calls and
+# includes which: the sources' structure, read from the objects; 5 to 35 s
+# of CPU per pass) and the pipeline check of the scripts.
+# The out-of-memory tests: under ASan against hiredis 1.2.0 and Valkey 9.1
+# in pass 4b, so not in pass 2.
+oom='^(integration\.test_oom|unit\.test_client_oom)$'
+once='^(python_mypy|unit\.layers|unit\.layers_calls|unit\.layers_selftest|unit\.pipes)$'
 
 # "Valkey server v=9.1.2" or "Redis server v=8.0.6" from PROGRAM --version.
 server_version() { "$1" --version | sed -n 's/^\(\(Valkey\|Redis\) server v=[^ ]*\).*/\1/p'; }
@@ -293,10 +308,12 @@ pass_hiredis1_valkey() {
   done
   # The tests of the test (label mutation) and the failover tortures (label
   # failover: 100 s of torture time) ran in pass 1; test_failover,
-  # test_sentinel and test_cluster_faults fail Valkey over here.
+  # test_sentinel and test_cluster_faults fail Valkey over here.  The
+  # out-of-memory tests run in pass 4b, against this hiredis and server
+  # under ASan.
   # (|| return: the function may run where set -e does not reach, bg_run.)
   REDLOCK_TEST_SERVER=$valkey test_jobs=$pass_jobs run_ctest build-hiredis1 \
-    -LE 'mutation|failover' -E "$once" || return
+    -LE 'mutation|failover' -E "$once|$oom" || return
   took "2. hiredis $want, Valkey 9.1 (whole suite)"
 }
 # Pass 2 as a background job (side by side): its output in $bg/pass-2.log,
@@ -345,6 +362,8 @@ fi
 # What threads share: the unit, API and integration tests (the safety suites
 # and the torture run are left to the other passes: under TSan's slowdown
 # their timing-bound faults would measure the sanitizer).  No suppressions.
+# As many tests at once as the other passes: they too mostly wait (213 s at
+# -j4 against 315 s at -j2 on 2 cores).
 pass_4c() {
   begin "pass 4c: ThreadSanitizer, system hiredis, $(server_version "$tsan_server")" \
     "(unit, api, integration)"
@@ -357,7 +376,7 @@ pass_4c() {
   echo "==> test build-tsan (setarch -R, server $tsan_server)" \
     "-L 'unit|api|integration' -LE 'torture|safety' -E 'test_cluster_faults|$once'"
   (cd build-tsan && REDLOCK_TEST_SERVER=$tsan_server setarch "$(uname -m)" -R ctest \
-    --output-on-failure --timeout 300 -j"$jobs" \
+    --output-on-failure --timeout 300 -j"$pass_jobs" \
     -L 'unit|api|integration' -LE 'torture|safety' -E "test_cluster_faults|$once") || return
   unset TSAN_OPTIONS
   took "4c. ThreadSanitizer (unit, api, integration)"
@@ -381,9 +400,10 @@ took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/
 # fifteen times as many in redlock_open_uv), so their leaks and memory errors
 # are checked here too (those two tests only).
 if [ -n "$extra" ]; then
-  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
+  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0," \
+    "$(server_version "$root/build-extra/sid/bin/valkey-server")"
   bg_wait build-asan-h1
-  run_ctest build-asan-h1 -R '^(integration\.test_oom|unit\.test_client_oom)$'
+  REDLOCK_TEST_SERVER=$root/build-extra/sid/bin/valkey-server run_ctest build-asan-h1 -R "$oom"
   took "4b. test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
@@ -403,9 +423,10 @@ took "5. fuzz smoke run (what it added to the run)"
 # ---- 6. packages -------------------------------------------------------------------
 # dpkg -i installs system-wide: CI's container is disposable, and
 # tests/install/deb_test.sh removes the packages again, also on failure.
-if command -v dpkg >/dev/null 2>&1 && [ -f /etc/debian_version ] && [ "$(id -u)" -eq 0 ]; then
-  begin "pass 6: packages (scripts/package.sh --check)"
-  scripts/package.sh --check
+if [ "$packages" = 1 ]; then
+  begin "pass 6: packages (built in the background; scripts/package.sh --check-built)"
+  bg_wait package
+  scripts/package.sh --check-built
   took "6. packages (.deb, source tarball)"
 else
   skipped="${skipped:+$skipped; }pass 6 (packages): SKIPPED, needs Debian's dpkg and root"

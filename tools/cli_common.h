@@ -5,7 +5,8 @@
  * these for every subcommand.
  *
  * The tool is split by job: main.c dispatches; cli_run.c, cli_elect.c,
- * cli_status.c and cli_doctor.c are the subcommands; cli_hold.c parses the
+ * cli_status.c and cli_doctor.c are the subcommands (cli_observe.c: elect
+ * --observe; cli_admin.c: revoke); cli_hold.c parses the
  * options run and elect share and opens their client; cli_child.c starts
  * and watches COMMAND (signals, descriptors, environment); cli_conn.c makes
  * the tool's own synchronous connections to servers; cli_cluster.c reads a
@@ -62,7 +63,9 @@ enum {
   OPT_ALLOW_DISCOVERED,
   OPT_OWNER,
   OPT_KIND,
-  OPT_MAX_HOLD = 400
+  OPT_MAX_HOLD = 400,
+  OPT_OBSERVE,
+  OPT_POLL
 };
 
 /* ---- the subcommands (main.c dispatches to them) -------------------------------------- */
@@ -71,6 +74,8 @@ enum {
  * status, or -1 after --help / --version (exit 0). */
 int cmd_run(int argc, char **argv);
 int cmd_elect(int argc, char **argv);
+/* `redlock elect --observe NAME` (cli_observe.c; cmd_elect hands it over). */
+int cmd_elect_observe(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_revoke(int argc, char **argv);

@@ -65,12 +65,19 @@ static int allow_from_env(conn_opts_t *conn) {
 /* Room a host name takes in an owner label ("%h"): the rest is cut. */
 #define OWNER_HOST_MAX 32
 
-/* --owner (else REDLOCK_OWNER) with "%h" the host name (bytes a label cannot
- * hold made '_', cut to OWNER_HOST_MAX), "%p" the process id and "%%" a
- * '%'.  0, or EXIT_USAGE (said). */
+/* The label of a lock taken with neither --owner nor REDLOCK_OWNER: who
+ * took it, as a person looking at the masters asks (host name and pid). */
+#define OWNER_DEFAULT "%h:%p"
+
+/* --owner (else REDLOCK_OWNER, else OWNER_DEFAULT; an empty one: no label)
+ * with "%h" the host name (bytes a label cannot hold made '_', cut to
+ * OWNER_HOST_MAX), "%p" the process id and "%%" a '%'.  0, or EXIT_USAGE
+ * (said). */
 static int owner_apply(const conn_opts_t *conn, redlock_options_t *opts) {
   const char *spec = conn->owner != NULL ? conn->owner : getenv("REDLOCK_OWNER");
-  if (spec == NULL || spec[0] == '\0')
+  if (spec == NULL)
+    spec = OWNER_DEFAULT;
+  if (spec[0] == '\0')
     return 0;
   char label[4 * REDLOCK_MAX_OWNER], host[256];
   size_t n = 0;

@@ -8,7 +8,9 @@
  * term ends at its bound (redlock_elect_bounded) the same way.  When COMMAND exits
  * by itself, redlock resigns (handing over at once) and exits with
  * COMMAND's status: a supervisor decides whether to run it again.  Options,
- * signals, descriptors and spawning are run's (cli_hold.c, cli_child.c). */
+ * signals, descriptors and spawning are run's (cli_hold.c, cli_child.c).
+ * With --observe NAME it campaigns for nothing: cli_observe.c follows who
+ * leads NAME. */
 #define _GNU_SOURCE
 
 #include <errno.h>
@@ -123,7 +125,17 @@ static int elect_loop(const hold_opts_t *o, const fdset_t *inherited) {
   }
 }
 
+/* Whether the command line asks to observe (--observe, before any "--"). */
+static int wants_observe(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strcmp(argv[i], "--observe") == 0 || strncmp(argv[i], "--observe=", 10) == 0)
+      return 1;
+  return 0;
+}
+
 int cmd_elect(int argc, char **argv) {
+  if (wants_observe(argc, argv))
+    return cmd_elect_observe(argc, argv);
   hold_opts_t o;
   fdset_t inherited = {0};
   redlock_options_t *opts = NULL;

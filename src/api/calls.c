@@ -14,6 +14,7 @@
 #include "api/stats.h"
 #include "engine/inspect.h"
 #include "engine/lock.h"
+#include "engine/observe.h"
 #include "engine/revoke.h"
 #include "proto/keyname.h"
 #include "proto/keyslot.h"
@@ -569,7 +570,7 @@ int redlock_rwlock_write_async_ex(redlock_t *client, const char *name, uint32_t 
 
 /* ---- stats ------------------------------------------------------------------------ */
 
-/* ---- inspect and revoke (inspect.c, revoke.c) ------------------------------------ */
+/* ---- inspect, revoke, who leads (inspect.c, revoke.c, observe.c) ------------------ */
 
 /* Submits op, when it was made (made: ST_OK, or the error that left nothing
  * to queue), and waits for it; its status. */
@@ -602,6 +603,21 @@ int redlock_inspect(redlock_t *client, const char *name, int kind, char *buf, si
   if (rc == 0 && len > INT_MAX)
     return REDLOCK_ENOMEM; /* a view longer than an int can say */
   return rc == 0 ? (int)len : rc;
+}
+
+int redlock_election_leader(redlock_t *client, const char *name, redlock_leader_t *out) {
+  if (out == NULL)
+    return REDLOCK_EINVAL;
+  memset(out, 0, sizeof *out);
+  int rc = check_blocking(client);
+  if (rc != 0)
+    return rc;
+  sync_call_t call;
+  if ((rc = calls_check_key(client, name, 1)) != 0 || (rc = sync_start(&call, client)) != 0)
+    return rc;
+  op_t *op = NULL;
+  rc = leader_op_new(&op, &client->engine, name, out, sync_done_cb, &call);
+  return admin_blocking(client, &call, rc, op);
 }
 
 int redlock_revoke(redlock_t *client, const char *resource, uint64_t *fence_out) {

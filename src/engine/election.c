@@ -35,6 +35,8 @@
 #include "engine/election.h"
 
 #include "engine/lock.h"
+#include "engine/round.h"
+#include "proto/resp.h"
 #include "util/alloc.h"
 #include "util/backoff.h"
 #include "util/quorum.h"
@@ -226,6 +228,36 @@ static void election_campaign(redlock_election_t *e) {
 
 /* ---- leadership -------------------------------------------------------------------- */
 
+/* Announces the grant of a term on the release channel of the election's
+ * key (PUBLISH, payload NOTIFY_GRANT_PAYLOAD and the term), once per term,
+ * so that observers (observe.c) read the new leader at once instead of at
+ * their next poll.  Waiters of this library ignore such a payload (notify.c:
+ * a grant frees nothing); an older client's waiter takes it for a release
+ * and retries once.  A cluster's subscribers hear a PUBLISH too (their
+ * plain SUBSCRIBE, notify.c).  Fire and forget: a master that misses it
+ * leaves the observers to their poll. */
+static void election_announce_grant(redlock_election_t *e, const redlock_lock_t *lock) {
+  if (lock->prim.channels == NULL)
+    return;
+  char payload[sizeof NOTIFY_GRANT_PAYLOAD + 20];
+  size_t prefix_len = sizeof NOTIFY_GRANT_PAYLOAD - 1;
+  memcpy(payload, NOTIFY_GRANT_PAYLOAD, prefix_len);
+  size_t payload_len = prefix_len + resp_u64_to_dec(lock->fence, payload + prefix_len);
+  const char *argv[] = {"PUBLISH", lock->prim.channels[0], payload};
+  const size_t len[] = {7, lock->prim.channel_lens[0], payload_len};
+  round_t *round = NULL;
+  /* A read's rules: no durability ack to wait for, nobody waits. */
+  if (round_new(e->engine->rounds,
+                &(round_params_t){.argc = 3,
+                                  .argv = argv,
+                                  .argv_len = len,
+                                  .expect_integer = ROUND_EXPECT_ANY,
+                                  .kind = ROUND_READ,
+                                  .key_arg = 1},
+                &round) == ST_OK)
+    round_send(round);
+}
+
 static void release_timer_cb(tb_timer_t *timer) {
   redlock_election_t *e = timer->data;
   /* What is left of the lost lease (our value, wherever it survives) goes,
@@ -300,6 +332,8 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->campaign_ns = 0;
   engine_log(engine, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
              (unsigned long long)e->term);
+  if (!election_silent(e))
+    election_announce_grant(e, lock); /* not for a term resigned or closed already */
   if (!election_silent(e))
     e->on_elected(e, e->term, e->arg);
   /* A resign from inside on_elected is queued: the lease goes with it. */

@@ -1,9 +1,10 @@
-/* engine.c: the engine's own state (engine.h) and its close: elections,
- * then acquisitions and watches, then the held locks, a window at a time. */
+/* engine.c: the engine's own state (engine.h) and its close: elections
+ * and observers, then acquisitions and watches, then the held locks, a window at a time. */
 #include "engine/engine.h"
 
 #include "engine/election.h"
 #include "engine/lock.h"
+#include "engine/observe.h"
 
 status_t engine_init(engine_t *engine) {
   list_init(&engine->ops_in_flight);
@@ -12,6 +13,8 @@ status_t engine_init(engine_t *engine) {
   list_init(&engine->elections);
   ptrset_init(&engine->live_locks);
   ptrset_init(&engine->live_elections);
+  list_init(&engine->observers);
+  ptrset_init(&engine->live_observers);
   idmap_init(&engine->calls);
   engine->last_call_id = 0;
   list_init(&engine->cancels);
@@ -22,6 +25,7 @@ status_t engine_init(engine_t *engine) {
 void engine_free(engine_t *engine) {
   ptrset_free(&engine->live_locks);
   ptrset_free(&engine->live_elections);
+  ptrset_free(&engine->live_observers);
   idmap_free(&engine->calls);
   callmem_free(&engine->callmem);
 }
@@ -31,6 +35,7 @@ void engine_begin_close(engine_t *engine) {
   /* Elections first: their campaigns are canceled without a callback and
    * their leases released before the generic clean-up below sees them. */
   election_close_all(engine);
+  observer_close_all(engine); /* no callback of theirs runs any more */
   lock_cancel_all(engine);
 }
 

@@ -87,6 +87,8 @@ typedef struct engine {
   callmem_t callmem;            /* its own mutex: free lists of ops, key blocks and handles */
   list_node_t elections;        /* loop: election handles the loop has taken */
   ptrset_t live_elections;      /* mutex: election handles the caller may still resign */
+  list_node_t observers;        /* loop: observers the loop has taken (observe.c) */
+  ptrset_t live_observers;      /* mutex: observers the caller may still stop */
   /* Cancelable calls (redlock_cancel): an acquisition submitted with an id
    * is in `calls` from its submission until its outcome is decided (lock.c:
    * acquire_commit); a cancel asked for meanwhile marks it and queues it
@@ -102,8 +104,8 @@ typedef struct engine {
 status_t engine_init(engine_t *engine);
 /* Frees the engine's own part (after close, or on a failed open). */
 void engine_free(engine_t *engine);
-/* Close, loop side: elections stop (no callback runs any more, leaders
- * release), acquisitions are canceled, watches stop, and the held locks
+/* Close, loop side: elections and observers stop (no callback runs any
+ * more, leaders release), acquisitions are canceled, watches stop, and the held locks
  * start to be released (engine_release_held). */
 void engine_begin_close(engine_t *engine);
 /* Loop: carries out the cancels redlock_cancel queued (engine->cancels). */

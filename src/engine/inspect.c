@@ -131,6 +131,40 @@ int inspect_reply_ok(const redisReply *r, uint64_t *counter) {
   return 1;
 }
 
+status_t inspect_replies_init(inspect_replies_t *r, unsigned n) {
+  *r = (inspect_replies_t){.n = n};
+  /* The replies, then the counters, in one block. */
+  r->replies = rl_calloc(n, sizeof *r->replies + sizeof *r->counters);
+  if (r->replies == NULL)
+    return ST_ENOMEM;
+  r->counters = (uint64_t *)(void *)(r->replies + n);
+  return ST_OK;
+}
+
+void inspect_replies_keep(inspect_replies_t *r, unsigned index, const redisReply *reply) {
+  uint64_t counter = 0;
+  if (index >= r->n || r->replies[index] != NULL || !inspect_reply_ok(reply, &counter))
+    return;
+  r->replies[index] = reply_clone(reply);
+  r->counters[index] = counter;
+  r->nomem |= r->replies[index] == NULL;
+}
+
+void inspect_replies_clear(inspect_replies_t *r) {
+  for (unsigned m = 0; r->replies != NULL && m < r->n; m++) {
+    reply_clone_free(r->replies[m]);
+    r->replies[m] = NULL;
+    r->counters[m] = 0;
+  }
+  r->nomem = 0;
+}
+
+void inspect_replies_free(inspect_replies_t *r) {
+  inspect_replies_clear(r);
+  rl_free(r->replies);
+  r->replies = NULL;
+}
+
 /* ---- the op ---------------------------------------------------------------------- */
 
 typedef struct op_inspect {
@@ -142,10 +176,10 @@ typedef struct op_inspect {
   size_t *len_out;     /* const: the caller's, written on the loop at the decision */
   redlock_done_cb cb;  /* const */
   void *arg;
-  unsigned n;           /* const: masters */
-  redisReply **replies; /* loop: [n] each master's answer of inspect.lua's shape, or NULL */
-  uint64_t *counters;   /* loop: [n] its fence counter (0: none) */
-  int nomem;            /* loop: an answer could not be kept */
+  inspect_view_fn
+      view_fn;         /* const: another view than the JSON one (inspect_view_op_new), or NULL */
+  void *view;          /* const: where view_fn writes it */
+  inspect_replies_t r; /* loop: each master's answer */
 } op_inspect_t;
 
 static const op_ops_t inspect_op_ops;
@@ -191,9 +225,7 @@ static void jw_i64(jw_t *w, int64_t v) {
   jw_put(w, num, (size_t)snprintf(num, sizeof num, "%" PRId64, v));
 }
 
-/* The owner label in a value written by a client with one: 32 lowercase hex
- * digits, '~', the label.  NULL otherwise (another client's value). */
-static const char *value_owner(const char *v, size_t len, size_t *owner_len) {
+const char *inspect_value_owner(const char *v, size_t len, size_t *owner_len) {
   if (len <= RANDOM_VALUE_LEN + 1 || v[RANDOM_VALUE_LEN] != OPTIONS_OWNER_SEP)
     return NULL;
   for (size_t i = 0; i < RANDOM_VALUE_LEN; i++)
@@ -211,7 +243,7 @@ static void jw_value_owner(jw_t *w, const redisReply *value) {
   }
   jw_str(w, value->str, value->len);
   size_t owner_len = 0;
-  const char *owner = value_owner(value->str, value->len, &owner_len);
+  const char *owner = inspect_value_owner(value->str, value->len, &owner_len);
   jw_lit(w, ",\"owner\":");
   if (owner != NULL)
     jw_str(w, owner, owner_len);
@@ -241,83 +273,94 @@ static int find_hold(const redisReply *r, const redisReply *tag, const redisRepl
 }
 
 /* How many masters store the hold. */
-static unsigned hold_count(const op_inspect_t *op, const redisReply *tag, const redisReply *value) {
+static unsigned hold_count(const inspect_replies_t *r, const redisReply *tag,
+                           const redisReply *value) {
   unsigned count = 0;
   size_t at;
-  for (unsigned m = 0; m < op->n; m++)
-    count += (unsigned)find_hold(op->replies[m], tag, value, &at);
+  for (unsigned m = 0; m < r->n; m++)
+    count += (unsigned)find_hold(r->replies[m], tag, value, &at);
   return count;
 }
 
-/* The ttl range of a hold over the masters that store it. */
-static void hold_ttls(const op_inspect_t *op, const redisReply *tag, const redisReply *value,
-                      int64_t *lo, int64_t *hi) {
-  for (unsigned m = 0; m < op->n; m++) {
+/* The ttl range of a hold over the masters that store it, and the range of
+ * their counters (fence: the least but 0; fence_hi: the largest). */
+static void hold_ttls(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
+                      int64_t *lo, int64_t *hi, uint64_t *fence, uint64_t *fence_hi) {
+  for (unsigned m = 0; m < r->n; m++) {
     size_t j;
-    if (!find_hold(op->replies[m], tag, value, &j))
+    if (!find_hold(r->replies[m], tag, value, &j))
       continue;
-    int64_t ttl = (int64_t)TTL(op->replies[m], j);
+    int64_t ttl = (int64_t)TTL(r->replies[m], j);
     if (*lo < 0 || ttl < *lo)
       *lo = ttl;
     if (ttl > *hi)
       *hi = ttl;
+    if (*fence == 0 || r->counters[m] < *fence)
+      *fence = r->counters[m];
+    if (r->counters[m] > *fence_hi)
+      *fence_hi = r->counters[m];
   }
 }
 
 /* Calls fn for each agreed hold once (at the first master that stores it). */
-typedef void (*hold_fn)(op_inspect_t *op, const redisReply *tag, const redisReply *value,
+typedef void (*hold_fn)(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
                         void *arg);
-static void each_agreed(op_inspect_t *op, hold_fn fn, void *arg) {
-  unsigned q = quorum_size(op->n);
-  for (unsigned m = 0; m < op->n; m++) {
-    const redisReply *r = op->replies[m];
-    if (r == NULL)
+static void each_agreed(const inspect_replies_t *r, hold_fn fn, void *arg) {
+  unsigned q = quorum_size(r->n);
+  for (unsigned m = 0; m < r->n; m++) {
+    const redisReply *rm = r->replies[m];
+    if (rm == NULL)
       continue;
-    for (size_t j = 0; j < HOLDS(r); j++) {
+    for (size_t j = 0; j < HOLDS(rm); j++) {
       int seen = 0;
       size_t at;
       for (unsigned e = 0; e < m && !seen; e++)
-        seen = find_hold(op->replies[e], TAG(r, j), VALUE(r, j), &at);
-      if (!seen && hold_count(op, TAG(r, j), VALUE(r, j)) >= q)
-        fn(op, TAG(r, j), VALUE(r, j), arg);
+        seen = find_hold(r->replies[e], TAG(rm, j), VALUE(rm, j), &at);
+      if (!seen && hold_count(r, TAG(rm, j), VALUE(rm, j)) >= q)
+        fn(r, TAG(rm, j), VALUE(rm, j), arg);
     }
   }
 }
 
-typedef struct {
-  unsigned count;
-  const redisReply *tag, *value; /* the last one */
-  int64_t lo, hi;
-} agreed_t;
-
-static void tally(op_inspect_t *op, const redisReply *tag, const redisReply *value, void *arg) {
-  agreed_t *a = arg;
+static void tally(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
+                  void *arg) {
+  inspect_agreed_t *a = arg;
   a->count++;
-  a->tag = tag;
   a->value = value;
-  hold_ttls(op, tag, value, &a->lo, &a->hi);
+  a->fence = a->fence_hi = 0; /* the last hold's */
+  hold_ttls(r, tag, value, &a->lo, &a->hi, &a->fence, &a->fence_hi);
+}
+
+void inspect_agree(const inspect_replies_t *r, inspect_agreed_t *a) {
+  *a = (inspect_agreed_t){.lo = -1, .hi = -1};
+  for (unsigned m = 0; m < r->n; m++)
+    a->answered += r->replies[m] != NULL;
+  each_agreed(r, tally, a);
 }
 
 typedef struct {
   jw_t *w;
   int first;
+  int kind;
 } holders_t;
 
-static void holder(op_inspect_t *op, const redisReply *tag, const redisReply *value, void *arg) {
+static void holder(const inspect_replies_t *r, const redisReply *tag, const redisReply *value,
+                   void *arg) {
   holders_t *h = arg;
   jw_lit(h->w, h->first ? "{" : ",{");
   h->first = 0;
   jw_value_owner(h->w, value);
   int64_t lo = -1, hi = -1;
-  hold_ttls(op, tag, value, &lo, &hi);
+  uint64_t fence = 0, fence_hi = 0;
+  hold_ttls(r, tag, value, &lo, &hi, &fence, &fence_hi);
   jw_lit(h->w, ",\"ttl_ms_min\":");
   jw_i64(h->w, lo);
   jw_lit(h->w, ",\"ttl_ms_max\":");
   jw_i64(h->w, hi);
-  if (op->keys.kind == REDLOCK_INSPECT_SEMAPHORE) {
+  if (h->kind == REDLOCK_INSPECT_SEMAPHORE) {
     jw_lit(h->w, ",\"slot\":");
     jw_put(h->w, tag->str, tag->len); /* digits (inspect.lua) */
-  } else if (op->keys.kind == REDLOCK_INSPECT_RWLOCK) {
+  } else if (h->kind == REDLOCK_INSPECT_RWLOCK) {
     jw_lit(h->w,
            tag->len == 1 && tag->str[0] == 'w' ? ",\"mode\":\"write\"" : ",\"mode\":\"read\"");
   }
@@ -326,14 +369,14 @@ static void holder(op_inspect_t *op, const redisReply *tag, const redisReply *va
 
 /* Master m's state: why it did not answer, or what it stores. */
 static const char *master_state(const op_inspect_t *op, const round_t *round, unsigned m) {
-  const redisReply *r = op->replies[m];
+  const redisReply *r = op->r.replies[m];
   if (r == NULL)
     return round->votes[m].why == WHY_OK ? why_name(WHY_BADREPLY) : why_name(round->votes[m].why);
   if (HOLDS(r) == 0)
     return "free";
-  unsigned q = quorum_size(op->n);
+  unsigned q = quorum_size(op->r.n);
   for (size_t j = 0; j < HOLDS(r); j++)
-    if (hold_count(op, TAG(r, j), VALUE(r, j)) < q)
+    if (hold_count(&op->r, TAG(r, j), VALUE(r, j)) < q)
       return "other";
   return "holds";
 }
@@ -343,25 +386,22 @@ static void render(op_inspect_t *op, const round_t *round, jw_t *w) {
                                       [REDLOCK_INSPECT_SEMAPHORE] = "semaphore",
                                       [REDLOCK_INSPECT_RWLOCK] = "rwlock",
                                       [REDLOCK_INSPECT_ELECTION] = "election"};
-  unsigned q = quorum_size(op->n), answered = 0;
-  agreed_t a = {.lo = -1, .hi = -1};
-  each_agreed(op, tally, &a);
-  int agreed = 1, has_fence = 0;
+  unsigned q = quorum_size(op->r.n);
+  inspect_agreed_t a;
+  inspect_agree(&op->r, &a);
+  int agreed = a.answered >= q, has_fence = 0;
   uint64_t fence = 0;
-  for (unsigned m = 0; m < op->n; m++) {
-    const redisReply *r = op->replies[m];
+  for (unsigned m = 0; m < op->r.n; m++) {
+    const redisReply *r = op->r.replies[m];
     if (r == NULL)
       continue;
-    answered++;
-    if (op->counters[m] > 0)
+    if (op->r.counters[m] > 0)
       has_fence = 1;
-    if (op->counters[m] > fence)
-      fence = op->counters[m];
+    if (op->r.counters[m] > fence)
+      fence = op->r.counters[m];
     if (strcmp(master_state(op, round, m), "other") == 0 || HOLDS(r) != a.count)
       agreed = 0;
   }
-  if (answered < q)
-    agreed = 0;
   jw_lit(w, "{\"name\":");
   jw_str(w, op->name, strlen(op->name));
   jw_lit(w, ",\"kind\":\"");
@@ -389,12 +429,12 @@ static void render(op_inspect_t *op, const round_t *round, jw_t *w) {
   jw_lit(w, ",\"count\":");
   jw_i64(w, a.count);
   jw_lit(w, ",\"holders\":[");
-  holders_t h = {w, 1};
-  each_agreed(op, holder, &h);
+  holders_t h = {w, 1, op->keys.kind};
+  each_agreed(&op->r, holder, &h);
   jw_lit(w, "],\"masters\":[");
   const round_env_t *env = op->op.engine->rounds;
-  for (unsigned m = 0; m < op->n; m++) {
-    const redisReply *r = op->replies[m];
+  for (unsigned m = 0; m < op->r.n; m++) {
+    const redisReply *r = op->r.replies[m];
     jw_lit(w, m == 0 ? "{\"addr\":" : ",{\"addr\":");
     const char *addr = env->transport->label(env->transport_arg, m);
     jw_str(w, addr, strlen(addr));
@@ -431,19 +471,19 @@ static void inspect_finish(op_inspect_t *op, status_t status) {
 
 static void on_inspect_reply(void *ctx, unsigned index, const redisReply *reply) {
   op_inspect_t *op = ctx;
-  uint64_t counter = 0;
-  if (index >= op->n || !inspect_reply_ok(reply, &counter))
-    return;
-  op->replies[index] = reply_clone(reply);
-  op->counters[index] = counter;
-  op->nomem |= op->replies[index] == NULL;
+  inspect_replies_keep(&op->r, index, reply);
 }
 
 static void on_inspect_decided(round_t *round, quorum_outcome_t outcome, void *ctx) {
   (void)outcome; /* the view says what a quorum agrees on */
   op_inspect_t *op = ctx;
-  if (op->nomem) {
+  if (op->r.nomem) {
     inspect_finish(op, ST_ENOMEM);
+    return;
+  }
+  if (op->view_fn != NULL) {
+    op->view_fn(&op->r, op->view);
+    inspect_finish(op, ST_OK);
     return;
   }
   jw_t w = {op->buf, op->size, 0};
@@ -475,9 +515,7 @@ static void inspect_fail(op_t *o, status_t status) {
 
 static void inspect_free(op_t *o) {
   op_inspect_t *op = OP_AS(op_inspect_t, o, &inspect_op_ops, op);
-  for (unsigned m = 0; op->replies != NULL && m < op->n; m++)
-    reply_clone_free(op->replies[m]);
-  rl_free(op->replies);
+  inspect_replies_free(&op->r);
   inspect_keys_free(&op->keys);
   rl_free(op);
 }
@@ -490,32 +528,38 @@ static const op_ops_t inspect_op_ops = {.name = "inspect",
                                         .fail = inspect_fail,
                                         .free = inspect_free};
 
-status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
-                        size_t size, size_t *len_out, redlock_done_cb cb, void *arg) {
+/* The op, its JSON view's fields or view_fn and view set by the caller. */
+static status_t op_make(op_t **out, engine_t *engine, const char *name, int kind,
+                        const op_inspect_t *init) {
   *out = NULL;
   op_inspect_t *op = rl_malloc(sizeof *op);
   if (op == NULL)
     return ST_ENOMEM;
-  *op = (op_inspect_t){.op = {.ops = &inspect_op_ops, .engine = engine},
-                       .name = name,
-                       .buf = buf,
-                       .size = size,
-                       .len_out = len_out,
-                       .cb = cb,
-                       .arg = arg};
+  *op = *init;
+  op->op = (op_t){.ops = &inspect_op_ops, .engine = engine};
+  op->name = name;
   status_t st = inspect_keys_make(engine, name, kind, &op->keys);
   if (st != ST_OK) {
     rl_free(op);
     return st;
   }
-  op->n = engine->rounds->n_masters;
-  /* The replies, then the counters, in one block. */
-  op->replies = rl_calloc(op->n, sizeof *op->replies + sizeof *op->counters);
-  if (op->replies == NULL) {
+  if (inspect_replies_init(&op->r, engine->rounds->n_masters) != ST_OK) {
     inspect_free(&op->op);
     return ST_ENOMEM;
   }
-  op->counters = (uint64_t *)(void *)(op->replies + op->n);
   *out = &op->op;
   return ST_OK;
+}
+
+status_t inspect_op_new(op_t **out, engine_t *engine, const char *name, int kind, char *buf,
+                        size_t size, size_t *len_out, redlock_done_cb cb, void *arg) {
+  return op_make(
+      out, engine, name, kind,
+      &(op_inspect_t){.buf = buf, .size = size, .len_out = len_out, .cb = cb, .arg = arg});
+}
+
+status_t inspect_view_op_new(op_t **out, engine_t *engine, const char *name, int kind,
+                             inspect_view_fn view_fn, void *view, redlock_done_cb cb, void *arg) {
+  return op_make(out, engine, name, kind,
+                 &(op_inspect_t){.view_fn = view_fn, .view = view, .cb = cb, .arg = arg});
 }

@@ -84,6 +84,9 @@ static const int_const_t int_consts[] = {
     REDLOCK__CONST(REDLOCK_LOG_ERROR)            /* */
     REDLOCK__CONST(REDLOCK_LOST_EXPIRED)         /* */
     REDLOCK__CONST(REDLOCK_LOST_MAX_HOLD)        /* */
+    REDLOCK__CONST(REDLOCK_LEADER_NONE)          /* */
+    REDLOCK__CONST(REDLOCK_LEADER_HELD)          /* */
+    REDLOCK__CONST(REDLOCK_LEADER_UNKNOWN)       /* */
     REDLOCK__CONST(REDLOCK_STATS_PROMETHEUS)     /* */
     REDLOCK__CONST(REDLOCK_STATS_JSON)           /* */
     REDLOCK__CONST(REDLOCK_CANCEL_LATE)          /* */

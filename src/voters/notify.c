@@ -66,6 +66,8 @@ struct notify_channel {
   list_node_t link; /* n->channels */
   list_node_t waiters;
   unsigned n_waiters;
+  list_node_t watchers; /* notify_watcher_t.link */
+  unsigned n_watchers;
   unsigned busy;           /* > 0 while waking: do not free */
   notify_waiter_t *waking; /* the waiter woken by a release, until its attempt ends */
   int confirmed;           /* some master confirmed the subscription */
@@ -111,8 +113,13 @@ static notify_channel_t *channel_find(notify_t *n, const char *name, size_t len)
   return NULL;
 }
 
+/* Whether anyone listens on the channel (its subscriptions are wanted). */
+static int channel_wanted(const notify_channel_t *channel) {
+  return channel->n_waiters > 0 || channel->n_watchers > 0;
+}
+
 static void channel_maybe_free(notify_t *n, notify_channel_t *channel) {
-  if (channel->n_waiters > 0 || channel->busy > 0)
+  if (channel_wanted(channel) || channel->busy > 0)
     return;
   for (unsigned i = 0; i < n->n_nodes; i++)
     if (channel->at[i].state != SUB_NONE)
@@ -177,7 +184,7 @@ static int plain_command(notify_subscriber_t *sub, const char *format,
 
 /* Brings one master's subscription in line with whether anyone waits. */
 static void channel_sync(notify_t *n, notify_channel_t *channel, unsigned index) {
-  int wanted = channel->n_waiters > 0;
+  int wanted = channel_wanted(channel);
   notify_subscriber_t *sub = channel->at[index].sub;
   if (channel->at[index].state == SUB_NONE) {
     if (!wanted || n->closing || (sub = subscriber_for(n, channel, index)) == NULL)
@@ -353,7 +360,7 @@ static void subscriber_reset(notify_subscriber_t *sub) {
 
 static int any_waiters(notify_t *n) {
   for (list_node_t *it = n->channels.next; it != &n->channels; it = it->next)
-    if (list_entry(it, notify_channel_t, link)->n_waiters > 0)
+    if (channel_wanted(list_entry(it, notify_channel_t, link)))
       return 1;
   return 0;
 }
@@ -374,7 +381,7 @@ static int subscriber_want_retry(void *arg) {
   for (list_node_t *it = n->channels.next; it != &n->channels;) {
     notify_channel_t *channel = list_entry(it, notify_channel_t, link);
     it = it->next;
-    if (channel->n_waiters == 0 || channel->at[sub->index].state != SUB_NONE)
+    if (!channel_wanted(channel) || channel->at[sub->index].state != SUB_NONE)
       continue;
     if (subscriber_for(n, channel, sub->index) == sub)
       here = 1; /* subscribed by the handshake */
@@ -395,7 +402,7 @@ static status_t subscriber_handshake(link_t *link, void *arg) {
     notify_channel_t *channel = list_entry(it, notify_channel_t, link);
     /* Only the channels that are to be here (another subscriber of the
      * master may carry the rest). */
-    if (channel->at[sub->index].state == SUB_NONE && channel->n_waiters > 0 &&
+    if (channel->at[sub->index].state == SUB_NONE && channel_wanted(channel) &&
         subscriber_for(n, channel, sub->index) == sub)
       channel_sync(n, channel, sub->index);
   }
@@ -422,8 +429,27 @@ static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int lev
 
 /* A master announced a release on the channel (payload: a semaphore
  * permit's value, or none): its waiters are woken as its wake mode says. */
+/* Tells every watcher of the channel. */
+static void channel_tell_watchers(notify_t *n, notify_channel_t *channel) {
+  channel->busy++;
+  for (list_node_t *it = channel->watchers.next; it != &channel->watchers;) {
+    notify_watcher_t *w = list_entry(it, notify_watcher_t, link);
+    it = it->next;
+    w->heard(w);
+  }
+  channel->busy--;
+  channel_maybe_free(n, channel);
+}
+
 static void channel_announced(notify_t *n, notify_channel_t *channel, const char *payload,
                               size_t payload_len) {
+  static const size_t grant_len = sizeof NOTIFY_GRANT_PAYLOAD - 1;
+  if (channel->n_watchers > 0)
+    channel_tell_watchers(n, channel);
+  /* A grant frees nothing: the waiters would find the key taken. */
+  if (payload != NULL && payload_len >= grant_len &&
+      memcmp(payload, NOTIFY_GRANT_PAYLOAD, grant_len) == 0)
+    return;
   switch (channel->wake_mode) {
   case NOTIFY_WAKE_ALL:
     channel_wake(n, channel);
@@ -446,20 +472,31 @@ static void channel_announced(notify_t *n, notify_channel_t *channel, const char
 void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
                      size_t payload_len) {
   notify_channel_t *channel = channel_find(n, name, len);
-  if (channel != NULL)
-    channel_announced(n, channel, payload, payload_len);
+  if (channel == NULL)
+    return;
+  channel->busy++; /* a watcher's and a waiter's turn: the channel stays */
+  channel_announced(n, channel, payload, payload_len);
+  channel->busy--;
+  channel_maybe_free(n, channel);
 }
 
 /* The subscription of master i is confirmed. */
 static void subscribed(notify_t *n, notify_channel_t *channel, unsigned i) {
   channel->at[i].state = SUB_SUBSCRIBED;
-  if (channel->n_waiters == 0) {
+  if (!channel_wanted(channel)) {
     channel_sync(n, channel, i);
   } else if (!channel->confirmed) {
-    /* A release between a waiter's failed attempt and this subscription
-     * was missed: the waiters try once more now. */
+    /* A release between a waiter's failed attempt (a watcher's read) and
+     * this subscription was missed: the waiters try once more now, the
+     * watchers read again. */
     channel->confirmed = 1;
-    channel_wake(n, channel);
+    channel->busy++;
+    if (channel->n_watchers > 0)
+      channel_tell_watchers(n, channel);
+    if (channel->n_waiters > 0)
+      channel_wake(n, channel);
+    channel->busy--;
+    channel_maybe_free(n, channel);
   }
 }
 
@@ -540,7 +577,10 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     const char *payload = NULL;
     size_t payload_len = 0;
     (void)reply_pubsub_payload(reply, &payload, &payload_len); /* untouched when none */
+    channel->busy++;
     channel_announced(n, channel, payload, payload_len);
+    channel->busy--;
+    channel_maybe_free(n, channel);
     return;
   }
   if (channel->at[i].sub != sub)
@@ -632,42 +672,96 @@ void notify_init(notify_t *n, const node_env_t *env, const node_t *nodes, unsign
   list_init(&n->shard_subs);
 }
 
-status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len,
-                     int wake_mode) {
-  if (w->channel != NULL)
-    return ST_OK;
+/* Brings every master's subscription of the channel in line. */
+static void channel_sync_all(notify_t *n, notify_channel_t *channel) {
+  for (unsigned i = 0; i < n->n_nodes; i++)
+    channel_sync(n, channel, i);
+}
+
+/* A waiter or watcher left the channel: the last one unsubscribes it. */
+static void channel_left(notify_t *n, notify_channel_t *channel) {
+  if (!channel_wanted(channel)) {
+    channel->confirmed = 0;
+    channel_sync_all(n, channel);
+  }
+  channel_maybe_free(n, channel);
+}
+
+/* The channel `name`, made on first use; a channel nobody waits on yet
+ * takes the first waiter's wake mode (wake_mode < 0: a watcher's, which
+ * sets none).  ST_OK or ST_ENOMEM. */
+static status_t channel_get(notify_t *n, const char *name_in, size_t len, int wake_mode,
+                            notify_channel_t **out) {
   if (subscribers_init(n) != 0)
     return ST_ENOMEM;
   notify_channel_t *channel = channel_find(n, name_in, len);
   if (channel == NULL) {
     char *name = rl_malloc(len + 1);
     channel = rl_calloc(1, sizeof *channel + n->n_nodes * sizeof channel->at[0]);
-    recent_t *recent = wake_mode == NOTIFY_WAKE_EACH ? rl_calloc(1, sizeof *recent) : NULL;
-    if (name == NULL || channel == NULL || (wake_mode == NOTIFY_WAKE_EACH && recent == NULL)) {
+    if (name == NULL || channel == NULL) {
       rl_free(channel);
-      rl_free(recent);
       rl_free(name);
       return ST_ENOMEM;
     }
     memcpy(name, name_in, len);
     name[len] = '\0';
-    channel->wake_mode = wake_mode;
-    channel->recent = recent;
     channel->n = n;
     channel->name = name;
     channel->name_len = len;
     channel->slot = keyslot(name, len);
     list_init(&channel->waiters);
+    list_init(&channel->watchers);
     list_insert_tail(&n->channels, &channel->link);
   }
+  if (wake_mode >= 0 && channel->n_waiters == 0) {
+    if (wake_mode == NOTIFY_WAKE_EACH && channel->recent == NULL &&
+        (channel->recent = rl_calloc(1, sizeof *channel->recent)) == NULL) {
+      channel_maybe_free(n, channel);
+      return ST_ENOMEM;
+    }
+    channel->wake_mode = wake_mode;
+  }
+  *out = channel;
+  return ST_OK;
+}
+
+status_t notify_wait(notify_t *n, notify_waiter_t *w, const char *name_in, size_t len,
+                     int wake_mode) {
+  if (w->channel != NULL)
+    return ST_OK;
+  notify_channel_t *channel;
+  if (channel_get(n, name_in, len, wake_mode, &channel) != ST_OK)
+    return ST_ENOMEM;
   list_insert_tail(&channel->waiters, &w->link);
   channel->n_waiters++;
   w->channel = channel;
-  for (unsigned i = 0; i < n->n_nodes; i++)
-    channel_sync(n, channel, i);
+  channel_sync_all(n, channel);
   /* Already subscribed somewhere: the subscription predates this waiter's
    * failed attempt, so no release can have slipped between the two. */
   return ST_OK;
+}
+
+status_t notify_watch(notify_t *n, notify_watcher_t *w, const char *name, size_t len) {
+  if (w->channel != NULL)
+    return ST_OK;
+  notify_channel_t *channel;
+  if (channel_get(n, name, len, -1, &channel) != ST_OK)
+    return ST_ENOMEM;
+  list_insert_tail(&channel->watchers, &w->link);
+  channel->n_watchers++;
+  w->channel = channel;
+  channel_sync_all(n, channel);
+  return ST_OK;
+}
+
+void notify_unwatch(notify_t *n, notify_watcher_t *w) {
+  notify_channel_t *channel = w->channel;
+  if (channel == NULL)
+    return;
+  list_remove(&w->link);
+  channel->n_watchers--;
+  w->channel = NULL;
+  channel_left(n, channel);
 }
 
 void notify_attempt_done(notify_waiter_t *w) {
@@ -692,12 +786,7 @@ void notify_unwait(notify_t *n, notify_waiter_t *w) {
   list_remove(&w->link);
   channel->n_waiters--;
   w->channel = NULL;
-  if (channel->n_waiters == 0) {
-    channel->confirmed = 0;
-    for (unsigned i = 0; i < n->n_nodes; i++)
-      channel_sync(n, channel, i);
-  }
-  channel_maybe_free(n, channel);
+  channel_left(n, channel);
 }
 
 void notify_shutdown(notify_t *n, void (*closed)(void *arg)) {

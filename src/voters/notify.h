@@ -40,6 +40,25 @@ typedef struct notify_waiter {
   int woken;                 /* owner: a release was announced during the attempt */
 } notify_waiter_t;
 
+/* A watcher (an election's observer), embedded by its owner: unlike a
+ * waiter it is told of every announcement on its channel, releases and
+ * grants alike, and takes no waiter's turn (a lock's release still wakes
+ * one waiter). */
+typedef struct notify_watcher {
+  list_node_t link;          /* notify.c: its channel's watchers */
+  notify_channel_t *channel; /* notify.c: NULL while not registered */
+  /* owner: something was announced on the channel, or its subscription
+   * was first confirmed (an announcement before it may have been missed).
+   * Must not unregister w. */
+  void (*heard)(struct notify_watcher *w);
+} notify_watcher_t;
+
+/* The payload of a grant's announcement: an election that won a term says
+ * so on the release channel of its key (NOTIFY_GRANT_PAYLOAD then the term
+ * in decimal).  Only watchers hear it: a waiter woken by it would only
+ * find the key taken. */
+#define NOTIFY_GRANT_PAYLOAD "granted:"
+
 /* The notifier of one client: its channels and one subscriber connection per
  * master (made by the first waiter).  Everything runs on the loop thread. */
 typedef struct notify {
@@ -90,6 +109,11 @@ void notify_announce(notify_t *n, const char *name, size_t len, const char *payl
                      size_t payload_len);
 /* Unregisters (no-op when not registered). */
 void notify_unwait(notify_t *n, notify_waiter_t *w);
+/* Registers w (its `heard` set) for the channel `name` (len bytes), as
+ * notify_wait: ST_OK, or ST_ENOMEM (the watcher then polls). */
+status_t notify_watch(notify_t *n, notify_watcher_t *w, const char *name, size_t len);
+/* Unregisters (no-op when not registered). */
+void notify_unwatch(notify_t *n, notify_watcher_t *w);
 /* Closes the subscriber connections; closed(arg) runs once their handles are
  * closed (at once, from inside this call, when there were none). */
 void notify_shutdown(notify_t *n, void (*closed)(void *arg));

@@ -14,20 +14,8 @@ static const char *example_path;
 
 static void test_fencing_store_example(void **state) {
   (void)state;
-  char nodes[1024], cmd[2048];
-  fx_node_list(fx_group, nodes, sizeof nodes);
-  for (char *p = nodes; (p = strchr(p, ',')) != NULL;)
-    *p = ' ';
-  snprintf(cmd, sizeof cmd, "%s --no-quarantine %s 2>&1", example_path, nodes);
-  FILE *f = popen(cmd, "r");
-  assert_non_null(f);
   static char out[16384];
-  size_t n = fread(out, 1, sizeof out - 1, f);
-  out[n] = '\0';
-  int st = pclose(f);
-  if (st != 0 || fx_verbose())
-    fprintf(stderr, "%s\n", out);
-  assert_int_equal(st, 0);
+  assert_int_equal(fx_run_example(fx_group, example_path, out, sizeof out), 0);
   assert_non_null(strstr(out, "OK: the stale holder's write and the revoked holder's write"));
   assert_non_null(strstr(out, "(2, stale)\" with token"));
   assert_non_null(strstr(out, "written by A (2, stale)"));

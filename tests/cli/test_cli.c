@@ -608,8 +608,11 @@ static void case_fence(void) {
   field(a, "env", "value", value, sizeof value);
   field(a, "env", "resource", resource, sizeof resource);
   CHECK(f1 > 0, "REDLOCK_FENCE set");
-  CHECK(strlen(value) == 32 && strspn(value, "0123456789abcdef") == 32,
-        "REDLOCK_VALUE is 32 hex characters: '%s'", value);
+  /* The default owner label is "%h:%p": the run's host name and pid. */
+  const char *colon = strrchr(value, ':');
+  CHECK(strspn(value, "0123456789abcdef") == 32 && value[32] == '~' && colon != NULL &&
+            colon > value + 33 && strtol(colon + 1, NULL, 10) > 0,
+        "REDLOCK_VALUE is 32 hex characters, '~' and host:pid: '%s'", value);
   CHECK(strcmp(resource, "fence-res") == 0, "REDLOCK_RESOURCE: '%s'", resource);
 
   proc_t *b = START(g_nodes, 0, RUN, "fence-res", "--", g_self, "--helper", "print");
@@ -865,8 +868,9 @@ static void case_usage(void) {
         "doctor --help");
   p = START(NULL, 0, "elect", "--help");
   CHECK(RUN_TO_END(p) == 0 && strstr(p->out, "Usage: redlock elect") != NULL &&
-            strstr(p->out, "--wait") == NULL && strstr(p->out, "--ttl") != NULL,
-        "elect --help");
+            strstr(p->out, "--nonblock") == NULL && strstr(p->out, "--ttl") != NULL &&
+            strstr(p->out, "with --observe: stop after DURATION") != NULL,
+        "elect --help: elect's options (--wait only with --observe)");
   p = START(NULL, 0, "--version");
   CHECK(RUN_TO_END(p) == 0 && strncmp(p->out, "redlock 0.", 10) == 0, "--version: '%s'", p->out);
 }
@@ -1312,6 +1316,13 @@ static void case_owner(void) {
   CHECK(RUN_TO_END(b) == 0, "the next run");
   CHECK(field_u64(b, "env", "fence") > raised, "its token is above the fence");
   wait_key_gone("own-res");
+  proc_t *bare =
+      START(g_nodes, 0, RUN, "--owner", "", "own-res", "--", g_self, "--helper", "print");
+  CHECK(RUN_TO_END(bare) == 0, "a run with --owner \"\"");
+  field(bare, "env", "value", value, sizeof value);
+  CHECK(strlen(value) == 32 && strspn(value, "0123456789abcdef") == 32,
+        "--owner \"\": the value is the 32 hex digits alone: '%s'", value);
+  wait_key_gone("own-res");
 
   static const char *const bad[][12] = {
       {RUN, "--owner", "a b", "r", "--", "true"},
@@ -1596,6 +1607,52 @@ static void case_elect_signals(void) {
   wait_key_gone("el-sig");
 }
 
+typedef struct {
+  proc_t *p;
+  const char *first, *then;
+} after_wait_t;
+
+static int pred_after(void *arg) {
+  after_wait_t *w = arg;
+  pump(w->p);
+  const char *at = strstr(w->p->out, w->first);
+  return at != NULL && strstr(at + strlen(w->first), w->then) != NULL;
+}
+
+/* elect --observe: one line per change as it happens (a poll of 60 s: the
+ * announcements tell it): none, the leader a with its label and term, none
+ * again once a resigns; SIGINT ends it with 0.  --json: one object per
+ * line; -w ends it with 0. */
+static void case_elect_observe(void) {
+  start_masters();
+  proc_t *o = START(g_nodes, 0, "elect", "--observe", "el-obs", "--poll", "60s");
+  wait_output(o, "none\n", DEADLINE_MS);
+  proc_t *a =
+      START(g_nodes, 1, ELECT, "--owner", "obs-a", "el-obs", "--", g_self, "--helper", "hold");
+  wait_nth_line(a, "ready", 1, DEADLINE_MS);
+  uint64_t term = nth_field_u64(a, "ready", "term", 0);
+  char line[128];
+  snprintf(line, sizeof line, "leader obs-a term %" PRIu64 " ttl ", term);
+  wait_output(o, line, DEADLINE_MS);
+
+  char json[160];
+  snprintf(json, sizeof json, "{\"state\":\"held\",\"owner\":\"obs-a\",\"term\":%" PRIu64 ",",
+           term);
+  proc_t *j = START(g_nodes, 0, "elect", "--observe", "el-obs", "--json", "-w", "1s");
+  CHECK(RUN_TO_END(j) == 0, "--observe -w ends with 0");
+  CHECK(strncmp(j->out, json, strlen(json)) == 0, "--json: %s", j->out);
+
+  close_stdin(a); /* a resigns */
+  CHECK(RUN_TO_END(a) == 0, "a exits with COMMAND's status");
+  after_wait_t w = {o, line, "\nnone\n"};
+  g_last = o;
+  CHECK(rh_wait_until(pred_after, &w, DEADLINE_MS), "no 'none' after the leader: %s", o->out);
+  CHECK(kill(o->pid, SIGINT) == 0, "kill observer");
+  CHECK(RUN_TO_END(o) == 0, "SIGINT ends --observe with 0");
+  CHECK(strncmp(o->out, "none\nleader obs-a term ", strlen("none\nleader obs-a term ")) == 0,
+        "one line per change: %s", o->out);
+}
+
 /* Bad command lines: 64, and COMMAND never runs. */
 static void case_elect_usage(void) {
   const char *nodes = "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3";
@@ -1618,6 +1675,9 @@ static void case_elect_usage(void) {
       {nodes, {"elect", "--fence-env", "REDLOCK_TERM", "n", "--", g_self}},
       {nodes, {"elect", "--grace", "x", "n", "--", g_self}},
       {nodes, {"elect", "n", "--ttl", "5", g_self}},
+      {nodes, {"elect", "--observe"}},
+      {nodes, {"elect", "--observe", "n", "extra"}},
+      {nodes, {"elect", "--observe", "n", "--wait", "x"}},
       {NULL, {"elect", "n", "--", g_self}},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -2188,6 +2248,7 @@ static const cli_case_t CASES[] = {
     {"elect_max_hold", case_elect_max_hold},
     {"elect_signals", case_elect_signals},
     {"elect_usage", case_elect_usage},
+    {"elect_observe", case_elect_observe},
     {"tls", case_tls},
     {"metrics", case_metrics},
     {"run_cluster", case_run_cluster},

@@ -69,6 +69,8 @@ typedef struct {
   redlock_election_t *e;
   fx_lost_t lost;
   atomic_int elected;
+  redlock_observer_t *obs;
+  atomic_int observed;
   fx_rec_t rec;
   char res[320];
   pthread_t releaser;
@@ -690,6 +692,65 @@ static void after_resign(oom_ctx_t *ctx, int rc) {
   check_and_close(ctx);
 }
 
+/* -- who leads -- */
+
+static int call_leader(oom_ctx_t *ctx) {
+  redlock_leader_t v;
+  int rc;
+  OOM_CALL(rc = redlock_election_leader(ctx->c, ctx->res, &v));
+  if (rc == REDLOCK_OK)
+    assert_int_equal(v.state, REDLOCK_LEADER_NONE);
+  return rc;
+}
+
+static void observed_cb(redlock_observer_t *obs, const redlock_leader_t *view, void *arg) {
+  (void)obs;
+  (void)view;
+  atomic_fetch_add(&((oom_ctx_t *)arg)->observed, 1);
+}
+
+static int is_observed(void *arg) { return atomic_load(&((oom_ctx_t *)arg)->observed) > 0; }
+
+/* A poll of 50 ms: a read that failed for want of memory is made again. */
+static int call_observe(oom_ctx_t *ctx) {
+  atomic_init(&ctx->observed, 0);
+  int rc;
+  OOM_CALL(rc = redlock_election_observe(ctx->c, ctx->res, 50, observed_cb, ctx, &ctx->obs));
+  if (rc != REDLOCK_OK)
+    return rc;
+  /* What failed on the loop is retried: the first view must still come. */
+  assert_true(rh_wait_until(is_observed, ctx, OOM_CHECK_MS));
+  return rc;
+}
+
+static void after_observe(oom_ctx_t *ctx, int rc) {
+  if (rc == REDLOCK_OK)
+    FX_ASSERT_RC(ctx->fx, ctx->c, redlock_observe_stop(ctx->c, ctx->obs), REDLOCK_OK);
+  else
+    assert_null(ctx->obs);
+  check_and_close(ctx);
+}
+
+static void prep_observing(oom_ctx_t *ctx) {
+  prep_client(ctx);
+  atomic_init(&ctx->observed, 0);
+  FX_ASSERT_RC(ctx->fx, ctx->c,
+               redlock_election_observe(ctx->c, ctx->res, 50, observed_cb, ctx, &ctx->obs),
+               REDLOCK_OK);
+  assert_true(rh_wait_until(is_observed, ctx, OOM_CHECK_MS));
+}
+
+static int call_observe_stop(oom_ctx_t *ctx) {
+  int rc;
+  OOM_CALL(rc = redlock_observe_stop(ctx->c, ctx->obs));
+  return rc;
+}
+
+static void after_observe_stop(oom_ctx_t *ctx, int rc) {
+  assert_int_equal(rc, REDLOCK_OK); /* nothing to allocate: the stop is in the handle */
+  check_and_close(ctx);
+}
+
 /* ---- the runner ----------------------------------------------------------------------- */
 
 /* -- inspect and revoke -- */
@@ -767,6 +828,10 @@ static const oom_case_t oom_cases[] = {
     {"inspect (rwlock)", prep_client, call_inspect, after_plain, 2},
     {"revoke (fenced)", prep_fenced_locked, call_revoke, after_revoke, 0},
     {"revoke", prep_client_locked, call_revoke, after_revoke, 0},
+    {"election_leader", prep_client, call_leader, after_plain, 0},
+    {"election_observe", prep_client, call_observe, after_observe, 0},
+    {"observe_stop", prep_observing, call_observe_stop, after_observe_stop, 0},
+    {"close (an observer left)", prep_observing, call_close, after_close, 0},
     {"close", prep_close, call_close, after_close, 0},
     {"close (rounds not pooled)", prep_close, call_close, after_close, 1},
     /* last: they add server 0's replica */

@@ -99,10 +99,13 @@ static void test_slow_lookup_no_stall(void **state) {
   const char *uris[3] = {rh_server_uri(fx->servers[0]), rh_server_uri(fx->servers[1]),
                          uri_for(0, "slow.redlock.test", rh_server_port(fx->servers[2]))};
   redlock_t *client = open_with(fx, uris, 3);
-  /* A watched lock (ttl 600 ms: renewed every 200 ms) lives through lookups. */
+  /* A watched lock lives through lookups: its ttl, 2 s (renewed about every
+   * 670 ms), is far below the 5 s lookup, so a loop stalled by it loses the
+   * lock, and far above a renewal's time under ThreadSanitizer on a loaded
+   * machine (600 ms was lost there). */
   int lost = 0;
   redlock_lock_t *watched = NULL;
-  assert_int_equal(redlock_lock(client, "resolve-watched", 600, &watched), REDLOCK_OK);
+  assert_int_equal(redlock_lock(client, "resolve-watched", 2000, &watched), REDLOCK_OK);
   assert_int_equal(redlock_watch(client, watched, on_lost, &lost), REDLOCK_OK);
   uint64_t t0 = rh_now_ms();
   cycles(client, 40, 500);

@@ -103,6 +103,11 @@ int fx_pause(fx_t *fx, unsigned mask, int pause);
 #define FX_EVERY_MASTER (~0u)
 /* "URI,URI,..." of the masters: what REDLOCK_NODES takes. */
 void fx_node_list(const fx_t *fx, char *buf, size_t size);
+/* Runs an example program (path) as "path --no-quarantine URI URI ..." over
+ * the masters, its stdout and stderr into out (size bytes, cut to fit,
+ * NUL-terminated; printed when it fails or with FX_VERBOSE); its wait
+ * status. */
+int fx_run_example(const fx_t *fx, const char *path, char *out, size_t size);
 /* Copies the span of `from` that ends before the first of `stops` (or at
  * its end) into out, truncated to size: a value out of a "k=v k=v" line. */
 void fx_copy_span(char *out, size_t size, const char *from, const char *stops);

@@ -45,6 +45,22 @@ void fx_node_list(const fx_t *fx, char *buf, size_t size) {
   }
 }
 
+int fx_run_example(const fx_t *fx, const char *path, char *out, size_t size) {
+  char nodes[1024], cmd[2048];
+  fx_node_list(fx, nodes, sizeof nodes);
+  for (char *p = nodes; (p = strchr(p, ',')) != NULL;)
+    *p = ' ';
+  snprintf(cmd, sizeof cmd, "%s --no-quarantine %s 2>&1", path, nodes);
+  FILE *f = popen(cmd, "r");
+  assert_non_null(f);
+  size_t n = fread(out, 1, size - 1, f);
+  out[n] = '\0';
+  int st = pclose(f);
+  if (st != 0 || fx_verbose())
+    fprintf(stderr, "%s\n", out);
+  return st;
+}
+
 void fx_copy_span(char *out, size_t size, const char *from, const char *stops) {
   size_t n = strcspn(from, stops);
   if (n >= size)

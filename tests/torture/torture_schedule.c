@@ -180,8 +180,10 @@ static void keep_cluster_events(schedule_t *s) {
  * reach the released master. */
 #define CL_QUIET_BEFORE_MS 1000u
 #define CL_QUIET_AFTER_MS 600u
-/* A reshard's expected length: some 2.5 ms a slot under load, for up to
- * 2500 slots (the next cluster fault waits for it, however long). */
+/* A reshard's expected length, for the schedule: up to 800 slots
+ * (torture_cluster.c's RESHARD_MAX_SLOTS) at 3 ms (Redis 7.0) to 11 ms
+ * (Redis 8, Valkey) a slot; the next cluster fault waits for it, however
+ * long it takes. */
 #define CL_RESHARD_MS 5000u
 
 /* SCHED_CLUSTER: the cluster's own faults, one at a time, until the last

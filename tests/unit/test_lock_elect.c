@@ -1,6 +1,7 @@
 /* test_lock_elect.c: leader election (election.c, calls_election.c) on a
  * client over fake masters and a stepped clock (engine_fixture.h): a
- * campaign won on a quorum (the term is the fencing token written back), a
+ * campaign won on a quorum (the term is the fencing token written back, and
+ * announced on the release channel once per term), a
  * campaign refused and woken by a release announcement, the term lost when
  * its watch's extension is refused, the back-off before campaigning again
  * (growing with losses in a row, reset by a stable term), resigning and
@@ -10,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,10 +106,26 @@ static void grant(fake_transport_t *f, long long token) {
   fake_reply_int_all(f, 1);
 }
 
-/* grant, and the term begins: nothing else goes out. */
+/* A won term's announcement (PUBLISH "granted:TERM" on the key's release
+ * channel) is out on every master, and nothing else: answered. */
+static void granted_answered(fake_transport_t *f, long long token) {
+  char payload[48];
+  snprintf(payload, sizeof payload, "granted:%lld", token);
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
+    assert_int_equal(fake_outstanding(f, i), 1);
+    assert_true(fake_cmd_has(f, i, 0, "PUBLISH"));
+    assert_true(fake_cmd_has(f, i, 0, REDLOCK_RELEASE_CHANNEL_PREFIX "{" NAME "}"));
+    assert_true(fake_cmd_has(f, i, 0, payload));
+  }
+  fake_reply_int_all(f, 0);
+  assert_int_equal(fake_outstanding_all(f), 0);
+}
+
+/* grant, and the term begins: its announcement (PUBLISH "granted:TERM" on
+ * the key's release channel) goes to every master, and nothing else. */
 static void win(fake_transport_t *f, long long token) {
   grant(f, token);
-  assert_int_equal(fake_outstanding_all(f), 0);
+  granted_answered(f, token);
 }
 
 /* Every master refuses the attempt (held by another); the attempt's value
@@ -190,6 +208,7 @@ static void test_elected_on_quorum(void **state) {
   assert_int_equal(r.elected, 1);
   assert_int_equal(r.term, 7);
   assert_int_equal(r.validity_elected, TTL_MS - 3 - DRIFT_MS);
+  granted_answered(f, 7);
   fake_advance_ms(100);
   assert_int_equal(redlock_election_validity_ms(r.e), TTL_MS - 103 - DRIFT_MS);
   assert_int_equal(redlock_resign(fx->client, r.e), 0);
@@ -467,6 +486,12 @@ static void test_resign_other_inside_on_elected(void **state) {
   assert_int_equal(a.resign_rc, 0);
   fake_reply_int_all(f, 1); /* "b"'s write-back: won, silently */
   assert_int_equal(b.elected, 0);
+  /* "a"'s term was announced; "b"'s, resigned already, was not. */
+  for (unsigned i = 0; i < ENGINE_MASTERS; i++) {
+    assert_int_equal(fake_outstanding(f, i), 1);
+    assert_true(fake_cmd_has(f, i, 0, "granted:300"));
+  }
+  fake_reply_int_all(f, 0);
   assert_int_equal(fake_outstanding_all(f), 0);
   fake_pump(); /* the resignation is taken: "b"'s lease released */
   release_answered(f);

@@ -7,7 +7,8 @@
  * connection, refused connects, AUTH, a connect timeout, a master whose name
  * is not resolved yet, close with waiters, and shard channels (SUBSCRIBE then
  * SSUBSCRIBE at the slot's node, smessage, SUNSUBSCRIBE then UNSUBSCRIBE, the
- * slot at another node). */
+ * slot at another node), and a watcher (an election's observer): told of
+ * every announcement, a grant's (which wakes no waiter) included. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,6 +36,8 @@ typedef struct {
   int unwait_on_wake; /* the owner unregisters a woken waiter */
   int shard_at;       /* shard_via: master 0's channels are shard channels held by nodes[this] */
   int closed;         /* notify_shutdown's callback ran */
+  notify_watcher_t watcher;
+  unsigned heard; /* the watcher's calls */
 } nt_t;
 
 static void on_wake(void *arg, notify_waiter_t *w) {
@@ -228,6 +231,44 @@ static void test_wake_one_in_turn(void **state) {
   notify_attempt_done(&t->w[0]);
   publish(t, 0, CH1, "", 1);
   assert_int_equal(t->woken[1], 1);
+}
+
+static void on_heard(notify_watcher_t *w) {
+  nt_t *t = (nt_t *)(void *)((char *)w - offsetof(nt_t, watcher));
+  t->heard++;
+}
+
+static int heard_enough(void *arg) {
+  until_t *u = arg;
+  return u->t->heard >= u->count;
+}
+
+/* A watcher subscribes the channel by itself; with a lock's waiter beside
+ * it, a grant's announcement ("granted:" TERM) is told to the watcher and
+ * wakes no waiter, a release is told to both; the watcher's leaving
+ * unsubscribes once nobody else listens. */
+static void test_watcher_hears_grants(void **state) {
+  nt_t *t = *state;
+  t->watcher.heard = on_heard;
+  assert_int_equal(notify_watch(&t->n, &t->watcher, CH1, strlen(CH1)), 0);
+  wait_received(t, 0, "SUBSCRIBE", 1);
+  wait_received(t, 1, "SUBSCRIBE", 1);
+  until_t u = {.t = t, .count = 1}; /* the confirmation: a read in case one was missed */
+  assert_true(mock_run_until(&t->f->loop, heard_enough, &u, NF_WAIT_MS));
+  assert_int_equal(wait_on(t, 0, CH1, NOTIFY_WAKE_ONE), 0);
+  unsigned heard = t->heard;
+  assert_true(mock_master_publish(t->mock[0], CH1, NOTIFY_GRANT_PAYLOAD "42") >= 1);
+  u.count = heard + 1;
+  assert_true(mock_run_until(&t->f->loop, heard_enough, &u, NF_WAIT_MS));
+  publish(t, 1, CH1, "", 1); /* a release: the waiter's turn (the grant, read before, woke none) */
+  assert_int_equal(t->woken[0], 1);
+  assert_int_equal(t->wakes, 1);
+  assert_int_equal(t->heard, heard + 2);
+  notify_unwait(&t->n, &t->w[0]);
+  assert_int_equal(mock_master_count(t->mock[0], "UNSUBSCRIBE"), 0); /* the watcher listens */
+  notify_unwatch(&t->n, &t->watcher);
+  assert_null(t->watcher.channel);
+  wait_received(t, 0, "UNSUBSCRIBE", 1);
 }
 
 /* A read-write lock's release wakes every waiter. */
@@ -506,6 +547,7 @@ int main(void) {
       T(test_wake_right_waiter),
       T(test_wake_one_in_turn),
       T(test_wake_all),
+      T(test_watcher_hears_grants),
       T(test_wake_each),
       T(test_unwait_from_wake),
       T(test_unsubscribe_when_last_leaves),
