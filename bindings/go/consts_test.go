@@ -32,6 +32,8 @@ func TestConstantsMatchLibrary(t *testing.T) {
 		"MAX_OWNER": MaxOwner, "LOST_MAX_HOLD": LostMaxHold,
 		"INSPECT_LOCK": int64(InspectLock), "INSPECT_SEMAPHORE": int64(InspectSemaphore),
 		"INSPECT_RWLOCK": int64(InspectRWLock), "INSPECT_ELECTION": int64(InspectElection),
+		"LEADER_NONE": int64(LeaderNone), "LEADER_HELD": int64(LeaderHeld),
+		"LEADER_UNKNOWN": int64(LeaderUnknown),
 	}
 	for name, want := range others {
 		v, ok := libConstant("REDLOCK_" + name)

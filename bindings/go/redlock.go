@@ -322,6 +322,7 @@ type Client struct {
 	maxTTL  C.uint32_t // ms: the largest TTL the library takes (0: unknown)
 
 	elections map[*Election]struct{} // live elections, closed by Close (under lmu)
+	observers map[*Observer]struct{} // live observers, stopped by Close (under lmu)
 }
 
 // Open connects to the masters (redis://[[user]:password@]host[:port][/db] or
@@ -407,7 +408,8 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 	if err := setAllowDiscovered(o, cfg.allowDiscovered); err != nil {
 		return nil, err
 	}
-	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
+	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{}),
+		observers: make(map[*Observer]struct{})}
 	var maxTTL C.uint32_t
 	if C.redlock_options_get_max_ttl(o, &maxTTL) == 0 {
 		cl.maxTTL = maxTTL
@@ -476,7 +478,14 @@ func (cl *Client) Close() error {
 	cl.locks = nil
 	elections := cl.elections
 	cl.elections = nil
+	observers := cl.observers
+	cl.observers = nil
 	cl.lmu.Unlock()
+	for o := range observers {
+		o.mu.Lock()
+		o.h = nil // redlock_close stops and frees it
+		o.mu.Unlock()
+	}
 	for e := range elections {
 		e.mu.Lock()
 		e.h = nil // redlock_close releases and frees it
@@ -495,6 +504,9 @@ func (cl *Client) Close() error {
 	}
 	for e := range elections {
 		e.finish() // no callback runs after redlock_close
+	}
+	for o := range observers {
+		o.finish()
 	}
 	if cl.logID != 0 {
 		registry.remove(cl.logID)

@@ -28,4 +28,6 @@ int rlgo_elect(redlock_t *c, const char *name, uint32_t ttl_ms, uintptr_t id,
 int rlgo_elect_bounded(redlock_t *c, const char *name, uint32_t ttl_ms, uint32_t max_hold_ms,
                        uintptr_t id, redlock_election_t **out);
 int rlgo_set_log(redlock_options_t *o, int min_level, uintptr_t id);
+int rlgo_election_observe(redlock_t *c, const char *name, uint32_t poll_ms, uintptr_t id,
+                          redlock_observer_t **out);
 #endif
