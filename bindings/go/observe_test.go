@@ -27,6 +27,25 @@ func nextView(t *testing.T, views <-chan Leader, d time.Duration, what string, o
 	}
 }
 
+// waitLeader waits (5 s at most) for Leader to give owner leading in term.
+func waitLeader(t *testing.T, c *Client, name, owner string, term uint64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		now, err := c.Leader(bg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if now.State == LeaderHeld && now.Owner == owner && now.Term == term && now.TTL > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Leader never gave %q in term %d: %+v", owner, term, now)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func TestLeaderAndObserve(t *testing.T) {
 	const name = "go:observe"
 	a := open(t, WithOwner("leader-a"))
@@ -64,17 +83,14 @@ func TestLeaderAndObserve(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a not elected")
 	}
+	// A new leader's first view may carry a term below its own while its
+	// fence commit is still on its way to the masters (the least counter of
+	// the masters that hold it); Leader, read after it, has the exact term.
 	va := nextView(t, views, 5*time.Second, "a leads", func(l Leader) bool { return l.State == LeaderHeld })
-	if va.Owner != "leader-a" || va.Term != ta || va.TTL <= 0 || va.TTL > 20*time.Second {
+	if va.Owner != "leader-a" || va.Term == 0 || va.Term > ta || va.TTL <= 0 || va.TTL > 20*time.Second {
 		t.Fatalf("a's term %d: view %+v", ta, va)
 	}
-	now, err := b.Leader(bg, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if now.State != LeaderHeld || now.Owner != "leader-a" || now.Term != ta {
-		t.Fatalf("Leader: %+v", now)
-	}
+	waitLeader(t, b, name, "leader-a", ta)
 
 	// Hand-off: b campaigns, a resigns; b wins at once (woken by the release).
 	eb, err := b.Elect(bg, name, 20*time.Second)
@@ -94,9 +110,10 @@ func TestLeaderAndObserve(t *testing.T) {
 	vb := nextView(t, views, 5*time.Second, "the hand-off to b", func(l Leader) bool {
 		return l.State == LeaderHeld && l.Owner == "leader-b"
 	})
-	if vb.Term != tb || tb <= ta {
+	if vb.Term <= ta || vb.Term > tb {
 		t.Fatalf("b's term %d (a's %d): view %+v", tb, ta, vb)
 	}
+	waitLeader(t, watcher, name, "leader-b", tb)
 
 	if err := obs.Stop(); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,8 @@ opaque! {
     redlock_lock_t;
     /// A campaign for leadership (opaque).
     redlock_election_t;
+    /// An observer of an election's leadership (opaque).
+    redlock_observer_t;
 }
 
 pub const REDLOCK_VERSION_MAJOR: c_int = 0;
@@ -69,6 +71,27 @@ pub const REDLOCK_LOST_EXPIRED: c_int = REDLOCK_ELOST;
 /// never taken for a `REDLOCK_E*` code.
 pub const REDLOCK_LOST_MAX_HOLD: c_int = 1;
 
+/// States of a `redlock_leader_t` view.
+pub const REDLOCK_LEADER_NONE: c_int = 0;
+pub const REDLOCK_LEADER_HELD: c_int = 1;
+pub const REDLOCK_LEADER_UNKNOWN: c_int = 2;
+
+/// The view of an election's leader that a quorum of masters holds
+/// (`redlock_election_leader`, `redlock_election_observe`).  Part of the ABI:
+/// its layout changes only with the ABI major version.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct redlock_leader_t {
+    /// `REDLOCK_LEADER_*`.
+    pub state: c_int,
+    /// The leader's term, 0 unless held.
+    pub term: u64,
+    /// Lease left in ms, 0 unless held.
+    pub ttl_ms: i64,
+    /// The leader's owner label, NUL-terminated.
+    pub owner: [c_char; REDLOCK_MAX_OWNER + 1],
+}
+
 /// Kinds of `redlock_inspect`.
 pub const REDLOCK_INSPECT_LOCK: c_int = 1;
 pub const REDLOCK_INSPECT_SEMAPHORE: c_int = 2;
@@ -89,6 +112,13 @@ pub type redlock_elected_cb =
     Option<unsafe extern "C" fn(e: *mut redlock_election_t, term: u64, arg: *mut c_void)>;
 pub type redlock_election_lost_cb =
     Option<unsafe extern "C" fn(e: *mut redlock_election_t, reason: c_int, arg: *mut c_void)>;
+pub type redlock_leader_cb = Option<
+    unsafe extern "C" fn(
+        obs: *mut redlock_observer_t,
+        view: *const redlock_leader_t,
+        arg: *mut c_void,
+    ),
+>;
 
 // The constants above are written by hand (Rust needs them at compile time);
 // the tests below compare every one with the library's own table
@@ -301,6 +331,22 @@ extern "C" {
         out: *mut *mut redlock_election_t,
     ) -> c_int;
 
+    // Who leads: asking and observing an election
+    pub fn redlock_election_leader(
+        client: *mut redlock_t,
+        name: *const c_char,
+        out: *mut redlock_leader_t,
+    ) -> c_int;
+    pub fn redlock_election_observe(
+        client: *mut redlock_t,
+        name: *const c_char,
+        poll_ms: u32,
+        on_change: redlock_leader_cb,
+        arg: *mut c_void,
+        out: *mut *mut redlock_observer_t,
+    ) -> c_int;
+    pub fn redlock_observe_stop(client: *mut redlock_t, obs: *mut redlock_observer_t) -> c_int;
+
     // Who holds it, and taking it back
     pub fn redlock_inspect(
         client: *mut redlock_t,
@@ -471,6 +517,9 @@ mod tests {
             (c"REDLOCK_MAX_OWNER", REDLOCK_MAX_OWNER as i64),
             (c"REDLOCK_LOST_MAX_HOLD", REDLOCK_LOST_MAX_HOLD as i64),
             (c"REDLOCK_INSPECT_LOCK", REDLOCK_INSPECT_LOCK as i64),
+            (c"REDLOCK_LEADER_NONE", REDLOCK_LEADER_NONE as i64),
+            (c"REDLOCK_LEADER_HELD", REDLOCK_LEADER_HELD as i64),
+            (c"REDLOCK_LEADER_UNKNOWN", REDLOCK_LEADER_UNKNOWN as i64),
             (
                 c"REDLOCK_INSPECT_SEMAPHORE",
                 REDLOCK_INSPECT_SEMAPHORE as i64

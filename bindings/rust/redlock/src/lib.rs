@@ -34,10 +34,12 @@ use std::time::Duration;
 mod acquire;
 mod inspect;
 mod json;
+mod observe;
 mod round;
 mod votes;
 pub use acquire::Acquire;
 pub use inspect::{Holder, Inspection, Kind, MasterView};
+pub use observe::{Leader, LeaderState, Observer};
 pub use round::Round;
 pub use votes::Vote;
 
