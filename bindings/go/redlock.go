@@ -10,9 +10,9 @@
 // Context: every call that can wait takes a ctx.  Acquisitions (Lock,
 // LockWait, LockMany, Semaphore, RWLockRead, RWLockWrite) are canceled in the
 // library when ctx is done (redlock_cancel): nothing more is sent for them
-// and nothing stays held.  TryLock, Extend, Unlock, Inspect and Revoke are
-// one round each, which the library cannot take back: ctx bounds the
-// caller's wait.  Elect's (and ElectBounded's) ctx is the campaign's: when
+// and nothing stays held.  TryLock, Extend, Unlock, Inspect, Revoke and
+// Leader are one round each, which the library cannot take back: ctx bounds
+// the caller's wait.  Elect's (and ElectBounded's) ctx is the campaign's: when
 // it is done, the election resigns.
 //
 // Threads: a *Client and its *Locks may be used from any number of
