@@ -26,6 +26,18 @@ func waitErr(t *testing.T, ch <-chan error, d time.Duration, what string) error 
 	return nil
 }
 
+// wonTerm is the next term e wins within 5 s.
+func wonTerm(t *testing.T, e *Election, who string) uint64 {
+	t.Helper()
+	select {
+	case term := <-e.Elected:
+		return term
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s not elected", who)
+	}
+	return 0
+}
+
 func TestOwnerLabel(t *testing.T) {
 	a := open(t, WithOwner("go-worker-1"))
 	l, err := a.Lock(bg, "go:owner", 5*time.Second)
@@ -170,12 +182,7 @@ func TestInspectKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Resign()
-	var term uint64
-	select {
-	case term = <-e.Elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("not elected")
-	}
+	term := wonTerm(t, e, "the candidate")
 	in, err = b.Inspect(bg, "go:insp:elect", InspectElection)
 	if err != nil {
 		t.Fatal(err)
@@ -298,22 +305,13 @@ func TestElectBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Resign()
-	var t1, t2 uint64
-	select {
-	case t1 = <-e.Elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("not elected")
-	}
+	t1 := wonTerm(t, e, "the candidate")
 	err = waitErr(t, e.Lost, 5*time.Second, "the bounded term")
 	if !errors.Is(err, ErrMaxHold) || errors.Is(err, ErrLost) {
 		t.Fatalf("term ended with %v", err)
 	}
 	// It campaigns again, and (alone) wins a later term.
-	select {
-	case t2 = <-e.Elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("not elected again after the bound")
-	}
+	t2 := wonTerm(t, e, "the candidate, after the bound,")
 	if t2 <= t1 {
 		t.Fatalf("term %d after %d", t2, t1)
 	}

@@ -77,12 +77,7 @@ func TestLeaderAndObserve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ta uint64
-	select {
-	case ta = <-ea.Elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a not elected")
-	}
+	ta := wonTerm(t, ea, "a")
 	// A new leader's first view may carry a term below its own while its
 	// fence commit is still on its way to the masters (the least counter of
 	// the masters that hold it); Leader, read after it, has the exact term.
@@ -101,12 +96,7 @@ func TestLeaderAndObserve(t *testing.T) {
 	if err := ea.Resign(); err != nil {
 		t.Fatal(err)
 	}
-	var tb uint64
-	select {
-	case tb = <-eb.Elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("b not elected after a resigned")
-	}
+	tb := wonTerm(t, eb, "b, after a resigned,")
 	vb := nextView(t, views, 5*time.Second, "the hand-off to b", func(l Leader) bool {
 		return l.State == LeaderHeld && l.Owner == "leader-b"
 	})
