@@ -7,7 +7,10 @@ package redlock
 // #include "shim.h"
 import "C"
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // registry maps the ids passed through the C callbacks' `void *arg` to Go
 // values (cgo forbids handing Go pointers to C for later use).  Unlike
@@ -86,5 +89,13 @@ func goElectedCallback(term C.uint64_t, id C.uintptr_t) {
 func goElectionLostCallback(reason C.int, id C.uintptr_t) {
 	if e, ok := registry.get(uintptr(id)).(*Election); ok {
 		e.onLost(int(reason))
+	}
+}
+
+//export goLeaderCallback
+func goLeaderCallback(state C.int, term C.uint64_t, ttl C.int64_t, owner *C.char, id C.uintptr_t) {
+	if o, ok := registry.get(uintptr(id)).(*Observer); ok {
+		o.push(Leader{State: LeaderState(state), Term: uint64(term),
+			TTL: time.Duration(ttl) * time.Millisecond, Owner: C.GoString(owner)})
 	}
 }

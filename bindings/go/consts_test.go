@@ -29,6 +29,11 @@ func TestConstantsMatchLibrary(t *testing.T) {
 		"MAX_NODES": MaxNodes, "MAX_RESOURCE_LEN": MaxResourceLen, "MAX_PREFIX_LEN": MaxPrefixLen,
 		"MAX_MANY": MaxMany, "MAX_SEM_LIMIT": MaxSemLimit,
 		"STATS_PROMETHEUS": StatsPrometheus, "STATS_JSON": StatsJSON,
+		"MAX_OWNER": MaxOwner, "LOST_MAX_HOLD": LostMaxHold,
+		"INSPECT_LOCK": int64(InspectLock), "INSPECT_SEMAPHORE": int64(InspectSemaphore),
+		"INSPECT_RWLOCK": int64(InspectRWLock), "INSPECT_ELECTION": int64(InspectElection),
+		"LEADER_NONE": int64(LeaderNone), "LEADER_HELD": int64(LeaderHeld),
+		"LEADER_UNKNOWN": int64(LeaderUnknown),
 	}
 	for name, want := range others {
 		v, ok := libConstant("REDLOCK_" + name)

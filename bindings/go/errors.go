@@ -99,6 +99,29 @@ var (
 	ErrForked     error = EFORKED
 )
 
+// LostMaxHold is the C library's lost reason of a bounded hold that reached
+// its bound (REDLOCK_LOST_MAX_HOLD, positive: never an error code).  The
+// package reports it as an error wrapping ErrMaxHold (WatchBounded,
+// ElectBounded).
+const LostMaxHold = C.REDLOCK_LOST_MAX_HOLD
+
+// ErrMaxHold: a bounded hold (Lock.WatchBounded, Client.ElectBounded)
+// reached its bound and the library released it on purpose, as asked.  Not
+// a failure: errors.Is(err, ErrMaxHold) tells it from ErrLost.
+var ErrMaxHold = errors.New("the hold reached its bound (max hold): released on purpose")
+
+// lostErr is the error a lost callback's reason stands for: ErrMaxHold for
+// LostMaxHold, else the library's code (ELOST when it gave none).
+func lostErr(op, resource string, reason int) error {
+	switch {
+	case reason == LostMaxHold:
+		return &Error{Op: op, Resource: resource, Err: ErrMaxHold}
+	case reason == 0:
+		reason = int(ELOST)
+	}
+	return &Error{Op: op, Resource: resource, Errno: Errno(reason)}
+}
+
 // Error returns the library's message (redlock_strerror).
 func (e Errno) Error() string { return C.GoString(C.redlock_strerror(C.int(e))) }
 
@@ -116,7 +139,7 @@ func (e Errno) Temporary() bool {
 
 // Error is a failed call: the operation, the resource and the library code.
 type Error struct {
-	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "semaphore", "rwlock_read", "rwlock_write", "elect", "resign", "stats", "open", "option"
+	Op       string // "lock", "trylock", "lock_wait", "lock_many", "extend", "unlock", "watch", "semaphore", "rwlock_read", "rwlock_write", "elect", "resign", "inspect", "revoke", "stats", "open", "option"
 	Resource string // empty when not about one resource
 	Errno    Errno
 	// Votes: for a failed acquisition, extension or unlock whose round was
@@ -132,7 +155,7 @@ type Error struct {
 	Detail string
 	// Err: when the call's ctx ended it, ctx.Err() (context.Canceled or
 	// context.DeadlineExceeded, which errors.Is finds through the *Error);
-	// Errno is then 0.
+	// for a bounded hold that reached its bound, ErrMaxHold.  Errno is then 0.
 	Err error
 }
 

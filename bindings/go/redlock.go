@@ -10,9 +10,10 @@
 // Context: every call that can wait takes a ctx.  Acquisitions (Lock,
 // LockWait, LockMany, Semaphore, RWLockRead, RWLockWrite) are canceled in the
 // library when ctx is done (redlock_cancel): nothing more is sent for them
-// and nothing stays held.  TryLock, Extend and Unlock are one round each,
-// which the library cannot take back: ctx bounds the caller's wait.  Elect's
-// ctx is the campaign's: when it is done, the election resigns.
+// and nothing stays held.  TryLock, Extend, Unlock, Inspect, Revoke and
+// Leader are one round each, which the library cannot take back: ctx bounds
+// the caller's wait.  Elect's (and ElectBounded's) ctx is the campaign's: when
+// it is done, the election resigns.
 //
 // Threads: a *Client and its *Locks may be used from any number of
 // goroutines.  The C library calls back on its own I/O thread; this package's
@@ -53,6 +54,7 @@ const (
 	MaxPrefixLen   = C.REDLOCK_MAX_PREFIX_LEN
 	MaxMany        = C.REDLOCK_MAX_MANY
 	MaxSemLimit    = C.REDLOCK_MAX_SEM_LIMIT
+	MaxOwner       = C.REDLOCK_MAX_OWNER // bytes in an owner label (WithOwner)
 )
 
 // Version returns the C library's version ("0.1.0").
@@ -76,6 +78,7 @@ type config struct {
 	quarantine      *bool
 	fencing         *bool
 	prefix          *string
+	owner           *string
 	logger          func(level int, msg string)
 	logLevel        int
 	tls             bool
@@ -278,6 +281,17 @@ func WithFencing(on bool) Option { return func(c *config) { c.fencing = &on } }
 // WithKeyPrefix: the Redis key is prefix + resource.
 func WithKeyPrefix(p string) Option { return func(c *config) { c.prefix = &p } }
 
+// WithOwner sets the client's owner label: a name a person can read
+// ("host:pid", "billing-worker-3") carried in the value of every lock,
+// permit, read/write hold and election lease the client takes, so that
+// Inspect (and anyone who reads the masters) can tell who holds a resource.
+// Anyone who can read the masters reads it: never put a secret in it.
+// 1..MaxOwner bytes of printable ASCII (0x21..0x7e) except '~'; "" sets none
+// (the default).  Open fails with ErrInvalid for anything else.  Other
+// Redlock clients still exclude and are excluded: the value keeps its 128
+// random bits (Lock.Value is then those 32 hex digits, '~', the label).
+func WithOwner(label string) Option { return func(c *config) { c.owner = &label } }
+
 // WithLogger receives the library's log messages at minLevel and above.  fn
 // runs on the library's I/O thread: keep it short and do not call blocking
 // methods of the client from it.
@@ -308,6 +322,7 @@ type Client struct {
 	maxTTL  C.uint32_t // ms: the largest TTL the library takes (0: unknown)
 
 	elections map[*Election]struct{} // live elections, closed by Close (under lmu)
+	observers map[*Observer]struct{} // live observers, stopped by Close (under lmu)
 }
 
 // Open connects to the masters (redis://[[user]:password@]host[:port][/db] or
@@ -378,13 +393,23 @@ func Open(nodes []string, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	if cfg.owner != nil {
+		cs := C.CString(*cfg.owner)
+		rc := C.redlock_options_set_owner(o, cs)
+		C.free(unsafe.Pointer(cs))
+		if rc != 0 {
+			return nil, &Error{Op: "option", Resource: "owner", Errno: Errno(rc), Detail: fmt.Sprintf(
+				"%q: 1..%d bytes of printable ASCII except '~'", *cfg.owner, MaxOwner)}
+		}
+	}
 	if err := setTLS(o, &cfg); err != nil {
 		return nil, err
 	}
 	if err := setAllowDiscovered(o, cfg.allowDiscovered); err != nil {
 		return nil, err
 	}
-	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{})}
+	cl := &Client{locks: make(map[*Lock]struct{}), elections: make(map[*Election]struct{}),
+		observers: make(map[*Observer]struct{})}
 	var maxTTL C.uint32_t
 	if C.redlock_options_get_max_ttl(o, &maxTTL) == 0 {
 		cl.maxTTL = maxTTL
@@ -453,7 +478,14 @@ func (cl *Client) Close() error {
 	cl.locks = nil
 	elections := cl.elections
 	cl.elections = nil
+	observers := cl.observers
+	cl.observers = nil
 	cl.lmu.Unlock()
+	for o := range observers {
+		o.mu.Lock()
+		o.h = nil // redlock_close stops and frees it
+		o.mu.Unlock()
+	}
 	for e := range elections {
 		e.mu.Lock()
 		e.h = nil // redlock_close releases and frees it
@@ -472,6 +504,9 @@ func (cl *Client) Close() error {
 	}
 	for e := range elections {
 		e.finish() // no callback runs after redlock_close
+	}
+	for o := range observers {
+		o.finish()
 	}
 	if cl.logID != 0 {
 		registry.remove(cl.logID)
@@ -773,6 +808,7 @@ func (cl *Client) adopt(op string, h *C.redlock_lock_t, resources []string) (*Lo
 		Resources: resources,
 		Value:     C.GoString(C.redlock_lock_value(h)),
 		Fence:     uint64(C.redlock_lock_fence(h)),
+		owner:     C.GoString(C.redlock_lock_owner(h)),
 	}
 	cl.lmu.Lock()
 	defer cl.lmu.Unlock()
@@ -795,8 +831,9 @@ type Lock struct {
 	// Set at acquisition, readable after release.
 	Resource  string   // the (first) resource, without the key prefix
 	Resources []string // every resource (LockMany)
-	Value     string   // the random value stored in Redis (32 hex digits)
+	Value     string   // the value stored in Redis (32 random hex digits, then '~' and the owner label if any)
 	Fence     uint64   // fencing token; 0 without WithFencing(true)
+	owner     string
 
 	wmu      sync.Mutex
 	watchID  uintptr
@@ -804,6 +841,10 @@ type Lock struct {
 	lostOnce sync.Once
 	lost     bool
 }
+
+// Owner is the owner label the lock's value carries (WithOwner of its
+// client), "" when none.  Readable after release.
+func (l *Lock) Owner() string { return l.owner }
 
 // Released reports whether Unlock was called or the client closed.
 func (l *Lock) Released() bool {
@@ -918,25 +959,62 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // closed after that, or when the lock is unlocked or its client closed.
 // Calling Watch again returns the same channel.
 func (l *Lock) Watch() (<-chan error, error) {
+	return l.watch("watch", 0)
+}
+
+// WatchBounded is Watch with a bound on the whole hold: maxHold after the
+// lock's grant (not after this call: a bound already spent ends the hold at
+// once) the watch stops, the lock is released on every master (waiters are
+// woken), and the channel receives one error wrapping ErrMaxHold (the C
+// reason LostMaxHold).  That is not a failure: the library ended the hold
+// on purpose, as asked.  A lock lost before its bound reports ErrLost, as
+// with Watch.  The Lock stays the caller's: Lost() is true after the bound,
+// and Unlock frees it, returning ErrLost (nothing was left to release).  On a lock already
+// watched it sets (replaces) the bound and returns the same channel; a later
+// Watch keeps the channel and the bound.  maxHold must be at least 1 ms.
+func (l *Lock) WatchBounded(maxHold time.Duration) (<-chan error, error) {
+	b, ok := ms(maxHold)
+	if !ok || b == 0 {
+		return nil, &Error{Op: "watch", Resource: l.Resource, Errno: EINVAL,
+			Detail: "the bound must be at least 1ms"}
+	}
+	return l.watch("watch", b)
+}
+
+// watch starts the watch (bound 0: none), or on a watched lock sets a bound.
+func (l *Lock) watch(op string, bound C.uint32_t) (<-chan error, error) {
 	l.cl.mu.RLock()
 	defer l.cl.mu.RUnlock()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if err := l.live("watch"); err != nil {
+	if err := l.live(op); err != nil {
 		return nil, err
 	}
 	l.wmu.Lock()
 	defer l.wmu.Unlock()
 	if l.lostCh != nil {
+		if bound != 0 && l.watchID != 0 {
+			// The same registry id: the library replaces the bound, the
+			// callback still reaches this Lock.
+			if rc := C.rlgo_watch_bounded(l.cl.c, l.h, bound, C.uintptr_t(l.watchID)); rc != 0 {
+				return nil, mkerr(op, l.Resource, rc)
+			}
+		}
 		return l.lostCh, nil
 	}
 	l.lostCh = make(chan error, 1)
 	l.watchID = registry.add(l)
-	if rc := C.rlgo_watch(l.cl.c, l.h, C.uintptr_t(l.watchID)); rc != 0 {
+	var rc C.int
+	if bound != 0 {
+		rc = C.rlgo_watch_bounded(l.cl.c, l.h, bound, C.uintptr_t(l.watchID))
+	} else {
+		rc = C.rlgo_watch(l.cl.c, l.h, C.uintptr_t(l.watchID))
+	}
+	if rc != 0 {
 		registry.remove(l.watchID)
 		l.watchID = 0
 		l.lostCh = nil
-		return nil, mkerr("watch", l.Resource, rc)
+		return nil, mkerr(op, l.Resource, rc)
 	}
 	return l.lostCh, nil
 }
@@ -950,11 +1028,9 @@ func (l *Lock) onLost(reason int) {
 	if ch == nil {
 		return
 	}
-	if reason == 0 {
-		reason = int(ELOST)
-	}
+	err := lostErr("watch", l.Resource, reason)
 	l.lostOnce.Do(func() {
-		ch <- &Error{Op: "watch", Resource: l.Resource, Errno: Errno(reason)} // buffered: never blocks
+		ch <- err // buffered: never blocks
 		close(ch)
 	})
 }
@@ -1039,7 +1115,8 @@ func (cl *Client) RWLockWrite(ctx context.Context, name string, ttl, wait time.D
 //
 // Elected receives each term won (the lease's fencing token, larger than
 // every earlier term of the name); Lost receives an error wrapping ErrLost
-// when a term ended by itself (the election then campaigns again).  Both
+// when a term ended by itself, or ErrMaxHold when ElectBounded's bound ended
+// it (the election then campaigns again).  Both
 // are buffered and filled by the library's I/O thread without blocking: if
 // a reader falls more than 16 events behind, the newest events are dropped
 // (Term and Leader always tell the current state).  Both channels are closed
@@ -1068,6 +1145,25 @@ type Election struct {
 // when ctx is done the election resigns (as Resign: a lease held is
 // released, the channels close).  A ctx done before the call starts nothing.
 func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*Election, error) {
+	return cl.elect(ctx, name, ttl, 0)
+}
+
+// ElectBounded is Elect with a bound on every term: maxHold after a term's
+// grant the leader resigns that term (its lease is released, which wakes the
+// other campaigners), Lost receives an error wrapping ErrMaxHold (the C
+// reason LostMaxHold; not a failure), and the election campaigns again
+// after its back-off, which gives the others a head start.  maxHold must be
+// at least 1 ms.
+func (cl *Client) ElectBounded(ctx context.Context, name string, ttl, maxHold time.Duration) (*Election, error) {
+	b, ok := ms(maxHold)
+	if !ok || b == 0 {
+		return nil, &Error{Op: "elect", Resource: name, Errno: EINVAL, Detail: "the bound must be at least 1ms"}
+	}
+	return cl.elect(ctx, name, ttl, b)
+}
+
+// elect starts a campaign; bound 0: unbounded terms.
+func (cl *Client) elect(ctx context.Context, name string, ttl time.Duration, bound C.uint32_t) (*Election, error) {
 	if err := checkResource("elect", name); err != nil {
 		return nil, err
 	}
@@ -1091,7 +1187,13 @@ func (cl *Client) Elect(ctx context.Context, name string, ttl time.Duration) (*E
 	e.mu.Lock() // callbacks do not need it; Resign does, after h is set
 	defer e.mu.Unlock()
 	e.id = registry.add(e)
-	if rc := C.rlgo_elect(cl.c, cs, t, C.uintptr_t(e.id), &e.h); rc != 0 {
+	var rc C.int
+	if bound != 0 {
+		rc = C.rlgo_elect_bounded(cl.c, cs, t, bound, C.uintptr_t(e.id), &e.h)
+	} else {
+		rc = C.rlgo_elect(cl.c, cs, t, C.uintptr_t(e.id), &e.h)
+	}
+	if rc != 0 {
 		registry.remove(e.id)
 		return nil, mkerr("elect", name, rc)
 	}
@@ -1137,11 +1239,8 @@ func (e *Election) onLost(reason int) {
 		return
 	}
 	e.leader = false
-	if reason == 0 {
-		reason = int(ELOST)
-	}
 	select {
-	case e.lost <- &Error{Op: "elect", Resource: e.Name, Errno: Errno(reason)}:
+	case e.lost <- lostErr("elect", e.Name, reason):
 	default:
 	}
 }

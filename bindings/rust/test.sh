@@ -38,7 +38,15 @@ echo "==> cargo test --offline (bindings/rust, $(cargo --version))"
 cargo test --offline
 
 echo "==> cargo package --offline --workspace (verified)"
-cargo package --offline --workspace --allow-dirty --quiet
+# With a CARGO_HOME of its own: the verification extracts the packaged
+# redlock-sys into CARGO_HOME/registry/src/<a hash of this workspace's
+# path>/ and never extracts the same version there again, so with the
+# user's CARGO_HOME a redlock that uses something new of redlock-sys would
+# be verified against the redlock-sys of an earlier run from this directory.
+pkg_home=$(mktemp -d /tmp/redlock-cargo-home.XXXXXX)
+trap 'rm -rf "$pkg_home"' EXIT
+CARGO_HOME=$pkg_home cargo package --offline --workspace --allow-dirty --quiet
+rm -rf "$pkg_home"
 for c in redlock-sys redlock; do
   f=target/package/$c-0.1.0.crate
   [ -s "$f" ] || { echo "FAIL: $f not written" >&2; exit 1; }

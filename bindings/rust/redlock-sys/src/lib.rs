@@ -30,6 +30,8 @@ opaque! {
     redlock_lock_t;
     /// A campaign for leadership (opaque).
     redlock_election_t;
+    /// An observer of an election's leadership (opaque).
+    redlock_observer_t;
 }
 
 pub const REDLOCK_VERSION_MAJOR: c_int = 0;
@@ -40,6 +42,8 @@ pub const REDLOCK_MAX_NODES: usize = 64;
 pub const REDLOCK_MAX_RESOURCE_LEN: usize = 1024;
 pub const REDLOCK_MAX_PREFIX_LEN: usize = 256;
 pub const REDLOCK_MAX_MANY: usize = 64;
+/// Bytes in an owner label (`redlock_options_set_owner`).
+pub const REDLOCK_MAX_OWNER: usize = 64;
 
 pub const REDLOCK_OK: c_int = 0;
 pub const REDLOCK_EINVAL: c_int = -1;
@@ -62,6 +66,37 @@ pub const REDLOCK_LOG_WARN: c_int = 2;
 pub const REDLOCK_LOG_ERROR: c_int = 3;
 
 pub const REDLOCK_LOST_EXPIRED: c_int = REDLOCK_ELOST;
+/// Lost reason of a bounded hold that reached its bound (`redlock_watch_bounded`,
+/// `redlock_elect_bounded`): released on purpose, not a failure; positive, so
+/// never taken for a `REDLOCK_E*` code.
+pub const REDLOCK_LOST_MAX_HOLD: c_int = 1;
+
+/// States of a `redlock_leader_t` view.
+pub const REDLOCK_LEADER_NONE: c_int = 0;
+pub const REDLOCK_LEADER_HELD: c_int = 1;
+pub const REDLOCK_LEADER_UNKNOWN: c_int = 2;
+
+/// The view of an election's leader that a quorum of masters holds
+/// (`redlock_election_leader`, `redlock_election_observe`).  Part of the ABI:
+/// its layout changes only with the ABI major version.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct redlock_leader_t {
+    /// `REDLOCK_LEADER_*`.
+    pub state: c_int,
+    /// The leader's term, 0 unless held.
+    pub term: u64,
+    /// Lease left in ms, 0 unless held.
+    pub ttl_ms: i64,
+    /// The leader's owner label, NUL-terminated.
+    pub owner: [c_char; REDLOCK_MAX_OWNER + 1],
+}
+
+/// Kinds of `redlock_inspect`.
+pub const REDLOCK_INSPECT_LOCK: c_int = 1;
+pub const REDLOCK_INSPECT_SEMAPHORE: c_int = 2;
+pub const REDLOCK_INSPECT_RWLOCK: c_int = 3;
+pub const REDLOCK_INSPECT_ELECTION: c_int = 4;
 
 /// `redlock_cancel`: too late, the call's outcome was decided before.
 pub const REDLOCK_CANCEL_LATE: c_int = 1;
@@ -77,6 +112,13 @@ pub type redlock_elected_cb =
     Option<unsafe extern "C" fn(e: *mut redlock_election_t, term: u64, arg: *mut c_void)>;
 pub type redlock_election_lost_cb =
     Option<unsafe extern "C" fn(e: *mut redlock_election_t, reason: c_int, arg: *mut c_void)>;
+pub type redlock_leader_cb = Option<
+    unsafe extern "C" fn(
+        obs: *mut redlock_observer_t,
+        view: *const redlock_leader_t,
+        arg: *mut c_void,
+    ),
+>;
 
 // The constants above are written by hand (Rust needs them at compile time);
 // the tests below compare every one with the library's own table
@@ -117,6 +159,7 @@ extern "C" {
         cb: redlock_log_cb,
         arg: *mut c_void,
     ) -> c_int;
+    pub fn redlock_options_set_owner(opts: *mut redlock_options_t, label: *const c_char) -> c_int;
 
     // Client
     pub fn redlock_open(out: *mut *mut redlock_t, opts: *const redlock_options_t) -> c_int;
@@ -163,6 +206,7 @@ extern "C" {
     pub fn redlock_lock_fence(lock: *const redlock_lock_t) -> u64;
     pub fn redlock_lock_resource(lock: *const redlock_lock_t) -> *const c_char;
     pub fn redlock_lock_value(lock: *const redlock_lock_t) -> *const c_char;
+    pub fn redlock_lock_owner(lock: *const redlock_lock_t) -> *const c_char;
     pub fn redlock_lock_is_lost(lock: *const redlock_lock_t) -> c_int;
 
     // Callback forms
@@ -267,6 +311,55 @@ extern "C" {
         out: *mut *mut redlock_election_t,
     ) -> c_int;
     pub fn redlock_resign(client: *mut redlock_t, e: *mut redlock_election_t) -> c_int;
+
+    // Bounded holds: the lost callback's reason is REDLOCK_LOST_MAX_HOLD at the bound
+    pub fn redlock_watch_bounded(
+        client: *mut redlock_t,
+        lock: *mut redlock_lock_t,
+        max_hold_ms: u32,
+        lost_cb: redlock_lost_cb,
+        arg: *mut c_void,
+    ) -> c_int;
+    pub fn redlock_elect_bounded(
+        client: *mut redlock_t,
+        name: *const c_char,
+        ttl_ms: u32,
+        max_hold_ms: u32,
+        on_elected: redlock_elected_cb,
+        on_lost: redlock_election_lost_cb,
+        arg: *mut c_void,
+        out: *mut *mut redlock_election_t,
+    ) -> c_int;
+
+    // Who leads: asking and observing an election
+    pub fn redlock_election_leader(
+        client: *mut redlock_t,
+        name: *const c_char,
+        out: *mut redlock_leader_t,
+    ) -> c_int;
+    pub fn redlock_election_observe(
+        client: *mut redlock_t,
+        name: *const c_char,
+        poll_ms: u32,
+        on_change: redlock_leader_cb,
+        arg: *mut c_void,
+        out: *mut *mut redlock_observer_t,
+    ) -> c_int;
+    pub fn redlock_observe_stop(client: *mut redlock_t, obs: *mut redlock_observer_t) -> c_int;
+
+    // Who holds it, and taking it back
+    pub fn redlock_inspect(
+        client: *mut redlock_t,
+        name: *const c_char,
+        kind: c_int,
+        buf: *mut c_char,
+        size: usize,
+    ) -> c_int;
+    pub fn redlock_revoke(
+        client: *mut redlock_t,
+        resource: *const c_char,
+        fence_out: *mut u64,
+    ) -> c_int;
 
     // Cancellation (docs/api.md "Cancellation"): each _ex form is its plain
     // callback form plus `id`, the call's id for redlock_cancel.
@@ -382,6 +475,10 @@ extern "C" {
         opts: *const redlock_options_t,
         prefix: *mut *const c_char,
     ) -> c_int;
+    pub fn redlock_options_get_owner(
+        opts: *const redlock_options_t,
+        label: *mut *const c_char,
+    ) -> c_int;
 }
 
 #[cfg(test)]
@@ -417,6 +514,18 @@ mod tests {
             (c"REDLOCK_MAX_RESOURCE_LEN", REDLOCK_MAX_RESOURCE_LEN as i64),
             (c"REDLOCK_MAX_PREFIX_LEN", REDLOCK_MAX_PREFIX_LEN as i64),
             (c"REDLOCK_MAX_MANY", REDLOCK_MAX_MANY as i64),
+            (c"REDLOCK_MAX_OWNER", REDLOCK_MAX_OWNER as i64),
+            (c"REDLOCK_LOST_MAX_HOLD", REDLOCK_LOST_MAX_HOLD as i64),
+            (c"REDLOCK_INSPECT_LOCK", REDLOCK_INSPECT_LOCK as i64),
+            (c"REDLOCK_LEADER_NONE", REDLOCK_LEADER_NONE as i64),
+            (c"REDLOCK_LEADER_HELD", REDLOCK_LEADER_HELD as i64),
+            (c"REDLOCK_LEADER_UNKNOWN", REDLOCK_LEADER_UNKNOWN as i64),
+            (
+                c"REDLOCK_INSPECT_SEMAPHORE",
+                REDLOCK_INSPECT_SEMAPHORE as i64
+            ),
+            (c"REDLOCK_INSPECT_RWLOCK", REDLOCK_INSPECT_RWLOCK as i64),
+            (c"REDLOCK_INSPECT_ELECTION", REDLOCK_INSPECT_ELECTION as i64),
             (c"REDLOCK_OK", REDLOCK_OK as i64),
             (c"REDLOCK_EINVAL", REDLOCK_EINVAL as i64),
             (c"REDLOCK_ENOMEM", REDLOCK_ENOMEM as i64),

@@ -32,9 +32,14 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 mod acquire;
+mod inspect;
+mod json;
+mod observe;
 mod round;
 mod votes;
 pub use acquire::Acquire;
+pub use inspect::{Holder, Inspection, Kind, MasterView};
+pub use observe::{Leader, LeaderState, Observer};
 pub use round::Round;
 pub use votes::Vote;
 
@@ -73,6 +78,11 @@ pub enum ErrorKind {
     NotSupported,
     /// `REDLOCK_EFORKED`: the client was opened by the parent process.
     Forked,
+    /// Not a failure: a bounded hold ([`Lock::watch_bounded`],
+    /// [`Client::elect_bounded`]) reached its bound and the library released
+    /// it on purpose, as asked.  Its code is [`LOST_MAX_HOLD`] (positive:
+    /// the lost callback's reason, never a `REDLOCK_E*` code).
+    MaxHold,
     /// A code this version of the crate does not know.
     Other(i32),
 }
@@ -94,6 +104,7 @@ impl ErrorKind {
             sys::REDLOCK_EIO => ErrorKind::Io,
             sys::REDLOCK_ENOTSUP => ErrorKind::NotSupported,
             sys::REDLOCK_EFORKED => ErrorKind::Forked,
+            sys::REDLOCK_LOST_MAX_HOLD => ErrorKind::MaxHold,
             other => ErrorKind::Other(other),
         }
     }
@@ -114,12 +125,16 @@ impl ErrorKind {
             ErrorKind::Io => sys::REDLOCK_EIO,
             ErrorKind::NotSupported => sys::REDLOCK_ENOTSUP,
             ErrorKind::Forked => sys::REDLOCK_EFORKED,
+            ErrorKind::MaxHold => sys::REDLOCK_LOST_MAX_HOLD,
             ErrorKind::Other(c) => c,
         }
     }
 
     /// The code's name, e.g. `"REDLOCK_ELOCKED"`.
     pub fn name(self) -> &'static str {
+        if self == ErrorKind::MaxHold {
+            return "REDLOCK_LOST_MAX_HOLD"; // a lost reason: not in the error table
+        }
         // SAFETY: redlock_err_name returns a static NUL-terminated string, never NULL.
         unsafe { static_str(sys::redlock_err_name(self.code())) }
     }
@@ -148,8 +163,12 @@ impl ErrorKind {
 
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: redlock_strerror returns a static string, never NULL.
-        let msg = unsafe { static_str(sys::redlock_strerror(self.code())) };
+        let msg = if *self == ErrorKind::MaxHold {
+            "the hold reached its bound (max hold): released on purpose"
+        } else {
+            // SAFETY: redlock_strerror returns a static string, never NULL.
+            unsafe { static_str(sys::redlock_strerror(self.code())) }
+        };
         write!(f, "{} ({})", msg, self.name())
     }
 }
@@ -210,7 +229,7 @@ impl Error {
 
     /// The call that failed (`"lock"`, `"try_lock"`, `"lock_wait"`,
     /// `"lock_many"`, `"semaphore"`, `"rwlock_read"`, `"rwlock_write"`,
-    /// `"extend"`, `"unlock"`; `"add_node"` for a refused node URI, whose
+    /// `"extend"`, `"unlock"`, `"inspect"`, `"revoke"`; `"add_node"` for a refused node URI, whose
     /// resource is the URI without its password), when known.
     pub fn op(&self) -> Option<&str> {
         self.call.as_ref().map(|c| c.op)
@@ -410,6 +429,15 @@ pub fn tls_supported() -> bool {
     unsafe { sys::redlock_tls_supported() != 0 }
 }
 
+/// The lost reason of a bounded hold that reached its bound
+/// (`REDLOCK_LOST_MAX_HOLD`): the code of [`ErrorKind::MaxHold`], which the
+/// watch receiver of [`Lock::watch_bounded`] and the [`ElectionEvent::Lost`]
+/// of [`Client::elect_bounded`] carry.  Not a failure.
+pub const LOST_MAX_HOLD: i32 = sys::REDLOCK_LOST_MAX_HOLD;
+
+/// Bytes in an owner label ([`Builder::owner`]).
+pub const MAX_OWNER: usize = sys::REDLOCK_MAX_OWNER;
+
 /// Log levels for [`Builder::logger`].
 pub mod log_level {
     pub const DEBUG: i32 = 0;
@@ -435,6 +463,7 @@ pub struct Builder {
     quarantine: Option<bool>,
     fencing: Option<bool>,
     key_prefix: Option<String>,
+    owner: Option<String>,
     logger: Option<(i32, LogFn)>,
     tls: Option<(Option<String>, Option<(String, String)>)>,
     tls_server_name: Option<String>,
@@ -491,6 +520,21 @@ impl Builder {
     /// The Redis key is `prefix + resource`.
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.key_prefix = Some(prefix.into());
+        self
+    }
+    /// The client's owner label: a name a person can read (`"host:pid"`,
+    /// `"billing-worker-3"`) carried in the value of every lock, permit,
+    /// read/write hold and election lease the client takes, so that
+    /// [`Client::inspect`] (and anyone who reads the masters) can tell who
+    /// holds a resource.  Anyone who can read the masters reads it: never
+    /// put a secret in it.  1..=[`MAX_OWNER`] bytes of printable ASCII
+    /// (0x21..=0x7e) except `~`; `""` sets none (the default).
+    /// [`Builder::open`] fails with [`ErrorKind::InvalidArgument`] for
+    /// anything else.  Other Redlock clients still exclude and are excluded:
+    /// the value keeps its 128 random bits ([`Lock::value`] is those 32 hex
+    /// digits, `~`, the label).
+    pub fn owner(mut self, label: impl Into<String>) -> Self {
+        self.owner = Some(label.into());
         self
     }
     /// Receives the library's log messages at `min_level` and above, on the
@@ -591,6 +635,10 @@ impl Builder {
         if let Some(p) = &self.key_prefix {
             let c = cstring(p)?;
             check(unsafe { sys::redlock_options_set_key_prefix(o.0, c.as_ptr()) })?;
+        }
+        if let Some(label) = &self.owner {
+            let c = cstring(label)?;
+            check(unsafe { sys::redlock_options_set_owner(o.0, c.as_ptr()) })?;
         }
         if let Some((ca, cert)) = &self.tls {
             let (ca_file, ca_dir) = match ca {
@@ -1038,6 +1086,33 @@ impl Client {
         name: &str,
         ttl: Duration,
     ) -> Result<(Election, mpsc::Receiver<ElectionEvent>)> {
+        self.elect_with(name, ttl, None)
+    }
+
+    /// [`Client::elect`] with a bound on every term: `max_hold` after a
+    /// term's grant the leader resigns that term (its lease is released,
+    /// which wakes the other campaigners), the receiver gets
+    /// [`ElectionEvent::Lost`] with an error of kind [`ErrorKind::MaxHold`]
+    /// (not a failure), and the election campaigns again after its back-off,
+    /// which gives the others a head start.  `max_hold`: at least 1 ms.
+    pub fn elect_bounded(
+        &self,
+        name: &str,
+        ttl: Duration,
+        max_hold: Duration,
+    ) -> Result<(Election, mpsc::Receiver<ElectionEvent>)> {
+        match millis(max_hold)? {
+            0 => Err(ErrorKind::InvalidArgument.into()),
+            b => self.elect_with(name, ttl, Some(b)),
+        }
+    }
+
+    fn elect_with(
+        &self,
+        name: &str,
+        ttl: Duration,
+        bound: Option<u32>,
+    ) -> Result<(Election, mpsc::Receiver<ElectionEvent>)> {
         let n = cstring(name)?;
         let ttl = self.ttl_ms("elect", name, ttl)?;
         let (tx, rx) = mpsc::channel();
@@ -1047,18 +1122,16 @@ impl Client {
             leader: AtomicBool::new(false),
         }));
         let mut out = ptr::null_mut();
+        let (el, lo): (sys::redlock_elected_cb, sys::redlock_election_lost_cb) =
+            (Some(elected_trampoline), Some(election_lost_trampoline));
+        let (c, np, arg) = (self.raw(), n.as_ptr(), st as *mut c_void);
         // SAFETY: live client; st stays allocated until the resignation
         // returned (no callback after it) or, on failure, is freed here.
         let rc = unsafe {
-            sys::redlock_elect(
-                self.raw(),
-                n.as_ptr(),
-                ttl,
-                Some(elected_trampoline),
-                Some(election_lost_trampoline),
-                st as *mut c_void,
-                &mut out,
-            )
+            match bound {
+                Some(b) => sys::redlock_elect_bounded(c, np, ttl, b, el, lo, arg, &mut out),
+                None => sys::redlock_elect(c, np, ttl, el, lo, arg, &mut out),
+            }
         };
         if rc != 0 {
             // SAFETY: refused: no callback ever runs with st.
@@ -1112,12 +1185,15 @@ impl Client {
     fn adopt(&self, h: *mut sys::redlock_lock_t, resources: Vec<String>) -> Lock {
         let h = NonNull::new(h).expect("redlock: success without a lock handle");
         // SAFETY: a live handle; the strings are owned by it, copied here.
-        let (resource, value, fence) = unsafe {
+        let (resource, value, owner, fence) = unsafe {
             (
                 CStr::from_ptr(sys::redlock_lock_resource(h.as_ptr()))
                     .to_string_lossy()
                     .into_owned(),
                 CStr::from_ptr(sys::redlock_lock_value(h.as_ptr()))
+                    .to_string_lossy()
+                    .into_owned(),
+                CStr::from_ptr(sys::redlock_lock_owner(h.as_ptr()))
                     .to_string_lossy()
                     .into_owned(),
                 sys::redlock_lock_fence(h.as_ptr()),
@@ -1129,6 +1205,7 @@ impl Client {
             resource,
             resources,
             value,
+            owner,
             fence,
             watch: Mutex::new(None),
         }
@@ -1190,6 +1267,7 @@ pub struct Lock {
     resource: String,
     resources: Vec<String>,
     value: String,
+    owner: String,
     fence: u64,
     watch: Mutex<Option<WatchPtr>>,
 }
@@ -1223,9 +1301,14 @@ impl Lock {
     pub fn resources(&self) -> &[String] {
         &self.resources
     }
-    /// The random value stored in Redis (32 hex digits).
+    /// The value stored in Redis: 32 random hex digits, then `~` and the
+    /// owner label when its client has one ([`Builder::owner`]).
     pub fn value(&self) -> &str {
         &self.value
+    }
+    /// The owner label the value carries, `""` when none.
+    pub fn owner(&self) -> &str {
+        &self.owner
     }
     /// Fencing token; 0 without [`Builder::fencing`].
     pub fn fence(&self) -> u64 {
@@ -1330,6 +1413,28 @@ impl Lock {
     /// disconnected after that or when the lock is released.  A lock can be
     /// watched once ([`ErrorKind::InvalidArgument`] the second time).
     pub fn watch(&self) -> Result<mpsc::Receiver<Error>> {
+        self.watch_with(None)
+    }
+
+    /// [`Lock::watch`] with a bound on the whole hold: `max_hold` after the
+    /// lock's grant (not after this call: a bound already spent ends the
+    /// hold at once) the watch stops, the lock is released on every master
+    /// (waiters are woken), and the receiver gets one error of kind
+    /// [`ErrorKind::MaxHold`] (code [`LOST_MAX_HOLD`]).  That is not a
+    /// failure: the library ended the hold on purpose, as asked.  A lock
+    /// lost before its bound reports [`ErrorKind::Lost`], as with `watch`.
+    /// The Lock stays the caller's: [`Lock::is_lost`] is true after the
+    /// bound, and [`Lock::unlock`] returns [`ErrorKind::Lost`] (nothing was
+    /// left to release; dropping it ignores that).  `max_hold`: at
+    /// least 1 ms.  A lock can be watched once.
+    pub fn watch_bounded(&self, max_hold: Duration) -> Result<mpsc::Receiver<Error>> {
+        match millis(max_hold)? {
+            0 => Err(ErrorKind::InvalidArgument.into()),
+            b => self.watch_with(Some(b)),
+        }
+    }
+
+    fn watch_with(&self, bound: Option<u32>) -> Result<mpsc::Receiver<Error>> {
         let mut slot = self.watch.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_some() {
             return Err(ErrorKind::InvalidArgument.into());
@@ -1339,14 +1444,14 @@ impl Lock {
             tx: Mutex::new(Some(tx)),
             lost: AtomicBool::new(false),
         }));
+        let cb: sys::redlock_lost_cb = Some(lost_trampoline);
+        let (c, h, arg) = (self.client.raw(), self.h(), st as *mut c_void);
         // SAFETY: live client and handle; st stays allocated until release.
         let rc = unsafe {
-            sys::redlock_watch(
-                self.client.raw(),
-                self.h(),
-                Some(lost_trampoline),
-                st as *mut c_void,
-            )
+            match bound {
+                Some(b) => sys::redlock_watch_bounded(c, h, b, cb, arg),
+                None => sys::redlock_watch(c, h, cb, arg),
+            }
         };
         if rc != 0 {
             // SAFETY: the library refused it, so it never calls back with st.
@@ -1409,7 +1514,9 @@ pub enum ElectionEvent {
     /// larger than every earlier term of the name.  Pass it to the resources
     /// the leader writes.
     Elected(u64),
-    /// The term ended by itself ([`ErrorKind::Lost`]); the election campaigns again.
+    /// The term ended: by itself ([`ErrorKind::Lost`]), or at the bound of
+    /// [`Client::elect_bounded`] ([`ErrorKind::MaxHold`], not a failure).
+    /// The election campaigns again.
     Lost(Error),
 }
 
