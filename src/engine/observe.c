@@ -15,9 +15,11 @@
  * that gave it has exactly it; a master whose yes came after the decision
  * may hold a larger one of its own.  A read between a grant and its
  * commit may find a holder's counter still below the term: an observer
- * that sees the holders' counters differ reads once more before it tells
- * (the commit was sent with the grant, so it has landed by then unless a
- * master is slow); redlock_election_leader's one read says what it saw.
+ * that sees the holders' counters differ, or a new leader without every
+ * master's answer (the one that drew the term may be missing, the others
+ * lagging alike), reads once more before it tells (the commit was sent
+ * with the grant, so it has landed by then unless a master is slow);
+ * redlock_election_leader's one read says what it saw.
  *
  * An observer is a handle that lives on the loop thread, as an election
  * does (election.c): the caller's thread validates, allocates it and
@@ -57,12 +59,16 @@
 #define OBSERVE_LEASE_END_SLACK_MS 1
 
 /* The leader view of one read's answers; *settled: 0 when the holders'
- * counters differ (a fence commit may be under way). */
-static void leader_view(const inspect_replies_t *r, redlock_leader_t *out, int *settled) {
+ * counters differ (a fence commit may be under way) or, for a HELD view,
+ * when some master did not answer (the one whose counter is the term may
+ * be that one). */
+static void leader_view(const inspect_replies_t *r, redlock_leader_t *out, int *settled,
+                        int *complete) {
   memset(out, 0, sizeof *out);
   inspect_agreed_t a;
   inspect_agree(r, &a);
   *settled = a.count == 0 || a.fence == a.fence_hi;
+  *complete = a.answered == r->n;
   if (a.answered < quorum_size(r->n)) {
     out->state = REDLOCK_LEADER_UNKNOWN;
     return;
@@ -87,8 +93,8 @@ static void leader_view(const inspect_replies_t *r, redlock_leader_t *out, int *
 /* ---- redlock_election_leader --------------------------------------------------- */
 
 static void leader_view_of(const inspect_replies_t *r, void *view) {
-  int settled; /* one read says what it saw */
-  leader_view(r, view, &settled);
+  int settled, complete; /* one read says what it saw */
+  leader_view(r, view, &settled, &complete);
 }
 
 status_t leader_op_new(op_t **out, engine_t *engine, const char *name, redlock_leader_t *view,
@@ -222,9 +228,14 @@ static void on_observe_decided(round_t *round, quorum_outcome_t outcome, void *c
   }
   if (!o->r.nomem) {
     redlock_leader_t view;
-    int settled;
-    leader_view(&o->r, &view, &settled);
-    if (!settled && !o->settling && !o->stopped) {
+    int settled, complete;
+    leader_view(&o->r, &view, &settled, &complete);
+    /* A leader not seen before, read without every master's answer, is
+     * read once more: the master that drew its term may be the one that did
+     * not answer, and the others' counters may all lag the term alike (its
+     * fence commit under way), which they alone do not show. */
+    int fresh = view.state == REDLOCK_LEADER_HELD && (!o->seen || view_changed(&view, &o->view));
+    if ((!settled || (fresh && !complete)) && !o->settling && !o->stopped) {
       /* Once more before telling: a commit may be under way. */
       o->settling = 1;
       inspect_replies_clear(&o->r);

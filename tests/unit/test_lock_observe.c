@@ -410,6 +410,38 @@ static void test_key_prefix(void **state) {
   engine_close(bad);
 }
 
+/* A new leader read while a master did not answer: the holders' counters
+ * agree, but on a term the missing master may have drawn above them (its
+ * fence commit under way elsewhere), so the observer reads once more before
+ * it tells, and tells the term of the complete read.  A later read missing
+ * a master tells nothing new (the leader was seen): no extra read. */
+static void test_fresh_leader_incomplete_read(void **state) {
+  engine_fx_t *e = *state;
+  fake_transport_t *f = &e->fake;
+  seen_t s = {0};
+  observe(e, POLL_MS, &s);
+  for (unsigned i = 0; i < 4; i++)
+    fake_reply_holds(f, i, "5", -1, &lease_a, 1);
+  fake_reply_error(f, 4, "ERR busy");
+  assert_int_equal(s.changes, 0);
+  fake_pump();
+  assert_read_out(f);
+  for (unsigned i = 0; i < 5; i++)
+    fake_reply_holds(f, i, "6", -1, &lease_a, 1);
+  assert_int_equal(s.changes, 1);
+  assert_int_equal(s.last.term, 6);
+
+  engine_announce(e, NAME);
+  assert_read_out(f);
+  for (unsigned i = 0; i < 4; i++)
+    fake_reply_holds(f, i, "6", -1, &lease_a, 1);
+  fake_reply_error(f, 4, "ERR busy");
+  fake_pump();
+  assert_int_equal(fake_outstanding_all(f), 0);
+  assert_int_equal(s.changes, 1);
+  assert_int_equal(redlock_observe_stop(e->client, s.obs), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       ENGINE_TEST_WITH(test_handoff_and_none, &retry_100ms),
@@ -417,6 +449,7 @@ int main(void) {
       ENGINE_TEST_WITH(test_lease_end_and_poll, &retry_100ms),
       ENGINE_TEST_WITH(test_poll_defaults_to_retry_delay, &retry_100ms),
       ENGINE_TEST_WITH(test_settling_read, &retry_100ms),
+      ENGINE_TEST_WITH(test_fresh_leader_incomplete_read, &retry_100ms),
       ENGINE_TEST_WITH(test_announce_during_read, &retry_100ms),
       ENGINE_TEST(test_long_owner_cut),
       ENGINE_TEST(test_stop_during_read),
