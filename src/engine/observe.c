@@ -57,6 +57,10 @@
 /* The lease's end is read this much after the ttl the view said: the
  * masters' own expiry has then passed on the one with the least ttl. */
 #define OBSERVE_LEASE_END_SLACK_MS 1
+/* Reads at most, after the first, before an unsettled view is told as it
+ * is (a master that never takes the commit must not hold the news back
+ * for ever). */
+#define OBSERVE_SETTLE_READS 3
 
 /* The leader view of one read's answers; *settled: 0 when the holders'
  * counters differ (a fence commit may be under way) or, for a HELD view,
@@ -133,7 +137,7 @@ struct redlock_observer {
   int reading;              /* a read is out */
   int again;                /* an announcement came during the read: one more after it */
   int seen;                 /* on_change ran once: `view` is what it last said */
-  int settling;             /* the last read found the holders' counters differ */
+  unsigned settling;        /* reads in a row that found the view unsettled */
   redlock_leader_t view;
   inspect_replies_t r; /* each master's answer to the read out */
 };
@@ -202,9 +206,13 @@ static void on_observe_reply(void *ctx, unsigned index, const redisReply *reply)
  * of the lease seen, whichever comes first; after a read too few masters
  * answered (a slow or partitioned moment), the retry delay if sooner: an
  * announcement missed meanwhile would otherwise wait for the poll. */
+static uint64_t observer_retry_ms(const redlock_observer_t *o) {
+  return o->engine->opts->retry_delay_ms > 0 ? o->engine->opts->retry_delay_ms : 1;
+}
+
 static uint64_t observer_next_ms(const redlock_observer_t *o) {
   uint64_t ms = o->poll_ms;
-  uint64_t retry = o->engine->opts->retry_delay_ms > 0 ? o->engine->opts->retry_delay_ms : 1;
+  uint64_t retry = observer_retry_ms(o);
   if (o->seen && o->view.state == REDLOCK_LEADER_UNKNOWN && retry < ms)
     ms = retry;
   if (o->seen && o->view.state == REDLOCK_LEADER_HELD &&
@@ -235,11 +243,12 @@ static void on_observe_decided(round_t *round, quorum_outcome_t outcome, void *c
      * not answer, and the others' counters may all lag the term alike (its
      * fence commit under way), which they alone do not show. */
     int fresh = view.state == REDLOCK_LEADER_HELD && (!o->seen || view_changed(&view, &o->view));
-    if ((!settled || (fresh && !complete)) && !o->settling && !o->stopped) {
-      /* Once more before telling: a commit may be under way. */
-      o->settling = 1;
+    if ((!settled || (fresh && !complete)) && o->settling < OBSERVE_SETTLE_READS && !o->stopped) {
+      /* Again before telling: a commit may be under way.  At once the
+       * first time; then after the retry delay, for a master slow to take
+       * its commit. */
+      observer_schedule(o, o->settling++ == 0 ? 0 : observer_retry_ms(o));
       inspect_replies_clear(&o->r);
-      observer_schedule(o, 0);
       return;
     }
     o->settling = 0;
