@@ -25,21 +25,26 @@
 #define RESOURCE "example:report"
 #define TTL_MS 30000u
 
-static int open_client(redlock_t **out, int argc, char **argv, int first_uri, int no_quarantine,
-                       const char *owner) {
-  static char *const local[] = {"redis://127.0.0.1:6379"};
-  char *const *uris = argc > first_uri ? argv + first_uri : local;
-  int n = argc > first_uri ? argc - first_uri : 1;
+/* The worker's client and the operator's, from one set of options: the
+ * label is the worker's alone ("" takes it off again). */
+static int open_clients(redlock_t **worker, redlock_t **operator_, int argc, char **argv,
+                        int first_uri, int no_quarantine) {
   redlock_options_t *opts = redlock_options_new();
   int rc = opts != NULL ? 0 : REDLOCK_ENOMEM;
-  for (int i = 0; i < n && rc == 0; i++)
-    rc = redlock_options_add_node(opts, uris[i]);
-  if (rc == 0 && owner != NULL)
-    rc = redlock_options_set_owner(opts, owner);
+  if (argc <= first_uri && rc == 0)
+    rc = redlock_options_add_node(opts, "redis://127.0.0.1:6379");
+  for (int i = first_uri; i < argc && rc == 0; i++)
+    rc = redlock_options_add_node(opts, argv[i]);
   if (rc == 0 && no_quarantine)
     rc = redlock_options_set_quarantine(opts, 0);
   if (rc == 0)
-    rc = redlock_open(out, opts);
+    rc = redlock_options_set_owner(opts, "report-worker-7");
+  if (rc == 0)
+    rc = redlock_open(worker, opts); /* the client keeps a copy of the options */
+  if (rc == 0)
+    rc = redlock_options_set_owner(opts, "");
+  if (rc == 0)
+    rc = redlock_open(operator_, opts);
   redlock_options_free(opts); /* also when redlock_open failed: the options stay ours */
   if (rc != 0)
     fprintf(stderr, "open: %s\n", redlock_strerror(rc));
@@ -73,8 +78,7 @@ int main(int argc, char **argv) {
   int no_quarantine = argc > 1 && strcmp(argv[1], "--no-quarantine") == 0;
   int first = no_quarantine ? 2 : 1;
   redlock_t *worker = NULL, *operator_ = NULL;
-  if (open_client(&worker, argc, argv, first, no_quarantine, "report-worker-7") != 0 ||
-      open_client(&operator_, argc, argv, first, no_quarantine, NULL) != 0) {
+  if (open_clients(&worker, &operator_, argc, argv, first, no_quarantine) != 0) {
     redlock_close(worker);
     return 1;
   }
