@@ -442,7 +442,7 @@ def _declare(lib):
         "redlock_uri_redact": (c_int, [c_cp, c_cp, ctypes.c_size_t]),
         "redlock_options_get_max_ttl": (c_int, [c_vp, ctypes.POINTER(c_u32)]),
         "redlock_options_allow_discovered": (c_int, [c_vp, c_cp]),
-        # who holds it, and taking it back; bounded holds (issue 38)
+        # who holds it, and taking it back; bounded holds
         "redlock_options_set_owner": (c_int, [c_vp, c_cp]),
         "redlock_options_get_owner": (c_int, [c_vp, ctypes.POINTER(c_cp)]),
         "redlock_lock_owner": (c_cp, [c_vp]),

@@ -1473,7 +1473,7 @@ class TestElection(ServerTestCase):
 
 
 class TestWhoHolds(ServerTestCase):
-    """Owner labels, inspect, revoke and bounded holds (issue 38)."""
+    """Owner labels, inspect, revoke and bounded holds."""
 
     DEADLINE = 20.0
 
