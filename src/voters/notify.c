@@ -427,26 +427,21 @@ static void subscriber_on_link(void *arg, link_t *link, link_event_t ev, int lev
   }
 }
 
-/* A master announced a release on the channel (payload: a semaphore
- * permit's value, or none): its waiters are woken as its wake mode says. */
-/* Tells every watcher of the channel. */
-static void channel_tell_watchers(notify_t *n, notify_channel_t *channel) {
-  channel->busy++;
+/* Tells every watcher of the channel (the caller keeps the channel: busy). */
+static void channel_tell_watchers(notify_channel_t *channel) {
   for (list_node_t *it = channel->watchers.next; it != &channel->watchers;) {
     notify_watcher_t *w = list_entry(it, notify_watcher_t, link);
     it = it->next;
     w->heard(w);
   }
-  channel->busy--;
-  channel_maybe_free(n, channel);
 }
 
-static void channel_announced(notify_t *n, notify_channel_t *channel, const char *payload,
-                              size_t payload_len) {
+/* Whom an announcement on the channel wakes: its waiters, as its wake mode
+ * says (payload: a semaphore permit's value, or none); a grant frees
+ * nothing (the waiters would find the key taken), so it wakes none. */
+static void channel_wake_for(notify_t *n, notify_channel_t *channel, const char *payload,
+                             size_t payload_len) {
   static const size_t grant_len = sizeof NOTIFY_GRANT_PAYLOAD - 1;
-  if (channel->n_watchers > 0)
-    channel_tell_watchers(n, channel);
-  /* A grant frees nothing: the waiters would find the key taken. */
   if (payload != NULL && payload_len >= grant_len &&
       memcmp(payload, NOTIFY_GRANT_PAYLOAD, grant_len) == 0)
     return;
@@ -469,15 +464,23 @@ static void channel_announced(notify_t *n, notify_channel_t *channel, const char
   }
 }
 
+/* A master announced on the channel (a release, or an election's grant):
+ * its watchers are told, then its waiters woken (channel_wake_for).  The
+ * channel stays while they run, whoever of them leaves it. */
+static void channel_announced(notify_t *n, notify_channel_t *channel, const char *payload,
+                              size_t payload_len) {
+  channel->busy++;
+  channel_tell_watchers(channel);
+  channel_wake_for(n, channel, payload, payload_len);
+  channel->busy--;
+  channel_maybe_free(n, channel);
+}
+
 void notify_announce(notify_t *n, const char *name, size_t len, const char *payload,
                      size_t payload_len) {
   notify_channel_t *channel = channel_find(n, name, len);
-  if (channel == NULL)
-    return;
-  channel->busy++; /* a watcher's and a waiter's turn: the channel stays */
-  channel_announced(n, channel, payload, payload_len);
-  channel->busy--;
-  channel_maybe_free(n, channel);
+  if (channel != NULL)
+    channel_announced(n, channel, payload, payload_len);
 }
 
 /* The subscription of master i is confirmed. */
@@ -491,8 +494,7 @@ static void subscribed(notify_t *n, notify_channel_t *channel, unsigned i) {
      * watchers read again. */
     channel->confirmed = 1;
     channel->busy++;
-    if (channel->n_watchers > 0)
-      channel_tell_watchers(n, channel);
+    channel_tell_watchers(channel);
     if (channel->n_waiters > 0)
       channel_wake(n, channel);
     channel->busy--;
@@ -577,10 +579,7 @@ static void pubsub_reply_cb(redisAsyncContext *ac, void *r, void *privdata) {
     const char *payload = NULL;
     size_t payload_len = 0;
     (void)reply_pubsub_payload(reply, &payload, &payload_len); /* untouched when none */
-    channel->busy++;
     channel_announced(n, channel, payload, payload_len);
-    channel->busy--;
-    channel_maybe_free(n, channel);
     return;
   }
   if (channel->at[i].sub != sub)
