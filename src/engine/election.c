@@ -332,10 +332,10 @@ static void election_lock_cb(int status, redlock_lock_t *handle, void *arg) {
   e->campaign_ns = 0;
   engine_log(engine, REDLOCK_LOG_INFO, "election %s: elected, term %llu", e->name,
              (unsigned long long)e->term);
-  if (!election_silent(e))
-    election_announce_grant(e, lock); /* not for a term resigned or closed already */
-  if (!election_silent(e))
+  if (!election_silent(e)) { /* not for a term resigned or closed already */
+    election_announce_grant(e, lock);
     e->on_elected(e, e->term, e->arg);
+  }
   /* A resign from inside on_elected is queued: the lease goes with it. */
 }
 
