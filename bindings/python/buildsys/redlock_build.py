@@ -271,6 +271,9 @@ def _write_wheel(directory, version, tag, files, extra=(), licenses=()):
                               "Root-Is-Purelib: %s\nTag: %s\n"
                               % ("true" if pure else "false", tag)).encode("ascii"))
         add(info + "/top_level.txt", (PACKAGE + "\n").encode("ascii"))
+        # pytest finds the fake_masters fixture (redlock_c.testing) by this entry point.
+        add(info + "/entry_points.txt",
+            ("[pytest11]\n%s = %s.pytest_plugin\n" % (PACKAGE, PACKAGE)).encode("ascii"))
         tree = _c_tree()
         lic = os.path.join(tree or SOURCE, "LICENSE")
         if os.path.isfile(lic):
