@@ -481,6 +481,52 @@ extern "C" {
     ) -> c_int;
 }
 
+opaque! {
+    /// A test kit: fake masters in this process (`include/redlock_testing.h`, opaque).
+    redlock_testing_t;
+}
+
+pub const REDLOCK_TESTING_TCP: u32 = 0x1;
+pub const REDLOCK_TESTING_VIRTUAL_TIME: u32 = 0x2;
+pub const REDLOCK_TESTING_MAX: u32 = 16;
+pub const REDLOCK_TESTING_ALL: u32 = 0xffff_ffff;
+pub const REDLOCK_TESTING_NORMAL: c_int = 0;
+pub const REDLOCK_TESTING_GRANT: c_int = 1;
+pub const REDLOCK_TESTING_REFUSE: c_int = 2;
+
+// The test kit (include/redlock_testing.h).
+extern "C" {
+    pub fn redlock_testing_start(n: u32, flags: u32, out: *mut *mut redlock_testing_t) -> c_int;
+    pub fn redlock_testing_stop(kit: *mut redlock_testing_t);
+    pub fn redlock_testing_count(kit: *const redlock_testing_t) -> u32;
+    pub fn redlock_testing_uri(kit: *const redlock_testing_t, i: u32) -> *const c_char;
+    pub fn redlock_testing_add_nodes(
+        kit: *const redlock_testing_t,
+        opts: *mut redlock_options_t,
+    ) -> c_int;
+    pub fn redlock_testing_kill(kit: *mut redlock_testing_t, i: u32) -> c_int;
+    pub fn redlock_testing_restart(kit: *mut redlock_testing_t, i: u32) -> c_int;
+    pub fn redlock_testing_pause(kit: *mut redlock_testing_t, i: u32) -> c_int;
+    pub fn redlock_testing_resume(kit: *mut redlock_testing_t, i: u32) -> c_int;
+    pub fn redlock_testing_slow(kit: *mut redlock_testing_t, i: u32, delay_ms: u32) -> c_int;
+    pub fn redlock_testing_drop_key(
+        kit: *mut redlock_testing_t,
+        i: u32,
+        key: *const c_char,
+    ) -> c_int;
+    pub fn redlock_testing_clock_jump(kit: *mut redlock_testing_t, i: u32, ms: u64) -> c_int;
+    pub fn redlock_testing_failover(kit: *mut redlock_testing_t, i: u32, lag_ms: u64) -> c_int;
+    pub fn redlock_testing_set_mode(kit: *mut redlock_testing_t, i: u32, mode: c_int) -> c_int;
+    pub fn redlock_testing_advance(kit: *mut redlock_testing_t, ms: u64) -> c_int;
+    pub fn redlock_testing_has_key(
+        kit: *mut redlock_testing_t,
+        i: u32,
+        key: *const c_char,
+    ) -> c_int;
+    pub fn redlock_testing_key_count(kit: *mut redlock_testing_t, key: *const c_char) -> c_int;
+    pub fn redlock_testing_commands(kit: *mut redlock_testing_t, i: u32) -> i64;
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;

@@ -36,6 +36,7 @@ mod inspect;
 mod json;
 mod observe;
 mod round;
+pub mod testing;
 mod votes;
 pub use acquire::Acquire;
 pub use inspect::{Holder, Inspection, Kind, MasterView};
