@@ -13,14 +13,15 @@ src=${1:?usage: check_status.sh SRC_DIR}
 # lookups, and callbacks whose -1 is a foreign contract.
 #   cluster_map_owner, cluster_map_find, cluster_cmd_slot, slot_of: a slot
 #       or primary index, -1 when there is none;
-#   entry_index, dup_verdict, channel_seen: an index, -1 when not found;
+#   entry_index, dup_verdict, channel_seen, conn_subscribed: an index, -1
+#       when not found;
 #   reader_item_type: hiredis' reply type, -1 when the reader is idle;
 #   refuse_passphrase: OpenSSL's pem_password_cb contract;
 #   resp_number, u64_of: a parsed number, -1 when the text is not one;
 #   event_master: an event's entry's master, -1 when there is none;
 #   redlock_event_node_latency_us: the public contract (-1: no latency).
 allow_minus1='cluster_map_owner cluster_map_find cluster_cmd_slot slot_of entry_index dup_verdict
-channel_seen reader_item_type refuse_passphrase resp_number u64_of event_master
+channel_seen conn_subscribed reader_item_type refuse_passphrase resp_number u64_of event_master
 redlock_event_node_latency_us'
 
 # int returns that carry a length or a public code by contract:
