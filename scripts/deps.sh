@@ -30,6 +30,8 @@ redlock_missing_test() {
   # The Python package and wheel tests (venvs), and mypy --strict on the stubs.
   /usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
   /usr/bin/python3 -c 'import mypy' >/dev/null 2>&1 || missing+=(python3-mypy)
+  # the test kit's pytest fixture (bindings/python/tests/kit_pytest.sh)
+  /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
   # The Go, Node.js and Rust bindings' tests (bindings/run-all.sh).
   command -v go >/dev/null 2>&1 || missing+=(golang-go)
   command -v node >/dev/null 2>&1 || missing+=(nodejs)

@@ -145,5 +145,21 @@ class FakeMastersTest(unittest.TestCase):
             fakes.kill(0)
 
 
+class FakeMastersExampleTest(unittest.TestCase):
+    """examples/fake_masters.py (type-checked by python_mypy) runs and prints each outcome."""
+
+    def test_example(self):
+        import subprocess
+        path = os.path.join(PKG_ROOT, "examples", "fake_masters.py")
+        env = dict(os.environ, PYTHONPATH=PKG_ROOT)
+        proc = subprocess.run([sys.executable, path], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        for want in ("first worker: ran", "while another holds it: busy",
+                     "after its lease ran out: ran", "two masters of three down: outage",
+                     "jobs run: 2"):
+            self.assertIn(want, proc.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

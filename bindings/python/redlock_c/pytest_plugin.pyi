@@ -1,0 +1,5 @@
+from typing import Iterator
+
+from .testing import FakeMasters
+
+def fake_masters() -> Iterator[FakeMasters]: ...
