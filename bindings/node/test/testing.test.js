@@ -41,8 +41,9 @@ describe('FakeMasters', () => {
       const held = await a.lock('lease', { ttlMs: 30000 });
       fakes.advance(30001);
       assert.equal(fakes.keyCount('lease'), 0);
-      await (await b.tryLock('lease', { ttlMs: 30000 })).unlock();
-      await assert.rejects(held.extend(30000), LostError);
+      const other = await b.tryLock('lease', { ttlMs: 30000 });
+      await assert.rejects(held.extend(30000), LostError); // b holds it now
+      await other.unlock();
     } finally {
       await a.close();
       await b.close();

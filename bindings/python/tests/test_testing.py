@@ -66,9 +66,10 @@ class FakeMastersTest(unittest.TestCase):
                 self.assertEqual(fakes.key_count("lease"), 3)
                 fakes.advance(1_001)
                 self.assertEqual(fakes.key_count("lease"), 0)
-                b.trylock("lease", 30_000).unlock()
+                other = b.trylock("lease", 30_000)
                 with self.assertRaises(redlock_c.LostError):
-                    held.extend(30_000)
+                    held.extend(30_000)  # b holds it now
+                other.unlock()
 
     def test_faults(self):
         with FakeMasters(3) as fakes:
