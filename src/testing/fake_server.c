@@ -496,21 +496,10 @@ static void conn_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   *buf = uv_buf_init(p, p == NULL ? 0 : READ_CHUNK);
 }
 
-static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-  fake_conn_t *c = s->data;
-  if (nread < 0 || c->reader == NULL) {
-    rl_free(buf->base);
-    if (nread != 0)
-      conn_close(c);
-    return;
-  }
-  if (nread > 0 && redisReaderFeed(c->reader, buf->base, (size_t)nread) != REDIS_OK) {
-    rl_free(buf->base);
-    conn_close(c);
-    return;
-  }
-  rl_free(buf->base);
-  for (;;) {
+/* Runs the requests the reader holds, in order, then writes what is due;
+ * a pause stops it between two requests (the rest run on resume). */
+static void conn_process(fake_conn_t *c) {
+  while (!c->quitting && !c->closing && !c->m->paused) {
     void *reply = NULL;
     if (redisReaderGetReply(c->reader, &reply) != REDIS_OK) { /* not RESP: Redis closes too */
       conn_close(c);
@@ -520,10 +509,21 @@ static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
       break;
     conn_request(c, reply);
     freeReplyObject(reply);
-    if (c->quitting || c->closing || c->m->paused)
-      break;
   }
   conn_flush(c);
+}
+
+static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+  fake_conn_t *c = s->data;
+  int fed = nread > 0 && redisReaderFeed(c->reader, buf->base, (size_t)nread) == REDIS_OK;
+  rl_free(buf->base);
+  if (nread == 0)
+    return;
+  if (!fed) { /* EOF, a read error, or no memory to keep the bytes: the connection ends */
+    conn_close(c);
+    return;
+  }
+  conn_process(c);
 }
 
 static void master_on_connection(uv_stream_t *server, int status);
@@ -707,7 +707,7 @@ void fake_master_pause(fake_master_t *m, int paused) {
     } else if (uv_read_start(&c->h.stream, conn_alloc, conn_read) != 0) {
       conn_close(c);
     } else {
-      conn_flush(c);
+      conn_process(c); /* what was read before the pause, and the replies held */
     }
   }
   if (!paused && m->accept_pending) {
