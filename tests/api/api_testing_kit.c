@@ -161,14 +161,25 @@ static void test_modes(void **state) {
   assert_int_equal(redlock_lock(a, "m", TTL, &la), REDLOCK_OK);
   assert_int_equal(redlock_trylock(b, "m", TTL, &lb), REDLOCK_OK);
   assert_int_equal(redlock_extend(a, la, TTL), REDLOCK_OK);
-  redlock_unlock(a, la);
-  redlock_unlock(b, lb);
+  assert_int_equal(redlock_unlock(a, la), REDLOCK_OK); /* every release succeeds too */
+  assert_int_equal(redlock_unlock(b, lb), REDLOCK_OK);
   assert_int_equal(redlock_testing_set_mode(kit, REDLOCK_TESTING_ALL, REDLOCK_TESTING_REFUSE),
                    REDLOCK_OK);
   assert_int_equal(redlock_trylock(a, "m2", TTL, &la), REDLOCK_ELOCKED);
   assert_int_equal(redlock_testing_set_mode(kit, REDLOCK_TESTING_ALL, REDLOCK_TESTING_NORMAL),
                    REDLOCK_OK);
   assert_int_equal(redlock_trylock(a, "m2", TTL, &la), REDLOCK_OK);
+  redlock_unlock(a, la);
+  /* A TCP fake restarts on its port: the same URI works again. */
+  assert_int_equal(redlock_testing_kill(kit, 0), REDLOCK_OK);
+  assert_int_equal(redlock_testing_kill(kit, 1), REDLOCK_OK);
+  assert_int_equal(redlock_trylock(a, "m3", TTL, &la), REDLOCK_ENOQUORUM);
+  assert_int_equal(redlock_testing_restart(kit, 0), REDLOCK_OK);
+  assert_int_equal(redlock_testing_restart(kit, 1), REDLOCK_OK);
+  int rc = REDLOCK_ENOQUORUM;
+  for (int i = 0; i < 100 && rc != REDLOCK_OK; i++)
+    rc = redlock_lock_wait(a, "m3", TTL, 100, &la);
+  assert_int_equal(rc, REDLOCK_OK);
   redlock_unlock(a, la);
   assert_int_equal(redlock_testing_set_mode(kit, 3, REDLOCK_TESTING_GRANT), REDLOCK_EINVAL);
   assert_int_equal(redlock_testing_set_mode(kit, 0, (redlock_testing_mode_t)7), REDLOCK_EINVAL);
