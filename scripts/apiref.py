@@ -42,6 +42,11 @@ class Entry:
         self.doc = doc  # the comment text, "" when none of its own
         self.section = section
         self.header = header
+        # A comment above several declarations is the first one's; the others
+        # show it as "the comment above it" (it may or may not be about them:
+        # the header does not say), with the first one's name.
+        self.shared_from = None
+        self.shared = ""
 
 
 class Section:
@@ -140,18 +145,29 @@ def read_header(path):
         lines = f.read().split("\n")
     sections = [Section("Definitions", "", "sec-definitions")]
     pending = ""  # the comment that documents the declarations after it
+    pending_owner = []  # the first declaration under it
     i = 0
     n = len(lines)
     seen_first_comment = False
 
-    def add(name, kind, decl, doc):
-        sections[-1].entries.append(Entry(name, kind, decl, doc, sections[-1], hdr))
+    def add(name, kind, decl, trailing, under_pending=True):
+        own = trailing
+        e = Entry(name, kind, decl, "", sections[-1], hdr)
+        if under_pending and pending:
+            if not pending_owner:
+                pending_owner.append(name)
+                own = "\n\n".join(t for t in (pending, trailing) if t)
+            else:
+                e.shared_from, e.shared = pending_owner[0], pending
+        e.doc = own
+        sections[-1].entries.append(e)
 
     while i < n:
         line = lines[i]
         s = line.strip()
         if s == "":
             pending = ""
+            pending_owner.clear()
             i += 1
             continue
         if s.startswith("/*"):
@@ -172,6 +188,7 @@ def read_header(path):
                 pending = ""
             else:
                 pending = text
+            pending_owner.clear()
             continue
         if s.startswith("#define REDLOCK_ERRNO_MAP"):
             j = i
@@ -183,7 +200,7 @@ def read_header(path):
                 name = "REDLOCK_" + m.group(1)
                 decl = "%s = %s" % (name, m.group(2))
                 doc = msg + "\n\nredlock_strerror(%s) returns this message." % name
-                add(name, "error", decl, doc)
+                add(name, "error", decl, doc, under_pending=False)
             i = j + 1
             continue
         if s.startswith("#define "):
@@ -195,8 +212,7 @@ def read_header(path):
                 trailing = cm.group(1).strip()
                 rest = rest[: cm.start()].rstrip()
             if not params and not SKIP_DEFINES.match(name) and name.startswith("REDLOCK_"):
-                doc = "\n\n".join(t for t in (pending, trailing) if t)
-                add(name, "constant", "#define %s %s" % (name, rest), doc)
+                add(name, "constant", "#define %s %s" % (name, rest), trailing)
             i += 1
             continue
         if s.startswith("REDLOCK_EXPORT") or s.startswith("typedef"):
@@ -233,8 +249,9 @@ def read_header(path):
                     edoc = " ".join(em.group(4).replace("*", " ").split()) if em.group(4) else ""
                     edecl = em.group(1) + (" " + " ".join(em.group(2).split()) if em.group(2) else "")
                     tail = "An enumerator of %s." % name
-                    add(em.group(1), "constant", edecl, edoc + "\n\n" + tail if edoc else tail)
-            add(name, kind, decl, "\n\n".join(t for t in (pending, trailing) if t))
+                    add(em.group(1), "constant", edecl, edoc + "\n\n" + tail if edoc else tail,
+                        under_pending=False)
+            add(name, kind, decl, trailing)
             i = j + 1
             continue
         if s.startswith("REDLOCK_") and s.endswith("\\"):
@@ -318,7 +335,11 @@ def write_html(headers, outdir):
                 o.append('<pre class="decl">%s</pre>' % linkify(e.decl, targets, page, e.name))
                 if e.doc:
                     o.append('<pre class="doc">%s</pre>' % linkify(e.doc, targets, page))
-                else:
+                if e.shared:
+                    o.append('<p class="shared">The comment above it in %s (also above '
+                             '<a href="#%s">%s</a>):</p>' % (hdr.name, e.shared_from, e.shared_from))
+                    o.append('<pre class="doc">%s</pre>' % linkify(e.shared, targets, page))
+                if not e.doc and not e.shared:
                     o.append('<p>Described in <a href="#%s">%s</a> above.</p>'
                              % (sec.anchor, html.escape(sec.title)))
                 o.append("</div>")
@@ -372,43 +393,36 @@ def roff_escape(line):
 
 
 def roff_text(text):
-    """Comment text as roff: plain lines filled, indented ones (lists,
-    examples) kept as laid out, blank lines as paragraph breaks."""
-    out = []
-    nofill = False
+    """Comment text as roff, laid out as in the header (no filling): the
+    comments align lists, tables of calls and examples by hand."""
+    out = [".nf"]
     for line in text.split("\n"):
-        if line.strip() == "":
-            if nofill:
-                out.append(".fi")
-                nofill = False
-            out.append(".PP")
-            continue
-        indented = line.startswith(" ")
-        if indented and not nofill:
-            out.append(".nf")
-            nofill = True
-        elif not indented and nofill:
-            out.append(".fi")
-            nofill = False
-        out.append(roff_escape(line))
-    if nofill:
-        out.append(".fi")
+        out.append(roff_escape(line) if line.strip() else "")
+    out.append(".fi")
     return "\n".join(out)
 
 
 def summary(e):
     """The NAME line's description: the comment's first sentence, short."""
-    text = " ".join((e.doc or e.section.intro or e.section.title).split())
-    m = re.match(r"(.+?[.:;])(\s|$)", text)
-    first = m.group(1) if m else text
-    first = first.rstrip(".:;")
+    if not e.doc:
+        return e.section.title
+    text = " ".join(e.doc.split())
+    # The first sentence: up to a full stop outside parentheses.
+    depth, end = 0, len(text)
+    for k, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if c == "." and depth == 0 and (k + 1 == len(text) or text[k + 1] == " "):
+            end = k
+            break
+    first = text[:end]
     if len(first) > 70:
         first = first[:67].rsplit(" ", 1)[0] + " ..."
     return first or e.section.title
 
 
 def man_header(name, version):
-    return '.TH "%s" 3 "" "redlock-c %s" "redlock-c API"' % (name.upper(), version)
+    # .nh .ad l: long identifiers are neither hyphenated nor stretched apart.
+    return '.TH "%s" 3 "" "redlock-c %s" "redlock-c API"\n.nh\n.ad l' % (name.upper(), version)
 
 
 def write_man(headers, mandir, version):
@@ -427,8 +441,15 @@ def write_man(headers, mandir, version):
                 o.extend(roff_escape(l) for l in e.decl.split("\n"))
                 o.append(".fi")
                 o.append(".SH DESCRIPTION")
-                if e.doc:
-                    o.append(roff_text(e.doc))
+                if e.doc or e.shared:
+                    if e.doc:
+                        o.append(roff_text(e.doc))
+                    if e.shared:
+                        if e.doc:
+                            o.append(".PP")
+                        o.append("The comment above it in %s (also above %s):" % (hdr.name, e.shared_from))
+                        o.append(".PP")
+                        o.append(roff_text(e.shared))
                     if sec.intro:
                         o.append(".PP")
                         o.append("From the section \\(lq%s\\(rq of %s:" % (roff_escape(sec.title), hdr.name))
