@@ -19,5 +19,5 @@ set -- "$root/include/redlock.h" "$root/include/redlock_uv.h"
 if [ -f "$root/include/redlock_testing.h" ]; then
   set -- "$@" "$root/include/redlock_testing.h"
 fi
-python3 "$root/scripts/apiref.py" --html "$html" --man "$man" --version "$version" "$@"
+"${PYTHON:-python3}" "$root/scripts/apiref.py" --html "$html" --man "$man" --version "$version" "$@"
 echo "docs: $html/index.html, $man/man3/redlock.3"
