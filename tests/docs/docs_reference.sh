@@ -38,7 +38,7 @@ for name in redlock $(cut -d' ' -f2 "$tmp/functions"); do
   [ -f "$page" ] || fail "no man page $name(3)"
   warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1) || fail "groff failed on $name.3: $warnings"
   [ -z "$warnings" ] || fail "groff warns about $name.3: $warnings"
-  man -l "$page" 2>"$tmp/man.err" | grep -q "^NAME" || fail "man -l $name.3: $(cat "$tmp/man.err")"
+  man -l "$page" 2>"$tmp/man.err" | grep "^NAME" >/dev/null || fail "man -l $name.3: $(cat "$tmp/man.err")"
   [ ! -s "$tmp/man.err" ] || fail "man -l $name.3 printed: $(cat "$tmp/man.err")"
 done
 echo "man pages: $(ls "$tmp/man/man3" | wc -l) render without a warning"
