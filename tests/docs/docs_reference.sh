@@ -4,8 +4,9 @@
 #   - opens index.html in headless Chromium (Debian's `chromium`) and reads
 #     the rendered DOM: it must have rendered (its heading is there), and
 #     every public function of each header -- listed here with a grep of
-#     the header, not by the generator -- must have a link in it whose
-#     target page, rendered in turn, has the link's anchor;
+#     the header, not by the generator -- and every type and error code
+#     must have a link in it whose target page, rendered in turn, has the
+#     link's anchor;
 #   - renders every man page (man -l, and groff with every warning on:
 #     none may be printed), one per function and redlock(3).
 # Without chromium: exit 77 (ctest: skipped) with a SKIP line, or a failure
@@ -30,6 +31,19 @@ done >"$tmp/functions"
 n=$(grep -c '^redlock.h ' "$tmp/functions") || true
 [ "$n" -ge 80 ] || fail "only $n functions found in redlock.h: the grep is broken"
 echo "functions: $(wc -l <"$tmp/functions") ($n in redlock.h)"
+# The types (typedef NAME; / } NAME; / a callback's (*NAME)) and the error
+# codes (REDLOCK_ERRNO_MAP's XX(EINVAL, ...) is REDLOCK_EINVAL): their entries
+# are checked in the HTML as the functions' are.
+for h in $headers; do
+  sed -n -e 's/^typedef [^(]*[ *]\(redlock_[a-z0-9_]*\);.*/\1/p' \
+    -e 's/^typedef [^(]*(\*\(redlock_[a-z0-9_]*\))(.*/\1/p' \
+    -e 's/^} *\(redlock_[a-z0-9_]*\);.*/\1/p' "$src/include/$h" | sed "s/^/$h /"
+done >"$tmp/types"
+sed -n 's/^ *XX(\(E[A-Z]*\), .*/REDLOCK_\1/p' "$src/include/redlock.h" | sed 's/^/redlock.h /' \
+  >"$tmp/errors"
+[ "$(wc -l <"$tmp/types")" -ge 15 ] || fail "only $(wc -l <"$tmp/types") types found: the grep is broken"
+[ "$(wc -l <"$tmp/errors")" -ge 10 ] || fail "only $(wc -l <"$tmp/errors") error codes found"
+echo "types: $(wc -l <"$tmp/types"), error codes: $(wc -l <"$tmp/errors")"
 
 # ---- man pages ----
 export LC_ALL=C.UTF-8 MANWIDTH=100
@@ -102,8 +116,10 @@ if index.h1.strip() != "redlock-c API reference":
     sys.exit("FAIL: the rendered index has no heading (got %r)" % index.h1)
 pages = {}
 bad = []
-with open(os.path.join(tmp, "functions")) as f:
-    functions = [line.split() for line in f]
+functions = []
+for kind in ("functions", "types", "errors"):
+    with open(os.path.join(tmp, kind)) as f:
+        functions += [line.split() for line in f]
 for header, name in functions:
     href = index.links.get(name)
     if href is None:
@@ -116,5 +132,6 @@ for header, name in functions:
         bad.append("%s (%s): the index links %s, not an entry of the rendered page" % (name, header, href))
 if bad:
     sys.exit("FAIL: " + "\n  ".join(["entries not reachable from the index:"] + bad))
-print("html: %d functions reachable from the rendered index (%d pages)" % (len(functions), len(pages)))
+print("html: %d functions, types and error codes reachable from the rendered index (%d pages)"
+      % (len(functions), len(pages)))
 PY
