@@ -218,7 +218,6 @@ def read_header(path):
         if s.startswith("REDLOCK_EXPORT") or s.startswith("typedef"):
             kind = "function" if s.startswith("REDLOCK_EXPORT") else "type"
             j = i
-            depth = 0
             code_lines = []
             while True:
                 code_lines.append(lines[j])
@@ -254,10 +253,8 @@ def read_header(path):
             add(name, kind, decl, trailing)
             i = j + 1
             continue
-        if s.startswith("REDLOCK_") and s.endswith("\\"):
-            i += 1
-            continue
-        if re.match(r"^(XX\(|\"|REDLOCK_OK|#|extern|})", s):
+        # Preprocessor lines (#if, #include, ...) and the extern "C" braces.
+        if s.startswith("#") or s in ('extern "C" {', "}"):
             i += 1
             continue
         sys.exit("%s:%d: a line this reader does not know: %s" % (path, i + 1, s))
