@@ -24,7 +24,6 @@ parse step is skipped with a SKIP line, or fails when
 REDLOCK_REQUIRE_TOOLCHAINS=1.
 """
 
-import copy
 import json
 import os
 import re
