@@ -3,7 +3,9 @@
 #
 #   libredlock0    component runtime  the shared library (SONAME libredlock.so.0)
 #   libredlock-dev component dev      headers, libredlock.a, the libredlock.so link,
-#                                     redlock.pc, the CMake package
+#                                     redlock.pc, the CMake package, the API
+#                                     reference (man 3, HTML), the guides
+#                                     (docs/*.md) and the examples' sources
 #   redlock-tools  component tools    the `redlock` CLI and its man page
 #
 # Each package carries /usr/share/doc/<package>/copyright.  The version is
@@ -133,7 +135,9 @@ redlock-c is a C11 client library implementing Redlock, a distributed lock
 held on a majority of N independent Redis masters.
 
 This package contains the headers, the static library, the pkg-config
-file (redlock.pc) and the CMake package (find_package(redlock)).")
+file (redlock.pc), the CMake package (find_package(redlock)), the API
+reference (a man page per function, redlock(3), and HTML), the guides
+and the examples' sources.")
 
 set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME redlock-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)

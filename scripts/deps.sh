@@ -42,6 +42,10 @@ redlock_missing_test() {
   # server's service is not started by our tests).
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v curl >/dev/null 2>&1 || missing+=(curl) # scrapes examples/metrics_http
+  # The API reference (scripts/docs.sh) opened in headless Chromium, and its
+  # man pages rendered with man and groff (tests/docs).
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v man >/dev/null 2>&1 || missing+=(man-db)
   # scripts/package.sh: CPack's DEB generator runs dpkg-shlibdeps for the
   # Depends and `file` to find what to strip.
   command -v dpkg-shlibdeps >/dev/null 2>&1 || missing+=(dpkg-dev)

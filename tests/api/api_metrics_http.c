@@ -1,7 +1,7 @@
 /* api_metrics_http.c: examples/metrics_http.c scraped the way Prometheus
  * would, against N = 3 real masters.
  *
- *   api_metrics_http path/to/example-metrics-http
+ *   api_metrics_http path/to/example-metrics-http [CHECKER DASHBOARD]
  *
  * Starts the example on a free loopback port, scrapes /metrics with curl
  * until its job locks have moved the counters and its leader lock is watched,
@@ -9,7 +9,12 @@
  * python3 -m json.tool, checks a 404, then stops it with SIGTERM: it must exit
  * 0 and its leader lock must be released on every master.  promtool, curl or
  * python3 missing: that check is skipped with a SKIP line (scripts/deps.sh
- * installs all three). */
+ * installs all three).
+ *
+ * With CHECKER and DASHBOARD (the test docs_grafana_dashboard), the scrape
+ * is also the list of metric names the Grafana dashboard may use:
+ * `python3 CHECKER DASHBOARD SCRAPE` (tests/docs/check_dashboard.py) must
+ * pass. */
 #include "fixture.h"
 
 #include <spawn.h>
@@ -18,6 +23,7 @@
 extern char **environ;
 
 static const char *example_path;
+static const char *dashboard_checker, *dashboard_path; /* NULL: no dashboard check */
 
 static int have_program(const char *name) {
   char cmd[256];
@@ -72,6 +78,11 @@ static int pred_scraped(void *arg) {
 static void test_scrape(void **state) {
   (void)state;
   if (!have_program("curl")) {
+    /* The dashboard check has nothing to check without a scrape: in CI
+     * (REDLOCK_REQUIRE_TOOLCHAINS=1, scripts/test.sh) that is a failure. */
+    const char *require = getenv("REDLOCK_REQUIRE_TOOLCHAINS");
+    if (dashboard_checker != NULL && require != NULL && strcmp(require, "1") == 0)
+      fail_msg("curl not installed, and REDLOCK_REQUIRE_TOOLCHAINS=1: dashboard not checked");
     printf("SKIP: curl not installed (scripts/deps.sh installs it): metrics_http not scraped\n");
     return;
   }
@@ -116,7 +127,15 @@ static void test_scrape(void **state) {
   } else if (ok) {
     printf("SKIP: promtool not installed (Debian package `prometheus`): /metrics not linted\n");
   }
-  char cmd[512];
+  char cmd[1536];
+  if (ok && dashboard_checker != NULL) {
+    snprintf(cmd, sizeof cmd, "python3 '%s' '%s' '%s'", dashboard_checker, dashboard_path, s.path);
+    if (sh(cmd) != 0) {
+      ok = 0;
+      fprintf(stderr, "the dashboard check failed (above), against this scrape:\n%s\n",
+              slurp(s.path));
+    }
+  }
   if (ok && have_program("python3")) {
     snprintf(cmd, sizeof cmd,
              "curl -sf http://127.0.0.1:%d/metrics.json | python3 -m json.tool >/dev/null", port);
@@ -141,11 +160,15 @@ static void test_scrape(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s path/to/example-metrics-http\n", argv[0]);
+  if (argc != 2 && argc != 4) {
+    fprintf(stderr, "usage: %s path/to/example-metrics-http [CHECKER DASHBOARD]\n", argv[0]);
     return 2;
   }
   example_path = argv[1];
+  if (argc == 4) {
+    dashboard_checker = argv[2];
+    dashboard_path = argv[3];
+  }
   fx_use_profile(&fx_profile_api);
   fx_watchdog(120);
   const struct CMUnitTest tests[] = {

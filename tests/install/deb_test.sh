@@ -13,7 +13,9 @@
 #  1. The packages themselves: names, Depends, no RPATH/RUNPATH in any ELF
 #     file, SONAME libredlock.so.0, a copyright file in each.
 #  2. dpkg -i of the three; ldconfig knows libredlock.so.0; `redlock
-#     --version` says the version; the man page is installed (`man -w`).
+#     --version` says the version; the man pages are installed (`man -w`:
+#     redlock(1), and redlock_lock(3) of the API reference), and so are the
+#     -dev package's guides, HTML reference and examples.
 #  3. Consumers built against the installed files, from SOURCE_DIR (the
 #     unpacked source tarball): tests/install/deb_consumer with pkg-config
 #     (shared and static) and with find_package(redlock) (shared and static),
@@ -133,6 +135,14 @@ for p in "${packages[@]}"; do
     fi
   done < <(find "$x" -type f)
 done
+# libredlock-dev: the API reference (man 3 and HTML), the guides, the examples.
+x="$tmp/extract/libredlock-dev"
+for f in usr/share/doc/libredlock-dev/html/index.html usr/share/doc/libredlock-dev/api.md \
+  usr/share/doc/libredlock-dev/examples/basic.c; do
+  [ -s "$x/$f" ] || fail "libredlock-dev has no /$f"
+done
+compgen -G "$x/usr/share/man/man3/redlock_lock.3*" >/dev/null ||
+  fail "libredlock-dev has no man page redlock_lock(3)"
 so="$tmp/extract/libredlock0$libdir/libredlock.so.$upstream"
 [ -f "$so" ] || fail "libredlock0 has no $libdir/libredlock.so.$upstream"
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
@@ -205,6 +215,8 @@ esac
 if command -v man >/dev/null 2>&1; then
   man_path=$(man -w redlock) || fail "man -w redlock found no page"
   echo "man -w redlock: $man_path"
+  man_path=$(man -w 3 redlock_lock) || fail "man -w 3 redlock_lock found no page"
+  echo "man -w 3 redlock_lock: $man_path"
 else
   [ -f /usr/share/man/man1/redlock.1 ] || fail "/usr/share/man/man1/redlock.1 not installed"
   echo "/usr/share/man/man1/redlock.1 installed (no man here)"
