@@ -279,11 +279,14 @@ fi
 # (mypy --strict on the examples and the stubs: Python sources alone, and
 # 30 s to 2 min of CPU per pass), the layer checks (which file calls and
 # includes which: the sources' structure, read from the objects; 5 to 35 s
-# of CPU per pass) and the pipeline check of the scripts.
+# of CPU per pass) and the pipeline check of the scripts.  The topology
+# examples (examples.topology.*, label example) run in pass 1 only too: they
+# show how a deployment is started and used, which the integration tests
+# already check under every server, hiredis and sanitizer.
 # The out-of-memory tests: under ASan against hiredis 1.2.0 and Valkey 9.1
 # in pass 4b, so not in pass 2.
 oom='^(integration\.test_oom|unit\.test_client_oom)$'
-once='^(python_mypy|unit\.layers|unit\.layers_calls|unit\.layers_selftest|unit\.pipes)$'
+once='^(python_mypy|unit\.layers|unit\.layers_calls|unit\.layers_selftest|unit\.pipes|examples\.topology\..*)$'
 
 # "Valkey server v=9.1.2" or "Redis server v=8.0.6" from PROGRAM --version.
 server_version() { "$1" --version | sed -n 's/^\(\(Valkey\|Redis\) server v=[^ ]*\).*/\1/p'; }

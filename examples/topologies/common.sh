@@ -42,6 +42,12 @@ topo_cleanup() {
 }
 trap topo_cleanup EXIT
 trap 'exit 143' TERM INT HUP
+# A script killed outright (SIGKILL: no trap runs) takes its servers with it
+# where util-linux's setpriv can set their parent-death signal.
+topo_launch=()
+if setpriv --pdeathsig KILL true >/dev/null 2>&1; then
+  topo_launch=(setpriv --pdeathsig KILL)
+fi
 
 # A port no one listens on now (the kernel's pick).  With "bus", one whose
 # cluster bus port (port + 10000) is free too.  A server may still lose the
@@ -119,9 +125,9 @@ topo_start() {
     if [ "$kind" = sentinel ]; then
       conf=$topo_work/sentinel-$port.conf
       printf '%s\n' "$@" | sed "s/PORT/$port/g" >"$conf"
-      "$topo_server" "$conf" --sentinel >"$topo_work/sentinel-$port.log" 2>&1 &
+      "${topo_launch[@]}" "$topo_server" "$conf" --sentinel >"$topo_work/sentinel-$port.log" 2>&1 &
     else
-      "$topo_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      "${topo_launch[@]}" "$topo_server" --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
         --dir "$topo_work" --logfile "$topo_work/server-$port.log" "$@" >/dev/null 2>&1 &
     fi
     pid=$!
