@@ -5,29 +5,36 @@
 # replica has the key, so a promoted replica holds every lock granted.  Starts
 # three master + replica pairs and three sentinels that monitor all three
 # names on free loopback ports (sentinels: redis-server FILE --sentinel), runs
-# the example (default: build/examples/example-topology-lock), and stops
-# them by PID.
+# the example (default: build/examples/example-topology-lock), fails one
+# master over to its replica (SENTINEL FAILOVER) and runs it again: the voter
+# follows the master its sentinels name.  Stops the servers by PID.
 source "$(dirname "$0")/../common.sh"
 prog=$(topo_program "${1:-}")
 
 names=(orders-a orders-b orders-c)
 masters=()
+replicas=()
 monitors=()
 for name in "${names[@]}"; do
-  # No 5 s wait before a diskless sync (the default) for the replica.
+  # No 5 s wait before a diskless sync (the default) for a replica; the
+  # replica is a master after a failover.
   topo_start server --repl-diskless-sync-delay 0
   master=$topo_port
-  topo_start server --replicaof 127.0.0.1 "$master"
+  topo_start server --repl-diskless-sync-delay 0 --replicaof 127.0.0.1 "$master"
   masters+=("$master")
+  replicas+=("$topo_port")
   # Quorum 2 of the 3 sentinels agree that a master is down before a failover.
   monitors+=("sentinel monitor $name 127.0.0.1 $master 2"
     "sentinel down-after-milliseconds $name 5000"
     "sentinel failover-timeout $name 60000")
 done
-# wait=1 needs the replica linked: each master reports it online.
-for master in "${masters[@]}"; do
-  topo_wait_until 20 "replica online at master $master" \
-    sh -c "'$topo_cli' -h 127.0.0.1 -p $master INFO replication | grep 'slave0:.*state=online'"
+# PORT's replica at REPLICA is online (wait=1 needs it linked).
+replica_online() {
+  topo_cmd "$1" INFO replication | grep "^slave0:.*port=$2,state=online" >/dev/null
+}
+for i in 0 1 2; do
+  topo_wait_until 20 "replica ${replicas[i]} online at master ${masters[i]}" \
+    replica_online "${masters[i]}" "${replicas[i]}"
 done
 
 sentinels=()
@@ -55,4 +62,33 @@ topo_expect "won: orders-a@${sentinels[0]}=[A-Za-z]+ orders-b@${sentinels[0]}=[A
   "votes from the three Sentinel voters"
 topo_expect "won: .*=OK .*=OK" "a lock granted by a quorum of the voters"
 topo_expect "worker-b while held: REDLOCK_ELOCKED" "the second client refused while held"
+
+# A failover: orders-a's replica becomes its master, the old master its
+# replica.  The sentinels must have found the replica (from the master's
+# INFO) before they can promote it.
+knows_replica() { topo_cmd "${sentinels[0]#*:}" SENTINEL REPLICAS orders-a | grep -x "$1" >/dev/null; }
+topo_wait_until 20 "replica ${replicas[0]} known to sentinel ${sentinels[0]}" knows_replica "${replicas[0]}"
+echo "==> SENTINEL FAILOVER orders-a: ${masters[0]} -> ${replicas[0]}"
+reply=$(topo_cmd "${sentinels[0]#*:}" SENTINEL FAILOVER orders-a)
+[ "$reply" = OK ] || { echo "FAIL: SENTINEL FAILOVER orders-a: $reply" >&2; exit 1; }
+names_master() {
+  topo_cmd "${1#*:}" SENTINEL GET-MASTER-ADDR-BY-NAME orders-a | grep -x "$2" >/dev/null
+}
+for s in "${sentinels[@]}"; do
+  topo_wait_until 30 "sentinel $s naming ${replicas[0]} as orders-a's master" \
+    names_master "$s" "${replicas[0]}"
+done
+# The old master rejoins as the new one's replica when a sentinel next reads
+# its INFO (up to 10 s): until then the new master's WAIT 1 finds no replica,
+# so orders-a's votes do not count ("pending" while the WAIT runs, "unacked"
+# once it ends) and orders-b and orders-c make the quorum.  The run does not
+# wait for it: the locks are granted either way.
+topo_run "$prog" "${uris[@]}"
+topo_expect "worker-b while held: REDLOCK_ELOCKED" "the second client refused while held"
+# The same URIs reached the new master: our writes' WAIT 1 went there (no
+# one else sends WAIT; it was a replica until the failover).
+waits=$(topo_cmd "${replicas[0]}" INFO commandstats | tr -d '\r' |
+  sed -n 's/^cmdstat_wait:calls=\([0-9]*\),.*/\1/p')
+[ "${waits:-0}" -gt 0 ] || { echo "FAIL: no WAIT reached the new master ${replicas[0]}" >&2; exit 1; }
+echo "    orders-a's voter sent $waits WAIT to its new master ${replicas[0]}"
 echo "sentinel: ok"
