@@ -113,14 +113,14 @@ topo_alive() {
 }
 
 # topo_start KIND ARGS...: starts a server on a free port with ARGS and
-# waits until it answers; sets topo_port and topo_pid.  KIND: "server",
+# waits until it answers; sets topo_port.  KIND: "server",
 # "cluster" (its bus port free too) or "sentinel" (ARGS: a config template
 # in which PORT is replaced).  Another port is tried when the chosen one
 # was taken before the server bound it.
 topo_start() {
-  local kind=$1 attempt pid port conf
+  local kind=$1 _attempt pid port conf
   shift
-  for attempt in 1 2 3 4 5; do
+  for _attempt in 1 2 3 4 5; do
     port=$(topo_free_port "$([ "$kind" = cluster ] && echo bus)")
     if [ "$kind" = sentinel ]; then
       conf=$topo_work/sentinel-$port.conf
@@ -139,7 +139,6 @@ topo_start() {
     done
     if topo_is_ours "$port" "$pid" 2>/dev/null; then
       topo_port=$port
-      topo_pid=$pid
       return 0
     fi
     kill -KILL "$pid" 2>/dev/null || true

@@ -38,7 +38,7 @@ for i in 0 1 2; do
 done
 
 sentinels=()
-for i in 1 2 3; do
+for _ in 1 2 3; do
   topo_start sentinel "port PORT" "bind 127.0.0.1" "dir $topo_work" "${monitors[@]}"
   sentinels+=("127.0.0.1:$topo_port")
 done

@@ -7,7 +7,7 @@ source "$(dirname "$0")/../common.sh"
 prog=$(topo_program "${1:-}")
 
 uris=()
-for i in 1 2 3; do
+for _ in 1 2 3; do
   topo_start server
   uris+=("redis://127.0.0.1:$topo_port")
 done
