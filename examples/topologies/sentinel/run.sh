@@ -43,11 +43,12 @@ for _ in 1 2 3; do
   sentinels+=("127.0.0.1:$topo_port")
 done
 list=$(IFS=,; echo "${sentinels[*]}")
-# Each sentinel names every master (from its configuration at once).
+# Each sentinel names every master (from its configuration at once; an
+# unknown name is a nil reply, which the cli prints as nothing).
+names_a_master() { [ -n "$(topo_cmd "${1#*:}" SENTINEL GET-MASTER-ADDR-BY-NAME "$2")" ]; }
 for s in "${sentinels[@]}"; do
   for name in "${names[@]}"; do
-    topo_wait_until 10 "master $name known to sentinel $s" \
-      topo_cmd "${s#*:}" SENTINEL GET-MASTER-ADDR-BY-NAME "$name"
+    topo_wait_until 10 "master $name known to sentinel $s" names_a_master "$s" "$name"
   done
 done
 
