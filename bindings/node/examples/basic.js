@@ -3,8 +3,8 @@
 //
 //   node examples/basic.js redis://127.0.0.1:7001 redis://127.0.0.1:7002 ...
 //
-// In your project: require('redlock-c').  Run by test/examples.test.js.
-const { Client, LockedError, NoQuorumError } = require('..');
+// Run by test/examples.test.js.
+const { Client, LockedError, NoQuorumError } = require('redlock-c');
 
 async function main(nodes) {
   // quarantine: false only because test masters start seconds before this

@@ -6,8 +6,8 @@
 //
 //   node examples/election.js redis://127.0.0.1:7001 redis://127.0.0.1:7002 ...
 //
-// In your project: require('redlock-c').  Run by test/examples.test.js.
-const { Client } = require('..');
+// Run by test/examples.test.js.
+const { Client } = require('redlock-c');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

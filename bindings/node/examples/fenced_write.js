@@ -5,8 +5,8 @@
 //
 //   node examples/fenced_write.js redis://127.0.0.1:7001 redis://127.0.0.1:7002 ...
 //
-// In your project: require('redlock-c').  Run by test/examples.test.js.
-const { Client } = require('..');
+// Run by test/examples.test.js.
+const { Client } = require('redlock-c');
 
 // The protected resource: it remembers the largest token it accepted and
 // refuses any write carrying a smaller one (a database row's version column,
