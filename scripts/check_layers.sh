@@ -14,7 +14,7 @@
 # Includes (always): a file may include the headers of its own layer and of
 # lower ones (and the public headers), never a higher layer's; and, by
 # folder, only headers of its own folder and of the folders before it in
-# folder_order (util, proto, conn, voters, engine, api), so that an
+# folder_order (util, proto, conn, voters, engine, api, testing), so that an
 # interface lives in the folder of the layer that implements it (the
 # rounds' transport is declared in voters/, not beside the rounds in
 # engine/) and no two folders include each other.
@@ -72,6 +72,10 @@ set_layer() {
     lay=4 ;;
   # 5: the composition root (client.c), the public calls and the stats above the engine
   client | client_loop | client_close | calls | calls_election | stats | stats_render) lay=5 ;;
+  # 6: the test kit (include/redlock_testing.h): fake masters, their
+  #    keyspace, commands and the library's scripts run natively, and the
+  #    servers around them; above the public API, which a kit's user calls
+  fake_out | fake_db | fake_scripts | fake_exec | fake_server | kit) lay=6 ;;
   # the public headers: anyone may include them
   redlock | redlock_uv) lay=public ;;
   *) lay=unknown ;;
@@ -91,12 +95,13 @@ folder_layers() {
                           # kinds, release notifications, the rounds' transport
   engine) echo 3 4 ;;     # rounds, notifications, the lock state machines and kinds
   api) echo 5 ;;          # the composition root, the public calls, stats
+  testing) echo 6 ;;      # the test kit: fake masters
   *) echo none ;;
   esac
 }
 # The folders bottom-up: a file includes headers of its own folder and of
 # earlier ones only.
-folder_order="util proto conn voters engine api"
+folder_order="util proto conn voters engine api testing"
 # set_rank FOLDER: rank=its place in folder_order (none: not a folder of it).
 set_rank() {
   rank=none
