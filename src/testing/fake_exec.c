@@ -327,17 +327,34 @@ static status_t cmd_zremrangebyscore(const call_t *c) {
 /* ZRANGE key start stop [REV] [WITHSCORES]: by rank (what the scripts
  * use); BYSCORE, BYLEX and LIMIT are not run by the fake. */
 static status_t cmd_zrange(const call_t *c) {
-  int withscores = 0, rev = 0;
+  int withscores = 0, rev = 0, bylex = 0, byscore = 0;
+  long long offset = 0, count = -1;
+  /* Redis 7.0's zrangeGenericCommand's options */
   for (int j = 4; j < c->argc; j++) {
-    if (is(c, j, "withscores"))
+    if (is(c, j, "withscores")) {
       withscores = 1;
-    else if (is(c, j, "rev") && !rev)
+    } else if (is(c, j, "limit") && c->argc - j - 1 >= 2) {
+      if (!fdb_parse_ll(KEY(c, j + 1), &offset) || !fdb_parse_ll(KEY(c, j + 2), &count))
+        return err(c, FDB_NOT_INT);
+      j += 2;
+    } else if (is(c, j, "rev") && !rev) {
       rev = 1;
-    else if (is(c, j, "byscore") || is(c, j, "bylex") || (is(c, j, "limit") && j + 2 < c->argc))
-      return fake_out_error(c->out, "ERR this fake master runs ZRANGE by rank only");
-    else
+    } else if (is(c, j, "bylex") && !bylex && !byscore) {
+      bylex = 1;
+    } else if (is(c, j, "byscore") && !bylex && !byscore) {
+      byscore = 1;
+    } else {
       return err(c, FDB_SYNTAX);
+    }
   }
+  if ((offset != 0 || count != -1) && !bylex && !byscore)
+    return fake_out_error(c->out, "ERR syntax error, LIMIT is only supported in combination with "
+                                  "either BYSCORE or BYLEX");
+  if (withscores && bylex)
+    return fake_out_error(c->out,
+                          "ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+  if (bylex || byscore)
+    return fake_out_error(c->out, "ERR this fake master runs ZRANGE by rank only");
   long long start, end;
   if (!fdb_parse_ll(KEY(c, 2), &start) || !fdb_parse_ll(KEY(c, 3), &end))
     return err(c, FDB_NOT_INT);
@@ -420,10 +437,8 @@ static status_t cmd_script_exists(const call_t *c) {
   size_t at = c->out->len;
   status_t st = fake_out_array(c->out, c->argc - 2);
   for (int i = 2; i < c->argc && st == ST_OK; i++) {
-    int id = fake_script_by_sha(KEY(c, i));
-    /* the cache's names are lower case */
-    int yes = id >= 0 && memcmp(script_get((script_id_t)id)->sha1, c->argv[i], 40) == 0 &&
-              fdb_script_loaded(c->db, (unsigned)id);
+    int id = fake_script_by_sha(KEY(c, i)); /* any case, as EVALSHA */
+    int yes = id >= 0 && fdb_script_loaded(c->db, (unsigned)id);
     st = fake_out_int(c->out, yes);
   }
   if (st != ST_OK)

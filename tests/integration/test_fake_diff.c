@@ -355,6 +355,51 @@ static const case_t cases[] = {
          TOL(US, "EVAL", "body:rw_read", "4", RWW, RWR, RWI, RWC, V1, "10000"),
          S("EVAL", "body:rw_read", "3", RWW, RWR, RWI, V1),
      }},
+    {"edges",
+     {
+         TOL(US, "EVAL", "body:acquire_fenced", "2", LK, CTR, V1, "10000"),
+         S("EXISTS", LK, CTR),
+         S("EVAL", "body:acquire_fenced", "4", LK, LK2, CTR, CTR2, V1, "10000"),
+         S("EVAL", "body:extend", "3", LK, LK2, CTR, V1, "10000", "5", ":floor"),
+         S("SET", "x{t}y", V1),
+         S("SET", "x{}y", V1),
+         S("EVAL", "body:release", "2", "x{t}y", "x{}y", V1, "4"),
+         S("EVAL", "body:release", "1", LK, V1),
+         S("SET", LK, V1, "PXAT", "@ms+5000"),
+         TOL(MS, "PTTL", LK),
+         S("SET", LK, V1, "EXAT", "1"),
+         S("EXISTS", LK),
+         S("SET", LK, V1, "EX", "9223372036854775807"),
+         S("SET", LK, V1, "PX", "9223372036854775807"),
+         S("PEXPIRE", LK2, "9223372036854775807"),
+         S("SET", LK2, V1),
+         S("PEXPIRE", LK2, "100", "LT"),
+         S("PEXPIRE", LK2, "100", "XX"),
+         S("ZADD", RWR, "INCR", "0.5", "a"),
+         S("ZADD", RWR, "INCR", "1", "a"),
+         S("ZADD", RWR, "GT", "INCR", "-1", "a"),
+         S("ZADD", RWR, "CH", "1.5", "a", "3", "b"),
+         S("EVAL", "body:acquire_many", "01", LK, V1, "100"),
+         S("EVAL", "body:acquire_many", " 1", LK, V1, "100"),
+         S("SCRIPT", "LOAD", "body:release"),
+         S("SCRIPT", "EXISTS", "SHA:release", "sha:release", "nope"),
+         S("FOO\r\nBAR", "a\nb", "c"),
+         S("NOPE", "0123456789012345678901234567890123456789012345678901234567890123456789",
+           "0123456789012345678901234567890123456789012345678901234567890123456789", "x"),
+         S("ZRANGE", RWR, "0", "-1", "BYSCORE", "LIMIT", "0"),
+         S("ZRANGE", RWR, "0", "-1", "LIMIT", "0", "1"),
+         S("ZREMRANGEBYSCORE", RWR, "", "(inf"),
+         S("ZRANGE", RWR, "0", "-1"),
+         S("EVAL", "body:inspect", "3", RWW, RWC, RWR, "x"),
+         S("SET", RWW, "W", "PX", "5000"),
+         S("SET", RWC, "77"),
+         TOL(MS, "EVAL", "body:inspect", "3", RWW, RWC, RWR, "r"),
+         S("EVAL", "body:revoke", "3", LK, CTR, FLOOR, "x", "rv"),
+         S("EVAL", "body:rw_extend", "2", RWW, RWR, "W", "5000"),
+         S("EVAL", "body:sem_extend", "2", SLOT ":0", LIMIT, V1, "1000"),
+         S("EVAL", "body:rw_release", "3", RWW, RWR, RWI, "W"),
+         S("EVAL", "body:sem_release", "1", SLOT ":0", V1),
+     }},
 };
 
 /* ---- the two sides ------------------------------------------------------------ */
@@ -557,6 +602,7 @@ static void test_script_cache(void **s) { (void)s, run_case(&cases[2]); }
 static void test_lock(void **s) { (void)s, run_case(&cases[3]); }
 static void test_fencing(void **s) { (void)s, run_case(&cases[4]); }
 static void test_semaphore(void **s) { (void)s, run_case(&cases[5]); }
+static void test_edges(void **s) { (void)s, run_case(&cases[7]); }
 static void test_rw(void **s) {
   (void)s;
   run_case(&cases[6]);
@@ -568,7 +614,7 @@ int main(void) {
       cmocka_unit_test(test_strings),      cmocka_unit_test(test_zsets),
       cmocka_unit_test(test_script_cache), cmocka_unit_test(test_lock),
       cmocka_unit_test(test_fencing),      cmocka_unit_test(test_semaphore),
-      cmocka_unit_test(test_rw),
+      cmocka_unit_test(test_rw),           cmocka_unit_test(test_edges),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
