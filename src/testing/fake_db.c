@@ -483,29 +483,36 @@ static fdb_err_t zset_of(fake_db_t *db, fdb_now_t now, const char *key, size_t l
   return *out != NULL && (*out)->type != FDB_ZSET ? FDB_WRONGTYPE : FDB_OK;
 }
 
+/* The sorted set at key (*e NULL when absent) and member's index in it
+ * (*i == (*e)->zn when absent). */
+static fdb_err_t zmember_of(fake_db_t *db, fdb_now_t now, const char *key, size_t len,
+                            const char *member, size_t member_len, fdb_entry_t **e, size_t *i) {
+  fdb_err_t err = zset_of(db, now, key, len, e);
+  *i = err == FDB_OK && *e != NULL ? zfind(*e, member, member_len) : 0;
+  return err;
+}
+
 fdb_err_t fdb_zscore(fake_db_t *db, fdb_now_t now, const char *key, size_t len, const char *member,
                      size_t member_len, int *found, double *score) {
   fdb_entry_t *e;
-  fdb_err_t err = zset_of(db, now, key, len, &e);
+  size_t i;
+  fdb_err_t err = zmember_of(db, now, key, len, member, member_len, &e, &i);
   *found = 0;
-  if (err != FDB_OK || e == NULL)
-    return err;
-  size_t i = zfind(e, member, member_len);
-  if (i < e->zn) {
+  if (err == FDB_OK && e != NULL && i < e->zn) {
     *found = 1;
     *score = e->z[i].score;
   }
-  return FDB_OK;
+  return err;
 }
 
 fdb_err_t fdb_zadd(fake_db_t *db, fdb_now_t now, const char *key, size_t len, double score,
                    const char *member, size_t member_len, int flags, int *changed, double *result) {
   fdb_entry_t *e;
-  fdb_err_t err = zset_of(db, now, key, len, &e);
+  size_t i;
+  fdb_err_t err = zmember_of(db, now, key, len, member, member_len, &e, &i);
   *changed = -1;
   if (err != FDB_OK)
     return err;
-  size_t i = e != NULL ? zfind(e, member, member_len) : 0;
   if (e != NULL && i < e->zn) {
     double cur = e->z[i].score;
     *result = cur;
@@ -578,17 +585,15 @@ static void drop_if_empty(fake_db_t *db, fdb_now_t now, fdb_entry_t *e) {
 fdb_err_t fdb_zrem(fake_db_t *db, fdb_now_t now, const char *key, size_t len, const char *member,
                    size_t member_len, int *removed) {
   fdb_entry_t *e;
-  fdb_err_t err = zset_of(db, now, key, len, &e);
+  size_t i;
+  fdb_err_t err = zmember_of(db, now, key, len, member, member_len, &e, &i);
   *removed = 0;
-  if (err != FDB_OK || e == NULL)
-    return err;
-  size_t i = zfind(e, member, member_len);
-  if (i < e->zn) {
+  if (err == FDB_OK && e != NULL && i < e->zn) {
     zremove_at(e, i);
     *removed = 1;
     drop_if_empty(db, now, e);
   }
-  return FDB_OK;
+  return err;
 }
 
 fdb_err_t fdb_zcard(fake_db_t *db, fdb_now_t now, const char *key, size_t len, long long *count) {

@@ -246,6 +246,50 @@ static void r_publish(const ctx_t *c, lstr_t channel, lstr_t message) {
  * fall back to PUBLISH; a fake has one namespace of channels. */
 #define r_spublish r_publish
 
+/* tonumber(redis.call("get", k) or "0") or 0: a fence counter. */
+static fdb_err_t r_counter(const ctx_t *c, lstr_t k, double *counter) {
+  lstr_t v;
+  fdb_err_t err = r_get(c, k, &v);
+  if (err == FDB_OK && !tonum(v.p ? v : LIT("0"), counter))
+    *counter = 0;
+  return err;
+}
+
+/* The scripts' raise of a counter to a token argument (raising is always
+ * safe): counter = tonumber(redis.call("get", key) or "0") or 0 (Lua line
+ * lines[0]); if counter < tonumber(token) (lines[1]) then
+ * redis.call("set", key, token) (lines[2]).  *failed when the script ended
+ * here, its error replied. */
+static status_t raise_to(const ctx_t *c, lstr_t key, lstr_t token, const int lines[3],
+                         int *failed) {
+  double counter, t;
+  *failed = 1;
+  TRY(lines[0], r_counter(c, key, &counter));
+  if (!tonum(token, &t))
+    return lua_fail(c, lines[1], CMP_NIL);
+  if (counter < t)
+    TRY(lines[2], r_set(c, key, token, NIL));
+  *failed = 0;
+  return ST_OK;
+}
+
+/* A new token: TIME in us, or the counter + 1 when that is larger, written
+ * to the counter (rw_write.lua's and sem_acquire.lua's; get and set at
+ * lines line_get and line_set).  *failed as raise_to's. */
+static status_t next_token(const ctx_t *c, lstr_t key, int line_get, int line_set, double *token,
+                           int *failed) {
+  double counter;
+  char buf[FMT_SIZE];
+  *failed = 1;
+  *token = time_us(c);
+  TRY(line_get, r_counter(c, key, &counter));
+  if (counter + 1 > *token)
+    *token = counter + 1;
+  TRY(line_set, r_set(c, key, fmt0(buf, *token), NIL));
+  *failed = 0;
+  return ST_OK;
+}
+
 static fake_mode_t mode(const ctx_t *c) { return c->r->env->mode; }
 
 /* A key k .. suffix, in buf (size bytes) or allocated (*heap, free it). */
@@ -303,13 +347,10 @@ static status_t acquire_fenced(const ctx_t *c) {
   }
   double token = time_us(c);
   for (double i = n + 1; i <= 2 * n; i++) {
-    lstr_t v;
-    double counter = 0, floor_ = 0, d;
+    double counter, floor_ = 0, d;
     int found;
     NEED(19, KEY(i));
-    TRY(19, r_get(c, KEY(i), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      counter = d;
+    TRY(19, r_counter(c, KEY(i), &counter));
     if (counter + 1 > token)
       token = counter + 1;
     NEED(23, KEY(n + i));
@@ -334,6 +375,71 @@ static status_t acquire_fenced(const ctx_t *c) {
 /* ---- extend.lua -------------------------------------------------------------------
  * GRANT: a key holding another value is deleted first, and a revoke's
  * floor does not refuse (the extension succeeds).  REFUSE: 0. */
+
+/* Its first loop: which keys are gone (gone[i - 1]); *failed when the
+ * script ended there (refused, or its error), its reply written. */
+static status_t extend_check(const ctx_t *c, double n, int fenced, unsigned char *gone,
+                             int *failed) {
+  *failed = 1;
+  for (double i = 1; i <= n; i++) {
+    lstr_t v;
+    NEED(23, KEY(i));
+    TRY(23, r_get(c, KEY(i), &v));
+    if (v.p == NULL) {
+      if (fenced && mode(c) != FAKE_MODE_GRANT) {
+        char buf[256], *heap;
+        lstr_t floor_key;
+        double revoked, token;
+        int found;
+        if (KEY(n + i).p == NULL || ARG(4).p == NULL)
+          return lua_fail(c, 26, CONCAT_NIL);
+        if (!concat(KEY(n + i), ARG(4), buf, sizeof buf, &heap, &floor_key))
+          return ST_ENOMEM;
+        fdb_err_t err = r_zscore(c, floor_key, LIT("revoked"), &found, &revoked);
+        rl_free(heap);
+        TRY(26, err);
+        if (found && !tonum(ARG(3), &token))
+          return lua_fail(c, 27, CMP_NIL);
+        if (found && revoked > token)
+          return fake_out_int(c->r->out, 0);
+      }
+      gone[(size_t)i - 1] = 1;
+    } else if (!eq(v, ARG(1))) {
+      return fake_out_int(c->r->out, 0);
+    }
+  }
+  *failed = 0;
+  return ST_OK;
+}
+
+/* Its second loop: each key re-installed or given the new ttl. */
+static status_t extend_apply(const ctx_t *c, double n, int fenced, const unsigned char *gone,
+                             int *result, int *failed) {
+  static const int counter_lines[3] = {41, 42, 43};
+  *failed = 1;
+  *result = 1;
+  for (double i = 1; i <= n; i++) {
+    if (gone[(size_t)i - 1]) {
+      NEED(39, ARG(1));
+      NEED(39, ARG(2));
+      TRY(39, r_set(c, KEY(i), ARG(1), ARG(2)));
+      if (fenced) {
+        NEED(41, KEY(n + i));
+        status_t st = raise_to(c, KEY(n + i), ARG(3), counter_lines, failed);
+        if (st != ST_OK || *failed)
+          return st;
+        *failed = 1;
+      }
+      *result = 2;
+    } else {
+      NEED(48, ARG(2));
+      TRY(48, r_pexpire(c, KEY(i), ARG(2), 1));
+    }
+  }
+  *failed = 0;
+  return ST_OK;
+}
+
 static status_t extend(const ctx_t *c) {
   double n = c->r->nkeys;
   int fenced = ARG(3).p != NULL;
@@ -348,128 +454,32 @@ static status_t extend(const ctx_t *c) {
         r_del(c, KEY(i));
     }
   }
-  unsigned char few[64], *gone = few;
+  unsigned char few[64] = {0}, *gone = few;
   size_t count = n >= 1 ? (size_t)n : 0;
   if (count > sizeof few && (gone = rl_calloc(count, 1)) == NULL)
     return ST_ENOMEM;
-  if (gone == few)
-    memset(few, 0, sizeof few);
-  status_t st = ST_OK;
-  int done = 0, result = 1;
-  for (double i = 1; i <= n && !done; i++) {
-    lstr_t v;
-    fdb_err_t err;
-    if (KEY(i).p == NULL) {
-      st = fail(c, 23, "ERR Lua redis lib command arguments must be strings or integers");
-      done = 1;
-    } else if ((err = r_get(c, KEY(i), &v)) != FDB_OK) {
-      st = fail_db(c, 23, err);
-      done = 1;
-    } else if (v.p == NULL) {
-      if (fenced && mode(c) != FAKE_MODE_GRANT) {
-        char buf[256], *heap;
-        lstr_t floor_key;
-        double revoked, token;
-        int found;
-        if (KEY(n + i).p == NULL || ARG(4).p == NULL) {
-          st = lua_fail(c, 26, CONCAT_NIL);
-          done = 1;
-        } else if (!concat(KEY(n + i), ARG(4), buf, sizeof buf, &heap, &floor_key)) {
-          st = ST_ENOMEM;
-          done = 1;
-        } else {
-          err = r_zscore(c, floor_key, LIT("revoked"), &found, &revoked);
-          rl_free(heap);
-          if (err != FDB_OK) {
-            st = fail_db(c, 26, err);
-            done = 1;
-          } else if (found && !tonum(ARG(3), &token)) {
-            st = lua_fail(c, 27, CMP_NIL);
-            done = 1;
-          } else if (found && revoked > token) {
-            st = fake_out_int(c->r->out, 0);
-            done = 1;
-          }
-        }
-      }
-      if (!done)
-        gone[(size_t)i - 1] = 1;
-    } else if (!eq(v, ARG(1))) {
-      st = fake_out_int(c->r->out, 0);
-      done = 1;
-    }
-  }
-  for (double i = 1; i <= n && !done; i++) {
-    fdb_err_t err = FDB_OK;
-    int line = 48;
-    if (gone[(size_t)i - 1]) {
-      line = 39;
-      if (ARG(1).p == NULL || ARG(2).p == NULL) {
-        st = fail(c, 39, "ERR Lua redis lib command arguments must be strings or integers");
-        done = 1;
-        break;
-      }
-      err = r_set(c, KEY(i), ARG(1), ARG(2));
-      if (err == FDB_OK && fenced) {
-        lstr_t v;
-        double counter = 0, d, token;
-        line = 41;
-        err = KEY(n + i).p != NULL ? r_get(c, KEY(n + i), &v) : FDB_OK;
-        if (KEY(n + i).p == NULL) {
-          st = fail(c, 41, "ERR Lua redis lib command arguments must be strings or integers");
-          done = 1;
-          break;
-        }
-        if (err == FDB_OK) {
-          if (tonum(v.p ? v : LIT("0"), &d))
-            counter = d;
-          if (!tonum(ARG(3), &token)) {
-            st = lua_fail(c, 42, CMP_NIL);
-            done = 1;
-            break;
-          }
-          line = 43;
-          if (counter < token)
-            err = r_set(c, KEY(n + i), ARG(3), NIL);
-        }
-      }
-      result = 2;
-    } else {
-      if (ARG(2).p == NULL) {
-        st = fail(c, 48, "ERR Lua redis lib command arguments must be strings or integers");
-        done = 1;
-        break;
-      }
-      err = r_pexpire(c, KEY(i), ARG(2), 1);
-    }
-    if (err != FDB_OK) {
-      st = fail_db(c, line, err);
-      done = 1;
-    }
-  }
+  int failed, result;
+  status_t st = extend_check(c, n, fenced, gone, &failed);
+  if (st == ST_OK && !failed)
+    st = extend_apply(c, n, fenced, gone, &result, &failed);
+  if (st == ST_OK && !failed)
+    st = fake_out_int(c->r->out, result);
   if (gone != few)
     rl_free(gone);
-  if (!done)
-    st = fake_out_int(c->r->out, result);
   return st;
 }
 
 /* ---- fence_commit.lua --------------------------------------------------------
  * The same in every mode (it follows a grant). */
 static status_t fence_commit(const ctx_t *c) {
-  double n = c->r->nkeys / 2.0, token;
-  int has_token = tonum(ARG(2), &token);
+  static const int counter_lines[3] = {8, 9, 10};
+  double n = c->r->nkeys / 2.0;
   for (double i = n + 1; i <= 2 * n; i++) {
-    lstr_t v;
-    double counter = 0, d;
+    int failed;
     NEED(8, KEY(i));
-    TRY(8, r_get(c, KEY(i), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      counter = d;
-    if (!has_token)
-      return lua_fail(c, 9, CMP_NIL);
-    if (counter < token)
-      TRY(10, r_set(c, KEY(i), ARG(2), NIL));
+    status_t st = raise_to(c, KEY(i), ARG(2), counter_lines, &failed);
+    if (st != ST_OK || failed)
+      return st;
   }
   for (double i = 1; i <= n; i++) {
     lstr_t v;
@@ -691,13 +701,10 @@ static status_t revoke(const ctx_t *c) {
   if (!tonum(ARG(1), &fence))
     return lua_fail(c, 15, CMP_NIL);
   if (fence > 0) {
-    lstr_t v;
-    double cnt = 0, revoked = 0, d;
+    double cnt, revoked = 0, d;
     int found;
     NEED(16, KEY(2));
-    TRY(16, r_get(c, KEY(2), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      cnt = d;
+    TRY(16, r_counter(c, KEY(2), &cnt));
     if (cnt < fence) {
       TRY(18, r_set(c, KEY(2), ARG(1), NIL));
       cnt = fence;
@@ -741,20 +748,9 @@ static status_t follow_latest_reader(const ctx_t *c, int line_zrange, int line_p
 /* raise_counter(): with fencing (#KEYS == 3), the counter up to the hold's
  * token (rw_extend.lua). */
 static status_t rw_raise_counter(const ctx_t *c, int *failed) {
-  *failed = 1;
-  if (c->r->nkeys == 3) {
-    lstr_t v;
-    double counter = 0, d, token;
-    TRY(22, r_get(c, KEY(3), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      counter = d;
-    if (!tonum(ARG(4), &token))
-      return lua_fail(c, 23, CMP_NIL);
-    if (counter < token)
-      TRY(24, r_set(c, KEY(3), ARG(4), NIL));
-  }
+  static const int counter_lines[3] = {22, 23, 24};
   *failed = 0;
-  return ST_OK;
+  return c->r->nkeys == 3 ? raise_to(c, KEY(3), ARG(4), counter_lines, failed) : ST_OK;
 }
 
 /* ---- rw_read.lua -----------------------------------------------------------------
@@ -838,16 +834,10 @@ static status_t rw_write(const ctx_t *c) {
   if (eq(intent, ARG(3)))
     r_del(c, KEY(3));
   if (c->r->nkeys == 4) {
-    lstr_t v;
-    double token = time_us(c), counter = 0, d;
-    char buf[FMT_SIZE];
-    TRY(32, r_get(c, KEY(4), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      counter = d;
-    if (counter + 1 > token)
-      token = counter + 1;
-    TRY(36, r_set(c, KEY(4), fmt0(buf, token), NIL));
-    return reply_num(c, token);
+    double token;
+    int failed;
+    status_t st = next_token(c, KEY(4), 32, 36, &token, &failed);
+    return st != ST_OK || failed ? st : reply_num(c, token);
   }
   return fake_out_int(c->r->out, 1);
 }
@@ -967,16 +957,13 @@ static status_t rw_release(const ctx_t *c) {
 /* ---- rw_fence_commit.lua ---------------------------------------------------------
  * The same in every mode (it follows a grant). */
 static status_t rw_fence_commit(const ctx_t *c) {
+  static const int counter_lines[3] = {6, 7, 8};
   lstr_t v;
-  double counter = 0, d, token;
+  int failed;
   NEED(6, KEY(3));
-  TRY(6, r_get(c, KEY(3), &v));
-  if (tonum(v.p ? v : LIT("0"), &d))
-    counter = d;
-  if (!tonum(ARG(2), &token))
-    return lua_fail(c, 7, CMP_NIL);
-  if (counter < token)
-    TRY(8, r_set(c, KEY(3), ARG(2), NIL));
+  status_t st = raise_to(c, KEY(3), ARG(2), counter_lines, &failed);
+  if (st != ST_OK || failed)
+    return st;
   NEED(10, KEY(1));
   TRY(10, r_get(c, KEY(1), &v));
   if (eq(v, ARG(1)))
@@ -1020,16 +1007,10 @@ static status_t sem_acquire(const ctx_t *c) {
     return fake_out_int(c->r->out, 0);
   double result = 1;
   if (c->r->nkeys == 3) {
-    lstr_t v;
-    double token = time_us(c), counter = 0, d;
-    char buf[FMT_SIZE];
-    TRY(24, r_get(c, KEY(3), &v));
-    if (tonum(v.p ? v : LIT("0"), &d))
-      counter = d;
-    if (counter + 1 > token)
-      token = counter + 1;
-    TRY(28, r_set(c, KEY(3), fmt0(buf, token), NIL));
-    result = token;
+    int failed;
+    status_t st = next_token(c, KEY(3), 24, 28, &result, &failed);
+    if (st != ST_OK || failed)
+      return st;
   }
   NEED(31, ARG(1));
   NEED(31, ARG(2));
@@ -1075,15 +1056,11 @@ static status_t sem_extend(const ctx_t *c) {
     NEED(23, ARG(2));
     TRY(23, r_set(c, KEY(1), ARG(1), ARG(2)));
     if (c->r->nkeys == 3) {
-      lstr_t v;
-      double counter = 0, d, token;
-      TRY(25, r_get(c, KEY(3), &v));
-      if (tonum(v.p ? v : LIT("0"), &d))
-        counter = d;
-      if (!tonum(ARG(4), &token))
-        return lua_fail(c, 26, CMP_NIL);
-      if (counter < token)
-        TRY(27, r_set(c, KEY(3), ARG(4), NIL));
+      static const int counter_lines[3] = {25, 26, 27};
+      int failed;
+      status_t st = raise_to(c, KEY(3), ARG(4), counter_lines, &failed);
+      if (st != ST_OK || failed)
+        return st;
     }
     result = 2;
   } else if (!slot_ours) {

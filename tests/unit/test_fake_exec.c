@@ -215,6 +215,10 @@ static void test_zsets(void **state) {
   EXPECT(cmd(fx, "SET s v"), "+OK\r\n");
   EXPECT(cmd(fx, "ZADD s 1 a"),
          "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT(cmd(fx, "ZSCORE s a"),
+         "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+  EXPECT(cmd(fx, "ZREM s a"),
+         "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
   EXPECT(cmd(fx, "ZADD z 1 a"), ":1\r\n");
   EXPECT(cmd(fx, "GET z"),
          "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
