@@ -7,8 +7,12 @@
  * What comes from a clock is compared within a tolerance (a step's tol):
  * fencing tokens from TIME in microseconds, PTTLs and a reader's time left
  * in milliseconds, TIME itself; a later token must also be larger on both
- * (a step's gt).  This is what "the fakes answer exactly as Redis does"
- * rests on. */
+ * (a step's gt).  Then the library's own traffic: clients take, extend
+ * and release locks (fenced and not), semaphore permits and read-write
+ * holds, inspect and revoke, against the real server while MONITOR records
+ * every command; the data commands recorded are replayed, in order, to the
+ * emptied server and to a fake, and their replies compared the same way.
+ * This is what "the fakes answer exactly as Redis does" rests on. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 
 #include <cmocka.h>
@@ -23,6 +28,7 @@
 
 #include "proto/scripts.h"
 #include "redis_harness.h"
+#include "redlock.h"
 #include "testing/fake_exec.h"
 
 #define MAX_ARGS 16
@@ -615,6 +621,242 @@ static void run_case(const case_t *c) {
   assert_int_equal(bad, 0);
 }
 
+/* ---- the library's own traffic -------------------------------------------------- */
+
+#define MAX_RECORDED 4096
+
+typedef struct {
+  int argc;
+  char *argv[64];
+  size_t lens[64];
+} recorded_t;
+
+static int hexval(char ch) {
+  return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch - 'A' + 10;
+}
+
+/* One MONITOR line ('TIME [DB ADDR] "ARG" "ARG" ...', each argument as
+ * sdscatrepr writes it) into rec; 0 for a command a script ran ("lua"), or
+ * one the fake leaves to its server. */
+static int parse_monitor(const char *line, recorded_t *rec) {
+  static const char *const data[] = {
+      "get",       "set",     "del",    "exists",  "pexpire",
+      "pexpireat", "pttl",    "time",   "publish", "zadd",
+      "zscore",    "zrem",    "zrange", "zcard",   "zremrangebyscore",
+      "eval",      "evalsha", "script"};
+  const char *p = strchr(line, '[');
+  const char *close = p != NULL ? strchr(p, ']') : NULL;
+  if (close == NULL || (close - p >= 4 && strncmp(close - 3, "lua", 3) == 0))
+    return 0;
+  rec->argc = 0;
+  for (p = close + 1; *p != '\0' && rec->argc < 64;) {
+    while (*p == ' ')
+      p++;
+    if (*p != '"')
+      break;
+    char *arg = malloc(strlen(p) + 1);
+    size_t n = 0;
+    assert_non_null(arg);
+    for (p++; *p != '\0' && *p != '"'; p++) {
+      if (*p != '\\') {
+        arg[n++] = *p;
+        continue;
+      }
+      p++;
+      switch (*p) {
+      case 'n':
+        arg[n++] = '\n';
+        break;
+      case 'r':
+        arg[n++] = '\r';
+        break;
+      case 't':
+        arg[n++] = '\t';
+        break;
+      case 'a':
+        arg[n++] = '\a';
+        break;
+      case 'b':
+        arg[n++] = '\b';
+        break;
+      case 'x':
+        arg[n++] = (char)(hexval(p[1]) * 16 + hexval(p[2]));
+        p += 2;
+        break;
+      default:
+        arg[n++] = *p;
+        break;
+      }
+    }
+    if (*p == '"')
+      p++;
+    rec->argv[rec->argc] = arg;
+    rec->lens[rec->argc++] = n;
+  }
+  for (size_t i = 0; rec->argc > 0 && i < sizeof data / sizeof data[0]; i++)
+    if (rec->lens[0] == strlen(data[i]) && strncasecmp(rec->argv[0], data[i], rec->lens[0]) == 0)
+      return 1;
+  for (int i = 0; i < rec->argc; i++)
+    free(rec->argv[i]);
+  return 0;
+}
+
+/* Integers the clock shapes (a token in us, a ttl in ms): the same within
+ * a tolerance when both are that large; a count or a flag must be equal. */
+static int same_traffic(const redisReply *a, const redisReply *b) {
+  long long x, y;
+  if (a->type == b->type && as_ll(a, &x) && as_ll(b, &y) && x >= 100 && y >= 100)
+    return llabs(x - y) <= (x >= 1000000000000ll ? US : MS);
+  if (a->type != b->type)
+    return 0;
+  if (a->type == REDIS_REPLY_ARRAY) {
+    if (a->elements != b->elements)
+      return 0;
+    for (size_t i = 0; i < a->elements; i++)
+      if (!same_traffic(a->element[i], b->element[i]))
+        return 0;
+    return 1;
+  }
+  return same(a, b, 0);
+}
+
+/* What an application does with the library, recorded. */
+static void library_run(void) {
+  char buf[4096];
+  redlock_options_t *opts = redlock_options_new();
+  redlock_t *plain = NULL, *fenced = NULL;
+  redlock_lock_t *l1, *l2, *p1, *p2, *r1, *w1;
+  assert_non_null(opts);
+  assert_int_equal(redlock_options_add_node(opts, rh_server_uri(server)), 0);
+  /* the server just started: no restart quarantine for it */
+  assert_int_equal(redlock_options_set_quarantine(opts, 0), 0);
+  assert_int_equal(redlock_open(&plain, opts), 0);
+  assert_int_equal(redlock_options_set_fencing(opts, 1), 0);
+  assert_int_equal(redlock_open(&fenced, opts), 0);
+  redlock_options_free(opts);
+  assert_int_equal(redlock_lock(plain, "orders:1", 10000, &l1), 0);
+  assert_int_equal(redlock_trylock(fenced, "orders:1", 10000, &l2), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_extend(plain, l1, 20000), 0);
+  assert_true(redlock_inspect(plain, "orders:1", REDLOCK_INSPECT_LOCK, buf, sizeof buf) >= 0);
+  assert_int_equal(redlock_unlock(plain, l1), 0);
+  const char *many[] = {"orders:3", "orders:4"};
+  assert_int_equal(redlock_lock_many(plain, many, 2, 10000, &l1), 0);
+  assert_int_equal(redlock_lock_many(fenced, many, 2, 10000, &l2), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_extend(plain, l1, 20000), 0);
+  assert_int_equal(redlock_unlock(plain, l1), 0);
+  assert_int_equal(redlock_lock(fenced, "orders:2", 10000, &l2), 0);
+  assert_true(redlock_lock_fence(l2) > 0);
+  assert_int_equal(redlock_extend(fenced, l2, 20000), 0);
+  assert_true(redlock_inspect(fenced, "orders:2", REDLOCK_INSPECT_LOCK, buf, sizeof buf) >= 0);
+  uint64_t fence = 0;
+  assert_int_equal(redlock_revoke(fenced, "orders:2", &fence), 0);
+  assert_true(fence > redlock_lock_fence(l2));
+  assert_int_equal(redlock_extend(fenced, l2, 20000), REDLOCK_ELOST);
+  redlock_unlock(fenced, l2);
+  assert_int_equal(redlock_semaphore_acquire(plain, "pool", 2, 10000, 0, &p1), 0);
+  assert_int_equal(redlock_semaphore_acquire(fenced, "pool", 2, 10000, 0, &p2), 0);
+  assert_int_equal(redlock_extend(plain, p1, 20000), 0);
+  assert_true(redlock_inspect(plain, "pool", REDLOCK_INSPECT_SEMAPHORE, buf, sizeof buf) >= 0);
+  assert_int_equal(redlock_unlock(plain, p1), 0);
+  assert_int_equal(redlock_unlock(fenced, p2), 0);
+  assert_int_equal(redlock_rwlock_read(plain, "doc", 10000, 0, &r1), 0);
+  assert_int_equal(redlock_rwlock_write(fenced, "doc", 10000, 0, &w1), REDLOCK_ELOCKED);
+  assert_int_equal(redlock_extend(plain, r1, 20000), 0);
+  assert_true(redlock_inspect(plain, "doc", REDLOCK_INSPECT_RWLOCK, buf, sizeof buf) >= 0);
+  assert_int_equal(redlock_unlock(plain, r1), 0);
+  assert_int_equal(redlock_rwlock_write(fenced, "doc", 10000, 0, &w1), 0);
+  assert_int_equal(redlock_extend(fenced, w1, 20000), 0);
+  assert_int_equal(redlock_unlock(fenced, w1), 0);
+  assert_int_equal(redlock_rwlock_read(fenced, "doc", 10000, 0, &r1), 0);
+  assert_int_equal(redlock_unlock(fenced, r1), 0);
+  redlock_close(plain);
+  redlock_close(fenced);
+}
+
+static void test_library_traffic(void **state) {
+  (void)state;
+  if (skip_why[0] != '\0') {
+    print_message("skipped: %s\n", skip_why);
+    skip();
+  }
+  static recorded_t rec[MAX_RECORDED];
+  int nrec = 0;
+  redisContext *mon = redisConnect("127.0.0.1", rh_server_port(server));
+  assert_true(mon != NULL && mon->err == 0);
+  redisReply *r = redisCommand(real, "FLUSHALL");
+  freeReplyObject(r);
+  r = redisCommand(real, "SCRIPT FLUSH");
+  freeReplyObject(r);
+  r = redisCommand(mon, "MONITOR");
+  assert_non_null(r);
+  freeReplyObject(r);
+  library_run();
+  /* the end of the run: a command MONITOR shows after every one of it */
+  r = redisCommand(real, "ECHO end-of-library-run");
+  freeReplyObject(r);
+  struct timeval tv = {10, 0}; /* a deadline for each line, never a wait for nothing */
+  redisSetTimeout(mon, tv);
+  for (;;) {
+    void *line = NULL;
+    assert_int_equal(redisGetReply(mon, &line), REDIS_OK);
+    redisReply *m = line;
+    int end = m->type == REDIS_REPLY_STATUS && strstr(m->str, "end-of-library-run") != NULL;
+    if (!end && m->type == REDIS_REPLY_STATUS && nrec < MAX_RECORDED &&
+        parse_monitor(m->str, &rec[nrec]))
+      nrec++;
+    freeReplyObject(m);
+    if (end)
+      break;
+  }
+  redisFree(mon);
+  print_message("  the library sent %d data commands; replaying them\n", nrec);
+  assert_true(nrec > 20);
+  r = redisCommand(real, "FLUSHALL");
+  freeReplyObject(r);
+  r = redisCommand(real, "SCRIPT FLUSH");
+  freeReplyObject(r);
+  fake_db_t *db = fake_db_new();
+  fake_env_t env = {.now_us = wall_us, .publish = count_publish};
+  int bad = 0, scripts = 0;
+  assert_non_null(db);
+  for (int i = 0; i < nrec; i++) {
+    redisReply *a = redisCommandArgv(real, rec[i].argc, (const char **)rec[i].argv, rec[i].lens);
+    fake_out_t out = {0};
+    assert_non_null(a);
+    assert_int_equal(
+        fake_exec(db, &env, rec[i].argc, (const char *const *)rec[i].argv, rec[i].lens, &out),
+        ST_OK);
+    redisReply *b = parse(&out);
+    fake_out_free(&out);
+    scripts += strncasecmp(rec[i].argv[0], "eval", 4) == 0;
+    if (getenv("FAKE_DIFF_VERBOSE") != NULL) {
+      const script_t *sc = NULL;
+      for (unsigned id = 0; id < SCRIPT_COUNT && rec[i].argc > 1; id++)
+        if (rec[i].lens[1] == 40 &&
+            memcmp(script_get((script_id_t)id)->sha1, rec[i].argv[1], 40) == 0)
+          sc = script_get((script_id_t)id);
+      print_message("  %d: %.*s %s\n", i, (int)rec[i].lens[0], rec[i].argv[0],
+                    sc != NULL                               ? sc->name
+                    : rec[i].argc > 1 && rec[i].lens[1] < 60 ? rec[i].argv[1]
+                                                             : "");
+    }
+    if (!same_traffic(a, b)) {
+      print_message("  recorded command %d (%.*s): the replies differ\n", i, (int)rec[i].lens[0],
+                    rec[i].argv[0]);
+      show("redis", a);
+      show("fake ", b);
+      bad++;
+    }
+    freeReplyObject(a);
+    freeReplyObject(b);
+    for (int k = 0; k < rec[i].argc; k++)
+      free(rec[i].argv[k]);
+  }
+  fake_db_free(db);
+  assert_true(scripts > 10); /* the library's scripts were among them */
+  assert_int_equal(bad, 0);
+}
+
 static void test_strings(void **s) { (void)s, run_case(&cases[0]); }
 static void test_zsets(void **s) { (void)s, run_case(&cases[1]); }
 static void test_script_cache(void **s) { (void)s, run_case(&cases[2]); }
@@ -630,10 +872,15 @@ static void test_rw(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_strings),      cmocka_unit_test(test_zsets),
-      cmocka_unit_test(test_script_cache), cmocka_unit_test(test_lock),
-      cmocka_unit_test(test_fencing),      cmocka_unit_test(test_semaphore),
-      cmocka_unit_test(test_rw),           cmocka_unit_test(test_edges),
+      cmocka_unit_test(test_strings),
+      cmocka_unit_test(test_zsets),
+      cmocka_unit_test(test_script_cache),
+      cmocka_unit_test(test_lock),
+      cmocka_unit_test(test_fencing),
+      cmocka_unit_test(test_semaphore),
+      cmocka_unit_test(test_rw),
+      cmocka_unit_test(test_edges),
+      cmocka_unit_test(test_library_traffic),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
