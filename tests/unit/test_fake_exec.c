@@ -33,7 +33,7 @@ typedef struct {
   fake_env_t env;
   uint64_t now_us;
   long long published;
-  char channel[128], message[128];
+  char channel[512], message[128];
   char reply[4096];
   status_t st;
 } fx_t;
@@ -122,6 +122,35 @@ static const char *eval(fx_t *fx, script_id_t id, const char *keys, const char *
   return run_argv(fx, 3 + nk + na, argv, lens);
 }
 
+/* A script over nkeys keys "k0".."kN" (more than eval's words hold; the
+ * extension keeps a heap table of gone keys past 64) with one value and ttl. */
+static const char *eval_many(fx_t *fx, script_id_t id, int nkeys, const char *value,
+                             const char *ttl) {
+  static char names[100][8];
+  const char *argv[106];
+  size_t lens[106];
+  char num[8];
+  const script_t *s = script_get(id);
+  assert_true(nkeys <= 100);
+  argv[0] = "EVAL";
+  argv[1] = s->body;
+  lens[0] = 4;
+  lens[1] = s->body_len;
+  snprintf(num, sizeof num, "%d", nkeys);
+  argv[2] = num;
+  lens[2] = strlen(num);
+  for (int i = 0; i < nkeys; i++) {
+    snprintf(names[i], sizeof names[i], "k%d", i);
+    argv[3 + i] = names[i];
+    lens[3 + i] = strlen(names[i]);
+  }
+  argv[3 + nkeys] = value;
+  lens[3 + nkeys] = strlen(value);
+  argv[4 + nkeys] = ttl;
+  lens[4 + nkeys] = strlen(ttl);
+  return run_argv(fx, 5 + nkeys, argv, lens);
+}
+
 /* The integer of a ":N\r\n" reply. */
 static long long int_of(const char *reply) {
   assert_true(reply[0] == ':');
@@ -133,6 +162,11 @@ static long long int_of(const char *reply) {
 #define CTR "__redlock_fence__:{app:r}"
 #define FLOOR CTR ":floor"
 #define FENCED LOCK " " CTR " " FLOOR
+/* A key past the scripts' stack buffers (a release channel's name). */
+#define LONG_KEY                                                                                   \
+  "k0123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890"   \
+  "123456789012345678901234567890123456789012345678901234567890123456789012345678901234567890123"  \
+  "4567890123456789012345678901234567890123456789012345678901234567890123456789"
 
 /* ---- strings and expiry -------------------------------------------------------- */
 
@@ -288,6 +322,20 @@ static void test_lock_scripts(void **state) {
            "-ERR value is not an integer or out of range script: %s, on @user_script:10.\r\n",
            script_get(SCRIPT_ACQUIRE_MANY)->sha1);
   EXPECT(eval(fx, SCRIPT_ACQUIRE_MANY, "f", "v1 x"), want);
+}
+
+static void test_wide_and_long(void **state) {
+  fx_t *fx = *state;
+  EXPECT(eval_many(fx, SCRIPT_ACQUIRE_MANY, 70, "v1", "1000"), ":70\r\n");
+  EXPECT(cmd(fx, "DEL k3 k69"), ":2\r\n");
+  EXPECT(eval_many(fx, SCRIPT_EXTEND, 70, "v1", "2000"), ":2\r\n");
+  EXPECT(cmd(fx, "PTTL k69"), ":2000\r\n");
+  EXPECT(cmd(fx, "SET k5 other"), "+OK\r\n");
+  EXPECT(eval_many(fx, SCRIPT_EXTEND, 70, "v1", "3000"), ":0\r\n");
+  EXPECT(cmd(fx, "PTTL k0"), ":2000\r\n"); /* refused: nothing touched */
+  EXPECT(cmd(fx, "SET " LONG_KEY " v"), "+OK\r\n");
+  EXPECT(eval(fx, SCRIPT_RELEASE, LONG_KEY, "v 1"), ":1\r\n");
+  assert_string_equal(fx->channel, REDLOCK_RELEASE_CHANNEL_PREFIX "{" LONG_KEY "}");
 }
 
 static void test_fencing_tokens_rise(void **state) {
@@ -489,6 +537,10 @@ static void oom_scenario(fx_t *fx) {
   assert_true(fx->st == ST_ENOMEM || r[0] == '*' || strncmp(r, "-OOM", 4) == 0);
   r = eval(fx, SCRIPT_REVOKE, FENCED, "9000000000000000 rv");
   assert_true(fx->st == ST_ENOMEM || r[0] == ':' || strncmp(r, "-OOM", 4) == 0);
+  r = eval_many(fx, SCRIPT_EXTEND, 70, "v1", "1000"); /* the heap table of gone keys */
+  assert_true(fx->st == ST_ENOMEM || r[0] == ':' || strncmp(r, "-OOM", 4) == 0);
+  r = eval(fx, SCRIPT_RELEASE, LONG_KEY, "v 1"); /* the channel's name on the heap */
+  assert_true(fx->st == ST_ENOMEM || r[0] == ':' || strncmp(r, "-OOM", 4) == 0);
 }
 
 static void test_oom_each_allocation(void **state) {
@@ -526,6 +578,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_zsets, setup, teardown),
       cmocka_unit_test_setup_teardown(test_script_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lock_scripts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_wide_and_long, setup, teardown),
       cmocka_unit_test_setup_teardown(test_fencing_tokens_rise, setup, teardown),
       cmocka_unit_test_setup_teardown(test_semaphore, setup, teardown),
       cmocka_unit_test_setup_teardown(test_rw, setup, teardown),
