@@ -58,8 +58,13 @@ void fake_db_forget_since(fake_db_t *db, uint64_t since_us);
  * ZREMRANGEBYSCORE, and EVAL / EVALSHA of the library's scripts (the ones
  * scripts.h lists: any other script is an error, as a script the fake
  * cannot run) and SCRIPT LOAD / EXISTS / FLUSH.  Anything else appends
- * Redis's "ERR unknown command" error.  ST_ENOMEM when the reply could not
- * be written (out is then as before). */
+ * Redis's "ERR unknown command" error.  The replies are Redis 7.0's
+ * (tests/integration/test_fake_diff.c holds them to a real server's).  An
+ * allocation that fails while the command runs is answered as Redis
+ * answers a write past maxmemory ("-OOM ...", a script keeping what it
+ * wrote before); ST_ENOMEM when even that reply could not be written (out
+ * is then as before).  A db is used by one thread at a time (the kit's:
+ * nothing here locks). */
 status_t fake_exec(fake_db_t *db, const fake_env_t *env, int argc, const char *const *argv,
                    const size_t *lens, fake_out_t *out);
 
