@@ -19,10 +19,14 @@ src=${1:?usage: check_status.sh SRC_DIR}
 #   refuse_passphrase: OpenSSL's pem_password_cb contract;
 #   resp_number, u64_of: a parsed number, -1 when the text is not one;
 #   event_master: an event's entry's master, -1 when there is none;
-#   redlock_event_node_latency_us: the public contract (-1: no latency).
+#   redlock_event_node_latency_us: the public contract (-1: no latency);
+#   fdb_pttl: the test kit's PTTL, whose -2 (no key) and -1 (no expiry) are
+#       Redis's answers;
+#   fake_script_by_body, fake_script_by_sha: a script's index, -1 when the
+#       fake runs no such script.
 allow_minus1='cluster_map_owner cluster_map_find cluster_cmd_slot slot_of entry_index dup_verdict
 channel_seen conn_subscribed reader_item_type refuse_passphrase resp_number u64_of event_master
-redlock_event_node_latency_us'
+redlock_event_node_latency_us fdb_pttl fake_script_by_body fake_script_by_sha'
 
 # int returns that carry a length or a public code by contract:
 #   uri_redact: snprintf's contract for redlock_uri_redact (a length, or

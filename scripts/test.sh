@@ -252,7 +252,7 @@ build_asan_h1() {
   echo "==> configure and build build-asan-h1 (test_oom, test_client_oom)"
   PKG_CONFIG_PATH=$pc cmake -S . -B build-asan-h1 -DREDLOCK_WERROR=ON \
     -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON -DREDLOCK_TLS=ON >/dev/null
-  cmake --build build-asan-h1 -j"$jobs" --target test_oom test_client_oom >/dev/null
+  cmake --build build-asan-h1 -j"$jobs" --target test_oom test_client_oom test_kit_oom >/dev/null
 }
 background() {
   renice -n 19 -p "$BASHPID" >/dev/null
@@ -285,7 +285,7 @@ fi
 # already check under every server, hiredis and sanitizer.
 # The out-of-memory tests: under ASan against hiredis 1.2.0 and Valkey 9.1
 # in pass 4b, so not in pass 2.
-oom='^(integration\.test_oom|unit\.test_client_oom)$'
+oom='^(integration\.test_oom|unit\.test_client_oom|unit\.test_kit_oom)$'
 once='^(python_mypy|unit\.layers|unit\.layers_calls|unit\.layers_selftest|unit\.pipes|examples\.topology\..*)$'
 
 # "Valkey server v=9.1.2" or "Redis server v=8.0.6" from PROGRAM --version.
