@@ -73,12 +73,26 @@ for sh in $(grep -l 'REDLOCK_SRC=' "$blocks"/*.sh); do
     i=0
     for g in "$blocks"/*.go; do
       [ "$g" = "$main" ] && continue
+      grep -q '^func Test' "$g" && continue # a test of the user's (below)
       i=$((i + 1))
       echo "func readme$i(nodes []string, workDone <-chan struct{}, client *redlock.Client, ctx context.Context, stopWork func()) error {"
       cat "$g"
       echo "}"
     done
   } >"$mod/fragments.go"
+  # Blocks that are a user's test functions (the test kit's examples) go
+  # into a _test.go file of the same package, vetted with it.
+  {
+    echo 'package main'
+    echo 'import ("context"; "errors"; "testing"; "time"; "redlock-c.invalid/redlock"; "redlock-c.invalid/redlock/redlocktest")'
+    echo 'var _, _, _ = errors.Is, time.Second, testing.Short'
+    echo 'var _ = redlock.Open'
+    echo 'var _ = redlocktest.Start'
+    echo 'var ctx = context.Background()'
+    for g in "$blocks"/*.go; do
+      grep -q '^func Test' "$g" && cat "$g"
+    done
+  } >"$mod/readme_test.go"
   (
     cd "$mod"
     go mod init example.com/readme >/dev/null 2>&1
