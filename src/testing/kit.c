@@ -11,6 +11,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "redlock_testing.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -288,8 +290,18 @@ static status_t kit_thread_start(redlock_testing_t *kit) {
   if (uv_loop_init(&kit->loop) != 0)
     return ST_EIO;
   kit->wake.data = kit;
-  if (uv_async_init(&kit->loop, &kit->wake, kit_wake) == 0 &&
-      uv_thread_create(&kit->thread, kit_thread, kit) == 0)
+  /* The kit's thread takes no asynchronous signals (they are the
+   * application's), so that a reply written to a client that just went
+   * away gives EPIPE, not a process-killing SIGPIPE.  It inherits the mask. */
+  sigset_t all, saved;
+  sigfillset(&all);
+  int rc = uv_async_init(&kit->loop, &kit->wake, kit_wake);
+  if (rc == 0) {
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    rc = uv_thread_create(&kit->thread, kit_thread, kit);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+  }
+  if (rc == 0)
     return ST_OK;
   uv_walk(&kit->loop, kit_close_walk, NULL);
   uv_run(&kit->loop, UV_RUN_DEFAULT);

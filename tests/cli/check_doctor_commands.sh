@@ -8,7 +8,9 @@
 # sends (doctor would fail a user that is fine).
 #
 # What src/ sends is read from its source, not from a list kept by hand:
-#   - every C string literal of src/*/*.c and src/*/*.h (comments skipped) that
+#   - every C string literal of src/*/*.c and src/*/*.h but src/testing/'s
+#     (the test kit's fakes: what they answer, not what the library sends;
+#     comments skipped) that
 #     starts with an upper-case word of 3 letters or more: a format string
 #     ("AUTH %s", "SCRIPT LOAD %b"), an argv word ("EVALSHA"), or a RESP
 #     literal ("$4\r\nEVAL\r\n..."), whatever function sends it;
@@ -93,7 +95,9 @@ commands_of_literals() {
 }
 
 # src/: C literals and the Lua scripts' calls.
-literals "$root"/src/*/*.c "$root"/src/*/*.h | commands_of_literals >"$tmp/src.raw"
+# src/testing/ is the test kit's fake masters: it answers commands, sends none.
+literals $(ls "$root"/src/*/*.c "$root"/src/*/*.h | grep -v '/src/testing/') |
+  commands_of_literals >"$tmp/src.raw"
 for f in "$root"/src/lua/*.lua; do
   grep -o "redis\.p\{0,1\}call( *[\"'][A-Za-z]*[\"']" "$f" |
     sed "s/.*[\"']\([A-Za-z]*\)[\"']/\1/" | tr 'a-z' 'A-Z' |
