@@ -269,7 +269,7 @@ static const case_t cases[] = {
          S("DEL", LK, LK2),
          S("ZADD", CTR, "1", "x"),
          S("EVAL", "body:acquire_fenced", "3", LK, CTR, FLOOR, V1, "10000"),
-         S("EVAL", "body:inspect", "3", LK, CTR, FLOOR, "l"),
+         TOL(MS, "EVAL", "body:inspect", "3", LK, CTR, FLOOR, "l"), /* the holder's PTTL */
          S("EVAL", "body:inspect", "3", LK2, CTR2, FLOOR2, "l"),
      }},
     {"semaphore",
