@@ -22,8 +22,9 @@
 #                      library code of their own);
 #  4b. build-asan-h1/  the same against hiredis 1.2.0 and valkey-server 9.1:
 #                      the out-of-memory tests (tests/integration/test_oom.c,
-#                      tests/unit/test_client_oom.c) only, which pass 2 leaves
-#                      to it (the same hiredis and server, under ASan);
+#                      tests/unit/test_client_oom.c, tests/unit/test_kit_oom.c)
+#                      only, which pass 2 leaves to it (the same hiredis and
+#                      server, under ASan);
 #  4c. build-tsan/     ThreadSanitizer, against valkey-server 8: the unit, API
 #                      and integration tests (not safety or torture), no
 #                      suppressions;
@@ -249,7 +250,7 @@ build_hiredis1() {
 build_asan_h1() {
   local pc="$extra/hiredis/lib/pkgconfig"
   reconfigure_if_other_hiredis build-asan-h1 "$(PKG_CONFIG_PATH=$pc pkg-config --modversion hiredis)"
-  echo "==> configure and build build-asan-h1 (test_oom, test_client_oom)"
+  echo "==> configure and build build-asan-h1 (test_oom, test_client_oom, test_kit_oom)"
   PKG_CONFIG_PATH=$pc cmake -S . -B build-asan-h1 -DREDLOCK_WERROR=ON \
     -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON -DREDLOCK_TLS=ON >/dev/null
   cmake --build build-asan-h1 -j"$jobs" --target test_oom test_client_oom test_kit_oom >/dev/null
@@ -406,11 +407,11 @@ took "4. ASan + UBSan, system hiredis, $(server_version "$asan_server" | sed 's/
 # fifteen times as many in redlock_open_uv), so their leaks and memory errors
 # are checked here too (those two tests only).
 if [ -n "$extra" ]; then
-  begin "pass 4b: test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0," \
+  begin "pass 4b: the out-of-memory tests, ASan + UBSan, hiredis 1.2.0," \
     "$(server_version "$root/build-extra/sid/bin/valkey-server")"
   bg_wait build-asan-h1
   REDLOCK_TEST_SERVER=$root/build-extra/sid/bin/valkey-server run_ctest build-asan-h1 -R "$oom"
-  took "4b. test_oom and test_client_oom, ASan + UBSan, hiredis 1.2.0"
+  took "4b. the out-of-memory tests, ASan + UBSan, hiredis 1.2.0"
 fi
 unset ASAN_OPTIONS UBSAN_OPTIONS
 

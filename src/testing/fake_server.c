@@ -21,6 +21,7 @@
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -334,7 +335,7 @@ static status_t cmd_info(fake_master_t *m, int argc, const char *const *argv, co
   uint64_t now = master_now_us(m);
   if (server)
     len += (size_t)snprintf(text + len, sizeof text - len,
-                            "# Server\r\nredis_version:7.2.4\r\nredis_mode:standalone\r\n"
+                            "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n"
                             "process_id:%u\r\nrun_id:%s\r\nuptime_in_seconds:%llu\r\n",
                             m->where.seed + 1, m->run_id,
                             (unsigned long long)((now - m->started_us) / 1000000u));
