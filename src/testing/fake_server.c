@@ -610,6 +610,7 @@ static status_t master_listen(fake_master_t *m) {
     m->handles_open++;
     uv_close(&m->listener->handle, listener_closed);
     m->listener = NULL;
+    m->down = 1; /* as killed: a restart may listen again */
     return rc == UV_ENOMEM ? ST_ENOMEM : ST_EIO;
   }
   m->handles_open++;
@@ -651,9 +652,9 @@ status_t fake_master_new(const fake_where_t *where, fake_master_t **out) {
   make_id(m->replid, m, 1);
   memset(m->replid2, '0', 40);
   status_t st = master_listen(m);
-  if (st != ST_OK) {
-    fake_db_free(m->db);
-    rl_free(m);
+  if (st != ST_OK) { /* freed once the listener it made is closed */
+    m->closing = 1;
+    master_maybe_free(m);
     return st;
   }
   *out = m;

@@ -126,7 +126,7 @@ static const char *eval(fx_t *fx, script_id_t id, const char *keys, const char *
  * extension keeps a heap table of gone keys past 64) with one value and ttl. */
 static const char *eval_many(fx_t *fx, script_id_t id, int nkeys, const char *value,
                              const char *ttl) {
-  static char names[100][8];
+  static char names[100][16]; /* "k" and an int, whatever its width */
   const char *argv[106];
   size_t lens[106];
   char num[8];
