@@ -20,10 +20,13 @@
 
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "util/alloc.h"
 #include "util/list.h"
@@ -80,7 +83,18 @@ struct fake_master {
   unsigned generation;
   int down;
   int paused;
-  int accept_pending; /* a connection arrived while paused */
+  int accept_pending; /* a connection arrived while paused, or while rejecting */
+  /* A connection accepted with no memory for it is closed through this
+   * handle (libuv stops the listener until a pending connection is taken). */
+  union {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_tcp_t tcp;
+    uv_pipe_t pipe;
+  } reject;
+  int rejecting; /* reject is closing */
+  int port_hold; /* TCP, while down: a socket bound to the port (not listening), or -1 */
+  int promoted;  /* replid2 is set (a failover) */
   uint32_t slow_ms;
   long long commands;
   int closing;
@@ -347,7 +361,7 @@ static status_t cmd_info(fake_master_t *m, int argc, const char *const *argv, co
                             "master_failover_state:no-failover\r\nmaster_replid:%s\r\n"
                             "master_replid2:%s\r\nmaster_repl_offset:0\r\n"
                             "second_repl_offset:%d\r\n",
-                            m->replid, m->replid2, m->replid2[0] == '0' ? -1 : 1);
+                            m->replid, m->replid2, m->promoted ? 1 : -1);
   return fake_out_bulk(out, text, len);
 }
 
@@ -529,6 +543,39 @@ static void conn_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
 
 static void master_on_connection(uv_stream_t *server, int status);
 
+static void master_accept(fake_master_t *m);
+
+static void reject_closed(uv_handle_t *h) {
+  fake_master_t *m = h->data;
+  m->rejecting = 0;
+  m->handles_open--;
+  if (m->accept_pending && !m->paused && m->listener != NULL) {
+    m->accept_pending = 0;
+    master_accept(m);
+  }
+  master_maybe_free(m);
+}
+
+/* No memory for a connection: it is taken off the listener and closed (the
+ * client sees it end, as when Redis refuses a client), so that the master
+ * keeps accepting.  One at a time: another waits for this one's close. */
+static void master_reject(fake_master_t *m) {
+  if (m->rejecting || m->listener == NULL) {
+    m->accept_pending = 1;
+    return;
+  }
+  uv_loop_t *loop = m->where.loop;
+  if (m->where.path != NULL)
+    uv_pipe_init(loop, &m->reject.pipe, 0);
+  else
+    uv_tcp_init(loop, &m->reject.tcp);
+  m->reject.handle.data = m;
+  uv_accept(&m->listener->stream, &m->reject.stream);
+  m->rejecting = 1;
+  m->handles_open++;
+  uv_close(&m->reject.handle, reject_closed);
+}
+
 static void master_accept(fake_master_t *m) {
   fake_conn_t *c = rl_calloc(1, sizeof *c);
   int rc = c == NULL ? UV_ENOMEM : 0;
@@ -536,10 +583,8 @@ static void master_accept(fake_master_t *m) {
     rc = m->where.path != NULL ? uv_pipe_init(m->where.loop, &c->h.pipe, 0)
                                : uv_tcp_init(m->where.loop, &c->h.tcp);
   if (rc != 0) {
-    /* Take the connection off the listener anyway, so that it keeps
-     * accepting; with no handle to put it in, refuse the whole master
-     * would be worse than dropping this one client. */
     rl_free(c);
+    master_reject(m);
     return;
   }
   c->h.handle.data = c;
@@ -576,6 +621,37 @@ static void listener_closed(uv_handle_t *h) {
   master_maybe_free(m);
 }
 
+/* A TCP master that is down keeps its port: a socket bound to it, not
+ * listening (connections are refused, as by a dead process), so that
+ * neither another program's free port nor a reconnecting client's own
+ * source port takes it before the restart.  Best effort: without it the
+ * restart may find the port taken (REDLOCK_EIO). */
+static void port_hold(fake_master_t *m) {
+  if (m->where.path != NULL || m->port == 0 || m->port_hold >= 0)
+    return;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return;
+  int one = 1; /* beside the closed connections' TIME_WAIT on this port */
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)m->port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, (const struct sockaddr *)&addr, sizeof addr) != 0) {
+    close(fd);
+    return;
+  }
+  m->port_hold = fd;
+}
+
+static void port_release(fake_master_t *m) {
+  if (m->port_hold >= 0)
+    close(m->port_hold);
+  m->port_hold = -1;
+}
+
 static status_t master_listen(fake_master_t *m) {
   m->listener = rl_calloc(1, sizeof *m->listener);
   if (m->listener == NULL)
@@ -587,6 +663,7 @@ static status_t master_listen(fake_master_t *m) {
     if (rc == 0)
       rc = uv_pipe_bind(&m->listener->pipe, m->path);
   } else {
+    port_release(m);
     rc = uv_tcp_init(loop, &m->listener->tcp);
     struct sockaddr_in addr;
     if (rc == 0)
@@ -630,6 +707,7 @@ status_t fake_master_new(const fake_where_t *where, fake_master_t **out) {
   if (m == NULL)
     return ST_ENOMEM;
   m->where = *where;
+  m->port_hold = -1;
   if (where->path != NULL) {
     if (strlen(where->path) >= sizeof m->path) {
       rl_free(m);
@@ -674,6 +752,7 @@ static void master_stop_listening(fake_master_t *m) {
   if (m->listener != NULL) {
     uv_close(&m->listener->handle, listener_closed);
     m->listener = NULL;
+    port_hold(m);
   }
   m->accept_pending = 0;
 }
@@ -689,6 +768,8 @@ void fake_master_kill(fake_master_t *m) {
 status_t fake_master_restart(fake_master_t *m) {
   if (!m->down)
     fake_master_kill(m);
+  fake_db_clear(m->db); /* also after a failover that could not listen */
+  m->promoted = 0;
   master_new_process(m, 0);
   make_id(m->replid, m, m->generation * 2u + 1u);
   memset(m->replid2, '0', 40);
@@ -733,6 +814,7 @@ status_t fake_master_failover(fake_master_t *m, uint64_t lag_ms) {
   uint64_t uptime = now - m->started_us;
   master_new_process(m, uptime);
   memcpy(m->replid2, m->replid, sizeof m->replid2);
+  m->promoted = 1;
   make_id(m->replid, m, m->generation * 2u + 1u);
   return master_listen(m);
 }
@@ -757,6 +839,7 @@ static void master_maybe_free(fake_master_t *m) {
 void fake_master_close(fake_master_t *m) {
   m->closing = 1;
   master_stop_listening(m);
+  port_release(m);
   master_drop_conns(m);
   m->down = 1;
   master_maybe_free(m);

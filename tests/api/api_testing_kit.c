@@ -15,15 +15,22 @@
  *    REDLOCK_ELOCKED;
  *  - fencing tokens rise; semaphores, read-write locks, elections and a
  *    woken wait work on the fakes;
- *  - over TCP (REDLOCK_TESTING_TCP) as over Unix sockets;
+ *  - over TCP (REDLOCK_TESTING_TCP) as over Unix sockets; a killed TCP fake
+ *    keeps its port (no one else binds it) and restarts on it;
  *  - bad input: NULL kit, out-of-range index and counts, faults on a killed
  *    fake. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -45,6 +52,22 @@ static redlock_t *open_client(const redlock_testing_t *kit, int fencing) {
   assert_int_equal(redlock_open(&client, opts), REDLOCK_OK);
   redlock_options_free(opts);
   return client;
+}
+
+/* 1 when a plain socket cannot bind the port of uri ("redis://127.0.0.1:P"). */
+static int port_is_held(const char *uri) {
+  const char *colon = strrchr(uri, ':');
+  assert_non_null(colon);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)atoi(colon + 1));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int held = bind(fd, (const struct sockaddr *)&addr, sizeof addr) != 0 && errno == EADDRINUSE;
+  close(fd);
+  return held;
 }
 
 static void test_exclusion_and_quorum(void **state) {
@@ -267,6 +290,24 @@ static void test_primitives(void **state) {
   redlock_testing_stop(kit);
 }
 
+/* A killed TCP fake keeps its port while down (a socket bound, not
+ * listening): no other program binds it before the restart.  No client
+ * ever connected, so no TIME_WAIT holds the port instead. */
+static void test_tcp_port_held(void **state) {
+  (void)state;
+  redlock_testing_t *kit = NULL;
+  assert_int_equal(redlock_testing_start(1, REDLOCK_TESTING_TCP, &kit), REDLOCK_OK);
+  assert_int_equal(redlock_testing_kill(kit, 0), REDLOCK_OK);
+  assert_true(port_is_held(redlock_testing_uri(kit, 0)));
+  assert_int_equal(redlock_testing_restart(kit, 0), REDLOCK_OK);
+  redlock_t *c = open_client(kit, 0);
+  redlock_lock_t *l = NULL;
+  assert_int_equal(redlock_lock(c, "after", TTL, &l), REDLOCK_OK);
+  redlock_unlock(c, l);
+  redlock_close(c);
+  redlock_testing_stop(kit);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   redlock_testing_t *kit = NULL;
@@ -300,6 +341,7 @@ int main(void) {
       cmocka_unit_test(test_pause_slow_drop_failover),
       cmocka_unit_test(test_modes),
       cmocka_unit_test(test_primitives),
+      cmocka_unit_test(test_tcp_port_held),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
