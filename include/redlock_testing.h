@@ -65,10 +65,13 @@ typedef struct redlock_testing redlock_testing_t;
 /* How a fake master answers (redlock_testing_set_mode). */
 typedef enum {
   REDLOCK_TESTING_NORMAL = 0, /* as Redis does */
-  REDLOCK_TESTING_GRANT,      /* every acquisition, extension and release succeeds, as if no
-                               * other holder existed (each command meets an empty keyspace) */
+  REDLOCK_TESTING_GRANT,      /* every acquisition, extension and release succeeds: another
+                               * holder's key is deleted before an acquisition or extension
+                               * takes it (it stays deleted back in NORMAL), a release is
+                               * answered as done; fence counters are kept, tokens rise */
   REDLOCK_TESTING_REFUSE,     /* every acquisition and extension is refused as if another
-                               * holder had the key; releases find nothing of ours */
+                               * holder had the key, and nothing is written; releases find
+                               * nothing of ours */
 } redlock_testing_mode_t;
 
 /* Starts n fake masters (1 <= n <= REDLOCK_TESTING_MAX) and their thread.
@@ -88,8 +91,10 @@ REDLOCK_EXPORT const char *redlock_testing_uri(const redlock_testing_t *kit, uns
 REDLOCK_EXPORT int redlock_testing_add_nodes(const redlock_testing_t *kit, redlock_options_t *opts);
 
 /* ---- Faults ---------------------------------------------------------------
- * i is the master's index; a fault on a master that is down (killed) is
- * REDLOCK_EINVAL except restart. */
+ * i is the master's index.  A fault on a master that is down (killed) is
+ * REDLOCK_EINVAL, except restart and set_mode.  What the test set rather
+ * than the process had (the slow delay, the clock's jumps, the mode)
+ * survives a kill and a restart; a restart clears the keys and the pause. */
 
 /* The process dies: its connections close, it refuses new ones, and every
  * key is lost.  It stays down until redlock_testing_restart. */

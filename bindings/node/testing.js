@@ -86,6 +86,11 @@ function index(i, what) {
   return i;
 }
 
+// A FakeMasters the test forgot to stop (or whose test threw first) is
+// stopped when it is collected, so that its thread and socket directory do
+// not outlive the process's interest in it.
+const finalizer = new FinalizationRegistry((ptr) => kit().stop(ptr));
+
 class FakeMasters {
   /**
    * n fake masters (1..16), started now.  options.tcp: listen on 127.0.0.1
@@ -98,6 +103,7 @@ class FakeMasters {
     const flags = (options.tcp ? TCP : 0) | (options.virtualTime ? VIRTUAL_TIME : 0);
     check(k.start(n, flags, out), `FakeMasters(${n}): 1 to 16 masters`);
     this._kit = out[0];
+    finalizer.register(this, this._kit, this);
     /** The masters' URIs, for Client.open. */
     this.nodes = [];
     for (let i = 0; i < n; i++) this.nodes.push(k.uri(this._kit, i));
@@ -115,7 +121,11 @@ class FakeMasters {
 
   /** Stops every fake (clients still open see them go down); idempotent. */
   stop() {
-    if (this._kit) { kit().stop(this._kit); this._kit = null; }
+    if (this._kit) {
+      finalizer.unregister(this);
+      kit().stop(this._kit);
+      this._kit = null;
+    }
   }
 
   [Symbol.dispose]() { this.stop(); }

@@ -15,11 +15,11 @@
 //
 // Start stops the fakes when the test ends (t.Cleanup); New is the same
 // for code without a testing.TB.  Every method returns once the fault is in
-// effect; misuse (an index out of range, a fault on a killed master) fails
-// the test through the TB given to Start, or returns an error from the Try
-// forms.  Restarted masters are up 0 s: open clients with
-// redlock.WithQuarantine(false), or the restart quarantine keeps them out
-// for the max TTL, as it would real ones.
+// effect, and an error wrapping redlock.ErrInvalid on misuse (an index out
+// of range, a negative duration, a fault on a killed master), which
+// Start's masters also report to their test (t.Fatal).  Restarted masters
+// are up 0 s: open clients with redlock.WithQuarantine(false), or the
+// restart quarantine keeps them out for the max TTL, as it would real ones.
 package redlocktest
 
 // #include <stdlib.h>
@@ -120,7 +120,7 @@ func (m *Masters) check(op string, i int, rc C.int) (int, error) {
 		m.tb.Helper()
 		m.tb.Fatal(err)
 	}
-	return int(rc), err
+	return 0, err
 }
 
 func (m *Masters) index(i int) C.uint {
@@ -131,6 +131,25 @@ func (m *Masters) index(i int) C.uint {
 }
 
 func (m *Masters) live() *C.redlock_testing_t { return m.kit }
+
+// ms is d in whole milliseconds, rounded up (a positive d never becomes 0,
+// which would turn a delay off); ok is false for a negative d.
+func ms(d time.Duration) (C.uint64_t, bool) {
+	if d < 0 {
+		return 0, false
+	}
+	return C.uint64_t((d + time.Millisecond - 1) / time.Millisecond), true
+}
+
+func (m *Masters) badDuration(op string, i int, d time.Duration) error {
+	err := fmt.Errorf("redlocktest: %s(%d, %v): %w (a duration >= 0)", op, i, d,
+		&redlock.Error{Op: "redlocktest", Errno: redlock.EINVAL})
+	if m.tb != nil {
+		m.tb.Helper()
+		m.tb.Fatal(err)
+	}
+	return err
+}
 
 func cstr(s string) (*C.char, func()) {
 	p := C.CString(s)
@@ -163,29 +182,44 @@ func (m *Masters) Resume(i int) error {
 
 // Slow: every reply of master i comes d late (0: on time again).
 func (m *Masters) Slow(i int, d time.Duration) error {
-	_, err := m.check("Slow", i, C.redlock_testing_slow(m.live(), m.index(i), C.uint32_t(d.Milliseconds())))
+	v, ok := ms(d)
+	if !ok {
+		return m.badDuration("Slow", i, d)
+	}
+	if v > 0xffffffff {
+		v = 0xffffffff
+	}
+	_, err := m.check("Slow", i, C.redlock_testing_slow(m.live(), m.index(i), C.uint32_t(v)))
 	return err
 }
 
 // DropKey: master i loses key (the lock key is the key prefix + resource);
 // true when it existed.
-func (m *Masters) DropKey(i int, key string) bool {
+func (m *Masters) DropKey(i int, key string) (bool, error) {
 	p, free := cstr(key)
 	defer free()
-	n, _ := m.check("DropKey", i, C.redlock_testing_drop_key(m.live(), m.index(i), p))
-	return n == 1
+	n, err := m.check("DropKey", i, C.redlock_testing_drop_key(m.live(), m.index(i), p))
+	return n == 1, err
 }
 
 // ClockJump: master i's clock jumps forward by d: its keys expire that much sooner.
 func (m *Masters) ClockJump(i int, d time.Duration) error {
-	_, err := m.check("ClockJump", i, C.redlock_testing_clock_jump(m.live(), m.index(i), C.uint64_t(d.Milliseconds())))
+	v, ok := ms(d)
+	if !ok {
+		return m.badDuration("ClockJump", i, d)
+	}
+	_, err := m.check("ClockJump", i, C.redlock_testing_clock_jump(m.live(), m.index(i), v))
 	return err
 }
 
 // Failover: master i is replaced by its replica, lag behind: the keys
 // written in the last lag are missing; clients' failover quarantine applies.
 func (m *Masters) Failover(i int, lag time.Duration) error {
-	_, err := m.check("Failover", i, C.redlock_testing_failover(m.live(), m.index(i), C.uint64_t(lag.Milliseconds())))
+	v, ok := ms(lag)
+	if !ok {
+		return m.badDuration("Failover", i, lag)
+	}
+	_, err := m.check("Failover", i, C.redlock_testing_failover(m.live(), m.index(i), v))
 	return err
 }
 
@@ -201,31 +235,39 @@ func (m *Masters) SetMode(i int, mode Mode) error {
 
 // Advance moves every fake's clock forward by d.
 func (m *Masters) Advance(d time.Duration) error {
-	_, err := m.check("Advance", 0, C.redlock_testing_advance(m.live(), C.uint64_t(d.Milliseconds())))
+	v, ok := ms(d)
+	if !ok {
+		return m.badDuration("Advance", 0, d)
+	}
+	_, err := m.check("Advance", 0, C.redlock_testing_advance(m.live(), v))
 	return err
 }
 
 // HasKey: whether master i holds key.
-func (m *Masters) HasKey(i int, key string) bool {
+func (m *Masters) HasKey(i int, key string) (bool, error) {
 	p, free := cstr(key)
 	defer free()
-	n, _ := m.check("HasKey", i, C.redlock_testing_has_key(m.live(), m.index(i), p))
-	return n == 1
+	n, err := m.check("HasKey", i, C.redlock_testing_has_key(m.live(), m.index(i), p))
+	return n == 1, err
 }
 
 // KeyCount: how many masters hold key.
-func (m *Masters) KeyCount(key string) int {
+func (m *Masters) KeyCount(key string) (int, error) {
 	p, free := cstr(key)
 	defer free()
-	n, _ := m.check("KeyCount", 0, C.redlock_testing_key_count(m.live(), p))
-	return n
+	n, err := m.check("KeyCount", 0, C.redlock_testing_key_count(m.live(), p))
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // Commands: how many commands master i ran since it (re)started.
-func (m *Masters) Commands(i int) int64 {
+func (m *Masters) Commands(i int) (int64, error) {
 	n := C.redlock_testing_commands(m.live(), m.index(i))
 	if n < 0 {
-		m.check("Commands", i, C.int(n))
+		_, err := m.check("Commands", i, C.int(n))
+		return 0, err
 	}
-	return int64(n)
+	return int64(n), nil
 }

@@ -35,7 +35,7 @@ func TestExclusionAndNoQuorum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := fakes.KeyCount("job"); n != 3 {
+	if n, _ := fakes.KeyCount("job"); n != 3 {
 		t.Fatalf("key on %d masters", n)
 	}
 	if _, err := b.TryLock(bg, "job", 10*time.Second); !errors.Is(err, redlock.ErrLocked) {
@@ -60,7 +60,7 @@ func TestVirtualTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakes.Advance(30*time.Second + time.Millisecond)
-	if n := fakes.KeyCount("lease"); n != 0 {
+	if n, _ := fakes.KeyCount("lease"); n != 0 {
 		t.Fatalf("key still on %d masters", n)
 	}
 	other, err := b.TryLock(bg, "lease", 30*time.Second)
@@ -101,15 +101,32 @@ func TestModesAndFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fakes.HasKey(2, "p") {
+	if has, _ := fakes.HasKey(2, "p"); has {
 		t.Fatal("a paused master took the key")
 	}
 	fakes.Resume(2)
 	fakes.Failover(1, time.Minute)
-	if fakes.HasKey(1, "p") {
+	if has, _ := fakes.HasKey(1, "p"); has {
 		t.Fatal("a replica a minute behind has the key")
 	}
 	held.Unlock(bg)
+}
+
+// Slow takes a sub-millisecond duration (rounded up to 1 ms, not down to 0: off).
+func TestSlowRoundsUp(t *testing.T) {
+	fakes := redlocktest.Start(t, 1)
+	if err := fakes.Slow(0, 500*time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, fakes)
+	held, err := a.Lock(bg, "s", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.Unlock(bg)
+	if n, err := fakes.Commands(0); err != nil || n == 0 {
+		t.Fatalf("commands %d, %v", n, err)
+	}
 }
 
 // Fencing tokens rise on the fakes.
@@ -145,6 +162,15 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := m.Kill(-1); !errors.Is(err, redlock.ErrInvalid) {
 		t.Fatalf("Kill(-1): %v", err)
+	}
+	if err := m.Slow(0, -time.Millisecond); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("Slow(0, -1ms): %v", err)
+	}
+	if _, err := m.HasKey(1, "k"); !errors.Is(err, redlock.ErrInvalid) {
+		t.Fatalf("HasKey(1): %v", err)
+	}
+	if has, err := m.HasKey(0, "k"); has || err != nil {
+		t.Fatalf("HasKey(0) on an empty fake: %v, %v", has, err)
 	}
 	m.Stop()
 	m.Stop()
