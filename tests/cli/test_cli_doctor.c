@@ -1009,8 +1009,8 @@ static void cluster_cases(const char *server_word) {
   /* 100 slots without a primary: every node forgets them. */
   char buf[256];
   for (unsigned i = 0; i < 3; i++)
-    CHECK(rh_server_command(ch_node(g_cluster, i), buf, sizeof buf, "CLUSTER DELSLOTSRANGE 0 99") ==
-                  0 &&
+    CHECK(rh_server_command_slow(ch_node(g_cluster, i), buf, sizeof buf,
+                                 "CLUSTER DELSLOTSRANGE 0 99") == 0 &&
               strcmp(buf, "OK") == 0,
           "DELSLOTSRANGE on node %u: %s", i, buf);
   state_wait_t w = {ch_node(g_cluster, 0), "fail"};
@@ -1023,8 +1023,8 @@ static void cluster_cases(const char *server_word) {
   /* Back to whole, then a primary stopped. */
   int owner = ch_owner(g_cluster, 0, 100);
   CHECK(owner >= 0 &&
-            rh_server_command(ch_node(g_cluster, (unsigned)owner), buf, sizeof buf,
-                              "CLUSTER ADDSLOTSRANGE 0 99") == 0 &&
+            rh_server_command_slow(ch_node(g_cluster, (unsigned)owner), buf, sizeof buf,
+                                   "CLUSTER ADDSLOTSRANGE 0 99") == 0 &&
             strcmp(buf, "OK") == 0,
         "ADDSLOTSRANGE: %s", buf);
   CHECK(ch_wait_ok(g_cluster, CLUSTER_STATE_MS), "cluster_state:ok again");
@@ -1294,12 +1294,14 @@ static void case_status_cluster(void) {
    * already gone there, so its owner in the map answers -ASK: status asks
    * the importing primary (after ASKING) and shows the lock there. */
   unsigned next = (to + 1) % 3;
-  CHECK(rh_server_command(ch_node(g_cluster, next), buf, sizeof buf,
-                          "CLUSTER SETSLOT %d IMPORTING %s", slot, ch_id(g_cluster, to)) == 0 &&
+  CHECK(rh_server_command_slow(ch_node(g_cluster, next), buf, sizeof buf,
+                               "CLUSTER SETSLOT %d IMPORTING %s", slot,
+                               ch_id(g_cluster, to)) == 0 &&
             strcmp(buf, "OK") == 0,
         "SETSLOT IMPORTING: %s", buf);
-  CHECK(rh_server_command(ch_node(g_cluster, to), buf, sizeof buf,
-                          "CLUSTER SETSLOT %d MIGRATING %s", slot, ch_id(g_cluster, next)) == 0 &&
+  CHECK(rh_server_command_slow(ch_node(g_cluster, to), buf, sizeof buf,
+                               "CLUSTER SETSLOT %d MIGRATING %s", slot,
+                               ch_id(g_cluster, next)) == 0 &&
             strcmp(buf, "OK") == 0,
         "SETSLOT MIGRATING: %s", buf);
   CHECK(rh_server_command(ch_node(g_cluster, to), buf, sizeof buf,
@@ -1312,8 +1314,8 @@ static void case_status_cluster(void) {
   expect_cluster_row(label, next);
   CHECK(has("locked: held by " STATUS_VALUE " on 1 of 1 masters"), "the verdict mid-migration");
   for (unsigned i = 0; i < 3; i++)
-    CHECK(rh_server_command(ch_node(g_cluster, i), buf, sizeof buf, "CLUSTER SETSLOT %d NODE %s",
-                            slot, ch_id(g_cluster, next)) == 0 &&
+    CHECK(rh_server_command_slow(ch_node(g_cluster, i), buf, sizeof buf,
+                                 "CLUSTER SETSLOT %d NODE %s", slot, ch_id(g_cluster, next)) == 0 &&
               strcmp(buf, "OK") == 0,
           "SETSLOT NODE on node %u: %s", i, buf);
 

@@ -59,6 +59,10 @@
 #define RH_START_TIMEOUT_MS 5000
 #define RH_STOP_TIMEOUT_MS 2000
 #define RH_COMMAND_TIMEOUT_MS 2000
+/* rh_server_command_slow's: commands that write a file and fsync it before
+ * answering (CLUSTER slot changes save nodes.conf), which a machine busy
+ * with disk writes can hold up for seconds. */
+#define RH_SLOW_COMMAND_TIMEOUT_MS 20000
 #define RH_PROBE_TIMEOUT_MS 200 /* one readiness probe; the loop has the deadline */
 #define RH_START_ATTEMPTS 5     /* fresh ports tried by rh_server_start */
 #define RH_MAX_ARGS (56 + RH_MAX_EXTRA_ARGS)
@@ -318,18 +322,16 @@ static void render_reply(const redisReply *r, char *buf, size_t size, size_t *us
   *used += (size_t)n < room ? (size_t)n : room - 1;
 }
 
-int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...) {
+static int server_vcommand(rh_server_t *server, int timeout_ms, char *buf, size_t size,
+                           const char *fmt, va_list ap) {
   if (buf != NULL && size > 0)
     buf[0] = '\0';
   if (server == NULL || server->pid == 0)
     return -1;
-  redisContext *c = connect_sync(server, RH_COMMAND_TIMEOUT_MS);
+  redisContext *c = connect_sync(server, timeout_ms);
   if (c == NULL)
     return -1;
-  va_list ap;
-  va_start(ap, fmt);
   redisReply *r = redisvCommand(c, fmt, ap);
-  va_end(ap);
   redisFree(c);
   if (r == NULL)
     return -1;
@@ -339,6 +341,22 @@ int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *f
   }
   freeReplyObject(r);
   return 0;
+}
+
+int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = server_vcommand(server, RH_COMMAND_TIMEOUT_MS, buf, size, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+int rh_server_command_slow(rh_server_t *server, char *buf, size_t size, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int rc = server_vcommand(server, RH_SLOW_COMMAND_TIMEOUT_MS, buf, size, fmt, ap);
+  va_end(ap);
+  return rc;
 }
 
 void rh_reply_text(const struct redisReply *r, char *buf, size_t size) {

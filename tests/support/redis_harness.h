@@ -108,6 +108,9 @@ int rh_server_resume(rh_server_t *server);
  * "ERR ...".  Returns 0, or -1 when the server could not be reached.
  * Example: rh_server_command(s, buf, sizeof buf, "GET %s", key). */
 int rh_server_command(rh_server_t *server, char *buf, size_t size, const char *fmt, ...);
+/* The same with a 20 s timeout instead of 2 s, for commands that fsync a
+ * file before they answer (CLUSTER ADDSLOTS and its kin save nodes.conf). */
+int rh_server_command_slow(rh_server_t *server, char *buf, size_t size, const char *fmt, ...);
 
 /* A reply as rh_server_command gives it: a string, status, error or
  * integer as text, nil as "(nil)", an array's elements one per line

@@ -68,8 +68,11 @@ fn check(rc: c_int) -> Result<c_int> {
     }
 }
 
+/// `d` in whole milliseconds, rounded up: a positive duration never becomes
+/// 0, which would turn a delay off.
 fn ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    let whole = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+    u64::try_from(whole).unwrap_or(u64::MAX)
 }
 
 fn key(k: &str) -> Result<CString> {
@@ -205,5 +208,20 @@ impl Drop for FakeMasters {
     fn drop(&mut self) {
         // SAFETY: live kit, stopped once.
         unsafe { sys::redlock_testing_stop(self.kit) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ms;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_round_up_to_whole_milliseconds() {
+        assert_eq!(ms(Duration::ZERO), 0);
+        assert_eq!(ms(Duration::from_micros(500)), 1);
+        assert_eq!(ms(Duration::from_millis(1)), 1);
+        assert_eq!(ms(Duration::from_micros(1500)), 2);
+        assert_eq!(ms(Duration::MAX), u64::MAX);
     }
 }
