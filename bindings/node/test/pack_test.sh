@@ -103,13 +103,48 @@ if (typeof NoQuorumError !== 'function' || typeof WaitTimeoutError !== 'function
 console.log("    ES module: import { LockedError } from 'redlock-c' works");
 EOF
 
+# The same user's test, on the test kit the tarball carries
+# (redlock-c/testing: fake masters in the process, no server).
+cat >"$tmp/kit.js" <<'EOF'
+'use strict';
+const { Client, LockedError, NoQuorumError } = require('redlock-c');
+const { FakeMasters } = require('redlock-c/testing');
+
+(async () => {
+  const fakes = new FakeMasters(3);
+  const opts = { quarantine: false, retryCount: 0 };
+  const a = await Client.open(fakes.nodes, opts);
+  const b = await Client.open(fakes.nodes, opts);
+  try {
+    const held = await a.lock('pack:kit', { ttlMs: 10000 });
+    await b.tryLock('pack:kit', { ttlMs: 10000 }).then(
+      () => { throw new Error('a held lock was granted twice'); },
+      (e) => { if (!(e instanceof LockedError)) throw e; });
+    await held.unlock();
+    fakes.kill(0);
+    fakes.kill(1);
+    await b.lock('pack:kit', { ttlMs: 10000 }).then(
+      () => { throw new Error('granted with two fakes of three down'); },
+      (e) => { if (!(e instanceof NoQuorumError)) throw e; });
+  } finally {
+    await a.close();
+    await b.close();
+    fakes.stop();
+  }
+  console.log("    test kit: require('redlock-c/testing') works");
+})().catch((e) => { console.error('FAIL:', e.message); process.exit(1); });
+EOF
+
 run() { # DIR: the program, in the project, with no variable that could point at a library
   cp "$tmp/use.js" "$1/use.js"
   cp "$tmp/use.mjs" "$1/use.mjs"
+  cp "$tmp/kit.js" "$1/kit.js"
   (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
     node use.js "$sock")
   (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
     node use.mjs "$sock")
+  (cd "$1" && env -u REDLOCK_LIBRARY -u REDLOCK_LIB_DIR -u LD_LIBRARY_PATH -u NODE_PATH \
+    node kit.js)
 }
 
 echo "==> pack_test: npm install $(basename "$tgz") in a fresh project"

@@ -1,7 +1,9 @@
 """Run by wheel_test.sh with a venv's interpreter, away from the source tree:
 the installed redlock_c loads the libredlock it carries (no environment
 variable), and takes and releases a real lock, blocking and with asyncio,
-on the redis-server at 127.0.0.1:PORT.
+on the redis-server at 127.0.0.1:PORT; then the test kit a user's tests get
+from the wheel: FakeMasters (two clients exclude each other, two fakes
+killed give NoQuorumError) and the pytest fixture's entry point.
 
     python wheel_check.py PORT [bundled|any]
 
@@ -24,6 +26,38 @@ def redis_exists(port, key):
         reply = s.makefile("rb").readline()
     assert reply.startswith(b":"), reply
     return int(reply[1:])
+
+
+def check_test_kit(where):
+    """The test kit as installed: its stubs, the pytest11 entry point that
+    gives pytest the fake_masters fixture, and FakeMasters itself."""
+    import importlib.metadata
+    import redlock_c
+    from redlock_c.testing import FakeMasters
+
+    for name in ("testing.pyi", "pytest_plugin.py"):
+        assert os.path.isfile(os.path.join(where, name)), name
+    eps = importlib.metadata.entry_points()
+    group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+    plugins = {ep.name: ep.value for ep in group}
+    assert plugins.get("redlock_c") == "redlock_c.pytest_plugin", plugins
+    with FakeMasters(3) as fakes:
+        kw = dict(quarantine=False, retry_count=0)
+        with redlock_c.Client(fakes.nodes, **kw) as a, redlock_c.Client(fakes.nodes, **kw) as b:
+            held = a.lock("wheel-kit", 10000)
+            try:
+                b.trylock("wheel-kit", 10000)
+                raise AssertionError("the second client got a held lock")
+            except redlock_c.LockedError:
+                pass
+            held.unlock()
+            fakes.kill(0)
+            fakes.kill(1)
+            try:
+                b.lock("wheel-kit", 10000)
+                raise AssertionError("a lock with two fakes of three down")
+            except redlock_c.NoQuorumError:
+                pass
 
 
 def main():
@@ -61,6 +95,7 @@ def main():
             assert redis_exists(port, key) == 0
 
     asyncio.run(run_async())
+    check_test_kit(where)
     print("OK %s: %s, libredlock %s from %s" % (sys.executable, sys.version.split()[0],
                                               redlock_c.version(), lib._name))
 
