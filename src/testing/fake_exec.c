@@ -463,7 +463,7 @@ static const cmd_t script_subcommands[] = {
 };
 
 static status_t arity_error(const call_t *c, const char *name) {
-  return errorf(c, "ERR wrong number of arguments for '%s' command", name);
+  return fake_out_arity_error(c->out, name, strlen(name));
 }
 
 static int arity_ok(const cmd_t *cmd, int argc) {

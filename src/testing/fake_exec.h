@@ -73,6 +73,9 @@ status_t fake_exec(fake_db_t *db, const fake_env_t *env, int argc, const char *c
 status_t fake_out_raw(fake_out_t *out, const char *bytes, size_t len);
 status_t fake_out_status(fake_out_t *out, const char *text);
 status_t fake_out_error(fake_out_t *out, const char *text);
+/* Redis's "wrong number of arguments for 'name' command", name lowered
+ * (the first 40 bytes). */
+status_t fake_out_arity_error(fake_out_t *out, const char *name, size_t len);
 status_t fake_out_int(fake_out_t *out, long long v);
 status_t fake_out_bulk(fake_out_t *out, const char *s, size_t len);
 status_t fake_out_nil(fake_out_t *out);

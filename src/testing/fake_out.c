@@ -74,3 +74,13 @@ void fake_out_free(fake_out_t *out) {
   out->buf = NULL;
   out->len = out->cap = 0;
 }
+
+status_t fake_out_arity_error(fake_out_t *out, const char *name, size_t len) {
+  char lower[41], text[128];
+  size_t n = len < 40 ? len : 40;
+  for (size_t i = 0; i < n; i++)
+    lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
+  lower[n] = '\0';
+  snprintf(text, sizeof text, "ERR wrong number of arguments for '%s' command", lower);
+  return fake_out_error(out, text);
+}

@@ -30,6 +30,7 @@
 
 #include "util/alloc.h"
 #include "util/list.h"
+#include "util/random.h"
 
 #define FAKE_SUBS_MAX 64 /* channels one connection may subscribe to */
 #define FAKE_DAY_US (86400ull * 1000000u)
@@ -42,14 +43,17 @@ typedef struct fake_pending {
   char bytes[];
 } fake_pending_t;
 
+/* A stream of either kind: Unix socket or TCP, as the master listens. */
+typedef union {
+  uv_handle_t handle;
+  uv_stream_t stream;
+  uv_tcp_t tcp;
+  uv_pipe_t pipe;
+} fake_stream_t;
+
 typedef struct fake_conn {
   list_node_t link; /* in the master's conns */
-  union {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } h;
+  fake_stream_t h;
   uv_timer_t timer;    /* writes the queue's head when it is due */
   fake_master_t *m;    /* NULL once detached (closing) */
   redisReader *reader; /* NULL when it could not be made */
@@ -66,12 +70,7 @@ struct fake_master {
   fake_where_t where;
   char path[108];
   int port;
-  union {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } * listener; /* NULL while down */
+  fake_stream_t *listener; /* NULL while down */
   list_node_t conns;
   fake_db_t *db;
   fake_env_t env;
@@ -80,18 +79,12 @@ struct fake_master {
   char run_id[41];
   char replid[41];
   char replid2[41]; /* all zeros unless promoted */
-  unsigned generation;
   int down;
   int paused;
   int accept_pending; /* a connection arrived while paused, or while rejecting */
   /* A connection accepted with no memory for it is closed through this
    * handle (libuv stops the listener until a pending connection is taken). */
-  union {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } reject;
+  fake_stream_t reject;
   int rejecting; /* reject is closing */
   int port_hold; /* TCP, while down: a socket bound to the port (not listening), or -1 */
   int promoted;  /* replid2 is set (a failover) */
@@ -106,15 +99,14 @@ static uint64_t master_now_us(void *arg) {
   return m->where.now_us(m->where.clock_arg) + m->jump_us;
 }
 
-/* 40 hex digits, different per master and per (re)start. */
-static void make_id(char out[41], const fake_master_t *m, unsigned salt) {
-  uint64_t x = master_now_us((void *)m) ^ ((uint64_t)m->where.seed << 40) ^ ((uint64_t)salt << 20) ^
-               (uint64_t)(uintptr_t)m;
-  for (int i = 0; i < 40; i++) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    out[i] = "0123456789abcdef"[x & 15u];
+/* 40 hex digits from the library's random source (a run_id, a replid),
+ * different per master and per (re)start. */
+static void make_id(char out[41]) {
+  unsigned char raw[20] = {0};
+  random_bytes(raw, sizeof raw); /* on failure, zeros: still a well-formed id */
+  for (int i = 0; i < 20; i++) {
+    out[2 * i] = "0123456789abcdef"[raw[i] >> 4];
+    out[2 * i + 1] = "0123456789abcdef"[raw[i] & 15u];
   }
   out[40] = '\0';
 }
@@ -259,16 +251,6 @@ static int is(const char *arg, size_t len, const char *name) {
   return strlen(name) == len && strncasecmp(arg, name, len) == 0;
 }
 
-static status_t reply_wrong_args(fake_out_t *out, const char *name, size_t len) {
-  char lower[41], text[128];
-  size_t n = len < 40 ? len : 40;
-  for (size_t i = 0; i < n; i++)
-    lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);
-  lower[n] = '\0';
-  snprintf(text, sizeof text, "ERR wrong number of arguments for '%s' command", lower);
-  return fake_out_error(out, text);
-}
-
 /* SUBSCRIBE / SSUBSCRIBE, UNSUBSCRIBE / SUNSUBSCRIBE: one confirmation per
  * channel, each with the connection's count after it. */
 static status_t cmd_subscribe(fake_conn_t *c, int sub, const char *kind, int argc,
@@ -351,7 +333,7 @@ static status_t cmd_info(fake_master_t *m, int argc, const char *const *argv, co
     len += (size_t)snprintf(text + len, sizeof text - len,
                             "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n"
                             "process_id:%u\r\nrun_id:%s\r\nuptime_in_seconds:%llu\r\n",
-                            m->where.seed + 1, m->run_id,
+                            m->where.index + 1, m->run_id,
                             (unsigned long long)((now - m->started_us) / 1000000u));
   if (server && repl)
     len += (size_t)snprintf(text + len, sizeof text - len, "\r\n");
@@ -397,7 +379,7 @@ static status_t cmd_wait(int aof, int argc, const char *const *argv, const size_
                          fake_out_t *out, uint64_t *delay_ms) {
   int want = aof ? 4 : 3;
   if (argc != want)
-    return reply_wrong_args(out, argv[0], lens[0]);
+    return fake_out_arity_error(out, argv[0], lens[0]);
   int ok1, ok2, ok3 = 1;
   long long local = aof ? parse_ll(argv[1], lens[1], &ok3) : 0;
   long long replicas = parse_ll(argv[want - 2], lens[want - 2], &ok1);
@@ -431,7 +413,7 @@ static status_t conn_command(fake_conn_t *c, int argc, const char *const *argv, 
   int unsub = is(name, len, "unsubscribe"), sunsub = is(name, len, "sunsubscribe");
   if (sub || ssub || unsub || sunsub) {
     if ((sub || ssub) && argc < 2)
-      return reply_wrong_args(out, name, len);
+      return fake_out_arity_error(out, name, len);
     return cmd_subscribe(c, sub || ssub,
                          sub     ? "subscribe"
                          : ssub  ? "ssubscribe"
@@ -464,7 +446,7 @@ static status_t conn_command(fake_conn_t *c, int argc, const char *const *argv, 
     return cmd_info(m, argc, argv, lens, out);
   if (is(name, len, "auth") || is(name, len, "select") || is(name, len, "client") ||
       is(name, len, "readonly"))
-    return argc < 2 && !is(name, len, "readonly") ? reply_wrong_args(out, name, len)
+    return argc < 2 && !is(name, len, "readonly") ? fake_out_arity_error(out, name, len)
                                                   : fake_out_status(out, "OK");
   if (is(name, len, "command"))
     return cmd_command(argc, argv, lens, out);
@@ -697,8 +679,7 @@ static status_t master_listen(fake_master_t *m) {
 
 /* A new process at this address: ids, uptime, no keys. */
 static void master_new_process(fake_master_t *m, uint64_t uptime_us) {
-  m->generation++;
-  make_id(m->run_id, m, m->generation * 2u);
+  make_id(m->run_id);
   m->started_us = master_now_us(m) - uptime_us;
 }
 
@@ -727,7 +708,7 @@ status_t fake_master_new(const fake_where_t *where, fake_master_t **out) {
   m->env.publish = master_publish;
   m->env.arg = m;
   master_new_process(m, FAKE_DAY_US);
-  make_id(m->replid, m, 1);
+  make_id(m->replid);
   memset(m->replid2, '0', 40);
   status_t st = master_listen(m);
   if (st != ST_OK) { /* freed once the listener it made is closed */
@@ -771,7 +752,7 @@ status_t fake_master_restart(fake_master_t *m) {
   fake_db_clear(m->db); /* also after a failover that could not listen */
   m->promoted = 0;
   master_new_process(m, 0);
-  make_id(m->replid, m, m->generation * 2u + 1u);
+  make_id(m->replid);
   memset(m->replid2, '0', 40);
   m->commands = 0;
   return master_listen(m);
@@ -815,7 +796,7 @@ status_t fake_master_failover(fake_master_t *m, uint64_t lag_ms) {
   master_new_process(m, uptime);
   memcpy(m->replid2, m->replid, sizeof m->replid2);
   m->promoted = 1;
-  make_id(m->replid, m, m->generation * 2u + 1u);
+  make_id(m->replid);
   return master_listen(m);
 }
 

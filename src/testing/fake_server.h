@@ -24,7 +24,7 @@ typedef struct {
   /* The kit's clock (µs since the Unix epoch), before this master's own jumps. */
   uint64_t (*now_us)(void *arg);
   void *clock_arg;
-  unsigned seed; /* tells masters' run_ids apart */
+  unsigned index; /* the master's index in its kit (INFO's process_id is index + 1) */
 } fake_where_t;
 
 /* A master, listening, empty, up for a day.  ST_EIO when it cannot listen. */

@@ -23,12 +23,14 @@
 #include "testing/fake_server.h"
 #include "util/alloc.h"
 #include "util/status.h"
+#include "util/timebase.h"
 
 /* A call waiting to run on the loop thread. */
 typedef struct kit_call {
   struct kit_call *next;
   status_t (*fn)(redlock_testing_t *kit, struct kit_call *call);
   unsigned i;
+  int need_up; /* a fault on master i, which must be up (not killed) */
   uint64_t arg;
   const char *key;
   long long value; /* what a read returns (a count, a flag) */
@@ -56,9 +58,10 @@ struct redlock_testing {
   char *uris[REDLOCK_TESTING_MAX];
 };
 
-static uint64_t clock_us(clockid_t id) {
+/* Wall-clock time in µs (the fakes' TIME starts from it). */
+static uint64_t realtime_us(void) {
   struct timespec ts;
-  clock_gettime(id, &ts);
+  clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -69,7 +72,7 @@ static uint64_t kit_now_us(void *arg) {
   const redlock_testing_t *kit = arg;
   uint64_t now = kit->epoch_us + kit->advanced_us;
   if (!(kit->flags & REDLOCK_TESTING_VIRTUAL_TIME))
-    now += clock_us(CLOCK_MONOTONIC) - kit->mono_start_us;
+    now += clock_now_ns() / 1000u - kit->mono_start_us;
   return now;
 }
 
@@ -97,7 +100,9 @@ static void kit_wake(uv_async_t *async) {
   }
   for (kit_call_t *call = ordered; call != NULL;) {
     kit_call_t *next = call->next;
-    status_t result = call->fn(kit, call);
+    status_t result = call->need_up && fake_master_is_down(kit->masters[call->i])
+                          ? ST_EINVAL
+                          : call->fn(kit, call);
     uv_mutex_lock(&kit->mutex);
     call->result = result;
     call->done = 1;
@@ -119,23 +124,30 @@ static void kit_thread(void *arg) {
 
 typedef status_t (*kit_fn)(redlock_testing_t *kit, kit_call_t *call);
 
-/* Runs fn on the loop thread and returns its status; *value (when not
- * NULL) gets what it read. */
-static status_t kit_run(redlock_testing_t *kit, kit_fn fn, unsigned i, uint64_t arg,
-                        const char *key, long long *value) {
-  kit_call_t call = {.fn = fn, .i = i, .arg = arg, .key = key};
+/* Hands call to the loop thread and waits until it has run there: its
+ * status. */
+static status_t kit_post(redlock_testing_t *kit, kit_call_t *call) {
   uv_mutex_lock(&kit->mutex);
-  call.next = kit->calls;
-  kit->calls = &call;
+  call->next = kit->calls;
+  kit->calls = call;
   uv_mutex_unlock(&kit->mutex);
   uv_async_send(&kit->wake);
   uv_mutex_lock(&kit->mutex);
-  while (!call.done)
+  while (!call->done)
     uv_cond_wait(&kit->cond, &kit->mutex);
   uv_mutex_unlock(&kit->mutex);
+  return call->result;
+}
+
+/* Runs fn on the loop thread: its status; *value (when not NULL) gets what
+ * it read. */
+static status_t kit_run(redlock_testing_t *kit, kit_fn fn, unsigned i, uint64_t arg,
+                        const char *key, long long *value) {
+  kit_call_t call = {.fn = fn, .i = i, .arg = arg, .key = key};
+  status_t st = kit_post(kit, &call);
   if (value != NULL)
     *value = call.value;
-  return call.result;
+  return st;
 }
 
 /* The faults and reads, on the loop thread. */
@@ -143,7 +155,7 @@ static status_t do_start(redlock_testing_t *kit, kit_call_t *call) {
   (void)call;
   for (unsigned i = 0; i < kit->n; i++) {
     char path[96];
-    fake_where_t where = {.loop = &kit->loop, .now_us = kit_now_us, .clock_arg = kit, .seed = i};
+    fake_where_t where = {.loop = &kit->loop, .now_us = kit_now_us, .clock_arg = kit, .index = i};
     if (!(kit->flags & REDLOCK_TESTING_TCP)) {
       snprintf(path, sizeof path, "%s/%u.sock", kit->dir, i);
       where.path = path;
@@ -169,16 +181,8 @@ static status_t do_port(redlock_testing_t *kit, kit_call_t *call) {
   return ST_OK;
 }
 
-static fake_master_t *up_master(redlock_testing_t *kit, unsigned i) {
-  fake_master_t *m = kit->masters[i];
-  return fake_master_is_down(m) ? NULL : m;
-}
-
 static status_t do_kill(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  fake_master_kill(m);
+  fake_master_kill(kit->masters[call->i]);
   return ST_OK;
 }
 
@@ -187,42 +191,27 @@ static status_t do_restart(redlock_testing_t *kit, kit_call_t *call) {
 }
 
 static status_t do_pause(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  fake_master_pause(m, call->arg != 0);
+  fake_master_pause(kit->masters[call->i], call->arg != 0);
   return ST_OK;
 }
 
 static status_t do_slow(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  fake_master_slow(m, (uint32_t)call->arg);
+  fake_master_slow(kit->masters[call->i], (uint32_t)call->arg);
   return ST_OK;
 }
 
 static status_t do_drop_key(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  call->value = fake_master_drop_key(m, call->key, strlen(call->key));
+  call->value = fake_master_drop_key(kit->masters[call->i], call->key, strlen(call->key));
   return ST_OK;
 }
 
 static status_t do_clock_jump(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  fake_master_clock_jump(m, call->arg);
+  fake_master_clock_jump(kit->masters[call->i], call->arg);
   return ST_OK;
 }
 
 static status_t do_failover(redlock_testing_t *kit, kit_call_t *call) {
-  fake_master_t *m = up_master(kit, call->i);
-  if (m == NULL)
-    return ST_EINVAL;
-  return fake_master_failover(m, call->arg);
+  return fake_master_failover(kit->masters[call->i], call->arg);
 }
 
 static status_t do_set_mode(redlock_testing_t *kit, kit_call_t *call) {
@@ -350,8 +339,8 @@ int redlock_testing_start(unsigned n, unsigned flags, redlock_testing_t **out) {
     return REDLOCK_ENOMEM;
   kit->n = n;
   kit->flags = flags;
-  kit->epoch_us = clock_us(CLOCK_REALTIME);
-  kit->mono_start_us = clock_us(CLOCK_MONOTONIC);
+  kit->epoch_us = realtime_us();
+  kit->mono_start_us = clock_now_ns() / 1000u;
   if (uv_mutex_init(&kit->mutex) != 0) {
     rl_free(kit);
     return REDLOCK_EIO;
@@ -394,46 +383,47 @@ int redlock_testing_add_nodes(const redlock_testing_t *kit, redlock_options_t *o
   return REDLOCK_OK;
 }
 
-/* A call on master i: its status, or (reads) the value it read. */
-static long long on_master(redlock_testing_t *kit, unsigned i, kit_fn fn, uint64_t arg,
+/* A call on master i (need_up: a fault, refused on a killed master): its
+ * status, or (reads) the value it read. */
+static long long on_master(redlock_testing_t *kit, unsigned i, int need_up, kit_fn fn, uint64_t arg,
                            const char *key) {
   if (kit == NULL || i >= kit->n)
     return REDLOCK_EINVAL;
-  long long value = 0;
-  status_t st = kit_run(kit, fn, i, arg, key, &value);
-  return st != ST_OK ? (long long)st : value;
+  kit_call_t call = {.fn = fn, .i = i, .need_up = need_up, .arg = arg, .key = key};
+  status_t st = kit_post(kit, &call);
+  return st != ST_OK ? (long long)st : call.value;
 }
 
 int redlock_testing_kill(redlock_testing_t *kit, unsigned i) {
-  return (int)on_master(kit, i, do_kill, 0, NULL);
+  return (int)on_master(kit, i, 1, do_kill, 0, NULL);
 }
 
 int redlock_testing_restart(redlock_testing_t *kit, unsigned i) {
-  return (int)on_master(kit, i, do_restart, 0, NULL);
+  return (int)on_master(kit, i, 0, do_restart, 0, NULL);
 }
 
 int redlock_testing_pause(redlock_testing_t *kit, unsigned i) {
-  return (int)on_master(kit, i, do_pause, 1, NULL);
+  return (int)on_master(kit, i, 1, do_pause, 1, NULL);
 }
 
 int redlock_testing_resume(redlock_testing_t *kit, unsigned i) {
-  return (int)on_master(kit, i, do_pause, 0, NULL);
+  return (int)on_master(kit, i, 1, do_pause, 0, NULL);
 }
 
 int redlock_testing_slow(redlock_testing_t *kit, unsigned i, uint32_t delay_ms) {
-  return (int)on_master(kit, i, do_slow, delay_ms, NULL);
+  return (int)on_master(kit, i, 1, do_slow, delay_ms, NULL);
 }
 
 int redlock_testing_drop_key(redlock_testing_t *kit, unsigned i, const char *key) {
-  return key == NULL ? REDLOCK_EINVAL : (int)on_master(kit, i, do_drop_key, 0, key);
+  return key == NULL ? REDLOCK_EINVAL : (int)on_master(kit, i, 1, do_drop_key, 0, key);
 }
 
 int redlock_testing_clock_jump(redlock_testing_t *kit, unsigned i, uint64_t ms) {
-  return (int)on_master(kit, i, do_clock_jump, ms, NULL);
+  return (int)on_master(kit, i, 1, do_clock_jump, ms, NULL);
 }
 
 int redlock_testing_failover(redlock_testing_t *kit, unsigned i, uint64_t lag_ms) {
-  return (int)on_master(kit, i, do_failover, lag_ms, NULL);
+  return (int)on_master(kit, i, 1, do_failover, lag_ms, NULL);
 }
 
 int redlock_testing_set_mode(redlock_testing_t *kit, unsigned i, redlock_testing_mode_t mode) {
@@ -449,7 +439,7 @@ int redlock_testing_advance(redlock_testing_t *kit, uint64_t ms) {
 }
 
 int redlock_testing_has_key(redlock_testing_t *kit, unsigned i, const char *key) {
-  return key == NULL ? REDLOCK_EINVAL : (int)on_master(kit, i, do_has_key, 0, key);
+  return key == NULL ? REDLOCK_EINVAL : (int)on_master(kit, i, 0, do_has_key, 0, key);
 }
 
 int redlock_testing_key_count(redlock_testing_t *kit, const char *key) {
@@ -461,5 +451,5 @@ int redlock_testing_key_count(redlock_testing_t *kit, const char *key) {
 }
 
 long long redlock_testing_commands(redlock_testing_t *kit, unsigned i) {
-  return on_master(kit, i, do_commands, 0, NULL);
+  return on_master(kit, i, 0, do_commands, 0, NULL);
 }
