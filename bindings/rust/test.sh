@@ -10,7 +10,9 @@
 #      DEP_REDLOCK_RPATH) takes a lock on a local master with no
 #      LD_LIBRARY_PATH.
 # REDLOCK_LIB_DIR, when set, overrides pkg-config (build.rs).  Prints
-# "SKIP: rust: ..." and exits 0 without cargo.
+# "SKIP: rust: ..." and exits 0 without cargo.  --build-only compiles the
+# workspace's tests (cargo test --no-run) and runs nothing (scripts/test.sh
+# does it in the background while the C tests run).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../common.sh"
@@ -34,6 +36,11 @@ export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
 echo "==> pkg-config redlock: $(pkg-config --path redlock)"
 
 cd "$here"
+if [ "${1:-}" = --build-only ]; then
+  echo "==> cargo test --offline --no-run (bindings/rust: compiled, not run)"
+  cargo test --offline --no-run
+  exit 0
+fi
 echo "==> cargo test --offline (bindings/rust, $(cargo --version))"
 cargo test --offline
 

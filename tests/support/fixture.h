@@ -256,6 +256,11 @@ int fx_teardown(void **state);
  * ran nothing must not pass. */
 int fx_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
                  CMFixtureFunction group_setup, CMFixtureFunction group_teardown);
+/* This entry's shard, k of n (1 of 1 without FX_SHARD), for a file that
+ * shards something other than its cmocka tests (test_oom: its cases, by the
+ * same rule: index i with i % n == k - 1); -1 (after a message naming
+ * `name`) when FX_SHARD is malformed. */
+int fx_shard(const char *name, unsigned *k, unsigned *of);
 
 /* main() of a file of FX_TEST tests: the profile, then the tests (a group
  * named `name`). */

@@ -27,15 +27,24 @@ static const fx_profile_t *current_profile = &fx_profile_safety;
 
 void fx_use_profile(const fx_profile_t *profile) { current_profile = profile; }
 
+int fx_shard(const char *name, unsigned *k, unsigned *of) {
+  const char *shard = getenv("FX_SHARD");
+  *k = 1;
+  *of = 1;
+  if (shard != NULL && (sscanf(shard, "%u/%u", k, of) != 2 || *k == 0 || *k > *of)) {
+    fprintf(stderr, "%s: FX_SHARD=%s is not k/n with 1 <= k <= n\n", name, shard);
+    return -1;
+  }
+  return 0;
+}
+
 int fx_run_group(const char *name, const struct CMUnitTest *tests, size_t n,
                  CMFixtureFunction group_setup, CMFixtureFunction group_teardown) {
   const char *only = getenv("FX_ONLY");
   const char *shard = getenv("FX_SHARD");
-  unsigned k = 1, of = 1;
-  if (shard != NULL && (sscanf(shard, "%u/%u", &k, &of) != 2 || k == 0 || k > of)) {
-    fprintf(stderr, "%s: FX_SHARD=%s is not k/n with 1 <= k <= n\n", name, shard);
+  unsigned k, of;
+  if (fx_shard(name, &k, &of) != 0)
     return 1;
-  }
   struct CMUnitTest *picked = calloc(n > 0 ? n : 1, sizeof *picked);
   if (picked == NULL)
     return 1;
