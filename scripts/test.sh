@@ -70,7 +70,7 @@
 #     (-DREDLOCK_TORTURE_SHORT=ON); the tests of the test and the failover
 #     tortures run in pass 1 only, as before, and so does python_mypy (it
 #     reads Python sources only).
-#   ./scripts/test.sh            everything above (about 24 min on a 2-core machine)
+#   ./scripts/test.sh            everything above (about 15 min on a 2-core machine)
 #   ./scripts/test.sh --quick    pass 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
