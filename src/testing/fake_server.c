@@ -19,6 +19,7 @@
 #include "testing/fake_server.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -435,11 +436,15 @@ static status_t conn_command(fake_conn_t *c, int argc, const char *const *argv, 
     return fake_out_status(out, "OK");
   }
   if (c->n_subs > 0) {
-    char text[160];
+    char lower[33], text[160]; /* Redis names the command as its table does: lower case */
+    size_t n = len < 32 ? len : 32;
+    for (size_t i = 0; i < n; i++)
+      lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[n] = '\0';
     snprintf(text, sizeof text,
-             "ERR Can't execute '%.*s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
+             "ERR Can't execute '%s': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / "
              "RESET are allowed in this context",
-             (int)(len < 32 ? len : 32), name);
+             lower);
     return fake_out_error(out, text);
   }
   if (is(name, len, "info"))

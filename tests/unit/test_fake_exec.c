@@ -261,6 +261,69 @@ static void test_zsets(void **state) {
   EXPECT(cmd(fx, "ZCARD z"), ":0\r\n");
 }
 
+/* The options of PEXPIRE, SET, ZADD, ZRANGE and SCRIPT FLUSH, and their
+ * errors, as redis-server 7.0 answers them (test_fake_diff holds the
+ * scripts' commands to a real server; these are the rest of each
+ * command's grammar), in order: each row's reply depends on the rows
+ * before it. */
+static const struct {
+  const char *command, *reply;
+} grammar[] = {
+    {"SET k v PX 100000", "+OK\r\n"},
+    {"PEXPIRE k 200000 NX", ":0\r\n"},
+    {"PEXPIRE k 200000 XX", ":1\r\n"},
+    {"PEXPIRE k 300000 GT", ":1\r\n"},
+    {"PEXPIRE k 100 LT", ":1\r\n"},
+    {"PTTL k", ":100\r\n"},
+    {"PEXPIRE k 100 NX XX",
+     "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n"},
+    {"PEXPIRE k 100 GT LT", "-ERR GT and LT options at the same time are not compatible\r\n"},
+    {"PEXPIRE k 100 FOO", "-ERR Unsupported option FOO\r\n"},
+    {"PEXPIRE k x", "-ERR value is not an integer or out of range\r\n"},
+    {"SET k2 v PXAT 1765000005000", "+OK\r\n"}, /* T0 + 5 s, in ms */
+    {"PTTL k2", ":5000\r\n"},
+    {"ZADD z NX 1 a", ":1\r\n"},
+    {"ZADD z NX 2 a", ":0\r\n"},
+    {"ZADD z GT 5 a", ":0\r\n"},
+    {"ZADD z LT 1 a", ":0\r\n"},
+    {"ZSCORE z a", "$1\r\n1\r\n"}, /* GT took 5, LT went back to 1 */
+    {"ZADD z INCR 2 a", "$1\r\n3\r\n"},
+    {"ZADD z NX INCR 1 a", "$-1\r\n"},
+    {"ZADD z 1 a 2", "-ERR syntax error\r\n"},
+    {"ZADD z NX XX 1 a", "-ERR XX and NX options at the same time are not compatible\r\n"},
+    {"ZADD z GT LT 1 a", "-ERR GT, LT, and/or NX options at the same time are not compatible\r\n"},
+    {"ZADD z INCR 1 a 2 b", "-ERR INCR option supports a single increment-element pair\r\n"},
+    {"ZADD z 3 b 4 c", ":2\r\n"},
+    {"ZRANGE z 0 -1 REV", "*3\r\n$1\r\nc\r\n$1\r\nb\r\n$1\r\na\r\n"},
+    {"ZRANGE z -100 100", "*3\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"},
+    {"ZRANGE z 0 -1 LIMIT 0 1",
+     "-ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX\r\n"},
+    {"ZRANGE z 0 -1 REV REV", "-ERR syntax error\r\n"},
+    {"ZRANGE z 0 -1 FOO", "-ERR syntax error\r\n"},
+    {"ZRANGE z - + BYLEX WITHSCORES",
+     "-ERR syntax error, WITHSCORES not supported in combination with BYLEX\r\n"},
+    {"ZRANGE z a b", "-ERR value is not an integer or out of range\r\n"},
+    {"ZRANGE z 0 -1 BYSCORE LIMIT x 1", "-ERR value is not an integer or out of range\r\n"},
+    /* the one place the fake says less than a server: it ranks only */
+    {"ZRANGE z 0 1 BYSCORE", "-ERR this fake master runs ZRANGE by rank only\r\n"},
+    {"ZRANGE k2 0 -1", "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"},
+    {"ZREMRANGEBYSCORE z x y", "-ERR min or max is not a float\r\n"},
+    {"SCRIPT FLUSH SYNC", "+OK\r\n"},
+    {"SCRIPT FLUSH ASYNC", "+OK\r\n"},
+    {"SCRIPT FLUSH FOO", "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"},
+    {"SCRIPT FLUSH SYNC ASYNC", "-ERR SCRIPT FLUSH only support SYNC|ASYNC option\r\n"},
+    {"SCRIPT FOO", "-ERR unknown subcommand 'FOO'. Try SCRIPT HELP.\r\n"},
+};
+
+static void test_options_and_errors(void **state) {
+  fx_t *fx = *state;
+  for (size_t i = 0; i < sizeof grammar / sizeof grammar[0]; i++)
+    EXPECT(cmd(fx, "%s", grammar[i].command), grammar[i].reply);
+  const script_t *rel = script_get(SCRIPT_RELEASE);
+  EXPECT(cmd(fx, "EVALSHA %s -1", rel->sha1), "-ERR Number of keys can't be negative\r\n");
+  EXPECT(cmd(fx, "EVALSHA %s x", rel->sha1), "-ERR value is not an integer or out of range\r\n");
+}
+
 /* ---- the scripts ------------------------------------------------------------------ */
 
 static void test_script_cache(void **state) {
@@ -576,6 +639,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_set_get_expiry, setup, teardown),
       cmocka_unit_test_setup_teardown(test_keyspace_faults, setup, teardown),
       cmocka_unit_test_setup_teardown(test_zsets, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_options_and_errors, setup, teardown),
       cmocka_unit_test_setup_teardown(test_script_cache, setup, teardown),
       cmocka_unit_test_setup_teardown(test_lock_scripts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wide_and_long, setup, teardown),

@@ -15,13 +15,22 @@
  *    (no quorum, locked, expired), never hangs past the alarm; once memory
  *    is back the fakes grant again (a connection the fake dropped is
  *    reconnected by the client);
+ *  - a connection accepted while the kit's thread cannot allocate is
+ *    answered or closed at once, never left hanging, and the next one is
+ *    served once memory is back; at least one was closed;
  *  - a failure is met at all (the sweep is not vacuous).
  * Under ASan nothing may leak (checked at exit). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -124,11 +133,72 @@ static void test_round_oom(void **state) {
   redlock_testing_stop(kit);
 }
 
+/* One request on a new connection to the fake at path: 1 when it was
+ * answered +PONG, 0 when the fake closed the connection instead (what a
+ * server does with a connection it has no memory for); a hang fails. */
+static int ping_once(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct timeval tv = {5, 0};
+  assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof addr);
+  addr.sun_family = AF_UNIX;
+  snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path);
+  assert_int_equal(connect(fd, (const struct sockaddr *)&addr, sizeof addr), 0);
+  const char ping[] = "*1\r\n$4\r\nPING\r\n";
+  ssize_t w = send(fd, ping, sizeof ping - 1, MSG_NOSIGNAL);
+  char buf[16] = {0};
+  size_t got = 0;
+  while (w > 0 && got < 7) {
+    ssize_t n = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+    if (n == 0 || (n < 0 && errno == ECONNRESET))
+      break;
+    assert_true(n > 0); /* EAGAIN: neither answered nor closed in 5 s */
+    got += (size_t)n;
+  }
+  close(fd);
+  if (got == 0)
+    return 0;
+  assert_string_equal(buf, "+PONG\r\n");
+  return 1;
+}
+
+/* Connections accepted while the fake's thread cannot allocate: each is
+ * answered or closed, never left hanging, and the next one, with memory
+ * back, is served. */
+static void test_accept_oom(void **state) {
+  (void)state;
+  redlock_testing_t *kit = NULL;
+  assert_int_equal(redlock_testing_start(1, 0, &kit), REDLOCK_OK);
+  const char *uri = redlock_testing_uri(kit, 0);
+  assert_non_null(uri);
+  assert_memory_equal(uri, "unix://", 7);
+  const char *path = uri + 7;
+  assert_int_equal(ping_once(path), 1);
+  int failed_any = 0, refused_any = 0;
+  for (unsigned k = 1; k <= OOM_MAX_K; k++) {
+    oom_arm(k, "a connection accepted by the kit");
+    int served = ping_once(path);
+    int failed = oom_disarm();
+    failed_any |= failed;
+    refused_any |= !served;
+    assert_true(served || failed);
+    assert_int_equal(ping_once(path), 1);
+    if (!failed)
+      break;
+  }
+  assert_true(failed_any);
+  assert_true(refused_any);
+  redlock_testing_stop(kit);
+}
+
 int main(void) {
   oom_install(OOM_ALARM_S);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_start_oom),
       cmocka_unit_test(test_round_oom),
+      cmocka_unit_test(test_accept_oom),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
