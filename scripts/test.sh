@@ -36,7 +36,8 @@
 #      in between depends on the pair.  Without build-extra/ (not Debian:
 #      fetch-extra.sh exits 3) pass 2 is skipped and passes 4 and 4c run
 #      against the system's redis-server;
-#   5. a short libFuzzer smoke run (tests/fuzz/run.sh);
+#   5. a short libFuzzer smoke run (tests/fuzz/run.sh), last in the background
+#      queue and waited for after pass 6 (it runs beside pass 6's checks);
 #   6. the packages: scripts/package.sh builds dist/ (the .debs, the source
 #      tarball, the wheel, the npm tarball) in build-package/ in the
 #      background, then scripts/package.sh --check-built checks
@@ -259,7 +260,8 @@ build_asan_h1() {
 }
 # Pass 1b's Go and Rust compiles, into Go's build cache and the Rust
 # workspace's target/, so that pass 1b's own are mostly cache hits (20 s of
-# its 2 min).  Nothing waits for it: a failure here shows in pass 1b.
+# its 2 min), first in the queue: the later builds have until pass 1b ends
+# or later.  Nothing waits for it: a failure here shows in pass 1b.
 warm_bindings() {
   REDLOCK_LIB_DIR="$root/build" bindings/go/test.sh --build-only
   REDLOCK_LIB_DIR="$root/build" bindings/rust/test.sh --build-only
@@ -267,19 +269,20 @@ warm_bindings() {
 background() {
   renice -n 19 -p "$BASHPID" >/dev/null
   ionice -c 3 -p "$BASHPID" 2>/dev/null || true
-  if [ -n "$extra" ]; then bg_run build-hiredis1 build_hiredis1; fi
   bg_run bindings-warm warm_bindings
+  if [ -n "$extra" ]; then bg_run build-hiredis1 build_hiredis1; fi
   bg_run build-asan configure_build build-asan -DCMAKE_BUILD_TYPE=Debug -DREDLOCK_SANITIZE=ON \
     -DREDLOCK_TORTURE_SHORT=ON
   if [ -n "$extra" ]; then bg_run build-asan-h1 build_asan_h1; fi
   bg_run build-tsan configure_build build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DREDLOCK_SANITIZE=thread
-  # libFuzzer stops each target after its time, not after a number of runs:
-  # at nice 19 beside waiting tests it gets about a core, as alone.
-  bg_run fuzz tests/fuzz/run.sh 40
   # Pass 6's artifacts (dist/): builds only; its checks, which start servers
   # and install packages, run in the foreground (package.sh --check-built).
   if [ "$packages" = 1 ]; then bg_run package scripts/package.sh; fi
+  # Last: libFuzzer stops each target after its time, not after a number of
+  # runs, so it may run beside pass 6's checks (the run waits for it after
+  # them); at nice 19 beside waiting tests it gets about a core, as alone.
+  bg_run fuzz tests/fuzz/run.sh 40
 }
 # Pass 6 runs where it can install the .debs: Debian's dpkg, as root.
 packages=0
@@ -432,11 +435,6 @@ else
   pass_4c
 fi
 
-# ---- 5. fuzzing --------------------------------------------------------------------
-begin "pass 5: fuzz smoke run (libFuzzer, clang), ran in the background"
-bg_wait fuzz
-took "5. fuzz smoke run (what it added to the run)"
-
 # ---- 6. packages -------------------------------------------------------------------
 # dpkg -i installs system-wide: CI's container is disposable, and
 # tests/install/deb_test.sh removes the packages again, also on failure.
@@ -449,6 +447,13 @@ else
   skipped="${skipped:+$skipped; }pass 6 (packages): SKIPPED, needs Debian's dpkg and root"
   echo "==> pass 6 (packages): SKIPPED, needs Debian's dpkg and root"
 fi
+
+# ---- 5. fuzzing --------------------------------------------------------------------
+# After pass 6: the fuzz run, last in the background queue, goes on beside
+# pass 6's checks.
+begin "pass 5: fuzz smoke run (libFuzzer, clang), ran in the background"
+bg_wait fuzz
+took "5. fuzz smoke run (what it added to the run)"
 
 echo "==> times (a pass's time includes waiting for its background build)"
 printf '    %s\n' "${timings[@]}"
