@@ -102,14 +102,6 @@ uint64_t rh_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* rh_wait_until's polling: every millisecond at first, then less often
- * (the interval doubles every RH_POLL_STEP polls, up to RH_POLL_MAX_MS), so
- * that a wait of seconds does not ask its servers a thousand times a second
- * (the predicates mostly query them): a condition that holds is seen within
- * RH_POLL_MAX_MS, and a test that needs it sooner takes an event instead. */
-#define RH_POLL_STEP 20u
-#define RH_POLL_MAX_MS 8u
-
 static void sleep_ms(unsigned ms) {
   struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
@@ -118,15 +110,12 @@ static void sleep_ms(unsigned ms) {
 
 int rh_wait_until(int (*pred)(void *arg), void *arg, int timeout_ms) {
   uint64_t deadline = rh_now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-  unsigned nap = 1;
-  for (unsigned polls = 1;; polls++) {
+  for (;;) {
     if (pred(arg))
       return 1;
     if (rh_now_ms() >= deadline)
       return 0;
-    sleep_ms(nap);
-    if (polls % RH_POLL_STEP == 0 && nap < RH_POLL_MAX_MS)
-      nap *= 2;
+    sleep_ms(1);
   }
 }
 

@@ -139,11 +139,9 @@ int rh_child_init(pid_t parent);
 /* Removes a directory and the files in it (one level). */
 void rh_remove_dir(const char *dir);
 
-/* Polls pred(arg) until it returns nonzero or timeout_ms passes: returns 1
- * when it came true, 0 on timeout.  Every millisecond at first, then less
- * often, at most 8 ms apart (a long wait would otherwise query its servers a
- * thousand times a second).  For waiting on an event with a deadline
- * instead of sleeping. */
+/* Polls pred(arg) every millisecond until it returns nonzero or timeout_ms
+ * passes: returns 1 when it came true, 0 on timeout.  For waiting on an event
+ * with a deadline instead of sleeping. */
 int rh_wait_until(int (*pred)(void *arg), void *arg, int timeout_ms);
 
 /* Monotonic milliseconds. */
