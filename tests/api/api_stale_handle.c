@@ -55,7 +55,7 @@ static redlock_t *patient_client(int reentrant) {
  * round trips (100 000 blocking cycles keep a core busy for 30 s, 75 s
  * under ASan). */
 #define SEQUENTIAL_MAX 1000u
-#define WAVE 64u
+#define WAVE 32u
 
 typedef struct {
   fx_event_t *ev;
